@@ -1,0 +1,879 @@
+/* ir.c — the IR's core: opcode and type tables, shapes, building and editing modules.
+ *
+ * Sits under everything: the parsers build with these functions, the passes edit with them, and
+ * every reader walks the structures declared in ir.h. */
+#include "ir.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------- opcode table ---------- */
+
+static const IrOpInfo op_table[IR_OP_COUNT] = {
+#define OP(id, spelling, arity, cat, expensive, fusible, desc) {spelling, arity, cat, expensive, fusible, desc},
+#include "opcodes.def"
+#undef OP
+};
+
+const IrOpInfo *ir_op_info(IrOpcode op) { return &op_table[op < IR_OP_COUNT ? op : 0]; }
+const char *ir_op_name(IrOpcode op) { return ir_op_info(op)->spelling; }
+
+bool ir_op_lookup(const char *s, size_t len, IrOpcode *out) {
+  for (int i = 0; i < IR_OP_COUNT; i++) {
+    if (strlen(op_table[i].spelling) == len && memcmp(op_table[i].spelling, s, len) == 0) {
+      *out = (IrOpcode)i;
+      return true;
+    }
+  }
+  /* XLA accepts "optimization-barrier" spelled out in some dumps. */
+  if (len == 20 && memcmp(s, "optimization-barrier", 20) == 0) {
+    *out = IR_OP_OPT_BARRIER;
+    return true;
+  }
+  return false;
+}
+
+bool ir_op_is_elementwise(IrOpcode op) {
+  IrCategory c = ir_op_info(op)->category;
+  return c == IR_CAT_UNARY || c == IR_CAT_BINARY || c == IR_CAT_TERNARY;
+}
+
+/* ---------- types ---------- */
+
+static const struct {
+  const char *name;
+  int bytes;
+} type_table[IR_TYPE_COUNT] = {
+#define X(id, name, bytes) {name, bytes},
+    IR_TYPES(X)
+#undef X
+};
+
+const char *ir_type_name(IrType t) { return t < IR_TYPE_COUNT ? type_table[t].name : "invalid"; }
+int ir_type_bytes(IrType t) { return t < IR_TYPE_COUNT ? type_table[t].bytes : 0; }
+
+bool ir_type_lookup(const char *s, size_t len, IrType *out) {
+  for (int i = 1; i < IR_TYPE_COUNT; i++) {
+    if (strlen(type_table[i].name) == len && memcmp(type_table[i].name, s, len) == 0) {
+      *out = (IrType)i;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ir_type_is_float(IrType t) {
+  return t == IR_F16 || t == IR_BF16 || t == IR_F32 || t == IR_F64 || t == IR_F8E4M3FN || t == IR_F8E5M2;
+}
+bool ir_type_is_signed(IrType t) { return t == IR_S4 || t == IR_S8 || t == IR_S16 || t == IR_S32 || t == IR_S64; }
+bool ir_type_is_int(IrType t) {
+  return ir_type_is_signed(t) || t == IR_U4 || t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64;
+}
+bool ir_type_is_complex(IrType t) { return t == IR_C64 || t == IR_C128; }
+
+/* ---------- shapes ---------- */
+
+static int64_t sat_mul(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  if (a < 0 || b < 0) return INT64_MAX;
+  if (a > INT64_MAX / b) return INT64_MAX;
+  return a * b;
+}
+static int64_t sat_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+
+int64_t ir_shape_elements(const IrShape *s) {
+  if (s->type == IR_TUPLE || s->type == IR_TOKEN) return 0;
+  int64_t n = 1;
+  for (int i = 0; i < s->rank; i++) n = sat_mul(n, s->dims[i]);
+  return n;
+}
+
+int64_t ir_shape_bytes(const IrShape *s) {
+  if (s->type == IR_TUPLE) {
+    int64_t b = 0;
+    for (int i = 0; i < s->ntuple; i++) b = sat_add(b, ir_shape_bytes(&s->tuple[i]));
+    return b;
+  }
+  return sat_mul(ir_shape_elements(s), ir_type_bytes(s->type));
+}
+
+bool ir_shape_same_dims(const IrShape *a, const IrShape *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (a->dims[i] != b->dims[i]) return false;
+  return true;
+}
+
+bool ir_shape_equal(const IrShape *a, const IrShape *b) {
+  if (a->type != b->type) return false;
+  if (a->type == IR_TUPLE) {
+    if (a->ntuple != b->ntuple) return false;
+    for (int i = 0; i < a->ntuple; i++)
+      if (!ir_shape_equal(&a->tuple[i], &b->tuple[i])) return false;
+    return true;
+  }
+  return ir_shape_same_dims(a, b);
+}
+
+bool ir_shape_is_array(const IrShape *s) { return s->type != IR_TUPLE && s->type != IR_TOKEN; }
+bool ir_shape_is_scalar(const IrShape *s) { return ir_shape_is_array(s) && s->rank == 0; }
+
+void ir_shape_copy(Arena *a, IrShape *dst, const IrShape *src) {
+  IrShape s = *src;
+  if (src->rank > 0) {
+    s.dims = arena_alloc(a, sizeof(int64_t) * (size_t)src->rank);
+    if (s.dims) memcpy(s.dims, src->dims, sizeof(int64_t) * (size_t)src->rank);
+    if (src->dynamic) {
+      s.dynamic = arena_alloc(a, sizeof(bool) * (size_t)src->rank);
+      if (s.dynamic) memcpy(s.dynamic, src->dynamic, sizeof(bool) * (size_t)src->rank);
+    }
+    if (src->minor_to_major) {
+      s.minor_to_major = arena_alloc(a, sizeof(int) * (size_t)src->rank);
+      if (s.minor_to_major) memcpy(s.minor_to_major, src->minor_to_major, sizeof(int) * (size_t)src->rank);
+    }
+  } else {
+    s.dims = NULL;
+    s.dynamic = NULL;
+    s.minor_to_major = NULL;
+  }
+  s.layout_extra = src->layout_extra ? arena_strdup(a, src->layout_extra) : NULL;
+  if (src->ntuple > 0) {
+    s.tuple = arena_alloc(a, sizeof(IrShape) * (size_t)src->ntuple);
+    if (s.tuple)
+      for (int i = 0; i < src->ntuple; i++) ir_shape_copy(a, &s.tuple[i], &src->tuple[i]);
+  } else {
+    s.tuple = NULL;
+  }
+  *dst = s;
+}
+
+IrShape ir_shape_array(Arena *a, IrType t, int rank, const int64_t *dims) {
+  IrShape s;
+  memset(&s, 0, sizeof s);
+  s.type = t;
+  s.rank = rank;
+  s.has_layout = true;
+  if (rank > 0) {
+    s.dims = arena_alloc(a, sizeof(int64_t) * (size_t)rank);
+    s.minor_to_major = arena_alloc(a, sizeof(int) * (size_t)rank);
+    if (s.dims && s.minor_to_major) {
+      memcpy(s.dims, dims, sizeof(int64_t) * (size_t)rank);
+      for (int i = 0; i < rank; i++) s.minor_to_major[i] = rank - 1 - i;
+    }
+  }
+  return s;
+}
+
+IrShape ir_shape_scalar(IrType t) {
+  IrShape s;
+  memset(&s, 0, sizeof s);
+  s.type = t;
+  s.has_layout = false;
+  return s;
+}
+
+typedef struct {
+  char *buf;
+  size_t n, len;
+} Out;
+
+static void outf(Out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#include <stdarg.h>
+static void outf(Out *o, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *dst = o->buf && o->len < o->n ? o->buf + o->len : NULL;
+  size_t room = o->buf && o->len < o->n ? o->n - o->len : 0;
+  int k = vsnprintf(dst, room, fmt, ap);
+  va_end(ap);
+  if (k > 0) o->len += (size_t)k;
+}
+
+static void shape_fmt(Out *o, const IrShape *s, bool with_layout) {
+  if (s->type == IR_TUPLE) {
+    outf(o, "(");
+    for (int i = 0; i < s->ntuple; i++) {
+      if (i) outf(o, ", ");
+      shape_fmt(o, &s->tuple[i], with_layout);
+    }
+    outf(o, ")");
+    return;
+  }
+  if (s->type == IR_TOKEN) {
+    outf(o, "token[]");
+    return;
+  }
+  outf(o, "%s[", ir_type_name(s->type));
+  for (int i = 0; i < s->rank; i++) {
+    if (i) outf(o, ",");
+    if (s->dynamic && s->dynamic[i]) outf(o, "<=");
+    outf(o, "%" PRId64, s->dims[i]);
+  }
+  outf(o, "]");
+  if (with_layout && s->has_layout && (s->rank > 0 || s->layout_extra)) {
+    outf(o, "{");
+    for (int i = 0; i < s->rank; i++) outf(o, i ? ",%d" : "%d", s->minor_to_major ? s->minor_to_major[i] : s->rank - 1 - i);
+    if (s->layout_extra) outf(o, ":%s", s->layout_extra);
+    outf(o, "}");
+  }
+}
+
+int ir_shape_format(const IrShape *s, bool with_layout, char *buf, size_t n) {
+  Out o = {buf, n, 0};
+  if (buf && n) buf[0] = 0;
+  shape_fmt(&o, s, with_layout);
+  if (buf && n) buf[o.len < n ? o.len : n - 1] = 0;
+  return (int)o.len;
+}
+
+void ir_shape_print(FILE *f, const IrShape *s, bool with_layout) {
+  int n = ir_shape_format(s, with_layout, NULL, 0);
+  char small[256];
+  char *b = (size_t)n < sizeof small ? small : fx_malloc((size_t)n + 1);
+  if (!b) return;
+  ir_shape_format(s, with_layout, b, (size_t)n + 1);
+  fputs(b, f);
+  if (b != small) fx_free(b);
+}
+
+/* ---------- name index: open addressing, name -> instruction ---------- */
+
+typedef struct IrNameIndex {
+  const char **keys;
+  IrInstr **vals;
+  size_t cap, count;
+} IrNameIndex;
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static bool index_put(IrModule *m, const char *name, IrInstr *v);
+
+static bool index_rehash(IrModule *m, size_t cap) {
+  IrNameIndex *ix = m->names;
+  const char **ok = ix->keys;
+  IrInstr **ov = ix->vals;
+  size_t ocap = ix->cap;
+  const char **nk = fx_calloc(cap, sizeof *nk);
+  IrInstr **nv = fx_calloc(cap, sizeof *nv);
+  if (!nk || !nv) {
+    fx_free(nk);
+    fx_free(nv);
+    return false;
+  }
+  ix->keys = nk;
+  ix->vals = nv;
+  ix->cap = cap;
+  ix->count = 0;
+  for (size_t i = 0; i < ocap; i++)
+    if (ok[i]) index_put(m, ok[i], ov[i]);
+  fx_free(ok);
+  fx_free(ov);
+  return true;
+}
+
+static bool index_put(IrModule *m, const char *name, IrInstr *v) {
+  IrNameIndex *ix = m->names;
+  if ((ix->count + 1) * 2 > ix->cap && !index_rehash(m, ix->cap ? ix->cap * 2 : 256)) return false;
+  size_t i = hash_str(name) & (ix->cap - 1);
+  while (ix->keys[i]) {
+    if (strcmp(ix->keys[i], name) == 0) {
+      ix->vals[i] = v;
+      return true;
+    }
+    i = (i + 1) & (ix->cap - 1);
+  }
+  ix->keys[i] = name;
+  ix->vals[i] = v;
+  ix->count++;
+  return true;
+}
+
+static IrInstr *index_get(const IrModule *m, const char *name, bool *present) {
+  IrNameIndex *ix = m->names;
+  if (present) *present = false;
+  if (!ix || !ix->cap) return NULL;
+  size_t i = hash_str(name) & (ix->cap - 1);
+  while (ix->keys[i]) {
+    if (strcmp(ix->keys[i], name) == 0) {
+      if (present) *present = true;
+      return ix->vals[i];
+    }
+    i = (i + 1) & (ix->cap - 1);
+  }
+  return NULL;
+}
+
+bool ir_module_reindex(IrModule *m, const IrModule *reserved_from) {
+  IrNameIndex *ix = m->names;
+  fx_free(ix->keys);
+  fx_free(ix->vals);
+  ix->keys = NULL;
+  ix->vals = NULL;
+  ix->cap = ix->count = 0;
+  for (int k = 0; k < m->ncomps; k++)
+    for (int j = 0; j < m->comps[k]->ninstrs; j++)
+      if (!index_put(m, m->comps[k]->instrs[j]->name, m->comps[k]->instrs[j])) return false;
+  if (reserved_from && reserved_from->names) {
+    const IrNameIndex *rx = reserved_from->names;
+    for (size_t i = 0; i < rx->cap; i++) {
+      if (!rx->keys[i]) continue;
+      bool present;
+      index_get(m, rx->keys[i], &present);
+      if (present) continue;
+      const char *key = arena_strdup(&m->arena, rx->keys[i]);
+      if (!key || !index_put(m, key, NULL)) return false;
+    }
+  }
+  return true;
+}
+
+/* ---------- modules and computations ---------- */
+
+IrModule *ir_module_new(const char *name) {
+  IrModule *m = fx_calloc(1, sizeof *m);
+  if (!m) return NULL;
+  m->names = fx_calloc(1, sizeof(IrNameIndex));
+  if (!m->names) {
+    fx_free(m);
+    return NULL;
+  }
+  arena_init(&m->arena);
+  m->name = arena_strdup(&m->arena, name ? name : "module");
+  if (!m->name) {
+    ir_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+void ir_module_free(IrModule *m) {
+  if (!m) return;
+  if (m->names) {
+    fx_free(m->names->keys);
+    fx_free(m->names->vals);
+    fx_free(m->names);
+  }
+  arena_free(&m->arena);
+  fx_free(m);
+}
+
+IrComputation *ir_computation_new(IrModule *m, const char *name) {
+  IrComputation *c = arena_alloc(&m->arena, sizeof *c);
+  if (!c) return NULL;
+  c->name = arena_strdup(&m->arena, name);
+  c->module = m;
+  c->id = m->next_id++;
+  if (!c->name || arena_grow(&m->arena, (void **)&m->comps, &m->comps_cap, m->ncomps + 1, sizeof(IrComputation *)))
+    return NULL;
+  m->comps[m->ncomps++] = c;
+  return c;
+}
+
+IrComputation *ir_module_find_computation(const IrModule *m, const char *name) {
+  for (int i = 0; i < m->ncomps; i++)
+    if (strcmp(m->comps[i]->name, name) == 0) return m->comps[i];
+  return NULL;
+}
+
+IrInstr *ir_module_find_instr(const IrModule *m, const char *name) {
+  IrInstr *i = index_get(m, name, NULL);
+  return i && !i->dead ? i : NULL;
+}
+
+IrInstr *ir_computation_find_instr(const IrComputation *c, const char *name) {
+  IrInstr *i = ir_module_find_instr(c->module, name);
+  return i && i->parent == c ? i : NULL;
+}
+
+const char *ir_module_unique_name(IrModule *m, const char *base) {
+  bool present;
+  index_get(m, base, &present);
+  if (!present) return arena_strdup(&m->arena, base);
+  /* Strip a numeric suffix ("add.3" -> "add") before numbering. */
+  size_t n = strlen(base);
+  const char *dot = strrchr(base, '.');
+  if (dot && dot[1] && strspn(dot + 1, "0123456789") == strlen(dot + 1)) n = (size_t)(dot - base);
+  for (int k = m->next_id;; k++) {
+    char buf[512];
+    snprintf(buf, sizeof buf, "%.*s.%d", (int)(n > 400 ? 400 : n), base, k);
+    index_get(m, buf, &present);
+    if (!present) return arena_strdup(&m->arena, buf);
+  }
+}
+
+static int add_user(IrModule *m, IrInstr *op, IrInstr *user) {
+  for (int i = 0; i < op->nusers; i++)
+    if (op->users[i] == user) return 0;
+  if (arena_grow(&m->arena, (void **)&op->users, &op->users_cap, op->nusers + 1, sizeof(IrInstr *))) return -1;
+  op->users[op->nusers++] = user;
+  return 0;
+}
+
+static void remove_user(IrInstr *op, IrInstr *user) {
+  /* Only drop the edge when user no longer references op through any operand slot. */
+  for (int k = 0; k < user->noperands; k++)
+    if (user->operands[k] == op) return;
+  for (int i = 0; i < op->nusers; i++) {
+    if (op->users[i] == user) {
+      memmove(&op->users[i], &op->users[i + 1], sizeof(IrInstr *) * (size_t)(op->nusers - i - 1));
+      op->nusers--;
+      return;
+    }
+  }
+}
+
+IrInstr *ir_instr_new_before(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *shape,
+                             IrInstr *const *operands, int noperands, const char *name) {
+  IrModule *m = c->module;
+  IrInstr *in = arena_alloc(&m->arena, sizeof *in);
+  if (!in) return NULL;
+  in->id = m->next_id++;
+  in->op = op;
+  in->parent = c;
+  in->param_number = -1;
+  if (shape) ir_shape_copy(&m->arena, &in->shape, shape);
+  if (name) {
+    in->name = ir_module_unique_name(m, name);
+  } else {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s.%d", ir_op_name(op), in->id);
+    in->name = ir_module_unique_name(m, buf);
+  }
+  if (!in->name || !index_put(m, in->name, in)) return NULL;
+  if (noperands > 0) {
+    in->operands = arena_alloc(&m->arena, sizeof(IrInstr *) * (size_t)noperands);
+    if (!in->operands) return NULL;
+    for (int k = 0; k < noperands; k++) {
+      in->operands[k] = operands[k];
+      if (operands[k] && add_user(m, operands[k], in)) return NULL;
+    }
+  }
+  in->noperands = noperands;
+  if (arena_grow(&m->arena, (void **)&c->instrs, &c->instrs_cap, c->ninstrs + 1, sizeof(IrInstr *))) return NULL;
+  int pos = c->ninstrs;
+  if (before) {
+    for (int k = 0; k < c->ninstrs; k++)
+      if (c->instrs[k] == before) {
+        pos = k;
+        break;
+      }
+  }
+  memmove(&c->instrs[pos + 1], &c->instrs[pos], sizeof(IrInstr *) * (size_t)(c->ninstrs - pos));
+  c->instrs[pos] = in;
+  c->ninstrs++;
+  return in;
+}
+
+IrInstr *ir_instr_new(IrComputation *c, IrOpcode op, const IrShape *shape, IrInstr *const *operands,
+                      int noperands, const char *name) {
+  return ir_instr_new_before(c, NULL, op, shape, operands, noperands, name);
+}
+
+void ir_set_operand(IrInstr *i, int idx, IrInstr *nop) {
+  IrInstr *old = i->operands[idx];
+  if (old == nop) return;
+  i->operands[idx] = nop;
+  if (old) remove_user(old, i);
+  if (nop) add_user(i->parent->module, nop, i);
+}
+
+void ir_set_root(IrComputation *c, IrInstr *root) {
+  if (c->root) c->root->is_root = false;
+  c->root = root;
+  if (root) root->is_root = true;
+}
+
+void ir_replace_all_uses(IrInstr *old, IrInstr *repl) {
+  if (old == repl) return;
+  while (old->nusers > 0) {
+    IrInstr *u = old->users[0];
+    for (int k = 0; k < u->noperands; k++)
+      if (u->operands[k] == old) {
+        u->operands[k] = repl;
+        add_user(u->parent->module, repl, u);
+      }
+    remove_user(old, u);
+  }
+  if (old->parent && old->parent->root == old) ir_set_root(old->parent, repl);
+}
+
+void ir_instr_remove(IrInstr *i) {
+  IrComputation *c = i->parent;
+  for (int k = 0; k < i->noperands; k++) {
+    IrInstr *op = i->operands[k];
+    i->operands[k] = NULL;
+    if (op) remove_user(op, i);
+  }
+  for (int k = 0; k < c->ninstrs; k++)
+    if (c->instrs[k] == i) {
+      memmove(&c->instrs[k], &c->instrs[k + 1], sizeof(IrInstr *) * (size_t)(c->ninstrs - k - 1));
+      c->ninstrs--;
+      break;
+    }
+  i->dead = true;
+  if (c->root == i) c->root = NULL;
+  /* Keep the name reserved so it is never reused for a different value in a later stage. */
+}
+
+int ir_computation_remove_dead(IrComputation *c) {
+  int removed = 0;
+  bool again = true;
+  while (again) {
+    again = false;
+    for (int k = c->ninstrs - 1; k >= 0; k--) {
+      IrInstr *i = c->instrs[k];
+      if (i->nusers == 0 && i != c->root && i->op != IR_OP_PARAMETER) {
+        /* Side-effecting ops stay. */
+        if (i->op == IR_OP_CUSTOM_CALL) {
+          const char *se = ir_attr_text(i, "custom_call_has_side_effect");
+          if (se && strcmp(se, "true") == 0) continue;
+        }
+        if (i->op == IR_OP_OUTFEED || i->op == IR_OP_SEND || i->op == IR_OP_SEND_DONE ||
+            i->op == IR_OP_AFTER_ALL)
+          continue;
+        ir_instr_remove(i);
+        removed++;
+        again = true;
+        if (k > c->ninstrs) k = c->ninstrs;
+      }
+    }
+  }
+  return removed;
+}
+
+void ir_computation_sort(IrComputation *c) {
+  /* Kahn's algorithm over in-computation operands, picking the earliest-positioned ready node so
+   * the existing order is kept wherever it is already valid. */
+  int n = c->ninstrs;
+  if (n <= 1) return;
+  IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)n);
+  int *pending = fx_calloc((size_t)n, sizeof(int));
+  void **saved = fx_malloc(sizeof(void *) * (size_t)n);
+  if (!order || !pending || !saved) {
+    fx_free(order);
+    fx_free(pending);
+    fx_free(saved);
+    return;
+  }
+  for (int k = 0; k < n; k++) {
+    saved[k] = c->instrs[k]->aux;
+    c->instrs[k]->aux = (void *)(intptr_t)(k + 1);
+  }
+  for (int k = 0; k < n; k++) {
+    IrInstr *i = c->instrs[k];
+    for (int j = 0; j < i->noperands; j++) {
+      IrInstr *op = i->operands[j];
+      bool dup = false;
+      for (int q = 0; q < j; q++)
+        if (i->operands[q] == op) dup = true;
+      if (op && op->parent == c && !op->dead && !dup) pending[k]++;
+    }
+  }
+  int out = 0;
+  /* Simple O(n^2) worst case but linear in practice: repeatedly scan for ready nodes. */
+  bool *done = fx_calloc((size_t)n, sizeof(bool));
+  if (!done) goto fail;
+  int start = 0;
+  while (out < n) {
+    int pick = -1;
+    for (int k = start; k < n; k++)
+      if (!done[k] && pending[k] == 0) {
+        pick = k;
+        break;
+      }
+    if (pick < 0) break; /* cycle: leave the rest in place; the verifier reports it */
+    done[pick] = true;
+    order[out++] = c->instrs[pick];
+    IrInstr *p = c->instrs[pick];
+    int minpos = n;
+    for (int u = 0; u < p->nusers; u++) {
+      IrInstr *us = p->users[u];
+      if (us->parent != c) continue;
+      int pos = (int)(intptr_t)us->aux - 1;
+      if (pos >= 0 && pos < n) {
+        pending[pos]--;
+        if (pos < minpos) minpos = pos;
+      }
+    }
+    while (start < n && done[start]) start++;
+    if (minpos < start) start = minpos;
+  }
+  for (int k = 0; k < n && out < n; k++)
+    if (!done[k]) order[out++] = c->instrs[k];
+  memcpy(c->instrs, order, sizeof(IrInstr *) * (size_t)n);
+fail:
+  for (int k = 0; k < n; k++) c->instrs[k]->aux = NULL;
+  (void)saved;
+  fx_free(done);
+  fx_free(order);
+  fx_free(pending);
+  fx_free(saved);
+}
+
+/* ---------- attributes ---------- */
+
+const IrAttr *ir_attr_get(const IrInstr *i, const char *key) {
+  for (int k = 0; k < i->nattrs; k++)
+    if (strcmp(i->attrs[k].key, key) == 0) return &i->attrs[k];
+  return NULL;
+}
+
+const char *ir_attr_text(const IrInstr *i, const char *key) {
+  const IrAttr *a = ir_attr_get(i, key);
+  return a && a->kind == IR_ATTR_TEXT ? a->text : NULL;
+}
+
+static IrAttr *attr_slot(IrInstr *i, const char *key) {
+  for (int k = 0; k < i->nattrs; k++)
+    if (strcmp(i->attrs[k].key, key) == 0) return &i->attrs[k];
+  Arena *a = &i->parent->module->arena;
+  if (arena_grow(a, (void **)&i->attrs, &i->attrs_cap, i->nattrs + 1, sizeof(IrAttr))) return NULL;
+  IrAttr *s = &i->attrs[i->nattrs++];
+  memset(s, 0, sizeof *s);
+  s->key = arena_strdup(a, key);
+  return s;
+}
+
+void ir_attr_set_text(IrInstr *i, const char *key, const char *text) {
+  IrAttr *s = attr_slot(i, key);
+  if (!s) return;
+  s->kind = IR_ATTR_TEXT;
+  s->text = arena_strdup(&i->parent->module->arena, text);
+}
+
+void ir_attr_set_comps(IrInstr *i, const char *key, IrComputation **comps, int n, bool braced) {
+  IrAttr *s = attr_slot(i, key);
+  if (!s) return;
+  s->kind = IR_ATTR_COMP;
+  s->comps = arena_alloc(&i->parent->module->arena, sizeof(IrComputation *) * (size_t)(n ? n : 1));
+  if (!s->comps) return;
+  memcpy(s->comps, comps, sizeof(IrComputation *) * (size_t)n);
+  s->ncomps = n;
+  s->comps_braced = braced;
+}
+
+void ir_attr_set_comp(IrInstr *i, const char *key, IrComputation *comp) { ir_attr_set_comps(i, key, &comp, 1, false); }
+
+void ir_attr_remove(IrInstr *i, const char *key) {
+  for (int k = 0; k < i->nattrs; k++)
+    if (strcmp(i->attrs[k].key, key) == 0) {
+      memmove(&i->attrs[k], &i->attrs[k + 1], sizeof(IrAttr) * (size_t)(i->nattrs - k - 1));
+      i->nattrs--;
+      return;
+    }
+}
+
+/* Parses a comma-separated integer list, skipping braces and spaces. */
+static int parse_int_list(const char *t, int64_t *out, int max) {
+  int n = 0;
+  const char *p = t;
+  while (*p == ' ' || *p == '{') p++;
+  while (*p && *p != '}') {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p) return -1;
+    if (n < max) out[n] = v;
+    n++;
+    p = end;
+    while (*p == ' ') p++;
+    if (*p == ',') p++;
+    while (*p == ' ') p++;
+  }
+  return n > max ? -1 : n;
+}
+
+int ir_attr_dims(const IrInstr *i, const char *key, int64_t *out, int max) {
+  const char *t = ir_attr_text(i, key);
+  if (!t) return -1;
+  return parse_int_list(t, out, max);
+}
+
+void ir_attr_set_dims(IrInstr *i, const char *key, const int64_t *v, int n) {
+  char buf[IR_MAX_RANK * 24 + 4];
+  size_t len = 0;
+  buf[len++] = '{';
+  for (int k = 0; k < n && len < sizeof buf - 24; k++)
+    len += (size_t)snprintf(buf + len, sizeof buf - len, k ? ",%" PRId64 : "%" PRId64, v[k]);
+  buf[len++] = '}';
+  buf[len] = 0;
+  ir_attr_set_text(i, key, buf);
+}
+
+bool ir_attr_int(const IrInstr *i, const char *key, int64_t *out) {
+  const char *t = ir_attr_text(i, key);
+  if (!t) return false;
+  char *end;
+  long long v = strtoll(t, &end, 10);
+  if (end == t) return false;
+  *out = v;
+  return true;
+}
+
+IrComputation *ir_attr_comp(const IrInstr *i, const char *key) {
+  const IrAttr *a = ir_attr_get(i, key);
+  return a && a->kind == IR_ATTR_COMP && a->ncomps > 0 ? a->comps[0] : NULL;
+}
+
+int ir_attr_slice(const IrInstr *i, int64_t *start, int64_t *limit, int64_t *stride, int max) {
+  const char *t = ir_attr_text(i, "slice");
+  if (!t) return -1;
+  int n = 0;
+  for (const char *p = t; *p; p++) {
+    if (*p != '[') continue;
+    long long a, b, s = 1;
+    int got = sscanf(p, "[%lld:%lld:%lld]", &a, &b, &s);
+    if (got < 2) return -1;
+    if (got == 2) s = 1;
+    if (n < max) {
+      start[n] = a;
+      limit[n] = b;
+      stride[n] = s;
+    }
+    n++;
+  }
+  return n > max ? -1 : n;
+}
+
+const char *ir_compare_direction(const IrInstr *i) { return ir_attr_text(i, "direction"); }
+
+bool ir_dot_dims(const IrInstr *i, IrDotDims *d) {
+  memset(d, 0, sizeof *d);
+  int n;
+  if ((n = ir_attr_dims(i, "lhs_batch_dims", d->lhs_batch, IR_MAX_RANK)) > 0) d->nlhs_batch = n;
+  if ((n = ir_attr_dims(i, "rhs_batch_dims", d->rhs_batch, IR_MAX_RANK)) > 0) d->nrhs_batch = n;
+  if ((n = ir_attr_dims(i, "lhs_contracting_dims", d->lhs_contract, IR_MAX_RANK)) > 0) d->nlhs_contract = n;
+  if ((n = ir_attr_dims(i, "rhs_contracting_dims", d->rhs_contract, IR_MAX_RANK)) > 0) d->nrhs_contract = n;
+  return d->nlhs_batch == d->nrhs_batch && d->nlhs_contract == d->nrhs_contract;
+}
+
+int ir_called_computations(const IrInstr *i, IrComputation **out, int max) {
+  int n = 0;
+  for (int k = 0; k < i->nattrs; k++) {
+    const IrAttr *a = &i->attrs[k];
+    if (a->kind != IR_ATTR_COMP) continue;
+    for (int j = 0; j < a->ncomps; j++) {
+      if (n < max) out[n] = a->comps[j];
+      n++;
+    }
+  }
+  return n;
+}
+
+/* ---------- literals ---------- */
+
+IrLiteral *ir_literal_new(Arena *a, const double *values, int64_t count, IrType t, const IrShape *shape) {
+  IrLiteral *l = arena_alloc(a, sizeof *l);
+  if (!l) return NULL;
+  l->count = count;
+  l->values = arena_alloc(a, sizeof(double) * (size_t)(count > 0 ? count : 1));
+  if (!l->values) return NULL;
+  if (count > 0) memcpy(l->values, values, sizeof(double) * (size_t)count);
+  /* Text in XLA's style: scalars bare, arrays nested by dimension. */
+  size_t cap = (size_t)count * 32 + 64 + (shape ? (size_t)shape->rank * 4 : 0);
+  char *buf = fx_malloc(cap);
+  if (!buf) return NULL;
+  size_t len = 0;
+  int rank = shape ? shape->rank : 0;
+  if (rank == 0) {
+    double v = count ? values[0] : 0;
+    if (t == IR_PRED) len += (size_t)snprintf(buf + len, cap - len, "%s", v != 0 ? "true" : "false");
+    else if (ir_type_is_float(t)) len += (size_t)snprintf(buf + len, cap - len, "%.9g", v);
+    else len += (size_t)snprintf(buf + len, cap - len, "%lld", (long long)v);
+  } else {
+    /* Nested braces: open at each dim boundary. */
+    int64_t strides[IR_MAX_RANK];
+    int64_t s = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+      strides[d] = s;
+      s *= shape->dims[d];
+    }
+    for (int d = 0; d < rank; d++) buf[len++] = '{';
+    for (int64_t k = 0; k < count; k++) {
+      if (k > 0) {
+        int closes = 0;
+        for (int d = rank - 1; d > 0; d--)
+          if (k % strides[d - 1] == 0) closes++;
+        for (int c2 = 0; c2 < closes; c2++) buf[len++] = '}';
+        buf[len++] = ',';
+        buf[len++] = ' ';
+        for (int c2 = 0; c2 < closes; c2++) buf[len++] = '{';
+      }
+      double v = values[k];
+      if (t == IR_PRED) len += (size_t)snprintf(buf + len, cap - len, "%s", v != 0 ? "true" : "false");
+      else if (ir_type_is_float(t)) len += (size_t)snprintf(buf + len, cap - len, "%.9g", v);
+      else len += (size_t)snprintf(buf + len, cap - len, "%lld", (long long)v);
+    }
+    for (int d = 0; d < rank; d++) buf[len++] = '}';
+    buf[len] = 0;
+  }
+  l->text = arena_strndup(a, buf, len);
+  fx_free(buf);
+  return l->text ? l : NULL;
+}
+
+IrInstr *ir_constant_scalar(IrComputation *c, IrType t, double v, const char *name) {
+  IrShape s = ir_shape_scalar(t);
+  IrInstr *i = ir_instr_new(c, IR_OP_CONSTANT, &s, NULL, 0, name ? name : "constant");
+  if (!i) return NULL;
+  i->literal = ir_literal_new(&c->module->arena, &v, 1, t, &s);
+  return i->literal ? i : NULL;
+}
+
+/* ---------- misc queries ---------- */
+
+bool ir_instr_is_fusion(const IrInstr *i) { return i->op == IR_OP_FUSION; }
+IrComputation *ir_fused_computation(const IrInstr *i) { return i->op == IR_OP_FUSION ? ir_attr_comp(i, "calls") : NULL; }
+const char *ir_fusion_kind(const IrInstr *i) { return ir_attr_text(i, "kind"); }
+
+int ir_module_instr_count(const IrModule *m) {
+  int n = 0;
+  for (int k = 0; k < m->ncomps; k++) n += m->comps[k]->ninstrs;
+  return n;
+}
+
+static void postorder_visit(IrComputation *c, IrComputation **out, int max, int *n, char *seen) {
+  if (seen[c->id]) return;
+  seen[c->id] = 1;
+  for (int k = 0; k < c->ninstrs; k++) {
+    IrInstr *i = c->instrs[k];
+    for (int a = 0; a < i->nattrs; a++)
+      if (i->attrs[a].kind == IR_ATTR_COMP)
+        for (int j = 0; j < i->attrs[a].ncomps; j++)
+          if (i->attrs[a].comps[j]) postorder_visit(i->attrs[a].comps[j], out, max, n, seen);
+  }
+  if (*n < max) out[*n] = c;
+  (*n)++;
+}
+
+int ir_module_postorder(const IrModule *m, IrComputation **out, int max) {
+  if (!m->entry) return 0;
+  char *seen = fx_calloc((size_t)m->next_id + 1, 1);
+  if (!seen) return 0;
+  int n = 0;
+  postorder_visit(m->entry, out, max, &n, seen);
+  fx_free(seen);
+  return n;
+}
+
+int ir_module_remove_unreachable(IrModule *m) {
+  IrComputation **live = fx_malloc(sizeof(IrComputation *) * (size_t)(m->ncomps + 1));
+  if (!live) return 0;
+  int n = ir_module_postorder(m, live, m->ncomps + 1);
+  int removed = 0, w = 0;
+  for (int k = 0; k < m->ncomps; k++) {
+    bool keep = false;
+    for (int j = 0; j < n && j <= m->ncomps; j++)
+      if (live[j] == m->comps[k]) keep = true;
+    if (keep) m->comps[w++] = m->comps[k];
+    else removed++;
+  }
+  m->ncomps = w;
+  fx_free(live);
+  return removed;
+}

@@ -1,0 +1,58 @@
+/* plan.h — the kernel plan of a stage and its cost: what every stage's numbers come from.
+ *
+ * Every fusion is one kernel, every unfused compute instruction is one kernel, library calls are
+ * opaque kernels, while loops run on the host with their condition and body kernels per iteration
+ * (trip counts multiplied out where known). Values that cross a kernel boundary live in memory;
+ * values inside a fusion do not. Parameters, tuples, get-tuple-element, bitcasts and constants
+ * launch nothing. */
+#ifndef FXPLAIN_PLAN_H
+#define FXPLAIN_PLAN_H
+
+#include <stdint.h>
+
+#include "device.h"
+#include "ir.h"
+#include "status.h"
+
+typedef enum {
+  KERNEL_LOOP,     /* loop fusion or unfused elementwise/data op */
+  KERNEL_INPUT,    /* input (reduction) fusion or unfused reduce */
+  KERNEL_OUTPUT,   /* output fusion */
+  KERNEL_LIBRARY,  /* cuBLAS/cuDNN/cuRAND/custom call, sort */
+  KERNEL_CONTROL,  /* loop control (while condition read-back), copies for control flow */
+} KernelKind;
+
+const char *plan_kernel_kind_name(KernelKind k); /* "loop", "input", "output", "library", "control" */
+
+typedef struct {
+  const char *name;        /* the instruction that is the kernel (fusion or op) */
+  IrInstr *instr;
+  IrComputation *comp;     /* the computation it runs in (entry, a loop body, ...) */
+  KernelKind kind;
+  int nmembers;            /* instructions inside (for a fusion, its fused body's compute ops) */
+  IrInstr **members;
+  int ninputs;             /* buffers read (operands that cross the boundary) */
+  IrInstr **inputs;
+  int64_t bytes_read, bytes_written; /* per launch */
+  double flops;            /* per launch */
+  int64_t launches;        /* per execution of the module (trip counts multiplied out) */
+  double est_us;           /* per launch, on the profile: max(memory, compute) + launch */
+} PlanKernel;
+
+typedef struct {
+  Arena arena;
+  PlanKernel *kernels;
+  int nkernels;
+  int64_t launches;                  /* total kernel launches per execution */
+  int64_t bytes_read, bytes_written; /* total per execution */
+  double est_us;                     /* total per execution */
+  bool trip_counts_known;            /* false when some loop's trip count was guessed (1) */
+} KernelPlan;
+
+/* Builds the plan of m on dev. Returns NULL and fills err on failure. */
+KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err);
+void plan_free(KernelPlan *p);
+/* Trip count of a while loop when it can be read from the condition or backend_config; -1 if not. */
+int64_t plan_while_trip_count(const IrInstr *w);
+
+#endif

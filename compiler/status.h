@@ -1,0 +1,32 @@
+/* status.h — the error record every fallible function fills.
+ *
+ * Errors carry a place (file:line:col and the source line, where there is one) so that the shell
+ * prints them chibicc-style:
+ *     cartpole.fx:12:7: error: unknown function 'sinn'
+ *       y = sinn(x)
+ *           ^
+ * Functions return false (or NULL) and fill an FxError; they never exit or abort. */
+#ifndef FXPLAIN_STATUS_H
+#define FXPLAIN_STATUS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+typedef struct {
+  bool set;
+  char file[256];  /* "" when there is no place */
+  int line, col;   /* 1-based; 0 when unknown */
+  char source[256]; /* the offending source line, "" when unknown */
+  char msg[768];
+} FxError;
+
+void fx_error_clear(FxError *e);
+/* Fills e (first error wins: a set error is not overwritten). Returns false for convenience. */
+bool fx_error_set(FxError *e, const char *file, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Copies the source line `line` (1-based) out of text into e->source. */
+void fx_error_set_source(FxError *e, const char *text, int line);
+/* "FILE:LINE:COL: error: MSG\n  SOURCE\n  ^\n" (place parts omitted when unknown). */
+void fx_error_print(FILE *f, const FxError *e);
+
+#endif

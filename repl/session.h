@@ -1,0 +1,83 @@
+/* session.h — the state of one fxplain session and the command table.
+ *
+ * The shell (repl/) owns the session: the loaded module, its stages, the decision log, the
+ * chosen pipeline, device and settings. A command that fails leaves the session as it was. */
+#ifndef FXPLAIN_SESSION_H
+#define FXPLAIN_SESSION_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../compiler/device.h"
+#include "../compiler/ir.h"
+#include "../compiler/pass.h"
+#include "../compiler/status.h"
+
+struct ExplainLog; /* explain/explain.h */
+
+typedef struct {
+  IrModule *module;     /* the snapshot after this stage's pass (stage 0: as loaded) */
+  const char *pass;     /* the pass that produced it ("input" for stage 0) */
+  bool changed;
+} Stage;
+
+typedef struct Session {
+  /* Stages: stages[0] is the input; cur is the one shown. Stages after cur are kept until the
+   * pipeline or a setting changes, so `back` then `step` is cheap. */
+  Stage *stages;
+  int nstages, stages_cap;
+  int cur;
+  const Pipeline *pipeline;
+  int next_pass; /* index into pipeline->passes of the pass that would produce stage nstages */
+  struct ExplainLog *log;
+  DeviceProfile device;
+  PassSettings settings;
+  /* Output. */
+  FILE *out; /* stdout */
+  FILE *err; /* stderr */
+  bool json;
+  bool interactive;
+  bool keep_going;
+  /* .fx definitions typed at the prompt accumulate here (the lowering state), see fx.h. */
+  void *fx_state;
+  /* Set by the SIGINT handler; long-running commands poll it and stop with an error. */
+  volatile int *interrupted;
+  /* Where commands come from, for error locations: "<repl>", "<stdin>", a script path. */
+  const char *input_name;
+  int input_line;
+} Session;
+
+/* A command: `name`, its usage line and help text, and the function that runs it. argv[0] is the
+ * command name. The function returns false after filling err. `line` is the whole command text
+ * (for commands that parse it themselves), `col0` the column where it started. */
+typedef bool (*CommandFn)(Session *s, int argc, char **argv, FxError *err);
+
+typedef struct {
+  const char *name;
+  const char *usage;   /* "step [N | PASS | all]" */
+  const char *summary; /* one line for `help` */
+  const char *help;    /* the full text for `help CMD`, may be NULL */
+  CommandFn run;
+} ReplCommand;
+
+/* Each group of commands is a table ending in a {0} entry, defined in its own file
+ * (cmd_core.c, cmd_pipeline.c, cmd_fusion.c, cmd_run.c, cmd_viz.c, cmd_gpu.c). */
+extern const ReplCommand repl_cmds_core[];
+extern const ReplCommand repl_cmds_pipeline[];
+extern const ReplCommand repl_cmds_fusion[];
+extern const ReplCommand repl_cmds_run[];
+extern const ReplCommand repl_cmds_viz[];
+extern const ReplCommand repl_cmds_gpu[];
+
+const ReplCommand *repl_command_lookup(const char *name);
+/* Calls f for every command, in help order. */
+void repl_command_foreach(void (*f)(const ReplCommand *c, void *ctx), void *ctx);
+
+/* The current stage's module (NULL when nothing is loaded). */
+IrModule *session_module(Session *s);
+/* Replaces the session's input with m (takes ownership): stage 0 = m, later stages dropped. */
+void session_set_input(Session *s, IrModule *m);
+/* Drops stages after stage 0 (after a pipeline or setting change). */
+void session_truncate(Session *s, int keep);
+
+#endif
