@@ -69,6 +69,9 @@ extern const ReplCommand repl_cmds_run[];
 extern const ReplCommand repl_cmds_viz[];
 extern const ReplCommand repl_cmds_gpu[];
 
+/* Commands named "show-WHAT" (summary NULL, hidden from `help`) implement `show WHAT`, so each
+ * group adds its own views (show-stats, show-graph, show-device, show-settings) without touching
+ * the core table. Likewise "set-WHAT" implements `set WHAT VALUE`. */
 const ReplCommand *repl_command_lookup(const char *name);
 /* Calls f for every command, in help order. */
 void repl_command_foreach(void (*f)(const ReplCommand *c, void *ctx), void *ctx);
