@@ -101,4 +101,11 @@ const Pipeline *pipeline_lookup(const char *name);
 int pipeline_count(void);
 const Pipeline *pipeline_at(int i);
 
+/* Runs pass p on a copy of `in` (the caller fills cx: sink, device, settings, stage, err). On
+ * success *changed says whether the pass changed anything and *out is the new snapshot, owned by
+ * the caller, or NULL when nothing changed (the stage then shares `in`, so unchanged stages cost
+ * no memory). Every new snapshot must pass the verifier: a pass that leaves an invalid module is
+ * an error naming the pass. Returns false and fills cx->err; `in` is never modified. */
+bool pass_run_stage(const Pass *p, const IrModule *in, PassContext *cx, IrModule **out, bool *changed);
+
 #endif

@@ -1,0 +1,18 @@
+/* passes.h — every pass fxplain knows, one `extern const Pass` per pass.
+ *
+ * Each pass lives in its own file compiler/pass_NAME.c and defines one `const Pass pass_NAME`.
+ * pass.c lists them in the registry and in the pipelines; a pass named there but not defined
+ * makes the build fail, so the tables never name a pass that does not exist. */
+#ifndef FXPLAIN_PASSES_H
+#define FXPLAIN_PASSES_H
+
+#include "pass.h"
+
+/* simplification (run before fusion, paper §III-A) */
+extern const Pass pass_cse;              /* pass_cse.c: common subexpression elimination */
+extern const Pass pass_dce;              /* pass_dce.c: dead code elimination */
+extern const Pass pass_tuple_simplifier; /* pass_tuple_simplifier.c: gte(tuple) and tuple(gte...) */
+
+/* fusion */
+
+#endif
