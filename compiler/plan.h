@@ -54,5 +54,13 @@ KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err
 void plan_free(KernelPlan *p);
 /* Trip count of a while loop when it can be read from the condition or backend_config; -1 if not. */
 int64_t plan_while_trip_count(const IrInstr *w);
+/* The kernel an instruction runs in (the fusion holding it, or its own kernel); NULL when it
+ * launches nothing (parameters, tuples, bitcasts, ...). For a while or conditional: its control
+ * kernel. */
+const PlanKernel *plan_kernel_of(const KernelPlan *p, const IrInstr *i);
+/* Floating-point operations of one instruction, once: elementwise ops one per element, reduce one
+ * per input element, dot 2*M*N*K, convolution 2 * output elements * kernel elements / output
+ * features, reduce-window one per window element. Data movement counts 0. */
+double plan_instr_flops(const IrInstr *i);
 
 #endif

@@ -1,0 +1,554 @@
+/* plan.c — the kernel plan of a stage and its cost on a device profile (implements plan.h).
+ *
+ * Walks the entry computation the way XLA's GPU runtime executes it:
+ *   - a fusion is one kernel; its kind comes from its kind attribute (kLoop -> loop,
+ *     kInput -> input, kOutput -> output, kCustom -> library);
+ *   - an unfused compute instruction is one kernel: dot, convolution, custom-call, rng, sort and
+ *     the other library ops are opaque library kernels, reduce is an input kernel, everything
+ *     else a loop kernel;
+ *   - parameters, constants, tuples, get-tuple-element, bitcasts (and reshapes or transposes
+ *     that are bitcasts) launch nothing;
+ *   - a while loop runs its condition and body kernels once per iteration, plus one control
+ *     kernel per iteration: the predicate read back to the host, which decides whether to go on
+ *     (the loop's tuple stays in memory: the paper's first boundary). The trip count comes from
+ *     backend_config's known_trip_count, or from the condition comparing the counter with a
+ *     constant; otherwise 1, and the plan says trip counts are not known;
+ *   - call walks into its callee; conditional reads its branch index back (a control kernel)
+ *     and counts its costliest branch (the others are listed with 0 launches).
+ * Bytes: a kernel reads its boundary inputs (each distinct operand once; a slice, dynamic-slice
+ * or gather reads only what it takes) and writes its outputs (an in-place dynamic-update-slice
+ * writes only the update). Time per launch = max(bytes / bandwidth, flops / peak) + launch
+ * overhead. The plan points into the module: free it before the module. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+const char *plan_kernel_kind_name(KernelKind k) {
+  switch (k) {
+  case KERNEL_LOOP: return "loop";
+  case KERNEL_INPUT: return "input";
+  case KERNEL_OUTPUT: return "output";
+  case KERNEL_LIBRARY: return "library";
+  case KERNEL_CONTROL: return "control";
+  }
+  return "?";
+}
+
+/* ---------- what launches what ---------- */
+
+static bool default_layout(const IrShape *s) {
+  if (!s->has_layout) return true;
+  for (int d = 0; d < s->rank; d++)
+    if (s->minor_to_major[d] != s->rank - 1 - d) return false;
+  return true;
+}
+
+/* Physical order of the non-degenerate dims, major first, as dimension indices. */
+static int physical_dims(const IrShape *s, int *out) {
+  int n = 0;
+  for (int k = s->rank - 1; k >= 0; k--) {
+    int d = s->has_layout ? s->minor_to_major[k] : s->rank - 1 - k;
+    if (s->dims[d] != 1) out[n++] = d;
+  }
+  return n;
+}
+
+/* A reshape is a bitcast when the elements keep their order in memory: with row-major layouts on
+ * both sides it always is; otherwise compare the physical sequence of non-degenerate dims. */
+static bool reshape_is_bitcast(const IrInstr *i) {
+  if (i->noperands != 1 || !i->operands[0]) return false;
+  const IrShape *in = &i->operands[0]->shape, *out = &i->shape;
+  if (!ir_shape_is_array(in) || !ir_shape_is_array(out)) return false;
+  if (default_layout(in) && default_layout(out)) return true;
+  /* Non-default layouts: a bitcast only when it just adds or drops size-1 dims and the other dims
+   * keep their sizes and physical order. */
+  int pa[IR_MAX_RANK], pb[IR_MAX_RANK];
+  int na = physical_dims(in, pa), nb = physical_dims(out, pb);
+  if (na != nb) return false;
+  for (int k = 0; k < na; k++)
+    if (in->dims[pa[k]] != out->dims[pb[k]]) return false;
+  return true;
+}
+
+/* A transpose is a bitcast when the output layout undoes the permutation (layout assignment
+ * makes many of them so). */
+static bool transpose_is_bitcast(const IrInstr *i) {
+  if (i->noperands != 1 || !i->operands[0]) return false;
+  const IrShape *in = &i->operands[0]->shape, *out = &i->shape;
+  if (!ir_shape_is_array(in) || !ir_shape_is_array(out) || in->rank != out->rank) return false;
+  int64_t perm[IR_MAX_RANK];
+  if (ir_attr_dims(i, "dimensions", perm, IR_MAX_RANK) != out->rank) return false;
+  int pa[IR_MAX_RANK], pb[IR_MAX_RANK];
+  int na = physical_dims(in, pa), nb = physical_dims(out, pb);
+  if (na != nb) return false;
+  for (int k = 0; k < na; k++)
+    if (perm[pb[k]] != pa[k]) return false;
+  return true;
+}
+
+typedef enum { LAUNCH_NOTHING, LAUNCH_KERNEL, LAUNCH_WHILE, LAUNCH_CALL, LAUNCH_CONDITIONAL } LaunchKind;
+
+static LaunchKind launch_kind(const IrInstr *i, KernelKind *kind) {
+  *kind = KERNEL_LOOP;
+  switch (i->op) {
+  case IR_OP_PARAMETER:
+  case IR_OP_CONSTANT:
+  case IR_OP_TUPLE:
+  case IR_OP_GET_TUPLE_ELEMENT:
+  case IR_OP_BITCAST:
+  case IR_OP_AFTER_ALL:
+  case IR_OP_OPT_BARRIER:
+  case IR_OP_DOMAIN:
+  case IR_OP_ADD_DEPENDENCY:
+  case IR_OP_PARTITION_ID:
+  case IR_OP_REPLICA_ID:
+  case IR_OP_GET_DIMENSION_SIZE:
+  case IR_OP_COPY_DONE:
+  case IR_OP_SEND_DONE:
+  case IR_OP_RECV_DONE:
+  case IR_OP_ALL_REDUCE_DONE:
+  case IR_OP_ALL_GATHER_DONE:
+  case IR_OP_COLLECTIVE_PERMUTE_DONE:
+  case IR_OP_ASYNC_UPDATE:
+  case IR_OP_ASYNC_DONE:
+    return LAUNCH_NOTHING;
+  case IR_OP_RESHAPE:
+    return reshape_is_bitcast(i) ? LAUNCH_NOTHING : LAUNCH_KERNEL;
+  case IR_OP_TRANSPOSE:
+    return transpose_is_bitcast(i) ? LAUNCH_NOTHING : LAUNCH_KERNEL;
+  case IR_OP_WHILE:
+    return LAUNCH_WHILE;
+  case IR_OP_CALL:
+    return LAUNCH_CALL;
+  case IR_OP_CONDITIONAL:
+    return LAUNCH_CONDITIONAL;
+  case IR_OP_FUSION: {
+    const char *k = ir_fusion_kind(i);
+    if (k && strcmp(k, "kInput") == 0) *kind = KERNEL_INPUT;
+    else if (k && strcmp(k, "kOutput") == 0) *kind = KERNEL_OUTPUT;
+    else if (k && strcmp(k, "kCustom") == 0) *kind = KERNEL_LIBRARY;
+    return LAUNCH_KERNEL;
+  }
+  case IR_OP_REDUCE:
+    *kind = KERNEL_INPUT;
+    return LAUNCH_KERNEL;
+  default:
+    break;
+  }
+  IrCategory cat = ir_op_info(i->op)->category;
+  if (cat == IR_CAT_LIBRARY || cat == IR_CAT_COLLECTIVE || i->op == IR_OP_ASYNC_START) *kind = KERNEL_LIBRARY;
+  return LAUNCH_KERNEL;
+}
+
+/* ---------- flops ---------- */
+
+static double elems(const IrShape *s) {
+  if (s->type == IR_TUPLE) {
+    double n = 0;
+    for (int k = 0; k < s->ntuple; k++) n += elems(&s->tuple[k]);
+    return n;
+  }
+  return (double)ir_shape_elements(s);
+}
+
+/* Product of the window sizes of a reduce-window ("window={size=3x3 stride=...}"). */
+static double window_size(const IrInstr *i) {
+  const char *w = ir_attr_text(i, "window");
+  const char *p = w ? strstr(w, "size=") : NULL;
+  if (!p) return 1;
+  p += 5;
+  double prod = 1;
+  while (*p >= '0' && *p <= '9') {
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    prod *= (double)v;
+    p = end;
+    if (*p == 'x') p++;
+    else break;
+  }
+  return prod;
+}
+
+double plan_instr_flops(const IrInstr *i) {
+  const IrOpInfo *info = ir_op_info(i->op);
+  switch (i->op) {
+  case IR_OP_DOT: {
+    IrDotDims dd;
+    double k = 1;
+    if (i->noperands >= 1 && i->operands[0] && ir_dot_dims(i, &dd))
+      for (int c = 0; c < dd.nlhs_contract; c++)
+        if (dd.lhs_contract[c] >= 0 && dd.lhs_contract[c] < i->operands[0]->shape.rank)
+          k *= (double)i->operands[0]->shape.dims[dd.lhs_contract[c]];
+    return 2.0 * elems(&i->shape) * k;
+  }
+  case IR_OP_CONVOLUTION: {
+    if (i->noperands < 2 || !i->operands[1]) return 0;
+    const IrShape *ks = &i->operands[1]->shape;
+    int o = ks->rank - 1;
+    const char *dl = ir_attr_text(i, "dim_labels");
+    const char *us = dl ? strchr(dl, '_') : NULL;
+    if (us) {
+      const char *oc = strchr(us + 1, 'o');
+      const char *arrow = strstr(us, "->");
+      if (oc && (!arrow || oc < arrow) && oc - (us + 1) < ks->rank) o = (int)(oc - (us + 1));
+    }
+    double out_features = ks->rank > 0 && o >= 0 ? (double)ks->dims[o] : 1;
+    if (out_features <= 0) return 0;
+    return 2.0 * elems(&i->shape) * elems(ks) / out_features;
+  }
+  case IR_OP_REDUCE: {
+    double in = 0;
+    for (int k = 0; k < i->noperands / 2; k++)
+      if (i->operands[k]) in += elems(&i->operands[k]->shape);
+    return in;
+  }
+  case IR_OP_REDUCE_WINDOW:
+    return elems(&i->shape) * window_size(i);
+  default:
+    break;
+  }
+  if (info->category == IR_CAT_UNARY || info->category == IR_CAT_BINARY || info->category == IR_CAT_TERNARY)
+    return elems(&i->shape);
+  return 0;
+}
+
+/* ---------- trip counts ---------- */
+
+static bool scalar_const(const IrInstr *i, double *v) {
+  while (i && (i->op == IR_OP_CONVERT || i->op == IR_OP_COPY || i->op == IR_OP_RESHAPE) && i->noperands == 1)
+    i = i->operands[0];
+  if (!i || i->op != IR_OP_CONSTANT || !i->literal || !i->literal->values || i->literal->count < 1) return false;
+  *v = i->literal->values[0];
+  return true;
+}
+
+/* The tuple index k when i is get-tuple-element(param0, k) of computation c. */
+static int counter_index(const IrInstr *i, const IrComputation *c) {
+  while (i && i->op == IR_OP_CONVERT && i->noperands == 1) i = i->operands[0];
+  int64_t k;
+  if (!i || i->op != IR_OP_GET_TUPLE_ELEMENT || i->noperands != 1 || !i->operands[0]) return -1;
+  const IrInstr *p = i->operands[0];
+  if (p->op != IR_OP_PARAMETER || p->parent != c || !ir_attr_int(i, "index", &k)) return -1;
+  return (int)k;
+}
+
+static int64_t known_trip_count(const IrInstr *w) {
+  const char *bc = ir_attr_text(w, "backend_config");
+  const char *p = bc ? strstr(bc, "known_trip_count") : NULL;
+  if (!p) return -1;
+  p = strstr(p, "\"n\"");
+  if (!p) return -1;
+  p += 3;
+  while (*p == ' ' || *p == ':' || *p == '"') p++;
+  char *end;
+  long long n = strtoll(p, &end, 10);
+  return end == p || n < 0 ? -1 : (int64_t)n;
+}
+
+int64_t plan_while_trip_count(const IrInstr *w) {
+  if (!w || w->op != IR_OP_WHILE) return -1;
+  int64_t known = known_trip_count(w);
+  if (known >= 0) return known;
+  IrComputation *cond = ir_attr_comp(w, "condition"), *body = ir_attr_comp(w, "body");
+  if (!cond || !body || !cond->root || !body->root) return -1;
+  const IrInstr *cmp = cond->root;
+  if (cmp->op != IR_OP_COMPARE || cmp->noperands != 2) return -1;
+  const char *dir = ir_compare_direction(cmp);
+  if (!dir) return -1;
+  double limit;
+  int k = counter_index(cmp->operands[0], cond);
+  char d[3] = {dir[0], dir[1], 0};
+  if (k >= 0 && scalar_const(cmp->operands[1], &limit)) {
+    /* counter DIR limit */
+  } else if ((k = counter_index(cmp->operands[1], cond)) >= 0 && scalar_const(cmp->operands[0], &limit)) {
+    /* limit DIR counter: flip the direction */
+    if (strcmp(d, "LT") == 0) memcpy(d, "GT", 3);
+    else if (strcmp(d, "LE") == 0) memcpy(d, "GE", 3);
+    else if (strcmp(d, "GT") == 0) memcpy(d, "LT", 3);
+    else if (strcmp(d, "GE") == 0) memcpy(d, "LE", 3);
+  } else {
+    return -1;
+  }
+  /* Start: the counter's element of the loop's initial tuple. */
+  const IrInstr *init = w->noperands == 1 ? w->operands[0] : NULL;
+  double start, step;
+  if (!init || init->op != IR_OP_TUPLE || k >= init->noperands || !scalar_const(init->operands[k], &start))
+    return -1;
+  /* Step: the body's new counter is counter + c (or counter - c). */
+  const IrInstr *broot = body->root;
+  if (broot->op != IR_OP_TUPLE || k >= broot->noperands) return -1;
+  const IrInstr *upd = broot->operands[k];
+  if (!upd || upd->noperands != 2) return -1;
+  if (upd->op == IR_OP_ADD) {
+    if (counter_index(upd->operands[0], body) == k && scalar_const(upd->operands[1], &step)) {
+    } else if (counter_index(upd->operands[1], body) == k && scalar_const(upd->operands[0], &step)) {
+    } else {
+      return -1;
+    }
+  } else if (upd->op == IR_OP_SUBTRACT && counter_index(upd->operands[0], body) == k &&
+             scalar_const(upd->operands[1], &step)) {
+    step = -step;
+  } else {
+    return -1;
+  }
+  if (step == 0) return -1;
+  double n;
+  if (strcmp(d, "LT") == 0 && step > 0) n = ceil((limit - start) / step);
+  else if (strcmp(d, "LE") == 0 && step > 0) n = floor((limit - start) / step) + 1;
+  else if (strcmp(d, "GT") == 0 && step < 0) n = ceil((start - limit) / -step);
+  else if (strcmp(d, "GE") == 0 && step < 0) n = floor((start - limit) / -step) + 1;
+  else if (strcmp(d, "NE") == 0 && fmod(limit - start, step) == 0 && (limit - start) / step >= 0)
+    n = (limit - start) / step;
+  else return -1;
+  if (n < 0) n = 0;
+  if (n > 9.0e15) return -1;
+  return (int64_t)n;
+}
+
+/* ---------- building ---------- */
+
+typedef struct {
+  KernelPlan *p;
+  const DeviceProfile *dev;
+  int cap;
+  FxError *err;
+  bool oom;
+} Builder;
+
+static int64_t sat_mul(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  if (a > INT64_MAX / b) return INT64_MAX;
+  return a * b;
+}
+
+static PlanKernel *new_kernel(Builder *b, IrInstr *i, KernelKind kind, int64_t launches) {
+  KernelPlan *p = b->p;
+  if (arena_grow(&p->arena, (void **)&p->kernels, &b->cap, p->nkernels + 1, sizeof(PlanKernel))) {
+    b->oom = true;
+    return NULL;
+  }
+  PlanKernel *k = &p->kernels[p->nkernels++];
+  memset(k, 0, sizeof *k);
+  k->name = i->name;
+  k->instr = i;
+  k->comp = i->parent;
+  k->kind = kind;
+  k->launches = launches;
+  return k;
+}
+
+static bool is_member(const IrInstr *i) {
+  return i->op != IR_OP_PARAMETER && i->op != IR_OP_TUPLE && i->op != IR_OP_GET_TUPLE_ELEMENT;
+}
+
+/* Bytes a fusion reads of its parameter `param` (operand `op`): only what slices take when every
+ * use is a slice, dynamic-slice or gather of it; nothing when it is the buffer an in-place
+ * dynamic-update-slice root updates. */
+static int64_t fused_param_read(const IrInstr *param, const IrInstr *op, const IrComputation *body) {
+  int64_t full = ir_shape_bytes(&op->shape);
+  if (!param) return full;
+  if (body->root && body->root->op == IR_OP_DYNAMIC_UPDATE_SLICE && body->root->operands[0] == param &&
+      param->nusers == 1)
+    return 0;
+  if (param->nusers == 0) return 0;
+  int64_t taken = 0;
+  for (int u = 0; u < param->nusers; u++) {
+    const IrInstr *us = param->users[u];
+    if ((us->op == IR_OP_SLICE || us->op == IR_OP_DYNAMIC_SLICE || us->op == IR_OP_GATHER) &&
+        us->operands[0] == param) {
+      bool other_slot = false;
+      for (int o = 1; o < us->noperands; o++) other_slot = other_slot || us->operands[o] == param;
+      if (other_slot) return full;
+      taken += ir_shape_bytes(&us->shape);
+    } else {
+      return full;
+    }
+  }
+  return taken < full ? taken : full;
+}
+
+static void cost(Builder *b, PlanKernel *k) {
+  double bytes = (double)k->bytes_read + (double)k->bytes_written;
+  double mem_us = b->dev->dram_gbps > 0 ? bytes / (b->dev->dram_gbps * 1e3) : 0;
+  double flop_us = b->dev->peak_gflops > 0 ? k->flops / (b->dev->peak_gflops * 1e3) : 0;
+  k->est_us = (mem_us > flop_us ? mem_us : flop_us) + b->dev->launch_us;
+}
+
+static void add_compute_kernel(Builder *b, IrInstr *i, KernelKind kind, int64_t launches) {
+  PlanKernel *k = new_kernel(b, i, kind, launches);
+  if (!k) return;
+  Arena *a = &b->p->arena;
+  IrComputation *body = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  /* members */
+  if (body) {
+    int n = 0;
+    for (int j = 0; j < body->ninstrs; j++) n += is_member(body->instrs[j]);
+    k->members = arena_alloc(a, sizeof(IrInstr *) * (size_t)(n ? n : 1));
+    if (!k->members) {
+      b->oom = true;
+      return;
+    }
+    for (int j = 0; j < body->ninstrs; j++) {
+      IrInstr *x = body->instrs[j];
+      if (!is_member(x)) continue;
+      k->members[k->nmembers++] = x;
+      k->flops += plan_instr_flops(x);
+    }
+  } else {
+    k->members = arena_alloc(a, sizeof(IrInstr *));
+    if (!k->members) {
+      b->oom = true;
+      return;
+    }
+    k->members[k->nmembers++] = i;
+    k->flops = plan_instr_flops(i);
+  }
+  /* inputs: distinct operands */
+  k->inputs = arena_alloc(a, sizeof(IrInstr *) * (size_t)(i->noperands ? i->noperands : 1));
+  if (!k->inputs) {
+    b->oom = true;
+    return;
+  }
+  for (int o = 0; o < i->noperands; o++) {
+    IrInstr *op = i->operands[o];
+    if (!op) continue;
+    bool seen = false;
+    for (int q = 0; q < k->ninputs && !seen; q++) seen = k->inputs[q] == op;
+    if (seen) continue;
+    k->inputs[k->ninputs++] = op;
+    int64_t rd = ir_shape_bytes(&op->shape);
+    if (body) {
+      const IrInstr *param = o < body->nparams ? body->params[o] : NULL;
+      rd = fused_param_read(param, op, body);
+    } else if ((i->op == IR_OP_SLICE || i->op == IR_OP_DYNAMIC_SLICE || i->op == IR_OP_GATHER) && o == 0) {
+      int64_t out = ir_shape_bytes(&i->shape);
+      rd = out < rd ? out : rd;
+    } else if (i->op == IR_OP_DYNAMIC_UPDATE_SLICE && o == 0) {
+      rd = 0; /* updated in place */
+    }
+    k->bytes_read += rd;
+  }
+  /* outputs */
+  const IrInstr *root = body ? body->root : i;
+  if (root && root->op == IR_OP_DYNAMIC_UPDATE_SLICE && root->noperands >= 2 && root->operands[1])
+    k->bytes_written = ir_shape_bytes(&root->operands[1]->shape);
+  else
+    k->bytes_written = ir_shape_bytes(&i->shape);
+  cost(b, k);
+}
+
+static void add_control_kernel(Builder *b, IrInstr *i, int64_t launches, int64_t bytes_read) {
+  PlanKernel *k = new_kernel(b, i, KERNEL_CONTROL, launches);
+  if (!k) return;
+  k->bytes_read = bytes_read;
+  cost(b, k);
+}
+
+static bool walk(Builder *b, IrComputation *c, int64_t mult, int depth);
+
+static double range_cost(const KernelPlan *p, int from, int to) {
+  double t = 0;
+  for (int k = from; k < to; k++) t += (double)p->kernels[k].launches * p->kernels[k].est_us;
+  return t;
+}
+
+static bool walk(Builder *b, IrComputation *c, int64_t mult, int depth) {
+  if (depth > 64) return fx_error_set(b->err, NULL, 0, 0, "kernel plan: calls nested more than 64 deep");
+  for (int j = 0; j < c->ninstrs && !b->oom; j++) {
+    IrInstr *i = c->instrs[j];
+    KernelKind kind;
+    switch (launch_kind(i, &kind)) {
+    case LAUNCH_NOTHING:
+      break;
+    case LAUNCH_KERNEL:
+      add_compute_kernel(b, i, kind, mult);
+      break;
+    case LAUNCH_WHILE: {
+      int64_t trip = plan_while_trip_count(i);
+      if (trip < 0) {
+        trip = 1;
+        b->p->trip_counts_known = false;
+      }
+      int64_t n = sat_mul(mult, trip);
+      IrComputation *cond = ir_attr_comp(i, "condition"), *body = ir_attr_comp(i, "body");
+      if (cond && !walk(b, cond, n, depth + 1)) return false;
+      if (body && !walk(b, body, n, depth + 1)) return false;
+      add_control_kernel(b, i, n, 1);
+      break;
+    }
+    case LAUNCH_CALL: {
+      IrComputation *callee = ir_attr_comp(i, "to_apply");
+      if (callee && !walk(b, callee, mult, depth + 1)) return false;
+      break;
+    }
+    case LAUNCH_CONDITIONAL: {
+      add_control_kernel(b, i, mult, i->noperands && i->operands[0] ? ir_shape_bytes(&i->operands[0]->shape) : 0);
+      IrComputation *branches[64];
+      int nb = ir_called_computations(i, branches, 64);
+      if (nb > 64) nb = 64;
+      int starts[65];
+      for (int k = 0; k < nb; k++) {
+        starts[k] = b->p->nkernels;
+        if (branches[k] && !walk(b, branches[k], mult, depth + 1)) return false;
+      }
+      starts[nb] = b->p->nkernels;
+      int best = 0;
+      for (int k = 1; k < nb; k++)
+        if (range_cost(b->p, starts[k], starts[k + 1]) > range_cost(b->p, starts[best], starts[best + 1])) best = k;
+      for (int k = 0; k < nb; k++)
+        if (k != best)
+          for (int q = starts[k]; q < starts[k + 1]; q++) b->p->kernels[q].launches = 0;
+      break;
+    }
+    }
+  }
+  return true;
+}
+
+KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err) {
+  if (!m || !m->entry) {
+    fx_error_set(err, NULL, 0, 0, "kernel plan: the module has no entry computation");
+    return NULL;
+  }
+  KernelPlan *p = fx_calloc(1, sizeof *p);
+  if (!p) {
+    fx_error_set(err, NULL, 0, 0, "kernel plan: out of memory");
+    return NULL;
+  }
+  arena_init(&p->arena);
+  p->trip_counts_known = true;
+  Builder b = {p, dev ? dev : device_default(), 0, err, false};
+  bool ok = walk(&b, m->entry, 1, 0);
+  if (ok && b.oom) ok = fx_error_set(err, NULL, 0, 0, "kernel plan: out of memory");
+  if (!ok) {
+    plan_free(p);
+    return NULL;
+  }
+  for (int k = 0; k < p->nkernels; k++) {
+    const PlanKernel *kn = &p->kernels[k];
+    p->launches += kn->launches;
+    p->bytes_read += sat_mul(kn->bytes_read, kn->launches);
+    p->bytes_written += sat_mul(kn->bytes_written, kn->launches);
+    p->est_us += (double)kn->launches * kn->est_us;
+  }
+  return p;
+}
+
+void plan_free(KernelPlan *p) {
+  if (!p) return;
+  arena_free(&p->arena);
+  fx_free(p);
+}
+
+const PlanKernel *plan_kernel_of(const KernelPlan *p, const IrInstr *i) {
+  if (!p || !i) return NULL;
+  for (int k = 0; k < p->nkernels; k++) {
+    const PlanKernel *kn = &p->kernels[k];
+    if (kn->instr == i) return kn;
+    for (int j = 0; j < kn->nmembers; j++)
+      if (kn->members[j] == i) return kn;
+  }
+  return NULL;
+}

@@ -1,0 +1,335 @@
+/* test_plan.c — the kernel plan and its cost: exact kernel counts, kinds, launches and bytes on
+ * small modules, trip counts, and the time estimate on the device profiles. */
+#include "check.h"
+#include "ir.h"
+#include "plan.h"
+
+static IrModule *new_module(IrComputation **entry) {
+  IrModule *m = ir_module_new("t");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  *entry = c;
+  return m;
+}
+
+static IrInstr *param(IrComputation *c, const IrShape *s, int n, const char *name) {
+  IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, s, NULL, 0, name);
+  p->param_number = n;
+  IrInstr **grown = arena_alloc(&c->module->arena, sizeof(IrInstr *) * (size_t)(n + 1));
+  for (int k = 0; k < c->nparams; k++) grown[k] = c->params[k];
+  grown[n] = p;
+  c->params = grown;
+  if (c->nparams < n + 1) c->nparams = n + 1;
+  return p;
+}
+
+static IrInstr *op2(IrComputation *c, IrOpcode op, IrInstr *a, IrInstr *b, const char *name) {
+  IrInstr *ops[2] = {a, b};
+  return ir_instr_new(c, op, &a->shape, ops, 2, name);
+}
+
+static IrInstr *op1(IrComputation *c, IrOpcode op, IrInstr *a, const char *name) {
+  return ir_instr_new(c, op, &a->shape, &a, 1, name);
+}
+
+static IrShape f32v(IrModule *m, int64_t n) { return ir_shape_array(&m->arena, IR_F32, 1, &n); }
+
+static KernelPlan *plan(IrModule *m) {
+  FxError err;
+  fx_error_clear(&err);
+  KernelPlan *p = plan_build(m, device_default(), &err);
+  if (!p) fx_error_print(stderr, &err);
+  return p;
+}
+
+TEST(unfused_elementwise_and_free_ops) {
+  IrComputation *c;
+  IrModule *m = new_module(&c);
+  IrShape s = f32v(m, 1024);
+  int64_t d2[2] = {32, 32};
+  IrShape s2 = ir_shape_array(&m->arena, IR_F32, 2, d2);
+  IrInstr *x = param(c, &s, 0, "x"), *y = param(c, &s, 1, "y");
+  IrInstr *add = op2(c, IR_OP_ADD, x, y, "add.1");
+  IrInstr *ex = op1(c, IR_OP_EXP, add, "exponential.2");
+  IrInstr *bc = ir_instr_new(c, IR_OP_BITCAST, &s2, &ex, 1, "bitcast.3");
+  IrInstr *rs = ir_instr_new(c, IR_OP_RESHAPE, &s, &bc, 1, "reshape.4"); /* row-major: a bitcast */
+  IrInstr *k = ir_constant_scalar(c, IR_F32, 1, "constant.5");
+  IrShape ts = {.type = IR_TUPLE};
+  IrInstr *t = ir_instr_new(c, IR_OP_TUPLE, &ts, (IrInstr *[]){rs, add, k}, 3, "tuple.6");
+  ir_set_root(c, t);
+  KernelPlan *p = plan(m);
+  CHECK(p && p->nkernels == 2);
+  CHECK(p->launches == 2 && p->trip_counts_known);
+  CHECK_STR(p->kernels[0].name, "add.1");
+  CHECK(p->kernels[0].kind == KERNEL_LOOP);
+  CHECK(p->kernels[0].ninputs == 2 && p->kernels[0].bytes_read == 8192 && p->kernels[0].bytes_written == 4096);
+  CHECK(p->kernels[0].flops == 1024);
+  CHECK_STR(p->kernels[1].name, "exponential.2");
+  CHECK(p->kernels[1].bytes_read == 4096 && p->kernels[1].bytes_written == 4096);
+  CHECK(p->bytes_read == 12288 && p->bytes_written == 8192);
+  /* 12288 bytes at 616 GB/s is 0.0199 us; plus 5 us launch */
+  CHECK_NEAR(p->kernels[0].est_us, 12288.0 / 616e3 + 5.0, 1e-9);
+  CHECK_NEAR(p->est_us, 12288.0 / 616e3 + 8192.0 / 616e3 + 10.0, 1e-9);
+  CHECK(plan_kernel_of(p, ex) == &p->kernels[1]);
+  CHECK(plan_kernel_of(p, bc) == NULL && plan_kernel_of(p, t) == NULL);
+  plan_free(p);
+  ir_module_free(m);
+}
+
+TEST(same_operand_twice_is_read_once_and_layouts_matter) {
+  IrComputation *c;
+  IrModule *m = new_module(&c);
+  IrShape s = f32v(m, 256);
+  IrInstr *x = param(c, &s, 0, "x");
+  IrInstr *sq = op2(c, IR_OP_MULTIPLY, x, x, "multiply.1");
+  int64_t d[2] = {16, 16};
+  IrShape s2 = ir_shape_array(&m->arena, IR_F32, 2, d);
+  s2.minor_to_major[0] = 0; /* column-major: this reshape moves data */
+  s2.minor_to_major[1] = 1;
+  IrInstr *rs = ir_instr_new(c, IR_OP_RESHAPE, &s2, &sq, 1, "reshape.2");
+  /* a transpose whose output layout undoes the permutation is a bitcast */
+  int64_t d3[2] = {16, 16};
+  IrShape s3 = ir_shape_array(&m->arena, IR_F32, 2, d3);
+  s3.minor_to_major[0] = 1;
+  s3.minor_to_major[1] = 0;
+  IrInstr *tr = ir_instr_new(c, IR_OP_TRANSPOSE, &s3, &rs, 1, "transpose.3");
+  ir_attr_set_text(tr, "dimensions", "{1,0}");
+  s3.minor_to_major[0] = 0;
+  s3.minor_to_major[1] = 1;
+  ir_set_root(c, tr);
+  KernelPlan *p = plan(m);
+  CHECK(p && p->nkernels == 2);
+  CHECK(p->kernels[0].ninputs == 1 && p->kernels[0].bytes_read == 1024);
+  CHECK_STR(p->kernels[1].name, "reshape.2");
+  plan_free(p);
+  ir_module_free(m);
+}
+
+TEST(fusion_is_one_kernel_of_its_kind) {
+  IrComputation *c;
+  IrModule *m = new_module(&c);
+  IrShape s = f32v(m, 1000);
+  IrShape sc = ir_shape_scalar(IR_F32);
+  IrComputation *body = ir_computation_new(m, "fused_computation");
+  IrInstr *a = param(body, &s, 0, "param_0"), *b = param(body, &s, 1, "param_1");
+  IrInstr *mul = op2(body, IR_OP_MULTIPLY, a, b, "multiply.1");
+  IrInstr *tn = op1(body, IR_OP_TANH, mul, "tanh.2");
+  ir_set_root(body, tn);
+  IrInstr *x = param(c, &s, 0, "x"), *y = param(c, &s, 1, "y");
+  IrInstr *f = ir_instr_new(c, IR_OP_FUSION, &s, (IrInstr *[]){x, y}, 2, "fusion.3");
+  ir_attr_set_text(f, "kind", "kLoop");
+  ir_attr_set_comp(f, "calls", body);
+  body->fusion_instr = f;
+  /* a reduce fusion: input kind */
+  IrComputation *rbody = ir_computation_new(m, "fused_reduce");
+  IrInstr *rp = param(rbody, &s, 0, "param_0.1");
+  IrInstr *zero = ir_constant_scalar(rbody, IR_F32, 0, "constant.4");
+  IrComputation *addc = ir_computation_new(m, "add");
+  IrInstr *aa = param(addc, &sc, 0, "aa"), *ab = param(addc, &sc, 1, "ab");
+  ir_set_root(addc, op2(addc, IR_OP_ADD, aa, ab, "add.5"));
+  IrInstr *red = ir_instr_new(rbody, IR_OP_REDUCE, &sc, (IrInstr *[]){rp, zero}, 2, "reduce.6");
+  ir_attr_set_text(red, "dimensions", "{0}");
+  ir_attr_set_comp(red, "to_apply", addc);
+  ir_set_root(rbody, red);
+  IrInstr *rf = ir_instr_new(c, IR_OP_FUSION, &sc, &f, 1, "fusion.7");
+  ir_attr_set_text(rf, "kind", "kInput");
+  ir_attr_set_comp(rf, "calls", rbody);
+  rbody->fusion_instr = rf;
+  ir_set_root(c, rf);
+  KernelPlan *p = plan(m);
+  CHECK(p && p->nkernels == 2 && p->launches == 2);
+  const PlanKernel *k = &p->kernels[0];
+  CHECK(k->kind == KERNEL_LOOP && k->nmembers == 2 && k->ninputs == 2);
+  CHECK(k->members[0] == mul && k->members[1] == tn);
+  CHECK(k->bytes_read == 8000 && k->bytes_written == 4000);
+  CHECK(k->flops == 2000);
+  CHECK(plan_kernel_of(p, tn) == k);
+  const PlanKernel *r = &p->kernels[1];
+  CHECK(r->kind == KERNEL_INPUT && r->nmembers == 2); /* constant + reduce */
+  CHECK(r->bytes_read == 4000 && r->bytes_written == 4);
+  CHECK(r->flops == 1000);
+  CHECK(p->bytes_read == 12000 && p->bytes_written == 4004);
+  plan_free(p);
+  ir_module_free(m);
+}
+
+/* while (i < limit) { i = i + 1; v = negate(v) } starting from i = start */
+static IrModule *counted_loop(int64_t start, double limit, const char *dir, IrInstr **w_out) {
+  IrComputation *c;
+  IrModule *m = new_module(&c);
+  IrShape s = f32v(m, 256);
+  IrShape i32 = ir_shape_scalar(IR_S32), pred = ir_shape_scalar(IR_PRED);
+  IrShape elems[2] = {i32, s};
+  IrShape ts = {.type = IR_TUPLE, .ntuple = 2, .tuple = elems};
+  IrComputation *cond = ir_computation_new(m, "cond");
+  IrInstr *cp = param(cond, &ts, 0, "cp");
+  IrInstr *ci = ir_instr_new(cond, IR_OP_GET_TUPLE_ELEMENT, &i32, &cp, 1, "gte.c0");
+  ir_attr_set_text(ci, "index", "0");
+  IrInstr *lim = ir_constant_scalar(cond, IR_S32, limit, "constant.lim");
+  IrInstr *cmp = ir_instr_new(cond, IR_OP_COMPARE, &pred, (IrInstr *[]){ci, lim}, 2, "compare.1");
+  ir_attr_set_text(cmp, "direction", dir);
+  ir_set_root(cond, cmp);
+  IrComputation *body = ir_computation_new(m, "body");
+  IrInstr *bp = param(body, &ts, 0, "bp");
+  IrInstr *bi = ir_instr_new(body, IR_OP_GET_TUPLE_ELEMENT, &i32, &bp, 1, "gte.b0");
+  ir_attr_set_text(bi, "index", "0");
+  IrInstr *bv = ir_instr_new(body, IR_OP_GET_TUPLE_ELEMENT, &s, &bp, 1, "gte.b1");
+  ir_attr_set_text(bv, "index", "1");
+  IrInstr *one = ir_constant_scalar(body, IR_S32, 1, "constant.one");
+  IrInstr *inc = op2(body, IR_OP_ADD, bi, one, "add.2");
+  IrInstr *neg = op1(body, IR_OP_NEGATE, bv, "negate.3");
+  ir_set_root(body, ir_instr_new(body, IR_OP_TUPLE, &ts, (IrInstr *[]){inc, neg}, 2, "tuple.4"));
+  IrInstr *x = param(c, &s, 0, "x");
+  IrInstr *zero = ir_constant_scalar(c, IR_S32, (double)start, "constant.start");
+  IrInstr *init = ir_instr_new(c, IR_OP_TUPLE, &ts, (IrInstr *[]){zero, x}, 2, "tuple.5");
+  IrInstr *w = ir_instr_new(c, IR_OP_WHILE, &ts, &init, 1, "while.6");
+  ir_attr_set_comp(w, "condition", cond);
+  ir_attr_set_comp(w, "body", body);
+  IrInstr *out = ir_instr_new(c, IR_OP_GET_TUPLE_ELEMENT, &s, &w, 1, "gte.7");
+  ir_attr_set_text(out, "index", "1");
+  ir_set_root(c, out);
+  *w_out = w;
+  return m;
+}
+
+TEST(while_loop_multiplies_out_and_counts_control) {
+  IrInstr *w;
+  IrModule *m = counted_loop(0, 10, "LT", &w);
+  CHECK(plan_while_trip_count(w) == 10);
+  KernelPlan *p = plan(m);
+  CHECK(p && p->nkernels == 4 && p->trip_counts_known);
+  CHECK_STR(p->kernels[0].name, "compare.1");
+  CHECK_STR(p->kernels[1].name, "add.2");
+  CHECK_STR(p->kernels[2].name, "negate.3");
+  CHECK_STR(p->kernels[3].name, "while.6");
+  CHECK(p->kernels[3].kind == KERNEL_CONTROL);
+  for (int k = 0; k < 4; k++) CHECK(p->kernels[k].launches == 10);
+  CHECK(p->launches == 40);
+  /* per iteration: compare reads 4+4 writes 1; add reads 4+4 writes 4; negate 1024/1024; control reads 1 */
+  CHECK(p->bytes_read == 10 * (8 + 8 + 1024 + 1));
+  CHECK(p->bytes_written == 10 * (1 + 4 + 1024));
+  CHECK(plan_kernel_of(p, w) == &p->kernels[3]);
+  plan_free(p);
+  ir_module_free(m);
+}
+
+TEST(trip_counts) {
+  IrInstr *w;
+  IrModule *m = counted_loop(3, 10, "LE", &w);
+  CHECK(plan_while_trip_count(w) == 8); /* 3..10 */
+  ir_module_free(m);
+  m = counted_loop(0, 10000, "NE", &w);
+  CHECK(plan_while_trip_count(w) == 10000);
+  ir_module_free(m);
+  m = counted_loop(20, 10, "LT", &w);
+  CHECK(plan_while_trip_count(w) == 0);
+  ir_module_free(m);
+  m = counted_loop(0, 10, "GT", &w); /* counting up while > 10: not a loop we can count */
+  CHECK(plan_while_trip_count(w) == -1);
+  KernelPlan *p = plan(m);
+  CHECK(p && !p->trip_counts_known && p->launches == 4);
+  plan_free(p);
+  /* XLA's own annotation wins */
+  ir_attr_set_text(w, "backend_config", "{\"known_trip_count\":{\"n\":\"7\"}}");
+  CHECK(plan_while_trip_count(w) == 7);
+  p = plan(m);
+  CHECK(p && p->trip_counts_known && p->launches == 28);
+  plan_free(p);
+  ir_module_free(m);
+}
+
+TEST(library_calls_slices_and_in_place_updates) {
+  IrComputation *c;
+  IrModule *m = new_module(&c);
+  int64_t da[2] = {64, 32}, db[2] = {32, 16}, dc[2] = {64, 16};
+  IrShape sa = ir_shape_array(&m->arena, IR_F32, 2, da), sb = ir_shape_array(&m->arena, IR_F32, 2, db);
+  IrShape sc = ir_shape_array(&m->arena, IR_F32, 2, dc);
+  IrInstr *a = param(c, &sa, 0, "a"), *b = param(c, &sb, 1, "b");
+  IrInstr *dot = ir_instr_new(c, IR_OP_DOT, &sc, (IrInstr *[]){a, b}, 2, "dot.1");
+  ir_attr_set_text(dot, "lhs_contracting_dims", "{1}");
+  ir_attr_set_text(dot, "rhs_contracting_dims", "{0}");
+  int64_t ds[2] = {1, 16};
+  IrShape ss = ir_shape_array(&m->arena, IR_F32, 2, ds);
+  IrInstr *sl = ir_instr_new(c, IR_OP_SLICE, &ss, &dot, 1, "slice.2");
+  ir_attr_set_text(sl, "slice", "{[0:1], [0:16]}");
+  IrInstr *i0 = ir_constant_scalar(c, IR_S32, 3, "constant.3");
+  IrInstr *dus = ir_instr_new(c, IR_OP_DYNAMIC_UPDATE_SLICE, &sc, (IrInstr *[]){dot, sl, i0, i0}, 4, "dus.4");
+  IrInstr *cc = ir_instr_new(c, IR_OP_CUSTOM_CALL, &sc, &dus, 1, "custom-call.5");
+  ir_set_root(c, cc);
+  KernelPlan *p = plan(m);
+  CHECK(p && p->nkernels == 4);
+  const PlanKernel *k = &p->kernels[0];
+  CHECK(k->kind == KERNEL_LIBRARY && k->flops == 2.0 * 64 * 16 * 32);
+  CHECK(k->bytes_read == 64 * 32 * 4 + 32 * 16 * 4 && k->bytes_written == 64 * 16 * 4);
+  CHECK(p->kernels[1].kind == KERNEL_LOOP && p->kernels[1].bytes_read == 64 && p->kernels[1].bytes_written == 64);
+  /* in place: reads the update and the index once (the same constant twice), writes the update */
+  CHECK(p->kernels[2].bytes_read == 64 + 4 && p->kernels[2].bytes_written == 64);
+  CHECK(p->kernels[3].kind == KERNEL_LIBRARY && p->kernels[3].bytes_read == 4096);
+  /* a dot is compute-bound here? 65536 flops / 13.45 TFLOP/s = 0.0049 us vs 14336 B / 616 GB/s = 0.023 us */
+  CHECK_NEAR(k->est_us, (64 * 32 * 4 + 32 * 16 * 4 + 64 * 16 * 4) / 616e3 + 5, 1e-9);
+  FxError err;
+  fx_error_clear(&err);
+  KernelPlan *ph = plan_build(m, device_lookup("h100"), &err);
+  CHECK(ph && ph->launches == 4);
+  CHECK_NEAR(ph->kernels[0].est_us, (64 * 32 * 4 + 32 * 16 * 4 + 64 * 16 * 4) / 3350e3 + 3, 1e-9);
+  plan_free(ph);
+  plan_free(p);
+  ir_module_free(m);
+}
+
+TEST(conditional_counts_costliest_branch_and_call_walks_in) {
+  IrComputation *c;
+  IrModule *m = new_module(&c);
+  IrShape s = f32v(m, 100);
+  IrComputation *small = ir_computation_new(m, "small");
+  IrInstr *sp = param(small, &s, 0, "sp");
+  ir_set_root(small, op1(small, IR_OP_NEGATE, sp, "negate.1"));
+  IrComputation *big = ir_computation_new(m, "big");
+  IrInstr *bp = param(big, &s, 0, "bp");
+  IrInstr *e = op1(big, IR_OP_EXP, bp, "exponential.2");
+  ir_set_root(big, op1(big, IR_OP_LOG, e, "log.3"));
+  IrComputation *callee = ir_computation_new(m, "callee");
+  IrInstr *qp = param(callee, &s, 0, "qp");
+  ir_set_root(callee, op1(callee, IR_OP_ABS, qp, "abs.4"));
+  IrInstr *x = param(c, &s, 0, "x");
+  IrShape i32 = ir_shape_scalar(IR_S32);
+  IrInstr *idx = param(c, &i32, 1, "idx");
+  IrInstr *cond = ir_instr_new(c, IR_OP_CONDITIONAL, &s, (IrInstr *[]){idx, x, x}, 3, "conditional.5");
+  IrComputation *br[2] = {small, big};
+  ir_attr_set_comps(cond, "branch_computations", br, 2, true);
+  IrInstr *call = ir_instr_new(c, IR_OP_CALL, &s, &cond, 1, "call.6");
+  ir_attr_set_comp(call, "to_apply", callee);
+  ir_set_root(c, call);
+  KernelPlan *p = plan(m);
+  CHECK(p && p->nkernels == 5);
+  CHECK(p->kernels[0].kind == KERNEL_CONTROL && p->kernels[0].bytes_read == 4);
+  CHECK_STR(p->kernels[1].name, "negate.1");
+  CHECK(p->kernels[1].launches == 0); /* the cheaper branch is not counted */
+  CHECK(p->kernels[2].launches == 1 && p->kernels[3].launches == 1);
+  CHECK_STR(p->kernels[4].name, "abs.4");
+  CHECK(p->launches == 4);
+  plan_free(p);
+  ir_module_free(m);
+}
+
+TEST(no_entry_is_an_error) {
+  IrModule *m = ir_module_new("empty");
+  FxError err;
+  fx_error_clear(&err);
+  CHECK(plan_build(m, device_default(), &err) == NULL);
+  CHECK_CONTAINS(err.msg, "no entry computation");
+  ir_module_free(m);
+}
+
+int main(void) {
+  RUN(unfused_elementwise_and_free_ops);
+  RUN(same_operand_twice_is_read_once_and_layouts_matter);
+  RUN(fusion_is_one_kernel_of_its_kind);
+  RUN(while_loop_multiplies_out_and_counts_control);
+  RUN(trip_counts);
+  RUN(library_calls_slices_and_in_place_updates);
+  RUN(conditional_counts_costliest_branch_and_call_walks_in);
+  RUN(no_entry_is_an_error);
+  return check_summary();
+}
