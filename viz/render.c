@@ -1,0 +1,163 @@
+/* render.c — lays out a built picture with Graphviz's dot and renders it (libgvc), in memory or
+ * to a file.
+ *
+ * One GVC_t lives for the whole session (creating it loads Graphviz's plugin configuration, which
+ * is slow), as Graphviz's own examples do. DOT text is written straight from the graph with
+ * agwrite: it needs no layout, so it is fast and byte-for-byte deterministic. Graphviz reports
+ * problems through its error callback; they are collected here and returned as an FxError. */
+#include <errno.h>
+#include <gvc.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "viz_internal.h"
+
+struct VizRenderer {
+  GVC_t *gvc;
+};
+
+/* Graphviz, and the font libraries its cairo/pango renderers load, keep some memory for the
+ * life of the process (the plugin configuration, fontconfig's caches, a few of dot's own
+ * layout records). LeakSanitizer would report them at exit; they are not fxplain's leaks. The
+ * sanitizer runtime asks the program for this list; without a sanitizer it is never called.
+ * Graphviz is built without frame pointers, so with the sanitizer's fast unwinder a leak inside
+ * dot's layout shows only Graphviz's own allocator (libgvc's gmalloc) as its caller: hence the
+ * libgvc line. fxplain's memory never goes through that allocator. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void) {
+  return "leak:libfontconfig.so\n"
+         "leak:libpango\n"
+         "leak:libcairo.so\n"
+         "leak:libglib-2.0.so\n"
+         "leak:libgobject-2.0.so\n"
+         "leak:libgvplugin_\n"
+         "leak:libgvc.so\n"
+         "leak:gvconfig\n"
+         "leak:gvLayoutJobs\n"
+         "leak:gvRenderJobs\n";
+}
+
+static char gv_errors[512];
+
+static int capture_error(char *msg) {
+  /* Keep the first error (later ones are usually consequences); warnings are dropped. */
+  if (!gv_errors[0] && msg && strncmp(msg, "Warning", 7) != 0) {
+    snprintf(gv_errors, sizeof gv_errors, "%s", msg);
+    size_t n = strlen(gv_errors);
+    while (n && (gv_errors[n - 1] == '\n' || gv_errors[n - 1] == ' ')) gv_errors[--n] = 0;
+  }
+  return 0;
+}
+
+bool viz_format_lookup(const char *name, VizFormat *out) {
+  static const char *names[] = {"svg", "png", "pdf", "dot"};
+  for (int k = 0; k < 4; k++)
+    if (strcmp(name, names[k]) == 0) {
+      *out = (VizFormat)k;
+      return true;
+    }
+  return false;
+}
+
+const char *viz_format_name(VizFormat f) {
+  switch (f) {
+    case VIZ_SVG: return "svg";
+    case VIZ_PNG: return "png";
+    case VIZ_PDF: return "pdf";
+    case VIZ_DOT: return "dot";
+  }
+  return "svg";
+}
+
+VizRenderer *viz_renderer_new(FxError *err) {
+  VizRenderer *r = fx_calloc(1, sizeof *r);
+  if (!r) {
+    fx_error_set(err, NULL, 0, 0, "out of memory starting Graphviz");
+    return NULL;
+  }
+  agseterrf(capture_error);
+  r->gvc = gvContext();
+  if (!r->gvc) {
+    fx_free(r);
+    fx_error_set(err, NULL, 0, 0, "could not start Graphviz (gvContext failed)");
+    return NULL;
+  }
+  return r;
+}
+
+void viz_renderer_free(VizRenderer *r) {
+  if (!r) return;
+  if (r->gvc) gvFreeContext(r->gvc);
+  fx_free(r);
+}
+
+static bool write_dot(VizGraph *g, char **data, size_t *len, FxError *err) {
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  if (!f) return fx_error_set(err, NULL, 0, 0, "out of memory writing DOT text");
+  int rc = agwrite(g->g, f);
+  if (fclose(f) != 0 || rc != 0) {
+    free(buf); /* open_memstream's buffer comes from malloc */
+    return fx_error_set(err, NULL, 0, 0, "could not write the DOT text");
+  }
+  *data = fx_malloc(n + 1);
+  if (!*data) {
+    free(buf);
+    return fx_error_set(err, NULL, 0, 0, "out of memory writing DOT text");
+  }
+  memcpy(*data, buf, n);
+  (*data)[n] = 0;
+  *len = n;
+  free(buf);
+  return true;
+}
+
+bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len, FxError *err) {
+  *data = NULL;
+  *len = 0;
+  if (f == VIZ_DOT) return write_dot(g, data, len, err);
+  gv_errors[0] = 0;
+  agseterrf(capture_error);
+  if (gvLayout(r->gvc, g->g, "dot") != 0)
+    return fx_error_set(err, NULL, 0, 0, "Graphviz could not lay out the graph%s%s", gv_errors[0] ? ": " : "",
+                        gv_errors);
+  char *out = NULL;
+  unsigned int n = 0;
+  int rc = gvRenderData(r->gvc, g->g, viz_format_name(f), &out, &n);
+  bool ok = rc == 0 && out;
+  if (ok) {
+    *data = fx_malloc((size_t)n + 1);
+    if (*data) {
+      memcpy(*data, out, n);
+      (*data)[n] = 0;
+      *len = n;
+    } else {
+      ok = false;
+      fx_error_set(err, NULL, 0, 0, "out of memory rendering the picture");
+    }
+  } else {
+    fx_error_set(err, NULL, 0, 0, "Graphviz could not render %s%s%s", viz_format_name(f), gv_errors[0] ? ": " : "",
+                 gv_errors);
+  }
+  if (out) gvFreeRenderData(out);
+  gvFreeLayout(r->gvc, g->g);
+  return ok;
+}
+
+bool viz_render_file(VizRenderer *r, VizGraph *g, VizFormat f, const char *path, FxError *err) {
+  char *data;
+  size_t len;
+  if (!viz_render(r, g, f, &data, &len, err)) return false;
+  FILE *out = fopen(path, "wb");
+  if (!out) {
+    fx_error_set(err, NULL, 0, 0, "cannot write %s: %s", path, strerror(errno));
+    fx_free(data);
+    return false;
+  }
+  size_t w = fwrite(data, 1, len, out);
+  int rc = fclose(out);
+  fx_free(data);
+  if (w != len || rc != 0) return fx_error_set(err, NULL, 0, 0, "cannot write %s: %s", path, strerror(errno));
+  return true;
+}

@@ -1,0 +1,182 @@
+/* util.c — small helpers the picture, text and report code share: a growable text buffer, byte
+ * and shape formatting, HTML escaping, and the kernel classification the pictures draw. */
+#include <stdarg.h>
+#include <string.h>
+
+#include "viz_internal.h"
+
+static bool vbuf_reserve(VizBuf *b, size_t extra) {
+  if (b->failed) return false;
+  if (b->len + extra + 1 <= b->cap) return true;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap < b->len + extra + 1) cap *= 2;
+  char *s = fx_realloc(b->s, cap);
+  if (!s) {
+    b->failed = true;
+    return false;
+  }
+  b->s = s;
+  b->cap = cap;
+  return true;
+}
+
+void vbuf_putn(VizBuf *b, const char *s, size_t n) {
+  if (!vbuf_reserve(b, n)) return;
+  memcpy(b->s + b->len, s, n);
+  b->len += n;
+  b->s[b->len] = 0;
+}
+
+void vbuf_puts(VizBuf *b, const char *s) { vbuf_putn(b, s, strlen(s)); }
+
+void vbuf_printf(VizBuf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char small[256];
+  int n = vsnprintf(small, sizeof small, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof small) {
+    vbuf_putn(b, small, (size_t)n);
+    return;
+  }
+  if (!vbuf_reserve(b, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+void vbuf_html(VizBuf *b, const char *s) {
+  if (!s) return;
+  const char *run = s;
+  for (; *s; s++) {
+    const char *rep = NULL;
+    switch (*s) {
+      case '&': rep = "&amp;"; break;
+      case '<': rep = "&lt;"; break;
+      case '>': rep = "&gt;"; break;
+      case '"': rep = "&quot;"; break;
+      default: break;
+    }
+    if (rep) {
+      vbuf_putn(b, run, (size_t)(s - run));
+      vbuf_puts(b, rep);
+      run = s + 1;
+    }
+  }
+  vbuf_putn(b, run, (size_t)(s - run));
+}
+
+void vbuf_free(VizBuf *b) {
+  fx_free(b->s);
+  *b = (VizBuf){0};
+}
+
+const char *vbuf_str(const VizBuf *b) { return b->s ? b->s : ""; }
+
+void viz_fmt_bytes(int64_t bytes, char *out, size_t n) {
+  static const char *unit[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) {
+    snprintf(out, n, "%lld B", (long long)bytes);
+    return;
+  }
+  double v = (double)bytes / 1024.0;
+  int u = 0;
+  while (v >= 1024.0 && u < 3) {
+    v /= 1024.0;
+    u++;
+  }
+  snprintf(out, n, "%.1f %s", v, unit[u]);
+}
+
+void viz_fmt_shape(const IrShape *s, char *out, size_t n, size_t max) {
+  if (n == 0) return;
+  char tmp[512];
+  int len = ir_shape_format(s, false, tmp, sizeof tmp);
+  if (len < 0) len = 0;
+  if (max + 4 > n) max = n > 4 ? n - 4 : 0;
+  if ((size_t)len > max || (size_t)len >= sizeof tmp) {
+    /* Cut at a character boundary and mark the cut ("…" is 3 bytes of UTF-8). */
+    size_t cut = max > 1 ? max - 1 : 0;
+    snprintf(out, n, "%.*s\xe2\x80\xa6", (int)cut, tmp);
+  } else {
+    snprintf(out, n, "%s", tmp);
+  }
+}
+
+const char *viz_kernel_kind_name(VizKernelKind k) {
+  switch (k) {
+    case VIZ_K_LOOP: return "loop";
+    case VIZ_K_INPUT: return "input";
+    case VIZ_K_OUTPUT: return "output";
+    case VIZ_K_LIBRARY: return "library";
+    case VIZ_K_CONTROL: return "control";
+    case VIZ_K_NONE: break;
+  }
+  return "";
+}
+
+VizKernelKind viz_kernel_kind(const IrInstr *i) {
+  switch (i->op) {
+    case IR_OP_PARAMETER:
+    case IR_OP_CONSTANT:
+    case IR_OP_TUPLE:
+    case IR_OP_GET_TUPLE_ELEMENT:
+    case IR_OP_BITCAST:
+    case IR_OP_AFTER_ALL:
+    case IR_OP_OPT_BARRIER:
+    case IR_OP_ADD_DEPENDENCY:
+    case IR_OP_DOMAIN:
+    case IR_OP_PARTITION_ID:
+    case IR_OP_REPLICA_ID:
+      return VIZ_K_NONE;
+    case IR_OP_WHILE:
+    case IR_OP_CALL:
+    case IR_OP_CONDITIONAL:
+      return VIZ_K_CONTROL;
+    case IR_OP_FUSION: {
+      const char *k = ir_fusion_kind(i);
+      if (!k) return VIZ_K_LOOP;
+      if (strcmp(k, "kInput") == 0) return VIZ_K_INPUT;
+      if (strcmp(k, "kOutput") == 0) return VIZ_K_OUTPUT;
+      if (strcmp(k, "kCustom") == 0) return VIZ_K_LIBRARY;
+      return VIZ_K_LOOP;
+    }
+    default: break;
+  }
+  switch (ir_op_info(i->op)->category) {
+    case IR_CAT_LIBRARY: return VIZ_K_LIBRARY;
+    case IR_CAT_REDUCE: return VIZ_K_INPUT;
+    case IR_CAT_CONTROL: return VIZ_K_CONTROL;
+    default: return VIZ_K_LOOP;
+  }
+}
+
+const char *viz_library_name(const IrInstr *i, char *buf, size_t n) {
+  switch (i->op) {
+    case IR_OP_DOT: return "cuBLAS";
+    case IR_OP_CONVOLUTION: return "cuDNN";
+    case IR_OP_RNG:
+    case IR_OP_RNG_BIT_GENERATOR:
+    case IR_OP_RNG_GET_AND_UPDATE_STATE: return "cuRAND";
+    case IR_OP_FFT: return "cuFFT";
+    case IR_OP_SORT:
+    case IR_OP_TOPK: return "sort kernel";
+    case IR_OP_TRIANGULAR_SOLVE:
+    case IR_OP_CHOLESKY: return "cuSOLVER";
+    case IR_OP_CUSTOM_CALL: {
+      const char *t = ir_attr_text(i, "custom_call_target");
+      if (!t) return "custom call";
+      size_t len = strlen(t);
+      if (len >= 2 && t[0] == '"' && t[len - 1] == '"') {
+        t++;
+        len -= 2;
+      }
+      snprintf(buf, n, "%.*s", (int)len, t);
+      return buf;
+    }
+    case IR_OP_FUSION: return "library fusion";
+    default: return "library";
+  }
+}

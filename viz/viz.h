@@ -1,0 +1,155 @@
+/* viz.h — pictures of a stage: the IR drawn as a Graphviz graph, the terminal view, the HTML report.
+ *
+ * Flow: a stage's module (and the decisions recorded so far) → viz_graph_build() picks what to
+ * draw (one computation; a --focus neighbourhood; fusions collapsed to one node or drawn as
+ * clusters; refused candidates as dashed red edges) and builds a libcgraph graph → a VizRenderer
+ * (one Graphviz GVC_t, kept for the whole session) lays it out with dot and renders svg, png or
+ * pdf; dot text needs no layout. viz_text_graph() prints the compact terminal picture, and
+ * viz_report_write() the self-contained HTML walkthrough of every stage.
+ *
+ * viz reads the IR and plain decision records (compiler/pass.h's PassDecision); it never changes
+ * the module. */
+#ifndef FXPLAIN_VIZ_H
+#define FXPLAIN_VIZ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../compiler/ir.h"
+#include "../compiler/pass.h"
+#include "../compiler/status.h"
+
+typedef enum { VIZ_SVG, VIZ_PNG, VIZ_PDF, VIZ_DOT } VizFormat;
+
+/* "svg", "png", "pdf", "dot" → format; false when unknown. */
+bool viz_format_lookup(const char *name, VizFormat *out);
+const char *viz_format_name(VizFormat f);
+
+/* Decisions to draw: every decision recorded up to the drawn stage (any order; for each
+ * producer/consumer pair the last one counts, so a candidate refused by one pass and accepted by a
+ * later one is not drawn as refused). */
+typedef struct {
+  const PassDecision *items;
+  int count;
+} VizDecisions;
+
+typedef struct {
+  const char *computation; /* NULL: the entry; else any computation's name (a loop body, a
+                              fused computation) */
+  const char *focus;       /* NULL: everything; else an instruction (or fusion) name */
+  int depth;               /* neighbourhood radius around focus (default 2 when <= 0) */
+  bool collapse;           /* each fusion as one node instead of a cluster of its members */
+  bool legend;             /* draw the legend */
+  const char *title;       /* a line above the picture (stage, pass, numbers), or NULL */
+  VizDecisions decisions;  /* refused candidates become dashed red edges */
+  /* One decision drawn on its own (render --decision N): producer, consumer, their
+   * neighbourhood (depth), the verdict and reason with its numbers. decision_number is the
+   * number shown in its title ("decision #N"). Overrides focus. */
+  const PassDecision *decision;
+  int decision_number;
+  /* Pictures with more nodes than this switch to a faster, plainer drawing (no edge labels,
+   * straight edges) so that they still lay out in seconds; 0 picks the default (600). */
+  int plain_above;
+} VizOptions;
+
+void viz_options_default(VizOptions *o);
+
+/* A built graph: the libcgraph graph plus what it holds. */
+typedef struct VizGraph VizGraph;
+
+typedef struct {
+  int nodes;            /* instruction (or collapsed fusion) nodes drawn */
+  int clusters;         /* fusion clusters drawn */
+  int memory_edges;     /* values written to memory: they cross a kernel boundary */
+  int register_edges;   /* values that stay in registers inside a fusion */
+  int refused_edges;    /* refused fusion candidates drawn */
+  int hidden;           /* instructions of the computation left out by --focus */
+  int total;            /* instructions the computation has (fused bodies counted) */
+  bool plain;           /* the faster, plainer drawing was used */
+} VizGraphStats;
+
+/* Builds the picture of m (one stage) with options o. Returns NULL and fills err when the
+ * computation, the focus or the decision's instructions are not found. The caller owns the
+ * graph: viz_graph_free(). */
+VizGraph *viz_graph_build(const IrModule *m, const VizOptions *o, FxError *err);
+void viz_graph_free(VizGraph *g);
+const VizGraphStats *viz_graph_stats(const VizGraph *g);
+
+/* The renderer: one Graphviz context (GVC_t) for the whole session. */
+typedef struct VizRenderer VizRenderer;
+
+VizRenderer *viz_renderer_new(FxError *err);
+void viz_renderer_free(VizRenderer *r);
+
+/* Lays out g with dot (not for VIZ_DOT) and renders it. On success *data is an fx_malloc'd
+ * buffer of *len bytes (NUL-terminated for text formats) the caller frees with fx_free. */
+bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len, FxError *err);
+/* Same, written to path. */
+bool viz_render_file(VizRenderer *r, VizGraph *g, VizFormat f, const char *path, FxError *err);
+
+/* ---------- the terminal picture (`show graph`) ---------- */
+
+/* Per-kernel numbers the caller may supply (from the kernel plan); NULL prints the structure
+ * only. Looked up by kernel name. */
+typedef struct {
+  const char *name;
+  int64_t bytes_read, bytes_written;
+  int64_t launches;
+  double est_us;
+} VizKernelNumbers;
+
+typedef struct {
+  const VizKernelNumbers *items;
+  int count;
+} VizNumbers;
+
+/* Prints computation `comp` (NULL: the entry) of m as kernels, their members, and the values
+ * crossing between kernels, within `width` columns (0: 100). Returns false (err filled) when the
+ * computation does not exist. */
+bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNumbers *numbers,
+                    int width, FxError *err);
+
+/* What the pictures and text call a kernel: a fusion, a library call, an unfused compute op.
+ * Parameters, constants, tuples, get-tuple-element and bitcasts launch nothing; while, call and
+ * conditional are loop control run by the host. */
+typedef enum { VIZ_K_NONE, VIZ_K_LOOP, VIZ_K_INPUT, VIZ_K_OUTPUT, VIZ_K_LIBRARY, VIZ_K_CONTROL } VizKernelKind;
+VizKernelKind viz_kernel_kind(const IrInstr *i);
+const char *viz_kernel_kind_name(VizKernelKind k); /* "loop", "input", ... ; "" for none */
+/* The library a library call goes to: "cuBLAS", "cuDNN", "cuRAND", the custom-call target
+ * (copied into buf, quotes removed), ... */
+const char *viz_library_name(const IrInstr *i, char *buf, size_t n);
+
+/* ---------- the HTML walkthrough (`report FILE.html`) ---------- */
+
+typedef struct {
+  const IrModule *module; /* the stage's snapshot */
+  const char *pass;       /* the pass that produced it ("input" for stage 0) */
+  bool changed;
+  const char *summary;    /* one line on what the pass did, or NULL */
+  const char *changes;    /* what the pass changed (lines of text), or NULL */
+  bool have_numbers;      /* the kernel plan's numbers below are filled */
+  int64_t kernels;        /* kernel launches per execution */
+  int64_t bytes;          /* bytes read + written per execution */
+  double est_us;          /* estimated time per execution */
+  VizDecisions decisions; /* the decisions this stage's pass made */
+} VizStage;
+
+typedef struct {
+  const char *title;     /* the page title, e.g. the module or script name */
+  const char *pipeline;  /* the pipeline's name */
+  const char *device;    /* the device profile's name */
+  /* Stages with more instructions than this are drawn collapsed; 0 picks 400. Stages whose
+   * collapsed picture would still exceed plain_above nodes are drawn in the plain style. */
+  int collapse_above;
+} VizReportOptions;
+
+/* Writes one self-contained HTML page (inline SVG, CSS and a little JS; nothing fetched) with a
+ * summary table, then one section per stage: picture, changes, filterable decisions, numbers,
+ * keyboard navigation. Decisions refused in earlier stages are drawn from `all` (every decision of
+ * every stage). Returns false with err filled on failure. */
+bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nstages,
+                      const VizDecisions *all, const VizReportOptions *o, FxError *err);
+
+#endif
