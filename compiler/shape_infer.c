@@ -1,0 +1,967 @@
+/* shape_infer.c — HLO's shape rules, one instruction at a time.
+ *
+ * Used by the verifier (every instruction's declared shape must equal the inferred one), by the
+ * .fx lowering and by the passes that build instructions.  The rules follow XLA's
+ * ShapeInference: elementwise ops need operands of identical dimensions (HLO has no implicit
+ * broadcasting), compare gives pred, reduce drops its dimensions, dot keeps batch, then lhs free,
+ * then rhs free dimensions, convolution places its dimensions by dim_labels, and so on.  Where
+ * the result cannot be derived (custom-call, collectives, the output dimensions of broadcast or
+ * reshape), the declared shape is taken after checking what can be checked.
+ *
+ * Layouts are not inferred: the result carries the declared layout when dims agree. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verify.h"
+
+static bool ierr(const IrInstr *i, FxError *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool ierr(const IrInstr *i, FxError *err, const char *fmt, ...) {
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const char *file = i->loc.file ? i->loc.file : (i->parent && i->parent->module ? i->parent->module->source_file : NULL);
+  return fx_error_set(err, file, i->loc.line, i->loc.col, "'%%%s': %s", i->name, msg);
+}
+
+static const char *shp(const IrShape *s, char *buf, size_t n) {
+  ir_shape_format(s, false, buf, n);
+  return buf;
+}
+
+static const IrShape *opsh(const IrInstr *i, int k) { return &i->operands[k]->shape; }
+
+/* The declared shape, deep-copied. */
+static bool declared(const IrInstr *i, IrShape *out, Arena *a) {
+  ir_shape_copy(a, out, &i->shape);
+  return true;
+}
+
+/* An array shape with i's declared layout when the rank matches, else the default layout. */
+static bool make_array(const IrInstr *i, IrType t, int rank, const int64_t *dims, IrShape *out, Arena *a) {
+  *out = ir_shape_array(a, t, rank, dims);
+  if (rank > 0 && (!out->dims || !out->minor_to_major)) return false;
+  if (i->shape.type != IR_TUPLE && i->shape.rank == rank) {
+    out->has_layout = i->shape.has_layout;
+    if (i->shape.minor_to_major && rank > 0) memcpy(out->minor_to_major, i->shape.minor_to_major, sizeof(int) * (size_t)rank);
+    out->layout_extra = i->shape.layout_extra ? arena_strdup(a, i->shape.layout_extra) : NULL;
+  }
+  return true;
+}
+
+static bool need_array(const IrInstr *i, int k, FxError *err) {
+  if (!ir_shape_is_array(opsh(i, k)))
+    return ierr(i, err, "operand %d ('%%%s') of %s must be an array, not a %s", k, i->operands[k]->name, ir_op_name(i->op),
+                opsh(i, k)->type == IR_TUPLE ? "tuple" : "token");
+  return true;
+}
+
+static bool need_operands(const IrInstr *i, int lo, int hi, FxError *err) {
+  if (i->noperands < lo || (hi >= 0 && i->noperands > hi)) {
+    if (lo == hi) return ierr(i, err, "%s takes %d operand%s, not %d", ir_op_name(i->op), lo, lo == 1 ? "" : "s", i->noperands);
+    if (hi < 0) return ierr(i, err, "%s takes at least %d operands, not %d", ir_op_name(i->op), lo, i->noperands);
+    return ierr(i, err, "%s takes %d to %d operands, not %d", ir_op_name(i->op), lo, hi, i->noperands);
+  }
+  for (int k = 0; k < i->noperands; k++)
+    if (!i->operands[k]) return ierr(i, err, "operand %d is missing", k);
+  return true;
+}
+
+/* Reads an integer list attribute; `need` >= 0 demands that many entries. */
+static int dims_attr(const IrInstr *i, const char *key, int64_t *v, int max, bool required, FxError *err, bool *ok) {
+  *ok = true;
+  const char *t = ir_attr_text(i, key);
+  if (!t) {
+    if (required) *ok = ierr(i, err, "%s needs the attribute '%s'", ir_op_name(i->op), key);
+    return 0;
+  }
+  int n = ir_attr_dims(i, key, v, max);
+  if (n < 0) *ok = ierr(i, err, "malformed %s={...}: '%s'", key, t);
+  return n;
+}
+
+static bool check_dim_index(const IrInstr *i, const char *what, int64_t d, int rank, FxError *err) {
+  if (d < 0 || d >= rank) return ierr(i, err, "%s %" PRId64 " is out of range for rank %d", what, d, rank);
+  return true;
+}
+
+/* Called computation checks: n parameters of the given shapes (compared without layouts). */
+static bool check_called(const IrInstr *i, const char *key, const IrComputation *c, int nparams, const IrShape *const *params,
+                         FxError *err) {
+  char b1[200], b2[200];
+  if (!c) return ierr(i, err, "%s needs a computation in '%s'", ir_op_name(i->op), key);
+  if (!c->root) return ierr(i, err, "computation '%%%s' has no root", c->name);
+  if (c->nparams != nparams)
+    return ierr(i, err, "%s=%%%s takes %d parameter%s but %s passes %d", key, c->name, c->nparams, c->nparams == 1 ? "" : "s",
+                ir_op_name(i->op), nparams);
+  for (int k = 0; k < nparams; k++) {
+    if (!c->params[k]) return ierr(i, err, "computation '%%%s' lacks parameter %d", c->name, k);
+    if (!ir_shape_equal(&c->params[k]->shape, params[k]))
+      return ierr(i, err, "parameter %d of %s=%%%s is %s but %s passes %s", k, key, c->name, shp(&c->params[k]->shape, b1, sizeof b1),
+                  ir_op_name(i->op), shp(params[k], b2, sizeof b2));
+  }
+  return true;
+}
+
+/* A reducer (reduce, reduce-window, scatter, all-reduce): 2n scalar parameters of the given
+ * types, returning one scalar (n == 1) or a tuple of n scalars. */
+static bool check_reducer(const IrInstr *i, const char *key, const IrType *types, int n, Arena *a, FxError *err) {
+  IrComputation *c = ir_attr_comp(i, key);
+  if (!c) return ierr(i, err, "%s needs a computation in '%s'", ir_op_name(i->op), key);
+  const IrShape *ps[2 * 16];
+  IrShape sc[16];
+  if (n > 16) return true;
+  for (int k = 0; k < n; k++) sc[k] = ir_shape_scalar(types[k]);
+  for (int k = 0; k < n; k++) ps[k] = ps[n + k] = &sc[k];
+  if (!check_called(i, key, c, 2 * n, ps, err)) return false;
+  char b1[200];
+  const IrShape *r = &c->root->shape;
+  bool ok;
+  if (n == 1) {
+    ok = ir_shape_equal(r, &sc[0]);
+  } else {
+    ok = r->type == IR_TUPLE && r->ntuple == n;
+    for (int k = 0; ok && k < n; k++) ok = ir_shape_equal(&r->tuple[k], &sc[k]);
+  }
+  (void)a;
+  if (!ok) return ierr(i, err, "%s=%%%s returns %s, not the reduced element type", key, c->name, shp(r, b1, sizeof b1));
+  return true;
+}
+
+static bool same_dims_all(const IrInstr *i, int from, int to, FxError *err) {
+  char b1[200], b2[200];
+  for (int k = from + 1; k < to; k++)
+    if (!ir_shape_same_dims(opsh(i, from), opsh(i, k)))
+      return ierr(i, err, "operands of %s have different dimensions: %s and %s", ir_op_name(i->op), shp(opsh(i, from), b1, sizeof b1),
+                  shp(opsh(i, k), b2, sizeof b2));
+  return true;
+}
+
+/* ---------- window attribute: "size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1" ---------- */
+
+typedef struct {
+  int n;
+  int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK], base_dil[IR_MAX_RANK], win_dil[IR_MAX_RANK];
+} Window;
+
+static int parse_x_list(const char *p, const char *end, int64_t *v, int max) {
+  int n = 0;
+  while (p < end) {
+    char *e;
+    long long x = strtoll(p, &e, 10);
+    if (e == p || n >= max) return -1;
+    v[n++] = x;
+    p = e;
+    if (p < end && *p == 'x') p++;
+    else if (p < end) return -1;
+  }
+  return n;
+}
+
+static bool parse_window(const IrInstr *i, int rank, Window *w, FxError *err) {
+  memset(w, 0, sizeof *w);
+  w->n = rank;
+  for (int k = 0; k < IR_MAX_RANK; k++) w->size[k] = w->stride[k] = w->base_dil[k] = w->win_dil[k] = 1;
+  const char *t = ir_attr_text(i, "window");
+  if (!t) {
+    if (rank == 0) return true;
+    return ierr(i, err, "%s needs the attribute 'window'", ir_op_name(i->op));
+  }
+  const char *p = t;
+  if (*p == '{') p++;
+  bool have_size = false;
+  while (*p && *p != '}') {
+    while (*p == ' ') p++;
+    const char *eq = strchr(p, '=');
+    if (!eq) break;
+    const char *v = eq + 1;
+    const char *ve = v;
+    while (*ve && *ve != ' ' && *ve != '}') ve++;
+    size_t kl = (size_t)(eq - p);
+    int64_t tmp[IR_MAX_RANK * 3];
+    int n;
+    if (kl == 3 && memcmp(p, "pad", 3) == 0) {
+      /* lo_hi per dimension, 'x'-separated */
+      n = 0;
+      const char *q = v;
+      while (q < ve) {
+        char *e;
+        long long lo = strtoll(q, &e, 10);
+        if (e == q || *e != '_' || n >= IR_MAX_RANK) return ierr(i, err, "malformed window pad in '%s'", t);
+        q = e + 1;
+        long long hi = strtoll(q, &e, 10);
+        if (e == q) return ierr(i, err, "malformed window pad in '%s'", t);
+        w->lo[n] = lo;
+        w->hi[n] = hi;
+        n++;
+        q = e;
+        if (q < ve && *q == 'x') q++;
+        else if (q < ve) return ierr(i, err, "malformed window pad in '%s'", t);
+      }
+    } else {
+      n = parse_x_list(v, ve, tmp, IR_MAX_RANK);
+      if (n < 0) return ierr(i, err, "malformed window in '%s'", t);
+      int64_t *dst = NULL;
+      if (kl == 4 && memcmp(p, "size", 4) == 0) dst = w->size, have_size = true;
+      else if (kl == 6 && memcmp(p, "stride", 6) == 0) dst = w->stride;
+      else if (kl == 10 && memcmp(p, "lhs_dilate", 10) == 0) dst = w->base_dil;
+      else if (kl == 10 && memcmp(p, "rhs_dilate", 10) == 0) dst = w->win_dil;
+      if (dst) memcpy(dst, tmp, sizeof(int64_t) * (size_t)n);
+    }
+    if (n != rank && !(kl == 11 && memcmp(p, "rhs_reversal", 11) == 0))
+      return ierr(i, err, "window '%.*s' has %d entr%s for %d dimension%s", (int)kl, p, n, n == 1 ? "y" : "ies", rank, rank == 1 ? "" : "s");
+    p = ve;
+  }
+  if (!have_size && rank > 0) return ierr(i, err, "window has no size in '%s'", t);
+  for (int k = 0; k < rank; k++)
+    if (w->size[k] < 0 || w->stride[k] <= 0 || w->base_dil[k] <= 0 || w->win_dil[k] <= 0)
+      return ierr(i, err, "window sizes, strides and dilations must be positive in '%s'", t);
+  return true;
+}
+
+static int64_t window_out(int64_t in, const Window *w, int k) {
+  int64_t dilated_in = in == 0 ? 0 : (in - 1) * w->base_dil[k] + 1;
+  int64_t padded = dilated_in + w->lo[k] + w->hi[k];
+  int64_t dilated_win = w->size[k] == 0 ? 0 : (w->size[k] - 1) * w->win_dil[k] + 1;
+  if (padded < dilated_win) return 0;
+  return (padded - dilated_win) / w->stride[k] + 1;
+}
+
+/* ---------- per-opcode rules ---------- */
+
+static bool infer_elementwise(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200], b2[200];
+  const IrOpInfo *info = ir_op_info(i->op);
+  if (!need_operands(i, info->arity, info->arity, err)) return false;
+  for (int k = 0; k < i->noperands; k++)
+    if (!need_array(i, k, err)) return false;
+  const IrShape *s0 = opsh(i, 0);
+  IrType t = s0->type;
+  if (i->op == IR_OP_SELECT) {
+    const IrShape *pr = opsh(i, 0), *x = opsh(i, 1), *y = opsh(i, 2);
+    if (pr->type != IR_PRED) return ierr(i, err, "select's predicate must be pred, not %s", ir_type_name(pr->type));
+    if (!ir_shape_equal(x, y))
+      return ierr(i, err, "select's branches differ: %s and %s", shp(x, b1, sizeof b1), shp(y, b2, sizeof b2));
+    if (pr->rank != 0 && !ir_shape_same_dims(pr, x))
+      return ierr(i, err, "select's predicate %s does not match its branches %s", shp(pr, b1, sizeof b1), shp(x, b2, sizeof b2));
+    return make_array(i, x->type, x->rank, x->dims, out, a);
+  }
+  if (i->op == IR_OP_CLAMP) {
+    const IrShape *lo = opsh(i, 0), *x = opsh(i, 1), *hi = opsh(i, 2);
+    for (int k = 0; k < 3; k += 2) {
+      const IrShape *b = k ? hi : lo;
+      if (b->type != x->type) return ierr(i, err, "clamp bounds are %s but the operand is %s", ir_type_name(b->type), ir_type_name(x->type));
+      if (b->rank != 0 && !ir_shape_same_dims(b, x))
+        return ierr(i, err, "clamp bound %s does not match the operand %s", shp(b, b1, sizeof b1), shp(x, b2, sizeof b2));
+    }
+    return make_array(i, x->type, x->rank, x->dims, out, a);
+  }
+  if (!same_dims_all(i, 0, i->noperands, err)) return false;
+  for (int k = 1; k < i->noperands; k++)
+    if (opsh(i, k)->type != t && i->op != IR_OP_COMPLEX)
+      return ierr(i, err, "operands of %s have different element types: %s and %s", ir_op_name(i->op), ir_type_name(t),
+                  ir_type_name(opsh(i, k)->type));
+  IrType rt = t;
+  switch (i->op) {
+  case IR_OP_COMPARE:
+  case IR_OP_IS_FINITE:
+    rt = IR_PRED;
+    break;
+  case IR_OP_CONVERT:
+  case IR_OP_REDUCE_PRECISION:
+    rt = i->op == IR_OP_CONVERT ? i->shape.type : t;
+    break;
+  case IR_OP_BITCAST_CONVERT: {
+    int from = ir_type_bytes(t), to = ir_type_bytes(i->shape.type);
+    if (from == to) {
+      rt = i->shape.type;
+      break;
+    }
+    /* Different widths add or drop a minor dimension: trust the declared shape, check bytes. */
+    if (ir_shape_bytes(&i->shape) != ir_shape_bytes(s0))
+      return ierr(i, err, "bitcast-convert from %s to %s changes the size in bytes", shp(s0, b1, sizeof b1), shp(&i->shape, b2, sizeof b2));
+    return declared(i, out, a);
+  }
+  case IR_OP_COMPLEX:
+    if (t != opsh(i, 1)->type) return ierr(i, err, "complex needs operands of one type");
+    rt = t == IR_F64 ? IR_C128 : IR_C64;
+    break;
+  case IR_OP_REAL:
+  case IR_OP_IMAG:
+    rt = t == IR_C128 ? IR_F64 : t == IR_C64 ? IR_F32 : t;
+    break;
+  case IR_OP_ABS:
+    rt = t == IR_C128 ? IR_F64 : t == IR_C64 ? IR_F32 : t;
+    break;
+  default:
+    break;
+  }
+  if (i->op == IR_OP_COMPARE) {
+    const char *d = ir_compare_direction(i);
+    if (!d) return ierr(i, err, "compare needs the attribute 'direction'");
+    if (strcmp(d, "EQ") && strcmp(d, "NE") && strcmp(d, "LT") && strcmp(d, "LE") && strcmp(d, "GT") && strcmp(d, "GE"))
+      return ierr(i, err, "unknown comparison direction '%s' (expected EQ, NE, LT, LE, GT or GE)", d);
+  }
+  return make_array(i, rt, s0->rank, s0->dims, out, a);
+}
+
+static bool infer_broadcast(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200], b2[200];
+  if (!need_operands(i, 1, 1, err) || !need_array(i, 0, err)) return false;
+  const IrShape *in = opsh(i, 0), *o = &i->shape;
+  if (!ir_shape_is_array(o)) return ierr(i, err, "broadcast must produce an array");
+  int64_t d[IR_MAX_RANK];
+  bool ok;
+  int n = dims_attr(i, "dimensions", d, IR_MAX_RANK, true, err, &ok);
+  if (!ok) return false;
+  if (n != in->rank)
+    return ierr(i, err, "broadcast of a rank-%d operand needs %d entries in dimensions, not %d", in->rank, in->rank, n);
+  for (int k = 0; k < n; k++) {
+    if (!check_dim_index(i, "broadcast dimension", d[k], o->rank, err)) return false;
+    if (o->dims[d[k]] != in->dims[k])
+      return ierr(i, err, "broadcast maps operand dimension %d (size %" PRId64 ") to result dimension %" PRId64 " (size %" PRId64 "): %s -> %s",
+                  k, in->dims[k], d[k], o->dims[d[k]], shp(in, b1, sizeof b1), shp(o, b2, sizeof b2));
+    if (k > 0 && d[k] <= d[k - 1]) return ierr(i, err, "broadcast dimensions must be strictly increasing");
+  }
+  return make_array(i, in->type, o->rank, o->dims, out, a);
+}
+
+static bool infer_reshape(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200], b2[200];
+  if (!need_operands(i, 1, 1, err)) return false;
+  const IrShape *in = opsh(i, 0), *o = &i->shape;
+  if (i->op == IR_OP_BITCAST) return declared(i, out, a); /* layout-level reinterpretation */
+  if (!need_array(i, 0, err)) return false;
+  if (!ir_shape_is_array(o)) return ierr(i, err, "reshape must produce an array");
+  if (ir_shape_elements(in) != ir_shape_elements(o))
+    return ierr(i, err, "reshape changes the number of elements: %s (%" PRId64 ") -> %s (%" PRId64 ")", shp(in, b1, sizeof b1),
+                ir_shape_elements(in), shp(o, b2, sizeof b2), ir_shape_elements(o));
+  return make_array(i, in->type, o->rank, o->dims, out, a);
+}
+
+static bool infer_transpose(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 1, 1, err) || !need_array(i, 0, err)) return false;
+  const IrShape *in = opsh(i, 0);
+  int64_t d[IR_MAX_RANK], od[IR_MAX_RANK];
+  bool ok, seen[IR_MAX_RANK] = {0};
+  int n = dims_attr(i, "dimensions", d, IR_MAX_RANK, true, err, &ok);
+  if (!ok) return false;
+  if (n != in->rank) return ierr(i, err, "transpose of a rank-%d operand needs %d dimensions, not %d", in->rank, in->rank, n);
+  for (int k = 0; k < n; k++) {
+    if (!check_dim_index(i, "transpose dimension", d[k], in->rank, err)) return false;
+    if (seen[d[k]]) return ierr(i, err, "transpose dimensions are not a permutation");
+    seen[d[k]] = true;
+    od[k] = in->dims[d[k]];
+  }
+  return make_array(i, in->type, n, od, out, a);
+}
+
+static bool infer_slice(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 1, 1, err) || !need_array(i, 0, err)) return false;
+  const IrShape *in = opsh(i, 0);
+  int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sr[IR_MAX_RANK], od[IR_MAX_RANK];
+  const char *t = ir_attr_text(i, "slice");
+  if (!t) return ierr(i, err, "slice needs the attribute 'slice'");
+  int n = ir_attr_slice(i, st, li, sr, IR_MAX_RANK);
+  if (n < 0) return ierr(i, err, "malformed slice={...}: '%s'", t);
+  if (n != in->rank) return ierr(i, err, "slice of a rank-%d operand needs %d ranges, not %d", in->rank, in->rank, n);
+  for (int k = 0; k < n; k++) {
+    if (st[k] < 0 || st[k] > li[k] || li[k] > in->dims[k] || sr[k] <= 0)
+      return ierr(i, err, "slice range [%" PRId64 ":%" PRId64 ":%" PRId64 "] is out of bounds for dimension %d of size %" PRId64, st[k], li[k],
+                  sr[k], k, in->dims[k]);
+    od[k] = (li[k] - st[k] + sr[k] - 1) / sr[k];
+  }
+  return make_array(i, in->type, n, od, out, a);
+}
+
+static bool scalar_ints(const IrInstr *i, int from, int to, FxError *err) {
+  for (int k = from; k < to; k++) {
+    const IrShape *s = opsh(i, k);
+    if (!ir_shape_is_scalar(s) || !ir_type_is_int(s->type))
+      return ierr(i, err, "start index operand %d of %s must be an integer scalar", k, ir_op_name(i->op));
+  }
+  return true;
+}
+
+static bool infer_dynamic_slice(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 1, -1, err) || !need_array(i, 0, err)) return false;
+  const IrShape *in = opsh(i, 0);
+  if (i->noperands != 1 + in->rank && !(i->noperands == 2 && opsh(i, 1)->rank == 1))
+    return ierr(i, err, "dynamic-slice of a rank-%d operand takes %d start indices, not %d", in->rank, in->rank, i->noperands - 1);
+  if (i->noperands == 1 + in->rank && !scalar_ints(i, 1, i->noperands, err)) return false;
+  int64_t sz[IR_MAX_RANK];
+  bool ok;
+  int n = dims_attr(i, "dynamic_slice_sizes", sz, IR_MAX_RANK, true, err, &ok);
+  if (!ok) return false;
+  if (n != in->rank) return ierr(i, err, "dynamic_slice_sizes has %d entries for a rank-%d operand", n, in->rank);
+  for (int k = 0; k < n; k++)
+    if (sz[k] < 0 || sz[k] > in->dims[k])
+      return ierr(i, err, "dynamic slice size %" PRId64 " exceeds dimension %d of size %" PRId64, sz[k], k, in->dims[k]);
+  return make_array(i, in->type, n, sz, out, a);
+}
+
+static bool infer_dus(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200], b2[200];
+  if (!need_operands(i, 2, -1, err) || !need_array(i, 0, err) || !need_array(i, 1, err)) return false;
+  const IrShape *in = opsh(i, 0), *up = opsh(i, 1);
+  if (up->rank != in->rank || up->type != in->type)
+    return ierr(i, err, "dynamic-update-slice update %s does not fit the operand %s", shp(up, b1, sizeof b1), shp(in, b2, sizeof b2));
+  if (i->noperands != 2 + in->rank && !(i->noperands == 3 && opsh(i, 2)->rank == 1))
+    return ierr(i, err, "dynamic-update-slice of a rank-%d operand takes %d start indices, not %d", in->rank, in->rank, i->noperands - 2);
+  if (i->noperands == 2 + in->rank && !scalar_ints(i, 2, i->noperands, err)) return false;
+  for (int k = 0; k < in->rank; k++)
+    if (up->dims[k] > in->dims[k])
+      return ierr(i, err, "dynamic-update-slice update %s is larger than the operand %s", shp(up, b1, sizeof b1), shp(in, b2, sizeof b2));
+  return make_array(i, in->type, in->rank, in->dims, out, a);
+}
+
+static bool infer_concatenate(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200], b2[200];
+  if (!need_operands(i, 1, -1, err)) return false;
+  int64_t d[IR_MAX_RANK];
+  bool ok;
+  int n = dims_attr(i, "dimensions", d, IR_MAX_RANK, true, err, &ok);
+  if (!ok) return false;
+  if (n != 1) return ierr(i, err, "concatenate needs exactly one dimension, not %d", n);
+  const IrShape *s0 = opsh(i, 0);
+  for (int k = 0; k < i->noperands; k++)
+    if (!need_array(i, k, err)) return false;
+  if (!check_dim_index(i, "concatenate dimension", d[0], s0->rank, err)) return false;
+  int64_t od[IR_MAX_RANK];
+  memcpy(od, s0->dims, sizeof(int64_t) * (size_t)s0->rank);
+  od[d[0]] = 0;
+  for (int k = 0; k < i->noperands; k++) {
+    const IrShape *s = opsh(i, k);
+    bool fits = s->rank == s0->rank && s->type == s0->type;
+    for (int j = 0; fits && j < s->rank; j++)
+      if (j != d[0] && s->dims[j] != s0->dims[j]) fits = false;
+    if (!fits)
+      return ierr(i, err, "concatenate operands %s and %s differ outside dimension %" PRId64, shp(s0, b1, sizeof b1), shp(s, b2, sizeof b2),
+                  d[0]);
+    od[d[0]] += s->dims[d[0]];
+  }
+  return make_array(i, s0->type, s0->rank, od, out, a);
+}
+
+static bool infer_pad(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 2, 2, err) || !need_array(i, 0, err) || !need_array(i, 1, err)) return false;
+  const IrShape *in = opsh(i, 0), *pv = opsh(i, 1);
+  if (pv->rank != 0 || pv->type != in->type) return ierr(i, err, "pad value must be a %s scalar", ir_type_name(in->type));
+  const char *t = ir_attr_text(i, "padding");
+  if (!t) return ierr(i, err, "pad needs the attribute 'padding'");
+  int64_t od[IR_MAX_RANK];
+  int n = 0;
+  const char *q = t;
+  while (*q) {
+    int64_t v[3] = {0, 0, 0};
+    int m = 0;
+    for (;;) {
+      char *e;
+      long long x = strtoll(q, &e, 10);
+      if (e == q || m >= 3) return ierr(i, err, "malformed padding '%s'", t);
+      v[m++] = x;
+      q = e;
+      if (*q == '_') {
+        q++;
+        continue;
+      }
+      break;
+    }
+    if (m < 2 || n >= IR_MAX_RANK) return ierr(i, err, "malformed padding '%s'", t);
+    if (n < in->rank) {
+      if (v[2] < 0) return ierr(i, err, "interior padding must not be negative in '%s'", t);
+      int64_t d = in->dims[n];
+      od[n] = d + v[0] + v[1] + (d > 0 ? (d - 1) * v[2] : 0);
+      if (od[n] < 0) return ierr(i, err, "padding '%s' makes dimension %d negative", t, n);
+    }
+    n++;
+    if (*q == 'x') q++;
+    else if (*q) return ierr(i, err, "malformed padding '%s'", t);
+  }
+  if (n != in->rank) return ierr(i, err, "padding has %d entries for a rank-%d operand", n, in->rank);
+  return make_array(i, in->type, n, od, out, a);
+}
+
+static bool infer_reverse(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 1, 1, err) || !need_array(i, 0, err)) return false;
+  const IrShape *in = opsh(i, 0);
+  int64_t d[IR_MAX_RANK];
+  bool ok;
+  int n = dims_attr(i, "dimensions", d, IR_MAX_RANK, true, err, &ok);
+  if (!ok) return false;
+  for (int k = 0; k < n; k++)
+    if (!check_dim_index(i, "reverse dimension", d[k], in->rank, err)) return false;
+  return make_array(i, in->type, in->rank, in->dims, out, a);
+}
+
+static bool tuple_of(const IrShape *elems, int n, IrShape *out, Arena *a, const IrShape *decl) {
+  memset(out, 0, sizeof *out);
+  out->type = IR_TUPLE;
+  out->ntuple = n;
+  if (n == 0) return true;
+  out->tuple = arena_alloc(a, sizeof(IrShape) * (size_t)n);
+  if (!out->tuple) return false;
+  for (int k = 0; k < n; k++) {
+    ir_shape_copy(a, &out->tuple[k], &elems[k]);
+    /* Keep the declared element layouts where the dims agree. */
+    if (decl && decl->type == IR_TUPLE && k < decl->ntuple && ir_shape_equal(&decl->tuple[k], &elems[k]))
+      ir_shape_copy(a, &out->tuple[k], &decl->tuple[k]);
+  }
+  return true;
+}
+
+static bool infer_reduce(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200], b2[200];
+  if (!need_operands(i, 2, -1, err)) return false;
+  if (i->noperands % 2) return ierr(i, err, "reduce takes inputs and as many init values; %d operands is odd", i->noperands);
+  int n = i->noperands / 2;
+  if (n > 16) return declared(i, out, a);
+  for (int k = 0; k < i->noperands; k++)
+    if (!need_array(i, k, err)) return false;
+  const IrShape *in0 = opsh(i, 0);
+  if (!same_dims_all(i, 0, n, err)) return false;
+  IrType types[16];
+  for (int k = 0; k < n; k++) {
+    const IrShape *init = opsh(i, n + k);
+    if (init->rank != 0 || init->type != opsh(i, k)->type)
+      return ierr(i, err, "init value %d of reduce is %s; it must be a %s scalar", k, shp(init, b1, sizeof b1), ir_type_name(opsh(i, k)->type));
+    types[k] = opsh(i, k)->type;
+  }
+  int64_t d[IR_MAX_RANK];
+  bool ok, red[IR_MAX_RANK] = {0};
+  int nd = dims_attr(i, "dimensions", d, IR_MAX_RANK, true, err, &ok);
+  if (!ok) return false;
+  for (int k = 0; k < nd; k++) {
+    if (!check_dim_index(i, "reduce dimension", d[k], in0->rank, err)) return false;
+    if (red[d[k]]) return ierr(i, err, "reduce dimension %" PRId64 " is listed twice", d[k]);
+    red[d[k]] = true;
+  }
+  if (!check_reducer(i, "to_apply", types, n, a, err)) return false;
+  int64_t od[IR_MAX_RANK];
+  int r = 0;
+  for (int k = 0; k < in0->rank; k++)
+    if (!red[k]) od[r++] = in0->dims[k];
+  if (n == 1) return make_array(i, types[0], r, od, out, a);
+  IrShape el[16];
+  for (int k = 0; k < n; k++) el[k] = ir_shape_array(a, types[k], r, od);
+  (void)b2;
+  return tuple_of(el, n, out, a, &i->shape);
+}
+
+static bool infer_reduce_window(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200];
+  if (!need_operands(i, 2, -1, err)) return false;
+  if (i->noperands % 2) return ierr(i, err, "reduce-window takes inputs and as many init values; %d operands is odd", i->noperands);
+  int n = i->noperands / 2;
+  if (n > 16) return declared(i, out, a);
+  for (int k = 0; k < i->noperands; k++)
+    if (!need_array(i, k, err)) return false;
+  if (!same_dims_all(i, 0, n, err)) return false;
+  const IrShape *in0 = opsh(i, 0);
+  IrType types[16];
+  for (int k = 0; k < n; k++) {
+    const IrShape *init = opsh(i, n + k);
+    if (init->rank != 0 || init->type != opsh(i, k)->type)
+      return ierr(i, err, "init value %d of reduce-window is %s; it must be a %s scalar", k, shp(init, b1, sizeof b1),
+                  ir_type_name(opsh(i, k)->type));
+    types[k] = opsh(i, k)->type;
+  }
+  Window w;
+  if (!parse_window(i, in0->rank, &w, err)) return false;
+  if (!check_reducer(i, "to_apply", types, n, a, err)) return false;
+  int64_t od[IR_MAX_RANK];
+  for (int k = 0; k < in0->rank; k++) od[k] = window_out(in0->dims[k], &w, k);
+  if (n == 1) return make_array(i, types[0], in0->rank, od, out, a);
+  IrShape el[16];
+  for (int k = 0; k < n; k++) el[k] = ir_shape_array(a, types[k], in0->rank, od);
+  return tuple_of(el, n, out, a, &i->shape);
+}
+
+static bool infer_dot(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200], b2[200];
+  if (!need_operands(i, 2, 2, err) || !need_array(i, 0, err) || !need_array(i, 1, err)) return false;
+  const IrShape *l = opsh(i, 0), *r = opsh(i, 1);
+  IrDotDims d;
+  if (!ir_dot_dims(i, &d)) return ierr(i, err, "dot has unequal numbers of batch or contracting dimensions on its two sides");
+  bool lu[IR_MAX_RANK] = {0}, ru[IR_MAX_RANK] = {0};
+  for (int k = 0; k < d.nlhs_batch; k++) {
+    if (!check_dim_index(i, "lhs batch dimension", d.lhs_batch[k], l->rank, err) ||
+        !check_dim_index(i, "rhs batch dimension", d.rhs_batch[k], r->rank, err))
+      return false;
+    if (l->dims[d.lhs_batch[k]] != r->dims[d.rhs_batch[k]])
+      return ierr(i, err, "dot batch dimensions differ in size: %s and %s", shp(l, b1, sizeof b1), shp(r, b2, sizeof b2));
+    if (lu[d.lhs_batch[k]] || ru[d.rhs_batch[k]]) return ierr(i, err, "dot dimension numbers repeat a dimension");
+    lu[d.lhs_batch[k]] = ru[d.rhs_batch[k]] = true;
+  }
+  for (int k = 0; k < d.nlhs_contract; k++) {
+    if (!check_dim_index(i, "lhs contracting dimension", d.lhs_contract[k], l->rank, err) ||
+        !check_dim_index(i, "rhs contracting dimension", d.rhs_contract[k], r->rank, err))
+      return false;
+    if (l->dims[d.lhs_contract[k]] != r->dims[d.rhs_contract[k]])
+      return ierr(i, err, "dot contracting dimensions differ in size: %s (dimension %" PRId64 ") and %s (dimension %" PRId64 ")",
+                  shp(l, b1, sizeof b1), d.lhs_contract[k], shp(r, b2, sizeof b2), d.rhs_contract[k]);
+    if (lu[d.lhs_contract[k]] || ru[d.rhs_contract[k]]) return ierr(i, err, "dot dimension numbers repeat a dimension");
+    lu[d.lhs_contract[k]] = ru[d.rhs_contract[k]] = true;
+  }
+  int64_t od[IR_MAX_RANK * 2];
+  int n = 0;
+  for (int k = 0; k < d.nlhs_batch; k++) od[n++] = l->dims[d.lhs_batch[k]];
+  for (int k = 0; k < l->rank; k++)
+    if (!lu[k]) od[n++] = l->dims[k];
+  for (int k = 0; k < r->rank; k++)
+    if (!ru[k]) od[n++] = r->dims[k];
+  if (n > IR_MAX_RANK) return ierr(i, err, "dot result has more than %d dimensions", IR_MAX_RANK);
+  /* The result type may differ from the operands' (preferred_element_type): take the declared one. */
+  IrType t = ir_shape_is_array(&i->shape) ? i->shape.type : l->type;
+  return make_array(i, t, n, od, out, a);
+}
+
+static bool infer_convolution(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200], b2[200];
+  if (!need_operands(i, 2, 2, err) || !need_array(i, 0, err) || !need_array(i, 1, err)) return false;
+  const IrShape *l = opsh(i, 0), *r = opsh(i, 1);
+  const char *dl = ir_attr_text(i, "dim_labels");
+  if (!dl) return ierr(i, err, "convolution needs the attribute 'dim_labels'");
+  const char *u = strchr(dl, '_'), *ar = strstr(dl, "->");
+  if (!u || !ar || ar < u) return ierr(i, err, "malformed dim_labels '%s'", dl);
+  int ln = (int)(u - dl), kn = (int)(ar - u - 1), on = (int)strlen(ar + 2);
+  if (ln != l->rank || kn != r->rank || ln != kn || on != ln)
+    return ierr(i, err, "dim_labels '%s' do not match the ranks of %s and %s", dl, shp(l, b1, sizeof b1), shp(r, b2, sizeof b2));
+  int ns = ln - 2;
+  int lb = -1, lf = -1, ki = -1, ko = -1, ob = -1, of = -1;
+  int ls[IR_MAX_RANK], ks[IR_MAX_RANK], os[IR_MAX_RANK];
+  for (int k = 0; k < IR_MAX_RANK; k++) ls[k] = ks[k] = os[k] = -1;
+  for (int k = 0; k < ln; k++) {
+    char c = dl[k];
+    if (c == 'b') lb = k;
+    else if (c == 'f') lf = k;
+    else if (c >= '0' && c <= '9' && c - '0' < ns) ls[c - '0'] = k;
+    else return ierr(i, err, "malformed dim_labels '%s'", dl);
+    c = u[1 + k];
+    if (c == 'i') ki = k;
+    else if (c == 'o') ko = k;
+    else if (c >= '0' && c <= '9' && c - '0' < ns) ks[c - '0'] = k;
+    else return ierr(i, err, "malformed dim_labels '%s'", dl);
+    c = ar[2 + k];
+    if (c == 'b') ob = k;
+    else if (c == 'f') of = k;
+    else if (c >= '0' && c <= '9' && c - '0' < ns) os[c - '0'] = k;
+    else return ierr(i, err, "malformed dim_labels '%s'", dl);
+  }
+  if (lb < 0 || lf < 0 || ki < 0 || ko < 0 || ob < 0 || of < 0) return ierr(i, err, "malformed dim_labels '%s'", dl);
+  for (int k = 0; k < ns; k++)
+    if (ls[k] < 0 || ks[k] < 0 || os[k] < 0) return ierr(i, err, "malformed dim_labels '%s'", dl);
+  int64_t fgc = 1, bgc = 1;
+  if (ir_attr_text(i, "feature_group_count") && !ir_attr_int(i, "feature_group_count", &fgc)) return ierr(i, err, "malformed feature_group_count");
+  if (ir_attr_text(i, "batch_group_count") && !ir_attr_int(i, "batch_group_count", &bgc)) return ierr(i, err, "malformed batch_group_count");
+  if (fgc <= 0 || bgc <= 0) return ierr(i, err, "group counts must be positive");
+  if (l->dims[lf] != r->dims[ki] * fgc)
+    return ierr(i, err, "convolution input features (%" PRId64 ") must equal kernel input features (%" PRId64 ") x feature_group_count (%" PRId64 ")",
+                l->dims[lf], r->dims[ki], fgc);
+  if (l->dims[lb] % bgc) return ierr(i, err, "batch (%" PRId64 ") is not divisible by batch_group_count %" PRId64, l->dims[lb], bgc);
+  Window w;
+  if (!parse_window(i, ns, &w, err)) return false;
+  int64_t od[IR_MAX_RANK];
+  od[ob] = l->dims[lb] / bgc;
+  od[of] = r->dims[ko];
+  for (int k = 0; k < ns; k++) {
+    if (w.size[k] != r->dims[ks[k]])
+      return ierr(i, err, "window size %" PRId64 " differs from the kernel's spatial dimension %d (%" PRId64 ")", w.size[k], k, r->dims[ks[k]]);
+    od[os[k]] = window_out(l->dims[ls[k]], &w, k);
+  }
+  IrType t = ir_shape_is_array(&i->shape) ? i->shape.type : l->type;
+  return make_array(i, t, ln, od, out, a);
+}
+
+static bool infer_gather(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 2, 2, err) || !need_array(i, 0, err) || !need_array(i, 1, err)) return false;
+  const IrShape *in = opsh(i, 0), *ix = opsh(i, 1);
+  if (!ir_type_is_int(ix->type)) return ierr(i, err, "gather indices must be integers, not %s", ir_type_name(ix->type));
+  int64_t ss[IR_MAX_RANK], off[IR_MAX_RANK], ivd = ix->rank;
+  bool ok;
+  int nss = dims_attr(i, "slice_sizes", ss, IR_MAX_RANK, true, err, &ok);
+  if (!ok) return false;
+  if (nss != in->rank) return ierr(i, err, "slice_sizes has %d entries for a rank-%d operand", nss, in->rank);
+  for (int k = 0; k < nss; k++)
+    if (ss[k] < 0 || ss[k] > in->dims[k]) return ierr(i, err, "slice size %" PRId64 " exceeds dimension %d of size %" PRId64, ss[k], k, in->dims[k]);
+  int noff = dims_attr(i, "offset_dims", off, IR_MAX_RANK, false, err, &ok);
+  if (!ok) return false;
+  if (ir_attr_text(i, "index_vector_dim") && !ir_attr_int(i, "index_vector_dim", &ivd)) return ierr(i, err, "malformed index_vector_dim");
+  int batch = ix->rank - (ivd < ix->rank ? 1 : 0);
+  const IrShape *o = &i->shape;
+  if (!ir_shape_is_array(o) || o->rank != batch + noff)
+    return ierr(i, err, "gather result must have %d dimensions (%d batch + %d offset), not %d", batch + noff, batch, noff, o->rank);
+  if (o->type != in->type) return ierr(i, err, "gather result type %s differs from the operand's %s", ir_type_name(o->type), ir_type_name(in->type));
+  return declared(i, out, a);
+}
+
+static bool infer_scatter(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 3, -1, err)) return false;
+  if ((i->noperands - 1) % 2) return ierr(i, err, "scatter takes N operands, indices and N updates; %d operands do not fit", i->noperands);
+  int n = (i->noperands - 1) / 2;
+  if (n > 16) return declared(i, out, a);
+  for (int k = 0; k < i->noperands; k++)
+    if (!need_array(i, k, err)) return false;
+  if (!ir_type_is_int(opsh(i, n)->type)) return ierr(i, err, "scatter indices must be integers");
+  IrType types[16];
+  IrShape el[16];
+  for (int k = 0; k < n; k++) {
+    types[k] = opsh(i, k)->type;
+    el[k] = *opsh(i, k);
+    if (opsh(i, n + 1 + k)->type != types[k]) return ierr(i, err, "scatter update %d has type %s, not %s", k, ir_type_name(opsh(i, n + 1 + k)->type), ir_type_name(types[k]));
+  }
+  if (!same_dims_all(i, 0, n, err)) return false;
+  if (!check_reducer(i, "to_apply", types, n, a, err)) return false;
+  if (n == 1) return make_array(i, types[0], el[0].rank, el[0].dims, out, a);
+  return tuple_of(el, n, out, a, &i->shape);
+}
+
+static bool infer_tuple_ops(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (i->op == IR_OP_TUPLE) {
+    for (int k = 0; k < i->noperands; k++)
+      if (!i->operands[k]) return ierr(i, err, "operand %d is missing", k);
+    IrShape el[64], *e = el;
+    if (i->noperands > 64) {
+      e = arena_alloc(a, sizeof(IrShape) * (size_t)i->noperands);
+      if (!e) return false;
+    }
+    for (int k = 0; k < i->noperands; k++) e[k] = *opsh(i, k);
+    return tuple_of(e, i->noperands, out, a, &i->shape);
+  }
+  /* get-tuple-element */
+  if (!need_operands(i, 1, 1, err)) return false;
+  const IrShape *t = opsh(i, 0);
+  if (t->type != IR_TUPLE) return ierr(i, err, "get-tuple-element of '%%%s', which is not a tuple", i->operands[0]->name);
+  int64_t idx;
+  if (!ir_attr_int(i, "index", &idx)) return ierr(i, err, "get-tuple-element needs the attribute 'index'");
+  if (idx < 0 || idx >= t->ntuple) return ierr(i, err, "index %" PRId64 " is out of range for a tuple of %d elements", idx, t->ntuple);
+  ir_shape_copy(a, out, &t->tuple[idx]);
+  if (ir_shape_equal(out, &i->shape)) ir_shape_copy(a, out, &i->shape);
+  return true;
+}
+
+static bool infer_control(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  char b1[200], b2[200];
+  for (int k = 0; k < i->noperands; k++)
+    if (!i->operands[k]) return ierr(i, err, "operand %d is missing", k);
+  const IrShape *ps[256];
+  int np = i->noperands < 256 ? i->noperands : 256;
+  for (int k = 0; k < np; k++) ps[k] = opsh(i, k);
+  IrComputation *c;
+  switch (i->op) {
+  case IR_OP_WHILE: {
+    if (!need_operands(i, 1, 1, err)) return false;
+    IrComputation *cond = ir_attr_comp(i, "condition"), *body = ir_attr_comp(i, "body");
+    if (!check_called(i, "condition", cond, 1, ps, err) || !check_called(i, "body", body, 1, ps, err)) return false;
+    IrShape pred = ir_shape_scalar(IR_PRED);
+    if (!ir_shape_equal(&cond->root->shape, &pred))
+      return ierr(i, err, "while condition %%%s returns %s, not pred[]", cond->name, shp(&cond->root->shape, b1, sizeof b1));
+    if (!ir_shape_equal(&body->root->shape, ps[0]))
+      return ierr(i, err, "while body %%%s returns %s but the loop state is %s", body->name, shp(&body->root->shape, b1, sizeof b1),
+                  shp(ps[0], b2, sizeof b2));
+    ir_shape_copy(a, out, ps[0]);
+    break;
+  }
+  case IR_OP_CALL:
+  case IR_OP_FUSION:
+  case IR_OP_ASYNC_START: {
+    const char *key = i->op == IR_OP_CALL ? "to_apply" : "calls";
+    c = ir_attr_comp(i, key);
+    if (i->noperands > 256) return declared(i, out, a);
+    if (!check_called(i, key, c, np, ps, err)) return false;
+    if (i->op == IR_OP_ASYNC_START) return declared(i, out, a);
+    ir_shape_copy(a, out, &c->root->shape);
+    break;
+  }
+  case IR_OP_CONDITIONAL: {
+    if (!need_operands(i, 1, -1, err)) return false;
+    const IrShape *sel = ps[0];
+    const IrAttr *bc = ir_attr_get(i, "branch_computations");
+    IrComputation *br[2];
+    IrComputation **branches;
+    int nb;
+    if (bc && bc->kind == IR_ATTR_COMP) {
+      if (sel->type != IR_S32 || sel->rank != 0) return ierr(i, err, "conditional with branch_computations needs an s32[] selector, not %s", shp(sel, b1, sizeof b1));
+      branches = bc->comps;
+      nb = bc->ncomps;
+    } else {
+      if (sel->type != IR_PRED || sel->rank != 0) return ierr(i, err, "conditional with true/false computations needs a pred[] selector, not %s", shp(sel, b1, sizeof b1));
+      br[0] = ir_attr_comp(i, "true_computation");
+      br[1] = ir_attr_comp(i, "false_computation");
+      branches = br;
+      nb = 2;
+    }
+    if (nb < 1) return ierr(i, err, "conditional has no branches");
+    if (i->noperands != nb + 1) return ierr(i, err, "conditional with %d branches takes %d operands, not %d", nb, nb + 1, i->noperands);
+    for (int k = 0; k < nb; k++) {
+      char key[48];
+      snprintf(key, sizeof key, "branch %d", k);
+      if (!check_called(i, key, branches[k], 1, &ps[k + 1], err)) return false;
+      if (!ir_shape_equal(&branches[k]->root->shape, &branches[0]->root->shape))
+        return ierr(i, err, "conditional branches return different shapes: %s and %s", shp(&branches[0]->root->shape, b1, sizeof b1),
+                    shp(&branches[k]->root->shape, b2, sizeof b2));
+    }
+    ir_shape_copy(a, out, &branches[0]->root->shape);
+    break;
+  }
+  case IR_OP_MAP: {
+    if (!need_operands(i, 1, -1, err)) return false;
+    if (!same_dims_all(i, 0, i->noperands, err)) return false;
+    IrShape sc[16];
+    const IrShape *sp[16];
+    if (np > 16) return declared(i, out, a);
+    for (int k = 0; k < np; k++) {
+      sc[k] = ir_shape_scalar(ps[k]->type);
+      sp[k] = &sc[k];
+    }
+    c = ir_attr_comp(i, "to_apply");
+    if (!check_called(i, "to_apply", c, np, sp, err)) return false;
+    return make_array(i, c->root->shape.type, ps[0]->rank, ps[0]->dims, out, a);
+  }
+  default:
+    return declared(i, out, a);
+  }
+  /* Keep the declared layouts when the dims agree. */
+  if (ir_shape_equal(out, &i->shape)) ir_shape_copy(a, out, &i->shape);
+  return true;
+}
+
+static bool infer_sort(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 1, -1, err)) return false;
+  for (int k = 0; k < i->noperands; k++)
+    if (!need_array(i, k, err)) return false;
+  if (!same_dims_all(i, 0, i->noperands, err)) return false;
+  int64_t dim;
+  if (ir_attr_text(i, "dimensions")) {
+    int64_t d[IR_MAX_RANK];
+    bool ok;
+    int n = dims_attr(i, "dimensions", d, IR_MAX_RANK, true, err, &ok);
+    if (!ok) return false;
+    if (n != 1) return ierr(i, err, "sort needs exactly one dimension, not %d", n);
+    dim = d[0];
+    if (!check_dim_index(i, "sort dimension", dim, opsh(i, 0)->rank, err)) return false;
+  }
+  int n = i->noperands;
+  if (n > 16) return declared(i, out, a);
+  IrShape sc[32];
+  const IrShape *sp[32];
+  for (int k = 0; k < n; k++) {
+    sc[2 * k] = sc[2 * k + 1] = ir_shape_scalar(opsh(i, k)->type);
+    sp[2 * k] = &sc[2 * k];
+    sp[2 * k + 1] = &sc[2 * k + 1];
+  }
+  IrComputation *c = ir_attr_comp(i, "to_apply");
+  if (!check_called(i, "to_apply", c, 2 * n, sp, err)) return false;
+  IrShape pred = ir_shape_scalar(IR_PRED);
+  char b1[200];
+  if (!ir_shape_equal(&c->root->shape, &pred))
+    return ierr(i, err, "sort comparator %%%s returns %s, not pred[]", c->name, shp(&c->root->shape, b1, sizeof b1));
+  if (n == 1) return make_array(i, opsh(i, 0)->type, opsh(i, 0)->rank, opsh(i, 0)->dims, out, a);
+  IrShape el[16];
+  for (int k = 0; k < n; k++) el[k] = *opsh(i, k);
+  return tuple_of(el, n, out, a, &i->shape);
+}
+
+static bool infer_iota(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 0, 0, err)) return false;
+  if (!ir_shape_is_array(&i->shape) || i->shape.rank == 0) return ierr(i, err, "iota must produce an array of rank 1 or more");
+  int64_t d;
+  if (!ir_attr_int(i, "iota_dimension", &d)) return ierr(i, err, "iota needs the attribute 'iota_dimension'");
+  if (!check_dim_index(i, "iota_dimension", d, i->shape.rank, err)) return false;
+  return declared(i, out, a);
+}
+
+static bool infer_topk(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  if (!need_operands(i, 1, 1, err) || !need_array(i, 0, err)) return false;
+  const IrShape *in = opsh(i, 0);
+  int64_t k;
+  if (!ir_attr_int(i, "k", &k)) return ierr(i, err, "topk needs the attribute 'k'");
+  if (in->rank == 0 || k < 0 || k > in->dims[in->rank - 1])
+    return ierr(i, err, "topk k=%" PRId64 " does not fit the last dimension of the operand", k);
+  int64_t od[IR_MAX_RANK];
+  memcpy(od, in->dims, sizeof(int64_t) * (size_t)in->rank);
+  od[in->rank - 1] = k;
+  IrShape el[2] = {ir_shape_array(a, in->type, in->rank, od), ir_shape_array(a, IR_S32, in->rank, od)};
+  return tuple_of(el, 2, out, a, &i->shape);
+}
+
+bool ir_infer_shape(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
+  memset(out, 0, sizeof *out);
+  for (int k = 0; k < i->noperands; k++)
+    if (!i->operands[k]) return ierr(i, err, "operand %d is missing", k);
+  const IrOpInfo *info = ir_op_info(i->op);
+  switch (i->op) {
+  case IR_OP_PARAMETER:
+  case IR_OP_CONSTANT:
+    return declared(i, out, a);
+  case IR_OP_IOTA:
+    return infer_iota(i, out, a, err);
+  case IR_OP_BROADCAST:
+    return infer_broadcast(i, out, a, err);
+  case IR_OP_RESHAPE:
+  case IR_OP_BITCAST:
+    return infer_reshape(i, out, a, err);
+  case IR_OP_TRANSPOSE:
+    return infer_transpose(i, out, a, err);
+  case IR_OP_SLICE:
+    return infer_slice(i, out, a, err);
+  case IR_OP_DYNAMIC_SLICE:
+    return infer_dynamic_slice(i, out, a, err);
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+    return infer_dus(i, out, a, err);
+  case IR_OP_CONCATENATE:
+    return infer_concatenate(i, out, a, err);
+  case IR_OP_PAD:
+    return infer_pad(i, out, a, err);
+  case IR_OP_REVERSE:
+    return infer_reverse(i, out, a, err);
+  case IR_OP_GATHER:
+    return infer_gather(i, out, a, err);
+  case IR_OP_SCATTER:
+    return infer_scatter(i, out, a, err);
+  case IR_OP_REDUCE:
+    return infer_reduce(i, out, a, err);
+  case IR_OP_REDUCE_WINDOW:
+    return infer_reduce_window(i, out, a, err);
+  case IR_OP_DOT:
+    return infer_dot(i, out, a, err);
+  case IR_OP_CONVOLUTION:
+    return infer_convolution(i, out, a, err);
+  case IR_OP_SORT:
+    return infer_sort(i, out, a, err);
+  case IR_OP_TOPK:
+    return infer_topk(i, out, a, err);
+  case IR_OP_TUPLE:
+  case IR_OP_GET_TUPLE_ELEMENT:
+    return infer_tuple_ops(i, out, a, err);
+  case IR_OP_WHILE:
+  case IR_OP_CALL:
+  case IR_OP_CONDITIONAL:
+  case IR_OP_FUSION:
+  case IR_OP_MAP:
+  case IR_OP_ASYNC_START:
+    return infer_control(i, out, a, err);
+  case IR_OP_OPT_BARRIER:
+  case IR_OP_DOMAIN:
+  case IR_OP_ADD_DEPENDENCY:
+    if (!need_operands(i, info->arity, info->arity, err)) return false;
+    ir_shape_copy(a, out, &i->shape);
+    if (!ir_shape_equal(opsh(i, 0), &i->shape)) ir_shape_copy(a, out, opsh(i, 0));
+    return true;
+  case IR_OP_AFTER_ALL:
+    *out = ir_shape_scalar(IR_TOKEN);
+    return true;
+  case IR_OP_SELECT_AND_SCATTER:
+    if (!need_operands(i, 3, 3, err) || !need_array(i, 0, err)) return false;
+    return make_array(i, opsh(i, 0)->type, opsh(i, 0)->rank, opsh(i, 0)->dims, out, a);
+  default:
+    break;
+  }
+  if (ir_op_is_elementwise(i->op)) return infer_elementwise(i, out, a, err);
+  /* Library calls, collectives, asynchronous and host ops: the declared shape, after arity. */
+  if (info->arity >= 0 && !need_operands(i, info->arity, info->arity, err)) return false;
+  return declared(i, out, a);
+}

@@ -1,0 +1,276 @@
+/* verify.c — checks that a module is sound: run after every parse and every pass.
+ *
+ * Structure first (one entry, unique names, parents, roots, parameters, operand/user links in
+ * both directions, topological order, arity, called computations present and acyclic), then every
+ * instruction's declared shape against ir_infer_shape (shape_infer.c), which also checks called
+ * computations' signatures.  The first problem found is reported at the instruction's place. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verify.h"
+
+static const char *file_of(const IrModule *m, const IrLoc *l) { return l->file ? l->file : m->source_file; }
+
+static bool verr(const IrModule *m, const IrLoc *l, FxError *err, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static bool verr(const IrModule *m, const IrLoc *l, FxError *err, const char *fmt, ...) {
+  char msg[700];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  static const IrLoc none = {NULL, 0, 0};
+  if (!l) l = &none;
+  return fx_error_set(err, file_of(m, l), l->line, l->col, "%s", msg);
+}
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Name -> instruction set for the uniqueness check. */
+typedef struct {
+  const IrInstr **slots;
+  size_t cap;
+} NameSet;
+
+static const IrInstr *nameset_add(NameSet *s, const IrInstr *i) {
+  size_t k = hash_str(i->name) & (s->cap - 1);
+  while (s->slots[k]) {
+    if (strcmp(s->slots[k]->name, i->name) == 0) return s->slots[k];
+    k = (k + 1) & (s->cap - 1);
+  }
+  s->slots[k] = i;
+  return NULL;
+}
+
+static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos) {
+  if (!m->entry) return verr(m, NULL, err, "module '%s' has no ENTRY computation", m->name);
+  int entries = 0;
+  bool entry_listed = false;
+  for (int k = 0; k < m->ncomps; k++) {
+    const IrComputation *c = m->comps[k];
+    if (c->is_entry) entries++;
+    if (c == m->entry) entry_listed = true;
+    if (c->is_entry && c != m->entry) return verr(m, &c->loc, err, "computation '%%%s' is marked ENTRY but is not the module's entry", c->name);
+    for (int j = 0; j < k; j++)
+      if (strcmp(m->comps[j]->name, c->name) == 0) return verr(m, &c->loc, err, "duplicate computation name '%%%s'", c->name);
+  }
+  if (!entry_listed) return verr(m, NULL, err, "the entry computation is not part of module '%s'", m->name);
+  if (entries != 1) return verr(m, NULL, err, "module '%s' has %d ENTRY computations", m->name, entries);
+
+  int total = ir_module_instr_count(m);
+  size_t cap = 16;
+  while (cap < (size_t)total * 2) cap *= 2;
+  NameSet ns = {fx_calloc(cap, sizeof(const IrInstr *)), cap};
+  if (!ns.slots) return verr(m, NULL, err, "out of memory verifying module '%s'", m->name);
+  bool ok = true;
+  for (int k = 0; ok && k < m->ncomps; k++) {
+    const IrComputation *c = m->comps[k];
+    if (c->ninstrs == 0) {
+      ok = verr(m, &c->loc, err, "computation '%%%s' has no instructions", c->name);
+      break;
+    }
+    for (int j = 0; ok && j < c->ninstrs; j++) {
+      const IrInstr *i = c->instrs[j];
+      if (i->id < 0 || i->id >= npos) {
+        ok = verr(m, &i->loc, err, "'%%%s' has an id outside the module", i->name);
+        break;
+      }
+      pos[i->id] = j;
+      if (!i->name || !i->name[0]) ok = verr(m, &i->loc, err, "an instruction in '%%%s' has no name", c->name);
+      else if (i->parent != c) ok = verr(m, &i->loc, err, "'%%%s' is listed in '%%%s' but belongs to another computation", i->name, c->name);
+      else if (i->dead) ok = verr(m, &i->loc, err, "'%%%s' was removed but is still listed in '%%%s'", i->name, c->name);
+      if (!ok) break;
+      const IrInstr *dup = nameset_add(&ns, i);
+      if (dup) ok = verr(m, &i->loc, err, "duplicate instruction name '%%%s' (also in '%%%s')", i->name, dup->parent->name);
+    }
+  }
+  fx_free(ns.slots);
+  if (!ok) return false;
+
+  for (int k = 0; k < m->ncomps; k++) {
+    const IrComputation *c = m->comps[k];
+    if (!c->root) return verr(m, &c->loc, err, "computation '%%%s' has no ROOT", c->name);
+    if (c->root->parent != c || pos[c->root->id] < 0 || c->instrs[pos[c->root->id]] != c->root)
+      return verr(m, &c->loc, err, "the ROOT of '%%%s' is not one of its instructions", c->name);
+    for (int p = 0; p < c->nparams; p++) {
+      const IrInstr *pi = c->params[p];
+      if (!pi) return verr(m, &c->loc, err, "computation '%%%s' has no parameter(%d)", c->name, p);
+      if (pi->parent != c || pi->op != IR_OP_PARAMETER || pi->param_number != p)
+        return verr(m, &pi->loc, err, "'%%%s' is listed as parameter %d of '%%%s' but is not its parameter(%d)", pi->name, p, c->name, p);
+    }
+    for (int j = 0; j < c->ninstrs; j++) {
+      const IrInstr *i = c->instrs[j];
+      if (i->op == IR_OP_PARAMETER && (i->param_number < 0 || i->param_number >= c->nparams || c->params[i->param_number] != i))
+        return verr(m, &i->loc, err, "parameter '%%%s' (number %" PRId64 ") is not registered in '%%%s'", i->name, i->param_number, c->name);
+      const IrOpInfo *info = ir_op_info(i->op);
+      if (info->arity >= 0 && i->noperands != info->arity)
+        return verr(m, &i->loc, err, "'%%%s': %s takes %d operand%s, not %d", i->name, info->spelling, info->arity, info->arity == 1 ? "" : "s",
+                    i->noperands);
+      if (i->op == IR_OP_CONSTANT && !i->literal) return verr(m, &i->loc, err, "'%%%s': constant without a value", i->name);
+      for (int o = 0; o < i->noperands; o++) {
+        const IrInstr *op = i->operands[o];
+        if (!op) return verr(m, &i->loc, err, "'%%%s': operand %d is missing", i->name, o);
+        if (op->parent != c)
+          return verr(m, &i->loc, err, "'%%%s': operand '%%%s' belongs to another computation", i->name, op->name);
+        if (op->dead) return verr(m, &i->loc, err, "'%%%s': operand '%%%s' was removed", i->name, op->name);
+        if (pos[op->id] < 0 || c->instrs[pos[op->id]] != op)
+          return verr(m, &i->loc, err, "'%%%s': operand '%%%s' is not listed in '%%%s'", i->name, op->name, c->name);
+        if (pos[op->id] >= j)
+          return verr(m, &i->loc, err, "'%%%s' uses '%%%s' before its definition (instructions are not in topological order)", i->name,
+                      op->name);
+        bool linked = false;
+        for (int u = 0; u < op->nusers && !linked; u++) linked = op->users[u] == i;
+        if (!linked) return verr(m, &i->loc, err, "'%%%s' uses '%%%s' but is missing from its users", i->name, op->name);
+      }
+      for (int u = 0; u < i->nusers; u++) {
+        const IrInstr *us = i->users[u];
+        bool uses = false;
+        for (int o = 0; us && o < us->noperands && !uses; o++) uses = us->operands[o] == i;
+        if (!uses) return verr(m, &i->loc, err, "'%%%s' lists '%%%s' as a user, which does not use it", i->name, us ? us->name : "?");
+      }
+      for (int a = 0; a < i->nattrs; a++) {
+        const IrAttr *at = &i->attrs[a];
+        if (at->kind != IR_ATTR_COMP) continue;
+        for (int q = 0; q < at->ncomps; q++) {
+          const IrComputation *cc = at->comps[q];
+          bool listed = false;
+          for (int z = 0; cc && z < m->ncomps && !listed; z++) listed = m->comps[z] == cc;
+          if (!listed) return verr(m, &i->loc, err, "'%%%s': %s names a computation that is not in the module", i->name, at->key);
+          if (cc == m->entry) return verr(m, &i->loc, err, "'%%%s': %s calls the entry computation", i->name, at->key);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+/* The call graph must be acyclic (XLA has no recursion): iterative DFS over computations, with
+ * each computation's callees (and the instruction calling each) gathered first. */
+static bool check_call_cycles(const IrModule *m, FxError *err) {
+  int n = m->ncomps, ncalls = 0;
+  for (int k = 0; k < n; k++)
+    for (int j = 0; j < m->comps[k]->ninstrs; j++) ncalls += ir_called_computations(m->comps[k]->instrs[j], NULL, 0);
+  int *idx = fx_malloc(sizeof(int) * ((size_t)m->next_id + 1));
+  int *start = fx_calloc((size_t)n + 1, sizeof(int));
+  int *callee = fx_malloc(sizeof(int) * ((size_t)ncalls + 1));
+  const IrInstr **caller = fx_malloc(sizeof(IrInstr *) * ((size_t)ncalls + 1));
+  char *state = fx_calloc((size_t)n + 1, 1);
+  int *stk = fx_malloc(sizeof(int) * ((size_t)n + 1));
+  int *cur = fx_calloc((size_t)n + 1, sizeof(int));
+  bool ok = idx && start && callee && caller && state && stk && cur;
+  if (!ok) verr(m, NULL, err, "out of memory verifying module '%s'", m->name);
+  if (ok) {
+    for (int k = 0; k <= m->next_id; k++) idx[k] = -1;
+    for (int k = 0; k < n; k++)
+      if (m->comps[k]->id >= 0 && m->comps[k]->id <= m->next_id) idx[m->comps[k]->id] = k;
+    int e = 0;
+    for (int k = 0; k < n; k++) {
+      start[k] = e;
+      for (int j = 0; j < m->comps[k]->ninstrs; j++) {
+        const IrInstr *i = m->comps[k]->instrs[j];
+        for (int a = 0; a < i->nattrs; a++) {
+          if (i->attrs[a].kind != IR_ATTR_COMP) continue;
+          for (int q = 0; q < i->attrs[a].ncomps; q++) {
+            const IrComputation *cc = i->attrs[a].comps[q];
+            int z = cc && cc->id >= 0 && cc->id <= m->next_id ? idx[cc->id] : -1;
+            if (z < 0 || m->comps[z] != cc) continue; /* reported by the structure check */
+            callee[e] = z;
+            caller[e] = i;
+            e++;
+          }
+        }
+      }
+    }
+    start[n] = e;
+  }
+  for (int root = 0; ok && root < n; root++) {
+    if (state[root]) continue;
+    int sp = 0;
+    stk[sp++] = root;
+    state[root] = 1;
+    cur[root] = start[root];
+    while (ok && sp > 0) {
+      int v = stk[sp - 1];
+      if (cur[v] >= start[v + 1]) {
+        state[v] = 2;
+        sp--;
+        continue;
+      }
+      int eidx = cur[v]++;
+      int next = callee[eidx];
+      if (state[next] == 1) {
+        ok = verr(m, &caller[eidx]->loc, err, "'%%%s' calls '%%%s', which calls back into '%%%s' (recursion is not allowed)",
+                  caller[eidx]->name, m->comps[next]->name, m->comps[v]->name);
+        break;
+      }
+      if (state[next] == 0) {
+        state[next] = 1;
+        cur[next] = start[next];
+        stk[sp++] = next;
+      }
+    }
+  }
+  fx_free(idx);
+  fx_free(start);
+  fx_free(callee);
+  fx_free(caller);
+  fx_free(state);
+  fx_free(stk);
+  fx_free(cur);
+  return ok;
+}
+
+static bool check_shapes(const IrModule *m, FxError *err) {
+  Arena a;
+  arena_init(&a);
+  char b1[256], b2[256];
+  bool ok = true;
+  for (int k = 0; ok && k < m->ncomps; k++) {
+    const IrComputation *c = m->comps[k];
+    for (int j = 0; ok && j < c->ninstrs; j++) {
+      const IrInstr *i = c->instrs[j];
+      IrShape s;
+      if (!ir_infer_shape(i, &s, &a, err)) {
+        if (err && !err->set) verr(m, &i->loc, err, "'%%%s': shape inference failed", i->name);
+        ok = false;
+        break;
+      }
+      if (!ir_shape_equal(&s, &i->shape)) {
+        ir_shape_format(&i->shape, false, b1, sizeof b1);
+        ir_shape_format(&s, false, b2, sizeof b2);
+        char ops[300];
+        size_t len = 0;
+        ops[0] = 0;
+        for (int o = 0; o < i->noperands && len < sizeof ops - 40; o++) {
+          char sb[128];
+          ir_shape_format(&i->operands[o]->shape, false, sb, sizeof sb);
+          len += (size_t)snprintf(ops + len, sizeof ops - len, "%s%s", o ? ", " : "", sb);
+        }
+        ok = verr(m, &i->loc, err, "shape mismatch: '%%%s' is declared %s but %s(%s) gives %s", i->name, b1, ir_op_name(i->op), ops, b2);
+      }
+      /* Scratch shapes are small; recycle the arena now and then so huge modules stay lean. */
+      if (a.total > (1u << 20)) {
+        arena_free(&a);
+        arena_init(&a);
+      }
+    }
+  }
+  arena_free(&a);
+  return ok;
+}
+
+bool ir_verify(const IrModule *m, FxError *err) {
+  if (!m) return fx_error_set(err, NULL, 0, 0, "no module");
+  int npos = m->next_id + 1;
+  int *pos = fx_malloc(sizeof(int) * (size_t)npos);
+  if (!pos) return fx_error_set(err, m->source_file, 0, 0, "out of memory verifying module '%s'", m->name);
+  for (int k = 0; k < npos; k++) pos[k] = -1;
+  bool ok = check_structure(m, err, pos, npos) && check_call_cycles(m, err) && check_shapes(m, err);
+  fx_free(pos);
+  return ok;
+}
