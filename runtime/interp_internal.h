@@ -1,0 +1,66 @@
+/* interp_internal.h — what the interpreter's files share: scalar values, the elementwise
+ * semantics (one place that says what add, convert, shift-left... mean for each element type),
+ * attribute parsing for windows and dimension labels, and the op implementations. Private to
+ * runtime/. */
+#ifndef FXPLAIN_INTERP_INTERNAL_H
+#define FXPLAIN_INTERP_INTERNAL_H
+
+#include "runtime.h"
+
+/* One element: floats as double (already rounded to their type), integers as int64 (signed types
+ * sign-extended, unsigned zero-extended, u64 as its bits), pred as 0/1. */
+typedef union {
+  double f;
+  int64_t i;
+} RtVal;
+
+RtVal rt_val_load(const RtTensor *t, int64_t i);
+void rt_val_store(RtTensor *t, int64_t i, RtVal v);
+/* Rounds/wraps a value to type t. */
+RtVal rt_val_norm(IrType t, RtVal v);
+
+/* Comparison directions. */
+typedef enum { RT_EQ, RT_NE, RT_LT, RT_LE, RT_GT, RT_GE } RtDir;
+bool rt_parse_dir(const char *s, RtDir *out);
+
+/* Elementwise semantics. `t` is the operand type (for compare/convert: the operand's), `rt` the
+ * result's. Returns false for an op these functions do not implement. */
+bool rt_ew_unary(IrOpcode op, IrType t, IrType rt, RtVal a, RtVal *out);
+bool rt_ew_binary(IrOpcode op, IrType t, RtVal a, RtVal b, RtVal *out);
+bool rt_ew_compare(RtDir dir, bool total_order, IrType t, RtVal a, RtVal b);
+RtVal rt_ew_reduce_precision(IrType t, RtVal a, int exp_bits, int mant_bits);
+
+/* Window attribute: size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=.. rhs_dilate=.. */
+typedef struct {
+  int rank;
+  int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK];
+  int64_t lhs_dil[IR_MAX_RANK], rhs_dil[IR_MAX_RANK];
+  bool reversal[IR_MAX_RANK];
+} RtWindow;
+bool rt_parse_window(const IrInstr *i, int rank, RtWindow *w, FxError *err);
+
+/* Row-major strides of dims. */
+void rt_strides(int rank, const int64_t *dims, int64_t *st);
+
+/* Op implementations (interp_ops.c). Each fills *out with a new tensor. */
+bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_reduce(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_sort(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_rng(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_map(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+
+/* Evaluates a scalar computation (reduce's to_apply, a comparator, a combiner) on scalar values
+ * of the given types; fills outs (one per root tuple element, or one). Fast path for the common
+ * shapes of these computations; falls back to the tensor interpreter. */
+bool rt_eval_scalar(RtExec *x, const IrComputation *c, const RtVal *in, const IrType *in_types, int nin,
+                    RtVal *outs, int nout, FxError *err);
+/* Polls the interrupt flag; fills err when set. */
+bool rt_exec_poll(RtExec *x, FxError *err);
+
+#endif

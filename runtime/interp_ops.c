@@ -1,0 +1,1162 @@
+/* interp_ops.c — the reference interpreter's arithmetic: what every elementwise op means for each
+ * element type (XLA's semantics: f32 math in f32, f16/bf16 computed in f32 and rounded to nearest
+ * even, integer wraparound, XLA's division-by-zero and out-of-range shift results, NaN-propagating
+ * max/min, saturating float-to-int conversion), and the compound ops: reduce, reduce-window, dot,
+ * convolution, gather, scatter, sort, top-k, map and rng. Called from interp.c's walker. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "interp_internal.h"
+
+static bool instr_error(const IrInstr *i, FxError *err, const char *msg) {
+  return fx_error_set(err, i->loc.file, i->loc.line, i->loc.col, "%s: %s", i->name, msg);
+}
+
+static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
+  for (int d = rank - 1; d >= 0; d--) {
+    if (++idx[d] < dims[d]) return true;
+    idx[d] = 0;
+  }
+  return false;
+}
+
+/* ---------- values ---------- */
+
+static bool is_f(IrType t) { return ir_type_is_float(t); }
+static bool is_u(IrType t) { return t == IR_U4 || t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64 || t == IR_PRED; }
+static int bits_of(IrType t) { return t == IR_PRED ? 1 : ir_type_bytes(t) * 8; }
+
+RtVal rt_val_load(const RtTensor *t, int64_t i) {
+  RtVal v;
+  if (is_f(t->type)) v.f = rt_get_f(t, i);
+  else v.i = rt_get_i(t, i);
+  return v;
+}
+
+void rt_val_store(RtTensor *t, int64_t i, RtVal v) {
+  if (is_f(t->type)) rt_set_f(t, i, v.f);
+  else rt_set_i(t, i, v.i);
+}
+
+static int64_t wrap(IrType t, int64_t v) {
+  switch (t) {
+  case IR_PRED: return v != 0;
+  case IR_S8: case IR_S4: return (int8_t)(uint8_t)v;
+  case IR_U8: case IR_U4: return (uint8_t)v;
+  case IR_S16: return (int16_t)(uint16_t)v;
+  case IR_U16: return (uint16_t)v;
+  case IR_S32: return (int32_t)(uint32_t)v;
+  case IR_U32: return (uint32_t)v;
+  default: return v;
+  }
+}
+
+static double fround(IrType t, double v) {
+  switch (t) {
+  case IR_F32: return (float)v;
+  case IR_F16: return rt_f16_to_f32(rt_f32_to_f16((float)v));
+  case IR_BF16: return rt_bf16_to_f32(rt_f32_to_bf16((float)v));
+  default: return v;
+  }
+}
+
+RtVal rt_val_norm(IrType t, RtVal v) {
+  if (is_f(t)) v.f = fround(t, v.f);
+  else v.i = wrap(t, v.i);
+  return v;
+}
+
+bool rt_parse_dir(const char *s, RtDir *out) {
+  static const char *names[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+  for (int k = 0; k < 6; k++)
+    if (strcmp(s, names[k]) == 0) {
+      *out = (RtDir)k;
+      return true;
+    }
+  return false;
+}
+
+/* ---------- elementwise semantics ---------- */
+
+static double f_unary(IrOpcode op, IrType t, double x) {
+  bool d = t == IR_F64;
+  float f = (float)x;
+  switch (op) {
+  case IR_OP_ABS: return fabs(x);
+  case IR_OP_CBRT: return d ? cbrt(x) : cbrtf(f);
+  case IR_OP_CEIL: return ceil(x);
+  case IR_OP_COS: return d ? cos(x) : cosf(f);
+  case IR_OP_SIN: return d ? sin(x) : sinf(f);
+  case IR_OP_TAN: return d ? tan(x) : tanf(f);
+  case IR_OP_ERF: return d ? erf(x) : erff(f);
+  case IR_OP_EXP: return d ? exp(x) : expf(f);
+  case IR_OP_EXPM1: return d ? expm1(x) : expm1f(f);
+  case IR_OP_FLOOR: return floor(x);
+  case IR_OP_LOG: return d ? log(x) : logf(f);
+  case IR_OP_LOG1P: return d ? log1p(x) : log1pf(f);
+  case IR_OP_LOGISTIC: return d ? 1.0 / (1.0 + exp(-x)) : 1.0f / (1.0f + expf(-f));
+  case IR_OP_NEGATE: return -x;
+  case IR_OP_ROUND_AFZ: return round(x);
+  case IR_OP_ROUND_EVEN: return nearbyint(x);
+  case IR_OP_RSQRT: return d ? 1.0 / sqrt(x) : 1.0f / sqrtf(f);
+  case IR_OP_SIGN: return x != x ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+  case IR_OP_SQRT: return d ? sqrt(x) : sqrtf(f);
+  case IR_OP_TANH: return d ? tanh(x) : tanhf(f);
+  case IR_OP_COPY: case IR_OP_REAL: return x;
+  case IR_OP_IMAG: return 0;
+  default: return NAN;
+  }
+}
+
+static int64_t sext(IrType t, int64_t v) {
+  int b = bits_of(t);
+  if (b >= 64) return v;
+  uint64_t m = 1ULL << (b - 1);
+  uint64_t u = (uint64_t)v & ((1ULL << b) - 1);
+  return (int64_t)((u ^ m) - m);
+}
+
+/* float -> integer as XLA converts: NaN -> 0, saturate at the type's range, truncate toward 0 */
+static int64_t f_to_int(IrType rt, double v) {
+  if (v != v) return 0;
+  double lo, hi;
+  int b = bits_of(rt);
+  if (rt == IR_PRED) return v != 0;
+  if (is_u(rt)) {
+    lo = 0;
+    hi = b >= 64 ? 18446744073709551615.0 : (double)((1ULL << b) - 1);
+    if (v <= lo) return 0;
+    if (v >= hi) return b >= 64 ? (int64_t)UINT64_MAX : (int64_t)((1ULL << b) - 1);
+    return b >= 64 ? (int64_t)(uint64_t)v : (int64_t)v;
+  }
+  lo = -ldexp(1.0, b - 1);
+  hi = ldexp(1.0, b - 1);
+  if (v <= lo) return b >= 64 ? INT64_MIN : -(int64_t)(1ULL << (b - 1));
+  if (v >= hi) return b >= 64 ? INT64_MAX : (int64_t)((1ULL << (b - 1)) - 1);
+  return (int64_t)v;
+}
+
+bool rt_ew_unary(IrOpcode op, IrType t, IrType rt, RtVal a, RtVal *out) {
+  RtVal r;
+  if (op == IR_OP_CONVERT) {
+    if (is_f(t) && is_f(rt)) r.f = a.f;
+    else if (is_f(t)) r.i = f_to_int(rt, a.f);
+    else if (is_f(rt)) r.f = t == IR_U64 ? (double)(uint64_t)a.i : (double)a.i;
+    else r.i = rt == IR_PRED ? a.i != 0 : a.i;
+    /* int -> f16/bf16 goes through f32 in XLA's CPU emitter; the double -> float step rounds */
+    *out = rt_val_norm(rt, r);
+    return true;
+  }
+  if (op == IR_OP_IS_FINITE) {
+    out->i = is_f(t) ? isfinite(a.f) != 0 : 1;
+    return true;
+  }
+  if (is_f(t)) {
+    if (op == IR_OP_NOT || op == IR_OP_CLZ || op == IR_OP_POPCNT) return false;
+    r.f = f_unary(op, t, a.f);
+    if (op == IR_OP_ROUND_EVEN || op == IR_OP_ROUND_AFZ || op == IR_OP_FLOOR || op == IR_OP_CEIL || op == IR_OP_ABS ||
+        op == IR_OP_NEGATE || op == IR_OP_SIGN || op == IR_OP_COPY || op == IR_OP_REAL || op == IR_OP_IMAG || r.f == r.f ||
+        a.f != a.f || 1) {
+      *out = rt_val_norm(rt, r);
+      return true;
+    }
+  }
+  int b = bits_of(t);
+  uint64_t mask = b >= 64 ? UINT64_MAX : (1ULL << b) - 1;
+  uint64_t u = (uint64_t)a.i & mask;
+  switch (op) {
+  case IR_OP_ABS: r.i = a.i < 0 ? (int64_t)(0 - (uint64_t)a.i) : a.i; break;
+  case IR_OP_NEGATE: r.i = (int64_t)(0 - (uint64_t)a.i); break;
+  case IR_OP_NOT: r.i = t == IR_PRED ? !a.i : (int64_t)~(uint64_t)a.i; break;
+  case IR_OP_SIGN: r.i = is_u(t) ? a.i != 0 : (a.i > 0) - (a.i < 0); break;
+  case IR_OP_POPCNT: r.i = __builtin_popcountll(u); break;
+  case IR_OP_CLZ: r.i = u == 0 ? b : __builtin_clzll(u) - (64 - b); break;
+  case IR_OP_COPY: r.i = a.i; break;
+  default: return false;
+  }
+  *out = rt_val_norm(rt, r);
+  return true;
+}
+
+bool rt_ew_binary(IrOpcode op, IrType t, RtVal a, RtVal b, RtVal *out) {
+  RtVal r;
+  if (is_f(t)) {
+    double x = a.f, y = b.f;
+    bool d = t == IR_F64;
+    switch (op) {
+    case IR_OP_ADD: r.f = x + y; break;
+    case IR_OP_SUBTRACT: r.f = x - y; break;
+    case IR_OP_MULTIPLY: r.f = x * y; break;
+    case IR_OP_DIVIDE: r.f = x / y; break;
+    case IR_OP_MAXIMUM: r.f = (x != x || y != y) ? NAN : (x > y ? x : (x < y ? y : (signbit(x) ? y : x))); break;
+    case IR_OP_MINIMUM: r.f = (x != x || y != y) ? NAN : (x < y ? x : (x > y ? y : (signbit(x) ? x : y))); break;
+    case IR_OP_POWER: r.f = d ? pow(x, y) : powf((float)x, (float)y); break;
+    case IR_OP_REMAINDER: r.f = d ? fmod(x, y) : fmodf((float)x, (float)y); break;
+    case IR_OP_ATAN2: r.f = d ? atan2(x, y) : atan2f((float)x, (float)y); break;
+    default: return false;
+    }
+    *out = rt_val_norm(t, r);
+    return true;
+  }
+  int bits = bits_of(t);
+  bool un = is_u(t);
+  uint64_t ua = (uint64_t)a.i, ub = (uint64_t)b.i;
+  switch (op) {
+  case IR_OP_ADD: r.i = (int64_t)(ua + ub); break;
+  case IR_OP_SUBTRACT: r.i = (int64_t)(ua - ub); break;
+  case IR_OP_MULTIPLY: r.i = (int64_t)(ua * ub); break;
+  case IR_OP_DIVIDE:
+    if (b.i == 0) r.i = un ? -1 : -1; /* XLA: x / 0 is all ones (-1 signed, max unsigned) */
+    else if (un) r.i = (int64_t)(ua / ub);
+    else if (b.i == -1 && a.i == sext(t, (int64_t)(1ULL << (bits - 1)))) r.i = a.i; /* MIN / -1 = MIN */
+    else r.i = a.i / b.i;
+    break;
+  case IR_OP_REMAINDER:
+    if (b.i == 0) r.i = a.i;
+    else if (un) r.i = (int64_t)(ua % ub);
+    else if (b.i == -1) r.i = 0;
+    else r.i = a.i % b.i;
+    break;
+  case IR_OP_MAXIMUM: r.i = un ? (ua > ub ? a.i : b.i) : (a.i > b.i ? a.i : b.i); break;
+  case IR_OP_MINIMUM: r.i = un ? (ua < ub ? a.i : b.i) : (a.i < b.i ? a.i : b.i); break;
+  case IR_OP_AND: r.i = a.i & b.i; break;
+  case IR_OP_OR: r.i = a.i | b.i; break;
+  case IR_OP_XOR: r.i = a.i ^ b.i; break;
+  case IR_OP_POWER: {
+    /* integer power by squaring; negative exponents give 0 except for base 1 / -1 (XLA) */
+    if (!un && b.i < 0) {
+      r.i = a.i == 1 ? 1 : a.i == -1 ? ((b.i & 1) ? -1 : 1) : 0;
+      break;
+    }
+    uint64_t base = ua, e = ub, acc = 1;
+    while (e) {
+      if (e & 1) acc *= base;
+      base *= base;
+      e >>= 1;
+    }
+    r.i = (int64_t)acc;
+    break;
+  }
+  case IR_OP_SHL: case IR_OP_SHRL: case IR_OP_SHRA: {
+    uint64_t mask = bits >= 64 ? UINT64_MAX : (1ULL << bits) - 1;
+    uint64_t amt = ub & mask;
+    uint64_t va = ua & mask;
+    if (amt >= (uint64_t)bits) {
+      /* XLA: out-of-range shift amounts give 0, or the sign fill for arithmetic shifts */
+      if (op == IR_OP_SHRA) r.i = sext(t, (int64_t)va) < 0 ? -1 : 0;
+      else r.i = 0;
+    } else if (op == IR_OP_SHL) r.i = (int64_t)(va << amt);
+    else if (op == IR_OP_SHRL) r.i = (int64_t)(va >> amt);
+    else {
+      int64_t s = sext(t, (int64_t)va);
+      r.i = s >> amt;
+    }
+    break;
+  }
+  default: return false;
+  }
+  *out = rt_val_norm(t, r);
+  return true;
+}
+
+static int64_t total_key(IrType t, double v) {
+  /* maps floats to integers in IEEE total order: -NaN < -inf < ... < -0 < +0 < ... < NaN */
+  if (t == IR_F64) {
+    int64_t k;
+    memcpy(&k, &v, 8);
+    return k < 0 ? (int64_t)((uint64_t)k ^ 0x7fffffffffffffffULL) : k;
+  }
+  float f = (float)v;
+  int32_t k;
+  memcpy(&k, &f, 4);
+  return k < 0 ? (int32_t)((uint32_t)k ^ 0x7fffffffu) : k;
+}
+
+bool rt_ew_compare(RtDir dir, bool total, IrType t, RtVal a, RtVal b) {
+  if (is_f(t) && !total) {
+    double x = a.f, y = b.f;
+    switch (dir) {
+    case RT_EQ: return x == y;
+    case RT_NE: return x != y;
+    case RT_LT: return x < y;
+    case RT_LE: return x <= y;
+    case RT_GT: return x > y;
+    case RT_GE: return x >= y;
+    }
+    return false;
+  }
+  int c;
+  if (is_f(t)) {
+    int64_t x = total_key(t, a.f), y = total_key(t, b.f);
+    c = (x > y) - (x < y);
+  } else if (is_u(t)) {
+    uint64_t x = (uint64_t)a.i, y = (uint64_t)b.i;
+    c = (x > y) - (x < y);
+  } else {
+    c = (a.i > b.i) - (a.i < b.i);
+  }
+  switch (dir) {
+  case RT_EQ: return c == 0;
+  case RT_NE: return c != 0;
+  case RT_LT: return c < 0;
+  case RT_LE: return c <= 0;
+  case RT_GT: return c > 0;
+  case RT_GE: return c >= 0;
+  }
+  return false;
+}
+
+RtVal rt_ew_reduce_precision(IrType t, RtVal a, int ebits, int mbits) {
+  /* XLA's algorithm on the f32 bit pattern (f16/bf16 go through f32) */
+  if (!is_f(t) || t == IR_F64) return a;
+  float f = (float)a.f;
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if (f != f) return a;
+  if (mbits < 23) {
+    uint32_t last = 1u << (23 - mbits);
+    uint32_t half = (last >> 1) - 1;
+    uint32_t bias = half + ((x >> (23 - mbits)) & 1);
+    x = (x + bias) & ~(last - 1);
+  }
+  if (ebits < 8) {
+    uint32_t sign = x & 0x80000000u;
+    int32_t e = (int32_t)((x >> 23) & 0xff) - 127;
+    int32_t emax = (1 << (ebits - 1)) - 1, emin = 1 - emax;
+    if (e > emax) x = sign | 0x7f800000u;
+    else if (e < emin) x = sign;
+  }
+  memcpy(&f, &x, 4);
+  a.f = fround(t, f);
+  return a;
+}
+
+/* ---------- elementwise over tensors ---------- */
+
+static RtTensor *out_tensor(const IrInstr *i, FxError *err) {
+  if (!ir_shape_is_array(&i->shape)) {
+    instr_error(i, err, "expected an array shape");
+    return NULL;
+  }
+  return rt_tensor_new(i->shape.type, i->shape.rank, i->shape.dims, err);
+}
+
+bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  (void)x;
+  RtTensor *r = out_tensor(i, err);
+  if (!r) return false;
+  int n = i->noperands;
+  for (int j = 0; j < n; j++)
+    if (ops[j]->count != r->count && ops[j]->count != 1) {
+      rt_tensor_unref(r);
+      return instr_error(i, err, "operand shapes differ from the result's");
+    }
+  IrType t0 = n ? ops[0]->type : r->type;
+  IrOpcode op = i->op;
+  int64_t cnt = r->count;
+  /* f32 fast paths: the common case in the walkthroughs */
+  if (r->type == IR_F32 && n == 2 && ops[0]->type == IR_F32 && ops[0]->count == cnt && ops[1]->count == cnt &&
+      (op == IR_OP_ADD || op == IR_OP_SUBTRACT || op == IR_OP_MULTIPLY || op == IR_OP_DIVIDE)) {
+    const float *a = ops[0]->data, *b = ops[1]->data;
+    float *o = r->data;
+    for (int64_t k = 0; k < cnt; k++)
+      o[k] = op == IR_OP_ADD ? a[k] + b[k] : op == IR_OP_SUBTRACT ? a[k] - b[k] : op == IR_OP_MULTIPLY ? a[k] * b[k] : a[k] / b[k];
+    *out = r;
+    return true;
+  }
+  RtDir dir = RT_EQ;
+  bool total = false;
+  int64_t eb = 0, mb = 0;
+  if (op == IR_OP_COMPARE) {
+    const char *d = ir_compare_direction(i);
+    if (!d || !rt_parse_dir(d, &dir)) {
+      rt_tensor_unref(r);
+      return instr_error(i, err, "compare needs direction=EQ|NE|LT|LE|GT|GE");
+    }
+    const char *ty = ir_attr_text(i, "type");
+    total = ty && strcmp(ty, "TOTALORDER") == 0;
+  }
+  if (op == IR_OP_REDUCE_PRECISION) {
+    ir_attr_int(i, "exponent_bits", &eb);
+    ir_attr_int(i, "mantissa_bits", &mb);
+  }
+  if (op == IR_OP_BITCAST_CONVERT) {
+    if (ops[0]->bytes != r->bytes) {
+      rt_tensor_unref(r);
+      return instr_error(i, err, "bitcast-convert changes the size of the buffer");
+    }
+    memcpy(r->data, ops[0]->data, r->bytes);
+    *out = r;
+    return true;
+  }
+  for (int64_t k = 0; k < cnt; k++) {
+    RtVal a = n > 0 ? rt_val_load(ops[0], ops[0]->count == 1 ? 0 : k) : (RtVal){0};
+    RtVal b = n > 1 ? rt_val_load(ops[1], ops[1]->count == 1 ? 0 : k) : (RtVal){0};
+    RtVal res;
+    bool ok = true;
+    switch (op) {
+    case IR_OP_COMPARE: res.i = rt_ew_compare(dir, total, t0, a, b); break;
+    case IR_OP_SELECT: {
+      RtVal c = rt_val_load(ops[2], ops[2]->count == 1 ? 0 : k);
+      res = a.i ? b : c;
+      break;
+    }
+    case IR_OP_CLAMP: {
+      RtVal v = b, hi = rt_val_load(ops[2], ops[2]->count == 1 ? 0 : k), t1;
+      rt_ew_binary(IR_OP_MAXIMUM, r->type, v, a, &t1);
+      rt_ew_binary(IR_OP_MINIMUM, r->type, t1, hi, &res);
+      break;
+    }
+    case IR_OP_REDUCE_PRECISION: res = rt_ew_reduce_precision(r->type, a, (int)eb, (int)mb); break;
+    default:
+      if (n == 1) ok = rt_ew_unary(op, t0, r->type, a, &res);
+      else if (n == 2) ok = rt_ew_binary(op, t0, a, b, &res);
+      else ok = false;
+    }
+    if (!ok) {
+      rt_tensor_unref(r);
+      char msg[160];
+      snprintf(msg, sizeof msg, "%s is not defined for %s", ir_op_name(op), ir_type_name(t0));
+      return instr_error(i, err, msg);
+    }
+    rt_val_store(r, k, res);
+  }
+  *out = r;
+  return true;
+}
+
+/* ---------- reduce ---------- */
+
+/* A reducer that is one binary op on its two parameters: the fast path. */
+static bool simple_reducer(const IrComputation *c, IrOpcode *op) {
+  if (!c || !c->root || c->nparams != 2 || c->root->noperands != 2) return false;
+  const IrInstr *r = c->root;
+  if (ir_op_info(r->op)->category != IR_CAT_BINARY || r->op == IR_OP_COMPARE) return false;
+  if (r->operands[0]->op != IR_OP_PARAMETER || r->operands[1]->op != IR_OP_PARAMETER) return false;
+  if (r->operands[0]->param_number != 0 || r->operands[1]->param_number != 1) return false;
+  *op = r->op;
+  return true;
+}
+
+bool rt_op_reduce(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  int n = i->noperands / 2;
+  if (n < 1 || n > 16 || i->noperands != 2 * n) return instr_error(i, err, "reduce needs inputs and as many init values");
+  IrComputation *f = ir_attr_comp(i, "to_apply");
+  if (!f) return instr_error(i, err, "reduce needs to_apply=");
+  int64_t rd[IR_MAX_RANK];
+  int nr = ir_attr_dims(i, "dimensions", rd, IR_MAX_RANK);
+  if (nr < 0) nr = 0;
+  RtTensor *in0 = ops[0];
+  bool red[IR_MAX_RANK] = {0};
+  for (int k = 0; k < nr; k++) {
+    if (rd[k] < 0 || rd[k] >= in0->rank) return instr_error(i, err, "reduce dimension is out of range");
+    red[rd[k]] = true;
+  }
+  /* result tensors */
+  RtTensor *res[16] = {0};
+  const IrShape *rs = &i->shape;
+  for (int k = 0; k < n; k++) {
+    const IrShape *s = rs->type == IR_TUPLE ? &rs->tuple[k] : rs;
+    if (rs->type == IR_TUPLE && k >= rs->ntuple) {
+      for (int j = 0; j < k; j++) rt_tensor_unref(res[j]);
+      return instr_error(i, err, "reduce result tuple is too short");
+    }
+    if (!(res[k] = rt_tensor_new(s->type, s->rank, s->dims, err))) {
+      for (int j = 0; j < k; j++) rt_tensor_unref(res[j]);
+      return false;
+    }
+  }
+  /* kept dims (in order) and reduced dims */
+  int64_t kept[IR_MAX_RANK], redd[IR_MAX_RANK], ist[IR_MAX_RANK];
+  int nk = 0, nrd = 0;
+  for (int d = 0; d < in0->rank; d++) {
+    if (red[d]) redd[nrd++] = d;
+    else kept[nk++] = d;
+  }
+  rt_strides(in0->rank, in0->dims, ist);
+  int64_t rdims[IR_MAX_RANK];
+  for (int k = 0; k < nrd; k++) rdims[k] = in0->dims[redd[k]];
+  IrOpcode simple;
+  bool fast = n == 1 && simple_reducer(f, &simple);
+  IrType types[32];
+  for (int k = 0; k < n; k++) {
+    types[k] = ops[k]->type;
+    types[n + k] = ops[k]->type;
+  }
+  bool ok = true;
+  int64_t oidx[IR_MAX_RANK] = {0};
+  int64_t rcount = 1;
+  for (int k = 0; k < nrd; k++) rcount *= rdims[k];
+  for (int64_t o = 0; o < res[0]->count && ok; o++) {
+    int64_t base = 0;
+    for (int k = 0; k < nk; k++) base += oidx[k] * ist[kept[k]];
+    RtVal acc[16], args[32];
+    for (int k = 0; k < n; k++) acc[k] = rt_val_load(ops[n + k], 0);
+    int64_t ridx[IR_MAX_RANK] = {0};
+    for (int64_t q = 0; q < rcount && ok; q++) {
+      int64_t off = base;
+      for (int k = 0; k < nrd; k++) off += ridx[k] * ist[redd[k]];
+      if (fast) {
+        ok = rt_ew_binary(simple, types[0], acc[0], rt_val_load(ops[0], off), &acc[0]);
+      } else {
+        for (int k = 0; k < n; k++) {
+          args[k] = acc[k];
+          args[n + k] = rt_val_load(ops[k], off);
+        }
+        ok = rt_eval_scalar(x, f, args, types, 2 * n, acc, n, err);
+      }
+      next_index(nrd, rdims, ridx);
+    }
+    for (int k = 0; k < n; k++) rt_val_store(res[k], o, acc[k]);
+    next_index(nk, res[0]->dims, oidx);
+    if ((o & 0xffff) == 0 && !rt_exec_poll(x, err)) ok = false;
+  }
+  if (ok && fast == false && err->set) ok = false;
+  if (!ok) {
+    if (!err->set) instr_error(i, err, "the reducer is not defined for this element type");
+    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
+    return false;
+  }
+  if (rs->type == IR_TUPLE) {
+    *out = rt_tensor_tuple(res, n, err);
+    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
+    return *out != NULL;
+  }
+  *out = res[0];
+  return true;
+}
+
+/* ---------- windows ---------- */
+
+bool rt_parse_window(const IrInstr *i, int rank, RtWindow *w, FxError *err) {
+  memset(w, 0, sizeof *w);
+  w->rank = rank;
+  for (int d = 0; d < IR_MAX_RANK; d++) {
+    w->size[d] = w->stride[d] = w->lhs_dil[d] = w->rhs_dil[d] = 1;
+  }
+  const char *t = ir_attr_text(i, "window");
+  if (!t) return rank == 0 || instr_error(i, err, "needs a window= attribute");
+  const char *p = t;
+  while (*p) {
+    while (*p == '{' || *p == ' ' || *p == '}') p++;
+    if (!*p) break;
+    const char *eq = strchr(p, '=');
+    if (!eq) break;
+    size_t kl = (size_t)(eq - p);
+    const char *v = eq + 1;
+    for (int d = 0; d < rank; d++) {
+      char *e;
+      if (kl == 3 && strncmp(p, "pad", 3) == 0) {
+        w->lo[d] = strtoll(v, &e, 10);
+        if (*e == '_') w->hi[d] = strtoll(e + 1, &e, 10);
+      } else if (kl == 8 && strncmp(p, "rhs_reve", 8) == 0) {
+        e = (char *)v;
+      } else {
+        int64_t val = strtoll(v, &e, 10);
+        if (kl == 4 && strncmp(p, "size", 4) == 0) w->size[d] = val;
+        else if (kl == 6 && strncmp(p, "stride", 6) == 0) w->stride[d] = val;
+        else if (kl == 10 && strncmp(p, "lhs_dilate", 10) == 0) w->lhs_dil[d] = val;
+        else if (kl == 10 && strncmp(p, "rhs_dilate", 10) == 0) w->rhs_dil[d] = val;
+        else if (kl == 11 && strncmp(p, "rhs_reversal", 11) == 0) w->reversal[d] = val != 0;
+      }
+      v = e;
+      if (*v == 'x') v++;
+    }
+    p = v;
+    while (*p && *p != ' ' && *p != '}') p++;
+  }
+  for (int d = 0; d < rank; d++)
+    if (w->size[d] < 1 || w->stride[d] < 1 || w->lhs_dil[d] < 1 || w->rhs_dil[d] < 1)
+      return instr_error(i, err, "window sizes, strides and dilations must be positive");
+  return true;
+}
+
+bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  int n = i->noperands / 2;
+  if (n != 1) return instr_error(i, err, "the interpreter implements reduce-window with one input");
+  IrComputation *f = ir_attr_comp(i, "to_apply");
+  if (!f) return instr_error(i, err, "reduce-window needs to_apply=");
+  RtTensor *in = ops[0];
+  RtWindow w;
+  if (!rt_parse_window(i, in->rank, &w, err)) return false;
+  RtTensor *r = out_tensor(i, err);
+  if (!r) return false;
+  int64_t ist[IR_MAX_RANK], oidx[IR_MAX_RANK] = {0};
+  rt_strides(in->rank, in->dims, ist);
+  IrOpcode simple;
+  bool fast = simple_reducer(f, &simple);
+  IrType types[2] = {in->type, in->type};
+  bool ok = true;
+  for (int64_t o = 0; o < r->count && ok; o++) {
+    RtVal acc = rt_val_load(ops[1], 0);
+    int64_t widx[IR_MAX_RANK] = {0};
+    for (;;) {
+      int64_t off = 0;
+      bool inside = true;
+      for (int d = 0; d < in->rank && inside; d++) {
+        int64_t p = oidx[d] * w.stride[d] + widx[d] * w.rhs_dil[d] - w.lo[d];
+        if (p < 0 || p % w.lhs_dil[d]) inside = false;
+        else {
+          p /= w.lhs_dil[d];
+          if (p >= in->dims[d]) inside = false;
+          else off += p * ist[d];
+        }
+      }
+      if (inside) {
+        RtVal v = rt_val_load(in, off);
+        if (fast) ok = rt_ew_binary(simple, in->type, acc, v, &acc);
+        else {
+          RtVal a2[2] = {acc, v};
+          ok = rt_eval_scalar(x, f, a2, types, 2, &acc, 1, err);
+        }
+        if (!ok) break;
+      }
+      if (!next_index(in->rank, w.size, widx)) break;
+    }
+    rt_val_store(r, o, acc);
+    next_index(r->rank, r->dims, oidx);
+  }
+  if (!ok) {
+    rt_tensor_unref(r);
+    if (!err->set) instr_error(i, err, "the reducer is not defined for this element type");
+    return false;
+  }
+  *out = r;
+  return true;
+}
+
+/* ---------- dot ---------- */
+
+bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  RtTensor *a = ops[0], *b = ops[1];
+  IrDotDims dd;
+  if (!ir_dot_dims(i, &dd)) memset(&dd, 0, sizeof dd);
+  if (dd.nlhs_batch != dd.nrhs_batch || dd.nlhs_contract != dd.nrhs_contract)
+    return instr_error(i, err, "dot dimension numbers do not pair up");
+  bool used_a[IR_MAX_RANK] = {0}, used_b[IR_MAX_RANK] = {0};
+  for (int k = 0; k < dd.nlhs_batch; k++) {
+    if (dd.lhs_batch[k] >= a->rank || dd.rhs_batch[k] >= b->rank) return instr_error(i, err, "dot batch dimension out of range");
+    used_a[dd.lhs_batch[k]] = used_b[dd.rhs_batch[k]] = true;
+  }
+  int64_t cdims[IR_MAX_RANK];
+  for (int k = 0; k < dd.nlhs_contract; k++) {
+    if (dd.lhs_contract[k] >= a->rank || dd.rhs_contract[k] >= b->rank) return instr_error(i, err, "dot contracting dimension out of range");
+    if (a->dims[dd.lhs_contract[k]] != b->dims[dd.rhs_contract[k]]) return instr_error(i, err, "dot contracting dimensions differ in size");
+    used_a[dd.lhs_contract[k]] = used_b[dd.rhs_contract[k]] = true;
+    cdims[k] = a->dims[dd.lhs_contract[k]];
+  }
+  int64_t afree[IR_MAX_RANK], bfree[IR_MAX_RANK];
+  int naf = 0, nbf = 0;
+  for (int d = 0; d < a->rank; d++)
+    if (!used_a[d]) afree[naf++] = d;
+  for (int d = 0; d < b->rank; d++)
+    if (!used_b[d]) bfree[nbf++] = d;
+  RtTensor *r = out_tensor(i, err);
+  if (!r) return false;
+  if (r->rank != dd.nlhs_batch + naf + nbf) {
+    rt_tensor_unref(r);
+    return instr_error(i, err, "dot result rank does not match its dimension numbers");
+  }
+  int64_t ast[IR_MAX_RANK], bst[IR_MAX_RANK], oidx[IR_MAX_RANK] = {0};
+  rt_strides(a->rank, a->dims, ast);
+  rt_strides(b->rank, b->dims, bst);
+  int64_t ccount = 1;
+  for (int k = 0; k < dd.nlhs_contract; k++) ccount *= cdims[k];
+  bool fl = ir_type_is_float(r->type);
+  for (int64_t o = 0; o < r->count; o++) {
+    int64_t ao = 0, bo = 0, q = 0;
+    for (int k = 0; k < dd.nlhs_batch; k++, q++) {
+      ao += oidx[q] * ast[dd.lhs_batch[k]];
+      bo += oidx[q] * bst[dd.rhs_batch[k]];
+    }
+    for (int k = 0; k < naf; k++, q++) ao += oidx[q] * ast[afree[k]];
+    for (int k = 0; k < nbf; k++, q++) bo += oidx[q] * bst[bfree[k]];
+    int64_t cidx[IR_MAX_RANK] = {0};
+    double accf = 0;
+    int64_t acci = 0;
+    for (int64_t c = 0; c < ccount; c++) {
+      int64_t aoff = ao, boff = bo;
+      for (int k = 0; k < dd.nlhs_contract; k++) {
+        aoff += cidx[k] * ast[dd.lhs_contract[k]];
+        boff += cidx[k] * bst[dd.rhs_contract[k]];
+      }
+      if (fl) accf += rt_get_f(a, aoff) * rt_get_f(b, boff);
+      else acci += (int64_t)((uint64_t)rt_get_i(a, aoff) * (uint64_t)rt_get_i(b, boff));
+      next_index(dd.nlhs_contract, cdims, cidx);
+    }
+    if (fl) rt_set_f(r, o, accf); /* accumulated in double, rounded once */
+    else rt_set_i(r, o, acci);
+    next_index(r->rank, r->dims, oidx);
+    if ((o & 0xfff) == 0 && !rt_exec_poll(x, err)) {
+      rt_tensor_unref(r);
+      return false;
+    }
+  }
+  *out = r;
+  return true;
+}
+
+/* ---------- convolution ---------- */
+
+/* dim_labels=b01f_01io->b01f: batch/feature/spatial positions of input, kernel and output. */
+typedef struct {
+  int b, f, sp[IR_MAX_RANK];  /* input/output: batch, feature, spatial dims */
+  int i, o, ksp[IR_MAX_RANK]; /* kernel: input feature, output feature, spatial */
+  int ob, of, osp[IR_MAX_RANK];
+  int nsp;
+} ConvLabels;
+
+static bool parse_labels(const char *t, ConvLabels *L, int rank) {
+  if (!t) return false;
+  const char *u1 = strchr(t, '_'), *ar = strstr(t, "->");
+  if (!u1 || !ar || u1 > ar) return false;
+  int n1 = (int)(u1 - t), n2 = (int)(ar - u1 - 1), n3 = (int)strlen(ar + 2);
+  if (n1 != rank || n2 != rank || n3 != rank) return false;
+  L->nsp = rank - 2;
+  int cnt = 0;
+  for (int p = 0; p < n1; p++) {
+    char c = t[p];
+    if (c == 'b') L->b = p;
+    else if (c == 'f') L->f = p;
+    else if (c >= '0' && c <= '9' && c - '0' < L->nsp) { L->sp[c - '0'] = p; cnt++; }
+    else return false;
+  }
+  for (int p = 0; p < n2; p++) {
+    char c = u1[1 + p];
+    if (c == 'i') L->i = p;
+    else if (c == 'o') L->o = p;
+    else if (c >= '0' && c <= '9' && c - '0' < L->nsp) { L->ksp[c - '0'] = p; cnt++; }
+    else return false;
+  }
+  for (int p = 0; p < n3; p++) {
+    char c = ar[2 + p];
+    if (c == 'b') L->ob = p;
+    else if (c == 'f') L->of = p;
+    else if (c >= '0' && c <= '9' && c - '0' < L->nsp) { L->osp[c - '0'] = p; cnt++; }
+    else return false;
+  }
+  return cnt == 3 * L->nsp;
+}
+
+bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  RtTensor *in = ops[0], *k = ops[1];
+  ConvLabels L;
+  memset(&L, 0, sizeof L);
+  if (!parse_labels(ir_attr_text(i, "dim_labels"), &L, in->rank) || k->rank != in->rank)
+    return instr_error(i, err, "convolution needs dim_labels matching its operands' ranks");
+  RtWindow w;
+  if (!rt_parse_window(i, L.nsp, &w, err)) return false;
+  int64_t fgc = 1, bgc = 1;
+  ir_attr_int(i, "feature_group_count", &fgc);
+  ir_attr_int(i, "batch_group_count", &bgc);
+  if (fgc < 1 || bgc != 1) return instr_error(i, err, "the interpreter implements batch_group_count=1 only");
+  RtTensor *r = out_tensor(i, err);
+  if (!r) return false;
+  int64_t ist[IR_MAX_RANK], kst[IR_MAX_RANK], oidx[IR_MAX_RANK] = {0};
+  rt_strides(in->rank, in->dims, ist);
+  rt_strides(k->rank, k->dims, kst);
+  int64_t cin = in->dims[L.f], kin = k->dims[L.i], kout = k->dims[L.o];
+  if (cin != kin * fgc || kout % fgc) {
+    rt_tensor_unref(r);
+    return instr_error(i, err, "convolution feature counts do not match feature_group_count");
+  }
+  int64_t per_group_out = kout / fgc;
+  int64_t ksz[IR_MAX_RANK];
+  for (int s = 0; s < L.nsp; s++) ksz[s] = k->dims[L.ksp[s]];
+  bool fl = ir_type_is_float(r->type);
+  for (int64_t o = 0; o < r->count; o++) {
+    int64_t bb = oidx[L.ob], of = oidx[L.of], g = of / per_group_out;
+    double acc = 0;
+    int64_t acci = 0;
+    for (int64_t ci = 0; ci < kin; ci++) {
+      int64_t kidx[IR_MAX_RANK] = {0};
+      for (;;) {
+        int64_t ioff = bb * ist[L.b] + (g * kin + ci) * ist[L.f];
+        int64_t koff = ci * kst[L.i] + of * kst[L.o];
+        bool inside = true;
+        for (int s = 0; s < L.nsp && inside; s++) {
+          int64_t kk = w.reversal[s] ? ksz[s] - 1 - kidx[s] : kidx[s];
+          int64_t p = oidx[L.osp[s]] * w.stride[s] + kidx[s] * w.rhs_dil[s] - w.lo[s];
+          if (p < 0 || p % w.lhs_dil[s]) inside = false;
+          else {
+            p /= w.lhs_dil[s];
+            if (p >= in->dims[L.sp[s]]) inside = false;
+            else {
+              ioff += p * ist[L.sp[s]];
+              koff += kk * kst[L.ksp[s]];
+            }
+          }
+        }
+        if (inside) {
+          if (fl) acc += rt_get_f(in, ioff) * rt_get_f(k, koff);
+          else acci += rt_get_i(in, ioff) * rt_get_i(k, koff);
+        }
+        if (!next_index(L.nsp, ksz, kidx)) break;
+      }
+    }
+    if (fl) rt_set_f(r, o, acc);
+    else rt_set_i(r, o, acci);
+    next_index(r->rank, r->dims, oidx);
+    if ((o & 0xfff) == 0 && !rt_exec_poll(x, err)) {
+      rt_tensor_unref(r);
+      return false;
+    }
+  }
+  *out = r;
+  return true;
+}
+
+/* ---------- gather and scatter ---------- */
+
+static int dims_attr(const IrInstr *i, const char *key, int64_t *out) {
+  int n = ir_attr_dims(i, key, out, IR_MAX_RANK);
+  return n < 0 ? 0 : n;
+}
+
+static int64_t clamp64_(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static bool contains(const int64_t *v, int n, int64_t x) {
+  for (int k = 0; k < n; k++)
+    if (v[k] == x) return true;
+  return false;
+}
+
+bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  (void)x;
+  RtTensor *a = ops[0], *ind = ops[1];
+  int64_t offd[IR_MAX_RANK], coll[IR_MAX_RANK], smap[IR_MAX_RANK], ssz[IR_MAX_RANK], obd[IR_MAX_RANK], ibd[IR_MAX_RANK];
+  int noff = dims_attr(i, "offset_dims", offd), ncoll = dims_attr(i, "collapsed_slice_dims", coll);
+  int nsm = dims_attr(i, "start_index_map", smap), nss = dims_attr(i, "slice_sizes", ssz);
+  int nob = dims_attr(i, "operand_batching_dims", obd), nib = dims_attr(i, "start_indices_batching_dims", ibd);
+  int64_t ivd = ind->rank;
+  ir_attr_int(i, "index_vector_dim", &ivd);
+  if (nss != a->rank) return instr_error(i, err, "gather slice_sizes must have one entry per operand dimension");
+  RtTensor *r = out_tensor(i, err);
+  if (!r) return false;
+  /* batch dims of the output = output dims not in offset_dims, in order; they index start_indices
+     with the index vector dim removed */
+  int64_t bdims[IR_MAX_RANK];
+  int nbd = 0;
+  for (int d = 0; d < r->rank; d++)
+    if (!contains(offd, noff, d)) bdims[nbd++] = d;
+  /* operand dims that appear in the output's offset dims (not collapsed, not batching) */
+  int64_t wdims[IR_MAX_RANK];
+  int nwd = 0;
+  for (int d = 0; d < a->rank; d++)
+    if (!contains(coll, ncoll, d) && !contains(obd, nob, d)) wdims[nwd++] = d;
+  if (nwd != noff) {
+    rt_tensor_unref(r);
+    return instr_error(i, err, "gather offset_dims do not match the slice's kept dimensions");
+  }
+  int64_t ast[IR_MAX_RANK], ist[IR_MAX_RANK], oidx[IR_MAX_RANK] = {0};
+  rt_strides(a->rank, a->dims, ast);
+  rt_strides(ind->rank, ind->dims, ist);
+  for (int64_t o = 0; o < r->count; o++) {
+    /* the start_indices position: batch indices, with the index vector dim inserted */
+    int64_t sidx[IR_MAX_RANK] = {0};
+    for (int d = 0, b = 0; d < ind->rank; d++) {
+      if (d == ivd) continue;
+      sidx[d] = oidx[bdims[b++]];
+    }
+    int64_t start[IR_MAX_RANK] = {0};
+    for (int k = 0; k < nsm; k++) {
+      int64_t off = 0;
+      for (int d = 0; d < ind->rank; d++) off += (d == ivd ? k : sidx[d]) * ist[d];
+      int64_t od = smap[k];
+      start[od] = clamp64_(rt_get_i(ind, off), 0, a->dims[od] - ssz[od]);
+    }
+    /* batching dims: operand_batching_dims[k] takes the index of start_indices_batching_dims[k] */
+    for (int k = 0; k < nob && k < nib; k++) start[obd[k]] = sidx[ibd[k]];
+    int64_t aoff = 0;
+    for (int d = 0; d < a->rank; d++) aoff += start[d] * ast[d];
+    for (int k = 0; k < noff; k++) aoff += oidx[offd[k]] * ast[wdims[k]];
+    size_t eb = (size_t)ir_type_bytes(r->type);
+    memcpy((char *)r->data + (size_t)o * eb, (char *)a->data + (size_t)aoff * eb, eb);
+    next_index(r->rank, r->dims, oidx);
+  }
+  *out = r;
+  return true;
+}
+
+bool rt_op_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  int n = (i->noperands - 1) / 2;
+  if (n < 1 || n > 16 || i->noperands != 2 * n + 1) return instr_error(i, err, "scatter needs N operands, indices and N updates");
+  IrComputation *f = ir_attr_comp(i, "to_apply");
+  if (!f) return instr_error(i, err, "scatter needs to_apply=");
+  RtTensor *ind = ops[n];
+  int64_t uwd[IR_MAX_RANK], iwd[IR_MAX_RANK], sdod[IR_MAX_RANK], ibd[IR_MAX_RANK], sibd[IR_MAX_RANK];
+  int nuw = dims_attr(i, "update_window_dims", uwd), niw = dims_attr(i, "inserted_window_dims", iwd);
+  int nsd = dims_attr(i, "scatter_dims_to_operand_dims", sdod);
+  int nib = dims_attr(i, "input_batching_dims", ibd), nsib = dims_attr(i, "scatter_indices_batching_dims", sibd);
+  int64_t ivd = ind->rank;
+  ir_attr_int(i, "index_vector_dim", &ivd);
+  RtTensor *res[16] = {0};
+  for (int k = 0; k < n; k++)
+    if (!(res[k] = rt_tensor_clone(ops[k], err))) {
+      for (int j = 0; j < k; j++) rt_tensor_unref(res[j]);
+      return false;
+    }
+  RtTensor *a = ops[0], *u0 = ops[n + 1];
+  int64_t wdims[IR_MAX_RANK]; /* operand dims the update window covers, in order */
+  int nwd = 0;
+  for (int d = 0; d < a->rank; d++)
+    if (!contains(iwd, niw, d) && !contains(ibd, nib, d)) wdims[nwd++] = d;
+  int64_t sdims[IR_MAX_RANK]; /* update dims that are scatter (not window) dims */
+  int nsc = 0;
+  for (int d = 0; d < u0->rank; d++)
+    if (!contains(uwd, nuw, d)) sdims[nsc++] = d;
+  bool ok = nwd == nuw;
+  if (!ok) instr_error(i, err, "scatter update_window_dims do not match the operand's window dimensions");
+  int64_t ast[IR_MAX_RANK], ist[IR_MAX_RANK], uidx[IR_MAX_RANK] = {0};
+  rt_strides(a->rank, a->dims, ast);
+  rt_strides(ind->rank, ind->dims, ist);
+  IrType types[32];
+  for (int k = 0; k < n; k++) types[k] = types[n + k] = ops[k]->type;
+  for (int64_t o = 0; ok && o < u0->count; o++) {
+    int64_t sidx[IR_MAX_RANK] = {0};
+    for (int d = 0, b = 0; d < ind->rank; d++) {
+      if (d == ivd) continue;
+      sidx[d] = uidx[sdims[b++]];
+    }
+    int64_t pos[IR_MAX_RANK] = {0};
+    for (int k = 0; k < nsd; k++) {
+      int64_t off = 0;
+      for (int d = 0; d < ind->rank; d++) off += (d == ivd ? k : sidx[d]) * ist[d];
+      pos[sdod[k]] = rt_get_i(ind, off);
+    }
+    for (int k = 0; k < nib && k < nsib; k++) pos[ibd[k]] = sidx[sibd[k]];
+    /* window: the whole window must be in bounds, else the update is skipped (XLA) */
+    bool inb = true;
+    for (int k = 0; k < nwd; k++) {
+      int64_t d = wdims[k];
+      int64_t wsz = u0->dims[uwd[k]];
+      if (pos[d] < 0 || pos[d] + wsz > a->dims[d]) inb = false;
+      pos[d] += uidx[uwd[k]];
+    }
+    for (int k = 0; k < niw; k++)
+      if (pos[iwd[k]] < 0 || pos[iwd[k]] >= a->dims[iwd[k]]) inb = false;
+    if (inb) {
+      int64_t aoff = 0;
+      for (int d = 0; d < a->rank; d++) aoff += pos[d] * ast[d];
+      RtVal args[32], outs[16];
+      for (int k = 0; k < n; k++) {
+        args[k] = rt_val_load(res[k], aoff);
+        args[n + k] = rt_val_load(ops[n + 1 + k], o);
+      }
+      ok = rt_eval_scalar(x, f, args, types, 2 * n, outs, n, err);
+      for (int k = 0; ok && k < n; k++) rt_val_store(res[k], aoff, outs[k]);
+    }
+    next_index(u0->rank, u0->dims, uidx);
+  }
+  if (!ok) {
+    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
+    return false;
+  }
+  if (i->shape.type == IR_TUPLE) {
+    *out = rt_tensor_tuple(res, n, err);
+    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
+    return *out != NULL;
+  }
+  *out = res[0];
+  return true;
+}
+
+/* ---------- sort and top-k ---------- */
+
+typedef struct {
+  RtExec *x;
+  const IrComputation *cmp;
+  RtTensor **ops;
+  int n;
+  IrType types[32];
+  FxError *err;
+  bool failed;
+} SortCtx;
+
+/* comparator(a, b): true when a goes before b */
+static bool sort_less(SortCtx *s, int64_t ia, int64_t ib) {
+  if (s->failed) return false;
+  RtVal args[32], r;
+  for (int k = 0; k < s->n; k++) {
+    args[2 * k] = rt_val_load(s->ops[k], ia);
+    args[2 * k + 1] = rt_val_load(s->ops[k], ib);
+  }
+  if (!rt_eval_scalar(s->x, s->cmp, args, s->types, 2 * s->n, &r, 1, s->err)) {
+    s->failed = true;
+    return false;
+  }
+  return r.i != 0;
+}
+
+/* stable merge sort of positions by the comparator */
+static void merge_sort(SortCtx *s, int64_t *v, int64_t *tmp, int64_t n) {
+  if (n < 2) return;
+  int64_t h = n / 2;
+  merge_sort(s, v, tmp, h);
+  merge_sort(s, v + h, tmp, n - h);
+  int64_t a = 0, b = h, k = 0;
+  while (a < h && b < n) tmp[k++] = sort_less(s, v[b], v[a]) ? v[b++] : v[a++];
+  while (a < h) tmp[k++] = v[a++];
+  while (b < n) tmp[k++] = v[b++];
+  memcpy(v, tmp, sizeof *v * (size_t)n);
+}
+
+bool rt_op_sort(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  int n = i->noperands;
+  if (n < 1 || n > 16) return instr_error(i, err, "sort takes 1 to 16 operands");
+  IrComputation *cmp = ir_attr_comp(i, "to_apply");
+  if (!cmp) return instr_error(i, err, "sort needs a comparator to_apply=");
+  int64_t dim = 0;
+  if (ir_attr_dims(i, "dimensions", &dim, 1) != 1 || dim < 0 || dim >= (ops[0]->rank ? ops[0]->rank : 1))
+    return instr_error(i, err, "sort needs dimensions={d} within the operand's rank");
+  RtTensor *a = ops[0];
+  SortCtx s = {.x = x, .cmp = cmp, .ops = ops, .n = n, .err = err};
+  for (int k = 0; k < n; k++) s.types[2 * k] = s.types[2 * k + 1] = ops[k]->type;
+  int64_t len = a->rank ? a->dims[dim] : 1, st[IR_MAX_RANK];
+  rt_strides(a->rank, a->dims, st);
+  int64_t stride = a->rank ? st[dim] : 1;
+  RtTensor *res[16] = {0};
+  for (int k = 0; k < n; k++)
+    if (!(res[k] = rt_tensor_clone(ops[k], err))) {
+      for (int j = 0; j < k; j++) rt_tensor_unref(res[j]);
+      return false;
+    }
+  int64_t *v = fx_malloc(sizeof *v * (size_t)(len ? len : 1)), *tmp = fx_malloc(sizeof *v * (size_t)(len ? len : 1));
+  bool ok = v && tmp;
+  if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
+  int64_t lines = len ? a->count / len : 0;
+  for (int64_t l = 0; ok && l < lines; l++) {
+    int64_t base = (l / stride) * stride * len + l % stride;
+    for (int64_t k = 0; k < len; k++) v[k] = base + k * stride;
+    merge_sort(&s, v, tmp, len);
+    if (s.failed) ok = false;
+    for (int q = 0; ok && q < n; q++)
+      for (int64_t k = 0; k < len; k++) {
+        size_t eb = (size_t)ir_type_bytes(res[q]->type);
+        memcpy((char *)res[q]->data + (size_t)(base + k * stride) * eb, (char *)ops[q]->data + (size_t)v[k] * eb, eb);
+      }
+    if ((l & 0xff) == 0 && ok && !rt_exec_poll(x, err)) ok = false;
+  }
+  fx_free(v);
+  fx_free(tmp);
+  if (!ok) {
+    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
+    return false;
+  }
+  if (i->shape.type == IR_TUPLE) {
+    *out = rt_tensor_tuple(res, n, err);
+    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
+    return *out != NULL;
+  }
+  *out = res[0];
+  return true;
+}
+
+bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  (void)x;
+  RtTensor *a = ops[0];
+  int64_t kk = 0;
+  if (!ir_attr_int(i, "k", &kk) || a->rank < 1 || kk < 0 || kk > a->dims[a->rank - 1] || i->shape.type != IR_TUPLE ||
+      i->shape.ntuple != 2)
+    return instr_error(i, err, "topk needs k= no larger than the last dimension and a (values, indices) result");
+  const char *lg = ir_attr_text(i, "largest");
+  bool largest = !lg || strcmp(lg, "false") != 0;
+  RtTensor *vals = rt_tensor_new(i->shape.tuple[0].type, i->shape.tuple[0].rank, i->shape.tuple[0].dims, err);
+  RtTensor *idxs = vals ? rt_tensor_new(i->shape.tuple[1].type, i->shape.tuple[1].rank, i->shape.tuple[1].dims, err) : NULL;
+  int64_t len = a->dims[a->rank - 1], lines = len ? a->count / len : 0;
+  int64_t *v = fx_malloc(sizeof *v * (size_t)(len ? len : 1));
+  bool ok = vals && idxs && v;
+  if (vals && idxs && !v) fx_error_set(err, NULL, 0, 0, "out of memory");
+  for (int64_t l = 0; ok && l < lines; l++) {
+    for (int64_t k = 0; k < len; k++) v[k] = k;
+    /* selection by insertion: stable, largest first (NaN counts as largest, as XLA) */
+    for (int64_t p = 1; p < len; p++) {
+      int64_t cur = v[p], q = p;
+      double cv = rt_get_f(a, l * len + cur);
+      while (q > 0) {
+        double pv = rt_get_f(a, l * len + v[q - 1]);
+        bool before = largest ? (cv > pv || (cv != cv && pv == pv)) : (cv < pv);
+        if (!before) break;
+        v[q] = v[q - 1];
+        q--;
+      }
+      v[q] = cur;
+    }
+    for (int64_t k = 0; k < kk; k++) {
+      size_t eb = (size_t)ir_type_bytes(a->type);
+      memcpy((char *)vals->data + (size_t)(l * kk + k) * eb, (char *)a->data + (size_t)(l * len + v[k]) * eb, eb);
+      rt_set_i(idxs, l * kk + k, v[k]);
+    }
+  }
+  fx_free(v);
+  RtTensor *pair[2] = {vals, idxs};
+  if (ok) *out = rt_tensor_tuple(pair, 2, err);
+  rt_tensor_unref(vals);
+  rt_tensor_unref(idxs);
+  return ok && *out;
+}
+
+/* ---------- map ---------- */
+
+bool rt_op_map(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  IrComputation *f = ir_attr_comp(i, "to_apply");
+  int n = i->noperands;
+  if (!f || n > 32) return instr_error(i, err, "map needs to_apply= and at most 32 operands");
+  RtTensor *r = out_tensor(i, err);
+  if (!r) return false;
+  IrType types[32];
+  for (int k = 0; k < n; k++) types[k] = ops[k]->type;
+  for (int64_t o = 0; o < r->count; o++) {
+    RtVal args[32], res;
+    for (int k = 0; k < n; k++) args[k] = rt_val_load(ops[k], o);
+    if (!rt_eval_scalar(x, f, args, types, n, &res, 1, err)) {
+      rt_tensor_unref(r);
+      return false;
+    }
+    rt_val_store(r, o, res);
+  }
+  *out = r;
+  return true;
+}
+
+/* ---------- rng ---------- */
+
+/* rng(a, b), distribution=rng_uniform: [a, b); rng_normal: mean a, stddev b (Box-Muller).
+ * The stream: threefry2x32 keyed by the run's seed and the instruction's id, counter = (element,
+ * draw number of this instruction), so every backend and every stage draws the same numbers. */
+bool rt_op_rng(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  const char *dist = ir_attr_text(i, "distribution");
+  bool normal = dist && strstr(dist, "normal");
+  if (i->noperands != 2) return instr_error(i, err, "rng takes two operands");
+  RtTensor *r = out_tensor(i, err);
+  if (!r) return false;
+  uint64_t seed = rt_exec_seed(x);
+  uint32_t draw = rt_exec_rng_counter(x, i);
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32) ^ ((uint32_t)i->id * 0x9E3779B9u);
+  bool fl = ir_type_is_float(r->type);
+  double a = fl ? rt_get_f(ops[0], 0) : (double)rt_get_i(ops[0], 0);
+  double b = fl ? rt_get_f(ops[1], 0) : (double)rt_get_i(ops[1], 0);
+  for (int64_t k = 0; k < r->count; k++) {
+    uint32_t o[2];
+    rt_threefry2x32(k0, k1, (uint32_t)k, draw, o);
+    if (fl) {
+      float u1 = (float)(o[0] >> 8) * 0x1p-24f;
+      if (normal) {
+        float u2 = (float)(o[1] >> 8) * 0x1p-24f;
+        float z = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.28318530717958647692f * u2);
+        rt_set_f(r, k, (float)a + (float)b * z);
+      } else {
+        rt_set_f(r, k, (float)a + ((float)b - (float)a) * u1);
+      }
+    } else {
+      /* integers: uniform in [a, b) */
+      uint64_t span = (uint64_t)((int64_t)b - (int64_t)a);
+      uint64_t bits = ((uint64_t)o[0] << 32) | o[1];
+      rt_set_i(r, k, (int64_t)a + (int64_t)(span ? bits % span : 0));
+    }
+  }
+  *out = r;
+  return true;
+}

@@ -1,0 +1,147 @@
+/* runtime.h — running a stage: tensors, the reference interpreter, .npy files, run statistics.
+ *
+ * Where it sits: a stage's IR module (compiler/) comes in; the interpreter (interp.c) executes it op
+ * by op and is the oracle every other backend is compared with; the native backends (cpu.c, and
+ * the CUDA backend) execute the same module kernel by kernel and share the interpreter's walker for
+ * host-side control flow (while, call, conditional, tuples) through RtHooks. repl/cmd_run.c drives
+ * all of it for `run`, `profile` and `compare`.
+ *
+ * Tensors are dense and row-major in their logical dimensions whatever the IR layout says; only
+ * `bitcast` looks at layouts (it reinterprets the physical buffer). Element storage uses the
+ * element type's own width (f16/bf16 as 16-bit patterns). Memory for tensor data is counted
+ * against a budget (`set max_memory`); sizes are computed with overflow checks. */
+#ifndef FXPLAIN_RUNTIME_H
+#define FXPLAIN_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../compiler/ir.h"
+#include "../compiler/status.h"
+
+/* ---------- tensors ---------- */
+
+typedef struct RtTensor RtTensor;
+struct RtTensor {
+  IrType type;            /* element type; IR_TUPLE for tuples, IR_TOKEN for tokens */
+  int rank;
+  int64_t dims[IR_MAX_RANK];
+  int64_t count;          /* elements (1 for scalars) */
+  size_t bytes;           /* count * element bytes */
+  void *data;             /* NULL for tuples/tokens */
+  int ntuple;
+  RtTensor **tuple;       /* owned references */
+  int refs;               /* reference count; rt_tensor_unref frees at zero */
+};
+
+/* A new array tensor of type t and dims, zero-filled. Returns NULL and fills err when the size
+ * overflows, exceeds the memory budget, or allocation fails. The caller owns one reference. */
+RtTensor *rt_tensor_new(IrType t, int rank, const int64_t *dims, FxError *err);
+/* A tensor shaped like s (arrays, tokens and tuples, recursively). */
+RtTensor *rt_tensor_for_shape(const IrShape *s, FxError *err);
+/* A tuple holding the given elements (takes one new reference to each). */
+RtTensor *rt_tensor_tuple(RtTensor **elems, int n, FxError *err);
+RtTensor *rt_tensor_ref(RtTensor *t);
+void rt_tensor_unref(RtTensor *t);
+/* Deep copy (arrays and tuples). */
+RtTensor *rt_tensor_clone(const RtTensor *t, FxError *err);
+/* True when t's type and dims match the array or tuple shape s. */
+bool rt_tensor_matches(const RtTensor *t, const IrShape *s);
+/* "f32[2048,4]" into buf. */
+void rt_tensor_describe(const RtTensor *t, char *buf, size_t n);
+
+/* Element access as double / int64 (every array type; unsigned 64-bit as its bits). */
+double rt_get_f(const RtTensor *t, int64_t i);
+int64_t rt_get_i(const RtTensor *t, int64_t i);
+void rt_set_f(RtTensor *t, int64_t i, double v);  /* rounds to the element type (RNE for floats) */
+void rt_set_i(RtTensor *t, int64_t i, int64_t v); /* wraps to the element width */
+
+/* The memory budget for live tensor data, in bytes (0 = unlimited), and the bytes now live. */
+void rt_set_max_memory(uint64_t bytes);
+uint64_t rt_max_memory(void);
+uint64_t rt_live_bytes(void);
+
+/* f16 and bf16 conversions with round-to-nearest-even (XLA's semantics; NaN stays NaN). */
+uint16_t rt_f32_to_f16(float f);
+float rt_f16_to_f32(uint16_t h);
+uint16_t rt_f32_to_bf16(float f);
+float rt_bf16_to_f32(uint16_t h);
+
+/* Fills an array tensor with seeded random data suited to its type (floats in [-1, 1), integers
+ * in [0, 16), pred 0/1). Deterministic for a given (seed, stream). */
+void rt_tensor_fill_random(RtTensor *t, uint64_t seed, uint64_t stream);
+
+/* ---------- counter-based random numbers (shared by every backend) ---------- */
+
+/* Threefry-2x32 with 20 rounds (Salmon et al., as in JAX): one 64-bit block from key and counter. */
+void rt_threefry2x32(uint32_t key0, uint32_t key1, uint32_t ctr0, uint32_t ctr1, uint32_t out[2]);
+
+/* ---------- execution ---------- */
+
+typedef struct RtExec RtExec;
+
+/* Hooks let a backend take over single instructions while the interpreter walks the module (and
+ * drives while/call/conditional from the host). `exec` returns true and sets *handled when it ran
+ * i itself (filling *out with a new reference); returns false after filling err. */
+typedef struct {
+  bool (*exec)(void *ctx, RtExec *x, const IrInstr *i, RtTensor **operands, RtTensor **out,
+               bool *handled, FxError *err);
+  void *ctx;
+} RtHooks;
+
+typedef struct {
+  uint64_t seed;              /* keys the rng stream */
+  volatile int *interrupted;  /* polled; when it becomes nonzero execution stops with an error */
+  const RtHooks *hooks;       /* NULL for the plain interpreter */
+  bool count_kernels;         /* interpreter: count each kernel-forming instruction as a launch */
+} RtOptions;
+
+/* Counters of one execution: what ran and what it moved. */
+typedef struct {
+  int64_t launches;           /* kernels launched */
+  int64_t bytes_read, bytes_written;
+  int64_t while_iterations;
+} RtCounters;
+
+/* Runs the entry computation of m on args (nargs must equal the entry's parameter count).
+ * On success *result holds a new reference (a tuple when the root is one). */
+bool rt_interp_run(const IrModule *m, RtTensor **args, int nargs, const RtOptions *o,
+                   RtTensor **result, RtCounters *counters, FxError *err);
+
+/* Within a run (for hooks and backends): evaluates computation c on args; evaluates one
+ * instruction on its operand values with the interpreter's implementation. */
+bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int nargs, RtTensor **out,
+                         FxError *err);
+bool rt_exec_instr(RtExec *x, const IrInstr *i, RtTensor **operands, RtTensor **out, FxError *err);
+RtCounters *rt_exec_counters(RtExec *x);
+uint64_t rt_exec_seed(const RtExec *x);
+/* How many times instruction i's rng stream has been drawn in this run (then increments it). */
+uint32_t rt_exec_rng_counter(RtExec *x, const IrInstr *i);
+
+/* True when i launches nothing: parameter, constant, tuple, get-tuple-element, bitcast,
+ * opt-barrier, after-all, domain, add-dependency, and control flow (counted through its bodies). */
+bool rt_instr_is_free(const IrInstr *i);
+
+/* ---------- comparing results ---------- */
+
+typedef struct {
+  bool ok;
+  int64_t worst_index;     /* flat index of the worst element (-1 when shapes differ) */
+  int tuple_index;         /* which tuple element (-1 for arrays) */
+  double got, want, err;   /* the worst element's values and its error */
+  double tol;
+  char what[512];          /* a sentence when not ok */
+} RtCompare;
+
+/* Tolerance: exact for integers and pred, relative 1e-5 for f32/f64, 1e-2 for f16, 2e-2 bf16. */
+void rt_compare(const RtTensor *got, const RtTensor *want, RtCompare *out);
+
+/* ---------- .npy files ---------- */
+
+/* Reads a NumPy .npy file (versions 1–3, little-endian, C order; f16/f32/f64, ints, bool;
+ * bf16 not representable). Returns NULL and fills err with the file's name. */
+RtTensor *rt_npy_read(const char *path, FxError *err);
+bool rt_npy_write(const char *path, const RtTensor *t, FxError *err);
+
+#endif

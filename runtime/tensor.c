@@ -1,0 +1,450 @@
+/* tensor.c — runtime tensors: overflow-safe sizes, the memory budget, element access with XLA's
+ * conversion semantics (f16/bf16 round-to-nearest-even, integer wraparound), seeded random fill,
+ * the threefry generator every backend shares, and result comparison for `run --check`. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime.h"
+
+static uint64_t max_memory;  /* 0 = unlimited */
+static uint64_t live_bytes;
+
+void rt_set_max_memory(uint64_t bytes) { max_memory = bytes; }
+uint64_t rt_max_memory(void) { return max_memory; }
+uint64_t rt_live_bytes(void) { return live_bytes; }
+
+/* ---------- f16 / bf16 ---------- */
+
+static uint32_t f2u(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static float u2f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+uint16_t rt_f32_to_f16(float f) {
+  uint32_t x = f2u(f);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t ax = x & 0x7fffffffu;
+  if (ax >= 0x7f800000u) return (uint16_t)(sign | (ax > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to >= 65520: inf */
+  if (ax < 0x38800000u) {
+    /* subnormal or zero in f16: value = ax_float / 2^-24 rounded to nearest even */
+    if (ax < 0x33000000u) return (uint16_t)sign; /* < 2^-25: rounds to 0 */
+    uint32_t e = ax >> 23;
+    uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+    int shift = 126 - (int)e; /* so that result = m >> (shift - 0) ... */
+    /* f16 subnormal unit is 2^-24; value = m * 2^(e-150); units = m * 2^(e-126) */
+    int s = 126 - (int)e;      /* right shift amount, 14..24 */
+    (void)shift;
+    uint32_t q = m >> s;
+    uint32_t rem = m & ((1u << s) - 1);
+    uint32_t half = 1u << (s - 1);
+    if (rem > half || (rem == half && (q & 1))) q++;
+    return (uint16_t)(sign | q);
+  }
+  uint32_t r = ax + 0xc8000fffu + ((ax >> 13) & 1); /* rebias exponent (-112<<23) and round */
+  return (uint16_t)(sign | (r >> 13));
+}
+
+float rt_f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t e = (h >> 10) & 0x1f, m = h & 0x3ffu;
+  if (e == 0) {
+    float v = (float)m * 0x1p-24f;
+    return sign ? -v : v;
+  }
+  if (e == 31) return u2f(sign | 0x7f800000u | (m << 13));
+  return u2f(sign | ((e + 112) << 23) | (m << 13));
+}
+
+uint16_t rt_f32_to_bf16(float f) {
+  uint32_t x = f2u(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40); /* quiet NaN */
+  uint32_t r = x + 0x7fffu + ((x >> 16) & 1);
+  return (uint16_t)(r >> 16);
+}
+
+float rt_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
+
+/* ---------- tensors ---------- */
+
+RtTensor *rt_tensor_new(IrType t, int rank, const int64_t *dims, FxError *err) {
+  if (rank < 0 || rank > IR_MAX_RANK) {
+    fx_error_set(err, NULL, 0, 0, "tensor rank %d is out of range", rank);
+    return NULL;
+  }
+  int eb = ir_type_bytes(t);
+  if (t == IR_TUPLE || t == IR_TOKEN) eb = 0;
+  else if (eb <= 0 || ir_type_is_complex(t)) {
+    fx_error_set(err, NULL, 0, 0, "element type %s is not supported by the runtime", ir_type_name(t));
+    return NULL;
+  }
+  uint64_t count = 1;
+  for (int d = 0; d < rank; d++) {
+    if (dims[d] < 0) {
+      fx_error_set(err, NULL, 0, 0, "negative dimension %lld", (long long)dims[d]);
+      return NULL;
+    }
+    if (dims[d] != 0 && count > (uint64_t)INT64_MAX / (uint64_t)dims[d]) {
+      fx_error_set(err, NULL, 0, 0, "tensor size overflows 64 bits");
+      return NULL;
+    }
+    count *= (uint64_t)dims[d];
+  }
+  if (eb && count > (uint64_t)(SIZE_MAX / 2) / (uint64_t)eb) {
+    fx_error_set(err, NULL, 0, 0, "tensor of %llu elements is too large", (unsigned long long)count);
+    return NULL;
+  }
+  size_t bytes = (size_t)count * (size_t)eb;
+  if (max_memory && live_bytes + bytes > max_memory) {
+    fx_error_set(err, NULL, 0, 0,
+                 "out of memory budget: a %s tensor of %zu bytes would bring live tensors to %llu bytes "
+                 "(max_memory is %llu; change it with `set max_memory BYTES`)",
+                 ir_type_name(t), bytes, (unsigned long long)(live_bytes + bytes),
+                 (unsigned long long)max_memory);
+    return NULL;
+  }
+  RtTensor *x = fx_calloc(1, sizeof *x);
+  if (!x) goto oom;
+  x->type = t;
+  x->rank = rank;
+  for (int d = 0; d < rank; d++) x->dims[d] = dims[d];
+  x->count = (int64_t)count;
+  x->bytes = bytes;
+  x->refs = 1;
+  if (eb) {
+    /* 64-byte aligned so generated kernels vectorize; padded so a zero-size tensor is valid. */
+    size_t alloc = (bytes + 63) & ~(size_t)63;
+    if (alloc == 0) alloc = 64;
+    x->data = fx_calloc(1, alloc);
+    if (!x->data) {
+      fx_free(x);
+      goto oom;
+    }
+    live_bytes += bytes;
+  }
+  return x;
+oom:
+  fx_error_set(err, NULL, 0, 0, "out of memory allocating a %s tensor of %zu bytes", ir_type_name(t), bytes);
+  return NULL;
+}
+
+RtTensor *rt_tensor_tuple(RtTensor **elems, int n, FxError *err) {
+  RtTensor *x = rt_tensor_new(IR_TUPLE, 0, NULL, err);
+  if (!x) return NULL;
+  x->tuple = fx_calloc((size_t)(n > 0 ? n : 1), sizeof *x->tuple);
+  if (!x->tuple) {
+    fx_free(x);
+    fx_error_set(err, NULL, 0, 0, "out of memory");
+    return NULL;
+  }
+  x->ntuple = n;
+  for (int k = 0; k < n; k++) x->tuple[k] = rt_tensor_ref(elems[k]);
+  return x;
+}
+
+RtTensor *rt_tensor_for_shape(const IrShape *s, FxError *err) {
+  if (s->type == IR_TUPLE) {
+    RtTensor **el = fx_calloc((size_t)(s->ntuple > 0 ? s->ntuple : 1), sizeof *el);
+    if (!el) {
+      fx_error_set(err, NULL, 0, 0, "out of memory");
+      return NULL;
+    }
+    RtTensor *r = NULL;
+    int k = 0;
+    for (; k < s->ntuple; k++)
+      if (!(el[k] = rt_tensor_for_shape(&s->tuple[k], err))) break;
+    if (k == s->ntuple) r = rt_tensor_tuple(el, s->ntuple, err);
+    for (int j = 0; j < k; j++) rt_tensor_unref(el[j]);
+    fx_free(el);
+    return r;
+  }
+  if (s->type == IR_TOKEN) return rt_tensor_new(IR_TOKEN, 0, NULL, err);
+  return rt_tensor_new(s->type, s->rank, s->dims, err);
+}
+
+RtTensor *rt_tensor_ref(RtTensor *t) {
+  if (t) t->refs++;
+  return t;
+}
+
+void rt_tensor_unref(RtTensor *t) {
+  if (!t || --t->refs > 0) return;
+  for (int k = 0; k < t->ntuple; k++) rt_tensor_unref(t->tuple[k]);
+  fx_free(t->tuple);
+  if (t->data) {
+    live_bytes -= t->bytes;
+    fx_free(t->data);
+  }
+  fx_free(t);
+}
+
+RtTensor *rt_tensor_clone(const RtTensor *t, FxError *err) {
+  if (t->type == IR_TUPLE) {
+    RtTensor **el = fx_calloc((size_t)(t->ntuple > 0 ? t->ntuple : 1), sizeof *el);
+    if (!el) {
+      fx_error_set(err, NULL, 0, 0, "out of memory");
+      return NULL;
+    }
+    RtTensor *r = NULL;
+    int k = 0;
+    for (; k < t->ntuple; k++)
+      if (!(el[k] = rt_tensor_clone(t->tuple[k], err))) break;
+    if (k == t->ntuple) r = rt_tensor_tuple(el, t->ntuple, err);
+    for (int j = 0; j < k; j++) rt_tensor_unref(el[j]);
+    fx_free(el);
+    return r;
+  }
+  RtTensor *r = rt_tensor_new(t->type, t->rank, t->dims, err);
+  if (r && t->bytes) memcpy(r->data, t->data, t->bytes);
+  return r;
+}
+
+bool rt_tensor_matches(const RtTensor *t, const IrShape *s) {
+  if (s->type == IR_TUPLE) {
+    if (t->type != IR_TUPLE || t->ntuple != s->ntuple) return false;
+    for (int k = 0; k < s->ntuple; k++)
+      if (!rt_tensor_matches(t->tuple[k], &s->tuple[k])) return false;
+    return true;
+  }
+  if (t->type != s->type || t->rank != s->rank) return false;
+  for (int d = 0; d < s->rank; d++)
+    if (t->dims[d] != s->dims[d]) return false;
+  return true;
+}
+
+void rt_tensor_describe(const RtTensor *t, char *buf, size_t n) {
+  if (!n) return;
+  if (t->type == IR_TUPLE) {
+    size_t len = (size_t)snprintf(buf, n, "(");
+    for (int k = 0; k < t->ntuple && len < n; k++) {
+      if (k) len += (size_t)snprintf(buf + len, n - len, ", ");
+      if (len < n) rt_tensor_describe(t->tuple[k], buf + len, n - len);
+      len = strlen(buf);
+    }
+    if (len < n) snprintf(buf + len, n - len, ")");
+    return;
+  }
+  size_t len = (size_t)snprintf(buf, n, "%s[", ir_type_name(t->type));
+  for (int d = 0; d < t->rank && len < n; d++)
+    len += (size_t)snprintf(buf + len, n - len, "%s%lld", d ? "," : "", (long long)t->dims[d]);
+  if (len < n) snprintf(buf + len, n - len, "]");
+}
+
+/* ---------- element access ---------- */
+
+double rt_get_f(const RtTensor *t, int64_t i) {
+  const void *p = t->data;
+  switch (t->type) {
+  case IR_PRED: case IR_U8: case IR_U4: return ((const uint8_t *)p)[i];
+  case IR_S8: case IR_S4: return ((const int8_t *)p)[i];
+  case IR_S16: return ((const int16_t *)p)[i];
+  case IR_U16: return ((const uint16_t *)p)[i];
+  case IR_S32: return ((const int32_t *)p)[i];
+  case IR_U32: return ((const uint32_t *)p)[i];
+  case IR_S64: return (double)((const int64_t *)p)[i];
+  case IR_U64: return (double)((const uint64_t *)p)[i];
+  case IR_F16: return rt_f16_to_f32(((const uint16_t *)p)[i]);
+  case IR_BF16: return rt_bf16_to_f32(((const uint16_t *)p)[i]);
+  case IR_F32: return ((const float *)p)[i];
+  case IR_F64: return ((const double *)p)[i];
+  default: return 0;
+  }
+}
+
+int64_t rt_get_i(const RtTensor *t, int64_t i) {
+  const void *p = t->data;
+  switch (t->type) {
+  case IR_PRED: case IR_U8: case IR_U4: return ((const uint8_t *)p)[i];
+  case IR_S8: case IR_S4: return ((const int8_t *)p)[i];
+  case IR_S16: return ((const int16_t *)p)[i];
+  case IR_U16: return ((const uint16_t *)p)[i];
+  case IR_S32: return ((const int32_t *)p)[i];
+  case IR_U32: return ((const uint32_t *)p)[i];
+  case IR_S64: return ((const int64_t *)p)[i];
+  case IR_U64: return (int64_t)((const uint64_t *)p)[i];
+  default: {
+    /* float to int as XLA converts: truncate toward zero, saturate, NaN to 0 */
+    double v = rt_get_f(t, i);
+    if (v != v) return 0;
+    if (v >= 9223372036854775807.0) return INT64_MAX;
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+  }
+  }
+}
+
+void rt_set_f(RtTensor *t, int64_t i, double v) {
+  void *p = t->data;
+  switch (t->type) {
+  case IR_F16: ((uint16_t *)p)[i] = rt_f32_to_f16((float)v); return;
+  case IR_BF16: ((uint16_t *)p)[i] = rt_f32_to_bf16((float)v); return;
+  case IR_F32: ((float *)p)[i] = (float)v; return;
+  case IR_F64: ((double *)p)[i] = v; return;
+  case IR_PRED: ((uint8_t *)p)[i] = v != 0; return;
+  default: {
+    int64_t x;
+    if (v != v) x = 0;
+    else if (v >= 9223372036854775807.0) x = INT64_MAX;
+    else if (v <= -9223372036854775808.0) x = INT64_MIN;
+    else x = (int64_t)v;
+    rt_set_i(t, i, x);
+  }
+  }
+}
+
+void rt_set_i(RtTensor *t, int64_t i, int64_t v) {
+  void *p = t->data;
+  switch (t->type) {
+  case IR_PRED: ((uint8_t *)p)[i] = v != 0; return;
+  case IR_U8: case IR_U4: ((uint8_t *)p)[i] = (uint8_t)v; return;
+  case IR_S8: case IR_S4: ((int8_t *)p)[i] = (int8_t)(uint8_t)v; return;
+  case IR_S16: ((int16_t *)p)[i] = (int16_t)(uint16_t)v; return;
+  case IR_U16: ((uint16_t *)p)[i] = (uint16_t)v; return;
+  case IR_S32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; return;
+  case IR_U32: ((uint32_t *)p)[i] = (uint32_t)v; return;
+  case IR_S64: ((int64_t *)p)[i] = v; return;
+  case IR_U64: ((uint64_t *)p)[i] = (uint64_t)v; return;
+  default: rt_set_f(t, i, (double)v); return;
+  }
+}
+
+/* ---------- threefry and random fill ---------- */
+
+static uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
+
+void rt_threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, uint32_t out[2]) {
+  static const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
+  uint32_t ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
+  uint32_t x0 = c0 + ks[0], x1 = c1 + ks[1];
+  for (int r = 0; r < 20; r++) {
+    x0 += x1;
+    x1 = rotl32(x1, rot[r % 8]);
+    x1 ^= x0;
+    if (r % 4 == 3) {
+      int s = r / 4 + 1;
+      x0 += ks[s % 3];
+      x1 += ks[(s + 1) % 3] + (uint32_t)s;
+    }
+  }
+  out[0] = x0;
+  out[1] = x1;
+}
+
+void rt_tensor_fill_random(RtTensor *t, uint64_t seed, uint64_t stream) {
+  if (!t->data) return;
+  for (int64_t i = 0; i < t->count; i++) {
+    uint32_t o[2];
+    rt_threefry2x32((uint32_t)seed, (uint32_t)(seed >> 32) ^ (uint32_t)stream * 0x9E3779B9u,
+                    (uint32_t)i, (uint32_t)((uint64_t)i >> 32) ^ (uint32_t)(stream >> 32), o);
+    if (ir_type_is_float(t->type)) rt_set_f(t, i, (double)(o[0] >> 8) * 0x1p-23 - 1.0);
+    else if (t->type == IR_PRED) rt_set_i(t, i, o[0] & 1);
+    else rt_set_i(t, i, o[0] & 15);
+  }
+}
+
+/* ---------- comparison ---------- */
+
+static double tol_for(IrType t) {
+  switch (t) {
+  case IR_F16: return 1e-2;
+  case IR_BF16: return 2e-2;
+  case IR_F32: case IR_F64: return 1e-5;
+  default: return 0;
+  }
+}
+
+static bool compare_arrays(const RtTensor *g, const RtTensor *w, int tidx, RtCompare *c) {
+  char a[128], b[128];
+  if (g->type != w->type || g->rank != w->rank || memcmp(g->dims, w->dims, sizeof(int64_t) * (size_t)g->rank)) {
+    rt_tensor_describe(g, a, sizeof a);
+    rt_tensor_describe(w, b, sizeof b);
+    c->ok = false;
+    c->tuple_index = tidx;
+    c->worst_index = -1;
+    snprintf(c->what, sizeof c->what, "shape %s differs from the reference's %s", a, b);
+    return false;
+  }
+  bool isf = ir_type_is_float(g->type);
+  double tol = tol_for(g->type);
+  double worst = 0;
+  int64_t wi = -1;
+  for (int64_t i = 0; i < g->count; i++) {
+    double e;
+    if (isf) {
+      double x = rt_get_f(g, i), y = rt_get_f(w, i);
+      if (x != x || y != y) e = (x != x && y != y) ? 0 : INFINITY;
+      else if (x == y) e = 0;  /* equal infinities too */
+      else e = fabs(x - y) / fmax(1.0, fabs(y));
+    } else {
+      e = rt_get_i(g, i) == rt_get_i(w, i) ? 0 : 1;
+    }
+    if (e > worst || (wi < 0 && e > tol)) {
+      worst = e;
+      wi = i;
+    }
+  }
+  if (wi >= 0 && worst > tol) {
+    c->ok = false;
+    c->tuple_index = tidx;
+    c->worst_index = wi;
+    c->got = isf ? rt_get_f(g, wi) : (double)rt_get_i(g, wi);
+    c->want = isf ? rt_get_f(w, wi) : (double)rt_get_i(w, wi);
+    c->err = worst;
+    c->tol = tol;
+    /* the worst element's multi-index */
+    char idx[128];
+    size_t len = 0;
+    int64_t rem = wi;
+    int64_t sub[IR_MAX_RANK];
+    for (int d = g->rank - 1; d >= 0; d--) {
+      sub[d] = g->dims[d] ? rem % g->dims[d] : 0;
+      rem = g->dims[d] ? rem / g->dims[d] : 0;
+    }
+    idx[0] = 0;
+    for (int d = 0; d < g->rank && len < sizeof idx; d++)
+      len += (size_t)snprintf(idx + len, sizeof idx - len, "%s%lld", d ? "," : "", (long long)sub[d]);
+    snprintf(c->what, sizeof c->what, "element [%s] is %.9g, the reference has %.9g (%s error %.3g > %.3g)",
+             idx, c->got, c->want, isf ? "relative" : "exact", worst, tol);
+    return false;
+  }
+  if (worst > c->err) c->err = worst;
+  return true;
+}
+
+void rt_compare(const RtTensor *got, const RtTensor *want, RtCompare *c) {
+  memset(c, 0, sizeof *c);
+  c->ok = true;
+  c->worst_index = -1;
+  c->tuple_index = -1;
+  if (got->type == IR_TUPLE || want->type == IR_TUPLE) {
+    if (got->type != want->type || got->ntuple != want->ntuple) {
+      c->ok = false;
+      snprintf(c->what, sizeof c->what, "tuple shapes differ");
+      return;
+    }
+    for (int k = 0; k < got->ntuple; k++) {
+      if (got->tuple[k]->type == IR_TUPLE) {
+        RtCompare sub;
+        rt_compare(got->tuple[k], want->tuple[k], &sub);
+        if (!sub.ok) {
+          *c = sub;
+          c->tuple_index = k;
+          return;
+        }
+        continue;
+      }
+      if (got->tuple[k]->type == IR_TOKEN) continue;
+      if (!compare_arrays(got->tuple[k], want->tuple[k], k, c)) return;
+    }
+    return;
+  }
+  if (got->type == IR_TOKEN) return;
+  compare_arrays(got, want, -1, c);
+}
