@@ -71,6 +71,42 @@ static Small small(void) {
   return s;
 }
 
+/* The same computation before fusion: maximum.1 and add.1 at the top level. */
+static IrModule *unfused(void) {
+  IrModule *m = ir_module_new("small");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  IrShape x = arr(m, 4, 8), w = arr(m, 8, 16), o = arr(m, 4, 16);
+  IrInstr *px = ir_instr_new(c, IR_OP_PARAMETER, &x, NULL, 0, "x");
+  px->param_number = 0;
+  IrInstr *pw = ir_instr_new(c, IR_OP_PARAMETER, &w, NULL, 0, "w");
+  pw->param_number = 1;
+  IrInstr *pb = ir_instr_new(c, IR_OP_PARAMETER, &o, NULL, 0, "b");
+  pb->param_number = 2;
+  IrInstr *dops[2] = {px, pw};
+  IrInstr *dot = ir_instr_new(c, IR_OP_DOT, &o, dops, 2, "dot.1");
+  IrInstr *zero = ir_constant_scalar(c, IR_F32, 0, "constant.1");
+  IrInstr *bc = ir_instr_new(c, IR_OP_BROADCAST, &o, &zero, 1, "broadcast.1");
+  IrInstr *mops[2] = {dot, bc};
+  IrInstr *mx = ir_instr_new(c, IR_OP_MAXIMUM, &o, mops, 2, "maximum.1");
+  IrInstr *aops[2] = {mx, pb};
+  IrInstr *add = ir_instr_new(c, IR_OP_ADD, &o, aops, 2, "add.1");
+  IrInstr *e = ir_instr_new(c, IR_OP_EXP, &o, &add, 1, "exponential.1");
+  IrInstr *tops[2] = {e, add};
+  IrShape ts = {.type = IR_TUPLE, .ntuple = 2};
+  IrShape elems[2] = {o, o};
+  ts.tuple = elems;
+  ir_set_root(c, ir_instr_new(c, IR_OP_TUPLE, &ts, tops, 2, "tuple.1"));
+  return m;
+}
+
+static int count_of(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
 /* Renders g as DOT text (no layout) into a malloc'd string. */
 static char *dot_text(VizGraph *g) {
   char *data = NULL;
@@ -396,6 +432,59 @@ TEST(text_picture) {
   ir_module_free(s.m);
 }
 
+TEST(report_page) {
+  Small s = small();
+  IrModule *before = unfused();
+  PassDecision ds[3] = {
+      decision("instruction-fusion", "dot.1", "maximum.1", false, "custom_call"),
+      decision("instruction-fusion", "maximum.1", "add.1", true, NULL),
+      decision("instruction-fusion", "add.1", "exponential.1", false, "expensive_duplication"),
+  };
+  ds[1].detail = "fused <maximum.1> & <add.1>";
+  VizStage st[3] = {
+      {.module = before, .pass = "input", .have_numbers = true, .kernels = 6, .bytes = 4096, .est_us = 12.5},
+      {.module = s.m, .pass = "instruction-fusion", .changed = true, .summary = "instruction-fusion: 3 fused",
+       .have_numbers = true, .kernels = 3, .bytes = 2048, .est_us = 7.25, .decisions = {ds, 3}},
+      {.module = s.m, .pass = "cse", .changed = false},
+  };
+  VizDecisions all = {ds, 3};
+  VizReportOptions ro = {.title = "small <test>", .pipeline = "classic", .device = "rtx2080ti"};
+  FxError err = {0};
+  VizRenderer *r = viz_renderer_new(&err);
+  char *buf = NULL;
+  size_t n = 0;
+  FILE *f = open_memstream(&buf, &n);
+  CHECK(viz_report_write(f, r, st, 3, &all, &ro, &err));
+  fclose(f);
+  CHECK(count_of(buf, "<svg") == 3);
+  CHECK(count_of(buf, "<section class=\"stage\"") == 3);
+  CHECK_CONTAINS(buf, "id=\"stage-0\"");
+  CHECK_CONTAINS(buf, "id=\"stage-2\"");
+  CHECK_CONTAINS(buf, "<title>fxplain \xc2\xb7 small &lt;test&gt;</title>");
+  /* Summary row of stage 1: instructions, kernels, bytes, time, decisions. */
+  CHECK_CONTAINS(buf, "<td>yes</td><td class=\"num\">13</td><td class=\"num\">3</td><td class=\"num\">2.0 KiB</td>"
+                      "<td class=\"num\">7.25 us</td><td>1 accepted, 2 rejected</td>");
+  /* What changed, computed from the two snapshots. */
+  CHECK_CONTAINS(buf, "1 added, 0 removed, 4 fused into a kernel\n");
+  CHECK_CONTAINS(buf, "fused   maximum.1 into fusion.1\n");
+  CHECK_CONTAINS(buf, "added   fusion.1 = fusion f32[4,16] (kLoop)\n");
+  /* Decisions: filterable rows, escaped text, reason options. */
+  CHECK(count_of(buf, "<tr class=\"d\" data-verdict=\"rejected\"") == 2);
+  CHECK_CONTAINS(buf, "<option value=\"expensive_duplication\">");
+  CHECK_CONTAINS(buf, "fused &lt;maximum.1&gt; &amp; &lt;add.1&gt;");
+  /* The refused candidate of stage 1 is drawn in stage 1's and stage 2's pictures. */
+  CHECK(count_of(buf, "expensive_duplication</text>") == 2);
+  /* Self-contained: nothing fetched. */
+  CHECK(strstr(buf, "<link") == NULL);
+  CHECK(strstr(buf, "src=") == NULL);
+  CHECK(strstr(buf, "https://") == NULL);
+  CHECK_CONTAINS(buf, "ArrowRight");
+  free(buf);
+  viz_renderer_free(r);
+  ir_module_free(before);
+  ir_module_free(s.m);
+}
+
 int main(void) {
   RUN(clusters_and_edge_kinds);
   RUN(collapse_draws_fusion_as_one_node);
@@ -407,5 +496,6 @@ int main(void) {
   RUN(render_svg_png_pdf);
   RUN(formats);
   RUN(text_picture);
+  RUN(report_page);
   return check_summary();
 }
