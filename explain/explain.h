@@ -1,0 +1,144 @@
+/* explain.h — the decision log: every decision every pass made, kept per stage, and the queries
+ * and formatting behind `why`, `decisions`, `diff` and their JSON.
+ *
+ * Flow: the shell owns one ExplainLog per session. Before running the pass that produces stage
+ * N it calls explain_log_begin_stage(log, N, pass), which drops whatever stages N and later
+ * recorded before (a re-run replaces them), and hands the pass explain_log_sink(log). The sink
+ * copies each PassDecision (strings included) into the stage's own arena, so records outlive the
+ * pass and survive `back`: moving between stages never touches the log. */
+#ifndef FXPLAIN_EXPLAIN_H
+#define FXPLAIN_EXPLAIN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../compiler/ir.h"
+#include "../compiler/pass.h"
+#include "../compiler/plan.h"
+
+/* One decision as stored: a PassDecision whose strings the log owns. */
+typedef struct {
+  int stage;
+  int seq;                /* order within the stage */
+  const char *pass;
+  const char *action;
+  const char *producer;   /* NULL when none */
+  const char *consumer;   /* NULL when none; a group is "a,b,c" */
+  bool accepted;
+  const char *reason;     /* a code from the vocabulary, or NULL for plain rewrites */
+  const char *detail;
+  const char *suggestion; /* NULL when none */
+  const char *result;     /* what the decision produced (e.g. "fusion.3"), or NULL */
+  int nmetrics;
+  PassMetric metrics[PASS_MAX_METRICS];
+} ExplainRecord;
+
+typedef struct ExplainLog ExplainLog;
+
+/* A new, empty log; NULL when out of memory. The caller owns it: explain_log_free. */
+ExplainLog *explain_log_new(void);
+void explain_log_free(ExplainLog *log);
+/* Starts recording stage `stage` (>= 1) produced by `pass`: drops records of stages >= stage.
+ * Decisions emitted with stage <= 0 or pass NULL are filed under this stage and pass. */
+bool explain_log_begin_stage(ExplainLog *log, int stage, const char *pass);
+/* Drops the records of stages >= keep (a pipeline or setting change). */
+void explain_log_truncate(ExplainLog *log, int keep);
+/* The sink passes report to; valid as long as the log. */
+DecisionSink explain_log_sink(ExplainLog *log);
+/* True when copying a decision ran out of memory since the last begin_stage. */
+bool explain_log_failed(const ExplainLog *log);
+
+/* Highest stage with a slot (recorded or begun) + 1. */
+int explain_log_nstages(const ExplainLog *log);
+int explain_stage_count(const ExplainLog *log, int stage);
+const ExplainRecord *explain_stage_record(const ExplainLog *log, int stage, int i);
+int explain_log_total(const ExplainLog *log);
+
+/* ---------- queries ---------- */
+
+typedef struct {
+  int verdict;        /* -1 any, 0 rejected, 1 accepted */
+  const char *reason; /* NULL: any */
+  const char *pass;   /* NULL: any */
+  const char *action; /* NULL: any */
+  int stage;          /* -1: any */
+  int max_stage;      /* -1: no limit (e.g. the current stage) */
+  const char *name;   /* NULL, or only records naming it (producer, consumer, group member, result) */
+  const char *name2;  /* with name: only records between the two (producer and consumer, either way,
+                         or both in one group) */
+} ExplainFilter;
+
+void explain_filter_init(ExplainFilter *f);
+/* Matching records in stage then emission order. *out is fx_malloc'd (caller fx_frees it, also
+ * when 0 are returned); returns the count, or -1 when out of memory. */
+int explain_query(const ExplainLog *log, const ExplainFilter *f, const ExplainRecord ***out);
+/* Does the record name the instruction (as producer, consumer, member of a group, or result)? */
+bool explain_record_names(const ExplainRecord *r, const char *name);
+
+/* What a stage's pass did in a few words, from its records: "14 fused, 3 rejected" or
+ * "5 removed"; "no change" when it recorded nothing. */
+void explain_stage_summary(const ExplainLog *log, int stage, char *buf, size_t n);
+
+/* Why a pair of instructions has no decision between them, from the module: "never producer and
+ * consumer: ...", "in different computations (a in body, b in main)", "already in the same kernel
+ * fusion.3", ... Writes one sentence into buf. */
+void explain_pair_relation(const IrModule *m, const KernelPlan *plan, const char *a, const char *b, char *buf,
+                           size_t n);
+
+/* ---------- reason vocabulary (FUSION_RULES.md) ---------- */
+
+int explain_reason_count(void);
+const char *explain_reason_code(int i);
+/* The one-line meaning of a code; NULL when the code is not in the vocabulary. */
+const char *explain_reason_meaning(const char *code);
+
+/* ---------- formatting ---------- */
+
+/* Text: a head line "stage 4  instruction-fusion  fuse  a -> b  rejected [code]", then the detail,
+ * metrics and suggestion indented below. */
+void explain_print_record(FILE *f, const ExplainRecord *r);
+/* JSON: {"stage":N,"pass":...,"action":...,"producer":...,"consumer":...,"verdict":"accepted|rejected",
+ * "reason":...,"detail":...,"metrics":{...},"suggestion":...} on one line, no newline. Absent
+ * strings are null. */
+void explain_print_record_json(FILE *f, const ExplainRecord *r);
+/* JSON helpers shared by the explain printers: a quoted, escaped string (NULL -> null) and a number
+ * (integers without a fraction, NaN/inf -> null). */
+void explain_json_str(FILE *f, const char *s);
+void explain_json_num(FILE *f, double v);
+
+/* ---------- stage diffs ---------- */
+
+typedef enum {
+  DIFF_ADDED,     /* a new instruction (a new fusion among them) */
+  DIFF_REMOVED,   /* gone, and not into a fusion */
+  DIFF_REWRITTEN, /* same name, different opcode, operands, shape or attributes */
+  DIFF_FUSED,     /* now inside a fusion */
+} ExplainDiffKind;
+
+const char *explain_diff_kind_name(ExplainDiffKind k); /* "added", "removed", "rewritten", "fused" */
+
+typedef struct {
+  ExplainDiffKind kind;
+  const char *name;
+  const char *op;     /* opcode spelling */
+  const char *comp;   /* computation it is (added, rewritten, fused) or was (removed) in */
+  const char *into;   /* DIFF_FUSED: the fusion; DIFF_REMOVED: what replaced it, when known; else NULL */
+  const char *detail; /* what changed (DIFF_REWRITTEN), what a new fusion holds (DIFF_ADDED), or NULL */
+} ExplainDiffEntry;
+
+typedef struct {
+  Arena arena;
+  ExplainDiffEntry *entries;
+  int n, cap;
+  int count[4]; /* by kind */
+  int instrs_a, instrs_b;
+} ExplainDiff;
+
+/* Compares two stages' modules by instruction name. When log is given, decisions of stages
+ * (stage_a, stage_b] say where removed instructions went ("fused into fusion.3", "replaced by
+ * multiply.4"). Returns NULL and fills err when out of memory. */
+ExplainDiff *explain_diff(const IrModule *a, const IrModule *b, const ExplainLog *log, int stage_a, int stage_b,
+                          FxError *err);
+void explain_diff_free(ExplainDiff *d);
+
+#endif
