@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "passes.h"
+#include "verify.h"
 
 /* ---------- reporting ---------- */
 
@@ -141,6 +142,13 @@ bool pass_run_stage(const Pass *p, const IrModule *in, PassContext *cx, IrModule
     /* Nothing changed: the stage shares the previous snapshot. */
     ir_module_free(work);
     return true;
+  }
+  FxError verr;
+  fx_error_clear(&verr);
+  if (!ir_verify(work, &verr)) {
+    ir_module_free(work);
+    return fx_error_set(cx->err, verr.file[0] ? verr.file : NULL, verr.line, verr.col,
+                        "%s left a module that does not verify: %s", p->name, verr.msg);
   }
   *out = work;
   *changed = true;

@@ -2,9 +2,13 @@
  * area owns (dce, cse, tuple-simplifier): the exact rewrites each makes and reports. */
 #include <stdlib.h>
 
+#include <dirent.h>
+
 #include "check.h"
+#include "hlo.h"
 #include "ir.h"
 #include "passes.h"
+#include "verify.h"
 
 /* A sink that appends "action producer->result: detail" lines to a buffer. */
 typedef struct {
@@ -335,6 +339,74 @@ TEST(run_stage_shares_unchanged_and_never_touches_input) {
   ir_module_free(m);
 }
 
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Every corpus module goes through every pass of the classic pipeline: each stage verifies, and
+ * the simplification passes never make the module larger. */
+TEST(corpus_through_classic_pipeline) {
+  const char *dir = getenv("FXPLAIN_HLO_CORPUS");
+  if (!dir || !*dir) dir = "../shared/hlo-corpus";
+  DIR *d = opendir(dir);
+  if (!d) {
+    fprintf(stderr, "no corpus at %s: skipped\n", dir);
+    return;
+  }
+  char *names[128];
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < 128) {
+    size_t len = strlen(e->d_name);
+    if (len > 4 && strcmp(e->d_name + len - 4, ".hlo") == 0) names[n++] = strdup(e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof names[0], cmp_str);
+  CHECK(n >= 30);
+  const Pipeline *pl = pipeline_lookup("classic");
+  PassSettings st;
+  pass_settings_default(&st);
+  for (int k = 0; k < n; k++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+    FxError err;
+    fx_error_clear(&err);
+    IrModule *m = hlo_load_file(path, &err);
+    if (!m) {
+      fx_error_print(stderr, &err);
+      CHECK(m != NULL);
+      free(names[k]);
+      continue;
+    }
+    int count = ir_module_instr_count(m);
+    for (int p = 0; p < pl->npasses; p++) {
+      int nd = 0;
+      DecisionSink sink = {count_emit, &nd};
+      PassContext cx = {&sink, device_default(), &st, p + 1, NULL, &err};
+      IrModule *out = NULL;
+      bool changed = false;
+      bool ok = pass_run_stage(pl->passes[p], m, &cx, &out, &changed);
+      if (!ok) {
+        fprintf(stderr, "%s: ", names[k]);
+        fx_error_print(stderr, &err);
+      }
+      CHECK(ok);
+      if (!ok) break;
+      CHECK(changed == (out != NULL));
+      CHECK(!changed || nd > 0); /* a change is always reported */
+      if (out) {
+        int after = ir_module_instr_count(out);
+        if (p < 3 && after > count) fprintf(stderr, "%s: %s grew %d -> %d\n", names[k], pl->passes[p]->name, count, after);
+        if (p < 3) CHECK(after <= count);
+        count = after;
+        ir_module_free(m);
+        m = out;
+      }
+    }
+    ir_module_free(m);
+    free(names[k]);
+  }
+}
+
 int main(void) {
   RUN(registry_and_pipelines);
   RUN(settings);
@@ -344,5 +416,6 @@ int main(void) {
   RUN(cse_respects_side_effects_and_shapes);
   RUN(tuple_simplifier_rewrites);
   RUN(run_stage_shares_unchanged_and_never_touches_input);
+  RUN(corpus_through_classic_pipeline);
   return check_summary();
 }
