@@ -19,6 +19,9 @@ typedef struct {
   IrModule *module;     /* the snapshot after this stage's pass (stage 0: as loaded) */
   const char *pass;     /* the pass that produced it ("input" for stage 0) */
   bool changed;
+  /* True when the pass changed nothing and `module` is the previous stage's snapshot, shared to
+   * save memory: whoever drops stages frees `module` only when !shared. */
+  bool shared;
 } Stage;
 
 typedef struct Session {
