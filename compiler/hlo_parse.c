@@ -93,6 +93,25 @@ typedef struct {
   bool failed;
 } P;
 
+/* Replaces bytes that are not valid UTF-8 in the error's source line by '?' (one for one, so the
+ * caret stays under the column), so a bad file never puts raw bytes on the user's terminal. */
+static void sanitize_source(FxError *e) {
+  if (!e) return;
+  unsigned char *s = (unsigned char *)e->source;
+  for (size_t i = 0; s[i];) {
+    unsigned c = s[i];
+    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
+    bool ok = n > 0;
+    for (size_t k = 1; ok && k < n; k++)
+      if ((s[i + k] & 0xC0) != 0x80) ok = false;
+    if (!ok) {
+      s[i++] = '?';
+      continue;
+    }
+    i += n;
+  }
+}
+
 static bool perr(P *p, int line, int col, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static bool perr(P *p, int line, int col, const char *fmt, ...) {
   if (p->failed) return false;
@@ -104,6 +123,7 @@ static bool perr(P *p, int line, int col, const char *fmt, ...) {
   va_end(ap);
   fx_error_set(p->err, p->file, line, col, "%s", msg);
   fx_error_set_source(p->err, p->src, line);
+  sanitize_source(p->err);
   return false;
 }
 
@@ -178,6 +198,8 @@ static const char *describe(P *p, char *buf, size_t n) {
   } else {
     k = 1;
   }
+  if (c == ' ' || c == '\t') return "a space";
+  if (c == '\n' || c == '\r') return "the end of the line";
   if ((unsigned char)c < 0x20) {
     snprintf(buf, n, "byte 0x%02x", (unsigned char)c);
     return buf;
@@ -330,8 +352,7 @@ static bool parse_layout(P *p, Arena *a, IrShape *s) {
   if (peek(p) == ':') {
     adv(p);
     size_t st, en;
-    if (!scan_raw(p, false, '}', &st, &en)) return false;
-    if (peek(p) != '}') return perr(p, p->line, p->col, "expected '}' to close the layout");
+    if (!scan_raw(p, true, '}', &st, &en)) return false;
     s->layout_extra = arena_strndup(a, p->src + st, en - st);
     if (!s->layout_extra) return oom(p);
   }
@@ -637,7 +658,7 @@ static bool parse_instr(P *p, InstrRec *r) {
   r->op_line = p->line;
   r->op_col = p->col;
   size_t s = p->pos;
-  while ((peek(p) >= 'a' && peek(p) <= 'z') || (peek(p) >= '0' && peek(p) <= '9') || peek(p) == '-' || peek(p) == '_') adv(p);
+  while (is_name_char(peek(p)) && peek(p) != '.') adv(p);
   if (p->pos == s) {
     char b[64];
     if (p->pos >= p->len) return perr(p, r->op_line, r->op_col, "unexpected end of file: expected an opcode");
@@ -673,13 +694,11 @@ static bool parse_instr(P *p, InstrRec *r) {
         /* An operand may carry its shape: "f32[2]{0} %a" or "(f32[], s32[]) %t". */
         char c = peek(p);
         bool shaped = c == '(';
-        if (!shaped && c >= 'a' && c <= 'z') {
+        if (!shaped && is_name_start(c)) {
+          /* Names never contain '[': "xyz[" can only be a shape (perhaps with a bad type). */
           size_t k = p->pos;
-          while (k < p->len && ((p->src[k] >= 'a' && p->src[k] <= 'z') || (p->src[k] >= '0' && p->src[k] <= '9'))) k++;
-          IrType t;
-          shaped = k < p->len && p->src[k] == '[' && ir_type_lookup(p->src + p->pos, k - p->pos, &t);
-          if (!shaped && k - p->pos == 5 && memcmp(p->src + p->pos, "token", 5) == 0 && k < p->len && p->src[k] == '[')
-            shaped = true;
+          while (k < p->len && is_name_char(p->src[k])) k++;
+          shaped = k < p->len && p->src[k] == '[';
         }
         if (shaped) {
           IrShape ignored;

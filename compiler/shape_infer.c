@@ -318,7 +318,8 @@ static bool infer_broadcast(const IrInstr *i, IrShape *out, Arena *a, FxError *e
   int n = dims_attr(i, "dimensions", d, IR_MAX_RANK, true, err, &ok);
   if (!ok) return false;
   if (n != in->rank)
-    return ierr(i, err, "broadcast of a rank-%d operand needs %d entries in dimensions, not %d", in->rank, in->rank, n);
+    return ierr(i, err, "broadcast of a rank-%d operand needs %d entr%s in dimensions, not %d", in->rank, in->rank,
+                in->rank == 1 ? "y" : "ies", n);
   for (int k = 0; k < n; k++) {
     if (!check_dim_index(i, "broadcast dimension", d[k], o->rank, err)) return false;
     if (o->dims[d[k]] != in->dims[k])
@@ -369,7 +370,8 @@ static bool infer_slice(const IrInstr *i, IrShape *out, Arena *a, FxError *err) 
   if (n < 0) return ierr(i, err, "malformed slice={...}: '%s'", t);
   if (n != in->rank) return ierr(i, err, "slice of a rank-%d operand needs %d ranges, not %d", in->rank, in->rank, n);
   for (int k = 0; k < n; k++) {
-    if (st[k] < 0 || st[k] > li[k] || li[k] > in->dims[k] || sr[k] <= 0)
+    if (sr[k] <= 0) return ierr(i, err, "slice stride %" PRId64 " in dimension %d must be positive", sr[k], k);
+    if (st[k] < 0 || st[k] > li[k] || li[k] > in->dims[k])
       return ierr(i, err, "slice range [%" PRId64 ":%" PRId64 ":%" PRId64 "] is out of bounds for dimension %d of size %" PRId64, st[k], li[k],
                   sr[k], k, in->dims[k]);
     od[k] = (li[k] - st[k] + sr[k] - 1) / sr[k];
@@ -449,7 +451,7 @@ static bool infer_concatenate(const IrInstr *i, IrShape *out, Arena *a, FxError 
 static bool infer_pad(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
   if (!need_operands(i, 2, 2, err) || !need_array(i, 0, err) || !need_array(i, 1, err)) return false;
   const IrShape *in = opsh(i, 0), *pv = opsh(i, 1);
-  if (pv->rank != 0 || pv->type != in->type) return ierr(i, err, "pad value must be a %s scalar", ir_type_name(in->type));
+  if (pv->rank != 0 || pv->type != in->type) return ierr(i, err, "pad value must be a scalar of type %s", ir_type_name(in->type));
   const char *t = ir_attr_text(i, "padding");
   if (!t) return ierr(i, err, "pad needs the attribute 'padding'");
   int64_t od[IR_MAX_RANK];
@@ -527,7 +529,7 @@ static bool infer_reduce(const IrInstr *i, IrShape *out, Arena *a, FxError *err)
   for (int k = 0; k < n; k++) {
     const IrShape *init = opsh(i, n + k);
     if (init->rank != 0 || init->type != opsh(i, k)->type)
-      return ierr(i, err, "init value %d of reduce is %s; it must be a %s scalar", k, shp(init, b1, sizeof b1), ir_type_name(opsh(i, k)->type));
+      return ierr(i, err, "init value %d of reduce is %s; it must be a scalar of type %s", k, shp(init, b1, sizeof b1), ir_type_name(opsh(i, k)->type));
     types[k] = opsh(i, k)->type;
   }
   int64_t d[IR_MAX_RANK];
@@ -565,7 +567,7 @@ static bool infer_reduce_window(const IrInstr *i, IrShape *out, Arena *a, FxErro
   for (int k = 0; k < n; k++) {
     const IrShape *init = opsh(i, n + k);
     if (init->rank != 0 || init->type != opsh(i, k)->type)
-      return ierr(i, err, "init value %d of reduce-window is %s; it must be a %s scalar", k, shp(init, b1, sizeof b1),
+      return ierr(i, err, "init value %d of reduce-window is %s; it must be a scalar of type %s", k, shp(init, b1, sizeof b1),
                   ir_type_name(opsh(i, k)->type));
     types[k] = opsh(i, k)->type;
   }
