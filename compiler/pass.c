@@ -72,7 +72,8 @@ static const Pass *const registry[] = {
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
-    /* fusion */
+    /* fusion (the duplicating instruction-fusion run shares its name: pipelines only) */
+    &pass_instruction_fusion,
 };
 
 const Pass *pass_lookup(const char *name) {
@@ -96,6 +97,8 @@ static const Pass *const classic_passes[] = {
     &pass_tuple_simplifier,
     /* fusion (instruction-fusion twice, fusion-merger, multi_output_fusion,
        horizontal-loop-fusion) */
+    &pass_instruction_fusion,
+    &pass_instruction_fusion_dup,
 };
 
 /* priority: XLA GPU since 2024. */

@@ -14,5 +14,7 @@ extern const Pass pass_dce;              /* pass_dce.c: dead code elimination */
 extern const Pass pass_tuple_simplifier; /* pass_tuple_simplifier.c: gte(tuple) and tuple(gte...) */
 
 /* fusion */
+extern const Pass pass_instruction_fusion;     /* pass_instruction_fusion.c: no duplication */
+extern const Pass pass_instruction_fusion_dup; /* pass_instruction_fusion.c: with duplication */
 
 #endif

@@ -369,11 +369,14 @@ static int64_t fused_param_read(const IrInstr *param, const IrInstr *op, const I
   return taken < full ? taken : full;
 }
 
+double plan_time_us(const DeviceProfile *dev, double bytes, double flops) {
+  double mem_us = dev->dram_gbps > 0 ? bytes / (dev->dram_gbps * 1e3) : 0;
+  double flop_us = dev->peak_gflops > 0 ? flops / (dev->peak_gflops * 1e3) : 0;
+  return (mem_us > flop_us ? mem_us : flop_us) + dev->launch_us;
+}
+
 static void cost(Builder *b, PlanKernel *k) {
-  double bytes = (double)k->bytes_read + (double)k->bytes_written;
-  double mem_us = b->dev->dram_gbps > 0 ? bytes / (b->dev->dram_gbps * 1e3) : 0;
-  double flop_us = b->dev->peak_gflops > 0 ? k->flops / (b->dev->peak_gflops * 1e3) : 0;
-  k->est_us = (mem_us > flop_us ? mem_us : flop_us) + b->dev->launch_us;
+  k->est_us = plan_time_us(b->dev, (double)k->bytes_read + (double)k->bytes_written, k->flops);
 }
 
 static void add_compute_kernel(Builder *b, IrInstr *i, KernelKind kind, int64_t launches) {

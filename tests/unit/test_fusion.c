@@ -1,0 +1,767 @@
+/* test_fusion.c — the fusion rules and passes: every reason code has a small module that triggers
+ * it and a near-miss that fuses; each test asserts the producer/consumer pair, the code and the
+ * numbers in the decision. Also the graph edits (fusion_build.c): wrap, fuse, multi-output,
+ * siblings, unfuse, and the passes' results on small graphs. */
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "check.h"
+#include "fusion_build.h"
+#include "fusion_rules.h"
+#include "ir.h"
+#include "passes.h"
+#include "plan.h"
+
+/* ---------- a decision sink that keeps copies ---------- */
+
+typedef struct {
+  char pass[64], action[32], producer[128], consumer[128], reason[40], detail[600], suggestion[300], result[64];
+  bool accepted;
+  int nmetrics;
+  char mkey[PASS_MAX_METRICS][32];
+  double mval[PASS_MAX_METRICS];
+} Rec;
+
+typedef struct {
+  Rec r[512];
+  int n;
+} Log;
+
+static void copy(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s ? s : ""); }
+
+static void log_emit(void *ctx, const PassDecision *d) {
+  Log *l = ctx;
+  if (l->n >= 512) return;
+  Rec *r = &l->r[l->n++];
+  copy(r->pass, sizeof r->pass, d->pass);
+  copy(r->action, sizeof r->action, d->action);
+  copy(r->producer, sizeof r->producer, d->producer);
+  copy(r->consumer, sizeof r->consumer, d->consumer);
+  copy(r->reason, sizeof r->reason, d->reason);
+  copy(r->detail, sizeof r->detail, d->detail);
+  copy(r->suggestion, sizeof r->suggestion, d->suggestion);
+  copy(r->result, sizeof r->result, d->result);
+  r->accepted = d->accepted;
+  r->nmetrics = d->nmetrics;
+  for (int k = 0; k < d->nmetrics; k++) {
+    copy(r->mkey[k], sizeof r->mkey[k], d->metrics[k].key);
+    r->mval[k] = d->metrics[k].value;
+  }
+}
+
+/* The last decision about the pair (producer, consumer); consumer NULL matches any. */
+static const Rec *find(const Log *l, const char *producer, const char *consumer) {
+  for (int k = l->n - 1; k >= 0; k--)
+    if (strcmp(l->r[k].producer, producer) == 0 && (!consumer || strcmp(l->r[k].consumer, consumer) == 0))
+      return &l->r[k];
+  return NULL;
+}
+
+static double metric(const Rec *r, const char *key) {
+  if (!r) return -1;
+  for (int k = 0; k < r->nmetrics; k++)
+    if (strcmp(r->mkey[k], key) == 0) return r->mval[k];
+  return -1;
+}
+
+/* ---------- a small module builder ---------- */
+
+typedef struct {
+  IrModule *m;
+  IrComputation *c;
+  int nparams;
+  Log log;
+  DecisionSink sink;
+  PassSettings settings;
+  PassContext cx;
+  FxError err;
+} T;
+
+static T *t_new(void) {
+  T *t = calloc(1, sizeof *t);
+  t->m = ir_module_new("t");
+  t->c = ir_computation_new(t->m, "main");
+  t->c->is_entry = true;
+  t->m->entry = t->c;
+  t->sink.emit = log_emit;
+  t->sink.ctx = &t->log;
+  pass_settings_default(&t->settings);
+  t->cx.sink = &t->sink;
+  t->cx.device = device_default();
+  t->cx.settings = &t->settings;
+  t->cx.err = &t->err;
+  t->cx.pass = "test";
+  return t;
+}
+
+static void t_free(T *t) {
+  ir_module_free(t->m);
+  free(t);
+}
+
+static IrShape shp(T *t, IrType ty, int rank, int64_t d0, int64_t d1, int64_t d2) {
+  int64_t d[3] = {d0, d1, d2};
+  return ir_shape_array(&t->m->arena, ty, rank, d);
+}
+
+static IrInstr *param(T *t, const char *name, IrShape s) {
+  IrInstr *p = ir_instr_new(t->c, IR_OP_PARAMETER, &s, NULL, 0, name);
+  p->param_number = t->nparams;
+  IrInstr **np = arena_alloc(&t->m->arena, sizeof(IrInstr *) * (size_t)(t->nparams + 1));
+  if (t->nparams) memcpy(np, t->c->params, sizeof(IrInstr *) * (size_t)t->nparams);
+  np[t->nparams++] = p;
+  t->c->params = np;
+  t->c->nparams = t->nparams;
+  return p;
+}
+
+static IrInstr *op(T *t, IrOpcode o, const char *name, IrShape s, int n, ...) {
+  IrInstr *ops[8];
+  va_list ap;
+  va_start(ap, n);
+  for (int k = 0; k < n; k++) ops[k] = va_arg(ap, IrInstr *);
+  va_end(ap);
+  return ir_instr_new(t->c, o, &s, ops, n, name);
+}
+
+static IrComputation *add_reducer(T *t) {
+  IrComputation *r = ir_computation_new(t->m, "add_f32");
+  IrShape s = ir_shape_scalar(IR_F32);
+  IrInstr *a = ir_instr_new(r, IR_OP_PARAMETER, &s, NULL, 0, "ra");
+  IrInstr *b = ir_instr_new(r, IR_OP_PARAMETER, &s, NULL, 0, "rb");
+  a->param_number = 0;
+  b->param_number = 1;
+  r->params = arena_alloc(&t->m->arena, sizeof(IrInstr *) * 2);
+  r->params[0] = a;
+  r->params[1] = b;
+  r->nparams = 2;
+  IrInstr *ops[2] = {a, b};
+  ir_set_root(r, ir_instr_new(r, IR_OP_ADD, &s, ops, 2, "radd"));
+  /* Callees print before callers. */
+  IrModule *m = t->m;
+  memmove(&m->comps[1], &m->comps[0], sizeof(IrComputation *) * (size_t)(m->ncomps - 1));
+  m->comps[0] = r;
+  return r;
+}
+
+static IrInstr *reduce(T *t, const char *name, IrInstr *in, IrShape out, const char *dims) {
+  IrShape sc = ir_shape_scalar(IR_F32);
+  IrInstr *init = ir_constant_scalar(t->c, IR_F32, 0, "zero");
+  (void)sc;
+  IrInstr *r = op(t, IR_OP_REDUCE, name, out, 2, in, init);
+  ir_attr_set_text(r, "dimensions", dims);
+  IrComputation *red = ir_module_find_computation(t->m, "add_f32");
+  if (!red) red = add_reducer(t);
+  ir_attr_set_comp(r, "to_apply", red);
+  return r;
+}
+
+/* Structural checks every pass result must pass: users mirror operands, operands live in the same
+ * computation and come earlier, fusions call a body whose parameters match their operands. */
+static bool well_formed(const IrModule *m) {
+  for (int k = 0; k < m->ncomps; k++) {
+    const IrComputation *c = m->comps[k];
+    for (int j = 0; j < c->ninstrs; j++) {
+      const IrInstr *i = c->instrs[j];
+      if (i->dead || i->parent != c) return false;
+      for (int o = 0; o < i->noperands; o++) {
+        const IrInstr *x = i->operands[o];
+        if (!x || x->dead || x->parent != c) return false;
+        bool earlier = false;
+        for (int q = 0; q < j; q++) earlier = earlier || c->instrs[q] == x;
+        if (!earlier) return false;
+        bool back = false;
+        for (int u = 0; u < x->nusers; u++) back = back || x->users[u] == i;
+        if (!back) return false;
+      }
+      if (i->op == IR_OP_FUSION) {
+        IrComputation *fc = ir_fused_computation(i);
+        if (!fc || fc->nparams != i->noperands || !fc->root || fc->fusion_instr != i) return false;
+        for (int p = 0; p < fc->nparams; p++)
+          if (fc->params[p]->param_number != p || !ir_shape_equal(&fc->params[p]->shape, &i->operands[p]->shape))
+            return false;
+        if (fc->root->shape.type != IR_TUPLE && !ir_shape_equal(&fc->root->shape, &i->shape)) return false;
+      }
+    }
+    if (!c->root && c->ninstrs) return false;
+  }
+  return true;
+}
+
+static bool run_pass(T *t, const Pass *p) {
+  bool changed = false;
+  t->cx.pass = p->name;
+  bool ok = p->run(t->m, &t->cx, &changed);
+  return ok;
+}
+
+static int count_op(const IrComputation *c, IrOpcode o) {
+  int n = 0;
+  for (int k = 0; k < c->ninstrs; k++) n += c->instrs[k]->op == o;
+  return n;
+}
+
+#define F32V(t, n) shp(t, IR_F32, 1, n, 0, 0)
+#define F32M(t, a, b) shp(t, IR_F32, 2, a, b, 0)
+
+/* ---------- the graph edits ---------- */
+
+TEST(wrap_fuse_unfuse) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ADD, "add.2", F32V(t, 8), 2, a, x);
+  ir_set_root(t->c, b);
+  IrInstr *f = fusion_fuse(b, a);
+  CHECK(f != NULL);
+  CHECK_STR(f->name, "fusion");
+  CHECK_STR(ir_fusion_kind(f), "kLoop");
+  CHECK(t->c->root == f);
+  CHECK(f->noperands == 1 && f->operands[0] == x);
+  IrComputation *fc = ir_fused_computation(f);
+  CHECK_STR(fc->name, "fused_computation");
+  CHECK(a->parent == fc && b->parent == fc && fc->root == b);
+  CHECK(ir_module_find_instr(t->m, "negate.1") == a); /* names survive fusion */
+  CHECK(well_formed(t->m));
+  CHECK(fusion_unfuse(f));
+  CHECK(t->c->root == b && b->parent == t->c && a->parent == t->c);
+  CHECK(count_op(t->c, IR_OP_FUSION) == 0);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(duplicate_keeps_original_until_last_user) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a);
+  IrInstr *c = op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, a);
+  IrInstr *r = op(t, IR_OP_ADD, "add.4", F32V(t, 8), 2, b, c);
+  ir_set_root(t->c, r);
+  IrInstr *f1 = fusion_fuse(b, a);
+  CHECK(a->parent == t->c && a->nusers == 1 && a->users[0] == c); /* still used by sign.3 */
+  CHECK(ir_module_find_instr(t->m, "negate.1.clone") != NULL);
+  IrInstr *f2 = fusion_fuse(c, a);
+  CHECK(a->parent == ir_fused_computation(f2)); /* the last user takes the original */
+  CHECK(f1 != f2 && strcmp(f2->name, "fusion.1") == 0);
+  ir_computation_sort(t->c);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(multi_output_and_siblings) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a);
+  IrInstr *c = op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, x);
+  IrInstr *r = op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 3, a, b, c);
+  ir_set_root(t->c, r);
+  IrInstr *f = fusion_fuse_multi_output(b, a);
+  CHECK(f && f->shape.type == IR_TUPLE && f->shape.ntuple == 2);
+  CHECK(r->operands[0]->op == IR_OP_GET_TUPLE_ELEMENT && r->operands[0]->operands[0] == f);
+  IrInstr *g = fusion_merge_siblings(f, c, NULL);
+  CHECK(g == f && f->shape.ntuple == 3);
+  CHECK(r->operands[2]->op == IR_OP_GET_TUPLE_ELEMENT && r->operands[2]->operands[0] == f);
+  CHECK_STR(ir_attr_text(r->operands[2], "index"), "2");
+  CHECK(f->noperands == 1); /* x read once */
+  ir_computation_sort(t->c);
+  CHECK(well_formed(t->m));
+  CHECK(fusion_unfuse_all(t->m) == 1);
+  CHECK(r->operands[0] == a && r->operands[1] == b && r->operands[2] == c);
+  ir_computation_sort(t->c);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+/* ---------- instruction fusion: accepted ---------- */
+
+TEST(chain_fuses_into_one_kernel) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_EXP, "exponential.2", F32V(t, 8), 1, a);
+  IrInstr *c = op(t, IR_OP_MULTIPLY, "multiply.3", F32V(t, 8), 2, b, x);
+  ir_set_root(t->c, c);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+  CHECK(t->c->root->op == IR_OP_FUSION && ir_fused_computation(t->c->root)->ninstrs == 4);
+  const Rec *r = find(&t->log, "exponential.2", "multiply.3");
+  CHECK(r && r->accepted && strcmp(r->action, "fuse") == 0 && strcmp(r->result, "fusion") == 0);
+  r = find(&t->log, "negate.1", "exponential.2");
+  CHECK(r && r->accepted);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+/* ---------- not_fusible / custom_call ---------- */
+
+TEST(not_fusible_tuple_and_near_miss) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a);
+  IrInstr *tu = op(t, IR_OP_TUPLE, "tuple.3", ir_shape_scalar(IR_F32), 1, b);
+  ir_set_root(t->c, tu);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *r = find(&t->log, "abs.2", "tuple.3");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "not_fusible");
+  CHECK_CONTAINS(r ? r->detail : NULL, "tuple.3 is a tuple: a location in memory, not a kernel");
+  r = find(&t->log, "negate.1", "abs.2"); /* the near miss */
+  CHECK(r && r->accepted);
+  t_free(t);
+}
+
+TEST(custom_call_rng_and_near_miss) {
+  for (int lib = 1; lib >= 0; lib--) {
+    T *t = t_new();
+    t->settings.rng_is_library = lib;
+    IrInstr *lo = ir_constant_scalar(t->c, IR_F32, 0, "lo");
+    IrInstr *hi = ir_constant_scalar(t->c, IR_F32, 1, "hi");
+    IrInstr *g = op(t, IR_OP_RNG, "rng.1", F32V(t, 8), 2, lo, hi);
+    ir_attr_set_text(g, "distribution", "rng_uniform");
+    IrInstr *x = param(t, "x", F32V(t, 8));
+    IrInstr *a = op(t, IR_OP_ADD, "add.2", F32V(t, 8), 2, g, x);
+    ir_set_root(t->c, a);
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *r = find(&t->log, "rng.1", "add.2");
+    CHECK(r != NULL);
+    if (lib) {
+      CHECK(r && !r->accepted);
+      CHECK_STR(r ? r->reason : NULL, "custom_call");
+      CHECK_CONTAINS(r ? r->detail : NULL, "rng.1 is the cuRAND random-number kernel");
+      CHECK_CONTAINS(r ? r->suggestion : NULL, "precompute the random numbers");
+    } else {
+      CHECK(r && r->accepted);
+    }
+    t_free(t);
+  }
+}
+
+TEST(custom_call_target_named) {
+  T *t = t_new();
+  IrInstr *k = param(t, "key", shp(t, IR_U32, 1, 2, 0, 0));
+  IrInstr *cc = op(t, IR_OP_CUSTOM_CALL, "custom-call.1", shp(t, IR_U32, 1, 8, 0, 0), 1, k);
+  ir_attr_set_text(cc, "custom_call_target", "\"cu_threefry2x32\"");
+  IrInstr *s = op(t, IR_OP_SHRL, "shift-right-logical.2", shp(t, IR_U32, 1, 8, 0, 0), 2, cc, cc);
+  ir_set_root(t->c, s);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *r = find(&t->log, "custom-call.1", "shift-right-logical.2");
+  CHECK_STR(r ? r->reason : NULL, "custom_call");
+  CHECK_CONTAINS(r ? r->detail : NULL, "a custom call to cu_threefry2x32 (the random-number kernel)");
+  t_free(t);
+}
+
+/* ---------- expensive_duplication / expensive_reuse ---------- */
+
+static T *two_users(IrOpcode producer_op) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *p = op(t, producer_op, "p.1", F32V(t, 8), 1, x);
+  IrInstr *a = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, p);
+  IrInstr *b = op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, p);
+  /* Two kernels (a tuple fuses nothing), both reading p. */
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 2, a, b));
+  return t;
+}
+
+TEST(expensive_duplication_and_near_miss) {
+  T *t = two_users(IR_OP_LOG);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *r = find(&t->log, "p.1", "sign.3");
+  CHECK_STR(r ? r->reason : NULL, "code_duplication"); /* first run: one user only */
+  CHECK(metric(r, "users") == 2);
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  r = find(&t->log, "p.1", NULL);
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "expensive_duplication");
+  CHECK_CONTAINS(r ? r->detail : NULL, "p.1 is expensive (log) and has 2 users");
+  CHECK_CONTAINS(r ? r->suggestion : NULL, "`set expensive log off`");
+  t_free(t);
+  /* near miss: a cheap producer is duplicated into both */
+  t = two_users(IR_OP_NEGATE);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  r = find(&t->log, "p.1", "sign.3");
+  CHECK(r && r->accepted && strcmp(r->action, "duplicate") == 0);
+  CHECK(ir_module_find_instr(t->m, "p.1")->parent != t->c);
+  CHECK(well_formed(t->m));
+  t_free(t);
+  /* and the override: log marked cheap duplicates too */
+  t = two_users(IR_OP_LOG);
+  t->settings.expensive_override[IR_OP_LOG] = -1;
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  r = find(&t->log, "p.1", "sign.3");
+  CHECK(r && r->accepted);
+  t_free(t);
+}
+
+TEST(expensive_reuse_and_near_miss) {
+  for (int cheap = 0; cheap < 2; cheap++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 4));
+    IrInstr *p = op(t, cheap ? IR_OP_NEGATE : IR_OP_LOG, "p.1", F32V(t, 4), 1, x);
+    IrInstr *b = op(t, IR_OP_BROADCAST, "broadcast.2", F32M(t, 4, 16), 1, p);
+    ir_attr_set_text(b, "dimensions", "{0}");
+    ir_set_root(t->c, op(t, IR_OP_NEGATE, "negate.3", F32M(t, 4, 16), 1, b));
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *r = find(&t->log, "p.1", "broadcast.2");
+    CHECK(r != NULL);
+    if (!cheap) {
+      CHECK(r && !r->accepted);
+      CHECK_STR(r ? r->reason : NULL, "expensive_reuse");
+      CHECK(metric(r, "reuse") == 16);
+      CHECK_CONTAINS(r ? r->detail : NULL, "reads each of its elements 16 times");
+    } else {
+      CHECK(r && r->accepted);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- code_duplication: the paper's concatenate ---------- */
+
+static T *concat_two_users(int limit) {
+  T *t = t_new();
+  t->settings.concat_user_limit = limit;
+  IrInstr *x = param(t, "x", F32V(t, 4));
+  IrInstr *y = param(t, "y", F32V(t, 4));
+  IrInstr *c = op(t, IR_OP_CONCATENATE, "concatenate.12", F32V(t, 8), 2, x, y);
+  ir_attr_set_text(c, "dimensions", "{0}");
+  IrInstr *u1 = op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, c);
+  IrInstr *u2 = op(t, IR_OP_COS, "cosine.4", F32V(t, 8), 1, c);
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, u1, u2));
+  return t;
+}
+
+TEST(code_duplication_concat_and_near_miss) {
+  T *t = concat_two_users(1);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  const Rec *r = find(&t->log, "concatenate.12", NULL);
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "code_duplication");
+  CHECK_CONTAINS(r ? r->detail : NULL, "concatenate.12 has 2 users; fusing it would duplicate the concatenate into both; limit 1 user");
+  CHECK_CONTAINS(r ? r->suggestion : NULL, "`set dup_limit 3`");
+  CHECK(metric(r, "users") == 2 && metric(r, "limit") == 1);
+  t_free(t);
+  t = concat_two_users(3);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  r = find(&t->log, "concatenate.12", "cosine.4");
+  CHECK(r && r->accepted && strcmp(r->action, "duplicate") == 0);
+  CHECK_CONTAINS(r ? r->detail : NULL, "concatenate.12 is cheap and has 2 users: duplicated into cosine.4");
+  r = find(&t->log, "concatenate.12", "sign.3"); /* the last user takes the original */
+  CHECK(r && r->accepted && strcmp(r->action, "fuse") == 0);
+  CHECK(count_op(t->c, IR_OP_CONCATENATE) == 0);
+  CHECK(count_op(t->c, IR_OP_FUSION) == 2); /* the concatenate lives on in both kernels */
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(code_duplication_emitted_copies) {
+  /* A producer read through 16 different slices is emitted 16 times: over XLA's 15. */
+  for (int n = 15; n <= 16; n++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 64));
+    IrInstr *p = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 64), 1, x);
+    IrInstr *acc = NULL;
+    for (int k = 0; k < n; k++) {
+      IrInstr *s = op(t, IR_OP_SLICE, NULL, F32V(t, 4), 1, p);
+      char sl[32];
+      snprintf(sl, sizeof sl, "{[%d:%d]}", k * 4, k * 4 + 4);
+      ir_attr_set_text(s, "slice", sl);
+      acc = acc ? op(t, IR_OP_ADD, NULL, F32V(t, 4), 2, acc, s) : s;
+    }
+    ir_set_root(t->c, acc);
+    /* Fuse the slices and adds first (a fusion consumer with n reads of negate.1). */
+    IrInstr *f = fusion_wrap(t->c->root, NULL);
+    bool again = true;
+    while (again) {
+      again = false;
+      for (int o = 0; o < f->noperands; o++)
+        if (f->operands[o]->op != IR_OP_NEGATE && f->operands[o]->op != IR_OP_PARAMETER) {
+          fusion_fuse(f, f->operands[o]);
+          again = true;
+          break;
+        }
+    }
+    ir_computation_sort(t->c);
+    CHECK(f->noperands == 1 && f->operands[0] == p);
+    CHECK(fusion_emitted_copies(p, f) == n);
+    FusionVerdict v;
+    bool ok = fusion_should_fuse(p, f, &t->cx, true, &v);
+    if (n == 16) {
+      CHECK(!ok);
+      CHECK_STR(v.reason, "code_duplication");
+      CHECK_CONTAINS(v.detail, "would emit it 16 times (once per distinct index computation); limit 15 copies");
+    } else {
+      CHECK(ok);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- reductions ---------- */
+
+TEST(reduce_epilogue_and_near_miss) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32M(t, 4, 64));
+  IrInstr *n = op(t, IR_OP_NEGATE, "negate.1", F32M(t, 4, 64), 1, x);
+  IrInstr *r = reduce(t, "reduce.2", n, F32V(t, 4), "{1}");
+  ir_set_root(t->c, op(t, IR_OP_SQRT, "sqrt.3", F32V(t, 4), 1, r));
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *d = find(&t->log, "reduce.2", "sqrt.3");
+  CHECK(d && !d->accepted);
+  CHECK_STR(d ? d->reason : NULL, "reduce_epilogue");
+  CHECK_CONTAINS(d ? d->detail : NULL, "reduce.2 is a row reduction");
+  d = find(&t->log, "negate.1", "reduce.2"); /* near miss: into the reduction's input */
+  CHECK(d && d->accepted);
+  IrInstr *f = ir_module_find_instr(t->m, "fusion");
+  CHECK(f && strcmp(ir_fusion_kind(f), "kInput") == 0);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(reduce_into_reduce_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    int64_t d4[4] = {4, 16, 4, 16};
+    IrShape s4 = ir_shape_array(&t->m->arena, IR_F32, 4, d4);
+    IrInstr *x = param(t, "x", s4);
+    /* Reducing dims {0,2} of [4,16,4,16] keeps {1,3}: neither side is contiguous, so XLA emits
+     * a plain loop over 16 inputs per output. */
+    IrInstr *r1 = reduce(t, "reduce.1", x, F32M(t, 16, 16), "{0,2}");
+    IrInstr *c;
+    if (!near) c = reduce(t, "reduce.2", r1, F32V(t, 16), "{1}");
+    else c = op(t, IR_OP_NEGATE, "negate.2", F32M(t, 16, 16), 1, r1);
+    ir_set_root(t->c, c);
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *d = find(&t->log, "reduce.1", c->name);
+    CHECK(d != NULL);
+    if (!near) {
+      CHECK(d && !d->accepted);
+      CHECK_STR(d ? d->reason : NULL, "reduce_into_reduce");
+      CHECK(metric(d, "inputs_per_output") == 16);
+    } else {
+      CHECK(d && d->accepted);
+    }
+    t_free(t);
+  }
+}
+
+TEST(heavy_computation_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32M(t, 64, 64));
+    IrInstr *init = ir_constant_scalar(t->c, IR_F32, 0, "zero");
+    IrInstr *rw = op(t, IR_OP_REDUCE_WINDOW, "reduce-window.1", F32M(t, 16, 16), 2, x, init);
+    ir_attr_set_text(rw, "window", "{size=4x4 stride=4x4}");
+    IrInstr *c;
+    if (!near) {
+      c = op(t, IR_OP_BROADCAST, "broadcast.2", shp(t, IR_F32, 3, 16, 16, 8), 1, rw);
+      ir_attr_set_text(c, "dimensions", "{0,1}");
+    } else {
+      c = op(t, IR_OP_NEGATE, "negate.2", F32M(t, 16, 16), 1, rw);
+    }
+    ir_set_root(t->c, c);
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *d = find(&t->log, "reduce-window.1", c->name);
+    CHECK(d != NULL);
+    if (!near) {
+      CHECK_STR(d ? d->reason : NULL, "heavy_computation");
+      CHECK(metric(d, "inputs_per_output") == 16 && metric(d, "reuse") == 8 && metric(d, "limit") == 10);
+    } else {
+      CHECK(d && d->accepted);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- operand budget ---------- */
+
+TEST(operand_budget_and_near_miss) {
+  for (int budget = 64; budget <= 96; budget += 32) {
+    T *t = t_new();
+    t->settings.operand_budget = budget;
+    IrInstr *ops[70];
+    for (int k = 0; k < 70; k++) {
+      char nm[16];
+      snprintf(nm, sizeof nm, "p%d", k);
+      ops[k] = param(t, nm, F32V(t, 2));
+    }
+    IrInstr *n = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 2), 1, ops[0]);
+    ops[0] = n;
+    IrShape s = F32V(t, 140);
+    IrInstr *c = ir_instr_new(t->c, IR_OP_CONCATENATE, &s, ops, 70, "concatenate.2");
+    ir_attr_set_text(c, "dimensions", "{0}");
+    ir_set_root(t->c, op(t, IR_OP_ABS, "abs.3", F32V(t, 140), 1, c));
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *d = find(&t->log, "negate.1", "concatenate.2");
+    CHECK(d != NULL);
+    if (budget == 64) {
+      CHECK(d && !d->accepted);
+      CHECK_STR(d ? d->reason : NULL, "operand_budget");
+      CHECK(metric(d, "operands") == 71 && metric(d, "budget") == 64);
+      CHECK_CONTAINS(d ? d->detail : NULL, "71 operands and outputs; budget 64");
+      CHECK_CONTAINS(d ? d->suggestion : NULL, "`set operand_budget 96`");
+    } else {
+      CHECK(d && d->accepted);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- ir_size (the rule on two fused bodies) ---------- */
+
+static IrInstr *big_fusion(T *t, IrInstr *in, int body, const char *name) {
+  IrInstr *n = op(t, IR_OP_NEGATE, name, F32V(t, 4), 1, in);
+  IrInstr *f = fusion_wrap(n, NULL);
+  IrComputation *fc = ir_fused_computation(f);
+  IrInstr *cur = fc->root;
+  IrShape s = F32V(t, 4);
+  for (int k = 1; k < body; k++) cur = ir_instr_new(fc, IR_OP_NEGATE, &s, &cur, 1, NULL);
+  ir_set_root(fc, cur);
+  return f;
+}
+
+TEST(ir_size_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 4));
+    IrInstr *p = big_fusion(t, x, 5001, "negate.p");
+    IrInstr *c = big_fusion(t, p, near ? 4999 : 5000, "negate.c");
+    ir_set_root(t->c, c);
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    bool ok = fusion_check_too_large(p, c, &t->cx, false, &v);
+    if (!near) {
+      CHECK(!ok);
+      CHECK_STR(v.reason, "ir_size");
+      CHECK_CONTAINS(v.detail, "a body of 10001 instructions; limit 10000");
+    } else {
+      CHECK(ok);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- registers (the ptxas hook) ---------- */
+
+static int fake_regs;
+static bool fake_hook(void *ctx, const IrComputation *body, int *regs, int *spills) {
+  (void)ctx;
+  *regs = fake_regs + body->ninstrs - body->ninstrs;
+  *spills = 0;
+  return true;
+}
+
+TEST(registers_and_near_miss) {
+  FusionVerdict v;
+  CHECK_CONTAINS(fusion_registers_note(), "not checked");
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 8));
+    IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+    ir_set_root(t->c, op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a));
+    fake_regs = near ? 64 : 300;
+    fusion_set_register_hook(fake_hook, NULL);
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    fusion_set_register_hook(NULL, NULL);
+    const Rec *d = find(&t->log, "negate.1", "abs.2");
+    if (!near) {
+      CHECK(d && !d->accepted);
+      CHECK_STR(d ? d->reason : NULL, "registers");
+      CHECK(metric(d, "registers") == 300 && metric(d, "limit") == 255);
+      CHECK_CONTAINS(d ? d->detail : NULL, "ptxas needs 300 registers per thread");
+    } else {
+      CHECK(d && d->accepted && metric(d, "registers") == 64);
+    }
+    t_free(t);
+  }
+  (void)v;
+}
+
+/* ---------- root / in_place / policy ---------- */
+
+TEST(root_and_near_miss) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a);
+  op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, b); /* reads the root */
+  ir_set_root(t->c, b);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *d = find(&t->log, "abs.2", "sign.3");
+  CHECK(d && !d->accepted);
+  CHECK_STR(d ? d->reason : NULL, "root");
+  d = find(&t->log, "negate.1", "abs.2");
+  CHECK(d && d->accepted);
+  t_free(t);
+}
+
+TEST(in_place_and_near_miss) {
+  T *t = t_new();
+  IrInstr *buf = param(t, "buf", F32V(t, 64));
+  IrInstr *upd = param(t, "upd", F32V(t, 4));
+  IrInstr *i0 = param(t, "i", shp(t, IR_S32, 0, 0, 0, 0));
+  IrInstr *nb = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 64), 1, buf);
+  IrInstr *nu = op(t, IR_OP_ABS, "abs.2", F32V(t, 4), 1, upd);
+  IrInstr *d = op(t, IR_OP_DYNAMIC_UPDATE_SLICE, "dynamic-update-slice.3", F32V(t, 64), 3, nb, nu, i0);
+  ir_set_root(t->c, d);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *r = find(&t->log, "negate.1", "dynamic-update-slice.3");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "in_place");
+  r = find(&t->log, "abs.2", "dynamic-update-slice.3");
+  CHECK(r && r->accepted);
+  t_free(t);
+}
+
+TEST(policy_pass_off_and_near_miss) {
+  T *t = two_users(IR_OP_NEGATE);
+  snprintf(t->settings.disabled_passes, sizeof t->settings.disabled_passes, "instruction-fusion");
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  CHECK(t->log.n == 1);
+  CHECK_STR(t->log.r[0].reason, "policy");
+  CHECK_CONTAINS(t->log.r[0].suggestion, "`set pass instruction-fusion on`");
+  CHECK(count_op(t->c, IR_OP_FUSION) == 0);
+  t->settings.disabled_passes[0] = 0;
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  CHECK(count_op(t->c, IR_OP_FUSION) > 0);
+  t_free(t);
+}
+
+TEST(vocabulary_complete) {
+  int n = 0;
+  while (fusion_reason_codes[n]) n++;
+  CHECK(n == 20);
+  CHECK_STR(fusion_reason_codes[0], "not_fusible");
+  CHECK_STR(fusion_reason_codes[19], "policy");
+}
+
+int main(void) {
+  RUN(wrap_fuse_unfuse);
+  RUN(duplicate_keeps_original_until_last_user);
+  RUN(multi_output_and_siblings);
+  RUN(chain_fuses_into_one_kernel);
+  RUN(not_fusible_tuple_and_near_miss);
+  RUN(custom_call_rng_and_near_miss);
+  RUN(custom_call_target_named);
+  RUN(expensive_duplication_and_near_miss);
+  RUN(expensive_reuse_and_near_miss);
+  RUN(code_duplication_concat_and_near_miss);
+  RUN(code_duplication_emitted_copies);
+  RUN(reduce_epilogue_and_near_miss);
+  RUN(reduce_into_reduce_and_near_miss);
+  RUN(heavy_computation_and_near_miss);
+  RUN(operand_budget_and_near_miss);
+  RUN(ir_size_and_near_miss);
+  RUN(registers_and_near_miss);
+  RUN(root_and_near_miss);
+  RUN(in_place_and_near_miss);
+  RUN(policy_pass_off_and_near_miss);
+  RUN(vocabulary_complete);
+  return check_summary();
+}
