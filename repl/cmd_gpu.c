@@ -1,6 +1,141 @@
-/* cmd_gpu.c — the gpu commands of the shell. */
+/* cmd_gpu.c — the gpu commands of the shell: `devices`, `set gpu_arch`, `show gpu_arch`.
+ *
+ * `devices` asks the driver (runtime/cuda_driver.c) for the GPUs and prints their properties, or
+ * says plainly why there is none: no driver (the dlopen error), cuInit's error, or no device. It
+ * also says what NVRTC can do on this machine, since kernels compile without a GPU.
+ * `set gpu_arch sm_XX` picks the architecture NVRTC compiles kernels for (`auto`: the live
+ * device's, else sm_75, the paper's RTX 2080 Ti). */
+#include <stdio.h>
+#include <string.h>
+
+#include "json.h"
 #include "session.h"
+#include "../runtime/cuda_driver.h"
+#include "../runtime/cuda_nvrtc.h"
+
+#define MAX_GPUS 16
+
+static void print_device_text(FILE *f, const CudaDeviceInfo *d) {
+  fprintf(f, "GPU %d: %s\n", d->ordinal, d->name);
+  fprintf(f, "  compute capability  %d.%d (sm_%d%d)\n", d->cc_major, d->cc_minor, d->cc_major, d->cc_minor);
+  fprintf(f, "  SMs                 %d\n", d->sm_count);
+  fprintf(f, "  memory              %.1f GiB\n", (double)d->total_mem / (1024.0 * 1024.0 * 1024.0));
+  fprintf(f, "  shared memory       %d KiB per block, %d KiB per SM\n", d->shared_per_block / 1024,
+          d->shared_per_sm / 1024);
+  fprintf(f, "  registers           %d per block, %d per SM\n", d->regs_per_block, d->regs_per_sm);
+  fprintf(f, "  threads             %d per block, %d per SM\n", d->max_threads_per_block, d->max_threads_per_sm);
+  fprintf(f, "  clocks              %d MHz core, %d MHz memory, %d-bit bus\n", d->clock_khz / 1000,
+          d->mem_clock_khz / 1000, d->bus_width_bits);
+}
+
+static void nvrtc_line(FILE *f) {
+  if (cuda_nvrtc_built_in())
+    fprintf(f, "NVRTC %s compiles kernels for %s (set gpu_arch to change)\n", cuda_nvrtc_version(),
+            cuda_nvrtc_default_arch());
+  else
+    fprintf(f, "NVRTC: not available (fxplain was built without the CUDA toolkit)\n");
+}
+
+static bool cmd_devices(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (argc != 1) return fx_error_set(err, NULL, 0, 0, "usage: devices");
+  CudaDeviceInfo devs[MAX_GPUS];
+  FxError why;
+  fx_error_clear(&why);
+  int n = cuda_device_list(devs, MAX_GPUS, &why);
+  if (n == 0) fx_error_set(&why, NULL, 0, 0, "the NVIDIA driver found no CUDA device");
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_key(&w, "gpus");
+    json_array_begin(&w);
+    for (int i = 0; i < n; i++) {
+      const CudaDeviceInfo *d = &devs[i];
+      char arch[16];
+      snprintf(arch, sizeof arch, "sm_%d%d", d->cc_major, d->cc_minor);
+      json_object_begin(&w);
+      json_kv_int(&w, "ordinal", d->ordinal);
+      json_kv_str(&w, "name", d->name);
+      json_kv_str(&w, "arch", arch);
+      json_kv_int(&w, "sms", d->sm_count);
+      json_kv_int(&w, "memory_bytes", (long long)d->total_mem);
+      json_kv_int(&w, "shared_memory_per_block", d->shared_per_block);
+      json_kv_int(&w, "shared_memory_per_sm", d->shared_per_sm);
+      json_kv_int(&w, "registers_per_block", d->regs_per_block);
+      json_kv_int(&w, "registers_per_sm", d->regs_per_sm);
+      json_kv_int(&w, "max_threads_per_block", d->max_threads_per_block);
+      json_object_end(&w);
+    }
+    json_array_end(&w);
+    if (n <= 0) json_kv_str(&w, "reason", why.msg);
+    json_kv_str(&w, "driver", n >= 0 ? "loaded" : "unavailable");
+    json_kv_int(&w, "driver_version", cuda_driver_version());
+    json_kv_str(&w, "nvrtc", cuda_nvrtc_built_in() ? cuda_nvrtc_version() : NULL);
+    json_kv_str(&w, "gpu_arch", cuda_nvrtc_default_arch());
+    json_object_end(&w);
+    return true;
+  }
+  if (n <= 0) {
+    fprintf(s->out, "no GPU found: %s\n", why.msg);
+    fprintf(s->out, "fxplain runs on the CPU here; ");
+    nvrtc_line(s->out);
+    return true;
+  }
+  int v = cuda_driver_version();
+  fprintf(s->out, "CUDA driver %d.%d, %d GPU%s\n", v / 1000, (v % 1000) / 10, n, n == 1 ? "" : "s");
+  for (int i = 0; i < n; i++) print_device_text(s->out, &devs[i]);
+  nvrtc_line(s->out);
+  return true;
+}
+
+static bool cmd_set_gpu_arch(Session *s, int argc, char **argv, FxError *err) {
+  if (argc != 2) return fx_error_set(err, NULL, 0, 0, "usage: set gpu_arch sm_XX | auto");
+  if (!cuda_nvrtc_set_arch(argv[1], err)) return false;
+  if (!s->json) fprintf(s->out, "gpu_arch = %s\n", cuda_nvrtc_default_arch());
+  else {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "gpu_arch", cuda_nvrtc_default_arch());
+    json_object_end(&w);
+  }
+  return true;
+}
+
+static bool cmd_show_gpu_arch(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (argc != 1) return fx_error_set(err, NULL, 0, 0, "usage: show gpu_arch");
+  char list[1024];
+  cuda_nvrtc_supported_archs(list, sizeof list);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "gpu_arch", cuda_nvrtc_default_arch());
+    json_kv_str(&w, "supported", list);
+    json_object_end(&w);
+    return true;
+  }
+  fprintf(s->out, "gpu_arch = %s\n", cuda_nvrtc_default_arch());
+  if (list[0]) fprintf(s->out, "NVRTC %s supports: %s\n", cuda_nvrtc_version(), list);
+  return true;
+}
 
 const ReplCommand repl_cmds_gpu[] = {
+    {"devices", "devices", "list the NVIDIA GPUs (or say why there is none)",
+     "devices\n"
+     "  Lists every GPU the CUDA driver reports: name, compute capability, SMs, memory, shared\n"
+     "  memory and registers per block and per SM, threads. Without a GPU it says why: no driver\n"
+     "  (libcuda.so.1 could not be loaded), cuInit's error, or no device. Kernels still compile\n"
+     "  with NVRTC for the architecture `set gpu_arch` names.",
+     cmd_devices},
+    {"set-gpu_arch", "set gpu_arch sm_XX | auto", NULL,
+     "set gpu_arch sm_XX | auto\n"
+     "  The architecture NVRTC compiles kernels for (sm_75, sm_80, sm_90, ...). auto: the GPU's own,\n"
+     "  else sm_75 (the paper's RTX 2080 Ti).",
+     cmd_set_gpu_arch},
+    {"show-gpu_arch", "show gpu_arch", NULL, "show gpu_arch\n  The architecture kernels compile for, and NVRTC's list.",
+     cmd_show_gpu_arch},
     {0},
 };
