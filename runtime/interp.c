@@ -374,7 +374,7 @@ static bool op_concatenate(const IrInstr *i, RtTensor **ops, int nops, RtTensor 
 }
 
 static bool parse_padding(const IrInstr *i, int rank, int64_t *lo, int64_t *hi, int64_t *in) {
-  const char *t = ir_attr_text(i, "padding_config");
+  const char *t = (ir_attr_text(i, "padding") ? ir_attr_text(i, "padding") : ir_attr_text(i, "padding_config"));
   if (!t) return false;
   for (int d = 0; d < rank; d++) {
     char *e;

@@ -203,7 +203,7 @@ TEST(pad_negative_and_interior) {
   /* lo=-1, hi=1, interior=1: [1,2,3] -> [1,9,2,9,3] -> drop first -> [9,2,9,3,9] */
   IrShape o = shp(IR_S32, 1, 5, 0);
   IrInstr *p = op2(C, IR_OP_PAD, o, a, z);
-  ir_attr_set_text(p, "padding_config", "-1_1_1");
+  ir_attr_set_text(p, "padding", "-1_1_1");
   double av[3] = {1, 2, 3};
   RtTensor *x = vec(IR_S32, 3, av);
   FxError e = {0};

@@ -1,0 +1,718 @@
+/* cpu.c — the native CPU backend, and the interpreter wrapped as a backend.
+ *
+ * prepare: every kernel of the given modules (fusions and unfused compute ops in the entry and in
+ * while/call/conditional bodies) goes through the emitter (emit.c) into ONE C translation unit;
+ * identical kernels (same generated text, e.g. a fusion unchanged between two stages) appear once.
+ * The unit is compiled with the system C compiler (-O3 -march=native -fPIC -shared) into a shared
+ * object cached in the user's cache directory under the hash of its source and flags, written
+ * atomically (temporary file + rename), and loaded with dlopen; an entry that fails to load or
+ * lacks its marker symbol is treated as corrupt and rebuilt. Kernels the emitter does not generate
+ * (gather, scatter, sort, convolution, rng, custom calls) run on the interpreter's implementation;
+ * dot goes to OpenBLAS (cblas_sgemm/dgemm) when the shapes allow.
+ *
+ * run: the interpreter's walker drives the module (while loops, calls and conditionals from the
+ * host); a hook takes over every kernel: it allocates the outputs, launches the compiled parts
+ * (the outer loop split across threads when the kernel is large enough to pay), and records
+ * launches, bytes and time per kernel. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef FXPLAIN_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+#include "backend.h"
+#include "emit.h"
+
+typedef void (*KernelFn)(char *const *bufs, int64_t lo, int64_t hi);
+
+typedef enum { K_GENERATED, K_BLAS, K_INTERP } KernelHow;
+
+typedef struct {
+  const IrInstr *instr;
+  KernelHow how;
+  char sym[40];         /* fx_<hash> */
+  int nparts;
+  KernelFn fns[EMIT_MAX_PARTS];
+  int64_t outer[EMIT_MAX_PARTS], count[EMIT_MAX_PARTS];
+  int stat;             /* index into the run's stats, -1 before the first launch */
+  char why[200];        /* why it is interpreted */
+} CpuKernel;
+
+typedef struct {
+  char cache[512];
+  CpuOptions opt;
+  char cc[128], flags[256];
+  int threads;
+  /* kernels keyed by instruction */
+  const IrInstr **keys;
+  CpuKernel **vals;
+  size_t cap, n;
+  void **handles;
+  int nhandles, caphandles;
+  EmitBuf last_source;
+  int compiled, cached, nkernels, ninterp;
+  /* during a run */
+  RtRunStats *stats;
+  bool interp_only;
+} CpuBackend;
+
+/* ---------- stats ---------- */
+
+void rt_run_stats_free(RtRunStats *s) {
+  fx_free(s->kernels);
+  memset(s, 0, sizeof *s);
+}
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static RtKernelStat *stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
+  if (!s) return NULL;
+  int idx = k ? k->stat : -1;
+  if (idx < 0 || idx >= s->nkernels || s->kernels[idx].instr != i) {
+    idx = -1;
+    for (int q = 0; q < s->nkernels; q++)
+      if (s->kernels[q].instr == i) idx = q;
+    if (idx < 0) {
+      if (s->nkernels == s->cap) {
+        int nc = s->cap ? s->cap * 2 : 32;
+        RtKernelStat *nk = fx_realloc(s->kernels, sizeof *nk * (size_t)nc);
+        if (!nk) return NULL;
+        s->kernels = nk;
+        s->cap = nc;
+      }
+      idx = s->nkernels++;
+      memset(&s->kernels[idx], 0, sizeof s->kernels[idx]);
+      s->kernels[idx].instr = i;
+    }
+    if (k) k->stat = idx;
+  }
+  return &s->kernels[idx];
+}
+
+/* ---------- kernel map ---------- */
+
+static size_t hptr(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 31;
+  x *= 0x9E3779B97F4A7C15ULL;
+  return (size_t)(x ^ (x >> 29));
+}
+
+static CpuKernel *kmap_get(CpuBackend *b, const IrInstr *i) {
+  if (!b->cap) return NULL;
+  for (size_t h = hptr(i) & (b->cap - 1);; h = (h + 1) & (b->cap - 1)) {
+    if (b->keys[h] == i) return b->vals[h];
+    if (!b->keys[h]) return NULL;
+  }
+}
+
+static bool kmap_put(CpuBackend *b, const IrInstr *i, CpuKernel *k) {
+  if ((b->n + 1) * 2 > b->cap) {
+    size_t nc = b->cap ? b->cap * 2 : 256;
+    const IrInstr **nk = fx_calloc(nc, sizeof *nk);
+    CpuKernel **nv = fx_calloc(nc, sizeof *nv);
+    if (!nk || !nv) {
+      fx_free(nk);
+      fx_free(nv);
+      return false;
+    }
+    for (size_t q = 0; q < b->cap; q++)
+      if (b->keys[q]) {
+        size_t h = hptr(b->keys[q]) & (nc - 1);
+        while (nk[h]) h = (h + 1) & (nc - 1);
+        nk[h] = b->keys[q];
+        nv[h] = b->vals[q];
+      }
+    fx_free(b->keys);
+    fx_free(b->vals);
+    b->keys = nk;
+    b->vals = nv;
+    b->cap = nc;
+  }
+  size_t h = hptr(i) & (b->cap - 1);
+  while (b->keys[h] && b->keys[h] != i) h = (h + 1) & (b->cap - 1);
+  if (!b->keys[h]) b->n++;
+  else fx_free(b->vals[h]);
+  b->keys[h] = i;
+  b->vals[h] = k;
+  return true;
+}
+
+/* ---------- cache directory ---------- */
+
+static bool mkdir_p(const char *path) {
+  char tmp[512];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
+      *p = '/';
+    }
+  return mkdir(tmp, 0700) == 0 || errno == EEXIST;
+}
+
+bool cpu_resolve_cache_dir(char *out, size_t n, FxError *err) {
+  const char *e = getenv("FXPLAIN_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  if (e && *e) snprintf(out, n, "%s", e);
+  else if (x && *x) snprintf(out, n, "%s/fxplain", x);
+  else if (h && *h) snprintf(out, n, "%s/.cache/fxplain", h);
+  else snprintf(out, n, "/tmp/fxplain-cache-%d", (int)geteuid());
+  if (!mkdir_p(out)) return fx_error_set(err, out, 0, 0, "cannot create the kernel cache directory: %s", strerror(errno));
+  struct stat st;
+  if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
+    return fx_error_set(err, out, 0, 0, "the kernel cache path is not a directory");
+  if (st.st_uid != geteuid() || (st.st_mode & 022))
+    return fx_error_set(err, out, 0, 0,
+                        "the kernel cache directory is writable by others or not yours; fxplain loads code from it, "
+                        "so it refuses (chmod 700 it, or set FXPLAIN_CACHE_DIR)");
+  return true;
+}
+
+/* ---------- compiling ---------- */
+
+static uint64_t fnv(const char *s, size_t n, uint64_t h) {
+  for (size_t k = 0; k < n; k++) {
+    h ^= (unsigned char)s[k];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+static bool write_file_atomic(const char *path, const char *data, size_t n, FxError *err) {
+  char tmp[640];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return fx_error_set(err, tmp, 0, 0, "cannot write: %s", strerror(errno));
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = write(fd, data + off, n - off);
+    if (w <= 0) {
+      close(fd);
+      unlink(tmp);
+      return fx_error_set(err, tmp, 0, 0, "write failed: %s", strerror(errno));
+    }
+    off += (size_t)w;
+  }
+  if (close(fd) != 0 || rename(tmp, path) != 0) {
+    unlink(tmp);
+    return fx_error_set(err, path, 0, 0, "cannot write: %s", strerror(errno));
+  }
+  return true;
+}
+
+/* Runs the compiler without a shell; its messages go to logpath. */
+static bool run_compiler(CpuBackend *b, const char *src, const char *so, const char *logpath, FxError *err) {
+  char flags[256];
+  snprintf(flags, sizeof flags, "%s", b->flags);
+  char *argv[48];
+  int argc = 0;
+  argv[argc++] = b->cc;
+  for (char *t = strtok(flags, " "); t && argc < 36; t = strtok(NULL, " ")) argv[argc++] = t;
+  char *fixed[] = {"-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno", "-w", "-o", (char *)so, (char *)src, "-lm"};
+  for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) argv[argc++] = fixed[k];
+  argv[argc] = NULL;
+  pid_t pid = fork();
+  if (pid < 0) return fx_error_set(err, NULL, 0, 0, "cannot start the C compiler: %s", strerror(errno));
+  if (pid == 0) {
+    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  int status;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return fx_error_set(err, NULL, 0, 0, "waiting for the C compiler failed");
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  char msg[400] = "";
+  FILE *f = fopen(logpath, "r");
+  if (f) {
+    size_t n = fread(msg, 1, sizeof msg - 1, f);
+    msg[n] = 0;
+    fclose(f);
+  }
+  return fx_error_set(err, NULL, 0, 0, "the C compiler (%s) failed on generated kernels (%s): %s", b->cc, src, msg);
+}
+
+static bool load_unit(CpuBackend *b, const char *so, const char *marker, void **out) {
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return false;
+  if (!dlsym(h, marker)) {
+    dlclose(h);
+    return false;
+  }
+  *out = h;
+  (void)b;
+  return true;
+}
+
+/* Compiles (or finds in the cache) the unit in src; returns its handle. */
+static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void **handle, FxError *err) {
+  char base[600], cpath[640], so[640], log[640], tmpso[680], marker[64];
+  snprintf(base, sizeof base, "%s/fx_%016llx", b->cache, (unsigned long long)hash);
+  snprintf(cpath, sizeof cpath, "%s.c", base);
+  snprintf(so, sizeof so, "%s.so", base);
+  snprintf(log, sizeof log, "%s.log", base);
+  snprintf(marker, sizeof marker, "fx_unit_%016llx", (unsigned long long)hash);
+  if (access(so, R_OK) == 0) {
+    if (load_unit(b, so, marker, handle)) {
+      b->cached++;
+      return true;
+    }
+    unlink(so); /* corrupt or stale: rebuild */
+  }
+  if (!write_file_atomic(cpath, src->s, src->len, err)) return false;
+  snprintf(tmpso, sizeof tmpso, "%s.so.tmp.%d", base, (int)getpid());
+  if (!run_compiler(b, cpath, tmpso, log, err)) {
+    unlink(tmpso);
+    return false;
+  }
+  if (rename(tmpso, so) != 0) {
+    unlink(tmpso);
+    return fx_error_set(err, so, 0, 0, "cannot store the compiled kernels: %s", strerror(errno));
+  }
+  unlink(log);
+  if (!load_unit(b, so, marker, handle))
+    return fx_error_set(err, so, 0, 0, "cannot load the compiled kernels: %s", dlerror());
+  b->compiled++;
+  return true;
+}
+
+/* ---------- prepare ---------- */
+
+static bool blas_dot_ok(const IrInstr *i);
+
+static void collect_comps(const IrComputation *c, const IrComputation **out, int *n, int max) {
+  for (int k = 0; k < *n; k++)
+    if (out[k] == c) return;
+  if (*n >= max) return;
+  out[(*n)++] = c;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *i = c->instrs[k];
+    if (i->op != IR_OP_WHILE && i->op != IR_OP_CALL && i->op != IR_OP_CONDITIONAL) continue;
+    IrComputation *called[64];
+    int nc = ir_called_computations(i, called, 64);
+    for (int q = 0; q < nc; q++) collect_comps(called[q], out, n, max);
+  }
+}
+
+typedef struct {
+  uint64_t h;
+} SeenHash;
+
+static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxError *err) {
+  CpuBackend *b = vb;
+  b->compiled = b->cached = b->nkernels = b->ninterp = 0;
+  EmitBuf unit;
+  emit_buf_init(&unit);
+  emit_prelude(&unit, EMIT_TARGET_C);
+  SeenHash *seen = NULL;
+  int nseen = 0, capseen = 0;
+  CpuKernel **pending = NULL;
+  int npending = 0, cappending = 0;
+  bool ok = true;
+  EmitBuf kb;
+  emit_buf_init(&kb);
+  EmitKernel *ek = fx_malloc(sizeof *ek);
+  if (!ek) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+  for (int m = 0; ok && m < nmods; m++) {
+    const IrComputation *comps[256];
+    int nc = 0;
+    if (!mods[m]->entry) continue;
+    collect_comps(mods[m]->entry, comps, &nc, 256);
+    for (int c = 0; ok && c < nc; c++) {
+      for (int q = 0; ok && q < comps[c]->ninstrs; q++) {
+        const IrInstr *i = comps[c]->instrs[q];
+        if (rt_instr_is_free(i) || kmap_get(b, i)) continue;
+        CpuKernel *k = fx_calloc(1, sizeof *k);
+        if (!k || !kmap_put(b, i, k)) {
+          fx_free(k);
+          ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+          break;
+        }
+        k->instr = i;
+        k->stat = -1;
+        b->nkernels++;
+        if (b->interp_only) {
+          k->how = K_INTERP;
+          continue;
+        }
+        if (i->op == IR_OP_DOT && blas_dot_ok(i)) {
+          k->how = K_BLAS;
+          continue;
+        }
+        FxError why = {0};
+        if (!emit_kernel_init(ek, i, &why)) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "%.199s", why.msg);
+          b->ninterp++;
+          continue;
+        }
+        /* generate under a placeholder name, name it by the hash of its text */
+        snprintf(ek->name, sizeof ek->name, "fxK");
+        kb.len = 0;
+        if (kb.s) kb.s[0] = 0;
+        bool gok = emit_globals(&kb, ek, EMIT_TARGET_C, &why);
+        for (int p = 0; gok && p < ek->nparts; p++) gok = emit_c_wrapper(&kb, ek, p, &why);
+        if (!gok || kb.oom) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "%.199s", why.msg);
+          b->ninterp++;
+          continue;
+        }
+        uint64_t h = fnv(kb.s, kb.len, 0xcbf29ce484222325ULL);
+        k->how = K_GENERATED;
+        snprintf(k->sym, sizeof k->sym, "fx_%016llx", (unsigned long long)h);
+        k->nparts = ek->nparts;
+        for (int p = 0; p < ek->nparts; p++) {
+          k->outer[p] = ek->parts[p].rank ? ek->parts[p].dims[0] : 1;
+          k->count[p] = ek->parts[p].count;
+        }
+        if (npending == cappending) {
+          int ncap = cappending ? cappending * 2 : 64;
+          CpuKernel **np = fx_realloc(pending, sizeof *np * (size_t)ncap);
+          if (!np) {
+            ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+            break;
+          }
+          pending = np;
+          cappending = ncap;
+        }
+        pending[npending++] = k;
+        bool dup = false;
+        for (int s = 0; s < nseen; s++)
+          if (seen[s].h == h) dup = true;
+        if (dup) continue;
+        if (nseen == capseen) {
+          int ncap = capseen ? capseen * 2 : 64;
+          SeenHash *ns = fx_realloc(seen, sizeof *ns * (size_t)ncap);
+          if (!ns) {
+            ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+            break;
+          }
+          seen = ns;
+          capseen = ncap;
+        }
+        seen[nseen++].h = h;
+        /* the only user text in the unit: the sanitized instruction name, in a comment */
+        char san[120];
+        emit_sanitize(i->name, san, sizeof san);
+        emit_printf(&unit, "/* kernel %s */\n", san);
+        /* replace the placeholder */
+        const char *p = kb.s;
+        for (const char *f; (f = strstr(p, "fxK")) != NULL; p = f + 3) {
+          emit_printf(&unit, "%.*s%s", (int)(f - p), p, k->sym);
+        }
+        emit_printf(&unit, "%s", p);
+      }
+    }
+  }
+  uint64_t uh = 0;
+  if (ok && nseen > 0) {
+    uh = fnv(unit.s, unit.len, 0xcbf29ce484222325ULL);
+    uh = fnv(b->cc, strlen(b->cc), uh);
+    uh = fnv(b->flags, strlen(b->flags), uh);
+    emit_printf(&unit, "int fx_unit_%016llx(void) { return 1; }\n", (unsigned long long)uh);
+    if (unit.oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating kernels");
+    void *h = NULL;
+    if (ok) ok = compile_unit(b, &unit, uh, &h, err);
+    if (ok) {
+      if (b->nhandles == b->caphandles) {
+        int nc = b->caphandles ? b->caphandles * 2 : 8;
+        void **nh = fx_realloc(b->handles, sizeof *nh * (size_t)nc);
+        if (nh) {
+          b->handles = nh;
+          b->caphandles = nc;
+        }
+      }
+      if (b->nhandles < b->caphandles) b->handles[b->nhandles++] = h;
+      for (int q = 0; ok && q < npending; q++) {
+        CpuKernel *k = pending[q];
+        for (int p = 0; p < k->nparts; p++) {
+          char sym[64];
+          snprintf(sym, sizeof sym, "%s_p%d", k->sym, p);
+          void *fn = dlsym(h, sym);
+          if (!fn) {
+            ok = fx_error_set(err, NULL, 0, 0, "compiled kernels lack %s", sym);
+            break;
+          }
+          memcpy(&k->fns[p], &fn, sizeof fn);
+        }
+      }
+    }
+  }
+  if (!ok) /* kernels not compiled must not be launched */
+    for (int q = 0; q < npending; q++) pending[q]->how = K_INTERP;
+  emit_buf_free(&b->last_source);
+  b->last_source = unit;
+  emit_buf_free(&kb);
+  fx_free(ek);
+  fx_free(seen);
+  fx_free(pending);
+  return ok;
+}
+
+/* ---------- launching ---------- */
+
+typedef struct {
+  KernelFn fn;
+  char *const *bufs;
+  int64_t lo, hi;
+} Slice;
+
+static void *slice_main(void *p) {
+  Slice *s = p;
+  s->fn(s->bufs, s->lo, s->hi);
+  return NULL;
+}
+
+static void launch_part(CpuBackend *b, KernelFn fn, char *const *bufs, int64_t outer, int64_t count) {
+  int nt = b->threads;
+  /* threads pay off only for big kernels: thread start-up is ~20 us */
+  if (nt > 1 && count >= (1 << 18) && outer >= nt) {
+    pthread_t th[64];
+    Slice sl[64];
+    if (nt > 64) nt = 64;
+    int started = 0;
+    for (int t = 0; t < nt; t++) {
+      sl[t].fn = fn;
+      sl[t].bufs = bufs;
+      sl[t].lo = outer * t / nt;
+      sl[t].hi = outer * (t + 1) / nt;
+    }
+    for (int t = 1; t < nt; t++) {
+      if (pthread_create(&th[t], NULL, slice_main, &sl[t]) != 0) break;
+      started = t;
+    }
+    fn(bufs, sl[0].lo, sl[0].hi);
+    for (int t = started + 1; t < nt; t++) fn(bufs, sl[t].lo, sl[t].hi); /* threads that did not start */
+    for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
+    return;
+  }
+  fn(bufs, 0, outer);
+}
+
+static bool blas_dot_ok(const IrInstr *i) {
+#ifdef FXPLAIN_HAVE_BLAS
+  IrDotDims dd;
+  if (!ir_dot_dims(i, &dd)) return false;
+  const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
+  IrType t = i->shape.type;
+  if ((t != IR_F32 && t != IR_F64) || a->type != t || b->type != t) return false;
+  if (dd.nlhs_contract != 1 || dd.nrhs_contract != 1) return false;
+  int nb = dd.nlhs_batch;
+  if (nb > 1 || a->rank != 2 + nb || b->rank != 2 + nb) return false;
+  if (nb == 1 && (dd.lhs_batch[0] != 0 || dd.rhs_batch[0] != 0)) return false;
+  if (dd.lhs_contract[0] < nb || dd.rhs_contract[0] < nb) return false;
+  return true;
+#else
+  (void)i;
+  return false;
+#endif
+}
+
+static void blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r) {
+#ifdef FXPLAIN_HAVE_BLAS
+  IrDotDims dd;
+  ir_dot_dims(i, &dd);
+  int nb = dd.nlhs_batch;
+  int64_t batch = nb ? a->dims[0] : 1;
+  bool ta = dd.lhs_contract[0] == nb;      /* lhs is [K, M] */
+  bool tb = dd.rhs_contract[0] == nb + 1;  /* rhs is [N, K] */
+  int64_t M = ta ? a->dims[nb + 1] : a->dims[nb], K = ta ? a->dims[nb] : a->dims[nb + 1];
+  int64_t N = tb ? bt->dims[nb] : bt->dims[nb + 1];
+  int64_t lda = a->dims[nb + 1], ldb = bt->dims[nb + 1];
+  for (int64_t q = 0; q < batch; q++) {
+    if (r->type == IR_F32)
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                  1.0f, (const float *)a->data + q * M * K, (int)lda, (const float *)bt->data + q * K * N, (int)ldb, 0.0f,
+                  (float *)r->data + q * M * N, (int)N);
+    else
+      cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                  1.0, (const double *)a->data + q * M * K, (int)lda, (const double *)bt->data + q * K * N, (int)ldb, 0.0,
+                  (double *)r->data + q * M * N, (int)N);
+  }
+#else
+  (void)i;
+  (void)a;
+  (void)bt;
+  (void)r;
+#endif
+}
+
+static int64_t value_bytes(const RtTensor *t) {
+  if (t->type != IR_TUPLE) return (int64_t)t->bytes;
+  int64_t s = 0;
+  for (int k = 0; k < t->ntuple; k++) s += value_bytes(t->tuple[k]);
+  return s;
+}
+
+static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
+  CpuBackend *b = ctx;
+  CpuKernel *k = kmap_get(b, i);
+  *handled = false;
+  if (!k) return true; /* free ops, and instructions inside fused or called computations */
+  double t0 = now_ns();
+  bool ok = true;
+  if (k->how == K_INTERP) {
+    ok = rt_exec_instr(x, i, ops, out, err);
+  } else {
+    RtTensor *r = rt_tensor_for_shape(&i->shape, err);
+    if (!r) return false;
+    if (k->how == K_BLAS) {
+      blas_dot(i, ops[0], ops[1], r);
+    } else {
+      char *stackb[64];
+      int nout = r->type == IR_TUPLE ? r->ntuple : 1;
+      int nb = i->noperands + nout;
+      char **bufs = nb <= 64 ? stackb : fx_calloc((size_t)nb, sizeof *bufs);
+      if (!bufs) {
+        rt_tensor_unref(r);
+        return fx_error_set(err, NULL, 0, 0, "out of memory");
+      }
+      for (int j = 0; j < i->noperands; j++) bufs[j] = ops[j]->data;
+      for (int o = 0; o < nout; o++) bufs[i->noperands + o] = r->type == IR_TUPLE ? r->tuple[o]->data : r->data;
+      for (int p = 0; p < k->nparts; p++) launch_part(b, k->fns[p], bufs, k->outer[p], k->count[p]);
+      if (bufs != stackb) fx_free(bufs);
+    }
+    *out = r;
+  }
+  if (!ok) return false;
+  *handled = true;
+  double dt = now_ns() - t0;
+  RtCounters *c = rt_exec_counters(x);
+  int64_t rb = 0;
+  for (int j = 0; j < i->noperands; j++) rb += value_bytes(ops[j]);
+  int64_t wb = value_bytes(*out);
+  c->launches++;
+  c->bytes_read += rb;
+  c->bytes_written += wb;
+  RtKernelStat *s = stat_for(b->stats, k, i);
+  if (s) {
+    s->launches++;
+    s->total_ns += dt;
+    s->bytes += rb + wb;
+    s->native = k->how != K_INTERP;
+    s->how = k->how == K_GENERATED ? "generated" : k->how == K_BLAS ? "blas" : "interpreter";
+  }
+  return true;
+}
+
+static bool cpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, const RtOptions *o, RtTensor **out,
+                    RtRunStats *stats, FxError *err) {
+  CpuBackend *b = vb;
+  RtOptions ro = o ? *o : (RtOptions){0};
+  RtHooks hooks = {.exec = cpu_hook, .ctx = b};
+  ro.hooks = &hooks;
+  ro.count_kernels = false;
+  b->stats = stats;
+  if (stats)
+    for (size_t q = 0; q < b->cap; q++)
+      if (b->keys[q]) b->vals[q]->stat = -1;
+  double t0 = now_ns();
+  RtCounters c;
+  bool ok = rt_interp_run(m, args, nargs, &ro, out, &c, err);
+  if (stats) {
+    stats->counters = c;
+    stats->total_ns = now_ns() - t0;
+  }
+  b->stats = NULL;
+  return ok;
+}
+
+/* ---------- lifetime ---------- */
+
+static void *cpu_create_common(bool interp_only, FxError *err) {
+  CpuBackend *b = fx_calloc(1, sizeof *b);
+  if (!b) {
+    fx_error_set(err, NULL, 0, 0, "out of memory");
+    return NULL;
+  }
+  b->interp_only = interp_only;
+  if (!interp_only && !cpu_resolve_cache_dir(b->cache, sizeof b->cache, err)) {
+    fx_free(b);
+    return NULL;
+  }
+  const char *cc = getenv("CC");
+  snprintf(b->cc, sizeof b->cc, "%s", cc && *cc ? cc : "cc");
+  snprintf(b->flags, sizeof b->flags, "-O3 -march=native");
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  b->threads = n > 0 ? (int)n : 1;
+  return b;
+}
+
+static void *cpu_create(FxError *err) { return cpu_create_common(false, err); }
+static void *interp_create(FxError *err) { return cpu_create_common(true, err); }
+
+static void cpu_destroy(void *vb) {
+  CpuBackend *b = vb;
+  if (!b) return;
+  for (size_t q = 0; q < b->cap; q++)
+    if (b->keys[q]) fx_free(b->vals[q]);
+  fx_free(b->keys);
+  fx_free(b->vals);
+  for (int h = 0; h < b->nhandles; h++) dlclose(b->handles[h]);
+  fx_free(b->handles);
+  emit_buf_free(&b->last_source);
+  fx_free(b);
+}
+
+void cpu_set_options(void *vb, const CpuOptions *o) {
+  CpuBackend *b = vb;
+  if (o->cc) snprintf(b->cc, sizeof b->cc, "%s", o->cc);
+  if (o->opt) snprintf(b->flags, sizeof b->flags, "%s", o->opt);
+  if (o->threads > 0) b->threads = o->threads;
+}
+
+const char *cpu_cache_dir(void *vb) { return ((CpuBackend *)vb)->cache; }
+const char *cpu_last_source(void *vb) {
+  CpuBackend *b = vb;
+  return b->last_source.s ? b->last_source.s : "";
+}
+void cpu_prepare_counts(void *vb, int *compiled, int *cached, int *kernels, int *interpreted) {
+  CpuBackend *b = vb;
+  if (compiled) *compiled = b->compiled;
+  if (cached) *cached = b->cached;
+  if (kernels) *kernels = b->nkernels;
+  if (interpreted) *interpreted = b->ninterp;
+}
+
+const RtBackend rt_backend_cpu = {
+    .name = "cpu", .create = cpu_create, .destroy = cpu_destroy, .prepare = cpu_prepare, .run = cpu_run,
+};
+
+/* The interpreter as a backend: every kernel runs on the interpreter's implementation, timed the
+ * same way, so `profile` and `compare` work with --backend interp too. */
+const RtBackend rt_backend_interp = {
+    .name = "interp", .create = interp_create, .destroy = cpu_destroy, .prepare = cpu_prepare, .run = cpu_run,
+};
+
+static const RtBackend *extra_backend; /* the GPU backend registers itself here */
+
+void rt_backend_register(const RtBackend *b) { extra_backend = b; }
+
+const RtBackend *rt_backend_lookup(const char *name) {
+  if (strcmp(name, "cpu") == 0) return &rt_backend_cpu;
+  if (strcmp(name, "interp") == 0) return &rt_backend_interp;
+  if (extra_backend && strcmp(name, extra_backend->name) == 0) return extra_backend;
+  return NULL;
+}
