@@ -1,10 +1,10 @@
-/* cuda_libs.c — dot → cuBLAS, convolution → cuDNN v9, rng → cuRAND Philox.
+/* cuda_libs.c — dot → cuBLAS, convolution → cuDNN v9, rng → a Threefry kernel.
  *
  * Each HLO instruction is first mapped to the library's terms by host code (cuda_gemm_from_dot,
  * cuda_conv_from_instr), then called on device buffers. cuBLAS and cuDNN are dlopened on first
- * use; their handles live until cuda_libs_shutdown(). rng is a small NVRTC kernel built on
- * cuRAND's own Philox4x32-10 (curand_philox4x32_x.h), whose stream the host reproduces
- * (philox.c), so CPU and GPU draw the same numbers. Where this sits: runtime/, called by
+ * use; their handles live until cuda_libs_shutdown(). rng is a small NVRTC kernel computing the
+ * interpreter's Threefry-2x32 stream (rt_threefry2x32), so every backend draws the same numbers;
+ * cuRAND's generators (XORWOW, MRG32k3a, MTGP, Philox) cannot reproduce that stream. Where this sits: runtime/, called by
  * cuda_backend.c for KERNEL_LIBRARY kernels. */
 #include "cuda_libs.h"
 
@@ -562,48 +562,74 @@ out:
 
 /* ---------- rng ---------- */
 
+void cuda_rng_key(uint64_t seed, int instr_id, uint32_t *k0, uint32_t *k1) {
+  *k0 = (uint32_t)seed;
+  *k1 = (uint32_t)(seed >> 32) ^ ((uint32_t)instr_id * 0x9E3779B9u);
+}
+
+static const char *rng_int_type(IrType t) {
+  switch (t) {
+  case IR_S8: return "signed char";
+  case IR_S16: return "short";
+  case IR_S32: return "int";
+  case IR_S64: return "long long";
+  case IR_U8: return "unsigned char";
+  case IR_U16: return "unsigned short";
+  case IR_U32: return "unsigned";
+  case IR_U64: return "unsigned long long";
+  default: return NULL;
+  }
+}
+
 const char *cuda_rng_source(IrType t, const char *dist) {
-  static char buf[4][2048];
-  const char *ct = c_type(t);
-  if (!ct || t == IR_F16 || !dist) return NULL;
-  bool normal = strcmp(dist, "rng_normal") == 0;
-  if (!normal && strcmp(dist, "rng_uniform") != 0) return NULL;
-  int slot = (t == IR_F64) * 2 + normal;
+  static char buf[2048];
+  if (!dist) return NULL;
+  bool normal = strstr(dist, "normal") != NULL;
+  if (!normal && !strstr(dist, "uniform")) return NULL;
+  const char *ct = t == IR_F32 ? "float" : t == IR_F64 ? "double" : rng_int_type(t);
+  if (!ct || (normal && t != IR_F32 && t != IR_F64)) return NULL;
   const char *body;
-  if (!normal && t == IR_F32)
-    body = "  float u = (float)(fx_bits(seed, e) >> 8) * 5.9604644775390625e-8f; /* 2^-24 */\n"
-           "  out[i] = __fadd_rn(a, __fmul_rn(b - a, u));\n";
-  else if (!normal)
-    body = "  unsigned long long bits = ((unsigned long long)(fx_bits(seed, 2 * e) >> 5) << 26) |\n"
-           "                            (fx_bits(seed, 2 * e + 1) >> 6);\n"
-           "  double u = (double)bits * 1.1102230246251565e-16; /* 2^-53 */\n"
-           "  out[i] = __dadd_rn(a, __dmul_rn(b - a, u));\n";
+  /* The interpreter's arithmetic, each float operation rounded on its own (no fused
+   * multiply-add), so uniform values agree bit for bit. */
+  if (t == IR_F32 || t == IR_F64)
+    body = normal ? "  float u1 = (float)(o0 >> 8) * 5.9604644775390625e-8f; /* 2^-24 */\n"
+                    "  float u2 = (float)(o1 >> 8) * 5.9604644775390625e-8f;\n"
+                    "  float z = __fmul_rn(sqrtf(__fmul_rn(-2.0f, logf(__fsub_rn(1.0f, u1)))),\n"
+                    "                      cosf(__fmul_rn(6.28318530717958647692f, u2)));\n"
+                    "  out[k] = __fadd_rn((float)a, __fmul_rn((float)b, z));\n"
+                  : "  float u1 = (float)(o0 >> 8) * 5.9604644775390625e-8f; /* 2^-24 */\n"
+                    "  out[k] = __fadd_rn((float)a, __fmul_rn(__fsub_rn((float)b, (float)a), u1));\n";
   else
-    body = "  unsigned long long j = e / 2;\n"
-           "  double u1 = ((double)(fx_bits(seed, 2 * j) >> 8) + 1.0) * 5.9604644775390625e-8;\n"
-           "  double u2 = (double)(fx_bits(seed, 2 * j + 1) >> 8) * 5.9604644775390625e-8;\n"
-           "  double r = sqrt(-2.0 * log(u1));\n"
-           "  double z = (e % 2 == 0) ? r * cos(6.283185307179586 * u2) : r * sin(6.283185307179586 * u2);\n"
-           "  out[i] = a + b * z;\n";
-  snprintf(buf[slot], sizeof buf[slot],
-           "// rng: element offset+i of the Philox4x32-10 stream `seed` (cuRAND's generator).\n"
-           "#include <curand_philox4x32_x.h>\n"
-           "__device__ __forceinline__ unsigned fx_bits(unsigned long long seed, unsigned long long e) {\n"
-           "  unsigned long long blk = e / 4;\n"
-           "  uint4 r = curand_Philox4x32_10(make_uint4((unsigned)blk, (unsigned)(blk >> 32), 0, 0),\n"
-           "                                 make_uint2((unsigned)seed, (unsigned)(seed >> 32)));\n"
-           "  unsigned lane = (unsigned)(e %% 4);\n"
-           "  return lane == 0 ? r.x : lane == 1 ? r.y : lane == 2 ? r.z : r.w;\n"
-           "}\n"
-           "extern \"C\" __global__ void fx_rng(%s *out, unsigned long long n, unsigned long long seed,\n"
-           "                                    unsigned long long offset, %s a, %s b) {\n"
-           "  unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;\n"
-           "  if (i >= n) return;\n"
-           "  unsigned long long e = offset + i;\n"
+    body = "  unsigned long long span = (unsigned long long)((long long)b - (long long)a);\n"
+           "  unsigned long long bits = ((unsigned long long)o0 << 32) | o1;\n"
+           "  out[k] = (T)((long long)a + (long long)(span ? bits % span : 0));\n";
+  snprintf(buf, sizeof buf,
+           "// rng: Threefry-2x32-20 keyed by (k0, k1), counter (element, draw): the interpreter's stream.\n"
+           "typedef %s T;\n"
+           "__device__ __forceinline__ unsigned fx_rotl(unsigned x, int r) { return (x << r) | (x >> (32 - r)); }\n"
+           "extern \"C\" __global__ void fx_rng(T *out, long long n, unsigned k0, unsigned k1, unsigned draw,\n"
+           "                                    double a, double b) {\n"
+           "  long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+           "  if (k >= n) return;\n"
+           "  const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};\n"
+           "  unsigned ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};\n"
+           "  unsigned x0 = (unsigned)k + ks[0], x1 = draw + ks[1];\n"
+           "#pragma unroll\n"
+           "  for (int r = 0; r < 20; r++) {\n"
+           "    x0 += x1;\n"
+           "    x1 = fx_rotl(x1, rot[r %% 8]);\n"
+           "    x1 ^= x0;\n"
+           "    if (r %% 4 == 3) {\n"
+           "      int s = r / 4 + 1;\n"
+           "      x0 += ks[s %% 3];\n"
+           "      x1 += ks[(s + 1) %% 3] + (unsigned)s;\n"
+           "    }\n"
+           "  }\n"
+           "  unsigned o0 = x0, o1 = x1;\n"
            "%s"
            "}\n",
-           ct, ct, ct, body);
-  return buf[slot];
+           ct, body);
+  return buf;
 }
 
 void cuda_libs_shutdown(void) {

@@ -1,5 +1,5 @@
 /* cuda_libs.h — the library kernels of the GPU backend: dot → cuBLAS, convolution → cuDNN (v9),
- * rng → cuRAND's Philox.
+ * rng → a counter-based generator kernel drawing the interpreter's stream.
  *
  * cuBLAS and cuDNN are loaded at run time (dlopen of libcublas.so / libcudnn.so.9), like the
  * driver, so fxplain starts where they are missing and says so only when a kernel needs them.
@@ -80,12 +80,16 @@ typedef struct {
 const char *cuda_permute_source(IrType t);
 void cuda_conv_filter_permute(const CudaConv *c, CudaPermute *p);
 
-/* ---------- rng → cuRAND Philox ---------- */
-/* CUDA C of the kernel "fx_rng" drawing element offset+i of the stream (see philox.h) with
- * cuRAND's curand_Philox4x32_10. Parameters: (T *out, unsigned long long n, unsigned long long
- * seed, unsigned long long offset, T a, T b); dist is "rng_uniform" or "rng_normal". Returns NULL
- * for element types rng does not produce. */
+/* ---------- rng ---------- */
+/* CUDA C of the kernel "fx_rng": the interpreter's stream (rt_op_rng: Threefry-2x32-20 keyed by
+ * the run's seed and the instruction's id, counter = (element, draw)), with the same arithmetic,
+ * so the GPU draws the interpreter's numbers: uniform floats and integers bit for bit, normal
+ * samples to within the device's logf/cosf. Parameters: (T *out, long long n, unsigned k0,
+ * unsigned k1, unsigned draw, double a, double b). dist is "rng_uniform" or "rng_normal". NULL for
+ * element types the kernel does not produce (f16, bf16, pred, complex). */
 const char *cuda_rng_source(IrType t, const char *dist);
+/* The key of instruction `instr_id`'s stream in a run with `seed`, as the interpreter keys it. */
+void cuda_rng_key(uint64_t seed, int instr_id, uint32_t *k0, uint32_t *k1);
 
 /* Loads the library and creates its handle on first use; false with the reason. */
 bool cuda_blas_ready(FxError *err);

@@ -1,7 +1,7 @@
 /* test_cuda.c — the GPU runtime without a GPU: driver loading and its messages, a fake driver
  * standing in for libcuda (device listing, error text, buffers, launches, host-driven while
  * loops), NVRTC compilation for sm_75/sm_80/sm_90 with real ptxas figures (spills included),
- * the cubin cache, occupancy, Philox against known-answer vectors, and the dot → cuBLAS and
+ * the cubin cache, occupancy, the rng kernel's stream, and the dot → cuBLAS and
  * convolution → cuDNN mappings checked by executing the library call's semantics on the host. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -18,7 +18,7 @@
 #include "../runtime/cuda_driver.h"
 #include "../runtime/cuda_libs.h"
 #include "../runtime/cuda_nvrtc.h"
-#include "../runtime/philox.h"
+#include "../runtime/runtime.h"
 #include "gpu/loop_kernels.h"
 
 /* ---------- a fake driver ---------- */
@@ -453,53 +453,46 @@ TEST(nvrtc_measures_real_spills) {
   free(src);
 }
 
-/* ---------- Philox ---------- */
+/* ---------- rng ---------- */
 
-TEST(philox_known_answers) {
-  /* Known-answer vectors of Philox4x32-10 (Random123's kat_vectors). */
-  uint32_t out[4];
-  rt_philox4x32_10((const uint32_t[4]){0, 0, 0, 0}, (const uint32_t[2]){0, 0}, out);
-  CHECK(out[0] == 0x6627e8d5u && out[1] == 0xe169c58du && out[2] == 0xbc57ac4cu && out[3] == 0x9b00dbd8u);
-  rt_philox4x32_10((const uint32_t[4]){0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
-                   (const uint32_t[2]){0xffffffffu, 0xffffffffu}, out);
-  CHECK(out[0] == 0x408f276du && out[1] == 0x41c83b0eu && out[2] == 0xa20bc7c6u && out[3] == 0x6d5451fdu);
-  rt_philox4x32_10((const uint32_t[4]){0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u},
-                   (const uint32_t[2]){0xa4093822u, 0x299f31d0u}, out);
-  CHECK(out[0] == 0xd16cfe09u && out[1] == 0x94fdccebu && out[2] == 0x5001e420u && out[3] == 0x24126ea1u);
-  /* Element i of a stream is lane i%4 of block i/4. */
-  rt_philox4x32_10((const uint32_t[4]){1, 0, 0, 0}, (const uint32_t[2]){42, 0}, out);
-  CHECK(rt_philox_bits(42, 4) == out[0] && rt_philox_bits(42, 7) == out[3]);
-  float f[8];
-  rt_philox_fill_uniform_f32(42, 3, -1.0f, 1.0f, f, 8);
-  for (int i = 0; i < 8; i++) {
-    CHECK(f[i] >= -1.0f && f[i] < 1.0f);
-    CHECK(f[i] == rt_philox_uniform_f32(42, 3 + (uint64_t)i, -1.0f, 1.0f));
-  }
-  double mean = 0;
-  for (int i = 0; i < 20000; i++) mean += rt_philox_normal_f32(7, (uint64_t)i, 0.0f, 1.0f);
-  CHECK_NEAR(mean / 20000, 0.0, 0.03);
+TEST(rng_stream_is_the_interpreters) {
+  /* Threefry-2x32-20 known answers (Random123's kat_vectors): the generator the kernel computes. */
+  uint32_t o[2];
+  rt_threefry2x32(0, 0, 0, 0, o);
+  CHECK(o[0] == 0x6b200159u && o[1] == 0x99ba4efeu);
+  rt_threefry2x32(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, o);
+  CHECK(o[0] == 0x1cb996fcu && o[1] == 0xbb002be7u);
+  rt_threefry2x32(0x13198a2eu, 0x03707344u, 0x243f6a88u, 0x85a308d3u, o);
+  CHECK(o[0] == 0xc4923a9cu && o[1] == 0x483df7a0u);
+  uint32_t k0, k1;
+  cuda_rng_key(0x0000000500000007ull, 3, &k0, &k1);
+  CHECK(k0 == 7u && k1 == (5u ^ (3u * 0x9E3779B9u)));
 }
 
-TEST(rng_kernel_compiles_with_curand) {
+TEST(rng_kernel_compiles) {
   if (!cuda_nvrtc_built_in()) return;
   use_temp_cache();
-  const char *dists[] = {"rng_uniform", "rng_normal"};
-  for (int t = 0; t < 2; t++)
-    for (int d = 0; d < 2; d++) {
-      const char *src = cuda_rng_source(t ? IR_F64 : IR_F32, dists[d]);
-      CHECK(src != NULL);
-      if (!src) continue;
-      CHECK_CONTAINS(src, "curand_Philox4x32_10");
-      CudaCompileOptions opt = {.arch = "sm_80"};
-      CudaCubin c;
-      FxError err;
-      fx_error_clear(&err);
-      CHECK(cuda_nvrtc_compile(src, "rng.cu", "fx_rng", &opt, &c, &err));
-      if (err.set) fprintf(stderr, "%s\n", err.msg);
-      CHECK(c.res.found && c.res.spill_stores == 0);
-      cuda_cubin_free(&c);
-    }
-  CHECK(cuda_rng_source(IR_S32, "rng_uniform") == NULL);
+  struct {
+    IrType t;
+    const char *dist;
+  } cases[] = {{IR_F32, "rng_uniform"}, {IR_F32, "rng_normal"}, {IR_F64, "rng_uniform"}, {IR_S32, "rng_uniform"},
+               {IR_U64, "rng_uniform"}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const char *src = cuda_rng_source(cases[c].t, cases[c].dist);
+    CHECK(src != NULL);
+    if (!src) continue;
+    CHECK_CONTAINS(src, "0x1BD11BDAu");
+    CudaCompileOptions opt = {.arch = "sm_80"};
+    CudaCubin cb;
+    FxError err;
+    fx_error_clear(&err);
+    CHECK(cuda_nvrtc_compile(src, "rng.cu", "fx_rng", &opt, &cb, &err));
+    if (err.set) fprintf(stderr, "%s\n", err.msg);
+    CHECK(cb.res.found && cb.res.spill_stores == 0 && cb.res.stack_bytes == 0);
+    cuda_cubin_free(&cb);
+  }
+  CHECK(cuda_rng_source(IR_S32, "rng_normal") == NULL);
+  CHECK(cuda_rng_source(IR_F16, "rng_uniform") == NULL);
   CHECK(cuda_rng_source(IR_F32, "rng_bernoulli") == NULL);
 }
 
@@ -745,8 +738,8 @@ int main(void) {
   RUN(nvrtc_cache_by_source_hash);
   RUN(nvrtc_reports_compile_errors);
   RUN(nvrtc_measures_real_spills);
-  RUN(philox_known_answers);
-  RUN(rng_kernel_compiles_with_curand);
+  RUN(rng_stream_is_the_interpreters);
+  RUN(rng_kernel_compiles);
   RUN(dot_maps_to_gemm);
   RUN(dot_forms_cublas_cannot_take);
   RUN(conv_maps_to_cudnn);
