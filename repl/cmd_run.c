@@ -1,6 +1,474 @@
-/* cmd_run.c — the run commands of the shell. */
+/* cmd_run.c — the run commands of the shell: `run`, `profile`, `compare`, `set max_memory`.
+ *
+ * They take a stage's module (the current one, or --stage S), make its inputs (seeded random data,
+ * or .npy files), execute it on a backend (runtime/backend.h: interp, cpu, or gpu when present),
+ * and print what came out and what it cost: kernels launched, bytes moved, time (the median of
+ * --repeat runs). `--check` runs the reference interpreter on the same inputs and fails with the
+ * worst element when they differ beyond the type's tolerance. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "session.h"
+#include "../runtime/backend.h"
+
+#define MAX_IO 32
+
+typedef struct {
+  const char *backend;
+  int stage;         /* -1: current */
+  uint64_t seed;
+  int repeat;
+  bool check;
+  const char *in_name[MAX_IO], *in_file[MAX_IO];
+  int nin;
+  const char *save_name[MAX_IO], *save_file[MAX_IO];
+  int nsave;
+  const char *trace;
+} RunArgs;
+
+static bool usage_error(FxError *err, const char *msg, const char *arg) {
+  return fx_error_set(err, NULL, 0, 0, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
+}
+
+static bool parse_int(const char *s, long long lo, long long hi, long long *out) {
+  char *e;
+  errno = 0;
+  long long v = strtoll(s, &e, 10);
+  if (errno || *e || e == s || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+static bool split_pair(char *arg, const char **name, const char **file) {
+  char *eq = strchr(arg, '=');
+  if (!eq || eq == arg || !eq[1]) return false;
+  *eq = 0;
+  *name = arg;
+  *file = eq + 1;
+  return true;
+}
+
+static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxError *err) {
+  memset(a, 0, sizeof *a);
+  a->backend = "auto";
+  a->stage = -1;
+  a->repeat = 1;
+  for (int k = 1; k < argc; k++) {
+    const char *o = argv[k];
+    bool has = k + 1 < argc;
+    long long v;
+    if (strcmp(o, "--check") == 0) a->check = true;
+    else if (strcmp(o, "--backend") == 0 && has) a->backend = argv[++k];
+    else if (strcmp(o, "--stage") == 0 && has) {
+      if (!parse_int(argv[++k], 0, s->nstages - 1, &v)) return usage_error(err, "--stage needs a stage number that exists", argv[k]);
+      a->stage = (int)v;
+    } else if (strcmp(o, "--seed") == 0 && has) {
+      if (!parse_int(argv[++k], 0, INT64_MAX, &v)) return usage_error(err, "--seed needs a non-negative integer", argv[k]);
+      a->seed = (uint64_t)v;
+    } else if (strcmp(o, "--repeat") == 0 && has) {
+      if (!parse_int(argv[++k], 1, 100000, &v)) return usage_error(err, "--repeat needs 1 to 100000", argv[k]);
+      a->repeat = (int)v;
+    } else if (strcmp(o, "--input") == 0 && has) {
+      if (a->nin == MAX_IO || !split_pair(argv[++k], &a->in_name[a->nin], &a->in_file[a->nin]))
+        return usage_error(err, "--input needs NAME=FILE.npy", argv[k]);
+      a->nin++;
+    } else if (strcmp(o, "--save") == 0 && has) {
+      if (a->nsave == MAX_IO || !split_pair(argv[++k], &a->save_name[a->nsave], &a->save_file[a->nsave]))
+        return usage_error(err, "--save needs NAME=FILE.npy", argv[k]);
+      a->nsave++;
+    } else if (strcmp(o, "--trace") == 0 && has) a->trace = argv[++k];
+    else return usage_error(err, "unknown or incomplete option", o);
+  }
+  return true;
+}
+
+static const IrModule *stage_module(Session *s, int stage, FxError *err) {
+  if (!s->nstages || !s->stages) {
+    fx_error_set(err, NULL, 0, 0, "nothing is loaded: load a .fx or .hlo file first");
+    return NULL;
+  }
+  int k = stage >= 0 ? stage : s->cur;
+  return s->stages[k].module;
+}
+
+static const RtBackend *pick_backend(const char *name, FxError *err) {
+  if (strcmp(name, "auto") == 0) {
+    const RtBackend *g = rt_backend_lookup("gpu");
+    return g ? g : &rt_backend_cpu;
+  }
+  const RtBackend *b = rt_backend_lookup(name);
+  if (!b) fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);
+  return b;
+}
+
+/* Builds the entry's arguments: .npy files by parameter name (or number), the rest random. */
+static RtTensor **make_inputs(const IrModule *m, const RunArgs *a, FxError *err) {
+  int n = m->entry->nparams;
+  RtTensor **args = fx_calloc((size_t)(n + 1), sizeof *args);
+  if (!args) {
+    fx_error_set(err, NULL, 0, 0, "out of memory");
+    return NULL;
+  }
+  for (int q = 0; q < a->nin; q++) {
+    int found = -1;
+    for (int k = 0; k < n; k++) {
+      char num[16];
+      snprintf(num, sizeof num, "%d", k);
+      if (m->entry->params[k] && (strcmp(m->entry->params[k]->name, a->in_name[q]) == 0 || strcmp(num, a->in_name[q]) == 0))
+        found = k;
+    }
+    if (found < 0) {
+      fx_error_set(err, NULL, 0, 0, "--input %s: the entry has no parameter of that name", a->in_name[q]);
+      goto fail;
+    }
+    RtTensor *t = rt_npy_read(a->in_file[q], err);
+    if (!t) goto fail;
+    if (!rt_tensor_matches(t, &m->entry->params[found]->shape)) {
+      char have[128], want[128];
+      rt_tensor_describe(t, have, sizeof have);
+      ir_shape_format(&m->entry->params[found]->shape, false, want, sizeof want);
+      fx_error_set(err, a->in_file[q], 0, 0, "holds %s but parameter %s is %s", have, a->in_name[q], want);
+      rt_tensor_unref(t);
+      goto fail;
+    }
+    rt_tensor_unref(args[found]);
+    args[found] = t;
+  }
+  for (int k = 0; k < n; k++) {
+    if (args[k]) continue;
+    if (!m->entry->params[k]) {
+      fx_error_set(err, NULL, 0, 0, "the entry's parameter %d is missing", k);
+      goto fail;
+    }
+    args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, err);
+    if (!args[k]) goto fail;
+    if (args[k]->type == IR_TUPLE) {
+      for (int e = 0; e < args[k]->ntuple; e++) rt_tensor_fill_random(args[k]->tuple[e], a->seed, (uint64_t)k * 1000 + (uint64_t)e);
+    } else {
+      rt_tensor_fill_random(args[k], a->seed, (uint64_t)k);
+    }
+  }
+  return args;
+fail:
+  for (int k = 0; k < n; k++) rt_tensor_unref(args[k]);
+  fx_free(args);
+  return NULL;
+}
+
+static void free_inputs(const IrModule *m, RtTensor **args) {
+  if (!args) return;
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  fx_free(args);
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void fmt_bytes(char *buf, size_t n, double b) {
+  if (b >= 1e9) snprintf(buf, n, "%.2f GB", b / 1e9);
+  else if (b >= 1e6) snprintf(buf, n, "%.2f MB", b / 1e6);
+  else if (b >= 1e3) snprintf(buf, n, "%.1f KB", b / 1e3);
+  else snprintf(buf, n, "%.0f B", b);
+}
+
+static void fmt_time(char *buf, size_t n, double ns) {
+  if (ns >= 1e9) snprintf(buf, n, "%.3f s", ns / 1e9);
+  else if (ns >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
+  else snprintf(buf, n, "%.1f us", ns / 1e3);
+}
+
+static void print_value(FILE *f, const char *name, const RtTensor *t) {
+  if (t->type == IR_TUPLE) {
+    for (int k = 0; k < t->ntuple; k++) {
+      char sub[64];
+      snprintf(sub, sizeof sub, "%s.%d", name, k);
+      print_value(f, sub, t->tuple[k]);
+    }
+    return;
+  }
+  char desc[128];
+  rt_tensor_describe(t, desc, sizeof desc);
+  if (t->type == IR_TOKEN || t->count == 0) {
+    fprintf(f, "%s: %s\n", name, desc);
+    return;
+  }
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  bool fl = ir_type_is_float(t->type);
+  for (int64_t k = 0; k < t->count; k++) {
+    double v = fl ? rt_get_f(t, k) : (double)rt_get_i(t, k);
+    if (v < mn) mn = v;
+    if (v > mx) mx = v;
+    sum += v;
+  }
+  fprintf(f, "%s: %s  min %.6g  max %.6g  mean %.6g  first", name, desc, mn, mx, sum / (double)t->count);
+  for (int64_t k = 0; k < t->count && k < 4; k++) {
+    if (fl) fprintf(f, " %.6g", rt_get_f(t, k));
+    else fprintf(f, " %lld", (long long)rt_get_i(t, k));
+  }
+  fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
+}
+
+/* The outputs by name: "out" for an array result, "out.K" for tuple elements. */
+static const RtTensor *find_output(const RtTensor *r, const char *name) {
+  if (strcmp(name, "out") == 0) return r;
+  if (strncmp(name, "out.", 4) != 0 || r->type != IR_TUPLE) return NULL;
+  char *e;
+  long k = strtol(name + 4, &e, 10);
+  if (k < 0 || k >= r->ntuple) return NULL;
+  if (*e == '.') {
+    char sub[64];
+    snprintf(sub, sizeof sub, "out%s", e);
+    return find_output(r->tuple[k], sub);
+  }
+  return *e ? NULL : r->tuple[k];
+}
+
+typedef struct {
+  RtTensor *result;
+  RtRunStats stats;   /* of the last repeat */
+  double median_ns;
+  void *be;
+  const RtBackend *backend;
+} RunResult;
+
+static void run_result_free(RunResult *r) {
+  rt_tensor_unref(r->result);
+  rt_run_stats_free(&r->stats);
+  if (r->be) r->backend->destroy(r->be);
+  memset(r, 0, sizeof *r);
+}
+
+static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **args, RunResult *res, FxError *err) {
+  memset(res, 0, sizeof *res);
+  res->backend = pick_backend(a->backend, err);
+  if (!res->backend) return false;
+  res->be = res->backend->create(err);
+  if (!res->be) return false;
+  if (!res->backend->prepare(res->be, &m, 1, err)) return false;
+  double *times = fx_calloc((size_t)a->repeat, sizeof *times);
+  if (!times) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  RtOptions o = {.seed = a->seed, .interrupted = s->interrupted};
+  bool ok = true;
+  for (int r = 0; r < a->repeat && ok; r++) {
+    rt_tensor_unref(res->result);
+    res->result = NULL;
+    rt_run_stats_free(&res->stats);
+    ok = res->backend->run(res->be, m, args, m->entry->nparams, &o, &res->result, &res->stats, err);
+    times[r] = res->stats.total_ns;
+  }
+  if (ok) {
+    qsort(times, (size_t)a->repeat, sizeof *times, cmp_double);
+    res->median_ns = times[a->repeat / 2];
+  }
+  fx_free(times);
+  return ok;
+}
+
+static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
+  RunArgs a;
+  if (!parse_run_args(s, argc, argv, &a, err)) return false;
+  if (a.trace) return usage_error(err, "--trace belongs to `profile`", NULL);
+  const IrModule *m = stage_module(s, a.stage, err);
+  if (!m) return false;
+  RtTensor **args = make_inputs(m, &a, err);
+  if (!args) return false;
+  RunResult res;
+  bool ok = execute(s, m, &a, args, &res, err);
+  if (ok) {
+    FILE *f = s->out;
+    int stage = a.stage >= 0 ? a.stage : s->cur;
+    fprintf(f, "stage %d on %s:\n", stage, res.backend->name);
+    print_value(f, "out", res.result);
+    char rb[32], wb[32], tm[32];
+    fmt_bytes(rb, sizeof rb, (double)res.stats.counters.bytes_read);
+    fmt_bytes(wb, sizeof wb, (double)res.stats.counters.bytes_written);
+    fmt_time(tm, sizeof tm, res.median_ns);
+    fprintf(f, "kernels launched %lld, bytes read %s, written %s, time %s (median of %d)\n",
+            (long long)res.stats.counters.launches, rb, wb, tm, a.repeat);
+  }
+  for (int q = 0; ok && q < a.nsave; q++) {
+    const RtTensor *t = find_output(res.result, a.save_name[q]);
+    if (!t) ok = fx_error_set(err, NULL, 0, 0, "--save %s: no such output (out, out.0, out.1, ...)", a.save_name[q]);
+    else ok = rt_npy_write(a.save_file[q], t, err);
+  }
+  if (ok && a.check) {
+    RtTensor *want = NULL;
+    RtOptions o = {.seed = a.seed, .interrupted = s->interrupted};
+    ok = rt_interp_run(m, args, m->entry->nparams, &o, &want, NULL, err);
+    if (ok) {
+      RtCompare c;
+      rt_compare(res.result, want, &c);
+      if (!c.ok) {
+        if (c.tuple_index >= 0) ok = fx_error_set(err, NULL, 0, 0, "check failed: out.%d %s", c.tuple_index, c.what);
+        else ok = fx_error_set(err, NULL, 0, 0, "check failed: out %s", c.what);
+      } else {
+        fprintf(s->out, "check: every output agrees with the reference interpreter (worst error %.3g)\n", c.err);
+      }
+    }
+    rt_tensor_unref(want);
+  }
+  run_result_free(&res);
+  free_inputs(m, args);
+  return ok;
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
+  RunArgs a;
+  if (!parse_run_args(s, argc, argv, &a, err)) return false;
+  const IrModule *m = stage_module(s, a.stage, err);
+  if (!m) return false;
+  RtTensor **args = make_inputs(m, &a, err);
+  if (!args) return false;
+  RunResult res;
+  bool ok = execute(s, m, &a, args, &res, err);
+  if (ok) {
+    FILE *f = s->out;
+    fprintf(f, "%-28s %-11s %9s %12s %12s %12s %9s  holds\n", "kernel", "how", "launches", "total", "mean", "bytes", "GB/s");
+    for (int k = 0; k < res.stats.nkernels; k++) {
+      const RtKernelStat *ks = &res.stats.kernels[k];
+      char tot[32], mean[32], by[32];
+      fmt_time(tot, sizeof tot, ks->total_ns);
+      fmt_time(mean, sizeof mean, ks->launches ? ks->total_ns / (double)ks->launches : 0);
+      fmt_bytes(by, sizeof by, (double)ks->bytes);
+      double gbs = ks->total_ns > 0 ? (double)ks->bytes / ks->total_ns : 0;
+      fprintf(f, "%-28s %-11s %9lld %12s %12s %12s %9.2f  ", ks->instr->name, ks->how, (long long)ks->launches, tot, mean, by, gbs);
+      const IrComputation *fc = ir_fused_computation(ks->instr);
+      if (fc) {
+        int shown = 0;
+        for (int q = 0; q < fc->ninstrs; q++) {
+          const IrInstr *mi = fc->instrs[q];
+          if (mi->op == IR_OP_PARAMETER) continue;
+          if (shown < 6) fprintf(f, "%s%s", shown ? " " : "", ir_op_name(mi->op));
+          shown++;
+        }
+        if (shown > 6) fprintf(f, " (+%d)", shown - 6);
+        fputc('\n', f);
+      } else {
+        fprintf(f, "%s\n", ir_op_name(ks->instr->op));
+      }
+    }
+    char tm[32];
+    fmt_time(tm, sizeof tm, res.median_ns);
+    fprintf(f, "total %s, %lld launches\n", tm, (long long)res.stats.counters.launches);
+    if (a.trace) {
+      FILE *t = fopen(a.trace, "w");
+      if (!t) ok = fx_error_set(err, a.trace, 0, 0, "cannot write the trace: %s", strerror(errno));
+      else {
+        /* Chrome trace-event JSON: one complete event per kernel with its total time */
+        fprintf(t, "{\"traceEvents\": [\n");
+        double ts = 0;
+        for (int k = 0; k < res.stats.nkernels; k++) {
+          const RtKernelStat *ks = &res.stats.kernels[k];
+          fprintf(t, "%s  {\"name\": ", k ? ",\n" : "");
+          json_str(t, ks->instr->name);
+          fprintf(t, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, "
+                     "\"args\": {\"launches\": %lld, \"bytes\": %lld, \"op\": \"%s\"}}",
+                  ks->how, ts / 1e3, ks->total_ns / 1e3, (long long)ks->launches, (long long)ks->bytes,
+                  ir_op_name(ks->instr->op));
+          ts += ks->total_ns;
+        }
+        fprintf(t, "\n], \"displayTimeUnit\": \"ms\"}\n");
+        if (fclose(t) != 0) ok = fx_error_set(err, a.trace, 0, 0, "cannot write the trace");
+        else fprintf(f, "trace written to %s (open it in Perfetto or chrome://tracing)\n", a.trace);
+      }
+    }
+  }
+  run_result_free(&res);
+  free_inputs(m, args);
+  return ok;
+}
+
+static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
+  if (argc < 3) return usage_error(err, "usage: compare STAGE_A STAGE_B [--backend B] [--repeat N] [--seed N]", NULL);
+  RunArgs a;
+  char *rest[64];
+  int nr = 0;
+  rest[nr++] = argv[0];
+  for (int k = 3; k < argc && nr < 64; k++) rest[nr++] = argv[k];
+  if (!parse_run_args(s, nr, rest, &a, err)) return false;
+  long long st[2];
+  for (int q = 0; q < 2; q++)
+    if (!parse_int(argv[1 + q], 0, s->nstages - 1, &st[q])) return usage_error(err, "no such stage", argv[1 + q]);
+  RunResult res[2];
+  memset(res, 0, sizeof res);
+  bool ok = true;
+  for (int q = 0; q < 2 && ok; q++) {
+    const IrModule *m = stage_module(s, (int)st[q], err);
+    if (!m) return false;
+    RtTensor **args = make_inputs(m, &a, err);
+    if (!args) ok = false;
+    else ok = execute(s, m, &a, args, &res[q], err);
+    free_inputs(m, args);
+  }
+  if (ok) {
+    FILE *f = s->out;
+    fprintf(f, "%-10s %12s %14s %14s %12s\n", "stage", "kernels", "bytes read", "bytes written", "time");
+    for (int q = 0; q < 2; q++) {
+      char rb[32], wb[32], tm[32];
+      fmt_bytes(rb, sizeof rb, (double)res[q].stats.counters.bytes_read);
+      fmt_bytes(wb, sizeof wb, (double)res[q].stats.counters.bytes_written);
+      fmt_time(tm, sizeof tm, res[q].median_ns);
+      fprintf(f, "%-10lld %12lld %14s %14s %12s\n", st[q], (long long)res[q].stats.counters.launches, rb, wb, tm);
+    }
+    if (res[1].median_ns > 0) fprintf(f, "speedup %.2fx\n", res[0].median_ns / res[1].median_ns);
+    RtCompare c;
+    rt_compare(res[1].result, res[0].result, &c);
+    if (!c.ok) fprintf(f, "note: the stages' outputs differ: %s\n", c.what);
+  }
+  run_result_free(&res[0]);
+  run_result_free(&res[1]);
+  return ok;
+}
+
+static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) {
+  if (argc != 2) return usage_error(err, "usage: set max_memory BYTES (K, M, G suffixes; 0 = unlimited)", NULL);
+  char *e;
+  errno = 0;
+  double v = strtod(argv[1], &e);
+  double mul = 1;
+  if (*e == 'K' || *e == 'k') mul = 1024, e++;
+  else if (*e == 'M' || *e == 'm') mul = 1024.0 * 1024, e++;
+  else if (*e == 'G' || *e == 'g') mul = 1024.0 * 1024 * 1024, e++;
+  if (errno || *e || v < 0 || v * mul > 1.8e19) return usage_error(err, "max_memory needs a byte count", argv[1]);
+  rt_set_max_memory((uint64_t)(v * mul));
+  fprintf(s->out, "max_memory = %llu bytes%s\n", (unsigned long long)(v * mul), v == 0 ? " (unlimited)" : "");
+  return true;
+}
 
 const ReplCommand repl_cmds_run[] = {
+    {"run", "run [--backend interp|cpu|gpu|auto] [--stage S] [--input NAME=FILE.npy] [--seed N] [--repeat N] [--check] [--save NAME=FILE.npy]",
+     "run a stage and show its outputs, kernels, bytes and time",
+     "Runs the current stage (or --stage S) on a backend: interp (the reference interpreter), cpu (kernels\n"
+     "generated as C and compiled natively), gpu, or auto (gpu when present, else cpu). Inputs are seeded\n"
+     "random data unless --input NAME=FILE.npy gives a parameter's values. Prints each output's shape,\n"
+     "min, max, mean and first values, then kernels launched, bytes moved and the median time of\n"
+     "--repeat runs. --check compares every output with the reference interpreter (exact for integers,\n"
+     "relative 1e-5 for f32) and fails with the worst element. --save out=FILE.npy (out.0, out.1 for\n"
+     "tuple results) writes outputs.",
+     cmd_run},
+    {"profile", "profile [--trace FILE.json] [run options]", "per-kernel launches, time, bytes and GB/s of a stage",
+     "Runs the stage like `run` and prints, per kernel: how it ran (generated, blas, interpreter),\n"
+     "launches, total and mean time, bytes, achieved GB/s and the instructions it holds. --trace writes\n"
+     "Chrome trace-event JSON that Perfetto opens.",
+     cmd_profile},
+    {"compare", "compare STAGE_A STAGE_B [run options]", "two stages' kernels, bytes and measured time side by side",
+     NULL, cmd_compare},
+    {"set-max_memory", "set max_memory BYTES", NULL, NULL, cmd_set_max_memory},
     {0},
 };
