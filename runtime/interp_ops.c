@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "interp_internal.h"
-#include "philox.h"
 
 static bool instr_error(const IrInstr *i, FxError *err, const char *msg) {
   return fx_error_set(err, i->loc.file, i->loc.line, i->loc.col, "%s: %s", i->name, msg);
@@ -1124,39 +1123,37 @@ bool rt_op_map(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxEr
 
 /* ---------- rng ---------- */
 
-uint64_t rt_rng_stream_seed(uint64_t run_seed, int instr_id, uint32_t draw) {
-  uint64_t x = run_seed ^ ((uint64_t)(uint32_t)instr_id * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)draw << 40);
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return x;
-}
-
-/* rng(a, b), distribution=rng_uniform: [a, b); rng_normal: mean a, stddev b. The stream is
- * Philox4x32-10 (philox.h, as cuRAND computes it) with the seed rt_rng_stream_seed(run seed,
- * instruction id, how many times this instruction drew before), element k = index k, so every
- * backend and every stage draws the same numbers. */
+/* rng(a, b), distribution=rng_uniform: [a, b); rng_normal: mean a, stddev b (Box-Muller).
+ * The stream: threefry2x32 keyed by the run's seed and the instruction's id, counter = (element,
+ * draw number of this instruction), so every backend and every stage draws the same numbers. */
 bool rt_op_rng(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
   const char *dist = ir_attr_text(i, "distribution");
   bool normal = dist && strstr(dist, "normal");
   if (i->noperands != 2) return instr_error(i, err, "rng takes two operands");
   RtTensor *r = out_tensor(i, err);
   if (!r) return false;
-  uint64_t s = rt_rng_stream_seed(rt_exec_seed(x), i->id, rt_exec_rng_counter(x, i));
+  uint64_t seed = rt_exec_seed(x);
+  uint32_t draw = rt_exec_rng_counter(x, i);
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32) ^ ((uint32_t)i->id * 0x9E3779B9u);
   bool fl = ir_type_is_float(r->type);
   double a = fl ? rt_get_f(ops[0], 0) : (double)rt_get_i(ops[0], 0);
   double b = fl ? rt_get_f(ops[1], 0) : (double)rt_get_i(ops[1], 0);
   for (int64_t k = 0; k < r->count; k++) {
-    if (r->type == IR_F64) {
-      rt_set_f(r, k, normal ? (double)rt_philox_normal_f32(s, (uint64_t)k, (float)a, (float)b)
-                            : rt_philox_uniform_f64(s, (uint64_t)k, a, b));
-    } else if (fl) {
-      rt_set_f(r, k, normal ? rt_philox_normal_f32(s, (uint64_t)k, (float)a, (float)b)
-                            : rt_philox_uniform_f32(s, (uint64_t)k, (float)a, (float)b));
+    uint32_t o[2];
+    rt_threefry2x32(k0, k1, (uint32_t)k, draw, o);
+    if (fl) {
+      float u1 = (float)(o[0] >> 8) * 0x1p-24f;
+      if (normal) {
+        float u2 = (float)(o[1] >> 8) * 0x1p-24f;
+        float z = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.28318530717958647692f * u2);
+        rt_set_f(r, k, (float)a + (float)b * z);
+      } else {
+        rt_set_f(r, k, (float)a + ((float)b - (float)a) * u1);
+      }
     } else {
       /* integers: uniform in [a, b) */
       uint64_t span = (uint64_t)((int64_t)b - (int64_t)a);
-      uint64_t bits = ((uint64_t)rt_philox_bits(s, 2 * (uint64_t)k) << 32) | rt_philox_bits(s, 2 * (uint64_t)k + 1);
+      uint64_t bits = ((uint64_t)o[0] << 32) | o[1];
       rt_set_i(r, k, (int64_t)a + (int64_t)(span ? bits % span : 0));
     }
   }

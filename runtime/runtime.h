@@ -77,10 +77,6 @@ void rt_tensor_fill_random(RtTensor *t, uint64_t seed, uint64_t stream);
 /* Threefry-2x32 with 20 rounds (Salmon et al., as in JAX): one 64-bit block from key and counter. */
 void rt_threefry2x32(uint32_t key0, uint32_t key1, uint32_t ctr0, uint32_t ctr1, uint32_t out[2]);
 
-/* The Philox stream (philox.h) an rng instruction draws from: the run's seed, the instruction's id
- * (stable across stages) and how many times it drew before in this run. */
-uint64_t rt_rng_stream_seed(uint64_t run_seed, int instr_id, uint32_t draw);
-
 /* ---------- execution ---------- */
 
 typedef struct RtExec RtExec;
