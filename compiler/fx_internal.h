@@ -31,7 +31,7 @@ typedef enum {
   T_INT,
   T_FLOAT,
   T_STRING,
-  T_PLUS, T_MINUS, T_STAR, T_SLASH, T_POW,
+  T_PLUS, T_MINUS, T_STAR, T_SLASH, T_PERCENT, T_POW,
   T_LT, T_LE, T_GT, T_GE, T_EQEQ, T_NE,
   T_AMP, T_BAR, T_TILDE,
   T_ASSIGN, T_COMMA, T_COLON,
@@ -119,6 +119,8 @@ struct FxStmt {
   int nvalues;
   FxStmt **body; /* def, loop */
   int nbody;
+  const char *index_name; /* loop: `as i`, or NULL */
+  FxPos index_pos;
   const char **params; /* def */
   FxPos *param_pos;
   int nparams;

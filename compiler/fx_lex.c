@@ -38,6 +38,7 @@ const char *fx_tok_name(FxTok t) {
   case T_MINUS: return "'-'";
   case T_STAR: return "'*'";
   case T_SLASH: return "'/'";
+  case T_PERCENT: return "'%'";
   case T_POW: return "'**'";
   case T_LT: return "'<'";
   case T_LE: return "'<='";
@@ -61,7 +62,7 @@ const char *fx_tok_name(FxTok t) {
   return "?";
 }
 
-static const char *keywords[] = {"let", "param", "const", "def", "loop", "carry", "out", "return", "true", "false"};
+static const char *keywords[] = {"let", "param", "const", "def", "loop", "carry", "as", "out", "return", "true", "false"};
 
 bool fx_is_keyword(const char *s, int len) {
   for (size_t i = 0; i < sizeof keywords / sizeof *keywords; i++)
@@ -146,8 +147,10 @@ bool fx_lex(FxChunk *ch, FxError *err) {
         q += 2;
         while (isdigit((unsigned char)*q)) q++;
       }
-      if (isalpha((unsigned char)*q) || *q == '_')
-        return fx_err_at(err, t.pos, "malformed number '%.*s'", (int)(q - p + 1), p);
+      if (isalpha((unsigned char)*q) || *q == '_') {
+        while (isalnum((unsigned char)*q) || *q == '_' || *q == '.') q++;
+        return fx_err_at(err, t.pos, "malformed number '%.*s'", (int)(q - p), p);
+      }
       errno = 0;
       if (is_float) {
         t.kind = T_FLOAT;
@@ -190,6 +193,7 @@ bool fx_lex(FxChunk *ch, FxError *err) {
       }
       break;
     case '/': t.kind = T_SLASH; break;
+    case '%': t.kind = T_PERCENT; break;
     case '<':
       if (p[1] == '=') {
         t.kind = T_LE;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fx_lower.h"
+#include "verify.h"
 
 struct FxState {
   FxChunk **chunks;
@@ -29,11 +30,36 @@ const char *fx_shape_str(const IrShape *s, char *buf, size_t n) {
   return buf;
 }
 
-IrShape fx_shape(FxLower *L, IrType t, int rank, const int64_t *dims) { return ir_shape_array(&L->m->arena, t, rank, dims); }
+/* True when every array a shape needs was allocated (copies fail silently when memory runs out). */
+static bool shape_ok(const IrShape *s) {
+  if (s->type == IR_TUPLE) {
+    if (s->ntuple > 0 && !s->tuple) return false;
+    for (int k = 0; k < s->ntuple; k++)
+      if (!shape_ok(&s->tuple[k])) return false;
+    return true;
+  }
+  return s->rank == 0 || (s->dims && (!s->has_layout || s->minor_to_major));
+}
+
+IrShape fx_shape(FxLower *L, IrType t, int rank, const int64_t *dims) {
+  IrShape s = ir_shape_array(&L->m->arena, t, rank, dims);
+  if (!shape_ok(&s)) {
+    fx_oom(L);
+    return ir_shape_scalar(t);
+  }
+  return s;
+}
+
+bool fx_copy_shape(FxLower *L, IrShape *dst, const IrShape *src) {
+  ir_shape_copy(&L->m->arena, dst, src);
+  return shape_ok(dst) || fx_oom(L);
+}
 
 IrInstr *fx_emit(FxLower *L, IrOpcode op, const IrShape *shape, IrInstr *const *ops, int n, const char *name) {
+  /* After an error nothing more is built: the shape we were handed may be a stand-in. */
+  if (L->err->set) return NULL;
   IrInstr *i = ir_instr_new(L->frame->comp, op, shape, ops, n, name);
-  if (!i) {
+  if (!i || !shape_ok(&i->shape)) {
     fx_oom(L);
     return NULL;
   }
@@ -130,6 +156,7 @@ static const char *kind_word(FxBindKind k) {
   case B_VAR: return "a variable";
   case B_CARRY: return "a loop carry";
   case B_DEF: return "a function";
+  case B_INDEX: return "a loop index";
   }
   return "a name";
 }
@@ -225,7 +252,7 @@ static bool lower_loop(FxLower *L, const FxStmt *s) {
   bool ok = false;
   FxFrame body = {0};
   IrComputation *bc = NULL, *cc = NULL;
-  int saved_nbinds = L->nbinds, saved_start = L->frame_start;
+  int saved_nbinds = L->nbinds, saved_start = L->frame_start, saved_nbinds_index = 0;
   FxFrame *outer = L->frame;
   /* Initial values, evaluated outside the loop. */
   for (int k = 0; k < nc; k++) {
@@ -255,6 +282,13 @@ static bool lower_loop(FxLower *L, const FxStmt *s) {
   IrInstr *counter = fx_emit(L, IR_OP_GET_TUPLE_ELEMENT, &s32, &body.param, 1, "counter");
   if (!counter) goto done;
   ir_attr_set_text(counter, "index", "0");
+  if (s->index_name) {
+    FxValue iv = {0};
+    iv.kind = V_TENSOR;
+    iv.t = counter;
+    if (!push_binding(L, s->index_name, B_INDEX, s->index_pos, &iv, NULL)) goto done;
+    saved_nbinds_index = 1;
+  }
   for (int k = 0; k < nc; k++) {
     IrInstr *g = fx_emit(L, IR_OP_GET_TUPLE_ELEMENT, &init[k]->shape, &body.param, 1, s->names[k]);
     if (!g) goto done;
@@ -283,7 +317,7 @@ static bool lower_loop(FxLower *L, const FxStmt *s) {
     res[0] = next;
     bool rok = true;
     for (int k = 0; k < nc && rok; k++) {
-      FxBinding *b = &L->binds[saved_nbinds + k];
+      FxBinding *b = &L->binds[saved_nbinds + saved_nbinds_index + k];
       IrInstr *r;
       if (b->v.kind == V_SCALAR) {
         r = fx_tensor(L, &b->v, init[k]->shape.type, NULL);
@@ -326,7 +360,12 @@ static bool lower_loop(FxLower *L, const FxStmt *s) {
     }
     for (int k = 0; k < 1 + nc; k++) elems[k] = res[k];
     for (int k = 0; k < body.ncap; k++) elems[1 + nc + k] = body.cap_inner[k];
-    for (int k = 0; k < total; k++) ir_shape_copy(&L->m->arena, &tshape.tuple[k], &elems[k]->shape);
+    bool sok = true;
+    for (int k = 0; k < total && sok; k++) sok = fx_copy_shape(L, &tshape.tuple[k], &elems[k]->shape);
+    if (!sok) {
+      fx_free(elems);
+      goto done;
+    }
     fx_free(res);
     IrInstr *root = fx_emit(L, IR_OP_TUPLE, &tshape, elems, total, NULL);
     if (!root) {
@@ -334,7 +373,10 @@ static bool lower_loop(FxLower *L, const FxStmt *s) {
       goto done;
     }
     ir_set_root(bc, root);
-    ir_shape_copy(&L->m->arena, &body.param->shape, &tshape);
+    if (!fx_copy_shape(L, &body.param->shape, &tshape)) {
+      fx_free(elems);
+      goto done;
+    }
     /* Condition: counter < trips. */
     FxFrame cf = {0};
     cf.comp = cc;
@@ -444,7 +486,8 @@ bool fx_call_def(FxLower *L, const FxStmt *def, FxValue *args, int nargs, FxPos 
       fx_oom(L);
       goto out;
     }
-    for (int k = 0; k < nargs; k++) ir_shape_copy(&L->m->arena, &inst->args[k], &ops[k]->shape);
+    for (int k = 0; k < nargs; k++)
+      if (!fx_copy_shape(L, &inst->args[k], &ops[k]->shape)) goto out;
     inst->in_progress = true;
     FxPos saved_pos = L->pos;
     L->pos = def->pos;
@@ -472,7 +515,11 @@ bool fx_call_def(FxLower *L, const FxStmt *def, FxValue *args, int nargs, FxPos 
     L->frame = &fr;
     const FxStmt *ret = def->nbody > 0 ? def->body[def->nbody - 1] : NULL;
     if (fok && (!ret || ret->kind != S_RETURN)) {
-      fx_err_at(L->err, ret ? ret->pos : def->pos, "function '%s' must end with a return statement", fname);
+      const FxStmt *early = NULL;
+      for (int k = 0; k < def->nbody && !early; k++)
+        if (def->body[k]->kind == S_RETURN) early = def->body[k];
+      if (early) fx_err_at(L->err, early->pos, "return must be the last statement of function '%s'", fname);
+      else fx_err_at(L->err, ret ? ret->pos : def->pos, "function '%s' must end with a return statement", fname);
       fok = false;
     }
     if (fok) fok = lower_block(L, def->body, def->nbody - 1, NULL, false);
@@ -499,8 +546,8 @@ bool fx_call_def(FxLower *L, const FxStmt *def, FxValue *args, int nargs, FxPos 
           if (!ts.tuple) {
             fok = fx_oom(L);
           } else {
-            for (int k = 0; k < nr; k++) ir_shape_copy(&L->m->arena, &ts.tuple[k], &rv[k]->shape);
-            root = fx_emit(L, IR_OP_TUPLE, &ts, rv, nr, NULL);
+            for (int k = 0; k < nr && fok; k++) fok = fx_copy_shape(L, &ts.tuple[k], &rv[k]->shape);
+            root = fok ? fx_emit(L, IR_OP_TUPLE, &ts, rv, nr, NULL) : NULL;
             fok = root != NULL;
           }
         }
@@ -701,7 +748,10 @@ static bool order_comps(IrModule *m) {
   IrComputation **post = fx_malloc(sizeof(IrComputation *) * (size_t)(m->ncomps + 1));
   if (!post) return false;
   int n = ir_module_postorder(m, post, m->ncomps + 1);
-  if (n > m->ncomps) n = m->ncomps;
+  if (n <= 0 || n > m->ncomps) {
+    fx_free(post);
+    return false;
+  }
   memcpy(m->comps, post, sizeof(IrComputation *) * (size_t)n);
   m->ncomps = n;
   fx_free(post);
@@ -751,7 +801,7 @@ static IrModule *lower_all(FxState *st, FxChunk *extra, const char *name, bool n
       ts.ntuple = res.nouts;
       ts.tuple = arena_alloc(&m->arena, sizeof(IrShape) * (size_t)res.nouts);
       ok = ts.tuple != NULL;
-      for (int k = 0; ok && k < res.nouts; k++) ir_shape_copy(&m->arena, &ts.tuple[k], &res.outs[k]->shape);
+      for (int k = 0; ok && k < res.nouts; k++) ok = fx_copy_shape(&L, &ts.tuple[k], &res.outs[k]->shape);
       IrInstr *root = ok ? fx_emit(&L, IR_OP_TUPLE, &ts, res.outs, res.nouts, NULL) : NULL;
       if (root) {
         root->loc = res.outs[res.nouts - 1]->loc;
@@ -769,6 +819,9 @@ static IrModule *lower_all(FxState *st, FxChunk *extra, const char *name, bool n
     }
   }
   if (ok && need_root) ok = order_comps(m);
+  /* A lowering that ran out of memory half-way can leave a module missing an attribute; the
+   * verifier catches it, and any other inconsistency, before anyone sees the module. */
+  if (ok && need_root && !ir_verify(m, err)) ok = false;
   fx_free(L.binds);
   if (!ok) {
     if (!err->set) fx_error_set(err, NULL, 0, 0, "out of memory");

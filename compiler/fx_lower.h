@@ -39,7 +39,7 @@ struct FxValue {
   int nitems;
 };
 
-typedef enum { B_LET, B_CONST, B_PARAM, B_VAR, B_CARRY, B_DEF } FxBindKind;
+typedef enum { B_LET, B_CONST, B_PARAM, B_VAR, B_CARRY, B_DEF, B_INDEX } FxBindKind;
 
 typedef struct {
   const char *name;
@@ -104,6 +104,8 @@ bool fx_oom(FxLower *L);
 /* Appends an instruction to the current frame's computation with the statement's loc. */
 IrInstr *fx_emit(FxLower *L, IrOpcode op, const IrShape *shape, IrInstr *const *ops, int n, const char *name);
 IrShape fx_shape(FxLower *L, IrType t, int rank, const int64_t *dims);
+/* Deep-copies a shape into the module; false (out of memory reported) when a copy fell short. */
+bool fx_copy_shape(FxLower *L, IrShape *dst, const IrShape *src);
 /* The instruction that stands for v in the current frame (capturing it into loop bodies). */
 IrInstr *fx_use(FxLower *L, IrInstr *v);
 const FxBinding *fx_lookup(FxLower *L, const char *name, FxPos pos);

@@ -187,9 +187,10 @@ static bool fold_int(FxLower *L, FxPos pos, int op, int64_t a, int64_t b, int64_
     if (__builtin_mul_overflow(a, b, r)) goto overflow;
     return true;
   case T_SLASH:
+  case T_PERCENT:
     if (b == 0) return fx_err_at(L->err, pos, "division by zero");
     if (a == INT64_MIN && b == -1) goto overflow;
-    *r = a / b;
+    *r = op == T_SLASH ? a / b : a % b;
     return true;
   case T_POW: {
     if (b < 0) return fx_err_at(L->err, pos, "negative integer power %" PRId64 " ** %" PRId64, a, b);
@@ -219,6 +220,7 @@ static const char *op_text(int op) {
   case T_MINUS: return "-";
   case T_STAR: return "*";
   case T_SLASH: return "/";
+  case T_PERCENT: return "%";
   case T_POW: return "**";
   case T_LT: return "<";
   case T_LE: return "<=";
@@ -311,6 +313,7 @@ static bool fold_binary(FxLower *L, FxPos pos, int op, const FxValue *a, const F
   case T_MINUS: out->f = x - y; break;
   case T_STAR: out->f = x * y; break;
   case T_SLASH: out->f = x / y; break;
+  case T_PERCENT: out->f = fmod(x, y); break;
   case T_POW: out->f = pow(x, y); break;
   default: return fx_err_at(L->err, pos, "'%s' needs pred or integer values", op_text(op));
   }
@@ -364,6 +367,7 @@ static IrOpcode binop_code(int op) {
   case T_MINUS: return IR_OP_SUBTRACT;
   case T_STAR: return IR_OP_MULTIPLY;
   case T_SLASH: return IR_OP_DIVIDE;
+  case T_PERCENT: return IR_OP_REMAINDER;
   case T_POW: return IR_OP_POWER;
   case T_AMP: return IR_OP_AND;
   case T_BAR: return IR_OP_OR;
@@ -371,45 +375,40 @@ static IrOpcode binop_code(int op) {
   }
 }
 
-/* x ** k for an integer k: multiplies by repeated squaring, as JAX's integer_pow lowers. */
+/* x ** k for an integer k: multiplies by repeated squaring, as JAX's integer_pow lowers
+ * (x^5 = x * (x^2)^2: three multiplies), and a divide for negative k. */
+static IrInstr *pow_pos(FxLower *L, IrInstr *x, int64_t k, const char *name) {
+  if (k == 1) return x;
+  IrInstr *ops[2];
+  if (k % 2 == 0) {
+    IrInstr *h = pow_pos(L, x, k / 2, NULL);
+    if (!h) return NULL;
+    ops[0] = ops[1] = h;
+  } else {
+    IrInstr *r = pow_pos(L, x, k - 1, NULL);
+    if (!r) return NULL;
+    ops[0] = x;
+    ops[1] = r;
+  }
+  return fx_emit(L, IR_OP_MULTIPLY, &x->shape, ops, 2, name);
+}
+
 static IrInstr *integer_pow(FxLower *L, IrInstr *x, int64_t k, const char *name) {
   if (k == 0) {
     IrInstr *one = fx_const(L, x->shape.type, 1, NULL);
     return one ? fx_broadcast_to(L, one, x->shape.rank, x->shape.dims, name) : NULL;
   }
-  int64_t e = k < 0 ? -k : k;
-  if (e > 1 << 20) {
+  if (k > (1 << 20) || k < -(1 << 20)) {
     fx_err_at(L->err, L->pos, "integer power %" PRId64 " is too large", k);
     return NULL;
   }
-  IrInstr *acc = NULL, *base = x;
-  while (e > 0) {
-    bool last_step = (e >> 1) == 0;
-    if (e & 1) {
-      if (!acc) {
-        acc = base;
-      } else {
-        IrInstr *ops[2] = {acc, base};
-        acc = fx_emit(L, IR_OP_MULTIPLY, &x->shape, ops, 2, last_step && k > 0 ? name : NULL);
-        if (!acc) return NULL;
-      }
-    }
-    e >>= 1;
-    if (e > 0) {
-      IrInstr *ops[2] = {base, base};
-      base = fx_emit(L, IR_OP_MULTIPLY, &x->shape, ops, 2, NULL);
-      if (!base) return NULL;
-    }
-  }
-  if (k < 0) {
-    IrInstr *one = fx_const(L, x->shape.type, 1, NULL);
-    IrInstr *b1 = one ? fx_broadcast_to(L, one, x->shape.rank, x->shape.dims, NULL) : NULL;
-    if (!b1) return NULL;
-    IrInstr *ops[2] = {b1, acc};
-    return fx_emit(L, IR_OP_DIVIDE, &x->shape, ops, 2, name);
-  }
-  if (acc == x) return x;
-  return acc;
+  if (k > 0) return pow_pos(L, x, k, name);
+  IrInstr *acc = pow_pos(L, x, -k, NULL);
+  IrInstr *one = acc ? fx_const(L, x->shape.type, 1, NULL) : NULL;
+  IrInstr *b1 = one ? fx_broadcast_to(L, one, x->shape.rank, x->shape.dims, NULL) : NULL;
+  if (!b1) return NULL;
+  IrInstr *ops[2] = {b1, acc};
+  return fx_emit(L, IR_OP_DIVIDE, &x->shape, ops, 2, name);
 }
 
 static bool lower_binary(FxLower *L, const FxExpr *e, const char *hint, FxValue *out) {
@@ -417,6 +416,8 @@ static bool lower_binary(FxLower *L, const FxExpr *e, const char *hint, FxValue 
   if (!fx_eval(L, e->lhs, NULL, &a) || !fx_eval(L, e->rhs, NULL, &b)) return false;
   for (int k = 0; k < 2; k++) {
     FxValue *v = k ? &b : &a;
+    if (v->kind == V_MULTI)
+      return fx_err_at(L->err, v->pos, "this call returns %d values; assign them first (a, b = ...)", v->nitems);
     if (v->kind != V_TENSOR && v->kind != V_SCALAR) {
       char buf[64];
       return fx_err_at(L->err, v->pos, "'%s' needs arrays or numbers, got %s", op_text(e->op), vdesc(v, buf, sizeof buf));
@@ -482,6 +483,16 @@ static bool lower_unary(FxLower *L, const FxExpr *e, const char *hint, FxValue *
 
 /* ---------- indexing ---------- */
 
+static bool value_index(FxLower *L, const FxValue *v, int64_t *out) {
+  if (v->kind == V_SCALAR && v->is_int && v->st != IR_PRED) {
+    *out = v->i;
+    return true;
+  }
+  char buf[64];
+  return fx_err_at(L->err, v->pos, "an index must be an integer (a literal, a let, or a rank-0 integer array), got %s",
+                   vdesc(v, buf, sizeof buf));
+}
+
 static bool lower_index(FxLower *L, const FxExpr *e, const char *hint, FxValue *out) {
   FxValue base;
   if (!fx_eval(L, e->lhs, NULL, &base)) return false;
@@ -499,7 +510,8 @@ static bool lower_index(FxLower *L, const FxExpr *e, const char *hint, FxValue *
   }
   int64_t start[IR_MAX_RANK], limit[IR_MAX_RANK], stride[IR_MAX_RANK], out_dims[IR_MAX_RANK];
   bool dropped[IR_MAX_RANK] = {0};
-  bool trivial = true;
+  IrInstr *dyn[IR_MAX_RANK] = {0};
+  bool trivial = true, any_dyn = false;
   for (int d = 0; d < s->rank; d++) {
     int64_t n = s->dims[d];
     start[d] = 0;
@@ -508,8 +520,20 @@ static bool lower_index(FxLower *L, const FxExpr *e, const char *hint, FxValue *
     if (d >= e->nitems) continue;
     const FxIndexItem *it = &e->items[d];
     if (!it->is_slice) {
+      FxValue iv;
+      if (!fx_eval(L, it->index, NULL, &iv)) return false;
+      if (iv.kind == V_TENSOR && iv.t->shape.rank == 0 && ir_type_is_int(iv.t->shape.type)) {
+        /* A run-time index (e.g. the loop index): dynamic-slice, clamped into range as XLA does. */
+        if (!(dyn[d] = fx_use(L, iv.t))) return false;
+        start[d] = 0;
+        limit[d] = 1;
+        dropped[d] = true;
+        trivial = false;
+        any_dyn = true;
+        continue;
+      }
       int64_t i;
-      if (!fx_eval_int(L, it->index, "an index", &i)) return false;
+      if (!value_index(L, &iv, &i)) return false;
       int64_t j = i < 0 ? i + n : i;
       if (j < 0 || j >= n)
         return fx_err_at(L->err, it->index->pos, "index %" PRId64 " is out of range for dimension %d of size %" PRId64, i, d, n);
@@ -546,7 +570,25 @@ static bool lower_index(FxLower *L, const FxExpr *e, const char *hint, FxValue *
   }
   bool any_dropped = nout != rank;
   IrInstr *r = x;
-  if (!trivial) {
+  if (any_dyn) {
+    /* dynamic-slice(x, start indices...) with the static parts as constant starts. */
+    IrInstr *ops[1 + IR_MAX_RANK];
+    ops[0] = x;
+    IrType it = IR_S32;
+    for (int d = 0; d < rank; d++)
+      if (dyn[d]) it = dyn[d]->shape.type;
+    for (int d = 0; d < rank; d++) {
+      if (stride[d] != 1) return fx_err_at(L->err, e->items[d].pos, "a strided slice cannot be combined with a run-time index");
+      if (dyn[d] && dyn[d]->shape.type != it)
+        return fx_err_at(L->err, e->items[d].pos, "run-time indices must have the same type (%s and %s)", ir_type_name(it),
+                         ir_type_name(dyn[d]->shape.type));
+      if (!(ops[1 + d] = dyn[d] ? dyn[d] : fx_const(L, it, (double)start[d], NULL))) return false;
+    }
+    IrShape ss = fx_shape(L, s->type, rank, sdims);
+    r = fx_emit(L, IR_OP_DYNAMIC_SLICE, &ss, ops, 1 + rank, any_dropped ? NULL : hint);
+    if (!r) return false;
+    ir_attr_set_dims(r, "dynamic_slice_sizes", sdims, rank);
+  } else if (!trivial) {
     IrShape ss = fx_shape(L, s->type, rank, sdims);
     r = fx_emit(L, IR_OP_SLICE, &ss, &x, 1, any_dropped ? NULL : hint);
     if (!r) return false;
@@ -649,8 +691,9 @@ static const char *suggest_fn(const char *name) {
 
 static const char *suggest_name(FxLower *L, const char *name) {
   const char *best = NULL;
-  int bd = 3;
-  if ((int)strlen(name) <= 2) bd = 2;
+  /* Suggest only when the name is long enough for a near miss to mean something. */
+  int len = (int)strlen(name);
+  int bd = len <= 1 ? 0 : len <= 5 ? 2 : 3;
   for (int k = L->nbinds - 1; k >= 0; k--) {
     if (L->binds[k].kind == B_DEF) continue;
     int d = edit_distance(name, L->binds[k].name);

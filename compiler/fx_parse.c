@@ -10,7 +10,7 @@
  *            | "param" NAME ":" type
  *            | "const" NAME (":" TYPENAME)? "=" expr
  *            | "def" NAME "(" (NAME ("," NAME)*)? ")" block
- *            | "loop" expr "carry" "(" NAME "=" expr ("," NAME "=" expr)* ")" block
+ *            | "loop" expr ("as" NAME)? "carry" "(" NAME "=" expr ("," NAME "=" expr)* ")" block
  *            | "out" expr ("," expr)*
  *            | "return" expr ("," expr)*
  *            | NAME ("," NAME)* "=" expr
@@ -19,7 +19,7 @@
  *   and      = cmp ("&" cmp)*
  *   cmp      = add (("<" | "<=" | ">" | ">=" | "==" | "!=") add)?
  *   add      = mul (("+" | "-") mul)*
- *   mul      = unary (("*" | "/") unary)*
+ *   mul      = unary (("*" | "/" | "%") unary)*
  *   unary    = ("-" | "~") unary | power
  *   power    = postfix ("**" unary)?
  *   postfix  = primary ("[" item ("," item)* "]")*
@@ -324,10 +324,10 @@ static FxExpr *binary(Parser *p, FxExpr *l, FxToken *op, FxExpr *r) {
   return b;
 }
 
-/* mul = unary (("*" | "/") unary)* */
+/* mul = unary (("*" | "/" | "%") unary)* */
 static FxExpr *mul(Parser *p) {
   FxExpr *e = unary(p);
-  while (e && (at(p, T_STAR) || at(p, T_SLASH))) {
+  while (e && (at(p, T_STAR) || at(p, T_SLASH) || at(p, T_PERCENT))) {
     FxToken *op = next(p);
     e = binary(p, e, op, unary(p));
   }
@@ -496,6 +496,12 @@ static FxStmt *statement(Parser *p) {
     next(p);
     if (!(s = new_stmt(p, S_LOOP, t->pos))) return NULL;
     if (!(s->value = expr(p))) return NULL;
+    if (is_word(peek(p), "as")) {
+      next(p);
+      FxToken *ix = def_name(p, "the name of the loop index");
+      if (!ix || !(s->index_name = tok_str(p, ix))) return NULL;
+      s->index_pos = ix->pos;
+    }
     if (!is_word(peek(p), "carry")) {
       unexpected(p, "'carry' and the loop's state: loop N carry (s = s0) { ... }");
       return NULL;
@@ -518,6 +524,11 @@ static FxStmt *statement(Parser *p) {
       s->values[s->nvalues++] = e;
     } while (accept(p, T_COMMA));
     if (!expect(p, T_RPAREN, "',' or ')' after the carried values")) return NULL;
+    for (int k = 0; s->index_name && k < s->nnames; k++)
+      if (strcmp(s->names[k], s->index_name) == 0) {
+        fx_err_at(p->err, s->name_pos[k], "'%s' is both the loop index and carried", s->index_name);
+        return NULL;
+      }
     if (!block(p, s)) return NULL;
     return s;
   }

@@ -1,0 +1,2 @@
+param a: f32[4]
+y = a & a

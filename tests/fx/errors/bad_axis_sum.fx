@@ -1,0 +1,2 @@
+param x: f32[4, 4]
+r = sum(x, axis=2)

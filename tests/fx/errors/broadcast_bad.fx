@@ -1,0 +1,2 @@
+param x: f32[3]
+y = broadcast(x, [3, 4])

@@ -1,0 +1,3 @@
+param x: f32[1, 8, 8, 3]
+param w: f32[3, 3, 3, 16]
+c = conv2d(x, w, pad="full")

@@ -1,0 +1,3 @@
+def f(a) { return a }
+param x: f32[4]
+y = f + x

@@ -1,0 +1,1 @@
+def sin(a) { return a }

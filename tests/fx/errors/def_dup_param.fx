@@ -1,0 +1,1 @@
+def f(a, a) { return a }

@@ -1,0 +1,3 @@
+param x: f32[4]
+def f(a) { return a + x }
+y = f(x)

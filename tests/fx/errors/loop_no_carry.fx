@@ -1,0 +1,4 @@
+param x: f32[4]
+loop 3 {
+  x = x + 1
+}

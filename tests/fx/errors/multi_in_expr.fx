@@ -1,0 +1,3 @@
+def f(a) { return a, a }
+param x: f32[4]
+p = f(x) + 1

@@ -1,0 +1,2 @@
+def f(a) { return a }
+def f(b) { return b }

@@ -1,0 +1,2 @@
+param p: pred[4]
+r = sum(p)

@@ -1,0 +1,2 @@
+param k: s32[4]
+y = sin(k)

@@ -1,0 +1,2 @@
+param x: f32[2, 3]
+y = transpose(x, [0, 0])

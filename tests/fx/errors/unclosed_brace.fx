@@ -1,0 +1,3 @@
+param x: f32[4]
+loop 3 carry (s = x) {
+  s = s + 1

@@ -1,0 +1,2 @@
+param xs: f32[4]
+y = xz * 2
