@@ -74,6 +74,9 @@ static const Pass *const registry[] = {
     &pass_tuple_simplifier,
     /* fusion (the duplicating instruction-fusion run shares its name: pipelines only) */
     &pass_instruction_fusion,
+    &pass_fusion_merger,
+    &pass_multi_output_fusion,
+    &pass_horizontal_fusion,
 };
 
 const Pass *pass_lookup(const char *name) {
@@ -99,6 +102,9 @@ static const Pass *const classic_passes[] = {
        horizontal-loop-fusion) */
     &pass_instruction_fusion,
     &pass_instruction_fusion_dup,
+    &pass_fusion_merger,
+    &pass_multi_output_fusion,
+    &pass_horizontal_fusion,
 };
 
 /* priority: XLA GPU since 2024. */

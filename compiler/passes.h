@@ -16,5 +16,8 @@ extern const Pass pass_tuple_simplifier; /* pass_tuple_simplifier.c: gte(tuple) 
 /* fusion */
 extern const Pass pass_instruction_fusion;     /* pass_instruction_fusion.c: no duplication */
 extern const Pass pass_instruction_fusion_dup; /* pass_instruction_fusion.c: with duplication */
+extern const Pass pass_fusion_merger;          /* pass_fusion_merger.c */
+extern const Pass pass_multi_output_fusion;    /* pass_multi_output_fusion.c */
+extern const Pass pass_horizontal_fusion;      /* pass_horizontal_fusion.c: horizontal-loop-fusion */
 
 #endif

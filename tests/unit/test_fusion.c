@@ -733,6 +733,228 @@ TEST(policy_pass_off_and_near_miss) {
   t_free(t);
 }
 
+
+/* ---------- fusion-merger ---------- */
+
+/* F = fusion(add(x, y)) read by n single-op fusions, all gathered by a tuple. */
+static T *merger_fan(int n) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 256));
+  IrInstr *y = param(t, "y", F32V(t, 256));
+  IrInstr *a = op(t, IR_OP_ADD, "add.1", F32V(t, 256), 2, x, y);
+  IrInstr *f = fusion_wrap(a, NULL);
+  IrInstr *outs[8];
+  for (int k = 0; k < n; k++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "negate.%d", 10 + k);
+    outs[k] = fusion_wrap(op(t, IR_OP_NEGATE, nm, F32V(t, 256), 1, f), NULL);
+  }
+  IrShape ts = ir_shape_scalar(IR_F32);
+  ir_set_root(t->c, ir_instr_new(t->c, IR_OP_TUPLE, &ts, outs, n, "tuple.20"));
+  return t;
+}
+
+TEST(bytes_increase_and_near_miss) {
+  T *t = merger_fan(4);
+  CHECK(run_pass(t, &pass_fusion_merger));
+  const Rec *r = find(&t->log, "fusion", "negate.10");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "bytes_increase");
+  /* (2 x 1 KiB read) x 4 users / (2 KiB + 1 KiB x 5) = 8/7 */
+  CHECK_NEAR(metric(r, "bytes_ratio"), 8.0 / 7.0, 1e-9);
+  CHECK_CONTAINS(r ? r->detail : NULL, "merged-to-current-bytes-ratio of 1.14 is not favorable");
+  CHECK_CONTAINS(r ? r->detail : NULL, "would move 8.0 KiB instead of 7.0 KiB (limit 1.10)");
+  CHECK(count_op(t->c, IR_OP_FUSION) == 5);
+  t_free(t);
+  t = merger_fan(3); /* 6/6 = 1.0: merged into all three */
+  CHECK(run_pass(t, &pass_fusion_merger));
+  for (int k = 0; k < 3; k++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "negate.%d", 10 + k);
+    r = find(&t->log, "fusion", nm);
+    CHECK(r && r->accepted && strcmp(r->action, "merge") == 0);
+    CHECK_NEAR(metric(r, "bytes_ratio"), 1.0, 1e-9);
+  }
+  CHECK(count_op(t->c, IR_OP_FUSION) == 3);
+  CHECK(ir_module_find_instr(t->m, "fusion") == NULL);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(merger_concat_code_duplication_and_near_miss) {
+  for (int limit = 1; limit <= 3; limit += 2) {
+    T *t = t_new();
+    t->settings.concat_user_limit = limit;
+    IrInstr *x = param(t, "x", F32V(t, 4));
+    IrInstr *y = param(t, "y", F32V(t, 4));
+    IrInstr *c = op(t, IR_OP_CONCATENATE, "concatenate.12", F32V(t, 8), 2, x, y);
+    ir_attr_set_text(c, "dimensions", "{0}");
+    IrInstr *f = fusion_wrap(c, NULL);
+    IrInstr *u1 = fusion_wrap(op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, f), NULL);
+    IrInstr *u2 = fusion_wrap(op(t, IR_OP_COS, "cosine.4", F32V(t, 8), 1, f), NULL);
+    ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, u1, u2));
+    CHECK(run_pass(t, &pass_fusion_merger));
+    const Rec *r = find(&t->log, "fusion", "sign.3");
+    CHECK(r != NULL);
+    if (limit == 1) {
+      CHECK(r && !r->accepted);
+      CHECK_STR(r ? r->reason : NULL, "code_duplication");
+      CHECK_CONTAINS(r ? r->detail : NULL,
+                     "fusion (a fusion ending in concatenate.12) has 2 users; fusing it would duplicate the concatenate "
+                     "into both; limit 1 user; so fusion is merged into none of its 2 users");
+      CHECK_CONTAINS(r ? r->suggestion : NULL, "pass the values separately instead of concatenating");
+    } else {
+      CHECK(r && r->accepted);
+      CHECK(count_op(t->c, IR_OP_FUSION) == 2);
+      CHECK(well_formed(t->m));
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- multi_output_fusion ---------- */
+
+TEST(sibling_cycle_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 8));
+    IrInstr *y = param(t, "y", F32V(t, 8));
+    IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+    IrInstr *s = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, near ? y : a);
+    IrInstr *b = op(t, IR_OP_ADD, "add.3", F32V(t, 8), 2, s, x);
+    if (near) ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 2, a, b));
+    else ir_set_root(t->c, b); /* negate.1 -> abs.2 -> add.3, and x feeds both ends */
+    CHECK(run_pass(t, &pass_multi_output_fusion));
+    const Rec *r = find(&t->log, "negate.1", "add.3");
+    if (!r) r = find(&t->log, "add.3", "negate.1");
+    CHECK(r && strcmp(r->action, "sibling") == 0);
+    if (!near) {
+      CHECK(r && !r->accepted);
+      CHECK_STR(r ? r->reason : NULL, "cycle");
+      CHECK_CONTAINS(r ? r->detail : NULL, "would introduce a cycle when fused");
+    } else {
+      CHECK(r && r->accepted);
+      CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+      CHECK(well_formed(t->m));
+    }
+    t_free(t);
+  }
+}
+
+TEST(sibling_shape_mismatch_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 8));
+    IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+    IrInstr *b;
+    if (!near) {
+      b = op(t, IR_OP_BROADCAST, "broadcast.2", F32M(t, 8, 4), 1, x);
+      ir_attr_set_text(b, "dimensions", "{0}");
+    } else {
+      b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, x);
+    }
+    ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 2, a, b));
+    CHECK(run_pass(t, &pass_multi_output_fusion));
+    const Rec *r = find(&t->log, "negate.1", b->name);
+    if (!r) r = find(&t->log, b->name, "negate.1");
+    CHECK(r != NULL);
+    if (!near) {
+      CHECK_STR(r ? r->reason : NULL, "shape_mismatch");
+      CHECK_CONTAINS(r ? r->detail : NULL, "iterates over f32[8]");
+      CHECK_CONTAINS(r ? r->detail : NULL, "over f32[8,4]: different loop shapes");
+    } else {
+      CHECK(r && r->accepted);
+    }
+    t_free(t);
+  }
+}
+
+/* n reductions of the same input, siblings. */
+static T *sibling_reductions(int n, int64_t rows, int64_t cols, const char *dims, IrShape (*outshape)(T *, int64_t, int64_t)) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32M(t, rows, cols));
+  IrInstr *outs[16];
+  for (int k = 0; k < n; k++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "reduce.%d", k + 1);
+    outs[k] = reduce(t, nm, x, outshape(t, rows, cols), dims);
+  }
+  IrShape ts = ir_shape_scalar(IR_F32);
+  ir_set_root(t->c, ir_instr_new(t->c, IR_OP_TUPLE, &ts, outs, n, "tuple.30"));
+  return t;
+}
+static IrShape col_out(T *t, int64_t r, int64_t c) { (void)r; return F32V(t, c); }
+static IrShape row_out(T *t, int64_t r, int64_t c) { (void)c; return F32V(t, r); }
+
+TEST(shared_memory_and_near_miss) {
+  /* Column reductions of f32[64,128] need 32 x 129 x 4 = 16512 B each: two fit in 48 KiB, three
+   * (49536 B) do not. */
+  T *t = sibling_reductions(3, 64, 128, "{0}", col_out);
+  CHECK(run_pass(t, &pass_multi_output_fusion));
+  const Rec *r = find(&t->log, "reduce.1", "reduce.2");
+  CHECK(r && r->accepted); /* the near miss */
+  r = find(&t->log, "fusion", "reduce.3");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "shared_memory");
+  CHECK(metric(r, "shared_bytes") == 49536 && metric(r, "limit") == 49152);
+  CHECK_CONTAINS(r ? r->detail : NULL, "need 49536 B of shared memory per block; rtx2080ti has 49152 B");
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(unnested_reductions_and_near_miss) {
+  /* Row reductions need 128 B of shared memory each: the limit that bites is 8 per kernel. */
+  T *t = sibling_reductions(9, 4, 64, "{1}", row_out);
+  CHECK(run_pass(t, &pass_multi_output_fusion));
+  const Rec *r = find(&t->log, "fusion", "reduce.8");
+  CHECK(r && r->accepted); /* the eighth joins */
+  r = find(&t->log, "fusion", "reduce.9");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "unnested_reductions");
+  CHECK(metric(r, "reductions") == 9 && metric(r, "limit") == 8);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(producer_consumer_multi_output) {
+  /* exp(x) feeds a reduction and the output tuple: fused into the reduction, still an output. */
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32M(t, 4, 64));
+  IrInstr *e = op(t, IR_OP_LOG, "log.1", F32M(t, 4, 64), 1, x);
+  IrInstr *r = reduce(t, "reduce.2", e, F32V(t, 4), "{1}");
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.3", ir_shape_scalar(IR_F32), 2, e, r));
+  CHECK(run_pass(t, &pass_multi_output_fusion));
+  const Rec *d = find(&t->log, "log.1", "reduce.2");
+  CHECK(d && d->accepted && strcmp(d->action, "multi-output") == 0);
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+  IrInstr *tu = t->c->root;
+  CHECK(tu->operands[0]->op == IR_OP_GET_TUPLE_ELEMENT && tu->operands[1]->op == IR_OP_GET_TUPLE_ELEMENT);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+/* ---------- horizontal-loop-fusion ---------- */
+
+TEST(horizontal_small_independent_kernels) {
+  T *t = t_new();
+  IrInstr *outs[4];
+  for (int k = 0; k < 4; k++) {
+    char pn[8], nm[32];
+    snprintf(pn, sizeof pn, "w%d", k);
+    snprintf(nm, sizeof nm, "multiply.%d", k + 1);
+    IrInstr *w = param(t, pn, F32V(t, 16 * (k + 1)));
+    outs[k] = fusion_wrap(op(t, IR_OP_MULTIPLY, nm, F32V(t, 16 * (k + 1)), 2, w, w), NULL);
+  }
+  IrShape ts = ir_shape_scalar(IR_F32);
+  ir_set_root(t->c, ir_instr_new(t->c, IR_OP_TUPLE, &ts, outs, 4, "tuple.9"));
+  CHECK(run_pass(t, &pass_horizontal_fusion));
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+  const Rec *r = find(&t->log, "fusion.3", "tuple.9");
+  CHECK(r && r->accepted && metric(r, "kernels") == 4);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
 TEST(vocabulary_complete) {
   int n = 0;
   while (fusion_reason_codes[n]) n++;
@@ -762,6 +984,14 @@ int main(void) {
   RUN(root_and_near_miss);
   RUN(in_place_and_near_miss);
   RUN(policy_pass_off_and_near_miss);
+  RUN(bytes_increase_and_near_miss);
+  RUN(merger_concat_code_duplication_and_near_miss);
+  RUN(sibling_cycle_and_near_miss);
+  RUN(sibling_shape_mismatch_and_near_miss);
+  RUN(shared_memory_and_near_miss);
+  RUN(unnested_reductions_and_near_miss);
+  RUN(producer_consumer_multi_output);
+  RUN(horizontal_small_independent_kernels);
   RUN(vocabulary_complete);
   return check_summary();
 }

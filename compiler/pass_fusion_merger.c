@@ -1,0 +1,181 @@
+/* pass_fusion_merger.c — XLA's fusion-merger (2021): merge a loop fusion into all of its users, or
+ * into none.
+ *
+ * Runs after the two instruction-fusion runs. For each loop fusion with users, in post-order:
+ * every user must be a fusion that can take it; an expensive body is merged only into a single
+ * user that does not reuse its elements (or when merging moves far fewer bytes); the merged /
+ * current bytes transferred must stay at most 1.10 (XLA's "merged-to-current-bytes-ratio");
+ * no merge may be too large or duplicate code beyond the limits (the paper's concatenate, which
+ * CodeDuplicationTooHigh kept apart). Every user's verdict is reported; a merge is reported once
+ * per user with action "merge". */
+#include <string.h>
+
+#include "fusion_build.h"
+#include "fusion_rules.h"
+#include "passes.h"
+
+/* XLA's estimate of bytes a fusion moves now: it reads its operands, writes its result, and each
+ * user reads the result again. */
+static double current_bytes(const IrInstr *f) {
+  return (double)fusion_bytes_read(f) + (double)fusion_bytes_written(f) * (double)(f->nusers + 1);
+}
+
+/* ... and once merged: every user reads the fusion's operands itself. */
+static double merged_bytes(const IrInstr *f) { return (double)fusion_bytes_read(f) * (double)f->nusers; }
+
+static const char *kib(double bytes, char *buf, size_t n) {
+  if (bytes >= 1024.0 * 1024.0) snprintf(buf, n, "%.1f MiB", bytes / (1024.0 * 1024.0));
+  else if (bytes >= 1024.0) snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
+  else snprintf(buf, n, "%.0f B", bytes);
+  return buf;
+}
+
+/* Evaluates one user; fills v. */
+static bool user_ok(const IrInstr *u, const PassContext *cx, FusionVerdict *v) {
+  if (u->op == IR_OP_BITCAST)
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a bitcast; fusion-merger does not merge into bitcasts", u->name);
+  if (!fusion_check_consumer(u, cx, v)) return false;
+  if (u->op != IR_OP_FUSION)
+    return fusion_refuse(v, FR_NOT_FUSIBLE,
+                         "%s is not a fusion (nothing fused into it), and fusion-merger merges only into fusions",
+                         u->name);
+  return true;
+}
+
+static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
+  int n = c->ninstrs;
+  IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1));
+  if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+  memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
+  bool ok = true;
+  for (int k = 0; k < n && ok; k++) {
+    IrInstr *f = order[k];
+    if (f->dead || f->parent != c || f->op != IR_OP_FUSION || f->nusers == 0) continue;
+    const char *kind = ir_fusion_kind(f);
+    if (!kind || strcmp(kind, "kLoop") != 0) continue;
+    IrComputation *fc = ir_fused_computation(f);
+    if (!fc || !fc->root || fc->root->op == IR_OP_TUPLE) continue;
+    int nu = f->nusers;
+    IrInstr *users[256];
+    if (nu > 256) continue;
+    memcpy(users, f->users, sizeof(IrInstr *) * (size_t)nu);
+    /* Every user's verdict, XLA's order: kinds, expensive, bytes, size, duplication. */
+    FusionVerdict *vs = fx_calloc((size_t)nu, sizeof(FusionVerdict));
+    char (*labels)[128] = fx_calloc((size_t)nu, 128);
+    if (!vs || !labels) {
+      fx_free(vs);
+      fx_free(labels);
+      ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+      break;
+    }
+    bool all = true;
+    double cur = current_bytes(f), mer = merged_bytes(f);
+    double ratio = mer / (cur > 1.0 ? cur : 1.0);
+    const IrInstr *exp = fusion_expensive_member(f, cx->settings);
+    char b1[32], b2[32];
+    for (int u = 0; u < nu; u++) {
+      FusionVerdict *v = &vs[u];
+      memset(v, 0, sizeof *v);
+      fusion_verdict_metric(v, "users", nu);
+      fusion_verdict_metric(v, "bytes_ratio", ratio);
+      if (!user_ok(users[u], cx, v)) {
+        all = false;
+        continue;
+      }
+      if (exp) {
+        double times = 1;
+        bool reuse = false;
+        for (int o = 0; o < users[u]->noperands; o++)
+          if (users[u]->operands[o] == f && fusion_reuses_operand(users[u], o, &times)) reuse = true;
+        bool cheap_enough = nu == 1 || (ratio < 0.3 && cur > 1024);
+        if (reuse) {
+          fusion_verdict_metric(v, "reuse", times);
+          fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                        "%s holds an expensive %s (%s) and %s reads each of its elements %.0f times; merged, it "
+                        "would be recomputed for every read",
+                        f->name, ir_op_name(exp->op), exp->name, users[u]->name, times);
+          fusion_suggest(v, "if %s is cheap on your device, `set expensive %s off`", ir_op_name(exp->op),
+                         ir_op_name(exp->op));
+          all = false;
+          continue;
+        }
+        if (!cheap_enough) {
+          fusion_refuse(v, FR_EXPENSIVE_DUPLICATION,
+                        "%s holds an expensive %s (%s) and has %d users; merging would compute it in each of them",
+                        f->name, ir_op_name(exp->op), exp->name, nu);
+          fusion_suggest(v, "if %s is cheap on your device, `set expensive %s off`", ir_op_name(exp->op),
+                         ir_op_name(exp->op));
+          all = false;
+          continue;
+        }
+      }
+      if (ratio > FUSION_MERGE_BYTES_RATIO) {
+        fusion_verdict_metric(v, "limit", FUSION_MERGE_BYTES_RATIO);
+        fusion_refuse(v, FR_BYTES_INCREASE,
+                      "merged-to-current-bytes-ratio of %.2f is not favorable: merging %s into its %d %s would "
+                      "move %s instead of %s (limit %.2f)",
+                      ratio, f->name, nu, nu == 1 ? "user" : "users", kib(mer, b1, sizeof b1),
+                      kib(cur, b2, sizeof b2), FUSION_MERGE_BYTES_RATIO);
+        all = false;
+        continue;
+      }
+      if (!fusion_check_too_large(f, users[u], cx, false, v)) {
+        all = false;
+        continue;
+      }
+      if (!fusion_check_code_duplication(f, users[u], cx, v)) {
+        all = false;
+        continue;
+      }
+      fusion_verdict_ok(v, "%s merges into %s (merged-to-current-bytes-ratio %.2f)", f->name, users[u]->name, ratio);
+    }
+    char fname[256];
+    snprintf(fname, sizeof fname, "%s", f->name);
+    if (!all) {
+      for (int u = 0; u < nu; u++) {
+        if (vs[u].ok) continue;
+        size_t len = strlen(vs[u].detail);
+        if (nu > 1 && len + 60 < sizeof vs[u].detail)
+          snprintf(vs[u].detail + len, sizeof vs[u].detail - len, "; so %s is merged into none of its %d users",
+                   fname, nu);
+        fusion_verdict_emit(cx, "merge", fname, fusion_consumer_label(users[u], f), NULL, &vs[u]);
+      }
+      fx_free(vs);
+      fx_free(labels);
+      continue;
+    }
+    for (int u = 0; u < nu; u++) snprintf(labels[u], sizeof labels[u], "%s", fusion_consumer_label(users[u], f));
+    for (int u = 0; u < nu && ok; u++) {
+      IrInstr *g = fusion_fuse(users[u], f);
+      if (!g) {
+        ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory merging %s", cx->pass, fname);
+        break;
+      }
+      fusion_verdict_emit(cx, "merge", fname, labels[u], g->name, &vs[u]);
+    }
+    fx_free(vs);
+    fx_free(labels);
+    (*merged)++;
+  }
+  fx_free(order);
+  if (*merged) ir_computation_sort(c);
+  return ok;
+}
+
+static bool run(IrModule *m, PassContext *cx, bool *changed) {
+  *changed = false;
+  if (fusion_pass_disabled(cx, "fusion-merger")) return true;
+  IrComputation *comps[1024];
+  int n = fusion_control_computations(m, comps, 1024);
+  int merged = 0;
+  for (int k = 0; k < n; k++)
+    if (!merge_computation(comps[k], cx, &merged)) return false;
+  *changed = merged > 0;
+  return true;
+}
+
+const Pass pass_fusion_merger = {
+    "fusion-merger",
+    "merge a loop fusion into all of its users, or none (bytes, duplication and size permitting)",
+    run,
+};
