@@ -1037,12 +1037,13 @@ static bool is_section(const Ref *r) {
 /* A section: its name line, then lines "N <value>".  Returns the verbatim [s, e). */
 static bool parse_section(P *p, size_t *s, size_t *e) {
   *s = p->pos;
+  *e = p->pos;
   Ref r;
   if (!parse_name(p, &r, "a section name")) return false;
   for (;;) {
     if (!ws(p)) return false;
     if (!(peek(p) >= '0' && peek(p) <= '9')) break;
-    int64_t id;
+    int64_t id = 0;
     if (!parse_int(p, &id, false, "an entry number")) return false;
     if (!ws_line(p)) return false;
     size_t vs, ve;

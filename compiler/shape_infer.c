@@ -111,7 +111,7 @@ static bool check_called(const IrInstr *i, const char *key, const IrComputation 
 static bool check_reducer(const IrInstr *i, const char *key, const IrType *types, int n, Arena *a, FxError *err) {
   IrComputation *c = ir_attr_comp(i, key);
   if (!c) return ierr(i, err, "%s needs a computation in '%s'", ir_op_name(i->op), key);
-  const IrShape *ps[2 * 16];
+  const IrShape *ps[2 * 16] = {0};
   IrShape sc[16];
   if (n > 16) return true;
   for (int k = 0; k < n; k++) sc[k] = ir_shape_scalar(types[k]);

@@ -195,8 +195,9 @@ static uint64_t fnv(const char *s, size_t n, uint64_t h) {
 }
 
 static bool write_file_atomic(const char *path, const char *data, size_t n, FxError *err) {
-  char tmp[640];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+  char tmp[700];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+    return fx_error_set(err, path, 0, 0, "cache path too long");
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0) return fx_error_set(err, tmp, 0, 0, "cannot write: %s", strerror(errno));
   size_t off = 0;

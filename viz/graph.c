@@ -733,6 +733,7 @@ VizGraph *viz_graph_build(const IrModule *m, const VizOptions *o, FxError *err) 
   }
   Model md = {.m = m, .o = o, .err = err};
   VizGraph *vg = NULL;
+  int *many = NULL, nmany = 0; /* declared before the first goto: the cleanup frees it */
   int maxc = 0;
   for (int k = 0; k < m->ncomps; k++)
     if (m->comps[k]->id + 1 > maxc) maxc = m->comps[k]->id + 1;
@@ -747,7 +748,6 @@ VizGraph *viz_graph_build(const IrModule *m, const VizOptions *o, FxError *err) 
 
   int depth = o->depth > 0 ? o->depth : 2;
   int seeds[2], nseeds = 0;
-  int *many = NULL, nmany = 0;
   if (o->decision) {
     const char *names[2] = {o->decision->producer, o->decision->consumer};
     for (int k = 0; k < 2; k++) {
