@@ -152,7 +152,7 @@ IrInstr *fx_broadcast_to(FxLower *L, IrInstr *x, int rank, const int64_t *dims, 
     if (same) return x;
   }
   /* Keep the operand's dimensions that map 1:1; drop size-1 dimensions that expand. */
-  int64_t keep_dims[IR_MAX_RANK], map[IR_MAX_RANK];
+  int64_t keep_dims[IR_MAX_RANK] = {0}, map[IR_MAX_RANK] = {0};
   int nkeep = 0;
   for (int k = 0; k < s->rank; k++) {
     int out = rank - s->rank + k;
@@ -341,7 +341,7 @@ static IrInstr *elementwise(FxLower *L, FxPos pos, IrOpcode op, FxValue *vals, i
   IrShape acc = ir_shape_scalar(t);
   for (int k = 0; k < n; k++) {
     if (vals[k].kind != V_TENSOR) continue;
-    int r;
+    int r = 0;
     int64_t d[IR_MAX_RANK];
     if (!broadcast_shapes(L, pos, &acc, &vals[k].t->shape, &r, d)) return NULL;
     memcpy(dims, d, sizeof(int64_t) * (size_t)r);
@@ -532,7 +532,7 @@ static bool lower_index(FxLower *L, const FxExpr *e, const char *hint, FxValue *
         any_dyn = true;
         continue;
       }
-      int64_t i;
+      int64_t i = 0;
       if (!value_index(L, &iv, &i)) return false;
       int64_t j = i < 0 ? i + n : i;
       if (j < 0 || j >= n)
@@ -752,7 +752,7 @@ static bool value_int(FxLower *L, const FxValue *v, const char *what, int64_t *o
 }
 
 static bool norm_axis(FxLower *L, const FxValue *v, int rank, const char *shape_desc, int64_t *axis) {
-  int64_t a;
+  int64_t a = 0;
   if (!value_int(L, v, "the axis", &a)) return false;
   int64_t n = a < 0 ? a + rank : a;
   if (n < 0 || n >= rank) {
