@@ -167,10 +167,10 @@ bool explain_record_names(const ExplainRecord *r, const char *name) {
   return in_list(r->producer, name) || in_list(r->consumer, name) || (r->result && strcmp(r->result, name) == 0);
 }
 
+/* Both named by the record: producer and consumer (either way), both in one group, or one of
+ * them the result of a rewrite of the other. */
 static bool between(const ExplainRecord *r, const char *a, const char *b) {
-  bool pa = in_list(r->producer, a), pb = in_list(r->producer, b);
-  bool ca = in_list(r->consumer, a), cb = in_list(r->consumer, b);
-  return (pa && cb) || (pb && ca) || (ca && cb) || (pa && pb);
+  return explain_record_names(r, a) && explain_record_names(r, b);
 }
 
 static bool matches(const ExplainRecord *r, const ExplainFilter *f) {
@@ -427,10 +427,10 @@ static void text_num(FILE *f, double v) {
 }
 
 void explain_print_record(FILE *f, const ExplainRecord *r) {
-  fprintf(f, "stage %d  %s  %s  ", r->stage, r->pass, r->action);
-  if (r->producer && r->consumer) fprintf(f, "%s -> %s", r->producer, r->consumer);
-  else if (r->producer) fputs(r->producer, f);
-  else if (r->consumer) fputs(r->consumer, f);
+  fprintf(f, "stage %d  %s  %s", r->stage, r->pass, r->action);
+  if (r->producer && r->consumer) fprintf(f, "  %s -> %s", r->producer, r->consumer);
+  else if (r->producer) fprintf(f, "  %s", r->producer);
+  else if (r->consumer) fprintf(f, "  %s", r->consumer);
   if (r->result) fprintf(f, " => %s", r->result);
   fprintf(f, "  %s", r->accepted ? "accepted" : "rejected");
   if (r->reason) fprintf(f, " [%s]", r->reason);

@@ -1,6 +1,1014 @@
-/* cmd_pipeline.c — the pipeline commands of the shell. */
+/* cmd_pipeline.c — the pipeline commands: choosing a pipeline, moving through its stages, and
+ * asking what each pass did.
+ *
+ *   pipeline [NAME]          show or choose the pipeline (choosing goes back to stage 0)
+ *   passes [--changed]       the pipeline as a table of stages and their numbers
+ *   step [N | PASS | all]    run (or revisit) the next stages
+ *   back [N], goto STAGE     move through the stages already run (goto runs what is missing)
+ *   stage                    where we are
+ *   diff [A [B]]             what changed between two stages
+ *   why NAME [NAME]          everything recorded about an instruction, or about a pair
+ *   decisions [filters]      the decision log
+ *   kernels                  the kernel plan of the current stage
+ *   show stats               instructions, kernels, bytes and time of the current stage
+ *
+ * Stages: stage 0 is the input; stage k is the module after the pipeline's pass k-1. Each new
+ * stage is a snapshot made by pass_run_stage (compiler/pass.c); a pass that changed nothing
+ * shares the previous snapshot (Stage.shared). The decision log (explain/) keeps each stage's
+ * records; moving back and forth never re-runs a pass, so every way of reaching a stage shows
+ * the same contents. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compiler/hlo.h"
+#include "../compiler/plan.h"
+#include "../explain/explain.h"
+#include "json.h"
 #include "session.h"
 
+/* ---------- errors and small helpers ---------- */
+
+static bool cmd_error(Session *s, FxError *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool cmd_error(Session *s, FxError *err, const char *fmt, ...) {
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return fx_error_set(err, s->input_name, s->input_line, 0, "%s", msg);
+}
+
+static bool need_module(Session *s, FxError *err) {
+  if (s->nstages > 0 && s->stages[0].module) return true;
+  return cmd_error(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+}
+
+static const Pipeline *cur_pipeline(Session *s) {
+  if (!s->pipeline) s->pipeline = pipeline_lookup("classic");
+  return s->pipeline;
+}
+
+/* The last stage the pipeline can produce. */
+static int last_stage(Session *s) { return cur_pipeline(s)->npasses; }
+
+static ExplainLog *session_log(Session *s) {
+  if (!s->log) s->log = explain_log_new();
+  return s->log;
+}
+
+static bool parse_count(const char *w, long long *out) {
+  if (!w || !*w) return false;
+  char *end;
+  long long v = strtoll(w, &end, 10);
+  if (*end || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+static void fmt_bytes(double b, char *buf, size_t n) {
+  if (b < 1024) snprintf(buf, n, "%.0f B", b);
+  else if (b < 1024.0 * 1024) snprintf(buf, n, "%.1f KiB", b / 1024);
+  else if (b < 1024.0 * 1024 * 1024) snprintf(buf, n, "%.1f MiB", b / (1024.0 * 1024));
+  else snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+}
+
+static void fmt_time(double us, char *buf, size_t n) {
+  if (us < 1000) snprintf(buf, n, "%.2f us", us);
+  else if (us < 1e6) snprintf(buf, n, "%.2f ms", us / 1e3);
+  else snprintf(buf, n, "%.2f s", us / 1e6);
+}
+
+/* Prints one JSON value built by an explain/ printer through the writer. */
+static void json_record(JsonWriter *w, const ExplainRecord *r) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) {
+    json_null(w);
+    return;
+  }
+  explain_print_record_json(f, r);
+  fclose(f);
+  json_raw(w, text);
+  free(text);
+}
+
+/* ---------- stages ---------- */
+
+/* Frees stages >= keep (never the input), respecting shared snapshots. */
+static void drop_stages(Session *s, int keep) {
+  if (keep < 1) keep = 1;
+  for (int i = s->nstages - 1; i >= keep; i--) {
+    if (!s->stages[i].shared) ir_module_free(s->stages[i].module);
+    s->stages[i].module = NULL;
+  }
+  if (s->nstages > keep) s->nstages = keep;
+  if (s->cur >= s->nstages) s->cur = s->nstages - 1;
+  s->next_pass = s->nstages - 1;
+  explain_log_truncate(s->log, keep);
+}
+
+/* Runs the pass that produces stage s->nstages. */
+static bool run_next(Session *s, FxError *err) {
+  const Pipeline *pl = cur_pipeline(s);
+  int k = s->nstages;
+  if (k - 1 >= pl->npasses) return cmd_error(s, err, "the %s pipeline is finished: stage %d is its last", pl->name, k - 1);
+  if (s->interrupted && *s->interrupted) return cmd_error(s, err, "interrupted");
+  const Pass *p = pl->passes[k - 1];
+  ExplainLog *log = session_log(s);
+  if (!log || !explain_log_begin_stage(log, k, p->name)) return cmd_error(s, err, "out of memory");
+  if (k >= s->stages_cap) {
+    int ncap = s->stages_cap ? s->stages_cap * 2 : 16;
+    Stage *grown = fx_realloc(s->stages, sizeof(Stage) * (size_t)ncap);
+    if (!grown) return cmd_error(s, err, "out of memory");
+    memset(grown + s->stages_cap, 0, sizeof(Stage) * (size_t)(ncap - s->stages_cap));
+    s->stages = grown;
+    s->stages_cap = ncap;
+  }
+  IrModule *prev = s->stages[k - 1].module;
+  IrModule *out = NULL;
+  bool changed = false;
+  if (pass_settings_is_disabled(&s->settings, p->name)) {
+    DecisionSink sink = explain_log_sink(log);
+    PassDecision d = {.stage = k, .pass = p->name, .action = "skip", .accepted = false, .reason = "policy",
+                      .suggestion = "turn it back on with `set`"};
+    pass_emit(&sink, &d, "%s is switched off: the stage is the previous one, unchanged", p->name);
+  } else {
+    DecisionSink sink = explain_log_sink(log);
+    FxError perr;
+    fx_error_clear(&perr);
+    PassContext cx = {&sink, &s->device, &s->settings, k, p->name, &perr};
+    if (!pass_run_stage(p, prev, &cx, &out, &changed)) {
+      explain_log_truncate(log, k);
+      return fx_error_set(err, s->input_name, s->input_line, 0, "stage %d: %s", k, perr.msg);
+    }
+  }
+  if (explain_log_failed(log)) {
+    if (out) ir_module_free(out);
+    explain_log_truncate(log, k);
+    return cmd_error(s, err, "out of memory recording the decisions of %s", p->name);
+  }
+  s->stages[k] = (Stage){.module = out ? out : prev, .pass = p->name, .changed = changed, .shared = out == NULL};
+  s->nstages = k + 1;
+  s->next_pass = k;
+  return true;
+}
+
+/* Makes stage `target` exist (running the passes up to it). */
+static bool ensure_stage(Session *s, int target, FxError *err) {
+  while (s->nstages <= target)
+    if (!run_next(s, err)) return false;
+  return true;
+}
+
+static KernelPlan *stage_plan(Session *s, int stage, FxError *err) {
+  return plan_build(s->stages[stage].module, &s->device, err);
+}
+
+/* "stage 3  dce: 5 removed → 12 kernels"; in JSON an object, written into `into` when given. */
+static bool print_move(Session *s, int stage, JsonWriter *into, FxError *err) {
+  KernelPlan *p = stage_plan(s, stage, err);
+  if (!p) return false;
+  const char *pass = stage == 0 ? "input" : s->stages[stage].pass;
+  char what[256];
+  if (stage == 0) {
+    snprintf(what, sizeof what, "%d instructions", ir_module_instr_count(s->stages[0].module));
+  } else {
+    const ExplainRecord *r0 = explain_stage_record(s->log, stage, 0);
+    if (explain_stage_count(s->log, stage) == 1 && r0->reason && strcmp(r0->reason, "policy") == 0)
+      snprintf(what, sizeof what, "switched off");
+    else
+      explain_stage_summary(s->log, stage, what, sizeof what);
+  }
+  if (s->json) {
+    JsonWriter own;
+    JsonWriter *w = into;
+    if (!w) {
+      json_init(&own, s->out);
+      w = &own;
+    }
+    json_object_begin(w);
+    json_kv_int(w, "stage", stage);
+    json_kv_str(w, "pass", pass);
+    json_kv_bool(w, "changed", s->stages[stage].changed);
+    json_kv_str(w, "summary", what);
+    json_kv_int(w, "kernels", p->nkernels);
+    json_object_end(w);
+  } else {
+    fprintf(s->out, "stage %d  %s: %s \xe2\x86\x92 %d kernel%s\n", stage, pass, what, p->nkernels,
+            p->nkernels == 1 ? "" : "s");
+  }
+  plan_free(p);
+  return true;
+}
+
+/* Index of the first stage after `from` produced by pass `name`; -1 when none. */
+static int stage_of_pass(Session *s, const char *name, int from) {
+  const Pipeline *pl = cur_pipeline(s);
+  for (int k = from + 1; k <= pl->npasses; k++)
+    if (strcmp(pl->passes[k - 1]->name, name) == 0) return k;
+  return -1;
+}
+
+/* A stage number, or a pass name meaning its first stage. */
+static bool parse_stage(Session *s, const char *w, int *out, FxError *err) {
+  long long v;
+  if (parse_count(w, &v)) {
+    if (v > last_stage(s))
+      return cmd_error(s, err, "no stage %lld: the %s pipeline has stages 0 to %d", v, cur_pipeline(s)->name,
+                       last_stage(s));
+    *out = (int)v;
+    return true;
+  }
+  int k = stage_of_pass(s, w, 0);
+  if (k < 0) {
+    if (pass_lookup(w))
+      return cmd_error(s, err, "the %s pipeline does not run %s", cur_pipeline(s)->name, w);
+    return cmd_error(s, err, "expected a stage number or a pass name, got '%s'", w);
+  }
+  *out = k;
+  return true;
+}
+
+/* ---------- pipeline, step, back, goto, stage ---------- */
+
+static bool cmd_pipeline(Session *s, int argc, char **argv, FxError *err) {
+  if (argc > 2) return cmd_error(s, err, "usage: pipeline [NAME]");
+  if (argc == 2) {
+    const Pipeline *pl = pipeline_lookup(argv[1]);
+    if (!pl) {
+      char names[256] = "";
+      for (int k = 0; k < pipeline_count(); k++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", pipeline_at(k)->name);
+      return cmd_error(s, err, "no pipeline named '%s' (pipelines: %s)", argv[1], names);
+    }
+    if (pl != cur_pipeline(s)) {
+      s->pipeline = pl;
+      if (s->nstages > 0) {
+        drop_stages(s, 1);
+        s->cur = 0;
+      }
+    }
+  }
+  const Pipeline *pl = cur_pipeline(s);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "pipeline", pl->name);
+    json_kv_str(&w, "description", pl->description);
+    json_kv_int(&w, "stage", s->nstages > 0 ? s->cur : 0);
+    json_key(&w, "passes");
+    json_array_begin(&w);
+    for (int k = 0; k < pl->npasses; k++) json_str(&w, pl->passes[k]->name);
+    json_array_end(&w);
+    json_key(&w, "pipelines");
+    json_array_begin(&w);
+    for (int k = 0; k < pipeline_count(); k++) json_str(&w, pipeline_at(k)->name);
+    json_array_end(&w);
+    json_object_end(&w);
+    return true;
+  }
+  fprintf(s->out, "pipeline %s: %s\n", pl->name, pl->description);
+  int cur = s->nstages > 0 ? s->cur : -1;
+  fprintf(s->out, "  %s 0  input\n", cur == 0 ? ">" : " ");
+  for (int k = 1; k <= pl->npasses; k++) {
+    const Pass *p = pl->passes[k - 1];
+    fprintf(s->out, "  %s %-2d %-24s %s%s\n", cur == k ? ">" : " ", k, p->name,
+            k < s->nstages ? "run" : "-", pass_settings_is_disabled(&s->settings, p->name) ? " (switched off)" : "");
+  }
+  fputs("pipelines:", s->out);
+  for (int k = 0; k < pipeline_count(); k++) fprintf(s->out, " %s", pipeline_at(k)->name);
+  fputc('\n', s->out);
+  return true;
+}
+
+/* Moves to stage target one stage at a time, printing a line per stage (text) or an array of
+ * moves (JSON). */
+static bool step_to(Session *s, int target, FxError *err) {
+  JsonWriter w;
+  if (s->json) {
+    json_init(&w, s->out);
+    json_array_begin(&w);
+  }
+  bool ok = true;
+  while (s->cur < target) {
+    if (!ensure_stage(s, s->cur + 1, err)) {
+      ok = false;
+      break;
+    }
+    s->cur++;
+    if (!print_move(s, s->cur, s->json ? &w : NULL, err)) {
+      ok = false;
+      break;
+    }
+  }
+  if (s->json) json_array_end(&w);
+  return ok;
+}
+
+static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
+  if (!need_module(s, err)) return false;
+  if (argc > 2) return cmd_error(s, err, "usage: step [N | PASS | all]");
+  int target = s->cur + 1;
+  if (argc == 2) {
+    long long n;
+    if (strcmp(argv[1], "all") == 0) {
+      target = last_stage(s);
+    } else if (parse_count(argv[1], &n)) {
+      if (n == 0) return cmd_error(s, err, "step 0 does nothing: give a count of 1 or more");
+      target = s->cur + (int)(n < last_stage(s) ? n : last_stage(s));
+    } else {
+      target = stage_of_pass(s, argv[1], s->cur);
+      if (target < 0) {
+        if (pass_lookup(argv[1]) && stage_of_pass(s, argv[1], 0) > 0)
+          return cmd_error(s, err, "%s does not run after stage %d of the %s pipeline", argv[1], s->cur,
+                           cur_pipeline(s)->name);
+        if (pass_lookup(argv[1]))
+          return cmd_error(s, err, "the %s pipeline does not run %s", cur_pipeline(s)->name, argv[1]);
+        return cmd_error(s, err, "expected a count, a pass name or 'all', got '%s'", argv[1]);
+      }
+    }
+  }
+  if (s->cur >= last_stage(s))
+    return cmd_error(s, err, "already at the last stage (%d) of the %s pipeline", s->cur, cur_pipeline(s)->name);
+  if (target > last_stage(s)) target = last_stage(s);
+  return step_to(s, target, err);
+}
+
+static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
+  if (!need_module(s, err)) return false;
+  if (argc > 2) return cmd_error(s, err, "usage: back [N]");
+  long long n = 1;
+  if (argc == 2 && (!parse_count(argv[1], &n) || n == 0))
+    return cmd_error(s, err, "expected a count of 1 or more, got '%s'", argv[1]);
+  if (s->cur == 0) return cmd_error(s, err, "already at stage 0 (the input)");
+  s->cur = n >= s->cur ? 0 : s->cur - (int)n;
+  return print_move(s, s->cur, NULL, err);
+}
+
+static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
+  if (!need_module(s, err)) return false;
+  if (argc != 2) return cmd_error(s, err, "usage: goto STAGE");
+  int target;
+  if (!parse_stage(s, argv[1], &target, err)) return false;
+  if (!ensure_stage(s, target, err)) return false;
+  s->cur = target;
+  return print_move(s, target, NULL, err);
+}
+
+static bool cmd_stage(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (!need_module(s, err)) return false;
+  if (argc > 1) return cmd_error(s, err, "usage: stage");
+  const Pipeline *pl = cur_pipeline(s);
+  KernelPlan *p = stage_plan(s, s->cur, err);
+  if (!p) return false;
+  const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+  const char *next = s->cur < pl->npasses ? pl->passes[s->cur]->name : NULL;
+  int ninstr = ir_module_instr_count(s->stages[s->cur].module);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "last", pl->npasses);
+    json_kv_str(&w, "pipeline", pl->name);
+    json_kv_str(&w, "pass", pass);
+    json_kv_bool(&w, "changed", s->stages[s->cur].changed);
+    json_kv_int(&w, "instructions", ninstr);
+    json_kv_int(&w, "kernels", p->nkernels);
+    json_kv_str(&w, "next", next);
+    json_object_end(&w);
+  } else {
+    fprintf(s->out, "stage %d of %d (%s pipeline): %s%s; %d instructions, %d kernels\n", s->cur, pl->npasses,
+            pl->name, s->cur == 0 ? "the input" : "after ", s->cur == 0 ? "" : pass, ninstr, p->nkernels);
+    if (next) fprintf(s->out, "next: %s\n", next);
+    else fputs("the pipeline is finished\n", s->out);
+  }
+  plan_free(p);
+  return true;
+}
+
+/* ---------- passes ---------- */
+
+static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
+  bool only_changed = false;
+  for (int k = 1; k < argc; k++) {
+    if (strcmp(argv[k], "--changed") == 0) only_changed = true;
+    else return cmd_error(s, err, "unknown option '%s' (usage: passes [--changed])", argv[k]);
+  }
+  if (!need_module(s, err)) return false;
+  const Pipeline *pl = cur_pipeline(s);
+  JsonWriter w;
+  if (s->json) {
+    json_init(&w, s->out);
+    json_array_begin(&w);
+  } else {
+    fprintf(s->out, "pipeline %s on %s\n", pl->name, s->device.name);
+    fprintf(s->out, "    %-5s %-24s %-7s %12s %8s %10s %11s %12s\n", "stage", "pass", "changed", "instructions",
+            "kernels", "launches", "bytes", "est. time");
+  }
+  bool ok = true;
+  for (int k = 0; k <= pl->npasses && ok; k++) {
+    bool run = k < s->nstages;
+    bool changed = run && s->stages[k].changed;
+    if (only_changed && k > 0 && run && !changed) continue;
+    const char *pass = k == 0 ? "input" : pl->passes[k - 1]->name;
+    KernelPlan *p = NULL;
+    if (run) {
+      p = stage_plan(s, k, err);
+      if (!p) {
+        ok = false;
+        break;
+      }
+    }
+    int ninstr = run ? ir_module_instr_count(s->stages[k].module) : 0;
+    if (s->json) {
+      json_object_begin(&w);
+      json_kv_int(&w, "stage", k);
+      json_kv_str(&w, "pass", pass);
+      if (run) {
+        json_kv_bool(&w, "changed", changed);
+        json_kv_int(&w, "instructions", ninstr);
+        json_kv_int(&w, "kernels", p->nkernels);
+        json_kv_int(&w, "bytes", (long long)(p->bytes_read + p->bytes_written));
+        json_kv_double(&w, "est_us", p->est_us);
+      } else {
+        json_kv_null(&w, "changed");
+        json_kv_null(&w, "instructions");
+        json_kv_null(&w, "kernels");
+        json_kv_null(&w, "bytes");
+        json_kv_null(&w, "est_us");
+      }
+      json_object_end(&w);
+    } else if (run) {
+      char b[32], t[32];
+      fmt_bytes((double)(p->bytes_read + p->bytes_written), b, sizeof b);
+      fmt_time(p->est_us, t, sizeof t);
+      fprintf(s->out, "  %s %-5d %-24s %-7s %12d %8d %10lld %11s %12s\n", k == s->cur ? ">" : " ", k, pass,
+              k == 0 ? "" : (changed ? "yes" : "no"), ninstr, p->nkernels, (long long)p->launches, b, t);
+    } else {
+      fprintf(s->out, "    %-5d %-24s %-7s\n", k, pass, "not run");
+    }
+    plan_free(p);
+  }
+  if (s->json) json_array_end(&w);
+  return ok;
+}
+
+/* ---------- diff ---------- */
+
+static bool stage_run(Session *s, const char *w, int *out, FxError *err) {
+  if (!parse_stage(s, w, out, err)) return false;
+  if (*out >= s->nstages)
+    return cmd_error(s, err, "stage %d has not been run yet (step or goto %d first)", *out, *out);
+  return true;
+}
+
+static void json_diff_list(JsonWriter *w, const ExplainDiff *d, ExplainDiffKind kind) {
+  json_key(w, explain_diff_kind_name(kind));
+  json_array_begin(w);
+  for (int k = 0; k < d->n; k++) {
+    const ExplainDiffEntry *e = &d->entries[k];
+    if (e->kind != kind) continue;
+    json_object_begin(w);
+    json_kv_str(w, "name", e->name);
+    json_kv_str(w, "op", e->op);
+    json_kv_str(w, "computation", e->comp);
+    if (kind == DIFF_FUSED || kind == DIFF_REMOVED) json_kv_str(w, "into", e->into);
+    if (kind == DIFF_ADDED || kind == DIFF_REWRITTEN) json_kv_str(w, "detail", e->detail);
+    json_object_end(w);
+  }
+  json_array_end(w);
+}
+
+static bool cmd_diff(Session *s, int argc, char **argv, FxError *err) {
+  if (!need_module(s, err)) return false;
+  if (argc > 3) return cmd_error(s, err, "usage: diff [A [B]]");
+  int a, b;
+  if (argc == 1) {
+    if (s->cur == 0) return cmd_error(s, err, "at stage 0 (the input) there is no pass to compare: step first, or diff A B");
+    a = s->cur - 1;
+    b = s->cur;
+  } else if (argc == 2) {
+    if (!stage_run(s, argv[1], &a, err)) return false;
+    b = s->cur;
+    if (a == b) {
+      if (a == 0) return cmd_error(s, err, "stage 0 is the input: give two stages to compare");
+      a = b - 1;
+    }
+  } else {
+    if (!stage_run(s, argv[1], &a, err) || !stage_run(s, argv[2], &b, err)) return false;
+  }
+  int lo = a < b ? a : b, hi = a < b ? b : a;
+  ExplainDiff *d = explain_diff(s->stages[a].module, s->stages[b].module, s->log, lo, hi, err);
+  if (!d) return false;
+  const char *pa = a == 0 ? "input" : s->stages[a].pass, *pb = b == 0 ? "input" : s->stages[b].pass;
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_int(&w, "from", a);
+    json_kv_int(&w, "to", b);
+    json_kv_int(&w, "instructions_from", d->instrs_a);
+    json_kv_int(&w, "instructions_to", d->instrs_b);
+    json_diff_list(&w, d, DIFF_ADDED);
+    json_diff_list(&w, d, DIFF_REMOVED);
+    json_diff_list(&w, d, DIFF_REWRITTEN);
+    json_diff_list(&w, d, DIFF_FUSED);
+    json_object_end(&w);
+  } else {
+    fprintf(s->out, "diff stage %d (%s) -> stage %d (%s): %d -> %d instructions", a, pa, b, pb, d->instrs_a,
+            d->instrs_b);
+    if (d->n == 0) fputs("; no change\n", s->out);
+    else {
+      const char *sep = "; ";
+      static const ExplainDiffKind order[] = {DIFF_FUSED, DIFF_ADDED, DIFF_REMOVED, DIFF_REWRITTEN};
+      for (int k = 0; k < 4; k++)
+        if (d->count[order[k]]) {
+          fprintf(s->out, "%s%d %s", sep, d->count[order[k]], explain_diff_kind_name(order[k]));
+          sep = ", ";
+        }
+      fputc('\n', s->out);
+    }
+    const int limit = 200;
+    int shown = 0;
+    for (int k = 0; k < d->n && shown < limit; k++, shown++) {
+      const ExplainDiffEntry *e = &d->entries[k];
+      fprintf(s->out, "  %-10s %-28s ", explain_diff_kind_name(e->kind), e->name);
+      switch (e->kind) {
+      case DIFF_FUSED: fprintf(s->out, "into %s\n", e->into); break;
+      case DIFF_REMOVED:
+        if (e->into) fprintf(s->out, "(%s in %s) replaced by %s\n", e->op, e->comp, e->into);
+        else fprintf(s->out, "(%s in %s)\n", e->op, e->comp);
+        break;
+      case DIFF_ADDED:
+        fprintf(s->out, "(%s in %s)%s%s\n", e->op, e->comp, e->detail ? " " : "", e->detail ? e->detail : "");
+        break;
+      case DIFF_REWRITTEN: fprintf(s->out, "%s\n", e->detail ? e->detail : ""); break;
+      }
+    }
+    if (d->n > limit) fprintf(s->out, "  ... and %d more (diff --json lists them all)\n", d->n - limit);
+  }
+  explain_diff_free(d);
+  return true;
+}
+
+/* ---------- why ---------- */
+
+/* The latest stage <= upto whose module has the instruction; -1 when none. */
+static int stage_with(Session *s, const char *name, int upto) {
+  for (int k = upto; k >= 0; k--)
+    if (ir_module_find_instr(s->stages[k].module, name)) return k;
+  return -1;
+}
+
+static bool unknown_name(Session *s, const char *name, FxError *err) {
+  return cmd_error(s, err, "no instruction named '%s' at any stage", name);
+}
+
+/* Why an instruction launches no kernel of its own. */
+static const char *no_kernel_reason(const IrInstr *i) {
+  switch (i->op) {
+  case IR_OP_PARAMETER: return "a parameter: its buffer is an input, no kernel writes it";
+  case IR_OP_CONSTANT: return "a constant: it lives in memory, no kernel computes it";
+  case IR_OP_TUPLE: return "a tuple: a location in memory holding its elements, not a kernel";
+  case IR_OP_GET_TUPLE_ELEMENT: return "get-tuple-element: a view of one element of a tuple, not a kernel";
+  case IR_OP_BITCAST: return "a bitcast: the same buffer read with another shape";
+  case IR_OP_RESHAPE:
+  case IR_OP_TRANSPOSE: return "a bitcast here: the layout keeps the elements in place";
+  default: return "it launches no kernel of its own";
+  }
+}
+
+static void print_decisions(Session *s, JsonWriter *w, const ExplainRecord **res, int n) {
+  if (s->json) {
+    json_key(w, "decisions");
+    json_array_begin(w);
+    for (int k = 0; k < n; k++) json_record(w, res[k]);
+    json_array_end(w);
+  } else {
+    for (int k = 0; k < n; k++) explain_print_record(s->out, res[k]);
+  }
+}
+
+static bool why_one(Session *s, const char *name, FxError *err) {
+  int at = stage_with(s, name, s->cur);
+  int later = at < 0 ? stage_with(s, name, s->nstages - 1) : at;
+  if (at < 0 && later < 0) return unknown_name(s, name, err);
+  IrModule *m = s->stages[s->cur].module;
+  const IrInstr *i = ir_module_find_instr(m, name);
+  KernelPlan *p = NULL;
+  if (i && !(p = stage_plan(s, s->cur, err))) return false;
+  const PlanKernel *kn = i ? plan_kernel_of(p, i) : NULL;
+  ExplainFilter f;
+  explain_filter_init(&f);
+  f.name = name;
+  f.max_stage = s->nstages - 1;
+  const ExplainRecord **res;
+  int n = explain_query(s->log, &f, &res);
+  if (n < 0) {
+    plan_free(p);
+    return cmd_error(s, err, "out of memory");
+  }
+  const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+  char shape[256] = "";
+  if (i) ir_shape_format(&i->shape, true, shape, sizeof shape);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "name", name);
+    json_kv_int(&w, "stage", s->cur);
+    json_kv_bool(&w, "present", i != NULL);
+    if (i) {
+      json_kv_str(&w, "op", ir_op_name(i->op));
+      json_kv_str(&w, "shape", shape);
+      json_kv_str(&w, "computation", i->parent->name);
+      json_key(&w, "kernel");
+      if (kn) {
+        json_object_begin(&w);
+        json_kv_str(&w, "name", kn->name);
+        json_kv_str(&w, "kind", plan_kernel_kind_name(kn->kind));
+        json_kv_int(&w, "members", kn->nmembers);
+        json_object_end(&w);
+      } else {
+        json_null(&w);
+      }
+    } else {
+      json_kv_int(&w, "last_seen_stage", at >= 0 ? at : later);
+    }
+    print_decisions(s, &w, res, n);
+    json_object_end(&w);
+  } else if (i) {
+    fprintf(s->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
+    if (kn && kn->instr == i && kn->nmembers <= 1)
+      fprintf(s->out, "  at stage %d (%s): its own %s kernel\n", s->cur, pass, plan_kernel_kind_name(kn->kind));
+    else if (kn && kn->kind == KERNEL_CONTROL)
+      fprintf(s->out, "  at stage %d (%s): runs on the host; its loop control reads the condition back every iteration\n",
+              s->cur, pass);
+    else if (kn)
+      fprintf(s->out, "  at stage %d (%s): in kernel %s (%s, %d instructions)\n", s->cur, pass, kn->name,
+              plan_kernel_kind_name(kn->kind), kn->nmembers);
+    else if (i->op == IR_OP_WHILE || i->op == IR_OP_CALL || i->op == IR_OP_CONDITIONAL)
+      fprintf(s->out, "  at stage %d (%s): control flow; its computations' kernels run in its place\n", s->cur, pass);
+    else
+      fprintf(s->out, "  at stage %d (%s): no kernel: %s\n", s->cur, pass, no_kernel_reason(i));
+  } else if (at >= 0) {
+    fprintf(s->out, "%s is not in stage %d (%s): last seen at stage %d (%s)\n", name, s->cur, pass, at,
+            at == 0 ? "input" : s->stages[at].pass);
+  } else {
+    fprintf(s->out, "%s is not in stage %d (%s): it first appears at stage %d (%s)\n", name, s->cur, pass, later,
+            s->stages[later].pass);
+  }
+  if (!s->json) {
+    if (n == 0) fprintf(s->out, "  no decision names %s%s\n", name, s->nstages > 1 ? "" : " (no pass has run yet)");
+    else fprintf(s->out, "  %d decision%s naming %s:\n", n, n == 1 ? "" : "s", name);
+    print_decisions(s, NULL, res, n);
+  }
+  fx_free(res);
+  plan_free(p);
+  return true;
+}
+
+static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
+  if (stage_with(s, a, s->nstages - 1) < 0) return unknown_name(s, a, err);
+  if (stage_with(s, b, s->nstages - 1) < 0) return unknown_name(s, b, err);
+  ExplainFilter f;
+  explain_filter_init(&f);
+  f.name = a;
+  f.name2 = b;
+  f.max_stage = s->nstages - 1;
+  const ExplainRecord **res;
+  int n = explain_query(s->log, &f, &res);
+  if (n < 0) return cmd_error(s, err, "out of memory");
+  char rel[768] = "";
+  if (n == 0) {
+    /* Judge the pair where both still exist: the current stage, or the latest one before it. */
+    int st = s->cur;
+    while (st > 0 && !(ir_module_find_instr(s->stages[st].module, a) && ir_module_find_instr(s->stages[st].module, b)))
+      st--;
+    KernelPlan *p = stage_plan(s, st, err);
+    if (!p) {
+      fx_free(res);
+      return false;
+    }
+    explain_pair_relation(s->stages[st].module, p, a, b, rel, sizeof rel);
+    plan_free(p);
+  }
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_key(&w, "names");
+    json_array_begin(&w);
+    json_str(&w, a);
+    json_str(&w, b);
+    json_array_end(&w);
+    json_kv_int(&w, "stage", s->cur);
+    print_decisions(s, &w, res, n);
+    if (n == 0) json_kv_str(&w, "relation", rel);
+    else json_kv_null(&w, "relation");
+    json_object_end(&w);
+  } else if (n == 0) {
+    fprintf(s->out, "no decision between %s and %s: %s\n", a, b, rel);
+  } else {
+    fprintf(s->out, "%d decision%s between %s and %s:\n", n, n == 1 ? "" : "s", a, b);
+    print_decisions(s, NULL, res, n);
+  }
+  fx_free(res);
+  return true;
+}
+
+static bool cmd_why(Session *s, int argc, char **argv, FxError *err) {
+  if (!need_module(s, err)) return false;
+  if (argc < 2 || argc > 3) return cmd_error(s, err, "usage: why NAME [NAME]");
+  const char *a = argv[1][0] == '%' ? argv[1] + 1 : argv[1];
+  if (argc == 2) return why_one(s, a, err);
+  const char *b = argv[2][0] == '%' ? argv[2] + 1 : argv[2];
+  return why_pair(s, a, b, err);
+}
+
+/* ---------- decisions ---------- */
+
+static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
+  if (!need_module(s, err)) return false;
+  ExplainFilter f;
+  explain_filter_init(&f);
+  f.max_stage = s->nstages - 1;
+  for (int k = 1; k < argc; k++) {
+    const char *o = argv[k];
+    if (strcmp(o, "--rejected") == 0) f.verdict = 0;
+    else if (strcmp(o, "--accepted") == 0) f.verdict = 1;
+    else if (strcmp(o, "--reason") == 0 || strcmp(o, "--pass") == 0 || strcmp(o, "--stage") == 0) {
+      if (k + 1 >= argc) return cmd_error(s, err, "%s needs a value", o);
+      const char *v = argv[++k];
+      if (strcmp(o, "--reason") == 0) {
+        if (!explain_reason_meaning(v)) {
+          char codes[600] = "";
+          for (int r = 0; r < explain_reason_count(); r++)
+            snprintf(codes + strlen(codes), sizeof codes - strlen(codes), "%s%s", r ? ", " : "", explain_reason_code(r));
+          return cmd_error(s, err, "unknown reason code '%s' (codes: %s)", v, codes);
+        }
+        f.reason = v;
+      } else if (strcmp(o, "--pass") == 0) {
+        if (!pass_lookup(v)) return cmd_error(s, err, "no pass named '%s'", v);
+        f.pass = v;
+      } else {
+        int st;
+        if (!parse_stage(s, v, &st, err)) return false;
+        f.stage = st;
+      }
+    } else {
+      return cmd_error(s, err, "unknown option '%s' (usage: decisions [--rejected | --accepted] [--reason CODE] "
+                       "[--pass NAME] [--stage S])", o);
+    }
+  }
+  const ExplainRecord **res;
+  int n = explain_query(s->log, &f, &res);
+  if (n < 0) return cmd_error(s, err, "out of memory");
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_array_begin(&w);
+    for (int k = 0; k < n; k++) json_record(&w, res[k]);
+    json_array_end(&w);
+  } else {
+    for (int k = 0; k < n; k++) explain_print_record(s->out, res[k]);
+    fprintf(s->out, "%d decision%s%s\n", n, n == 1 ? "" : "s", s->nstages > 1 ? "" : " (no pass has run yet: step first)");
+  }
+  fx_free(res);
+  return true;
+}
+
+/* ---------- kernels and stats ---------- */
+
+static void shape_list(const IrShape *sh, char *buf, size_t n) {
+  if (sh->type == IR_TUPLE) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int k = 0; k < sh->ntuple && len < n; k++) {
+      if (k) len += (size_t)snprintf(buf + len, n - len, ", ");
+      if (len < n) len += (size_t)ir_shape_format(&sh->tuple[k], true, buf + len, n - len);
+    }
+  } else {
+    ir_shape_format(sh, true, buf, n);
+  }
+}
+
+static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (!need_module(s, err)) return false;
+  if (argc > 1) return cmd_error(s, err, "usage: kernels");
+  KernelPlan *p = stage_plan(s, s->cur, err);
+  if (!p) return false;
+  const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+  char buf[1024];
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_int(&w, "stage", s->cur);
+    json_kv_str(&w, "device", s->device.name);
+    json_kv_int(&w, "launches", (long long)p->launches);
+    json_kv_int(&w, "bytes_read", (long long)p->bytes_read);
+    json_kv_int(&w, "bytes_written", (long long)p->bytes_written);
+    json_kv_double(&w, "est_us", p->est_us);
+    json_kv_bool(&w, "trip_counts_known", p->trip_counts_known);
+    json_key(&w, "kernels");
+    json_array_begin(&w);
+    for (int k = 0; k < p->nkernels; k++) {
+      const PlanKernel *kn = &p->kernels[k];
+      json_object_begin(&w);
+      json_kv_str(&w, "name", kn->name);
+      json_kv_str(&w, "kind", plan_kernel_kind_name(kn->kind));
+      json_kv_str(&w, "computation", kn->comp ? kn->comp->name : NULL);
+      json_kv_int(&w, "launches", (long long)kn->launches);
+      json_key(&w, "members");
+      json_array_begin(&w);
+      for (int j = 0; j < kn->nmembers; j++) json_str(&w, kn->members[j]->name);
+      json_array_end(&w);
+      json_key(&w, "inputs");
+      json_array_begin(&w);
+      for (int j = 0; j < kn->ninputs; j++) json_str(&w, kn->inputs[j]->name);
+      json_array_end(&w);
+      json_key(&w, "outputs");
+      json_array_begin(&w);
+      if (kn->kind != KERNEL_CONTROL) {
+        if (kn->instr->shape.type == IR_TUPLE) {
+          for (int j = 0; j < kn->instr->shape.ntuple; j++) {
+            ir_shape_format(&kn->instr->shape.tuple[j], true, buf, sizeof buf);
+            json_str(&w, buf);
+          }
+        } else {
+          ir_shape_format(&kn->instr->shape, true, buf, sizeof buf);
+          json_str(&w, buf);
+        }
+      }
+      json_array_end(&w);
+      json_kv_int(&w, "bytes_read", (long long)kn->bytes_read);
+      json_kv_int(&w, "bytes_written", (long long)kn->bytes_written);
+      json_kv_double(&w, "flops", kn->flops);
+      json_kv_double(&w, "est_us", kn->est_us);
+      json_object_end(&w);
+    }
+    json_array_end(&w);
+    json_object_end(&w);
+    plan_free(p);
+    return true;
+  }
+  char b1[32], b2[32], t[32];
+  fmt_bytes((double)p->bytes_read, b1, sizeof b1);
+  fmt_bytes((double)p->bytes_written, b2, sizeof b2);
+  fmt_time(p->est_us, t, sizeof t);
+  fprintf(s->out, "stage %d (%s) on %s: %d kernel%s, %lld launch%s per execution%s; %s read, %s written, %s\n",
+          s->cur, pass, s->device.name, p->nkernels, p->nkernels == 1 ? "" : "s", (long long)p->launches,
+          p->launches == 1 ? "" : "es", p->trip_counts_known ? "" : " (some trip counts unknown: counted once)", b1,
+          b2, t);
+  for (int k = 0; k < p->nkernels; k++) {
+    const PlanKernel *kn = &p->kernels[k];
+    fprintf(s->out, "%3d  %-28s %-8s x%-8lld in %s\n", k + 1, kn->name, plan_kernel_kind_name(kn->kind),
+            (long long)kn->launches, kn->comp ? kn->comp->name : "?");
+    if (kn->kind == KERNEL_CONTROL) {
+      fprintf(s->out, "       %s\n", kn->instr->op == IR_OP_WHILE
+                                          ? "loop control: the condition's result is read back to the host each iteration"
+                                          : "branch control: the branch index is read back to the host");
+      continue;
+    }
+    if (kn->nmembers > 1 || kn->instr->op == IR_OP_FUSION) {
+      fputs("       members:", s->out);
+      for (int j = 0; j < kn->nmembers && j < 12; j++) fprintf(s->out, "%s %s", j ? "," : "", kn->members[j]->name);
+      if (kn->nmembers > 12) fprintf(s->out, ", ... (%d in all)", kn->nmembers);
+      fputc('\n', s->out);
+    }
+    fputs("       inputs: ", s->out);
+    if (kn->ninputs == 0) fputs(" none", s->out);
+    for (int j = 0; j < kn->ninputs && j < 12; j++) fprintf(s->out, "%s %s", j ? "," : "", kn->inputs[j]->name);
+    if (kn->ninputs > 12) fprintf(s->out, ", ... (%d in all)", kn->ninputs);
+    shape_list(&kn->instr->shape, buf, sizeof buf);
+    fmt_bytes((double)kn->bytes_read, b1, sizeof b1);
+    fmt_bytes((double)kn->bytes_written, b2, sizeof b2);
+    fmt_time(kn->est_us, t, sizeof t);
+    fprintf(s->out, "\n       outputs: %s\n       bytes: %s read, %s written; %s per launch\n", buf, b1, b2, t);
+  }
+  plan_free(p);
+  return true;
+}
+
+/* Bytes held by the distinct snapshots of the stages. */
+static size_t snapshot_bytes(Session *s, int *distinct) {
+  size_t total = 0;
+  *distinct = 0;
+  for (int k = 0; k < s->nstages; k++) {
+    if (s->stages[k].shared || !s->stages[k].module) continue;
+    (*distinct)++;
+    total += s->stages[k].module->arena.total;
+  }
+  return total;
+}
+
+static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (!need_module(s, err)) return false;
+  if (argc > 1) return cmd_error(s, err, "usage: show stats");
+  IrModule *m = s->stages[s->cur].module;
+  KernelPlan *p = stage_plan(s, s->cur, err);
+  if (!p) return false;
+  int distinct;
+  size_t mem = snapshot_bytes(s, &distinct);
+  const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_int(&w, "stage", s->cur);
+    json_kv_str(&w, "pass", pass);
+    json_kv_str(&w, "device", s->device.name);
+    json_kv_int(&w, "instructions", ir_module_instr_count(m));
+    json_kv_int(&w, "computations", m->ncomps);
+    json_kv_int(&w, "kernels", p->nkernels);
+    json_kv_int(&w, "launches", (long long)p->launches);
+    json_kv_bool(&w, "trip_counts_known", p->trip_counts_known);
+    json_kv_int(&w, "bytes_read", (long long)p->bytes_read);
+    json_kv_int(&w, "bytes_written", (long long)p->bytes_written);
+    json_kv_double(&w, "est_us", p->est_us);
+    json_kv_int(&w, "stages", s->nstages);
+    json_kv_int(&w, "snapshots", distinct);
+    json_kv_int(&w, "snapshot_bytes", (long long)mem);
+    json_object_end(&w);
+  } else {
+    char b1[32], b2[32], b3[32], t[32];
+    fmt_bytes((double)p->bytes_read, b1, sizeof b1);
+    fmt_bytes((double)p->bytes_written, b2, sizeof b2);
+    fmt_bytes((double)mem, b3, sizeof b3);
+    fmt_time(p->est_us, t, sizeof t);
+    fprintf(s->out, "stage %d (%s) on %s\n", s->cur, pass, s->device.name);
+    fprintf(s->out, "  instructions    %d in %d computations\n", ir_module_instr_count(m), m->ncomps);
+    fprintf(s->out, "  kernels         %d; %lld launches per execution (loops multiplied out%s)\n", p->nkernels,
+            (long long)p->launches, p->trip_counts_known ? "" : "; some trip counts unknown, counted once");
+    fprintf(s->out, "  bytes           %s read, %s written per execution\n", b1, b2);
+    fprintf(s->out, "  estimated time  %s per execution\n", t);
+    fprintf(s->out, "  snapshots       %d stage%s in %d snapshot%s, %s\n", s->nstages, s->nstages == 1 ? "" : "s",
+            distinct, distinct == 1 ? "" : "s", b3);
+  }
+  plan_free(p);
+  return true;
+}
+
 const ReplCommand repl_cmds_pipeline[] = {
+    {"pipeline", "pipeline [NAME]", "show or choose the pass pipeline (classic, priority)",
+     "pipeline            shows the chosen pipeline, its passes and where we are.\n"
+     "pipeline NAME       chooses a pipeline (classic: XLA's rule-based fusion as the paper describes it;\n"
+     "                    priority: today's cost-model-driven fusion) and goes back to stage 0.",
+     cmd_pipeline},
+    {"passes", "passes [--changed]", "the pipeline's stages: changed?, instructions, kernels, bytes, time",
+     "passes              one row per stage: the pass, whether it changed the module, instructions,\n"
+     "                    kernels, launches per execution, bytes moved and estimated time on the\n"
+     "                    device profile. Stages not run yet are listed as such.\n"
+     "passes --changed    hides the passes that changed nothing.\n"
+     "With --json: one object per stage {stage, pass, changed, instructions, kernels, bytes, est_us}.",
+     cmd_passes},
+    {"step", "step [N | PASS | all]", "run the next pass (or N, up to PASS, or all)",
+     "step                runs the next pass and shows what it did:\n"
+     "                    \"stage 4  instruction-fusion: 14 fused, 3 rejected -> 6 kernels\".\n"
+     "step N              N passes; step PASS: up to the next stage made by PASS; step all: to the end.\n"
+     "Stages already run (after back) are revisited, not run again.",
+     cmd_step},
+    {"back", "back [N]", "go back one stage (or N)", "back [N]            moves back N stages (default 1); nothing is lost.",
+     cmd_back},
+    {"goto", "goto STAGE", "go to a stage by number or pass name",
+     "goto STAGE          moves to stage STAGE (a number, or a pass name for its first stage), running\n"
+     "                    the passes up to it when they have not run yet.",
+     cmd_goto},
+    {"stage", "stage", "where we are in the pipeline", NULL, cmd_stage},
+    {"diff", "diff [A [B]]", "what changed between two stages",
+     "diff                what the last pass changed (the previous stage against the current one).\n"
+     "diff A              stage A against the current stage (A-1 against A when A is the current one).\n"
+     "diff A B            stage A against stage B.\n"
+     "Lists instructions fused (and into which fusion), added, removed and rewritten.",
+     cmd_diff},
+    {"why", "why NAME [NAME]", "everything recorded about an instruction, or a pair",
+     "why NAME            where NAME is at the current stage (which kernel it runs in) and every\n"
+     "                    decision any pass made about it, with reason, numbers and suggestion.\n"
+     "why A B             every decision between A and B; when there is none, why not (never producer\n"
+     "                    and consumer, different computations, already in one kernel, ...).",
+     cmd_why},
+    {"decisions", "decisions [--rejected | --accepted] [--reason CODE] [--pass NAME] [--stage S]",
+     "the decision log, filtered",
+     "decisions           every decision recorded for the stages run so far.\n"
+     "  --rejected / --accepted   only one verdict\n"
+     "  --reason CODE             only one reason code (not_fusible, code_duplication, ...)\n"
+     "  --pass NAME               only one pass\n"
+     "  --stage S                 only one stage (a number or a pass name)",
+     cmd_decisions},
+    {"kernels", "kernels", "the kernel plan of the current stage",
+     "kernels             each kernel of the current stage: kind (loop, input, output, library,\n"
+     "                    control), launches per execution, member instructions, inputs, outputs,\n"
+     "                    bytes read and written and estimated time per launch.",
+     cmd_kernels},
+    {"show-stats", "show stats", NULL, NULL, cmd_show_stats},
     {0},
 };
