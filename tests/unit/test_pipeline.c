@@ -395,8 +395,14 @@ TEST(corpus_through_classic_pipeline) {
       CHECK(!changed || nd > 0); /* a change is always reported */
       if (out) {
         int after = ir_module_instr_count(out);
-        if (p < 3 && after > count) fprintf(stderr, "%s: %s grew %d -> %d\n", names[k], pl->passes[p]->name, count, after);
-        if (p < 3) CHECK(after <= count);
+        static const char *const simplification[] = {"algsimp", "constant-folding", "cse", "dce", "tuple-simplifier",
+                                                     "while-loop-simplifier"};
+        bool simplifies = false;
+        for (size_t q = 0; q < sizeof simplification / sizeof simplification[0]; q++)
+          simplifies = simplifies || strcmp(pl->passes[p]->name, simplification[q]) == 0;
+        if (simplifies && after > count)
+          fprintf(stderr, "%s: %s grew %d -> %d\n", names[k], pl->passes[p]->name, count, after);
+        if (simplifies) CHECK(after <= count);
         count = after;
         ir_module_free(m);
         m = out;
