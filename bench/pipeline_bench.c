@@ -1,0 +1,249 @@
+/* pipeline_bench.c — how fast the pass pipeline runs, and how much its stage snapshots weigh.
+ *
+ * Runs a whole pipeline (default classic) stage by stage, exactly as `step all` does (copy the
+ * previous stage, run the pass, verify, share the snapshot when nothing changed, record the
+ * decisions in an ExplainLog), then builds every stage's kernel plan as `passes` does. Reports
+ * time per pass, time per instruction, decisions, and the bytes each stage's snapshot holds.
+ *
+ * Inputs: the largest corpus module (hlo_gemma4_2b_bf16.hlo) and synthetic modules of 1k, 10k and
+ * 100k instructions, so the growth with size shows.
+ *
+ *   bench_pipeline [--pipeline NAME] [--corpus DIR] [--sizes 1000,10000,100000] [--quiet]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "explain.h"
+#include "hlo.h"
+#include "passes.h"
+#include "plan.h"
+#include "verify.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---------- a synthetic module: elementwise chains, broadcasts, reductions, duplicates, dead
+ * code, tuples taken apart, in blocks of about 16 instructions over a few parameters ---------- */
+
+static IrInstr *add_param(IrComputation *c, const IrShape *s, int n, const char *name) {
+  IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, s, NULL, 0, name);
+  p->param_number = n;
+  IrInstr **grown = arena_alloc(&c->module->arena, sizeof(IrInstr *) * (size_t)(n + 1));
+  for (int k = 0; k < c->nparams; k++) grown[k] = c->params[k];
+  grown[n] = p;
+  c->params = grown;
+  c->nparams = n + 1;
+  return p;
+}
+
+static IrModule *synthetic(int target) {
+  IrModule *m = ir_module_new("synthetic");
+  IrComputation *addc = ir_computation_new(m, "add_f32");
+  IrShape sc = ir_shape_scalar(IR_F32);
+  IrInstr *aa = add_param(addc, &sc, 0, "lhs");
+  IrInstr *ab = add_param(addc, &sc, 1, "rhs");
+  ir_set_root(addc, ir_instr_new(addc, IR_OP_ADD, &sc, (IrInstr *[]){aa, ab}, 2, "sum"));
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d2[2] = {256, 1024}, d1[1] = {256};
+  IrShape mat = ir_shape_array(&m->arena, IR_F32, 2, d2), vec = ir_shape_array(&m->arena, IR_F32, 1, d1);
+  IrInstr *x = add_param(c, &mat, 0, "x"), *y = add_param(c, &mat, 1, "y"), *v = add_param(c, &vec, 2, "v");
+  IrInstr *zero = ir_constant_scalar(c, IR_F32, 0, "zero");
+  IrInstr *cur = x;
+  IrInstr **outs = NULL;
+  int nouts = 0, cap = 0;
+  while (ir_module_instr_count(m) < target - 2) {
+    IrInstr *bv = ir_instr_new(c, IR_OP_BROADCAST, &mat, &v, 1, "broadcast");
+    ir_attr_set_text(bv, "dimensions", "{0}");
+    IrInstr *a1 = ir_instr_new(c, IR_OP_ADD, &mat, (IrInstr *[]){cur, y}, 2, "add");
+    IrInstr *a2 = ir_instr_new(c, IR_OP_ADD, &mat, (IrInstr *[]){y, cur}, 2, "add"); /* cse: same as a1 */
+    IrInstr *mu = ir_instr_new(c, IR_OP_MULTIPLY, &mat, (IrInstr *[]){a1, bv}, 2, "multiply");
+    IrInstr *ex = ir_instr_new(c, IR_OP_EXP, &mat, &mu, 1, "exponential");
+    IrInstr *tn = ir_instr_new(c, IR_OP_TANH, &mat, &a2, 1, "tanh");
+    ir_instr_new(c, IR_OP_NEGATE, &mat, &ex, 1, "negate"); /* dead */
+    IrShape el[2] = {mat, mat};
+    IrShape ts = {.type = IR_TUPLE, .ntuple = 2, .tuple = el};
+    IrInstr *t = ir_instr_new(c, IR_OP_TUPLE, &ts, (IrInstr *[]){ex, tn}, 2, "tuple");
+    IrInstr *g0 = ir_instr_new(c, IR_OP_GET_TUPLE_ELEMENT, &mat, &t, 1, "get-tuple-element");
+    ir_attr_set_text(g0, "index", "0");
+    IrInstr *g1 = ir_instr_new(c, IR_OP_GET_TUPLE_ELEMENT, &mat, &t, 1, "get-tuple-element");
+    ir_attr_set_text(g1, "index", "1");
+    IrInstr *su = ir_instr_new(c, IR_OP_SUBTRACT, &mat, (IrInstr *[]){g0, g1}, 2, "subtract");
+    IrInstr *red = ir_instr_new(c, IR_OP_REDUCE, &vec, (IrInstr *[]){su, zero}, 2, "reduce");
+    ir_attr_set_text(red, "dimensions", "{1}");
+    ir_attr_set_comp(red, "to_apply", addc);
+    IrInstr *rb = ir_instr_new(c, IR_OP_BROADCAST, &mat, &red, 1, "broadcast");
+    ir_attr_set_text(rb, "dimensions", "{0}");
+    IrInstr *dv = ir_instr_new(c, IR_OP_DIVIDE, &mat, (IrInstr *[]){su, rb}, 2, "divide");
+    IrInstr *mx = ir_instr_new(c, IR_OP_MAXIMUM, &mat, (IrInstr *[]){dv, x}, 2, "maximum");
+    cur = mx;
+    if (nouts == cap) {
+      cap = cap ? cap * 2 : 64;
+      outs = realloc(outs, sizeof *outs * (size_t)cap);
+    }
+    outs[nouts++] = red;
+  }
+  /* Every block's reduction is an output, so the blocks stay live. */
+  IrShape *el = arena_alloc(&m->arena, sizeof(IrShape) * (size_t)(nouts + 1));
+  for (int k = 0; k < nouts; k++) el[k] = vec;
+  el[nouts] = mat;
+  IrShape ts = {.type = IR_TUPLE, .ntuple = nouts + 1, .tuple = el};
+  outs = realloc(outs, sizeof *outs * (size_t)(nouts + 1));
+  outs[nouts] = cur;
+  ir_set_root(c, ir_instr_new(c, IR_OP_TUPLE, &ts, outs, nouts + 1, "result"));
+  free(outs);
+  return m;
+}
+
+/* ---------- running the pipeline as `step all` does ---------- */
+
+typedef struct {
+  double pass_s[64], plan_s;
+  int decisions[64];
+  size_t bytes[64]; /* arena bytes of the stage's own snapshot; 0 when shared */
+  int instrs[64];
+  bool changed[64];
+  double total_s;
+  size_t total_bytes;
+} Run;
+
+static bool run_pipeline(const Pipeline *pl, IrModule *input, Run *r, bool quiet) {
+  memset(r, 0, sizeof *r);
+  ExplainLog *log = explain_log_new();
+  PassSettings st;
+  pass_settings_default(&st);
+  IrModule *stages[65] = {input};
+  bool shared[65] = {false};
+  int n = 1;
+  bool ok = true;
+  double t0 = now_s();
+  for (int k = 0; k < pl->npasses && k < 64; k++) {
+    const Pass *p = pl->passes[k];
+    explain_log_begin_stage(log, k + 1, p->name);
+    DecisionSink sink = explain_log_sink(log);
+    FxError err;
+    fx_error_clear(&err);
+    PassContext cx = {&sink, device_default(), &st, k + 1, p->name, &err};
+    IrModule *out = NULL;
+    bool changed = false;
+    double a = now_s();
+    if (!pass_run_stage(p, stages[n - 1], &cx, &out, &changed)) {
+      fx_error_print(stderr, &err);
+      ok = false;
+      break;
+    }
+    r->pass_s[k] = now_s() - a;
+    r->decisions[k] = explain_stage_count(log, k + 1);
+    r->changed[k] = changed;
+    stages[n] = out ? out : stages[n - 1];
+    shared[n] = out == NULL;
+    r->bytes[k] = out ? out->arena.total : 0;
+    r->total_bytes += r->bytes[k];
+    r->instrs[k] = ir_module_instr_count(stages[n]);
+    n++;
+  }
+  r->total_s = now_s() - t0;
+  /* `passes` builds every stage's kernel plan. */
+  double a = now_s();
+  for (int k = 0; k < n && ok; k++) {
+    FxError err;
+    fx_error_clear(&err);
+    KernelPlan *plan = plan_build(stages[k], device_default(), &err);
+    if (!plan) ok = false;
+    plan_free(plan);
+  }
+  r->plan_s = now_s() - a;
+  for (int k = n - 1; k >= 1; k--)
+    if (!shared[k]) ir_module_free(stages[k]);
+  explain_log_free(log);
+  (void)quiet;
+  return ok;
+}
+
+static void report(const char *label, const Pipeline *pl, IrModule *m, double load_s, bool quiet) {
+  Run r;
+  int ninstr = ir_module_instr_count(m);
+  size_t input_bytes = m->arena.total;
+  bool ok = run_pipeline(pl, m, &r, quiet);
+  printf("\n== %s: %d instructions, %d computations (built/loaded in %.3f s; input snapshot %.1f MiB, %.0f B per "
+         "instruction)\n",
+         label, ninstr, m->ncomps, load_s, (double)input_bytes / (1 << 20), (double)input_bytes / ninstr);
+  if (!quiet) {
+    printf("   %-24s %8s %10s %9s %8s %12s\n", "pass", "changed", "instrs", "decisions", "ms", "snapshot");
+    for (int k = 0; k < pl->npasses && k < 64; k++)
+      printf("   %-24s %8s %10d %9d %8.1f %9.1f MiB\n", pl->passes[k]->name, r.changed[k] ? "yes" : "no",
+             r.instrs[k], r.decisions[k], r.pass_s[k] * 1e3, (double)r.bytes[k] / (1 << 20));
+  }
+  printf("   pipeline %s: %.3f s = %.2f us per instruction; kernel plans of all %d stages: %.3f s\n", pl->name,
+         r.total_s, r.total_s * 1e6 / ninstr, pl->npasses + 1, r.plan_s);
+  printf("   snapshots: %.1f MiB for %d stages (input included: %.1f MiB), %.0f B per instruction per changed stage%s\n",
+         (double)r.total_bytes / (1 << 20), pl->npasses + 1, (double)(r.total_bytes + input_bytes) / (1 << 20),
+         (double)r.total_bytes / ninstr / (double)(pl->npasses ? pl->npasses : 1), ok ? "" : "  [FAILED]");
+}
+
+int main(int argc, char **argv) {
+  const char *pipeline = "classic", *corpus = getenv("FXPLAIN_HLO_CORPUS");
+  const char *sizes = "1000,10000,100000";
+  bool quiet = false;
+  if (!corpus || !*corpus) corpus = "../shared/hlo-corpus";
+  for (int k = 1; k < argc; k++) {
+    if (strcmp(argv[k], "--pipeline") == 0 && k + 1 < argc) pipeline = argv[++k];
+    else if (strcmp(argv[k], "--corpus") == 0 && k + 1 < argc) corpus = argv[++k];
+    else if (strcmp(argv[k], "--sizes") == 0 && k + 1 < argc) sizes = argv[++k];
+    else if (strcmp(argv[k], "--quiet") == 0) quiet = true;
+    else {
+      fprintf(stderr, "usage: bench_pipeline [--pipeline NAME] [--corpus DIR] [--sizes N,N,...] [--quiet]\n");
+      return 2;
+    }
+  }
+  const Pipeline *pl = pipeline_lookup(pipeline);
+  if (!pl) {
+    fprintf(stderr, "no pipeline named %s\n", pipeline);
+    return 2;
+  }
+  printf("pipeline %s (%d passes) on %s\n", pl->name, pl->npasses, device_default()->name);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/hlo_gemma4_2b_bf16.hlo", corpus);
+  FxError err;
+  fx_error_clear(&err);
+  double a = now_s();
+  IrModule *g = hlo_load_file(path, &err);
+  if (g) {
+    report("hlo_gemma4_2b_bf16.hlo", pl, g, now_s() - a, quiet);
+    ir_module_free(g);
+  } else {
+    fx_error_print(stderr, &err);
+  }
+  double per_instr[16];
+  int sz[16], nsz = 0;
+  for (const char *p = sizes; *p && nsz < 16;) {
+    sz[nsz] = atoi(p);
+    a = now_s();
+    IrModule *m = synthetic(sz[nsz]);
+    double built = now_s() - a;
+    char label[64];
+    snprintf(label, sizeof label, "synthetic %d", sz[nsz]);
+    Run r;
+    report(label, pl, m, built, quiet);
+    (void)r;
+    /* time again, quietly, for the growth table */
+    run_pipeline(pl, m, &r, true);
+    per_instr[nsz] = r.total_s * 1e6 / ir_module_instr_count(m);
+    ir_module_free(m);
+    nsz++;
+    p = strchr(p, ',');
+    if (!p) break;
+    p++;
+  }
+  printf("\ngrowth (us per instruction):");
+  for (int k = 0; k < nsz; k++) printf("  %d: %.2f", sz[k], per_instr[k]);
+  if (nsz > 1) printf("  (x%.2f from %d to %d instructions)", per_instr[nsz - 1] / per_instr[0], sz[0], sz[nsz - 1]);
+  printf("\n");
+  return 0;
+}
