@@ -122,8 +122,10 @@ TEST(step_prints_one_line_per_pass) {
   CHECK_STR(ok_run(&t, "goto 0"), "stage 0  input: 9 instructions \xe2\x86\x92 4 kernels\n");
   CHECK_STR(ok_run(&t, "goto tuple-simplifier"), "stage 3  tuple-simplifier: 2 rewritten \xe2\x86\x92 2 kernels\n");
   CHECK_STR(run(&t, "goto 9", &ok), "error: no stage 9: the test pipeline has stages 0 to 3\n");
-  CHECK_STR(run(&t, "step fusion-merger", &ok), "error: expected a count, a pass name or 'all', got 'fusion-merger'\n");
+  CHECK_STR(run(&t, "step no-such-pass", &ok), "error: expected a count, a pass name or 'all', got 'no-such-pass'\n");
   CHECK_STR(run(&t, "step cse", &ok), "error: cse does not run after stage 3 of the test pipeline\n");
+  CHECK_STR(run(&t, "step instruction-fusion", &ok), "error: the test pipeline does not run instruction-fusion\n");
+  CHECK_STR(run(&t, "step call-inliner-x", &ok), "error: expected a count, a pass name or 'all', got 'call-inliner-x'\n");
   CHECK(t.s.cur == 3);
   CHECK_STR(ok_run(&t, "stage"), "stage 3 of 3 (test pipeline): after tuple-simplifier; 4 instructions, 2 kernels\n"
                                  "the pipeline is finished\n");
