@@ -13,3 +13,7 @@ if [ "${FXPLAIN_SKIP_ASAN:-0}" != 1 ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   (cd build-asan && ctest --output-on-failure -j"$(nproc)" -LE 'gpu|slow')
 fi
+# Fuzzing, bounded: each libFuzzer target for FUZZ_SECONDS (set FXPLAIN_SKIP_FUZZ=1 to skip).
+if [ "${FXPLAIN_SKIP_FUZZ:-0}" != 1 ]; then
+  FUZZ_SECONDS=${FUZZ_SECONDS:-60} bash scripts/fuzz.sh
+fi
