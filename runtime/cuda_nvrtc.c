@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../compiler/arena.h"
+#include "backend.h"
 #include "cuda_driver.h"
 
 #ifdef FXPLAIN_HAVE_NVRTC
@@ -250,27 +251,15 @@ double cuda_occupancy(const CudaResources *r, int block, const DeviceProfile *de
 
 /* ---------- cache ---------- */
 
-static bool mkdir_p(char *path) {
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = 0;
-    int rc = mkdir(path, 0755);
-    *p = '/';
-    if (rc != 0 && errno != EEXIST) return false;
-  }
-  return mkdir(path, 0755) == 0 || errno == EEXIST;
-}
-
 const char *cuda_cache_dir(char *buf, size_t n) {
-  const char *d = getenv("FXPLAIN_CACHE_DIR");
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  const char *home = getenv("HOME");
-  int w;
-  if (d && *d) w = snprintf(buf, n, "%s/cuda", d);
-  else if (xdg && *xdg) w = snprintf(buf, n, "%s/fxplain/cuda", xdg);
-  else if (home && *home) w = snprintf(buf, n, "%s/.cache/fxplain/cuda", home);
-  else w = -1;
-  if (w < 0 || (size_t)w >= n || !mkdir_p(buf)) buf[0] = 0;
+  /* The CPU backend's folder (created owner-only; one others can write is refused, since cubins
+   * from it are loaded and run), with the cubins under cuda/. */
+  char base[4096];
+  FxError e;
+  fx_error_clear(&e);
+  int w = -1;
+  if (cpu_resolve_cache_dir(base, sizeof base, &e)) w = snprintf(buf, n, "%s/cuda", base);
+  if (w < 0 || (size_t)w >= n || (mkdir(buf, 0700) != 0 && errno != EEXIST)) buf[0] = 0;
   return buf;
 }
 

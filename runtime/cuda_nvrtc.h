@@ -4,8 +4,8 @@
  * architecture (or `set gpu_arch sm_XX`) with ptxas in verbose mode, so every kernel comes back
  * with its real resource figures: registers per thread, spill stores and loads, shared memory,
  * stack. Cubins and their ptxas logs are cached by a hash of source, architecture, options and
- * NVRTC version in the user cache directory (the one the CPU backend uses: $FXPLAIN_CACHE_DIR,
- * else $XDG_CACHE_HOME/fxplain, else ~/.cache/fxplain; cubins under its cuda/ folder).
+ * NVRTC version in the user cache directory the CPU backend uses (cpu_resolve_cache_dir:
+ * $FXPLAIN_CACHE_DIR, else $XDG_CACHE_HOME/fxplain, else ~/.cache/fxplain), under its cuda/ folder.
  *
  * NVRTC needs no GPU, so all of this works (and is tested) on machines without one. When fxplain
  * is built without the CUDA toolkit, cuda_nvrtc_compile() fails with a plain message and the

@@ -8,3 +8,31 @@ target_include_directories(gpu_run PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_C
 target_link_libraries(gpu_run PRIVATE fxrepl)
 add_test(NAME gpu.runtime COMMAND gpu_run WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(gpu.runtime PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
+
+# Every kernel of every corpus module (first and last stage of the classic pipeline) compiles with
+# NVRTC for sm_75, sm_80 and sm_90. The normal run covers a representative subset (reductions,
+# layer norm, attention, a scan loop, in-place updates, sort, dots, a real model
+# fragment); the "slow" run every module (about 3 minutes of NVRTC per architecture).
+add_executable(nvrtc_kernels ${CMAKE_CURRENT_LIST_DIR}/nvrtc_kernels.c)
+target_link_libraries(nvrtc_kernels PRIVATE fxrepl)
+set(FXPLAIN_CORPUS_DIR ${CMAKE_SOURCE_DIR}/../shared/hlo-corpus)
+if(DEFINED ENV{FXPLAIN_HLO_CORPUS})
+  set(FXPLAIN_CORPUS_DIR $ENV{FXPLAIN_HLO_CORPUS})
+endif()
+set(FXPLAIN_NVRTC_SUBSET
+    layer_norm_1x4096x768_bf16.hlo mean_axis_1x4096x1024_bf16.hlo sum_axis_1x4096x1024_bf16.hlo
+    mha_block_1x12x128x64_bf16.hlo bench_scan_N2000_M3.hlo
+    in_place_dynamic_update_slice_fusion.hlo argsort_axis_1024x512_bf16.hlo xnn.parallel_dots.optimized.hlo
+    gpu_hlo.hlo jax.b380442861.hlo jax.issue.33666.linx.frag_0428.module_0002.hlo)
+set(FXPLAIN_NVRTC_FILES)
+foreach(f ${FXPLAIN_NVRTC_SUBSET})
+  list(APPEND FXPLAIN_NVRTC_FILES ${FXPLAIN_CORPUS_DIR}/${f})
+endforeach()
+add_test(NAME nvrtc.corpus COMMAND nvrtc_kernels --arch sm_75 --arch sm_80 --arch sm_90 ${FXPLAIN_NVRTC_FILES}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(nvrtc.corpus PROPERTIES LABELS "nvrtc" SKIP_RETURN_CODE 77 ENVIRONMENT
+                     "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache")
+add_test(NAME nvrtc.corpus_all COMMAND nvrtc_kernels --arch sm_75 --arch sm_80 --arch sm_90 ${FXPLAIN_CORPUS_DIR}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(nvrtc.corpus_all PROPERTIES LABELS "nvrtc;slow" SKIP_RETURN_CODE 77 ENVIRONMENT
+                     "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache")
