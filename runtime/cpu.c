@@ -577,7 +577,8 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
   if (k->how == K_INTERP) {
     ok = rt_exec_instr(x, i, ops, out, err);
   } else {
-    RtTensor *r = rt_tensor_for_shape(&i->shape, err);
+    /* generated kernels and gemm write every element: no need to zero the outputs */
+    RtTensor *r = rt_tensor_for_shape_uninit(&i->shape, err);
     if (!r) return false;
     if (k->how == K_BLAS) {
       blas_dot(i, ops[0], ops[1], r);

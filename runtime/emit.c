@@ -181,6 +181,18 @@ void emit_prelude(EmitBuf *b, EmitTarget t) {
               "}\n"
               "FX_FN int fx_popc(uint64_t u) { int n = 0; while (u) { u &= u - 1; n++; } return n; }\n"
               "FX_FN int fx_clz(uint64_t u, int bits) { int n = bits; while (u) { u >>= 1; n--; } return n; }\n"
+              "FX_FN uint32_t fx_rotl(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }\n"
+              "FX_FN uint32_t fx_threefry(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, int word) {\n"
+              "  uint32_t ks2 = 0x1BD11BDAu ^ k0 ^ k1, x0 = c0 + k0, x1 = c1 + k1;\n"
+              "#define FX_TF_R(r) x0 += x1; x1 = fx_rotl(x1, r); x1 ^= x0;\n"
+              "  FX_TF_R(13) FX_TF_R(15) FX_TF_R(26) FX_TF_R(6) x0 += k1; x1 += ks2 + 1u;\n"
+              "  FX_TF_R(17) FX_TF_R(29) FX_TF_R(16) FX_TF_R(24) x0 += ks2; x1 += k0 + 2u;\n"
+              "  FX_TF_R(13) FX_TF_R(15) FX_TF_R(26) FX_TF_R(6) x0 += k0; x1 += k1 + 3u;\n"
+              "  FX_TF_R(17) FX_TF_R(29) FX_TF_R(16) FX_TF_R(24) x0 += k1; x1 += ks2 + 4u;\n"
+              "  FX_TF_R(13) FX_TF_R(15) FX_TF_R(26) FX_TF_R(6) x0 += ks2; x1 += k0 + 5u;\n"
+              "#undef FX_TF_R\n"
+              "  return word ? x1 : x0;\n"
+              "}\n"
               "FX_FN int64_t fx_clampi(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }\n"
               "FX_FN float fx_rpf(float f, int eb, int mb) {\n"
               "  if (f != f) return f; uint32_t x = fx_fbits(f);\n"
@@ -885,6 +897,31 @@ static bool gen_constant(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   return true;
 }
 
+static bool is_threefry(const IrInstr *i) {
+  const char *t = i->op == IR_OP_CUSTOM_CALL ? ir_attr_text(i, "custom_call_target") : NULL;
+  return t && (strcmp(t, "\"cuda_threefry2x32\"") == 0 || strcmp(t, "\"cu_threefry2x32\"") == 0 ||
+               strcmp(t, "\"threefry2x32\"") == 0) &&
+         i->noperands == 4 && i->shape.type == IR_TUPLE && i->shape.ntuple == 2;
+}
+
+/* JAX's threefry2x32 custom call, elementwise: both words at idx (scalar operands broadcast) */
+static bool gen_threefry(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
+  Val a[4];
+  for (int k = 0; k < 4; k++) {
+    bool scalar = ir_shape_elements(oshape(i, k)) == 1;
+    if (!gen(g, i->operands[k], scalar ? NULL : idx, &a[k])) return false;
+  }
+  char key[160];
+  memo_key(key, sizeof key, i->shape.tuple[0].rank, idx);
+  for (int w = 0; w < 2; w++) {
+    Val v = newvar(g, "v");
+    line(g, "const uint32_t %s = fx_threefry(%s, %s, %s, %s, %d);", v.s, a[0].s, a[1].s, a[2].s, a[3].s, w);
+    memo_put(g, i, w, key, v);
+    if (w == which) *out = v;
+  }
+  return true;
+}
+
 static bool gen_op(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
   int in = input_of(g, i);
   if (in >= 0) return gen_load(g, i, in, idx, out);
@@ -975,13 +1012,16 @@ static bool gen_op(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
     return gen(g, i->operands[0], sub, out);
   }
   case IR_OP_REDUCE: return gen_reduce(g, i, which, idx, out);
+  case IR_OP_CUSTOM_CALL:
+    if (is_threefry(i)) return gen_threefry(g, i, which, idx, out);
+    break;
   case IR_OP_REDUCE_WINDOW: return gen_reduce_window(g, i, idx, out);
   case IR_OP_GET_TUPLE_ELEMENT: {
     int64_t k;
     if (!ir_attr_int(i, "index", &k)) return gen_fail(g, i, "get-tuple-element needs index=");
     const IrInstr *src = i->operands[0];
     if (src->op == IR_OP_TUPLE && k < src->noperands) return gen(g, src->operands[k], idx, out);
-    if (src->op == IR_OP_REDUCE) return gen_which(g, src, (int)k, idx, out);
+    if (src->op == IR_OP_REDUCE || is_threefry(src)) return gen_which(g, src, (int)k, idx, out);
     return gen_fail(g, i, "get-tuple-element of %s is not generated", ir_op_name(src->op));
   }
   case IR_OP_MAP: {
@@ -1044,7 +1084,7 @@ static bool gen_which(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
     idx = zero;
   }
   if (!gen_op(g, i, which, idx, out)) return false;
-  if (i->op != IR_OP_REDUCE) memo_put(g, i, which, key, *out);
+  if (i->op != IR_OP_REDUCE && !is_threefry(i)) memo_put(g, i, which, key, *out);
   return true;
 }
 
@@ -1070,6 +1110,7 @@ static const IrInstr *output_instr(const EmitKernel *k, int o, int *which) {
 static bool check_supported(const IrComputation *c, const IrInstr *single, FxError *err, int depth);
 
 static bool instr_supported(const IrInstr *i, FxError *err, int depth) {
+  if (is_threefry(i)) return true;
   static const IrOpcode bad[] = {IR_OP_GATHER,  IR_OP_SCATTER, IR_OP_SORT,   IR_OP_DOT,         IR_OP_CONVOLUTION,
                                  IR_OP_RNG,     IR_OP_WHILE,   IR_OP_CALL,   IR_OP_CONDITIONAL, IR_OP_CUSTOM_CALL,
                                  IR_OP_FUSION,  IR_OP_COMPLEX, IR_OP_REAL,   IR_OP_IMAG,        IR_OP_TOPK,
@@ -1138,7 +1179,7 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
     }
     k->noutputs = rs->ntuple;
     const IrInstr *root = kernel_root(i);
-    if (root->op != IR_OP_TUPLE && root->op != IR_OP_REDUCE)
+    if (root->op != IR_OP_TUPLE && root->op != IR_OP_REDUCE && !is_threefry(root))
       return fx_error_set(err, NULL, 0, 0, "%s: a tuple result from %s is not generated", i->name, ir_op_name(root->op));
   } else {
     k->noutputs = 1;

@@ -723,6 +723,34 @@ static bool is_identity_custom_call(const char *t) {
          strcmp(t, "\"MoveToDevice\"") == 0 || strcmp(t, "\"annotate_device_placement\"") == 0;
 }
 
+/* custom-call "cuda_threefry2x32" (JAX's GPU lowering of its PRNG): elementwise Threefry-2x32 of
+ * (key0, key1, counter0, counter1), all u32 of one shape, giving a tuple of the two output words. */
+static bool op_threefry(const IrInstr *i, RtTensor **ops, int n, RtTensor **out, FxError *err) {
+  if (n != 4 || i->shape.type != IR_TUPLE || i->shape.ntuple != 2)
+    return instr_error(i, err, "threefry2x32 takes (key0, key1, counter0, counter1) and returns two words");
+  int64_t cnt = ops[2]->count;
+  for (int k = 0; k < 4; k++)
+    if (ops[k]->type != IR_U32 || (ops[k]->count != cnt && ops[k]->count != 1))
+      return instr_error(i, err, "threefry2x32 operands must be u32 arrays of one shape");
+  RtTensor *r = rt_tensor_for_shape(&i->shape, err);
+  if (!r) return false;
+  if (r->tuple[0]->count != cnt || r->tuple[1]->count != cnt || r->tuple[0]->type != IR_U32 || r->tuple[1]->type != IR_U32) {
+    rt_tensor_unref(r);
+    return instr_error(i, err, "threefry2x32 results must be u32 arrays of the operands' shape");
+  }
+  const uint32_t *k0 = ops[0]->data, *k1 = ops[1]->data, *c0 = ops[2]->data, *c1 = ops[3]->data;
+  uint32_t *o0 = r->tuple[0]->data, *o1 = r->tuple[1]->data;
+  bool s0 = ops[0]->count == 1, s1 = ops[1]->count == 1, s3 = ops[3]->count == 1;
+  for (int64_t e = 0; e < cnt; e++) {
+    uint32_t o[2];
+    rt_threefry2x32(k0[s0 ? 0 : e], k1[s1 ? 0 : e], c0[e], c1[s3 ? 0 : e], o);
+    o0[e] = o[0];
+    o1[e] = o[1];
+  }
+  *out = r;
+  return true;
+}
+
 bool rt_exec_instr(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
   int n = i->noperands;
   *out = NULL;
@@ -802,6 +830,9 @@ bool rt_exec_instr(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
       *out = rt_tensor_ref(ops[0]);
       return true;
     }
+    if (t && (strcmp(t, "\"cuda_threefry2x32\"") == 0 || strcmp(t, "\"cu_threefry2x32\"") == 0 ||
+              strcmp(t, "\"threefry2x32\"") == 0))
+      return op_threefry(i, ops, n, out, err);
     char msg[320];
     snprintf(msg, sizeof msg, "custom-call target %s is not known to the interpreter", t ? t : "(none)");
     return instr_error(i, err, msg);

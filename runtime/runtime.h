@@ -40,6 +40,9 @@ struct RtTensor {
 RtTensor *rt_tensor_new(IrType t, int rank, const int64_t *dims, FxError *err);
 /* A tensor shaped like s (arrays, tokens and tuples, recursively). */
 RtTensor *rt_tensor_for_shape(const IrShape *s, FxError *err);
+/* The same without zero-filling, for outputs a kernel overwrites entirely. */
+RtTensor *rt_tensor_new_uninit(IrType t, int rank, const int64_t *dims, FxError *err);
+RtTensor *rt_tensor_for_shape_uninit(const IrShape *s, FxError *err);
 /* A tuple holding the given elements (takes one new reference to each). */
 RtTensor *rt_tensor_tuple(RtTensor **elems, int n, FxError *err);
 RtTensor *rt_tensor_ref(RtTensor *t);

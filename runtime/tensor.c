@@ -74,7 +74,7 @@ float rt_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 /* ---------- tensors ---------- */
 
-RtTensor *rt_tensor_new(IrType t, int rank, const int64_t *dims, FxError *err) {
+static RtTensor *tensor_new(IrType t, int rank, const int64_t *dims, bool zero, FxError *err) {
   if (rank < 0 || rank > IR_MAX_RANK) {
     fx_error_set(err, NULL, 0, 0, "tensor rank %d is out of range", rank);
     return NULL;
@@ -122,7 +122,7 @@ RtTensor *rt_tensor_new(IrType t, int rank, const int64_t *dims, FxError *err) {
     /* 64-byte aligned so generated kernels vectorize; padded so a zero-size tensor is valid. */
     size_t alloc = (bytes + 63) & ~(size_t)63;
     if (alloc == 0) alloc = 64;
-    x->data = fx_calloc(1, alloc);
+    x->data = zero ? fx_calloc(1, alloc) : fx_malloc(alloc);
     if (!x->data) {
       fx_free(x);
       goto oom;
@@ -133,6 +133,14 @@ RtTensor *rt_tensor_new(IrType t, int rank, const int64_t *dims, FxError *err) {
 oom:
   fx_error_set(err, NULL, 0, 0, "out of memory allocating a %s tensor of %zu bytes", ir_type_name(t), bytes);
   return NULL;
+}
+
+RtTensor *rt_tensor_new(IrType t, int rank, const int64_t *dims, FxError *err) {
+  return tensor_new(t, rank, dims, true, err);
+}
+
+RtTensor *rt_tensor_new_uninit(IrType t, int rank, const int64_t *dims, FxError *err) {
+  return tensor_new(t, rank, dims, false, err);
 }
 
 RtTensor *rt_tensor_tuple(RtTensor **elems, int n, FxError *err) {
@@ -149,7 +157,12 @@ RtTensor *rt_tensor_tuple(RtTensor **elems, int n, FxError *err) {
   return x;
 }
 
-RtTensor *rt_tensor_for_shape(const IrShape *s, FxError *err) {
+static RtTensor *for_shape(const IrShape *s, bool zero, FxError *err);
+
+RtTensor *rt_tensor_for_shape(const IrShape *s, FxError *err) { return for_shape(s, true, err); }
+RtTensor *rt_tensor_for_shape_uninit(const IrShape *s, FxError *err) { return for_shape(s, false, err); }
+
+static RtTensor *for_shape(const IrShape *s, bool zero, FxError *err) {
   if (s->type == IR_TUPLE) {
     RtTensor **el = fx_calloc((size_t)(s->ntuple > 0 ? s->ntuple : 1), sizeof *el);
     if (!el) {
@@ -159,14 +172,14 @@ RtTensor *rt_tensor_for_shape(const IrShape *s, FxError *err) {
     RtTensor *r = NULL;
     int k = 0;
     for (; k < s->ntuple; k++)
-      if (!(el[k] = rt_tensor_for_shape(&s->tuple[k], err))) break;
+      if (!(el[k] = for_shape(&s->tuple[k], zero, err))) break;
     if (k == s->ntuple) r = rt_tensor_tuple(el, s->ntuple, err);
     for (int j = 0; j < k; j++) rt_tensor_unref(el[j]);
     fx_free(el);
     return r;
   }
   if (s->type == IR_TOKEN) return rt_tensor_new(IR_TOKEN, 0, NULL, err);
-  return rt_tensor_new(s->type, s->rank, s->dims, err);
+  return tensor_new(s->type, s->rank, s->dims, zero, err);
 }
 
 RtTensor *rt_tensor_ref(RtTensor *t) {

@@ -143,6 +143,37 @@ TEST(reduce_and_multi_output_fusion_match) {
   ir_module_free(m);
 }
 
+static const char *threefry_module =
+    "HloModule rng\n"
+    "ENTRY main {\n"
+    "  key = u32[2] parameter(0)\n"
+    "  s0 = u32[1] slice(key), slice={[0:1]}\n"
+    "  k0 = u32[] reshape(s0)\n"
+    "  b0 = u32[64] broadcast(k0), dimensions={}\n"
+    "  s1 = u32[1] slice(key), slice={[1:2]}\n"
+    "  k1 = u32[] reshape(s1)\n"
+    "  b1 = u32[64] broadcast(k1), dimensions={}\n"
+    "  ctr = u32[64] iota(), iota_dimension=0\n"
+    "  z = u32[] constant(0)\n"
+    "  bz = u32[64] broadcast(z), dimensions={}\n"
+    "  t = (u32[64], u32[64]) custom-call(b0, b1, ctr, bz), custom_call_target=\"cuda_threefry2x32\"\n"
+    "  w0 = u32[64] get-tuple-element(t), index=0\n"
+    "  w1 = u32[64] get-tuple-element(t), index=1\n"
+    "  ROOT r = u32[64] xor(w0, w1)\n"
+    "}\n";
+
+TEST(threefry_custom_call_is_generated) {
+  IrModule *m = parse(threefry_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches(m, &gen, &interp, &c));
+  CHECK(interp == 0);
+  CHECK(c.ok && c.err == 0);
+  ir_module_free(m);
+}
+
 TEST(hostile_names_are_sanitized) {
   IrModule *m = parse(loop_fusion);
   CHECK(m != NULL);
@@ -219,6 +250,7 @@ int main(void) {
   setenv("FXPLAIN_CACHE_DIR", dir, 1);
   RUN(loop_fusion_matches_interpreter);
   RUN(reduce_and_multi_output_fusion_match);
+  RUN(threefry_custom_call_is_generated);
   RUN(hostile_names_are_sanitized);
   RUN(cache_reuses_and_repairs_entries);
   char cmd[128];

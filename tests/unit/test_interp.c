@@ -353,6 +353,14 @@ TEST(rng_is_deterministic_per_seed) {
   end(all, 3);
 }
 
+TEST(threefry_known_answers) {
+  uint32_t o[2];
+  rt_threefry2x32(0, 0, 0, 0, o); /* Random123 / JAX known-answer vectors */
+  CHECK(o[0] == 0x6b200159u && o[1] == 0x99ba4efeu);
+  rt_threefry2x32(0x13198a2eu, 0x03707344u, 0x243f6a88u, 0x85a308d3u, o);
+  CHECK(o[0] == 0xc4923a9cu && o[1] == 0x483df7a0u);
+}
+
 TEST(memory_budget_and_overflow) {
   FxError e = {0};
   rt_set_max_memory(1000);
@@ -401,6 +409,7 @@ int main(void) {
   RUN(while_loop);
   RUN(interrupt_stops_a_long_loop);
   RUN(rng_is_deterministic_per_seed);
+  RUN(threefry_known_answers);
   RUN(memory_budget_and_overflow);
   RUN(compare_reports_worst_element);
   return check_summary();
