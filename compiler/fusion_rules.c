@@ -929,8 +929,22 @@ bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContex
   return true;
 }
 
+/* mode: 0 = instruction-fusion without duplication, 1 = with duplication, 2 = priority-fusion
+ * (the cost model decides duplication: no expensive-duplication or user-limit rule, constants
+ * fuse anywhere, loop fusions are producers like any other). */
+static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, int mode, FusionVerdict *v);
+
 bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, bool may_dup, FusionVerdict *v) {
+  return should_fuse(p, c, cx, may_dup ? 1 : 0, v);
+}
+
+bool fusion_should_fuse_priority(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  return should_fuse(p, c, cx, 2, v);
+}
+
+static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, int mode, FusionVerdict *v) {
   const PassSettings *s = cx ? cx->settings : NULL;
+  bool may_dup = mode >= 1;
   memset(v, 0, sizeof *v);
   if (!fusion_check_consumer(c, cx, v)) return false;
   if (!fusion_check_producer(p, cx, v)) return false;
@@ -944,7 +958,7 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                          "%s is a constant of %" PRId64 " elements: XLA keeps large constants in memory and fuses "
                          "only scalar constants",
                          p->name, ir_shape_elements(&p->shape));
-  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION)
+  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION && mode != 2)
     return fusion_refuse(v, FR_NOT_FUSIBLE,
                          "%s is a scalar constant; XLA fuses constants only into an existing fusion, and %s is "
                          "not one yet",
@@ -958,7 +972,7 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                          "a copy per user (the next run may duplicate it)",
                          p->name, users);
   const IrInstr *exp = fusion_expensive_member(p, s);
-  if (dup && exp) {
+  if (dup && exp && mode != 2) {
     fusion_refuse(v, FR_EXPENSIVE_DUPLICATION,
                   "%s is expensive (%s) and has %d users; fusing it into %s would compute it again in each of "
                   "them",
@@ -1020,8 +1034,20 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                            cr->name, p->name, cr->op == IR_OP_SCATTER ? "elements" : "slice");
   }
   if (!fusion_check_too_large(p, c, cx, false, v)) return false;
-  if (may_dup || c->op == IR_OP_FUSION)
+  if (mode == 2) {
+    int copies = fusion_emitted_copies(p, c);
+    int limit = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;
+    fusion_verdict_metric(v, "copies", copies);
+    if (copies > limit) {
+      fusion_verdict_metric(v, "limit", limit);
+      return fusion_refuse(v, FR_CODE_DUPLICATION,
+                           "fusing %s into %s would emit it %d times (once per distinct index computation); "
+                           "limit %d copies",
+                           p->name, c->name, copies, limit);
+    }
+  } else if (may_dup || c->op == IR_OP_FUSION) {
     if (!fusion_check_code_duplication(p, c, cx, v)) return false;
+  }
   if (dup)
     fusion_verdict_ok(v, "%s is cheap and has %d users: duplicated into %s", p->name, users, c->name);
   else

@@ -134,6 +134,11 @@ bool fusion_check_consumer(const IrInstr *consumer, const PassContext *cx, Fusio
  * reductions, in-place operands, size limits, code duplication. */
 bool fusion_should_fuse(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
                         bool may_duplicate, FusionVerdict *v);
+/* priority-fusion's version: the same rules, except that duplication is left to the cost model
+ * (no expensive-duplication or concatenate user limit), constants fuse into any consumer and
+ * loop fusions are ordinary producers. */
+bool fusion_should_fuse_priority(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
+                                 FusionVerdict *v);
 /* The size limits of the fused kernel of producer + consumer (XLA's FusionWouldBeTooLarge plus
  * the registers hook): operand_budget, shared_memory, unnested_reductions, ir_size, registers.
  * `multi_output` counts the producer's value as an extra output. */

@@ -77,6 +77,7 @@ static const Pass *const registry[] = {
     &pass_fusion_merger,
     &pass_multi_output_fusion,
     &pass_horizontal_fusion,
+    &pass_priority_fusion,
 };
 
 const Pass *pass_lookup(const char *name) {
@@ -114,6 +115,8 @@ static const Pass *const priority_passes[] = {
     &pass_dce,
     &pass_tuple_simplifier,
     /* fusion (priority-fusion, multi_output_fusion) */
+    &pass_priority_fusion,
+    &pass_multi_output_fusion,
 };
 
 #define PIPELINE(name, desc, list) {name, desc, (int)(sizeof list / sizeof list[0]), list}

@@ -955,6 +955,69 @@ TEST(horizontal_small_independent_kernels) {
   t_free(t);
 }
 
+/* ---------- priority-fusion ---------- */
+
+/* p = add(x, y) over n elements, read by `users` negates gathered by a tuple. */
+static T *prio_fan(int users, int64_t n) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, n));
+  IrInstr *y = param(t, "y", F32V(t, n));
+  IrInstr *a = op(t, IR_OP_ADD, "add.1", F32V(t, n), 2, x, y);
+  IrInstr *outs[8];
+  for (int k = 0; k < users; k++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "negate.%d", 10 + k);
+    outs[k] = op(t, IR_OP_NEGATE, nm, F32V(t, n), 1, a);
+  }
+  IrShape ts = ir_shape_scalar(IR_F32);
+  ir_set_root(t->c, ir_instr_new(t->c, IR_OP_TUPLE, &ts, outs, users, "tuple.20"));
+  return t;
+}
+
+TEST(slower_if_fused_and_near_miss) {
+  /* 1M floats on the rtx2080ti profile (616 GB/s, 5 us per launch): duplicating the add into 4
+   * users moves 48 MiB instead of 44 MiB and saves one launch: 101.71 us fused vs 99.90 us. */
+  T *t = prio_fan(4, 1 << 20);
+  CHECK(run_pass(t, &pass_priority_fusion));
+  const Rec *r = find(&t->log, "add.1", "negate.10");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "slower_if_fused");
+  double mb = 1024.0 * 1024.0 * 4.0;
+  double unf = (3 * mb / 616e3 + 5) + 4 * (2 * mb / 616e3 + 5), fus = 4 * (3 * mb / 616e3 + 5);
+  CHECK_NEAR(metric(r, "us_unfused"), unf, 1e-6);
+  CHECK_NEAR(metric(r, "us_fused"), fus, 1e-6);
+  CHECK_CONTAINS(r ? r->detail : NULL, "would take 101.71 us instead of 99.90 us on rtx2080ti: it will execute slower if fused");
+  CHECK(find(&t->log, "add.1", "negate.13") != NULL); /* every consumer reported */
+  t_free(t);
+  t = prio_fan(3, 1 << 20);
+  CHECK(run_pass(t, &pass_priority_fusion));
+  r = find(&t->log, "add.1", "negate.12");
+  CHECK(r && r->accepted && strcmp(r->action, "duplicate") == 0);
+  CHECK(metric(r, "us_fused") < metric(r, "us_unfused"));
+  CHECK(count_op(t->c, IR_OP_ADD) == 0 && count_op(t->c, IR_OP_FUSION) == 3);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(priority_reports_every_consumer) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 64));
+  IrInstr *a = op(t, IR_OP_EXP, "exponential.1", F32V(t, 64), 1, x);
+  IrInstr *b = op(t, IR_OP_NEGATE, "negate.2", F32V(t, 64), 1, a);
+  IrInstr *c = op(t, IR_OP_ABS, "abs.3", F32V(t, 64), 1, a);
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 3, a, b, c));
+  CHECK(run_pass(t, &pass_priority_fusion));
+  const Rec *r = find(&t->log, "exponential.1", "tuple.4");
+  CHECK_STR(r ? r->reason : NULL, "not_fusible");
+  CHECK(metric(r, "us_fused") > 0 && metric(r, "us_unfused") > 0);
+  r = find(&t->log, "exponential.1", "negate.2");
+  CHECK_STR(r ? r->reason : NULL, "code_duplication");
+  CHECK_CONTAINS(r ? r->detail : NULL, "could go into negate.2, but not into tuple.4");
+  r = find(&t->log, "exponential.1", "abs.3");
+  CHECK_STR(r ? r->reason : NULL, "code_duplication");
+  t_free(t);
+}
+
 TEST(vocabulary_complete) {
   int n = 0;
   while (fusion_reason_codes[n]) n++;
@@ -992,6 +1055,8 @@ int main(void) {
   RUN(unnested_reductions_and_near_miss);
   RUN(producer_consumer_multi_output);
   RUN(horizontal_small_independent_kernels);
+  RUN(slower_if_fused_and_near_miss);
+  RUN(priority_reports_every_consumer);
   RUN(vocabulary_complete);
   return check_summary();
 }
