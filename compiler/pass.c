@@ -78,6 +78,7 @@ static const Pass *const registry[] = {
     &pass_multi_output_fusion,
     &pass_horizontal_fusion,
     &pass_priority_fusion,
+    &pass_while_loop_unroll,
 };
 
 const Pass *pass_lookup(const char *name) {
@@ -100,7 +101,8 @@ static const Pass *const classic_passes[] = {
     &pass_dce,
     &pass_tuple_simplifier,
     /* fusion (instruction-fusion twice, fusion-merger, multi_output_fusion,
-       horizontal-loop-fusion) */
+       horizontal-loop-fusion), after unrolling loops when `set unroll N` asks */
+    &pass_while_loop_unroll,
     &pass_instruction_fusion,
     &pass_instruction_fusion_dup,
     &pass_fusion_merger,
@@ -114,7 +116,8 @@ static const Pass *const priority_passes[] = {
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
-    /* fusion (priority-fusion, multi_output_fusion) */
+    /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
+    &pass_while_loop_unroll,
     &pass_priority_fusion,
     &pass_multi_output_fusion,
 };

@@ -20,5 +20,6 @@ extern const Pass pass_fusion_merger;          /* pass_fusion_merger.c */
 extern const Pass pass_multi_output_fusion;    /* pass_multi_output_fusion.c */
 extern const Pass pass_horizontal_fusion;      /* pass_horizontal_fusion.c: horizontal-loop-fusion */
 extern const Pass pass_priority_fusion;        /* pass_priority_fusion.c */
+extern const Pass pass_while_loop_unroll;      /* pass_unroll.c: `set unroll N` */
 
 #endif

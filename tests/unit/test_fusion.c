@@ -11,6 +11,8 @@
 #include "ir.h"
 #include "passes.h"
 #include "plan.h"
+#include "runtime.h"
+#include "verify.h"
 
 /* ---------- a decision sink that keeps copies ---------- */
 
@@ -1018,6 +1020,143 @@ TEST(priority_reports_every_consumer) {
   t_free(t);
 }
 
+/* ---------- while-loop-unroll ---------- */
+
+/* A counted loop: state (i, v); v = v * 0.5 + 1 each step, `trips` steps. */
+static T *counted_loop(int trips) {
+  T *t = t_new();
+  IrModule *m = t->m;
+  IrShape si = ir_shape_scalar(IR_S32), sv = F32V(t, 4);
+  IrShape parts[2] = {si, sv};
+  IrShape st;
+  memset(&st, 0, sizeof st);
+  st.type = IR_TUPLE;
+  st.ntuple = 2;
+  st.tuple = parts;
+  /* condition */
+  IrComputation *cond = ir_computation_new(m, "cond");
+  IrInstr *cp = ir_instr_new(cond, IR_OP_PARAMETER, &st, NULL, 0, "cp");
+  cp->param_number = 0;
+  cond->params = arena_alloc(&m->arena, sizeof(IrInstr *));
+  cond->params[0] = cp;
+  cond->nparams = 1;
+  IrInstr *ci = ir_instr_new(cond, IR_OP_GET_TUPLE_ELEMENT, &si, &cp, 1, "ci");
+  ir_attr_set_text(ci, "index", "0");
+  IrInstr *lim = ir_constant_scalar(cond, IR_S32, trips, "limit");
+  IrShape sp = ir_shape_scalar(IR_PRED);
+  IrInstr *cops[2] = {ci, lim};
+  IrInstr *cmp = ir_instr_new(cond, IR_OP_COMPARE, &sp, cops, 2, "compare.1");
+  ir_attr_set_text(cmp, "direction", "LT");
+  ir_set_root(cond, cmp);
+  /* body */
+  IrComputation *body = ir_computation_new(m, "body");
+  IrInstr *bp = ir_instr_new(body, IR_OP_PARAMETER, &st, NULL, 0, "bp");
+  bp->param_number = 0;
+  body->params = arena_alloc(&m->arena, sizeof(IrInstr *));
+  body->params[0] = bp;
+  body->nparams = 1;
+  IrInstr *bi = ir_instr_new(body, IR_OP_GET_TUPLE_ELEMENT, &si, &bp, 1, "bi");
+  ir_attr_set_text(bi, "index", "0");
+  IrInstr *bv = ir_instr_new(body, IR_OP_GET_TUPLE_ELEMENT, &sv, &bp, 1, "bv");
+  ir_attr_set_text(bv, "index", "1");
+  IrInstr *one = ir_constant_scalar(body, IR_S32, 1, "one");
+  IrInstr *aops[2] = {bi, one};
+  IrInstr *inc = ir_instr_new(body, IR_OP_ADD, &si, aops, 2, "add.1");
+  IrInstr *half = ir_constant_scalar(body, IR_F32, 0.5, "half");
+  IrInstr *hb = ir_instr_new(body, IR_OP_BROADCAST, &sv, &half, 1, "broadcast.2");
+  ir_attr_set_text(hb, "dimensions", "{}");
+  IrInstr *mops[2] = {bv, hb};
+  IrInstr *mul = ir_instr_new(body, IR_OP_MULTIPLY, &sv, mops, 2, "multiply.3");
+  IrInstr *ones = ir_constant_scalar(body, IR_F32, 1, "onef");
+  IrInstr *ob = ir_instr_new(body, IR_OP_BROADCAST, &sv, &ones, 1, "broadcast.4");
+  ir_attr_set_text(ob, "dimensions", "{}");
+  IrInstr *pops[2] = {mul, ob};
+  IrInstr *add = ir_instr_new(body, IR_OP_ADD, &sv, pops, 2, "add.5");
+  IrInstr *tops[2] = {inc, add};
+  ir_set_root(body, ir_instr_new(body, IR_OP_TUPLE, &st, tops, 2, "tuple.6"));
+  /* entry (printed last) */
+  memmove(&m->comps[0], &m->comps[1], sizeof(IrComputation *) * (size_t)(m->ncomps - 1));
+  m->comps[m->ncomps - 1] = t->c;
+  IrInstr *x = param(t, "x", sv);
+  IrInstr *zero = ir_constant_scalar(t->c, IR_S32, 0, "zero");
+  IrInstr *iops[2] = {zero, x};
+  IrInstr *init = ir_instr_new(t->c, IR_OP_TUPLE, &st, iops, 2, "tuple.7");
+  IrInstr *w = ir_instr_new(t->c, IR_OP_WHILE, &st, &init, 1, "while.8");
+  ir_attr_set_comp(w, "condition", cond);
+  ir_attr_set_comp(w, "body", body);
+  IrInstr *out = ir_instr_new(t->c, IR_OP_GET_TUPLE_ELEMENT, &sv, &w, 1, "get-tuple-element.9");
+  ir_attr_set_text(out, "index", "1");
+  ir_set_root(t->c, out);
+  return t;
+}
+
+static double run_loop(const IrModule *m, int64_t *launches) {
+  FxError err;
+  fx_error_clear(&err);
+  int64_t d[1] = {4};
+  RtTensor *x = rt_tensor_new(IR_F32, 1, d, &err);
+  for (int k = 0; k < 4; k++) rt_set_f(x, k, k);
+  RtTensor *res = NULL;
+  RtCounters cnt;
+  memset(&cnt, 0, sizeof cnt);
+  RtOptions o;
+  memset(&o, 0, sizeof o);
+  o.count_kernels = true;
+  double v = -1;
+  if (rt_interp_run(m, &x, 1, &o, &res, &cnt, &err)) v = rt_get_f(res, 3);
+  else fx_error_print(stderr, &err);
+  rt_tensor_unref(res);
+  rt_tensor_unref(x);
+  if (launches) *launches = cnt.while_iterations;
+  return v;
+}
+
+TEST(unroll_with_and_without_remainder) {
+  for (int n = 3; n <= 5; n += 2) {
+    T *t = counted_loop(10);
+    double want = run_loop(t->m, NULL);
+    t->settings.unroll = n;
+    CHECK(run_pass(t, &pass_while_loop_unroll));
+    FxError err;
+    fx_error_clear(&err);
+    CHECK(ir_verify(t->m, &err));
+    if (err.set) fx_error_print(stderr, &err);
+    int64_t iters = 0;
+    double got = run_loop(t->m, &iters);
+    CHECK_NEAR(got, want, 1e-6);
+    const Rec *r = find(&t->log, "while.8", NULL);
+    CHECK(r && r->accepted && strcmp(r->action, "unroll") == 0);
+    IrInstr *main = ir_module_find_instr(t->m, "while.8.unrolled");
+    CHECK(main != NULL);
+    CHECK(main && plan_while_trip_count(main) == 10 / n);
+    if (n == 3) {
+      /* 10 = 3 x 3 + 1: three unrolled iterations, then the original loop once */
+      CHECK(metric(r, "iterations") == 3 && metric(r, "remainder") == 1);
+      CHECK(iters == 4);
+      CHECK(plan_while_trip_count(ir_module_find_instr(t->m, "while.8")) == 1);
+      CHECK_CONTAINS(r ? r->detail : NULL, "3 iterations of 3 steps, then the original loop for the 1 steps left");
+    } else {
+      CHECK(metric(r, "iterations") == 2 && metric(r, "remainder") == -1);
+      CHECK(iters == 2);
+      CHECK(ir_module_find_instr(t->m, "while.8") == NULL);
+    }
+    IrComputation *nb = ir_attr_comp(main, "body");
+    CHECK(nb && count_op(nb, IR_OP_MULTIPLY) == n);
+    t_free(t);
+  }
+  /* A loop whose counter the condition does not test is left alone, with the reason. */
+  T *t = counted_loop(10);
+  IrComputation *cond = ir_module_find_computation(t->m, "cond");
+  ir_set_operand(cond->root, 1, ir_constant_scalar(cond, IR_S32, 1, "c1"));
+  ir_set_operand(cond->root, 0, ir_constant_scalar(cond, IR_S32, 0, "c0"));
+  t->settings.unroll = 4;
+  CHECK(run_pass(t, &pass_while_loop_unroll));
+  const Rec *r = find(&t->log, "while.8", NULL);
+  CHECK(r && !r->accepted);
+  CHECK_CONTAINS(r ? r->detail : NULL, "does not compare a counter with a constant");
+  t_free(t);
+}
+
 TEST(vocabulary_complete) {
   int n = 0;
   while (fusion_reason_codes[n]) n++;
@@ -1057,6 +1196,7 @@ int main(void) {
   RUN(horizontal_small_independent_kernels);
   RUN(slower_if_fused_and_near_miss);
   RUN(priority_reports_every_consumer);
+  RUN(unroll_with_and_without_remainder);
   RUN(vocabulary_complete);
   return check_summary();
 }
