@@ -120,11 +120,18 @@ bool ir_shape_equal(const IrShape *a, const IrShape *b) {
 bool ir_shape_is_array(const IrShape *s) { return s->type != IR_TUPLE && s->type != IR_TOKEN; }
 bool ir_shape_is_scalar(const IrShape *s) { return ir_shape_is_array(s) && s->rank == 0; }
 
-void ir_shape_copy(Arena *a, IrShape *dst, const IrShape *src) {
+bool ir_shape_copy(Arena *a, IrShape *dst, const IrShape *src) {
   IrShape s = *src;
+  bool ok = true;
+  s.dims = NULL;
+  s.dynamic = NULL;
+  s.minor_to_major = NULL;
+  s.tuple = NULL;
+  s.layout_extra = NULL;
   if (src->rank > 0) {
     s.dims = arena_alloc(a, sizeof(int64_t) * (size_t)src->rank);
     if (s.dims) memcpy(s.dims, src->dims, sizeof(int64_t) * (size_t)src->rank);
+    else ok = false;
     if (src->dynamic) {
       s.dynamic = arena_alloc(a, sizeof(bool) * (size_t)src->rank);
       if (s.dynamic) memcpy(s.dynamic, src->dynamic, sizeof(bool) * (size_t)src->rank);
@@ -133,20 +140,31 @@ void ir_shape_copy(Arena *a, IrShape *dst, const IrShape *src) {
       s.minor_to_major = arena_alloc(a, sizeof(int) * (size_t)src->rank);
       if (s.minor_to_major) memcpy(s.minor_to_major, src->minor_to_major, sizeof(int) * (size_t)src->rank);
     }
-  } else {
+  }
+  if (src->layout_extra) {
+    s.layout_extra = arena_strdup(a, src->layout_extra);
+    if (!s.layout_extra) ok = false;
+  }
+  if (src->ntuple > 0) {
+    s.tuple = arena_alloc(a, sizeof(IrShape) * (size_t)src->ntuple);
+    if (s.tuple) {
+      for (int i = 0; i < src->ntuple; i++)
+        if (!ir_shape_copy(a, &s.tuple[i], &src->tuple[i])) ok = false;
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    /* Out of memory: leave a shape that is structurally safe to read (no dangling counts). */
+    s.rank = 0;
+    s.ntuple = 0;
     s.dims = NULL;
     s.dynamic = NULL;
     s.minor_to_major = NULL;
-  }
-  s.layout_extra = src->layout_extra ? arena_strdup(a, src->layout_extra) : NULL;
-  if (src->ntuple > 0) {
-    s.tuple = arena_alloc(a, sizeof(IrShape) * (size_t)src->ntuple);
-    if (s.tuple)
-      for (int i = 0; i < src->ntuple; i++) ir_shape_copy(a, &s.tuple[i], &src->tuple[i]);
-  } else {
     s.tuple = NULL;
   }
   *dst = s;
+  return ok;
 }
 
 IrShape ir_shape_array(Arena *a, IrType t, int rank, const int64_t *dims) {
@@ -437,7 +455,7 @@ IrInstr *ir_instr_new_before(IrComputation *c, IrInstr *before, IrOpcode op, con
   in->op = op;
   in->parent = c;
   in->param_number = -1;
-  if (shape) ir_shape_copy(&m->arena, &in->shape, shape);
+  if (shape && !ir_shape_copy(&m->arena, &in->shape, shape)) return NULL;
   if (name) {
     in->name = ir_module_unique_name(m, name);
   } else {

@@ -69,7 +69,7 @@ IrModule *ir_module_clone(const IrModule *m) {
       di->parent = dc;
       di->name = arena_strdup(a, si->name);
       di->aux = NULL;
-      ir_shape_copy(a, &di->shape, &si->shape);
+      if (!ir_shape_copy(a, &di->shape, &si->shape)) goto fail;
       dc->instrs[j] = di;
       cx.imap[si->id] = di;
     }
