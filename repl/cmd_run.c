@@ -362,6 +362,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
       } else {
         fprintf(f, "%s\n", ir_op_name(ks->instr->op));
       }
+      if (ks->why) fprintf(f, "    (not generated: %s)\n", ks->why);
     }
     char tm[32];
     fmt_time(tm, sizeof tm, res.median_ns);

@@ -19,6 +19,7 @@ typedef struct {
   int64_t bytes;        /* read + written, summed over launches */
   bool native;          /* generated code (or BLAS); false: the interpreter's implementation */
   const char *how;      /* "generated", "blas", "interpreter" */
+  const char *why;      /* for "interpreter": why the emitter did not generate it (or NULL) */
 } RtKernelStat;
 
 typedef struct {

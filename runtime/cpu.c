@@ -365,6 +365,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         if (!emit_kernel_init(ek, i, &why)) {
           k->how = K_INTERP;
           snprintf(k->why, sizeof k->why, "%.199s", why.msg);
+          if (getenv("FXPLAIN_CPU_VERBOSE")) fprintf(stderr, "interpreted: %s\n", k->why);
           b->ninterp++;
           continue;
         }
@@ -615,6 +616,7 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
     s->bytes += rb + wb;
     s->native = k->how != K_INTERP;
     s->how = k->how == K_GENERATED ? "generated" : k->how == K_BLAS ? "blas" : "interpreter";
+    s->why = k->why[0] ? k->why : NULL;
   }
   return true;
 }

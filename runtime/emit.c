@@ -897,6 +897,58 @@ static bool gen_constant(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   return true;
 }
 
+static int dims_attr(const IrInstr *i, const char *key, int64_t *out) {
+  int n = ir_attr_dims(i, key, out, IR_MAX_RANK);
+  return n < 0 ? 0 : n;
+}
+
+static bool has_dim(const int64_t *v, int n, int64_t x) {
+  for (int k = 0; k < n; k++)
+    if (v[k] == x) return true;
+  return false;
+}
+
+/* gather: each output element reads operand[start(batch index) + offset], starts clamped so the
+ * whole slice is in bounds (XLA's semantics, as the interpreter's rt_op_gather) */
+static bool gen_gather(Gen *g, const IrInstr *i, Val *idx, Val *out) {
+  const IrShape *as = oshape(i, 0), *is = oshape(i, 1);
+  int64_t offd[IR_MAX_RANK], coll[IR_MAX_RANK], smap[IR_MAX_RANK], ssz[IR_MAX_RANK], obd[IR_MAX_RANK], ibd[IR_MAX_RANK];
+  int noff = dims_attr(i, "offset_dims", offd), ncoll = dims_attr(i, "collapsed_slice_dims", coll);
+  int nsm = dims_attr(i, "start_index_map", smap), nss = dims_attr(i, "slice_sizes", ssz);
+  int nob = dims_attr(i, "operand_batching_dims", obd), nib = dims_attr(i, "start_indices_batching_dims", ibd);
+  int64_t ivd = is->rank;
+  ir_attr_int(i, "index_vector_dim", &ivd);
+  if (nss != as->rank) return gen_fail(g, i, "gather slice_sizes do not match the operand");
+  int64_t bdims[IR_MAX_RANK], wdims[IR_MAX_RANK];
+  int nbd = 0, nwd = 0;
+  for (int d = 0; d < i->shape.rank; d++)
+    if (!has_dim(offd, noff, d)) bdims[nbd++] = d;
+  for (int d = 0; d < as->rank; d++)
+    if (!has_dim(coll, ncoll, d) && !has_dim(obd, nob, d)) wdims[nwd++] = d;
+  if (nwd != noff) return gen_fail(g, i, "gather offset_dims do not match the slice");
+  Val sidx[IR_MAX_RANK];
+  for (int d = 0, b = 0; d < is->rank; d++) {
+    if (d == ivd) continue;
+    if (b >= nbd) return gen_fail(g, i, "gather batch dimensions do not match the indices");
+    sidx[d] = idx[bdims[b++]];
+  }
+  Val start[IR_MAX_RANK];
+  for (int d = 0; d < as->rank; d++) start[d] = lit_idx(0);
+  for (int k = 0; k < nsm; k++) {
+    Val iv[IR_MAX_RANK], v;
+    for (int d = 0; d < is->rank; d++) iv[d] = d == ivd ? lit_idx(k) : sidx[d];
+    if (!gen(g, i->operands[1], is->rank ? iv : NULL, &v)) return false;
+    int64_t od = smap[k];
+    if (od < 0 || od >= as->rank) return gen_fail(g, i, "bad start_index_map");
+    start[od] = idxvar(g, "fx_clampi((int64_t)%s, 0, %lldll)", v.s, (long long)(as->dims[od] - ssz[od]));
+  }
+  for (int k = 0; k < nob && k < nib; k++) start[obd[k]] = sidx[ibd[k]];
+  Val sub[IR_MAX_RANK];
+  for (int d = 0; d < as->rank; d++) sub[d] = start[d];
+  for (int k = 0; k < noff; k++) sub[wdims[k]] = idxvar(g, "%s + %s", start[wdims[k]].s, idx[offd[k]].s);
+  return gen(g, i->operands[0], as->rank ? sub : NULL, out);
+}
+
 static bool is_threefry(const IrInstr *i) {
   const char *t = i->op == IR_OP_CUSTOM_CALL ? ir_attr_text(i, "custom_call_target") : NULL;
   return t && (strcmp(t, "\"cuda_threefry2x32\"") == 0 || strcmp(t, "\"cu_threefry2x32\"") == 0 ||
@@ -1012,6 +1064,7 @@ static bool gen_op(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
     return gen(g, i->operands[0], sub, out);
   }
   case IR_OP_REDUCE: return gen_reduce(g, i, which, idx, out);
+  case IR_OP_GATHER: return gen_gather(g, i, idx, out);
   case IR_OP_CUSTOM_CALL:
     if (is_threefry(i)) return gen_threefry(g, i, which, idx, out);
     break;
@@ -1111,7 +1164,7 @@ static bool check_supported(const IrComputation *c, const IrInstr *single, FxErr
 
 static bool instr_supported(const IrInstr *i, FxError *err, int depth) {
   if (is_threefry(i)) return true;
-  static const IrOpcode bad[] = {IR_OP_GATHER,  IR_OP_SCATTER, IR_OP_SORT,   IR_OP_DOT,         IR_OP_CONVOLUTION,
+  static const IrOpcode bad[] = {IR_OP_SCATTER, IR_OP_SORT,   IR_OP_DOT,         IR_OP_CONVOLUTION,
                                  IR_OP_RNG,     IR_OP_WHILE,   IR_OP_CALL,   IR_OP_CONDITIONAL, IR_OP_CUSTOM_CALL,
                                  IR_OP_FUSION,  IR_OP_COMPLEX, IR_OP_REAL,   IR_OP_IMAG,        IR_OP_TOPK,
                                  IR_OP_SELECT_AND_SCATTER, IR_OP_RNG_BIT_GENERATOR};

@@ -132,7 +132,7 @@ static void dims_list(char *buf, size_t n, const int64_t *v, int k) {
 static void step(Gen *g) {
   Val *v = pick(g, IR_INVALID, 0);
   if (!v) return;
-  int kind = rndi(17);
+  int kind = rndi(18);
   char lst[64];
   switch (kind) {
   case 0: case 1: { /* unary */
@@ -300,6 +300,32 @@ static void step(Gen *g) {
     int64_t d[2] = {v->d[0], v->d[0]};
     Val *r = newval(g, v->t, 2, d);
     emit_val(g, r, "dot(%s, %s), lhs_contracting_dims={1}, rhs_contracting_dims={1}", v->name, v->name);
+    break;
+  }
+  case 17: { /* gather rows along dim 0 at constant (possibly out-of-range) indices */
+    if (v->rank < 1) return;
+    int m = 1 + rndi(4);
+    int64_t id[2] = {m, 1}, od[3], none[1];
+    (void)none;
+    Val *ix = newval(g, IR_S32, 2, id);
+    char lit[128];
+    size_t l = (size_t)snprintf(lit, sizeof lit, "{");
+    for (int q = 0; q < m; q++) l += (size_t)snprintf(lit + l, sizeof lit - l, "%s{%d}", q ? ", " : "", rndi((int)v->d[0] + 2) - 1);
+    snprintf(lit + l, sizeof lit - l, "}");
+    emit_val(g, ix, "constant(%s)", lit);
+    od[0] = m;
+    char offs[32] = "{", sizes[64];
+    size_t lo = 1, ls = (size_t)snprintf(sizes, sizeof sizes, "{1");
+    for (int k = 1; k < v->rank; k++) {
+      od[k] = v->d[k];
+      lo += (size_t)snprintf(offs + lo, sizeof offs - lo, "%s%d", k > 1 ? "," : "", k);
+      ls += (size_t)snprintf(sizes + ls, sizeof sizes - ls, ",%lld", (long long)v->d[k]);
+    }
+    snprintf(offs + lo, sizeof offs - lo, "}");
+    snprintf(sizes + ls, sizeof sizes - ls, "}");
+    Val *r = newval(g, v->t, v->rank, od);
+    emit_val(g, r, "gather(%s, %s), offset_dims=%s, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes=%s",
+             v->name, ix->name, offs, sizes);
     break;
   }
   case 16: { /* dynamic-slice / dynamic-update-slice with constant (possibly out of range) starts */

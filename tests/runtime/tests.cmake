@@ -11,3 +11,11 @@ endif()
 add_test(NAME runtime.differential COMMAND runtime_diff ${FX_DIFF_COUNT} 1 WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runtime.differential PROPERTIES LABELS "runtime"
                      ENVIRONMENT "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache" TIMEOUT 900)
+
+# Every corpus module that fits runs with --check on the CPU (the last stage of each pipeline
+# against the interpreter on stage 0). Heavy: labelled slow.
+add_executable(runtime_corpus ${CMAKE_CURRENT_LIST_DIR}/corpus.c)
+target_link_libraries(runtime_corpus PRIVATE fxrepl)
+add_test(NAME runtime.corpus_check COMMAND runtime_corpus WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runtime.corpus_check PROPERTIES LABELS "runtime;slow" SKIP_RETURN_CODE 77
+                     ENVIRONMENT "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache" TIMEOUT 3600)

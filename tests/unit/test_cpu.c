@@ -174,6 +174,31 @@ TEST(threefry_custom_call_is_generated) {
   ir_module_free(m);
 }
 
+static const char *gather_module =
+    "HloModule gather\n"
+    "fused {\n"
+    "  p0 = f32[5,3] parameter(0)\n"
+    "  ix = s32[4,1] constant({ {0}, {4}, {7}, {-2} })\n"
+    "  g = f32[4,3] gather(p0, ix), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}\n"
+    "  ROOT e = f32[4,3] exponential(g)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  a = f32[5,3] parameter(0)\n"
+    "  ROOT f = f32[4,3] fusion(a), kind=kLoop, calls=fused\n"
+    "}\n";
+
+TEST(gather_fusion_is_generated) {
+  IrModule *m = parse(gather_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches(m, &gen, &interp, &c));
+  CHECK(gen == 1 && interp == 0);
+  CHECK(c.ok && c.err == 0);
+  ir_module_free(m);
+}
+
 TEST(hostile_names_are_sanitized) {
   IrModule *m = parse(loop_fusion);
   CHECK(m != NULL);
@@ -251,6 +276,7 @@ int main(void) {
   RUN(loop_fusion_matches_interpreter);
   RUN(reduce_and_multi_output_fusion_match);
   RUN(threefry_custom_call_is_generated);
+  RUN(gather_fusion_is_generated);
   RUN(hostile_names_are_sanitized);
   RUN(cache_reuses_and_repairs_entries);
   char cmd[128];

@@ -1,0 +1,236 @@
+/* corpus.c — every corpus module that fits runs with --check on the CPU: the last stage of each
+ * pipeline, run on the native CPU backend, agrees with the reference interpreter on the module
+ * as loaded (stage 0), on seeded random inputs.
+ *
+ * "Fits" is decided before running, from the module itself: the bytes of its parameters and
+ * largest values must fit the memory budget, and the interpreter's work (elements computed, dot
+ * and convolution multiply-adds, loops multiplied by their trip counts where known) must fit the
+ * test's time. Modules that do not fit are listed with the reason. A watchdog stops any run that
+ * still takes too long (a data-dependent loop), reported the same way.
+ *
+ *   runtime_corpus [DIR] [MAX_WORK]   (DIR defaults to $FXPLAIN_HLO_CORPUS or ../shared/hlo-corpus) */
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../compiler/hlo.h"
+#include "../../compiler/pass.h"
+#include "../../compiler/plan.h"
+#include "../../runtime/backend.h"
+
+static volatile int interrupted;
+static volatile int watchdog_gen;
+
+static void *watchdog(void *p) {
+  int gen = *(int *)p;
+  for (int s = 0; s < 120; s++) {
+    sleep(1);
+    if (watchdog_gen != gen) return NULL;
+  }
+  interrupted = 1;
+  return NULL;
+}
+
+static double work_of(const IrComputation *c, int depth);
+
+static double instr_work(const IrInstr *i, int depth) {
+  double out = (double)(ir_shape_is_array(&i->shape) ? ir_shape_elements(&i->shape) : 1);
+  IrComputation *called[16];
+  int nc = ir_called_computations(i, called, 16);
+  switch (i->op) {
+  case IR_OP_DOT: {
+    IrDotDims dd;
+    double k = 1;
+    if (ir_dot_dims(i, &dd))
+      for (int q = 0; q < dd.nlhs_contract; q++) k *= (double)i->operands[0]->shape.dims[dd.lhs_contract[q]];
+    return out * k;
+  }
+  case IR_OP_CONVOLUTION: {
+    const IrShape *ks = &i->operands[1]->shape;
+    return out * (double)ir_shape_elements(ks) / (double)(ks->rank ? ks->dims[ks->rank - 1] : 1);
+  }
+  case IR_OP_WHILE: {
+    int64_t trips = plan_while_trip_count(i);
+    double body = 0;
+    for (int q = 0; q < nc; q++) body += work_of(called[q], depth + 1);
+    return body * (double)(trips > 0 ? trips : 1);
+  }
+  case IR_OP_REDUCE: case IR_OP_REDUCE_WINDOW: case IR_OP_SORT: case IR_OP_SCATTER:
+    /* the reducer runs per input element (sort: n log n comparisons) */
+    return (double)ir_shape_elements(&i->operands[0]->shape) * (i->op == IR_OP_SORT ? 20.0 : 2.0) +
+           (i->op == IR_OP_REDUCE_WINDOW ? out * 8 : 0);
+  default: {
+    double w = out;
+    for (int q = 0; q < nc; q++) w += work_of(called[q], depth + 1);
+    return w;
+  }
+  }
+}
+
+static double work_of(const IrComputation *c, int depth) {
+  if (depth > 16) return 0;
+  double w = 0;
+  for (int k = 0; k < c->ninstrs; k++) w += instr_work(c->instrs[k], depth);
+  return w;
+}
+
+static double max_value_bytes(const IrModule *m) {
+  double mx = 0, params = 0;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+      double b = (double)ir_shape_bytes(&m->comps[c]->instrs[k]->shape);
+      if (b > mx) mx = b;
+    }
+  for (int k = 0; k < m->entry->nparams; k++)
+    if (m->entry->params[k]) params += (double)ir_shape_bytes(&m->entry->params[k]->shape);
+  return params + 4 * mx;
+}
+
+static void no_emit(void *ctx, const PassDecision *d) {
+  (void)ctx;
+  (void)d;
+}
+
+static IrModule *last_stage(const IrModule *m0, const Pipeline *pl, FxError *e) {
+  PassSettings set;
+  pass_settings_default(&set);
+  DecisionSink sink = {.emit = no_emit};
+  IrModule *cur = NULL;
+  for (int q = 0; q < pl->npasses; q++) {
+    PassContext cx = {.sink = &sink, .device = device_default(), .settings = &set, .stage = q + 1,
+                      .pass = pl->passes[q]->name, .err = e};
+    IrModule *out = NULL;
+    bool changed = false;
+    if (!pass_run_stage(pl->passes[q], cur ? cur : m0, &cx, &out, &changed)) {
+      if (cur) ir_module_free(cur);
+      return NULL;
+    }
+    if (out) {
+      if (cur) ir_module_free(cur);
+      cur = out;
+    }
+  }
+  return cur ? cur : ir_module_clone(m0);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int main(int argc, char **argv) {
+  const char *dir = argc > 1 ? argv[1] : getenv("FXPLAIN_HLO_CORPUS");
+  if (!dir || !*dir) dir = "../shared/hlo-corpus";
+  double max_work = argc > 2 ? atof(argv[2]) : 3e8;
+  DIR *d = opendir(dir);
+  if (!d) {
+    printf("skipped: no corpus at %s\n", dir);
+    return 77;
+  }
+  char *names[512];
+  int n = 0;
+  for (struct dirent *de; (de = readdir(d)) && n < 512;) {
+    size_t l = strlen(de->d_name);
+    if (l > 4 && strcmp(de->d_name + l - 4, ".hlo") == 0) names[n++] = strdup(de->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, sizeof *names, cmp_str);
+  rt_set_max_memory(2ULL << 30);
+  int checked = 0, skipped = 0, failed = 0;
+  for (int f = 0; f < n; f++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, names[f]);
+    FxError e = {0};
+    IrModule *m0 = hlo_load_file(path, &e);
+    if (!m0) {
+      printf("FAIL %s: does not load: %s\n", names[f], e.msg);
+      failed++;
+      continue;
+    }
+    double work = work_of(m0->entry, 0), bytes = max_value_bytes(m0);
+    if (bytes > 1.5e9 || work > max_work) {
+      printf("skip %s: %s (%.2g bytes, %.2g element operations)\n", names[f],
+             bytes > 1.5e9 ? "does not fit in memory" : "too much work for the interpreter in this test", bytes, work);
+      skipped++;
+      ir_module_free(m0);
+      continue;
+    }
+    int np = m0->entry->nparams;
+    RtTensor **args = calloc((size_t)np + 1, sizeof *args);
+    bool ok = true;
+    for (int k = 0; k < np && ok; k++) {
+      args[k] = rt_tensor_for_shape(&m0->entry->params[k]->shape, &e);
+      if (!args[k]) ok = false;
+      else if (args[k]->type == IR_TUPLE)
+        for (int q = 0; q < args[k]->ntuple; q++) rt_tensor_fill_random(args[k]->tuple[q], 5, (uint64_t)(k * 100 + q));
+      else rt_tensor_fill_random(args[k], 5, (uint64_t)k);
+    }
+    int gen = ++watchdog_gen;
+    interrupted = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, watchdog, &gen);
+    RtOptions ro = {.seed = 3, .interrupted = &interrupted};
+    RtTensor *want = NULL;
+    double t0 = (double)clock() / CLOCKS_PER_SEC;
+    if (ok && !rt_interp_run(m0, args, np, &ro, &want, NULL, &e)) ok = false;
+    char detail[512] = "";
+    int nstages = 0;
+    for (int p = 0; ok && p < pipeline_count(); p++) {
+      const Pipeline *pl = pipeline_at(p);
+      IrModule *last = last_stage(m0, pl, &e);
+      if (!last) {
+        ok = false;
+        break;
+      }
+      void *be = rt_backend_cpu.create(&e);
+      CpuOptions o = {.opt = "-O1"};
+      if (be) cpu_set_options(be, &o);
+      const IrModule *lm = last;
+      RtTensor *got = NULL;
+      RtRunStats st = {0};
+      if (!be || !rt_backend_cpu.prepare(be, &lm, 1, &e) || !rt_backend_cpu.run(be, last, args, np, &ro, &got, &st, &e))
+        ok = false;
+      if (ok) {
+        RtCompare c;
+        rt_compare(got, want, &c);
+        int kernels = 0, interp = 0;
+        cpu_prepare_counts(be, NULL, NULL, &kernels, &interp);
+        size_t l = strlen(detail);
+        snprintf(detail + l, sizeof detail - l, "%s%s: %lld launches, %d of %d kernels generated", nstages ? "; " : "",
+                 pl->name, (long long)st.counters.launches, kernels - interp, kernels);
+        if (!c.ok) {
+          snprintf(e.msg, sizeof e.msg, "pipeline %s: output %d: %.400s", pl->name, c.tuple_index, c.what);
+          e.set = true;
+          ok = false;
+        }
+        nstages++;
+      }
+      rt_run_stats_free(&st);
+      rt_tensor_unref(got);
+      if (be) rt_backend_cpu.destroy(be);
+      ir_module_free(last);
+    }
+    watchdog_gen++;
+    pthread_join(th, NULL);
+    double t = (double)clock() / CLOCKS_PER_SEC - t0;
+    if (ok) {
+      printf("ok   %s (%.1f s): %s\n", names[f], t, detail);
+      checked++;
+    } else if (interrupted) {
+      printf("skip %s: still running after 120 s (a data-dependent loop on random inputs)\n", names[f]);
+      skipped++;
+    } else {
+      printf("FAIL %s: %s\n", names[f], e.msg);
+      failed++;
+    }
+    fflush(stdout);
+    rt_tensor_unref(want);
+    for (int k = 0; k < np; k++) rt_tensor_unref(args[k]);
+    free(args);
+    ir_module_free(m0);
+  }
+  for (int f = 0; f < n; f++) free(names[f]);
+  printf("%d checked, %d skipped, %d failed\n", checked, skipped, failed);
+  return failed ? 1 : 0;
+}
