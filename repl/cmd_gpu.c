@@ -10,10 +10,17 @@
 
 #include "json.h"
 #include "session.h"
+#include "../runtime/backend.h"
+#include "../runtime/cuda_backend.h"
 #include "../runtime/cuda_driver.h"
 #include "../runtime/cuda_nvrtc.h"
 
 #define MAX_GPUS 16
+
+/* `run --backend gpu` finds the GPU backend through rt_backend_lookup; it registers itself when
+ * the shell starts (this file is always linked: the command table refers to it). Without a GPU
+ * its create() says why, and `--backend auto` picks the CPU. */
+__attribute__((constructor)) static void register_gpu_backend(void) { rt_backend_register(&rt_backend_gpu); }
 
 static void print_device_text(FILE *f, const CudaDeviceInfo *d) {
   fprintf(f, "GPU %d: %s\n", d->ordinal, d->name);

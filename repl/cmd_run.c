@@ -13,6 +13,7 @@
 
 #include "session.h"
 #include "../runtime/backend.h"
+#include "../runtime/cuda_driver.h"
 
 #define MAX_IO 32
 
@@ -96,8 +97,11 @@ static const IrModule *stage_module(Session *s, int stage, FxError *err) {
 
 static const RtBackend *pick_backend(const char *name, FxError *err) {
   if (strcmp(name, "auto") == 0) {
+    /* The GPU only when one is really there (a driver, cuInit, a device); else the CPU. */
     const RtBackend *g = rt_backend_lookup("gpu");
-    return g ? g : &rt_backend_cpu;
+    FxError why;
+    fx_error_clear(&why);
+    return g && rt_gpu_available(&why) ? g : &rt_backend_cpu;
   }
   const RtBackend *b = rt_backend_lookup(name);
   if (!b) fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);

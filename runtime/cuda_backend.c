@@ -170,6 +170,45 @@ bool cuda_kernel_load(CudaBackend *b, const char *source, const char *kernel, Cu
   return true;
 }
 
+bool cuda_module_load(CudaBackend *b, const void *cubin, CUmodule *out, FxError *err) {
+  *out = NULL;
+  CUmodule m = NULL;
+  CU_CHECK(err, b->api->cuModuleLoadData(&m, cubin));
+  if (!track((void **)&b->mods, &b->nmods, &b->mods_cap, sizeof m, &m, err)) {
+    b->api->cuModuleUnload(m);
+    return false;
+  }
+  *out = m;
+  return true;
+}
+
+bool cuda_module_kernel(CudaBackend *b, CUmodule m, const char *name, const CudaResources *res, CudaKernel *k,
+                        FxError *err) {
+  memset(k, 0, sizeof *k);
+  snprintf(k->name, sizeof k->name, "%s", name);
+  if (res) k->res = *res;
+  snprintf(k->arch, sizeof k->arch, "sm_%d%d", b->dev.cc_major, b->dev.cc_minor);
+  CU_CHECK(err, b->api->cuModuleGetFunction(&k->fn, m, name));
+  k->block = cuda_block_size(k->res.registers, &b->dev, 0);
+  return true;
+}
+
+bool cuda_timer_start(CudaBackend *b, FxError *err) {
+  if (b->timing) CU_CHECK(err, b->api->cuEventRecord(b->start, NULL));
+  return true;
+}
+
+bool cuda_timer_stop(CudaBackend *b, double *ms, FxError *err) {
+  *ms = 0;
+  if (!b->timing) return true;
+  float f = 0;
+  CU_CHECK(err, b->api->cuEventRecord(b->stop, NULL));
+  CU_CHECK(err, b->api->cuEventSynchronize(b->stop));
+  CU_CHECK(err, b->api->cuEventElapsedTime(&f, b->start, b->stop));
+  *ms = f;
+  return true;
+}
+
 void cuda_kernel_unload(CudaBackend *b, CudaKernel *k) {
   if (!k->module) return;
   for (int i = 0; i < b->nmods; i++)
@@ -184,6 +223,7 @@ void cuda_kernel_unload(CudaBackend *b, CudaKernel *k) {
 
 bool cuda_launch(CudaBackend *b, CudaKernel *k, int64_t n, void **params, FxError *err) {
   if (!k->fn) return fx_error_set(err, NULL, 0, 0, "kernel %s is not loaded", k->name);
+  k->last_ms = 0;
   if (n <= 0) return true;
   int block = cuda_block_size(k->res.registers, &b->dev, n);
   int64_t grid = (n + block - 1) / block;

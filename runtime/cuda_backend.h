@@ -51,6 +51,15 @@ bool cuda_copy(CudaBackend *b, CUdeviceptr dst, CUdeviceptr src, size_t bytes, F
  * `kernel`. The kernel's block size follows from its registers and the device's limits. */
 bool cuda_kernel_load(CudaBackend *b, const char *source, const char *kernel, CudaKernel *k, FxError *err);
 void cuda_kernel_unload(CudaBackend *b, CudaKernel *k);
+/* Loads a cubin holding many kernels (a stage's unit); it stays loaded until close. */
+bool cuda_module_load(CudaBackend *b, const void *cubin, CUmodule *out, FxError *err);
+/* Finds `name` in a loaded module; res are its ptxas figures (for the block size). */
+bool cuda_module_kernel(CudaBackend *b, CUmodule m, const char *name, const CudaResources *res, CudaKernel *k,
+                        FxError *err);
+/* Event-times work that is not a cuLaunchKernel of ours (cuBLAS, cuDNN): start, then stop gives
+ * the milliseconds between (0 when timing is off). */
+bool cuda_timer_start(CudaBackend *b, FxError *err);
+bool cuda_timer_stop(CudaBackend *b, double *ms, FxError *err);
 /* Threads per block for a kernel using `regs` registers per thread over n elements: a multiple
  * of the warp size, at most 256, within max threads per block and registers per block. */
 int cuda_block_size(int regs, const CudaDeviceInfo *d, int64_t n);
@@ -66,5 +75,10 @@ bool cuda_sync(CudaBackend *b, FxError *err);
 typedef bool (*CudaStepFn)(void *ctx, FxError *err);
 bool cuda_while(CudaBackend *b, CudaStepFn cond, CudaStepFn body, void *ctx, CUdeviceptr pred,
                 int64_t max_trips, int64_t *trips, FxError *err);
+
+/* The GPU backend's table (cuda_exec.c): `run --backend gpu`. The shell registers it with
+ * rt_backend_register (backend.h). */
+struct RtBackend;
+extern const struct RtBackend rt_backend_gpu;
 
 #endif

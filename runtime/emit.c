@@ -1246,13 +1246,14 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
     int p = 0;
     for (; p < k->nparts; p++) {
       EmitPart *pp = &k->parts[p];
-      if (pp->rank == s->rank && memcmp(pp->dims, s->dims, sizeof(int64_t) * (size_t)s->rank) == 0) break;
+      if (pp->rank == s->rank && (s->rank == 0 || memcmp(pp->dims, s->dims, sizeof(int64_t) * (size_t)s->rank) == 0))
+        break;
     }
     if (p == k->nparts) {
       if (k->nparts == EMIT_MAX_PARTS) return fx_error_set(err, NULL, 0, 0, "%s: too many output shapes", i->name);
       EmitPart *np = &k->parts[k->nparts++];
       np->rank = s->rank;
-      memcpy(np->dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+      if (s->rank) memcpy(np->dims, s->dims, sizeof(int64_t) * (size_t)s->rank); /* scalars: dims is NULL */
       np->count = ir_shape_elements(s);
     }
     k->parts[p].outputs[k->parts[p].noutputs++] = o;

@@ -1,7 +1,8 @@
 /* gpu_run.c — the GPU runtime on a real GPU (ctest label "gpu"): launches, a host-driven while
  * loop, the rng kernel against the interpreter's stream, cuBLAS gemms in every supported dot
  * form, and cuDNN convolutions (a filter used as is and one permuted on the device), each checked
- * against a host computation. Without a GPU it prints why and exits 77, which ctest reports as
+ * against a host computation; then every module named on the command line, at its first and last
+ * stage, runs on the GPU backend and is compared with the interpreter. Without a GPU it prints why and exits 77, which ctest reports as
  * skipped (SKIP_RETURN_CODE 77), never as passed. */
 #include <math.h>
 #include <stdint.h>
@@ -10,7 +11,10 @@
 #include <string.h>
 
 #include "check.h"
+#include "../compiler/hlo.h"
 #include "../compiler/ir.h"
+#include "../compiler/pass.h"
+#include "../runtime/backend.h"
 #include "../runtime/cuda_backend.h"
 #include "../runtime/cuda_driver.h"
 #include "../runtime/cuda_libs.h"
@@ -248,7 +252,80 @@ TEST(cudnn_convolution) {
   conv_case("b01f_01io->b01f", (int64_t[]){3, 3, 3, 4}); /* JAX's HWIO: permuted on the device */
 }
 
-int main(void) {
+/* ---------- whole modules on the GPU backend against the interpreter (`run --check`) ---------- */
+
+static void no_emit(void *ctx, const PassDecision *d) { (void)ctx, (void)d; }
+
+static void check_stage(const char *name, const char *stage, const IrModule *m) {
+  FxError err;
+  fx_error_clear(&err);
+  int n = m->entry->nparams;
+  RtTensor *args[64] = {0};
+  bool ok = n <= 64;
+  for (int k = 0; ok && k < n; k++) {
+    args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &err);
+    ok = args[k] != NULL;
+    if (ok && args[k]->type != IR_TUPLE) rt_tensor_fill_random(args[k], 7, (uint64_t)k);
+  }
+  RtTensor *want = NULL, *got = NULL;
+  RtOptions o = {.seed = 11};
+  RtCounters c;
+  RtRunStats st = {0};
+  void *be = NULL;
+  if (ok) ok = rt_interp_run(m, args, n, &o, &want, &c, &err);
+  if (ok) ok = (be = rt_backend_gpu.create(&err)) != NULL;
+  if (ok) ok = rt_backend_gpu.prepare(be, &m, 1, &err);
+  if (ok) ok = rt_backend_gpu.run(be, m, args, n, &o, &got, &st, &err);
+  if (ok) {
+    RtCompare cmp;
+    rt_compare(got, want, &cmp);
+    if (!cmp.ok) fprintf(stderr, "%s (%s): %s\n", name, stage, cmp.what);
+    CHECK(cmp.ok);
+    int native = 0;
+    for (int q = 0; q < st.nkernels; q++) native += st.kernels[q].native;
+    printf("%-40s %-6s %lld launches, %d kernels (%d on the device), %.3f ms\n", name, stage,
+           (long long)st.counters.launches, st.nkernels, native, st.total_ns / 1e6);
+  } else {
+    fprintf(stderr, "%s (%s): %s\n", name, stage, err.msg);
+    CHECK(ok);
+  }
+  rt_run_stats_free(&st);
+  if (be) rt_backend_gpu.destroy(be);
+  rt_tensor_unref(want);
+  rt_tensor_unref(got);
+  for (int k = 0; k < n && k < 64; k++) rt_tensor_unref(args[k]);
+}
+
+static void check_module(const char *path) {
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_load_file(path, &err);
+  const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  if (!m) {
+    fx_error_print(stderr, &err);
+    CHECK(m != NULL);
+    return;
+  }
+  check_stage(name, "input", m);
+  const Pipeline *pl = pipeline_lookup("classic");
+  PassSettings st;
+  pass_settings_default(&st);
+  DecisionSink sink = {no_emit, NULL};
+  for (int p = 0; pl && p < pl->npasses; p++) {
+    PassContext cx = {&sink, device_default(), &st, p + 1, NULL, &err};
+    IrModule *out = NULL;
+    bool changed = false;
+    if (!pass_run_stage(pl->passes[p], m, &cx, &out, &changed)) break;
+    if (out) {
+      ir_module_free(m);
+      m = out;
+    }
+  }
+  check_stage(name, "fused", m);
+  ir_module_free(m);
+}
+
+int main(int argc, char **argv) {
   FxError err;
   fx_error_clear(&err);
   B = cuda_backend_open(0, &err);
@@ -263,6 +340,16 @@ int main(void) {
   RUN(rng_matches_interpreter_stream);
   RUN(cublas_dot_forms);
   RUN(cudnn_convolution);
+  for (int a = 1; a < argc; a++) {
+    check_cur_failed = 0;
+    check_module(argv[a]);
+    if (check_cur_failed) {
+      check_failed++;
+      fprintf(stderr, "FAIL %s\n", argv[a]);
+    } else {
+      check_passed++;
+    }
+  }
   cuda_backend_close(B);
   return check_summary();
 }

@@ -6,8 +6,6 @@ set_property(TEST unit.test_cuda APPEND PROPERTY LABELS nvrtc)
 add_executable(gpu_run ${CMAKE_CURRENT_LIST_DIR}/gpu_run.c)
 target_include_directories(gpu_run PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(gpu_run PRIVATE fxrepl)
-add_test(NAME gpu.runtime COMMAND gpu_run WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-set_tests_properties(gpu.runtime PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77)
 
 # Every kernel of every corpus module (first and last stage of the classic pipeline) compiles with
 # NVRTC for sm_75, sm_80 and sm_90. The normal run covers a representative subset (reductions,
@@ -35,4 +33,11 @@ set_tests_properties(nvrtc.corpus PROPERTIES LABELS "nvrtc" SKIP_RETURN_CODE 77 
 add_test(NAME nvrtc.corpus_all COMMAND nvrtc_kernels --arch sm_75 --arch sm_80 --arch sm_90 ${FXPLAIN_CORPUS_DIR}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(nvrtc.corpus_all PROPERTIES LABELS "nvrtc;slow" SKIP_RETURN_CODE 77 ENVIRONMENT
+                     "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache")
+
+# On a GPU: launches, loops, libraries, and whole modules against the interpreter.
+add_test(NAME gpu.runtime
+         COMMAND gpu_run tests/gpu/loop_dot_rng.hlo tests/gpu/conv.hlo ${FXPLAIN_NVRTC_FILES}
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(gpu.runtime PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77 ENVIRONMENT
                      "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache")

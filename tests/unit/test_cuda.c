@@ -12,10 +12,12 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "../compiler/hlo.h"
 #include "../compiler/ir.h"
 #include "../repl/session.h"
 #include "../runtime/cuda_backend.h"
 #include "../runtime/cuda_driver.h"
+#include "../runtime/cuda_kernels.h"
 #include "../runtime/cuda_libs.h"
 #include "../runtime/cuda_nvrtc.h"
 #include "../runtime/runtime.h"
@@ -726,6 +728,88 @@ TEST(devices_command) {
   free(out);
 }
 
+/* `run --backend gpu` without a GPU says why and leaves the session as it was; `auto` uses the CPU. */
+TEST(run_backend_gpu_without_gpu) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h) {
+    dlclose(h);
+    return;
+  }
+  use_temp_cache();
+  cuda_driver_install(NULL);
+  static const char text[] = "HloModule t\n\nENTRY main {\n  p = f32[4] parameter(0)\n  ROOT a = f32[4] add(p, p)\n}\n";
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, sizeof text - 1, "t.hlo", &err);
+  CHECK(m != NULL);
+  if (!m) return;
+  Stage st = {.module = m, .pass = "input"};
+  Session s;
+  memset(&s, 0, sizeof s);
+  s.stages = &st;
+  s.nstages = s.stages_cap = 1;
+  char *buf = NULL;
+  size_t len = 0;
+  s.out = open_memstream(&buf, &len);
+  s.err = s.out;
+  const ReplCommand *run = repl_command_lookup("run");
+  CHECK(run != NULL);
+  if (run) {
+    char *gpu[] = {"run", "--backend", "gpu"};
+    CHECK(!run->run(&s, 3, gpu, &err));
+    CHECK_STR(err.msg, "no GPU to run on: no NVIDIA driver: libcuda.so.1: cannot open shared object file: No such file "
+                       "or directory");
+    fx_error_clear(&err);
+    char *autob[] = {"run", "--backend", "auto"};
+    bool ok = run->run(&s, 3, autob, &err);
+    if (!ok) fprintf(stderr, "%s\n", err.msg);
+    CHECK(ok);
+    fflush(s.out);
+    CHECK_CONTAINS(buf, "stage 0 on cpu:");
+    CHECK_CONTAINS(buf, "kernels launched 1,");
+  }
+  fclose(s.out);
+  free(buf);
+  ir_module_free(m);
+}
+
+/* A stage's unit: each kernel classified, the generated ones compiled with their figures. */
+TEST(stage_unit_classifies_and_compiles) {
+  if (!cuda_nvrtc_built_in()) return;
+  use_temp_cache();
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_load_file("tests/gpu/loop_dot_rng.hlo", &err);
+  IrModule *c = hlo_load_file("tests/gpu/conv.hlo", &err);
+  CHECK(m && c);
+  if (!m || !c) {
+    fx_error_print(stderr, &err);
+    return;
+  }
+  const IrModule *mods[2] = {m, c};
+  CudaUnit u;
+  CHECK(cuda_unit_build(&u, mods, 2, &err));
+  const char *want[][2] = {{"lt", "generated"}, {"i2", "generated"}, {"d", "cuBLAS"}, {"r", "rng"},
+                           {"t", "generated"},  {"y", "generated"},  {"c", "cuDNN"}, {"r", "rng"}};
+  for (int q = 0; q < 7; q++) {
+    IrInstr *i = ir_module_find_instr(q == 6 ? c : m, want[q][0]);
+    const CudaKernelInfo *k = i ? cuda_unit_find(&u, i) : NULL;
+    CHECK(k != NULL);
+    if (k) CHECK_STR(cuda_kernel_how_name(k->how), want[q][1]);
+  }
+  CHECK(u.n == 8); /* lt, i2, d, r, t, y; c, r (conv.hlo's maximum) */
+  CHECK(u.ngenerated >= 4);
+  CHECK_CONTAINS(u.source.s, "extern \"C\" __global__ void fx_");
+  CHECK_CONTAINS(u.source.s, "tanhf(");
+  CHECK(cuda_unit_compile(&u, "sm_80", NULL, &err));
+  if (err.set) fprintf(stderr, "%s\n", err.msg);
+  for (int q = 0; q < u.n; q++)
+    if (u.k[q].how == CUDA_K_GENERATED) CHECK(u.k[q].res[0].found && u.k[q].res[0].registers > 0);
+  cuda_unit_free(&u);
+  ir_module_free(m);
+  ir_module_free(c);
+}
+
 int main(void) {
   RUN(driver_missing_is_explained);
   RUN(fake_driver_lists_device_and_profile);
@@ -746,6 +830,8 @@ int main(void) {
   RUN(permute_kernel_compiles);
   RUN(library_status_text);
   RUN(devices_command);
+  RUN(run_backend_gpu_without_gpu);
+  RUN(stage_unit_classifies_and_compiles);
   if (cache_dir[0]) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
