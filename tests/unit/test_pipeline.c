@@ -166,6 +166,50 @@ TEST(dce_removes_dead_chain_and_uncalled_computation) {
   ir_module_free(m);
 }
 
+/* A dead while loop goes (with its computations) unless its body has a side effect. */
+TEST(dce_dead_loops) {
+  const char *text =
+      "HloModule loops\n"
+      "%cond (c: s32[]) -> pred[] {\n"
+      "  %c = s32[] parameter(0)\n"
+      "  %n = s32[] constant(10)\n"
+      "  ROOT %lt = pred[] compare(%c, %n), direction=LT\n"
+      "}\n"
+      "%pure (p: s32[]) -> s32[] {\n"
+      "  %p = s32[] parameter(0)\n"
+      "  %one = s32[] constant(1)\n"
+      "  ROOT %inc = s32[] add(%p, %one)\n"
+      "}\n"
+      "%effect (q: s32[]) -> s32[] {\n"
+      "  %q = s32[] parameter(0)\n"
+      "  %log = s32[] custom-call(%q), custom_call_target=\"print\", custom_call_has_side_effect=true\n"
+      "  %one.1 = s32[] constant(1)\n"
+      "  ROOT %inc.1 = s32[] add(%q, %one.1)\n"
+      "}\n"
+      "ENTRY %main (x: s32[]) -> s32[] {\n"
+      "  %x = s32[] parameter(0)\n"
+      "  %w1 = s32[] while(%x), condition=%cond, body=%pure\n"
+      "  %w2 = s32[] while(%x), condition=%cond, body=%effect\n"
+      "  ROOT %r = s32[] negate(%x)\n"
+      "}\n";
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, strlen(text), "loops.hlo", &err);
+  if (!m) fx_error_print(stderr, &err);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {0};
+  bool changed = false;
+  CHECK(run_pass("dce", m, &log, &changed));
+  CHECK(changed);
+  CHECK_STR(log.buf, "dce remove w1: removed w1 (while in main): no users and no side effects\n"
+                     "dce remove pure: removed computation pure (3 instructions): no longer called\n");
+  CHECK(!live(m, "w1") && live(m, "w2") && live(m, "log"));
+  CHECK(ir_module_find_computation(m, "effect") && ir_module_find_computation(m, "cond"));
+  CHECK(ir_verify(m, &err));
+  ir_module_free(m);
+}
+
 static IrComputation *add_comp(IrModule *m, const char *name) {
   IrComputation *r = ir_computation_new(m, name);
   IrShape sc = ir_shape_scalar(IR_F32);
@@ -424,6 +468,7 @@ int main(void) {
   RUN(settings);
   RUN(devices);
   RUN(dce_removes_dead_chain_and_uncalled_computation);
+  RUN(dce_dead_loops);
   RUN(cse_merges_identical_keeps_distinct);
   RUN(cse_respects_side_effects_and_shapes);
   RUN(tuple_simplifier_rewrites);
