@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../compiler/arena.h"
+#include "../compiler/hlo.h"
 #include "args.h"
 #include "json.h"
 #include "pending.h"
@@ -129,7 +130,6 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   IrModule *m = need_module(s, err);
   if (!m) return false;
-  if (!hlo_print) return repl_arg_error(s, err, 0, "HLO text is not available in this build");
   const char *path = argv[1];
   /* Write a temporary file next to the target and rename it, so a failed save never leaves a
    * half-written file behind. */
@@ -235,7 +235,6 @@ static bool show_settings(Session *s, FxError *err) {
 static bool show_hlo(Session *s, FxError *err) {
   IrModule *m = need_module(s, err);
   if (!m) return false;
-  if (!hlo_print || !hlo_print_string) return repl_arg_error(s, err, 0, "HLO text is not available in this build");
   if (s->json) {
     char *text = hlo_print_string(m);
     if (!text) return repl_arg_error(s, err, 0, "out of memory");
@@ -271,12 +270,11 @@ static bool cmd_show(Session *s, int argc, char **argv, FxError *err) {
   }
   SubNames sn;
   sub_names(&sn, "show-", show_builtin);
-  char list[1024], shown[96];
-  join_names(&sn, list, sizeof list);
+  char shown[96];
   const char *near = repl_nearest(argv[1], sn.names, sn.n);
   repl_printable(shown, sizeof shown, argv[1]);
-  if (near) return repl_arg_error(s, err, 1, "cannot show '%s'; did you mean '%s'? (can show: %s)", shown, near, list);
-  return repl_arg_error(s, err, 1, "cannot show '%s'; can show: %s", shown, list);
+  if (near) return repl_arg_error(s, err, 1, "cannot show '%s'; did you mean '%s'?", shown, near);
+  return repl_arg_error(s, err, 1, "cannot show '%s'; 'help show' lists the views", shown);
 }
 
 static bool cmd_set(Session *s, int argc, char **argv, FxError *err) {
@@ -287,13 +285,11 @@ static bool cmd_set(Session *s, int argc, char **argv, FxError *err) {
   if (sub) return dispatch_sub(s, sub, argc, argv, err);
   SubNames sn;
   sub_names(&sn, "set-", NULL);
-  char list[1024], shown[96];
-  join_names(&sn, list, sizeof list);
+  char shown[96];
   const char *near = repl_nearest(argv[1], sn.names, sn.n);
   repl_printable(shown, sizeof shown, argv[1]);
-  if (sn.n == 0) return repl_arg_error(s, err, 1, "unknown setting '%s'; nothing can be set in this build", shown);
-  if (near) return repl_arg_error(s, err, 1, "unknown setting '%s'; did you mean '%s'? (can set: %s)", shown, near, list);
-  return repl_arg_error(s, err, 1, "unknown setting '%s'; can set: %s", shown, list);
+  if (near) return repl_arg_error(s, err, 1, "unknown setting '%s'; did you mean '%s'?", shown, near);
+  return repl_arg_error(s, err, 1, "unknown setting '%s'; 'help set' lists the settings", shown);
 }
 
 /* ---------- reset / echo / pause / quit ---------- */

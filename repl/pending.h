@@ -1,5 +1,5 @@
-/* pending.h — TEMPORARY (development only; removed before the final landing): the .fx and HLO
- * interfaces the shell calls, referenced weakly while their implementations are
+/* pending.h — TEMPORARY (development only; removed before the final landing): the .fx
+ * interface the shell calls, referenced weakly while their implementations are
  * being written, so the shell builds and links either way. A missing one reports "not available in
  * this build" instead of being faked. */
 #ifndef FXPLAIN_PENDING_H
@@ -21,13 +21,6 @@ bool fx_needs_more(const char *text);
 bool fx_is_statement(const char *line);
 IrModule *fx_build_module(FxState *st, const char *module_name, FxError *err);
 #endif
-#if __has_include("../compiler/hlo.h")
-#include "../compiler/hlo.h"
-#else
-IrModule *hlo_load_file(const char *path, FxError *err);
-bool hlo_print(FILE *f, const IrModule *m, FxError *err);
-char *hlo_print_string(const IrModule *m);
-#endif
 
 #pragma weak fx_state_new
 #pragma weak fx_state_free
@@ -35,8 +28,5 @@ char *hlo_print_string(const IrModule *m);
 #pragma weak fx_needs_more
 #pragma weak fx_is_statement
 #pragma weak fx_build_module
-#pragma weak hlo_load_file
-#pragma weak hlo_print
-#pragma weak hlo_print_string
 
 #endif

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "../compiler/arena.h"
+#include "../compiler/hlo.h"
 #include "args.h"
 #include "json.h"
 #include "pending.h"
@@ -540,7 +541,6 @@ static bool ends_with(const char *s, const char *suffix) {
 }
 
 bool repl_load_hlo(Session *s, const char *path, FxError *err) {
-  if (!hlo_load_file) return fx_error_set(err, NULL, 0, 0, "HLO text is not available in this build");
   IrModule *m = hlo_load_file(path, err);
   if (!m) {
     if (!err->set) fx_error_set(err, path, 0, 0, "could not load the module");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../compiler/arena.h"
+#include "../explain/explain.h"
 #include "pending.h"
 #include "repl.h"
 
@@ -23,7 +24,10 @@ Session *session_new(FILE *out, FILE *err) {
   /* Room for stage 0 up front, so session_set_input never has to fail. */
   s->stages_cap = 16;
   s->stages = fx_calloc((size_t)s->stages_cap, sizeof *s->stages);
-  if (!s->stages) {
+  s->log = explain_log_new();
+  if (!s->stages || !s->log) {
+    fx_free(s->stages);
+    if (s->log) explain_log_free(s->log);
     fx_free(s);
     return NULL;
   }
@@ -35,10 +39,17 @@ Session *session_new(FILE *out, FILE *err) {
   return s;
 }
 
+/* Frees stage i's snapshot unless it is shared with the stage before it. */
+static void drop_stage(Session *s, int i) {
+  if (!s->stages[i].shared) ir_module_free(s->stages[i].module);
+  s->stages[i] = (Stage){0};
+}
+
 void session_free(Session *s) {
   if (!s) return;
-  for (int i = 0; i < s->nstages; i++) ir_module_free(s->stages[i].module);
+  for (int i = s->nstages - 1; i >= 0; i--) drop_stage(s, i);
   fx_free(s->stages);
+  explain_log_free(s->log);
   if (s->fx_state && fx_state_free) fx_state_free(s->fx_state);
   fx_free(s);
 }
@@ -50,10 +61,8 @@ IrModule *session_module(Session *s) {
 
 void session_truncate(Session *s, int keep) {
   if (keep < 1) keep = 1; /* the input stays */
-  for (int i = keep; i < s->nstages; i++) {
-    ir_module_free(s->stages[i].module);
-    s->stages[i].module = NULL;
-  }
+  for (int i = s->nstages - 1; i >= keep; i--) drop_stage(s, i);
+  explain_log_truncate(s->log, keep);
   if (s->nstages > keep) s->nstages = keep;
   if (s->cur >= s->nstages) s->cur = s->nstages > 0 ? s->nstages - 1 : 0;
   /* Stage k (k >= 1) is produced by pipeline pass k-1. */
@@ -61,7 +70,8 @@ void session_truncate(Session *s, int keep) {
 }
 
 void session_set_input(Session *s, IrModule *m) {
-  for (int i = 0; i < s->nstages; i++) ir_module_free(s->stages[i].module);
+  for (int i = s->nstages - 1; i >= 0; i--) drop_stage(s, i);
+  explain_log_truncate(s->log, 1);
   s->nstages = 0;
   s->cur = 0;
   s->next_pass = 0;

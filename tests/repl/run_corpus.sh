@@ -52,6 +52,8 @@ for ((i = 0; i <= cur; i++)); do
   else
     actual=$("$fx" "$@" < /dev/null 2>&1; echo "exit: $?")
   fi
+  # The scratch directory's name changes from run to run: show it as $TMP.
+  actual=${actual//"$tmp"/\$TMP}
   expected=${expects[i]%$'\n'}
   # Strip trailing blank lines the file may have between cases.
   while [[ $expected == *$'\n' ]]; do expected=${expected%$'\n'}; done

@@ -277,11 +277,11 @@ TEST(session_stages) {
   session_set_input(s, m);
   CHECK(session_module(s) == m && s->nstages == 1 && s->cur == 0);
   CHECK_STR(s->stages[0].pass, "input");
-  /* Pretend two passes ran. */
-  for (int i = 1; i <= 2; i++) {
-    s->stages[i] = (Stage){ir_module_clone(m), "dce", true};
-    s->nstages++;
-  }
+  /* Pretend two passes ran; the second changed nothing and shares the first one's snapshot
+   * (dropping it must not free the shared module: ASan would report the double free). */
+  s->stages[1] = (Stage){.module = ir_module_clone(m), .pass = "dce", .changed = true};
+  s->stages[2] = (Stage){.module = s->stages[1].module, .pass = "cse", .changed = false, .shared = true};
+  s->nstages = 3;
   s->cur = 2;
   s->next_pass = 2;
   session_truncate(s, 2);
