@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "../compiler/arena.h"
+#include "../compiler/fx.h"
 #include "../compiler/hlo.h"
 #include "args.h"
 #include "json.h"
-#include "pending.h"
 #include "repl.h"
 
 /* ---------- helpers ---------- */
@@ -503,9 +503,10 @@ const ReplCommand repl_cmds_core[] = {
      cmd_reset},
     {"echo", "echo TEXT", "print TEXT (narration in scripts)",
      "Prints the rest of the line as it is, quotes included.", cmd_echo},
-    {"pause", "pause", "wait for Enter (only when interactive)",
-     "In the interactive shell, waits until Enter is pressed; in scripts run in batch it does\n"
-     "nothing. Walkthrough scripts use it between steps.",
+    {"pause", "pause", "wait for Enter (only on a terminal)",
+     "When fxplain reads from and writes to a terminal, waits until Enter is pressed (Ctrl-C\n"
+     "goes on too); with input or output redirected it does nothing. Walkthrough scripts use it\n"
+     "between steps.",
      cmd_pause},
     {"help", "help [CMD]", "list the commands, or explain one",
      "'help' lists every command by group; 'help CMD' shows its usage and full description.", cmd_help},

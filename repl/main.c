@@ -104,6 +104,8 @@ int main(int argc, char **argv) {
   }
   s->json = json;
   s->keep_going = keep_going;
+  /* A person is watching: `pause` in a walkthrough waits for Enter. */
+  s->interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
 
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);

@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 
 #include "../compiler/arena.h"
+#include "../compiler/fx.h"
 #include "../compiler/hlo.h"
 #include "args.h"
 #include "json.h"
-#include "pending.h"
 #include "repl.h"
 
 /* ---------- printing errors ---------- */
@@ -70,10 +70,7 @@ const ReplCommand *repl_line_command(const char *line) {
 }
 
 /* Whether the .fx language takes the line as a statement. */
-static bool is_fx_statement(const char *line) {
-  if (fx_is_statement) return fx_is_statement(line);
-  return false;
-}
+static bool is_fx_statement(const char *line) { return fx_is_statement(line); }
 
 /* ---------- the .fx definitions ---------- */
 
@@ -91,7 +88,6 @@ static void fx_module_name(const Session *s, char *buf, size_t n) {
 
 bool repl_sync_fx(Session *s, FxError *err) {
   if (!s->fx_dirty || !s->fx_state) return true;
-  if (!fx_build_module) return fx_error_set(err, NULL, 0, 0, "the .fx language is not available in this build");
   char name[128];
   fx_module_name(s, name, sizeof name);
   IrModule *m = fx_build_module(s->fx_state, name, err);
@@ -99,7 +95,6 @@ bool repl_sync_fx(Session *s, FxError *err) {
     if (!err->set) fx_error_set(err, NULL, 0, 0, "could not build the module from the .fx definitions");
     return false;
   }
-  m->source_file = m->source_file ? m->source_file : NULL;
   session_set_input(s, m);
   s->fx_dirty = false;
   return true;
@@ -108,9 +103,6 @@ bool repl_sync_fx(Session *s, FxError *err) {
 /* Feeds one .fx statement or block to the session's .fx state. `col0` > 1 when the statement
  * starts inside a longer line (a `-e` piece); it is padded so the columns fx reports are right. */
 static bool run_fx(Session *s, const char *text, const char *src, int line, int col0, FxError *err) {
-  if (!fx_feed || !fx_state_new) {
-    return fx_error_set(err, s->input_name, line, col0, "the .fx language is not available in this build");
-  }
   if (!s->fx_state) {
     s->fx_state = fx_state_new();
     if (!s->fx_state) return fx_error_set(err, s->input_name, line, col0, "out of memory");
@@ -331,7 +323,7 @@ static bool block_append(Runner *r, const char *line, size_t len) {
   return true;
 }
 
-static bool needs_more(const char *text) { return fx_needs_more && fx_needs_more(text); }
+static bool needs_more(const char *text) { return fx_needs_more(text); }
 
 /* Runs one unit (a command or a complete .fx statement) of the line `src` at column col0. */
 static bool run_unit(Runner *r, const char *unit, const char *src, int lineno, int col0) {
@@ -548,7 +540,7 @@ bool repl_load_hlo(Session *s, const char *path, FxError *err) {
   }
   session_set_input(s, m);
   /* .fx definitions typed before belong to the module just replaced. */
-  if (s->fx_state && fx_state_free) fx_state_free(s->fx_state);
+  if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
   s->fx_dirty = false;
   return true;
@@ -649,11 +641,11 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
   s->input_line = old_line;
   bool replaced = (s->nstages > 0 ? s->stages[0].module : NULL) != old_input;
   if (!ok && !replaced) {
-    if (s->fx_state && fx_state_free) fx_state_free(s->fx_state);
+    if (s->fx_state) fx_state_free(s->fx_state);
     s->fx_state = old_fx;
     s->fx_dirty = old_dirty;
   } else if (old_fx && old_fx != s->fx_state) {
-    if (fx_state_free) fx_state_free(old_fx);
+    fx_state_free(old_fx);
   }
   fx_free(text);
   return ok;

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "../compiler/arena.h"
+#include "../compiler/fx.h"
 #include "../explain/explain.h"
-#include "pending.h"
 #include "repl.h"
 
 volatile int repl_interrupted;
@@ -50,7 +50,7 @@ void session_free(Session *s) {
   for (int i = s->nstages - 1; i >= 0; i--) drop_stage(s, i);
   fx_free(s->stages);
   explain_log_free(s->log);
-  if (s->fx_state && fx_state_free) fx_state_free(s->fx_state);
+  if (s->fx_state) fx_state_free(s->fx_state);
   fx_free(s);
 }
 
@@ -82,7 +82,7 @@ void session_set_input(Session *s, IrModule *m) {
 
 void session_reset(Session *s) {
   session_set_input(s, NULL);
-  if (s->fx_state && fx_state_free) fx_state_free(s->fx_state);
+  if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
   s->fx_dirty = false;
   set_defaults(s);

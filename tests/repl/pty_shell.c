@@ -107,8 +107,11 @@ static bool start(const char *fx, const char *home, const char *hist) {
 
 static int finish(void) {
   int status = 0;
-  for (int i = 0; i < 100; i++) {
+  /* Up to 30 s: a sanitizer build takes a while to check for leaks on the way out. */
+  double end = now() + 30;
+  while (now() < end) {
     pump(0.05);
+    usleep(20 * 1000);
     if (waitpid(child, &status, WNOHANG) == child) {
       close(master);
       return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -204,6 +207,26 @@ int main(int argc, char **argv) {
     type("\r");
     expect("fx> ", "prompt after echo");
   }
+
+  /* A .fx block continues over lines with the "... " prompt; Ctrl-C in a block drops it. */
+  type("param p: f32[4]\r");
+  expect("fx> ", "prompt after param");
+  type("loop 2 carry (t = p) {\r");
+  expect("... ", "continuation prompt");
+  type("\x03");
+  expect("fx> ", "Ctrl-C drops the open block");
+  type("loop 2 carry (s = p) {\r");
+  expect("... ", "continuation prompt again");
+  type("s = s + 1\r");
+  expect("... ", "still in the block");
+  type("}\r");
+  /* Had the dropped block been kept, one brace would still be open and this would be "... ". */
+  expect("fx> ", "block closed");
+  type("out s\r");
+  expect("fx> ", "prompt after out");
+  type("show\r");
+  expect("while(", "the block became a while loop");
+  expect("fx> ", "prompt after show");
 
   /* An unknown command answers with a located error and the shell goes on. */
   type("stpe\r");
