@@ -48,6 +48,15 @@ typedef struct Session {
   /* Where commands come from, for error locations: "<repl>", "<stdin>", a script path. */
   const char *input_name;
   int input_line;
+  /* The shell's bookkeeping (repl/): the running command's source line and the column of each of
+   * its words (for repl_arg_error), whether .fx definitions changed since the module was built
+   * from them, how deep scripts are nested, and whether `quit` was run. */
+  const char *cmd_src;
+  const int *arg_cols;
+  int arg_count, arg_end_col;
+  bool fx_dirty;
+  int script_depth;
+  bool quit;
 } Session;
 
 /* A command: `name`, its usage line and help text, and the function that runs it. argv[0] is the
@@ -78,6 +87,12 @@ extern const ReplCommand repl_cmds_gpu[];
 const ReplCommand *repl_command_lookup(const char *name);
 /* Calls f for every command, in help order. */
 void repl_command_foreach(void (*f)(const ReplCommand *c, void *ctx), void *ctx);
+
+/* A session with the defaults: nothing loaded, device_default(), pass_settings_default(), the
+ * "classic" pipeline, text output to out/err. Returns NULL when memory runs out. */
+Session *session_new(FILE *out, FILE *err);
+/* Frees the session and everything it owns (stages, .fx state, decision log). */
+void session_free(Session *s);
 
 /* The current stage's module (NULL when nothing is loaded). */
 IrModule *session_module(Session *s);

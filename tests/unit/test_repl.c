@@ -1,9 +1,13 @@
-/* test_repl.c — unit tests for the shell's pieces: the JSON writer, the command-line splitter,
- * and the session's stage bookkeeping. */
+/* test_repl.c — unit tests for the shell's pieces: the JSON writer, the command-line splitter and
+ * argument checks, name suggestions, and the session's stage bookkeeping. */
 #define _GNU_SOURCE
 #include <stdlib.h>
 
+#include "../../compiler/arena.h"
+#include "../../repl/args.h"
 #include "../../repl/json.h"
+#include "../../repl/repl.h"
+#include "../../repl/session.h"
 #include "check.h"
 
 /* Runs body with a writer on a memory stream and returns what it wrote (caller frees). */
@@ -135,6 +139,162 @@ TEST(json_top_level_values_each_end_a_line) {
   free(s);
 }
 
+/* ---------- args ---------- */
+
+TEST(args_split_words_quotes_escapes) {
+  ReplArgs a;
+  FxError e;
+  fx_error_clear(&e);
+  CHECK(repl_args_split("  load 'a b'  \"c\\\"d\\n\" e\\ f x''y", 1, &a, &e));
+  CHECK(a.argc == 5);
+  if (a.argc == 5) {
+    CHECK_STR(a.argv[0], "load");
+    CHECK_STR(a.argv[1], "a b");
+    CHECK_STR(a.argv[2], "c\"d\n");
+    CHECK_STR(a.argv[3], "e f");
+    CHECK_STR(a.argv[4], "xy");
+    CHECK(a.argv[5] == NULL);
+    CHECK(a.cols[0] == 3 && a.cols[1] == 8 && a.cols[2] == 15 && a.cols[3] == 24 && a.cols[4] == 29);
+  }
+  repl_args_free(&a);
+  /* Columns are offset by col0 for pieces of a longer line. */
+  CHECK(repl_args_split("show hlo", 10, &a, &e));
+  CHECK(a.argc == 2 && a.cols[0] == 10 && a.cols[1] == 15 && a.end_col == 18);
+  repl_args_free(&a);
+  CHECK(repl_args_split("   ", 1, &a, &e));
+  CHECK(a.argc == 0 && a.argv && a.argv[0] == NULL);
+  repl_args_free(&a);
+  CHECK(!e.set);
+}
+
+TEST(args_split_unbalanced_quotes) {
+  ReplArgs a;
+  FxError e;
+  fx_error_clear(&e);
+  CHECK(!repl_args_split("load 'abc", 1, &a, &e));
+  CHECK(e.set && e.col == 6);
+  CHECK_CONTAINS(e.msg, "unterminated string");
+  fx_error_clear(&e);
+  CHECK(!repl_args_split("a 'b' \"c", 5, &a, &e));
+  CHECK(e.set && e.col == 11);
+}
+
+TEST(split_commands_at_semicolons_outside_quotes) {
+  int st[8], ln[8];
+  int n = repl_split_commands("echo a; help 'x;y'; show \"a;b\"\\;c;", st, ln, 8);
+  CHECK(n == 4);
+  CHECK(st[0] == 0 && ln[0] == 6);
+  CHECK(st[1] == 7 && ln[1] == 11);
+  CHECK(st[2] == 19 && ln[2] == 14);
+  CHECK(st[3] == 34 && ln[3] == 0);
+  CHECK(repl_split_commands("", st, ln, 8) == 1);
+  CHECK(repl_split_commands("a\\", st, ln, 8) == 1 && ln[0] == 2);
+}
+
+TEST(nearest_names) {
+  const char *c[] = {"load", "save", "show", "settings", "step"};
+  CHECK_STR(repl_nearest("lod", c, 5), "load");
+  CHECK_STR(repl_nearest("setings", c, 5), "settings");
+  CHECK_STR(repl_nearest("stpe", c, 5), "step"); /* a swap is one edit */
+  CHECK(repl_nearest("frobnicate", c, 5) == NULL);
+  CHECK(repl_nearest("x", c, 5) == NULL);
+  CHECK_STR(repl_nearest_command("hepl"), "help");
+  CHECK(repl_nearest_command("exti") == NULL || strcmp(repl_nearest_command("exti"), "exit") != 0);
+}
+
+TEST(printable_words) {
+  char buf[32];
+  CHECK_STR(repl_printable(buf, sizeof buf, "caf\xc3\xa9"), "caf\xc3\xa9");
+  CHECK_STR(repl_printable(buf, sizeof buf, "a\xff" "b\x01"), "a\\xffb\\x01");
+  CHECK_STR(repl_printable(buf, 12, "abcdefghijklmnop"), "abcdefgh...");
+}
+
+/* The running command's word columns, as the dispatcher sets them. */
+static const int cols3[] = {1, 6, 12};
+
+TEST(arg_errors_point_at_words) {
+  Session *s = session_new(stdout, stderr);
+  CHECK(s != NULL);
+  if (!s) return;
+  s->input_name = "script.fx";
+  s->input_line = 7;
+  s->cmd_src = "load a.hlo b.hlo";
+  s->arg_cols = cols3;
+  s->arg_count = 3;
+  s->arg_end_col = 17;
+  char *argv[] = {"load", "a.hlo", "b.hlo", NULL};
+  FxError e;
+  fx_error_clear(&e);
+  CHECK(!repl_check_argc(s, 3, argv, 1, 1, &e));
+  CHECK_STR(e.file, "script.fx");
+  CHECK(e.line == 7 && e.col == 12);
+  CHECK_STR(e.msg, "unexpected argument 'b.hlo'; usage: load FILE");
+  CHECK_STR(e.source, "load a.hlo b.hlo");
+  fx_error_clear(&e);
+  s->arg_count = 1; /* the line was just "load" */
+  CHECK(!repl_check_argc(s, 1, argv, 1, 1, &e));
+  CHECK(e.col == 17);
+  CHECK_STR(e.msg, "missing argument; usage: load FILE");
+  s->arg_count = 3;
+  long long v = 0;
+  char *nums[] = {"x", "12", "99999999999999999999", "0x10", "1e3", "-5", NULL};
+  fx_error_clear(&e);
+  CHECK(repl_parse_int(s, nums, 1, 0, 100, &v, &e) && v == 12);
+  CHECK(repl_parse_int(s, nums, 3, 0, 100, &v, &e) && v == 16);
+  CHECK(!repl_parse_int(s, nums, 2, 0, 100, &v, &e));
+  CHECK_CONTAINS(e.msg, "out of range");
+  CHECK(e.col == 12);
+  fx_error_clear(&e);
+  CHECK(!repl_parse_int(s, nums, 4, 0, 100, &v, &e));
+  CHECK_STR(e.msg, "expected an integer, got '1e3'");
+  fx_error_clear(&e);
+  CHECK(!repl_parse_int(s, nums, 5, 0, 100, &v, &e));
+  CHECK_CONTAINS(e.msg, "out of range");
+  double d = 0;
+  CHECK(repl_parse_double(s, nums, 4, &d, &e) && d == 1000);
+  bool b = false;
+  char *bools[] = {"on", "off", "maybe", NULL};
+  fx_error_clear(&e);
+  CHECK(repl_parse_bool(s, bools, 0, &b, &e) && b);
+  CHECK(repl_parse_bool(s, bools, 1, &b, &e) && !b);
+  CHECK(!repl_parse_bool(s, bools, 2, &b, &e));
+  CHECK_STR(e.msg, "expected on or off, got 'maybe'");
+  s->arg_cols = NULL;
+  session_free(s);
+}
+
+/* ---------- session ---------- */
+
+TEST(session_stages) {
+  Session *s = session_new(stdout, stderr);
+  CHECK(s != NULL);
+  if (!s) return;
+  CHECK(session_module(s) == NULL);
+  CHECK(s->pipeline != NULL && strcmp(s->pipeline->name, "classic") == 0);
+  CHECK_STR(s->device.name, "rtx2080ti");
+  CHECK(s->settings.max_duplication > 0);
+  IrModule *m = ir_module_new("m0");
+  session_set_input(s, m);
+  CHECK(session_module(s) == m && s->nstages == 1 && s->cur == 0);
+  CHECK_STR(s->stages[0].pass, "input");
+  /* Pretend two passes ran; the second changed nothing and shares the first one's snapshot
+   * (dropping it must not free the shared module: ASan would report the double free). */
+  s->stages[1] = (Stage){.module = ir_module_clone(m), .pass = "dce", .changed = true};
+  s->stages[2] = (Stage){.module = s->stages[1].module, .pass = "cse", .changed = false, .shared = true};
+  s->nstages = 3;
+  s->cur = 2;
+  s->next_pass = 2;
+  session_truncate(s, 2);
+  CHECK(s->nstages == 2 && s->cur == 1 && s->next_pass == 1);
+  session_truncate(s, 0); /* the input always stays */
+  CHECK(s->nstages == 1 && s->cur == 0 && session_module(s) == m);
+  session_set_input(s, ir_module_new("m1"));
+  CHECK_STR(session_module(s)->name, "m1");
+  session_reset(s);
+  CHECK(session_module(s) == NULL && s->nstages == 0);
+  session_free(s);
+}
+
 int main(void) {
   RUN(json_object_nesting);
   RUN(json_string_escapes);
@@ -142,5 +302,12 @@ int main(void) {
   RUN(json_numbers);
   RUN(json_misuse_detected);
   RUN(json_top_level_values_each_end_a_line);
+  RUN(args_split_words_quotes_escapes);
+  RUN(args_split_unbalanced_quotes);
+  RUN(split_commands_at_semicolons_outside_quotes);
+  RUN(nearest_names);
+  RUN(printable_words);
+  RUN(arg_errors_point_at_words);
+  RUN(session_stages);
   return check_summary();
 }

@@ -1,0 +1,61 @@
+/* args.h — splitting a command line into words, and the helpers commands use to check them.
+ *
+ * A command line is split like a shell does, without expansions: blanks separate words;
+ * '...' is literal; "..." allows \" \\ \n \t; a backslash outside quotes takes the next character
+ * literally. Each word remembers its column, so a command can point its error at the word that
+ * is wrong (repl_arg_error). The script runner also uses repl_split_commands to cut `-e` text
+ * into commands at `;` outside quotes. */
+#ifndef FXPLAIN_ARGS_H
+#define FXPLAIN_ARGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "session.h"
+
+typedef struct {
+  int argc;
+  char **argv; /* argc words and a NULL; owned, free with repl_args_free */
+  int *cols;   /* 1-based column of each word's first character */
+  int end_col; /* column just past the last character of the line */
+} ReplArgs;
+
+/* Splits line into words. col0 is the column of line[0] in its source line (1 for a whole line).
+ * On an unbalanced quote, returns false with err's column at the opening quote (no file: the
+ * caller locates it). */
+bool repl_args_split(const char *line, int col0, ReplArgs *out, FxError *err);
+void repl_args_free(ReplArgs *a);
+
+/* Cuts text at `;` outside quotes (and not escaped). Fills starts/lens with up to max pieces
+ * (empty pieces included) and returns how many there are. */
+int repl_split_commands(const char *text, int *starts, int *lens, int max);
+
+/* Fills err with a message pointing at word argi of the running command (argc points just past
+ * the end of the line) and returns false. Use from any command: `return repl_arg_error(s, err, 1,
+ * "no stage %s", argv[1]);` */
+bool repl_arg_error(Session *s, FxError *err, int argi, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Checks min <= argc-1 <= max (max < 0: no limit); otherwise fills err with "missing argument"
+ * or "unexpected argument 'X'" and the command's usage line. */
+bool repl_check_argc(Session *s, int argc, char **argv, int min, int max, FxError *err);
+
+/* Whole-word numbers. repl_parse_int accepts decimal (and 0x hex) in [lo, hi]; on failure it
+ * fills err at word argi with "expected an integer ..." or "... out of range". */
+bool repl_parse_int(Session *s, char **argv, int argi, long long lo, long long hi, long long *out,
+                    FxError *err);
+bool repl_parse_double(Session *s, char **argv, int argi, double *out, FxError *err);
+/* on/off, true/false, yes/no, 1/0. */
+bool repl_parse_bool(Session *s, char **argv, int argi, bool *out, FxError *err);
+
+/* The candidate nearest to word by edit distance, when it is close enough to be a likely typo
+ * (NULL otherwise). */
+const char *repl_nearest(const char *word, const char *const *cands, int n);
+/* The visible command nearest to word, or NULL. */
+const char *repl_nearest_command(const char *word);
+
+/* Writes word into buf (size n) in a printable form for messages: control characters and bytes
+ * that are not UTF-8 become \xNN; long words are cut with "...". Returns buf. */
+const char *repl_printable(char *buf, size_t n, const char *word);
+
+#endif

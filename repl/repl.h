@@ -1,0 +1,78 @@
+/* repl.h — the shell's own interfaces between its parts (not for other folders).
+ *
+ * main.c parses fxplain's arguments and calls into script.c (running files, -e text and piped
+ * input, line by line) and repl.c (the interactive readline loop). Both feed lines to a Runner,
+ * which tells commands from .fx statements, gathers multi-line blocks, dispatches commands, and
+ * prints results and located errors (text or JSON). */
+#ifndef FXPLAIN_REPL_H
+#define FXPLAIN_REPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "session.h"
+
+#define REPL_VERSION "0.1.0"
+/* Scripts run by `load` may load scripts, up to this depth. */
+#define REPL_MAX_SCRIPT_DEPTH 16
+
+/* Set by the SIGINT handler (every session's `interrupted` points here). */
+extern volatile int repl_interrupted;
+
+/* Reads lines and runs them: commands and .fx statements, with multi-line .fx blocks gathered
+ * while fx_needs_more says a block is open. */
+typedef struct {
+  Session *s;
+  const char *name;   /* "<repl>", "<stdin>", "<-e>", or the script's path */
+  char *block;        /* the open .fx block's text, or NULL */
+  size_t block_len, block_cap;
+  int block_line;     /* line where the open block starts */
+  bool failed;        /* some line failed */
+  /* NULL: errors are printed as they happen. Otherwise the first error is kept here and the
+   * caller stops (scripts run by `load`). */
+  FxError *first_err;
+} Runner;
+
+void runner_init(Runner *r, Session *s, const char *name, FxError *first_err);
+/* Runs one input line (len bytes, no newline) found at line `lineno` of the input. Returns false
+ * when it failed (the error is printed, or kept in first_err). */
+bool runner_line(Runner *r, const char *line, size_t len, int lineno);
+/* Runs the command and .fx pieces of one line of `-e` text, cut at `;` outside quotes. */
+bool runner_pieces(Runner *r, const char *text, int lineno);
+/* True while a multi-line block is open (the prompt shows "... "). */
+bool runner_pending(const Runner *r);
+/* Drops an open block (Ctrl-C at a continuation prompt). */
+void runner_abandon(Runner *r);
+/* End of input: runs an open block (whose error is then "unexpected end"), and builds the module
+ * from the .fx definitions when they changed. Frees the runner's memory. */
+bool runner_finish(Runner *r);
+
+/* Prints e as text (FILE:LINE:COL: error: ... on s->err) or as a JSON error value on s->out. */
+void repl_print_error(Session *s, const FxError *e);
+/* Builds the module from the .fx definitions if they changed since the last build, and makes it
+ * stage 0. Returns false (err filled) when the build fails; the session keeps its old module. */
+bool repl_sync_fx(Session *s, FxError *err);
+
+/* Runs a script file (commands and .fx statements) or loads an HLO module, by content: a file
+ * whose first word is HloModule (or named *.hlo) is HLO. A script starts a fresh set of .fx
+ * definitions (the old ones return if it fails). With first_err NULL errors are printed and
+ * --keep-going is honoured. Returns false when something failed; *is_hlo (may be NULL) tells which. */
+bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hlo);
+/* Loads an HLO module file and makes it the session's input. */
+bool repl_load_hlo(Session *s, const char *path, FxError *err);
+/* Runs a script read from an open stream (stdin), printing errors. */
+bool repl_run_stream(Session *s, FILE *f, const char *name);
+/* Runs `-e` text. */
+bool repl_run_text(Session *s, const char *text, const char *name);
+
+/* The interactive shell on the terminal. Returns the exit status (0, or 1 after failures when
+ * the input was not a terminal). */
+int repl_interactive(Session *s);
+
+/* Back to a fresh session: nothing loaded, no .fx definitions, default settings. */
+void session_reset(Session *s);
+
+/* Whether `line` starts with the name of a registered command (and is not a .fx assignment). */
+const ReplCommand *repl_line_command(const char *line);
+
+#endif

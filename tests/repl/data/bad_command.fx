@@ -1,0 +1,5 @@
+echo first line
+# a comment
+help lod
+echo after the error
+bogus command

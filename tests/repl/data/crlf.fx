@@ -1,0 +1,2 @@
+echo windows line ending
+echo second

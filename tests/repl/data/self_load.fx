@@ -1,0 +1,2 @@
+echo loading myself
+load tests/repl/data/self_load.fx
