@@ -1,4 +1,6 @@
-/* cmd_gpu.c — the gpu commands of the shell: `devices`, `set gpu_arch`, `show gpu_arch`.
+/* cmd_gpu.c — the gpu commands of the shell: `devices`, `set gpu_arch`, `show gpu_arch`,
+ * `set ptxas on|off`, and the kernel views `kernels --source` / `kernels --resources` (hidden
+ * commands kernels-source / kernels-resources, which `kernels` dispatches to).
  *
  * `devices` asks the driver (runtime/cuda_driver.c) for the GPUs and prints their properties, or
  * says plainly why there is none: no driver (the dlopen error), cuInit's error, or no device. It
@@ -9,10 +11,12 @@
 #include <string.h>
 
 #include "json.h"
+#include "../compiler/fusion_rules.h"
 #include "session.h"
 #include "../runtime/backend.h"
 #include "../runtime/cuda_backend.h"
 #include "../runtime/cuda_driver.h"
+#include "../runtime/cuda_kernels.h"
 #include "../runtime/cuda_nvrtc.h"
 
 #define MAX_GPUS 16
@@ -129,6 +133,161 @@ static bool cmd_show_gpu_arch(Session *s, int argc, char **argv, FxError *err) {
   return true;
 }
 
+/* ---------- kernel views ---------- */
+
+static const IrModule *current_module(Session *s, FxError *err) {
+  if (s->nstages <= 0 || !s->stages[s->cur].module) {
+    fx_error_set(err, NULL, 0, 0, "nothing is loaded: load a .fx or .hlo file first");
+    return NULL;
+  }
+  return s->stages[s->cur].module;
+}
+
+static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) {
+  const char *only = argc > 1 ? argv[1] : NULL;
+  if (argc > 2) return fx_error_set(err, NULL, 0, 0, "usage: kernels --source [INSTRUCTION]");
+  const IrModule *m = current_module(s, err);
+  if (!m) return false;
+  CudaUnit u;
+  if (!cuda_unit_build(&u, &m, 1, err)) return false;
+  bool found = !only;
+  if (!only) {
+    if (s->json) {
+      JsonWriter w;
+      json_init(&w, s->out);
+      json_object_begin(&w);
+      json_kv_int(&w, "stage", s->cur);
+      json_kv_str(&w, "source", u.source.s);
+      json_object_end(&w);
+    } else {
+      fputs(u.source.s, s->out);
+    }
+  } else {
+    /* One kernel: its part of the unit, from its "// kernel NAME" line to the next one. */
+    const IrInstr *i = ir_module_find_instr(m, only);
+    const CudaKernelInfo *k = i ? cuda_unit_find(&u, i) : NULL;
+    if (k && k->how != CUDA_K_GENERATED) {
+      fprintf(s->out, "%s runs on %s%s%s\n", only, cuda_kernel_how_name(k->how), k->why[0] ? ": " : "", k->why);
+      found = true;
+    } else if (k) {
+      const char *p = strstr(u.source.s, k->sym);
+      while (p && p > u.source.s && strncmp(p, "// kernel ", 10) != 0) p--;
+      const char *e = p ? strstr(p + 10, "// kernel ") : NULL;
+      if (p) fprintf(s->out, "%.*s", e ? (int)(e - p) : (int)strlen(p), p);
+      found = p != NULL;
+    }
+  }
+  cuda_unit_free(&u);
+  if (!found) return fx_error_set(err, NULL, 0, 0, "'%s' is not a kernel of stage %d", only, s->cur);
+  return true;
+}
+
+static bool cmd_kernels_resources(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (argc != 1) return fx_error_set(err, NULL, 0, 0, "usage: kernels --resources");
+  const IrModule *m = current_module(s, err);
+  if (!m) return false;
+  if (!cuda_nvrtc_built_in())
+    return fx_error_set(err, NULL, 0, 0, "kernel resources come from NVRTC, and this fxplain was built without the CUDA toolkit");
+  CudaUnit u;
+  if (!cuda_unit_build(&u, &m, 1, err)) return false;
+  /* `set gpu_arch` wins; else the device profile's architecture (rtx2080ti: sm_75). */
+  const char *arch = !cuda_nvrtc_arch_is_set() && s->device.arch[0] ? s->device.arch : cuda_nvrtc_default_arch();
+  if (u.ngenerated > 0 && !cuda_unit_compile(&u, arch, NULL, err)) {
+    cuda_unit_free(&u);
+    return false;
+  }
+  const DeviceProfile *d = &s->device;
+  JsonWriter w;
+  if (s->json) {
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_int(&w, "stage", s->cur);
+    json_kv_str(&w, "arch", arch);
+    json_kv_str(&w, "device", d->name);
+    json_key(&w, "kernels");
+    json_array_begin(&w);
+  } else {
+    fprintf(s->out, "stage %d: %d kernel%s compiled for %s by NVRTC %s; occupancy on %s\n", s->cur, u.n,
+            u.n == 1 ? "" : "s", arch, cuda_nvrtc_version(), d->name);
+    fprintf(s->out, "  %-28s %-9s %5s %6s %11s %6s %6s %5s  %s\n", "kernel", "runs as", "parts", "regs", "spill st/ld",
+            "smem", "stack", "block", "occupancy");
+  }
+  for (int q = 0; q < u.n; q++) {
+    const CudaKernelInfo *k = &u.k[q];
+    if (k->how != CUDA_K_GENERATED) {
+      if (s->json) {
+        json_object_begin(&w);
+        json_kv_str(&w, "kernel", k->instr->name);
+        json_kv_str(&w, "runs_as", cuda_kernel_how_name(k->how));
+        if (k->why[0]) json_kv_str(&w, "why", k->why);
+        json_object_end(&w);
+      } else {
+        fprintf(s->out, "  %-28s %-9s %5s %6s %11s %6s %6s %5s  %s\n", k->instr->name, cuda_kernel_how_name(k->how), "-",
+                "-", "-", "-", "-", "-", k->how == CUDA_K_HOST ? "(not generated)" : "(library)");
+      }
+      continue;
+    }
+    for (int p = 0; p < k->nparts; p++) {
+      const CudaResources *r = &k->res[p];
+      CudaDeviceInfo di = {.warp_size = 32, .max_threads_per_block = d->max_threads_per_block, .regs_per_block = 65536};
+      int block = cuda_block_size(r->registers, &di, k->count[p]);
+      const char *limit = "";
+      double occ = cuda_occupancy(r, block, d, &limit);
+      char name[64];
+      if (k->nparts > 1) snprintf(name, sizeof name, "%s/%d", k->instr->name, p);
+      else snprintf(name, sizeof name, "%s", k->instr->name);
+      if (s->json) {
+        json_object_begin(&w);
+        json_kv_str(&w, "kernel", k->instr->name);
+        json_kv_int(&w, "part", p);
+        json_kv_str(&w, "runs_as", "generated");
+        json_kv_str(&w, "symbol", k->sym);
+        json_kv_int(&w, "registers", r->registers);
+        json_kv_int(&w, "spill_stores", r->spill_stores);
+        json_kv_int(&w, "spill_loads", r->spill_loads);
+        json_kv_int(&w, "shared_bytes", r->shared_bytes);
+        json_kv_int(&w, "stack_bytes", r->stack_bytes);
+        json_kv_int(&w, "block", block);
+        json_kv_double(&w, "occupancy", occ);
+        json_kv_str(&w, "occupancy_limit", limit);
+        json_object_end(&w);
+      } else {
+        char spill[32];
+        snprintf(spill, sizeof spill, "%d/%d", r->spill_stores, r->spill_loads);
+        fprintf(s->out, "  %-28s %-9s %5d %6d %11s %6d %6d %5d  %3.0f%% (%s)\n", name, "generated", k->nparts,
+                r->registers, spill, r->shared_bytes, r->stack_bytes, block, occ * 100, limit);
+      }
+    }
+  }
+  if (s->json) {
+    json_array_end(&w);
+    json_object_end(&w);
+  }
+  cuda_unit_free(&u);
+  return true;
+}
+
+static bool cmd_set_ptxas(Session *s, int argc, char **argv, FxError *err) {
+  if (argc != 2 || (strcmp(argv[1], "on") != 0 && strcmp(argv[1], "off") != 0))
+    return fx_error_set(err, NULL, 0, 0, "usage: set ptxas on|off");
+  bool on = strcmp(argv[1], "on") == 0;
+  if (on && !cuda_nvrtc_built_in())
+    return fx_error_set(err, NULL, 0, 0, "ptxas figures come from NVRTC, and this fxplain was built without the CUDA toolkit");
+  cuda_registers_install(on, &s->device);
+  if (!s->json)
+    fprintf(s->out, "ptxas = %s (%s; it applies to the fusion passes run from now on)\n", argv[1],
+            fusion_registers_note());
+  else {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_bool(&w, "ptxas", on);
+    json_object_end(&w);
+  }
+  return true;
+}
+
 const ReplCommand repl_cmds_gpu[] = {
     {"devices", "devices", "list the NVIDIA GPUs (or say why there is none)",
      "devices\n"
@@ -144,5 +303,21 @@ const ReplCommand repl_cmds_gpu[] = {
      cmd_set_gpu_arch},
     {"show-gpu_arch", "show gpu_arch", NULL, "show gpu_arch\n  The architecture kernels compile for, and NVRTC's list.",
      cmd_show_gpu_arch},
+    {"set-ptxas", "set ptxas on|off", NULL,
+     "set ptxas on|off\n"
+     "  on: the fusion passes compile every candidate fused kernel with NVRTC for the device profile's\n"
+     "  architecture and refuse a fusion whose kernel would spill or exceed the registers per thread\n"
+     "  (reason `registers`, with ptxas' numbers). Off by default: it costs a compile per candidate.",
+     cmd_set_ptxas},
+    {"kernels-source", "kernels --source [INSTRUCTION]", NULL,
+     "kernels --source [INSTRUCTION]\n"
+     "  The CUDA C of the current stage's kernels (one NVRTC unit), or of one kernel.",
+     cmd_kernels_source},
+    {"kernels-resources", "kernels --resources", NULL,
+     "kernels --resources\n"
+     "  What ptxas reports for each kernel of the current stage, compiled with NVRTC for `gpu_arch`\n"
+     "  (else the device profile's architecture): registers per thread, spill stores/loads, shared\n"
+     "  memory, stack, the block size it would launch with, and the occupancy on the device profile.",
+     cmd_kernels_resources},
     {0},
 };

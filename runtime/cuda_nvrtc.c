@@ -46,6 +46,8 @@ const char *cuda_nvrtc_version(void) {
   return v;
 }
 
+bool cuda_nvrtc_arch_is_set(void) { return g_arch[0] != 0; }
+
 const char *cuda_nvrtc_default_arch(void) {
   static char live[16];
   if (g_arch[0]) return g_arch;

@@ -58,6 +58,8 @@ const char *cuda_nvrtc_default_arch(void);
 /* Sets the default architecture ("sm_80"); NULL or "" goes back to automatic. Returns false with
  * err when NVRTC (where built in) cannot compile for it, or it is not of the form sm_NN. */
 bool cuda_nvrtc_set_arch(const char *arch, FxError *err);
+/* Whether `set gpu_arch` chose one (rather than automatic). */
+bool cuda_nvrtc_arch_is_set(void);
 /* Lists the architectures NVRTC supports as "sm_75 sm_80 ..." into buf. */
 void cuda_nvrtc_supported_archs(char *buf, size_t n);
 

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "../compiler/hlo.h"
+#include "../compiler/fusion_rules.h"
 #include "../compiler/ir.h"
 #include "../repl/session.h"
 #include "../runtime/cuda_backend.h"
@@ -810,6 +811,135 @@ TEST(stage_unit_classifies_and_compiles) {
   ir_module_free(c);
 }
 
+/* ---------- the registers rule with real ptxas figures ---------- */
+
+/* Producer A = exp(x) over f32[256,N]; consumer B reads N columns b_k of A and computes
+ * sum_k b_k * (S - b_k) with S = sum_k b_k * b_{N-1-k}: every b_k is live until S is known, so
+ * the kernel of A fused into B needs far more than 255 registers and spills. */
+static char *pressure_hlo(int n) {
+  size_t cap = (size_t)n * 400 + 4096, len = 0;
+  char *t = malloc(cap);
+#define OUT(...) len += (size_t)snprintf(t + len, cap - len, __VA_ARGS__)
+  OUT("HloModule pressure\n\nfa {\n  p = f32[256,%d] parameter(0)\n  ROOT e = f32[256,%d] exponential(p)\n}\n\n", n, n);
+  OUT("fb {\n  q = f32[256,%d] parameter(0)\n", n);
+  for (int k = 0; k < n; k++) {
+    OUT("  s%d = f32[256,1] slice(q), slice={[0:256], [%d:%d]}\n", k, k, k + 1);
+    OUT("  b%d = f32[256] reshape(s%d)\n", k, k);
+  }
+  for (int k = 0; k < n / 2; k++) OUT("  m%d = f32[256] multiply(b%d, b%d)\n", k, k, n - 1 - k);
+  OUT("  S0 = f32[256] add(m0, m1)\n");
+  for (int k = 2; k < n / 2; k++) OUT("  S%d = f32[256] add(S%d, m%d)\n", k - 1, k - 2, k);
+  int last = n / 2 - 2;
+  for (int k = 0; k < n; k++) {
+    OUT("  d%d = f32[256] subtract(S%d, b%d)\n", k, last, k);
+    OUT("  t%d = f32[256] multiply(b%d, d%d)\n", k, k, k);
+  }
+  OUT("  T0 = f32[256] add(t0, t1)\n");
+  for (int k = 2; k < n; k++) OUT("  T%d = f32[256] add(T%d, t%d)\n", k - 1, k - 2, k);
+  OUT("  ROOT r = f32[256] copy(T%d)\n}\n\n", n - 2);
+  OUT("ENTRY main {\n  x = f32[256,%d] parameter(0)\n  A = f32[256,%d] fusion(x), kind=kLoop, calls=fa\n", n, n);
+  OUT("  ROOT B = f32[256] fusion(A), kind=kLoop, calls=fb\n}\n");
+#undef OUT
+  return t;
+}
+
+TEST(registers_rule_refuses_a_spilling_fusion) {
+  if (!cuda_nvrtc_built_in()) return;
+  use_temp_cache();
+  char *text = pressure_hlo(320);
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, strlen(text), "pressure.hlo", &err);
+  free(text);
+  CHECK(m != NULL);
+  if (!m) {
+    fx_error_print(stderr, &err);
+    return;
+  }
+  IrInstr *a = ir_module_find_instr(m, "A"), *b = ir_module_find_instr(m, "B");
+  CHECK(a && b);
+  const DeviceProfile *turing = device_lookup("rtx2080ti");
+  /* The hook alone, on the consumer's own body. */
+  int regs = 0, spills = 0;
+  CHECK(cuda_registers_hook((void *)turing, ir_fused_computation(b), &regs, &spills));
+  CHECK(regs <= 255 && regs > 200);
+  /* The rule: fusing A into B is refused with ptxas' numbers. */
+  PassSettings st;
+  pass_settings_default(&st);
+  PassContext cx = {NULL, turing, &st, 1, "instruction-fusion", &err};
+  FusionVerdict v;
+  memset(&v, 0, sizeof v);
+  cuda_registers_install(true, turing);
+  CHECK(fusion_register_hook_installed());
+  bool ok = fusion_check_too_large(a, b, &cx, false, &v);
+  cuda_registers_install(false, NULL);
+  CHECK(!fusion_register_hook_installed());
+  CHECK(!ok);
+  CHECK_STR(v.reason, "registers");
+  CHECK_CONTAINS(v.detail, "ptxas needs ");
+  CHECK_CONTAINS(v.detail, " registers per thread for A fused with B and ");
+  CHECK_CONTAINS(v.detail, " B spilled; rtx2080ti allows 255 and no spills");
+  double mreg = -1, mspill = -1;
+  for (int q = 0; q < v.nmetrics; q++) {
+    if (strcmp(v.metrics[q].key, "registers") == 0) mreg = v.metrics[q].value;
+    if (strcmp(v.metrics[q].key, "spill_bytes") == 0) mspill = v.metrics[q].value;
+  }
+  CHECK(mreg > 200 && mreg <= 255);
+  CHECK(mspill > 0);
+  printf("registers rule: %s\n", v.detail);
+  ir_module_free(m);
+}
+
+/* `kernels --resources` and `kernels --source` on a loaded stage. */
+TEST(kernel_views) {
+  if (!cuda_nvrtc_built_in()) return;
+  use_temp_cache();
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_load_file("tests/gpu/loop_dot_rng.hlo", &err);
+  CHECK(m != NULL);
+  if (!m) return;
+  Stage st = {.module = m, .pass = "input"};
+  Session s;
+  memset(&s, 0, sizeof s);
+  s.stages = &st;
+  s.nstages = s.stages_cap = 1;
+  s.device = *device_lookup("rtx2080ti");
+  char *buf = NULL;
+  size_t len = 0;
+  s.out = open_memstream(&buf, &len);
+  char *res[] = {"kernels-resources"};
+  CHECK(repl_command_lookup("kernels-resources")->run(&s, 1, res, &err));
+  fflush(s.out);
+  char head[128];
+  snprintf(head, sizeof head, "stage 0: 6 kernels compiled for sm_75 by NVRTC %s; occupancy on rtx2080ti\n",
+           cuda_nvrtc_version());
+  CHECK_CONTAINS(buf, head);
+  CHECK_CONTAINS(buf, "  d                            cuBLAS        -      -           -      -      -     -  (library)\n");
+  CHECK_CONTAINS(buf, "  r                            rng           -      -           -      -      -     -  (library)\n");
+  CHECK_CONTAINS(buf, "  t                            generated     1 ");
+  CHECK_CONTAINS(buf, "         0/0      0      0   256  100% (threads)\n");
+  fclose(s.out);
+  free(buf);
+  buf = NULL;
+  s.out = open_memstream(&buf, &len);
+  char *src[] = {"kernels-source", "t"};
+  CHECK(repl_command_lookup("kernels-source")->run(&s, 2, src, &err));
+  fflush(s.out);
+  const char *start = "// kernel t\nextern \"C\" __global__ void fx_";
+  CHECK(strncmp(buf, start, strlen(start)) == 0);
+  CHECK_CONTAINS(buf, "_p0(const float *__restrict__ in0, float *__restrict__ out0, long long n) {\n"
+                      "  for (long long fx_l = blockIdx.x * (long long)blockDim.x + threadIdx.x; fx_l < n;\n");
+  CHECK_CONTAINS(buf, "tanhf(");
+  CHECK(strstr(buf, "// kernel y") == NULL);
+  char *src2[] = {"kernels-source", "nope"};
+  CHECK(!repl_command_lookup("kernels-source")->run(&s, 2, src2, &err));
+  CHECK_STR(err.msg, "'nope' is not a kernel of stage 0");
+  fclose(s.out);
+  free(buf);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(driver_missing_is_explained);
   RUN(fake_driver_lists_device_and_profile);
@@ -832,6 +962,8 @@ int main(void) {
   RUN(devices_command);
   RUN(run_backend_gpu_without_gpu);
   RUN(stage_unit_classifies_and_compiles);
+  RUN(registers_rule_refuses_a_spilling_fusion);
+  RUN(kernel_views);
   if (cache_dir[0]) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
