@@ -434,6 +434,8 @@ int main(int argc, char **argv) {
       all[nall++] = m0;
       for (int p = 0; p < pipeline_count(); p++) {
         const Pipeline *pl = pipeline_at(p);
+        const char *only = getenv("FX_DIFF_PIPELINE"); /* debugging: one pipeline */
+        if (only && strcmp(only, pl->name) != 0) continue;
         const IrModule *cur = m0;
         for (int q = 0; q < pl->npasses && cs->nstages < 64; q++) {
           PassContext cx = {.sink = &sink, .device = device_default(), .settings = &settings, .stage = q + 1,
