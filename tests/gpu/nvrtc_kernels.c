@@ -1,7 +1,7 @@
 /* nvrtc_kernels.c — every kernel of every corpus module compiles with NVRTC, and ptxas' figures
  * are reported (ctest label "nvrtc": needs the CUDA toolkit, not a GPU).
  *
- * Each module given (HLO files, or every .hlo in a folder) goes through the classic pipeline; the
+ * Each module given (HLO files, .fx teaching scripts, or every .hlo/.fx in a folder) goes through the classic pipeline; the
  * kernels of its first and last stages are generated as CUDA C (one unit per stage) and compiled
  * for each architecture asked for. Prints one line per module and architecture: kernels
  * generated / on libraries / on the host, the most registers any kernel needs, spilled bytes.
@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../compiler/fx.h"
 #include "../compiler/hlo.h"
 #include "../compiler/pass.h"
 #include "../runtime/cuda_kernels.h"
@@ -24,6 +25,36 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static void no_emit(void *ctx, const PassDecision *d) { (void)ctx, (void)d; }
 
 static int failures, modules_done;
+
+/* A .fx teaching script's module (with `let steps = N` replaced by steps when steps > 0). */
+static IrModule *load_fx_file(const char *path, int steps, FxError *err) {
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    fx_error_set(err, path, 0, 0, "cannot open");
+    return NULL;
+  }
+  static char buf[1 << 16], tail[1 << 16];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *s = steps > 0 ? strstr(buf, "let steps = ") : NULL;
+  if (s) {
+    char *e = strchr(s, '\n');
+    snprintf(tail, sizeof tail, "%s", e ? e : "");
+    snprintf(s, sizeof buf - (size_t)(s - buf), "let steps = %d%s", steps, tail);
+  }
+  FxState *st = fx_state_new();
+  IrModule *m = NULL;
+  if (st && fx_feed(st, buf, path, 1, err)) m = fx_build_module(st, "script", err);
+  fx_state_free(st);
+  return m;
+}
+
+static IrModule *load_any(const char *path, int steps, FxError *err) {
+  size_t l = strlen(path);
+  if (l > 3 && strcmp(path + l - 3, ".fx") == 0) return load_fx_file(path, steps, err);
+  return hlo_load_file(path, err);
+}
 
 static bool compile_stage(const char *name, const char *stage, const IrModule *m, const char *const *archs,
                           int narchs) {
@@ -79,7 +110,7 @@ static bool compile_stage(const char *name, const char *stage, const IrModule *m
 static void one_module(const char *path, const char *const *archs, int narchs, int max_instrs) {
   FxError err;
   fx_error_clear(&err);
-  IrModule *m = hlo_load_file(path, &err);
+  IrModule *m = load_any(path, 0, &err);
   const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
   if (!m) {
     fx_error_print(stderr, &err);
@@ -149,7 +180,8 @@ int main(int argc, char **argv) {
     struct dirent *e;
     while ((e = readdir(d)) && n < 512) {
       size_t l = strlen(e->d_name);
-      if (l > 4 && strcmp(e->d_name + l - 4, ".hlo") == 0) names[n++] = strdup(e->d_name);
+      if ((l > 4 && strcmp(e->d_name + l - 4, ".hlo") == 0) || (l > 3 && strcmp(e->d_name + l - 3, ".fx") == 0))
+        names[n++] = strdup(e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, sizeof *names, cmp_str);

@@ -7,8 +7,8 @@ add_executable(gpu_run ${CMAKE_CURRENT_LIST_DIR}/gpu_run.c)
 target_include_directories(gpu_run PRIVATE ${CMAKE_CURRENT_SOURCE_DIR} ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(gpu_run PRIVATE fxrepl)
 
-# Every kernel of every corpus module (first and last stage of the classic pipeline) compiles with
-# NVRTC for sm_75, sm_80 and sm_90. The normal run covers a representative subset (reductions,
+# Every kernel of every teaching script, test graph and corpus module (first and last stage of the
+# classic pipeline) compiles with NVRTC for sm_75, sm_80 and sm_90. The normal run covers a representative subset (reductions,
 # layer norm, attention, a scan loop, in-place updates, sort, dots, a real model
 # fragment); the "slow" run every module (about 3 minutes of NVRTC per architecture).
 add_executable(nvrtc_kernels ${CMAKE_CURRENT_LIST_DIR}/nvrtc_kernels.c)
@@ -26,6 +26,12 @@ set(FXPLAIN_NVRTC_FILES)
 foreach(f ${FXPLAIN_NVRTC_SUBSET})
   list(APPEND FXPLAIN_NVRTC_FILES ${FXPLAIN_CORPUS_DIR}/${f})
 endforeach()
+file(GLOB FXPLAIN_SCRIPTS ${CMAKE_SOURCE_DIR}/scripts/*.fx)
+add_test(NAME nvrtc.scripts COMMAND nvrtc_kernels --arch sm_75 --arch sm_80 --arch sm_90 ${FXPLAIN_SCRIPTS}
+         tests/gpu/loop_dot_rng.hlo tests/gpu/conv.hlo tests/hlo/data/all_ops.hlo tests/golden/pipeline/small.hlo
+         tests/repl/data/small.hlo WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(nvrtc.scripts PROPERTIES LABELS "nvrtc" SKIP_RETURN_CODE 77 ENVIRONMENT
+                     "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache")
 add_test(NAME nvrtc.corpus COMMAND nvrtc_kernels --arch sm_75 --arch sm_80 --arch sm_90 ${FXPLAIN_NVRTC_FILES}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(nvrtc.corpus PROPERTIES LABELS "nvrtc" SKIP_RETURN_CODE 77 ENVIRONMENT
@@ -37,7 +43,13 @@ set_tests_properties(nvrtc.corpus_all PROPERTIES LABELS "nvrtc;slow" SKIP_RETURN
 
 # On a GPU: launches, loops, libraries, and whole modules against the interpreter.
 add_test(NAME gpu.runtime
-         COMMAND gpu_run tests/gpu/loop_dot_rng.hlo tests/gpu/conv.hlo ${FXPLAIN_NVRTC_FILES}
+         COMMAND gpu_run tests/gpu/loop_dot_rng.hlo tests/gpu/conv.hlo ${FXPLAIN_SCRIPTS} ${FXPLAIN_NVRTC_FILES}
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(gpu.runtime PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77 ENVIRONMENT
                      "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache")
+
+# On a GPU: the differential generator's random graphs, every stage of every pipeline, on the GPU
+# backend against the interpreter.
+add_test(NAME gpu.differential COMMAND runtime_diff 200 1 gpu WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(gpu.differential PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77 TIMEOUT 900
+                     ENVIRONMENT "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache")

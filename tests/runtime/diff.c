@@ -9,7 +9,8 @@
  * compiler invocation, so the test fits in CI) and run on the same inputs, and its outputs are
  * compared with the interpreter's outputs for stage 0.
  *
- *   runtime_diff [COUNT] [SEED]     (defaults: 1000 graphs, seed 1) */
+ *   runtime_diff [COUNT] [SEED] [BACKEND]     (defaults: 1000 graphs, seed 1, cpu; BACKEND gpu runs
+ *   the stages on the GPU backend and exits 77, skipped, where there is no GPU) */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "../../compiler/hlo.h"
 #include "../../compiler/pass.h"
 #include "../../runtime/backend.h"
+#include "../../runtime/cuda_backend.h"
 
 /* ---------- random numbers ---------- */
 
@@ -406,6 +408,7 @@ typedef struct {
 int main(int argc, char **argv) {
   int count = argc > 1 ? atoi(argv[1]) : 1000;
   uint64_t seed = argc > 2 ? (uint64_t)atoll(argv[2]) : 1;
+  const RtBackend *B = argc > 3 && strcmp(argv[3], "gpu") == 0 ? &rt_backend_gpu : &rt_backend_cpu;
   rng_state = seed * 0x9E3779B97F4A7C15ULL + 12345;
   const int batch = 100;
   int failures = 0, stages_run = 0, kernels = 0, interpreted = 0, compiled_units = 0;
@@ -458,22 +461,26 @@ int main(int argc, char **argv) {
     }
     /* compile every stage of the batch at once */
     FxError e = {0};
-    void *be = rt_backend_cpu.create(&e);
+    void *be = B->create(&e);
+    if (!be && B == &rt_backend_gpu) {
+      printf("SKIPPED: %s\n", e.msg);
+      return 77;
+    }
     if (!be) {
-      fprintf(stderr, "cpu backend: %s\n", e.msg);
+      fprintf(stderr, "%s backend: %s\n", B->name, e.msg);
       return 1;
     }
     /* the first (small) batch as `run` compiles (-O3 -march=native); the rest at -O0, which computes the
        same IEEE results (no contraction, no fast-math) and compiles several times faster */
     const char *opt = getenv("FX_DIFF_OPT");
     CpuOptions o = {.opt = opt ? opt : b0 == 0 ? "-O3 -march=native" : "-O0", .threads = 1};
-    cpu_set_options(be, &o);
-    if (!rt_backend_cpu.prepare(be, all, nall, &e)) {
+    if (B == &rt_backend_cpu) cpu_set_options(be, &o);
+    if (!B->prepare(be, all, nall, &e)) {
       fprintf(stderr, "prepare: %s\n", e.msg);
       failures++;
     }
     int nk = 0, ni = 0, comp = 0, cached = 0;
-    cpu_prepare_counts(be, &comp, &cached, &nk, &ni);
+    if (B == &rt_backend_cpu) cpu_prepare_counts(be, &comp, &cached, &nk, &ni);
     kernels += nk;
     interpreted += ni;
     compiled_units += comp + cached;
@@ -496,8 +503,8 @@ int main(int argc, char **argv) {
       for (int s = 0; want && s < cs->nstages; s++) {
         RtTensor *got = NULL;
         fx_error_clear(&e);
-        if (!rt_backend_cpu.run(be, cs->stages[s], args, np, &ro, &got, NULL, &e)) {
-          fprintf(stderr, "graph %d stage %d: cpu run: %s\n%s\n", b0 + c, s, e.msg, cs->text);
+        if (!B->run(be, cs->stages[s], args, np, &ro, &got, NULL, &e)) {
+          fprintf(stderr, "graph %d stage %d: %s run: %s\n%s\n", b0 + c, s, B->name, e.msg, cs->text);
           failures++;
           continue;
         }
@@ -517,7 +524,7 @@ int main(int argc, char **argv) {
       for (int k = 0; k < np; k++) rt_tensor_unref(args[k]);
       if (failures > 20) break;
     }
-    rt_backend_cpu.destroy(be);
+    B->destroy(be);
     for (int c = 0; c < nb; c++) {
       Case *cs = &cases[c];
       for (int s = 0; s < cs->nstages; s++) ir_module_free(cs->stages[s]);
