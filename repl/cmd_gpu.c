@@ -8,6 +8,7 @@
  * `set gpu_arch sm_XX` picks the architecture NVRTC compiles kernels for (`auto`: the live
  * device's, else sm_75, the paper's RTX 2080 Ti). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
@@ -47,9 +48,35 @@ static void nvrtc_line(FILE *f) {
     fprintf(f, "NVRTC: not available (fxplain was built without the CUDA toolkit)\n");
 }
 
+/* devices --use N: the session's device profile becomes GPU N's own figures. */
+static bool use_device(Session *s, const char *arg, FxError *err) {
+  char *end;
+  long k = strtol(arg, &end, 10);
+  if (end == arg || *end || k < 0 || k >= MAX_GPUS) return fx_error_set(err, NULL, 0, 0, "usage: devices --use N");
+  CudaDeviceInfo devs[MAX_GPUS];
+  FxError why;
+  fx_error_clear(&why);
+  int n = cuda_device_list(devs, MAX_GPUS, &why);
+  if (n < 0) return fx_error_set(err, NULL, 0, 0, "no GPU to take the profile from: %s", why.msg);
+  if (k >= n) return fx_error_set(err, NULL, 0, 0, "there is no GPU %ld (%d found)", k, n);
+  cuda_device_profile(&devs[k], &s->device);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "device", s->device.name);
+    json_kv_str(&w, "arch", s->device.arch);
+    json_object_end(&w);
+  } else {
+    fprintf(s->out, "device profile = %s (GPU %ld: %s, %d SMs, %.0f GB/s, %.1f TFLOP/s f32)\n", s->device.name, k,
+            s->device.arch, s->device.sm_count, s->device.dram_gbps, s->device.peak_gflops / 1000);
+  }
+  return true;
+}
+
 static bool cmd_devices(Session *s, int argc, char **argv, FxError *err) {
-  (void)argv;
-  if (argc != 1) return fx_error_set(err, NULL, 0, 0, "usage: devices");
+  if (argc == 3 && strcmp(argv[1], "--use") == 0) return use_device(s, argv[2], err);
+  if (argc != 1) return fx_error_set(err, NULL, 0, 0, "usage: devices [--use N]");
   CudaDeviceInfo devs[MAX_GPUS];
   FxError why;
   fx_error_clear(&why);
@@ -289,12 +316,14 @@ static bool cmd_set_ptxas(Session *s, int argc, char **argv, FxError *err) {
 }
 
 const ReplCommand repl_cmds_gpu[] = {
-    {"devices", "devices", "list the NVIDIA GPUs (or say why there is none)",
-     "devices\n"
+    {"devices", "devices [--use N]", "list the NVIDIA GPUs (or say why there is none)",
+     "devices [--use N]\n"
      "  Lists every GPU the CUDA driver reports: name, compute capability, SMs, memory, shared\n"
      "  memory and registers per block and per SM, threads. Without a GPU it says why: no driver\n"
      "  (libcuda.so.1 could not be loaded), cuInit's error, or no device. Kernels still compile\n"
-     "  with NVRTC for the architecture `set gpu_arch` names.",
+     "  with NVRTC for the architecture `set gpu_arch` names.\n"
+     "  --use N: the device profile the fusion rules and the cost model use becomes GPU N's own\n"
+     "  (SMs, registers, shared memory, bandwidth and FLOP/s from its clocks and bus).",
      cmd_devices},
     {"set-gpu_arch", "set gpu_arch sm_XX | auto", NULL,
      "set gpu_arch sm_XX | auto\n"

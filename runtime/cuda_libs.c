@@ -15,21 +15,14 @@
 
 /* ---------- dot → gemm ---------- */
 
-static bool default_layout(const IrShape *s) {
-  if (!s->has_layout) return true;
-  for (int j = 0; j < s->rank; j++)
-    if (s->minor_to_major[j] != s->rank - 1 - j) return false;
-  return true;
-}
-
 bool cuda_gemm_from_dot(const IrShape *lhs, const IrShape *rhs, const IrShape *out, const IrDotDims *dd,
                         CudaGemm *g, FxError *err) {
   memset(g, 0, sizeof *g);
   if (lhs->type != rhs->type || lhs->type != out->type || (lhs->type != IR_F32 && lhs->type != IR_F64))
     return fx_error_set(err, NULL, 0, 0, "cuBLAS: dot of %s x %s -> %s: only f32 and f64 dots go to cuBLAS",
                         ir_type_name(lhs->type), ir_type_name(rhs->type), ir_type_name(out->type));
-  if (!default_layout(lhs) || !default_layout(rhs) || !default_layout(out))
-    return fx_error_set(err, NULL, 0, 0, "cuBLAS: dot with non-default layouts is not supported");
+  /* Layouts do not matter here: runtime tensors are dense and row-major in their logical
+   * dimensions whatever the IR layout says (runtime.h). */
   int nb = dd->nlhs_batch;
   if (dd->nrhs_batch != nb || dd->nlhs_contract != 1 || dd->nrhs_contract != 1)
     return fx_error_set(err, NULL, 0, 0,
@@ -219,10 +212,11 @@ bool cuda_blas_gemm(const CudaGemm *g, CUdeviceptr lhs, CUdeviceptr rhs, CUdevic
 
 /* ---------- convolution → cuDNN ---------- */
 
+/* Element strides of a runtime tensor: dense and row-major in its logical dimensions, whatever
+ * the IR layout says (runtime.h). */
 static void hlo_strides(const IrShape *s, int64_t *st) {
   int64_t acc = 1;
-  for (int j = 0; j < s->rank; j++) {
-    int d = s->has_layout ? s->minor_to_major[j] : s->rank - 1 - j;
+  for (int d = s->rank - 1; d >= 0; d--) {
     st[d] = acc;
     acc *= s->dims[d];
   }

@@ -32,8 +32,8 @@ typedef struct {
   int64_t stride_first, stride_second, stride_out; /* elements between batch items */
 } CudaGemm;
 
-/* Maps a dot (shapes with default or given layouts, and its dimension numbers) to one strided
- * batched gemm. Supported: batch dimensions leading (in order) in both operands and the output,
+/* Maps a dot (its operand shapes, as dense row-major runtime tensors, and its dimension numbers)
+ * to one strided batched gemm. Supported: batch dimensions leading (in order) in both operands and the output,
  * one contracting dimension, at most one free dimension per operand. Returns false with err
  * naming what does not fit. */
 bool cuda_gemm_from_dot(const IrShape *lhs, const IrShape *rhs, const IrShape *out, const IrDotDims *dd,

@@ -711,6 +711,23 @@ TEST(devices_command) {
   out = run_cmd("devices", 1, argv, true, &ok, &err);
   CHECK_CONTAINS(out, "{\"gpus\":[{\"ordinal\":0,\"name\":\"Fake RTX 2080 Ti\",\"arch\":\"sm_75\",\"sms\":68,");
   free(out);
+  {
+    Session s;
+    memset(&s, 0, sizeof s);
+    char *b = NULL;
+    size_t l = 0;
+    s.out = open_memstream(&b, &l);
+    char *use[] = {"devices", "--use", "0"};
+    CHECK(repl_command_lookup("devices")->run(&s, 3, use, &err));
+    fclose(s.out);
+    CHECK_STR(b, "device profile = Fake RTX 2080 Ti (GPU 0: sm_75, 68 SMs, 616 GB/s, 13.4 TFLOP/s f32)\n");
+    CHECK(s.device.is_gpu && s.device.registers_per_sm == 65536 && s.device.shared_mem_per_block == 48 * 1024);
+    free(b);
+    char *use9[] = {"devices", "--use", "9"};
+    CHECK(!repl_command_lookup("devices")->run(&s, 3, use9, &err));
+    CHECK_STR(err.msg, "there is no GPU 9 (1 found)");
+    fx_error_clear(&err);
+  }
   cuda_driver_install(NULL);
   void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
@@ -725,7 +742,7 @@ TEST(devices_command) {
   char *bad[] = {"devices", "x"};
   out = run_cmd("devices", 2, bad, false, &ok, &err);
   CHECK(!ok);
-  CHECK_STR(err.msg, "usage: devices");
+  CHECK_STR(err.msg, "usage: devices [--use N]");
   free(out);
 }
 
