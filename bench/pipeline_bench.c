@@ -225,7 +225,7 @@ int main(int argc, char **argv) {
   } else {
     fx_error_print(stderr, &err);
   }
-  double per_instr[16];
+  double per_instr[16], pass_per_instr[16][64];
   int sz[16], nsz = 0;
   for (const char *p = sizes; *p && nsz < 16;) {
     sz[nsz] = atoi(p);
@@ -234,21 +234,30 @@ int main(int argc, char **argv) {
     double built = now_s() - a;
     char label[64];
     snprintf(label, sizeof label, "synthetic %d", sz[nsz]);
-    Run r;
     report(label, pl, m, built, quiet);
-    (void)r;
     /* time again, quietly, for the growth table */
+    Run r;
     run_pipeline(pl, m, &r, true);
-    per_instr[nsz] = r.total_s * 1e6 / ir_module_instr_count(m);
+    int n = ir_module_instr_count(m);
+    per_instr[nsz] = r.total_s * 1e6 / n;
+    for (int k = 0; k < pl->npasses && k < 64; k++) pass_per_instr[nsz][k] = r.pass_s[k] * 1e6 / n;
     ir_module_free(m);
     nsz++;
     p = strchr(p, ',');
     if (!p) break;
     p++;
   }
-  printf("\ngrowth (us per instruction):");
-  for (int k = 0; k < nsz; k++) printf("  %d: %.2f", sz[k], per_instr[k]);
-  if (nsz > 1) printf("  (x%.2f from %d to %d instructions)", per_instr[nsz - 1] / per_instr[0], sz[0], sz[nsz - 1]);
+  printf("\ngrowth: us per instruction (synthetic modules)\n   %-24s", "pass");
+  for (int k = 0; k < nsz; k++) printf(" %10d", sz[k]);
+  printf("\n");
+  for (int q = 0; q < pl->npasses && q < 64; q++) {
+    printf("   %-24s", pl->passes[q]->name);
+    for (int k = 0; k < nsz; k++) printf(" %10.2f", pass_per_instr[k][q]);
+    printf("\n");
+  }
+  printf("   %-24s", "whole pipeline");
+  for (int k = 0; k < nsz; k++) printf(" %10.2f", per_instr[k]);
+  if (nsz > 1) printf("   (x%.1f per instruction from %d to %d)", per_instr[nsz - 1] / per_instr[0], sz[0], sz[nsz - 1]);
   printf("\n");
   return 0;
 }
