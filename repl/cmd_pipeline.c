@@ -29,15 +29,30 @@
 
 /* ---------- errors and small helpers ---------- */
 
+/* An error about the command as a whole: the shell places it at the command. */
 static bool cmd_error(Session *s, FxError *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* An error about word argi of the command (argi == argc: just past its end). */
+static bool arg_error(Session *s, FxError *err, int argi, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 static bool cmd_error(Session *s, FxError *err, const char *fmt, ...) {
-  char msg[600];
+  (void)s;
+  char msg[sizeof err->msg];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return fx_error_set(err, s->input_name, s->input_line, 0, "%s", msg);
+  return fx_error_set(err, NULL, 0, 0, "%s", msg);
+}
+
+static bool arg_error(Session *s, FxError *err, int argi, const char *fmt, ...) {
+  (void)s;
+  (void)argi;
+  char msg[sizeof err->msg];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return fx_error_set(err, NULL, 0, 0, "%s", msg);
 }
 
 static bool need_module(Session *s, FxError *err) {
@@ -142,7 +157,7 @@ static bool run_next(Session *s, FxError *err) {
     PassContext cx = {&sink, &s->device, &s->settings, k, p->name, &perr};
     if (!pass_run_stage(p, prev, &cx, &out, &changed)) {
       explain_log_truncate(log, k);
-      return fx_error_set(err, s->input_name, s->input_line, 0, "stage %d: %s", k, perr.msg);
+      return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, perr.msg);
     }
   }
   if (explain_log_failed(log)) {
@@ -213,11 +228,11 @@ static int stage_of_pass(Session *s, const char *name, int from) {
 }
 
 /* A stage number, or a pass name meaning its first stage. */
-static bool parse_stage(Session *s, const char *w, int *out, FxError *err) {
+static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
   long long v;
   if (parse_count(w, &v)) {
     if (v > last_stage(s))
-      return cmd_error(s, err, "no stage %lld: the %s pipeline has stages 0 to %d", v, cur_pipeline(s)->name,
+      return arg_error(s, err, argi, "no stage %lld: the %s pipeline has stages 0 to %d", v, cur_pipeline(s)->name,
                        last_stage(s));
     *out = (int)v;
     return true;
@@ -225,8 +240,8 @@ static bool parse_stage(Session *s, const char *w, int *out, FxError *err) {
   int k = stage_of_pass(s, w, 0);
   if (k < 0) {
     if (pass_lookup(w))
-      return cmd_error(s, err, "the %s pipeline does not run %s", cur_pipeline(s)->name, w);
-    return cmd_error(s, err, "expected a stage number or a pass name, got '%s'", w);
+      return arg_error(s, err, argi, "the %s pipeline does not run %s", cur_pipeline(s)->name, w);
+    return arg_error(s, err, argi, "expected a stage number or a pass name, got '%s'", w);
   }
   *out = k;
   return true;
@@ -242,7 +257,7 @@ static bool cmd_pipeline(Session *s, int argc, char **argv, FxError *err) {
       char names[256] = "";
       for (int k = 0; k < pipeline_count(); k++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", pipeline_at(k)->name);
-      return cmd_error(s, err, "no pipeline named '%s' (pipelines: %s)", argv[1], names);
+      return arg_error(s, err, 1, "no pipeline named '%s' (pipelines: %s)", argv[1], names);
     }
     if (pl != cur_pipeline(s)) {
       s->pipeline = pl;
@@ -318,17 +333,17 @@ static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
     if (strcmp(argv[1], "all") == 0) {
       target = last_stage(s);
     } else if (parse_count(argv[1], &n)) {
-      if (n == 0) return cmd_error(s, err, "step 0 does nothing: give a count of 1 or more");
+      if (n == 0) return arg_error(s, err, 1, "step 0 does nothing: give a count of 1 or more");
       target = s->cur + (int)(n < last_stage(s) ? n : last_stage(s));
     } else {
       target = stage_of_pass(s, argv[1], s->cur);
       if (target < 0) {
         if (pass_lookup(argv[1]) && stage_of_pass(s, argv[1], 0) > 0)
-          return cmd_error(s, err, "%s does not run after stage %d of the %s pipeline", argv[1], s->cur,
+          return arg_error(s, err, 1, "%s does not run after stage %d of the %s pipeline", argv[1], s->cur,
                            cur_pipeline(s)->name);
         if (pass_lookup(argv[1]))
-          return cmd_error(s, err, "the %s pipeline does not run %s", cur_pipeline(s)->name, argv[1]);
-        return cmd_error(s, err, "expected a count, a pass name or 'all', got '%s'", argv[1]);
+          return arg_error(s, err, 1, "the %s pipeline does not run %s", cur_pipeline(s)->name, argv[1]);
+        return arg_error(s, err, 1, "expected a count, a pass name or 'all', got '%s'", argv[1]);
       }
     }
   }
@@ -343,7 +358,7 @@ static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
   if (argc > 2) return cmd_error(s, err, "usage: back [N]");
   long long n = 1;
   if (argc == 2 && (!parse_count(argv[1], &n) || n == 0))
-    return cmd_error(s, err, "expected a count of 1 or more, got '%s'", argv[1]);
+    return arg_error(s, err, 1, "expected a count of 1 or more, got '%s'", argv[1]);
   if (s->cur == 0) return cmd_error(s, err, "already at stage 0 (the input)");
   s->cur = n >= s->cur ? 0 : s->cur - (int)n;
   return print_move(s, s->cur, NULL, err);
@@ -353,7 +368,7 @@ static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (argc != 2) return cmd_error(s, err, "usage: goto STAGE");
   int target;
-  if (!parse_stage(s, argv[1], &target, err)) return false;
+  if (!parse_stage(s, argv[1], 1, &target, err)) return false;
   if (!ensure_stage(s, target, err)) return false;
   s->cur = target;
   return print_move(s, target, NULL, err);
@@ -398,7 +413,7 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
   bool only_changed = false;
   for (int k = 1; k < argc; k++) {
     if (strcmp(argv[k], "--changed") == 0) only_changed = true;
-    else return cmd_error(s, err, "unknown option '%s' (usage: passes [--changed])", argv[k]);
+    else return arg_error(s, err, k, "unknown option '%s' (usage: passes [--changed])", argv[k]);
   }
   if (!need_module(s, err)) return false;
   const Pipeline *pl = cur_pipeline(s);
@@ -461,10 +476,10 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- diff ---------- */
 
-static bool stage_run(Session *s, const char *w, int *out, FxError *err) {
-  if (!parse_stage(s, w, out, err)) return false;
+static bool stage_run(Session *s, const char *w, int argi, int *out, FxError *err) {
+  if (!parse_stage(s, w, argi, out, err)) return false;
   if (*out >= s->nstages)
-    return cmd_error(s, err, "stage %d has not been run yet (step or goto %d first)", *out, *out);
+    return arg_error(s, err, argi, "stage %d has not been run yet (step or goto %d first)", *out, *out);
   return true;
 }
 
@@ -494,14 +509,14 @@ static bool cmd_diff(Session *s, int argc, char **argv, FxError *err) {
     a = s->cur - 1;
     b = s->cur;
   } else if (argc == 2) {
-    if (!stage_run(s, argv[1], &a, err)) return false;
+    if (!stage_run(s, argv[1], 1, &a, err)) return false;
     b = s->cur;
     if (a == b) {
       if (a == 0) return cmd_error(s, err, "stage 0 is the input: give two stages to compare");
       a = b - 1;
     }
   } else {
-    if (!stage_run(s, argv[1], &a, err) || !stage_run(s, argv[2], &b, err)) return false;
+    if (!stage_run(s, argv[1], 1, &a, err) || !stage_run(s, argv[2], 2, &b, err)) return false;
   }
   int lo = a < b ? a : b, hi = a < b ? b : a;
   ExplainDiff *d = explain_diff(s->stages[a].module, s->stages[b].module, s->log, lo, hi, err);
@@ -566,8 +581,8 @@ static int stage_with(Session *s, const char *name, int upto) {
   return -1;
 }
 
-static bool unknown_name(Session *s, const char *name, FxError *err) {
-  return cmd_error(s, err, "no instruction named '%s' at any stage", name);
+static bool unknown_name(Session *s, const char *name, int argi, FxError *err) {
+  return arg_error(s, err, argi, "no instruction named '%s' at any stage", name);
 }
 
 /* Why an instruction launches no kernel of its own. */
@@ -598,7 +613,7 @@ static void print_decisions(Session *s, JsonWriter *w, const ExplainRecord **res
 static bool why_one(Session *s, const char *name, FxError *err) {
   int at = stage_with(s, name, s->cur);
   int later = at < 0 ? stage_with(s, name, s->nstages - 1) : at;
-  if (at < 0 && later < 0) return unknown_name(s, name, err);
+  if (at < 0 && later < 0) return unknown_name(s, name, 1, err);
   IrModule *m = s->stages[s->cur].module;
   const IrInstr *i = ir_module_find_instr(m, name);
   KernelPlan *p = NULL;
@@ -675,8 +690,8 @@ static bool why_one(Session *s, const char *name, FxError *err) {
 }
 
 static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
-  if (stage_with(s, a, s->nstages - 1) < 0) return unknown_name(s, a, err);
-  if (stage_with(s, b, s->nstages - 1) < 0) return unknown_name(s, b, err);
+  if (stage_with(s, a, s->nstages - 1) < 0) return unknown_name(s, a, 1, err);
+  if (stage_with(s, b, s->nstages - 1) < 0) return unknown_name(s, b, 2, err);
   ExplainFilter f;
   explain_filter_init(&f);
   f.name = a;
@@ -744,26 +759,26 @@ static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
     if (strcmp(o, "--rejected") == 0) f.verdict = 0;
     else if (strcmp(o, "--accepted") == 0) f.verdict = 1;
     else if (strcmp(o, "--reason") == 0 || strcmp(o, "--pass") == 0 || strcmp(o, "--stage") == 0) {
-      if (k + 1 >= argc) return cmd_error(s, err, "%s needs a value", o);
+      if (k + 1 >= argc) return arg_error(s, err, argc, "%s needs a value", o);
       const char *v = argv[++k];
       if (strcmp(o, "--reason") == 0) {
         if (!explain_reason_meaning(v)) {
           char codes[600] = "";
           for (int r = 0; r < explain_reason_count(); r++)
             snprintf(codes + strlen(codes), sizeof codes - strlen(codes), "%s%s", r ? ", " : "", explain_reason_code(r));
-          return cmd_error(s, err, "unknown reason code '%s' (codes: %s)", v, codes);
+          return arg_error(s, err, k, "unknown reason code '%s' (codes: %s)", v, codes);
         }
         f.reason = v;
       } else if (strcmp(o, "--pass") == 0) {
-        if (!pass_lookup(v)) return cmd_error(s, err, "no pass named '%s'", v);
+        if (!pass_lookup(v)) return arg_error(s, err, k, "no pass named '%s'", v);
         f.pass = v;
       } else {
         int st;
-        if (!parse_stage(s, v, &st, err)) return false;
+        if (!parse_stage(s, v, k, &st, err)) return false;
         f.stage = st;
       }
     } else {
-      return cmd_error(s, err, "unknown option '%s' (usage: decisions [--rejected | --accepted] [--reason CODE] "
+      return arg_error(s, err, k, "unknown option '%s' (usage: decisions [--rejected | --accepted] [--reason CODE] "
                        "[--pass NAME] [--stage S])", o);
     }
   }
