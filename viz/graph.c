@@ -22,6 +22,8 @@
 
 enum { E_MEMORY, E_REGISTER, E_REFUSED, E_DECISION };
 
+#define MAX_FANOUT 24
+
 typedef struct {
   const IrInstr *instr;
   int cluster;   /* innermost cluster, -1 at top level */
@@ -302,11 +304,16 @@ static bool focus(Model *md, const int *seeds, int nseeds, int depth) {
   while (head < tail) {
     int v = queue[head++];
     if (md->nodes[v].dist >= depth) continue;
-    for (int a = deg[v]; a < deg[v + 1]; a++) {
+    /* A value with hundreds of users (a loop counter, a broadcast constant) would flood the
+     * neighbourhood: take the first MAX_FANOUT new neighbours of each node; the kept nodes say
+     * how many of theirs were left out. */
+    int taken = 0;
+    for (int a = deg[v]; a < deg[v + 1] && taken < MAX_FANOUT; a++) {
       int w = adj[a];
       if (md->nodes[w].dist < 0) {
         md->nodes[w].dist = md->nodes[v].dist + 1;
         queue[tail++] = w;
+        taken++;
       }
     }
   }
@@ -626,10 +633,12 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
   agattr(g, AGEDGE, "label", "");
   agattr(g, AGEDGE, "constraint", "true");
   if (plain) {
+    /* dot's time goes to crossing minimisation and to network simplex placing nodes across each
+     * rank; few iterations of each keep a few thousand nodes to seconds (measured in bench/). */
     set(g, "splines", "line");
-    set(g, "nslimit", "2");
-    set(g, "nslimit1", "2");
-    set(g, "mclimit", "0.3");
+    set(g, "nslimit", "0.05");
+    set(g, "nslimit1", "0.5");
+    set(g, "mclimit", "0.05");
     set(g, "searchsize", "10");
     set(g, "remincross", "false");
   }

@@ -279,6 +279,33 @@ TEST(focus_and_depth) {
   ir_module_free(s.m);
 }
 
+TEST(focus_caps_fan_out) {
+  IrModule *m = ir_module_new("fan");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  IrShape sh = arr(m, 2, 2);
+  IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, &sh, NULL, 0, "p");
+  p->param_number = 0;
+  IrInstr *users[30];
+  for (int k = 0; k < 30; k++) users[k] = ir_instr_new(c, IR_OP_NEGATE, &sh, &p, 1, NULL);
+  IrShape ts = {.type = IR_TUPLE, .ntuple = 0};
+  ir_set_root(c, ir_instr_new(c, IR_OP_TUPLE, &ts, users, 30, "t"));
+  VizOptions o;
+  viz_options_default(&o);
+  o.focus = "p";
+  o.depth = 1;
+  o.legend = false;
+  FxError err = {0};
+  VizGraph *g = viz_graph_build(m, &o, &err);
+  CHECK(viz_graph_stats(g)->nodes == 25); /* p and its first 24 users */
+  char *t = dot_text(g);
+  CHECK_CONTAINS(t, "+6 users not drawn");
+  free(t);
+  viz_graph_free(g);
+  ir_module_free(m);
+}
+
 TEST(errors_name_what_is_missing) {
   Small s = small();
   VizOptions o;
@@ -490,6 +517,7 @@ int main(void) {
   RUN(collapse_draws_fusion_as_one_node);
   RUN(refused_candidates_last_decision_wins);
   RUN(focus_and_depth);
+  RUN(focus_caps_fan_out);
   RUN(errors_name_what_is_missing);
   RUN(fused_computation_on_its_own);
   RUN(decision_view);
