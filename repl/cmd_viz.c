@@ -1,6 +1,508 @@
-/* cmd_viz.c — the viz commands of the shell. */
+/* cmd_viz.c — the shell's picture commands: `render` (a stage, a computation, a neighbourhood or
+ * one decision, as svg/png/pdf/dot), `report` (the HTML walkthrough of every stage) and
+ * `show graph` (the terminal picture).
+ *
+ * They read the session's stages and its decision log, ask the kernel plan for each stage's
+ * numbers, and hand everything to viz/ as plain data (modules, PassDecision records, numbers).
+ * One Graphviz context serves the whole session; it is made on first use. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compiler/plan.h"
+#include "../explain/explain.h"
+#include "../viz/viz.h"
+#include "json.h"
 #include "session.h"
 
+/* ---------- helpers ---------- */
+
+static bool viz_error(Session *s, FxError *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool viz_error(Session *s, FxError *err, const char *fmt, ...) {
+  char msg[700];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return fx_error_set(err, s->input_name, s->input_line, 0, "%s", msg);
+}
+
+/* Gives an error filled by viz/ (which knows no input place) the command's place. */
+static void locate(Session *s, FxError *err) {
+  if (err->file[0]) return;
+  snprintf(err->file, sizeof err->file, "%s", s->input_name ? s->input_name : "");
+  err->line = s->input_line;
+}
+
+static VizRenderer *the_renderer;
+
+static void free_renderer(void) {
+  viz_renderer_free(the_renderer);
+  the_renderer = NULL;
+}
+
+/* The session's Graphviz context, made on first use and kept until exit. */
+static VizRenderer *renderer(FxError *err) {
+  if (!the_renderer) {
+    the_renderer = viz_renderer_new(err);
+    if (the_renderer) atexit(free_renderer);
+  }
+  return the_renderer;
+}
+
+static bool need_module(Session *s, FxError *err) {
+  if (s->nstages > 0 && s->stages[0].module) return true;
+  return viz_error(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+}
+
+static const char *stage_pass(const Session *s, int k) { return k == 0 ? "input" : s->stages[k].pass; }
+
+/* A computed stage, by number or by the name of the pass that produced it. */
+static bool parse_stage(Session *s, const char *w, int *out, FxError *err) {
+  char *end;
+  long v = strtol(w, &end, 10);
+  if (*w && !*end) {
+    if (v < 0 || v >= s->nstages)
+      return viz_error(s, err, "stage %ld has not been computed (stages 0..%d exist: step there first)", v,
+                       s->nstages - 1);
+    *out = (int)v;
+    return true;
+  }
+  for (int k = 1; k < s->nstages; k++)
+    if (s->stages[k].pass && strcmp(s->stages[k].pass, w) == 0) {
+      *out = k;
+      return true;
+    }
+  return viz_error(s, err, "no computed stage is '%s': give a stage number (0..%d) or the name of a pass that ran", w,
+                   s->nstages - 1);
+}
+
+/* Every decision recorded for stages 1..upto, in `decisions` order, as PassDecision records
+ * (strings stay owned by the log). *out is fx_malloc'd; returns the count or -1. */
+static int collect_decisions(Session *s, int upto, PassDecision **out) {
+  *out = NULL;
+  if (!s->log) return 0;
+  ExplainFilter f;
+  explain_filter_init(&f);
+  f.max_stage = upto;
+  const ExplainRecord **res;
+  int n = explain_query(s->log, &f, &res);
+  if (n < 0) return -1;
+  PassDecision *d = fx_calloc((size_t)n + 1, sizeof *d);
+  if (!d) {
+    fx_free(res);
+    return -1;
+  }
+  for (int k = 0; k < n; k++) {
+    const ExplainRecord *r = res[k];
+    d[k] = (PassDecision){.stage = r->stage, .pass = r->pass, .action = r->action, .producer = r->producer,
+                          .consumer = r->consumer, .accepted = r->accepted, .reason = r->reason,
+                          .detail = r->detail, .suggestion = r->suggestion, .result = r->result,
+                          .nmetrics = r->nmetrics};
+    memcpy(d[k].metrics, r->metrics, sizeof r->metrics);
+  }
+  fx_free(res);
+  *out = d;
+  return n;
+}
+
+/* "12 kernels, 1.5 MiB moved, 3.20 us estimated" from the stage's kernel plan. */
+static void plan_words(const KernelPlan *p, char *buf, size_t n) {
+  char b[32];
+  double bytes = (double)(p->bytes_read + p->bytes_written);
+  if (bytes < 1024) snprintf(b, sizeof b, "%.0f B", bytes);
+  else if (bytes < 1024.0 * 1024) snprintf(b, sizeof b, "%.1f KiB", bytes / 1024);
+  else if (bytes < 1024.0 * 1024 * 1024) snprintf(b, sizeof b, "%.1f MiB", bytes / (1024.0 * 1024));
+  else snprintf(b, sizeof b, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  double us = p->est_us;
+  if (us < 1000) snprintf(buf, n, "%lld kernel launches, %s moved, %.2f us estimated", (long long)p->launches, b, us);
+  else if (us < 1e6) snprintf(buf, n, "%lld kernel launches, %s moved, %.2f ms estimated", (long long)p->launches, b, us / 1e3);
+  else snprintf(buf, n, "%lld kernel launches, %s moved, %.2f s estimated", (long long)p->launches, b, us / 1e6);
+}
+
+/* Output files named by fxplain (no FILE given) go to $FXPLAIN_OUT_DIR when it is set, else to
+ * the current directory; the message names them relative to that place. */
+static void default_path(char *path, size_t n, const char *name) {
+  const char *dir = getenv("FXPLAIN_OUT_DIR");
+  if (dir && *dir) snprintf(path, n, "%s/%s", dir, name);
+  else snprintf(path, n, "%s", name);
+}
+
+/* A file-name-safe copy of s. */
+static void safe_name(char *out, size_t n, const char *s) {
+  size_t k = 0;
+  for (; s && *s && k + 1 < n; s++) {
+    char c = *s;
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    out[k++] = ok ? c : '_';
+  }
+  out[k] = 0;
+}
+
+static const char *ext_of(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *dot = strrchr(path, '.');
+  return dot && (!slash || dot > slash) ? dot + 1 : NULL;
+}
+
+/* ---------- render ---------- */
+
+static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
+  if (!need_module(s, err)) return false;
+  const char *file = NULL, *format = NULL, *focus = NULL, *comp = NULL, *stage_w = NULL;
+  long depth = 0, decision = 0;
+  bool collapse = false;
+  for (int k = 1; k < argc; k++) {
+    const char *o = argv[k];
+    if (strcmp(o, "--collapse") == 0) {
+      collapse = true;
+    } else if (strcmp(o, "--stage") == 0 || strcmp(o, "--format") == 0 || strcmp(o, "--focus") == 0 ||
+               strcmp(o, "--depth") == 0 || strcmp(o, "--computation") == 0 || strcmp(o, "--decision") == 0) {
+      if (k + 1 >= argc) return viz_error(s, err, "%s needs a value", o);
+      const char *v = argv[++k];
+      if (strcmp(o, "--stage") == 0) stage_w = v;
+      else if (strcmp(o, "--format") == 0) format = v;
+      else if (strcmp(o, "--focus") == 0) focus = v;
+      else if (strcmp(o, "--computation") == 0) comp = v;
+      else {
+        char *end;
+        long x = strtol(v, &end, 10);
+        if (!*v || *end || x < 1 || x > 1000000000)
+          return viz_error(s, err, "%s expects a positive number, got '%s'", o, v);
+        if (strcmp(o, "--depth") == 0) depth = x;
+        else decision = x;
+      }
+    } else if (o[0] == '-' && o[1] == '-') {
+      return viz_error(s, err,
+                       "unknown option '%s' (usage: render [FILE] [--stage S] [--format svg|png|pdf|dot] [--focus NAME] "
+                       "[--depth D] [--collapse] [--computation NAME] [--decision N])", o);
+    } else if (!file) {
+      file = o;
+    } else {
+      return viz_error(s, err, "render takes one FILE, got '%s' and '%s'", file, o);
+    }
+  }
+  VizFormat fmt = VIZ_SVG;
+  if (format) {
+    if (!viz_format_lookup(format, &fmt)) return viz_error(s, err, "unknown format '%s' (svg, png, pdf or dot)", format);
+  } else if (file && strcmp(file, "-") != 0) {
+    const char *e = ext_of(file);
+    if (e && strcmp(e, "gv") == 0) fmt = VIZ_DOT;
+    else if (!e || !viz_format_lookup(e, &fmt))
+      return viz_error(s, err, "cannot tell the format of '%s': name it .svg, .png, .pdf or .dot, or give --format", file);
+  }
+  int stage = s->cur;
+  if (stage_w && !parse_stage(s, stage_w, &stage, err)) return false;
+
+  PassDecision *ds = NULL;
+  int nds = collect_decisions(s, decision ? s->nstages - 1 : stage, &ds);
+  if (nds < 0) return viz_error(s, err, "out of memory");
+  VizOptions o;
+  viz_options_default(&o);
+  o.computation = comp;
+  o.focus = focus;
+  o.depth = (int)depth;
+  o.collapse = collapse;
+  char title[512];
+  const IrModule *m = s->stages[stage].module;
+  if (decision) {
+    if (decision > nds) {
+      fx_free(ds);
+      return viz_error(s, err, "there is no decision #%ld: %d decision%s recorded so far (see `decisions`)", decision,
+                       nds, nds == 1 ? "" : "s");
+    }
+    o.decision = &ds[decision - 1];
+    o.decision_number = (int)decision;
+    /* Drawn on the stage the pass looked at: the one before the decision's stage. */
+    stage = o.decision->stage > 0 ? o.decision->stage - 1 : 0;
+    m = s->stages[stage].module;
+    if (!comp && o.decision->producer) {
+      const IrInstr *p = ir_module_find_instr(m, o.decision->producer);
+      if (p && p->parent && !p->parent->is_entry && !p->parent->fusion_instr) o.computation = p->parent->name;
+    }
+  } else {
+    o.decisions = (VizDecisions){ds, nds};
+    KernelPlan *plan = plan_build(m, &s->device, err);
+    if (!plan) {
+      fx_free(ds);
+      return false;
+    }
+    char words[160];
+    plan_words(plan, words, sizeof words);
+    plan_free(plan);
+    snprintf(title, sizeof title, "%s \xc2\xb7 stage %d (%s) \xc2\xb7 %s%s \xc2\xb7 %s", m->name ? m->name : "module",
+             stage, stage_pass(s, stage), comp ? "computation " : "", comp ? comp : "entry", words);
+    o.title = title;
+  }
+  VizGraph *g = viz_graph_build(m, &o, err);
+  if (!g) {
+    fx_free(ds);
+    locate(s, err);
+    return false;
+  }
+  VizRenderer *r = fmt == VIZ_DOT ? NULL : renderer(err);
+  if (fmt != VIZ_DOT && !r) {
+    viz_graph_free(g);
+    fx_free(ds);
+    return false;
+  }
+  char path[1200], shown[600];
+  bool to_stdout = file && strcmp(file, "-") == 0;
+  if (file) {
+    snprintf(path, sizeof path, "%s", file);
+    snprintf(shown, sizeof shown, "%s", file);
+  } else {
+    char base[300], part[200];
+    safe_name(base, sizeof base, m->name ? m->name : "module");
+    int len = 0;
+    if (decision) len = snprintf(shown, sizeof shown, "%s.decision%ld", base, decision);
+    else len = snprintf(shown, sizeof shown, "%s.stage%d", base, stage);
+    if (o.computation && !decision) {
+      safe_name(part, sizeof part, o.computation);
+      len += snprintf(shown + len, sizeof shown - (size_t)len, ".%s", part);
+    }
+    if (focus && !decision) {
+      safe_name(part, sizeof part, focus);
+      len += snprintf(shown + len, sizeof shown - (size_t)len, ".%s", part);
+    }
+    if (collapse) len += snprintf(shown + len, sizeof shown - (size_t)len, ".collapsed");
+    snprintf(shown + len, sizeof shown - (size_t)len, ".%s", viz_format_name(fmt));
+    default_path(path, sizeof path, shown);
+  }
+  bool ok;
+  if (to_stdout) {
+    char *data;
+    size_t len;
+    ok = viz_render(r, g, fmt, &data, &len, err);
+    if (ok) {
+      fwrite(data, 1, len, s->out);
+      fx_free(data);
+    }
+  } else {
+    ok = viz_render_file(r, g, fmt, path, err);
+  }
+  if (!ok) {
+    viz_graph_free(g);
+    fx_free(ds);
+    locate(s, err);
+    return false;
+  }
+  const VizGraphStats *st = viz_graph_stats(g);
+  if (s->json && !to_stdout) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "file", shown);
+    json_kv_str(&w, "format", viz_format_name(fmt));
+    json_kv_int(&w, "stage", stage);
+    json_kv_str(&w, "computation", o.computation ? o.computation : (m->entry ? m->entry->name : NULL));
+    json_kv_int(&w, "nodes", st->nodes);
+    json_kv_int(&w, "clusters", st->clusters);
+    json_kv_int(&w, "memory_edges", st->memory_edges);
+    json_kv_int(&w, "register_edges", st->register_edges);
+    json_kv_int(&w, "refused_edges", st->refused_edges);
+    json_kv_int(&w, "hidden", st->hidden);
+    json_kv_bool(&w, "plain", st->plain);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else if (!to_stdout) {
+    fprintf(s->out, "wrote %s: ", shown);
+    if (decision) {
+      fprintf(s->out, "decision #%ld (stage %d, %s %s)", decision, o.decision->stage, o.decision->pass,
+              o.decision->accepted ? "accepted" : "rejected");
+    } else {
+      fprintf(s->out, "stage %d (%s), %s%s", stage, stage_pass(s, stage), o.computation ? "computation " : "entry ",
+              o.computation ? o.computation : (m->entry ? m->entry->name : "?"));
+    }
+    fprintf(s->out, ": %d node%s", st->nodes, st->nodes == 1 ? "" : "s");
+    if (st->clusters) fprintf(s->out, " in %d fusion%s", st->clusters, st->clusters == 1 ? "" : "s");
+    fprintf(s->out, "; %d value%s in memory, %d in registers", st->memory_edges, st->memory_edges == 1 ? "" : "s",
+            st->register_edges);
+    if (st->refused_edges)
+      fprintf(s->out, "; %d refused candidate%s", st->refused_edges, st->refused_edges == 1 ? "" : "s");
+    if (st->hidden) fprintf(s->out, "; %d of %d not drawn", st->hidden, st->total);
+    if (st->plain) fprintf(s->out, " (large: drawn without edge labels)");
+    fputc('\n', s->out);
+  }
+  viz_graph_free(g);
+  fx_free(ds);
+  return true;
+}
+
+/* ---------- report ---------- */
+
+static char *diff_text(Session *s, int k, FxError *err) {
+  ExplainDiff *d = explain_diff(s->stages[k - 1].module, s->stages[k].module, s->log, k - 1, k, err);
+  if (!d) return NULL;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) {
+    explain_diff_free(d);
+    return NULL;
+  }
+  fprintf(f, "%d added, %d removed, %d rewritten, %d fused (%d \xe2\x86\x92 %d instructions)\n", d->count[DIFF_ADDED],
+          d->count[DIFF_REMOVED], d->count[DIFF_REWRITTEN], d->count[DIFF_FUSED], d->instrs_a, d->instrs_b);
+  for (int j = 0; j < d->n && j < 300; j++) {
+    const ExplainDiffEntry *e = &d->entries[j];
+    fprintf(f, "%-9s %s (%s)", explain_diff_kind_name(e->kind), e->name, e->op ? e->op : "?");
+    if (e->into) fprintf(f, " %s %s", e->kind == DIFF_FUSED ? "into" : "\xe2\x86\x92", e->into);
+    if (e->detail) fprintf(f, ": %s", e->detail);
+    fputc('\n', f);
+  }
+  if (d->n > 300) fprintf(f, "... %d more\n", d->n - 300);
+  fclose(f);
+  explain_diff_free(d);
+  /* open_memstream's buffer comes from malloc: copy it into fx memory. */
+  char *out = fx_strdup(text ? text : "");
+  free(text);
+  return out;
+}
+
+static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
+  if (!need_module(s, err)) return false;
+  if (argc != 2) return viz_error(s, err, "usage: report FILE.html");
+  const char *file = argv[1];
+  VizRenderer *r = renderer(err);
+  if (!r) return false;
+  int n = s->nstages;
+  PassDecision *ds = NULL;
+  int nds = collect_decisions(s, n - 1, &ds);
+  if (nds < 0) return viz_error(s, err, "out of memory");
+  VizStage *st = fx_calloc((size_t)n, sizeof *st);
+  char **texts = fx_calloc((size_t)n * 2, sizeof(char *));
+  bool ok = st && texts;
+  if (!ok) viz_error(s, err, "out of memory");
+  int first = 0;
+  for (int k = 0; k < n && ok; k++) {
+    st[k].module = s->stages[k].module;
+    st[k].pass = stage_pass(s, k);
+    st[k].changed = s->stages[k].changed;
+    KernelPlan *p = plan_build(st[k].module, &s->device, err);
+    if (!p) {
+      ok = false;
+      break;
+    }
+    st[k].have_numbers = true;
+    st[k].kernels = p->launches;
+    st[k].bytes = p->bytes_read + p->bytes_written;
+    st[k].est_us = p->est_us;
+    plan_free(p);
+    while (first < nds && ds[first].stage < k) first++;
+    int last = first;
+    while (last < nds && ds[last].stage == k) last++;
+    st[k].decisions = (VizDecisions){ds + first, last - first};
+    if (k > 0 && s->log) {
+      char words[256];
+      explain_stage_summary(s->log, k, words, sizeof words);
+      texts[2 * k] = fx_malloc(strlen(words) + strlen(st[k].pass) + 4);
+      if (texts[2 * k]) sprintf(texts[2 * k], "%s: %s", st[k].pass, words);
+      st[k].summary = texts[2 * k];
+      if (st[k].changed) {
+        texts[2 * k + 1] = diff_text(s, k, err);
+        if (!texts[2 * k + 1]) ok = false;
+        st[k].changes = texts[2 * k + 1];
+      }
+    }
+  }
+  if (ok) {
+    char *html = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&html, &len);
+    VizDecisions all = {ds, nds};
+    char title[300];
+    snprintf(title, sizeof title, "%s", s->stages[0].module->name ? s->stages[0].module->name : "module");
+    VizReportOptions ro = {.title = title, .pipeline = s->pipeline ? s->pipeline->name : "classic",
+                           .device = s->device.name};
+    ok = mem && viz_report_write(mem, r, st, n, &all, &ro, err);
+    if (mem) fclose(mem);
+    if (ok) {
+      FILE *f = fopen(file, "wb");
+      if (!f) {
+        ok = viz_error(s, err, "cannot write %s: %s", file, strerror(errno));
+      } else {
+        bool w = fwrite(html, 1, len, f) == len;
+        if (fclose(f) != 0 || !w) ok = viz_error(s, err, "cannot write %s: %s", file, strerror(errno));
+      }
+    }
+    if (ok) {
+      const Pipeline *pl = s->pipeline;
+      fprintf(s->out, "wrote %s: %d stage%s, %d decision%s, %zu bytes", file, n, n == 1 ? "" : "s", nds,
+              nds == 1 ? "" : "s", len);
+      if (pl && n - 1 < pl->npasses)
+        fprintf(s->out, " (the %s pipeline has %d passes: `step all` first to include them all)", pl->name,
+                pl->npasses);
+      fputc('\n', s->out);
+    }
+    free(html);
+  }
+  if (!ok) locate(s, err);
+  for (int k = 0; texts && k < 2 * n; k++) fx_free(texts[k]);
+  fx_free(texts);
+  fx_free(st);
+  fx_free(ds);
+  return ok;
+}
+
+/* ---------- show graph ---------- */
+
+static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
+  if (!need_module(s, err)) return false;
+  if (argc > 2) return viz_error(s, err, "usage: show graph [COMPUTATION]");
+  const IrModule *m = s->stages[s->cur].module;
+  KernelPlan *p = plan_build(m, &s->device, err);
+  if (!p) return false;
+  VizKernelNumbers *kn = fx_calloc((size_t)p->nkernels + 1, sizeof *kn);
+  if (!kn) {
+    plan_free(p);
+    return viz_error(s, err, "out of memory");
+  }
+  for (int k = 0; k < p->nkernels; k++)
+    kn[k] = (VizKernelNumbers){p->kernels[k].name, p->kernels[k].bytes_read, p->kernels[k].bytes_written,
+                               p->kernels[k].launches, p->kernels[k].est_us};
+  VizNumbers nums = {kn, p->nkernels};
+  bool ok = viz_text_graph(s->out, m, argc == 2 ? argv[1] : NULL, &nums, 100, err);
+  fx_free(kn);
+  plan_free(p);
+  if (!ok) locate(s, err);
+  return ok;
+}
+
 const ReplCommand repl_cmds_viz[] = {
+    {"render", "render [FILE] [--stage S] [--format svg|png|pdf|dot] [--focus NAME] [--depth D] [--collapse] "
+               "[--computation NAME] [--decision N]",
+     "draw a stage with Graphviz (svg, png, pdf or dot)",
+     "render [FILE] [options]  draws the current stage: each instruction a node (name, op, shape), each\n"
+     "                    fusion a box holding its members and labelled with its kernel and kind,\n"
+     "                    library calls (cuBLAS, cuDNN, cuRAND, custom calls) and loop control drawn\n"
+     "                    apart. Values written to memory (they cross a kernel boundary) are thick\n"
+     "                    dark edges labelled with shape and bytes; values kept in registers inside a\n"
+     "                    fusion are thin light ones; refused fusion candidates are dashed red edges\n"
+     "                    labelled with their reason code. A legend explains it all.\n"
+     "  FILE              where to write; the format follows the extension (.svg .png .pdf .dot).\n"
+     "                    Without FILE the name is MODULE.stageN[.COMPUTATION][.FOCUS].FORMAT, written\n"
+     "                    to $FXPLAIN_OUT_DIR when set, else the current directory. '-' writes to stdout.\n"
+     "  --stage S         a computed stage (number, or the name of the pass that made it)\n"
+     "  --format F        svg (default), png, pdf or dot (Graphviz text, no layout)\n"
+     "  --computation C   draw computation C (a while body, a fused computation) instead of the entry\n"
+     "  --focus NAME      only the instructions within --depth D edges (default 2) of NAME\n"
+     "  --collapse        each fusion as one node (for big stages)\n"
+     "  --decision N      draw decision N (numbered as `decisions` lists them, from 1): producer,\n"
+     "                    consumer and their neighbourhood, on the stage the pass looked at, with the\n"
+     "                    verdict, the reason and its numbers",
+     cmd_render},
+    {"report", "report FILE.html", "write the HTML walkthrough of every stage",
+     "report FILE.html    writes one self-contained page (no network needed): a table of every stage\n"
+     "                    computed so far, then one section per stage with its picture, what the pass\n"
+     "                    changed, its decisions (filter them by verdict and reason) and its numbers\n"
+     "                    (kernels, bytes, estimated time). Left/right arrow keys (or j/k) move between\n"
+     "                    stages. Run `step all` first to include every pass.",
+     cmd_report},
+    {"show-graph", "show graph [COMPUTATION]", NULL,
+     "show graph [COMP]   the current stage as text: each kernel with its kind, members and inputs, then\n"
+     "                    the values that cross between kernels (written to memory) and their sizes",
+     cmd_show_graph},
     {0},
 };

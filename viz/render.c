@@ -117,6 +117,12 @@ bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *l
   *data = NULL;
   *len = 0;
   if (f == VIZ_DOT) return write_dot(g, data, len, err);
+  if (g->stats.nodes > VIZ_MAX_LAYOUT_NODES)
+    return fx_error_set(err, NULL, 0, 0,
+                        "%d nodes are too many to lay out in reasonable time (the limit is %d): draw a "
+                        "neighbourhood with --focus NAME --depth D, one computation with --computation NAME, or "
+                        "one node per kernel with --collapse at a fused stage; --format dot writes the whole graph",
+                        g->stats.nodes, VIZ_MAX_LAYOUT_NODES);
   gv_errors[0] = 0;
   agseterrf(capture_error);
   if (gvLayout(r->gvc, g->g, "dot") != 0)

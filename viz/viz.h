@@ -83,6 +83,10 @@ typedef struct VizRenderer VizRenderer;
 VizRenderer *viz_renderer_new(FxError *err);
 void viz_renderer_free(VizRenderer *r);
 
+/* Pictures with more nodes than this are not laid out (dot would take minutes); DOT text is
+ * still written. */
+#define VIZ_MAX_LAYOUT_NODES 4000
+
 /* Lays out g with dot (not for VIZ_DOT) and renders it. On success *data is an fx_malloc'd
  * buffer of *len bytes (NUL-terminated for text formats) the caller frees with fx_free. */
 bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len, FxError *err);
