@@ -1,0 +1,296 @@
+/* pass_algsimp.c — the algebraic simplifier (XLA's AlgebraicSimplifier, the part that matters
+ * before fusion): identities and the folding of data-movement chains.
+ *
+ *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1          -> x
+ *   negate(negate(x))                                   -> x
+ *   select(all-true, a, b) -> a; select(all-false, a, b) -> b
+ *   convert(x) to x's own type                          -> x
+ *   reshape(reshape(x)) -> reshape(x); a reshape to the same dimensions -> x
+ *   transpose(transpose(x)) -> one transpose, or x when the permutations cancel
+ *   broadcast(broadcast(x)) -> one broadcast; a broadcast that adds nothing -> x
+ *   slice(slice(x)) -> one slice; a slice that takes everything -> x
+ *   slice(concatenate(a, b, ...)) inside one operand   -> slice of that operand (or the operand)
+ *   concatenate(x)                                      -> x
+ *
+ * A rewrite that composes two instructions edits the outer one in place (it keeps its name, so
+ * `why y` still finds it); one that removes an instruction forwards its users to the survivor.
+ * What a rewrite leaves unused is removed at once. Every rewrite is reported:
+ * "replaced multiply.4(x, 1) by x". Fused computations are left alone. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "passes.h"
+#include "simplify.h"
+
+typedef struct {
+  PassContext *cx;
+  int rewrites;
+} Simp;
+
+static void report(Simp *s, const char *action, const IrInstr *producer, const IrInstr *consumer, const char *result,
+                   const char *fmt_detail) {
+  PassDecision d = {.pass = s->cx->pass, .stage = s->cx->stage, .action = action, .accepted = true};
+  d.producer = producer ? producer->name : NULL;
+  d.consumer = consumer ? consumer->name : NULL;
+  d.result = result;
+  pass_emit(s->cx->sink, &d, "%s", fmt_detail);
+  s->rewrites++;
+}
+
+/* Forwards i's users to x (same shape) and reports it. */
+static bool forward(Simp *s, IrInstr *i, IrInstr *x, const char *why) {
+  if (!ir_shape_equal(&i->shape, &x->shape)) return false;
+  char desc[256], msg[512];
+  simp_describe(i, desc, sizeof desc);
+  snprintf(msg, sizeof msg, "replaced %s by %s%s%s", desc, x->name, why ? ": " : "", why ? why : "");
+  const char *xname = x->name;
+  report(s, "rewrite", x, i, xname, msg);
+  simp_replace(i, x);
+  return true;
+}
+
+static bool is_splat(const IrInstr *i, double v) {
+  double got;
+  return simp_splat_value(i, &got) && got == v;
+}
+
+static bool identity_perm(const int64_t *p, int n) {
+  for (int k = 0; k < n; k++)
+    if (p[k] != k) return false;
+  return true;
+}
+
+static bool try_arith(Simp *s, IrInstr *i) {
+  if (i->noperands != 2) return false;
+  IrInstr *a = i->operands[0], *b = i->operands[1];
+  switch (i->op) {
+  case IR_OP_ADD:
+    if (is_splat(b, 0) && forward(s, i, a, "adding zero")) return true;
+    if (is_splat(a, 0) && forward(s, i, b, "adding zero")) return true;
+    return false;
+  case IR_OP_SUBTRACT:
+    return is_splat(b, 0) && forward(s, i, a, "subtracting zero");
+  case IR_OP_MULTIPLY:
+    if (is_splat(b, 1) && forward(s, i, a, "multiplying by one")) return true;
+    if (is_splat(a, 1) && forward(s, i, b, "multiplying by one")) return true;
+    return false;
+  case IR_OP_DIVIDE:
+    return is_splat(b, 1) && forward(s, i, a, "dividing by one");
+  default:
+    return false;
+  }
+}
+
+static bool try_reshape(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0];
+  if (ir_shape_equal(&i->shape, &x->shape)) return forward(s, i, x, "the reshape keeps the dimensions");
+  if (x->op == IR_OP_RESHAPE && x->noperands == 1) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "reshape of reshape: %s now reshapes %s directly (skipping %s)", i->name, x->operands[0]->name,
+             x->name);
+    report(s, "rewrite", x, i, i->name, msg);
+    ir_set_operand(i, 0, x->operands[0]);
+    simp_drop_dead(x);
+    if (ir_shape_equal(&i->shape, &i->operands[0]->shape)) forward(s, i, i->operands[0], "the reshapes cancel");
+    return true;
+  }
+  return false;
+}
+
+static bool try_transpose(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0];
+  int64_t p[IR_MAX_RANK], q[IR_MAX_RANK];
+  int n = ir_attr_dims(i, "dimensions", p, IR_MAX_RANK);
+  if (n != i->shape.rank) return false;
+  if (identity_perm(p, n)) return forward(s, i, x, "the permutation is the identity");
+  if (x->op != IR_OP_TRANSPOSE || x->noperands != 1) return false;
+  if (ir_attr_dims(x, "dimensions", q, IR_MAX_RANK) != n) return false;
+  /* out[k] = x[p[k]] = y[q[p[k]]] */
+  int64_t r[IR_MAX_RANK];
+  for (int k = 0; k < n; k++) {
+    if (p[k] < 0 || p[k] >= n) return false;
+    r[k] = q[p[k]];
+  }
+  char msg[512];
+  IrInstr *y = x->operands[0];
+  if (identity_perm(r, n)) {
+    snprintf(msg, sizeof msg, "transpose of transpose: the permutations of %s and %s cancel", x->name, i->name);
+    return forward(s, i, y, msg);
+  }
+  snprintf(msg, sizeof msg, "transpose of transpose: %s now transposes %s directly (skipping %s)", i->name, y->name, x->name);
+  report(s, "rewrite", x, i, i->name, msg);
+  ir_set_operand(i, 0, y);
+  ir_attr_set_dims(i, "dimensions", r, n);
+  simp_drop_dead(x);
+  return true;
+}
+
+static bool try_broadcast(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0];
+  int64_t d[IR_MAX_RANK], e[IR_MAX_RANK];
+  int n = ir_attr_dims(i, "dimensions", d, IR_MAX_RANK);
+  if (n < 0) n = 0; /* dimensions={} */
+  if (n != x->shape.rank) return false;
+  if (x->shape.rank == i->shape.rank && identity_perm(d, n) && ir_shape_equal(&i->shape, &x->shape))
+    return forward(s, i, x, "the broadcast adds nothing");
+  if (x->op != IR_OP_BROADCAST || x->noperands != 1) return false;
+  IrInstr *y = x->operands[0];
+  int m = ir_attr_dims(x, "dimensions", e, IR_MAX_RANK);
+  if (m < 0) m = 0;
+  if (m != y->shape.rank) return false;
+  /* y's dim k sits at x's dim e[k], which sits at i's dim d[e[k]]. */
+  int64_t r[IR_MAX_RANK];
+  for (int k = 0; k < m; k++) {
+    if (e[k] < 0 || e[k] >= n) return false;
+    r[k] = d[e[k]];
+  }
+  char msg[512];
+  snprintf(msg, sizeof msg, "broadcast of broadcast: %s now broadcasts %s directly (skipping %s)", i->name, y->name, x->name);
+  report(s, "rewrite", x, i, i->name, msg);
+  ir_set_operand(i, 0, y);
+  ir_attr_set_dims(i, "dimensions", r, m);
+  simp_drop_dead(x);
+  return true;
+}
+
+static void set_slice(IrInstr *i, const int64_t *st, const int64_t *lim, const int64_t *str, int n) {
+  char buf[IR_MAX_RANK * 70 + 4];
+  size_t len = 0;
+  buf[len++] = '{';
+  for (int d = 0; d < n; d++) {
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[%" PRId64 ":%" PRId64, d ? ", " : "", st[d], lim[d]);
+    if (str[d] != 1) len += (size_t)snprintf(buf + len, sizeof buf - len, ":%" PRId64, str[d]);
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "]");
+  }
+  snprintf(buf + len, sizeof buf - len, "}");
+  ir_attr_set_text(i, "slice", buf);
+}
+
+static bool try_slice(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0];
+  int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK], str[IR_MAX_RANK];
+  int n = ir_attr_slice(i, st, lim, str, IR_MAX_RANK);
+  if (n != x->shape.rank || n != i->shape.rank) return false;
+  if (ir_shape_equal(&i->shape, &x->shape)) {
+    bool full = true;
+    for (int d = 0; d < n; d++) full = full && st[d] == 0 && (str[d] == 1 || x->shape.dims[d] <= 1);
+    if (full) return forward(s, i, x, "the slice takes everything");
+  }
+  char msg[512];
+  if (x->op == IR_OP_SLICE && x->noperands == 1) {
+    int64_t st2[IR_MAX_RANK], lim2[IR_MAX_RANK], str2[IR_MAX_RANK];
+    if (ir_attr_slice(x, st2, lim2, str2, IR_MAX_RANK) != n) return false;
+    int64_t nst[IR_MAX_RANK], nlim[IR_MAX_RANK], nstr[IR_MAX_RANK];
+    for (int d = 0; d < n; d++) {
+      nst[d] = st2[d] + st[d] * str2[d];
+      nstr[d] = str[d] * str2[d];
+      int64_t cnt = i->shape.dims[d];
+      nlim[d] = cnt > 0 ? nst[d] + (cnt - 1) * nstr[d] + 1 : nst[d];
+    }
+    snprintf(msg, sizeof msg, "slice of slice: %s now slices %s directly (skipping %s)", i->name, x->operands[0]->name, x->name);
+    report(s, "rewrite", x, i, i->name, msg);
+    ir_set_operand(i, 0, x->operands[0]);
+    set_slice(i, nst, nlim, nstr, n);
+    simp_drop_dead(x);
+    return true;
+  }
+  if (x->op == IR_OP_CONCATENATE && x->noperands >= 1) {
+    int64_t cd;
+    int64_t dims[1];
+    if (ir_attr_dims(x, "dimensions", dims, 1) != 1) return false;
+    cd = dims[0];
+    if (cd < 0 || cd >= n) return false;
+    /* The slice must lie inside one operand along the concatenated dimension. */
+    int64_t off = 0;
+    int64_t last = i->shape.dims[cd] > 0 ? st[cd] + (i->shape.dims[cd] - 1) * str[cd] : st[cd];
+    for (int k = 0; k < x->noperands; k++) {
+      IrInstr *o = x->operands[k];
+      int64_t len = o->shape.dims[cd];
+      if (st[cd] >= off && last < off + len && i->shape.dims[cd] > 0) {
+        int64_t nst[IR_MAX_RANK], nlim[IR_MAX_RANK];
+        memcpy(nst, st, sizeof(int64_t) * (size_t)n);
+        memcpy(nlim, lim, sizeof(int64_t) * (size_t)n);
+        nst[cd] -= off;
+        nlim[cd] = last - off + 1;
+        snprintf(msg, sizeof msg, "slice of concatenate: %s takes only operand %d (%s) of %s", i->name, k, o->name, x->name);
+        report(s, "rewrite", x, i, i->name, msg);
+        ir_set_operand(i, 0, o);
+        set_slice(i, nst, nlim, str, n);
+        simp_drop_dead(x);
+        try_slice(s, i); /* may now take all of o */
+        return true;
+      }
+      off += len;
+    }
+  }
+  return false;
+}
+
+static bool try_one(Simp *s, IrInstr *i) {
+  if (i->dead) return false;
+  for (int k = 0; k < i->noperands; k++)
+    if (!i->operands[k]) return false;
+  switch (i->op) {
+  case IR_OP_ADD:
+  case IR_OP_SUBTRACT:
+  case IR_OP_MULTIPLY:
+  case IR_OP_DIVIDE:
+    return try_arith(s, i);
+  case IR_OP_NEGATE:
+    if (i->noperands == 1 && i->operands[0]->op == IR_OP_NEGATE && i->operands[0]->noperands == 1)
+      return forward(s, i, i->operands[0]->operands[0], "negate of negate");
+    return false;
+  case IR_OP_SELECT: {
+    if (i->noperands != 3) return false;
+    double v;
+    if (!simp_splat_value(i->operands[0], &v)) return false;
+    return forward(s, i, v != 0 ? i->operands[1] : i->operands[2], v != 0 ? "the condition is always true" : "the condition is always false");
+  }
+  case IR_OP_CONVERT:
+    if (i->noperands == 1 && i->operands[0]->shape.type == i->shape.type)
+      return forward(s, i, i->operands[0], "converting to the same type");
+    return false;
+  case IR_OP_RESHAPE:
+    return i->noperands == 1 && try_reshape(s, i);
+  case IR_OP_TRANSPOSE:
+    return i->noperands == 1 && try_transpose(s, i);
+  case IR_OP_BROADCAST:
+    return i->noperands == 1 && try_broadcast(s, i);
+  case IR_OP_SLICE:
+    return i->noperands == 1 && try_slice(s, i);
+  case IR_OP_CONCATENATE:
+    if (i->noperands == 1) return forward(s, i, i->operands[0], "concatenate of one operand");
+    return false;
+  default:
+    return false;
+  }
+}
+
+static bool run_algsimp(IrModule *m, PassContext *cx, bool *changed) {
+  Simp s = {cx, 0};
+  for (int c = 0; c < m->ncomps; c++) {
+    IrComputation *comp = m->comps[c];
+    if (simp_is_fused_computation(comp)) continue;
+    /* Repeat until nothing changes: one rewrite can enable another (reshape chains of three). */
+    for (int round = 0; round < 8; round++) {
+      int before = s.rewrites;
+      for (int k = 0; k < comp->ninstrs; k++) {
+        IrInstr *i = comp->instrs[k];
+        int n0 = comp->ninstrs;
+        try_one(&s, i);
+        /* Removals shift the order: step back over what vanished before this position. */
+        if (comp->ninstrs < n0) {
+          k -= n0 - comp->ninstrs;
+          if (k < -1) k = -1;
+        }
+      }
+      if (s.rewrites == before) break;
+    }
+  }
+  *changed = s.rewrites > 0;
+  return true;
+}
+
+const Pass pass_algsimp = {"algsimp",
+                           "algebraic simplifier: identities (x*1, x+0, ...) and reshape/transpose/broadcast/slice chains",
+                           run_algsimp};

@@ -1,0 +1,366 @@
+/* pass_constant_folding.c — evaluates instructions whose operands are all constants (XLA's
+ * HloConstantFolding), with a small evaluator of its own (the compiler does not depend on the
+ * runtime).
+ *
+ * Folded: elementwise unary and binary operations, compare, select, clamp, convert, reshape,
+ * transpose, and broadcast/iota as *inputs* of a folded operation. Like XLA, a broadcast or iota
+ * on its own is not folded (that only makes a bigger constant), and nothing with more than 1024
+ * elements is. Types: pred, integers up to 32 bits, f32 and f64 (f16/bf16/f8 and 64-bit integers
+ * are left alone: their rounding is not modelled here). Elided constants ({...}) are unknown.
+ *
+ * The folded instruction becomes a constant in place, keeping its name and its users; operands
+ * left unused are removed. Each fold is reported: "folded add.3(2, 3) to constant 5". */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "passes.h"
+#include "simplify.h"
+
+#define FOLD_MAX_ELEMENTS 1024
+
+static bool foldable_type(IrType t) {
+  switch (t) {
+  case IR_PRED: case IR_S8: case IR_S16: case IR_S32: case IR_U8: case IR_U16: case IR_U32: case IR_F32: case IR_F64:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* Rounds v to what type t can hold (integers wrap as two's complement). */
+static double to_type(IrType t, double v) {
+  switch (t) {
+  case IR_PRED: return v != 0;
+  case IR_F32: return (double)(float)v;
+  case IR_F64: return v;
+  default: break;
+  }
+  if (isnan(v)) return 0;
+  int bits = ir_type_bytes(t) * 8;
+  double m = ldexp(1, bits);
+  double r = trunc(v);
+  if (fabs(r) >= 9.0e15) r = fmod(r, m);
+  r = fmod(r, m);
+  if (r < 0) r += m;
+  if (ir_type_is_signed(t) && r >= m / 2) r -= m;
+  return r;
+}
+
+static int64_t to_int(double v) { return isnan(v) ? 0 : v >= 9.2e18 ? INT64_MAX : v <= -9.2e18 ? INT64_MIN : (int64_t)v; }
+
+/* Row-major strides. */
+static void strides(const IrShape *s, int64_t *st) {
+  int64_t k = 1;
+  for (int d = s->rank - 1; d >= 0; d--) {
+    st[d] = k;
+    k *= s->dims[d];
+  }
+}
+
+/* Evaluates i's value into out (ir_shape_elements(&i->shape) doubles). Returns false when i is
+ * not a constant expression the evaluator knows. depth bounds the recursion. */
+static bool eval(const IrInstr *i, double *out, int depth);
+
+static bool eval_operand(const IrInstr *o, double **buf, int depth) {
+  int64_t n = ir_shape_elements(&o->shape);
+  if (!ir_shape_is_array(&o->shape) || n > FOLD_MAX_ELEMENTS || !foldable_type(o->shape.type)) return false;
+  *buf = fx_malloc(sizeof(double) * (size_t)(n ? n : 1));
+  if (!*buf) return false;
+  if (!eval(o, *buf, depth + 1)) {
+    fx_free(*buf);
+    *buf = NULL;
+    return false;
+  }
+  return true;
+}
+
+static double unary(IrOpcode op, IrType in, double x, bool *ok) {
+  bool isf = ir_type_is_float(in);
+  switch (op) {
+  case IR_OP_NEGATE: return -x;
+  case IR_OP_ABS: return fabs(x);
+  case IR_OP_SIGN: return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : x;
+  case IR_OP_FLOOR: return floor(x);
+  case IR_OP_CEIL: return ceil(x);
+  case IR_OP_ROUND_AFZ: return round(x);
+  case IR_OP_ROUND_EVEN: return nearbyint(x);
+  case IR_OP_SQRT: return sqrt(x);
+  case IR_OP_RSQRT: return 1 / sqrt(x);
+  case IR_OP_CBRT: return cbrt(x);
+  case IR_OP_EXP: return exp(x);
+  case IR_OP_EXPM1: return expm1(x);
+  case IR_OP_LOG: return log(x);
+  case IR_OP_LOG1P: return log1p(x);
+  case IR_OP_SIN: return sin(x);
+  case IR_OP_COS: return cos(x);
+  case IR_OP_TAN: return tan(x);
+  case IR_OP_TANH: return tanh(x);
+  case IR_OP_LOGISTIC: return 1 / (1 + exp(-x));
+  case IR_OP_ERF: return erf(x);
+  case IR_OP_IS_FINITE: return isfinite(x);
+  case IR_OP_COPY: return x;
+  case IR_OP_NOT:
+    if (in == IR_PRED) return x == 0;
+    if (isf) break;
+    return (double)~to_int(x);
+  default: break;
+  }
+  *ok = false;
+  return 0;
+}
+
+static double binary(IrOpcode op, IrType in, double a, double b, const char *dir, bool *ok) {
+  bool isf = ir_type_is_float(in);
+  switch (op) {
+  case IR_OP_ADD: return a + b;
+  case IR_OP_SUBTRACT: return a - b;
+  case IR_OP_MULTIPLY: return a * b;
+  case IR_OP_DIVIDE:
+    if (isf) return a / b;
+    if (b == 0) break; /* XLA defines x/0 per type; leave it to the runtime */
+    return trunc(a / b);
+  case IR_OP_REMAINDER:
+    if (isf) return fmod(a, b);
+    if (b == 0) break;
+    return (double)(to_int(a) % to_int(b));
+  case IR_OP_MAXIMUM: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+  case IR_OP_MINIMUM: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
+  case IR_OP_POWER:
+    if (!isf) break;
+    return pow(a, b);
+  case IR_OP_ATAN2: return atan2(a, b);
+  case IR_OP_AND: return in == IR_PRED ? (a != 0 && b != 0) : (double)(to_int(a) & to_int(b));
+  case IR_OP_OR: return in == IR_PRED ? (a != 0 || b != 0) : (double)(to_int(a) | to_int(b));
+  case IR_OP_XOR: return in == IR_PRED ? ((a != 0) != (b != 0)) : (double)(to_int(a) ^ to_int(b));
+  case IR_OP_COMPARE:
+    if (!dir) break;
+    if (!strcmp(dir, "LT")) return a < b;
+    if (!strcmp(dir, "LE")) return a <= b;
+    if (!strcmp(dir, "GT")) return a > b;
+    if (!strcmp(dir, "GE")) return a >= b;
+    if (!strcmp(dir, "EQ")) return a == b;
+    if (!strcmp(dir, "NE")) return a != b;
+    break;
+  default: break;
+  }
+  *ok = false;
+  return 0;
+}
+
+static bool eval(const IrInstr *i, double *out, int depth) {
+  const IrShape *s = &i->shape;
+  int64_t n = ir_shape_elements(s);
+  if (depth > 24 || !ir_shape_is_array(s) || n > FOLD_MAX_ELEMENTS || !foldable_type(s->type)) return false;
+  for (int k = 0; k < i->noperands; k++)
+    if (!i->operands[k]) return false;
+  if (i->op == IR_OP_CONSTANT) {
+    const IrLiteral *l = i->literal;
+    if (!l || l->elided || !l->values || l->count != n) return false;
+    memcpy(out, l->values, sizeof(double) * (size_t)n);
+    return true;
+  }
+  if (i->op == IR_OP_IOTA) {
+    int64_t d;
+    if (!ir_attr_int(i, "iota_dimension", &d) || d < 0 || d >= s->rank) return false;
+    int64_t st[IR_MAX_RANK];
+    strides(s, st);
+    for (int64_t k = 0; k < n; k++) out[k] = to_type(s->type, (double)((k / st[d]) % s->dims[d]));
+    return true;
+  }
+  double *a = NULL, *b = NULL, *c = NULL;
+  bool ok = true;
+  IrOpcode op = i->op;
+  if (op == IR_OP_BROADCAST || op == IR_OP_RESHAPE || op == IR_OP_BITCAST || op == IR_OP_TRANSPOSE) {
+    if (i->noperands != 1) return false;
+    const IrInstr *x = i->operands[0];
+    if (x->shape.type != s->type && op != IR_OP_BITCAST) return false;
+    if (op == IR_OP_BITCAST && x->shape.type != s->type) return false;
+    if (!eval_operand(x, &a, depth)) return false;
+    if (op == IR_OP_RESHAPE || op == IR_OP_BITCAST) {
+      if (ir_shape_elements(&x->shape) != n) ok = false;
+      else memcpy(out, a, sizeof(double) * (size_t)n);
+    } else {
+      int64_t dims[IR_MAX_RANK], ost[IR_MAX_RANK], ist[IR_MAX_RANK];
+      int nd = ir_attr_dims(i, "dimensions", dims, IR_MAX_RANK);
+      if (nd < 0) nd = 0;
+      strides(s, ost);
+      strides(&x->shape, ist);
+      if (op == IR_OP_BROADCAST) {
+        if (nd != x->shape.rank) ok = false;
+        for (int64_t k = 0; ok && k < n; k++) {
+          int64_t src = 0;
+          for (int j = 0; j < nd; j++) {
+            if (dims[j] < 0 || dims[j] >= s->rank) {
+              ok = false;
+              break;
+            }
+            src += ((k / ost[dims[j]]) % s->dims[dims[j]]) * ist[j];
+          }
+          if (ok) out[k] = a[src];
+        }
+      } else {
+        if (nd != s->rank) ok = false;
+        for (int64_t k = 0; ok && k < n; k++) {
+          int64_t src = 0;
+          for (int j = 0; j < nd; j++) {
+            if (dims[j] < 0 || dims[j] >= s->rank) {
+              ok = false;
+              break;
+            }
+            src += ((k / ost[j]) % s->dims[j]) * ist[dims[j]];
+          }
+          if (ok) out[k] = a[src];
+        }
+      }
+    }
+    fx_free(a);
+    return ok;
+  }
+  IrCategory cat = ir_op_info(op)->category;
+  if (cat == IR_CAT_UNARY) {
+    if (i->noperands != 1) return false;
+    const IrInstr *x = i->operands[0];
+    if (!ir_shape_same_dims(&x->shape, s) || !eval_operand(x, &a, depth)) return false;
+    IrType in = x->shape.type;
+    if (op == IR_OP_CONVERT) {
+      for (int64_t k = 0; k < n; k++) {
+        double v = a[k];
+        if (ir_type_is_float(in) && !ir_type_is_float(s->type) && s->type != IR_PRED) {
+          /* Float to integer: XLA saturates and maps NaN to 0. */
+          int bits = ir_type_bytes(s->type) * 8;
+          double lo = ir_type_is_signed(s->type) ? -ldexp(1, bits - 1) : 0;
+          double hi = ir_type_is_signed(s->type) ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
+          v = isnan(v) ? 0 : v < lo ? lo : v > hi ? hi : trunc(v);
+        }
+        out[k] = to_type(s->type, v);
+      }
+    } else if (op == IR_OP_BITCAST_CONVERT || op == IR_OP_REDUCE_PRECISION || op == IR_OP_POPCNT || op == IR_OP_CLZ ||
+               op == IR_OP_REAL || op == IR_OP_IMAG) {
+      ok = false;
+    } else {
+      if (in != s->type && op != IR_OP_IS_FINITE) ok = false;
+      for (int64_t k = 0; ok && k < n; k++) out[k] = to_type(s->type, unary(op, in, a[k], &ok));
+    }
+    fx_free(a);
+    return ok;
+  }
+  if (cat == IR_CAT_BINARY) {
+    if (i->noperands != 2 || op == IR_OP_COMPLEX || op == IR_OP_SHL || op == IR_OP_SHRA || op == IR_OP_SHRL) return false;
+    const IrInstr *x = i->operands[0], *y = i->operands[1];
+    if (!ir_shape_same_dims(&x->shape, s) || !ir_shape_same_dims(&y->shape, s) || x->shape.type != y->shape.type) return false;
+    if (op != IR_OP_COMPARE && x->shape.type != s->type) return false;
+    if (!eval_operand(x, &a, depth)) return false;
+    if (!eval_operand(y, &b, depth)) {
+      fx_free(a);
+      return false;
+    }
+    const char *dir = op == IR_OP_COMPARE ? ir_compare_direction(i) : NULL;
+    for (int64_t k = 0; ok && k < n; k++) out[k] = to_type(s->type, binary(op, x->shape.type, a[k], b[k], dir, &ok));
+    fx_free(a);
+    fx_free(b);
+    return ok;
+  }
+  if (op == IR_OP_SELECT || op == IR_OP_CLAMP) {
+    if (i->noperands != 3) return false;
+    for (int k = 0; k < 3; k++) {
+      const IrShape *os = &i->operands[k]->shape;
+      bool scalar_ok = op == IR_OP_CLAMP && k != 1 && os->rank == 0;
+      if (!ir_shape_same_dims(os, s) && !scalar_ok) return false;
+    }
+    if (!eval_operand(i->operands[0], &a, depth)) return false;
+    if (!eval_operand(i->operands[1], &b, depth) || !eval_operand(i->operands[2], &c, depth)) {
+      fx_free(a);
+      fx_free(b);
+      return false;
+    }
+    for (int64_t k = 0; k < n; k++) {
+      if (op == IR_OP_SELECT) {
+        out[k] = a[k] != 0 ? b[k] : c[k];
+      } else {
+        double lo = i->operands[0]->shape.rank ? a[k] : a[0], hi = i->operands[2]->shape.rank ? c[k] : c[0];
+        double v = b[k] < lo ? lo : b[k];
+        out[k] = v > hi ? hi : v;
+      }
+    }
+    fx_free(a);
+    fx_free(b);
+    fx_free(c);
+    return true;
+  }
+  return false;
+}
+
+/* Operations worth folding on their own: not sources, not pure growth (broadcast, iota). */
+static bool fold_candidate(const IrInstr *i) {
+  if (i->op == IR_OP_CONSTANT || i->op == IR_OP_IOTA || i->op == IR_OP_BROADCAST || i->op == IR_OP_PARAMETER) return false;
+  if (i->noperands == 0) return false;
+  IrCategory cat = ir_op_info(i->op)->category;
+  return cat == IR_CAT_UNARY || cat == IR_CAT_BINARY || cat == IR_CAT_TERNARY || i->op == IR_OP_RESHAPE ||
+         i->op == IR_OP_TRANSPOSE || i->op == IR_OP_BITCAST;
+}
+
+static bool run_constant_folding(IrModule *m, PassContext *cx, bool *changed) {
+  int folds = 0;
+  double *vals = fx_malloc(sizeof(double) * FOLD_MAX_ELEMENTS);
+  if (!vals) return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
+  for (int c = 0; c < m->ncomps; c++) {
+    IrComputation *comp = m->comps[c];
+    if (simp_is_fused_computation(comp)) continue;
+    for (int k = 0; k < comp->ninstrs; k++) {
+      IrInstr *i = comp->instrs[k];
+      if (i->dead || !fold_candidate(i)) continue;
+      /* Every operand must itself be a constant expression (constant, or broadcast/iota/... of one). */
+      bool all_const = true;
+      for (int o = 0; o < i->noperands && all_const; o++) {
+        const IrInstr *op = i->operands[o];
+        all_const = op && (op->op == IR_OP_CONSTANT || op->op == IR_OP_IOTA || op->op == IR_OP_BROADCAST ||
+                           op->op == IR_OP_RESHAPE || op->op == IR_OP_TRANSPOSE || op->op == IR_OP_BITCAST);
+      }
+      if (!all_const) continue;
+      int64_t n = ir_shape_elements(&i->shape);
+      if (!ir_shape_is_array(&i->shape) || n > FOLD_MAX_ELEMENTS || !eval(i, vals, 0)) continue;
+      IrLiteral *lit = ir_literal_new(&m->arena, vals, n, i->shape.type, &i->shape);
+      if (!lit) {
+        fx_free(vals);
+        return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
+      }
+      char desc[256];
+      simp_describe(i, desc, sizeof desc);
+      IrInstr *ops[64];
+      int nops = i->noperands < 64 ? i->noperands : 64;
+      for (int o = 0; o < nops; o++) ops[o] = i->operands[o];
+      /* Becomes a constant in place: same name, same users. */
+      for (int o = 0; o < i->noperands; o++) ir_set_operand(i, o, NULL);
+      i->noperands = 0;
+      i->op = IR_OP_CONSTANT;
+      i->literal = lit;
+      const IrAttr *meta = ir_attr_get(i, "metadata");
+      IrAttr keep;
+      bool has_meta = meta != NULL;
+      if (has_meta) keep = *meta;
+      i->nattrs = 0;
+      if (has_meta) ir_attr_set_text(i, "metadata", keep.text);
+      int removed = 0;
+      for (int o = 0; o < nops; o++) {
+        bool seen = false;
+        for (int j = 0; j < o; j++) seen = seen || ops[j] == ops[o];
+        if (!seen) removed += simp_drop_dead(ops[o]);
+      }
+      k -= removed;
+      if (k < -1) k = -1;
+      PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "fold", .producer = i->name, .result = i->name,
+                        .accepted = true};
+      pass_metric(&d, "elements", (double)n);
+      pass_emit(cx->sink, &d, "folded %s to constant %s", desc, strlen(lit->text) <= 60 ? lit->text : "(array)");
+      folds++;
+    }
+  }
+  fx_free(vals);
+  *changed = folds > 0;
+  return true;
+}
+
+const Pass pass_constant_folding = {"constant-folding",
+                                    "evaluates operations on constants (results up to 1024 elements)",
+                                    run_constant_folding};

@@ -1,0 +1,105 @@
+/* simplify.c — helpers shared by the simplification passes; see simplify.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "simplify.h"
+
+bool simp_is_pure(const IrInstr *i) {
+  if (i->op == IR_OP_PARAMETER) return false;
+  switch (ir_op_info(i->op)->category) {
+  case IR_CAT_SOURCE:
+  case IR_CAT_UNARY:
+  case IR_CAT_BINARY:
+  case IR_CAT_TERNARY:
+  case IR_CAT_DATA:
+  case IR_CAT_REDUCE:
+    return i->op != IR_OP_COPY_START && i->op != IR_OP_COPY_DONE;
+  case IR_CAT_TUPLE:
+    return i->op == IR_OP_TUPLE || i->op == IR_OP_GET_TUPLE_ELEMENT;
+  case IR_CAT_LIBRARY:
+    /* dot, convolution, sort, fft... are pure; rng draws and custom calls may not be. */
+    return i->op == IR_OP_DOT || i->op == IR_OP_CONVOLUTION || i->op == IR_OP_SORT || i->op == IR_OP_FFT ||
+           i->op == IR_OP_TOPK || i->op == IR_OP_CHOLESKY || i->op == IR_OP_TRIANGULAR_SOLVE;
+  default:
+    return false;
+  }
+}
+
+int simp_drop_dead(IrInstr *i) {
+  if (i->dead || i->nusers > 0 || !i->parent || i == i->parent->root || !simp_is_pure(i)) return 0;
+  IrInstr *ops[64];
+  int n = i->noperands < 64 ? i->noperands : 64;
+  for (int k = 0; k < n; k++) ops[k] = i->operands[k];
+  ir_instr_remove(i);
+  int removed = 1;
+  for (int k = 0; k < n; k++) {
+    bool seen = false;
+    for (int j = 0; j < k; j++) seen = seen || ops[j] == ops[k];
+    if (ops[k] && !seen) removed += simp_drop_dead(ops[k]);
+  }
+  return removed;
+}
+
+int simp_replace(IrInstr *old, IrInstr *repl) {
+  ir_replace_all_uses(old, repl);
+  return simp_drop_dead(old);
+}
+
+bool simp_splat_value(const IrInstr *i, double *v) {
+  for (int depth = 0; depth < 16 && i; depth++) {
+    if (i->op == IR_OP_CONSTANT) {
+      const IrLiteral *l = i->literal;
+      if (!l || l->elided || !l->values || l->count < 1 || !ir_shape_is_array(&i->shape)) return false;
+      if (l->count != ir_shape_elements(&i->shape)) return false;
+      for (int64_t k = 1; k < l->count; k++)
+        if (l->values[k] != l->values[0]) return false;
+      *v = l->values[0];
+      return true;
+    }
+    if ((i->op == IR_OP_BROADCAST || i->op == IR_OP_RESHAPE || i->op == IR_OP_BITCAST) && i->noperands == 1 &&
+        i->operands[0] && i->operands[0]->shape.type == i->shape.type) {
+      i = i->operands[0];
+      continue;
+    }
+    return false;
+  }
+  return false;
+}
+
+void simp_remove_operand(IrInstr *i, int k) {
+  if (k < 0 || k >= i->noperands) return;
+  ir_set_operand(i, k, NULL);
+  memmove(&i->operands[k], &i->operands[k + 1], sizeof(IrInstr *) * (size_t)(i->noperands - k - 1));
+  i->noperands--;
+}
+
+const char *simp_describe(const IrInstr *i, char *buf, size_t n) {
+  size_t len = (size_t)snprintf(buf, n, "%s(", i->name);
+  for (int k = 0; k < i->noperands && len < n; k++) {
+    const IrInstr *o = i->operands[k];
+    double v;
+    /* A constant, or a broadcast of one, reads best as its value: multiply.4(x, 1). */
+    if (o && (o->op == IR_OP_CONSTANT || o->op == IR_OP_BROADCAST) && simp_splat_value(o, &v))
+      len += (size_t)snprintf(buf + len, n - len, "%s%.9g", k ? ", " : "", v);
+    else
+      len += (size_t)snprintf(buf + len, n - len, "%s%s", k ? ", " : "", o ? o->name : "?");
+  }
+  if (len < n) snprintf(buf + len, n - len, ")");
+  return buf;
+}
+
+bool simp_is_fused_computation(const IrComputation *c) { return c->fusion_instr != NULL; }
+
+int simp_callers(const IrModule *m, const IrComputation *c) {
+  int n = 0;
+  for (int k = 0; k < m->ncomps; k++) {
+    const IrComputation *cc = m->comps[k];
+    for (int j = 0; j < cc->ninstrs; j++) {
+      const IrInstr *i = cc->instrs[j];
+      for (int a = 0; a < i->nattrs; a++)
+        if (i->attrs[a].kind == IR_ATTR_COMP)
+          for (int q = 0; q < i->attrs[a].ncomps; q++) n += i->attrs[a].comps[q] == c;
+    }
+  }
+  return n;
+}

@@ -1,0 +1,39 @@
+/* simplify.h — helpers shared by the simplification passes (algsimp, constant-folding,
+ * while-loop-simplifier, call-inliner): which instructions are pure, removing what a rewrite
+ * left unused, reading constant values, editing operand lists, and reporting a rewrite.
+ *
+ * Where it sits: compiler/, under the passes that run before fusion (paper §III-A). */
+#ifndef FXPLAIN_SIMPLIFY_H
+#define FXPLAIN_SIMPLIFY_H
+
+#include "pass.h"
+
+/* True when removing i (if unused) cannot change what the module does: no side effects, no
+ * parameter. Control flow counts as pure only when its callees are (checked shallowly). */
+bool simp_is_pure(const IrInstr *i);
+
+/* Removes i when it is unused, pure and not its computation's root, then its operands that
+ * became unused, transitively. Returns how many instructions were removed. */
+int simp_drop_dead(IrInstr *i);
+
+/* Replaces every use of old by repl (the root too), then drops old and whatever became dead. */
+int simp_replace(IrInstr *old, IrInstr *repl);
+
+/* When every element of i's value is known to be the same number, stores it in *v: a constant
+ * with decoded values all equal, or a broadcast / reshape / convert-free chain down to one. */
+bool simp_splat_value(const IrInstr *i, double *v);
+
+/* Removes operand slot k of i (its user edge too). */
+void simp_remove_operand(IrInstr *i, int k);
+
+/* "multiply.4(x, 1)": the instruction and its operands, for decision texts. Constant scalar
+ * operands are shown by value. */
+const char *simp_describe(const IrInstr *i, char *buf, size_t n);
+
+/* True for computations that are the body of a fusion (passes before fusion leave them alone). */
+bool simp_is_fused_computation(const IrComputation *c);
+
+/* Number of instructions anywhere in m that call computation c. */
+int simp_callers(const IrModule *m, const IrComputation *c);
+
+#endif
