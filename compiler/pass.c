@@ -69,6 +69,10 @@ bool pass_settings_is_disabled(const PassSettings *s, const char *pass) {
 
 static const Pass *const registry[] = {
     /* simplification */
+    &pass_call_inliner,
+    &pass_algsimp,
+    &pass_constant_folding,
+    &pass_while_simplifier,
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
@@ -95,8 +99,12 @@ const Pass *pass_at(int i) { return i >= 0 && i < pass_count() ? registry[i] : N
 
 /* classic: XLA GPU as the paper saw it (2017 - early 2024). */
 static const Pass *const classic_passes[] = {
-    /* simplification (algsimp, constant-folding, cse, dce, tuple-simplifier,
-       while-loop-simplifier, call-inliner) */
+    /* simplification (call-inliner, algsimp, constant-folding, while-loop-simplifier, cse, dce,
+       tuple-simplifier) */
+    &pass_call_inliner,
+    &pass_algsimp,
+    &pass_constant_folding,
+    &pass_while_simplifier,
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
@@ -113,6 +121,10 @@ static const Pass *const classic_passes[] = {
 /* priority: XLA GPU since 2024. */
 static const Pass *const priority_passes[] = {
     /* simplification */
+    &pass_call_inliner,
+    &pass_algsimp,
+    &pass_constant_folding,
+    &pass_while_simplifier,
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
