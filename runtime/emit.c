@@ -314,8 +314,14 @@ static Val idxvar(Gen *g, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(expr, sizeof expr, fmt, ap);
   va_end(ap);
+  /* value numbering of index arithmetic: the same expression is the same index, so the values
+     read through it are recognized as the same too */
+  bool cse = strlen(expr) < sizeof ((Memo *)0)->key;
+  Val *m = cse ? memo_find(g, NULL, -1, expr) : NULL;
+  if (m) return *m;
   Val v = newvar(g, "j");
   line(g, "const int64_t %s = %s;", v.s, expr);
+  if (cse) memo_put(g, NULL, -1, expr, v);
   return v;
 }
 
@@ -357,11 +363,19 @@ static void from_storage(char *out, size_t n, IrType t, const char *v) {
 
 /* a value expression rounded to the element type (f16/bf16 round after every op) */
 static Val def(Gen *g, IrType t, const char *expr) {
+  /* value numbering: the same expression over the same (single-assignment) variables is the same
+     value, e.g. a producer duplicated into one fusion as NAME.clone */
+  bool cse = strlen(expr) < sizeof ((Memo *)0)->key;
+  if (cse) {
+    Val *m = memo_find(g, NULL, (int)t, expr);
+    if (m) return *m;
+  }
   Val v = newvar(g, "v");
   const char *ct = emit_compute_type(t);
   if (t == IR_F16) line(g, "const float %s = fx_rh(%s);", v.s, expr);
   else if (t == IR_BF16) line(g, "const float %s = fx_rbf(%s);", v.s, expr);
   else line(g, "const %s %s = (%s)(%s);", ct, v.s, ct, expr);
+  if (cse) memo_put(g, NULL, (int)t, expr, v);
   return v;
 }
 
@@ -605,8 +619,15 @@ static bool gen_load(Gen *g, const IrInstr *i, int in, Val *idx, Val *out) {
   linear(lin, sizeof lin, s->rank, s->dims, idx);
   snprintf(ref, sizeof ref, "in%d[%s]", in, lin);
   from_storage(ld, sizeof ld, s->type, ref);
+  bool cse = strlen(ld) < sizeof ((Memo *)0)->key;
+  Val *m = cse ? memo_find(g, NULL, 1000 + (int)s->type, ld) : NULL;
+  if (m) {
+    *out = *m;
+    return true;
+  }
   Val v = newvar(g, "v");
   line(g, "const %s %s = %s;", emit_compute_type(s->type), v.s, ld);
+  if (cse) memo_put(g, NULL, 1000 + (int)s->type, ld, v);
   *out = v;
   return true;
 }
@@ -831,7 +852,11 @@ static bool gen_reshape(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   Val l = idxvar(g, "%s", lin), sub[IR_MAX_RANK];
   int64_t st = 1;
   for (int d = is->rank - 1; d >= 0; d--) {
-    if (d == 0) sub[d] = idxvar(g, "%s / %lldll", l.s, (long long)st);
+    /* skip the arithmetic that is the identity: size-1 dims are 0, a stride of 1 divides nothing */
+    if (is->dims[d] == 1) sub[d] = lit_idx(0);
+    else if (d == 0 && st == 1) sub[d] = l;
+    else if (d == 0) sub[d] = idxvar(g, "%s / %lldll", l.s, (long long)st);
+    else if (st == 1) sub[d] = idxvar(g, "%s %% %lldll", l.s, (long long)is->dims[d]);
     else sub[d] = idxvar(g, "(%s / %lldll) %% %lldll", l.s, (long long)st, (long long)is->dims[d]);
     st *= is->dims[d];
   }
