@@ -234,6 +234,32 @@ static int counter_index(const IrInstr *i, const IrComputation *c) {
   return (int)k;
 }
 
+/* Sees through a fusion: when i is a fusion whose fused root is a two-operand op, gives that op
+ * and its operands as the fusion's callers see them (fused parameters become the fusion's own
+ * operands; constants inside stay). Otherwise i itself. Fusion passes often fuse a loop's compare
+ * or counter increment, and the trip count must still be found. */
+static IrOpcode view2(const IrInstr *i, const IrInstr **a, const IrInstr **b, const IrInstr **shown) {
+  *shown = i;
+  IrComputation *f = i && i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  const IrInstr *r = f ? f->root : NULL;
+  if (!r || r->noperands != 2) {
+    *a = i && i->noperands == 2 ? i->operands[0] : NULL;
+    *b = i && i->noperands == 2 ? i->operands[1] : NULL;
+    return i ? i->op : IR_OP_PARAMETER;
+  }
+  const IrInstr *ops[2];
+  for (int k = 0; k < 2; k++) {
+    const IrInstr *o = r->operands[k];
+    if (o && o->op == IR_OP_PARAMETER && o->param_number >= 0 && o->param_number < i->noperands)
+      o = i->operands[o->param_number];
+    ops[k] = o;
+  }
+  *a = ops[0];
+  *b = ops[1];
+  *shown = r;
+  return r->op;
+}
+
 static int64_t known_trip_count(const IrInstr *w) {
   const char *bc = ir_attr_text(w, "backend_config");
   const char *p = bc ? strstr(bc, "known_trip_count") : NULL;
@@ -253,16 +279,16 @@ int64_t plan_while_trip_count(const IrInstr *w) {
   if (known >= 0) return known;
   IrComputation *cond = ir_attr_comp(w, "condition"), *body = ir_attr_comp(w, "body");
   if (!cond || !body || !cond->root || !body->root) return -1;
-  const IrInstr *cmp = cond->root;
-  if (cmp->op != IR_OP_COMPARE || cmp->noperands != 2) return -1;
+  const IrInstr *c0, *c1, *cmp;
+  if (view2(cond->root, &c0, &c1, &cmp) != IR_OP_COMPARE || !c0 || !c1) return -1;
   const char *dir = ir_compare_direction(cmp);
   if (!dir) return -1;
   double limit;
-  int k = counter_index(cmp->operands[0], cond);
+  int k = counter_index(c0, cond);
   char d[3] = {dir[0], dir[1], 0};
-  if (k >= 0 && scalar_const(cmp->operands[1], &limit)) {
+  if (k >= 0 && scalar_const(c1, &limit)) {
     /* counter DIR limit */
-  } else if ((k = counter_index(cmp->operands[1], cond)) >= 0 && scalar_const(cmp->operands[0], &limit)) {
+  } else if ((k = counter_index(c1, cond)) >= 0 && scalar_const(c0, &limit)) {
     /* limit DIR counter: flip the direction */
     if (strcmp(d, "LT") == 0) memcpy(d, "GT", 3);
     else if (strcmp(d, "LE") == 0) memcpy(d, "GE", 3);
@@ -279,16 +305,16 @@ int64_t plan_while_trip_count(const IrInstr *w) {
   /* Step: the body's new counter is counter + c (or counter - c). */
   const IrInstr *broot = body->root;
   if (broot->op != IR_OP_TUPLE || k >= broot->noperands) return -1;
-  const IrInstr *upd = broot->operands[k];
-  if (!upd || upd->noperands != 2) return -1;
-  if (upd->op == IR_OP_ADD) {
-    if (counter_index(upd->operands[0], body) == k && scalar_const(upd->operands[1], &step)) {
-    } else if (counter_index(upd->operands[1], body) == k && scalar_const(upd->operands[0], &step)) {
+  const IrInstr *u0, *u1, *shown;
+  IrOpcode uop = view2(broot->operands[k], &u0, &u1, &shown);
+  if (!u0 || !u1) return -1;
+  if (uop == IR_OP_ADD) {
+    if (counter_index(u0, body) == k && scalar_const(u1, &step)) {
+    } else if (counter_index(u1, body) == k && scalar_const(u0, &step)) {
     } else {
       return -1;
     }
-  } else if (upd->op == IR_OP_SUBTRACT && counter_index(upd->operands[0], body) == k &&
-             scalar_const(upd->operands[1], &step)) {
+  } else if (uop == IR_OP_SUBTRACT && counter_index(u0, body) == k && scalar_const(u1, &step)) {
     step = -step;
   } else {
     return -1;

@@ -24,6 +24,7 @@
 #include "../compiler/hlo.h"
 #include "../compiler/plan.h"
 #include "../explain/explain.h"
+#include "args.h"
 #include "json.h"
 #include "session.h"
 
@@ -45,14 +46,12 @@ static bool cmd_error(Session *s, FxError *err, const char *fmt, ...) {
 }
 
 static bool arg_error(Session *s, FxError *err, int argi, const char *fmt, ...) {
-  (void)s;
-  (void)argi;
   char msg[sizeof err->msg];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return fx_error_set(err, NULL, 0, 0, "%s", msg);
+  return repl_arg_error(s, err, argi, "%s", msg);
 }
 
 static bool need_module(Session *s, FxError *err) {
@@ -250,7 +249,7 @@ static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *
 /* ---------- pipeline, step, back, goto, stage ---------- */
 
 static bool cmd_pipeline(Session *s, int argc, char **argv, FxError *err) {
-  if (argc > 2) return cmd_error(s, err, "usage: pipeline [NAME]");
+  if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   if (argc == 2) {
     const Pipeline *pl = pipeline_lookup(argv[1]);
     if (!pl) {
@@ -326,7 +325,7 @@ static bool step_to(Session *s, int target, FxError *err) {
 
 static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
-  if (argc > 2) return cmd_error(s, err, "usage: step [N | PASS | all]");
+  if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   int target = s->cur + 1;
   if (argc == 2) {
     long long n;
@@ -355,7 +354,7 @@ static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
 
 static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
-  if (argc > 2) return cmd_error(s, err, "usage: back [N]");
+  if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   long long n = 1;
   if (argc == 2 && (!parse_count(argv[1], &n) || n == 0))
     return arg_error(s, err, 1, "expected a count of 1 or more, got '%s'", argv[1]);
@@ -366,7 +365,7 @@ static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
 
 static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
-  if (argc != 2) return cmd_error(s, err, "usage: goto STAGE");
+  if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   int target;
   if (!parse_stage(s, argv[1], 1, &target, err)) return false;
   if (!ensure_stage(s, target, err)) return false;
@@ -375,9 +374,8 @@ static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_stage(Session *s, int argc, char **argv, FxError *err) {
-  (void)argv;
   if (!need_module(s, err)) return false;
-  if (argc > 1) return cmd_error(s, err, "usage: stage");
+  if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
   const Pipeline *pl = cur_pipeline(s);
   KernelPlan *p = stage_plan(s, s->cur, err);
   if (!p) return false;
@@ -502,7 +500,7 @@ static void json_diff_list(JsonWriter *w, const ExplainDiff *d, ExplainDiffKind 
 
 static bool cmd_diff(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
-  if (argc > 3) return cmd_error(s, err, "usage: diff [A [B]]");
+  if (!repl_check_argc(s, argc, argv, 0, 2, err)) return false;
   int a, b;
   if (argc == 1) {
     if (s->cur == 0) return cmd_error(s, err, "at stage 0 (the input) there is no pass to compare: step first, or diff A B");
@@ -740,7 +738,7 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
 
 static bool cmd_why(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
-  if (argc < 2 || argc > 3) return cmd_error(s, err, "usage: why NAME [NAME]");
+  if (!repl_check_argc(s, argc, argv, 1, 2, err)) return false;
   const char *a = argv[1][0] == '%' ? argv[1] + 1 : argv[1];
   if (argc == 2) return why_one(s, a, err);
   const char *b = argv[2][0] == '%' ? argv[2] + 1 : argv[2];
@@ -815,9 +813,8 @@ static void shape_list(const IrShape *sh, char *buf, size_t n) {
 }
 
 static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
-  (void)argv;
   if (!need_module(s, err)) return false;
-  if (argc > 1) return cmd_error(s, err, "usage: kernels");
+  if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
   KernelPlan *p = stage_plan(s, s->cur, err);
   if (!p) return false;
   const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
@@ -926,9 +923,8 @@ static size_t snapshot_bytes(Session *s, int *distinct) {
 }
 
 static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
-  (void)argv;
   if (!need_module(s, err)) return false;
-  if (argc > 1) return cmd_error(s, err, "usage: show stats");
+  if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
   IrModule *m = s->stages[s->cur].module;
   KernelPlan *p = stage_plan(s, s->cur, err);
   if (!p) return false;

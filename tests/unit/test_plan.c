@@ -239,6 +239,47 @@ TEST(trip_counts) {
   ir_module_free(m);
 }
 
+/* Fusion passes fuse a loop's compare and its counter increment: the trip count is still found. */
+TEST(trip_count_through_fusions) {
+  IrInstr *w;
+  IrModule *m = counted_loop(0, 25, "LT", &w);
+  IrComputation *cond = ir_attr_comp(w, "condition"), *body = ir_attr_comp(w, "body");
+  IrShape i32 = ir_shape_scalar(IR_S32), pred = ir_shape_scalar(IR_PRED);
+  /* condition: fusion(gte.c0) calling { p = parameter(0); lim = constant(25); ROOT compare(p, lim) } */
+  IrComputation *fc = ir_computation_new(m, "fused_compare");
+  IrInstr *fp = param(fc, &i32, 0, "param_0.c");
+  IrInstr *flim = ir_constant_scalar(fc, IR_S32, 25, "constant.flim");
+  IrInstr *fcmp = ir_instr_new(fc, IR_OP_COMPARE, &pred, (IrInstr *[]){fp, flim}, 2, "compare.f");
+  ir_attr_set_text(fcmp, "direction", "LT");
+  ir_set_root(fc, fcmp);
+  IrInstr *ci = ir_module_find_instr(m, "gte.c0");
+  IrInstr *f1 = ir_instr_new(cond, IR_OP_FUSION, &pred, &ci, 1, "fusion.c");
+  ir_attr_set_text(f1, "kind", "kLoop");
+  ir_attr_set_comp(f1, "calls", fc);
+  fc->fusion_instr = f1;
+  IrInstr *old = cond->root;
+  ir_replace_all_uses(old, f1);
+  ir_instr_remove(old);
+  /* body: the increment becomes fusion(gte.b0) calling { p = parameter(0); one = constant(1); ROOT add(one, p) } */
+  IrComputation *fb = ir_computation_new(m, "fused_increment");
+  IrInstr *bp = param(fb, &i32, 0, "param_0.b");
+  IrInstr *bone = ir_constant_scalar(fb, IR_S32, 1, "constant.bone");
+  ir_set_root(fb, ir_instr_new(fb, IR_OP_ADD, &i32, (IrInstr *[]){bone, bp}, 2, "add.f"));
+  IrInstr *bi = ir_module_find_instr(m, "gte.b0");
+  IrInstr *f2 = ir_instr_new_before(body, body->root, IR_OP_FUSION, &i32, &bi, 1, "fusion.b");
+  ir_attr_set_text(f2, "kind", "kLoop");
+  ir_attr_set_comp(f2, "calls", fb);
+  fb->fusion_instr = f2;
+  IrInstr *inc = ir_module_find_instr(m, "add.2");
+  ir_replace_all_uses(inc, f2);
+  ir_instr_remove(inc);
+  CHECK(plan_while_trip_count(w) == 25);
+  KernelPlan *p = plan(m);
+  CHECK(p && p->trip_counts_known && p->launches == 4 * 25);
+  plan_free(p);
+  ir_module_free(m);
+}
+
 TEST(library_calls_slices_and_in_place_updates) {
   IrComputation *c;
   IrModule *m = new_module(&c);
@@ -328,6 +369,7 @@ int main(void) {
   RUN(fusion_is_one_kernel_of_its_kind);
   RUN(while_loop_multiplies_out_and_counts_control);
   RUN(trip_counts);
+  RUN(trip_count_through_fusions);
   RUN(library_calls_slices_and_in_place_updates);
   RUN(conditional_counts_costliest_branch_and_call_walks_in);
   RUN(no_entry_is_an_error);
