@@ -25,12 +25,14 @@ param x_dot0: f32[n]
 param theta0: f32[n]
 param theta_dot0: f32[n]
 param actions: f32[pool, n]        # uniform in [0, 1): < 0.5 pushes right
-param fresh_states: f32[pool, n, 4] # uniform in [-0.05, 0.05): start states after a reset
+param fresh_x: f32[pool, n]        # uniform in [-0.05, 0.05): start states after a reset,
+param fresh_x_dot: f32[pool, n]    #   one pool per state value
+param fresh_theta: f32[pool, n]
+param fresh_theta_dot: f32[pool, n]
 
 loop steps as i carry (x = x0, x_dot = x_dot0, theta = theta0, theta_dot = theta_dot0) {
   j = i % pool
   action = actions[j] < 0.5
-  fresh = fresh_states[j]
 
   # dynamics(state, action), Fig. 2
   force = select(action, force_mag, -force_mag)
@@ -46,10 +48,10 @@ loop steps as i carry (x = x0, x_dot = x_dot0, theta = theta0, theta_dot = theta
 
   # step(action): done environments are reset, value by value
   done = abs(x) > x_threshold | abs(theta) > theta_threshold
-  x = select(done, fresh[:, 0], x)
-  x_dot = select(done, fresh[:, 1], x_dot)
-  theta = select(done, fresh[:, 2], theta)
-  theta_dot = select(done, fresh[:, 3], theta_dot)
+  x = select(done, fresh_x[j], x)
+  x_dot = select(done, fresh_x_dot[j], x_dot)
+  theta = select(done, fresh_theta[j], theta)
+  theta_dot = select(done, fresh_theta_dot[j], theta_dot)
 }
 
 out x, x_dot, theta, theta_dot

@@ -323,6 +323,42 @@ TEST(loop_and_call_run) {
   ir_module_free(m);
 }
 
+/* rand(..., key=k) gives JAX's uniform numbers from Threefry-2x32 of (counter, 0) under the key. */
+TEST(rand_with_key_numbers) {
+  IrModule *m = build("param key: u32[2]\nu = rand(f32[2, 3], -0.05, 0.05, key=key)\nv = rand(f32[4], key=key + 1)\nout u, v\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  FxError e;
+  fx_error_clear(&e);
+  int64_t two = 2;
+  RtTensor *key = rt_tensor_new(IR_U32, 1, &two, &e);
+  rt_set_i(key, 0, 42);
+  rt_set_i(key, 1, 7);
+  RtTensor *out = NULL;
+  CHECK(run(m, &key, 1, &out));
+  if (out) {
+    for (int which = 0; which < 2; which++) {
+      RtTensor *t = out->tuple[which];
+      for (int64_t i = 0; i < t->count; i++) {
+        uint32_t w[2];
+        rt_threefry2x32(42 + (uint32_t)which, 7 + (uint32_t)which, (uint32_t)i, 0, w);
+        uint32_t b = (w[0] >> 9) | 0x3f800000u;
+        float f;
+        memcpy(&f, &b, 4);
+        f -= 1.0f;
+        if (which == 0) {
+          f = f * 0.1f + -0.05f;
+          if (f < -0.05f) f = -0.05f;
+        }
+        CHECK_NEAR(rt_get_f(t, i), f, 0);
+      }
+    }
+    rt_tensor_unref(out);
+  }
+  rt_tensor_unref(key);
+  ir_module_free(m);
+}
+
 /* The HLO text of an .fx module loads back and prints identically. */
 TEST(hlo_round_trip) {
   char *src = read_file("scripts/cartpole.fx");
@@ -568,6 +604,7 @@ int main(void) {
   RUN(shell_questions);
   RUN(numbers_agree_with_interpreter);
   RUN(loop_and_call_run);
+  RUN(rand_with_key_numbers);
   RUN(hlo_round_trip);
   RUN(cartpole_scripts);
   RUN(cartpole_step_numbers);
