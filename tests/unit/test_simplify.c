@@ -315,6 +315,54 @@ TEST(while_zero_trips) {
   ir_module_free(m);
 }
 
+/* Without a backend_config the trip count comes from the fori_loop pattern: a counter that
+ * starts at or past its limit. A body shared by two loops is not edited. */
+TEST(while_pattern_and_shared_body) {
+  const char *text =
+      "HloModule t\n\n%cond (p: (s32[], f32[4], f32[4])) -> pred[] {\n  %p = (s32[], f32[4]{0}, f32[4]{0}) parameter(0)\n"
+      "  %g = s32[] get-tuple-element(%p), index=0\n  %n = s32[] constant(3)\n  ROOT %lt = pred[] compare(%g, %n), direction=LT\n}\n\n"
+      "%body (q: (s32[], f32[4], f32[4])) -> (s32[], f32[4], f32[4]) {\n  %q = (s32[], f32[4]{0}, f32[4]{0}) parameter(0)\n"
+      "  %i = s32[] get-tuple-element(%q), index=0\n  %one = s32[] constant(1)\n  %i1 = s32[] add(%i, %one)\n"
+      "  %a = f32[4]{0} get-tuple-element(%q), index=1\n  %b = f32[4]{0} get-tuple-element(%q), index=2\n"
+      "  %b2 = f32[4]{0} multiply(%b, %b)\n"
+      "  ROOT %r = (s32[], f32[4]{0}, f32[4]{0}) tuple(%i1, %a, %b2)\n}\n\n"
+      "ENTRY %main (x: f32[4]) -> (f32[4], f32[4]) {\n  %x = f32[4]{0} parameter(0)\n  %c5 = s32[] constant(5)\n"
+      "  %t = (s32[], f32[4]{0}, f32[4]{0}) tuple(%c5, %x, %x)\n"
+      "  %w = (s32[], f32[4]{0}, f32[4]{0}) while(%t), condition=%cond, body=%body\n"
+      "  %c0 = s32[] constant(0)\n  %t2 = (s32[], f32[4]{0}, f32[4]{0}) tuple(%c0, %x, %x)\n"
+      "  %w2 = (s32[], f32[4]{0}, f32[4]{0}) while(%t2), condition=%cond, body=%body\n"
+      "  %r1 = f32[4]{0} get-tuple-element(%w), index=1\n  %r2 = f32[4]{0} get-tuple-element(%w2), index=1\n"
+      "  ROOT %out = (f32[4]{0}, f32[4]{0}) tuple(%r1, %r2)\n}\n";
+  IrModule *m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_while_simplifier, m, &log));
+  /* w never runs and goes; then w2 is the body's only caller, and its element 2 is dead. */
+  CHECK_STR(log.buf, "while-loop-simplifier remove: replaced w by its initial value t: the loop runs zero times\n"
+                     "while-loop-simplifier remove: removed element 2 (f32[4]) of w2: neither the condition, the other "
+                     "carried values nor the code after the loop read it\n");
+  CHECK_STR(line_of(m, "r1"), "%r1 = f32[4]{0} get-tuple-element(%t), index=1");
+  CHECK(ir_module_find_instr(m, "b2") == NULL);
+  Log log2 = {{0}, 0};
+  CHECK(!run_pass(&pass_while_simplifier, m, &log2));
+  ir_module_free(m);
+  /* When both loops run, their shared body is left alone. */
+  char shared[4096];
+  snprintf(shared, sizeof shared, "%s", text);
+  char *c5 = strstr(shared, "constant(5)");
+  CHECK(c5 != NULL);
+  if (!c5) return;
+  c5[9] = '1';
+  m = hlo(shared);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log3 = {{0}, 0};
+  CHECK(!run_pass(&pass_while_simplifier, m, &log3));
+  CHECK(log3.n == 0);
+  ir_module_free(m);
+}
+
 /* ---------- call-inliner ---------- */
 
 TEST(call_inliner) {
@@ -437,6 +485,7 @@ int main(void) {
   RUN(constant_folding_exact);
   RUN(while_dead_elements);
   RUN(while_zero_trips);
+  RUN(while_pattern_and_shared_body);
   RUN(call_inliner);
   RUN(corpus_through_each_pass);
   return check_summary();
