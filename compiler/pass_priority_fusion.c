@@ -243,7 +243,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
     bool dup = e.n > 1;
     IrInstr *operands[64];
     int nop = p->noperands < 64 ? p->noperands : 64;
-    memcpy(operands, p->operands, sizeof(IrInstr *) * (size_t)nop);
+    if (nop) memcpy(operands, p->operands, sizeof(IrInstr *) * (size_t)nop);
     for (int u = 0; u < e.n && ok; u++) {
       char label[256];
       snprintf(label, sizeof label, "%s", fusion_consumer_label(e.users[u], p));
