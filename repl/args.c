@@ -105,6 +105,7 @@ int repl_split_commands(const char *text, int *starts, int *lens, int max) {
   int count = 0;
   size_t start = 0, i = 0, n = strlen(text);
   char quote = 0;
+  int depth = 0;
   for (; i <= n; i++) {
     char c = text[i];
     if (i < n && quote) {
@@ -120,7 +121,10 @@ int repl_split_commands(const char *text, int *starts, int *lens, int max) {
       quote = c;
       continue;
     }
-    if (i == n || c == ';') {
+    /* A .fx block written on one line keeps its `;`s: `loop 3 carry (s = x) { s = s + 1; ... }`. */
+    if (c == '(' || c == '[' || c == '{') depth++;
+    else if ((c == ')' || c == ']' || c == '}') && depth > 0) depth--;
+    if (i == n || (c == ';' && depth == 0)) {
       if (count < max) {
         starts[count] = (int)start;
         lens[count] = (int)(i - start);

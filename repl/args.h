@@ -4,7 +4,7 @@
  * '...' is literal; "..." allows \" \\ \n \t; a backslash outside quotes takes the next character
  * literally. Each word remembers its column, so a command can point its error at the word that
  * is wrong (repl_arg_error). The script runner also uses repl_split_commands to cut `-e` text
- * into commands at `;` outside quotes. */
+ * into commands at `;` outside quotes and brackets. */
 #ifndef FXPLAIN_ARGS_H
 #define FXPLAIN_ARGS_H
 
@@ -26,8 +26,8 @@ typedef struct {
 bool repl_args_split(const char *line, int col0, ReplArgs *out, FxError *err);
 void repl_args_free(ReplArgs *a);
 
-/* Cuts text at `;` outside quotes (and not escaped). Fills starts/lens with up to max pieces
- * (empty pieces included) and returns how many there are. */
+/* Cuts text at `;` outside quotes, brackets and braces (and not escaped). Fills starts/lens
+ * with up to max pieces (empty pieces included) and returns how many there are. */
 int repl_split_commands(const char *text, int *starts, int *lens, int max);
 
 /* Fills err with a message pointing at word argi of the running command (argc points just past

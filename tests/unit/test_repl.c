@@ -188,6 +188,11 @@ TEST(split_commands_at_semicolons_outside_quotes) {
   CHECK(st[2] == 19 && ln[2] == 14);
   CHECK(st[3] == 34 && ln[3] == 0);
   CHECK(repl_split_commands("", st, ln, 8) == 1);
+  /* Brackets keep a one-line .fx block together; an unmatched closer does not go negative. */
+  n = repl_split_commands("loop 2 carry (s = x) { s = s + 1; s = s * 2 }; out s", st, ln, 8);
+  CHECK(n == 2 && ln[0] == 45 && st[1] == 46);
+  n = repl_split_commands("echo :) ; echo (a;b)", st, ln, 8);
+  CHECK(n == 2 && ln[0] == 8);
   CHECK(repl_split_commands("a\\", st, ln, 8) == 1 && ln[0] == 2);
 }
 
@@ -295,6 +300,66 @@ TEST(session_stages) {
   session_free(s);
 }
 
+/* ---------- help ---------- */
+
+typedef struct {
+  const char *text;
+  int missing, hidden_shown, failed_help;
+  Session *s;
+} HelpCheck;
+
+static void check_listed(const ReplCommand *c, void *ctx) {
+  HelpCheck *h = ctx;
+  char line[512];
+  snprintf(line, sizeof line, "\n  %s", c->usage ? c->usage : c->name);
+  if (c->summary && !strstr(h->text, line)) {
+    fprintf(stderr, "help does not list '%s'\n", c->name);
+    h->missing++;
+  }
+  snprintf(line, sizeof line, "\n  %s ", c->name);
+  if (!c->summary && strstr(h->text, line)) h->hidden_shown++;
+  /* `help NAME` works for every command, hidden ones included. */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  h->s->out = f;
+  char *argv[] = {"help", (char *)c->name, NULL};
+  FxError e;
+  fx_error_clear(&e);
+  bool ok = repl_command_lookup("help")->run(h->s, 2, argv, &e);
+  fclose(f);
+  h->s->out = stdout;
+  if (!ok || strncmp(buf, "usage: ", 7) != 0) {
+    fprintf(stderr, "help %s failed: %s\n", c->name, ok ? buf : e.msg);
+    h->failed_help++;
+  }
+  free(buf);
+}
+
+TEST(help_lists_every_visible_command) {
+  Session *s = session_new(stdout, stderr);
+  if (!s) return;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  s->out = f;
+  char *argv[] = {"help", NULL};
+  FxError e;
+  fx_error_clear(&e);
+  CHECK(repl_command_lookup("help")->run(s, 1, argv, &e));
+  fclose(f);
+  s->out = stdout;
+  CHECK_CONTAINS(buf, "\nSession\n");
+  CHECK_CONTAINS(buf, "\n  help [CMD]");
+  HelpCheck h = {buf, 0, 0, 0, s};
+  repl_command_foreach(check_listed, &h);
+  CHECK(h.missing == 0);
+  CHECK(h.hidden_shown == 0);
+  CHECK(h.failed_help == 0);
+  free(buf);
+  session_free(s);
+}
+
 int main(void) {
   RUN(json_object_nesting);
   RUN(json_string_escapes);
@@ -309,5 +374,6 @@ int main(void) {
   RUN(printable_words);
   RUN(arg_errors_point_at_words);
   RUN(session_stages);
+  RUN(help_lists_every_visible_command);
   return check_summary();
 }
