@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh build
 if [ "${1:-}" = "--repl" ]; then exec ./build/fxplain; fi
-exec ./build/fxplain scripts/cartpole_walkthrough.fx
+if [ -f scripts/cartpole_walkthrough.fx ]; then exec ./build/fxplain scripts/cartpole_walkthrough.fx; fi
+# Without the walkthrough script, the shell opens with the CartPole model loaded.
+exec ./build/fxplain -i scripts/cartpole.fx

@@ -16,3 +16,18 @@ add_test(NAME repl.command_errors
                  ${CMAKE_CURRENT_LIST_DIR}/command_errors.txt
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(repl.command_errors PROPERTIES LABELS "repl" TIMEOUT 300)
+
+# The command parser's fuzz target: a libFuzzer binary with -DFXPLAIN_FUZZ=ON (clang), else a
+# replay of its seeds and of the command error corpus's inputs as a test.
+if(FXPLAIN_FUZZ)
+  add_executable(fuzz_commands ${CMAKE_CURRENT_LIST_DIR}/fuzz_commands.c)
+  target_link_options(fuzz_commands PRIVATE -fsanitize=fuzzer)
+else()
+  add_executable(fuzz_commands ${CMAKE_CURRENT_LIST_DIR}/fuzz_commands.c
+                               ${CMAKE_SOURCE_DIR}/tests/fuzz/replay_main.c)
+  add_test(NAME fuzz.replay_commands
+           COMMAND fuzz_commands ${CMAKE_CURRENT_LIST_DIR}/fuzz_seeds ${CMAKE_CURRENT_LIST_DIR}/data
+                   ${CMAKE_CURRENT_LIST_DIR}/command_errors.txt)
+  set_tests_properties(fuzz.replay_commands PROPERTIES LABELS "fuzz;repl")
+endif()
+target_link_libraries(fuzz_commands PRIVATE fxrepl)
