@@ -814,6 +814,11 @@ static void shape_list(const IrShape *sh, char *buf, size_t n) {
 
 static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
+  /* kernels --source / --resources: the GPU views (cmd_gpu.c). */
+  if (argc >= 2 && (strcmp(argv[1], "--source") == 0 || strcmp(argv[1], "--resources") == 0)) {
+    const ReplCommand *v = repl_command_lookup(argv[1][2] == 's' ? "kernels-source" : "kernels-resources");
+    if (v) return v->run(s, argc - 1, argv + 1, err);
+  }
   if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
   KernelPlan *p = stage_plan(s, s->cur, err);
   if (!p) return false;
@@ -1015,10 +1020,15 @@ const ReplCommand repl_cmds_pipeline[] = {
      "  --pass NAME               only one pass\n"
      "  --stage S                 only one stage (a number or a pass name)",
      cmd_decisions},
-    {"kernels", "kernels", "the kernel plan of the current stage",
+    {"kernels", "kernels [--source [INSTRUCTION] | --resources]", "the kernel plan of the current stage",
      "kernels             each kernel of the current stage: kind (loop, input, output, library,\n"
      "                    control), launches per execution, member instructions, inputs, outputs,\n"
-     "                    bytes read and written and estimated time per launch.",
+     "                    bytes read and written and estimated time per launch.\n"
+     "kernels --source [INSTRUCTION]\n"
+     "                    the kernels' CUDA C, as NVRTC compiles it (one kernel with INSTRUCTION).\n"
+     "kernels --resources\n"
+     "                    ptxas' figures per kernel: registers, spills, shared memory, stack,\n"
+     "                    block size and occupancy on the device profile (no GPU needed).",
      cmd_kernels},
     {"show-stats", "show stats", NULL, NULL, cmd_show_stats},
     {0},

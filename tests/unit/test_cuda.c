@@ -16,6 +16,7 @@
 #include "../compiler/fusion_rules.h"
 #include "../compiler/ir.h"
 #include "../repl/session.h"
+#include "../runtime/backend.h"
 #include "../runtime/cuda_backend.h"
 #include "../runtime/cuda_driver.h"
 #include "../runtime/cuda_kernels.h"
@@ -30,6 +31,8 @@ typedef struct {
   const char *name;
 } FakeFn;
 static FakeFn fake_fns[] = {{"fx_cond"}, {"fx_body"}, {"fx_axpb"}};
+static FakeFn fake_generic = {"generic"}; /* any other kernel: launched, computes nothing */
+static bool fake_accept_any;
 static int fake_live_allocs, fake_launches, fake_fail_alloc, fake_loaded;
 static unsigned fake_last_block, fake_last_grid;
 
@@ -101,6 +104,10 @@ static CUresult f_getfn(CUfunction *f, CUmodule m, const char *name) {
       *f = (CUfunction)(void *)&fake_fns[i];
       return 0;
     }
+  if (fake_accept_any) {
+    *f = (CUfunction)(void *)&fake_generic;
+    return 0;
+  }
   return 500;
 }
 /* Runs the kernels of loop_kernels.h on the host, thread 0 only where they do. */
@@ -111,6 +118,7 @@ static CUresult f_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, un
   fake_launches++;
   fake_last_block = bx;
   fake_last_grid = gx;
+  if (fn == &fake_generic) return 0;
   CUdeviceptr p0 = *(CUdeviceptr *)params[0], p1 = *(CUdeviceptr *)params[1];
   if (strcmp(fn->name, "fx_cond") == 0) {
     CUdeviceptr p2 = *(CUdeviceptr *)params[2];
@@ -957,6 +965,69 @@ TEST(kernel_views) {
   ir_module_free(m);
 }
 
+/* The GPU backend's plumbing over the fake driver: prepare compiles and loads the stage's unit,
+ * run launches every kernel (the fake computes nothing), reads results back, keeps the counters
+ * and per-kernel statistics, and frees every buffer and module. */
+TEST(gpu_backend_plumbing_on_fake_driver) {
+  if (!cuda_nvrtc_built_in()) return;
+  use_temp_cache();
+  cuda_driver_install(&fake_api);
+  fake_accept_any = true;
+  static const char text[] =
+      "HloModule plumbing\n\n"
+      "ENTRY main {\n"
+      "  x = f32[1000] parameter(0)\n"
+      "  y = f32[1000] parameter(1)\n"
+      "  a = f32[1000] add(x, y)\n"
+      "  e = f32[1000] exponential(a)\n"
+      "  lo = f32[] constant(0)\n"
+      "  hi = f32[] constant(1)\n"
+      "  r = f32[1000] rng(lo, hi), distribution=rng_uniform\n"
+      "  ROOT t = (f32[1000], f32[1000]) tuple(e, r)\n"
+      "}\n";
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, sizeof text - 1, "plumbing.hlo", &err);
+  CHECK(m != NULL);
+  void *be = m ? rt_backend_gpu.create(&err) : NULL;
+  CHECK(be != NULL);
+  if (m && be) {
+    const IrModule *mods[1] = {m};
+    CHECK(rt_backend_gpu.prepare(be, mods, 1, &err));
+    RtTensor *args[2];
+    for (int k = 0; k < 2; k++) {
+      args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &err);
+      rt_tensor_fill_random(args[k], 3, (uint64_t)k);
+    }
+    RtOptions o = {.seed = 5};
+    RtRunStats st = {0};
+    RtTensor *out = NULL;
+    fake_launches = 0;
+    bool ok = rt_backend_gpu.run(be, m, args, 2, &o, &out, &st, &err);
+    if (!ok) fprintf(stderr, "%s\n", err.msg);
+    CHECK(ok);
+    CHECK(st.counters.launches == 3);  /* add, exponential, rng: three kernels, none fused yet */
+    CHECK(fake_launches == 3);
+    CHECK(st.nkernels == 3);
+    for (int q = 0; q < st.nkernels; q++) {
+      CHECK(st.kernels[q].native && st.kernels[q].launches == 1);
+      CHECK_NEAR(st.kernels[q].total_ns, 0.25e6, 1); /* the fake's events: 0.25 ms */
+    }
+    CHECK_STR(st.kernels[2].how, "rng");
+    CHECK(out && out->type == IR_TUPLE && out->ntuple == 2);
+    CHECK(st.counters.bytes_read == 4 * 1000 * 2 + 4 * 1000 + 8 && st.counters.bytes_written == 3 * 4 * 1000);
+    rt_tensor_unref(out);
+    rt_run_stats_free(&st);
+    for (int k = 0; k < 2; k++) rt_tensor_unref(args[k]);
+  }
+  if (be) rt_backend_gpu.destroy(be);
+  CHECK(fake_live_allocs == 0);
+  CHECK(fake_loaded == 0);
+  fake_accept_any = false;
+  cuda_driver_install(NULL);
+  if (m) ir_module_free(m);
+}
+
 int main(void) {
   RUN(driver_missing_is_explained);
   RUN(fake_driver_lists_device_and_profile);
@@ -981,6 +1052,7 @@ int main(void) {
   RUN(stage_unit_classifies_and_compiles);
   RUN(registers_rule_refuses_a_spilling_fusion);
   RUN(kernel_views);
+  RUN(gpu_backend_plumbing_on_fake_driver);
   if (cache_dir[0]) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);
