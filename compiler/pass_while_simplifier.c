@@ -78,8 +78,9 @@ static void drop_unused_reads(IrInstr *v, int64_t j) {
 }
 
 /* Marks (in mark[], indexed by position in c) everything that depends on the parameter's
- * element j. Returns false when a dependent has side effects or the walk is malformed. */
-static bool dependents(const IrComputation *c, const IrInstr *param, int64_t j, char *mark) {
+ * element j, and sets *feeds_other when a root operand other than j depends on it. Returns false
+ * when a dependent has side effects or the walk is malformed. */
+static bool dependents(const IrComputation *c, const IrInstr *param, int64_t j, char *mark, bool *feeds_other) {
   for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = (void *)(intptr_t)(k + 1);
   bool ok = true;
   for (int k = 0; k < c->ninstrs && ok; k++) {
@@ -98,6 +99,13 @@ static bool dependents(const IrComputation *c, const IrInstr *param, int64_t j, 
     }
     mark[k] = dep;
     if (dep && i != c->root && !simp_is_pure(i)) ok = false;
+  }
+  *feeds_other = false;
+  for (int k = 0; k < c->root->noperands && ok; k++) {
+    const IrInstr *o = c->root->operands[k];
+    if (k == j || !o || o->parent != c) continue;
+    intptr_t pos = (intptr_t)o->aux - 1;
+    if (pos >= 0 && pos < c->ninstrs && mark[pos]) *feeds_other = true;
   }
   for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = NULL;
   return ok;
@@ -133,7 +141,7 @@ static void shift_gtes(IrInstr *v, int64_t j) {
 }
 
 /* Tries to remove one dead element of w. Returns 1 when removed, 0 when none, -1 on error. */
-static int remove_dead_element(IrModule *m, IrInstr *w, PassContext *cx) {
+static int remove_dead_element(IrModule *m, IrInstr *w, PassContext *cx, const int *callers) {
   IrComputation *body = ir_attr_comp(w, "body"), *cond = ir_attr_comp(w, "condition");
   IrInstr *init = w->operands[0];
   if (!body || !cond || !init || body == cond || w->shape.type != IR_TUPLE) return 0;
@@ -141,7 +149,7 @@ static int remove_dead_element(IrModule *m, IrInstr *w, PassContext *cx) {
   if (n < 2 || body->nparams != 1 || cond->nparams != 1 || !body->root || body->root->op != IR_OP_TUPLE ||
       body->root->noperands != n)
     return 0;
-  if (w == w->parent->root || simp_callers(m, body) != 1 || simp_callers(m, cond) != 1) return 0;
+  if (w == w->parent->root || callers[body->id] != 1 || callers[cond->id] != 1) return 0;
   /* The initial value must be a tuple only this loop uses (as fori_loop and scan build it), so
    * dropping an element never adds instructions. */
   if (init->op != IR_OP_TUPLE || init->nusers != 1 || init == init->parent->root || init->noperands != n) return 0;
@@ -159,17 +167,9 @@ static int remove_dead_element(IrModule *m, IrInstr *w, PassContext *cx) {
     goto out;
   for (int j = n - 1; j >= 0; j--) {
     if (used_after[j] || cond_reads[j]) continue;
-    if (!dependents(body, body->params[0], j, mark)) continue;
     /* No other element's next value may depend on element j. */
     bool feeds_other = false;
-    for (int k = 0; k < body->root->noperands && !feeds_other; k++) {
-      if (k == j) continue;
-      IrInstr *o = body->root->operands[k];
-      if (o->parent != body) continue;
-      for (int q = 0; q < body->ninstrs; q++)
-        if (body->instrs[q] == o && mark[q]) feeds_other = true;
-    }
-    if (feeds_other) continue;
+    if (!dependents(body, body->params[0], j, mark, &feeds_other) || feeds_other) continue;
     /* Element j is dead: edit the loop. Collect what depends on it first (positions move as
      * instructions go). */
     IrInstr **deps = fx_calloc((size_t)body->ninstrs + 1, sizeof(IrInstr *));
@@ -230,8 +230,25 @@ out:
   return result;
 }
 
+/* How many instructions call each computation (indexed by computation id). */
+static int *count_callers(const IrModule *m) {
+  int *n = fx_calloc((size_t)m->next_id + 1, sizeof(int));
+  if (!n) return NULL;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+      const IrInstr *i = m->comps[c]->instrs[k];
+      for (int a = 0; a < i->nattrs; a++)
+        if (i->attrs[a].kind == IR_ATTR_COMP)
+          for (int q = 0; q < i->attrs[a].ncomps; q++)
+            if (i->attrs[a].comps[q] && i->attrs[a].comps[q]->id <= m->next_id) n[i->attrs[a].comps[q]->id]++;
+    }
+  return n;
+}
+
 static bool run_while_simplifier(IrModule *m, PassContext *cx, bool *changed) {
   int edits = 0;
+  int *callers = count_callers(m);
+  if (!callers) return fx_error_set(cx->err, NULL, 0, 0, "while-loop-simplifier: out of memory");
   for (int c = 0; c < m->ncomps; c++) {
     IrComputation *comp = m->comps[c];
     if (simp_is_fused_computation(comp)) continue;
@@ -249,19 +266,27 @@ static bool run_while_simplifier(IrModule *m, PassContext *cx, bool *changed) {
         /* The while goes even with its side effects: a loop that never runs has none. */
         ir_set_operand(w, 0, NULL);
         ir_instr_remove(w);
+        for (int a = 0; a < w->nattrs; a++)
+          if (w->attrs[a].kind == IR_ATTR_COMP)
+            for (int q = 0; q < w->attrs[a].ncomps; q++)
+              if (w->attrs[a].comps[q]) callers[w->attrs[a].comps[q]->id]--;
         edits++;
         k -= n0 - comp->ninstrs;
         if (k < -1) k = -1;
         continue;
       }
       for (int guard = 0; guard < 1024; guard++) {
-        int r = remove_dead_element(m, w, cx);
-        if (r < 0) return fx_error_set(cx->err, NULL, 0, 0, "while-loop-simplifier: out of memory");
+        int r = remove_dead_element(m, w, cx, callers);
+        if (r < 0) {
+          fx_free(callers);
+          return fx_error_set(cx->err, NULL, 0, 0, "while-loop-simplifier: out of memory");
+        }
         if (r == 0) break;
         edits++;
       }
     }
   }
+  fx_free(callers);
   if (edits) ir_module_remove_unreachable(m);
   *changed = edits > 0;
   return true;
