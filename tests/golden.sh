@@ -8,6 +8,9 @@ args=$2
 base=${args%.args}
 export FXPLAIN_FXPLAIN="$fx" NO_COLOR=1 FXPLAIN_HISTORY=/dev/null
 export FXPLAIN_CACHE_DIR="${FXPLAIN_CACHE_DIR:-${TMPDIR:-/tmp}/fxplain-test-cache-$(id -u)}"
+# Pictures that scripts render without naming a file go here, not into the source tree.
+export FXPLAIN_OUT_DIR="${FXPLAIN_OUT_DIR:-${TMPDIR:-/tmp}/fxplain-test-out-$(id -u)}"
+mkdir -p "$FXPLAIN_OUT_DIR"
 eval "set -- $(cat "$args")"
 if [ -f "$base.stdin" ]; then
   actual=$("$fx" "$@" < "$base.stdin" 2>&1; echo "exit: $?")

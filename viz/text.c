@@ -4,8 +4,8 @@
  * library call with the library it goes to, each unfused compute op, loop control with the
  * computations it runs — then the values that cross between kernels (written to memory), with
  * their sizes. Parameters, constants, tuples, get-tuple-element and bitcasts launch nothing and
- * appear only as sources of kernel inputs. When the caller has the kernel plan, each kernel also
- * shows its bytes, launches and estimated time. */
+ * appear only as sources of kernel inputs. When the caller has the kernel plan, its kernels are
+ * the ones listed (with their bytes, launches and estimated time). */
 #include <string.h>
 
 #include "viz_internal.h"
@@ -96,6 +96,9 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
   for (int k = 0; k < c->ninstrs; k++) {
     const IrInstr *i = c->instrs[k];
     if (!viz_live(i) || viz_kernel_kind(i) == VIZ_K_NONE) continue;
+    /* With the plan's numbers, its kernels are the kernels (a reshape that is only a new view of
+     * a buffer launches nothing there). */
+    if (numbers && !numbers_of(numbers, i->name)) continue;
     if (i->id >= 0 && i->id < nmap) knum[i->id] = ++nk;
     VizKernelKind kk = viz_kernel_kind(i);
     if (ir_instr_is_fusion(i)) nfusion++;

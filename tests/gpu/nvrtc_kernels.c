@@ -18,6 +18,7 @@
 #include "../compiler/fx.h"
 #include "../compiler/hlo.h"
 #include "../compiler/pass.h"
+#include "../repl/repl.h"
 #include "../runtime/cuda_kernels.h"
 #include "../runtime/cuda_nvrtc.h"
 
@@ -42,6 +43,14 @@ static IrModule *load_fx_file(const char *path, int steps, FxError *err) {
     char *e = strchr(s, '\n');
     snprintf(tail, sizeof tail, "%s", e ? e : "");
     snprintf(s, sizeof buf - (size_t)(s - buf), "let steps = %d%s", steps, tail);
+  }
+  /* Walkthrough scripts mix shell commands (echo, step, render, ...) with the .fx definitions:
+   * keep the definitions, blanking command lines so that line numbers stay right. */
+  for (char *line = buf; line && *line;) {
+    char *end = strchr(line, '\n');
+    if (repl_line_command(line))
+      for (char *c = line; c < (end ? end : line + strlen(line)); c++) *c = ' ';
+    line = end ? end + 1 : NULL;
   }
   FxState *st = fx_state_new();
   IrModule *m = NULL;

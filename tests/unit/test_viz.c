@@ -439,9 +439,12 @@ TEST(text_picture) {
             "result: tuple.1 (tuple of #3, #2)\n");
   free(t);
   /* With the plan's numbers. */
-  VizKernelNumbers kn[1] = {{"fusion.1", 512, 256, 10, 1.5}};
-  VizNumbers nums = {kn, 1};
+  /* With the plan's numbers; its kernels are the kernels (here exponential.1 is left out). */
+  VizKernelNumbers kn[2] = {{"fusion.1", 512, 256, 10, 1.5}, {"dot.1", 640, 256, 10, 2.0}};
+  VizNumbers nums = {kn, 2};
   t = text_of(s.m, NULL, &nums, &err);
+  CHECK_CONTAINS(t, "small \xc2\xb7 main: 2 kernels (1 fusion, 1 library call, 0 loop control, 0 unfused)\n");
+  CHECK(strstr(t, "exponential.1        loop") == NULL);
   CHECK_CONTAINS(t, "  #2   fusion.1             loop fusion (kLoop)          f32[4,16]\n"
                     "        reads 512 B, writes 256 B, 1.50 us per launch, 10 launches\n");
   free(t);
