@@ -539,6 +539,40 @@ IrInstr *fusion_merge_siblings(IrInstr *a, IrInstr *b, const char *kind) {
   return fa;
 }
 
+IrInstr *fusion_merge_outputs_into(IrInstr *g, IrInstr *f) {
+  IrComputation *gc = ir_fused_computation(g);
+  if (!gc || !ir_fused_computation(f)) return NULL;
+  /* g's parameters that stand for f's outputs, and which output each is. */
+  IrInstr *params[256];
+  int64_t index[256];
+  int np = 0;
+  for (int k = 0; k < g->noperands && k < gc->nparams && np < 256; k++) {
+    IrInstr *op = g->operands[k];
+    if (op && op->op == IR_OP_GET_TUPLE_ELEMENT && op->noperands == 1 && op->operands[0] == f) {
+      params[np] = gc->params[k];
+      index[np] = 0;
+      ir_attr_int(op, "index", &index[np]);
+      np++;
+      ir_set_operand(g, k, NULL);
+    }
+  }
+  IrInstr *t = bring_in(g, f, true);
+  if (!t || t->op != IR_OP_TUPLE) return NULL;
+  for (int k = 0; k < np; k++)
+    if (index[k] >= 0 && index[k] < t->noperands) ir_replace_all_uses(params[k], t->operands[index[k]]);
+  if (t->nusers == 0 && !t->is_root) ir_instr_remove(t);
+  compact_params(g);
+  while (f->nusers > 0) {
+    IrInstr *gte = f->users[0];
+    ir_set_operand(gte, 0, NULL);
+    gte->noperands = 0;
+    ir_instr_remove(gte);
+  }
+  remove_fusion(f);
+  ir_computation_sort(gc);
+  return g;
+}
+
 /* ---------- unfusing ---------- */
 
 bool fusion_unfuse(IrInstr *f) {

@@ -28,6 +28,10 @@ IrInstr *fusion_fuse_multi_output(IrInstr *consumer, IrInstr *producer);
 /* Sibling (and horizontal) fusion: b's body joins a's, both keep their outputs. a and b must be
  * independent. Returns the merged fusion (a's), or NULL. */
 IrInstr *fusion_merge_siblings(IrInstr *a, IrInstr *b, const char *kind);
+/* Merges multi-output fusion f into fusion g when every output of f is read (through
+ * get-tuple-element) by g alone: f's body moves into g, nothing is written out. The caller checks
+ * that condition. Returns g, or NULL on allocation failure. */
+IrInstr *fusion_merge_outputs_into(IrInstr *g, IrInstr *f);
 /* Inlines a fusion back into its computation (its fused computation is dropped). Returns false
  * on allocation failure. */
 bool fusion_unfuse(IrInstr *fusion);

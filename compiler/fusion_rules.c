@@ -636,12 +636,12 @@ int64_t fusion_bytes_read(const IrInstr *i) {
     bool dup = false;
     for (int j = 0; j < k; j++)
       if (i->operands[j] == op) dup = true;
-    if (!dup) b += ir_shape_bytes(&op->shape);
+    if (!dup) b += plan_operand_bytes_read(i, k);
   }
   return b;
 }
 
-int64_t fusion_bytes_written(const IrInstr *i) { return ir_shape_bytes(&i->shape); }
+int64_t fusion_bytes_written(const IrInstr *i) { return plan_bytes_written(i); }
 
 double fusion_flops(const IrInstr *i) {
   IrComputation *fc = ir_fused_computation(i);
@@ -847,12 +847,21 @@ bool fusion_check_code_duplication(const IrInstr *p, const IrInstr *c, const Pas
         fusion_suggest(v, "raise the limit with `set dup_limit %d`", users);
       return false;
     }
-    if (copies > 1) {
-      fusion_verdict_metric(v, "limit", 1);
-      return fusion_refuse(v, FR_CODE_DUPLICATION,
-                           "%s would be emitted %d times inside %s; a %s invalidates the emitter's cache, so "
-                           "XLA allows one copy",
-                           what, copies, c->name, ir_op_name(r->op));
+    if (copies > limit) {
+      fusion_verdict_metric(v, "copies", copies);
+      fusion_refuse(v, FR_CODE_DUPLICATION,
+                    "fusing %s into %s would emit the %s %d times (it is read there through %d different index "
+                    "computations); a %s invalidates the emitter's cache, so the limit is %d %s",
+                    what, c->name, ir_op_name(r->op), copies, copies, ir_op_name(r->op), limit,
+                    plural(limit, "copy", "copies"));
+      if (r->op == IR_OP_CONCATENATE)
+        fusion_suggest(v,
+                       "raise the limit with `set dup_limit %d`, or pass the values separately instead of "
+                       "concatenating",
+                       copies > 3 ? copies : 3);
+      else
+        fusion_suggest(v, "raise the limit with `set dup_limit %d`", copies);
+      return false;
     }
   }
   return true;

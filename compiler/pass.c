@@ -115,6 +115,12 @@ static const Pass *const classic_passes[] = {
     &pass_instruction_fusion_dup,
     &pass_fusion_merger,
     &pass_multi_output_fusion,
+    /* XLA repeats the four until nothing changes; a second round catches what the first made
+       possible (a fusion left with one user after multi-output fusion merges into it) */
+    &pass_instruction_fusion_round2,
+    &pass_instruction_fusion_dup_round2,
+    &pass_fusion_merger_round2,
+    &pass_multi_output_fusion_round2,
     &pass_horizontal_fusion,
 };
 

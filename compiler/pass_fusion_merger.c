@@ -42,6 +42,46 @@ static bool user_ok(const IrInstr *u, const PassContext *cx, FusionVerdict *v) {
   return true;
 }
 
+/* A multi-output fusion whose every output is read by one and the same fusion merges into it:
+ * nothing need be written out (the multi-output fusion was made before its consumer could take
+ * it; XLA's fixed-point loop gets there by merging before grouping). Returns whether it merged. */
+static bool merge_outputs(IrInstr *f, PassContext *cx, int *merged, bool *ok) {
+  IrInstr *g = NULL;
+  for (int u = 0; u < f->nusers; u++) {
+    IrInstr *x = f->users[u];
+    if (x->op != IR_OP_GET_TUPLE_ELEMENT) return false;
+    for (int w = 0; w < x->nusers; w++) {
+      if (g && x->users[w] != g) return false;
+      g = x->users[w];
+    }
+  }
+  if (!g || g->op != IR_OP_FUSION || g->parent != f->parent) return false;
+  FusionVerdict v;
+  memset(&v, 0, sizeof v);
+  if (!fusion_check_consumer(g, cx, &v) || !fusion_check_too_large(f, g, cx, false, &v)) {
+    fusion_verdict_emit(cx, "merge", f->name, g->name, NULL, &v);
+    return false;
+  }
+  double cur = current_bytes(f), mer = (double)fusion_bytes_read(f);
+  double ratio = mer / (cur > 1.0 ? cur : 1.0);
+  fusion_verdict_metric(&v, "bytes_ratio", ratio);
+  fusion_verdict_metric(&v, "outputs", f->shape.type == IR_TUPLE ? f->shape.ntuple : 1);
+  char fname[256], gname[256];
+  snprintf(fname, sizeof fname, "%s", f->name);
+  snprintf(gname, sizeof gname, "%s", g->name);
+  fusion_verdict_ok(&v,
+                    "every output of %s is read by %s alone: merged into it, so its %d outputs are no longer "
+                    "written out (merged-to-current-bytes-ratio %.2f)",
+                    fname, gname, f->shape.type == IR_TUPLE ? f->shape.ntuple : 1, ratio);
+  if (!fusion_merge_outputs_into(g, f)) {
+    *ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory merging %s", cx->pass, fname);
+    return false;
+  }
+  fusion_verdict_emit(cx, "merge", fname, gname, gname, &v);
+  (*merged)++;
+  return true;
+}
+
 static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
   int n = c->ninstrs;
   IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1));
@@ -54,7 +94,11 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
     const char *kind = ir_fusion_kind(f);
     if (!kind || strcmp(kind, "kLoop") != 0) continue;
     IrComputation *fc = ir_fused_computation(f);
-    if (!fc || !fc->root || fc->root->op == IR_OP_TUPLE) continue;
+    if (!fc || !fc->root) continue;
+    if (fc->root->op == IR_OP_TUPLE) {
+      if (!merge_outputs(f, cx, merged, &ok)) continue;
+      continue;
+    }
     int nu = f->nusers;
     IrInstr *users[256];
     if (nu > 256) continue;
@@ -177,5 +221,11 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
 const Pass pass_fusion_merger = {
     "fusion-merger",
     "merge a loop fusion into all of its users, or none (bytes, duplication and size permitting)",
+    run,
+};
+
+const Pass pass_fusion_merger_round2 = {
+    "fusion-merger",
+    "second round of XLA's fixed-point fusion loop: fusion-merger again on what the first round left",
     run,
 };

@@ -227,3 +227,15 @@ const Pass pass_instruction_fusion_dup = {
     "fuse producers into consumers again, duplicating cheap producers into each of their users",
     run_dup,
 };
+
+const Pass pass_instruction_fusion_round2 = {
+    "instruction-fusion",
+    "second round of XLA's fixed-point fusion loop: instruction-fusion again on what the first round left",
+    run_no_dup,
+};
+
+const Pass pass_instruction_fusion_dup_round2 = {
+    "instruction-fusion",
+    "second round of XLA's fixed-point fusion loop: instruction-fusion again on what the first round left",
+    run_dup,
+};

@@ -225,3 +225,9 @@ const Pass pass_multi_output_fusion = {
     "sibling fusion (kernels reading the same operand) and producer-consumer fusion keeping the producer as an output",
     run,
 };
+
+const Pass pass_multi_output_fusion_round2 = {
+    "multi_output_fusion",
+    "second round of XLA's fixed-point fusion loop: multi_output_fusion again on what the first round left",
+    run,
+};

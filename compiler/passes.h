@@ -25,5 +25,10 @@ extern const Pass pass_multi_output_fusion;    /* pass_multi_output_fusion.c */
 extern const Pass pass_horizontal_fusion;      /* pass_horizontal_fusion.c: horizontal-loop-fusion */
 extern const Pass pass_priority_fusion;        /* pass_priority_fusion.c */
 extern const Pass pass_while_loop_unroll;      /* pass_unroll.c: `set unroll N` */
+/* The second round of XLA's fixed-point fusion loop (same names, pipelines only). */
+extern const Pass pass_instruction_fusion_round2;
+extern const Pass pass_instruction_fusion_dup_round2;
+extern const Pass pass_fusion_merger_round2;
+extern const Pass pass_multi_output_fusion_round2;
 
 #endif

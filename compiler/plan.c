@@ -447,25 +447,35 @@ static void add_compute_kernel(Builder *b, IrInstr *i, KernelKind kind, int64_t 
     for (int q = 0; q < k->ninputs && !seen; q++) seen = k->inputs[q] == op;
     if (seen) continue;
     k->inputs[k->ninputs++] = op;
-    int64_t rd = ir_shape_bytes(&op->shape);
-    if (body) {
-      const IrInstr *param = o < body->nparams ? body->params[o] : NULL;
-      rd = fused_param_read(param, op, body);
-    } else if ((i->op == IR_OP_SLICE || i->op == IR_OP_DYNAMIC_SLICE || i->op == IR_OP_GATHER) && o == 0) {
-      int64_t out = ir_shape_bytes(&i->shape);
-      rd = out < rd ? out : rd;
-    } else if (i->op == IR_OP_DYNAMIC_UPDATE_SLICE && o == 0) {
-      rd = 0; /* updated in place */
-    }
-    k->bytes_read += rd;
+    k->bytes_read += plan_operand_bytes_read(i, o);
   }
-  /* outputs */
+  k->bytes_written = plan_bytes_written(i);
+  cost(b, k);
+}
+
+int64_t plan_operand_bytes_read(const IrInstr *i, int o) {
+  const IrInstr *op = o >= 0 && o < i->noperands ? i->operands[o] : NULL;
+  if (!op) return 0;
+  IrComputation *body = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int64_t rd = ir_shape_bytes(&op->shape);
+  if (body) {
+    const IrInstr *param = o < body->nparams ? body->params[o] : NULL;
+    rd = fused_param_read(param, op, body);
+  } else if ((i->op == IR_OP_SLICE || i->op == IR_OP_DYNAMIC_SLICE || i->op == IR_OP_GATHER) && o == 0) {
+    int64_t out = ir_shape_bytes(&i->shape);
+    rd = out < rd ? out : rd;
+  } else if (i->op == IR_OP_DYNAMIC_UPDATE_SLICE && o == 0) {
+    rd = 0; /* updated in place */
+  }
+  return rd;
+}
+
+int64_t plan_bytes_written(const IrInstr *i) {
+  IrComputation *body = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
   const IrInstr *root = body ? body->root : i;
   if (root && root->op == IR_OP_DYNAMIC_UPDATE_SLICE && root->noperands >= 2 && root->operands[1])
-    k->bytes_written = ir_shape_bytes(&root->operands[1]->shape);
-  else
-    k->bytes_written = ir_shape_bytes(&i->shape);
-  cost(b, k);
+    return ir_shape_bytes(&root->operands[1]->shape);
+  return ir_shape_bytes(&i->shape);
 }
 
 static void add_control_kernel(Builder *b, IrInstr *i, int64_t launches, int64_t bytes_read) {

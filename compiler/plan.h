@@ -62,6 +62,10 @@ const PlanKernel *plan_kernel_of(const KernelPlan *p, const IrInstr *i);
  * per input element, dot 2*M*N*K, convolution 2 * output elements * kernel elements / output
  * features, reduce-window one per window element. Data movement counts 0. */
 double plan_instr_flops(const IrInstr *i);
+/* Bytes the kernel made of i reads of its operand o (only the sliced part when every use slices it,
+ * nothing for the buffer an in-place dynamic-update-slice updates), and bytes it writes. */
+int64_t plan_operand_bytes_read(const IrInstr *i, int o);
+int64_t plan_bytes_written(const IrInstr *i);
 /* Estimated time of one kernel launch on dev, in microseconds: max(memory time, compute time)
  * plus the launch overhead. Every stage's estimate and priority-fusion's cost model use it. */
 double plan_time_us(const DeviceProfile *dev, double bytes, double flops);

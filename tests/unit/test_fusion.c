@@ -1157,6 +1157,27 @@ TEST(unroll_with_and_without_remainder) {
   t_free(t);
 }
 
+TEST(merger_multi_output_into_its_only_reader) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, x);
+  IrInstr *c = op(t, IR_OP_ADD, "add.3", F32V(t, 8), 2, a, b);
+  ir_set_root(t->c, c);
+  IrInstr *f = fusion_merge_siblings(a, b, NULL); /* one kernel, two outputs */
+  IrInstr *g = fusion_wrap(c, NULL);
+  ir_computation_sort(t->c);
+  CHECK(f && g && f->shape.type == IR_TUPLE && g->noperands == 2);
+  CHECK(run_pass(t, &pass_fusion_merger));
+  const Rec *r = find(&t->log, f->name, g->name);
+  CHECK(r && r->accepted);
+  CHECK_CONTAINS(r ? r->detail : NULL, "every output of fusion is read by fusion.2 alone: merged into it, so its 2 outputs are no longer written out");
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1 && count_op(t->c, IR_OP_GET_TUPLE_ELEMENT) == 0);
+  CHECK(g->noperands == 1 && g->operands[0] == x);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
 TEST(vocabulary_complete) {
   int n = 0;
   while (fusion_reason_codes[n]) n++;
@@ -1197,6 +1218,7 @@ int main(void) {
   RUN(slower_if_fused_and_near_miss);
   RUN(priority_reports_every_consumer);
   RUN(unroll_with_and_without_remainder);
+  RUN(merger_multi_output_into_its_only_reader);
   RUN(vocabulary_complete);
   return check_summary();
 }
