@@ -173,16 +173,35 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
       }
       fusion_verdict_ok(v, "%s merges into %s (merged-to-current-bytes-ratio %.2f)", f->name, users[u]->name, ratio);
     }
-    char fname[256];
+    char fname[256], plabel[256];
     snprintf(fname, sizeof fname, "%s", f->name);
+    /* Decisions name the fused root (`why new_state` finds them); the detail names the fusion. */
+    snprintf(plabel, sizeof plabel, "%s", fc->root->name);
     if (!all) {
+      /* A user that can never take a fusion (a tuple, a library call) was reported by
+       * instruction-fusion; here the users that could take it say why they do not. */
+      const char *blocker = NULL;
+      for (int u = 0; u < nu && !blocker; u++)
+        if (!vs[u].ok && vs[u].reason &&
+            (strcmp(vs[u].reason, FR_NOT_FUSIBLE) == 0 || strcmp(vs[u].reason, FR_CUSTOM_CALL) == 0) &&
+            (users[u]->op != IR_OP_FUSION))
+          blocker = users[u]->name;
       for (int u = 0; u < nu; u++) {
+        if (vs[u].ok && blocker)
+          fusion_refuse(&vs[u], FR_CODE_DUPLICATION,
+                        "%s could merge into %s but not into %s, and fusion-merger merges a fusion into all of "
+                        "its users or none",
+                        fname, fusion_consumer_label(users[u], f), blocker);
         if (vs[u].ok) continue;
+        if (blocker && strcmp(users[u]->name, blocker) == 0) continue;
+        if (blocker && vs[u].reason && strcmp(vs[u].reason, FR_NOT_FUSIBLE) == 0 && users[u]->op != IR_OP_FUSION &&
+            fusion_op_never_fuses(users[u]->op))
+          continue;
         size_t len = strlen(vs[u].detail);
         if (nu > 1 && len + 60 < sizeof vs[u].detail)
           snprintf(vs[u].detail + len, sizeof vs[u].detail - len, "; so %s is merged into none of its %d users",
                    fname, nu);
-        fusion_verdict_emit(cx, "merge", fname, fusion_consumer_label(users[u], f), NULL, &vs[u]);
+        fusion_verdict_emit(cx, "merge", plabel, fusion_consumer_label(users[u], f), NULL, &vs[u]);
       }
       fx_free(vs);
       fx_free(labels);
@@ -195,7 +214,7 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
         ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory merging %s", cx->pass, fname);
         break;
       }
-      fusion_verdict_emit(cx, "merge", fname, labels[u], g->name, &vs[u]);
+      fusion_verdict_emit(cx, "merge", plabel, labels[u], g->name, &vs[u]);
     }
     fx_free(vs);
     fx_free(labels);

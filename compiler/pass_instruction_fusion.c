@@ -68,7 +68,13 @@ static IrInstr **unfusible_users(IrComputation *c, const PassContext *cx) {
   return bad;
 }
 
-static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, int *nfused) {
+/* Kind refusals (not_fusible, custom_call: a tuple, a library call) never change from one run to
+ * the next, so only the first run reports them; `first` says whether this is that run. */
+static bool kind_reason(const FusionVerdict *v) {
+  return v->reason && (strcmp(v->reason, FR_NOT_FUSIBLE) == 0 || strcmp(v->reason, FR_CUSTOM_CALL) == 0);
+}
+
+static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, bool first, int *nfused) {
   IrModule *m = c->module;
   int n = c->ninstrs;
   IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1));
@@ -90,6 +96,8 @@ static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, in
     memset(&kindv, 0, sizeof kindv);
     bool consumer_ok = fusion_check_consumer(consumer, cx, &kindv);
     if (!consumer_ok) {
+      /* get-tuple-element and bitcast only name memory: no boundary worth reporting. */
+      if (!first || consumer->op == IR_OP_GET_TUPLE_ELEMENT || consumer->op == IR_OP_BITCAST) continue;
       /* A boundary: one record per computed operand (fusions included). */
       for (int o = 0; o < consumer->noperands; o++) {
         IrInstr *p = consumer->operands[o];
@@ -180,7 +188,8 @@ static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, in
       }
     }
     for (int q = 0; q < npend && ok; q++)
-      fusion_verdict_emit(cx, "fuse", pend[q].producer->name, pend[q].consumer_label, NULL, &pend[q].v);
+      if (first || !kind_reason(&pend[q].v))
+        fusion_verdict_emit(cx, "fuse", pend[q].producer->name, pend[q].consumer_label, NULL, &pend[q].v);
     npend = 0;
   }
   fx_free(pend);
@@ -201,20 +210,21 @@ bool fusion_pass_disabled(PassContext *cx, const char *name) {
   return true;
 }
 
-static bool run(IrModule *m, PassContext *cx, bool *changed, bool may_dup) {
+static bool run(IrModule *m, PassContext *cx, bool *changed, bool may_dup, bool first) {
   *changed = false;
   if (fusion_pass_disabled(cx, "instruction-fusion")) return true;
   IrComputation *comps[1024];
   int n = fusion_control_computations(m, comps, 1024);
   int fused = 0;
   for (int k = 0; k < n; k++)
-    if (!fuse_computation(comps[k], cx, may_dup, &fused)) return false;
+    if (!fuse_computation(comps[k], cx, may_dup, first, &fused)) return false;
   *changed = fused > 0;
   return true;
 }
 
-static bool run_no_dup(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false); }
-static bool run_dup(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true); }
+static bool run_no_dup(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false, true); }
+static bool run_dup(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true, false); }
+static bool run_no_dup2(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false, false); }
 
 const Pass pass_instruction_fusion = {
     "instruction-fusion",
@@ -231,7 +241,7 @@ const Pass pass_instruction_fusion_dup = {
 const Pass pass_instruction_fusion_round2 = {
     "instruction-fusion",
     "second round of XLA's fixed-point fusion loop: instruction-fusion again on what the first round left",
-    run_no_dup,
+    run_no_dup2,
 };
 
 const Pass pass_instruction_fusion_dup_round2 = {

@@ -1,6 +1,689 @@
-/* cmd_fusion.c — the fusion commands of the shell. */
+/* cmd_fusion.c — the fusion commands of the shell: the device profile, the policy knobs of the
+ * fusion rules, `unfuse`, and `compare-decisions`.
+ *
+ *   set device NAME            show device
+ *   set dup_limit N            users a concatenate-like producer may have and still fuse (XLA: 1)
+ *   set max_duplication N      emitted copies of a producer before code_duplication (15)
+ *   set operand_budget N       operands + outputs per fusion (64 in 2021, 96 today)
+ *   set expensive OP on|off|default
+ *   set pass NAME on|off       switch a pass off (its stage repeats the previous one)
+ *   set library dot|conv|rng on|off
+ *   set unroll N               while-loop-unroll factor (1 = off)
+ *   show settings              every knob, the expensive-op overrides, the register check
+ *   unfuse                     inline an optimized XLA dump's fusions back
+ *   compare-decisions [SETTING VALUE]
+ *
+ * Every `set` drops the stages computed with the old value (the next `step` recomputes them) and
+ * remembers the old settings, so `compare-decisions` with no argument shows what the last change
+ * changed: it runs the whole pipeline twice, on scratch copies, and prints the decisions that
+ * differ and the kernels before and after. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compiler/fusion_build.h"
+#include "../compiler/fusion_rules.h"
+#include "../compiler/plan.h"
+#include "json.h"
 #include "session.h"
 
+static bool fail(Session *s, FxError *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static bool fail(Session *s, FxError *err, const char *fmt, ...) {
+  char msg[700];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return fx_error_set(err, s->input_name, s->input_line, 0, "%s", msg);
+}
+
+/* The settings and device before the last `set`, for compare-decisions. */
+static PassSettings prev_settings;
+static DeviceProfile prev_device;
+static bool have_prev;
+static char last_change[160];
+
+static void remember(Session *s, const char *what) {
+  prev_settings = s->settings;
+  prev_device = s->device;
+  have_prev = true;
+  snprintf(last_change, sizeof last_change, "%s", what);
+}
+
+/* After a change: the stages computed with the old value go. */
+static void changed(Session *s, const char *what, const char *old, const char *now) {
+  if (s->nstages > 1) session_truncate(s, 1);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "setting", what);
+    json_kv_str(&w, "old", old);
+    json_kv_str(&w, "new", now);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else {
+    fprintf(s->out, "%s: %s -> %s%s\n", what, old, now,
+            s->nstages >= 1 ? " (the next step recomputes the stages)" : "");
+  }
+}
+
+static bool parse_int(Session *s, const char *what, const char *v, int lo, int hi, int *out, FxError *err) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (!*v || *end || x < lo || x > hi)
+    return fail(s, err, "%s wants a whole number from %d to %d, not '%.40s'", what, lo, hi, v);
+  *out = (int)x;
+  return true;
+}
+
+static bool parse_onoff(Session *s, const char *v, bool *out, FxError *err) {
+  if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) *out = true;
+  else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0) *out = false;
+  else return fail(s, err, "expected on or off, not '%.40s'", v);
+  return true;
+}
+
+static bool want_args(Session *s, int argc, int n, const char *usage, FxError *err) {
+  if (argc != n + 1) return fail(s, err, "usage: %s", usage);
+  return true;
+}
+
+/* ---------- device ---------- */
+
+static void print_device(Session *s, const DeviceProfile *d) {
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "device", d->name);
+    json_kv_bool(&w, "gpu", d->is_gpu);
+    json_kv_int(&w, "sm_count", d->sm_count);
+    json_kv_int(&w, "max_threads_per_block", d->max_threads_per_block);
+    json_kv_int(&w, "shared_mem_per_block", d->shared_mem_per_block);
+    json_kv_int(&w, "registers_per_sm", d->registers_per_sm);
+    json_kv_int(&w, "max_registers_per_thread", d->max_registers_per_thread);
+    json_kv_double(&w, "dram_gbps", d->dram_gbps);
+    json_kv_double(&w, "peak_gflops", d->peak_gflops);
+    json_kv_double(&w, "launch_us", d->launch_us);
+    json_kv_str(&w, "arch", d->arch);
+    json_object_end(&w);
+    fputc('\n', s->out);
+    return;
+  }
+  FILE *o = s->out;
+  fprintf(o, "device %s%s\n", d->name, d->is_gpu ? "" : " (the CPU: kernels are parallel loops)");
+  fprintf(o, "  SMs                       %d\n", d->sm_count);
+  fprintf(o, "  threads per block         %d\n", d->max_threads_per_block);
+  fprintf(o, "  shared memory per block   %d B\n", d->shared_mem_per_block);
+  fprintf(o, "  registers                 %d per SM, at most %d per thread\n", d->registers_per_sm,
+          d->max_registers_per_thread);
+  fprintf(o, "  DRAM bandwidth            %.1f GB/s\n", d->dram_gbps);
+  fprintf(o, "  peak f32                  %.0f GFLOP/s\n", d->peak_gflops);
+  fprintf(o, "  launch overhead           %.1f us\n", d->launch_us);
+  if (d->arch[0]) fprintf(o, "  architecture              %s\n", d->arch);
+}
+
+static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
+  if (!want_args(s, argc, 1, "set device NAME", err)) return false;
+  const DeviceProfile *d = device_lookup(argv[1]);
+  if (!d) {
+    char names[256] = "";
+    for (int k = 0; k < device_count(); k++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", device_at(k)->name);
+    return fail(s, err, "no device profile named '%.40s' (profiles: %s)", argv[1], names);
+  }
+  char old[64];
+  snprintf(old, sizeof old, "%s", s->device.name[0] ? s->device.name : "(none)");
+  remember(s, "device");
+  s->device = *d;
+  changed(s, "device", old, d->name);
+  return true;
+}
+
+static bool cmd_show_device(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (!want_args(s, argc, 0, "show device", err)) return false;
+  print_device(s, s->device.name[0] ? &s->device : device_default());
+  return true;
+}
+
+/* ---------- integer knobs ---------- */
+
+static bool set_int_knob(Session *s, int argc, char **argv, const char *what, int *field, int lo, int hi,
+                         FxError *err) {
+  char usage[64];
+  snprintf(usage, sizeof usage, "set %s N", what);
+  if (!want_args(s, argc, 1, usage, err)) return false;
+  int v;
+  if (!parse_int(s, what, argv[1], lo, hi, &v, err)) return false;
+  char old[24], now[24];
+  snprintf(old, sizeof old, "%d", *field);
+  snprintf(now, sizeof now, "%d", v);
+  remember(s, what);
+  *field = v;
+  changed(s, what, old, now);
+  return true;
+}
+
+static bool cmd_set_dup_limit(Session *s, int argc, char **argv, FxError *err) {
+  return set_int_knob(s, argc, argv, "dup_limit", &s->settings.concat_user_limit, 1, 1000000, err);
+}
+static bool cmd_set_max_duplication(Session *s, int argc, char **argv, FxError *err) {
+  return set_int_knob(s, argc, argv, "max_duplication", &s->settings.max_duplication, 1, 1000000, err);
+}
+static bool cmd_set_operand_budget(Session *s, int argc, char **argv, FxError *err) {
+  return set_int_knob(s, argc, argv, "operand_budget", &s->settings.operand_budget, 2, 1000000, err);
+}
+static bool cmd_set_unroll(Session *s, int argc, char **argv, FxError *err) {
+  return set_int_knob(s, argc, argv, "unroll", &s->settings.unroll, 1, 1000, err);
+}
+
+/* ---------- expensive ops, passes, libraries ---------- */
+
+static bool cmd_set_expensive(Session *s, int argc, char **argv, FxError *err) {
+  if (!want_args(s, argc, 2, "set expensive OP on|off|default", err)) return false;
+  IrOpcode op;
+  if (!ir_op_lookup(argv[1], strlen(argv[1]), &op))
+    return fail(s, err, "unknown op '%.60s' (ops use HLO spelling: exponential, log, divide, ...)", argv[1]);
+  signed char v;
+  if (strcmp(argv[2], "default") == 0) v = 0;
+  else {
+    bool on;
+    if (!parse_onoff(s, argv[2], &on, err)) return false;
+    v = on ? 1 : -1;
+  }
+  char what[96], old[24], now[24];
+  snprintf(what, sizeof what, "expensive %s", ir_op_name(op));
+  signed char cur = s->settings.expensive_override[op];
+  snprintf(old, sizeof old, "%s", cur == 0 ? "default" : cur > 0 ? "on" : "off");
+  snprintf(now, sizeof now, "%s", v == 0 ? "default" : v > 0 ? "on" : "off");
+  remember(s, what);
+  s->settings.expensive_override[op] = v;
+  changed(s, what, old, now);
+  return true;
+}
+
+/* Rewrites the disabled_passes list with `name` in or out. */
+static bool set_disabled(PassSettings *ps, const char *name, bool off) {
+  char out[sizeof ps->disabled_passes] = "";
+  const char *p = ps->disabled_passes;
+  size_t n = strlen(name);
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    if (!(len == n && strncmp(p, name, n) == 0) && len > 0)
+      snprintf(out + strlen(out), sizeof out - strlen(out), "%s%.*s", out[0] ? "," : "", (int)len, p);
+    p += len;
+    if (*p == ',') p++;
+  }
+  if (off) {
+    if (strlen(out) + n + 2 >= sizeof out) return false;
+    snprintf(out + strlen(out), sizeof out - strlen(out), "%s%s", out[0] ? "," : "", name);
+  }
+  memcpy(ps->disabled_passes, out, sizeof out);
+  return true;
+}
+
+static bool cmd_set_pass(Session *s, int argc, char **argv, FxError *err) {
+  if (!want_args(s, argc, 2, "set pass NAME on|off", err)) return false;
+  const Pass *p = pass_lookup(argv[1]);
+  if (!p) {
+    char names[600] = "";
+    for (int k = 0; k < pass_count(); k++)
+      snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", pass_at(k)->name);
+    return fail(s, err, "no pass named '%.60s' (passes: %s)", argv[1], names);
+  }
+  bool on;
+  if (!parse_onoff(s, argv[2], &on, err)) return false;
+  bool was_off = pass_settings_is_disabled(&s->settings, p->name);
+  char what[96];
+  snprintf(what, sizeof what, "pass %s", p->name);
+  remember(s, what);
+  if (!set_disabled(&s->settings, p->name, !on)) return fail(s, err, "too many passes switched off");
+  changed(s, what, was_off ? "off" : "on", on ? "on" : "off");
+  return true;
+}
+
+static bool cmd_set_library(Session *s, int argc, char **argv, FxError *err) {
+  if (!want_args(s, argc, 2, "set library dot|conv|rng on|off", err)) return false;
+  bool *field = NULL;
+  if (strcmp(argv[1], "dot") == 0) field = &s->settings.dot_is_library;
+  else if (strcmp(argv[1], "conv") == 0 || strcmp(argv[1], "convolution") == 0) field = &s->settings.conv_is_library;
+  else if (strcmp(argv[1], "rng") == 0) field = &s->settings.rng_is_library;
+  else return fail(s, err, "library calls are dot, conv and rng, not '%.40s'", argv[1]);
+  bool on;
+  if (!parse_onoff(s, argv[2], &on, err)) return false;
+  char what[64];
+  snprintf(what, sizeof what, "library %s", argv[1]);
+  remember(s, what);
+  bool old = *field;
+  *field = on;
+  changed(s, what, old ? "on" : "off", on ? "on" : "off");
+  return true;
+}
+
+/* ---------- show settings ---------- */
+
+static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (!want_args(s, argc, 0, "show settings", err)) return false;
+  const PassSettings *ps = &s->settings;
+  const char *dev = s->device.name[0] ? s->device.name : device_default()->name;
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "pipeline", s->pipeline ? s->pipeline->name : "classic");
+    json_kv_str(&w, "device", dev);
+    json_kv_int(&w, "dup_limit", ps->concat_user_limit);
+    json_kv_int(&w, "max_duplication", ps->max_duplication);
+    json_kv_int(&w, "operand_budget", ps->operand_budget);
+    json_kv_int(&w, "unroll", ps->unroll);
+    json_key(&w, "library");
+    json_object_begin(&w);
+    json_kv_bool(&w, "dot", ps->dot_is_library);
+    json_kv_bool(&w, "conv", ps->conv_is_library);
+    json_kv_bool(&w, "rng", ps->rng_is_library);
+    json_object_end(&w);
+    json_key(&w, "expensive");
+    json_object_begin(&w);
+    for (int k = 0; k < IR_OP_COUNT; k++)
+      if (ps->expensive_override[k]) json_kv_bool(&w, ir_op_name((IrOpcode)k), ps->expensive_override[k] > 0);
+    json_object_end(&w);
+    json_kv_str(&w, "passes_off", ps->disabled_passes);
+    json_kv_bool(&w, "registers_checked", fusion_register_hook_installed());
+    json_object_end(&w);
+    fputc('\n', s->out);
+    return true;
+  }
+  FILE *o = s->out;
+  fprintf(o, "  pipeline          %s\n", s->pipeline ? s->pipeline->name : "classic");
+  fprintf(o, "  device            %s\n", dev);
+  fprintf(o, "  dup_limit         %d   (users a concatenate, pad, dot or reduce may have and still fuse; XLA 1, the paper's patch 3)\n",
+          ps->concat_user_limit);
+  fprintf(o, "  max_duplication   %d  (emitted copies of a producer before code_duplication)\n", ps->max_duplication);
+  fprintf(o, "  operand_budget    %d  (operands + outputs per fusion; 64 in 2021, 96 today)\n", ps->operand_budget);
+  fprintf(o, "  unroll            %d%s\n", ps->unroll, ps->unroll <= 1 ? "   (loops are not unrolled)" : "");
+  fprintf(o, "  library           dot %s, conv %s, rng %s\n", ps->dot_is_library ? "on" : "off",
+          ps->conv_is_library ? "on" : "off", ps->rng_is_library ? "on" : "off");
+  char ov[600] = "";
+  for (int k = 0; k < IR_OP_COUNT; k++)
+    if (ps->expensive_override[k])
+      snprintf(ov + strlen(ov), sizeof ov - strlen(ov), "%s%s %s", ov[0] ? ", " : "", ir_op_name((IrOpcode)k),
+               ps->expensive_override[k] > 0 ? "on" : "off");
+  fprintf(o, "  expensive         %s\n", ov[0] ? ov : "XLA's table (GPU: exp, rsqrt, divide cheap for f32/f16)");
+  fprintf(o, "  passes off        %s\n", ps->disabled_passes[0] ? ps->disabled_passes : "(none)");
+  fprintf(o, "  registers         %s\n", fusion_registers_note());
+  return true;
+}
+
+/* ---------- unfuse ---------- */
+
+static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (!want_args(s, argc, 0, "unfuse", err)) return false;
+  if (s->nstages < 1 || !s->stages[0].module)
+    return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  IrModule *in = s->stages[0].module;
+  KernelPlan *before = plan_build(in, &s->device, err);
+  if (!before) return false;
+  IrModule *m = ir_module_clone(in);
+  if (!m) {
+    plan_free(before);
+    return fail(s, err, "out of memory");
+  }
+  int n = fusion_unfuse_all(m);
+  for (int k = 0; k < m->ncomps; k++) ir_computation_sort(m->comps[k]);
+  ir_module_remove_unreachable(m);
+  KernelPlan *after = plan_build(m, &s->device, err);
+  if (!after) {
+    plan_free(before);
+    ir_module_free(m);
+    return false;
+  }
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_int(&w, "unfused", n);
+    json_kv_int(&w, "kernels_before", before->nkernels);
+    json_kv_int(&w, "kernels_after", after->nkernels);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else if (n == 0) {
+    fprintf(s->out, "no fusions to unfuse: the module is already as it was before fusion\n");
+  } else {
+    fprintf(s->out, "unfused %d fusion%s: %d kernels (XLA's) -> %d kernels; step through the pipeline to compare our "
+            "decisions with XLA's\n", n, n == 1 ? "" : "s", before->nkernels, after->nkernels);
+  }
+  plan_free(before);
+  plan_free(after);
+  if (n == 0) {
+    ir_module_free(m);
+    return true;
+  }
+  session_set_input(s, m);
+  return true;
+}
+
+/* ---------- compare-decisions ---------- */
+
+typedef struct {
+  char key[400];   /* pass | action | producer | consumer */
+  char verdict[24];
+  char reason[32];
+  char detail[600];
+} Dec;
+
+typedef struct {
+  Dec *d;
+  int n, cap;
+  bool oom;
+} DecList;
+
+static void collect(void *ctx, const PassDecision *pd) {
+  DecList *l = ctx;
+  if (!pd->producer && !pd->consumer) return;
+  char key[400];
+  snprintf(key, sizeof key, "%s | %s | %s -> %s", pd->pass ? pd->pass : "", pd->action ? pd->action : "",
+           pd->producer ? pd->producer : "-", pd->consumer ? pd->consumer : "-");
+  /* The last decision about a key wins (a later evaluation supersedes an earlier one). */
+  for (int k = l->n - 1; k >= 0; k--)
+    if (strcmp(l->d[k].key, key) == 0) {
+      memmove(&l->d[k], &l->d[k + 1], sizeof(Dec) * (size_t)(l->n - k - 1));
+      l->n--;
+      break;
+    }
+  if (l->n == l->cap) {
+    int nc = l->cap ? l->cap * 2 : 128;
+    Dec *nd = fx_realloc(l->d, sizeof(Dec) * (size_t)nc);
+    if (!nd) {
+      l->oom = true;
+      return;
+    }
+    l->d = nd;
+    l->cap = nc;
+  }
+  Dec *d = &l->d[l->n++];
+  snprintf(d->key, sizeof d->key, "%s", key);
+  snprintf(d->verdict, sizeof d->verdict, "%s", pd->accepted ? "accepted" : "rejected");
+  snprintf(d->reason, sizeof d->reason, "%s", pd->reason ? pd->reason : "");
+  snprintf(d->detail, sizeof d->detail, "%s", pd->detail ? pd->detail : "");
+}
+
+/* Runs the session's pipeline on stage 0 with the given settings and device. */
+static bool run_all(Session *s, const PassSettings *ps, const DeviceProfile *dev, DecList *out, int *kernels,
+                    long long *launches, FxError *err) {
+  const Pipeline *pl = s->pipeline ? s->pipeline : pipeline_lookup("classic");
+  IrModule *cur = s->stages[0].module;
+  IrModule *owned = NULL;
+  DecisionSink sink = {collect, out};
+  for (int k = 0; k < pl->npasses; k++) {
+    const Pass *p = pl->passes[k];
+    if (pass_settings_is_disabled(ps, p->name)) continue;
+    FxError perr;
+    fx_error_clear(&perr);
+    PassContext cx = {&sink, dev, ps, k + 1, p->name, &perr};
+    IrModule *next = NULL;
+    bool ch = false;
+    if (!pass_run_stage(p, cur, &cx, &next, &ch)) {
+      if (owned) ir_module_free(owned);
+      return fail(s, err, "%s: %s", p->name, perr.msg);
+    }
+    if (next) {
+      if (owned) ir_module_free(owned);
+      owned = cur = next;
+    }
+  }
+  KernelPlan *plan = plan_build(cur, dev, err);
+  if (owned) ir_module_free(owned);
+  if (!plan) return false;
+  *kernels = plan->nkernels;
+  *launches = (long long)plan->launches;
+  plan_free(plan);
+  if (out->oom) return fail(s, err, "out of memory");
+  return true;
+}
+
+static const Dec *find_dec(const DecList *l, const char *key) {
+  for (int k = 0; k < l->n; k++)
+    if (strcmp(l->d[k].key, key) == 0) return &l->d[k];
+  return NULL;
+}
+
+static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *err) {
+  if (s->nstages < 1 || !s->stages[0].module)
+    return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  if (argc != 1 && argc < 3)
+    return fail(s, err, "usage: compare-decisions [SETTING VALUE...]  (no argument: the last `set` change)");
+  PassSettings before = s->settings, after = s->settings;
+  DeviceProfile dbefore = s->device.name[0] ? s->device : *device_default(), dafter = dbefore;
+  char what[200];
+  if (argc == 1) {
+    if (!have_prev) return fail(s, err, "no setting has changed yet: `set` one, or name it: compare-decisions dup_limit 3");
+    before = prev_settings;
+    dbefore = prev_device.name[0] ? prev_device : *device_default();
+    snprintf(what, sizeof what, "%s", last_change);
+  } else {
+    /* Apply SETTING VALUE on a scratch session state, through the same set commands. */
+    Session tmp = *s;
+    FILE *sink = fopen("/dev/null", "w");
+    if (!sink) return fail(s, err, "cannot open /dev/null");
+    tmp.out = sink;
+    tmp.json = false;
+    tmp.nstages = 0; /* so the set commands drop nothing */
+    char name[128];
+    snprintf(name, sizeof name, "set-%.100s", argv[1]);
+    const ReplCommand *c = repl_command_lookup(name);
+    PassSettings keep_prev = prev_settings;
+    DeviceProfile keep_dev = prev_device;
+    bool keep_have = have_prev;
+    char keep_last[sizeof last_change];
+    memcpy(keep_last, last_change, sizeof keep_last);
+    bool ok = c != NULL && c->run(&tmp, argc - 1, argv + 1, err);
+    fclose(sink);
+    prev_settings = keep_prev;
+    prev_device = keep_dev;
+    have_prev = keep_have;
+    memcpy(last_change, keep_last, sizeof keep_last);
+    if (!c) return fail(s, err, "unknown setting '%.60s'", argv[1]);
+    if (!ok) return false;
+    after = tmp.settings;
+    dafter = tmp.device.name[0] ? tmp.device : *device_default();
+    snprintf(what, sizeof what, "%s", argv[1]);
+    for (int k = 2; k < argc; k++) snprintf(what + strlen(what), sizeof what - strlen(what), " %s", argv[k]);
+  }
+  DecList a = {0}, b = {0};
+  int ka = 0, kb = 0;
+  long long la = 0, lb = 0;
+  bool ok = run_all(s, &before, &dbefore, &a, &ka, &la, err) && run_all(s, &after, &dafter, &b, &kb, &lb, err);
+  if (!ok) {
+    fx_free(a.d);
+    fx_free(b.d);
+    return false;
+  }
+  int ndiff = 0;
+  JsonWriter w;
+  if (s->json) {
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "change", what);
+    json_kv_int(&w, "kernels_before", ka);
+    json_kv_int(&w, "kernels_after", kb);
+    json_kv_int(&w, "launches_before", la);
+    json_kv_int(&w, "launches_after", lb);
+    json_key(&w, "changed");
+    json_array_begin(&w);
+  } else {
+    fprintf(s->out, "decisions that change with %s:\n", what);
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    const DecList *x = pass == 0 ? &a : &b, *y = pass == 0 ? &b : &a;
+    for (int k = 0; k < x->n; k++) {
+      const Dec *d = &x->d[k], *e = find_dec(y, d->key);
+      if (pass == 1 && e) continue; /* pairs were shown from the first list */
+      if (e && strcmp(d->verdict, e->verdict) == 0 && strcmp(d->reason, e->reason) == 0) continue;
+      const Dec *old = pass == 0 ? d : e, *now = pass == 0 ? e : d;
+      ndiff++;
+      if (s->json) {
+        json_object_begin(&w);
+        json_kv_str(&w, "decision", d->key);
+        json_kv_str(&w, "before", old ? old->verdict : NULL);
+        json_kv_str(&w, "before_reason", old && old->reason[0] ? old->reason : NULL);
+        json_kv_str(&w, "after", now ? now->verdict : NULL);
+        json_kv_str(&w, "after_reason", now && now->reason[0] ? now->reason : NULL);
+        json_kv_str(&w, "detail", now ? now->detail : old->detail);
+        json_object_end(&w);
+      } else {
+        fprintf(s->out, "  %s\n", d->key);
+        if (old) fprintf(s->out, "    - %s%s%s: %s\n", old->verdict, old->reason[0] ? " " : "", old->reason, old->detail);
+        else fprintf(s->out, "    - (not evaluated)\n");
+        if (now) fprintf(s->out, "    + %s%s%s: %s\n", now->verdict, now->reason[0] ? " " : "", now->reason, now->detail);
+        else fprintf(s->out, "    + (not evaluated)\n");
+      }
+    }
+  }
+  if (s->json) {
+    json_array_end(&w);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else {
+    fprintf(s->out, "%d decision%s changed; kernels %d -> %d, launches per run %lld -> %lld\n", ndiff,
+            ndiff == 1 ? "" : "s", ka, kb, la, lb);
+  }
+  fx_free(a.d);
+  fx_free(b.d);
+  return true;
+}
+
+/* ---------- the variant table (walkthroughs) ---------- */
+
+typedef struct {
+  char label[48];
+  int kernels;            /* kernels in the plan (loops not multiplied out) */
+  double launches, bytes; /* per step */
+  double est_us;          /* per step */
+} Variant;
+
+static Variant variants[32];
+static int nvariants;
+
+/* Steps of the input's loop: the largest trip count among the input's while loops (the input is
+ * never unrolled, so this counts the program's steps). 1 when there is no loop. */
+static int64_t input_steps(Session *s) {
+  int64_t best = 1;
+  IrModule *m = s->stages[0].module;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+      const IrInstr *i = m->comps[c]->instrs[k];
+      if (i->op != IR_OP_WHILE) continue;
+      int64_t t = plan_while_trip_count(i);
+      if (t > best) best = t;
+    }
+  return best;
+}
+
+static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
+  if (argc != 2) return fail(s, err, "usage: variant LABEL  (records the current stage in the table `variants` prints)");
+  if (s->nstages < 1 || !s->stages[0].module)
+    return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  if (nvariants >= (int)(sizeof variants / sizeof variants[0])) return fail(s, err, "the variant table is full");
+  KernelPlan *p = plan_build(s->stages[s->cur].module, &s->device, err);
+  if (!p) return false;
+  int64_t steps = input_steps(s);
+  Variant *v = &variants[nvariants++];
+  snprintf(v->label, sizeof v->label, "%s", argv[1]);
+  v->kernels = p->nkernels;
+  v->launches = (double)p->launches / (double)steps;
+  v->bytes = (double)(p->bytes_read + p->bytes_written) / (double)steps;
+  v->est_us = p->est_us / (double)steps;
+  plan_free(p);
+  if (!s->json)
+    fprintf(s->out, "%s: %.2f launches and %.1f KiB per step (%lld steps, stage %d)\n", v->label, v->launches,
+            v->bytes / 1024.0, (long long)steps, s->cur);
+  return true;
+}
+
+static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
+  (void)argv;
+  if (argc != 1) return fail(s, err, "usage: variants");
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_array_begin(&w);
+    for (int k = 0; k < nvariants; k++) {
+      json_object_begin(&w);
+      json_kv_str(&w, "variant", variants[k].label);
+      json_kv_int(&w, "kernels", variants[k].kernels);
+      json_kv_double(&w, "launches_per_step", variants[k].launches);
+      json_kv_double(&w, "bytes_per_step", variants[k].bytes);
+      json_kv_double(&w, "est_us_per_step", variants[k].est_us);
+      json_object_end(&w);
+    }
+    json_array_end(&w);
+    fputc('\n', s->out);
+    return true;
+  }
+  fprintf(s->out, "%-22s %8s %18s %16s %14s %9s\n", "variant", "kernels", "launches per step", "KiB per step",
+          "est us/step", "speedup");
+  for (int k = 0; k < nvariants; k++) {
+    const Variant *v = &variants[k];
+    fprintf(s->out, "%-22s %8d %18.2f %16.1f %14.2f %8.2fx\n", v->label, v->kernels, v->launches, v->bytes / 1024.0,
+            v->est_us, v->est_us > 0 ? variants[0].est_us / v->est_us : 0.0);
+  }
+  return true;
+}
+
 const ReplCommand repl_cmds_fusion[] = {
+    {"set-device", "set device rtx2080ti|a100|h100|host", NULL,
+     "set device NAME\n  Choose the device profile the fusion rules and the cost model read: rtx2080ti (the paper's\n"
+     "  card, the default), a100, h100, host. `show device` lists its figures.",
+     cmd_set_device},
+    {"show-device", "show device", NULL, "show device\n  The current device profile's figures.", cmd_show_device},
+    {"set-dup_limit", "set dup_limit N", NULL,
+     "set dup_limit N\n  How many users a concatenate (or pad, dot, dynamic-update-slice, reduce) may have and\n"
+     "  still be fused into them. XLA's rule allows 1; the paper raised it to 3 for CartPole.",
+     cmd_set_dup_limit},
+    {"set-max_duplication", "set max_duplication N", NULL,
+     "set max_duplication N\n  How many times a fused producer may be emitted inside one kernel (XLA: 15).",
+     cmd_set_max_duplication},
+    {"set-operand_budget", "set operand_budget N", NULL,
+     "set operand_budget N\n  Operands plus outputs one fusion may have (XLA: 64 in 2021, 96 since 2024).",
+     cmd_set_operand_budget},
+    {"set-expensive", "set expensive OP on|off|default", NULL,
+     "set expensive OP on|off|default\n  Mark an op expensive (never duplicated, never recomputed per reuse) or cheap,\n"
+     "  or go back to XLA's table. OP uses HLO spelling: exponential, log, divide, power, ...",
+     cmd_set_expensive},
+    {"set-pass", "set pass NAME on|off", NULL,
+     "set pass NAME on|off\n  Switch one pass off (its stage repeats the previous one) or back on.", cmd_set_pass},
+    {"set-library", "set library dot|conv|rng on|off", NULL,
+     "set library dot|conv|rng on|off\n  Whether dot (cuBLAS), convolution (cuDNN) and rng (cuRAND) run as opaque\n"
+     "  library kernels (on, XLA's GPU behaviour) or as fusible loops (off).",
+     cmd_set_library},
+    {"set-unroll", "set unroll N", NULL,
+     "set unroll N\n  Unroll counted loops N times (while-loop-unroll): the body runs N times per iteration,\n"
+     "  so its kernels fuse across steps and launch N times less often. 1 turns it off.",
+     cmd_set_unroll},
+    {"show-settings", "show settings", NULL, "show settings\n  Every fusion knob and its value.", cmd_show_settings},
+    {"unfuse", "unfuse", "inline the fusions of an optimized XLA dump back, to compare with our passes",
+     "unfuse\n  When the loaded module already holds fusions (an optimized XLA dump), `kernels` shows XLA's\n"
+     "  kernels; `unfuse` inlines them back into plain instructions and makes that the input, so the\n"
+     "  pipeline can run on it and our decisions can be compared with XLA's.",
+     cmd_unfuse},
+    {"compare-decisions", "compare-decisions [SETTING VALUE...]",
+     "the fusion decisions a setting changes, and the kernels before and after",
+     "compare-decisions [SETTING VALUE...]\n  Runs the whole pipeline twice on the input: with the settings before the last\n"
+     "  `set` and with the current ones (or with the current ones and SETTING VALUE applied, e.g.\n"
+     "  `compare-decisions dup_limit 3`), and prints every decision whose verdict or reason differs,\n"
+     "  then the kernel counts. The session's stages are not touched.",
+     cmd_compare_decisions},
+    {"variant", "variant LABEL", "record the current stage's launches and bytes per step as a table row",
+     "variant LABEL\n  Records the current stage's kernels, launches per step, bytes per step and estimated time per\n"
+     "  step (a step is one iteration of the input's loop, so unrolled loops still count original steps)\n"
+     "  under LABEL. `variants` prints the table: how each change to a program changed its kernels.",
+     cmd_variant},
+    {"variants", "variants", "the table of recorded variants (kernels, launches and bytes per step)",
+     "variants\n  Prints the rows `variant` recorded, with the estimated speedup over the first row.", cmd_variants},
     {0},
 };

@@ -759,7 +759,7 @@ static T *merger_fan(int n) {
 TEST(bytes_increase_and_near_miss) {
   T *t = merger_fan(4);
   CHECK(run_pass(t, &pass_fusion_merger));
-  const Rec *r = find(&t->log, "fusion", "negate.10");
+  const Rec *r = find(&t->log, "add.1", "negate.10");
   CHECK(r && !r->accepted);
   CHECK_STR(r ? r->reason : NULL, "bytes_increase");
   /* (2 x 1 KiB read) x 4 users / (2 KiB + 1 KiB x 5) = 8/7 */
@@ -773,7 +773,7 @@ TEST(bytes_increase_and_near_miss) {
   for (int k = 0; k < 3; k++) {
     char nm[32];
     snprintf(nm, sizeof nm, "negate.%d", 10 + k);
-    r = find(&t->log, "fusion", nm);
+    r = find(&t->log, "add.1", nm);
     CHECK(r && r->accepted && strcmp(r->action, "merge") == 0);
     CHECK_NEAR(metric(r, "bytes_ratio"), 1.0, 1e-9);
   }
@@ -796,7 +796,7 @@ TEST(merger_concat_code_duplication_and_near_miss) {
     IrInstr *u2 = fusion_wrap(op(t, IR_OP_COS, "cosine.4", F32V(t, 8), 1, f), NULL);
     ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, u1, u2));
     CHECK(run_pass(t, &pass_fusion_merger));
-    const Rec *r = find(&t->log, "fusion", "sign.3");
+    const Rec *r = find(&t->log, "concatenate.12", "sign.3");
     CHECK(r != NULL);
     if (limit == 1) {
       CHECK(r && !r->accepted);
