@@ -849,11 +849,21 @@ bool fusion_check_code_duplication(const IrInstr *p, const IrInstr *c, const Pas
     }
     if (copies > limit) {
       fusion_verdict_metric(v, "copies", copies);
+      /* Name its readers inside the consumer: where the copies come from. */
+      char readers[200] = "";
+      IrComputation *cc = ir_fused_computation(c);
+      int nr = 0;
+      for (int k = 0; cc && k < c->noperands && k < cc->nparams; k++) {
+        if (c->operands[k] != p || !cc->params[k]) continue;
+        for (int u = 0; u < cc->params[k]->nusers && nr < 4; u++, nr++)
+          snprintf(readers + strlen(readers), sizeof readers - strlen(readers), "%s%s", nr ? ", " : "",
+                   cc->params[k]->users[u]->name);
+      }
       fusion_refuse(v, FR_CODE_DUPLICATION,
-                    "fusing %s into %s would emit the %s %d times (it is read there through %d different index "
-                    "computations); a %s invalidates the emitter's cache, so the limit is %d %s",
-                    what, c->name, ir_op_name(r->op), copies, copies, ir_op_name(r->op), limit,
-                    plural(limit, "copy", "copies"));
+                    "fusing %s into %s would emit the %s %d times (its readers there%s%s%s index it %d different "
+                    "ways); a %s invalidates the emitter's cache, so the limit is %d %s",
+                    what, c->name, ir_op_name(r->op), copies, readers[0] ? ", " : "", readers, readers[0] ? "," : "",
+                    copies, ir_op_name(r->op), limit, plural(limit, "copy", "copies"));
       if (r->op == IR_OP_CONCATENATE)
         fusion_suggest(v,
                        "raise the limit with `set dup_limit %d`, or pass the values separately instead of "

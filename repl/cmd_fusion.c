@@ -24,19 +24,22 @@
 #include "../compiler/fusion_build.h"
 #include "../compiler/fusion_rules.h"
 #include "../compiler/plan.h"
+#include "args.h"
 #include "json.h"
 #include "session.h"
 
-static bool fail(Session *s, FxError *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Errors point at word `argi` of the command line (0: the command itself). */
+static bool failw(Session *s, FxError *err, int argi, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-static bool fail(Session *s, FxError *err, const char *fmt, ...) {
+static bool failw(Session *s, FxError *err, int argi, const char *fmt, ...) {
   char msg[700];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return fx_error_set(err, s->input_name, s->input_line, 0, "%s", msg);
+  return repl_arg_error(s, err, argi, "%s", msg);
 }
+#define fail(s, err, ...) failw(s, err, 0, __VA_ARGS__)
 
 /* The settings and device before the last `set`, for compare-decisions. */
 static PassSettings prev_settings;
@@ -72,22 +75,24 @@ static void changed(Session *s, const char *what, const char *old, const char *n
 static bool parse_int(Session *s, const char *what, const char *v, int lo, int hi, int *out, FxError *err) {
   char *end;
   long x = strtol(v, &end, 10);
+  char buf[80];
   if (!*v || *end || x < lo || x > hi)
-    return fail(s, err, "%s wants a whole number from %d to %d, not '%.40s'", what, lo, hi, v);
+    return failw(s, err, 1, "%s wants a whole number from %d to %d, not '%s'", what, lo, hi,
+                 repl_printable(buf, sizeof buf, v));
   *out = (int)x;
   return true;
 }
 
 static bool parse_onoff(Session *s, const char *v, bool *out, FxError *err) {
+  char buf[80];
   if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) *out = true;
   else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0) *out = false;
-  else return fail(s, err, "expected on or off, not '%.40s'", v);
+  else return failw(s, err, 2, "expected on or off, not '%s'", repl_printable(buf, sizeof buf, v));
   return true;
 }
 
-static bool want_args(Session *s, int argc, int n, const char *usage, FxError *err) {
-  if (argc != n + 1) return fail(s, err, "usage: %s", usage);
-  return true;
+static bool want_args(Session *s, int argc, char **argv, int n, FxError *err) {
+  return repl_check_argc(s, argc, argv, n, n, err);
 }
 
 /* ---------- device ---------- */
@@ -126,13 +131,14 @@ static void print_device(Session *s, const DeviceProfile *d) {
 }
 
 static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
-  if (!want_args(s, argc, 1, "set device NAME", err)) return false;
+  if (!want_args(s, argc, argv, 1, err)) return false;
   const DeviceProfile *d = device_lookup(argv[1]);
   if (!d) {
     char names[256] = "";
     for (int k = 0; k < device_count(); k++)
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", device_at(k)->name);
-    return fail(s, err, "no device profile named '%.40s' (profiles: %s)", argv[1], names);
+    char buf[80];
+    return failw(s, err, 1, "no device profile named '%s' (profiles: %s)", repl_printable(buf, sizeof buf, argv[1]), names);
   }
   char old[64];
   snprintf(old, sizeof old, "%s", s->device.name[0] ? s->device.name : "(none)");
@@ -144,7 +150,7 @@ static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
 
 static bool cmd_show_device(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
-  if (!want_args(s, argc, 0, "show device", err)) return false;
+  if (!want_args(s, argc, argv, 0, err)) return false;
   print_device(s, s->device.name[0] ? &s->device : device_default());
   return true;
 }
@@ -153,9 +159,7 @@ static bool cmd_show_device(Session *s, int argc, char **argv, FxError *err) {
 
 static bool set_int_knob(Session *s, int argc, char **argv, const char *what, int *field, int lo, int hi,
                          FxError *err) {
-  char usage[64];
-  snprintf(usage, sizeof usage, "set %s N", what);
-  if (!want_args(s, argc, 1, usage, err)) return false;
+  if (!want_args(s, argc, argv, 1, err)) return false;
   int v;
   if (!parse_int(s, what, argv[1], lo, hi, &v, err)) return false;
   char old[24], now[24];
@@ -183,10 +187,10 @@ static bool cmd_set_unroll(Session *s, int argc, char **argv, FxError *err) {
 /* ---------- expensive ops, passes, libraries ---------- */
 
 static bool cmd_set_expensive(Session *s, int argc, char **argv, FxError *err) {
-  if (!want_args(s, argc, 2, "set expensive OP on|off|default", err)) return false;
+  if (!want_args(s, argc, argv, 2, err)) return false;
   IrOpcode op;
   if (!ir_op_lookup(argv[1], strlen(argv[1]), &op))
-    return fail(s, err, "unknown op '%.60s' (ops use HLO spelling: exponential, log, divide, ...)", argv[1]);
+    return failw(s, err, 1, "unknown op '%.60s' (ops use HLO spelling: exponential, log, divide, ...)", argv[1]);
   signed char v;
   if (strcmp(argv[2], "default") == 0) v = 0;
   else {
@@ -226,13 +230,13 @@ static bool set_disabled(PassSettings *ps, const char *name, bool off) {
 }
 
 static bool cmd_set_pass(Session *s, int argc, char **argv, FxError *err) {
-  if (!want_args(s, argc, 2, "set pass NAME on|off", err)) return false;
+  if (!want_args(s, argc, argv, 2, err)) return false;
   const Pass *p = pass_lookup(argv[1]);
   if (!p) {
     char names[600] = "";
     for (int k = 0; k < pass_count(); k++)
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", pass_at(k)->name);
-    return fail(s, err, "no pass named '%.60s' (passes: %s)", argv[1], names);
+    return failw(s, err, 1, "no pass named '%.60s' (passes: %s)", argv[1], names);
   }
   bool on;
   if (!parse_onoff(s, argv[2], &on, err)) return false;
@@ -246,12 +250,12 @@ static bool cmd_set_pass(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_set_library(Session *s, int argc, char **argv, FxError *err) {
-  if (!want_args(s, argc, 2, "set library dot|conv|rng on|off", err)) return false;
+  if (!want_args(s, argc, argv, 2, err)) return false;
   bool *field = NULL;
   if (strcmp(argv[1], "dot") == 0) field = &s->settings.dot_is_library;
   else if (strcmp(argv[1], "conv") == 0 || strcmp(argv[1], "convolution") == 0) field = &s->settings.conv_is_library;
   else if (strcmp(argv[1], "rng") == 0) field = &s->settings.rng_is_library;
-  else return fail(s, err, "library calls are dot, conv and rng, not '%.40s'", argv[1]);
+  else return failw(s, err, 1, "library calls are dot, conv and rng, not '%.40s'", argv[1]);
   bool on;
   if (!parse_onoff(s, argv[2], &on, err)) return false;
   char what[64];
@@ -266,8 +270,12 @@ static bool cmd_set_library(Session *s, int argc, char **argv, FxError *err) {
 /* ---------- show settings ---------- */
 
 static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
-  (void)argv;
-  if (!want_args(s, argc, 0, "show settings", err)) return false;
+  if (argc > 1) {
+    const ReplCommand *show = repl_command_lookup("show");
+    char buf[80];
+    return failw(s, err, 1, "unexpected argument '%s'; usage: %s", repl_printable(buf, sizeof buf, argv[1]),
+                 show && show->usage ? show->usage : "show settings");
+  }
   const PassSettings *ps = &s->settings;
   const char *dev = s->device.name[0] ? s->device.name : device_default()->name;
   if (s->json) {
@@ -322,7 +330,7 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
 
 static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
-  if (!want_args(s, argc, 0, "unfuse", err)) return false;
+  if (!want_args(s, argc, argv, 0, err)) return false;
   if (s->nstages < 1 || !s->stages[0].module)
     return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
   IrModule *in = s->stages[0].module;
@@ -455,6 +463,8 @@ static const Dec *find_dec(const DecList *l, const char *key) {
 static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *err) {
   if (s->nstages < 1 || !s->stages[0].module)
     return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  bool all = argc > 1 && strcmp(argv[argc - 1], "--all") == 0;
+  if (all) argc--;
   if (argc != 1 && argc < 3)
     return fail(s, err, "usage: compare-decisions [SETTING VALUE...]  (no argument: the last `set` change)");
   PassSettings before = s->settings, after = s->settings;
@@ -503,7 +513,7 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
     fx_free(b.d);
     return false;
   }
-  int ndiff = 0;
+  int ndiff = 0, nonly = 0;
   JsonWriter w;
   if (s->json) {
     json_init(&w, s->out);
@@ -525,6 +535,11 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
       if (pass == 1 && e) continue; /* pairs were shown from the first list */
       if (e && strcmp(d->verdict, e->verdict) == 0 && strcmp(d->reason, e->reason) == 0) continue;
       const Dec *old = pass == 0 ? d : e, *now = pass == 0 ? e : d;
+      if (!e && !all) {
+        /* Made in one run only (the graph differs there): listed with --all. */
+        nonly++;
+        continue;
+      }
       ndiff++;
       if (s->json) {
         json_object_begin(&w);
@@ -551,6 +566,9 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
   } else {
     fprintf(s->out, "%d decision%s changed; kernels %d -> %d, launches per run %lld -> %lld\n", ndiff,
             ndiff == 1 ? "" : "s", ka, kb, la, lb);
+    if (nonly)
+      fprintf(s->out, "(%d more decision%s made in one run only, on parts of the graph that differ: add --all)\n",
+              nonly, nonly == 1 ? " was" : "s were");
   }
   fx_free(a.d);
   fx_free(b.d);
@@ -671,12 +689,13 @@ const ReplCommand repl_cmds_fusion[] = {
      "  kernels; `unfuse` inlines them back into plain instructions and makes that the input, so the\n"
      "  pipeline can run on it and our decisions can be compared with XLA's.",
      cmd_unfuse},
-    {"compare-decisions", "compare-decisions [SETTING VALUE...]",
+    {"compare-decisions", "compare-decisions [SETTING VALUE...] [--all]",
      "the fusion decisions a setting changes, and the kernels before and after",
      "compare-decisions [SETTING VALUE...]\n  Runs the whole pipeline twice on the input: with the settings before the last\n"
      "  `set` and with the current ones (or with the current ones and SETTING VALUE applied, e.g.\n"
      "  `compare-decisions dup_limit 3`), and prints every decision whose verdict or reason differs,\n"
-     "  then the kernel counts. The session's stages are not touched.",
+     "  then the kernel counts. Decisions made in one run only are counted; --all lists them too.\n"
+     "  The session's stages are not touched.",
      cmd_compare_decisions},
     {"variant", "variant LABEL", "record the current stage's launches and bytes per step as a table row",
      "variant LABEL\n  Records the current stage's kernels, launches per step, bytes per step and estimated time per\n"
