@@ -12,7 +12,8 @@
  *   y = sin(x) * 2 + g                  # elementwise; scalars and shapes broadcast as in numpy
  *   z = x[:, 0]                         # static slicing/indexing with numpy semantics
  *   c = concat([x, x], axis=0)          # also stack([...], axis=0)
- *   r = sum(x, axis=1)                  # sum max min mean prod; axis may be a list or omitted
+ *   r = sum(x, axis=1)                  # sum max min mean prod; axis may be a list or omitted;
+ *                                       #   keepdims=true keeps reduced dimensions (size 1)
  *   m = matmul(a, b)                    # dot; conv2d(x, w, stride=1, pad="same") (NHWC / HWIO)
  *   u = rand(f32[n])                    # uniform [0, 1) (XLA rng); rand(f32[n], lo, hi)
  *   v = rand(f32[n], key=k)             # counter-based: see "Random numbers" below

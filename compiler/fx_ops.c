@@ -986,8 +986,15 @@ static IrComputation *reducer(FxLower *L, int kind, IrType t) {
 }
 
 static bool reduce_fn(FxLower *L, const Args *a, const char *fn, const char *hint, FxValue *out) {
-  static const char *const kws[] = {"axis"};
-  if (!want_args(L, a, 1, 1) || !only_kwargs(L, a, kws, 1)) return false;
+  static const char *const kws[] = {"axis", "keepdims"};
+  if (!want_args(L, a, 1, 1) || !only_kwargs(L, a, kws, 2)) return false;
+  bool keep = false;
+  const FxValue *kd = kwarg(a, "keepdims");
+  if (kd) {
+    if (kd->kind != V_SCALAR || kd->st != IR_PRED)
+      return fx_err_at(L->err, kd->pos, "keepdims must be true or false");
+    keep = kd->i != 0;
+  }
   IrInstr *x = arg_tensor(L, a, 0, "the argument");
   if (!x) return false;
   const IrShape *s = &x->shape;
@@ -1042,7 +1049,7 @@ static bool reduce_fn(FxLower *L, const Args *a, const char *fn, const char *hin
   if (!iv) return false;
   IrShape rs = nk ? fx_shape(L, t, nk, kdims) : ir_shape_scalar(t);
   IrInstr *ops[2] = {x, iv};
-  IrInstr *r = fx_emit(L, IR_OP_REDUCE, &rs, ops, 2, is_mean ? NULL : hint);
+  IrInstr *r = fx_emit(L, IR_OP_REDUCE, &rs, ops, 2, is_mean || keep ? NULL : hint);
   if (!r) return false;
   ir_attr_set_dims(r, "dimensions", rdims, nr);
   ir_attr_set_comp(r, "to_apply", comp);
@@ -1050,8 +1057,15 @@ static bool reduce_fn(FxLower *L, const Args *a, const char *fn, const char *hin
     IrInstr *c = fx_const(L, t, (double)count, NULL);
     IrInstr *b = c ? fx_broadcast_to(L, c, nk, kdims, NULL) : NULL;
     IrInstr *dv[2] = {r, b};
-    r = b ? fx_emit(L, IR_OP_DIVIDE, &rs, dv, 2, hint) : NULL;
+    r = b ? fx_emit(L, IR_OP_DIVIDE, &rs, dv, 2, keep ? NULL : hint) : NULL;
     if (!r) return false;
+  }
+  if (keep) {
+    /* numpy's keepdims: the reduced dimensions stay, with size 1. */
+    int64_t kd2[IR_MAX_RANK];
+    for (int d = 0; d < s->rank; d++) kd2[d] = red[d] ? 1 : s->dims[d];
+    IrShape ks = fx_shape(L, t, s->rank, kd2);
+    if (!(r = fx_emit(L, IR_OP_RESHAPE, &ks, &r, 1, hint))) return false;
   }
   tensor_val(out, a->e->pos, r);
   return true;

@@ -144,6 +144,13 @@ TEST(reductions_concat_stack) {
   CHECK_STR(line_of(m, "c"), "%c = f32[6,4]{1,0} concatenate(%x, %x), dimensions={0}");
   CHECK_STR(line_of(m, "s"), "%s = f32[3,2,4]{2,1,0} concatenate(%reshape.20, %reshape.21), dimensions={1}");
   ir_module_free(m);
+  /* keepdims=true keeps the reduced dimension with size 1, so x - mean(...) broadcasts. */
+  m = build("param x: f32[3, 4]\nc = x - mean(x, axis=1, keepdims=true)\nk = sum(x, axis=0, keepdims=true)\nout c, k\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  CHECK_STR(line_of(m, "k"), "%k = f32[1,4]{1,0} reshape(%reduce.16)");
+  ir_module_free(m);
+  CHECK_CONTAINS(error_of("param x: f32[3, 4]\nk = sum(x, keepdims=1)\n"), "t.fx:2:21: error: keepdims must be true or false");
 }
 
 TEST(matmul_conv_transpose_reshape) {
