@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "session.h"
+#include "../compiler/plan.h"
 #include "../runtime/backend.h"
 #include "../runtime/cuda_driver.h"
 
@@ -28,6 +29,7 @@ typedef struct {
   const char *save_name[MAX_IO], *save_file[MAX_IO];
   int nsave;
   const char *trace;
+  const char *stages; /* run --stages A,B: compare */
 } RunArgs;
 
 static bool usage_error(FxError *err, const char *msg, const char *arg) {
@@ -81,6 +83,7 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
         return usage_error(err, "--save needs NAME=FILE.npy", argv[k]);
       a->nsave++;
     } else if (strcmp(o, "--trace") == 0 && has) a->trace = argv[++k];
+    else if (strcmp(o, "--stages") == 0 && has) a->stages = argv[++k];
     else return usage_error(err, "unknown or incomplete option", o);
   }
   return true;
@@ -273,10 +276,32 @@ static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **
   return ok;
 }
 
+static bool cmd_compare(Session *s, int argc, char **argv, FxError *err);
+
 static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
   if (!parse_run_args(s, argc, argv, &a, err)) return false;
   if (a.trace) return usage_error(err, "--trace belongs to `profile`", NULL);
+  if (a.stages) {
+    /* run --stages A,B is compare A B with the other options */
+    char buf[64], *cargv[64];
+    snprintf(buf, sizeof buf, "%s", a.stages);
+    char *comma = strchr(buf, ',');
+    if (!comma) return usage_error(err, "--stages needs A,B", a.stages);
+    *comma = 0;
+    int n = 0;
+    cargv[n++] = "compare";
+    cargv[n++] = buf;
+    cargv[n++] = comma + 1;
+    for (int k = 1; k < argc && n < 63; k++) {
+      if (strcmp(argv[k], "--stages") == 0) {
+        k++;
+        continue;
+      }
+      cargv[n++] = argv[k];
+    }
+    return cmd_compare(s, n, cargv, err);
+  }
   const IrModule *m = stage_module(s, a.stage, err);
   if (!m) return false;
   RtTensor **args = make_inputs(m, &a, err);
@@ -294,6 +319,17 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     fmt_time(tm, sizeof tm, res.median_ns);
     fprintf(f, "kernels launched %lld, bytes read %s, written %s, time %s (median of %d)\n",
             (long long)res.stats.counters.launches, rb, wb, tm, a.repeat);
+    /* the kernel plan's figures for the same stage, for comparison with what was measured */
+    FxError perr = {0};
+    KernelPlan *plan = plan_build(m, &s->device, &perr);
+    if (plan) {
+      char pb[32], pt[32];
+      fmt_bytes(pb, sizeof pb, (double)(plan->bytes_read + plan->bytes_written));
+      fmt_time(pt, sizeof pt, plan->est_us * 1e3);
+      fprintf(f, "kernel plan: %lld launches%s, %s moved, estimated %s on %s\n", (long long)plan->launches,
+              plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, s->device.name);
+      plan_free(plan);
+    }
   }
   for (int q = 0; ok && q < a.nsave; q++) {
     const RtTensor *t = find_output(res.result, a.save_name[q]);
@@ -463,7 +499,8 @@ const ReplCommand repl_cmds_run[] = {
      "generated as C and compiled natively), gpu, or auto (gpu when present, else cpu). Inputs are seeded\n"
      "random data unless --input NAME=FILE.npy gives a parameter's values. Prints each output's shape,\n"
      "min, max, mean and first values, then kernels launched, bytes moved and the median time of\n"
-     "--repeat runs. --check compares every output with the reference interpreter (exact for integers,\n"
+     "--repeat runs, and the kernel plan's launches, bytes and estimated time for the device profile.\n"
+     "--check compares every output with the reference interpreter (exact for integers,\n"
      "relative 1e-5 for f32) and fails with the worst element. --save out=FILE.npy (out.0, out.1 for\n"
      "tuple results) writes outputs.",
      cmd_run},
@@ -473,7 +510,10 @@ const ReplCommand repl_cmds_run[] = {
      "Chrome trace-event JSON that Perfetto opens.",
      cmd_profile},
     {"compare", "compare STAGE_A STAGE_B [run options]", "two stages' kernels, bytes and measured time side by side",
-     NULL, cmd_compare},
+     "Runs both stages on the same inputs (same backend, seed and repeats) and prints kernels launched,\n"
+     "bytes read and written and the median time of each, then the speedup. `run --stages A,B` is the\n"
+     "same.",
+     cmd_compare},
     {"set-max_memory", "set max_memory BYTES", NULL, NULL, cmd_set_max_memory},
     {0},
 };

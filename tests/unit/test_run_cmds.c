@@ -87,6 +87,7 @@ TEST(run_with_npy_inputs_and_save) {
   /* (x+y)(x-y) = x^2 - y^2: 0.75 3 8 12 */
   CHECK_CONTAINS(outbuf, "out: f32[4]  min 0.75  max 12  mean 5.9375  first 0.75 3 8 12\n");
   CHECK_CONTAINS(outbuf, "kernels launched 3, bytes read 96 B, written 48 B, time ");
+  CHECK_CONTAINS(outbuf, "kernel plan: 3 launches, ");
   CHECK_CONTAINS(outbuf, "check: every output agrees with the reference interpreter (worst error 0)\n");
   snprintf(line, sizeof line, "%s/o.npy", dir);
   RtTensor *o = rt_npy_read(line, &e);
@@ -170,6 +171,11 @@ TEST(profile_trace_and_compare) {
   CHECK(cmd(&s, "compare 0 0 --backend cpu", &e));
   CHECK_CONTAINS(outbuf, "stage           kernels     bytes read  bytes written         time\n");
   CHECK_CONTAINS(outbuf, "speedup ");
+  CHECK(cmd(&s, "run --stages 0,0 --backend interp", &e));
+  CHECK_CONTAINS(outbuf, "stage           kernels     bytes read  bytes written         time\n");
+  CHECK_CONTAINS(outbuf, "\n0                     3           96 B           48 B ");
+  CHECK(!cmd(&s, "run --stages 0", &e));
+  CHECK_STR(e.msg, "--stages needs A,B: 0");
   sess_free(&s);
 }
 
