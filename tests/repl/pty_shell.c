@@ -1,9 +1,10 @@
 /* pty_shell.c — drives the real interactive shell in a pseudo-terminal and checks what a user at
  * a terminal sees: the prompt, tab completion (commands, `show` views, file paths, instruction
  * names), history (recalled with the up arrow, kept in the history file across runs), Ctrl-C at
- * the prompt and during a command, and Ctrl-D.
+ * the prompt, in a block and during a command (a `pause`, and a long `run`), and Ctrl-D.
  *
- * usage: pty_shell FXPLAIN TMPDIR [HLO_FILE]   (exit 77 when no pseudo-terminal can be opened) */
+ * usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX]]
+ * (exit 77 when no pseudo-terminal can be opened) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -127,11 +128,12 @@ static int finish(void) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: pty_shell FXPLAIN TMPDIR [HLO_FILE]\n");
+    fprintf(stderr, "usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX]]\n");
     return 2;
   }
   const char *fx = argv[1], *dir = argv[2];
   const char *hlo = argc > 3 ? argv[3] : NULL;
+  const char *model = argc > 4 ? argv[4] : NULL;
   char hist[4096], file[4096];
   mkdir(dir, 0700);
   snprintf(hist, sizeof hist, "%s/history", dir);
@@ -188,6 +190,18 @@ int main(int argc, char **argv) {
   expect("press Enter", "pause waits");
   type("\x03");
   expect("fx> ", "prompt after interrupting pause");
+
+  /* Ctrl-C stops a long computation: the CartPole model's 10,000-step loop on the interpreter. */
+  if (model) {
+    snprintf(keys, sizeof keys, "load %s\r", model);
+    type(keys);
+    expect("fx> ", "prompt after loading the model");
+    type("run --backend interp\r");
+    usleep(1500 * 1000);
+    type("\x03");
+    expect("interrupted", "run stopped by Ctrl-C");
+    expect("fx> ", "prompt after the interrupted run");
+  }
 
   /* History: the up arrow recalls the last line. */
   type("echo from-history\r");
