@@ -13,6 +13,7 @@
 #include "../compiler/plan.h"
 #include "../explain/explain.h"
 #include "../viz/viz.h"
+#include "args.h"
 #include "json.h"
 #include "session.h"
 
@@ -60,13 +61,13 @@ static bool need_module(Session *s, FxError *err) {
 static const char *stage_pass(const Session *s, int k) { return k == 0 ? "input" : s->stages[k].pass; }
 
 /* A computed stage, by number or by the name of the pass that produced it. */
-static bool parse_stage(Session *s, const char *w, int *out, FxError *err) {
+static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
   char *end;
   long v = strtol(w, &end, 10);
   if (*w && !*end) {
     if (v < 0 || v >= s->nstages)
-      return viz_error(s, err, "stage %ld has not been computed (stages 0..%d exist: step there first)", v,
-                       s->nstages - 1);
+      return repl_arg_error(s, err, argi, "stage %ld has not been computed (stages 0..%d exist: step there first)", v,
+                            s->nstages - 1);
     *out = (int)v;
     return true;
   }
@@ -75,8 +76,9 @@ static bool parse_stage(Session *s, const char *w, int *out, FxError *err) {
       *out = k;
       return true;
     }
-  return viz_error(s, err, "no computed stage is '%s': give a stage number (0..%d) or the name of a pass that ran", w,
-                   s->nstages - 1);
+  return repl_arg_error(s, err, argi,
+                        "no computed stage is '%s': give a stage number (0..%d) or the name of a pass that ran", w,
+                        s->nstages - 1);
 }
 
 /* Every decision recorded for stages 1..upto, in `decisions` order, as PassDecision records
@@ -154,47 +156,52 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   const char *file = NULL, *format = NULL, *focus = NULL, *comp = NULL, *stage_w = NULL;
   long depth = 0, decision = 0;
   bool collapse = false;
+  /* Word positions, for errors that point at the word at fault. */
+  int file_k = 0, format_k = 0, focus_k = 0, comp_k = 0, stage_k = 0, decision_k = 0;
   for (int k = 1; k < argc; k++) {
     const char *o = argv[k];
     if (strcmp(o, "--collapse") == 0) {
       collapse = true;
     } else if (strcmp(o, "--stage") == 0 || strcmp(o, "--format") == 0 || strcmp(o, "--focus") == 0 ||
                strcmp(o, "--depth") == 0 || strcmp(o, "--computation") == 0 || strcmp(o, "--decision") == 0) {
-      if (k + 1 >= argc) return viz_error(s, err, "%s needs a value", o);
+      if (k + 1 >= argc) return repl_arg_error(s, err, k, "%s needs a value", o);
       const char *v = argv[++k];
-      if (strcmp(o, "--stage") == 0) stage_w = v;
-      else if (strcmp(o, "--format") == 0) format = v;
-      else if (strcmp(o, "--focus") == 0) focus = v;
-      else if (strcmp(o, "--computation") == 0) comp = v;
+      if (strcmp(o, "--stage") == 0) stage_w = v, stage_k = k;
+      else if (strcmp(o, "--format") == 0) format = v, format_k = k;
+      else if (strcmp(o, "--focus") == 0) focus = v, focus_k = k;
+      else if (strcmp(o, "--computation") == 0) comp = v, comp_k = k;
       else {
         char *end;
         long x = strtol(v, &end, 10);
         if (!*v || *end || x < 1 || x > 1000000000)
-          return viz_error(s, err, "%s expects a positive number, got '%s'", o, v);
+          return repl_arg_error(s, err, k, "%s expects a positive number, got '%s'", o, v);
         if (strcmp(o, "--depth") == 0) depth = x;
-        else decision = x;
+        else decision = x, decision_k = k;
       }
     } else if (o[0] == '-' && o[1] == '-') {
-      return viz_error(s, err,
+      return repl_arg_error(s, err, k,
                        "unknown option '%s' (usage: render [FILE] [--stage S] [--format svg|png|pdf|dot] [--focus NAME] "
                        "[--depth D] [--collapse] [--computation NAME] [--decision N])", o);
     } else if (!file) {
       file = o;
+      file_k = k;
     } else {
-      return viz_error(s, err, "render takes one FILE, got '%s' and '%s'", file, o);
+      return repl_arg_error(s, err, k, "render takes one FILE, got '%s' and '%s'", file, o);
     }
   }
   VizFormat fmt = VIZ_SVG;
   if (format) {
-    if (!viz_format_lookup(format, &fmt)) return viz_error(s, err, "unknown format '%s' (svg, png, pdf or dot)", format);
+    if (!viz_format_lookup(format, &fmt))
+      return repl_arg_error(s, err, format_k, "unknown format '%s' (svg, png, pdf or dot)", format);
   } else if (file && strcmp(file, "-") != 0) {
     const char *e = ext_of(file);
     if (e && strcmp(e, "gv") == 0) fmt = VIZ_DOT;
     else if (!e || !viz_format_lookup(e, &fmt))
-      return viz_error(s, err, "cannot tell the format of '%s': name it .svg, .png, .pdf or .dot, or give --format", file);
+      return repl_arg_error(s, err, file_k,
+                            "cannot tell the format of '%s': name it .svg, .png, .pdf or .dot, or give --format", file);
   }
   int stage = s->cur;
-  if (stage_w && !parse_stage(s, stage_w, &stage, err)) return false;
+  if (stage_w && !parse_stage(s, stage_w, stage_k, &stage, err)) return false;
 
   PassDecision *ds = NULL;
   int nds = collect_decisions(s, decision ? s->nstages - 1 : stage, &ds);
@@ -210,8 +217,8 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   if (decision) {
     if (decision > nds) {
       fx_free(ds);
-      return viz_error(s, err, "there is no decision #%ld: %d decision%s recorded so far (see `decisions`)", decision,
-                       nds, nds == 1 ? "" : "s");
+      return repl_arg_error(s, err, decision_k, "there is no decision #%ld: %d decision%s recorded so far (see `decisions`)",
+                            decision, nds, nds == 1 ? "" : "s");
     }
     o.decision = &ds[decision - 1];
     o.decision_number = (int)decision;
@@ -236,9 +243,15 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
              stage, stage_pass(s, stage), comp ? "computation " : "", comp ? comp : "entry", words);
     o.title = title;
   }
-  VizGraph *g = viz_graph_build(m, &o, err);
+  FxError gerr;
+  fx_error_clear(&gerr);
+  VizGraph *g = viz_graph_build(m, &o, &gerr);
   if (!g) {
     fx_free(ds);
+    /* Point at the option that named what is missing. */
+    int at = strstr(gerr.msg, "no computation") ? comp_k : strstr(gerr.msg, "no instruction") ? focus_k : decision_k;
+    if (at > 0) return repl_arg_error(s, err, at, "%s", gerr.msg);
+    *err = gerr;
     locate(s, err);
     return false;
   }
@@ -363,7 +376,7 @@ static char *diff_text(Session *s, int k, FxError *err) {
 
 static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
-  if (argc != 2) return viz_error(s, err, "usage: report FILE.html");
+  if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   const char *file = argv[1];
   VizRenderer *r = renderer(err);
   if (!r) return false;
@@ -450,7 +463,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
 
 static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
-  if (argc > 2) return viz_error(s, err, "usage: show graph [COMPUTATION]");
+  if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   const IrModule *m = s->stages[s->cur].module;
   KernelPlan *p = plan_build(m, &s->device, err);
   if (!p) return false;
@@ -463,10 +476,12 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
     kn[k] = (VizKernelNumbers){p->kernels[k].name, p->kernels[k].bytes_read, p->kernels[k].bytes_written,
                                p->kernels[k].launches, p->kernels[k].est_us};
   VizNumbers nums = {kn, p->nkernels};
-  bool ok = viz_text_graph(s->out, m, argc == 2 ? argv[1] : NULL, &nums, 100, err);
+  FxError terr;
+  fx_error_clear(&terr);
+  bool ok = viz_text_graph(s->out, m, argc == 2 ? argv[1] : NULL, &nums, 100, &terr);
   fx_free(kn);
   plan_free(p);
-  if (!ok) locate(s, err);
+  if (!ok) return repl_arg_error(s, err, 1, "%s", terr.msg);
   return ok;
 }
 

@@ -62,6 +62,7 @@ typedef struct {
   Edge *edges;
   int nedges, cap_edges;
   bool oom;
+  bool contract; /* big collapsed picture: kernels only, plumbing contracted */
   FxError *err;
 } Model;
 
@@ -128,8 +129,29 @@ static bool add_comp(Model *md, const IrComputation *c, int cluster, int depth) 
       if (i->id < md->nmap) md->map[i->id] = node_of_id(md, body->root);
       continue;
     }
+    if (md->contract && !i->is_root && viz_kernel_kind(i) == VIZ_K_NONE) continue;
     if (add_node(md, i, cluster) < 0) return false;
   }
+  return true;
+}
+
+/* In a contracted picture: edges from the kernels behind operand o (through get-tuple-element,
+ * bitcast, tuples and other plumbing that launches nothing) to node v. Parameters and constants
+ * are not drawn; they count as inputs left out. */
+static bool add_contracted_edges(Model *md, int v, const IrInstr *o, int depth) {
+  int u = node_of_id(md, o);
+  if (u >= 0) {
+    if (u == v) return true;
+    for (int e = md->nedges - 1; e >= 0 && md->edges[e].to == v; e--)
+      if (md->edges[e].from == u) return true;
+    return add_edge(md, u, v, E_MEMORY, &o->shape, NULL) >= 0;
+  }
+  if (o->op == IR_OP_PARAMETER || o->op == IR_OP_CONSTANT || depth > 8) {
+    md->nodes[v].hidden_in++;
+    return true;
+  }
+  for (int k = 0; k < o->noperands; k++)
+    if (!add_contracted_edges(md, v, o->operands[k], depth + 1)) return false;
   return true;
 }
 
@@ -139,6 +161,11 @@ static bool add_value_edges(Model *md) {
   for (int v = 0; v < n; v++) {
     const IrInstr *i = md->nodes[v].instr;
     int first = md->nedges;
+    if (md->contract) {
+      for (int k = 0; k < i->noperands; k++)
+        if (!add_contracted_edges(md, v, i->operands[k], 0)) return false;
+      continue;
+    }
     for (int k = 0; k < i->noperands; k++) {
       const IrInstr *o = i->operands[k];
       int u = node_of_id(md, o);
@@ -753,6 +780,11 @@ VizGraph *viz_graph_build(const IrModule *m, const VizOptions *o, FxError *err) 
   if (!md.map || !md.expanded) goto oom;
   for (int k = 0; k < md.nmap; k++) md.map[k] = -1;
   if (c->id >= 0 && c->id < maxc) md.expanded[c->id] = c->fusion_instr != NULL;
+  /* A big computation drawn collapsed keeps only its kernels (and its root): the plumbing
+   * between them (tuples, get-tuple-element, bitcasts) is contracted into the edges, and
+   * parameters and constants are left out, so that a stage of thousands of instructions lays out
+   * in seconds. */
+  md.contract = o->collapse && !o->focus && !o->decision && c->ninstrs > (o->plain_above > 0 ? o->plain_above : 600);
   if (!add_comp(&md, c, -1, 0) || !add_value_edges(&md)) goto oom;
 
   int depth = o->depth > 0 ? o->depth : 2;
@@ -807,6 +839,10 @@ VizGraph *viz_graph_build(const IrModule *m, const VizOptions *o, FxError *err) 
   }
   if (!o->decision && !add_refused_edges(&md)) goto oom;
   int total = md.nnodes;
+  if (md.contract) {
+    total = 0;
+    for (int k = 0; k < c->ninstrs; k++) total += viz_live(c->instrs[k]);
+  }
   if (nseeds || nmany) {
     if (!focus(&md, nmany ? many : seeds, nmany ? nmany : nseeds, depth)) goto oom;
   } else {

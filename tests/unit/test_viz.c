@@ -123,9 +123,9 @@ static const char *edge_line(const char *text, const char *a, const char *b) {
   char pat[256];
   for (int k = 0; k < 4; k++) {
     const char *qa = (k & 1) ? "\"" : "", *qb = (k & 2) ? "\"" : "";
-    snprintf(pat, sizeof pat, "\t%s%s%s -> %s%s%s\t", qa, a, qa, qb, b, qb);
-    const char *p = strstr(text, pat);
-    if (p) return p;
+    snprintf(pat, sizeof pat, "\t%s%s%s -> %s%s%s", qa, a, qa, qb, b, qb);
+    for (const char *p = strstr(text, pat); p; p = strstr(p + 1, pat))
+      if (p[strlen(pat)] == '\t' || p[strlen(pat)] == ';') return p;
   }
   return NULL;
 }
@@ -304,6 +304,27 @@ TEST(focus_caps_fan_out) {
   free(t);
   viz_graph_free(g);
   ir_module_free(m);
+}
+
+TEST(big_collapsed_pictures_keep_kernels_only) {
+  Small s = small();
+  VizOptions o;
+  viz_options_default(&o);
+  o.collapse = true;
+  o.plain_above = 3; /* main has 7 instructions: "big" for this test */
+  FxError err = {0};
+  VizGraph *g = viz_graph_build(s.m, &o, &err);
+  CHECK(g != NULL);
+  /* dot.1, fusion.1, exponential.1 and the root tuple.1; x, w, b are left out */
+  CHECK(viz_graph_stats(g)->nodes == 4);
+  CHECK(viz_graph_stats(g)->hidden == 3);
+  char *t = dot_text(g);
+  CHECK(edge_line(t, "dot.1", "fusion.1") != NULL);
+  CHECK(edge_line(t, "fusion.1", "tuple.1") != NULL);
+  CHECK_CONTAINS(t, "+2 inputs not drawn"); /* dot.1 reads x and w */
+  free(t);
+  viz_graph_free(g);
+  ir_module_free(s.m);
 }
 
 TEST(errors_name_what_is_missing) {
@@ -521,6 +542,7 @@ int main(void) {
   RUN(refused_candidates_last_decision_wins);
   RUN(focus_and_depth);
   RUN(focus_caps_fan_out);
+  RUN(big_collapsed_pictures_keep_kernels_only);
   RUN(errors_name_what_is_missing);
   RUN(fused_computation_on_its_own);
   RUN(decision_view);
