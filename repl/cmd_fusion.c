@@ -160,7 +160,7 @@ static bool cmd_show_device(Session *s, int argc, char **argv, FxError *err) {
 static bool set_int_knob(Session *s, int argc, char **argv, const char *what, int *field, int lo, int hi,
                          FxError *err) {
   if (!want_args(s, argc, argv, 1, err)) return false;
-  int v;
+  int v = 0;
   if (!parse_int(s, what, argv[1], lo, hi, &v, err)) return false;
   char old[24], now[24];
   snprintf(old, sizeof old, "%d", *field);
