@@ -539,7 +539,9 @@ IrInstr *fusion_merge_siblings(IrInstr *a, IrInstr *b, const char *kind) {
   return fa;
 }
 
-IrInstr *fusion_merge_outputs_into(IrInstr *g, IrInstr *f) {
+IrInstr *fusion_merge_outputs_into(IrInstr *g, IrInstr *f) { return fusion_merge_outputs(g, f, true); }
+
+IrInstr *fusion_merge_outputs(IrInstr *g, IrInstr *f, bool last) {
   IrComputation *gc = ir_fused_computation(g);
   if (!gc || !ir_fused_computation(f)) return NULL;
   /* g's parameters that stand for f's outputs, and which output each is. */
@@ -556,19 +558,25 @@ IrInstr *fusion_merge_outputs_into(IrInstr *g, IrInstr *f) {
       ir_set_operand(g, k, NULL);
     }
   }
-  IrInstr *t = bring_in(g, f, true);
+  /* Get-tuple-elements nobody else reads go now, so the last reader can take f's body. */
+  for (int u = f->nusers - 1; u >= 0; u--) {
+    IrInstr *gte = f->users[u];
+    if (gte->op == IR_OP_GET_TUPLE_ELEMENT && gte->nusers == 0 && !gte->is_root) {
+      ir_set_operand(gte, 0, NULL);
+      gte->noperands = 0;
+      ir_instr_remove(gte);
+    }
+  }
+  bool move = last && f->nusers == 0;
+  IrInstr *t = bring_in(g, f, move);
   if (!t || t->op != IR_OP_TUPLE) return NULL;
   for (int k = 0; k < np; k++)
     if (index[k] >= 0 && index[k] < t->noperands) ir_replace_all_uses(params[k], t->operands[index[k]]);
   if (t->nusers == 0 && !t->is_root) ir_instr_remove(t);
   compact_params(g);
-  while (f->nusers > 0) {
-    IrInstr *gte = f->users[0];
-    ir_set_operand(gte, 0, NULL);
-    gte->noperands = 0;
-    ir_instr_remove(gte);
-  }
-  remove_fusion(f);
+  /* The clones' unused parts (outputs g does not read) go. */
+  ir_computation_remove_dead(gc);
+  if (move) remove_fusion(f);
   ir_computation_sort(gc);
   return g;
 }

@@ -32,6 +32,9 @@ IrInstr *fusion_merge_siblings(IrInstr *a, IrInstr *b, const char *kind);
  * get-tuple-element) by g alone: f's body moves into g, nothing is written out. The caller checks
  * that condition. Returns g, or NULL on allocation failure. */
 IrInstr *fusion_merge_outputs_into(IrInstr *g, IrInstr *f);
+/* The same for one of several readers: f's body is cloned into g (moved when g is the last reader
+ * and `last`); f goes once nothing reads it. */
+IrInstr *fusion_merge_outputs(IrInstr *g, IrInstr *f, bool last);
 /* Inlines a fusion back into its computation (its fused computation is dropped). Returns false
  * on allocation failure. */
 bool fusion_unfuse(IrInstr *fusion);

@@ -46,38 +46,66 @@ static bool user_ok(const IrInstr *u, const PassContext *cx, FusionVerdict *v) {
  * nothing need be written out (the multi-output fusion was made before its consumer could take
  * it; XLA's fixed-point loop gets there by merging before grouping). Returns whether it merged. */
 static bool merge_outputs(IrInstr *f, PassContext *cx, int *merged, bool *ok) {
-  IrInstr *g = NULL;
+  IrInstr *readers[16];
+  int nr = 0;
   for (int u = 0; u < f->nusers; u++) {
     IrInstr *x = f->users[u];
-    if (x->op != IR_OP_GET_TUPLE_ELEMENT) return false;
+    if (x->op != IR_OP_GET_TUPLE_ELEMENT || x->is_root) return false;
     for (int w = 0; w < x->nusers; w++) {
-      if (g && x->users[w] != g) return false;
-      g = x->users[w];
+      IrInstr *r = x->users[w];
+      bool seen = false;
+      for (int q = 0; q < nr; q++) seen = seen || readers[q] == r;
+      if (seen) continue;
+      if (nr == 16 || r->op != IR_OP_FUSION || r->parent != f->parent) return false;
+      readers[nr++] = r;
     }
   }
-  if (!g || g->op != IR_OP_FUSION || g->parent != f->parent) return false;
-  FusionVerdict v;
-  memset(&v, 0, sizeof v);
-  if (!fusion_check_consumer(g, cx, &v) || !fusion_check_too_large(f, g, cx, false, &v)) {
-    fusion_verdict_emit(cx, "merge", f->name, g->name, NULL, &v);
-    return false;
-  }
-  double cur = current_bytes(f), mer = (double)fusion_bytes_read(f);
+  if (nr == 0) return false;
+  /* Bytes: now f reads its inputs and writes its outputs, which the readers read back; merged,
+   * each reader reads f's inputs itself. */
+  double cur = (double)fusion_bytes_read(f) + (double)fusion_bytes_written(f) * 2.0;
+  double mer = (double)fusion_bytes_read(f) * (double)nr;
   double ratio = mer / (cur > 1.0 ? cur : 1.0);
-  fusion_verdict_metric(&v, "bytes_ratio", ratio);
-  fusion_verdict_metric(&v, "outputs", f->shape.type == IR_TUPLE ? f->shape.ntuple : 1);
-  char fname[256], gname[256];
-  snprintf(fname, sizeof fname, "%s", f->name);
-  snprintf(gname, sizeof gname, "%s", g->name);
-  fusion_verdict_ok(&v,
-                    "every output of %s is read by %s alone: merged into it, so its %d outputs are no longer "
-                    "written out (merged-to-current-bytes-ratio %.2f)",
-                    fname, gname, f->shape.type == IR_TUPLE ? f->shape.ntuple : 1, ratio);
-  if (!fusion_merge_outputs_into(g, f)) {
-    *ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory merging %s", cx->pass, fname);
-    return false;
+  int nout = f->shape.type == IR_TUPLE ? f->shape.ntuple : 1;
+  FusionVerdict v;
+  for (int q = 0; q < nr; q++) {
+    memset(&v, 0, sizeof v);
+    fusion_verdict_metric(&v, "bytes_ratio", ratio);
+    bool fine = fusion_check_consumer(readers[q], cx, &v) && fusion_check_too_large(f, readers[q], cx, false, &v);
+    if (fine && ratio > FUSION_MERGE_BYTES_RATIO)
+      fine = fusion_refuse(&v, FR_BYTES_INCREASE,
+                           "merged-to-current-bytes-ratio of %.2f is not favorable: %s's %d outputs are read by %d "
+                           "kernels, and each would read its inputs again (limit %.2f)",
+                           ratio, f->name, nout, nr, FUSION_MERGE_BYTES_RATIO);
+    if (!fine) {
+      fusion_verdict_emit(cx, "merge", f->name, readers[q]->name, NULL, &v);
+      return false;
+    }
   }
-  fusion_verdict_emit(cx, "merge", fname, gname, gname, &v);
+  char fname[256];
+  snprintf(fname, sizeof fname, "%s", f->name);
+  for (int q = 0; q < nr; q++) {
+    char gname[256];
+    snprintf(gname, sizeof gname, "%s", readers[q]->name);
+    memset(&v, 0, sizeof v);
+    fusion_verdict_metric(&v, "bytes_ratio", ratio);
+    fusion_verdict_metric(&v, "outputs", nout);
+    if (nr == 1)
+      fusion_verdict_ok(&v,
+                        "every output of %s is read by %s alone: merged into it, so its %d outputs are no longer "
+                        "written out (merged-to-current-bytes-ratio %.2f)",
+                        fname, gname, nout, ratio);
+    else
+      fusion_verdict_ok(&v,
+                        "the %d outputs of %s are read only by %d kernels: merged into each, so they are no longer "
+                        "written out (merged-to-current-bytes-ratio %.2f)",
+                        nout, fname, nr, ratio);
+    if (!fusion_merge_outputs(readers[q], f, q == nr - 1)) {
+      *ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory merging %s", cx->pass, fname);
+      return false;
+    }
+    fusion_verdict_emit(cx, "merge", fname, gname, gname, &v);
+  }
   (*merged)++;
   return true;
 }
