@@ -16,6 +16,12 @@ struct VizRenderer {
   GVC_t *gvc;
 };
 
+/* One Graphviz context for the whole process, made by the first renderer and kept until exit.
+ * Graphviz's pango text-layout plugin (2.43) remembers the last font it measured by a pointer
+ * into the context's font table: after gvFreeContext, a layout in a new context would compare
+ * against freed memory. Keeping one context avoids that, and is what a session wants anyway. */
+static GVC_t *the_gvc;
+
 /* Graphviz, and the font libraries its cairo/pango renderers load, keep some memory for the
  * life of the process (the plugin configuration, fontconfig's caches, a few of dot's own
  * layout records). LeakSanitizer would report them at exit; they are not fxplain's leaks. The
@@ -76,7 +82,8 @@ VizRenderer *viz_renderer_new(FxError *err) {
     return NULL;
   }
   agseterrf(capture_error);
-  r->gvc = gvContext();
+  if (!the_gvc) the_gvc = gvContext();
+  r->gvc = the_gvc;
   if (!r->gvc) {
     fx_free(r);
     fx_error_set(err, NULL, 0, 0, "could not start Graphviz (gvContext failed)");
@@ -86,8 +93,7 @@ VizRenderer *viz_renderer_new(FxError *err) {
 }
 
 void viz_renderer_free(VizRenderer *r) {
-  if (!r) return;
-  if (r->gvc) gvFreeContext(r->gvc);
+  /* The context itself stays for the process (see the_gvc). */
   fx_free(r);
 }
 
@@ -125,9 +131,10 @@ bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *l
                         g->stats.nodes, VIZ_MAX_LAYOUT_NODES);
   gv_errors[0] = 0;
   agseterrf(capture_error);
-  if (gvLayout(r->gvc, g->g, "dot") != 0)
+  if (gvLayout(r->gvc, g->g, "dot") != 0) {
     return fx_error_set(err, NULL, 0, 0, "Graphviz could not lay out the graph%s%s", gv_errors[0] ? ": " : "",
                         gv_errors);
+  }
   char *out = NULL;
   unsigned int n = 0;
   int rc = gvRenderData(r->gvc, g->g, viz_format_name(f), &out, &n);

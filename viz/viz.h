@@ -77,7 +77,8 @@ VizGraph *viz_graph_build(const IrModule *m, const VizOptions *o, FxError *err);
 void viz_graph_free(VizGraph *g);
 const VizGraphStats *viz_graph_stats(const VizGraph *g);
 
-/* The renderer: one Graphviz context (GVC_t) for the whole session. */
+/* The renderer: one Graphviz context (GVC_t) for the whole session (the process: every renderer
+ * shares the one context, which lives until exit). */
 typedef struct VizRenderer VizRenderer;
 
 VizRenderer *viz_renderer_new(FxError *err);
