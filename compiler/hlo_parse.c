@@ -1040,6 +1040,7 @@ static bool parse_section(P *p, size_t *s, size_t *e) {
   *e = p->pos;
   Ref r;
   if (!parse_name(p, &r, "a section name")) return false;
+  *e = p->pos;
   for (;;) {
     if (!ws(p)) return false;
     if (!(peek(p) >= '0' && peek(p) <= '9')) break;
@@ -1058,7 +1059,6 @@ static bool parse_section(P *p, size_t *s, size_t *e) {
                   r.name);
     }
   }
-  if (*e < *s + r.len) *e = *s + r.len;
   return true;
 }
 

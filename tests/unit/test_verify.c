@@ -41,7 +41,7 @@ static const char *infer(IrModule *m, IrOpcode op, const char *declared_like, co
   if (!ir_infer_shape(i, &out, &m->arena, &err)) {
     /* Drop the "'%name': " prefix: the probe's name depends on the module's id counter. */
     const char *msg = strstr(err.msg, "': ");
-    snprintf(buf, n, "error: %s", msg ? msg + 3 : err.msg);
+    snprintf(buf, n, "error: %.240s", msg ? msg + 3 : err.msg);
   } else {
     ir_shape_format(&out, true, buf, n);
   }
@@ -116,7 +116,7 @@ static const char *verify_msg(const IrModule *m, char *buf, size_t n) {
   FxError err;
   fx_error_clear(&err);
   if (ir_verify(m, &err)) return "ok";
-  snprintf(buf, n, "%d:%d: %s", err.line, err.col, err.msg);
+  snprintf(buf, n, "%d:%d: %.480s", err.line, err.col, err.msg);
   return buf;
 }
 
