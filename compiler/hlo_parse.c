@@ -298,6 +298,7 @@ static bool scan_raw(P *p, bool stop_at_space, char stop_close, size_t *s, size_
       continue;
     }
     if (c == '/' && peek_at(p, 1) == '*') {
+      if (depth == 0 && stop_at_space) break; /* a comment ends a value like a space does */
       if (!ws_line(p)) return false;
       continue;
     }
@@ -411,7 +412,8 @@ static bool parse_shape(P *p, Arena *a, IrShape *out, int depth) {
     return true;
   }
   size_t s = p->pos;
-  while ((peek(p) >= 'a' && peek(p) <= 'z') || (peek(p) >= '0' && peek(p) <= '9')) adv(p);
+  if (peek(p) >= 'a' && peek(p) <= 'z')
+    while ((peek(p) >= 'a' && peek(p) <= 'z') || (peek(p) >= '0' && peek(p) <= '9')) adv(p);
   size_t tl = p->pos - s;
   char b[64];
   if (tl == 0) {

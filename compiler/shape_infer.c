@@ -222,10 +222,16 @@ static bool parse_window(const IrInstr *i, int rank, Window *w, FxError *err) {
   return true;
 }
 
+/* Attribute values are untrusted: sizes are computed with overflow checks. */
+static bool mul_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
+static bool add_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
+
+/* Output size of window dimension k over an input of size `in`; -1 when the arithmetic overflows. */
 static int64_t window_out(int64_t in, const Window *w, int k) {
-  int64_t dilated_in = in == 0 ? 0 : (in - 1) * w->base_dil[k] + 1;
-  int64_t padded = dilated_in + w->lo[k] + w->hi[k];
-  int64_t dilated_win = w->size[k] == 0 ? 0 : (w->size[k] - 1) * w->win_dil[k] + 1;
+  int64_t dilated_in = 0, padded, dilated_win = 0;
+  if (in > 0 && (!mul_ok(in - 1, w->base_dil[k], &dilated_in) || !add_ok(dilated_in, 1, &dilated_in))) return -1;
+  if (!add_ok(dilated_in, w->lo[k], &padded) || !add_ok(padded, w->hi[k], &padded)) return -1;
+  if (w->size[k] > 0 && (!mul_ok(w->size[k] - 1, w->win_dil[k], &dilated_win) || !add_ok(dilated_win, 1, &dilated_win))) return -1;
   if (padded < dilated_win) return 0;
   return (padded - dilated_win) / w->stride[k] + 1;
 }
@@ -374,7 +380,7 @@ static bool infer_slice(const IrInstr *i, IrShape *out, Arena *a, FxError *err) 
     if (st[k] < 0 || st[k] > li[k] || li[k] > in->dims[k])
       return ierr(i, err, "slice range [%" PRId64 ":%" PRId64 ":%" PRId64 "] is out of bounds for dimension %d of size %" PRId64, st[k], li[k],
                   sr[k], k, in->dims[k]);
-    od[k] = (li[k] - st[k] + sr[k] - 1) / sr[k];
+    od[k] = li[k] == st[k] ? 0 : (li[k] - st[k] - 1) / sr[k] + 1;
   }
   return make_array(i, in->type, n, od, out, a);
 }
@@ -443,7 +449,7 @@ static bool infer_concatenate(const IrInstr *i, IrShape *out, Arena *a, FxError 
     if (!fits)
       return ierr(i, err, "concatenate operands %s and %s differ outside dimension %" PRId64, shp(s0, b1, sizeof b1), shp(s, b2, sizeof b2),
                   d[0]);
-    od[d[0]] += s->dims[d[0]];
+    if (!add_ok(od[d[0]], s->dims[d[0]], &od[d[0]])) return ierr(i, err, "concatenated dimension %" PRId64 " overflows", d[0]);
   }
   return make_array(i, s0->type, s0->rank, od, out, a);
 }
@@ -475,8 +481,11 @@ static bool infer_pad(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
     if (m < 2 || n >= IR_MAX_RANK) return ierr(i, err, "malformed padding '%s'", t);
     if (n < in->rank) {
       if (v[2] < 0) return ierr(i, err, "interior padding must not be negative in '%s'", t);
-      int64_t d = in->dims[n];
-      od[n] = d + v[0] + v[1] + (d > 0 ? (d - 1) * v[2] : 0);
+      int64_t d = in->dims[n], interior = 0, sum;
+      if ((d > 0 && !mul_ok(d - 1, v[2], &interior)) || !add_ok(d, v[0], &sum) || !add_ok(sum, v[1], &sum) ||
+          !add_ok(sum, interior, &sum))
+        return ierr(i, err, "padding '%s' overflows dimension %d", t, n);
+      od[n] = sum;
       if (od[n] < 0) return ierr(i, err, "padding '%s' makes dimension %d negative", t, n);
     }
     n++;
@@ -575,7 +584,8 @@ static bool infer_reduce_window(const IrInstr *i, IrShape *out, Arena *a, FxErro
   if (!parse_window(i, in0->rank, &w, err)) return false;
   if (!check_reducer(i, "to_apply", types, n, a, err)) return false;
   int64_t od[IR_MAX_RANK];
-  for (int k = 0; k < in0->rank; k++) od[k] = window_out(in0->dims[k], &w, k);
+  for (int k = 0; k < in0->rank; k++)
+    if ((od[k] = window_out(in0->dims[k], &w, k)) < 0) return ierr(i, err, "window sizes overflow in dimension %d", k);
   if (n == 1) return make_array(i, types[0], in0->rank, od, out, a);
   IrShape el[16];
   for (int k = 0; k < n; k++) el[k] = ir_shape_array(a, types[k], in0->rank, od);
@@ -660,7 +670,8 @@ static bool infer_convolution(const IrInstr *i, IrShape *out, Arena *a, FxError 
   if (ir_attr_text(i, "feature_group_count") && !ir_attr_int(i, "feature_group_count", &fgc)) return ierr(i, err, "malformed feature_group_count");
   if (ir_attr_text(i, "batch_group_count") && !ir_attr_int(i, "batch_group_count", &bgc)) return ierr(i, err, "malformed batch_group_count");
   if (fgc <= 0 || bgc <= 0) return ierr(i, err, "group counts must be positive");
-  if (l->dims[lf] != r->dims[ki] * fgc)
+  int64_t kin;
+  if (!mul_ok(r->dims[ki], fgc, &kin) || l->dims[lf] != kin)
     return ierr(i, err, "convolution input features (%" PRId64 ") must equal kernel input features (%" PRId64 ") x feature_group_count (%" PRId64 ")",
                 l->dims[lf], r->dims[ki], fgc);
   if (l->dims[lb] % bgc) return ierr(i, err, "batch (%" PRId64 ") is not divisible by batch_group_count %" PRId64, l->dims[lb], bgc);
@@ -672,7 +683,7 @@ static bool infer_convolution(const IrInstr *i, IrShape *out, Arena *a, FxError 
   for (int k = 0; k < ns; k++) {
     if (w.size[k] != r->dims[ks[k]])
       return ierr(i, err, "window size %" PRId64 " differs from the kernel's spatial dimension %d (%" PRId64 ")", w.size[k], k, r->dims[ks[k]]);
-    od[os[k]] = window_out(l->dims[ls[k]], &w, k);
+    if ((od[os[k]] = window_out(l->dims[ls[k]], &w, k)) < 0) return ierr(i, err, "window sizes overflow in spatial dimension %d", k);
   }
   IrType t = ir_shape_is_array(&i->shape) ? i->shape.type : l->type;
   return make_array(i, t, ln, od, out, a);
@@ -780,6 +791,7 @@ static bool infer_control(const IrInstr *i, IrShape *out, Arena *a, FxError *err
   }
   case IR_OP_CONDITIONAL: {
     if (!need_operands(i, 1, -1, err)) return false;
+    if (i->noperands > 256) return declared(i, out, a);
     const IrShape *sel = ps[0];
     const IrAttr *bc = ir_attr_get(i, "branch_computations");
     IrComputation *br[2];
