@@ -29,6 +29,30 @@ static void first_diff(const char *a, const char *b) {
           (int)strcspn(lb, "\n"), lb);
 }
 
+/* Every fusion calls a fused computation of the module that names it as its fusion instruction,
+ * and each fused computation takes exactly the fusion's operands. */
+static bool fusions_intact(const IrModule *m, const char *name) {
+  for (int c = 0; c < m->ncomps; c++)
+    for (int j = 0; j < m->comps[c]->ninstrs; j++) {
+      const IrInstr *i = m->comps[c]->instrs[j];
+      if (i->op != IR_OP_FUSION) continue;
+      const IrComputation *fc = ir_fused_computation(i);
+      if (!fc || !fc->fusion_instr || fc->fusion_instr->op != IR_OP_FUSION || ir_fused_computation(fc->fusion_instr) != fc ||
+          fc->nparams != i->noperands || !ir_fusion_kind(i)) {
+        fprintf(stderr, "FAIL %s: fusion %%%s is not intact\n", name, i->name);
+        return false;
+      }
+    }
+  return true;
+}
+
+static int count_fusions(const IrModule *m) {
+  int n = 0;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int j = 0; j < m->comps[c]->ninstrs; j++) n += m->comps[c]->instrs[j]->op == IR_OP_FUSION;
+  return n;
+}
+
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : getenv("FXPLAIN_HLO_CORPUS");
   if (!dir || !*dir) dir = "../shared/hlo-corpus";
@@ -46,7 +70,7 @@ int main(int argc, char **argv) {
   }
   closedir(d);
   qsort(names, (size_t)n, sizeof *names, cmp_str);
-  int failed = 0, instrs = 0;
+  int failed = 0, instrs = 0, fusions = 0;
   for (int k = 0; k < n; k++) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, names[k]);
@@ -78,8 +102,12 @@ int main(int argc, char **argv) {
     } else if (ir_module_instr_count(m) != ir_module_instr_count(m2) || m->ncomps != m2->ncomps) {
       fprintf(stderr, "FAIL %s: reloaded module differs in size\n", names[k]);
       failed++;
+    } else if (!fusions_intact(m, names[k]) || !fusions_intact(m2, names[k])) {
+      failed++;
     } else {
-      printf("ok %s (%d instructions, %d computations, parsed in %.0f ms)\n", names[k], ir_module_instr_count(m), m->ncomps, ms);
+      printf("ok %s (%d instructions, %d computations, %d fusions, loaded in %.0f ms)\n", names[k], ir_module_instr_count(m), m->ncomps,
+             count_fusions(m), ms);
+      fusions += count_fusions(m);
     }
     fx_free(s1);
     fx_free(s2);
@@ -87,6 +115,11 @@ int main(int argc, char **argv) {
     ir_module_free(m2);
     free(names[k]);
   }
-  printf("%d files, %d instructions, %d failed\n", n, instrs, failed);
+  printf("%d files, %d instructions, %d fusions, %d failed\n", n, instrs, fusions, failed);
+  /* The already-fused dumps (xnn.*.optimized.hlo) must arrive with their fusions. */
+  if (fusions == 0) {
+    fprintf(stderr, "FAIL: no fusion instruction in the whole corpus\n");
+    failed++;
+  }
   return failed || n == 0 ? 1 : 0;
 }
