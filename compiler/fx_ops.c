@@ -85,6 +85,17 @@ IrInstr *fx_const(FxLower *L, IrType t, double v, const char *name) {
   return c;
 }
 
+/* Whether v is a value of integer type t (no silent wraparound of literals). */
+static bool int_fits(IrType t, double v) {
+  int bits = ir_type_bytes(t) * 8;
+  if (t == IR_S4 || t == IR_U4) bits = 4;
+  if (ir_type_is_signed(t)) {
+    double lim = ldexp(1.0, bits - 1);
+    return v >= -lim && v < lim;
+  }
+  return v >= 0 && v < ldexp(1.0, bits);
+}
+
 static bool float_type(IrType t) { return ir_type_is_float(t); }
 static bool numeric_type(IrType t) { return ir_type_is_float(t) || ir_type_is_int(t); }
 
@@ -103,6 +114,13 @@ IrInstr *fx_tensor(FxLower *L, const FxValue *v, IrType t, const char *name) {
     return NULL;
   }
   if (t == IR_INVALID) t = vtype(v);
+  if (ir_type_is_int(t) && !int_fits(t, v->is_int ? (double)v->i : v->f)) {
+    char num[48];
+    if (v->is_int) snprintf(num, sizeof num, "%" PRId64, v->i);
+    else snprintf(num, sizeof num, "%.17g", v->f);
+    fx_err_at(L->err, v->pos, "the number %s does not fit in %s", num, ir_type_name(t));
+    return NULL;
+  }
   if (v->cname && v->st == t) {
     /* One constant per named const per computation. */
     for (int k = 0; k < L->nconsts; k++) {

@@ -785,6 +785,20 @@ int ir_called_computations(const IrInstr *i, IrComputation **out, int max) {
 
 /* ---------- literals ---------- */
 
+/* Prints an integer-typed literal value kept as a double, saturating instead of overflowing
+ * (values are doubles, so s64/u64 beyond 2^53 are already approximate). */
+static int fmt_int_value(char *buf, size_t n, double v, IrType t) {
+  if (v != v) v = 0;
+  if (!ir_type_is_signed(t) && t != IR_PRED) {
+    if (v <= 0) return snprintf(buf, n, "0");
+    if (v >= 18446744073709551615.0) return snprintf(buf, n, "18446744073709551615");
+    return snprintf(buf, n, "%llu", (unsigned long long)v);
+  }
+  if (v >= 9223372036854775807.0) return snprintf(buf, n, "9223372036854775807");
+  if (v <= -9223372036854775808.0) return snprintf(buf, n, "-9223372036854775808");
+  return snprintf(buf, n, "%lld", (long long)v);
+}
+
 IrLiteral *ir_literal_new(Arena *a, const double *values, int64_t count, IrType t, const IrShape *shape) {
   IrLiteral *l = arena_alloc(a, sizeof *l);
   if (!l) return NULL;
@@ -802,7 +816,7 @@ IrLiteral *ir_literal_new(Arena *a, const double *values, int64_t count, IrType 
     double v = count ? values[0] : 0;
     if (t == IR_PRED) len += (size_t)snprintf(buf + len, cap - len, "%s", v != 0 ? "true" : "false");
     else if (ir_type_is_float(t)) len += (size_t)snprintf(buf + len, cap - len, "%.9g", v);
-    else len += (size_t)snprintf(buf + len, cap - len, "%lld", (long long)v);
+    else len += (size_t)fmt_int_value(buf + len, cap - len, v, t);
   } else {
     /* Nested braces: open at each dim boundary. */
     int64_t strides[IR_MAX_RANK];
@@ -825,7 +839,7 @@ IrLiteral *ir_literal_new(Arena *a, const double *values, int64_t count, IrType 
       double v = values[k];
       if (t == IR_PRED) len += (size_t)snprintf(buf + len, cap - len, "%s", v != 0 ? "true" : "false");
       else if (ir_type_is_float(t)) len += (size_t)snprintf(buf + len, cap - len, "%.9g", v);
-      else len += (size_t)snprintf(buf + len, cap - len, "%lld", (long long)v);
+      else len += (size_t)fmt_int_value(buf + len, cap - len, v, t);
     }
     for (int d = 0; d < rank; d++) buf[len++] = '}';
     buf[len] = 0;

@@ -7,14 +7,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${FUZZ_SECONDS:-60}
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DFXPLAIN_FUZZ=ON -DFXPLAIN_SANITIZE=ON >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target fuzz_hlo fuzz_fx fuzz_pipeline >/dev/null
+cmake --build build-fuzz -j"$(nproc)" --target fuzz_hlo fuzz_fx fuzz_pipeline fuzz_commands >/dev/null
 declare -A seeds=(
   [hlo]="tests/hlo/errors tests/hlo/data tests/fuzz/regress/hlo"
   [fx]="tests/fx/errors scripts tests/fuzz/regress/fx"
   [pipeline]="tests/hlo/data tests/fuzz/regress/pipeline"
+  [commands]="tests/repl/fuzz_seeds tests/repl/data"
 )
 status=0
-for t in hlo fx pipeline; do
+for t in hlo fx pipeline commands; do
   work=build-fuzz/corpus/$t
   crashes=build-fuzz/crashes/$t
   mkdir -p "$work" "$crashes"
