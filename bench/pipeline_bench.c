@@ -170,7 +170,8 @@ static bool run_pipeline(const Pipeline *pl, IrModule *input, Run *r, bool quiet
   return ok;
 }
 
-static void report(const char *label, const Pipeline *pl, IrModule *m, double load_s, bool quiet) {
+/* Runs the pipeline on m and prints the figures; *out (may be NULL) gets them. */
+static void report(const char *label, const Pipeline *pl, IrModule *m, double load_s, bool quiet, Run *out) {
   Run r;
   int ninstr = ir_module_instr_count(m);
   size_t input_bytes = m->arena.total;
@@ -190,6 +191,7 @@ static void report(const char *label, const Pipeline *pl, IrModule *m, double lo
          (double)r.total_bytes / (1 << 20), pl->npasses + 1, (double)(r.total_bytes + input_bytes) / (1 << 20),
          (double)r.total_bytes / ninstr / (double)(pl->npasses ? pl->npasses : 1), ok ? "" : "  [FAILED]");
   fflush(stdout);
+  if (out) *out = r;
 }
 
 int main(int argc, char **argv) {
@@ -220,7 +222,7 @@ int main(int argc, char **argv) {
   double a = now_s();
   IrModule *g = hlo_load_file(path, &err);
   if (g) {
-    report("hlo_gemma4_2b_bf16.hlo", pl, g, now_s() - a, quiet);
+    report("hlo_gemma4_2b_bf16.hlo", pl, g, now_s() - a, quiet, NULL);
     ir_module_free(g);
   } else {
     fx_error_print(stderr, &err);
@@ -234,10 +236,8 @@ int main(int argc, char **argv) {
     double built = now_s() - a;
     char label[64];
     snprintf(label, sizeof label, "synthetic %d", sz[nsz]);
-    report(label, pl, m, built, quiet);
-    /* time again, quietly, for the growth table */
     Run r;
-    run_pipeline(pl, m, &r, true);
+    report(label, pl, m, built, quiet, &r);
     int n = ir_module_instr_count(m);
     per_instr[nsz] = r.total_s * 1e6 / n;
     for (int k = 0; k < pl->npasses && k < 64; k++) pass_per_instr[nsz][k] = r.pass_s[k] * 1e6 / n;
