@@ -19,6 +19,7 @@
 #include "fusion_build.h"
 #include "fusion_rules.h"
 #include "passes.h"
+#include "plan.h"
 
 typedef struct {
   double prio;
@@ -114,14 +115,14 @@ static double fused_us(const PassContext *cx, const IrInstr *p, const IrInstr *c
     bool dup = false;
     for (int j = 0; j < k; j++) dup = dup || c->operands[j] == op;
     if (dup || op == p) continue;
-    bytes += ir_shape_bytes(&op->shape);
+    bytes += plan_operand_bytes_read(c, k); /* as the kernel plan counts it (slices read a part) */
   }
   for (int k = 0; k < p->noperands; k++) {
     const IrInstr *op = p->operands[k];
     bool dup = false;
     for (int j = 0; j < k; j++) dup = dup || p->operands[j] == op;
     for (int j = 0; j < c->noperands; j++) dup = dup || c->operands[j] == op;
-    if (!dup) bytes += ir_shape_bytes(&op->shape);
+    if (!dup) bytes += plan_operand_bytes_read(p, k);
   }
   double times = 1, t;
   for (int k = 0; k < c->noperands; k++)
