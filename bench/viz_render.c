@@ -53,7 +53,13 @@ static void run_views(VizRenderer *r, const IrModule *m, const char *label) {
   const IrComputation *big = m->entry;
   for (int k = 0; k < m->ncomps; k++)
     if (m->comps[k]->ninstrs > big->ninstrs && !m->comps[k]->fusion_instr) big = m->comps[k];
+  /* The kernel nearest the middle of the computation. */
   const IrInstr *mid = big->instrs[big->ninstrs / 2];
+  for (int k = big->ninstrs / 2; k < big->ninstrs; k++)
+    if (viz_kernel_kind(big->instrs[k]) != VIZ_K_NONE) {
+      mid = big->instrs[k];
+      break;
+    }
   int kernels = 0;
   for (int k = 0; k < big->ninstrs; k++)
     if (viz_kernel_kind(big->instrs[k]) != VIZ_K_NONE) kernels++;
@@ -88,6 +94,7 @@ int main(int argc, char **argv) {
     fx_error_print(stderr, &err);
     return 1;
   }
+  setvbuf(stdout, NULL, _IOLBF, 0);
   printf("%s: %d instructions, %d computations, loaded in %.2f s\n", path, ir_module_instr_count(m), m->ncomps,
          now() - t0);
   VizRenderer *r = viz_renderer_new(&err);

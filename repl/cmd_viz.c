@@ -316,6 +316,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
     json_kv_int(&w, "memory_edges", st->memory_edges);
     json_kv_int(&w, "register_edges", st->register_edges);
     json_kv_int(&w, "refused_edges", st->refused_edges);
+    json_kv_int(&w, "refused_hidden", st->refused_hidden);
     json_kv_int(&w, "hidden", st->hidden);
     json_kv_bool(&w, "plain", st->plain);
     json_object_end(&w);
@@ -333,7 +334,9 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
     if (st->clusters) fprintf(s->out, " in %d fusion%s", st->clusters, st->clusters == 1 ? "" : "s");
     fprintf(s->out, "; %d value%s in memory, %d in registers", st->memory_edges, st->memory_edges == 1 ? "" : "s",
             st->register_edges);
-    if (st->refused_edges)
+    if (st->refused_edges && st->refused_hidden)
+      fprintf(s->out, "; %d refused candidates (%d drawn)", st->refused_edges + st->refused_hidden, st->refused_edges);
+    else if (st->refused_edges)
       fprintf(s->out, "; %d refused candidate%s", st->refused_edges, st->refused_edges == 1 ? "" : "s");
     if (st->hidden) fprintf(s->out, "; %d of %d not drawn", st->hidden, st->total);
     if (st->plain) fprintf(s->out, " (large: drawn without edge labels)");

@@ -23,6 +23,8 @@
 enum { E_MEMORY, E_REGISTER, E_REFUSED, E_DECISION };
 
 #define MAX_FANOUT 24
+/* A large (plain) picture draws at most this many refused candidates. */
+#define MAX_REFUSED_PLAIN 50
 
 typedef struct {
   const IrInstr *instr;
@@ -702,6 +704,10 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
   for (int e = 0; e < md->nedges; e++) {
     Edge *ed = &md->edges[e];
     if (!node_kept(md, ed->from) || !node_kept(md, ed->to)) continue;
+    if (ed->kind == E_REFUSED && plain && vg->stats.refused_edges >= MAX_REFUSED_PLAIN) {
+      vg->stats.refused_hidden++;
+      continue;
+    }
     Agedge_t *ae = agedge(g, md->nodes[ed->from].ag, md->nodes[ed->to].ag, NULL, 1);
     if (!ae) return false;
     vbuf_reset(&b);
@@ -855,7 +861,10 @@ VizGraph *viz_graph_build(const IrModule *m, const VizOptions *o, FxError *err) 
   int kept = 0;
   for (int v = 0; v < md.nnodes; v++) kept += node_kept(&md, v);
   int plain_above = o->plain_above > 0 ? o->plain_above : 600;
-  vg->stats.plain = kept > plain_above;
+  int value_edges = 0;
+  for (int e = 0; e < md.nedges; e++)
+    if (md.edges[e].kind != E_REFUSED && node_kept(&md, md.edges[e].from) && node_kept(&md, md.edges[e].to)) value_edges++;
+  vg->stats.plain = kept > plain_above || value_edges > 2 * plain_above || md.contract;
   vg->stats.total = total;
   vg->stats.hidden = total - kept;
   if (!emit(&md, vg, vg->stats.plain)) goto oom;

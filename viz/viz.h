@@ -65,6 +65,8 @@ typedef struct {
   int memory_edges;     /* values written to memory: they cross a kernel boundary */
   int register_edges;   /* values that stay in registers inside a fusion */
   int refused_edges;    /* refused fusion candidates drawn */
+  int refused_hidden;   /* refused candidates left out of a large picture (dot would take
+                           minutes routing thousands of them) */
   int hidden;           /* instructions of the computation left out by --focus */
   int total;            /* instructions the computation has (fused bodies counted) */
   bool plain;           /* the faster, plainer drawing was used */
