@@ -120,17 +120,7 @@ static const char *kind_for(const IrInstr *root) {
 
 /* The first free name of the series base, base.1, base.2, ... */
 static const char *series_name(IrModule *m, const char *base, bool computation) {
-  char cand[96];
-  for (int k = 0;; k++) {
-    if (k == 0) snprintf(cand, sizeof cand, "%s", base);
-    else snprintf(cand, sizeof cand, "%s.%d", base, k);
-    if (computation) {
-      if (!ir_module_find_computation(m, cand)) return arena_strdup(&m->arena, cand);
-    } else {
-      const char *u = ir_module_unique_name(m, cand);
-      if (!u || strcmp(u, cand) == 0) return u;
-    }
-  }
+  return ir_module_series_name(m, base, computation);
 }
 
 /* Places computation fc just before computation before in the module's printing order. */
@@ -150,6 +140,7 @@ static void drop_computation(IrModule *m, IrComputation *fc) {
     if (m->comps[k] == fc) {
       memmove(&m->comps[k], &m->comps[k + 1], sizeof(IrComputation *) * (size_t)(m->ncomps - k - 1));
       m->ncomps--;
+      ir_module_forget_computation(m, fc);
       return;
     }
 }

@@ -752,6 +752,12 @@ static bool order_comps(IrModule *m) {
     fx_free(post);
     return false;
   }
+  /* Computations no longer reached (functions never called) drop out, and out of the name index. */
+  for (int k = 0; k < m->ncomps; k++) {
+    bool kept = false;
+    for (int j = 0; j < n && !kept; j++) kept = post[j] == m->comps[k];
+    if (!kept) ir_module_forget_computation(m, m->comps[k]);
+  }
   memcpy(m->comps, post, sizeof(IrComputation *) * (size_t)n);
   m->ncomps = n;
   fx_free(post);

@@ -256,11 +256,14 @@ void ir_shape_print(FILE *f, const IrShape *s, bool with_layout) {
   if (b != small) fx_free(b);
 }
 
-/* ---------- name index: open addressing, name -> instruction ---------- */
+/* ---------- name indexes: open addressing, name -> pointer ----------
+ * One index maps instruction names to instructions (names stay reserved after removal), one maps
+ * computation names to computations, and one remembers, for each name series ("fusion",
+ * "fused_computation"), the next free number, so creating thousands of fusions stays linear. */
 
 typedef struct IrNameIndex {
   const char **keys;
-  IrInstr **vals;
+  void **vals;
   size_t cap, count;
 } IrNameIndex;
 
@@ -270,15 +273,14 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-static bool index_put(IrModule *m, const char *name, IrInstr *v);
+static bool ix_put(IrNameIndex *ix, const char *name, void *v);
 
-static bool index_rehash(IrModule *m, size_t cap) {
-  IrNameIndex *ix = m->names;
+static bool ix_rehash(IrNameIndex *ix, size_t cap) {
   const char **ok = ix->keys;
-  IrInstr **ov = ix->vals;
+  void **ov = ix->vals;
   size_t ocap = ix->cap;
   const char **nk = fx_calloc(cap, sizeof *nk);
-  IrInstr **nv = fx_calloc(cap, sizeof *nv);
+  void **nv = fx_calloc(cap, sizeof *nv);
   if (!nk || !nv) {
     fx_free(nk);
     fx_free(nv);
@@ -289,15 +291,14 @@ static bool index_rehash(IrModule *m, size_t cap) {
   ix->cap = cap;
   ix->count = 0;
   for (size_t i = 0; i < ocap; i++)
-    if (ok[i]) index_put(m, ok[i], ov[i]);
+    if (ok[i]) ix_put(ix, ok[i], ov[i]);
   fx_free(ok);
   fx_free(ov);
   return true;
 }
 
-static bool index_put(IrModule *m, const char *name, IrInstr *v) {
-  IrNameIndex *ix = m->names;
-  if ((ix->count + 1) * 2 > ix->cap && !index_rehash(m, ix->cap ? ix->cap * 2 : 256)) return false;
+static bool ix_put(IrNameIndex *ix, const char *name, void *v) {
+  if ((ix->count + 1) * 2 > ix->cap && !ix_rehash(ix, ix->cap ? ix->cap * 2 : 256)) return false;
   size_t i = hash_str(name) & (ix->cap - 1);
   while (ix->keys[i]) {
     if (strcmp(ix->keys[i], name) == 0) {
@@ -312,8 +313,7 @@ static bool index_put(IrModule *m, const char *name, IrInstr *v) {
   return true;
 }
 
-static IrInstr *index_get(const IrModule *m, const char *name, bool *present) {
-  IrNameIndex *ix = m->names;
+static void *ix_get(const IrNameIndex *ix, const char *name, bool *present) {
   if (present) *present = false;
   if (!ix || !ix->cap) return NULL;
   size_t i = hash_str(name) & (ix->cap - 1);
@@ -325,6 +325,18 @@ static IrInstr *index_get(const IrModule *m, const char *name, bool *present) {
     i = (i + 1) & (ix->cap - 1);
   }
   return NULL;
+}
+
+static void ix_free(IrNameIndex *ix) {
+  if (!ix) return;
+  fx_free(ix->keys);
+  fx_free(ix->vals);
+  fx_free(ix);
+}
+
+static bool index_put(IrModule *m, const char *name, IrInstr *v) { return ix_put(m->names, name, v); }
+static IrInstr *index_get(const IrModule *m, const char *name, bool *present) {
+  return ix_get(m->names, name, present);
 }
 
 bool ir_module_reindex(IrModule *m, const IrModule *reserved_from) {
@@ -357,7 +369,12 @@ IrModule *ir_module_new(const char *name) {
   IrModule *m = fx_calloc(1, sizeof *m);
   if (!m) return NULL;
   m->names = fx_calloc(1, sizeof(IrNameIndex));
-  if (!m->names) {
+  m->comp_names = fx_calloc(1, sizeof(IrNameIndex));
+  m->series = fx_calloc(1, sizeof(IrNameIndex));
+  if (!m->names || !m->comp_names || !m->series) {
+    ix_free(m->names);
+    ix_free(m->comp_names);
+    ix_free(m->series);
     fx_free(m);
     return NULL;
   }
@@ -372,11 +389,9 @@ IrModule *ir_module_new(const char *name) {
 
 void ir_module_free(IrModule *m) {
   if (!m) return;
-  if (m->names) {
-    fx_free(m->names->keys);
-    fx_free(m->names->vals);
-    fx_free(m->names);
-  }
+  ix_free(m->names);
+  ix_free(m->comp_names);
+  ix_free(m->series);
   arena_free(&m->arena);
   fx_free(m);
 }
@@ -389,14 +404,40 @@ IrComputation *ir_computation_new(IrModule *m, const char *name) {
   c->id = m->next_id++;
   if (!c->name || arena_grow(&m->arena, (void **)&m->comps, &m->comps_cap, m->ncomps + 1, sizeof(IrComputation *)))
     return NULL;
+  if (!ir_module_index_computation(m, c)) return NULL;
   m->comps[m->ncomps++] = c;
   return c;
 }
 
+bool ir_module_index_computation(IrModule *m, IrComputation *c) { return ix_put(m->comp_names, c->name, c); }
+
+void ir_module_forget_computation(IrModule *m, IrComputation *c) {
+  bool present;
+  if (ix_get(m->comp_names, c->name, &present) == c) ix_put(m->comp_names, c->name, NULL);
+}
+
 IrComputation *ir_module_find_computation(const IrModule *m, const char *name) {
-  for (int i = 0; i < m->ncomps; i++)
-    if (strcmp(m->comps[i]->name, name) == 0) return m->comps[i];
-  return NULL;
+  /* A computation dropped by ir_module_remove_unreachable keeps its name reserved (value NULL)
+   * but is no longer found. */
+  return ix_get(m->comp_names, name, NULL);
+}
+
+const char *ir_module_series_name(IrModule *m, const char *base, bool computation) {
+  bool present;
+  intptr_t k = (intptr_t)ix_get(m->series, base, &present);
+  for (;; k++) {
+    char cand[512];
+    if (k == 0) snprintf(cand, sizeof cand, "%.400s", base);
+    else snprintf(cand, sizeof cand, "%.400s.%ld", base, (long)k);
+    bool taken;
+    if (computation) ix_get(m->comp_names, cand, &taken);
+    else ix_get(m->names, cand, &taken);
+    if (taken) continue;
+    const char *key = present ? NULL : arena_strdup(&m->arena, base);
+    if (!present && (!key || !ix_put(m->series, key, (void *)(k + 1)))) return NULL;
+    if (present) ix_put(m->series, base, (void *)(k + 1)); /* key already stored: only the value changes */
+    return arena_strdup(&m->arena, cand);
+  }
 }
 
 IrInstr *ir_module_find_instr(const IrModule *m, const char *name) {
@@ -902,8 +943,12 @@ int ir_module_remove_unreachable(IrModule *m) {
     bool keep = false;
     for (int j = 0; j < n && j <= m->ncomps; j++)
       if (live[j] == m->comps[k]) keep = true;
-    if (keep) m->comps[w++] = m->comps[k];
-    else removed++;
+    if (keep) {
+      m->comps[w++] = m->comps[k];
+    } else {
+      ix_put(m->comp_names, m->comps[k]->name, NULL);
+      removed++;
+    }
   }
   m->ncomps = w;
   fx_free(live);

@@ -216,6 +216,8 @@ struct IrModule {
   int next_id;
   const char *source_file;  /* where it was loaded from, or "<repl>" */
   struct IrNameIndex *names; /* name -> instruction, private to ir.c */
+  struct IrNameIndex *comp_names; /* name -> computation, private to ir.c */
+  struct IrNameIndex *series;     /* name series -> next free number, private to ir.c */
 };
 
 /* Module lifetime. */
@@ -226,6 +228,14 @@ IrModule *ir_module_clone(const IrModule *m);
 
 IrComputation *ir_computation_new(IrModule *m, const char *name);
 IrComputation *ir_module_find_computation(const IrModule *m, const char *name);
+/* Adds c (already in m->comps) to the computation-name index; false when out of memory. */
+bool ir_module_index_computation(IrModule *m, IrComputation *c);
+/* For code that drops c from m->comps itself: c is no longer found by name (the name stays
+ * reserved). */
+void ir_module_forget_computation(IrModule *m, IrComputation *c);
+/* The first free name of the series base, base.1, base.2, ... among instructions (or, with
+ * computation=true, computations). Amortized O(1): the module remembers where each series is. */
+const char *ir_module_series_name(IrModule *m, const char *base, bool computation);
 /* Appends an instruction named `name` (made unique if taken; NULL picks "<opcode>.<id>") to c.
  * Operands are linked (users updated).  Shape is deep-copied. */
 IrInstr *ir_instr_new(IrComputation *c, IrOpcode op, const IrShape *shape, IrInstr *const *operands,

@@ -59,6 +59,7 @@ IrModule *ir_module_clone(const IrModule *m) {
     dc->instrs_cap = sc->ninstrs ? sc->ninstrs : 1;
     if (arena_grow(a, (void **)&d->comps, &d->comps_cap, d->ncomps + 1, sizeof(IrComputation *))) goto fail;
     d->comps[d->ncomps++] = dc;
+    if (!ir_module_index_computation(d, dc)) goto fail;
     cx.cmap[sc->id] = dc;
     if (sc == m->entry) d->entry = dc;
     for (int j = 0; j < sc->ninstrs; j++) {

@@ -77,6 +77,8 @@ static bool eval_operand(const IrInstr *o, double **buf, int depth) {
 
 static double unary(IrOpcode op, IrType in, double x, bool *ok) {
   bool isf = ir_type_is_float(in);
+  bool f32 = in == IR_F32;
+  float f = (float)x;
   switch (op) {
   case IR_OP_NEGATE: return -x;
   case IR_OP_ABS: return fabs(x);
@@ -85,19 +87,22 @@ static double unary(IrOpcode op, IrType in, double x, bool *ok) {
   case IR_OP_CEIL: return ceil(x);
   case IR_OP_ROUND_AFZ: return round(x);
   case IR_OP_ROUND_EVEN: return nearbyint(x);
-  case IR_OP_SQRT: return sqrt(x);
-  case IR_OP_RSQRT: return 1 / sqrt(x);
-  case IR_OP_CBRT: return cbrt(x);
-  case IR_OP_EXP: return exp(x);
-  case IR_OP_EXPM1: return expm1(x);
-  case IR_OP_LOG: return log(x);
-  case IR_OP_LOG1P: return log1p(x);
-  case IR_OP_SIN: return sin(x);
-  case IR_OP_COS: return cos(x);
-  case IR_OP_TAN: return tan(x);
-  case IR_OP_TANH: return tanh(x);
-  case IR_OP_LOGISTIC: return 1 / (1 + exp(-x));
-  case IR_OP_ERF: return erf(x);
+  /* Functions are evaluated in the element type (f32 with the f32 library functions), as the
+   * reference interpreter and XLA's evaluator do: folding in double would give constants that
+   * differ from the unfolded program in the last bit, and loops amplify such differences. */
+  case IR_OP_SQRT: return f32 ? sqrtf(f) : sqrt(x);
+  case IR_OP_RSQRT: return f32 ? 1.0f / sqrtf(f) : 1 / sqrt(x);
+  case IR_OP_CBRT: return f32 ? cbrtf(f) : cbrt(x);
+  case IR_OP_EXP: return f32 ? expf(f) : exp(x);
+  case IR_OP_EXPM1: return f32 ? expm1f(f) : expm1(x);
+  case IR_OP_LOG: return f32 ? logf(f) : log(x);
+  case IR_OP_LOG1P: return f32 ? log1pf(f) : log1p(x);
+  case IR_OP_SIN: return f32 ? sinf(f) : sin(x);
+  case IR_OP_COS: return f32 ? cosf(f) : cos(x);
+  case IR_OP_TAN: return f32 ? tanf(f) : tan(x);
+  case IR_OP_TANH: return f32 ? tanhf(f) : tanh(x);
+  case IR_OP_LOGISTIC: return f32 ? 1.0f / (1.0f + expf(-f)) : 1 / (1 + exp(-x));
+  case IR_OP_ERF: return f32 ? erff(f) : erf(x);
   case IR_OP_IS_FINITE: return isfinite(x);
   case IR_OP_COPY: return x;
   case IR_OP_NOT:
@@ -112,6 +117,16 @@ static double unary(IrOpcode op, IrType in, double x, bool *ok) {
 
 static double binary(IrOpcode op, IrType in, double a, double b, const char *dir, bool *ok) {
   bool isf = ir_type_is_float(in);
+  if (!isf && in != IR_PRED && (op == IR_OP_ADD || op == IR_OP_SUBTRACT || op == IR_OP_MULTIPLY)) {
+    /* Integers wrap: compute modulo 2^64 exactly (a product of two 32-bit values does not fit in
+     * a double's 53 bits); to_type then keeps the type's low bits. */
+    uint64_t x = (uint64_t)to_int(a), y = (uint64_t)to_int(b);
+    uint64_t r = op == IR_OP_ADD ? x + y : op == IR_OP_SUBTRACT ? x - y : x * y;
+    int bits = ir_type_bytes(in) * 8;
+    if (bits < 64) r &= (UINT64_C(1) << bits) - 1;
+    if (ir_type_is_signed(in) && bits < 64 && (r >> (bits - 1)) & 1) return (double)(int64_t)(r | ~((UINT64_C(1) << bits) - 1));
+    return (double)r;
+  }
   switch (op) {
   case IR_OP_ADD: return a + b;
   case IR_OP_SUBTRACT: return a - b;
@@ -121,15 +136,15 @@ static double binary(IrOpcode op, IrType in, double a, double b, const char *dir
     if (b == 0) break; /* XLA defines x/0 per type; leave it to the runtime */
     return trunc(a / b);
   case IR_OP_REMAINDER:
-    if (isf) return fmod(a, b);
+    if (isf) return in == IR_F32 ? fmodf((float)a, (float)b) : fmod(a, b);
     if (b == 0) break;
     return (double)(to_int(a) % to_int(b));
   case IR_OP_MAXIMUM: return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
   case IR_OP_MINIMUM: return isnan(a) || isnan(b) ? NAN : a < b ? a : b;
   case IR_OP_POWER:
     if (!isf) break;
-    return pow(a, b);
-  case IR_OP_ATAN2: return atan2(a, b);
+    return in == IR_F32 ? powf((float)a, (float)b) : pow(a, b);
+  case IR_OP_ATAN2: return in == IR_F32 ? atan2f((float)a, (float)b) : atan2(a, b);
   case IR_OP_AND: return in == IR_PRED ? (a != 0 && b != 0) : (double)(to_int(a) & to_int(b));
   case IR_OP_OR: return in == IR_PRED ? (a != 0 || b != 0) : (double)(to_int(a) | to_int(b));
   case IR_OP_XOR: return in == IR_PRED ? ((a != 0) != (b != 0)) : (double)(to_int(a) ^ to_int(b));
@@ -157,7 +172,9 @@ static bool eval(const IrInstr *i, double *out, int depth) {
   if (i->op == IR_OP_CONSTANT) {
     const IrLiteral *l = i->literal;
     if (!l || l->elided || !l->values || l->count != n) return false;
-    memcpy(out, l->values, sizeof(double) * (size_t)n);
+    /* Literal text like -0.99999994 decodes to the nearest double; the program computes with the
+     * nearest value of the element type, so round first (as the interpreter does). */
+    for (int64_t k = 0; k < n; k++) out[k] = to_type(s->type, l->values[k]);
     return true;
   }
   if (i->op == IR_OP_IOTA) {

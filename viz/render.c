@@ -29,6 +29,11 @@ static GVC_t *the_gvc;
  * Graphviz is built without frame pointers, so with the sanitizer's fast unwinder a leak inside
  * dot's layout shows only Graphviz's own allocator (libgvc's gmalloc) as its caller: hence the
  * libgvc line. fxplain's memory never goes through that allocator. */
+/* The suppression table is expected, not news: don't print it after every run (it would land in
+ * the output of every command and script run under the sanitizers). */
+const char *__lsan_default_options(void);
+const char *__lsan_default_options(void) { return "print_suppressions=0"; }
+
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) {
   return "leak:libfontconfig.so\n"

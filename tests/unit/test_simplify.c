@@ -265,6 +265,28 @@ TEST(constant_folding_exact) {
   ir_module_free(m);
 }
 
+/* Folding computes in the element type: literals are first rounded to it (the text -0.99999994
+ * is the f32 value 1 - 2^-24, and 1 - that is the tie that rounds to 2 in f32), and integer
+ * products wrap exactly (0xDEADBEEF * 0x9E3779B9 needs more than a double's 53 bits). */
+TEST(constant_folding_in_element_type) {
+  IrModule *m = hlo("HloModule t\n\nENTRY %main () -> (f32[], u32[]) {\n"
+                    "  %one = f32[] constant(1)\n  %n = f32[] constant(-0.99999994)\n"
+                    "  %d = f32[] subtract(%one, %n)\n"
+                    "  %a = u32[] constant(3735928559)\n  %b = u32[] constant(2654435769)\n"
+                    "  %p = u32[] multiply(%a, %b)\n"
+                    "  ROOT %r = (f32[], u32[]) tuple(%d, %p)\n}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_constant_folding, m, &log));
+  CHECK_STR(line_of(m, "d"), "%d = f32[] constant(2)");
+  /* 3735928559 * 2654435769 mod 2^32 */
+  char want[96];
+  snprintf(want, sizeof want, "%%p = u32[] constant(%u)", (unsigned)(3735928559u * 2654435769u));
+  CHECK_STR(line_of(m, "p"), want);
+  ir_module_free(m);
+}
+
 /* ---------- while-loop-simplifier ---------- */
 
 TEST(while_dead_elements) {
@@ -483,6 +505,7 @@ int main(void) {
   RUN(algsimp_concatenate);
   RUN(algsimp_on_fx_cartpole);
   RUN(constant_folding_exact);
+  RUN(constant_folding_in_element_type);
   RUN(while_dead_elements);
   RUN(while_zero_trips);
   RUN(while_pattern_and_shared_body);
