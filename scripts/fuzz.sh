@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets with clang (ASan + UBSan) into build-fuzz/ and runs each for
-# FUZZ_SECONDS (default 60) from its seeds. A crash leaves its input in build-fuzz/crashes/TARGET;
+# FUZZ_SECONDS (default 60) from its seeds, with a fixed random seed (FUZZ_SEED, default 1) so a
+# run explores the same inputs each time. A crash leaves its input in build-fuzz/crashes/TARGET;
 # copy it into tests/fuzz/regress/TARGET/ so the normal test suite replays it from then on.
 # Prints one line per target: executions, time, and whether it found anything.
 set -euo pipefail
@@ -24,7 +25,7 @@ for t in hlo fx pipeline commands; do
   done
   log=build-fuzz/fuzz_$t.log
   if ASAN_OPTIONS=detect_leaks=1 ./build-fuzz/tests/fuzz_$t "$work" -max_total_time="$secs" -max_len=65536 \
-       -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$crashes/" -print_final_stats=1 >"$log" 2>&1; then
+       -seed="${FUZZ_SEED:-1}" -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$crashes/" -print_final_stats=1 >"$log" 2>&1; then
     result="no crash"
   else
     result="FOUND A CRASH (see $log and $crashes)"
