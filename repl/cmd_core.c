@@ -106,22 +106,7 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   IrModule *m = s->nstages > 0 ? s->stages[0].module : NULL;
   /* An HLO file reports itself; a script reports the module its definitions built. */
   if (!is_hlo && m && m != before) {
-    if (s->json) {
-      JsonWriter w;
-      json_init(&w, s->out);
-      json_object_begin(&w);
-      json_key(&w, "loaded");
-      json_object_begin(&w);
-      json_kv_str(&w, "module", m->name);
-      json_kv_str(&w, "file", path);
-      json_kv_int(&w, "computations", m->ncomps);
-      json_kv_int(&w, "instructions", ir_module_instr_count(m));
-      json_object_end(&w);
-      json_object_end(&w);
-    } else {
-      fprintf(s->out, "loaded %s from %s: %d computations, %d instructions\n", m->name, path, m->ncomps,
-              ir_module_instr_count(m));
-    }
+    repl_report_loaded(s, m, path);
   }
   return true;
 }

@@ -58,6 +58,8 @@ bool repl_sync_fx(Session *s, FxError *err);
  * definitions (the old ones return if it fails). With first_err NULL errors are printed and
  * --keep-going is honoured. Returns false when something failed; *is_hlo (may be NULL) tells which. */
 bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hlo);
+/* Prints what `load` loaded (text or JSON): module, file, computations, instructions. */
+void repl_report_loaded(Session *s, const IrModule *m, const char *path);
 /* Loads an HLO module file and makes it the session's input. */
 bool repl_load_hlo(Session *s, const char *path, FxError *err);
 /* Runs a script read from an open stream (stdin), printing errors. */

@@ -579,6 +579,25 @@ static bool run_script_text(Session *s, const char *text, size_t len, const char
   return ok && !r.failed;
 }
 
+void repl_report_loaded(Session *s, const IrModule *m, const char *path) {
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_key(&w, "loaded");
+    json_object_begin(&w);
+    json_kv_str(&w, "module", m->name);
+    json_kv_str(&w, "file", path);
+    json_kv_int(&w, "computations", m->ncomps);
+    json_kv_int(&w, "instructions", ir_module_instr_count(m));
+    json_object_end(&w);
+    json_object_end(&w);
+  } else {
+    fprintf(s->out, "loaded %s from %s: %d computations, %d instructions\n", m->name, path, m->ncomps,
+            ir_module_instr_count(m));
+  }
+}
+
 bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hlo) {
   FxError e;
   fx_error_clear(&e);
@@ -597,22 +616,7 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
     ok = repl_load_hlo(s, path, err);
     if (ok) {
       IrModule *m = session_module(s);
-      if (s->json) {
-        JsonWriter w;
-        json_init(&w, s->out);
-        json_object_begin(&w);
-        json_key(&w, "loaded");
-        json_object_begin(&w);
-        json_kv_str(&w, "module", m->name);
-        json_kv_str(&w, "file", path);
-        json_kv_int(&w, "computations", m->ncomps);
-        json_kv_int(&w, "instructions", ir_module_instr_count(m));
-        json_object_end(&w);
-        json_object_end(&w);
-      } else {
-        fprintf(s->out, "loaded %s from %s: %d computations, %d instructions\n", m->name, path, m->ncomps,
-                ir_module_instr_count(m));
-      }
+        repl_report_loaded(s, m, path);
       fflush(s->out);
     } else if (!first_err) {
       repl_print_error(s, &e);
