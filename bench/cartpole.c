@@ -8,8 +8,11 @@
  * when `python3 -c "import jax"` works. Every variant runs 2048 environments for 10,000 steps on
  * the native CPU backend; the table shows kernels launched, bytes moved, the median time and the
  * speedup over the fused baseline, next to the paper's ratios (measured on an RTX 2080 Ti).
+ * The hand-written C must compute the four-array stage's numbers (same inputs, same f32
+ * operations): when it does not, or a variant fails to run, the bench says so and exits 1.
  *
  *   bench_cartpole [--steps N] [--repeat R] [--quick]      (run from the repository root) */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +23,15 @@
 #include "../compiler/pass.h"
 #include "../runtime/backend.h"
 
-double cartpole_hand(int n, int steps, int pool, const float *actions, const float *fresh, float *x, float *x_dot,
-                     float *theta, float *theta_dot);
+double cartpole_hand(int n, int steps, int pool, const float *actions, const float *const fresh[4], float *x,
+                     float *x_dot, float *theta, float *theta_dot);
+
+/* The entry parameter of m named `name`, or -1. */
+static int param_named(const IrModule *m, const char *name) {
+  for (int k = 0; k < m->entry->nparams; k++)
+    if (strcmp(m->entry->params[k]->name, name) == 0) return k;
+  return -1;
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -233,11 +243,37 @@ int main(int argc, char **argv) {
     snprintf(r->note, sizeof r->note, "no unroll pass in this build");
   }
 
-  /* hand-written C, same math as the four-array variant, same inputs */
+  /* hand-written C, same math as the four-array variant, same inputs. It must compute the same
+   * numbers as the fused stage: a difference means the two programs are not the same simulation
+   * (e.g. the script changed), and the comparison would be meaningless. */
+  int status = 0;
   r = &rows[nrows++];
   r->name = "hand-written C (-O3)";
   r->paper = 0;
   {
+    static const char *const names[9] = {"x0",     "x_dot0",      "theta0",      "theta_dot0",     "actions",
+                                         "fresh_x", "fresh_x_dot", "fresh_theta", "fresh_theta_dot"};
+    int idx[9];
+    bool shapes_ok = sep->entry->nparams == 9;
+    for (int q = 0; q < 9; q++) {
+      idx[q] = param_named(sep, names[q]);
+      if (idx[q] < 0) {
+        shapes_ok = false;
+        continue;
+      }
+      const IrShape *ps = &sep->entry->params[idx[q]]->shape;
+      int64_t want = q < 4 ? n : (int64_t)pool * n;
+      if (ps->type != IR_F32 || ir_shape_elements(ps) != want || (q >= 4 && (ps->rank != 2 || ps->dims[0] != pool)))
+        shapes_ok = false;
+    }
+    if (!shapes_ok) {
+      fprintf(stderr,
+              "bench_cartpole: FAILED: scripts/cartpole_separate.fx no longer takes the parameters the hand-written\n"
+              "version reads (x0, x_dot0, theta0, theta_dot0: f32[%d]; actions, fresh_x, fresh_x_dot, fresh_theta,\n"
+              "fresh_theta_dot: f32[%d, %d]); update bench/cartpole_hand.c to the script's math\n",
+              n, pool, n);
+      return 1;
+    }
     FxError e = {0};
     int np = sep->entry->nparams;
     RtTensor *args[16];
@@ -250,28 +286,49 @@ int main(int argc, char **argv) {
         else rt_set_f(args[k], q, v * 0.05);
       }
     }
+    const float *fresh[4];
+    for (int q = 0; q < 4; q++) fresh[q] = args[idx[5 + q]]->data;
     double t[16];
     float *st[4];
     for (int q = 0; q < 4; q++) st[q] = malloc(sizeof(float) * (size_t)n);
     for (int rr = 0; rr < repeat; rr++) {
-      for (int q = 0; q < 4; q++) memcpy(st[q], args[q]->data, sizeof(float) * (size_t)n);
-      t[rr] = cartpole_hand(n, steps, pool, args[4]->data, args[5]->data, st[0], st[1], st[2], st[3]);
+      for (int q = 0; q < 4; q++) memcpy(st[q], args[idx[q]]->data, sizeof(float) * (size_t)n);
+      t[rr] = cartpole_hand(n, steps, pool, args[idx[4]]->data, fresh, st[0], st[1], st[2], st[3]);
     }
     qsort(t, (size_t)repeat, sizeof t[0], cmpd);
     r->secs = t[repeat / 2];
     r->ok = true;
     r->launches = 0;
     r->bytes = 0;
-    /* same numbers as the generated code? */
-    if (sep_out && sep_out->type == IR_TUPLE && sep_out->ntuple >= 4) {
+    /* same numbers as the generated code? Same f32 operations in the same order: they should agree
+     * bit for bit; the tolerance only allows for a libm that rounds differently in one place. */
+    const double tol = 1e-5;
+    static const char *const outs[4] = {"x", "x_dot", "theta", "theta_dot"};
+    if (!sep_out || sep_out->type != IR_TUPLE || sep_out->ntuple != 4) {
+      fprintf(stderr, "bench_cartpole: FAILED: the four-array stage did not run, so the hand-written C cannot be "
+                      "checked against it\n");
+      status = 1;
+    } else {
       double worst = 0;
+      int wq = 0, we = 0;
       for (int q = 0; q < 4; q++)
         for (int e2 = 0; e2 < n; e2++) {
           double a = ((float *)sep_out->tuple[q]->data)[e2], b = st[q][e2];
-          double d = (a > b ? a - b : b - a);
-          if (d > worst) worst = d;
+          double d = (a > b ? a - b : b - a) / (fabs(b) > 1 ? fabs(b) : 1);
+          if (!(d <= worst)) {
+            worst = d;
+            wq = q;
+            we = e2;
+          }
         }
       snprintf(r->note, sizeof r->note, "max difference from the fused stage: %.3g", worst);
+      if (!(worst <= tol)) {
+        fprintf(stderr,
+                "bench_cartpole: FAILED: the hand-written C and the fused stage disagree: %s[%d] is %.9g by hand, "
+                "%.9g fused (relative difference %.3g > %.0e); they are not the same program\n",
+                outs[wq], we, (double)st[wq][we], (double)((float *)sep_out->tuple[wq]->data)[we], worst, tol);
+        status = 1;
+      }
     }
     for (int q = 0; q < 4; q++) free(st[q]);
     for (int k = 0; k < np; k++) rt_tensor_unref(args[k]);
@@ -328,5 +385,11 @@ int main(int argc, char **argv) {
   ir_module_free(sep);
   if (unr) ir_module_free(unr);
   if (merged) ir_module_free(merged);
-  return 0;
+  for (int k = 0; k <= 5; k++)
+    if (!rows[k].ok) {
+      fprintf(stderr, "bench_cartpole: FAILED: %s did not run: %s\n", rows[k].name, rows[k].note);
+      status = 1;
+    }
+  if (status) fprintf(stderr, "bench_cartpole: FAILED (see above)\n");
+  return status;
 }

@@ -1,7 +1,8 @@
 /* cartpole_hand.c — CartPole written by hand in C: the yardstick for the generated kernels.
  *
  * The same math as scripts/cartpole_separate.fx (the four-array variant with precomputed random
- * numbers), operation for operation in f32, so the results agree with the fused stage bit for bit;
+ * numbers, and the start states after a reset drawn from four pools, one per state value),
+ * operation for operation in f32, so the results agree with the fused stage bit for bit;
  * compiled with -O3 -march=native -ffp-contract=off like the generated code. One loop over steps,
  * an inner loop over environments that the compiler vectorizes (sinf/cosf stay scalar calls, as
  * in the generated kernels). Returns the seconds taken. */
@@ -9,10 +10,11 @@
 #include <stdint.h>
 #include <time.h>
 
-double cartpole_hand(int n, int steps, int pool, const float *actions, const float *fresh, float *x, float *x_dot,
-                     float *theta, float *theta_dot);
+/* fresh[0..3]: the pools of start states for x, x_dot, theta and theta_dot, each f32[pool, n]. */
+double cartpole_hand(int n, int steps, int pool, const float *actions, const float *const fresh[4], float *x,
+                     float *x_dot, float *theta, float *theta_dot);
 
-double cartpole_hand(int n, int steps, int pool, const float *actions, const float *fresh, float *restrict x,
+double cartpole_hand(int n, int steps, int pool, const float *actions, const float *const fresh[4], float *restrict x,
                      float *restrict x_dot, float *restrict theta, float *restrict theta_dot) {
   const float gravity = 9.8f, masspole = 0.1f, total_mass = 1.1f, length = 0.5f, polemass_length = 0.05f;
   const float force_mag = 10.0f, tau = 0.02f, four_thirds = (float)(4.0 / 3.0);
@@ -22,7 +24,8 @@ double cartpole_hand(int n, int steps, int pool, const float *actions, const flo
   for (int i = 0; i < steps; i++) {
     int j = i % pool;
     const float *act = actions + (int64_t)j * n;
-    const float *fr = fresh + (int64_t)j * n * 4;
+    const float *restrict fx = fresh[0] + (int64_t)j * n, *restrict fxd = fresh[1] + (int64_t)j * n;
+    const float *restrict fth = fresh[2] + (int64_t)j * n, *restrict ftd = fresh[3] + (int64_t)j * n;
     for (int e = 0; e < n; e++) {
       float force = act[e] < 0.5f ? force_mag : -force_mag;
       float th = theta[e], td = theta_dot[e];
@@ -36,10 +39,10 @@ double cartpole_hand(int n, int steps, int pool, const float *actions, const flo
       float nth = th + tau * td;
       float ntd = td + tau * thetaacc;
       int done = fabsf(nx) > x_threshold || fabsf(nth) > theta_threshold;
-      x[e] = done ? fr[e * 4 + 0] : nx;
-      x_dot[e] = done ? fr[e * 4 + 1] : nxd;
-      theta[e] = done ? fr[e * 4 + 2] : nth;
-      theta_dot[e] = done ? fr[e * 4 + 3] : ntd;
+      x[e] = done ? fx[e] : nx;
+      x_dot[e] = done ? fxd[e] : nxd;
+      theta[e] = done ? fth[e] : nth;
+      theta_dot[e] = done ? ftd[e] : ntd;
     }
   }
   clock_gettime(CLOCK_MONOTONIC, &t1);
