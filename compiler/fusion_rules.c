@@ -285,46 +285,18 @@ bool fusion_is_input_fusible(const IrInstr *i) {
   return (i->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(i)) || i->op == IR_OP_SCATTER;
 }
 
-/* Window sizes and strides of a reduce-window: "window={size=3x3 stride=2x2 ...}". */
+/* Window sizes and strides of a reduce-window: "window={size=3x3 stride=2x2 ...}" (a malformed
+ * window counts as one element). */
 static void window_numbers(const IrInstr *i, int64_t *size_prod, int64_t *stride_prod, bool *overlap) {
   *size_prod = 1;
   *stride_prod = 1;
   *overlap = false;
-  const char *w = ir_attr_text(i, "window");
-  if (!w) return;
-  int64_t sizes[IR_MAX_RANK], strides[IR_MAX_RANK];
-  int ns = 0, nst = 0;
-  const char *p = strstr(w, "size=");
-  if (p) {
-    p += 5;
-    while (ns < IR_MAX_RANK) {
-      char *end;
-      long long v = strtoll(p, &end, 10);
-      if (end == p) break;
-      sizes[ns++] = v;
-      p = end;
-      if (*p != 'x') break;
-      p++;
-    }
-  }
-  p = strstr(w, "stride=");
-  if (p) {
-    p += 7;
-    while (nst < IR_MAX_RANK) {
-      char *end;
-      long long v = strtoll(p, &end, 10);
-      if (end == p) break;
-      strides[nst++] = v;
-      p = end;
-      if (*p != 'x') break;
-      p++;
-    }
-  }
-  for (int k = 0; k < ns; k++) {
-    int64_t st = k < nst ? strides[k] : 1;
-    *size_prod *= sizes[k];
-    *stride_prod *= st;
-    if (sizes[k] != st) *overlap = true;
+  IrWindow w;
+  if (!ir_attr_window(i, -1, &w, NULL, 0)) return;
+  for (int k = 0; k < w.rank; k++) {
+    *size_prod *= w.size[k];
+    *stride_prod *= w.stride[k];
+    if (w.size[k] != w.stride[k]) *overlap = true;
   }
 }
 

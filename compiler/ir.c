@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -809,6 +810,146 @@ bool ir_dot_dims(const IrInstr *i, IrDotDims *d) {
   if ((n = ir_attr_dims(i, "lhs_contracting_dims", d->lhs_contract, IR_MAX_RANK)) > 0) d->nlhs_contract = n;
   if ((n = ir_attr_dims(i, "rhs_contracting_dims", d->rhs_contract, IR_MAX_RANK)) > 0) d->nrhs_contract = n;
   return d->nlhs_batch == d->nrhs_batch && d->nlhs_contract == d->nrhs_contract;
+}
+
+static bool why_set(char *why, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool why_set(char *why, size_t n, const char *fmt, ...) {
+  if (why && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+
+/* "3x3" between p and end into v; returns the count, or -1 when malformed or longer than max. */
+static int parse_x_list(const char *p, const char *end, int64_t *v, int max) {
+  int n = 0;
+  while (p < end) {
+    char *e;
+    long long x = strtoll(p, &e, 10);
+    if (e == p || e > end || n >= max) return -1;
+    v[n++] = x;
+    p = e;
+    if (p < end && *p == 'x') p++;
+    else if (p < end) return -1;
+  }
+  return n;
+}
+
+bool ir_attr_window(const IrInstr *i, int rank, IrWindow *w, char *why, size_t nwhy) {
+  memset(w, 0, sizeof *w);
+  for (int k = 0; k < IR_MAX_RANK; k++) w->size[k] = w->stride[k] = w->lhs_dilate[k] = w->rhs_dilate[k] = 1;
+  const char *t = ir_attr_text(i, "window");
+  if (rank > IR_MAX_RANK) return why_set(why, nwhy, "a window of %d dimensions is too large", rank);
+  if (!t) {
+    w->rank = rank < 0 ? 0 : rank;
+    if (w->rank == 0) return true;
+    return why_set(why, nwhy, "%s needs the attribute 'window'", ir_op_name(i->op));
+  }
+  for (int pass = rank < 0 ? 0 : 1; pass < 2; pass++) {
+    /* pass 0 only learns the rank from size=; pass 1 parses and checks */
+    const char *p = t;
+    if (*p == '{') p++;
+    while (*p && *p != '}') {
+      while (*p == ' ') p++;
+      const char *eq = strchr(p, '=');
+      if (!eq) break;
+      const char *v = eq + 1, *ve = v;
+      while (*ve && *ve != ' ' && *ve != '}') ve++;
+      size_t kl = (size_t)(eq - p);
+      int n;
+      if (kl == 3 && memcmp(p, "pad", 3) == 0) {
+        /* lo_hi per dimension, 'x'-separated */
+        n = 0;
+        for (const char *q = v; q < ve;) {
+          char *e;
+          long long lo = strtoll(q, &e, 10);
+          if (e == q || *e != '_' || n >= IR_MAX_RANK) return why_set(why, nwhy, "malformed window pad in '%s'", t);
+          q = e + 1;
+          long long hi = strtoll(q, &e, 10);
+          if (e == q) return why_set(why, nwhy, "malformed window pad in '%s'", t);
+          w->pad_lo[n] = lo;
+          w->pad_hi[n] = hi;
+          n++;
+          q = e;
+          if (q < ve && *q == 'x') q++;
+          else if (q < ve) return why_set(why, nwhy, "malformed window pad in '%s'", t);
+        }
+      } else {
+        int64_t tmp[IR_MAX_RANK];
+        n = parse_x_list(v, ve, tmp, IR_MAX_RANK);
+        if (n < 0) return why_set(why, nwhy, "malformed window in '%s'", t);
+        if (kl == 4 && memcmp(p, "size", 4) == 0) {
+          if (pass == 0) rank = n;
+          memcpy(w->size, tmp, sizeof(int64_t) * (size_t)n);
+          w->has_size = true;
+        } else if (kl == 6 && memcmp(p, "stride", 6) == 0) memcpy(w->stride, tmp, sizeof(int64_t) * (size_t)n);
+        else if (kl == 10 && memcmp(p, "lhs_dilate", 10) == 0) memcpy(w->lhs_dilate, tmp, sizeof(int64_t) * (size_t)n);
+        else if (kl == 10 && memcmp(p, "rhs_dilate", 10) == 0) memcpy(w->rhs_dilate, tmp, sizeof(int64_t) * (size_t)n);
+        else if (kl == 12 && memcmp(p, "rhs_reversal", 12) == 0)
+          for (int k = 0; k < n; k++) w->reversal[k] = tmp[k] != 0;
+      }
+      if (pass == 1 && n != rank && !(kl == 12 && memcmp(p, "rhs_reversal", 12) == 0))
+        return why_set(why, nwhy, "window '%.*s' has %d entr%s for %d dimension%s", (int)kl, p, n, n == 1 ? "y" : "ies", rank,
+                       rank == 1 ? "" : "s");
+      p = ve;
+    }
+    if (rank < 0) rank = 0;
+  }
+  w->rank = rank;
+  if (!w->has_size && rank > 0) return why_set(why, nwhy, "window has no size in '%s'", t);
+  for (int k = 0; k < rank; k++)
+    if (w->size[k] < 0 || w->stride[k] <= 0 || w->lhs_dilate[k] <= 0 || w->rhs_dilate[k] <= 0)
+      return why_set(why, nwhy, "window sizes, strides and dilations must be positive in '%s'", t);
+  return true;
+}
+
+bool ir_conv_dims(const IrInstr *i, IrConvDims *d, char *why, size_t nwhy) {
+  memset(d, 0, sizeof *d);
+  const char *dl = ir_attr_text(i, "dim_labels");
+  if (!dl) return why_set(why, nwhy, "convolution needs the attribute 'dim_labels'");
+  const char *u = strchr(dl, '_'), *ar = strstr(dl, "->");
+  if (!u || !ar || ar < u) return why_set(why, nwhy, "malformed dim_labels '%s'", dl);
+  int ln = (int)(u - dl), kn = (int)(ar - u - 1), on = (int)strlen(ar + 2);
+  bool have_ops = i->noperands == 2 && i->operands[0] && i->operands[1];
+  const IrShape *l = have_ops ? &i->operands[0]->shape : NULL, *r = have_ops ? &i->operands[1]->shape : NULL;
+  if ((have_ops && (ln != l->rank || kn != r->rank)) || ln != kn || on != ln) {
+    if (!have_ops) return why_set(why, nwhy, "dim_labels '%s' give different ranks", dl);
+    char b1[200], b2[200];
+    ir_shape_format(l, false, b1, sizeof b1);
+    ir_shape_format(r, false, b2, sizeof b2);
+    return why_set(why, nwhy, "dim_labels '%s' do not match the ranks of %s and %s", dl, b1, b2);
+  }
+  if (ln < 2 || ln > IR_MAX_RANK) return why_set(why, nwhy, "malformed dim_labels '%s'", dl);
+  int ns = ln - 2;
+  d->rank = ln;
+  d->nspatial = ns;
+  d->in_batch = d->in_feature = d->k_in = d->k_out = d->out_batch = d->out_feature = -1;
+  for (int k = 0; k < IR_MAX_RANK; k++) d->in_spatial[k] = d->k_spatial[k] = d->out_spatial[k] = -1;
+  for (int k = 0; k < ln; k++) {
+    char c = dl[k];
+    if (c == 'b') d->in_batch = k;
+    else if (c == 'f') d->in_feature = k;
+    else if (c >= '0' && c <= '9' && c - '0' < ns) d->in_spatial[c - '0'] = k;
+    else return why_set(why, nwhy, "malformed dim_labels '%s'", dl);
+    c = u[1 + k];
+    if (c == 'i') d->k_in = k;
+    else if (c == 'o') d->k_out = k;
+    else if (c >= '0' && c <= '9' && c - '0' < ns) d->k_spatial[c - '0'] = k;
+    else return why_set(why, nwhy, "malformed dim_labels '%s'", dl);
+    c = ar[2 + k];
+    if (c == 'b') d->out_batch = k;
+    else if (c == 'f') d->out_feature = k;
+    else if (c >= '0' && c <= '9' && c - '0' < ns) d->out_spatial[c - '0'] = k;
+    else return why_set(why, nwhy, "malformed dim_labels '%s'", dl);
+  }
+  /* every label exactly once: each of the rank positions was assigned, so none repeats */
+  bool ok = d->in_batch >= 0 && d->in_feature >= 0 && d->k_in >= 0 && d->k_out >= 0 && d->out_batch >= 0 && d->out_feature >= 0;
+  for (int k = 0; ok && k < ns; k++) ok = d->in_spatial[k] >= 0 && d->k_spatial[k] >= 0 && d->out_spatial[k] >= 0;
+  if (!ok) return why_set(why, nwhy, "malformed dim_labels '%s'", dl);
+  return true;
 }
 
 int ir_called_computations(const IrInstr *i, IrComputation **out, int max) {

@@ -289,6 +289,35 @@ typedef struct {
 } IrDotDims;
 bool ir_dot_dims(const IrInstr *i, IrDotDims *out);
 
+/* Window attribute of reduce-window, select-and-scatter and convolution:
+ * window={size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1 rhs_reversal=0x1}.
+ * Fields the text leaves out take their defaults: stride and dilations 1, pad 0, no reversal. */
+typedef struct {
+  int rank;                 /* window dimensions */
+  bool has_size;            /* the text gave size= */
+  int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK];
+  int64_t pad_lo[IR_MAX_RANK], pad_hi[IR_MAX_RANK];
+  int64_t lhs_dilate[IR_MAX_RANK], rhs_dilate[IR_MAX_RANK]; /* base (input) and window dilation */
+  bool reversal[IR_MAX_RANK];
+} IrWindow;
+/* Parses i's window= for `rank` dimensions (rank < 0: as many as its size= lists; no attribute is
+ * then a rank-0 window). Returns false for an absent (rank > 0) or malformed window, with a
+ * sentence in why[n] (without the instruction's name); sizes may be 0, the rest must be positive. */
+bool ir_attr_window(const IrInstr *i, int rank, IrWindow *w, char *why, size_t n);
+
+/* Convolution dimension numbers from dim_labels=b01f_01io->b01f: where batch, feature and each
+ * spatial dimension sit in the input (lhs), kernel (rhs) and output. */
+typedef struct {
+  int rank;                 /* of input, kernel and output (always equal) */
+  int nspatial;             /* rank - 2 */
+  int in_batch, in_feature, in_spatial[IR_MAX_RANK];
+  int k_in, k_out, k_spatial[IR_MAX_RANK];
+  int out_batch, out_feature, out_spatial[IR_MAX_RANK];
+} IrConvDims;
+/* Parses i's dim_labels, checked against the ranks of i's two operands (when it has them).
+ * Returns false with a sentence in why[n] when absent, malformed or of the wrong ranks. */
+bool ir_conv_dims(const IrInstr *i, IrConvDims *d, char *why, size_t n);
+
 /* Every computation called by i (all IR_ATTR_COMP attributes, in order). */
 int ir_called_computations(const IrInstr *i, IrComputation **out, int max);
 

@@ -155,19 +155,10 @@ static double elems(const IrShape *s) {
 
 /* Product of the window sizes of a reduce-window ("window={size=3x3 stride=...}"). */
 static double window_size(const IrInstr *i) {
-  const char *w = ir_attr_text(i, "window");
-  const char *p = w ? strstr(w, "size=") : NULL;
-  if (!p) return 1;
-  p += 5;
+  IrWindow w;
   double prod = 1;
-  while (*p >= '0' && *p <= '9') {
-    char *end;
-    long long v = strtoll(p, &end, 10);
-    prod *= (double)v;
-    p = end;
-    if (*p == 'x') p++;
-    else break;
-  }
+  if (ir_attr_window(i, -1, &w, NULL, 0))
+    for (int k = 0; k < w.rank; k++) prod *= (double)w.size[k];
   return prod;
 }
 
@@ -186,14 +177,8 @@ double plan_instr_flops(const IrInstr *i) {
   case IR_OP_CONVOLUTION: {
     if (i->noperands < 2 || !i->operands[1]) return 0;
     const IrShape *ks = &i->operands[1]->shape;
-    int o = ks->rank - 1;
-    const char *dl = ir_attr_text(i, "dim_labels");
-    const char *us = dl ? strchr(dl, '_') : NULL;
-    if (us) {
-      const char *oc = strchr(us + 1, 'o');
-      const char *arrow = strstr(us, "->");
-      if (oc && (!arrow || oc < arrow) && oc - (us + 1) < ks->rank) o = (int)(oc - (us + 1));
-    }
+    IrConvDims cd;
+    int o = ir_conv_dims(i, &cd, NULL, 0) ? cd.k_out : ks->rank - 1;
     double out_features = ks->rank > 0 && o >= 0 ? (double)ks->dims[o] : 1;
     if (out_features <= 0) return 0;
     return 2.0 * elems(&i->shape) * elems(ks) / out_features;

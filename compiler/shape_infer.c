@@ -140,86 +140,11 @@ static bool same_dims_all(const IrInstr *i, int from, int to, FxError *err) {
   return true;
 }
 
-/* ---------- window attribute: "size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1" ---------- */
+/* ---------- window attribute (parsed by ir_attr_window) ---------- */
 
-typedef struct {
-  int n;
-  int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK], base_dil[IR_MAX_RANK], win_dil[IR_MAX_RANK];
-} Window;
-
-static int parse_x_list(const char *p, const char *end, int64_t *v, int max) {
-  int n = 0;
-  while (p < end) {
-    char *e;
-    long long x = strtoll(p, &e, 10);
-    if (e == p || n >= max) return -1;
-    v[n++] = x;
-    p = e;
-    if (p < end && *p == 'x') p++;
-    else if (p < end) return -1;
-  }
-  return n;
-}
-
-static bool parse_window(const IrInstr *i, int rank, Window *w, FxError *err) {
-  memset(w, 0, sizeof *w);
-  w->n = rank;
-  for (int k = 0; k < IR_MAX_RANK; k++) w->size[k] = w->stride[k] = w->base_dil[k] = w->win_dil[k] = 1;
-  const char *t = ir_attr_text(i, "window");
-  if (!t) {
-    if (rank == 0) return true;
-    return ierr(i, err, "%s needs the attribute 'window'", ir_op_name(i->op));
-  }
-  const char *p = t;
-  if (*p == '{') p++;
-  bool have_size = false;
-  while (*p && *p != '}') {
-    while (*p == ' ') p++;
-    const char *eq = strchr(p, '=');
-    if (!eq) break;
-    const char *v = eq + 1;
-    const char *ve = v;
-    while (*ve && *ve != ' ' && *ve != '}') ve++;
-    size_t kl = (size_t)(eq - p);
-    int64_t tmp[IR_MAX_RANK * 3];
-    int n;
-    if (kl == 3 && memcmp(p, "pad", 3) == 0) {
-      /* lo_hi per dimension, 'x'-separated */
-      n = 0;
-      const char *q = v;
-      while (q < ve) {
-        char *e;
-        long long lo = strtoll(q, &e, 10);
-        if (e == q || *e != '_' || n >= IR_MAX_RANK) return ierr(i, err, "malformed window pad in '%s'", t);
-        q = e + 1;
-        long long hi = strtoll(q, &e, 10);
-        if (e == q) return ierr(i, err, "malformed window pad in '%s'", t);
-        w->lo[n] = lo;
-        w->hi[n] = hi;
-        n++;
-        q = e;
-        if (q < ve && *q == 'x') q++;
-        else if (q < ve) return ierr(i, err, "malformed window pad in '%s'", t);
-      }
-    } else {
-      n = parse_x_list(v, ve, tmp, IR_MAX_RANK);
-      if (n < 0) return ierr(i, err, "malformed window in '%s'", t);
-      int64_t *dst = NULL;
-      if (kl == 4 && memcmp(p, "size", 4) == 0) dst = w->size, have_size = true;
-      else if (kl == 6 && memcmp(p, "stride", 6) == 0) dst = w->stride;
-      else if (kl == 10 && memcmp(p, "lhs_dilate", 10) == 0) dst = w->base_dil;
-      else if (kl == 10 && memcmp(p, "rhs_dilate", 10) == 0) dst = w->win_dil;
-      if (dst) memcpy(dst, tmp, sizeof(int64_t) * (size_t)n);
-    }
-    if (n != rank && !(kl == 11 && memcmp(p, "rhs_reversal", 11) == 0))
-      return ierr(i, err, "window '%.*s' has %d entr%s for %d dimension%s", (int)kl, p, n, n == 1 ? "y" : "ies", rank, rank == 1 ? "" : "s");
-    p = ve;
-  }
-  if (!have_size && rank > 0) return ierr(i, err, "window has no size in '%s'", t);
-  for (int k = 0; k < rank; k++)
-    if (w->size[k] < 0 || w->stride[k] <= 0 || w->base_dil[k] <= 0 || w->win_dil[k] <= 0)
-      return ierr(i, err, "window sizes, strides and dilations must be positive in '%s'", t);
-  return true;
+static bool parse_window(const IrInstr *i, int rank, IrWindow *w, FxError *err) {
+  char why[400];
+  return ir_attr_window(i, rank, w, why, sizeof why) || ierr(i, err, "%s", why);
 }
 
 /* Attribute values are untrusted: sizes are computed with overflow checks. */
@@ -227,11 +152,11 @@ static bool mul_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_o
 static bool add_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_add_overflow(a, b, out); }
 
 /* Output size of window dimension k over an input of size `in`; -1 when the arithmetic overflows. */
-static int64_t window_out(int64_t in, const Window *w, int k) {
+static int64_t window_out(int64_t in, const IrWindow *w, int k) {
   int64_t dilated_in = 0, padded, dilated_win = 0;
-  if (in > 0 && (!mul_ok(in - 1, w->base_dil[k], &dilated_in) || !add_ok(dilated_in, 1, &dilated_in))) return -1;
-  if (!add_ok(dilated_in, w->lo[k], &padded) || !add_ok(padded, w->hi[k], &padded)) return -1;
-  if (w->size[k] > 0 && (!mul_ok(w->size[k] - 1, w->win_dil[k], &dilated_win) || !add_ok(dilated_win, 1, &dilated_win))) return -1;
+  if (in > 0 && (!mul_ok(in - 1, w->lhs_dilate[k], &dilated_in) || !add_ok(dilated_in, 1, &dilated_in))) return -1;
+  if (!add_ok(dilated_in, w->pad_lo[k], &padded) || !add_ok(padded, w->pad_hi[k], &padded)) return -1;
+  if (w->size[k] > 0 && (!mul_ok(w->size[k] - 1, w->rhs_dilate[k], &dilated_win) || !add_ok(dilated_win, 1, &dilated_win))) return -1;
   if (padded < dilated_win) return 0;
   return (padded - dilated_win) / w->stride[k] + 1;
 }
@@ -580,7 +505,7 @@ static bool infer_reduce_window(const IrInstr *i, IrShape *out, Arena *a, FxErro
                   ir_type_name(opsh(i, k)->type));
     types[k] = opsh(i, k)->type;
   }
-  Window w;
+  IrWindow w;
   if (!parse_window(i, in0->rank, &w, err)) return false;
   if (!check_reducer(i, "to_apply", types, n, a, err)) return false;
   int64_t od[IR_MAX_RANK];
@@ -632,40 +557,14 @@ static bool infer_dot(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
 }
 
 static bool infer_convolution(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
-  char b1[200], b2[200];
   if (!need_operands(i, 2, 2, err) || !need_array(i, 0, err) || !need_array(i, 1, err)) return false;
   const IrShape *l = opsh(i, 0), *r = opsh(i, 1);
-  const char *dl = ir_attr_text(i, "dim_labels");
-  if (!dl) return ierr(i, err, "convolution needs the attribute 'dim_labels'");
-  const char *u = strchr(dl, '_'), *ar = strstr(dl, "->");
-  if (!u || !ar || ar < u) return ierr(i, err, "malformed dim_labels '%s'", dl);
-  int ln = (int)(u - dl), kn = (int)(ar - u - 1), on = (int)strlen(ar + 2);
-  if (ln != l->rank || kn != r->rank || ln != kn || on != ln)
-    return ierr(i, err, "dim_labels '%s' do not match the ranks of %s and %s", dl, shp(l, b1, sizeof b1), shp(r, b2, sizeof b2));
-  int ns = ln - 2;
-  int lb = -1, lf = -1, ki = -1, ko = -1, ob = -1, of = -1;
-  int ls[IR_MAX_RANK], ks[IR_MAX_RANK], os[IR_MAX_RANK];
-  for (int k = 0; k < IR_MAX_RANK; k++) ls[k] = ks[k] = os[k] = -1;
-  for (int k = 0; k < ln; k++) {
-    char c = dl[k];
-    if (c == 'b') lb = k;
-    else if (c == 'f') lf = k;
-    else if (c >= '0' && c <= '9' && c - '0' < ns) ls[c - '0'] = k;
-    else return ierr(i, err, "malformed dim_labels '%s'", dl);
-    c = u[1 + k];
-    if (c == 'i') ki = k;
-    else if (c == 'o') ko = k;
-    else if (c >= '0' && c <= '9' && c - '0' < ns) ks[c - '0'] = k;
-    else return ierr(i, err, "malformed dim_labels '%s'", dl);
-    c = ar[2 + k];
-    if (c == 'b') ob = k;
-    else if (c == 'f') of = k;
-    else if (c >= '0' && c <= '9' && c - '0' < ns) os[c - '0'] = k;
-    else return ierr(i, err, "malformed dim_labels '%s'", dl);
-  }
-  if (lb < 0 || lf < 0 || ki < 0 || ko < 0 || ob < 0 || of < 0) return ierr(i, err, "malformed dim_labels '%s'", dl);
-  for (int k = 0; k < ns; k++)
-    if (ls[k] < 0 || ks[k] < 0 || os[k] < 0) return ierr(i, err, "malformed dim_labels '%s'", dl);
+  IrConvDims cd;
+  char why[600];
+  if (!ir_conv_dims(i, &cd, why, sizeof why)) return ierr(i, err, "%s", why);
+  int ns = cd.nspatial, ln = cd.rank;
+  int lb = cd.in_batch, lf = cd.in_feature, ki = cd.k_in, ko = cd.k_out, ob = cd.out_batch, of = cd.out_feature;
+  const int *ls = cd.in_spatial, *ks = cd.k_spatial, *os = cd.out_spatial;
   int64_t fgc = 1, bgc = 1;
   if (ir_attr_text(i, "feature_group_count") && !ir_attr_int(i, "feature_group_count", &fgc)) return ierr(i, err, "malformed feature_group_count");
   if (ir_attr_text(i, "batch_group_count") && !ir_attr_int(i, "batch_group_count", &bgc)) return ierr(i, err, "malformed batch_group_count");
@@ -675,7 +574,9 @@ static bool infer_convolution(const IrInstr *i, IrShape *out, Arena *a, FxError 
     return ierr(i, err, "convolution input features (%" PRId64 ") must equal kernel input features (%" PRId64 ") x feature_group_count (%" PRId64 ")",
                 l->dims[lf], r->dims[ki], fgc);
   if (l->dims[lb] % bgc) return ierr(i, err, "batch (%" PRId64 ") is not divisible by batch_group_count %" PRId64, l->dims[lb], bgc);
-  Window w;
+  if (r->dims[ko] % bgc)
+    return ierr(i, err, "kernel output features (%" PRId64 ") are not divisible by batch_group_count %" PRId64, r->dims[ko], bgc);
+  IrWindow w;
   if (!parse_window(i, ns, &w, err)) return false;
   int64_t od[IR_MAX_RANK];
   od[ob] = l->dims[lb] / bgc;

@@ -222,49 +222,6 @@ static void hlo_strides(const IrShape *s, int64_t *st) {
   }
 }
 
-/* "b01f_01io->b01f" into three label strings. */
-static bool parse_labels(const char *t, char *lhs, char *rhs, char *out, size_t n) {
-  const char *u = strchr(t, '_'), *a = strstr(t, "->");
-  if (!u || !a || a < u) return false;
-  size_t l1 = (size_t)(u - t), l2 = (size_t)(a - u - 1), l3 = strlen(a + 2);
-  if (l1 >= n || l2 >= n || l3 >= n) return false;
-  memcpy(lhs, t, l1), lhs[l1] = 0;
-  memcpy(rhs, u + 1, l2), rhs[l2] = 0;
-  memcpy(out, a + 2, l3), out[l3] = 0;
-  return true;
-}
-
-/* Reads "key=AxB" (or "key=L_HxL_H" for pad) from a window text into v (count spatial). */
-static int window_field(const char *w, const char *key, int *lo, int *hi, int max) {
-  char pat[32];
-  snprintf(pat, sizeof pat, "%s=", key);
-  const char *p = w;
-  while ((p = strstr(p, pat)) != NULL) {
-    if (p == w || p[-1] == ' ' || p[-1] == '{') break;
-    p++;
-  }
-  if (!p) return 0;
-  p += strlen(pat);
-  int n = 0;
-  while (n < max) {
-    char *end;
-    long a = strtol(p, &end, 10);
-    if (end == p) break;
-    long b = a;
-    p = end;
-    if (*p == '_') {
-      b = strtol(p + 1, &end, 10);
-      p = end;
-    }
-    lo[n] = (int)a;
-    if (hi) hi[n] = (int)b;
-    n++;
-    if (*p != 'x') break;
-    p++;
-  }
-  return n;
-}
-
 bool cuda_conv_from_instr(const IrInstr *conv, CudaConv *c, FxError *err) {
   memset(c, 0, sizeof *c);
   if (conv->op != IR_OP_CONVOLUTION || conv->noperands != 2)
@@ -274,12 +231,11 @@ bool cuda_conv_from_instr(const IrInstr *conv, CudaConv *c, FxError *err) {
     return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' of type %s is not supported (f16, f32, f64)",
                         conv->name, ir_type_name(x->type));
   c->type = x->type;
-  const char *labels = ir_attr_text(conv, "dim_labels");
-  char ll[24], rl[24], ol[24];
-  if (!labels || !parse_labels(labels, ll, rl, ol, sizeof ll) || (int)strlen(ll) != x->rank ||
-      (int)strlen(rl) != w->rank || (int)strlen(ol) != y->rank || x->rank < 3)
+  IrConvDims cd;
+  char why[600];
+  if (!ir_conv_dims(conv, &cd, why, sizeof why) || x->rank < 3 || y->rank != x->rank)
     return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' has no usable dim_labels", conv->name);
-  int ns = x->rank - 2;
+  int ns = cd.nspatial;
   if (ns > CUDA_CONV_MAX_SPATIAL)
     return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' has %d spatial dimensions (at most %d)", conv->name,
                         ns, CUDA_CONV_MAX_SPATIAL);
@@ -288,23 +244,20 @@ bool cuda_conv_from_instr(const IrInstr *conv, CudaConv *c, FxError *err) {
   hlo_strides(x, xs);
   hlo_strides(w, ws);
   hlo_strides(y, ys);
-  /* Map each label to its cuDNN position: batch/out-feature 0, feature/in-feature 1, spatial s at 2+s. */
+  /* cuDNN positions: batch / output feature 0, feature / input feature 1, spatial s at 2+s; each
+     entry is the HLO dimension that sits there. */
+  int at[3][CUDA_CONV_MAX_SPATIAL + 2];
+  at[0][0] = cd.in_batch, at[0][1] = cd.in_feature;
+  at[1][0] = cd.k_out, at[1][1] = cd.k_in;
+  at[2][0] = cd.out_batch, at[2][1] = cd.out_feature;
+  for (int s = 0; s < ns; s++) at[0][2 + s] = cd.in_spatial[s], at[1][2 + s] = cd.k_spatial[s], at[2][2 + s] = cd.out_spatial[s];
   for (int pass = 0; pass < 3; pass++) {
-    const char *lab = pass == 0 ? ll : pass == 1 ? rl : ol;
     const IrShape *s = pass == 0 ? x : pass == 1 ? w : y;
     const int64_t *st = pass == 0 ? xs : pass == 1 ? ws : ys;
     int *dims = pass == 0 ? c->in_dims : pass == 1 ? c->filter_dims : c->out_dims;
     int *strd = pass == 0 ? c->in_strides : pass == 1 ? c->filter_hlo_strides : c->out_strides;
-    bool seen[CUDA_CONV_MAX_SPATIAL + 2] = {0};
-    for (int d = 0; d < s->rank; d++) {
-      char ch = lab[d];
-      int pos;
-      if (ch == (pass == 1 ? 'o' : 'b')) pos = 0;
-      else if (ch == (pass == 1 ? 'i' : 'f')) pos = 1;
-      else if (ch >= '0' && ch < '0' + ns) pos = 2 + (ch - '0');
-      else return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s': bad dim_labels '%s'", conv->name, labels);
-      if (seen[pos]) return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s': bad dim_labels '%s'", conv->name, labels);
-      seen[pos] = true;
+    for (int pos = 0; pos < ns + 2; pos++) {
+      int d = at[pass][pos];
       if (s->dims[d] > INT32_MAX || st[d] > INT32_MAX)
         return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' is too large", conv->name);
       dims[pos] = (int)s->dims[d];
@@ -320,28 +273,23 @@ bool cuda_conv_from_instr(const IrInstr *conv, CudaConv *c, FxError *err) {
     return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s': input features %d != %d groups x %d", conv->name,
                         c->in_dims[1], (int)groups, c->filter_dims[1]);
   c->groups = (int)groups;
-  for (int s = 0; s < ns; s++) c->stride[s] = c->dilation[s] = 1;
-  const char *win = ir_attr_text(conv, "window");
-  if (win) {
-    int lo[CUDA_CONV_MAX_SPATIAL], hi[CUDA_CONV_MAX_SPATIAL], tmp[CUDA_CONV_MAX_SPATIAL];
-    int np = window_field(win, "pad", lo, hi, ns);
-    for (int s = 0; s < np; s++) {
-      if (lo[s] != hi[s])
-        return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' has asymmetric padding %d_%d", conv->name, lo[s],
-                            hi[s]);
-      if (lo[s] < 0) return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' has negative padding", conv->name);
-      c->pad[s] = lo[s];
-    }
-    window_field(win, "stride", c->stride, NULL, ns);
-    window_field(win, "rhs_dilate", c->dilation, NULL, ns);
-    int nl = window_field(win, "lhs_dilate", tmp, NULL, ns);
-    for (int s = 0; s < nl; s++)
-      if (tmp[s] != 1)
-        return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' dilates its input (a transposed convolution)",
-                            conv->name);
-    int nr = window_field(win, "rhs_reversal", tmp, NULL, ns);
-    for (int s = 0; s < nr; s++)
-      if (tmp[s] != 0) return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' reverses its window", conv->name);
+  IrWindow win;
+  if (!ir_attr_window(conv, ns, &win, why, sizeof why))
+    return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s': %s", conv->name, why);
+  for (int s = 0; s < ns; s++) {
+    if (win.pad_lo[s] != win.pad_hi[s])
+      return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' has asymmetric padding %lld_%lld", conv->name,
+                          (long long)win.pad_lo[s], (long long)win.pad_hi[s]);
+    if (win.pad_lo[s] < 0) return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' has negative padding", conv->name);
+    if (win.lhs_dilate[s] != 1)
+      return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' dilates its input (a transposed convolution)",
+                          conv->name);
+    if (win.reversal[s]) return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' reverses its window", conv->name);
+    if (win.pad_lo[s] > INT32_MAX || win.stride[s] > INT32_MAX || win.rhs_dilate[s] > INT32_MAX)
+      return fx_error_set(err, NULL, 0, 0, "cuDNN: convolution '%s' is too large", conv->name);
+    c->pad[s] = (int)win.pad_lo[s];
+    c->stride[s] = (int)win.stride[s];
+    c->dilation[s] = (int)win.rhs_dilate[s];
   }
   /* Is the filter packed as KCRS or as KRSC? */
   int fd = ns + 2;

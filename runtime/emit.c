@@ -695,34 +695,12 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
 static bool gen_reduce_window(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   if (i->noperands != 2) return gen_fail(g, i, "variadic reduce-window is not generated");
   const IrShape *is = oshape(i, 0);
-  /* parse window= the same way as the reference */
-  int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK], lo[IR_MAX_RANK], ld[IR_MAX_RANK], wd[IR_MAX_RANK];
-  for (int d = 0; d < IR_MAX_RANK; d++) size[d] = stride[d] = ld[d] = wd[d] = 1, lo[d] = 0;
-  const char *t = ir_attr_text(i, "window");
-  for (const char *p = t; p && *p;) {
-    while (*p == '{' || *p == ' ' || *p == '}') p++;
-    const char *eq = strchr(p, '=');
-    if (!eq) break;
-    size_t kl = (size_t)(eq - p);
-    const char *v = eq + 1;
-    for (int d = 0; d < is->rank; d++) {
-      char *e;
-      int64_t x = strtoll(v, &e, 10);
-      if (kl == 3 && strncmp(p, "pad", 3) == 0) {
-        lo[d] = x;
-        if (*e == '_') strtoll(e + 1, &e, 10);
-      } else if (kl == 4 && strncmp(p, "size", 4) == 0) size[d] = x;
-      else if (kl == 6 && strncmp(p, "stride", 6) == 0) stride[d] = x;
-      else if (kl == 10 && strncmp(p, "lhs_dilate", 10) == 0) ld[d] = x;
-      else if (kl == 10 && strncmp(p, "rhs_dilate", 10) == 0) wd[d] = x;
-      v = e;
-      if (*v == 'x') v++;
-    }
-    p = v;
-    while (*p && *p != ' ' && *p != '}') p++;
-  }
+  IrWindow win;
+  char why[400];
+  if (!ir_attr_window(i, is->rank, &win, why, sizeof why)) return gen_fail(g, i, "%s", why);
+  const int64_t *size = win.size, *stride = win.stride, *lo = win.pad_lo, *ld = win.lhs_dilate, *wd = win.rhs_dilate;
   for (int d = 0; d < is->rank; d++)
-    if (size[d] < 1 || stride[d] < 1 || ld[d] < 1 || wd[d] < 1) return gen_fail(g, i, "bad window");
+    if (win.reversal[d]) return gen_fail(g, i, "a reversed window is not generated");
   Val init, acc = newvar(g, "acc");
   if (!gen(g, i->operands[1], NULL, &init)) return false;
   IrType et = is->type;

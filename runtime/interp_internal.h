@@ -1,6 +1,6 @@
 /* interp_internal.h — what the interpreter's files share: scalar values, the elementwise
  * semantics (one place that says what add, convert, shift-left... mean for each element type),
- * attribute parsing for windows and dimension labels, and the op implementations. Private to
+ * located errors for window attributes, and the op implementations. Private to
  * runtime/. */
 #ifndef FXPLAIN_INTERP_INTERNAL_H
 #define FXPLAIN_INTERP_INTERNAL_H
@@ -30,14 +30,8 @@ bool rt_ew_binary(IrOpcode op, IrType t, RtVal a, RtVal b, RtVal *out);
 bool rt_ew_compare(RtDir dir, bool total_order, IrType t, RtVal a, RtVal b);
 RtVal rt_ew_reduce_precision(IrType t, RtVal a, int exp_bits, int mant_bits);
 
-/* Window attribute: size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=.. rhs_dilate=.. */
-typedef struct {
-  int rank;
-  int64_t size[IR_MAX_RANK], stride[IR_MAX_RANK], lo[IR_MAX_RANK], hi[IR_MAX_RANK];
-  int64_t lhs_dil[IR_MAX_RANK], rhs_dil[IR_MAX_RANK];
-  bool reversal[IR_MAX_RANK];
-} RtWindow;
-bool rt_parse_window(const IrInstr *i, int rank, RtWindow *w, FxError *err);
+/* i's window= for `rank` dimensions (ir_attr_window), with a located error when malformed. */
+bool rt_parse_window(const IrInstr *i, int rank, IrWindow *w, FxError *err);
 
 /* Row-major strides of dims. */
 void rt_strides(int rank, const int64_t *dims, int64_t *st);

@@ -530,47 +530,9 @@ bool rt_op_reduce(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, F
 
 /* ---------- windows ---------- */
 
-bool rt_parse_window(const IrInstr *i, int rank, RtWindow *w, FxError *err) {
-  memset(w, 0, sizeof *w);
-  w->rank = rank;
-  for (int d = 0; d < IR_MAX_RANK; d++) {
-    w->size[d] = w->stride[d] = w->lhs_dil[d] = w->rhs_dil[d] = 1;
-  }
-  const char *t = ir_attr_text(i, "window");
-  if (!t) return rank == 0 || instr_error(i, err, "needs a window= attribute");
-  const char *p = t;
-  while (*p) {
-    while (*p == '{' || *p == ' ' || *p == '}') p++;
-    if (!*p) break;
-    const char *eq = strchr(p, '=');
-    if (!eq) break;
-    size_t kl = (size_t)(eq - p);
-    const char *v = eq + 1;
-    for (int d = 0; d < rank; d++) {
-      char *e;
-      if (kl == 3 && strncmp(p, "pad", 3) == 0) {
-        w->lo[d] = strtoll(v, &e, 10);
-        if (*e == '_') w->hi[d] = strtoll(e + 1, &e, 10);
-      } else if (kl == 8 && strncmp(p, "rhs_reve", 8) == 0) {
-        e = (char *)v;
-      } else {
-        int64_t val = strtoll(v, &e, 10);
-        if (kl == 4 && strncmp(p, "size", 4) == 0) w->size[d] = val;
-        else if (kl == 6 && strncmp(p, "stride", 6) == 0) w->stride[d] = val;
-        else if (kl == 10 && strncmp(p, "lhs_dilate", 10) == 0) w->lhs_dil[d] = val;
-        else if (kl == 10 && strncmp(p, "rhs_dilate", 10) == 0) w->rhs_dil[d] = val;
-        else if (kl == 11 && strncmp(p, "rhs_reversal", 11) == 0) w->reversal[d] = val != 0;
-      }
-      v = e;
-      if (*v == 'x') v++;
-    }
-    p = v;
-    while (*p && *p != ' ' && *p != '}') p++;
-  }
-  for (int d = 0; d < rank; d++)
-    if (w->size[d] < 1 || w->stride[d] < 1 || w->lhs_dil[d] < 1 || w->rhs_dil[d] < 1)
-      return instr_error(i, err, "window sizes, strides and dilations must be positive");
-  return true;
+bool rt_parse_window(const IrInstr *i, int rank, IrWindow *w, FxError *err) {
+  char why[400];
+  return ir_attr_window(i, rank, w, why, sizeof why) || instr_error(i, err, why);
 }
 
 bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
@@ -579,7 +541,7 @@ bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor *
   IrComputation *f = ir_attr_comp(i, "to_apply");
   if (!f) return instr_error(i, err, "reduce-window needs to_apply=");
   RtTensor *in = ops[0];
-  RtWindow w;
+  IrWindow w;
   if (!rt_parse_window(i, in->rank, &w, err)) return false;
   RtTensor *r = out_tensor(i, err);
   if (!r) return false;
@@ -596,10 +558,10 @@ bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor *
       int64_t off = 0;
       bool inside = true;
       for (int d = 0; d < in->rank && inside; d++) {
-        int64_t p = oidx[d] * w.stride[d] + widx[d] * w.rhs_dil[d] - w.lo[d];
-        if (p < 0 || p % w.lhs_dil[d]) inside = false;
+        int64_t p = oidx[d] * w.stride[d] + widx[d] * w.rhs_dilate[d] - w.pad_lo[d];
+        if (p < 0 || p % w.lhs_dilate[d]) inside = false;
         else {
-          p /= w.lhs_dil[d];
+          p /= w.lhs_dilate[d];
           if (p >= in->dims[d]) inside = false;
           else off += p * ist[d];
         }
@@ -700,92 +662,59 @@ bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxEr
 
 /* ---------- convolution ---------- */
 
-/* dim_labels=b01f_01io->b01f: batch/feature/spatial positions of input, kernel and output. */
-typedef struct {
-  int b, f, sp[IR_MAX_RANK];  /* input/output: batch, feature, spatial dims */
-  int i, o, ksp[IR_MAX_RANK]; /* kernel: input feature, output feature, spatial */
-  int ob, of, osp[IR_MAX_RANK];
-  int nsp;
-} ConvLabels;
-
-static bool parse_labels(const char *t, ConvLabels *L, int rank) {
-  if (!t) return false;
-  const char *u1 = strchr(t, '_'), *ar = strstr(t, "->");
-  if (!u1 || !ar || u1 > ar) return false;
-  int n1 = (int)(u1 - t), n2 = (int)(ar - u1 - 1), n3 = (int)strlen(ar + 2);
-  if (n1 != rank || n2 != rank || n3 != rank) return false;
-  L->nsp = rank - 2;
-  int cnt = 0;
-  for (int p = 0; p < n1; p++) {
-    char c = t[p];
-    if (c == 'b') L->b = p;
-    else if (c == 'f') L->f = p;
-    else if (c >= '0' && c <= '9' && c - '0' < L->nsp) { L->sp[c - '0'] = p; cnt++; }
-    else return false;
-  }
-  for (int p = 0; p < n2; p++) {
-    char c = u1[1 + p];
-    if (c == 'i') L->i = p;
-    else if (c == 'o') L->o = p;
-    else if (c >= '0' && c <= '9' && c - '0' < L->nsp) { L->ksp[c - '0'] = p; cnt++; }
-    else return false;
-  }
-  for (int p = 0; p < n3; p++) {
-    char c = ar[2 + p];
-    if (c == 'b') L->ob = p;
-    else if (c == 'f') L->of = p;
-    else if (c >= '0' && c <= '9' && c - '0' < L->nsp) { L->osp[c - '0'] = p; cnt++; }
-    else return false;
-  }
-  return cnt == 3 * L->nsp;
-}
-
 bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
   RtTensor *in = ops[0], *k = ops[1];
-  ConvLabels L;
-  memset(&L, 0, sizeof L);
-  if (!parse_labels(ir_attr_text(i, "dim_labels"), &L, in->rank) || k->rank != in->rank)
-    return instr_error(i, err, "convolution needs dim_labels matching its operands' ranks");
-  RtWindow w;
-  if (!rt_parse_window(i, L.nsp, &w, err)) return false;
+  IrConvDims L;
+  char why[600];
+  if (!ir_conv_dims(i, &L, why, sizeof why)) return instr_error(i, err, why);
+  if (k->rank != in->rank || in->rank != L.rank) return instr_error(i, err, "convolution operands do not match their dim_labels");
+  IrWindow w;
+  if (!rt_parse_window(i, L.nspatial, &w, err)) return false;
   int64_t fgc = 1, bgc = 1;
   ir_attr_int(i, "feature_group_count", &fgc);
   ir_attr_int(i, "batch_group_count", &bgc);
-  if (fgc < 1 || bgc != 1) return instr_error(i, err, "the interpreter implements batch_group_count=1 only");
+  if (fgc < 1 || bgc < 1) return instr_error(i, err, "convolution group counts must be positive");
   RtTensor *r = out_tensor(i, err);
   if (!r) return false;
   int64_t ist[IR_MAX_RANK], kst[IR_MAX_RANK], oidx[IR_MAX_RANK] = {0};
   rt_strides(in->rank, in->dims, ist);
   rt_strides(k->rank, k->dims, kst);
-  int64_t cin = in->dims[L.f], kin = k->dims[L.i], kout = k->dims[L.o];
+  int64_t cin = in->dims[L.in_feature], kin = k->dims[L.k_in], kout = k->dims[L.k_out];
   if (cin != kin * fgc || kout % fgc) {
     rt_tensor_unref(r);
     return instr_error(i, err, "convolution feature counts do not match feature_group_count");
   }
-  int64_t per_group_out = kout / fgc;
+  if (in->dims[L.in_batch] % bgc || kout % bgc || r->dims[L.out_batch] * bgc != in->dims[L.in_batch]) {
+    rt_tensor_unref(r);
+    return instr_error(i, err, "convolution batch and output features do not match batch_group_count");
+  }
+  /* XLA: feature groups split the input features and the output features alike; batch groups
+     split the input batch into bgc slices, output feature f reading slice f / (kout / bgc) */
+  int64_t per_group_out = kout / fgc, batch_group_size = in->dims[L.in_batch] / bgc, per_batch_group_out = kout / bgc;
   int64_t ksz[IR_MAX_RANK];
-  for (int s = 0; s < L.nsp; s++) ksz[s] = k->dims[L.ksp[s]];
+  for (int s = 0; s < L.nspatial; s++) ksz[s] = k->dims[L.k_spatial[s]];
   bool fl = ir_type_is_float(r->type);
   for (int64_t o = 0; o < r->count; o++) {
-    int64_t bb = oidx[L.ob], of = oidx[L.of], g = of / per_group_out;
+    int64_t of = oidx[L.out_feature], g = of / per_group_out;
+    int64_t bb = oidx[L.out_batch] + (of / per_batch_group_out) * batch_group_size;
     double acc = 0;
     int64_t acci = 0;
     for (int64_t ci = 0; ci < kin; ci++) {
       int64_t kidx[IR_MAX_RANK] = {0};
       for (;;) {
-        int64_t ioff = bb * ist[L.b] + (g * kin + ci) * ist[L.f];
-        int64_t koff = ci * kst[L.i] + of * kst[L.o];
+        int64_t ioff = bb * ist[L.in_batch] + (g * kin + ci) * ist[L.in_feature];
+        int64_t koff = ci * kst[L.k_in] + of * kst[L.k_out];
         bool inside = true;
-        for (int s = 0; s < L.nsp && inside; s++) {
+        for (int s = 0; s < L.nspatial && inside; s++) {
           int64_t kk = w.reversal[s] ? ksz[s] - 1 - kidx[s] : kidx[s];
-          int64_t p = oidx[L.osp[s]] * w.stride[s] + kidx[s] * w.rhs_dil[s] - w.lo[s];
-          if (p < 0 || p % w.lhs_dil[s]) inside = false;
+          int64_t p = oidx[L.out_spatial[s]] * w.stride[s] + kidx[s] * w.rhs_dilate[s] - w.pad_lo[s];
+          if (p < 0 || p % w.lhs_dilate[s]) inside = false;
           else {
-            p /= w.lhs_dil[s];
-            if (p >= in->dims[L.sp[s]]) inside = false;
+            p /= w.lhs_dilate[s];
+            if (p >= in->dims[L.in_spatial[s]]) inside = false;
             else {
-              ioff += p * ist[L.sp[s]];
-              koff += kk * kst[L.ksp[s]];
+              ioff += p * ist[L.in_spatial[s]];
+              koff += kk * kst[L.k_spatial[s]];
             }
           }
         }
@@ -793,7 +722,7 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
           if (fl) acc += rt_get_f(in, ioff) * rt_get_f(k, koff);
           else acci += rt_get_i(in, ioff) * rt_get_i(k, koff);
         }
-        if (!next_index(L.nsp, ksz, kidx)) break;
+        if (!next_index(L.nspatial, ksz, kidx)) break;
       }
     }
     if (fl) rt_set_f(r, o, acc);
