@@ -430,12 +430,23 @@ static void add_compute_kernel(Builder *b, IrInstr *i, KernelKind kind, int64_t 
     if (!op) continue;
     bool seen = false;
     for (int q = 0; q < k->ninputs && !seen; q++) seen = k->inputs[q] == op;
-    if (seen) continue;
-    k->inputs[k->ninputs++] = op;
-    k->bytes_read += plan_operand_bytes_read(i, o);
+    if (!seen) k->inputs[k->ninputs++] = op;
   }
-  k->bytes_written = plan_bytes_written(i);
+  plan_kernel_bytes(i, &k->bytes_read, &k->bytes_written);
   cost(b, k);
+}
+
+void plan_kernel_bytes(const IrInstr *i, int64_t *read, int64_t *written) {
+  int64_t rd = 0;
+  for (int o = 0; o < i->noperands; o++) {
+    const IrInstr *op = i->operands[o];
+    if (!op) continue;
+    bool seen = false;
+    for (int q = 0; q < o && !seen; q++) seen = i->operands[q] == op;
+    if (!seen) rd += plan_operand_bytes_read(i, o);
+  }
+  *read = rd;
+  *written = plan_bytes_written(i);
 }
 
 int64_t plan_operand_bytes_read(const IrInstr *i, int o) {
@@ -531,6 +542,183 @@ static bool walk(Builder *b, IrComputation *c, int64_t mult, int depth) {
   return true;
 }
 
+/* ---------- buffers ---------- */
+
+/* Instruction -> position in its computation, open addressing. */
+typedef struct {
+  const IrInstr **keys;
+  int *vals;
+  size_t cap;
+} PosMap;
+
+static size_t ptr_hash(const void *p) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 31;
+  x *= 0x9E3779B97F4A7C15ULL;
+  return (size_t)(x ^ (x >> 29));
+}
+
+static bool posmap_init(PosMap *m, const IrComputation *c) {
+  size_t cap = 16;
+  while (cap < (size_t)c->ninstrs * 2) cap <<= 1;
+  m->cap = cap;
+  m->keys = fx_calloc(cap, sizeof *m->keys);
+  m->vals = fx_calloc(cap, sizeof *m->vals);
+  if (!m->keys || !m->vals) return false;
+  for (int j = 0; j < c->ninstrs; j++) {
+    size_t h = ptr_hash(c->instrs[j]) & (cap - 1);
+    while (m->keys[h]) h = (h + 1) & (cap - 1);
+    m->keys[h] = c->instrs[j];
+    m->vals[h] = j;
+  }
+  return true;
+}
+
+static int posmap_get(const PosMap *m, const IrInstr *i) {
+  for (size_t h = ptr_hash(i) & (m->cap - 1); m->keys[h]; h = (h + 1) & (m->cap - 1))
+    if (m->keys[h] == i) return m->vals[h];
+  return -1;
+}
+
+static void posmap_free(PosMap *m) {
+  fx_free(m->keys);
+  fx_free(m->vals);
+}
+
+/* Does user u pass the buffer it reads on, so that the buffer stays live as long as u's value?
+ * Everything that is not a kernel does (tuple, get-tuple-element, bitcast, while, call, ...), and so
+ * do library kernels (a collective on one device or an identity custom-call returns its operand). */
+static bool passes_on(const IrInstr *u) {
+  KernelKind kind;
+  return launch_kind(u, &kind) != LAUNCH_KERNEL || kind == KERNEL_LIBRARY;
+}
+
+/* Extends buffer bf's live range over the users of v (v is the buffer's producer or a value that
+ * passes it on); `element` >= 0 follows only get-tuple-elements of that index from the producer. */
+static void extend_live(PlanBuffer *bf, const IrInstr *v, int element, const PosMap *pm, int depth) {
+  if (v->is_root || v == bf->comp->root) bf->live_out = true;
+  if (depth > 256) { /* absurdly long chains of forwarding ops: keep the buffer to the end */
+    bf->last_use = bf->comp->ninstrs;
+    return;
+  }
+  for (int u = 0; u < v->nusers; u++) {
+    const IrInstr *us = v->users[u];
+    int64_t idx;
+    if (element >= 0 && us->op == IR_OP_GET_TUPLE_ELEMENT && ir_attr_int(us, "index", &idx) && idx != element)
+      continue;
+    int pos = posmap_get(pm, us);
+    if (pos < 0) { /* a user elsewhere: keep it to the end */
+      bf->last_use = bf->comp->ninstrs;
+      continue;
+    }
+    if (pos > bf->last_use) bf->last_use = pos;
+    if (passes_on(us)) extend_live(bf, us, -1, pm, depth + 1);
+  }
+}
+
+typedef struct {
+  int64_t bytes;
+  int occupant; /* buffer index now holding it; -1 when free */
+  int last;     /* the buffer that held it last */
+} Slot;
+
+/* Buffers of one computation and their slots. */
+static bool assign_buffers(KernelPlan *p, const IrComputation *c, int *bcap, int *scap) {
+  PosMap pm;
+  if (!posmap_init(&pm, c)) {
+    posmap_free(&pm);
+    return false;
+  }
+  int first = p->nbuffers;
+  for (int j = 0; j < c->ninstrs; j++) {
+    const IrInstr *i = c->instrs[j];
+    KernelKind kind;
+    if (launch_kind(i, &kind) != LAUNCH_KERNEL) continue;
+    int nout = i->shape.type == IR_TUPLE ? i->shape.ntuple : 1;
+    for (int o = 0; o < nout; o++) {
+      if (arena_grow(&p->arena, (void **)&p->buffers, bcap, p->nbuffers + 1, sizeof(PlanBuffer))) {
+        posmap_free(&pm);
+        return false;
+      }
+      PlanBuffer *bf = &p->buffers[p->nbuffers++];
+      memset(bf, 0, sizeof *bf);
+      bf->producer = i;
+      bf->output = i->shape.type == IR_TUPLE ? o : -1;
+      bf->comp = c;
+      bf->bytes = ir_shape_bytes(i->shape.type == IR_TUPLE ? &i->shape.tuple[o] : &i->shape);
+      bf->def = bf->last_use = j;
+      bf->reuses = -1;
+      extend_live(bf, i, bf->output, &pm, 0);
+      p->buffer_bytes += bf->bytes;
+    }
+  }
+  posmap_free(&pm);
+  /* Slots, in definition order: a buffer takes the smallest free slot that is large enough. */
+  int nb = p->nbuffers - first;
+  Slot *slots = fx_calloc((size_t)(nb ? nb : 1), sizeof *slots);
+  if (!slots) return false;
+  int ns = 0;
+  for (int q = first; q < p->nbuffers; q++) {
+    PlanBuffer *bf = &p->buffers[q];
+    /* free the slots whose occupant's last reader ran before this buffer's kernel */
+    for (int s = 0; s < ns; s++) {
+      int occ = slots[s].occupant;
+      if (occ >= 0 && !p->buffers[occ].live_out && p->buffers[occ].last_use < bf->def) slots[s].occupant = -1;
+    }
+    int best = -1;
+    if (!bf->live_out)
+      for (int s = 0; s < ns; s++)
+        if (slots[s].occupant < 0 && slots[s].bytes >= bf->bytes && (best < 0 || slots[s].bytes < slots[best].bytes))
+          best = s;
+    if (best >= 0) {
+      bf->reuses = slots[best].last;
+    } else {
+      best = ns++;
+      slots[best].bytes = bf->bytes;
+    }
+    slots[best].occupant = slots[best].last = q;
+    bf->slot = p->nslots + best;
+  }
+  if (ns && arena_grow(&p->arena, (void **)&p->slot_bytes, scap, p->nslots + ns, sizeof(int64_t))) {
+    fx_free(slots);
+    return false;
+  }
+  for (int s = 0; s < ns; s++) {
+    p->slot_bytes[p->nslots + s] = slots[s].bytes;
+    p->slot_total += slots[s].bytes;
+  }
+  p->nslots += ns;
+  fx_free(slots);
+  return true;
+}
+
+/* Assigns the buffers of every computation that has kernels in the plan, each once. */
+static bool assign_all_buffers(KernelPlan *p) {
+  int bcap = 0, scap = 0;
+  const IrComputation **done = fx_calloc((size_t)(p->nkernels ? p->nkernels : 1), sizeof *done);
+  if (!done) return false;
+  int ndone = 0;
+  bool ok = true;
+  for (int k = 0; ok && k < p->nkernels; k++) {
+    const IrComputation *c = p->kernels[k].comp;
+    if (!c || p->kernels[k].kind == KERNEL_CONTROL) continue;
+    bool seen = false;
+    for (int q = 0; q < ndone && !seen; q++) seen = done[q] == c;
+    if (seen) continue;
+    done[ndone++] = c;
+    ok = assign_buffers(p, c, &bcap, &scap);
+  }
+  fx_free(done);
+  return ok;
+}
+
+const PlanBuffer *plan_buffer_of(const KernelPlan *p, const IrInstr *i, int output) {
+  if (!p || !i) return NULL;
+  for (int q = 0; q < p->nbuffers; q++)
+    if (p->buffers[q].producer == i && p->buffers[q].output == output) return &p->buffers[q];
+  return NULL;
+}
+
 KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err) {
   if (!m || !m->entry) {
     fx_error_set(err, NULL, 0, 0, "kernel plan: the module has no entry computation");
@@ -545,6 +733,7 @@ KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err
   p->trip_counts_known = true;
   Builder b = {p, dev ? dev : device_default(), 0, err, false};
   bool ok = walk(&b, m->entry, 1, 0);
+  if (ok && !b.oom && !assign_all_buffers(p)) b.oom = true;
   if (ok && b.oom) ok = fx_error_set(err, NULL, 0, 0, "kernel plan: out of memory");
   if (!ok) {
     plan_free(p);

@@ -39,10 +39,38 @@ typedef struct {
   double est_us;           /* per launch, on the profile: max(memory, compute) + launch */
 } PlanKernel;
 
+/* A buffer that crosses a kernel boundary: one output of a kernel (an array result, or one element
+ * of a multi-output kernel's tuple), written by that kernel and read by later kernels, the loop
+ * machinery or the caller. Values inside a fusion are not buffers. Liveness runs over the
+ * instruction order of the computation the kernel runs in: from the kernel (def) to its last
+ * reader (last_use), seen through the ops that pass a buffer on without a kernel (tuple,
+ * get-tuple-element, bitcast, while, call, conditional). A buffer that reaches the computation's
+ * root is live-out: the caller (or the next loop iteration) gets it, so its memory is never
+ * handed on inside the computation. */
+typedef struct {
+  const IrInstr *producer;   /* the kernel instruction that writes it */
+  int output;                /* element of the producer's tuple result; -1 for an array result */
+  const IrComputation *comp;
+  int64_t bytes;
+  int def, last_use;         /* positions in comp's instruction order */
+  bool live_out;
+  int slot;                  /* the memory it is assigned (index into KernelPlan.slot_bytes) */
+  int reuses;                /* the buffer whose dead memory it takes over; -1 for fresh memory */
+} PlanBuffer;
+
 typedef struct {
   Arena arena;
   PlanKernel *kernels;
   int nkernels;
+  /* Buffer assignment (XLA's buffer assignment, simplified): per computation, in instruction
+   * order, a buffer takes the smallest free slot of the same or a larger size whose previous
+   * occupant's last reader has run; otherwise a new slot. Live-out buffers take fresh memory. */
+  PlanBuffer *buffers;
+  int nbuffers;
+  int64_t *slot_bytes;               /* size of each slot (its first occupant's size) */
+  int nslots;
+  int64_t buffer_bytes;              /* memory without reuse: every buffer its own */
+  int64_t slot_total;                /* memory with reuse: the slots */
   int64_t launches;                  /* total kernel launches per execution */
   int64_t bytes_read, bytes_written; /* total per execution */
   double est_us;                     /* total per execution */
@@ -62,6 +90,12 @@ const PlanKernel *plan_kernel_of(const KernelPlan *p, const IrInstr *i);
  * per input element, dot 2*M*N*K, convolution 2 * output elements * kernel elements / output
  * features, reduce-window one per window element. Data movement counts 0. */
 double plan_instr_flops(const IrInstr *i);
+/* Bytes one launch of the kernel made of i reads (each distinct operand once, as
+ * plan_operand_bytes_read counts it) and writes. The plan's kernels and the backends' run counters
+ * both use it: measured and planned bytes come from this one place. */
+void plan_kernel_bytes(const IrInstr *i, int64_t *read, int64_t *written);
+/* The buffer an output of kernel instruction i is (output -1 for an array result), or NULL. */
+const PlanBuffer *plan_buffer_of(const KernelPlan *p, const IrInstr *i, int output);
 /* Bytes the kernel made of i reads of its operand o (only the sliced part when every use slices it,
  * nothing for the buffer an in-place dynamic-update-slice updates), and bytes it writes. */
 int64_t plan_operand_bytes_read(const IrInstr *i, int o);

@@ -812,6 +812,53 @@ static void shape_list(const IrShape *sh, char *buf, size_t n) {
   }
 }
 
+/* "fusion.3" or "fusion.3.1" (element 1 of a multi-output kernel's tuple). */
+static void buffer_name(const PlanBuffer *bf, char *buf, size_t n) {
+  if (bf->output >= 0) snprintf(buf, n, "%s.%d", bf->producer->name, bf->output);
+  else snprintf(buf, n, "%s", bf->producer->name);
+}
+
+/* Where buffer bf's live range ends: its last reader, or the caller for a live-out buffer. */
+static const char *buffer_end(const PlanBuffer *bf) {
+  if (bf->live_out) return "(live-out)";
+  if (bf->last_use == bf->def) return "(never read)";
+  if (bf->last_use >= bf->comp->ninstrs) return "(end)";
+  return bf->comp->instrs[bf->last_use]->name;
+}
+
+/* The buffers that cross kernel boundaries, their live ranges and the memory each takes. */
+static void print_buffers(Session *s, const KernelPlan *p) {
+  char b1[32], b2[32], nm[256], prev[256];
+  fprintf(s->out, "%-28s %10s  %-22s %-22s %5s  %s\n", "buffer", "size", "computation", "last read by", "slot",
+          "memory");
+  for (int q = 0; q < p->nbuffers; q++) {
+    const PlanBuffer *bf = &p->buffers[q];
+    buffer_name(bf, nm, sizeof nm);
+    fmt_bytes((double)bf->bytes, b1, sizeof b1);
+    fprintf(s->out, "%-28s %10s  %-22s %-22s %5d  ", nm, b1, bf->comp->name, buffer_end(bf), bf->slot);
+    if (bf->live_out) {
+      fputs("fresh (handed to the caller)\n", s->out);
+    } else if (bf->reuses >= 0) {
+      buffer_name(&p->buffers[bf->reuses], prev, sizeof prev);
+      fmt_bytes((double)p->slot_bytes[bf->slot], b2, sizeof b2);
+      fprintf(s->out, "reuses %s's %s\n", prev, b2);
+    } else {
+      fputs("fresh\n", s->out);
+    }
+  }
+}
+
+static void print_buffer_summary(Session *s, const KernelPlan *p) {
+  char b1[32], b2[32];
+  fmt_bytes((double)p->buffer_bytes, b1, sizeof b1);
+  fmt_bytes((double)p->slot_total, b2, sizeof b2);
+  int reused = 0;
+  for (int q = 0; q < p->nbuffers; q++) reused += p->buffers[q].reuses >= 0;
+  fprintf(s->out, "buffers: %d cross kernel boundaries, %d reuse dead memory; peak %s without reuse, %s with reuse "
+                  "(%d slot%s)\n",
+          p->nbuffers, reused, b1, b2, p->nslots, p->nslots == 1 ? "" : "s");
+}
+
 static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   /* kernels --source / --resources: the GPU views (cmd_gpu.c). */
@@ -819,11 +866,54 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
     const ReplCommand *v = repl_command_lookup(argv[1][2] == 's' ? "kernels-source" : "kernels-resources");
     if (v) return v->run(s, argc - 1, argv + 1, err);
   }
-  if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
+  bool buffers = argc >= 2 && strcmp(argv[1], "--buffers") == 0;
+  if (!repl_check_argc(s, argc, argv, 0, buffers ? 1 : 0, err)) return false;
   KernelPlan *p = stage_plan(s, s->cur, err);
   if (!p) return false;
   const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
   char buf[1024];
+  if (buffers && s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_int(&w, "stage", s->cur);
+    json_key(&w, "buffers");
+    json_array_begin(&w);
+    for (int q = 0; q < p->nbuffers; q++) {
+      const PlanBuffer *bf = &p->buffers[q];
+      json_object_begin(&w);
+      buffer_name(bf, buf, sizeof buf);
+      json_kv_str(&w, "name", buf);
+      json_kv_str(&w, "computation", bf->comp->name);
+      json_kv_int(&w, "bytes", (long long)bf->bytes);
+      json_kv_str(&w, "last_read_by", bf->live_out || bf->last_use == bf->def || bf->last_use >= bf->comp->ninstrs
+                                          ? NULL
+                                          : bf->comp->instrs[bf->last_use]->name);
+      json_kv_bool(&w, "live_out", bf->live_out);
+      json_kv_int(&w, "slot", bf->slot);
+      if (bf->reuses >= 0) {
+        buffer_name(&p->buffers[bf->reuses], buf, sizeof buf);
+        json_kv_str(&w, "reuses", buf);
+      } else {
+        json_kv_null(&w, "reuses");
+      }
+      json_object_end(&w);
+    }
+    json_array_end(&w);
+    json_kv_int(&w, "buffer_bytes", (long long)p->buffer_bytes);
+    json_kv_int(&w, "buffer_bytes_reused", (long long)p->slot_total);
+    json_kv_int(&w, "slots", p->nslots);
+    json_object_end(&w);
+    plan_free(p);
+    return true;
+  }
+  if (buffers) {
+    fprintf(s->out, "stage %d (%s): buffers that cross kernel boundaries, in order\n", s->cur, pass);
+    print_buffers(s, p);
+    print_buffer_summary(s, p);
+    plan_free(p);
+    return true;
+  }
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
@@ -1020,10 +1110,14 @@ const ReplCommand repl_cmds_pipeline[] = {
      "  --pass NAME               only one pass\n"
      "  --stage S                 only one stage (a number or a pass name)",
      cmd_decisions},
-    {"kernels", "kernels [--source [INSTRUCTION] | --resources]", "the kernel plan of the current stage",
+    {"kernels", "kernels [--buffers | --source [INSTRUCTION] | --resources]", "the kernel plan of the current stage",
      "kernels             each kernel of the current stage: kind (loop, input, output, library,\n"
      "                    control), launches per execution, member instructions, inputs, outputs,\n"
      "                    bytes read and written and estimated time per launch.\n"
+     "kernels --buffers   the buffers that cross kernel boundaries: size, computation, last reader,\n"
+     "                    the memory slot each is assigned and whose dead memory it reuses (a\n"
+     "                    buffer whose last reader has run holds a later output of the same or\n"
+     "                    smaller size); live-out buffers go to the caller and take fresh memory.\n"
      "kernels --source [INSTRUCTION]\n"
      "                    the kernels' CUDA C, as NVRTC compiles it (one kernel with INSTRUCTION).\n"
      "kernels --resources\n"

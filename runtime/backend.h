@@ -27,6 +27,8 @@ typedef struct {
   RtKernelStat *kernels; /* owned; in first-launch order */
   int nkernels, cap;
   double total_ns;       /* wall time of the run */
+  int64_t slot_bytes;    /* memory the run's buffer slots took (the kernel plan's assignment) */
+  int64_t slot_outputs;  /* kernel outputs written into a slot instead of fresh memory */
 } RtRunStats;
 
 void rt_run_stats_free(RtRunStats *s);

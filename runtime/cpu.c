@@ -31,12 +31,15 @@
 #include <cblas.h>
 #endif
 
+#include "../compiler/plan.h"
 #include "backend.h"
 #include "emit.h"
 
 typedef void (*KernelFn)(char *const *bufs, int64_t lo, int64_t hi);
 
 typedef enum { K_GENERATED, K_BLAS, K_INTERP } KernelHow;
+
+#define CPU_MAX_SLOTTED 8 /* outputs of one kernel that can live in plan slots */
 
 typedef struct {
   const IrInstr *instr;
@@ -47,6 +50,8 @@ typedef struct {
   int64_t outer[EMIT_MAX_PARTS], count[EMIT_MAX_PARTS];
   int stat;             /* index into the run's stats, -1 before the first launch */
   char why[200];        /* why it is interpreted */
+  int64_t rbytes, wbytes; /* per launch, from the kernel plan (plan_kernel_bytes) */
+  int slot[CPU_MAX_SLOTTED]; /* per output: the plan's memory slot during a run; -1: fresh memory */
 } CpuKernel;
 
 typedef struct {
@@ -65,6 +70,8 @@ typedef struct {
   /* during a run */
   RtRunStats *stats;
   bool interp_only;
+  RtTensor **slots;     /* the run's buffer slots (from the kernel plan's assignment); NULL: unused */
+  int nslots;
 } CpuBackend;
 
 /* ---------- stats ---------- */
@@ -352,6 +359,8 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         }
         k->instr = i;
         k->stat = -1;
+        for (int o = 0; o < CPU_MAX_SLOTTED; o++) k->slot[o] = -1;
+        plan_kernel_bytes(i, &k->rbytes, &k->wbytes);
         b->nkernels++;
         if (b->interp_only) {
           k->how = K_INTERP;
@@ -561,11 +570,80 @@ static void blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r) {
 #endif
 }
 
-static int64_t value_bytes(const RtTensor *t) {
-  if (t->type != IR_TUPLE) return (int64_t)t->bytes;
-  int64_t s = 0;
-  for (int k = 0; k < t->ntuple; k++) s += value_bytes(t->tuple[k]);
-  return s;
+/* One output of kernel k: in the memory slot the plan assigned it when it has one (the slot's
+ * previous occupant is dead: its last reader has run), else fresh memory. */
+static RtTensor *output_array(CpuBackend *b, const CpuKernel *k, int o, const IrShape *s, FxError *err) {
+  int sl = o < CPU_MAX_SLOTTED ? k->slot[o] : -1;
+  if (sl >= 0 && sl < b->nslots && b->slots[sl] && s->type != IR_TUPLE && s->type != IR_TOKEN) {
+    RtTensor *m = b->slots[sl];
+    RtTensor *t = rt_tensor_borrow(s->type, s->rank, s->dims, m->data, m->bytes, err);
+    if (t) {
+      if (b->stats) b->stats->slot_outputs++;
+      return t;
+    }
+    fx_error_clear(err); /* does not fit after all: fresh memory */
+  }
+  return rt_tensor_for_shape_uninit(s, err);
+}
+
+static RtTensor *output_tensor(CpuBackend *b, const CpuKernel *k, const IrInstr *i, FxError *err) {
+  if (i->shape.type != IR_TUPLE) return output_array(b, k, 0, &i->shape, err);
+  int n = i->shape.ntuple;
+  RtTensor *stackel[16];
+  RtTensor **el = n <= 16 ? stackel : fx_calloc((size_t)n, sizeof *el);
+  if (!el) {
+    fx_error_set(err, NULL, 0, 0, "out of memory");
+    return NULL;
+  }
+  int made = 0;
+  for (; made < n; made++)
+    if (!(el[made] = output_array(b, k, made, &i->shape.tuple[made], err))) break;
+  RtTensor *r = made == n ? rt_tensor_tuple(el, n, err) : NULL;
+  for (int q = 0; q < made; q++) rt_tensor_unref(el[q]);
+  if (el != stackel) fx_free(el);
+  return r;
+}
+
+/* Takes the kernel plan's buffer assignment for m: one allocation per slot for the whole run, and
+ * each generated kernel's outputs pointed at their slots. Buffers that go to the caller (live-out)
+ * and outputs of interpreted kernels keep fresh memory. Without a plan, every output is fresh. */
+static bool setup_slots(CpuBackend *b, const IrModule *m, FxError *err) {
+  for (size_t q = 0; q < b->cap; q++)
+    if (b->keys[q])
+      for (int o = 0; o < CPU_MAX_SLOTTED; o++) b->vals[q]->slot[o] = -1;
+  if (b->interp_only) return true;
+  FxError perr = {0};
+  KernelPlan *p = plan_build(m, device_default(), &perr);
+  if (!p) return true; /* no plan (e.g. out of memory): fresh memory everywhere still works */
+  bool ok = true;
+  if (p->nslots > 0) {
+    b->slots = fx_calloc((size_t)p->nslots, sizeof *b->slots);
+    if (!b->slots) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+    else b->nslots = p->nslots;
+  }
+  for (int q = 0; ok && q < p->nbuffers; q++) {
+    const PlanBuffer *bf = &p->buffers[q];
+    if (bf->live_out) continue;
+    int o = bf->output < 0 ? 0 : bf->output;
+    CpuKernel *k = kmap_get(b, bf->producer);
+    if (!k || k->how == K_INTERP || o >= CPU_MAX_SLOTTED) continue;
+    if (!b->slots[bf->slot]) {
+      int64_t sz = p->slot_bytes[bf->slot];
+      b->slots[bf->slot] = rt_tensor_new_uninit(IR_U8, 1, &sz, err);
+      if (!b->slots[bf->slot]) ok = false;
+      else if (b->stats) b->stats->slot_bytes += sz;
+    }
+    k->slot[o] = bf->slot;
+  }
+  plan_free(p);
+  return ok;
+}
+
+static void free_slots(CpuBackend *b) {
+  for (int q = 0; q < b->nslots; q++) rt_tensor_unref(b->slots[q]);
+  fx_free(b->slots);
+  b->slots = NULL;
+  b->nslots = 0;
 }
 
 static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
@@ -579,7 +657,7 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
     ok = rt_exec_instr(x, i, ops, out, err);
   } else {
     /* generated kernels and gemm write every element: no need to zero the outputs */
-    RtTensor *r = rt_tensor_for_shape_uninit(&i->shape, err);
+    RtTensor *r = output_tensor(b, k, i, err);
     if (!r) return false;
     if (k->how == K_BLAS) {
       blas_dot(i, ops[0], ops[1], r);
@@ -603,9 +681,7 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
   *handled = true;
   double dt = now_ns() - t0;
   RtCounters *c = rt_exec_counters(x);
-  int64_t rb = 0;
-  for (int j = 0; j < i->noperands; j++) rb += value_bytes(ops[j]);
-  int64_t wb = value_bytes(*out);
+  int64_t rb = k->rbytes, wb = k->wbytes; /* the kernel plan's figures: one place counts bytes */
   c->launches++;
   c->bytes_read += rb;
   c->bytes_written += wb;
@@ -633,8 +709,10 @@ static bool cpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, con
     for (size_t q = 0; q < b->cap; q++)
       if (b->keys[q]) b->vals[q]->stat = -1;
   double t0 = now_ns();
-  RtCounters c;
-  bool ok = rt_interp_run(m, args, nargs, &ro, out, &c, err);
+  RtCounters c = {0};
+  bool ok = setup_slots(b, m, err);
+  if (ok) ok = rt_interp_run(m, args, nargs, &ro, out, &c, err);
+  free_slots(b);
   if (stats) {
     stats->counters = c;
     stats->total_ns = now_ns() - t0;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../compiler/plan.h"
 #include "backend.h"
 #include "cuda_backend.h"
 #include "cuda_kernels.h"
@@ -188,13 +189,6 @@ static RtKernelStat *stat_for(RtRunStats *s, GpuKernel *k) {
   return &s->kernels[k->stat];
 }
 
-static int64_t value_bytes(const RtTensor *t) {
-  if (t->type != IR_TUPLE) return (int64_t)t->bytes;
-  int64_t s = 0;
-  for (int k = 0; k < t->ntuple; k++) s += value_bytes(t->tuple[k]);
-  return s;
-}
-
 static bool load_rng(GpuBackend *g, const IrInstr *i, CudaKernel **out, FxError *err) {
   const char *dist = ir_attr_text(i, "distribution");
   if (!dist) dist = "rng_uniform";
@@ -335,9 +329,8 @@ static bool gpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
   }
   *handled = true;
   RtCounters *c = rt_exec_counters(x);
-  int64_t rb = 0;
-  for (int j = 0; j < i->noperands; j++) rb += value_bytes(ops[j]);
-  int64_t wb = value_bytes(*out);
+  int64_t rb, wb; /* the kernel plan's figures: one place counts bytes */
+  plan_kernel_bytes(i, &rb, &wb);
   c->launches++;
   c->bytes_read += rb;
   c->bytes_written += wb;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../compiler/plan.h"
 #include "interp_internal.h"
 
 /* ---------- pointer maps ---------- */
@@ -850,16 +851,14 @@ bool rt_exec_instr(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
 
 /* ---------- the walker ---------- */
 
-static void count_kernel(RtExec *x, const IrInstr *i, RtTensor **ops, const RtTensor *r) {
+/* Bytes per launch come from the kernel plan (plan_kernel_bytes), as in every backend. */
+static void count_kernel(RtExec *x, const IrInstr *i) {
   if (rt_instr_is_free(i) || i->parent->fusion_instr) return;
   x->c.launches++;
-  for (int j = 0; j < i->noperands; j++)
-    if (ops[j]->type != IR_TUPLE) x->c.bytes_read += (int64_t)ops[j]->bytes;
-  if (r->type == IR_TUPLE) {
-    for (int k = 0; k < r->ntuple; k++) x->c.bytes_written += (int64_t)r->tuple[k]->bytes;
-  } else {
-    x->c.bytes_written += (int64_t)r->bytes;
-  }
+  int64_t rd, wr;
+  plan_kernel_bytes(i, &rd, &wr);
+  x->c.bytes_read += rd;
+  x->c.bytes_written += wr;
 }
 
 bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int nargs, RtTensor **out,
@@ -910,7 +909,7 @@ bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int
       if (x->o.hooks) ok = x->o.hooks->exec(x->o.hooks->ctx, x, in, ops, &vals[k], &handled, err);
       if (ok && !handled) {
         ok = rt_exec_instr(x, in, ops, &vals[k], err);
-        if (ok && x->o.count_kernels) count_kernel(x, in, ops, vals[k]);
+        if (ok && x->o.count_kernels) count_kernel(x, in);
       }
       if (ok && !vals[k]) ok = instr_error(in, err, "produced no value");
     }

@@ -33,6 +33,7 @@ struct RtTensor {
   int ntuple;
   RtTensor **tuple;       /* owned references */
   int refs;               /* reference count; rt_tensor_unref frees at zero */
+  bool borrowed;          /* data belongs to someone else (a backend's buffer slot): not freed here */
 };
 
 /* A new array tensor of type t and dims, zero-filled. Returns NULL and fills err when the size
@@ -43,6 +44,10 @@ RtTensor *rt_tensor_for_shape(const IrShape *s, FxError *err);
 /* The same without zero-filling, for outputs a kernel overwrites entirely. */
 RtTensor *rt_tensor_new_uninit(IrType t, int rank, const int64_t *dims, FxError *err);
 RtTensor *rt_tensor_for_shape_uninit(const IrShape *s, FxError *err);
+/* An array tensor over memory the caller owns and keeps valid while the tensor is read (a
+ * backend's buffer slot, at least as large as the tensor): unref frees the tensor, not the data,
+ * and the data does not count against the budget again. Returns NULL and fills err on failure. */
+RtTensor *rt_tensor_borrow(IrType t, int rank, const int64_t *dims, void *data, size_t capacity, FxError *err);
 /* A tuple holding the given elements (takes one new reference to each). */
 RtTensor *rt_tensor_tuple(RtTensor **elems, int n, FxError *err);
 RtTensor *rt_tensor_ref(RtTensor *t);

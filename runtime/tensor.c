@@ -74,7 +74,8 @@ float rt_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 /* ---------- tensors ---------- */
 
-static RtTensor *tensor_new(IrType t, int rank, const int64_t *dims, bool zero, FxError *err) {
+/* A new tensor; with `header_only` no data is allocated (the caller points it at memory it owns). */
+static RtTensor *tensor_new(IrType t, int rank, const int64_t *dims, bool zero, bool header_only, FxError *err) {
   if (rank < 0 || rank > IR_MAX_RANK) {
     fx_error_set(err, NULL, 0, 0, "tensor rank %d is out of range", rank);
     return NULL;
@@ -102,7 +103,7 @@ static RtTensor *tensor_new(IrType t, int rank, const int64_t *dims, bool zero, 
     return NULL;
   }
   size_t bytes = (size_t)count * (size_t)eb;
-  if (max_memory && live_bytes + bytes > max_memory) {
+  if (!header_only && max_memory && live_bytes + bytes > max_memory) {
     fx_error_set(err, NULL, 0, 0,
                  "out of memory budget: a %s tensor of %zu bytes would bring live tensors to %llu bytes "
                  "(max_memory is %llu; change it with `set max_memory BYTES`)",
@@ -118,7 +119,7 @@ static RtTensor *tensor_new(IrType t, int rank, const int64_t *dims, bool zero, 
   x->count = (int64_t)count;
   x->bytes = bytes;
   x->refs = 1;
-  if (eb) {
+  if (eb && !header_only) {
     /* 64-byte aligned so generated kernels vectorize; padded so a zero-size tensor is valid. */
     size_t alloc = (bytes + 63) & ~(size_t)63;
     if (alloc == 0) alloc = 64;
@@ -136,11 +137,24 @@ oom:
 }
 
 RtTensor *rt_tensor_new(IrType t, int rank, const int64_t *dims, FxError *err) {
-  return tensor_new(t, rank, dims, true, err);
+  return tensor_new(t, rank, dims, true, false, err);
 }
 
 RtTensor *rt_tensor_new_uninit(IrType t, int rank, const int64_t *dims, FxError *err) {
-  return tensor_new(t, rank, dims, false, err);
+  return tensor_new(t, rank, dims, false, false, err);
+}
+
+RtTensor *rt_tensor_borrow(IrType t, int rank, const int64_t *dims, void *data, size_t capacity, FxError *err) {
+  RtTensor *x = tensor_new(t, rank, dims, false, true, err);
+  if (!x) return NULL;
+  if (x->bytes > capacity || !data) {
+    fx_error_set(err, NULL, 0, 0, "a %zu-byte tensor does not fit the %zu bytes it was given", x->bytes, capacity);
+    fx_free(x);
+    return NULL;
+  }
+  x->data = data;
+  x->borrowed = true;
+  return x;
 }
 
 RtTensor *rt_tensor_tuple(RtTensor **elems, int n, FxError *err) {
@@ -179,7 +193,7 @@ static RtTensor *for_shape(const IrShape *s, bool zero, FxError *err) {
     return r;
   }
   if (s->type == IR_TOKEN) return rt_tensor_new(IR_TOKEN, 0, NULL, err);
-  return tensor_new(s->type, s->rank, s->dims, zero, err);
+  return tensor_new(s->type, s->rank, s->dims, zero, false, err);
 }
 
 RtTensor *rt_tensor_ref(RtTensor *t) {
@@ -191,7 +205,7 @@ void rt_tensor_unref(RtTensor *t) {
   if (!t || --t->refs > 0) return;
   for (int k = 0; k < t->ntuple; k++) rt_tensor_unref(t->tuple[k]);
   fx_free(t->tuple);
-  if (t->data) {
+  if (t->data && !t->borrowed) {
     live_bytes -= t->bytes;
     fx_free(t->data);
   }

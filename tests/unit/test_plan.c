@@ -1,6 +1,10 @@
 /* test_plan.c — the kernel plan and its cost: exact kernel counts, kinds, launches and bytes on
- * small modules, trip counts, and the time estimate on the device profiles. */
+ * small modules, trip counts, the time estimate on the device profiles, and the buffer assignment
+ * (which buffer crosses a kernel boundary, how long it lives, whose dead memory it reuses). */
+#include <string.h>
+
 #include "check.h"
+#include "hlo.h"
 #include "ir.h"
 #include "plan.h"
 
@@ -363,6 +367,128 @@ TEST(no_entry_is_an_error) {
   ir_module_free(m);
 }
 
+
+static IrModule *parse_hlo(const char *text) {
+  FxError e = {0};
+  IrModule *m = hlo_parse(text, strlen(text), "t.hlo", &e);
+  if (!m) fx_error_print(stderr, &e);
+  return m;
+}
+
+static const PlanBuffer *buf(const KernelPlan *p, const char *name) {
+  for (int q = 0; q < p->nbuffers; q++)
+    if (strcmp(p->buffers[q].producer->name, name) == 0 && p->buffers[q].output < 0) return &p->buffers[q];
+  return NULL;
+}
+
+static const char *reused_name(const KernelPlan *p, const PlanBuffer *b) {
+  return b && b->reuses >= 0 ? p->buffers[b->reuses].producer->name : "(fresh)";
+}
+
+TEST(buffers_reuse_dead_memory_of_same_or_larger_size) {
+  IrModule *m = parse_hlo("HloModule t\n"
+                          "ENTRY main {\n"
+                          "  x = f32[1024] parameter(0)\n"
+                          "  a = f32[1024] exponential(x)\n"
+                          "  b = f32[1024] negate(a)\n"
+                          "  c = f32[1024] add(b, x)\n"
+                          "  d = f32[512] slice(c), slice={[0:512]}\n"
+                          "  e = f32[2048] concatenate(c, c), dimensions={0}\n"
+                          "  f = f32[512] add(d, d)\n"
+                          "  ROOT t = (f32[2048], f32[512]) tuple(e, f)\n"
+                          "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  KernelPlan *p = plan(m);
+  CHECK(p && p->nbuffers == 6);
+  if (!p) return;
+  const PlanBuffer *a = buf(p, "a"), *b = buf(p, "b"), *c = buf(p, "c"), *d = buf(p, "d"), *e = buf(p, "e"),
+                   *f = buf(p, "f");
+  CHECK(a && b && c && d && e && f);
+  if (!(a && b && c && d && e && f)) return;
+  /* live ranges in instruction order: a is read last by b, c by e, e and f reach the root */
+  CHECK(a->def == 1 && a->last_use == 2 && !a->live_out);
+  CHECK(c->def == 3 && c->last_use == 5 && !c->live_out);
+  CHECK(e->live_out && f->live_out);
+  /* a's last reader (b) has run when c is written: c takes a's memory; d (smaller) takes b's */
+  CHECK(a->slot == 0 && a->reuses < 0);
+  CHECK(b->slot == 1 && b->reuses < 0);
+  CHECK_STR(reused_name(p, c), "a");
+  CHECK(c->slot == 0);
+  CHECK_STR(reused_name(p, d), "b");
+  CHECK(d->slot == 1);
+  /* e is live-out and larger than any slot; f is live-out: both fresh */
+  CHECK(e->reuses < 0 && e->slot == 2 && f->reuses < 0 && f->slot == 3);
+  CHECK(p->nslots == 4);
+  CHECK(p->slot_bytes[0] == 4096 && p->slot_bytes[1] == 4096 && p->slot_bytes[2] == 8192 && p->slot_bytes[3] == 2048);
+  CHECK(p->buffer_bytes == 3 * 4096 + 2048 + 8192 + 2048);
+  CHECK(p->slot_total == 4096 + 4096 + 8192 + 2048);
+  plan_free(p);
+  ir_module_free(m);
+}
+
+TEST(buffers_live_through_tuples_and_loops) {
+  IrModule *m = parse_hlo("HloModule t\n"
+                          "cond {\n"
+                          "  s = (s32[], f32[256]) parameter(0)\n"
+                          "  i = s32[] get-tuple-element(s), index=0\n"
+                          "  n = s32[] constant(3)\n"
+                          "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+                          "}\n"
+                          "body {\n"
+                          "  s = (s32[], f32[256]) parameter(0)\n"
+                          "  i = s32[] get-tuple-element(s), index=0\n"
+                          "  v = f32[256] get-tuple-element(s), index=1\n"
+                          "  one = s32[] constant(1)\n"
+                          "  i2 = s32[] add(i, one)\n"
+                          "  h = f32[256] exponential(v)\n"
+                          "  h2 = f32[256] negate(h)\n"
+                          "  h3 = f32[256] sine(h2)\n"
+                          "  ROOT r = (s32[], f32[256]) tuple(i2, h3)\n"
+                          "}\n"
+                          "ENTRY main {\n"
+                          "  x = f32[256] parameter(0)\n"
+                          "  a = f32[256] exponential(x)\n"
+                          "  t = (f32[256], f32[256]) tuple(a, x)\n"
+                          "  g = f32[256] get-tuple-element(t), index=0\n"
+                          "  b = f32[256] negate(x)\n"
+                          "  c = f32[256] add(g, b)\n"
+                          "  d = f32[256] negate(c)\n"
+                          "  zero = s32[] constant(0)\n"
+                          "  init = (s32[], f32[256]) tuple(zero, d)\n"
+                          "  w = (s32[], f32[256]) while(init), condition=cond, body=body\n"
+                          "  wv = f32[256] get-tuple-element(w), index=1\n"
+                          "  e = f32[256] cosine(x)\n"
+                          "  ROOT y = f32[256] add(wv, e)\n"
+                          "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  KernelPlan *p = plan(m);
+  CHECK(p != NULL);
+  if (!p) return;
+  const PlanBuffer *a = buf(p, "a"), *b = buf(p, "b"), *c = buf(p, "c"), *d = buf(p, "d"), *e = buf(p, "e"),
+                   *h = buf(p, "h"), *h2 = buf(p, "h2"), *h3 = buf(p, "h3"), *i2 = buf(p, "i2"), *lt = buf(p, "lt");
+  CHECK(a && b && c && d && e && h && h2 && h3 && i2 && lt);
+  if (!(a && b && c && d && e && h && h2 && h3 && i2 && lt)) return;
+  /* a is read through the tuple and get-tuple-element by c: it lives until c, so b cannot take it */
+  CHECK_STR(a->comp->instrs[a->last_use]->name, "c");
+  CHECK(b->reuses < 0 && b->slot != a->slot);
+  CHECK(c->reuses < 0);
+  /* d takes the memory of a (a and b are both dead; the first of equal size wins) */
+  CHECK_STR(reused_name(p, d), "a");
+  /* d goes into the loop: the loop's result may be d itself, so d lives as long as the loop's result
+     (until y), and e cannot take d's memory; e takes b's or c's */
+  CHECK_STR(d->comp->instrs[d->last_use]->name, "y");
+  CHECK(e->slot != d->slot && e->reuses >= 0);
+  CHECK_STR(reused_name(p, e), "b");
+  /* in the body: h is dead once h2 ran, so h3 would fit in it, but h3 and i2 are the body's
+     results (the next iteration's state): live-out, fresh memory every iteration */
+  CHECK(!h->live_out && h2->reuses < 0 && h3->live_out && h3->reuses < 0 && i2->live_out);
+  CHECK(lt->live_out && strcmp(lt->comp->name, "cond") == 0);
+  plan_free(p);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(unfused_elementwise_and_free_ops);
   RUN(same_operand_twice_is_read_once_and_layouts_matter);
@@ -373,5 +499,7 @@ int main(void) {
   RUN(library_calls_slices_and_in_place_updates);
   RUN(conditional_counts_costliest_branch_and_call_walks_in);
   RUN(no_entry_is_an_error);
+  RUN(buffers_reuse_dead_memory_of_same_or_larger_size);
+  RUN(buffers_live_through_tuples_and_loops);
   return check_summary();
 }
