@@ -465,6 +465,11 @@ int main(int argc, char **argv) {
     void *be = B->create(&e);
     if (!be && B == &rt_backend_gpu) {
       printf("SKIPPED: %s\n", e.msg);
+      for (int c = 0; c < nb; c++) {
+        for (int s = 0; s < cases[c].nstages; s++) ir_module_free(cases[c].stages[s]);
+        free(cases[c].text);
+      }
+      free(cases);
       return 77;
     }
     if (!be) {
