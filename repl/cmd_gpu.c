@@ -18,6 +18,7 @@
 #include "../runtime/cuda_backend.h"
 #include "../runtime/cuda_driver.h"
 #include "../runtime/cuda_kernels.h"
+#include "../runtime/cuda_libs.h"
 #include "../runtime/cuda_nvrtc.h"
 
 #define MAX_GPUS 16
@@ -170,6 +171,18 @@ static const IrModule *current_module(Session *s, FxError *err) {
   return s->stages[s->cur].module;
 }
 
+/* An rng kernel: cuRAND's device API, compiled on its own (launched as fx_rng). */
+static void print_rng_source(FILE *out, const IrInstr *i) {
+  const char *dist = ir_attr_text(i, "distribution");
+  const char *src = cuda_rng_source(i->shape.type, dist ? dist : "rng_uniform");
+  char san[120];
+  emit_sanitize(i->name, san, sizeof san);
+  fprintf(out, "// kernel %s: rng -> cuRAND (its own unit, launched as fx_rng over %lld threads)\n%s", san,
+          (long long)((ir_shape_elements(&i->shape) + cuda_rng_per_thread(i->shape.type) - 1) /
+                      cuda_rng_per_thread(i->shape.type)),
+          src ? src : "");
+}
+
 static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) {
   const char *only = argc > 1 ? argv[1] : NULL;
   if (argc > 2) return fx_error_set(err, NULL, 0, 0, "usage: kernels --source [INSTRUCTION]");
@@ -188,12 +201,17 @@ static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) 
       json_object_end(&w);
     } else {
       fputs(u.source.s, s->out);
+      for (int q = 0; q < u.n; q++)
+        if (u.k[q].how == CUDA_K_RNG) print_rng_source(s->out, u.k[q].instr);
     }
   } else {
     /* One kernel: its part of the unit, from its "// kernel NAME" line to the next one. */
     const IrInstr *i = ir_module_find_instr(m, only);
     const CudaKernelInfo *k = i ? cuda_unit_find(&u, i) : NULL;
-    if (k && k->how != CUDA_K_GENERATED) {
+    if (k && k->how == CUDA_K_RNG && !s->json) {
+      print_rng_source(s->out, i);
+      found = true;
+    } else if (k && k->how != CUDA_K_GENERATED) {
       fprintf(s->out, "%s runs on %s%s%s\n", only, cuda_kernel_how_name(k->how), k->why[0] ? ": " : "", k->why);
       found = true;
     } else if (k) {

@@ -20,6 +20,7 @@
 #include "cuda_backend.h"
 #include "cuda_kernels.h"
 #include "cuda_libs.h"
+#include "rng_stream.h"
 
 typedef struct {
   const IrInstr *instr;
@@ -262,14 +263,15 @@ static bool launch_kernel(GpuBackend *g, RtExec *x, GpuKernel *k, RtTensor **ops
   case CUDA_K_RNG: {
     CudaKernel *rk;
     if (!load_rng(g, i, &rk, err)) return false;
-    uint32_t k0, k1, draw = rt_exec_rng_counter(x, i);
-    cuda_rng_key(rt_exec_seed(x), i->id, &k0, &k1);
-    bool fl = ir_type_is_float(i->shape.type);
-    double a = fl ? rt_get_f(ops[0], 0) : (double)rt_get_i(ops[0], 0);
-    double b = fl ? rt_get_f(ops[1], 0) : (double)rt_get_i(ops[1], 0);
+    unsigned long long key = rt_rng_key(rt_exec_seed(x), i->id), draw = rt_exec_rng_counter(x, i);
     long long n = ir_shape_elements(&i->shape);
-    void *params[] = {&outs[0], &n, &k0, &k1, &draw, &a, &b};
-    if (!cuda_launch(g->cb, rk, n, params, err)) return false;
+    int per = cuda_rng_per_thread(i->shape.type);
+    long long threads = (n + per - 1) / per;
+    double fa = rt_get_f(ops[0], 0), fb = rt_get_f(ops[1], 0);
+    long long ia = rt_get_i(ops[0], 0), ib = rt_get_i(ops[1], 0);
+    bool fl = ir_type_is_float(i->shape.type);
+    void *params[] = {&outs[0], &n, &key, &draw, fl ? (void *)&fa : (void *)&ia, fl ? (void *)&fb : (void *)&ib};
+    if (!cuda_launch(g->cb, rk, threads, params, err)) return false;
     *ms = rk->last_ms;
     return true;
   }

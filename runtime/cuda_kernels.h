@@ -2,7 +2,7 @@
  * translation unit per stage, compiled with NVRTC, with what ptxas reports for every kernel.
  *
  * Every kernel the plan launches is classified: generated (the shared emitter's body wrapped by
- * cuda_emit_wrapper), cuBLAS (dot), cuDNN (convolution), rng (the generated Threefry kernel), or
+ * cuda_emit_wrapper), cuBLAS (dot), cuDNN (convolution), rng (cuRAND's Philox4_32_10 device API), or
  * host (an op the emitter does not generate; the GPU backend runs the interpreter's
  * implementation for it and says so). Used by the GPU backend (cuda_exec.c), by `kernels --source`
  * and `kernels --resources` (repl/cmd_gpu.c), by the NVRTC tests over every script and corpus

@@ -1,12 +1,13 @@
-/* cuda_libs.c — dot → cuBLAS, convolution → cuDNN v9, rng → a Threefry kernel.
+/* cuda_libs.c — dot → cuBLAS, convolution → cuDNN v9, rng → cuRAND's Philox4_32_10.
  *
  * Each HLO instruction is first mapped to the library's terms by host code (cuda_gemm_from_dot,
  * cuda_conv_from_instr), then called on device buffers. cuBLAS and cuDNN are dlopened on first
- * use; their handles live until cuda_libs_shutdown(). rng is a small NVRTC kernel computing the
- * interpreter's Threefry-2x32 stream (rt_threefry2x32), so every backend draws the same numbers;
- * cuRAND's generators (XORWOW, MRG32k3a, MTGP, Philox) cannot reproduce that stream. Where this sits: runtime/, called by
- * cuda_backend.c for KERNEL_LIBRARY kernels. */
+ * use; their handles live until cuda_libs_shutdown(). rng is a small NVRTC kernel on cuRAND's
+ * device API (curand_kernel.h: curand_init, curand_uniform4, curand_normal4, ...) with the
+ * Philox4_32_10 generator, whose stream the interpreter reproduces (rng_stream.c), so every backend
+ * draws the same numbers. Where this sits: runtime/, called by cuda_exec.c for library kernels. */
 #include "cuda_libs.h"
+#include "rng_stream.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -504,11 +505,6 @@ out:
 
 /* ---------- rng ---------- */
 
-void cuda_rng_key(uint64_t seed, int instr_id, uint32_t *k0, uint32_t *k1) {
-  *k0 = (uint32_t)seed;
-  *k1 = (uint32_t)(seed >> 32) ^ ((uint32_t)instr_id * 0x9E3779B9u);
-}
-
 static const char *rng_int_type(IrType t) {
   switch (t) {
   case IR_S8: return "signed char";
@@ -523,54 +519,68 @@ static const char *rng_int_type(IrType t) {
   }
 }
 
+int cuda_rng_per_thread(IrType t) { return rt_rng_per_thread(ir_type_is_float(t), ir_type_bytes(t)); }
+
 const char *cuda_rng_source(IrType t, const char *dist) {
-  static char buf[2048];
+  static char buf[4096];
   if (!dist) return NULL;
   bool normal = strstr(dist, "normal") != NULL;
   if (!normal && !strstr(dist, "uniform")) return NULL;
+  bool fl = t == IR_F32 || t == IR_F64;
   const char *ct = t == IR_F32 ? "float" : t == IR_F64 ? "double" : rng_int_type(t);
-  if (!ct || (normal && t != IR_F32 && t != IR_F64)) return NULL;
-  const char *body;
-  /* The interpreter's arithmetic, each float operation rounded on its own (no fused
-   * multiply-add), so uniform values agree bit for bit. */
-  if (t == IR_F32 || t == IR_F64)
-    body = normal ? "  float u1 = (float)(o0 >> 8) * 5.9604644775390625e-8f; /* 2^-24 */\n"
-                    "  float u2 = (float)(o1 >> 8) * 5.9604644775390625e-8f;\n"
-                    "  float z = __fmul_rn(sqrtf(__fmul_rn(-2.0f, logf(__fsub_rn(1.0f, u1)))),\n"
-                    "                      cosf(__fmul_rn(6.28318530717958647692f, u2)));\n"
-                    "  out[k] = __fadd_rn((float)a, __fmul_rn((float)b, z));\n"
-                  : "  float u1 = (float)(o0 >> 8) * 5.9604644775390625e-8f; /* 2^-24 */\n"
-                    "  out[k] = __fadd_rn((float)a, __fmul_rn(__fsub_rn((float)b, (float)a), u1));\n";
-  else
-    body = "  unsigned long long span = (unsigned long long)((long long)b - (long long)a);\n"
-           "  unsigned long long bits = ((unsigned long long)o0 << 32) | o1;\n"
-           "  out[k] = (T)((long long)a + (long long)(span ? bits % span : 0));\n";
+  if (!ct || (normal && !fl)) return NULL;
+  const char *draw, *body, *bound = fl ? "double" : "long long";
+  int per = cuda_rng_per_thread(t);
+  if (t == IR_F32) {
+    draw = normal ? "  float4 q = curand_normal4(&st);\n" : "  float4 q = curand_uniform4(&st);\n";
+    body = normal ? "  float v[4] = {q.x, q.y, q.z, q.w}, fa = (float)a, fb = (float)b;\n"
+                    "  for (int j = 0; j < 4 && g * 4 + j < n; j++) out[g * 4 + j] = fmaf(fb, v[j], fa);\n"
+                  : "  float v[4] = {q.x, q.y, q.z, q.w}, fa = (float)a, fb = (float)b, span = fb - fa;\n"
+                    "  for (int j = 0; j < 4 && g * 4 + j < n; j++) {\n"
+                    "    float r = fmaf(span, v[j], fa);\n"
+                    "    out[g * 4 + j] = r < fb ? r : fa; /* [a, b): u = 1 wraps to a */\n"
+                    "  }\n";
+  } else if (t == IR_F64) {
+    draw = normal ? "  double2 q = curand_normal2_double(&st);\n" : "  double2 q = curand_uniform2_double(&st);\n";
+    body = normal ? "  double v[2] = {q.x, q.y};\n"
+                    "  for (int j = 0; j < 2 && g * 2 + j < n; j++) out[g * 2 + j] = fma(b, v[j], a);\n"
+                  : "  double v[2] = {q.x, q.y}, span = b - a;\n"
+                    "  for (int j = 0; j < 2 && g * 2 + j < n; j++) {\n"
+                    "    double r = fma(span, v[j], a);\n"
+                    "    out[g * 2 + j] = r < b ? r : a; /* [a, b): u = 1 wraps to a */\n"
+                    "  }\n";
+  } else {
+    draw = "  uint4 q = curand4(&st);\n";
+    body = "  unsigned long long w[4] = {q.x, q.y, q.z, q.w};\n"
+           "  unsigned long long span = b > a ? (unsigned long long)b - (unsigned long long)a : 0;\n"
+           "  for (int j = 0; j < 2 && g * 2 + j < n; j++) {\n"
+           "    unsigned long long bits = (w[2 * j] << 32) | w[2 * j + 1];\n"
+           "    out[g * 2 + j] = (%s)((unsigned long long)a + (span ? bits %% span : 0));\n"
+           "  }\n";
+  }
+  char bodybuf[1024];
+  snprintf(bodybuf, sizeof bodybuf, body, ct);
   snprintf(buf, sizeof buf,
-           "// rng: Threefry-2x32-20 keyed by (k0, k1), counter (element, draw): the interpreter's stream.\n"
-           "typedef %s T;\n"
-           "__device__ __forceinline__ unsigned fx_rotl(unsigned x, int r) { return (x << r) | (x >> (32 - r)); }\n"
-           "extern \"C\" __global__ void fx_rng(T *out, long long n, unsigned k0, unsigned k1, unsigned draw,\n"
-           "                                    double a, double b) {\n"
-           "  long long k = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-           "  if (k >= n) return;\n"
-           "  const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};\n"
-           "  unsigned ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};\n"
-           "  unsigned x0 = (unsigned)k + ks[0], x1 = draw + ks[1];\n"
-           "#pragma unroll\n"
-           "  for (int r = 0; r < 20; r++) {\n"
-           "    x0 += x1;\n"
-           "    x1 = fx_rotl(x1, rot[r %% 8]);\n"
-           "    x1 ^= x0;\n"
-           "    if (r %% 4 == 3) {\n"
-           "      int s = r / 4 + 1;\n"
-           "      x0 += ks[s %% 3];\n"
-           "      x1 += ks[(s + 1) %% 3] + (unsigned)s;\n"
-           "    }\n"
-           "  }\n"
-           "  unsigned o0 = x0, o1 = x1;\n"
-           "%s"
+           "// rng (%s, %s): cuRAND's Philox4_32_10 device generator. Thread g draws elements\n"
+           "// [%d g, %d g + %d) with curand_init(key, g, 4 * draw); key is the run's seed mixed with the\n"
+           "// instruction's id, draw counts its executions. The interpreter computes the same stream.\n"
+           "#include <curand_kernel.h>\n"
+           "#ifndef FX_RNG_QUALIFIERS\n"
+           "#define FX_RNG_QUALIFIERS static __device__ __forceinline__\n"
+           "#endif\n"
+           "FX_RNG_QUALIFIERS void fx_rng_thread(%s *out, long long n, long long g, unsigned long long key,\n"
+           "                                     unsigned long long draw, %s a, %s b) {\n"
+           "  curandStatePhilox4_32_10_t st;\n"
+           "  curand_init(key, (unsigned long long)g, 4ull * draw, &st);\n"
+           "%s%s"
+           "}\n"
+           "extern \"C\" __global__ void fx_rng(%s *out, long long n, unsigned long long key, unsigned long long draw,\n"
+           "                                    %s a, %s b) {\n"
+           "  long long g = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
+           "  if (g * %d < n) fx_rng_thread(out, n, g, key, draw, a, b);\n"
            "}\n",
-           ct, body);
+           ir_type_name(t), normal ? "normal" : "uniform", per, per, per, ct, bound, bound, draw, bodybuf, ct, bound,
+           bound, per);
   return buf;
 }
 

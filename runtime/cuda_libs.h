@@ -1,5 +1,5 @@
 /* cuda_libs.h — the library kernels of the GPU backend: dot → cuBLAS, convolution → cuDNN (v9),
- * rng → a counter-based generator kernel drawing the interpreter's stream.
+ * rng → cuRAND's Philox4_32_10 device generator, drawing the interpreter's stream.
  *
  * cuBLAS and cuDNN are loaded at run time (dlopen of libcublas.so / libcudnn.so.9), like the
  * driver, so fxplain starts where they are missing and says so only when a kernel needs them.
@@ -80,16 +80,20 @@ typedef struct {
 const char *cuda_permute_source(IrType t);
 void cuda_conv_filter_permute(const CudaConv *c, CudaPermute *p);
 
-/* ---------- rng ---------- */
-/* CUDA C of the kernel "fx_rng": the interpreter's stream (rt_op_rng: Threefry-2x32-20 keyed by
- * the run's seed and the instruction's id, counter = (element, draw)), with the same arithmetic,
- * so the GPU draws the interpreter's numbers: uniform floats and integers bit for bit, normal
- * samples to within the device's logf/cosf. Parameters: (T *out, long long n, unsigned k0,
- * unsigned k1, unsigned draw, double a, double b). dist is "rng_uniform" or "rng_normal". NULL for
+/* ---------- rng → cuRAND ---------- */
+/* CUDA C of the kernel "fx_rng" for an rng of element type t: cuRAND's device API with the
+ * Philox4_32_10 generator, laid out as rng_stream.h describes (thread g: curand_init(key, g,
+ * 4 * draw), then curand_uniform4 / curand_normal4 for f32, curand_uniform2_double /
+ * curand_normal2_double for f64, curand4 for integers), so the GPU draws the interpreter's
+ * numbers: uniform values bit for bit, normal ones to within the device's __sincosf/logf.
+ * Parameters: (T *out, long long n, unsigned long long key, unsigned long long draw, B a, B b)
+ * with B double for floats and long long for integers; launch cuda_rng_threads(t, n) threads.
+ * The thread body fx_rng_thread is FX_RNG_QUALIFIERS (default static __device__), so a host
+ * test can compile the same text for the CPU. dist is "rng_uniform" or "rng_normal". NULL for
  * element types the kernel does not produce (f16, bf16, pred, complex). */
 const char *cuda_rng_source(IrType t, const char *dist);
-/* The key of instruction `instr_id`'s stream in a run with `seed`, as the interpreter keys it. */
-void cuda_rng_key(uint64_t seed, int instr_id, uint32_t *k0, uint32_t *k1);
+/* Elements per thread of that kernel (4 for f32, 2 for f64 and integers). */
+int cuda_rng_per_thread(IrType t);
 
 /* Loads the library and creates its handle on first use; false with the reason. */
 bool cuda_blas_ready(FxError *err);

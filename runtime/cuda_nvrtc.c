@@ -346,7 +346,7 @@ bool cuda_nvrtc_compile(const char *source, const char *file, const char *kernel
   (void)source, (void)file, (void)kernel;
   return fx_error_set(err, NULL, 0, 0, "this fxplain was built without the CUDA toolkit: NVRTC is not available");
 #else
-  char archopt[48], regopt[48], incopt[4200];
+  char archopt[48], regopt[48], incopt[4200], ccclopt[4200], cccldir[4200];
   snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
   snprintf(regopt, sizeof regopt, "--maxrregcount=%d", opt->max_registers);
   snprintf(incopt, sizeof incopt, "-I%s", FXPLAIN_CUDA_INCLUDE);
@@ -357,6 +357,11 @@ bool cuda_nvrtc_compile(const char *source, const char *file, const char *kernel
   opts[nopts++] = "--std=c++17";
   if (opt->max_registers > 0) opts[nopts++] = regopt;
   if (FXPLAIN_CUDA_INCLUDE[0]) opts[nopts++] = incopt;
+  /* CUDA 13 keeps libcu++ (cuda/std/..., which cuRAND's headers include under NVRTC) in
+   * include/cccl. */
+  snprintf(cccldir, sizeof cccldir, "%s/cccl/cuda/std", FXPLAIN_CUDA_INCLUDE);
+  snprintf(ccclopt, sizeof ccclopt, "-I%s/cccl", FXPLAIN_CUDA_INCLUDE);
+  if (FXPLAIN_CUDA_INCLUDE[0] && access(cccldir, R_OK) == 0) opts[nopts++] = ccclopt;
 
   uint64_t h = CUDA_HASH_INIT;
   h = cuda_hash(h, source, strlen(source) + 1);

@@ -775,6 +775,7 @@ bool rt_exec_instr(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
   case IR_OP_DOT: return rt_op_dot(x, i, ops, out, err);
   case IR_OP_CONVOLUTION: return rt_op_convolution(x, i, ops, out, err);
   case IR_OP_RNG: return rt_op_rng(x, i, ops, out, err);
+  case IR_OP_RNG_BIT_GENERATOR: return rt_op_rng_bit_generator(x, i, ops, out, err);
   case IR_OP_SORT: return rt_op_sort(x, i, ops, out, err);
   case IR_OP_TOPK: return rt_op_topk(x, i, ops, out, err);
   case IR_OP_MAP: return rt_op_map(x, i, ops, out, err);

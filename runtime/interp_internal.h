@@ -45,7 +45,9 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
 bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_sort(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+/* rng and rng-bit-generator (rng_ops.c). */
 bool rt_op_rng(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_rng_bit_generator(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_map(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 

@@ -2,7 +2,7 @@
  * element type (XLA's semantics: f32 math in f32, f16/bf16 computed in f32 and rounded to nearest
  * even, integer wraparound, XLA's division-by-zero and out-of-range shift results, NaN-propagating
  * max/min, saturating float-to-int conversion), and the compound ops: reduce, reduce-window, dot,
- * convolution, gather, scatter, sort, top-k, map and rng. Called from interp.c's walker. */
+ * convolution, gather, scatter, sort, top-k and map (rng: rng_ops.c). Called from interp.c's walker. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1045,46 +1045,6 @@ bool rt_op_map(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxEr
       return false;
     }
     rt_val_store(r, o, res);
-  }
-  *out = r;
-  return true;
-}
-
-/* ---------- rng ---------- */
-
-/* rng(a, b), distribution=rng_uniform: [a, b); rng_normal: mean a, stddev b (Box-Muller).
- * The stream: threefry2x32 keyed by the run's seed and the instruction's id, counter = (element,
- * draw number of this instruction), so every backend and every stage draws the same numbers. */
-bool rt_op_rng(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
-  const char *dist = ir_attr_text(i, "distribution");
-  bool normal = dist && strstr(dist, "normal");
-  if (i->noperands != 2) return instr_error(i, err, "rng takes two operands");
-  RtTensor *r = out_tensor(i, err);
-  if (!r) return false;
-  uint64_t seed = rt_exec_seed(x);
-  uint32_t draw = rt_exec_rng_counter(x, i);
-  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32) ^ ((uint32_t)i->id * 0x9E3779B9u);
-  bool fl = ir_type_is_float(r->type);
-  double a = fl ? rt_get_f(ops[0], 0) : (double)rt_get_i(ops[0], 0);
-  double b = fl ? rt_get_f(ops[1], 0) : (double)rt_get_i(ops[1], 0);
-  for (int64_t k = 0; k < r->count; k++) {
-    uint32_t o[2];
-    rt_threefry2x32(k0, k1, (uint32_t)k, draw, o);
-    if (fl) {
-      float u1 = (float)(o[0] >> 8) * 0x1p-24f;
-      if (normal) {
-        float u2 = (float)(o[1] >> 8) * 0x1p-24f;
-        float z = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.28318530717958647692f * u2);
-        rt_set_f(r, k, (float)a + (float)b * z);
-      } else {
-        rt_set_f(r, k, (float)a + ((float)b - (float)a) * u1);
-      }
-    } else {
-      /* integers: uniform in [a, b) */
-      uint64_t span = (uint64_t)((int64_t)b - (int64_t)a);
-      uint64_t bits = ((uint64_t)o[0] << 32) | o[1];
-      rt_set_i(r, k, (int64_t)a + (int64_t)(span ? bits % span : 0));
-    }
   }
   *out = r;
   return true;

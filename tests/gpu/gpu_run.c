@@ -20,6 +20,7 @@
 #include "../runtime/cuda_driver.h"
 #include "../runtime/cuda_libs.h"
 #include "../runtime/cuda_nvrtc.h"
+#include "../runtime/rng_stream.h"
 #include "../runtime/runtime.h"
 #include "loop_kernels.h"
 
@@ -94,41 +95,48 @@ TEST(host_driven_while_loop) {
   if (err.set) fprintf(stderr, "%s\n", err.msg);
 }
 
-/* The rng kernel draws the interpreter's stream: rng(a, b) of instruction id 3, draw 2. */
+/* The cuRAND rng kernel draws the interpreter's stream (rng_stream.h): rng(a, b) of instruction
+ * id 3, draw 2, for f32 and f64 (uniform and normal) and s32. */
 TEST(rng_matches_interpreter_stream) {
   FxError err;
   fx_error_clear(&err);
   long long n = 10007;
-  uint32_t k0, k1, draw = 2;
-  cuda_rng_key(42, 3, &k0, &k1);
-  float *got = malloc(sizeof(float) * (size_t)n);
+  unsigned long long key = rt_rng_key(42, 3), draw = 2;
+  double *got = malloc(sizeof(double) * (size_t)n);
   CUdeviceptr d;
-  CHECK(cuda_buffer_alloc(B, sizeof(float) * (size_t)n, &d, &err));
-  for (int normal = 0; normal < 2; normal++) {
-    CudaKernel k;
-    CHECK(cuda_kernel_load(B, cuda_rng_source(IR_F32, normal ? "rng_normal" : "rng_uniform"), "fx_rng", &k, &err));
-    double a = normal ? 0.5 : -1.0, b = normal ? 2.0 : 1.0;
-    void *params[] = {&d, &n, &k0, &k1, &draw, &a, &b};
-    CHECK(cuda_launch(B, &k, n, params, &err));
-    CHECK(cuda_download(B, got, d, sizeof(float) * (size_t)n, &err));
-    double worst = 0;
-    for (long long e = 0; e < n; e++) {
-      uint32_t o[2];
-      rt_threefry2x32(k0, k1, (uint32_t)e, draw, o);
-      float u1 = (float)(o[0] >> 8) * 0x1p-24f, want;
-      if (normal) {
-        float u2 = (float)(o[1] >> 8) * 0x1p-24f;
-        float z = sqrtf(-2.0f * logf(1.0f - u1)) * cosf(6.28318530717958647692f * u2);
-        want = (float)a + (float)b * z;
-      } else {
-        want = (float)a + ((float)b - (float)a) * u1;
+  CHECK(cuda_buffer_alloc(B, sizeof(double) * (size_t)n, &d, &err));
+  IrType types[] = {IR_F32, IR_F64, IR_S32};
+  for (int t = 0; t < 3; t++)
+    for (int normal = 0; normal < (types[t] == IR_S32 ? 1 : 2); normal++) {
+      IrType ty = types[t];
+      CudaKernel k;
+      CHECK(cuda_kernel_load(B, cuda_rng_source(ty, normal ? "rng_normal" : "rng_uniform"), "fx_rng", &k, &err));
+      double a = normal ? 0.5 : -1.0, b = normal ? 2.0 : 1.0;
+      long long ia = -5, ib = 1000;
+      void *params[] = {&d, &n, &key, &draw, ty == IR_S32 ? (void *)&ia : (void *)&a, ty == IR_S32 ? (void *)&ib : (void *)&b};
+      int per = cuda_rng_per_thread(ty);
+      CHECK(cuda_launch(B, &k, (n + per - 1) / per, params, &err));
+      CHECK(cuda_download(B, got, d, (size_t)ir_type_bytes(ty) * (size_t)n, &err));
+      double worst = 0;
+      for (long long g = 0; g * per < n; g++) {
+        float f[4];
+        double w[2];
+        int64_t iv[2];
+        if (ty == IR_F32) rt_rng_thread_f32(key, (uint64_t)g, draw, normal, (float)a, (float)b, f);
+        else if (ty == IR_F64) rt_rng_thread_f64(key, (uint64_t)g, draw, normal, a, b, w);
+        else rt_rng_thread_int(key, (uint64_t)g, draw, ia, ib, iv);
+        for (int j = 0; j < per && g * per + j < n; j++) {
+          long long e = g * per + j;
+          double have = ty == IR_F32 ? ((float *)got)[e] : ty == IR_F64 ? got[e] : ((int32_t *)got)[e];
+          double want = ty == IR_F32 ? f[j] : ty == IR_F64 ? w[j] : (double)iv[j];
+          worst = fmax(worst, fabs(have - want));
+        }
       }
-      worst = fmax(worst, fabs((double)got[e] - want));
+      if (normal) CHECK(worst < 1e-4); /* cuRAND's device Box-Muller uses __sincosf / sincospi */
+      else CHECK(worst == 0);           /* uniform and integers: bit for bit */
+      printf("rng %s %s: worst difference from the interpreter's stream %g\n", ir_type_name(ty),
+             normal ? "normal" : "uniform", worst);
     }
-    if (normal) CHECK(worst < 1e-4); /* the device's logf/cosf differ in the last bits */
-    else CHECK(worst == 0);           /* uniform: bit for bit */
-    printf("rng %s: worst difference from the interpreter's stream %g\n", normal ? "normal" : "uniform", worst);
-  }
   if (err.set) fprintf(stderr, "%s\n", err.msg);
   free(got);
 }

@@ -55,3 +55,17 @@ set_tests_properties(gpu.runtime PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77 ENV
 add_test(NAME gpu.differential COMMAND runtime_diff 200 1 gpu WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(gpu.differential PROPERTIES LABELS "gpu" SKIP_RETURN_CODE 77 TIMEOUT 900
                      ENVIRONMENT "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache")
+
+# Without a GPU: cuRAND's own Philox4_32_10 code (compiled for the host by nvcc) and the GPU
+# backend's generated rng kernels draw exactly the interpreter's stream. Skipped without nvcc.
+add_executable(rng_dump ${CMAKE_CURRENT_LIST_DIR}/rng_dump.c)
+target_link_libraries(rng_dump PRIVATE fxruntime)
+find_program(FXPLAIN_NVCC nvcc HINTS ${CUDAToolkit_BIN_DIR} /usr/local/cuda/bin)
+if(NOT FXPLAIN_NVCC)
+  set(FXPLAIN_NVCC "")
+endif()
+add_test(NAME nvrtc.curand_match
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/curand_match.sh $<TARGET_FILE:rng_dump> "${FXPLAIN_NVCC}"
+                 ${CMAKE_C_COMPILER} ${CMAKE_CURRENT_BINARY_DIR}/curand_match
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(nvrtc.curand_match PROPERTIES LABELS "nvrtc" SKIP_RETURN_CODE 77)

@@ -22,6 +22,7 @@
 #include "../runtime/cuda_kernels.h"
 #include "../runtime/cuda_libs.h"
 #include "../runtime/cuda_nvrtc.h"
+#include "../runtime/rng_stream.h"
 #include "../runtime/runtime.h"
 #include "gpu/loop_kernels.h"
 
@@ -466,18 +467,38 @@ TEST(nvrtc_measures_real_spills) {
 
 /* ---------- rng ---------- */
 
-TEST(rng_stream_is_the_interpreters) {
-  /* Threefry-2x32-20 known answers (Random123's kat_vectors): the generator the kernel computes. */
-  uint32_t o[2];
-  rt_threefry2x32(0, 0, 0, 0, o);
-  CHECK(o[0] == 0x6b200159u && o[1] == 0x99ba4efeu);
-  rt_threefry2x32(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, o);
-  CHECK(o[0] == 0x1cb996fcu && o[1] == 0xbb002be7u);
-  rt_threefry2x32(0x13198a2eu, 0x03707344u, 0x243f6a88u, 0x85a308d3u, o);
-  CHECK(o[0] == 0xc4923a9cu && o[1] == 0x483df7a0u);
-  uint32_t k0, k1;
-  cuda_rng_key(0x0000000500000007ull, 3, &k0, &k1);
-  CHECK(k0 == 7u && k1 == (5u ^ (3u * 0x9E3779B9u)));
+TEST(rng_philox_known_answers) {
+  /* Philox4x32-10 known answers (Random123's kat_vectors; cuRAND's curand_Philox4x32_10 gives the
+   * same, which tests/gpu/curand_match.cu checks against cuRAND's own header). */
+  static const uint32_t ctr[3][4] = {{0, 0, 0, 0},
+                                     {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu},
+                                     {0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}};
+  static const uint32_t key[3][2] = {{0, 0}, {0xffffffffu, 0xffffffffu}, {0xa4093822u, 0x299f31d0u}};
+  static const uint32_t want[3][4] = {{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u},
+                                      {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu},
+                                      {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}};
+  for (int c = 0; c < 3; c++) {
+    uint32_t o[4];
+    rt_philox4x32_10(ctr[c], key[c], o);
+    CHECK(memcmp(o, want[c], sizeof o) == 0);
+  }
+  /* curand_init(seed, subsequence, offset): key = seed, counter = (offset / 4, subsequence), and
+   * offset % 4 words of the first block skipped by curand4. */
+  RtPhilox s;
+  rt_philox_init(&s, 0xa4093822299f31d0ull, 0x03707344ull << 32 | 0x13198a2eull, 4 * (0x05a308d3ull << 32 | 0x243f6a88ull) + 2);
+  uint32_t o[4], first[4], next[4];
+  rt_philox_next4(&s, o);
+  uint32_t c1[4] = {0x243f6a88u, 0x05a308d3u, 0x13198a2eu, 0x03707344u};
+  rt_philox4x32_10(c1, (const uint32_t[2]){0x299f31d0u, 0xa4093822u}, first);
+  uint32_t c2[4] = {0x243f6a89u, 0x05a308d3u, 0x13198a2eu, 0x03707344u};
+  rt_philox4x32_10(c2, (const uint32_t[2]){0x299f31d0u, 0xa4093822u}, next);
+  CHECK(o[0] == first[2] && o[1] == first[3] && o[2] == next[0] && o[3] == next[1]);
+  /* curand_uniform's conversion: (0, 1], 0 -> 2^-33, all ones -> 1. */
+  CHECK(rt_curand_uniform(0) == 0x1p-33f);
+  CHECK(rt_curand_uniform(0xffffffffu) == 1.0f);
+  CHECK(rt_curand_uniform(0x80000000u) == 0.5f);
+  /* The rng key: the seed, the instruction's id mixed into the high word. */
+  CHECK(rt_rng_key(0x0000000500000007ull, 3) == (((uint64_t)(5u ^ (3u * 0x9E3779B9u)) << 32) | 7u));
 }
 
 TEST(rng_kernel_compiles) {
@@ -486,22 +507,38 @@ TEST(rng_kernel_compiles) {
   struct {
     IrType t;
     const char *dist;
-  } cases[] = {{IR_F32, "rng_uniform"}, {IR_F32, "rng_normal"}, {IR_F64, "rng_uniform"}, {IR_S32, "rng_uniform"},
-               {IR_U64, "rng_uniform"}};
+    const char *call;
+  } cases[] = {{IR_F32, "rng_uniform", "curand_uniform4(&st)"},
+               {IR_F32, "rng_normal", "curand_normal4(&st)"},
+               {IR_F64, "rng_uniform", "curand_uniform2_double(&st)"},
+               {IR_F64, "rng_normal", "curand_normal2_double(&st)"},
+               {IR_S32, "rng_uniform", "curand4(&st)"},
+               {IR_U64, "rng_uniform", "curand4(&st)"}};
+  const char *archs[] = {"sm_75", "sm_80", "sm_90"};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const char *src = cuda_rng_source(cases[c].t, cases[c].dist);
     CHECK(src != NULL);
     if (!src) continue;
-    CHECK_CONTAINS(src, "0x1BD11BDAu");
-    CudaCompileOptions opt = {.arch = "sm_80"};
-    CudaCubin cb;
-    FxError err;
-    fx_error_clear(&err);
-    CHECK(cuda_nvrtc_compile(src, "rng.cu", "fx_rng", &opt, &cb, &err));
-    if (err.set) fprintf(stderr, "%s\n", err.msg);
-    CHECK(cb.res.found && cb.res.spill_stores == 0 && cb.res.stack_bytes == 0);
-    cuda_cubin_free(&cb);
+    CHECK_CONTAINS(src, "#include <curand_kernel.h>");
+    CHECK_CONTAINS(src, "curandStatePhilox4_32_10_t st;");
+    CHECK_CONTAINS(src, "curand_init(key, (unsigned long long)g, 4ull * draw, &st);");
+    CHECK_CONTAINS(src, cases[c].call);
+    char *copy = strdup(src);
+    /* Every kind for sm_80; the first also for sm_75 and sm_90 (each compile reads cuRAND's
+     * headers: about 2 s). */
+    for (int a = c == 0 ? 0 : 1; a < (c == 0 ? 3 : 2); a++) {
+      CudaCompileOptions opt = {.arch = archs[a]};
+      CudaCubin cb;
+      FxError err;
+      fx_error_clear(&err);
+      CHECK(cuda_nvrtc_compile(copy, "rng.cu", "fx_rng", &opt, &cb, &err));
+      if (err.set) fprintf(stderr, "%s\n", err.msg);
+      CHECK(cb.res.found && cb.res.spill_stores == 0);
+      cuda_cubin_free(&cb);
+    }
+    free(copy);
   }
+  CHECK(cuda_rng_per_thread(IR_F32) == 4 && cuda_rng_per_thread(IR_F64) == 2 && cuda_rng_per_thread(IR_S32) == 2);
   CHECK(cuda_rng_source(IR_S32, "rng_normal") == NULL);
   CHECK(cuda_rng_source(IR_F16, "rng_uniform") == NULL);
   CHECK(cuda_rng_source(IR_F32, "rng_bernoulli") == NULL);
@@ -957,6 +994,28 @@ TEST(kernel_views) {
                       "  for (long long fx_l = blockIdx.x * (long long)blockDim.x + threadIdx.x; fx_l < n;\n");
   CHECK_CONTAINS(buf, "tanhf(");
   CHECK(strstr(buf, "// kernel y") == NULL);
+  fclose(s.out);
+  free(buf);
+  buf = NULL;
+  /* rng's kernel is cuRAND's device API, shown alone and at the end of the whole unit. */
+  s.out = open_memstream(&buf, &len);
+  char *src3[] = {"kernels-source", "r"};
+  CHECK(repl_command_lookup("kernels-source")->run(&s, 2, src3, &err));
+  fflush(s.out);
+  const char *rstart = "// kernel r: rng -> cuRAND (its own unit, launched as fx_rng over 1024 threads)\n"
+                       "// rng (f32, uniform): cuRAND's Philox4_32_10 device generator.";
+  CHECK(strncmp(buf, rstart, strlen(rstart)) == 0);
+  CHECK_CONTAINS(buf, "#include <curand_kernel.h>\n");
+  CHECK_CONTAINS(buf, "  curand_init(key, (unsigned long long)g, 4ull * draw, &st);\n  float4 q = curand_uniform4(&st);\n");
+  fclose(s.out);
+  free(buf);
+  buf = NULL;
+  s.out = open_memstream(&buf, &len);
+  char *all[] = {"kernels-source"};
+  CHECK(repl_command_lookup("kernels-source")->run(&s, 1, all, &err));
+  fflush(s.out);
+  CHECK_CONTAINS(buf, "// kernel t\n");
+  CHECK_CONTAINS(buf, "// kernel r: rng -> cuRAND");
   char *src2[] = {"kernels-source", "nope"};
   CHECK(!repl_command_lookup("kernels-source")->run(&s, 2, src2, &err));
   CHECK_STR(err.msg, "'nope' is not a kernel of stage 0");
@@ -1040,7 +1099,7 @@ int main(void) {
   RUN(nvrtc_cache_by_source_hash);
   RUN(nvrtc_reports_compile_errors);
   RUN(nvrtc_measures_real_spills);
-  RUN(rng_stream_is_the_interpreters);
+  RUN(rng_philox_known_answers);
   RUN(rng_kernel_compiles);
   RUN(dot_maps_to_gemm);
   RUN(dot_forms_cublas_cannot_take);
