@@ -2,9 +2,11 @@
  *
  * For each variant of the case study — the unfused program, the classic-fusion baseline (RNG in
  * the loop), random numbers precomputed ("no rng"), the concatenate fused into its three users
- * ("merged"), the state carried as four arrays ("no concat"), and that unrolled 10 times
- * ("unrolled") — it prints what the kernel plan says one run launches on the GPU profile
- * (kernels per loop iteration, launches per run, bytes, estimated time), which of the plan's
+ * ("merged": `set dup_limit 3`, the walkthrough's §V-B step), the state carried as four arrays
+ * ("no concat"), and that unrolled 10 times ("unrolled": `set unroll 10`) — it prints the pass
+ * settings it ran the classic pipeline with and what the kernel plan says one run launches on
+ * the GPU profile (kernels per loop iteration, launches per run and per step, bytes, estimated
+ * time), which of the plan's
  * kernels are generated CUDA, library calls or host fallbacks, and the most registers any
  * generated kernel needs (NVRTC + ptxas for the profile's architecture). All of that needs no GPU.
  * Where a GPU is present each variant also runs on it (2048 environments x --steps steps,
@@ -127,7 +129,7 @@ static double run_gpu(const IrModule *m, int repeat, int64_t *launches, char *no
 typedef struct {
   const char *name, *script;
   double paper; /* speedup over the baseline in the paper (RTX 2080 Ti), 0 if none */
-  int concat_limit, unroll;
+  int dup_limit, unroll; /* `set dup_limit N` (PassSettings.concat_user_limit), `set unroll N`; 0: default */
   bool fuse;
 } Variant;
 
@@ -150,7 +152,7 @@ int main(int argc, char **argv) {
       {"unfused (stage 0)", "scripts/cartpole.fx", 0, 0, 1, false},
       {"baseline", "scripts/cartpole.fx", 1.0, 0, 1, true},
       {"no rng", "scripts/cartpole_pre_rng.fx", 1.87, 0, 1, true},
-      {"merged (concat limit 3)", "scripts/cartpole_pre_rng.fx", 1.87 * 1.10, 3, 1, true},
+      {"merged (dup_limit 3)", "scripts/cartpole_pre_rng.fx", 1.87 * 1.10, 3, 1, true},
       {"no concat", "scripts/cartpole_separate.fx", 3.41, 0, 1, true},
       {"unrolled 10x", "scripts/cartpole_separate.fx", 3.41 * 3.5, 0, 10, true},
   };
@@ -159,8 +161,8 @@ int main(int argc, char **argv) {
   bool gpu = rt_gpu_available(&why);
   printf("CartPole on the GPU: 2048 environments x %d steps; plan on %s (%s)\n", steps, dev->name, dev->arch);
   if (!gpu) printf("no GPU here (%s): launches and kernels below come from the plan; no times\n", why.msg);
-  printf("\n%-26s %8s %10s %10s %10s %10s %5s  %s\n", "variant", "per iter", "launches", "bytes", "est. time",
-         "measured", "regs", "kernels (generated / library / host)");
+  printf("\n%-22s %-20s %8s %10s %8s %10s %10s %10s %5s  %s\n", "variant", "settings", "per iter", "launches",
+         "per step", "bytes", "est. time", "measured", "regs", "kernels (generated / library / host)");
   double base_s = -1;
   for (int q = 0; q < nv; q++) {
     const Variant *v = &vs[q];
@@ -168,13 +170,16 @@ int main(int argc, char **argv) {
     if (!m0) return 1;
     PassSettings set;
     pass_settings_default(&set);
-    if (v->concat_limit) set.concat_user_limit = v->concat_limit;
-    set.unroll = v->unroll;
+    if (v->dup_limit) set.concat_user_limit = v->dup_limit;
+    if (v->unroll) set.unroll = v->unroll;
+    char settings[40];
+    if (v->fuse) snprintf(settings, sizeof settings, "dup_limit %d unroll %d", set.concat_user_limit, set.unroll);
+    else snprintf(settings, sizeof settings, "no passes");
     IrModule *m = classic(m0, &set, dev, v->fuse);
     FxError e = {0};
     KernelPlan *p = plan_build(m, dev, &e);
     if (!p) {
-      printf("%-26s plan failed: %s\n", v->name, e.msg);
+      printf("%-22s plan failed: %s\n", v->name, e.msg);
       ir_module_free(m);
       ir_module_free(m0);
       continue;
@@ -218,8 +223,9 @@ int main(int argc, char **argv) {
     }
     if (regs >= 0) snprintf(rg, sizeof rg, "%d", regs);
     snprintf(by, sizeof by, "%.1f MB", (double)(p->bytes_read + p->bytes_written) / 1e6);
-    printf("%-26s %8lld %10lld %10s %8.1f ms %10s %5s  %d / %d / %d%s%s\n", v->name, (long long)per_iteration(p),
-           (long long)launches, by, p->est_us / 1e3, meas, rg, gen, lib, host, note[0] ? "; " : "", note);
+    printf("%-22s %-20s %8lld %10lld %8.2f %10s %8.1f ms %10s %5s  %d / %d / %d%s%s\n", v->name, settings,
+           (long long)per_iteration(p), (long long)launches, (double)launches / steps, by, p->est_us / 1e3, meas, rg,
+           gen, lib, host, note[0] ? "; " : "", note);
     fflush(stdout);
     plan_free(p);
     ir_module_free(m);
