@@ -227,6 +227,20 @@ static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) 
   return true;
 }
 
+/* ptxas' figures for an rng instruction's cuRAND kernel (compiled alone, cached like the rest).
+ * False without filling err when the instruction is not an rng kernel. */
+static bool rng_resources(const IrInstr *i, const char *arch, CudaResources *r, FxError *err) {
+  const char *dist = ir_attr_text(i, "distribution");
+  const char *src = cuda_rng_source(i->shape.type, dist ? dist : "rng_uniform");
+  if (!src) return false;
+  CudaCompileOptions opt = {.arch = arch};
+  CudaCubin c;
+  if (!cuda_nvrtc_compile(src, "rng.cu", "fx_rng", &opt, &c, err)) return false;
+  *r = c.res;
+  cuda_cubin_free(&c);
+  return true;
+}
+
 static bool cmd_kernels_resources(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (argc != 1) return fx_error_set(err, NULL, 0, 0, "usage: kernels --resources");
@@ -260,6 +274,42 @@ static bool cmd_kernels_resources(Session *s, int argc, char **argv, FxError *er
   }
   for (int q = 0; q < u.n; q++) {
     const CudaKernelInfo *k = &u.k[q];
+    CudaResources rr;
+    if (k->how == CUDA_K_RNG && rng_resources(k->instr, arch, &rr, err)) {
+      /* The cuRAND kernel, compiled on its own for the same architecture. */
+      int64_t threads = (ir_shape_elements(&k->instr->shape) + cuda_rng_per_thread(k->instr->shape.type) - 1) /
+                        cuda_rng_per_thread(k->instr->shape.type);
+      CudaDeviceInfo di = {.warp_size = 32, .max_threads_per_block = d->max_threads_per_block, .regs_per_block = 65536};
+      int block = cuda_block_size(rr.registers, &di, threads);
+      const char *limit = "";
+      double occ = cuda_occupancy(&rr, block, d, &limit);
+      if (s->json) {
+        json_object_begin(&w);
+        json_kv_str(&w, "kernel", k->instr->name);
+        json_kv_int(&w, "part", 0);
+        json_kv_str(&w, "runs_as", "rng");
+        json_kv_str(&w, "symbol", "fx_rng");
+        json_kv_int(&w, "registers", rr.registers);
+        json_kv_int(&w, "spill_stores", rr.spill_stores);
+        json_kv_int(&w, "spill_loads", rr.spill_loads);
+        json_kv_int(&w, "shared_bytes", rr.shared_bytes);
+        json_kv_int(&w, "stack_bytes", rr.stack_bytes);
+        json_kv_int(&w, "block", block);
+        json_kv_double(&w, "occupancy", occ);
+        json_kv_str(&w, "occupancy_limit", limit);
+        json_object_end(&w);
+      } else {
+        char spill[32];
+        snprintf(spill, sizeof spill, "%d/%d", rr.spill_stores, rr.spill_loads);
+        fprintf(s->out, "  %-28s %-9s %5d %6d %11s %6d %6d %5d  %3.0f%% (%s) cuRAND Philox4_32_10\n", k->instr->name,
+                "rng", 1, rr.registers, spill, rr.shared_bytes, rr.stack_bytes, block, occ * 100, limit);
+      }
+      continue;
+    }
+    if (err->set) {
+      cuda_unit_free(&u);
+      return false;
+    }
     if (k->how != CUDA_K_GENERATED) {
       if (s->json) {
         json_object_begin(&w);
