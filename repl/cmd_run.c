@@ -330,6 +330,14 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
               plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, s->device.name);
       plan_free(plan);
     }
+    if (res.stats.slot_outputs > 0) {
+      char sb[32];
+      fmt_bytes(sb, sizeof sb, (double)res.stats.slot_bytes);
+      fprintf(f,
+              "buffers: %lld kernel outputs went into %s of buffer slots, reused across the run "
+              "(the plan's buffer assignment)\n",
+              (long long)res.stats.slot_outputs, sb);
+    }
   }
   for (int q = 0; ok && q < a.nsave; q++) {
     const RtTensor *t = find_output(res.result, a.save_name[q]);
