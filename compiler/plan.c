@@ -595,10 +595,12 @@ static bool passes_on(const IrInstr *u) {
 
 /* Extends buffer bf's live range over the users of v (v is the buffer's producer or a value that
  * passes it on); `element` >= 0 follows only get-tuple-elements of that index from the producer. */
-static void extend_live(PlanBuffer *bf, const IrInstr *v, int element, const PosMap *pm, int depth) {
+static void extend_live(PlanBuffer *bf, const IrInstr *v, int element, const PosMap *pm, int depth, int *budget) {
   if (v->is_root || v == bf->comp->root) bf->live_out = true;
-  if (depth > 256) { /* absurdly long chains of forwarding ops: keep the buffer to the end */
+  if (depth > 256 || --*budget < 0) {
+    /* absurd chains or fans of forwarding ops: assume it lives to the end and reaches the result */
     bf->last_use = bf->comp->ninstrs;
+    bf->live_out = true;
     return;
   }
   for (int u = 0; u < v->nusers; u++) {
@@ -607,12 +609,13 @@ static void extend_live(PlanBuffer *bf, const IrInstr *v, int element, const Pos
     if (element >= 0 && us->op == IR_OP_GET_TUPLE_ELEMENT && ir_attr_int(us, "index", &idx) && idx != element)
       continue;
     int pos = posmap_get(pm, us);
-    if (pos < 0) { /* a user elsewhere: keep it to the end */
+    if (pos < 0) { /* a user elsewhere (not expected): keep it to the end and to the caller */
       bf->last_use = bf->comp->ninstrs;
+      bf->live_out = true;
       continue;
     }
     if (pos > bf->last_use) bf->last_use = pos;
-    if (passes_on(us)) extend_live(bf, us, -1, pm, depth + 1);
+    if (passes_on(us)) extend_live(bf, us, -1, pm, depth + 1, budget);
   }
 }
 
@@ -648,7 +651,8 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, int *bcap, int
       bf->bytes = ir_shape_bytes(i->shape.type == IR_TUPLE ? &i->shape.tuple[o] : &i->shape);
       bf->def = bf->last_use = j;
       bf->reuses = -1;
-      extend_live(bf, i, bf->output, &pm, 0);
+      int budget = 100000; /* forwarding ops visited per buffer */
+      extend_live(bf, i, bf->output, &pm, 0, &budget);
       p->buffer_bytes += bf->bytes;
     }
   }
