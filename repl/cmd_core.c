@@ -282,7 +282,7 @@ static bool cmd_set(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_reset(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
   session_reset(s);
-  if (!s->json) fprintf(s->out, "session reset: nothing loaded, default settings\n");
+  if (!s->json) fprintf(s->out, "session reset: nothing loaded, default settings, no variants\n");
   return true;
 }
 
@@ -338,6 +338,7 @@ static int groups(Group *g) {
   g[n++] = (Group){"Session", repl_cmds_core};
   g[n++] = (Group){"Pipeline and stages", repl_cmds_pipeline};
   g[n++] = (Group){"Fusion decisions", repl_cmds_fusion};
+  g[n++] = (Group){"Variants of a program (case studies)", repl_cmds_variants};
   g[n++] = (Group){"Running", repl_cmds_run};
   g[n++] = (Group){"Pictures and reports", repl_cmds_viz};
   g[n++] = (Group){"GPU", repl_cmds_gpu};
@@ -482,9 +483,9 @@ const ReplCommand repl_cmds_core[] = {
      "stages computed with the old value. 'set' alone (or 'show settings') lists the settings and\n"
      "their values; 'help set' lists what can be set.",
      cmd_set},
-    {"reset", "reset", "forget the module, the .fx definitions and the settings",
+    {"reset", "reset", "forget the module, the .fx definitions, the settings and the variants",
      "Returns the session to its state at start-up: nothing loaded, no .fx definitions, the\n"
-     "default pipeline, device and settings.",
+     "default pipeline, device and settings, and an empty variants table (`load` keeps it).",
      cmd_reset},
     {"echo", "echo TEXT", "print TEXT (narration in scripts)",
      "Prints the rest of the line as it is, quotes included.", cmd_echo},

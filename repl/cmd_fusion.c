@@ -575,84 +575,6 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
   return true;
 }
 
-/* ---------- the variant table (walkthroughs) ---------- */
-
-typedef struct {
-  char label[48];
-  int kernels;            /* kernels in the plan (loops not multiplied out) */
-  double launches, bytes; /* per step */
-  double est_us;          /* per step */
-} Variant;
-
-static Variant variants[32];
-static int nvariants;
-
-/* Steps of the input's loop: the largest trip count among the input's while loops (the input is
- * never unrolled, so this counts the program's steps). 1 when there is no loop. */
-static int64_t input_steps(Session *s) {
-  int64_t best = 1;
-  IrModule *m = s->stages[0].module;
-  for (int c = 0; c < m->ncomps; c++)
-    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
-      const IrInstr *i = m->comps[c]->instrs[k];
-      if (i->op != IR_OP_WHILE) continue;
-      int64_t t = plan_while_trip_count(i);
-      if (t > best) best = t;
-    }
-  return best;
-}
-
-static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
-  if (argc != 2) return fail(s, err, "usage: variant LABEL  (records the current stage in the table `variants` prints)");
-  if (s->nstages < 1 || !s->stages[0].module)
-    return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
-  if (nvariants >= (int)(sizeof variants / sizeof variants[0])) return fail(s, err, "the variant table is full");
-  KernelPlan *p = plan_build(s->stages[s->cur].module, &s->device, err);
-  if (!p) return false;
-  int64_t steps = input_steps(s);
-  Variant *v = &variants[nvariants++];
-  snprintf(v->label, sizeof v->label, "%s", argv[1]);
-  v->kernels = p->nkernels;
-  v->launches = (double)p->launches / (double)steps;
-  v->bytes = (double)(p->bytes_read + p->bytes_written) / (double)steps;
-  v->est_us = p->est_us / (double)steps;
-  plan_free(p);
-  if (!s->json)
-    fprintf(s->out, "%s: %.2f launches and %.1f KiB per step (%lld steps, stage %d)\n", v->label, v->launches,
-            v->bytes / 1024.0, (long long)steps, s->cur);
-  return true;
-}
-
-static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
-  (void)argv;
-  if (argc != 1) return fail(s, err, "usage: variants");
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_array_begin(&w);
-    for (int k = 0; k < nvariants; k++) {
-      json_object_begin(&w);
-      json_kv_str(&w, "variant", variants[k].label);
-      json_kv_int(&w, "kernels", variants[k].kernels);
-      json_kv_double(&w, "launches_per_step", variants[k].launches);
-      json_kv_double(&w, "bytes_per_step", variants[k].bytes);
-      json_kv_double(&w, "est_us_per_step", variants[k].est_us);
-      json_object_end(&w);
-    }
-    json_array_end(&w);
-    fputc('\n', s->out);
-    return true;
-  }
-  fprintf(s->out, "%-22s %8s %18s %16s %14s %9s\n", "variant", "kernels", "launches per step", "KiB per step",
-          "est us/step", "speedup");
-  for (int k = 0; k < nvariants; k++) {
-    const Variant *v = &variants[k];
-    fprintf(s->out, "%-22s %8d %18.2f %16.1f %14.2f %8.2fx\n", v->label, v->kernels, v->launches, v->bytes / 1024.0,
-            v->est_us, v->est_us > 0 ? variants[0].est_us / v->est_us : 0.0);
-  }
-  return true;
-}
-
 const ReplCommand repl_cmds_fusion[] = {
     {"set-device", "set device rtx2080ti|a100|h100|host", NULL,
      "set device NAME\n  Choose the device profile the fusion rules and the cost model read: rtx2080ti (the paper's\n"
@@ -697,12 +619,5 @@ const ReplCommand repl_cmds_fusion[] = {
      "  then the kernel counts. Decisions made in one run only are counted; --all lists them too.\n"
      "  The session's stages are not touched.",
      cmd_compare_decisions},
-    {"variant", "variant LABEL", "record the current stage's launches and bytes per step as a table row",
-     "variant LABEL\n  Records the current stage's kernels, launches per step, bytes per step and estimated time per\n"
-     "  step (a step is one iteration of the input's loop, so unrolled loops still count original steps)\n"
-     "  under LABEL. `variants` prints the table: how each change to a program changed its kernels.",
-     cmd_variant},
-    {"variants", "variants", "the table of recorded variants (kernels, launches and bytes per step)",
-     "variants\n  Prints the rows `variant` recorded, with the estimated speedup over the first row.", cmd_variants},
     {0},
 };

@@ -3,7 +3,7 @@
 
 #include "session.h"
 
-static const ReplCommand *const groups[] = {repl_cmds_core, repl_cmds_pipeline, repl_cmds_fusion,
+static const ReplCommand *const groups[] = {repl_cmds_core, repl_cmds_pipeline, repl_cmds_fusion, repl_cmds_variants,
                                             repl_cmds_run,  repl_cmds_viz,      repl_cmds_gpu};
 
 const ReplCommand *repl_command_lookup(const char *name) {

@@ -71,8 +71,10 @@ bool repl_run_text(Session *s, const char *text, const char *name);
  * the input was not a terminal). */
 int repl_interactive(Session *s);
 
-/* Back to a fresh session: nothing loaded, no .fx definitions, default settings. */
+/* Back to a fresh session: nothing loaded, no .fx definitions, default settings, no variants. */
 void session_reset(Session *s);
+/* Frees the variants table (cmd_variants.c); NULL is fine. */
+void variants_free(struct VariantTable *t);
 
 /* Whether `line` starts with the name of a registered command (and is not a .fx assignment). */
 const ReplCommand *repl_line_command(const char *line);

@@ -51,6 +51,7 @@ void session_free(Session *s) {
   fx_free(s->stages);
   explain_log_free(s->log);
   if (s->fx_state) fx_state_free(s->fx_state);
+  variants_free(s->variants);
   fx_free(s);
 }
 
@@ -85,5 +86,7 @@ void session_reset(Session *s) {
   if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
   s->fx_dirty = false;
+  variants_free(s->variants);
+  s->variants = NULL;
   set_defaults(s);
 }

@@ -13,7 +13,8 @@
 #include "../compiler/pass.h"
 #include "../compiler/status.h"
 
-struct ExplainLog; /* explain/explain.h */
+struct ExplainLog;   /* explain/explain.h */
+struct VariantTable; /* repl/cmd_variants.c */
 
 typedef struct {
   IrModule *module;     /* the snapshot after this stage's pass (stage 0: as loaded) */
@@ -57,6 +58,9 @@ typedef struct Session {
   bool fx_dirty;
   int script_depth;
   bool quit;
+  /* The rows `variant` recorded (cmd_variants.c): kept across `load`, emptied by `reset`; NULL
+   * until the first row. */
+  struct VariantTable *variants;
 } Session;
 
 /* A command: `name`, its usage line and help text, and the function that runs it. argv[0] is the
@@ -73,13 +77,14 @@ typedef struct {
 } ReplCommand;
 
 /* Each group of commands is a table ending in a {0} entry, defined in its own file
- * (cmd_core.c, cmd_pipeline.c, cmd_fusion.c, cmd_run.c, cmd_viz.c, cmd_gpu.c). */
+ * (cmd_core.c, cmd_pipeline.c, cmd_fusion.c, cmd_run.c, cmd_variants.c, cmd_viz.c, cmd_gpu.c). */
 extern const ReplCommand repl_cmds_core[];
 extern const ReplCommand repl_cmds_pipeline[];
 extern const ReplCommand repl_cmds_fusion[];
 extern const ReplCommand repl_cmds_run[];
 extern const ReplCommand repl_cmds_viz[];
 extern const ReplCommand repl_cmds_gpu[];
+extern const ReplCommand repl_cmds_variants[];
 
 /* Commands named "show-WHAT" (summary NULL, hidden from `help`) implement `show WHAT`, so each
  * group adds its own views (show-stats, show-graph, show-device, show-settings) without touching
@@ -91,7 +96,7 @@ void repl_command_foreach(void (*f)(const ReplCommand *c, void *ctx), void *ctx)
 /* A session with the defaults: nothing loaded, device_default(), pass_settings_default(), the
  * "classic" pipeline, text output to out/err. Returns NULL when memory runs out. */
 Session *session_new(FILE *out, FILE *err);
-/* Frees the session and everything it owns (stages, .fx state, decision log). */
+/* Frees the session and everything it owns (stages, .fx state, decision log, variants). */
 void session_free(Session *s);
 
 /* The current stage's module (NULL when nothing is loaded). */

@@ -1,0 +1,813 @@
+/* cmd_variants.c — the variants of a case study: `variant` records a version of a program after
+ * the pipeline, `variants` prints the table of what the kernel plan says, and `variants --run`
+ * measures every recorded version on a backend.
+ *
+ * Where it sits: a walkthrough (scripts/cartpole_walkthrough.fx) loads each version of a program,
+ * steps it through the pipeline, and records the result with `variant NAME [--paper X]`. A row
+ * keeps a clone of the current stage and of the program as loaded (stage 0), the pipeline, device
+ * and settings it was made with, and the kernel plan's figures (compiler/plan.h) per loop step.
+ * `variants --run` executes every recorded stage on a backend (runtime/backend.h) with the same
+ * seeded inputs and prints what it measured: kernels launched, bytes moved, the median time, the
+ * speedup over the first row, and the ratio the row was recorded with (the paper's). `--check`
+ * compares every row's outputs with the reference interpreter running the program as loaded.
+ *
+ * The table is session state (Session.variants): it outlives `load`, since a case study compares
+ * several programs, and `reset` or `variants --clear` empties it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compiler/arena.h"
+#include "../compiler/plan.h"
+#include "../runtime/backend.h"
+#include "../runtime/cuda_driver.h"
+#include "args.h"
+#include "json.h"
+#include "repl.h"
+
+#define VARIANTS_MAX 64
+#define LABEL_MAX 40
+
+typedef struct {
+  char label[LABEL_MAX + 1];
+  double paper;        /* the ratio it was recorded with (`--paper`), 0 when none */
+  IrModule *stage;     /* clone of the recorded stage: what `variants --run` executes */
+  IrModule *input;     /* clone of stage 0, the program as loaded: what --check interprets */
+  int stage_no;
+  char pass[48];       /* the pass that produced the stage ("input" for stage 0) */
+  char pipeline[32];
+  DeviceProfile device;
+  PassSettings settings;
+  int64_t steps;       /* iterations of the program's loop (1 without a loop) */
+  /* The kernel plan of the stage on `device`, per execution of the module. */
+  int kernels;
+  int64_t launches, bytes;
+  double est_us;
+  bool trip_counts_known;
+  int64_t kernel_launches; /* the kernel launches a run makes by the plan (plan_kernel_launches) */
+} Variant;
+
+struct VariantTable {
+  Variant rows[VARIANTS_MAX];
+  int n;
+};
+
+static void variant_drop(Variant *v) {
+  if (v->stage) ir_module_free(v->stage);
+  if (v->input) ir_module_free(v->input);
+  memset(v, 0, sizeof *v);
+}
+
+void variants_free(struct VariantTable *t) {
+  if (!t) return;
+  for (int k = 0; k < t->n; k++) variant_drop(&t->rows[k]);
+  fx_free(t);
+}
+
+static bool failw(Session *s, FxError *err, int argi, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static bool failw(Session *s, FxError *err, int argi, const char *fmt, ...) {
+  char msg[700];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return repl_arg_error(s, err, argi, "%s", msg);
+}
+
+/* Steps of the input's loop: the largest trip count among the input's while loops (the input is
+ * never unrolled, so this counts the program's steps). 1 when there is no loop. */
+static int64_t input_steps(const IrModule *m) {
+  int64_t best = 1;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+      const IrInstr *i = m->comps[c]->instrs[k];
+      if (i->op != IR_OP_WHILE) continue;
+      int64_t t = plan_while_trip_count(i);
+      if (t > best) best = t;
+    }
+  return best;
+}
+
+/* The kernel launches one run of the plan's module makes, to compare with what a backend counts.
+ * The plan prices each loop iteration's read-back of the condition as a launch (a `control` entry:
+ * on a GPU it costs about as much) and each condition kernel once per iteration; a run launches
+ * no kernel for the read-back and evaluates the condition once more than the loop iterates (the
+ * test that ends it). So: the plan's launches without control entries, plus one launch of every
+ * condition kernel per execution of its loop. */
+static int64_t plan_kernel_launches(const KernelPlan *p) {
+  int64_t n = 0;
+  for (int k = 0; k < p->nkernels; k++) {
+    const PlanKernel *kn = &p->kernels[k];
+    if (kn->kind == KERNEL_CONTROL) continue;
+    n += kn->launches;
+    for (int w = 0; w < p->nkernels; w++) {
+      const PlanKernel *wk = &p->kernels[w];
+      if (wk->kind != KERNEL_CONTROL || wk->instr->op != IR_OP_WHILE || ir_attr_comp(wk->instr, "condition") != kn->comp)
+        continue;
+      int64_t trip = plan_while_trip_count(wk->instr);
+      if (trip > 0) n += kn->launches / trip;
+    }
+  }
+  return n;
+}
+
+/* The knobs that differ from the defaults, in `set` spelling: "dup_limit 3, unroll 10". */
+static void settings_summary(const Variant *v, char *buf, size_t n) {
+  PassSettings d;
+  pass_settings_default(&d);
+  const PassSettings *p = &v->settings;
+  size_t o = 0;
+  buf[0] = 0;
+#define ADD(...)                                                                     \
+  do {                                                                               \
+    if (o < n) o += (size_t)snprintf(buf + o, n - o, "%s", o ? ", " : "");         \
+    if (o < n) o += (size_t)snprintf(buf + o, n - o, __VA_ARGS__);                 \
+  } while (0)
+  ADD("%s", v->pipeline);
+  if (p->concat_user_limit != d.concat_user_limit) ADD("dup_limit %d", p->concat_user_limit);
+  if (p->max_duplication != d.max_duplication) ADD("max_duplication %d", p->max_duplication);
+  if (p->operand_budget != d.operand_budget) ADD("operand_budget %d", p->operand_budget);
+  if (p->unroll != d.unroll) ADD("unroll %d", p->unroll);
+  if (p->dot_is_library != d.dot_is_library) ADD("library dot %s", p->dot_is_library ? "on" : "off");
+  if (p->conv_is_library != d.conv_is_library) ADD("library conv %s", p->conv_is_library ? "on" : "off");
+  if (p->rng_is_library != d.rng_is_library) ADD("library rng %s", p->rng_is_library ? "on" : "off");
+  for (int op = 0; op < IR_OP_COUNT; op++)
+    if (p->expensive_override[op]) ADD("expensive %s %s", ir_op_name((IrOpcode)op), p->expensive_override[op] > 0 ? "on" : "off");
+  if (p->disabled_passes[0]) ADD("passes off: %s", p->disabled_passes);
+#undef ADD
+}
+
+static void json_settings(JsonWriter *w, const Variant *v) {
+  const PassSettings *p = &v->settings;
+  json_key(w, "settings");
+  json_object_begin(w);
+  json_kv_str(w, "pipeline", v->pipeline);
+  json_kv_str(w, "device", v->device.name);
+  json_kv_int(w, "concat_user_limit", p->concat_user_limit);
+  json_kv_int(w, "max_duplication", p->max_duplication);
+  json_kv_int(w, "operand_budget", p->operand_budget);
+  json_kv_int(w, "unroll", p->unroll);
+  json_kv_bool(w, "dot_is_library", p->dot_is_library);
+  json_kv_bool(w, "conv_is_library", p->conv_is_library);
+  json_kv_bool(w, "rng_is_library", p->rng_is_library);
+  json_kv_str(w, "disabled_passes", p->disabled_passes);
+  json_object_end(w);
+}
+
+static void json_paper(JsonWriter *w, const Variant *v) {
+  if (v->paper > 0) json_kv_double(w, "paper", v->paper);
+  else json_kv_null(w, "paper");
+}
+
+/* ---------- variant NAME [--paper X] ---------- */
+
+static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
+  if (argc < 2) return failw(s, err, argc, "usage: variant NAME [--paper X]  (records the current stage as a row of `variants`)");
+  const char *label = argv[1];
+  if (label[0] == '-') return failw(s, err, 1, "the variant needs a name first: variant NAME [--paper X]");
+  size_t len = strlen(label);
+  if (len > LABEL_MAX) return failw(s, err, 1, "a variant's name has at most %d characters (this one has %zu)", LABEL_MAX, len);
+  for (const unsigned char *c = (const unsigned char *)label; *c; c++)
+    if (*c < 0x21 || *c == 0x7f) return failw(s, err, 1, "a variant's name has no blanks or control characters");
+  double paper = 0;
+  for (int k = 2; k < argc; k++) {
+    if (strcmp(argv[k], "--paper") == 0) {
+      if (k + 1 >= argc) return failw(s, err, k, "--paper needs the paper's speedup, e.g. --paper 1.87");
+      char *e;
+      errno = 0;
+      paper = strtod(argv[k + 1], &e);
+      if (errno || *e || e == argv[k + 1] || !(paper > 0) || !isfinite(paper) || paper > 1e6)
+        return failw(s, err, k + 1, "--paper needs a positive number (the paper's speedup, e.g. 1.87)");
+      k++;
+    } else {
+      char shown[64];
+      return failw(s, err, k, "unknown option '%s' (variant NAME [--paper X])", repl_printable(shown, sizeof shown, argv[k]));
+    }
+  }
+  if (s->nstages < 1 || !s->stages[0].module)
+    return failw(s, err, 0, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  if (!s->variants) {
+    s->variants = fx_calloc(1, sizeof *s->variants);
+    if (!s->variants) return failw(s, err, 0, "out of memory");
+  }
+  struct VariantTable *t = s->variants;
+  int slot = -1;
+  for (int k = 0; k < t->n; k++)
+    if (strcmp(t->rows[k].label, label) == 0) slot = k;
+  bool replaced = slot >= 0;
+  if (!replaced && t->n >= VARIANTS_MAX)
+    return failw(s, err, 0, "the variant table is full (%d rows); `variants --clear` empties it", VARIANTS_MAX);
+  const IrModule *cur = s->stages[s->cur].module;
+  KernelPlan *p = plan_build(cur, &s->device, err);
+  if (!p) return false;
+  Variant v;
+  memset(&v, 0, sizeof v);
+  snprintf(v.label, sizeof v.label, "%s", label);
+  v.paper = paper;
+  v.stage = ir_module_clone(cur);
+  v.input = ir_module_clone(s->stages[0].module);
+  if (!v.stage || !v.input) {
+    plan_free(p);
+    variant_drop(&v);
+    return failw(s, err, 0, "out of memory");
+  }
+  v.stage_no = s->cur;
+  snprintf(v.pass, sizeof v.pass, "%s", s->stages[s->cur].pass ? s->stages[s->cur].pass : "");
+  snprintf(v.pipeline, sizeof v.pipeline, "%s", s->pipeline ? s->pipeline->name : "");
+  v.device = s->device;
+  v.settings = s->settings;
+  v.steps = input_steps(s->stages[0].module);
+  v.kernels = p->nkernels;
+  v.launches = p->launches;
+  v.bytes = p->bytes_read + p->bytes_written;
+  v.est_us = p->est_us;
+  v.trip_counts_known = p->trip_counts_known;
+  v.kernel_launches = plan_kernel_launches(p);
+  plan_free(p);
+  if (replaced) {
+    variant_drop(&t->rows[slot]);
+    t->rows[slot] = v;
+  } else {
+    slot = t->n++;
+    t->rows[slot] = v;
+  }
+  double steps = (double)v.steps;
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "variant", v.label);
+    json_kv_int(&w, "row", slot + 1);
+    json_kv_bool(&w, "replaced", replaced);
+    json_kv_int(&w, "stage", v.stage_no);
+    json_kv_int(&w, "steps", v.steps);
+    json_kv_int(&w, "kernels", v.kernels);
+    json_kv_double(&w, "launches_per_step", (double)v.launches / steps);
+    json_kv_double(&w, "bytes_per_step", (double)v.bytes / steps);
+    json_kv_double(&w, "est_us_per_step", v.est_us / steps);
+    json_paper(&w, &v);
+    json_object_end(&w);
+  } else {
+    fprintf(s->out, "%s: %.2f launches and %.1f KiB per step (%lld step%s, stage %d)%s\n", v.label,
+            (double)v.launches / steps, (double)v.bytes / steps / 1024.0, (long long)v.steps, v.steps == 1 ? "" : "s",
+            v.stage_no, replaced ? " (replaces the row of that name)" : "");
+  }
+  return true;
+}
+
+/* ---------- variants: the plan table ---------- */
+
+static bool same_device(const struct VariantTable *t) {
+  for (int k = 1; k < t->n; k++)
+    if (strcmp(t->rows[k].device.name, t->rows[0].device.name) != 0) return false;
+  return true;
+}
+
+static void fmt_paper(char *buf, size_t n, double paper) {
+  if (paper > 0) snprintf(buf, n, "%.2fx", paper);
+  else snprintf(buf, n, "-");
+}
+
+static bool print_plan_table(Session *s) {
+  const struct VariantTable *t = s->variants;
+  int n = t ? t->n : 0;
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_array_begin(&w);
+    for (int k = 0; k < n; k++) {
+      const Variant *v = &t->rows[k];
+      double steps = (double)v->steps;
+      json_object_begin(&w);
+      json_kv_str(&w, "variant", v->label);
+      json_kv_int(&w, "stage", v->stage_no);
+      json_kv_str(&w, "pass", v->pass);
+      json_kv_int(&w, "steps", v->steps);
+      json_kv_int(&w, "kernels", v->kernels);
+      json_kv_int(&w, "launches", v->launches);
+      json_kv_int(&w, "kernel_launches", v->kernel_launches);
+      json_kv_int(&w, "bytes", v->bytes);
+      json_kv_double(&w, "est_us", v->est_us);
+      json_kv_bool(&w, "trip_counts_known", v->trip_counts_known);
+      json_kv_double(&w, "launches_per_step", (double)v->launches / steps);
+      json_kv_double(&w, "bytes_per_step", (double)v->bytes / steps);
+      json_kv_double(&w, "est_us_per_step", v->est_us / steps);
+      json_kv_double(&w, "est_speedup", v->est_us > 0 ? t->rows[0].est_us / v->est_us : 0.0);
+      json_paper(&w, v);
+      json_settings(&w, v);
+      json_object_end(&w);
+    }
+    json_array_end(&w);
+    return true;
+  }
+  if (n == 0) {
+    fprintf(s->out, "no variants recorded yet: step a program through the pipeline, then `variant NAME`\n");
+    return true;
+  }
+  bool one_device = same_device(t);
+  fprintf(s->out, "%-22s %8s %18s %16s %14s %9s %8s  %s\n", "variant", "kernels", "launches per step", "KiB per step",
+          "est us/step", "speedup", "paper", "settings");
+  for (int k = 0; k < n; k++) {
+    const Variant *v = &t->rows[k];
+    double steps = (double)v->steps;
+    char pa[32], set[400];
+    fmt_paper(pa, sizeof pa, v->paper);
+    settings_summary(v, set, sizeof set);
+    fprintf(s->out, "%-22s %8d %18.2f %16.1f %14.2f %8.2fx %8s  %s%s%s\n", v->label, v->kernels,
+            (double)v->launches / steps, (double)v->bytes / steps / 1024.0, v->est_us / steps,
+            v->est_us > 0 ? t->rows[0].est_us / v->est_us : 0.0, pa, set, one_device ? "" : ", on ",
+            one_device ? "" : v->device.name);
+  }
+  if (one_device)
+    fprintf(s->out, "estimated on %s; `variants --run` measures them on this machine\n", t->rows[0].device.name);
+  return true;
+}
+
+/* ---------- variants --run ---------- */
+
+#define MAX_RULES 16
+
+typedef struct {
+  char pattern[128];
+  double lo, hi;
+  int argi;     /* the word, for errors */
+  bool matched; /* some variant has a parameter it applies to */
+} UniformRule;
+
+typedef struct {
+  const char *backend;
+  int repeat;
+  uint64_t seed;
+  bool check;
+  UniformRule rules[MAX_RULES];
+  int nrules;
+} RunOpts;
+
+static bool parse_uniform(Session *s, char *arg, int argi, UniformRule *r, FxError *err) {
+  char *eq = strrchr(arg, '=');
+  const char *msg = "--uniform needs PATTERN=LO:HI, e.g. --uniform 'actions=0:1'";
+  if (!eq || eq == arg) return failw(s, err, argi, "%s", msg);
+  char *colon = strchr(eq + 1, ':');
+  if (!colon) return failw(s, err, argi, "%s", msg);
+  char *e1, *e2;
+  errno = 0;
+  *colon = 0;
+  double lo = strtod(eq + 1, &e1);
+  bool lo_ok = e1 != eq + 1 && !*e1;
+  *colon = ':';
+  double hi = strtod(colon + 1, &e2);
+  if (errno || !lo_ok || e2 == colon + 1 || *e2 || !isfinite(lo) || !isfinite(hi))
+    return failw(s, err, argi, "%s", msg);
+  if (!(lo < hi)) return failw(s, err, argi, "--uniform needs LO < HI (got %g:%g)", lo, hi);
+  size_t plen = (size_t)(eq - arg);
+  if (plen >= sizeof r->pattern) return failw(s, err, argi, "--uniform: the pattern is too long");
+  memcpy(r->pattern, arg, plen);
+  r->pattern[plen] = 0;
+  r->lo = lo;
+  r->hi = hi;
+  r->argi = argi;
+  r->matched = false;
+  return true;
+}
+
+static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxError *err) {
+  memset(o, 0, sizeof *o);
+  o->backend = "auto";
+  o->repeat = 1;
+  for (int k = 1; k < argc; k++) {
+    const char *a = argv[k];
+    bool has = k + 1 < argc;
+    long long v;
+    if (strcmp(a, "--run") == 0) continue;
+    if (strcmp(a, "--check") == 0) {
+      o->check = true;
+    } else if (strcmp(a, "--backend") == 0) {
+      if (!has) return failw(s, err, k, "--backend needs interp, cpu, gpu or auto");
+      o->backend = argv[++k];
+      if (strcmp(o->backend, "auto") != 0 && strcmp(o->backend, "interp") != 0 && strcmp(o->backend, "cpu") != 0 &&
+          strcmp(o->backend, "gpu") != 0) {
+        char shown[64];
+        return failw(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", repl_printable(shown, sizeof shown, o->backend));
+      }
+    } else if (strcmp(a, "--repeat") == 0) {
+      if (!has) return failw(s, err, k, "--repeat needs a count, 1 to 1000");
+      if (!repl_parse_int(s, argv, ++k, 1, 1000, &v, err)) return false;
+      o->repeat = (int)v;
+    } else if (strcmp(a, "--seed") == 0) {
+      if (!has) return failw(s, err, k, "--seed needs a non-negative integer");
+      if (!repl_parse_int(s, argv, ++k, 0, INT64_MAX, &v, err)) return false;
+      o->seed = (uint64_t)v;
+    } else if (strcmp(a, "--uniform") == 0) {
+      if (!has) return failw(s, err, k, "--uniform needs PATTERN=LO:HI, e.g. --uniform 'actions=0:1'");
+      if (o->nrules == MAX_RULES) return failw(s, err, k, "at most %d --uniform rules", MAX_RULES);
+      k++;
+      if (!parse_uniform(s, argv[k], k, &o->rules[o->nrules], err)) return false;
+      o->nrules++;
+    } else {
+      char shown[64];
+      return failw(s, err, k, "unknown option '%s' (variants --run [--backend B] [--repeat N] [--seed N] [--check] [--uniform PATTERN=LO:HI])",
+                   repl_printable(shown, sizeof shown, a));
+    }
+  }
+  return true;
+}
+
+/* The rule for parameter `name` (the first that matches), or NULL. */
+static UniformRule *rule_for(RunOpts *o, const char *name) {
+  for (int r = 0; r < o->nrules; r++)
+    if (fnmatch(o->rules[r].pattern, name, 0) == 0) return &o->rules[r];
+  return NULL;
+}
+
+/* The entry's arguments: seeded random data as `run` makes it (floats in [-1, 1), integers in
+ * [0, 16), stream = parameter number), then floats of parameters a --uniform rule names mapped
+ * onto [LO, HI). Returns NULL with err filled. */
+static RtTensor **make_inputs(const IrModule *m, RunOpts *o, FxError *err) {
+  int n = m->entry->nparams;
+  RtTensor **args = fx_calloc((size_t)n + 1, sizeof *args);
+  if (!args) {
+    fx_error_set(err, NULL, 0, 0, "out of memory");
+    return NULL;
+  }
+  for (int k = 0; k < n; k++) {
+    const IrInstr *p = m->entry->params[k];
+    if (!p) {
+      fx_error_set(err, NULL, 0, 0, "the entry's parameter %d is missing", k);
+      goto fail;
+    }
+    args[k] = rt_tensor_for_shape(&p->shape, err);
+    if (!args[k]) goto fail;
+    if (args[k]->type == IR_TUPLE) {
+      for (int e = 0; e < args[k]->ntuple; e++) rt_tensor_fill_random(args[k]->tuple[e], o->seed, (uint64_t)k * 1000 + (uint64_t)e);
+      continue;
+    }
+    rt_tensor_fill_random(args[k], o->seed, (uint64_t)k);
+    UniformRule *r = rule_for(o, p->name);
+    if (!r || !ir_type_is_float(args[k]->type)) continue;
+    for (int64_t q = 0; q < args[k]->count; q++) {
+      double v = rt_get_f(args[k], q); /* in [-1, 1) */
+      double u = r->lo + (v + 1) * 0.5 * (r->hi - r->lo);
+      rt_set_f(args[k], q, u < r->hi ? u : r->lo);
+    }
+  }
+  return args;
+fail:
+  for (int k = 0; k < n; k++) rt_tensor_unref(args[k]);
+  fx_free(args);
+  return NULL;
+}
+
+static void free_inputs(const IrModule *m, RtTensor **args) {
+  if (!args) return;
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  fx_free(args);
+}
+
+static const RtBackend *pick_backend(const char *name, FxError *err) {
+  if (strcmp(name, "auto") == 0) {
+    const RtBackend *g = rt_backend_lookup("gpu");
+    FxError why;
+    fx_error_clear(&why);
+    return g && rt_gpu_available(&why) ? g : &rt_backend_cpu;
+  }
+  const RtBackend *b = rt_backend_lookup(name);
+  if (!b && strcmp(name, "gpu") == 0) {
+    FxError why;
+    fx_error_clear(&why);
+    if (!rt_gpu_available(&why)) fx_error_set(err, NULL, 0, 0, "no GPU to run on: %s", why.msg);
+    else fx_error_set(err, NULL, 0, 0, "this build of fxplain has no GPU backend");
+  } else if (!b) {
+    fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);
+  }
+  return b;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void fmt_count(char *buf, size_t n, long long v) {
+  char raw[32];
+  snprintf(raw, sizeof raw, "%lld", v < 0 ? -v : v);
+  size_t len = strlen(raw), o = 0;
+  if (v < 0 && o + 1 < n) buf[o++] = '-';
+  for (size_t k = 0; k < len && o + 1 < n; k++) {
+    buf[o++] = raw[k];
+    if ((len - k - 1) % 3 == 0 && k + 1 < len && o + 1 < n) buf[o++] = ',';
+  }
+  buf[o] = 0;
+}
+
+static void fmt_bytes(char *buf, size_t n, double b) {
+  if (b >= 1e9) snprintf(buf, n, "%.2f GB", b / 1e9);
+  else if (b >= 1e6) snprintf(buf, n, "%.2f MB", b / 1e6);
+  else if (b >= 1e3) snprintf(buf, n, "%.1f KB", b / 1e3);
+  else snprintf(buf, n, "%.0f B", b);
+}
+
+static void fmt_time(char *buf, size_t n, double ns) {
+  if (ns >= 1e9) snprintf(buf, n, "%.2f s", ns / 1e9);
+  else if (ns >= 1e6) snprintf(buf, n, "%.1f ms", ns / 1e6);
+  else snprintf(buf, n, "%.1f us", ns / 1e3);
+}
+
+/* What one row's run measured. */
+typedef struct {
+  int64_t launches, bytes;
+  double median_ns;
+  double *times_ns; /* every repeat, in run order */
+  bool checked, agrees;
+  double worst;     /* the worst element's error (--check) */
+  char differs[600];
+} Measured;
+
+/* Runs v's stage `repeat` times on the backend and, with --check, the interpreter on v's input. */
+static bool measure(Session *s, const RtBackend *b, void *be, const Variant *v, RunOpts *o, Measured *out, FxError *err) {
+  const IrModule *m = v->stage;
+  RtTensor **args = make_inputs(m, o, err);
+  if (!args) return false;
+  out->times_ns = fx_calloc((size_t)o->repeat, sizeof *out->times_ns);
+  double *sorted = fx_calloc((size_t)o->repeat, sizeof *sorted);
+  if (!out->times_ns || !sorted) {
+    fx_free(sorted);
+    free_inputs(m, args);
+    return fx_error_set(err, NULL, 0, 0, "out of memory");
+  }
+  RtOptions ro = {.seed = o->seed, .interrupted = s->interrupted};
+  RtTensor *result = NULL;
+  bool ok = true;
+  for (int r = 0; r < o->repeat && ok; r++) {
+    rt_tensor_unref(result);
+    result = NULL;
+    RtRunStats st;
+    memset(&st, 0, sizeof st);
+    ok = b->run(be, m, args, m->entry->nparams, &ro, &result, &st, err);
+    if (ok) {
+      out->times_ns[r] = st.total_ns;
+      sorted[r] = st.total_ns;
+      out->launches = st.counters.launches;
+      out->bytes = st.counters.bytes_read + st.counters.bytes_written;
+    }
+    rt_run_stats_free(&st);
+  }
+  if (ok) {
+    qsort(sorted, (size_t)o->repeat, sizeof *sorted, cmp_double);
+    out->median_ns = sorted[o->repeat / 2];
+  }
+  fx_free(sorted);
+  if (ok && o->check) {
+    /* The oracle: the interpreter on the program as loaded (every pass's work undone), on the same
+     * inputs; when a pass changed the entry's parameters, the interpreter on the stage itself. */
+    const IrModule *ref = v->input;
+    bool same = ref->entry->nparams == m->entry->nparams;
+    for (int k = 0; same && k < m->entry->nparams; k++)
+      same = rt_tensor_matches(args[k], &ref->entry->params[k]->shape);
+    if (!same) ref = m;
+    RtTensor *want = NULL;
+    ok = rt_interp_run(ref, args, ref->entry->nparams, &ro, &want, NULL, err);
+    if (ok) {
+      RtCompare c;
+      rt_compare(result, want, &c);
+      out->checked = true;
+      out->agrees = c.ok;
+      out->worst = c.err;
+      if (!c.ok) {
+        if (c.tuple_index >= 0) snprintf(out->differs, sizeof out->differs, "out.%d %s", c.tuple_index, c.what);
+        else snprintf(out->differs, sizeof out->differs, "out %s", c.what);
+      }
+    }
+    rt_tensor_unref(want);
+  }
+  rt_tensor_unref(result);
+  free_inputs(m, args);
+  return ok;
+}
+
+static void print_run_header(Session *s, const RtBackend *b, const RunOpts *o, int n) {
+  FILE *f = s->out;
+  fprintf(f, "running %d variant%s on %s, ", n, n == 1 ? "" : "s", b->name);
+  if (o->repeat == 1) fprintf(f, "one run each");
+  else fprintf(f, "median of %d runs each", o->repeat);
+  fprintf(f, ", seed %llu\n", (unsigned long long)o->seed);
+  if (o->nrules) {
+    fprintf(f, "inputs: floats of");
+    for (int r = 0; r < o->nrules; r++)
+      fprintf(f, "%s %s in [%g, %g)", r ? (r + 1 == o->nrules ? " and" : ",") : "", o->rules[r].pattern, o->rules[r].lo,
+              o->rules[r].hi);
+    fprintf(f, "; the rest as `run` makes them\n");
+  }
+  fprintf(f, "%-22s %12s %12s %10s %10s %9s %8s%s\n", "variant", "launches", "bytes moved", "time", "us/step", "speedup",
+          "paper", o->check ? "  check" : "");
+  fflush(f);
+}
+
+static void print_run_row(Session *s, const Variant *v, const Measured *m, double base_ns, const RunOpts *o) {
+  char ln[48], by[32], tm[32], ps[32], su[32], pa[32];
+  fmt_count(ln, sizeof ln, (long long)m->launches);
+  fmt_bytes(by, sizeof by, (double)m->bytes);
+  fmt_time(tm, sizeof tm, m->median_ns);
+  snprintf(ps, sizeof ps, "%.2f", m->median_ns / 1e3 / (double)v->steps);
+  if (m->median_ns > 0 && base_ns > 0) snprintf(su, sizeof su, "%.2fx", base_ns / m->median_ns);
+  else snprintf(su, sizeof su, "-");
+  fmt_paper(pa, sizeof pa, v->paper);
+  fprintf(s->out, "%-22s %12s %12s %10s %10s %9s %8s", v->label, ln, by, tm, ps, su, pa);
+  if (o->check) {
+    if (m->agrees) fprintf(s->out, "  agrees (worst error %.2g)", m->worst);
+    else fprintf(s->out, "  DIFFERS: %s", m->differs);
+  }
+  if (m->launches != v->kernel_launches) {
+    char pl[48];
+    fmt_count(pl, sizeof pl, (long long)v->kernel_launches);
+    fprintf(s->out, "  (the plan predicts %s launches)", pl);
+  }
+  fputc('\n', s->out);
+  fflush(s->out);
+}
+
+static void json_run(Session *s, const RtBackend *b, const RunOpts *o, const struct VariantTable *t, const Measured *ms) {
+  JsonWriter w;
+  json_init(&w, s->out);
+  json_object_begin(&w);
+  json_kv_str(&w, "backend", b->name);
+  json_kv_int(&w, "repeat", o->repeat);
+  json_kv_int(&w, "seed", (long long)o->seed);
+  json_kv_bool(&w, "check", o->check);
+  json_key(&w, "uniform");
+  json_array_begin(&w);
+  for (int r = 0; r < o->nrules; r++) {
+    json_object_begin(&w);
+    json_kv_str(&w, "pattern", o->rules[r].pattern);
+    json_kv_double(&w, "lo", o->rules[r].lo);
+    json_kv_double(&w, "hi", o->rules[r].hi);
+    json_object_end(&w);
+  }
+  json_array_end(&w);
+  json_key(&w, "variants");
+  json_array_begin(&w);
+  for (int k = 0; k < t->n; k++) {
+    const Variant *v = &t->rows[k];
+    const Measured *m = &ms[k];
+    json_object_begin(&w);
+    json_kv_str(&w, "variant", v->label);
+    json_kv_int(&w, "stage", v->stage_no);
+    json_kv_int(&w, "steps", v->steps);
+    json_kv_int(&w, "launches", m->launches);
+    json_kv_int(&w, "plan_launches", v->kernel_launches);
+    json_kv_int(&w, "bytes", m->bytes);
+    json_kv_int(&w, "plan_bytes", v->bytes);
+    json_kv_double(&w, "time_ns", m->median_ns);
+    json_key(&w, "times_ns");
+    json_array_begin(&w);
+    for (int r = 0; r < o->repeat; r++) json_double(&w, m->times_ns[r]);
+    json_array_end(&w);
+    json_kv_double(&w, "us_per_step", m->median_ns / 1e3 / (double)v->steps);
+    if (m->median_ns > 0 && ms[0].median_ns > 0) json_kv_double(&w, "speedup", ms[0].median_ns / m->median_ns);
+    else json_kv_null(&w, "speedup");
+    json_paper(&w, v);
+    json_key(&w, "check");
+    if (!m->checked) {
+      json_null(&w);
+    } else {
+      json_object_begin(&w);
+      json_kv_bool(&w, "agrees", m->agrees);
+      json_kv_double(&w, "worst_error", m->worst);
+      if (m->agrees) json_kv_null(&w, "detail");
+      else json_kv_str(&w, "detail", m->differs);
+      json_object_end(&w);
+    }
+    json_settings(&w, v);
+    json_object_end(&w);
+  }
+  json_array_end(&w);
+  json_object_end(&w);
+}
+
+static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
+  RunOpts o;
+  if (!parse_run_opts(s, argc, argv, &o, err)) return false;
+  struct VariantTable *t = s->variants;
+  if (!t || t->n == 0)
+    return failw(s, err, 0, "no variants recorded: step a program through the pipeline and record it with `variant NAME` first");
+  /* Every --uniform rule must name a parameter of some variant (a typo would silently leave the
+   * inputs as they were). */
+  for (int k = 0; k < t->n; k++) {
+    const IrComputation *e = t->rows[k].stage->entry;
+    for (int q = 0; q < e->nparams; q++) {
+      UniformRule *r = e->params[q] ? rule_for(&o, e->params[q]->name) : NULL;
+      if (r) r->matched = true;
+    }
+  }
+  for (int r = 0; r < o.nrules; r++)
+    if (!o.rules[r].matched)
+      return failw(s, err, o.rules[r].argi, "--uniform '%s' names no parameter of any variant", o.rules[r].pattern);
+  FxError berr;
+  fx_error_clear(&berr);
+  const RtBackend *b = pick_backend(o.backend, &berr);
+  if (!b) return failw(s, err, 0, "%s", berr.msg);
+  void *be = b->create(&berr);
+  if (!be) return failw(s, err, 0, "%s", berr.msg);
+  const IrModule **mods = fx_calloc((size_t)t->n, sizeof *mods);
+  Measured *ms = fx_calloc((size_t)t->n, sizeof *ms);
+  bool ok = mods && ms;
+  if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
+  if (ok && !s->json) print_run_header(s, b, &o, t->n);
+  if (ok) {
+    for (int k = 0; k < t->n; k++) mods[k] = t->rows[k].stage;
+    /* every variant's kernels compiled at once (the CPU backend caches them by their source) */
+    ok = b->prepare(be, mods, t->n, err);
+  }
+  int done = 0;
+  for (int k = 0; ok && k < t->n; k++) {
+    ok = measure(s, b, be, &t->rows[k], &o, &ms[k], err);
+    if (ok && s->interrupted && *s->interrupted) ok = fx_error_set(err, NULL, 0, 0, "interrupted: execution stopped by Ctrl-C");
+    if (!ok) break;
+    done++;
+    if (!s->json) print_run_row(s, &t->rows[k], &ms[k], ms[0].median_ns, &o);
+  }
+  if (ok && s->json) json_run(s, b, &o, t, ms);
+  if (ok && !s->json) {
+    bool any_paper = false;
+    for (int k = 0; k < t->n; k++) any_paper |= t->rows[k].paper > 0;
+    fprintf(s->out, "speedup: over the first row, %s; us/step: time per loop step", t->rows[0].label);
+    if (any_paper) fprintf(s->out, "; paper: the ratio each row was recorded with (variant NAME --paper X)");
+    fputc('\n', s->out);
+  }
+  /* A row that differs from the interpreter fails the command, after the whole table. */
+  for (int k = 0; ok && o.check && k < done; k++)
+    if (!ms[k].agrees)
+      ok = fx_error_set(err, NULL, 0, 0, "check failed: variant %s: %s", t->rows[k].label, ms[k].differs);
+  for (int k = 0; ms && k < t->n; k++) fx_free(ms[k].times_ns);
+  fx_free(ms);
+  fx_free(mods);
+  b->destroy(be);
+  return ok;
+}
+
+static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
+  bool run = false, clear = false;
+  for (int k = 1; k < argc; k++) {
+    if (strcmp(argv[k], "--run") == 0) run = true;
+    else if (strcmp(argv[k], "--clear") == 0) clear = true;
+  }
+  if (clear) {
+    if (argc != 2) return failw(s, err, argc > 2 ? 2 : 1, "--clear takes no other options");
+    int n = s->variants ? s->variants->n : 0;
+    variants_free(s->variants);
+    s->variants = NULL;
+    if (s->json) {
+      JsonWriter w;
+      json_init(&w, s->out);
+      json_object_begin(&w);
+      json_kv_int(&w, "cleared", n);
+      json_object_end(&w);
+    } else {
+      fprintf(s->out, "variants: %d row%s cleared\n", n, n == 1 ? "" : "s");
+    }
+    return true;
+  }
+  if (run) return run_variants(s, argc, argv, err);
+  if (argc > 1) {
+    char shown[64];
+    return failw(s, err, 1, "unknown option '%s' (variants [--run [OPTIONS] | --clear])", repl_printable(shown, sizeof shown, argv[1]));
+  }
+  return print_plan_table(s);
+}
+
+const ReplCommand repl_cmds_variants[] = {
+    {"variant", "variant NAME [--paper X]", "record the current stage as a row of the variants table",
+     "variant NAME [--paper X]\n"
+     "  Records the current stage (usually after `step all`) under NAME: a copy of the stage and of the\n"
+     "  program as loaded, the pipeline, device and settings it was made with, and its kernel plan per\n"
+     "  loop step (kernels, launches, bytes, estimated time; a step is one iteration of the program's\n"
+     "  loop, so an unrolled loop still counts the program's steps). --paper X is the speedup a paper\n"
+     "  reports for this version over its baseline, printed next to the measured one. Recording a NAME\n"
+     "  again replaces its row. The table outlives `load` (a case study compares several programs);\n"
+     "  `reset` or `variants --clear` empties it.",
+     cmd_variant},
+    {"variants", "variants [--run [RUN OPTIONS] | --clear]",
+     "the recorded variants: the plan's figures, or run them all and measure",
+     "variants\n"
+     "  The rows `variant` recorded: kernels, launches, KiB and estimated time per loop step on the\n"
+     "  device profile, the estimated speedup over the first row, the paper's ratio and the settings\n"
+     "  that differ from the defaults.\n"
+     "variants --run [--backend interp|cpu|gpu|auto] [--repeat N] [--seed N] [--check] [--uniform PATTERN=LO:HI ...]\n"
+     "  Runs every recorded stage on the backend (auto: the GPU when there is one, else the CPU) and\n"
+     "  prints, row by row, the kernels launched, the bytes moved, the time (median of --repeat runs,\n"
+     "  default 1) and per loop step, the speedup over the first row and the paper's ratio. Every row\n"
+     "  gets the same seeded inputs (--seed, default 0), made as `run` makes them: floats in [-1, 1),\n"
+     "  integers in [0, 16). --uniform PATTERN=LO:HI draws the floats of the parameters whose name\n"
+     "  matches PATTERN (a shell pattern: `actions`, `fresh*`, `*`; the first matching rule wins) from\n"
+     "  [LO, HI) instead. --check also runs the reference interpreter on each program as loaded and\n"
+     "  fails, after the table, when a row's outputs differ beyond the type's tolerance. Ctrl-C stops\n"
+     "  the run; the table stays recorded.\n"
+     "variants --clear\n"
+     "  Empties the table.",
+     cmd_variants},
+    {0},
+};
