@@ -49,7 +49,7 @@ typedef struct {
   int64_t launches, bytes;
   double est_us;
   bool trip_counts_known;
-  int64_t kernel_launches; /* the kernel launches a run makes by the plan (plan_kernel_launches) */
+  int64_t kernel_launches, kernel_bytes; /* what a run launches and moves by the plan (plan_kernel_run) */
 } Variant;
 
 struct VariantTable {
@@ -93,27 +93,30 @@ static int64_t input_steps(const IrModule *m) {
   return best;
 }
 
-/* The kernel launches one run of the plan's module makes, to compare with what a backend counts.
- * The plan prices each loop iteration's read-back of the condition as a launch (a `control` entry:
- * on a GPU it costs about as much) and each condition kernel once per iteration; a run launches
- * no kernel for the read-back and evaluates the condition once more than the loop iterates (the
- * test that ends it). So: the plan's launches without control entries, plus one launch of every
- * condition kernel per execution of its loop. */
-static int64_t plan_kernel_launches(const KernelPlan *p) {
-  int64_t n = 0;
+/* The kernel launches one run of the plan's module makes, and the bytes they move, to compare with
+ * what a backend counts. The plan prices each loop iteration's read-back of the condition as a
+ * launch (a `control` entry: on a GPU it costs about as much) and each condition kernel once per
+ * iteration; a run launches no kernel for the read-back and evaluates the condition once more than
+ * the loop iterates (the test that ends it). So: the plan's kernels without control entries, plus
+ * one launch of every condition kernel per execution of its loop. */
+static void plan_kernel_run(const KernelPlan *p, int64_t *launches, int64_t *bytes) {
+  int64_t n = 0, by = 0;
   for (int k = 0; k < p->nkernels; k++) {
     const PlanKernel *kn = &p->kernels[k];
     if (kn->kind == KERNEL_CONTROL) continue;
-    n += kn->launches;
+    int64_t l = kn->launches;
     for (int w = 0; w < p->nkernels; w++) {
       const PlanKernel *wk = &p->kernels[w];
       if (wk->kind != KERNEL_CONTROL || wk->instr->op != IR_OP_WHILE || ir_attr_comp(wk->instr, "condition") != kn->comp)
         continue;
       int64_t trip = plan_while_trip_count(wk->instr);
-      if (trip > 0) n += kn->launches / trip;
+      if (trip > 0) l += kn->launches / trip;
     }
+    n += l;
+    by += l * (kn->bytes_read + kn->bytes_written);
   }
-  return n;
+  *launches = n;
+  *bytes = by;
 }
 
 /* The knobs that differ from the defaults, in `set` spelling: "dup_limit 3, unroll 10". */
@@ -227,7 +230,7 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
   v.bytes = p->bytes_read + p->bytes_written;
   v.est_us = p->est_us;
   v.trip_counts_known = p->trip_counts_known;
-  v.kernel_launches = plan_kernel_launches(p);
+  plan_kernel_run(p, &v.kernel_launches, &v.kernel_bytes);
   plan_free(p);
   if (replaced) {
     variant_drop(&t->rows[slot]);
@@ -291,6 +294,7 @@ static bool print_plan_table(Session *s) {
       json_kv_int(&w, "kernels", v->kernels);
       json_kv_int(&w, "launches", v->launches);
       json_kv_int(&w, "kernel_launches", v->kernel_launches);
+      json_kv_int(&w, "kernel_bytes", v->kernel_bytes);
       json_kv_int(&w, "bytes", v->bytes);
       json_kv_double(&w, "est_us", v->est_us);
       json_kv_bool(&w, "trip_counts_known", v->trip_counts_known);
@@ -621,10 +625,11 @@ static void print_run_row(Session *s, const Variant *v, const Measured *m, doubl
     if (m->agrees) fprintf(s->out, "  agrees (worst error %.2g)", m->worst);
     else fprintf(s->out, "  DIFFERS: %s", m->differs);
   }
-  if (m->launches != v->kernel_launches) {
-    char pl[48];
+  if (m->launches != v->kernel_launches || m->bytes != v->kernel_bytes) {
+    char pl[48], pb[32];
     fmt_count(pl, sizeof pl, (long long)v->kernel_launches);
-    fprintf(s->out, "  (the plan predicts %s launches)", pl);
+    fmt_bytes(pb, sizeof pb, (double)v->kernel_bytes);
+    fprintf(s->out, "  (the plan predicts %s launches, %s)", pl, pb);
   }
   fputc('\n', s->out);
   fflush(s->out);
@@ -660,7 +665,7 @@ static void json_run(Session *s, const RtBackend *b, const RunOpts *o, const str
     json_kv_int(&w, "launches", m->launches);
     json_kv_int(&w, "plan_launches", v->kernel_launches);
     json_kv_int(&w, "bytes", m->bytes);
-    json_kv_int(&w, "plan_bytes", v->bytes);
+    json_kv_int(&w, "plan_bytes", v->kernel_bytes);
     json_kv_double(&w, "time_ns", m->median_ns);
     json_key(&w, "times_ns");
     json_array_begin(&w);

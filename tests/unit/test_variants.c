@@ -326,7 +326,8 @@ static void check_run_json(Session *s, const char *run_line, int steps, long lon
     CHECK(jnum(v, "launches") == jnum(v, "plan_launches"));
     CHECK(jnum(v, "launches") > steps / 10);
     launches[k] = (long long)jnum(v, "launches");
-    CHECK(jnum(v, "bytes") > 0 && jnum(v, "plan_bytes") > 0);
+    /* bytes moved: the plan's bytes of the kernels the backend launched */
+    CHECK(jnum(v, "bytes") > 0 && jnum(v, "bytes") == jnum(v, "plan_bytes"));
     /* times: present, never compared */
     CHECK(jis(v, "time_ns", J_NUM) && jis(v, "us_per_step", J_NUM));
     J *ts = jget(v, "times_ns");
@@ -359,6 +360,7 @@ static void plan_rows(Session *s, int steps, const long long launches[5], long l
     CHECK_STR(jget(v, "variant")->str, labels[k]);
     CHECK(jnum(v, "steps") == steps && jnum(v, "stage") == 17);
     CHECK(jnum(v, "kernel_launches") == (double)launches[k]);
+    CHECK(jis(v, "kernel_bytes", J_NUM) && jnum(v, "kernel_bytes") > 0);
     plan[k] = (long long)jnum(v, "launches");
     CHECK_NEAR(jnum(v, "launches_per_step"), jnum(v, "launches") / steps, 1e-12);
     CHECK_NEAR(jnum(v, "paper"), papers[k], 1e-12);
