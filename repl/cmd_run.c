@@ -204,6 +204,26 @@ static void print_value(FILE *f, const char *name, const RtTensor *t) {
     fprintf(f, "%s: %s\n", name, desc);
     return;
   }
+  if (ir_type_is_complex(t->type)) {
+    /* complex: the smallest and largest magnitude, the mean and the first values as (re, im) */
+    double mn = INFINITY, mx = -INFINITY, sr = 0, si = 0, re, im;
+    for (int64_t k = 0; k < t->count; k++) {
+      rt_get_c(t, k, &re, &im);
+      double m = hypot(re, im);
+      if (m < mn) mn = m;
+      if (m > mx) mx = m;
+      sr += re;
+      si += im;
+    }
+    fprintf(f, "%s: %s  min |z| %.6g  max |z| %.6g  mean (%.6g, %.6g)  first", name, desc, mn, mx, sr / (double)t->count,
+            si / (double)t->count);
+    for (int64_t k = 0; k < t->count && k < 4; k++) {
+      rt_get_c(t, k, &re, &im);
+      fprintf(f, " (%.6g, %.6g)", re, im);
+    }
+    fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
+    return;
+  }
   double mn = INFINITY, mx = -INFINITY, sum = 0;
   bool fl = ir_type_is_float(t->type);
   for (int64_t k = 0; k < t->count; k++) {

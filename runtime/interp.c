@@ -456,10 +456,47 @@ static bool op_iota(const IrInstr *i, RtTensor **out, FxError *err) {
   return true;
 }
 
+/* Complex literal text: "(re, im)" per element, inside any braces ("{(1, 2), (3, -4)}"). Returns the
+ * number of pairs stored, or -1 when the text is malformed or holds more than r's elements. */
+static int64_t complex_literal(const char *t, RtTensor *r) {
+  int64_t n = 0;
+  for (const char *p = t; *p;) {
+    if (*p != '(') {
+      if (!strchr("{} ,\n\t\r", *p)) return -1;
+      p++;
+      continue;
+    }
+    char *e;
+    double re = strtod(p + 1, &e);
+    if (e == p + 1) return -1;
+    while (*e == ' ') e++;
+    if (*e++ != ',') return -1;
+    const char *q = e;
+    double im = strtod(q, &e);
+    if (e == q) return -1;
+    while (*e == ' ') e++;
+    if (*e != ')' || n >= r->count) return -1;
+    rt_set_c(r, n++, re, im);
+    p = e + 1;
+  }
+  return n;
+}
+
 static bool op_constant(const IrInstr *i, RtTensor **out, FxError *err) {
   RtTensor *r = rt_tensor_for_shape(&i->shape, err);
   if (!r) return false;
   const IrLiteral *l = i->literal;
+  if (ir_type_is_complex(r->type) && l && !l->elided && l->text) {
+    int64_t n = complex_literal(l->text, r);
+    if (n != r->count && n != 1) {
+      rt_tensor_unref(r);
+      return instr_error(i, err, "a complex constant needs one (re, im) pair per element");
+    }
+    if (n == 1)
+      for (int64_t k = 1; k < r->count; k++) memcpy((char *)r->data + (size_t)k * (r->bytes / (size_t)r->count), r->data, r->bytes / (size_t)r->count);
+    *out = r;
+    return true;
+  }
   if (r->type != IR_TUPLE && l && !l->elided && l->values) {
     /* a literal with one value fills the array (HLO allows a scalar splat only for scalars, but
        hand-built modules use it) */
@@ -772,6 +809,7 @@ bool rt_exec_instr(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
   case IR_OP_SCATTER: return rt_op_scatter(x, i, ops, out, err);
   case IR_OP_REDUCE: return rt_op_reduce(x, i, ops, out, err);
   case IR_OP_REDUCE_WINDOW: return rt_op_reduce_window(x, i, ops, out, err);
+  case IR_OP_SELECT_AND_SCATTER: return rt_op_select_and_scatter(x, i, ops, out, err);
   case IR_OP_DOT: return rt_op_dot(x, i, ops, out, err);
   case IR_OP_CONVOLUTION: return rt_op_convolution(x, i, ops, out, err);
   case IR_OP_RNG: return rt_op_rng(x, i, ops, out, err);

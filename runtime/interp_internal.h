@@ -8,10 +8,14 @@
 #include "runtime.h"
 
 /* One element: floats as double (already rounded to their type), integers as int64 (signed types
- * sign-extended, unsigned zero-extended, u64 as its bits), pred as 0/1. */
-typedef union {
-  double f;
-  int64_t i;
+ * sign-extended, unsigned zero-extended, u64 as its bits), pred as 0/1, complex numbers as the real
+ * part in f and the imaginary part in im. */
+typedef struct {
+  union {
+    double f;
+    int64_t i;
+  };
+  double im;
 } RtVal;
 
 RtVal rt_val_load(const RtTensor *t, int64_t i);
@@ -40,6 +44,7 @@ void rt_strides(int rank, const int64_t *dims, int64_t *st);
 bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_reduce(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_select_and_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);

@@ -2,7 +2,9 @@
  * element type (XLA's semantics: f32 math in f32, f16/bf16 computed in f32 and rounded to nearest
  * even, integer wraparound, XLA's division-by-zero and out-of-range shift results, NaN-propagating
  * max/min, saturating float-to-int conversion), and the compound ops: reduce, reduce-window, dot,
- * convolution, gather, scatter, sort, top-k and map (rng: rng_ops.c). Called from interp.c's walker. */
+ * convolution, gather, scatter, sort, top-k, map and select-and-scatter (rng: rng_ops.c), for every
+ * element type including f8 and complex. Called from interp.c's walker. */
+#include <complex.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,18 +27,21 @@ static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
 /* ---------- values ---------- */
 
 static bool is_f(IrType t) { return ir_type_is_float(t); }
+static bool is_c(IrType t) { return ir_type_is_complex(t); }
 static bool is_u(IrType t) { return t == IR_U4 || t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64 || t == IR_PRED; }
 static int bits_of(IrType t) { return t == IR_PRED ? 1 : ir_type_bytes(t) * 8; }
 
 RtVal rt_val_load(const RtTensor *t, int64_t i) {
-  RtVal v;
-  if (is_f(t->type)) v.f = rt_get_f(t, i);
+  RtVal v = {.im = 0};
+  if (is_c(t->type)) rt_get_c(t, i, &v.f, &v.im);
+  else if (is_f(t->type)) v.f = rt_get_f(t, i);
   else v.i = rt_get_i(t, i);
   return v;
 }
 
 void rt_val_store(RtTensor *t, int64_t i, RtVal v) {
-  if (is_f(t->type)) rt_set_f(t, i, v.f);
+  if (is_c(t->type)) rt_set_c(t, i, v.f, v.im);
+  else if (is_f(t->type)) rt_set_f(t, i, v.f);
   else rt_set_i(t, i, v.i);
 }
 
@@ -58,13 +63,22 @@ static double fround(IrType t, double v) {
   case IR_F32: return (float)v;
   case IR_F16: return rt_f16_to_f32(rt_f32_to_f16((float)v));
   case IR_BF16: return rt_bf16_to_f32(rt_f32_to_bf16((float)v));
+  /* f8 arithmetic runs in f32 (as XLA upcasts it), then rounds to the 8-bit type */
+  case IR_F8E4M3FN: case IR_F8E5M2: return rt_from_f8(t, rt_to_f8(t, (float)v));
+  case IR_C64: return (float)v;
   default: return v;
   }
 }
 
 RtVal rt_val_norm(IrType t, RtVal v) {
-  if (is_f(t)) v.f = fround(t, v.f);
-  else v.i = wrap(t, v.i);
+  if (is_c(t)) {
+    v.f = fround(t, v.f);
+    v.im = fround(t, v.im);
+  } else if (is_f(t)) {
+    v.f = fround(t, v.f);
+  } else {
+    v.i = wrap(t, v.i);
+  }
   return v;
 }
 
@@ -138,8 +152,113 @@ static int64_t f_to_int(IrType rt, double v) {
   return (int64_t)v;
 }
 
-bool rt_ew_unary(IrOpcode op, IrType t, IrType rt, RtVal a, RtVal *out) {
+/* ---------- complex numbers ---------- */
+
+/* c64 computes in float complex, c128 in double complex (C99's <complex.h>, as XLA's CPU runtime
+ * calls the C library's complex functions). */
+static RtVal cval(double re, double im) {
+  RtVal v = {.f = re, .im = im};
+  return v;
+}
+
+static bool c_unary(IrOpcode op, IrType t, IrType rt, RtVal a, RtVal *out) {
+  bool d = t == IR_C128;
+  double complex z = CMPLX(a.f, a.im);
+  float complex zf = CMPLXF((float)a.f, (float)a.im);
+  double complex r;
+  switch (op) {
+  case IR_OP_REAL: out->f = a.f; *out = rt_val_norm(rt, *out); return true;
+  case IR_OP_IMAG: out->f = a.im; *out = rt_val_norm(rt, *out); return true;
+  case IR_OP_ABS: out->f = d ? cabs(z) : cabsf(zf); *out = rt_val_norm(rt, *out); return true;
+  case IR_OP_NEGATE: r = -z; break;
+  case IR_OP_COPY: r = z; break;
+  case IR_OP_EXP: r = d ? cexp(z) : cexpf(zf); break;
+  case IR_OP_LOG: r = d ? clog(z) : clogf(zf); break;
+  case IR_OP_SQRT: r = d ? csqrt(z) : csqrtf(zf); break;
+  case IR_OP_RSQRT: r = d ? 1.0 / csqrt(z) : 1.0f / csqrtf(zf); break;
+  case IR_OP_COS: r = d ? ccos(z) : ccosf(zf); break;
+  case IR_OP_SIN: r = d ? csin(z) : csinf(zf); break;
+  case IR_OP_TAN: r = d ? ctan(z) : ctanf(zf); break;
+  case IR_OP_TANH: r = d ? ctanh(z) : ctanhf(zf); break;
+  case IR_OP_EXPM1: r = d ? cexp(z) - 1.0 : cexpf(zf) - 1.0f; break;
+  case IR_OP_LOG1P: r = d ? clog(1.0 + z) : clogf(1.0f + zf); break;
+  case IR_OP_LOGISTIC: r = d ? 1.0 / (1.0 + cexp(-z)) : 1.0f / (1.0f + cexpf(-zf)); break;
+  case IR_OP_SIGN: {
+    /* z / |z|, and 0 for 0 */
+    double m = d ? cabs(z) : cabsf(zf);
+    r = m == 0 ? z : CMPLX(a.f / m, a.im / m);
+    break;
+  }
+  case IR_OP_CONVERT:
+    if (!is_c(rt)) return false; /* XLA has no complex -> real conversion: use real/imag */
+    r = z;
+    break;
+  default: return false;
+  }
+  *out = rt_val_norm(rt, cval(creal(r), cimag(r)));
+  return true;
+}
+
+static double round_f32(double v) { return (float)v; }
+static double round_f64(double v) { return v; }
+
+/* XLA's complex division: Smith's algorithm, scaled by the larger part of the divisor. Each step
+ * is rounded to the part type (for f32 parts a double operation rounded to float gives exactly the
+ * float operation's result). */
+static RtVal c_divide(IrType t, RtVal a, RtVal b) {
+  double (*R)(double) = t == IR_C64 ? round_f32 : round_f64;
+  double ar = R(a.f), ai = R(a.im), br = R(b.f), bi = R(b.im), cr, ci;
+  if (br == 0 && bi == 0) {
+    cr = R(ar / fabs(br));
+    ci = R(ai / fabs(br));
+  } else if (fabs(br) < fabs(bi)) {
+    double q = R(br / bi), den = R(bi + R(br * q));
+    cr = R(R(R(ar * q) + ai) / den);
+    ci = R(R(R(ai * q) - ar) / den);
+  } else {
+    double q = R(bi / br), den = R(br + R(bi * q));
+    cr = R(R(ar + R(ai * q)) / den);
+    ci = R(R(ai - R(ar * q)) / den);
+  }
+  return cval(cr, ci);
+}
+
+static bool c_binary(IrOpcode op, IrType t, RtVal a, RtVal b, RtVal *out) {
+  bool d = t == IR_C128;
   RtVal r;
+  switch (op) {
+  case IR_OP_ADD: r = cval(a.f + b.f, a.im + b.im); break;
+  case IR_OP_SUBTRACT: r = cval(a.f - b.f, a.im - b.im); break;
+  case IR_OP_MULTIPLY:
+    if (d) r = cval(a.f * b.f - a.im * b.im, a.f * b.im + a.im * b.f);
+    else {
+      float ar = (float)a.f, ai = (float)a.im, br = (float)b.f, bi = (float)b.im;
+      r = cval(ar * br - ai * bi, ar * bi + ai * br);
+    }
+    break;
+  case IR_OP_DIVIDE: r = c_divide(t, a, b); break;
+  case IR_OP_POWER: {
+    double complex p = d ? cpow(CMPLX(a.f, a.im), CMPLX(b.f, b.im))
+                         : cpowf(CMPLXF((float)a.f, (float)a.im), CMPLXF((float)b.f, (float)b.im));
+    if (a.f == 0 && a.im == 0) p = b.f == 0 && b.im == 0 ? 1.0 : 0.0; /* XLA: 0^0 = 1, 0^z = 0 */
+    r = cval(creal(p), cimag(p));
+    break;
+  }
+  default: return false;
+  }
+  *out = rt_val_norm(t, r);
+  return true;
+}
+
+bool rt_ew_unary(IrOpcode op, IrType t, IrType rt, RtVal a, RtVal *out) {
+  RtVal r = {.im = 0};
+  if (is_c(t)) return c_unary(op, t, rt, a, out);
+  if (op == IR_OP_CONVERT && is_c(rt)) {
+    /* real -> complex: the value becomes the real part */
+    r.f = is_f(t) ? a.f : t == IR_U64 ? (double)(uint64_t)a.i : (double)a.i;
+    *out = rt_val_norm(rt, r);
+    return true;
+  }
   if (op == IR_OP_CONVERT) {
     if (is_f(t) && is_f(rt)) r.f = a.f;
     else if (is_f(t)) r.i = f_to_int(rt, a.f);
@@ -181,7 +300,8 @@ bool rt_ew_unary(IrOpcode op, IrType t, IrType rt, RtVal a, RtVal *out) {
 }
 
 bool rt_ew_binary(IrOpcode op, IrType t, RtVal a, RtVal b, RtVal *out) {
-  RtVal r;
+  RtVal r = {.im = 0};
+  if (is_c(t)) return c_binary(op, t, a, b, out);
   if (is_f(t)) {
     double x = a.f, y = b.f;
     bool d = t == IR_F64;
@@ -275,6 +395,11 @@ static int64_t total_key(IrType t, double v) {
 }
 
 bool rt_ew_compare(RtDir dir, bool total, IrType t, RtVal a, RtVal b) {
+  if (is_c(t)) {
+    /* complex numbers compare for (in)equality only: both parts */
+    bool eq = a.f == b.f && a.im == b.im;
+    return dir == RT_NE ? !eq : eq;
+  }
   if (is_f(t) && !total) {
     double x = a.f, y = b.f;
     switch (dir) {
@@ -377,6 +502,13 @@ bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
     }
     const char *ty = ir_attr_text(i, "type");
     total = ty && strcmp(ty, "TOTALORDER") == 0;
+    if (is_c(t0) && dir != RT_EQ && dir != RT_NE) {
+      rt_tensor_unref(r);
+      char msg[160];
+      snprintf(msg, sizeof msg, "compare direction=%s is not defined for %s (complex numbers compare EQ or NE)", d,
+               ir_type_name(t0));
+      return instr_error(i, err, msg);
+    }
   }
   if (op == IR_OP_REDUCE_PRECISION) {
     ir_attr_int(i, "exponent_bits", &eb);
@@ -392,9 +524,9 @@ bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
     return true;
   }
   for (int64_t k = 0; k < cnt; k++) {
-    RtVal a = n > 0 ? rt_val_load(ops[0], ops[0]->count == 1 ? 0 : k) : (RtVal){0};
-    RtVal b = n > 1 ? rt_val_load(ops[1], ops[1]->count == 1 ? 0 : k) : (RtVal){0};
-    RtVal res;
+    RtVal a = n > 0 ? rt_val_load(ops[0], ops[0]->count == 1 ? 0 : k) : (RtVal){.im = 0};
+    RtVal b = n > 1 ? rt_val_load(ops[1], ops[1]->count == 1 ? 0 : k) : (RtVal){.im = 0};
+    RtVal res = {.im = 0};
     bool ok = true;
     switch (op) {
     case IR_OP_COMPARE: res.i = rt_ew_compare(dir, total, t0, a, b); break;
@@ -404,11 +536,15 @@ bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
       break;
     }
     case IR_OP_CLAMP: {
-      RtVal v = b, hi = rt_val_load(ops[2], ops[2]->count == 1 ? 0 : k), t1;
-      rt_ew_binary(IR_OP_MAXIMUM, r->type, v, a, &t1);
-      rt_ew_binary(IR_OP_MINIMUM, r->type, t1, hi, &res);
+      RtVal v = b, hi = rt_val_load(ops[2], ops[2]->count == 1 ? 0 : k), t1 = {.im = 0};
+      ok = rt_ew_binary(IR_OP_MAXIMUM, r->type, v, a, &t1) && rt_ew_binary(IR_OP_MINIMUM, r->type, t1, hi, &res);
       break;
     }
+    case IR_OP_COMPLEX: /* real and imaginary parts of the result's element type */
+      res.f = a.f;
+      res.im = b.f;
+      ok = is_c(r->type) && is_f(t0);
+      break;
     case IR_OP_REDUCE_PRECISION: res = rt_ew_reduce_precision(r->type, a, (int)eb, (int)mb); break;
     default:
       if (n == 1) ok = rt_ew_unary(op, t0, r->type, a, &res);
@@ -425,6 +561,18 @@ bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
   }
   *out = r;
   return true;
+}
+
+/* Hands over n result arrays: as a tuple (releasing the arrays' own references) or, for one
+ * array result, the array itself. */
+static bool finish_results(RtTensor **res, int n, bool tuple, RtTensor **out, FxError *err) {
+  if (!tuple) {
+    *out = res[0];
+    return true;
+  }
+  *out = rt_tensor_tuple(res, n, err);
+  for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
+  return *out != NULL;
 }
 
 /* ---------- reduce ---------- */
@@ -519,13 +667,7 @@ bool rt_op_reduce(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, F
     for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
     return false;
   }
-  if (rs->type == IR_TUPLE) {
-    *out = rt_tensor_tuple(res, n, err);
-    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
-    return *out != NULL;
-  }
-  *out = res[0];
-  return true;
+  return finish_results(res, n, rs->type == IR_TUPLE, out, err);
 }
 
 /* ---------- windows ---------- */
@@ -535,54 +677,169 @@ bool rt_parse_window(const IrInstr *i, int rank, IrWindow *w, FxError *err) {
   return ir_attr_window(i, rank, w, why, sizeof why) || instr_error(i, err, why);
 }
 
+/* Visits the operand positions of the window placed at output (or source) index oidx, in row-major
+ * window order, skipping padding and the holes of base dilation; calls f with the operand's flat
+ * offset. Returns false when f does. */
+typedef bool (*WindowVisit)(void *ctx, int64_t off);
+static bool window_visit(const IrWindow *w, int rank, const int64_t *in_dims, const int64_t *ist, const int64_t *oidx,
+                         WindowVisit f, void *ctx) {
+  for (int d = 0; d < rank; d++)
+    if (w->size[d] == 0) return true;
+  int64_t widx[IR_MAX_RANK] = {0};
+  for (;;) {
+    int64_t off = 0;
+    bool inside = true;
+    for (int d = 0; d < rank && inside; d++) {
+      int64_t p = oidx[d] * w->stride[d] + widx[d] * w->rhs_dilate[d] - w->pad_lo[d];
+      if (p < 0 || p % w->lhs_dilate[d]) inside = false;
+      else {
+        p /= w->lhs_dilate[d];
+        if (p >= in_dims[d]) inside = false;
+        else off += p * ist[d];
+      }
+    }
+    if (inside && !f(ctx, off)) return false;
+    if (!next_index(rank, w->size, widx)) return true;
+  }
+}
+
+typedef struct {
+  RtExec *x;
+  const IrComputation *f;
+  RtTensor **in;
+  int n;
+  bool fast;
+  IrOpcode simple;
+  IrType types[32];
+  RtVal acc[16];
+  FxError *err;
+} RwCtx;
+
+static bool rw_step(void *vc, int64_t off) {
+  RwCtx *c = vc;
+  if (c->fast) return rt_ew_binary(c->simple, c->types[0], c->acc[0], rt_val_load(c->in[0], off), &c->acc[0]);
+  RtVal args[32];
+  for (int k = 0; k < c->n; k++) {
+    args[k] = c->acc[k];
+    args[c->n + k] = rt_val_load(c->in[k], off);
+  }
+  return rt_eval_scalar(c->x, c->f, args, c->types, 2 * c->n, c->acc, c->n, c->err);
+}
+
+/* reduce-window(in_0..in_{n-1}, init_0..init_{n-1}): each output element folds its window with
+ * to_apply(acc_0..acc_{n-1}, in_0..in_{n-1}), starting from the init values; n > 1 gives a tuple. */
 bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
   int n = i->noperands / 2;
-  if (n != 1) return instr_error(i, err, "the interpreter implements reduce-window with one input");
+  if (n < 1 || n > 16 || i->noperands != 2 * n) return instr_error(i, err, "reduce-window needs 1 to 16 inputs and as many init values");
   IrComputation *f = ir_attr_comp(i, "to_apply");
   if (!f) return instr_error(i, err, "reduce-window needs to_apply=");
   RtTensor *in = ops[0];
+  for (int k = 1; k < n; k++)
+    if (ops[k]->rank != in->rank || memcmp(ops[k]->dims, in->dims, sizeof(int64_t) * (size_t)in->rank))
+      return instr_error(i, err, "reduce-window inputs differ in shape");
+  const IrShape *rs = &i->shape;
+  if ((n > 1) != (rs->type == IR_TUPLE) || (n > 1 && rs->ntuple != n))
+    return instr_error(i, err, "reduce-window with several inputs returns a tuple of as many arrays");
   IrWindow w;
   if (!rt_parse_window(i, in->rank, &w, err)) return false;
-  RtTensor *r = out_tensor(i, err);
-  if (!r) return false;
+  RtTensor *res[16] = {0};
+  for (int k = 0; k < n; k++) {
+    const IrShape *s = n > 1 ? &rs->tuple[k] : rs;
+    if (!(res[k] = rt_tensor_new(s->type, s->rank, s->dims, err)) || res[k]->rank != in->rank) {
+      if (res[k]) instr_error(i, err, "reduce-window result rank differs from its input's");
+      for (int j = 0; j <= k; j++) rt_tensor_unref(res[j]);
+      return false;
+    }
+  }
+  RwCtx c = {.x = x, .f = f, .in = ops, .n = n, .err = err};
+  for (int k = 0; k < n; k++) c.types[k] = c.types[n + k] = ops[k]->type;
+  c.fast = n == 1 && simple_reducer(f, &c.simple);
   int64_t ist[IR_MAX_RANK], oidx[IR_MAX_RANK] = {0};
   rt_strides(in->rank, in->dims, ist);
-  IrOpcode simple;
-  bool fast = simple_reducer(f, &simple);
-  IrType types[2] = {in->type, in->type};
   bool ok = true;
-  for (int64_t o = 0; o < r->count && ok; o++) {
-    RtVal acc = rt_val_load(ops[1], 0);
-    int64_t widx[IR_MAX_RANK] = {0};
-    for (;;) {
-      int64_t off = 0;
-      bool inside = true;
-      for (int d = 0; d < in->rank && inside; d++) {
-        int64_t p = oidx[d] * w.stride[d] + widx[d] * w.rhs_dilate[d] - w.pad_lo[d];
-        if (p < 0 || p % w.lhs_dilate[d]) inside = false;
-        else {
-          p /= w.lhs_dilate[d];
-          if (p >= in->dims[d]) inside = false;
-          else off += p * ist[d];
-        }
-      }
-      if (inside) {
-        RtVal v = rt_val_load(in, off);
-        if (fast) ok = rt_ew_binary(simple, in->type, acc, v, &acc);
-        else {
-          RtVal a2[2] = {acc, v};
-          ok = rt_eval_scalar(x, f, a2, types, 2, &acc, 1, err);
-        }
-        if (!ok) break;
-      }
-      if (!next_index(in->rank, w.size, widx)) break;
+  for (int64_t o = 0; o < res[0]->count && ok; o++) {
+    for (int k = 0; k < n; k++) c.acc[k] = rt_val_load(ops[n + k], 0);
+    ok = window_visit(&w, in->rank, in->dims, ist, oidx, rw_step, &c);
+    for (int k = 0; ok && k < n; k++) rt_val_store(res[k], o, c.acc[k]);
+    next_index(res[0]->rank, res[0]->dims, oidx);
+    if ((o & 0xfff) == 0 && ok && !rt_exec_poll(x, err)) ok = false;
+  }
+  if (!ok) {
+    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
+    if (!err->set) instr_error(i, err, "the reducer is not defined for this element type");
+    return false;
+  }
+  return finish_results(res, n, n > 1, out, err);
+}
+
+/* ---------- select-and-scatter ---------- */
+
+typedef struct {
+  RtExec *x;
+  const IrComputation *select;
+  const RtTensor *operand;
+  IrType types[2];
+  int64_t sel;  /* offset of the selected element; -1 before the first */
+  RtVal selv;
+  FxError *err;
+} SasCtx;
+
+/* XLA: the first element in the window is selected; each later one replaces it when
+ * select(selected, current) is false. */
+static bool sas_step(void *vc, int64_t off) {
+  SasCtx *c = vc;
+  RtVal cur = rt_val_load(c->operand, off);
+  if (c->sel < 0) {
+    c->sel = off;
+    c->selv = cur;
+  }
+  RtVal args[2] = {c->selv, cur}, keep;
+  if (!rt_eval_scalar(c->x, c->select, args, c->types, 2, &keep, 1, c->err)) return false;
+  if (!keep.i) {
+    c->sel = off;
+    c->selv = cur;
+  }
+  return true;
+}
+
+/* select-and-scatter(operand, source, init): the result starts as init everywhere; for each source
+ * element (row-major) the window it stands for picks one operand element with `select`, and the
+ * result there becomes scatter(source value, result value). */
+bool rt_op_select_and_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
+  RtTensor *a = ops[0], *src = ops[1], *init = ops[2];
+  IrComputation *sel = ir_attr_comp(i, "select"), *sc = ir_attr_comp(i, "scatter");
+  if (!sel || !sc) return instr_error(i, err, "select-and-scatter needs select= and scatter=");
+  if (src->rank != a->rank || src->type != a->type || init->count != 1)
+    return instr_error(i, err, "select-and-scatter needs a source of the operand's rank and type and a scalar init value");
+  IrWindow w;
+  if (!rt_parse_window(i, a->rank, &w, err)) return false;
+  RtTensor *r = out_tensor(i, err);
+  if (!r) return false;
+  if (r->count != a->count) {
+    rt_tensor_unref(r);
+    return instr_error(i, err, "select-and-scatter result differs from its operand's shape");
+  }
+  RtVal iv = rt_val_load(init, 0);
+  for (int64_t k = 0; k < r->count; k++) rt_val_store(r, k, iv);
+  SasCtx c = {.x = x, .select = sel, .operand = a, .types = {a->type, a->type}, .err = err};
+  IrType stypes[2] = {a->type, r->type};
+  int64_t ast[IR_MAX_RANK], sidx[IR_MAX_RANK] = {0};
+  rt_strides(a->rank, a->dims, ast);
+  bool ok = true;
+  for (int64_t q = 0; q < src->count && ok; q++) {
+    c.sel = -1;
+    ok = window_visit(&w, a->rank, a->dims, ast, sidx, sas_step, &c);
+    if (ok && c.sel >= 0) {
+      RtVal args[2] = {rt_val_load(src, q), rt_val_load(r, c.sel)}, nv;
+      ok = rt_eval_scalar(x, sc, args, stypes, 2, &nv, 1, err);
+      if (ok) rt_val_store(r, c.sel, nv);
     }
-    rt_val_store(r, o, acc);
-    next_index(r->rank, r->dims, oidx);
+    next_index(src->rank, src->dims, sidx);
+    if ((q & 0xfff) == 0 && ok && !rt_exec_poll(x, err)) ok = false;
   }
   if (!ok) {
     rt_tensor_unref(r);
-    if (!err->set) instr_error(i, err, "the reducer is not defined for this element type");
+    if (!err->set) instr_error(i, err, "select or scatter is not defined for this element type");
     return false;
   }
   *out = r;
@@ -590,6 +847,33 @@ bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor *
 }
 
 /* ---------- dot ---------- */
+
+/* The multiply-accumulate of dot and convolution: complex and float products summed in double and
+ * rounded once when stored, integers with wraparound. */
+typedef struct {
+  double re, im;
+  int64_t i;
+} Mac;
+
+static void mac_add(Mac *m, const RtTensor *r, const RtTensor *a, int64_t ia, const RtTensor *b, int64_t ib) {
+  if (is_c(r->type)) {
+    double xr, xi, yr, yi;
+    rt_get_c(a, ia, &xr, &xi);
+    rt_get_c(b, ib, &yr, &yi);
+    m->re += xr * yr - xi * yi;
+    m->im += xr * yi + xi * yr;
+  } else if (is_f(r->type)) {
+    m->re += rt_get_f(a, ia) * rt_get_f(b, ib);
+  } else {
+    m->i += (int64_t)((uint64_t)rt_get_i(a, ia) * (uint64_t)rt_get_i(b, ib));
+  }
+}
+
+static void mac_store(const Mac *m, RtTensor *r, int64_t o) {
+  if (is_c(r->type)) rt_set_c(r, o, m->re, m->im);
+  else if (is_f(r->type)) rt_set_f(r, o, m->re);
+  else rt_set_i(r, o, m->i);
+}
 
 bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
   RtTensor *a = ops[0], *b = ops[1];
@@ -626,7 +910,6 @@ bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxEr
   rt_strides(b->rank, b->dims, bst);
   int64_t ccount = 1;
   for (int k = 0; k < dd.nlhs_contract; k++) ccount *= cdims[k];
-  bool fl = ir_type_is_float(r->type);
   for (int64_t o = 0; o < r->count; o++) {
     int64_t ao = 0, bo = 0, q = 0;
     for (int k = 0; k < dd.nlhs_batch; k++, q++) {
@@ -636,20 +919,17 @@ bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxEr
     for (int k = 0; k < naf; k++, q++) ao += oidx[q] * ast[afree[k]];
     for (int k = 0; k < nbf; k++, q++) bo += oidx[q] * bst[bfree[k]];
     int64_t cidx[IR_MAX_RANK] = {0};
-    double accf = 0;
-    int64_t acci = 0;
+    Mac acc = {0, 0, 0};
     for (int64_t c = 0; c < ccount; c++) {
       int64_t aoff = ao, boff = bo;
       for (int k = 0; k < dd.nlhs_contract; k++) {
         aoff += cidx[k] * ast[dd.lhs_contract[k]];
         boff += cidx[k] * bst[dd.rhs_contract[k]];
       }
-      if (fl) accf += rt_get_f(a, aoff) * rt_get_f(b, boff);
-      else acci += (int64_t)((uint64_t)rt_get_i(a, aoff) * (uint64_t)rt_get_i(b, boff));
+      mac_add(&acc, r, a, aoff, b, boff);
       next_index(dd.nlhs_contract, cdims, cidx);
     }
-    if (fl) rt_set_f(r, o, accf); /* accumulated in double, rounded once */
-    else rt_set_i(r, o, acci);
+    mac_store(&acc, r, o);
     next_index(r->rank, r->dims, oidx);
     if ((o & 0xfff) == 0 && !rt_exec_poll(x, err)) {
       rt_tensor_unref(r);
@@ -692,14 +972,13 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
      split the input batch into bgc slices, output feature f reading slice f / (kout / bgc) */
   int64_t per_group_out = kout / fgc, batch_group_size = in->dims[L.in_batch] / bgc, per_batch_group_out = kout / bgc;
   int64_t ksz[IR_MAX_RANK];
-  for (int s = 0; s < L.nspatial; s++) ksz[s] = k->dims[L.k_spatial[s]];
-  bool fl = ir_type_is_float(r->type);
+  int64_t kvol = 1; /* kernel window elements (0: every output is 0) */
+  for (int s = 0; s < L.nspatial; s++) kvol *= (ksz[s] = k->dims[L.k_spatial[s]]);
   for (int64_t o = 0; o < r->count; o++) {
     int64_t of = oidx[L.out_feature], g = of / per_group_out;
     int64_t bb = oidx[L.out_batch] + (of / per_batch_group_out) * batch_group_size;
-    double acc = 0;
-    int64_t acci = 0;
-    for (int64_t ci = 0; ci < kin; ci++) {
+    Mac acc = {0, 0, 0};
+    for (int64_t ci = 0; ci < (kvol ? kin : 0); ci++) {
       int64_t kidx[IR_MAX_RANK] = {0};
       for (;;) {
         int64_t ioff = bb * ist[L.in_batch] + (g * kin + ci) * ist[L.in_feature];
@@ -718,15 +997,11 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
             }
           }
         }
-        if (inside) {
-          if (fl) acc += rt_get_f(in, ioff) * rt_get_f(k, koff);
-          else acci += rt_get_i(in, ioff) * rt_get_i(k, koff);
-        }
+        if (inside) mac_add(&acc, r, in, ioff, k, koff);
         if (!next_index(L.nspatial, ksz, kidx)) break;
       }
     }
-    if (fl) rt_set_f(r, o, acc);
-    else rt_set_i(r, o, acci);
+    mac_store(&acc, r, o);
     next_index(r->rank, r->dims, oidx);
     if ((o & 0xfff) == 0 && !rt_exec_poll(x, err)) {
       rt_tensor_unref(r);
@@ -883,13 +1158,7 @@ bool rt_op_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
     for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
     return false;
   }
-  if (i->shape.type == IR_TUPLE) {
-    *out = rt_tensor_tuple(res, n, err);
-    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
-    return *out != NULL;
-  }
-  *out = res[0];
-  return true;
+  return finish_results(res, n, i->shape.type == IR_TUPLE, out, err);
 }
 
 /* ---------- sort and top-k ---------- */
@@ -974,13 +1243,7 @@ bool rt_op_sort(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxE
     for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
     return false;
   }
-  if (i->shape.type == IR_TUPLE) {
-    *out = rt_tensor_tuple(res, n, err);
-    for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
-    return *out != NULL;
-  }
-  *out = res[0];
-  return true;
+  return finish_results(res, n, i->shape.type == IR_TUPLE, out, err);
 }
 
 bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {

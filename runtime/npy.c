@@ -18,7 +18,7 @@ static const struct {
 } descrs[] = {
     {"<f2", IR_F16}, {"<f4", IR_F32}, {"<f8", IR_F64}, {"|b1", IR_PRED}, {"|i1", IR_S8}, {"|u1", IR_U8},
     {"<i2", IR_S16}, {"<u2", IR_U16}, {"<i4", IR_S32}, {"<u4", IR_U32}, {"<i8", IR_S64}, {"<u8", IR_U64},
-    {"<i1", IR_S8},  {"<u1", IR_U8},  {"<b1", IR_PRED},
+    {"<i1", IR_S8},  {"<u1", IR_U8},  {"<b1", IR_PRED}, {"<c8", IR_C64}, {"<c16", IR_C128},
 };
 
 static bool file_error(FxError *err, const char *path, const char *msg) {
@@ -81,7 +81,7 @@ RtTensor *rt_npy_read(const char *path, FxError *err) {
     if (strcmp(descrs[k].descr, descr) == 0) type = descrs[k].type;
   if (type == IR_INVALID) {
     char msg[128];
-    snprintf(msg, sizeof msg, "unsupported .npy dtype '%s' (little-endian ints, floats and bool are read)", descr);
+    snprintf(msg, sizeof msg, "unsupported .npy dtype '%s' (little-endian ints, floats, complex and bool are read)", descr);
     file_error(err, path, msg);
     goto done;
   }
@@ -142,6 +142,11 @@ bool rt_npy_write(const char *path, const RtTensor *t, FxError *err) {
   if (!descr) {
     if (t->type == IR_BF16)
       return fx_error_set(err, path, 0, 0, "bf16 has no NumPy dtype; convert to f32 before saving");
+    if (t->type == IR_F8E4M3FN || t->type == IR_F8E5M2)
+      return fx_error_set(err, path, 0, 0,
+                          "%s has no NumPy dtype (ml_dtypes' float8_%s is not a .npy descriptor); convert to f32 "
+                          "before saving",
+                          ir_type_name(t->type), t->type == IR_F8E4M3FN ? "e4m3fn" : "e5m2");
     return fx_error_set(err, path, 0, 0, "cannot save a %s value as .npy", ir_type_name(t->type));
   }
   char dict[512];

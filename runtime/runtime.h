@@ -8,8 +8,9 @@
  *
  * Tensors are dense and row-major in their logical dimensions whatever the IR layout says; only
  * `bitcast` looks at layouts (it reinterprets the physical buffer). Element storage uses the
- * element type's own width (f16/bf16 as 16-bit patterns). Memory for tensor data is counted
- * against a budget (`set max_memory`); sizes are computed with overflow checks. */
+ * element type's own width (f16/bf16 as 16-bit patterns, f8 as 8-bit patterns, c64/c128 as (re, im)
+ * pairs). Memory for tensor data is counted against a budget (`set max_memory`); sizes are
+ * computed with overflow checks. */
 #ifndef FXPLAIN_RUNTIME_H
 #define FXPLAIN_RUNTIME_H
 
@@ -64,6 +65,11 @@ double rt_get_f(const RtTensor *t, int64_t i);
 int64_t rt_get_i(const RtTensor *t, int64_t i);
 void rt_set_f(RtTensor *t, int64_t i, double v);  /* rounds to the element type (RNE for floats) */
 void rt_set_i(RtTensor *t, int64_t i, int64_t v); /* wraps to the element width */
+/* Complex elements (c64 as two floats, c128 as two doubles, real part first); for a real tensor
+ * rt_get_c gives the value and 0, rt_set_c stores the real part. rt_get_f of a complex element is
+ * its real part. */
+void rt_get_c(const RtTensor *t, int64_t i, double *re, double *im);
+void rt_set_c(RtTensor *t, int64_t i, double re, double im);
 
 /* The memory budget for live tensor data, in bytes (0 = unlimited), and the bytes now live. */
 void rt_set_max_memory(uint64_t bytes);
@@ -75,6 +81,10 @@ uint16_t rt_f32_to_f16(float f);
 float rt_f16_to_f32(uint16_t h);
 uint16_t rt_f32_to_bf16(float f);
 float rt_bf16_to_f32(uint16_t h);
+/* f8e4m3fn and f8e5m2 (ml_dtypes' float8_e4m3fn / float8_e5m2): round to nearest even; a value
+ * beyond the largest finite one becomes NaN in f8e4m3fn (it has no infinity) and inf in f8e5m2. */
+uint8_t rt_to_f8(IrType t, double v);
+double rt_from_f8(IrType t, uint8_t bits);
 
 /* Fills an array tensor with seeded random data suited to its type (floats in [-1, 1), integers
  * in [0, 16), pred 0/1). Deterministic for a given (seed, stream). */
@@ -142,13 +152,15 @@ typedef struct {
   char what[512];          /* a sentence when not ok */
 } RtCompare;
 
-/* Tolerance: exact for integers and pred, relative 1e-5 for f32/f64, 1e-2 for f16, 2e-2 bf16. */
+/* Tolerance: exact for integers and pred, relative 1e-5 for f32/f64/c64/c128, 1e-2 for f16, 2e-2
+ * bf16, one ulp for the f8 types (0.125 f8e4m3fn, 0.25 f8e5m2). */
 void rt_compare(const RtTensor *got, const RtTensor *want, RtCompare *out);
 
 /* ---------- .npy files ---------- */
 
-/* Reads a NumPy .npy file (versions 1–3, little-endian, C order; f16/f32/f64, ints, bool;
- * bf16 not representable). Returns NULL and fills err with the file's name. */
+/* Reads a NumPy .npy file (versions 1–3, little-endian, C order; f16/f32/f64, ints, bool,
+ * complex64/complex128; bf16 and the f8 types have no NumPy dtype). Returns NULL and fills err
+ * with the file's name. */
 RtTensor *rt_npy_read(const char *path, FxError *err);
 bool rt_npy_write(const char *path, const RtTensor *t, FxError *err);
 

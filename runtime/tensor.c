@@ -1,5 +1,5 @@
 /* tensor.c — runtime tensors: overflow-safe sizes, the memory budget, element access with XLA's
- * conversion semantics (f16/bf16 round-to-nearest-even, integer wraparound), seeded random fill,
+ * conversion semantics (f16/bf16/f8 round-to-nearest-even, integer wraparound, complex pairs), seeded random fill,
  * the threefry generator every backend shares, and result comparison for `run --check`. */
 #include <math.h>
 #include <stdio.h>
@@ -72,6 +72,56 @@ uint16_t rt_f32_to_bf16(float f) {
 
 float rt_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
+/* ---------- f8 (the OCP 8-bit floats, as ml_dtypes and XLA define them) ---------- */
+
+/* f8e4m3fn: bias 7, 3 mantissa bits, no infinity, NaN is S.1111.111, largest 448.
+ * f8e5m2: bias 15, 2 mantissa bits, IEEE infinities and NaNs, largest 57344. */
+static void f8_format(IrType t, int *mbits, int *bias, bool *fn) {
+  bool e4 = t == IR_F8E4M3FN;
+  *mbits = e4 ? 3 : 2;
+  *bias = e4 ? 7 : 15;
+  *fn = e4;
+}
+
+uint8_t rt_to_f8(IrType t, double v) {
+  int mbits, bias;
+  bool fn;
+  f8_format(t, &mbits, &bias, &fn);
+  uint8_t sign = signbit(v) ? 0x80 : 0;
+  if (v != v) return (uint8_t)(sign | (fn ? 0x7f : 0x7e));
+  double a = fabs(v);
+  int emin = 1 - bias;
+  double maxf = fn ? ldexp(2.0 - ldexp(2.0, -mbits), 15 - bias) : ldexp(2.0 - ldexp(1.0, -mbits), 30 - bias);
+  if (a == INFINITY) return (uint8_t)(sign | (fn ? 0x7f : 0x7c));
+  /* round to nearest even at the value's own ulp (subnormal ulp below 2^emin) */
+  int ex;
+  frexp(a, &ex);
+  int e = a == 0 ? emin : ex - 1;
+  if (e < emin) e = emin;
+  double ulp = ldexp(1.0, e - mbits);
+  double r = nearbyint(a / ulp) * ulp;
+  if (r > maxf) return (uint8_t)(sign | (fn ? 0x7f : 0x7c)); /* overflow: NaN for e4m3fn, inf for e5m2 */
+  if (r == 0) return sign;
+  frexp(r, &ex);
+  e = ex - 1;
+  if (e < emin) return (uint8_t)(sign | (uint8_t)(r / ldexp(1.0, emin - mbits))); /* subnormal */
+  uint8_t m = (uint8_t)(r / ldexp(1.0, e - mbits) - (double)(1 << mbits));
+  return (uint8_t)(sign | (uint8_t)((e + bias) << mbits) | m);
+}
+
+double rt_from_f8(IrType t, uint8_t b) {
+  int mbits, bias;
+  bool fn;
+  f8_format(t, &mbits, &bias, &fn);
+  int ebits = 7 - mbits;
+  int e = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
+  double s = (b & 0x80) ? -1.0 : 1.0;
+  if (fn && e == (1 << ebits) - 1 && m == (1 << mbits) - 1) return NAN;
+  if (!fn && e == (1 << ebits) - 1) return m ? NAN : s * INFINITY;
+  if (e == 0) return s * ldexp((double)m, 1 - bias - mbits);
+  return s * ldexp(1.0 + ldexp((double)m, -mbits), e - bias);
+}
+
 /* ---------- tensors ---------- */
 
 /* A new tensor; with `header_only` no data is allocated (the caller points it at memory it owns). */
@@ -82,7 +132,7 @@ static RtTensor *tensor_new(IrType t, int rank, const int64_t *dims, bool zero, 
   }
   int eb = ir_type_bytes(t);
   if (t == IR_TUPLE || t == IR_TOKEN) eb = 0;
-  else if (eb <= 0 || ir_type_is_complex(t)) {
+  else if (eb <= 0) {
     fx_error_set(err, NULL, 0, 0, "element type %s is not supported by the runtime", ir_type_name(t));
     return NULL;
   }
@@ -281,7 +331,35 @@ double rt_get_f(const RtTensor *t, int64_t i) {
   case IR_BF16: return rt_bf16_to_f32(((const uint16_t *)p)[i]);
   case IR_F32: return ((const float *)p)[i];
   case IR_F64: return ((const double *)p)[i];
+  case IR_F8E4M3FN: case IR_F8E5M2: return rt_from_f8(t->type, ((const uint8_t *)p)[i]);
+  case IR_C64: return ((const float *)p)[2 * i];
+  case IR_C128: return ((const double *)p)[2 * i];
   default: return 0;
+  }
+}
+
+void rt_get_c(const RtTensor *t, int64_t i, double *re, double *im) {
+  if (t->type == IR_C64) {
+    *re = ((const float *)t->data)[2 * i];
+    *im = ((const float *)t->data)[2 * i + 1];
+  } else if (t->type == IR_C128) {
+    *re = ((const double *)t->data)[2 * i];
+    *im = ((const double *)t->data)[2 * i + 1];
+  } else {
+    *re = ir_type_is_float(t->type) ? rt_get_f(t, i) : t->type == IR_U64 ? (double)(uint64_t)rt_get_i(t, i) : (double)rt_get_i(t, i);
+    *im = 0;
+  }
+}
+
+void rt_set_c(RtTensor *t, int64_t i, double re, double im) {
+  if (t->type == IR_C64) {
+    ((float *)t->data)[2 * i] = (float)re;
+    ((float *)t->data)[2 * i + 1] = (float)im;
+  } else if (t->type == IR_C128) {
+    ((double *)t->data)[2 * i] = re;
+    ((double *)t->data)[2 * i + 1] = im;
+  } else {
+    rt_set_f(t, i, re);
   }
 }
 
@@ -314,6 +392,8 @@ void rt_set_f(RtTensor *t, int64_t i, double v) {
   case IR_BF16: ((uint16_t *)p)[i] = rt_f32_to_bf16((float)v); return;
   case IR_F32: ((float *)p)[i] = (float)v; return;
   case IR_F64: ((double *)p)[i] = v; return;
+  case IR_F8E4M3FN: case IR_F8E5M2: ((uint8_t *)p)[i] = rt_to_f8(t->type, v); return;
+  case IR_C64: case IR_C128: rt_set_c(t, i, v, 0); return;
   case IR_PRED: ((uint8_t *)p)[i] = v != 0; return;
   default: {
     int64_t x;
@@ -338,7 +418,10 @@ void rt_set_i(RtTensor *t, int64_t i, int64_t v) {
   case IR_U32: ((uint32_t *)p)[i] = (uint32_t)v; return;
   case IR_S64: ((int64_t *)p)[i] = v; return;
   case IR_U64: ((uint64_t *)p)[i] = (uint64_t)v; return;
-  default: rt_set_f(t, i, (double)v); return;
+  case IR_F16: case IR_BF16: case IR_F32: case IR_F64: case IR_F8E4M3FN: case IR_F8E5M2: case IR_C64: case IR_C128:
+    rt_set_f(t, i, (double)v);
+    return;
+  default: return; /* tuples and tokens hold no elements */
   }
 }
 
@@ -370,7 +453,8 @@ void rt_tensor_fill_random(RtTensor *t, uint64_t seed, uint64_t stream) {
     uint32_t o[2];
     rt_threefry2x32((uint32_t)seed, (uint32_t)(seed >> 32) ^ (uint32_t)stream * 0x9E3779B9u,
                     (uint32_t)i, (uint32_t)((uint64_t)i >> 32) ^ (uint32_t)(stream >> 32), o);
-    if (ir_type_is_float(t->type)) rt_set_f(t, i, (double)(o[0] >> 8) * 0x1p-23 - 1.0);
+    if (ir_type_is_complex(t->type)) rt_set_c(t, i, (double)(o[0] >> 8) * 0x1p-23 - 1.0, (double)(o[1] >> 8) * 0x1p-23 - 1.0);
+    else if (ir_type_is_float(t->type)) rt_set_f(t, i, (double)(o[0] >> 8) * 0x1p-23 - 1.0);
     else if (t->type == IR_PRED) rt_set_i(t, i, o[0] & 1);
     else rt_set_i(t, i, o[0] & 15);
   }
@@ -382,7 +466,9 @@ static double tol_for(IrType t) {
   switch (t) {
   case IR_F16: return 1e-2;
   case IR_BF16: return 2e-2;
-  case IR_F32: case IR_F64: return 1e-5;
+  case IR_F32: case IR_F64: case IR_C64: case IR_C128: return 1e-5;
+  case IR_F8E4M3FN: return 0.125; /* one ulp of 3 mantissa bits */
+  case IR_F8E5M2: return 0.25;    /* one ulp of 2 mantissa bits */
   default: return 0;
   }
 }
@@ -398,13 +484,21 @@ static bool compare_arrays(const RtTensor *g, const RtTensor *w, int tidx, RtCom
     snprintf(c->what, sizeof c->what, "shape %s differs from the reference's %s", a, b);
     return false;
   }
-  bool isf = ir_type_is_float(g->type);
+  bool isf = ir_type_is_float(g->type), isc = ir_type_is_complex(g->type);
   double tol = tol_for(g->type);
   double worst = 0;
   int64_t wi = -1;
   for (int64_t i = 0; i < g->count; i++) {
     double e;
-    if (isf) {
+    if (isc) {
+      double xr, xi, yr, yi;
+      rt_get_c(g, i, &xr, &xi);
+      rt_get_c(w, i, &yr, &yi);
+      bool xn = xr != xr || xi != xi, yn = yr != yr || yi != yi;
+      if (xn || yn) e = (xn && yn) ? 0 : INFINITY;
+      else if (xr == yr && xi == yi) e = 0;
+      else e = hypot(xr - yr, xi - yi) / fmax(1.0, hypot(yr, yi));
+    } else if (isf) {
       double x = rt_get_f(g, i), y = rt_get_f(w, i);
       if (x != x || y != y) e = (x != x && y != y) ? 0 : INFINITY;
       else if (x == y) e = 0;  /* equal infinities too */
@@ -421,8 +515,8 @@ static bool compare_arrays(const RtTensor *g, const RtTensor *w, int tidx, RtCom
     c->ok = false;
     c->tuple_index = tidx;
     c->worst_index = wi;
-    c->got = isf ? rt_get_f(g, wi) : (double)rt_get_i(g, wi);
-    c->want = isf ? rt_get_f(w, wi) : (double)rt_get_i(w, wi);
+    c->got = isf || isc ? rt_get_f(g, wi) : (double)rt_get_i(g, wi);
+    c->want = isf || isc ? rt_get_f(w, wi) : (double)rt_get_i(w, wi);
     c->err = worst;
     c->tol = tol;
     /* the worst element's multi-index */
@@ -437,8 +531,16 @@ static bool compare_arrays(const RtTensor *g, const RtTensor *w, int tidx, RtCom
     idx[0] = 0;
     for (int d = 0; d < g->rank && len < sizeof idx; d++)
       len += (size_t)snprintf(idx + len, sizeof idx - len, "%s%lld", d ? "," : "", (long long)sub[d]);
-    snprintf(c->what, sizeof c->what, "element [%s] is %.9g, the reference has %.9g (%s error %.3g > %.3g)",
-             idx, c->got, c->want, isf ? "relative" : "exact", worst, tol);
+    if (isc) {
+      double gr, gi, wr, wim;
+      rt_get_c(g, wi, &gr, &gi);
+      rt_get_c(w, wi, &wr, &wim);
+      snprintf(c->what, sizeof c->what, "element [%s] is (%.9g, %.9g), the reference has (%.9g, %.9g) (relative error %.3g > %.3g)",
+               idx, gr, gi, wr, wim, worst, tol);
+    } else {
+      snprintf(c->what, sizeof c->what, "element [%s] is %.9g, the reference has %.9g (%s error %.3g > %.3g)",
+               idx, c->got, c->want, isf ? "relative" : "exact", worst, tol);
+    }
     return false;
   }
   if (worst > c->err) c->err = worst;

@@ -5,8 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "../../compiler/hlo.h"
-#include "../../runtime/runtime.h"
+#include "../../runtime/backend.h"
 #include "check.h"
 
 static IrModule *parse(const char *text) {
@@ -134,9 +136,342 @@ TEST(convolution_batch_group_count) {
   ir_module_free(m);
 }
 
+/* ---------- select-and-scatter ---------- */
+
+static const char *sas_hlo =
+    "HloModule s\n"
+    "ge { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT c = pred[] compare(a, b), direction=GE }\n"
+    "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+    "ENTRY e { op = f32[4] parameter(0)\n src = f32[%d] parameter(1)\n z = f32[] constant(0)\n"
+    " ROOT r = f32[4] select-and-scatter(op, src, z), window={%s}, select=ge, scatter=add }\n";
+
+static RtTensor *sas(const double *opv, const double *srcv, int nsrc, const char *window) {
+  char text[1024];
+  snprintf(text, sizeof text, sas_hlo, nsrc, window);
+  IrModule *m = parse(text);
+  int64_t d4 = 4, ds = nsrc;
+  RtTensor *args[2] = {arr(IR_F32, 1, &d4, opv), arr(IR_F32, 1, &ds, srcv)};
+  FxError e = {0};
+  RtTensor *r = run(m, args, 2, &e);
+  ir_module_free(m);
+  return r;
+}
+
+TEST(select_and_scatter) {
+  /* max pooling's gradient: each window's largest element receives its source value */
+  double opv[4] = {1, 5, 3, 2}, src2[2] = {10, 20};
+  RtTensor *r = sas(opv, src2, 2, "size=2 stride=2");
+  double want[4] = {0, 10, 20, 0};
+  CHECK(values_are(r, want, 4));
+  rt_tensor_unref(r);
+  /* overlapping windows with padding: windows [-1,0] [0,2] [1,3] [2,4] pick 5, 5, 5, 3 */
+  double src4[4] = {1, 2, 3, 4};
+  r = sas(opv, src4, 4, "size=3 stride=1 pad=1_1");
+  double want2[4] = {0, 6, 4, 0};
+  CHECK(values_are(r, want2, 4));
+  rt_tensor_unref(r);
+  /* ties keep the first element: select(selected, current) = selected >= current stays true */
+  double eq[4] = {7, 7, 7, 7};
+  r = sas(eq, src2, 2, "size=2 stride=2");
+  double want3[4] = {10, 0, 20, 0};
+  CHECK(values_are(r, want3, 4));
+  rt_tensor_unref(r);
+}
+
+/* ---------- variadic reduce-window ---------- */
+
+TEST(variadic_reduce_window_argmax) {
+  IrModule *m = parse("HloModule r\n"
+                      "argmax { av = f32[] parameter(0)\n ai = s32[] parameter(1)\n bv = f32[] parameter(2)\n bi = s32[] parameter(3)\n"
+                      " gt = pred[] compare(bv, av), direction=GT\n v = f32[] select(gt, bv, av)\n i = s32[] select(gt, bi, ai)\n"
+                      " ROOT t = (f32[], s32[]) tuple(v, i) }\n"
+                      "ENTRY e { x = f32[5] parameter(0)\n ix = s32[5] parameter(1)\n ninf = f32[] constant(-inf)\n m1 = s32[] constant(-1)\n"
+                      " ROOT r = (f32[3], s32[3]) reduce-window(x, ix, ninf, m1), window={size=3 stride=1}, to_apply=argmax }\n");
+  int64_t d = 5;
+  double xv[5] = {1, 5, 3, 2, 4}, iv[5] = {0, 1, 2, 3, 4};
+  RtTensor *args[2] = {arr(IR_F32, 1, &d, xv), arr(IR_S32, 1, &d, iv)};
+  FxError e = {0};
+  RtTensor *r = run(m, args, 2, &e);
+  CHECK(r && r->type == IR_TUPLE && r->ntuple == 2);
+  if (r && r->ntuple == 2) {
+    double wv[3] = {5, 5, 4}, wi[3] = {1, 1, 4};
+    CHECK(values_are(r->tuple[0], wv, 3));
+    CHECK(values_are(r->tuple[1], wi, 3));
+    CHECK(r->tuple[1]->type == IR_S32);
+  }
+  rt_tensor_unref(r);
+  ir_module_free(m);
+}
+
+/* ---------- f8 ---------- */
+
+TEST(f8_conversions) {
+  /* f8e4m3fn: bias 7, no infinity, 0x7f NaN, largest 448 */
+  CHECK(rt_to_f8(IR_F8E4M3FN, 1.0) == 0x38);
+  CHECK(rt_to_f8(IR_F8E4M3FN, 448.0) == 0x7e);
+  CHECK(rt_to_f8(IR_F8E4M3FN, 464.0) == 0x7e);   /* tie between 448 and 480: even mantissa */
+  CHECK(rt_to_f8(IR_F8E4M3FN, 465.0) == 0x7f);   /* rounds to 480 > 448: NaN */
+  CHECK(rt_to_f8(IR_F8E4M3FN, INFINITY) == 0x7f);
+  CHECK(rt_to_f8(IR_F8E4M3FN, -0.0) == 0x80);
+  CHECK(rt_to_f8(IR_F8E4M3FN, 0x1p-9) == 0x01);  /* smallest subnormal */
+  CHECK(rt_to_f8(IR_F8E4M3FN, 0x1p-10) == 0x00); /* half of it: tie to even */
+  CHECK(rt_to_f8(IR_F8E4M3FN, 1.0625) == 0x38);  /* tie to even */
+  CHECK(rt_to_f8(IR_F8E4M3FN, 1.1875) == 0x3a);  /* tie to even: up to 1.25 */
+  CHECK(rt_to_f8(IR_F8E4M3FN, -2.5) == 0xc2);
+  CHECK(isnan(rt_from_f8(IR_F8E4M3FN, 0x7f)) && isnan(rt_from_f8(IR_F8E4M3FN, 0xff)));
+  CHECK(rt_from_f8(IR_F8E4M3FN, 0x7e) == 448.0 && rt_from_f8(IR_F8E4M3FN, 0x01) == 0x1p-9);
+  CHECK(rt_from_f8(IR_F8E4M3FN, 0x78) == 256.0); /* e=15 is finite in the fn format */
+  /* f8e5m2: bias 15, IEEE infinities, largest 57344 */
+  CHECK(rt_to_f8(IR_F8E5M2, 1.0) == 0x3c);
+  CHECK(rt_to_f8(IR_F8E5M2, 57344.0) == 0x7b);
+  CHECK(rt_to_f8(IR_F8E5M2, 61439.0) == 0x7b);
+  CHECK(rt_to_f8(IR_F8E5M2, 61440.0) == 0x7c); /* tie above the largest: rounds to inf */
+  CHECK(rt_to_f8(IR_F8E5M2, -INFINITY) == 0xfc);
+  CHECK(rt_to_f8(IR_F8E5M2, 0x1p-16) == 0x01);
+  CHECK(isnan(rt_from_f8(IR_F8E5M2, rt_to_f8(IR_F8E5M2, NAN))));
+  CHECK(rt_from_f8(IR_F8E5M2, 0x7c) == INFINITY && rt_from_f8(IR_F8E5M2, 0x7b) == 57344.0);
+  /* every f8e4m3fn bit pattern survives a round trip (NaN to the canonical NaN) */
+  int bad = 0;
+  for (int b = 0; b < 256; b++) {
+    double v = rt_from_f8(IR_F8E4M3FN, (uint8_t)b);
+    if (v == v && rt_to_f8(IR_F8E4M3FN, v) != b) bad++;
+    double u = rt_from_f8(IR_F8E5M2, (uint8_t)b);
+    if (u == u && rt_to_f8(IR_F8E5M2, u) != b) bad++;
+  }
+  CHECK(bad == 0);
+}
+
+TEST(f8_arithmetic_and_convert) {
+  IrModule *m = parse("HloModule f\n"
+                      "ENTRY e { a = f8e4m3fn[3] parameter(0)\n b = f8e4m3fn[3] parameter(1)\n x = f32[2] parameter(2)\n"
+                      " s = f8e4m3fn[3] add(a, b)\n m = f8e4m3fn[3] multiply(a, b)\n"
+                      " c = f8e5m2[2] convert(x)\n back = f32[2] convert(c)\n c4 = f8e4m3fn[2] convert(x)\n back4 = f32[2] convert(c4)\n"
+                      " ROOT t = (f8e4m3fn[3], f8e4m3fn[3], f32[2], f32[2]) tuple(s, m, back, back4) }\n");
+  int64_t d3 = 3, d2 = 2;
+  double av[3] = {1.0, 448, 3}, bv[3] = {0.0625, 32, 0.5}, xv[2] = {0.3, 60000};
+  RtTensor *args[3] = {arr(IR_F8E4M3FN, 1, &d3, av), arr(IR_F8E4M3FN, 1, &d3, bv), arr(IR_F32, 1, &d2, xv)};
+  FxError e = {0};
+  RtTensor *r = run(m, args, 3, &e);
+  CHECK(r && r->ntuple == 4);
+  if (r && r->ntuple == 4) {
+    /* 1 + 0.0625 ties to 1; 448 + 32 = 480 overflows to NaN; 3 + 0.5 = 3.5 exactly */
+    CHECK(rt_get_f(r->tuple[0], 0) == 1.0 && isnan(rt_get_f(r->tuple[0], 1)) && rt_get_f(r->tuple[0], 2) == 3.5);
+    /* 448 * 32 overflows to NaN; 3 * 0.5 = 1.5 */
+    CHECK(rt_get_f(r->tuple[1], 0) == 0.0625 && isnan(rt_get_f(r->tuple[1], 1)) && rt_get_f(r->tuple[1], 2) == 1.5);
+    /* 0.3 in f8e5m2: ulp 2^-4 at 2^-2, 0.3 / 0.0625 = 4.8 -> 5 -> 0.3125; 60000 -> 57344 */
+    CHECK(rt_get_f(r->tuple[2], 0) == 0.3125 && rt_get_f(r->tuple[2], 1) == 57344.0);
+    /* in f8e4m3fn: ulp 2^-5, 0.3 / 0.03125 = 9.6 -> 10 -> 0.3125; 60000 -> NaN */
+    CHECK(rt_get_f(r->tuple[3], 0) == 0.3125 && isnan(rt_get_f(r->tuple[3], 1)));
+  }
+  rt_tensor_unref(r);
+  ir_module_free(m);
+}
+
+/* ---------- complex ---------- */
+
+static RtTensor *cvec(IrType t, int64_t n, const double *reim) {
+  FxError e = {0};
+  RtTensor *x = rt_tensor_new(t, 1, &n, &e);
+  for (int64_t k = 0; x && k < n; k++) rt_set_c(x, k, reim[2 * k], reim[2 * k + 1]);
+  return x;
+}
+
+static bool cvalues_are(const RtTensor *t, const double *reim, int64_t n, double tol) {
+  if (!t || t->count != n || !ir_type_is_complex(t->type)) return false;
+  for (int64_t k = 0; k < n; k++) {
+    double re, im;
+    rt_get_c(t, k, &re, &im);
+    if (!(fabs(re - reim[2 * k]) <= tol && fabs(im - reim[2 * k + 1]) <= tol)) {
+      fprintf(stderr, "element %lld is (%.9g, %.9g), expected (%.9g, %.9g)\n", (long long)k, re, im, reim[2 * k], reim[2 * k + 1]);
+      return false;
+    }
+  }
+  return true;
+}
+
+TEST(complex_arithmetic) {
+  IrModule *m = parse("HloModule c\n"
+                      "ENTRY e { a = c64[2] parameter(0)\n b = c64[2] parameter(1)\n"
+                      " s = c64[2] add(a, b)\n d = c64[2] subtract(a, b)\n p = c64[2] multiply(a, b)\n q = c64[2] divide(p, b)\n"
+                      " ab = f32[2] abs(b)\n re = f32[2] real(a)\n im = f32[2] imag(a)\n cx = c64[2] complex(re, im)\n"
+                      " eq = pred[2] compare(cx, a), direction=EQ\n ne = pred[2] compare(a, b), direction=NE\n"
+                      " w = c128[2] convert(a)\n"
+                      " ROOT t = (c64[2], c64[2], c64[2], c64[2], f32[2], c64[2], pred[2], pred[2], c128[2]) tuple(s, d, p, q, ab, cx, eq, ne, w) }\n");
+  double av[4] = {1, 2, 3, -4}, bv[4] = {3, 4, 1, 1};
+  RtTensor *args[2] = {cvec(IR_C64, 2, av), cvec(IR_C64, 2, bv)};
+  FxError e = {0};
+  RtTensor *r = run(m, args, 2, &e);
+  CHECK(r && r->ntuple == 9);
+  if (r && r->ntuple == 9) {
+    double s[4] = {4, 6, 4, -3}, d[4] = {-2, -2, 2, -5};
+    double p[4] = {-5, 10, 7, -1}; /* (1+2i)(3+4i) = -5+10i; (3-4i)(1+i) = 7-i */
+    CHECK(cvalues_are(r->tuple[0], s, 2, 0));
+    CHECK(cvalues_are(r->tuple[1], d, 2, 0));
+    CHECK(cvalues_are(r->tuple[2], p, 2, 0));
+    CHECK(cvalues_are(r->tuple[3], av, 2, 0)); /* Smith's division is exact here */
+    CHECK(rt_get_f(r->tuple[4], 0) == 5.0 && rt_get_f(r->tuple[4], 1) == (double)sqrtf(2.0f));
+    CHECK(cvalues_are(r->tuple[5], av, 2, 0));
+    CHECK(rt_get_i(r->tuple[6], 0) == 1 && rt_get_i(r->tuple[6], 1) == 1);
+    CHECK(rt_get_i(r->tuple[7], 0) == 1 && rt_get_i(r->tuple[7], 1) == 1);
+    CHECK(r->tuple[8]->type == IR_C128 && cvalues_are(r->tuple[8], av, 2, 0));
+  }
+  rt_tensor_unref(r);
+  ir_module_free(m);
+}
+
+TEST(complex_functions_dot_reduce_constant) {
+  IrModule *m = parse("HloModule c\n"
+                      "add { a = c128[] parameter(0)\n b = c128[] parameter(1)\n ROOT s = c128[] add(a, b) }\n"
+                      "ENTRY e { z = c128[3] parameter(0)\n"
+                      " ex = c128[3] exponential(z)\n sq = c128[3] sqrt(z)\n lg = c128[3] log(z)\n"
+                      " k = c128[3] constant({(1, 2), (3, -4), (0, 1)})\n"
+                      " dt = c128[] dot(k, k), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+                      " zero = c128[] constant((0, 0))\n rd = c128[] reduce(k, zero), dimensions={0}, to_apply=add\n"
+                      " ROOT t = (c128[3], c128[3], c128[3], c128[], c128[]) tuple(ex, sq, lg, dt, rd) }\n");
+  /* z = i*pi, -4, -1 */
+  double zv[6] = {0, M_PI, -4, 0, -1, 0};
+  RtTensor *args[1] = {cvec(IR_C128, 3, zv)};
+  FxError e = {0};
+  RtTensor *r = run(m, args, 1, &e);
+  CHECK(r && r->ntuple == 5);
+  if (r && r->ntuple == 5) {
+    double ex[6] = {-1, 0, exp(-4), 0, exp(-1), 0}; /* e^(i pi) = -1 */
+    double sq[6] = {sqrt(M_PI / 2), sqrt(M_PI / 2), 0, 2, 0, 1}; /* sqrt(-4) = 2i, sqrt(-1) = i */
+    double lg[6] = {log(M_PI), M_PI / 2, log(4), M_PI, 0, M_PI};  /* log(-1) = i pi */
+    CHECK(cvalues_are(r->tuple[0], ex, 3, 1e-15));
+    CHECK(cvalues_are(r->tuple[1], sq, 3, 1e-15));
+    CHECK(cvalues_are(r->tuple[2], lg, 3, 1e-15));
+    /* (1+2i)^2 + (3-4i)^2 + i^2 = (-3+4i) + (-7-24i) + (-1) = -11-20i (dot does not conjugate) */
+    double dt[2] = {-11, -20}, rd[2] = {4, -1};
+    CHECK(cvalues_are(r->tuple[3], dt, 1, 0));
+    CHECK(cvalues_are(r->tuple[4], rd, 1, 0));
+  }
+  rt_tensor_unref(r);
+  ir_module_free(m);
+}
+
+TEST(complex_errors_are_located) {
+  IrModule *m = parse("HloModule c\n"
+                      "ENTRY e { a = c64[2] parameter(0)\n"
+                      " ROOT c = pred[2] compare(a, a), direction=LT }\n");
+  double av[4] = {1, 2, 3, 4};
+  RtTensor *args[1] = {cvec(IR_C64, 2, av)};
+  FxError e = {0};
+  RtTensor *r = m ? NULL : NULL;
+  if (m) {
+    RtOptions o = {.seed = 1};
+    CHECK(!rt_interp_run(m, args, 1, &o, &r, NULL, &e));
+    CHECK_CONTAINS(e.msg, "c: compare direction=LT is not defined for c64");
+    CHECK(e.line == 3);
+    ir_module_free(m);
+  }
+  rt_tensor_unref(args[0]);
+}
+
+TEST(complex_compare_and_npy) {
+  double av[4] = {1, 2, 3, -4}, bv[4] = {1, 2, 3, -3};
+  RtTensor *a = cvec(IR_C64, 2, av), *b = cvec(IR_C64, 2, bv);
+  RtCompare c;
+  rt_compare(a, b, &c);
+  CHECK(!c.ok && c.worst_index == 1);
+  CHECK_STR(c.what, "element [1] is (3, -4), the reference has (3, -3) (relative error 0.236 > 1e-05)");
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/fxc%d.npy", (int)getpid());
+  FxError e = {0};
+  CHECK(rt_npy_write(path, a, &e));
+  RtTensor *back = rt_npy_read(path, &e);
+  CHECK(back && back->type == IR_C64 && cvalues_are(back, av, 2, 0));
+  rt_tensor_unref(back);
+  /* the header says complex64 as NumPy writes it */
+  FILE *f = fopen(path, "rb");
+  char head[128] = {0};
+  if (f) {
+    CHECK(fread(head, 1, sizeof head - 1, f) > 0);
+    fclose(f);
+  }
+  CHECK_CONTAINS(head + 10, "'descr': '<c8'");
+  unlink(path);
+  int64_t n = 2;
+  RtTensor *f8 = rt_tensor_new(IR_F8E5M2, 1, &n, &e);
+  CHECK(!rt_npy_write(path, f8, &e));
+  CHECK_CONTAINS(e.msg, "f8e5m2 has no NumPy dtype (ml_dtypes' float8_e5m2 is not a .npy descriptor); convert to f32");
+  rt_tensor_unref(f8);
+  rt_tensor_unref(a);
+  rt_tensor_unref(b);
+}
+
+/* ---------- the CPU backend falls back to the interpreter for what it does not generate ---------- */
+
+TEST(cpu_backend_runs_new_types_through_the_interpreter) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/fxcpuXXXXXX");
+  if (!mkdtemp(dir)) return;
+  setenv("FXPLAIN_CACHE_DIR", dir, 1);
+  IrModule *m = parse("HloModule c\n"
+                      "fused { a = c64[4] parameter(0)\n b = c64[4] parameter(1)\n p = c64[4] multiply(a, b)\n ROOT s = c64[4] add(p, a) }\n"
+                      "ge { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT c = pred[] compare(a, b), direction=GE }\n"
+                      "addf { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+                      "ENTRY e { a = c64[4] parameter(0)\n b = c64[4] parameter(1)\n x = f32[4] parameter(2)\n"
+                      " f = c64[4] fusion(a, b), kind=kLoop, calls=fused\n"
+                      " h = f8e4m3fn[4] convert(x)\n g = f32[4] convert(h)\n z = f32[] constant(0)\n"
+                      " src = f32[2] slice(g), slice={[0:2]}\n"
+                      " sas = f32[4] select-and-scatter(g, src, z), window={size=2 stride=2}, select=ge, scatter=addf\n"
+                      " ROOT t = (c64[4], f32[4]) tuple(f, sas) }\n");
+  FxError e = {0};
+  void *be = m ? rt_backend_cpu.create(&e) : NULL;
+  CHECK(be != NULL);
+  if (be) {
+    bool ok = rt_backend_cpu.prepare(be, (const IrModule **)&m, 1, &e);
+    CHECK(ok);
+    int kernels = 0, interp = 0;
+    cpu_prepare_counts(be, NULL, NULL, &kernels, &interp);
+    /* the complex fusion, both f8 converts and select-and-scatter run on the interpreter's
+       implementation; only the f32 slice is generated */
+    CHECK(kernels == 5 && interp == 4);
+    RtTensor *args[3];
+    for (int k = 0; k < 3; k++) {
+      args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &e);
+      rt_tensor_fill_random(args[k], 7, (uint64_t)k);
+    }
+    RtTensor *got = NULL, *want = NULL;
+    RtOptions o = {.seed = 7};
+    RtRunStats st = {0};
+    ok = ok && rt_backend_cpu.run(be, m, args, 3, &o, &got, &st, &e);
+    CHECK(ok);
+    ok = ok && rt_interp_run(m, args, 3, &o, &want, NULL, &e);
+    if (ok) {
+      RtCompare c;
+      rt_compare(got, want, &c);
+      CHECK(c.ok && c.err == 0);
+      /* the random complex inputs have nonzero imaginary parts, and they flow through */
+      double re, im;
+      rt_get_c(want->tuple[0], 0, &re, &im);
+      CHECK(im != 0);
+    }
+    rt_run_stats_free(&st);
+    rt_tensor_unref(got);
+    rt_tensor_unref(want);
+    for (int k = 0; k < 3; k++) rt_tensor_unref(args[k]);
+    rt_backend_cpu.destroy(be);
+  }
+  ir_module_free(m);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  CHECK(system(cmd) == 0);
+}
+
 int main(void) {
   RUN(window_accessor);
   RUN(conv_dims_accessor);
   RUN(convolution_batch_group_count);
+  RUN(select_and_scatter);
+  RUN(variadic_reduce_window_argmax);
+  RUN(f8_conversions);
+  RUN(f8_arithmetic_and_convert);
+  RUN(complex_arithmetic);
+  RUN(complex_functions_dot_reduce_constant);
+  RUN(complex_errors_are_located);
+  RUN(complex_compare_and_npy);
+  RUN(cpu_backend_runs_new_types_through_the_interpreter);
   return check_summary();
 }
