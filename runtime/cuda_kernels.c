@@ -161,7 +161,14 @@ bool cuda_unit_build(CudaUnit *u, const IrModule *const *mods, int nmods, FxErro
           continue;
         }
         if (i->op == IR_OP_RNG && rng_ok(i)) {
-          k->how = CUDA_K_RNG;
+          char no[160];
+          if (cuda_nvrtc_has_curand(no, sizeof no)) {
+            k->how = CUDA_K_RNG;
+          } else { /* the host's implementation draws the same stream */
+            k->how = CUDA_K_HOST;
+            snprintf(k->why, sizeof k->why, "%s: rng runs on the host's implementation of cuRAND's stream: %s",
+                     i->name, no);
+          }
           continue;
         }
         fx_error_clear(&why);

@@ -46,6 +46,15 @@ const char *cuda_nvrtc_version(void) {
   return v;
 }
 
+bool cuda_nvrtc_has_curand(char *why, size_t n) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/curand_kernel.h", FXPLAIN_CUDA_INCLUDE);
+  if (cuda_nvrtc_built_in() && FXPLAIN_CUDA_INCLUDE[0] && access(path, R_OK) == 0) return true;
+  if (!cuda_nvrtc_built_in()) snprintf(why, n, "this fxplain was built without the CUDA toolkit");
+  else snprintf(why, n, "cuRAND's device headers are missing (%s)", FXPLAIN_CUDA_INCLUDE[0] ? path : "curand_kernel.h");
+  return false;
+}
+
 bool cuda_nvrtc_arch_is_set(void) { return g_arch[0] != 0; }
 
 const char *cuda_nvrtc_default_arch(void) {

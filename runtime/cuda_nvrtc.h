@@ -52,6 +52,9 @@ typedef struct {
 bool cuda_nvrtc_built_in(void);
 /* "13.0", or "" without NVRTC. */
 const char *cuda_nvrtc_version(void);
+/* Whether cuRAND's device headers (curand_kernel.h, which the rng kernel includes) are where NVRTC
+ * looks; false with the reason in why (n bytes) when not. */
+bool cuda_nvrtc_has_curand(char *why, size_t n);
 /* The architecture used when none is given: `set gpu_arch`, else the live device's, else sm_75
  * (the paper's RTX 2080 Ti). */
 const char *cuda_nvrtc_default_arch(void);
