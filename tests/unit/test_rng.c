@@ -273,6 +273,52 @@ TEST(rng_bit_generator_three_fry) {
   rt_tensor_unref(r);
 }
 
+/* Vectors from XLA itself (jax.lax.rng_bit_generator on XLA:CPU, jax 0.10.2, which passes a
+ * u64[2] state); tests/rng/rbg_xla.py checks random cases live where jax is installed. */
+TEST(rng_bit_generator_matches_xla_vectors) {
+  FxError e = {0};
+  uint64_t s0[2] = {0x299f31d0a4093822ull, ~0ull};
+  RtTensor *r = rbg("u32[5]", "rng_philox", s0, 2, &e);
+  CHECK(r != NULL);
+  if (!r) return;
+  static const uint32_t want0[5] = {0x8afac528u, 0xe12e7e89u, 0x1a09595du, 0x3b9f5a98u, 0x3b4df466u};
+  CHECK(memcmp(r->tuple[1]->data, want0, sizeof want0) == 0);
+  CHECK(((uint64_t *)r->tuple[0]->data)[0] == 0x299f31d0a4093822ull && ((uint64_t *)r->tuple[0]->data)[1] == 1);
+  rt_tensor_unref(r);
+  uint64_t s1[2] = {0x299f31d0a4093822ull, 0x85a308d3243f6a88ull};
+  r = rbg("u64[3]", "rng_default", s1, 2, &e);
+  CHECK(r != NULL);
+  if (!r) return;
+  static const uint64_t want1[3] = {0xd58bd60f43df0ae0ull, 0xd9fa643194bb9ecaull, 0x1a6eb51c388823edull};
+  CHECK(memcmp(r->tuple[1]->data, want1, sizeof want1) == 0);
+  CHECK(((uint64_t *)r->tuple[0]->data)[1] == 0x85a308d3243f6a8aull);
+  rt_tensor_unref(r);
+  uint64_t s2[2] = {5, 7};
+  r = rbg("u8[2,3]", "rng_philox", s2, 2, &e);
+  CHECK(r != NULL);
+  if (!r) return;
+  static const uint8_t want2[6] = {0xf1, 0xa8, 0xa7, 0x39, 0x3c, 0xb1};
+  CHECK(memcmp(r->tuple[1]->data, want2, sizeof want2) == 0);
+  CHECK(((uint64_t *)r->tuple[0]->data)[1] == 9);
+  rt_tensor_unref(r);
+  uint64_t s3[2] = {9, 11};
+  r = rbg("u32[5]", "rng_three_fry", s3, 2, &e);
+  CHECK(r != NULL);
+  if (!r) return;
+  static const uint32_t want3[5] = {0xc7d3c300u, 0x4d23541cu, 0x5aab96b1u, 0x184ac9edu, 0xf7864784u};
+  CHECK(memcmp(r->tuple[1]->data, want3, sizeof want3) == 0);
+  CHECK(((uint64_t *)r->tuple[0]->data)[1] == 0xe);
+  rt_tensor_unref(r);
+  uint64_t s4[2] = {0x0370734413198a2eull, 0x85a308d3243f6a88ull};
+  r = rbg("u32[2,3]", "rng_three_fry", s4, 2, &e);
+  CHECK(r != NULL);
+  if (!r) return;
+  static const uint32_t want4[6] = {0xc4923a9cu, 0xc2a0aee5u, 0x7bac4da8u, 0x483df7a0u, 0x2d80089bu, 0xf906f7fcu};
+  CHECK(memcmp(r->tuple[1]->data, want4, sizeof want4) == 0);
+  CHECK(((uint64_t *)r->tuple[0]->data)[1] == 0x85a308d3243f6a8bull);
+  rt_tensor_unref(r);
+}
+
 TEST(rng_bit_generator_errors_are_located) {
   FxError e = {0};
   uint64_t s[3] = {0, 0, 0};
@@ -292,6 +338,7 @@ int main(void) {
   RUN(cpu_backend_draws_the_same_bits);
   RUN(rng_bit_generator_philox_known_answers);
   RUN(rng_bit_generator_three_fry);
+  RUN(rng_bit_generator_matches_xla_vectors);
   RUN(rng_bit_generator_errors_are_located);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
