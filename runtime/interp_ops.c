@@ -29,7 +29,7 @@ static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
 static bool is_f(IrType t) { return ir_type_is_float(t); }
 static bool is_c(IrType t) { return ir_type_is_complex(t); }
 static bool is_u(IrType t) { return t == IR_U4 || t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64 || t == IR_PRED; }
-static int bits_of(IrType t) { return t == IR_PRED ? 1 : ir_type_bytes(t) * 8; }
+static int bits_of(IrType t) { return t == IR_PRED ? 1 : t == IR_S4 || t == IR_U4 ? 4 : ir_type_bytes(t) * 8; }
 
 RtVal rt_val_load(const RtTensor *t, int64_t i) {
   RtVal v = {.im = 0};
@@ -48,8 +48,10 @@ void rt_val_store(RtTensor *t, int64_t i, RtVal v) {
 static int64_t wrap(IrType t, int64_t v) {
   switch (t) {
   case IR_PRED: return v != 0;
-  case IR_S8: case IR_S4: return (int8_t)(uint8_t)v;
-  case IR_U8: case IR_U4: return (uint8_t)v;
+  case IR_S8: return (int8_t)(uint8_t)v;
+  case IR_U8: return (uint8_t)v;
+  case IR_S4: return (int64_t)(((uint64_t)v & 0xf) ^ 8) - 8; /* 4-bit two's complement */
+  case IR_U4: return (uint64_t)v & 0xf;
   case IR_S16: return (int16_t)(uint16_t)v;
   case IR_U16: return (uint16_t)v;
   case IR_S32: return (int32_t)(uint32_t)v;

@@ -410,8 +410,11 @@ void rt_set_i(RtTensor *t, int64_t i, int64_t v) {
   void *p = t->data;
   switch (t->type) {
   case IR_PRED: ((uint8_t *)p)[i] = v != 0; return;
-  case IR_U8: case IR_U4: ((uint8_t *)p)[i] = (uint8_t)v; return;
-  case IR_S8: case IR_S4: ((int8_t *)p)[i] = (int8_t)(uint8_t)v; return;
+  case IR_U8: ((uint8_t *)p)[i] = (uint8_t)v; return;
+  case IR_S8: ((int8_t *)p)[i] = (int8_t)(uint8_t)v; return;
+  /* s4/u4 take a byte each here, holding the value wrapped to 4 bits */
+  case IR_U4: ((uint8_t *)p)[i] = (uint8_t)(v & 0xf); return;
+  case IR_S4: ((int8_t *)p)[i] = (int8_t)((int)(((uint64_t)v & 0xf) ^ 8) - 8); return;
   case IR_S16: ((int16_t *)p)[i] = (int16_t)(uint16_t)v; return;
   case IR_U16: ((uint16_t *)p)[i] = (uint16_t)v; return;
   case IR_S32: ((int32_t *)p)[i] = (int32_t)(uint32_t)v; return;

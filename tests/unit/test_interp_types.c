@@ -267,6 +267,38 @@ TEST(f8_arithmetic_and_convert) {
   ir_module_free(m);
 }
 
+/* ---------- s4 / u4: 4-bit integers wrap at 4 bits ---------- */
+
+TEST(int4_wraps_at_four_bits) {
+  IrModule *m = parse("HloModule i\n"
+                      "ENTRY e { a = s4[4] parameter(0)\n b = s4[4] parameter(1)\n x = f32[4] parameter(2)\n u = u4[4] parameter(3)\n"
+                      " s = s4[4] add(a, b)\n p = s4[4] multiply(a, a)\n c = s4[4] convert(x)\n n = s4[4] negate(a)\n"
+                      " one = u4[4] constant({1, 1, 1, 1})\n us = u4[4] add(u, one)\n z = u4[4] count-leading-zeros(u)\n"
+                      " ROOT t = (s4[4], s4[4], s4[4], s4[4], u4[4], u4[4]) tuple(s, p, c, n, us, z) }\n");
+  int64_t d = 4;
+  double av[4] = {7, 3, -8, -1}, bv[4] = {1, 1, -1, -1}, xv[4] = {100, -100, 2.9, -3.9}, uv[4] = {15, 0, 1, 8};
+  RtTensor *args[4] = {arr(IR_S4, 1, &d, av), arr(IR_S4, 1, &d, bv), arr(IR_F32, 1, &d, xv), arr(IR_U4, 1, &d, uv)};
+  FxError e = {0};
+  RtTensor *r = run(m, args, 4, &e);
+  CHECK(r && r->ntuple == 6);
+  if (r && r->ntuple == 6) {
+    double s[4] = {-8, 4, 7, -2};     /* 7+1 wraps to -8; -8-1 wraps to 7 */
+    double p[4] = {1, -7, 0, 1};      /* 49 = 0x31 wraps to 1, 9 to -7, 64 to 0 */
+    double c[4] = {7, -8, 2, -3};     /* saturating float -> s4, truncating toward zero */
+    double n[4] = {-7, -3, -8, 1};    /* -(-8) wraps to -8 */
+    double us[4] = {0, 1, 2, 9};      /* 15+1 wraps to 0 */
+    double z[4] = {0, 4, 3, 0};       /* leading zeros within 4 bits */
+    CHECK(values_are(r->tuple[0], s, 4));
+    CHECK(values_are(r->tuple[1], p, 4));
+    CHECK(values_are(r->tuple[2], c, 4));
+    CHECK(values_are(r->tuple[3], n, 4));
+    CHECK(values_are(r->tuple[4], us, 4));
+    CHECK(values_are(r->tuple[5], z, 4));
+  }
+  rt_tensor_unref(r);
+  ir_module_free(m);
+}
+
 /* ---------- complex ---------- */
 
 static RtTensor *cvec(IrType t, int64_t n, const double *reim) {
@@ -468,6 +500,7 @@ int main(void) {
   RUN(variadic_reduce_window_argmax);
   RUN(f8_conversions);
   RUN(f8_arithmetic_and_convert);
+  RUN(int4_wraps_at_four_bits);
   RUN(complex_arithmetic);
   RUN(complex_functions_dot_reduce_constant);
   RUN(complex_errors_are_located);
