@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "repl.h"
 #include "session.h"
 #include "../compiler/plan.h"
 #include "../runtime/backend.h"
@@ -30,6 +31,8 @@ typedef struct {
   int nsave;
   const char *trace;
   const char *stages; /* run --stages A,B: compare */
+  ReplUniform uniform[MAX_IO]; /* --uniform PATTERN=LO:HI (inputs.c) */
+  int nuniform;
 } RunArgs;
 
 static bool usage_error(FxError *err, const char *msg, const char *arg) {
@@ -82,6 +85,10 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
       if (a->nsave == MAX_IO || !split_pair(argv[++k], &a->save_name[a->nsave], &a->save_file[a->nsave]))
         return usage_error(err, "--save needs NAME=FILE.npy", argv[k]);
       a->nsave++;
+    } else if (strcmp(o, "--uniform") == 0 && has) {
+      if (a->nuniform == MAX_IO) return usage_error(err, "too many --uniform rules", argv[k + 1]);
+      if (!repl_uniform_parse(s, argv, ++k, &a->uniform[a->nuniform], err)) return false;
+      a->nuniform++;
     } else if (strcmp(o, "--trace") == 0 && has) a->trace = argv[++k];
     else if (strcmp(o, "--stages") == 0 && has) a->stages = argv[++k];
     else return usage_error(err, "unknown or incomplete option", o);
@@ -111,8 +118,10 @@ static const RtBackend *pick_backend(const char *name, FxError *err) {
   return b;
 }
 
-/* Builds the entry's arguments: .npy files by parameter name (or number), the rest random. */
-static RtTensor **make_inputs(const IrModule *m, const RunArgs *a, FxError *err) {
+/* Builds the entry's arguments: .npy files by parameter name (or number), the rest random (floats
+ * a --uniform rule names drawn from its range). */
+static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError *err) {
+  if (!repl_uniform_check(s, a->uniform, a->nuniform, &m, 1, "", err)) return NULL;
   int n = m->entry->nparams;
   RtTensor **args = fx_calloc((size_t)(n + 1), sizeof *args);
   if (!args) {
@@ -156,6 +165,7 @@ static RtTensor **make_inputs(const IrModule *m, const RunArgs *a, FxError *err)
       for (int e = 0; e < args[k]->ntuple; e++) rt_tensor_fill_random(args[k]->tuple[e], a->seed, (uint64_t)k * 1000 + (uint64_t)e);
     } else {
       rt_tensor_fill_random(args[k], a->seed, (uint64_t)k);
+      repl_uniform_apply(args[k], repl_uniform_for(a->uniform, a->nuniform, m->entry->params[k]->name));
     }
   }
   return args;
@@ -324,7 +334,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   }
   const IrModule *m = stage_module(s, a.stage, err);
   if (!m) return false;
-  RtTensor **args = make_inputs(m, &a, err);
+  RtTensor **args = make_inputs(s, m, &a, err);
   if (!args) return false;
   RunResult res;
   bool ok = execute(s, m, &a, args, &res, err);
@@ -401,7 +411,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   if (!parse_run_args(s, argc, argv, &a, err)) return false;
   const IrModule *m = stage_module(s, a.stage, err);
   if (!m) return false;
-  RtTensor **args = make_inputs(m, &a, err);
+  RtTensor **args = make_inputs(s, m, &a, err);
   if (!args) return false;
   RunResult res;
   bool ok = execute(s, m, &a, args, &res, err);
@@ -471,6 +481,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   rest[nr++] = argv[0];
   for (int k = 3; k < argc && nr < 64; k++) rest[nr++] = argv[k];
   if (!parse_run_args(s, nr, rest, &a, err)) return false;
+  for (int q = 0; q < a.nuniform; q++) a.uniform[q].argi = 0; /* its word moved: point at the command */
   long long st[2];
   for (int q = 0; q < 2; q++)
     if (!parse_int(argv[1 + q], 0, s->nstages - 1, &st[q])) return usage_error(err, "no such stage", argv[1 + q]);
@@ -480,7 +491,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   for (int q = 0; q < 2 && ok; q++) {
     const IrModule *m = stage_module(s, (int)st[q], err);
     if (!m) return false;
-    RtTensor **args = make_inputs(m, &a, err);
+    RtTensor **args = make_inputs(s, m, &a, err);
     if (!args) ok = false;
     else ok = execute(s, m, &a, args, &res[q], err);
     free_inputs(m, args);
@@ -521,11 +532,13 @@ static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) 
 }
 
 const ReplCommand repl_cmds_run[] = {
-    {"run", "run [--backend interp|cpu|gpu|auto] [--stage S] [--input NAME=FILE.npy] [--seed N] [--repeat N] [--check] [--save NAME=FILE.npy]",
+    {"run", "run [--backend interp|cpu|gpu|auto] [--stage S] [--input NAME=FILE.npy] [--uniform PATTERN=LO:HI] [--seed N] [--repeat N] [--check] [--save NAME=FILE.npy]",
      "run a stage and show its outputs, kernels, bytes and time",
      "Runs the current stage (or --stage S) on a backend: interp (the reference interpreter), cpu (kernels\n"
      "generated as C and compiled natively), gpu, or auto (gpu when present, else cpu). Inputs are seeded\n"
-     "random data unless --input NAME=FILE.npy gives a parameter's values. Prints each output's shape,\n"
+     "random data (floats in [-1, 1), integers in [0, 16)) unless --input NAME=FILE.npy gives a\n"
+     "parameter's values; --uniform PATTERN=LO:HI draws the floats of the parameters whose name matches\n"
+     "the shell pattern from [LO, HI) instead (the first matching rule wins). Prints each output's shape,\n"
      "min, max, mean and first values, then kernels launched, bytes moved and the median time of\n"
      "--repeat runs, and the kernel plan's launches, bytes and estimated time for the device profile.\n"
      "--check compares every output with the reference interpreter (exact for integers,\n"

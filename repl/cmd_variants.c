@@ -15,7 +15,6 @@
  * several programs, and `reset` or `variants --clear` empties it. */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fnmatch.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -337,47 +336,13 @@ static bool print_plan_table(Session *s) {
 #define MAX_RULES 16
 
 typedef struct {
-  char pattern[128];
-  double lo, hi;
-  int argi;     /* the word, for errors */
-  bool matched; /* some variant has a parameter it applies to */
-} UniformRule;
-
-typedef struct {
   const char *backend;
   int repeat;
   uint64_t seed;
   bool check;
-  UniformRule rules[MAX_RULES];
+  ReplUniform rules[MAX_RULES];
   int nrules;
 } RunOpts;
-
-static bool parse_uniform(Session *s, char *arg, int argi, UniformRule *r, FxError *err) {
-  char *eq = strrchr(arg, '=');
-  const char *msg = "--uniform needs PATTERN=LO:HI, e.g. --uniform 'actions=0:1'";
-  if (!eq || eq == arg) return failw(s, err, argi, "%s", msg);
-  char *colon = strchr(eq + 1, ':');
-  if (!colon) return failw(s, err, argi, "%s", msg);
-  char *e1, *e2;
-  errno = 0;
-  *colon = 0;
-  double lo = strtod(eq + 1, &e1);
-  bool lo_ok = e1 != eq + 1 && !*e1;
-  *colon = ':';
-  double hi = strtod(colon + 1, &e2);
-  if (errno || !lo_ok || e2 == colon + 1 || *e2 || !isfinite(lo) || !isfinite(hi))
-    return failw(s, err, argi, "%s", msg);
-  if (!(lo < hi)) return failw(s, err, argi, "--uniform needs LO < HI (got %g:%g)", lo, hi);
-  size_t plen = (size_t)(eq - arg);
-  if (plen >= sizeof r->pattern) return failw(s, err, argi, "--uniform: the pattern is too long");
-  memcpy(r->pattern, arg, plen);
-  r->pattern[plen] = 0;
-  r->lo = lo;
-  r->hi = hi;
-  r->argi = argi;
-  r->matched = false;
-  return true;
-}
 
 static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxError *err) {
   memset(o, 0, sizeof *o);
@@ -410,7 +375,7 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
       if (!has) return failw(s, err, k, "--uniform needs PATTERN=LO:HI, e.g. --uniform 'actions=0:1'");
       if (o->nrules == MAX_RULES) return failw(s, err, k, "at most %d --uniform rules", MAX_RULES);
       k++;
-      if (!parse_uniform(s, argv[k], k, &o->rules[o->nrules], err)) return false;
+      if (!repl_uniform_parse(s, argv, k, &o->rules[o->nrules], err)) return false;
       o->nrules++;
     } else {
       char shown[64];
@@ -419,13 +384,6 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
     }
   }
   return true;
-}
-
-/* The rule for parameter `name` (the first that matches), or NULL. */
-static UniformRule *rule_for(RunOpts *o, const char *name) {
-  for (int r = 0; r < o->nrules; r++)
-    if (fnmatch(o->rules[r].pattern, name, 0) == 0) return &o->rules[r];
-  return NULL;
 }
 
 /* The entry's arguments: seeded random data as `run` makes it (floats in [-1, 1), integers in
@@ -451,13 +409,7 @@ static RtTensor **make_inputs(const IrModule *m, RunOpts *o, FxError *err) {
       continue;
     }
     rt_tensor_fill_random(args[k], o->seed, (uint64_t)k);
-    UniformRule *r = rule_for(o, p->name);
-    if (!r || !ir_type_is_float(args[k]->type)) continue;
-    for (int64_t q = 0; q < args[k]->count; q++) {
-      double v = rt_get_f(args[k], q); /* in [-1, 1) */
-      double u = r->lo + (v + 1) * 0.5 * (r->hi - r->lo);
-      rt_set_f(args[k], q, u < r->hi ? u : r->lo);
-    }
+    repl_uniform_apply(args[k], repl_uniform_for(o->rules, o->nrules, p->name));
   }
   return args;
 fail:
@@ -699,31 +651,26 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
   struct VariantTable *t = s->variants;
   if (!t || t->n == 0)
     return failw(s, err, 0, "no variants recorded: step a program through the pipeline and record it with `variant NAME` first");
-  /* Every --uniform rule must name a parameter of some variant (a typo would silently leave the
-   * inputs as they were). */
-  for (int k = 0; k < t->n; k++) {
-    const IrComputation *e = t->rows[k].stage->entry;
-    for (int q = 0; q < e->nparams; q++) {
-      UniformRule *r = e->params[q] ? rule_for(&o, e->params[q]->name) : NULL;
-      if (r) r->matched = true;
-    }
+  const IrModule **mods = fx_calloc((size_t)t->n, sizeof *mods);
+  if (!mods) return failw(s, err, 0, "out of memory");
+  for (int k = 0; k < t->n; k++) mods[k] = t->rows[k].stage;
+  if (!repl_uniform_check(s, o.rules, o.nrules, mods, t->n, " of any variant", err)) {
+    fx_free(mods);
+    return false;
   }
-  for (int r = 0; r < o.nrules; r++)
-    if (!o.rules[r].matched)
-      return failw(s, err, o.rules[r].argi, "--uniform '%s' names no parameter of any variant", o.rules[r].pattern);
   FxError berr;
   fx_error_clear(&berr);
   const RtBackend *b = pick_backend(o.backend, &berr);
-  if (!b) return failw(s, err, 0, "%s", berr.msg);
-  void *be = b->create(&berr);
-  if (!be) return failw(s, err, 0, "%s", berr.msg);
-  const IrModule **mods = fx_calloc((size_t)t->n, sizeof *mods);
+  void *be = b ? b->create(&berr) : NULL;
+  if (!be) {
+    fx_free(mods);
+    return failw(s, err, 0, "%s", berr.msg);
+  }
   Measured *ms = fx_calloc((size_t)t->n, sizeof *ms);
-  bool ok = mods && ms;
+  bool ok = ms != NULL;
   if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
   if (ok && !s->json) print_run_header(s, b, &o, t->n);
   if (ok) {
-    for (int k = 0; k < t->n; k++) mods[k] = t->rows[k].stage;
     /* every variant's kernels compiled at once (the CPU backend caches them by their source) */
     ok = b->prepare(be, mods, t->n, err);
   }

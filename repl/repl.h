@@ -73,6 +73,27 @@ int repl_interactive(Session *s);
 
 /* Back to a fresh session: nothing loaded, no .fx definitions, default settings, no variants. */
 void session_reset(Session *s);
+/* --uniform PATTERN=LO:HI (inputs.c), an input rule of the commands that run a stage: the floats of
+ * the parameters whose name matches the shell pattern are drawn from [LO, HI) instead of [-1, 1). */
+typedef struct {
+  char pattern[128];
+  double lo, hi;
+  int argi;     /* the rule's word, for errors */
+  bool matched; /* some module has a parameter it applies to */
+} ReplUniform;
+struct RtTensor;
+/* Parses word argi ("PATTERN=LO:HI") into r; a located error when it is malformed or LO >= HI. */
+bool repl_uniform_parse(Session *s, char **argv, int argi, ReplUniform *r, FxError *err);
+/* The first rule whose pattern matches the parameter name, or NULL. */
+ReplUniform *repl_uniform_for(ReplUniform *rules, int n, const char *name);
+/* Maps a float tensor filled by rt_tensor_fill_random ([-1, 1)) onto [r->lo, r->hi). */
+void repl_uniform_apply(struct RtTensor *t, const ReplUniform *r);
+/* Every rule must name a parameter of one of the modules' entries (a typo would silently leave
+ * the inputs as they were): a located error at the first that names none ("... names no
+ * parameter" + scope, e.g. " of any variant"). */
+bool repl_uniform_check(Session *s, ReplUniform *rules, int n, const IrModule *const *mods, int nmods, const char *scope,
+                        FxError *err);
+
 /* Frees the variants table (cmd_variants.c); NULL is fine. */
 void variants_free(struct VariantTable *t);
 

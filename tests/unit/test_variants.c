@@ -512,6 +512,28 @@ TEST(variant_rows_and_errors) {
   session_free(s);
 }
 
+/* `run --uniform`: the same input rule for one stage. small.hlo computes (x + y) * y. */
+TEST(run_uniform_inputs) {
+  Session *s = session_new(stdout, stderr);
+  CHECK(run(s, "load tests/repl/data/small.hlo; run --backend interp --uniform '*=2:3'"));
+  const char *o = strstr(outbuf, "out: f32[4]  min ");
+  double mn = 0, mx = 0;
+  CHECK(o && sscanf(o, "out: f32[4]  min %lf max %lf", &mn, &mx) == 2);
+  CHECK(mn >= 8 && mx < 18); /* x, y in [2, 3) */
+  CHECK(run(s, "run --backend interp --uniform y=0:0.5 --uniform '*=2:3'"));
+  o = strstr(outbuf, "out: f32[4]  min ");
+  CHECK(o && sscanf(o, "out: f32[4]  min %lf max %lf", &mn, &mx) == 2);
+  CHECK(mn >= 0 && mx < 1.75); /* the first matching rule wins: y in [0, 0.5) */
+  /* variants --run takes the same rules */
+  CHECK(run(s, "variant small; variants --run --backend interp --uniform y=0:0.5 --uniform '*=2:3' --check"));
+  CHECK_CONTAINS(outbuf, "agrees (worst error 0)");
+  CHECK(!run(s, "run --uniform zz=0:1"));
+  CHECK_CONTAINS(errbuf, "<test>:1:15: error: --uniform 'zz' names no parameter\n");
+  CHECK(!run(s, "run --uniform 'x=3:2'"));
+  CHECK_CONTAINS(errbuf, "<test>:1:15: error: --uniform needs LO < HI (got 3:2)\n");
+  session_free(s);
+}
+
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/fxplain-variants-XXXXXX");
   if (!mkdtemp(tmpdir)) {
@@ -525,6 +547,7 @@ int main(void) {
   if (!getenv("FXPLAIN_CACHE_DIR")) setenv("FXPLAIN_CACHE_DIR", cache, 1);
   RUN(walkthrough_variants_run_and_check);
   RUN(variant_rows_and_errors);
+  RUN(run_uniform_inputs);
   char rm[160];
   snprintf(rm, sizeof rm, "rm -rf '%s'", tmpdir);
   if (system(rm) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
