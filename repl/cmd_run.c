@@ -235,9 +235,9 @@ static void print_value(FILE *f, const char *name, const RtTensor *t) {
     return;
   }
   double mn = INFINITY, mx = -INFINITY, sum = 0;
-  bool fl = ir_type_is_float(t->type);
+  bool fl = ir_type_is_float(t->type), u64 = t->type == IR_U64; /* u64: rt_get_i gives its bits */
   for (int64_t k = 0; k < t->count; k++) {
-    double v = fl ? rt_get_f(t, k) : (double)rt_get_i(t, k);
+    double v = fl ? rt_get_f(t, k) : u64 ? (double)(uint64_t)rt_get_i(t, k) : (double)rt_get_i(t, k);
     if (v < mn) mn = v;
     if (v > mx) mx = v;
     sum += v;
@@ -245,6 +245,7 @@ static void print_value(FILE *f, const char *name, const RtTensor *t) {
   fprintf(f, "%s: %s  min %.6g  max %.6g  mean %.6g  first", name, desc, mn, mx, sum / (double)t->count);
   for (int64_t k = 0; k < t->count && k < 4; k++) {
     if (fl) fprintf(f, " %.6g", rt_get_f(t, k));
+    else if (u64) fprintf(f, " %llu", (unsigned long long)(uint64_t)rt_get_i(t, k));
     else fprintf(f, " %lld", (long long)rt_get_i(t, k));
   }
   fprintf(f, "%s\n", t->count > 4 ? " ..." : "");

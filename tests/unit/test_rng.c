@@ -13,6 +13,7 @@
 #include "../../runtime/backend.h"
 #include "../../runtime/rng_stream.h"
 #include "../../runtime/runtime.h"
+#include "../../repl/session.h"
 #include "check.h"
 
 static char dir[64];
@@ -328,6 +329,41 @@ TEST(rng_bit_generator_errors_are_located) {
   CHECK(e.line == 4 && e.col > 0);
 }
 
+/* `run` shows u64 values (rng-bit-generator's state and bits) as unsigned numbers. */
+TEST(run_prints_u64_bits_unsigned) {
+  const char *text = "HloModule u\nENTRY main {\n  s = u64[2] constant({5, 7})\n"
+                     "  ROOT r = (u64[2], u64[2]) rng-bit-generator(s), algorithm=rng_philox\n}\n";
+  Session s;
+  memset(&s, 0, sizeof s);
+  Stage st = {.module = parse(text), .pass = "input"};
+  CHECK(st.module != NULL);
+  if (!st.module) return;
+  s.stages = &st;
+  s.nstages = s.stages_cap = 1;
+  s.device = *device_default();
+  pass_settings_default(&s.settings);
+  s.err = stderr;
+  char *buf = NULL;
+  size_t len = 0;
+  s.out = open_memstream(&buf, &len);
+  FxError err = {0};
+  char *argv[] = {"run", "--backend", "interp"};
+  CHECK(repl_command_lookup("run")->run(&s, 3, argv, &err));
+  fclose(s.out);
+  uint64_t state[2] = {5, 7}, ns[2], bits[2];
+  int64_t dims[1] = {2};
+  CHECK(rt_rng_bit_generator(RT_RBG_PHILOX, state, 2, 1, dims, 8, bits, ns) == 0);
+  CHECK(bits[0] > (1ull << 63) || bits[1] > (1ull << 63)); /* the case this test is about */
+  char want[160];
+  snprintf(want, sizeof want, "out.1: u64[2]  min %.6g  max %.6g  mean %.6g  first %llu %llu\n",
+           (double)(bits[0] < bits[1] ? bits[0] : bits[1]), (double)(bits[0] < bits[1] ? bits[1] : bits[0]),
+           ((double)bits[0] + (double)bits[1]) / 2, (unsigned long long)bits[0], (unsigned long long)bits[1]);
+  CHECK_CONTAINS(buf, "out.0: u64[2]  min 5  max 8  mean 6.5  first 5 8\n");
+  CHECK_CONTAINS(buf, want);
+  free(buf);
+  ir_module_free(st.module);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxrngXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -340,6 +376,7 @@ int main(void) {
   RUN(rng_bit_generator_three_fry);
   RUN(rng_bit_generator_matches_xla_vectors);
   RUN(rng_bit_generator_errors_are_located);
+  RUN(run_prints_u64_bits_unsigned);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;
