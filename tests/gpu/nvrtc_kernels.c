@@ -5,6 +5,7 @@
  * kernels of its first and last stages are generated as CUDA C (one unit per stage) and compiled
  * for each architecture asked for. Prints one line per module and architecture: kernels
  * generated / on libraries / on the host, the most registers any kernel needs, spilled bytes.
+ * rng kernels (cuRAND's device API, compiled on their own) are compiled for every architecture too.
  * A kernel that fails to compile fails the test.
  *
  * Usage: nvrtc_kernels [--arch sm_XX]... [--max-instrs N] PATH...   (PATH: a .hlo file or a folder;
@@ -20,6 +21,7 @@
 #include "../compiler/pass.h"
 #include "../repl/repl.h"
 #include "../runtime/cuda_kernels.h"
+#include "../runtime/cuda_libs.h"
 #include "../runtime/cuda_nvrtc.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
@@ -112,6 +114,25 @@ static bool compile_stage(const char *name, const char *stage, const IrModule *m
       if (r > worst_regs) worst_regs = r;
       spill += s;
       spilling += s > 0;
+    }
+    /* rng kernels: cuRAND's device API, compiled on their own (the cache keeps one per kind). */
+    for (int q = 0; q < u.n; q++) {
+      if (u.k[q].how != CUDA_K_RNG) continue;
+      const char *dist = ir_attr_text(u.k[q].instr, "distribution");
+      const char *src = cuda_rng_source(u.k[q].instr->shape.type, dist ? dist : "rng_uniform");
+      CudaCompileOptions opt = {.arch = archs[a]};
+      CudaCubin c;
+      fx_error_clear(&err);
+      if (!src || !cuda_nvrtc_compile(src, "rng.cu", "fx_rng", &opt, &c, &err)) {
+        fprintf(stderr, "FAIL %s (%s, %s): rng kernel %s: %s\n", name, stage, archs[a], u.k[q].instr->name,
+                src ? err.msg : "no source");
+        failures++;
+        ok = false;
+        continue;
+      }
+      missing += !c.res.found;
+      if (c.res.registers > worst_regs) worst_regs = c.res.registers;
+      cuda_cubin_free(&c);
     }
     if (missing) {
       fprintf(stderr, "FAIL %s (%s, %s): ptxas reported nothing for %d kernel parts\n", name, stage, archs[a], missing);
