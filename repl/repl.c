@@ -6,7 +6,8 @@
  * cleans up. While a command runs, Readline is out of the way (the terminal is in its normal
  * mode) and a Ctrl-C sets the same flag, which long-running commands poll.
  *
- * Completion: the first word completes to command names; after `help` to command names, after
+ * Completion: the first word completes to command names; after `help` to command names; a word
+ * starting with '-' to the options the command's usage and help name (`variants --r` -> --run); after
  * `show`/`set` to their views and settings, after commands that take a FILE to paths, and
  * elsewhere to the names of the current module's instructions.
  *
@@ -143,6 +144,24 @@ static char **complete(const char *text, int start, int end) {
   } else if (c && strcmp(c->name, "set") == 0 && nwords == 1) {
     CmdVisit v = {text, "set-"};
     repl_command_foreach(visit_cmd, &v);
+  } else if (c && text[0] == '-') {
+    /* Options: every --word the command's usage line and help text name. */
+    const char *docs[2] = {c->usage, c->help};
+    for (int d = 0; d < 2; d++)
+      for (const char *p = docs[d]; p && (p = strstr(p, "--")) != NULL;) {
+        const char *q = p + 2;
+        while ((*q >= 'a' && *q <= 'z') || *q == '-' || *q == '_') q++;
+        if (q - p > 2 && q - p < 48) {
+          char opt[48];
+          snprintf(opt, sizeof opt, "%.*s", (int)(q - p), p);
+          cands_add(&cands, opt, text);
+        }
+        p = q;
+      }
+    if (cands.n == 0 && takes_file(c)) {
+      rl_attempted_completion_over = 0;
+      return NULL;
+    }
   } else if (c && takes_file(c)) {
     rl_attempted_completion_over = 0; /* Readline's own file-name completion */
     return NULL;

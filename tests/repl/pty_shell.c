@@ -1,7 +1,8 @@
 /* pty_shell.c — drives the real interactive shell in a pseudo-terminal and checks what a user at
  * a terminal sees: the prompt, tab completion (commands, `show` views, file paths, instruction
  * names), history (recalled with the up arrow, kept in the history file across runs), Ctrl-C at
- * the prompt, in a block and during a command (a `pause`, and a long `run`), and Ctrl-D.
+ * the prompt, in a block and during a command (a `pause`, a long `run` and `variants --run`), and
+ * Ctrl-D; options complete from a command's usage.
  *
  * usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX]]
  * (exit 77 when no pseudo-terminal can be opened) */
@@ -169,6 +170,13 @@ int main(int argc, char **argv) {
   expect("pipeline", "show settings ran");
   expect("fx> ", "prompt after show settings");
 
+  /* Options complete from the command's usage and help. */
+  type("variants --cl\t");
+  expect("--clear ", "option completion");
+  type("\r");
+  expect("variants: 0 rows cleared\r\n", "variants --clear ran");
+  expect("fx> ", "prompt after variants --clear");
+
   /* File names complete after `load`. */
   char keys[8192];
   snprintf(keys, sizeof keys, "load %s/completion_tar\t", dir);
@@ -201,6 +209,18 @@ int main(int argc, char **argv) {
     type("\x03");
     expect("interrupted", "run stopped by Ctrl-C");
     expect("fx> ", "prompt after the interrupted run");
+    /* and `variants --run` the same way, keeping the table */
+    type("variant cartpole\r");
+    expect("fx> ", "prompt after variant");
+    type("variants --run --backend interp\r");
+    expect("running 1 variant on interp", "variants --run started");
+    usleep(1000 * 1000);
+    type("\x03");
+    expect("interrupted", "variants --run stopped by Ctrl-C");
+    expect("fx> ", "prompt after the interrupted variants --run");
+    type("variants\r");
+    expect("cartpole ", "the table kept after Ctrl-C");
+    expect("fx> ", "prompt after variants");
   }
 
   /* History: the up arrow recalls the last line. */
