@@ -737,6 +737,37 @@ static bool op_conditional(RtExec *x, const IrInstr *i, RtTensor **ops, int nops
   return rt_exec_computation(x, branches[b], &ops[1 + b], 1, out, err);
 }
 
+/* ---------- asynchronous starts ---------- */
+
+/* A value for shape s on one device: the operands' tuple, an operand of that shape, the started
+ * computation's result, or zeros (the context words). */
+static RtTensor *start_element(const IrShape *s, RtTensor **ops, int n, RtTensor *result, bool first, FxError *err) {
+  if (s->type == IR_TUPLE && s->ntuple == n) {
+    bool all = true;
+    for (int k = 0; k < n; k++) all = all && rt_tensor_matches(ops[k], &s->tuple[k]);
+    if (all) return rt_tensor_tuple(ops, n, err);
+  }
+  if (result && !first && rt_tensor_matches(result, s)) return rt_tensor_ref(result);
+  for (int k = 0; k < n; k++)
+    if (rt_tensor_matches(ops[k], s)) return first ? rt_tensor_clone(ops[k], err) : rt_tensor_ref(ops[k]);
+  return rt_tensor_for_shape(s, err);
+}
+
+/* copy-start, all-gather-start, collective-permute-start and async-start on one device: the
+ * tuple the instruction declares, filled from its operands (a copy for the destination), the
+ * started computation's result (async-start) and zero context words. */
+static bool start_tuple(const IrInstr *i, RtTensor **ops, int n, RtTensor *result, RtTensor **out, FxError *err) {
+  const IrShape *s = &i->shape;
+  if (s->type != IR_TUPLE || s->ntuple < 2 || s->ntuple > 16) return instr_error(i, err, "expects a tuple result of 2 to 16 elements");
+  RtTensor *el[16] = {0};
+  bool ok = true;
+  for (int k = 0; ok && k < s->ntuple; k++) ok = (el[k] = start_element(&s->tuple[k], ops, n, result, k == 0 && !result, err)) != NULL;
+  if (ok && result && !rt_tensor_matches(el[1], &s->tuple[1])) ok = instr_error(i, err, "the started computation's result does not match element 1");
+  if (ok) *out = rt_tensor_tuple(el, s->ntuple, err);
+  for (int k = 0; k < s->ntuple; k++) rt_tensor_unref(el[k]);
+  return ok && *out;
+}
+
 /* ---------- one instruction ---------- */
 
 bool rt_instr_is_free(const IrInstr *i) {
@@ -810,6 +841,50 @@ bool rt_exec_instr(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
   case IR_OP_REDUCE: return rt_op_reduce(x, i, ops, out, err);
   case IR_OP_REDUCE_WINDOW: return rt_op_reduce_window(x, i, ops, out, err);
   case IR_OP_SELECT_AND_SCATTER: return rt_op_select_and_scatter(x, i, ops, out, err);
+  case IR_OP_FFT: return rt_op_fft(x, i, ops, out, err);
+  case IR_OP_TRIANGULAR_SOLVE: return rt_op_triangular_solve(x, i, ops, out, err);
+  case IR_OP_CHOLESKY: return rt_op_cholesky(x, i, ops, out, err);
+  case IR_OP_BATCH_NORM_INFERENCE: return rt_op_batch_norm_inference(x, i, ops, out, err);
+  case IR_OP_BATCH_NORM_TRAINING: return rt_op_batch_norm_training(x, i, ops, out, err);
+  case IR_OP_BATCH_NORM_GRAD: return rt_op_batch_norm_grad(x, i, ops, out, err);
+  case IR_OP_SET_DIMENSION_SIZE: /* the static view: the padded array itself */
+    *out = rt_tensor_ref(ops[0]);
+    return true;
+  case IR_OP_COPY_START: case IR_OP_ALL_GATHER_START: case IR_OP_COLLECTIVE_PERMUTE_START:
+    /* one device: (destination, source[, contexts]) where the destination holds the operand */
+    return start_tuple(i, ops, n, NULL, out, err);
+  case IR_OP_ASYNC_START: {
+    RtTensor *res = NULL;
+    if (!call_comp(x, i, "calls", ops, n, &res, err)) return false;
+    bool ok = start_tuple(i, ops, n, res, out, err);
+    rt_tensor_unref(res);
+    return ok;
+  }
+  case IR_OP_ASYNC_UPDATE: case IR_OP_ALL_REDUCE_DONE:
+    *out = rt_tensor_ref(ops[0]);
+    return true;
+  case IR_OP_ASYNC_DONE: case IR_OP_ALL_GATHER_DONE: case IR_OP_COLLECTIVE_PERMUTE_DONE:
+    /* the started operation's result: element 1 of its tuple */
+    if (ops[0]->type != IR_TUPLE || ops[0]->ntuple < 2 || !rt_tensor_matches(ops[0]->tuple[1], &i->shape))
+      return instr_error(i, err, "expects the (operands, result, ...) tuple of its start");
+    *out = rt_tensor_ref(ops[0]->tuple[1]);
+    return true;
+  case IR_OP_ALL_REDUCE_START:
+    if (n == 1 && rt_tensor_matches(ops[0], &i->shape)) {
+      *out = rt_tensor_ref(ops[0]);
+      return true;
+    }
+    if (n > 1 && i->shape.type == IR_TUPLE) {
+      *out = rt_tensor_tuple(ops, n, err);
+      return *out != NULL;
+    }
+    return instr_error(i, err, "all-reduce-start changes the shape, which needs more than one device");
+  case IR_OP_INFEED: case IR_OP_OUTFEED: case IR_OP_SEND: case IR_OP_SEND_DONE: case IR_OP_RECV: case IR_OP_RECV_DONE: {
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s exchanges data with the host or another device, which a run of one module does not have",
+             ir_op_name(i->op));
+    return instr_error(i, err, msg);
+  }
   case IR_OP_DOT: return rt_op_dot(x, i, ops, out, err);
   case IR_OP_CONVOLUTION: return rt_op_convolution(x, i, ops, out, err);
   case IR_OP_RNG: return rt_op_rng(x, i, ops, out, err);

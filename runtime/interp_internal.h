@@ -45,6 +45,13 @@ bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
 bool rt_op_reduce(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_select_and_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+/* interp_linalg.c */
+bool rt_op_fft(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_triangular_solve(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_cholesky(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_batch_norm_inference(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_batch_norm_training(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+bool rt_op_batch_norm_grad(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);

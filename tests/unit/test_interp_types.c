@@ -1,6 +1,7 @@
 /* test_interp_types.c — the reference interpreter beyond the common cases, on HLO text with values
  * worked out by hand: the shared window and dim_labels accessors, convolution with batch groups,
- * select-and-scatter, variadic reduce-window, the f8 types and complex numbers. */
+ * select-and-scatter, variadic reduce-window, the f8 types, s4/u4, complex numbers, cholesky,
+ * batch-norm, and the asynchronous start/done pairs on one device. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -432,6 +433,76 @@ TEST(complex_compare_and_npy) {
   rt_tensor_unref(b);
 }
 
+/* ---------- asynchronous pairs, one-device collectives, dynamic sizes, host I/O ---------- */
+
+TEST(async_copy_and_collective_pairs) {
+  IrModule *m = parse("HloModule a\n"
+                      "neg { p = f32[4] parameter(0)\n ROOT n = f32[4] negate(p) }\n"
+                      "add { a = f32[] parameter(0)\n b = f32[] parameter(1)\n ROOT s = f32[] add(a, b) }\n"
+                      "ENTRY e { x = f32[4] parameter(0)\n"
+                      " s = ((f32[4]), f32[4], s32[]) async-start(x), calls=neg\n"
+                      " u = ((f32[4]), f32[4], s32[]) async-update(s)\n d = f32[4] async-done(u)\n"
+                      " cs = (f32[4], f32[4], u32[]) copy-start(d)\n cd = f32[4] copy-done(cs)\n"
+                      " ags = (f32[4], f32[4]) all-gather-start(cd), dimensions={0}\n agd = f32[4] all-gather-done(ags)\n"
+                      " ars = f32[4] all-reduce-start(agd), to_apply=add\n ard = f32[4] all-reduce-done(ars)\n"
+                      " cps = (f32[4], f32[4], u32[], u32[]) collective-permute-start(ard), source_target_pairs={{0,0}}\n"
+                      " cpd = f32[4] collective-permute-done(cps)\n"
+                      " two = s32[] constant(2)\n sd = f32[<=4] set-dimension-size(cpd, two), dimensions={0}\n"
+                      " ROOT r = (f32[4], f32[<=4]) tuple(cpd, sd) }\n");
+  int64_t d = 4;
+  double xv[4] = {1, -2, 3.5, 0};
+  RtTensor *args[1] = {arr(IR_F32, 1, &d, xv)};
+  FxError e = {0};
+  RtTensor *r = run(m, args, 1, &e);
+  double want[4] = {-1, 2, -3.5, -0.0};
+  CHECK(r && r->ntuple == 2 && values_are(r->tuple[0], want, 4) && values_are(r->tuple[1], want, 4));
+  rt_tensor_unref(r);
+  ir_module_free(m);
+  /* infeed needs a host: a located error, not a value */
+  m = parse("HloModule f\nENTRY e { t = token[] after-all()\n ROOT i = (f32[2], token[]) infeed(t) }\n");
+  r = run(m, NULL, 0, &e);
+  CHECK(r == NULL);
+  CHECK_CONTAINS(e.msg, "i: infeed exchanges data with the host or another device");
+  CHECK(e.line == 3);
+  ir_module_free(m);
+}
+
+/* ---------- cholesky and batch-norm by hand ---------- */
+
+TEST(cholesky_and_batch_norm_by_hand) {
+  /* [[4, 2], [2, 10]] = l l^T with l = [[2, 0], [1, 3]]; the upper factor is l^T; the other
+     triangle of the input is ignored (here it holds garbage) */
+  IrModule *m = parse("HloModule c\nENTRY e { a = f32[2,2] parameter(0)\n b = f32[2,2] parameter(1)\n"
+                      " l = f32[2,2] cholesky(a), lower=true\n u = f32[2,2] cholesky(b), lower=false\n"
+                      " ROOT t = (f32[2,2], f32[2,2]) tuple(l, u) }\n");
+  int64_t d2[2] = {2, 2};
+  double av[4] = {4, 99, 2, 10}, bv[4] = {4, 2, -99, 10};
+  RtTensor *args[2] = {arr(IR_F32, 2, d2, av), arr(IR_F32, 2, d2, bv)};
+  FxError e = {0};
+  RtTensor *r = run(m, args, 2, &e);
+  double wl[4] = {2, 0, 1, 3}, wu[4] = {2, 1, 0, 3};
+  CHECK(r && r->ntuple == 2 && values_are(r->tuple[0], wl, 4) && values_are(r->tuple[1], wu, 4));
+  rt_tensor_unref(r);
+  ir_module_free(m);
+  /* batch-norm-training over f32[2,2] with features in dimension 1: feature 0 holds {1, 3} (mean 2,
+     variance 1), feature 1 holds {2, 2} (mean 2, variance 0); epsilon 0 */
+  m = parse("HloModule b\nENTRY e { x = f32[2,2] parameter(0)\n s = f32[2] constant({2, 1})\n o = f32[2] constant({10, 5})\n"
+            " ROOT t = (f32[2,2], f32[2], f32[2]) batch-norm-training(x, s, o), epsilon=0, feature_index=1 }\n");
+  double xv[4] = {1, 2, 3, 2};
+  RtTensor *bargs[1] = {arr(IR_F32, 2, d2, xv)};
+  r = run(m, bargs, 1, &e);
+  /* (x - mean) / sqrt(var) * scale + offset: feature 0 -> 10 -+ 2; feature 1 -> 0/0 = NaN */
+  CHECK(r && r->ntuple == 3);
+  if (r && r->ntuple == 3) {
+    CHECK(rt_get_f(r->tuple[0], 0) == 8 && rt_get_f(r->tuple[0], 2) == 12);
+    CHECK(isnan(rt_get_f(r->tuple[0], 1)));
+    double mean[2] = {2, 2}, var[2] = {1, 0};
+    CHECK(values_are(r->tuple[1], mean, 2) && values_are(r->tuple[2], var, 2));
+  }
+  rt_tensor_unref(r);
+  ir_module_free(m);
+}
+
 /* ---------- the CPU backend falls back to the interpreter for what it does not generate ---------- */
 
 TEST(cpu_backend_runs_new_types_through_the_interpreter) {
@@ -505,6 +576,8 @@ int main(void) {
   RUN(complex_functions_dot_reduce_constant);
   RUN(complex_errors_are_located);
   RUN(complex_compare_and_npy);
+  RUN(async_copy_and_collective_pairs);
+  RUN(cholesky_and_batch_norm_by_hand);
   RUN(cpu_backend_runs_new_types_through_the_interpreter);
   return check_summary();
 }
