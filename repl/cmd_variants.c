@@ -552,11 +552,11 @@ static void print_run_header(Session *s, const RtBackend *b, const RunOpts *o, i
   else fprintf(f, "median of %d runs each", o->repeat);
   fprintf(f, ", seed %llu\n", (unsigned long long)o->seed);
   if (o->nrules) {
-    fprintf(f, "inputs: floats of");
+    fprintf(f, "inputs: the floats of parameters matching");
     for (int r = 0; r < o->nrules; r++)
-      fprintf(f, "%s %s in [%g, %g)", r ? (r + 1 == o->nrules ? " and" : ",") : "", o->rules[r].pattern, o->rules[r].lo,
+      fprintf(f, "%s '%s' from [%g, %g)", r ? (r + 1 == o->nrules ? " and" : ",") : "", o->rules[r].pattern, o->rules[r].lo,
               o->rules[r].hi);
-    fprintf(f, "; the rest as `run` makes them\n");
+    fprintf(f, ", the rest as `run` makes them\n");
   }
   fprintf(f, "%-22s %12s %12s %10s %10s %9s %8s%s\n", "variant", "launches", "bytes moved", "time", "us/step", "speedup",
           "paper", o->check ? "  check" : "");

@@ -395,7 +395,7 @@ TEST(walkthrough_variants_run_and_check) {
   snprintf(cmd, sizeof cmd, "%s --backend cpu --check --repeat 1", run_line);
   CHECK(run(s, cmd));
   CHECK_CONTAINS(outbuf, "running 5 variants on cpu, one run each, seed 0\n");
-  CHECK_CONTAINS(outbuf, "inputs: floats of actions in [0, 1) and * in [-0.05, 0.05); the rest as `run` makes them\n");
+  CHECK_CONTAINS(outbuf, "inputs: the floats of parameters matching 'actions' from [0, 1) and '*' from [-0.05, 0.05), the rest as `run` makes them\n");
   CHECK_CONTAINS(outbuf, "variant                    launches  bytes moved       time    us/step   speedup    paper  check\n");
   for (int k = 0; k < 5; k++) {
     const char *r = row_of(outbuf, labels[k]);
