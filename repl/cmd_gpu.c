@@ -198,6 +198,18 @@ static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) 
       json_object_begin(&w);
       json_kv_int(&w, "stage", s->cur);
       json_kv_str(&w, "source", u.source.s);
+      json_key(&w, "rng_kernels"); /* each rng's cuRAND kernel, its own unit */
+      json_array_begin(&w);
+      for (int q = 0; q < u.n; q++) {
+        if (u.k[q].how != CUDA_K_RNG) continue;
+        const char *dist = ir_attr_text(u.k[q].instr, "distribution");
+        const char *src = cuda_rng_source(u.k[q].instr->shape.type, dist ? dist : "rng_uniform");
+        json_object_begin(&w);
+        json_kv_str(&w, "kernel", u.k[q].instr->name);
+        json_kv_str(&w, "source", src ? src : "");
+        json_object_end(&w);
+      }
+      json_array_end(&w);
       json_object_end(&w);
     } else {
       fputs(u.source.s, s->out);

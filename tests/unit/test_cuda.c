@@ -1020,6 +1020,15 @@ TEST(kernel_views) {
   fflush(s.out);
   CHECK_CONTAINS(buf, "// kernel t\n");
   CHECK_CONTAINS(buf, "// kernel r: rng -> cuRAND");
+  fclose(s.out);
+  free(buf);
+  buf = NULL;
+  s.out = open_memstream(&buf, &len);
+  s.json = true;
+  CHECK(repl_command_lookup("kernels-source")->run(&s, 1, all, &err));
+  s.json = false;
+  fflush(s.out);
+  CHECK_CONTAINS(buf, "\"rng_kernels\":[{\"kernel\":\"r\",\"source\":\"// rng (f32, uniform): cuRAND's Philox4_32_10");
   char *src2[] = {"kernels-source", "nope"};
   CHECK(!repl_command_lookup("kernels-source")->run(&s, 2, src2, &err));
   CHECK_STR(err.msg, "'nope' is not a kernel of stage 0");
