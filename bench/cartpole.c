@@ -11,7 +11,10 @@
  * The hand-written C must compute the four-array stage's numbers (same inputs, same f32
  * operations): when it does not, or a variant fails to run, the bench says so and exits 1.
  *
- *   bench_cartpole [--steps N] [--repeat R] [--quick]      (run from the repository root) */
+ * The best four-array variant is then timed against the hand-written C in back-to-back pairs
+ * (--pairs, default 5), whose median ratio a shared machine's load moves much less.
+ *
+ *   bench_cartpole [--steps N] [--repeat R] [--pairs P] [--quick]   (run from the repository root) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +114,23 @@ static int cmpd(const void *a, const void *b) {
 
 static IrModule *classic(const IrModule *m0, const PassSettings *set) { return pipeline_last("classic", m0, set); }
 
+/* The inputs every variant and the hand-written C get: seeded, the state in [-0.05, 0.05), the
+ * action pool in [0, 1) as uniform draws. */
+static void fill_args(const IrModule *m, RtTensor **args) {
+  FxError e = {0};
+  for (int k = 0; k < m->entry->nparams && k < 16; k++) {
+    args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &e);
+    rt_tensor_fill_random(args[k], 1, (uint64_t)k);
+    if (args[k]->type == IR_F32)
+      for (int64_t q = 0; q < args[k]->count; q++) {
+        double v = rt_get_f(args[k], q);
+        const char *pn = m->entry->params[k]->name;
+        if (strstr(pn, "actions")) rt_set_f(args[k], q, (v + 1) / 2);
+        else rt_set_f(args[k], q, v * 0.05);
+      }
+  }
+}
+
 static bool run_variant(const IrModule *m, int repeat, Row *row, RtTensor **out_keep) {
   FxError e = {0};
   void *be = rt_backend_cpu.create(&e);
@@ -121,18 +141,7 @@ static bool run_variant(const IrModule *m, int repeat, Row *row, RtTensor **out_
   }
   int np = m->entry->nparams;
   RtTensor *args[16];
-  for (int k = 0; k < np; k++) {
-    args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &e);
-    rt_tensor_fill_random(args[k], 1, (uint64_t)k);
-    /* the state starts in [-0.05, 0.05), the random pools in [0, 1) as uniform draws */
-    if (args[k]->type == IR_F32)
-      for (int64_t q = 0; q < args[k]->count; q++) {
-        double v = rt_get_f(args[k], q);
-        const char *pn = m->entry->params[k]->name;
-        if (strstr(pn, "actions")) rt_set_f(args[k], q, (v + 1) / 2);
-        else rt_set_f(args[k], q, v * 0.05);
-      }
-  }
+  fill_args(m, args);
   double t[16];
   bool ok = true;
   RtOptions o = {.seed = 1};
@@ -164,15 +173,74 @@ static bool run_variant(const IrModule *m, int repeat, Row *row, RtTensor **out_
   return ok;
 }
 
+/* Back-to-back pairs on a shared machine: one run of fused module m, then one run of the
+ * hand-written C on the same inputs, `pairs` times; the median of the per-pair ratios (fused /
+ * hand) moves much less with the machine's load than the ratio of two medians taken apart. */
+static bool paired_ratio(const IrModule *m, int n, int steps, int pool, int pairs, double *med, double *lo,
+                         double *hi) {
+  static const char *const names[9] = {"x0",     "x_dot0",      "theta0",      "theta_dot0",     "actions",
+                                       "fresh_x", "fresh_x_dot", "fresh_theta", "fresh_theta_dot"};
+  int idx[9];
+  for (int q = 0; q < 9; q++)
+    if ((idx[q] = param_named(m, names[q])) < 0) return false;
+  FxError e = {0};
+  void *be = rt_backend_cpu.create(&e);
+  if (!be || !rt_backend_cpu.prepare(be, &m, 1, &e)) {
+    if (be) rt_backend_cpu.destroy(be);
+    return false;
+  }
+  int np = m->entry->nparams;
+  RtTensor *args[16];
+  fill_args(m, args);
+  const float *fresh[4];
+  for (int q = 0; q < 4; q++) fresh[q] = args[idx[5 + q]]->data;
+  float *st[4];
+  for (int q = 0; q < 4; q++) st[q] = malloc(sizeof(float) * (size_t)n);
+  double ratio[64];
+  bool ok = true;
+  RtOptions o = {.seed = 1};
+  for (int r = 0; r < pairs && ok; r++) {
+    RtTensor *res = NULL;
+    RtRunStats rs = {0};
+    double t0 = now_s();
+    ok = rt_backend_cpu.run(be, m, args, np, &o, &res, &rs, &e);
+    double tf = now_s() - t0;
+    if (ok && getenv("FX_BENCH_PROFILE")) {
+      double kern = 0;
+      for (int q = 0; q < rs.nkernels; q++) kern += rs.kernels[q].total_ns;
+      fprintf(stderr, "  pair %d: run %.3f s, in kernels %.3f s, outside kernels %.2f us per step\n", r, tf, kern / 1e9,
+              (tf - kern / 1e9) / steps * 1e6);
+    }
+    rt_tensor_unref(res);
+    rt_run_stats_free(&rs);
+    for (int q = 0; q < 4; q++) memcpy(st[q], args[idx[q]]->data, sizeof(float) * (size_t)n);
+    double th = cartpole_hand(n, steps, pool, args[idx[4]]->data, fresh, st[0], st[1], st[2], st[3]);
+    ratio[r] = tf / th;
+  }
+  if (ok) {
+    qsort(ratio, (size_t)pairs, sizeof ratio[0], cmpd);
+    *med = ratio[pairs / 2];
+    *lo = ratio[0];
+    *hi = ratio[pairs - 1];
+  }
+  for (int q = 0; q < 4; q++) free(st[q]);
+  for (int k = 0; k < np; k++) rt_tensor_unref(args[k]);
+  rt_backend_cpu.destroy(be);
+  return ok;
+}
+
 int main(int argc, char **argv) {
-  int steps = 10000, repeat = 3, n = 2048, pool = 100;
+  int steps = 10000, repeat = 3, n = 2048, pool = 100, pairs = 5;
   for (int k = 1; k < argc; k++) {
     if (strcmp(argv[k], "--steps") == 0 && k + 1 < argc) steps = atoi(argv[++k]);
     else if (strcmp(argv[k], "--repeat") == 0 && k + 1 < argc) repeat = atoi(argv[++k]);
     else if (strcmp(argv[k], "--quick") == 0) steps = 1000, repeat = 1;
+    else if (strcmp(argv[k], "--pairs") == 0 && k + 1 < argc) pairs = atoi(argv[++k]);
   }
   if (repeat < 1) repeat = 1;
   if (repeat > 16) repeat = 16;
+  if (pairs < 0) pairs = 0;
+  if (pairs > 64) pairs = 64;
   Row rows[16]; /* 0 unfused, 1 baseline, 2 pre-rng, 3 concat, 4 four arrays, 5 one kernel, 6 unrolled, 7 C, 8 JAX */
   int nrows = 0;
   memset(rows, 0, sizeof rows);
@@ -274,18 +342,9 @@ int main(int argc, char **argv) {
               n, pool, n);
       return 1;
     }
-    FxError e = {0};
     int np = sep->entry->nparams;
     RtTensor *args[16];
-    for (int k = 0; k < np; k++) {
-      args[k] = rt_tensor_for_shape(&sep->entry->params[k]->shape, &e);
-      rt_tensor_fill_random(args[k], 1, (uint64_t)k);
-      for (int64_t q = 0; q < args[k]->count; q++) {
-        double v = rt_get_f(args[k], q);
-        if (strstr(sep->entry->params[k]->name, "actions")) rt_set_f(args[k], q, (v + 1) / 2);
-        else rt_set_f(args[k], q, v * 0.05);
-      }
-    }
+    fill_args(sep, args);
     const float *fresh[4];
     for (int q = 0; q < 4; q++) fresh[q] = args[idx[5 + q]]->data;
     double t[16];
@@ -375,6 +434,18 @@ int main(int argc, char **argv) {
       bestname = rows[k].name;
     }
   if (best > 0 && hand > 0) printf("\nbest fused variant (%s) / hand-written C: %.2fx\n", bestname, best / hand);
+  /* the same comparison in back-to-back pairs, for the fastest variant of the four-array script
+     (the program the hand-written C is) */
+  if (pairs > 0 && status == 0) {
+    const IrModule *cand[3] = {sep, merged, unr};
+    int bk = -1;
+    for (int k = 0; k < 3; k++)
+      if (cand[k] && rows[4 + k].ok && (bk < 0 || rows[4 + k].secs < rows[4 + bk].secs)) bk = k;
+    double med = 0, lo = 0, hi = 0;
+    if (bk >= 0 && paired_ratio(cand[bk], n, steps, pool, pairs, &med, &lo, &hi))
+      printf("%s / hand-written C in %d back-to-back pairs: median %.2fx (%.2fx to %.2fx)\n", rows[4 + bk].name, pairs,
+             med, lo, hi);
+  }
   rt_tensor_unref(sep_out);
   ir_module_free(base0);
   ir_module_free(pre0);
