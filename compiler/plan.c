@@ -626,7 +626,7 @@ typedef struct {
 } Slot;
 
 /* Buffers of one computation and their slots. */
-static bool assign_buffers(KernelPlan *p, const IrComputation *c, int *bcap, int *scap) {
+static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body, int *bcap, int *scap) {
   PosMap pm;
   if (!posmap_init(&pm, c)) {
     posmap_free(&pm);
@@ -650,7 +650,7 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, int *bcap, int
       bf->comp = c;
       bf->bytes = ir_shape_bytes(i->shape.type == IR_TUPLE ? &i->shape.tuple[o] : &i->shape);
       bf->def = bf->last_use = j;
-      bf->reuses = -1;
+      bf->reuses = bf->slot2 = -1;
       int budget = 100000; /* forwarding ops visited per buffer */
       extend_live(bf, i, bf->output, &pm, 0, &budget);
       p->buffer_bytes += bf->bytes;
@@ -659,7 +659,7 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, int *bcap, int
   posmap_free(&pm);
   /* Slots, in definition order: a buffer takes the smallest free slot that is large enough. */
   int nb = p->nbuffers - first;
-  Slot *slots = fx_calloc((size_t)(nb ? nb : 1), sizeof *slots);
+  Slot *slots = fx_calloc((size_t)(nb ? 2 * nb : 1), sizeof *slots);
   if (!slots) return false;
   int ns = 0;
   for (int q = first; q < p->nbuffers; q++) {
@@ -682,6 +682,13 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, int *bcap, int
     }
     slots[best].occupant = slots[best].last = q;
     bf->slot = p->nslots + best;
+    if (bf->live_out && loop_body) { /* a loop's result (the next state, the go-on flag): a second slot */
+      p->buffer_bytes += bf->bytes; /* without reuse too, the state read and the state written coexist */
+      int second = ns++;
+      slots[second].bytes = bf->bytes;
+      slots[second].occupant = slots[second].last = q;
+      bf->slot2 = p->nslots + second;
+    }
   }
   if (ns && arena_grow(&p->arena, (void **)&p->slot_bytes, scap, p->nslots + ns, sizeof(int64_t))) {
     fx_free(slots);
@@ -710,7 +717,11 @@ static bool assign_all_buffers(KernelPlan *p) {
     for (int q = 0; q < ndone && !seen; q++) seen = done[q] == c;
     if (seen) continue;
     done[ndone++] = c;
-    ok = assign_buffers(p, c, &bcap, &scap);
+    bool loop_body = false;
+    for (int w = 0; w < p->nkernels && !loop_body; w++)
+      loop_body = p->kernels[w].kind == KERNEL_CONTROL && p->kernels[w].instr->op == IR_OP_WHILE &&
+                  (ir_attr_comp(p->kernels[w].instr, "body") == c || ir_attr_comp(p->kernels[w].instr, "condition") == c);
+    ok = assign_buffers(p, c, loop_body, &bcap, &scap);
   }
   fx_free(done);
   return ok;

@@ -55,6 +55,9 @@ typedef struct {
   int def, last_use;         /* positions in comp's instruction order */
   bool live_out;
   int slot;                  /* the memory it is assigned (index into KernelPlan.slot_bytes) */
+  int slot2;                 /* a result of a loop's body (the next iteration's state) or condition:
+                                the second slot it alternates with across iterations, so an iteration
+                                never writes what it reads; -1 otherwise */
   int reuses;                /* the buffer whose dead memory it takes over; -1 for fresh memory */
 } PlanBuffer;
 
@@ -64,12 +67,14 @@ typedef struct {
   int nkernels;
   /* Buffer assignment (XLA's buffer assignment, simplified): per computation, in instruction
    * order, a buffer takes the smallest free slot of the same or a larger size whose previous
-   * occupant's last reader has run; otherwise a new slot. Live-out buffers take fresh memory. */
+   * occupant's last reader has run; otherwise a new slot. Live-out buffers take fresh memory; in
+   * a loop's body or condition, two slots that alternate across iterations. */
   PlanBuffer *buffers;
   int nbuffers;
   int64_t *slot_bytes;               /* size of each slot (its first occupant's size) */
   int nslots;
-  int64_t buffer_bytes;              /* memory without reuse: every buffer its own */
+  int64_t buffer_bytes;              /* memory without reuse: every buffer its own (a loop's results
+                                        twice: the state read and the state written) */
   int64_t slot_total;                /* memory with reuse: the slots */
   int64_t launches;                  /* total kernel launches per execution */
   int64_t bytes_read, bytes_written; /* total per execution */

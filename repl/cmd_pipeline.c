@@ -836,7 +836,9 @@ static void print_buffers(Session *s, const KernelPlan *p) {
     buffer_name(bf, nm, sizeof nm);
     fmt_bytes((double)bf->bytes, b1, sizeof b1);
     fprintf(s->out, "%-28s %10s  %-22s %-22s %5d  ", nm, b1, bf->comp->name, buffer_end(bf), bf->slot);
-    if (bf->live_out) {
+    if (bf->live_out && bf->slot2 >= 0) {
+      fprintf(s->out, "a loop's result: alternates with slot %d\n", bf->slot2);
+    } else if (bf->live_out) {
       fputs("fresh (handed to the caller)\n", s->out);
     } else if (bf->reuses >= 0) {
       buffer_name(&p->buffers[bf->reuses], prev, sizeof prev);
@@ -891,6 +893,8 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
                                           : bf->comp->instrs[bf->last_use]->name);
       json_kv_bool(&w, "live_out", bf->live_out);
       json_kv_int(&w, "slot", bf->slot);
+      if (bf->slot2 >= 0) json_kv_int(&w, "alternates_with_slot", bf->slot2);
+      else json_kv_null(&w, "alternates_with_slot");
       if (bf->reuses >= 0) {
         buffer_name(&p->buffers[bf->reuses], buf, sizeof buf);
         json_kv_str(&w, "reuses", buf);

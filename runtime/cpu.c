@@ -51,7 +51,8 @@ typedef struct {
   int stat;             /* index into the run's stats, -1 before the first launch */
   char why[200];        /* why it is interpreted */
   int64_t rbytes, wbytes; /* per launch, from the kernel plan (plan_kernel_bytes) */
-  int slot[CPU_MAX_SLOTTED]; /* per output: the plan's memory slot during a run; -1: fresh memory */
+  int slot[CPU_MAX_SLOTTED];  /* per output: the plan's memory slot during a run; -1: fresh memory */
+  int slot2[CPU_MAX_SLOTTED]; /* a loop body's result: the slot it alternates with; -1: none */
 } CpuKernel;
 
 typedef struct {
@@ -71,6 +72,7 @@ typedef struct {
   RtRunStats *stats;
   bool interp_only;
   RtTensor **slots;     /* the run's buffer slots (from the kernel plan's assignment); NULL: unused */
+  RtTensor **views;     /* per slot: the view last written into it (reused while nobody else holds it) */
   int nslots;
 } CpuBackend;
 
@@ -359,7 +361,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         }
         k->instr = i;
         k->stat = -1;
-        for (int o = 0; o < CPU_MAX_SLOTTED; o++) k->slot[o] = -1;
+        for (int o = 0; o < CPU_MAX_SLOTTED; o++) k->slot[o] = k->slot2[o] = -1;
         plan_kernel_bytes(i, &k->rbytes, &k->wbytes);
         b->nkernels++;
         if (b->interp_only) {
@@ -570,18 +572,50 @@ static void blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r) {
 #endif
 }
 
-/* One output of kernel k: in the memory slot the plan assigned it when it has one (the slot's
- * previous occupant is dead: its last reader has run), else fresh memory. */
+/* Is slot sl free: nothing but the backend holds its memory (its last occupant is dead)? The
+ * plan's liveness says when that is; the reference counts make sure of it, so a value still held
+ * somewhere is never overwritten (the output then gets fresh memory). Every view of a slot is
+ * made here, one at a time: the slot's own reference plus the cached view's. */
+static bool slot_free(const CpuBackend *b, int sl) {
+  if (sl < 0 || sl >= b->nslots || !b->slots[sl]) return false;
+  const RtTensor *v = b->views[sl];
+  return v ? v->refs == 1 && b->slots[sl]->refs == 2 : b->slots[sl]->refs == 1;
+}
+
+/* The output written into free slot sl, shaped s: the slot's cached view reshaped in place when
+ * it has one (no allocation per launch), else a new view. Returns a new reference. */
+static RtTensor *slot_output(CpuBackend *b, int sl, const IrShape *s, FxError *err) {
+  RtTensor *m = b->slots[sl], *v = b->views[sl];
+  int eb = ir_type_bytes(s->type);
+  int64_t count = ir_shape_elements(s);
+  if (eb <= 0 || count < 0 || (uint64_t)count * (uint64_t)eb > m->bytes) return NULL;
+  if (v) {
+    v->type = s->type;
+    v->rank = s->rank;
+    for (int d = 0; d < s->rank; d++) v->dims[d] = s->dims[d];
+    v->count = count;
+    v->bytes = (size_t)count * (size_t)eb;
+    return rt_tensor_ref(v);
+  }
+  v = rt_tensor_view(s->type, s->rank, s->dims, m, err);
+  if (!v) return NULL;
+  b->views[sl] = v;
+  return rt_tensor_ref(v);
+}
+
+/* One output of kernel k: in the memory slot the plan assigned it (for a loop's result, whichever
+ * of its two slots the previous iteration did not write), else fresh memory. */
 static RtTensor *output_array(CpuBackend *b, const CpuKernel *k, int o, const IrShape *s, FxError *err) {
-  int sl = o < CPU_MAX_SLOTTED ? k->slot[o] : -1;
-  if (sl >= 0 && sl < b->nslots && b->slots[sl] && s->type != IR_TUPLE && s->type != IR_TOKEN) {
-    RtTensor *m = b->slots[sl];
-    RtTensor *t = rt_tensor_borrow(s->type, s->rank, s->dims, m->data, m->bytes, err);
-    if (t) {
-      if (b->stats) b->stats->slot_outputs++;
-      return t;
+  if (o < CPU_MAX_SLOTTED && s->type != IR_TUPLE && s->type != IR_TOKEN && !ir_type_is_complex(s->type)) {
+    int sl = slot_free(b, k->slot[o]) ? k->slot[o] : slot_free(b, k->slot2[o]) ? k->slot2[o] : -1;
+    if (sl >= 0) {
+      RtTensor *t = slot_output(b, sl, s, err);
+      if (t) {
+        if (b->stats) b->stats->slot_outputs++;
+        return t;
+      }
+      fx_error_clear(err); /* does not fit after all: fresh memory */
     }
-    fx_error_clear(err); /* does not fit after all: fresh memory */
   }
   return rt_tensor_for_shape_uninit(s, err);
 }
@@ -605,12 +639,14 @@ static RtTensor *output_tensor(CpuBackend *b, const CpuKernel *k, const IrInstr 
 }
 
 /* Takes the kernel plan's buffer assignment for m: one allocation per slot for the whole run, and
- * each generated kernel's outputs pointed at their slots. Buffers that go to the caller (live-out)
- * and outputs of interpreted kernels keep fresh memory. Without a plan, every output is fresh. */
+ * each generated kernel's outputs pointed at their slots; a loop body's results alternate between
+ * two slots across iterations. Buffers that go to the caller (live-out) and outputs of interpreted
+ * kernels keep fresh memory. Without a plan, every output is fresh. A slot is a tensor that the
+ * views written into it reference, so a result that leaves the run keeps its memory. */
 static bool setup_slots(CpuBackend *b, const IrModule *m, FxError *err) {
   for (size_t q = 0; q < b->cap; q++)
     if (b->keys[q])
-      for (int o = 0; o < CPU_MAX_SLOTTED; o++) b->vals[q]->slot[o] = -1;
+      for (int o = 0; o < CPU_MAX_SLOTTED; o++) b->vals[q]->slot[o] = b->vals[q]->slot2[o] = -1;
   if (b->interp_only) return true;
   FxError perr = {0};
   KernelPlan *p = plan_build(m, device_default(), &perr);
@@ -618,31 +654,41 @@ static bool setup_slots(CpuBackend *b, const IrModule *m, FxError *err) {
   bool ok = true;
   if (p->nslots > 0) {
     b->slots = fx_calloc((size_t)p->nslots, sizeof *b->slots);
-    if (!b->slots) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+    b->views = fx_calloc((size_t)p->nslots, sizeof *b->views);
+    if (!b->slots || !b->views) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
     else b->nslots = p->nslots;
   }
   for (int q = 0; ok && q < p->nbuffers; q++) {
     const PlanBuffer *bf = &p->buffers[q];
-    if (bf->live_out) continue;
+    if (bf->live_out && bf->slot2 < 0) continue;
     int o = bf->output < 0 ? 0 : bf->output;
     CpuKernel *k = kmap_get(b, bf->producer);
     if (!k || k->how == K_INTERP || o >= CPU_MAX_SLOTTED) continue;
-    if (!b->slots[bf->slot]) {
-      int64_t sz = p->slot_bytes[bf->slot];
-      b->slots[bf->slot] = rt_tensor_new_uninit(IR_U8, 1, &sz, err);
-      if (!b->slots[bf->slot]) ok = false;
+    int want[2] = {bf->slot, bf->slot2};
+    for (int w = 0; ok && w < 2; w++) {
+      int sl = want[w];
+      if (sl < 0 || b->slots[sl]) continue;
+      int64_t sz = p->slot_bytes[sl];
+      b->slots[sl] = rt_tensor_new_uninit(IR_U8, 1, &sz, err);
+      if (!b->slots[sl]) ok = false;
       else if (b->stats) b->stats->slot_bytes += sz;
     }
     k->slot[o] = bf->slot;
+    k->slot2[o] = bf->slot2;
   }
   plan_free(p);
   return ok;
 }
 
 static void free_slots(CpuBackend *b) {
-  for (int q = 0; q < b->nslots; q++) rt_tensor_unref(b->slots[q]);
+  for (int q = 0; q < b->nslots; q++) {
+    if (b->views) rt_tensor_unref(b->views[q]);
+    if (b->slots) rt_tensor_unref(b->slots[q]);
+  }
   fx_free(b->slots);
+  fx_free(b->views);
   b->slots = NULL;
+  b->views = NULL;
   b->nslots = 0;
 }
 

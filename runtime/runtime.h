@@ -34,7 +34,8 @@ struct RtTensor {
   int ntuple;
   RtTensor **tuple;       /* owned references */
   int refs;               /* reference count; rt_tensor_unref frees at zero */
-  bool borrowed;          /* data belongs to someone else (a backend's buffer slot): not freed here */
+  RtTensor *owner;        /* a view's owner (a backend's buffer slot): data is owner's; the view holds
+                             one reference to it, so the memory lives as long as the view */
 };
 
 /* A new array tensor of type t and dims, zero-filled. Returns NULL and fills err when the size
@@ -45,10 +46,11 @@ RtTensor *rt_tensor_for_shape(const IrShape *s, FxError *err);
 /* The same without zero-filling, for outputs a kernel overwrites entirely. */
 RtTensor *rt_tensor_new_uninit(IrType t, int rank, const int64_t *dims, FxError *err);
 RtTensor *rt_tensor_for_shape_uninit(const IrShape *s, FxError *err);
-/* An array tensor over memory the caller owns and keeps valid while the tensor is read (a
- * backend's buffer slot, at least as large as the tensor): unref frees the tensor, not the data,
- * and the data does not count against the budget again. Returns NULL and fills err on failure. */
-RtTensor *rt_tensor_borrow(IrType t, int rank, const int64_t *dims, void *data, size_t capacity, FxError *err);
+/* An array tensor viewing the start of owner's data (a backend's buffer slot, at least as large):
+ * it takes a reference to owner, so the memory stays valid while the view lives, and owner->refs
+ * tells whether any view is alive; the data does not count against the budget again. Returns NULL
+ * and fills err when it does not fit. */
+RtTensor *rt_tensor_view(IrType t, int rank, const int64_t *dims, RtTensor *owner, FxError *err);
 /* A tuple holding the given elements (takes one new reference to each). */
 RtTensor *rt_tensor_tuple(RtTensor **elems, int n, FxError *err);
 RtTensor *rt_tensor_ref(RtTensor *t);

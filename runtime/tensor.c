@@ -194,16 +194,16 @@ RtTensor *rt_tensor_new_uninit(IrType t, int rank, const int64_t *dims, FxError 
   return tensor_new(t, rank, dims, false, false, err);
 }
 
-RtTensor *rt_tensor_borrow(IrType t, int rank, const int64_t *dims, void *data, size_t capacity, FxError *err) {
+RtTensor *rt_tensor_view(IrType t, int rank, const int64_t *dims, RtTensor *owner, FxError *err) {
   RtTensor *x = tensor_new(t, rank, dims, false, true, err);
   if (!x) return NULL;
-  if (x->bytes > capacity || !data) {
-    fx_error_set(err, NULL, 0, 0, "a %zu-byte tensor does not fit the %zu bytes it was given", x->bytes, capacity);
+  if (!owner || !owner->data || owner->type == IR_TUPLE || x->bytes > owner->bytes) {
+    fx_error_set(err, NULL, 0, 0, "a %zu-byte tensor does not fit the memory it was given", x->bytes);
     fx_free(x);
     return NULL;
   }
-  x->data = data;
-  x->borrowed = true;
+  x->data = owner->data;
+  x->owner = rt_tensor_ref(owner);
   return x;
 }
 
@@ -255,7 +255,9 @@ void rt_tensor_unref(RtTensor *t) {
   if (!t || --t->refs > 0) return;
   for (int k = 0; k < t->ntuple; k++) rt_tensor_unref(t->tuple[k]);
   fx_free(t->tuple);
-  if (t->data && !t->borrowed) {
+  if (t->owner) {
+    rt_tensor_unref(t->owner);
+  } else if (t->data) {
     live_bytes -= t->bytes;
     fx_free(t->data);
   }

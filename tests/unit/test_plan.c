@@ -418,7 +418,7 @@ TEST(buffers_reuse_dead_memory_of_same_or_larger_size) {
   CHECK_STR(reused_name(p, d), "b");
   CHECK(d->slot == 1);
   /* e is live-out and larger than any slot; f is live-out: both fresh */
-  CHECK(e->reuses < 0 && e->slot == 2 && f->reuses < 0 && f->slot == 3);
+  CHECK(e->reuses < 0 && e->slot == 2 && f->reuses < 0 && f->slot == 3 && e->slot2 < 0 && f->slot2 < 0);
   CHECK(p->nslots == 4);
   CHECK(p->slot_bytes[0] == 4096 && p->slot_bytes[1] == 4096 && p->slot_bytes[2] == 8192 && p->slot_bytes[3] == 2048);
   CHECK(p->buffer_bytes == 3 * 4096 + 2048 + 8192 + 2048);
@@ -482,9 +482,18 @@ TEST(buffers_live_through_tuples_and_loops) {
   CHECK(e->slot != d->slot && e->reuses >= 0);
   CHECK_STR(reused_name(p, e), "b");
   /* in the body: h is dead once h2 ran, so h3 would fit in it, but h3 and i2 are the body's
-     results (the next iteration's state): live-out, fresh memory every iteration */
+     results (the next iteration's state): live-out, each with two slots of its own that alternate
+     across iterations (an iteration never writes the state it reads) */
   CHECK(!h->live_out && h2->reuses < 0 && h3->live_out && h3->reuses < 0 && i2->live_out);
-  CHECK(lt->live_out && strcmp(lt->comp->name, "cond") == 0);
+  CHECK(h3->slot2 >= 0 && h3->slot2 != h3->slot && h3->slot2 != h->slot && h3->slot2 != h2->slot);
+  CHECK(plan_buffer_of(p, h3->producer, -1) == h3 && p->slot_bytes[h3->slot2] == 1024);
+  CHECK(i2->slot2 >= 0 && p->slot_bytes[i2->slot2] == 4);
+  CHECK(h->slot2 < 0 && d->slot2 < 0 && e->slot2 < 0);
+  /* the condition's result (read by the loop machinery each iteration) alternates too; the entry's
+     result goes to the caller: one fresh slot */
+  CHECK(lt->live_out && lt->slot2 >= 0 && p->slot_bytes[lt->slot2] == 1 && strcmp(lt->comp->name, "cond") == 0);
+  const PlanBuffer *y = buf(p, "y");
+  CHECK(y && y->live_out && y->slot2 < 0);
   plan_free(p);
   ir_module_free(m);
 }
