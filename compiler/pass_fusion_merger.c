@@ -7,12 +7,58 @@
  * current bytes transferred must stay at most 1.10 (XLA's "merged-to-current-bytes-ratio");
  * no merge may be too large or duplicate code beyond the limits (the paper's concatenate, which
  * CodeDuplicationTooHigh kept apart). Every user's verdict is reported; a merge is reported once
- * per user with action "merge". */
+ * per user with action "merge".
+ *
+ * XLA runs its fusion passes in a loop until nothing changes, so a fusion refused because it had
+ * several readers is tried again once those readers have merged into one. Here the pass sweeps the
+ * computation again after a sweep that merged something, revisiting only the fusions whose readers
+ * a merge just changed, until a sweep merges nothing. A later sweep records the merges it makes
+ * (with the metric "sweep"); a fusion it still cannot merge keeps its first sweep's refusal. */
 #include <string.h>
 
 #include "fusion_build.h"
 #include "fusion_rules.h"
 #include "passes.h"
+
+#define MERGER_MAX_SWEEPS 32
+
+/* The instructions a sweep's merges produced or grew: the next sweep revisits their producers. */
+typedef struct {
+  IrInstr **v;
+  int n, cap;
+} Touched;
+
+static bool touched_add(Touched *t, IrInstr *i) {
+  for (int k = 0; k < t->n; k++)
+    if (t->v[k] == i) return true;
+  if (t->n == t->cap) {
+    int cap = t->cap ? t->cap * 2 : 16;
+    IrInstr **v = fx_realloc(t->v, sizeof(IrInstr *) * (size_t)cap);
+    if (!v) return false;
+    t->v = v;
+    t->cap = cap;
+  }
+  t->v[t->n++] = i;
+  return true;
+}
+
+static bool touched_has(const Touched *t, const IrInstr *i) {
+  for (int k = 0; k < t->n; k++)
+    if (t->v[k] == i) return true;
+  return false;
+}
+
+/* Whether a reader of f (a user, or a user of one of its get-tuple-elements) is in t. */
+static bool reader_touched(const IrInstr *f, const Touched *t) {
+  for (int u = 0; u < f->nusers; u++) {
+    const IrInstr *x = f->users[u];
+    if (touched_has(t, x)) return true;
+    if (x->op == IR_OP_GET_TUPLE_ELEMENT)
+      for (int w = 0; w < x->nusers; w++)
+        if (touched_has(t, x->users[w])) return true;
+  }
+  return false;
+}
 
 /* XLA's estimate of bytes a fusion moves now: it reads its operands, writes its result, and each
  * user reads the result again. */
@@ -45,7 +91,7 @@ static bool user_ok(const IrInstr *u, const PassContext *cx, FusionVerdict *v) {
 /* A multi-output fusion whose every output is read by one and the same fusion merges into it:
  * nothing need be written out (the multi-output fusion was made before its consumer could take
  * it; XLA's fixed-point loop gets there by merging before grouping). Returns whether it merged. */
-static bool merge_outputs(IrInstr *f, PassContext *cx, int *merged, bool *ok) {
+static bool merge_outputs(IrInstr *f, PassContext *cx, int sweep, Touched *next, int *merged, bool *ok) {
   IrInstr *readers[16];
   int nr = 0;
   for (int u = 0; u < f->nusers; u++) {
@@ -71,14 +117,20 @@ static bool merge_outputs(IrInstr *f, PassContext *cx, int *merged, bool *ok) {
   for (int q = 0; q < nr; q++) {
     memset(&v, 0, sizeof v);
     fusion_verdict_metric(&v, "bytes_ratio", ratio);
+    if (sweep > 1) fusion_verdict_metric(&v, "sweep", sweep);
     bool fine = fusion_check_consumer(readers[q], cx, &v) && fusion_check_too_large(f, readers[q], cx, false, &v);
-    if (fine && ratio > FUSION_MERGE_BYTES_RATIO)
+    if (fine && ratio > FUSION_MERGE_BYTES_RATIO) {
+      char names[160] = "";
+      size_t len = 0;
+      for (int r = 0; r < nr && len + 40 < sizeof names; r++)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", r ? ", " : "", readers[r]->name);
       fine = fusion_refuse(&v, FR_BYTES_INCREASE,
                            "merged-to-current-bytes-ratio of %.2f is not favorable: %s's %d outputs are read by %d "
-                           "kernels, and each would read its inputs again (limit %.2f)",
-                           ratio, f->name, nout, nr, FUSION_MERGE_BYTES_RATIO);
+                           "kernels (%s), and each would read its inputs again (limit %.2f)",
+                           ratio, f->name, nout, nr, names, FUSION_MERGE_BYTES_RATIO);
+    }
     if (!fine) {
-      fusion_verdict_emit(cx, "merge", f->name, readers[q]->name, NULL, &v);
+      if (sweep == 1) fusion_verdict_emit(cx, "merge", f->name, readers[q]->name, NULL, &v);
       return false;
     }
   }
@@ -90,6 +142,7 @@ static bool merge_outputs(IrInstr *f, PassContext *cx, int *merged, bool *ok) {
     memset(&v, 0, sizeof v);
     fusion_verdict_metric(&v, "bytes_ratio", ratio);
     fusion_verdict_metric(&v, "outputs", nout);
+    if (sweep > 1) fusion_verdict_metric(&v, "sweep", sweep);
     if (nr == 1)
       fusion_verdict_ok(&v,
                         "every output of %s is read by %s alone: merged into it, so its %d outputs are no longer "
@@ -100,7 +153,7 @@ static bool merge_outputs(IrInstr *f, PassContext *cx, int *merged, bool *ok) {
                         "the %d outputs of %s are read only by %d kernels: merged into each, so they are no longer "
                         "written out (merged-to-current-bytes-ratio %.2f)",
                         nout, fname, nr, ratio);
-    if (!fusion_merge_outputs(readers[q], f, q == nr - 1)) {
+    if (!fusion_merge_outputs(readers[q], f, q == nr - 1) || !touched_add(next, readers[q])) {
       *ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory merging %s", cx->pass, fname);
       return false;
     }
@@ -110,7 +163,10 @@ static bool merge_outputs(IrInstr *f, PassContext *cx, int *merged, bool *ok) {
   return true;
 }
 
-static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
+/* One sweep over c in post-order. prev == NULL: every loop fusion; otherwise only those whose
+ * readers prev holds. The merges' results go to next. */
+static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, const Touched *prev, Touched *next,
+                              int *merged) {
   int n = c->ninstrs;
   IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1));
   if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
@@ -123,8 +179,9 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
     if (!kind || strcmp(kind, "kLoop") != 0) continue;
     IrComputation *fc = ir_fused_computation(f);
     if (!fc || !fc->root) continue;
+    if (prev && !reader_touched(f, prev)) continue;
     if (fc->root->op == IR_OP_TUPLE) {
-      if (!merge_outputs(f, cx, merged, &ok)) continue;
+      merge_outputs(f, cx, sweep, next, merged, &ok);
       continue;
     }
     int nu = f->nusers;
@@ -150,6 +207,7 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
       memset(v, 0, sizeof *v);
       fusion_verdict_metric(v, "users", nu);
       fusion_verdict_metric(v, "bytes_ratio", ratio);
+      if (sweep > 1) fusion_verdict_metric(v, "sweep", sweep);
       if (!user_ok(users[u], cx, v)) {
         all = false;
         continue;
@@ -229,7 +287,7 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
         if (nu > 1 && len + 60 < sizeof vs[u].detail)
           snprintf(vs[u].detail + len, sizeof vs[u].detail - len, "; so %s is merged into none of its %d users",
                    fname, nu);
-        fusion_verdict_emit(cx, "merge", plabel, fusion_consumer_label(users[u], f), NULL, &vs[u]);
+        if (sweep == 1) fusion_verdict_emit(cx, "merge", plabel, fusion_consumer_label(users[u], f), NULL, &vs[u]);
       }
       fx_free(vs);
       fx_free(labels);
@@ -238,7 +296,7 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int *merged) {
     for (int u = 0; u < nu; u++) snprintf(labels[u], sizeof labels[u], "%s", fusion_consumer_label(users[u], f));
     for (int u = 0; u < nu && ok; u++) {
       IrInstr *g = fusion_fuse(users[u], f);
-      if (!g) {
+      if (!g || !touched_add(next, g)) {
         ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory merging %s", cx->pass, fname);
         break;
       }
@@ -259,10 +317,21 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   IrComputation *comps[1024];
   int n = fusion_control_computations(m, comps, 1024);
   int merged = 0;
-  for (int k = 0; k < n; k++)
-    if (!merge_computation(comps[k], cx, &merged)) return false;
+  bool ok = true;
+  Touched prev = {0}, next = {0};
+  for (int sweep = 1; sweep <= MERGER_MAX_SWEEPS && ok; sweep++) {
+    int before = merged;
+    next.n = 0;
+    for (int k = 0; k < n && ok; k++) ok = merge_computation(comps[k], cx, sweep, sweep > 1 ? &prev : NULL, &next, &merged);
+    if (merged == before) break;
+    Touched t = prev;
+    prev = next;
+    next = t;
+  }
+  fx_free(prev.v);
+  fx_free(next.v);
   *changed = merged > 0;
-  return true;
+  return ok;
 }
 
 const Pass pass_fusion_merger = {

@@ -201,48 +201,68 @@ double plan_instr_flops(const IrInstr *i) {
 
 /* ---------- trip counts ---------- */
 
-static bool scalar_const(const IrInstr *i, double *v) {
-  while (i && (i->op == IR_OP_CONVERT || i->op == IR_OP_COPY || i->op == IR_OP_RESHAPE) && i->noperands == 1)
-    i = i->operands[0];
+/* A value as the loop sees it, looking through fusions: an instruction, and the fusion whose body
+ * holds it (NULL: the loop's own computation). Fusion passes often fuse a loop's compare or its
+ * counter increment, alone or inside a multi-output fusion, and the trip count must still be
+ * found. */
+typedef struct {
+  const IrInstr *i;
+  const IrInstr *fusion;
+} LoopValue;
+
+/* Resolves i (in fusion's body, or in the loop's computation when fusion is NULL): a fused
+ * parameter becomes the fusion's operand, a fusion its root, a get-tuple-element of a
+ * multi-output fusion the output it reads; converts, copies and reshapes are looked through. */
+static LoopValue loop_value(const IrInstr *i, const IrInstr *fusion) {
+  for (int guard = 0; i && guard < 64; guard++) {
+    if ((i->op == IR_OP_CONVERT || i->op == IR_OP_COPY || i->op == IR_OP_RESHAPE) && i->noperands == 1) {
+      i = i->operands[0];
+    } else if (i->op == IR_OP_PARAMETER && fusion) {
+      if (i->param_number < 0 || i->param_number >= fusion->noperands) break;
+      i = fusion->operands[i->param_number];
+      fusion = NULL; /* one level: fusions inside fusions do not hold loop counters */
+    } else if (i->op == IR_OP_FUSION && !fusion) {
+      IrComputation *f = ir_fused_computation(i);
+      if (!f || !f->root || f->root->op == IR_OP_TUPLE) break;
+      fusion = i;
+      i = f->root;
+    } else if (i->op == IR_OP_GET_TUPLE_ELEMENT && !fusion && i->noperands == 1 && i->operands[0] &&
+               i->operands[0]->op == IR_OP_FUSION) {
+      const IrInstr *g = i->operands[0];
+      IrComputation *f = ir_fused_computation(g);
+      int64_t k;
+      if (!f || !f->root || f->root->op != IR_OP_TUPLE || !ir_attr_int(i, "index", &k) || k < 0 ||
+          k >= f->root->noperands)
+        break;
+      fusion = g;
+      i = f->root->operands[k];
+    } else {
+      break;
+    }
+  }
+  return (LoopValue){i, fusion};
+}
+
+static LoopValue loop_operand(LoopValue v, int k) {
+  if (!v.i || k >= v.i->noperands) return (LoopValue){NULL, NULL};
+  return loop_value(v.i->operands[k], v.fusion);
+}
+
+static bool scalar_const(LoopValue v, double *out) {
+  const IrInstr *i = v.i;
   if (!i || i->op != IR_OP_CONSTANT || !i->literal || !i->literal->values || i->literal->count < 1) return false;
-  *v = i->literal->values[0];
+  *out = i->literal->values[0];
   return true;
 }
 
-/* The tuple index k when i is get-tuple-element(param0, k) of computation c. */
-static int counter_index(const IrInstr *i, const IrComputation *c) {
-  while (i && i->op == IR_OP_CONVERT && i->noperands == 1) i = i->operands[0];
+/* The tuple index k when v is get-tuple-element(param0, k) of computation c. */
+static int counter_index(LoopValue v, const IrComputation *c) {
+  const IrInstr *i = v.i;
   int64_t k;
-  if (!i || i->op != IR_OP_GET_TUPLE_ELEMENT || i->noperands != 1 || !i->operands[0]) return -1;
+  if (v.fusion || !i || i->op != IR_OP_GET_TUPLE_ELEMENT || i->noperands != 1 || !i->operands[0]) return -1;
   const IrInstr *p = i->operands[0];
   if (p->op != IR_OP_PARAMETER || p->parent != c || !ir_attr_int(i, "index", &k)) return -1;
   return (int)k;
-}
-
-/* Sees through a fusion: when i is a fusion whose fused root is a two-operand op, gives that op
- * and its operands as the fusion's callers see them (fused parameters become the fusion's own
- * operands; constants inside stay). Otherwise i itself. Fusion passes often fuse a loop's compare
- * or counter increment, and the trip count must still be found. */
-static IrOpcode view2(const IrInstr *i, const IrInstr **a, const IrInstr **b, const IrInstr **shown) {
-  *shown = i;
-  IrComputation *f = i && i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
-  const IrInstr *r = f ? f->root : NULL;
-  if (!r || r->noperands != 2) {
-    *a = i && i->noperands == 2 ? i->operands[0] : NULL;
-    *b = i && i->noperands == 2 ? i->operands[1] : NULL;
-    return i ? i->op : IR_OP_PARAMETER;
-  }
-  const IrInstr *ops[2];
-  for (int k = 0; k < 2; k++) {
-    const IrInstr *o = r->operands[k];
-    if (o && o->op == IR_OP_PARAMETER && o->param_number >= 0 && o->param_number < i->noperands)
-      o = i->operands[o->param_number];
-    ops[k] = o;
-  }
-  *a = ops[0];
-  *b = ops[1];
-  *shown = r;
-  return r->op;
 }
 
 static int64_t known_trip_count(const IrInstr *w) {
@@ -264,9 +284,10 @@ int64_t plan_while_trip_count(const IrInstr *w) {
   if (known >= 0) return known;
   IrComputation *cond = ir_attr_comp(w, "condition"), *body = ir_attr_comp(w, "body");
   if (!cond || !body || !cond->root || !body->root) return -1;
-  const IrInstr *c0, *c1, *cmp;
-  if (view2(cond->root, &c0, &c1, &cmp) != IR_OP_COMPARE || !c0 || !c1) return -1;
-  const char *dir = ir_compare_direction(cmp);
+  LoopValue cmp = loop_value(cond->root, NULL);
+  if (!cmp.i || cmp.i->op != IR_OP_COMPARE || cmp.i->noperands != 2) return -1;
+  LoopValue c0 = loop_operand(cmp, 0), c1 = loop_operand(cmp, 1);
+  const char *dir = ir_compare_direction(cmp.i);
   if (!dir) return -1;
   double limit;
   int k = counter_index(c0, cond);
@@ -285,21 +306,22 @@ int64_t plan_while_trip_count(const IrInstr *w) {
   /* Start: the counter's element of the loop's initial tuple. */
   const IrInstr *init = w->noperands == 1 ? w->operands[0] : NULL;
   double start, step;
-  if (!init || init->op != IR_OP_TUPLE || k >= init->noperands || !scalar_const(init->operands[k], &start))
+  if (!init || init->op != IR_OP_TUPLE || k >= init->noperands ||
+      !scalar_const(loop_value(init->operands[k], NULL), &start))
     return -1;
   /* Step: the body's new counter is counter + c (or counter - c). */
   const IrInstr *broot = body->root;
   if (broot->op != IR_OP_TUPLE || k >= broot->noperands) return -1;
-  const IrInstr *u0, *u1, *shown;
-  IrOpcode uop = view2(broot->operands[k], &u0, &u1, &shown);
-  if (!u0 || !u1) return -1;
-  if (uop == IR_OP_ADD) {
+  LoopValue upd = loop_value(broot->operands[k], NULL);
+  if (!upd.i || upd.i->noperands != 2) return -1;
+  LoopValue u0 = loop_operand(upd, 0), u1 = loop_operand(upd, 1);
+  if (upd.i->op == IR_OP_ADD) {
     if (counter_index(u0, body) == k && scalar_const(u1, &step)) {
     } else if (counter_index(u1, body) == k && scalar_const(u0, &step)) {
     } else {
       return -1;
     }
-  } else if (uop == IR_OP_SUBTRACT && counter_index(u0, body) == k && scalar_const(u1, &step)) {
+  } else if (upd.i->op == IR_OP_SUBTRACT && counter_index(u0, body) == k && scalar_const(u1, &step)) {
     step = -step;
   } else {
     return -1;
@@ -354,9 +376,49 @@ static bool is_member(const IrInstr *i) {
   return i->op != IR_OP_PARAMETER && i->op != IR_OP_TUPLE && i->op != IR_OP_GET_TUPLE_ELEMENT;
 }
 
+/* Whether a and b compute the same value inside one fused body: the same instruction, or the same
+ * op with the same attributes (metadata aside) and literal over operands that compute the same
+ * values. Parameters match only themselves. *budget bounds the work on large bodies (false when
+ * spent). */
+static bool same_value(const IrInstr *a, const IrInstr *b, int depth, int *budget) {
+  if (a == b) return true;
+  if (!a || !b || depth > 32 || --*budget < 0) return false;
+  if (a->op != b->op || a->op == IR_OP_PARAMETER || a->noperands != b->noperands) return false;
+  if (a->op == IR_OP_RNG || a->op == IR_OP_RNG_BIT_GENERATOR || a->op == IR_OP_CUSTOM_CALL) return false;
+  if (a->shape.type != b->shape.type || a->shape.rank != b->shape.rank) return false;
+  for (int d = 0; d < a->shape.rank; d++)
+    if (a->shape.dims[d] != b->shape.dims[d]) return false;
+  if (a->op == IR_OP_CONSTANT) {
+    const char *ta = a->literal && !a->literal->elided ? a->literal->text : NULL;
+    const char *tb = b->literal && !b->literal->elided ? b->literal->text : NULL;
+    if (!ta || !tb || strcmp(ta, tb) != 0) return false;
+  }
+  int na = 0, nb = 0;
+  for (int k = 0; k < a->nattrs; k++) na += strcmp(a->attrs[k].key, "metadata") != 0;
+  for (int k = 0; k < b->nattrs; k++) nb += strcmp(b->attrs[k].key, "metadata") != 0;
+  if (na != nb) return false;
+  for (int k = 0; k < a->nattrs; k++) {
+    const IrAttr *x = &a->attrs[k];
+    if (strcmp(x->key, "metadata") == 0) continue;
+    const IrAttr *y = ir_attr_get(b, x->key);
+    if (!y || y->kind != x->kind) return false;
+    if (x->kind == IR_ATTR_TEXT && strcmp(x->text ? x->text : "", y->text ? y->text : "") != 0) return false;
+    if (x->kind == IR_ATTR_COMP) {
+      if (x->ncomps != y->ncomps) return false;
+      for (int j = 0; j < x->ncomps; j++)
+        if (x->comps[j] != y->comps[j]) return false;
+    }
+  }
+  for (int o = 0; o < a->noperands; o++)
+    if (!same_value(a->operands[o], b->operands[o], depth + 1, budget)) return false;
+  return true;
+}
+
 /* Bytes a fusion reads of its parameter `param` (operand `op`): only what slices take when every
- * use is a slice, dynamic-slice or gather of it; nothing when it is the buffer an in-place
- * dynamic-update-slice root updates. */
+ * use is a slice, dynamic-slice or gather of it (as XLA's fusion-merger and cost analysis count a
+ * parameter read only through slices), each distinct slice once: copies of one slice, which
+ * duplicating fusion leaves and XLA's CSE of fused computations removes, read the same elements;
+ * nothing when it is the buffer an in-place dynamic-update-slice root updates. */
 static int64_t fused_param_read(const IrInstr *param, const IrInstr *op, const IrComputation *body) {
   int64_t full = ir_shape_bytes(&op->shape);
   if (!param) return full;
@@ -372,7 +434,10 @@ static int64_t fused_param_read(const IrInstr *param, const IrInstr *op, const I
       bool other_slot = false;
       for (int o = 1; o < us->noperands; o++) other_slot = other_slot || us->operands[o] == param;
       if (other_slot) return full;
-      taken += ir_shape_bytes(&us->shape);
+      bool copy = false;
+      int budget = 4096;
+      for (int q = 0; q < u && !copy; q++) copy = same_value(param->users[q], us, 0, &budget);
+      if (!copy) taken += ir_shape_bytes(&us->shape);
     } else {
       return full;
     }

@@ -814,6 +814,85 @@ TEST(merger_concat_code_duplication_and_near_miss) {
   }
 }
 
+/* F = fusion(x + y + z + w) is read by A = fusion(-F) and by B = fusion(A * F). With two readers
+ * merging F costs 2 x 4 KiB against 4 KiB + 1 KiB x 3: ratio 8/7, refused. A then merges into B,
+ * which leaves F with one reader: the pass sweeps again (as XLA's fixed-point fusion loop runs
+ * fusion-merger again) and merges F at 4 / (4 + 2) = 0.67. */
+TEST(merger_second_sweep_after_readers_merge) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 256));
+  IrInstr *y = param(t, "y", F32V(t, 256));
+  IrInstr *z = param(t, "z", F32V(t, 256));
+  IrInstr *w = param(t, "w", F32V(t, 256));
+  IrInstr *a1 = op(t, IR_OP_ADD, "add.1", F32V(t, 256), 2, x, y);
+  IrInstr *a2 = op(t, IR_OP_ADD, "add.2", F32V(t, 256), 2, z, w);
+  IrInstr *a3 = op(t, IR_OP_ADD, "add.3", F32V(t, 256), 2, a1, a2);
+  IrInstr *f = fusion_wrap(a3, NULL);
+  f = fusion_fuse(f, a1);
+  f = fusion_fuse(f, a2);
+  CHECK(f != NULL);
+  IrInstr *a = fusion_wrap(op(t, IR_OP_NEGATE, "negate.4", F32V(t, 256), 1, f), NULL);
+  IrInstr *b = fusion_wrap(op(t, IR_OP_MULTIPLY, "multiply.5", F32V(t, 256), 2, a, f), NULL);
+  IrInstr *ab = op(t, IR_OP_ABS, "abs.6", F32V(t, 256), 1, b);
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.7", ir_shape_scalar(IR_F32), 1, ab));
+  ir_computation_sort(t->c);
+  CHECK(run_pass(t, &pass_fusion_merger));
+  const Rec *r1 = NULL, *r2 = NULL;
+  for (int k = 0; k < t->log.n; k++) {
+    const Rec *r = &t->log.r[k];
+    if (strcmp(r->producer, "add.3") != 0) continue;
+    if (!r->accepted && !r1) r1 = r;
+    if (r->accepted) r2 = r;
+  }
+  CHECK(r1 != NULL);
+  CHECK_STR(r1 ? r1->reason : NULL, "bytes_increase");
+  CHECK_NEAR(metric(r1, "bytes_ratio"), 8.0 / 7.0, 1e-9);
+  CHECK_NEAR(metric(r1, "users"), 2, 0);
+  CHECK_NEAR(metric(r1, "sweep"), -1, 0); /* the first sweep carries no sweep metric */
+  CHECK(r2 != NULL);
+  CHECK_STR(r2 ? r2->action : NULL, "merge");
+  CHECK_NEAR(metric(r2, "bytes_ratio"), 4.0 / 6.0, 1e-9);
+  CHECK_NEAR(metric(r2, "users"), 1, 0);
+  CHECK_NEAR(metric(r2, "sweep"), 2, 0);
+  CHECK(r1 < r2);
+  /* one kernel is left: negate.4, multiply.5 and the four-input add all in it */
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+/* The bytes model reads a parameter used only through slices as the slices' bytes, each distinct
+ * slice once (copies of one dynamic-slice read the same row). */
+TEST(bytes_read_through_distinct_slices) {
+  T *t = t_new();
+  IrInstr *p = param(t, "pool", F32M(t, 100, 256));
+  IrInstr *i = param(t, "i", ir_shape_scalar(IR_S32));
+  IrInstr *k = param(t, "k", ir_shape_scalar(IR_S32));
+  IrInstr *d1 = op(t, IR_OP_DYNAMIC_SLICE, "dynamic-slice.1", F32M(t, 1, 256), 3, p, i, k);
+  IrInstr *d2 = op(t, IR_OP_DYNAMIC_SLICE, "dynamic-slice.2", F32M(t, 1, 256), 3, p, i, k); /* a copy of .1 */
+  IrInstr *d3 = op(t, IR_OP_DYNAMIC_SLICE, "dynamic-slice.3", F32M(t, 1, 256), 3, p, k, i); /* another row */
+  ir_attr_set_text(d1, "dynamic_slice_sizes", "{1,256}");
+  ir_attr_set_text(d2, "dynamic_slice_sizes", "{1,256}");
+  ir_attr_set_text(d3, "dynamic_slice_sizes", "{1,256}");
+  IrInstr *s1 = op(t, IR_OP_ADD, "add.4", F32M(t, 1, 256), 2, d1, d2);
+  IrInstr *s2 = op(t, IR_OP_ADD, "add.5", F32M(t, 1, 256), 2, s1, d3);
+  ir_set_root(t->c, s2);
+  IrInstr *f = fusion_wrap(s2, NULL);
+  f = fusion_fuse(f, s1);
+  f = fusion_fuse(f, d1);
+  f = fusion_fuse(f, d2);
+  f = fusion_fuse(f, d3);
+  CHECK(f != NULL);
+  int po = -1;
+  for (int o = 0; f && o < f->noperands; o++)
+    if (f->operands[o] == p) po = o;
+  CHECK(po >= 0);
+  /* two distinct rows of 256 f32, not three, and not the whole 100 KiB pool */
+  CHECK(plan_operand_bytes_read(f, po) == 2 * 1024);
+  CHECK(fusion_bytes_read(f) == 2 * 1024 + 4 + 4);
+  t_free(t);
+}
+
 /* ---------- multi_output_fusion ---------- */
 
 TEST(sibling_cycle_and_near_miss) {
@@ -1209,6 +1288,8 @@ int main(void) {
   RUN(policy_pass_off_and_near_miss);
   RUN(bytes_increase_and_near_miss);
   RUN(merger_concat_code_duplication_and_near_miss);
+  RUN(merger_second_sweep_after_readers_merge);
+  RUN(bytes_read_through_distinct_slices);
   RUN(sibling_cycle_and_near_miss);
   RUN(sibling_shape_mismatch_and_near_miss);
   RUN(shared_memory_and_near_miss);

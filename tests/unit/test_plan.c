@@ -284,6 +284,51 @@ TEST(trip_count_through_fusions) {
   ir_module_free(m);
 }
 
+/* Priority fusion and multi-output fusion can put the counter increment into a multi-output
+ * fusion with other work: the body's tuple then reads it through a get-tuple-element. */
+TEST(trip_count_through_a_multi_output_fusion) {
+  IrInstr *w;
+  IrModule *m = counted_loop(3, 40, "LT", &w);
+  IrComputation *body = ir_attr_comp(w, "body");
+  IrShape i32 = ir_shape_scalar(IR_S32), s = f32v(m, 256);
+  IrShape outs[2] = {s, i32};
+  IrShape ts = {.type = IR_TUPLE, .ntuple = 2, .tuple = outs};
+  /* fusion.mo(gte.b1, gte.b0) calling { v = parameter(0); i = parameter(1); two = constant(2);
+     ROOT tuple(negate(v), convert(add(i, two))) }: the step is 2 */
+  IrComputation *fb = ir_computation_new(m, "fused_step");
+  IrInstr *fv = param(fb, &s, 0, "param_0.v");
+  IrInstr *fi = param(fb, &i32, 1, "param_1.i");
+  IrInstr *two = ir_constant_scalar(fb, IR_S32, 2, "constant.two");
+  IrInstr *fadd = ir_instr_new(fb, IR_OP_ADD, &i32, (IrInstr *[]){fi, two}, 2, "add.f");
+  IrInstr *fcv = ir_instr_new(fb, IR_OP_CONVERT, &i32, &fadd, 1, "convert.f");
+  IrInstr *fneg = ir_instr_new(fb, IR_OP_NEGATE, &s, &fv, 1, "negate.f");
+  ir_set_root(fb, ir_instr_new(fb, IR_OP_TUPLE, &ts, (IrInstr *[]){fneg, fcv}, 2, "tuple.f"));
+  IrInstr *bv = ir_module_find_instr(m, "gte.b1"), *bi = ir_module_find_instr(m, "gte.b0");
+  IrInstr *mo = ir_instr_new_before(body, body->root, IR_OP_FUSION, &ts, (IrInstr *[]){bv, bi}, 2, "fusion.mo");
+  ir_attr_set_text(mo, "kind", "kLoop");
+  ir_attr_set_comp(mo, "calls", fb);
+  fb->fusion_instr = mo;
+  IrInstr *g0 = ir_instr_new_before(body, body->root, IR_OP_GET_TUPLE_ELEMENT, &s, &mo, 1, "gte.mo0");
+  ir_attr_set_text(g0, "index", "0");
+  IrInstr *g1 = ir_instr_new_before(body, body->root, IR_OP_GET_TUPLE_ELEMENT, &i32, &mo, 1, "gte.mo1");
+  ir_attr_set_text(g1, "index", "1");
+  IrInstr *inc = ir_module_find_instr(m, "add.2"), *neg = ir_module_find_instr(m, "negate.3");
+  ir_replace_all_uses(inc, g1);
+  ir_replace_all_uses(neg, g0);
+  ir_instr_remove(inc);
+  ir_instr_remove(neg);
+  /* 3, 5, ..., 39: 19 iterations */
+  CHECK(plan_while_trip_count(w) == 19);
+  KernelPlan *p = plan(m);
+  /* compare, the multi-output fusion, the control kernel: 3 kernels per iteration */
+  CHECK(p && p->trip_counts_known && p->nkernels == 3 && p->launches == 3 * 19);
+  plan_free(p);
+  /* A counter the fusion does not add a constant to is not a counted loop. */
+  ir_set_operand(fadd, 1, fi);
+  CHECK(plan_while_trip_count(w) == -1);
+  ir_module_free(m);
+}
+
 TEST(library_calls_slices_and_in_place_updates) {
   IrComputation *c;
   IrModule *m = new_module(&c);
@@ -505,6 +550,7 @@ int main(void) {
   RUN(while_loop_multiplies_out_and_counts_control);
   RUN(trip_counts);
   RUN(trip_count_through_fusions);
+  RUN(trip_count_through_a_multi_output_fusion);
   RUN(library_calls_slices_and_in_place_updates);
   RUN(conditional_counts_costliest_branch_and_call_walks_in);
   RUN(no_entry_is_an_error);
