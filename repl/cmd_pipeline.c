@@ -94,8 +94,17 @@ static void fmt_time(double us, char *buf, size_t n) {
   else snprintf(buf, n, "%.2f s", us / 1e6);
 }
 
-/* Prints one JSON value built by an explain/ printer through the writer. */
-static void json_record(JsonWriter *w, const ExplainRecord *r) {
+/* The number `render --decision N` takes for a record: its place among every recorded decision,
+ * in `decisions` order (stage, then the order the pass made them), from 1. */
+static int decision_number(const Session *s, const ExplainRecord *r) {
+  int n = 0;
+  for (int st = 0; st < r->stage; st++) n += explain_stage_count(s->log, st);
+  return n + r->seq + 1;
+}
+
+/* Prints one JSON value built by an explain/ printer through the writer, with the record's
+ * decision number first. */
+static void json_record(const Session *s, JsonWriter *w, const ExplainRecord *r) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
@@ -103,10 +112,20 @@ static void json_record(JsonWriter *w, const ExplainRecord *r) {
     json_null(w);
     return;
   }
+  fprintf(f, "{\"number\":%d,", decision_number(s, r));
   explain_print_record_json(f, r);
   fclose(f);
+  /* the printer's own "{" follows ours: drop it */
+  char *brace = strchr(text + 1, '{');
+  if (brace) memmove(brace, brace + 1, strlen(brace + 1) + 1);
   json_raw(w, text);
   free(text);
+}
+
+/* A record as text, its decision number first ("#12  stage 4  instruction-fusion ..."). */
+static void print_record(const Session *s, const ExplainRecord *r) {
+  fprintf(s->out, "#%d  ", decision_number(s, r));
+  explain_print_record(s->out, r);
 }
 
 /* ---------- stages ---------- */
@@ -601,10 +620,10 @@ static void print_decisions(Session *s, JsonWriter *w, const ExplainRecord **res
   if (s->json) {
     json_key(w, "decisions");
     json_array_begin(w);
-    for (int k = 0; k < n; k++) json_record(w, res[k]);
+    for (int k = 0; k < n; k++) json_record(s, w, res[k]);
     json_array_end(w);
   } else {
-    for (int k = 0; k < n; k++) explain_print_record(s->out, res[k]);
+    for (int k = 0; k < n; k++) print_record(s, res[k]);
   }
 }
 
@@ -712,6 +731,9 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     explain_pair_relation(s->stages[st].module, p, a, b, rel, sizeof rel);
     plan_free(p);
   }
+  /* The pair's final outcome is its last decision (the latest stage, the last the pass made);
+   * every earlier one was superseded by a later pass or run. */
+  const ExplainRecord *final = n > 0 ? res[n - 1] : NULL;
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
@@ -723,14 +745,26 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     json_array_end(&w);
     json_kv_int(&w, "stage", s->cur);
     print_decisions(s, &w, res, n);
+    if (final) json_kv_int(&w, "final", decision_number(s, final));
+    else json_kv_null(&w, "final");
+    json_key(&w, "superseded");
+    json_array_begin(&w);
+    for (int k = 0; k + 1 < n; k++) json_int(&w, decision_number(s, res[k]));
+    json_array_end(&w);
     if (n == 0) json_kv_str(&w, "relation", rel);
     else json_kv_null(&w, "relation");
     json_object_end(&w);
   } else if (n == 0) {
     fprintf(s->out, "no decision between %s and %s: %s\n", a, b, rel);
   } else {
-    fprintf(s->out, "%d decision%s between %s and %s:\n", n, n == 1 ? "" : "s", a, b);
-    print_decisions(s, NULL, res, n);
+    fprintf(s->out, "%d decision%s between %s and %s; the final outcome (stage %d, %s): %s\n", n, n == 1 ? "" : "s", a,
+            b, final->stage, final->pass, final->accepted ? "accepted" : "rejected");
+    print_record(s, final);
+    if (n > 1) {
+      fprintf(s->out, "superseded: %d earlier decision%s, replaced by #%d at stage %d (%s):\n", n - 1,
+              n == 2 ? "" : "s", decision_number(s, final), final->stage, final->pass);
+      for (int k = 0; k + 1 < n; k++) print_record(s, res[k]);
+    }
   }
   fx_free(res);
   return true;
@@ -787,10 +821,10 @@ static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
     JsonWriter w;
     json_init(&w, s->out);
     json_array_begin(&w);
-    for (int k = 0; k < n; k++) json_record(&w, res[k]);
+    for (int k = 0; k < n; k++) json_record(s, &w, res[k]);
     json_array_end(&w);
   } else {
-    for (int k = 0; k < n; k++) explain_print_record(s->out, res[k]);
+    for (int k = 0; k < n; k++) print_record(s, res[k]);
     fprintf(s->out, "%d decision%s%s\n", n, n == 1 ? "" : "s", s->nstages > 1 ? "" : " (no pass has run yet: step first)");
   }
   fx_free(res);
@@ -1103,12 +1137,15 @@ const ReplCommand repl_cmds_pipeline[] = {
     {"why", "why NAME [NAME]", "everything recorded about an instruction, or a pair",
      "why NAME            where NAME is at the current stage (which kernel it runs in) and every\n"
      "                    decision any pass made about it, with reason, numbers and suggestion.\n"
-     "why A B             every decision between A and B; when there is none, why not (never producer\n"
-     "                    and consumer, different computations, already in one kernel, ...).",
+     "why A B             every decision between A and B, the final outcome (the last one) first, then\n"
+     "                    the earlier ones it superseded; when there is none, why not (never producer\n"
+     "                    and consumer, different computations, already in one kernel, ...).\n"
+     "Each decision is listed with its number #N: `render --decision N` draws it.",
      cmd_why},
     {"decisions", "decisions [--rejected | --accepted] [--reason CODE] [--pass NAME] [--stage S]",
      "the decision log, filtered",
-     "decisions           every decision recorded for the stages run so far.\n"
+     "decisions           every decision recorded for the stages run so far, each with its number #N\n"
+     "                    (`render --decision N` draws it).\n"
      "  --rejected / --accepted   only one verdict\n"
      "  --reason CODE             only one reason code (not_fusible, code_duplication, ...)\n"
      "  --pass NAME               only one pass\n"

@@ -4,6 +4,7 @@
  * session runs its own three-pass pipeline so the tests do not depend on which passes the real
  * pipelines hold. */
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "explain.h"
@@ -35,7 +36,7 @@ typedef struct {
   size_t len;
 } Sess;
 
-static void sess_init(Sess *t, bool json) {
+static void sess_init_with(Sess *t, bool json, const char *text, const Pipeline *pl) {
   memset(t, 0, sizeof *t);
   Session *s = &t->s;
   s->stages_cap = 4;
@@ -48,11 +49,14 @@ static void sess_init(Sess *t, bool json) {
   s->input_line = 1;
   FxError err;
   fx_error_clear(&err);
-  IrModule *m = hlo_parse(module_text, strlen(module_text), "t.hlo", &err);
+  IrModule *m = hlo_parse(text, strlen(text), "t.hlo", &err);
   if (!m) fx_error_print(stderr, &err);
   s->stages[0] = (Stage){.module = m, .pass = "input"};
   s->nstages = 1;
+  s->pipeline = pl;
 }
+
+static void sess_init(Sess *t, bool json) { sess_init_with(t, json, module_text, &test_pipeline); }
 
 static void sess_free(Sess *t) {
   Session *s = &t->s;
@@ -230,19 +234,19 @@ TEST(diff_why_decisions) {
             "a: add f32[4]{0} in main\n"
             "  at stage 3 (tuple-simplifier): its own loop kernel\n"
             "  3 decisions naming a:\n"
-            "stage 1  cse  rewrite  b => a  accepted\n"
+            "#1  stage 1  cse  rewrite  b => a  accepted\n"
             "    replaced b by a: the same add of the same operands\n"
             "    metrics: users_moved=1\n"
-            "stage 3  tuple-simplifier  rewrite  g0 => a  accepted\n"
+            "#3  stage 3  tuple-simplifier  rewrite  g0 => a  accepted\n"
             "    replaced g0 (element 0 of t) by a\n"
             "    metrics: index=0\n"
-            "stage 3  tuple-simplifier  rewrite  g1 => a  accepted\n"
+            "#4  stage 3  tuple-simplifier  rewrite  g1 => a  accepted\n"
             "    replaced g1 (element 1 of t) by a\n"
             "    metrics: index=1\n");
   CHECK_STR(ok_run(&t, "why dead"),
             "dead is not in stage 3 (tuple-simplifier): last seen at stage 1 (cse)\n"
             "  1 decision naming dead:\n"
-            "stage 2  dce  remove  dead  accepted\n"
+            "#2  stage 2  dce  remove  dead  accepted\n"
             "    removed dead (negate in main): no users and no side effects\n");
   CHECK_STR(ok_run(&t, "why x"), "x: parameter f32[4]{0} in main\n"
                                  "  at stage 3 (tuple-simplifier): no kernel: a parameter: its buffer is an input, "
@@ -251,8 +255,9 @@ TEST(diff_why_decisions) {
   CHECK_STR(run(&t, "why nope", &ok), "error: no instruction named 'nope' at any stage\n");
   CHECK(!ok);
   /* why: a pair */
-  CHECK_STR(ok_run(&t, "why g0 a"), "1 decision between g0 and a:\n"
-                                    "stage 3  tuple-simplifier  rewrite  g0 => a  accepted\n"
+  CHECK_STR(ok_run(&t, "why g0 a"), "1 decision between g0 and a; the final outcome (stage 3, tuple-simplifier): "
+                                    "accepted\n"
+                                    "#3  stage 3  tuple-simplifier  rewrite  g0 => a  accepted\n"
                                     "    replaced g0 (element 0 of t) by a\n"
                                     "    metrics: index=0\n");
   CHECK_STR(ok_run(&t, "why a m"), "no decision between a and m: a is an operand of m, but no pass has evaluated the "
@@ -261,7 +266,7 @@ TEST(diff_why_decisions) {
   CHECK_STR(ok_run(&t, "why x m"), "no decision between x and m: they were never producer and consumer: x reaches m "
                                    "only through other instructions\n");
   /* decisions, filtered */
-  CHECK_STR(ok_run(&t, "decisions --pass dce"), "stage 2  dce  remove  dead  accepted\n"
+  CHECK_STR(ok_run(&t, "decisions --pass dce"), "#2  stage 2  dce  remove  dead  accepted\n"
                                                 "    removed dead (negate in main): no users and no side effects\n"
                                                 "1 decision\n");
   same_output(&t, "decisions --stage 3 --accepted", "decisions --stage tuple-simplifier");
@@ -279,6 +284,69 @@ TEST(diff_why_decisions) {
   ok_run(&t, "back 3");
   CHECK_CONTAINS(ok_run(&t, "decisions"), "4 decisions\n");
   sess_free(&t);
+}
+
+/* a = x * 2 read by sin and cos: the first instruction-fusion run refuses a -> b (two users, no
+ * duplication in that run); fusion-merger merges a into b's kernel at stage 15. `why a b` puts
+ * that final outcome first and lists the stage 9 refusal as superseded; every listed decision
+ * carries the number `render --decision N` draws. */
+static const char *const fan_text = "HloModule fan\n"
+                                    "\n"
+                                    "ENTRY %main (x: f32[1024]) -> (f32[1024], f32[1024]) {\n"
+                                    "  %x = f32[1024]{0} parameter(0)\n"
+                                    "  %two = f32[] constant(2)\n"
+                                    "  %bc = f32[1024]{0} broadcast(%two), dimensions={}\n"
+                                    "  %a = f32[1024]{0} multiply(%x, %bc)\n"
+                                    "  %b = f32[1024]{0} sine(%a)\n"
+                                    "  %c = f32[1024]{0} cosine(%a)\n"
+                                    "  ROOT %t = (f32[1024]{0}, f32[1024]{0}) tuple(%b, %c)\n"
+                                    "}\n";
+
+TEST(why_pair_final_outcome_first_and_decision_numbers) {
+  Sess t;
+  sess_init_with(&t, false, fan_text, pipeline_lookup("classic"));
+  ok_run(&t, "step all");
+  CHECK_STR(ok_run(&t, "why a b"),
+            "2 decisions between a and b; the final outcome (stage 15, fusion-merger): accepted\n"
+            "#9  stage 15  fusion-merger  merge  a -> b => fusion.1  accepted\n"
+            "    fusion merges into fusion.1 (merged-to-current-bytes-ratio 0.33)\n"
+            "    metrics: users=1 bytes_ratio=0.3333 operands=3 copies=1\n"
+            "superseded: 1 earlier decision, replaced by #9 at stage 15 (fusion-merger):\n"
+            "#4  stage 9  instruction-fusion  fuse  a -> b  rejected [code_duplication]\n"
+            "    a has 2 users; this run fuses only producers with one user, so fusing it would need a copy per "
+            "user (the next run may duplicate it)\n"
+            "    metrics: users=2\n");
+  /* a single decision has nothing superseded */
+  CHECK_STR(ok_run(&t, "why b c"), "1 decision between b and c; the final outcome (stage 12, multi_output_fusion): "
+                                   "accepted\n"
+                                   "#8  stage 12  multi_output_fusion  sibling  b -> c => fusion.1  accepted\n"
+                                   "    b and c both read fusion: one kernel with both outputs reads it once\n"
+                                   "    metrics: operands=3 outputs=2\n");
+  /* numbers are global: a filtered list keeps them */
+  CHECK_STR(ok_run(&t, "decisions --stage 11"),
+            "#7  stage 11  fusion-merger  merge  a -> c  rejected [not_fusible]\n"
+            "    c is not a fusion (nothing fused into it), and fusion-merger merges only into fusions; so fusion is "
+            "merged into none of its 2 users\n"
+            "    metrics: users=2 bytes_ratio=0.5\n"
+            "1 decision\n");
+  CHECK_CONTAINS(ok_run(&t, "decisions"), "#3  stage 9  instruction-fusion  fuse  a -> c  rejected [code_duplication]\n");
+  /* render --decision N draws the decision listed as #N */
+  char dot[] = "/tmp/fxplain_test_decisionXXXXXX";
+  int fd = mkstemp(dot);
+  CHECK(fd >= 0);
+  if (fd >= 0) close(fd);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "render %s --decision 7 --format dot", dot);
+  CHECK_CONTAINS(ok_run(&t, cmd), "decision #7 (stage 11, fusion-merger rejected)");
+  unlink(dot);
+  sess_free(&t);
+  Sess j;
+  sess_init_with(&j, true, fan_text, pipeline_lookup("classic"));
+  ok_run(&j, "step all");
+  const char *out = ok_run(&j, "why a b");
+  CHECK_CONTAINS(out, "\"final\":9,\"superseded\":[4],\"relation\":null}");
+  CHECK_CONTAINS(out, "\"decisions\":[{\"number\":4,\"stage\":9,");
+  sess_free(&j);
 }
 
 TEST(kernels_and_stats) {
@@ -332,21 +400,22 @@ TEST(json_forms) {
                                   "\"kernels\":3},{\"stage\":2,\"pass\":\"dce\",\"changed\":true,"
                                   "\"summary\":\"1 removed\",\"kernels\":2}]\n");
   CHECK_STR(ok_run(&t, "decisions --stage 1"),
-            "[{\"stage\":1,\"pass\":\"cse\",\"action\":\"rewrite\",\"producer\":\"b\",\"consumer\":null,"
+            "[{\"number\":1,\"stage\":1,\"pass\":\"cse\",\"action\":\"rewrite\",\"producer\":\"b\",\"consumer\":null,"
             "\"verdict\":\"accepted\",\"reason\":null,\"detail\":\"replaced b by a: the same add of the same "
             "operands\",\"metrics\":{\"users_moved\":1},\"suggestion\":null}]\n");
   CHECK_STR(ok_run(&t, "why dead"),
             "{\"name\":\"dead\",\"stage\":2,\"present\":false,\"last_seen_stage\":1,\"decisions\":["
-            "{\"stage\":2,\"pass\":\"dce\",\"action\":\"remove\",\"producer\":\"dead\",\"consumer\":null,"
+            "{\"number\":2,\"stage\":2,\"pass\":\"dce\",\"action\":\"remove\",\"producer\":\"dead\",\"consumer\":null,"
             "\"verdict\":\"accepted\",\"reason\":null,\"detail\":\"removed dead (negate in main): no users and no "
             "side effects\",\"metrics\":{},\"suggestion\":null}]}\n");
   CHECK_STR(ok_run(&t, "why a"), "{\"name\":\"a\",\"stage\":2,\"present\":true,\"op\":\"add\","
                                  "\"shape\":\"f32[4]{0}\",\"computation\":\"main\",\"kernel\":{\"name\":\"a\","
-                                 "\"kind\":\"loop\",\"members\":1},\"decisions\":[{\"stage\":1,\"pass\":\"cse\","
+                                 "\"kind\":\"loop\",\"members\":1},\"decisions\":[{\"number\":1,\"stage\":1,\"pass\":\"cse\","
                                  "\"action\":\"rewrite\",\"producer\":\"b\",\"consumer\":null,\"verdict\":"
                                  "\"accepted\",\"reason\":null,\"detail\":\"replaced b by a: the same add of the "
                                  "same operands\",\"metrics\":{\"users_moved\":1},\"suggestion\":null}]}\n");
-  CHECK_STR(ok_run(&t, "why x m"), "{\"names\":[\"x\",\"m\"],\"stage\":2,\"decisions\":[],\"relation\":"
+  CHECK_STR(ok_run(&t, "why x m"), "{\"names\":[\"x\",\"m\"],\"stage\":2,\"decisions\":[],\"final\":null,"
+                                   "\"superseded\":[],\"relation\":"
                                    "\"they were never producer and consumer: x reaches m only through other "
                                    "instructions\"}\n");
   CHECK_STR(ok_run(&t, "diff 0 1"), "{\"from\":0,\"to\":1,\"instructions_from\":9,\"instructions_to\":8,"
@@ -431,6 +500,7 @@ int main(void) {
   RUN(unchanged_stages_share_snapshots);
   RUN(passes_table);
   RUN(diff_why_decisions);
+  RUN(why_pair_final_outcome_first_and_decision_numbers);
   RUN(kernels_and_stats);
   RUN(json_forms);
   RUN(a_pass_that_breaks_the_verifier_is_an_error_naming_it);
