@@ -1568,7 +1568,7 @@ bool fx_eval(FxLower *L, const FxExpr *e, const char *hint, FxValue *out) {
       if (!fx_eval_int(L, e->args[k], "a dimension", &out->dims[k])) return false;
       if (out->dims[k] < 0) return fx_err_at(L->err, e->args[k]->pos, "dimension %" PRId64 " is negative", out->dims[k]);
     }
-    if (ir_type_is_complex(e->type) || e->type == IR_S4 || e->type == IR_U4 || e->type == IR_F8E4M3FN || e->type == IR_F8E5M2)
+    if (ir_type_is_complex(e->type) || e->type == IR_S4 || e->type == IR_U4 || ir_type_is_f8(e->type))
       return fx_err_at(L->err, e->pos, "element type %s is not supported in .fx", ir_type_name(e->type));
     return fx_check_shape(L, e->pos, e->type, out->rank, out->dims);
   }

@@ -66,9 +66,8 @@ static double fround(IrType t, double v) {
   case IR_F16: return rt_f16_to_f32(rt_f32_to_f16((float)v));
   case IR_BF16: return rt_bf16_to_f32(rt_f32_to_bf16((float)v));
   /* f8 arithmetic runs in f32 (as XLA upcasts it), then rounds to the 8-bit type */
-  case IR_F8E4M3FN: case IR_F8E5M2: return rt_from_f8(t, rt_to_f8(t, (float)v));
   case IR_C64: return (float)v;
-  default: return v;
+  default: return ir_type_is_f8(t) ? rt_from_f8(t, rt_to_f8(t, (float)v)) : v;
   }
 }
 

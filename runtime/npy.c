@@ -142,11 +142,11 @@ bool rt_npy_write(const char *path, const RtTensor *t, FxError *err) {
   if (!descr) {
     if (t->type == IR_BF16)
       return fx_error_set(err, path, 0, 0, "bf16 has no NumPy dtype; convert to f32 before saving");
-    if (t->type == IR_F8E4M3FN || t->type == IR_F8E5M2)
+    if (ir_type_is_f8(t->type))
       return fx_error_set(err, path, 0, 0,
                           "%s has no NumPy dtype (ml_dtypes' float8_%s is not a .npy descriptor); convert to f32 "
                           "before saving",
-                          ir_type_name(t->type), t->type == IR_F8E4M3FN ? "e4m3fn" : "e5m2");
+                          ir_type_name(t->type), ir_type_name(t->type) + 2);
     return fx_error_set(err, path, 0, 0, "cannot save a %s value as .npy", ir_type_name(t->type));
   }
   char dict[512];

@@ -83,8 +83,9 @@ uint16_t rt_f32_to_f16(float f);
 float rt_f16_to_f32(uint16_t h);
 uint16_t rt_f32_to_bf16(float f);
 float rt_bf16_to_f32(uint16_t h);
-/* f8e4m3fn and f8e5m2 (ml_dtypes' float8_e4m3fn / float8_e5m2): round to nearest even; a value
- * beyond the largest finite one becomes NaN in f8e4m3fn (it has no infinity) and inf in f8e5m2. */
+/* The f8 types (ml_dtypes' float8_e4m3fn, _e5m2, _e4m3fnuz, _e5m2fnuz, _e4m3b11fnuz, _e4m3,
+ * _e3m4): round to nearest even; a value beyond the largest finite one becomes inf where the
+ * format has one (e5m2, e4m3, e3m4) and NaN otherwise; the fnuz formats have no -0 and one NaN. */
 uint8_t rt_to_f8(IrType t, double v);
 double rt_from_f8(IrType t, uint8_t bits);
 
@@ -155,7 +156,7 @@ typedef struct {
 } RtCompare;
 
 /* Tolerance: exact for integers and pred, relative 1e-5 for f32/f64/c64/c128, 1e-2 for f16, 2e-2
- * bf16, one ulp for the f8 types (0.125 f8e4m3fn, 0.25 f8e5m2). */
+ * bf16, one ulp of the mantissa for the f8 types (0.0625 e3m4, 0.125 e4m3*, 0.25 e5m2*). */
 void rt_compare(const RtTensor *got, const RtTensor *want, RtCompare *out);
 
 /* ---------- .npy files ---------- */

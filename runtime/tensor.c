@@ -72,54 +72,73 @@ uint16_t rt_f32_to_bf16(float f) {
 
 float rt_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
-/* ---------- f8 (the OCP 8-bit floats, as ml_dtypes and XLA define them) ---------- */
+/* ---------- f8 (the 8-bit floats, as ml_dtypes and XLA define them) ---------- */
 
-/* f8e4m3fn: bias 7, 3 mantissa bits, no infinity, NaN is S.1111.111, largest 448.
- * f8e5m2: bias 15, 2 mantissa bits, IEEE infinities and NaNs, largest 57344. */
-static void f8_format(IrType t, int *mbits, int *bias, bool *fn) {
-  bool e4 = t == IR_F8E4M3FN;
-  *mbits = e4 ? 3 : 2;
-  *bias = e4 ? 7 : 15;
-  *fn = e4;
+/* How a format spends its top exponent and its zeros:
+ *   IEEE  all-ones exponent is inf (mantissa 0) or NaN, as in f16 (f8e5m2, f8e4m3, f8e3m4)
+ *   FN    no infinity; only the all-ones pattern is NaN (f8e4m3fn)
+ *   FNUZ  no infinity, no -0; 0x80 is the one NaN (f8e4m3fnuz, f8e5m2fnuz, f8e4m3b11fnuz)
+ * A value beyond the largest finite one after rounding becomes inf (IEEE) or NaN. */
+typedef enum { F8_IEEE, F8_FN, F8_FNUZ } F8Kind;
+typedef struct {
+  int ebits, mbits, bias;
+  F8Kind kind;
+} F8Format;
+
+static F8Format f8_format(IrType t) {
+  switch (t) {
+  case IR_F8E4M3FN: return (F8Format){4, 3, 7, F8_FN};
+  case IR_F8E4M3FNUZ: return (F8Format){4, 3, 8, F8_FNUZ};
+  case IR_F8E5M2FNUZ: return (F8Format){5, 2, 16, F8_FNUZ};
+  case IR_F8E4M3B11FNUZ: return (F8Format){4, 3, 11, F8_FNUZ};
+  case IR_F8E4M3: return (F8Format){4, 3, 7, F8_IEEE};
+  case IR_F8E3M4: return (F8Format){3, 4, 3, F8_IEEE};
+  default: return (F8Format){5, 2, 15, F8_IEEE}; /* f8e5m2 */
+  }
+}
+
+static uint8_t f8_nan(F8Format f, uint8_t sign) {
+  if (f.kind == F8_FNUZ) return 0x80;
+  if (f.kind == F8_FN) return (uint8_t)(sign | 0x7f);
+  return (uint8_t)(sign | (((1 << f.ebits) - 1) << f.mbits) | (1 << (f.mbits - 1)));
 }
 
 uint8_t rt_to_f8(IrType t, double v) {
-  int mbits, bias;
-  bool fn;
-  f8_format(t, &mbits, &bias, &fn);
+  F8Format f = f8_format(t);
   uint8_t sign = signbit(v) ? 0x80 : 0;
-  if (v != v) return (uint8_t)(sign | (fn ? 0x7f : 0x7e));
+  if (v != v) return f8_nan(f, sign);
+  int emax = (1 << f.ebits) - 1 - f.bias - (f.kind == F8_IEEE); /* exponent of the top finite binade */
+  double top = f.kind == F8_FN ? 2.0 - ldexp(2.0, -f.mbits) : 2.0 - ldexp(1.0, -f.mbits);
+  double maxf = ldexp(top, emax);
   double a = fabs(v);
-  int emin = 1 - bias;
-  double maxf = fn ? ldexp(2.0 - ldexp(2.0, -mbits), 15 - bias) : ldexp(2.0 - ldexp(1.0, -mbits), 30 - bias);
-  if (a == INFINITY) return (uint8_t)(sign | (fn ? 0x7f : 0x7c));
+  uint8_t over = f.kind == F8_IEEE ? (uint8_t)(sign | (((1 << f.ebits) - 1) << f.mbits)) : f8_nan(f, sign);
+  if (a == INFINITY) return over;
   /* round to nearest even at the value's own ulp (subnormal ulp below 2^emin) */
-  int ex;
+  int emin = 1 - f.bias, ex;
   frexp(a, &ex);
   int e = a == 0 ? emin : ex - 1;
   if (e < emin) e = emin;
-  double ulp = ldexp(1.0, e - mbits);
+  double ulp = ldexp(1.0, e - f.mbits);
   double r = nearbyint(a / ulp) * ulp;
-  if (r > maxf) return (uint8_t)(sign | (fn ? 0x7f : 0x7c)); /* overflow: NaN for e4m3fn, inf for e5m2 */
-  if (r == 0) return sign;
+  if (r > maxf) return over;
+  if (r == 0) return f.kind == F8_FNUZ ? 0 : sign; /* fnuz has no -0 */
   frexp(r, &ex);
   e = ex - 1;
-  if (e < emin) return (uint8_t)(sign | (uint8_t)(r / ldexp(1.0, emin - mbits))); /* subnormal */
-  uint8_t m = (uint8_t)(r / ldexp(1.0, e - mbits) - (double)(1 << mbits));
-  return (uint8_t)(sign | (uint8_t)((e + bias) << mbits) | m);
+  if (e < emin) return (uint8_t)(sign | (uint8_t)(r / ldexp(1.0, emin - f.mbits))); /* subnormal */
+  uint8_t m = (uint8_t)(r / ldexp(1.0, e - f.mbits) - (double)(1 << f.mbits));
+  return (uint8_t)(sign | (uint8_t)((e + f.bias) << f.mbits) | m);
 }
 
 double rt_from_f8(IrType t, uint8_t b) {
-  int mbits, bias;
-  bool fn;
-  f8_format(t, &mbits, &bias, &fn);
-  int ebits = 7 - mbits;
-  int e = (b >> mbits) & ((1 << ebits) - 1), m = b & ((1 << mbits) - 1);
+  F8Format f = f8_format(t);
+  int e = (b >> f.mbits) & ((1 << f.ebits) - 1), m = b & ((1 << f.mbits) - 1);
+  int etop = (1 << f.ebits) - 1, mtop = (1 << f.mbits) - 1;
   double s = (b & 0x80) ? -1.0 : 1.0;
-  if (fn && e == (1 << ebits) - 1 && m == (1 << mbits) - 1) return NAN;
-  if (!fn && e == (1 << ebits) - 1) return m ? NAN : s * INFINITY;
-  if (e == 0) return s * ldexp((double)m, 1 - bias - mbits);
-  return s * ldexp(1.0 + ldexp((double)m, -mbits), e - bias);
+  if (f.kind == F8_FNUZ && b == 0x80) return NAN;
+  if (f.kind == F8_FN && e == etop && m == mtop) return NAN;
+  if (f.kind == F8_IEEE && e == etop) return m ? NAN : s * INFINITY;
+  if (e == 0) return s * ldexp((double)m, 1 - f.bias - f.mbits);
+  return s * ldexp(1.0 + ldexp((double)m, -f.mbits), e - f.bias);
 }
 
 /* ---------- tensors ---------- */
@@ -333,7 +352,9 @@ double rt_get_f(const RtTensor *t, int64_t i) {
   case IR_BF16: return rt_bf16_to_f32(((const uint16_t *)p)[i]);
   case IR_F32: return ((const float *)p)[i];
   case IR_F64: return ((const double *)p)[i];
-  case IR_F8E4M3FN: case IR_F8E5M2: return rt_from_f8(t->type, ((const uint8_t *)p)[i]);
+  case IR_F8E4M3FN: case IR_F8E5M2: case IR_F8E4M3FNUZ: case IR_F8E5M2FNUZ: case IR_F8E4M3B11FNUZ: case IR_F8E4M3:
+  case IR_F8E3M4:
+    return rt_from_f8(t->type, ((const uint8_t *)p)[i]);
   case IR_C64: return ((const float *)p)[2 * i];
   case IR_C128: return ((const double *)p)[2 * i];
   default: return 0;
@@ -394,7 +415,10 @@ void rt_set_f(RtTensor *t, int64_t i, double v) {
   case IR_BF16: ((uint16_t *)p)[i] = rt_f32_to_bf16((float)v); return;
   case IR_F32: ((float *)p)[i] = (float)v; return;
   case IR_F64: ((double *)p)[i] = v; return;
-  case IR_F8E4M3FN: case IR_F8E5M2: ((uint8_t *)p)[i] = rt_to_f8(t->type, v); return;
+  case IR_F8E4M3FN: case IR_F8E5M2: case IR_F8E4M3FNUZ: case IR_F8E5M2FNUZ: case IR_F8E4M3B11FNUZ: case IR_F8E4M3:
+  case IR_F8E3M4:
+    ((uint8_t *)p)[i] = rt_to_f8(t->type, v);
+    return;
   case IR_C64: case IR_C128: rt_set_c(t, i, v, 0); return;
   case IR_PRED: ((uint8_t *)p)[i] = v != 0; return;
   default: {
@@ -423,10 +447,9 @@ void rt_set_i(RtTensor *t, int64_t i, int64_t v) {
   case IR_U32: ((uint32_t *)p)[i] = (uint32_t)v; return;
   case IR_S64: ((int64_t *)p)[i] = v; return;
   case IR_U64: ((uint64_t *)p)[i] = (uint64_t)v; return;
-  case IR_F16: case IR_BF16: case IR_F32: case IR_F64: case IR_F8E4M3FN: case IR_F8E5M2: case IR_C64: case IR_C128:
-    rt_set_f(t, i, (double)v);
-    return;
-  default: return; /* tuples and tokens hold no elements */
+  default:
+    if (ir_type_is_float(t->type) || ir_type_is_complex(t->type)) rt_set_f(t, i, (double)v);
+    return; /* tuples and tokens hold no elements */
   }
 }
 
@@ -472,8 +495,9 @@ static double tol_for(IrType t) {
   case IR_F16: return 1e-2;
   case IR_BF16: return 2e-2;
   case IR_F32: case IR_F64: case IR_C64: case IR_C128: return 1e-5;
-  case IR_F8E4M3FN: return 0.125; /* one ulp of 3 mantissa bits */
-  case IR_F8E5M2: return 0.25;    /* one ulp of 2 mantissa bits */
+  case IR_F8E3M4: return 0.0625; /* one ulp of 4 mantissa bits */
+  case IR_F8E4M3FN: case IR_F8E4M3FNUZ: case IR_F8E4M3B11FNUZ: case IR_F8E4M3: return 0.125; /* 3 bits */
+  case IR_F8E5M2: case IR_F8E5M2FNUZ: return 0.25; /* one ulp of 2 mantissa bits */
   default: return 0;
   }
 }

@@ -91,6 +91,12 @@ CASES = [
      [(rng.standard_normal(256) * 64).astype(np.float32)], 0),
     ("f8e5m2 conversion of random values", f8_roundtrip(jnp.float8_e5m2),
      [(rng.standard_normal(256) * 4096).astype(np.float32)], 0),
+    *[(f"{name} conversion and arithmetic", (lambda dt: lambda x, y: (f8_roundtrip(dt)(x), *f8_arith(dt)(y, x[:64])))(dt),
+       [np.concatenate([F8_EDGES, F8_EDGES / 64, (rng.standard_normal(64) * 16).astype(np.float32)]),
+        (rng.standard_normal(64) * 4).astype(np.float32)], 0)
+      for name, dt in (("f8e4m3fnuz", jnp.float8_e4m3fnuz), ("f8e5m2fnuz", jnp.float8_e5m2fnuz),
+                       ("f8e4m3b11fnuz", jnp.float8_e4m3b11fnuz), ("f8e4m3", jnp.float8_e4m3),
+                       ("f8e3m4", jnp.float8_e3m4))],
     ("f8e4m3fn arithmetic", f8_arith(jnp.float8_e4m3fn),
      [(rng.standard_normal(64) * 8).astype(np.float32), (rng.standard_normal(64) * 8).astype(np.float32)], 0),
     ("f8e5m2 arithmetic", f8_arith(jnp.float8_e5m2),

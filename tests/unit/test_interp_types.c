@@ -231,14 +231,23 @@ TEST(f8_conversions) {
   CHECK(rt_to_f8(IR_F8E5M2, 0x1p-16) == 0x01);
   CHECK(isnan(rt_from_f8(IR_F8E5M2, rt_to_f8(IR_F8E5M2, NAN))));
   CHECK(rt_from_f8(IR_F8E5M2, 0x7c) == INFINITY && rt_from_f8(IR_F8E5M2, 0x7b) == 57344.0);
-  /* every f8e4m3fn bit pattern survives a round trip (NaN to the canonical NaN) */
+  /* fnuz: no infinity, no -0, 0x80 the one NaN */
+  CHECK(rt_to_f8(IR_F8E4M3FNUZ, 240.0) == 0x7f && rt_to_f8(IR_F8E4M3FNUZ, 256.0) == 0x80);
+  CHECK(rt_to_f8(IR_F8E4M3FNUZ, -0.0) == 0x00 && rt_to_f8(IR_F8E4M3FNUZ, NAN) == 0x80);
+  CHECK(rt_to_f8(IR_F8E4M3FNUZ, 1.0) == 0x40 && rt_to_f8(IR_F8E5M2FNUZ, 1.0) == 0x40);
+  CHECK(rt_to_f8(IR_F8E4M3B11FNUZ, 1.0) == 0x58 && rt_to_f8(IR_F8E4M3B11FNUZ, 30.0) == 0x7f);
+  CHECK(isnan(rt_from_f8(IR_F8E5M2FNUZ, 0x80)) && rt_from_f8(IR_F8E5M2FNUZ, 0x7f) == 57344.0);
+  /* IEEE-like f8e4m3 (largest 240, then inf) and f8e3m4 (bias 3, largest 15.5) */
+  CHECK(rt_to_f8(IR_F8E4M3, 240.0) == 0x77 && rt_to_f8(IR_F8E4M3, 248.0) == 0x78 && rt_to_f8(IR_F8E4M3, INFINITY) == 0x78);
+  CHECK(rt_to_f8(IR_F8E3M4, 1.0) == 0x30 && rt_to_f8(IR_F8E3M4, 15.5) == 0x6f && rt_from_f8(IR_F8E3M4, 0x70) == INFINITY);
+  /* every bit pattern that is a number survives a round trip, in every format */
+  static const IrType f8s[] = {IR_F8E4M3FN, IR_F8E5M2, IR_F8E4M3FNUZ, IR_F8E5M2FNUZ, IR_F8E4M3B11FNUZ, IR_F8E4M3, IR_F8E3M4};
   int bad = 0;
-  for (int b = 0; b < 256; b++) {
-    double v = rt_from_f8(IR_F8E4M3FN, (uint8_t)b);
-    if (v == v && rt_to_f8(IR_F8E4M3FN, v) != b) bad++;
-    double u = rt_from_f8(IR_F8E5M2, (uint8_t)b);
-    if (u == u && rt_to_f8(IR_F8E5M2, u) != b) bad++;
-  }
+  for (size_t f = 0; f < sizeof f8s / sizeof f8s[0]; f++)
+    for (int b = 0; b < 256; b++) {
+      double v = rt_from_f8(f8s[f], (uint8_t)b);
+      if (v == v && rt_to_f8(f8s[f], v) != b) bad++;
+    }
   CHECK(bad == 0);
 }
 
