@@ -6,6 +6,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh build
+# The tests that compare fxplain's results with XLA itself (interp.types_vs_xla,
+# rng.bit_generator_vs_xla) need jax on the CPU; fxplain never does. Without it they report skipped.
+if ! python3 -c 'import jax' 2>/dev/null; then
+  python3 -m pip install --quiet --retries 1 --timeout 30 jax ||
+    echo "note: jax could not be installed; the tests that compare with XLA will report skipped" >&2
+fi
 # GPU-only tests (label "gpu") report themselves skipped on machines without a GPU.
 (cd build && ctest --output-on-failure -j"$(nproc)")
 if [ "${FXPLAIN_SKIP_ASAN:-0}" != 1 ]; then
