@@ -38,7 +38,7 @@ double cartpole_hand(int n, int steps, int pool, const float *actions, const flo
       float nxd = x_dot[e] + tau * xacc;
       float nth = th + tau * td;
       float ntd = td + tau * thetaacc;
-      int done = fabsf(nx) > x_threshold || fabsf(nth) > theta_threshold;
+      int done = (fabsf(nx) > x_threshold) | (fabsf(nth) > theta_threshold); /* the script's |: no branch */
       x[e] = done ? fx[e] : nx;
       x_dot[e] = done ? fxd[e] : nxd;
       theta[e] = done ? fth[e] : nth;
