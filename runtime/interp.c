@@ -461,6 +461,12 @@ static bool op_iota(const IrInstr *i, RtTensor **out, FxError *err) {
 static int64_t complex_literal(const char *t, RtTensor *r) {
   int64_t n = 0;
   for (const char *p = t; *p;) {
+    if (p[0] == '/' && p[1] == '*') { /* XLA's index comments inside array literals */
+      const char *z = strstr(p + 2, "*/");
+      if (!z) return -1;
+      p = z + 2;
+      continue;
+    }
     if (*p != '(') {
       if (!strchr("{} ,\n\t\r", *p)) return -1;
       p++;

@@ -366,7 +366,7 @@ TEST(complex_functions_dot_reduce_constant) {
                       "add { a = c128[] parameter(0)\n b = c128[] parameter(1)\n ROOT s = c128[] add(a, b) }\n"
                       "ENTRY e { z = c128[3] parameter(0)\n"
                       " ex = c128[3] exponential(z)\n sq = c128[3] sqrt(z)\n lg = c128[3] log(z)\n"
-                      " k = c128[3] constant({(1, 2), (3, -4), (0, 1)})\n"
+                      " k = c128[3] constant({(1, 2), (3, -4), /*index=2*/(0, 1)})\n"
                       " dt = c128[] dot(k, k), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
                       " zero = c128[] constant((0, 0))\n rd = c128[] reduce(k, zero), dimensions={0}, to_apply=add\n"
                       " ROOT t = (c128[3], c128[3], c128[3], c128[], c128[]) tuple(ex, sq, lg, dt, rd) }\n");
@@ -408,6 +408,14 @@ TEST(complex_errors_are_located) {
     ir_module_free(m);
   }
   rt_tensor_unref(args[0]);
+  /* a complex literal needs (re, im) pairs */
+  m = parse("HloModule k\nENTRY e {\n ROOT k = c64[2] constant({1, 2}) }\n");
+  e = (FxError){0};
+  RtTensor *r2 = run(m, NULL, 0, &e);
+  CHECK(r2 == NULL);
+  CHECK_CONTAINS(e.msg, "k: a complex constant needs one (re, im) pair per element");
+  CHECK(e.line == 3);
+  ir_module_free(m);
 }
 
 TEST(complex_compare_and_npy) {
