@@ -879,7 +879,7 @@ static void print_buffers(Session *s, const KernelPlan *p) {
       fmt_bytes((double)p->slot_bytes[bf->slot], b2, sizeof b2);
       fprintf(s->out, "reuses %s's %s\n", prev, b2);
     } else {
-      fputs("fresh\n", s->out);
+      fputs("new slot\n", s->out);
     }
   }
 }
