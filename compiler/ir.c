@@ -2,6 +2,7 @@
  *
  * Sits under everything: the parsers build with these functions, the passes edit with them, and
  * every reader walks the structures declared in ir.h. */
+#include <errno.h>
 #include "ir.h"
 
 #include <ctype.h>
@@ -981,6 +982,35 @@ static int fmt_int_value(char *buf, size_t n, double v, IrType t) {
   if (v >= 9223372036854775807.0) return snprintf(buf, n, "9223372036854775807");
   if (v <= -9223372036854775808.0) return snprintf(buf, n, "-9223372036854775808");
   return snprintf(buf, n, "%lld", (long long)v);
+}
+
+int64_t ir_literal_ints(const IrLiteral *l, bool is_unsigned, int64_t *out, int64_t n) {
+  if (!l || l->elided || !l->text) return -1;
+  int64_t k = 0;
+  const char *q = l->text;
+  while (*q) {
+    char ch = *q;
+    if (ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r' || ch == ',' || ch == '{' || ch == '}') {
+      q++;
+      continue;
+    }
+    if (ch == '/' && q[1] == '*') { /* index comments inside array literals */
+      const char *z = strstr(q + 2, "*/");
+      if (!z) return -1;
+      q = z + 2;
+      continue;
+    }
+    char *end = NULL;
+    int64_t v;
+    errno = 0;
+    if (is_unsigned && ch != '-') v = (int64_t)strtoull(q, &end, 10);
+    else v = (int64_t)strtoll(q, &end, 10);
+    if (end == q || errno == ERANGE || (*end && !strchr(" \n\t\r,}", *end))) return -1;
+    if (k < n) out[k] = v;
+    k++;
+    q = end;
+  }
+  return k;
 }
 
 IrLiteral *ir_literal_new(Arena *a, const double *values, int64_t count, IrType t, const IrShape *shape) {

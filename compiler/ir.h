@@ -326,6 +326,10 @@ int ir_called_computations(const IrInstr *i, IrComputation **out, int max);
 
 /* Literals. */
 IrLiteral *ir_literal_new(Arena *a, const double *values, int64_t count, IrType t, const IrShape *shape);
+/* The literal's values as exact 64-bit integers, read again from its text (the decoded doubles
+   hold only 53 bits, so s64/u64 values such as 18446744073709551615 need this). Fills out[0..n) and
+   returns how many values the text has, or -1 when the text is not a list of integers. */
+int64_t ir_literal_ints(const IrLiteral *l, bool is_unsigned, int64_t *out, int64_t n);
 /* Scalar convenience. */
 IrInstr *ir_constant_scalar(IrComputation *c, IrType t, double v, const char *name);
 

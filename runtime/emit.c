@@ -399,6 +399,22 @@ static void literal(char *out, size_t n, IrType t, double x) {
   }
 }
 
+/* A 64-bit integer literal written exactly. */
+static void literal_i64(char *out, size_t n, IrType t, int64_t v) {
+  if (t == IR_U64) snprintf(out, n, "%lluull", (unsigned long long)(uint64_t)v);
+  else if (v == INT64_MIN) snprintf(out, n, "(-9223372036854775807ll - 1)");
+  else snprintf(out, n, "(%s)%lldll", emit_storage_type(t), (long long)v);
+}
+
+/* The first value of a constant, written as a C literal; 64-bit integers exactly from the
+   literal's text. */
+static void literal_first(char *out, size_t n, const IrInstr *c) {
+  IrType t = c->shape.type;
+  int64_t one;
+  if ((t == IR_S64 || t == IR_U64) && ir_literal_ints(c->literal, t == IR_U64, &one, 1) >= 1) literal_i64(out, n, t, one);
+  else literal(out, n, t, c->literal->values[0]);
+}
+
 static int input_of(Gen *g, const IrInstr *i) {
   if (g->fcomp) return i->op == IR_OP_PARAMETER && i->parent == g->fcomp ? (int)i->param_number : -1;
   if (i == g->k->instr) return -1;
@@ -885,7 +901,7 @@ static bool gen_constant(Gen *g, const IrInstr *i, Val *idx, Val *out) {
     return true;
   }
   if (l->count == 1 || cnt == 1 || i->shape.rank == 0) {
-    literal(e, sizeof e, t, l->values[0]);
+    literal_first(e, sizeof e, i);
     *out = def(g, t, e);
     return true;
   }
@@ -1273,6 +1289,18 @@ bool emit_globals(EmitBuf *b, const EmitKernel *k, EmitTarget t, FxError *err) {
     if (c->op != IR_OP_CONSTANT || !c->literal || c->literal->elided || !c->literal->values) continue;
     int64_t cnt = ir_shape_elements(&c->shape);
     if (cnt <= 1 || c->literal->count != cnt) continue;
+    int64_t *iv = NULL; /* 64-bit integers exactly, from the literal's text */
+    if (c->shape.type == IR_S64 || c->shape.type == IR_U64) {
+      iv = fx_malloc(sizeof(int64_t) * (size_t)cnt);
+      if (!iv) {
+        b->oom = true;
+        return false;
+      }
+      if (ir_literal_ints(c->literal, c->shape.type == IR_U64, iv, cnt) != cnt) {
+        fx_free(iv);
+        iv = NULL;
+      }
+    }
     emit_printf(b, "static %sconst %s %s_c%d[%lld] = {", t == EMIT_TARGET_CUDA ? "__device__ " : "",
                 emit_storage_type(c->shape.type), k->name, c->id, (long long)cnt);
     for (int64_t e = 0; e < cnt; e++) {
@@ -1281,11 +1309,13 @@ bool emit_globals(EmitBuf *b, const EmitKernel *k, EmitTarget t, FxError *err) {
       IrType ty = c->shape.type;
       if (ty == IR_F16) snprintf(lit, sizeof lit, "0x%04x", rt_f32_to_f16((float)v));
       else if (ty == IR_BF16) snprintf(lit, sizeof lit, "0x%04x", rt_f32_to_bf16((float)v));
+      else if (ty == IR_S64 || ty == IR_U64) literal_i64(lit, sizeof lit, ty, iv ? iv[e] : (int64_t)v);
       else literal(lit, sizeof lit, ty, v);
       emit_printf(b, "%s%s", e ? "," : "", lit);
       if (e % 16 == 15) emit_printf(b, "\n");
     }
     emit_printf(b, "};\n");
+    fx_free(iv);
   }
   return !b->oom;
 }

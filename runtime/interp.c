@@ -503,6 +503,22 @@ static bool op_constant(const IrInstr *i, RtTensor **out, FxError *err) {
     *out = r;
     return true;
   }
+  if ((r->type == IR_S64 || r->type == IR_U64) && l && !l->elided && l->values && r->count > 0) {
+    /* 64-bit integers exactly, from the literal's text (its doubles hold 53 bits) */
+    int64_t *iv = fx_malloc(sizeof(int64_t) * (size_t)r->count);
+    if (!iv) {
+      rt_tensor_unref(r);
+      return instr_error(i, err, "out of memory reading the constant");
+    }
+    int64_t n = ir_literal_ints(l, r->type == IR_U64, iv, r->count);
+    if (n == r->count || n == 1) {
+      for (int64_t k = 0; k < r->count; k++) rt_set_i(r, k, iv[n == 1 ? 0 : k]);
+      fx_free(iv);
+      *out = r;
+      return true;
+    }
+    fx_free(iv);
+  }
   if (r->type != IR_TUPLE && l && !l->elided && l->values) {
     /* a literal with one value fills the array (HLO allows a scalar splat only for scalars, but
        hand-built modules use it) */

@@ -175,6 +175,55 @@ TEST(threefry_custom_call_is_generated) {
   ir_module_free(m);
 }
 
+/* 64-bit integer constants beyond a double's 53 bits must be exact in the interpreter and in
+ * generated code (a u64 all-ones mask, 2^53 + 1, s64's minimum). */
+static const char *u64_module =
+    "HloModule u64\n"
+    "fused {\n"
+    "  p0 = u64[3] parameter(0)\n"
+    "  c = u64[3] constant({18446744073709551615, 9007199254740993, 12345})\n"
+    "  m = u64[] constant(18446744073709551615)\n"
+    "  b = u64[3] broadcast(m), dimensions={}\n"
+    "  x = u64[3] xor(p0, c)\n"
+    "  ROOT y = u64[3] xor(x, b)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  a = u64[3] parameter(0)\n"
+    "  f = u64[3] fusion(a), kind=kLoop, calls=fused\n"
+    "  s = s64[2] constant({-9223372036854775808, 9007199254740993})\n"
+    "  ROOT t = (u64[3], s64[2]) tuple(f, s)\n"
+    "}\n";
+
+TEST(u64_constants_are_exact) {
+  IrModule *m = parse(u64_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches(m, &gen, &interp, &c));
+  CHECK(gen >= 1 && interp == 0);
+  CHECK(c.ok && c.err == 0);
+  /* the interpreter's values, element by element: y = a ^ c ^ ~0 = ~(a ^ c) */
+  FxError e = {0};
+  RtTensor *a = rt_tensor_for_shape(&m->entry->params[0]->shape, &e);
+  uint64_t in[3] = {0, 1, 0xF0F0F0F0F0F0F0F0ull};
+  for (int k = 0; k < 3; k++) rt_set_i(a, k, (int64_t)in[k]);
+  RtTensor *r = NULL;
+  RtOptions ro = {.seed = 1};
+  CHECK(rt_interp_run(m, &a, 1, &ro, &r, NULL, &e));
+  if (r) {
+    const uint64_t *y = r->tuple[0]->data;
+    CHECK(y[0] == ~(0ull ^ 18446744073709551615ull));
+    CHECK(y[1] == ~(1ull ^ 9007199254740993ull));
+    CHECK(y[2] == ~(0xF0F0F0F0F0F0F0F0ull ^ 12345ull));
+    const int64_t *s = r->tuple[1]->data;
+    CHECK(s[0] == INT64_MIN && s[1] == 9007199254740993ll);
+  }
+  rt_tensor_unref(r);
+  rt_tensor_unref(a);
+  ir_module_free(m);
+}
+
 static const char *gather_module =
     "HloModule gather\n"
     "fused {\n"
@@ -382,6 +431,7 @@ int main(void) {
   RUN(loop_fusion_matches_interpreter);
   RUN(reduce_and_multi_output_fusion_match);
   RUN(threefry_custom_call_is_generated);
+  RUN(u64_constants_are_exact);
   RUN(gather_fusion_is_generated);
   RUN(hostile_names_are_sanitized);
   RUN(cache_reuses_and_repairs_entries);
