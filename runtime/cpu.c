@@ -10,10 +10,13 @@
  * (gather, scatter, sort, convolution, rng, custom calls) run on the interpreter's implementation;
  * dot goes to OpenBLAS (cblas_sgemm/dgemm) when the shapes allow.
  *
- * run: the interpreter's walker drives the module (while loops, calls and conditionals from the
- * host); a hook takes over every kernel: it allocates the outputs, launches the compiled parts
- * (the outer loop split across threads when the kernel is large enough to pay), and records
- * launches, bytes and time per kernel. */
+ * run: the kernel plan's buffer assignment (compiler/plan.c) gives one allocation per memory slot
+ * for the whole run; the interpreter's walker drives the module (while loops, calls and
+ * conditionals from the host); a hook takes over every kernel: it places the outputs in their
+ * slots (a loop's results alternate between two; fresh memory for what goes to the caller, for
+ * interpreted kernels, or when a slot is still held), launches the compiled parts (the outer loop
+ * split across threads when the kernel is large enough to pay), and records launches, time, and
+ * the plan's bytes per kernel. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
