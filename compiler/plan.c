@@ -8,9 +8,11 @@
  *     else a loop kernel;
  *   - parameters, constants, tuples, get-tuple-element, bitcasts (and reshapes or transposes
  *     that are bitcasts) launch nothing;
- *   - a while loop runs its condition and body kernels once per iteration, plus one control
- *     kernel per iteration: the predicate read back to the host, which decides whether to go on
- *     (the loop's tuple stays in memory: the paper's first boundary). The trip count comes from
+ *   - a while loop runs its body kernels once per iteration and its condition kernels once more
+ *     (the test that ends the loop), each followed by a control entry: the predicate read back to
+ *     the host, which decides whether to go on (the loop's tuple stays in memory: the paper's
+ *     first boundary). A control entry is priced in the time (on a GPU a read-back costs about a
+ *     launch) but is not a kernel: it is not counted in launches or bytes moved. The trip count comes from
  *     backend_config's known_trip_count, or from the condition comparing the counter with a
  *     constant; otherwise 1, and the plan says trip counts are not known;
  *   - call walks into its callee; conditional reads its branch index back (a control kernel)
@@ -571,11 +573,13 @@ static bool walk(Builder *b, IrComputation *c, int64_t mult, int depth) {
         trip = 1;
         b->p->trip_counts_known = false;
       }
-      int64_t n = sat_mul(mult, trip);
+      /* the body runs trip times; the condition (and its read-back) once more: the test that ends
+         the loop */
+      int64_t n = sat_mul(mult, trip), ncond = sat_mul(mult, trip + 1);
       IrComputation *cond = ir_attr_comp(i, "condition"), *body = ir_attr_comp(i, "body");
-      if (cond && !walk(b, cond, n, depth + 1)) return false;
+      if (cond && !walk(b, cond, ncond, depth + 1)) return false;
       if (body && !walk(b, body, n, depth + 1)) return false;
-      add_control_kernel(b, i, n, 1);
+      add_control_kernel(b, i, ncond, 1);
       break;
     }
     case LAUNCH_CALL: {
@@ -821,10 +825,12 @@ KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err
   }
   for (int k = 0; k < p->nkernels; k++) {
     const PlanKernel *kn = &p->kernels[k];
+    p->est_us += (double)kn->launches * kn->est_us;
+    if (kn->kind == KERNEL_CONTROL) continue; /* a read-back, not a kernel: priced, not counted */
+    p->ncompute++;
     p->launches += kn->launches;
     p->bytes_read += sat_mul(kn->bytes_read, kn->launches);
     p->bytes_written += sat_mul(kn->bytes_written, kn->launches);
-    p->est_us += (double)kn->launches * kn->est_us;
   }
   return p;
 }

@@ -64,7 +64,8 @@ typedef struct {
 typedef struct {
   Arena arena;
   PlanKernel *kernels;
-  int nkernels;
+  int nkernels;                      /* entries: kernels and control entries */
+  int ncompute;                      /* kernels: the entries that launch (control entries left out) */
   /* Buffer assignment (XLA's buffer assignment, simplified): per computation, in instruction
    * order, a buffer takes the smallest free slot of the same or a larger size whose previous
    * occupant's last reader has run; otherwise a new slot. Live-out buffers take fresh memory; in
@@ -76,9 +77,10 @@ typedef struct {
   int64_t buffer_bytes;              /* memory without reuse: every buffer its own (a loop's results
                                         twice: the state read and the state written) */
   int64_t slot_total;                /* memory with reuse: the slots */
-  int64_t launches;                  /* total kernel launches per execution */
-  int64_t bytes_read, bytes_written; /* total per execution */
-  double est_us;                     /* total per execution */
+  int64_t launches;                  /* total kernel launches per execution (control entries,
+                                        which launch nothing, left out) */
+  int64_t bytes_read, bytes_written; /* total per execution, by the kernels */
+  double est_us;                     /* total per execution, control read-backs included */
   bool trip_counts_known;            /* false when some loop's trip count was guessed (1) */
 } KernelPlan;
 

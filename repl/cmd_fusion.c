@@ -355,15 +355,15 @@ static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
     json_init(&w, s->out);
     json_object_begin(&w);
     json_kv_int(&w, "unfused", n);
-    json_kv_int(&w, "kernels_before", before->nkernels);
-    json_kv_int(&w, "kernels_after", after->nkernels);
+    json_kv_int(&w, "kernels_before", before->ncompute);
+    json_kv_int(&w, "kernels_after", after->ncompute);
     json_object_end(&w);
     fputc('\n', s->out);
   } else if (n == 0) {
     fprintf(s->out, "no fusions to unfuse: the module is already as it was before fusion\n");
   } else {
     fprintf(s->out, "unfused %d fusion%s: %d kernels (XLA's) -> %d kernels; step through the pipeline to compare our "
-            "decisions with XLA's\n", n, n == 1 ? "" : "s", before->nkernels, after->nkernels);
+            "decisions with XLA's\n", n, n == 1 ? "" : "s", before->ncompute, after->ncompute);
   }
   plan_free(before);
   plan_free(after);
@@ -447,7 +447,7 @@ static bool run_all(Session *s, const PassSettings *ps, const DeviceProfile *dev
   KernelPlan *plan = plan_build(cur, dev, err);
   if (owned) ir_module_free(owned);
   if (!plan) return false;
-  *kernels = plan->nkernels;
+  *kernels = plan->ncompute;
   *launches = (long long)plan->launches;
   plan_free(plan);
   if (out->oom) return fail(s, err, "out of memory");

@@ -227,11 +227,11 @@ static bool print_move(Session *s, int stage, JsonWriter *into, FxError *err) {
     json_kv_str(w, "pass", pass);
     json_kv_bool(w, "changed", s->stages[stage].changed);
     json_kv_str(w, "summary", what);
-    json_kv_int(w, "kernels", p->nkernels);
+    json_kv_int(w, "kernels", p->ncompute);
     json_object_end(w);
   } else {
-    fprintf(s->out, "stage %d  %s: %s \xe2\x86\x92 %d kernel%s\n", stage, pass, what, p->nkernels,
-            p->nkernels == 1 ? "" : "s");
+    fprintf(s->out, "stage %d  %s: %s \xe2\x86\x92 %d kernel%s\n", stage, pass, what, p->ncompute,
+            p->ncompute == 1 ? "" : "s");
   }
   plan_free(p);
   return true;
@@ -411,12 +411,12 @@ static bool cmd_stage(Session *s, int argc, char **argv, FxError *err) {
     json_kv_str(&w, "pass", pass);
     json_kv_bool(&w, "changed", s->stages[s->cur].changed);
     json_kv_int(&w, "instructions", ninstr);
-    json_kv_int(&w, "kernels", p->nkernels);
+    json_kv_int(&w, "kernels", p->ncompute);
     json_kv_str(&w, "next", next);
     json_object_end(&w);
   } else {
     fprintf(s->out, "stage %d of %d (%s pipeline): %s%s; %d instructions, %d kernels\n", s->cur, pl->npasses,
-            pl->name, s->cur == 0 ? "the input" : "after ", s->cur == 0 ? "" : pass, ninstr, p->nkernels);
+            pl->name, s->cur == 0 ? "the input" : "after ", s->cur == 0 ? "" : pass, ninstr, p->ncompute);
     if (next) fprintf(s->out, "next: %s\n", next);
     else fputs("the pipeline is finished\n", s->out);
   }
@@ -465,7 +465,7 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
       if (run) {
         json_kv_bool(&w, "changed", changed);
         json_kv_int(&w, "instructions", ninstr);
-        json_kv_int(&w, "kernels", p->nkernels);
+        json_kv_int(&w, "kernels", p->ncompute);
         json_kv_int(&w, "bytes", (long long)(p->bytes_read + p->bytes_written));
         json_kv_double(&w, "est_us", p->est_us);
       } else {
@@ -481,7 +481,7 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
       fmt_bytes((double)(p->bytes_read + p->bytes_written), b, sizeof b);
       fmt_time(p->est_us, t, sizeof t);
       fprintf(s->out, "  %s %-5d %-24s %-7s %12d %8d %10lld %11s %12s\n", k == s->cur ? ">" : " ", k, pass,
-              k == 0 ? "" : (changed ? "yes" : "no"), ninstr, p->nkernels, (long long)p->launches, b, t);
+              k == 0 ? "" : (changed ? "yes" : "no"), ninstr, p->ncompute, (long long)p->launches, b, t);
     } else {
       fprintf(s->out, "    %-5d %-24s %-7s\n", k, pass, "not run");
     }
@@ -1009,8 +1009,11 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
   fmt_bytes((double)p->bytes_read, b1, sizeof b1);
   fmt_bytes((double)p->bytes_written, b2, sizeof b2);
   fmt_time(p->est_us, t, sizeof t);
-  fprintf(s->out, "stage %d (%s) on %s: %d kernel%s, %lld launch%s per execution%s; %s read, %s written, %s\n",
-          s->cur, pass, s->device.name, p->nkernels, p->nkernels == 1 ? "" : "s", (long long)p->launches,
+  char ctl[48] = "";
+  if (p->nkernels > p->ncompute)
+    snprintf(ctl, sizeof ctl, " (+%d control, launching nothing)", p->nkernels - p->ncompute);
+  fprintf(s->out, "stage %d (%s) on %s: %d kernel%s%s, %lld launch%s per execution%s; %s read, %s written, %s\n",
+          s->cur, pass, s->device.name, p->ncompute, p->ncompute == 1 ? "" : "s", ctl, (long long)p->launches,
           p->launches == 1 ? "" : "es", p->trip_counts_known ? "" : " (some trip counts unknown: counted once)", b1,
           b2, t);
   for (int k = 0; k < p->nkernels; k++) {
@@ -1073,7 +1076,7 @@ static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
     json_kv_str(&w, "device", s->device.name);
     json_kv_int(&w, "instructions", ir_module_instr_count(m));
     json_kv_int(&w, "computations", m->ncomps);
-    json_kv_int(&w, "kernels", p->nkernels);
+    json_kv_int(&w, "kernels", p->ncompute);
     json_kv_int(&w, "launches", (long long)p->launches);
     json_kv_bool(&w, "trip_counts_known", p->trip_counts_known);
     json_kv_int(&w, "bytes_read", (long long)p->bytes_read);
@@ -1091,7 +1094,7 @@ static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
     fmt_time(p->est_us, t, sizeof t);
     fprintf(s->out, "stage %d (%s) on %s\n", s->cur, pass, s->device.name);
     fprintf(s->out, "  instructions    %d in %d computations\n", ir_module_instr_count(m), m->ncomps);
-    fprintf(s->out, "  kernels         %d; %lld launches per execution (loops multiplied out%s)\n", p->nkernels,
+    fprintf(s->out, "  kernels         %d; %lld launches per execution (loops multiplied out%s)\n", p->ncompute,
             (long long)p->launches, p->trip_counts_known ? "" : "; some trip counts unknown, counted once");
     fprintf(s->out, "  bytes           %s read, %s written per execution\n", b1, b2);
     fprintf(s->out, "  estimated time  %s per execution\n", t);

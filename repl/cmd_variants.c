@@ -93,29 +93,11 @@ static int64_t input_steps(const IrModule *m) {
 }
 
 /* The kernel launches one run of the plan's module makes, and the bytes they move, to compare with
- * what a backend counts. The plan prices each loop iteration's read-back of the condition as a
- * launch (a `control` entry: on a GPU it costs about as much) and each condition kernel once per
- * iteration; a run launches no kernel for the read-back and evaluates the condition once more than
- * the loop iterates (the test that ends it). So: the plan's kernels without control entries, plus
- * one launch of every condition kernel per execution of its loop. */
+ * what a backend counts: the plan's totals (the condition counted once more than the loop
+ * iterates, and the read-backs, which launch nothing, left out). */
 static void plan_kernel_run(const KernelPlan *p, int64_t *launches, int64_t *bytes) {
-  int64_t n = 0, by = 0;
-  for (int k = 0; k < p->nkernels; k++) {
-    const PlanKernel *kn = &p->kernels[k];
-    if (kn->kind == KERNEL_CONTROL) continue;
-    int64_t l = kn->launches;
-    for (int w = 0; w < p->nkernels; w++) {
-      const PlanKernel *wk = &p->kernels[w];
-      if (wk->kind != KERNEL_CONTROL || wk->instr->op != IR_OP_WHILE || ir_attr_comp(wk->instr, "condition") != kn->comp)
-        continue;
-      int64_t trip = plan_while_trip_count(wk->instr);
-      if (trip > 0) l += kn->launches / trip;
-    }
-    n += l;
-    by += l * (kn->bytes_read + kn->bytes_written);
-  }
-  *launches = n;
-  *bytes = by;
+  *launches = p->launches;
+  *bytes = p->bytes_read + p->bytes_written;
 }
 
 /* The knobs that differ from the defaults, in `set` spelling: "dup_limit 3, unroll 10". */
@@ -224,7 +206,7 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
   v.device = s->device;
   v.settings = s->settings;
   v.steps = input_steps(s->stages[0].module);
-  v.kernels = p->nkernels;
+  v.kernels = p->ncompute;
   v.launches = p->launches;
   v.bytes = p->bytes_read + p->bytes_written;
   v.est_us = p->est_us;

@@ -33,7 +33,7 @@ typedef struct {
 static bool count(const IrModule *m, Result *r, FxError *err) {
   KernelPlan *p = plan_build(m, device_default(), err);
   if (!p) return false;
-  r->kernels = p->nkernels;
+  r->kernels = p->ncompute;
   r->launches = (long long)p->launches;
   plan_free(p);
   return true;
