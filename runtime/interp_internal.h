@@ -5,7 +5,32 @@
 #ifndef FXPLAIN_INTERP_INTERNAL_H
 #define FXPLAIN_INTERP_INTERNAL_H
 
+#include <complex.h>
+#include <string.h>
+
 #include "runtime.h"
+
+/* C11's CMPLX and CMPLXF build a complex number from its two parts exactly (infinities and NaNs
+ * included, which re + im * I does not). Some C libraries define them only for GCC; these do the
+ * same through the layout C11 gives complex numbers (an array of two reals). */
+#ifndef CMPLX
+static inline double complex fx_cmplx(double re, double im) {
+  double parts[2] = {re, im};
+  double complex z;
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
+#define CMPLX(re, im) fx_cmplx((re), (im))
+#endif
+#ifndef CMPLXF
+static inline float complex fx_cmplxf(float re, float im) {
+  float parts[2] = {re, im};
+  float complex z;
+  memcpy(&z, parts, sizeof z);
+  return z;
+}
+#define CMPLXF(re, im) fx_cmplxf((re), (im))
+#endif
 
 /* One element: floats as double (already rounded to their type), integers as int64 (signed types
  * sign-extended, unsigned zero-extended, u64 as its bits), pred as 0/1, complex numbers as the real

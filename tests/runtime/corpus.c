@@ -8,7 +8,11 @@
  * test's time. Modules that do not fit are listed with the reason. A watchdog stops any run that
  * still takes too long (a data-dependent loop), reported the same way.
  *
- *   runtime_corpus [DIR] [MAX_WORK]   (DIR defaults to $FXPLAIN_HLO_CORPUS or ../shared/hlo-corpus) */
+ *   runtime_corpus [DIR] [MAX_WORK]   (DIR defaults to $FXPLAIN_HLO_CORPUS or ../shared/hlo-corpus)
+ *
+ * For a longer check by hand (the modules this test leaves out): FXPLAIN_CORPUS_MAX_BYTES (memory
+ * budget, default 1.5e9), FXPLAIN_CORPUS_WATCHDOG (seconds per module, default 120) and
+ * FXPLAIN_CORPUS_ONLY (check only files whose name contains it). */
 #include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -25,9 +29,11 @@
 static volatile int interrupted;
 static volatile int watchdog_gen;
 
+static int watchdog_seconds = 120;
+
 static void *watchdog(void *p) {
   int gen = *(int *)p;
-  for (int s = 0; s < 120; s++) {
+  for (int s = 0; s < watchdog_seconds; s++) {
     sleep(1);
     if (watchdog_gen != gen) return NULL;
   }
@@ -136,9 +142,13 @@ int main(int argc, char **argv) {
   }
   closedir(d);
   qsort(names, (size_t)n, sizeof *names, cmp_str);
-  rt_set_max_memory(2ULL << 30);
+  double max_bytes = getenv("FXPLAIN_CORPUS_MAX_BYTES") ? atof(getenv("FXPLAIN_CORPUS_MAX_BYTES")) : 1.5e9;
+  if (getenv("FXPLAIN_CORPUS_WATCHDOG")) watchdog_seconds = atoi(getenv("FXPLAIN_CORPUS_WATCHDOG"));
+  const char *only = getenv("FXPLAIN_CORPUS_ONLY");
+  rt_set_max_memory(max_bytes > 1.5e9 ? (uint64_t)(max_bytes * 1.4) : 2ULL << 30);
   int checked = 0, skipped = 0, failed = 0;
   for (int f = 0; f < n; f++) {
+    if (only && *only && !strstr(names[f], only)) continue;
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, names[f]);
     FxError e = {0};
@@ -149,9 +159,9 @@ int main(int argc, char **argv) {
       continue;
     }
     double work = work_of(m0->entry, 0), bytes = max_value_bytes(m0);
-    if (bytes > 1.5e9 || work > max_work) {
+    if (bytes > max_bytes || work > max_work) {
       printf("skip %s: %s (%.2g bytes, %.2g element operations)\n", names[f],
-             bytes > 1.5e9 ? "does not fit in memory" : "too much work for the interpreter in this test", bytes, work);
+             bytes > max_bytes ? "does not fit in memory" : "too much work for the interpreter in this test", bytes, work);
       skipped++;
       ir_module_free(m0);
       continue;
