@@ -911,6 +911,23 @@ bool rt_exec_instr(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
   case IR_OP_CONVOLUTION: return rt_op_convolution(x, i, ops, out, err);
   case IR_OP_RNG: return rt_op_rng(x, i, ops, out, err);
   case IR_OP_RNG_BIT_GENERATOR: return rt_op_rng_bit_generator(x, i, ops, out, err);
+  case IR_OP_RNG_GET_AND_UPDATE_STATE: {
+    /* XLA's semantics: each instruction keeps a 128-bit state, starting at 0x7012395; it returns
+       the state as u64[2] {low, high} and then adds delta. The state starts afresh each run, so
+       runs are reproducible (XLA keeps it across executions of one compiled program). */
+    int64_t delta = 0;
+    if (!ir_attr_int(i, "delta", &delta) || delta < 0)
+      return instr_error(i, err, "rng-get-and-update-state needs a non-negative delta");
+    if (i->shape.type != IR_U64 || ir_shape_elements(&i->shape) != 2)
+      return instr_error(i, err, "rng-get-and-update-state returns u64[2]");
+    unsigned __int128 st = (unsigned __int128)0x7012395u + (unsigned __int128)rt_exec_rng_counter(x, i) * (uint64_t)delta;
+    RtTensor *r = new_like_shape(i, err);
+    if (!r) return false;
+    rt_set_i(r, 0, (int64_t)(uint64_t)st);
+    rt_set_i(r, 1, (int64_t)(uint64_t)(st >> 64));
+    *out = r;
+    return true;
+  }
   case IR_OP_SORT: return rt_op_sort(x, i, ops, out, err);
   case IR_OP_TOPK: return rt_op_topk(x, i, ops, out, err);
   case IR_OP_MAP: return rt_op_map(x, i, ops, out, err);

@@ -330,6 +330,51 @@ TEST(rng_bit_generator_errors_are_located) {
 }
 
 /* `run` shows u64 values (rng-bit-generator's state and bits) as unsigned numbers. */
+/* rng-get-and-update-state: XLA's 128-bit state per instruction, from 0x7012395, returned as
+ * {low, high} before adding delta; in a loop each trip sees the next state. */
+TEST(rng_get_and_update_state_in_a_loop) {
+  static const char *text =
+      "HloModule rgus\n"
+      "body {\n"
+      "  p = (s32[], u64[2]) parameter(0)\n"
+      "  i = s32[] get-tuple-element(p), index=0\n"
+      "  one = s32[] constant(1)\n"
+      "  n = s32[] add(i, one)\n"
+      "  st = u64[2] rng-get-and-update-state(), delta=5\n"
+      "  ROOT t = (s32[], u64[2]) tuple(n, st)\n"
+      "}\n"
+      "cond {\n"
+      "  p = (s32[], u64[2]) parameter(0)\n"
+      "  i = s32[] get-tuple-element(p), index=0\n"
+      "  lim = s32[] constant(3)\n"
+      "  ROOT lt = pred[] compare(i, lim), direction=LT\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  z = s32[] constant(0)\n"
+      "  s0 = u64[2] constant({0, 0})\n"
+      "  init = (s32[], u64[2]) tuple(z, s0)\n"
+      "  w = (s32[], u64[2]) while(init), condition=cond, body=body\n"
+      "  first = u64[2] rng-get-and-update-state(), delta=9223372036854775807\n"
+      "  again = u64[2] rng-get-and-update-state(), delta=1\n"
+      "  last = u64[2] get-tuple-element(w), index=1\n"
+      "  ROOT r = (u64[2], u64[2], u64[2]) tuple(last, first, again)\n"
+      "}\n";
+  IrModule *m = parse(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  FxError e = {0};
+  RtTensor *r = run(m, NULL, 0, 1, &e);
+  CHECK(r != NULL);
+  if (r) {
+    const uint64_t *last = r->tuple[0]->data, *first = r->tuple[1]->data, *again = r->tuple[2]->data;
+    CHECK(last[0] == 0x7012395ull + 2 * 5 && last[1] == 0); /* the third trip */
+    CHECK(first[0] == 0x7012395ull && first[1] == 0);         /* each instruction has its own state */
+    CHECK(again[0] == 0x7012395ull && again[1] == 0);
+  }
+  rt_tensor_unref(r);
+  ir_module_free(m);
+}
+
 TEST(run_prints_u64_bits_unsigned) {
   const char *text = "HloModule u\nENTRY main {\n  s = u64[2] constant({5, 7})\n"
                      "  ROOT r = (u64[2], u64[2]) rng-bit-generator(s), algorithm=rng_philox\n}\n";
@@ -376,6 +421,7 @@ int main(void) {
   RUN(rng_bit_generator_three_fry);
   RUN(rng_bit_generator_matches_xla_vectors);
   RUN(rng_bit_generator_errors_are_located);
+  RUN(rng_get_and_update_state_in_a_loop);
   RUN(run_prints_u64_bits_unsigned);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
