@@ -88,8 +88,38 @@ static bool sibling_ok(const IrInstr *a, const IrInstr *b, const IrInstr *parent
   return true;
 }
 
+/* Sibling pairs already refused in this run: two siblings that share several operands are met
+ * once per shared operand, and the same refusal is reported once. A merge makes a new
+ * instruction, so a pair that changes is judged and reported afresh. */
+typedef struct {
+  const IrInstr *a, *b;
+  const char *reason;
+} RefusedPair;
+
+typedef struct {
+  RefusedPair *v;
+  int n, cap;
+} RefusedPairs;
+
+static bool refused_before(RefusedPairs *r, const IrInstr *a, const IrInstr *b, const char *reason, bool *oom) {
+  for (int k = 0; k < r->n; k++)
+    if (r->v[k].a == a && r->v[k].b == b && r->v[k].reason == reason) return true;
+  if (r->n == r->cap) {
+    int cap = r->cap ? r->cap * 2 : 64;
+    RefusedPair *nv = fx_realloc(r->v, sizeof *nv * (size_t)cap);
+    if (!nv) {
+      *oom = true;
+      return false;
+    }
+    r->v = nv;
+    r->cap = cap;
+  }
+  r->v[r->n++] = (RefusedPair){a, b, reason};
+  return false;
+}
+
 /* Sibling fusion among the users of parent. Returns the number of merges. */
-static int fuse_siblings(IrInstr *parent, PassContext *cx, bool *oom) {
+static int fuse_siblings(IrInstr *parent, PassContext *cx, RefusedPairs *refused, bool *oom) {
   IrInstr *sib[32];
   int n = 0;
   /* Reading a constant scalar or a broadcast scalar costs nothing: no profit in sharing it. */
@@ -111,7 +141,8 @@ static int fuse_siblings(IrInstr *parent, PassContext *cx, bool *oom) {
       snprintf(an, sizeof an, "%s", sib[i]->name);
       snprintf(bn, sizeof bn, "%s", sib[j]->name);
       if (!ok) {
-        fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
+        if (!refused_before(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
+        if (*oom) return merged;
         continue;
       }
       IrInstr *f = fusion_merge_siblings(sib[i], sib[j], NULL);
@@ -155,11 +186,12 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
   if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
   bool oom = false;
+  RefusedPairs refused = {0};
   for (int k = n - 1; k >= 0 && !oom; k--) {
     IrInstr *p = order[k];
     if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT) continue;
     if (p->nusers < 2) continue;
-    *count += fuse_siblings(p, cx, &oom);
+    *count += fuse_siblings(p, cx, &refused, &oom);
     if (oom || p->dead || p->parent != c) continue;
     /* Producer-consumer: only producers that still have several users (a single-user producer
      * was fusion's business) and are kernels themselves. */
@@ -203,6 +235,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
     (*count)++;
   }
   fx_free(order);
+  fx_free(refused.v);
   if (oom) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   if (*count) ir_computation_sort(c);
   return true;

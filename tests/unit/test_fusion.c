@@ -950,6 +950,31 @@ TEST(sibling_shape_mismatch_and_near_miss) {
   }
 }
 
+/* Two siblings that share two operands are met once per operand; a refusal is reported once. */
+TEST(sibling_refusal_reported_once_per_pair) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *y = param(t, "y", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_ADD, "add.1", F32V(t, 8), 2, x, y);
+  IrInstr *j = op(t, IR_OP_CONCATENATE, "concatenate.2", F32V(t, 16), 2, x, y);
+  ir_attr_set_text(j, "dimensions", "{0}");
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.3", ir_shape_scalar(IR_F32), 2, a, j));
+  CHECK(run_pass(t, &pass_multi_output_fusion));
+  int seen = 0;
+  for (int k = 0; k < t->log.n; k++) {
+    const Rec *r = &t->log.r[k];
+    if (strcmp(r->action, "sibling") == 0 &&
+        ((strcmp(r->producer, "add.1") == 0 && strcmp(r->consumer, "concatenate.2") == 0) ||
+         (strcmp(r->producer, "concatenate.2") == 0 && strcmp(r->consumer, "add.1") == 0))) {
+      seen++;
+      CHECK(!r->accepted);
+      CHECK_STR(r->reason, "shape_mismatch");
+    }
+  }
+  CHECK(seen == 1);
+  t_free(t);
+}
+
 /* n reductions of the same input, siblings. */
 static T *sibling_reductions(int n, int64_t rows, int64_t cols, const char *dims, IrShape (*outshape)(T *, int64_t, int64_t)) {
   T *t = t_new();
@@ -1292,6 +1317,7 @@ int main(void) {
   RUN(bytes_read_through_distinct_slices);
   RUN(sibling_cycle_and_near_miss);
   RUN(sibling_shape_mismatch_and_near_miss);
+  RUN(sibling_refusal_reported_once_per_pair);
   RUN(shared_memory_and_near_miss);
   RUN(unnested_reductions_and_near_miss);
   RUN(producer_consumer_multi_output);
