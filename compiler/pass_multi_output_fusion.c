@@ -9,6 +9,7 @@
  * fused into one of its consumers while staying an output (so its other users still read it):
  * refused on cycles, shapes and size. Constants are never multi-output fused. Siblings and
  * producer–consumer candidates are reported with actions "sibling" and "multi-output". */
+#include <stdint.h>
 #include <string.h>
 
 #include "fusion_build.h"
@@ -96,26 +97,47 @@ typedef struct {
   const char *reason;
 } RefusedPair;
 
-typedef struct {
+typedef struct { /* open addressing, a power-of-two table; a NULL a marks a free slot */
   RefusedPair *v;
-  int n, cap;
+  size_t n, cap;
 } RefusedPairs;
 
+static size_t pair_hash(const IrInstr *a, const IrInstr *b, const char *reason) {
+  uint64_t h = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull;
+  h ^= (uint64_t)(uintptr_t)b + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+  h ^= (uint64_t)(uintptr_t)reason + (h << 6) + (h >> 2);
+  return (size_t)(h ^ (h >> 29));
+}
+
+static bool pairs_insert(RefusedPairs *r, RefusedPair p) {
+  size_t m = r->cap - 1;
+  for (size_t k = pair_hash(p.a, p.b, p.reason) & m;; k = (k + 1) & m) {
+    RefusedPair *q = &r->v[k];
+    if (!q->a) {
+      *q = p;
+      r->n++;
+      return true;
+    }
+    if (q->a == p.a && q->b == p.b && q->reason == p.reason) return false;
+  }
+}
+
+/* True when (a, b) was refused for this reason before; otherwise remembers it. */
 static bool refused_before(RefusedPairs *r, const IrInstr *a, const IrInstr *b, const char *reason, bool *oom) {
-  for (int k = 0; k < r->n; k++)
-    if (r->v[k].a == a && r->v[k].b == b && r->v[k].reason == reason) return true;
-  if (r->n == r->cap) {
-    int cap = r->cap ? r->cap * 2 : 64;
-    RefusedPair *nv = fx_realloc(r->v, sizeof *nv * (size_t)cap);
+  if ((r->n + 1) * 2 > r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 64;
+    RefusedPair *nv = fx_calloc(cap, sizeof *nv);
     if (!nv) {
       *oom = true;
       return false;
     }
-    r->v = nv;
-    r->cap = cap;
+    RefusedPairs grown = {nv, 0, cap};
+    for (size_t k = 0; k < r->cap; k++)
+      if (r->v[k].a) pairs_insert(&grown, r->v[k]);
+    fx_free(r->v);
+    *r = grown;
   }
-  r->v[r->n++] = (RefusedPair){a, b, reason};
-  return false;
+  return !pairs_insert(r, (RefusedPair){a, b, reason});
 }
 
 /* Sibling fusion among the users of parent. Returns the number of merges. */
