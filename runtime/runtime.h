@@ -156,7 +156,9 @@ typedef struct {
 } RtCompare;
 
 /* Tolerance: exact for integers and pred, relative 1e-5 for f32/f64/c64/c128, 1e-2 for f16, 2e-2
- * bf16, one ulp of the mantissa for the f8 types (0.0625 e3m4, 0.125 e4m3*, 0.25 e5m2*). */
+ * bf16, one ulp of the mantissa for the f8 types (0.0625 e3m4, 0.125 e4m3*, 0.25 e5m2*). A float
+ * error is relative to the largest of the reference element's magnitude, the reference output's
+ * root-mean-square and 1 (summation order moves an element by the rounding of the terms it sums). */
 void rt_compare(const RtTensor *got, const RtTensor *want, RtCompare *out);
 
 /* ---------- .npy files ---------- */

@@ -517,6 +517,26 @@ static bool compare_arrays(const RtTensor *g, const RtTensor *w, int tidx, RtCom
   double tol = tol_for(g->type);
   double worst = 0;
   int64_t wi = -1;
+  /* Errors are relative to the larger of the element's magnitude, the output's root-mean-square
+   * and 1: summing in another order (a BLAS dot, a tree reduction) moves an element by rounding
+   * errors of the terms it sums, which scale with the values of the output, not with one element
+   * that cancellation made small. */
+  double floor = 1.0;
+  if (isf || isc) {
+    double ss = 0;
+    int64_t n = 0;
+    for (int64_t i = 0; i < w->count; i++) {
+      double yr, yi = 0;
+      if (isc) rt_get_c(w, i, &yr, &yi);
+      else yr = rt_get_f(w, i);
+      double m2 = yr * yr + yi * yi;
+      if (m2 == m2 && m2 < INFINITY) {
+        ss += m2;
+        n++;
+      }
+    }
+    if (n && sqrt(ss / (double)n) > floor) floor = sqrt(ss / (double)n);
+  }
   for (int64_t i = 0; i < g->count; i++) {
     double e;
     if (isc) {
@@ -526,12 +546,12 @@ static bool compare_arrays(const RtTensor *g, const RtTensor *w, int tidx, RtCom
       bool xn = xr != xr || xi != xi, yn = yr != yr || yi != yi;
       if (xn || yn) e = (xn && yn) ? 0 : INFINITY;
       else if (xr == yr && xi == yi) e = 0;
-      else e = hypot(xr - yr, xi - yi) / fmax(1.0, hypot(yr, yi));
+      else e = hypot(xr - yr, xi - yi) / fmax(floor, hypot(yr, yi));
     } else if (isf) {
       double x = rt_get_f(g, i), y = rt_get_f(w, i);
       if (x != x || y != y) e = (x != x && y != y) ? 0 : INFINITY;
       else if (x == y) e = 0;  /* equal infinities too */
-      else e = fabs(x - y) / fmax(1.0, fabs(y));
+      else e = fabs(x - y) / fmax(floor, fabs(y));
     } else {
       e = rt_get_i(g, i) == rt_get_i(w, i) ? 0 : 1;
     }

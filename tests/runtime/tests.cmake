@@ -19,3 +19,10 @@ target_link_libraries(runtime_corpus PRIVATE fxrepl)
 add_test(NAME runtime.corpus_check COMMAND runtime_corpus WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runtime.corpus_check PROPERTIES LABELS "runtime;slow" SKIP_RETURN_CODE 77
                      ENVIRONMENT "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache" TIMEOUT 3600)
+
+# Every teaching script runs with --check on the CPU (the last stage of both pipelines against the
+# interpreter; the CartPole programs at 40 steps). A few minutes in Release: labelled slow.
+add_test(NAME runtime.scripts_check COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/scripts_check.sh $<TARGET_FILE:fxplain>
+         ${CMAKE_SOURCE_DIR} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runtime.scripts_check PROPERTIES LABELS "runtime;slow"
+                     ENVIRONMENT "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache" TIMEOUT 1200)

@@ -397,6 +397,38 @@ TEST(compare_reports_worst_element) {
   rt_tensor_unref(b);
 }
 
+/* Float errors are relative to the element, the output's root-mean-square or 1, whichever is
+ * largest: a summation-order difference in a small element of a large output passes, a real
+ * difference of the same size relative to the output's scale does not. */
+TEST(compare_scales_with_the_output) {
+  FxError e = {0};
+  int64_t d[1] = {4};
+  RtTensor *got = rt_tensor_new(IR_F32, 1, d, &e), *ref = rt_tensor_new(IR_F32, 1, d, &e);
+  float v[4] = {40, -50, 0.89f, 60}; /* root-mean-square about 43.6 */
+  for (int k = 0; k < 4; k++) {
+    rt_set_f(got, k, v[k]);
+    rt_set_f(ref, k, v[k]);
+  }
+  RtCompare c;
+  rt_set_f(got, 2, 0.89001f); /* 1e-5 off: 2.3e-7 of the output's scale */
+  rt_compare(got, ref, &c);
+  CHECK(c.ok && c.err > 1e-7 && c.err < 1e-6);
+  rt_set_f(got, 2, 0.9f); /* 0.01 off: 2.3e-4 of the output's scale */
+  rt_compare(got, ref, &c);
+  CHECK(!c.ok && c.worst_index == 2);
+  CHECK_CONTAINS(c.what, "element [2] is 0.899999976, the reference has 0.889999986");
+  /* an output of small values keeps the floor of 1 */
+  for (int k = 0; k < 4; k++) {
+    rt_set_f(got, k, 0.001f * (float)k);
+    rt_set_f(ref, k, 0.001f * (float)k);
+  }
+  rt_set_f(got, 1, 0.00102f);
+  rt_compare(got, ref, &c);
+  CHECK(!c.ok && c.worst_index == 1);
+  rt_tensor_unref(got);
+  rt_tensor_unref(ref);
+}
+
 int main(void) {
   RUN(f16_rounding);
   RUN(add_f16_rounds_each_op);
@@ -412,5 +444,6 @@ int main(void) {
   RUN(threefry_known_answers);
   RUN(memory_budget_and_overflow);
   RUN(compare_reports_worst_element);
+  RUN(compare_scales_with_the_output);
   return check_summary();
 }
