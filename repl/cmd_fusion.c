@@ -17,7 +17,6 @@
  * remembers the old settings, so `compare-decisions` with no argument shows what the last change
  * changed: it runs the whole pipeline twice, on scratch copies, and prints the decisions that
  * differ and the kernels before and after. */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,18 +27,7 @@
 #include "json.h"
 #include "session.h"
 
-/* Errors point at word `argi` of the command line (0: the command itself). */
-static bool failw(Session *s, FxError *err, int argi, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static bool failw(Session *s, FxError *err, int argi, const char *fmt, ...) {
-  char msg[700];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return repl_arg_error(s, err, argi, "%s", msg);
-}
-#define fail(s, err, ...) failw(s, err, 0, __VA_ARGS__)
+#define fail(s, err, ...) repl_arg_error(s, err, 0, __VA_ARGS__)
 
 /* The settings and device before the last `set`, for compare-decisions. */
 static PassSettings prev_settings;
@@ -77,7 +65,7 @@ static bool parse_int(Session *s, const char *what, const char *v, int lo, int h
   long x = strtol(v, &end, 10);
   char buf[80];
   if (!*v || *end || x < lo || x > hi)
-    return failw(s, err, 1, "%s wants a whole number from %d to %d, not '%s'", what, lo, hi,
+    return repl_arg_error(s, err, 1, "%s wants a whole number from %d to %d, not '%s'", what, lo, hi,
                  repl_printable(buf, sizeof buf, v));
   *out = (int)x;
   return true;
@@ -87,7 +75,7 @@ static bool parse_onoff(Session *s, const char *v, bool *out, FxError *err) {
   char buf[80];
   if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) *out = true;
   else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0) *out = false;
-  else return failw(s, err, 2, "expected on or off, not '%s'", repl_printable(buf, sizeof buf, v));
+  else return repl_arg_error(s, err, 2, "expected on or off, not '%s'", repl_printable(buf, sizeof buf, v));
   return true;
 }
 
@@ -138,7 +126,7 @@ static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
     for (int k = 0; k < device_count(); k++)
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", device_at(k)->name);
     char buf[80];
-    return failw(s, err, 1, "no device profile named '%s' (profiles: %s)", repl_printable(buf, sizeof buf, argv[1]), names);
+    return repl_arg_error(s, err, 1, "no device profile named '%s' (profiles: %s)", repl_printable(buf, sizeof buf, argv[1]), names);
   }
   char old[64];
   snprintf(old, sizeof old, "%s", s->device.name[0] ? s->device.name : "(none)");
@@ -190,7 +178,7 @@ static bool cmd_set_expensive(Session *s, int argc, char **argv, FxError *err) {
   if (!want_args(s, argc, argv, 2, err)) return false;
   IrOpcode op;
   if (!ir_op_lookup(argv[1], strlen(argv[1]), &op))
-    return failw(s, err, 1, "unknown op '%.60s' (ops use HLO spelling: exponential, log, divide, ...)", argv[1]);
+    return repl_arg_error(s, err, 1, "unknown op '%.60s' (ops use HLO spelling: exponential, log, divide, ...)", argv[1]);
   signed char v;
   if (strcmp(argv[2], "default") == 0) v = 0;
   else {
@@ -236,7 +224,7 @@ static bool cmd_set_pass(Session *s, int argc, char **argv, FxError *err) {
     char names[600] = "";
     for (int k = 0; k < pass_count(); k++)
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", pass_at(k)->name);
-    return failw(s, err, 1, "no pass named '%.60s' (passes: %s)", argv[1], names);
+    return repl_arg_error(s, err, 1, "no pass named '%.60s' (passes: %s)", argv[1], names);
   }
   bool on;
   if (!parse_onoff(s, argv[2], &on, err)) return false;
@@ -255,7 +243,7 @@ static bool cmd_set_library(Session *s, int argc, char **argv, FxError *err) {
   if (strcmp(argv[1], "dot") == 0) field = &s->settings.dot_is_library;
   else if (strcmp(argv[1], "conv") == 0 || strcmp(argv[1], "convolution") == 0) field = &s->settings.conv_is_library;
   else if (strcmp(argv[1], "rng") == 0) field = &s->settings.rng_is_library;
-  else return failw(s, err, 1, "library calls are dot, conv and rng, not '%.40s'", argv[1]);
+  else return repl_arg_error(s, err, 1, "library calls are dot, conv and rng, not '%.40s'", argv[1]);
   bool on;
   if (!parse_onoff(s, argv[2], &on, err)) return false;
   char what[64];
@@ -273,7 +261,7 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
   if (argc > 1) {
     const ReplCommand *show = repl_command_lookup("show");
     char buf[80];
-    return failw(s, err, 1, "unexpected argument '%s'; usage: %s", repl_printable(buf, sizeof buf, argv[1]),
+    return repl_arg_error(s, err, 1, "unexpected argument '%s'; usage: %s", repl_printable(buf, sizeof buf, argv[1]),
                  show && show->usage ? show->usage : "show settings");
   }
   const PassSettings *ps = &s->settings;

@@ -153,32 +153,11 @@ static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError
     rt_tensor_unref(args[found]);
     args[found] = t;
   }
-  for (int k = 0; k < n; k++) {
-    if (args[k]) continue;
-    if (!m->entry->params[k]) {
-      fx_error_set(err, NULL, 0, 0, "the entry's parameter %d is missing", k);
-      goto fail;
-    }
-    args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, err);
-    if (!args[k]) goto fail;
-    if (args[k]->type == IR_TUPLE) {
-      for (int e = 0; e < args[k]->ntuple; e++) rt_tensor_fill_random(args[k]->tuple[e], a->seed, (uint64_t)k * 1000 + (uint64_t)e);
-    } else {
-      rt_tensor_fill_random(args[k], a->seed, (uint64_t)k);
-      repl_uniform_apply(args[k], repl_uniform_for(a->uniform, a->nuniform, m->entry->params[k]->name));
-    }
-  }
+  if (!repl_inputs_fill(m, args, a->seed, a->uniform, a->nuniform, err)) goto fail;
   return args;
 fail:
-  for (int k = 0; k < n; k++) rt_tensor_unref(args[k]);
-  fx_free(args);
+  repl_inputs_free(m, args);
   return NULL;
-}
-
-static void free_inputs(const IrModule *m, RtTensor **args) {
-  if (!args) return;
-  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
-  fx_free(args);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -392,7 +371,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     rt_tensor_unref(want);
   }
   run_result_free(&res);
-  free_inputs(m, args);
+  repl_inputs_free(m, args);
   return ok;
 }
 
@@ -470,7 +449,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
     }
   }
   run_result_free(&res);
-  free_inputs(m, args);
+  repl_inputs_free(m, args);
   return ok;
 }
 
@@ -495,7 +474,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
     RtTensor **args = make_inputs(s, m, &a, err);
     if (!args) ok = false;
     else ok = execute(s, m, &a, args, &res[q], err);
-    free_inputs(m, args);
+    repl_inputs_free(m, args);
   }
   if (ok) {
     FILE *f = s->out;

@@ -16,7 +16,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,15 +67,6 @@ void variants_free(struct VariantTable *t) {
   fx_free(t);
 }
 
-static bool failw(Session *s, FxError *err, int argi, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static bool failw(Session *s, FxError *err, int argi, const char *fmt, ...) {
-  char msg[700];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return repl_arg_error(s, err, argi, "%s", msg);
-}
 
 /* Steps of the input's loop: the largest trip count among the input's while loops (the input is
  * never unrolled, so this counts the program's steps). 1 when there is no loop. */
@@ -151,33 +141,33 @@ static void json_paper(JsonWriter *w, const Variant *v) {
 /* ---------- variant NAME [--paper X] ---------- */
 
 static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
-  if (argc < 2) return failw(s, err, argc, "usage: variant NAME [--paper X]  (records the current stage as a row of `variants`)");
+  if (argc < 2) return repl_arg_error(s, err, argc, "usage: variant NAME [--paper X]  (records the current stage as a row of `variants`)");
   const char *label = argv[1];
-  if (label[0] == '-') return failw(s, err, 1, "the variant needs a name first: variant NAME [--paper X]");
+  if (label[0] == '-') return repl_arg_error(s, err, 1, "the variant needs a name first: variant NAME [--paper X]");
   size_t len = strlen(label);
-  if (len > LABEL_MAX) return failw(s, err, 1, "a variant's name has at most %d characters (this one has %zu)", LABEL_MAX, len);
+  if (len > LABEL_MAX) return repl_arg_error(s, err, 1, "a variant's name has at most %d characters (this one has %zu)", LABEL_MAX, len);
   for (const unsigned char *c = (const unsigned char *)label; *c; c++)
-    if (*c < 0x21 || *c == 0x7f) return failw(s, err, 1, "a variant's name has no blanks or control characters");
+    if (*c < 0x21 || *c == 0x7f) return repl_arg_error(s, err, 1, "a variant's name has no blanks or control characters");
   double paper = 0;
   for (int k = 2; k < argc; k++) {
     if (strcmp(argv[k], "--paper") == 0) {
-      if (k + 1 >= argc) return failw(s, err, k, "--paper needs the paper's speedup, e.g. --paper 1.87");
+      if (k + 1 >= argc) return repl_arg_error(s, err, k, "--paper needs the paper's speedup, e.g. --paper 1.87");
       char *e;
       errno = 0;
       paper = strtod(argv[k + 1], &e);
       if (errno || *e || e == argv[k + 1] || !(paper > 0) || !isfinite(paper) || paper > 1e6)
-        return failw(s, err, k + 1, "--paper needs a positive number (the paper's speedup, e.g. 1.87)");
+        return repl_arg_error(s, err, k + 1, "--paper needs a positive number (the paper's speedup, e.g. 1.87)");
       k++;
     } else {
       char shown[64];
-      return failw(s, err, k, "unknown option '%s' (variant NAME [--paper X])", repl_printable(shown, sizeof shown, argv[k]));
+      return repl_arg_error(s, err, k, "unknown option '%s' (variant NAME [--paper X])", repl_printable(shown, sizeof shown, argv[k]));
     }
   }
   if (s->nstages < 1 || !s->stages[0].module)
-    return failw(s, err, 0, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+    return repl_arg_error(s, err, 0, "nothing is loaded: load a module (load FILE.hlo) or define one first");
   if (!s->variants) {
     s->variants = fx_calloc(1, sizeof *s->variants);
-    if (!s->variants) return failw(s, err, 0, "out of memory");
+    if (!s->variants) return repl_arg_error(s, err, 0, "out of memory");
   }
   struct VariantTable *t = s->variants;
   int slot = -1;
@@ -185,7 +175,7 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
     if (strcmp(t->rows[k].label, label) == 0) slot = k;
   bool replaced = slot >= 0;
   if (!replaced && t->n >= VARIANTS_MAX)
-    return failw(s, err, 0, "the variant table is full (%d rows); `variants --clear` empties it", VARIANTS_MAX);
+    return repl_arg_error(s, err, 0, "the variant table is full (%d rows); `variants --clear` empties it", VARIANTS_MAX);
   const IrModule *cur = s->stages[s->cur].module;
   KernelPlan *p = plan_build(cur, &s->device, err);
   if (!p) return false;
@@ -198,7 +188,7 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
   if (!v.stage || !v.input) {
     plan_free(p);
     variant_drop(&v);
-    return failw(s, err, 0, "out of memory");
+    return repl_arg_error(s, err, 0, "out of memory");
   }
   v.stage_no = s->cur;
   snprintf(v.pass, sizeof v.pass, "%s", s->stages[s->cur].pass ? s->stages[s->cur].pass : "");
@@ -338,30 +328,30 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
     if (strcmp(a, "--check") == 0) {
       o->check = true;
     } else if (strcmp(a, "--backend") == 0) {
-      if (!has) return failw(s, err, k, "--backend needs interp, cpu, gpu or auto");
+      if (!has) return repl_arg_error(s, err, k, "--backend needs interp, cpu, gpu or auto");
       o->backend = argv[++k];
       if (strcmp(o->backend, "auto") != 0 && strcmp(o->backend, "interp") != 0 && strcmp(o->backend, "cpu") != 0 &&
           strcmp(o->backend, "gpu") != 0) {
         char shown[64];
-        return failw(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", repl_printable(shown, sizeof shown, o->backend));
+        return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", repl_printable(shown, sizeof shown, o->backend));
       }
     } else if (strcmp(a, "--repeat") == 0) {
-      if (!has) return failw(s, err, k, "--repeat needs a count, 1 to 1000");
+      if (!has) return repl_arg_error(s, err, k, "--repeat needs a count, 1 to 1000");
       if (!repl_parse_int(s, argv, ++k, 1, 1000, &v, err)) return false;
       o->repeat = (int)v;
     } else if (strcmp(a, "--seed") == 0) {
-      if (!has) return failw(s, err, k, "--seed needs a non-negative integer");
+      if (!has) return repl_arg_error(s, err, k, "--seed needs a non-negative integer");
       if (!repl_parse_int(s, argv, ++k, 0, INT64_MAX, &v, err)) return false;
       o->seed = (uint64_t)v;
     } else if (strcmp(a, "--uniform") == 0) {
-      if (!has) return failw(s, err, k, "--uniform needs PATTERN=LO:HI, e.g. --uniform 'actions=0:1'");
-      if (o->nrules == MAX_RULES) return failw(s, err, k, "at most %d --uniform rules", MAX_RULES);
+      if (!has) return repl_arg_error(s, err, k, "--uniform needs PATTERN=LO:HI, e.g. --uniform 'actions=0:1'");
+      if (o->nrules == MAX_RULES) return repl_arg_error(s, err, k, "at most %d --uniform rules", MAX_RULES);
       k++;
       if (!repl_uniform_parse(s, argv, k, &o->rules[o->nrules], err)) return false;
       o->nrules++;
     } else {
       char shown[64];
-      return failw(s, err, k, "unknown option '%s' (variants --run [--backend B] [--repeat N] [--seed N] [--check] [--uniform PATTERN=LO:HI])",
+      return repl_arg_error(s, err, k, "unknown option '%s' (variants --run [--backend B] [--repeat N] [--seed N] [--check] [--uniform PATTERN=LO:HI])",
                    repl_printable(shown, sizeof shown, a));
     }
   }
@@ -372,38 +362,14 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
  * [0, 16), stream = parameter number), then floats of parameters a --uniform rule names mapped
  * onto [LO, HI). Returns NULL with err filled. */
 static RtTensor **make_inputs(const IrModule *m, RunOpts *o, FxError *err) {
-  int n = m->entry->nparams;
-  RtTensor **args = fx_calloc((size_t)n + 1, sizeof *args);
+  RtTensor **args = fx_calloc((size_t)m->entry->nparams + 1, sizeof *args);
   if (!args) {
     fx_error_set(err, NULL, 0, 0, "out of memory");
     return NULL;
   }
-  for (int k = 0; k < n; k++) {
-    const IrInstr *p = m->entry->params[k];
-    if (!p) {
-      fx_error_set(err, NULL, 0, 0, "the entry's parameter %d is missing", k);
-      goto fail;
-    }
-    args[k] = rt_tensor_for_shape(&p->shape, err);
-    if (!args[k]) goto fail;
-    if (args[k]->type == IR_TUPLE) {
-      for (int e = 0; e < args[k]->ntuple; e++) rt_tensor_fill_random(args[k]->tuple[e], o->seed, (uint64_t)k * 1000 + (uint64_t)e);
-      continue;
-    }
-    rt_tensor_fill_random(args[k], o->seed, (uint64_t)k);
-    repl_uniform_apply(args[k], repl_uniform_for(o->rules, o->nrules, p->name));
-  }
-  return args;
-fail:
-  for (int k = 0; k < n; k++) rt_tensor_unref(args[k]);
-  fx_free(args);
+  if (repl_inputs_fill(m, args, o->seed, o->rules, o->nrules, err)) return args;
+  repl_inputs_free(m, args);
   return NULL;
-}
-
-static void free_inputs(const IrModule *m, RtTensor **args) {
-  if (!args) return;
-  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
-  fx_free(args);
 }
 
 static const RtBackend *pick_backend(const char *name, FxError *err) {
@@ -474,7 +440,7 @@ static bool measure(Session *s, const RtBackend *b, void *be, const Variant *v, 
   double *sorted = fx_calloc((size_t)o->repeat, sizeof *sorted);
   if (!out->times_ns || !sorted) {
     fx_free(sorted);
-    free_inputs(m, args);
+    repl_inputs_free(m, args);
     return fx_error_set(err, NULL, 0, 0, "out of memory");
   }
   RtOptions ro = {.seed = o->seed, .interrupted = s->interrupted};
@@ -523,7 +489,7 @@ static bool measure(Session *s, const RtBackend *b, void *be, const Variant *v, 
     rt_tensor_unref(want);
   }
   rt_tensor_unref(result);
-  free_inputs(m, args);
+  repl_inputs_free(m, args);
   return ok;
 }
 
@@ -632,9 +598,9 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
   if (!parse_run_opts(s, argc, argv, &o, err)) return false;
   struct VariantTable *t = s->variants;
   if (!t || t->n == 0)
-    return failw(s, err, 0, "no variants recorded: step a program through the pipeline and record it with `variant NAME` first");
+    return repl_arg_error(s, err, 0, "no variants recorded: step a program through the pipeline and record it with `variant NAME` first");
   const IrModule **mods = fx_calloc((size_t)t->n, sizeof *mods);
-  if (!mods) return failw(s, err, 0, "out of memory");
+  if (!mods) return repl_arg_error(s, err, 0, "out of memory");
   for (int k = 0; k < t->n; k++) mods[k] = t->rows[k].stage;
   if (!repl_uniform_check(s, o.rules, o.nrules, mods, t->n, " of any variant", err)) {
     fx_free(mods);
@@ -646,7 +612,7 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
   void *be = b ? b->create(&berr) : NULL;
   if (!be) {
     fx_free(mods);
-    return failw(s, err, 0, "%s", berr.msg);
+    return repl_arg_error(s, err, 0, "%s", berr.msg);
   }
   Measured *ms = fx_calloc((size_t)t->n, sizeof *ms);
   bool ok = ms != NULL;
@@ -690,7 +656,7 @@ static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
     else if (strcmp(argv[k], "--clear") == 0) clear = true;
   }
   if (clear) {
-    if (argc != 2) return failw(s, err, argc > 2 ? 2 : 1, "--clear takes no other options");
+    if (argc != 2) return repl_arg_error(s, err, argc > 2 ? 2 : 1, "--clear takes no other options");
     int n = s->variants ? s->variants->n : 0;
     variants_free(s->variants);
     s->variants = NULL;
@@ -708,7 +674,7 @@ static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
   if (run) return run_variants(s, argc, argv, err);
   if (argc > 1) {
     char shown[64];
-    return failw(s, err, 1, "unknown option '%s' (variants [--run [OPTIONS] | --clear])", repl_printable(shown, sizeof shown, argv[1]));
+    return repl_arg_error(s, err, 1, "unknown option '%s' (variants [--run [OPTIONS] | --clear])", repl_printable(shown, sizeof shown, argv[1]));
   }
   return print_plan_table(s);
 }

@@ -76,3 +76,27 @@ bool repl_uniform_check(Session *s, ReplUniform *rules, int n, const IrModule *c
       return repl_arg_error(s, err, rules[k].argi, "--uniform '%s' names no parameter%s", rules[k].pattern, scope);
   return true;
 }
+
+bool repl_inputs_fill(const IrModule *m, struct RtTensor **args, uint64_t seed, ReplUniform *rules, int nrules,
+                      FxError *err) {
+  for (int k = 0; k < m->entry->nparams; k++) {
+    if (args[k]) continue;
+    const IrInstr *p = m->entry->params[k];
+    if (!p) return fx_error_set(err, NULL, 0, 0, "the entry's parameter %d is missing", k);
+    args[k] = rt_tensor_for_shape(&p->shape, err);
+    if (!args[k]) return false;
+    if (args[k]->type == IR_TUPLE) {
+      for (int e = 0; e < args[k]->ntuple; e++) rt_tensor_fill_random(args[k]->tuple[e], seed, (uint64_t)k * 1000 + (uint64_t)e);
+      continue;
+    }
+    rt_tensor_fill_random(args[k], seed, (uint64_t)k);
+    repl_uniform_apply(args[k], repl_uniform_for(rules, nrules, p->name));
+  }
+  return true;
+}
+
+void repl_inputs_free(const IrModule *m, struct RtTensor **args) {
+  if (!args) return;
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  fx_free(args);
+}

@@ -93,6 +93,14 @@ void repl_uniform_apply(struct RtTensor *t, const ReplUniform *r);
  * parameter" + scope, e.g. " of any variant"). */
 bool repl_uniform_check(Session *s, ReplUniform *rules, int n, const IrModule *const *mods, int nmods, const char *scope,
                         FxError *err);
+/* The run commands' inputs: fills every NULL slot of args (one per entry parameter) with seeded
+ * random data (floats in [-1, 1), integers in [0, 16), stream = parameter number; tuple elements
+ * stream k * 1000 + e), then maps the floats of parameters a rule names onto its range. Slots
+ * already set (a --input file) are kept. Returns false with err filled. */
+bool repl_inputs_fill(const IrModule *m, struct RtTensor **args, uint64_t seed, ReplUniform *rules, int nrules,
+                      FxError *err);
+/* Unrefs each argument and frees the array; NULL is fine. */
+void repl_inputs_free(const IrModule *m, struct RtTensor **args);
 
 /* Frees the variants table (cmd_variants.c); NULL is fine. */
 void variants_free(struct VariantTable *t);
