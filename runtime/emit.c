@@ -379,6 +379,13 @@ static Val def(Gen *g, IrType t, const char *expr) {
   return v;
 }
 
+/* A 64-bit integer literal written exactly. */
+static void literal_i64(char *out, size_t n, IrType t, int64_t v) {
+  if (t == IR_U64) snprintf(out, n, "%lluull", (unsigned long long)(uint64_t)v);
+  else if (v == INT64_MIN) snprintf(out, n, "(-9223372036854775807ll - 1)");
+  else snprintf(out, n, "(%s)%lldll", emit_storage_type(t), (long long)v);
+}
+
 static void literal(char *out, size_t n, IrType t, double x) {
   if (is_f(t)) {
     if (x != x) snprintf(out, n, t == IR_F64 ? "fx_nan()" : "fx_nanf()");
@@ -390,20 +397,9 @@ static void literal(char *out, size_t n, IrType t, double x) {
       if (t == IR_BF16) f = rt_bf16_to_f32(rt_f32_to_bf16(f));
       snprintf(out, n, "%.9ef", (double)f);
     }
-  } else if (t == IR_U64) {
-    snprintf(out, n, "%lluull", (unsigned long long)(uint64_t)x);
   } else {
-    int64_t v = (int64_t)x;
-    if (v == INT64_MIN) snprintf(out, n, "(-9223372036854775807ll - 1)");
-    else snprintf(out, n, "(%s)%lldll", emit_storage_type(t), (long long)v);
+    literal_i64(out, n, t, t == IR_U64 ? (int64_t)(uint64_t)x : (int64_t)x);
   }
-}
-
-/* A 64-bit integer literal written exactly. */
-static void literal_i64(char *out, size_t n, IrType t, int64_t v) {
-  if (t == IR_U64) snprintf(out, n, "%lluull", (unsigned long long)(uint64_t)v);
-  else if (v == INT64_MIN) snprintf(out, n, "(-9223372036854775807ll - 1)");
-  else snprintf(out, n, "(%s)%lldll", emit_storage_type(t), (long long)v);
 }
 
 /* The first value of a constant, written as a C literal; 64-bit integers exactly from the
