@@ -79,6 +79,29 @@ bool rt_op_batch_norm_training(RtExec *x, const IrInstr *i, RtTensor **ops, RtTe
 bool rt_op_batch_norm_grad(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+/* interp_contract.c: dot and convolution with a real (non-complex) float result and real
+ * operands, the same sums as the generic loops, laid out for speed. A dot is seen as
+ * [nb][m][k] x [nb][n][k] -> [nb][m][n]: the left operand's element (b, i, c) sits at
+ * a_b[b] + a_m[i] + a_c[c], the right one's (b, j, c) at b_b[b] + b_n[j] + b_c[c]. */
+typedef struct {
+  int64_t nb, m, n, k;
+  const int64_t *a_b, *a_m, *a_c, *b_b, *b_n, *b_c;
+} RtDotMap;
+typedef struct {
+  const IrConvDims *dims;
+  const IrWindow *window;
+  int64_t feature_groups, batch_groups;
+} RtConvMap;
+bool rt_contract_is_real(const RtTensor *a, const RtTensor *b, const RtTensor *r);
+/* Whether real dot/convolution take the fast layout (the default) or the generic loops; the tests
+ * use this to check the two give the same bits. */
+void rt_interp_set_fast_contractions(bool on);
+/* Element offsets of every index over n of a tensor's dimensions (dim[0..n), sized sizes[dim[k]],
+ * strides st[dim[k]]) in row-major order; *count gets how many. NULL when out of memory. */
+int64_t *rt_index_offsets(int n, const int64_t *dim, const int64_t *sizes, const int64_t *st, int64_t *count);
+bool rt_dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, const RtDotMap *d, FxError *err);
+/* Operands already checked by rt_op_convolution. */
+bool rt_conv_real(RtExec *x, const RtTensor *in, const RtTensor *k, RtTensor *r, const RtConvMap *c, FxError *err);
 bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_sort(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);

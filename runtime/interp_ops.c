@@ -876,6 +876,29 @@ static void mac_store(const Mac *m, RtTensor *r, int64_t o) {
   else rt_set_i(r, o, m->i);
 }
 
+/* The real-valued dot through rt_dot_real: the offsets of each batch, free and contracting index. */
+static bool dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, const IrDotDims *dd, int naf,
+                     const int64_t *afree, int nbf, const int64_t *bfree, const int64_t *ast, const int64_t *bst,
+                     FxError *err) {
+  RtDotMap d;
+  int64_t *off[6];
+  off[0] = rt_index_offsets(dd->nlhs_batch, dd->lhs_batch, a->dims, ast, &d.nb);
+  off[1] = rt_index_offsets(naf, afree, a->dims, ast, &d.m);
+  off[2] = rt_index_offsets(dd->nlhs_contract, dd->lhs_contract, a->dims, ast, &d.k);
+  off[3] = rt_index_offsets(dd->nrhs_batch, dd->rhs_batch, b->dims, bst, &d.nb);
+  off[4] = rt_index_offsets(nbf, bfree, b->dims, bst, &d.n);
+  off[5] = rt_index_offsets(dd->nrhs_contract, dd->rhs_contract, b->dims, bst, &d.k);
+  bool ok = true;
+  for (int k = 0; k < 6; k++) ok = ok && off[k];
+  if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory for the interpreter's dot offsets");
+  else {
+    d.a_b = off[0], d.a_m = off[1], d.a_c = off[2], d.b_b = off[3], d.b_n = off[4], d.b_c = off[5];
+    ok = rt_dot_real(x, a, b, r, &d, err);
+  }
+  for (int k = 0; k < 6; k++) free(off[k]);
+  return ok;
+}
+
 bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
   RtTensor *a = ops[0], *b = ops[1];
   IrDotDims dd;
@@ -909,6 +932,12 @@ bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxEr
   int64_t ast[IR_MAX_RANK], bst[IR_MAX_RANK], oidx[IR_MAX_RANK] = {0};
   rt_strides(a->rank, a->dims, ast);
   rt_strides(b->rank, b->dims, bst);
+  if (rt_contract_is_real(a, b, r)) {
+    bool ok = dot_real(x, a, b, r, &dd, naf, afree, nbf, bfree, ast, bst, err);
+    if (!ok) rt_tensor_unref(r);
+    else *out = r;
+    return ok;
+  }
   int64_t ccount = 1;
   for (int k = 0; k < dd.nlhs_contract; k++) ccount *= cdims[k];
   for (int64_t o = 0; o < r->count; o++) {
@@ -971,6 +1000,13 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
   }
   /* XLA: feature groups split the input features and the output features alike; batch groups
      split the input batch into bgc slices, output feature f reading slice f / (kout / bgc) */
+  if (rt_contract_is_real(in, k, r)) {
+    RtConvMap cm = {.dims = &L, .window = &w, .feature_groups = fgc, .batch_groups = bgc};
+    bool ok = rt_conv_real(x, in, k, r, &cm, err);
+    if (!ok) rt_tensor_unref(r);
+    else *out = r;
+    return ok;
+  }
   int64_t per_group_out = kout / fgc, batch_group_size = in->dims[L.in_batch] / bgc, per_batch_group_out = kout / bgc;
   int64_t ksz[IR_MAX_RANK];
   int64_t kvol = 1; /* kernel window elements (0: every output is 0) */

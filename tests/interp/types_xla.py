@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """types_xla.py — ctest interp.types_vs_xla: the interpreter's complex numbers, f8 types,
-select-and-scatter, variadic reduce-window, batch-grouped convolution, fft, triangular-solve,
+select-and-scatter, variadic reduce-window, dot and convolution layouts (groups, dilations,
+padding, batch dims), batch-grouped convolution, fft, triangular-solve,
 cholesky and the batch-norm ops against XLA itself.
 
 Each case is a small JAX function: jax lowers it to HLO text (what XLA:CPU compiles), XLA:CPU
@@ -72,6 +73,20 @@ def conv_bgc(x, k):
     return lax.conv_general_dilated(x, k, (1,), "VALID", dimension_numbers=("NWC", "WIO", "NWC"), batch_group_count=2)
 
 
+def contractions(x3, y3, z4, img, ker, img_nchw, ker_oihw):
+    """dot_general and conv_general_dilated in the layouts and window settings the interpreter's
+    packed dot and convolution must handle: batch dims, two contracting dims, stride, padding,
+    both dilations, feature groups (depthwise too), and the NCHW/OIHW layout."""
+    dn = ("NHWC", "HWIO", "NHWC")
+    return (lax.dot_general(x3, y3, (((2,), (1,)), ((0,), (0,)))),
+            lax.dot_general(x3, z4, (((1, 2), (2, 0)), ((), ()))),
+            lax.conv_general_dilated(img, ker, (2, 1), ((1, 1), (0, 2)), lhs_dilation=(1, 2), rhs_dilation=(2, 1),
+                                     dimension_numbers=dn, feature_group_count=2),
+            lax.conv_general_dilated(img, ker[:, :, :1, :6], (1, 1), "SAME",
+                                     dimension_numbers=dn, feature_group_count=6),
+            lax.conv_general_dilated(img_nchw, ker_oihw, (1, 2), "SAME", dimension_numbers=("NCHW", "OIHW", "NCHW")))
+
+
 CASES = [
     ("c64 arithmetic", lambda a, b: (a + b, a - b, a * b, a / b, a == b, a != b, lax.complex(a.real, b.imag)),
      [cplx(16, np.complex64), cplx(16, np.complex64)], 2e-6),
@@ -110,6 +125,12 @@ CASES = [
                    jnp.fft.irfftn(a.reshape(2, 8)[:, :3], s=(2, 5))),
      [cplx(16, np.complex64), rng.standard_normal(8).astype(np.float32)], 2e-6),
     ("fft in c128", lambda a: (jnp.fft.fft(a), jnp.fft.ifft(a), jnp.fft.irfft(a, n=30)), [cplx(16, np.complex128)], 1e-12),
+    ("dot and convolution: batch dims, two contracting dims, strides, padding, dilations, groups, NCHW",
+     contractions,
+     [rng.standard_normal((3, 5, 7)).astype(np.float32), rng.standard_normal((3, 7, 6)).astype(np.float32),
+      rng.standard_normal((7, 4, 5)).astype(np.float32), rng.standard_normal((2, 7, 8, 6)).astype(np.float32),
+      rng.standard_normal((3, 3, 3, 8)).astype(np.float32), rng.standard_normal((2, 4, 9, 10)).astype(np.float32),
+      rng.standard_normal((5, 4, 3, 2)).astype(np.float32)], 1e-5),
     ("convolution with batch_group_count=2", conv_bgc,
      [rng.standard_normal((4, 7, 3)).astype(np.float32), rng.standard_normal((3, 3, 6)).astype(np.float32)], 2e-6),
 ]
