@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../compiler/plan.h"
+#include "../compiler/simplify.h"
 #include "interp_internal.h"
 
 /* ---------- pointer maps ---------- */
@@ -78,12 +79,30 @@ static void pm_free(PtrMap *m) {
 
 /* ---------- the execution context ---------- */
 
-/* Per computation: each instruction's position and the position of its last use. */
+/* Per computation: each instruction's position and the position of its last use, and the values
+ * that do not change from one call to the next.
+ *
+ * An instruction that depends on no parameter and has no side effect (simp_is_pure: no rng draw,
+ * no custom call) computes the same value every time its computation runs. The plain interpreter
+ * keeps those values from the second call on (a computation run once, like the entry, keeps
+ * nothing) and reuses them: a loop body that rebuilds a large iota and reduces it on every trip
+ * computes it once. Only the values a parameter-dependent instruction (or the root) reads are
+ * kept; the rest are not recomputed at all. A backend walking with hooks gets no reuse: it runs
+ * and counts every kernel as the program says. */
 typedef struct {
   int n;
-  int *last_use; /* position of the last user within the computation; n for the root */
-  PtrMap pos;    /* instr -> position + 1 */
+  int *last_use;     /* position of the last user within the computation; n for the root */
+  PtrMap pos;        /* instr -> position + 1 */
+  int calls;         /* runs so far */
+  int reuse;         /* 0: not yet decided, 1: reusing kept values, -1: not worth it or too large */
+  bool *invariant;   /* depends on no parameter and is pure */
+  bool *keep;        /* invariant, read by a non-invariant instruction or the root */
+  RtTensor **kept;   /* the kept values, once reuse is 1 */
 } CompInfo;
+
+/* At most this much memory stays held by kept values across a run (or a quarter of the memory
+ * budget, when that is smaller); a computation whose kept values exceed it reuses nothing. */
+#define KEEP_MAX_BYTES ((uint64_t)1 << 30)
 
 struct RtExec {
   const IrModule *m;
@@ -133,10 +152,41 @@ static CompInfo *comp_info(RtExec *x, const IrComputation *c, FxError *err) {
       if (p && ci->last_use[p - 1] < k) ci->last_use[p - 1] = k;
     }
   }
+  ci->invariant = fx_calloc((size_t)c->ninstrs + 1, sizeof(bool));
+  ci->keep = fx_calloc((size_t)c->ninstrs + 1, sizeof(bool));
+  if (!ci->invariant || !ci->keep) goto oom;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *in = c->instrs[k];
+    bool inv = simp_is_pure(in);
+    for (int j = 0; j < in->noperands && inv; j++) {
+      uintptr_t p = (uintptr_t)pm_get(&ci->pos, in->operands[j]);
+      inv = p && ci->invariant[p - 1];
+    }
+    ci->invariant[k] = inv;
+    if (inv && in == c->root) ci->keep[k] = true;
+    for (int j = 0; j < in->noperands && !inv; j++) {
+      uintptr_t p = (uintptr_t)pm_get(&ci->pos, in->operands[j]);
+      if (p && ci->invariant[p - 1]) ci->keep[p - 1] = true;
+    }
+  }
   return ci;
 oom:
   fx_error_set(err, NULL, 0, 0, "out of memory");
   return NULL;
+}
+
+static void comp_info_forget_kept(CompInfo *ci) {
+  if (!ci->kept) return;
+  for (int k = 0; k < ci->n; k++) rt_tensor_unref(ci->kept[k]);
+  fx_free(ci->kept);
+  ci->kept = NULL;
+}
+
+static uint64_t value_bytes(const RtTensor *t) {
+  if (!t) return 0;
+  uint64_t b = t->data ? t->bytes : 0;
+  for (int k = 0; k < t->ntuple; k++) b += value_bytes(t->tuple[k]);
+  return b;
 }
 
 /* ---------- errors with the instruction's place ---------- */
@@ -1027,9 +1077,26 @@ bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int
   memset(vals, 0, sizeof *vals * (size_t)(c->ninstrs <= 64 ? 64 : 0));
   RtTensor *opstack[16];
   bool ok = true;
+  /* reuse of invariant values (plain interpreter only): the second call keeps them, later calls
+     read them */
+  bool keeping = false, reusing = false;
+  if (!x->o.hooks && !x->o.count_kernels && ci->reuse >= 0) {
+    ci->calls++;
+    reusing = ci->reuse == 1;
+    if (!reusing && ci->calls == 2) {
+      ci->kept = fx_calloc((size_t)c->ninstrs + 1, sizeof *ci->kept);
+      keeping = ci->kept != NULL;
+      if (!keeping) ci->reuse = -1;
+    }
+  }
   x->depth++;
   for (int k = 0; k < c->ninstrs && ok; k++) {
     const IrInstr *in = c->instrs[k];
+    if (reusing && ci->invariant[k]) {
+      if (ci->keep[k]) vals[k] = rt_tensor_ref(ci->kept[k]);
+      x->c.reused++;
+      continue;
+    }
     if (in->op == IR_OP_PARAMETER) {
       if (in->param_number < 0 || in->param_number >= nargs) {
         ok = instr_error(in, err, "parameter number is out of range of the arguments");
@@ -1065,6 +1132,7 @@ bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int
         if (ok && x->o.count_kernels) count_kernel(x, in);
       }
       if (ok && !vals[k]) ok = instr_error(in, err, "produced no value");
+      if (ok && keeping && ci->keep[k]) ci->kept[k] = rt_tensor_ref(vals[k]);
     }
     if (ops != opstack) fx_free(ops);
     if (ok && !rt_exec_poll(x, err)) ok = false;
@@ -1078,6 +1146,17 @@ bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int
     }
   }
   x->depth--;
+  if (keeping) {
+    uint64_t held = 0, cap = KEEP_MAX_BYTES;
+    if (rt_max_memory() && rt_max_memory() / 4 < cap) cap = rt_max_memory() / 4;
+    bool any = false;
+    for (int k = 0; k < c->ninstrs; k++) {
+      held += value_bytes(ci->kept[k]);
+      any = any || ci->kept[k];
+    }
+    ci->reuse = ok && any && held <= cap ? 1 : -1;
+    if (ci->reuse < 0) comp_info_forget_kept(ci);
+  }
   if (ok) {
     uintptr_t p = (uintptr_t)pm_get(&ci->pos, c->root);
     *out = p ? rt_tensor_ref(vals[p - 1]) : NULL;
@@ -1104,8 +1183,11 @@ bool rt_interp_run(const IrModule *m, RtTensor **args, int nargs, const RtOption
   for (size_t k = 0; k < x.comps.cap; k++)
     if (x.comps.keys[k]) {
       CompInfo *ci = x.comps.vals[k];
+      comp_info_forget_kept(ci);
       pm_free(&ci->pos);
       fx_free(ci->last_use);
+      fx_free(ci->invariant);
+      fx_free(ci->keep);
       fx_free(ci);
     }
   for (size_t k = 0; k < x.scalar.cap; k++)

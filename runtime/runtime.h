@@ -123,6 +123,8 @@ typedef struct {
   int64_t launches;           /* kernels launched */
   int64_t bytes_read, bytes_written;
   int64_t while_iterations;
+  int64_t reused;             /* plain interpreter: instructions not run again because their value
+                                 does not depend on the computation's parameters (interp.c) */
 } RtCounters;
 
 /* Runs the entry computation of m on args (nargs must equal the entry's parameter count).

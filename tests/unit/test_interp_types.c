@@ -1,8 +1,8 @@
 /* test_interp_types.c — the reference interpreter beyond the common cases, on HLO text with values
  * worked out by hand: the shared window and dim_labels accessors, convolution with batch groups,
  * select-and-scatter, variadic reduce-window, the f8 types, s4/u4, complex numbers, cholesky,
- * batch-norm, the asynchronous start/done pairs on one device, and the packed dot/convolution
- * against the generic loops. */
+ * batch-norm, the asynchronous start/done pairs on one device, the packed dot/convolution against
+ * the generic loops, and the reuse of values that do not change between calls. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +214,71 @@ TEST(contractions_fast_layout_equals_generic_loops) {
     rt_tensor_unref(res[1]);
     ir_module_free(m);
   }
+}
+
+/* ---------- values that do not change between calls ---------- */
+
+/* A loop body that calls a computation rebuilding iota(1000) and summing its squares on every
+   trip: the interpreter computes the sum once (from the third call on it reuses what the second
+   kept) and the result is what 40 full recomputations give. An rng draw with constant operands is
+   never reused: each trip draws anew. */
+static const char *invariant_hlo =
+    "HloModule inv\n"
+    "add { a = s32[] parameter(0)\n b = s32[] parameter(1)\n ROOT s = s32[] add(a, b) }\n"
+    "sq { p = s32[] parameter(0)\n i = s32[1000] iota(), iota_dimension=0\n m = s32[1000] multiply(i, i)\n"
+    " z = s32[] constant(0)\n r = s32[] reduce(m, z), dimensions={0}, to_apply=add\n ROOT o = s32[] add(r, p) }\n"
+    "body { t = (s32[], s32[], f32[40]) parameter(0)\n n = s32[] get-tuple-element(t), index=0\n"
+    " acc = s32[] get-tuple-element(t), index=1\n d = f32[40] get-tuple-element(t), index=2\n"
+    " c = s32[] call(acc), to_apply=sq\n one = s32[] constant(1)\n n1 = s32[] add(n, one)\n"
+    " lo = f32[] constant(0)\n hi = f32[] constant(1)\n u = f32[1] rng(lo, hi), distribution=rng_uniform\n"
+    " d1 = f32[40] dynamic-update-slice(d, u, n)\n ROOT r = (s32[], s32[], f32[40]) tuple(n1, c, d1) }\n"
+    "cond { t = (s32[], s32[], f32[40]) parameter(0)\n n = s32[] get-tuple-element(t), index=0\n"
+    " k = s32[] constant(40)\n ROOT lt = pred[] compare(n, k), direction=LT }\n"
+    "ENTRY e { z = s32[] constant(0)\n f = f32[] constant(0)\n d = f32[40] broadcast(f), dimensions={}\n t = (s32[], s32[], f32[40]) tuple(z, z, d)\n"
+    " ROOT w = (s32[], s32[], f32[40]) while(t), condition=cond, body=body }\n";
+
+TEST(invariant_values_are_computed_once_and_rng_is_not) {
+  IrModule *m = parse(invariant_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  RtTensor *r = NULL;
+  RtCounters cnt;
+  memset(&cnt, 0, sizeof cnt);
+  RtOptions o = {.seed = 3};
+  FxError e = {0};
+  CHECK(rt_interp_run(m, NULL, 0, &o, &r, &cnt, &e));
+  if (r) {
+    /* sum of i*i for i < 1000 is 332833500, times 40 trips, wrapped to 32 bits */
+    int32_t want = (int32_t)(uint32_t)(332833500ull * 40u);
+    CHECK(rt_get_i(r->tuple[1], 0) == want);
+    /* every trip drew its own number */
+    const RtTensor *d = r->tuple[2];
+    int same = 0;
+    for (int64_t k = 1; k < d->count; k++) same += rt_get_f(d, k) == rt_get_f(d, k - 1);
+    CHECK(same == 0);
+  }
+  /* sq's iota, multiply, constant and reduce, not run on calls 3 to 40; the body's constants too */
+  CHECK(cnt.reused >= 4 * 38);
+  rt_tensor_unref(r);
+  /* a backend walking with hooks (here the interpreter backend) runs every kernel every time:
+     the same sum, nothing reused */
+  void *be = rt_backend_interp.create(&e);
+  CHECK(be != NULL);
+  if (be) {
+    RtTensor *got = NULL;
+    RtRunStats st = {0};
+    bool ok = rt_backend_interp.prepare(be, (const IrModule **)&m, 1, &e) &&
+              rt_backend_interp.run(be, m, NULL, 0, &o, &got, &st, &e);
+    CHECK(ok);
+    if (ok) {
+      CHECK(rt_get_i(got->tuple[1], 0) == (int32_t)(uint32_t)(332833500ull * 40u));
+      CHECK(st.counters.reused == 0);
+    }
+    rt_run_stats_free(&st);
+    rt_tensor_unref(got);
+    rt_backend_interp.destroy(be);
+  }
+  ir_module_free(m);
 }
 
 /* ---------- select-and-scatter ---------- */
@@ -664,6 +729,7 @@ int main(void) {
   RUN(conv_dims_accessor);
   RUN(convolution_batch_group_count);
   RUN(contractions_fast_layout_equals_generic_loops);
+  RUN(invariant_values_are_computed_once_and_rng_is_not);
   RUN(select_and_scatter);
   RUN(variadic_reduce_window_argmax);
   RUN(f8_conversions);
