@@ -11,7 +11,7 @@
  *   runtime_corpus [DIR] [MAX_WORK]   (DIR defaults to $FXPLAIN_HLO_CORPUS or ../shared/hlo-corpus)
  *
  * For a longer check by hand (the modules this test leaves out): FXPLAIN_CORPUS_MAX_BYTES (memory
- * budget, default 1.5e9), FXPLAIN_CORPUS_WATCHDOG (seconds per module, default 120) and
+ * budget, default 5e9), FXPLAIN_CORPUS_WATCHDOG (seconds per module, default 120) and
  * FXPLAIN_CORPUS_ONLY (check only files whose name contains it). */
 #include <dirent.h>
 #include <pthread.h>
@@ -132,7 +132,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : getenv("FXPLAIN_HLO_CORPUS");
   if (!dir || !*dir) dir = "../shared/hlo-corpus";
-  double max_work = argc > 2 ? atof(argv[2]) : 5e8;
+  double max_work = argc > 2 ? atof(argv[2]) : 5e10;
   DIR *d = opendir(dir);
   if (!d) {
     printf("skipped: no corpus at %s\n", dir);
@@ -146,7 +146,7 @@ int main(int argc, char **argv) {
   }
   closedir(d);
   qsort(names, (size_t)n, sizeof *names, cmp_str);
-  double max_bytes = getenv("FXPLAIN_CORPUS_MAX_BYTES") ? atof(getenv("FXPLAIN_CORPUS_MAX_BYTES")) : 1.5e9;
+  double max_bytes = getenv("FXPLAIN_CORPUS_MAX_BYTES") ? atof(getenv("FXPLAIN_CORPUS_MAX_BYTES")) : 5e9;
   if (getenv("FXPLAIN_CORPUS_WATCHDOG")) watchdog_seconds = atoi(getenv("FXPLAIN_CORPUS_WATCHDOG"));
   const char *only = getenv("FXPLAIN_CORPUS_ONLY");
   rt_set_max_memory(max_bytes > 1.5e9 ? (uint64_t)(max_bytes * 1.4) : 2ULL << 30);
