@@ -1347,6 +1347,90 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
   return ok;
 }
 
+/* ---------- lanes: several elements' bodies interleaved ---------- */
+
+/* Library math calls the compiler cannot vectorize: a body that makes them runs one element at a
+ * time, and when it is long (an unrolled loop body: ten dependent steps of one element) the
+ * processor cannot look far enough ahead to overlap the next element's work with the latency of
+ * this one's chain. Interleaving the statements of a few elements, statement by statement, puts
+ * independent work side by side. */
+static const char *const libm_calls[] = {
+    "sinf", "cosf", "tanf", "expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "cbrtf", "powf", "fmodf", "atan2f",
+    "sin",  "cos",  "tan",  "exp",  "expm1",  "log",  "log1p",  "tanh",  "erf",  "cbrt",  "pow",  "fmod",  "atan2"};
+
+static bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+
+/* Whether the body text is straight-line code (no scopes) that calls a library math function. */
+static bool body_wants_lanes(const char *s) {
+  if (strchr(s, '{') || strchr(s, '}')) return false;
+  for (const char *q = s; *q; q++) {
+    if (!ident_char(*q) || (q > s && ident_char(q[-1]))) continue;
+    size_t n = 0;
+    while (ident_char(q[n])) n++;
+    if (q[n] == '(')
+      for (size_t c = 0; c < sizeof libm_calls / sizeof *libm_calls; c++)
+        if (strlen(libm_calls[c]) == n && strncmp(q, libm_calls[c], n) == 0) return true;
+    q += n - 1;
+  }
+  return false;
+}
+
+/* Whether identifier q[0..n) is one of the body's variables (v12, j3, acc4, r5, w6, b7: emit's
+ * prefixes and a number). */
+static bool body_var(const char *q, size_t n) {
+  size_t a = 0;
+  while (a < n && q[a] >= 'a' && q[a] <= 'z') a++;
+  if (a == 0 || a == n) return false;
+  for (size_t d = a; d < n; d++)
+    if (q[d] < '0' || q[d] > '9') return false;
+  static const char *const prefixes[] = {"v", "j", "acc", "r", "w", "b"};
+  for (size_t c = 0; c < sizeof prefixes / sizeof *prefixes; c++)
+    if (strlen(prefixes[c]) == a && strncmp(q, prefixes[c], a) == 0) return true;
+  return false;
+}
+
+/* One line of the body for lane `lane`: variables get the suffix _lane, the lane index variable
+ * `ivar` becomes (ivar + lane); numbers (1.5e+00f, 0x1p-3) pass unchanged. */
+static void lane_line(EmitBuf *b, const char *q, const char *end, int lane, const char *ivar) {
+  while (q < end) {
+    if ((*q >= '0' && *q <= '9') || (*q == '.' && q + 1 < end && q[1] >= '0' && q[1] <= '9')) {
+      const char *e = q;
+      while (e < end && (ident_char(*e) || *e == '.' ||
+                         ((*e == '+' || *e == '-') && (e[-1] == 'e' || e[-1] == 'E' || e[-1] == 'p' || e[-1] == 'P'))))
+        e++;
+      emit_printf(b, "%.*s", (int)(e - q), q);
+      q = e;
+    } else if (ident_char(*q)) {
+      const char *e = q;
+      while (e < end && ident_char(*e)) e++;
+      size_t n = (size_t)(e - q);
+      if (strlen(ivar) == n && strncmp(q, ivar, n) == 0) emit_printf(b, "(%s + %d)", ivar, lane);
+      else if (body_var(q, n)) emit_printf(b, "%.*s_%d", (int)n, q, lane);
+      else emit_printf(b, "%.*s", (int)n, q);
+      q = e;
+    } else {
+      emit_printf(b, "%c", *q);
+      q++;
+    }
+  }
+}
+
+/* The body `body` (lines at indent `ind`) for `lanes` consecutive values of the innermost index
+ * `ivar`, statement by statement: line 1 of every lane, then line 2, ... */
+static void emit_lanes(EmitBuf *b, const char *body, int lanes, const char *ivar) {
+  for (const char *q = body; *q;) {
+    const char *e = strchr(q, '\n');
+    if (!e) e = q + strlen(q);
+    for (int l = 0; l < lanes; l++) {
+      lane_line(b, q, e, l, ivar);
+      emit_printf(b, "\n");
+    }
+    q = *e ? e + 1 : e;
+  }
+}
+
+#define EMIT_LANES 4
+
 bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
   const EmitPart *p = &k->parts[part];
   emit_printf(b, "void %s_p%d(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name, part);
@@ -1359,19 +1443,42 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
                 emit_storage_type(k->out_types[o]), k->ninputs + o);
   }
   emit_printf(b, "  (void)bufs; (void)lo; (void)hi;\n");
-  int ind = 2;
+  int ind = p->rank == 0 ? 4 : 2 + 2 * p->rank; /* the body's indent; the closing loop below counts down */
+  EmitBuf body;
+  emit_buf_init(&body);
+  if (!emit_body(&body, k, part, EMIT_TARGET_C, ind, err) || body.oom) {
+    if (body.oom) fx_error_set(err, NULL, 0, 0, "out of memory generating kernel source");
+    emit_buf_free(&body);
+    return false;
+  }
+  const char *text = body.s ? body.s : "";
   if (p->rank == 0) {
-    emit_printf(b, "  {\n");
-    ind = 4;
+    emit_printf(b, "  {\n%s", text);
   } else {
-    emit_printf(b, "  for (int64_t i0 = lo; i0 < hi; i0++) {\n");
-    ind = 4;
-    for (int d = 1; d < p->rank; d++) {
-      emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", ind, "", d, d, (long long)p->dims[d], d);
-      ind += 2;
+    /* i0 over [lo, hi), the middle dimensions fully, and the innermost one (i0 itself for rank 1) */
+    int inner = p->rank - 1;
+    for (int d = 0; d < inner; d++) {
+      if (d == 0) emit_printf(b, "  for (int64_t i0 = lo; i0 < hi; i0++) {\n");
+      else emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", 2 + 2 * d, "", d, d, (long long)p->dims[d], d);
+    }
+    char ivar[16], lo[8], hi[32];
+    snprintf(ivar, sizeof ivar, "i%d", inner);
+    snprintf(lo, sizeof lo, "%s", inner == 0 ? "lo" : "0");
+    if (inner == 0) snprintf(hi, sizeof hi, "hi");
+    else snprintf(hi, sizeof hi, "%lldll", (long long)p->dims[inner]);
+    int in = 2 + 2 * inner;
+    if (body_wants_lanes(text) && p->dims[inner] >= EMIT_LANES) {
+      /* EMIT_LANES elements interleaved, then the rest one by one */
+      emit_printf(b, "%*sint64_t %s = %s;\n", in, "", ivar, lo);
+      emit_printf(b, "%*sfor (; %s + %d <= %s; %s += %d) {\n", in, "", ivar, EMIT_LANES, hi, ivar, EMIT_LANES);
+      emit_lanes(b, text, EMIT_LANES, ivar);
+      emit_printf(b, "%*s}\n", in, "");
+      emit_printf(b, "%*sfor (; %s < %s; %s++) {\n%s", in, "", ivar, hi, ivar, text);
+    } else {
+      emit_printf(b, "%*sfor (int64_t %s = %s; %s < %s; %s++) {\n%s", in, "", ivar, lo, ivar, hi, ivar, text);
     }
   }
-  if (!emit_body(b, k, part, EMIT_TARGET_C, ind, err)) return false;
+  emit_buf_free(&body);
   int closes = p->rank == 0 ? 1 : p->rank;
   for (int c = 0; c < closes; c++) {
     ind -= 2;

@@ -25,8 +25,8 @@ static RtTensor **random_args(const IrModule *m, uint64_t seed) {
 }
 
 /* Runs m on the cpu backend and the interpreter; returns the comparison; *interp_count gets
- * the kernels that were not generated. */
-static bool cpu_matches(const IrModule *m, int *generated, int *interpreted, RtCompare *cmp) {
+ * the kernels that were not generated; the generated source is copied to src when given. */
+static bool cpu_matches_src(const IrModule *m, int *generated, int *interpreted, RtCompare *cmp, char *src, size_t nsrc) {
   FxError e = {0};
   void *be = rt_backend_cpu.create(&e);
   CHECK(be != NULL);
@@ -39,6 +39,7 @@ static bool cpu_matches(const IrModule *m, int *generated, int *interpreted, RtC
   cpu_prepare_counts(be, NULL, NULL, &kernels, &interp);
   if (generated) *generated = kernels - interp;
   if (interpreted) *interpreted = interp;
+  if (src) snprintf(src, nsrc, "%s", cpu_last_source(be));
   RtTensor **args = random_args(m, 5);
   RtTensor *got = NULL, *want = NULL;
   RtOptions ro = {.seed = 3};
@@ -55,6 +56,10 @@ static bool cpu_matches(const IrModule *m, int *generated, int *interpreted, RtC
   free(args);
   rt_backend_cpu.destroy(be);
   return ok;
+}
+
+static bool cpu_matches(const IrModule *m, int *generated, int *interpreted, RtCompare *cmp) {
+  return cpu_matches_src(m, generated, interpreted, cmp, NULL, 0);
 }
 
 static IrModule *parse(const char *text) {
@@ -275,6 +280,67 @@ TEST(hostile_names_are_sanitized) {
   ir_module_free(m);
 }
 
+/* Straight-line bodies that call library math (sin, exp, ...) cannot be vectorized; the C
+   wrapper interleaves four elements statement by statement so the processor overlaps their
+   dependency chains. The results stay bit for bit the interpreter's, the rest of the innermost
+   dimension runs one by one, and bodies without such calls or with loops (a reduce) keep the
+   plain loop. */
+static const char *lanes_module =
+    "HloModule lanes\n"
+    "add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] add(x, y) }\n"
+    "trig { p = f32[3,7] parameter(0)\n q = f64[3,7] parameter(1)\n s = f32[3,7] sine(p)\n c = f32[3,7] cosine(s)\n"
+    " k = f32[] constant(2.5e-08)\n kb = f32[3,7] broadcast(k), dimensions={}\n m = f32[3,7] multiply(c, kb)\n"
+    " e = f32[3,7] exponential(m)\n ld = f64[3,7] log-plus-one(q)\n cd = f32[3,7] convert(ld)\n"
+    " ROOT r = f32[3,7] add(e, cd) }\n"
+    "plain { p = f32[3,7] parameter(0)\n ROOT r = f32[3,7] multiply(p, p) }\n"
+    "red { p = f32[5,6] parameter(0)\n e = f32[5,6] exponential(p)\n z = f32[] constant(0)\n"
+    " ROOT r = f32[5] reduce(e, z), dimensions={1}, to_apply=add }\n"
+    "short { p = f32[2] parameter(0)\n ROOT r = f32[2] sine(p) }\n"
+    "ENTRY main { a = f32[3,7] parameter(0)\n b = f64[3,7] parameter(1)\n c = f32[5,6] parameter(2)\n"
+    " d = f32[2] parameter(3)\n"
+    " t = f32[3,7] fusion(a, b), kind=kLoop, calls=trig\n u = f32[3,7] fusion(a), kind=kLoop, calls=plain\n"
+    " v = f32[5] fusion(c), kind=kInput, calls=red\n w = f32[2] fusion(d), kind=kLoop, calls=short\n"
+    " ROOT o = (f32[3,7], f32[3,7], f32[5], f32[2]) tuple(t, u, v, w) }\n";
+
+/* The generated source of kernel `name` (from its comment to the next kernel's). */
+static void kernel_source(const char *src, const char *name, char *out, size_t n) {
+  char mark[64];
+  snprintf(mark, sizeof mark, "/* kernel %s */", name);
+  const char *a = strstr(src, mark);
+  out[0] = 0;
+  if (!a) return;
+  const char *b = strstr(a + 1, "/* kernel ");
+  size_t len = b ? (size_t)(b - a) : strlen(a);
+  snprintf(out, n, "%.*s", (int)(len < n ? len : n - 1), a);
+}
+
+TEST(library_math_bodies_interleave_four_elements) {
+  IrModule *m = parse(lanes_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  static char src[1 << 18], k[1 << 16];
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches_src(m, &gen, &interp, &c, src, sizeof src));
+  CHECK(gen == 4 && interp == 0);
+  CHECK(c.ok);
+  CHECK(c.err == 0);
+  kernel_source(src, "t", k, sizeof k);
+  CHECK_CONTAINS(k, "for (; i1 + 4 <= 7ll; i1 += 4) {");
+  CHECK_CONTAINS(k, "for (; i1 < 7ll; i1++) {");
+  CHECK_CONTAINS(k, "const float v0_3 = in0[i0*7ll + (i1 + 3)];"); /* lane 3 reads its own element */
+  CHECK_CONTAINS(k, "sinf(v0_3)");
+  CHECK_CONTAINS(k, "log1p(");
+  CHECK_CONTAINS(k, "= (float)(2.500000029e-08f);"); /* numbers pass through unrenamed */
+  kernel_source(src, "u", k, sizeof k);
+  CHECK(k[0] && strstr(k, "+= 4") == NULL);
+  kernel_source(src, "v", k, sizeof k);
+  CHECK(k[0] && strstr(k, "+= 4") == NULL);
+  kernel_source(src, "w", k, sizeof k);
+  CHECK(k[0] && strstr(k, "+= 4") == NULL);
+  ir_module_free(m);
+}
+
 TEST(cache_reuses_and_repairs_entries) {
   IrModule *m = parse(loop_fusion);
   if (!m) return;
@@ -434,6 +500,7 @@ int main(void) {
   RUN(u64_constants_are_exact);
   RUN(gather_fusion_is_generated);
   RUN(hostile_names_are_sanitized);
+  RUN(library_math_bodies_interleave_four_elements);
   RUN(cache_reuses_and_repairs_entries);
   RUN(runs_reuse_plan_buffers_and_count_plan_bytes);
   char cmd[128];
