@@ -195,13 +195,9 @@ bool rt_conv_real(RtExec *x, const RtTensor *in, const RtTensor *k, RtTensor *r,
       int64_t ioff = 0;
       bool inside = true;
       for (int s = 0; s < ns && inside; s++) {
-        int64_t pos = opos[s] * w->stride[s] + kidx[s] * w->rhs_dilate[s] - w->pad_lo[s];
-        if (pos < 0 || pos % w->lhs_dilate[s]) inside = false;
-        else {
-          pos /= w->lhs_dilate[s];
-          if (pos >= in->dims[L->in_spatial[s]]) inside = false;
-          else ioff = ioff * in->dims[L->in_spatial[s]] + pos;
-        }
+        int64_t pos;
+        inside = rt_window_source(w, s, opos[s], kidx[s], in->dims[L->in_spatial[s]], &pos);
+        if (inside) ioff = ioff * in->dims[L->in_spatial[s]] + pos;
       }
       if (inside) {
         vin[nv] = ioff;

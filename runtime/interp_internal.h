@@ -62,6 +62,18 @@ RtVal rt_ew_reduce_precision(IrType t, RtVal a, int exp_bits, int mant_bits);
 /* i's window= for `rank` dimensions (ir_attr_window), with a located error when malformed. */
 bool rt_parse_window(const IrInstr *i, int rank, IrWindow *w, FxError *err);
 
+/* Where window position widx of output position out falls in an input dimension of `size` (window
+ * dimension d of w: stride, padding, base and window dilation): true with the input index in *src,
+ * false when it lands in the padding or between dilated elements. */
+static inline bool rt_window_source(const IrWindow *w, int d, int64_t out, int64_t widx, int64_t size, int64_t *src) {
+  int64_t p = out * w->stride[d] + widx * w->rhs_dilate[d] - w->pad_lo[d];
+  if (p < 0 || p % w->lhs_dilate[d]) return false;
+  p /= w->lhs_dilate[d];
+  if (p >= size) return false;
+  *src = p;
+  return true;
+}
+
 /* Row-major strides of dims. */
 void rt_strides(int rank, const int64_t *dims, int64_t *st);
 

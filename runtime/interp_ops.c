@@ -691,13 +691,9 @@ static bool window_visit(const IrWindow *w, int rank, const int64_t *in_dims, co
     int64_t off = 0;
     bool inside = true;
     for (int d = 0; d < rank && inside; d++) {
-      int64_t p = oidx[d] * w->stride[d] + widx[d] * w->rhs_dilate[d] - w->pad_lo[d];
-      if (p < 0 || p % w->lhs_dilate[d]) inside = false;
-      else {
-        p /= w->lhs_dilate[d];
-        if (p >= in_dims[d]) inside = false;
-        else off += p * ist[d];
-      }
+      int64_t p;
+      inside = rt_window_source(w, d, oidx[d], widx[d], in_dims[d], &p);
+      if (inside) off += p * ist[d];
     }
     if (inside && !f(ctx, off)) return false;
     if (!next_index(rank, w->size, widx)) return true;
@@ -1022,16 +1018,11 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
         int64_t koff = ci * kst[L.k_in] + of * kst[L.k_out];
         bool inside = true;
         for (int s = 0; s < L.nspatial && inside; s++) {
-          int64_t kk = w.reversal[s] ? ksz[s] - 1 - kidx[s] : kidx[s];
-          int64_t p = oidx[L.out_spatial[s]] * w.stride[s] + kidx[s] * w.rhs_dilate[s] - w.pad_lo[s];
-          if (p < 0 || p % w.lhs_dilate[s]) inside = false;
-          else {
-            p /= w.lhs_dilate[s];
-            if (p >= in->dims[L.in_spatial[s]]) inside = false;
-            else {
-              ioff += p * ist[L.in_spatial[s]];
-              koff += kk * kst[L.k_spatial[s]];
-            }
+          int64_t kk = w.reversal[s] ? ksz[s] - 1 - kidx[s] : kidx[s], p;
+          inside = rt_window_source(&w, s, oidx[L.out_spatial[s]], kidx[s], in->dims[L.in_spatial[s]], &p);
+          if (inside) {
+            ioff += p * ist[L.in_spatial[s]];
+            koff += kk * kst[L.k_spatial[s]];
           }
         }
         if (inside) mac_add(&acc, r, in, ioff, k, koff);
