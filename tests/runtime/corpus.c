@@ -92,7 +92,9 @@ static double max_value_bytes(const IrModule *m) {
   double mx = 0, params = 0;
   for (int c = 0; c < m->ncomps; c++)
     for (int k = 0; k < m->comps[c]->ninstrs; k++) {
-      double b = (double)ir_shape_bytes(&m->comps[c]->instrs[k]->shape);
+      /* arrays only: a tuple holds references to values counted on their own */
+      const IrShape *s = &m->comps[c]->instrs[k]->shape;
+      double b = ir_shape_is_array(s) ? (double)ir_shape_bytes(s) : 0;
       if (b > mx) mx = b;
     }
   for (int k = 0; k < m->entry->nparams; k++)
