@@ -229,6 +229,52 @@ static void copy_elem(RtTensor *dst, int64_t di, const RtTensor *src, int64_t si
 
 /* ---------- data movement ---------- */
 
+/* r[idx] = a[base + sum over d of idx[d] * sst[d]] for every index of r (strides may be 0, as in a
+ * broadcast, or negative, as in a reverse). The last two dimensions go in 32 x 32 tiles, so a
+ * transpose reads and writes whole cache lines instead of one element per line. */
+#define COPY_TILE 32
+static void strided_copy(RtTensor *r, const RtTensor *a, int64_t base, const int64_t *sst) {
+  if (r->count == 0) return;
+  int rank = r->rank;
+  size_t eb = (size_t)ir_type_bytes(r->type);
+  char *dst = r->data;
+  const char *src = a->data;
+  if (rank == 0) {
+    memcpy(dst, src + (size_t)base * eb, eb);
+    return;
+  }
+  int64_t rows = rank >= 2 ? r->dims[rank - 2] : 1, cols = r->dims[rank - 1];
+  int64_t rs = rank >= 2 ? sst[rank - 2] : 0, cs = sst[rank - 1];
+  int64_t outer = r->count / (rows * cols), idx[IR_MAX_RANK] = {0};
+  for (int64_t q = 0; q < outer; q++) {
+    int64_t sb = base;
+    for (int d = 0; d < rank - 2; d++) sb += idx[d] * sst[d];
+    int64_t ob = q * rows * cols;
+    for (int64_t i0 = 0; i0 < rows; i0 += COPY_TILE)
+      for (int64_t j0 = 0; j0 < cols; j0 += COPY_TILE) {
+        int64_t i1 = i0 + COPY_TILE < rows ? i0 + COPY_TILE : rows, j1 = j0 + COPY_TILE < cols ? j0 + COPY_TILE : cols;
+        for (int64_t i = i0; i < i1; i++) {
+          int64_t o = ob + i * cols, sp = sb + i * rs;
+#define COPY_ROW(T)                                                                                        \
+  for (int64_t j = j0; j < j1; j++) ((T *)dst)[o + j] = ((const T *)src)[sp + j * cs];
+          switch (eb) {
+          case 1: COPY_ROW(uint8_t) break;
+          case 2: COPY_ROW(uint16_t) break;
+          case 4: COPY_ROW(uint32_t) break;
+          case 8: COPY_ROW(uint64_t) break;
+          default:
+            for (int64_t j = j0; j < j1; j++) memcpy(dst + (size_t)(o + j) * eb, src + (size_t)(sp + j * cs) * eb, eb);
+          }
+#undef COPY_ROW
+        }
+      }
+    for (int d = rank - 3; d >= 0; d--) {
+      if (++idx[d] < r->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
 static bool op_broadcast(const IrInstr *i, RtTensor *a, RtTensor **out, FxError *err) {
   int64_t map[IR_MAX_RANK];
   int n = ir_attr_dims(i, "dimensions", map, IR_MAX_RANK);
@@ -236,21 +282,16 @@ static bool op_broadcast(const IrInstr *i, RtTensor *a, RtTensor **out, FxError 
   if (n != a->rank) return instr_error(i, err, "broadcast dimensions do not match the operand's rank");
   RtTensor *r = new_like_shape(i, err);
   if (!r) return false;
-  int64_t ast[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
+  int64_t ast[IR_MAX_RANK];
   rt_strides(a->rank, a->dims, ast);
   for (int k = 0; k < n; k++)
     if (map[k] < 0 || map[k] >= r->rank || r->dims[map[k]] != a->dims[k]) {
       rt_tensor_unref(r);
       return instr_error(i, err, "broadcast dimensions are invalid");
     }
-  if (r->count == 0) goto done;
-  for (int64_t o = 0;; o++) {
-    int64_t s = 0;
-    for (int k = 0; k < n; k++) s += idx[map[k]] * ast[k];
-    copy_elem(r, o, a, s);
-    if (!next_index(r->rank, r->dims, idx)) break;
-  }
-done:
+  int64_t sst[IR_MAX_RANK] = {0};
+  for (int k = 0; k < n; k++) sst[map[k]] += ast[k];
+  strided_copy(r, a, 0, sst);
   *out = r;
   return true;
 }
@@ -259,14 +300,10 @@ done:
 static RtTensor *transpose_data(const RtTensor *a, const int64_t *perm, const int64_t *odims, FxError *err) {
   RtTensor *r = rt_tensor_new(a->type, a->rank, odims, err);
   if (!r || r->count == 0) return r;
-  int64_t ast[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
+  int64_t ast[IR_MAX_RANK], sst[IR_MAX_RANK];
   rt_strides(a->rank, a->dims, ast);
-  for (int64_t o = 0;; o++) {
-    int64_t s = 0;
-    for (int d = 0; d < a->rank; d++) s += idx[d] * ast[perm[d]];
-    copy_elem(r, o, a, s);
-    if (!next_index(r->rank, r->dims, idx)) break;
-  }
+  for (int d = 0; d < a->rank; d++) sst[d] = ast[perm[d]];
+  strided_copy(r, a, 0, sst);
   return r;
 }
 
@@ -340,7 +377,7 @@ static bool op_reshape(const IrInstr *i, RtTensor *a, RtTensor **out, FxError *e
 }
 
 static bool op_slice(const IrInstr *i, RtTensor *a, RtTensor **out, FxError *err) {
-  int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK], ast[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
+  int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK], ast[IR_MAX_RANK];
   int n = ir_attr_slice(i, st, li, sd, IR_MAX_RANK);
   if (n != a->rank) return instr_error(i, err, "slice attribute does not match the operand's rank");
   RtTensor *r = new_like_shape(i, err);
@@ -351,13 +388,12 @@ static bool op_slice(const IrInstr *i, RtTensor *a, RtTensor **out, FxError *err
       return instr_error(i, err, "slice is out of the operand's bounds");
     }
   rt_strides(a->rank, a->dims, ast);
-  if (r->count)
-    for (int64_t o = 0;; o++) {
-      int64_t s = 0;
-      for (int d = 0; d < n; d++) s += (st[d] + idx[d] * sd[d]) * ast[d];
-      copy_elem(r, o, a, s);
-      if (!next_index(r->rank, r->dims, idx)) break;
-    }
+  int64_t base = 0, sst[IR_MAX_RANK];
+  for (int d = 0; d < n; d++) {
+    base += st[d] * ast[d];
+    sst[d] = sd[d] * ast[d];
+  }
+  strided_copy(r, a, base, sst);
   *out = r;
   return true;
 }
@@ -369,16 +405,10 @@ static bool op_dynamic_slice(const IrInstr *i, RtTensor **ops, int nops, RtTenso
   if (nops != 1 + a->rank) return instr_error(i, err, "dynamic-slice needs one start index per dimension");
   RtTensor *r = new_like_shape(i, err);
   if (!r) return false;
-  int64_t start[IR_MAX_RANK], ast[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
-  for (int d = 0; d < a->rank; d++) start[d] = clamp64(rt_get_i(ops[1 + d], 0), 0, a->dims[d] - r->dims[d]);
+  int64_t ast[IR_MAX_RANK], base = 0;
   rt_strides(a->rank, a->dims, ast);
-  if (r->count)
-    for (int64_t o = 0;; o++) {
-      int64_t s = 0;
-      for (int d = 0; d < a->rank; d++) s += (start[d] + idx[d]) * ast[d];
-      copy_elem(r, o, a, s);
-      if (!next_index(r->rank, r->dims, idx)) break;
-    }
+  for (int d = 0; d < a->rank; d++) base += clamp64(rt_get_i(ops[1 + d], 0), 0, a->dims[d] - r->dims[d]) * ast[d];
+  strided_copy(r, a, base, ast);
   *out = r;
   return true;
 }
@@ -466,7 +496,7 @@ static bool op_pad(const IrInstr *i, RtTensor *a, RtTensor *pv, RtTensor **out, 
 }
 
 static bool op_reverse(const IrInstr *i, RtTensor *a, RtTensor **out, FxError *err) {
-  int64_t dims[IR_MAX_RANK], ast[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
+  int64_t dims[IR_MAX_RANK], ast[IR_MAX_RANK];
   int n = ir_attr_dims(i, "dimensions", dims, IR_MAX_RANK);
   bool rev[IR_MAX_RANK] = {0};
   for (int k = 0; k < n; k++)
@@ -474,13 +504,12 @@ static bool op_reverse(const IrInstr *i, RtTensor *a, RtTensor **out, FxError *e
   RtTensor *r = new_like_shape(i, err);
   if (!r) return false;
   rt_strides(a->rank, a->dims, ast);
-  if (r->count)
-    for (int64_t o = 0;; o++) {
-      int64_t s = 0;
-      for (int d = 0; d < a->rank; d++) s += (rev[d] ? a->dims[d] - 1 - idx[d] : idx[d]) * ast[d];
-      copy_elem(r, o, a, s);
-      if (!next_index(r->rank, r->dims, idx)) break;
-    }
+  int64_t base = 0, sst[IR_MAX_RANK];
+  for (int d = 0; d < a->rank; d++) {
+    sst[d] = rev[d] ? -ast[d] : ast[d];
+    if (rev[d]) base += (a->dims[d] - 1) * ast[d];
+  }
+  strided_copy(r, a, base, sst);
   *out = r;
   return true;
 }

@@ -2,7 +2,8 @@
  * worked out by hand: the shared window and dim_labels accessors, convolution with batch groups,
  * select-and-scatter, variadic reduce-window, the f8 types, s4/u4, complex numbers, cholesky,
  * batch-norm, the asynchronous start/done pairs on one device, the packed dot/convolution against
- * the generic loops, and the reuse of values that do not change between calls. */
+ * the generic loops, the reuse of values that do not change between calls, and the tiled copies
+ * of transpose, reverse, slice, broadcast and dynamic-slice. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,63 @@ TEST(contractions_fast_layout_equals_generic_loops) {
     rt_tensor_unref(res[1]);
     ir_module_free(m);
   }
+}
+
+/* ---------- data movement in tiles ---------- */
+
+/* Transpose, reverse, strided slice, broadcast and dynamic-slice copy through 32 x 32 tiles of
+   their last two dimensions; shapes around and across the tile size, rank 3, and 1-, 2-, 4- and
+   16-byte elements, every element checked against the index formula. */
+TEST(data_movement_matches_index_formulas) {
+  IrModule *m = parse("HloModule mv\n"
+                      "ENTRY e { a = f32[3,37,70] parameter(0)\n c = c128[5,33] parameter(1)\n s = s8[40,50] parameter(2)\n"
+                      " b = bf16[33] parameter(3)\n i = s32[] parameter(4)\n"
+                      " t = f32[70,3,37] transpose(a), dimensions={2,0,1}\n"
+                      " r = c128[5,33] reverse(c), dimensions={0,1}\n"
+                      " l = s8[13,10] slice(s), slice={[1:40:3], [2:50:5]}\n"
+                      " x = bf16[2,33,35] broadcast(b), dimensions={1}\n"
+                      " d = f32[2,30,40] dynamic-slice(a, i, i, i), dynamic_slice_sizes={2,30,40}\n"
+                      " ROOT o = (f32[70,3,37], c128[5,33], s8[13,10], bf16[2,33,35], f32[2,30,40]) tuple(t, r, l, x, d) }\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  RtTensor *args[5];
+  FxError e = {0};
+  for (int k = 0; k < 5; k++) {
+    const IrShape *sh = &m->entry->params[k]->shape;
+    args[k] = rt_tensor_new(sh->type, sh->rank, sh->dims, &e);
+    rt_tensor_fill_random(args[k], 11, (uint64_t)k);
+  }
+  rt_set_i(args[4], 0, 9); /* starts 1 and 7 (clamped) and 9 */
+  RtTensor *keep[5];
+  for (int k = 0; k < 5; k++) keep[k] = rt_tensor_ref(args[k]);
+  RtTensor *o = run(m, args, 5, &e);
+  CHECK(o != NULL);
+  if (o) {
+    int bad = 0;
+    const RtTensor *a = keep[0], *t = o->tuple[0], *d = o->tuple[4];
+    for (int64_t x = 0; x < 70; x++)
+      for (int64_t y = 0; y < 3; y++)
+        for (int64_t z = 0; z < 37; z++) bad += rt_get_f(t, (x * 3 + y) * 37 + z) != rt_get_f(a, (y * 37 + z) * 70 + x);
+    for (int64_t y = 0; y < 5; y++)
+      for (int64_t z = 0; z < 33; z++) {
+        double re1, im1, re2, im2;
+        rt_get_c(o->tuple[1], y * 33 + z, &re1, &im1);
+        rt_get_c(keep[1], (4 - y) * 33 + (32 - z), &re2, &im2);
+        bad += re1 != re2 || im1 != im2;
+      }
+    for (int64_t y = 0; y < 13; y++)
+      for (int64_t z = 0; z < 10; z++) bad += rt_get_i(o->tuple[2], y * 10 + z) != rt_get_i(keep[2], (1 + 3 * y) * 50 + 2 + 5 * z);
+    for (int64_t w = 0; w < 2; w++)
+      for (int64_t y = 0; y < 33; y++)
+        for (int64_t z = 0; z < 35; z++) bad += rt_get_f(o->tuple[3], (w * 33 + y) * 35 + z) != rt_get_f(keep[3], y);
+    for (int64_t w = 0; w < 2; w++)
+      for (int64_t y = 0; y < 30; y++)
+        for (int64_t z = 0; z < 40; z++) bad += rt_get_f(d, (w * 30 + y) * 40 + z) != rt_get_f(a, ((1 + w) * 37 + 7 + y) * 70 + 9 + z);
+    CHECK(bad == 0);
+  }
+  rt_tensor_unref(o);
+  for (int k = 0; k < 5; k++) rt_tensor_unref(keep[k]);
+  ir_module_free(m);
 }
 
 /* ---------- values that do not change between calls ---------- */
@@ -730,6 +788,7 @@ int main(void) {
   RUN(convolution_batch_group_count);
   RUN(contractions_fast_layout_equals_generic_loops);
   RUN(invariant_values_are_computed_once_and_rng_is_not);
+  RUN(data_movement_matches_index_formulas);
   RUN(select_and_scatter);
   RUN(variadic_reduce_window_argmax);
   RUN(f8_conversions);
