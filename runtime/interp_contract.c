@@ -28,6 +28,16 @@ static void gather(const RtTensor *t, int64_t base, const int64_t *off, int64_t 
     for (int64_t k = 0; k < n; k++) out[k] = p[off[k]];
     break;
   }
+  case IR_BF16: { /* a bf16 is the top half of an f32 */
+    const uint16_t *p = (const uint16_t *)t->data + base;
+    for (int64_t k = 0; k < n; k++) {
+      uint32_t u = (uint32_t)p[off[k]] << 16;
+      float f;
+      memcpy(&f, &u, sizeof f);
+      out[k] = f;
+    }
+    break;
+  }
   default:
     for (int64_t k = 0; k < n; k++) out[k] = rt_get_f(t, base + off[k]);
   }
