@@ -110,9 +110,54 @@ static void dot_rows(const double *A, int64_t rows, const double *B, int64_t col
   }
 }
 
+/* A few rows against a right operand whose output columns are contiguous (a matrix-vector
+ * product, a decoding step): instead of packing the right operand (which would convert every
+ * element once per output anyway), stream it row by row along the contracting index and add
+ * a[m][c] * b[c][n] into one accumulator per output, c in order. Each output's sum is the same
+ * as the packed loop's, term for term. */
+#define AXPY_MAX_ROWS 8
+#define AXPY_COLUMNS 2048
+
+static bool unit_stride(const int64_t *off, int64_t n) {
+  for (int64_t j = 1; j < n; j++)
+    if (off[j] != off[0] + j) return false;
+  return true;
+}
+
+static bool dot_axpy(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, const RtDotMap *d, FxError *err) {
+  int64_t K = d->k, M = d->m, N = d->n;
+  int64_t cols = N < AXPY_COLUMNS ? N : AXPY_COLUMNS;
+  double *A = malloc((size_t)(M * (K ? K : 1)) * sizeof *A), *row = malloc((size_t)cols * sizeof *row);
+  double *acc = malloc((size_t)(M * cols) * sizeof *acc);
+  int64_t *seq = malloc((size_t)cols * sizeof *seq);
+  bool ok = A && row && acc && seq;
+  if (!ok) oom(err);
+  for (int64_t j = 0; ok && j < cols; j++) seq[j] = j;
+  for (int64_t bi = 0; bi < d->nb && ok; bi++) {
+    for (int64_t m = 0; m < M; m++) gather(a, d->a_b[bi] + d->a_m[m], d->a_c, K, A + m * K);
+    for (int64_t n0 = 0; n0 < N && ok; n0 += cols) {
+      int64_t w = N - n0 < cols ? N - n0 : cols;
+      memset(acc, 0, (size_t)(M * cols) * sizeof *acc);
+      for (int64_t c = 0; c < K; c++) {
+        gather(b, d->b_b[bi] + d->b_c[c] + d->b_n[n0], seq, w, row);
+        for (int64_t m = 0; m < M; m++) {
+          double v = A[m * K + c], *s = acc + m * cols;
+          for (int64_t j = 0; j < w; j++) s[j] += v * row[j];
+        }
+      }
+      for (int64_t m = 0; m < M; m++)
+        for (int64_t j = 0; j < w; j++) rt_set_f(r, (bi * M + m) * N + n0 + j, acc[m * cols + j]);
+      ok = rt_exec_poll(x, err);
+    }
+  }
+  free(A), free(row), free(acc), free(seq);
+  return ok;
+}
+
 bool rt_dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, const RtDotMap *d, FxError *err) {
   int64_t K = d->k, M = d->m, N = d->n;
   if (r->count == 0) return true;
+  if (M <= AXPY_MAX_ROWS && N >= 8 && unit_stride(d->b_n, N)) return dot_axpy(x, a, b, r, d, err);
   int64_t kk = K ? K : 1;
   int64_t mrows = DOT_PACK_DOUBLES / kk, ncols = DOT_COLUMN_DOUBLES / kk;
   if (mrows < 1) mrows = 1;

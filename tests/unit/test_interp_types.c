@@ -146,7 +146,8 @@ TEST(convolution_batch_group_count) {
    element-by-element loops define them. Both must give the same bits: same products, same order,
    one rounding. Each case runs twice on the same seeded inputs and the results are compared byte
    for byte. The shapes cover batch dims, two contracting dims in swapped order, a K larger than
-   a packed column chunk, widths that are not a multiple of 4, feature and batch groups, strides,
+   a packed column chunk, few rows against contiguous columns (streamed instead of packed, across
+   a column block), widths that are not a multiple of 4, feature and batch groups, strides,
    padding, both dilations, reversal, other dim_labels, and bf16/f16/f64/s32 operands. */
 static const char *contraction_cases[] = {
     "ENTRY e { a = f32[3,5,7] parameter(0)\n b = f32[3,7,6] parameter(1)\n"
@@ -159,6 +160,10 @@ static const char *contraction_cases[] = {
     " ROOT d = f32[6] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0} }\n",
     "ENTRY e { a = f64[3,9000] parameter(0)\n b = f64[9000,9] parameter(1)\n"
     " ROOT d = f64[3,9] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0} }\n",
+    "ENTRY e { a = f64[2,40] parameter(0)\n b = f64[40,2500] parameter(1)\n"
+    " ROOT d = f64[2,2500] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0} }\n",
+    "ENTRY e { a = f64[2,1,30] parameter(0)\n b = bf16[2,30,20] parameter(1)\n"
+    " ROOT d = f64[2,1,20] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={1} }\n",
     "ENTRY e { a = s32[2,3,4] parameter(0)\n b = s32[4,2,5] parameter(1)\n"
     " ROOT d = f32[2,3,5] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={1}, lhs_contracting_dims={2}, rhs_contracting_dims={0} }\n",
     "ENTRY e { a = f32[2,7,8,6] parameter(0)\n k = f32[3,3,3,8] parameter(1)\n"
