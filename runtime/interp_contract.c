@@ -165,22 +165,33 @@ bool rt_dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, c
   if (ncols < 4) ncols = 4;
   if (ncols > N) ncols = N;
   double *A = malloc((size_t)(mrows * kk) * sizeof *A), *B = malloc((size_t)(ncols * kk) * sizeof *B);
-  bool ok = A && B;
+  double *row = malloc((size_t)ncols * sizeof *row);
+  int64_t *seq = malloc((size_t)ncols * sizeof *seq);
+  bool ok = A && B && row && seq;
   if (!ok) oom(err);
+  for (int64_t j = 0; ok && j < ncols; j++) seq[j] = j;
   for (int64_t bi = 0; bi < d->nb && ok; bi++) {
     for (int64_t m0 = 0; m0 < M && ok; m0 += mrows) {
       int64_t rows = M - m0 < mrows ? M - m0 : mrows;
       for (int64_t m = 0; m < rows; m++) gather(a, d->a_b[bi] + d->a_m[m0 + m], d->a_c, K, A + m * K);
       for (int64_t n0 = 0; n0 < N && ok; n0 += ncols) {
         int64_t cols = N - n0 < ncols ? N - n0 : ncols;
-        for (int64_t n = 0; n < cols; n++) gather(b, d->b_b[bi] + d->b_n[n0 + n], d->b_c, K, B + n * K);
+        if (seq && unit_stride(d->b_n + n0, cols)) {
+          /* the columns are contiguous in the right operand: read it a row (one contracting
+             index) at a time and transpose into the packed layout */
+          for (int64_t c = 0; c < K; c++) {
+            gather(b, d->b_b[bi] + d->b_c[c] + d->b_n[n0], seq, cols, row);
+            for (int64_t n = 0; n < cols; n++) B[n * K + c] = row[n];
+          }
+        } else {
+          for (int64_t n = 0; n < cols; n++) gather(b, d->b_b[bi] + d->b_n[n0 + n], d->b_c, K, B + n * K);
+        }
         dot_rows(A, rows, B, cols, K, r, bi * M * N + m0 * N, N, n0);
         ok = rt_exec_poll(x, err);
       }
     }
   }
-  free(A);
-  free(B);
+  free(A), free(B), free(row), free(seq);
   return ok;
 }
 

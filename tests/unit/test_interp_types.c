@@ -160,6 +160,8 @@ static const char *contraction_cases[] = {
     " ROOT d = f32[6] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0} }\n",
     "ENTRY e { a = f64[3,9000] parameter(0)\n b = f64[9000,9] parameter(1)\n"
     " ROOT d = f64[3,9] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0} }\n",
+    "ENTRY e { a = f64[12,50] parameter(0)\n b = f64[50,40] parameter(1)\n"
+    " ROOT d = f64[12,40] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0} }\n",
     "ENTRY e { a = f64[2,40] parameter(0)\n b = f64[40,2500] parameter(1)\n"
     " ROOT d = f64[2,2500] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0} }\n",
     "ENTRY e { a = f64[2,1,30] parameter(0)\n b = bf16[2,30,20] parameter(1)\n"
