@@ -15,7 +15,45 @@
 
 static bool oom(FxError *err) { return fx_error_set(err, NULL, 0, 0, "out of memory for the interpreter's dot/convolution scratch"); }
 
+/* Reads t's elements base .. base + n - 1 as doubles (a contiguous run: the loops vectorize). */
+static void gather_run(const RtTensor *t, int64_t base, int64_t n, double *out) {
+  switch (t->type) {
+  case IR_F32: {
+    const float *p = (const float *)t->data + base;
+    for (int64_t k = 0; k < n; k++) out[k] = p[k];
+    break;
+  }
+  case IR_F64: memcpy(out, (const double *)t->data + base, (size_t)n * sizeof *out); break;
+  case IR_BF16: {
+    const uint16_t *p = (const uint16_t *)t->data + base;
+    for (int64_t k = 0; k < n; k++) {
+      uint32_t u = (uint32_t)p[k] << 16;
+      float f;
+      memcpy(&f, &u, sizeof f);
+      out[k] = f;
+    }
+    break;
+  }
+  default:
+    for (int64_t k = 0; k < n; k++) out[k] = rt_get_f(t, base + k);
+  }
+}
+
 /* Reads t's elements at base + off[0..n) as doubles. */
+static void gather(const RtTensor *t, int64_t base, const int64_t *off, int64_t n, double *out);
+
+static bool unit_stride(const int64_t *off, int64_t n) {
+  for (int64_t j = 1; j < n; j++)
+    if (off[j] != off[0] + j) return false;
+  return true;
+}
+
+/* gather, or gather_run when the offsets are known to be consecutive (`run`). */
+static void gather_offsets(const RtTensor *t, int64_t base, const int64_t *off, int64_t n, bool run, double *out) {
+  if (run && n > 0) gather_run(t, base + off[0], n, out);
+  else gather(t, base, off, n, out);
+}
+
 static void gather(const RtTensor *t, int64_t base, const int64_t *off, int64_t n, double *out) {
   switch (t->type) {
   case IR_F32: {
@@ -118,28 +156,21 @@ static void dot_rows(const double *A, int64_t rows, const double *B, int64_t col
 #define AXPY_MAX_ROWS 8
 #define AXPY_COLUMNS 2048
 
-static bool unit_stride(const int64_t *off, int64_t n) {
-  for (int64_t j = 1; j < n; j++)
-    if (off[j] != off[0] + j) return false;
-  return true;
-}
-
 static bool dot_axpy(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, const RtDotMap *d, FxError *err) {
   int64_t K = d->k, M = d->m, N = d->n;
   int64_t cols = N < AXPY_COLUMNS ? N : AXPY_COLUMNS;
+  bool a_run = unit_stride(d->a_c, K);
   double *A = malloc((size_t)(M * (K ? K : 1)) * sizeof *A), *row = malloc((size_t)cols * sizeof *row);
   double *acc = malloc((size_t)(M * cols) * sizeof *acc);
-  int64_t *seq = malloc((size_t)cols * sizeof *seq);
-  bool ok = A && row && acc && seq;
+  bool ok = A && row && acc;
   if (!ok) oom(err);
-  for (int64_t j = 0; ok && j < cols; j++) seq[j] = j;
   for (int64_t bi = 0; bi < d->nb && ok; bi++) {
-    for (int64_t m = 0; m < M; m++) gather(a, d->a_b[bi] + d->a_m[m], d->a_c, K, A + m * K);
+    for (int64_t m = 0; m < M; m++) gather_offsets(a, d->a_b[bi] + d->a_m[m], d->a_c, K, a_run, A + m * K);
     for (int64_t n0 = 0; n0 < N && ok; n0 += cols) {
       int64_t w = N - n0 < cols ? N - n0 : cols;
       memset(acc, 0, (size_t)(M * cols) * sizeof *acc);
       for (int64_t c = 0; c < K; c++) {
-        gather(b, d->b_b[bi] + d->b_c[c] + d->b_n[n0], seq, w, row);
+        gather_run(b, d->b_b[bi] + d->b_c[c] + d->b_n[n0], w, row);
         for (int64_t m = 0; m < M; m++) {
           double v = A[m * K + c], *s = acc + m * cols;
           for (int64_t j = 0; j < w; j++) s[j] += v * row[j];
@@ -150,7 +181,7 @@ static bool dot_axpy(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *
       ok = rt_exec_poll(x, err);
     }
   }
-  free(A), free(row), free(acc), free(seq);
+  free(A), free(row), free(acc);
   return ok;
 }
 
@@ -158,6 +189,7 @@ bool rt_dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, c
   int64_t K = d->k, M = d->m, N = d->n;
   if (r->count == 0) return true;
   if (M <= AXPY_MAX_ROWS && N >= 8 && unit_stride(d->b_n, N)) return dot_axpy(x, a, b, r, d, err);
+  bool a_run = unit_stride(d->a_c, K), b_run = unit_stride(d->b_c, K);
   int64_t kk = K ? K : 1;
   int64_t mrows = DOT_PACK_DOUBLES / kk, ncols = DOT_COLUMN_DOUBLES / kk;
   if (mrows < 1) mrows = 1;
@@ -166,32 +198,30 @@ bool rt_dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, c
   if (ncols > N) ncols = N;
   double *A = malloc((size_t)(mrows * kk) * sizeof *A), *B = malloc((size_t)(ncols * kk) * sizeof *B);
   double *row = malloc((size_t)ncols * sizeof *row);
-  int64_t *seq = malloc((size_t)ncols * sizeof *seq);
-  bool ok = A && B && row && seq;
+  bool ok = A && B && row;
   if (!ok) oom(err);
-  for (int64_t j = 0; ok && j < ncols; j++) seq[j] = j;
   for (int64_t bi = 0; bi < d->nb && ok; bi++) {
     for (int64_t m0 = 0; m0 < M && ok; m0 += mrows) {
       int64_t rows = M - m0 < mrows ? M - m0 : mrows;
-      for (int64_t m = 0; m < rows; m++) gather(a, d->a_b[bi] + d->a_m[m0 + m], d->a_c, K, A + m * K);
+      for (int64_t m = 0; m < rows; m++) gather_offsets(a, d->a_b[bi] + d->a_m[m0 + m], d->a_c, K, a_run, A + m * K);
       for (int64_t n0 = 0; n0 < N && ok; n0 += ncols) {
         int64_t cols = N - n0 < ncols ? N - n0 : ncols;
-        if (seq && unit_stride(d->b_n + n0, cols)) {
+        if (unit_stride(d->b_n + n0, cols)) {
           /* the columns are contiguous in the right operand: read it a row (one contracting
              index) at a time and transpose into the packed layout */
           for (int64_t c = 0; c < K; c++) {
-            gather(b, d->b_b[bi] + d->b_c[c] + d->b_n[n0], seq, cols, row);
+            gather_run(b, d->b_b[bi] + d->b_c[c] + d->b_n[n0], cols, row);
             for (int64_t n = 0; n < cols; n++) B[n * K + c] = row[n];
           }
         } else {
-          for (int64_t n = 0; n < cols; n++) gather(b, d->b_b[bi] + d->b_n[n0 + n], d->b_c, K, B + n * K);
+          for (int64_t n = 0; n < cols; n++) gather_offsets(b, d->b_b[bi] + d->b_n[n0 + n], d->b_c, K, b_run, B + n * K);
         }
         dot_rows(A, rows, B, cols, K, r, bi * M * N + m0 * N, N, n0);
         ok = rt_exec_poll(x, err);
       }
     }
   }
-  free(A), free(B), free(row), free(seq);
+  free(A), free(B), free(row);
   return ok;
 }
 
