@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../compiler/ir.h"
 #include "../compiler/status.h"
@@ -82,7 +83,13 @@ uint64_t rt_live_bytes(void);
 uint16_t rt_f32_to_f16(float f);
 float rt_f16_to_f32(uint16_t h);
 uint16_t rt_f32_to_bf16(float f);
-float rt_bf16_to_f32(uint16_t h);
+/* A bf16 is the top half of an f32 (inline: the interpreter widens operands with it in loops). */
+static inline float rt_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
 /* The f8 types (ml_dtypes' float8_e4m3fn, _e5m2, _e4m3fnuz, _e5m2fnuz, _e4m3b11fnuz, _e4m3,
  * _e3m4): round to nearest even; a value beyond the largest finite one becomes inf where the
  * format has one (e5m2, e4m3, e3m4) and NaN otherwise; the fnuz formats have no -0 and one NaN. */

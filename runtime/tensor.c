@@ -70,7 +70,6 @@ uint16_t rt_f32_to_bf16(float f) {
   return (uint16_t)(r >> 16);
 }
 
-float rt_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 /* ---------- f8 (the 8-bit floats, as ml_dtypes and XLA define them) ---------- */
 
