@@ -213,15 +213,6 @@ static RtTensor *new_like_shape(const IrInstr *i, FxError *err) {
   return rt_tensor_new(i->shape.type, i->shape.rank, i->shape.dims, err);
 }
 
-/* Iterates over every multi-index of dims (row-major). Returns false when done. */
-static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
-  for (int d = rank - 1; d >= 0; d--) {
-    if (++idx[d] < dims[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
 static void copy_elem(RtTensor *dst, int64_t di, const RtTensor *src, int64_t si) {
   size_t eb = (size_t)ir_type_bytes(dst->type);
   memcpy((char *)dst->data + (size_t)di * eb, (const char *)src->data + (size_t)si * eb, eb);
@@ -268,10 +259,7 @@ static void strided_copy(RtTensor *r, const RtTensor *a, int64_t base, const int
 #undef COPY_ROW
         }
       }
-    for (int d = rank - 3; d >= 0; d--) {
-      if (++idx[d] < r->dims[d]) break;
-      idx[d] = 0;
-    }
+    rt_next_index(rank - 2, r->dims, idx);
   }
 }
 
@@ -427,7 +415,7 @@ static bool op_dynamic_update_slice(const IrInstr *i, RtTensor **ops, int nops, 
       int64_t s = 0;
       for (int d = 0; d < a->rank; d++) s += (start[d] + idx[d]) * rst[d];
       copy_elem(r, s, u, o);
-      if (!next_index(u->rank, u->dims, idx)) break;
+      if (!rt_next_index(u->rank, u->dims, idx)) break;
     }
   *out = r;
   return true;
@@ -489,7 +477,7 @@ static bool op_pad(const IrInstr *i, RtTensor *a, RtTensor *pv, RtTensor **out, 
       }
       if (inside) copy_elem(r, o, a, s);
       else copy_elem(r, o, pv, 0);
-      if (!next_index(r->rank, r->dims, idx)) break;
+      if (!rt_next_index(r->rank, r->dims, idx)) break;
     }
   *out = r;
   return true;
@@ -529,7 +517,7 @@ static bool op_iota(const IrInstr *i, RtTensor **out, FxError *err) {
       int64_t v = r->rank ? idx[dim] : 0;
       if (ir_type_is_float(r->type)) rt_set_f(r, o, (double)v);
       else rt_set_i(r, o, v);
-      if (!next_index(r->rank, r->dims, idx)) break;
+      if (!rt_next_index(r->rank, r->dims, idx)) break;
     }
   *out = r;
   return true;

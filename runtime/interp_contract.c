@@ -26,12 +26,7 @@ static void gather_run(const RtTensor *t, int64_t base, int64_t n, double *out) 
   case IR_F64: memcpy(out, (const double *)t->data + base, (size_t)n * sizeof *out); break;
   case IR_BF16: {
     const uint16_t *p = (const uint16_t *)t->data + base;
-    for (int64_t k = 0; k < n; k++) {
-      uint32_t u = (uint32_t)p[k] << 16;
-      float f;
-      memcpy(&f, &u, sizeof f);
-      out[k] = f;
-    }
+    for (int64_t k = 0; k < n; k++) out[k] = rt_bf16_to_f32(p[k]);
     break;
   }
   default:
@@ -40,20 +35,6 @@ static void gather_run(const RtTensor *t, int64_t base, int64_t n, double *out) 
 }
 
 /* Reads t's elements at base + off[0..n) as doubles. */
-static void gather(const RtTensor *t, int64_t base, const int64_t *off, int64_t n, double *out);
-
-static bool unit_stride(const int64_t *off, int64_t n) {
-  for (int64_t j = 1; j < n; j++)
-    if (off[j] != off[0] + j) return false;
-  return true;
-}
-
-/* gather, or gather_run when the offsets are known to be consecutive (`run`). */
-static void gather_offsets(const RtTensor *t, int64_t base, const int64_t *off, int64_t n, bool run, double *out) {
-  if (run && n > 0) gather_run(t, base + off[0], n, out);
-  else gather(t, base, off, n, out);
-}
-
 static void gather(const RtTensor *t, int64_t base, const int64_t *off, int64_t n, double *out) {
   switch (t->type) {
   case IR_F32: {
@@ -66,19 +47,26 @@ static void gather(const RtTensor *t, int64_t base, const int64_t *off, int64_t 
     for (int64_t k = 0; k < n; k++) out[k] = p[off[k]];
     break;
   }
-  case IR_BF16: { /* a bf16 is the top half of an f32 */
+  case IR_BF16: {
     const uint16_t *p = (const uint16_t *)t->data + base;
-    for (int64_t k = 0; k < n; k++) {
-      uint32_t u = (uint32_t)p[off[k]] << 16;
-      float f;
-      memcpy(&f, &u, sizeof f);
-      out[k] = f;
-    }
+    for (int64_t k = 0; k < n; k++) out[k] = rt_bf16_to_f32(p[off[k]]);
     break;
   }
   default:
     for (int64_t k = 0; k < n; k++) out[k] = rt_get_f(t, base + off[k]);
   }
+}
+
+static bool unit_stride(const int64_t *off, int64_t n) {
+  for (int64_t j = 1; j < n; j++)
+    if (off[j] != off[0] + j) return false;
+  return true;
+}
+
+/* gather, or gather_run when the offsets are known to be consecutive (`run`). */
+static void gather_offsets(const RtTensor *t, int64_t base, const int64_t *off, int64_t n, bool run, double *out) {
+  if (run && n > 0) gather_run(t, base + off[0], n, out);
+  else gather(t, base, off, n, out);
 }
 
 static bool fast_contractions = true;
@@ -93,8 +81,8 @@ bool rt_contract_is_real(const RtTensor *a, const RtTensor *b, const RtTensor *r
 /* Element offsets of every index over `n` of t's dimensions (dims[k] of size, strides st[dim[k]]),
  * in row-major order of those dimensions. Returns NULL when out of memory. */
 int64_t *rt_index_offsets(int n, const int64_t *dim, const int64_t *sizes, const int64_t *st, int64_t *count) {
-  int64_t total = 1;
-  for (int k = 0; k < n; k++) total *= sizes[dim[k]];
+  int64_t total = 1, ext[IR_MAX_RANK];
+  for (int k = 0; k < n; k++) total *= (ext[k] = sizes[dim[k]]);
   int64_t *off = malloc((size_t)(total ? total : 1) * sizeof *off);
   if (!off) return NULL;
   int64_t idx[IR_MAX_RANK] = {0};
@@ -102,10 +90,7 @@ int64_t *rt_index_offsets(int n, const int64_t *dim, const int64_t *sizes, const
     int64_t o = 0;
     for (int k = 0; k < n; k++) o += idx[k] * st[dim[k]];
     off[q] = o;
-    for (int k = n - 1; k >= 0; k--) {
-      if (++idx[k] < sizes[dim[k]]) break;
-      idx[k] = 0;
-    }
+    rt_next_index(n, ext, idx);
   }
   *count = total;
   return off;
@@ -237,11 +222,11 @@ bool rt_conv_real(RtExec *x, const RtTensor *in, const RtTensor *k, RtTensor *r,
   rt_strides(r->rank, r->dims, rst);
   int64_t nbatch = in->dims[L->in_batch], cin = in->dims[L->in_feature];
   int64_t kin = k->dims[L->k_in], kout = k->dims[L->k_out];
-  int64_t isp = 1, kvol = 1, osp = 1;
+  int64_t isp = 1, kvol = 1, osp = 1, ksz[IR_MAX_RANK], osz[IR_MAX_RANK]; /* window and output spatial sizes */
   for (int s = 0; s < ns; s++) {
     isp *= in->dims[L->in_spatial[s]];
-    kvol *= k->dims[L->k_spatial[s]];
-    osp *= r->dims[L->out_spatial[s]];
+    kvol *= (ksz[s] = k->dims[L->k_spatial[s]]);
+    osp *= (osz[s] = r->dims[L->out_spatial[s]]);
   }
   if (r->count == 0) return true;
   /* the input as [batch][feature][spatial...] and the kernel as [out][in][window...], the window
@@ -260,10 +245,7 @@ bool rt_conv_real(RtExec *x, const RtTensor *in, const RtTensor *k, RtTensor *r,
       int64_t sp = 0;
       for (int s = 0; s < ns; s++) sp = sp * in->dims[L->in_spatial[s]] + idx[L->in_spatial[s]];
       In[(idx[L->in_batch] * cin + idx[L->in_feature]) * isp + sp] = rt_get_f(in, q);
-      for (int d = in->rank - 1; d >= 0; d--) {
-        if (++idx[d] < in->dims[d]) break;
-        idx[d] = 0;
-      }
+      rt_next_index(in->rank, in->dims, idx);
     }
   }
   {
@@ -271,14 +253,11 @@ bool rt_conv_real(RtExec *x, const RtTensor *in, const RtTensor *k, RtTensor *r,
     for (int64_t q = 0; q < k->count; q++) {
       int64_t sp = 0;
       for (int s = 0; s < ns; s++) {
-        int64_t size = k->dims[L->k_spatial[s]], v = idx[L->k_spatial[s]];
-        sp = sp * size + (w->reversal[s] ? size - 1 - v : v);
+        int64_t v = idx[L->k_spatial[s]];
+        sp = sp * ksz[s] + (w->reversal[s] ? ksz[s] - 1 - v : v);
       }
       Kd[(idx[L->k_out] * kin + idx[L->k_in]) * kvol + sp] = rt_get_f(k, q);
-      for (int d = k->rank - 1; d >= 0; d--) {
-        if (++idx[d] < k->dims[d]) break;
-        idx[d] = 0;
-      }
+      rt_next_index(k->rank, k->dims, idx);
     }
   }
   int64_t per_group_out = kout / c->feature_groups, per_batch_group_out = kout / c->batch_groups;
@@ -299,10 +278,7 @@ bool rt_conv_real(RtExec *x, const RtTensor *in, const RtTensor *k, RtTensor *r,
         vin[nv] = ioff;
         vk[nv++] = q;
       }
-      for (int s = ns - 1; s >= 0; s--) {
-        if (++kidx[s] < k->dims[L->k_spatial[s]]) break;
-        kidx[s] = 0;
-      }
+      rt_next_index(ns, ksz, kidx);
     }
     int64_t obase = 0;
     for (int s = 0; s < ns; s++) obase += opos[s] * rst[L->out_spatial[s]];
@@ -338,10 +314,7 @@ bool rt_conv_real(RtExec *x, const RtTensor *in, const RtTensor *k, RtTensor *r,
         of += nf;
       }
     }
-    for (int s = ns - 1; s >= 0; s--) {
-      if (++opos[s] < r->dims[L->out_spatial[s]]) break;
-      opos[s] = 0;
-    }
+    rt_next_index(ns, osz, opos);
     if ((p & 0xff) == 0) ok = rt_exec_poll(x, err);
   }
   free(In), free(Kd), free(vin), free(vk);

@@ -74,6 +74,16 @@ static inline bool rt_window_source(const IrWindow *w, int d, int64_t out, int64
   return true;
 }
 
+/* Steps idx to the next index of dims in row-major order; false after the last one (idx is then
+ * all zeros again). */
+static inline bool rt_next_index(int rank, const int64_t *dims, int64_t *idx) {
+  for (int d = rank - 1; d >= 0; d--) {
+    if (++idx[d] < dims[d]) return true;
+    idx[d] = 0;
+  }
+  return false;
+}
+
 /* Row-major strides of dims. */
 void rt_strides(int rank, const int64_t *dims, int64_t *st);
 

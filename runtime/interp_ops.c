@@ -16,14 +16,6 @@ static bool instr_error(const IrInstr *i, FxError *err, const char *msg) {
   return fx_error_set(err, i->loc.file, i->loc.line, i->loc.col, "%s: %s", i->name, msg);
 }
 
-static bool next_index(int rank, const int64_t *dims, int64_t *idx) {
-  for (int d = rank - 1; d >= 0; d--) {
-    if (++idx[d] < dims[d]) return true;
-    idx[d] = 0;
-  }
-  return false;
-}
-
 /* ---------- values ---------- */
 
 static bool is_f(IrType t) { return ir_type_is_float(t); }
@@ -656,10 +648,10 @@ bool rt_op_reduce(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, F
         }
         ok = rt_eval_scalar(x, f, args, types, 2 * n, acc, n, err);
       }
-      next_index(nrd, rdims, ridx);
+      rt_next_index(nrd, rdims, ridx);
     }
     for (int k = 0; k < n; k++) rt_val_store(res[k], o, acc[k]);
-    next_index(nk, res[0]->dims, oidx);
+    rt_next_index(nk, res[0]->dims, oidx);
     if ((o & 0xffff) == 0 && !rt_exec_poll(x, err)) ok = false;
   }
   if (ok && fast == false && err->set) ok = false;
@@ -696,7 +688,7 @@ static bool window_visit(const IrWindow *w, int rank, const int64_t *in_dims, co
       if (inside) off += p * ist[d];
     }
     if (inside && !f(ctx, off)) return false;
-    if (!next_index(rank, w->size, widx)) return true;
+    if (!rt_next_index(rank, w->size, widx)) return true;
   }
 }
 
@@ -758,7 +750,7 @@ bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor *
     for (int k = 0; k < n; k++) c.acc[k] = rt_val_load(ops[n + k], 0);
     ok = window_visit(&w, in->rank, in->dims, ist, oidx, rw_step, &c);
     for (int k = 0; ok && k < n; k++) rt_val_store(res[k], o, c.acc[k]);
-    next_index(res[0]->rank, res[0]->dims, oidx);
+    rt_next_index(res[0]->rank, res[0]->dims, oidx);
     if ((o & 0xfff) == 0 && ok && !rt_exec_poll(x, err)) ok = false;
   }
   if (!ok) {
@@ -831,7 +823,7 @@ bool rt_op_select_and_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTen
       ok = rt_eval_scalar(x, sc, args, stypes, 2, &nv, 1, err);
       if (ok) rt_val_store(r, c.sel, nv);
     }
-    next_index(src->rank, src->dims, sidx);
+    rt_next_index(src->rank, src->dims, sidx);
     if ((q & 0xfff) == 0 && ok && !rt_exec_poll(x, err)) ok = false;
   }
   if (!ok) {
@@ -953,10 +945,10 @@ bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxEr
         boff += cidx[k] * bst[dd.rhs_contract[k]];
       }
       mac_add(&acc, r, a, aoff, b, boff);
-      next_index(dd.nlhs_contract, cdims, cidx);
+      rt_next_index(dd.nlhs_contract, cdims, cidx);
     }
     mac_store(&acc, r, o);
-    next_index(r->rank, r->dims, oidx);
+    rt_next_index(r->rank, r->dims, oidx);
     if ((o & 0xfff) == 0 && !rt_exec_poll(x, err)) {
       rt_tensor_unref(r);
       return false;
@@ -1026,11 +1018,11 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
           }
         }
         if (inside) mac_add(&acc, r, in, ioff, k, koff);
-        if (!next_index(L.nspatial, ksz, kidx)) break;
+        if (!rt_next_index(L.nspatial, ksz, kidx)) break;
       }
     }
     mac_store(&acc, r, o);
-    next_index(r->rank, r->dims, oidx);
+    rt_next_index(r->rank, r->dims, oidx);
     if ((o & 0xfff) == 0 && !rt_exec_poll(x, err)) {
       rt_tensor_unref(r);
       return false;
@@ -1106,7 +1098,7 @@ bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, F
     for (int k = 0; k < noff; k++) aoff += oidx[offd[k]] * ast[wdims[k]];
     size_t eb = (size_t)ir_type_bytes(r->type);
     memcpy((char *)r->data + (size_t)o * eb, (char *)a->data + (size_t)aoff * eb, eb);
-    next_index(r->rank, r->dims, oidx);
+    rt_next_index(r->rank, r->dims, oidx);
   }
   *out = r;
   return true;
@@ -1180,7 +1172,7 @@ bool rt_op_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
       ok = rt_eval_scalar(x, f, args, types, 2 * n, outs, n, err);
       for (int k = 0; ok && k < n; k++) rt_val_store(res[k], aoff, outs[k]);
     }
-    next_index(u0->rank, u0->dims, uidx);
+    rt_next_index(u0->rank, u0->dims, uidx);
   }
   if (!ok) {
     for (int k = 0; k < n; k++) rt_tensor_unref(res[k]);
