@@ -56,15 +56,14 @@ void emit_printf(EmitBuf *b, const char *fmt, ...) {
   }
 }
 
+/* [A-Za-z0-9_]: a C identifier's characters. */
+static bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+
 void emit_sanitize(const char *s, char *out, size_t n) {
   if (!n) return;
   size_t k = 0;
   if (s && (*s >= '0' && *s <= '9') && k + 1 < n) out[k++] = 'n';
-  for (; s && *s && k + 1 < n; s++) {
-    char c = *s;
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-    out[k++] = ok ? c : '_';
-  }
+  for (; s && *s && k + 1 < n; s++) out[k++] = ident_char(*s) ? *s : '_';
   out[k] = 0;
 }
 
@@ -1358,7 +1357,6 @@ static const char *const libm_calls[] = {
     "sinf", "cosf", "tanf", "expf", "expm1f", "logf", "log1pf", "tanhf", "erff", "cbrtf", "powf", "fmodf", "atan2f",
     "sin",  "cos",  "tan",  "exp",  "expm1",  "log",  "log1p",  "tanh",  "erf",  "cbrt",  "pow",  "fmod",  "atan2"};
 
-static bool ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
 
 /* Whether the body text is straight-line code (no scopes) that calls a library math function. */
 static bool body_wants_lanes(const char *s) {
