@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""How close fxplain's priority pipeline comes to XLA:GPU, module by module.
+
+    xla_agreement.py REFDIR [--fxplain build/fxplain] [--device h100] [--only SUBSTR]
+                     [--markdown] [--json] [--keep DIR]
+
+REFDIR holds XLA's results for each module NAME (as scripts/xla_reference.py writes them):
+NAME.pre_fusion.hlo (what XLA's priority-fusion received) and NAME.after_multi_output_fusion.hlo
+(the end of XLA's fusion pipeline); either may be gzip-compressed. For each module, fxplain
+loads the pre-fusion module, runs its priority pipeline with the simplification passes off (XLA
+has already run them), saves the last stage, and scripts/xla_compare.py compares the kernels.
+
+Prints one line per module, `identical` or the first differing kernel, then the totals: modules
+identical, mean pair F1. Exit status 0 when every module is identical, 1 otherwise.
+"""
+import argparse
+import glob
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import xla_compare  # noqa: E402
+
+# XLA's pipeline has run every simplification before priority-fusion sees the module.
+SIMPLIFICATION = ["call-inliner", "algsimp", "constant-folding", "while-loop-simplifier", "cse",
+                  "dce", "tuple-simplifier", "while-loop-unroll"]
+
+
+def find(refdir, name, what):
+    for p in (f"{refdir}/{name}.{what}.hlo", f"{refdir}/{name}.{what}.hlo.gz"):
+        if os.path.exists(p):
+            return p
+    return None
+
+
+def plain(path, tmp):
+    """fxplain reads plain text: a .gz reference is unpacked into tmp first."""
+    if not path.endswith(".gz"):
+        return path
+    out = os.path.join(tmp, os.path.basename(path)[:-3])
+    with gzip.open(path, "rb") as f, open(out, "wb") as g:
+        shutil.copyfileobj(f, g)
+    return out
+
+
+def run_fxplain(fxplain, pre, out, device, timeout):
+    cmds = [f"load {pre}", f"set device {device}", "pipeline priority"]
+    cmds += [f"set pass {p} off" for p in SIMPLIFICATION]
+    cmds += ["step all", f"save {out}"]
+    t0 = time.time()
+    r = subprocess.run([fxplain, "-e", "; ".join(cmds)], capture_output=True, text=True,
+                       timeout=timeout, env=dict(os.environ, FXPLAIN_HISTORY="/dev/null"))
+    if r.returncode != 0:
+        msg = (r.stderr or r.stdout).strip().splitlines()
+        raise RuntimeError(msg[0] if msg else f"fxplain exited with {r.returncode}")
+    return time.time() - t0
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("refdir")
+    ap.add_argument("--fxplain", default=os.path.join(os.path.dirname(__file__), "..", "build", "fxplain"))
+    ap.add_argument("--device", default="h100")
+    ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--keep", help="keep fxplain's last stages in this folder")
+    ap.add_argument("--timeout", type=float, default=600)
+    a = ap.parse_args(argv)
+    names = sorted(os.path.basename(p).split(".pre_fusion.hlo")[0]
+                   for p in glob.glob(os.path.join(a.refdir, "*.pre_fusion.hlo*")))
+    if a.only:
+        names = [n for n in names if any(s in n for s in a.only)]
+    if not names:
+        print(f"xla_agreement: error: no NAME.pre_fusion.hlo in {a.refdir}", file=sys.stderr)
+        return 2
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        outdir = a.keep or tmp
+        os.makedirs(outdir, exist_ok=True)
+        for n in names:
+            pre, xla = find(a.refdir, n, "pre_fusion"), find(a.refdir, n, "after_multi_output_fusion")
+            row = {"module": n}
+            try:
+                if not xla:
+                    raise RuntimeError("no after_multi_output_fusion reference")
+                pre_p = plain(pre, tmp)
+                ours = os.path.join(outdir, n + ".fxplain.hlo")
+                row["seconds"] = run_fxplain(a.fxplain, pre_p, ours, a.device, a.timeout)
+                r = xla_compare.compare(pre_p, xla, ours)
+                row.update(r)
+                row["text"] = xla_compare.describe(r)
+            except (RuntimeError, xla_compare.HloError, subprocess.TimeoutExpired) as e:
+                row.update({"identical": False, "pair_f1": 0.0, "text": f"error: {e}",
+                            "xla_kernels": None, "our_kernels": None})
+            rows.append(row)
+            if not a.json and not a.markdown:
+                print(f"{n}: kernels XLA {row['xla_kernels']}, fxplain {row['our_kernels']}, "
+                      f"pair F1 {row['pair_f1']:.3f}: {row['text']}", flush=True)
+    same = sum(1 for r in rows if r["identical"])
+    mean = sum(r["pair_f1"] for r in rows) / len(rows)
+    if a.json:
+        print(json.dumps({"device": a.device, "modules": rows, "identical": same, "mean_pair_f1": mean}))
+    elif a.markdown:
+        print("| module | XLA kernels | fxplain kernels | pair F1 | identical? |")
+        print("| --- | ---: | ---: | ---: | --- |")
+        for r in rows:
+            print(f"| {r['module']} | {r['xla_kernels']} | {r['our_kernels']} | {r['pair_f1']:.3f} | "
+                  f"{'yes' if r['identical'] else 'no'} |")
+        print(f"\n{same} of {len(rows)} identical on {a.device}; mean pair F1 {mean:.3f}.")
+    else:
+        print(f"{same} of {len(rows)} modules identical on {a.device}; mean pair F1 {mean:.3f}")
+    return 0 if same == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
