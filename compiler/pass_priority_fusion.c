@@ -1,19 +1,37 @@
 /* pass_priority_fusion.c — XLA's priority-fusion (GPU, since 2024): fuse producers in order of
  * how much time fusing them saves, by the cost model on the device profile.
  *
- * Every producer is fused into all of its users or into none. Its priority is
- *     us_unfused - us_fused
- * where us_unfused is the time of the producer's kernel plus its consumers' kernels, and us_fused
- * the time of the consumers with the producer inlined (they read the producer's inputs instead of
- * its output, and redo its arithmetic). Times come from plan_time_us(), the same estimate every
- * stage's kernel plan uses: max(memory time, compute time) + launch overhead. Producers are taken
- * from a max-heap; after a fusion its neighbours' priorities are recomputed.
+ * This follows XLA's PriorityFusion (xla/service/gpu/transforms/priority_fusion.cc) step by step,
+ * because an explanation is only as true as the kernels it explains:
+ *
+ *   - the queue holds producers keyed by (priority, instruction id), the largest first; a
+ *     priority below zero is never queued;
+ *   - bitcasts come first (infinite priority: they are free) and are fused into the consumers
+ *     that can take them; constants are never queued: small (one-element) constants are fused
+ *     into every fusible user at the end;
+ *   - a producer is eligible only when every user that is not a bitcast can take it
+ *     (CanFuseWithAllNonBitcastUsers: "not fusing because there are only bitcast users" when
+ *     none is), and is then fused into all of its users at once, duplicated when there are
+ *     several;
+ *   - priority = time unfused - time fused, from GpuPerformanceModel's
+ *     EstimateRunTimesForPriorityFusion: one kernel launch overhead (1 us) per kernel, each
+ *     kernel's time the larger of compute and memory (reads of its operands, writes of its
+ *     output, at the device's DRAM bandwidth), the fused consumer reading the producer's
+ *     operands instead of its output;
+ *   - after a fusion, the new fusion and its operands get new priorities.
+ *
+ * The rules (CanFuse) are XLA's, in XLA's order: fusibility, no fusion into a lone bitcast,
+ * scatter's in-place operand, reduce into reduce, a reduction fusion turned into a loop fusion,
+ * the operand/shared-memory budget, merged IR size, the root, in-place operands.
  *
  * Unlike XLA, which stops at the first consumer that refuses, every consumer's verdict is
  * computed and reported, each with `us_fused` and `us_unfused`: a consumer the rules refuse gets
  * its own reason; consumers that would take the producer but cannot because another refuses get
  * `code_duplication` (the producer cannot go into all of its users); a fusion the cost model
- * predicts to be slower gets `slower_if_fused`. */
+ * predicts to be slower gets `slower_if_fused`. A producer is reported again only when its
+ * verdict changes. */
+#include <inttypes.h>
+#include <math.h>
 #include <string.h>
 
 #include "fusion_build.h"
@@ -32,6 +50,7 @@ typedef struct {
   HeapItem *h;
   int n, cap;
   int *version; /* per instruction id */
+  unsigned *logged; /* per instruction id: a hash of the last reported refusal (0: none) */
   int nversion;
 } Queue;
 
@@ -41,10 +60,19 @@ static bool q_version_ok(Queue *q, int id) {
   while (nc <= id) nc *= 2;
   int *nv = fx_realloc(q->version, sizeof(int) * (size_t)nc);
   if (!nv) return false;
-  memset(nv + q->nversion, 0, sizeof(int) * (size_t)(nc - q->nversion));
   q->version = nv;
+  unsigned *nl = fx_realloc(q->logged, sizeof(unsigned) * (size_t)nc);
+  if (!nl) return false;
+  q->logged = nl;
+  memset(nv + q->nversion, 0, sizeof(int) * (size_t)(nc - q->nversion));
+  memset(nl + q->nversion, 0, sizeof(unsigned) * (size_t)(nc - q->nversion));
   q->nversion = nc;
   return true;
+}
+
+/* XLA's queue is a std::map keyed by (priority, unique id), taken from the largest end. */
+static bool before(const HeapItem *a, const HeapItem *b) {
+  return a->prio > b->prio || (a->prio == b->prio && a->id > b->id);
 }
 
 static bool q_push(Queue *q, IrInstr *i, double prio) {
@@ -60,7 +88,7 @@ static bool q_push(Queue *q, IrInstr *i, double prio) {
   q->h[k] = (HeapItem){prio, i->id, q->version[i->id], i};
   while (k > 0) {
     int p = (k - 1) / 2;
-    if (q->h[p].prio >= q->h[k].prio) break;
+    if (!before(&q->h[k], &q->h[p])) break;
     HeapItem t = q->h[p];
     q->h[p] = q->h[k];
     q->h[k] = t;
@@ -76,8 +104,8 @@ static bool q_pop(Queue *q, HeapItem *out) {
     int k = 0;
     for (;;) {
       int l = 2 * k + 1, r = l + 1, b = k;
-      if (l < q->n && q->h[l].prio > q->h[b].prio) b = l;
-      if (r < q->n && q->h[r].prio > q->h[b].prio) b = r;
+      if (l < q->n && before(&q->h[l], &q->h[b])) b = l;
+      if (r < q->n && before(&q->h[r], &q->h[b])) b = r;
       if (b == k) break;
       HeapItem t = q->h[b];
       q->h[b] = q->h[k];
@@ -89,7 +117,280 @@ static bool q_pop(Queue *q, HeapItem *out) {
   return false;
 }
 
-/* ---------- the cost model ---------- */
+/* ---------- what may fuse (XLA's priority_fusion.cc IsFusible) ---------- */
+
+static const IrInstr *fused_root(const IrInstr *i) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  return fc && fc->root ? fc->root : i;
+}
+
+static bool kind_is(const IrInstr *i, const char *kind) {
+  const char *k = ir_fusion_kind(i);
+  return strcmp(k ? k : "kLoop", kind) == 0;
+}
+
+/* A Triton fusion XLA built earlier (the softmax rewriter's `__triton`, not a Triton GEMM):
+ * XLA's IsGenericTritonFusion. Priority fusion grows these through CanFuseTriton. */
+static bool is_generic_triton(const IrInstr *i) {
+  if (i->op != IR_OP_FUSION || !kind_is(i, "kCustom")) return false;
+  const char *bc = ir_attr_text(i, "backend_config");
+  return bc && strstr(bc, "\"kind\":\"__triton\"") != NULL;
+}
+
+/* XLA's IsFusible for priority fusion: side-effect free, and elementwise or an op the loop,
+ * reduction, scatter or concatenate emitters can take. Library calls (dot, convolution,
+ * custom-call, sort, rng) are opaque kernels unless the user made them fusible with `set library`. */
+static bool xla_fusible(const IrInstr *i, const PassSettings *s) {
+  if (i->dead) return false;
+  if (ir_op_is_elementwise(i->op)) return i->op != IR_OP_RNG;
+  switch (i->op) {
+  case IR_OP_FUSION: return !kind_is(i, "kCustom");
+  case IR_OP_COPY:
+  case IR_OP_IOTA:
+  case IR_OP_CONSTANT:
+  case IR_OP_REDUCE:
+  case IR_OP_BITCAST:
+  case IR_OP_BROADCAST:
+  case IR_OP_CONCATENATE:
+  case IR_OP_DYNAMIC_SLICE:
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+  case IR_OP_GATHER:
+  case IR_OP_PAD:
+  case IR_OP_REDUCE_WINDOW:
+  case IR_OP_RESHAPE:
+  case IR_OP_REVERSE:
+  case IR_OP_SCATTER:
+  case IR_OP_SLICE:
+  case IR_OP_TRANSPOSE: return true;
+  case IR_OP_DOT:
+  case IR_OP_CONVOLUTION: return !fusion_is_library_call(i, s);
+  default: return false;
+  }
+}
+
+/* What Triton's emitter supports (XLA's IsTritonSupportedInstruction, in broad strokes). */
+static bool triton_supported(const IrInstr *i) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (ir_op_is_elementwise(x->op)) continue;
+    switch (x->op) {
+    case IR_OP_PARAMETER:
+    case IR_OP_CONSTANT:
+    case IR_OP_BROADCAST:
+    case IR_OP_BITCAST:
+    case IR_OP_RESHAPE:
+    case IR_OP_REDUCE:
+    case IR_OP_TRANSPOSE:
+    case IR_OP_IOTA: continue;
+    default: return false;
+    }
+  }
+  return true;
+}
+
+/* Refuses an op that is not fusible, with the reason fxplain's vocabulary gives it. */
+static bool refuse_unfusible(const IrInstr *i, const char *side, const PassContext *cx, FusionVerdict *v) {
+  if (fusion_is_library_call(i, cx->settings) || i->op == IR_OP_CUSTOM_CALL) {
+    char lib[160];
+    fusion_library_name(i, lib, sizeof lib);
+    return fusion_refuse(v, FR_CUSTOM_CALL, "%s is %s: an opaque kernel, so nothing can be fused into or out of it as %s",
+                         i->name, lib, side);
+  }
+  if (i->op == IR_OP_FUSION)
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a custom (%s) fusion built by an earlier pass; it takes no other %s",
+                         i->name, ir_fusion_kind(i) ? ir_fusion_kind(i) : "kCustom",
+                         strcmp(side, "a producer") == 0 ? "consumer" : "producer");
+  return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a %s (%s), which is not fusible: the %s is not fusible", i->name,
+                       ir_op_name(i->op), ir_op_info(i->op)->description,
+                       strcmp(side, "a producer") == 0 ? "producer" : "consumer");
+}
+
+/* ---------- XLA's fusion analysis, as far as the rules need it ---------- */
+
+/* A reduce with >= 16 inputs per output (XLA: "small reductions are emitted using the elemental
+ * emitter anyway"). */
+static bool significant_reduce(const IrInstr *i) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (x->op != IR_OP_REDUCE || !ir_shape_is_array(&x->shape) || x->noperands == 0) continue;
+    int64_t out = ir_shape_elements(&x->shape);
+    if (out > 0 && ir_shape_elements(&x->operands[0]->shape) / out >= FUSION_REDUCE_MIN_ELEMENTS) return true;
+  }
+  return false;
+}
+
+/* XLA's IsIntermediate with one operand: what FindNonTrivialHero walks through. */
+static bool intermediate(const IrInstr *x) {
+  if (x->noperands != 1) return false;
+  return ir_op_is_elementwise(x->op) || x->op == IR_OP_BITCAST || x->op == IR_OP_RESHAPE;
+}
+
+/* The operand x reads, followed across the fusion boundaries of consumer c and producer p (the
+ * fusion being considered); NULL when it lies outside the fusion. */
+static const IrInstr *inside_operand(const IrInstr *x, const IrInstr *c, const IrInstr *p) {
+  const IrInstr *o = x->operands[0];
+  for (int guard = 0; guard < 4; guard++) {
+    if (o->op == IR_OP_PARAMETER && o->parent && !o->parent->is_entry) {
+      const IrInstr *owner = NULL;
+      if (c->op == IR_OP_FUSION && o->parent == ir_fused_computation(c)) owner = c;
+      else if (p && p->op == IR_OP_FUSION && o->parent == ir_fused_computation(p)) owner = p;
+      if (!owner || o->param_number < 0 || o->param_number >= owner->noperands) return NULL;
+      o = owner->operands[o->param_number];
+      if (owner == p) return NULL; /* a parameter of the producer: outside */
+      continue;
+    }
+    if (p && o == p) return fused_root(p)->op == IR_OP_TUPLE ? NULL : fused_root(p);
+    if (o->parent && c->op == IR_OP_FUSION && o->parent == ir_fused_computation(c)) return o;
+    if (p && p->op == IR_OP_FUSION && o->parent == ir_fused_computation(p)) return o;
+    return NULL;
+  }
+  return NULL;
+}
+
+/* Whether the fusion of p into c (p may be NULL: c alone) is a reduction fusion in XLA's
+ * HloFusionAnalysis: some root's hero, found through single-operand elementwise ops and bitcasts,
+ * is a reduction from or to contiguous dimensions. */
+static bool reduction_emitter(const IrInstr *c, const IrInstr *p) {
+  const IrInstr *r = fused_root(c);
+  const IrInstr *roots[64];
+  int n = 0;
+  if (r->op == IR_OP_TUPLE && c->op == IR_OP_FUSION)
+    for (int k = 0; k < r->noperands && n < 64; k++) roots[n++] = r->operands[k];
+  else
+    roots[n++] = r;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *h = roots[k];
+    if (h->op == IR_OP_PARAMETER && c->op == IR_OP_FUSION && p && h->param_number >= 0 &&
+        h->param_number < c->noperands && c->operands[h->param_number] == p)
+      h = fused_root(p);
+    for (int guard = 0; guard < 100000 && intermediate(h); guard++) {
+      const IrInstr *o = inside_operand(h, c, p);
+      if (!o) break;
+      h = o;
+    }
+    if (h->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(h)) return true;
+  }
+  return false;
+}
+
+/* The operand of c's in-place root (dynamic-update-slice, scatter) that it writes into, or NULL. */
+static const IrInstr *in_place_buffer(const IrInstr *c, IrOpcode *op) {
+  const IrInstr *r = fused_root(c);
+  if ((r->op != IR_OP_DYNAMIC_UPDATE_SLICE && r->op != IR_OP_SCATTER) || r->noperands == 0) return NULL;
+  *op = r->op;
+  const IrInstr *b = r->operands[0];
+  if (c->op == IR_OP_FUSION) {
+    if (b->op != IR_OP_PARAMETER || b->param_number < 0 || b->param_number >= c->noperands) return NULL;
+    return c->operands[b->param_number];
+  }
+  return b;
+}
+
+static bool reads(const IrInstr *p, const IrInstr *x) {
+  for (int k = 0; k < p->noperands; k++)
+    if (p->operands[k] == x) return true;
+  return false;
+}
+
+/* ---------- XLA's CanFuse ---------- */
+
+static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  const PassSettings *s = cx->settings;
+  memset(v, 0, sizeof *v);
+  if (fusion_pass_disabled((PassContext *)cx, "priority-fusion"))
+    return fusion_refuse(v, FR_POLICY, "priority-fusion is switched off");
+  if (is_generic_triton(p) || is_generic_triton(c)) {
+    /* CanFuseTriton: the other side must be fusible and supported by Triton's emitter. */
+    const IrInstr *other = is_generic_triton(p) ? c : p;
+    if (!xla_fusible(other, s)) return refuse_unfusible(other, other == p ? "a producer" : "a consumer", cx, v);
+    if (!triton_supported(other))
+      return fusion_refuse(v, FR_NOT_FUSIBLE, "%s holds an op Triton's emitter does not support, so it cannot join the Triton fusion %s",
+                           other->name, other == p ? c->name : p->name);
+  } else {
+    if (!xla_fusible(p, s)) return refuse_unfusible(p, "a producer", cx, v);
+    if (!xla_fusible(c, s)) return refuse_unfusible(c, "a consumer", cx, v);
+  }
+  if (c->op == IR_OP_BITCAST)
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a bitcast: XLA does not fuse into a single bitcast as consumer", c->name);
+  /* CanEmitInputFusedScatter. */
+  if (fused_root(p)->op == IR_OP_SCATTER)
+    return fusion_refuse(v, FR_IN_PLACE, "%s is a scatter: XLA does not fuse into the output of scatter", p->name);
+  IrOpcode ipop = IR_OP_COUNT;
+  const IrInstr *buf = in_place_buffer(c, &ipop);
+  if (buf && ipop == IR_OP_SCATTER) {
+    if (buf == p)
+      return fusion_refuse(v, FR_IN_PLACE, "%s is the buffer %s scatters into in place: XLA does not fuse into the "
+                           "in-place operand of scatter", p->name, c->name);
+    if (reads(p, buf))
+      return fusion_refuse(v, FR_IN_PLACE, "%s reads %s, the buffer %s scatters into in place", p->name, buf->name,
+                           c->name);
+  }
+  if (significant_reduce(p) && significant_reduce(c))
+    return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
+                         "both %s and %s contain a reduction of 16 or more inputs per output: XLA does not fuse a "
+                         "reduce into a reduce",
+                         p->name, c->name);
+  if (reduction_emitter(p, NULL) && !reduction_emitter(c, p))
+    return fusion_refuse(v, FR_REDUCE_EPILOGUE,
+                         "%s is a reduction fusion; with %s fused into its output it would become a loop fusion and "
+                         "lose the reduction emitter (XLA fuses only single-operand elementwise epilogues)",
+                         p->name, c->name);
+  /* FusionFitsInBudget. */
+  int ops = fusion_operands_and_outputs(p, c, false);
+  int budget = s && s->operand_budget > 0 && s->operand_budget != 64 ? s->operand_budget : 96;
+  fusion_verdict_metric(v, "operands", ops);
+  if (ops > budget) {
+    fusion_verdict_metric(v, "budget", budget);
+    return fusion_refuse(v, FR_OPERAND_BUDGET,
+                         "fusing %s into %s would give the kernel %d operands and outputs; budget %d", p->name,
+                         c->name, ops, budget);
+  }
+  const DeviceProfile *d = cx->device;
+  int64_t smem = fusion_shared_memory(p) + fusion_shared_memory(c);
+  if (d && d->is_gpu && d->shared_mem_per_block > 0 && smem > d->shared_mem_per_block) {
+    fusion_verdict_metric(v, "shared_bytes", (double)smem);
+    return fusion_refuse(v, FR_SHARED_MEMORY,
+                         "the reductions of %s and %s together need %" PRId64 " B of shared memory per block; %s "
+                         "has %d B",
+                         p->name, c->name, smem, d->name, d->shared_mem_per_block);
+  }
+  int red = fusion_unnested_reductions(p) + fusion_unnested_reductions(c);
+  if (red > FUSION_MAX_UNNESTED_REDUCTIONS)
+    return fusion_refuse(v, FR_UNNESTED_REDUCTIONS,
+                         "fusing %s into %s would put %d unnested reductions in one kernel; limit %d", p->name,
+                         c->name, red, FUSION_MAX_UNNESTED_REDUCTIONS);
+  /* ProducerConsumerMergedTooLarge: the producer's code is emitted once per use in the consumer. */
+  int uses = 1;
+  IrComputation *cfc = c->op == IR_OP_FUSION ? ir_fused_computation(c) : NULL;
+  if (cfc)
+    for (int k = 0; k < c->noperands && k < cfc->nparams; k++)
+      if (c->operands[k] == p && cfc->params[k] && cfc->params[k]->nusers > uses) uses = cfc->params[k]->nusers;
+  int64_t merged = (int64_t)fusion_body_size(p) * uses + fusion_body_size(c);
+  if (merged > FUSION_MAX_IR_SIZE) {
+    fusion_verdict_metric(v, "ir_size", (double)merged);
+    return fusion_refuse(v, FR_IR_SIZE,
+                         "fusing %s into %s would emit %" PRId64 " instructions (the producer once per use); limit "
+                         "%d: an overly large code duplication",
+                         p->name, c->name, merged, FUSION_MAX_IR_SIZE);
+  }
+  if (p->is_root)
+    return fusion_refuse(v, FR_ROOT, "%s is the root of %s: XLA does not fuse into the output of the root instruction",
+                         p->name, p->parent ? p->parent->name : "its computation");
+  /* ShouldFuseInPlaceOp: the producer must not read the buffer the consumer updates in place. */
+  if (buf && ipop == IR_OP_DYNAMIC_UPDATE_SLICE && buf != p && reads(p, buf) && p->op != IR_OP_DYNAMIC_SLICE)
+    return fusion_refuse(v, FR_IN_PLACE, "%s reads %s, which %s updates in place", p->name, buf->name, c->name);
+  fusion_verdict_ok(v, "%s fuses into %s", p->name, c->name);
+  return true;
+}
+
+/* ---------- the cost model: XLA's GpuPerformanceModel ---------- */
+
+#define LAUNCH_US 1.0 /* GpuPerformanceModel's kKernelLaunchOverhead */
+#define MEMORY_COMPUTE_PARALLELISM 0.95
 
 static bool launches(const IrInstr *i) {
   switch (i->op) {
@@ -102,47 +403,65 @@ static bool launches(const IrInstr *i) {
   }
 }
 
-static double kernel_us(const PassContext *cx, const IrInstr *i) {
-  if (!launches(i)) return 0;
-  return fusion_kernel_us(cx->device, fusion_bytes_read(i) + fusion_bytes_written(i), fusion_flops(i));
+static double bw_bytes_per_us(const DeviceProfile *d) { return (d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e3; }
+static double flops_per_us(const DeviceProfile *d) { return (d && d->peak_gflops > 0 ? d->peak_gflops : 1000.0) * 1e3; }
+
+/* CombineComputeAndMemoryAccessTime: compute and memory overlap, but not perfectly. */
+static double combine(double compute, double memory) {
+  double lo = compute < memory ? compute : memory;
+  return compute + memory - MEMORY_COMPUTE_PARALLELISM * lo;
 }
 
-/* Time of consumer c with producer p inlined. */
-static double fused_us(const PassContext *cx, const IrInstr *p, const IrInstr *c) {
-  int64_t bytes = fusion_bytes_written(c);
+/* EstimateRunTimeForInstruction: one kernel, without the launch. */
+static double exec_us(const PassContext *cx, const IrInstr *i) {
+  if (!launches(i)) return 0;
+  double bw = bw_bytes_per_us(cx->device);
+  double read = 0;
+  for (int k = 0; k < i->noperands; k++) {
+    bool dup = false;
+    for (int j = 0; j < k; j++) dup = dup || i->operands[j] == i->operands[k];
+    if (!dup) read += (double)plan_operand_bytes_read(i, k);
+  }
+  double write = (double)plan_bytes_written(i);
+  return combine(fusion_flops(i) / flops_per_us(cx->device), (read + write) / bw);
+}
+
+/* EstimateRunTimeForFusion: consumer c with producer p inlined. The fused kernel reads the
+ * producer's operands as much as c uses the producer's output, c's other operands as before,
+ * writes what c writes, and computes the producer's arithmetic once per use. */
+static double fused_exec_us(const PassContext *cx, const IrInstr *p, const IrInstr *c) {
+  double bw = bw_bytes_per_us(cx->device);
+  double pbytes = (double)ir_shape_bytes(&p->shape);
+  double used = 0;
+  for (int k = 0; k < c->noperands; k++)
+    if (c->operands[k] == p) used += (double)plan_operand_bytes_read(c, k);
+  double util = pbytes > 0 ? used / pbytes : 1;
+  double read = 0;
   for (int k = 0; k < c->noperands; k++) {
     const IrInstr *op = c->operands[k];
-    bool dup = false;
+    bool dup = op == p;
     for (int j = 0; j < k; j++) dup = dup || c->operands[j] == op;
-    if (dup || op == p) continue;
-    bytes += plan_operand_bytes_read(c, k); /* as the kernel plan counts it (slices read a part) */
+    if (!dup) read += (double)plan_operand_bytes_read(c, k);
   }
   for (int k = 0; k < p->noperands; k++) {
     const IrInstr *op = p->operands[k];
     bool dup = false;
     for (int j = 0; j < k; j++) dup = dup || p->operands[j] == op;
-    for (int j = 0; j < c->noperands; j++) dup = dup || c->operands[j] == op;
-    if (!dup) bytes += plan_operand_bytes_read(p, k);
+    if (dup) continue;
+    double b = (double)plan_operand_bytes_read(p, k) * util;
+    double size = (double)ir_shape_bytes(&op->shape);
+    /* Read once from memory; what c also reads of it directly comes from the same lines. */
+    if (reads(c, op) && b > size) b = size;
+    read += b;
   }
-  double times = 1, t;
-  for (int k = 0; k < c->noperands; k++)
-    if (c->operands[k] == p && fusion_reuses_operand(c, k, &t) && t > times) times = t;
-  double flops = fusion_flops(c) + fusion_flops(p) * times;
-  return fusion_kernel_us(cx->device, bytes, flops);
-}
-
-static bool is_candidate(const IrInstr *p) {
-  switch (p->op) {
-  case IR_OP_PARAMETER:
-  case IR_OP_GET_TUPLE_ELEMENT:
-  case IR_OP_TUPLE:
-  case IR_OP_AFTER_ALL: return false;
-  default: return p->nusers > 0;
-  }
+  double write = (double)plan_bytes_written(c);
+  double flops = fusion_flops(c) + fusion_flops(p) * (util > 0 ? util : 1);
+  return combine(flops / flops_per_us(cx->device), (read + write) / bw);
 }
 
 typedef struct {
   bool all_ok;
+  bool any_non_bitcast;
   double us_unfused, us_fused;
   int n;
   FusionVerdict *v; /* one per user */
@@ -155,7 +474,9 @@ static void eval_free(Eval *e) {
   memset(e, 0, sizeof *e);
 }
 
-/* Evaluates producer p against every user. Returns false on allocation failure. */
+/* CanFuseWithAllNonBitcastUsers and EstimateRunTimesForPriorityFusion for producer p. Every
+ * user's verdict is computed (XLA stops at the first refusal). Returns false on allocation
+ * failure. */
 static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
   memset(e, 0, sizeof *e);
   e->n = p->nusers;
@@ -164,14 +485,22 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
   if (!e->v || !e->users) return false;
   memcpy(e->users, p->users, sizeof(IrInstr *) * (size_t)e->n);
   e->all_ok = e->n > 0;
-  e->us_unfused = kernel_us(cx, p);
+  e->us_unfused = LAUNCH_US * (e->n + 1) + exec_us(cx, p);
+  e->us_fused = LAUNCH_US * e->n;
   for (int u = 0; u < e->n; u++) {
     IrInstr *c = e->users[u];
-    e->us_unfused += kernel_us(cx, c);
-    bool ok = fusion_should_fuse_priority(p, c, cx, &e->v[u]);
-    if (!ok) e->all_ok = false;
-    e->us_fused += ok ? fused_us(cx, p, c) : kernel_us(cx, c) + kernel_us(cx, p);
+    e->us_unfused += exec_us(cx, c);
+    e->us_fused += fused_exec_us(cx, p, c);
+    if (c->op == IR_OP_BITCAST) {
+      fusion_refuse(&e->v[u], FR_NOT_FUSIBLE, "%s is a bitcast: it is skipped, and takes %s only when %s's other users do",
+                    c->name, p->name, p->name);
+      e->v[u].ok = true; /* does not block the producer */
+      continue;
+    }
+    e->any_non_bitcast = true;
+    if (!can_fuse(p, c, cx, &e->v[u])) e->all_ok = false;
   }
+  if (!e->any_non_bitcast) e->all_ok = false;
   return true;
 }
 
@@ -180,13 +509,37 @@ static void put_times(FusionVerdict *v, const Eval *e) {
   fusion_verdict_metric(v, "us_unfused", e->us_unfused);
 }
 
-/* Reports a refused producer: every consumer's reason. */
-static void report_refusal(PassContext *cx, IrInstr *p, Eval *e) {
+static unsigned refusal_hash(const Eval *e, bool slower) {
+  unsigned h = slower ? 7u : 3u;
+  for (int u = 0; u < e->n; u++) {
+    const char *r = e->v[u].ok ? "ok" : e->v[u].reason;
+    for (const char *q = r ? r : ""; *q; q++) h = h * 31u + (unsigned char)*q;
+    h = h * 31u + (unsigned)e->users[u]->id;
+  }
+  return h ? h : 1u;
+}
+
+/* Reports a refused producer: every consumer's reason, once per change of verdict. */
+static void report_refusal(PassContext *cx, Queue *q, IrInstr *p, Eval *e, bool slower) {
+  unsigned h = refusal_hash(e, slower);
+  if (p->id < q->nversion) {
+    if (q->logged[p->id] == h) return;
+    q->logged[p->id] = h;
+  }
   const char *first_bad = NULL;
   for (int u = 0; u < e->n; u++)
     if (!e->v[u].ok && !first_bad) first_bad = e->users[u]->name;
+  if (!e->any_non_bitcast) {
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    fusion_refuse(&v, FR_NOT_FUSIBLE, "%s has only bitcast users: XLA does not fuse it (not fusing because there are "
+                  "only bitcast users) until they are fused into their own consumers", p->name);
+    fusion_verdict_emit(cx, "fuse", p->name, e->n ? e->users[0]->name : "-", NULL, &v);
+    return;
+  }
   for (int u = 0; u < e->n; u++) {
     FusionVerdict *v = &e->v[u];
+    if (e->users[u]->op == IR_OP_BITCAST) continue;
     if (v->ok) {
       if (first_bad) {
         fusion_refuse(v, FR_CODE_DUPLICATION,
@@ -205,71 +558,144 @@ static void report_refusal(PassContext *cx, IrInstr *p, Eval *e) {
   }
 }
 
+static bool queueable(const IrInstr *p, const PassSettings *s) {
+  switch (p->op) {
+  case IR_OP_PARAMETER:
+  case IR_OP_TUPLE:
+  case IR_OP_GET_TUPLE_ELEMENT:
+  case IR_OP_CONSTANT: return false; /* constants: fused at the end */
+  default: return p->nusers > 0 && (xla_fusible(p, s) || is_generic_triton(p));
+  }
+}
+
+/* CalculateProducerPriority: computes p's priority and queues it when it is not negative. */
 static bool push_eval(PassContext *cx, Queue *q, IrInstr *p) {
   if (!q_version_ok(q, p->id)) return false;
   q->version[p->id]++;
-  if (!is_candidate(p)) return true;
-  /* The priority is computed from the cost model alone; the rules are checked when popped. */
-  double unf = kernel_us(cx, p), fus = 0;
-  for (int u = 0; u < p->nusers; u++) {
-    unf += kernel_us(cx, p->users[u]);
-    fus += fused_us(cx, p, p->users[u]);
+  if (p->dead || !queueable(p, cx->settings)) return true;
+  if (p->op == IR_OP_BITCAST) return q_push(q, p, INFINITY);
+  Eval e;
+  if (!evaluate(cx, p, &e)) {
+    eval_free(&e);
+    return false;
   }
-  return q_push(q, p, unf - fus);
+  bool ok = true;
+  double prio = e.us_unfused - e.us_fused;
+  if (!e.all_ok) report_refusal(cx, q, p, &e, false);
+  else if (prio < 0) report_refusal(cx, q, p, &e, true);
+  else ok = q_push(q, p, prio);
+  eval_free(&e);
+  return ok;
 }
 
 static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
   Queue q;
   memset(&q, 0, sizeof q);
   bool ok = true;
-  for (int k = 0; k < c->ninstrs && ok; k++) ok = push_eval(cx, &q, c->instrs[k]);
+  int n0 = c->ninstrs;
+  IrInstr **initial = fx_malloc(sizeof(IrInstr *) * (size_t)(n0 ? n0 : 1));
+  if (!initial) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+  memcpy(initial, c->instrs, sizeof(IrInstr *) * (size_t)n0);
+  for (int k = 0; k < n0 && ok; k++) ok = push_eval(cx, &q, initial[k]);
+  fx_free(initial);
   HeapItem it;
+  IrInstr **touched = NULL;
+  int ntouched = 0, cap = 0;
   while (ok && q_pop(&q, &it)) {
     IrInstr *p = it.instr;
-    if (p->dead || p->parent != c || !is_candidate(p)) continue;
+    if (p->dead || p->parent != c) continue;
     Eval e;
     if (!evaluate(cx, p, &e)) {
       eval_free(&e);
       ok = false;
       break;
     }
-    bool go = e.all_ok && e.us_fused <= e.us_unfused;
-    if (!go) {
-      report_refusal(cx, p, &e);
-      eval_free(&e);
-      continue;
-    }
     char pname[256];
     snprintf(pname, sizeof pname, "%s", p->name);
-    bool dup = e.n > 1;
-    IrInstr *operands[64];
-    int nop = p->noperands < 64 ? p->noperands : 64;
-    if (nop) memcpy(operands, p->operands, sizeof(IrInstr *) * (size_t)nop);
+    ntouched = 0;
+    int nfuse = 0;
+    for (int u = 0; u < e.n; u++) nfuse += e.users[u]->op != IR_OP_BITCAST && (p->op != IR_OP_BITCAST || e.v[u].ok);
+    bool dup = nfuse > 1 || (nfuse == 1 && e.n > 1);
     for (int u = 0; u < e.n && ok; u++) {
+      IrInstr *cons = e.users[u];
+      if (cons->op == IR_OP_BITCAST) continue;
+      /* A bitcast producer goes into the consumers that can take it (DequeueNextProducer). */
+      if (p->op == IR_OP_BITCAST && !e.v[u].ok) {
+        put_times(&e.v[u], &e);
+        fusion_verdict_emit(cx, "fuse", pname, fusion_consumer_label(cons, p), NULL, &e.v[u]);
+        continue;
+      }
       char label[256];
-      snprintf(label, sizeof label, "%s", fusion_consumer_label(e.users[u], p));
-      IrInstr *f = fusion_fuse(e.users[u], p);
+      snprintf(label, sizeof label, "%s", fusion_consumer_label(cons, p));
+      IrInstr *f = fusion_fuse(cons, p);
       if (!f) {
         ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, pname);
         break;
       }
       FusionVerdict *v = &e.v[u];
-      fusion_verdict_ok(v, "fusing %s into its %d %s saves %.2f us on %s (%.2f us unfused, %.2f us fused)", pname, e.n,
-                        e.n == 1 ? "user" : "users", e.us_unfused - e.us_fused, cx->device->name, e.us_unfused,
-                        e.us_fused);
+      if (p->op == IR_OP_BITCAST)
+        fusion_verdict_ok(v, "%s is a bitcast, free to fuse: XLA fuses bitcasts first", pname);
+      else
+        fusion_verdict_ok(v, "fusing %s into its %d %s saves %.2f us on %s (%.2f us unfused, %.2f us fused)", pname,
+                          e.n, e.n == 1 ? "user" : "users", e.us_unfused - e.us_fused, cx->device->name, e.us_unfused,
+                          e.us_fused);
       put_times(v, &e);
       fusion_verdict_emit(cx, dup ? "duplicate" : "fuse", pname, label, f->name, v);
       (*fused)++;
-      /* The new kernel's neighbours change priority. */
-      if (ok) ok = push_eval(cx, &q, f);
-      for (int o = 0; o < f->noperands && ok; o++) ok = push_eval(cx, &q, f->operands[o]);
+      /* OnFusingInstruction: the new fusion and its operands get new priorities. */
+      int need = ntouched + f->noperands + 1;
+      if (need > cap) {
+        int nc = cap ? cap * 2 : 64;
+        while (nc < need) nc *= 2;
+        IrInstr **nt = fx_realloc(touched, sizeof(IrInstr *) * (size_t)nc);
+        if (!nt) {
+          ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+          break;
+        }
+        touched = nt;
+        cap = nc;
+      }
+      touched[ntouched++] = f;
+      for (int o = 0; o < f->noperands; o++) {
+        IrInstr *op = f->operands[o];
+        if (op == p || op->op == IR_OP_CONSTANT || op->op == IR_OP_GET_TUPLE_ELEMENT) continue;
+        touched[ntouched++] = op;
+      }
     }
-    for (int o = 0; o < nop && ok; o++)
-      if (!operands[o]->dead && operands[o]->parent == c) ok = push_eval(cx, &q, operands[o]);
     eval_free(&e);
+    for (int k = 0; k < ntouched && ok; k++) {
+      bool seen = false;
+      for (int j = 0; j < k; j++) seen = seen || touched[j] == touched[k];
+      if (!seen && !touched[k]->dead && touched[k]->parent == c) ok = push_eval(cx, &q, touched[k]);
+    }
+  }
+  fx_free(touched);
+  /* Small constants go into every fusible user last (XLA: "Fuse all constants"). */
+  for (int k = 0; k < c->ninstrs && ok; k++) {
+    IrInstr *k0 = c->instrs[k];
+    if (k0->dead || k0->op != IR_OP_CONSTANT || !ir_shape_is_array(&k0->shape) || ir_shape_elements(&k0->shape) > 1)
+      continue;
+    int nu = k0->nusers;
+    IrInstr *users[64];
+    if (nu > 64) nu = 64;
+    memcpy(users, k0->users, sizeof(IrInstr *) * (size_t)nu);
+    for (int u = 0; u < nu && ok; u++) {
+      IrInstr *user = users[u];
+      if (user->dead || !(xla_fusible(user, cx->settings) || is_generic_triton(user))) continue;
+      if (fused_root(user)->op == IR_OP_SCATTER) continue;
+      char cname[256];
+      snprintf(cname, sizeof cname, "%s", k0->name);
+      IrInstr *f = fusion_fuse(user, k0);
+      if (!f) {
+        ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, cname);
+        break;
+      }
+      (*fused)++;
+    }
   }
   fx_free(q.h);
   fx_free(q.version);
+  fx_free(q.logged);
   if (*fused) ir_computation_sort(c);
   if (!ok && !cx->err->set) fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   return ok;

@@ -49,9 +49,11 @@ def plain(path, tmp):
     return out
 
 
-def run_fxplain(fxplain, pre, out, device, timeout):
+def run_fxplain(fxplain, pre, out, device, timeout, stage="multi_output_fusion"):
     cmds = [f"load {pre}", f"set device {device}", "pipeline priority"]
     cmds += [f"set pass {p} off" for p in SIMPLIFICATION]
+    if stage == "priority_fusion":
+        cmds.append("set pass multi_output_fusion off")
     cmds += ["step all", f"save {out}"]
     t0 = time.time()
     r = subprocess.run([fxplain, "-e", "; ".join(cmds)], capture_output=True, text=True,
@@ -72,6 +74,8 @@ def main(argv):
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep", help="keep fxplain's last stages in this folder")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--stage", choices=["multi_output_fusion", "priority_fusion"], default="multi_output_fusion",
+                    help="compare the end of the fusion pipeline (default) or priority-fusion alone")
     a = ap.parse_args(argv)
     names = sorted(os.path.basename(p).split(".pre_fusion.hlo")[0]
                    for p in glob.glob(os.path.join(a.refdir, "*.pre_fusion.hlo*")))
@@ -85,14 +89,14 @@ def main(argv):
         outdir = a.keep or tmp
         os.makedirs(outdir, exist_ok=True)
         for n in names:
-            pre, xla = find(a.refdir, n, "pre_fusion"), find(a.refdir, n, "after_multi_output_fusion")
+            pre, xla = find(a.refdir, n, "pre_fusion"), find(a.refdir, n, "after_" + a.stage)
             row = {"module": n}
             try:
                 if not xla:
-                    raise RuntimeError("no after_multi_output_fusion reference")
+                    raise RuntimeError(f"no after_{a.stage} reference")
                 pre_p = plain(pre, tmp)
                 ours = os.path.join(outdir, n + ".fxplain.hlo")
-                row["seconds"] = run_fxplain(a.fxplain, pre_p, ours, a.device, a.timeout)
+                row["seconds"] = run_fxplain(a.fxplain, pre_p, ours, a.device, a.timeout, a.stage)
                 r = xla_compare.compare(pre_p, xla, ours)
                 row.update(r)
                 row["text"] = xla_compare.describe(r)

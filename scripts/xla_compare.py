@@ -180,6 +180,7 @@ def split_top(s):
 
 
 def strip_layout(shape):
+    shape = re.sub(r"/\*.*?\*/", "", shape)  # tuple shapes mark every fifth element too
     return re.sub(r"\{[^{}]*\}", "", shape).replace(" ", "")
 
 
