@@ -296,6 +296,118 @@ static bool reads(const IrInstr *p, const IrInstr *x) {
   return false;
 }
 
+/* The operand numbers of c whose buffers c updates in place (XLA's GetInPlaceInputOutputPairs for
+ * dynamic-update-slice and scatter, alone or as the roots of a fusion). Returns the count. */
+static int in_place_operands(const IrInstr *c, int *out, int max, const IrInstr **dus) {
+  const IrInstr *r = fused_root(c);
+  const IrInstr *roots[64];
+  int nr = 0, n = 0;
+  *dus = NULL;
+  if (r->op == IR_OP_TUPLE && c->op == IR_OP_FUSION)
+    for (int k = 0; k < r->noperands && nr < 64; k++) roots[nr++] = r->operands[k];
+  else
+    roots[nr++] = r;
+  for (int k = 0; k < nr && n < max; k++) {
+    const IrInstr *x = roots[k];
+    if ((x->op != IR_OP_DYNAMIC_UPDATE_SLICE && x->op != IR_OP_SCATTER) || x->noperands == 0) continue;
+    if (x->op == IR_OP_DYNAMIC_UPDATE_SLICE && !*dus) *dus = x;
+    const IrInstr *b = x->operands[0];
+    while (c->op == IR_OP_FUSION && b->op == IR_OP_BITCAST && b->noperands == 1) b = b->operands[0];
+    if (c->op != IR_OP_FUSION) out[n++] = 0;
+    else if (b->op == IR_OP_PARAMETER && b->param_number >= 0 && b->param_number < c->noperands)
+      out[n++] = (int)b->param_number;
+  }
+  return n;
+}
+
+/* XLA's ExtractInstruction: i itself when it matches, else the one matching instruction of its
+ * fused body (NULL when none or several). Matches ops that are neither elementwise nor a fusion. */
+static const IrInstr *single_non_elementwise(const IrInstr *i) {
+  if (i->op != IR_OP_FUSION) return ir_op_is_elementwise(i->op) ? NULL : i;
+  IrComputation *fc = ir_fused_computation(i);
+  const IrInstr *m = NULL;
+  for (int k = 0; fc && k < fc->ninstrs; k++) {
+    const IrInstr *x = fc->instrs[k];
+    if (x->op == IR_OP_PARAMETER || x->op == IR_OP_FUSION || ir_op_is_elementwise(x->op)) continue;
+    if (m) return NULL;
+    m = x;
+  }
+  return m;
+}
+
+/* What a fused instruction's operand is outside the fusion (a parameter maps to the operand). */
+static const IrInstr *real_operand(const IrInstr *owner, const IrInstr *x) {
+  if (owner->op == IR_OP_FUSION && x->op == IR_OP_PARAMETER && x->param_number >= 0 && x->param_number < owner->noperands)
+    return owner->operands[x->param_number];
+  return x;
+}
+
+static bool const_int(const IrInstr *x, int64_t *v) {
+  if (x->op != IR_OP_CONSTANT || !x->literal || !x->literal->values || x->literal->count < 1) return false;
+  *v = (int64_t)x->literal->values[0];
+  return true;
+}
+
+/* XLA's InstructionFusion::ShouldFuseInPlaceOp: a consumer that updates a buffer in place must not
+ * get a producer that reads the same buffer, unless the producer reads exactly the slice being
+ * updated (a slice or dynamic-slice at the update's indices). */
+static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVerdict *v) {
+  int idx[16];
+  const IrInstr *dus = NULL;
+  int n = in_place_operands(c, idx, 16, &dus);
+  for (int k = 0; k < n; k++) {
+    const IrInstr *buf = c->operands[idx[k]];
+    for (int i = 0; i < c->noperands; i++)
+      if (i != idx[k] && c->operands[i] == buf)
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s updates %s in place and also reads it through another operand; fusing into it is "
+                             "unsafe",
+                             c->name, buf->name);
+    if (ir_op_is_elementwise(p->op) || !reads(p, buf)) continue;
+    const IrInstr *pne = single_non_elementwise(p);
+    if (!dus || !pne || dus->noperands < 2 || !ir_shape_equal(&pne->shape, &dus->operands[1]->shape))
+      return fusion_refuse(v, FR_IN_PLACE,
+                           "%s reads %s, which %s updates in place, and is not a single slice of the updated region "
+                           "(XLA: the consumer is not a dynamic-update-slice or the producer has several "
+                           "non-elementwise ops)",
+                           p->name, buf->name, c->name);
+    int rank = dus->shape.rank;
+    if (pne->op == IR_OP_SLICE) {
+      int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
+      int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
+      for (int d = 0; d < rank; d++) {
+        int64_t cv;
+        if (d >= nd || 2 + d >= dus->noperands || !const_int(real_operand(c, dus->operands[2 + d]), &cv) ||
+            cv != st[d] || sd[d] != 1)
+          return fusion_refuse(v, FR_IN_PLACE,
+                               "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
+                               "mismatch)",
+                               p->name, buf->name, c->name);
+      }
+      continue;
+    }
+    if (pne->op == IR_OP_DYNAMIC_SLICE) {
+      for (int d = 0; d < rank; d++) {
+        if (1 + d >= pne->noperands || 2 + d >= dus->noperands) break;
+        const IrInstr *a = real_operand(p, pne->operands[1 + d]), *b = real_operand(c, dus->operands[2 + d]);
+        int64_t av = 0, bv = 0;
+        bool ac = const_int(a, &av), bc = const_int(b, &bv);
+        if (ac != bc || (ac && av != bv) || (!ac && a != b))
+          return fusion_refuse(v, FR_IN_PLACE,
+                               "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index "
+                               "mismatch)",
+                               p->name, buf->name, c->name);
+      }
+      continue;
+    }
+    return fusion_refuse(v, FR_IN_PLACE,
+                         "%s reads %s through a %s while %s updates it in place (XLA: unrecognized in-place update "
+                         "non-elementwise output pair)",
+                         p->name, buf->name, ir_op_name(pne->op), c->name);
+  }
+  return true;
+}
+
 /* ---------- XLA's CanFuse ---------- */
 
 static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
@@ -306,10 +418,14 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
   if (is_generic_triton(p) || is_generic_triton(c)) {
     /* CanFuseTriton: the other side must be fusible and supported by Triton's emitter. */
     const IrInstr *other = is_generic_triton(p) ? c : p;
-    if (!xla_fusible(other, s)) return refuse_unfusible(other, other == p ? "a producer" : "a consumer", cx, v);
+    if (!xla_fusible(other, s) && !is_generic_triton(other)) return refuse_unfusible(other, other == p ? "a producer" : "a consumer", cx, v);
     if (!triton_supported(other))
       return fusion_refuse(v, FR_NOT_FUSIBLE, "%s holds an op Triton's emitter does not support, so it cannot join the Triton fusion %s",
                            other->name, other == p ? c->name : p->name);
+    /* XLA decides a Triton fusion by whether it can be tiled (CanFuseTriton) and checks nothing
+     * else; fxplain takes every Triton-supported pair as tileable. */
+    fusion_verdict_ok(v, "%s fuses into the Triton fusion %s", p->name, c->name);
+    return true;
   } else {
     if (!xla_fusible(p, s)) return refuse_unfusible(p, "a producer", cx, v);
     if (!xla_fusible(c, s)) return refuse_unfusible(c, "a consumer", cx, v);
@@ -380,9 +496,7 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
   if (p->is_root)
     return fusion_refuse(v, FR_ROOT, "%s is the root of %s: XLA does not fuse into the output of the root instruction",
                          p->name, p->parent ? p->parent->name : "its computation");
-  /* ShouldFuseInPlaceOp: the producer must not read the buffer the consumer updates in place. */
-  if (buf && ipop == IR_OP_DYNAMIC_UPDATE_SLICE && buf != p && reads(p, buf) && p->op != IR_OP_DYNAMIC_SLICE)
-    return fusion_refuse(v, FR_IN_PLACE, "%s reads %s, which %s updates in place", p->name, buf->name, c->name);
+  if (!should_fuse_in_place_op(p, c, v)) return false;
   fusion_verdict_ok(v, "%s fuses into %s", p->name, c->name);
   return true;
 }
