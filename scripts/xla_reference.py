@@ -311,10 +311,11 @@ def stage_file(snaps, marker):
 
 
 def last_error_line(stderr):
+    """The worker's one-line `error:` (XLA's message), else the last line (XLA aborted)."""
     lines = [l.strip() for l in stderr.splitlines() if l.strip()]
-    for l in reversed(lines):  # XLA's message, not the traceback's last frame
-        if l.startswith("RuntimeError:"):
-            return l[len("RuntimeError:"):].strip()
+    for l in reversed(lines):
+        if l.startswith("error: "):
+            return l[len("error: "):]
     return lines[-1] if lines else ""
 
 
@@ -410,6 +411,9 @@ def reference(args, path, outdir, name):
             why = last_error_line(run["stderr"])
             if "cu_threefry2x32" in text:
                 why = ("jax's cu_threefry2x32 custom call has no handler in the bare PJRT path: " + why)
+            elif re.search(r"custom_call_target=\"[^\"]*cub", open(final[0]).read()):
+                why = ("XLA made a sort a CUB custom call, whose scratch-size query needs a device: "
+                       + why)
             record["notes"].append("HLO passes done; failed after them: " + why)
         else:
             record["status"] = "failed"
@@ -491,7 +495,13 @@ def parse_args(argv):
 
 def main(argv):
     if argv[:1] == ["--worker"]:
-        worker(argv[1], argv[2], "--unfuse" in argv[3:])
+        try:
+            worker(argv[1], argv[2], "--unfuse" in argv[3:])
+        except Exception as e:  # XLA's message on one line for the record; the traceback too
+            import traceback
+            traceback.print_exc()
+            print("error: " + " ".join(str(e).split()), file=sys.stderr)
+            return 1
         return 0
     args = parse_args(argv)
     why = check_wheels()
@@ -505,9 +515,11 @@ def main(argv):
             fail_usage(f"cannot read the module {src}")
         name = re.sub(r"\.hlo$", "", os.path.basename(src))
         r = reference(args, src, outdir, name)
-        print(f"{name}: {r['status']} in {r['seconds']:.1f} s on {args.device}, "
-              f"{r['fusions'].get('after_multi_output_fusion', '?')} fusions after "
-              f"multi_output_fusion, {r['fusions'].get('after_opt', '?')} in the final module"
+        counts = ""
+        if r["status"] != "failed":
+            counts = (f", {r['fusions']['after_multi_output_fusion']} fusions after "
+                      f"multi_output_fusion, {r['fusions']['after_opt']} in the final module")
+        print(f"{name}: {r['status']} in {r['seconds']:.1f} s on {args.device}{counts}"
               + "".join(f"\n  workaround: {w}" for w in r["workarounds"])
               + "".join(f"\n  note: {n}" for n in r["notes"])
               + (f"\n  error: {r['error']}" if "error" in r else "")
