@@ -101,6 +101,14 @@ static void print_device(Session *s, const DeviceProfile *d) {
     json_kv_double(&w, "peak_gflops", d->peak_gflops);
     json_kv_double(&w, "launch_us", d->launch_us);
     json_kv_str(&w, "arch", d->arch);
+    json_kv_double(&w, "clock_ghz", d->clock_ghz);
+    json_kv_int(&w, "fpus_per_sm", d->fpus_per_sm);
+    json_kv_int(&w, "max_threads_per_sm", d->max_threads_per_sm);
+    json_kv_int(&w, "registers_per_block", d->registers_per_block);
+    json_kv_int(&w, "shared_mem_per_sm", d->shared_mem_per_sm);
+    json_kv_int(&w, "shared_mem_per_block_optin", d->shared_mem_per_block_optin);
+    json_kv_int(&w, "l2_cache_bytes", d->l2_cache_bytes);
+    json_kv_int(&w, "l1_cache_bytes_per_sm", d->l1_cache_bytes_per_sm);
     json_object_end(&w);
     fputc('\n', s->out);
     return;

@@ -199,6 +199,12 @@ void cuda_device_profile(const CudaDeviceInfo *d, DeviceProfile *p) {
   p->peak_gflops = 2.0 * lanes * d->sm_count * d->clock_khz / 1e6;
   p->launch_us = 5.0;
   snprintf(p->arch, sizeof p->arch, "sm_%d%d", d->cc_major, d->cc_minor);
+  p->clock_ghz = d->clock_khz / 1e6;
+  p->fpus_per_sm = lanes;
+  p->max_threads_per_sm = d->max_threads_per_sm;
+  p->registers_per_block = d->regs_per_block;
+  p->shared_mem_per_sm = d->shared_per_sm;
+  p->l1_cache_bytes_per_sm = 2 * 1024; /* XLA's figure for every NVIDIA GPU (see device.h) */
 }
 
 bool rt_gpu_available(FxError *err) {
