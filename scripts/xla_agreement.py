@@ -11,7 +11,8 @@ loads the pre-fusion module, runs its priority pipeline with the simplification 
 has already run them), saves the last stage, and scripts/xla_compare.py compares the kernels.
 
 Prints one line per module, `identical` or the first differing kernel, then the totals: modules
-identical, mean pair F1. Exit status 0 when every module is identical, 1 otherwise.
+identical, mean pair F1. Exit status 0 when every module is identical (or, with --at-least and
+--min-f1, when the agreement is at least that), 1 otherwise.
 """
 import argparse
 import glob
@@ -74,6 +75,10 @@ def main(argv):
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--keep", help="keep fxplain's last stages in this folder")
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--at-least", type=int, default=None,
+                    help="succeed when at least this many modules are identical (a floor the tests hold)")
+    ap.add_argument("--min-f1", type=float, default=None,
+                    help="and the mean pair F1 is at least this")
     ap.add_argument("--stage", choices=["multi_output_fusion", "priority_fusion"], default="multi_output_fusion",
                     help="compare the end of the fusion pipeline (default) or priority-fusion alone")
     a = ap.parse_args(argv)
@@ -120,6 +125,12 @@ def main(argv):
         print(f"\n{same} of {len(rows)} identical on {a.device}; mean pair F1 {mean:.3f}.")
     else:
         print(f"{same} of {len(rows)} modules identical on {a.device}; mean pair F1 {mean:.3f}")
+    if a.at_least is not None or a.min_f1 is not None:
+        ok = (a.at_least is None or same >= a.at_least) and (a.min_f1 is None or mean >= a.min_f1 - 5e-4)
+        if not ok:
+            print(f"xla_agreement: agreement fell: {same} identical (floor {a.at_least}), mean pair F1 "
+                  f"{mean:.3f} (floor {a.min_f1})", file=sys.stderr)
+        return 0 if ok else 1
     return 0 if same == len(rows) else 1
 
 

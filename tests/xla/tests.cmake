@@ -1,0 +1,20 @@
+# Agreement with real XLA:GPU (label xla). tests/xla/h100/ holds XLA's own results for every module
+# of the HLO corpus on the h100 target config (scripts/xla/h100.txtpb), as scripts/xla_reference.py
+# writes them: the module priority-fusion received, and the module after priority-fusion and after
+# multi_output_fusion. Each test runs fxplain's priority pipeline on the pre-fusion modules and
+# compares its kernels with XLA's (scripts/xla_compare.py: the same original instructions share a
+# kernel), printing per module `identical` or the first differing kernel. The floors are the
+# agreement reached so far: a change that loses agreement fails; raise them as agreement grows.
+find_program(FXPLAIN_PYTHON python3)
+if(FXPLAIN_PYTHON)
+  add_test(NAME xla.compare_self_test
+           COMMAND ${FXPLAIN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/compare_test.py ${CMAKE_SOURCE_DIR})
+  add_test(NAME xla.priority_fusion_vs_xla
+           COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
+                   --fxplain $<TARGET_FILE:fxplain> --stage priority_fusion --at-least 26 --min-f1 0.902)
+  add_test(NAME xla.fusion_pipeline_vs_xla
+           COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
+                   --fxplain $<TARGET_FILE:fxplain> --at-least 13 --min-f1 0.869)
+  set_tests_properties(xla.compare_self_test xla.priority_fusion_vs_xla xla.fusion_pipeline_vs_xla
+                       PROPERTIES LABELS "xla;slow" TIMEOUT 900)
+endif()
