@@ -1,5 +1,5 @@
-# Agreement with real XLA:GPU (label xla). tests/xla/h100/ holds XLA's own results for every module
-# of the HLO corpus on the h100 target config (scripts/xla/h100.txtpb), as scripts/xla_reference.py
+# Agreement with real XLA:GPU (label xla). tests/xla/h100/ and a100/ hold XLA's own results for every
+# module of the HLO corpus on the h100 and a100 target configs (scripts/xla/*.txtpb), as scripts/xla_reference.py
 # writes them: the module priority-fusion received, and the module after priority-fusion and after
 # multi_output_fusion. Each test runs fxplain's priority pipeline on the pre-fusion modules and
 # compares its kernels with XLA's (scripts/xla_compare.py: the same original instructions share a
@@ -15,6 +15,13 @@ if(FXPLAIN_PYTHON)
   add_test(NAME xla.fusion_pipeline_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
                    --fxplain $<TARGET_FILE:fxplain> --at-least 13 --min-f1 0.869)
+  add_test(NAME xla.priority_fusion_vs_xla_a100
+           COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/a100
+                   --fxplain $<TARGET_FILE:fxplain> --device a100 --stage priority_fusion --at-least 27 --min-f1 0.911)
+  add_test(NAME xla.fusion_pipeline_vs_xla_a100
+           COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/a100
+                   --fxplain $<TARGET_FILE:fxplain> --device a100 --at-least 13 --min-f1 0.874)
   set_tests_properties(xla.compare_self_test xla.priority_fusion_vs_xla xla.fusion_pipeline_vs_xla
+                       xla.priority_fusion_vs_xla_a100 xla.fusion_pipeline_vs_xla_a100
                        PROPERTIES LABELS "xla;slow" TIMEOUT 900)
 endif()
