@@ -81,7 +81,11 @@ def main(argv):
                     help="and the mean pair F1 is at least this")
     ap.add_argument("--stage", choices=["multi_output_fusion", "priority_fusion"], default="multi_output_fusion",
                     help="compare the end of the fusion pipeline (default) or priority-fusion alone")
+    ap.add_argument("--readme", action="store_true",
+                    help="print the README's table: both stages side by side, in Markdown")
     a = ap.parse_args(argv)
+    if a.readme:
+        return readme_table(a, argv)
     names = sorted(os.path.basename(p).split(".pre_fusion.hlo")[0]
                    for p in glob.glob(os.path.join(a.refdir, "*.pre_fusion.hlo*")))
     if a.only:
@@ -132,6 +136,31 @@ def main(argv):
                   f"{mean:.3f} (floor {a.min_f1})", file=sys.stderr)
         return 0 if ok else 1
     return 0 if same == len(rows) else 1
+
+
+def readme_table(a, argv):
+    """Both stages, one row per module, as the README's "How close to XLA" shows them."""
+    import io
+    import contextlib
+    base = [x for x in argv if x != "--readme"]
+    out = {}
+    for stage in ("priority_fusion", "multi_output_fusion"):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            main(base + ["--json", "--stage", stage])
+        out[stage] = json.loads(buf.getvalue())
+    p, m = out["priority_fusion"], out["multi_output_fusion"]
+    print("| module | after priority-fusion: XLA / fxplain kernels | identical? | "
+          "after multi_output_fusion: XLA / fxplain kernels | identical? | pair F1 |")
+    print("| --- | ---: | --- | ---: | --- | ---: |")
+    for rp, rm in zip(p["modules"], m["modules"]):
+        print(f"| {rp['module']} | {rp['xla_kernels']} / {rp['our_kernels']} | {'yes' if rp['identical'] else 'no'} | "
+              f"{rm['xla_kernels']} / {rm['our_kernels']} | {'yes' if rm['identical'] else 'no'} | {rm['pair_f1']:.3f} |")
+    n = len(p["modules"])
+    print(f"\nOn {p['device']}: priority-fusion alone ends with XLA's kernels on {p['identical']} of {n} modules "
+          f"(mean pair F1 {p['mean_pair_f1']:.3f}); the whole fusion pipeline on {m['identical']} of {n} "
+          f"(mean pair F1 {m['mean_pair_f1']:.3f}).")
+    return 0
 
 
 if __name__ == "__main__":
