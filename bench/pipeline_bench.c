@@ -198,7 +198,7 @@ int main(int argc, char **argv) {
   const char *pipeline = "classic", *corpus = getenv("FXPLAIN_HLO_CORPUS");
   const char *sizes = "1000,10000,100000";
   bool quiet = false;
-  if (!corpus || !*corpus) corpus = "../shared/hlo-corpus";
+  if (!corpus || !*corpus) corpus = "tests/data/hlo-corpus";
   for (int k = 1; k < argc; k++) {
     if (strcmp(argv[k], "--pipeline") == 0 && k + 1 < argc) pipeline = argv[++k];
     else if (strcmp(argv[k], "--corpus") == 0 && k + 1 < argc) corpus = argv[++k];

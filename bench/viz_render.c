@@ -86,7 +86,7 @@ static void run_views(VizRenderer *r, const IrModule *m, const char *label) {
 }
 
 int main(int argc, char **argv) {
-  const char *path = argc > 1 ? argv[1] : "/work/shared/hlo-corpus/hlo_gemma4_2b_bf16.hlo";
+  const char *path = argc > 1 ? argv[1] : "tests/data/hlo-corpus/hlo_gemma4_2b_bf16.hlo";
   FxError err = {0};
   double t0 = now();
   IrModule *m = hlo_load_file(path, &err);

@@ -13,7 +13,7 @@ target_link_libraries(gpu_run PRIVATE fxrepl)
 # fragment); the "slow" run every module (about 3 minutes of NVRTC per architecture).
 add_executable(nvrtc_kernels ${CMAKE_CURRENT_LIST_DIR}/nvrtc_kernels.c)
 target_link_libraries(nvrtc_kernels PRIVATE fxrepl)
-set(FXPLAIN_CORPUS_DIR ${CMAKE_SOURCE_DIR}/../shared/hlo-corpus)
+set(FXPLAIN_CORPUS_DIR ${CMAKE_SOURCE_DIR}/tests/data/hlo-corpus)
 if(DEFINED ENV{FXPLAIN_HLO_CORPUS})
   set(FXPLAIN_CORPUS_DIR $ENV{FXPLAIN_HLO_CORPUS})
 endif()

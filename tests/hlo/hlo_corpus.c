@@ -1,8 +1,8 @@
 /* hlo_corpus.c — every real XLA dump in the corpus loads, verifies, and prints to a fixed point:
  * load -> save -> load -> save gives byte-identical text.
  *
- * Usage: hlo_corpus [DIR]   (default: $FXPLAIN_HLO_CORPUS, else ../shared/hlo-corpus relative to
- * the repository root).  Exits 77 (skipped) when the folder is missing. */
+ * Usage: hlo_corpus [DIR]   (default: $FXPLAIN_HLO_CORPUS, else tests/data/hlo-corpus relative to
+ * the repository root).  Fails when the folder is missing. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +55,11 @@ static int count_fusions(const IrModule *m) {
 
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : getenv("FXPLAIN_HLO_CORPUS");
-  if (!dir || !*dir) dir = "../shared/hlo-corpus";
+  if (!dir || !*dir) dir = "tests/data/hlo-corpus";
   DIR *d = opendir(dir);
   if (!d) {
-    printf("skipped: no corpus at %s\n", dir);
-    return 77;
+    printf("FAIL: no corpus at %s\n", dir);
+    return 1;
   }
   char *names[512];
   int n = 0;

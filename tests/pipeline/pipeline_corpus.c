@@ -3,8 +3,8 @@
  * line per module and pipeline: instructions and kernels at the input and at the end, launches.
  *
  * Usage: pipeline_corpus [DIR] [PIPELINE...]   (DIR default: $FXPLAIN_HLO_CORPUS, else
- * ../shared/hlo-corpus from the repository root; pipelines default: classic priority).
- * Exits 77 (skipped) when the folder is missing. */
+ * tests/data/hlo-corpus from the repository root; pipelines default: classic priority).
+ * Fails when the folder is missing. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,11 +66,11 @@ static bool run(const char *name, const Pipeline *pl, IrModule *input) {
 
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : getenv("FXPLAIN_HLO_CORPUS");
-  if (!dir || !*dir) dir = "../shared/hlo-corpus";
+  if (!dir || !*dir) dir = "tests/data/hlo-corpus";
   DIR *d = opendir(dir);
   if (!d) {
-    printf("skipped: no corpus at %s\n", dir);
-    return 77;
+    printf("FAIL: no corpus at %s\n", dir);
+    return 1;
   }
   char *names[512];
   int n = 0;

@@ -8,7 +8,7 @@
  * test's time. Modules that do not fit are listed with the reason. A watchdog stops any run that
  * still takes too long (a data-dependent loop), reported the same way.
  *
- *   runtime_corpus [DIR] [MAX_WORK]   (DIR defaults to $FXPLAIN_HLO_CORPUS or ../shared/hlo-corpus)
+ *   runtime_corpus [DIR] [MAX_WORK]   (DIR defaults to $FXPLAIN_HLO_CORPUS or tests/data/hlo-corpus)
  *
  * For a longer check by hand (the modules this test leaves out): FXPLAIN_CORPUS_MAX_BYTES (memory
  * budget, default 5e9), FXPLAIN_CORPUS_WATCHDOG (seconds per module, default 120) and
@@ -133,12 +133,12 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : getenv("FXPLAIN_HLO_CORPUS");
-  if (!dir || !*dir) dir = "../shared/hlo-corpus";
+  if (!dir || !*dir) dir = "tests/data/hlo-corpus";
   double max_work = argc > 2 ? atof(argv[2]) : 5e10;
   DIR *d = opendir(dir);
   if (!d) {
-    printf("skipped: no corpus at %s\n", dir);
-    return 77;
+    printf("FAIL: no corpus at %s\n", dir);
+    return 1;
   }
   char *names[512];
   int n = 0;

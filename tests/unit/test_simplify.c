@@ -429,10 +429,11 @@ static int64_t expanded(const IrComputation *c, int depth) {
 
 TEST(corpus_through_each_pass) {
   const char *dir = getenv("FXPLAIN_HLO_CORPUS");
-  if (!dir || !*dir) dir = "../shared/hlo-corpus";
+  if (!dir || !*dir) dir = "tests/data/hlo-corpus";
   DIR *d = opendir(dir);
+  CHECK(d != NULL);
   if (!d) {
-    fprintf(stderr, "no corpus at %s: skipped\n", dir);
+    fprintf(stderr, "no corpus at %s\n", dir);
     return;
   }
   const Pass *passes[] = {&pass_call_inliner, &pass_algsimp, &pass_constant_folding, &pass_while_simplifier};
