@@ -34,6 +34,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fusion_analysis.h"
 #include "fusion_build.h"
 #include "fusion_rules.h"
 #include "passes.h"
@@ -117,57 +118,6 @@ static bool q_pop(Queue *q, HeapItem *out) {
   return false;
 }
 
-/* ---------- what may fuse (XLA's priority_fusion.cc IsFusible) ---------- */
-
-static const IrInstr *fused_root(const IrInstr *i) {
-  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
-  return fc && fc->root ? fc->root : i;
-}
-
-static bool kind_is(const IrInstr *i, const char *kind) {
-  const char *k = ir_fusion_kind(i);
-  return strcmp(k ? k : "kLoop", kind) == 0;
-}
-
-/* A Triton fusion XLA built earlier (the softmax rewriter's `__triton`, not a Triton GEMM):
- * XLA's IsGenericTritonFusion. Priority fusion grows these through CanFuseTriton. */
-static bool is_generic_triton(const IrInstr *i) {
-  if (i->op != IR_OP_FUSION || !kind_is(i, "kCustom")) return false;
-  const char *bc = ir_attr_text(i, "backend_config");
-  return bc && strstr(bc, "\"kind\":\"__triton\"") != NULL;
-}
-
-/* XLA's IsFusible for priority fusion: side-effect free, and elementwise or an op the loop,
- * reduction, scatter or concatenate emitters can take. Library calls (dot, convolution,
- * custom-call, sort, rng) are opaque kernels unless the user made them fusible with `set library`. */
-static bool xla_fusible(const IrInstr *i, const PassSettings *s) {
-  if (i->dead) return false;
-  if (ir_op_is_elementwise(i->op)) return i->op != IR_OP_RNG;
-  switch (i->op) {
-  case IR_OP_FUSION: return !kind_is(i, "kCustom");
-  case IR_OP_COPY:
-  case IR_OP_IOTA:
-  case IR_OP_CONSTANT:
-  case IR_OP_REDUCE:
-  case IR_OP_BITCAST:
-  case IR_OP_BROADCAST:
-  case IR_OP_CONCATENATE:
-  case IR_OP_DYNAMIC_SLICE:
-  case IR_OP_DYNAMIC_UPDATE_SLICE:
-  case IR_OP_GATHER:
-  case IR_OP_PAD:
-  case IR_OP_REDUCE_WINDOW:
-  case IR_OP_RESHAPE:
-  case IR_OP_REVERSE:
-  case IR_OP_SCATTER:
-  case IR_OP_SLICE:
-  case IR_OP_TRANSPOSE: return true;
-  case IR_OP_DOT:
-  case IR_OP_CONVOLUTION: return !fusion_is_library_call(i, s);
-  default: return false;
-  }
-}
-
 /* What Triton's emitter supports (XLA's IsTritonSupportedInstruction, in broad strokes). */
 static bool triton_supported(const IrInstr *i) {
   IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
@@ -223,63 +173,9 @@ static bool significant_reduce(const IrInstr *i) {
   return false;
 }
 
-/* XLA's IsIntermediate with one operand: what FindNonTrivialHero walks through. */
-static bool intermediate(const IrInstr *x) {
-  if (x->noperands != 1) return false;
-  return ir_op_is_elementwise(x->op) || x->op == IR_OP_BITCAST || x->op == IR_OP_RESHAPE;
-}
-
-/* The operand x reads, followed across the fusion boundaries of consumer c and producer p (the
- * fusion being considered); NULL when it lies outside the fusion. */
-static const IrInstr *inside_operand(const IrInstr *x, const IrInstr *c, const IrInstr *p) {
-  const IrInstr *o = x->operands[0];
-  for (int guard = 0; guard < 4; guard++) {
-    if (o->op == IR_OP_PARAMETER && o->parent && !o->parent->is_entry) {
-      const IrInstr *owner = NULL;
-      if (c->op == IR_OP_FUSION && o->parent == ir_fused_computation(c)) owner = c;
-      else if (p && p->op == IR_OP_FUSION && o->parent == ir_fused_computation(p)) owner = p;
-      if (!owner || o->param_number < 0 || o->param_number >= owner->noperands) return NULL;
-      o = owner->operands[o->param_number];
-      if (owner == p) return NULL; /* a parameter of the producer: outside */
-      continue;
-    }
-    if (p && o == p) return fused_root(p)->op == IR_OP_TUPLE ? NULL : fused_root(p);
-    if (o->parent && c->op == IR_OP_FUSION && o->parent == ir_fused_computation(c)) return o;
-    if (p && p->op == IR_OP_FUSION && o->parent == ir_fused_computation(p)) return o;
-    return NULL;
-  }
-  return NULL;
-}
-
-/* Whether the fusion of p into c (p may be NULL: c alone) is a reduction fusion in XLA's
- * HloFusionAnalysis: some root's hero, found through single-operand elementwise ops and bitcasts,
- * is a reduction from or to contiguous dimensions. */
-static bool reduction_emitter(const IrInstr *c, const IrInstr *p) {
-  const IrInstr *r = fused_root(c);
-  const IrInstr *roots[64];
-  int n = 0;
-  if (r->op == IR_OP_TUPLE && c->op == IR_OP_FUSION)
-    for (int k = 0; k < r->noperands && n < 64; k++) roots[n++] = r->operands[k];
-  else
-    roots[n++] = r;
-  for (int k = 0; k < n; k++) {
-    const IrInstr *h = roots[k];
-    if (h->op == IR_OP_PARAMETER && c->op == IR_OP_FUSION && p && h->param_number >= 0 &&
-        h->param_number < c->noperands && c->operands[h->param_number] == p)
-      h = fused_root(p);
-    for (int guard = 0; guard < 100000 && intermediate(h); guard++) {
-      const IrInstr *o = inside_operand(h, c, p);
-      if (!o) break;
-      h = o;
-    }
-    if (h->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(h)) return true;
-  }
-  return false;
-}
-
 /* The operand of c's in-place root (dynamic-update-slice, scatter) that it writes into, or NULL. */
 static const IrInstr *in_place_buffer(const IrInstr *c, IrOpcode *op) {
-  const IrInstr *r = fused_root(c);
+  const IrInstr *r = fusion_fused_root(c);
   if ((r->op != IR_OP_DYNAMIC_UPDATE_SLICE && r->op != IR_OP_SCATTER) || r->noperands == 0) return NULL;
   *op = r->op;
   const IrInstr *b = r->operands[0];
@@ -290,16 +186,10 @@ static const IrInstr *in_place_buffer(const IrInstr *c, IrOpcode *op) {
   return b;
 }
 
-static bool reads(const IrInstr *p, const IrInstr *x) {
-  for (int k = 0; k < p->noperands; k++)
-    if (p->operands[k] == x) return true;
-  return false;
-}
-
 /* The operand numbers of c whose buffers c updates in place (XLA's GetInPlaceInputOutputPairs for
  * dynamic-update-slice and scatter, alone or as the roots of a fusion). Returns the count. */
 static int in_place_operands(const IrInstr *c, int *out, int max, const IrInstr **dus) {
-  const IrInstr *r = fused_root(c);
+  const IrInstr *r = fusion_fused_root(c);
   const IrInstr *roots[64];
   int nr = 0, n = 0;
   *dus = NULL;
@@ -363,7 +253,7 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
                              "%s updates %s in place and also reads it through another operand; fusing into it is "
                              "unsafe",
                              c->name, buf->name);
-    if (ir_op_is_elementwise(p->op) || !reads(p, buf)) continue;
+    if (ir_op_is_elementwise(p->op) || !fusion_reads(p, buf)) continue;
     const IrInstr *pne = single_non_elementwise(p);
     if (!dus || !pne || dus->noperands < 2 || !ir_shape_equal(&pne->shape, &dus->operands[1]->shape))
       return fusion_refuse(v, FR_IN_PLACE,
@@ -415,10 +305,10 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
   memset(v, 0, sizeof *v);
   if (fusion_pass_disabled((PassContext *)cx, "priority-fusion"))
     return fusion_refuse(v, FR_POLICY, "priority-fusion is switched off");
-  if (is_generic_triton(p) || is_generic_triton(c)) {
+  if (fusion_is_generic_triton(p) || fusion_is_generic_triton(c)) {
     /* CanFuseTriton: the other side must be fusible and supported by Triton's emitter. */
-    const IrInstr *other = is_generic_triton(p) ? c : p;
-    if (!xla_fusible(other, s) && !is_generic_triton(other)) return refuse_unfusible(other, other == p ? "a producer" : "a consumer", cx, v);
+    const IrInstr *other = fusion_is_generic_triton(p) ? c : p;
+    if (!fusion_xla_fusible(other, s) && !fusion_is_generic_triton(other)) return refuse_unfusible(other, other == p ? "a producer" : "a consumer", cx, v);
     if (!triton_supported(other))
       return fusion_refuse(v, FR_NOT_FUSIBLE, "%s holds an op Triton's emitter does not support, so it cannot join the Triton fusion %s",
                            other->name, other == p ? c->name : p->name);
@@ -427,13 +317,13 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
     fusion_verdict_ok(v, "%s fuses into the Triton fusion %s", p->name, c->name);
     return true;
   } else {
-    if (!xla_fusible(p, s)) return refuse_unfusible(p, "a producer", cx, v);
-    if (!xla_fusible(c, s)) return refuse_unfusible(c, "a consumer", cx, v);
+    if (!fusion_xla_fusible(p, s)) return refuse_unfusible(p, "a producer", cx, v);
+    if (!fusion_xla_fusible(c, s)) return refuse_unfusible(c, "a consumer", cx, v);
   }
   if (c->op == IR_OP_BITCAST)
     return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a bitcast: XLA does not fuse into a single bitcast as consumer", c->name);
   /* CanEmitInputFusedScatter. */
-  if (fused_root(p)->op == IR_OP_SCATTER)
+  if (fusion_fused_root(p)->op == IR_OP_SCATTER)
     return fusion_refuse(v, FR_IN_PLACE, "%s is a scatter: XLA does not fuse into the output of scatter", p->name);
   IrOpcode ipop = IR_OP_COUNT;
   const IrInstr *buf = in_place_buffer(c, &ipop);
@@ -441,7 +331,7 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
     if (buf == p)
       return fusion_refuse(v, FR_IN_PLACE, "%s is the buffer %s scatters into in place: XLA does not fuse into the "
                            "in-place operand of scatter", p->name, c->name);
-    if (reads(p, buf))
+    if (fusion_reads(p, buf))
       return fusion_refuse(v, FR_IN_PLACE, "%s reads %s, the buffer %s scatters into in place", p->name, buf->name,
                            c->name);
   }
@@ -450,7 +340,7 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
                          "both %s and %s contain a reduction of 16 or more inputs per output: XLA does not fuse a "
                          "reduce into a reduce",
                          p->name, c->name);
-  if (reduction_emitter(p, NULL) && !reduction_emitter(c, p))
+  if (fusion_reduction_emitter(p, NULL) && !fusion_reduction_emitter(c, p))
     return fusion_refuse(v, FR_REDUCE_EPILOGUE,
                          "%s is a reduction fusion; with %s fused into its output it would become a loop fusion and "
                          "lose the reduction emitter (XLA fuses only single-operand elementwise epilogues)",
@@ -503,76 +393,6 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
 
 /* ---------- the cost model: XLA's GpuPerformanceModel ---------- */
 
-#define LAUNCH_US 1.0 /* GpuPerformanceModel's kKernelLaunchOverhead */
-#define MEMORY_COMPUTE_PARALLELISM 0.95
-
-static bool launches(const IrInstr *i) {
-  switch (i->op) {
-  case IR_OP_PARAMETER:
-  case IR_OP_CONSTANT:
-  case IR_OP_TUPLE:
-  case IR_OP_GET_TUPLE_ELEMENT:
-  case IR_OP_BITCAST: return false;
-  default: return true;
-  }
-}
-
-static double bw_bytes_per_us(const DeviceProfile *d) { return (d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e3; }
-static double flops_per_us(const DeviceProfile *d) { return (d && d->peak_gflops > 0 ? d->peak_gflops : 1000.0) * 1e3; }
-
-/* CombineComputeAndMemoryAccessTime: compute and memory overlap, but not perfectly. */
-static double combine(double compute, double memory) {
-  double lo = compute < memory ? compute : memory;
-  return compute + memory - MEMORY_COMPUTE_PARALLELISM * lo;
-}
-
-/* EstimateRunTimeForInstruction: one kernel, without the launch. */
-static double exec_us(const PassContext *cx, const IrInstr *i) {
-  if (!launches(i)) return 0;
-  double bw = bw_bytes_per_us(cx->device);
-  double read = 0;
-  for (int k = 0; k < i->noperands; k++) {
-    bool dup = false;
-    for (int j = 0; j < k; j++) dup = dup || i->operands[j] == i->operands[k];
-    if (!dup) read += (double)plan_operand_bytes_read(i, k);
-  }
-  double write = (double)plan_bytes_written(i);
-  return combine(fusion_flops(i) / flops_per_us(cx->device), (read + write) / bw);
-}
-
-/* EstimateRunTimeForFusion: consumer c with producer p inlined. The fused kernel reads the
- * producer's operands as much as c uses the producer's output, c's other operands as before,
- * writes what c writes, and computes the producer's arithmetic once per use. */
-static double fused_exec_us(const PassContext *cx, const IrInstr *p, const IrInstr *c) {
-  double bw = bw_bytes_per_us(cx->device);
-  double pbytes = (double)ir_shape_bytes(&p->shape);
-  double used = 0;
-  for (int k = 0; k < c->noperands; k++)
-    if (c->operands[k] == p) used += (double)plan_operand_bytes_read(c, k);
-  double util = pbytes > 0 ? used / pbytes : 1;
-  double read = 0;
-  for (int k = 0; k < c->noperands; k++) {
-    const IrInstr *op = c->operands[k];
-    bool dup = op == p;
-    for (int j = 0; j < k; j++) dup = dup || c->operands[j] == op;
-    if (!dup) read += (double)plan_operand_bytes_read(c, k);
-  }
-  for (int k = 0; k < p->noperands; k++) {
-    const IrInstr *op = p->operands[k];
-    bool dup = false;
-    for (int j = 0; j < k; j++) dup = dup || p->operands[j] == op;
-    if (dup) continue;
-    double b = (double)plan_operand_bytes_read(p, k) * util;
-    double size = (double)ir_shape_bytes(&op->shape);
-    /* Read once from memory; what c also reads of it directly comes from the same lines. */
-    if (reads(c, op) && b > size) b = size;
-    read += b;
-  }
-  double write = (double)plan_bytes_written(c);
-  double flops = fusion_flops(c) + fusion_flops(p) * (util > 0 ? util : 1);
-  return combine(flops / flops_per_us(cx->device), (read + write) / bw);
-}
-
 typedef struct {
   bool all_ok;
   bool any_non_bitcast;
@@ -599,12 +419,12 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
   if (!e->v || !e->users) return false;
   memcpy(e->users, p->users, sizeof(IrInstr *) * (size_t)e->n);
   e->all_ok = e->n > 0;
-  e->us_unfused = LAUNCH_US * (e->n + 1) + exec_us(cx, p);
-  e->us_fused = LAUNCH_US * e->n;
+  e->us_unfused = PERF_LAUNCH_US * (e->n + 1) + perf_exec_us(cx->device, p);
+  e->us_fused = PERF_LAUNCH_US * e->n;
   for (int u = 0; u < e->n; u++) {
     IrInstr *c = e->users[u];
-    e->us_unfused += exec_us(cx, c);
-    e->us_fused += fused_exec_us(cx, p, c);
+    e->us_unfused += perf_exec_us(cx->device, c);
+    e->us_fused += perf_fused_exec_us(cx->device, p, c);
     if (c->op == IR_OP_BITCAST) {
       fusion_refuse(&e->v[u], FR_NOT_FUSIBLE, "%s is a bitcast: it is skipped, and takes %s only when %s's other users do",
                     c->name, p->name, p->name);
@@ -678,7 +498,7 @@ static bool queueable(const IrInstr *p, const PassSettings *s) {
   case IR_OP_TUPLE:
   case IR_OP_GET_TUPLE_ELEMENT:
   case IR_OP_CONSTANT: return false; /* constants: fused at the end */
-  default: return p->nusers > 0 && (xla_fusible(p, s) || is_generic_triton(p));
+  default: return p->nusers > 0 && (fusion_xla_fusible(p, s) || fusion_is_generic_triton(p));
   }
 }
 
@@ -795,8 +615,8 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
     memcpy(users, k0->users, sizeof(IrInstr *) * (size_t)nu);
     for (int u = 0; u < nu && ok; u++) {
       IrInstr *user = users[u];
-      if (user->dead || !(xla_fusible(user, cx->settings) || is_generic_triton(user))) continue;
-      if (fused_root(user)->op == IR_OP_SCATTER) continue;
+      if (user->dead || !(fusion_xla_fusible(user, cx->settings) || fusion_is_generic_triton(user))) continue;
+      if (fusion_fused_root(user)->op == IR_OP_SCATTER) continue;
       char cname[256];
       snprintf(cname, sizeof cname, "%s", k0->name);
       IrInstr *f = fusion_fuse(user, k0);
