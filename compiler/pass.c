@@ -137,7 +137,7 @@ static const Pass *const priority_passes[] = {
     /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
     &pass_while_loop_unroll,
     &pass_priority_fusion,
-    &pass_multi_output_fusion,
+    &pass_multi_output_fusion_current,
 };
 
 #define PIPELINE(name, desc, list) {name, desc, (int)(sizeof list / sizeof list[0]), list}

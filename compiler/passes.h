@@ -30,5 +30,6 @@ extern const Pass pass_instruction_fusion_round2;
 extern const Pass pass_instruction_fusion_dup_round2;
 extern const Pass pass_fusion_merger_round2;
 extern const Pass pass_multi_output_fusion_round2;
+extern const Pass pass_multi_output_fusion_current; /* pass_mof_current.c: today's rules, priority pipeline */
 
 #endif
