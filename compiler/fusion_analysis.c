@@ -132,7 +132,106 @@ static bool launches(const IrInstr *i) {
 }
 
 static double bw_bytes_per_us(const DeviceProfile *d) { return (d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e3; }
-static double flops_per_us(const DeviceProfile *d) { return (d && d->peak_gflops > 0 ? d->peak_gflops : 1000.0) * 1e3; }
+
+/* HloOpProfiles for sm_90 (xla/service/gpu/model/hlo_op_profiles_data.h, measured by XLA on an
+ * H100): the clock cycles one element of an elementwise op takes, which GpuHloCostAnalysis counts
+ * as its flops. Ops and types not measured cost kDefaultFlopsPerElement = 3. */
+typedef struct {
+  IrOpcode op;
+  short f16, f32, f64, s8_16, s32, s64; /* 0: not measured */
+} OpProfile;
+
+static const OpProfile op_profiles[] = {
+    {IR_OP_DIVIDE, 43, 19, 526, 356, 297, 685},
+    {IR_OP_MULTIPLY, 7, 3, 15, 7, 3, 11},
+    {IR_OP_POWER, 526, 510, 2205, 122, 71, 253},
+    {IR_OP_CBRT, 201, 178, 586, 0, 0, 0},
+    {IR_OP_COS, 997, 978, 558, 0, 0, 0},
+    {IR_OP_EXP, 102, 79, 376, 0, 0, 0},
+    {IR_OP_EXPM1, 217, 190, 712, 0, 0, 0},
+    {IR_OP_LOG, 182, 166, 815, 0, 0, 0},
+    {IR_OP_LOG1P, 245, 229, 1259, 0, 0, 0},
+    {IR_OP_RSQRT, 95, 75, 277, 0, 0, 0},
+    {IR_OP_SIN, 993, 958, 554, 0, 0, 0},
+    {IR_OP_SQRT, 95, 75, 332, 0, 0, 0},
+    {IR_OP_TANH, 502, 467, 431, 0, 0, 0},
+    {IR_OP_ADD, 7, 7, 15, 0, 0, 0},
+    {IR_OP_ATAN2, 451, 431, 930, 0, 0, 0},
+    {IR_OP_SUBTRACT, 7, 7, 15, 0, 0, 0},
+};
+
+static int64_t flops_per_element(IrOpcode op, IrType t) {
+  for (size_t k = 0; k < sizeof op_profiles / sizeof op_profiles[0]; k++) {
+    const OpProfile *e = &op_profiles[k];
+    if (e->op != op) continue;
+    int v = 0;
+    switch (t) {
+    case IR_F16: v = e->f16; break;
+    case IR_F32: v = e->f32; break;
+    case IR_F64: v = e->f64; break;
+    case IR_S8: case IR_S16: case IR_U8: case IR_U16: v = e->s8_16; break;
+    case IR_S32: case IR_U32: v = e->s32; break;
+    case IR_S64: case IR_U64: v = e->s64; break;
+    default: v = 0;
+    }
+    return v > 0 ? v : 3;
+  }
+  return 3;
+}
+
+/* GpuHloCostAnalysis's flops of one instruction (not a fusion): elementwise ops by the profile, a
+ * reduce its reducer per input element, a dot 2 per multiply-add; data movement none. */
+static double instr_flops(const IrInstr *x) {
+  if (ir_op_is_elementwise(x->op))
+    return (double)flops_per_element(x->op, x->shape.type) * (double)ir_shape_elements(&x->shape);
+  switch (x->op) {
+  case IR_OP_REDUCE:
+  case IR_OP_REDUCE_WINDOW: {
+    IrComputation *r = ir_attr_comp(x, "to_apply");
+    double per = 0;
+    for (int k = 0; r && k < r->ninstrs; k++)
+      if (ir_op_is_elementwise(r->instrs[k]->op)) per += (double)flops_per_element(r->instrs[k]->op, r->instrs[k]->shape.type);
+    if (per == 0) per = 3;
+    return x->noperands ? per * (double)ir_shape_elements(&x->operands[0]->shape) : 0;
+  }
+  case IR_OP_DOT:
+  case IR_OP_CONVOLUTION: return plan_instr_flops(x);
+  default: return 0;
+  }
+}
+
+double perf_flops(const IrInstr *i) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  if (!fc) return instr_flops(i);
+  double f = 0;
+  for (int k = 0; k < fc->ninstrs; k++) f += instr_flops(fc->instrs[k]);
+  return f;
+}
+
+/* ComputeTime with the launch dimensions XLA's loop emitter would pick (CalculateLaunchDimensions:
+ * up to 128 threads a block, one element a thread): a small kernel keeps few lanes busy. The
+ * flop rate per lane is int(clock x 2), as XLA computes it. */
+static double compute_us(const DeviceProfile *d, const IrInstr *i, double flops) {
+  if (flops <= 0) return 0;
+  int64_t elements = 1;
+  const IrInstr *r = fusion_fused_root(i);
+  const IrInstr *h = r->op == IR_OP_TUPLE && r->noperands ? r->operands[0] : r;
+  const IrInstr *hero = fusion_hero(h);
+  if (fusion_contiguous_reduce(hero) && hero->noperands) elements = ir_shape_elements(&hero->operands[0]->shape);
+  else if (h->op == IR_OP_DYNAMIC_UPDATE_SLICE && h->noperands > 1)
+    elements = ir_shape_elements(&h->operands[1]->shape); /* the in-place emitter runs over the update */
+  else elements = ir_shape_is_array(&h->shape) ? ir_shape_elements(&h->shape) : 1;
+  if (elements < 1) elements = 1;
+  int64_t threads = elements < 128 ? elements : 128;
+  int64_t blocks = (elements + threads - 1) / threads;
+  int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
+  int sms = d && d->sm_count > 0 ? d->sm_count : 1;
+  double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
+  int64_t per_fpu = (int64_t)(clock * 2);
+  if (per_fpu < 1) per_fpu = 1;
+  double lanes = (double)(threads < fpus ? threads : fpus) * (double)(blocks < sms ? blocks : sms);
+  return flops / ((double)per_fpu * lanes) / 1000.0;
+}
 
 /* CombineComputeAndMemoryAccessTime: compute and memory overlap, but not perfectly. */
 static double combine(double compute, double memory) {
@@ -151,7 +250,7 @@ double perf_exec_us(const DeviceProfile *d, const IrInstr *i) {
     if (!dup) read += (double)plan_operand_bytes_read(i, k);
   }
   double write = (double)plan_bytes_written(i);
-  return combine(fusion_flops(i) / flops_per_us(d), (read + write) / bw);
+  return combine(compute_us(d, i, perf_flops(i)), (read + write) / bw);
 }
 
 /* EstimateRunTimeForFusion: consumer c with producer p inlined. The fused kernel reads the
@@ -183,8 +282,8 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
     read += b;
   }
   double write = (double)plan_bytes_written(c);
-  double flops = fusion_flops(c) + fusion_flops(p) * (util > 0 ? util : 1);
-  return combine(flops / flops_per_us(d), (read + write) / bw);
+  double flops = perf_flops(c) + perf_flops(p) * (util > 0 ? util : 1);
+  return combine(compute_us(d, c, flops), (read + write) / bw);
 }
 
 
@@ -239,4 +338,125 @@ FusionEmitter fusion_emitter_kind(const IrInstr *i) {
   if (n == 1 && roots[0]->op == IR_OP_CONCATENATE) return FUSION_EMITTER_CONCATENATE;
   if (n == 1 && roots[0]->op == IR_OP_SCATTER) return FUSION_EMITTER_SCATTER;
   return FUSION_EMITTER_LOOP;
+}
+
+/* ---------- IR size (GpuHloCostAnalysis::FusionCalculateUtilizations) ---------- */
+
+/* ElementalIrEmitter::OpInvalidatesCache: ops whose emitted code splits basic blocks. */
+static bool invalidates_cache(IrOpcode op) {
+  return op == IR_OP_CONCATENATE || op == IR_OP_DOT || op == IR_OP_DYNAMIC_UPDATE_SLICE || op == IR_OP_PAD ||
+         op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
+}
+
+/* How many times the emitter writes out each instruction of fusion f's body: an elementwise op is
+ * emitted once for every "root" it feeds through elementwise ops; a non-elementwise user (a
+ * broadcast, a slice, a reduce) makes its operand a root of its own, emitted as often as that
+ * user. Fills times[] (indexed like fc->instrs) and returns false on allocation failure. */
+static bool emission_counts(const IrComputation *fc, double *times) {
+  int n = fc->ninstrs;
+  double *root_ir = fx_calloc((size_t)(n ? n : 1), sizeof(double));
+  /* roots[k]: the indices of the roots instruction k feeds elementwise, kept as a list. */
+  int **roots = fx_calloc((size_t)(n ? n : 1), sizeof(int *));
+  int *nroots = fx_calloc((size_t)(n ? n : 1), sizeof(int));
+  int *caps = fx_calloc((size_t)(n ? n : 1), sizeof(int));
+  bool ok = root_ir && roots && nroots && caps;
+  for (int k = 0; ok && k < n; k++) fc->instrs[k]->aux = (void *)(intptr_t)(k + 1);
+#define ADD_ROOT(dst, r)                                                                  \
+  do {                                                                                    \
+    bool have = false;                                                                    \
+    for (int q = 0; q < nroots[dst]; q++) have = have || roots[dst][q] == (r);            \
+    if (!have) {                                                                          \
+      if (nroots[dst] == caps[dst]) {                                                     \
+        int nc = caps[dst] ? caps[dst] * 2 : 4;                                           \
+        int *nr = fx_realloc(roots[dst], sizeof(int) * (size_t)nc);                       \
+        if (!nr) {                                                                        \
+          ok = false;                                                                     \
+          break;                                                                          \
+        }                                                                                 \
+        roots[dst] = nr;                                                                  \
+        caps[dst] = nc;                                                                   \
+      }                                                                                   \
+      roots[dst][nroots[dst]++] = (r);                                                    \
+    }                                                                                     \
+  } while (0)
+  int rootk = -1;
+  for (int k = 0; ok && k < n; k++)
+    if (fc->instrs[k] == fc->root) rootk = k;
+  if (ok && rootk >= 0) {
+    root_ir[rootk] = 1;
+    ADD_ROOT(rootk, rootk);
+  }
+  for (int k = n - 1; ok && k >= 0; k--) {
+    const IrInstr *x = fc->instrs[k];
+    double t = 0;
+    for (int q = 0; q < nroots[k]; q++) t += root_ir[roots[k][q]];
+    times[k] = t;
+    bool passes = ir_op_is_elementwise(x->op) || x->op == IR_OP_TUPLE || x->op == IR_OP_GET_TUPLE_ELEMENT;
+    for (int o = 0; ok && o < x->noperands; o++) {
+      intptr_t tag = (intptr_t)x->operands[o]->aux;
+      if (tag <= 0 || tag > n || fc->instrs[tag - 1] != x->operands[o]) continue;
+      int ok_ = (int)tag - 1;
+      if (passes) {
+        for (int q = 0; ok && q < nroots[k]; q++) ADD_ROOT(ok_, roots[k][q]);
+      } else {
+        ADD_ROOT(ok_, ok_);
+        root_ir[ok_] += t;
+      }
+    }
+  }
+#undef ADD_ROOT
+  for (int k = 0; k < n; k++) {
+    fc->instrs[k]->aux = NULL;
+    if (roots) fx_free(roots[k]);
+  }
+  fx_free(roots);
+  fx_free(nroots);
+  fx_free(caps);
+  fx_free(root_ir);
+  return ok;
+}
+
+bool fusion_ir_size(const IrInstr *i, double *size, double *splits, const IrInstr *param_of, double *param_size) {
+  *size = 1;
+  *splits = invalidates_cache(i->op) ? 1 : 0;
+  if (param_size) *param_size = 1;
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  if (!fc) return true;
+  double *times = fx_calloc((size_t)(fc->ninstrs ? fc->ninstrs : 1), sizeof(double));
+  if (!times || !emission_counts(fc, times)) {
+    fx_free(times);
+    return false;
+  }
+  *size = 0;
+  *splits = 0;
+  for (int k = 0; k < fc->ninstrs; k++) {
+    *size += times[k];
+    if (invalidates_cache(fc->instrs[k]->op)) *splits += times[k];
+  }
+  if (param_of && param_size) {
+    double rep = 0;
+    for (int o = 0; o < i->noperands && o < fc->nparams; o++)
+      if (i->operands[o] == param_of && fc->params[o])
+        for (int k = 0; k < fc->ninstrs; k++)
+          if (fc->instrs[k] == fc->params[o]) rep += times[k];
+    *param_size = rep > 0 ? rep : 1;
+  }
+  fx_free(times);
+  return true;
+}
+
+bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged, double *splits) {
+  double ps, psplit, cs, csplit, repl = 1;
+  if (!fusion_ir_size(p, &ps, &psplit, NULL, NULL) || !fusion_ir_size(c, &cs, &csplit, p, &repl)) {
+    *merged = 0;
+    *splits = 0;
+    return false;
+  }
+  *splits = repl * psplit + csplit;
+  if (*splits > FUSION_MAX_BB_SPLITS) {
+    *merged = (ps * repl + cs);
+    return true;
+  }
+  *merged = (ps * repl + cs) * (double)(1ll << (int)*splits);
+  return *merged > FUSION_MAX_IR_SIZE;
 }

@@ -38,9 +38,26 @@ typedef enum {
 /* HloFusionAnalysis::GetEmitterFusionKind for an instruction or fusion. */
 FusionEmitter fusion_emitter_kind(const IrInstr *i);
 
+/* ---------- IR size (GpuHloCostAnalysis) ---------- */
+
+#define FUSION_MAX_BB_SPLITS 10 /* kMaxBasicBlockSplitsPerFusion */
+/* IrSize and IrBasicBlockSplitCount of an instruction or fusion: how many instructions the emitter
+ * writes out (an instruction feeding several non-elementwise users is emitted once for each), and
+ * how many of those split basic blocks. With param_of, also the IrSize of the fused parameter
+ * through which i reads param_of: how often that producer's code would be emitted if fused.
+ * Returns false on allocation failure. */
+bool fusion_ir_size(const IrInstr *i, double *size, double *splits, const IrInstr *param_of, double *param_size);
+/* ProducerConsumerMergedTooLarge: the merged fusion's IR, the producer once per emission, doubled
+ * per basic-block split, over 10000 instructions, or over 10 splits. Fills the merged size and
+ * the splits. */
+bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged, double *splits);
+
 /* ---------- XLA's GpuPerformanceModel ---------- */
 
 #define PERF_LAUNCH_US 1.0 /* kKernelLaunchOverhead */
+/* GpuHloCostAnalysis's flops of an instruction or fusion (elementwise ops by XLA's measured H100
+ * op profile, default 3 a element). */
+double perf_flops(const IrInstr *i);
 /* EstimateRunTimeForInstruction: one kernel's time without its launch, in microseconds. */
 double perf_exec_us(const DeviceProfile *d, const IrInstr *i);
 /* EstimateRunTimeForFusion: consumer c with producer p inlined. */

@@ -305,10 +305,10 @@ static bool consumer_ok(const IrInstr *p, const IrInstr *c, const PassContext *c
                            p->name, o->name, c->name, p->name);
   }
   if (!fits_budget(p, c, cx, v)) return false;
-  int64_t merged = (int64_t)fusion_body_size(p) + fusion_body_size(c);
-  if (merged > FUSION_MAX_IR_SIZE)
-    return fusion_refuse(v, FR_IR_SIZE, "%s with %s would generate too large IR (%lld instructions; limit %d)", p->name,
-                         c->name, (long long)merged, FUSION_MAX_IR_SIZE);
+  double merged = 0, splits = 0;
+  if (fusion_merged_too_large(p, c, &merged, &splits))
+    return fusion_refuse(v, FR_IR_SIZE, "%s with %s would generate too large IR (%.0f instructions, %.0f basic-block "
+                         "splits)", p->name, c->name, merged, splits);
   /* EstimateRunTimesForMultiOutputFusion: the producer's kernel and launch go, its output is still
    * written. */
   const DeviceProfile *d = cx->device;

@@ -210,19 +210,24 @@ static int in_place_operands(const IrInstr *c, int *out, int max, const IrInstr 
   return n;
 }
 
-/* XLA's ExtractInstruction: i itself when it matches, else the one matching instruction of its
- * fused body (NULL when none or several). Matches ops that are neither elementwise nor a fusion. */
-static const IrInstr *single_non_elementwise(const IrInstr *i) {
-  if (i->op != IR_OP_FUSION) return ir_op_is_elementwise(i->op) ? NULL : i;
-  IrComputation *fc = ir_fused_computation(i);
-  const IrInstr *m = NULL;
-  for (int k = 0; fc && k < fc->ninstrs; k++) {
-    const IrInstr *x = fc->instrs[k];
-    if (x->op == IR_OP_PARAMETER || x->op == IR_OP_FUSION || ir_op_is_elementwise(x->op)) continue;
-    if (m) return NULL;
-    m = x;
+/* ShouldFuseInPlaceOp's is_nonelementwise_op: not a fusion, an elementwise op, a bitcast or a
+ * parameter (a constant counts). */
+static bool non_elementwise(const IrInstr *x) {
+  return x->op != IR_OP_FUSION && !ir_op_is_elementwise(x->op) && x->op != IR_OP_BITCAST && x->op != IR_OP_PARAMETER;
+}
+
+/* XLA's ExtractInstructions: i itself, or the instructions of its fused body, that match. Returns
+ * how many match and the first in *first. */
+static int extract(const IrInstr *i, bool (*match)(const IrInstr *), IrOpcode op, const IrInstr **first) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int n = fc ? fc->ninstrs : 1, count = 0;
+  *first = NULL;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (match ? !match(x) : x->op != op) continue;
+    if (!count++) *first = x;
   }
-  return m;
+  return count;
 }
 
 /* What a fused instruction's operand is outside the fusion (a parameter maps to the operand). */
@@ -238,13 +243,36 @@ static bool const_int(const IrInstr *x, int64_t *v) {
   return true;
 }
 
-/* XLA's InstructionFusion::ShouldFuseInPlaceOp: a consumer that updates a buffer in place must not
- * get a producer that reads the same buffer, unless the producer reads exactly the slice being
- * updated (a slice or dynamic-slice at the update's indices). */
+/* Whether a non-elementwise op of consumer fusion c (other than its in-place root) reads the
+ * parameter through which c reads p. */
+static bool consumer_conflict(const IrInstr *c, const IrInstr *p) {
+  IrComputation *fc = ir_fused_computation(c);
+  if (!fc) return false;
+  const IrInstr *root = fusion_fused_root(c);
+  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
+    if (c->operands[k] != p || !fc->params[k]) continue;
+    const IrInstr *stack[256];
+    int sp = 0, guard = 0;
+    stack[sp++] = fc->params[k];
+    while (sp > 0 && guard++ < 100000) {
+      const IrInstr *x = stack[--sp];
+      if (x != fc->params[k] && x != root && non_elementwise(x) &&
+          !(root->op == IR_OP_TUPLE && fusion_reads(root, x) &&
+            (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER)))
+        return true;
+      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
+    }
+  }
+  return false;
+}
+
+/* XLA's InstructionFusion::ShouldFuseInPlaceOp: a consumer that updates a buffer in place takes a
+ * producer that is (or reads) that buffer only when the producer is elementwise, or a single slice
+ * or dynamic-slice of exactly the region the consumer's one dynamic-update-slice writes. */
 static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVerdict *v) {
   int idx[16];
-  const IrInstr *dus = NULL;
-  int n = in_place_operands(c, idx, 16, &dus);
+  const IrInstr *dus_unused = NULL;
+  int n = in_place_operands(c, idx, 16, &dus_unused);
   for (int k = 0; k < n; k++) {
     const IrInstr *buf = c->operands[idx[k]];
     for (int i = 0; i < c->noperands; i++)
@@ -253,22 +281,41 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
                              "%s updates %s in place and also reads it through another operand; fusing into it is "
                              "unsafe",
                              c->name, buf->name);
-    if (ir_op_is_elementwise(p->op) || !fusion_reads(p, buf)) continue;
-    const IrInstr *pne = single_non_elementwise(p);
-    if (!dus || !pne || dus->noperands < 2 || !ir_shape_equal(&pne->shape, &dus->operands[1]->shape))
+    if (buf != p && !fusion_reads(p, buf)) continue;
+    const IrInstr *pne = NULL;
+    int npne = extract(p, non_elementwise, IR_OP_COUNT, &pne);
+    if (npne > 1)
       return fusion_refuse(v, FR_IN_PLACE,
-                           "%s reads %s, which %s updates in place, and is not a single slice of the updated region "
-                           "(XLA: the consumer is not a dynamic-update-slice or the producer has several "
-                           "non-elementwise ops)",
-                           p->name, buf->name, c->name);
+                           "%s %s %s, which %s updates in place, and holds %d non-elementwise ops (XLA: producer "
+                           "fusion has multiple non-elementwise ops, bailing)",
+                           p->name, buf == p ? "is" : "reads", buf->name, c->name, npne);
+    if (npne == 0) {
+      if (c->op == IR_OP_FUSION && consumer_conflict(c, p))
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s reads %s's value with a non-elementwise op as well as updating it in place (XLA: "
+                             "non-elementwise ops in consumer lead to inplace conflict after fusion)",
+                             c->name, p->name);
+      continue;
+    }
+    const IrInstr *dus = NULL;
+    int ndus = extract(c, NULL, IR_OP_DYNAMIC_UPDATE_SLICE, &dus);
+    if (ndus == 0) continue;
+    if (ndus > 1)
+      return fusion_refuse(v, FR_IN_PLACE, "%s holds %d dynamic-update-slices (XLA: multiple dus ops, bailing)", c->name,
+                           ndus);
     int rank = dus->shape.rank;
+    if (pne->op == IR_OP_SLICE || pne->op == IR_OP_DYNAMIC_SLICE) {
+      if (dus->noperands < 2 + rank || !ir_shape_equal(&pne->shape, &dus->operands[1]->shape))
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s's %s has another shape than the update %s writes in place", p->name,
+                             ir_op_name(pne->op), dus->name);
+    }
     if (pne->op == IR_OP_SLICE) {
       int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
       int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
       for (int d = 0; d < rank; d++) {
         int64_t cv;
-        if (d >= nd || 2 + d >= dus->noperands || !const_int(real_operand(c, dus->operands[2 + d]), &cv) ||
-            cv != st[d] || sd[d] != 1)
+        if (d >= nd || !const_int(real_operand(c, dus->operands[2 + d]), &cv) || cv != st[d] || sd[d] != 1)
           return fusion_refuse(v, FR_IN_PLACE,
                                "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
                                "mismatch)",
@@ -277,8 +324,7 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
       continue;
     }
     if (pne->op == IR_OP_DYNAMIC_SLICE) {
-      for (int d = 0; d < rank; d++) {
-        if (1 + d >= pne->noperands || 2 + d >= dus->noperands) break;
+      for (int d = 0; d < rank && 1 + d < pne->noperands; d++) {
         const IrInstr *a = real_operand(p, pne->operands[1 + d]), *b = real_operand(c, dus->operands[2 + d]);
         int64_t av = 0, bv = 0;
         bool ac = const_int(a, &av), bc = const_int(b, &bv);
@@ -291,9 +337,9 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
       continue;
     }
     return fusion_refuse(v, FR_IN_PLACE,
-                         "%s reads %s through a %s while %s updates it in place (XLA: unrecognized in-place update "
+                         "%s %s %s through a %s while %s updates it in place (XLA: unrecognized in-place update "
                          "non-elementwise output pair)",
-                         p->name, buf->name, ir_op_name(pne->op), c->name);
+                         p->name, buf == p ? "is" : "reads", buf->name, ir_op_name(pne->op), c->name);
   }
   return true;
 }
@@ -369,18 +415,20 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
     return fusion_refuse(v, FR_UNNESTED_REDUCTIONS,
                          "fusing %s into %s would put %d unnested reductions in one kernel; limit %d", p->name,
                          c->name, red, FUSION_MAX_UNNESTED_REDUCTIONS);
-  /* ProducerConsumerMergedTooLarge: the producer's code is emitted once per use in the consumer. */
-  int uses = 1;
-  IrComputation *cfc = c->op == IR_OP_FUSION ? ir_fused_computation(c) : NULL;
-  if (cfc)
-    for (int k = 0; k < c->noperands && k < cfc->nparams; k++)
-      if (c->operands[k] == p && cfc->params[k] && cfc->params[k]->nusers > uses) uses = cfc->params[k]->nusers;
-  int64_t merged = (int64_t)fusion_body_size(p) * uses + fusion_body_size(c);
-  if (merged > FUSION_MAX_IR_SIZE) {
-    fusion_verdict_metric(v, "ir_size", (double)merged);
+  /* ProducerConsumerMergedTooLarge: the producer's code is emitted once per emission of the
+   * consumer's parameter, doubled per basic-block split. */
+  double merged = 0, splits = 0;
+  if (fusion_merged_too_large(p, c, &merged, &splits)) {
+    fusion_verdict_metric(v, "ir_size", merged);
+    fusion_verdict_metric(v, "bb_splits", splits);
+    if (splits > FUSION_MAX_BB_SPLITS)
+      return fusion_refuse(v, FR_IR_SIZE,
+                           "fusing %s into %s would split the emitted code into %.0f basic blocks (limit %d): an "
+                           "overly large code duplication",
+                           p->name, c->name, splits, FUSION_MAX_BB_SPLITS);
     return fusion_refuse(v, FR_IR_SIZE,
-                         "fusing %s into %s would emit %" PRId64 " instructions (the producer once per use); limit "
-                         "%d: an overly large code duplication",
+                         "fusing %s into %s would emit %.0f instructions (the producer once per use, doubled per "
+                         "basic-block split); limit %d: an overly large code duplication",
                          p->name, c->name, merged, FUSION_MAX_IR_SIZE);
   }
   if (p->is_root)

@@ -11,16 +11,16 @@ if(FXPLAIN_PYTHON)
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/compare_test.py ${CMAKE_SOURCE_DIR})
   add_test(NAME xla.priority_fusion_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
-                   --fxplain $<TARGET_FILE:fxplain> --stage priority_fusion --at-least 26 --min-f1 0.902)
+                   --fxplain $<TARGET_FILE:fxplain> --stage priority_fusion --at-least 27 --min-f1 0.942)
   add_test(NAME xla.fusion_pipeline_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
-                   --fxplain $<TARGET_FILE:fxplain> --at-least 26 --min-f1 0.901)
+                   --fxplain $<TARGET_FILE:fxplain> --at-least 27 --min-f1 0.941)
   add_test(NAME xla.priority_fusion_vs_xla_a100
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/a100
-                   --fxplain $<TARGET_FILE:fxplain> --device a100 --stage priority_fusion --at-least 27 --min-f1 0.911)
+                   --fxplain $<TARGET_FILE:fxplain> --device a100 --stage priority_fusion --at-least 26 --min-f1 0.930)
   add_test(NAME xla.fusion_pipeline_vs_xla_a100
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/a100
-                   --fxplain $<TARGET_FILE:fxplain> --device a100 --at-least 27 --min-f1 0.909)
+                   --fxplain $<TARGET_FILE:fxplain> --device a100 --at-least 26 --min-f1 0.929)
   set_tests_properties(xla.compare_self_test xla.priority_fusion_vs_xla xla.fusion_pipeline_vs_xla
                        xla.priority_fusion_vs_xla_a100 xla.fusion_pipeline_vs_xla_a100
                        PROPERTIES LABELS "xla;slow" TIMEOUT 900)
