@@ -211,16 +211,43 @@ double perf_flops(const IrInstr *i) {
 /* ComputeTime with the launch dimensions XLA's loop emitter would pick (CalculateLaunchDimensions:
  * up to 128 threads a block, one element a thread): a small kernel keeps few lanes busy. The
  * flop rate per lane is int(clock x 2), as XLA computes it. */
-static double compute_us(const DeviceProfile *d, const IrInstr *i, double flops) {
-  if (flops <= 0) return 0;
-  int64_t elements = 1;
+/* The elements XLA's emitter iterates over for i (with producer p fused in, when p is given): a
+ * reduction's input, a dynamic-update-slice's update, otherwise the output. */
+static int64_t launch_elements(const IrInstr *i, const IrInstr *p) {
   const IrInstr *r = fusion_fused_root(i);
   const IrInstr *h = r->op == IR_OP_TUPLE && r->noperands ? r->operands[0] : r;
   const IrInstr *hero = fusion_hero(h);
-  if (fusion_contiguous_reduce(hero) && hero->noperands) elements = ir_shape_elements(&hero->operands[0]->shape);
-  else if (h->op == IR_OP_DYNAMIC_UPDATE_SLICE && h->noperands > 1)
-    elements = ir_shape_elements(&h->operands[1]->shape); /* the in-place emitter runs over the update */
-  else elements = ir_shape_is_array(&h->shape) ? ir_shape_elements(&h->shape) : 1;
+  if (p && !fusion_contiguous_reduce(hero) && fusion_reduction_emitter(i, p)) {
+    const IrInstr *ph = fusion_hero(fusion_fused_root(p));
+    if (fusion_contiguous_reduce(ph)) hero = ph;
+  }
+  if (fusion_contiguous_reduce(hero) && hero->noperands) return ir_shape_elements(&hero->operands[0]->shape);
+  if (h->op == IR_OP_DYNAMIC_UPDATE_SLICE && h->noperands > 1)
+    return ir_shape_elements(&h->operands[1]->shape); /* the in-place emitter runs over the update */
+  return ir_shape_is_array(&h->shape) ? ir_shape_elements(&h->shape) : 1;
+}
+
+/* The blocks XLA launches: 128 threads a block, one element a thread; a reduction's 128 threads
+ * each sum some 32 inputs (a small reduction runs in one block). */
+static int64_t launch_blocks(const IrInstr *i, const IrInstr *p) {
+  const IrInstr *r = fusion_fused_root(i);
+  const IrInstr *h = r->op == IR_OP_TUPLE && r->noperands ? r->operands[0] : r;
+  const IrInstr *hero = fusion_hero(h);
+  if (p && !fusion_contiguous_reduce(hero) && fusion_reduction_emitter(i, p)) {
+    const IrInstr *ph = fusion_hero(fusion_fused_root(p));
+    if (fusion_contiguous_reduce(ph)) hero = ph;
+  }
+  if (fusion_contiguous_reduce(hero) && hero->noperands) {
+    int64_t in = ir_shape_elements(&hero->operands[0]->shape);
+    return in > 4096 ? (in + 4095) / 4096 : 1;
+  }
+  int64_t e = launch_elements(i, p);
+  return e > 1 ? (e + 127) / 128 : 1;
+}
+
+static double compute_us(const DeviceProfile *d, const IrInstr *i, const IrInstr *p, double flops) {
+  if (flops <= 0) return 0;
+  int64_t elements = launch_elements(i, p);
   if (elements < 1) elements = 1;
   int64_t threads = elements < 128 ? elements : 128;
   int64_t blocks = (elements + threads - 1) / threads;
@@ -240,52 +267,88 @@ static double combine(double compute, double memory) {
 }
 
 /* EstimateRunTimeForInstruction: one kernel, without the launch. */
+/* ReadTimeWithDRAMHeuristic: the first read of an operand comes from DRAM; re-reads (a broadcast
+ * or a slice read by many threads) come from L2 (2.5x) or L1 (another 8x) when the operand fits. */
+/* AdjustBandwidth: a kernel of few blocks cannot use the whole memory system; each block moves at
+ * most 32 bytes a clock. */
+static double adjust_bw(const DeviceProfile *d, double bw, int64_t blocks) {
+  double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
+  double max_bw = (double)blocks * clock * 1e3 * 32; /* bytes per us */
+  return bw < max_bw ? bw : max_bw;
+}
+
+static double read_us(const DeviceProfile *d, int64_t blocks, double net, double total) {
+  double bw = bw_bytes_per_us(d);
+  double first = net < total ? net : total;
+  double rest_bw = bw;
+  if (d && d->l2_cache_bytes > 0 && net < (double)d->l2_cache_bytes) {
+    rest_bw *= 2.5; /* kL2CacheSpeedup */
+    if (d->l1_cache_bytes_per_sm > 0 && net < (double)d->l1_cache_bytes_per_sm * d->sm_count) rest_bw *= 8; /* kL1CacheSpeedup */
+  }
+  return first / adjust_bw(d, bw, blocks) + (total - first) / adjust_bw(d, rest_bw, blocks);
+}
+
+static double operand_size(const IrInstr *op) { return (double)ir_shape_bytes(&op->shape); }
+
+static double bytes_of(const IrInstr *i, const IrInstr *op) {
+  double b = 0;
+  for (int k = 0; k < i->noperands; k++)
+    if (i->operands[k] == op) {
+      /* The same operand in two slots of an elementwise op reads the same elements once. */
+      double x = (double)plan_operand_bytes_read(i, k);
+      if (ir_op_is_elementwise(i->op)) b = b > x ? b : x;
+      else b += x;
+    }
+  return b;
+}
+
 double perf_exec_us(const DeviceProfile *d, const IrInstr *i) {
   if (!launches(i)) return 0;
-  double bw = bw_bytes_per_us(d);
   double read = 0;
   for (int k = 0; k < i->noperands; k++) {
     bool dup = false;
     for (int j = 0; j < k; j++) dup = dup || i->operands[j] == i->operands[k];
-    if (!dup) read += (double)plan_operand_bytes_read(i, k);
-  }
-  double write = (double)plan_bytes_written(i);
-  return combine(compute_us(d, i, perf_flops(i)), (read + write) / bw);
-}
-
-/* EstimateRunTimeForFusion: consumer c with producer p inlined. The fused kernel reads the
- * producer's operands as much as c uses the producer's output, c's other operands as before,
- * writes what c writes, and computes the producer's arithmetic once per use. */
-double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
-  double bw = bw_bytes_per_us(d);
-  double pbytes = (double)ir_shape_bytes(&p->shape);
-  double used = 0;
-  for (int k = 0; k < c->noperands; k++)
-    if (c->operands[k] == p) used += (double)plan_operand_bytes_read(c, k);
-  double util = pbytes > 0 ? used / pbytes : 1;
-  double read = 0;
-  for (int k = 0; k < c->noperands; k++) {
-    const IrInstr *op = c->operands[k];
-    bool dup = op == p;
-    for (int j = 0; j < k; j++) dup = dup || c->operands[j] == op;
-    if (!dup) read += (double)plan_operand_bytes_read(c, k);
-  }
-  for (int k = 0; k < p->noperands; k++) {
-    const IrInstr *op = p->operands[k];
-    bool dup = false;
-    for (int j = 0; j < k; j++) dup = dup || p->operands[j] == op;
     if (dup) continue;
-    double b = (double)plan_operand_bytes_read(p, k) * util;
-    double size = (double)ir_shape_bytes(&op->shape);
-    /* Read once from memory; what c also reads of it directly comes from the same lines. */
-    if (fusion_reads(c, op) && b > size) b = size;
-    read += b;
+    double total = bytes_of(i, i->operands[k]);
+    double size = operand_size(i->operands[k]);
+    read += read_us(d, launch_blocks(i, NULL), total < size ? total : size, total);
   }
-  double write = (double)plan_bytes_written(c);
-  double flops = perf_flops(c) + perf_flops(p) * (util > 0 ? util : 1);
-  return combine(compute_us(d, c, flops), (read + write) / bw);
+  double write = (double)plan_bytes_written(i) / bw_bytes_per_us(d);
+  return combine(compute_us(d, i, NULL, perf_flops(i)), read + write);
 }
 
+/* Bytes i reads of operand op (every operand slot that is op). */
+
+/* EstimateRunTimeForFusion: consumer c with producer p inlined. Each operand of the fused kernel is
+ * read as much as the producer reads it times the share of the producer's output c uses, plus what
+ * c reads of it directly, less what both read of the same elements (GetSharedOperandBytesAccessed);
+ * the kernel writes what c writes and computes the producer's arithmetic once per use. */
+double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
+  double pbytes = operand_size(p);
+  double util = pbytes > 0 ? bytes_of(c, p) / pbytes : 1;
+  double read = 0;
+  const IrInstr *seen[512];
+  int nseen = 0;
+  const IrInstr *both[2] = {c, p};
+  for (int s2 = 0; s2 < 2; s2++) {
+    const IrInstr *x = both[s2];
+    for (int k = 0; k < x->noperands; k++) {
+      const IrInstr *op = x->operands[k];
+      if (op == p) continue;
+      bool dup = false;
+      for (int j = 0; j < nseen; j++) dup = dup || seen[j] == op;
+      if (dup) continue;
+      if (nseen < 512) seen[nseen++] = op;
+      double via_p = bytes_of(p, op) * util, direct = bytes_of(c, op);
+      double common = via_p > 0 && direct > 0 ? (via_p < direct ? via_p : direct) : 0;
+      double total = via_p + direct - common, size = operand_size(op);
+      read += read_us(d, launch_blocks(c, p), total < size ? total : size, total);
+    }
+  }
+  double write = (double)plan_bytes_written(c) / bw_bytes_per_us(d);
+  double flops = perf_flops(c) + perf_flops(p) * (util > 0 ? util : 1);
+  return combine(compute_us(d, c, p, flops), read + write);
+}
 
 /* ---------- heroes and emitters (XLA's HloFusionAnalysis) ---------- */
 

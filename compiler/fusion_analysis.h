@@ -63,4 +63,17 @@ double perf_exec_us(const DeviceProfile *d, const IrInstr *i);
 /* EstimateRunTimeForFusion: consumer c with producer p inlined. */
 double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c);
 
+/* ---------- priority-fusion's judgement, for replaying XLA's decision log ---------- */
+
+typedef struct {
+  bool eligible;           /* every non-bitcast user can take the producer (CanFuseWithAllNonBitcastUsers) */
+  double us_fused, us_unfused; /* EstimateRunTimesForPriorityFusion over all users */
+  int users;
+  const char *reason;      /* the first refusing user's reason code, or NULL */
+  char detail[480];
+} PriorityJudgement;
+/* What priority-fusion thinks of producer p right now (pass_priority_fusion.c). Returns false on
+ * allocation failure. */
+bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement *out);
+
 #endif

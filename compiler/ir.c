@@ -449,6 +449,20 @@ IrInstr *ir_module_find_instr(const IrModule *m, const char *name) {
   return i && !i->dead ? i : NULL;
 }
 
+bool ir_instr_rename(IrInstr *i, const char *name) {
+  IrModule *m = i->parent ? i->parent->module : NULL;
+  if (!m || !name) return false;
+  if (strcmp(name, i->name) == 0) return true;
+  bool present;
+  IrInstr *other = index_get(m, name, &present);
+  if (present && other && other != i && !other->dead) return false;
+  char *n = arena_strdup(&m->arena, name);
+  if (!n || !index_put(m, n, i)) return false;
+  index_put(m, i->name, NULL);
+  i->name = n;
+  return true;
+}
+
 IrInstr *ir_computation_find_instr(const IrComputation *c, const char *name) {
   IrInstr *i = ir_module_find_instr(c->module, name);
   return i && i->parent == c ? i : NULL;

@@ -250,6 +250,9 @@ IrInstr *ir_module_find_instr(const IrModule *m, const char *name); /* searches 
 IrInstr *ir_computation_find_instr(const IrComputation *c, const char *name);
 /* A name not used in the module, derived from base ("add" -> "add.7"). Arena-owned. */
 const char *ir_module_unique_name(IrModule *m, const char *base);
+/* Gives i a new name (when no live instruction has it). Returns false when the name is taken or
+ * memory runs out; i keeps its name then. */
+bool ir_instr_rename(IrInstr *i, const char *name);
 
 /* Graph edits. */
 void ir_set_operand(IrInstr *i, int idx, IrInstr *new_operand);

@@ -570,6 +570,30 @@ static bool push_eval(PassContext *cx, Queue *q, IrInstr *p) {
   return ok;
 }
 
+bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement *out) {
+  memset(out, 0, sizeof *out);
+  Eval e;
+  if (!evaluate(cx, p, &e)) {
+    eval_free(&e);
+    return false;
+  }
+  out->eligible = e.all_ok;
+  out->us_fused = e.us_fused;
+  out->us_unfused = e.us_unfused;
+  out->users = e.n;
+  if (!e.any_non_bitcast) {
+    out->reason = FR_NOT_FUSIBLE;
+    snprintf(out->detail, sizeof out->detail, "%s has only bitcast users", p->name);
+  }
+  for (int u = 0; u < e.n && !out->reason; u++)
+    if (!e.v[u].ok) {
+      out->reason = e.v[u].reason;
+      snprintf(out->detail, sizeof out->detail, "%s", e.v[u].detail);
+    }
+  eval_free(&e);
+  return true;
+}
+
 static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
   Queue q;
   memset(&q, 0, sizeof q);

@@ -1,0 +1,296 @@
+/* replay.c — replays XLA's own priority-fusion decision log (its FusionProcessDump) on fxplain's
+ * IR and asks fxplain's priority-fusion about every step XLA took, at the moment XLA took it:
+ *
+ *   - update_priority {producer, us_fused, us_unfused}: fxplain's cost model for the same producer
+ *     against the same users; agreement when both times are within 10% of XLA's;
+ *   - producer_ineligible {producer, reason}: fxplain must find the producer ineligible too; XLA's
+ *     reason and fxplain's reason code are tallied side by side;
+ *   - fusion {fusion_name, producer, consumer}: applied to the IR (the new fusion takes XLA's name),
+ *     so the next steps see the module XLA saw. Where a new producer is dequeued, fxplain's own
+ *     choice (the highest (priority, id) among eligible producers) is compared with XLA's (modules
+ *     of at most 3000 instructions: the check evaluates every producer).
+ *
+ * Usage: replay [--device NAME] [--quiet] [--reasons] [--floor-times F] [--floor-ineligible F]
+ *               PRE_FUSION.hlo DUMP.txt [PRE DUMP ...]
+ * Prints one line per module and the totals; the reason table with --reasons. Exit 0; 1 when the
+ * share of agreeing steps falls below a floor; 2 on bad input. XLA logs an update of a producer
+ * already in its queue as a change in time (incremental); those are counted, not compared. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusion_analysis.h"
+#include "fusion_build.h"
+#include "hlo.h"
+#include "passes.h"
+
+typedef struct {
+  long updates, updates_close, ineligible, ineligible_agree, fusions, fusions_applied, dequeues, dequeues_agree,
+      unknown, incremental;
+} Tally;
+
+typedef struct {
+  char xla[200];
+  char ours[40];
+  long n;
+} ReasonPair;
+
+static ReasonPair reasons[256];
+static int nreasons;
+
+static void tally_reason(const char *xla, const char *ours) {
+  for (int k = 0; k < nreasons; k++)
+    if (strcmp(reasons[k].xla, xla) == 0 && strcmp(reasons[k].ours, ours) == 0) {
+      reasons[k].n++;
+      return;
+    }
+  if (nreasons < 256) {
+    snprintf(reasons[nreasons].xla, sizeof reasons[nreasons].xla, "%s", xla);
+    snprintf(reasons[nreasons].ours, sizeof reasons[nreasons].ours, "%s", ours);
+    reasons[nreasons++].n = 1;
+  }
+}
+
+static void quiet_emit(void *ctx, const PassDecision *d) {
+  (void)ctx;
+  (void)d;
+}
+
+static char *read_all(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  size_t cap = 1 << 20, n = 0;
+  char *b = malloc(cap);
+  size_t r;
+  while (b && (r = fread(b + n, 1, cap - n - 1, f)) > 0) {
+    n += r;
+    if (n + 1 == cap) {
+      char *nb = realloc(b, cap *= 2);
+      if (!nb) {
+        free(b);
+        b = NULL;
+      }
+      b = nb;
+    }
+  }
+  fclose(f);
+  if (b) b[n] = 0;
+  *len = n;
+  return b;
+}
+
+/* The quoted value of `key: "..."` on this line, into out. */
+static bool quoted(const char *line, const char *key, char *out, size_t n) {
+  const char *k = strstr(line, key);
+  if (!k) return false;
+  const char *q = strchr(k + strlen(key), '"');
+  if (!q) return false;
+  const char *e = strchr(q + 1, '"');
+  if (!e) return false;
+  size_t l = (size_t)(e - q - 1);
+  if (l >= n) l = n - 1;
+  memcpy(out, q + 1, l);
+  out[l] = 0;
+  return true;
+}
+
+/* fxplain's next producer: what its queue would dequeue now. */
+static IrInstr *our_choice(PassContext *cx, IrModule *m, const char *comp_of) {
+  IrInstr *best = NULL;
+  double bestp = -1;
+  IrComputation *c = NULL;
+  IrInstr *ref = ir_module_find_instr(m, comp_of);
+  if (ref) c = ref->parent;
+  if (!c) return NULL;
+  for (int k = 0; k < c->ninstrs; k++) {
+    IrInstr *p = c->instrs[k];
+    if (p->dead || p->nusers == 0 || p->op == IR_OP_PARAMETER || p->op == IR_OP_TUPLE ||
+        p->op == IR_OP_GET_TUPLE_ELEMENT || p->op == IR_OP_CONSTANT)
+      continue;
+    if (!fusion_xla_fusible(p, cx->settings) && !fusion_is_generic_triton(p)) continue;
+    double prio;
+    if (p->op == IR_OP_BITCAST) {
+      prio = INFINITY;
+    } else {
+      PriorityJudgement j;
+      if (!priority_fusion_judge(cx, p, &j) || !j.eligible) continue;
+      prio = j.us_unfused - j.us_fused;
+      if (prio < 0) continue;
+    }
+    if (!best || prio > bestp || (prio == bestp && p->id > best->id)) {
+      best = p;
+      bestp = prio;
+    }
+  }
+  return best;
+}
+
+static bool close_to(double ours, double xla) {
+  double d = fabs(ours - xla), s = fabs(xla) > 1e-9 ? fabs(xla) : 1e-9;
+  return d / s <= 0.10;
+}
+
+static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, bool quiet, Tally *t) {
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_load_file(pre, &err);
+  if (!m) {
+    fx_error_print(stderr, &err);
+    return false;
+  }
+  size_t len;
+  char *text = read_all(dump, &len);
+  if (!text) {
+    fprintf(stderr, "replay: cannot read %s\n", dump);
+    ir_module_free(m);
+    return false;
+  }
+  PassSettings st;
+  pass_settings_default(&st);
+  DecisionSink sink = {quiet_emit, NULL};
+  PassContext cx = {&sink, dev, &st, 1, "priority-fusion", &err};
+  bool check_order = ir_module_instr_count(m) <= 3000;
+  /* Which producers sit in XLA's queue, by XLA's own log (new fusions get ids past the end). */
+  int nqueued = m->next_id + 1;
+  bool *queued = calloc((size_t)nqueued, sizeof(bool));
+  char kind[32] = "", producer[256] = "", consumer[256] = "", fname[256] = "", reason[200] = "", last_producer[256] = "";
+  double us_fused = NAN, us_unfused = NAN;
+  int nconsumers = 0;
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    const char *s = line;
+    while (*s == ' ') s++;
+    if (strncmp(s, "update_priority {", 17) == 0 || strncmp(s, "producer_ineligible {", 21) == 0 ||
+        strncmp(s, "fusion {", 8) == 0) {
+      snprintf(kind, sizeof kind, "%.*s", (int)(strchr(s, ' ') - s), s);
+      producer[0] = consumer[0] = fname[0] = reason[0] = 0;
+      us_fused = us_unfused = NAN;
+      nconsumers = 0;
+      continue;
+    }
+    if (!kind[0]) continue;
+    if (strncmp(s, "producer_name:", 14) == 0) quoted(s, "producer_name:", producer, sizeof producer);
+    else if (strncmp(s, "consumer_names:", 15) == 0) nconsumers++;
+    else if (strncmp(s, "consumer_name:", 14) == 0) quoted(s, "consumer_name:", consumer, sizeof consumer);
+    else if (strncmp(s, "fusion_name:", 12) == 0) quoted(s, "fusion_name:", fname, sizeof fname);
+    else if (strncmp(s, "reason:", 7) == 0) quoted(s, "reason:", reason, sizeof reason);
+    else if (strncmp(s, "us_fused:", 9) == 0) us_fused = atof(s + 9);
+    else if (strncmp(s, "us_unfused:", 11) == 0) us_unfused = atof(s + 11);
+    else if (strcmp(s, "}") == 0) {
+      IrInstr *p = producer[0] ? ir_module_find_instr(m, producer) : NULL;
+      if (!p) {
+        t->unknown++;
+        kind[0] = 0;
+        continue;
+      }
+      PriorityJudgement j;
+      int non_bitcast = 0;
+      for (int u = 0; u < p->nusers; u++) non_bitcast += p->users[u]->op != IR_OP_BITCAST;
+      bool was_queued = p->id < nqueued && queued[p->id];
+      if (strcmp(kind, "update_priority") == 0 && !isnan(us_fused) && (nconsumers < non_bitcast || was_queued)) {
+        /* An incremental update: a producer already in XLA's queue gets only the change in time
+         * from its changed consumers added to its old priority, and that change is what it logs. */
+        t->incremental++;
+        if (p->id < nqueued) queued[p->id] = us_unfused - us_fused >= 0 || queued[p->id];
+      } else if (strcmp(kind, "update_priority") == 0 && !isnan(us_fused)) {
+        t->updates++;
+        if (p->id < nqueued) queued[p->id] = us_unfused - us_fused >= 0;
+        if (priority_fusion_judge(&cx, p, &j) && close_to(j.us_fused, us_fused) && close_to(j.us_unfused, us_unfused))
+          t->updates_close++;
+        else if (!quiet)
+          printf("  time   %-28s XLA %.3f/%.3f us, fxplain %.3f/%.3f us (fused/unfused)\n", producer, us_fused,
+                 us_unfused, j.us_fused, j.us_unfused);
+      } else if (strcmp(kind, "producer_ineligible") == 0) {
+        t->ineligible++;
+        if (p->id < nqueued) queued[p->id] = false;
+        bool ok = priority_fusion_judge(&cx, p, &j);
+        bool agree = ok && !j.eligible;
+        /* "No users" is XLA's way of saying there is nothing to fuse: fxplain agrees when p has none. */
+        if (ok && p->nusers == 0) agree = true;
+        t->ineligible_agree += agree;
+        tally_reason(reason, agree ? (j.reason ? j.reason : "no users") : "(eligible)");
+        if (!agree && !quiet) printf("  elig   %-28s XLA: %s; fxplain finds it eligible\n", producer, reason);
+      } else if (strcmp(kind, "fusion") == 0) {
+        IrInstr *c = ir_module_find_instr(m, consumer);
+        t->fusions++;
+        if (check_order && strcmp(producer, last_producer) != 0) {
+          t->dequeues++;
+          IrInstr *mine = our_choice(&cx, m, producer);
+          /* Bitcasts all have infinite priority; XLA breaks their ties by its internal ids, which the
+           * log does not record. */
+          if (mine == p || (mine && mine->op == IR_OP_BITCAST && p->op == IR_OP_BITCAST)) t->dequeues_agree++;
+          else if (!quiet)
+            printf("  order  XLA fuses %s next, fxplain would take %s\n", producer, mine ? mine->name : "nothing");
+        }
+        snprintf(last_producer, sizeof last_producer, "%s", producer);
+        if (p->id < nqueued) queued[p->id] = false; /* dequeued */
+        if (c) {
+          IrInstr *f = fusion_fuse(c, p);
+          if (f) {
+            t->fusions_applied++;
+            if (fname[0] && strcmp(f->name, fname) != 0) ir_instr_rename(f, fname);
+          }
+        }
+      }
+      kind[0] = 0;
+    }
+  }
+  free(text);
+  free(queued);
+  ir_module_free(m);
+  return true;
+}
+
+static void line(const char *name, const Tally *t) {
+  printf("%-52s times %ld/%ld (%.0f%%, %ld incremental)  ineligible %ld/%ld  order %ld/%ld  fusions %ld/%ld%s\n",
+         name, t->updates_close, t->updates, t->updates ? 100.0 * t->updates_close / t->updates : 100.0, t->incremental,
+         t->ineligible_agree, t->ineligible, t->dequeues_agree, t->dequeues, t->fusions_applied, t->fusions,
+         t->unknown ? " (steps naming unknown instructions skipped)" : "");
+}
+
+int main(int argc, char **argv) {
+  const DeviceProfile *dev = device_lookup("h100");
+  bool quiet = false, show_reasons = false;
+  double floor_times = -1, floor_inel = -1;
+  Tally total = {0};
+  int k = 1, failures = 0;
+  for (; k < argc && argv[k][0] == '-'; k++) {
+    if (strcmp(argv[k], "--device") == 0 && k + 1 < argc) dev = device_lookup(argv[++k]);
+    else if (strcmp(argv[k], "--quiet") == 0) quiet = true;
+    else if (strcmp(argv[k], "--reasons") == 0) show_reasons = true;
+    else if (strcmp(argv[k], "--floor-times") == 0 && k + 1 < argc) floor_times = atof(argv[++k]);
+    else if (strcmp(argv[k], "--floor-ineligible") == 0 && k + 1 < argc) floor_inel = atof(argv[++k]);
+  }
+  if (!dev || (argc - k) < 2 || (argc - k) % 2) {
+    fprintf(stderr, "usage: replay [--device NAME] [--quiet] [--reasons] PRE_FUSION.hlo DUMP.txt ...\n");
+    return 2;
+  }
+  for (; k + 1 < argc; k += 2) {
+    Tally t = {0};
+    const char *base = strrchr(argv[k], '/');
+    if (!replay(argv[k], argv[k + 1], dev, quiet, &t)) {
+      failures++;
+      continue;
+    }
+    line(base ? base + 1 : argv[k], &t);
+    total.updates += t.updates, total.updates_close += t.updates_close, total.ineligible += t.ineligible;
+    total.ineligible_agree += t.ineligible_agree, total.fusions += t.fusions, total.fusions_applied += t.fusions_applied;
+    total.dequeues += t.dequeues, total.dequeues_agree += t.dequeues_agree, total.unknown += t.unknown;
+    total.incremental += t.incremental;
+  }
+  line("total", &total);
+  if (show_reasons) {
+    printf("\nXLA's reason -> fxplain's reason code (count):\n");
+    for (int r = 0; r < nreasons; r++) printf("  %6ld  %-75s -> %s\n", reasons[r].n, reasons[r].xla, reasons[r].ours);
+  }
+  if (failures) return 2;
+  double times = total.updates ? (double)total.updates_close / total.updates : 1;
+  double inel = total.ineligible ? (double)total.ineligible_agree / total.ineligible : 1;
+  if ((floor_times >= 0 && times + 5e-4 < floor_times) || (floor_inel >= 0 && inel + 5e-4 < floor_inel)) {
+    printf("replay: agreement fell below the floor (times %.3f, floor %.3f; ineligible %.3f, floor %.3f)\n", times,
+           floor_times, inel, floor_inel);
+    return 1;
+  }
+  return 0;
+}
