@@ -36,3 +36,15 @@ add_test(NAME xla.decisions_vs_xla_log
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/replay_corpus.sh $<TARGET_FILE:xla_replay> ${CMAKE_CURRENT_LIST_DIR}/h100
                  ${CMAKE_CURRENT_BINARY_DIR}/xla_replay_work --floor-ineligible 0.980 --floor-times 0.417)
 set_tests_properties(xla.decisions_vs_xla_log PROPERTIES LABELS "xla;slow" TIMEOUT 900)
+
+# The paper's CartPole (tests/xla/cartpole): the paper-era lowering (RNG as a custom call) must end
+# with exactly XLA's kernels; today's lowering (Threefry in plain HLO) is held at its pair F1.
+if(FXPLAIN_PYTHON)
+  add_test(NAME xla.cartpole_paper_lowering_identical
+           COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/cartpole
+                   --fxplain $<TARGET_FILE:fxplain> --only gpu_rngcc)
+  add_test(NAME xla.cartpole_vs_xla
+           COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/cartpole
+                   --fxplain $<TARGET_FILE:fxplain> --at-least 1 --min-f1 0.784)
+  set_tests_properties(xla.cartpole_paper_lowering_identical xla.cartpole_vs_xla PROPERTIES LABELS "xla" TIMEOUT 600)
+endif()
