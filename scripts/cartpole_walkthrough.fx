@@ -65,7 +65,23 @@ echo == Per simulation step, on rtx2080ti ==
 variants
 
 echo
-echo == 6. Run every variant on this machine ==
+echo == 6. The same program through today's XLA (priority fusion, since 2024) ==
+echo Real XLA:GPU compiled for an H100 no longer stops at the concatenate: priority fusion duplicates it
+echo into its three readers because its cost model says the copies are cheaper than a kernel boundary, and
+echo one kernel does all the f32 work of a step. What is left is random-number plumbing around the
+echo generator. fxplain's priority pipeline ends with exactly XLA's kernels for this program as JAX
+echo lowered it in the paper's time (the tests compare with XLA's own output: tests/xla/cartpole).
+set device h100
+pipeline priority
+load scripts/cartpole.fx
+step all
+kernels
+why new_state
+set device rtx2080ti
+pipeline classic
+
+echo
+echo == 7. Run every variant on this machine ==
 echo 2048 environments x 10,000 steps, each variant's final stage on the CPU (the GPU when there is one),
 echo with the same seeded inputs: actions uniform in [0, 1), start and reset states in [-0.05, 0.05).
 echo "paper" is the speedup the paper measured on an RTX 2080 Ti over its baseline (section V): 1.87x with
