@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 const char *const fusion_reason_codes[] = {
@@ -1070,4 +1071,49 @@ int fusion_control_computations(const IrModule *m, IrComputation **out, int max)
   control_visit(m->entry, out, max, &n, seen);
   fx_free(seen);
   return n < max ? n : max;
+}
+
+/* ---------- pairs already reported ---------- */
+
+static size_t pair_hash(const IrInstr *a, const IrInstr *b, const char *reason) {
+  uint64_t h = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull;
+  h ^= (uint64_t)(uintptr_t)b + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+  h ^= (uint64_t)(uintptr_t)reason + (h << 6) + (h >> 2);
+  return (size_t)(h ^ (h >> 29));
+}
+
+static bool pairs_insert(FusionPairSet *r, FusionPair p) {
+  size_t m = r->cap - 1;
+  for (size_t k = pair_hash(p.a, p.b, p.reason) & m;; k = (k + 1) & m) {
+    FusionPair *q = &r->v[k];
+    if (!q->a) {
+      *q = p;
+      r->n++;
+      return true;
+    }
+    if (q->a == p.a && q->b == p.b && q->reason == p.reason) return false;
+  }
+}
+
+/* True when (a, b) was refused for this reason before; otherwise remembers it. */
+bool fusion_pair_seen(FusionPairSet *r, const IrInstr *a, const IrInstr *b, const char *reason, bool *oom) {
+  if ((r->n + 1) * 2 > r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 64;
+    FusionPair *nv = fx_calloc(cap, sizeof *nv);
+    if (!nv) {
+      *oom = true;
+      return false;
+    }
+    FusionPairSet grown = {nv, 0, cap};
+    for (size_t k = 0; k < r->cap; k++)
+      if (r->v[k].a) pairs_insert(&grown, r->v[k]);
+    fx_free(r->v);
+    *r = grown;
+  }
+  return !pairs_insert(r, (FusionPair){a, b, reason});
+}
+
+void fusion_pair_set_free(FusionPairSet *r) {
+  fx_free(r->v);
+  memset(r, 0, sizeof *r);
 }

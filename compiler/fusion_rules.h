@@ -177,4 +177,21 @@ bool fusion_pass_disabled(PassContext *cx, const char *name);
  * first. */
 int fusion_control_computations(const IrModule *m, IrComputation **out, int max);
 
+/* ---------- pairs already reported ---------- */
+
+/* A set of (a, b, reason) a pass has reported: two siblings sharing several operands are met once
+ * per shared operand, and the same refusal is reported once. A merge makes a new instruction, so a
+ * pair that changes is judged and reported afresh. Zero-initialise; free with fusion_pair_set_free. */
+typedef struct {
+  const IrInstr *a, *b;
+  const char *reason;
+} FusionPair;
+typedef struct { /* open addressing, a power-of-two table; a NULL a marks a free slot */
+  FusionPair *v;
+  size_t n, cap;
+} FusionPairSet;
+/* True when (a, b, reason) was seen before; otherwise remembers it (sets *oom when it cannot). */
+bool fusion_pair_seen(FusionPairSet *r, const IrInstr *a, const IrInstr *b, const char *reason, bool *oom);
+void fusion_pair_set_free(FusionPairSet *r);
+
 #endif

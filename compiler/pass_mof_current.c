@@ -193,7 +193,7 @@ static bool can_fuse_siblings(const IrInstr *a, const IrInstr *b, const IrInstr 
   return true;
 }
 
-static int fuse_siblings(IrInstr *parent, PassContext *cx, bool *oom) {
+static int fuse_siblings(IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
   if (effective_scalar(&parent->shape)) return 0;
   IrInstr *sib[64];
   int n = 0;
@@ -220,7 +220,8 @@ static int fuse_siblings(IrInstr *parent, PassContext *cx, bool *oom) {
       snprintf(an, sizeof an, "%s", sib[i]->name);
       snprintf(bn, sizeof bn, "%s", sib[j]->name);
       if (!can_fuse_siblings(sib[i], sib[j], parent, cx, &v)) {
-        fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
+        if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
+        if (*oom) return merged;
         continue;
       }
       IrInstr *f = fusion_merge_siblings(sib[i], sib[j], NULL);
@@ -331,10 +332,11 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
   if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
   bool oom = false;
+  FusionPairSet refused = {0};
   for (int k = n - 1; k >= 0 && !oom; k--) {
     IrInstr *p = order[k];
     if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT || custom_fusion(p)) continue;
-    *count += fuse_siblings(p, cx, &oom);
+    *count += fuse_siblings(p, cx, &refused, &oom);
     if (oom || p->dead || p->parent != c) continue;
     if (!producer_ok(p, cx->settings) || p->op == IR_OP_PARAMETER) continue;
     if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) continue;
@@ -370,6 +372,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
     (*count)++;
   }
   fx_free(order);
+  fusion_pair_set_free(&refused);
   if (oom) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   if (*count) ir_computation_sort(c);
   return true;

@@ -89,59 +89,8 @@ static bool sibling_ok(const IrInstr *a, const IrInstr *b, const IrInstr *parent
   return true;
 }
 
-/* Sibling pairs already refused in this run: two siblings that share several operands are met
- * once per shared operand, and the same refusal is reported once. A merge makes a new
- * instruction, so a pair that changes is judged and reported afresh. */
-typedef struct {
-  const IrInstr *a, *b;
-  const char *reason;
-} RefusedPair;
-
-typedef struct { /* open addressing, a power-of-two table; a NULL a marks a free slot */
-  RefusedPair *v;
-  size_t n, cap;
-} RefusedPairs;
-
-static size_t pair_hash(const IrInstr *a, const IrInstr *b, const char *reason) {
-  uint64_t h = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull;
-  h ^= (uint64_t)(uintptr_t)b + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
-  h ^= (uint64_t)(uintptr_t)reason + (h << 6) + (h >> 2);
-  return (size_t)(h ^ (h >> 29));
-}
-
-static bool pairs_insert(RefusedPairs *r, RefusedPair p) {
-  size_t m = r->cap - 1;
-  for (size_t k = pair_hash(p.a, p.b, p.reason) & m;; k = (k + 1) & m) {
-    RefusedPair *q = &r->v[k];
-    if (!q->a) {
-      *q = p;
-      r->n++;
-      return true;
-    }
-    if (q->a == p.a && q->b == p.b && q->reason == p.reason) return false;
-  }
-}
-
-/* True when (a, b) was refused for this reason before; otherwise remembers it. */
-static bool refused_before(RefusedPairs *r, const IrInstr *a, const IrInstr *b, const char *reason, bool *oom) {
-  if ((r->n + 1) * 2 > r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 64;
-    RefusedPair *nv = fx_calloc(cap, sizeof *nv);
-    if (!nv) {
-      *oom = true;
-      return false;
-    }
-    RefusedPairs grown = {nv, 0, cap};
-    for (size_t k = 0; k < r->cap; k++)
-      if (r->v[k].a) pairs_insert(&grown, r->v[k]);
-    fx_free(r->v);
-    *r = grown;
-  }
-  return !pairs_insert(r, (RefusedPair){a, b, reason});
-}
-
 /* Sibling fusion among the users of parent. Returns the number of merges. */
-static int fuse_siblings(IrInstr *parent, PassContext *cx, RefusedPairs *refused, bool *oom) {
+static int fuse_siblings(IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
   IrInstr *sib[32];
   int n = 0;
   /* Reading a constant scalar or a broadcast scalar costs nothing: no profit in sharing it. */
@@ -163,7 +112,7 @@ static int fuse_siblings(IrInstr *parent, PassContext *cx, RefusedPairs *refused
       snprintf(an, sizeof an, "%s", sib[i]->name);
       snprintf(bn, sizeof bn, "%s", sib[j]->name);
       if (!ok) {
-        if (!refused_before(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
+        if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
         if (*oom) return merged;
         continue;
       }
@@ -208,7 +157,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
   if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
   bool oom = false;
-  RefusedPairs refused = {0};
+  FusionPairSet refused = {0};
   for (int k = n - 1; k >= 0 && !oom; k--) {
     IrInstr *p = order[k];
     if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT) continue;
@@ -257,7 +206,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
     (*count)++;
   }
   fx_free(order);
-  fx_free(refused.v);
+  fusion_pair_set_free(&refused);
   if (oom) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   if (*count) ir_computation_sort(c);
   return true;
