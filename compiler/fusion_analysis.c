@@ -426,8 +426,9 @@ static bool emission_counts(const IrComputation *fc, double *times) {
   for (int k = 0; ok && k < n; k++) fc->instrs[k]->aux = (void *)(intptr_t)(k + 1);
 #define ADD_ROOT(dst, r)                                                                  \
   do {                                                                                    \
+    int root_ = (r);                                                                      \
     bool have = false;                                                                    \
-    for (int q = 0; q < nroots[dst]; q++) have = have || roots[dst][q] == (r);            \
+    for (int j_ = 0; j_ < nroots[dst]; j_++) have = have || roots[dst][j_] == root_;      \
     if (!have) {                                                                          \
       if (nroots[dst] == caps[dst]) {                                                     \
         int nc = caps[dst] ? caps[dst] * 2 : 4;                                           \
@@ -439,7 +440,7 @@ static bool emission_counts(const IrComputation *fc, double *times) {
         roots[dst] = nr;                                                                  \
         caps[dst] = nc;                                                                   \
       }                                                                                   \
-      roots[dst][nroots[dst]++] = (r);                                                    \
+      roots[dst][nroots[dst]++] = root_;                                                  \
     }                                                                                     \
   } while (0)
   int rootk = -1;

@@ -465,7 +465,7 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
   e->v = fx_calloc((size_t)(e->n ? e->n : 1), sizeof(FusionVerdict));
   e->users = fx_malloc(sizeof(IrInstr *) * (size_t)(e->n ? e->n : 1));
   if (!e->v || !e->users) return false;
-  memcpy(e->users, p->users, sizeof(IrInstr *) * (size_t)e->n);
+  if (e->n) memcpy(e->users, p->users, sizeof(IrInstr *) * (size_t)e->n);
   e->all_ok = e->n > 0;
   e->us_unfused = PERF_LAUNCH_US * (e->n + 1) + perf_exec_us(cx->device, p);
   e->us_fused = PERF_LAUNCH_US * e->n;
