@@ -151,8 +151,9 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
   DecisionSink sink = {quiet_emit, NULL};
   PassContext cx = {&sink, dev, &st, 1, "priority-fusion", &err};
   bool check_order = ir_module_instr_count(m) <= 3000;
-  /* Which producers sit in XLA's queue, by XLA's own log (new fusions get ids past the end). */
-  int nqueued = m->next_id + 1;
+  /* Which producers sit in XLA's queue, by XLA's own log; fusions made during the replay get new
+   * ids, so the table grows with the module. */
+  int nqueued = 4 * (m->next_id + 1) + 1024;
   bool *queued = calloc((size_t)nqueued, sizeof(bool));
   char kind[32] = "", producer[256] = "", consumer[256] = "", fname[256] = "", reason[200] = "", last_producer[256] = "";
   double us_fused = NAN, us_unfused = NAN;
