@@ -37,6 +37,9 @@ for k, (pos, cls, name) in enumerate(tests):
             rest.append("R\"(" + text + ")\"")
         last = m.end()
     rest.append(body[last:])
+    pre = re.search(r"StrCat\(\s*(k\w+)\s*,", body)
+    if hlos and pre and pre.group(1) in shared:  # a shared prefix (reducers) joined to the test's HLO
+        hlos[0] = shared[pre.group(1)] + "\n" + hlos[0]
     if not hlos:
         for key, text in shared.items():
             if re.search(r"\b%s\b" % key, body):

@@ -301,6 +301,20 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     }
     return true;
   }
+  if (strcmp(f, "mofs") == 0) { /* multi-output fusions in unfused computations */
+    NEED(2);
+    int n = 0;
+    for (int c = 0; c < m->ncomps; c++) {
+      const IrComputation *comp = m->comps[c];
+      if (comp_is_fused(comp)) continue;
+      for (int k = 0; k < comp->ninstrs; k++)
+        n += !comp->instrs[k]->dead && is_fusion(comp->instrs[k]) && outputs_of(comp->instrs[k]) > 1 &&
+             ir_attr_comp(comp->instrs[k], "calls")->root->op == IR_OP_TUPLE;
+    }
+    if (n == atoi(w[1])) return true;
+    snprintf(why, nw, "`%s`: %d multi-output fusions", fact, n);
+    return false;
+  }
   if (strcmp(f, "fusions") == 0) { /* fusion instructions in unfused computations */
     NEED(2);
     int n = count_top(m, "fusion", false);
@@ -336,6 +350,19 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     if (want == got) return true;
     snprintf(why, nw, "`%s`: fxplain counts %s as %s", fact, w[1], got ? "expensive" : "cheap");
     return false;
+  }
+  if (strcmp(f, "max-operands-outputs") == 0) { /* operands + outputs (XLA's SubshapeCount) */
+    NEED(2);
+    const IrComputation *e = m->entry;
+    for (int k = 0; e && k < e->ninstrs; k++) {
+      const IrInstr *i = e->instrs[k];
+      int outs = i->shape.type == IR_TUPLE ? i->shape.ntuple + 1 : 1;
+      if (!i->dead && i->noperands + outs > atoi(w[1])) {
+        snprintf(why, nw, "`%s`: %s has %d operands and %d outputs", fact, i->name, i->noperands, outs);
+        return false;
+      }
+    }
+    return true;
   }
   if (strcmp(f, "max-operands") == 0) { /* every top-level instruction of the entry */
     NEED(2);
