@@ -2,7 +2,7 @@
  *
  * Each file tests/conformance/NAME.txt ports one of XLA's test files: per test, its HLO module, the
  * fxplain pass(es) that stand for the XLA pass the test runs, and the test's assertions written as
- * facts about the result (see README.md in this folder for the format). This driver loads each
+ * facts about the result (the format and the facts: README.md in this folder). This driver loads each
  * case with the HLO parser, runs the passes as `step` does (pass_run_stage: every stage verified),
  * checks the facts, and prints per file `passed/total` and each failing case with the first fact
  * that does not hold, plus fxplain's own last refusal about the instructions named in it.
@@ -574,6 +574,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   int all_p = 0, all_t = 0;
+  bool floor_seen[64] = {false};
   for (int k = files_start; k < argc; k++) {
     int p, t, s;
     if (!run_file(argv[k], verbose, &p, &t, &s)) bad++;
@@ -583,12 +584,18 @@ int main(int argc, char **argv) {
     for (int q = 0; q < nfloors; q++) {
       const char *eq = strchr(floors[q], '=');
       if (!eq || strncmp(floors[q], base, (size_t)(eq - floors[q])) != 0 || base[eq - floors[q]] != 0) continue;
+      floor_seen[q] = true;
       if (p < atoi(eq + 1)) {
         printf("REGRESSION %s: %d passed, the floor is %d\n", base, p, atoi(eq + 1));
         bad++;
       }
     }
   }
+  for (int q = 0; q < nfloors; q++)
+    if (!floor_seen[q]) {
+      printf("REGRESSION %s: a floor for a file that was not run\n", floors[q]);
+      bad++;
+    }
   printf("total %d/%d passed\n", all_p, all_t);
   return bad ? 1 : 0;
 }
