@@ -351,6 +351,38 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     snprintf(why, nw, "`%s`: fxplain counts %s as %s", fact, w[1], got ? "expensive" : "cheap");
     return false;
   }
+  if (strcmp(f, "input-fusible") == 0) { /* input-fusible A yes|no: fxplain's IsInputFusible */
+    NEED(3);
+    INST(ia, w[1], na);
+    bool want = strcmp(w[2], "yes") == 0, got = fusion_is_input_fusible(ia[0]);
+    if (want == got) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
+    return false;
+  }
+  if (strcmp(f, "should-fuse") == 0 || strcmp(f, "refusal") == 0 || strcmp(f, "no-refusal") == 0) {
+    /* should-fuse P C yes|no: fxplain's instruction-fusion verdict (may_duplicate) on P into C;
+     * refusal P C CODE / no-refusal P C CODE: whether that verdict refuses with CODE. */
+    NEED(4);
+    INST(ia, w[1], na);
+    INST(ib, w[2], nb);
+    PassSettings st;
+    pass_settings_default(&st);
+    FxError e;
+    fx_error_clear(&e);
+    DecisionSink none = {NULL, NULL};
+    PassContext cx = {&none, device_default(), &st, 1, "instruction-fusion", &e};
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    bool ok = fusion_should_fuse(ia[0], ib[0], &cx, true, &v);
+    const char *code = ok ? "" : v.reason ? v.reason : "";
+    bool holds = f[0] == 's' ? ok == (strcmp(w[3], "yes") == 0)
+                 : f[0] == 'r' ? strcmp(code, w[3]) == 0
+                               : strcmp(code, w[3]) != 0;
+    if (holds) return true;
+    snprintf(why, nw, "`%s`: fxplain %s%s%s", fact, ok ? "fuses" : "refuses: ", code, ok ? "" : v.detail);
+    if (!ok) snprintf(why, nw, "`%s`: fxplain refuses, %s (%s)", fact, code, v.detail);
+    return false;
+  }
   if (strcmp(f, "max-operands-outputs") == 0) { /* operands + outputs (XLA's SubshapeCount) */
     NEED(2);
     const IrComputation *e = m->entry;
