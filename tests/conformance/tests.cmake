@@ -6,7 +6,7 @@
 add_executable(conformance ${CMAKE_CURRENT_LIST_DIR}/conformance.c)
 target_link_libraries(conformance PRIVATE fxcompiler)
 set(FXPLAIN_CONFORMANCE_FLOORS
-    --at-least priority_fusion.txt=20
+    --at-least priority_fusion.txt=22
     --at-least multi_output_fusion.txt=34
     --at-least instruction_fusion.txt=21
     --at-least fusion_merger.txt=10
