@@ -351,6 +351,14 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     snprintf(why, nw, "`%s`: fxplain counts %s as %s", fact, w[1], got ? "expensive" : "cheap");
     return false;
   }
+  if (strcmp(f, "shared-memory") == 0) { /* shared-memory A N: bytes per block of A's kernel */
+    NEED(3);
+    INST(ia, w[1], na);
+    long long got = (long long)fusion_shared_memory(kernel_of(ia[0]));
+    if (got == atoll(w[2])) return true;
+    snprintf(why, nw, "`%s`: fxplain counts %lld bytes", fact, got);
+    return false;
+  }
   if (strcmp(f, "input-fusible") == 0) { /* input-fusible A yes|no: fxplain's IsInputFusible */
     NEED(3);
     INST(ia, w[1], na);

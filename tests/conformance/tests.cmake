@@ -13,7 +13,8 @@ set(FXPLAIN_CONFORMANCE_FLOORS
     --at-least multi_output_fusion_2021.txt=19
     --at-least horizontal_loop_fusion.txt=6
     --at-least fusion_pipeline.txt=0
-    --at-least gpu_fusible.txt=11)
+    --at-least gpu_fusible_2021.txt=11
+    --at-least gpu_fusible_today.txt=8)
 set(FXPLAIN_CONFORMANCE_FILES)
 file(GLOB FXPLAIN_CONFORMANCE_FILES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.txt)
 add_test(NAME xla.conformance
