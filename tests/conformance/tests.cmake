@@ -6,8 +6,11 @@
 add_executable(conformance ${CMAKE_CURRENT_LIST_DIR}/conformance.c)
 target_link_libraries(conformance PRIVATE fxcompiler)
 set(FXPLAIN_CONFORMANCE_FLOORS
-    --at-least priority_fusion.txt=22
-    --at-least multi_output_fusion.txt=34
+    # FuseProducerConsumerMergedNotTooLarge comes from an XLA newer than the jaxlib 0.10.2 one the
+    # corpus references were made with: it no longer limits basic-block splits, which 0.10.2 still
+    # does (dropping the limit loses 457 of XLA's ineligible verdicts in tests/xla's replay).
+    --at-least priority_fusion.txt=21
+    --at-least multi_output_fusion.txt=38
     --at-least instruction_fusion.txt=21
     --at-least fusion_merger.txt=10
     --at-least multi_output_fusion_2021.txt=19
