@@ -373,7 +373,7 @@ bool fusion_tiled_transpose(const IrInstr *x) {
   int r = x->shape.rank;
   if (n != r || perm[r - 1] == r - 1) return false;
   int64_t minor_out = x->shape.dims[r - 1], minor_in = x->operands[0]->shape.dims[r - 1];
-  return minor_out >= 16 && minor_in >= 16 && minor_out * minor_in >= 64 * 128;
+  return minor_out >= 16 && minor_in >= 16;
 }
 
 static int roots_of(const IrInstr *i, const IrInstr **out, int max) {
