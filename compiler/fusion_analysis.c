@@ -208,19 +208,24 @@ double perf_flops(const IrInstr *i) {
   return f;
 }
 
-/* ComputeTime with the launch dimensions XLA's loop emitter would pick (CalculateLaunchDimensions:
- * up to 128 threads a block, one element a thread): a small kernel keeps few lanes busy. The
- * flop rate per lane is int(clock x 2), as XLA computes it. */
-/* The elements XLA's emitter iterates over for i (with producer p fused in, when p is given): a
- * reduction's input, a dynamic-update-slice's update, otherwise the output. */
-static int64_t launch_elements(const IrInstr *i, const IrInstr *p) {
+/* What XLA's emitter iterates over for i (with producer p fused in, when p is given): fills the
+ * root h it writes and returns the hero that sets the launch (a reduction through p included). */
+static const IrInstr *launch_hero(const IrInstr *i, const IrInstr *p, const IrInstr **h) {
   const IrInstr *r = fusion_fused_root(i);
-  const IrInstr *h = r->op == IR_OP_TUPLE && r->noperands ? r->operands[0] : r;
-  const IrInstr *hero = fusion_hero(h);
+  *h = r->op == IR_OP_TUPLE && r->noperands ? r->operands[0] : r;
+  const IrInstr *hero = fusion_hero(*h);
   if (p && !fusion_contiguous_reduce(hero) && fusion_reduction_emitter(i, p)) {
     const IrInstr *ph = fusion_hero(fusion_fused_root(p));
     if (fusion_contiguous_reduce(ph)) hero = ph;
   }
+  return hero;
+}
+
+/* The elements the emitter runs over: a reduction's input, a dynamic-update-slice's update,
+ * otherwise the output. */
+static int64_t launch_elements(const IrInstr *i, const IrInstr *p) {
+  const IrInstr *h;
+  const IrInstr *hero = launch_hero(i, p, &h);
   if (fusion_contiguous_reduce(hero) && hero->noperands) return ir_shape_elements(&hero->operands[0]->shape);
   if (h->op == IR_OP_DYNAMIC_UPDATE_SLICE && h->noperands > 1)
     return ir_shape_elements(&h->operands[1]->shape); /* the in-place emitter runs over the update */
@@ -230,21 +235,16 @@ static int64_t launch_elements(const IrInstr *i, const IrInstr *p) {
 /* The blocks XLA launches: 128 threads a block, one element a thread; a reduction's 128 threads
  * each sum some 32 inputs (a small reduction runs in one block). */
 static int64_t launch_blocks(const IrInstr *i, const IrInstr *p) {
-  const IrInstr *r = fusion_fused_root(i);
-  const IrInstr *h = r->op == IR_OP_TUPLE && r->noperands ? r->operands[0] : r;
-  const IrInstr *hero = fusion_hero(h);
-  if (p && !fusion_contiguous_reduce(hero) && fusion_reduction_emitter(i, p)) {
-    const IrInstr *ph = fusion_hero(fusion_fused_root(p));
-    if (fusion_contiguous_reduce(ph)) hero = ph;
-  }
-  if (fusion_contiguous_reduce(hero) && hero->noperands) {
-    int64_t in = ir_shape_elements(&hero->operands[0]->shape);
-    return in > 4096 ? (in + 4095) / 4096 : 1;
-  }
+  const IrInstr *h;
+  const IrInstr *hero = launch_hero(i, p, &h);
   int64_t e = launch_elements(i, p);
+  if (fusion_contiguous_reduce(hero)) return e > 4096 ? (e + 4095) / 4096 : 1;
   return e > 1 ? (e + 127) / 128 : 1;
 }
 
+/* ComputeTime with the launch dimensions XLA's loop emitter would pick (CalculateLaunchDimensions:
+ * up to 128 threads a block, one element a thread): a small kernel keeps few lanes busy. The
+ * flop rate per lane is int(clock x 2), as XLA computes it. */
 static double compute_us(const DeviceProfile *d, const IrInstr *i, const IrInstr *p, double flops) {
   if (flops <= 0) return 0;
   int64_t elements = launch_elements(i, p);
