@@ -470,6 +470,12 @@ const char *ir_module_unique_name(IrModule *m, const char *base) {
   }
 }
 
+static int append_user(IrModule *m, IrInstr *op, IrInstr *user) {
+  if (arena_grow(&m->arena, (void **)&op->users, &op->users_cap, op->nusers + 1, sizeof(IrInstr *))) return -1;
+  op->users[op->nusers++] = user;
+  return 0;
+}
+
 static int add_user(IrModule *m, IrInstr *op, IrInstr *user) {
   for (int i = 0; i < op->nusers; i++)
     if (op->users[i] == user) return 0;
@@ -514,7 +520,12 @@ IrInstr *ir_instr_new_before(IrComputation *c, IrInstr *before, IrOpcode op, con
     if (!in->operands) return NULL;
     for (int k = 0; k < noperands; k++) {
       in->operands[k] = operands[k];
-      if (operands[k] && add_user(m, operands[k], in)) return NULL;
+      /* in is new, so it is among an operand's users only if an earlier slot named the same
+         operand: checking that instead of scanning the users keeps a value with many users
+         (x + x + ... + x) linear */
+      bool seen = false;
+      for (int j = 0; j < k && !seen; j++) seen = operands[j] == operands[k];
+      if (operands[k] && !seen && append_user(m, operands[k], in)) return NULL;
     }
   }
   in->noperands = noperands;

@@ -100,6 +100,30 @@ TEST(emitter_long_fx_chain) {
   free(s);
 }
 
+/* Defect 1: x + x + ... + x is a left spine as long as the line; lowering it recursed once per
+ * term (5,000 terms overflowed the stack), and adding each use of x scanned x's users. */
+TEST(fx_left_assoc_chain) {
+  Text t;
+  text_open(&t);
+  fprintf(t.f, "param x: f32[4]\ny = x");
+  for (int k = 1; k < 200000; k++) fprintf(t.f, " + x");
+  fprintf(t.f, "\nout y\nshow stats\n");
+  char *s = text_close(&t);
+  double t0 = now();
+  CHECK(run_script(s));
+  CHECK_CONTAINS(outbuf, "instructions");
+  CHECK(now() - t0 < 30);
+  free(s);
+  /* the same with '*' and '-', in a nested call */
+  text_open(&t);
+  fprintf(t.f, "param x: f32[4]\ny = sin(x");
+  for (int k = 1; k < 20000; k++) fprintf(t.f, " %c x", "*-"[k % 2]);
+  fprintf(t.f, ")\nout y\n");
+  s = text_close(&t);
+  CHECK(run_script(s));
+  free(s);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxhostXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -109,6 +133,7 @@ int main(void) {
   setenv("NO_COLOR", "1", 1);
   RUN(emitter_long_chain);
   RUN(emitter_long_fx_chain);
+  RUN(fx_left_assoc_chain);
   free(outbuf);
   free(errbuf);
   char cmdl[128];
