@@ -10,6 +10,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "hlo.h"
+#include "simplify.h"
+#include "verify.h"
 #include "repl.h"
 #include "session.h"
 
@@ -124,6 +127,28 @@ TEST(fx_left_assoc_chain) {
   free(s);
 }
 
+/* Issue 17, "recursion must be iterative everywhere": a rewrite that frees a long dead chain
+ * (simp_drop_dead) recursed once per instruction. */
+TEST(drop_long_dead_chain) {
+  Text t;
+  text_open(&t);
+  int n = 50000;
+  fprintf(t.f, "HloModule dead\n\nENTRY %%main (p: f32[4]) -> f32[4] {\n  %%p = f32[4] parameter(0)\n  %%a0 = f32[4] add(%%p, %%p)\n");
+  for (int k = 1; k < n; k++) fprintf(t.f, "  %%a%d = f32[4] add(%%a%d, %%p)\n", k, k - 1);
+  fprintf(t.f, "  ROOT %%r = f32[4] negate(%%p)\n}\n");
+  char *s = text_close(&t);
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(s, strlen(s), "dead.hlo", &err);
+  free(s);
+  CHECK(m != NULL);
+  if (!m) return;
+  IrComputation *c = m->entry;
+  CHECK_NEAR(simp_drop_dead(c->instrs[c->ninstrs - 2]), n, 0);
+  CHECK(ir_verify(m, &err));
+  ir_module_free(m);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxhostXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -134,6 +159,7 @@ int main(void) {
   RUN(emitter_long_chain);
   RUN(emitter_long_fx_chain);
   RUN(fx_left_assoc_chain);
+  RUN(drop_long_dead_chain);
   free(outbuf);
   free(errbuf);
   char cmdl[128];
