@@ -406,10 +406,14 @@ static bool infer_pad(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
     if (m < 2 || n >= IR_MAX_RANK) return ierr(i, err, "malformed padding '%s'", t);
     if (n < in->rank) {
       if (v[2] < 0) return ierr(i, err, "interior padding must not be negative in '%s'", t);
-      int64_t d = in->dims[n], interior = 0, sum;
-      if ((d > 0 && !mul_ok(d - 1, v[2], &interior)) || !add_ok(d, v[0], &sum) || !add_ok(sum, v[1], &sum) ||
-          !add_ok(sum, interior, &sum))
+      int64_t d = in->dims[n], interior = 0, sum, dilated;
+      if ((d > 0 && !mul_ok(d - 1, v[2], &interior)) || !add_ok(d, interior, &dilated) || !add_ok(dilated, v[0], &sum) ||
+          !add_ok(sum, v[1], &sum))
         return ierr(i, err, "padding '%s' overflows dimension %d", t, n);
+      /* Negative padding crops; cropping more than the (dilated) dimension has would only make
+         the index arithmetic overflow (-2^63+1 low and 2^63-1 high gives a valid size) */
+      if (v[0] < -dilated || v[1] < -dilated)
+        return ierr(i, err, "padding '%s' crops more than the %" PRId64 " elements of dimension %d", t, dilated, n);
       od[n] = sum;
       if (od[n] < 0) return ierr(i, err, "padding '%s' makes dimension %d negative", t, n);
     }

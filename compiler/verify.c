@@ -47,6 +47,28 @@ static const IrInstr *nameset_add(NameSet *s, const IrInstr *i) {
   return NULL;
 }
 
+/* A while loop's backend_config may state its trip count ({"known_trip_count":{"n":"N"}}); the
+   plan multiplies launches and bytes by it, so it must be a plain integer in [0, 2^62], which
+   leaves room for the arithmetic on it (99999999999999999999999 was read as INT64_MAX). */
+static bool check_trip_count(const IrModule *m, const IrInstr *i, FxError *err) {
+  const char *bc = ir_attr_text(i, "backend_config");
+  const char *p = bc ? strstr(bc, "known_trip_count") : NULL;
+  if (!p || !(p = strstr(p, "\"n\""))) return true;
+  p += 3;
+  while (*p == ' ' || *p == ':' || *p == '"') p++;
+  const char *q = p;
+  uint64_t n = 0;
+  bool big = false;
+  for (; *q >= '0' && *q <= '9'; q++) {
+    n = n * 10 + (uint64_t)(*q - '0');
+    if (n > (1ull << 62)) big = true, n = 1ull << 62;
+  }
+  if (q == p || (*q != '"' && *q != '}' && *q != ',' && *q != ' '))
+    return verr(m, &i->loc, err, "'%%%s': known_trip_count must be a non-negative integer", i->name);
+  if (big) return verr(m, &i->loc, err, "'%%%s': known_trip_count %.*s is too large (the limit is 2^62)", i->name, (int)(q - p > 40 ? 40 : q - p), p);
+  return true;
+}
+
 /* Edges by instruction id: the instructions of list[start[id]..start[id+1]). */
 typedef struct {
   int *start;
@@ -177,6 +199,7 @@ static bool check_links_and_ops(const IrModule *m, FxError *err, const int *pos,
         return verr(m, &i->loc, err, "'%%%s': %s takes %d operand%s, not %d", i->name, info->spelling, info->arity, info->arity == 1 ? "" : "s",
                     i->noperands);
       if (i->op == IR_OP_CONSTANT && !i->literal) return verr(m, &i->loc, err, "'%%%s': constant without a value", i->name);
+      if (i->op == IR_OP_WHILE && !check_trip_count(m, i, err)) return false;
       for (int o = 0; o < i->noperands; o++) {
         const IrInstr *op = i->operands[o];
         if (!op) return verr(m, &i->loc, err, "'%%%s': operand %d is missing", i->name, o);
