@@ -266,6 +266,41 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
   return fx_error_set(err, NULL, 0, 0, "the C compiler (%s) failed on generated kernels (%s): %s", b->cc, src, msg);
 }
 
+/* ---------- cache entries ----------
+ *
+ * A cached fx_HASH.so is loaded into the process, so it must be exactly what the compiler wrote:
+ * a truncated one made dlopen die with SIGBUS on every later run. Beside each, fx_HASH.so.sum
+ * records its size and FNV-1a checksum; it is written (atomically) before the .so is renamed into
+ * place, and a .so whose size or checksum does not match is removed and rebuilt. */
+
+/* size and checksum of the file at path; false when it cannot be read */
+static bool file_sum(const char *path, uint64_t *size, uint64_t *sum) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return false;
+  char buf[65536];
+  uint64_t h = 0xcbf29ce484222325ULL, n = 0;
+  ssize_t r;
+  while ((r = read(fd, buf, sizeof buf)) > 0) {
+    h = fnv(buf, (size_t)r, h);
+    n += (uint64_t)r;
+  }
+  close(fd);
+  if (r < 0) return false;
+  *size = n;
+  *sum = h;
+  return true;
+}
+
+static bool entry_valid(const char *so, const char *sumpath) {
+  FILE *f = fopen(sumpath, "r");
+  if (!f) return false;
+  unsigned long long want_size, want_sum;
+  bool parsed = fscanf(f, "fxplain-kernel-cache 1 size %llu fnv1a %llx", &want_size, &want_sum) == 2;
+  fclose(f);
+  uint64_t size, sum;
+  return parsed && file_sum(so, &size, &sum) && size == want_size && sum == want_sum;
+}
+
 static bool load_unit(CpuBackend *b, const char *so, const char *marker, void **out) {
   void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
   if (!h) return false;
@@ -280,22 +315,35 @@ static bool load_unit(CpuBackend *b, const char *so, const char *marker, void **
 
 /* Compiles (or finds in the cache) the unit in src; returns its handle. */
 static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void **handle, FxError *err) {
-  char base[600], cpath[640], so[640], log[640], tmpso[680], marker[64];
+  char base[600], cpath[640], so[640], sumpath[640], log[640], tmpso[680], marker[64];
   snprintf(base, sizeof base, "%s/fx_%016llx", b->cache, (unsigned long long)hash);
   snprintf(cpath, sizeof cpath, "%s.c", base);
   snprintf(so, sizeof so, "%s.so", base);
+  snprintf(sumpath, sizeof sumpath, "%s.so.sum", base);
   snprintf(log, sizeof log, "%s.log", base);
   snprintf(marker, sizeof marker, "fx_unit_%016llx", (unsigned long long)hash);
   if (access(so, R_OK) == 0) {
-    if (load_unit(b, so, marker, handle)) {
+    if (entry_valid(so, sumpath) && load_unit(b, so, marker, handle)) {
       b->cached++;
       return true;
     }
-    unlink(so); /* corrupt or stale: rebuild */
+    unlink(so); /* truncated, corrupt or stale: rebuild */
   }
   if (!write_file_atomic(cpath, src->s, src->len, err)) return false;
   snprintf(tmpso, sizeof tmpso, "%s.so.tmp.%d", base, (int)getpid());
   if (!run_compiler(b, cpath, tmpso, log, err)) {
+    unlink(tmpso);
+    return false;
+  }
+  uint64_t size, sum;
+  char line[128];
+  if (!file_sum(tmpso, &size, &sum)) {
+    unlink(tmpso);
+    return fx_error_set(err, tmpso, 0, 0, "cannot read the compiled kernels: %s", strerror(errno));
+  }
+  int ln = snprintf(line, sizeof line, "fxplain-kernel-cache 1 size %llu fnv1a %016llx\n", (unsigned long long)size,
+                    (unsigned long long)sum);
+  if (!write_file_atomic(sumpath, line, (size_t)ln, err)) {
     unlink(tmpso);
     return false;
   }
