@@ -185,6 +185,68 @@ TEST(truncated_cached_kernel) {
   CHECK_CONTAINS(outbuf, "out: f32[4]");
 }
 
+/* Defect 10: the .fx module name was the file name unchanged, so `save` wrote HloModule lines
+ * that `load` could not read back. */
+TEST(save_load_odd_file_names) {
+  const char *names[] = {"model copy.fx", "2layer.fx", "net(1).fx"};
+  for (int k = 0; k < 3; k++) {
+    char fx[256], script[700];
+    snprintf(fx, sizeof fx, "%s/%s", dir, names[k]);
+    write_file(fx, "param x: f32[4]\ny = sin(x)\nout y\n");
+    snprintf(script, sizeof script, "load '%s'; save %s/saved.hlo; load %s/saved.hlo; run --backend interp", fx, dir, dir);
+    CHECK(run_script(script));
+    CHECK_CONTAINS(outbuf, ": f32[4]  min");
+  }
+}
+
+/* Defect 10: save replaced a symbolic link or a device node with a regular file. */
+TEST(save_through_links_not_over_devices) {
+  char target[128], link[128], script[400];
+  snprintf(target, sizeof target, "%s/target.hlo", dir);
+  snprintf(link, sizeof link, "%s/link.hlo", dir);
+  write_file(target, "old");
+  CHECK(symlink("target.hlo", link) == 0);
+  snprintf(script, sizeof script, "load tests/repl/data/small.hlo; save %s", link);
+  CHECK(run_script(script));
+  struct stat st;
+  CHECK(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+  FILE *f = fopen(target, "r");
+  char head[64] = "";
+  if (f) {
+    CHECK(fgets(head, sizeof head, f) != NULL);
+    fclose(f);
+  }
+  CHECK_STR(head, "HloModule small\n");
+  CHECK(!run_script("load tests/repl/data/small.hlo; save /dev/full"));
+  CHECK_CONTAINS(errbuf, "error: cannot write '/dev/full': it is a device");
+  CHECK(stat("/dev/full", &st) == 0 && S_ISCHR(st.st_mode));
+}
+
+/* Defect 9: a file name given on the command line is printed with its control bytes escaped. */
+TEST(file_names_escaped) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/a\x1b]0;title\x07.hlo", dir);
+  FILE *src = fopen("tests/repl/data/small.hlo", "rb");
+  char text[4096];
+  size_t n = src ? fread(text, 1, sizeof text - 1, src) : 0;
+  if (src) fclose(src);
+  text[n] = 0;
+  write_file(path, text);
+  free(outbuf);
+  free(errbuf);
+  FILE *out = open_memstream(&outbuf, &outlen), *err = open_memstream(&errbuf, &errlen);
+  Session *s = session_new(out, err);
+  FxError e;
+  fx_error_clear(&e);
+  bool is_hlo = false;
+  CHECK(repl_run_path(s, path, &e, &is_hlo));
+  session_free(s);
+  fclose(out);
+  fclose(err);
+  CHECK_CONTAINS(outbuf, "a\\x1b]0;title\\x07.hlo");
+  CHECK(!strchr(outbuf, 0x1b) && !strchr(outbuf, 0x07));
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxhostXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -197,6 +259,9 @@ int main(void) {
   RUN(fx_left_assoc_chain);
   RUN(drop_long_dead_chain);
   RUN(truncated_cached_kernel);
+  RUN(save_load_odd_file_names);
+  RUN(save_through_links_not_over_devices);
+  RUN(file_names_escaped);
   free(outbuf);
   free(errbuf);
   char cmdl[128];
