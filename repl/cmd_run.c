@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "repl.h"
 #include "session.h"
 #include "../compiler/plan.h"
@@ -35,8 +36,9 @@ typedef struct {
   int nuniform;
 } RunArgs;
 
-static bool usage_error(FxError *err, const char *msg, const char *arg) {
-  return fx_error_set(err, NULL, 0, 0, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
+/* An option error, located at argument argi of the command (0: the command word). */
+static bool usage_error(Session *s, FxError *err, int argi, const char *msg, const char *arg) {
+  return repl_arg_error(s, err, argi, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
 }
 
 static bool parse_int(const char *s, long long lo, long long hi, long long *out) {
@@ -67,31 +69,35 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
     bool has = k + 1 < argc;
     long long v;
     if (strcmp(o, "--check") == 0) a->check = true;
-    else if (strcmp(o, "--backend") == 0 && has) a->backend = argv[++k];
+    else if (strcmp(o, "--backend") == 0 && has) {
+      a->backend = argv[++k];
+      if (strcmp(a->backend, "auto") != 0 && !rt_backend_lookup(a->backend))
+        return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", a->backend);
+    }
     else if (strcmp(o, "--stage") == 0 && has) {
-      if (!parse_int(argv[++k], 0, s->nstages - 1, &v)) return usage_error(err, "--stage needs a stage number that exists", argv[k]);
+      if (!parse_int(argv[++k], 0, s->nstages - 1, &v)) return usage_error(s, err, k, "--stage needs a stage number that exists", argv[k]);
       a->stage = (int)v;
     } else if (strcmp(o, "--seed") == 0 && has) {
-      if (!parse_int(argv[++k], 0, INT64_MAX, &v)) return usage_error(err, "--seed needs a non-negative integer", argv[k]);
+      if (!parse_int(argv[++k], 0, INT64_MAX, &v)) return usage_error(s, err, k, "--seed needs a non-negative integer", argv[k]);
       a->seed = (uint64_t)v;
     } else if (strcmp(o, "--repeat") == 0 && has) {
-      if (!parse_int(argv[++k], 1, 100000, &v)) return usage_error(err, "--repeat needs 1 to 100000", argv[k]);
+      if (!parse_int(argv[++k], 1, 100000, &v)) return usage_error(s, err, k, "--repeat needs 1 to 100000", argv[k]);
       a->repeat = (int)v;
     } else if (strcmp(o, "--input") == 0 && has) {
       if (a->nin == MAX_IO || !split_pair(argv[++k], &a->in_name[a->nin], &a->in_file[a->nin]))
-        return usage_error(err, "--input needs NAME=FILE.npy", argv[k]);
+        return usage_error(s, err, k, "--input needs NAME=FILE.npy", argv[k]);
       a->nin++;
     } else if (strcmp(o, "--save") == 0 && has) {
       if (a->nsave == MAX_IO || !split_pair(argv[++k], &a->save_name[a->nsave], &a->save_file[a->nsave]))
-        return usage_error(err, "--save needs NAME=FILE.npy", argv[k]);
+        return usage_error(s, err, k, "--save needs NAME=FILE.npy", argv[k]);
       a->nsave++;
     } else if (strcmp(o, "--uniform") == 0 && has) {
-      if (a->nuniform == MAX_IO) return usage_error(err, "too many --uniform rules", argv[k + 1]);
+      if (a->nuniform == MAX_IO) return usage_error(s, err, k + 1, "too many --uniform rules", argv[k + 1]);
       if (!repl_uniform_parse(s, argv, ++k, &a->uniform[a->nuniform], err)) return false;
       a->nuniform++;
     } else if (strcmp(o, "--trace") == 0 && has) a->trace = argv[++k];
     else if (strcmp(o, "--stages") == 0 && has) a->stages = argv[++k];
-    else return usage_error(err, "unknown or incomplete option", o);
+    else return usage_error(s, err, k, "unknown or incomplete option", o);
   }
   return true;
 }
@@ -291,13 +297,13 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err);
 static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
   if (!parse_run_args(s, argc, argv, &a, err)) return false;
-  if (a.trace) return usage_error(err, "--trace belongs to `profile`", NULL);
+  if (a.trace) return usage_error(s, err, 0, "--trace belongs to `profile`", NULL);
   if (a.stages) {
     /* run --stages A,B is compare A B with the other options */
     char buf[64], *cargv[64];
     snprintf(buf, sizeof buf, "%s", a.stages);
     char *comma = strchr(buf, ',');
-    if (!comma) return usage_error(err, "--stages needs A,B", a.stages);
+    if (!comma) return usage_error(s, err, 0, "--stages needs A,B", a.stages);
     *comma = 0;
     int n = 0;
     cargv[n++] = "compare";
@@ -454,7 +460,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
-  if (argc < 3) return usage_error(err, "usage: compare STAGE_A STAGE_B [--backend B] [--repeat N] [--seed N]", NULL);
+  if (argc < 3) return usage_error(s, err, argc, "usage: compare STAGE_A STAGE_B [--backend B] [--repeat N] [--seed N]", NULL);
   RunArgs a;
   char *rest[64];
   int nr = 0;
@@ -464,7 +470,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   for (int q = 0; q < a.nuniform; q++) a.uniform[q].argi = 0; /* its word moved: point at the command */
   long long st[2];
   for (int q = 0; q < 2; q++)
-    if (!parse_int(argv[1 + q], 0, s->nstages - 1, &st[q])) return usage_error(err, "no such stage", argv[1 + q]);
+    if (!parse_int(argv[1 + q], 0, s->nstages - 1, &st[q])) return usage_error(s, err, 1 + q, "no such stage", argv[1 + q]);
   RunResult res[2];
   memset(res, 0, sizeof res);
   bool ok = true;
@@ -497,7 +503,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) {
-  if (argc != 2) return usage_error(err, "usage: set max_memory BYTES (K, M, G suffixes; 0 = unlimited)", NULL);
+  if (argc != 2) return usage_error(s, err, 0, "usage: set max_memory BYTES (K, M, G suffixes; 0 = unlimited)", NULL);
   char *e;
   errno = 0;
   double v = strtod(argv[1], &e);
@@ -505,7 +511,7 @@ static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) 
   if (*e == 'K' || *e == 'k') mul = 1024, e++;
   else if (*e == 'M' || *e == 'm') mul = 1024.0 * 1024, e++;
   else if (*e == 'G' || *e == 'g') mul = 1024.0 * 1024 * 1024, e++;
-  if (errno || *e || v < 0 || v * mul > 1.8e19) return usage_error(err, "max_memory needs a byte count", argv[1]);
+  if (errno || *e || v < 0 || v * mul > 1.8e19) return usage_error(s, err, 1, "max_memory needs a byte count", argv[1]);
   rt_set_max_memory((uint64_t)(v * mul));
   fprintf(s->out, "max_memory = %llu bytes%s\n", (unsigned long long)(v * mul), v == 0 ? " (unlimited)" : "");
   return true;

@@ -471,15 +471,16 @@ bool runner_finish(Runner *r) {
 static char *read_file(const char *path, size_t *len, FxError *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
+    /* located at the file itself, as compilers do for a file named on the command line */
     char shown[160];
-    fx_error_set(err, NULL, 0, 0, "cannot open '%s': %s", repl_printable(shown, sizeof shown, path), strerror(errno));
+    fx_error_set(err, repl_printable(shown, sizeof shown, path), 0, 0, "cannot open it: %s", strerror(errno));
     return NULL;
   }
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
     fclose(f);
     char shown[160];
-    fx_error_set(err, NULL, 0, 0, "cannot open '%s': it is a directory", repl_printable(shown, sizeof shown, path));
+    fx_error_set(err, repl_printable(shown, sizeof shown, path), 0, 0, "cannot open it: it is a directory");
     return NULL;
   }
   size_t cap = 4096, n = 0;
