@@ -273,6 +273,7 @@ static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **
   res->be = res->backend->create(err);
   if (!res->be) return false;
   if (!res->backend->prepare(res->be, &m, 1, err)) return false;
+  if (res->backend == &rt_backend_cpu && cpu_note(res->be)[0] && !s->json) fprintf(s->out, "note: %s\n", cpu_note(res->be));
   double *times = fx_calloc((size_t)a->repeat, sizeof *times);
   if (!times) return fx_error_set(err, NULL, 0, 0, "out of memory");
   RtOptions o = {.seed = a->seed, .interrupted = s->interrupted};

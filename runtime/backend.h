@@ -70,6 +70,9 @@ void cpu_set_options(void *be, const CpuOptions *o);
 /* The cache directory in use (after create), and how many kernels the last prepare compiled
  * fresh vs found in the cache. */
 const char *cpu_cache_dir(void *be);
+/* Why the last prepare ran kernels on the interpreter's implementation instead of compiling
+ * them (an unusable cache directory, a failed compile), or "". */
+const char *cpu_note(void *be);
 void cpu_prepare_counts(void *be, int *compiled, int *cached, int *kernels, int *interpreted);
 /* The generated C source of the last prepare (for `show kernel-source` and tests). */
 const char *cpu_last_source(void *be);

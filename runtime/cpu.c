@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,8 @@ typedef struct {
   /* during a run */
   RtRunStats *stats;
   bool interp_only;
+  bool no_cache;        /* the cache directory is unusable: every kernel runs on the interpreter */
+  char note[700];       /* why kernels fell back to the interpreter (cpu_note), or "" */
   RtTensor **slots;     /* the run's buffer slots (from the kernel plan's assignment); NULL: unused */
   RtTensor **views;     /* per slot: the view last written into it (reused while nobody else holds it) */
   int nslots;
@@ -181,10 +184,15 @@ static bool mkdir_p(const char *path) {
 
 bool cpu_resolve_cache_dir(char *out, size_t n, FxError *err) {
   const char *e = getenv("FXPLAIN_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-  if (e && *e) snprintf(out, n, "%s", e);
-  else if (x && *x) snprintf(out, n, "%s/fxplain", x);
-  else if (h && *h) snprintf(out, n, "%s/.cache/fxplain", h);
-  else snprintf(out, n, "/tmp/fxplain-cache-%d", (int)geteuid());
+  int len;
+  if (e && *e) len = snprintf(out, n, "%s", e);
+  else if (x && *x) len = snprintf(out, n, "%s/fxplain", x);
+  else if (h && *h) len = snprintf(out, n, "%s/.cache/fxplain", h);
+  else len = snprintf(out, n, "/tmp/fxplain-cache-%d", (int)geteuid());
+  /* a longer path was cut short silently, and the cut one used: refuse it instead; the entries'
+     names (fx_HASH.so.sum and the temporary files) need room after it too */
+  if (len < 0 || (size_t)len + 64 >= n)
+    return fx_error_set(err, NULL, 0, 0, "the kernel cache directory's path is %d characters long; the limit is %zu", len, n - 64);
   if (!mkdir_p(out)) return fx_error_set(err, out, 0, 0, "cannot create the kernel cache directory: %s", strerror(errno));
   struct stat st;
   if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -252,10 +260,28 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
     execvp(argv[0], argv);
     _exit(127);
   }
-  int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return fx_error_set(err, NULL, 0, 0, "waiting for the C compiler failed");
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  /* The compiler gets a time limit ($FXPLAIN_CC_TIMEOUT seconds, default 120): a huge unit
+     (stack([x]*10000) made 1.9 MB of C) must not hang the session; past it the compiler is killed
+     and the kernels run on the interpreter (compile_unit's caller says so). */
+  const char *lim = getenv("FXPLAIN_CC_TIMEOUT");
+  double limit = lim && atof(lim) > 0 ? atof(lim) : 120.0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int status = 0;
+  bool timed_out = false;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return fx_error_set(err, NULL, 0, 0, "waiting for the C compiler failed: %s", strerror(errno));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 >= limit && !timed_out) {
+      kill(pid, SIGKILL);
+      timed_out = true;
+    }
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
   char msg[400] = "";
   FILE *f = fopen(logpath, "r");
   if (f) {
@@ -263,7 +289,14 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
     msg[n] = 0;
     fclose(f);
   }
-  return fx_error_set(err, NULL, 0, 0, "the C compiler (%s) failed on generated kernels (%s): %s", b->cc, src, msg);
+  /* the first line of its own message, and how it ended */
+  msg[strcspn(msg, "\n")] = 0;
+  char how[80];
+  if (timed_out) snprintf(how, sizeof how, "stopped after the %.0f s time limit", limit);
+  else if (WIFSIGNALED(status)) snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
+  else if (WEXITSTATUS(status) == 127) snprintf(how, sizeof how, "could not be run");
+  else snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+  return fx_error_set(err, NULL, 0, 0, "the C compiler (%s) failed on generated kernels (%s): %s%s%s", b->cc, src, how, msg[0] ? ": " : "", msg);
 }
 
 /* ---------- cache entries ----------
@@ -383,6 +416,7 @@ typedef struct {
 static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxError *err) {
   CpuBackend *b = vb;
   b->compiled = b->cached = b->nkernels = b->ninterp = 0;
+  if (!b->no_cache) b->note[0] = 0;
   EmitBuf unit;
   emit_buf_init(&unit);
   emit_prelude(&unit, EMIT_TARGET_C);
@@ -417,6 +451,12 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         b->nkernels++;
         if (b->interp_only) {
           k->how = K_INTERP;
+          continue;
+        }
+        if (b->no_cache) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "the kernel cache cannot be used");
+          b->ninterp++;
           continue;
         }
         if (i->op == IR_OP_DOT && blas_dot_ok(i)) {
@@ -498,8 +538,20 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
     emit_printf(&unit, "int fx_unit_%016llx(void) { return 1; }\n", (unsigned long long)uh);
     if (unit.oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating kernels");
     void *h = NULL;
-    if (ok) ok = compile_unit(b, &unit, uh, &h, err);
-    if (ok) {
+    FxError cerr;
+    fx_error_clear(&cerr);
+    if (ok && !compile_unit(b, &unit, uh, &h, &cerr)) {
+      /* a cache that cannot be written (read-only, full), a compiler that fails or is stopped:
+         the kernels run on the interpreter's implementation, and the run says why */
+      snprintf(b->note, sizeof b->note, "generated kernels could not be compiled (%s%s%.400s): they run on the interpreter's implementation",
+               cerr.file[0] ? cerr.file : "", cerr.file[0] ? ": " : "", cerr.msg);
+      for (int q = 0; q < npending; q++) {
+        pending[q]->how = K_INTERP;
+        snprintf(pending[q]->why, sizeof pending[q]->why, "the generated code could not be compiled");
+      }
+      b->ninterp += npending;
+      npending = 0;
+    } else if (ok) {
       if (b->nhandles == b->caphandles) {
         int nc = b->caphandles ? b->caphandles * 2 : 8;
         void **nh = fx_realloc(b->handles, sizeof *nh * (size_t)nc);
@@ -827,9 +879,13 @@ static void *cpu_create_common(bool interp_only, FxError *err) {
     return NULL;
   }
   b->interp_only = interp_only;
-  if (!interp_only && !cpu_resolve_cache_dir(b->cache, sizeof b->cache, err)) {
-    fx_free(b);
-    return NULL;
+  FxError why;
+  fx_error_clear(&why);
+  if (!interp_only && !cpu_resolve_cache_dir(b->cache, sizeof b->cache, &why)) {
+    /* no cache, no compiled kernels: run on the interpreter's implementation and say so */
+    b->no_cache = true;
+    snprintf(b->note, sizeof b->note, "the kernel cache cannot be used (%s%s%.400s): every kernel runs on the interpreter's implementation",
+             why.file[0] ? why.file : "", why.file[0] ? ": " : "", why.msg);
   }
   const char *cc = getenv("CC");
   snprintf(b->cc, sizeof b->cc, "%s", cc && *cc ? cc : "cc");
@@ -863,6 +919,7 @@ void cpu_set_options(void *vb, const CpuOptions *o) {
 }
 
 const char *cpu_cache_dir(void *vb) { return ((CpuBackend *)vb)->cache; }
+const char *cpu_note(void *vb) { return ((CpuBackend *)vb)->note; }
 const char *cpu_last_source(void *vb) {
   CpuBackend *b = vb;
   return b->last_source.s ? b->last_source.s : "";

@@ -247,6 +247,52 @@ TEST(file_names_escaped) {
   CHECK(!strchr(outbuf, 0x1b) && !strchr(outbuf, 0x07));
 }
 
+/* Defect 11 (and the compiler half of 8): a cache directory that cannot be used (a file, a path
+ * longer than the limit, silently cut before) or a compiler that fails or hangs made run --backend
+ * cpu fail or wait without end; now the kernels run on the interpreter and the run says why. */
+TEST(unusable_cache_or_compiler_falls_back) {
+  char cache[128], file[128], longp[700], slow[128], old_cc[256] = "";
+  const char *cc = getenv("CC");
+  if (cc) snprintf(old_cc, sizeof old_cc, "%s", cc);
+  snprintf(cache, sizeof cache, "%s/cache", dir);
+  snprintf(file, sizeof file, "%s/not_a_dir", dir);
+  write_file(file, "x");
+  const char *script = "load tests/repl/data/small.hlo; run --backend cpu";
+  setenv("FXPLAIN_CACHE_DIR", file, 1);
+  CHECK(run_script(script));
+  CHECK_CONTAINS(outbuf, "note: the kernel cache cannot be used");
+  CHECK_CONTAINS(outbuf, "out: f32[4]");
+  int n = snprintf(longp, sizeof longp, "%s/", dir);
+  while (n < 600) longp[n++] = 'd';
+  longp[n] = 0;
+  setenv("FXPLAIN_CACHE_DIR", longp, 1);
+  CHECK(run_script(script));
+  CHECK_CONTAINS(outbuf, "path is 6");
+  CHECK_CONTAINS(outbuf, "out: f32[4]");
+  /* a fresh cache, so the compiler really runs */
+  char fresh[160];
+  snprintf(fresh, sizeof fresh, "%s/cache_cc", dir);
+  setenv("FXPLAIN_CACHE_DIR", fresh, 1);
+  setenv("CC", "false", 1);
+  CHECK(run_script(script));
+  CHECK_CONTAINS(outbuf, "could not be compiled (the C compiler (false) failed on generated kernels");
+  CHECK_CONTAINS(outbuf, "exit status 1");
+  snprintf(slow, sizeof slow, "%s/slowcc", dir);
+  write_file(slow, "#!/bin/sh\nexec sleep 20\n");
+  chmod(slow, 0700);
+  setenv("CC", slow, 1);
+  setenv("FXPLAIN_CC_TIMEOUT", "1", 1);
+  double t0 = now();
+  CHECK(run_script(script));
+  CHECK(now() - t0 < 10);
+  CHECK_CONTAINS(outbuf, "stopped after the 1 s time limit");
+  CHECK_CONTAINS(outbuf, "out: f32[4]");
+  if (old_cc[0]) setenv("CC", old_cc, 1);
+  else unsetenv("CC");
+  unsetenv("FXPLAIN_CC_TIMEOUT");
+  setenv("FXPLAIN_CACHE_DIR", cache, 1);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxhostXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -262,6 +308,7 @@ int main(void) {
   RUN(save_load_odd_file_names);
   RUN(save_through_links_not_over_devices);
   RUN(file_names_escaped);
+  RUN(unusable_cache_or_compiler_falls_back);
   free(outbuf);
   free(errbuf);
   char cmdl[128];
