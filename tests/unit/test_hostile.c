@@ -293,6 +293,20 @@ TEST(unusable_cache_or_compiler_falls_back) {
   setenv("FXPLAIN_CACHE_DIR", cache, 1);
 }
 
+/* Defect 12: with no budget by default, a parameter of 400 GB was allocated (and filled) before
+ * anything said no; the default budget is now three quarters of the machine's memory, checked
+ * before the allocation. */
+TEST(default_memory_budget) {
+  char path[128], script[256];
+  snprintf(path, sizeof path, "%s/bigparam.hlo", dir);
+  write_file(path, "HloModule m\n\nENTRY %main {\n  %a = f32[100000000000] parameter(0)\n  ROOT %n = f32[100000000000] negate(%a)\n}\n");
+  snprintf(script, sizeof script, "load %s; run --backend interp", path);
+  double t0 = now();
+  CHECK(!run_script(script));
+  CHECK_CONTAINS(errbuf, "out of memory budget: a f32 tensor of 400000000000 bytes");
+  CHECK(now() - t0 < 10);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxhostXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -309,6 +323,7 @@ int main(void) {
   RUN(save_through_links_not_over_devices);
   RUN(file_names_escaped);
   RUN(unusable_cache_or_compiler_falls_back);
+  RUN(default_memory_budget);
   free(outbuf);
   free(errbuf);
   char cmdl[128];
