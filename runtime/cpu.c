@@ -59,6 +59,8 @@ typedef struct {
   int slot2[CPU_MAX_SLOTTED]; /* a loop body's result: the slot it alternates with; -1: none */
 } CpuKernel;
 
+enum { CPU_MAX_KERNEL_SOURCE = 256 * 1024 }; /* bytes of C per generated kernel */
+
 typedef struct {
   char cache[512];
   CpuOptions opt;
@@ -481,6 +483,17 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           k->how = K_INTERP;
           snprintf(k->why, sizeof k->why, "%.199s", why.msg);
           b->ninterp++;
+          continue;
+        }
+        /* A bound on what the C compiler is given: stack([x]*10000) made one kernel of 1.9 MB
+           that cc -O3 worked on for minutes. Bigger kernels run on the interpreter, said in a note. */
+        if (kb.len > CPU_MAX_KERNEL_SOURCE) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "its generated code is too large (%zu KB; the limit is %d KB)", kb.len / 1024,
+                   CPU_MAX_KERNEL_SOURCE / 1024);
+          b->ninterp++;
+          if (!b->note[0])
+            snprintf(b->note, sizeof b->note, "%s: %s, so it runs on the interpreter's implementation", i->name, k->why);
           continue;
         }
         uint64_t h = fnv(kb.s, kb.len, 0xcbf29ce484222325ULL);
