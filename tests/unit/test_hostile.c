@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "fx.h"
 #include "hlo.h"
 #include "simplify.h"
 #include "verify.h"
@@ -324,6 +325,37 @@ TEST(huge_kernel_falls_back) {
   free(s);
 }
 
+/* Defect 8, .fx: checking each statement re-lowered every statement before it, so 5,000 lines
+ * took over a minute; the lowering is now kept between statements. An error discards it and the
+ * next statement rebuilds it from the accepted ones. */
+TEST(fx_many_statements_incremental) {
+  Text t;
+  text_open(&t);
+  fprintf(t.f, "param x: f32[4]\ny = x + 1.0\n");
+  for (int k = 0; k < 5000; k++) fprintf(t.f, "y = y * 1.0001\n");
+  fprintf(t.f, "out y\nshow stats\n");
+  char *s = text_close(&t);
+  double t0 = now();
+  CHECK(run_script(s));
+  CHECK_CONTAINS(outbuf, "instructions");
+  CHECK(now() - t0 < 20);
+  free(s);
+  FxState *st = fx_state_new();
+  FxError err;
+  fx_error_clear(&err);
+  CHECK(fx_feed(st, "param x: f32[4]", "<t>", 1, &err));
+  CHECK(fx_feed(st, "y = sin(x)", "<t>", 2, &err));
+  CHECK(!fx_feed(st, "z = y + nope", "<t>", 3, &err));
+  fx_error_clear(&err);
+  CHECK(fx_feed(st, "z = y * 2.0", "<t>", 4, &err));
+  CHECK(fx_feed(st, "out z", "<t>", 5, &err));
+  IrModule *m = fx_build_module(st, "inc", &err);
+  CHECK(m != NULL);
+  if (m) CHECK(ir_verify(m, &err));
+  ir_module_free(m);
+  fx_state_free(st);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxhostXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -342,6 +374,7 @@ int main(void) {
   RUN(unusable_cache_or_compiler_falls_back);
   RUN(default_memory_budget);
   RUN(huge_kernel_falls_back);
+  RUN(fx_many_statements_incremental);
   free(outbuf);
   free(errbuf);
   char cmdl[128];
