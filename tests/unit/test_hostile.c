@@ -93,6 +93,24 @@ TEST(emitter_long_chain) {
   CHECK(now() - t0 < 60);
 }
 
+/* Defect 2: a chain of ops that are not walked without recursion (3,000 pads) is bounded: past
+ * 200 levels the kernel runs on the interpreter instead of overflowing the stack. */
+TEST(emitter_long_pad_chain) {
+  char path[128], script[512];
+  snprintf(path, sizeof path, "%s/pads.hlo", dir);
+  Text t;
+  text_open(&t);
+  fprintf(t.f, "HloModule pads\n\nENTRY %%main (p: f32[4]) -> f32[4] {\n  %%p = f32[4] parameter(0)\n  %%z = f32[] constant(0)\n"
+               "  %%a0 = f32[4] pad(%%p, %%z), padding=0_0\n");
+  for (int k = 1; k < 3000; k++) fprintf(t.f, "  %sa%d = f32[4] pad(%%a%d, %%z), padding=0_0\n", k == 2999 ? "ROOT %" : "%", k, k - 1);
+  fprintf(t.f, "}\n");
+  write_file(path, text_close(&t));
+  free(t.s);
+  snprintf(script, sizeof script, "load %s; step all; run --backend cpu --check; kernels --source", path);
+  CHECK(run_script(script));
+  CHECK_CONTAINS(outbuf, "check: every output agrees with the reference interpreter");
+}
+
 /* Defect 2, from .fx: 1,500 lines of y = y * 1.0001. */
 TEST(emitter_long_fx_chain) {
   Text t;
@@ -364,6 +382,7 @@ int main(void) {
   setenv("FXPLAIN_CACHE_DIR", cache, 1);
   setenv("NO_COLOR", "1", 1);
   RUN(emitter_long_chain);
+  RUN(emitter_long_pad_chain);
   RUN(emitter_long_fx_chain);
   RUN(fx_left_assoc_chain);
   RUN(drop_long_dead_chain);
