@@ -204,6 +204,15 @@ static bool infer_elementwise(const IrInstr *i, IrShape *out, Arena *a, FxError 
   case IR_OP_CONVERT:
   case IR_OP_REDUCE_PRECISION:
     rt = i->op == IR_OP_CONVERT ? i->shape.type : t;
+    if (i->op == IR_OP_REDUCE_PRECISION) {
+      /* XLA's InferReducePrecisionShape: exponent_bits >= 1, mantissa_bits >= 0 (the interpreter
+         and the generated code shift by these) */
+      int64_t eb = 0, mb = -1;
+      if (!ir_attr_int(i, "exponent_bits", &eb) || !ir_attr_int(i, "mantissa_bits", &mb))
+        return ierr(i, err, "reduce-precision needs the attributes 'exponent_bits' and 'mantissa_bits'");
+      if (eb < 1) return ierr(i, err, "exponent_bits=%" PRId64 " must be at least 1", eb);
+      if (mb < 0) return ierr(i, err, "mantissa_bits=%" PRId64 " must not be negative", mb);
+    }
     break;
   case IR_OP_BITCAST_CONVERT: {
     int from = ir_type_bytes(t), to = ir_type_bytes(i->shape.type);
