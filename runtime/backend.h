@@ -79,5 +79,8 @@ const char *cpu_last_source(void *be);
 /* Resolves the cache directory: $FXPLAIN_CACHE_DIR, $XDG_CACHE_HOME/fxplain or ~/.cache/fxplain;
  * creates it owner-only (0700) and refuses one that others can write. */
 bool cpu_resolve_cache_dir(char *out, size_t n, FxError *err);
+/* The flag the shell's Ctrl-C handler sets: a running C compiler is stopped when it becomes
+ * nonzero (the compiler has a process group of its own, so the terminal's Ctrl-C misses it). */
+void rt_set_interrupt_flag(volatile int *flag);
 
 #endif

@@ -239,6 +239,10 @@ static bool write_file_atomic(const char *path, const char *data, size_t n, FxEr
   return true;
 }
 
+/* The session's Ctrl-C flag (rt_set_interrupt_flag): polled while the compiler runs. */
+static volatile int *cc_interrupt;
+void rt_set_interrupt_flag(volatile int *flag) { cc_interrupt = flag; }
+
 /* Runs the compiler without a shell; its messages go to logpath. */
 static bool run_compiler(CpuBackend *b, const char *src, const char *so, const char *logpath, FxError *err) {
   char flags[256];
@@ -253,6 +257,9 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
   pid_t pid = fork();
   if (pid < 0) return fx_error_set(err, NULL, 0, 0, "cannot start the C compiler: %s", strerror(errno));
   if (pid == 0) {
+    /* a process group of its own, so that a time limit or Ctrl-C stops the compiler's own
+       children (cc1, as, ld) too: killing the driver alone left cc1 running for minutes */
+    setpgid(0, 0);
     int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd >= 0) {
       dup2(fd, 1);
@@ -269,21 +276,26 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
   double limit = lim && atof(lim) > 0 ? atof(lim) : 120.0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  setpgid(pid, pid); /* as the child does: whichever runs first */
   int status = 0;
-  bool timed_out = false;
+  bool timed_out = false, interrupted = false;
   for (;;) {
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) break;
     if (r < 0 && errno != EINTR) return fx_error_set(err, NULL, 0, 0, "waiting for the C compiler failed: %s", strerror(errno));
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if ((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 >= limit && !timed_out) {
+    bool over = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 >= limit;
+    bool stop = cc_interrupt && *cc_interrupt;
+    if ((over || stop) && !timed_out && !interrupted) {
+      kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
-      timed_out = true;
+      timed_out = over && !stop;
+      interrupted = stop;
     }
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  if (!timed_out && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  if (!timed_out && !interrupted && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
   char msg[400] = "";
   FILE *f = fopen(logpath, "r");
   if (f) {
@@ -294,7 +306,8 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
   /* the first line of its own message, and how it ended */
   msg[strcspn(msg, "\n")] = 0;
   char how[80];
-  if (timed_out) snprintf(how, sizeof how, "stopped after the %.0f s time limit", limit);
+  if (interrupted) snprintf(how, sizeof how, "interrupted (Ctrl-C)");
+  else if (timed_out) snprintf(how, sizeof how, "stopped after the %.0f s time limit", limit);
   else if (WIFSIGNALED(status)) snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
   else if (WEXITSTATUS(status) == 127) snprintf(how, sizeof how, "could not be run");
   else snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
