@@ -27,6 +27,7 @@ typedef struct {
   int repeat;
   bool check;
   const char *in_name[MAX_IO], *in_file[MAX_IO];
+  int save_arg[MAX_IO], trace_arg; /* their places on the command line */
   int nin;
   const char *save_name[MAX_IO], *save_file[MAX_IO];
   int nsave;
@@ -39,6 +40,15 @@ typedef struct {
 /* An option error, located at argument argi of the command (0: the command word). */
 static bool usage_error(Session *s, FxError *err, int argi, const char *msg, const char *arg) {
   return repl_arg_error(s, err, argi, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
+}
+
+/* An error about a file named in argument argi (writing a .npy), moved to that
+ * argument so that it has the command's line, column and caret: "FILE: message". */
+static bool at_arg(Session *s, FxError *err, int argi) {
+  FxError e = *err;
+  fx_error_clear(err);
+  if (e.file[0] && e.line == 0) return repl_arg_error(s, err, argi, "%s: %s", e.file, e.msg);
+  return repl_arg_error(s, err, argi, "%s", e.msg);
 }
 
 static bool parse_int(const char *s, long long lo, long long hi, long long *out) {
@@ -90,12 +100,16 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
     } else if (strcmp(o, "--save") == 0 && has) {
       if (a->nsave == MAX_IO || !split_pair(argv[++k], &a->save_name[a->nsave], &a->save_file[a->nsave]))
         return usage_error(s, err, k, "--save needs NAME=FILE.npy", argv[k]);
+      a->save_arg[a->nsave] = k;
       a->nsave++;
     } else if (strcmp(o, "--uniform") == 0 && has) {
       if (a->nuniform == MAX_IO) return usage_error(s, err, k + 1, "too many --uniform rules", argv[k + 1]);
       if (!repl_uniform_parse(s, argv, ++k, &a->uniform[a->nuniform], err)) return false;
       a->nuniform++;
-    } else if (strcmp(o, "--trace") == 0 && has) a->trace = argv[++k];
+    } else if (strcmp(o, "--trace") == 0 && has) {
+      a->trace = argv[++k];
+      a->trace_arg = k;
+    }
     else if (strcmp(o, "--stages") == 0 && has) a->stages = argv[++k];
     else return usage_error(s, err, k, "unknown or incomplete option", o);
   }
@@ -147,7 +161,7 @@ static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError
       goto fail;
     }
     RtTensor *t = rt_npy_read(a->in_file[q], err);
-    if (!t) goto fail;
+    if (!t) goto fail; /* located at the file: what is wrong is in it */
     if (!rt_tensor_matches(t, &m->entry->params[found]->shape)) {
       char have[128], want[128];
       rt_tensor_describe(t, have, sizeof have);
@@ -359,7 +373,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   for (int q = 0; ok && q < a.nsave; q++) {
     const RtTensor *t = find_output(res.result, a.save_name[q]);
     if (!t) ok = fx_error_set(err, NULL, 0, 0, "--save %s: no such output (out, out.0, out.1, ...)", a.save_name[q]);
-    else ok = rt_npy_write(a.save_file[q], t, err);
+    else if (!(ok = rt_npy_write(a.save_file[q], t, err))) at_arg(s, err, a.save_arg[q]);
   }
   if (ok && a.check) {
     RtTensor *want = NULL;
@@ -434,7 +448,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
     fprintf(f, "total %s, %lld launches\n", tm, (long long)res.stats.counters.launches);
     if (a.trace) {
       FILE *t = fopen(a.trace, "w");
-      if (!t) ok = fx_error_set(err, a.trace, 0, 0, "cannot write the trace: %s", strerror(errno));
+      if (!t) ok = repl_arg_error(s, err, a.trace_arg, "cannot write the trace %s: %s", a.trace, strerror(errno));
       else {
         /* Chrome trace-event JSON: one complete event per kernel with its total time */
         fprintf(t, "{\"traceEvents\": [\n");
@@ -450,7 +464,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
           ts += ks->total_ns;
         }
         fprintf(t, "\n], \"displayTimeUnit\": \"ms\"}\n");
-        if (fclose(t) != 0) ok = fx_error_set(err, a.trace, 0, 0, "cannot write the trace");
+        if (fclose(t) != 0) ok = repl_arg_error(s, err, a.trace_arg, "cannot write the trace %s: %s", a.trace, strerror(errno));
         else fprintf(f, "trace written to %s (open it in Perfetto or chrome://tracing)\n", a.trace);
       }
     }

@@ -374,6 +374,15 @@ TEST(fx_many_statements_incremental) {
   fx_state_free(st);
 }
 
+/* Defect 13: errors about files named in run/profile options point at the option's argument
+ * (they had no column: "FILE: error: ..."). */
+TEST(file_option_errors_located) {
+  CHECK(!run_script("load tests/repl/data/small.hlo; profile --backend interp --trace /nonexistent/dir/t.json"));
+  CHECK_CONTAINS(errbuf, "<-e>:1:66: error: cannot write the trace /nonexistent/dir/t.json: No such file or directory");
+  CHECK(!run_script("load tests/repl/data/small.hlo; run --backend interp --save out=/nonexistent/dir/o.npy"));
+  CHECK_CONTAINS(errbuf, "<-e>:1:61: error: /nonexistent/dir/o.npy: cannot write");
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxhostXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -394,6 +403,7 @@ int main(void) {
   RUN(default_memory_budget);
   RUN(huge_kernel_falls_back);
   RUN(fx_many_statements_incremental);
+  RUN(file_option_errors_located);
   free(outbuf);
   free(errbuf);
   char cmdl[128];
