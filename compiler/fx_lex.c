@@ -172,7 +172,16 @@ bool fx_lex(FxChunk *ch, FxError *err) {
     }
     if (c == '"') {
       const char *q = p + 1;
-      while (*q && *q != '"' && *q != '\n') q++;
+      while (*q && *q != '"' && *q != '\n') {
+        /* strings reach the terminal: raw control characters (a terminal escape's ESC) are refused */
+        unsigned char b = (unsigned char)*q;
+        if ((b < 0x20 && b != '\t') || b == 0x7f) {
+          FxPos at = t.pos;
+          at.col += (int)(q - p);
+          return fx_err_at(err, at, "control character 0x%02x in a string", b);
+        }
+        q++;
+      }
       if (*q != '"') return fx_err_at(err, t.pos, "unterminated string");
       t.kind = T_STRING;
       p = q + 1;

@@ -16,9 +16,16 @@
 #include "fx_lower.h"
 #include "verify.h"
 
+typedef struct Lowering Lowering;
+static void lowering_free(Lowering *w);
+
 struct FxState {
   FxChunk **chunks;
   int nchunks, cap;
+  /* The lowering of chunks[0..nchunks) kept between fx_feed calls, so that checking a new
+     statement lowers only that statement (re-lowering everything before it made a script of N
+     statements take quadratic time). NULL until the next feed rebuilds it (after an error). */
+  Lowering *check;
 };
 
 /* ---------- small helpers ---------- */
@@ -732,6 +739,7 @@ FxState *fx_state_new(void) { return fx_calloc(1, sizeof(FxState)); }
 
 void fx_state_free(FxState *st) {
   if (!st) return;
+  lowering_free(st->check);
   for (int k = 0; k < st->nchunks; k++) chunk_free(st->chunks[k]);
   fx_free(st->chunks);
   fx_free(st);
@@ -764,77 +772,99 @@ static bool order_comps(IrModule *m) {
   return true;
 }
 
-/* Lowers chunks[0..n) (and `extra` when not NULL) into a fresh module. */
-static IrModule *lower_all(FxState *st, FxChunk *extra, const char *name, bool need_root, FxError *err) {
-  IrModule *m = ir_module_new(name ? name : "fx");
-  if (!m) {
+/* ---------- a lowering in progress ----------
+ *
+ * One module being built from chunks in order: fx_build_module lowers every chunk and finishes
+ * (root, computation order, verification); fx_feed keeps one open (FxState.check) and lowers each
+ * new chunk onto it, so a statement is checked in time proportional to itself. */
+struct Lowering {
+  IrModule *m;
+  FxLower L;
+  FxFrame top;
+  Results res;
+  const char *last_file;
+  int nchunks; /* chunks lowered so far */
+};
+
+static void lowering_free(Lowering *w) {
+  if (!w) return;
+  fx_free(w->L.binds);
+  ir_module_free(w->m);
+  fx_free(w);
+}
+
+static Lowering *lowering_new(const char *name, FxError *err) {
+  Lowering *w = fx_calloc(1, sizeof *w);
+  IrModule *m = w ? ir_module_new(name ? name : "fx") : NULL;
+  IrComputation *entry = m ? ir_computation_new(m, "main") : NULL;
+  if (!entry) {
+    if (m) ir_module_free(m);
+    fx_free(w);
     fx_error_set(err, NULL, 0, 0, "out of memory");
     return NULL;
   }
-  FxLower L;
-  memset(&L, 0, sizeof L);
-  L.m = m;
-  L.err = err;
-  IrComputation *entry = ir_computation_new(m, "main");
-  FxFrame top = {0};
-  top.comp = entry;
-  L.frame = &top;
-  Results res;
-  memset(&res, 0, sizeof res);
-  bool ok = entry != NULL;
-  if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
-  else {
-    entry->is_entry = true;
-    entry->has_signature = true;
-    m->entry = entry;
+  w->m = m;
+  w->L.m = m;
+  w->L.err = err;
+  w->top.comp = entry;
+  w->L.frame = &w->top; /* w is on the heap: the frame stays put between chunks */
+  entry->is_entry = true;
+  entry->has_signature = true;
+  m->entry = entry;
+  return w;
+}
+
+/* Lowers one more chunk; false with err filled (w is then unusable: partly lowered). */
+static bool lowering_add(Lowering *w, FxChunk *ch, FxError *err) {
+  w->L.err = err;
+  if (!w->last_file || strcmp(w->last_file, ch->filename) != 0) {
+    w->L.loc_file = arena_strdup(&w->m->arena, ch->filename);
+    w->last_file = ch->filename;
   }
-  const char *last_file = NULL;
-  int total = st->nchunks + (extra ? 1 : 0);
-  for (int k = 0; ok && k < total; k++) {
-    FxChunk *ch = k < st->nchunks ? st->chunks[k] : extra;
-    if (!last_file || strcmp(last_file, ch->filename) != 0) {
-      L.loc_file = arena_strdup(&m->arena, ch->filename);
-      last_file = ch->filename;
+  if (w->nchunks++ == 0) w->m->source_file = w->L.loc_file;
+  return lower_block(&w->L, ch->stmts, ch->nstmts, &w->res, true);
+}
+
+/* Gives the module its root (the outs, or the last value), orders and verifies it; frees w and
+ * returns the module, or NULL with err filled. */
+static IrModule *lowering_finish(Lowering *w, FxError *err) {
+  IrModule *m = w->m;
+  FxLower *L = &w->L;
+  Results *res = &w->res;
+  IrComputation *entry = m->entry;
+  L->err = err;
+  bool ok = true;
+  if (res->have_out) {
+    IrShape ts;
+    memset(&ts, 0, sizeof ts);
+    ts.type = IR_TUPLE;
+    ts.ntuple = res->nouts;
+    ts.tuple = arena_alloc(&m->arena, sizeof(IrShape) * (size_t)res->nouts);
+    ok = ts.tuple != NULL;
+    for (int k = 0; ok && k < res->nouts; k++) ok = fx_copy_shape(L, &ts.tuple[k], &res->outs[k]->shape);
+    IrInstr *root = ok ? fx_emit(L, IR_OP_TUPLE, &ts, res->outs, res->nouts, NULL) : NULL;
+    if (root) {
+      root->loc = res->outs[res->nouts - 1]->loc;
+      ir_set_root(entry, root);
     }
-    if (k == 0) m->source_file = L.loc_file;
-    ok = lower_block(&L, ch->stmts, ch->nstmts, &res, true);
+    ok = root != NULL;
+    if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
+  } else if (res->have_last) {
+    IrInstr *root = fx_tensor(L, &res->last, IR_INVALID, NULL);
+    if (root) ir_set_root(entry, root);
+    ok = root != NULL;
+  } else {
+    fx_error_set(err, NULL, 0, 0, "nothing to build: the .fx input computes no value (assign one, or list results with out)");
+    ok = false;
   }
-  if (ok && need_root) {
-    if (res.have_out) {
-      IrShape ts;
-      memset(&ts, 0, sizeof ts);
-      ts.type = IR_TUPLE;
-      ts.ntuple = res.nouts;
-      ts.tuple = arena_alloc(&m->arena, sizeof(IrShape) * (size_t)res.nouts);
-      ok = ts.tuple != NULL;
-      for (int k = 0; ok && k < res.nouts; k++) ok = fx_copy_shape(&L, &ts.tuple[k], &res.outs[k]->shape);
-      IrInstr *root = ok ? fx_emit(&L, IR_OP_TUPLE, &ts, res.outs, res.nouts, NULL) : NULL;
-      if (root) {
-        root->loc = res.outs[res.nouts - 1]->loc;
-        ir_set_root(entry, root);
-      }
-      ok = root != NULL;
-      if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
-    } else if (res.have_last) {
-      IrInstr *root = fx_tensor(&L, &res.last, IR_INVALID, NULL);
-      if (root) ir_set_root(entry, root);
-      ok = root != NULL;
-    } else {
-      fx_error_set(err, NULL, 0, 0, "nothing to build: the .fx input computes no value (assign one, or list results with out)");
-      ok = false;
-    }
-  }
-  if (ok && need_root) ok = order_comps(m);
+  if (ok) ok = order_comps(m);
   /* A lowering that ran out of memory half-way can leave a module missing an attribute; the
    * verifier catches it, and any other inconsistency, before anyone sees the module. */
-  if (ok && need_root && !ir_verify(m, err)) ok = false;
-  fx_free(L.binds);
-  if (!ok) {
-    if (!err->set) fx_error_set(err, NULL, 0, 0, "out of memory");
-    ir_module_free(m);
-    return NULL;
-  }
-  return m;
+  if (ok && !ir_verify(m, err)) ok = false;
+  if (!ok && !err->set) fx_error_set(err, NULL, 0, 0, "out of memory");
+  w->m = ok ? NULL : m; /* kept by the caller, or freed with w */
+  lowering_free(w);
+  return ok ? m : NULL;
 }
 
 bool fx_feed(FxState *st, const char *text, const char *filename, int first_line, FxError *err) {
@@ -862,12 +892,21 @@ bool fx_feed(FxState *st, const char *text, const char *filename, int first_line
     st->chunks = n;
     st->cap = nc;
   }
-  IrModule *m = lower_all(st, ch, "check", false, err);
-  if (!m) {
+  /* (Re)build the kept lowering of the accepted chunks when an error discarded it. */
+  bool ok = true;
+  if (!st->check) {
+    st->check = lowering_new("check", err);
+    ok = st->check != NULL;
+    for (int k = 0; ok && k < st->nchunks; k++) ok = lowering_add(st->check, st->chunks[k], err);
+  }
+  if (ok) ok = lowering_add(st->check, ch, err);
+  if (!ok) {
+    /* partly lowered: discarded, and rebuilt from the accepted chunks at the next feed */
+    lowering_free(st->check);
+    st->check = NULL;
     chunk_free(ch);
     return false;
   }
-  ir_module_free(m);
   st->chunks[st->nchunks++] = ch;
   return true;
 }
@@ -877,5 +916,13 @@ IrModule *fx_build_module(FxState *st, const char *module_name, FxError *err) {
     fx_error_set(err, NULL, 0, 0, "nothing to build");
     return NULL;
   }
-  return lower_all(st, NULL, module_name, true, err);
+  Lowering *w = lowering_new(module_name, err);
+  bool ok = w != NULL;
+  for (int k = 0; ok && k < st->nchunks; k++) ok = lowering_add(w, st->chunks[k], err);
+  if (!ok) {
+    if (!err->set) fx_error_set(err, NULL, 0, 0, "out of memory");
+    lowering_free(w);
+    return NULL;
+  }
+  return lowering_finish(w, err);
 }

@@ -429,9 +429,8 @@ static IrInstr *integer_pow(FxLower *L, IrInstr *x, int64_t k, const char *name)
   return fx_emit(L, IR_OP_DIVIDE, &x->shape, ops, 2, name);
 }
 
-static bool lower_binary(FxLower *L, const FxExpr *e, const char *hint, FxValue *out) {
-  FxValue a, b;
-  if (!fx_eval(L, e->lhs, NULL, &a) || !fx_eval(L, e->rhs, NULL, &b)) return false;
+/* a OP b, both operands evaluated. */
+static bool combine_binary(FxLower *L, const FxExpr *e, FxValue a, FxValue b, const char *hint, FxValue *out) {
   for (int k = 0; k < 2; k++) {
     FxValue *v = k ? &b : &a;
     if (v->kind == V_MULTI)
@@ -460,6 +459,29 @@ static bool lower_binary(FxLower *L, const FxExpr *e, const char *hint, FxValue 
   if (is_cmp_op(e->op)) ir_attr_set_text(r, "direction", cmp_dir(e->op));
   tensor_val(out, e->pos, r);
   return true;
+}
+
+/* Binary operators. The parser builds left-associative chains (x + x + ... + x) as a left spine
+ * as long as the line, with no nesting limit; walking it recursively overflowed the stack at a
+ * few thousand terms. So the spine is walked with a loop: find its leftmost operand, then combine
+ * upwards, each node's right operand (bounded by the parser's nesting limit) evaluated in turn.
+ * Only the outermost node gets the name hint, as before. */
+static bool lower_binary(FxLower *L, const FxExpr *e, const char *hint, FxValue *out) {
+  int n = 0;
+  for (const FxExpr *x = e; x->kind == E_BINARY; x = x->lhs) n++;
+  const FxExpr **spine = fx_malloc(sizeof *spine * (size_t)n);
+  if (!spine) return fx_oom(L);
+  int k = n;
+  for (const FxExpr *x = e; x->kind == E_BINARY; x = x->lhs) spine[--k] = x; /* innermost first */
+  FxValue acc, b;
+  bool ok = fx_eval(L, spine[0]->lhs, NULL, &acc);
+  for (k = 0; ok && k < n; k++) {
+    const FxExpr *x = spine[k];
+    ok = fx_eval(L, x->rhs, NULL, &b) && combine_binary(L, x, acc, b, k == n - 1 ? hint : NULL, &acc);
+  }
+  fx_free(spine);
+  if (ok) *out = acc;
+  return ok;
 }
 
 static bool lower_unary(FxLower *L, const FxExpr *e, const char *hint, FxValue *out) {

@@ -291,6 +291,11 @@ static bool scan_raw(P *p, bool stop_at_space, char stop_close, size_t *s, size_
       adv(p);
       while (p->pos < p->len && peek(p) != '"' && peek(p) != '\n') {
         if (peek(p) == '\\') adv(p);
+        /* strings reach the terminal (errors, show hlo): raw control characters, such as the
+           ESC of a terminal escape sequence, are refused; HLO text writes them as escapes */
+        unsigned char b = (unsigned char)peek(p);
+        if ((b < 0x20 && b != '\t') || b == 0x7f)
+          return perr(p, p->line, p->col, "control character 0x%02x in a string (write it as the escape \\x%02x)", b, b);
         adv(p);
       }
       if (peek(p) != '"') return perr(p, l, cl, "unterminated string");

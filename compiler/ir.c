@@ -484,6 +484,12 @@ const char *ir_module_unique_name(IrModule *m, const char *base) {
   }
 }
 
+static int append_user(IrModule *m, IrInstr *op, IrInstr *user) {
+  if (arena_grow(&m->arena, (void **)&op->users, &op->users_cap, op->nusers + 1, sizeof(IrInstr *))) return -1;
+  op->users[op->nusers++] = user;
+  return 0;
+}
+
 static int add_user(IrModule *m, IrInstr *op, IrInstr *user) {
   for (int i = 0; i < op->nusers; i++)
     if (op->users[i] == user) return 0;
@@ -528,7 +534,12 @@ IrInstr *ir_instr_new_before(IrComputation *c, IrInstr *before, IrOpcode op, con
     if (!in->operands) return NULL;
     for (int k = 0; k < noperands; k++) {
       in->operands[k] = operands[k];
-      if (operands[k] && add_user(m, operands[k], in)) return NULL;
+      /* in is new, so it is among an operand's users only if an earlier slot named the same
+         operand: checking that instead of scanning the users keeps a value with many users
+         (x + x + ... + x) linear */
+      bool seen = false;
+      for (int j = 0; j < k && !seen; j++) seen = operands[j] == operands[k];
+      if (operands[k] && !seen && append_user(m, operands[k], in)) return NULL;
     }
   }
   in->noperands = noperands;
@@ -624,73 +635,98 @@ int ir_computation_remove_dead(IrComputation *c) {
   return removed;
 }
 
+/* A binary min-heap of instruction positions: the ready instructions of ir_computation_sort. */
+static void heap_push(int *h, int *n, int v) {
+  int k = (*n)++;
+  while (k > 0 && h[(k - 1) / 2] > v) {
+    h[k] = h[(k - 1) / 2];
+    k = (k - 1) / 2;
+  }
+  h[k] = v;
+}
+
+static int heap_pop(int *h, int *n) {
+  int top = h[0], v = h[--*n], k = 0;
+  for (;;) {
+    int c = 2 * k + 1;
+    if (c >= *n) break;
+    if (c + 1 < *n && h[c + 1] < h[c]) c++;
+    if (h[c] >= v) break;
+    h[k] = h[c];
+    k = c;
+  }
+  if (*n > 0) h[k] = v;
+  return top;
+}
+
 void ir_computation_sort(IrComputation *c) {
-  /* Kahn's algorithm over in-computation operands, picking the earliest-positioned ready node so
-   * the existing order is kept wherever it is already valid. */
+  /* Kahn's algorithm over in-computation operands, always taking the earliest-positioned ready
+   * instruction (a heap of positions), so the existing order is kept wherever it is already
+   * valid. O((n + edges) log n): the fusion passes sort after every fusion, and the linear scans
+   * this replaced made long chains quadratic per sort. */
   int n = c->ninstrs;
   if (n <= 1) return;
-  IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)n);
-  int *pending = fx_calloc((size_t)n, sizeof(int));
-  void **saved = fx_malloc(sizeof(void *) * (size_t)n);
-  if (!order || !pending || !saved) {
-    fx_free(order);
-    fx_free(pending);
-    fx_free(saved);
+  /* Already in order (the common case after a fusion): nothing to do, and no allocation. */
+  for (int k = 0; k < n; k++) c->instrs[k]->aux = (void *)(intptr_t)(k + 1);
+  bool sorted = true;
+  for (int k = 0; k < n && sorted; k++) {
+    const IrInstr *i = c->instrs[k];
+    for (int j = 0; j < i->noperands && sorted; j++) {
+      const IrInstr *op = i->operands[j];
+      if (op && op->parent == c && !op->dead) sorted = (int)(intptr_t)op->aux - 1 < k;
+    }
+  }
+  if (sorted) {
+    for (int k = 0; k < n; k++) c->instrs[k]->aux = NULL;
     return;
   }
+  IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)n);
+  int *pending = fx_calloc((size_t)n, sizeof(int));
+  int *heap = fx_malloc(sizeof(int) * (size_t)n);
+  int *stamp = fx_malloc(sizeof(int) * (size_t)n);
+  bool *done = fx_calloc((size_t)n, sizeof(bool));
+  if (!order || !pending || !heap || !stamp || !done) goto out;
   for (int k = 0; k < n; k++) {
-    saved[k] = c->instrs[k]->aux;
     c->instrs[k]->aux = (void *)(intptr_t)(k + 1);
+    stamp[k] = -1;
   }
   for (int k = 0; k < n; k++) {
     IrInstr *i = c->instrs[k];
     for (int j = 0; j < i->noperands; j++) {
       IrInstr *op = i->operands[j];
-      bool dup = false;
-      for (int q = 0; q < j; q++)
-        if (i->operands[q] == op) dup = true;
-      if (op && op->parent == c && !op->dead && !dup) pending[k]++;
+      if (!op || op->parent != c || op->dead) continue;
+      int pos = (int)(intptr_t)op->aux - 1;
+      if (pos < 0 || pos >= n || stamp[pos] == k) continue; /* an operand named twice counts once */
+      stamp[pos] = k;
+      pending[k]++;
     }
   }
-  int out = 0;
-  /* Simple O(n^2) worst case but linear in practice: repeatedly scan for ready nodes. */
-  bool *done = fx_calloc((size_t)n, sizeof(bool));
-  if (!done) goto fail;
-  int start = 0;
-  while (out < n) {
-    int pick = -1;
-    for (int k = start; k < n; k++)
-      if (!done[k] && pending[k] == 0) {
-        pick = k;
-        break;
-      }
-    if (pick < 0) break; /* cycle: leave the rest in place; the verifier reports it */
+  int nheap = 0, nout = 0;
+  for (int k = 0; k < n; k++)
+    if (pending[k] == 0) heap_push(heap, &nheap, k);
+  while (nheap > 0) {
+    int pick = heap_pop(heap, &nheap);
     done[pick] = true;
-    order[out++] = c->instrs[pick];
     IrInstr *p = c->instrs[pick];
-    int minpos = n;
+    order[nout++] = p;
     for (int u = 0; u < p->nusers; u++) {
       IrInstr *us = p->users[u];
       if (us->parent != c) continue;
       int pos = (int)(intptr_t)us->aux - 1;
-      if (pos >= 0 && pos < n) {
-        pending[pos]--;
-        if (pos < minpos) minpos = pos;
-      }
+      if (pos >= 0 && pos < n && !done[pos] && --pending[pos] == 0) heap_push(heap, &nheap, pos);
     }
-    while (start < n && done[start]) start++;
-    if (minpos < start) start = minpos;
   }
-  for (int k = 0; k < n && out < n; k++)
-    if (!done[k]) order[out++] = c->instrs[k];
+  /* a cycle: the rest stays in place; the verifier reports it */
+  for (int k = 0; k < n && nout < n; k++)
+    if (!done[k]) order[nout++] = c->instrs[k];
   memcpy(c->instrs, order, sizeof(IrInstr *) * (size_t)n);
-fail:
+out:
   for (int k = 0; k < n; k++) c->instrs[k]->aux = NULL;
-  (void)saved;
   fx_free(done);
   fx_free(order);
   fx_free(pending);
-  fx_free(saved);
+  fx_free(heap);
+  fx_free(stamp);
 }
 
 /* ---------- attributes ---------- */

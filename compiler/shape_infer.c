@@ -204,6 +204,15 @@ static bool infer_elementwise(const IrInstr *i, IrShape *out, Arena *a, FxError 
   case IR_OP_CONVERT:
   case IR_OP_REDUCE_PRECISION:
     rt = i->op == IR_OP_CONVERT ? i->shape.type : t;
+    if (i->op == IR_OP_REDUCE_PRECISION) {
+      /* XLA's InferReducePrecisionShape: exponent_bits >= 1, mantissa_bits >= 0 (the interpreter
+         and the generated code shift by these) */
+      int64_t eb = 0, mb = -1;
+      if (!ir_attr_int(i, "exponent_bits", &eb) || !ir_attr_int(i, "mantissa_bits", &mb))
+        return ierr(i, err, "reduce-precision needs the attributes 'exponent_bits' and 'mantissa_bits'");
+      if (eb < 1) return ierr(i, err, "exponent_bits=%" PRId64 " must be at least 1", eb);
+      if (mb < 0) return ierr(i, err, "mantissa_bits=%" PRId64 " must not be negative", mb);
+    }
     break;
   case IR_OP_BITCAST_CONVERT: {
     int from = ir_type_bytes(t), to = ir_type_bytes(i->shape.type);
@@ -406,10 +415,14 @@ static bool infer_pad(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
     if (m < 2 || n >= IR_MAX_RANK) return ierr(i, err, "malformed padding '%s'", t);
     if (n < in->rank) {
       if (v[2] < 0) return ierr(i, err, "interior padding must not be negative in '%s'", t);
-      int64_t d = in->dims[n], interior = 0, sum;
-      if ((d > 0 && !mul_ok(d - 1, v[2], &interior)) || !add_ok(d, v[0], &sum) || !add_ok(sum, v[1], &sum) ||
-          !add_ok(sum, interior, &sum))
+      int64_t d = in->dims[n], interior = 0, sum, dilated;
+      if ((d > 0 && !mul_ok(d - 1, v[2], &interior)) || !add_ok(d, interior, &dilated) || !add_ok(dilated, v[0], &sum) ||
+          !add_ok(sum, v[1], &sum))
         return ierr(i, err, "padding '%s' overflows dimension %d", t, n);
+      /* Negative padding crops; cropping more than the (dilated) dimension has would only make
+         the index arithmetic overflow (-2^63+1 low and 2^63-1 high gives a valid size) */
+      if (v[0] < -dilated || v[1] < -dilated)
+        return ierr(i, err, "padding '%s' crops more than the %" PRId64 " elements of dimension %d", t, dilated, n);
       od[n] = sum;
       if (od[n] < 0) return ierr(i, err, "padding '%s' makes dimension %d negative", t, n);
     }
@@ -590,33 +603,132 @@ static bool infer_convolution(const IrInstr *i, IrShape *out, Arena *a, FxError 
   return make_array(i, t, ln, od, out, a);
 }
 
+/* ---------- gather and scatter ----------
+ *
+ * Their dimension numbers are indices into four different shapes; the interpreter and the emitter
+ * index arrays with them unchecked, so every one is checked here first, by XLA's rules
+ * (ShapeInference::InferGatherShape / InferScatterShape and their Validate*DimensionNumbers, with
+ * the batching dimensions of newer XLA): each list in range, the ones XLA keeps sorted sorted,
+ * none repeated, the lists that partition the operand's dimensions disjoint and complete, and the
+ * sizes that must agree equal. The result shape is then computed, not taken as declared. */
+
+static bool has(const int64_t *v, int n, int64_t x) {
+  for (int k = 0; k < n; k++)
+    if (v[k] == x) return true;
+  return false;
+}
+
+/* A dimension-number list: every entry in [0, bound), none repeated, ascending when `sorted`. */
+static bool dim_list(const IrInstr *i, const char *key, const int64_t *v, int n, int bound, bool sorted, FxError *err) {
+  for (int k = 0; k < n; k++) {
+    if (v[k] < 0 || v[k] >= bound)
+      return ierr(i, err, "%s entry %" PRId64 " is out of range [0, %d)", key, v[k], bound);
+    for (int j = 0; j < k; j++)
+      if (v[j] == v[k]) return ierr(i, err, "%s repeats dimension %" PRId64, key, v[k]);
+    if (sorted && k > 0 && v[k - 1] > v[k]) return ierr(i, err, "%s must be ascending", key);
+  }
+  return true;
+}
+
+/* A list attribute that may be absent (then empty). */
+static bool opt_dims(const IrInstr *i, const char *key, int64_t *v, int *n, FxError *err) {
+  bool ok;
+  *n = dims_attr(i, key, v, IR_MAX_RANK, false, err, &ok);
+  return ok;
+}
+
+/* index_vector_dim in [0, rank(indices)] (rank means an implicit trailing 1); fills the indices'
+ * dimensions with that 1 added. */
+static bool index_vector_dim(const IrInstr *i, const IrShape *ix, int64_t *ivd, int64_t *exp, int *nexp, FxError *err) {
+  *ivd = ix->rank;
+  if (ir_attr_text(i, "index_vector_dim") && !ir_attr_int(i, "index_vector_dim", ivd))
+    return ierr(i, err, "malformed index_vector_dim");
+  if (*ivd < 0 || *ivd > ix->rank)
+    return ierr(i, err, "index_vector_dim=%" PRId64 " is out of range [0, %d] for indices of rank %d", *ivd, ix->rank, ix->rank);
+  if (ix->rank >= IR_MAX_RANK && *ivd == ix->rank) return ierr(i, err, "indices of rank %d have no room for an index vector dimension", ix->rank);
+  memcpy(exp, ix->dims, sizeof(int64_t) * (size_t)ix->rank);
+  *nexp = ix->rank;
+  if (*ivd == ix->rank) exp[(*nexp)++] = 1;
+  return true;
+}
+
+/* Batching dimensions: operand-side (sorted, in the operand) and indices-side (in the indices, not
+ * the index vector dimension), as many of each, of equal sizes. */
+static bool batching_dims(const IrInstr *i, const char *okey, const int64_t *ob, int nob, const char *ikey, const int64_t *ib, int nib,
+                          const IrShape *operand, const int64_t *exp, int nexp, int64_t ivd, FxError *err) {
+  if (!dim_list(i, okey, ob, nob, operand->rank, true, err) || !dim_list(i, ikey, ib, nib, nexp, false, err)) return false;
+  if (nob != nib) return ierr(i, err, "%s has %d entries but %s has %d", okey, nob, ikey, nib);
+  for (int k = 0; k < nib; k++) {
+    if (ib[k] == ivd) return ierr(i, err, "%s must not contain index_vector_dim=%" PRId64, ikey, ivd);
+    if (operand->dims[ob[k]] != exp[ib[k]])
+      return ierr(i, err, "batching dimension %" PRId64 " of the operand has size %" PRId64 " but dimension %" PRId64 " of the indices has %" PRId64,
+                  ob[k], operand->dims[ob[k]], ib[k], exp[ib[k]]);
+  }
+  return true;
+}
+
 static bool infer_gather(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
   if (!need_operands(i, 2, 2, err) || !need_array(i, 0, err) || !need_array(i, 1, err)) return false;
   const IrShape *in = opsh(i, 0), *ix = opsh(i, 1);
   if (!ir_type_is_int(ix->type)) return ierr(i, err, "gather indices must be integers, not %s", ir_type_name(ix->type));
-  int64_t ss[IR_MAX_RANK], off[IR_MAX_RANK], ivd = ix->rank;
+  int64_t ss[IR_MAX_RANK], off[IR_MAX_RANK], coll[IR_MAX_RANK], smap[IR_MAX_RANK], ob[IR_MAX_RANK], ib[IR_MAX_RANK];
+  int64_t ivd, exp[IR_MAX_RANK];
+  int noff, ncoll, nsm, nob, nib, nexp;
   bool ok;
   int nss = dims_attr(i, "slice_sizes", ss, IR_MAX_RANK, true, err, &ok);
   if (!ok) return false;
   if (nss != in->rank) return ierr(i, err, "slice_sizes has %d entries for a rank-%d operand", nss, in->rank);
   for (int k = 0; k < nss; k++)
     if (ss[k] < 0 || ss[k] > in->dims[k]) return ierr(i, err, "slice size %" PRId64 " exceeds dimension %d of size %" PRId64, ss[k], k, in->dims[k]);
-  int noff = dims_attr(i, "offset_dims", off, IR_MAX_RANK, false, err, &ok);
-  if (!ok) return false;
-  if (ir_attr_text(i, "index_vector_dim") && !ir_attr_int(i, "index_vector_dim", &ivd)) return ierr(i, err, "malformed index_vector_dim");
-  int batch = ix->rank - (ivd < ix->rank ? 1 : 0);
+  if (!opt_dims(i, "offset_dims", off, &noff, err) || !opt_dims(i, "collapsed_slice_dims", coll, &ncoll, err) ||
+      !opt_dims(i, "start_index_map", smap, &nsm, err) || !opt_dims(i, "operand_batching_dims", ob, &nob, err) ||
+      !opt_dims(i, "start_indices_batching_dims", ib, &nib, err))
+    return false;
+  if (!index_vector_dim(i, ix, &ivd, exp, &nexp, err)) return false;
+  int batch = nexp - 1;
   const IrShape *o = &i->shape;
   if (!ir_shape_is_array(o) || o->rank != batch + noff)
     return ierr(i, err, "gather result must have %d dimensions (%d batch + %d offset), not %d", batch + noff, batch, noff, o->rank);
   if (o->type != in->type) return ierr(i, err, "gather result type %s differs from the operand's %s", ir_type_name(o->type), ir_type_name(in->type));
-  return declared(i, out, a);
+  if (!dim_list(i, "offset_dims", off, noff, batch + noff, true, err) || !dim_list(i, "collapsed_slice_dims", coll, ncoll, in->rank, true, err) ||
+      !dim_list(i, "start_index_map", smap, nsm, in->rank, false, err) ||
+      !batching_dims(i, "operand_batching_dims", ob, nob, "start_indices_batching_dims", ib, nib, in, exp, nexp, ivd, err))
+    return false;
+  if (nsm != exp[ivd])
+    return ierr(i, err, "start_index_map has %d entries but dimension index_vector_dim=%" PRId64 " of the indices has size %" PRId64, nsm, ivd, exp[ivd]);
+  for (int k = 0; k < nob; k++) {
+    if (has(coll, ncoll, ob[k])) return ierr(i, err, "dimension %" PRId64 " is both collapsed and a batching dimension", ob[k]);
+    if (has(smap, nsm, ob[k])) return ierr(i, err, "batching dimension %" PRId64 " must not be in start_index_map", ob[k]);
+  }
+  if (noff + ncoll + nob != in->rank)
+    return ierr(i, err, "offset_dims (%d), collapsed_slice_dims (%d) and operand_batching_dims (%d) must cover the %d operand dimensions", noff,
+                ncoll, nob, in->rank);
+  /* XLA also accepts 0 here, but then each result element would read from an empty slice (the
+     interpreter read past the operand): only 1 is accepted */
+  for (int k = 0; k < ncoll; k++)
+    if (ss[coll[k]] != 1) return ierr(i, err, "collapsed dimension %" PRId64 " has slice size %" PRId64 "; it must be 1", coll[k], ss[coll[k]]);
+  for (int k = 0; k < nob; k++)
+    if (ss[ob[k]] != 1) return ierr(i, err, "batching dimension %" PRId64 " has slice size %" PRId64 "; it must be 1", ob[k], ss[ob[k]]);
+  /* the result: offset dims take the kept slice sizes in order, the others the indices' dims */
+  int64_t od[IR_MAX_RANK];
+  int seen_off = 0, seen_idx = 0;
+  for (int d = 0; d < batch + noff; d++) {
+    if (has(off, noff, d)) {
+      while (has(coll, ncoll, seen_off) || has(ob, nob, seen_off)) seen_off++;
+      od[d] = ss[seen_off++];
+    } else {
+      if (seen_idx == ivd) seen_idx++;
+      od[d] = exp[seen_idx++];
+    }
+  }
+  return make_array(i, in->type, batch + noff, od, out, a);
 }
 
 static bool infer_scatter(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
   if (!need_operands(i, 3, -1, err)) return false;
   if ((i->noperands - 1) % 2) return ierr(i, err, "scatter takes N operands, indices and N updates; %d operands do not fit", i->noperands);
   int n = (i->noperands - 1) / 2;
-  if (n > 16) return declared(i, out, a);
+  if (n > 16) return ierr(i, err, "scatter of %d operands is not supported (at most 16)", n);
   for (int k = 0; k < i->noperands; k++)
     if (!need_array(i, k, err)) return false;
   if (!ir_type_is_int(opsh(i, n)->type)) return ierr(i, err, "scatter indices must be integers");
@@ -628,6 +740,52 @@ static bool infer_scatter(const IrInstr *i, IrShape *out, Arena *a, FxError *err
     if (opsh(i, n + 1 + k)->type != types[k]) return ierr(i, err, "scatter update %d has type %s, not %s", k, ir_type_name(opsh(i, n + 1 + k)->type), ir_type_name(types[k]));
   }
   if (!same_dims_all(i, 0, n, err)) return false;
+  /* dimension numbers, against operand 0, the indices and every update */
+  const IrShape *in = opsh(i, 0), *ix = opsh(i, n);
+  int64_t uw[IR_MAX_RANK], iw[IR_MAX_RANK], sd[IR_MAX_RANK], ob[IR_MAX_RANK], ib[IR_MAX_RANK], ivd, exp[IR_MAX_RANK];
+  int nuw, niw, nsd, nob, nib, nexp;
+  if (!opt_dims(i, "update_window_dims", uw, &nuw, err) || !opt_dims(i, "inserted_window_dims", iw, &niw, err) ||
+      !opt_dims(i, "scatter_dims_to_operand_dims", sd, &nsd, err) || !opt_dims(i, "input_batching_dims", ob, &nob, err) ||
+      !opt_dims(i, "scatter_indices_batching_dims", ib, &nib, err))
+    return false;
+  if (!index_vector_dim(i, ix, &ivd, exp, &nexp, err)) return false;
+  if (!dim_list(i, "inserted_window_dims", iw, niw, in->rank, true, err) ||
+      !dim_list(i, "scatter_dims_to_operand_dims", sd, nsd, in->rank, false, err) ||
+      !batching_dims(i, "input_batching_dims", ob, nob, "scatter_indices_batching_dims", ib, nib, in, exp, nexp, ivd, err))
+    return false;
+  if (nsd != exp[ivd])
+    return ierr(i, err, "scatter_dims_to_operand_dims has %d entries but dimension index_vector_dim=%" PRId64 " of the indices has size %" PRId64,
+                nsd, ivd, exp[ivd]);
+  for (int k = 0; k < nob; k++) {
+    if (has(iw, niw, ob[k])) return ierr(i, err, "dimension %" PRId64 " is both an inserted window and a batching dimension", ob[k]);
+    if (has(sd, nsd, ob[k])) return ierr(i, err, "batching dimension %" PRId64 " must not be in scatter_dims_to_operand_dims", ob[k]);
+  }
+  if (nuw + niw + nob != in->rank)
+    return ierr(i, err, "update_window_dims (%d), inserted_window_dims (%d) and input_batching_dims (%d) must cover the %d operand dimensions", nuw,
+                niw, nob, in->rank);
+  /* the operand dims the window covers, in order (not inserted, not batching) */
+  int64_t wmax[IR_MAX_RANK];
+  int nw = 0;
+  for (int d = 0; d < in->rank; d++)
+    if (!has(iw, niw, d) && !has(ob, nob, d)) wmax[nw++] = in->dims[d];
+  for (int k = 0; k < n; k++) {
+    const IrShape *up = opsh(i, n + 1 + k);
+    if (up->rank != nexp - 1 + nuw)
+      return ierr(i, err, "scatter update %d must have rank %d (%d scatter + %d window dimensions), not %d", k, nexp - 1 + nuw, nexp - 1, nuw, up->rank);
+    if (!dim_list(i, "update_window_dims", uw, nuw, up->rank, true, err)) return false;
+    for (int w = 0; w < nuw; w++)
+      if (up->dims[uw[w]] > wmax[w])
+        return ierr(i, err, "scatter update %d: window dimension %" PRId64 " has size %" PRId64 ", more than the operand's %" PRId64, k, uw[w],
+                    up->dims[uw[w]], wmax[w]);
+    for (int d = 0, seen = 0; d < up->rank; d++) {
+      if (has(uw, nuw, d)) continue;
+      if (seen == ivd) seen++;
+      if (up->dims[d] != exp[seen])
+        return ierr(i, err, "scatter update %d: scatter dimension %d has size %" PRId64 " but the indices' dimension %d has %" PRId64, k, d,
+                    up->dims[d], seen, exp[seen]);
+      seen++;
+    }
+  }
   if (!check_reducer(i, "to_apply", types, n, a, err)) return false;
   if (n == 1) return make_array(i, types[0], el[0].rank, el[0].dims, out, a);
   return tuple_of(el, n, out, a, &i->shape);

@@ -25,18 +25,44 @@ bool simp_is_pure(const IrInstr *i) {
   }
 }
 
+/* Whether i can go now: dead code that nothing uses. */
+static bool droppable(const IrInstr *i) {
+  return !i->dead && i->nusers == 0 && i->parent && i != i->parent->root && simp_is_pure(i);
+}
+
+/* Removes i if droppable, then its operands that became droppable, and so on: with a worklist,
+ * not recursion, since a dead chain can be as long as the module (100,000 dependent adds). */
 int simp_drop_dead(IrInstr *i) {
-  if (i->dead || i->nusers > 0 || !i->parent || i == i->parent->root || !simp_is_pure(i)) return 0;
-  IrInstr *ops[64];
-  int n = i->noperands < 64 ? i->noperands : 64;
-  for (int k = 0; k < n; k++) ops[k] = i->operands[k];
-  ir_instr_remove(i);
-  int removed = 1;
-  for (int k = 0; k < n; k++) {
-    bool seen = false;
-    for (int j = 0; j < k; j++) seen = seen || ops[j] == ops[k];
-    if (ops[k] && !seen) removed += simp_drop_dead(ops[k]);
+  if (!droppable(i)) return 0;
+  IrInstr **work = NULL;
+  int nwork = 0, cap = 0, removed = 0;
+  IrInstr *cur = i;
+  for (;;) {
+    if (droppable(cur)) {
+      IrInstr *ops[64];
+      int n = cur->noperands < 64 ? cur->noperands : 64;
+      for (int k = 0; k < n; k++) ops[k] = cur->operands[k];
+      ir_instr_remove(cur);
+      removed++;
+      /* pushed in reverse, so the first operand is looked at first, as before */
+      for (int k = n - 1; k >= 0; k--) {
+        bool seen = false;
+        for (int j = 0; j < k; j++) seen = seen || ops[j] == ops[k];
+        if (!ops[k] || seen) continue;
+        if (nwork == cap) {
+          int nc = cap ? cap * 2 : 64;
+          IrInstr **nw = fx_realloc(work, sizeof *nw * (size_t)nc);
+          if (!nw) break; /* out of memory: what is left stays, unused, until DCE */
+          work = nw;
+          cap = nc;
+        }
+        work[nwork++] = ops[k];
+      }
+    }
+    if (nwork == 0) break;
+    cur = work[--nwork];
   }
+  fx_free(work);
   return removed;
 }
 

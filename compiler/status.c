@@ -34,19 +34,64 @@ void fx_error_set_source(FxError *e, const char *text, int line) {
     if ((unsigned char)e->source[i] < 0x20 && e->source[i] != '\t') e->source[i] = '?';
 }
 
+/* Whether byte c of s (at s[k]) is shown as \xNN: C0 controls but tab, DEL, and bytes that are
+   not part of valid UTF-8 (a lone 0x9b is CSI to some terminals). */
+static int escaped_len(const unsigned char *s, size_t k) {
+  unsigned c = s[k];
+  if (c == '\t') return 0;
+  if (c < 0x20 || c == 0x7f) return 1;
+  if (c < 0x80) return 0;
+  int ul = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  for (int j = 1; j < ul; j++)
+    if ((s[k + (size_t)j] & 0xC0) != 0x80) return 1;
+  if (ul == 2 && c == 0xC2 && s[k + 1] < 0xA0) return 1; /* U+0080..U+009F: C1 controls */
+  return ul ? -ul : 1; /* negative: a valid sequence of that many bytes */
+}
+
+void fx_fputs_printable(FILE *f, const char *text) {
+  const unsigned char *s = (const unsigned char *)text;
+  for (size_t k = 0; s[k];) {
+    int e = escaped_len(s, k);
+    if (e == 1) {
+      fprintf(f, "\\x%02x", s[k]);
+      k++;
+    } else if (e < 0) {
+      fwrite(s + k, 1, (size_t)-e, f);
+      k += (size_t)-e;
+    } else {
+      fputc(s[k], f);
+      k++;
+    }
+  }
+}
+
+/* Every part of an error can hold the user's bytes (a file name, a string from the input, the
+   source line), so each is printed with control characters escaped: nothing in an input can send
+   a terminal escape sequence. The caret's column counts an escaped byte as its four characters. */
 void fx_error_print(FILE *f, const FxError *e) {
   if (e->file[0]) {
-    fprintf(f, "%s:", e->file);
+    fx_fputs_printable(f, e->file);
+    fputc(':', f);
     if (e->line > 0) fprintf(f, "%d:", e->line);
     if (e->line > 0 && e->col > 0) fprintf(f, "%d:", e->col);
     fputc(' ', f);
   }
-  fprintf(f, "error: %s\n", e->msg);
+  fputs("error: ", f);
+  fx_fputs_printable(f, e->msg);
+  fputc('\n', f);
   if (e->source[0] && e->line > 0) {
-    fprintf(f, "  %s\n", e->source);
+    fputs("  ", f);
+    fx_fputs_printable(f, e->source);
+    fputc('\n', f);
     if (e->col > 0) {
       fputs("  ", f);
-      for (int i = 1; i < e->col && e->source[i - 1]; i++) fputc(e->source[i - 1] == '\t' ? '\t' : ' ', f);
+      const unsigned char *s = (const unsigned char *)e->source;
+      for (size_t k = 0; k + 1 < (size_t)e->col && s[k];) {
+        int n = escaped_len(s, k);
+        if (s[k] == '\t') fputc('\t', f);
+        else fputs(n == 1 ? "    " : " ", f); /* a UTF-8 character is one column */
+        k += n < 0 ? (size_t)-n : 1;
+      }
       fputs("^\n", f);
     }
   }

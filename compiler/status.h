@@ -28,5 +28,8 @@ bool fx_error_set(FxError *e, const char *file, int line, int col, const char *f
 void fx_error_set_source(FxError *e, const char *text, int line);
 /* "FILE:LINE:COL: error: MSG\n  SOURCE\n  ^\n" (place parts omitted when unknown). */
 void fx_error_print(FILE *f, const FxError *e);
+/* Writes text with control characters (and bytes that are not valid UTF-8) as \xNN, so that no
+ * input can send the terminal an escape sequence. */
+void fx_fputs_printable(FILE *f, const char *text);
 
 #endif

@@ -47,6 +47,71 @@ static const IrInstr *nameset_add(NameSet *s, const IrInstr *i) {
   return NULL;
 }
 
+/* A while loop's backend_config may state its trip count ({"known_trip_count":{"n":"N"}}); the
+   plan multiplies launches and bytes by it, so it must be a plain integer in [0, 2^62], which
+   leaves room for the arithmetic on it (99999999999999999999999 was read as INT64_MAX). */
+static bool check_trip_count(const IrModule *m, const IrInstr *i, FxError *err) {
+  const char *bc = ir_attr_text(i, "backend_config");
+  const char *p = bc ? strstr(bc, "known_trip_count") : NULL;
+  if (!p || !(p = strstr(p, "\"n\""))) return true;
+  p += 3;
+  while (*p == ' ' || *p == ':' || *p == '"') p++;
+  const char *q = p;
+  uint64_t n = 0;
+  bool big = false;
+  for (; *q >= '0' && *q <= '9'; q++) {
+    n = n * 10 + (uint64_t)(*q - '0');
+    if (n > (1ull << 62)) big = true, n = 1ull << 62;
+  }
+  if (q == p || (*q != '"' && *q != '}' && *q != ',' && *q != ' '))
+    return verr(m, &i->loc, err, "'%%%s': known_trip_count must be a non-negative integer", i->name);
+  if (big) return verr(m, &i->loc, err, "'%%%s': known_trip_count %.*s is too large (the limit is 2^62)", i->name, (int)(q - p > 40 ? 40 : q - p), p);
+  return true;
+}
+
+/* Edges by instruction id: the instructions of list[start[id]..start[id+1]). */
+typedef struct {
+  int *start;
+  const IrInstr **list;
+} EdgeLists;
+
+static void edges_free(EdgeLists *e) {
+  fx_free(e->start);
+  fx_free(e->list);
+}
+
+/* by_user: for each instruction u, the instructions that list u among their users; else for each
+   v, the instructions that have v as an operand. Links to ids outside the module are skipped
+   (the per-instruction checks report them). */
+static bool edges_build(const IrModule *m, int npos, bool by_user, EdgeLists *e) {
+  size_t n = 0;
+  for (int k = 0; k < m->ncomps; k++)
+    for (int j = 0; j < m->comps[k]->ninstrs; j++) n += (size_t)(by_user ? m->comps[k]->instrs[j]->nusers : m->comps[k]->instrs[j]->noperands);
+  e->start = fx_calloc((size_t)npos + 2, sizeof(int));
+  e->list = fx_malloc(sizeof(IrInstr *) * (n + 1));
+  if (!e->start || !e->list) return false;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int k = 0; k < m->ncomps; k++)
+      for (int j = 0; j < m->comps[k]->ninstrs; j++) {
+        const IrInstr *i = m->comps[k]->instrs[j];
+        int cnt = by_user ? i->nusers : i->noperands;
+        for (int q = 0; q < cnt; q++) {
+          const IrInstr *o = by_user ? i->users[q] : i->operands[q];
+          if (!o || o->id < 0 || o->id >= npos) continue;
+          if (pass == 0) e->start[o->id + 2]++;
+          else e->list[e->start[o->id + 1]++] = i;
+        }
+      }
+    /* counts at [id+2] become starts at [id+1]; the fill then moves each to [id] */
+    if (pass == 0)
+      for (int k = 2; k < npos + 2; k++) e->start[k] += e->start[k - 1];
+  }
+  return true;
+}
+
+static bool check_links_and_ops(const IrModule *m, FxError *err, const int *pos, const EdgeLists *claimed, const EdgeLists *used,
+                                int *claim_stamp, int *use_stamp);
+
 static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos) {
   if (!m->entry) return verr(m, NULL, err, "module '%s' has no ENTRY computation", m->name);
   int entries = 0;
@@ -92,6 +157,28 @@ static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos)
   fx_free(ns.slots);
   if (!ok) return false;
 
+  /* Operand/user links in both directions, in time linear in the number of edges (a value with
+     100,000 users made the obvious scans quadratic). Two lists by instruction id: claimed[u] holds
+     the instructions that list u as a user, used[v] the instructions that have v as an operand.
+     Per instruction, each list is stamped with its id, so each edge is checked in constant time. */
+  EdgeLists claimed = {0}, used = {0};
+  int *claim_stamp = fx_malloc(sizeof(int) * (size_t)npos), *use_stamp = fx_malloc(sizeof(int) * (size_t)npos);
+  ok = claim_stamp && use_stamp && edges_build(m, npos, true, &claimed) && edges_build(m, npos, false, &used);
+  if (!ok) verr(m, NULL, err, "out of memory verifying module '%s'", m->name);
+  if (ok) {
+    for (int k = 0; k < npos; k++) claim_stamp[k] = use_stamp[k] = -1;
+    ok = check_links_and_ops(m, err, pos, &claimed, &used, claim_stamp, use_stamp);
+  }
+  edges_free(&claimed);
+  edges_free(&used);
+  fx_free(claim_stamp);
+  fx_free(use_stamp);
+  return ok;
+}
+
+/* The per-instruction checks of check_structure, links included (see there). */
+static bool check_links_and_ops(const IrModule *m, FxError *err, const int *pos, const EdgeLists *claimed, const EdgeLists *used,
+                                int *claim_stamp, int *use_stamp) {
   for (int k = 0; k < m->ncomps; k++) {
     const IrComputation *c = m->comps[k];
     if (!c->root) return verr(m, &c->loc, err, "computation '%%%s' has no ROOT", c->name);
@@ -112,6 +199,7 @@ static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos)
         return verr(m, &i->loc, err, "'%%%s': %s takes %d operand%s, not %d", i->name, info->spelling, info->arity, info->arity == 1 ? "" : "s",
                     i->noperands);
       if (i->op == IR_OP_CONSTANT && !i->literal) return verr(m, &i->loc, err, "'%%%s': constant without a value", i->name);
+      if (i->op == IR_OP_WHILE && !check_trip_count(m, i, err)) return false;
       for (int o = 0; o < i->noperands; o++) {
         const IrInstr *op = i->operands[o];
         if (!op) return verr(m, &i->loc, err, "'%%%s': operand %d is missing", i->name, o);
@@ -123,15 +211,16 @@ static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos)
         if (pos[op->id] >= j)
           return verr(m, &i->loc, err, "'%%%s' uses '%%%s' before its definition (instructions are not in topological order)", i->name,
                       op->name);
-        bool linked = false;
-        for (int u = 0; u < op->nusers && !linked; u++) linked = op->users[u] == i;
-        if (!linked) return verr(m, &i->loc, err, "'%%%s' uses '%%%s' but is missing from its users", i->name, op->name);
+        if (o == 0)
+          for (int q = claimed->start[i->id]; q < claimed->start[i->id + 1]; q++) claim_stamp[claimed->list[q]->id] = i->id;
+        if (claim_stamp[op->id] != i->id)
+          return verr(m, &i->loc, err, "'%%%s' uses '%%%s' but is missing from its users", i->name, op->name);
       }
+      for (int q = used->start[i->id]; q < used->start[i->id + 1]; q++) use_stamp[used->list[q]->id] = i->id;
       for (int u = 0; u < i->nusers; u++) {
         const IrInstr *us = i->users[u];
-        bool uses = false;
-        for (int o = 0; us && o < us->noperands && !uses; o++) uses = us->operands[o] == i;
-        if (!uses) return verr(m, &i->loc, err, "'%%%s' lists '%%%s' as a user, which does not use it", i->name, us ? us->name : "?");
+        if (!us || us->id < 0 || us->id >= (int)m->next_id + 1 || use_stamp[us->id] != i->id)
+          return verr(m, &i->loc, err, "'%%%s' lists '%%%s' as a user, which does not use it", i->name, us ? us->name : "?");
       }
       for (int a = 0; a < i->nattrs; a++) {
         const IrAttr *at = &i->attrs[a];

@@ -111,42 +111,41 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   return true;
 }
 
+static bool save_to(Session *s, IrModule *m, const char *path, const struct stat *old, const char *shown, FxError *err);
+
 static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   IrModule *m = need_module(s, err);
   if (!m) return false;
   const char *path = argv[1];
-  /* Write a temporary file next to the target and rename it, so a failed save never leaves a
-   * half-written file behind. */
-  size_t n = strlen(path) + 32;
-  char *tmp = fx_malloc(n);
-  if (!tmp) return repl_arg_error(s, err, 0, "out of memory");
-  snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    char shown[160];
-    repl_arg_error(s, err, 1, "cannot write '%s': %s", repl_printable(shown, sizeof shown, path), strerror(errno));
-    fx_free(tmp);
-    return false;
+  char shown[160];
+  repl_printable(shown, sizeof shown, path);
+  /* The rename below replaces whatever is at path: a symbolic link is followed to its file (the
+   * link stays), and anything that is not a regular file (/dev/full, a pipe, a directory) is
+   * refused rather than replaced by one. */
+  char *real = NULL;
+  struct stat lst, st;
+  bool exists = lstat(path, &lst) == 0;
+  if (exists && S_ISLNK(lst.st_mode)) {
+    real = realpath(path, NULL);
+    if (!real) return repl_arg_error(s, err, 1, "cannot write '%s': it is a symbolic link to nothing (%s)", shown, strerror(errno));
+    path = real;
+    exists = stat(path, &st) == 0;
+  } else {
+    st = lst;
   }
-  FxError perr;
-  fx_error_clear(&perr);
-  bool ok = hlo_print(f, m, &perr);
-  bool closed = fclose(f) == 0;
-  if (!ok || !closed) {
-    remove(tmp);
-    fx_free(tmp);
-    if (!ok) return repl_arg_error(s, err, 1, "cannot print the module: %s", perr.msg);
-    return repl_arg_error(s, err, 1, "cannot write '%s': %s", path, strerror(errno));
+  if (exists && !S_ISREG(st.st_mode)) {
+    free(real);
+    const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISFIFO(st.st_mode)                            ? "a pipe"
+                                                                         : "not a regular file";
+    return repl_arg_error(s, err, 1, "cannot write '%s': it is %s (save writes regular files only)", shown, kind);
   }
-  if (rename(tmp, path) != 0) {
-    int e = errno;
-    remove(tmp);
-    fx_free(tmp);
-    return repl_arg_error(s, err, 1, "cannot write '%s': %s", path, strerror(e));
-  }
-  fx_free(tmp);
-  const Stage *st = &s->stages[s->cur];
+  bool ok = save_to(s, m, path, exists ? &st : NULL, shown, err);
+  free(real);
+  if (!ok) return false;
+  path = argv[1];
+  const Stage *st_ = &s->stages[s->cur];
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
@@ -156,12 +155,47 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
     json_kv_str(&w, "file", path);
     json_kv_str(&w, "module", m->name);
     json_kv_int(&w, "stage", s->cur);
-    json_kv_str(&w, "pass", st->pass);
+    json_kv_str(&w, "pass", st_->pass);
     json_object_end(&w);
     json_object_end(&w);
   } else {
-    fprintf(s->out, "saved stage %d (%s) of %s to %s\n", s->cur, st->pass, m->name, path);
+    fprintf(s->out, "saved stage %d (%s) of %s to %s\n", s->cur, st_->pass, m->name, shown);
   }
+  return true;
+}
+
+/* Writes m to the regular file path (old: its status when it exists, to keep its mode). */
+static bool save_to(Session *s, IrModule *m, const char *path, const struct stat *old, const char *shown, FxError *err) {
+  /* Write a temporary file next to the target and rename it, so a failed save never leaves a
+   * half-written file behind. */
+  size_t n = strlen(path) + 32;
+  char *tmp = fx_malloc(n);
+  if (!tmp) return repl_arg_error(s, err, 0, "out of memory");
+  snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (!f) {
+    repl_arg_error(s, err, 1, "cannot write '%s': %s", shown, strerror(errno));
+    fx_free(tmp);
+    return false;
+  }
+  if (old) fchmod(fileno(f), old->st_mode & 07777);
+  FxError perr;
+  fx_error_clear(&perr);
+  bool ok = hlo_print(f, m, &perr);
+  bool closed = fclose(f) == 0;
+  if (!ok || !closed) {
+    remove(tmp);
+    fx_free(tmp);
+    if (!ok) return repl_arg_error(s, err, 1, "cannot print the module: %s", perr.msg);
+    return repl_arg_error(s, err, 1, "cannot write '%s': %s", shown, strerror(errno));
+  }
+  if (rename(tmp, path) != 0) {
+    int e = errno;
+    remove(tmp);
+    fx_free(tmp);
+    return repl_arg_error(s, err, 1, "cannot write '%s': %s", shown, strerror(e));
+  }
+  fx_free(tmp);
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "args.h"
 #include "repl.h"
 #include "session.h"
 #include "../compiler/plan.h"
@@ -26,6 +27,7 @@ typedef struct {
   int repeat;
   bool check;
   const char *in_name[MAX_IO], *in_file[MAX_IO];
+  int save_arg[MAX_IO], trace_arg; /* their places on the command line */
   int nin;
   const char *save_name[MAX_IO], *save_file[MAX_IO];
   int nsave;
@@ -35,8 +37,18 @@ typedef struct {
   int nuniform;
 } RunArgs;
 
-static bool usage_error(FxError *err, const char *msg, const char *arg) {
-  return fx_error_set(err, NULL, 0, 0, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
+/* An option error, located at argument argi of the command (0: the command word). */
+static bool usage_error(Session *s, FxError *err, int argi, const char *msg, const char *arg) {
+  return repl_arg_error(s, err, argi, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
+}
+
+/* An error about a file named in argument argi (writing a .npy), moved to that
+ * argument so that it has the command's line, column and caret: "FILE: message". */
+static bool at_arg(Session *s, FxError *err, int argi) {
+  FxError e = *err;
+  fx_error_clear(err);
+  if (e.file[0] && e.line == 0) return repl_arg_error(s, err, argi, "%s: %s", e.file, e.msg);
+  return repl_arg_error(s, err, argi, "%s", e.msg);
 }
 
 static bool parse_int(const char *s, long long lo, long long hi, long long *out) {
@@ -67,31 +79,39 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
     bool has = k + 1 < argc;
     long long v;
     if (strcmp(o, "--check") == 0) a->check = true;
-    else if (strcmp(o, "--backend") == 0 && has) a->backend = argv[++k];
+    else if (strcmp(o, "--backend") == 0 && has) {
+      a->backend = argv[++k];
+      if (strcmp(a->backend, "auto") != 0 && !rt_backend_lookup(a->backend))
+        return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", a->backend);
+    }
     else if (strcmp(o, "--stage") == 0 && has) {
-      if (!parse_int(argv[++k], 0, s->nstages - 1, &v)) return usage_error(err, "--stage needs a stage number that exists", argv[k]);
+      if (!parse_int(argv[++k], 0, s->nstages - 1, &v)) return usage_error(s, err, k, "--stage needs a stage number that exists", argv[k]);
       a->stage = (int)v;
     } else if (strcmp(o, "--seed") == 0 && has) {
-      if (!parse_int(argv[++k], 0, INT64_MAX, &v)) return usage_error(err, "--seed needs a non-negative integer", argv[k]);
+      if (!parse_int(argv[++k], 0, INT64_MAX, &v)) return usage_error(s, err, k, "--seed needs a non-negative integer", argv[k]);
       a->seed = (uint64_t)v;
     } else if (strcmp(o, "--repeat") == 0 && has) {
-      if (!parse_int(argv[++k], 1, 100000, &v)) return usage_error(err, "--repeat needs 1 to 100000", argv[k]);
+      if (!parse_int(argv[++k], 1, 100000, &v)) return usage_error(s, err, k, "--repeat needs 1 to 100000", argv[k]);
       a->repeat = (int)v;
     } else if (strcmp(o, "--input") == 0 && has) {
       if (a->nin == MAX_IO || !split_pair(argv[++k], &a->in_name[a->nin], &a->in_file[a->nin]))
-        return usage_error(err, "--input needs NAME=FILE.npy", argv[k]);
+        return usage_error(s, err, k, "--input needs NAME=FILE.npy", argv[k]);
       a->nin++;
     } else if (strcmp(o, "--save") == 0 && has) {
       if (a->nsave == MAX_IO || !split_pair(argv[++k], &a->save_name[a->nsave], &a->save_file[a->nsave]))
-        return usage_error(err, "--save needs NAME=FILE.npy", argv[k]);
+        return usage_error(s, err, k, "--save needs NAME=FILE.npy", argv[k]);
+      a->save_arg[a->nsave] = k;
       a->nsave++;
     } else if (strcmp(o, "--uniform") == 0 && has) {
-      if (a->nuniform == MAX_IO) return usage_error(err, "too many --uniform rules", argv[k + 1]);
+      if (a->nuniform == MAX_IO) return usage_error(s, err, k + 1, "too many --uniform rules", argv[k + 1]);
       if (!repl_uniform_parse(s, argv, ++k, &a->uniform[a->nuniform], err)) return false;
       a->nuniform++;
-    } else if (strcmp(o, "--trace") == 0 && has) a->trace = argv[++k];
+    } else if (strcmp(o, "--trace") == 0 && has) {
+      a->trace = argv[++k];
+      a->trace_arg = k;
+    }
     else if (strcmp(o, "--stages") == 0 && has) a->stages = argv[++k];
-    else return usage_error(err, "unknown or incomplete option", o);
+    else return usage_error(s, err, k, "unknown or incomplete option", o);
   }
   return true;
 }
@@ -141,7 +161,7 @@ static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError
       goto fail;
     }
     RtTensor *t = rt_npy_read(a->in_file[q], err);
-    if (!t) goto fail;
+    if (!t) goto fail; /* located at the file: what is wrong is in it */
     if (!rt_tensor_matches(t, &m->entry->params[found]->shape)) {
       char have[128], want[128];
       rt_tensor_describe(t, have, sizeof have);
@@ -267,6 +287,7 @@ static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **
   res->be = res->backend->create(err);
   if (!res->be) return false;
   if (!res->backend->prepare(res->be, &m, 1, err)) return false;
+  if (res->backend == &rt_backend_cpu && cpu_note(res->be)[0] && !s->json) fprintf(s->out, "note: %s\n", cpu_note(res->be));
   double *times = fx_calloc((size_t)a->repeat, sizeof *times);
   if (!times) return fx_error_set(err, NULL, 0, 0, "out of memory");
   RtOptions o = {.seed = a->seed, .interrupted = s->interrupted};
@@ -291,13 +312,13 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err);
 static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
   if (!parse_run_args(s, argc, argv, &a, err)) return false;
-  if (a.trace) return usage_error(err, "--trace belongs to `profile`", NULL);
+  if (a.trace) return usage_error(s, err, 0, "--trace belongs to `profile`", NULL);
   if (a.stages) {
     /* run --stages A,B is compare A B with the other options */
     char buf[64], *cargv[64];
     snprintf(buf, sizeof buf, "%s", a.stages);
     char *comma = strchr(buf, ',');
-    if (!comma) return usage_error(err, "--stages needs A,B", a.stages);
+    if (!comma) return usage_error(s, err, 0, "--stages needs A,B", a.stages);
     *comma = 0;
     int n = 0;
     cargv[n++] = "compare";
@@ -352,7 +373,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   for (int q = 0; ok && q < a.nsave; q++) {
     const RtTensor *t = find_output(res.result, a.save_name[q]);
     if (!t) ok = fx_error_set(err, NULL, 0, 0, "--save %s: no such output (out, out.0, out.1, ...)", a.save_name[q]);
-    else ok = rt_npy_write(a.save_file[q], t, err);
+    else if (!(ok = rt_npy_write(a.save_file[q], t, err))) at_arg(s, err, a.save_arg[q]);
   }
   if (ok && a.check) {
     RtTensor *want = NULL;
@@ -427,7 +448,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
     fprintf(f, "total %s, %lld launches\n", tm, (long long)res.stats.counters.launches);
     if (a.trace) {
       FILE *t = fopen(a.trace, "w");
-      if (!t) ok = fx_error_set(err, a.trace, 0, 0, "cannot write the trace: %s", strerror(errno));
+      if (!t) ok = repl_arg_error(s, err, a.trace_arg, "cannot write the trace %s: %s", a.trace, strerror(errno));
       else {
         /* Chrome trace-event JSON: one complete event per kernel with its total time */
         fprintf(t, "{\"traceEvents\": [\n");
@@ -443,7 +464,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
           ts += ks->total_ns;
         }
         fprintf(t, "\n], \"displayTimeUnit\": \"ms\"}\n");
-        if (fclose(t) != 0) ok = fx_error_set(err, a.trace, 0, 0, "cannot write the trace");
+        if (fclose(t) != 0) ok = repl_arg_error(s, err, a.trace_arg, "cannot write the trace %s: %s", a.trace, strerror(errno));
         else fprintf(f, "trace written to %s (open it in Perfetto or chrome://tracing)\n", a.trace);
       }
     }
@@ -454,7 +475,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
-  if (argc < 3) return usage_error(err, "usage: compare STAGE_A STAGE_B [--backend B] [--repeat N] [--seed N]", NULL);
+  if (argc < 3) return usage_error(s, err, argc, "usage: compare STAGE_A STAGE_B [--backend B] [--repeat N] [--seed N]", NULL);
   RunArgs a;
   char *rest[64];
   int nr = 0;
@@ -464,7 +485,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   for (int q = 0; q < a.nuniform; q++) a.uniform[q].argi = 0; /* its word moved: point at the command */
   long long st[2];
   for (int q = 0; q < 2; q++)
-    if (!parse_int(argv[1 + q], 0, s->nstages - 1, &st[q])) return usage_error(err, "no such stage", argv[1 + q]);
+    if (!parse_int(argv[1 + q], 0, s->nstages - 1, &st[q])) return usage_error(s, err, 1 + q, "no such stage", argv[1 + q]);
   RunResult res[2];
   memset(res, 0, sizeof res);
   bool ok = true;
@@ -497,7 +518,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) {
-  if (argc != 2) return usage_error(err, "usage: set max_memory BYTES (K, M, G suffixes; 0 = unlimited)", NULL);
+  if (argc != 2) return usage_error(s, err, 0, "usage: set max_memory BYTES (K, M, G suffixes; 0 = unlimited)", NULL);
   char *e;
   errno = 0;
   double v = strtod(argv[1], &e);
@@ -505,7 +526,7 @@ static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) 
   if (*e == 'K' || *e == 'k') mul = 1024, e++;
   else if (*e == 'M' || *e == 'm') mul = 1024.0 * 1024, e++;
   else if (*e == 'G' || *e == 'g') mul = 1024.0 * 1024 * 1024, e++;
-  if (errno || *e || v < 0 || v * mul > 1.8e19) return usage_error(err, "max_memory needs a byte count", argv[1]);
+  if (errno || *e || v < 0 || v * mul > 1.8e19) return usage_error(s, err, 1, "max_memory needs a byte count", argv[1]);
   rt_set_max_memory((uint64_t)(v * mul));
   fprintf(s->out, "max_memory = %llu bytes%s\n", (unsigned long long)(v * mul), v == 0 ? " (unlimited)" : "");
   return true;

@@ -27,14 +27,16 @@ static bool viz_error(Session *s, FxError *err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return fx_error_set(err, s->input_name, s->input_line, 0, "%s", msg);
+  return repl_arg_error(s, err, 0, "%s", msg); /* at the command word, with the line and a caret */
 }
 
 /* Gives an error filled by viz/ (which knows no input place) the command's place. */
-static void locate(Session *s, FxError *err) {
+static void locate(Session *s, FxError *err, int argi) {
   if (err->file[0]) return;
-  snprintf(err->file, sizeof err->file, "%s", s->input_name ? s->input_name : "");
-  err->line = s->input_line;
+  FxError here;
+  fx_error_clear(&here);
+  repl_arg_error(s, &here, argi, "%s", err->msg);
+  *err = here;
 }
 
 static VizRenderer *the_renderer;
@@ -252,7 +254,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
     int at = strstr(gerr.msg, "no computation") ? comp_k : strstr(gerr.msg, "no instruction") ? focus_k : decision_k;
     if (at > 0) return repl_arg_error(s, err, at, "%s", gerr.msg);
     *err = gerr;
-    locate(s, err);
+    locate(s, err, 0);
     return false;
   }
   VizRenderer *r = fmt == VIZ_DOT ? NULL : renderer(err);
@@ -299,7 +301,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   if (!ok) {
     viz_graph_free(g);
     fx_free(ds);
-    locate(s, err);
+    locate(s, err, file_k);
     return false;
   }
   const VizGraphStats *st = viz_graph_stats(g);
@@ -437,10 +439,10 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     if (ok) {
       FILE *f = fopen(file, "wb");
       if (!f) {
-        ok = viz_error(s, err, "cannot write %s: %s", file, strerror(errno));
+        ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
       } else {
         bool w = fwrite(html, 1, len, f) == len;
-        if (fclose(f) != 0 || !w) ok = viz_error(s, err, "cannot write %s: %s", file, strerror(errno));
+        if (fclose(f) != 0 || !w) ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
       }
     }
     if (ok) {
@@ -454,7 +456,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     }
     free(html);
   }
-  if (!ok) locate(s, err);
+  if (!ok) locate(s, err, 0);
   for (int k = 0; texts && k < 2 * n; k++) fx_free(texts[k]);
   fx_free(texts);
   fx_free(st);

@@ -74,16 +74,24 @@ static bool is_fx_statement(const char *line) { return fx_is_statement(line); }
 
 /* ---------- the .fx definitions ---------- */
 
-/* The module name for .fx definitions: the script's file name without its extension, or "repl". */
+/* The module name for .fx definitions: the script's file name without its extension, or "repl",
+ * made an HLO name ([A-Za-z_][A-Za-z0-9_-]*) so that `save` then `load` reads it back: other bytes
+ * become '_' and a leading digit gets a '_' before it ("model copy.fx" -> model_copy, "2layer.fx"
+ * -> _2layer, "net(1).fx" -> net_1_). */
 static void fx_module_name(const Session *s, char *buf, size_t n) {
   const char *name = s->input_name && s->input_name[0] != '<' ? s->input_name : "repl";
   const char *base = strrchr(name, '/');
   base = base ? base + 1 : name;
   size_t len = strcspn(base, ".");
   if (len == 0) base = "repl", len = 4;
-  if (len >= n) len = n - 1;
-  memcpy(buf, base, len);
-  buf[len] = 0;
+  size_t o = 0;
+  if (base[0] >= '0' && base[0] <= '9' && o + 1 < n) buf[o++] = '_';
+  for (size_t k = 0; k < len && o + 1 < n; k++) {
+    char c = base[k];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    buf[o++] = ok ? c : '_';
+  }
+  buf[o] = 0;
 }
 
 bool repl_sync_fx(Session *s, FxError *err) {
@@ -463,15 +471,16 @@ bool runner_finish(Runner *r) {
 static char *read_file(const char *path, size_t *len, FxError *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
+    /* located at the file itself, as compilers do for a file named on the command line */
     char shown[160];
-    fx_error_set(err, NULL, 0, 0, "cannot open '%s': %s", repl_printable(shown, sizeof shown, path), strerror(errno));
+    fx_error_set(err, repl_printable(shown, sizeof shown, path), 0, 0, "cannot open it: %s", strerror(errno));
     return NULL;
   }
   struct stat st;
   if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
     fclose(f);
     char shown[160];
-    fx_error_set(err, NULL, 0, 0, "cannot open '%s': it is a directory", repl_printable(shown, sizeof shown, path));
+    fx_error_set(err, repl_printable(shown, sizeof shown, path), 0, 0, "cannot open it: it is a directory");
     return NULL;
   }
   size_t cap = 4096, n = 0;
@@ -593,8 +602,10 @@ void repl_report_loaded(Session *s, const IrModule *m, const char *path) {
     json_object_end(&w);
     json_object_end(&w);
   } else {
-    fprintf(s->out, "loaded %s from %s: %d computations, %d instructions\n", m->name, path, m->ncomps,
-            ir_module_instr_count(m));
+    /* a file named on the command line can hold any byte: shown escaped */
+    char shown[1100];
+    fprintf(s->out, "loaded %s from %s: %d computations, %d instructions\n", m->name, repl_printable(shown, sizeof shown, path),
+            m->ncomps, ir_module_instr_count(m));
   }
 }
 

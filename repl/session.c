@@ -8,6 +8,7 @@
 #include "../compiler/arena.h"
 #include "../compiler/fx.h"
 #include "../explain/explain.h"
+#include "../runtime/backend.h"
 #include "repl.h"
 
 volatile int repl_interrupted;
@@ -34,6 +35,7 @@ Session *session_new(FILE *out, FILE *err) {
   s->out = out;
   s->err = err;
   s->interrupted = &repl_interrupted;
+  rt_set_interrupt_flag(&repl_interrupted);
   s->input_name = "<repl>";
   set_defaults(s);
   return s;

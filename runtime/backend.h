@@ -70,11 +70,17 @@ void cpu_set_options(void *be, const CpuOptions *o);
 /* The cache directory in use (after create), and how many kernels the last prepare compiled
  * fresh vs found in the cache. */
 const char *cpu_cache_dir(void *be);
+/* Why the last prepare ran kernels on the interpreter's implementation instead of compiling
+ * them (an unusable cache directory, a failed compile), or "". */
+const char *cpu_note(void *be);
 void cpu_prepare_counts(void *be, int *compiled, int *cached, int *kernels, int *interpreted);
 /* The generated C source of the last prepare (for `show kernel-source` and tests). */
 const char *cpu_last_source(void *be);
 /* Resolves the cache directory: $FXPLAIN_CACHE_DIR, $XDG_CACHE_HOME/fxplain or ~/.cache/fxplain;
  * creates it owner-only (0700) and refuses one that others can write. */
 bool cpu_resolve_cache_dir(char *out, size_t n, FxError *err);
+/* The flag the shell's Ctrl-C handler sets: a running C compiler is stopped when it becomes
+ * nonzero (the compiler has a process group of its own, so the terminal's Ctrl-C misses it). */
+void rt_set_interrupt_flag(volatile int *flag);
 
 #endif

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ typedef struct {
   int slot2[CPU_MAX_SLOTTED]; /* a loop body's result: the slot it alternates with; -1: none */
 } CpuKernel;
 
+enum { CPU_MAX_KERNEL_SOURCE = 256 * 1024 }; /* bytes of C per generated kernel */
+
 typedef struct {
   char cache[512];
   CpuOptions opt;
@@ -74,6 +77,8 @@ typedef struct {
   /* during a run */
   RtRunStats *stats;
   bool interp_only;
+  bool no_cache;        /* the cache directory is unusable: every kernel runs on the interpreter */
+  char note[700];       /* why kernels fell back to the interpreter (cpu_note), or "" */
   RtTensor **slots;     /* the run's buffer slots (from the kernel plan's assignment); NULL: unused */
   RtTensor **views;     /* per slot: the view last written into it (reused while nobody else holds it) */
   int nslots;
@@ -181,10 +186,15 @@ static bool mkdir_p(const char *path) {
 
 bool cpu_resolve_cache_dir(char *out, size_t n, FxError *err) {
   const char *e = getenv("FXPLAIN_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-  if (e && *e) snprintf(out, n, "%s", e);
-  else if (x && *x) snprintf(out, n, "%s/fxplain", x);
-  else if (h && *h) snprintf(out, n, "%s/.cache/fxplain", h);
-  else snprintf(out, n, "/tmp/fxplain-cache-%d", (int)geteuid());
+  int len;
+  if (e && *e) len = snprintf(out, n, "%s", e);
+  else if (x && *x) len = snprintf(out, n, "%s/fxplain", x);
+  else if (h && *h) len = snprintf(out, n, "%s/.cache/fxplain", h);
+  else len = snprintf(out, n, "/tmp/fxplain-cache-%d", (int)geteuid());
+  /* a longer path was cut short silently, and the cut one used: refuse it instead; the entries'
+     names (fx_HASH.so.sum and the temporary files) need room after it too */
+  if (len < 0 || (size_t)len + 64 >= n)
+    return fx_error_set(err, NULL, 0, 0, "the kernel cache directory's path is %d characters long; the limit is %zu", len, n - 64);
   if (!mkdir_p(out)) return fx_error_set(err, out, 0, 0, "cannot create the kernel cache directory: %s", strerror(errno));
   struct stat st;
   if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
@@ -229,6 +239,10 @@ static bool write_file_atomic(const char *path, const char *data, size_t n, FxEr
   return true;
 }
 
+/* The session's Ctrl-C flag (rt_set_interrupt_flag): polled while the compiler runs. */
+static volatile int *cc_interrupt;
+void rt_set_interrupt_flag(volatile int *flag) { cc_interrupt = flag; }
+
 /* Runs the compiler without a shell; its messages go to logpath. */
 static bool run_compiler(CpuBackend *b, const char *src, const char *so, const char *logpath, FxError *err) {
   char flags[256];
@@ -243,6 +257,9 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
   pid_t pid = fork();
   if (pid < 0) return fx_error_set(err, NULL, 0, 0, "cannot start the C compiler: %s", strerror(errno));
   if (pid == 0) {
+    /* a process group of its own, so that a time limit or Ctrl-C stops the compiler's own
+       children (cc1, as, ld) too: killing the driver alone left cc1 running for minutes */
+    setpgid(0, 0);
     int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd >= 0) {
       dup2(fd, 1);
@@ -252,10 +269,33 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
     execvp(argv[0], argv);
     _exit(127);
   }
-  int status;
-  while (waitpid(pid, &status, 0) < 0)
-    if (errno != EINTR) return fx_error_set(err, NULL, 0, 0, "waiting for the C compiler failed");
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  /* The compiler gets a time limit ($FXPLAIN_CC_TIMEOUT seconds, default 120): a huge unit
+     (stack([x]*10000) made 1.9 MB of C) must not hang the session; past it the compiler is killed
+     and the kernels run on the interpreter (compile_unit's caller says so). */
+  const char *lim = getenv("FXPLAIN_CC_TIMEOUT");
+  double limit = lim && atof(lim) > 0 ? atof(lim) : 120.0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  setpgid(pid, pid); /* as the child does: whichever runs first */
+  int status = 0;
+  bool timed_out = false, interrupted = false;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return fx_error_set(err, NULL, 0, 0, "waiting for the C compiler failed: %s", strerror(errno));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    bool over = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 >= limit;
+    bool stop = cc_interrupt && *cc_interrupt;
+    if ((over || stop) && !timed_out && !interrupted) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      timed_out = over && !stop;
+      interrupted = stop;
+    }
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  if (!timed_out && !interrupted && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
   char msg[400] = "";
   FILE *f = fopen(logpath, "r");
   if (f) {
@@ -263,7 +303,50 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
     msg[n] = 0;
     fclose(f);
   }
-  return fx_error_set(err, NULL, 0, 0, "the C compiler (%s) failed on generated kernels (%s): %s", b->cc, src, msg);
+  /* the first line of its own message, and how it ended */
+  msg[strcspn(msg, "\n")] = 0;
+  char how[80];
+  if (interrupted) snprintf(how, sizeof how, "interrupted (Ctrl-C)");
+  else if (timed_out) snprintf(how, sizeof how, "stopped after the %.0f s time limit", limit);
+  else if (WIFSIGNALED(status)) snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
+  else if (WEXITSTATUS(status) == 127) snprintf(how, sizeof how, "could not be run");
+  else snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+  return fx_error_set(err, NULL, 0, 0, "the C compiler (%s) failed on generated kernels (%s): %s%s%s", b->cc, src, how, msg[0] ? ": " : "", msg);
+}
+
+/* ---------- cache entries ----------
+ *
+ * A cached fx_HASH.so is loaded into the process, so it must be exactly what the compiler wrote:
+ * a truncated one made dlopen die with SIGBUS on every later run. Beside each, fx_HASH.so.sum
+ * records its size and FNV-1a checksum; it is written (atomically) before the .so is renamed into
+ * place, and a .so whose size or checksum does not match is removed and rebuilt. */
+
+/* size and checksum of the file at path; false when it cannot be read */
+static bool file_sum(const char *path, uint64_t *size, uint64_t *sum) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return false;
+  char buf[65536];
+  uint64_t h = 0xcbf29ce484222325ULL, n = 0;
+  ssize_t r;
+  while ((r = read(fd, buf, sizeof buf)) > 0) {
+    h = fnv(buf, (size_t)r, h);
+    n += (uint64_t)r;
+  }
+  close(fd);
+  if (r < 0) return false;
+  *size = n;
+  *sum = h;
+  return true;
+}
+
+static bool entry_valid(const char *so, const char *sumpath) {
+  FILE *f = fopen(sumpath, "r");
+  if (!f) return false;
+  unsigned long long want_size, want_sum;
+  bool parsed = fscanf(f, "fxplain-kernel-cache 1 size %llu fnv1a %llx", &want_size, &want_sum) == 2;
+  fclose(f);
+  uint64_t size, sum;
+  return parsed && file_sum(so, &size, &sum) && size == want_size && sum == want_sum;
 }
 
 static bool load_unit(CpuBackend *b, const char *so, const char *marker, void **out) {
@@ -280,22 +363,35 @@ static bool load_unit(CpuBackend *b, const char *so, const char *marker, void **
 
 /* Compiles (or finds in the cache) the unit in src; returns its handle. */
 static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void **handle, FxError *err) {
-  char base[600], cpath[640], so[640], log[640], tmpso[680], marker[64];
+  char base[600], cpath[640], so[640], sumpath[640], log[640], tmpso[680], marker[64];
   snprintf(base, sizeof base, "%s/fx_%016llx", b->cache, (unsigned long long)hash);
   snprintf(cpath, sizeof cpath, "%s.c", base);
   snprintf(so, sizeof so, "%s.so", base);
+  snprintf(sumpath, sizeof sumpath, "%s.so.sum", base);
   snprintf(log, sizeof log, "%s.log", base);
   snprintf(marker, sizeof marker, "fx_unit_%016llx", (unsigned long long)hash);
   if (access(so, R_OK) == 0) {
-    if (load_unit(b, so, marker, handle)) {
+    if (entry_valid(so, sumpath) && load_unit(b, so, marker, handle)) {
       b->cached++;
       return true;
     }
-    unlink(so); /* corrupt or stale: rebuild */
+    unlink(so); /* truncated, corrupt or stale: rebuild */
   }
   if (!write_file_atomic(cpath, src->s, src->len, err)) return false;
   snprintf(tmpso, sizeof tmpso, "%s.so.tmp.%d", base, (int)getpid());
   if (!run_compiler(b, cpath, tmpso, log, err)) {
+    unlink(tmpso);
+    return false;
+  }
+  uint64_t size, sum;
+  char line[128];
+  if (!file_sum(tmpso, &size, &sum)) {
+    unlink(tmpso);
+    return fx_error_set(err, tmpso, 0, 0, "cannot read the compiled kernels: %s", strerror(errno));
+  }
+  int ln = snprintf(line, sizeof line, "fxplain-kernel-cache 1 size %llu fnv1a %016llx\n", (unsigned long long)size,
+                    (unsigned long long)sum);
+  if (!write_file_atomic(sumpath, line, (size_t)ln, err)) {
     unlink(tmpso);
     return false;
   }
@@ -335,6 +431,7 @@ typedef struct {
 static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxError *err) {
   CpuBackend *b = vb;
   b->compiled = b->cached = b->nkernels = b->ninterp = 0;
+  if (!b->no_cache) b->note[0] = 0;
   EmitBuf unit;
   emit_buf_init(&unit);
   emit_prelude(&unit, EMIT_TARGET_C);
@@ -371,6 +468,12 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           k->how = K_INTERP;
           continue;
         }
+        if (b->no_cache) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "the kernel cache cannot be used");
+          b->ninterp++;
+          continue;
+        }
         if (i->op == IR_OP_DOT && blas_dot_ok(i)) {
           k->how = K_BLAS;
           continue;
@@ -393,6 +496,17 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           k->how = K_INTERP;
           snprintf(k->why, sizeof k->why, "%.199s", why.msg);
           b->ninterp++;
+          continue;
+        }
+        /* A bound on what the C compiler is given: stack([x]*10000) made one kernel of 1.9 MB
+           that cc -O3 worked on for minutes. Bigger kernels run on the interpreter, said in a note. */
+        if (kb.len > CPU_MAX_KERNEL_SOURCE) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "its generated code is too large (%zu KB; the limit is %d KB)", kb.len / 1024,
+                   CPU_MAX_KERNEL_SOURCE / 1024);
+          b->ninterp++;
+          if (!b->note[0])
+            snprintf(b->note, sizeof b->note, "%s: %s, so it runs on the interpreter's implementation", i->name, k->why);
           continue;
         }
         uint64_t h = fnv(kb.s, kb.len, 0xcbf29ce484222325ULL);
@@ -450,8 +564,20 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
     emit_printf(&unit, "int fx_unit_%016llx(void) { return 1; }\n", (unsigned long long)uh);
     if (unit.oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating kernels");
     void *h = NULL;
-    if (ok) ok = compile_unit(b, &unit, uh, &h, err);
-    if (ok) {
+    FxError cerr;
+    fx_error_clear(&cerr);
+    if (ok && !compile_unit(b, &unit, uh, &h, &cerr)) {
+      /* a cache that cannot be written (read-only, full), a compiler that fails or is stopped:
+         the kernels run on the interpreter's implementation, and the run says why */
+      snprintf(b->note, sizeof b->note, "generated kernels could not be compiled (%s%s%.400s): they run on the interpreter's implementation",
+               cerr.file[0] ? cerr.file : "", cerr.file[0] ? ": " : "", cerr.msg);
+      for (int q = 0; q < npending; q++) {
+        pending[q]->how = K_INTERP;
+        snprintf(pending[q]->why, sizeof pending[q]->why, "the generated code could not be compiled");
+      }
+      b->ninterp += npending;
+      npending = 0;
+    } else if (ok) {
       if (b->nhandles == b->caphandles) {
         int nc = b->caphandles ? b->caphandles * 2 : 8;
         void **nh = fx_realloc(b->handles, sizeof *nh * (size_t)nc);
@@ -779,9 +905,13 @@ static void *cpu_create_common(bool interp_only, FxError *err) {
     return NULL;
   }
   b->interp_only = interp_only;
-  if (!interp_only && !cpu_resolve_cache_dir(b->cache, sizeof b->cache, err)) {
-    fx_free(b);
-    return NULL;
+  FxError why;
+  fx_error_clear(&why);
+  if (!interp_only && !cpu_resolve_cache_dir(b->cache, sizeof b->cache, &why)) {
+    /* no cache, no compiled kernels: run on the interpreter's implementation and say so */
+    b->no_cache = true;
+    snprintf(b->note, sizeof b->note, "the kernel cache cannot be used (%s%s%.400s): every kernel runs on the interpreter's implementation",
+             why.file[0] ? why.file : "", why.file[0] ? ": " : "", why.msg);
   }
   const char *cc = getenv("CC");
   snprintf(b->cc, sizeof b->cc, "%s", cc && *cc ? cc : "cc");
@@ -815,6 +945,7 @@ void cpu_set_options(void *vb, const CpuOptions *o) {
 }
 
 const char *cpu_cache_dir(void *vb) { return ((CpuBackend *)vb)->cache; }
+const char *cpu_note(void *vb) { return ((CpuBackend *)vb)->note; }
 const char *cpu_last_source(void *vb) {
   CpuBackend *b = vb;
   return b->last_source.s ? b->last_source.s : "";

@@ -214,7 +214,12 @@ typedef struct {
   char key[160];
   Val v;
   int depth;
+  int next; /* the previous entry in the same hash bucket, or -1 */
 } Memo;
+
+/* The memo is a stack (scopes pop it) with a hash index over it, so a lookup does not scan every
+   value of a large kernel. Entries are popped newest first, so each is the head of its bucket. */
+enum { MEMO_BUCKETS = 1 << 14 };
 
 typedef struct {
   const IrInstr *param;
@@ -228,9 +233,11 @@ typedef struct {
   int indent, depth, nvar;
   Memo *memo;
   int nmemo, capmemo;
+  int *heads; /* MEMO_BUCKETS chain heads (indices into memo, -1 for none) */
   Bind binds[256];
   int nbinds;
   const IrComputation *fcomp; /* the fused computation, or NULL for a single op */
+  int nest;                   /* gen_which calls in progress (see pregen) */
   FxError *err;
   bool fail;
 } Gen;
@@ -262,8 +269,22 @@ static void open_scope(Gen *g) {
   g->indent += 2;
 }
 
+static unsigned memo_hash(const IrInstr *i, int which, const char *key) {
+  uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)i ^ ((uint64_t)(unsigned)which << 32);
+  for (; *key; key++) h = (h ^ (unsigned char)*key) * 1099511628211ull;
+  return (unsigned)(h ^ (h >> 29)) & (MEMO_BUCKETS - 1);
+}
+
+/* Forgets the values computed at scope depth >= the current one. */
+static void memo_pop_scope(Gen *g) {
+  while (g->nmemo > 0 && g->memo[g->nmemo - 1].depth >= g->depth) {
+    Memo *m = &g->memo[--g->nmemo];
+    if (g->heads) g->heads[memo_hash(m->instr, m->which, m->key)] = m->next;
+  }
+}
+
 static void close_scope(Gen *g) {
-  while (g->nmemo > 0 && g->memo[g->nmemo - 1].depth >= g->depth) g->nmemo--;
+  memo_pop_scope(g);
   g->depth--;
   g->indent -= 2;
 }
@@ -281,12 +302,21 @@ static void memo_key(char *key, size_t n, int rank, Val *idx) {
 }
 
 static Val *memo_find(Gen *g, const IrInstr *i, int which, const char *key) {
-  for (int k = g->nmemo - 1; k >= 0; k--)
+  if (!g->heads) return NULL;
+  for (int k = g->heads[memo_hash(i, which, key)]; k >= 0; k = g->memo[k].next)
     if (g->memo[k].instr == i && g->memo[k].which == which && strcmp(g->memo[k].key, key) == 0) return &g->memo[k].v;
   return NULL;
 }
 
 static void memo_put(Gen *g, const IrInstr *i, int which, const char *key, Val v) {
+  if (!g->heads) {
+    g->heads = fx_malloc(sizeof *g->heads * MEMO_BUCKETS);
+    if (!g->heads) {
+      g->b->oom = true;
+      return;
+    }
+    memset(g->heads, 0xff, sizeof *g->heads * MEMO_BUCKETS); /* all -1 */
+  }
   if (g->nmemo == g->capmemo) {
     int nc = g->capmemo ? g->capmemo * 2 : 64;
     Memo *nm = fx_realloc(g->memo, sizeof *nm * (size_t)nc);
@@ -303,6 +333,9 @@ static void memo_put(Gen *g, const IrInstr *i, int which, const char *key, Val v
   snprintf(m->key, sizeof m->key, "%s", key);
   m->v = v;
   m->depth = g->depth;
+  unsigned h = memo_hash(i, which, m->key);
+  m->next = g->heads[h];
+  g->heads[h] = g->nmemo - 1;
 }
 
 /* An index expression materialized as a variable (or a literal). */
@@ -441,7 +474,7 @@ static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int n
   } else {
     ok = gen(g, c->root, NULL, &outs[0]);
   }
-  while (g->nmemo > 0 && g->memo[g->nmemo - 1].depth >= g->depth) g->nmemo--;
+  memo_pop_scope(g);
   g->depth--;
   g->nbinds = save;
   return ok;
@@ -1132,6 +1165,168 @@ static bool gen_op(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
   return gen_fail(g, i, "%s is not generated; it runs on the interpreter's implementation", ir_op_name(i->op));
 }
 
+/* ---------- chains without recursion ----------
+ *
+ * gen_op asks for its operands recursively, so a chain of N dependent instructions would nest N C
+ * frames: a few thousand dependent adds overflowed the stack. Before an instruction is generated,
+ * pregen walks the part of its operand graph that gen_op would reach through "pass-through" ops
+ * (elementwise ops, compare, select, clamp, copy, convert, broadcast, transpose, slice, reverse:
+ * the ones that ask for their operands first, in order, in the current scope, at indices known
+ * from their own) with an explicit stack, and generates those instructions in the same post-order
+ * the recursion would. Each is then in the memo, so gen_op's own recursive calls return at once
+ * and the C stack stays one or two frames deep however long the chain. The remaining recursion
+ * (through reduce, gather, pad, concatenate, dynamic slices, inlined computations) counts its
+ * depth and stops with an error (the kernel then runs on the interpreter) past GEN_MAX_NEST. */
+enum { GEN_MAX_NEST = 200 };
+
+typedef struct {
+  const IrInstr *i;
+  int next;    /* the next operand to visit */
+  bool noidx;  /* asked for at no index (a scalar) */
+  Val idx[IR_MAX_RANK];
+} PreFrame;
+
+static int value_rank(const IrInstr *i) {
+  return i->shape.type == IR_TUPLE ? (i->shape.ntuple ? i->shape.tuple[0].rank : 0) : i->shape.rank;
+}
+
+static bool is_memoized(Gen *g, const IrInstr *i, const Val *idx) {
+  char key[160];
+  memo_key(key, sizeof key, idx ? value_rank(i) : 0, (Val *)idx);
+  return memo_find(g, i, 0, key) != NULL;
+}
+
+/* Whether pregen may walk through i; fills the index its operand k is asked for at (NULL in *sub_null
+ * for a scalar operand). Mirrors gen_op for these ops exactly; anything unusual is left to gen_op. */
+static bool pass_through(Gen *g, const IrInstr *i, int k, const Val *idx, Val *sub, bool *sub_null) {
+  if (input_of(g, i) >= 0 || i->op == IR_OP_PARAMETER) return false;
+  if (i->shape.type == IR_TUPLE || !emit_storage_type(i->shape.type) || !idx) return false;
+  const IrOpInfo *oi = ir_op_info(i->op);
+  const IrShape *os = oshape(i, k);
+  *sub_null = false;
+  switch (i->op) {
+  case IR_OP_SELECT: case IR_OP_CLAMP:
+    if (i->noperands != 3) return false;
+    *sub_null = os->rank == 0 && i->shape.rank > 0;
+    if (!*sub_null) memcpy(sub, idx, sizeof *sub * (size_t)i->shape.rank);
+    return true;
+  case IR_OP_COPY:
+    memcpy(sub, idx, sizeof *sub * (size_t)i->shape.rank);
+    return true;
+  case IR_OP_BROADCAST: {
+    int64_t map[IR_MAX_RANK];
+    int n = ir_attr_dims(i, "dimensions", map, IR_MAX_RANK);
+    if (n < 0 || n != os->rank) return false;
+    for (int d = 0; d < n; d++) {
+      if (map[d] < 0 || map[d] >= i->shape.rank) return false;
+      sub[d] = idx[map[d]];
+    }
+    *sub_null = n == 0;
+    return true;
+  }
+  case IR_OP_TRANSPOSE: {
+    int64_t perm[IR_MAX_RANK];
+    int n = ir_attr_dims(i, "dimensions", perm, IR_MAX_RANK);
+    if (n != i->shape.rank) return false;
+    for (int d = 0; d < n; d++) {
+      if (perm[d] < 0 || perm[d] >= n) return false;
+      sub[perm[d]] = idx[d];
+    }
+    return true;
+  }
+  case IR_OP_SLICE: {
+    int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
+    int n = ir_attr_slice(i, st, li, sd, IR_MAX_RANK);
+    if (n != i->shape.rank) return false;
+    for (int d = 0; d < n; d++) {
+      if (st[d] == 0 && sd[d] == 1) sub[d] = idx[d];
+      else sub[d] = idxvar(g, "%lldll + %s * %lldll", (long long)st[d], idx[d].s, (long long)sd[d]);
+    }
+    return true;
+  }
+  case IR_OP_REVERSE: {
+    int64_t dims[IR_MAX_RANK];
+    int n = ir_attr_dims(i, "dimensions", dims, IR_MAX_RANK);
+    for (int d = 0; d < i->shape.rank; d++) sub[d] = idx[d];
+    for (int q = 0; q < n; q++) {
+      if (dims[q] < 0 || dims[q] >= i->shape.rank) return false;
+      sub[dims[q]] = idxvar(g, "%lldll - %s", (long long)(i->shape.dims[dims[q]] - 1), idx[dims[q]].s);
+    }
+    return true;
+  }
+  default:
+    if (oi->category == IR_CAT_UNARY && i->noperands == 1 && i->op != IR_OP_BITCAST_CONVERT) {
+      memcpy(sub, idx, sizeof *sub * (size_t)i->shape.rank);
+      return true;
+    }
+    if (oi->category == IR_CAT_BINARY && i->noperands == 2) {
+      memcpy(sub, idx, sizeof *sub * (size_t)i->shape.rank);
+      return true;
+    }
+    return false;
+  }
+}
+
+static bool gen_which(Gen *g, const IrInstr *i, int which, Val *idx, Val *out);
+
+/* Generates, without recursion, every instruction that gen_op(i) would reach through
+ * pass-through ops (see above); i itself is left to the caller. */
+static bool pregen(Gen *g, const IrInstr *root, const Val *idx) {
+  Val probe[IR_MAX_RANK], none[1];
+  bool pnull;
+  if (!idx) idx = none; /* a rank-0 value: no index variables */
+  if (root->noperands == 0 || !pass_through(g, root, 0, idx, probe, &pnull)) return true;
+  PreFrame *st = NULL;
+  int n = 0, cap = 0;
+  bool ok = true;
+#define PUSH(ins, ix, nul)                                                                         \
+  do {                                                                                             \
+    if (n == cap) {                                                                                \
+      int nc = cap ? cap * 2 : 32;                                                                 \
+      PreFrame *ns = fx_realloc(st, sizeof *ns * (size_t)nc);                                      \
+      if (!ns) {                                                                                   \
+        ok = gen_fail(g, root, "out of memory");                                                   \
+        goto done;                                                                                 \
+      }                                                                                            \
+      st = ns;                                                                                     \
+      cap = nc;                                                                                    \
+    }                                                                                              \
+    st[n].i = (ins);                                                                               \
+    st[n].next = 0;                                                                                \
+    st[n].noidx = (nul);                                                                           \
+    if (!(nul)) memcpy(st[n].idx, (ix), sizeof(Val) * (size_t)value_rank(ins));                    \
+    n++;                                                                                           \
+  } while (0)
+  PUSH(root, idx, false);
+  while (n > 0 && ok) {
+    PreFrame *f = &st[n - 1];
+    Val sub[IR_MAX_RANK];
+    bool snull;
+    if (f->next < f->i->noperands && pass_through(g, f->i, f->next, f->idx, sub, &snull)) {
+      const IrInstr *c = f->i->operands[f->next++];
+      if (!snull && !is_memoized(g, c, sub)) PUSH(c, sub, false);
+      else if (snull && !is_memoized(g, c, NULL)) {
+        Val v; /* a scalar operand: generated directly (its own chain is walked in its call) */
+        ok = gen_which(g, c, 0, NULL, &v);
+      }
+      continue;
+    }
+    /* all operands done (or not a pass-through op): generate it; the root is the caller's */
+    const IrInstr *ins = f->i;
+    Val fidx[IR_MAX_RANK];
+    memcpy(fidx, f->idx, sizeof fidx);
+    n--;
+    if (n > 0 && !is_memoized(g, ins, fidx)) {
+      Val v;
+      ok = gen_which(g, ins, 0, fidx, &v);
+    }
+  }
+#undef PUSH
+done:
+  fx_free(st);
+  return ok && !g->fail;
+}
+
 static bool gen_which(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
   if (g->fail) return false;
   if (g->b->oom) return gen_fail(g, i, "out of memory");
@@ -1150,7 +1345,11 @@ static bool gen_which(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
     for (int d = 0; d < rank; d++) zero[d] = lit_idx(0);
     idx = zero;
   }
-  if (!gen_op(g, i, which, idx, out)) return false;
+  if (g->nest >= GEN_MAX_NEST) return gen_fail(g, i, "the kernel nests more than %d ops deep", GEN_MAX_NEST);
+  g->nest++;
+  bool ok = pregen(g, i, idx) && gen_op(g, i, which, idx, out);
+  g->nest--;
+  if (!ok) return false;
   if (i->op != IR_OP_REDUCE && !is_threefry(i)) memo_put(g, i, which, key, *out);
   return true;
 }
@@ -1342,6 +1541,7 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
     }
   }
   fx_free(g.memo);
+  fx_free(g.heads);
   if (ok && b->oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating %s", k->name);
   return ok;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "runtime.h"
 
@@ -110,6 +111,30 @@ RtTensor *rt_npy_read(const char *path, FxError *err) {
     if (errno || v < 0) goto bad;
     dims[rank++] = v;
     p = e;
+  }
+  /* The header's claim is checked against the data the file really has before anything is
+     allocated: a header saying (9999999999, 99999999) was allocated first. */
+  {
+    uint64_t count = 1;
+    for (int k = 0; k < rank; k++)
+      if (dims[k] && count > UINT64_MAX / (uint64_t)dims[k]) {
+        file_error(err, path, ".npy shape has too many elements");
+        goto done;
+      } else {
+        count *= (uint64_t)dims[k];
+      }
+    uint64_t eb = (uint64_t)ir_type_bytes(type);
+    long here = ftell(f);
+    struct stat st;
+    if (here < 0 || fstat(fileno(f), &st) != 0) goto trunc;
+    uint64_t have = st.st_size > here ? (uint64_t)(st.st_size - here) : 0;
+    if (eb && count > have / eb) {
+      char msg[200];
+      snprintf(msg, sizeof msg, ".npy file is truncated: its header claims %llu elements of %llu bytes, the file has %llu bytes of data",
+               (unsigned long long)count, (unsigned long long)eb, (unsigned long long)have);
+      file_error(err, path, msg);
+      goto done;
+    }
   }
   t = rt_tensor_new(type, rank, dims, err);
   if (!t) goto done;

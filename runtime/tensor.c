@@ -5,13 +5,29 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "runtime.h"
 
 static uint64_t max_memory;  /* 0 = unlimited */
+static bool max_memory_set;  /* else the default below */
 static uint64_t live_bytes;
 
-void rt_set_max_memory(uint64_t bytes) { max_memory = bytes; }
-uint64_t rt_max_memory(void) { return max_memory; }
+void rt_set_max_memory(uint64_t bytes) {
+  max_memory = bytes;
+  max_memory_set = true;
+}
+
+/* The default budget: three quarters of the machine's memory, so that an input that claims
+   terabytes (a .npy header, a shape) is refused with an error instead of exhausting the machine. */
+uint64_t rt_max_memory(void) {
+  if (!max_memory_set) {
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    max_memory = pages > 0 && size > 0 ? (uint64_t)pages / 4 * 3 * (uint64_t)size : 0;
+    max_memory_set = true;
+  }
+  return max_memory;
+}
 uint64_t rt_live_bytes(void) { return live_bytes; }
 
 /* ---------- f16 / bf16 ---------- */
@@ -171,7 +187,7 @@ static RtTensor *tensor_new(IrType t, int rank, const int64_t *dims, bool zero, 
     return NULL;
   }
   size_t bytes = (size_t)count * (size_t)eb;
-  if (!header_only && max_memory && live_bytes + bytes > max_memory) {
+  if (!header_only && rt_max_memory() && live_bytes + bytes > max_memory) {
     fx_error_set(err, NULL, 0, 0,
                  "out of memory budget: a %s tensor of %zu bytes would bring live tensors to %llu bytes "
                  "(max_memory is %llu; change it with `set max_memory BYTES`)",
