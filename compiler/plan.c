@@ -358,6 +358,11 @@ static int64_t sat_mul(int64_t a, int64_t b) {
   return a * b;
 }
 
+/* Totals saturate too: two loops of 2^62 trips overflowed the sum of launches (issue 17). Byte
+   totals stop at INT64_MAX / 2, so that read + written, which every report adds, cannot overflow. */
+static int64_t sat_add(int64_t a, int64_t b) { return a > INT64_MAX - b ? INT64_MAX : a + b; }
+static int64_t sat_bytes(int64_t a, int64_t b) { return a > INT64_MAX / 2 - b ? INT64_MAX / 2 : a + b; }
+
 static PlanKernel *new_kernel(Builder *b, IrInstr *i, KernelKind kind, int64_t launches) {
   KernelPlan *p = b->p;
   if (arena_grow(&p->arena, (void **)&p->kernels, &b->cap, p->nkernels + 1, sizeof(PlanKernel))) {
@@ -828,9 +833,9 @@ KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err
     p->est_us += (double)kn->launches * kn->est_us;
     if (kn->kind == KERNEL_CONTROL) continue; /* a read-back, not a kernel: priced, not counted */
     p->ncompute++;
-    p->launches += kn->launches;
-    p->bytes_read += sat_mul(kn->bytes_read, kn->launches);
-    p->bytes_written += sat_mul(kn->bytes_written, kn->launches);
+    p->launches = sat_add(p->launches, kn->launches);
+    p->bytes_read = sat_bytes(p->bytes_read, sat_mul(kn->bytes_read, kn->launches));
+    p->bytes_written = sat_bytes(p->bytes_written, sat_mul(kn->bytes_written, kn->launches));
   }
   return p;
 }

@@ -215,6 +215,11 @@ static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) 
       fputs(u.source.s, s->out);
       for (int q = 0; q < u.n; q++)
         if (u.k[q].how == CUDA_K_RNG) print_rng_source(s->out, u.k[q].instr);
+      /* kernels with no source say so, rather than missing silently (a chain nested too deeply) */
+      for (int q = 0; q < u.n; q++)
+        if (u.k[q].how != CUDA_K_RNG && u.k[q].how != CUDA_K_GENERATED)
+          fprintf(s->out, "// kernel %s: not generated, runs on %s%s%s\n", u.k[q].instr->name, cuda_kernel_how_name(u.k[q].how),
+                  u.k[q].why[0] ? ": " : "", u.k[q].why);
     }
   } else {
     /* One kernel: its part of the unit, from its "// kernel NAME" line to the next one. */

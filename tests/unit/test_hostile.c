@@ -109,6 +109,7 @@ TEST(emitter_long_pad_chain) {
   snprintf(script, sizeof script, "load %s; step all; run --backend cpu --check; kernels --source", path);
   CHECK(run_script(script));
   CHECK_CONTAINS(outbuf, "check: every output agrees with the reference interpreter");
+  CHECK_CONTAINS(outbuf, "// kernel fusion: not generated, runs on host: a2799: the kernel nests more than 200 ops deep");
 }
 
 /* Defect 2, from .fx: 1,500 lines of y = y * 1.0001. */
