@@ -70,7 +70,15 @@ bool fx_is_keyword(const char *s, int len) {
   return false;
 }
 
-static bool push(FxChunk *ch, int *cap, FxToken t, FxError *err) {
+/* Tokens one statement may have: past this a line is refused before it is held in memory (the
+ * parser refuses more than 200,000 operations a statement anyway). */
+#define MAX_STATEMENT_TOKENS 1000000
+
+static bool push(FxChunk *ch, int *cap, FxToken t, FxError *err, long *run) {
+  if (t.kind == T_NEWLINE) *run = 0;
+  else if (++*run > MAX_STATEMENT_TOKENS)
+    return fx_err_at(err, t.pos, "this statement is too long (more than %d tokens): split it into several statements",
+                     MAX_STATEMENT_TOKENS);
   if (arena_grow(&ch->arena, (void **)&ch->toks, cap, ch->ntoks + 1, sizeof(FxToken))) {
     FxPos p = t.pos;
     return fx_err_at(err, p, "out of memory");
@@ -86,6 +94,7 @@ bool fx_lex(FxChunk *ch, FxError *err) {
   int line = ch->first_line;
   const char *line_start = p;
   int cap = 0;
+  long run = 0; /* tokens of the current statement */
   /* Open brackets, innermost last: what they are and where. */
   char open[MAX_DEPTH];
   FxPos open_pos[MAX_DEPTH];
@@ -105,7 +114,7 @@ bool fx_lex(FxChunk *ch, FxError *err) {
       if (depth == 0 || open[depth - 1] == '{') {
         t.kind = T_NEWLINE;
         t.len = 1;
-        if (!push(ch, &cap, t, err)) return false;
+        if (!push(ch, &cap, t, err, &run)) return false;
       }
       line++;
       line_start = p;
@@ -130,7 +139,7 @@ bool fx_lex(FxChunk *ch, FxError *err) {
       t.kind = T_NAME;
       t.len = (int)(p - t.start);
       if (t.len > 200) return fx_err_at(err, t.pos, "name too long (%d characters; the limit is 200)", t.len);
-      if (!push(ch, &cap, t, err)) return false;
+      if (!push(ch, &cap, t, err, &run)) return false;
       continue;
     }
     if (isdigit((unsigned char)c) || (c == '.' && isdigit((unsigned char)p[1]))) {
@@ -167,7 +176,7 @@ bool fx_lex(FxChunk *ch, FxError *err) {
       }
       p = q;
       t.len = (int)(p - t.start);
-      if (!push(ch, &cap, t, err)) return false;
+      if (!push(ch, &cap, t, err, &run)) return false;
       continue;
     }
     if (c == '"') {
@@ -186,7 +195,7 @@ bool fx_lex(FxChunk *ch, FxError *err) {
       t.kind = T_STRING;
       p = q + 1;
       t.len = (int)(p - t.start);
-      if (!push(ch, &cap, t, err)) return false;
+      if (!push(ch, &cap, t, err, &run)) return false;
       continue;
     }
     int len = 1;
@@ -267,7 +276,7 @@ bool fx_lex(FxChunk *ch, FxError *err) {
     }
     p += len;
     t.len = len;
-    if (!push(ch, &cap, t, err)) return false;
+    if (!push(ch, &cap, t, err, &run)) return false;
   }
   if (depth > 0)
     return fx_err_at(err, open_pos[depth - 1], "unclosed '%c'", open[depth - 1]);
@@ -278,9 +287,9 @@ bool fx_lex(FxChunk *ch, FxError *err) {
   e.pos.chunk = ch;
   e.pos.line = line;
   e.pos.col = (int)(p - line_start) + 1;
-  if (!push(ch, &cap, e, err)) return false;
+  if (!push(ch, &cap, e, err, &run)) return false;
   e.kind = T_EOF;
-  return push(ch, &cap, e, err);
+  return push(ch, &cap, e, err, &run);
 }
 
 bool fx_needs_more(const char *text) {

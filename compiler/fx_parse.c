@@ -37,9 +37,13 @@ typedef struct {
   int i;
   FxError *err;
   int depth; /* expression nesting, to bound recursion on hostile input */
+  long nodes; /* expression nodes of this statement, to bound its memory */
 } Parser;
 
 #define MAX_EXPR_DEPTH 200
+/* A statement of more operations than this is refused: a 40 MB line of `x + x + ...` would need
+ * gigabytes of IR. Real programs split long expressions into statements. */
+#define MAX_EXPR_NODES 500000
 
 static FxToken *peek(Parser *p) { return &p->ch->toks[p->i]; }
 static FxToken *peek2(Parser *p) { return &p->ch->toks[p->i + 1 < p->ch->ntoks ? p->i + 1 : p->i]; }
@@ -83,6 +87,12 @@ static const char *tok_str(Parser *p, const FxToken *t) {
 }
 
 static FxExpr *new_expr(Parser *p, FxExprKind k, FxPos pos) {
+  if (++p->nodes > MAX_EXPR_NODES) {
+    if (!p->err->set)
+      fx_err_at(p->err, pos, "this statement has more than %d operations (the limit is %d): split it into several "
+                "statements", MAX_EXPR_NODES, MAX_EXPR_NODES);
+    return NULL;
+  }
   FxExpr *e = alloc(p, sizeof *e);
   if (e) {
     e->kind = k;
@@ -597,7 +607,7 @@ static bool stmt_list(Parser *p, FxStmt ***out, int *n, bool in_block) {
 }
 
 bool fx_parse(FxChunk *ch, FxError *err) {
-  Parser p = {ch, 0, err, 0};
+  Parser p = {ch, 0, err, 0, 0};
   ch->stmts = NULL;
   ch->nstmts = 0;
   return stmt_list(&p, &ch->stmts, &ch->nstmts, false);

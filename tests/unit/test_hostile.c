@@ -147,6 +147,24 @@ TEST(fx_left_assoc_chain) {
   s = text_close(&t);
   CHECK(run_script(s));
   free(s);
+  /* A 40 MB line (10 million terms) is refused at its place before it is held in memory, and a
+   * statement of more than 500,000 expression nodes when it is parsed. */
+  text_open(&t);
+  fprintf(t.f, "param x: f32[4]\ny = x");
+  for (int k = 1; k < 10000000; k++) fputs(" + x", t.f);
+  fprintf(t.f, "\nout y\n");
+  s = text_close(&t);
+  CHECK(!run_script(s));
+  CHECK_CONTAINS(errbuf, ":2:2000001: error: this statement is too long (more than 1000000 tokens)");
+  free(s);
+  text_open(&t);
+  fprintf(t.f, "param x: f32[4]\ny = -(-(x");
+  for (int k = 1; k < 300000; k++) fputs(" + x", t.f);
+  fprintf(t.f, "))\nout y\n");
+  s = text_close(&t);
+  CHECK(!run_script(s));
+  CHECK_CONTAINS(errbuf, "error: this statement has more than 500000 operations");
+  free(s);
 }
 
 /* Issue 17, "recursion must be iterative everywhere": a rewrite that frees a long dead chain
