@@ -137,6 +137,20 @@ int explain_log_total(const ExplainLog *log) {
   return n;
 }
 
+int explain_record_number(const ExplainLog *log, const ExplainRecord *r) {
+  int n = 0;
+  for (int st = 0; log && st < r->stage && st < log->nstages; st++) n += log->stages[st].n;
+  return n + r->seq + 1;
+}
+
+const ExplainRecord *explain_record_by_number(const ExplainLog *log, int n) {
+  for (int st = 0; log && n > 0 && st < log->nstages; st++) {
+    if (n <= log->stages[st].n) return &log->stages[st].recs[n - 1];
+    n -= log->stages[st].n;
+  }
+  return NULL;
+}
+
 /* ---------- queries ---------- */
 
 void explain_filter_init(ExplainFilter *f) {

@@ -96,11 +96,7 @@ static void fmt_time(double us, char *buf, size_t n) {
 
 /* The number `render --decision N` takes for a record: its place among every recorded decision,
  * in `decisions` order (stage, then the order the pass made them), from 1. */
-static int decision_number(const Session *s, const ExplainRecord *r) {
-  int n = 0;
-  for (int st = 0; st < r->stage; st++) n += explain_stage_count(s->log, st);
-  return n + r->seq + 1;
-}
+static int decision_number(const Session *s, const ExplainRecord *r) { return explain_record_number(s->log, r); }
 
 /* Prints one JSON value built by an explain/ printer through the writer, with the record's
  * decision number first. */
@@ -627,6 +623,48 @@ static void print_decisions(Session *s, JsonWriter *w, const ExplainRecord **res
   }
 }
 
+/* Text: each group of identical decisions (clones of one instruction, the same pair re-judged)
+ * once, with the count and the numbers of the others. */
+static void print_grouped(Session *s, const ExplainRecord **res, int n) {
+  int *group = n ? fx_malloc(sizeof(int) * (size_t)n) : NULL;
+  if (!group) {
+    for (int k = 0; k < n; k++) print_record(s, res[k]);
+    return;
+  }
+  explain_group_records(res, n, group);
+  for (int k = 0; k < n; k++) {
+    if (group[k] != k) continue;
+    print_record(s, res[k]);
+    int same = 0;
+    for (int j = k + 1; j < n; j++) same += group[j] == k;
+    if (!same) continue;
+    fprintf(s->out, "    (and %d identical decision%s, for clones or re-runs:", same, same == 1 ? "" : "s");
+    int shown = 0;
+    for (int j = k + 1; j < n && shown < 12; j++)
+      if (group[j] == k) fprintf(s->out, " #%d", decision_number(s, res[j])), shown++;
+    fprintf(s->out, "%s)\n", same > shown ? " ..." : "");
+  }
+  fx_free(group);
+}
+
+/* ", now fusion.2 (in kernel fusion.2)": what the rewrites and fusions that removed name made of
+ * it at the current stage; nothing when it cannot be followed. */
+static void print_became(Session *s, const char *name) {
+  FxError e;
+  fx_error_clear(&e);
+  KernelPlan *p = stage_plan(s, s->cur, &e);
+  if (!p) return;
+  ExplainStageView *v = explain_view_new(s->log, s->cur, s->stages[s->cur].module, p);
+  const IrInstr *i = v ? explain_view_follow(v, name) : NULL;
+  if (i) {
+    const PlanKernel *k = plan_kernel_of(p, i);
+    fprintf(s->out, "; it became %s", i->name);
+    if (k && k->instr != i) fprintf(s->out, " (in kernel %s)", k->name);
+  }
+  explain_view_free(v);
+  plan_free(p);
+}
+
 static bool why_one(Session *s, const char *name, FxError *err) {
   int at = stage_with(s, name, s->cur);
   int later = at < 0 ? stage_with(s, name, s->nstages - 1) : at;
@@ -690,8 +728,10 @@ static bool why_one(Session *s, const char *name, FxError *err) {
     else
       fprintf(s->out, "  at stage %d (%s): no kernel: %s\n", s->cur, pass, no_kernel_reason(i));
   } else if (at >= 0) {
-    fprintf(s->out, "%s is not in stage %d (%s): last seen at stage %d (%s)\n", name, s->cur, pass, at,
+    fprintf(s->out, "%s is not in stage %d (%s): last seen at stage %d (%s)", name, s->cur, pass, at,
             at == 0 ? "input" : s->stages[at].pass);
+    print_became(s, name);
+    fputc('\n', s->out);
   } else {
     fprintf(s->out, "%s is not in stage %d (%s): it first appears at stage %d (%s)\n", name, s->cur, pass, later,
             s->stages[later].pass);
@@ -699,11 +739,99 @@ static bool why_one(Session *s, const char *name, FxError *err) {
   if (!s->json) {
     if (n == 0) fprintf(s->out, "  no decision names %s%s\n", name, s->nstages > 1 ? "" : " (no pass has run yet)");
     else fprintf(s->out, "  %d decision%s naming %s:\n", n, n == 1 ? "" : "s", name);
-    print_decisions(s, NULL, res, n);
+    print_grouped(s, res, n);
   }
   fx_free(res);
   plan_free(p);
   return true;
+}
+
+/* One decision on a line: "#21 (stage 12 multi_output_fusion sibling s -> fusion.2, rejected [cycle])". */
+static void print_record_brief(Session *s, const ExplainRecord *r) {
+  fprintf(s->out, "#%d (stage %d %s %s", decision_number(s, r), r->stage, r->pass, r->action);
+  if (r->producer && r->consumer) fprintf(s->out, " %s -> %s", r->producer, r->consumer);
+  else if (r->producer || r->consumer) fprintf(s->out, " %s", r->producer ? r->producer : r->consumer);
+  fprintf(s->out, ", %s", r->accepted ? "accepted" : "rejected");
+  if (r->reason) fprintf(s->out, " [%s]", r->reason);
+  fputc(')', s->out);
+}
+
+static const char *split_kind_name(ExplainSplitKind k) {
+  switch (k) {
+  case EXPLAIN_SPLIT_SAME: return "same";
+  case EXPLAIN_SPLIT_NONE: return "same_kernel";
+  case EXPLAIN_SPLIT_NO_KERNEL: return "no_kernel";
+  case EXPLAIN_SPLIT_ELSEWHERE: return "other_computation";
+  case EXPLAIN_SPLIT_PATH: return "path";
+  case EXPLAIN_SPLIT_SIBLINGS: return "siblings";
+  }
+  return "?";
+}
+
+/* The boundary, its decision (or why there is none), and the other decisions between its two
+ * kernels in one line each. */
+static void print_boundary(Session *s, const ExplainStageView *v, const ExplainBoundary *bd) {
+  char bytes[32];
+  fmt_bytes((double)bd->bytes, bytes, sizeof bytes);
+  char lf[160], lt[160];
+  const char *labf = explain_kernel_label(bd->from, lf, sizeof lf), *labt = explain_kernel_label(bd->to, lt, sizeof lt);
+  if (bd->bytes > 0)
+    fprintf(s->out, "boundary %s (%s) -> %s (%s), %s written to memory and read back: ", bd->from->name, labf,
+            bd->to->name, labt, bytes);
+  else fprintf(s->out, "between %s (%s) and %s (%s): ", bd->from->name, labf, bd->to->name, labt);
+  if (!bd->decision) {
+    fprintf(s->out, "no decision: %s\n", bd->none);
+    return;
+  }
+  fprintf(s->out, "kept apart by decision #%d", decision_number(s, bd->decision));
+  if (bd->same)
+    fprintf(s->out, " (made %d times, first as #%d at stage %d: clones or re-runs)", bd->same + 1,
+            decision_number(s, bd->first), bd->first->stage);
+  fputc('\n', s->out);
+  print_record(s, bd->decision);
+  int others = bd->ndecisions - 1 - bd->same;
+  if (others <= 0) return;
+  /* The other kinds of decision between the two kernels, one line each (one per kind). */
+  ExplainFilter f;
+  explain_filter_init(&f);
+  f.max_stage = s->cur;
+  const ExplainRecord **all;
+  int n = explain_query(s->log, &f, &all);
+  const ExplainRecord *seen[4];
+  int shown = 0;
+  for (int k = n - 1; k >= 0 && shown < 4; k--) {
+    const ExplainRecord *r = all[k];
+    if (r == bd->decision || !explain_view_between(v, r, bd->from, bd->to)) continue;
+    bool dup = explain_records_identical(r, bd->decision);
+    for (int j = 0; j < shown && !dup; j++) dup = explain_records_identical(r, seen[j]);
+    if (dup) continue;
+    fputs(shown ? "\n                       " : "    also between them: ", s->out);
+    print_record_brief(s, r);
+    seen[shown++] = r;
+  }
+  if (shown) fputc('\n', s->out);
+  fx_free(all);
+}
+
+static void json_boundary(Session *s, JsonWriter *w, const ExplainBoundary *bd) {
+  json_object_begin(w);
+  json_kv_str(w, "from", bd->from->name);
+  json_kv_str(w, "to", bd->to->name);
+  json_kv_int(w, "bytes", bd->bytes);
+  if (bd->decision) {
+    json_kv_int(w, "decision", decision_number(s, bd->decision));
+    if (bd->decision->reason) json_kv_str(w, "reason", bd->decision->reason);
+    else json_kv_null(w, "reason");
+    json_kv_int(w, "identical", bd->same);
+    json_kv_null(w, "none");
+  } else {
+    json_kv_null(w, "decision");
+    json_kv_null(w, "reason");
+    json_kv_int(w, "identical", 0);
+    json_kv_str(w, "none", bd->none);
+  }
+  json_kv_int(w, "decisions", bd->ndecisions);
+  json_object_end(w);
 }
 
 static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
@@ -717,20 +845,42 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
   const ExplainRecord **res;
   int n = explain_query(s->log, &f, &res);
   if (n < 0) return cmd_error(s, err, "out of memory");
+  /* Where the two are split at the current stage: the boundaries between their kernels. */
+  KernelPlan *p = stage_plan(s, s->cur, err);
+  if (!p) {
+    fx_free(res);
+    return false;
+  }
+  ExplainStageView *v = explain_view_new(s->log, s->cur, s->stages[s->cur].module, p);
+  if (!v) {
+    plan_free(p);
+    fx_free(res);
+    return cmd_error(s, err, "out of memory");
+  }
+  ExplainSplit *sp = fx_calloc(1, sizeof *sp);
+  FxError serr;
+  fx_error_clear(&serr);
+  bool have_split = sp && explain_split(v, a, b, sp, &serr);
   char rel[768] = "";
-  if (n == 0) {
-    /* Judge the pair where both still exist: the current stage, or the latest one before it. */
+  if (have_split) {
+    snprintf(rel, sizeof rel, "%s", sp->sentence);
+  } else if (n == 0) {
+    /* Judge the pair where both still exist: the latest stage before this one that has both. */
     int st = s->cur;
     while (st > 0 && !(ir_module_find_instr(s->stages[st].module, a) && ir_module_find_instr(s->stages[st].module, b)))
       st--;
-    KernelPlan *p = stage_plan(s, st, err);
-    if (!p) {
+    KernelPlan *q = stage_plan(s, st, err);
+    if (!q) {
+      explain_view_free(v);
+      plan_free(p);
+      fx_free(sp);
       fx_free(res);
       return false;
     }
-    explain_pair_relation(s->stages[st].module, p, a, b, rel, sizeof rel);
-    plan_free(p);
+    explain_pair_relation(s->stages[st].module, q, a, b, rel, sizeof rel);
+    plan_free(q);
   }
+  bool split = have_split && (sp->kind == EXPLAIN_SPLIT_PATH || sp->kind == EXPLAIN_SPLIT_SIBLINGS);
   /* The pair's final outcome is its last decision (the latest stage, the last the pass made);
    * every earlier one was superseded by a later pass or run. */
   const ExplainRecord *final = n > 0 ? res[n - 1] : NULL;
@@ -744,6 +894,20 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     json_str(&w, b);
     json_array_end(&w);
     json_kv_int(&w, "stage", s->cur);
+    if (have_split) {
+      json_kv_str(&w, "split", split_kind_name(sp->kind));
+      json_key(&w, "kernels");
+      json_array_begin(&w);
+      if (sp->ka) json_str(&w, sp->ka->name);
+      else json_null(&w);
+      if (sp->kb) json_str(&w, sp->kb->name);
+      else json_null(&w);
+      json_array_end(&w);
+      json_key(&w, "boundaries");
+      json_array_begin(&w);
+      for (int k = 0; k < sp->nboundaries; k++) json_boundary(s, &w, &sp->boundaries[k]);
+      json_array_end(&w);
+    }
     print_decisions(s, &w, res, n);
     if (final) json_kv_int(&w, "final", decision_number(s, final));
     else json_kv_null(&w, "final");
@@ -751,9 +915,18 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     json_array_begin(&w);
     for (int k = 0; k + 1 < n; k++) json_int(&w, decision_number(s, res[k]));
     json_array_end(&w);
-    if (n == 0) json_kv_str(&w, "relation", rel);
+    if (n == 0 || split) json_kv_str(&w, "relation", rel);
     else json_kv_null(&w, "relation");
     json_object_end(&w);
+  } else if (split && (sp->nboundaries > 0 || n == 0)) {
+    const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+    fprintf(s->out, "%s and %s at stage %d (%s): %s\n", a, b, s->cur, pass, rel);
+    for (int k = 0; k < sp->nboundaries; k++) print_boundary(s, v, &sp->boundaries[k]);
+    if (sp->total_boundaries > sp->nboundaries)
+      fprintf(s->out, "... and %d more boundaries\n", sp->total_boundaries - sp->nboundaries);
+    if (sp->kind == EXPLAIN_SPLIT_SIBLINGS && sp->nboundaries == 0)
+      fprintf(s->out, "no decision between %s and %s: no pass took them as siblings up to stage %d\n",
+              sp->ka->name, sp->kb->name, s->cur);
   } else if (n == 0) {
     fprintf(s->out, "no decision between %s and %s: %s\n", a, b, rel);
   } else {
@@ -766,6 +939,9 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
       for (int k = 0; k + 1 < n; k++) print_record(s, res[k]);
     }
   }
+  explain_view_free(v);
+  plan_free(p);
+  fx_free(sp);
   fx_free(res);
   return true;
 }

@@ -464,6 +464,30 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- show graph ---------- */
 
+typedef struct {
+  Session *s;
+  ExplainStageView *view;
+} EdgeTagCtx;
+
+/* "#13 reduce_epilogue": the decision at the boundary between the two kernels. */
+static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *buf, size_t n) {
+  EdgeTagCtx *c = ctx;
+  const PlanKernel *kf = explain_view_kernel(c->view, from), *kt = explain_view_kernel(c->view, to);
+  if (!kf || !kt || kf == kt) return false;
+  ExplainBoundary bd;
+  explain_boundary(c->view, kf, kt, &bd);
+  if (!bd.decision) return false;
+  const char *reason = bd.decision->reason ? bd.decision->reason : (bd.decision->accepted ? "accepted" : "rejected");
+  /* A library call is named as what it is (cuBLAS matmul, cuDNN convolution), not "custom call". */
+  const PlanKernel *lib = kf->kind == KERNEL_LIBRARY ? kf : kt->kind == KERNEL_LIBRARY ? kt : NULL;
+  char lb[160];
+  if (lib && strcmp(reason, "custom_call") == 0)
+    snprintf(buf, n, "#%d %s: %s", explain_record_number(c->s->log, bd.decision), reason,
+             explain_kernel_label(lib, lb, sizeof lb));
+  else snprintf(buf, n, "#%d %s", explain_record_number(c->s->log, bd.decision), reason);
+  return true;
+}
+
 static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
@@ -478,10 +502,14 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   for (int k = 0; k < p->nkernels; k++)
     kn[k] = (VizKernelNumbers){p->kernels[k].name, p->kernels[k].bytes_read, p->kernels[k].bytes_written,
                                p->kernels[k].launches, p->kernels[k].est_us};
-  VizNumbers nums = {kn, p->nkernels};
+  /* Each value crossing kernels is tagged with the decision that kept it in memory. */
+  ExplainStageView *view = s->log ? explain_view_new(s->log, s->cur, m, p) : NULL;
+  EdgeTagCtx tc = {s, view};
+  VizNumbers nums = {kn, p->nkernels, view ? edge_tag : NULL, &tc};
   FxError terr;
   fx_error_clear(&terr);
   bool ok = viz_text_graph(s->out, m, argc == 2 ? argv[1] : NULL, &nums, 100, &terr);
+  explain_view_free(view);
   fx_free(kn);
   plan_free(p);
   if (!ok) return repl_arg_error(s, err, 1, "%s", terr.msg);

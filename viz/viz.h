@@ -110,6 +110,11 @@ typedef struct {
 typedef struct {
   const VizKernelNumbers *items;
   int count;
+  /* Optional: the words that tag a value crossing from kernel instruction `from` to kernel
+   * instruction `to` ("#13 reduce_epilogue": the decision that kept it in memory), written into
+   * buf; false when there is none. */
+  bool (*edge_tag)(void *ctx, const IrInstr *from, const IrInstr *to, char *buf, size_t n);
+  void *edge_ctx;
 } VizNumbers;
 
 /* Prints computation `comp` (NULL: the entry) of m as kernels, their members, and the values

@@ -260,11 +260,15 @@ TEST(diff_why_decisions) {
                                     "#3  stage 3  tuple-simplifier  rewrite  g0 => a  accepted\n"
                                     "    replaced g0 (element 0 of t) by a\n"
                                     "    metrics: index=0\n");
-  CHECK_STR(ok_run(&t, "why a m"), "no decision between a and m: a is an operand of m, but no pass has evaluated the "
-                                   "pair yet (no fusion pass has run up to this stage, or neither op kind can be "
-                                   "fused)\n");
-  CHECK_STR(ok_run(&t, "why x m"), "no decision between x and m: they were never producer and consumer: x reaches m "
-                                   "only through other instructions\n");
+  /* where a pair is split: the kernel boundary between them, and why no decision is there yet */
+  CHECK_STR(ok_run(&t, "why a m"), "a and m at stage 3 (tuple-simplifier): a feeds m across one kernel boundary: a "
+                                   "writes its result to memory and m reads it back\n"
+                                   "boundary a (unfused add) -> m (unfused multiply), 16 B written to memory and read "
+                                   "back: no decision: no fusion pass has run up to stage 3: every compute instruction "
+                                   "is still its own kernel (step runs the next passes)\n");
+  CHECK_STR(ok_run(&t, "why x m"), "no decision between x and m: x launches no kernel (a parameter: its buffer is an "
+                                   "input, no kernel writes it), so no kernel boundary lies between x and m for a pass "
+                                   "to decide\n");
   /* decisions, filtered */
   CHECK_STR(ok_run(&t, "decisions --pass dce"), "#2  stage 2  dce  remove  dead  accepted\n"
                                                 "    removed dead (negate in main): no users and no side effects\n"
@@ -414,10 +418,10 @@ TEST(json_forms) {
                                  "\"action\":\"rewrite\",\"producer\":\"b\",\"consumer\":null,\"verdict\":"
                                  "\"accepted\",\"reason\":null,\"detail\":\"replaced b by a: the same add of the "
                                  "same operands\",\"metrics\":{\"users_moved\":1},\"suggestion\":null}]}\n");
-  CHECK_STR(ok_run(&t, "why x m"), "{\"names\":[\"x\",\"m\"],\"stage\":2,\"decisions\":[],\"final\":null,"
-                                   "\"superseded\":[],\"relation\":"
-                                   "\"they were never producer and consumer: x reaches m only through other "
-                                   "instructions\"}\n");
+  CHECK_STR(ok_run(&t, "why x m"), "{\"names\":[\"x\",\"m\"],\"stage\":2,\"split\":\"no_kernel\",\"kernels\":[null,"
+                                   "\"m\"],\"boundaries\":[],\"decisions\":[],\"final\":null,\"superseded\":[],"
+                                   "\"relation\":\"x launches no kernel (a parameter: its buffer is an input, no kernel "
+                                   "writes it), so no kernel boundary lies between x and m for a pass to decide\"}\n");
   CHECK_STR(ok_run(&t, "diff 0 1"), "{\"from\":0,\"to\":1,\"instructions_from\":9,\"instructions_to\":8,"
                                     "\"added\":[],\"removed\":[{\"name\":\"b\",\"op\":\"add\",\"computation\":"
                                     "\"main\",\"into\":\"a\"}],\"rewritten\":[{\"name\":\"t\",\"op\":\"tuple\","

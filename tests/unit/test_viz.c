@@ -462,7 +462,7 @@ TEST(text_picture) {
   /* With the plan's numbers. */
   /* With the plan's numbers; its kernels are the kernels (here exponential.1 is left out). */
   VizKernelNumbers kn[2] = {{"fusion.1", 512, 256, 10, 1.5}, {"dot.1", 640, 256, 10, 2.0}};
-  VizNumbers nums = {kn, 2};
+  VizNumbers nums = {kn, 2, NULL, NULL};
   t = text_of(s.m, NULL, &nums, &err);
   CHECK_CONTAINS(t, "small \xc2\xb7 main: 2 kernels (1 fusion, 1 library call, 0 loop control, 0 unfused)\n");
   CHECK(strstr(t, "exponential.1        loop") == NULL);
