@@ -127,6 +127,12 @@ typedef struct {
   char none[320];                 /* decision NULL: why no pass judged them, one sentence */
 } ExplainBoundary;
 
+/* The name the user knew i by, when a rewrite replaced that instruction by i ("mx" for the
+ * reduce.14 that a reshape named mx became); NULL when none. */
+const char *explain_view_origin(const ExplainStageView *v, const IrInstr *i);
+/* The names a user knows among a kernel's instructions (.fx variables, and the names replaced
+ * instructions had), "scores, p, w", at most four and "..."; "" when none. */
+const char *explain_view_kernel_names(const ExplainStageView *v, const PlanKernel *k, char *buf, size_t n);
 /* The kernel i runs in at the stage (a fusion's body: the fusion's kernel); NULL when none. */
 const PlanKernel *explain_view_kernel(const ExplainStageView *v, const IrInstr *i);
 /* Does the record name (members of) both kernels, now? */

@@ -34,6 +34,7 @@ struct ExplainStageView {
   const IrModule *m;
   const KernelPlan *p;
   int *kernel_of_id; /* instruction id -> kernel index, -1 */
+  const char **origin; /* instruction id -> the name of what it replaced, NULL */
   int nids;
   NameSlot *succ; /* open addressing: a removed name -> what replaced it */
   size_t succ_cap;
@@ -95,6 +96,43 @@ const IrInstr *explain_view_follow(const ExplainStageView *v, const char *name) 
 }
 
 /* ---------- kernels ---------- */
+
+/* A name the user gave (a .fx variable: "mx", "scores", "y.12" when "y" was taken counts too only
+ * without a number), not one XLA or a pass made up ("reduce.14", "fusion", "broadcast.17.clone"). */
+static bool user_name(const char *name) {
+  const char *dot = strrchr(name, '.');
+  if (dot && dot[1] && strspn(dot + 1, "0123456789") == strlen(dot + 1)) return false;
+  if (strstr(name, ".clone")) return false;
+  static const char *const made[] = {"fusion", "tuple", "constant", "parameter", "copy", "bitcast"};
+  for (size_t k = 0; k < sizeof made / sizeof made[0]; k++)
+    if (strncmp(name, made[k], strlen(made[k])) == 0) return false;
+  return true;
+}
+
+const char *explain_view_origin(const ExplainStageView *v, const IrInstr *i) {
+  return i && i->id >= 0 && i->id < v->nids && v->origin ? v->origin[i->id] : NULL;
+}
+
+const char *explain_view_kernel_names(const ExplainStageView *v, const PlanKernel *k, char *buf, size_t n) {
+  size_t len = 0;
+  int shown = 0, more = 0;
+  buf[0] = 0;
+  for (int j = -1; j < k->nmembers; j++) {
+    const IrInstr *i = j < 0 ? k->instr : k->members[j];
+    if (!i || (j >= 0 && i == k->instr)) continue;
+    /* The kernel's own name is in the header already: only what it replaced adds. */
+    const char *name = j >= 0 && user_name(i->name) ? i->name : explain_view_origin(v, i);
+    if (!name) continue;
+    if (shown == 4) {
+      more++;
+      continue;
+    }
+    if (len < n) len += (size_t)snprintf(buf + len, n - len, "%s%s", shown ? ", " : "", name);
+    shown++;
+  }
+  if (more && len < n) snprintf(buf + len, n - len, ", ...");
+  return buf;
+}
 
 static int kernel_of(const ExplainStageView *v, const IrInstr *i) {
   for (int guard = 0; i && guard < 16; guard++) {
@@ -215,6 +253,23 @@ ExplainStageView *explain_view_new(const ExplainLog *log, int max_stage, const I
           const char *key = arena_strdup(&v->arena, buf);
           if (!key) goto fail;
           succ_put(v, key, r->result);
+        }
+    }
+  /* Origins: the first removed name each instruction stands for now. */
+  v->origin = arena_alloc(&v->arena, sizeof(char *) * (size_t)v->nids);
+  if (!v->origin) goto fail;
+  for (int st = 0; st <= last; st++)
+    for (int k = 0; k < explain_stage_count(log, st); k++) {
+      const ExplainRecord *r = explain_stage_record(log, st, k);
+      if (!r->accepted || !r->result) continue;
+      const char *lists[2] = {r->producer, r->consumer};
+      for (int l = 0; l < 2; l++)
+        for (const char *q = next_name(lists[l], buf, sizeof buf); q; q = next_name(q, buf, sizeof buf)) {
+          if (!user_name(buf) || ir_module_find_instr(m, buf)) continue;
+          const IrInstr *i = explain_view_follow(v, buf);
+          if (!i || i->op == IR_OP_FUSION || i->id < 0 || i->id >= v->nids || v->origin[i->id] || user_name(i->name))
+            continue;
+          v->origin[i->id] = arena_strdup(&v->arena, buf);
         }
     }
   /* Every record's names, resolved to the kernels they are in now. */
@@ -413,10 +468,28 @@ static bool reach(const ExplainStageView *v, int k0, bool forward, char *mark) {
   return true;
 }
 
-/* "m" when the instruction is its own kernel, "e (in fusion.2)" otherwise. */
-static void describe(const IrInstr *i, const PlanKernel *k, char *buf, size_t n) {
-  if (!k || k->instr == i) snprintf(buf, n, "%s", i->name);
+/* "m" when the instruction is its own kernel, "e (in fusion.2)" otherwise; a name asked for that
+ * a rewrite replaced says what it is now: "mx (now reduce.14, in fusion.3)". */
+static void describe(const ExplainStageView *v, const char *asked, const IrInstr *i, const PlanKernel *k, char *buf,
+                     size_t n) {
+  const char *origin = explain_view_origin(v, i);
+  bool own = !k || k->instr == i;
+  if (strcmp(asked, i->name) != 0)
+    snprintf(buf, n, "%s (now %s%s%s)", asked, i->name, own ? "" : ", in ", own ? "" : k->name);
+  else if (origin)
+    snprintf(buf, n, "%s (once %s%s%s)", i->name, origin, own ? "" : ", in ", own ? "" : k->name);
+  else if (own) snprintf(buf, n, "%s", i->name);
   else snprintf(buf, n, "%s (in %s)", i->name, k->name);
+}
+
+/* A copy of i (a clone priority fusion or instruction fusion made) running in kernel k, or NULL. */
+static const IrInstr *clone_in(const IrInstr *i, const PlanKernel *k) {
+  size_t len = strlen(i->name);
+  for (int j = 0; j < k->nmembers; j++) {
+    const IrInstr *c = k->members[j];
+    if (strncmp(c->name, i->name, len) == 0 && strncmp(c->name + len, ".clone", 6) == 0) return c;
+  }
+  return NULL;
 }
 
 /* The computation an instruction runs in, seen from outside fusions. */
@@ -453,8 +526,8 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
   out->ka = ka >= 0 ? &v->p->kernels[ka] : NULL;
   out->kb = kb >= 0 ? &v->p->kernels[kb] : NULL;
   char da[300], db[300];
-  describe(ia, out->ka, da, sizeof da);
-  describe(ib, out->kb, db, sizeof db);
+  describe(v, a, ia, out->ka, da, sizeof da);
+  describe(v, b, ib, out->kb, db, sizeof db);
   if (ia == ib) {
     out->kind = EXPLAIN_SPLIT_SAME;
     snprintf(out->sentence, sizeof out->sentence, "%s and %s are the same instruction at stage %d", a, b,
@@ -482,6 +555,17 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
     out->kind = EXPLAIN_SPLIT_NONE;
     snprintf(out->sentence, sizeof out->sentence, "%s and %s already run in one kernel, %s", ia->name, ib->name,
              out->ka->name);
+    return true;
+  }
+  /* A copy of one already runs with the other: the pass duplicated it into that kernel. */
+  const IrInstr *ca_ = clone_in(ia, out->kb), *cb_ = ca_ ? NULL : clone_in(ib, out->ka);
+  if (ca_ || cb_) {
+    out->kind = EXPLAIN_SPLIT_NONE;
+    snprintf(out->sentence, sizeof out->sentence,
+             "a copy of %s (%s) runs in %s's kernel %s: the fusion pass duplicated it there, so they are computed "
+             "together; the original %s runs in %s",
+             ca_ ? ia->name : ib->name, ca_ ? ca_->name : cb_->name, ca_ ? db : da, ca_ ? out->kb->name : out->ka->name,
+             ca_ ? ia->name : ib->name, ca_ ? out->ka->name : out->kb->name);
     return true;
   }
   if (out->ka->comp != out->kb->comp) {

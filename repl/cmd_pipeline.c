@@ -773,8 +773,15 @@ static const char *split_kind_name(ExplainSplitKind k) {
 static void print_boundary(Session *s, const ExplainStageView *v, const ExplainBoundary *bd) {
   char bytes[32];
   fmt_bytes((double)bd->bytes, bytes, sizeof bytes);
-  char lf[160], lt[160];
-  const char *labf = explain_kernel_label(bd->from, lf, sizeof lf), *labt = explain_kernel_label(bd->to, lt, sizeof lt);
+  char lf[400], lt[400], nf[200], nt[200];
+  explain_kernel_label(bd->from, lf, sizeof lf);
+  explain_kernel_label(bd->to, lt, sizeof lt);
+  /* The names the user knows inside each kernel ("input fusion: mx"). */
+  char labf[600], labt[600];
+  const char *ln = explain_view_kernel_names(v, bd->from, nf, sizeof nf);
+  snprintf(labf, sizeof labf, "%s%s%s", explain_kernel_label(bd->from, lf, sizeof lf), ln[0] ? ": " : "", ln);
+  ln = explain_view_kernel_names(v, bd->to, nt, sizeof nt);
+  snprintf(labt, sizeof labt, "%s%s%s", explain_kernel_label(bd->to, lt, sizeof lt), ln[0] ? ": " : "", ln);
   if (bd->bytes > 0)
     fprintf(s->out, "boundary %s (%s) -> %s (%s), %s written to memory and read back: ", bd->from->name, labf,
             bd->to->name, labt, bytes);
