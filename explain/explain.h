@@ -161,6 +161,8 @@ typedef struct {
                                      the two kernels, in plan order; SIBLINGS: ka and kb themselves
                                      when a decision judged the pair */
   int nboundaries, total_boundaries;
+  const ExplainRecord *joined;      /* NONE: the last accepted decision that made their kernel (its
+                                     result is the kernel), or NULL */
   char common[160];                 /* SIBLINGS: the inputs both read, "x, fusion.1" ("" when none) */
   char sentence[512];               /* how the pair stands, one sentence */
 } ExplainSplit;
@@ -171,7 +173,7 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
 
 /* Same pass, action, verdict and reason. */
 bool explain_records_identical(const ExplainRecord *a, const ExplainRecord *b);
-/* Groups repeated decisions: records with the same stage, pass, action, verdict and reason whose
+/* Groups repeated decisions: records with the same pass, action, verdict and reason whose
  * names differ only by clone suffixes (".clone", ".clone.89") are one group. group[k] receives the
  * index of the first record of k's group (group[k] == k for the first). Returns the number of
  * groups. */

@@ -23,6 +23,7 @@ typedef struct {
 typedef struct {
   const ExplainRecord *r;
   int prod;              /* kernel of the producer, -1 when none */
+  const IrInstr *prod_instr; /* the producer as it is now (followed), or NULL */
   int kernels[MAX_NAMES]; /* kernels of every name it mentions, distinct */
   int nk;
 } RecKernels;
@@ -86,6 +87,14 @@ static const char *next_name(const char *p, char *buf, size_t n) {
   return p + len;
 }
 
+/* Is name one of the names of list "a,b,c"? */
+static bool in_names(const char *list, const char *name) {
+  char buf[512];
+  for (const char *q = next_name(list, buf, sizeof buf); q; q = next_name(q, buf, sizeof buf))
+    if (strcmp(buf, name) == 0) return true;
+  return false;
+}
+
 const IrInstr *explain_view_follow(const ExplainStageView *v, const char *name) {
   for (int k = 0; name && k < MAX_FOLLOW; k++) {
     const IrInstr *i = ir_module_find_instr(v->m, name);
@@ -93,6 +102,16 @@ const IrInstr *explain_view_follow(const ExplainStageView *v, const char *name) 
     name = succ_get(v, name);
   }
   return NULL;
+}
+
+/* name, then what it became, and so on: the names it went by (at most MAX_FOLLOW). */
+static int chain(const ExplainStageView *v, const char *name, const char **out) {
+  int n = 0;
+  while (name && n < MAX_FOLLOW) {
+    out[n++] = name;
+    name = succ_get(v, name);
+  }
+  return n;
 }
 
 /* ---------- kernels ---------- */
@@ -284,7 +303,10 @@ ExplainStageView *explain_view_new(const ExplainLog *log, int max_stage, const I
         for (const char *q = next_name(lists[l], buf, sizeof buf); q; q = next_name(q, buf, sizeof buf)) {
           int kn = name_kernel(v, buf);
           if (kn < 0) continue;
-          if (l == 0 && rk->prod < 0) rk->prod = kn;
+          if (l == 0 && rk->prod < 0) {
+            rk->prod = kn;
+            rk->prod_instr = explain_view_follow(v, buf);
+          }
           int j = 0;
           while (j < rk->nk && rk->kernels[j] != kn) j++;
           if (j == rk->nk && rk->nk < MAX_NAMES) rk->kernels[rk->nk++] = kn;
@@ -375,6 +397,20 @@ bool explain_view_between(const ExplainStageView *v, const ExplainRecord *r, con
   return has_a && has_b && ka != kb;
 }
 
+/* Is i what kernel k writes to memory: the kernel's instruction, or its fused body's root (or an
+ * element of a root tuple)? A decision about that value is the one about the boundary. */
+static bool writes_output(const IrInstr *i, const PlanKernel *k) {
+  if (!i) return false;
+  if (i == k->instr) return true;
+  const IrComputation *c = i->parent;
+  if (!c || c->fusion_instr != k->instr || !c->root) return false;
+  if (c->root == i) return true;
+  if (c->root->op == IR_OP_TUPLE)
+    for (int j = 0; j < c->root->noperands; j++)
+      if (c->root->operands[j] == i) return true;
+  return false;
+}
+
 bool explain_records_identical(const ExplainRecord *a, const ExplainRecord *b) { return identical(a, b); }
 
 void explain_boundary(const ExplainStageView *v, const PlanKernel *from, const PlanKernel *to, ExplainBoundary *out) {
@@ -392,7 +428,7 @@ void explain_boundary(const ExplainStageView *v, const PlanKernel *from, const P
     const ExplainRecord *r = rk->r;
     int score = r->accepted ? 0 : 1;
     if (!r->accepted && rk->prod == fi && strcmp(r->action, "sibling") != 0 && strcmp(r->action, "horizontal") != 0)
-      score = 2;
+      score = writes_output(rk->prod_instr, from) ? 3 : 2;
     if (score >= best_score) {
       best_score = score;
       best = k;
@@ -553,6 +589,31 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
   }
   if (ka == kb) {
     out->kind = EXPLAIN_SPLIT_NONE;
+    /* The decision that joined them: the last accepted one naming something a had become on
+     * one side and something b had become on the other (e -> fusion.1, then fusion.1 -> s). */
+    const char *ca[MAX_FOLLOW], *cb[MAX_FOLLOW];
+    int na = chain(v, a, ca), nb = chain(v, b, cb);
+    for (int k = v->nrecs - 1; k >= 0 && !out->joined; k--) {
+      const ExplainRecord *r = v->recs[k].r;
+      if (!r->accepted || !r->result) continue;
+      bool ha = false, hb = false;
+      for (int j = 0; j < na; j++) ha = ha || (strcmp(ca[j], out->ka->name) != 0 && explain_record_names(r, ca[j]));
+      for (int j = 0; j < nb; j++) hb = hb || (strcmp(cb[j], out->ka->name) != 0 && explain_record_names(r, cb[j]));
+      if (ha && hb) out->joined = r;
+    }
+    /* Else the last one that brought either into the kernel (through what lay between them). */
+    for (int pass = 0; pass < 2 && !out->joined; pass++)
+      for (int k = v->nrecs - 1; k >= 0 && !out->joined; k--) {
+        const ExplainRecord *r = v->recs[k].r;
+        if (!r->accepted || !r->result || strcmp(r->result, out->ka->name) != 0) continue;
+        /* First a record naming a or b themselves, then one naming what they had become. */
+        for (int j = 0; j < (pass ? na : 1) && !out->joined; j++)
+          if (strcmp(ca[j], out->ka->name) != 0 && (in_names(r->producer, ca[j]) || in_names(r->consumer, ca[j])))
+            out->joined = r;
+        for (int j = 0; j < (pass ? nb : 1) && !out->joined; j++)
+          if (strcmp(cb[j], out->ka->name) != 0 && (in_names(r->producer, cb[j]) || in_names(r->consumer, cb[j])))
+            out->joined = r;
+      }
     snprintf(out->sentence, sizeof out->sentence, "%s and %s already run in one kernel, %s", ia->name, ib->name,
              out->ka->name);
     return true;
@@ -562,10 +623,10 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
   if (ca_ || cb_) {
     out->kind = EXPLAIN_SPLIT_NONE;
     snprintf(out->sentence, sizeof out->sentence,
-             "a copy of %s (%s) runs in %s's kernel %s: the fusion pass duplicated it there, so they are computed "
-             "together; the original %s runs in %s",
-             ca_ ? ia->name : ib->name, ca_ ? ca_->name : cb_->name, ca_ ? db : da, ca_ ? out->kb->name : out->ka->name,
-             ca_ ? ia->name : ib->name, ca_ ? out->ka->name : out->kb->name);
+             "a copy of %s (%s) runs in %s, the kernel of %s: the fusion pass duplicated it there, so they are "
+             "computed together; the original %s runs in %s",
+             ca_ ? ia->name : ib->name, ca_ ? ca_->name : cb_->name, ca_ ? out->kb->name : out->ka->name,
+             ca_ ? ib->name : ia->name, ca_ ? ia->name : ib->name, ca_ ? out->ka->name : out->kb->name);
     return true;
   }
   if (out->ka->comp != out->kb->comp) {
@@ -677,7 +738,7 @@ int explain_group_records(const ExplainRecord *const *recs, int n, int *group) {
     for (int j = 0; j < k; j++) {
       if (group[j] != j) continue;
       const ExplainRecord *r = recs[j];
-      if (r->stage != recs[k]->stage || !identical(r, recs[k])) continue;
+      if (!identical(r, recs[k])) continue;
       unclone(r->producer, pb, sizeof pb);
       unclone(r->consumer, cb, sizeof cb);
       if (strcmp(pa, pb) == 0 && strcmp(ca, cb) == 0) {

@@ -715,7 +715,11 @@ static bool why_one(Session *s, const char *name, FxError *err) {
     json_object_end(&w);
   } else if (i) {
     fprintf(s->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
-    if (kn && kn->instr == i && kn->nmembers <= 1)
+    char lab[200];
+    if (kn && kn->instr == i && kn->nmembers <= 1 && kn->kind == KERNEL_LIBRARY)
+      fprintf(s->out, "  at stage %d (%s): its own library kernel, a %s\n", s->cur, pass,
+              explain_kernel_label(kn, lab, sizeof lab));
+    else if (kn && kn->instr == i && kn->nmembers <= 1)
       fprintf(s->out, "  at stage %d (%s): its own %s kernel\n", s->cur, pass, plan_kernel_kind_name(kn->kind));
     else if (kn && kn->kind == KERNEL_CONTROL)
       fprintf(s->out, "  at stage %d (%s): runs on the host; its loop control reads the condition back every iteration\n",
@@ -934,6 +938,19 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     if (sp->kind == EXPLAIN_SPLIT_SIBLINGS && sp->nboundaries == 0)
       fprintf(s->out, "no decision between %s and %s: no pass took them as siblings up to stage %d\n",
               sp->ka->name, sp->kb->name, s->cur);
+  } else if (have_split && sp->kind == EXPLAIN_SPLIT_NONE && (n == 0 || !final->accepted)) {
+    /* Together now, though no decision between the two names says so: the one that made their
+     * kernel, then what was said about the pair before. */
+    const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+    fprintf(s->out, "%s and %s at stage %d (%s): %s\n", a, b, s->cur, pass, rel);
+    if (sp->joined) {
+      fprintf(s->out, "joined by decision #%d:\n", decision_number(s, sp->joined));
+      print_record(s, sp->joined);
+    }
+    if (n > 0) {
+      fprintf(s->out, "superseded: %d earlier decision%s between %s and %s:\n", n, n == 1 ? "" : "s", a, b);
+      for (int k = 0; k < n; k++) print_record(s, res[k]);
+    }
   } else if (n == 0) {
     fprintf(s->out, "no decision between %s and %s: %s\n", a, b, rel);
   } else {
