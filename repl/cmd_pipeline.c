@@ -363,8 +363,16 @@ static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
   }
   if (s->cur >= last_stage(s))
     return cmd_error(s, err, "already at the last stage (%d) of the %s pipeline", s->cur, cur_pipeline(s)->name);
+  bool clamped = target > last_stage(s) || (argc == 2 && strcmp(argv[1], "all") != 0 && parse_count(argv[1], &(long long){0}) &&
+                                            atoll(argv[1]) > last_stage(s) - s->cur);
   if (target > last_stage(s)) target = last_stage(s);
-  return step_to(s, target, err);
+  int from = s->cur;
+  if (!step_to(s, target, err)) return false;
+  /* A count past the end stops at the last stage, and says so (as back does at stage 0). */
+  if (clamped && !s->json)
+    fprintf(s->out, "(step %s: only %d stage%s after stage %d; stopped at the last stage, %d)\n", argv[1],
+            last_stage(s) - from, last_stage(s) - from == 1 ? "" : "s", from, target);
+  return true;
 }
 
 static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
@@ -374,8 +382,15 @@ static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
   if (argc == 2 && (!parse_count(argv[1], &n) || n == 0))
     return arg_error(s, err, 1, "expected a count of 1 or more, got '%s'", argv[1]);
   if (s->cur == 0) return cmd_error(s, err, "already at stage 0 (the input)");
+  int from = s->cur;
   s->cur = n >= s->cur ? 0 : s->cur - (int)n;
-  return print_move(s, s->cur, NULL, err);
+  if (!print_move(s, s->cur, NULL, err)) return false;
+  /* A count past the input stops at stage 0, and says so (goto, an absolute stage, refuses one
+   * that does not exist). */
+  if (n > from && !s->json)
+    fprintf(s->out, "(back %lld: only %d stage%s before stage %d; stopped at stage 0, the input)\n", n, from,
+            from == 1 ? "" : "s", from);
+  return true;
 }
 
 static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
@@ -1330,7 +1345,10 @@ const ReplCommand repl_cmds_pipeline[] = {
      "goto STAGE          moves to stage STAGE (a number, or a pass name for its first stage), running\n"
      "                    the passes up to it when they have not run yet.",
      cmd_goto},
-    {"stage", "stage", "where we are in the pipeline", NULL, cmd_stage},
+    {"stage", "stage", "where we are in the pipeline",
+     "stage               the current stage: its number, the pass that made it, its instructions and\n"
+     "                    kernels, and the pass the next `step` runs.",
+     cmd_stage},
     {"diff", "diff [A [B]]", "what changed between two stages",
      "diff                what the last pass changed (the previous stage against the current one).\n"
      "diff A              stage A against the current stage (A-1 against A when A is the current one).\n"
@@ -1368,6 +1386,9 @@ const ReplCommand repl_cmds_pipeline[] = {
      "                    ptxas' figures per kernel: registers, spills, shared memory, stack,\n"
      "                    block size and occupancy on the device profile (no GPU needed).",
      cmd_kernels},
-    {"show-stats", "show stats", NULL, NULL, cmd_show_stats},
+    {"show-stats", "show stats", NULL,
+     "show stats\n  The current stage in numbers: instructions, kernels and launches, bytes read and written,\n"
+     "  and the estimated time on the device profile.",
+     cmd_show_stats},
     {0},
 };

@@ -497,7 +497,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) {
-  if (argc != 2) return usage_error(err, "usage: set max_memory BYTES (K, M, G suffixes; 0 = unlimited)", NULL);
+  if (argc != 2) return usage_error(err, "usage: set max_memory BYTES (K, M, G suffixes: KiB, MiB, GiB; 0 = unlimited)", NULL);
   char *e;
   errno = 0;
   double v = strtod(argv[1], &e);
@@ -507,7 +507,13 @@ static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) 
   else if (*e == 'G' || *e == 'g') mul = 1024.0 * 1024 * 1024, e++;
   if (errno || *e || v < 0 || v * mul > 1.8e19) return usage_error(err, "max_memory needs a byte count", argv[1]);
   rt_set_max_memory((uint64_t)(v * mul));
-  fprintf(s->out, "max_memory = %llu bytes%s\n", (unsigned long long)(v * mul), v == 0 ? " (unlimited)" : "");
+  double b = v * mul;
+  if (b == 0) fprintf(s->out, "max_memory = 0 bytes (unlimited)\n");
+  else if (b >= 1024.0 * 1024 * 1024)
+    fprintf(s->out, "max_memory = %llu bytes (%.1f GiB)\n", (unsigned long long)b, b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) fprintf(s->out, "max_memory = %llu bytes (%.1f MiB)\n", (unsigned long long)b, b / (1024.0 * 1024));
+  else if (b >= 1024) fprintf(s->out, "max_memory = %llu bytes (%.1f KiB)\n", (unsigned long long)b, b / 1024);
+  else fprintf(s->out, "max_memory = %llu bytes\n", (unsigned long long)b);
   return true;
 }
 
@@ -535,6 +541,9 @@ const ReplCommand repl_cmds_run[] = {
      "bytes read and written and the median time of each, then the speedup. `run --stages A,B` is the\n"
      "same.",
      cmd_compare},
-    {"set-max_memory", "set max_memory BYTES", NULL, NULL, cmd_set_max_memory},
+    {"set-max_memory", "set max_memory BYTES", NULL,
+     "set max_memory BYTES\n  The most memory `run` may allocate for tensors (K, M, G suffixes are KiB, MiB, GiB; 0,\n"
+     "  the default, is unlimited). A run that would need more stops with an error instead of swapping.",
+     cmd_set_max_memory},
     {0},
 };

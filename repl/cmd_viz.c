@@ -548,7 +548,8 @@ const ReplCommand repl_cmds_viz[] = {
      cmd_report},
     {"show-graph", "show graph [COMPUTATION]", NULL,
      "show graph [COMP]   the current stage as text: each kernel with its kind, members and inputs, then\n"
-     "                    the values that cross between kernels (written to memory) and their sizes",
+     "                    the values that cross between kernels (written to memory), their sizes, and\n"
+     "                    the decision that kept each in memory (#N reason; `why A B` explains it).",
      cmd_show_graph},
     {0},
 };

@@ -95,8 +95,15 @@ bool repl_sync_fx(Session *s, FxError *err) {
     if (!err->set) fx_error_set(err, NULL, 0, 0, "could not build the module from the .fx definitions");
     return false;
   }
+  /* Rebuilding replaces stage 0, so the stages computed from the old definitions go: say so. */
+  int dropped = s->fx_built == s->fx_state ? s->nstages - 1 : 0, was = s->cur;
   session_set_input(s, m);
   s->fx_dirty = false;
+  s->fx_built = s->fx_state;
+  if (dropped > 0 && !s->json)
+    fprintf(s->out, "the .fx definitions changed: the module is rebuilt at stage 0, and the %d computed stage%s "
+            "(1 to %d; you were at stage %d) %s dropped; step runs the passes again\n",
+            dropped, dropped == 1 ? "" : "s", dropped, was, dropped == 1 ? "was" : "were");
   return true;
 }
 
@@ -542,6 +549,7 @@ bool repl_load_hlo(Session *s, const char *path, FxError *err) {
   /* .fx definitions typed before belong to the module just replaced. */
   if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
+  s->fx_built = NULL;
   s->fx_dirty = false;
   return true;
 }
@@ -633,6 +641,8 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
    * its definitions became the module. */
   void *old_fx = s->fx_state;
   bool old_dirty = s->fx_dirty;
+  const void *old_built = s->fx_built;
+  s->fx_built = NULL; /* the script's definitions are new: rebuilding from them is a load, not an edit */
   IrModule *old_input = s->nstages > 0 ? s->stages[0].module : NULL;
   const char *old_name = s->input_name;
   int old_line = s->input_line;
@@ -648,6 +658,7 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
     if (s->fx_state) fx_state_free(s->fx_state);
     s->fx_state = old_fx;
     s->fx_dirty = old_dirty;
+    s->fx_built = old_built;
   } else if (old_fx && old_fx != s->fx_state) {
     fx_state_free(old_fx);
   }

@@ -1,6 +1,6 @@
 /* pty_shell.c — drives the real interactive shell in a pseudo-terminal and checks what a user at
  * a terminal sees: the prompt, tab completion (commands, `show` views, file paths, instruction
- * names), history (recalled with the up arrow, kept in the history file across runs), Ctrl-C at
+ * names, the values of `set device`, `pipeline` and `decisions --reason`), history (recalled with the up arrow, kept in the history file across runs), Ctrl-C at
  * the prompt, in a block and during a command (a `pause`, a long `run` and `variants --run`), and
  * Ctrl-D; options complete from a command's usage.
  *
@@ -169,6 +169,17 @@ int main(int argc, char **argv) {
   type("\r");
   expect("pipeline", "show settings ran");
   expect("fx> ", "prompt after show settings");
+
+  /* Values complete where they are a fixed list: devices, pipelines, reason codes. */
+  type("set device h1\t");
+  expect("h100 ", "set device value completion");
+  type("\x15");
+  type("pipeline prio\t");
+  expect("priority ", "pipeline name completion");
+  type("\x15");
+  type("decisions --reason reduce_ep\t");
+  expect("reduce_epilogue ", "reason code completion");
+  type("\x15");
 
   /* Options complete from the command's usage and help. */
   type("variants --cl\t");

@@ -118,7 +118,8 @@ TEST(step_prints_one_line_per_pass) {
   CHECK_STR(run(&t, "step", &ok), "error: already at the last stage (3) of the test pipeline\n");
   CHECK(!ok && t.s.cur == 3);
   CHECK_STR(ok_run(&t, "back 2"), "stage 1  cse: 1 rewritten \xe2\x86\x92 3 kernels\n");
-  CHECK_STR(ok_run(&t, "back 5"), "stage 0  input: 9 instructions \xe2\x86\x92 4 kernels\n");
+  CHECK_STR(ok_run(&t, "back 5"), "stage 0  input: 9 instructions \xe2\x86\x92 4 kernels\n"
+                                  "(back 5: only 1 stage before stage 1; stopped at stage 0, the input)\n");
   CHECK_STR(run(&t, "back", &ok), "error: already at stage 0 (the input)\n");
   CHECK(!ok);
   CHECK_STR(ok_run(&t, "step dce"), "stage 1  cse: 1 rewritten \xe2\x86\x92 3 kernels\n"
@@ -498,6 +499,49 @@ TEST(nothing_loaded) {
   sess_free(&t);
 }
 
+/* Every command, view (`show WHAT`) and setting (`set WHAT`) has a full description: a usage line
+ * and a help text; a view or setting a help text that says more than its usage
+ * line (at least one line of description under it, or beside it). */
+static int nhelp_bad;
+static void check_help(const ReplCommand *c, void *ctx) {
+  (void)ctx;
+  bool sub = strncmp(c->name, "show-", 5) == 0 || strncmp(c->name, "set-", 4) == 0;
+  if (!c->usage || !c->usage[0]) {
+    fprintf(stderr, "command %s has no usage line\n", c->name);
+    nhelp_bad++;
+  }
+  /* (a command without a summary is hidden from `help`: an alias or a form of another command) */
+  if (!c->help || strlen(c->help) < 20) {
+    fprintf(stderr, "%s %s has no full help text\n", sub ? "view/setting" : "command", c->name);
+    nhelp_bad++;
+    return;
+  }
+  if (sub) {
+    /* The description: the text after the first line, or after the usage on it. */
+    const char *nl = strchr(c->help, '\n');
+    const char *rest = nl ? nl + 1 : "";
+    while (*rest == ' ' || *rest == '\n') rest++;
+    const char *gap = strstr(c->help, "  ");
+    if (strlen(rest) < 20 && !(gap && (!nl || gap < nl) && strlen(gap) > 20)) {
+      fprintf(stderr, "%s: its help only repeats the usage\n", c->name);
+      nhelp_bad++;
+    }
+  }
+}
+
+TEST(every_command_view_and_setting_has_help) {
+  nhelp_bad = 0;
+  repl_command_foreach(check_help, NULL);
+  CHECK(nhelp_bad == 0);
+  /* `help show` prints each view's description once, not its usage twice */
+  Sess t;
+  sess_init(&t, false);
+  const char *out = ok_run(&t, "help show");
+  CHECK_CONTAINS(out, "  show stats\n      The current stage in numbers");
+  CHECK(!strstr(out, "  show device\n      show device"));
+  sess_free(&t);
+}
+
 int main(void) {
   RUN(step_prints_one_line_per_pass);
   RUN(any_path_gives_the_same_stages);
@@ -510,5 +554,6 @@ int main(void) {
   RUN(a_pass_that_breaks_the_verifier_is_an_error_naming_it);
   RUN(pipeline_command);
   RUN(nothing_loaded);
+  RUN(every_command_view_and_setting_has_help);
   return check_summary();
 }
