@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../compiler/plan.h"
 #include "../explain/explain.h"
@@ -377,6 +378,16 @@ static char *diff_text(Session *s, int k, FxError *err) {
   return out;
 }
 
+/* A progress line on a terminal (never in batch or JSON): long work says how far it is. */
+static bool progress_line(const Session *s) { return s->interactive && !s->json && isatty(fileno(stderr)); }
+
+static void report_progress(void *ctx, int done, int total) {
+  (void)ctx;
+  fprintf(stderr, "\rreport: drawing stage %d of %d...", done + 1, total);
+  if (done + 1 == total) fputs("\r\033[K", stderr);
+  fflush(stderr);
+}
+
 static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
@@ -393,6 +404,10 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
   if (!ok) viz_error(s, err, "out of memory");
   int first = 0;
   for (int k = 0; k < n && ok; k++) {
+    if (s->interrupted && *s->interrupted) {
+      ok = viz_error(s, err, "interrupted: the report was not written");
+      break;
+    }
     st[k].module = s->stages[k].module;
     st[k].pass = stage_pass(s, k);
     st[k].changed = s->stages[k].changed;
@@ -403,6 +418,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     }
     st[k].have_numbers = true;
     st[k].kernels = p->launches;
+    st[k].nkernels = p->ncompute;
     st[k].bytes = p->bytes_read + p->bytes_written;
     st[k].est_us = p->est_us;
     plan_free(p);
@@ -410,6 +426,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     int last = first;
     while (last < nds && ds[last].stage == k) last++;
     st[k].decisions = (VizDecisions){ds + first, last - first};
+    st[k].first_number = first + 1; /* ds holds every decision in `decisions` order */
     if (k > 0 && s->log) {
       char words[256];
       explain_stage_summary(s->log, k, words, sizeof words);
@@ -431,7 +448,8 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     char title[300];
     snprintf(title, sizeof title, "%s", s->stages[0].module->name ? s->stages[0].module->name : "module");
     VizReportOptions ro = {.title = title, .pipeline = s->pipeline ? s->pipeline->name : "classic",
-                           .device = s->device.name};
+                           .device = s->device.name, .interrupted = s->interrupted,
+                           .progress = progress_line(s) ? report_progress : NULL, .progress_ctx = s};
     ok = mem && viz_report_write(mem, r, st, n, &all, &ro, err);
     if (mem) fclose(mem);
     if (ok) {

@@ -4,7 +4,7 @@
  * the prompt, in a block and during a command (a `pause`, a long `run` and `variants --run`), and
  * Ctrl-D; options complete from a command's usage.
  *
- * usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX]]
+ * usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX [LARGE_HLO]]]
  * (exit 77 when no pseudo-terminal can be opened) */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -129,12 +129,13 @@ static int finish(void) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX]]\n");
+    fprintf(stderr, "usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX [LARGE_HLO]]]\n");
     return 2;
   }
   const char *fx = argv[1], *dir = argv[2];
   const char *hlo = argc > 3 ? argv[3] : NULL;
   const char *model = argc > 4 ? argv[4] : NULL;
+  const char *big = argc > 5 ? argv[5] : NULL;
   char hist[4096], file[4096];
   mkdir(dir, 0700);
   snprintf(hist, sizeof hist, "%s/history", dir);
@@ -232,6 +233,33 @@ int main(int argc, char **argv) {
     type("variants\r");
     expect("cartpole ", "the table kept after Ctrl-C");
     expect("fx> ", "prompt after variants");
+  }
+
+  /* Ctrl-C stops `report` on a large module (Gemma 2, whose pictures take Graphviz seconds each)
+   * within a second, and the shell goes on. */
+  if (big) {
+    snprintf(keys, sizeof keys, "load %s\r", big);
+    type(keys);
+    expect("loaded", "large module loaded");
+    expect("fx> ", "prompt after loading the large module");
+    type("step 9\r");
+    expect("stage 9", "large module stepped");
+    expect("fx> ", "prompt after step 9");
+    snprintf(keys, sizeof keys, "report %s/interrupted.html\r", dir);
+    type(keys);
+    usleep(1500 * 1000);
+    double t0 = now();
+    type("\x03");
+    expect("interrupted", "report stopped by Ctrl-C");
+    double took = now() - t0;
+    if (took > 1.0) {
+      fprintf(stderr, "FAIL report took %.2f s to stop after Ctrl-C (more than a second)\n", took);
+      failures++;
+    }
+    expect("fx> ", "prompt after the interrupted report");
+    type("stage\r");
+    expect("stage 9 of", "the session is as it was after the interrupted report");
+    expect("fx> ", "prompt after stage");
   }
 
   /* History: the up arrow recalls the last line. */
