@@ -49,9 +49,11 @@ static void pump(double secs) {
   }
 }
 
-/* Waits (up to 10 s) until `want` appears after the mark; moves the mark past it. */
+static double expect_secs = 10;
+
+/* Waits (up to expect_secs, 10 s) until `want` appears after the mark; moves the mark past it. */
 static bool expect(const char *want, const char *what) {
-  double end = now() + 10;
+  double end = now() + expect_secs;
   for (;;) {
     out[outlen] = 0;
     char *hit = memmem(out + mark, outlen - mark, want, strlen(want));
@@ -238,6 +240,7 @@ int main(int argc, char **argv) {
   /* Ctrl-C stops `report` on a large module (Gemma 2, whose pictures take Graphviz seconds each)
    * within a second, and the shell goes on. */
   if (big) {
+    expect_secs = 60; /* loading and stepping Gemma under a sanitizer or a busy machine */
     snprintf(keys, sizeof keys, "load %s\r", big);
     type(keys);
     expect("loaded", "large module loaded");
@@ -260,6 +263,7 @@ int main(int argc, char **argv) {
     type("stage\r");
     expect("stage 9 of", "the session is as it was after the interrupted report");
     expect("fx> ", "prompt after stage");
+    expect_secs = 10;
   }
 
   /* History: the up arrow recalls the last line. */
