@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "repl.h"
 #include "session.h"
@@ -153,7 +154,9 @@ static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError
     rt_tensor_unref(args[found]);
     args[found] = t;
   }
-  if (!repl_inputs_fill(m, args, a->seed, a->uniform, a->nuniform, err)) goto fail;
+  if (!repl_inputs_fill_interruptible(m, args, a->seed, a->uniform, a->nuniform, s->interrupted,
+                                      s->interactive && !s->json && isatty(fileno(stderr)), err))
+    goto fail;
   return args;
 fail:
   repl_inputs_free(m, args);

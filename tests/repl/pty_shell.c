@@ -1,7 +1,8 @@
 /* pty_shell.c — drives the real interactive shell in a pseudo-terminal and checks what a user at
  * a terminal sees: the prompt, tab completion (commands, `show` views, file paths, instruction
  * names, the values of `set device`, `pipeline` and `decisions --reason`), history (recalled with the up arrow, kept in the history file across runs), Ctrl-C at
- * the prompt, in a block and during a command (a `pause`, a long `run` and `variants --run`), and
+ * the prompt, in a block and during a command (a `pause`, a long `run` and `variants --run`; on Gemma 2,
+ * `report`, `run`'s input setup and `step` within a second), and
  * Ctrl-D; options complete from a command's usage.
  *
  * usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX [LARGE_HLO]]]
@@ -263,6 +264,30 @@ int main(int argc, char **argv) {
     type("stage\r");
     expect("stage 9 of", "the session is as it was after the interrupted report");
     expect("fx> ", "prompt after stage");
+    /* `run`: making Gemma's inputs (gigabytes of seeded random data) stops within a second. */
+    type("run --backend interp\r");
+    usleep(1500 * 1000);
+    t0 = now();
+    type("\x03");
+    expect("interrupted", "run's input setup stopped by Ctrl-C");
+    took = now() - t0;
+    if (took > 1.0) {
+      fprintf(stderr, "FAIL run took %.2f s to stop after Ctrl-C (more than a second)\n", took);
+      failures++;
+    }
+    expect("fx> ", "prompt after the interrupted run");
+    /* `step`: the fusion passes on Gemma give the prompt back within a second of Ctrl-C (stopped
+     * between passes, or done). */
+    type("step all\r");
+    usleep(200 * 1000);
+    t0 = now();
+    type("\x03");
+    expect("fx> ", "prompt after Ctrl-C during step all");
+    took = now() - t0;
+    if (took > 1.0) {
+      fprintf(stderr, "FAIL step all took %.2f s to give the prompt back after Ctrl-C\n", took);
+      failures++;
+    }
     expect_secs = 10;
   }
 
