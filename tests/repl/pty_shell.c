@@ -2,7 +2,7 @@
  * a terminal sees: the prompt, tab completion (commands, `show` views, file paths, instruction
  * names, the values of `set device`, `pipeline` and `decisions --reason`), history (recalled with the up arrow, kept in the history file across runs), Ctrl-C at
  * the prompt, in a block and during a command (a `pause`, a long `run` and `variants --run`; on Gemma 2,
- * `report`, `run`'s input setup and `step` within a second), and
+ * `report`, `run`'s input setup and `step` within a second), long output through $PAGER, and
  * Ctrl-D; options complete from a command's usage.
  *
  * usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX [LARGE_HLO]]]
@@ -104,6 +104,8 @@ static bool start(const char *fx, const char *home, const char *hist) {
     setenv("FXPLAIN_HISTORY", hist, 1);
     setenv("TERM", "dumb", 1);
     setenv("INPUTRC", "/dev/null", 1);
+    /* A pager that marks what went through it (and needs no keys). */
+    setenv("PAGER", "sed 's/^/paged: /'", 1);
     execl(fx, fx, (char *)NULL);
     _exit(127);
   }
@@ -288,6 +290,13 @@ int main(int argc, char **argv) {
       fprintf(stderr, "FAIL step all took %.2f s to give the prompt back after Ctrl-C\n", took);
       failures++;
     }
+    /* Long output goes through $PAGER on a terminal; a short one does not. */
+    type("show graph\r");
+    expect("paged: jit_compiled_generate_function", "show graph on Gemma went through the pager");
+    expect("fx> ", "prompt after the paged show graph");
+    type("stage\r");
+    expect("\r\nstage ", "short output printed directly");
+    expect("fx> ", "prompt after stage");
     expect_secs = 10;
   }
 
