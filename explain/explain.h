@@ -191,6 +191,9 @@ const char *explain_reason_meaning(const char *code);
 /* Text: a head line "stage 4  instruction-fusion  fuse  a -> b  rejected [code]", then the detail,
  * metrics and suggestion indented below. */
 void explain_print_record(FILE *f, const ExplainRecord *r);
+/* The same, with the detail and suggestion wrapped between words to `width` columns (a
+ * terminal's; 0: no wrapping). */
+void explain_print_record_width(FILE *f, const ExplainRecord *r, int width);
 /* JSON: {"stage":N,"pass":...,"action":...,"producer":...,"consumer":...,"verdict":"accepted|rejected",
  * "reason":...,"detail":...,"metrics":{...},"suggestion":...} on one line, no newline. Absent
  * strings are null. */

@@ -20,6 +20,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "../compiler/hlo.h"
 #include "../compiler/plan.h"
@@ -121,7 +123,12 @@ static void json_record(const Session *s, JsonWriter *w, const ExplainRecord *r)
 /* A record as text, its decision number first ("#12  stage 4  instruction-fusion ..."). */
 static void print_record(const Session *s, const ExplainRecord *r) {
   fprintf(s->out, "#%d  ", decision_number(s, r));
-  explain_print_record(s->out, r);
+  /* On a terminal the sentences wrap between words at its width, not mid-word. */
+  struct winsize ws;
+  int width = s->interactive && !s->json && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0
+                  ? ws.ws_col
+                  : 0;
+  explain_print_record_width(s->out, r, width);
 }
 
 /* ---------- stages ---------- */
