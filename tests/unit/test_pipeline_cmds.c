@@ -314,7 +314,7 @@ TEST(why_pair_final_outcome_first_and_decision_numbers) {
   CHECK_STR(ok_run(&t, "why a b"),
             "2 decisions between a and b; the final outcome (stage 15, fusion-merger): accepted\n"
             "#9  stage 15  fusion-merger  merge  a -> b => fusion.1  accepted\n"
-            "    fusion merges into fusion.1 (merged-to-current-bytes-ratio 0.33)\n"
+            "    fusion (the fusion ending in a) merges into fusion.1 (merged-to-current-bytes-ratio 0.33)\n"
             "    metrics: users=1 bytes_ratio=0.3333 operands=3 copies=1\n"
             "superseded: 1 earlier decision, replaced by #9 at stage 15 (fusion-merger):\n"
             "#4  stage 9  instruction-fusion  fuse  a -> b  rejected [code_duplication]\n"
