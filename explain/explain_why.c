@@ -114,6 +114,12 @@ static int chain(const ExplainStageView *v, const char *name, const char **out) 
   return n;
 }
 
+static bool in_chain(const char *name, const char *const *chain, int n) {
+  for (int k = 0; k < n; k++)
+    if (strcmp(chain[k], name) == 0) return true;
+  return false;
+}
+
 /* ---------- kernels ---------- */
 
 /* A name the user gave (a .fx variable: "mx", "scores", "y.12" when "y" was taken counts too only
@@ -596,9 +602,10 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
     for (int k = v->nrecs - 1; k >= 0 && !out->joined; k--) {
       const ExplainRecord *r = v->recs[k].r;
       if (!r->accepted || !r->result) continue;
+      /* Names only one of them went by: a name both went by is already their common kernel. */
       bool ha = false, hb = false;
-      for (int j = 0; j < na; j++) ha = ha || (strcmp(ca[j], out->ka->name) != 0 && explain_record_names(r, ca[j]));
-      for (int j = 0; j < nb; j++) hb = hb || (strcmp(cb[j], out->ka->name) != 0 && explain_record_names(r, cb[j]));
+      for (int j = 0; j < na; j++) ha = ha || (!in_chain(ca[j], cb, nb) && explain_record_names(r, ca[j]));
+      for (int j = 0; j < nb; j++) hb = hb || (!in_chain(cb[j], ca, na) && explain_record_names(r, cb[j]));
       if (ha && hb) out->joined = r;
     }
     /* Else the last one that brought either into the kernel (through what lay between them). */
@@ -625,8 +632,8 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
     snprintf(out->sentence, sizeof out->sentence,
              "a copy of %s (%s) runs in %s, the kernel of %s: the fusion pass duplicated it there, so they are "
              "computed together; the original %s runs in %s",
-             ca_ ? ia->name : ib->name, ca_ ? ca_->name : cb_->name, ca_ ? out->kb->name : out->ka->name,
-             ca_ ? ib->name : ia->name, ca_ ? ia->name : ib->name, ca_ ? out->ka->name : out->kb->name);
+             ca_ ? a : b, ca_ ? ca_->name : cb_->name, ca_ ? out->kb->name : out->ka->name, ca_ ? b : a,
+             ca_ ? a : b, ca_ ? out->ka->name : out->kb->name);
     return true;
   }
   if (out->ka->comp != out->kb->comp) {

@@ -940,6 +940,8 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
       json_array_begin(&w);
       for (int k = 0; k < sp->nboundaries; k++) json_boundary(s, &w, &sp->boundaries[k]);
       json_array_end(&w);
+      if (sp->joined) json_kv_int(&w, "joined", decision_number(s, sp->joined));
+      else json_kv_null(&w, "joined");
     }
     print_decisions(s, &w, res, n);
     if (final) json_kv_int(&w, "final", decision_number(s, final));

@@ -420,7 +420,7 @@ TEST(json_forms) {
                                  "\"accepted\",\"reason\":null,\"detail\":\"replaced b by a: the same add of the "
                                  "same operands\",\"metrics\":{\"users_moved\":1},\"suggestion\":null}]}\n");
   CHECK_STR(ok_run(&t, "why x m"), "{\"names\":[\"x\",\"m\"],\"stage\":2,\"split\":\"no_kernel\",\"kernels\":[null,"
-                                   "\"m\"],\"boundaries\":[],\"decisions\":[],\"final\":null,\"superseded\":[],"
+                                   "\"m\"],\"boundaries\":[],\"joined\":null,\"decisions\":[],\"final\":null,\"superseded\":[],"
                                    "\"relation\":\"x launches no kernel (a parameter: its buffer is an input, no kernel "
                                    "writes it), so no kernel boundary lies between x and m for a pass to decide\"}\n");
   CHECK_STR(ok_run(&t, "diff 0 1"), "{\"from\":0,\"to\":1,\"instructions_from\":9,\"instructions_to\":8,"
