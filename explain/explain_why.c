@@ -356,7 +356,9 @@ const char *explain_kernel_label(const PlanKernel *k, char *buf, size_t n) {
         t++;
         len -= 2;
       }
-      snprintf(buf, n, "custom call %.*s", (int)(len > 120 ? 120 : len), t);
+      /* JAX's random numbers on a GPU: the threefry (or philox) kernel, an RNG library call. */
+      bool rng = strstr(t, "threefry") || strstr(t, "philox") || strstr(t, "rng");
+      snprintf(buf, n, "%s %.*s", rng ? "RNG kernel, custom call" : "custom call", (int)(len > 120 ? 120 : len), t);
       return buf;
     }
     case IR_OP_FUSION: return "library fusion";
