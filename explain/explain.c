@@ -462,6 +462,11 @@ static void wrapped(FILE *f, const char *text, int col, int width, int indent) {
 
 void explain_print_record(FILE *f, const ExplainRecord *r) { explain_print_record_width(f, r, 0); }
 
+void explain_print_wrapped(FILE *f, const char *text, int width, int indent) {
+  if (width <= 20) fputs(text, f);
+  else wrapped(f, text, 0, width, indent);
+}
+
 void explain_print_record_width(FILE *f, const ExplainRecord *r, int width) {
   fprintf(f, "stage %d  %s  %s", r->stage, r->pass, r->action);
   if (r->producer && r->consumer) fprintf(f, "  %s -> %s", r->producer, r->consumer);

@@ -194,6 +194,9 @@ void explain_print_record(FILE *f, const ExplainRecord *r);
 /* The same, with the detail and suggestion wrapped between words to `width` columns (a
  * terminal's; 0: no wrapping). */
 void explain_print_record_width(FILE *f, const ExplainRecord *r, int width);
+/* text wrapped between words at width columns (continuation lines indented by indent), no final
+ * newline; width 0: as it is. */
+void explain_print_wrapped(FILE *f, const char *text, int width, int indent);
 /* JSON: {"stage":N,"pass":...,"action":...,"producer":...,"consumer":...,"verdict":"accepted|rejected",
  * "reason":...,"detail":...,"metrics":{...},"suggestion":...} on one line, no newline. Absent
  * strings are null. */

@@ -120,15 +120,26 @@ static void json_record(const Session *s, JsonWriter *w, const ExplainRecord *r)
   free(text);
 }
 
+/* The terminal's width when the output goes to one (0 in batch, JSON or a pipe): long sentences
+ * wrap between words there. */
+static int term_width(const Session *s) {
+  struct winsize ws;
+  return s->interactive && !s->json && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0
+             ? ws.ws_col - 1 /* a full last column makes some terminals wrap again */
+             : 0;
+}
+
+/* One sentence on its own line, wrapped between words on a terminal (continuations indented). */
+static void out_line(const Session *s, const char *text) {
+  explain_print_wrapped(s->out, text, term_width(s), 4);
+  fputc('\n', s->out);
+}
+
 /* A record as text, its decision number first ("#12  stage 4  instruction-fusion ..."). */
 static void print_record(const Session *s, const ExplainRecord *r) {
   fprintf(s->out, "#%d  ", decision_number(s, r));
   /* On a terminal the sentences wrap between words at its width, not mid-word. */
-  struct winsize ws;
-  int width = s->interactive && !s->json && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0
-                  ? ws.ws_col
-                  : 0;
-  explain_print_record_width(s->out, r, width);
+  explain_print_record_width(s->out, r, term_width(s));
 }
 
 /* ---------- stages ---------- */
@@ -808,19 +819,23 @@ static void print_boundary(Session *s, const ExplainStageView *v, const ExplainB
   snprintf(labf, sizeof labf, "%s%s%s", explain_kernel_label(bd->from, lf, sizeof lf), ln[0] ? ": " : "", ln);
   ln = explain_view_kernel_names(v, bd->to, nt, sizeof nt);
   snprintf(labt, sizeof labt, "%s%s%s", explain_kernel_label(bd->to, lt, sizeof lt), ln[0] ? ": " : "", ln);
+  char line[2400];
+  size_t len;
   if (bd->bytes > 0)
-    fprintf(s->out, "boundary %s (%s) -> %s (%s), %s written to memory and read back: ", bd->from->name, labf,
-            bd->to->name, labt, bytes);
-  else fprintf(s->out, "between %s (%s) and %s (%s): ", bd->from->name, labf, bd->to->name, labt);
+    len = (size_t)snprintf(line, sizeof line, "boundary %s (%s) -> %s (%s), %s written to memory and read back: ",
+                           bd->from->name, labf, bd->to->name, labt, bytes);
+  else len = (size_t)snprintf(line, sizeof line, "between %s (%s) and %s (%s): ", bd->from->name, labf, bd->to->name, labt);
+  if (len >= sizeof line) len = sizeof line - 1;
   if (!bd->decision) {
-    fprintf(s->out, "no decision: %s\n", bd->none);
+    snprintf(line + len, sizeof line - len, "no decision: %s", bd->none);
+    out_line(s, line);
     return;
   }
-  fprintf(s->out, "kept apart by decision #%d", decision_number(s, bd->decision));
-  if (bd->same)
-    fprintf(s->out, " (made %d times, first as #%d at stage %d: clones or re-runs)", bd->same + 1,
-            decision_number(s, bd->first), bd->first->stage);
-  fputc('\n', s->out);
+  len += (size_t)snprintf(line + len, sizeof line - len, "kept apart by decision #%d", decision_number(s, bd->decision));
+  if (bd->same && len < sizeof line)
+    snprintf(line + len, sizeof line - len, " (made %d times, first as #%d at stage %d: clones or re-runs)",
+             bd->same + 1, decision_number(s, bd->first), bd->first->stage);
+  out_line(s, line);
   print_record(s, bd->decision);
   int others = bd->ndecisions - 1 - bd->same;
   if (others <= 0) return;
@@ -955,7 +970,9 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     json_object_end(&w);
   } else if (split && (sp->nboundaries > 0 || n == 0)) {
     const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
-    fprintf(s->out, "%s and %s at stage %d (%s): %s\n", a, b, s->cur, pass, rel);
+    char head[1200];
+    snprintf(head, sizeof head, "%s and %s at stage %d (%s): %s", a, b, s->cur, pass, rel);
+    out_line(s, head);
     for (int k = 0; k < sp->nboundaries; k++) print_boundary(s, v, &sp->boundaries[k]);
     if (sp->total_boundaries > sp->nboundaries)
       fprintf(s->out, "... and %d more boundaries\n", sp->total_boundaries - sp->nboundaries);
@@ -966,7 +983,9 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     /* Together now, though no decision between the two names says so: the one that made their
      * kernel, then what was said about the pair before. */
     const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
-    fprintf(s->out, "%s and %s at stage %d (%s): %s\n", a, b, s->cur, pass, rel);
+    char head[1200];
+    snprintf(head, sizeof head, "%s and %s at stage %d (%s): %s", a, b, s->cur, pass, rel);
+    out_line(s, head);
     if (sp->joined) {
       fprintf(s->out, "joined by decision #%d:\n", decision_number(s, sp->joined));
       print_record(s, sp->joined);
@@ -976,7 +995,9 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
       for (int k = 0; k < n; k++) print_record(s, res[k]);
     }
   } else if (n == 0) {
-    fprintf(s->out, "no decision between %s and %s: %s\n", a, b, rel);
+    char head[1200];
+    snprintf(head, sizeof head, "no decision between %s and %s: %s", a, b, rel);
+    out_line(s, head);
   } else {
     fprintf(s->out, "%d decision%s between %s and %s; the final outcome (stage %d, %s): %s\n", n, n == 1 ? "" : "s", a,
             b, final->stage, final->pass, final->accepted ? "accepted" : "rejected");
