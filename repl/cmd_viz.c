@@ -494,7 +494,14 @@ static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *bu
   if (!kf || !kt || kf == kt) return false;
   ExplainBoundary bd;
   explain_boundary(c->view, kf, kt, &bd);
-  if (!bd.decision) return false;
+  if (!bd.decision) {
+    /* No pass judged the pair because the producer is a library kernel fusion never opens: say
+     * that (once a fusion pass has run; before, nothing has been judged at all). */
+    char lb[160];
+    if (kf->kind != KERNEL_LIBRARY || strncmp(bd.none, "no ", 3) == 0) return false;
+    snprintf(buf, n, "(%s output: never fused)", explain_kernel_label(kf, lb, sizeof lb));
+    return true;
+  }
   const char *reason = bd.decision->reason ? bd.decision->reason : (bd.decision->accepted ? "accepted" : "rejected");
   /* A library call is named as what it is (cuBLAS matmul, cuDNN convolution), not "custom call". */
   const PlanKernel *lib = kf->kind == KERNEL_LIBRARY ? kf : kt->kind == KERNEL_LIBRARY ? kt : NULL;
