@@ -57,6 +57,10 @@ static const char *js =
     "window.addEventListener('scroll',function(){var best=0;for(var k=0;k<secs.length;k++){"
     "if(secs[k].getBoundingClientRect().top<120)best=k;}if(best!==cur){cur=best;mark(cur);}});"
     "var h=location.hash.replace('#','');secs.forEach(function(s,k){if(s.id===h)cur=k;});mark(cur);"
+    /* The browser scrolls to the anchor before the pictures shrink to the page's width, which
+     * leaves it past the end of a now shorter page (a blank screen): scroll again once laid out. */
+    "if(h&&secs[cur]){var back=function(){secs[cur].scrollIntoView({block:'start'});};"
+    "window.addEventListener('load',back);if(window.requestAnimationFrame)requestAnimationFrame(back);}"
     "document.querySelectorAll('.filters').forEach(function(f){"
     "var sec=f.parentNode;var v=f.querySelector('.f-verdict'),r=f.querySelector('.f-reason');"
     "function apply(){var n=0;sec.querySelectorAll('tr.d').forEach(function(tr){"
