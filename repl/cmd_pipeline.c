@@ -1385,13 +1385,20 @@ const ReplCommand repl_cmds_pipeline[] = {
      "diff A B            stage A against stage B.\n"
      "Lists instructions fused (and into which fusion), added, removed and rewritten.",
      cmd_diff},
-    {"why", "why NAME [NAME]", "everything recorded about an instruction, or a pair",
-     "why NAME            where NAME is at the current stage (which kernel it runs in) and every\n"
-     "                    decision any pass made about it, with reason, numbers and suggestion.\n"
-     "why A B             every decision between A and B, the final outcome (the last one) first, then\n"
-     "                    the earlier ones it superseded; when there is none, why not (never producer\n"
-     "                    and consumer, different computations, already in one kernel, ...).\n"
-     "Each decision is listed with its number #N: `render --decision N` draws it.",
+    {"why", "why NAME [NAME]", "why an instruction is where it is, or why two are in different kernels",
+     "why NAME            where NAME is at the current stage (which kernel it runs in; a name a pass\n"
+     "                    removed is followed to what it became) and every decision any pass made\n"
+     "                    about it, with reason, numbers and suggestion; identical decisions (clones,\n"
+     "                    re-runs) are listed once with their count.\n"
+     "why A B             where A and B (instructions or kernels) are split at the current stage: every\n"
+     "                    kernel boundary on the paths between their kernels, either direction, with\n"
+     "                    the value written to memory there and the decision that kept it there\n"
+     "                    (reason, numbers, suggestion; the other decisions between the two kernels\n"
+     "                    one line each); or that they are independent siblings, already in one kernel\n"
+     "                    (and the decision that joined them), or why no pass decided (none has run, a\n"
+     "                    library kernel fusion never opens, loop control, a parameter, ...).\n"
+     "Each decision is listed with its number #N: `render --decision N` draws it, and `show graph`\n"
+     "tags each value crossing kernels with the #N that kept it in memory.",
      cmd_why},
     {"decisions", "decisions [--rejected | --accepted] [--reason CODE] [--pass NAME] [--stage S]",
      "the decision log, filtered",
