@@ -120,6 +120,71 @@ static bool in_chain(const char *name, const char *const *chain, int n) {
   return false;
 }
 
+/* A set of names, for replay_join: copies, at most JOIN_MAX. */
+#define JOIN_MAX 512
+typedef struct {
+  char *names[JOIN_MAX];
+  int n;
+  bool full;
+} NameSet;
+
+static bool set_has(const NameSet *st, const char *name) {
+  for (int k = 0; k < st->n; k++)
+    if (strcmp(st->names[k], name) == 0) return true;
+  return false;
+}
+
+static void set_add(NameSet *st, const char *name) {
+  if (set_has(st, name)) return;
+  if (st->n == JOIN_MAX || !(st->names[st->n] = fx_strdup(name))) {
+    st->full = true;
+    return;
+  }
+  st->n++;
+}
+
+/* Does the record (its producer, consumer names or result) name a member of the set? */
+static bool rec_touches(const ExplainRecord *r, const NameSet *st) {
+  char buf[512];
+  const char *lists[3] = {r->producer, r->consumer, r->result};
+  for (int l = 0; l < 3; l++)
+    for (const char *q = next_name(lists[l], buf, sizeof buf); q; q = next_name(q, buf, sizeof buf))
+      if (set_has(st, buf)) return true;
+  return false;
+}
+
+static void rec_add_all(const ExplainRecord *r, NameSet *st) {
+  char buf[512];
+  const char *lists[3] = {r->producer, r->consumer, r->result};
+  for (int l = 0; l < 3; l++)
+    for (const char *q = next_name(lists[l], buf, sizeof buf); q; q = next_name(q, buf, sizeof buf)) set_add(st, buf);
+}
+
+static const ExplainRecord *replay_join(const ExplainStageView *v, const char *a, const char *b) {
+  NameSet *sa = fx_calloc(1, sizeof *sa), *sb = fx_calloc(1, sizeof *sb);
+  const ExplainRecord *joined = NULL;
+  if (sa && sb) {
+    set_add(sa, a);
+    set_add(sb, b);
+    for (int k = 0; k < v->nrecs && !joined && !sa->full && !sb->full; k++) {
+      const ExplainRecord *r = v->recs[k].r;
+      if (!r->accepted || !r->result) continue;
+      bool ta = rec_touches(r, sa), tb = rec_touches(r, sb);
+      if (ta) rec_add_all(r, sa);
+      if (tb) rec_add_all(r, sb);
+      if (!ta && !tb) continue;
+      for (int j = 0; j < sa->n && !joined; j++)
+        if (set_has(sb, sa->names[j])) joined = r;
+    }
+    if (sa->full || sb->full) joined = NULL; /* too many names to trust: the caller guesses */
+  }
+  for (int k = 0; sa && k < sa->n; k++) fx_free(sa->names[k]);
+  for (int k = 0; sb && k < sb->n; k++) fx_free(sb->names[k]);
+  fx_free(sa);
+  fx_free(sb);
+  return joined;
+}
+
 /* ---------- kernels ---------- */
 
 /* A name the user gave (a .fx variable: "mx", "scores", "y.12" when "y" was taken counts too only
@@ -597,8 +662,10 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
   }
   if (ka == kb) {
     out->kind = EXPLAIN_SPLIT_NONE;
-    /* The decision that joined them: the last accepted one naming something a had become on
-     * one side and something b had become on the other (e -> fusion.1, then fusion.1 -> s). */
+    /* The decision that joined them: replay the accepted decisions in order, growing the names
+     * each of the two went by (what it was fused with, what that became); the first decision
+     * after which the two share a name brought them into one kernel. */
+    out->joined = replay_join(v, a, b);
     const char *ca[MAX_FOLLOW], *cb[MAX_FOLLOW];
     int na = chain(v, a, ca), nb = chain(v, b, cb);
     for (int k = v->nrecs - 1; k >= 0 && !out->joined; k--) {
