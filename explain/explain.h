@@ -116,12 +116,14 @@ typedef struct {
   const PlanKernel *from, *to;
   int64_t bytes;                  /* of the values crossing (each read value once) */
   const ExplainRecord *decision;  /* the decision that kept the value in memory: the last rejected
-                                     fusion of (a member of) from into (a member of) to, else the
-                                     last rejected decision naming both (sibling, multi-output), else
-                                     the last decision naming both; NULL when no pass judged them */
+                                     fusion of (the instruction writing) from's value into to, else
+                                     of a member of from into a member of to, else the last rejected
+                                     decision naming both (sibling, multi-output), else the last
+                                     decision naming both; of a group of identical ones (see same),
+                                     the first made; NULL when no pass judged them */
   int same;                       /* other decisions between them identical to it (same pass, action,
                                      verdict, reason: clones, re-runs) */
-  const ExplainRecord *first;     /* the earliest of those identical decisions (decision itself when
+  const ExplainRecord *latest;    /* the last of those identical decisions (decision itself when
                                      same == 0) */
   int ndecisions;                 /* every decision between the two kernels */
   char none[320];                 /* decision NULL: why no pass judged them, one sentence */

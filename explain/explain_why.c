@@ -486,7 +486,17 @@ static bool writes_output(const IrInstr *i, const PlanKernel *k) {
 
 bool explain_records_identical(const ExplainRecord *a, const ExplainRecord *b) { return identical(a, b); }
 
+static void boundary_about(const ExplainStageView *v, const PlanKernel *from, const PlanKernel *to,
+                           const IrInstr *about, ExplainBoundary *out);
+
 void explain_boundary(const ExplainStageView *v, const PlanKernel *from, const PlanKernel *to, ExplainBoundary *out) {
+  boundary_about(v, from, to, NULL, out);
+}
+
+/* explain_boundary, preferring a rejected producer->consumer decision whose producer is `about`
+ * (the instruction the question named, when its value is what crosses). */
+static void boundary_about(const ExplainStageView *v, const PlanKernel *from, const PlanKernel *to,
+                           const IrInstr *about, ExplainBoundary *out) {
   memset(out, 0, sizeof *out);
   out->from = from;
   out->to = to;
@@ -501,18 +511,21 @@ void explain_boundary(const ExplainStageView *v, const PlanKernel *from, const P
     const ExplainRecord *r = rk->r;
     int score = r->accepted ? 0 : 1;
     if (!r->accepted && rk->prod == fi && strcmp(r->action, "sibling") != 0 && strcmp(r->action, "horizontal") != 0)
-      score = writes_output(rk->prod_instr, from) ? 3 : 2;
+      score = writes_output(rk->prod_instr, from) ? (about && rk->prod_instr == about ? 4 : 3) : 2;
     if (score >= best_score) {
       best_score = score;
       best = k;
     }
   }
   if (best >= 0) {
-    out->decision = out->first = v->recs[best].r;
+    /* Of identical decisions (a later run re-judging the pair, clones), the first is the one to
+     * read: the later ones repeat it. */
+    const ExplainRecord *chosen = v->recs[best].r;
+    out->decision = out->latest = chosen;
     for (int k = 0; k < v->nrecs; k++) {
       const RecKernels *rk = &v->recs[k];
-      if (k != best && rec_has(rk, fi) && rec_has(rk, ti) && identical(rk->r, out->decision)) {
-        if (out->first == out->decision) out->first = rk->r;
+      if (k != best && rec_has(rk, fi) && rec_has(rk, ti) && identical(rk->r, chosen)) {
+        if (out->decision == chosen && k < best) out->decision = rk->r;
         out->same++;
       }
     }
@@ -739,8 +752,10 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
       for (int e = v->out_start[u]; e < v->out_start[u + 1]; e++) {
         int w = v->out_to[e];
         if (!bwd[w]) continue;
+        /* At the first boundary, the value of the instruction asked about is the one to explain. */
+        const IrInstr *about = u == src ? (out->b_first ? ib : ia) : NULL;
         if (out->nboundaries < EXPLAIN_MAX_BOUNDARIES)
-          explain_boundary(v, &v->p->kernels[u], &v->p->kernels[w], &out->boundaries[out->nboundaries++]);
+          boundary_about(v, &v->p->kernels[u], &v->p->kernels[w], about, &out->boundaries[out->nboundaries++]);
         out->total_boundaries++;
       }
     }

@@ -833,8 +833,13 @@ static void print_boundary(Session *s, const ExplainStageView *v, const ExplainB
   }
   len += (size_t)snprintf(line + len, sizeof line - len, "kept apart by decision #%d", decision_number(s, bd->decision));
   if (bd->same && len < sizeof line)
-    snprintf(line + len, sizeof line - len, " (made %d times, first as #%d at stage %d: clones or re-runs)",
-             bd->same + 1, decision_number(s, bd->first), bd->first->stage);
+  {
+    char times[32];
+    if (bd->same == 1) snprintf(times, sizeof times, "once");
+    else snprintf(times, sizeof times, "%d times", bd->same);
+    snprintf(line + len, sizeof line - len, " (made again %s by later runs or for clones, last as #%d at stage %d)",
+             times, decision_number(s, bd->latest), bd->latest->stage);
+  }
   out_line(s, line);
   print_record(s, bd->decision);
   int others = bd->ndecisions - 1 - bd->same;
