@@ -743,6 +743,16 @@ static bool why_one(Session *s, const char *name, FxError *err) {
       }
     } else {
       json_kv_int(&w, "last_seen_stage", at >= 0 ? at : later);
+      /* what the passes that removed it made of it, at this stage */
+      FxError e;
+      fx_error_clear(&e);
+      KernelPlan *bp = stage_plan(s, s->cur, &e);
+      ExplainStageView *v = bp ? explain_view_new(s->log, s->cur, s->stages[s->cur].module, bp) : NULL;
+      const IrInstr *now = v ? explain_view_follow(v, name) : NULL;
+      if (now) json_kv_str(&w, "became", now->name);
+      else json_kv_null(&w, "became");
+      explain_view_free(v);
+      plan_free(bp);
     }
     print_decisions(s, &w, res, n);
     json_object_end(&w);

@@ -409,7 +409,7 @@ TEST(json_forms) {
             "\"verdict\":\"accepted\",\"reason\":null,\"detail\":\"replaced b by a: the same add of the same "
             "operands\",\"metrics\":{\"users_moved\":1},\"suggestion\":null}]\n");
   CHECK_STR(ok_run(&t, "why dead"),
-            "{\"name\":\"dead\",\"stage\":2,\"present\":false,\"last_seen_stage\":1,\"decisions\":["
+            "{\"name\":\"dead\",\"stage\":2,\"present\":false,\"last_seen_stage\":1,\"became\":null,\"decisions\":["
             "{\"number\":2,\"stage\":2,\"pass\":\"dce\",\"action\":\"remove\",\"producer\":\"dead\",\"consumer\":null,"
             "\"verdict\":\"accepted\",\"reason\":null,\"detail\":\"removed dead (negate in main): no users and no "
             "side effects\",\"metrics\":{},\"suggestion\":null}]}\n");
