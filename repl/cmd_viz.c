@@ -289,13 +289,26 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   if (to_stdout) {
     char *data;
     size_t len;
-    ok = viz_render(r, g, fmt, &data, &len, err);
+    ok = viz_render_interruptible(r, g, fmt, &data, &len, s->interrupted, err);
     if (ok) {
       fwrite(data, 1, len, s->out);
       fx_free(data);
     }
   } else {
-    ok = viz_render_file(r, g, fmt, path, err);
+    /* Laid out where Ctrl-C can stop it, then written. */
+    char *data;
+    size_t len;
+    ok = viz_render_interruptible(r, g, fmt, &data, &len, s->interrupted, err);
+    if (ok) {
+      FILE *f = fopen(path, "wb");
+      if (!f) {
+        ok = fx_error_set(err, NULL, 0, 0, "cannot write %s: %s", path, strerror(errno));
+      } else {
+        bool w = fwrite(data, 1, len, f) == len;
+        if (fclose(f) != 0 || !w) ok = fx_error_set(err, NULL, 0, 0, "cannot write %s: %s", path, strerror(errno));
+      }
+      fx_free(data);
+    }
   }
   if (!ok) {
     viz_graph_free(g);
