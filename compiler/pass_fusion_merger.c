@@ -257,10 +257,17 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
         all = false;
         continue;
       }
-      fusion_verdict_ok(v, "%s merges into %s (merged-to-current-bytes-ratio %.2f)", f->name, users[u]->name, ratio);
+      /* The header names the fused root; the sentence names both, so the two agree. */
+      if (strcmp(f->name, fc->root->name) != 0)
+        fusion_verdict_ok(v, "%s (the fusion ending in %s) merges into %s (merged-to-current-bytes-ratio %.2f)",
+                          f->name, fc->root->name, users[u]->name, ratio);
+      else
+        fusion_verdict_ok(v, "%s merges into %s (merged-to-current-bytes-ratio %.2f)", f->name, users[u]->name, ratio);
     }
-    char fname[256], plabel[256];
+    char fname[256], plabel[256], flabel[600];
     snprintf(fname, sizeof fname, "%s", f->name);
+    snprintf(flabel, sizeof flabel, strcmp(f->name, fc->root->name) != 0 ? "%s (the fusion ending in %s)" : "%s",
+             f->name, fc->root->name);
     /* Decisions name the fused root (`why new_state` finds them); the detail names the fusion. */
     snprintf(plabel, sizeof plabel, "%s", fc->root->name);
     if (!all) {
@@ -277,7 +284,7 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
           fusion_refuse(&vs[u], FR_CODE_DUPLICATION,
                         "%s could merge into %s but not into %s, and fusion-merger merges a fusion into all of "
                         "its users or none",
-                        fname, fusion_consumer_label(users[u], f), blocker);
+                        flabel, fusion_consumer_label(users[u], f), blocker);
         if (vs[u].ok) continue;
         if (blocker && strcmp(users[u]->name, blocker) == 0) continue;
         if (blocker && vs[u].reason && strcmp(vs[u].reason, FR_NOT_FUSIBLE) == 0 && users[u]->op != IR_OP_FUSION &&

@@ -74,6 +74,13 @@ static bool sibling_ok(const IrInstr *a, const IrInstr *b, const IrInstr *parent
   memset(v, 0, sizeof *v);
   if (fusion_path_exists(a, b, false) || fusion_path_exists(b, a, false)) {
     const IrInstr *from = fusion_path_exists(a, b, false) ? a : b, *to = from == a ? b : a;
+    bool direct = false;
+    for (int k = 0; k < to->noperands; k++) direct = direct || to->operands[k] == from;
+    if (direct)
+      return fusion_refuse(v, FR_CYCLE,
+                           "%s is an operand of %s as well as its sibling (both read %s); one kernel computing both "
+                           "side by side would have to read its own output: a cycle",
+                           from->name, to->name, parent->name);
     return fusion_refuse(v, FR_CYCLE,
                          "%s reaches %s through other instructions; fusing the two would introduce a cycle when "
                          "fused",

@@ -137,6 +137,20 @@ int explain_log_total(const ExplainLog *log) {
   return n;
 }
 
+int explain_record_number(const ExplainLog *log, const ExplainRecord *r) {
+  int n = 0;
+  for (int st = 0; log && st < r->stage && st < log->nstages; st++) n += log->stages[st].n;
+  return n + r->seq + 1;
+}
+
+const ExplainRecord *explain_record_by_number(const ExplainLog *log, int n) {
+  for (int st = 0; log && n > 0 && st < log->nstages; st++) {
+    if (n <= log->stages[st].n) return &log->stages[st].recs[n - 1];
+    n -= log->stages[st].n;
+  }
+  return NULL;
+}
+
 /* ---------- queries ---------- */
 
 void explain_filter_init(ExplainFilter *f) {
@@ -426,7 +440,34 @@ static void text_num(FILE *f, double v) {
   else fprintf(f, "%.4g", v);
 }
 
-void explain_print_record(FILE *f, const ExplainRecord *r) {
+/* Prints text after `lead` (already counted in col), wrapping between words at width with
+ * continuation lines indented by indent. */
+static void wrapped(FILE *f, const char *text, int col, int width, int indent) {
+  const char *p = text;
+  while (*p) {
+    size_t w = strcspn(p, " ");
+    if (col > indent && col + 1 + (int)w > width) {
+      fprintf(f, "\n%*s", indent, "");
+      col = indent;
+    } else if (p != text) {
+      fputc(' ', f);
+      col++;
+    }
+    fwrite(p, 1, w, f);
+    col += (int)w;
+    p += w;
+    while (*p == ' ') p++;
+  }
+}
+
+void explain_print_record(FILE *f, const ExplainRecord *r) { explain_print_record_width(f, r, 0); }
+
+void explain_print_wrapped(FILE *f, const char *text, int width, int indent) {
+  if (width <= 20) fputs(text, f);
+  else wrapped(f, text, 0, width, indent);
+}
+
+void explain_print_record_width(FILE *f, const ExplainRecord *r, int width) {
   fprintf(f, "stage %d  %s  %s", r->stage, r->pass, r->action);
   if (r->producer && r->consumer) fprintf(f, "  %s -> %s", r->producer, r->consumer);
   else if (r->producer) fprintf(f, "  %s", r->producer);
@@ -435,7 +476,13 @@ void explain_print_record(FILE *f, const ExplainRecord *r) {
   fprintf(f, "  %s", r->accepted ? "accepted" : "rejected");
   if (r->reason) fprintf(f, " [%s]", r->reason);
   fputc('\n', f);
-  if (r->detail && r->detail[0]) fprintf(f, "    %s\n", r->detail);
+  if (r->detail && r->detail[0] && width > 20) {
+    fputs("    ", f);
+    wrapped(f, r->detail, 4, width, 4);
+    fputc('\n', f);
+  } else if (r->detail && r->detail[0]) {
+    fprintf(f, "    %s\n", r->detail);
+  }
   if (r->nmetrics) {
     fputs("    metrics:", f);
     for (int k = 0; k < r->nmetrics; k++) {
@@ -444,7 +491,13 @@ void explain_print_record(FILE *f, const ExplainRecord *r) {
     }
     fputc('\n', f);
   }
-  if (r->suggestion) fprintf(f, "    suggestion: %s\n", r->suggestion);
+  if (r->suggestion && width > 20) {
+    fputs("    suggestion: ", f);
+    wrapped(f, r->suggestion, 16, width, 6);
+    fputc('\n', f);
+  } else if (r->suggestion) {
+    fprintf(f, "    suggestion: %s\n", r->suggestion);
+  }
 }
 
 void explain_print_record_json(FILE *f, const ExplainRecord *r) {

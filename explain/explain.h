@@ -85,6 +85,102 @@ void explain_stage_summary(const ExplainLog *log, int stage, char *buf, size_t n
 void explain_pair_relation(const IrModule *m, const KernelPlan *plan, const char *a, const char *b, char *buf,
                            size_t n);
 
+/* The number a record has everywhere (`decisions`, `why`, `render --decision N`, the HTML report):
+ * its place among every recorded decision, stage then emission order, from 1. */
+int explain_record_number(const ExplainLog *log, const ExplainRecord *r);
+/* The record numbered n (1-based, as explain_record_number); NULL when there is none. */
+const ExplainRecord *explain_record_by_number(const ExplainLog *log, int n);
+
+/* ---------- where two instructions are split (explain_why.c) ---------- */
+
+/* What a kernel is, in words a user knows: "cuBLAS matmul", "cuDNN convolution", "cuRAND RNG",
+ * "custom call TARGET", "loop fusion", "input fusion", "unfused reduce", ... Written into buf. */
+const char *explain_kernel_label(const PlanKernel *k, char *buf, size_t n);
+
+/* A stage seen through its kernel plan and the decision log up to that stage: which kernel every
+ * instruction runs in, which kernels feed which, and, for every record, the kernels the names it
+ * mentions are in now (a name that a later rewrite or fusion replaced is followed to what it
+ * became). Built once per question; borrows m, plan and log, which must outlive it. */
+typedef struct ExplainStageView ExplainStageView;
+
+/* NULL when out of memory. max_stage: the last stage whose records count (the current stage). */
+ExplainStageView *explain_view_new(const ExplainLog *log, int max_stage, const IrModule *m, const KernelPlan *plan);
+void explain_view_free(ExplainStageView *v);
+/* The instruction `name` is at the stage: itself, or what the rewrites and fusions that removed it
+ * made of it (followed through the log: "reshape.9 => m", "fusion.1 -> s => fusion.2"); NULL when
+ * neither it nor anything it became is at the stage. */
+const IrInstr *explain_view_follow(const ExplainStageView *v, const char *name);
+
+/* One kernel boundary: `from` writes a value to memory that `to` reads back. */
+typedef struct {
+  const PlanKernel *from, *to;
+  int64_t bytes;                  /* of the values crossing (each read value once) */
+  const ExplainRecord *decision;  /* the decision that kept the value in memory: the last rejected
+                                     fusion of (the instruction writing) from's value into to, else
+                                     of a member of from into a member of to, else the last rejected
+                                     decision naming both (sibling, multi-output), else the last
+                                     decision naming both; of a group of identical ones (see same),
+                                     the first made; NULL when no pass judged them */
+  int same;                       /* other decisions between them identical to it (same pass, action,
+                                     verdict, reason: clones, re-runs) */
+  const ExplainRecord *latest;    /* the last of those identical decisions (decision itself when
+                                     same == 0) */
+  int ndecisions;                 /* every decision between the two kernels */
+  char none[320];                 /* decision NULL: why no pass judged them, one sentence */
+} ExplainBoundary;
+
+/* The name the user knew i by, when a rewrite replaced that instruction by i ("mx" for the
+ * reduce.14 that a reshape named mx became); NULL when none. */
+const char *explain_view_origin(const ExplainStageView *v, const IrInstr *i);
+/* The names a user knows among a kernel's instructions (.fx variables, and the names replaced
+ * instructions had), "scores, p, w", at most four and "..."; "" when none. */
+const char *explain_view_kernel_names(const ExplainStageView *v, const PlanKernel *k, char *buf, size_t n);
+/* The kernel i runs in at the stage (a fusion's body: the fusion's kernel); NULL when none. */
+const PlanKernel *explain_view_kernel(const ExplainStageView *v, const IrInstr *i);
+/* Does the record name (members of) both kernels, now? */
+bool explain_view_between(const ExplainStageView *v, const ExplainRecord *r, const PlanKernel *a, const PlanKernel *b);
+/* The decision that kept from's value in memory for to (see ExplainBoundary). */
+void explain_boundary(const ExplainStageView *v, const PlanKernel *from, const PlanKernel *to, ExplainBoundary *out);
+
+typedef enum {
+  EXPLAIN_SPLIT_SAME,        /* one instruction */
+  EXPLAIN_SPLIT_NONE,        /* already in one kernel */
+  EXPLAIN_SPLIT_NO_KERNEL,   /* one of them launches no kernel (parameter, constant, tuple, ...) */
+  EXPLAIN_SPLIT_ELSEWHERE,   /* their kernels run in different computations */
+  EXPLAIN_SPLIT_PATH,        /* one's kernel feeds the other's, across boundaries */
+  EXPLAIN_SPLIT_SIBLINGS,    /* neither feeds the other (independent; maybe reading a common input) */
+} ExplainSplitKind;
+
+#define EXPLAIN_MAX_BOUNDARIES 16
+
+/* Where two instructions (or kernels) are split at a stage. */
+typedef struct {
+  ExplainSplitKind kind;
+  const IrInstr *a, *b;             /* the instructions asked about as they are at the stage (followed) */
+  const PlanKernel *ka, *kb;        /* their kernels (NULL when none) */
+  bool b_first;                     /* PATH: b's kernel feeds a's (the question's other direction) */
+  ExplainBoundary boundaries[EXPLAIN_MAX_BOUNDARIES]; /* PATH: every boundary on the paths between
+                                     the two kernels, in plan order; SIBLINGS: ka and kb themselves
+                                     when a decision judged the pair */
+  int nboundaries, total_boundaries;
+  const ExplainRecord *joined;      /* NONE: the last accepted decision that made their kernel (its
+                                     result is the kernel), or NULL */
+  char common[160];                 /* SIBLINGS: the inputs both read, "x, fusion.1" ("" when none) */
+  char sentence[512];               /* how the pair stands, one sentence */
+} ExplainSplit;
+
+/* Fills out for names a and b (followed to what they became); false with err filled when a name
+ * is at no stage of the view (the caller says which). */
+bool explain_split(const ExplainStageView *v, const char *a, const char *b, ExplainSplit *out, FxError *err);
+
+/* Same pass, action, verdict and reason. */
+bool explain_records_identical(const ExplainRecord *a, const ExplainRecord *b);
+/* Groups repeated decisions: records with the same pass, action, verdict and reason whose
+ * names differ only by clone suffixes (".clone", ".clone.89") are one group. group[k] receives the
+ * index of the first record of k's group (group[k] == k for the first). Returns the number of
+ * groups. */
+int explain_group_records(const ExplainRecord *const *recs, int n, int *group);
+
 /* ---------- reason vocabulary (FUSION_RULES.md) ---------- */
 
 int explain_reason_count(void);
@@ -97,6 +193,12 @@ const char *explain_reason_meaning(const char *code);
 /* Text: a head line "stage 4  instruction-fusion  fuse  a -> b  rejected [code]", then the detail,
  * metrics and suggestion indented below. */
 void explain_print_record(FILE *f, const ExplainRecord *r);
+/* The same, with the detail and suggestion wrapped between words to `width` columns (a
+ * terminal's; 0: no wrapping). */
+void explain_print_record_width(FILE *f, const ExplainRecord *r, int width);
+/* text wrapped between words at width columns (continuation lines indented by indent), no final
+ * newline; width 0: as it is. */
+void explain_print_wrapped(FILE *f, const char *text, int width, int indent);
 /* JSON: {"stage":N,"pass":...,"action":...,"producer":...,"consumer":...,"verdict":"accepted|rejected",
  * "reason":...,"detail":...,"metrics":{...},"suggestion":...} on one line, no newline. Absent
  * strings are null. */

@@ -14,6 +14,7 @@
 #include "../compiler/arena.h"
 #include "../compiler/fx.h"
 #include "../compiler/hlo.h"
+#include "../runtime/runtime.h"
 #include "args.h"
 #include "json.h"
 #include "repl.h"
@@ -214,16 +215,21 @@ static bool show_settings(Session *s, FxError *err) {
     json_object_begin(&w);
     json_key(&w, "settings");
     json_object_begin(&w);
+    /* Every key is a name `set` accepts, with the value it takes. */
     json_kv_str(&w, "pipeline", s->pipeline ? s->pipeline->name : NULL);
     json_kv_str(&w, "device", s->device.name[0] ? s->device.name : NULL);
-    json_kv_int(&w, "concat_user_limit", ps->concat_user_limit);
+    json_kv_int(&w, "dup_limit", ps->concat_user_limit);
     json_kv_int(&w, "max_duplication", ps->max_duplication);
     json_kv_int(&w, "operand_budget", ps->operand_budget);
     json_kv_int(&w, "unroll", ps->unroll);
-    json_kv_bool(&w, "dot_is_library", ps->dot_is_library);
-    json_kv_bool(&w, "conv_is_library", ps->conv_is_library);
-    json_kv_bool(&w, "rng_is_library", ps->rng_is_library);
-    json_kv_str(&w, "disabled_passes", ps->disabled_passes);
+    json_key(&w, "library");
+    json_object_begin(&w);
+    json_kv_bool(&w, "dot", ps->dot_is_library);
+    json_kv_bool(&w, "conv", ps->conv_is_library);
+    json_kv_bool(&w, "rng", ps->rng_is_library);
+    json_object_end(&w);
+    json_kv_str(&w, "pass", ps->disabled_passes);
+    json_kv_int(&w, "max_memory", (int64_t)rt_max_memory());
     json_object_end(&w);
     json_key(&w, "settable");
     json_array_begin(&w);
@@ -232,17 +238,15 @@ static bool show_settings(Session *s, FxError *err) {
     json_object_end(&w);
     return true;
   }
+  /* The same table as `show settings`: each line named as `set` takes it. */
+  const ReplCommand *view = repl_command_lookup("show-settings");
+  if (view) {
+    char *argv1[] = {"show-settings", NULL};
+    if (!view->run(s, 1, argv1, err)) return false;
+  }
   FILE *o = s->out;
-  fprintf(o, "  %-18s %s\n", "pipeline", s->pipeline ? s->pipeline->name : "(none)");
-  fprintf(o, "  %-18s %s\n", "device", s->device.name[0] ? s->device.name : "(none)");
-  fprintf(o, "  %-18s %d\n", "concat_user_limit", ps->concat_user_limit);
-  fprintf(o, "  %-18s %d\n", "max_duplication", ps->max_duplication);
-  fprintf(o, "  %-18s %d\n", "operand_budget", ps->operand_budget);
-  fprintf(o, "  %-18s %d\n", "unroll", ps->unroll);
-  fprintf(o, "  %-18s %s\n", "dot_is_library", ps->dot_is_library ? "on" : "off");
-  fprintf(o, "  %-18s %s\n", "conv_is_library", ps->conv_is_library ? "on" : "off");
-  fprintf(o, "  %-18s %s\n", "rng_is_library", ps->rng_is_library ? "on" : "off");
-  fprintf(o, "  %-18s %s\n", "disabled_passes", ps->disabled_passes[0] ? ps->disabled_passes : "(none)");
+  if (rt_max_memory()) fprintf(o, "  max_memory        %llu bytes\n", (unsigned long long)rt_max_memory());
+  else fprintf(o, "  max_memory        0 (unlimited)\n");
   if (sn.n > 0) {
     char list[1024];
     join_names(&sn, list, sizeof list);
@@ -436,6 +440,42 @@ static bool help_all(Session *s) {
   return true;
 }
 
+/* A view's or setting's help under its usage line: every line of it, indented, without a first
+ * line that only repeats the usage ("show device"), and with the description kept when the
+ * first line puts it beside the usage ("show graph [COMP]   the current stage as text: ..."). */
+static void print_sub_help(FILE *o, const char *cmd, const char *sub, const char *help) {
+  if (!help) return;
+  char head[160];
+  snprintf(head, sizeof head, "%s %s", cmd, sub);
+  const char *p = help;
+  bool first = true;
+  while (*p) {
+    size_t l = strcspn(p, "\n");
+    const char *line = p;
+    size_t len = l;
+    if (first && strncmp(line, head, strlen(head)) == 0) {
+      /* Skip the usage words, up to a run of two spaces; what follows is description. */
+      const char *gap = NULL;
+      for (size_t k = strlen(head); k + 1 < len; k++)
+        if (line[k] == ' ' && line[k + 1] == ' ') {
+          gap = line + k;
+          break;
+        }
+      if (gap) {
+        len -= (size_t)(gap - line);
+        line = gap;
+      } else {
+        len = 0;
+      }
+    }
+    while (len > 0 && (*line == ' ')) line++, len--;
+    if (len > 0) fprintf(o, "      %.*s\n", (int)len, line);
+    first = false;
+    p += l;
+    if (*p == '\n') p++;
+  }
+}
+
 static bool cmd_help(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   if (argc == 1) return help_all(s);
@@ -488,10 +528,7 @@ static bool cmd_help(Session *s, int argc, char **argv, FxError *err) {
       else if (strcmp(sn.names[i], "settings") == 0) line = "every setting and its value";
       if (sub && sub->usage) fprintf(o, "  %s\n", sub->usage);
       else fprintf(o, "  %s %s\n", c->name, sn.names[i]);
-      if (line) {
-        size_t l = strcspn(line, "\n");
-        fprintf(o, "      %.*s\n", (int)l, line);
-      }
+      print_sub_help(o, c->name, sn.names[i], line);
     }
   }
   return true;

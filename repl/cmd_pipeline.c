@@ -20,6 +20,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "../compiler/hlo.h"
 #include "../compiler/plan.h"
@@ -96,11 +98,7 @@ static void fmt_time(double us, char *buf, size_t n) {
 
 /* The number `render --decision N` takes for a record: its place among every recorded decision,
  * in `decisions` order (stage, then the order the pass made them), from 1. */
-static int decision_number(const Session *s, const ExplainRecord *r) {
-  int n = 0;
-  for (int st = 0; st < r->stage; st++) n += explain_stage_count(s->log, st);
-  return n + r->seq + 1;
-}
+static int decision_number(const Session *s, const ExplainRecord *r) { return explain_record_number(s->log, r); }
 
 /* Prints one JSON value built by an explain/ printer through the writer, with the record's
  * decision number first. */
@@ -122,10 +120,26 @@ static void json_record(const Session *s, JsonWriter *w, const ExplainRecord *r)
   free(text);
 }
 
+/* The terminal's width when the output goes to one (0 in batch, JSON or a pipe): long sentences
+ * wrap between words there. */
+static int term_width(const Session *s) {
+  struct winsize ws;
+  return s->interactive && !s->json && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0
+             ? ws.ws_col - 1 /* a full last column makes some terminals wrap again */
+             : 0;
+}
+
+/* One sentence on its own line, wrapped between words on a terminal (continuations indented). */
+static void out_line(const Session *s, const char *text) {
+  explain_print_wrapped(s->out, text, term_width(s), 4);
+  fputc('\n', s->out);
+}
+
 /* A record as text, its decision number first ("#12  stage 4  instruction-fusion ..."). */
 static void print_record(const Session *s, const ExplainRecord *r) {
   fprintf(s->out, "#%d  ", decision_number(s, r));
-  explain_print_record(s->out, r);
+  /* On a terminal the sentences wrap between words at its width, not mid-word. */
+  explain_print_record_width(s->out, r, term_width(s));
 }
 
 /* ---------- stages ---------- */
@@ -367,8 +381,16 @@ static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
   }
   if (s->cur >= last_stage(s))
     return cmd_error(s, err, "already at the last stage (%d) of the %s pipeline", s->cur, cur_pipeline(s)->name);
+  bool clamped = target > last_stage(s) || (argc == 2 && strcmp(argv[1], "all") != 0 && parse_count(argv[1], &(long long){0}) &&
+                                            atoll(argv[1]) > last_stage(s) - s->cur);
   if (target > last_stage(s)) target = last_stage(s);
-  return step_to(s, target, err);
+  int from = s->cur;
+  if (!step_to(s, target, err)) return false;
+  /* A count past the end stops at the last stage, and says so (as back does at stage 0). */
+  if (clamped && !s->json)
+    fprintf(s->out, "(step %s: only %d stage%s after stage %d; stopped at the last stage, %d)\n", argv[1],
+            last_stage(s) - from, last_stage(s) - from == 1 ? "" : "s", from, target);
+  return true;
 }
 
 static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
@@ -378,8 +400,15 @@ static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
   if (argc == 2 && (!parse_count(argv[1], &n) || n == 0))
     return arg_error(s, err, 1, "expected a count of 1 or more, got '%s'", argv[1]);
   if (s->cur == 0) return cmd_error(s, err, "already at stage 0 (the input)");
+  int from = s->cur;
   s->cur = n >= s->cur ? 0 : s->cur - (int)n;
-  return print_move(s, s->cur, NULL, err);
+  if (!print_move(s, s->cur, NULL, err)) return false;
+  /* A count past the input stops at stage 0, and says so (goto, an absolute stage, refuses one
+   * that does not exist). */
+  if (n > from && !s->json)
+    fprintf(s->out, "(back %lld: only %d stage%s before stage %d; stopped at stage 0, the input)\n", n, from,
+            from == 1 ? "" : "s", from);
+  return true;
 }
 
 static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
@@ -627,6 +656,48 @@ static void print_decisions(Session *s, JsonWriter *w, const ExplainRecord **res
   }
 }
 
+/* Text: each group of identical decisions (clones of one instruction, the same pair re-judged)
+ * once, with the count and the numbers of the others. */
+static void print_grouped(Session *s, const ExplainRecord **res, int n) {
+  int *group = n ? fx_malloc(sizeof(int) * (size_t)n) : NULL;
+  if (!group) {
+    for (int k = 0; k < n; k++) print_record(s, res[k]);
+    return;
+  }
+  explain_group_records(res, n, group);
+  for (int k = 0; k < n; k++) {
+    if (group[k] != k) continue;
+    print_record(s, res[k]);
+    int same = 0;
+    for (int j = k + 1; j < n; j++) same += group[j] == k;
+    if (!same) continue;
+    fprintf(s->out, "    (and %d identical decision%s, for clones or re-runs:", same, same == 1 ? "" : "s");
+    int shown = 0;
+    for (int j = k + 1; j < n && shown < 12; j++)
+      if (group[j] == k) fprintf(s->out, " #%d", decision_number(s, res[j])), shown++;
+    fprintf(s->out, "%s)\n", same > shown ? " ..." : "");
+  }
+  fx_free(group);
+}
+
+/* ", now fusion.2 (in kernel fusion.2)": what the rewrites and fusions that removed name made of
+ * it at the current stage; nothing when it cannot be followed. */
+static void print_became(Session *s, const char *name) {
+  FxError e;
+  fx_error_clear(&e);
+  KernelPlan *p = stage_plan(s, s->cur, &e);
+  if (!p) return;
+  ExplainStageView *v = explain_view_new(s->log, s->cur, s->stages[s->cur].module, p);
+  const IrInstr *i = v ? explain_view_follow(v, name) : NULL;
+  if (i) {
+    const PlanKernel *k = plan_kernel_of(p, i);
+    fprintf(s->out, "; it became %s", i->name);
+    if (k && k->instr != i) fprintf(s->out, " (in kernel %s)", k->name);
+  }
+  explain_view_free(v);
+  plan_free(p);
+}
+
 static bool why_one(Session *s, const char *name, FxError *err) {
   int at = stage_with(s, name, s->cur);
   int later = at < 0 ? stage_with(s, name, s->nstages - 1) : at;
@@ -672,12 +743,26 @@ static bool why_one(Session *s, const char *name, FxError *err) {
       }
     } else {
       json_kv_int(&w, "last_seen_stage", at >= 0 ? at : later);
+      /* what the passes that removed it made of it, at this stage */
+      FxError e;
+      fx_error_clear(&e);
+      KernelPlan *bp = stage_plan(s, s->cur, &e);
+      ExplainStageView *v = bp ? explain_view_new(s->log, s->cur, s->stages[s->cur].module, bp) : NULL;
+      const IrInstr *now = v ? explain_view_follow(v, name) : NULL;
+      if (now) json_kv_str(&w, "became", now->name);
+      else json_kv_null(&w, "became");
+      explain_view_free(v);
+      plan_free(bp);
     }
     print_decisions(s, &w, res, n);
     json_object_end(&w);
   } else if (i) {
     fprintf(s->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
-    if (kn && kn->instr == i && kn->nmembers <= 1)
+    char lab[200];
+    if (kn && kn->instr == i && kn->nmembers <= 1 && kn->kind == KERNEL_LIBRARY)
+      fprintf(s->out, "  at stage %d (%s): its own library kernel, a %s\n", s->cur, pass,
+              explain_kernel_label(kn, lab, sizeof lab));
+    else if (kn && kn->instr == i && kn->nmembers <= 1)
       fprintf(s->out, "  at stage %d (%s): its own %s kernel\n", s->cur, pass, plan_kernel_kind_name(kn->kind));
     else if (kn && kn->kind == KERNEL_CONTROL)
       fprintf(s->out, "  at stage %d (%s): runs on the host; its loop control reads the condition back every iteration\n",
@@ -690,8 +775,10 @@ static bool why_one(Session *s, const char *name, FxError *err) {
     else
       fprintf(s->out, "  at stage %d (%s): no kernel: %s\n", s->cur, pass, no_kernel_reason(i));
   } else if (at >= 0) {
-    fprintf(s->out, "%s is not in stage %d (%s): last seen at stage %d (%s)\n", name, s->cur, pass, at,
+    fprintf(s->out, "%s is not in stage %d (%s): last seen at stage %d (%s)", name, s->cur, pass, at,
             at == 0 ? "input" : s->stages[at].pass);
+    print_became(s, name);
+    fputc('\n', s->out);
   } else {
     fprintf(s->out, "%s is not in stage %d (%s): it first appears at stage %d (%s)\n", name, s->cur, pass, later,
             s->stages[later].pass);
@@ -699,11 +786,115 @@ static bool why_one(Session *s, const char *name, FxError *err) {
   if (!s->json) {
     if (n == 0) fprintf(s->out, "  no decision names %s%s\n", name, s->nstages > 1 ? "" : " (no pass has run yet)");
     else fprintf(s->out, "  %d decision%s naming %s:\n", n, n == 1 ? "" : "s", name);
-    print_decisions(s, NULL, res, n);
+    print_grouped(s, res, n);
   }
   fx_free(res);
   plan_free(p);
   return true;
+}
+
+/* One decision on a line: "#21 (stage 12 multi_output_fusion sibling s -> fusion.2, rejected [cycle])". */
+static void print_record_brief(Session *s, const ExplainRecord *r) {
+  fprintf(s->out, "#%d (stage %d %s %s", decision_number(s, r), r->stage, r->pass, r->action);
+  if (r->producer && r->consumer) fprintf(s->out, " %s -> %s", r->producer, r->consumer);
+  else if (r->producer || r->consumer) fprintf(s->out, " %s", r->producer ? r->producer : r->consumer);
+  fprintf(s->out, ", %s", r->accepted ? "accepted" : "rejected");
+  if (r->reason) fprintf(s->out, " [%s]", r->reason);
+  fputc(')', s->out);
+}
+
+static const char *split_kind_name(ExplainSplitKind k) {
+  switch (k) {
+  case EXPLAIN_SPLIT_SAME: return "same";
+  case EXPLAIN_SPLIT_NONE: return "same_kernel";
+  case EXPLAIN_SPLIT_NO_KERNEL: return "no_kernel";
+  case EXPLAIN_SPLIT_ELSEWHERE: return "other_computation";
+  case EXPLAIN_SPLIT_PATH: return "path";
+  case EXPLAIN_SPLIT_SIBLINGS: return "siblings";
+  }
+  return "?";
+}
+
+/* The boundary, its decision (or why there is none), and the other decisions between its two
+ * kernels in one line each. */
+static void print_boundary(Session *s, const ExplainStageView *v, const ExplainBoundary *bd) {
+  char bytes[32];
+  fmt_bytes((double)bd->bytes, bytes, sizeof bytes);
+  char lf[400], lt[400], nf[200], nt[200];
+  explain_kernel_label(bd->from, lf, sizeof lf);
+  explain_kernel_label(bd->to, lt, sizeof lt);
+  /* The names the user knows inside each kernel ("input fusion: mx"). */
+  char labf[600], labt[600];
+  const char *ln = explain_view_kernel_names(v, bd->from, nf, sizeof nf);
+  snprintf(labf, sizeof labf, "%s%s%s", explain_kernel_label(bd->from, lf, sizeof lf), ln[0] ? ": " : "", ln);
+  ln = explain_view_kernel_names(v, bd->to, nt, sizeof nt);
+  snprintf(labt, sizeof labt, "%s%s%s", explain_kernel_label(bd->to, lt, sizeof lt), ln[0] ? ": " : "", ln);
+  char line[2400];
+  size_t len;
+  if (bd->bytes > 0)
+    len = (size_t)snprintf(line, sizeof line, "boundary %s (%s) -> %s (%s), %s written to memory and read back: ",
+                           bd->from->name, labf, bd->to->name, labt, bytes);
+  else len = (size_t)snprintf(line, sizeof line, "between %s (%s) and %s (%s): ", bd->from->name, labf, bd->to->name, labt);
+  if (len >= sizeof line) len = sizeof line - 1;
+  if (!bd->decision) {
+    snprintf(line + len, sizeof line - len, "no decision: %s", bd->none);
+    out_line(s, line);
+    return;
+  }
+  len += (size_t)snprintf(line + len, sizeof line - len, "kept apart by decision #%d", decision_number(s, bd->decision));
+  if (bd->same && len < sizeof line)
+  {
+    char times[32];
+    if (bd->same == 1) snprintf(times, sizeof times, "once");
+    else snprintf(times, sizeof times, "%d times", bd->same);
+    snprintf(line + len, sizeof line - len, " (made again %s by later runs or for clones, last as #%d at stage %d)",
+             times, decision_number(s, bd->latest), bd->latest->stage);
+  }
+  out_line(s, line);
+  print_record(s, bd->decision);
+  int others = bd->ndecisions - 1 - bd->same;
+  if (others <= 0) return;
+  /* The other kinds of decision between the two kernels, one line each (one per kind). */
+  ExplainFilter f;
+  explain_filter_init(&f);
+  f.max_stage = s->cur;
+  const ExplainRecord **all;
+  int n = explain_query(s->log, &f, &all);
+  const ExplainRecord *seen[4];
+  int shown = 0;
+  for (int k = n - 1; k >= 0 && shown < 4; k--) {
+    const ExplainRecord *r = all[k];
+    if (r == bd->decision || !explain_view_between(v, r, bd->from, bd->to)) continue;
+    bool dup = explain_records_identical(r, bd->decision);
+    for (int j = 0; j < shown && !dup; j++) dup = explain_records_identical(r, seen[j]);
+    if (dup) continue;
+    fputs(shown ? "\n                       " : "    also between them: ", s->out);
+    print_record_brief(s, r);
+    seen[shown++] = r;
+  }
+  if (shown) fputc('\n', s->out);
+  fx_free(all);
+}
+
+static void json_boundary(Session *s, JsonWriter *w, const ExplainBoundary *bd) {
+  json_object_begin(w);
+  json_kv_str(w, "from", bd->from->name);
+  json_kv_str(w, "to", bd->to->name);
+  json_kv_int(w, "bytes", bd->bytes);
+  if (bd->decision) {
+    json_kv_int(w, "decision", decision_number(s, bd->decision));
+    if (bd->decision->reason) json_kv_str(w, "reason", bd->decision->reason);
+    else json_kv_null(w, "reason");
+    json_kv_int(w, "identical", bd->same);
+    json_kv_null(w, "none");
+  } else {
+    json_kv_null(w, "decision");
+    json_kv_null(w, "reason");
+    json_kv_int(w, "identical", 0);
+    json_kv_str(w, "none", bd->none);
+  }
+  json_kv_int(w, "decisions", bd->ndecisions);
+  json_object_end(w);
 }
 
 static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
@@ -717,20 +908,42 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
   const ExplainRecord **res;
   int n = explain_query(s->log, &f, &res);
   if (n < 0) return cmd_error(s, err, "out of memory");
+  /* Where the two are split at the current stage: the boundaries between their kernels. */
+  KernelPlan *p = stage_plan(s, s->cur, err);
+  if (!p) {
+    fx_free(res);
+    return false;
+  }
+  ExplainStageView *v = explain_view_new(s->log, s->cur, s->stages[s->cur].module, p);
+  if (!v) {
+    plan_free(p);
+    fx_free(res);
+    return cmd_error(s, err, "out of memory");
+  }
+  ExplainSplit *sp = fx_calloc(1, sizeof *sp);
+  FxError serr;
+  fx_error_clear(&serr);
+  bool have_split = sp && explain_split(v, a, b, sp, &serr);
   char rel[768] = "";
-  if (n == 0) {
-    /* Judge the pair where both still exist: the current stage, or the latest one before it. */
+  if (have_split) {
+    snprintf(rel, sizeof rel, "%s", sp->sentence);
+  } else if (n == 0) {
+    /* Judge the pair where both still exist: the latest stage before this one that has both. */
     int st = s->cur;
     while (st > 0 && !(ir_module_find_instr(s->stages[st].module, a) && ir_module_find_instr(s->stages[st].module, b)))
       st--;
-    KernelPlan *p = stage_plan(s, st, err);
-    if (!p) {
+    KernelPlan *q = stage_plan(s, st, err);
+    if (!q) {
+      explain_view_free(v);
+      plan_free(p);
+      fx_free(sp);
       fx_free(res);
       return false;
     }
-    explain_pair_relation(s->stages[st].module, p, a, b, rel, sizeof rel);
-    plan_free(p);
+    explain_pair_relation(s->stages[st].module, q, a, b, rel, sizeof rel);
+    plan_free(q);
   }
+  bool split = have_split && (sp->kind == EXPLAIN_SPLIT_PATH || sp->kind == EXPLAIN_SPLIT_SIBLINGS);
   /* The pair's final outcome is its last decision (the latest stage, the last the pass made);
    * every earlier one was superseded by a later pass or run. */
   const ExplainRecord *final = n > 0 ? res[n - 1] : NULL;
@@ -744,6 +957,22 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     json_str(&w, b);
     json_array_end(&w);
     json_kv_int(&w, "stage", s->cur);
+    if (have_split) {
+      json_kv_str(&w, "split", split_kind_name(sp->kind));
+      json_key(&w, "kernels");
+      json_array_begin(&w);
+      if (sp->ka) json_str(&w, sp->ka->name);
+      else json_null(&w);
+      if (sp->kb) json_str(&w, sp->kb->name);
+      else json_null(&w);
+      json_array_end(&w);
+      json_key(&w, "boundaries");
+      json_array_begin(&w);
+      for (int k = 0; k < sp->nboundaries; k++) json_boundary(s, &w, &sp->boundaries[k]);
+      json_array_end(&w);
+      if (sp->joined) json_kv_int(&w, "joined", decision_number(s, sp->joined));
+      else json_kv_null(&w, "joined");
+    }
     print_decisions(s, &w, res, n);
     if (final) json_kv_int(&w, "final", decision_number(s, final));
     else json_kv_null(&w, "final");
@@ -751,11 +980,39 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     json_array_begin(&w);
     for (int k = 0; k + 1 < n; k++) json_int(&w, decision_number(s, res[k]));
     json_array_end(&w);
-    if (n == 0) json_kv_str(&w, "relation", rel);
+    if (n == 0 || split) json_kv_str(&w, "relation", rel);
     else json_kv_null(&w, "relation");
     json_object_end(&w);
+  } else if (split && (sp->nboundaries > 0 || n == 0)) {
+    const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+    char head[1200];
+    snprintf(head, sizeof head, "%s and %s at stage %d (%s): %s", a, b, s->cur, pass, rel);
+    out_line(s, head);
+    for (int k = 0; k < sp->nboundaries; k++) print_boundary(s, v, &sp->boundaries[k]);
+    if (sp->total_boundaries > sp->nboundaries)
+      fprintf(s->out, "... and %d more boundaries\n", sp->total_boundaries - sp->nboundaries);
+    if (sp->kind == EXPLAIN_SPLIT_SIBLINGS && sp->nboundaries == 0)
+      fprintf(s->out, "no decision between %s and %s: no pass took them as siblings up to stage %d\n",
+              sp->ka->name, sp->kb->name, s->cur);
+  } else if (have_split && sp->kind == EXPLAIN_SPLIT_NONE && (n == 0 || !final->accepted)) {
+    /* Together now, though no decision between the two names says so: the one that made their
+     * kernel, then what was said about the pair before. */
+    const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+    char head[1200];
+    snprintf(head, sizeof head, "%s and %s at stage %d (%s): %s", a, b, s->cur, pass, rel);
+    out_line(s, head);
+    if (sp->joined) {
+      fprintf(s->out, "joined by decision #%d:\n", decision_number(s, sp->joined));
+      print_record(s, sp->joined);
+    }
+    if (n > 0) {
+      fprintf(s->out, "superseded: %d earlier decision%s between %s and %s:\n", n, n == 1 ? "" : "s", a, b);
+      for (int k = 0; k < n; k++) print_record(s, res[k]);
+    }
   } else if (n == 0) {
-    fprintf(s->out, "no decision between %s and %s: %s\n", a, b, rel);
+    char head[1200];
+    snprintf(head, sizeof head, "no decision between %s and %s: %s", a, b, rel);
+    out_line(s, head);
   } else {
     fprintf(s->out, "%d decision%s between %s and %s; the final outcome (stage %d, %s): %s\n", n, n == 1 ? "" : "s", a,
             b, final->stage, final->pass, final->accepted ? "accepted" : "rejected");
@@ -766,6 +1023,9 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
       for (int k = 0; k + 1 < n; k++) print_record(s, res[k]);
     }
   }
+  explain_view_free(v);
+  plan_free(p);
+  fx_free(sp);
   fx_free(res);
   return true;
 }
@@ -1130,20 +1390,30 @@ const ReplCommand repl_cmds_pipeline[] = {
      "goto STAGE          moves to stage STAGE (a number, or a pass name for its first stage), running\n"
      "                    the passes up to it when they have not run yet.",
      cmd_goto},
-    {"stage", "stage", "where we are in the pipeline", NULL, cmd_stage},
+    {"stage", "stage", "where we are in the pipeline",
+     "stage               the current stage: its number, the pass that made it, its instructions and\n"
+     "                    kernels, and the pass the next `step` runs.",
+     cmd_stage},
     {"diff", "diff [A [B]]", "what changed between two stages",
      "diff                what the last pass changed (the previous stage against the current one).\n"
      "diff A              stage A against the current stage (A-1 against A when A is the current one).\n"
      "diff A B            stage A against stage B.\n"
      "Lists instructions fused (and into which fusion), added, removed and rewritten.",
      cmd_diff},
-    {"why", "why NAME [NAME]", "everything recorded about an instruction, or a pair",
-     "why NAME            where NAME is at the current stage (which kernel it runs in) and every\n"
-     "                    decision any pass made about it, with reason, numbers and suggestion.\n"
-     "why A B             every decision between A and B, the final outcome (the last one) first, then\n"
-     "                    the earlier ones it superseded; when there is none, why not (never producer\n"
-     "                    and consumer, different computations, already in one kernel, ...).\n"
-     "Each decision is listed with its number #N: `render --decision N` draws it.",
+    {"why", "why NAME [NAME]", "why an instruction is where it is, or why two are in different kernels",
+     "why NAME            where NAME is at the current stage (which kernel it runs in; a name a pass\n"
+     "                    removed is followed to what it became) and every decision any pass made\n"
+     "                    about it, with reason, numbers and suggestion; identical decisions (clones,\n"
+     "                    re-runs) are listed once with their count.\n"
+     "why A B             where A and B (instructions or kernels) are split at the current stage: every\n"
+     "                    kernel boundary on the paths between their kernels, either direction, with\n"
+     "                    the value written to memory there and the decision that kept it there\n"
+     "                    (reason, numbers, suggestion; the other decisions between the two kernels\n"
+     "                    one line each); or that they are independent siblings, already in one kernel\n"
+     "                    (and the decision that joined them), or why no pass decided (none has run, a\n"
+     "                    library kernel fusion never opens, loop control, a parameter, ...).\n"
+     "Each decision is listed with its number #N: `render --decision N` draws it, and `show graph`\n"
+     "tags each value crossing kernels with the #N that kept it in memory.",
      cmd_why},
     {"decisions", "decisions [--rejected | --accepted] [--reason CODE] [--pass NAME] [--stage S]",
      "the decision log, filtered",
@@ -1168,6 +1438,9 @@ const ReplCommand repl_cmds_pipeline[] = {
      "                    ptxas' figures per kernel: registers, spills, shared memory, stack,\n"
      "                    block size and occupancy on the device profile (no GPU needed).",
      cmd_kernels},
-    {"show-stats", "show stats", NULL, NULL, cmd_show_stats},
+    {"show-stats", "show stats", NULL,
+     "show stats\n  The current stage in numbers: instructions, kernels and launches, bytes read and written,\n"
+     "  and the estimated time on the device profile.",
+     cmd_show_stats},
     {0},
 };

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "args.h"
 #include "repl.h"
@@ -173,7 +174,9 @@ static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError
     rt_tensor_unref(args[found]);
     args[found] = t;
   }
-  if (!repl_inputs_fill(m, args, a->seed, a->uniform, a->nuniform, err)) goto fail;
+  if (!repl_inputs_fill_interruptible(m, args, a->seed, a->uniform, a->nuniform, s->interrupted,
+                                      s->interactive && !s->json && isatty(fileno(stderr)), err))
+    goto fail;
   return args;
 fail:
   repl_inputs_free(m, args);
@@ -185,10 +188,11 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* IEC units (KiB, MiB, GiB), as every other size fxplain prints. */
 static void fmt_bytes(char *buf, size_t n, double b) {
-  if (b >= 1e9) snprintf(buf, n, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) snprintf(buf, n, "%.2f MB", b / 1e6);
-  else if (b >= 1e3) snprintf(buf, n, "%.1f KB", b / 1e3);
+  if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.2f MiB", b / (1024.0 * 1024));
+  else if (b >= 1024) snprintf(buf, n, "%.1f KiB", b / 1024);
   else snprintf(buf, n, "%.0f B", b);
 }
 
@@ -518,7 +522,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) {
-  if (argc != 2) return usage_error(s, err, 0, "usage: set max_memory BYTES (K, M, G suffixes; 0 = unlimited)", NULL);
+  if (argc != 2) return usage_error(s, err, 0, "usage: set max_memory BYTES (K, M, G suffixes: KiB, MiB, GiB; 0 = unlimited)", NULL);
   char *e;
   errno = 0;
   double v = strtod(argv[1], &e);
@@ -528,7 +532,13 @@ static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) 
   else if (*e == 'G' || *e == 'g') mul = 1024.0 * 1024 * 1024, e++;
   if (errno || *e || v < 0 || v * mul > 1.8e19) return usage_error(s, err, 1, "max_memory needs a byte count", argv[1]);
   rt_set_max_memory((uint64_t)(v * mul));
-  fprintf(s->out, "max_memory = %llu bytes%s\n", (unsigned long long)(v * mul), v == 0 ? " (unlimited)" : "");
+  double b = v * mul;
+  if (b == 0) fprintf(s->out, "max_memory = 0 bytes (unlimited)\n");
+  else if (b >= 1024.0 * 1024 * 1024)
+    fprintf(s->out, "max_memory = %llu bytes (%.1f GiB)\n", (unsigned long long)b, b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) fprintf(s->out, "max_memory = %llu bytes (%.1f MiB)\n", (unsigned long long)b, b / (1024.0 * 1024));
+  else if (b >= 1024) fprintf(s->out, "max_memory = %llu bytes (%.1f KiB)\n", (unsigned long long)b, b / 1024);
+  else fprintf(s->out, "max_memory = %llu bytes\n", (unsigned long long)b);
   return true;
 }
 
@@ -556,6 +566,9 @@ const ReplCommand repl_cmds_run[] = {
      "bytes read and written and the median time of each, then the speedup. `run --stages A,B` is the\n"
      "same.",
      cmd_compare},
-    {"set-max_memory", "set max_memory BYTES", NULL, NULL, cmd_set_max_memory},
+    {"set-max_memory", "set max_memory BYTES", NULL,
+     "set max_memory BYTES\n  The most memory `run` may allocate for tensors (K, M, G suffixes are KiB, MiB, GiB; 0,\n"
+     "  the default, is unlimited). A run that would need more stops with an error instead of swapping.",
+     cmd_set_max_memory},
     {0},
 };

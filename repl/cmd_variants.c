@@ -408,10 +408,11 @@ static void fmt_count(char *buf, size_t n, long long v) {
   buf[o] = 0;
 }
 
+/* IEC units (KiB, MiB, GiB), as every other size fxplain prints. */
 static void fmt_bytes(char *buf, size_t n, double b) {
-  if (b >= 1e9) snprintf(buf, n, "%.2f GB", b / 1e9);
-  else if (b >= 1e6) snprintf(buf, n, "%.2f MB", b / 1e6);
-  else if (b >= 1e3) snprintf(buf, n, "%.1f KB", b / 1e3);
+  if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.2f MiB", b / (1024.0 * 1024));
+  else if (b >= 1024) snprintf(buf, n, "%.1f KiB", b / 1024);
   else snprintf(buf, n, "%.0f B", b);
 }
 

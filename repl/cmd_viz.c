@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../compiler/plan.h"
 #include "../explain/explain.h"
@@ -290,13 +291,26 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   if (to_stdout) {
     char *data;
     size_t len;
-    ok = viz_render(r, g, fmt, &data, &len, err);
+    ok = viz_render_interruptible(r, g, fmt, &data, &len, s->interrupted, err);
     if (ok) {
       fwrite(data, 1, len, s->out);
       fx_free(data);
     }
   } else {
-    ok = viz_render_file(r, g, fmt, path, err);
+    /* Laid out where Ctrl-C can stop it, then written. */
+    char *data;
+    size_t len;
+    ok = viz_render_interruptible(r, g, fmt, &data, &len, s->interrupted, err);
+    if (ok) {
+      FILE *f = fopen(path, "wb");
+      if (!f) {
+        ok = fx_error_set(err, NULL, 0, 0, "cannot write %s: %s", path, strerror(errno));
+      } else {
+        bool w = fwrite(data, 1, len, f) == len;
+        if (fclose(f) != 0 || !w) ok = fx_error_set(err, NULL, 0, 0, "cannot write %s: %s", path, strerror(errno));
+      }
+      fx_free(data);
+    }
   }
   if (!ok) {
     viz_graph_free(g);
@@ -379,6 +393,16 @@ static char *diff_text(Session *s, int k, FxError *err) {
   return out;
 }
 
+/* A progress line on a terminal (never in batch or JSON): long work says how far it is. */
+static bool progress_line(const Session *s) { return s->interactive && !s->json && isatty(fileno(stderr)); }
+
+static void report_progress(void *ctx, int done, int total) {
+  (void)ctx;
+  fprintf(stderr, "\rreport: drawing stage %d of %d...", done + 1, total);
+  if (done + 1 == total) fputs("\r\033[K", stderr);
+  fflush(stderr);
+}
+
 static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
@@ -395,6 +419,10 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
   if (!ok) viz_error(s, err, "out of memory");
   int first = 0;
   for (int k = 0; k < n && ok; k++) {
+    if (s->interrupted && *s->interrupted) {
+      ok = viz_error(s, err, "interrupted: the report was not written");
+      break;
+    }
     st[k].module = s->stages[k].module;
     st[k].pass = stage_pass(s, k);
     st[k].changed = s->stages[k].changed;
@@ -405,6 +433,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     }
     st[k].have_numbers = true;
     st[k].kernels = p->launches;
+    st[k].nkernels = p->ncompute;
     st[k].bytes = p->bytes_read + p->bytes_written;
     st[k].est_us = p->est_us;
     plan_free(p);
@@ -412,6 +441,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     int last = first;
     while (last < nds && ds[last].stage == k) last++;
     st[k].decisions = (VizDecisions){ds + first, last - first};
+    st[k].first_number = first + 1; /* ds holds every decision in `decisions` order */
     if (k > 0 && s->log) {
       char words[256];
       explain_stage_summary(s->log, k, words, sizeof words);
@@ -433,7 +463,8 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     char title[300];
     snprintf(title, sizeof title, "%s", s->stages[0].module->name ? s->stages[0].module->name : "module");
     VizReportOptions ro = {.title = title, .pipeline = s->pipeline ? s->pipeline->name : "classic",
-                           .device = s->device.name};
+                           .device = s->device.name, .interrupted = s->interrupted,
+                           .progress = progress_line(s) ? report_progress : NULL, .progress_ctx = s};
     ok = mem && viz_report_write(mem, r, st, n, &all, &ro, err);
     if (mem) fclose(mem);
     if (ok) {
@@ -466,6 +497,37 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- show graph ---------- */
 
+typedef struct {
+  Session *s;
+  ExplainStageView *view;
+} EdgeTagCtx;
+
+/* "#13 reduce_epilogue": the decision at the boundary between the two kernels. */
+static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *buf, size_t n) {
+  EdgeTagCtx *c = ctx;
+  const PlanKernel *kf = explain_view_kernel(c->view, from), *kt = explain_view_kernel(c->view, to);
+  if (!kf || !kt || kf == kt) return false;
+  ExplainBoundary bd;
+  explain_boundary(c->view, kf, kt, &bd);
+  if (!bd.decision) {
+    /* No pass judged the pair because the producer is a library kernel fusion never opens: say
+     * that (once a fusion pass has run; before, nothing has been judged at all). */
+    char lb[160];
+    if (kf->kind != KERNEL_LIBRARY || strncmp(bd.none, "no ", 3) == 0) return false;
+    snprintf(buf, n, "(%s output: never fused)", explain_kernel_label(kf, lb, sizeof lb));
+    return true;
+  }
+  const char *reason = bd.decision->reason ? bd.decision->reason : (bd.decision->accepted ? "accepted" : "rejected");
+  /* A library call is named as what it is (cuBLAS matmul, cuDNN convolution), not "custom call". */
+  const PlanKernel *lib = kf->kind == KERNEL_LIBRARY ? kf : kt->kind == KERNEL_LIBRARY ? kt : NULL;
+  char lb[160];
+  if (lib && strcmp(reason, "custom_call") == 0)
+    snprintf(buf, n, "#%d %s: %s", explain_record_number(c->s->log, bd.decision), reason,
+             explain_kernel_label(lib, lb, sizeof lb));
+  else snprintf(buf, n, "#%d %s", explain_record_number(c->s->log, bd.decision), reason);
+  return true;
+}
+
 static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
@@ -480,10 +542,14 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   for (int k = 0; k < p->nkernels; k++)
     kn[k] = (VizKernelNumbers){p->kernels[k].name, p->kernels[k].bytes_read, p->kernels[k].bytes_written,
                                p->kernels[k].launches, p->kernels[k].est_us};
-  VizNumbers nums = {kn, p->nkernels};
+  /* Each value crossing kernels is tagged with the decision that kept it in memory. */
+  ExplainStageView *view = s->log ? explain_view_new(s->log, s->cur, m, p) : NULL;
+  EdgeTagCtx tc = {s, view};
+  VizNumbers nums = {kn, p->nkernels, view ? edge_tag : NULL, &tc};
   FxError terr;
   fx_error_clear(&terr);
   bool ok = viz_text_graph(s->out, m, argc == 2 ? argv[1] : NULL, &nums, 100, &terr);
+  explain_view_free(view);
   fx_free(kn);
   plan_free(p);
   if (!ok) return repl_arg_error(s, err, 1, "%s", terr.msg);
@@ -522,7 +588,8 @@ const ReplCommand repl_cmds_viz[] = {
      cmd_report},
     {"show-graph", "show graph [COMPUTATION]", NULL,
      "show graph [COMP]   the current stage as text: each kernel with its kind, members and inputs, then\n"
-     "                    the values that cross between kernels (written to memory) and their sizes",
+     "                    the values that cross between kernels (written to memory), their sizes, and\n"
+     "                    the decision that kept each in memory (#N reason; `why A B` explains it).",
      cmd_show_graph},
     {0},
 };

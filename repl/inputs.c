@@ -11,7 +11,9 @@
 #include <fnmatch.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../runtime/runtime.h"
 #include "args.h"
@@ -79,20 +81,68 @@ bool repl_uniform_check(Session *s, ReplUniform *rules, int n, const IrModule *c
 
 bool repl_inputs_fill(const IrModule *m, struct RtTensor **args, uint64_t seed, ReplUniform *rules, int nrules,
                       FxError *err) {
-  for (int k = 0; k < m->entry->nparams; k++) {
-    if (args[k]) continue;
-    const IrInstr *p = m->entry->params[k];
-    if (!p) return fx_error_set(err, NULL, 0, 0, "the entry's parameter %d is missing", k);
-    args[k] = rt_tensor_for_shape(&p->shape, err);
-    if (!args[k]) return false;
-    if (args[k]->type == IR_TUPLE) {
-      for (int e = 0; e < args[k]->ntuple; e++) rt_tensor_fill_random(args[k]->tuple[e], seed, (uint64_t)k * 1000 + (uint64_t)e);
-      continue;
+  return repl_inputs_fill_interruptible(m, args, seed, rules, nrules, NULL, false, err);
+}
+
+/* Elements filled between two looks at the Ctrl-C flag: a few milliseconds of work. */
+#define FILL_PIECE (1 << 20)
+
+/* Fills t (stream) in pieces; false when interrupted. */
+static bool fill_pieces(struct RtTensor *t, uint64_t seed, uint64_t stream, volatile int *interrupted, bool progress,
+                        uint64_t *done, uint64_t total) {
+  uint64_t esize = t->count > 0 ? (uint64_t)ir_type_bytes(t->type) : 0;
+  for (int64_t at = 0; at < t->count; at += FILL_PIECE) {
+    if (interrupted && *interrupted) return false;
+    int64_t to = at + FILL_PIECE < t->count ? at + FILL_PIECE : t->count;
+    rt_tensor_fill_random_range(t, seed, stream, at, to);
+    *done += (uint64_t)(to - at) * esize;
+    if (progress && total > (64u << 20)) {
+      fprintf(stderr, "\rrun: making the inputs: %.0f of %.0f MiB", *done / 1048576.0, total / 1048576.0);
+      fflush(stderr);
     }
-    rt_tensor_fill_random(args[k], seed, (uint64_t)k);
-    repl_uniform_apply(args[k], repl_uniform_for(rules, nrules, p->name));
   }
   return true;
+}
+
+bool repl_inputs_fill_interruptible(const IrModule *m, struct RtTensor **args, uint64_t seed, ReplUniform *rules,
+                                    int nrules, volatile int *interrupted, bool progress, FxError *err) {
+  uint64_t total = 0, done = 0;
+  for (int k = 0; k < m->entry->nparams; k++)
+    if (!args[k] && m->entry->params[k]) total += (uint64_t)ir_shape_bytes(&m->entry->params[k]->shape);
+  bool ok = true;
+  for (int k = 0; k < m->entry->nparams && ok; k++) {
+    if (args[k]) continue;
+    if (interrupted && *interrupted) {
+      ok = fx_error_set(err, NULL, 0, 0, "interrupted: stopped making the inputs");
+      break;
+    }
+    const IrInstr *p = m->entry->params[k];
+    if (!p) {
+      ok = fx_error_set(err, NULL, 0, 0, "the entry's parameter %d is missing", k);
+      break;
+    }
+    args[k] = rt_tensor_for_shape(&p->shape, err);
+    if (!args[k]) {
+      ok = false;
+      break;
+    }
+    if (args[k]->type == IR_TUPLE) {
+      for (int e = 0; e < args[k]->ntuple && ok; e++)
+        if (!fill_pieces(args[k]->tuple[e], seed, (uint64_t)k * 1000 + (uint64_t)e, interrupted, progress, &done, total))
+          ok = fx_error_set(err, NULL, 0, 0, "interrupted: stopped making the inputs");
+      continue;
+    }
+    if (!fill_pieces(args[k], seed, (uint64_t)k, interrupted, progress, &done, total)) {
+      ok = fx_error_set(err, NULL, 0, 0, "interrupted: stopped making the inputs");
+      break;
+    }
+    repl_uniform_apply(args[k], repl_uniform_for(rules, nrules, p->name));
+  }
+  if (progress && total > (64u << 20)) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+  }
+  return ok;
 }
 
 void repl_inputs_free(const IrModule *m, struct RtTensor **args) {

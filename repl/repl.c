@@ -24,6 +24,9 @@
 #include <readline/readline.h>
 
 #include "../compiler/arena.h"
+#include "../compiler/device.h"
+#include "../compiler/pass.h"
+#include "../explain/explain.h"
 #include "args.h"
 #include "repl.h"
 
@@ -110,6 +113,41 @@ static bool takes_file(const ReplCommand *c) {
   return c->usage && (strstr(c->usage, "FILE") || strstr(c->usage, "PATH") || strstr(c->usage, "DIR"));
 }
 
+/* Candidates for a word whose values are a fixed list: `set device`, `set library`, `set pass`,
+ * `set expensive`, `pipeline`, `decisions --reason`/`--pass`, `render --format`. The lists come
+ * from the tables that define them (devices, pipelines, passes, the reason vocabulary). */
+static void value_cands(const char *cmd, int nwords, const char *second, const char *last, const char *text) {
+  static const char *const on_off[] = {"on", "off", NULL};
+  if (strcmp(cmd, "set") == 0 && nwords == 2) {
+    if (strcmp(second, "device") == 0)
+      for (int i = 0; i < device_count(); i++) cands_add(&cands, device_at(i)->name, text);
+    else if (strcmp(second, "library") == 0)
+      for (const char *const *w = (const char *const[]){"dot", "conv", "rng", NULL}; *w; w++) cands_add(&cands, *w, text);
+    else if (strcmp(second, "pass") == 0)
+      for (int i = 0; i < pass_count(); i++) cands_add(&cands, pass_at(i)->name, text);
+    else if (strcmp(second, "expensive") == 0)
+      for (int i = 0; i < IR_OP_COUNT; i++) cands_add(&cands, ir_op_name((IrOpcode)i), text);
+    else if (strcmp(second, "ptxas") == 0)
+      for (int i = 0; on_off[i]; i++) cands_add(&cands, on_off[i], text);
+    else if (strcmp(second, "gpu_arch") == 0)
+      for (const char *const *w = (const char *const[]){"auto", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", NULL}; *w; w++)
+        cands_add(&cands, *w, text);
+  } else if (strcmp(cmd, "set") == 0 && nwords == 3 &&
+             (strcmp(second, "library") == 0 || strcmp(second, "pass") == 0)) {
+    for (int i = 0; on_off[i]; i++) cands_add(&cands, on_off[i], text);
+  } else if (strcmp(cmd, "set") == 0 && nwords == 3 && strcmp(second, "expensive") == 0) {
+    for (const char *const *w = (const char *const[]){"on", "off", "default", NULL}; *w; w++) cands_add(&cands, *w, text);
+  } else if (strcmp(cmd, "pipeline") == 0 && nwords == 1) {
+    for (int i = 0; i < pipeline_count(); i++) cands_add(&cands, pipeline_at(i)->name, text);
+  } else if (strcmp(last, "--reason") == 0) {
+    for (int i = 0; i < explain_reason_count(); i++) cands_add(&cands, explain_reason_code(i), text);
+  } else if (strcmp(last, "--pass") == 0) {
+    for (int i = 0; i < pass_count(); i++) cands_add(&cands, pass_at(i)->name, text);
+  } else if (strcmp(last, "--format") == 0) {
+    for (const char *const *w = (const char *const[]){"svg", "png", "pdf", "dot", NULL}; *w; w++) cands_add(&cands, *w, text);
+  }
+}
+
 static char **complete(const char *text, int start, int end) {
   (void)end;
   cands_clear();
@@ -121,11 +159,12 @@ static char **complete(const char *text, int start, int end) {
   FxError e;
   fx_error_clear(&e);
   int nwords = 0;
-  char first[64] = "", second[64] = "";
+  char first[64] = "", second[64] = "", last_word[64] = "";
   if (repl_args_split(head, 1, &a, &e)) {
     nwords = a.argc;
     if (a.argc > 0) snprintf(first, sizeof first, "%s", a.argv[0]);
     if (a.argc > 1) snprintf(second, sizeof second, "%s", a.argv[1]);
+    if (a.argc > 0) snprintf(last_word, sizeof last_word, "%s", a.argv[a.argc - 1]);
     repl_args_free(&a);
   }
   free(head);
@@ -169,7 +208,8 @@ static char **complete(const char *text, int start, int end) {
     rl_attempted_completion_over = 0;
     return NULL;
   }
-  (void)second;
+  /* The values a setting or option takes, where they are a fixed list. */
+  if (c && cands.n == 0) value_cands(c->name, nwords, second, last_word, text);
   /* Instruction names of the current module (for every other argument). */
   if (nwords > 0 && cands.n == 0) {
     IrModule *m = cur_session ? session_module(cur_session) : NULL;

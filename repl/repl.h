@@ -99,6 +99,11 @@ bool repl_uniform_check(Session *s, ReplUniform *rules, int n, const IrModule *c
  * already set (a --input file) are kept. Returns false with err filled. */
 bool repl_inputs_fill(const IrModule *m, struct RtTensor **args, uint64_t seed, ReplUniform *rules, int nrules,
                       FxError *err);
+/* The same, stopping ("interrupted") within a fraction of a second of *interrupted becoming
+ * non-zero (large inputs are filled in pieces), and with a progress line on stderr when
+ * `progress` (a terminal): how many of the inputs' bytes are ready. */
+bool repl_inputs_fill_interruptible(const IrModule *m, struct RtTensor **args, uint64_t seed, ReplUniform *rules,
+                                    int nrules, volatile int *interrupted, bool progress, FxError *err);
 /* Unrefs each argument and frees the array; NULL is fine. */
 void repl_inputs_free(const IrModule *m, struct RtTensor **args);
 

@@ -11,9 +11,13 @@
  * and the column of the word at fault. A failing line leaves the session as it was. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../compiler/arena.h"
 #include "../compiler/fx.h"
@@ -103,8 +107,15 @@ bool repl_sync_fx(Session *s, FxError *err) {
     if (!err->set) fx_error_set(err, NULL, 0, 0, "could not build the module from the .fx definitions");
     return false;
   }
+  /* Rebuilding replaces stage 0, so the stages computed from the old definitions go: say so. */
+  int dropped = s->fx_built == s->fx_state ? s->nstages - 1 : 0, was = s->cur;
   session_set_input(s, m);
   s->fx_dirty = false;
+  s->fx_built = s->fx_state;
+  if (dropped > 0 && !s->json)
+    fprintf(s->out, "the .fx definitions changed: the module is rebuilt at stage 0, and the %d computed stage%s "
+            "(1 to %d; you were at stage %d) %s dropped; step runs the passes again\n",
+            dropped, dropped == 1 ? "" : "s", dropped, was, dropped == 1 ? "was" : "were");
   return true;
 }
 
@@ -132,6 +143,48 @@ static bool run_fx(Session *s, const char *text, const char *src, int line, int 
   if (!err->set) fx_error_set(err, s->input_name, line, col0, "invalid .fx statement");
   if (padded && src && err->line == line) fx_error_set_source(err, src, 1);
   return false;
+}
+
+/* ---------- the pager ---------- */
+
+/* Commands whose output can run to thousands of lines (show graph on Gemma: 2,661). */
+static bool pageable(const Session *s, const char *cmd) {
+  static const char *const long_output[] = {"show", "decisions", "why", "kernels", "diff", "passes", "help", NULL};
+  if (!s->interactive || s->out != stdout || !isatty(STDOUT_FILENO)) return false;
+  const char *pager = getenv("PAGER");
+  if (pager && (!pager[0] || strcmp(pager, "cat") == 0)) return false;
+  for (int k = 0; long_output[k]; k++)
+    if (strcmp(cmd, long_output[k]) == 0) return true;
+  return false;
+}
+
+/* Prints captured output: through $PAGER (else `less -FRX`) when it is taller than the terminal,
+ * straight to out otherwise or when the pager cannot start. */
+static void page_out(FILE *out, const char *text, size_t len) {
+  if (!text || !len) return;
+  struct winsize ws;
+  int rows = ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 ? ws.ws_row : 24;
+  size_t lines = 0;
+  for (size_t k = 0; k < len; k++) lines += text[k] == '\n';
+  if (lines < (size_t)rows) {
+    fwrite(text, 1, len, out);
+    fflush(out);
+    return;
+  }
+  const char *pager = getenv("PAGER");
+  if (!pager || !pager[0]) pager = "less -FRX";
+  fflush(out);
+  /* Quitting the pager early closes the pipe: that must not end fxplain. */
+  void (*old_pipe)(int) = signal(SIGPIPE, SIG_IGN);
+  FILE *p = popen(pager, "w");
+  if (!p) {
+    signal(SIGPIPE, old_pipe);
+    fwrite(text, 1, len, out);
+    return;
+  }
+  fwrite(text, 1, len, p);
+  pclose(p);
+  signal(SIGPIPE, old_pipe);
 }
 
 /* ---------- running commands ---------- */
@@ -200,14 +253,21 @@ static bool run_command(Session *s, const char *text, const char *src, int line,
     FILE *real_out = s->out;
     char *cap = NULL;
     size_t caplen = 0;
-    if (s->json) {
-      /* Capture the command's output: on success it is its one JSON value (plain text from a
-       * command without a JSON form is wrapped), on failure only the error is printed. */
+    bool paging = !s->json && pageable(s, c->name);
+    if (s->json || paging) {
+      /* Capture the command's output: in JSON, on success it is its one JSON value (plain text
+       * from a command without a JSON form is wrapped), on failure only the error is printed; on
+       * a terminal, long output goes through the pager. */
       FILE *m = open_memstream(&cap, &caplen);
       if (m) s->out = m;
     }
     ok = c->run(s, a.argc, a.argv, err);
-    if (s->out != real_out) {
+    if (paging && s->out != real_out) {
+      fclose(s->out);
+      s->out = real_out;
+      page_out(real_out, cap, caplen);
+      free(cap);
+    } else if (s->out != real_out) {
       fclose(s->out);
       s->out = real_out;
       if (ok) {
@@ -551,6 +611,7 @@ bool repl_load_hlo(Session *s, const char *path, FxError *err) {
   /* .fx definitions typed before belong to the module just replaced. */
   if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
+  s->fx_built = NULL;
   s->fx_dirty = false;
   return true;
 }
@@ -644,6 +705,8 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
    * its definitions became the module. */
   void *old_fx = s->fx_state;
   bool old_dirty = s->fx_dirty;
+  const void *old_built = s->fx_built;
+  s->fx_built = NULL; /* the script's definitions are new: rebuilding from them is a load, not an edit */
   IrModule *old_input = s->nstages > 0 ? s->stages[0].module : NULL;
   const char *old_name = s->input_name;
   int old_line = s->input_line;
@@ -659,6 +722,7 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
     if (s->fx_state) fx_state_free(s->fx_state);
     s->fx_state = old_fx;
     s->fx_dirty = old_dirty;
+    s->fx_built = old_built;
   } else if (old_fx && old_fx != s->fx_state) {
     fx_state_free(old_fx);
   }

@@ -9,6 +9,7 @@
 #include "../compiler/fx.h"
 #include "../explain/explain.h"
 #include "../runtime/backend.h"
+#include "../runtime/runtime.h"
 #include "repl.h"
 
 volatile int repl_interrupted;
@@ -17,6 +18,7 @@ static void set_defaults(Session *s) {
   s->device = *device_default();
   pass_settings_default(&s->settings);
   s->pipeline = pipeline_lookup("classic");
+  rt_default_max_memory(); /* `set max_memory`: the default, as a new session starts */
 }
 
 Session *session_new(FILE *out, FILE *err) {
@@ -87,6 +89,7 @@ void session_reset(Session *s) {
   session_set_input(s, NULL);
   if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
+  s->fx_built = NULL;
   s->fx_dirty = false;
   variants_free(s->variants);
   s->variants = NULL;

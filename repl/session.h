@@ -56,6 +56,7 @@ typedef struct Session {
   const int *arg_cols;
   int arg_count, arg_end_col;
   bool fx_dirty;
+  const void *fx_built; /* the .fx state stage 0 was last built from (an edit of it is announced) */
   int script_depth;
   bool quit;
   /* The rows `variant` recorded (cmd_variants.c): kept across `load`, emptied by `reset`; NULL

@@ -76,6 +76,8 @@ void rt_set_c(RtTensor *t, int64_t i, double re, double im);
 
 /* The memory budget for live tensor data, in bytes (0 = unlimited), and the bytes now live. */
 void rt_set_max_memory(uint64_t bytes);
+/* Back to the default budget: three quarters of the machine's memory. */
+void rt_default_max_memory(void);
 uint64_t rt_max_memory(void);
 uint64_t rt_live_bytes(void);
 
@@ -99,6 +101,9 @@ double rt_from_f8(IrType t, uint8_t bits);
 /* Fills an array tensor with seeded random data suited to its type (floats in [-1, 1), integers
  * in [0, 16), pred 0/1). Deterministic for a given (seed, stream). */
 void rt_tensor_fill_random(RtTensor *t, uint64_t seed, uint64_t stream);
+/* The same numbers for elements [from, to) only (counter-based: any split gives the same tensor),
+ * so a caller can fill a large tensor in pieces and stop between them. */
+void rt_tensor_fill_random_range(RtTensor *t, uint64_t seed, uint64_t stream, int64_t from, int64_t to);
 
 /* ---------- counter-based random numbers (shared by every backend) ---------- */
 

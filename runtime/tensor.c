@@ -18,6 +18,8 @@ void rt_set_max_memory(uint64_t bytes) {
   max_memory_set = true;
 }
 
+void rt_default_max_memory(void) { max_memory_set = false; }
+
 /* The default budget: three quarters of the machine's memory, so that an input that claims
    terabytes (a .npy header, a shape) is refused with an error instead of exhausting the machine. */
 uint64_t rt_max_memory(void) {
@@ -491,8 +493,14 @@ void rt_threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, uint32_
 }
 
 void rt_tensor_fill_random(RtTensor *t, uint64_t seed, uint64_t stream) {
+  rt_tensor_fill_random_range(t, seed, stream, 0, t->count);
+}
+
+void rt_tensor_fill_random_range(RtTensor *t, uint64_t seed, uint64_t stream, int64_t from, int64_t to) {
   if (!t->data) return;
-  for (int64_t i = 0; i < t->count; i++) {
+  if (from < 0) from = 0;
+  if (to > t->count) to = t->count;
+  for (int64_t i = from; i < to; i++) {
     uint32_t o[2];
     rt_threefry2x32((uint32_t)seed, (uint32_t)(seed >> 32) ^ (uint32_t)stream * 0x9E3779B9u,
                     (uint32_t)i, (uint32_t)((uint64_t)i >> 32) ^ (uint32_t)(stream >> 32), o);

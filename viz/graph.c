@@ -506,24 +506,73 @@ static void set_html(Agraph_t *root, void *obj, const char *k, const char *html)
   agstrfree(root, h);
 }
 
-static void emit_legend(Agraph_t *g, bool refused) {
+/* The node styles a legend can explain, each with its row. */
+enum {
+  LG_PLAIN, LG_REDUCE, LG_LOOP_FUSION, LG_INPUT_FUSION, LG_OUTPUT_FUSION, LG_LIBRARY, LG_CONTROL, LG_COLLECTIVE,
+  LG_TUPLE, LG_PARAMETER, LG_CONSTANT, LG_COUNT
+};
+
+static int legend_kind(const IrInstr *i) {
+  switch (i->op) {
+    case IR_OP_PARAMETER: return LG_PARAMETER;
+    case IR_OP_CONSTANT:
+    case IR_OP_IOTA: return LG_CONSTANT;
+    case IR_OP_TUPLE:
+    case IR_OP_GET_TUPLE_ELEMENT:
+    case IR_OP_OPT_BARRIER: return LG_TUPLE;
+    default: break;
+  }
+  if (ir_instr_is_fusion(i)) {
+    switch (viz_kernel_kind(i)) {
+      case VIZ_K_INPUT: return LG_INPUT_FUSION;
+      case VIZ_K_OUTPUT: return LG_OUTPUT_FUSION;
+      case VIZ_K_LIBRARY: return LG_LIBRARY;
+      default: return LG_LOOP_FUSION;
+    }
+  }
+  switch (ir_op_info(i->op)->category) {
+    case IR_CAT_LIBRARY: return LG_LIBRARY;
+    case IR_CAT_CONTROL: return LG_CONTROL;
+    case IR_CAT_COLLECTIVE: return LG_COLLECTIVE;
+    case IR_CAT_REDUCE: return LG_REDUCE;
+    default: return LG_PLAIN;
+  }
+}
+
+/* The legend: a row for every node style and edge kind the picture uses (and only those), in
+ * the colours node_style gives them. */
+static void emit_legend(Agraph_t *g, const bool used[LG_COUNT], bool registers, bool refused) {
+  static const struct {
+    const char *fill, *sample, *words;
+  } rows[LG_COUNT] = {
+      [LG_PLAIN] = {"#ffffff", "add.1", "instruction: name, op, shape"},
+      [LG_REDUCE] = {"#fff6d6", "reduce.1", "a reduction"},
+      [LG_LOOP_FUSION] = {"#dce9f8", "fusion.1", "loop fusion: one kernel (its members inside)"},
+      [LG_INPUT_FUSION] = {"#fdf0c8", "fusion.2", "input fusion: one kernel around a reduction"},
+      [LG_OUTPUT_FUSION] = {"#dcf2dc", "fusion.3", "output fusion: one kernel after a library call"},
+      [LG_LIBRARY] = {"#ffd8a8", "dot.1", "library call (cuBLAS, cuDNN, cuRAND, custom call)"},
+      [LG_CONTROL] = {"#e5d8f5", "while.1", "loop control, run by the host"},
+      [LG_COLLECTIVE] = {"#f6d5d5", "all-reduce.1", "collective communication"},
+      [LG_TUPLE] = {"#e6e6e6", "tuple.1", "tuple: a place in memory, no kernel"},
+      [LG_PARAMETER] = {"#e3f1df", "p", "parameter"},
+      [LG_CONSTANT] = {"#f2f2f2", "constant.1", "constant or iota: no kernel of its own"},
+  };
   VizBuf b = {0};
-  vbuf_puts(&b,
-            "<<TABLE BORDER=\"1\" COLOR=\"#aaaaaa\" CELLBORDER=\"0\" CELLSPACING=\"2\" CELLPADDING=\"2\">"
-            "<TR><TD COLSPAN=\"2\"><B>legend</B></TD></TR>"
-            "<TR><TD BGCOLOR=\"#ffffff\" BORDER=\"1\">add.1</TD><TD ALIGN=\"LEFT\">instruction: name, op, shape</TD></TR>"
-            "<TR><TD BGCOLOR=\"#dce9f8\" BORDER=\"1\">fusion.1</TD><TD ALIGN=\"LEFT\">a fusion: one kernel (its members inside)</TD></TR>"
-            "<TR><TD BGCOLOR=\"#ffd8a8\" BORDER=\"1\">dot.1</TD><TD ALIGN=\"LEFT\">library call (cuBLAS, cuDNN, cuRAND, custom call)</TD></TR>"
-            "<TR><TD BGCOLOR=\"#e5d8f5\" BORDER=\"1\">while.1</TD><TD ALIGN=\"LEFT\">loop control, run by the host</TD></TR>"
-            "<TR><TD BGCOLOR=\"#e6e6e6\" BORDER=\"1\">tuple.1</TD><TD ALIGN=\"LEFT\">tuple: a place in memory, no kernel</TD></TR>"
-            "<TR><TD BGCOLOR=\"#e3f1df\" BORDER=\"1\">p</TD><TD ALIGN=\"LEFT\">parameter</TD></TR>"
-            "<TR><TD><FONT COLOR=\"#1f3f77\"><B>\xe2\x94\x81\xe2\x94\x81\xe2\x94\x81\xe2\x96\xb6</B></FONT></TD>"
-            "<TD ALIGN=\"LEFT\">value written to memory (crosses a kernel boundary)</TD></TR>"
-            "<TR><TD><FONT COLOR=\"#6f97c9\">\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x96\xb7</FONT></TD>"
-            "<TD ALIGN=\"LEFT\">value kept in registers inside a fusion</TD></TR>");
+  vbuf_puts(&b, "<<TABLE BORDER=\"1\" COLOR=\"#aaaaaa\" CELLBORDER=\"0\" CELLSPACING=\"2\" CELLPADDING=\"3\">"
+                "<TR><TD COLSPAN=\"2\"><B>legend</B></TD></TR>");
+  for (int k = 0; k < LG_COUNT; k++)
+    if (used[k])
+      /* The trailing spaces leave room for a browser's font, wider than Graphviz's estimate. */
+      vbuf_printf(&b, "<TR><TD BGCOLOR=\"%s\" BORDER=\"1\">%s</TD><TD ALIGN=\"LEFT\">%s    </TD></TR>", rows[k].fill,
+                  rows[k].sample, rows[k].words);
+  vbuf_puts(&b, "<TR><TD><FONT COLOR=\"#1f3f77\"><B>\xe2\x94\x81\xe2\x94\x81\xe2\x94\x81\xe2\x96\xb6</B></FONT></TD>"
+                "<TD ALIGN=\"LEFT\">value written to memory (crosses a kernel boundary)    </TD></TR>");
+  if (registers)
+    vbuf_puts(&b, "<TR><TD><FONT COLOR=\"#6f97c9\">\xe2\x94\x80\xe2\x94\x80\xe2\x94\x80\xe2\x96\xb7</FONT></TD>"
+                  "<TD ALIGN=\"LEFT\">value kept in registers inside a fusion    </TD></TR>");
   if (refused)
     vbuf_puts(&b, "<TR><TD><FONT COLOR=\"#d62728\">\xe2\x95\x8c\xe2\x95\x8c\xe2\x95\x8c\xe2\x96\xb7</FONT></TD>"
-                  "<TD ALIGN=\"LEFT\">refused fusion candidate: reason code</TD></TR>");
+                  "<TD ALIGN=\"LEFT\">refused fusion candidate: reason code    </TD></TR>");
   vbuf_puts(&b, "</TABLE>>");
   if (!b.failed) {
     Agnode_t *n = agnode(g, "__legend", 1);
@@ -533,6 +582,13 @@ static void emit_legend(Agraph_t *g, bool refused) {
     set_html(g, n, "label", vbuf_str(&b));
   }
   vbuf_free(&b);
+}
+
+/* Is node v inside cluster c (directly or in a cluster nested in it)? */
+static bool in_cluster(const Model *md, int v, int c) {
+  for (int k = md->nodes[v].cluster, guard = 0; k >= 0 && guard < 64; k = md->clusters[k].parent, guard++)
+    if (k == c) return true;
+  return false;
 }
 
 static void edge_label(VizBuf *b, const Edge *e, bool plain) {
@@ -731,10 +787,21 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
         set(ae, "penwidth", ed->kind == E_DECISION ? "2.5" : "1.5");
         set(ae, "constraint", "false");
         set(ae, "arrowhead", "empty");
-        if (ed->tail_cluster >= 0 && md->clusters[ed->tail_cluster].ag)
-          set(ae, "ltail", agnameof(md->clusters[ed->tail_cluster].ag));
-        if (ed->head_cluster >= 0 && md->clusters[ed->head_cluster].ag)
-          set(ae, "lhead", agnameof(md->clusters[ed->head_cluster].ag));
+        /* Clip to a fusion's box only when the other end is outside it: an edge clipped to a box
+         * holding both of its ends vanishes and leaves its label alone inside the box. */
+        bool tail_ok = ed->tail_cluster >= 0 && md->clusters[ed->tail_cluster].ag &&
+                       !in_cluster(md, ed->to, ed->tail_cluster);
+        bool head_ok = ed->head_cluster >= 0 && md->clusters[ed->head_cluster].ag &&
+                       !in_cluster(md, ed->from, ed->head_cluster);
+        if (tail_ok) set(ae, "ltail", agnameof(md->clusters[ed->tail_cluster].ag));
+        if (head_ok) set(ae, "lhead", agnameof(md->clusters[ed->head_cluster].ag));
+        /* dot places a label at the middle of the unclipped edge, which may lie inside the box it
+         * was clipped to: put the reason at the end that stays outside instead. */
+        if ((tail_ok || head_ok) && b.len && !b.failed) {
+          set(ae, "label", "");
+          set(ae, head_ok ? "taillabel" : "headlabel", vbuf_str(&b));
+          set(ae, "labeldistance", "2.5");
+        }
         if (ed->kind == E_REFUSED) {
           vbuf_reset(&b);
           vbuf_printf(&b, "refused by %s: %s", ed->d->pass ? ed->d->pass : "?",
@@ -748,7 +815,14 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
   }
   bool failed = b.failed;
   vbuf_free(&b);
-  if (o->legend) emit_legend(g, vg->stats.refused_edges > 0 || o->decision);
+  if (o->legend) {
+    bool used[LG_COUNT] = {0};
+    for (int v = 0; v < md->nnodes; v++)
+      if (node_kept(md, v)) used[legend_kind(md->nodes[v].instr)] = true;
+    for (int c = 0; c < md->nclusters; c++)
+      if (md->clusters[c].ag) used[legend_kind(md->clusters[c].fusion)] = true;
+    emit_legend(g, used, vg->stats.register_edges > 0, vg->stats.refused_edges > 0 || o->decision);
+  }
   return !failed;
 }
 

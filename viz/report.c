@@ -57,6 +57,10 @@ static const char *js =
     "window.addEventListener('scroll',function(){var best=0;for(var k=0;k<secs.length;k++){"
     "if(secs[k].getBoundingClientRect().top<120)best=k;}if(best!==cur){cur=best;mark(cur);}});"
     "var h=location.hash.replace('#','');secs.forEach(function(s,k){if(s.id===h)cur=k;});mark(cur);"
+    /* The browser scrolls to the anchor before the pictures shrink to the page's width, which
+     * leaves it past the end of a now shorter page (a blank screen): scroll again once laid out. */
+    "if(h&&secs[cur]){var back=function(){secs[cur].scrollIntoView({block:'start'});};"
+    "window.addEventListener('load',back);if(window.requestAnimationFrame)requestAnimationFrame(back);}"
     "document.querySelectorAll('.filters').forEach(function(f){"
     "var sec=f.parentNode;var v=f.querySelector('.f-verdict'),r=f.querySelector('.f-reason');"
     "function apply(){var n=0;sec.querySelectorAll('tr.d').forEach(function(tr){"
@@ -140,7 +144,7 @@ static bool picture(VizBuf *b, VizRenderer *r, const VizStage *st, int stage, co
   }
   char *svg;
   size_t len;
-  bool ok = viz_render(r, g, VIZ_SVG, &svg, &len, err);
+  bool ok = viz_render_interruptible(r, g, VIZ_SVG, &svg, &len, o->interrupted, err);
   viz_graph_free(g);
   if (!ok) return false;
   const char *start = strstr(svg, "<svg");
@@ -199,7 +203,8 @@ static void diff_text(VizBuf *b, const IrModule *prev, const IrModule *cur) {
   vbuf_free(&body);
 }
 
-static void decisions_table(VizBuf *b, const VizDecisions *d) {
+static void decisions_table(VizBuf *b, const VizDecisions *d, int first_number) {
+  if (first_number < 1) first_number = 1;
   if (d->count == 0) {
     vbuf_puts(b, "<p>No decisions recorded by this pass.</p>\n");
     return;
@@ -233,7 +238,7 @@ static void decisions_table(VizBuf *b, const VizDecisions *d) {
     const char *v = x->accepted ? "accepted" : "rejected";
     vbuf_printf(b, "<tr class=\"d\" data-verdict=\"%s\" data-reason=\"", v);
     vbuf_html(b, x->reason ? x->reason : "");
-    vbuf_printf(b, "\"><td class=\"num\">%d</td><td>", k + 1);
+    vbuf_printf(b, "\"><td class=\"num\">%d</td><td>", first_number + k);
     vbuf_html(b, x->pass);
     vbuf_puts(b, "</td><td>");
     vbuf_html(b, x->action);
@@ -267,13 +272,13 @@ static void decisions_table(VizBuf *b, const VizDecisions *d) {
 static void numbers_cells(VizBuf *b, const VizStage *s) {
   char bytes[32], us[32];
   if (!s->have_numbers) {
-    vbuf_puts(b, "<td class=\"num\">-</td><td class=\"num\">-</td><td class=\"num\">-</td>");
+    vbuf_puts(b, "<td class=\"num\">-</td><td class=\"num\">-</td><td class=\"num\">-</td><td class=\"num\">-</td>");
     return;
   }
   viz_fmt_bytes(s->bytes, bytes, sizeof bytes);
   fmt_us(s->est_us, us, sizeof us);
-  vbuf_printf(b, "<td class=\"num\">%lld</td><td class=\"num\">%s</td><td class=\"num\">%s</td>", (long long)s->kernels,
-              bytes, us);
+  vbuf_printf(b, "<td class=\"num\">%lld</td><td class=\"num\">%lld</td><td class=\"num\">%s</td><td class=\"num\">%s</td>",
+              (long long)s->nkernels, (long long)s->kernels, bytes, us);
 }
 
 bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nstages, const VizDecisions *all,
@@ -300,7 +305,7 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
 
   /* Summary table. */
   vbuf_puts(&b, "<h2>Stages</h2>\n<table id=\"summary\"><thead><tr><th>stage</th><th>pass</th><th>changed</th>"
-                "<th>instructions</th><th>kernels</th><th>bytes</th><th>est. time</th><th>decisions</th></tr></thead><tbody>\n");
+                "<th>instructions</th><th>kernels</th><th>launches</th><th>bytes</th><th>est. time</th><th>decisions</th></tr></thead><tbody>\n");
   for (int s = 0; s < nstages; s++) {
     const VizStage *st = &stages[s];
     int acc, rej;
@@ -318,6 +323,11 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
   bool ok = true;
   for (int s = 0; s < nstages && ok; s++) {
     const VizStage *st = &stages[s];
+    if (o->interrupted && *o->interrupted) {
+      ok = fx_error_set(err, NULL, 0, 0, "interrupted: the report was not written");
+      break;
+    }
+    if (o->progress) o->progress(o->progress_ctx, s, nstages);
     vbuf_printf(&b, "<section class=\"stage\" id=\"stage-%d\" data-title=\"stage %d \xc2\xb7 ", s, s);
     vbuf_html(&b, st->pass ? st->pass : "?");
     vbuf_printf(&b, "\">\n<h2>Stage %d \xc2\xb7 ", s);
@@ -334,8 +344,9 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
       char bytes[32], us[32];
       viz_fmt_bytes(st->bytes, bytes, sizeof bytes);
       fmt_us(st->est_us, us, sizeof us);
-      vbuf_printf(&b, "<span><b>%lld</b> kernel launches</span><span><b>%s</b> moved</span><span><b>%s</b> estimated</span>",
-                  (long long)st->kernels, bytes, us);
+      vbuf_printf(&b, "<span><b>%lld</b> kernels</span><span><b>%lld</b> kernel launches</span><span><b>%s</b> moved</span>"
+                  "<span><b>%s</b> estimated</span>",
+                  (long long)st->nkernels, (long long)st->kernels, bytes, us);
     }
     vbuf_puts(&b, "</div>\n");
     if (st->module) {
@@ -354,7 +365,7 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
       diff_text(&b, stages[s - 1].module, st->module);
     }
     vbuf_puts(&b, "</pre>\n<h3>Decisions</h3>\n");
-    decisions_table(&b, &st->decisions);
+    decisions_table(&b, &st->decisions, st->first_number);
     vbuf_puts(&b, "<div class=\"nav\">");
     if (s > 0) vbuf_printf(&b, "<a href=\"#stage-%d\">\xe2\x86\x90 stage %d</a>", s - 1, s - 1);
     vbuf_puts(&b, "<a href=\"#summary\">all stages</a>");

@@ -200,8 +200,10 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
       if (ncross++ == 0) fprintf(out, "between kernels (written to memory, read back):\n");
       if (ncross <= MAX_KERNELS_SHOWN) {
         viz_fmt_bytes(b, bytes, sizeof bytes);
-        fprintf(out, "  #%d %s \xe2\x94\x80\xe2\x94\x80 %s \xe2\x94\x80\xe2\x96\xb6 #%d %s\n", knum[src->id], src->name,
-                bytes, knum[i->id], i->name);
+        char tag[160];
+        bool tagged = numbers && numbers->edge_tag && numbers->edge_tag(numbers->edge_ctx, src, i, tag, sizeof tag);
+        fprintf(out, "  #%d %s \xe2\x94\x80\xe2\x94\x80 %s \xe2\x94\x80\xe2\x96\xb6 #%d %s%s%s\n", knum[src->id],
+                src->name, bytes, knum[i->id], i->name, tagged ? "   " : "", tagged ? tag : "");
       }
     }
   }

@@ -93,6 +93,12 @@ void viz_renderer_free(VizRenderer *r);
 /* Lays out g with dot (not for VIZ_DOT) and renders it. On success *data is an fx_malloc'd
  * buffer of *len bytes (NUL-terminated for text formats) the caller frees with fx_free. */
 bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len, FxError *err);
+/* viz_render that Ctrl-C can stop: with `interrupted` (set by the SIGINT handler) the layout runs
+ * in a child process, which is killed within a tenth of a second of *interrupted becoming
+ * non-zero (Graphviz's layout itself cannot be stopped); false with "interrupted" then.
+ * interrupted NULL: viz_render. */
+bool viz_render_interruptible(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len,
+                              volatile int *interrupted, FxError *err);
 /* Same, written to path. */
 bool viz_render_file(VizRenderer *r, VizGraph *g, VizFormat f, const char *path, FxError *err);
 
@@ -110,6 +116,11 @@ typedef struct {
 typedef struct {
   const VizKernelNumbers *items;
   int count;
+  /* Optional: the words that tag a value crossing from kernel instruction `from` to kernel
+   * instruction `to` ("#13 reduce_epilogue": the decision that kept it in memory), written into
+   * buf; false when there is none. */
+  bool (*edge_tag)(void *ctx, const IrInstr *from, const IrInstr *to, char *buf, size_t n);
+  void *edge_ctx;
 } VizNumbers;
 
 /* Prints computation `comp` (NULL: the entry) of m as kernels, their members, and the values
@@ -138,6 +149,9 @@ typedef struct {
   const char *changes;    /* what the pass changed (lines of text), or NULL */
   bool have_numbers;      /* the kernel plan's numbers below are filled */
   int64_t kernels;        /* kernel launches per execution */
+  int64_t nkernels;       /* kernels (each counted once, however often a loop launches it) */
+  int first_number;       /* the number `decisions` gives the stage's first decision (numbering is
+                             global, as in the shell and `render --decision N`); 0: from 1 */
   int64_t bytes;          /* bytes read + written per execution */
   double est_us;          /* estimated time per execution */
   VizDecisions decisions; /* the decisions this stage's pass made */
@@ -150,6 +164,11 @@ typedef struct {
   /* Stages with more instructions than this are drawn collapsed; 0 picks 400. Stages whose
    * collapsed picture would still exceed plain_above nodes are drawn in the plain style. */
   int collapse_above;
+  /* Set (by Ctrl-C) while writing: the report stops between pictures with "interrupted". */
+  volatile int *interrupted;
+  /* Called before each stage is drawn (done stages of total), e.g. for a progress line; NULL: none. */
+  void (*progress)(void *ctx, int done, int total);
+  void *progress_ctx;
 } VizReportOptions;
 
 /* Writes one self-contained HTML page (inline SVG, CSS and a little JS; nothing fetched) with a

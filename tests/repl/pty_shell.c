@@ -1,10 +1,11 @@
 /* pty_shell.c — drives the real interactive shell in a pseudo-terminal and checks what a user at
  * a terminal sees: the prompt, tab completion (commands, `show` views, file paths, instruction
- * names), history (recalled with the up arrow, kept in the history file across runs), Ctrl-C at
- * the prompt, in a block and during a command (a `pause`, a long `run` and `variants --run`), and
+ * names, the values of `set device`, `pipeline` and `decisions --reason`), history (recalled with the up arrow, kept in the history file across runs), Ctrl-C at
+ * the prompt, in a block and during a command (a `pause`, a long `run` and `variants --run`; on Gemma 2,
+ * `report`, `run`'s input setup and `step` within a second), long output through $PAGER, and
  * Ctrl-D; options complete from a command's usage.
  *
- * usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX]]
+ * usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX [LARGE_HLO]]]
  * (exit 77 when no pseudo-terminal can be opened) */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -49,9 +50,11 @@ static void pump(double secs) {
   }
 }
 
-/* Waits (up to 10 s) until `want` appears after the mark; moves the mark past it. */
+static double expect_secs = 10;
+
+/* Waits (up to expect_secs, 10 s) until `want` appears after the mark; moves the mark past it. */
 static bool expect(const char *want, const char *what) {
-  double end = now() + 10;
+  double end = now() + expect_secs;
   for (;;) {
     out[outlen] = 0;
     char *hit = memmem(out + mark, outlen - mark, want, strlen(want));
@@ -101,6 +104,8 @@ static bool start(const char *fx, const char *home, const char *hist) {
     setenv("FXPLAIN_HISTORY", hist, 1);
     setenv("TERM", "dumb", 1);
     setenv("INPUTRC", "/dev/null", 1);
+    /* A pager that marks what went through it (and needs no keys). */
+    setenv("PAGER", "sed 's/^/paged: /'", 1);
     execl(fx, fx, (char *)NULL);
     _exit(127);
   }
@@ -129,12 +134,13 @@ static int finish(void) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX]]\n");
+    fprintf(stderr, "usage: pty_shell FXPLAIN TMPDIR [HLO_FILE [LONG_RUNNING_FX [LARGE_HLO]]]\n");
     return 2;
   }
   const char *fx = argv[1], *dir = argv[2];
   const char *hlo = argc > 3 ? argv[3] : NULL;
   const char *model = argc > 4 ? argv[4] : NULL;
+  const char *big = argc > 5 ? argv[5] : NULL;
   char hist[4096], file[4096];
   mkdir(dir, 0700);
   snprintf(hist, sizeof hist, "%s/history", dir);
@@ -169,6 +175,17 @@ int main(int argc, char **argv) {
   type("\r");
   expect("pipeline", "show settings ran");
   expect("fx> ", "prompt after show settings");
+
+  /* Values complete where they are a fixed list: devices, pipelines, reason codes. */
+  type("set device h1\t");
+  expect("h100 ", "set device value completion");
+  type("\x15");
+  type("pipeline prio\t");
+  expect("priority ", "pipeline name completion");
+  type("\x15");
+  type("decisions --reason reduce_ep\t");
+  expect("reduce_epilogue ", "reason code completion");
+  type("\x15");
 
   /* Options complete from the command's usage and help. */
   type("variants --cl\t");
@@ -221,6 +238,66 @@ int main(int argc, char **argv) {
     type("variants\r");
     expect("cartpole ", "the table kept after Ctrl-C");
     expect("fx> ", "prompt after variants");
+  }
+
+  /* Ctrl-C stops `report` on a large module (Gemma 2, whose pictures take Graphviz seconds each)
+   * within a second, and the shell goes on. */
+  if (big) {
+    expect_secs = 60; /* loading and stepping Gemma under a sanitizer or a busy machine */
+    snprintf(keys, sizeof keys, "load %s\r", big);
+    type(keys);
+    expect("loaded", "large module loaded");
+    expect("fx> ", "prompt after loading the large module");
+    type("step 9\r");
+    expect("stage 9", "large module stepped");
+    expect("fx> ", "prompt after step 9");
+    snprintf(keys, sizeof keys, "report %s/interrupted.html\r", dir);
+    type(keys);
+    usleep(1500 * 1000);
+    double t0 = now();
+    type("\x03");
+    expect("interrupted", "report stopped by Ctrl-C");
+    double took = now() - t0;
+    if (took > 1.0) {
+      fprintf(stderr, "FAIL report took %.2f s to stop after Ctrl-C (more than a second)\n", took);
+      failures++;
+    }
+    expect("fx> ", "prompt after the interrupted report");
+    type("stage\r");
+    expect("stage 9 of", "the session is as it was after the interrupted report");
+    expect("fx> ", "prompt after stage");
+    /* `run`: making Gemma's inputs (gigabytes of seeded random data) stops within a second. */
+    type("run --backend interp\r");
+    usleep(1500 * 1000);
+    t0 = now();
+    type("\x03");
+    expect("interrupted", "run's input setup stopped by Ctrl-C");
+    took = now() - t0;
+    if (took > 1.0) {
+      fprintf(stderr, "FAIL run took %.2f s to stop after Ctrl-C (more than a second)\n", took);
+      failures++;
+    }
+    expect("fx> ", "prompt after the interrupted run");
+    /* `step`: the fusion passes on Gemma give the prompt back within a second of Ctrl-C (stopped
+     * between passes, or done). */
+    type("step all\r");
+    usleep(200 * 1000);
+    t0 = now();
+    type("\x03");
+    expect("fx> ", "prompt after Ctrl-C during step all");
+    took = now() - t0;
+    if (took > 1.0) {
+      fprintf(stderr, "FAIL step all took %.2f s to give the prompt back after Ctrl-C\n", took);
+      failures++;
+    }
+    /* Long output goes through $PAGER on a terminal; a short one does not. */
+    type("show graph\r");
+    expect("paged: jit_compiled_generate_function", "show graph on Gemma went through the pager");
+    expect("fx> ", "prompt after the paged show graph");
+    type("stage\r");
+    expect("\r\nstage ", "short output printed directly");
+    expect("fx> ", "prompt after stage");
+    expect_secs = 10;
   }
 
   /* History: the up arrow recalls the last line. */

@@ -8,6 +8,7 @@ endif()
 add_test(NAME repl.pty_shell
          COMMAND pty_shell $<TARGET_FILE:fxplain> ${CMAKE_BINARY_DIR}/pty_shell_home
                  ${CMAKE_SOURCE_DIR}/tests/repl/data/small.hlo ${CMAKE_SOURCE_DIR}/scripts/cartpole.fx
+                 ${CMAKE_SOURCE_DIR}/tests/data/hlo-corpus/gemma2_2b_keras_jax.hlo
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(repl.pty_shell PROPERTIES LABELS "repl" SKIP_RETURN_CODE 77 TIMEOUT 120)
 

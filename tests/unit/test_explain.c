@@ -1,5 +1,6 @@
 /* test_explain.c — the decision log: copying, stages, truncation, queries, summaries, text and
- * JSON formatting, the reason vocabulary, pair relations and stage diffs. */
+ * JSON formatting, the reason vocabulary, pair relations, where two instructions are split (kernel
+ * boundaries and their decisions) and stage diffs. */
 #include <stdlib.h>
 
 #include "check.h"
@@ -224,6 +225,74 @@ TEST(pair_relations) {
   ir_module_free(m);
 }
 
+/* where two instructions are split: the kernel boundaries between them and their decisions */
+TEST(split_boundaries_and_decisions) {
+  IrModule *m = relations_module();
+  FxError err;
+  fx_error_clear(&err);
+  KernelPlan *p = plan_build(m, device_default(), &err);
+  CHECK(p != NULL);
+  ExplainLog *log = explain_log_new();
+  DecisionSink sink = explain_log_sink(log);
+  CHECK(explain_log_begin_stage(log, 1, "algsimp"));
+  PassDecision rw = {.action = "rewrite", .producer = "gone.7", .accepted = true, .result = "add.2"};
+  pass_emit(&sink, &rw, "replaced gone.7 by add.2");
+  CHECK(explain_log_begin_stage(log, 2, "instruction-fusion"));
+  emit(&sink, 0, NULL, "fuse", "negate.1", "add.2", false, "expensive_duplication", "first run");
+  emit(&sink, 0, NULL, "sibling", "negate.1", "add.2", false, "cycle", "sibling");
+  emit(&sink, 0, NULL, "fuse", "add.2", "subtract.4", false, "not_fusible", "no");
+  CHECK(explain_log_begin_stage(log, 3, "instruction-fusion"));
+  emit(&sink, 0, NULL, "fuse", "negate.1", "add.2", false, "expensive_duplication", "second run");
+  ExplainStageView *v = explain_view_new(log, 3, m, p);
+  CHECK(v != NULL);
+  ExplainSplit sp;
+  /* a path with two boundaries; the re-made decision is counted, the producer->consumer one wins */
+  CHECK(explain_split(v, "negate.1", "subtract.4", &sp, &err));
+  CHECK(sp.kind == EXPLAIN_SPLIT_PATH && !sp.b_first);
+  CHECK(sp.nboundaries == 2 && sp.total_boundaries == 2);
+  CHECK_STR(sp.boundaries[0].from->name, "negate.1");
+  CHECK_STR(sp.boundaries[0].to->name, "add.2");
+  CHECK_STR(sp.boundaries[0].decision->detail, "first run"); /* the first of identical ones */
+  CHECK(sp.boundaries[0].same == 1 && explain_record_number(log, sp.boundaries[0].latest) == 5);
+  CHECK(sp.boundaries[0].ndecisions == 3 && sp.boundaries[0].bytes == 16);
+  CHECK_STR(sp.boundaries[1].decision->reason, "not_fusible");
+  CHECK_CONTAINS(sp.sentence, "negate.1 feeds subtract.4 across 2 kernel boundaries");
+  /* the other direction */
+  CHECK(explain_split(v, "subtract.4", "negate.1", &sp, &err));
+  CHECK(sp.kind == EXPLAIN_SPLIT_PATH && sp.b_first && sp.nboundaries == 2);
+  /* a removed name is followed to what replaced it */
+  CHECK(explain_split(v, "gone.7", "subtract.4", &sp, &err));
+  CHECK(sp.kind == EXPLAIN_SPLIT_PATH && sp.nboundaries == 1);
+  CHECK_STR(sp.a->name, "add.2");
+  CHECK_CONTAINS(sp.sentence, "gone.7 (now add.2) feeds subtract.4");
+  CHECK(explain_view_follow(v, "gone.7") == ir_module_find_instr(m, "add.2"));
+  /* siblings, no kernel, other computations */
+  CHECK(explain_split(v, "negate.1", "exponential.3", &sp, &err));
+  CHECK(sp.kind == EXPLAIN_SPLIT_SIBLINGS && sp.nboundaries == 0);
+  CHECK_STR(sp.common, "x");
+  CHECK(explain_split(v, "x", "add.2", &sp, &err));
+  CHECK(sp.kind == EXPLAIN_SPLIT_NO_KERNEL);
+  CHECK_CONTAINS(sp.sentence, "x launches no kernel (a parameter");
+  CHECK(explain_split(v, "negate.1", "abs.5", &sp, &err));
+  CHECK(sp.kind == EXPLAIN_SPLIT_ELSEWHERE);
+  CHECK(!explain_split(v, "nothing.9", "abs.5", &sp, &err));
+  /* a boundary no pass judged says why */
+  ExplainBoundary bd;
+  explain_boundary(v, plan_kernel_of(p, ir_module_find_instr(m, "exponential.3")),
+                   plan_kernel_of(p, ir_module_find_instr(m, "subtract.4")), &bd);
+  CHECK(bd.decision == NULL && bd.none[0]);
+  explain_view_free(v);
+  /* clones and re-runs group */
+  const ExplainRecord *recs[3] = {explain_stage_record(log, 2, 0), explain_stage_record(log, 3, 0),
+                                  explain_stage_record(log, 2, 2)};
+  int group[3];
+  CHECK(explain_group_records(recs, 3, group) == 2);
+  CHECK(group[0] == 0 && group[1] == 0 && group[2] == 2);
+  explain_log_free(log);
+  plan_free(p);
+  ir_module_free(m);
+}
+
 TEST(diff_between_stages) {
   IrModule *a = relations_module();
   IrModule *b = ir_module_clone(a);
@@ -324,6 +393,7 @@ int main(void) {
   RUN(text_and_json_formatting);
   RUN(reason_vocabulary);
   RUN(pair_relations);
+  RUN(split_boundaries_and_decisions);
   RUN(diff_between_stages);
   return check_summary();
 }

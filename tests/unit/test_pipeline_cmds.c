@@ -118,7 +118,8 @@ TEST(step_prints_one_line_per_pass) {
   CHECK_STR(run(&t, "step", &ok), "error: already at the last stage (3) of the test pipeline\n");
   CHECK(!ok && t.s.cur == 3);
   CHECK_STR(ok_run(&t, "back 2"), "stage 1  cse: 1 rewritten \xe2\x86\x92 3 kernels\n");
-  CHECK_STR(ok_run(&t, "back 5"), "stage 0  input: 9 instructions \xe2\x86\x92 4 kernels\n");
+  CHECK_STR(ok_run(&t, "back 5"), "stage 0  input: 9 instructions \xe2\x86\x92 4 kernels\n"
+                                  "(back 5: only 1 stage before stage 1; stopped at stage 0, the input)\n");
   CHECK_STR(run(&t, "back", &ok), "error: already at stage 0 (the input)\n");
   CHECK(!ok);
   CHECK_STR(ok_run(&t, "step dce"), "stage 1  cse: 1 rewritten \xe2\x86\x92 3 kernels\n"
@@ -260,11 +261,15 @@ TEST(diff_why_decisions) {
                                     "#3  stage 3  tuple-simplifier  rewrite  g0 => a  accepted\n"
                                     "    replaced g0 (element 0 of t) by a\n"
                                     "    metrics: index=0\n");
-  CHECK_STR(ok_run(&t, "why a m"), "no decision between a and m: a is an operand of m, but no pass has evaluated the "
-                                   "pair yet (no fusion pass has run up to this stage, or neither op kind can be "
-                                   "fused)\n");
-  CHECK_STR(ok_run(&t, "why x m"), "no decision between x and m: they were never producer and consumer: x reaches m "
-                                   "only through other instructions\n");
+  /* where a pair is split: the kernel boundary between them, and why no decision is there yet */
+  CHECK_STR(ok_run(&t, "why a m"), "a and m at stage 3 (tuple-simplifier): a feeds m across one kernel boundary: a "
+                                   "writes its result to memory and m reads it back\n"
+                                   "boundary a (unfused add) -> m (unfused multiply), 16 B written to memory and read "
+                                   "back: no decision: no fusion pass has run up to stage 3: every compute instruction "
+                                   "is still its own kernel (step runs the next passes)\n");
+  CHECK_STR(ok_run(&t, "why x m"), "no decision between x and m: x launches no kernel (a parameter: its buffer is an "
+                                   "input, no kernel writes it), so no kernel boundary lies between x and m for a pass "
+                                   "to decide\n");
   /* decisions, filtered */
   CHECK_STR(ok_run(&t, "decisions --pass dce"), "#2  stage 2  dce  remove  dead  accepted\n"
                                                 "    removed dead (negate in main): no users and no side effects\n"
@@ -309,7 +314,7 @@ TEST(why_pair_final_outcome_first_and_decision_numbers) {
   CHECK_STR(ok_run(&t, "why a b"),
             "2 decisions between a and b; the final outcome (stage 15, fusion-merger): accepted\n"
             "#9  stage 15  fusion-merger  merge  a -> b => fusion.1  accepted\n"
-            "    fusion merges into fusion.1 (merged-to-current-bytes-ratio 0.33)\n"
+            "    fusion (the fusion ending in a) merges into fusion.1 (merged-to-current-bytes-ratio 0.33)\n"
             "    metrics: users=1 bytes_ratio=0.3333 operands=3 copies=1\n"
             "superseded: 1 earlier decision, replaced by #9 at stage 15 (fusion-merger):\n"
             "#4  stage 9  instruction-fusion  fuse  a -> b  rejected [code_duplication]\n"
@@ -404,7 +409,7 @@ TEST(json_forms) {
             "\"verdict\":\"accepted\",\"reason\":null,\"detail\":\"replaced b by a: the same add of the same "
             "operands\",\"metrics\":{\"users_moved\":1},\"suggestion\":null}]\n");
   CHECK_STR(ok_run(&t, "why dead"),
-            "{\"name\":\"dead\",\"stage\":2,\"present\":false,\"last_seen_stage\":1,\"decisions\":["
+            "{\"name\":\"dead\",\"stage\":2,\"present\":false,\"last_seen_stage\":1,\"became\":null,\"decisions\":["
             "{\"number\":2,\"stage\":2,\"pass\":\"dce\",\"action\":\"remove\",\"producer\":\"dead\",\"consumer\":null,"
             "\"verdict\":\"accepted\",\"reason\":null,\"detail\":\"removed dead (negate in main): no users and no "
             "side effects\",\"metrics\":{},\"suggestion\":null}]}\n");
@@ -414,10 +419,10 @@ TEST(json_forms) {
                                  "\"action\":\"rewrite\",\"producer\":\"b\",\"consumer\":null,\"verdict\":"
                                  "\"accepted\",\"reason\":null,\"detail\":\"replaced b by a: the same add of the "
                                  "same operands\",\"metrics\":{\"users_moved\":1},\"suggestion\":null}]}\n");
-  CHECK_STR(ok_run(&t, "why x m"), "{\"names\":[\"x\",\"m\"],\"stage\":2,\"decisions\":[],\"final\":null,"
-                                   "\"superseded\":[],\"relation\":"
-                                   "\"they were never producer and consumer: x reaches m only through other "
-                                   "instructions\"}\n");
+  CHECK_STR(ok_run(&t, "why x m"), "{\"names\":[\"x\",\"m\"],\"stage\":2,\"split\":\"no_kernel\",\"kernels\":[null,"
+                                   "\"m\"],\"boundaries\":[],\"joined\":null,\"decisions\":[],\"final\":null,\"superseded\":[],"
+                                   "\"relation\":\"x launches no kernel (a parameter: its buffer is an input, no kernel "
+                                   "writes it), so no kernel boundary lies between x and m for a pass to decide\"}\n");
   CHECK_STR(ok_run(&t, "diff 0 1"), "{\"from\":0,\"to\":1,\"instructions_from\":9,\"instructions_to\":8,"
                                     "\"added\":[],\"removed\":[{\"name\":\"b\",\"op\":\"add\",\"computation\":"
                                     "\"main\",\"into\":\"a\"}],\"rewritten\":[{\"name\":\"t\",\"op\":\"tuple\","
@@ -494,6 +499,49 @@ TEST(nothing_loaded) {
   sess_free(&t);
 }
 
+/* Every command, view (`show WHAT`) and setting (`set WHAT`) has a full description: a usage line
+ * and a help text; a view or setting a help text that says more than its usage
+ * line (at least one line of description under it, or beside it). */
+static int nhelp_bad;
+static void check_help(const ReplCommand *c, void *ctx) {
+  (void)ctx;
+  bool sub = strncmp(c->name, "show-", 5) == 0 || strncmp(c->name, "set-", 4) == 0;
+  if (!c->usage || !c->usage[0]) {
+    fprintf(stderr, "command %s has no usage line\n", c->name);
+    nhelp_bad++;
+  }
+  /* (a command without a summary is hidden from `help`: an alias or a form of another command) */
+  if (!c->help || strlen(c->help) < 20) {
+    fprintf(stderr, "%s %s has no full help text\n", sub ? "view/setting" : "command", c->name);
+    nhelp_bad++;
+    return;
+  }
+  if (sub) {
+    /* The description: the text after the first line, or after the usage on it. */
+    const char *nl = strchr(c->help, '\n');
+    const char *rest = nl ? nl + 1 : "";
+    while (*rest == ' ' || *rest == '\n') rest++;
+    const char *gap = strstr(c->help, "  ");
+    if (strlen(rest) < 20 && !(gap && (!nl || gap < nl) && strlen(gap) > 20)) {
+      fprintf(stderr, "%s: its help only repeats the usage\n", c->name);
+      nhelp_bad++;
+    }
+  }
+}
+
+TEST(every_command_view_and_setting_has_help) {
+  nhelp_bad = 0;
+  repl_command_foreach(check_help, NULL);
+  CHECK(nhelp_bad == 0);
+  /* `help show` prints each view's description once, not its usage twice */
+  Sess t;
+  sess_init(&t, false);
+  const char *out = ok_run(&t, "help show");
+  CHECK_CONTAINS(out, "  show stats\n      The current stage in numbers");
+  CHECK(!strstr(out, "  show device\n      show device"));
+  sess_free(&t);
+}
+
 int main(void) {
   RUN(step_prints_one_line_per_pass);
   RUN(any_path_gives_the_same_stages);
@@ -506,5 +554,6 @@ int main(void) {
   RUN(a_pass_that_breaks_the_verifier_is_an_error_naming_it);
   RUN(pipeline_command);
   RUN(nothing_loaded);
+  RUN(every_command_view_and_setting_has_help);
   return check_summary();
 }

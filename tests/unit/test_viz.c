@@ -462,7 +462,7 @@ TEST(text_picture) {
   /* With the plan's numbers. */
   /* With the plan's numbers; its kernels are the kernels (here exponential.1 is left out). */
   VizKernelNumbers kn[2] = {{"fusion.1", 512, 256, 10, 1.5}, {"dot.1", 640, 256, 10, 2.0}};
-  VizNumbers nums = {kn, 2};
+  VizNumbers nums = {kn, 2, NULL, NULL};
   t = text_of(s.m, NULL, &nums, &err);
   CHECK_CONTAINS(t, "small \xc2\xb7 main: 2 kernels (1 fusion, 1 library call, 0 loop control, 0 unfused)\n");
   CHECK(strstr(t, "exponential.1        loop") == NULL);
@@ -495,7 +495,8 @@ TEST(report_page) {
   VizStage st[3] = {
       {.module = before, .pass = "input", .have_numbers = true, .kernels = 6, .bytes = 4096, .est_us = 12.5},
       {.module = s.m, .pass = "instruction-fusion", .changed = true, .summary = "instruction-fusion: 3 fused",
-       .have_numbers = true, .kernels = 3, .bytes = 2048, .est_us = 7.25, .decisions = {ds, 3}},
+       .have_numbers = true, .kernels = 3, .nkernels = 2, .bytes = 2048, .est_us = 7.25, .decisions = {ds, 3},
+       .first_number = 5},
       {.module = s.m, .pass = "cse", .changed = false},
   };
   VizDecisions all = {ds, 3};
@@ -512,9 +513,12 @@ TEST(report_page) {
   CHECK_CONTAINS(buf, "id=\"stage-0\"");
   CHECK_CONTAINS(buf, "id=\"stage-2\"");
   CHECK_CONTAINS(buf, "<title>fxplain \xc2\xb7 small &lt;test&gt;</title>");
-  /* Summary row of stage 1: instructions, kernels, bytes, time, decisions. */
-  CHECK_CONTAINS(buf, "<td>yes</td><td class=\"num\">13</td><td class=\"num\">3</td><td class=\"num\">2.0 KiB</td>"
-                      "<td class=\"num\">7.25 us</td><td>1 accepted, 2 rejected</td>");
+  /* Summary row of stage 1: instructions, kernels, launches, bytes, time, decisions. */
+  CHECK_CONTAINS(buf, "<td>yes</td><td class=\"num\">13</td><td class=\"num\">2</td><td class=\"num\">3</td>"
+                      "<td class=\"num\">2.0 KiB</td><td class=\"num\">7.25 us</td><td>1 accepted, 2 rejected</td>");
+  /* Decisions are numbered as the shell numbers them: globally, from the stage's first number. */
+  CHECK_CONTAINS(buf, "<td class=\"num\">5</td><td>instruction-fusion</td>");
+  CHECK_CONTAINS(buf, "<td class=\"num\">7</td><td>instruction-fusion</td>");
   /* What changed, computed from the two snapshots. */
   CHECK_CONTAINS(buf, "1 added, 0 removed, 4 fused into a kernel\n");
   CHECK_CONTAINS(buf, "fused   maximum.1 into fusion.1\n");
