@@ -1,0 +1,586 @@
+/* cmd_xla.c — the commands around XLA's own dumps (the engine is explain/xla_dump.h):
+ *
+ *   load DIR [--module NAME|ID]   an XLA dump folder: list its modules, load one; its per-pass
+ *                                 snapshots become the stages of the pipeline `xla`
+ *   load FILE.priority_fusion_dump.txt   XLA's fusion log alone (stage 1: its steps replayed)
+ *   find FILE:LINE | LINE | SCOPE the instructions (and the kernels holding them) from a source line
+ *                                 or a JAX name scope
+ *   xla [--device h100|a100]      compile the loaded module with real XLA:GPU and load its dump
+ *   compare-modules A B           two compilations (dump folders or HLO files): kernels and bytes
+ *
+ * And the hooks the other commands call: repl_xla_load (cmd_load), repl_xla_stage (the pipeline's
+ * run_next, for the `xla` pipeline), repl_xla_source_note (why). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../compiler/fx.h"
+#include "../compiler/hlo.h"
+#include "../compiler/plan.h"
+#include "../explain/explain.h"
+#include "../explain/xla_dump.h"
+#include "args.h"
+#include "json.h"
+#include "repl.h"
+
+static bool is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* ---------- load ---------- */
+
+static void print_modules(Session *s, const XlaDump *d) {
+  if (s->json) return;
+  fprintf(s->out, "XLA dump %s: %d module%s\n", d->dir, d->nmods, d->nmods == 1 ? "" : "s");
+  fprintf(s->out, "  %-6s %-28s %12s %7s  %s\n", "id", "module", "instructions", "passes", "dumped");
+  for (int k = 0; k < d->nmods; k++) {
+    const XlaDumpModule *m = &d->mods[k];
+    char what[400] = "";
+    size_t n = 0;
+    if (m->before) n += (size_t)snprintf(what + n, sizeof what - n, "before_optimizations ");
+    if (m->nsnaps) {
+      int shown = 0;
+      n += (size_t)snprintf(what + n, sizeof what - n, "snapshots:");
+      for (int j = 0; j < m->nsnaps && n < 300; j++) {
+        bool dup = false;
+        for (int i = 0; i < j && !dup; i++) dup = strcmp(m->snaps[i].pass, m->snaps[j].pass) == 0;
+        if (dup) continue;
+        if (shown++ == 6) {
+          n += (size_t)snprintf(what + n, sizeof what - n, " ...");
+          break;
+        }
+        n += (size_t)snprintf(what + n, sizeof what - n, " %s", m->snaps[j].pass);
+      }
+      n += (size_t)snprintf(what + n, sizeof what - n, " ");
+    }
+    if (m->fusion_log && n < sizeof what) n += (size_t)snprintf(what + n, sizeof what - n, "priority_fusion_dump ");
+    if (m->after && n < sizeof what) snprintf(what + n, sizeof what - n, "after_optimizations");
+    fprintf(s->out, "%s %-6s %-28s %12d %7d  %s\n", k == d->chosen ? ">" : " ", m->id, m->name, m->ninstrs, m->nsnaps,
+            what);
+  }
+}
+
+static void json_modules(JsonWriter *w, const XlaDump *d) {
+  json_key(w, "modules");
+  json_array_begin(w);
+  for (int k = 0; k < d->nmods; k++) {
+    const XlaDumpModule *m = &d->mods[k];
+    json_object_begin(w);
+    json_kv_str(w, "id", m->id);
+    json_kv_str(w, "name", m->name);
+    json_kv_int(w, "instructions", m->ninstrs);
+    json_kv_int(w, "snapshots", m->nsnaps);
+    json_kv_bool(w, "fusion_log", m->fusion_log != NULL);
+    json_object_end(w);
+  }
+  json_array_end(w);
+}
+
+/* Makes d the session's input: stage 0 loaded, the `xla` pipeline chosen. Takes d. */
+static bool adopt(Session *s, XlaDump *d, const char *path, FxError *err) {
+  IrModule *m0 = xla_dump_stage(d, 0, NULL, err);
+  if (!m0) {
+    xla_dump_free(d);
+    return false;
+  }
+  const Pipeline *prev = s->pipeline;
+  if (s->xla && prev == xla_dump_pipeline(s->xla)) prev = s->xla->prev_pipeline;
+  session_set_input(s, m0); /* frees the old dump */
+  if (s->fx_state) fx_state_free(s->fx_state);
+  s->fx_state = NULL;
+  s->fx_dirty = false;
+  d->prev_pipeline = prev;
+  s->xla = d;
+  /* fxplain's own verdicts are for the GPU XLA compiled for, when the log names one we know. */
+  if (d->log && d->log->device) {
+    const DeviceProfile *dp = strstr(d->log->device, "H100") ? device_lookup("h100")
+                              : strstr(d->log->device, "A100") ? device_lookup("a100")
+                                                                : NULL;
+    if (dp && strcmp(s->device.name, dp->name) != 0) {
+      s->device = *dp;
+      if (!s->json) fprintf(s->out, "device: %s (XLA compiled for %s)\n", dp->name, d->log->device);
+    }
+  }
+  s->pipeline = xla_dump_pipeline(d);
+  const XlaDumpModule *m = &d->mods[d->chosen];
+  int fs = xla_dump_fusion_stage(d);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_key(&w, "loaded");
+    json_object_begin(&w);
+    json_kv_str(&w, "module", m->name);
+    json_kv_str(&w, "id", m->id);
+    json_kv_str(&w, "dump", path);
+    json_kv_str(&w, "pipeline", "xla");
+    json_kv_int(&w, "stages", d->pipeline.npasses + 1);
+    json_kv_int(&w, "instructions", ir_module_instr_count(m0));
+    if (fs > 0) json_kv_int(&w, "priority_fusion_stage", fs);
+    else json_kv_null(&w, "priority_fusion_stage");
+    if (d->log) {
+      json_key(&w, "fusion_log");
+      json_object_begin(&w);
+      json_kv_int(&w, "fusions", d->log->nfusions);
+      json_kv_int(&w, "ineligible", d->log->nineligible);
+      json_kv_int(&w, "priority_updates", d->log->npriority);
+      json_object_end(&w);
+    }
+    json_modules(&w, d);
+    json_object_end(&w);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else {
+    if (!d->log_only) print_modules(s, d);
+    fprintf(s->out, "loaded %s (module %s) from %s: %d instructions; pipeline xla: %d stages, XLA's own passes%s\n",
+            m->name, m->id, path, ir_module_instr_count(m0), d->pipeline.npasses + 1,
+            d->log_only ? " (its fusion steps replayed)" : "");
+    if (d->log)
+      fprintf(s->out, "XLA's priority-fusion log: %d fusions, %d ineligible producers, %d priority updates%s%d\n",
+              d->log->nfusions, d->log->nineligible, d->log->npriority, fs > 0 ? "; stage " : "", fs > 0 ? fs : 0);
+    if (d->nmods > 1 && !d->log_only)
+      fprintf(s->out, "(another module: load %s --module NAME|ID)\n", path);
+  }
+  return true;
+}
+
+bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handled) {
+  *handled = false;
+  if (argc < 2) return true;
+  const char *path = argv[1];
+  const char *which = NULL;
+  bool want = is_dir(path) || ends_with(path, ".priority_fusion_dump.txt");
+  for (int k = 2; k < argc; k++) want = want || strcmp(argv[k], "--module") == 0;
+  if (!want) return true; /* a file: `load` itself */
+  for (int k = 2; k < argc; k++) {
+    if (strcmp(argv[k], "--module") == 0 && k + 1 < argc) {
+      which = argv[++k];
+      want = true;
+    } else if (strcmp(argv[k], "--module") == 0) {
+      *handled = true;
+      return repl_arg_error(s, err, k, "--module needs a module name or id");
+    } else {
+      *handled = true;
+      return repl_arg_error(s, err, k, "unexpected argument '%s'; usage: load FILE | DIR [--module NAME|ID]", argv[k]);
+    }
+  }
+  *handled = true;
+  char shown[200];
+  repl_printable(shown, sizeof shown, path);
+  FxError e;
+  fx_error_clear(&e);
+  XlaDump *d;
+  if (!is_dir(path)) {
+    if (which) return repl_arg_error(s, err, 2, "--module is for a dump folder; '%s' is a file", shown);
+    d = xla_dump_from_log(path, &e);
+  } else {
+    d = xla_dump_scan(path, &e);
+    if (d && !xla_dump_select(d, which, &e)) {
+      xla_dump_free(d);
+      d = NULL;
+    }
+  }
+  if (!d || !adopt(s, d, path, &e)) {
+    if (e.file[0] && e.line > 0) {
+      *err = e;
+      return false;
+    }
+    return repl_arg_error(s, err, which && strstr(e.msg, "no module") ? 3 : 1, "%s", e.msg);
+  }
+  return true;
+}
+
+/* ---------- stages of the xla pipeline ---------- */
+
+#define OWN_PASS "fxplain-priority-fusion"
+
+static void copy_emit(void *ctx, const PassDecision *d) {
+  (void)ctx;
+  (void)d;
+}
+
+bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err) {
+  FxError e;
+  fx_error_clear(&e);
+  IrModule *m = xla_dump_stage(s->xla, k, prev, &e);
+  if (!m) return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, e.msg);
+  const char *pass = s->xla->pipeline.passes[k - 1]->name;
+  DecisionSink sink = explain_log_sink(s->log);
+  const XlaDump *d = s->xla;
+  if (d->log && strcmp(pass, "priority-fusion") == 0) {
+    if (!xla_fusion_log_check(d->log, prev, &e)) {
+      ir_module_free(m);
+      return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, e.msg);
+    }
+    /* fxplain's own priority-fusion on the same input, for a verdict beside each of XLA's. */
+    ExplainLog *own = explain_log_new();
+    bool have_own = false;
+    if (own && explain_log_begin_stage(own, k, OWN_PASS)) {
+      DecisionSink os = explain_log_sink(own);
+      FxError pe;
+      fx_error_clear(&pe);
+      PassContext cx = {&os, &s->device, &s->settings, k, OWN_PASS, &pe};
+      IrModule *mine = NULL;
+      bool ch = false;
+      const Pass *p = pass_lookup("priority-fusion");
+      have_own = p && pass_run_stage(p, prev, &cx, &mine, &ch);
+      if (mine) ir_module_free(mine);
+    }
+    int disagree = 0;
+    xla_fusion_log_emit(d->log, &sink, pass, have_own ? own : NULL, k, &disagree);
+    if (have_own) {
+      int n = explain_stage_count(own, k);
+      for (int j = 0; j < n; j++) {
+        const ExplainRecord *r = explain_stage_record(own, k, j);
+        PassDecision pd = {.stage = k, .pass = OWN_PASS, .action = r->action, .producer = r->producer,
+                           .consumer = r->consumer, .accepted = r->accepted, .reason = r->reason,
+                           .detail = r->detail, .suggestion = r->suggestion, .result = r->result,
+                           .nmetrics = r->nmetrics};
+        memcpy(pd.metrics, r->metrics, sizeof pd.metrics);
+        sink.emit(sink.ctx, &pd);
+      }
+    }
+    if (own) explain_log_free(own);
+    (void)copy_emit;
+  } else {
+    PassDecision pd = {.stage = k, .pass = pass, .action = "snapshot", .accepted = true};
+    const XlaSnapshot *sn = d->mods[d->chosen].nsnaps >= k ? &d->mods[d->chosen].snaps[k - 1] : NULL;
+    pass_emit(&sink, &pd, "XLA's snapshot after %s%s%s: %d instructions (%+d)", pass, sn ? " in pipeline " : "",
+              sn ? sn->pipeline : "", ir_module_instr_count(m), ir_module_instr_count(m) - ir_module_instr_count(prev));
+  }
+  *out = m;
+  *changed = true;
+  return true;
+}
+
+const Pipeline *repl_xla_pipeline(Session *s, const char *name) {
+  if (s->xla && strcmp(name, "xla") == 0) return xla_dump_pipeline(s->xla);
+  return NULL;
+}
+
+/* ---------- source lines ---------- */
+
+void repl_xla_source_note(Session *s, const char *a, const char *b) {
+  IrModule *m = session_module(s);
+  if (!m || s->json) return;
+  const char *names[2] = {a, b};
+  for (int k = 0; k < 2; k++) {
+    if (!names[k]) continue;
+    const IrInstr *i = ir_module_find_instr(m, names[k]);
+    if (!i && s->nstages > 0) i = ir_module_find_instr(s->stages[0].module, names[k]);
+    if (!i) continue;
+    XlaSource src;
+    char buf[1536];
+    if (!xla_source_of(m, i, &src, buf, sizeof buf)) continue;
+    fprintf(s->out, "  source of %s: ", names[k]);
+    if (src.file) fprintf(s->out, "%s:%d", src.file, src.line);
+    if (src.function) fprintf(s->out, " in %s", src.function);
+    if (src.op_name) fprintf(s->out, "%s(%s)", src.file ? " " : "", src.op_name);
+    fputc('\n', s->out);
+  }
+}
+
+/* ---------- find ---------- */
+
+/* The kernel holding instruction i: the top-level instruction of its computation chain. */
+static const IrInstr *kernel_of(const IrInstr *i) {
+  while (i->parent && i->parent->fusion_instr) i = i->parent->fusion_instr;
+  return i;
+}
+
+static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
+  if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
+  IrModule *m = session_module(s);
+  if (!m) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
+  const char *where = argv[1];
+  JsonWriter w;
+  if (s->json) {
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "find", where);
+    json_kv_int(&w, "stage", s->cur);
+    json_key(&w, "instructions");
+    json_array_begin(&w);
+  }
+  int found = 0, nk = 0;
+  const IrInstr **kernels = fx_calloc((size_t)ir_module_instr_count(m) + 1, sizeof *kernels);
+  if (!kernels) return repl_arg_error(s, err, 0, "out of memory");
+  for (int c = 0; c < m->ncomps; c++) {
+    const IrComputation *comp = m->comps[c];
+    for (int j = 0; j < comp->ninstrs; j++) {
+      const IrInstr *i = comp->instrs[j];
+      if (i->dead || !xla_source_matches(m, i, where)) continue;
+      found++;
+      const IrInstr *kern = kernel_of(i);
+      bool seen = false;
+      for (int q = 0; q < nk && !seen; q++) seen = kernels[q] == kern;
+      if (!seen) kernels[nk++] = kern;
+      char loc[300];
+      xla_source_short(m, i, loc, sizeof loc);
+      XlaSource src;
+      char buf[1536];
+      xla_source_of(m, i, &src, buf, sizeof buf);
+      if (s->json) {
+        json_object_begin(&w);
+        json_kv_str(&w, "name", i->name);
+        json_kv_str(&w, "op", ir_op_name(i->op));
+        json_kv_str(&w, "computation", comp->name);
+        json_kv_str(&w, "kernel", kern->name);
+        json_kv_str(&w, "source", loc[0] ? loc : NULL);
+        json_kv_str(&w, "scope", src.op_name);
+        json_object_end(&w);
+      } else {
+        fprintf(s->out, "  %-24s %-18s in %-22s %s %s\n", i->name, ir_op_name(i->op),
+                kern != i ? kern->name : "(its own kernel)", loc, src.op_name ? src.op_name : "");
+      }
+    }
+  }
+  if (s->json) {
+    json_array_end(&w);
+    json_key(&w, "kernels");
+    json_array_begin(&w);
+    for (int q = 0; q < nk; q++) json_str(&w, kernels[q]->name);
+    json_array_end(&w);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else if (found) {
+    fprintf(s->out, "%d instruction%s from %s at stage %d, in %d kernel%s:", found, found == 1 ? "" : "s", where,
+            s->cur, nk, nk == 1 ? "" : "s");
+    for (int q = 0; q < nk && q < 40; q++) fprintf(s->out, " %s", kernels[q]->name);
+    fputs(nk > 40 ? " ...\n" : "\n", s->out);
+  }
+  fx_free(kernels);
+  if (!found && !s->json)
+    fprintf(s->out, "no instruction of stage %d comes from %s (the module %s source positions)\n", s->cur, where,
+            strstr(m->prologue ? m->prologue : "", "FileLocations") || strstr(m->epilogue ? m->epilogue : "", "FileLocations")
+                ? "has"
+                : "may carry no");
+  return true;
+}
+
+/* ---------- xla: real XLA:GPU ---------- */
+
+static bool exe_dir(char *buf, size_t n) {
+  ssize_t k = readlink("/proc/self/exe", buf, n - 1);
+  if (k <= 0) return false;
+  buf[k] = 0;
+  char *slash = strrchr(buf, '/');
+  if (!slash) return false;
+  *slash = 0;
+  return true;
+}
+
+static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
+  const char *device = "h100";
+  for (int k = 1; k < argc; k++) {
+    if (strcmp(argv[k], "--device") == 0 && k + 1 < argc) {
+      device = argv[++k];
+      if (strcmp(device, "h100") != 0 && strcmp(device, "a100") != 0)
+        return repl_arg_error(s, err, k, "XLA's target configs here are h100 and a100, not '%s'", device);
+    } else {
+      return repl_arg_error(s, err, k, "unknown option '%s' (usage: xla [--device h100|a100])", argv[k]);
+    }
+  }
+  if (s->nstages == 0) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
+  char dir[PATH_MAX], script[PATH_MAX + 64];
+  const char *env = getenv("FXPLAIN_XLA_REFERENCE");
+  if (env) snprintf(script, sizeof script, "%s", env);
+  else if (exe_dir(dir, sizeof dir)) snprintf(script, sizeof script, "%s/../scripts/xla_reference.py", dir);
+  else snprintf(script, sizeof script, "scripts/xla_reference.py");
+  if (access(script, R_OK) != 0)
+    return repl_arg_error(s, err, 0, "cannot find scripts/xla_reference.py (set FXPLAIN_XLA_REFERENCE to its path)");
+  const char *py = getenv("FXPLAIN_PYTHON");
+  if (!py || !*py) py = "python3";
+  char tmpl[] = "/tmp/fxplain-xla-XXXXXX";
+  if (!mkdtemp(tmpl)) return repl_arg_error(s, err, 0, "cannot make a temporary folder: %s", strerror(errno));
+  char in[PATH_MAX], cmd[4 * PATH_MAX];
+  snprintf(in, sizeof in, "%s/input.hlo", tmpl);
+  FILE *f = fopen(in, "w");
+  FxError pe;
+  fx_error_clear(&pe);
+  IrModule *m = s->stages[0].module;
+  bool ok = f && hlo_print(f, m, &pe);
+  if (f && fclose(f) != 0) ok = false;
+  if (!ok) return repl_arg_error(s, err, 0, "cannot write the module for XLA: %s", pe.set ? pe.msg : strerror(errno));
+  snprintf(cmd, sizeof cmd, "'%s' '%s' --device %s --keep-dump --no-gzip '%s' '%s/out' > '%s/log.txt' 2>&1", py,
+           script, device, in, tmpl, tmpl);
+  if (!s->json) {
+    fprintf(s->out, "compiling %s with real XLA:GPU for %s (deviceless) ...\n", m->name, device);
+    fflush(s->out);
+  }
+  int rc = system(cmd);
+  int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  if (code == 3)
+    return repl_arg_error(s, err, 0,
+                          "jax and its CUDA plugin are not installed for %s: pip install jax==0.10.2 jaxlib==0.10.2 "
+                          "jax-cuda13-plugin==0.10.2 jax-cuda13-pjrt==0.10.2 (or set FXPLAIN_PYTHON to a python that "
+                          "has them)",
+                          py);
+  char dump[PATH_MAX + 64];
+  snprintf(dump, sizeof dump, "%s/out/input.xla_dump", tmpl);
+  if (code != 0 && !is_dir(dump))
+    return repl_arg_error(s, err, 0, "real XLA failed (exit %d); its output is in %s/log.txt", code, tmpl);
+  /* fxplain's own result, for the side-by-side: the priority pipeline's last stage. */
+  KernelPlan *mine = NULL;
+  const Pipeline *pr = pipeline_lookup("priority");
+  IrModule *cur = ir_module_clone(m);
+  for (int k = 0; cur && pr && k < pr->npasses; k++) {
+    ExplainLog *scratch = explain_log_new();
+    if (!scratch) break;
+    explain_log_begin_stage(scratch, k + 1, pr->passes[k]->name);
+    DecisionSink sk = explain_log_sink(scratch);
+    FxError e2;
+    fx_error_clear(&e2);
+    PassContext cx = {&sk, &s->device, &s->settings, k + 1, pr->passes[k]->name, &e2};
+    IrModule *next = NULL;
+    bool ch = false;
+    bool good = pass_run_stage(pr->passes[k], cur, &cx, &next, &ch);
+    explain_log_free(scratch);
+    if (!good) break;
+    if (next) {
+      ir_module_free(cur);
+      cur = next;
+    }
+  }
+  FxError pe2;
+  fx_error_clear(&pe2);
+  if (cur) mine = plan_build(cur, &s->device, &pe2);
+  int mine_kernels = mine ? mine->ncompute : -1;
+  if (mine) plan_free(mine);
+  if (cur) ir_module_free(cur);
+  char *args[] = {"load", dump, NULL};
+  if (!repl_command_lookup("load")->run(s, 2, args, err)) return false;
+  int last = s->pipeline->npasses;
+  int xla_kernels = -1;
+  IrModule *xm = NULL;
+  if (last >= 0) {
+    FxError e3;
+    fx_error_clear(&e3);
+    xm = xla_dump_stage(s->xla, last, NULL, &e3);
+  }
+  if (xm) {
+    KernelPlan *p = plan_build(xm, &s->device, &pe2);
+    if (p) xla_kernels = p->ncompute, plan_free(p);
+    ir_module_free(xm);
+  }
+  if (!s->json)
+    fprintf(s->out,
+            "kernels: real XLA %d (its final module) vs fxplain's priority pipeline %d on %s; XLA's dump is kept in "
+            "%s\n(step through XLA's passes with step/goto; `decisions` at the priority-fusion stage shows XLA's and "
+            "fxplain's verdict on each pair)\n",
+            xla_kernels, mine_kernels, s->device.name, dump);
+  return true;
+}
+
+/* ---------- compare-modules ---------- */
+
+/* A compilation's final module: a dump folder's after_optimizations (or last snapshot), or a file. */
+static IrModule *final_module(const char *path, FxError *err) {
+  if (!is_dir(path)) return hlo_load_file(path, err);
+  XlaDump *d = xla_dump_scan(path, err);
+  if (!d) return NULL;
+  IrModule *m = NULL;
+  if (xla_dump_select(d, NULL, err)) {
+    const XlaDumpModule *dm = &d->mods[d->chosen];
+    if (dm->after) m = hlo_load_file(dm->after, err);
+    else m = xla_dump_stage(d, d->pipeline.npasses, NULL, err);
+  }
+  xla_dump_free(d);
+  return m;
+}
+
+static bool cmd_compare_modules(Session *s, int argc, char **argv, FxError *err) {
+  if (!repl_check_argc(s, argc, argv, 2, 2, err)) return false;
+  IrModule *m[2] = {NULL, NULL};
+  KernelPlan *p[2] = {NULL, NULL};
+  bool ok = true;
+  for (int k = 0; k < 2 && ok; k++) {
+    FxError e;
+    fx_error_clear(&e);
+    m[k] = final_module(argv[k + 1], &e);
+    if (m[k]) p[k] = plan_build(m[k], &s->device, &e);
+    if (!p[k]) ok = repl_arg_error(s, err, k + 1, "%s", e.msg);
+  }
+  if (ok) {
+    /* Kernels by the set of source positions and opcodes they hold is too fine for renamed
+     * clones: compare by kernel name and count, and list the kernels only one side has. */
+    if (s->json) {
+      JsonWriter w;
+      json_init(&w, s->out);
+      json_object_begin(&w);
+      for (int k = 0; k < 2; k++) {
+        json_key(&w, k ? "b" : "a");
+        json_object_begin(&w);
+        json_kv_str(&w, "module", m[k]->name);
+        json_kv_int(&w, "kernels", p[k]->ncompute);
+        json_kv_int(&w, "bytes", (long long)(p[k]->bytes_read + p[k]->bytes_written));
+        json_kv_double(&w, "est_us", p[k]->est_us);
+        json_object_end(&w);
+      }
+      json_object_end(&w);
+      fputc('\n', s->out);
+    } else {
+      fprintf(s->out, "%-10s %-30s %8s %14s %12s\n", "", "module", "kernels", "bytes", "est. us");
+      for (int k = 0; k < 2; k++)
+        fprintf(s->out, "%-10s %-30s %8d %14lld %12.2f\n", k ? "B" : "A", m[k]->name, p[k]->ncompute,
+                (long long)(p[k]->bytes_read + p[k]->bytes_written), p[k]->est_us);
+      for (int k = 0; k < 2; k++) {
+        int only = 0;
+        const IrComputation *c = m[k]->entry;
+        for (int j = 0; c && j < c->ninstrs; j++) {
+          const IrInstr *i = c->instrs[j];
+          if (i->op != IR_OP_FUSION) continue;
+          const IrInstr *o = ir_module_find_instr(m[1 - k], i->name);
+          if (o && o->op == IR_OP_FUSION) continue;
+          if (only++ < 12) {
+            char loc[300];
+            const IrComputation *fc = ir_fused_computation(i);
+            loc[0] = 0;
+            if (fc && fc->root) xla_source_short(m[k], fc->root, loc, sizeof loc);
+            fprintf(s->out, "  only in %s: %s (%s) %s\n", k ? "B" : "A", i->name, ir_fusion_kind(i), loc);
+          }
+        }
+        if (only > 12) fprintf(s->out, "  ... %d more only in %s\n", only - 12, k ? "B" : "A");
+      }
+    }
+  }
+  for (int k = 0; k < 2; k++) {
+    if (p[k]) plan_free(p[k]);
+    if (m[k]) ir_module_free(m[k]);
+  }
+  return ok;
+}
+
+const ReplCommand repl_cmds_xla[] = {
+    {"find", "find FILE:LINE | LINE | SCOPE", "the instructions and kernels that came from a source line or JAX scope",
+     "Lists the current stage's instructions whose XLA metadata points at the place: FILE:LINE (FILE\n"
+     "matched as the end of the path; a line inside an op's line range counts), a bare LINE, or a\n"
+     "JAX name scope such as jit(step)/attention or attention. Each line gives the instruction, its\n"
+     "opcode, the kernel that holds it and its source; the last line lists the kernels. Reads both\n"
+     "metadata={source_file= source_line=} and today's stack_frame_id= with the module's tables.",
+     cmd_find},
+    {"xla", "xla [--device h100|a100]", "compile the loaded module with real XLA:GPU and load its dump",
+     "Compiles stage 0 with real XLA:GPU, deviceless (scripts/xla_reference.py: needs pip's jax,\n"
+     "jaxlib, jax-cuda13-plugin and jax-cuda13-pjrt 0.10.2; FXPLAIN_PYTHON names the python), then\n"
+     "loads XLA's dump as the `xla` pipeline (XLA's fusion passes as stages, its priority-fusion log as\n"
+     "decisions) and prints XLA's kernel count beside fxplain's priority pipeline's.",
+     cmd_xla},
+    {"compare-modules", "compare-modules A B", "compare two compilations: kernels, bytes, time, fusions only one has",
+     "A and B are XLA dump folders (their final module) or HLO files. Prints each one's kernels,\n"
+     "bytes moved and estimated time on the current device, then the fusions only one of them has,\n"
+     "with the source line of each.",
+     cmd_compare_modules},
+    {0},
+};
