@@ -61,6 +61,17 @@ static bool parse_snapshot(Arena *a, const char *rest, XlaSnapshot *s, const cha
   int nd = 0;
   for (size_t k = n; k-- > 0 && nd < 4;)
     if (rest[k] == '.') dots[nd++] = rest + k;
+  if (nd == 3 && strncmp(dots[0] + 1, "after_", 6) == 0) {
+    /* "NAME.NNNN.PIPELINE.after_PASS.txt": a pipeline's last snapshot has no next pass. */
+    const char *after = dots[0] + 1, *pipe = dots[1] + 1, *seq = dots[2] + 1;
+    if (!all_digits(seq, (size_t)(pipe - 1 - seq))) return false;
+    s->seq = atoi(seq);
+    s->pipeline = arena_strndup(a, pipe, (size_t)(dots[0] - pipe));
+    s->pass = arena_strndup(a, after + 6, (size_t)(rest + n - after - 6));
+    s->next = "-";
+    *modname = arena_strndup(a, rest, (size_t)(dots[2] - rest));
+    return s->pipeline && s->pass && *modname;
+  }
   if (nd < 4) return false;
   /* dots[0] before "before_NEXT", dots[1] before "after_PASS", dots[2] before PIPELINE,
    * dots[3] before NNNN. */
@@ -298,7 +309,9 @@ IrModule *xla_dump_stage(const XlaDump *d, int k, const IrModule *prev, FxError 
   if (!mod && err->set) {
     FxError was = *err;
     fx_error_clear(err);
-    fx_error_set(err, was.file[0] ? was.file : NULL, was.line, was.col, "XLA's snapshot does not load: %s", was.msg);
+    const char *base = strrchr(file, '/');
+    fx_error_set(err, was.file[0] ? was.file : NULL, was.line, was.col, "XLA's snapshot %s does not load (line %d): %s",
+                 base ? base + 1 : file, was.line, was.msg);
     memcpy(err->source, was.source, sizeof err->source);
   }
   return mod;

@@ -782,9 +782,10 @@ static bool cmd_why(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 1, 2, err)) return false;
   const char *a = argv[1][0] == '%' ? argv[1] + 1 : argv[1];
-  if (argc == 2) return why_one(s, a, err);
-  const char *b = argv[2][0] == '%' ? argv[2] + 1 : argv[2];
-  return why_pair(s, a, b, err);
+  const char *b = argc == 2 ? NULL : argv[2][0] == '%' ? argv[2] + 1 : argv[2];
+  if (!(b ? why_pair(s, a, b, err) : why_one(s, a, err))) return false;
+  repl_xla_source_note(s, a, b); /* where they came from in the user's program, when XLA said */
+  return true;
 }
 
 /* ---------- decisions ---------- */

@@ -238,8 +238,7 @@ bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, boo
       have_own = p && pass_run_stage(p, prev, &cx, &mine, &ch);
       if (mine) ir_module_free(mine);
     }
-    int disagree = 0;
-    xla_fusion_log_emit(d->log, &sink, pass, have_own ? own : NULL, k, &disagree);
+    /* fxplain's verdicts first, so that XLA's recorded decision is each pair's final word. */
     if (have_own) {
       int n = explain_stage_count(own, k);
       for (int j = 0; j < n; j++) {
@@ -252,6 +251,8 @@ bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, boo
         sink.emit(sink.ctx, &pd);
       }
     }
+    int disagree = 0;
+    xla_fusion_log_emit(d->log, &sink, pass, have_own ? own : NULL, k, &disagree);
     if (own) explain_log_free(own);
     (void)copy_emit;
   } else {
