@@ -423,7 +423,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
   }
   int rc = system(cmd);
   int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-  if (code == 3)
+  if (code == 3 || code == 127)
     return repl_arg_error(s, err, 0,
                           "jax and its CUDA plugin are not installed for %s: pip install jax==0.10.2 jaxlib==0.10.2 "
                           "jax-cuda13-plugin==0.10.2 jax-cuda13-pjrt==0.10.2 (or set FXPLAIN_PYTHON to a python that "
@@ -478,10 +478,10 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
   }
   if (!s->json)
     fprintf(s->out,
-            "kernels: real XLA %d (its final module) vs fxplain's priority pipeline %d on %s; XLA's dump is kept in "
-            "%s\n(step through XLA's passes with step/goto; `decisions` at the priority-fusion stage shows XLA's and "
+            "kernels: real XLA %d (after its last dumped pass, %s) vs fxplain's priority pipeline %d on %s; XLA's dump "
+            "is kept in %s\n(step through XLA's passes with step/goto; `decisions` at the priority-fusion stage shows XLA's and "
             "fxplain's verdict on each pair)\n",
-            xla_kernels, mine_kernels, s->device.name, dump);
+            xla_kernels, last > 0 ? s->pipeline->passes[last - 1]->name : "input", mine_kernels, s->device.name, dump);
   return true;
 }
 
