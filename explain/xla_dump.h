@@ -62,9 +62,10 @@ const char *xla_reason_code(const char *xla_text);
  * because its last update said fusing is slower (rejected, slower_if_fused). When own is given
  * (fxplain's priority-fusion run on the same input, its records in stage own_stage), each record
  * also carries fxplain's verdict on the same pair and says when the two disagree; *disagree gets
- * their count. */
+ * their count. With m (the module priority-fusion received), each detail ends with the source
+ * lines of the producer and consumer ("[mlp.py:10 -> mlp.py:11]"). */
 void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *pass, const ExplainLog *own,
-                         int own_stage, int *disagree);
+                         int own_stage, const IrModule *m, int *disagree);
 /* Replays XLA's fusion steps on a copy of m (the module before fusion) with fxplain's fusion
  * builder: what priority-fusion produced, when only the log is at hand. NULL with err filled. */
 IrModule *xla_fusion_log_replay(const XlaFusionLog *l, const IrModule *m, FxError *err);

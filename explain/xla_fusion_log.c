@@ -326,8 +326,27 @@ static void add_own(PassDecision *d, const ExplainRecord *r) {
   }
 }
 
+/* " [file:line -> file:line]" for the pair, from m's metadata; "" when neither is known. */
+static void pair_source(const IrModule *m, const char *a, const char *b, char *buf, size_t n) {
+  char sa[160] = "", sb[160] = "";
+  buf[0] = 0;
+  if (!m) return;
+  const IrInstr *ia = a ? ir_module_find_instr(m, a) : NULL;
+  char first[256] = "";
+  if (b) snprintf(first, sizeof first, "%s", b);
+  char *comma = strchr(first, ',');
+  if (comma) *comma = 0;
+  const IrInstr *ib = first[0] ? ir_module_find_instr(m, first) : NULL;
+  if (ia) xla_source_short(m, ia, sa, sizeof sa);
+  if (ib) xla_source_short(m, ib, sb, sizeof sb);
+  if (!sa[0] && !sb[0]) return;
+  if (ib) snprintf(buf, n, " [%s -> %s]", sa[0] ? sa : "?", sb[0] ? sb : "?");
+  else snprintf(buf, n, " [%s]", sa);
+}
+
 void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *pass, const ExplainLog *own,
-                         int own_stage, int *disagree) {
+                         int own_stage, const IrModule *m, int *disagree) {
+  char src[400];
   int nd = 0;
   char mine[600];
   for (int k = 0; k < l->nsteps; k++) {
@@ -344,13 +363,14 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
       bool differ = own && (!r || !r->accepted);
       if (differ) nd++;
       own_sentence(r, mine, sizeof mine);
+      pair_source(m, s->producer, s->consumer, src, sizeof src);
       if (lp >= 0 && l->steps[lp].has_times)
         pass_emit(sink, &d, "XLA fused %s into %s, making %s (step %d; its cost model: %.4g us fused vs %.4g us unfused)%s%s%s",
                   s->producer, s->consumer, s->fusion, k + 1, l->steps[lp].us_fused, l->steps[lp].us_unfused,
-                  own ? (differ ? "; DISAGREE: fxplain " : "; fxplain agrees, it ") : "", own ? mine : "", "");
+                  own ? (differ ? "; DISAGREE: fxplain " : "; fxplain agrees, it ") : "", own ? mine : "", src);
       else
-        pass_emit(sink, &d, "XLA fused %s into %s, making %s (step %d)%s%s", s->producer, s->consumer, s->fusion, k + 1,
-                  own ? (differ ? "; DISAGREE: fxplain " : "; fxplain agrees, it ") : "", own ? mine : "");
+        pass_emit(sink, &d, "XLA fused %s into %s, making %s (step %d)%s%s%s", s->producer, s->consumer, s->fusion,
+                  k + 1, own ? (differ ? "; DISAGREE: fxplain " : "; fxplain agrees, it ") : "", own ? mine : "", src);
     } else if (s->kind == XLA_STEP_INELIGIBLE) {
       const ExplainRecord *r = own_verdict(own, own_stage, s->producer, NULL);
       d.accepted = false;
@@ -359,8 +379,9 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
       bool differ = own && r && r->accepted;
       if (differ) nd++;
       own_sentence(r, mine, sizeof mine);
-      pass_emit(sink, &d, "XLA: %s is not fused: \"%s\" (step %d)%s%s", s->producer, s->reason ? s->reason : "?", k + 1,
-                own ? (differ ? "; DISAGREE: fxplain " : "; fxplain ") : "", own ? mine : "");
+      pair_source(m, s->producer, NULL, src, sizeof src);
+      pass_emit(sink, &d, "XLA: %s is not fused: \"%s\" (step %d)%s%s%s", s->producer, s->reason ? s->reason : "?",
+                k + 1, own ? (differ ? "; DISAGREE: fxplain " : "; fxplain ") : "", own ? mine : "", src);
     } else {
       d.action = "priority";
       d.consumer = s->consumer;
@@ -391,9 +412,10 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
     bool differ = own && r && r->accepted;
     if (differ) nd++;
     own_sentence(r, mine, sizeof mine);
-    pass_emit(sink, &d, "XLA left %s unfused: its cost model's last word was %.4g us fused vs %.4g us unfused%s%s",
+    pair_source(m, s->producer, s->consumer, src, sizeof src);
+    pass_emit(sink, &d, "XLA left %s unfused: its cost model's last word was %.4g us fused vs %.4g us unfused%s%s%s",
               s->producer, s->us_fused, s->us_unfused, own ? (differ ? "; DISAGREE: fxplain " : "; fxplain ") : "",
-              own ? mine : "");
+              own ? mine : "", src);
   }
   if (disagree) *disagree = nd;
 }

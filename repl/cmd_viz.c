@@ -15,6 +15,7 @@
 #include "../viz/viz.h"
 #include "args.h"
 #include "json.h"
+#include "repl.h"
 #include "session.h"
 
 /* ---------- helpers ---------- */
@@ -482,6 +483,7 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   FxError terr;
   fx_error_clear(&terr);
   bool ok = viz_text_graph(s->out, m, argc == 2 ? argv[1] : NULL, &nums, 100, &terr);
+  if (ok && argc == 1) repl_xla_kernel_sources(s, m, p); /* where each kernel came from (cmd_xla.c) */
   fx_free(kn);
   plan_free(p);
   if (!ok) return repl_arg_error(s, err, 1, "%s", terr.msg);

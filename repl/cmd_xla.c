@@ -252,7 +252,7 @@ bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, boo
       }
     }
     int disagree = 0;
-    xla_fusion_log_emit(d->log, &sink, pass, have_own ? own : NULL, k, &disagree);
+    xla_fusion_log_emit(d->log, &sink, pass, have_own ? own : NULL, k, prev, &disagree);
     if (own) explain_log_free(own);
     (void)copy_emit;
   } else {
@@ -585,3 +585,36 @@ const ReplCommand repl_cmds_xla[] = {
      cmd_compare_modules},
     {0},
 };
+
+/* ---------- source lines per kernel (show graph) ---------- */
+
+/* Adds the distinct "file:line" of i and, for a fusion, of its body into list (n entries of 64). */
+static void gather_sources(const IrModule *m, const IrInstr *i, char (*list)[64], int *n, int max) {
+  char loc[300];
+  xla_source_short(m, i, loc, sizeof loc);
+  if (loc[0]) {
+    bool seen = false;
+    for (int k = 0; k < *n && !seen; k++) seen = strcmp(list[k], loc) == 0;
+    if (!seen && *n < max) snprintf(list[(*n)++], 64, "%s", loc);
+  }
+  const IrComputation *c = ir_instr_is_fusion(i) ? ir_fused_computation(i) : NULL;
+  for (int j = 0; c && j < c->ninstrs; j++)
+    if (c->instrs[j]->op != IR_OP_PARAMETER) gather_sources(m, c->instrs[j], list, n, max);
+}
+
+void repl_xla_kernel_sources(Session *s, const IrModule *m, const KernelPlan *p) {
+  if (s->json || !p) return;
+  bool any = false;
+  for (int k = 0; k < p->nkernels; k++) {
+    if (!p->kernels[k].instr) continue;
+    char list[8][64];
+    int n = 0;
+    gather_sources(m, p->kernels[k].instr, list, &n, 8);
+    if (!n) continue;
+    if (!any) fputs("source lines each kernel holds (XLA's metadata):\n", s->out);
+    any = true;
+    fprintf(s->out, "  %-28s", p->kernels[k].name);
+    for (int j = 0; j < n; j++) fprintf(s->out, "%s%s", j ? ", " : " ", list[j]);
+    fputs(n == 8 ? ", ...\n" : "\n", s->out);
+  }
+}

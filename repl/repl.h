@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../compiler/plan.h"
 #include "session.h"
 
 #define REPL_VERSION "0.1.0"
@@ -114,6 +115,8 @@ bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handle
 bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err);
 const Pipeline *repl_xla_pipeline(Session *s, const char *name);
 void repl_xla_source_note(Session *s, const char *a, const char *b);
+/* After `show graph`: each kernel's source lines, when the module's metadata has them. */
+void repl_xla_kernel_sources(Session *s, const IrModule *m, const KernelPlan *p);
 
 /* Whether `line` starts with the name of a registered command (and is not a .fx assignment). */
 const ReplCommand *repl_line_command(const char *line);
