@@ -500,6 +500,9 @@ static bool decode_literal(P *p, InstrRec *r, IrLiteral *lit, Arena *a) {
   }
   if (!ir_shape_is_array(s) || ir_type_is_complex(s->type)) return true;
   int64_t want = ir_shape_elements(s);
+  /* XLA prints one unbraced value for an array whose elements are all equal (constant(0) of shape
+   * f32[4,3]): it stands for every element. */
+  bool splat = want > 1 && t[0] != '{';
   /* Two rounds: count, then store. */
   for (int round = 0; round < 2; round++) {
     int64_t n = 0;
@@ -549,6 +552,13 @@ static bool decode_literal(P *p, InstrRec *r, IrLiteral *lit, Arena *a) {
       q = end;
     }
     if (round == 0) {
+      if (splat && n == 1) {
+        lit->count = want;
+        lit->values = arena_alloc(a, sizeof(double) * (size_t)want);
+        if (!lit->values) return oom(p);
+        continue;
+      }
+      splat = false;
       if (n != want)
         return perr(p, r->lit_line, r->lit_col, "constant has %" PRId64 " value%s but its shape has %" PRId64 " element%s", n,
                     n == 1 ? "" : "s", want, want == 1 ? "" : "s");
@@ -557,6 +567,7 @@ static bool decode_literal(P *p, InstrRec *r, IrLiteral *lit, Arena *a) {
       if (!lit->values) return oom(p);
     }
   }
+  for (int64_t k = 1; splat && k < want; k++) lit->values[k] = lit->values[0];
   return true;
 }
 

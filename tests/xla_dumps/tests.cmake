@@ -16,3 +16,6 @@ else()
   add_test(NAME xla_dumps.jax_programs COMMAND sh -c "echo 'skipped: python3 was not found'; exit 77")
 endif()
 set_tests_properties(xla_dumps.jax_programs PROPERTIES LABELS "xla" SKIP_RETURN_CODE 77 TIMEOUT 600)
+add_test(NAME xla_dumps.forms COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/forms_test.sh $<TARGET_FILE:fxplain>
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(xla_dumps.forms PROPERTIES LABELS "hlo")
