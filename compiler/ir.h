@@ -181,6 +181,9 @@ struct IrInstr {
   int nattrs, attrs_cap;
   IrLiteral *literal; /* constants */
   int64_t param_number; /* parameter(N) */
+  /* The opcode as XLA printed it, when that is not the table's spelling: XLA's async syntax sugar
+   * prints async-start/-update/-done wrapping OP as OP-start/-update/-done. NULL otherwise. */
+  const char *op_text;
   /* For custom-call: custom_call_target is also kept as attr; for fusion: kind attr. */
   IrLoc loc;
   bool is_root;  /* mirror of parent->root == this */
@@ -203,6 +206,7 @@ struct IrComputation {
   bool has_signature;
   const char *trailing; /* text after the closing brace of the body, e.g. ", execution_thread=..." */
   IrInstr *fusion_instr; /* for a fused computation: the fusion instruction that calls it */
+  bool async_wrapped;    /* made by the parser for XLA's async syntax sugar (OP-start): not printed */
   IrLoc loc;
 };
 
