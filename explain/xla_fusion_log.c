@@ -278,20 +278,121 @@ const char *xla_reason_code(const char *t) {
 
 /* ---------- filing ---------- */
 
-/* fxplain's own record for the pair in `own` (stage own_stage), NULL when it made none. */
-static const ExplainRecord *own_verdict(const ExplainLog *own, int stage, const char *producer, const char *consumer) {
+/* Fusions are named differently by XLA and by fxplain, so pairs are matched by what they hold:
+ * each name stands for the original instructions fused into it so far (XLA's `fusion.4` made of
+ * triton_softmax.3 and exp.1.0 matches fxplain's fusion of the same two). */
+typedef struct {
+  const char *name;
+  const char **orig;
+  int n, cap;
+} Members;
+
+typedef struct {
+  Members *m;
+  int n, cap;
+} MemberTable;
+
+static Members *members_find(MemberTable *t, const char *name) {
+  for (int k = t->n - 1; k >= 0; k--)
+    if (strcmp(t->m[k].name, name) == 0) return &t->m[k];
+  return NULL;
+}
+
+static void members_add(Members *m, const char *o) {
+  for (int k = 0; k < m->n; k++)
+    if (strcmp(m->orig[k], o) == 0) return;
+  if (m->n == m->cap) {
+    int nc = m->cap ? m->cap * 2 : 4;
+    const char **g = fx_realloc(m->orig, sizeof *g * (size_t)nc);
+    if (!g) return;
+    m->orig = g;
+    m->cap = nc;
+  }
+  m->orig[m->n++] = o;
+}
+
+/* The fusion `result` now holds what a and b held (a name not in the table holds itself). */
+static void members_merge(MemberTable *t, const char *result, const char *a, const char *b) {
+  if (!result) return;
+  Members *r = members_find(t, result);
+  if (!r) {
+    if (t->n == t->cap) {
+      int nc = t->cap ? t->cap * 2 : 16;
+      Members *g = fx_realloc(t->m, sizeof *g * (size_t)nc);
+      if (!g) return;
+      t->m = g;
+      t->cap = nc;
+    }
+    r = &t->m[t->n++];
+    *r = (Members){.name = result};
+  }
+  const char *src[2] = {a, b};
+  for (int s = 0; s < 2; s++) {
+    if (!src[s]) continue;
+    Members *m = members_find(t, src[s]);
+    if (m == r) continue;
+    if (m)
+      for (int k = 0; k < m->n; k++) members_add(r, m->orig[k]);
+    else members_add(r, src[s]);
+  }
+}
+
+static void members_free(MemberTable *t) {
+  for (int k = 0; k < t->n; k++) fx_free(t->m[k].orig);
+  fx_free(t->m);
+}
+
+/* Whether names x (in table tx) and y (in ty) hold a common original instruction. */
+static bool overlap(MemberTable *tx, const char *x, MemberTable *ty, const char *y) {
+  if (strcmp(x, y) == 0) return true;
+  Members *mx = members_find(tx, x), *my = members_find(ty, y);
+  const char *one_x[1] = {x}, *one_y[1] = {y};
+  const char **ox = mx ? mx->orig : one_x, **oy = my ? my->orig : one_y;
+  int nx = mx ? mx->n : 1, ny = my ? my->n : 1;
+  for (int a = 0; a < nx; a++)
+    for (int b = 0; b < ny; b++)
+      if (strcmp(ox[a], oy[b]) == 0) return true;
+  return false;
+}
+
+/* Whether x and y hold exactly the same original instructions. */
+static bool same_members(MemberTable *tx, const char *x, MemberTable *ty, const char *y) {
+  Members *mx = members_find(tx, x), *my = members_find(ty, y);
+  if (!mx && !my) return strcmp(x, y) == 0;
+  int nx = mx ? mx->n : 1, ny = my ? my->n : 1;
+  if (nx != ny) return false;
+  const char *one_y[1] = {y};
+  const char **oy = my ? my->orig : one_y;
+  for (int b = 0; b < ny; b++)
+    if (!overlap(tx, x, ty, oy[b])) return false;
+  return true;
+}
+
+/* fxplain's own record for XLA's pair in `own` (stage `stage`), NULL when it made none. */
+static const ExplainRecord *own_verdict(const ExplainLog *own, int stage, MemberTable *xt, MemberTable *ft,
+                                        const char *producer, const char *consumer) {
   if (!own) return NULL;
   const ExplainRecord *any = NULL;
   int n = explain_stage_count(own, stage);
   for (int k = 0; k < n; k++) {
     const ExplainRecord *r = explain_stage_record(own, stage, k);
-    if (!r->producer || strcmp(r->producer, producer) != 0) continue;
+    if (!r->producer) continue;
     if (!consumer) {
+      /* A producer alone (ineligible): fxplain's record on the very same instructions. */
+      if (!same_members(xt, producer, ft, r->producer)) continue;
       if (!r->accepted) return r;
       if (!any) any = r;
       continue;
     }
-    if (r->consumer && explain_record_names(r, consumer)) return r;
+    if (!overlap(xt, producer, ft, r->producer) || !r->consumer) continue;
+    char one[256];
+    for (const char *c = r->consumer; *c;) {
+      const char *e = strchr(c, ',');
+      size_t len = e ? (size_t)(e - c) : strlen(c);
+      snprintf(one, sizeof one, "%.*s", (int)len, c);
+      if (overlap(xt, consumer, ft, one)) return r;
+      c += len + (e ? 1 : 0);
+    }
   }
   return consumer ? NULL : any;
 }
@@ -349,11 +450,27 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
   char src[400];
   int nd = 0;
   char mine[600];
+  /* fxplain's fusions by what they hold (its records in order). */
+  MemberTable xt = {0}, ft = {0};
+  for (int k = 0; own && k < explain_stage_count(own, own_stage); k++) {
+    const ExplainRecord *r = explain_stage_record(own, own_stage, k);
+    if (!r->accepted || !r->result || !r->producer) continue;
+    members_merge(&ft, r->result, r->producer, NULL);
+    char one[256];
+    for (const char *c = r->consumer ? r->consumer : ""; *c;) {
+      const char *e = strchr(c, ',');
+      size_t len = e ? (size_t)(e - c) : strlen(c);
+      snprintf(one, sizeof one, "%.*s", (int)len, c);
+      members_merge(&ft, r->result, one, NULL);
+      c += len + (e ? 1 : 0);
+    }
+  }
   for (int k = 0; k < l->nsteps; k++) {
     const XlaStep *s = &l->steps[k];
     PassDecision d = {.pass = pass, .action = "fuse", .producer = s->producer};
     if (s->kind == XLA_STEP_FUSION) {
-      const ExplainRecord *r = own_verdict(own, own_stage, s->producer, s->consumer);
+      const ExplainRecord *r = own_verdict(own, own_stage, &xt, &ft, s->producer, s->consumer);
+      members_merge(&xt, s->fusion, s->producer, s->consumer);
       int lp = last_priority(l, s->producer, k);
       d.consumer = s->consumer;
       d.accepted = true;
@@ -372,7 +489,7 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
         pass_emit(sink, &d, "XLA fused %s into %s, making %s (step %d)%s%s%s", s->producer, s->consumer, s->fusion,
                   k + 1, own ? (differ ? "; DISAGREE: fxplain " : "; fxplain agrees, it ") : "", own ? mine : "", src);
     } else if (s->kind == XLA_STEP_INELIGIBLE) {
-      const ExplainRecord *r = own_verdict(own, own_stage, s->producer, NULL);
+      const ExplainRecord *r = own_verdict(own, own_stage, &xt, &ft, s->producer, NULL);
       d.accepted = false;
       d.reason = xla_reason_code(s->reason);
       add_own(&d, r);
@@ -404,7 +521,7 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
     snprintf(first, sizeof first, "%s", s->consumer ? s->consumer : "");
     char *comma = strchr(first, ',');
     if (comma) *comma = 0;
-    const ExplainRecord *r = own_verdict(own, own_stage, s->producer, first[0] ? first : NULL);
+    const ExplainRecord *r = own_verdict(own, own_stage, &xt, &ft, s->producer, first[0] ? first : NULL);
     PassDecision d = {.pass = pass, .action = "fuse", .producer = s->producer, .consumer = s->consumer,
                       .accepted = false, .reason = "slower_if_fused"};
     add_times(&d, s);
@@ -417,6 +534,8 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
               s->producer, s->us_fused, s->us_unfused, own ? (differ ? "; DISAGREE: fxplain " : "; fxplain ") : "",
               own ? mine : "", src);
   }
+  members_free(&xt);
+  members_free(&ft);
   if (disagree) *disagree = nd;
 }
 

@@ -476,6 +476,34 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
     if (p) xla_kernels = p->ncompute, plan_free(p);
     ir_module_free(xm);
   }
+  /* Where the two part: step to XLA's priority-fusion and list the decisions fxplain disagrees with. */
+  int fs = xla_dump_fusion_stage(s->xla);
+  int ndis = 0;
+  if (fs > 0) {
+    char num[16];
+    snprintf(num, sizeof num, "%d", fs);
+    char *gargs[] = {"goto", num, NULL};
+    FILE *keep = s->out;
+    FILE *sink = fopen("/dev/null", "w");
+    if (sink) s->out = sink;
+    bool moved = repl_command_lookup("goto")->run(s, 2, gargs, err);
+    s->out = keep;
+    if (sink) fclose(sink);
+    if (!moved) return false;
+    int n = explain_stage_count(s->log, fs);
+    for (int k = 0; k < n; k++) {
+      const ExplainRecord *r = explain_stage_record(s->log, fs, k);
+      if (strcmp(r->pass, "priority-fusion") != 0 || !r->detail || !strstr(r->detail, "DISAGREE")) continue;
+      if (ndis++ < 5 && !s->json) {
+        if (ndis == 1) fputs("where fxplain parts from XLA's recorded decisions (first 5):\n", s->out);
+        explain_print_record(s->out, r);
+      }
+    }
+    if (!s->json)
+      fprintf(s->out, "%d of XLA's priority-fusion decisions differ from fxplain's verdict on the same pair (now at stage %d; "
+                      "`decisions --pass priority-fusion` lists them all)\n",
+              ndis, fs);
+  }
   if (!s->json)
     fprintf(s->out,
             "kernels: real XLA %d (after its last dumped pass, %s) vs fxplain's priority pipeline %d on %s; XLA's dump "
