@@ -530,6 +530,84 @@ static IrModule *final_module(const char *path, FxError *err) {
   return m;
 }
 
+/* The decision log of a dump folder's main module, or NULL. */
+static XlaFusionLog *dump_log(const char *path) {
+  if (!is_dir(path)) return NULL;
+  FxError e;
+  fx_error_clear(&e);
+  XlaDump *d = xla_dump_scan(path, &e);
+  XlaFusionLog *l = NULL;
+  if (d && xla_dump_select(d, NULL, &e)) {
+    l = d->log;
+    d->log = NULL;
+  }
+  xla_dump_free(d);
+  return l;
+}
+
+static void print_step(Session *s, const char *side, const XlaStep *st) {
+  if (!st) {
+    fprintf(s->out, "  %s: (no more steps)\n", side);
+  } else if (st->kind == XLA_STEP_FUSION) {
+    fprintf(s->out, "  %s: fused %s into %s, making %s\n", side, st->producer, st->consumer, st->fusion);
+  } else {
+    fprintf(s->out, "  %s: %s not fused: \"%s\"\n", side, st->producer, st->reason ? st->reason : "?");
+  }
+}
+
+static bool ineligible_in(const XlaFusionLog *l, const XlaStep *st) {
+  for (int k = 0; k < l->nsteps; k++)
+    if (l->steps[k].kind == XLA_STEP_INELIGIBLE && strcmp(l->steps[k].producer, st->producer) == 0 &&
+        strcmp(l->steps[k].reason ? l->steps[k].reason : "", st->reason ? st->reason : "") == 0)
+      return true;
+  return false;
+}
+
+/* The first fusion where the two logs differ (XLA makes its fusions in order; its priority
+ * updates and ineligibility checks run in parallel, so those are compared as sets), then the
+ * producers one log finds ineligible and the other does not. */
+static void first_difference(Session *s, const XlaFusionLog *a, const XlaFusionLog *b) {
+  int i = 0, j = 0, n = 0;
+  for (int side = 0; side < 2; side++) {
+    const XlaFusionLog *x = side ? b : a, *y = side ? a : b;
+    int shown = 0, more = 0;
+    for (int k = 0; k < x->nsteps; k++) {
+      const XlaStep *st = &x->steps[k];
+      if (st->kind != XLA_STEP_INELIGIBLE || ineligible_in(y, st)) continue;
+      bool dup = false;
+      for (int q = 0; q < k && !dup; q++)
+        dup = x->steps[q].kind == XLA_STEP_INELIGIBLE && strcmp(x->steps[q].producer, st->producer) == 0 &&
+              strcmp(x->steps[q].reason ? x->steps[q].reason : "", st->reason ? st->reason : "") == 0;
+      if (dup) continue;
+      if (shown++ < 5) fprintf(s->out, "  ineligible only in %s: %s: \"%s\"\n", side ? "B" : "A", st->producer,
+                               st->reason ? st->reason : "?");
+      else more++;
+    }
+    if (more) fprintf(s->out, "  ... %d more ineligible only in %s\n", more, side ? "B" : "A");
+  }
+  for (;;) {
+    while (i < a->nsteps && a->steps[i].kind != XLA_STEP_FUSION) i++;
+    while (j < b->nsteps && b->steps[j].kind != XLA_STEP_FUSION) j++;
+    const XlaStep *x = i < a->nsteps ? &a->steps[i] : NULL, *y = j < b->nsteps ? &b->steps[j] : NULL;
+    if (!x && !y) {
+      fprintf(s->out, "XLA's priority-fusion: the same %d fusions, in the same order, in both\n", n);
+      return;
+    }
+    bool same = x && y && x->kind == y->kind && strcmp(x->producer, y->producer) == 0 &&
+                (x->kind != XLA_STEP_FUSION || strcmp(x->consumer, y->consumer) == 0) &&
+                (x->kind != XLA_STEP_INELIGIBLE || strcmp(x->reason ? x->reason : "", y->reason ? y->reason : "") == 0);
+    if (!same) {
+      fprintf(s->out, "XLA's priority-fusion: the first %d fusions agree; fusion %d differs:\n", n, n + 1);
+      print_step(s, "A", x);
+      print_step(s, "B", y);
+      return;
+    }
+    n++;
+    i++;
+    j++;
+  }
+}
+
 static bool cmd_compare_modules(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 2, 2, err)) return false;
   IrModule *m[2] = {NULL, NULL};
@@ -583,6 +661,10 @@ static bool cmd_compare_modules(Session *s, int argc, char **argv, FxError *err)
         }
         if (only > 12) fprintf(s->out, "  ... %d more only in %s\n", only - 12, k ? "B" : "A");
       }
+      XlaFusionLog *la = dump_log(argv[1]), *lb = dump_log(argv[2]);
+      if (la && lb) first_difference(s, la, lb);
+      xla_fusion_log_free(la);
+      xla_fusion_log_free(lb);
     }
   }
   for (int k = 0; k < 2; k++) {

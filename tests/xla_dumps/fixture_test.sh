@@ -35,6 +35,13 @@ check replayed "stage 1  priority-fusion" "$out"
 out=$("$FX" -e "load $D --module 7" 2>&1)
 check no_such_module "the dump has no module '7' (modules: jit_f (0001))" "$out"
 
+out=$("$FX" -e "compare-modules $D $D" 2>&1)
+check compare "XLA's priority-fusion: the same 2 fusions, in the same order, in both" "$out"
+out=$(FXPLAIN_PYTHON=/nonexistent/python "$FX" -e "load tests/xla_dumps/data/forms/dotted_names.hlo; xla" 2>&1)
+check xla_without_wheels "pip install jax==0.10.2 jaxlib==0.10.2 jax-cuda13-plugin==0.10.2 jax-cuda13-pjrt==0.10.2" "$out"
+out=$("$FX" -e "load $D; goto priority-fusion; show graph" 2>&1)
+check graph_sources "gemm_fusion_dot_general.1    mlp.py:10, mlp.py:11" "$out"
+
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/empty" "$T/trunc" "$T/stranger" "$T/badlog"
