@@ -25,6 +25,7 @@
 #include "../compiler/plan.h"
 #include "../explain/explain.h"
 #include "../explain/xla_dump.h"
+#include "../viz/viz.h"
 #include "args.h"
 #include "json.h"
 #include "repl.h"
@@ -727,4 +728,82 @@ void repl_xla_kernel_sources(Session *s, const IrModule *m, const KernelPlan *p)
     for (int j = 0; j < n; j++) fprintf(s->out, "%s%s", j ? ", " : " ", list[j]);
     fputs(n == 8 ? ", ...\n" : "\n", s->out);
   }
+}
+
+/* ---------- render --group scope ---------- */
+
+bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err) {
+  const char *file = NULL, *format = NULL;
+  long long depth = 0;
+  for (int k = 1; k < argc; k++) {
+    if (strcmp(argv[k], "--group") == 0) {
+      if (k + 1 >= argc || strcmp(argv[k + 1], "scope") != 0)
+        return repl_arg_error(s, err, k + 1 < argc ? k + 1 : k, "--group takes 'scope' (JAX name scopes)");
+      k++;
+    } else if (strcmp(argv[k], "--depth") == 0) {
+      if (k + 1 >= argc) return repl_arg_error(s, err, k, "--depth needs a value");
+      if (!repl_parse_int(s, argv, ++k, 0, 64, &depth, err)) return false;
+    } else if (strcmp(argv[k], "--format") == 0) {
+      if (k + 1 >= argc) return repl_arg_error(s, err, k, "--format needs a value");
+      format = argv[++k];
+    } else if (argv[k][0] == '-' && argv[k][1]) {
+      return repl_arg_error(s, err, k, "with --group scope, render takes FILE, --depth D and --format F, not '%s'",
+                            argv[k]);
+    } else if (!file) {
+      file = argv[k];
+    } else {
+      return repl_arg_error(s, err, k, "unexpected argument '%s'", argv[k]);
+    }
+  }
+  VizFormat f = VIZ_SVG;
+  const char *ext = file ? strrchr(file, '.') : NULL;
+  if (format && !viz_format_lookup(format, &f)) return repl_arg_error(s, err, 0, "unknown format '%s'", format);
+  if (!format && ext && !viz_format_lookup(ext + 1, &f)) f = VIZ_SVG;
+  IrModule *m = session_module(s);
+  char title[200], path[PATH_MAX];
+  snprintf(title, sizeof title, "%s, stage %d (%s), by JAX name scope%s", m->name, s->cur,
+           s->cur ? s->stages[s->cur].pass : "input", depth ? "" : "");
+  if (!file) {
+    const char *dir = getenv("FXPLAIN_OUT_DIR");
+    snprintf(path, sizeof path, "%s%s%s.stage%d.scopes.%s", dir && *dir ? dir : "", dir && *dir ? "/" : "", m->name,
+             s->cur, viz_format_name(f));
+    file = path;
+  }
+  FxError e;
+  fx_error_clear(&e);
+  VizGraph *g = viz_scope_graph_build(m, (int)depth, title, &e);
+  if (!g) return repl_arg_error(s, err, 0, "%s", e.msg);
+  /* dot takes minutes on hundreds of scopes: draw fewer levels, and say so (DOT text has all). */
+  int full = viz_graph_stats(g)->nodes, used = (int)depth;
+  for (int d = 12; f != VIZ_DOT && viz_graph_stats(g)->nodes > 100 && d >= 1; d--) {
+    if (depth && d >= depth) continue;
+    VizGraph *g2 = viz_scope_graph_build(m, d, title, &e);
+    if (!g2) break;
+    viz_graph_free(g);
+    g = g2;
+    used = d;
+  }
+  if (used != (int)depth && !s->json)
+    fprintf(s->out, "(%d scopes at %s: drawn at --depth %d, %d scopes; --format dot writes them all)\n", full,
+            depth ? "that depth" : "full depth", used, viz_graph_stats(g)->nodes);
+  VizRenderer *r = viz_renderer_new(&e);
+  bool ok = r && viz_render_file(r, g, f, file, &e);
+  int nodes = viz_graph_stats(g)->nodes, edges = viz_graph_stats(g)->memory_edges;
+  viz_renderer_free(r);
+  viz_graph_free(g);
+  if (!ok) return repl_arg_error(s, err, 0, "%s", e.msg);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "wrote", file);
+    json_kv_int(&w, "scopes", nodes);
+    json_kv_int(&w, "edges", edges);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else {
+    fprintf(s->out, "wrote %s: stage %d by JAX name scope, %d scopes, %d flows between them\n", file, s->cur, nodes,
+            edges);
+  }
+  return true;
 }

@@ -115,6 +115,8 @@ bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handle
 bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err);
 const Pipeline *repl_xla_pipeline(Session *s, const char *name);
 void repl_xla_source_note(Session *s, const char *a, const char *b);
+/* render --group scope [FILE] [--depth D] [--format F]: the current stage by JAX name scope. */
+bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err);
 /* After `show graph`: each kernel's source lines, when the module's metadata has them. */
 void repl_xla_kernel_sources(Session *s, const IrModule *m, const KernelPlan *p);
 

@@ -43,6 +43,10 @@ out=$("$FX" -e "load $D; goto priority-fusion; show graph" 2>&1)
 check graph_sources "gemm_fusion_dot_general.1    mlp.py:10, mlp.py:11" "$out"
 
 T=$(mktemp -d)
+out=$("$FX" -e "load $D; goto priority-fusion; render $T/scopes.dot --group scope; render $T/scopes1.dot --group scope --depth 1" 2>&1)
+check scope_render "stage 2 by JAX name scope, 3 scopes" "$out"
+check scope_dot "layer" "$(cat "$T/scopes.dot" 2>/dev/null)"
+check scope_depth "scopes1.dot: stage 2 by JAX name scope" "$out"
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/empty" "$T/trunc" "$T/stranger" "$T/badlog"
 cp $D/*.txt "$T/trunc/"
