@@ -319,6 +319,10 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
   int found = 0, nk = 0;
   const IrInstr **kernels = fx_calloc((size_t)ir_module_instr_count(m) + 1, sizeof *kernels);
   if (!kernels) return repl_arg_error(s, err, 0, "out of memory");
+  /* What launches work at this stage (the kernel plan): a parameter or bitcast holds no kernel. */
+  FxError pe;
+  fx_error_clear(&pe);
+  KernelPlan *plan = plan_build(m, &s->device, &pe);
   for (int c = 0; c < m->ncomps; c++) {
     const IrComputation *comp = m->comps[c];
     for (int j = 0; j < comp->ninstrs; j++) {
@@ -326,9 +330,12 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
       if (i->dead || !xla_source_matches(m, i, where)) continue;
       found++;
       const IrInstr *kern = kernel_of(i);
-      bool seen = false;
+      bool launches = !plan;
+      for (int q = 0; plan && q < plan->nkernels && !launches; q++) launches = plan->kernels[q].instr == kern;
+      bool seen = !launches;
       for (int q = 0; q < nk && !seen; q++) seen = kernels[q] == kern;
       if (!seen) kernels[nk++] = kern;
+      if (!launches) kern = NULL;
       char loc[300];
       xla_source_short(m, i, loc, sizeof loc);
       XlaSource src;
@@ -339,13 +346,13 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
         json_kv_str(&w, "name", i->name);
         json_kv_str(&w, "op", ir_op_name(i->op));
         json_kv_str(&w, "computation", comp->name);
-        json_kv_str(&w, "kernel", kern->name);
+        json_kv_str(&w, "kernel", kern ? kern->name : NULL);
         json_kv_str(&w, "source", loc[0] ? loc : NULL);
         json_kv_str(&w, "scope", src.op_name);
         json_object_end(&w);
       } else {
         fprintf(s->out, "  %-24s %-18s in %-22s %s %s\n", i->name, ir_op_name(i->op),
-                kern != i ? kern->name : "(its own kernel)", loc, src.op_name ? src.op_name : "");
+                !kern ? "(no kernel)" : kern != i ? kern->name : "(its own kernel)", loc, src.op_name ? src.op_name : "");
       }
     }
   }
@@ -364,6 +371,7 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
     fputs(nk > 40 ? " ...\n" : "\n", s->out);
   }
   fx_free(kernels);
+  if (plan) plan_free(plan);
   if (!found && !s->json)
     fprintf(s->out, "no instruction of stage %d comes from %s (the module %s source positions)\n", s->cur, where,
             strstr(m->prologue ? m->prologue : "", "FileLocations") || strstr(m->epilogue ? m->epilogue : "", "FileLocations")
