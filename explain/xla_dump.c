@@ -374,3 +374,50 @@ XlaDump *xla_dump_from_log(const char *path, FxError *err) {
   d->log_only = true;
   return d;
 }
+
+#define OWN_PASS "fxplain-priority-fusion"
+
+IrModule *xla_dump_next_stage(const XlaDump *d, int k, const IrModule *prev, const DeviceProfile *device,
+                              const PassSettings *settings, DecisionSink *sink, FxError *err) {
+  IrModule *m = xla_dump_stage(d, k, prev, err);
+  if (!m) return NULL;
+  const char *pass = d->pipeline.passes[k - 1]->name;
+  if (!(d->log && strcmp(pass, "priority-fusion") == 0)) {
+    PassDecision pd = {.stage = k, .pass = pass, .action = "snapshot", .accepted = true};
+    const XlaDumpModule *dm = &d->mods[d->chosen];
+    const XlaSnapshot *sn = dm->nsnaps >= k ? &dm->snaps[k - 1] : NULL;
+    pass_emit(sink, &pd, "XLA's snapshot after %s%s%s: %d instructions (%+d)", pass, sn ? " in pipeline " : "",
+              sn ? sn->pipeline : "", ir_module_instr_count(m), ir_module_instr_count(m) - ir_module_instr_count(prev));
+    return m;
+  }
+  if (!xla_fusion_log_check(d->log, prev, err)) {
+    ir_module_free(m);
+    return NULL;
+  }
+  /* fxplain's own priority-fusion on the same input, for a verdict beside each of XLA's. */
+  ExplainLog *own = explain_log_new();
+  bool have_own = false;
+  if (own && explain_log_begin_stage(own, k, OWN_PASS)) {
+    DecisionSink os = explain_log_sink(own);
+    FxError pe;
+    fx_error_clear(&pe);
+    PassContext cx = {&os, device, settings, k, OWN_PASS, &pe};
+    IrModule *mine = NULL;
+    bool ch = false;
+    const Pass *p = pass_lookup("priority-fusion");
+    have_own = p && pass_run_stage(p, prev, &cx, &mine, &ch);
+    if (mine) ir_module_free(mine);
+  }
+  /* fxplain's verdicts first, so that XLA's recorded decision is each pair's final word. */
+  for (int j = 0; have_own && j < explain_stage_count(own, k); j++) {
+    const ExplainRecord *r = explain_stage_record(own, k, j);
+    PassDecision pd = {.stage = k, .pass = OWN_PASS, .action = r->action, .producer = r->producer,
+                       .consumer = r->consumer, .accepted = r->accepted, .reason = r->reason, .detail = r->detail,
+                       .suggestion = r->suggestion, .result = r->result, .nmetrics = r->nmetrics};
+    memcpy(pd.metrics, r->metrics, sizeof pd.metrics);
+    sink->emit(sink->ctx, &pd);
+  }
+  xla_fusion_log_emit(d->log, sink, pass, have_own ? own : NULL, k, prev, NULL);
+  if (own) explain_log_free(own);
+  return m;
+}

@@ -123,6 +123,14 @@ const Pipeline *xla_dump_pipeline(const XlaDump *d);
 /* Loads stage k of the chosen module (0: before optimizations, else snapshot k-1); prev is stage
  * k-1's module (a log-only dump replays XLA's steps on it). */
 IrModule *xla_dump_stage(const XlaDump *d, int k, const IrModule *prev, FxError *err);
+/* Stage k of the `xla` pipeline, made from stage k-1's module prev: XLA's snapshot (as
+ * xla_dump_stage), with its decisions filed in sink. At priority-fusion, when the dump has XLA's
+ * log: the log is checked against prev, fxplain's own priority-fusion runs on prev (device,
+ * settings) and its records (pass "fxplain-priority-fusion") are filed first, then XLA's with
+ * fxplain's verdict beside each (xla_fusion_log_emit). Any other stage gets one "snapshot" record
+ * (instructions before and after). NULL with err filled. */
+IrModule *xla_dump_next_stage(const XlaDump *d, int k, const IrModule *prev, const DeviceProfile *device,
+                              const PassSettings *settings, DecisionSink *sink, FxError *err);
 /* The stage whose pass is priority-fusion, or -1. */
 int xla_dump_fusion_stage(const XlaDump *d);
 

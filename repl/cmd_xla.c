@@ -205,63 +205,12 @@ bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handle
 
 /* ---------- stages of the xla pipeline ---------- */
 
-#define OWN_PASS "fxplain-priority-fusion"
-
-static void copy_emit(void *ctx, const PassDecision *d) {
-  (void)ctx;
-  (void)d;
-}
-
 bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err) {
   FxError e;
   fx_error_clear(&e);
-  IrModule *m = xla_dump_stage(s->xla, k, prev, &e);
-  if (!m) return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, e.msg);
-  const char *pass = s->xla->pipeline.passes[k - 1]->name;
   DecisionSink sink = explain_log_sink(s->log);
-  const XlaDump *d = s->xla;
-  if (d->log && strcmp(pass, "priority-fusion") == 0) {
-    if (!xla_fusion_log_check(d->log, prev, &e)) {
-      ir_module_free(m);
-      return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, e.msg);
-    }
-    /* fxplain's own priority-fusion on the same input, for a verdict beside each of XLA's. */
-    ExplainLog *own = explain_log_new();
-    bool have_own = false;
-    if (own && explain_log_begin_stage(own, k, OWN_PASS)) {
-      DecisionSink os = explain_log_sink(own);
-      FxError pe;
-      fx_error_clear(&pe);
-      PassContext cx = {&os, &s->device, &s->settings, k, OWN_PASS, &pe};
-      IrModule *mine = NULL;
-      bool ch = false;
-      const Pass *p = pass_lookup("priority-fusion");
-      have_own = p && pass_run_stage(p, prev, &cx, &mine, &ch);
-      if (mine) ir_module_free(mine);
-    }
-    /* fxplain's verdicts first, so that XLA's recorded decision is each pair's final word. */
-    if (have_own) {
-      int n = explain_stage_count(own, k);
-      for (int j = 0; j < n; j++) {
-        const ExplainRecord *r = explain_stage_record(own, k, j);
-        PassDecision pd = {.stage = k, .pass = OWN_PASS, .action = r->action, .producer = r->producer,
-                           .consumer = r->consumer, .accepted = r->accepted, .reason = r->reason,
-                           .detail = r->detail, .suggestion = r->suggestion, .result = r->result,
-                           .nmetrics = r->nmetrics};
-        memcpy(pd.metrics, r->metrics, sizeof pd.metrics);
-        sink.emit(sink.ctx, &pd);
-      }
-    }
-    int disagree = 0;
-    xla_fusion_log_emit(d->log, &sink, pass, have_own ? own : NULL, k, prev, &disagree);
-    if (own) explain_log_free(own);
-    (void)copy_emit;
-  } else {
-    PassDecision pd = {.stage = k, .pass = pass, .action = "snapshot", .accepted = true};
-    const XlaSnapshot *sn = d->mods[d->chosen].nsnaps >= k ? &d->mods[d->chosen].snaps[k - 1] : NULL;
-    pass_emit(&sink, &pd, "XLA's snapshot after %s%s%s: %d instructions (%+d)", pass, sn ? " in pipeline " : "",
-              sn ? sn->pipeline : "", ir_module_instr_count(m), ir_module_instr_count(m) - ir_module_instr_count(prev));
-  }
+  IrModule *m = xla_dump_next_stage(s->xla, k, prev, &s->device, &s->settings, &sink, &e);
+  if (!m) return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, e.msg);
   *out = m;
   *changed = true;
   return true;
