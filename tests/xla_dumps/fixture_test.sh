@@ -35,6 +35,13 @@ check replayed "stage 1  priority-fusion" "$out"
 out=$("$FX" -e "load $D --module 7" 2>&1)
 check no_such_module "the dump has no module '7' (modules: jit_f (0001))" "$out"
 
+# Older dumps: metadata={source_file=... source_line=...} (a corpus module from openxla/xla).
+out=$("$FX" -e "load tests/data/hlo-corpus/gemma3_1b_flax_call.hlo; find run_once_1b.py:22; find layer_9/attn" 2>&1)
+check old_metadata "8102 instructions from run_once_1b.py:22 at stage 0, in 6331 kernels" "$out"
+check old_scope "instructions from layer_9/attn at stage 0" "$out"
+out=$("$FX" --json -e "load $D; goto priority-fusion; find mlp.py:10" 2>&1)
+check find_json '"kernels":["gemm_fusion_dot_general.1"]' "$out"
+
 out=$("$FX" -e "compare-modules $D $D" 2>&1)
 check compare "XLA's priority-fusion: the same 2 fusions, in the same order, in both" "$out"
 out=$(FXPLAIN_PYTHON=/nonexistent/python "$FX" -e "load tests/xla_dumps/data/forms/dotted_names.hlo; xla" 2>&1)
