@@ -134,6 +134,23 @@ IrModule *xla_dump_next_stage(const XlaDump *d, int k, const IrModule *prev, con
 /* The stage whose pass is priority-fusion, or -1. */
 int xla_dump_fusion_stage(const XlaDump *d);
 
+/* ---------- XLA's kernels beside fxplain's (xla_compare.c) ---------- */
+
+typedef struct {
+  const char *xla;   /* XLA's kernel (an instruction of its module's entry) */
+  const char *mine;  /* fxplain's kernel sharing the most original instructions, or NULL */
+  int xla_n, mine_n; /* instructions each holds (compared by opcode and shape) */
+  int common;
+  bool same;         /* both hold exactly the same instructions */
+} XlaKernelPair;
+
+/* For each kernel of xla's entry (what launches: not parameters, constants, tuples, bitcasts),
+ * fxplain's kernel in mine that holds the most of the same instructions (by opcode and shape:
+ * XLA renames what it fuses). *out is
+ * fx_malloc'd (the caller fx_frees it; names point into the modules); *nmine gets mine's kernel
+ * count. Returns XLA's kernel count, or -1 when out of memory. */
+int xla_kernels_match(const IrModule *xla, const IrModule *mine, XlaKernelPair **out, int *nmine);
+
 /* ---------- source positions ---------- */
 
 typedef struct {

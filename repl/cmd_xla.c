@@ -391,49 +391,63 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
   snprintf(dump, sizeof dump, "%s/out/input.xla_dump", tmpl);
   if (code != 0 && !is_dir(dump))
     return repl_arg_error(s, err, 0, "real XLA failed (exit %d); its output is in %s/log.txt", code, tmpl);
-  /* fxplain's own result, for the side-by-side: the priority pipeline's last stage. */
-  KernelPlan *mine = NULL;
-  const Pipeline *pr = pipeline_lookup("priority");
-  IrModule *cur = ir_module_clone(m);
-  for (int k = 0; cur && pr && k < pr->npasses; k++) {
-    ExplainLog *scratch = explain_log_new();
-    if (!scratch) break;
-    explain_log_begin_stage(scratch, k + 1, pr->passes[k]->name);
-    DecisionSink sk = explain_log_sink(scratch);
-    FxError e2;
-    fx_error_clear(&e2);
-    PassContext cx = {&sk, &s->device, &s->settings, k + 1, pr->passes[k]->name, &e2};
-    IrModule *next = NULL;
-    bool ch = false;
-    bool good = pass_run_stage(pr->passes[k], cur, &cx, &next, &ch);
-    explain_log_free(scratch);
-    if (!good) break;
-    if (next) {
-      ir_module_free(cur);
-      cur = next;
-    }
-  }
-  FxError pe2;
-  fx_error_clear(&pe2);
-  if (cur) mine = plan_build(cur, &s->device, &pe2);
-  int mine_kernels = mine ? mine->ncompute : -1;
-  if (mine) plan_free(mine);
-  if (cur) ir_module_free(cur);
   char *args[] = {"load", dump, NULL};
   if (!repl_command_lookup("load")->run(s, 2, args, err)) return false;
   int last = s->pipeline->npasses;
-  int xla_kernels = -1;
-  IrModule *xm = NULL;
-  if (last >= 0) {
-    FxError e3;
-    fx_error_clear(&e3);
-    xm = xla_dump_stage(s->xla, last, NULL, &e3);
+  int fs0 = xla_dump_fusion_stage(s->xla);
+  /* Side by side: XLA's kernels after its fusion passes, and fxplain's priority-fusion and
+   * multi_output_fusion run on the very module XLA's priority-fusion received. */
+  FxError e3;
+  fx_error_clear(&e3);
+  IrModule *xfin = last > 0 ? xla_dump_stage(s->xla, last, NULL, &e3) : NULL;
+  IrModule *mine = fs0 > 0 ? xla_dump_stage(s->xla, fs0 - 1, NULL, &e3) : NULL;
+  static const char *const passes[] = {"priority-fusion", "multi_output_fusion"};
+  for (int k = 0; mine && k < 2; k++) {
+    const Pass *p = pass_lookup(passes[k]);
+    ExplainLog *scratch = explain_log_new();
+    if (!p || !scratch) {
+      explain_log_free(scratch);
+      break;
+    }
+    explain_log_begin_stage(scratch, k + 1, p->name);
+    DecisionSink sk = explain_log_sink(scratch);
+    FxError e2;
+    fx_error_clear(&e2);
+    PassContext cx = {&sk, &s->device, &s->settings, k + 1, p->name, &e2};
+    IrModule *next = NULL;
+    bool ch = false;
+    bool good = pass_run_stage(p, mine, &cx, &next, &ch);
+    explain_log_free(scratch);
+    if (!good) break;
+    if (next) {
+      ir_module_free(mine);
+      mine = next;
+    }
   }
-  if (xm) {
-    KernelPlan *p = plan_build(xm, &s->device, &pe2);
-    if (p) xla_kernels = p->ncompute, plan_free(p);
-    ir_module_free(xm);
+  int xla_kernels = -1, mine_kernels = -1, same = 0;
+  XlaKernelPair *pairs = NULL;
+  if (xfin && mine) xla_kernels = xla_kernels_match(xfin, mine, &pairs, &mine_kernels);
+  for (int k = 0; k < xla_kernels; k++) same += pairs[k].same;
+  if (!s->json && xla_kernels >= 0) {
+    fprintf(s->out, "XLA's kernels after %s beside fxplain's priority-fusion + multi_output_fusion on the same input:\n",
+                    last > 0 ? s->pipeline->passes[last - 1]->name : "input");
+    fprintf(s->out, "  %-34s %-34s %s\n", "XLA", "fxplain", "");
+    int shown = 0;
+    for (int k = 0; k < xla_kernels; k++) {
+      if (shown++ >= 30) {
+        fprintf(s->out, "  ... %d more\n", xla_kernels - 30);
+        break;
+      }
+      char st[64];
+      if (pairs[k].same) snprintf(st, sizeof st, "same (%d instructions)", pairs[k].xla_n);
+      else snprintf(st, sizeof st, "differs: %d of XLA's %d, %d of fxplain's %d in common", pairs[k].common,
+                    pairs[k].xla_n, pairs[k].common, pairs[k].mine_n);
+      fprintf(s->out, "  %-34s %-34s %s\n", pairs[k].xla, pairs[k].mine ? pairs[k].mine : "-", st);
+    }
   }
+  fx_free(pairs);
+  if (xfin) ir_module_free(xfin);
+  if (mine) ir_module_free(mine);
   /* Where the two part: step to XLA's priority-fusion and list the decisions fxplain disagrees with. */
   int fs = xla_dump_fusion_stage(s->xla);
   int ndis = 0;
@@ -464,10 +478,11 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
   }
   if (!s->json)
     fprintf(s->out,
-            "kernels: real XLA %d (after its last dumped pass, %s) vs fxplain's priority pipeline %d on %s; XLA's dump "
+            "kernels: real XLA %d (after its last dumped pass, %s) vs fxplain %d on %s, %d the same; XLA's dump "
             "is kept in %s\n(step through XLA's passes with step/goto; `decisions` at the priority-fusion stage shows XLA's and "
             "fxplain's verdict on each pair)\n",
-            xla_kernels, last > 0 ? s->pipeline->passes[last - 1]->name : "input", mine_kernels, s->device.name, dump);
+            xla_kernels, last > 0 ? s->pipeline->passes[last - 1]->name : "input", mine_kernels, s->device.name, same,
+            dump);
   return true;
 }
 

@@ -5,7 +5,8 @@ Compiles a transformer block, a training step with an Adam update and the paper'
 with real XLA:GPU (deviceless, make_dumps.py, every pass dumped), then checks with fxplain: every
 snapshot of the main module loads as a stage of the `xla` pipeline, the decision log has XLA's
 counts, `why` on XLA's first fusion shows XLA's verdict and fxplain's, and `find PROGRAM.py:LINE`
-maps a Python line to its kernels. Exit 77 (skipped) without the jax wheels.
+maps a Python line to its kernels; and the `xla` command compiles a module with real XLA and
+shows its kernels beside fxplain's. Exit 77 (skipped) without the jax wheels.
 """
 import os
 import re
@@ -66,4 +67,13 @@ for line in r.stdout.splitlines():
             print(f"FAIL {name}: find {base}:{lineno} ({label}) maps to no kernel\n{text[-2000:]}")
             failed = True
     print(f"{name}: {last + 1} stages, {want}")
+# The xla command: real XLA:GPU on a loaded module, its kernels beside fxplain's.
+p = subprocess.run([fx, "-e", "load tests/xla_driver/softmax.hlo; xla --device h100"], capture_output=True, text=True,
+                   cwd=src, env=dict(os.environ, FXPLAIN_PYTHON=sys.executable))
+text = p.stdout + p.stderr
+if p.returncode != 0 or "kernels: real XLA 1" not in text or "same (7 instructions)" not in text:
+    print(f"FAIL xla command\n{text[-3000:]}")
+    failed = True
+else:
+    print("xla command: XLA's kernels beside fxplain's")
 sys.exit(1 if failed else 0)
