@@ -659,7 +659,9 @@ const ReplCommand repl_cmds_xla[] = {
      "Compiles stage 0 with real XLA:GPU, deviceless (scripts/xla_reference.py: needs pip's jax,\n"
      "jaxlib, jax-cuda13-plugin and jax-cuda13-pjrt 0.10.2; FXPLAIN_PYTHON names the python), then\n"
      "loads XLA's dump as the `xla` pipeline (XLA's fusion passes as stages, its priority-fusion log as\n"
-     "decisions) and prints XLA's kernel count beside fxplain's priority pipeline's.",
+     "decisions), and shows XLA's kernels beside fxplain's (priority-fusion and multi_output_fusion\n"
+     "on the module XLA's priority-fusion received, matched by what they compute), then the decisions\n"
+     "of XLA's where fxplain's verdict on the same pair differs.",
      cmd_xla},
     {"compare-modules", "compare-modules A B", "compare two compilations: kernels, bytes, time, fusions only one has",
      "A and B are XLA dump folders (their final module) or HLO files. Prints each one's kernels,\n"
