@@ -77,6 +77,7 @@ typedef struct {
   const char *literal; /* constant: verbatim text (module arena) */
   int lit_line, lit_col;
   int64_t param_number;
+  const char *op_text; /* async syntax sugar (OP-start): as printed */
   IrInstr *made;
 } InstrRec;
 
@@ -505,6 +506,9 @@ static bool decode_literal(P *p, InstrRec *r, IrLiteral *lit, Arena *a) {
   }
   if (!ir_shape_is_array(s) || ir_type_is_complex(s->type)) return true;
   int64_t want = ir_shape_elements(s);
+  /* XLA prints one unbraced value for an array whose elements are all equal (constant(0) of shape
+   * f32[4,3]): it stands for every element. */
+  bool splat = want > 1 && t[0] != '{';
   /* Two rounds: count, then store. */
   for (int round = 0; round < 2; round++) {
     int64_t n = 0;
@@ -554,6 +558,13 @@ static bool decode_literal(P *p, InstrRec *r, IrLiteral *lit, Arena *a) {
       q = end;
     }
     if (round == 0) {
+      if (splat && n == 1) {
+        lit->count = want;
+        lit->values = arena_alloc(a, sizeof(double) * (size_t)want);
+        if (!lit->values) return oom(p);
+        continue;
+      }
+      splat = false;
       if (n != want)
         return perr(p, r->lit_line, r->lit_col, "constant has %" PRId64 " value%s but its shape has %" PRId64 " element%s", n,
                     n == 1 ? "" : "s", want, want == 1 ? "" : "s");
@@ -562,6 +573,7 @@ static bool decode_literal(P *p, InstrRec *r, IrLiteral *lit, Arena *a) {
       if (!lit->values) return oom(p);
     }
   }
+  for (int64_t k = 1; splat && k < want; k++) lit->values[k] = lit->values[0];
   return true;
 }
 
@@ -651,6 +663,27 @@ static bool parse_attrs(P *p, InstrRec *r) {
   }
 }
 
+/* XLA's async syntax sugar: async-start/-update/-done wrapping one instruction OP are printed as
+ * OP-start/-update/-done (negate-start(%p0)), OP's attributes inline. Kept as the async op with
+ * the printed spelling. */
+static bool async_sugar(P *p, size_t s, InstrRec *r) {
+  static const struct {
+    const char *suffix;
+    IrOpcode op;
+  } forms[] = {{"-start", IR_OP_ASYNC_START}, {"-update", IR_OP_ASYNC_UPDATE}, {"-done", IR_OP_ASYNC_DONE}};
+  size_t n = p->pos - s;
+  IrOpcode wrapped;
+  for (size_t k = 0; k < sizeof forms / sizeof forms[0]; k++) {
+    size_t sl = strlen(forms[k].suffix);
+    if (n > sl && memcmp(p->src + s + n - sl, forms[k].suffix, sl) == 0 && ir_op_lookup(p->src + s, n - sl, &wrapped)) {
+      r->op = forms[k].op;
+      r->op_text = arena_strndup(&p->m->arena, p->src + s, n);
+      return r->op_text != NULL;
+    }
+  }
+  return false;
+}
+
 static bool parse_instr(P *p, InstrRec *r) {
   memset(r, 0, sizeof *r);
   r->param_number = -1;
@@ -671,7 +704,7 @@ static bool parse_instr(P *p, InstrRec *r) {
     if (p->pos >= p->len) return perr(p, r->op_line, r->op_col, "unexpected end of file: expected an opcode");
     return perr(p, r->op_line, r->op_col, "expected an opcode, found %s", describe(p, b, sizeof b));
   }
-  if (!ir_op_lookup(p->src + s, p->pos - s, &r->op))
+  if (!ir_op_lookup(p->src + s, p->pos - s, &r->op) && !async_sugar(p, s, r))
     return perr(p, r->op_line, r->op_col, "unknown opcode '%.*s'", (int)(p->pos - s > 60 ? 60 : p->pos - s), p->src + s);
   if (!expect_char(p, '(', "'(' after the opcode")) return false;
   if (!ws(p)) return false;
@@ -952,6 +985,7 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
     in->loc.line = r->name.line;
     in->loc.col = r->name.col;
     in->param_number = r->param_number;
+    in->op_text = r->op_text;
     if (r->op == IR_OP_PARAMETER && r->param_number > maxparam) maxparam = r->param_number;
     if (r->literal) {
       in->literal = arena_alloc(&p->m->arena, sizeof(IrLiteral));
@@ -1261,6 +1295,61 @@ static bool parse_module(P *p) {
   return true;
 }
 
+/* The computation XLA wraps an async OP-start's instruction in (it prints only OP-start): parameters
+ * for the start's operands, and OP with the start's attributes as its root, whose shape is the
+ * start's element 1. Added as the start's calls= and marked async_wrapped (not printed). */
+static bool build_async_wrappers(P *p) {
+  IrModule *m = p->m;
+  int ncomps = m->ncomps;
+  for (int c = 0; c < ncomps; c++) {
+    IrComputation *comp = m->comps[c];
+    for (int k = 0; k < comp->ninstrs; k++) {
+      IrInstr *i = comp->instrs[k];
+      if (i->op != IR_OP_ASYNC_START || !i->op_text || ir_attr_comp(i, "calls")) continue;
+      IrOpcode op;
+      size_t n = strlen(i->op_text) - strlen("-start");
+      if (!ir_op_lookup(i->op_text, n, &op)) continue;
+      if (i->shape.type != IR_TUPLE || i->shape.ntuple < 2)
+        return perr(p, i->loc.line, i->loc.col, "%s: its shape must be a tuple (operands, result, ...)", i->op_text);
+      IrComputation *w = ir_computation_new(m, ir_module_series_name(m, "async_wrapped", true));
+      if (!w) return oom(p);
+      w->async_wrapped = true;
+      w->has_signature = true;
+      w->params = arena_alloc(&m->arena, sizeof(IrInstr *) * (size_t)(i->noperands ? i->noperands : 1));
+      IrInstr **ops = arena_alloc(&m->arena, sizeof(IrInstr *) * (size_t)(i->noperands ? i->noperands : 1));
+      if (!w->params || !ops) return oom(p);
+      for (int j = 0; j < i->noperands; j++) {
+        char pn[32];
+        snprintf(pn, sizeof pn, "param_%d", j);
+        IrInstr *pi = ir_instr_new(w, IR_OP_PARAMETER, &i->operands[j]->shape, NULL, 0,
+                                   ir_module_unique_name(m, pn));
+        if (!pi) return oom(p);
+        pi->param_number = j;
+        w->params[w->nparams++] = ops[j] = pi;
+      }
+      IrInstr *root = ir_instr_new(w, op, &i->shape.tuple[1], ops, i->noperands,
+                                   ir_module_unique_name(m, ir_op_name(op)));
+      if (!root) return oom(p);
+      for (int a = 0; a < i->nattrs; a++) {
+        const IrAttr *at = &i->attrs[a];
+        if (at->kind == IR_ATTR_TEXT) ir_attr_set_text(root, at->key, at->text);
+        else ir_attr_set_comps(root, at->key, at->comps, at->ncomps, at->comps_braced);
+      }
+      ir_set_root(w, root);
+      ir_attr_set_comp(i, "calls", w);
+      /* Callees print (and are found) before their callers: move the wrapper before comp. */
+      for (int q = m->ncomps - 1; q > c; q--) {
+        IrComputation *t = m->comps[q];
+        m->comps[q] = m->comps[q - 1];
+        m->comps[q - 1] = t;
+      }
+      c++;
+      ncomps++;
+    }
+  }
+  return true;
+}
+
 IrModule *hlo_parse(const char *text, size_t len, const char *filename, FxError *err) {
   P p;
   memset(&p, 0, sizeof p);
@@ -1281,7 +1370,7 @@ IrModule *hlo_parse(const char *text, size_t len, const char *filename, FxError 
   arena_init(&p.scratch);
   p.file = arena_strdup(&p.m->arena, filename ? filename : "<input>");
   p.m->source_file = p.file;
-  bool ok = p.file && parse_module(&p);
+  bool ok = p.file && parse_module(&p) && build_async_wrappers(&p);
   if (!p.file) fx_error_set(err, filename, 0, 0, "out of memory");
   if (ok) {
     FxError verr;

@@ -69,7 +69,7 @@ static void instr_line(Str *s, const IrInstr *i) {
   puts_(s, " = ");
   put_shape(s, &i->shape);
   puts_(s, " ");
-  puts_(s, ir_op_name(i->op));
+  puts_(s, i->op_text ? i->op_text : ir_op_name(i->op));
   puts_(s, "(");
   if (i->op == IR_OP_PARAMETER) {
     char b[32];
@@ -86,6 +86,7 @@ static void instr_line(Str *s, const IrInstr *i) {
   puts_(s, ")");
   for (int k = 0; k < i->nattrs; k++) {
     const IrAttr *a = &i->attrs[k];
+    if (i->op_text && a->kind == IR_ATTR_COMP && strcmp(a->key, "calls") == 0) continue; /* async sugar */
     puts_(s, ", ");
     puts_(s, a->key);
     puts_(s, "=");
@@ -161,6 +162,7 @@ static bool module_text(Str *s, const IrModule *m) {
     puts_(s, "\n");
   }
   for (int k = 0; k < m->ncomps; k++) {
+    if (m->comps[k]->async_wrapped) continue; /* XLA prints OP-start, not its wrapper */
     puts_(s, "\n");
     computation(s, m->comps[k]);
   }

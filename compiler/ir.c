@@ -68,7 +68,7 @@ bool ir_type_lookup(const char *s, size_t len, IrType *out) {
 
 bool ir_type_is_f8(IrType t) {
   return t == IR_F8E4M3FN || t == IR_F8E5M2 || t == IR_F8E4M3FNUZ || t == IR_F8E5M2FNUZ || t == IR_F8E4M3B11FNUZ ||
-         t == IR_F8E4M3 || t == IR_F8E3M4;
+         t == IR_F8E4M3 || t == IR_F8E3M4 || t == IR_F8E8M0FNU;
 }
 bool ir_type_is_float(IrType t) { return t == IR_F16 || t == IR_BF16 || t == IR_F32 || t == IR_F64 || ir_type_is_f8(t); }
 bool ir_type_is_signed(IrType t) { return t == IR_S4 || t == IR_S8 || t == IR_S16 || t == IR_S32 || t == IR_S64; }

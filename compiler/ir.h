@@ -70,7 +70,7 @@ bool ir_op_is_elementwise(IrOpcode op);
   X(S32, "s32", 4) X(S64, "s64", 8) X(U4, "u4", 1) X(U8, "u8", 1) X(U16, "u16", 2) X(U32, "u32", 4) \
   X(U64, "u64", 8) X(F8E4M3FN, "f8e4m3fn", 1) X(F8E5M2, "f8e5m2", 1)                              \
   X(F8E4M3FNUZ, "f8e4m3fnuz", 1) X(F8E5M2FNUZ, "f8e5m2fnuz", 1) X(F8E4M3B11FNUZ, "f8e4m3b11fnuz", 1) \
-  X(F8E4M3, "f8e4m3", 1) X(F8E3M4, "f8e3m4", 1) X(F16, "f16", 2)                                   \
+  X(F8E4M3, "f8e4m3", 1) X(F8E3M4, "f8e3m4", 1) X(F8E8M0FNU, "f8e8m0fnu", 1) X(F16, "f16", 2)         \
   X(BF16, "bf16", 2) X(F32, "f32", 4) X(F64, "f64", 8) X(C64, "c64", 8) X(C128, "c128", 16)      \
   X(TUPLE, "tuple", 0) X(TOKEN, "token", 0)
 
@@ -181,6 +181,9 @@ struct IrInstr {
   int nattrs, attrs_cap;
   IrLiteral *literal; /* constants */
   int64_t param_number; /* parameter(N) */
+  /* The opcode as XLA printed it, when that is not the table's spelling: XLA's async syntax sugar
+   * prints async-start/-update/-done wrapping OP as OP-start/-update/-done. NULL otherwise. */
+  const char *op_text;
   /* For custom-call: custom_call_target is also kept as attr; for fusion: kind attr. */
   IrLoc loc;
   bool is_root;  /* mirror of parent->root == this */
@@ -203,6 +206,7 @@ struct IrComputation {
   bool has_signature;
   const char *trailing; /* text after the closing brace of the body, e.g. ", execution_thread=..." */
   IrInstr *fusion_instr; /* for a fused computation: the fusion instruction that calls it */
+  bool async_wrapped;    /* made by the parser for XLA's async syntax sugar (OP-start): not printed */
   IrLoc loc;
 };
 

@@ -117,6 +117,7 @@ IrModule *ir_module_clone(const IrModule *m) {
         di->literal = l;
       }
       if (di->loc.file) di->loc.file = arena_strdup(a, si->loc.file);
+      if (si->op_text && !(di->op_text = arena_strdup(a, si->op_text))) goto fail;
     }
   }
   d->next_id = m->next_id;

@@ -86,6 +86,9 @@ static bool dispatch_sub(Session *s, const ReplCommand *sub, int argc, char **ar
 /* ---------- load / save ---------- */
 
 static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
+  bool xla = false;
+  bool xla_ok = repl_xla_load(s, argc, argv, err, &xla); /* dump folders, fusion logs (cmd_xla.c) */
+  if (xla) return xla_ok;
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   const char *path = argv[1];
   char shown[160];
@@ -380,11 +383,12 @@ static int groups(Group *g) {
   g[n++] = (Group){"Running", repl_cmds_run};
   g[n++] = (Group){"Pictures and reports", repl_cmds_viz};
   g[n++] = (Group){"GPU", repl_cmds_gpu};
+  g[n++] = (Group){"XLA's own dumps", repl_cmds_xla};
   return n;
 }
 
 static bool help_all(Session *s) {
-  Group g[8];
+  Group g[9];
   int ng = groups(g);
   if (s->json) {
     JsonWriter w;
@@ -535,11 +539,17 @@ static bool cmd_help(Session *s, int argc, char **argv, FxError *err) {
 }
 
 const ReplCommand repl_cmds_core[] = {
-    {"load", "load FILE", "load an HLO module (.hlo) or run a .fx script",
+    {"load", "load FILE | DIR [--module NAME|ID]", "load an HLO module (.hlo), an XLA dump folder, or run a .fx script",
      "Loads FILE. A file whose text starts with 'HloModule' (or named *.hlo) is XLA HLO text: it\n"
      "becomes the input (stage 0) and earlier stages are dropped. Any other file is a .fx script:\n"
      "its statements start a fresh set of definitions, which become the input; commands in it run\n"
-     "in order. If anything in FILE fails, the session keeps what it had.",
+     "in order. If anything in FILE fails, the session keeps what it had.\n"
+     "A folder is an XLA dump (XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text\n"
+     "--xla_dump_hlo_pass_re=.*): its modules are listed (id, name, instructions, passes dumped) and\n"
+     "one is loaded (--module NAME|ID; by default the one with the most snapshots). Its per-pass\n"
+     "snapshots become the stages of the pipeline `xla`, and its priority_fusion_dump.txt the\n"
+     "decisions of the priority-fusion stage, beside fxplain's own verdict on each pair. A\n"
+     "*.priority_fusion_dump.txt alone loads the module it holds, with XLA's fusions replayed.",
      cmd_load},
     {"save", "save FILE", "write the current stage as HLO text",
      "Writes the current stage's module to FILE as HLO text, in the form 'load' reads back:\n"

@@ -28,6 +28,7 @@
 #include "../explain/explain.h"
 #include "args.h"
 #include "json.h"
+#include "repl.h"
 #include "session.h"
 
 /* ---------- errors and small helpers ---------- */
@@ -182,6 +183,12 @@ static bool run_next(Session *s, FxError *err) {
     PassDecision d = {.stage = k, .pass = p->name, .action = "skip", .accepted = false, .reason = "policy",
                       .suggestion = "turn it back on with `set`"};
     pass_emit(&sink, &d, "%s is switched off: the stage is the previous one, unchanged", p->name);
+  } else if (s->xla && pl == repl_xla_pipeline(s, "xla")) {
+    /* XLA's own snapshot (cmd_xla.c), not a pass of ours. */
+    if (!repl_xla_stage(s, k, prev, &out, &changed, err)) {
+      explain_log_truncate(log, k);
+      return false;
+    }
   } else {
     DecisionSink sink = explain_log_sink(log);
     FxError perr;
@@ -285,6 +292,7 @@ static bool cmd_pipeline(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   if (argc == 2) {
     const Pipeline *pl = pipeline_lookup(argv[1]);
+    if (!pl) pl = repl_xla_pipeline(s, argv[1]);
     if (!pl) {
       char names[256] = "";
       for (int k = 0; k < pipeline_count(); k++)
@@ -1034,9 +1042,10 @@ static bool cmd_why(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 1, 2, err)) return false;
   const char *a = argv[1][0] == '%' ? argv[1] + 1 : argv[1];
-  if (argc == 2) return why_one(s, a, err);
-  const char *b = argv[2][0] == '%' ? argv[2] + 1 : argv[2];
-  return why_pair(s, a, b, err);
+  const char *b = argc == 2 ? NULL : argv[2][0] == '%' ? argv[2] + 1 : argv[2];
+  if (!(b ? why_pair(s, a, b, err) : why_one(s, a, err))) return false;
+  repl_xla_source_note(s, a, b); /* where they came from in the user's program, when XLA said */
+  return true;
 }
 
 /* ---------- decisions ---------- */

@@ -16,6 +16,7 @@
 #include "../viz/viz.h"
 #include "args.h"
 #include "json.h"
+#include "repl.h"
 #include "session.h"
 
 /* ---------- helpers ---------- */
@@ -156,6 +157,8 @@ static const char *ext_of(const char *path) {
 
 static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
+  for (int k = 1; k < argc; k++)
+    if (strcmp(argv[k], "--group") == 0) return repl_xla_render_scope(s, argc, argv, err); /* cmd_xla.c */
   const char *file = NULL, *format = NULL, *focus = NULL, *comp = NULL, *stage_w = NULL;
   long depth = 0, decision = 0;
   bool collapse = false;
@@ -550,6 +553,7 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   fx_error_clear(&terr);
   bool ok = viz_text_graph(s->out, m, argc == 2 ? argv[1] : NULL, &nums, 100, &terr);
   explain_view_free(view);
+  if (ok && argc == 1) repl_xla_kernel_sources(s, m, p); /* where each kernel came from (cmd_xla.c) */
   fx_free(kn);
   plan_free(p);
   if (!ok) return repl_arg_error(s, err, 1, "%s", terr.msg);
@@ -558,7 +562,7 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
 
 const ReplCommand repl_cmds_viz[] = {
     {"render", "render [FILE] [--stage S] [--format svg|png|pdf|dot] [--focus NAME] [--depth D] [--collapse] "
-               "[--computation NAME] [--decision N]",
+               "[--computation NAME] [--decision N] [--group scope]",
      "draw a stage with Graphviz (svg, png, pdf or dot)",
      "render [FILE] [options]  draws the current stage: each instruction a node (name, op, shape), each\n"
      "                    fusion a box holding its members and labelled with its kernel and kind,\n"
@@ -575,6 +579,9 @@ const ReplCommand repl_cmds_viz[] = {
      "  --computation C   draw computation C (a while body, a fused computation) instead of the entry\n"
      "  --focus NAME      only the instructions within --depth D edges (default 2) of NAME\n"
      "  --collapse        each fusion as one node (for big stages)\n"
+     "  --group scope     one node per JAX name scope (XLA's metadata), boxed in its parent scopes, with\n"
+     "                    the values and bytes between scopes; --depth D keeps D levels of the path\n"
+     "                    (a whole 19,000-instruction module fits; open it level by level)\n"
      "  --decision N      draw decision N (numbered as `decisions` lists them, from 1): producer,\n"
      "                    consumer and their neighbourhood, on the stage the pass looked at, with the\n"
      "                    verdict, the reason and its numbers",

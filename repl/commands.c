@@ -4,7 +4,7 @@
 #include "session.h"
 
 static const ReplCommand *const groups[] = {repl_cmds_core, repl_cmds_pipeline, repl_cmds_fusion, repl_cmds_variants,
-                                            repl_cmds_run,  repl_cmds_viz,      repl_cmds_gpu};
+                                            repl_cmds_run,  repl_cmds_viz,      repl_cmds_gpu, repl_cmds_xla};
 
 const ReplCommand *repl_command_lookup(const char *name) {
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)

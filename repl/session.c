@@ -8,6 +8,7 @@
 #include "../compiler/arena.h"
 #include "../compiler/fx.h"
 #include "../explain/explain.h"
+#include "../explain/xla_dump.h"
 #include "../runtime/backend.h"
 #include "../runtime/runtime.h"
 #include "repl.h"
@@ -56,6 +57,7 @@ void session_free(Session *s) {
   explain_log_free(s->log);
   if (s->fx_state) fx_state_free(s->fx_state);
   variants_free(s->variants);
+  xla_dump_free(s->xla);
   fx_free(s);
 }
 
@@ -80,6 +82,13 @@ void session_set_input(Session *s, IrModule *m) {
   s->nstages = 0;
   s->cur = 0;
   s->next_pass = 0;
+  if (s->xla) {
+    /* The `xla` pipeline belongs to the dump: back to the pipeline chosen before it. */
+    if (s->pipeline == xla_dump_pipeline(s->xla)) s->pipeline = s->xla->prev_pipeline;
+    if (!s->pipeline) s->pipeline = pipeline_lookup("classic");
+    xla_dump_free(s->xla);
+    s->xla = NULL;
+  }
   if (!m) return;
   s->stages[0] = (Stage){.module = m, .pass = "input", .changed = false};
   s->nstages = 1;

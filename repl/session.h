@@ -15,6 +15,7 @@
 
 struct ExplainLog;   /* explain/explain.h */
 struct VariantTable; /* repl/cmd_variants.c */
+struct XlaDump;      /* explain/xla_dump.h */
 
 typedef struct {
   IrModule *module;     /* the snapshot after this stage's pass (stage 0: as loaded) */
@@ -62,6 +63,9 @@ typedef struct Session {
   /* The rows `variant` recorded (cmd_variants.c): kept across `load`, emptied by `reset`; NULL
    * until the first row. */
   struct VariantTable *variants;
+  /* The XLA dump folder (or fusion log) the input came from (cmd_xla.c): its snapshots are the
+   * stages of the `xla` pipeline. NULL for any other input; dropped with the input. */
+  struct XlaDump *xla;
 } Session;
 
 /* A command: `name`, its usage line and help text, and the function that runs it. argv[0] is the
@@ -86,6 +90,7 @@ extern const ReplCommand repl_cmds_run[];
 extern const ReplCommand repl_cmds_viz[];
 extern const ReplCommand repl_cmds_gpu[];
 extern const ReplCommand repl_cmds_variants[];
+extern const ReplCommand repl_cmds_xla[];
 
 /* Commands named "show-WHAT" (summary NULL, hidden from `help`) implement `show WHAT`, so each
  * group adds its own views (show-stats, show-graph, show-device, show-settings) without touching

@@ -120,7 +120,19 @@ static uint8_t f8_nan(F8Format f, uint8_t sign) {
   return (uint8_t)(sign | (((1 << f.ebits) - 1) << f.mbits) | (1 << (f.mbits - 1)));
 }
 
+/* f8e8m0fnu (the MX formats' scale): exponent bits only, bias 127, no sign, no zero, 0xff is NaN.
+ * Values round to the nearest power of two (in log2); what it cannot hold (<= 0, NaN, inf, beyond
+ * 2^127) is NaN, as ml_dtypes converts. */
+static uint8_t to_e8m0(double v) {
+  if (!(v > 0) || v == INFINITY) return 0xff;
+  int e = (int)nearbyint(log2(v));
+  if (e < -127) e = -127;
+  if (e > 127) return 0xff;
+  return (uint8_t)(e + 127);
+}
+
 uint8_t rt_to_f8(IrType t, double v) {
+  if (t == IR_F8E8M0FNU) return to_e8m0(v);
   F8Format f = f8_format(t);
   uint8_t sign = signbit(v) ? 0x80 : 0;
   if (v != v) return f8_nan(f, sign);
@@ -147,6 +159,7 @@ uint8_t rt_to_f8(IrType t, double v) {
 }
 
 double rt_from_f8(IrType t, uint8_t b) {
+  if (t == IR_F8E8M0FNU) return b == 0xff ? NAN : ldexp(1.0, (int)b - 127);
   F8Format f = f8_format(t);
   int e = (b >> f.mbits) & ((1 << f.ebits) - 1), m = b & ((1 << f.mbits) - 1);
   int etop = (1 << f.ebits) - 1, mtop = (1 << f.mbits) - 1;
@@ -370,7 +383,7 @@ double rt_get_f(const RtTensor *t, int64_t i) {
   case IR_F32: return ((const float *)p)[i];
   case IR_F64: return ((const double *)p)[i];
   case IR_F8E4M3FN: case IR_F8E5M2: case IR_F8E4M3FNUZ: case IR_F8E5M2FNUZ: case IR_F8E4M3B11FNUZ: case IR_F8E4M3:
-  case IR_F8E3M4:
+  case IR_F8E3M4: case IR_F8E8M0FNU:
     return rt_from_f8(t->type, ((const uint8_t *)p)[i]);
   case IR_C64: return ((const float *)p)[2 * i];
   case IR_C128: return ((const double *)p)[2 * i];
@@ -433,7 +446,7 @@ void rt_set_f(RtTensor *t, int64_t i, double v) {
   case IR_F32: ((float *)p)[i] = (float)v; return;
   case IR_F64: ((double *)p)[i] = v; return;
   case IR_F8E4M3FN: case IR_F8E5M2: case IR_F8E4M3FNUZ: case IR_F8E5M2FNUZ: case IR_F8E4M3B11FNUZ: case IR_F8E4M3:
-  case IR_F8E3M4:
+  case IR_F8E3M4: case IR_F8E8M0FNU:
     ((uint8_t *)p)[i] = rt_to_f8(t->type, v);
     return;
   case IR_C64: case IR_C128: rt_set_c(t, i, v, 0); return;
@@ -519,6 +532,7 @@ static double tol_for(IrType t) {
   case IR_BF16: return 2e-2;
   case IR_F32: case IR_F64: case IR_C64: case IR_C128: return 1e-5;
   case IR_F8E3M4: return 0.0625; /* one ulp of 4 mantissa bits */
+  case IR_F8E8M0FNU: return 1.0;  /* powers of two: one step doubles */
   case IR_F8E4M3FN: case IR_F8E4M3FNUZ: case IR_F8E4M3B11FNUZ: case IR_F8E4M3: return 0.125; /* 3 bits */
   case IR_F8E5M2: case IR_F8E5M2FNUZ: return 0.25; /* one ulp of 2 mantissa bits */
   default: return 0;

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../explain/xla_dump.h"
 #include "viz_internal.h"
 
 enum { E_MEMORY, E_REGISTER, E_REFUSED, E_DECISION };
@@ -471,6 +472,15 @@ static void node_label(VizBuf *b, const Node *n, bool plain) {
   vbuf_puts(b, "</FONT><BR/><FONT POINT-SIZE=\"9\" COLOR=\"#444444\">");
   vbuf_html(b, shape);
   vbuf_puts(b, "</FONT>");
+  char loc[200];
+  if (!plain && i->parent) {
+    xla_source_short(i->parent->module, i, loc, sizeof loc);
+    if (loc[0]) {
+      vbuf_puts(b, "<BR/><FONT POINT-SIZE=\"8\" COLOR=\"#2a6a2a\">");
+      vbuf_html(b, loc);
+      vbuf_puts(b, "</FONT>");
+    }
+  }
   if (n->hidden_in || n->hidden_out) {
     vbuf_puts(b, "<BR/><FONT POINT-SIZE=\"8\" COLOR=\"#888888\"><I>");
     if (n->hidden_in) vbuf_printf(b, "+%d input%s", n->hidden_in, n->hidden_in == 1 ? "" : "s");
@@ -489,6 +499,13 @@ static void node_tooltip(VizBuf *b, const IrInstr *i) {
   if (i->noperands > 8) vbuf_printf(b, ", \xe2\x80\xa6 %d more", i->noperands - 8);
   vbuf_puts(b, ")");
   if (i->loc.file && i->loc.line > 0) vbuf_printf(b, "  at %s:%d:%d", i->loc.file, i->loc.line, i->loc.col);
+  /* Where XLA says it came from in the user's program (metadata). */
+  XlaSource src;
+  char buf[1536];
+  if (i->parent && xla_source_of(i->parent->module, i, &src, buf, sizeof buf)) {
+    if (src.file) vbuf_printf(b, "  from %s:%d", src.file, src.line);
+    if (src.op_name) vbuf_printf(b, "  (%s)", src.op_name);
+  }
 }
 
 static void set(void *obj, const char *k, const char *v) { agsafeset(obj, (char *)k, (char *)v, ""); }

@@ -102,6 +102,11 @@ bool viz_render_interruptible(VizRenderer *r, VizGraph *g, VizFormat f, char **d
 /* Same, written to path. */
 bool viz_render_file(VizRenderer *r, VizGraph *g, VizFormat f, const char *path, FxError *err);
 
+/* A stage drawn by JAX name scope (render --group scope, viz/scope.c): one node per scope of the
+ * entry's instructions (from XLA's metadata op_name, its first `depth` levels; 0: all), in boxes
+ * of their parent scopes, with edges counting the values and bytes flowing between scopes. */
+VizGraph *viz_scope_graph_build(const IrModule *m, int depth, const char *title, FxError *err);
+
 /* ---------- the terminal picture (`show graph`) ---------- */
 
 /* Per-kernel numbers the caller may supply (from the kernel plan); NULL prints the structure

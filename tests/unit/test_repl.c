@@ -233,13 +233,13 @@ TEST(arg_errors_point_at_words) {
   CHECK(!repl_check_argc(s, 3, argv, 1, 1, &e));
   CHECK_STR(e.file, "script.fx");
   CHECK(e.line == 7 && e.col == 12);
-  CHECK_STR(e.msg, "unexpected argument 'b.hlo'; usage: load FILE");
+  CHECK_STR(e.msg, "unexpected argument 'b.hlo'; usage: load FILE | DIR [--module NAME|ID]");
   CHECK_STR(e.source, "load a.hlo b.hlo");
   fx_error_clear(&e);
   s->arg_count = 1; /* the line was just "load" */
   CHECK(!repl_check_argc(s, 1, argv, 1, 1, &e));
   CHECK(e.col == 17);
-  CHECK_STR(e.msg, "missing argument; usage: load FILE");
+  CHECK_STR(e.msg, "missing argument; usage: load FILE | DIR [--module NAME|ID]");
   s->arg_count = 3;
   long long v = 0;
   char *nums[] = {"x", "12", "99999999999999999999", "0x10", "1e3", "-5", NULL};

@@ -1,0 +1,173 @@
+/* xla_dump.h — XLA's own dumps read in: a dump folder's modules, their per-pass snapshots as the
+ * stages of a pipeline named `xla`, XLA's priority-fusion decision log (FusionProcessDump) as
+ * decision records, and the source positions XLA keeps on every instruction.
+ *
+ * Flow: `load DIR` calls xla_dump_scan (which modules the folder holds), then xla_dump_select (one
+ * module: its snapshots in XLA's order become the passes of xla_dump_pipeline). The shell asks
+ * xla_dump_stage for stage k when it steps there (stage 0: the module before optimizations), and
+ * for the priority-fusion stage xla_fusion_log_emit files XLA's decisions (and fxplain's own verdict
+ * on each pair, when the shell ran fxplain's priority-fusion on the same input) in the explain log.
+ *
+ * The facts about the dumps (file names, the FusionProcessDump fields) are in the oracle README:
+ *   module_NNNN.NAME.before_optimizations.txt, module_NNNN.NAME.NNNN.PIPELINE.after_PASS.before_NEXT.txt,
+ *   module_NNNN.NAME.priority_fusion_dump.txt (fusion_steps { fusion | producer_ineligible |
+ *   update_priority }, hlo_module_before_fusion, gpu_device_info). */
+#ifndef FXPLAIN_XLA_DUMP_H
+#define FXPLAIN_XLA_DUMP_H
+
+#include <stdbool.h>
+
+#include "../compiler/arena.h"
+#include "../compiler/ir.h"
+#include "../compiler/pass.h"
+#include "explain.h"
+
+/* ---------- XLA's priority-fusion decision log ---------- */
+
+typedef enum { XLA_STEP_FUSION, XLA_STEP_INELIGIBLE, XLA_STEP_PRIORITY } XlaStepKind;
+
+typedef struct {
+  XlaStepKind kind;
+  int line;              /* where it starts in the file */
+  const char *producer;
+  const char *consumer;  /* fusion: the consumer; priority: the consumers joined by ',' */
+  const char *fusion;    /* fusion: the fusion it made */
+  const char *reason;    /* ineligible: XLA's text */
+  double us_fused, us_unfused; /* priority: the cost model's times */
+  bool has_times;
+} XlaStep;
+
+typedef struct {
+  Arena arena;
+  const char *path;
+  XlaStep *steps;
+  int nsteps, cap;
+  int nfusions, nineligible, npriority;
+  const char *module_text; /* hlo_module_before_fusion, unescaped; NULL when absent */
+  const char *device;      /* gpu_device_info's name, when given */
+} XlaFusionLog;
+
+/* Reads a *.priority_fusion_dump.txt. NULL with err filled when it cannot be read or is
+ * malformed (a truncated file, a step without its producer). Free with xla_fusion_log_free. */
+XlaFusionLog *xla_fusion_log_load(const char *path, FxError *err);
+void xla_fusion_log_free(XlaFusionLog *l);
+/* Every name the log uses must be an instruction of m (the module priority-fusion received) or a
+ * fusion an earlier step made: otherwise one error naming the first stranger. */
+bool xla_fusion_log_check(const XlaFusionLog *l, const IrModule *m, FxError *err);
+/* fxplain's reason code for XLA's reason text (the vocabulary of FUSION_RULES.md). */
+const char *xla_reason_code(const char *xla_text);
+/* Files XLA's decisions into sink (pass name `pass`): each fusion (accepted, with XLA's last
+ * times for the producer), each ineligible producer (rejected, XLA's reason mapped onto a code,
+ * XLA's text kept), each priority update (action "priority"), and each producer XLA left unfused
+ * because its last update said fusing is slower (rejected, slower_if_fused). When own is given
+ * (fxplain's priority-fusion run on the same input, its records in stage own_stage), each record
+ * also carries fxplain's verdict on the same pair and says when the two disagree; *disagree gets
+ * their count. With m (the module priority-fusion received), each detail ends with the source
+ * lines of the producer and consumer ("[mlp.py:10 -> mlp.py:11]"). */
+void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *pass, const ExplainLog *own,
+                         int own_stage, const IrModule *m, int *disagree);
+/* Replays XLA's fusion steps on a copy of m (the module before fusion) with fxplain's fusion
+ * builder: what priority-fusion produced, when only the log is at hand. NULL with err filled. */
+IrModule *xla_fusion_log_replay(const XlaFusionLog *l, const IrModule *m, FxError *err);
+
+/* ---------- a dump folder ---------- */
+
+typedef struct {
+  const char *file;     /* path */
+  const char *pipeline; /* XLA's pipeline ("fusion") */
+  const char *pass;     /* the pass it is after ("priority-fusion") */
+  const char *next;     /* the pass that comes next */
+  int seq;
+} XlaSnapshot;
+
+typedef struct {
+  const char *id;       /* "0001" */
+  const char *name;     /* "jit_step" */
+  const char *before;   /* before_optimizations.txt, or NULL */
+  const char *after;    /* *after_optimizations.txt (the final module), or NULL */
+  const char *fusion_log; /* priority_fusion_dump.txt, or NULL */
+  XlaSnapshot *snaps;   /* by seq */
+  int nsnaps, snaps_cap;
+  int ninstrs;          /* instructions of the first module text found, -1 unknown */
+} XlaDumpModule;
+
+typedef struct XlaDump {
+  Arena arena;
+  const char *dir;
+  XlaDumpModule *mods;
+  int nmods, mods_cap;
+  int chosen; /* index into mods, -1 before xla_dump_select */
+  /* The `xla` pipeline of the chosen module: one pass per snapshot. */
+  Pass *passes;
+  const Pass **pass_list;
+  Pipeline pipeline;
+  XlaFusionLog *log; /* the chosen module's decision log, when it has one and it loaded */
+  bool log_only;     /* made by xla_dump_from_log: stage 1 is XLA's steps replayed */
+  const Pipeline *prev_pipeline; /* the shell's pipeline before the dump was loaded */
+} XlaDump;
+
+/* Whether dir looks like an XLA dump folder (holds module_*.txt files). */
+bool xla_dump_is_dump_dir(const char *dir);
+/* Lists the modules of an XLA dump folder. NULL with err filled when it holds none. */
+XlaDump *xla_dump_scan(const char *dir, FxError *err);
+void xla_dump_free(XlaDump *d);
+/* Chooses a module by name or id ("0001" or 1); which NULL: the only module, or the one with the
+ * most snapshots. Builds the `xla` pipeline and reads the decision log (a log that fails to load
+ * is an error). */
+bool xla_dump_select(XlaDump *d, const char *which, FxError *err);
+/* A dump of one module made from a priority_fusion_dump.txt alone: stage 0 is the module it holds
+ * (hlo_module_before_fusion), stage 1 (priority-fusion) XLA's fusion steps replayed on it. */
+XlaDump *xla_dump_from_log(const char *path, FxError *err);
+/* The chosen module's pipeline named "xla"; its passes have no run function. */
+const Pipeline *xla_dump_pipeline(const XlaDump *d);
+/* Loads stage k of the chosen module (0: before optimizations, else snapshot k-1); prev is stage
+ * k-1's module (a log-only dump replays XLA's steps on it). */
+IrModule *xla_dump_stage(const XlaDump *d, int k, const IrModule *prev, FxError *err);
+/* Stage k of the `xla` pipeline, made from stage k-1's module prev: XLA's snapshot (as
+ * xla_dump_stage), with its decisions filed in sink. At priority-fusion, when the dump has XLA's
+ * log: the log is checked against prev, fxplain's own priority-fusion runs on prev (device,
+ * settings) and its records (pass "fxplain-priority-fusion") are filed first, then XLA's with
+ * fxplain's verdict beside each (xla_fusion_log_emit). Any other stage gets one "snapshot" record
+ * (instructions before and after). NULL with err filled. */
+IrModule *xla_dump_next_stage(const XlaDump *d, int k, const IrModule *prev, const DeviceProfile *device,
+                              const PassSettings *settings, DecisionSink *sink, FxError *err);
+/* The stage whose pass is priority-fusion, or -1. */
+int xla_dump_fusion_stage(const XlaDump *d);
+
+/* ---------- XLA's kernels beside fxplain's (xla_compare.c) ---------- */
+
+typedef struct {
+  const char *xla;   /* XLA's kernel (an instruction of its module's entry) */
+  const char *mine;  /* fxplain's kernel sharing the most original instructions, or NULL */
+  int xla_n, mine_n; /* instructions each holds (compared by opcode and shape) */
+  int common;
+  bool same;         /* both hold exactly the same instructions */
+} XlaKernelPair;
+
+/* For each kernel of xla's entry (what launches: not parameters, constants, tuples, bitcasts),
+ * fxplain's kernel in mine that holds the most of the same instructions (by opcode and shape:
+ * XLA renames what it fuses). *out is
+ * fx_malloc'd (the caller fx_frees it; names point into the modules); *nmine gets mine's kernel
+ * count. Returns XLA's kernel count, or -1 when out of memory. */
+int xla_kernels_match(const IrModule *xla, const IrModule *mine, XlaKernelPair **out, int *nmine);
+
+/* ---------- source positions ---------- */
+
+typedef struct {
+  const char *op_name; /* the JAX scope path, "jit(step)/attention/dot_general" */
+  const char *file;
+  const char *function;
+  int line, end_line, col, end_col;
+} XlaSource;
+
+/* Where instruction i came from: metadata source_file/source_line, or stack_frame_id resolved
+ * through the module's FileNames/FunctionNames/FileLocations/StackFrames tables (the innermost
+ * frame). Strings are written into the caller's buffers; false when i carries no metadata. */
+bool xla_source_of(const IrModule *m, const IrInstr *i, XlaSource *src, char *buf, size_t n);
+/* "file.py:12" (basename and line), or "" when unknown. */
+void xla_source_short(const IrModule *m, const IrInstr *i, char *buf, size_t n);
+/* Whether instruction i comes from `where`: FILE:LINE (FILE matched as a suffix of the path),
+ * a bare LINE, or a JAX scope (a prefix, or a '/'-separated part, of op_name). */
+bool xla_source_matches(const IrModule *m, const IrInstr *i, const char *where);
+
+#endif

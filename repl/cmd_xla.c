@@ -1,0 +1,783 @@
+/* cmd_xla.c — the commands around XLA's own dumps (the engine is explain/xla_dump.h):
+ *
+ *   load DIR [--module NAME|ID]   an XLA dump folder: list its modules, load one; its per-pass
+ *                                 snapshots become the stages of the pipeline `xla`
+ *   load FILE.priority_fusion_dump.txt   XLA's fusion log alone (stage 1: its steps replayed)
+ *   find FILE:LINE | LINE | SCOPE the instructions (and the kernels holding them) from a source line
+ *                                 or a JAX name scope
+ *   xla [--device h100|a100]      compile the loaded module with real XLA:GPU and load its dump
+ *   compare-modules A B           two compilations (dump folders or HLO files): kernels and bytes
+ *
+ * And the hooks the other commands call: repl_xla_load (cmd_load), repl_xla_stage (the pipeline's
+ * run_next, for the `xla` pipeline), repl_xla_source_note (why). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../compiler/fx.h"
+#include "../compiler/hlo.h"
+#include "../compiler/plan.h"
+#include "../explain/explain.h"
+#include "../explain/xla_dump.h"
+#include "../viz/viz.h"
+#include "args.h"
+#include "json.h"
+#include "repl.h"
+
+static bool is_dir(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t a = strlen(s), b = strlen(suffix);
+  return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/* ---------- load ---------- */
+
+static void print_modules(Session *s, const XlaDump *d) {
+  if (s->json) return;
+  fprintf(s->out, "XLA dump %s: %d module%s\n", d->dir, d->nmods, d->nmods == 1 ? "" : "s");
+  fprintf(s->out, "  %-6s %-28s %12s %7s  %s\n", "id", "module", "instructions", "passes", "dumped");
+  for (int k = 0; k < d->nmods; k++) {
+    const XlaDumpModule *m = &d->mods[k];
+    char what[400] = "";
+    size_t n = 0;
+    if (m->before) n += (size_t)snprintf(what + n, sizeof what - n, "before_optimizations ");
+    if (m->nsnaps) {
+      int shown = 0;
+      n += (size_t)snprintf(what + n, sizeof what - n, "snapshots:");
+      for (int j = 0; j < m->nsnaps && n < 300; j++) {
+        bool dup = false;
+        for (int i = 0; i < j && !dup; i++) dup = strcmp(m->snaps[i].pass, m->snaps[j].pass) == 0;
+        if (dup) continue;
+        if (shown++ == 6) {
+          n += (size_t)snprintf(what + n, sizeof what - n, " ...");
+          break;
+        }
+        n += (size_t)snprintf(what + n, sizeof what - n, " %s", m->snaps[j].pass);
+      }
+      n += (size_t)snprintf(what + n, sizeof what - n, " ");
+    }
+    if (m->fusion_log && n < sizeof what) n += (size_t)snprintf(what + n, sizeof what - n, "priority_fusion_dump ");
+    if (m->after && n < sizeof what) snprintf(what + n, sizeof what - n, "after_optimizations");
+    fprintf(s->out, "%s %-6s %-28s %12d %7d  %s\n", k == d->chosen ? ">" : " ", m->id, m->name, m->ninstrs, m->nsnaps,
+            what);
+  }
+}
+
+static void json_modules(JsonWriter *w, const XlaDump *d) {
+  json_key(w, "modules");
+  json_array_begin(w);
+  for (int k = 0; k < d->nmods; k++) {
+    const XlaDumpModule *m = &d->mods[k];
+    json_object_begin(w);
+    json_kv_str(w, "id", m->id);
+    json_kv_str(w, "name", m->name);
+    json_kv_int(w, "instructions", m->ninstrs);
+    json_kv_int(w, "snapshots", m->nsnaps);
+    json_kv_bool(w, "fusion_log", m->fusion_log != NULL);
+    json_object_end(w);
+  }
+  json_array_end(w);
+}
+
+/* Makes d the session's input: stage 0 loaded, the `xla` pipeline chosen. Takes d. */
+static bool adopt(Session *s, XlaDump *d, const char *path, FxError *err) {
+  IrModule *m0 = xla_dump_stage(d, 0, NULL, err);
+  if (!m0) {
+    xla_dump_free(d);
+    return false;
+  }
+  const Pipeline *prev = s->pipeline;
+  if (s->xla && prev == xla_dump_pipeline(s->xla)) prev = s->xla->prev_pipeline;
+  session_set_input(s, m0); /* frees the old dump */
+  if (s->fx_state) fx_state_free(s->fx_state);
+  s->fx_state = NULL;
+  s->fx_dirty = false;
+  d->prev_pipeline = prev;
+  s->xla = d;
+  /* fxplain's own verdicts are for the GPU XLA compiled for, when the log names one we know. */
+  if (d->log && d->log->device) {
+    const DeviceProfile *dp = strstr(d->log->device, "H100") ? device_lookup("h100")
+                              : strstr(d->log->device, "A100") ? device_lookup("a100")
+                                                                : NULL;
+    if (dp && strcmp(s->device.name, dp->name) != 0) {
+      s->device = *dp;
+      if (!s->json) fprintf(s->out, "device: %s (XLA compiled for %s)\n", dp->name, d->log->device);
+    }
+  }
+  s->pipeline = xla_dump_pipeline(d);
+  const XlaDumpModule *m = &d->mods[d->chosen];
+  int fs = xla_dump_fusion_stage(d);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_key(&w, "loaded");
+    json_object_begin(&w);
+    json_kv_str(&w, "module", m->name);
+    json_kv_str(&w, "id", m->id);
+    json_kv_str(&w, "dump", path);
+    json_kv_str(&w, "pipeline", "xla");
+    json_kv_int(&w, "stages", d->pipeline.npasses + 1);
+    json_kv_int(&w, "instructions", ir_module_instr_count(m0));
+    if (fs > 0) json_kv_int(&w, "priority_fusion_stage", fs);
+    else json_kv_null(&w, "priority_fusion_stage");
+    if (d->log) {
+      json_key(&w, "fusion_log");
+      json_object_begin(&w);
+      json_kv_int(&w, "fusions", d->log->nfusions);
+      json_kv_int(&w, "ineligible", d->log->nineligible);
+      json_kv_int(&w, "priority_updates", d->log->npriority);
+      json_object_end(&w);
+    }
+    json_modules(&w, d);
+    json_object_end(&w);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else {
+    if (!d->log_only) print_modules(s, d);
+    fprintf(s->out, "loaded %s (module %s) from %s: %d instructions; pipeline xla: %d stages, XLA's own passes%s\n",
+            m->name, m->id, path, ir_module_instr_count(m0), d->pipeline.npasses + 1,
+            d->log_only ? " (its fusion steps replayed)" : "");
+    if (d->log)
+      fprintf(s->out, "XLA's priority-fusion log: %d fusions, %d ineligible producers, %d priority updates%s%d\n",
+              d->log->nfusions, d->log->nineligible, d->log->npriority, fs > 0 ? "; stage " : "", fs > 0 ? fs : 0);
+    if (d->nmods > 1 && !d->log_only)
+      fprintf(s->out, "(another module: load %s --module NAME|ID)\n", path);
+  }
+  return true;
+}
+
+bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handled) {
+  *handled = false;
+  if (argc < 2) return true;
+  const char *path = argv[1];
+  const char *which = NULL;
+  bool want = is_dir(path) || ends_with(path, ".priority_fusion_dump.txt");
+  for (int k = 2; k < argc; k++) want = want || strcmp(argv[k], "--module") == 0;
+  if (!want) return true; /* a file: `load` itself */
+  for (int k = 2; k < argc; k++) {
+    if (strcmp(argv[k], "--module") == 0 && k + 1 < argc) {
+      which = argv[++k];
+      want = true;
+    } else if (strcmp(argv[k], "--module") == 0) {
+      *handled = true;
+      return repl_arg_error(s, err, k, "--module needs a module name or id");
+    } else {
+      *handled = true;
+      return repl_arg_error(s, err, k, "unexpected argument '%s'; usage: load FILE | DIR [--module NAME|ID]", argv[k]);
+    }
+  }
+  *handled = true;
+  char shown[200];
+  repl_printable(shown, sizeof shown, path);
+  FxError e;
+  fx_error_clear(&e);
+  XlaDump *d;
+  if (!is_dir(path)) {
+    if (which) return repl_arg_error(s, err, 2, "--module is for a dump folder; '%s' is a file", shown);
+    d = xla_dump_from_log(path, &e);
+  } else {
+    d = xla_dump_scan(path, &e);
+    if (d && !xla_dump_select(d, which, &e)) {
+      xla_dump_free(d);
+      d = NULL;
+    }
+  }
+  if (!d || !adopt(s, d, path, &e)) {
+    if (e.file[0] && e.line > 0) {
+      *err = e;
+      return false;
+    }
+    return repl_arg_error(s, err, which && strstr(e.msg, "no module") ? 3 : 1, "%s", e.msg);
+  }
+  return true;
+}
+
+/* ---------- stages of the xla pipeline ---------- */
+
+bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err) {
+  FxError e;
+  fx_error_clear(&e);
+  DecisionSink sink = explain_log_sink(s->log);
+  IrModule *m = xla_dump_next_stage(s->xla, k, prev, &s->device, &s->settings, &sink, &e);
+  if (!m) return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, e.msg);
+  *out = m;
+  *changed = true;
+  return true;
+}
+
+const Pipeline *repl_xla_pipeline(Session *s, const char *name) {
+  if (s->xla && strcmp(name, "xla") == 0) return xla_dump_pipeline(s->xla);
+  return NULL;
+}
+
+/* ---------- source lines ---------- */
+
+void repl_xla_source_note(Session *s, const char *a, const char *b) {
+  IrModule *m = session_module(s);
+  if (!m || s->json) return;
+  const char *names[2] = {a, b};
+  for (int k = 0; k < 2; k++) {
+    if (!names[k]) continue;
+    const IrInstr *i = ir_module_find_instr(m, names[k]);
+    if (!i && s->nstages > 0) i = ir_module_find_instr(s->stages[0].module, names[k]);
+    if (!i) continue;
+    XlaSource src;
+    char buf[1536];
+    if (!xla_source_of(m, i, &src, buf, sizeof buf)) continue;
+    fprintf(s->out, "  source of %s: ", names[k]);
+    if (src.file) fprintf(s->out, "%s:%d", src.file, src.line);
+    if (src.function) fprintf(s->out, " in %s", src.function);
+    if (src.op_name) fprintf(s->out, "%s(%s)", src.file ? " " : "", src.op_name);
+    fputc('\n', s->out);
+  }
+}
+
+/* ---------- find ---------- */
+
+/* The kernel holding instruction i: the top-level instruction of its computation chain. */
+static const IrInstr *kernel_of(const IrInstr *i) {
+  while (i->parent && i->parent->fusion_instr) i = i->parent->fusion_instr;
+  return i;
+}
+
+static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
+  if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
+  IrModule *m = session_module(s);
+  if (!m) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
+  const char *where = argv[1];
+  JsonWriter w;
+  if (s->json) {
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "find", where);
+    json_kv_int(&w, "stage", s->cur);
+    json_key(&w, "instructions");
+    json_array_begin(&w);
+  }
+  int found = 0, nk = 0;
+  const IrInstr **kernels = fx_calloc((size_t)ir_module_instr_count(m) + 1, sizeof *kernels);
+  if (!kernels) return repl_arg_error(s, err, 0, "out of memory");
+  /* What launches work at this stage (the kernel plan): a parameter or bitcast holds no kernel. */
+  FxError pe;
+  fx_error_clear(&pe);
+  KernelPlan *plan = plan_build(m, &s->device, &pe);
+  for (int c = 0; c < m->ncomps; c++) {
+    const IrComputation *comp = m->comps[c];
+    for (int j = 0; j < comp->ninstrs; j++) {
+      const IrInstr *i = comp->instrs[j];
+      if (i->dead || !xla_source_matches(m, i, where)) continue;
+      found++;
+      const IrInstr *kern = kernel_of(i);
+      bool launches = !plan;
+      for (int q = 0; plan && q < plan->nkernels && !launches; q++) launches = plan->kernels[q].instr == kern;
+      bool seen = !launches;
+      for (int q = 0; q < nk && !seen; q++) seen = kernels[q] == kern;
+      if (!seen) kernels[nk++] = kern;
+      if (!launches) kern = NULL;
+      char loc[300];
+      xla_source_short(m, i, loc, sizeof loc);
+      XlaSource src;
+      char buf[1536];
+      xla_source_of(m, i, &src, buf, sizeof buf);
+      if (s->json) {
+        json_object_begin(&w);
+        json_kv_str(&w, "name", i->name);
+        json_kv_str(&w, "op", ir_op_name(i->op));
+        json_kv_str(&w, "computation", comp->name);
+        json_kv_str(&w, "kernel", kern ? kern->name : NULL);
+        json_kv_str(&w, "source", loc[0] ? loc : NULL);
+        json_kv_str(&w, "scope", src.op_name);
+        json_object_end(&w);
+      } else {
+        fprintf(s->out, "  %-24s %-18s in %-22s %s %s\n", i->name, ir_op_name(i->op),
+                !kern ? "(no kernel)" : kern != i ? kern->name : "(its own kernel)", loc, src.op_name ? src.op_name : "");
+      }
+    }
+  }
+  if (s->json) {
+    json_array_end(&w);
+    json_key(&w, "kernels");
+    json_array_begin(&w);
+    for (int q = 0; q < nk; q++) json_str(&w, kernels[q]->name);
+    json_array_end(&w);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else if (found) {
+    fprintf(s->out, "%d instruction%s from %s at stage %d, in %d kernel%s:", found, found == 1 ? "" : "s", where,
+            s->cur, nk, nk == 1 ? "" : "s");
+    for (int q = 0; q < nk && q < 40; q++) fprintf(s->out, " %s", kernels[q]->name);
+    fputs(nk > 40 ? " ...\n" : "\n", s->out);
+  }
+  fx_free(kernels);
+  if (plan) plan_free(plan);
+  if (!found && !s->json)
+    fprintf(s->out, "no instruction of stage %d comes from %s (the module %s source positions)\n", s->cur, where,
+            strstr(m->prologue ? m->prologue : "", "FileLocations") || strstr(m->epilogue ? m->epilogue : "", "FileLocations")
+                ? "has"
+                : "may carry no");
+  return true;
+}
+
+/* ---------- xla: real XLA:GPU ---------- */
+
+static bool exe_dir(char *buf, size_t n) {
+  ssize_t k = readlink("/proc/self/exe", buf, n - 1);
+  if (k <= 0) return false;
+  buf[k] = 0;
+  char *slash = strrchr(buf, '/');
+  if (!slash) return false;
+  *slash = 0;
+  return true;
+}
+
+static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
+  const char *device = "h100";
+  for (int k = 1; k < argc; k++) {
+    if (strcmp(argv[k], "--device") == 0 && k + 1 < argc) {
+      device = argv[++k];
+      if (strcmp(device, "h100") != 0 && strcmp(device, "a100") != 0)
+        return repl_arg_error(s, err, k, "XLA's target configs here are h100 and a100, not '%s'", device);
+    } else {
+      return repl_arg_error(s, err, k, "unknown option '%s' (usage: xla [--device h100|a100])", argv[k]);
+    }
+  }
+  if (s->nstages == 0) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
+  char dir[PATH_MAX], script[PATH_MAX + 64];
+  const char *env = getenv("FXPLAIN_XLA_REFERENCE");
+  if (env) snprintf(script, sizeof script, "%s", env);
+  else if (exe_dir(dir, sizeof dir)) snprintf(script, sizeof script, "%s/../scripts/xla_reference.py", dir);
+  else snprintf(script, sizeof script, "scripts/xla_reference.py");
+  if (access(script, R_OK) != 0)
+    return repl_arg_error(s, err, 0, "cannot find scripts/xla_reference.py (set FXPLAIN_XLA_REFERENCE to its path)");
+  const char *py = getenv("FXPLAIN_PYTHON");
+  if (!py || !*py) py = "python3";
+  char tmpl[] = "/tmp/fxplain-xla-XXXXXX";
+  if (!mkdtemp(tmpl)) return repl_arg_error(s, err, 0, "cannot make a temporary folder: %s", strerror(errno));
+  char in[PATH_MAX], cmd[4 * PATH_MAX];
+  snprintf(in, sizeof in, "%s/input.hlo", tmpl);
+  FILE *f = fopen(in, "w");
+  FxError pe;
+  fx_error_clear(&pe);
+  IrModule *m = s->stages[0].module;
+  bool ok = f && hlo_print(f, m, &pe);
+  if (f && fclose(f) != 0) ok = false;
+  if (!ok) return repl_arg_error(s, err, 0, "cannot write the module for XLA: %s", pe.set ? pe.msg : strerror(errno));
+  snprintf(cmd, sizeof cmd, "'%s' '%s' --device %s --keep-dump --no-gzip '%s' '%s/out' > '%s/log.txt' 2>&1", py,
+           script, device, in, tmpl, tmpl);
+  if (!s->json) {
+    fprintf(s->out, "compiling %s with real XLA:GPU for %s (deviceless) ...\n", m->name, device);
+    fflush(s->out);
+  }
+  int rc = system(cmd);
+  int code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  if (code == 3 || code == 127)
+    return repl_arg_error(s, err, 0,
+                          "jax and its CUDA plugin are not installed for %s: pip install jax==0.10.2 jaxlib==0.10.2 "
+                          "jax-cuda13-plugin==0.10.2 jax-cuda13-pjrt==0.10.2 (or set FXPLAIN_PYTHON to a python that "
+                          "has them)",
+                          py);
+  char dump[PATH_MAX + 64];
+  snprintf(dump, sizeof dump, "%s/out/input.xla_dump", tmpl);
+  if (code != 0 && !is_dir(dump))
+    return repl_arg_error(s, err, 0, "real XLA failed (exit %d); its output is in %s/log.txt", code, tmpl);
+  char *args[] = {"load", dump, NULL};
+  if (!repl_command_lookup("load")->run(s, 2, args, err)) return false;
+  int last = s->pipeline->npasses;
+  int fs0 = xla_dump_fusion_stage(s->xla);
+  /* Side by side: XLA's kernels after its fusion passes, and fxplain's priority-fusion and
+   * multi_output_fusion run on the very module XLA's priority-fusion received. */
+  FxError e3;
+  fx_error_clear(&e3);
+  IrModule *xfin = last > 0 ? xla_dump_stage(s->xla, last, NULL, &e3) : NULL;
+  IrModule *mine = fs0 > 0 ? xla_dump_stage(s->xla, fs0 - 1, NULL, &e3) : NULL;
+  static const char *const passes[] = {"priority-fusion", "multi_output_fusion"};
+  for (int k = 0; mine && k < 2; k++) {
+    const Pass *p = pass_lookup(passes[k]);
+    ExplainLog *scratch = explain_log_new();
+    if (!p || !scratch) {
+      explain_log_free(scratch);
+      break;
+    }
+    explain_log_begin_stage(scratch, k + 1, p->name);
+    DecisionSink sk = explain_log_sink(scratch);
+    FxError e2;
+    fx_error_clear(&e2);
+    PassContext cx = {&sk, &s->device, &s->settings, k + 1, p->name, &e2};
+    IrModule *next = NULL;
+    bool ch = false;
+    bool good = pass_run_stage(p, mine, &cx, &next, &ch);
+    explain_log_free(scratch);
+    if (!good) break;
+    if (next) {
+      ir_module_free(mine);
+      mine = next;
+    }
+  }
+  int xla_kernels = -1, mine_kernels = -1, same = 0;
+  XlaKernelPair *pairs = NULL;
+  if (xfin && mine) xla_kernels = xla_kernels_match(xfin, mine, &pairs, &mine_kernels);
+  for (int k = 0; k < xla_kernels; k++) same += pairs[k].same;
+  if (!s->json && xla_kernels >= 0) {
+    fprintf(s->out, "XLA's kernels after %s beside fxplain's priority-fusion + multi_output_fusion on the same input:\n",
+                    last > 0 ? s->pipeline->passes[last - 1]->name : "input");
+    fprintf(s->out, "  %-34s %-34s %s\n", "XLA", "fxplain", "");
+    int shown = 0;
+    for (int k = 0; k < xla_kernels; k++) {
+      if (shown++ >= 30) {
+        fprintf(s->out, "  ... %d more\n", xla_kernels - 30);
+        break;
+      }
+      char st[64];
+      if (pairs[k].same) snprintf(st, sizeof st, "same (%d instructions)", pairs[k].xla_n);
+      else snprintf(st, sizeof st, "differs: %d of XLA's %d, %d of fxplain's %d in common", pairs[k].common,
+                    pairs[k].xla_n, pairs[k].common, pairs[k].mine_n);
+      fprintf(s->out, "  %-34s %-34s %s\n", pairs[k].xla, pairs[k].mine ? pairs[k].mine : "-", st);
+    }
+  }
+  fx_free(pairs);
+  if (xfin) ir_module_free(xfin);
+  if (mine) ir_module_free(mine);
+  /* Where the two part: step to XLA's priority-fusion and list the decisions fxplain disagrees with. */
+  int fs = xla_dump_fusion_stage(s->xla);
+  int ndis = 0;
+  if (fs > 0) {
+    char num[16];
+    snprintf(num, sizeof num, "%d", fs);
+    char *gargs[] = {"goto", num, NULL};
+    FILE *keep = s->out;
+    FILE *sink = fopen("/dev/null", "w");
+    if (sink) s->out = sink;
+    bool moved = repl_command_lookup("goto")->run(s, 2, gargs, err);
+    s->out = keep;
+    if (sink) fclose(sink);
+    if (!moved) return false;
+    int n = explain_stage_count(s->log, fs);
+    for (int k = 0; k < n; k++) {
+      const ExplainRecord *r = explain_stage_record(s->log, fs, k);
+      if (strcmp(r->pass, "priority-fusion") != 0 || !r->detail || !strstr(r->detail, "DISAGREE")) continue;
+      if (ndis++ < 5 && !s->json) {
+        if (ndis == 1) fputs("where fxplain parts from XLA's recorded decisions (first 5):\n", s->out);
+        explain_print_record(s->out, r);
+      }
+    }
+    if (!s->json)
+      fprintf(s->out, "%d of XLA's priority-fusion decisions differ from fxplain's verdict on the same pair (now at stage %d; "
+                      "`decisions --pass priority-fusion` lists them all)\n",
+              ndis, fs);
+  }
+  if (!s->json)
+    fprintf(s->out,
+            "kernels: real XLA %d (after its last dumped pass, %s) vs fxplain %d on %s, %d the same; XLA's dump "
+            "is kept in %s\n(step through XLA's passes with step/goto; `decisions` at the priority-fusion stage shows XLA's and "
+            "fxplain's verdict on each pair)\n",
+            xla_kernels, last > 0 ? s->pipeline->passes[last - 1]->name : "input", mine_kernels, s->device.name, same,
+            dump);
+  return true;
+}
+
+/* ---------- compare-modules ---------- */
+
+/* A compilation's final module: a dump folder's after_optimizations (or last snapshot), or a file. */
+static IrModule *final_module(const char *path, FxError *err) {
+  if (!is_dir(path)) return hlo_load_file(path, err);
+  XlaDump *d = xla_dump_scan(path, err);
+  if (!d) return NULL;
+  IrModule *m = NULL;
+  if (xla_dump_select(d, NULL, err)) {
+    const XlaDumpModule *dm = &d->mods[d->chosen];
+    if (dm->after) m = hlo_load_file(dm->after, err);
+    else m = xla_dump_stage(d, d->pipeline.npasses, NULL, err);
+  }
+  xla_dump_free(d);
+  return m;
+}
+
+/* The decision log of a dump folder's main module, or NULL. */
+static XlaFusionLog *dump_log(const char *path) {
+  if (!is_dir(path)) return NULL;
+  FxError e;
+  fx_error_clear(&e);
+  XlaDump *d = xla_dump_scan(path, &e);
+  XlaFusionLog *l = NULL;
+  if (d && xla_dump_select(d, NULL, &e)) {
+    l = d->log;
+    d->log = NULL;
+  }
+  xla_dump_free(d);
+  return l;
+}
+
+static void print_step(Session *s, const char *side, const XlaStep *st) {
+  if (!st) {
+    fprintf(s->out, "  %s: (no more steps)\n", side);
+  } else if (st->kind == XLA_STEP_FUSION) {
+    fprintf(s->out, "  %s: fused %s into %s, making %s\n", side, st->producer, st->consumer, st->fusion);
+  } else {
+    fprintf(s->out, "  %s: %s not fused: \"%s\"\n", side, st->producer, st->reason ? st->reason : "?");
+  }
+}
+
+static bool ineligible_in(const XlaFusionLog *l, const XlaStep *st) {
+  for (int k = 0; k < l->nsteps; k++)
+    if (l->steps[k].kind == XLA_STEP_INELIGIBLE && strcmp(l->steps[k].producer, st->producer) == 0 &&
+        strcmp(l->steps[k].reason ? l->steps[k].reason : "", st->reason ? st->reason : "") == 0)
+      return true;
+  return false;
+}
+
+/* The first fusion where the two logs differ (XLA makes its fusions in order; its priority
+ * updates and ineligibility checks run in parallel, so those are compared as sets), then the
+ * producers one log finds ineligible and the other does not. */
+static void first_difference(Session *s, const XlaFusionLog *a, const XlaFusionLog *b) {
+  int i = 0, j = 0, n = 0;
+  for (int side = 0; side < 2; side++) {
+    const XlaFusionLog *x = side ? b : a, *y = side ? a : b;
+    int shown = 0, more = 0;
+    for (int k = 0; k < x->nsteps; k++) {
+      const XlaStep *st = &x->steps[k];
+      if (st->kind != XLA_STEP_INELIGIBLE || ineligible_in(y, st)) continue;
+      bool dup = false;
+      for (int q = 0; q < k && !dup; q++)
+        dup = x->steps[q].kind == XLA_STEP_INELIGIBLE && strcmp(x->steps[q].producer, st->producer) == 0 &&
+              strcmp(x->steps[q].reason ? x->steps[q].reason : "", st->reason ? st->reason : "") == 0;
+      if (dup) continue;
+      if (shown++ < 5) fprintf(s->out, "  ineligible only in %s: %s: \"%s\"\n", side ? "B" : "A", st->producer,
+                               st->reason ? st->reason : "?");
+      else more++;
+    }
+    if (more) fprintf(s->out, "  ... %d more ineligible only in %s\n", more, side ? "B" : "A");
+  }
+  for (;;) {
+    while (i < a->nsteps && a->steps[i].kind != XLA_STEP_FUSION) i++;
+    while (j < b->nsteps && b->steps[j].kind != XLA_STEP_FUSION) j++;
+    const XlaStep *x = i < a->nsteps ? &a->steps[i] : NULL, *y = j < b->nsteps ? &b->steps[j] : NULL;
+    if (!x && !y) {
+      fprintf(s->out, "XLA's priority-fusion: the same %d fusions, in the same order, in both\n", n);
+      return;
+    }
+    bool same = x && y && x->kind == y->kind && strcmp(x->producer, y->producer) == 0 &&
+                (x->kind != XLA_STEP_FUSION || strcmp(x->consumer, y->consumer) == 0) &&
+                (x->kind != XLA_STEP_INELIGIBLE || strcmp(x->reason ? x->reason : "", y->reason ? y->reason : "") == 0);
+    if (!same) {
+      fprintf(s->out, "XLA's priority-fusion: the first %d fusions agree; fusion %d differs:\n", n, n + 1);
+      print_step(s, "A", x);
+      print_step(s, "B", y);
+      return;
+    }
+    n++;
+    i++;
+    j++;
+  }
+}
+
+static bool cmd_compare_modules(Session *s, int argc, char **argv, FxError *err) {
+  if (!repl_check_argc(s, argc, argv, 2, 2, err)) return false;
+  IrModule *m[2] = {NULL, NULL};
+  KernelPlan *p[2] = {NULL, NULL};
+  bool ok = true;
+  for (int k = 0; k < 2 && ok; k++) {
+    FxError e;
+    fx_error_clear(&e);
+    m[k] = final_module(argv[k + 1], &e);
+    if (m[k]) p[k] = plan_build(m[k], &s->device, &e);
+    if (!p[k]) ok = repl_arg_error(s, err, k + 1, "%s", e.msg);
+  }
+  if (ok) {
+    /* Kernels by the set of source positions and opcodes they hold is too fine for renamed
+     * clones: compare by kernel name and count, and list the kernels only one side has. */
+    if (s->json) {
+      JsonWriter w;
+      json_init(&w, s->out);
+      json_object_begin(&w);
+      for (int k = 0; k < 2; k++) {
+        json_key(&w, k ? "b" : "a");
+        json_object_begin(&w);
+        json_kv_str(&w, "module", m[k]->name);
+        json_kv_int(&w, "kernels", p[k]->ncompute);
+        json_kv_int(&w, "bytes", (long long)(p[k]->bytes_read + p[k]->bytes_written));
+        json_kv_double(&w, "est_us", p[k]->est_us);
+        json_object_end(&w);
+      }
+      json_object_end(&w);
+      fputc('\n', s->out);
+    } else {
+      fprintf(s->out, "%-10s %-30s %8s %14s %12s\n", "", "module", "kernels", "bytes", "est. us");
+      for (int k = 0; k < 2; k++)
+        fprintf(s->out, "%-10s %-30s %8d %14lld %12.2f\n", k ? "B" : "A", m[k]->name, p[k]->ncompute,
+                (long long)(p[k]->bytes_read + p[k]->bytes_written), p[k]->est_us);
+      for (int k = 0; k < 2; k++) {
+        int only = 0;
+        const IrComputation *c = m[k]->entry;
+        for (int j = 0; c && j < c->ninstrs; j++) {
+          const IrInstr *i = c->instrs[j];
+          if (i->op != IR_OP_FUSION) continue;
+          const IrInstr *o = ir_module_find_instr(m[1 - k], i->name);
+          if (o && o->op == IR_OP_FUSION) continue;
+          if (only++ < 12) {
+            char loc[300];
+            const IrComputation *fc = ir_fused_computation(i);
+            loc[0] = 0;
+            if (fc && fc->root) xla_source_short(m[k], fc->root, loc, sizeof loc);
+            fprintf(s->out, "  only in %s: %s (%s) %s\n", k ? "B" : "A", i->name, ir_fusion_kind(i), loc);
+          }
+        }
+        if (only > 12) fprintf(s->out, "  ... %d more only in %s\n", only - 12, k ? "B" : "A");
+      }
+      XlaFusionLog *la = dump_log(argv[1]), *lb = dump_log(argv[2]);
+      if (la && lb) first_difference(s, la, lb);
+      xla_fusion_log_free(la);
+      xla_fusion_log_free(lb);
+    }
+  }
+  for (int k = 0; k < 2; k++) {
+    if (p[k]) plan_free(p[k]);
+    if (m[k]) ir_module_free(m[k]);
+  }
+  return ok;
+}
+
+const ReplCommand repl_cmds_xla[] = {
+    {"find", "find FILE:LINE | LINE | SCOPE", "the instructions and kernels that came from a source line or JAX scope",
+     "Lists the current stage's instructions whose XLA metadata points at the place: FILE:LINE (FILE\n"
+     "matched as the end of the path; a line inside an op's line range counts), a bare LINE, or a\n"
+     "JAX name scope such as jit(step)/attention or attention. Each line gives the instruction, its\n"
+     "opcode, the kernel that holds it and its source; the last line lists the kernels. Reads both\n"
+     "metadata={source_file= source_line=} and today's stack_frame_id= with the module's tables.",
+     cmd_find},
+    {"xla", "xla [--device h100|a100]", "compile the loaded module with real XLA:GPU and load its dump",
+     "Compiles stage 0 with real XLA:GPU, deviceless (scripts/xla_reference.py: needs pip's jax,\n"
+     "jaxlib, jax-cuda13-plugin and jax-cuda13-pjrt 0.10.2; FXPLAIN_PYTHON names the python), then\n"
+     "loads XLA's dump as the `xla` pipeline (XLA's fusion passes as stages, its priority-fusion log as\n"
+     "decisions), and shows XLA's kernels beside fxplain's (priority-fusion and multi_output_fusion\n"
+     "on the module XLA's priority-fusion received, matched by what they compute), then the decisions\n"
+     "of XLA's where fxplain's verdict on the same pair differs.",
+     cmd_xla},
+    {"compare-modules", "compare-modules A B", "compare two compilations: kernels, bytes, time, fusions only one has",
+     "A and B are XLA dump folders (their final module) or HLO files. Prints each one's kernels,\n"
+     "bytes moved and estimated time on the current device, then the fusions only one of them has,\n"
+     "with the source line of each.",
+     cmd_compare_modules},
+    {0},
+};
+
+/* ---------- source lines per kernel (show graph) ---------- */
+
+/* Adds the distinct "file:line" of i and, for a fusion, of its body into list (n entries of 64). */
+static void gather_sources(const IrModule *m, const IrInstr *i, char (*list)[64], int *n, int max) {
+  char loc[300];
+  xla_source_short(m, i, loc, sizeof loc);
+  if (loc[0]) {
+    bool seen = false;
+    for (int k = 0; k < *n && !seen; k++) seen = strcmp(list[k], loc) == 0;
+    if (!seen && *n < max) snprintf(list[(*n)++], 64, "%s", loc);
+  }
+  const IrComputation *c = ir_instr_is_fusion(i) ? ir_fused_computation(i) : NULL;
+  for (int j = 0; c && j < c->ninstrs; j++)
+    if (c->instrs[j]->op != IR_OP_PARAMETER) gather_sources(m, c->instrs[j], list, n, max);
+}
+
+void repl_xla_kernel_sources(Session *s, const IrModule *m, const KernelPlan *p) {
+  if (s->json || !p) return;
+  bool any = false;
+  for (int k = 0; k < p->nkernels; k++) {
+    if (!p->kernels[k].instr) continue;
+    char list[8][64];
+    int n = 0;
+    gather_sources(m, p->kernels[k].instr, list, &n, 8);
+    if (!n) continue;
+    if (!any) fputs("source lines each kernel holds (XLA's metadata):\n", s->out);
+    any = true;
+    fprintf(s->out, "  %-28s", p->kernels[k].name);
+    for (int j = 0; j < n; j++) fprintf(s->out, "%s%s", j ? ", " : " ", list[j]);
+    fputs(n == 8 ? ", ...\n" : "\n", s->out);
+  }
+}
+
+/* ---------- render --group scope ---------- */
+
+bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err) {
+  const char *file = NULL, *format = NULL;
+  long long depth = 0;
+  for (int k = 1; k < argc; k++) {
+    if (strcmp(argv[k], "--group") == 0) {
+      if (k + 1 >= argc || strcmp(argv[k + 1], "scope") != 0)
+        return repl_arg_error(s, err, k + 1 < argc ? k + 1 : k, "--group takes 'scope' (JAX name scopes)");
+      k++;
+    } else if (strcmp(argv[k], "--depth") == 0) {
+      if (k + 1 >= argc) return repl_arg_error(s, err, k, "--depth needs a value");
+      if (!repl_parse_int(s, argv, ++k, 0, 64, &depth, err)) return false;
+    } else if (strcmp(argv[k], "--format") == 0) {
+      if (k + 1 >= argc) return repl_arg_error(s, err, k, "--format needs a value");
+      format = argv[++k];
+    } else if (argv[k][0] == '-' && argv[k][1]) {
+      return repl_arg_error(s, err, k, "with --group scope, render takes FILE, --depth D and --format F, not '%s'",
+                            argv[k]);
+    } else if (!file) {
+      file = argv[k];
+    } else {
+      return repl_arg_error(s, err, k, "unexpected argument '%s'", argv[k]);
+    }
+  }
+  VizFormat f = VIZ_SVG;
+  const char *ext = file ? strrchr(file, '.') : NULL;
+  if (format && !viz_format_lookup(format, &f)) return repl_arg_error(s, err, 0, "unknown format '%s'", format);
+  if (!format && ext && !viz_format_lookup(ext + 1, &f)) f = VIZ_SVG;
+  IrModule *m = session_module(s);
+  char title[200], path[PATH_MAX];
+  snprintf(title, sizeof title, "%s, stage %d (%s), by JAX name scope%s", m->name, s->cur,
+           s->cur ? s->stages[s->cur].pass : "input", depth ? "" : "");
+  if (!file) {
+    const char *dir = getenv("FXPLAIN_OUT_DIR");
+    snprintf(path, sizeof path, "%s%s%s.stage%d.scopes.%s", dir && *dir ? dir : "", dir && *dir ? "/" : "", m->name,
+             s->cur, viz_format_name(f));
+    file = path;
+  }
+  FxError e;
+  fx_error_clear(&e);
+  VizGraph *g = viz_scope_graph_build(m, (int)depth, title, &e);
+  if (!g) return repl_arg_error(s, err, 0, "%s", e.msg);
+  /* dot takes minutes on hundreds of scopes: draw fewer levels, and say so (DOT text has all). */
+  int full = viz_graph_stats(g)->nodes, used = (int)depth;
+  for (int d = 12; f != VIZ_DOT && viz_graph_stats(g)->nodes > 100 && d >= 1; d--) {
+    if (depth && d >= depth) continue;
+    VizGraph *g2 = viz_scope_graph_build(m, d, title, &e);
+    if (!g2) break;
+    viz_graph_free(g);
+    g = g2;
+    used = d;
+  }
+  if (used != (int)depth && !s->json)
+    fprintf(s->out, "(%d scopes at %s: drawn at --depth %d, %d scopes; --format dot writes them all)\n", full,
+            depth ? "that depth" : "full depth", used, viz_graph_stats(g)->nodes);
+  VizRenderer *r = viz_renderer_new(&e);
+  bool ok = r && viz_render_file(r, g, f, file, &e);
+  int nodes = viz_graph_stats(g)->nodes, edges = viz_graph_stats(g)->memory_edges;
+  viz_renderer_free(r);
+  viz_graph_free(g);
+  if (!ok) return repl_arg_error(s, err, 0, "%s", e.msg);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "wrote", file);
+    json_kv_int(&w, "scopes", nodes);
+    json_kv_int(&w, "edges", edges);
+    json_object_end(&w);
+    fputc('\n', s->out);
+  } else {
+    fprintf(s->out, "wrote %s: stage %d by JAX name scope, %d scopes, %d flows between them\n", file, s->cur, nodes,
+            edges);
+  }
+  return true;
+}

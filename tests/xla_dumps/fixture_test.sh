@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# fixture_test.sh FXPLAIN — XLA's own dumps loaded as stages, on the committed fixture data/mlp
+# (a real XLA:GPU dump of data/mlp.py made by make_dumps.py: the fusion pipeline's snapshots,
+# before/after optimizations, and priority-fusion's decision log), then the bad dumps: each gets
+# one clear error and the session goes on (--keep-going runs the next command).
+set -u
+FX=$1
+D=tests/xla_dumps/data/mlp
+fail=0
+check() { # check NAME PATTERN TEXT
+  if ! grep -qF -- "$2" <<<"$3"; then echo "FAIL $1: expected '$2' in:"; echo "$3" | head -40; fail=1; fi
+}
+out=$("$FX" -e "load $D; passes; goto 6; passes; goto priority-fusion; decisions --pass priority-fusion; why triton_softmax.3 exp.1.0; why tanh.0 exp.1.0; find mlp.py:10; find jit(f)/layer; back; stage; pipeline" 2>&1)
+check listing "> 0001   jit_f" "$out"
+check log_counts "XLA's priority-fusion log: 2 fusions, 4 ineligible producers, 3 priority updates; stage 2" "$out"
+check stages "pipeline xla: 7 stages" "$out"
+check every_stage_loads "    6     adding_special-case_copies" "$out"
+check xla_fusion "XLA fused triton_softmax.3 into exp.1.0, making fusion.5 (step 4; its cost model: 1.012 us fused vs 2.026 us unfused); fxplain agrees, it fuses it" "$out"
+check xla_reason 'XLA: gemm_fusion_dot_general.1 is not fused: "the producer is not fusible" (step 3)' "$out"
+check reason_code "priority-fusion  fuse  gemm_fusion_dot_general.1  rejected [not_fusible]" "$out"
+check both_verdicts "fxplain-priority-fusion  fuse  triton_softmax.3 -> exp.1.0" "$out"
+check disagree "DISAGREE: fxplain" "$out"
+check source_in_why "source of tanh.0: /tmp/fxplain-dumps/mlp.py:10 in f (jit(f)/layer/tanh)" "$out"
+check find_line "5 instructions from mlp.py:10 at stage 2, in 1 kernel: gemm_fusion_dot_general.1" "$out"
+check find_scope "5 instructions from jit(f)/layer at stage 2, in 1 kernel: gemm_fusion_dot_general.1" "$out"
+check back "stage 1 of 6 (xla pipeline)" "$out"
+
+out=$("$FX" --json -e "load $D" 2>&1)
+check json '"fusion_log":{"fusions":2,"ineligible":4,"priority_updates":3}' "$out"
+
+out=$("$FX" -e "load $D/module_0001.jit_f.priority_fusion_dump.txt; step; kernels" 2>&1)
+check log_alone "loaded jit_f (module -)" "$out"
+check replayed "stage 1  priority-fusion" "$out"
+
+out=$("$FX" -e "load $D --module 7" 2>&1)
+check no_such_module "the dump has no module '7' (modules: jit_f (0001))" "$out"
+
+# Older dumps: metadata={source_file=... source_line=...} (a corpus module from openxla/xla).
+out=$("$FX" -e "load tests/data/hlo-corpus/gemma3_1b_flax_call.hlo; find run_once_1b.py:22; find layer_9/attn" 2>&1)
+check old_metadata "8102 instructions from run_once_1b.py:22 at stage 0, in 6331 kernels" "$out"
+check old_scope "instructions from layer_9/attn at stage 0" "$out"
+out=$("$FX" --json -e "load $D; goto priority-fusion; find mlp.py:10" 2>&1)
+check find_json '"kernels":["gemm_fusion_dot_general.1"]' "$out"
+
+out=$("$FX" -e "compare-modules $D $D" 2>&1)
+check compare "XLA's priority-fusion: the same 2 fusions, in the same order, in both" "$out"
+out=$(FXPLAIN_PYTHON=/nonexistent/python "$FX" -e "load tests/xla_dumps/data/forms/dotted_names.hlo; xla" 2>&1)
+check xla_without_wheels "pip install jax==0.10.2 jaxlib==0.10.2 jax-cuda13-plugin==0.10.2 jax-cuda13-pjrt==0.10.2" "$out"
+out=$("$FX" -e "load $D; goto priority-fusion; show graph" 2>&1)
+check graph_sources "gemm_fusion_dot_general.1    mlp.py:10, mlp.py:11" "$out"
+
+T=$(mktemp -d)
+out=$("$FX" -e "load $D; goto priority-fusion; render $T/scopes.dot --group scope; render $T/scopes1.dot --group scope --depth 1" 2>&1)
+check scope_render "stage 2 by JAX name scope, 3 scopes" "$out"
+check scope_dot "layer" "$(cat "$T/scopes.dot" 2>/dev/null)"
+check scope_depth "scopes1.dot: stage 2 by JAX name scope" "$out"
+trap 'rm -rf "$T"' EXIT
+mkdir -p "$T/empty" "$T/trunc" "$T/stranger" "$T/badlog"
+cp $D/*.txt "$T/trunc/"
+f=$(ls "$T"/trunc/*after_priority-fusion*)
+head -c 1500 "$f" > "$f.cut" && mv "$f.cut" "$f"
+cp $D/*.txt "$T/stranger/"
+sed -i 's/producer_name: "gemm_fusion_dot_general.1"/producer_name: "no_such_instr.7"/' "$T"/stranger/*priority_fusion_dump.txt
+cp $D/*.txt "$T/badlog/"
+head -n 12 $D/module_0001.jit_f.priority_fusion_dump.txt > "$T"/badlog/module_0001.jit_f.priority_fusion_dump.txt
+
+out=$("$FX" --keep-going -e "load $T/empty; echo still here" 2>&1)
+check empty_dir "is a directory, and not an XLA dump: it holds no module_NNNN.NAME.*.txt files" "$out"
+check goes_on "still here" "$out"
+out=$("$FX" --keep-going -e "load $T/trunc; goto priority-fusion; stage; echo still here" 2>&1)
+check truncated "stage 2: XLA's snapshot module_0001.jit_f.0001.fusion.after_priority-fusion.before_cse.txt does not load" "$out"
+check truncated_goes_on "stage 0 of 6 (xla pipeline)" "$out"
+out=$("$FX" --keep-going -e "load $T/stranger; echo still here" 2>&1)
+check stranger "XLA's fusion log names 'no_such_instr.7', which is not an instruction of module jit_f" "$out"
+check stranger_goes_on "still here" "$out"
+out=$("$FX" --keep-going -e "load $T/badlog; echo still here" 2>&1)
+check truncated_log "XLA's fusion log is malformed: the file ends inside a block (truncated?)" "$out"
+check badlog_goes_on "still here" "$out"
+[ $fail = 0 ] && echo "ok: xla dump fixture"
+exit $fail
