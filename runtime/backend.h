@@ -67,6 +67,17 @@ typedef struct {
   int threads;           /* 0: the number of online CPUs */
 } CpuOptions;
 void cpu_set_options(void *be, const CpuOptions *o);
+/* Process-wide settings that every CPU backend created afterwards starts from (the shell's `set
+ * threads N` and `set vecmath sleef|libm`): the thread count large kernels split over (0: every
+ * online CPU), and whether kernels use the vector math library (SLEEF) when it is installed. */
+void cpu_set_default_threads(int n);
+/* Kernels of at least this many elements split their outer loop over the threads (a thread's
+ * start-up, ~20 us, is paid at every launch: smaller kernels run on the calling thread). */
+#define CPU_PARALLEL_MIN (1 << 18)
+int cpu_default_threads(void);
+void cpu_set_default_vecmath(bool on);
+/* One line saying which math the generated kernels use: SLEEF (and its path) or libm, and why. */
+void cpu_vecmath_describe(char *out, size_t n);
 /* The cache directory in use (after create), and how many kernels the last prepare compiled
  * fresh vs found in the cache. */
 const char *cpu_cache_dir(void *be);

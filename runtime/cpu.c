@@ -62,6 +62,7 @@ typedef struct {
   char cache[512];
   CpuOptions opt;
   char cc[128], flags[256];
+  char vflags[512]; /* vector math: -DFX_VECMATH=1, the -fno-builtin-* flags and the library; "" for libm */
   int threads;
   /* kernels keyed by instruction */
   const IrInstr **keys;
@@ -196,6 +197,41 @@ bool cpu_resolve_cache_dir(char *out, size_t n, FxError *err) {
   return true;
 }
 
+/* ---------- settings for every CPU backend made after them ---------- */
+
+/* The shell's `set threads N` and `set vecmath sleef|libm` (process-wide, like max_memory): each
+ * run makes its own backend, which starts from these. */
+static int default_threads;        /* 0: every online CPU */
+static bool default_vecmath = true; /* use the vector math library when it is there */
+
+#ifndef FXPLAIN_SLEEF_GNUABI
+#define FXPLAIN_SLEEF_GNUABI "" /* not found when fxplain was built */
+#endif
+
+void cpu_set_default_threads(int n) { default_threads = n > 0 ? n : 0; }
+void cpu_set_default_vecmath(bool on) { default_vecmath = on; }
+
+int cpu_default_threads(void) {
+  if (default_threads > 0) return default_threads;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* The vector math library's path ($FXPLAIN_SLEEF_LIB, else the one found at build time), or NULL
+ * when it is not installed. */
+static const char *vecmath_library(void) {
+  const char *e = getenv("FXPLAIN_SLEEF_LIB");
+  const char *p = e && *e ? e : FXPLAIN_SLEEF_GNUABI;
+  return *p && access(p, R_OK) == 0 ? p : NULL;
+}
+
+void cpu_vecmath_describe(char *out, size_t n) {
+  const char *lib = vecmath_library();
+  if (!default_vecmath) snprintf(out, n, "libm (scalar: set vecmath libm)");
+  else if (lib) snprintf(out, n, "SLEEF (%s): sin, cos, exp, ... vectorized at the widest SIMD", lib);
+  else snprintf(out, n, "libm (scalar: SLEEF's libsleefgnuabi not found; install libsleef-dev)");
+}
+
 /* ---------- compiling ---------- */
 
 static uint64_t fnv(const char *s, size_t n, uint64_t h) {
@@ -233,12 +269,17 @@ static bool write_file_atomic(const char *path, const char *data, size_t n, FxEr
 static bool run_compiler(CpuBackend *b, const char *src, const char *so, const char *logpath, FxError *err) {
   char flags[256];
   snprintf(flags, sizeof flags, "%s", b->flags);
-  char *argv[48];
+  char *argv[64];
   int argc = 0;
   argv[argc++] = b->cc;
   for (char *t = strtok(flags, " "); t && argc < 36; t = strtok(NULL, " ")) argv[argc++] = t;
-  char *fixed[] = {"-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno", "-w", "-o", (char *)so, (char *)src, "-lm"};
+  char *fixed[] = {"-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno", "-w", "-o", (char *)so, (char *)src};
   for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) argv[argc++] = fixed[k];
+  /* vector math: its flags, and its library before libm so that the vector variants bind to it */
+  char vflags[512];
+  snprintf(vflags, sizeof vflags, "%s", b->vflags);
+  for (char *t = strtok(vflags, " "); t && argc < 46; t = strtok(NULL, " ")) argv[argc++] = t;
+  argv[argc++] = "-lm";
   argv[argc] = NULL;
   pid_t pid = fork();
   if (pid < 0) return fx_error_set(err, NULL, 0, 0, "cannot start the C compiler: %s", strerror(errno));
@@ -447,6 +488,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
     uh = fnv(unit.s, unit.len, 0xcbf29ce484222325ULL);
     uh = fnv(b->cc, strlen(b->cc), uh);
     uh = fnv(b->flags, strlen(b->flags), uh);
+    uh = fnv(b->vflags, strlen(b->vflags), uh);
     emit_printf(&unit, "int fx_unit_%016llx(void) { return 1; }\n", (unsigned long long)uh);
     if (unit.oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating kernels");
     void *h = NULL;
@@ -504,7 +546,7 @@ static void *slice_main(void *p) {
 static void launch_part(CpuBackend *b, KernelFn fn, char *const *bufs, int64_t outer, int64_t count) {
   int nt = b->threads;
   /* threads pay off only for big kernels: thread start-up is ~20 us */
-  if (nt > 1 && count >= (1 << 18) && outer >= nt) {
+  if (nt > 1 && count >= CPU_PARALLEL_MIN && outer >= nt) {
     pthread_t th[64];
     Slice sl[64];
     if (nt > 64) nt = 64;
@@ -786,8 +828,13 @@ static void *cpu_create_common(bool interp_only, FxError *err) {
   const char *cc = getenv("CC");
   snprintf(b->cc, sizeof b->cc, "%s", cc && *cc ? cc : "cc");
   snprintf(b->flags, sizeof b->flags, "-O3 -march=native");
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  b->threads = n > 0 ? (int)n : 1;
+  b->threads = cpu_default_threads();
+  const char *lib = default_vecmath ? vecmath_library() : NULL;
+  if (lib) {
+    char nb[300];
+    emit_vecmath_flags(nb, sizeof nb);
+    snprintf(b->vflags, sizeof b->vflags, "-DFX_VECMATH=1 %s %s", nb, lib);
+  }
   return b;
 }
 
