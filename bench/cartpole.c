@@ -14,7 +14,8 @@
  * The best four-array variant is then timed against the hand-written C in back-to-back pairs
  * (--pairs, default 5), whose median ratio a shared machine's load moves much less.
  *
- *   bench_cartpole [--steps N] [--repeat R] [--pairs P] [--quick]   (run from the repository root) */
+ *   bench_cartpole [--steps N] [--repeat R] [--pairs P] [--threads N] [--libm] [--quick]
+ *   (run from the repository root; --threads: `set threads`, --libm: `set vecmath libm`) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -274,6 +275,8 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[k], "--repeat") == 0 && k + 1 < argc) repeat = atoi(argv[++k]);
     else if (strcmp(argv[k], "--quick") == 0) steps = 1000, repeat = 1;
     else if (strcmp(argv[k], "--pairs") == 0 && k + 1 < argc) pairs = atoi(argv[++k]);
+    else if (strcmp(argv[k], "--threads") == 0 && k + 1 < argc) cpu_set_default_threads(atoi(argv[++k]));
+    else if (strcmp(argv[k], "--libm") == 0) cpu_set_default_vecmath(false);
   }
   if (repeat < 1) repeat = 1;
   if (repeat > 16) repeat = 16;
@@ -336,9 +339,10 @@ int main(int argc, char **argv) {
   RtTensor *sep_out = NULL;
   {
     Row libm_row = {0};
+    bool vm = cpu_default_vecmath();
     cpu_set_default_vecmath(false);
     run_variant(sep, 1, &libm_row, &sep_out);
-    cpu_set_default_vecmath(true);
+    cpu_set_default_vecmath(vm);
   }
 
   IrModule *merged = pipeline_last("priority", sep0, &set);
@@ -451,9 +455,10 @@ int main(int argc, char **argv) {
     RtTensor *ov = NULL, *ol = NULL;
     Row tmp = {0};
     if (one) run_variant(one, 1, &tmp, &ov);
+    bool was = cpu_default_vecmath();
     cpu_set_default_vecmath(false);
     if (one) run_variant(one, 1, &tmp, &ol);
-    cpu_set_default_vecmath(true);
+    cpu_set_default_vecmath(was);
     double step1 = max_rel_diff(ov, ol, n);
     char vm[200];
     cpu_vecmath_describe(vm, sizeof vm);

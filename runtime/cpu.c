@@ -15,12 +15,19 @@
  * conditionals from the host); a hook takes over every kernel: it places the outputs in their
  * slots (a loop's results alternate between two; fresh memory for what goes to the caller, for
  * interpreted kernels, or when a slot is still held), launches the compiled parts (the outer loop
- * split across threads when the kernel is large enough to pay), and records launches, time, and
- * the plan's bytes per kernel. */
+ * split over a pool of threads, `set threads N`, when the kernel is large or was slow on one
+ * thread), and records launches, time, and the plan's bytes per kernel.
+ *
+ * Vector math: when SLEEF's GNU-ABI library is installed (found at build time, or
+ * $FXPLAIN_SLEEF_LIB), the unit is compiled with -DFX_VECMATH=1 and linked against it, so the
+ * elementwise loops that call sin, cos, exp, ... vectorize (emit.c's prelude and wrapper); without
+ * it, or after `set vecmath libm`, the kernels call libm one element at a time. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +58,7 @@ typedef struct {
   int nparts;
   KernelFn fns[EMIT_MAX_PARTS];
   int64_t outer[EMIT_MAX_PARTS], count[EMIT_MAX_PARTS];
+  double serial_ns[EMIT_MAX_PARTS]; /* the last launch's time on one thread (0: none yet) */
   int stat;             /* index into the run's stats, -1 before the first launch */
   char why[200];        /* why it is interpreted */
   int64_t rbytes, wbytes; /* per launch, from the kernel plan (plan_kernel_bytes) */
@@ -58,12 +66,15 @@ typedef struct {
   int slot2[CPU_MAX_SLOTTED]; /* a loop body's result: the slot it alternates with; -1: none */
 } CpuKernel;
 
+typedef struct CpuPool CpuPool;
+
 typedef struct {
   char cache[512];
   CpuOptions opt;
   char cc[128], flags[256];
   char vflags[512]; /* vector math: -DFX_VECMATH=1, the -fno-builtin-* flags and the library; "" for libm */
   int threads;
+  CpuPool *pool; /* the workers large kernels split over; started at the first such launch */
   /* kernels keyed by instruction */
   const IrInstr **keys;
   CpuKernel **vals;
@@ -210,6 +221,7 @@ static bool default_vecmath = true; /* use the vector math library when it is th
 
 void cpu_set_default_threads(int n) { default_threads = n > 0 ? n : 0; }
 void cpu_set_default_vecmath(bool on) { default_vecmath = on; }
+bool cpu_default_vecmath(void) { return default_vecmath; }
 
 int cpu_default_threads(void) {
   if (default_threads > 0) return default_threads;
@@ -531,42 +543,122 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
 
 /* ---------- launching ---------- */
 
-typedef struct {
+/* A large kernel's outer loop is split into chunks that the calling thread and a pool of
+ * workers (started at the first such launch, kept until destroy) claim one at a time from a
+ * shared counter. A worker that a loaded machine does not schedule in time simply finds no chunk
+ * left: the caller never waits for a thread that has not started, only for chunks already
+ * claimed. The caller waits for the workers of the previous launch to leave before it publishes
+ * the next one, so no worker runs one launch's function over another's range. */
+struct CpuPool {
+  pthread_mutex_t mu;
+  pthread_cond_t wake, idle;
+  pthread_t th[CPU_MAX_THREADS];
+  int nworkers, active; /* active: workers inside a launch (under mu) */
+  uint64_t gen;         /* launches published; a worker joins each new one */
+  bool quit;
   KernelFn fn;
   char *const *bufs;
-  int64_t lo, hi;
-} Slice;
+  int64_t outer, chunk;
+  _Atomic int64_t next, done; /* next chunk's start; elements finished */
+};
 
-static void *slice_main(void *p) {
-  Slice *s = p;
-  s->fn(s->bufs, s->lo, s->hi);
+static void run_chunks(CpuPool *p, KernelFn fn, char *const *bufs, int64_t outer, int64_t chunk) {
+  for (;;) {
+    int64_t lo = atomic_fetch_add(&p->next, chunk);
+    if (lo >= outer) return;
+    int64_t hi = lo + chunk < outer ? lo + chunk : outer;
+    fn(bufs, lo, hi);
+    atomic_fetch_add(&p->done, hi - lo);
+  }
+}
+
+static void *worker_main(void *arg) {
+  CpuPool *p = arg;
+  pthread_mutex_lock(&p->mu);
+  uint64_t seen = p->gen;
+  for (;;) {
+    while (p->gen == seen && !p->quit) pthread_cond_wait(&p->wake, &p->mu);
+    if (p->quit) break;
+    seen = p->gen;
+    p->active++;
+    KernelFn fn = p->fn;
+    char *const *bufs = p->bufs;
+    int64_t outer = p->outer, chunk = p->chunk;
+    pthread_mutex_unlock(&p->mu);
+    run_chunks(p, fn, bufs, outer, chunk);
+    pthread_mutex_lock(&p->mu);
+    if (--p->active == 0) pthread_cond_signal(&p->idle);
+  }
+  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
-static void launch_part(CpuBackend *b, KernelFn fn, char *const *bufs, int64_t outer, int64_t count) {
-  int nt = b->threads;
-  /* threads pay off only for big kernels: thread start-up is ~20 us */
-  if (nt > 1 && count >= CPU_PARALLEL_MIN && outer >= nt) {
-    pthread_t th[64];
-    Slice sl[64];
-    if (nt > 64) nt = 64;
-    int started = 0;
-    for (int t = 0; t < nt; t++) {
-      sl[t].fn = fn;
-      sl[t].bufs = bufs;
-      sl[t].lo = outer * t / nt;
-      sl[t].hi = outer * (t + 1) / nt;
-    }
-    for (int t = 1; t < nt; t++) {
-      if (pthread_create(&th[t], NULL, slice_main, &sl[t]) != 0) break;
-      started = t;
-    }
-    fn(bufs, sl[0].lo, sl[0].hi);
-    for (int t = started + 1; t < nt; t++) fn(bufs, sl[t].lo, sl[t].hi); /* threads that did not start */
-    for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
-    return;
+/* The pool with nt - 1 workers (fewer when threads fail to start), or NULL. */
+static CpuPool *pool_start(int nt) {
+  CpuPool *p = fx_calloc(1, sizeof *p);
+  if (!p) return NULL;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  pthread_cond_init(&p->idle, NULL);
+  for (int t = 0; t < nt - 1 && t < CPU_MAX_THREADS; t++) {
+    if (pthread_create(&p->th[t], NULL, worker_main, p) != 0) break;
+    p->nworkers++;
   }
+  return p;
+}
+
+static void pool_stop(CpuPool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  p->quit = true;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (int t = 0; t < p->nworkers; t++) pthread_join(p->th[t], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->wake);
+  pthread_cond_destroy(&p->idle);
+  fx_free(p);
+}
+
+static void pool_run(CpuPool *p, KernelFn fn, char *const *bufs, int64_t outer, int nt) {
+  /* a few chunks per thread, so that a late or slow one costs little; multiples of 16 (one
+   * AVX-512 vector of floats) when the loop is long enough */
+  int64_t chunk = outer / (4 * nt);
+  if (chunk >= 16) chunk -= chunk % 16;
+  if (chunk < 1) chunk = 1;
+  pthread_mutex_lock(&p->mu);
+  while (p->active > 0) pthread_cond_wait(&p->idle, &p->mu);
+  p->fn = fn;
+  p->bufs = bufs;
+  p->outer = outer;
+  p->chunk = chunk;
+  atomic_store(&p->next, 0);
+  atomic_store(&p->done, 0);
+  p->gen++;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  run_chunks(p, fn, bufs, outer, chunk);
+  /* the chunks the workers claimed: they are running, so this wait is short */
+  for (unsigned spins = 0; atomic_load(&p->done) < outer; spins++)
+    if (spins > 1000) sched_yield();
+}
+
+static void launch_part(CpuBackend *b, CpuKernel *k, int part, char *const *bufs) {
+  KernelFn fn = k->fns[part];
+  int64_t outer = k->outer[part], count = k->count[part];
+  int nt = b->threads < CPU_MAX_THREADS ? b->threads : CPU_MAX_THREADS;
+  /* threads pay off for kernels that are large, or that took long on one thread last time */
+  bool big = count >= CPU_PARALLEL_MIN || k->serial_ns[part] >= CPU_PARALLEL_MIN_NS;
+  if (nt > 1 && big && outer >= 2 * nt) {
+    if (!b->pool) b->pool = pool_start(nt);
+    if (b->pool && b->pool->nworkers > 0) {
+      pool_run(b->pool, fn, bufs, outer, b->pool->nworkers + 1);
+      return;
+    }
+  }
+  double t0 = now_ns();
   fn(bufs, 0, outer);
+  k->serial_ns[part] = now_ns() - t0;
 }
 
 static bool blas_dot_ok(const IrInstr *i) {
@@ -763,7 +855,7 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
       }
       for (int j = 0; j < i->noperands; j++) bufs[j] = ops[j]->data;
       for (int o = 0; o < nout; o++) bufs[i->noperands + o] = r->type == IR_TUPLE ? r->tuple[o]->data : r->data;
-      for (int p = 0; p < k->nparts; p++) launch_part(b, k->fns[p], bufs, k->outer[p], k->count[p]);
+      for (int p = 0; p < k->nparts; p++) launch_part(b, k, p, bufs);
       if (bufs != stackb) fx_free(bufs);
     }
     *out = r;
@@ -844,6 +936,7 @@ static void *interp_create(FxError *err) { return cpu_create_common(true, err); 
 static void cpu_destroy(void *vb) {
   CpuBackend *b = vb;
   if (!b) return;
+  pool_stop(b->pool);
   for (size_t q = 0; q < b->cap; q++)
     if (b->keys[q]) fx_free(b->vals[q]);
   fx_free(b->keys);
@@ -858,7 +951,11 @@ void cpu_set_options(void *vb, const CpuOptions *o) {
   CpuBackend *b = vb;
   if (o->cc) snprintf(b->cc, sizeof b->cc, "%s", o->cc);
   if (o->opt) snprintf(b->flags, sizeof b->flags, "%s", o->opt);
-  if (o->threads > 0) b->threads = o->threads;
+  if (o->threads > 0 && o->threads != b->threads) {
+    b->threads = o->threads;
+    pool_stop(b->pool); /* the next large launch starts one of the new size */
+    b->pool = NULL;
+  }
 }
 
 const char *cpu_cache_dir(void *vb) { return ((CpuBackend *)vb)->cache; }
