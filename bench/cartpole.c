@@ -282,7 +282,8 @@ int main(int argc, char **argv) {
   if (repeat > 16) repeat = 16;
   if (pairs < 0) pairs = 0;
   if (pairs > 64) pairs = 64;
-  Row rows[16]; /* 0 unfused, 1 baseline, 2 pre-rng, 3 concat, 4 four arrays, 5 one kernel, 6 unrolled, 7 C, 8 JAX */
+  Row rows[16]; /* 0 unfused, 1 baseline, 2 pre-rng, 3 concat, 4 four arrays, 5 one kernel, 6 unrolled, 7 C, 8 JAX,
+                  9 four arrays with libm, 10 unrolled on one thread (what vector math and threads each bring) */
   int nrows = 0;
   memset(rows, 0, sizeof rows);
   PassSettings set;
@@ -492,6 +493,25 @@ int main(int argc, char **argv) {
       r->ok = true;
     } else {
       snprintf(r->note, sizeof r->note, "jax is not importable (pip install jax to compare)");
+    }
+  }
+
+  /* What vector math and the threads each bring, in the same run: the four-array stage with libm's
+   * scalar math, and the unrolled stage on one thread. */
+  {
+    bool was = cpu_default_vecmath();
+    r = &rows[nrows++];
+    r->name = "four arrays, scalar libm";
+    cpu_set_default_vecmath(false);
+    run_variant(sep, repeat, r, NULL);
+    cpu_set_default_vecmath(was);
+    r = &rows[nrows++];
+    r->name = "unrolled 10x, one thread";
+    if (unr) {
+      int nt = cpu_default_threads();
+      cpu_set_default_threads(1);
+      run_variant(unr, repeat, r, NULL);
+      cpu_set_default_threads(nt);
     }
   }
 
