@@ -524,8 +524,8 @@ static bool cmd_set_threads(Session *s, int argc, char **argv, FxError *err) {
   long v = strtol(argv[1], &e, 10);
   if (errno || *e || e == argv[1] || v < 0 || v > 64) return usage_error(err, "threads needs a count from 0 to 64", argv[1]);
   cpu_set_default_threads((int)v);
-  fprintf(s->out, "threads = %d%s (kernels of at least %d elements split over them)\n", cpu_default_threads(),
-          v == 0 ? " (every core)" : "", CPU_PARALLEL_MIN);
+  fprintf(s->out, "threads = %d%s: kernels of at least %d elements, or that took %.0f us on one thread, split over them\n",
+          cpu_default_threads(), v == 0 ? " (every core)" : "", CPU_PARALLEL_MIN, CPU_PARALLEL_MIN_NS / 1e3);
   return true;
 }
 
@@ -566,7 +566,8 @@ const ReplCommand repl_cmds_run[] = {
     {"set-max_memory", "set max_memory BYTES", NULL, NULL, cmd_set_max_memory},
     {"set-threads", "set threads N", NULL,
      "set threads N\n  How many threads the CPU backend splits a large kernel over (its outer loop, for kernels of\n"
-     "  at least 262,144 elements); 0, the default, is every online core.",
+     "  at least 262,144 elements or whose last launch took 20 us on one thread); 0, the default, is\n"
+     "  every online core.",
      cmd_set_threads},
     {"set-vecmath", "set vecmath sleef|libm", NULL,
      "set vecmath sleef|libm\n  The math the CPU backend's generated kernels call. sleef (the default): SLEEF's vector\n"
