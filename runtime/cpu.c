@@ -240,7 +240,7 @@ static const char *vecmath_library(void) {
 void cpu_vecmath_describe(char *out, size_t n) {
   const char *lib = vecmath_library();
   if (!default_vecmath) snprintf(out, n, "libm (scalar: set vecmath libm)");
-  else if (lib) snprintf(out, n, "SLEEF (%s): sin, cos, exp, ... vectorized at the widest SIMD", lib);
+  else if (lib) snprintf(out, n, "SLEEF (%s): sin, cos, exp, ... vectorized at the widest SIMD (with gcc)", lib);
   else snprintf(out, n, "libm (scalar: SLEEF's libsleefgnuabi not found; install libsleef-dev)");
 }
 

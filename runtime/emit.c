@@ -110,7 +110,16 @@ static const char *const vec_math_fns[] = {"sin", "cos", "tan", "exp", "expm1", 
 static const char *const vec_math_fns2[] = {"pow", "atan2"};
 
 static void emit_vecmath_decls(EmitBuf *b) {
-  emit_printf(b, "#if defined(FX_VECMATH) && FX_VECMATH\n"
+  /* The declarations and the optimize pragma are gcc's: with another compiler (clang) the unit
+   * takes the scalar libm path. The pragma keeps gcc from sinking the work of a select's arms
+   * into branches and from duplicating the blocks between two selects on the same predicate,
+   * which the vectorizer then cannot if-convert back (the CartPole step kernel stayed scalar
+   * without the first, its 10x unrolled kernel without the second). */
+  emit_printf(b, "#if defined(FX_VECMATH) && FX_VECMATH && (!defined(__GNUC__) || defined(__clang__))\n"
+                 "#undef FX_VECMATH\n"
+                 "#endif\n"
+                 "#if defined(FX_VECMATH) && FX_VECMATH\n"
+                 "#pragma GCC optimize(\"no-tree-sink\", \"no-thread-jumps\")\n"
                  "#define FX_VDECL __attribute__((simd(\"notinbranch\"), const, nothrow))\n");
   for (size_t f = 0; f < sizeof vec_math_fns / sizeof *vec_math_fns; f++)
     emit_printf(b, "FX_VDECL float %sf(float); FX_VDECL double %s(double);\n", vec_math_fns[f], vec_math_fns[f]);
@@ -123,15 +132,9 @@ static void emit_vecmath_decls(EmitBuf *b) {
 /* The compiler flags such a unit needs: -fno-builtin-sinf and the like keep gcc from merging a
  * sinf/cosf pair into one scalar sincosf call (which has no vector variant); -fopenmp-simd makes
  * the `omp simd` of emit_c_wrapper's elementwise loops count (the iterations are independent: each
- * writes its own element, the buffers are restrict); -fno-tree-sink and -fno-thread-jumps keep
- * gcc from sinking the work of a select's arms into branches and from duplicating the blocks
- * between two selects on the same predicate, which the vectorizer then cannot if-convert back
- * (the CartPole step kernel stayed scalar without the first, its 10x unrolled kernel without the
- * second). */
+ * writes its own element, the buffers are restrict). gcc and clang both take them. */
 void emit_vecmath_flags(char *out, size_t n) {
-  snprintf(out, n,
-           "-fopenmp-simd -fno-tree-sink -fno-thread-jumps -fno-builtin-sinf -fno-builtin-cosf -fno-builtin-sin "
-           "-fno-builtin-cos");
+  snprintf(out, n, "-fopenmp-simd -fno-builtin-sinf -fno-builtin-cosf -fno-builtin-sin -fno-builtin-cos");
 }
 
 void emit_prelude(EmitBuf *b, EmitTarget t) {

@@ -523,7 +523,7 @@ static bool so_mentions(const char *d, const char *what) {
 
 /* Runs vecmath_module at -O3 -march=native with its own cache directory; returns the comparison
  * with the interpreter and whether the compiled kernels call a vector variant (_ZGV...v_sinf). */
-static void run_vecmath(const char *sub, RtCompare *cmp, bool *vector_calls) {
+static void run_vecmath(const char *sub, const char *cc, RtCompare *cmp, bool *vector_calls) {
   char d[128];
   snprintf(d, sizeof d, "%s/%s", dir, sub);
   mkdir(d, 0700);
@@ -532,7 +532,7 @@ static void run_vecmath(const char *sub, RtCompare *cmp, bool *vector_calls) {
   FxError e = {0};
   void *be = rt_backend_cpu.create(&e);
   CHECK(m && be);
-  CpuOptions o = {.opt = "-O3 -march=native"};
+  CpuOptions o = {.cc = cc, .opt = "-O3 -march=native"};
   if (be) cpu_set_options(be, &o);
   bool ok = m && be && rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e);
   CHECK(ok);
@@ -565,10 +565,23 @@ TEST(vector_math_vectorizes_within_tolerance) {
   }
   RtCompare c;
   bool vec = false;
-  run_vecmath("sleef", &c, &vec);
+  run_vecmath("sleef", NULL, &c, &vec);
   CHECK(vec); /* sinf went to a vector variant of SLEEF's */
   CHECK(c.ok); /* within --check's tolerance */
   if (!c.ok) fprintf(stderr, "%s\n", c.what);
+}
+
+/* The vector declarations are gcc's: clang compiles the same unit on the scalar libm path. */
+TEST(vector_math_with_clang_takes_the_libm_path) {
+  if (access("/usr/bin/clang", X_OK) != 0) {
+    fprintf(stderr, "skipped: no /usr/bin/clang\n");
+    return;
+  }
+  RtCompare c;
+  bool vec = true;
+  run_vecmath("clang", "clang", &c, &vec);
+  CHECK(!vec);
+  CHECK(c.ok && c.err == 0);
 }
 
 TEST(without_sleef_kernels_call_libm) {
@@ -578,7 +591,7 @@ TEST(without_sleef_kernels_call_libm) {
   CHECK(strncmp(d, "libm", 4) == 0 && strstr(d, "not found"));
   RtCompare c;
   bool vec = true;
-  run_vecmath("libm", &c, &vec);
+  run_vecmath("libm", NULL, &c, &vec);
   CHECK(!vec);
   CHECK(c.ok && c.err == 0); /* scalar libm: the interpreter's numbers exactly */
   unsetenv("FXPLAIN_SLEEF_LIB");
@@ -647,6 +660,7 @@ int main(void) {
   RUN(runs_reuse_plan_buffers_and_count_plan_bytes);
   RUN(vector_math_vectorizes_within_tolerance);
   RUN(without_sleef_kernels_call_libm);
+  RUN(vector_math_with_clang_takes_the_libm_path);
   RUN(large_kernels_split_over_threads);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
