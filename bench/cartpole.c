@@ -14,7 +14,8 @@
  * The best four-array variant is then timed against the hand-written C in back-to-back pairs
  * (--pairs, default 5), whose median ratio a shared machine's load moves much less.
  *
- *   bench_cartpole [--steps N] [--repeat R] [--pairs P] [--quick]   (run from the repository root) */
+ *   bench_cartpole [--steps N] [--repeat R] [--pairs P] [--threads N] [--libm] [--quick]
+ *   (run from the repository root; --threads: `set threads`, --libm: `set vecmath libm`) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +122,31 @@ static int cmpd(const void *a, const void *b) {
 }
 
 static IrModule *classic(const IrModule *m0, const PassSettings *set) { return pipeline_last("classic", m0, set); }
+
+/* The 1-minute load average, for the record ("?" when unknown). */
+static const char *load_average(void) {
+  static char buf[32] = "?";
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%31s", buf) != 1) snprintf(buf, sizeof buf, "?");
+    fclose(f);
+  }
+  return buf;
+}
+
+/* The largest difference between two runs' four state arrays, relative to max(|b|, 1); 1e30 when
+ * either did not run. */
+static double max_rel_diff(const RtTensor *a, const RtTensor *b, int n) {
+  if (!a || !b || a->type != IR_TUPLE || b->type != IR_TUPLE || a->ntuple != 4 || b->ntuple != 4) return 1e30;
+  double worst = 0;
+  for (int q = 0; q < 4; q++)
+    for (int e = 0; e < n; e++) {
+      double x = ((const float *)a->tuple[q]->data)[e], y = ((const float *)b->tuple[q]->data)[e];
+      double d = (x > y ? x - y : y - x) / (fabs(y) > 1 ? fabs(y) : 1);
+      if (!(d <= worst)) worst = d;
+    }
+  return worst;
+}
 
 /* The inputs every variant and the hand-written C get: seeded, the state in [-0.05, 0.05), the
  * action pool in [0, 1) as uniform draws. */
@@ -249,12 +275,15 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[k], "--repeat") == 0 && k + 1 < argc) repeat = atoi(argv[++k]);
     else if (strcmp(argv[k], "--quick") == 0) steps = 1000, repeat = 1;
     else if (strcmp(argv[k], "--pairs") == 0 && k + 1 < argc) pairs = atoi(argv[++k]);
+    else if (strcmp(argv[k], "--threads") == 0 && k + 1 < argc) cpu_set_default_threads(atoi(argv[++k]));
+    else if (strcmp(argv[k], "--libm") == 0) cpu_set_default_vecmath(false);
   }
   if (repeat < 1) repeat = 1;
   if (repeat > 16) repeat = 16;
   if (pairs < 0) pairs = 0;
   if (pairs > 64) pairs = 64;
-  Row rows[16]; /* 0 unfused, 1 baseline, 2 pre-rng, 3 concat, 4 four arrays, 5 one kernel, 6 unrolled, 7 C, 8 JAX */
+  Row rows[16]; /* 0 unfused, 1 baseline, 2 pre-rng, 3 concat, 4 four arrays, 5 one kernel, 6 unrolled, 7 C, 8 JAX,
+                  9 four arrays with libm, 10 unrolled on one thread (what vector math and threads each bring) */
   int nrows = 0;
   memset(rows, 0, sizeof rows);
   PassSettings set;
@@ -302,8 +331,20 @@ int main(int argc, char **argv) {
   r = &rows[nrows++];
   r->name = "state as four arrays";
   r->paper = 3.41;
+  RtTensor *vec_out = NULL;
+  run_variant(sep, repeat, r, &vec_out);
+  /* The same stage with libm's scalar math, untimed: the hand-written C (which calls libm) must
+   * agree with it bit for bit. With vector math (SLEEF) each sin/cos is within 1 ulp of libm's but
+   * not always the same ulp, and 10,000 steps of a chaotic simulation amplify that: the vector run
+   * is held to `--check`'s tolerance over one step below, and its drift after all steps is shown. */
   RtTensor *sep_out = NULL;
-  run_variant(sep, repeat, r, &sep_out);
+  {
+    Row libm_row = {0};
+    bool vm = cpu_default_vecmath();
+    cpu_set_default_vecmath(false);
+    run_variant(sep, 1, &libm_row, &sep_out);
+    cpu_set_default_vecmath(vm);
+  }
 
   IrModule *merged = pipeline_last("priority", sep0, &set);
   r = &rows[nrows++];
@@ -393,7 +434,7 @@ int main(int argc, char **argv) {
             we = e2;
           }
         }
-      snprintf(r->note, sizeof r->note, "max difference from the fused stage: %.3g", worst);
+      snprintf(r->note, sizeof r->note, "max difference from the fused stage (libm): %.3g", worst);
       if (!(worst <= tol)) {
         fprintf(stderr,
                 "bench_cartpole: FAILED: the hand-written C and the fused stage disagree: %s[%d] is %.9g by hand, "
@@ -404,6 +445,35 @@ int main(int argc, char **argv) {
     }
     for (int q = 0; q < 4; q++) free(st[q]);
     for (int k = 0; k < np; k++) rt_tensor_unref(args[k]);
+  }
+
+  /* Vector math vs libm: one step within --check's tolerance (relative 1e-5), and the drift after
+   * all steps, shown in the four-array row. */
+  {
+    double drift = max_rel_diff(vec_out, sep_out, n);
+    IrModule *one0 = load_fx("scripts/cartpole_separate.fx", 1);
+    IrModule *one = one0 ? classic(one0, &set) : NULL;
+    RtTensor *ov = NULL, *ol = NULL;
+    Row tmp = {0};
+    if (one) run_variant(one, 1, &tmp, &ov);
+    bool was = cpu_default_vecmath();
+    cpu_set_default_vecmath(false);
+    if (one) run_variant(one, 1, &tmp, &ol);
+    cpu_set_default_vecmath(was);
+    double step1 = max_rel_diff(ov, ol, n);
+    char vm[200];
+    cpu_vecmath_describe(vm, sizeof vm);
+    printf("vector math: %s\n", vm);
+    printf("vector math vs libm, four-array stage: one step %.3g (--check allows 1e-05), after %d steps %.3g "
+           "(a chaotic simulation amplifies 1-ulp differences)\n\n", step1, steps, drift);
+    if (!(step1 <= 1e-5)) {
+      fprintf(stderr, "bench_cartpole: FAILED: one step with vector math differs from libm's by %.3g (> 1e-05)\n", step1);
+      status = 1;
+    }
+    rt_tensor_unref(ov);
+    rt_tensor_unref(ol);
+    if (one) ir_module_free(one);
+    if (one0) ir_module_free(one0);
   }
 
   /* JAX on the CPU, when installed */
@@ -423,6 +493,25 @@ int main(int argc, char **argv) {
       r->ok = true;
     } else {
       snprintf(r->note, sizeof r->note, "jax is not importable (pip install jax to compare)");
+    }
+  }
+
+  /* What vector math and the threads each bring, in the same run: the four-array stage with libm's
+   * scalar math, and the unrolled stage on one thread. */
+  {
+    bool was = cpu_default_vecmath();
+    r = &rows[nrows++];
+    r->name = "four arrays, scalar libm";
+    cpu_set_default_vecmath(false);
+    run_variant(sep, repeat, r, NULL);
+    cpu_set_default_vecmath(was);
+    r = &rows[nrows++];
+    r->name = "unrolled 10x, one thread";
+    if (unr) {
+      int nt = cpu_default_threads();
+      cpu_set_default_threads(1);
+      run_variant(unr, repeat, r, NULL);
+      cpu_set_default_threads(nt);
     }
   }
 
@@ -447,6 +536,13 @@ int main(int argc, char **argv) {
       bestname = rows[k].name;
     }
   if (best > 0 && hand > 0) printf("\nbest fused variant (%s) / hand-written C: %.2fx\n", bestname, best / hand);
+  /* the goals, as speedups from this one run: >= 4x the scalar C, >= 3x XLA:CPU */
+  if (best > 0) {
+    printf("speedup of the best fused variant: %.2fx over the hand-written C", hand > 0 ? hand / best : 0);
+    if (rows[8].ok) printf(", %.2fx over JAX/XLA on the CPU", rows[8].secs / best);
+    printf(" (%d threads for kernels of at least %d elements; load average at the end: %s)\n", cpu_default_threads(),
+           CPU_PARALLEL_MIN, load_average());
+  }
   /* the same comparison in back-to-back pairs, for the fastest variant of the four-array script
      (the program the hand-written C is) */
   if (pairs > 0 && status == 0) {
@@ -460,6 +556,7 @@ int main(int argc, char **argv) {
              rows[4 + bk].name, pairs, med, lo, hi, cmed);
   }
   rt_tensor_unref(sep_out);
+  rt_tensor_unref(vec_out);
   ir_module_free(base0);
   ir_module_free(pre0);
   ir_module_free(sep0);

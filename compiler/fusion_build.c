@@ -11,9 +11,28 @@
 
 /* ---------- small graph helpers ---------- */
 
+/* i's index in c, searched outwards from where the last search in c found one (a few
+ * computations remembered): the passes move neighbouring instructions one after the other, so
+ * this is near, where a scan from the start made every fusion cost the whole computation. */
+static _Thread_local struct {
+  const IrComputation *c;
+  int hint;
+} index_hints[4];
+
 static int index_in(IrComputation *c, const IrInstr *i) {
-  for (int k = 0; k < c->ninstrs; k++)
-    if (c->instrs[k] == i) return k;
+  int slot = 0;
+  while (slot < 3 && index_hints[slot].c != c) slot++;
+  int n = c->ninstrs, h = index_hints[slot].c == c ? index_hints[slot].hint : n - 1;
+  if (h >= n) h = n - 1;
+  if (index_hints[slot].c != c) { /* forget the oldest */
+    memmove(&index_hints[1], &index_hints[0], sizeof index_hints[0] * 3);
+    slot = 0;
+    index_hints[0].c = c;
+  }
+  for (int d = 0; h - d >= 0 || h + d < n; d++) {
+    if (h - d >= 0 && c->instrs[h - d] == i) return index_hints[slot].hint = h - d;
+    if (h + d < n && c->instrs[h + d] == i) return index_hints[slot].hint = h + d;
+  }
   return -1;
 }
 

@@ -534,24 +534,49 @@ int fusion_emitted_copies(const IrInstr *producer, const IrInstr *consumer) {
 
 /* ---------- graph queries ---------- */
 
+/* The search's scratch, kept between calls (per thread): a visit stamp per instruction id and a
+ * stack. Allocating and zeroing arrays of the module's size at every call made each query cost
+ * the whole module even when the search met three instructions (multi_output_fusion asks for
+ * every sibling pair). A new stamp per call marks nothing visited without clearing. */
+static _Thread_local struct {
+  uint32_t *stamp;
+  const IrInstr **stack;
+  size_t cap;
+  uint32_t gen;
+} reach;
+
+static bool reach_reserve(size_t need) {
+  if (need <= reach.cap) return true;
+  size_t cap = need * 2;
+  uint32_t *st = fx_realloc(reach.stamp, sizeof(uint32_t) * cap);
+  if (!st) return false;
+  reach.stamp = st;
+  const IrInstr **sk = fx_realloc(reach.stack, sizeof(IrInstr *) * cap);
+  if (!sk) return false;
+  reach.stack = sk;
+  memset(st + reach.cap, 0, sizeof(uint32_t) * (cap - reach.cap));
+  reach.cap = cap;
+  return true;
+}
+
 bool fusion_path_exists(const IrInstr *from, const IrInstr *to, bool skip_direct) {
   const IrComputation *c = from->parent;
   if (!c || to->parent != c) return false;
   IrModule *m = c->module;
-  char *seen = fx_calloc((size_t)m->next_id + 1, 1);
-  const IrInstr **stack = fx_malloc(sizeof(IrInstr *) * (size_t)(m->next_id + 1));
-  if (!seen || !stack) {
-    fx_free(seen);
-    fx_free(stack);
-    return true; /* be safe: assume a path */
+  if (!reach_reserve((size_t)m->next_id + 1)) return true; /* be safe: assume a path */
+  if (++reach.gen == 0) { /* the stamps wrapped: start them afresh */
+    memset(reach.stamp, 0, sizeof(uint32_t) * reach.cap);
+    reach.gen = 1;
   }
+  uint32_t *seen = reach.stamp, g = reach.gen;
+  const IrInstr **stack = reach.stack;
   int sp = 0;
   bool found = false;
   for (int u = 0; u < from->nusers; u++) {
     const IrInstr *us = from->users[u];
     if (skip_direct && us == to) continue;
-    if (us->parent == c && !seen[us->id]) {
-      seen[us->id] = 1;
+    if (us->parent == c && seen[us->id] != g) {
+      seen[us->id] = g;
       stack[sp++] = us;
     }
   }
@@ -563,14 +588,12 @@ bool fusion_path_exists(const IrInstr *from, const IrInstr *to, bool skip_direct
     }
     for (int u = 0; u < x->nusers; u++) {
       const IrInstr *us = x->users[u];
-      if (us->parent == c && !seen[us->id] && us->id <= m->next_id) {
-        seen[us->id] = 1;
+      if (us->parent == c && us->id <= m->next_id && seen[us->id] != g) {
+        seen[us->id] = g;
         stack[sp++] = us;
       }
     }
   }
-  fx_free(seen);
-  fx_free(stack);
   return found;
 }
 

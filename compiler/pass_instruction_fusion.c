@@ -86,6 +86,20 @@ static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, bo
     return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   }
   int maxid = m->next_id;
+  /* Each instruction's place in c, as a key that keeps its order: its index at the start, and
+   * for a fusion made here its consumer's (fusion_wrap puts the fusion where the consumer was,
+   * and moving or removing instructions keeps the others' order). Sorting the operands by key
+   * gives the order a scan of c->instrs would, without the scan (which made the pass quadratic). */
+  int nkey = maxid + 1;
+  int *key = fx_malloc(sizeof(int) * (size_t)nkey);
+  if (!key) {
+    fx_free(bad);
+    fx_free(order);
+    return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+  }
+  for (int j = 0; j < nkey; j++) key[j] = -1;
+  for (int j = 0; j < n; j++)
+    if (order[j]->id >= 0 && order[j]->id < nkey) key[order[j]->id] = j;
   Pending *pend = NULL;
   int npend = 0, cappend = 0;
   bool ok = true;
@@ -123,12 +137,9 @@ static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, bo
         if (!p || seen || !is_candidate_producer(p) || p->parent != c) continue;
         ops[nops++] = p;
       }
-      /* Positions: the index in the current order (scan once per round). */
+      /* Positions: the keys above (the same order as the index in c->instrs). */
       int pos[512];
-      for (int q = 0; q < nops; q++) pos[q] = -1;
-      for (int j = 0; j < c->ninstrs; j++)
-        for (int q = 0; q < nops; q++)
-          if (c->instrs[j] == ops[q]) pos[q] = j;
+      for (int q = 0; q < nops; q++) pos[q] = ops[q]->id >= 0 && ops[q]->id < nkey ? key[ops[q]->id] : -1;
       for (int a = 1; a < nops; a++)
         for (int b = a; b > 0 && pos[b] > pos[b - 1]; b--) {
           int tp = pos[b];
@@ -164,6 +175,18 @@ static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, bo
             ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, pname);
             break;
           }
+          if (f->id >= nkey) {
+            int nn = f->id * 2 + 16;
+            int *nk = fx_realloc(key, sizeof(int) * (size_t)nn);
+            if (!nk) {
+              ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+              break;
+            }
+            for (int j = nkey; j < nn; j++) nk[j] = -1;
+            key = nk;
+            nkey = nn;
+          }
+          if (f != consumer) key[f->id] = key[consumer->id];
           fusion_verdict_metric(&v, "kernel_instructions", fusion_body_size(f));
           fusion_verdict_emit(cx, dup ? "duplicate" : "fuse", pname, clabel, f->name, &v);
           (*nfused)++;
@@ -193,6 +216,7 @@ static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, bo
     npend = 0;
   }
   fx_free(pend);
+  fx_free(key);
   fx_free(bad);
   fx_free(order);
   if (*nfused) ir_computation_sort(c);

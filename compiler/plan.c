@@ -736,18 +736,61 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body
   Slot *slots = fx_calloc((size_t)(nb ? 2 * nb : 1), sizeof *slots);
   if (!slots) return false;
   int ns = 0;
+  /* Occupied slots whose occupant can die, by its last reader (a min-heap), and free slots by
+   * (bytes, index) (a sorted array): the same choices as scanning every slot for each buffer,
+   * which made large computations quadratic. */
+  int *heap = fx_malloc(sizeof(int) * (size_t)(nb ? 2 * nb : 1));
+  int *freel = fx_malloc(sizeof(int) * (size_t)(nb ? 2 * nb : 1));
+  if (!heap || !freel) {
+    fx_free(heap);
+    fx_free(freel);
+    fx_free(slots);
+    return false;
+  }
+  int nheap = 0, nfree = 0;
+#define SLOT_DIES(s) (p->buffers[slots[s].occupant].last_use)
+#define FREE_BEFORE(a, b) (slots[a].bytes < slots[b].bytes || (slots[a].bytes == slots[b].bytes && (a) < (b)))
   for (int q = first; q < p->nbuffers; q++) {
     PlanBuffer *bf = &p->buffers[q];
     /* free the slots whose occupant's last reader ran before this buffer's kernel */
-    for (int s = 0; s < ns; s++) {
-      int occ = slots[s].occupant;
-      if (occ >= 0 && !p->buffers[occ].live_out && p->buffers[occ].last_use < bf->def) slots[s].occupant = -1;
+    while (nheap > 0 && SLOT_DIES(heap[0]) < bf->def) {
+      int s = heap[0];
+      slots[s].occupant = -1;
+      heap[0] = heap[--nheap];
+      for (int h = 0;;) { /* sift down */
+        int l = 2 * h + 1, r = l + 1, m2 = h;
+        if (l < nheap && SLOT_DIES(heap[l]) < SLOT_DIES(heap[m2])) m2 = l;
+        if (r < nheap && SLOT_DIES(heap[r]) < SLOT_DIES(heap[m2])) m2 = r;
+        if (m2 == h) break;
+        int t = heap[h];
+        heap[h] = heap[m2];
+        heap[m2] = t;
+        h = m2;
+      }
+      int lo = 0, hi = nfree; /* insert s into the free list in (bytes, index) order */
+      while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (FREE_BEFORE(freel[mid], s)) lo = mid + 1;
+        else hi = mid;
+      }
+      memmove(&freel[lo + 1], &freel[lo], sizeof(int) * (size_t)(nfree - lo));
+      freel[lo] = s;
+      nfree++;
     }
     int best = -1;
-    if (!bf->live_out)
-      for (int s = 0; s < ns; s++)
-        if (slots[s].occupant < 0 && slots[s].bytes >= bf->bytes && (best < 0 || slots[s].bytes < slots[best].bytes))
-          best = s;
+    if (!bf->live_out) { /* the first free slot large enough: the smallest, the lowest index among equals */
+      int lo = 0, hi = nfree;
+      while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (slots[freel[mid]].bytes < bf->bytes) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < nfree) {
+        best = freel[lo];
+        memmove(&freel[lo], &freel[lo + 1], sizeof(int) * (size_t)(nfree - lo - 1));
+        nfree--;
+      }
+    }
     if (best >= 0) {
       bf->reuses = slots[best].last;
     } else {
@@ -755,6 +798,16 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body
       slots[best].bytes = bf->bytes;
     }
     slots[best].occupant = slots[best].last = q;
+    if (!bf->live_out) { /* it can die: into the heap */
+      int h = nheap++;
+      heap[h] = best;
+      while (h > 0 && SLOT_DIES(heap[(h - 1) / 2]) > SLOT_DIES(heap[h])) {
+        int t = heap[h];
+        heap[h] = heap[(h - 1) / 2];
+        heap[(h - 1) / 2] = t;
+        h = (h - 1) / 2;
+      }
+    }
     bf->slot = p->nslots + best;
     if (bf->live_out && loop_body) { /* a loop's result (the next state, the go-on flag): a second slot */
       p->buffer_bytes += bf->bytes; /* without reuse too, the state read and the state written coexist */
@@ -764,6 +817,10 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body
       bf->slot2 = p->nslots + second;
     }
   }
+#undef SLOT_DIES
+#undef FREE_BEFORE
+  fx_free(heap);
+  fx_free(freel);
   if (ns && arena_grow(&p->arena, (void **)&p->slot_bytes, scap, p->nslots + ns, sizeof(int64_t))) {
     fx_free(slots);
     return false;

@@ -1,4 +1,5 @@
-/* cmd_run.c — the run commands of the shell: `run`, `profile`, `compare`, `set max_memory`.
+/* cmd_run.c — the run commands of the shell: `run`, `profile`, `compare`, and the settings they
+ * read: `set max_memory`, `set threads`, `set vecmath`.
  *
  * They take a stage's module (the current one, or --stage S), make its inputs (seeded random data,
  * or .npy files), execute it on a backend (runtime/backend.h: interp, cpu, or gpu when present),
@@ -347,6 +348,11 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     FILE *f = s->out;
     int stage = a.stage >= 0 ? a.stage : s->cur;
     fprintf(f, "stage %d on %s:\n", stage, res.backend->name);
+    if (res.backend == &rt_backend_cpu) {
+      char d[300];
+      cpu_vecmath_describe(d, sizeof d);
+      fprintf(f, "cpu: %d threads, vector math %s\n", cpu_default_threads(), d);
+    }
     print_value(f, "out", res.result);
     char rb[32], wb[32], tm[32];
     fmt_bytes(rb, sizeof rb, (double)res.stats.counters.bytes_read);
@@ -542,6 +548,28 @@ static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) 
   return true;
 }
 
+static bool cmd_set_threads(Session *s, int argc, char **argv, FxError *err) {
+  if (argc != 2) return usage_error(s, err, 0, "usage: set threads N (0 = every core)", NULL);
+  char *e;
+  errno = 0;
+  long v = strtol(argv[1], &e, 10);
+  if (errno || *e || e == argv[1] || v < 0 || v > 64) return usage_error(s, err, 1, "threads needs a count from 0 to 64", argv[1]);
+  cpu_set_default_threads((int)v);
+  fprintf(s->out, "threads = %d%s: kernels of at least %d elements, or that took %.0f us on one thread, split over them\n",
+          cpu_default_threads(), v == 0 ? " (every core)" : "", CPU_PARALLEL_MIN, CPU_PARALLEL_MIN_NS / 1e3);
+  return true;
+}
+
+static bool cmd_set_vecmath(Session *s, int argc, char **argv, FxError *err) {
+  if (argc != 2 || (strcmp(argv[1], "sleef") != 0 && strcmp(argv[1], "libm") != 0))
+    return usage_error(s, err, argc == 2 ? 1 : 0, "usage: set vecmath sleef|libm", argc == 2 ? argv[1] : NULL);
+  cpu_set_default_vecmath(strcmp(argv[1], "sleef") == 0);
+  char d[300];
+  cpu_vecmath_describe(d, sizeof d);
+  fprintf(s->out, "vector math: %s\n", d);
+  return true;
+}
+
 const ReplCommand repl_cmds_run[] = {
     {"run", "run [--backend interp|cpu|gpu|auto] [--stage S] [--input NAME=FILE.npy] [--uniform PATTERN=LO:HI] [--seed N] [--repeat N] [--check] [--save NAME=FILE.npy]",
      "run a stage and show its outputs, kernels, bytes and time",
@@ -567,8 +595,21 @@ const ReplCommand repl_cmds_run[] = {
      "same.",
      cmd_compare},
     {"set-max_memory", "set max_memory BYTES", NULL,
-     "set max_memory BYTES\n  The most memory `run` may allocate for tensors (K, M, G suffixes are KiB, MiB, GiB; 0,\n"
-     "  the default, is unlimited). A run that would need more stops with an error instead of swapping.",
+     "set max_memory BYTES\n  The most memory `run` may allocate for tensors (K, M, G suffixes are KiB, MiB, GiB; 0 is\n"
+     "  unlimited; the default is three quarters of the machine's memory). A run that would need more\n"
+     "  stops with an error instead of swapping.",
      cmd_set_max_memory},
+    {"set-threads", "set threads N", NULL,
+     "set threads N\n  How many threads the CPU backend splits a large kernel over (its outer loop, for kernels of\n"
+     "  at least 262,144 elements or whose last launch took 20 us on one thread); 0, the default, is\n"
+     "  every online core.",
+     cmd_set_threads},
+    {"set-vecmath", "set vecmath sleef|libm", NULL,
+     "set vecmath sleef|libm\n  The math the CPU backend's generated kernels call. sleef (the default): SLEEF's vector\n"
+     "  functions (libsleef-dev) let the C compiler vectorize elementwise loops that call sin, cos, exp,\n"
+     "  log, tanh, ... at the widest SIMD the machine has; results are within 1 ulp of libm's, inside\n"
+     "  --check's tolerance, not bit for bit the interpreter's. libm: scalar calls, as the interpreter\n"
+     "  makes them. Without SLEEF installed the kernels use libm and `run` says so.",
+     cmd_set_vecmath},
     {0},
 };

@@ -67,6 +67,21 @@ typedef struct {
   int threads;           /* 0: the number of online CPUs */
 } CpuOptions;
 void cpu_set_options(void *be, const CpuOptions *o);
+/* Process-wide settings that every CPU backend created afterwards starts from (the shell's `set
+ * threads N` and `set vecmath sleef|libm`): the thread count large kernels split over (0: every
+ * online CPU), and whether kernels use the vector math library (SLEEF) when it is installed. */
+void cpu_set_default_threads(int n);
+/* Kernels of at least CPU_PARALLEL_MIN elements, or whose last launch on one thread took at least
+ * CPU_PARALLEL_MIN_NS, split their outer loop over the threads (a persistent pool: waking it
+ * costs a few microseconds, which smaller kernels would not win back). */
+#define CPU_PARALLEL_MIN (1 << 18)
+#define CPU_PARALLEL_MIN_NS 20000.0
+#define CPU_MAX_THREADS 64
+int cpu_default_threads(void);
+void cpu_set_default_vecmath(bool on);
+bool cpu_default_vecmath(void);
+/* One line saying which math the generated kernels use: SLEEF (and its path) or libm, and why. */
+void cpu_vecmath_describe(char *out, size_t n);
 /* The cache directory in use (after create), and how many kernels the last prepare compiled
  * fresh vs found in the cache. */
 const char *cpu_cache_dir(void *be);

@@ -15,13 +15,20 @@
  * conditionals from the host); a hook takes over every kernel: it places the outputs in their
  * slots (a loop's results alternate between two; fresh memory for what goes to the caller, for
  * interpreted kernels, or when a slot is still held), launches the compiled parts (the outer loop
- * split across threads when the kernel is large enough to pay), and records launches, time, and
- * the plan's bytes per kernel. */
+ * split over a pool of threads, `set threads N`, when the kernel is large or was slow on one
+ * thread), and records launches, time, and the plan's bytes per kernel.
+ *
+ * Vector math: when SLEEF's GNU-ABI library is installed (found at build time, or
+ * $FXPLAIN_SLEEF_LIB), the unit is compiled with -DFX_VECMATH=1 and linked against it, so the
+ * elementwise loops that call sin, cos, exp, ... vectorize (emit.c's prelude and wrapper); without
+ * it, or after `set vecmath libm`, the kernels call libm one element at a time. */
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +59,7 @@ typedef struct {
   int nparts;
   KernelFn fns[EMIT_MAX_PARTS];
   int64_t outer[EMIT_MAX_PARTS], count[EMIT_MAX_PARTS];
+  double serial_ns[EMIT_MAX_PARTS]; /* the last launch's time on one thread (0: none yet) */
   int stat;             /* index into the run's stats, -1 before the first launch */
   char why[200];        /* why it is interpreted */
   int64_t rbytes, wbytes; /* per launch, from the kernel plan (plan_kernel_bytes) */
@@ -61,11 +69,15 @@ typedef struct {
 
 enum { CPU_MAX_KERNEL_SOURCE = 256 * 1024 }; /* bytes of C per generated kernel */
 
+typedef struct CpuPool CpuPool;
+
 typedef struct {
   char cache[512];
   CpuOptions opt;
   char cc[128], flags[256];
+  char vflags[512]; /* vector math: -DFX_VECMATH=1, the -fno-builtin-* flags and the library; "" for libm */
   int threads;
+  CpuPool *pool; /* the workers large kernels split over; started at the first such launch */
   /* kernels keyed by instruction */
   const IrInstr **keys;
   CpuKernel **vals;
@@ -206,6 +218,42 @@ bool cpu_resolve_cache_dir(char *out, size_t n, FxError *err) {
   return true;
 }
 
+/* ---------- settings for every CPU backend made after them ---------- */
+
+/* The shell's `set threads N` and `set vecmath sleef|libm` (process-wide, like max_memory): each
+ * run makes its own backend, which starts from these. */
+static int default_threads;        /* 0: every online CPU */
+static bool default_vecmath = true; /* use the vector math library when it is there */
+
+#ifndef FXPLAIN_SLEEF_GNUABI
+#define FXPLAIN_SLEEF_GNUABI "" /* not found when fxplain was built */
+#endif
+
+void cpu_set_default_threads(int n) { default_threads = n > 0 ? n : 0; }
+void cpu_set_default_vecmath(bool on) { default_vecmath = on; }
+bool cpu_default_vecmath(void) { return default_vecmath; }
+
+int cpu_default_threads(void) {
+  if (default_threads > 0) return default_threads;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* The vector math library's path ($FXPLAIN_SLEEF_LIB, else the one found at build time), or NULL
+ * when it is not installed. */
+static const char *vecmath_library(void) {
+  const char *e = getenv("FXPLAIN_SLEEF_LIB");
+  const char *p = e && *e ? e : FXPLAIN_SLEEF_GNUABI;
+  return *p && access(p, R_OK) == 0 ? p : NULL;
+}
+
+void cpu_vecmath_describe(char *out, size_t n) {
+  const char *lib = vecmath_library();
+  if (!default_vecmath) snprintf(out, n, "libm (scalar: set vecmath libm)");
+  else if (lib) snprintf(out, n, "SLEEF (%s): sin, cos, exp, ... vectorized at the widest SIMD (with gcc)", lib);
+  else snprintf(out, n, "libm (scalar: SLEEF's libsleefgnuabi not found; install libsleef-dev)");
+}
+
 /* ---------- compiling ---------- */
 
 static uint64_t fnv(const char *s, size_t n, uint64_t h) {
@@ -247,12 +295,17 @@ void rt_set_interrupt_flag(volatile int *flag) { cc_interrupt = flag; }
 static bool run_compiler(CpuBackend *b, const char *src, const char *so, const char *logpath, FxError *err) {
   char flags[256];
   snprintf(flags, sizeof flags, "%s", b->flags);
-  char *argv[48];
+  char *argv[64];
   int argc = 0;
   argv[argc++] = b->cc;
   for (char *t = strtok(flags, " "); t && argc < 36; t = strtok(NULL, " ")) argv[argc++] = t;
-  char *fixed[] = {"-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno", "-w", "-o", (char *)so, (char *)src, "-lm"};
+  char *fixed[] = {"-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno", "-w", "-o", (char *)so, (char *)src};
   for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) argv[argc++] = fixed[k];
+  /* vector math: its flags, and its library before libm so that the vector variants bind to it */
+  char vflags[512];
+  snprintf(vflags, sizeof vflags, "%s", b->vflags);
+  for (char *t = strtok(vflags, " "); t && argc < 46; t = strtok(NULL, " ")) argv[argc++] = t;
+  argv[argc++] = "-lm";
   argv[argc] = NULL;
   pid_t pid = fork();
   if (pid < 0) return fx_error_set(err, NULL, 0, 0, "cannot start the C compiler: %s", strerror(errno));
@@ -561,6 +614,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
     uh = fnv(unit.s, unit.len, 0xcbf29ce484222325ULL);
     uh = fnv(b->cc, strlen(b->cc), uh);
     uh = fnv(b->flags, strlen(b->flags), uh);
+    uh = fnv(b->vflags, strlen(b->vflags), uh);
     emit_printf(&unit, "int fx_unit_%016llx(void) { return 1; }\n", (unsigned long long)uh);
     if (unit.oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating kernels");
     void *h = NULL;
@@ -615,42 +669,122 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
 
 /* ---------- launching ---------- */
 
-typedef struct {
+/* A large kernel's outer loop is split into chunks that the calling thread and a pool of
+ * workers (started at the first such launch, kept until destroy) claim one at a time from a
+ * shared counter. A worker that a loaded machine does not schedule in time simply finds no chunk
+ * left: the caller never waits for a thread that has not started, only for chunks already
+ * claimed. The caller waits for the workers of the previous launch to leave before it publishes
+ * the next one, so no worker runs one launch's function over another's range. */
+struct CpuPool {
+  pthread_mutex_t mu;
+  pthread_cond_t wake, idle;
+  pthread_t th[CPU_MAX_THREADS];
+  int nworkers, active; /* active: workers inside a launch (under mu) */
+  uint64_t gen;         /* launches published; a worker joins each new one */
+  bool quit;
   KernelFn fn;
   char *const *bufs;
-  int64_t lo, hi;
-} Slice;
+  int64_t outer, chunk;
+  _Atomic int64_t next, done; /* next chunk's start; elements finished */
+};
 
-static void *slice_main(void *p) {
-  Slice *s = p;
-  s->fn(s->bufs, s->lo, s->hi);
+static void run_chunks(CpuPool *p, KernelFn fn, char *const *bufs, int64_t outer, int64_t chunk) {
+  for (;;) {
+    int64_t lo = atomic_fetch_add(&p->next, chunk);
+    if (lo >= outer) return;
+    int64_t hi = lo + chunk < outer ? lo + chunk : outer;
+    fn(bufs, lo, hi);
+    atomic_fetch_add(&p->done, hi - lo);
+  }
+}
+
+static void *worker_main(void *arg) {
+  CpuPool *p = arg;
+  pthread_mutex_lock(&p->mu);
+  uint64_t seen = p->gen;
+  for (;;) {
+    while (p->gen == seen && !p->quit) pthread_cond_wait(&p->wake, &p->mu);
+    if (p->quit) break;
+    seen = p->gen;
+    p->active++;
+    KernelFn fn = p->fn;
+    char *const *bufs = p->bufs;
+    int64_t outer = p->outer, chunk = p->chunk;
+    pthread_mutex_unlock(&p->mu);
+    run_chunks(p, fn, bufs, outer, chunk);
+    pthread_mutex_lock(&p->mu);
+    if (--p->active == 0) pthread_cond_signal(&p->idle);
+  }
+  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
-static void launch_part(CpuBackend *b, KernelFn fn, char *const *bufs, int64_t outer, int64_t count) {
-  int nt = b->threads;
-  /* threads pay off only for big kernels: thread start-up is ~20 us */
-  if (nt > 1 && count >= (1 << 18) && outer >= nt) {
-    pthread_t th[64];
-    Slice sl[64];
-    if (nt > 64) nt = 64;
-    int started = 0;
-    for (int t = 0; t < nt; t++) {
-      sl[t].fn = fn;
-      sl[t].bufs = bufs;
-      sl[t].lo = outer * t / nt;
-      sl[t].hi = outer * (t + 1) / nt;
-    }
-    for (int t = 1; t < nt; t++) {
-      if (pthread_create(&th[t], NULL, slice_main, &sl[t]) != 0) break;
-      started = t;
-    }
-    fn(bufs, sl[0].lo, sl[0].hi);
-    for (int t = started + 1; t < nt; t++) fn(bufs, sl[t].lo, sl[t].hi); /* threads that did not start */
-    for (int t = 1; t <= started; t++) pthread_join(th[t], NULL);
-    return;
+/* The pool with nt - 1 workers (fewer when threads fail to start), or NULL. */
+static CpuPool *pool_start(int nt) {
+  CpuPool *p = fx_calloc(1, sizeof *p);
+  if (!p) return NULL;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  pthread_cond_init(&p->idle, NULL);
+  for (int t = 0; t < nt - 1 && t < CPU_MAX_THREADS; t++) {
+    if (pthread_create(&p->th[t], NULL, worker_main, p) != 0) break;
+    p->nworkers++;
   }
+  return p;
+}
+
+static void pool_stop(CpuPool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  p->quit = true;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (int t = 0; t < p->nworkers; t++) pthread_join(p->th[t], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->wake);
+  pthread_cond_destroy(&p->idle);
+  fx_free(p);
+}
+
+static void pool_run(CpuPool *p, KernelFn fn, char *const *bufs, int64_t outer, int nt) {
+  /* a few chunks per thread, so that a late or slow one costs little; multiples of 16 (one
+   * AVX-512 vector of floats) when the loop is long enough */
+  int64_t chunk = outer / (4 * nt);
+  if (chunk >= 16) chunk -= chunk % 16;
+  if (chunk < 1) chunk = 1;
+  pthread_mutex_lock(&p->mu);
+  while (p->active > 0) pthread_cond_wait(&p->idle, &p->mu);
+  p->fn = fn;
+  p->bufs = bufs;
+  p->outer = outer;
+  p->chunk = chunk;
+  atomic_store(&p->next, 0);
+  atomic_store(&p->done, 0);
+  p->gen++;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  run_chunks(p, fn, bufs, outer, chunk);
+  /* the chunks the workers claimed: they are running, so this wait is short */
+  for (unsigned spins = 0; atomic_load(&p->done) < outer; spins++)
+    if (spins > 1000) sched_yield();
+}
+
+static void launch_part(CpuBackend *b, CpuKernel *k, int part, char *const *bufs) {
+  KernelFn fn = k->fns[part];
+  int64_t outer = k->outer[part], count = k->count[part];
+  int nt = b->threads < CPU_MAX_THREADS ? b->threads : CPU_MAX_THREADS;
+  /* threads pay off for kernels that are large, or that took long on one thread last time */
+  bool big = count >= CPU_PARALLEL_MIN || k->serial_ns[part] >= CPU_PARALLEL_MIN_NS;
+  if (nt > 1 && big && outer >= 2 * nt) {
+    if (!b->pool) b->pool = pool_start(nt);
+    if (b->pool && b->pool->nworkers > 0) {
+      pool_run(b->pool, fn, bufs, outer, b->pool->nworkers + 1);
+      return;
+    }
+  }
+  double t0 = now_ns();
   fn(bufs, 0, outer);
+  k->serial_ns[part] = now_ns() - t0;
 }
 
 static bool blas_dot_ok(const IrInstr *i) {
@@ -847,7 +981,7 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
       }
       for (int j = 0; j < i->noperands; j++) bufs[j] = ops[j]->data;
       for (int o = 0; o < nout; o++) bufs[i->noperands + o] = r->type == IR_TUPLE ? r->tuple[o]->data : r->data;
-      for (int p = 0; p < k->nparts; p++) launch_part(b, k->fns[p], bufs, k->outer[p], k->count[p]);
+      for (int p = 0; p < k->nparts; p++) launch_part(b, k, p, bufs);
       if (bufs != stackb) fx_free(bufs);
     }
     *out = r;
@@ -916,8 +1050,13 @@ static void *cpu_create_common(bool interp_only, FxError *err) {
   const char *cc = getenv("CC");
   snprintf(b->cc, sizeof b->cc, "%s", cc && *cc ? cc : "cc");
   snprintf(b->flags, sizeof b->flags, "-O3 -march=native");
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  b->threads = n > 0 ? (int)n : 1;
+  b->threads = cpu_default_threads();
+  const char *lib = default_vecmath ? vecmath_library() : NULL;
+  if (lib) {
+    char nb[300];
+    emit_vecmath_flags(nb, sizeof nb);
+    snprintf(b->vflags, sizeof b->vflags, "-DFX_VECMATH=1 %s %s", nb, lib);
+  }
   return b;
 }
 
@@ -927,6 +1066,7 @@ static void *interp_create(FxError *err) { return cpu_create_common(true, err); 
 static void cpu_destroy(void *vb) {
   CpuBackend *b = vb;
   if (!b) return;
+  pool_stop(b->pool);
   for (size_t q = 0; q < b->cap; q++)
     if (b->keys[q]) fx_free(b->vals[q]);
   fx_free(b->keys);
@@ -941,7 +1081,11 @@ void cpu_set_options(void *vb, const CpuOptions *o) {
   CpuBackend *b = vb;
   if (o->cc) snprintf(b->cc, sizeof b->cc, "%s", o->cc);
   if (o->opt) snprintf(b->flags, sizeof b->flags, "%s", o->opt);
-  if (o->threads > 0) b->threads = o->threads;
+  if (o->threads > 0 && o->threads != b->threads) {
+    b->threads = o->threads;
+    pool_stop(b->pool); /* the next large launch starts one of the new size */
+    b->pool = NULL;
+  }
 }
 
 const char *cpu_cache_dir(void *vb) { return ((CpuBackend *)vb)->cache; }

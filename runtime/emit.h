@@ -72,6 +72,9 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
 /* The helpers every body uses (types, conversions, XLA semantics), for the target. Emit once per
  * translation unit, before any kernel. */
 void emit_prelude(EmitBuf *b, EmitTarget t);
+/* The extra compiler flags a C unit needs when compiled with -DFX_VECMATH=1 (vector math: see
+ * emit_vecmath_decls in emit.c), space-separated, into out. */
+void emit_vecmath_flags(char *out, size_t n);
 
 /* File-scope definitions a kernel needs (tables of array constants), emitted before its wrapper. */
 bool emit_globals(EmitBuf *b, const EmitKernel *k, EmitTarget t, FxError *err);

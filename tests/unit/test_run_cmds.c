@@ -153,6 +153,30 @@ TEST(memory_budget_stops_a_run) {
   sess_free(&s);
 }
 
+/* set threads and set vecmath: the next cpu run says what it uses, and computes the same */
+TEST(threads_and_vecmath_settings) {
+  Session s;
+  sess_init(&s);
+  FxError e;
+  CHECK(cmd(&s, "set-threads 1", &e));
+  CHECK_CONTAINS(outbuf, "threads = 1: ");
+  CHECK(cmd(&s, "set-vecmath libm", &e));
+  CHECK_CONTAINS(outbuf, "vector math: libm (scalar: set vecmath libm)");
+  CHECK(cmd(&s, "run --backend cpu --check", &e));
+  CHECK_CONTAINS(outbuf, "cpu: 1 threads, vector math libm");
+  CHECK_CONTAINS(outbuf, "check: every output agrees with the reference interpreter");
+  CHECK(!cmd(&s, "set-threads many", &e));
+  CHECK(!cmd(&s, "set-threads 65", &e));
+  CHECK(!cmd(&s, "set-vecmath fast", &e));
+  CHECK(cmd(&s, "set-threads 0", &e));
+  CHECK_CONTAINS(outbuf, "(every core)");
+  CHECK(cmd(&s, "set-vecmath sleef", &e));
+  CHECK_CONTAINS(outbuf, "vector math: ");
+  CHECK(cmd(&s, "run --backend cpu --check", &e));
+  CHECK_CONTAINS(outbuf, "check: every output agrees with the reference interpreter");
+  sess_free(&s);
+}
+
 TEST(profile_trace_and_compare) {
   Session s;
   sess_init(&s);
@@ -191,6 +215,7 @@ int main(void) {
   RUN(run_with_npy_inputs_and_save);
   RUN(run_errors);
   RUN(memory_budget_stops_a_run);
+  RUN(threads_and_vecmath_settings);
   RUN(profile_trace_and_compare);
   free(outbuf);
   char cmdl[128];
