@@ -544,6 +544,24 @@ static const char *fname(IrOpcode op, bool dbl) {
   }
 }
 
+/* Value a of type t read as the bits of type rt (same width): bitcast-convert, and a bitcast that
+ * changes the element type (XLA's algebraic simplifier turns a same-width bitcast-convert into
+ * one). */
+static bool gen_reinterpret(Gen *g, const IrInstr *i, IrType t, IrType rt, Val a, Val *out) {
+  if (ir_type_bytes(t) != ir_type_bytes(rt)) return gen_fail(g, i, "a bitcast between element widths is not generated");
+  Val v = newvar(g, "v");
+  char st[128], back[128];
+  to_storage(st, sizeof st, t, a.s);
+  line(g, "%s %s_s; { %s tmp_ = %s; memcpy(&%s_s, &tmp_, sizeof tmp_); }", emit_storage_type(rt), v.s,
+       emit_storage_type(t), st, v.s);
+  char sname[40];
+  snprintf(sname, sizeof sname, "%s_s", v.s);
+  from_storage(back, sizeof back, rt, sname);
+  line(g, "const %s %s = %s;", emit_compute_type(rt), v.s, back);
+  *out = v;
+  return true;
+}
+
 static bool gen_unary(Gen *g, const IrInstr *i, Val a, Val *out) {
   IrType t = i->operands[0]->shape.type, rt = i->shape.type;
   char e[512];
@@ -568,20 +586,7 @@ static bool gen_unary(Gen *g, const IrInstr *i, Val a, Val *out) {
     *out = def(g, rt, e);
     return true;
   }
-  if (i->op == IR_OP_BITCAST_CONVERT) {
-    if (ir_type_bytes(t) != ir_type_bytes(rt)) return gen_fail(g, i, "bitcast-convert between widths is not generated");
-    Val v = newvar(g, "v");
-    char st[128], back[128];
-    to_storage(st, sizeof st, t, a.s);
-    line(g, "%s %s_s; { %s tmp_ = %s; memcpy(&%s_s, &tmp_, sizeof tmp_); }", emit_storage_type(rt), v.s,
-         emit_storage_type(t), st, v.s);
-    char sname[40];
-    snprintf(sname, sizeof sname, "%s_s", v.s);
-    from_storage(back, sizeof back, rt, sname);
-    line(g, "const %s %s = %s;", ct, v.s, back);
-    *out = v;
-    return true;
-  }
+  if (i->op == IR_OP_BITCAST_CONVERT) return gen_reinterpret(g, i, t, rt, a, out);
   if (i->op == IR_OP_REDUCE_PRECISION) {
     int64_t eb = 8, mb = 23;
     ir_attr_int(i, "exponent_bits", &eb);
@@ -1112,8 +1117,15 @@ static bool gen_op(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
   }
   case IR_OP_COPY:
     return gen(g, i->operands[0], idx, out);
-  case IR_OP_RESHAPE: case IR_OP_BITCAST:
+  case IR_OP_RESHAPE:
     return gen_reshape(g, i, idx, out);
+  case IR_OP_BITCAST: {
+    IrType from = oshape(i, 0)->type, to = i->shape.type;
+    if (from == to) return gen_reshape(g, i, idx, out);
+    Val a;
+    if (!gen_reshape(g, i, idx, &a)) return false;
+    return gen_reinterpret(g, i, from, to, a, out);
+  }
   case IR_OP_SLICE: {
     int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
     int n = ir_attr_slice(i, st, li, sd, IR_MAX_RANK);

@@ -26,3 +26,11 @@ add_test(NAME runtime.scripts_check COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/scrip
          ${CMAKE_SOURCE_DIR} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runtime.scripts_check PROPERTIES LABELS "runtime;slow"
                      ENVIRONMENT "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache" TIMEOUT 1200)
+
+# A bitcast that changes the element type (u32 -> f32: what XLA's simplifier makes of jax.random's
+# bitcast-convert) fused into a CPU kernel reads the bits, not the value.
+add_test(NAME runtime.bitcast_element_type
+         COMMAND fxplain -e "load tests/repl/data/bitcast_types.hlo; pipeline priority; step all; run --backend cpu --check"
+         WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runtime.bitcast_element_type PROPERTIES LABELS "runtime"
+                     PASS_REGULAR_EXPRESSION "check: every output agrees with the reference interpreter")
