@@ -418,7 +418,7 @@ static int add_output(IrInstr *f, IrInstr *extra) {
     /* Old users read element 0. */
     IrInstr *users[256];
     int nu = f->nusers < 256 ? f->nusers : 256;
-    memcpy(users, f->users, sizeof(IrInstr *) * (size_t)nu);
+    if (nu) memcpy(users, f->users, sizeof(IrInstr *) * (size_t)nu);
     bool root = f->is_root;
     if (nu > 0 || root) {
       IrInstr *g = new_gte(f->parent, f, 0);

@@ -308,7 +308,12 @@ static void members_add(Members *m, const char *o) {
     m->orig = g;
     m->cap = nc;
   }
-  m->orig[m->n++] = o;
+  /* A copy: callers pass names from buffers they reuse (one consumer of a list at a time). */
+  size_t len = strlen(o) + 1;
+  char *c = fx_malloc(len);
+  if (!c) return;
+  memcpy(c, o, len);
+  m->orig[m->n++] = c;
 }
 
 /* The fusion `result` now holds what a and b held (a name not in the table holds itself). */
@@ -338,7 +343,10 @@ static void members_merge(MemberTable *t, const char *result, const char *a, con
 }
 
 static void members_free(MemberTable *t) {
-  for (int k = 0; k < t->n; k++) fx_free(t->m[k].orig);
+  for (int k = 0; k < t->n; k++) {
+    for (int j = 0; j < t->m[k].n; j++) fx_free((char *)t->m[k].orig[j]);
+    fx_free(t->m[k].orig);
+  }
   fx_free(t->m);
 }
 
@@ -489,7 +497,10 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
         pass_emit(sink, &d, "XLA fused %s into %s, making %s (step %d)%s%s%s", s->producer, s->consumer, s->fusion,
                   k + 1, own ? (differ ? "; DISAGREE: fxplain " : "; fxplain agrees, it ") : "", own ? mine : "", src);
     } else if (s->kind == XLA_STEP_INELIGIBLE) {
-      const ExplainRecord *r = own_verdict(own, own_stage, &xt, &ft, s->producer, NULL);
+      /* A producer without users is fused by nobody; matching fxplain's records by what they hold
+       * would only find the fusions that made it. */
+      bool no_users = s->reason && strcmp(s->reason, "No users to fuse") == 0;
+      const ExplainRecord *r = no_users ? NULL : own_verdict(own, own_stage, &xt, &ft, s->producer, NULL);
       d.accepted = false;
       d.reason = xla_reason_code(s->reason);
       add_own(&d, r);
