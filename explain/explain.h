@@ -172,6 +172,8 @@ typedef struct {
 /* Fills out for names a and b (followed to what they became); false with err filled when a name
  * is at no stage of the view (the caller says which). */
 bool explain_split(const ExplainStageView *v, const char *a, const char *b, ExplainSplit *out, FxError *err);
+/* Why an instruction launches no kernel of its own, in words ("a parameter: ..."). */
+const char *explain_no_kernel_reason(const IrInstr *i);
 
 /* Same pass, action, verdict and reason. */
 bool explain_records_identical(const ExplainRecord *a, const ExplainRecord *b);

@@ -621,7 +621,7 @@ static const IrComputation *outer_comp(const IrInstr *i) {
   return c;
 }
 
-static const char *no_kernel_words(const IrInstr *i) {
+const char *explain_no_kernel_reason(const IrInstr *i) {
   switch (i->op) {
   case IR_OP_PARAMETER: return "a parameter: its buffer is an input, no kernel writes it";
   case IR_OP_CONSTANT: return "a constant: it lives in memory, no kernel computes it";
@@ -670,7 +670,7 @@ bool explain_split(const ExplainStageView *v, const char *a, const char *b, Expl
     const IrInstr *i = ka < 0 ? ia : ib;
     snprintf(out->sentence, sizeof out->sentence,
              "%s launches no kernel (%s), so no kernel boundary lies between %s and %s for a pass to decide", i->name,
-             no_kernel_words(i), ia->name, ib->name);
+             explain_no_kernel_reason(i), ia->name, ib->name);
     return true;
   }
   if (ka == kb) {

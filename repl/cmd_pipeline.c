@@ -639,20 +639,6 @@ static bool unknown_name(Session *s, const char *name, int argi, FxError *err) {
   return arg_error(s, err, argi, "no instruction named '%s' at any stage", name);
 }
 
-/* Why an instruction launches no kernel of its own. */
-static const char *no_kernel_reason(const IrInstr *i) {
-  switch (i->op) {
-  case IR_OP_PARAMETER: return "a parameter: its buffer is an input, no kernel writes it";
-  case IR_OP_CONSTANT: return "a constant: it lives in memory, no kernel computes it";
-  case IR_OP_TUPLE: return "a tuple: a location in memory holding its elements, not a kernel";
-  case IR_OP_GET_TUPLE_ELEMENT: return "get-tuple-element: a view of one element of a tuple, not a kernel";
-  case IR_OP_BITCAST: return "a bitcast: the same buffer read with another shape";
-  case IR_OP_RESHAPE:
-  case IR_OP_TRANSPOSE: return "a bitcast here: the layout keeps the elements in place";
-  default: return "it launches no kernel of its own";
-  }
-}
-
 static void print_decisions(Session *s, JsonWriter *w, const ExplainRecord **res, int n) {
   if (s->json) {
     json_key(w, "decisions");
@@ -781,7 +767,7 @@ static bool why_one(Session *s, const char *name, FxError *err) {
     else if (i->op == IR_OP_WHILE || i->op == IR_OP_CALL || i->op == IR_OP_CONDITIONAL)
       fprintf(s->out, "  at stage %d (%s): control flow; its computations' kernels run in its place\n", s->cur, pass);
     else
-      fprintf(s->out, "  at stage %d (%s): no kernel: %s\n", s->cur, pass, no_kernel_reason(i));
+      fprintf(s->out, "  at stage %d (%s): no kernel: %s\n", s->cur, pass, explain_no_kernel_reason(i));
   } else if (at >= 0) {
     fprintf(s->out, "%s is not in stage %d (%s): last seen at stage %d (%s)", name, s->cur, pass, at,
             at == 0 ? "input" : s->stages[at].pass);
