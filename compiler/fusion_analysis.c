@@ -2,6 +2,7 @@
  * an op fusible at all, which emitter a (hypothetical) fusion would get, what its hero is, and
  * how long its kernel would take by XLA's GpuPerformanceModel. Shared by priority-fusion and
  * today's multi_output_fusion; each function names the XLA function it follows. */
+#include <math.h>
 #include <string.h>
 
 #include "fusion_analysis.h"
@@ -133,78 +134,10 @@ static bool launches(const IrInstr *i) {
 
 static double bw_bytes_per_us(const DeviceProfile *d) { return (d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e3; }
 
-/* HloOpProfiles for sm_90 (xla/service/gpu/model/hlo_op_profiles_data.h, measured by XLA on an
- * H100): the clock cycles one element of an elementwise op takes, which GpuHloCostAnalysis counts
- * as its flops. Ops and types not measured cost kDefaultFlopsPerElement = 3. */
-typedef struct {
-  IrOpcode op;
-  short f16, f32, f64, s8_16, s32, s64; /* 0: not measured */
-} OpProfile;
-
-static const OpProfile op_profiles[] = {
-    {IR_OP_DIVIDE, 43, 19, 526, 356, 297, 685},
-    {IR_OP_MULTIPLY, 7, 3, 15, 7, 3, 11},
-    {IR_OP_POWER, 526, 510, 2205, 122, 71, 253},
-    {IR_OP_CBRT, 201, 178, 586, 0, 0, 0},
-    {IR_OP_COS, 997, 978, 558, 0, 0, 0},
-    {IR_OP_EXP, 102, 79, 376, 0, 0, 0},
-    {IR_OP_EXPM1, 217, 190, 712, 0, 0, 0},
-    {IR_OP_LOG, 182, 166, 815, 0, 0, 0},
-    {IR_OP_LOG1P, 245, 229, 1259, 0, 0, 0},
-    {IR_OP_RSQRT, 95, 75, 277, 0, 0, 0},
-    {IR_OP_SIN, 993, 958, 554, 0, 0, 0},
-    {IR_OP_SQRT, 95, 75, 332, 0, 0, 0},
-    {IR_OP_TANH, 502, 467, 431, 0, 0, 0},
-    {IR_OP_ADD, 7, 7, 15, 0, 0, 0},
-    {IR_OP_ATAN2, 451, 431, 930, 0, 0, 0},
-    {IR_OP_SUBTRACT, 7, 7, 15, 0, 0, 0},
-};
-
-static int64_t flops_per_element(IrOpcode op, IrType t) {
-  for (size_t k = 0; k < sizeof op_profiles / sizeof op_profiles[0]; k++) {
-    const OpProfile *e = &op_profiles[k];
-    if (e->op != op) continue;
-    int v = 0;
-    switch (t) {
-    case IR_F16: v = e->f16; break;
-    case IR_F32: v = e->f32; break;
-    case IR_F64: v = e->f64; break;
-    case IR_S8: case IR_S16: case IR_U8: case IR_U16: v = e->s8_16; break;
-    case IR_S32: case IR_U32: v = e->s32; break;
-    case IR_S64: case IR_U64: v = e->s64; break;
-    default: v = 0;
-    }
-    return v > 0 ? v : 3;
-  }
-  return 3;
-}
-
-/* GpuHloCostAnalysis's flops of one instruction (not a fusion): elementwise ops by the profile, a
- * reduce its reducer per input element, a dot 2 per multiply-add; data movement none. */
-static double instr_flops(const IrInstr *x) {
-  if (ir_op_is_elementwise(x->op))
-    return (double)flops_per_element(x->op, x->shape.type) * (double)ir_shape_elements(&x->shape);
-  switch (x->op) {
-  case IR_OP_REDUCE:
-  case IR_OP_REDUCE_WINDOW: {
-    IrComputation *r = ir_attr_comp(x, "to_apply");
-    double per = 0;
-    for (int k = 0; r && k < r->ninstrs; k++)
-      if (ir_op_is_elementwise(r->instrs[k]->op)) per += (double)flops_per_element(r->instrs[k]->op, r->instrs[k]->shape.type);
-    if (per == 0) per = 3;
-    return x->noperands ? per * (double)ir_shape_elements(&x->operands[0]->shape) : 0;
-  }
-  case IR_OP_DOT:
-  case IR_OP_CONVOLUTION: return plan_instr_flops(x);
-  default: return 0;
-  }
-}
-
 double perf_flops(const IrInstr *i) {
-  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
-  if (!fc) return instr_flops(i);
-  double f = 0;
-  for (int k = 0; k < fc->ninstrs; k++) f += instr_flops(fc->instrs[k]);
+  HloCost c;
+  double f = hlo_cost_analyze(i, &c) ? c.flops : 0;
+  hlo_cost_free(&c);
   return f;
 }
 
@@ -243,8 +176,8 @@ static int64_t launch_blocks(const IrInstr *i, const IrInstr *p) {
 }
 
 /* ComputeTime with the launch dimensions XLA's loop emitter would pick (CalculateLaunchDimensions:
- * up to 128 threads a block, one element a thread): a small kernel keeps few lanes busy. The
- * flop rate per lane is int(clock x 2), as XLA computes it. */
+ * up to 128 threads a block, one element a thread): a small kernel keeps few lanes busy. Each
+ * lane does clock x 2 flops a nanosecond (CalculateEffectiveFlopsPerNs). */
 static double compute_us(const DeviceProfile *d, const IrInstr *i, const IrInstr *p, double flops) {
   if (flops <= 0) return 0;
   int64_t elements = launch_elements(i, p);
@@ -254,10 +187,10 @@ static double compute_us(const DeviceProfile *d, const IrInstr *i, const IrInstr
   int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
   int sms = d && d->sm_count > 0 ? d->sm_count : 1;
   double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
-  int64_t per_fpu = (int64_t)(clock * 2);
-  if (per_fpu < 1) per_fpu = 1;
   double lanes = (double)(threads < fpus ? threads : fpus) * (double)(blocks < sms ? blocks : sms);
-  return flops / ((double)per_fpu * lanes) / 1000.0;
+  int64_t per_ns = (int64_t)(clock * 2 * lanes); /* CalculateEffectiveFlopsPerNs returns an integer */
+  if (per_ns < 1) per_ns = 1;
+  return flops / (double)per_ns / 1000.0;
 }
 
 /* CombineComputeAndMemoryAccessTime: compute and memory overlap, but not perfectly. */
@@ -290,64 +223,104 @@ static double read_us(const DeviceProfile *d, int64_t blocks, double net, double
 
 static double operand_size(const IrInstr *op) { return (double)ir_shape_bytes(&op->shape); }
 
-static double bytes_of(const IrInstr *i, const IrInstr *op) {
-  double b = 0;
-  for (int k = 0; k < i->noperands; k++)
-    if (i->operands[k] == op) {
-      /* The same operand in two slots of an elementwise op reads the same elements once. */
-      double x = (double)plan_operand_bytes_read(i, k);
-      if (ir_op_is_elementwise(i->op)) b = b > x ? b : x;
-      else b += x;
-    }
-  return b;
+/* EstimateRunTimeForInstruction: every operand slot is read as its cost analysis says (a slot
+ * that repeats an operand reads it again, as XLA counts it), the output written once. */
+void perf_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
+  memset(e, 0, sizeof *e);
+  if (!launches(i)) return;
+  HloCost c;
+  if (!hlo_cost_analyze(i, &c)) {
+    hlo_cost_free(&c);
+    return;
+  }
+  e->blocks = launch_blocks(i, NULL);
+  for (int k = 0; k < i->noperands; k++) {
+    int first = hlo_cost_operand_index(i, i->operands[k]);
+    double total = c.op_bytes[first >= 0 ? first : k];
+    double size = operand_size(i->operands[k]);
+    e->bytes_read += total;
+    e->read_us += read_us(d, e->blocks, total < size ? total : size, total);
+  }
+  e->bytes_written = c.out_bytes;
+  e->write_us = e->bytes_written / bw_bytes_per_us(d);
+  e->flops = c.flops;
+  e->compute_us = compute_us(d, i, NULL, e->flops);
+  e->exec_us = combine(e->compute_us, e->read_us + e->write_us);
+  hlo_cost_free(&c);
 }
 
 double perf_exec_us(const DeviceProfile *d, const IrInstr *i) {
-  if (!launches(i)) return 0;
-  double read = 0;
-  for (int k = 0; k < i->noperands; k++) {
-    bool dup = false;
-    for (int j = 0; j < k; j++) dup = dup || i->operands[j] == i->operands[k];
-    if (dup) continue;
-    double total = bytes_of(i, i->operands[k]);
-    double size = operand_size(i->operands[k]);
-    read += read_us(d, launch_blocks(i, NULL), total < size ? total : size, total);
-  }
-  double write = (double)plan_bytes_written(i) / bw_bytes_per_us(d);
-  return combine(compute_us(d, i, NULL, perf_flops(i)), read + write);
+  PerfEstimate e;
+  perf_estimate(d, i, &e);
+  return e.exec_us;
 }
 
-/* Bytes i reads of operand op (every operand slot that is op). */
+static bool is_user_of(const IrInstr *i, const IrInstr *op) { return hlo_cost_operand_index(i, op) >= 0; }
 
-/* EstimateRunTimeForFusion: consumer c with producer p inlined. Each operand of the fused kernel is
- * read as much as the producer reads it times the share of the producer's output c uses, plus what
- * c reads of it directly, less what both read of the same elements (GetSharedOperandBytesAccessed);
- * the kernel writes what c writes and computes the producer's arithmetic once per use. */
-double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
-  double pbytes = operand_size(p);
-  double util = pbytes > 0 ? bytes_of(c, p) / pbytes : 1;
-  double read = 0;
-  const IrInstr *seen[512];
-  int nseen = 0;
-  const IrInstr *both[2] = {c, p};
-  for (int s2 = 0; s2 < 2; s2++) {
-    const IrInstr *x = both[s2];
-    for (int k = 0; k < x->noperands; k++) {
-      const IrInstr *op = x->operands[k];
-      if (op == p) continue;
-      bool dup = false;
-      for (int j = 0; j < nseen; j++) dup = dup || seen[j] == op;
-      if (dup) continue;
-      if (nseen < 512) seen[nseen++] = op;
-      double via_p = bytes_of(p, op) * util, direct = bytes_of(c, op);
-      double common = via_p > 0 && direct > 0 ? (via_p < direct ? via_p : direct) : 0;
-      double total = via_p + direct - common, size = operand_size(op);
-      read += read_us(d, launch_blocks(c, p), total < size ? total : size, total);
-    }
+static bool fused_param(const HloCost *c, int k, const IrInstr **out) {
+  *out = c->body && k >= 0 && k < c->body->nparams ? c->body->params[k] : NULL;
+  return *out != NULL;
+}
+
+/* GetCommonUtilization: how much of operand (producer's slot pk) the producer and the consumer
+ * read in common, when the producer reads it elementwise from its root. */
+static double common_utilization(const HloCost *pc, int pk, const HloCost *cc) {
+  const IrInstr *p = pc->instr, *c = cc->instr, *op = p->operands[pk];
+  if (!is_user_of(c, op)) return 0;
+  bool elementwise = ir_op_is_elementwise(p->op);
+  const IrInstr *param;
+  if (!elementwise && pc->body && fused_param(pc, pk, &param))
+    elementwise = hlo_cost_common_elementwise(pc, param, pc->body->root) == 1.0;
+  if (!elementwise) return 0;
+  if (cc->body) {
+    const IrInstr *a, *b;
+    if (!fused_param(cc, hlo_cost_operand_index(c, op), &a) || !fused_param(cc, hlo_cost_operand_index(c, p), &b)) return 0;
+    return hlo_cost_common_elementwise(cc, a, b);
   }
-  double write = (double)plan_bytes_written(c) / bw_bytes_per_us(d);
-  double flops = perf_flops(c) + perf_flops(p) * (util > 0 ? util : 1);
-  return combine(compute_us(d, c, p, flops), read + write);
+  return ir_op_is_elementwise(c->op) ? 1 : 0;
+}
+
+/* EstimateRunTimeForFusion: consumer c with producer p inlined. Each distinct operand of the fused
+ * kernel is read as much as the producer reads it times the share of the producer's output c
+ * uses, plus what c reads of it directly, less what both read of the same elements
+ * (GetSharedOperandBytesAccessed); the kernel computes the producer's flops once per use and
+ * writes what c writes. */
+double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
+  HloCost pc, cc;
+  bool ok = hlo_cost_analyze(p, &pc) & hlo_cost_analyze(c, &cc);
+  double t = 0;
+  if (ok) {
+    int pk = hlo_cost_operand_index(c, p);
+    double util = pk >= 0 ? cc.op_util[pk] : 0;
+    int64_t blocks = launch_blocks(c, p);
+    double read = 0;
+    const IrInstr *seen[512];
+    int nseen = 0;
+    const IrInstr *both[2] = {p, c};
+    for (int s2 = 0; s2 < 2; s2++) {
+      const IrInstr *x = both[s2];
+      for (int k = 0; k < x->noperands; k++) {
+        const IrInstr *op = x->operands[k];
+        if (op == p) continue;
+        bool dup = false;
+        for (int j = 0; j < nseen; j++) dup = dup || seen[j] == op;
+        if (dup) continue;
+        if (nseen < 512) seen[nseen++] = op;
+        int kp = hlo_cost_operand_index(p, op), kc = hlo_cost_operand_index(c, op);
+        double by_p = kp >= 0 ? pc.op_bytes[kp] : 0, by_c = kc >= 0 ? cc.op_bytes[kc] : 0;
+        double common = kp >= 0 ? common_utilization(&pc, kp, &cc) : 0;
+        double size = operand_size(op);
+        double total = round(by_p * util) + by_c - round(size * common);
+        read += read_us(d, blocks, total < size ? total : size, total);
+      }
+    }
+    double write = cc.out_bytes / bw_bytes_per_us(d);
+    double flops = pc.flops * util + cc.flops;
+    t = combine(compute_us(d, c, p, flops), read + write);
+  }
+  hlo_cost_free(&pc);
+  hlo_cost_free(&cc);
+  return t;
 }
 
 /* ---------- heroes and emitters (XLA's HloFusionAnalysis) ---------- */

@@ -58,6 +58,38 @@ bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged,
 /* GpuHloCostAnalysis's flops of an instruction or fusion (elementwise ops by XLA's measured H100
  * op profile, default 3 a element). */
 double perf_flops(const IrInstr *i);
+/* ---------- GpuHloCostAnalysis (fusion_cost.c) ---------- */
+
+/* What XLA's cost analysis counts for one instruction: flops, the bytes and share of each operand
+ * slot it reads, the bytes it writes; for a fusion also, per body instruction (indexed like
+ * body->instrs), how much of it is used, how often it is emitted and which elementwise-use roots
+ * it feeds. */
+typedef struct {
+  const IrInstr *instr;
+  double flops, out_bytes;
+  int n;
+  double *op_bytes, *op_util; /* per operand slot */
+  const IrComputation *body;  /* fusions only */
+  double *util, *times, *root_util, *root_ir;
+  int **roots, *nroots, *caps;
+} HloCost;
+/* Fills c for i; false on allocation failure (c is then safe to free). */
+bool hlo_cost_analyze(const IrInstr *i, HloCost *c);
+void hlo_cost_free(HloCost *c);
+/* flop_count of one non-fusion instruction. */
+double hlo_cost_instr_flops(const IrInstr *x);
+/* The first operand slot of i that is op, or -1. */
+int hlo_cost_operand_index(const IrInstr *i, const IrInstr *op);
+/* CommonElementwiseUtilization of two instructions of c's fused body. */
+double hlo_cost_common_elementwise(const HloCost *c, const IrInstr *a, const IrInstr *b);
+
+/* EstimateRunTimeData: what the cost model finds for one kernel (times in microseconds). */
+typedef struct {
+  double flops, bytes_read, bytes_written;
+  int64_t blocks;
+  double read_us, write_us, compute_us, exec_us;
+} PerfEstimate;
+void perf_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e);
 /* EstimateRunTimeForInstruction: one kernel's time without its launch, in microseconds. */
 double perf_exec_us(const DeviceProfile *d, const IrInstr *i);
 /* EstimateRunTimeForFusion: consumer c with producer p inlined. */

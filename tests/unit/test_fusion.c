@@ -2,6 +2,7 @@
  * it and a near-miss that fuses; each test asserts the producer/consumer pair, the code and the
  * numbers in the decision. Also the graph edits (fusion_build.c): wrap, fuse, multi-output,
  * siblings, unfuse, and the passes' results on small graphs. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 
@@ -1082,7 +1083,8 @@ static T *prio_fan(int users, int64_t n) {
 
 TEST(slower_if_fused_and_near_miss) {
   /* 1M floats on the rtx2080ti profile, XLA's cost model: 1 us per launch; memory at 616 GB/s;
-   * compute at int(2 x 1.545 GHz) = 3 flops per ns on each of 64 lanes x 68 SMs, an f32 add costing
+   * compute at 2 x 1.545 GHz flops per ns on each of 64 lanes x 68 SMs (rounded down to a whole
+   * number of flops per ns, CalculateEffectiveFlopsPerNs), an f32 add costing
    * 7 flops an element (XLA's measured op profile) and a negate the default 3; each kernel's time
    * memory + 5% of compute (CombineComputeAndMemoryAccessTime, 0.95 overlap). Duplicating the add
    * into 4 users moves 48 MiB instead of 44 MiB and saves one launch: slower. Into 3 users it
@@ -1092,7 +1094,7 @@ TEST(slower_if_fused_and_near_miss) {
   const Rec *r = find(&t->log, "add.1", "negate.10");
   CHECK(r && !r->accepted);
   CHECK_STR(r ? r->reason : NULL, "slower_if_fused");
-  double mb = 1024.0 * 1024.0 * 4.0, el = 1024.0 * 1024.0, fl = 3.0 * 64 * 68 * 1000, bw = 616e3;
+  double mb = 1024.0 * 1024.0 * 4.0, el = 1024.0 * 1024.0, fl = floor(2 * 1.545 * 64 * 68) * 1000, bw = 616e3;
   double add_us = 3 * mb / bw + 0.05 * 7 * el / fl, neg_us = 2 * mb / bw + 0.05 * 3 * el / fl;
   double fused_us = 3 * mb / bw + 0.05 * 10 * el / fl; /* reads x and y, writes; add + negate */
   double unf = 5 * 1.0 + add_us + 4 * neg_us, fus = 4 * 1.0 + 4 * fused_us;

@@ -10,7 +10,8 @@
  *     choice (the highest (priority, id) among eligible producers) is compared with XLA's (modules
  *     of at most 3000 instructions: the check evaluates every producer).
  *
- * Usage: replay [--device NAME] [--quiet] [--reasons] [--floor-times F] [--floor-ineligible F]
+ * Usage: replay [--device NAME] [--quiet] [--reasons] [--floor-times F] [--floor-ineligible F] [--show NAME]
+ *               [--estimates PRE_FUSION.hlo]
  *               PRE_FUSION.hlo DUMP.txt [PRE DUMP ...]
  * Prints one line per module and the totals; the reason table with --reasons. Exit 0; 1 when the
  * share of agreeing steps falls below a floor; 2 on bad input. XLA logs an update of a producer
@@ -126,6 +127,47 @@ static IrInstr *our_choice(PassContext *cx, IrModule *m, const char *comp_of) {
   return best;
 }
 
+/* --show NAME: the producer and its users as HLO, with fused computations, where its times differ. */
+static const char *show;
+
+static void show_instr(const IrInstr *i) {
+  char buf[4096];
+  hlo_format_instr(i, buf, sizeof buf);
+  printf("      %s\n", buf);
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  for (int k = 0; fc && k < fc->ninstrs; k++) {
+    hlo_format_instr(fc->instrs[k], buf, sizeof buf);
+    printf("          %s\n", buf);
+  }
+}
+
+static void show_pair(const IrInstr *p) {
+  show_instr(p);
+  for (int u = 0; u < p->nusers; u++) show_instr(p->users[u]);
+}
+
+/* --estimates PRE_FUSION.hlo: the cost model's estimate of every entry instruction as one kernel
+ * (EstimateRunTimeForInstruction), one line each: name flops bytes_read bytes_written blocks
+ * read_us write_us compute_us exec_us. */
+static int estimates(const char *pre, const DeviceProfile *dev) {
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_load_file(pre, &err);
+  if (!m) {
+    fx_error_print(stderr, &err);
+    return 2;
+  }
+  IrComputation *e = m->entry;
+  for (int k = 0; e && k < e->ninstrs; k++) {
+    PerfEstimate est;
+    perf_estimate(dev, e->instrs[k], &est);
+    printf("%s %.0f %.0f %.0f %lld %.6f %.6f %.6f %.6f\n", e->instrs[k]->name, est.flops, est.bytes_read,
+           est.bytes_written, (long long)est.blocks, est.read_us, est.write_us, est.compute_us, est.exec_us);
+  }
+  ir_module_free(m);
+  return 0;
+}
+
 static bool close_to(double ours, double xla) {
   double d = fabs(ours - xla), s = fabs(xla) > 1e-9 ? fabs(xla) : 1e-9;
   return d / s <= 0.10;
@@ -199,9 +241,11 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
         if (p->id < nqueued) queued[p->id] = us_unfused - us_fused >= 0;
         if (priority_fusion_judge(&cx, p, &j) && close_to(j.us_fused, us_fused) && close_to(j.us_unfused, us_unfused))
           t->updates_close++;
-        else if (!quiet)
+        else if (!quiet) {
           printf("  time   %-28s XLA %.3f/%.3f us, fxplain %.3f/%.3f us (fused/unfused)\n", producer, us_fused,
                  us_unfused, j.us_fused, j.us_unfused);
+          if (show && strcmp(show, producer) == 0) show_pair(p);
+        }
       } else if (strcmp(kind, "producer_ineligible") == 0) {
         t->ineligible++;
         if (p->id < nqueued) queued[p->id] = false;
@@ -259,6 +303,8 @@ int main(int argc, char **argv) {
   for (; k < argc && argv[k][0] == '-'; k++) {
     if (strcmp(argv[k], "--device") == 0 && k + 1 < argc) dev = device_lookup(argv[++k]);
     else if (strcmp(argv[k], "--quiet") == 0) quiet = true;
+    else if (strcmp(argv[k], "--show") == 0 && k + 1 < argc) show = argv[++k];
+    else if (strcmp(argv[k], "--estimates") == 0 && k + 1 < argc) return estimates(argv[k + 1], dev);
     else if (strcmp(argv[k], "--reasons") == 0) show_reasons = true;
     else if (strcmp(argv[k], "--floor-times") == 0 && k + 1 < argc) floor_times = atof(argv[++k]);
     else if (strcmp(argv[k], "--floor-ineligible") == 0 && k + 1 < argc) floor_inel = atof(argv[++k]);
