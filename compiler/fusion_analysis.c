@@ -384,101 +384,34 @@ static bool invalidates_cache(IrOpcode op) {
          op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
 }
 
-/* How many times the emitter writes out each instruction of fusion f's body: an elementwise op is
- * emitted once for every "root" it feeds through elementwise ops; a non-elementwise user (a
- * broadcast, a slice, a reduce) makes its operand a root of its own, emitted as often as that
- * user. Fills times[] (indexed like fc->instrs) and returns false on allocation failure. */
-static bool emission_counts(const IrComputation *fc, double *times) {
-  int n = fc->ninstrs;
-  double *root_ir = fx_calloc((size_t)(n ? n : 1), sizeof(double));
-  /* roots[k]: the indices of the roots instruction k feeds elementwise, kept as a list. */
-  int **roots = fx_calloc((size_t)(n ? n : 1), sizeof(int *));
-  int *nroots = fx_calloc((size_t)(n ? n : 1), sizeof(int));
-  int *caps = fx_calloc((size_t)(n ? n : 1), sizeof(int));
-  bool ok = root_ir && roots && nroots && caps;
-  for (int k = 0; ok && k < n; k++) fc->instrs[k]->aux = (void *)(intptr_t)(k + 1);
-#define ADD_ROOT(dst, r)                                                                  \
-  do {                                                                                    \
-    int root_ = (r);                                                                      \
-    bool have = false;                                                                    \
-    for (int j_ = 0; j_ < nroots[dst]; j_++) have = have || roots[dst][j_] == root_;      \
-    if (!have) {                                                                          \
-      if (nroots[dst] == caps[dst]) {                                                     \
-        int nc = caps[dst] ? caps[dst] * 2 : 4;                                           \
-        int *nr = fx_realloc(roots[dst], sizeof(int) * (size_t)nc);                       \
-        if (!nr) {                                                                        \
-          ok = false;                                                                     \
-          break;                                                                          \
-        }                                                                                 \
-        roots[dst] = nr;                                                                  \
-        caps[dst] = nc;                                                                   \
-      }                                                                                   \
-      roots[dst][nroots[dst]++] = root_;                                                  \
-    }                                                                                     \
-  } while (0)
-  int rootk = -1;
-  for (int k = 0; ok && k < n; k++)
-    if (fc->instrs[k] == fc->root) rootk = k;
-  if (ok && rootk >= 0) {
-    root_ir[rootk] = 1;
-    ADD_ROOT(rootk, rootk);
-  }
-  for (int k = n - 1; ok && k >= 0; k--) {
-    const IrInstr *x = fc->instrs[k];
-    double t = 0;
-    for (int q = 0; q < nroots[k]; q++) t += root_ir[roots[k][q]];
-    times[k] = t;
-    bool passes = ir_op_is_elementwise(x->op) || x->op == IR_OP_TUPLE || x->op == IR_OP_GET_TUPLE_ELEMENT;
-    for (int o = 0; ok && o < x->noperands; o++) {
-      intptr_t tag = (intptr_t)x->operands[o]->aux;
-      if (tag <= 0 || tag > n || fc->instrs[tag - 1] != x->operands[o]) continue;
-      int ok_ = (int)tag - 1;
-      if (passes) {
-        for (int q = 0; ok && q < nroots[k]; q++) ADD_ROOT(ok_, roots[k][q]);
-      } else {
-        ADD_ROOT(ok_, ok_);
-        root_ir[ok_] += t;
-      }
-    }
-  }
-#undef ADD_ROOT
-  for (int k = 0; k < n; k++) {
-    fc->instrs[k]->aux = NULL;
-    if (roots) fx_free(roots[k]);
-  }
-  fx_free(roots);
-  fx_free(nroots);
-  fx_free(caps);
-  fx_free(root_ir);
-  return ok;
-}
-
+/* IrSize and IrBasicBlockSplitCount from the emission counts of the cost analysis: how many
+ * times the emitter writes out each instruction of a fusion's body. */
 bool fusion_ir_size(const IrInstr *i, double *size, double *splits, const IrInstr *param_of, double *param_size) {
   *size = 1;
   *splits = invalidates_cache(i->op) ? 1 : 0;
   if (param_size) *param_size = 1;
   IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
   if (!fc) return true;
-  double *times = fx_calloc((size_t)(fc->ninstrs ? fc->ninstrs : 1), sizeof(double));
-  if (!times || !emission_counts(fc, times)) {
-    fx_free(times);
+  HloCost c;
+  if (!hlo_cost_analyze(i, &c)) {
+    hlo_cost_free(&c);
     return false;
   }
   *size = 0;
   *splits = 0;
   for (int k = 0; k < fc->ninstrs; k++) {
-    *size += times[k];
-    if (invalidates_cache(fc->instrs[k]->op)) *splits += times[k];
+    *size += c.times[k];
+    if (invalidates_cache(fc->instrs[k]->op)) *splits += c.times[k];
   }
   if (param_of && param_size) {
     double rep = 0;
     for (int o = 0; o < i->noperands && o < fc->nparams; o++)
       if (i->operands[o] == param_of && fc->params[o])
         for (int k = 0; k < fc->ninstrs; k++)
-          if (fc->instrs[k] == fc->params[o]) rep += times[k];
+          if (fc->instrs[k] == fc->params[o]) rep += c.times[k];
     *param_size = rep > 0 ? rep : 1;
   }
-  fx_free(times);
+  hlo_cost_free(&c);
   return true;
 }
 
