@@ -90,7 +90,10 @@ static const IrInstr *inside_operand(const IrInstr *x, const IrInstr *c, const I
 /* Whether the fusion of p into c (p may be NULL: c alone) is a reduction fusion in XLA's
  * HloFusionAnalysis: some root's hero, found through single-operand elementwise ops and bitcasts,
  * is a reduction from or to contiguous dimensions. */
-bool fusion_reduction_emitter(const IrInstr *c, const IrInstr *p) {
+/* The heroes of the fusion of p into c (p may be NULL): each root of c, followed into p where
+ * it is p's output, then up through single-operand elementwise ops and bitcasts across both
+ * bodies (HloFusionAnalysis's FindNonTrivialHero on the producer-consumer fusion). */
+static int pair_heroes(const IrInstr *c, const IrInstr *p, const IrInstr **out, int max) {
   const IrInstr *r = fusion_fused_root(c);
   const IrInstr *roots[64];
   int n = 0;
@@ -98,7 +101,8 @@ bool fusion_reduction_emitter(const IrInstr *c, const IrInstr *p) {
     for (int k = 0; k < r->noperands && n < 64; k++) roots[n++] = r->operands[k];
   else
     roots[n++] = r;
-  for (int k = 0; k < n; k++) {
+  int m = 0;
+  for (int k = 0; k < n && m < max; k++) {
     const IrInstr *h = roots[k];
     if (h->op == IR_OP_PARAMETER && c->op == IR_OP_FUSION && p && h->param_number >= 0 &&
         h->param_number < c->noperands && c->operands[h->param_number] == p)
@@ -108,9 +112,83 @@ bool fusion_reduction_emitter(const IrInstr *c, const IrInstr *p) {
       if (!o) break;
       h = o;
     }
-    if (h->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(h)) return true;
+    out[m++] = h;
+  }
+  return m;
+}
+
+bool fusion_reduction_emitter(const IrInstr *c, const IrInstr *p) {
+  const IrInstr *h[64];
+  int n = pair_heroes(c, p, h, 64);
+  for (int k = 0; k < n; k++)
+    if (h[k]->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(h[k])) return true;
+  return false;
+}
+
+/* Whether the fusion of p into c would get XLA's transpose emitter: no reduction hero, and a hero
+ * that is a tiled transpose. */
+static bool pair_transpose_emitter(const IrInstr *c, const IrInstr *p) {
+  if (fusion_reduction_emitter(c, p)) return false;
+  const IrInstr *h[64];
+  int n = pair_heroes(c, p, h, 64);
+  for (int k = 0; k < n; k++)
+    if (fusion_tiled_transpose(h[k])) return true;
+  return false;
+}
+
+/* The first dimension, minor to major, that is not of size 1 (default layout when none). */
+static int first_nonunit_minor(const IrShape *s) {
+  for (int k = 0; k < s->rank; k++) {
+    int d = s->has_layout && s->minor_to_major ? s->minor_to_major[k] : s->rank - 1 - k;
+    if (s->dims[d] != 1) return d;
+  }
+  return -1;
+}
+
+/* TransposesMinorDimension: a transpose or copy that changes which dimension is minor (unit
+ * dimensions aside). */
+static bool transposes_minor(const IrInstr *x) {
+  if (x->noperands < 1) return false;
+  const IrShape *in = &x->operands[0]->shape, *out = &x->shape;
+  if (x->op == IR_OP_COPY) return ir_shape_is_array(in) && first_nonunit_minor(in) != first_nonunit_minor(out);
+  if (x->op != IR_OP_TRANSPOSE) return false;
+  int64_t perm[IR_MAX_RANK];
+  int n = ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK);
+  int o = first_nonunit_minor(out);
+  if (n != out->rank || o < 0) return false;
+  return perm[o] != first_nonunit_minor(in);
+}
+
+/* IsReadCoalescedHeuristic's is_broadcast: the transposed value is a broadcast or an iota,
+ * through bitcasts and elementwise ops. */
+static bool from_broadcast(const IrInstr *x) {
+  for (int guard = 0; guard < 100000; guard++) {
+    if (x->op == IR_OP_BROADCAST || x->op == IR_OP_IOTA) return true;
+    if (x->noperands != 1 || (x->op != IR_OP_BITCAST && !ir_op_is_elementwise(x->op))) return false;
+    x = x->operands[0];
   }
   return false;
+}
+
+static bool bad_transpose(const IrInstr *i) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (transposes_minor(x) && !from_broadcast(x->operands[0])) return true;
+  }
+  return false;
+}
+
+/* IsReadCoalescedHeuristic: a transpose of the minor dimension outside the transpose emitter, or
+ * two row reductions fused together, break coalescing (p may be NULL: c alone). */
+static bool reads_coalesced(const IrInstr *c, const IrInstr *p) {
+  if (!(p ? pair_transpose_emitter(c, p) : fusion_emitter_kind(c) == FUSION_EMITTER_TRANSPOSE)) {
+    if (bad_transpose(c) || (p && bad_transpose(p))) return false;
+  }
+  if (p && fusion_reduction_emitter(c, p) && fusion_reduction_emitter(p, NULL) && fusion_reduction_emitter(c, NULL))
+    return false;
+  return true;
 }
 
 bool fusion_reads(const IrInstr *p, const IrInstr *x) {
@@ -120,6 +198,8 @@ bool fusion_reads(const IrInstr *p, const IrInstr *x) {
 }
 
 #define MEMORY_COMPUTE_PARALLELISM 0.95
+/* DeviceDescription's dram_to_l2_transaction_size_bytes (the target configs leave it out). */
+#define DRAM_TO_L2_TRANSACTION_BYTES 64.0
 
 static bool launches(const IrInstr *i) {
   switch (i->op) {
@@ -154,49 +234,109 @@ static const IrInstr *launch_hero(const IrInstr *i, const IrInstr *p, const IrIn
   return hero;
 }
 
-/* The elements the emitter runs over: a reduction's input, a dynamic-update-slice's update,
- * otherwise the output. */
-static int64_t launch_elements(const IrInstr *i, const IrInstr *p) {
+typedef struct {
+  int64_t blocks, threads;
+} Launch;
+
+/* MayPreventVectorization: ops after which the loop emitter does not unroll. */
+static bool prevents_vectorization(const IrInstr *i, const IrInstr *p) {
+  const IrInstr *both[2] = {i, p};
+  for (int s2 = 0; s2 < 2; s2++) {
+    const IrInstr *x = both[s2];
+    if (!x) continue;
+    IrComputation *fc = x->op == IR_OP_FUSION ? ir_fused_computation(x) : NULL;
+    int n = fc ? fc->ninstrs : 1;
+    for (int k = 0; k < n; k++) {
+      const IrInstr *y = fc ? fc->instrs[k] : x;
+      if (y->op == IR_OP_DOT || y->op == IR_OP_SORT) return true;
+      if (y->op == IR_OP_CONCATENATE && y->noperands > 10) return true; /* kMaxConcatArgumentsForUnrolling */
+      if (y->op == IR_OP_REDUCE && y->shape.type == IR_TUPLE && y->shape.ntuple > 1) return true;
+    }
+  }
+  return false;
+}
+
+/* CalculateLaunchDimensions with ComputeLoopFusionConfig: 128 threads a block, each thread
+ * unrolled over up to 4 elements when the kernel has at least as many elements as the GPU has
+ * threads; one thread for a single element. */
+static Launch loop_launch(const DeviceProfile *d, int64_t e, bool may_unroll) {
+  Launch l = {1, 1};
+  if (e <= 1) return l;
+  int64_t max_threads = d && d->max_threads_per_sm > 0 && d->sm_count > 0 ? (int64_t)d->max_threads_per_sm * d->sm_count : 0;
+  int unroll = 1;
+  if (may_unroll && max_threads > 0 && e >= max_threads)
+    for (int f = 4; f > 1; f /= 2)
+      if (e % f == 0) {
+        unroll = f;
+        break;
+      }
+  int64_t n = (e + unroll - 1) / unroll;
+  l.threads = n < 128 ? n : 128;
+  l.blocks = (n + l.threads - 1) / l.threads;
+  return l;
+}
+
+/* The launch XLA's emitter would pick for i (with producer p fused in, when p is given):
+ * a reduction's threads each sum some 32 inputs (a small reduction runs in one block); the
+ * transpose emitter a block of 128 threads per 32x32 tile of the two swapped minor dimensions; the
+ * concatenate emitter runs over its largest operand; the in-place dynamic-update-slice emitter over
+ * the update; the loop emitter over the output (EstimateFusionLaunchDimensions). */
+static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInstr *p) {
   const IrInstr *h;
   const IrInstr *hero = launch_hero(i, p, &h);
-  if (fusion_contiguous_reduce(hero) && hero->noperands) return ir_shape_elements(&hero->operands[0]->shape);
+  if (fusion_contiguous_reduce(hero) && hero->noperands) {
+    int64_t e = ir_shape_elements(&hero->operands[0]->shape);
+    Launch l = {e > 4096 ? (e + 4095) / 4096 : 1, 128};
+    return l;
+  }
+  if (p ? pair_transpose_emitter(i, p) : fusion_emitter_kind(i) == FUSION_EMITTER_TRANSPOSE) {
+    const IrInstr *t[64];
+    int n = pair_heroes(i, p, t, 64);
+    for (int k = 0; k < n; k++)
+      if (fusion_tiled_transpose(t[k])) {
+        const IrShape *out = &t[k]->shape, *in = &t[k]->operands[0]->shape;
+        int64_t a = in->dims[in->rank - 1], b = out->dims[out->rank - 1], e = ir_shape_elements(out);
+        int64_t batch = a > 0 && b > 0 ? e / (a * b) : 1;
+        Launch l = {(batch > 0 ? batch : 1) * ((a + 31) / 32) * ((b + 31) / 32), 128};
+        return l;
+      }
+  }
   if (h->op == IR_OP_DYNAMIC_UPDATE_SLICE && h->noperands > 1)
-    return ir_shape_elements(&h->operands[1]->shape); /* the in-place emitter runs over the update */
-  return ir_shape_is_array(&h->shape) ? ir_shape_elements(&h->shape) : 1;
+    return loop_launch(d, ir_shape_elements(&h->operands[1]->shape), false);
+  if (h->op == IR_OP_CONCATENATE && !(i->op == IR_OP_FUSION && fusion_fused_root(i)->op == IR_OP_TUPLE)) {
+    int64_t largest = 0;
+    for (int k = 0; k < h->noperands; k++) {
+      int64_t e = ir_shape_elements(&h->operands[k]->shape);
+      largest = e > largest ? e : largest;
+    }
+    return loop_launch(d, largest, !prevents_vectorization(i, p));
+  }
+  return loop_launch(d, ir_shape_is_array(&h->shape) ? ir_shape_elements(&h->shape) : 1, !prevents_vectorization(i, p));
 }
 
-/* The blocks XLA launches: 128 threads a block, one element a thread; a reduction's 128 threads
- * each sum some 32 inputs (a small reduction runs in one block). */
-static int64_t launch_blocks(const IrInstr *i, const IrInstr *p) {
-  const IrInstr *h;
-  const IrInstr *hero = launch_hero(i, p, &h);
-  int64_t e = launch_elements(i, p);
-  if (fusion_contiguous_reduce(hero)) return e > 4096 ? (e + 4095) / 4096 : 1;
-  return e > 1 ? (e + 127) / 128 : 1;
-}
+static int64_t launch_blocks(const DeviceProfile *d, const IrInstr *i, const IrInstr *p) { return launch_dims(d, i, p).blocks; }
 
-/* ComputeTime with the launch dimensions XLA's loop emitter would pick (CalculateLaunchDimensions:
- * up to 128 threads a block, one element a thread): a small kernel keeps few lanes busy. Each
+/* XLA's durations are absl::Durations: whole quarters of a nanosecond. */
+static double quarter_ns(double us) { return round(us * 4000.0) / 4000.0; }
+
+/* ComputeTime with the launch XLA's emitter picks: a small kernel keeps few lanes busy. Each
  * lane does clock x 2 flops a nanosecond (CalculateEffectiveFlopsPerNs). */
 static double compute_us(const DeviceProfile *d, const IrInstr *i, const IrInstr *p, double flops) {
   if (flops <= 0) return 0;
-  int64_t elements = launch_elements(i, p);
-  if (elements < 1) elements = 1;
-  int64_t threads = elements < 128 ? elements : 128;
-  int64_t blocks = (elements + threads - 1) / threads;
+  Launch l = launch_dims(d, i, p);
   int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
   int sms = d && d->sm_count > 0 ? d->sm_count : 1;
   double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
-  double lanes = (double)(threads < fpus ? threads : fpus) * (double)(blocks < sms ? blocks : sms);
+  double lanes = (double)(l.threads < fpus ? l.threads : fpus) * (double)(l.blocks < sms ? l.blocks : sms);
   int64_t per_ns = (int64_t)(clock * 2 * lanes); /* CalculateEffectiveFlopsPerNs returns an integer */
   if (per_ns < 1) per_ns = 1;
-  return flops / (double)per_ns / 1000.0;
+  return quarter_ns(flops / (double)per_ns / 1000.0);
 }
 
 /* CombineComputeAndMemoryAccessTime: compute and memory overlap, but not perfectly. */
 static double combine(double compute, double memory) {
   double lo = compute < memory ? compute : memory;
-  return compute + memory - MEMORY_COMPUTE_PARALLELISM * lo;
+  return compute + memory - quarter_ns(MEMORY_COMPUTE_PARALLELISM * lo);
 }
 
 /* EstimateRunTimeForInstruction: one kernel, without the launch. */
@@ -210,15 +350,24 @@ static double adjust_bw(const DeviceProfile *d, double bw, int64_t blocks) {
   return bw < max_bw ? bw : max_bw;
 }
 
-static double read_us(const DeviceProfile *d, int64_t blocks, double net, double total) {
+/* ReadTimeWithDRAMHeuristic; an uncoalesced read uses one element of each DRAM-to-L2
+ * transaction (GetCoalescingUtilizationRate), for the first read and for re-reads that miss L2. */
+static double read_us(const DeviceProfile *d, int64_t blocks, double net, double total, const IrInstr *op, bool coalesced) {
   double bw = bw_bytes_per_us(d);
+  double rate = 1;
+  if (!coalesced) {
+    int elem = op && ir_shape_is_array(&op->shape) ? ir_type_bytes(op->shape.type) : 4;
+    rate = (double)(elem > 0 ? elem : 4) / DRAM_TO_L2_TRANSACTION_BYTES;
+  }
   double first = net < total ? net : total;
   double rest_bw = bw;
   if (d && d->l2_cache_bytes > 0 && net < (double)d->l2_cache_bytes) {
     rest_bw *= 2.5; /* kL2CacheSpeedup */
     if (d->l1_cache_bytes_per_sm > 0 && net < (double)d->l1_cache_bytes_per_sm * d->sm_count) rest_bw *= 8; /* kL1CacheSpeedup */
+  } else {
+    rest_bw *= rate;
   }
-  return first / adjust_bw(d, bw, blocks) + (total - first) / adjust_bw(d, rest_bw, blocks);
+  return quarter_ns(first / adjust_bw(d, bw * rate, blocks)) + quarter_ns((total - first) / adjust_bw(d, rest_bw, blocks));
 }
 
 static double operand_size(const IrInstr *op) { return (double)ir_shape_bytes(&op->shape); }
@@ -233,16 +382,17 @@ void perf_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
     hlo_cost_free(&c);
     return;
   }
-  e->blocks = launch_blocks(i, NULL);
+  e->blocks = launch_blocks(d, i, NULL);
+  bool coalesced = reads_coalesced(i, NULL);
   for (int k = 0; k < i->noperands; k++) {
     int first = hlo_cost_operand_index(i, i->operands[k]);
     double total = c.op_bytes[first >= 0 ? first : k];
     double size = operand_size(i->operands[k]);
     e->bytes_read += total;
-    e->read_us += read_us(d, e->blocks, total < size ? total : size, total);
+    e->read_us += read_us(d, e->blocks, total < size ? total : size, total, i->operands[k], coalesced);
   }
   e->bytes_written = c.out_bytes;
-  e->write_us = e->bytes_written / bw_bytes_per_us(d);
+  e->write_us = quarter_ns(e->bytes_written / bw_bytes_per_us(d));
   e->flops = c.flops;
   e->compute_us = compute_us(d, i, NULL, e->flops);
   e->exec_us = combine(e->compute_us, e->read_us + e->write_us);
@@ -292,7 +442,8 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
   if (ok) {
     int pk = hlo_cost_operand_index(c, p);
     double util = pk >= 0 ? cc.op_util[pk] : 0;
-    int64_t blocks = launch_blocks(c, p);
+    int64_t blocks = launch_blocks(d, c, p);
+    bool coalesced = reads_coalesced(c, p);
     double read = 0;
     const IrInstr *seen[512];
     int nseen = 0;
@@ -311,10 +462,10 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
         double common = kp >= 0 ? common_utilization(&pc, kp, &cc) : 0;
         double size = operand_size(op);
         double total = round(by_p * util) + by_c - round(size * common);
-        read += read_us(d, blocks, total < size ? total : size, total);
+        read += read_us(d, blocks, total < size ? total : size, total, op, coalesced);
       }
     }
-    double write = cc.out_bytes / bw_bytes_per_us(d);
+    double write = quarter_ns(cc.out_bytes / bw_bytes_per_us(d));
     double flops = pc.flops * util + cc.flops;
     t = combine(compute_us(d, c, p, flops), read + write);
   }
