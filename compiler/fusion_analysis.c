@@ -226,13 +226,16 @@ double perf_flops(const IrInstr *i) {
 static const IrInstr *launch_hero(const IrInstr *i, const IrInstr *p, const IrInstr **h) {
   const IrInstr *r = fusion_fused_root(i);
   *h = r->op == IR_OP_TUPLE && r->noperands ? r->operands[0] : r;
-  const IrInstr *hero = fusion_hero(*h);
+  const IrInstr *heroes[64];
+  const IrInstr *hero = pair_heroes(i, p, heroes, 64) > 0 ? heroes[0] : *h;
   if (p && !fusion_contiguous_reduce(hero) && fusion_reduction_emitter(i, p)) {
     const IrInstr *ph = fusion_hero(fusion_fused_root(p));
     if (fusion_contiguous_reduce(ph)) hero = ph;
   }
   return hero;
 }
+
+static bool tiled_transpose(const IrInstr *x, int64_t *blocks);
 
 typedef struct {
   int64_t blocks, threads;
@@ -276,6 +279,117 @@ static Launch loop_launch(const DeviceProfile *d, int64_t e, bool may_unroll) {
   return l;
 }
 
+/* GetReductionKindAndContiguousComponents: the reduce's input as three extents, minor last:
+ * a row reduction (the minor-most dimension reduced) is {major reduced, kept, minor reduced}, a
+ * column reduction {major kept, reduced, minor kept}. Unit dimensions do not count. */
+static bool reduction_shape(const IrInstr *r, int64_t out[3]) {
+  const IrShape *in = &r->operands[0]->shape;
+  int64_t dims[IR_MAX_RANK];
+  int nd = ir_attr_dims(r, "dimensions", dims, IR_MAX_RANK);
+  bool reduced[IR_MAX_RANK] = {0};
+  for (int k = 0; k < nd; k++)
+    if (dims[k] >= 0 && dims[k] < in->rank) reduced[dims[k]] = true;
+  int64_t runs[3] = {1, 1, 1}; /* minor run first */
+  int run = -1, last = -1;
+  bool row = true, first = true;
+  for (int k = 0; k < in->rank; k++) {
+    int d = in->has_layout && in->minor_to_major ? in->minor_to_major[k] : in->rank - 1 - k;
+    if (d < 0 || d >= in->rank || in->dims[d] == 1) continue;
+    int r2 = reduced[d] ? 1 : 0;
+    if (first) {
+      row = r2 == 1;
+      first = false;
+    }
+    if (r2 != last) {
+      run++;
+      last = r2;
+    }
+    if (run < 3) runs[run] *= in->dims[d];
+  }
+  out[0] = runs[2];
+  out[1] = runs[1];
+  out[2] = runs[0];
+  return row;
+}
+
+/* GetVectorSizeForMlir: 2 elements a load for 32-bit inputs, up to 4 for narrower ones, when the
+ * minor extent is even and every thread keeps work. */
+static int reduction_vector(int64_t minor, int64_t threads, int in_bits) {
+  if (minor % 2 != 0 || threads * 2 > minor) return 1;
+  if (in_bits >= 32) return 2;
+  if (threads * 4 > minor) return 2;
+  return minor % 4 == 0 ? 4 : 2;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b : a; }
+
+/* The launch of XLA's reduction emitters (CreateReductionFusion): multi-row for short
+ * power-of-two rows, else row (16 reduced elements a thread, up to 1024 threads a row, rows packed
+ * to 256 threads a block); small column when the minor kept extent divides a warp, else column
+ * (32x32 threads, each block 32 x vector columns). */
+static Launch reduction_launch(const DeviceProfile *d, const IrInstr *r) {
+  int64_t s[3];
+  bool row = reduction_shape(r, s);
+  int bits = 8 * ir_type_bytes(r->operands[0]->shape.type);
+  int out_bits = 8 * ir_type_bytes(r->shape.type == IR_TUPLE && r->shape.ntuple ? r->shape.tuple[0].type : r->shape.type);
+  if (bits <= 0) bits = 32;
+  if (out_bits <= 0) out_bits = bits;
+  int sms = d && d->sm_count > 0 ? d->sm_count : 1;
+  Launch l;
+  if (row) {
+    int64_t minor = s[2], kept = s[1];
+    if (minor > 0 && (minor & (minor - 1)) == 0) {
+      /* MultiRowReductionFusion::TryCreate */
+      int small = bits < out_bits ? bits : out_bits, large = bits > out_bits ? bits : out_bits;
+      int64_t v = minor < 64 / small ? minor : 64 / small;
+      if (large >= 32 && 128 / large < v) v = 128 / large;
+      if (v < 1) v = 1;
+      if (minor <= 32 * v) {
+        for (;;) {
+          int64_t tr = minor / v, tk = kept * tr <= 256 ? kept : 256 / tr;
+          if (v <= 1 || ceil_div(kept, tk) >= sms) break;
+          v /= 2;
+        }
+        if (minor <= 32 * v) {
+          int64_t tr = minor / v, tk = kept * tr <= 256 ? kept : 256 / tr;
+          if (tk < 1) tk = 1;
+          l.blocks = ceil_div(kept, tk);
+          l.threads = tk * tr;
+          return l;
+        }
+      }
+    }
+    int64_t tr = ((ceil_div(minor, 16) + 31) / 32) * 32;
+    if (tr > 1024) tr = 1024;
+    int64_t tk = 1;
+    if (tr * 2 <= 256) tk = kept * tr <= 256 ? kept : 256 / tr;
+    int v = reduction_vector(minor, tr, bits);
+    int64_t in2 = minor / v, tile = 16 / v < ceil_div(in2, tr) ? 16 / v : ceil_div(in2, tr);
+    if (tile < 1) tile = 1;
+    l.blocks = ceil_div(kept, tk) * ceil_div(in2, tile * tr);
+    l.threads = tk * tr;
+    return l;
+  }
+  int64_t major = s[0], minor = s[2];
+  if (minor > 0 && 32 % minor == 0) {
+    /* SmallColumnReductionFusion */
+    int v = reduction_vector(s[1] * s[2], 32, bits);
+    int64_t threads = 128, shared = v * threads / minor;
+    while (shared > 32 && v > 1) {
+      v /= 2;
+      shared /= 2;
+    }
+    if (shared > 32) threads /= shared / 32;
+    l.blocks = major;
+    l.threads = threads;
+    return l;
+  }
+  int v = reduction_vector(minor, 32, bits);
+  l.blocks = major * ceil_div(minor, 32 * v);
+  l.threads = 1024;
+  return l;
+}
+
 /* The launch XLA's emitter would pick for i (with producer p fused in, when p is given):
  * a reduction's threads each sum some 32 inputs (a small reduction runs in one block); the
  * transpose emitter a block of 128 threads per 32x32 tile of the two swapped minor dimensions; the
@@ -284,26 +398,24 @@ static Launch loop_launch(const DeviceProfile *d, int64_t e, bool may_unroll) {
 static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInstr *p) {
   const IrInstr *h;
   const IrInstr *hero = launch_hero(i, p, &h);
-  if (fusion_contiguous_reduce(hero) && hero->noperands) {
-    int64_t e = ir_shape_elements(&hero->operands[0]->shape);
-    Launch l = {e > 4096 ? (e + 4095) / 4096 : 1, 128};
-    return l;
-  }
+  if (fusion_contiguous_reduce(hero) && hero->noperands) return reduction_launch(d, hero);
   if (p ? pair_transpose_emitter(i, p) : fusion_emitter_kind(i) == FUSION_EMITTER_TRANSPOSE) {
     const IrInstr *t[64];
+    Launch l;
     int n = pair_heroes(i, p, t, 64);
     for (int k = 0; k < n; k++)
-      if (fusion_tiled_transpose(t[k])) {
-        const IrShape *out = &t[k]->shape, *in = &t[k]->operands[0]->shape;
-        int64_t a = in->dims[in->rank - 1], b = out->dims[out->rank - 1], e = ir_shape_elements(out);
-        int64_t batch = a > 0 && b > 0 ? e / (a * b) : 1;
-        Launch l = {(batch > 0 ? batch : 1) * ((a + 31) / 32) * ((b + 31) / 32), 128};
+      if (tiled_transpose(t[k], &l.blocks)) {
+        l.threads = 128;
         return l;
       }
   }
   if (h->op == IR_OP_DYNAMIC_UPDATE_SLICE && h->noperands > 1)
     return loop_launch(d, ir_shape_elements(&h->operands[1]->shape), false);
-  if (h->op == IR_OP_CONCATENATE && !(i->op == IR_OP_FUSION && fusion_fused_root(i)->op == IR_OP_TUPLE)) {
+  if (h->op == IR_OP_SCATTER && h->noperands >= 3) /* the scatter emitter runs over the updates */
+    return loop_launch(d, ir_shape_elements(&h->operands[h->noperands - 1]->shape), false);
+  if (hero->op == IR_OP_CONCATENATE && hero->noperands <= 4 && !(i->op == IR_OP_FUSION && fusion_fused_root(i)->op == IR_OP_TUPLE)) {
+    /* UseConcatenateFusion: one concatenate hero of at most 4 operands. */
+    h = hero;
     int64_t largest = 0;
     for (int k = 0; k < h->noperands; k++) {
       int64_t e = ir_shape_elements(&h->operands[k]->shape);
@@ -490,15 +602,71 @@ const IrInstr *fusion_hero(const IrInstr *root) {
 
 /* GetDescriptionForTiledTransposeEmitter, in outline: a transpose (or layout-changing copy) that
  * moves the minor dimension, large enough in both tiled dimensions for the shared-memory tile. */
-bool fusion_tiled_transpose(const IrInstr *x) {
-  if (x->op != IR_OP_TRANSPOSE || x->noperands != 1 || x->shape.rank < 2) return false;
-  int64_t perm[IR_MAX_RANK];
-  int n = ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK);
+/* ShapeUtil::GetNormalizedLogicalTransposeShape: x's transpose with unit dimensions dropped and
+ * runs of dimensions that stay next to each other merged. Fills the output extents (out order)
+ * and, for each, the position of its input run; returns how many (0 when x is no transpose). */
+static int normalized_transpose(const IrInstr *x, int64_t *dims, int *perm) {
+  if (x->op != IR_OP_TRANSPOSE || x->noperands != 1) return 0;
+  int64_t p[IR_MAX_RANK];
   int r = x->shape.rank;
-  if (n != r || perm[r - 1] == r - 1) return false;
-  int64_t minor_out = x->shape.dims[r - 1], minor_in = x->operands[0]->shape.dims[r - 1];
-  return minor_out >= 16 && minor_in >= 16;
+  if (r < 1 || ir_attr_dims(x, "dimensions", p, IR_MAX_RANK) != r) return 0;
+  const IrShape *in = &x->operands[0]->shape;
+  int rank_of[IR_MAX_RANK], nin = 0;
+  for (int d = 0; d < r; d++) rank_of[d] = in->dims[d] != 1 ? nin++ : -1;
+  int n = 0, last = -2;
+  int64_t group[IR_MAX_RANK];
+  for (int k = 0; k < r; k++) {
+    if (x->shape.dims[k] == 1 || p[k] < 0 || p[k] >= r) continue;
+    int rk = rank_of[p[k]];
+    if (rk == last + 1 && n > 0) {
+      dims[n - 1] *= x->shape.dims[k];
+    } else {
+      group[n] = rk;
+      dims[n++] = x->shape.dims[k];
+    }
+    last = rk;
+  }
+  /* Number the runs by their order in the input. */
+  for (int j = 0; j < n; j++) {
+    int before = 0;
+    for (int q = 0; q < n; q++) before += group[q] < group[j];
+    perm[j] = before;
+  }
+  return n;
 }
+
+static bool big_enough(int64_t a, int64_t b) {
+  /* kMinDimensionToTransposeTiled, kMinDimensionToTransposeTiled2, kMinTotalDimensionsToTransposeTiled */
+  return (a >= 16 && b >= 16) || (a >= 8 && b >= 8 && a * b >= 64 * 128);
+}
+
+/* GetDescriptionForTiledTransposeEmitter: a transpose the shared-memory tiled emitter takes: the
+ * minor dimension changes and both the input's and the output's minor runs are large enough, or
+ * the minor dimension stays but is at most 64 bits wide and the next ones swap so. *blocks gets
+ * its launch: a block of 128 threads per 32x32 tile of the two runs, for every other element. */
+static bool tiled_transpose(const IrInstr *x, int64_t *blocks) {
+  int64_t d[IR_MAX_RANK];
+  int p[IR_MAX_RANK];
+  int n = normalized_transpose(x, d, p);
+  int64_t b = 0, total = 1, kept = 1;
+  for (int k = 0; k < n; k++) total *= d[k];
+  int m = n;
+  if (n >= 3 && p[n - 1] == n - 1 && d[n - 1] * 8 * ir_type_bytes(x->shape.type) <= 64) {
+    kept = d[n - 1];
+    m = n - 1;
+  }
+  if (m >= 2 && p[m - 1] != m - 1) {
+    int64_t in_minor = 0, out_minor = d[m - 1];
+    for (int k = 0; k < m; k++)
+      if (p[k] == m - 1) in_minor = d[k];
+    if (in_minor > 0 && big_enough(in_minor, out_minor))
+      b = (total / (in_minor * out_minor * kept)) * ((in_minor + 31) / 32) * ((out_minor + 31) / 32);
+  }
+  if (blocks) *blocks = b;
+  return b > 0;
+}
+
+bool fusion_tiled_transpose(const IrInstr *x) { return tiled_transpose(x, NULL); }
 
 static int roots_of(const IrInstr *i, const IrInstr **out, int max) {
   const IrInstr *r = fusion_fused_root(i);
@@ -522,7 +690,9 @@ FusionEmitter fusion_emitter_kind(const IrInstr *i) {
     if (fusion_contiguous_reduce(fusion_hero(roots[k]))) return FUSION_EMITTER_REDUCTION;
   for (int k = 0; k < n; k++)
     if (fusion_tiled_transpose(fusion_hero(roots[k]))) return FUSION_EMITTER_TRANSPOSE;
-  if (n == 1 && roots[0]->op == IR_OP_CONCATENATE) return FUSION_EMITTER_CONCATENATE;
+  if (n == 1 && roots[0]->op != IR_OP_TUPLE && fusion_hero(roots[0])->op == IR_OP_CONCATENATE &&
+      fusion_hero(roots[0])->noperands <= 4)
+    return FUSION_EMITTER_CONCATENATE;
   if (n == 1 && roots[0]->op == IR_OP_SCATTER) return FUSION_EMITTER_SCATTER;
   return FUSION_EMITTER_LOOP;
 }

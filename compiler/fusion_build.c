@@ -4,6 +4,7 @@
  * names) is the same whichever pass made it. */
 #include "fusion_build.h"
 
+#include "fusion_analysis.h"
 #include "fusion_rules.h"
 
 #include <stdio.h>
@@ -329,6 +330,13 @@ static void remove_fusion(IrInstr *f) {
 IrInstr *fusion_fuse(IrInstr *consumer, IrInstr *producer) {
   IrInstr *f = consumer->op == IR_OP_FUSION ? consumer : fusion_wrap(consumer, NULL);
   if (!f) return NULL;
+  /* A Triton fusion stays one: what is fused into or out of it becomes part of the Triton kernel
+   * (XLA's priority fusion gives the result the Triton fusion's kind and backend config). */
+  if (fusion_is_generic_triton(producer) && !fusion_is_generic_triton(f)) {
+    const char *bc = ir_attr_text(producer, "backend_config");
+    ir_attr_set_text(f, "kind", "kCustom");
+    if (bc) ir_attr_set_text(f, "backend_config", bc);
+  }
   IrComputation *fc = ir_fused_computation(f);
   bool others = false;
   for (int u = 0; u < producer->nusers; u++)

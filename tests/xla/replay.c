@@ -111,11 +111,13 @@ static IrInstr *our_choice(PassContext *cx, IrModule *m, const char *comp_of) {
       continue;
     if (!fusion_xla_fusible(p, cx->settings) && !fusion_is_generic_triton(p)) continue;
     double prio;
+    PriorityJudgement j;
+    /* A bitcast comes first (the highest priority) when it can fuse; one that cannot was
+     * dequeued and dropped at once, which XLA's log does not record. */
+    if (!priority_fusion_judge(cx, p, &j) || !j.eligible) continue;
     if (p->op == IR_OP_BITCAST) {
       prio = INFINITY;
     } else {
-      PriorityJudgement j;
-      if (!priority_fusion_judge(cx, p, &j) || !j.eligible) continue;
       prio = j.us_unfused - j.us_fused;
       if (prio < 0) continue;
     }
@@ -265,8 +267,14 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
           /* Bitcasts all have infinite priority; XLA breaks their ties by its internal ids, which the
            * log does not record. */
           if (mine == p || (mine && mine->op == IR_OP_BITCAST && p->op == IR_OP_BITCAST)) t->dequeues_agree++;
-          else if (!quiet)
-            printf("  order  XLA fuses %s next, fxplain would take %s\n", producer, mine ? mine->name : "nothing");
+          else if (!quiet) {
+            PriorityJudgement jm;
+            if (mine && priority_fusion_judge(&cx, mine, &jm))
+              printf("  order  XLA fuses %s next, fxplain would take %s (%.3f/%.3f us fused/unfused)\n", producer,
+                     mine->name, jm.us_fused, jm.us_unfused);
+            else
+              printf("  order  XLA fuses %s next, fxplain would take %s\n", producer, mine ? mine->name : "nothing");
+          }
         }
         snprintf(last_producer, sizeof last_producer, "%s", producer);
         if (p->id < nqueued) queued[p->id] = false; /* dequeued */
