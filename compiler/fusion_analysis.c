@@ -59,17 +59,13 @@ bool fusion_xla_fusible(const IrInstr *i, const PassSettings *s) {
   }
 }
 
-/* XLA's IsIntermediate with one operand: what FindNonTrivialHero walks through. */
-bool fusion_intermediate(const IrInstr *x) {
-  if (x->noperands != 1) return false;
-  return ir_op_is_elementwise(x->op) || x->op == IR_OP_BITCAST || x->op == IR_OP_RESHAPE;
-}
 
-/* The operand x reads, followed across the fusion boundaries of consumer c and producer p (the
- * fusion being considered); NULL when it lies outside the fusion. */
-static const IrInstr *inside_operand(const IrInstr *x, const IrInstr *c, const IrInstr *p) {
-  const IrInstr *o = x->operands[0];
-  for (int guard = 0; guard < 4; guard++) {
+/* Operand k of x, followed across the fusion boundaries of consumer c and producer p (the
+ * fusion being considered; p may be NULL); NULL when it lies outside the fusion. */
+static const IrInstr *fused_operand(const IrInstr *x, int k, const IrInstr *c, const IrInstr *p) {
+  if (k < 0 || k >= x->noperands) return NULL;
+  const IrInstr *o = x->operands[k];
+  for (int guard = 0; guard < 4 && o; guard++) {
     if (o->op == IR_OP_PARAMETER && o->parent && !o->parent->is_entry) {
       const IrInstr *owner = NULL;
       if (c->op == IR_OP_FUSION && o->parent == ir_fused_computation(c)) owner = c;
@@ -79,12 +75,99 @@ static const IrInstr *inside_operand(const IrInstr *x, const IrInstr *c, const I
       if (owner == p) return NULL; /* a parameter of the producer: outside */
       continue;
     }
-    if (p && o == p) return fusion_fused_root(p)->op == IR_OP_TUPLE ? NULL : fusion_fused_root(p);
+    if (p && o == p) {
+      const IrInstr *r = fusion_fused_root(p);
+      return r->op == IR_OP_TUPLE ? NULL : r;
+    }
     if (o->parent && c->op == IR_OP_FUSION && o->parent == ir_fused_computation(c)) return o;
     if (p && p->op == IR_OP_FUSION && o->parent == ir_fused_computation(p)) return o;
     return NULL;
   }
   return NULL;
+}
+
+static int normalized_transpose(const IrInstr *x, int64_t *dims, int *perm);
+static bool tiled_transpose(const IrInstr *x, int64_t *blocks);
+
+/* IsIntermediate: an op with 1..allowed operands that moves no data: elementwise, a bitcast, a
+ * reshape or a transpose that only moves unit dimensions. */
+static bool intermediate(const IrInstr *x, int allowed) {
+  if (x->noperands == 0 || x->noperands > allowed) return false;
+  if (ir_op_is_elementwise(x->op)) return true;
+  if (x->op == IR_OP_BITCAST || x->op == IR_OP_RESHAPE) return true;
+  if (x->op == IR_OP_TRANSPOSE) {
+    int64_t d[IR_MAX_RANK];
+    int pm[IR_MAX_RANK];
+    return normalized_transpose(x, d, pm) <= 1;
+  }
+  return false;
+}
+
+/* FindNonTrivialHero(root, predicate): the one instruction matching pred reachable from h through
+ * intermediates of up to 3 operands (breadth first, not past a match); NULL when none or two. */
+static const IrInstr *find_unique_hero(const IrInstr *h, const IrInstr *c, const IrInstr *p, bool (*pred)(const IrInstr *)) {
+  const IrInstr *stack_buf[256];
+  const IrInstr **queue = stack_buf;
+  int cap = 256, head = 0, tail = 0;
+  const IrInstr *found = NULL;
+  queue[tail++] = h;
+  bool ok = true;
+  while (head < tail && ok) {
+    const IrInstr *x = queue[head++];
+    if (pred(x)) {
+      if (found && found != x) {
+        found = NULL;
+        break;
+      }
+      found = x;
+      continue;
+    }
+    if (!intermediate(x, 3)) continue;
+    for (int k = 0; k < x->noperands; k++) {
+      const IrInstr *o = fused_operand(x, k, c, p);
+      if (!o) continue;
+      bool seen = false;
+      for (int q = 0; q < tail && !seen; q++) seen = queue[q] == o;
+      if (seen) continue;
+      if (tail == cap) {
+        const IrInstr **nq = fx_malloc(sizeof *nq * (size_t)cap * 2);
+        if (!nq) {
+          ok = false;
+          found = NULL;
+          break;
+        }
+        memcpy(nq, queue, sizeof *nq * (size_t)tail);
+        if (queue != stack_buf) fx_free(queue);
+        queue = nq;
+        cap *= 2;
+      }
+      queue[tail++] = o;
+    }
+  }
+  if (queue != stack_buf) fx_free(queue);
+  return found;
+}
+
+bool fusion_intermediate(const IrInstr *x) { return intermediate(x, 1); }
+
+static bool is_tiled_transpose(const IrInstr *x) { return tiled_transpose(x, NULL); }
+static bool is_concatenate(const IrInstr *x) { return x->op == IR_OP_CONCATENATE; }
+
+/* FindNonTrivialHero: up the chain of single-operand intermediates; then a unique tiled transpose
+ * or concatenate through elementwise ops of up to 3 operands (the shared-memory transpose and
+ * concatenate emitters take those); a reduce at the end of the chain; else the root itself. */
+static const IrInstr *find_hero(const IrInstr *root, const IrInstr *c, const IrInstr *p) {
+  const IrInstr *h = root;
+  for (int guard = 0; guard < 100000 && intermediate(h, 1); guard++) {
+    const IrInstr *o = fused_operand(h, 0, c, p);
+    if (!o) break;
+    h = o;
+  }
+  const IrInstr *t = find_unique_hero(h, c, p, is_tiled_transpose);
+  if (t) return t;
+  t = find_unique_hero(h, c, p, is_concatenate);
+  if (t) return t;
+  return h->op == IR_OP_REDUCE ? h : root;
 }
 
 /* Whether the fusion of p into c (p may be NULL: c alone) is a reduction fusion in XLA's
@@ -107,12 +190,7 @@ static int pair_heroes(const IrInstr *c, const IrInstr *p, const IrInstr **out, 
     if (h->op == IR_OP_PARAMETER && c->op == IR_OP_FUSION && p && h->param_number >= 0 &&
         h->param_number < c->noperands && c->operands[h->param_number] == p)
       h = fusion_fused_root(p);
-    for (int guard = 0; guard < 100000 && fusion_intermediate(h); guard++) {
-      const IrInstr *o = inside_operand(h, c, p);
-      if (!o) break;
-      h = o;
-    }
-    out[m++] = h;
+    out[m++] = find_hero(h, c, p);
   }
   return m;
 }
@@ -588,20 +666,12 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
 
 /* ---------- heroes and emitters (XLA's HloFusionAnalysis) ---------- */
 
-/* FindNonTrivialHero inside one computation: up through single-operand elementwise ops, bitcasts
- * and reshapes, stopping at a parameter. */
+/* FindNonTrivialHero inside the fusion root belongs to (or for a lone instruction). */
 const IrInstr *fusion_hero(const IrInstr *root) {
-  const IrInstr *h = root;
-  for (int guard = 0; guard < 100000 && fusion_intermediate(h); guard++) {
-    const IrInstr *o = h->operands[0];
-    if (o->op == IR_OP_PARAMETER && o->parent && !o->parent->is_entry) break;
-    h = o;
-  }
-  return h;
+  const IrInstr *c = root->parent && root->parent->fusion_instr ? root->parent->fusion_instr : root;
+  return find_hero(root, c, NULL);
 }
 
-/* GetDescriptionForTiledTransposeEmitter, in outline: a transpose (or layout-changing copy) that
- * moves the minor dimension, large enough in both tiled dimensions for the shared-memory tile. */
 /* ShapeUtil::GetNormalizedLogicalTransposeShape: x's transpose with unit dimensions dropped and
  * runs of dimensions that stay next to each other merged. Fills the output extents (out order)
  * and, for each, the position of its input run; returns how many (0 when x is no transpose). */
@@ -699,17 +769,11 @@ FusionEmitter fusion_emitter_kind(const IrInstr *i) {
 
 /* ---------- IR size (GpuHloCostAnalysis::FusionCalculateUtilizations) ---------- */
 
-/* ElementalIrEmitter::OpInvalidatesCache: ops whose emitted code splits basic blocks. */
-static bool invalidates_cache(IrOpcode op) {
-  return op == IR_OP_CONCATENATE || op == IR_OP_DOT || op == IR_OP_DYNAMIC_UPDATE_SLICE || op == IR_OP_PAD ||
-         op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
-}
 
-/* IrSize and IrBasicBlockSplitCount from the emission counts of the cost analysis: how many
- * times the emitter writes out each instruction of a fusion's body. */
-bool fusion_ir_size(const IrInstr *i, double *size, double *splits, const IrInstr *param_of, double *param_size) {
+/* IrSize from the emission counts of the cost analysis: how many times the emitter writes out
+ * each instruction of a fusion's body. */
+bool fusion_ir_size(const IrInstr *i, double *size, const IrInstr *param_of, double *param_size) {
   *size = 1;
-  *splits = invalidates_cache(i->op) ? 1 : 0;
   if (param_size) *param_size = 1;
   IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
   if (!fc) return true;
@@ -719,11 +783,7 @@ bool fusion_ir_size(const IrInstr *i, double *size, double *splits, const IrInst
     return false;
   }
   *size = 0;
-  *splits = 0;
-  for (int k = 0; k < fc->ninstrs; k++) {
-    *size += c.times[k];
-    if (invalidates_cache(fc->instrs[k]->op)) *splits += c.times[k];
-  }
+  for (int k = 0; k < fc->ninstrs; k++) *size += c.times[k];
   if (param_of && param_size) {
     double rep = 0;
     for (int o = 0; o < i->noperands && o < fc->nparams; o++)
@@ -736,18 +796,12 @@ bool fusion_ir_size(const IrInstr *i, double *size, double *splits, const IrInst
   return true;
 }
 
-bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged, double *splits) {
-  double ps, psplit, cs, csplit, repl = 1;
-  if (!fusion_ir_size(p, &ps, &psplit, NULL, NULL) || !fusion_ir_size(c, &cs, &csplit, p, &repl)) {
+bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged) {
+  double ps, cs, repl = 1;
+  if (!fusion_ir_size(p, &ps, NULL, NULL) || !fusion_ir_size(c, &cs, p, &repl)) {
     *merged = 0;
-    *splits = 0;
     return false;
   }
-  *splits = repl * psplit + csplit;
-  if (*splits > FUSION_MAX_BB_SPLITS) {
-    *merged = (ps * repl + cs);
-    return true;
-  }
-  *merged = (ps * repl + cs) * (double)(1ll << (int)*splits);
+  *merged = ps * repl + cs;
   return *merged > FUSION_MAX_IR_SIZE;
 }

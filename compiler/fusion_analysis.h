@@ -40,17 +40,16 @@ FusionEmitter fusion_emitter_kind(const IrInstr *i);
 
 /* ---------- IR size (GpuHloCostAnalysis) ---------- */
 
-#define FUSION_MAX_BB_SPLITS 10 /* kMaxBasicBlockSplitsPerFusion */
-/* IrSize and IrBasicBlockSplitCount of an instruction or fusion: how many instructions the emitter
- * writes out (an instruction feeding several non-elementwise users is emitted once for each), and
- * how many of those split basic blocks. With param_of, also the IrSize of the fused parameter
- * through which i reads param_of: how often that producer's code would be emitted if fused.
- * Returns false on allocation failure. */
-bool fusion_ir_size(const IrInstr *i, double *size, double *splits, const IrInstr *param_of, double *param_size);
-/* ProducerConsumerMergedTooLarge: the merged fusion's IR, the producer once per emission, doubled
- * per basic-block split, over 10000 instructions, or over 10 splits. Fills the merged size and
- * the splits. */
-bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged, double *splits);
+/* IrSize of an instruction or fusion: how many instructions the emitter writes out (an
+ * instruction feeding several non-elementwise users is emitted once for each). With param_of,
+ * also the IrSize of the fused parameter through which i reads param_of: how often that
+ * producer's code would be emitted if fused. Returns false on allocation failure. */
+bool fusion_ir_size(const IrInstr *i, double *size, const IrInstr *param_of, double *param_size);
+/* ProducerConsumerMergedTooLarge as the XLA fxplain follows (jaxlib 0.10.2) has it: the producer's
+ * code once per emission of the consumer's parameter, plus the consumer's, over 10000
+ * instructions (kMaxIRSize). Later XLA versions also limit basic-block splits; this one does not
+ * (its log prints only "IR sizes: producer, consumer -> merged"). Fills the merged size. */
+bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged);
 
 /* ---------- XLA's GpuPerformanceModel ---------- */
 

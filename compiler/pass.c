@@ -128,7 +128,7 @@ static const Pass *const classic_passes[] = {
 static const Pass *const priority_passes[] = {
     /* simplification */
     &pass_call_inliner,
-    &pass_algsimp,
+    &pass_algsimp_current,
     &pass_constant_folding,
     &pass_while_simplifier,
     &pass_cse,

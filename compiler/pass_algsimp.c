@@ -10,6 +10,14 @@
  *   broadcast(broadcast(x)) -> one broadcast; a broadcast that adds nothing -> x
  *   slice(slice(x)) -> one slice; a slice that takes everything -> x
  *   slice(concatenate(a, b, ...)) inside one operand   -> slice of that operand (or the operand)
+ *
+ * In the priority pipeline (today's XLA) also what XLA's layout assignment and its layout-aware
+ * simplifier make of transposes: a transpose becomes a bitcast when it only changes the layout,
+ * so a slice of it reaches through to what was transposed (and from there into a concatenate):
+ *   slice(transpose(x))                                 -> transpose(slice(x))
+ *   a transpose that moves only dimensions of size 1    -> reshape
+ * The paper's XLA (classic pipeline) did not: the CartPole's `done` check read the concatenated
+ * state through its transpose, which is what made the concatenate a fusion boundary.
  *   concatenate(x)                                      -> x
  *
  * A rewrite that composes two instructions edits the outer one in place (it keeps its name, so
@@ -25,6 +33,7 @@
 typedef struct {
   PassContext *cx;
   int rewrites;
+  bool current; /* today's XLA: also what its layout assignment makes of transposes */
 } Simp;
 
 static void report(Simp *s, const char *action, const IrInstr *producer, const IrInstr *consumer, const char *result,
@@ -97,12 +106,32 @@ static bool try_reshape(Simp *s, IrInstr *i) {
   return false;
 }
 
+/* Whether the permutation keeps the order of every dimension larger than 1 (then the transpose
+ * moves no data: XLA's TransposeIsBitcast). */
+static bool moves_only_unit_dims(const IrInstr *x, const int64_t *p, int n) {
+  int64_t last = -1;
+  for (int k = 0; k < n; k++) {
+    if (p[k] < 0 || p[k] >= x->shape.rank) return false;
+    if (x->shape.dims[p[k]] == 1) continue;
+    if (p[k] < last) return false;
+    last = p[k];
+  }
+  return true;
+}
+
 static bool try_transpose(Simp *s, IrInstr *i) {
   IrInstr *x = i->operands[0];
   int64_t p[IR_MAX_RANK], q[IR_MAX_RANK];
   int n = ir_attr_dims(i, "dimensions", p, IR_MAX_RANK);
   if (n != i->shape.rank) return false;
   if (identity_perm(p, n)) return forward(s, i, x, "the permutation is the identity");
+  if (s->current && moves_only_unit_dims(x, p, n) && i->parent) {
+    IrInstr *r = ir_instr_new_before(i->parent, i, IR_OP_RESHAPE, &i->shape, &x, 1, NULL);
+    if (!r) return false;
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s only moves dimensions of size 1: a reshape", i->name);
+    return forward(s, i, r, msg);
+  }
   if (x->op != IR_OP_TRANSPOSE || x->noperands != 1) return false;
   if (ir_attr_dims(x, "dimensions", q, IR_MAX_RANK) != n) return false;
   /* out[k] = x[p[k]] = y[q[p[k]]] */
@@ -194,6 +223,36 @@ static bool try_slice(Simp *s, IrInstr *i) {
     simp_drop_dead(x);
     return true;
   }
+  if (s->current && x->op == IR_OP_TRANSPOSE && x->noperands == 1 && i->parent) {
+    /* slice(transpose(y)) = transpose(slice(y)): output dimension d of the transpose is y's
+     * dimension perm[d], so the bounds move there. */
+    int64_t perm[IR_MAX_RANK];
+    IrInstr *y = x->operands[0];
+    if (ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK) != n || y->shape.rank != n) return false;
+    int64_t yst[IR_MAX_RANK], ylim[IR_MAX_RANK], ystr[IR_MAX_RANK], ydims[IR_MAX_RANK];
+    for (int d = 0; d < n; d++) {
+      if (perm[d] < 0 || perm[d] >= n) return false;
+      yst[perm[d]] = st[d];
+      ylim[perm[d]] = lim[d];
+      ystr[perm[d]] = str[d];
+      ydims[perm[d]] = i->shape.dims[d];
+    }
+    IrShape sh = i->shape;
+    sh.dims = ydims;
+    sh.has_layout = false;
+    sh.minor_to_major = NULL;
+    IrInstr *ns = ir_instr_new_before(i->parent, i, IR_OP_SLICE, &sh, &y, 1, NULL);
+    if (!ns) return false;
+    set_slice(ns, yst, ylim, ystr, n);
+    IrInstr *t = ir_instr_new_before(i->parent, i, IR_OP_TRANSPOSE, &i->shape, &ns, 1, NULL);
+    if (!t) return false;
+    ir_attr_set_dims(t, "dimensions", perm, n);
+    snprintf(msg, sizeof msg, "slice of transpose: %s now slices %s before transposing it (as %s of %s)", i->name,
+             y->name, t->name, ns->name);
+    bool ok = forward(s, i, t, msg);
+    simp_drop_dead(x);
+    return ok;
+  }
   if (x->op == IR_OP_CONCATENATE && x->noperands >= 1) {
     int64_t cd;
     int64_t dims[1];
@@ -266,8 +325,8 @@ static bool try_one(Simp *s, IrInstr *i) {
   }
 }
 
-static bool run_algsimp(IrModule *m, PassContext *cx, bool *changed) {
-  Simp s = {cx, 0};
+static bool run(IrModule *m, PassContext *cx, bool *changed, bool current) {
+  Simp s = {cx, 0, current};
   for (int c = 0; c < m->ncomps; c++) {
     IrComputation *comp = m->comps[c];
     if (simp_is_fused_computation(comp)) continue;
@@ -291,6 +350,13 @@ static bool run_algsimp(IrModule *m, PassContext *cx, bool *changed) {
   return true;
 }
 
+static bool run_algsimp(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false); }
+static bool run_algsimp_current(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true); }
+
 const Pass pass_algsimp = {"algsimp",
                            "algebraic simplifier: identities (x*1, x+0, ...) and reshape/transpose/broadcast/slice chains",
                            run_algsimp};
+const Pass pass_algsimp_current = {"algsimp",
+                                   "algebraic simplifier as today's XLA runs it: identities, data-movement chains, "
+                                   "and slices reaching through transposes that only change the layout",
+                                   run_algsimp_current};

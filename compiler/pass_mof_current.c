@@ -306,10 +306,10 @@ static bool consumer_ok(const IrInstr *p, const IrInstr *c, const PassContext *c
                            p->name, o->name, c->name, p->name);
   }
   if (!fits_budget(p, c, cx, v)) return false;
-  double merged = 0, splits = 0;
-  if (fusion_merged_too_large(p, c, &merged, &splits))
-    return fusion_refuse(v, FR_IR_SIZE, "%s with %s would generate too large IR (%.0f instructions, %.0f basic-block "
-                         "splits)", p->name, c->name, merged, splits);
+  double merged = 0;
+  if (fusion_merged_too_large(p, c, &merged))
+    return fusion_refuse(v, FR_IR_SIZE, "%s with %s would generate too large IR (%.0f instructions)", p->name, c->name,
+                         merged);
   /* EstimateRunTimesForMultiOutputFusion: the producer's kernel and launch go, its output is still
    * written. */
   const DeviceProfile *d = cx->device;

@@ -416,19 +416,13 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
                          "fusing %s into %s would put %d unnested reductions in one kernel; limit %d", p->name,
                          c->name, red, FUSION_MAX_UNNESTED_REDUCTIONS);
   /* ProducerConsumerMergedTooLarge: the producer's code is emitted once per emission of the
-   * consumer's parameter, doubled per basic-block split. */
-  double merged = 0, splits = 0;
-  if (fusion_merged_too_large(p, c, &merged, &splits)) {
+   * consumer's parameter. */
+  double merged = 0;
+  if (fusion_merged_too_large(p, c, &merged)) {
     fusion_verdict_metric(v, "ir_size", merged);
-    fusion_verdict_metric(v, "bb_splits", splits);
-    if (splits > FUSION_MAX_BB_SPLITS)
-      return fusion_refuse(v, FR_IR_SIZE,
-                           "fusing %s into %s would split the emitted code into %.0f basic blocks (limit %d): an "
-                           "overly large code duplication",
-                           p->name, c->name, splits, FUSION_MAX_BB_SPLITS);
     return fusion_refuse(v, FR_IR_SIZE,
-                         "fusing %s into %s would emit %.0f instructions (the producer once per use, doubled per "
-                         "basic-block split); limit %d: an overly large code duplication",
+                         "fusing %s into %s would emit %.0f instructions (the producer once per use); limit %d: an "
+                         "overly large code duplication",
                          p->name, c->name, merged, FUSION_MAX_IR_SIZE);
   }
   if (p->is_root)

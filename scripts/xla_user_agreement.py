@@ -2,6 +2,7 @@
 """How close fxplain comes to XLA:GPU from what a user dumps: the module as JAX wrote it.
 
     xla_user_agreement.py CORPUS_DIR REFDIR [--fxplain build/fxplain] [--device h100] [--only S]
+                          [--min-f1 X] [--same-count]
 
 For each CORPUS_DIR/NAME.hlo with XLA's results in REFDIR (NAME.pre_fusion.hlo and
 NAME.after_multi_output_fusion.hlo, from scripts/xla_reference.py), fxplain runs its whole
@@ -12,7 +13,8 @@ The two compilations simplify differently, so only the instructions both keep ar
 appends `.0` to the names of the instructions its priority-fusion receives, and fxplain keeps the
 names it loaded (a duplicated copy is `NAME.clone`). An instruction of the user's module counts
 when both end with it inside (or as) a kernel. Prints per module the kernel counts of both, how
-many of the user's instructions were compared, and the pair F1 over them.
+many of the user's instructions were compared, and the pair F1 over them. With --min-f1 or
+--same-count, exits 1 when the mean pair F1 is below X or a module's kernel counts differ.
 """
 import argparse
 import glob
@@ -81,6 +83,8 @@ def main(argv):
     ap.add_argument("--fxplain", default=os.path.join(os.path.dirname(__file__), "..", "build", "fxplain"))
     ap.add_argument("--device", default="h100")
     ap.add_argument("--only", action="append", default=[])
+    ap.add_argument("--min-f1", type=float)
+    ap.add_argument("--same-count", action="store_true")
     a = ap.parse_args(argv)
     names = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(a.corpus, "*.hlo")))
     if a.only:
@@ -112,6 +116,15 @@ def main(argv):
         print(f"mean pair F1 {sum(r[4] for r in scored) / len(scored):.3f} over the {len(scored)} modules where "
               f"both keep two or more of the user's instructions; kernels in all {len(rows)} modules: XLA "
               f"{sum(r[1] for r in rows)}, fxplain {sum(r[2] for r in rows)}")
+    if not rows and (a.min_f1 is not None or a.same_count):
+        print("no module was compared")
+        return 1
+    if a.min_f1 is not None and (not scored or sum(r[4] for r in scored) / len(scored) < a.min_f1):
+        print(f"below the floor: mean pair F1 under {a.min_f1}")
+        return 1
+    if a.same_count and any(r[1] != r[2] for r in rows):
+        print("kernel counts differ")
+        return 1
     return 0
 
 

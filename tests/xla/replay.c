@@ -6,12 +6,13 @@
  *   - producer_ineligible {producer, reason}: fxplain must find the producer ineligible too; XLA's
  *     reason and fxplain's reason code are tallied side by side;
  *   - fusion {fusion_name, producer, consumer}: applied to the IR (the new fusion takes XLA's name),
- *     so the next steps see the module XLA saw. Where a new producer is dequeued, fxplain's own
- *     choice (the highest (priority, id) among eligible producers) is compared with XLA's (modules
- *     of at most 3000 instructions: the check evaluates every producer).
+ *     so the next steps see the module XLA saw. Where a new producer is dequeued, fxplain must find
+ *     it eligible too (it fuses only into all its users, as XLA), and fxplain's own choice (the
+ *     highest (priority, id) among eligible producers) is compared with XLA's (modules of at most
+ *     3000 instructions: the check evaluates every producer).
  *
- * Usage: replay [--device NAME] [--quiet] [--reasons] [--floor-times F] [--floor-ineligible F] [--show NAME]
- *               [--estimates PRE_FUSION.hlo]
+ * Usage: replay [--device NAME] [--quiet] [--reasons] [--floor-times F] [--floor-ineligible F]
+ *               [--floor-fusible F] [--show NAME] [--estimates PRE_FUSION.hlo]
  *               PRE_FUSION.hlo DUMP.txt [PRE DUMP ...]
  * Prints one line per module and the totals; the reason table with --reasons. Exit 0; 1 when the
  * share of agreeing steps falls below a floor; 2 on bad input. XLA logs an update of a producer
@@ -28,6 +29,7 @@
 
 typedef struct {
   long updates, updates_close, ineligible, ineligible_agree, fusions, fusions_applied, dequeues, dequeues_agree,
+      fusible, fusible_agree,
       unknown, incremental;
 } Tally;
 
@@ -143,9 +145,25 @@ static void show_instr(const IrInstr *i) {
   }
 }
 
+static const DeviceProfile *show_dev;
+
+static void show_estimate(const IrInstr *i) {
+  PerfEstimate e;
+  perf_estimate(show_dev, i, &e);
+  printf("      estimate of %s: flops %.0f, read %.0f B, written %.0f B, %lld blocks; read %.4f, write %.4f, compute "
+         "%.4f, total %.4f us\n",
+         i->name, e.flops, e.bytes_read, e.bytes_written, (long long)e.blocks, e.read_us, e.write_us, e.compute_us,
+         e.exec_us);
+}
+
 static void show_pair(const IrInstr *p) {
   show_instr(p);
   for (int u = 0; u < p->nusers; u++) show_instr(p->users[u]);
+  show_estimate(p);
+  for (int u = 0; u < p->nusers; u++) {
+    show_estimate(p->users[u]);
+    printf("      fused with %s: %.4f us\n", p->users[u]->name, perf_fused_exec_us(show_dev, p, p->users[u]));
+  }
 }
 
 /* --estimates PRE_FUSION.hlo: the cost model's estimate of every entry instruction as one kernel
@@ -232,6 +250,15 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
       PriorityJudgement j;
       int non_bitcast = 0;
       for (int u = 0; u < p->nusers; u++) non_bitcast += p->users[u]->op != IR_OP_BITCAST;
+      if (p->id >= nqueued) { /* fusions made during the replay get new ids */
+        int grown = 2 * p->id + 1024;
+        bool *q = realloc(queued, (size_t)grown * sizeof(bool));
+        if (q) {
+          memset(q + nqueued, 0, (size_t)(grown - nqueued) * sizeof(bool));
+          queued = q;
+          nqueued = grown;
+        }
+      }
       bool was_queued = p->id < nqueued && queued[p->id];
       if (strcmp(kind, "update_priority") == 0 && !isnan(us_fused) && (nconsumers < non_bitcast || was_queued)) {
         /* An incremental update: a producer already in XLA's queue gets only the change in time
@@ -276,6 +303,18 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
               printf("  order  XLA fuses %s next, fxplain would take %s\n", producer, mine ? mine->name : "nothing");
           }
         }
+        if (strcmp(producer, last_producer) != 0 && p->op != IR_OP_BITCAST) {
+          /* XLA fuses a producer only when every non-bitcast user can take it: fxplain must find
+           * it eligible too. */
+          PriorityJudgement jf;
+          t->fusible++;
+          if (priority_fusion_judge(&cx, p, &jf) && jf.eligible) t->fusible_agree++;
+          else if (!quiet) {
+            printf("  fuse   %-28s XLA fuses it into %s; fxplain refuses: %s (%s)\n", producer, consumer,
+                   jf.reason ? jf.reason : "?", jf.detail);
+            if (show && strcmp(show, producer) == 0) show_pair(p);
+          }
+        }
         snprintf(last_producer, sizeof last_producer, "%s", producer);
         if (p->id < nqueued) queued[p->id] = false; /* dequeued */
         if (c) {
@@ -296,26 +335,30 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
 }
 
 static void line(const char *name, const Tally *t) {
-  printf("%-52s times %ld/%ld (%.0f%%, %ld incremental)  ineligible %ld/%ld  order %ld/%ld  fusions %ld/%ld%s\n",
+  printf("%-52s times %ld/%ld (%.0f%%, %ld incremental)  ineligible %ld/%ld  fusible %ld/%ld  order %ld/%ld  fusions "
+         "%ld/%ld%s\n",
          name, t->updates_close, t->updates, t->updates ? 100.0 * t->updates_close / t->updates : 100.0, t->incremental,
-         t->ineligible_agree, t->ineligible, t->dequeues_agree, t->dequeues, t->fusions_applied, t->fusions,
+         t->ineligible_agree, t->ineligible, t->fusible_agree, t->fusible, t->dequeues_agree, t->dequeues,
+         t->fusions_applied, t->fusions,
          t->unknown ? " (steps naming unknown instructions skipped)" : "");
 }
 
 int main(int argc, char **argv) {
   const DeviceProfile *dev = device_lookup("h100");
+  show_dev = dev;
   bool quiet = false, show_reasons = false;
-  double floor_times = -1, floor_inel = -1;
+  double floor_times = -1, floor_inel = -1, floor_fusible = -1;
   Tally total = {0};
   int k = 1, failures = 0;
   for (; k < argc && argv[k][0] == '-'; k++) {
-    if (strcmp(argv[k], "--device") == 0 && k + 1 < argc) dev = device_lookup(argv[++k]);
+    if (strcmp(argv[k], "--device") == 0 && k + 1 < argc) show_dev = dev = device_lookup(argv[++k]);
     else if (strcmp(argv[k], "--quiet") == 0) quiet = true;
     else if (strcmp(argv[k], "--show") == 0 && k + 1 < argc) show = argv[++k];
     else if (strcmp(argv[k], "--estimates") == 0 && k + 1 < argc) return estimates(argv[k + 1], dev);
     else if (strcmp(argv[k], "--reasons") == 0) show_reasons = true;
     else if (strcmp(argv[k], "--floor-times") == 0 && k + 1 < argc) floor_times = atof(argv[++k]);
     else if (strcmp(argv[k], "--floor-ineligible") == 0 && k + 1 < argc) floor_inel = atof(argv[++k]);
+    else if (strcmp(argv[k], "--floor-fusible") == 0 && k + 1 < argc) floor_fusible = atof(argv[++k]);
   }
   if (!dev || (argc - k) < 2 || (argc - k) % 2) {
     fprintf(stderr, "usage: replay [--device NAME] [--quiet] [--reasons] PRE_FUSION.hlo DUMP.txt ...\n");
@@ -332,7 +375,7 @@ int main(int argc, char **argv) {
     total.updates += t.updates, total.updates_close += t.updates_close, total.ineligible += t.ineligible;
     total.ineligible_agree += t.ineligible_agree, total.fusions += t.fusions, total.fusions_applied += t.fusions_applied;
     total.dequeues += t.dequeues, total.dequeues_agree += t.dequeues_agree, total.unknown += t.unknown;
-    total.incremental += t.incremental;
+    total.incremental += t.incremental, total.fusible += t.fusible, total.fusible_agree += t.fusible_agree;
   }
   line("total", &total);
   if (show_reasons) {
@@ -342,9 +385,12 @@ int main(int argc, char **argv) {
   if (failures) return 2;
   double times = total.updates ? (double)total.updates_close / total.updates : 1;
   double inel = total.ineligible ? (double)total.ineligible_agree / total.ineligible : 1;
-  if ((floor_times >= 0 && times + 5e-4 < floor_times) || (floor_inel >= 0 && inel + 5e-4 < floor_inel)) {
-    printf("replay: agreement fell below the floor (times %.3f, floor %.3f; ineligible %.3f, floor %.3f)\n", times,
-           floor_times, inel, floor_inel);
+  double fus = total.fusible ? (double)total.fusible_agree / total.fusible : 1;
+  if ((floor_times >= 0 && times + 5e-4 < floor_times) || (floor_inel >= 0 && inel + 5e-4 < floor_inel) ||
+      (floor_fusible >= 0 && fus + 5e-4 < floor_fusible)) {
+    printf("replay: agreement fell below the floor (times %.3f, floor %.3f; ineligible %.3f, floor %.3f; fusible %.3f, "
+           "floor %.3f)\n",
+           times, floor_times, inel, floor_inel, fus, floor_fusible);
     return 1;
   }
   return 0;

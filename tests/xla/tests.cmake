@@ -11,16 +11,16 @@ if(FXPLAIN_PYTHON)
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/compare_test.py ${CMAKE_SOURCE_DIR})
   add_test(NAME xla.priority_fusion_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
-                   --fxplain $<TARGET_FILE:fxplain> --stage priority_fusion --at-least 27 --min-f1 0.976)
+                   --fxplain $<TARGET_FILE:fxplain> --stage priority_fusion --at-least 27 --min-f1 0.985)
   add_test(NAME xla.fusion_pipeline_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
-                   --fxplain $<TARGET_FILE:fxplain> --at-least 27 --min-f1 0.975)
+                   --fxplain $<TARGET_FILE:fxplain> --at-least 27 --min-f1 0.984)
   add_test(NAME xla.priority_fusion_vs_xla_a100
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/a100
-                   --fxplain $<TARGET_FILE:fxplain> --device a100 --stage priority_fusion --at-least 26 --min-f1 0.967)
+                   --fxplain $<TARGET_FILE:fxplain> --device a100 --stage priority_fusion --at-least 26 --min-f1 0.971)
   add_test(NAME xla.fusion_pipeline_vs_xla_a100
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/a100
-                   --fxplain $<TARGET_FILE:fxplain> --device a100 --at-least 26 --min-f1 0.965)
+                   --fxplain $<TARGET_FILE:fxplain> --device a100 --at-least 26 --min-f1 0.969)
   set_tests_properties(xla.compare_self_test xla.priority_fusion_vs_xla xla.fusion_pipeline_vs_xla
                        xla.priority_fusion_vs_xla_a100 xla.fusion_pipeline_vs_xla_a100
                        PROPERTIES LABELS "xla;slow" TIMEOUT 900)
@@ -34,17 +34,33 @@ add_executable(xla_replay ${CMAKE_CURRENT_LIST_DIR}/replay.c)
 target_link_libraries(xla_replay PRIVATE fxcompiler)
 add_test(NAME xla.decisions_vs_xla_log
          COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/replay_corpus.sh $<TARGET_FILE:xla_replay> ${CMAKE_CURRENT_LIST_DIR}/h100
-                 ${CMAKE_CURRENT_BINARY_DIR}/xla_replay_work --floor-ineligible 0.985 --floor-times 0.966)
+                 ${CMAKE_CURRENT_BINARY_DIR}/xla_replay_work --floor-ineligible 0.983 --floor-times 0.977 --floor-fusible 0.993)
 set_tests_properties(xla.decisions_vs_xla_log PROPERTIES LABELS "xla;slow" TIMEOUT 900)
 
 # The paper's CartPole (tests/xla/cartpole): the paper-era lowering (RNG as a custom call) must end
-# with exactly XLA's kernels; today's lowering (Threefry in plain HLO) is held at its pair F1.
+# with exactly XLA's kernels, and so must today's lowering (Threefry in plain HLO).
 if(FXPLAIN_PYTHON)
   add_test(NAME xla.cartpole_paper_lowering_identical
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/cartpole
                    --fxplain $<TARGET_FILE:fxplain> --only gpu_rngcc)
   add_test(NAME xla.cartpole_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/cartpole
-                   --fxplain $<TARGET_FILE:fxplain> --at-least 1 --min-f1 0.884)
+                   --fxplain $<TARGET_FILE:fxplain> --at-least 2 --min-f1 1.0)
   set_tests_properties(xla.cartpole_paper_lowering_identical xla.cartpole_vs_xla PROPERTIES LABELS "xla" TIMEOUT 600)
+endif()
+
+# scripts/cartpole.fx (the walkthrough's own CartPole) as a user would bring it: fxplain's whole
+# priority pipeline, its simplification passes included, from the module as written, against what
+# real XLA:GPU built from the same module (tests/xla/cartpole_fx, made with xla_reference.py). The
+# first test keeps the reference honest: the module fxplain writes for cartpole.fx must still be
+# the one XLA compiled.
+add_test(NAME xla.cartpole_fx_reference_current
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cartpole_fx_current.sh $<TARGET_FILE:fxplain> ${CMAKE_SOURCE_DIR}
+                 ${CMAKE_CURRENT_BINARY_DIR}/cartpole_fx_saved.hlo)
+set_tests_properties(xla.cartpole_fx_reference_current PROPERTIES LABELS "xla")
+if(FXPLAIN_PYTHON)
+  add_test(NAME xla.cartpole_fx_user_vs_xla
+           COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_user_agreement.py ${CMAKE_CURRENT_LIST_DIR}/cartpole_fx
+                   ${CMAKE_CURRENT_LIST_DIR}/cartpole_fx --fxplain $<TARGET_FILE:fxplain> --same-count --min-f1 1.0)
+  set_tests_properties(xla.cartpole_fx_user_vs_xla PROPERTIES LABELS "xla" TIMEOUT 300)
 endif()
