@@ -199,7 +199,7 @@ bool fusion_reduction_emitter(const IrInstr *c, const IrInstr *p) {
   const IrInstr *h[64];
   int n = pair_heroes(c, p, h, 64);
   for (int k = 0; k < n; k++)
-    if (h[k]->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(h[k])) return true;
+    if (fusion_contiguous_reduce(h[k])) return true;
   return false;
 }
 
@@ -360,7 +360,13 @@ static Launch loop_launch(const DeviceProfile *d, int64_t e, bool may_unroll) {
 /* GetReductionKindAndContiguousComponents: the reduce's input as three extents, minor last:
  * a row reduction (the minor-most dimension reduced) is {major reduced, kept, minor reduced}, a
  * column reduction {major kept, reduced, minor kept}. Unit dimensions do not count. */
+static bool reduction_shape_runs(const IrInstr *r, int64_t out[3], int *nruns);
 static bool reduction_shape(const IrInstr *r, int64_t out[3]) {
+  int n;
+  return reduction_shape_runs(r, out, &n);
+}
+
+static bool reduction_shape_runs(const IrInstr *r, int64_t out[3], int *nruns) {
   const IrShape *in = &r->operands[0]->shape;
   int64_t dims[IR_MAX_RANK];
   int nd = ir_attr_dims(r, "dimensions", dims, IR_MAX_RANK);
@@ -387,6 +393,7 @@ static bool reduction_shape(const IrInstr *r, int64_t out[3]) {
   out[0] = runs[2];
   out[1] = runs[1];
   out[2] = runs[0];
+  *nruns = run + 1;
   return row;
 }
 
@@ -748,8 +755,22 @@ static int roots_of(const IrInstr *i, const IrInstr **out, int max) {
   return n;
 }
 
+/* IsReductionFromOrToContiguousDimensions with today's IsUnnestedReductionFasterThanElemental: the
+ * reduced (or the kept) dimensions are contiguous, and the reduction emitter beats a loop: a row
+ * of at least a warp, or a power of two that divides one (several rows share a warp); a column
+ * unless it is short (XLA's sweep of small column reductions). */
 bool fusion_contiguous_reduce(const IrInstr *x) {
-  return x->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(x);
+  if (x->op != IR_OP_REDUCE || x->noperands == 0) return false;
+  const IrShape *in = &x->operands[0]->shape;
+  if (!ir_shape_is_array(in) || in->rank == 0) return true;
+  int64_t d[3];
+  int runs;
+  bool row = reduction_shape_runs(x, d, &runs);
+  if (runs > 3) return false;
+  if (row) return d[2] >= 32 || (d[2] > 0 && 32 % d[2] == 0);
+  int64_t major = d[1], minor = d[2];
+  bool elemental = major < 32 || (major < 64 && minor < 32) || (major < 128 && minor < 8) || (major < 256 && minor < 3);
+  return !elemental;
 }
 
 FusionEmitter fusion_emitter_kind(const IrInstr *i) {

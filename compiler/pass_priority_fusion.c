@@ -344,6 +344,14 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
   return true;
 }
 
+/* ShapeUtil::SubshapeCount: an array is one; a tuple is itself plus each element's count. */
+static int subshape_count(const IrShape *sh) {
+  if (sh->type != IR_TUPLE) return 1;
+  int n = 1;
+  for (int k = 0; k < sh->ntuple; k++) n += subshape_count(&sh->tuple[k]);
+  return n;
+}
+
 /* ---------- XLA's CanFuse ---------- */
 
 static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
@@ -392,10 +400,15 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
                          "lose the reduction emitter (XLA fuses only single-operand elementwise epilogues)",
                          p->name, c->name);
   /* FusionFitsInBudget. */
-  int ops = fusion_operands_and_outputs(p, c, false);
+  /* FusionFitsInBudget(consumer, producer, is_consumer_producer_fusion): the distinct operands of
+   * both (less the edge being fused) and the output buffers of both (SubshapeCount: a tuple counts
+   * itself and its elements), unless the fusion has no more operands than the consumer had. */
+  int outs = subshape_count(&c->shape) + subshape_count(&p->shape);
+  int nops = fusion_operands_and_outputs(p, c, false) - (c->shape.type == IR_TUPLE ? c->shape.ntuple : 1);
+  int ops = nops + outs;
   int budget = s && s->operand_budget > 0 && s->operand_budget != 64 ? s->operand_budget : 96;
   fusion_verdict_metric(v, "operands", ops);
-  if (ops > budget) {
+  if (c->noperands + p->noperands - 1 + outs > budget && nops > c->noperands && ops > budget) {
     fusion_verdict_metric(v, "budget", budget);
     return fusion_refuse(v, FR_OPERAND_BUDGET,
                          "fusing %s into %s would give the kernel %d operands and outputs; budget %d", p->name,

@@ -162,7 +162,8 @@ static void show_pair(const IrInstr *p) {
   show_estimate(p);
   for (int u = 0; u < p->nusers; u++) {
     show_estimate(p->users[u]);
-    printf("      fused with %s: %.4f us\n", p->users[u]->name, perf_fused_exec_us(show_dev, p, p->users[u]));
+    printf("      fused with %s: %.4f us, %d operands and outputs\n", p->users[u]->name,
+           perf_fused_exec_us(show_dev, p, p->users[u]), fusion_operands_and_outputs(p, p->users[u], false));
   }
 }
 
@@ -284,7 +285,10 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
         if (ok && p->nusers == 0) agree = true;
         t->ineligible_agree += agree;
         tally_reason(reason, agree ? (j.reason ? j.reason : "no users") : "(eligible)");
-        if (!agree && !quiet) printf("  elig   %-28s XLA: %s; fxplain finds it eligible\n", producer, reason);
+        if (!agree && !quiet) {
+          printf("  elig   %-28s XLA: %s; fxplain finds it eligible\n", producer, reason);
+          if (show && strcmp(show, producer) == 0) show_pair(p);
+        }
       } else if (strcmp(kind, "fusion") == 0) {
         IrInstr *c = ir_module_find_instr(m, consumer);
         t->fusions++;
