@@ -292,9 +292,9 @@ static bool launches(const IrInstr *i) {
 
 static double bw_bytes_per_us(const DeviceProfile *d) { return (d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e3; }
 
-double perf_flops(const IrInstr *i) {
+double perf_flops(const DeviceProfile *d, const IrInstr *i) {
   HloCost c;
-  double f = hlo_cost_analyze(i, &c) ? c.flops : 0;
+  double f = hlo_cost_analyze(d, i, &c) ? c.flops : 0;
   hlo_cost_free(&c);
   return f;
 }
@@ -575,7 +575,7 @@ void perf_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
   memset(e, 0, sizeof *e);
   if (!launches(i)) return;
   HloCost c;
-  if (!hlo_cost_analyze(i, &c)) {
+  if (!hlo_cost_analyze(d, i, &c)) {
     hlo_cost_free(&c);
     return;
   }
@@ -634,7 +634,7 @@ static double common_utilization(const HloCost *pc, int pk, const HloCost *cc) {
  * writes what c writes. */
 double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
   HloCost pc, cc;
-  bool ok = hlo_cost_analyze(p, &pc) & hlo_cost_analyze(c, &cc);
+  bool ok = hlo_cost_analyze(d, p, &pc) & hlo_cost_analyze(d, c, &cc);
   double t = 0;
   if (ok) {
     int pk = hlo_cost_operand_index(c, p);
@@ -799,7 +799,7 @@ bool fusion_ir_size(const IrInstr *i, double *size, const IrInstr *param_of, dou
   IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
   if (!fc) return true;
   HloCost c;
-  if (!hlo_cost_analyze(i, &c)) {
+  if (!hlo_cost_analyze(NULL, i, &c)) {
     hlo_cost_free(&c);
     return false;
   }

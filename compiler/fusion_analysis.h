@@ -56,7 +56,7 @@ bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged)
 #define PERF_LAUNCH_US 1.0 /* kKernelLaunchOverhead */
 /* GpuHloCostAnalysis's flops of an instruction or fusion (elementwise ops by XLA's measured H100
  * op profile, default 3 a element). */
-double perf_flops(const IrInstr *i);
+double perf_flops(const DeviceProfile *d, const IrInstr *i);
 /* ---------- GpuHloCostAnalysis (fusion_cost.c) ---------- */
 
 /* What XLA's cost analysis counts for one instruction: flops, the bytes and share of each operand
@@ -72,11 +72,12 @@ typedef struct {
   double *util, *times, *root_util, *root_ir;
   int **roots, *nroots, *caps;
 } HloCost;
-/* Fills c for i; false on allocation failure (c is then safe to free). */
-bool hlo_cost_analyze(const IrInstr *i, HloCost *c);
+/* Fills c for i on device d (its op profile; NULL: H100's); false on allocation failure (c is
+ * then safe to free). */
+bool hlo_cost_analyze(const DeviceProfile *d, const IrInstr *i, HloCost *c);
 void hlo_cost_free(HloCost *c);
 /* flop_count of one non-fusion instruction. */
-double hlo_cost_instr_flops(const IrInstr *x);
+double hlo_cost_instr_flops(const DeviceProfile *d, const IrInstr *x);
 /* The first operand slot of i that is op, or -1. */
 int hlo_cost_operand_index(const IrInstr *i, const IrInstr *op);
 /* CommonElementwiseUtilization of two instructions of c's fused body. */

@@ -14,7 +14,9 @@
 
 /* HloOpProfiles for sm_90 (xla/service/gpu/model/hlo_op_profiles_data.h, measured by XLA on an
  * H100): the clock cycles one element of an elementwise op takes, which GpuHloCostAnalysis counts
- * as its flops. Ops and types not measured cost kDefaultFlopsPerElement = 3. */
+ * as its flops. Ops and types not measured cost kDefaultFlopsPerElement = 3, and so does every op
+ * on a GPU this XLA has no profile for: its estimates for an A100 (sm_80) count 3 for an add, an
+ * exp and an rsqrt alike. */
 typedef struct {
   IrOpcode op;
   short f16, f32, f64, s8_16, s32, s64; /* 0: not measured */
@@ -39,7 +41,8 @@ static const OpProfile op_profiles[] = {
     {IR_OP_SUBTRACT, 7, 7, 15, 0, 0, 0},
 };
 
-static int64_t flops_per_element(IrOpcode op, IrType t) {
+static int64_t flops_per_element(const DeviceProfile *d, IrOpcode op, IrType t) {
+  if (d && strcmp(d->arch, "sm_90") != 0) return 3;
   for (size_t k = 0; k < sizeof op_profiles / sizeof op_profiles[0]; k++) {
     const OpProfile *e = &op_profiles[k];
     if (e->op != op) continue;
@@ -76,35 +79,35 @@ static double window_elements(const IrInstr *x) {
   return e;
 }
 
-static double computation_flops(const IrComputation *r) {
+static double computation_flops(const DeviceProfile *d, const IrComputation *r) {
   double per = 0;
   for (int k = 0; r && k < r->ninstrs; k++)
     if (ir_op_is_elementwise(r->instrs[k]->op))
-      per += (double)flops_per_element(r->instrs[k]->op, r->instrs[k]->shape.type) * elements(&r->instrs[k]->shape);
+      per += (double)flops_per_element(d, r->instrs[k]->op, r->instrs[k]->shape.type) * elements(&r->instrs[k]->shape);
   return per;
 }
 
-double hlo_cost_instr_flops(const IrInstr *x) {
+double hlo_cost_instr_flops(const DeviceProfile *d, const IrInstr *x) {
   if (ir_op_is_elementwise(x->op)) /* HandleElementwiseOp: the profile's cycles per element */
-    return (double)flops_per_element(x->op, x->shape.type) * elements(&x->shape);
+    return (double)flops_per_element(d, x->op, x->shape.type) * elements(&x->shape);
   switch (x->op) {
   case IR_OP_REDUCE: {
     /* HloCostAnalysis::HandleReduce: the reducer once per element folded in. */
     if (!x->noperands) return 0;
     const IrShape *out = x->shape.type == IR_TUPLE && x->shape.ntuple ? &x->shape.tuple[0] : &x->shape;
-    return computation_flops(ir_attr_comp(x, "to_apply")) * (elements(&x->operands[0]->shape) - elements(out));
+    return computation_flops(d, ir_attr_comp(x, "to_apply")) * (elements(&x->operands[0]->shape) - elements(out));
   }
   case IR_OP_REDUCE_WINDOW: {
     /* HandleReduceWindow: the reducer (window size - 1) times per output element. */
     double w = window_elements(x);
     const IrShape *out = x->shape.type == IR_TUPLE && x->shape.ntuple ? &x->shape.tuple[0] : &x->shape;
-    return computation_flops(ir_attr_comp(x, "to_apply")) * elements(out) * (w - 1 > 0 ? w - 1 : 0);
+    return computation_flops(d, ir_attr_comp(x, "to_apply")) * elements(out) * (w - 1 > 0 ? w - 1 : 0);
   }
   case IR_OP_SCATTER: {
     /* HandleScatter: the combiner once per update element. */
     int n = (x->noperands - 1) / 2;
     if (n < 1) return 0;
-    return computation_flops(ir_attr_comp(x, "to_apply")) * elements(&x->operands[n + 1]->shape);
+    return computation_flops(d, ir_attr_comp(x, "to_apply")) * elements(&x->operands[n + 1]->shape);
   }
   case IR_OP_SORT: {
     /* HandleSort: n log2(n) comparisons. */
@@ -237,7 +240,7 @@ static bool add_root(HloCost *c, int dst, int r) {
  * "elementwise-use roots" it feeds through elementwise ops, tuples and get-tuple-elements; a
  * non-elementwise user makes its operand a root of its own, used as much as that user uses it
  * (rounded up to whole elements) and emitted as often as the user is. */
-static bool fusion_utilizations(HloCost *c) {
+static bool fusion_utilizations(const DeviceProfile *d, HloCost *c) {
   const IrComputation *fc = c->body;
   int n = fc->ninstrs;
   size_t m = (size_t)(n ? n : 1);
@@ -273,7 +276,7 @@ static bool fusion_utilizations(HloCost *c) {
     }
     c->util[k] = u;
     c->times[k] = t;
-    c->flops += u * hlo_cost_instr_flops(x);
+    c->flops += u * hlo_cost_instr_flops(d, x);
     bool passes = ir_op_is_elementwise(x->op) || x->op == IR_OP_TUPLE || x->op == IR_OP_GET_TUPLE_ELEMENT;
     for (int o = 0; ok && o < x->noperands; o++) {
       intptr_t tag = (intptr_t)x->operands[o]->aux;
@@ -307,7 +310,7 @@ static int body_index(const HloCost *c, const IrInstr *x) {
   return -1;
 }
 
-bool hlo_cost_analyze(const IrInstr *i, HloCost *c) {
+bool hlo_cost_analyze(const DeviceProfile *d, const IrInstr *i, HloCost *c) {
   memset(c, 0, sizeof *c);
   c->instr = i;
   c->n = i->noperands;
@@ -317,19 +320,19 @@ bool hlo_cost_analyze(const IrInstr *i, HloCost *c) {
   if (!c->op_bytes || !c->op_util) return false;
   IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
   if (!fc) {
-    c->flops = hlo_cost_instr_flops(i);
+    c->flops = hlo_cost_instr_flops(d, i);
     c->out_bytes = output_access(i);
     for (int k = 0; k < i->noperands; k++) operand_access(i, k, &c->op_bytes[k], &c->op_util[k]);
     return true;
   }
   c->body = fc;
-  if (!fusion_utilizations(c)) return false;
+  if (!fusion_utilizations(d, c)) return false;
   if (fusion_is_generic_triton(i)) {
     /* A Triton fusion is estimated by tiles (GpuPerformanceModelWithIndexingAnalysis::
      * EstimateRunTimeForTiledFusion): a tile reads each parameter element it covers once and
      * computes each instruction once per element, so no use is multiplied here. */
     c->flops = 0;
-    for (int k = 0; k < fc->ninstrs; k++) c->flops += hlo_cost_instr_flops(fc->instrs[k]);
+    for (int k = 0; k < fc->ninstrs; k++) c->flops += hlo_cost_instr_flops(d, fc->instrs[k]);
     for (int k = 0; k < i->noperands; k++) {
       c->op_util[k] = 1;
       c->op_bytes[k] = (double)plan_operand_bytes_read(i, k);

@@ -1086,8 +1086,8 @@ static double quarter_ns(double us) { return round(us * 4000.0) / 4000.0; }
 TEST(slower_if_fused_and_near_miss) {
   /* 1M floats on the rtx2080ti profile, XLA's cost model: 1 us per launch; memory at 616 GB/s;
    * compute at 2 x 1.545 GHz flops per ns on each of 64 lanes x 68 SMs (rounded down to a whole
-   * number of flops per ns, CalculateEffectiveFlopsPerNs), an f32 add costing
-   * 7 flops an element (XLA's measured op profile) and a negate the default 3; each kernel's time
+   * number of flops per ns, CalculateEffectiveFlopsPerNs), every elementwise op costing the default
+   * 3 flops an element (XLA measured op profiles on an H100 only); each kernel's time
    * memory + compute - 95% of the smaller (CombineComputeAndMemoryAccessTime). Duplicating the add
    * into 4 users moves 48 MiB instead of 44 MiB and saves one launch: slower. Into 3 users it
    * moves 36 MiB either way and saves the launch: faster. */
@@ -1099,8 +1099,8 @@ TEST(slower_if_fused_and_near_miss) {
   double mb = 1024.0 * 1024.0 * 4.0, el = 1024.0 * 1024.0, fl = floor(2 * 1.545 * 64 * 68) * 1000, bw = 616e3;
   /* XLA's times are absl::Durations, whole quarters of a nanosecond: each operand's read, the
    * write, the compute time and the overlap are rounded so. */
-  double m1 = quarter_ns(mb / bw), c_add = quarter_ns(7 * el / fl), c_neg = quarter_ns(3 * el / fl),
-         c_both = quarter_ns(10 * el / fl);
+  double m1 = quarter_ns(mb / bw), c_add = quarter_ns(3 * el / fl), c_neg = quarter_ns(3 * el / fl),
+         c_both = quarter_ns(6 * el / fl);
   double add_us = 3 * m1 + c_add - quarter_ns(0.95 * c_add), neg_us = 2 * m1 + c_neg - quarter_ns(0.95 * c_neg);
   double fused_us = 3 * m1 + c_both - quarter_ns(0.95 * c_both); /* reads x and y, writes; add + negate */
   double unf = 5 * 1.0 + add_us + 4 * neg_us, fus = 4 * 1.0 + 4 * fused_us;
