@@ -10,6 +10,7 @@
 #include "explain.h"
 #include "hlo.h"
 #include "passes.h"
+#include "session.h"
 
 static const char *const text =
     "HloModule snap\n"
@@ -145,11 +146,59 @@ TEST(a_long_chain_starts_over) {
   ir_module_free(cur);
 }
 
+/* Runs one shell command on s; its output (malloc'd) in *out. */
+static bool shell(Session *s, const char *line, char **out) {
+  char copy[256];
+  snprintf(copy, sizeof copy, "%s", line);
+  char *argv[8];
+  int argc = 0;
+  for (char *w = strtok(copy, " "); w && argc < 7; w = strtok(NULL, " ")) argv[argc++] = w;
+  argv[argc] = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(out, &len);
+  s->out = s->err = f;
+  FxError err;
+  fx_error_clear(&err);
+  const ReplCommand *c = repl_command_lookup(argv[0]);
+  bool ok = c && c->run(s, argc, argv, &err);
+  if (!ok && err.set) fprintf(f, "error: %s\n", err.msg);
+  fclose(f);
+  return ok;
+}
+
+TEST(show_stats_reports_the_stage_memory) {
+  Session *s = session_new(stdout, stderr);
+  session_set_input(s, parse());
+  char *out;
+  CHECK(shell(s, "show-stats", &out));
+  CHECK(strstr(out, "stage memory") == NULL); /* the input alone: the snapshots line says it */
+  free(out);
+  CHECK(shell(s, "step all", &out));
+  free(out);
+  CHECK(shell(s, "show-stats", &out));
+  CHECK_CONTAINS(out, "  snapshots       18 stages in ");
+  CHECK_CONTAINS(out, "  stage memory    ");
+  CHECK_CONTAINS(out, ": snapshots ");
+  CHECK_CONTAINS(out, ", name indexes ");
+  CHECK_CONTAINS(out, ", decision log ");
+  CHECK_CONTAINS(out, " decisions)\n");
+  free(out);
+  s->json = true;
+  CHECK(shell(s, "show-stats", &out));
+  CHECK_CONTAINS(out, "\"snapshot_bytes\":");
+  CHECK_CONTAINS(out, "\"index_bytes\":");
+  CHECK_CONTAINS(out, "\"log_bytes\":");
+  CHECK_CONTAINS(out, "\"stage_bytes\":");
+  free(out);
+  session_free(s);
+}
+
 int main(void) {
   RUN(a_snapshot_prints_the_same_and_shares_immutable_parts);
   RUN(the_source_may_go_first);
   RUN(editing_a_snapshot_leaves_the_source_alone);
   RUN(a_pipeline_stage_shares_with_the_stage_before);
   RUN(a_long_chain_starts_over);
+  RUN(show_stats_reports_the_stage_memory);
   return check_summary();
 }
