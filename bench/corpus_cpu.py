@@ -109,6 +109,8 @@ def run_xla(path, repeat, timeout):
                 return None, "XLA:CPU: " + r["error"]
             return r, None
     err = [l for l in p.stderr.splitlines() if re.search(r"[Ee]rror|INVALID|UNIMPLEMENTED|Killed", l)]
+    if not err and p.returncode < 0:
+        return None, f"XLA:CPU: killed by signal {-p.returncode} (SIGKILL when 9: most likely the out-of-memory killer)"
     return None, "XLA:CPU: " + (err[-1].strip()[:160] if err else f"exit status {p.returncode}")
 
 
