@@ -4,6 +4,7 @@
  * every reader walks the structures declared in ir.h. */
 #include <errno.h>
 #include "ir.h"
+#include "ir_internal.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -344,6 +345,10 @@ static IrInstr *index_get(const IrModule *m, const char *name, bool *present) {
 }
 
 bool ir_module_reindex(IrModule *m, const IrModule *reserved_from) {
+  return ir_module_reindex_from(m, reserved_from, false);
+}
+
+bool ir_module_reindex_from(IrModule *m, const IrModule *reserved_from, bool share_names) {
   IrNameIndex *ix = m->names;
   fx_free(ix->keys);
   fx_free(ix->vals);
@@ -360,7 +365,7 @@ bool ir_module_reindex(IrModule *m, const IrModule *reserved_from) {
       bool present;
       index_get(m, rx->keys[i], &present);
       if (present) continue;
-      const char *key = arena_strdup(&m->arena, rx->keys[i]);
+      const char *key = share_names ? rx->keys[i] : arena_strdup(&m->arena, rx->keys[i]);
       if (!key || !index_put(m, key, NULL)) return false;
     }
   }
@@ -391,13 +396,57 @@ IrModule *ir_module_new(const char *name) {
   return m;
 }
 
+/* An arena some snapshot points into, and how many modules (its own included, while it lives)
+ * still need it. */
+struct IrLender {
+  int refs;
+  Arena arena; /* the module's arena, moved here when the module is freed */
+};
+
+void ir_lender_retain(struct IrLender *l) { l->refs++; }
+
+void ir_lender_release(struct IrLender *l) {
+  if (!l || --l->refs > 0) return;
+  arena_free(&l->arena);
+  fx_free(l);
+}
+
+struct IrLender *ir_module_lend(IrModule *m) {
+  if (!m->lender) {
+    m->lender = fx_calloc(1, sizeof *m->lender);
+    if (!m->lender) return NULL;
+    m->lender->refs = 1; /* the module's own */
+    arena_init(&m->lender->arena);
+  }
+  m->lender->refs++;
+  return m->lender;
+}
+
 void ir_module_free(IrModule *m) {
   if (!m) return;
   ix_free(m->names);
   ix_free(m->comp_names);
   ix_free(m->series);
-  arena_free(&m->arena);
+  for (int k = 0; k < m->nborrowed; k++) ir_lender_release(m->borrowed[k]);
+  fx_free(m->borrowed);
+  if (m->lender) {
+    /* Snapshots still point into this arena: it goes with the last of them. */
+    m->lender->arena = m->arena;
+    ir_lender_release(m->lender);
+  } else {
+    arena_free(&m->arena);
+  }
   fx_free(m);
+}
+
+static size_t ix_bytes(const IrNameIndex *ix) {
+  return ix ? sizeof *ix + ix->cap * (sizeof *ix->keys + sizeof *ix->vals) : 0;
+}
+
+size_t ir_module_bytes(const IrModule *m) {
+  if (!m) return 0;
+  return sizeof *m + m->arena.total + ix_bytes(m->names) + ix_bytes(m->comp_names) + ix_bytes(m->series) +
+         sizeof(struct IrLender *) * (size_t)m->nborrowed;
 }
 
 IrComputation *ir_computation_new(IrModule *m, const char *name) {

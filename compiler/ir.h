@@ -10,6 +10,15 @@
  * the module's arena and is freed with ir_module_free().  Nothing is freed piecemeal; an
  * instruction removed by a pass simply drops out of its computation's list.
  *
+ * Immutable parts: names, attribute keys and texts, shapes (their dims, layouts and tuple
+ * element arrays), literals, source locations and the module's header texts are never written
+ * after they are made: a pass that changes one makes a new one (ir_shape_copy, arena_strdup,
+ * ir_literal_new) and points at it. That is what lets a stage snapshot (ir_module_snapshot) share
+ * them with the module it was copied from instead of copying them: only the instructions,
+ * computations and their operand, user and attribute arrays, which passes do edit, are copied. A
+ * module whose parts are shared keeps its arena alive (an IrLender, reference-counted) until the
+ * last module pointing into it is freed, so modules can still be freed in any order. 
+ *
  * Attributes: every attribute an instruction carries is kept, in order, as its HLO text
  * (`dimensions={0,1}`, `metadata={...}`), so a loaded module prints back exactly.  Typed
  * accessors (ir_attr_dims, ir_attr_int, ...) parse the text on demand; builders format it.
@@ -225,6 +234,13 @@ struct IrModule {
   struct IrNameIndex *names; /* name -> instruction, private to ir.c */
   struct IrNameIndex *comp_names; /* name -> computation, private to ir.c */
   struct IrNameIndex *series;     /* name series -> next free number, private to ir.c */
+  /* Sharing between snapshots (ir_module_snapshot), private to ir.c and ir_clone.c: `lender` is
+   * this module's arena once a snapshot points into it (it outlives the module until the last
+   * such snapshot is freed); `borrowed` are the arenas of earlier modules whose immutable parts
+   * this one points into (each holds one reference). */
+  struct IrLender *lender;
+  struct IrLender **borrowed;
+  int nborrowed;
 };
 
 /* Module lifetime. */
@@ -232,6 +248,17 @@ IrModule *ir_module_new(const char *name);
 void ir_module_free(IrModule *m);
 /* Deep copy: same names and ids, fresh arena. Returns NULL on allocation failure. */
 IrModule *ir_module_clone(const IrModule *m);
+/* A copy for the next stage of a pipeline: same names and ids, its own instructions,
+ * computations and arrays (a pass may edit them), sharing m's immutable parts (names, texts,
+ * shapes, literals: see the top of this file) instead of copying them. m may be freed before the
+ * copy (its arena then lives on until the copy is freed too). A long chain of snapshots of
+ * snapshots (more than IR_MAX_BORROWED) gets a deep copy, which starts a new chain. Returns NULL on
+ * allocation failure. */
+#define IR_MAX_BORROWED 48
+IrModule *ir_module_snapshot(const IrModule *m);
+/* The memory a module holds on its own: its arena and its name indexes (not what it shares with
+ * the modules it was copied from, which they count). */
+size_t ir_module_bytes(const IrModule *m);
 
 IrComputation *ir_computation_new(IrModule *m, const char *name);
 IrComputation *ir_module_find_computation(const IrModule *m, const char *name);
@@ -341,8 +368,11 @@ int64_t ir_literal_ints(const IrLiteral *l, bool is_unsigned, int64_t *out, int6
 IrInstr *ir_constant_scalar(IrComputation *c, IrType t, double v, const char *name);
 
 /* Rebuilds m's name index from its live instructions, keeping every name that `reserved_from`
- * (may be NULL) ever used reserved, so a name is never reused for another value. */
+ * (may be NULL) ever used reserved, so a name is never reused for another value. With
+ * share_names (for ir_module_snapshot, where m keeps reserved_from's memory alive) the reserved
+ * names are not copied. */
 bool ir_module_reindex(IrModule *m, const IrModule *reserved_from);
+bool ir_module_reindex_from(IrModule *m, const IrModule *reserved_from, bool share_names);
 
 /* Misc queries. */
 bool ir_instr_is_fusion(const IrInstr *i);

@@ -1,15 +1,30 @@
-/* ir_clone.c — deep copy of a module: the stage snapshots the pipeline keeps after each pass.
+/* ir_clone.c — copies of a module: the stage snapshots the pipeline keeps after each pass.
  *
- * Names and ids are kept, so an instruction is the same `add.3` at every stage. */
+ * Names and ids are kept, so an instruction is the same `add.3` at every stage.
+ *
+ * ir_module_clone copies everything. ir_module_snapshot (what pass_run_stage uses for every
+ * stage) copies only what a pass may edit — instructions, computations, and their operand, user,
+ * parameter, instruction and attribute arrays — and points at the source's immutable parts
+ * (names, attribute keys and texts, shapes, literals, locations; see ir.h), holding a reference
+ * to every arena they live in. Unchanged parts are then stored once however many stages keep
+ * them: measured in bench/snapshot_memory.md. */
 #include <string.h>
 
 #include "ir.h"
+#include "ir_internal.h"
 
 typedef struct {
   IrModule *dst;
   IrInstr **imap;        /* old id -> new instruction */
   IrComputation **cmap;  /* old id -> new computation */
+  bool share;            /* point at the source's immutable parts instead of copying them */
 } CloneCtx;
+
+/* An immutable string of the source: shared, or copied into the new module's arena. A NULL
+ * result for a non-NULL s means out of memory. */
+static const char *text(CloneCtx *cx, const char *s) {
+  return cx->share || !s ? s : arena_strdup(&cx->dst->arena, s);
+}
 
 static bool clone_attrs(CloneCtx *cx, const IrInstr *src, IrInstr *dst) {
   Arena *a = &cx->dst->arena;
@@ -21,9 +36,9 @@ static bool clone_attrs(CloneCtx *cx, const IrInstr *src, IrInstr *dst) {
     const IrAttr *s = &src->attrs[k];
     IrAttr *d = &dst->attrs[k];
     *d = *s;
-    d->key = arena_strdup(a, s->key);
+    d->key = text(cx, s->key);
     if (s->kind == IR_ATTR_TEXT) {
-      d->text = arena_strdup(a, s->text);
+      d->text = text(cx, s->text);
     } else {
       d->comps = arena_alloc(a, sizeof(IrComputation *) * (size_t)(s->ncomps ? s->ncomps : 1));
       if (!d->comps) return false;
@@ -33,17 +48,34 @@ static bool clone_attrs(CloneCtx *cx, const IrInstr *src, IrInstr *dst) {
   return true;
 }
 
-IrModule *ir_module_clone(const IrModule *m) {
+/* The new module keeps alive every arena m's immutable parts live in: m's own and the ones m
+ * borrowed. */
+static bool borrow_from(IrModule *d, IrModule *m) {
+  d->borrowed = fx_calloc((size_t)m->nborrowed + 1, sizeof *d->borrowed);
+  if (!d->borrowed) return false;
+  for (int k = 0; k < m->nborrowed; k++) {
+    d->borrowed[d->nborrowed++] = m->borrowed[k];
+    ir_lender_retain(m->borrowed[k]);
+  }
+  struct IrLender *own = ir_module_lend(m);
+  if (!own) return false;
+  d->borrowed[d->nborrowed++] = own;
+  return true;
+}
+
+static IrModule *copy_module(const IrModule *m, bool share) {
   IrModule *d = ir_module_new(m->name);
   if (!d) return NULL;
   Arena *a = &d->arena;
-  d->header_attrs = arena_strdup(a, m->header_attrs);
-  d->prologue = arena_strdup(a, m->prologue);
-  d->epilogue = arena_strdup(a, m->epilogue);
-  d->source_file = arena_strdup(a, m->source_file);
   size_t n = (size_t)m->next_id + 1;
-  CloneCtx cx = {d, fx_calloc(n, sizeof(IrInstr *)), fx_calloc(n, sizeof(IrComputation *))};
+  CloneCtx cx = {d, fx_calloc(n, sizeof(IrInstr *)), fx_calloc(n, sizeof(IrComputation *)), share};
   if (!cx.imap || !cx.cmap) goto fail;
+  /* The lending is bookkeeping on m (its arena's reference count), not a change to the module. */
+  if (share && !borrow_from(d, (IrModule *)m)) goto fail;
+  d->header_attrs = text(&cx, m->header_attrs);
+  d->prologue = text(&cx, m->prologue);
+  d->epilogue = text(&cx, m->epilogue);
+  d->source_file = text(&cx, m->source_file);
   /* Pass 1: computations and instruction shells (so attrs and operands can be mapped). */
   for (int k = 0; k < m->ncomps; k++) {
     const IrComputation *sc = m->comps[k];
@@ -51,8 +83,9 @@ IrModule *ir_module_clone(const IrModule *m) {
     if (!dc) goto fail;
     *dc = *sc;
     dc->module = d;
-    dc->name = arena_strdup(a, sc->name);
-    dc->trailing = arena_strdup(a, sc->trailing);
+    dc->name = text(&cx, sc->name);
+    dc->trailing = text(&cx, sc->trailing);
+    dc->loc.file = text(&cx, sc->loc.file);
     dc->instrs = arena_alloc(a, sizeof(IrInstr *) * (size_t)(sc->ninstrs ? sc->ninstrs : 1));
     dc->params = arena_alloc(a, sizeof(IrInstr *) * (size_t)(sc->nparams ? sc->nparams : 1));
     if (!dc->instrs || !dc->params) goto fail;
@@ -68,9 +101,9 @@ IrModule *ir_module_clone(const IrModule *m) {
       if (!di) goto fail;
       *di = *si;
       di->parent = dc;
-      di->name = arena_strdup(a, si->name);
+      di->name = text(&cx, si->name);
       di->aux = NULL;
-      if (!ir_shape_copy(a, &di->shape, &si->shape)) goto fail;
+      if (!share && !ir_shape_copy(a, &di->shape, &si->shape)) goto fail; /* shared: *si's as it is */
       dc->instrs[j] = di;
       cx.imap[si->id] = di;
     }
@@ -104,7 +137,9 @@ IrModule *ir_module_clone(const IrModule *m) {
       di->attrs = NULL;
       di->attrs_cap = di->nattrs = 0;
       if (!clone_attrs(&cx, si, di)) goto fail;
-      if (si->literal) {
+      if (si->literal && share) {
+        di->literal = si->literal;
+      } else if (si->literal) {
         IrLiteral *l = arena_alloc(a, sizeof *l);
         if (!l) goto fail;
         *l = *si->literal;
@@ -116,12 +151,12 @@ IrModule *ir_module_clone(const IrModule *m) {
         }
         di->literal = l;
       }
-      if (di->loc.file) di->loc.file = arena_strdup(a, si->loc.file);
-      if (si->op_text && !(di->op_text = arena_strdup(a, si->op_text))) goto fail;
+      if (di->loc.file) di->loc.file = text(&cx, si->loc.file);
+      if (si->op_text && !(di->op_text = text(&cx, si->op_text))) goto fail;
     }
   }
   d->next_id = m->next_id;
-  if (!ir_module_reindex(d, m)) goto fail;
+  if (!ir_module_reindex_from(d, m, share)) goto fail;
   fx_free(cx.imap);
   fx_free(cx.cmap);
   return d;
@@ -130,4 +165,12 @@ fail:
   fx_free(cx.cmap);
   ir_module_free(d);
   return NULL;
+}
+
+IrModule *ir_module_clone(const IrModule *m) { return copy_module(m, false); }
+
+IrModule *ir_module_snapshot(const IrModule *m) {
+  /* A chain of snapshots of snapshots holds a reference per generation: past IR_MAX_BORROWED a
+   * deep copy starts a new chain. */
+  return copy_module(m, m->nborrowed < IR_MAX_BORROWED);
 }

@@ -162,7 +162,8 @@ const Pipeline *pipeline_at(int i) { return i >= 0 && i < pipeline_count() ? &pi
 bool pass_run_stage(const Pass *p, const IrModule *in, PassContext *cx, IrModule **out, bool *changed) {
   *out = NULL;
   *changed = false;
-  IrModule *work = ir_module_clone(in);
+  /* The pass edits a copy; unchanged names, shapes and literals stay shared with `in`. */
+  IrModule *work = ir_module_snapshot(in);
   if (!work) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory copying the module", p->name);
   cx->pass = p->name;
   bool ch = false;

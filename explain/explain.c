@@ -1,19 +1,26 @@
 /* explain.c — the decision log behind the DecisionSink, its queries and its formatting.
  *
- * Storage: one slot per stage, each with its own arena holding the stage's records and every
- * string they point to, so dropping a stage (a re-run, a pipeline change) frees it whole and
- * moving between stages (`back`, `goto`) never touches the log. */
+ * Storage: one slot per stage, each with its own arena holding every string the stage's records
+ * point to, and its array of records (grown with realloc: an array doubled inside the arena would
+ * leave every smaller copy behind, half the log's memory on 100,000 instructions), so dropping a
+ * stage (a re-run, a pipeline change) frees it whole and moving between stages (`back`, `goto`)
+ * never touches the log. The few words that repeat in every record (pass, action, reason code,
+ * metric names) are stored once per stage. */
 #include "explain.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
   Arena arena;
-  ExplainRecord *recs;
+  ExplainRecord *recs; /* fx_malloc'd */
   int n, cap;
   const char *pass;
+  /* The repeated words kept once: an open-addressing set of arena strings. */
+  const char **words;
+  int nwords, words_cap;
 } StageSlot;
 
 struct ExplainLog {
@@ -30,7 +37,45 @@ ExplainLog *explain_log_new(void) {
 
 static void slot_clear(StageSlot *s) {
   arena_free(&s->arena);
+  fx_free(s->recs);
+  fx_free(s->words);
   memset(s, 0, sizeof *s);
+}
+
+static uint64_t word_hash(const char *w) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *w; w++) h = (h ^ (unsigned char)*w) * 1099511628211ull;
+  return h;
+}
+
+/* w kept once in the stage's arena (NULL for NULL; NULL also when memory runs out). */
+static const char *slot_word(StageSlot *s, const char *w) {
+  if (!w) return NULL;
+  if ((s->nwords + 1) * 2 > s->words_cap) {
+    int ncap = s->words_cap ? s->words_cap * 2 : 64;
+    const char **grown = fx_calloc((size_t)ncap, sizeof *grown);
+    if (!grown) return arena_strdup(&s->arena, w); /* not shared, still correct */
+    for (int k = 0; k < s->words_cap; k++) {
+      if (!s->words[k]) continue;
+      size_t j = word_hash(s->words[k]) & (size_t)(ncap - 1);
+      while (grown[j]) j = (j + 1) & (size_t)(ncap - 1);
+      grown[j] = s->words[k];
+    }
+    fx_free(s->words);
+    s->words = grown;
+    s->words_cap = ncap;
+  }
+  size_t j = word_hash(w) & (size_t)(s->words_cap - 1);
+  while (s->words[j]) {
+    if (strcmp(s->words[j], w) == 0) return s->words[j];
+    j = (j + 1) & (size_t)(s->words_cap - 1);
+  }
+  const char *kept = arena_strdup(&s->arena, w);
+  if (kept) {
+    s->words[j] = kept;
+    s->nwords++;
+  }
+  return kept;
 }
 
 void explain_log_truncate(ExplainLog *log, int keep) {
@@ -86,26 +131,32 @@ static void emit(void *ctx, const PassDecision *d) {
   }
   StageSlot *s = &log->stages[stage];
   Arena *a = &s->arena;
-  if (arena_grow(a, (void **)&s->recs, &s->cap, s->n + 1, sizeof(ExplainRecord))) {
-    log->failed = true;
-    return;
+  if (s->n == s->cap) {
+    int ncap = s->cap ? s->cap * 2 : 64;
+    ExplainRecord *grown = fx_realloc(s->recs, sizeof(ExplainRecord) * (size_t)ncap);
+    if (!grown) {
+      log->failed = true;
+      return;
+    }
+    s->recs = grown;
+    s->cap = ncap;
   }
   ExplainRecord *r = &s->recs[s->n];
   memset(r, 0, sizeof *r);
   r->stage = stage;
   r->seq = s->n;
-  r->pass = arena_strdup(a, d->pass ? d->pass : (s->pass ? s->pass : ""));
-  r->action = arena_strdup(a, d->action ? d->action : "");
+  r->pass = slot_word(s, d->pass ? d->pass : (s->pass ? s->pass : ""));
+  r->action = slot_word(s, d->action ? d->action : "");
   r->producer = arena_strdup(a, d->producer);
   r->consumer = arena_strdup(a, d->consumer);
   r->accepted = d->accepted;
-  r->reason = arena_strdup(a, d->reason);
+  r->reason = slot_word(s, d->reason);
   r->detail = arena_strdup(a, d->detail ? d->detail : "");
   r->suggestion = arena_strdup(a, d->suggestion);
   r->result = arena_strdup(a, d->result);
   int nm = d->nmetrics < PASS_MAX_METRICS ? d->nmetrics : PASS_MAX_METRICS;
   for (int k = 0; k < nm; k++) {
-    r->metrics[k].key = arena_strdup(a, d->metrics[k].key ? d->metrics[k].key : "");
+    r->metrics[k].key = slot_word(s, d->metrics[k].key ? d->metrics[k].key : "");
     r->metrics[k].value = d->metrics[k].value;
     if (!r->metrics[k].key) log->failed = true;
   }
@@ -129,6 +180,15 @@ int explain_stage_count(const ExplainLog *log, int stage) {
 const ExplainRecord *explain_stage_record(const ExplainLog *log, int stage, int i) {
   if (!log || stage < 0 || stage >= log->nstages || i < 0 || i >= log->stages[stage].n) return NULL;
   return &log->stages[stage].recs[i];
+}
+
+size_t explain_log_bytes(const ExplainLog *log) {
+  size_t n = 0;
+  for (int k = 0; log && k < log->nstages; k++) {
+    const StageSlot *s = &log->stages[k];
+    n += sizeof *s + s->arena.total + sizeof(ExplainRecord) * (size_t)s->cap + sizeof(char *) * (size_t)s->words_cap;
+  }
+  return n;
 }
 
 int explain_log_total(const ExplainLog *log) {

@@ -53,6 +53,8 @@ int explain_log_nstages(const ExplainLog *log);
 int explain_stage_count(const ExplainLog *log, int stage);
 const ExplainRecord *explain_stage_record(const ExplainLog *log, int stage, int i);
 int explain_log_total(const ExplainLog *log);
+/* The memory the log holds: every stage's records and their strings (for `show stats`). */
+size_t explain_log_bytes(const ExplainLog *log);
 
 /* ---------- queries ---------- */
 

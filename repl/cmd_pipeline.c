@@ -1301,14 +1301,18 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
   return true;
 }
 
-/* Bytes held by the distinct snapshots of the stages. */
-static size_t snapshot_bytes(Session *s, int *distinct) {
+/* Bytes held by the distinct snapshots of the stages (their arenas: what a snapshot shares with
+ * an earlier one lives in the earlier one's arena, counted once), and in *with_indexes the same
+ * with their name indexes. */
+static size_t snapshot_bytes(Session *s, int *distinct, size_t *with_indexes) {
   size_t total = 0;
   *distinct = 0;
+  *with_indexes = 0;
   for (int k = 0; k < s->nstages; k++) {
     if (s->stages[k].shared || !s->stages[k].module) continue;
     (*distinct)++;
     total += s->stages[k].module->arena.total;
+    *with_indexes += ir_module_bytes(s->stages[k].module);
   }
   return total;
 }
@@ -1320,7 +1324,9 @@ static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
   KernelPlan *p = stage_plan(s, s->cur, err);
   if (!p) return false;
   int distinct;
-  size_t mem = snapshot_bytes(s, &distinct);
+  size_t all_snaps;
+  size_t mem = snapshot_bytes(s, &distinct, &all_snaps);
+  size_t log_mem = explain_log_bytes(s->log);
   const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
   if (s->json) {
     JsonWriter w;
@@ -1340,6 +1346,10 @@ static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
     json_kv_int(&w, "stages", s->nstages);
     json_kv_int(&w, "snapshots", distinct);
     json_kv_int(&w, "snapshot_bytes", (long long)mem);
+    json_kv_int(&w, "index_bytes", (long long)(all_snaps - mem));
+    json_kv_int(&w, "log_bytes", (long long)log_mem);
+    json_kv_int(&w, "decisions", explain_log_total(s->log));
+    json_kv_int(&w, "stage_bytes", (long long)(all_snaps + log_mem));
     json_object_end(&w);
   } else {
     char b1[32], b2[32], b3[32], t[32];
@@ -1355,6 +1365,15 @@ static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
     fprintf(s->out, "  estimated time  %s per execution\n", t);
     fprintf(s->out, "  snapshots       %d stage%s in %d snapshot%s, %s\n", s->nstages, s->nstages == 1 ? "" : "s",
             distinct, distinct == 1 ? "" : "s", b3);
+    if (distinct > 1) {
+      /* What the stages hold in all, once a pass has made a snapshot of its own. */
+      char b4[32], b5[32], b6[32];
+      fmt_bytes((double)(all_snaps + log_mem), b4, sizeof b4);
+      fmt_bytes((double)(all_snaps - mem), b5, sizeof b5);
+      fmt_bytes((double)log_mem, b6, sizeof b6);
+      fprintf(s->out, "  stage memory    %s: snapshots %s, name indexes %s, decision log %s (%d decisions)\n",
+              b4, b3, b5, b6, explain_log_total(s->log));
+    }
   }
   plan_free(p);
   return true;
@@ -1435,7 +1454,9 @@ const ReplCommand repl_cmds_pipeline[] = {
      cmd_kernels},
     {"show-stats", "show stats", NULL,
      "show stats\n  The current stage in numbers: instructions, kernels and launches, bytes read and written,\n"
-     "  and the estimated time on the device profile.",
+     "  and the estimated time on the device profile; then the memory the stages hold: their\n"
+     "  snapshots (a pass that changed nothing shares the previous one, and a new one shares the\n"
+     "  names, shapes and literals it did not change), their name indexes and the decision log.",
      cmd_show_stats},
     {0},
 };

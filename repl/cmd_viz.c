@@ -159,20 +159,22 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   for (int k = 1; k < argc; k++)
     if (strcmp(argv[k], "--group") == 0) return repl_xla_render_scope(s, argc, argv, err); /* cmd_xla.c */
-  const char *file = NULL, *format = NULL, *focus = NULL, *comp = NULL, *stage_w = NULL;
+  const char *file = NULL, *format = NULL, *focus = NULL, *comp = NULL, *stage_w = NULL, *layout_w = NULL;
   long depth = 0, decision = 0;
   bool collapse = false;
   /* Word positions, for errors that point at the word at fault. */
-  int file_k = 0, format_k = 0, focus_k = 0, comp_k = 0, stage_k = 0, decision_k = 0;
+  int file_k = 0, format_k = 0, focus_k = 0, comp_k = 0, stage_k = 0, decision_k = 0, layout_k = 0;
   for (int k = 1; k < argc; k++) {
     const char *o = argv[k];
     if (strcmp(o, "--collapse") == 0) {
       collapse = true;
     } else if (strcmp(o, "--stage") == 0 || strcmp(o, "--format") == 0 || strcmp(o, "--focus") == 0 ||
-               strcmp(o, "--depth") == 0 || strcmp(o, "--computation") == 0 || strcmp(o, "--decision") == 0) {
+               strcmp(o, "--depth") == 0 || strcmp(o, "--computation") == 0 || strcmp(o, "--decision") == 0 ||
+               strcmp(o, "--layout") == 0) {
       if (k + 1 >= argc) return repl_arg_error(s, err, k, "%s needs a value", o);
       const char *v = argv[++k];
       if (strcmp(o, "--stage") == 0) stage_w = v, stage_k = k;
+      else if (strcmp(o, "--layout") == 0) layout_w = v, layout_k = k;
       else if (strcmp(o, "--format") == 0) format = v, format_k = k;
       else if (strcmp(o, "--focus") == 0) focus = v, focus_k = k;
       else if (strcmp(o, "--computation") == 0) comp = v, comp_k = k;
@@ -206,6 +208,9 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
       return repl_arg_error(s, err, file_k,
                             "cannot tell the format of '%s': name it .svg, .png, .pdf or .dot, or give --format", file);
   }
+  VizLayout layout = VIZ_LAYOUT_AUTO;
+  if (layout_w && !viz_layout_lookup(layout_w, &layout))
+    return repl_arg_error(s, err, layout_k, "unknown layout '%s' (auto, dot or sfdp)", layout_w);
   int stage = s->cur;
   if (stage_w && !parse_stage(s, stage_w, stage_k, &stage, err)) return false;
 
@@ -218,6 +223,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   o.focus = focus;
   o.depth = (int)depth;
   o.collapse = collapse;
+  o.layout = layout;
   char title[512];
   const IrModule *m = s->stages[stage].module;
   if (decision) {
@@ -338,6 +344,9 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
     json_kv_int(&w, "refused_hidden", st->refused_hidden);
     json_kv_int(&w, "hidden", st->hidden);
     json_kv_bool(&w, "plain", st->plain);
+    json_kv_str(&w, "layout", viz_layout_name(st->layout));
+    json_kv_str(&w, "layout_reason", st->layout_reason[0] ? st->layout_reason : NULL);
+    json_kv_int(&w, "unconnected", st->unconnected);
     json_object_end(&w);
     fputc('\n', s->out);
   } else if (!to_stdout) {
@@ -360,6 +369,11 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
     if (st->hidden) fprintf(s->out, "; %d of %d not drawn", st->hidden, st->total);
     if (st->plain) fprintf(s->out, " (large: drawn without edge labels)");
     fputc('\n', s->out);
+    if (st->layout_chosen && fmt != VIZ_DOT) {
+      fprintf(s->out, "  laid out with sfdp, Graphviz's large-graph layout: %s", st->layout_reason);
+      if (st->unconnected) fprintf(s->out, "; %d nodes without edges left out", st->unconnected);
+      fputc('\n', s->out);
+    }
   }
   viz_graph_free(g);
   fx_free(ds);
@@ -562,7 +576,7 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
 
 const ReplCommand repl_cmds_viz[] = {
     {"render", "render [FILE] [--stage S] [--format svg|png|pdf|dot] [--focus NAME] [--depth D] [--collapse] "
-               "[--computation NAME] [--decision N] [--group scope]",
+               "[--computation NAME] [--decision N] [--layout auto|dot|sfdp] [--group scope]",
      "draw a stage with Graphviz (svg, png, pdf or dot)",
      "render [FILE] [options]  draws the current stage: each instruction a node (name, op, shape), each\n"
      "                    fusion a box holding its members and labelled with its kernel and kind,\n"
@@ -582,6 +596,11 @@ const ReplCommand repl_cmds_viz[] = {
      "  --group scope     one node per JAX name scope (XLA's metadata), boxed in its parent scopes, with\n"
      "                    the values and bytes between scopes; --depth D keeps D levels of the path\n"
      "                    (a whole 19,000-instruction module fits; open it level by level)\n"
+     "  --layout L        auto (default): dot, which draws the flow top to bottom, while it can lay the\n"
+     "                    picture out in about a second; past 1,500 nodes, or when dot would have to\n"
+     "                    route long edges through too many ranks, sfdp (Graphviz's large-graph\n"
+     "                    layout, seconds for 10,000 nodes; no fusion boxes, nodes without edges left\n"
+     "                    out), and the output says so. dot or sfdp force one.\n"
      "  --decision N      draw decision N (numbered as `decisions` lists them, from 1): producer,\n"
      "                    consumer and their neighbourhood, on the stage the pass looked at, with the\n"
      "                    verdict, the reason and its numbers",

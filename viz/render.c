@@ -1,5 +1,5 @@
-/* render.c — lays out a built picture with Graphviz's dot and renders it (libgvc), in memory or
- * to a file.
+/* render.c — lays out a built picture with Graphviz (dot, or sfdp for a large picture: the engine
+ * viz_graph_build chose) and renders it (libgvc), in memory or to a file.
  *
  * One GVC_t lives for the whole session (creating it loads Graphviz's plugin configuration, which
  * is slow), as Graphviz's own examples do. DOT text is written straight from the graph with
@@ -132,15 +132,17 @@ bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *l
   *data = NULL;
   *len = 0;
   if (f == VIZ_DOT) return write_dot(g, data, len, err);
-  if (g->stats.nodes > VIZ_MAX_LAYOUT_NODES)
+  const char *engine = g->stats.layout == VIZ_LAYOUT_SFDP ? "sfdp" : "dot";
+  /* Only a picture forced to dot gets here this large (AUTO takes sfdp past VIZ_DOT_MAX_NODES). */
+  if (g->stats.layout != VIZ_LAYOUT_SFDP && g->stats.nodes > VIZ_MAX_LAYOUT_NODES)
     return fx_error_set(err, NULL, 0, 0,
-                        "%d nodes are too many to lay out in reasonable time (the limit is %d): draw a "
-                        "neighbourhood with --focus NAME --depth D, one computation with --computation NAME, or "
-                        "one node per kernel with --collapse at a fused stage; --format dot writes the whole graph",
+                        "%d nodes are too many for dot to lay out in reasonable time (the limit is %d): leave "
+                        "the layout to auto or sfdp, draw a neighbourhood with --focus NAME --depth D, or one node "
+                        "per kernel with --collapse at a fused stage; --format dot writes the whole graph",
                         g->stats.nodes, VIZ_MAX_LAYOUT_NODES);
   gv_errors[0] = 0;
   agseterrf(capture_error);
-  if (gvLayout(r->gvc, g->g, "dot") != 0) {
+  if (gvLayout(r->gvc, g->g, engine) != 0) {
     return fx_error_set(err, NULL, 0, 0, "Graphviz could not lay out the graph%s%s", gv_errors[0] ? ": " : "",
                         gv_errors);
   }

@@ -136,8 +136,9 @@ static bool picture(VizBuf *b, VizRenderer *r, const VizStage *st, int stage, co
   if (!g) return false;
   if (viz_graph_stats(g)->nodes > MAX_NODES_DRAWN) {
     vbuf_printf(b,
-                "<p class=\"picture too-large\" id=\"pic-%d-%s\">%d nodes: too many to draw here. In the shell, "
-                "<code>render --focus NAME --depth 2</code> draws a neighbourhood.</p>\n",
+                "<p class=\"picture too-large\" id=\"pic-%d-%s\">%d nodes: too many for this page (megabytes of "
+                "SVG each). In the shell, <code>render</code> draws them all (laid out with sfdp), and "
+                "<code>render --focus NAME --depth 2</code> a neighbourhood.</p>\n",
                 stage, c->is_entry ? "entry" : "body", viz_graph_stats(g)->nodes);
     viz_graph_free(g);
     return true;

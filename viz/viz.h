@@ -3,8 +3,10 @@
  * Flow: a stage's module (and the decisions recorded so far) → viz_graph_build() picks what to
  * draw (one computation; a --focus neighbourhood; fusions collapsed to one node or drawn as
  * clusters; refused candidates as dashed red edges) and builds a libcgraph graph → a VizRenderer
- * (one Graphviz GVC_t, kept for the whole session) lays it out with dot and renders svg, png or
- * pdf; dot text needs no layout. viz_text_graph() prints the compact terminal picture, and
+ * (one Graphviz GVC_t, kept for the whole session) lays it out and renders svg, png or pdf; dot
+ * text needs no layout. The layout engine is chosen per picture: dot (layered, top to bottom) while
+ * dot can place it in about a second, else sfdp (Graphviz's multilevel force-directed layout for
+ * large graphs), and the picture's stats say which and why. viz_text_graph() prints the compact terminal picture, and
  * viz_report_write() the self-contained HTML walkthrough of every stage.
  *
  * viz reads the IR and plain decision records (compiler/pass.h's PassDecision); it never changes
@@ -26,6 +28,20 @@ typedef enum { VIZ_SVG, VIZ_PNG, VIZ_PDF, VIZ_DOT } VizFormat;
 /* "svg", "png", "pdf", "dot" → format; false when unknown. */
 bool viz_format_lookup(const char *name, VizFormat *out);
 const char *viz_format_name(VizFormat f);
+
+/* The Graphviz layout engine: AUTO picks dot or sfdp by the size of the picture (VizGraphStats
+ * says which it took and why). */
+typedef enum { VIZ_LAYOUT_AUTO, VIZ_LAYOUT_DOT, VIZ_LAYOUT_SFDP } VizLayout;
+
+/* "auto", "dot", "sfdp" → layout; false when unknown. */
+bool viz_layout_lookup(const char *name, VizLayout *out);
+const char *viz_layout_name(VizLayout l);
+
+/* AUTO takes sfdp for a picture of more nodes than this, or when dot's estimated work (nodes plus
+ * the rank-crossing segments of long edges, each a virtual node dot must place) is above
+ * VIZ_DOT_MAX_WORK: measured in bench/viz_render.md, dot needs seconds beyond these. */
+#define VIZ_DOT_MAX_NODES 1500
+#define VIZ_DOT_MAX_WORK 20000
 
 /* Decisions to draw: every decision recorded up to the drawn stage (any order; for each
  * producer/consumer pair the last one counts, so a candidate refused by one pass and accepted by a
@@ -52,6 +68,7 @@ typedef struct {
   /* Pictures with more nodes than this switch to a faster, plainer drawing (no edge labels,
    * straight edges) so that they still lay out in seconds; 0 picks the default (600). */
   int plain_above;
+  VizLayout layout; /* AUTO (default): dot, or sfdp for large pictures */
 } VizOptions;
 
 void viz_options_default(VizOptions *o);
@@ -70,6 +87,14 @@ typedef struct {
   int hidden;           /* instructions of the computation left out by --focus */
   int total;            /* instructions the computation has (fused bodies counted) */
   bool plain;           /* the faster, plainer drawing was used */
+  VizLayout layout;     /* the engine that lays it out: VIZ_LAYOUT_DOT or VIZ_LAYOUT_SFDP */
+  bool layout_chosen;   /* AUTO chose it (rather than the caller) */
+  long long dot_work;   /* dot's estimated work: nodes + rank-crossing edge segments */
+  int unconnected;      /* nodes without any drawn edge, left out of an sfdp picture (a grid of
+                           hundreds of unused parameters would dwarf the graph) */
+  /* Why this engine, in words: "6,675 nodes (dot: up to 1,500)", "dot would place about 92,000
+   * edge segments (up to 20,000)"; "" when nothing was chosen (small, or the caller said). */
+  char layout_reason[96];
 } VizGraphStats;
 
 /* Builds the picture of m (one stage) with options o. Returns NULL and fills err when the
@@ -86,11 +111,11 @@ typedef struct VizRenderer VizRenderer;
 VizRenderer *viz_renderer_new(FxError *err);
 void viz_renderer_free(VizRenderer *r);
 
-/* Pictures with more nodes than this are not laid out (dot would take minutes); DOT text is
- * still written. */
+/* With the layout forced to dot, pictures of more nodes than this are not laid out (dot would
+ * take minutes; AUTO takes sfdp for them). DOT text is always written. */
 #define VIZ_MAX_LAYOUT_NODES 4000
 
-/* Lays out g with dot (not for VIZ_DOT) and renders it. On success *data is an fx_malloc'd
+/* Lays out g with its engine (stats.layout; not for VIZ_DOT) and renders it. On success *data is an fx_malloc'd
  * buffer of *len bytes (NUL-terminated for text formats) the caller frees with fx_free. */
 bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len, FxError *err);
 /* viz_render that Ctrl-C can stop: with `interrupted` (set by the SIGINT handler) the layout runs
