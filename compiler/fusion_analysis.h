@@ -71,6 +71,7 @@ typedef struct {
   const IrComputation *body;  /* fusions only */
   double *util, *times, *root_util, *root_ir;
   int **roots, *nroots, *caps;
+  int *param_index; /* body index of each parameter */
 } HloCost;
 /* Fills c for i on device d (its op profile; NULL: H100's); false on allocation failure (c is
  * then safe to free). */

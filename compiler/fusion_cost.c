@@ -299,12 +299,23 @@ static bool fusion_utilizations(const DeviceProfile *d, HloCost *c) {
       }
     }
   }
+  /* Where each parameter sits in the body, while the tags are there. */
+  c->param_index = fx_calloc((size_t)(fc->nparams ? fc->nparams : 1), sizeof(int));
+  if (!c->param_index) ok = false;
+  for (int k = 0; ok && k < fc->nparams; k++) {
+    intptr_t tag = fc->params[k] ? (intptr_t)fc->params[k]->aux : 0;
+    c->param_index[k] = tag > 0 && tag <= n && fc->instrs[tag - 1] == fc->params[k] ? (int)tag - 1 : -1;
+  }
   for (int k = 0; k < n; k++) fc->instrs[k]->aux = saved[k];
   fx_free(saved);
   return ok;
 }
 
+/* The index in the body of x; parameters are found at once, other instructions by a scan. */
 static int body_index(const HloCost *c, const IrInstr *x) {
+  if (x->op == IR_OP_PARAMETER && c->param_index && x->parent == c->body && x->param_number >= 0 &&
+      x->param_number < c->body->nparams && c->body->params[x->param_number] == x)
+    return c->param_index[x->param_number];
   for (int k = 0; k < c->body->ninstrs; k++)
     if (c->body->instrs[k] == x) return k;
   return -1;
@@ -373,6 +384,7 @@ void hlo_cost_free(HloCost *c) {
   fx_free(c->root_ir);
   fx_free(c->op_bytes);
   fx_free(c->op_util);
+  fx_free(c->param_index);
   memset(c, 0, sizeof *c);
 }
 
