@@ -397,44 +397,6 @@ const char *explain_reason_meaning(const char *code) {
 
 /* ---------- formatting ---------- */
 
-void explain_json_str(FILE *f, const char *s) {
-  if (!s) {
-    fputs("null", f);
-    return;
-  }
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-    case '"': fputs("\\\"", f); break;
-    case '\\': fputs("\\\\", f); break;
-    case '\n': fputs("\\n", f); break;
-    case '\t': fputs("\\t", f); break;
-    case '\r': fputs("\\r", f); break;
-    default:
-      if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-      else fputc(*p, f);
-    }
-  }
-  fputc('"', f);
-}
-
-void explain_json_num(FILE *f, double v) {
-  if (isnan(v) || isinf(v)) {
-    fputs("null", f);
-    return;
-  }
-  if (v == floor(v) && fabs(v) < 9.0e15) {
-    fprintf(f, "%lld", (long long)v);
-    return;
-  }
-  char buf[40];
-  for (int prec = 6; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v) break;
-  }
-  fputs(buf, f);
-}
-
 static void text_num(FILE *f, double v) {
   if (v == floor(v) && fabs(v) < 9.0e15) fprintf(f, "%lld", (long long)v);
   else fprintf(f, "%.4g", v);
@@ -500,27 +462,28 @@ void explain_print_record_width(FILE *f, const ExplainRecord *r, int width) {
   }
 }
 
+void explain_record_json(JsonWriter *w, const ExplainRecord *r, int number) {
+  json_object_begin(w);
+  if (number > 0) json_kv_int(w, "number", number);
+  json_kv_int(w, "stage", r->stage);
+  json_kv_str(w, "pass", r->pass);
+  json_kv_str(w, "action", r->action);
+  json_kv_str(w, "producer", r->producer);
+  json_kv_str(w, "consumer", r->consumer);
+  json_kv_str(w, "verdict", r->accepted ? "accepted" : "rejected");
+  json_kv_str(w, "reason", r->reason);
+  json_kv_str(w, "detail", r->detail);
+  json_key(w, "metrics");
+  json_object_begin(w);
+  for (int k = 0; k < r->nmetrics; k++) json_kv_double(w, r->metrics[k].key, r->metrics[k].value);
+  json_object_end(w);
+  json_kv_str(w, "suggestion", r->suggestion);
+  json_object_end(w);
+}
+
 void explain_print_record_json(FILE *f, const ExplainRecord *r) {
-  fprintf(f, "{\"stage\":%d,\"pass\":", r->stage);
-  explain_json_str(f, r->pass);
-  fputs(",\"action\":", f);
-  explain_json_str(f, r->action);
-  fputs(",\"producer\":", f);
-  explain_json_str(f, r->producer);
-  fputs(",\"consumer\":", f);
-  explain_json_str(f, r->consumer);
-  fprintf(f, ",\"verdict\":\"%s\",\"reason\":", r->accepted ? "accepted" : "rejected");
-  explain_json_str(f, r->reason);
-  fputs(",\"detail\":", f);
-  explain_json_str(f, r->detail);
-  fputs(",\"metrics\":{", f);
-  for (int k = 0; k < r->nmetrics; k++) {
-    if (k) fputc(',', f);
-    explain_json_str(f, r->metrics[k].key);
-    fputc(':', f);
-    explain_json_num(f, r->metrics[k].value);
-  }
-  fputs("},\"suggestion\":", f);
-  explain_json_str(f, r->suggestion);
-  fputc('}', f);
+  JsonWriter w;
+  json_init(&w, f);
+  w.no_newline = true;
+  explain_record_json(&w, r, 0);
 }

@@ -16,7 +16,7 @@
 #include "../compiler/hlo.h"
 #include "../runtime/runtime.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "repl.h"
 
 /* ---------- helpers ---------- */

@@ -24,7 +24,7 @@
 #include "../compiler/fusion_rules.h"
 #include "../compiler/plan.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "session.h"
 
 #define fail(s, err, ...) repl_arg_error(s, err, 0, __VA_ARGS__)

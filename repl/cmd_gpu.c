@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "../explain/json.h"
 #include "../compiler/fusion_rules.h"
 #include "session.h"
 #include "../runtime/backend.h"

@@ -27,7 +27,7 @@
 #include "../compiler/plan.h"
 #include "../explain/explain.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "repl.h"
 #include "session.h"
 
@@ -101,24 +101,9 @@ static void fmt_time(double us, char *buf, size_t n) {
  * in `decisions` order (stage, then the order the pass made them), from 1. */
 static int decision_number(const Session *s, const ExplainRecord *r) { return explain_record_number(s->log, r); }
 
-/* Prints one JSON value built by an explain/ printer through the writer, with the record's
- * decision number first. */
+/* A record as JSON, its decision number first. */
 static void json_record(const Session *s, JsonWriter *w, const ExplainRecord *r) {
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (!f) {
-    json_null(w);
-    return;
-  }
-  fprintf(f, "{\"number\":%d,", decision_number(s, r));
-  explain_print_record_json(f, r);
-  fclose(f);
-  /* the printer's own "{" follows ours: drop it */
-  char *brace = strchr(text + 1, '{');
-  if (brace) memmove(brace, brace + 1, strlen(brace + 1) + 1);
-  json_raw(w, text);
-  free(text);
+  explain_record_json(w, r, decision_number(s, r));
 }
 
 /* The terminal's width when the output goes to one (0 in batch, JSON or a pipe): long sentences

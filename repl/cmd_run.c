@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../explain/json.h"
 #include "args.h"
 #include "repl.h"
 #include "session.h"
@@ -406,17 +407,6 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   return ok;
 }
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
   if (!parse_run_args(s, argc, argv, &a, err)) return false;
@@ -466,7 +456,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
         for (int k = 0; k < res.stats.nkernels; k++) {
           const RtKernelStat *ks = &res.stats.kernels[k];
           fprintf(t, "%s  {\"name\": ", k ? ",\n" : "");
-          json_str(t, ks->instr->name);
+          json_write_string(t, ks->instr->name, strlen(ks->instr->name));
           fprintf(t, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, "
                      "\"args\": {\"launches\": %lld, \"bytes\": %lld, \"op\": \"%s\"}}",
                   ks->how, ts / 1e3, ks->total_ns / 1e3, (long long)ks->launches, (long long)ks->bytes,

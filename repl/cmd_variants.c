@@ -25,7 +25,7 @@
 #include "../runtime/backend.h"
 #include "../runtime/cuda_driver.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "repl.h"
 
 #define VARIANTS_MAX 64

@@ -15,7 +15,7 @@
 #include "../explain/explain.h"
 #include "../viz/viz.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "repl.h"
 #include "session.h"
 

@@ -27,7 +27,7 @@
 #include "../explain/xla_dump.h"
 #include "../viz/viz.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "repl.h"
 
 static bool is_dir(const char *p) {

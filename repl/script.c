@@ -23,7 +23,7 @@
 #include "../compiler/fx.h"
 #include "../compiler/hlo.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "repl.h"
 
 /* ---------- printing errors ---------- */

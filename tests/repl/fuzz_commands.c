@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../../repl/args.h"
-#include "../../repl/json.h"
+#include "../../explain/json.h"
 #include "../../repl/repl.h"
 #include "../../repl/session.h"
 

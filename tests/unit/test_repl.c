@@ -5,7 +5,7 @@
 
 #include "../../compiler/arena.h"
 #include "../../repl/args.h"
-#include "../../repl/json.h"
+#include "../../explain/json.h"
 #include "../../repl/repl.h"
 #include "../../repl/session.h"
 #include "check.h"
