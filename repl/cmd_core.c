@@ -22,7 +22,7 @@
 /* ---------- helpers ---------- */
 
 static IrModule *need_module(Session *s, FxError *err) {
-  IrModule *m = session_module(s);
+  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
   if (!m) repl_arg_error(s, err, 0, "no module is loaded; use 'load FILE' or type .fx statements");
   return m;
 }
@@ -99,7 +99,7 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   bool dir = fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
   fclose(f);
   if (dir) return repl_arg_error(s, err, 1, "cannot open '%s': it is a directory", shown);
-  IrModule *before = s->nstages > 0 ? s->stages[0].module : NULL;
+  IrModule *before = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   const char *name = s->input_name;
   int line = s->input_line;
   bool is_hlo = false;
@@ -107,7 +107,7 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   s->input_name = name;
   s->input_line = line;
   if (!ok) return false;
-  IrModule *m = s->nstages > 0 ? s->stages[0].module : NULL;
+  IrModule *m = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   /* An HLO file reports itself; a script reports the module its definitions built. */
   if (!is_hlo && m && m != before) {
     repl_report_loaded(s, m, path);
@@ -149,7 +149,7 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
   free(real);
   if (!ok) return false;
   path = argv[1];
-  const Stage *st_ = &s->stages[s->cur];
+  const ExplainStage *st_ = &s->eng.stages[s->eng.cur];
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
@@ -158,12 +158,12 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
     json_object_begin(&w);
     json_kv_str(&w, "file", path);
     json_kv_str(&w, "module", m->name);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     json_kv_str(&w, "pass", st_->pass);
     json_object_end(&w);
     json_object_end(&w);
   } else {
-    fprintf(s->out, "saved stage %d (%s) of %s to %s\n", s->cur, st_->pass, m->name, shown);
+    fprintf(s->out, "saved stage %d (%s) of %s to %s\n", s->eng.cur, st_->pass, m->name, shown);
   }
   return true;
 }
@@ -209,7 +209,7 @@ static const char *const show_builtin[] = {"hlo", "settings", NULL};
 
 static bool show_settings(Session *s, FxError *err) {
   (void)err;
-  const PassSettings *ps = &s->settings;
+  const PassSettings *ps = &s->eng.settings;
   SubNames sn;
   sub_names(&sn, "set-", NULL);
   if (s->json) {
@@ -219,8 +219,8 @@ static bool show_settings(Session *s, FxError *err) {
     json_key(&w, "settings");
     json_object_begin(&w);
     /* Every key is a name `set` accepts, with the value it takes. */
-    json_kv_str(&w, "pipeline", s->pipeline ? s->pipeline->name : NULL);
-    json_kv_str(&w, "device", s->device.name[0] ? s->device.name : NULL);
+    json_kv_str(&w, "pipeline", s->eng.pipeline ? s->eng.pipeline->name : NULL);
+    json_kv_str(&w, "device", s->eng.device.name[0] ? s->eng.device.name : NULL);
     json_kv_int(&w, "dup_limit", ps->concat_user_limit);
     json_kv_int(&w, "max_duplication", ps->max_duplication);
     json_kv_int(&w, "operand_budget", ps->operand_budget);
@@ -268,8 +268,8 @@ static bool show_hlo(Session *s, FxError *err) {
     json_init(&w, s->out);
     json_object_begin(&w);
     json_kv_str(&w, "module", m->name);
-    json_kv_int(&w, "stage", s->cur);
-    json_kv_str(&w, "pass", s->stages[s->cur].pass);
+    json_kv_int(&w, "stage", s->eng.cur);
+    json_kv_str(&w, "pass", s->eng.stages[s->eng.cur].pass);
     json_kv_str(&w, "hlo", text);
     json_object_end(&w);
     fx_free(text);

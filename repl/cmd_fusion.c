@@ -36,15 +36,15 @@ static bool have_prev;
 static char last_change[160];
 
 static void remember(Session *s, const char *what) {
-  prev_settings = s->settings;
-  prev_device = s->device;
+  prev_settings = s->eng.settings;
+  prev_device = s->eng.device;
   have_prev = true;
   snprintf(last_change, sizeof last_change, "%s", what);
 }
 
 /* After a change: the stages computed with the old value go. */
 static void changed(Session *s, const char *what, const char *old, const char *now) {
-  if (s->nstages > 1) session_truncate(s, 1);
+  if (s->eng.nstages > 1) explain_engine_truncate(&s->eng, 1);
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
@@ -56,7 +56,7 @@ static void changed(Session *s, const char *what, const char *old, const char *n
     fputc('\n', s->out);
   } else {
     fprintf(s->out, "%s: %s -> %s%s\n", what, old, now,
-            s->nstages >= 1 ? " (the next step recomputes the stages)" : "");
+            s->eng.nstages >= 1 ? " (the next step recomputes the stages)" : "");
   }
 }
 
@@ -137,9 +137,9 @@ static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
     return repl_arg_error(s, err, 1, "no device profile named '%s' (profiles: %s)", repl_printable(buf, sizeof buf, argv[1]), names);
   }
   char old[64];
-  snprintf(old, sizeof old, "%s", s->device.name[0] ? s->device.name : "(none)");
+  snprintf(old, sizeof old, "%s", s->eng.device.name[0] ? s->eng.device.name : "(none)");
   remember(s, "device");
-  s->device = *d;
+  s->eng.device = *d;
   changed(s, "device", old, d->name);
   return true;
 }
@@ -147,7 +147,7 @@ static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_show_device(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (!want_args(s, argc, argv, 0, err)) return false;
-  print_device(s, s->device.name[0] ? &s->device : device_default());
+  print_device(s, s->eng.device.name[0] ? &s->eng.device : device_default());
   return true;
 }
 
@@ -168,16 +168,16 @@ static bool set_int_knob(Session *s, int argc, char **argv, const char *what, in
 }
 
 static bool cmd_set_dup_limit(Session *s, int argc, char **argv, FxError *err) {
-  return set_int_knob(s, argc, argv, "dup_limit", &s->settings.concat_user_limit, 1, 1000000, err);
+  return set_int_knob(s, argc, argv, "dup_limit", &s->eng.settings.concat_user_limit, 1, 1000000, err);
 }
 static bool cmd_set_max_duplication(Session *s, int argc, char **argv, FxError *err) {
-  return set_int_knob(s, argc, argv, "max_duplication", &s->settings.max_duplication, 1, 1000000, err);
+  return set_int_knob(s, argc, argv, "max_duplication", &s->eng.settings.max_duplication, 1, 1000000, err);
 }
 static bool cmd_set_operand_budget(Session *s, int argc, char **argv, FxError *err) {
-  return set_int_knob(s, argc, argv, "operand_budget", &s->settings.operand_budget, 2, 1000000, err);
+  return set_int_knob(s, argc, argv, "operand_budget", &s->eng.settings.operand_budget, 2, 1000000, err);
 }
 static bool cmd_set_unroll(Session *s, int argc, char **argv, FxError *err) {
-  return set_int_knob(s, argc, argv, "unroll", &s->settings.unroll, 1, 1000, err);
+  return set_int_knob(s, argc, argv, "unroll", &s->eng.settings.unroll, 1, 1000, err);
 }
 
 /* ---------- expensive ops, passes, libraries ---------- */
@@ -196,11 +196,11 @@ static bool cmd_set_expensive(Session *s, int argc, char **argv, FxError *err) {
   }
   char what[96], old[24], now[24];
   snprintf(what, sizeof what, "expensive %s", ir_op_name(op));
-  signed char cur = s->settings.expensive_override[op];
+  signed char cur = s->eng.settings.expensive_override[op];
   snprintf(old, sizeof old, "%s", cur == 0 ? "default" : cur > 0 ? "on" : "off");
   snprintf(now, sizeof now, "%s", v == 0 ? "default" : v > 0 ? "on" : "off");
   remember(s, what);
-  s->settings.expensive_override[op] = v;
+  s->eng.settings.expensive_override[op] = v;
   changed(s, what, old, now);
   return true;
 }
@@ -236,11 +236,11 @@ static bool cmd_set_pass(Session *s, int argc, char **argv, FxError *err) {
   }
   bool on;
   if (!parse_onoff(s, argv[2], &on, err)) return false;
-  bool was_off = pass_settings_is_disabled(&s->settings, p->name);
+  bool was_off = pass_settings_is_disabled(&s->eng.settings, p->name);
   char what[96];
   snprintf(what, sizeof what, "pass %s", p->name);
   remember(s, what);
-  if (!set_disabled(&s->settings, p->name, !on)) return fail(s, err, "too many passes switched off");
+  if (!set_disabled(&s->eng.settings, p->name, !on)) return fail(s, err, "too many passes switched off");
   changed(s, what, was_off ? "off" : "on", on ? "on" : "off");
   return true;
 }
@@ -248,9 +248,9 @@ static bool cmd_set_pass(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_set_library(Session *s, int argc, char **argv, FxError *err) {
   if (!want_args(s, argc, argv, 2, err)) return false;
   bool *field = NULL;
-  if (strcmp(argv[1], "dot") == 0) field = &s->settings.dot_is_library;
-  else if (strcmp(argv[1], "conv") == 0 || strcmp(argv[1], "convolution") == 0) field = &s->settings.conv_is_library;
-  else if (strcmp(argv[1], "rng") == 0) field = &s->settings.rng_is_library;
+  if (strcmp(argv[1], "dot") == 0) field = &s->eng.settings.dot_is_library;
+  else if (strcmp(argv[1], "conv") == 0 || strcmp(argv[1], "convolution") == 0) field = &s->eng.settings.conv_is_library;
+  else if (strcmp(argv[1], "rng") == 0) field = &s->eng.settings.rng_is_library;
   else return repl_arg_error(s, err, 1, "library calls are dot, conv and rng, not '%.40s'", argv[1]);
   bool on;
   if (!parse_onoff(s, argv[2], &on, err)) return false;
@@ -272,13 +272,13 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
     return repl_arg_error(s, err, 1, "unexpected argument '%s'; usage: %s", repl_printable(buf, sizeof buf, argv[1]),
                  show && show->usage ? show->usage : "show settings");
   }
-  const PassSettings *ps = &s->settings;
-  const char *dev = s->device.name[0] ? s->device.name : device_default()->name;
+  const PassSettings *ps = &s->eng.settings;
+  const char *dev = s->eng.device.name[0] ? s->eng.device.name : device_default()->name;
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
     json_object_begin(&w);
-    json_kv_str(&w, "pipeline", s->pipeline ? s->pipeline->name : "classic");
+    json_kv_str(&w, "pipeline", s->eng.pipeline ? s->eng.pipeline->name : "classic");
     json_kv_str(&w, "device", dev);
     json_kv_int(&w, "dup_limit", ps->concat_user_limit);
     json_kv_int(&w, "max_duplication", ps->max_duplication);
@@ -302,7 +302,7 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
     return true;
   }
   FILE *o = s->out;
-  fprintf(o, "  pipeline          %s\n", s->pipeline ? s->pipeline->name : "classic");
+  fprintf(o, "  pipeline          %s\n", s->eng.pipeline ? s->eng.pipeline->name : "classic");
   fprintf(o, "  device            %s\n", dev);
   fprintf(o, "  dup_limit         %d   (users a concatenate, pad, dot or reduce may have and still fuse; XLA 1, the paper's patch 3)\n",
           ps->concat_user_limit);
@@ -327,10 +327,10 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (!want_args(s, argc, argv, 0, err)) return false;
-  if (s->nstages < 1 || !s->stages[0].module)
+  if (s->eng.nstages < 1 || !s->eng.stages[0].module)
     return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
-  IrModule *in = s->stages[0].module;
-  KernelPlan *before = plan_build(in, &s->device, err);
+  IrModule *in = s->eng.stages[0].module;
+  KernelPlan *before = plan_build(in, &s->eng.device, err);
   if (!before) return false;
   IrModule *m = ir_module_clone(in);
   if (!m) {
@@ -340,7 +340,7 @@ static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
   int n = fusion_unfuse_all(m);
   for (int k = 0; k < m->ncomps; k++) ir_computation_sort(m->comps[k]);
   ir_module_remove_unreachable(m);
-  KernelPlan *after = plan_build(m, &s->device, err);
+  KernelPlan *after = plan_build(m, &s->eng.device, err);
   if (!after) {
     plan_free(before);
     ir_module_free(m);
@@ -367,7 +367,7 @@ static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
     ir_module_free(m);
     return true;
   }
-  session_set_input(s, m);
+  explain_engine_set_input(&s->eng, m);
   return true;
 }
 
@@ -419,8 +419,8 @@ static void collect(void *ctx, const PassDecision *pd) {
 /* Runs the session's pipeline on stage 0 with the given settings and device. */
 static bool run_all(Session *s, const PassSettings *ps, const DeviceProfile *dev, DecList *out, int *kernels,
                     long long *launches, FxError *err) {
-  const Pipeline *pl = s->pipeline ? s->pipeline : pipeline_lookup("classic");
-  IrModule *cur = s->stages[0].module;
+  const Pipeline *pl = s->eng.pipeline ? s->eng.pipeline : pipeline_lookup("classic");
+  IrModule *cur = s->eng.stages[0].module;
   IrModule *owned = NULL;
   DecisionSink sink = {collect, out};
   for (int k = 0; k < pl->npasses; k++) {
@@ -457,14 +457,14 @@ static const Dec *find_dec(const DecList *l, const char *key) {
 }
 
 static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *err) {
-  if (s->nstages < 1 || !s->stages[0].module)
+  if (s->eng.nstages < 1 || !s->eng.stages[0].module)
     return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
   bool all = argc > 1 && strcmp(argv[argc - 1], "--all") == 0;
   if (all) argc--;
   if (argc != 1 && argc < 3)
     return fail(s, err, "usage: compare-decisions [SETTING VALUE...]  (no argument: the last `set` change)");
-  PassSettings before = s->settings, after = s->settings;
-  DeviceProfile dbefore = s->device.name[0] ? s->device : *device_default(), dafter = dbefore;
+  PassSettings before = s->eng.settings, after = s->eng.settings;
+  DeviceProfile dbefore = s->eng.device.name[0] ? s->eng.device : *device_default(), dafter = dbefore;
   char what[200];
   if (argc == 1) {
     if (!have_prev) return fail(s, err, "no setting has changed yet: `set` one, or name it: compare-decisions dup_limit 3");
@@ -478,7 +478,7 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
     if (!sink) return fail(s, err, "cannot open /dev/null");
     tmp.out = sink;
     tmp.json = false;
-    tmp.nstages = 0; /* so the set commands drop nothing */
+    tmp.eng.nstages = 0; /* so the set commands drop nothing */
     char name[128];
     snprintf(name, sizeof name, "set-%.100s", argv[1]);
     const ReplCommand *c = repl_command_lookup(name);
@@ -495,8 +495,8 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
     memcpy(last_change, keep_last, sizeof keep_last);
     if (!c) return fail(s, err, "unknown setting '%.60s'", argv[1]);
     if (!ok) return false;
-    after = tmp.settings;
-    dafter = tmp.device.name[0] ? tmp.device : *device_default();
+    after = tmp.eng.settings;
+    dafter = tmp.eng.device.name[0] ? tmp.eng.device : *device_default();
     snprintf(what, sizeof what, "%s", argv[1]);
     for (int k = 2; k < argc; k++) snprintf(what + strlen(what), sizeof what - strlen(what), " %s", argv[k]);
   }

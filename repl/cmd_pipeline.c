@@ -58,21 +58,8 @@ static bool arg_error(Session *s, FxError *err, int argi, const char *fmt, ...) 
 }
 
 static bool need_module(Session *s, FxError *err) {
-  if (s->nstages > 0 && s->stages[0].module) return true;
+  if (s->eng.nstages > 0 && s->eng.stages[0].module) return true;
   return cmd_error(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
-}
-
-static const Pipeline *cur_pipeline(Session *s) {
-  if (!s->pipeline) s->pipeline = pipeline_lookup("classic");
-  return s->pipeline;
-}
-
-/* The last stage the pipeline can produce. */
-static int last_stage(Session *s) { return cur_pipeline(s)->npasses; }
-
-static ExplainLog *session_log(Session *s) {
-  if (!s->log) s->log = explain_log_new();
-  return s->log;
 }
 
 static bool parse_count(const char *w, long long *out) {
@@ -99,7 +86,7 @@ static void fmt_time(double us, char *buf, size_t n) {
 
 /* The number `render --decision N` takes for a record: its place among every recorded decision,
  * in `decisions` order (stage, then the order the pass made them), from 1. */
-static int decision_number(const Session *s, const ExplainRecord *r) { return explain_record_number(s->log, r); }
+static int decision_number(const Session *s, const ExplainRecord *r) { return explain_engine_number(&s->eng, r); }
 
 /* A record as JSON, its decision number first. */
 static void json_record(const Session *s, JsonWriter *w, const ExplainRecord *r) {
@@ -130,97 +117,13 @@ static void print_record(const Session *s, const ExplainRecord *r) {
 
 /* ---------- stages ---------- */
 
-/* Frees stages >= keep (never the input), respecting shared snapshots. */
-static void drop_stages(Session *s, int keep) {
-  if (keep < 1) keep = 1;
-  for (int i = s->nstages - 1; i >= keep; i--) {
-    if (!s->stages[i].shared) ir_module_free(s->stages[i].module);
-    s->stages[i].module = NULL;
-  }
-  if (s->nstages > keep) s->nstages = keep;
-  if (s->cur >= s->nstages) s->cur = s->nstages - 1;
-  s->next_pass = s->nstages - 1;
-  explain_log_truncate(s->log, keep);
-}
-
-/* Runs the pass that produces stage s->nstages. */
-static bool run_next(Session *s, FxError *err) {
-  const Pipeline *pl = cur_pipeline(s);
-  int k = s->nstages;
-  if (k - 1 >= pl->npasses) return cmd_error(s, err, "the %s pipeline is finished: stage %d is its last", pl->name, k - 1);
-  if (s->interrupted && *s->interrupted) return cmd_error(s, err, "interrupted");
-  const Pass *p = pl->passes[k - 1];
-  ExplainLog *log = session_log(s);
-  if (!log || !explain_log_begin_stage(log, k, p->name)) return cmd_error(s, err, "out of memory");
-  if (k >= s->stages_cap) {
-    int ncap = s->stages_cap ? s->stages_cap * 2 : 16;
-    Stage *grown = fx_realloc(s->stages, sizeof(Stage) * (size_t)ncap);
-    if (!grown) return cmd_error(s, err, "out of memory");
-    memset(grown + s->stages_cap, 0, sizeof(Stage) * (size_t)(ncap - s->stages_cap));
-    s->stages = grown;
-    s->stages_cap = ncap;
-  }
-  IrModule *prev = s->stages[k - 1].module;
-  IrModule *out = NULL;
-  bool changed = false;
-  if (pass_settings_is_disabled(&s->settings, p->name)) {
-    DecisionSink sink = explain_log_sink(log);
-    PassDecision d = {.stage = k, .pass = p->name, .action = "skip", .accepted = false, .reason = "policy",
-                      .suggestion = "turn it back on with `set`"};
-    pass_emit(&sink, &d, "%s is switched off: the stage is the previous one, unchanged", p->name);
-  } else if (s->xla && pl == repl_xla_pipeline(s, "xla")) {
-    /* XLA's own snapshot (cmd_xla.c), not a pass of ours. */
-    if (!repl_xla_stage(s, k, prev, &out, &changed, err)) {
-      explain_log_truncate(log, k);
-      return false;
-    }
-  } else {
-    DecisionSink sink = explain_log_sink(log);
-    FxError perr;
-    fx_error_clear(&perr);
-    PassContext cx = {&sink, &s->device, &s->settings, k, p->name, &perr};
-    if (!pass_run_stage(p, prev, &cx, &out, &changed)) {
-      explain_log_truncate(log, k);
-      return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, perr.msg);
-    }
-  }
-  if (explain_log_failed(log)) {
-    if (out) ir_module_free(out);
-    explain_log_truncate(log, k);
-    return cmd_error(s, err, "out of memory recording the decisions of %s", p->name);
-  }
-  s->stages[k] = (Stage){.module = out ? out : prev, .pass = p->name, .changed = changed, .shared = out == NULL};
-  s->nstages = k + 1;
-  s->next_pass = k;
-  return true;
-}
-
-/* Makes stage `target` exist (running the passes up to it). */
-static bool ensure_stage(Session *s, int target, FxError *err) {
-  while (s->nstages <= target)
-    if (!run_next(s, err)) return false;
-  return true;
-}
-
-static KernelPlan *stage_plan(Session *s, int stage, FxError *err) {
-  return plan_build(s->stages[stage].module, &s->device, err);
-}
-
 /* "stage 3  dce: 5 removed → 12 kernels"; in JSON an object, written into `into` when given. */
 static bool print_move(Session *s, int stage, JsonWriter *into, FxError *err) {
-  KernelPlan *p = stage_plan(s, stage, err);
+  const KernelPlan *p = explain_engine_plan(&s->eng, stage, err);
   if (!p) return false;
-  const char *pass = stage == 0 ? "input" : s->stages[stage].pass;
+  const char *pass = explain_engine_stage_pass(&s->eng, stage);
   char what[256];
-  if (stage == 0) {
-    snprintf(what, sizeof what, "%d instructions", ir_module_instr_count(s->stages[0].module));
-  } else {
-    const ExplainRecord *r0 = explain_stage_record(s->log, stage, 0);
-    if (explain_stage_count(s->log, stage) == 1 && r0->reason && strcmp(r0->reason, "policy") == 0)
-      snprintf(what, sizeof what, "switched off");
-    else
-      explain_stage_summary(s->log, stage, what, sizeof what);
-  }
+  explain_engine_stage_summary(&s->eng, stage, what, sizeof what);
   if (s->json) {
     JsonWriter own;
     JsonWriter *w = into;
@@ -231,7 +134,7 @@ static bool print_move(Session *s, int stage, JsonWriter *into, FxError *err) {
     json_object_begin(w);
     json_kv_int(w, "stage", stage);
     json_kv_str(w, "pass", pass);
-    json_kv_bool(w, "changed", s->stages[stage].changed);
+    json_kv_bool(w, "changed", s->eng.stages[stage].changed);
     json_kv_str(w, "summary", what);
     json_kv_int(w, "kernels", p->ncompute);
     json_object_end(w);
@@ -239,32 +142,23 @@ static bool print_move(Session *s, int stage, JsonWriter *into, FxError *err) {
     fprintf(s->out, "stage %d  %s: %s \xe2\x86\x92 %d kernel%s\n", stage, pass, what, p->ncompute,
             p->ncompute == 1 ? "" : "s");
   }
-  plan_free(p);
   return true;
-}
-
-/* Index of the first stage after `from` produced by pass `name`; -1 when none. */
-static int stage_of_pass(Session *s, const char *name, int from) {
-  const Pipeline *pl = cur_pipeline(s);
-  for (int k = from + 1; k <= pl->npasses; k++)
-    if (strcmp(pl->passes[k - 1]->name, name) == 0) return k;
-  return -1;
 }
 
 /* A stage number, or a pass name meaning its first stage. */
 static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
   long long v;
   if (parse_count(w, &v)) {
-    if (v > last_stage(s))
-      return arg_error(s, err, argi, "no stage %lld: the %s pipeline has stages 0 to %d", v, cur_pipeline(s)->name,
-                       last_stage(s));
+    if (v > explain_engine_last_stage(&s->eng))
+      return arg_error(s, err, argi, "no stage %lld: the %s pipeline has stages 0 to %d", v, explain_engine_pipeline(&s->eng)->name,
+                       explain_engine_last_stage(&s->eng));
     *out = (int)v;
     return true;
   }
-  int k = stage_of_pass(s, w, 0);
+  int k = explain_engine_stage_of_pass(&s->eng, w, 0);
   if (k < 0) {
     if (pass_lookup(w))
-      return arg_error(s, err, argi, "the %s pipeline does not run %s", cur_pipeline(s)->name, w);
+      return arg_error(s, err, argi, "the %s pipeline does not run %s", explain_engine_pipeline(&s->eng)->name, w);
     return arg_error(s, err, argi, "expected a stage number or a pass name, got '%s'", w);
   }
   *out = k;
@@ -276,30 +170,23 @@ static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *
 static bool cmd_pipeline(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   if (argc == 2) {
-    const Pipeline *pl = pipeline_lookup(argv[1]);
-    if (!pl) pl = repl_xla_pipeline(s, argv[1]);
+    const Pipeline *pl = explain_engine_find_pipeline(&s->eng, argv[1]);
     if (!pl) {
       char names[256] = "";
       for (int k = 0; k < pipeline_count(); k++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", pipeline_at(k)->name);
       return arg_error(s, err, 1, "no pipeline named '%s' (pipelines: %s)", argv[1], names);
     }
-    if (pl != cur_pipeline(s)) {
-      s->pipeline = pl;
-      if (s->nstages > 0) {
-        drop_stages(s, 1);
-        s->cur = 0;
-      }
-    }
+    explain_engine_set_pipeline(&s->eng, pl);
   }
-  const Pipeline *pl = cur_pipeline(s);
+  const Pipeline *pl = explain_engine_pipeline(&s->eng);
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
     json_object_begin(&w);
     json_kv_str(&w, "pipeline", pl->name);
     json_kv_str(&w, "description", pl->description);
-    json_kv_int(&w, "stage", s->nstages > 0 ? s->cur : 0);
+    json_kv_int(&w, "stage", s->eng.nstages > 0 ? s->eng.cur : 0);
     json_key(&w, "passes");
     json_array_begin(&w);
     for (int k = 0; k < pl->npasses; k++) json_str(&w, pl->passes[k]->name);
@@ -312,12 +199,12 @@ static bool cmd_pipeline(Session *s, int argc, char **argv, FxError *err) {
     return true;
   }
   fprintf(s->out, "pipeline %s: %s\n", pl->name, pl->description);
-  int cur = s->nstages > 0 ? s->cur : -1;
+  int cur = s->eng.nstages > 0 ? s->eng.cur : -1;
   fprintf(s->out, "  %s 0  input\n", cur == 0 ? ">" : " ");
   for (int k = 1; k <= pl->npasses; k++) {
     const Pass *p = pl->passes[k - 1];
     fprintf(s->out, "  %s %-2d %-24s %s%s\n", cur == k ? ">" : " ", k, p->name,
-            k < s->nstages ? "run" : "-", pass_settings_is_disabled(&s->settings, p->name) ? " (switched off)" : "");
+            k < s->eng.nstages ? "run" : "-", pass_settings_is_disabled(&s->eng.settings, p->name) ? " (switched off)" : "");
   }
   fputs("pipelines:", s->out);
   for (int k = 0; k < pipeline_count(); k++) fprintf(s->out, " %s", pipeline_at(k)->name);
@@ -334,13 +221,13 @@ static bool step_to(Session *s, int target, FxError *err) {
     json_array_begin(&w);
   }
   bool ok = true;
-  while (s->cur < target) {
-    if (!ensure_stage(s, s->cur + 1, err)) {
+  while (s->eng.cur < target) {
+    if (!explain_engine_ensure(&s->eng, s->eng.cur + 1, err)) {
       ok = false;
       break;
     }
-    s->cur++;
-    if (!print_move(s, s->cur, s->json ? &w : NULL, err)) {
+    s->eng.cur++;
+    if (!print_move(s, s->eng.cur, s->json ? &w : NULL, err)) {
       ok = false;
       break;
     }
@@ -352,37 +239,37 @@ static bool step_to(Session *s, int target, FxError *err) {
 static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
-  int target = s->cur + 1;
+  int target = s->eng.cur + 1;
   if (argc == 2) {
     long long n;
     if (strcmp(argv[1], "all") == 0) {
-      target = last_stage(s);
+      target = explain_engine_last_stage(&s->eng);
     } else if (parse_count(argv[1], &n)) {
       if (n == 0) return arg_error(s, err, 1, "step 0 does nothing: give a count of 1 or more");
-      target = s->cur + (int)(n < last_stage(s) ? n : last_stage(s));
+      target = s->eng.cur + (int)(n < explain_engine_last_stage(&s->eng) ? n : explain_engine_last_stage(&s->eng));
     } else {
-      target = stage_of_pass(s, argv[1], s->cur);
+      target = explain_engine_stage_of_pass(&s->eng, argv[1], s->eng.cur);
       if (target < 0) {
-        if (pass_lookup(argv[1]) && stage_of_pass(s, argv[1], 0) > 0)
-          return arg_error(s, err, 1, "%s does not run after stage %d of the %s pipeline", argv[1], s->cur,
-                           cur_pipeline(s)->name);
+        if (pass_lookup(argv[1]) && explain_engine_stage_of_pass(&s->eng, argv[1], 0) > 0)
+          return arg_error(s, err, 1, "%s does not run after stage %d of the %s pipeline", argv[1], s->eng.cur,
+                           explain_engine_pipeline(&s->eng)->name);
         if (pass_lookup(argv[1]))
-          return arg_error(s, err, 1, "the %s pipeline does not run %s", cur_pipeline(s)->name, argv[1]);
+          return arg_error(s, err, 1, "the %s pipeline does not run %s", explain_engine_pipeline(&s->eng)->name, argv[1]);
         return arg_error(s, err, 1, "expected a count, a pass name or 'all', got '%s'", argv[1]);
       }
     }
   }
-  if (s->cur >= last_stage(s))
-    return cmd_error(s, err, "already at the last stage (%d) of the %s pipeline", s->cur, cur_pipeline(s)->name);
-  bool clamped = target > last_stage(s) || (argc == 2 && strcmp(argv[1], "all") != 0 && parse_count(argv[1], &(long long){0}) &&
-                                            atoll(argv[1]) > last_stage(s) - s->cur);
-  if (target > last_stage(s)) target = last_stage(s);
-  int from = s->cur;
+  if (s->eng.cur >= explain_engine_last_stage(&s->eng))
+    return cmd_error(s, err, "already at the last stage (%d) of the %s pipeline", s->eng.cur, explain_engine_pipeline(&s->eng)->name);
+  bool clamped = target > explain_engine_last_stage(&s->eng) || (argc == 2 && strcmp(argv[1], "all") != 0 && parse_count(argv[1], &(long long){0}) &&
+                                            atoll(argv[1]) > explain_engine_last_stage(&s->eng) - s->eng.cur);
+  if (target > explain_engine_last_stage(&s->eng)) target = explain_engine_last_stage(&s->eng);
+  int from = s->eng.cur;
   if (!step_to(s, target, err)) return false;
   /* A count past the end stops at the last stage, and says so (as back does at stage 0). */
   if (clamped && !s->json)
     fprintf(s->out, "(step %s: only %d stage%s after stage %d; stopped at the last stage, %d)\n", argv[1],
-            last_stage(s) - from, last_stage(s) - from == 1 ? "" : "s", from, target);
+            explain_engine_last_stage(&s->eng) - from, explain_engine_last_stage(&s->eng) - from == 1 ? "" : "s", from, target);
   return true;
 }
 
@@ -392,10 +279,10 @@ static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
   long long n = 1;
   if (argc == 2 && (!parse_count(argv[1], &n) || n == 0))
     return arg_error(s, err, 1, "expected a count of 1 or more, got '%s'", argv[1]);
-  if (s->cur == 0) return cmd_error(s, err, "already at stage 0 (the input)");
-  int from = s->cur;
-  s->cur = n >= s->cur ? 0 : s->cur - (int)n;
-  if (!print_move(s, s->cur, NULL, err)) return false;
+  if (s->eng.cur == 0) return cmd_error(s, err, "already at stage 0 (the input)");
+  int from = s->eng.cur;
+  s->eng.cur = n >= s->eng.cur ? 0 : s->eng.cur - (int)n;
+  if (!print_move(s, s->eng.cur, NULL, err)) return false;
   /* A count past the input stops at stage 0, and says so (goto, an absolute stage, refuses one
    * that does not exist). */
   if (n > from && !s->json)
@@ -409,40 +296,39 @@ static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   int target;
   if (!parse_stage(s, argv[1], 1, &target, err)) return false;
-  if (!ensure_stage(s, target, err)) return false;
-  s->cur = target;
+  if (!explain_engine_ensure(&s->eng, target, err)) return false;
+  s->eng.cur = target;
   return print_move(s, target, NULL, err);
 }
 
 static bool cmd_stage(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
-  const Pipeline *pl = cur_pipeline(s);
-  KernelPlan *p = stage_plan(s, s->cur, err);
+  const Pipeline *pl = explain_engine_pipeline(&s->eng);
+  const KernelPlan *p = explain_engine_plan(&s->eng, s->eng.cur, err);
   if (!p) return false;
-  const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
-  const char *next = s->cur < pl->npasses ? pl->passes[s->cur]->name : NULL;
-  int ninstr = ir_module_instr_count(s->stages[s->cur].module);
+  const char *pass = explain_engine_stage_pass(&s->eng, s->eng.cur);
+  const char *next = s->eng.cur < pl->npasses ? pl->passes[s->eng.cur]->name : NULL;
+  int ninstr = ir_module_instr_count(s->eng.stages[s->eng.cur].module);
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
     json_object_begin(&w);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     json_kv_int(&w, "last", pl->npasses);
     json_kv_str(&w, "pipeline", pl->name);
     json_kv_str(&w, "pass", pass);
-    json_kv_bool(&w, "changed", s->stages[s->cur].changed);
+    json_kv_bool(&w, "changed", s->eng.stages[s->eng.cur].changed);
     json_kv_int(&w, "instructions", ninstr);
     json_kv_int(&w, "kernels", p->ncompute);
     json_kv_str(&w, "next", next);
     json_object_end(&w);
   } else {
-    fprintf(s->out, "stage %d of %d (%s pipeline): %s%s; %d instructions, %d kernels\n", s->cur, pl->npasses,
-            pl->name, s->cur == 0 ? "the input" : "after ", s->cur == 0 ? "" : pass, ninstr, p->ncompute);
+    fprintf(s->out, "stage %d of %d (%s pipeline): %s%s; %d instructions, %d kernels\n", s->eng.cur, pl->npasses,
+            pl->name, s->eng.cur == 0 ? "the input" : "after ", s->eng.cur == 0 ? "" : pass, ninstr, p->ncompute);
     if (next) fprintf(s->out, "next: %s\n", next);
     else fputs("the pipeline is finished\n", s->out);
   }
-  plan_free(p);
   return true;
 }
 
@@ -455,31 +341,31 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
     else return arg_error(s, err, k, "unknown option '%s' (usage: passes [--changed])", argv[k]);
   }
   if (!need_module(s, err)) return false;
-  const Pipeline *pl = cur_pipeline(s);
+  const Pipeline *pl = explain_engine_pipeline(&s->eng);
   JsonWriter w;
   if (s->json) {
     json_init(&w, s->out);
     json_array_begin(&w);
   } else {
-    fprintf(s->out, "pipeline %s on %s\n", pl->name, s->device.name);
+    fprintf(s->out, "pipeline %s on %s\n", pl->name, s->eng.device.name);
     fprintf(s->out, "    %-5s %-24s %-7s %12s %8s %10s %11s %12s\n", "stage", "pass", "changed", "instructions",
             "kernels", "launches", "bytes", "est. time");
   }
   bool ok = true;
   for (int k = 0; k <= pl->npasses && ok; k++) {
-    bool run = k < s->nstages;
-    bool changed = run && s->stages[k].changed;
+    bool run = k < s->eng.nstages;
+    bool changed = run && s->eng.stages[k].changed;
     if (only_changed && k > 0 && run && !changed) continue;
     const char *pass = k == 0 ? "input" : pl->passes[k - 1]->name;
-    KernelPlan *p = NULL;
+    const KernelPlan *p = NULL;
     if (run) {
-      p = stage_plan(s, k, err);
+      p = explain_engine_plan(&s->eng, k, err);
       if (!p) {
         ok = false;
         break;
       }
     }
-    int ninstr = run ? ir_module_instr_count(s->stages[k].module) : 0;
+    int ninstr = run ? ir_module_instr_count(s->eng.stages[k].module) : 0;
     if (s->json) {
       json_object_begin(&w);
       json_kv_int(&w, "stage", k);
@@ -502,12 +388,11 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
       char b[32], t[32];
       fmt_bytes((double)(p->bytes_read + p->bytes_written), b, sizeof b);
       fmt_time(p->est_us, t, sizeof t);
-      fprintf(s->out, "  %s %-5d %-24s %-7s %12d %8d %10lld %11s %12s\n", k == s->cur ? ">" : " ", k, pass,
+      fprintf(s->out, "  %s %-5d %-24s %-7s %12d %8d %10lld %11s %12s\n", k == s->eng.cur ? ">" : " ", k, pass,
               k == 0 ? "" : (changed ? "yes" : "no"), ninstr, p->ncompute, (long long)p->launches, b, t);
     } else {
       fprintf(s->out, "    %-5d %-24s %-7s\n", k, pass, "not run");
     }
-    plan_free(p);
   }
   if (s->json) json_array_end(&w);
   return ok;
@@ -517,7 +402,7 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
 
 static bool stage_run(Session *s, const char *w, int argi, int *out, FxError *err) {
   if (!parse_stage(s, w, argi, out, err)) return false;
-  if (*out >= s->nstages)
+  if (*out >= s->eng.nstages)
     return arg_error(s, err, argi, "stage %d has not been run yet (step or goto %d first)", *out, *out);
   return true;
 }
@@ -544,12 +429,12 @@ static bool cmd_diff(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 0, 2, err)) return false;
   int a, b;
   if (argc == 1) {
-    if (s->cur == 0) return cmd_error(s, err, "at stage 0 (the input) there is no pass to compare: step first, or diff A B");
-    a = s->cur - 1;
-    b = s->cur;
+    if (s->eng.cur == 0) return cmd_error(s, err, "at stage 0 (the input) there is no pass to compare: step first, or diff A B");
+    a = s->eng.cur - 1;
+    b = s->eng.cur;
   } else if (argc == 2) {
     if (!stage_run(s, argv[1], 1, &a, err)) return false;
-    b = s->cur;
+    b = s->eng.cur;
     if (a == b) {
       if (a == 0) return cmd_error(s, err, "stage 0 is the input: give two stages to compare");
       a = b - 1;
@@ -558,9 +443,9 @@ static bool cmd_diff(Session *s, int argc, char **argv, FxError *err) {
     if (!stage_run(s, argv[1], 1, &a, err) || !stage_run(s, argv[2], 2, &b, err)) return false;
   }
   int lo = a < b ? a : b, hi = a < b ? b : a;
-  ExplainDiff *d = explain_diff(s->stages[a].module, s->stages[b].module, s->log, lo, hi, err);
+  ExplainDiff *d = explain_diff(s->eng.stages[a].module, s->eng.stages[b].module, s->eng.log, lo, hi, err);
   if (!d) return false;
-  const char *pa = a == 0 ? "input" : s->stages[a].pass, *pb = b == 0 ? "input" : s->stages[b].pass;
+  const char *pa = a == 0 ? "input" : s->eng.stages[a].pass, *pb = b == 0 ? "input" : s->eng.stages[b].pass;
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
@@ -613,13 +498,6 @@ static bool cmd_diff(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- why ---------- */
 
-/* The latest stage <= upto whose module has the instruction; -1 when none. */
-static int stage_with(Session *s, const char *name, int upto) {
-  for (int k = upto; k >= 0; k--)
-    if (ir_module_find_instr(s->stages[k].module, name)) return k;
-  return -1;
-}
-
 static bool unknown_name(Session *s, const char *name, int argi, FxError *err) {
   return arg_error(s, err, argi, "no instruction named '%s' at any stage", name);
 }
@@ -659,44 +537,18 @@ static void print_grouped(Session *s, const ExplainRecord **res, int n) {
   fx_free(group);
 }
 
-/* ", now fusion.2 (in kernel fusion.2)": what the rewrites and fusions that removed name made of
- * it at the current stage; nothing when it cannot be followed. */
-static void print_became(Session *s, const char *name) {
-  FxError e;
-  fx_error_clear(&e);
-  KernelPlan *p = stage_plan(s, s->cur, &e);
-  if (!p) return;
-  ExplainStageView *v = explain_view_new(s->log, s->cur, s->stages[s->cur].module, p);
-  const IrInstr *i = v ? explain_view_follow(v, name) : NULL;
-  if (i) {
-    const PlanKernel *k = plan_kernel_of(p, i);
-    fprintf(s->out, "; it became %s", i->name);
-    if (k && k->instr != i) fprintf(s->out, " (in kernel %s)", k->name);
-  }
-  explain_view_free(v);
-  plan_free(p);
-}
-
 static bool why_one(Session *s, const char *name, FxError *err) {
-  int at = stage_with(s, name, s->cur);
-  int later = at < 0 ? stage_with(s, name, s->nstages - 1) : at;
-  if (at < 0 && later < 0) return unknown_name(s, name, 1, err);
-  IrModule *m = s->stages[s->cur].module;
-  const IrInstr *i = ir_module_find_instr(m, name);
-  KernelPlan *p = NULL;
-  if (i && !(p = stage_plan(s, s->cur, err))) return false;
-  const PlanKernel *kn = i ? plan_kernel_of(p, i) : NULL;
-  ExplainFilter f;
-  explain_filter_init(&f);
-  f.name = name;
-  f.max_stage = s->nstages - 1;
-  const ExplainRecord **res;
-  int n = explain_query(s->log, &f, &res);
-  if (n < 0) {
-    plan_free(p);
-    return cmd_error(s, err, "out of memory");
+  ExplainWhyOne q;
+  int unknown;
+  if (!explain_engine_why_one(&s->eng, name, &q, &unknown, err)) {
+    explain_why_one_free(&q);
+    return unknown ? unknown_name(s, name, 1, err) : false;
   }
-  const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+  const IrInstr *i = q.instr;
+  const PlanKernel *kn = q.kernel;
+  const ExplainRecord **res = q.decisions;
+  int n = q.n, at = q.last_seen, later = q.first_later;
+  const char *pass = explain_engine_stage_pass(&s->eng, s->eng.cur);
   char shape[256] = "";
   if (i) ir_shape_format(&i->shape, true, shape, sizeof shape);
   if (s->json) {
@@ -704,7 +556,7 @@ static bool why_one(Session *s, const char *name, FxError *err) {
     json_init(&w, s->out);
     json_object_begin(&w);
     json_kv_str(&w, "name", name);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     json_kv_bool(&w, "present", i != NULL);
     if (i) {
       json_kv_str(&w, "op", ir_op_name(i->op));
@@ -723,15 +575,8 @@ static bool why_one(Session *s, const char *name, FxError *err) {
     } else {
       json_kv_int(&w, "last_seen_stage", at >= 0 ? at : later);
       /* what the passes that removed it made of it, at this stage */
-      FxError e;
-      fx_error_clear(&e);
-      KernelPlan *bp = stage_plan(s, s->cur, &e);
-      ExplainStageView *v = bp ? explain_view_new(s->log, s->cur, s->stages[s->cur].module, bp) : NULL;
-      const IrInstr *now = v ? explain_view_follow(v, name) : NULL;
-      if (now) json_kv_str(&w, "became", now->name);
+      if (q.became) json_kv_str(&w, "became", q.became->name);
       else json_kv_null(&w, "became");
-      explain_view_free(v);
-      plan_free(bp);
     }
     print_decisions(s, &w, res, n);
     json_object_end(&w);
@@ -739,36 +584,39 @@ static bool why_one(Session *s, const char *name, FxError *err) {
     fprintf(s->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
     char lab[200];
     if (kn && kn->instr == i && kn->nmembers <= 1 && kn->kind == KERNEL_LIBRARY)
-      fprintf(s->out, "  at stage %d (%s): its own library kernel, a %s\n", s->cur, pass,
+      fprintf(s->out, "  at stage %d (%s): its own library kernel, a %s\n", s->eng.cur, pass,
               explain_kernel_label(kn, lab, sizeof lab));
     else if (kn && kn->instr == i && kn->nmembers <= 1)
-      fprintf(s->out, "  at stage %d (%s): its own %s kernel\n", s->cur, pass, plan_kernel_kind_name(kn->kind));
+      fprintf(s->out, "  at stage %d (%s): its own %s kernel\n", s->eng.cur, pass, plan_kernel_kind_name(kn->kind));
     else if (kn && kn->kind == KERNEL_CONTROL)
       fprintf(s->out, "  at stage %d (%s): runs on the host; its loop control reads the condition back every iteration\n",
-              s->cur, pass);
+              s->eng.cur, pass);
     else if (kn)
-      fprintf(s->out, "  at stage %d (%s): in kernel %s (%s, %d instructions)\n", s->cur, pass, kn->name,
+      fprintf(s->out, "  at stage %d (%s): in kernel %s (%s, %d instructions)\n", s->eng.cur, pass, kn->name,
               plan_kernel_kind_name(kn->kind), kn->nmembers);
     else if (i->op == IR_OP_WHILE || i->op == IR_OP_CALL || i->op == IR_OP_CONDITIONAL)
-      fprintf(s->out, "  at stage %d (%s): control flow; its computations' kernels run in its place\n", s->cur, pass);
+      fprintf(s->out, "  at stage %d (%s): control flow; its computations' kernels run in its place\n", s->eng.cur, pass);
     else
-      fprintf(s->out, "  at stage %d (%s): no kernel: %s\n", s->cur, pass, explain_no_kernel_reason(i));
+      fprintf(s->out, "  at stage %d (%s): no kernel: %s\n", s->eng.cur, pass, explain_no_kernel_reason(i));
   } else if (at >= 0) {
-    fprintf(s->out, "%s is not in stage %d (%s): last seen at stage %d (%s)", name, s->cur, pass, at,
-            at == 0 ? "input" : s->stages[at].pass);
-    print_became(s, name);
+    fprintf(s->out, "%s is not in stage %d (%s): last seen at stage %d (%s)", name, s->eng.cur, pass, at,
+            explain_engine_stage_pass(&s->eng, at));
+    /* "; it became fusion.2 (in kernel fusion.2)" when it can be followed */
+    if (q.became) {
+      fprintf(s->out, "; it became %s", q.became->name);
+      if (q.became_kernel && q.became_kernel->instr != q.became) fprintf(s->out, " (in kernel %s)", q.became_kernel->name);
+    }
     fputc('\n', s->out);
   } else {
-    fprintf(s->out, "%s is not in stage %d (%s): it first appears at stage %d (%s)\n", name, s->cur, pass, later,
-            s->stages[later].pass);
+    fprintf(s->out, "%s is not in stage %d (%s): it first appears at stage %d (%s)\n", name, s->eng.cur, pass, later,
+            s->eng.stages[later].pass);
   }
   if (!s->json) {
-    if (n == 0) fprintf(s->out, "  no decision names %s%s\n", name, s->nstages > 1 ? "" : " (no pass has run yet)");
+    if (n == 0) fprintf(s->out, "  no decision names %s%s\n", name, s->eng.nstages > 1 ? "" : " (no pass has run yet)");
     else fprintf(s->out, "  %d decision%s naming %s:\n", n, n == 1 ? "" : "s", name);
     print_grouped(s, res, n);
   }
-  fx_free(res);
-  plan_free(p);
+  explain_why_one_free(&q);
   return true;
 }
 
@@ -780,18 +628,6 @@ static void print_record_brief(Session *s, const ExplainRecord *r) {
   fprintf(s->out, ", %s", r->accepted ? "accepted" : "rejected");
   if (r->reason) fprintf(s->out, " [%s]", r->reason);
   fputc(')', s->out);
-}
-
-static const char *split_kind_name(ExplainSplitKind k) {
-  switch (k) {
-  case EXPLAIN_SPLIT_SAME: return "same";
-  case EXPLAIN_SPLIT_NONE: return "same_kernel";
-  case EXPLAIN_SPLIT_NO_KERNEL: return "no_kernel";
-  case EXPLAIN_SPLIT_ELSEWHERE: return "other_computation";
-  case EXPLAIN_SPLIT_PATH: return "path";
-  case EXPLAIN_SPLIT_SIBLINGS: return "siblings";
-  }
-  return "?";
 }
 
 /* The boundary, its decision (or why there is none), and the other decisions between its two
@@ -836,9 +672,9 @@ static void print_boundary(Session *s, const ExplainStageView *v, const ExplainB
   /* The other kinds of decision between the two kernels, one line each (one per kind). */
   ExplainFilter f;
   explain_filter_init(&f);
-  f.max_stage = s->cur;
+  f.max_stage = s->eng.cur;
   const ExplainRecord **all;
-  int n = explain_query(s->log, &f, &all);
+  int n = explain_query(s->eng.log, &f, &all);
   const ExplainRecord *seen[4];
   int shown = 0;
   for (int k = n - 1; k >= 0 && shown < 4; k--) {
@@ -877,55 +713,17 @@ static void json_boundary(Session *s, JsonWriter *w, const ExplainBoundary *bd) 
 }
 
 static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
-  if (stage_with(s, a, s->nstages - 1) < 0) return unknown_name(s, a, 1, err);
-  if (stage_with(s, b, s->nstages - 1) < 0) return unknown_name(s, b, 2, err);
-  ExplainFilter f;
-  explain_filter_init(&f);
-  f.name = a;
-  f.name2 = b;
-  f.max_stage = s->nstages - 1;
-  const ExplainRecord **res;
-  int n = explain_query(s->log, &f, &res);
-  if (n < 0) return cmd_error(s, err, "out of memory");
-  /* Where the two are split at the current stage: the boundaries between their kernels. */
-  KernelPlan *p = stage_plan(s, s->cur, err);
-  if (!p) {
-    fx_free(res);
-    return false;
-  }
-  ExplainStageView *v = explain_view_new(s->log, s->cur, s->stages[s->cur].module, p);
-  if (!v) {
-    plan_free(p);
-    fx_free(res);
-    return cmd_error(s, err, "out of memory");
-  }
-  ExplainSplit *sp = fx_calloc(1, sizeof *sp);
-  FxError serr;
-  fx_error_clear(&serr);
-  bool have_split = sp && explain_split(v, a, b, sp, &serr);
-  char rel[768] = "";
-  if (have_split) {
-    snprintf(rel, sizeof rel, "%s", sp->sentence);
-  } else if (n == 0) {
-    /* Judge the pair where both still exist: the latest stage before this one that has both. */
-    int st = s->cur;
-    while (st > 0 && !(ir_module_find_instr(s->stages[st].module, a) && ir_module_find_instr(s->stages[st].module, b)))
-      st--;
-    KernelPlan *q = stage_plan(s, st, err);
-    if (!q) {
-      explain_view_free(v);
-      plan_free(p);
-      fx_free(sp);
-      fx_free(res);
-      return false;
-    }
-    explain_pair_relation(s->stages[st].module, q, a, b, rel, sizeof rel);
-    plan_free(q);
-  }
-  bool split = have_split && (sp->kind == EXPLAIN_SPLIT_PATH || sp->kind == EXPLAIN_SPLIT_SIBLINGS);
-  /* The pair's final outcome is its last decision (the latest stage, the last the pass made);
-   * every earlier one was superseded by a later pass or run. */
-  const ExplainRecord *final = n > 0 ? res[n - 1] : NULL;
+  ExplainWhyPair q;
+  int unknown;
+  if (!explain_engine_why_pair(&s->eng, a, b, &q, &unknown, err))
+    return unknown ? unknown_name(s, unknown == 1 ? a : b, unknown, err) : false;
+  const ExplainRecord **res = q.decisions;
+  int n = q.n;
+  ExplainSplit *sp = q.split;
+  ExplainStageView *v = q.view;
+  bool have_split = q.have_split, split = q.apart;
+  const char *rel = q.relation;
+  const ExplainRecord *final = q.final;
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
@@ -935,9 +733,9 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     json_str(&w, a);
     json_str(&w, b);
     json_array_end(&w);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     if (have_split) {
-      json_kv_str(&w, "split", split_kind_name(sp->kind));
+      json_kv_str(&w, "split", explain_split_kind_name(sp->kind));
       json_key(&w, "kernels");
       json_array_begin(&w);
       if (sp->ka) json_str(&w, sp->ka->name);
@@ -963,22 +761,22 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
     else json_kv_null(&w, "relation");
     json_object_end(&w);
   } else if (split && (sp->nboundaries > 0 || n == 0)) {
-    const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+    const char *pass = explain_engine_stage_pass(&s->eng, s->eng.cur);
     char head[1200];
-    snprintf(head, sizeof head, "%s and %s at stage %d (%s): %s", a, b, s->cur, pass, rel);
+    snprintf(head, sizeof head, "%s and %s at stage %d (%s): %s", a, b, s->eng.cur, pass, rel);
     out_line(s, head);
     for (int k = 0; k < sp->nboundaries; k++) print_boundary(s, v, &sp->boundaries[k]);
     if (sp->total_boundaries > sp->nboundaries)
       fprintf(s->out, "... and %d more boundaries\n", sp->total_boundaries - sp->nboundaries);
     if (sp->kind == EXPLAIN_SPLIT_SIBLINGS && sp->nboundaries == 0)
       fprintf(s->out, "no decision between %s and %s: no pass took them as siblings up to stage %d\n",
-              sp->ka->name, sp->kb->name, s->cur);
+              sp->ka->name, sp->kb->name, s->eng.cur);
   } else if (have_split && sp->kind == EXPLAIN_SPLIT_NONE && (n == 0 || !final->accepted)) {
     /* Together now, though no decision between the two names says so: the one that made their
      * kernel, then what was said about the pair before. */
-    const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+    const char *pass = explain_engine_stage_pass(&s->eng, s->eng.cur);
     char head[1200];
-    snprintf(head, sizeof head, "%s and %s at stage %d (%s): %s", a, b, s->cur, pass, rel);
+    snprintf(head, sizeof head, "%s and %s at stage %d (%s): %s", a, b, s->eng.cur, pass, rel);
     out_line(s, head);
     if (sp->joined) {
       fprintf(s->out, "joined by decision #%d:\n", decision_number(s, sp->joined));
@@ -1002,10 +800,7 @@ static bool why_pair(Session *s, const char *a, const char *b, FxError *err) {
       for (int k = 0; k + 1 < n; k++) print_record(s, res[k]);
     }
   }
-  explain_view_free(v);
-  plan_free(p);
-  fx_free(sp);
-  fx_free(res);
+  explain_why_pair_free(&q);
   return true;
 }
 
@@ -1025,7 +820,7 @@ static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   ExplainFilter f;
   explain_filter_init(&f);
-  f.max_stage = s->nstages - 1;
+  f.max_stage = s->eng.nstages - 1;
   for (int k = 1; k < argc; k++) {
     const char *o = argv[k];
     if (strcmp(o, "--rejected") == 0) f.verdict = 0;
@@ -1055,7 +850,7 @@ static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
     }
   }
   const ExplainRecord **res;
-  int n = explain_query(s->log, &f, &res);
+  int n = explain_query(s->eng.log, &f, &res);
   if (n < 0) return cmd_error(s, err, "out of memory");
   if (s->json) {
     JsonWriter w;
@@ -1065,7 +860,7 @@ static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
     json_array_end(&w);
   } else {
     for (int k = 0; k < n; k++) print_record(s, res[k]);
-    fprintf(s->out, "%d decision%s%s\n", n, n == 1 ? "" : "s", s->nstages > 1 ? "" : " (no pass has run yet: step first)");
+    fprintf(s->out, "%d decision%s%s\n", n, n == 1 ? "" : "s", s->eng.nstages > 1 ? "" : " (no pass has run yet: step first)");
   }
   fx_free(res);
   return true;
@@ -1144,15 +939,15 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
   }
   bool buffers = argc >= 2 && strcmp(argv[1], "--buffers") == 0;
   if (!repl_check_argc(s, argc, argv, 0, buffers ? 1 : 0, err)) return false;
-  KernelPlan *p = stage_plan(s, s->cur, err);
+  const KernelPlan *p = explain_engine_plan(&s->eng, s->eng.cur, err);
   if (!p) return false;
-  const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+  const char *pass = explain_engine_stage_pass(&s->eng, s->eng.cur);
   char buf[1024];
   if (buffers && s->json) {
     JsonWriter w;
     json_init(&w, s->out);
     json_object_begin(&w);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     json_key(&w, "buffers");
     json_array_begin(&w);
     for (int q = 0; q < p->nbuffers; q++) {
@@ -1182,22 +977,20 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
     json_kv_int(&w, "buffer_bytes_reused", (long long)p->slot_total);
     json_kv_int(&w, "slots", p->nslots);
     json_object_end(&w);
-    plan_free(p);
     return true;
   }
   if (buffers) {
-    fprintf(s->out, "stage %d (%s): buffers that cross kernel boundaries, in order\n", s->cur, pass);
+    fprintf(s->out, "stage %d (%s): buffers that cross kernel boundaries, in order\n", s->eng.cur, pass);
     print_buffers(s, p);
     print_buffer_summary(s, p);
-    plan_free(p);
     return true;
   }
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
     json_object_begin(&w);
-    json_kv_int(&w, "stage", s->cur);
-    json_kv_str(&w, "device", s->device.name);
+    json_kv_int(&w, "stage", s->eng.cur);
+    json_kv_str(&w, "device", s->eng.device.name);
     json_kv_int(&w, "launches", (long long)p->launches);
     json_kv_int(&w, "bytes_read", (long long)p->bytes_read);
     json_kv_int(&w, "bytes_written", (long long)p->bytes_written);
@@ -1242,7 +1035,6 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
     }
     json_array_end(&w);
     json_object_end(&w);
-    plan_free(p);
     return true;
   }
   char b1[32], b2[32], t[32];
@@ -1253,7 +1045,7 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
   if (p->nkernels > p->ncompute)
     snprintf(ctl, sizeof ctl, " (+%d control, launching nothing)", p->nkernels - p->ncompute);
   fprintf(s->out, "stage %d (%s) on %s: %d kernel%s%s, %lld launch%s per execution%s; %s read, %s written, %s\n",
-          s->cur, pass, s->device.name, p->ncompute, p->ncompute == 1 ? "" : "s", ctl, (long long)p->launches,
+          s->eng.cur, pass, s->eng.device.name, p->ncompute, p->ncompute == 1 ? "" : "s", ctl, (long long)p->launches,
           p->launches == 1 ? "" : "es", p->trip_counts_known ? "" : " (some trip counts unknown: counted once)", b1,
           b2, t);
   for (int k = 0; k < p->nkernels; k++) {
@@ -1282,38 +1074,25 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
     fmt_time(kn->est_us, t, sizeof t);
     fprintf(s->out, "\n       outputs: %s\n       bytes: %s read, %s written; %s per launch\n", buf, b1, b2, t);
   }
-  plan_free(p);
   return true;
-}
-
-/* Bytes held by the distinct snapshots of the stages. */
-static size_t snapshot_bytes(Session *s, int *distinct) {
-  size_t total = 0;
-  *distinct = 0;
-  for (int k = 0; k < s->nstages; k++) {
-    if (s->stages[k].shared || !s->stages[k].module) continue;
-    (*distinct)++;
-    total += s->stages[k].module->arena.total;
-  }
-  return total;
 }
 
 static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
-  IrModule *m = s->stages[s->cur].module;
-  KernelPlan *p = stage_plan(s, s->cur, err);
+  IrModule *m = s->eng.stages[s->eng.cur].module;
+  const KernelPlan *p = explain_engine_plan(&s->eng, s->eng.cur, err);
   if (!p) return false;
   int distinct;
-  size_t mem = snapshot_bytes(s, &distinct);
-  const char *pass = s->cur == 0 ? "input" : s->stages[s->cur].pass;
+  size_t mem = explain_engine_snapshot_bytes(&s->eng, &distinct);
+  const char *pass = explain_engine_stage_pass(&s->eng, s->eng.cur);
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
     json_object_begin(&w);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     json_kv_str(&w, "pass", pass);
-    json_kv_str(&w, "device", s->device.name);
+    json_kv_str(&w, "device", s->eng.device.name);
     json_kv_int(&w, "instructions", ir_module_instr_count(m));
     json_kv_int(&w, "computations", m->ncomps);
     json_kv_int(&w, "kernels", p->ncompute);
@@ -1322,7 +1101,7 @@ static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
     json_kv_int(&w, "bytes_read", (long long)p->bytes_read);
     json_kv_int(&w, "bytes_written", (long long)p->bytes_written);
     json_kv_double(&w, "est_us", p->est_us);
-    json_kv_int(&w, "stages", s->nstages);
+    json_kv_int(&w, "stages", s->eng.nstages);
     json_kv_int(&w, "snapshots", distinct);
     json_kv_int(&w, "snapshot_bytes", (long long)mem);
     json_object_end(&w);
@@ -1332,16 +1111,15 @@ static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
     fmt_bytes((double)p->bytes_written, b2, sizeof b2);
     fmt_bytes((double)mem, b3, sizeof b3);
     fmt_time(p->est_us, t, sizeof t);
-    fprintf(s->out, "stage %d (%s) on %s\n", s->cur, pass, s->device.name);
+    fprintf(s->out, "stage %d (%s) on %s\n", s->eng.cur, pass, s->eng.device.name);
     fprintf(s->out, "  instructions    %d in %d computations\n", ir_module_instr_count(m), m->ncomps);
     fprintf(s->out, "  kernels         %d; %lld launches per execution (loops multiplied out%s)\n", p->ncompute,
             (long long)p->launches, p->trip_counts_known ? "" : "; some trip counts unknown, counted once");
     fprintf(s->out, "  bytes           %s read, %s written per execution\n", b1, b2);
     fprintf(s->out, "  estimated time  %s per execution\n", t);
-    fprintf(s->out, "  snapshots       %d stage%s in %d snapshot%s, %s\n", s->nstages, s->nstages == 1 ? "" : "s",
+    fprintf(s->out, "  snapshots       %d stage%s in %d snapshot%s, %s\n", s->eng.nstages, s->eng.nstages == 1 ? "" : "s",
             distinct, distinct == 1 ? "" : "s", b3);
   }
-  plan_free(p);
   return true;
 }
 

@@ -88,7 +88,7 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
         return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", a->backend);
     }
     else if (strcmp(o, "--stage") == 0 && has) {
-      if (!parse_int(argv[++k], 0, s->nstages - 1, &v)) return usage_error(s, err, k, "--stage needs a stage number that exists", argv[k]);
+      if (!parse_int(argv[++k], 0, s->eng.nstages - 1, &v)) return usage_error(s, err, k, "--stage needs a stage number that exists", argv[k]);
       a->stage = (int)v;
     } else if (strcmp(o, "--seed") == 0 && has) {
       if (!parse_int(argv[++k], 0, INT64_MAX, &v)) return usage_error(s, err, k, "--seed needs a non-negative integer", argv[k]);
@@ -120,12 +120,12 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
 }
 
 static const IrModule *stage_module(Session *s, int stage, FxError *err) {
-  if (!s->nstages || !s->stages) {
+  if (!s->eng.nstages || !s->eng.stages) {
     fx_error_set(err, NULL, 0, 0, "nothing is loaded: load a .fx or .hlo file first");
     return NULL;
   }
-  int k = stage >= 0 ? stage : s->cur;
-  return s->stages[k].module;
+  int k = stage >= 0 ? stage : s->eng.cur;
+  return s->eng.stages[k].module;
 }
 
 static const RtBackend *pick_backend(const char *name, FxError *err) {
@@ -347,7 +347,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   bool ok = execute(s, m, &a, args, &res, err);
   if (ok) {
     FILE *f = s->out;
-    int stage = a.stage >= 0 ? a.stage : s->cur;
+    int stage = a.stage >= 0 ? a.stage : s->eng.cur;
     fprintf(f, "stage %d on %s:\n", stage, res.backend->name);
     if (res.backend == &rt_backend_cpu) {
       char d[300];
@@ -363,13 +363,13 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
             (long long)res.stats.counters.launches, rb, wb, tm, a.repeat);
     /* the kernel plan's figures for the same stage, for comparison with what was measured */
     FxError perr = {0};
-    KernelPlan *plan = plan_build(m, &s->device, &perr);
+    KernelPlan *plan = plan_build(m, &s->eng.device, &perr);
     if (plan) {
       char pb[32], pt[32];
       fmt_bytes(pb, sizeof pb, (double)(plan->bytes_read + plan->bytes_written));
       fmt_time(pt, sizeof pt, plan->est_us * 1e3);
       fprintf(f, "kernel plan: %lld launches%s, %s moved, estimated %s on %s\n", (long long)plan->launches,
-              plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, s->device.name);
+              plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, s->eng.device.name);
       plan_free(plan);
     }
     if (res.stats.slot_outputs > 0) {
@@ -485,7 +485,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   for (int q = 0; q < a.nuniform; q++) a.uniform[q].argi = 0; /* its word moved: point at the command */
   long long st[2];
   for (int q = 0; q < 2; q++)
-    if (!parse_int(argv[1 + q], 0, s->nstages - 1, &st[q])) return usage_error(s, err, 1 + q, "no such stage", argv[1 + q]);
+    if (!parse_int(argv[1 + q], 0, s->eng.nstages - 1, &st[q])) return usage_error(s, err, 1 + q, "no such stage", argv[1 + q]);
   RunResult res[2];
   memset(res, 0, sizeof res);
   bool ok = true;

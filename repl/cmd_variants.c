@@ -163,7 +163,7 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
       return repl_arg_error(s, err, k, "unknown option '%s' (variant NAME [--paper X])", repl_printable(shown, sizeof shown, argv[k]));
     }
   }
-  if (s->nstages < 1 || !s->stages[0].module)
+  if (s->eng.nstages < 1 || !s->eng.stages[0].module)
     return repl_arg_error(s, err, 0, "nothing is loaded: load a module (load FILE.hlo) or define one first");
   if (!s->variants) {
     s->variants = fx_calloc(1, sizeof *s->variants);
@@ -176,26 +176,26 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
   bool replaced = slot >= 0;
   if (!replaced && t->n >= VARIANTS_MAX)
     return repl_arg_error(s, err, 0, "the variant table is full (%d rows); `variants --clear` empties it", VARIANTS_MAX);
-  const IrModule *cur = s->stages[s->cur].module;
-  KernelPlan *p = plan_build(cur, &s->device, err);
+  const IrModule *cur = s->eng.stages[s->eng.cur].module;
+  KernelPlan *p = plan_build(cur, &s->eng.device, err);
   if (!p) return false;
   Variant v;
   memset(&v, 0, sizeof v);
   snprintf(v.label, sizeof v.label, "%s", label);
   v.paper = paper;
   v.stage = ir_module_clone(cur);
-  v.input = ir_module_clone(s->stages[0].module);
+  v.input = ir_module_clone(s->eng.stages[0].module);
   if (!v.stage || !v.input) {
     plan_free(p);
     variant_drop(&v);
     return repl_arg_error(s, err, 0, "out of memory");
   }
-  v.stage_no = s->cur;
-  snprintf(v.pass, sizeof v.pass, "%s", s->stages[s->cur].pass ? s->stages[s->cur].pass : "");
-  snprintf(v.pipeline, sizeof v.pipeline, "%s", s->pipeline ? s->pipeline->name : "");
-  v.device = s->device;
-  v.settings = s->settings;
-  v.steps = input_steps(s->stages[0].module);
+  v.stage_no = s->eng.cur;
+  snprintf(v.pass, sizeof v.pass, "%s", s->eng.stages[s->eng.cur].pass ? s->eng.stages[s->eng.cur].pass : "");
+  snprintf(v.pipeline, sizeof v.pipeline, "%s", s->eng.pipeline ? s->eng.pipeline->name : "");
+  v.device = s->eng.device;
+  v.settings = s->eng.settings;
+  v.steps = input_steps(s->eng.stages[0].module);
   v.kernels = p->ncompute;
   v.launches = p->launches;
   v.bytes = p->bytes_read + p->bytes_written;

@@ -58,43 +58,43 @@ static VizRenderer *renderer(FxError *err) {
 }
 
 static bool need_module(Session *s, FxError *err) {
-  if (s->nstages > 0 && s->stages[0].module) return true;
+  if (s->eng.nstages > 0 && s->eng.stages[0].module) return true;
   return viz_error(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
 }
 
-static const char *stage_pass(const Session *s, int k) { return k == 0 ? "input" : s->stages[k].pass; }
+static const char *stage_pass(const Session *s, int k) { return k == 0 ? "input" : s->eng.stages[k].pass; }
 
 /* A computed stage, by number or by the name of the pass that produced it. */
 static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
   char *end;
   long v = strtol(w, &end, 10);
   if (*w && !*end) {
-    if (v < 0 || v >= s->nstages)
+    if (v < 0 || v >= s->eng.nstages)
       return repl_arg_error(s, err, argi, "stage %ld has not been computed (stages 0..%d exist: step there first)", v,
-                            s->nstages - 1);
+                            s->eng.nstages - 1);
     *out = (int)v;
     return true;
   }
-  for (int k = 1; k < s->nstages; k++)
-    if (s->stages[k].pass && strcmp(s->stages[k].pass, w) == 0) {
+  for (int k = 1; k < s->eng.nstages; k++)
+    if (s->eng.stages[k].pass && strcmp(s->eng.stages[k].pass, w) == 0) {
       *out = k;
       return true;
     }
   return repl_arg_error(s, err, argi,
                         "no computed stage is '%s': give a stage number (0..%d) or the name of a pass that ran", w,
-                        s->nstages - 1);
+                        s->eng.nstages - 1);
 }
 
 /* Every decision recorded for stages 1..upto, in `decisions` order, as PassDecision records
  * (strings stay owned by the log). *out is fx_malloc'd; returns the count or -1. */
 static int collect_decisions(Session *s, int upto, PassDecision **out) {
   *out = NULL;
-  if (!s->log) return 0;
+  if (!s->eng.log) return 0;
   ExplainFilter f;
   explain_filter_init(&f);
   f.max_stage = upto;
   const ExplainRecord **res;
-  int n = explain_query(s->log, &f, &res);
+  int n = explain_query(s->eng.log, &f, &res);
   if (n < 0) return -1;
   PassDecision *d = fx_calloc((size_t)n + 1, sizeof *d);
   if (!d) {
@@ -206,11 +206,11 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
       return repl_arg_error(s, err, file_k,
                             "cannot tell the format of '%s': name it .svg, .png, .pdf or .dot, or give --format", file);
   }
-  int stage = s->cur;
+  int stage = s->eng.cur;
   if (stage_w && !parse_stage(s, stage_w, stage_k, &stage, err)) return false;
 
   PassDecision *ds = NULL;
-  int nds = collect_decisions(s, decision ? s->nstages - 1 : stage, &ds);
+  int nds = collect_decisions(s, decision ? s->eng.nstages - 1 : stage, &ds);
   if (nds < 0) return viz_error(s, err, "out of memory");
   VizOptions o;
   viz_options_default(&o);
@@ -219,7 +219,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   o.depth = (int)depth;
   o.collapse = collapse;
   char title[512];
-  const IrModule *m = s->stages[stage].module;
+  const IrModule *m = s->eng.stages[stage].module;
   if (decision) {
     if (decision > nds) {
       fx_free(ds);
@@ -230,14 +230,14 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
     o.decision_number = (int)decision;
     /* Drawn on the stage the pass looked at: the one before the decision's stage. */
     stage = o.decision->stage > 0 ? o.decision->stage - 1 : 0;
-    m = s->stages[stage].module;
+    m = s->eng.stages[stage].module;
     if (!comp && o.decision->producer) {
       const IrInstr *p = ir_module_find_instr(m, o.decision->producer);
       if (p && p->parent && !p->parent->is_entry && !p->parent->fusion_instr) o.computation = p->parent->name;
     }
   } else {
     o.decisions = (VizDecisions){ds, nds};
-    KernelPlan *plan = plan_build(m, &s->device, err);
+    KernelPlan *plan = plan_build(m, &s->eng.device, err);
     if (!plan) {
       fx_free(ds);
       return false;
@@ -369,7 +369,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
 /* ---------- report ---------- */
 
 static char *diff_text(Session *s, int k, FxError *err) {
-  ExplainDiff *d = explain_diff(s->stages[k - 1].module, s->stages[k].module, s->log, k - 1, k, err);
+  ExplainDiff *d = explain_diff(s->eng.stages[k - 1].module, s->eng.stages[k].module, s->eng.log, k - 1, k, err);
   if (!d) return NULL;
   char *text = NULL;
   size_t len = 0;
@@ -412,7 +412,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
   const char *file = argv[1];
   VizRenderer *r = renderer(err);
   if (!r) return false;
-  int n = s->nstages;
+  int n = s->eng.nstages;
   PassDecision *ds = NULL;
   int nds = collect_decisions(s, n - 1, &ds);
   if (nds < 0) return viz_error(s, err, "out of memory");
@@ -426,10 +426,10 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
       ok = viz_error(s, err, "interrupted: the report was not written");
       break;
     }
-    st[k].module = s->stages[k].module;
+    st[k].module = s->eng.stages[k].module;
     st[k].pass = stage_pass(s, k);
-    st[k].changed = s->stages[k].changed;
-    KernelPlan *p = plan_build(st[k].module, &s->device, err);
+    st[k].changed = s->eng.stages[k].changed;
+    KernelPlan *p = plan_build(st[k].module, &s->eng.device, err);
     if (!p) {
       ok = false;
       break;
@@ -445,9 +445,9 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     while (last < nds && ds[last].stage == k) last++;
     st[k].decisions = (VizDecisions){ds + first, last - first};
     st[k].first_number = first + 1; /* ds holds every decision in `decisions` order */
-    if (k > 0 && s->log) {
+    if (k > 0 && s->eng.log) {
       char words[256];
-      explain_stage_summary(s->log, k, words, sizeof words);
+      explain_stage_summary(s->eng.log, k, words, sizeof words);
       texts[2 * k] = fx_malloc(strlen(words) + strlen(st[k].pass) + 4);
       if (texts[2 * k]) sprintf(texts[2 * k], "%s: %s", st[k].pass, words);
       st[k].summary = texts[2 * k];
@@ -464,9 +464,9 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     FILE *mem = open_memstream(&html, &len);
     VizDecisions all = {ds, nds};
     char title[300];
-    snprintf(title, sizeof title, "%s", s->stages[0].module->name ? s->stages[0].module->name : "module");
-    VizReportOptions ro = {.title = title, .pipeline = s->pipeline ? s->pipeline->name : "classic",
-                           .device = s->device.name, .interrupted = s->interrupted,
+    snprintf(title, sizeof title, "%s", s->eng.stages[0].module->name ? s->eng.stages[0].module->name : "module");
+    VizReportOptions ro = {.title = title, .pipeline = s->eng.pipeline ? s->eng.pipeline->name : "classic",
+                           .device = s->eng.device.name, .interrupted = s->interrupted,
                            .progress = progress_line(s) ? report_progress : NULL, .progress_ctx = s};
     ok = mem && viz_report_write(mem, r, st, n, &all, &ro, err);
     if (mem) fclose(mem);
@@ -480,7 +480,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
       }
     }
     if (ok) {
-      const Pipeline *pl = s->pipeline;
+      const Pipeline *pl = s->eng.pipeline;
       fprintf(s->out, "wrote %s: %d stage%s, %d decision%s, %zu bytes", file, n, n == 1 ? "" : "s", nds,
               nds == 1 ? "" : "s", len);
       if (pl && n - 1 < pl->npasses)
@@ -525,17 +525,17 @@ static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *bu
   const PlanKernel *lib = kf->kind == KERNEL_LIBRARY ? kf : kt->kind == KERNEL_LIBRARY ? kt : NULL;
   char lb[160];
   if (lib && strcmp(reason, "custom_call") == 0)
-    snprintf(buf, n, "#%d %s: %s", explain_record_number(c->s->log, bd.decision), reason,
+    snprintf(buf, n, "#%d %s: %s", explain_record_number(c->s->eng.log, bd.decision), reason,
              explain_kernel_label(lib, lb, sizeof lb));
-  else snprintf(buf, n, "#%d %s", explain_record_number(c->s->log, bd.decision), reason);
+  else snprintf(buf, n, "#%d %s", explain_record_number(c->s->eng.log, bd.decision), reason);
   return true;
 }
 
 static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
-  const IrModule *m = s->stages[s->cur].module;
-  KernelPlan *p = plan_build(m, &s->device, err);
+  const IrModule *m = s->eng.stages[s->eng.cur].module;
+  KernelPlan *p = plan_build(m, &s->eng.device, err);
   if (!p) return false;
   VizKernelNumbers *kn = fx_calloc((size_t)p->nkernels + 1, sizeof *kn);
   if (!kn) {
@@ -546,7 +546,7 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
     kn[k] = (VizKernelNumbers){p->kernels[k].name, p->kernels[k].bytes_read, p->kernels[k].bytes_written,
                                p->kernels[k].launches, p->kernels[k].est_us};
   /* Each value crossing kernels is tagged with the decision that kept it in memory. */
-  ExplainStageView *view = s->log ? explain_view_new(s->log, s->cur, m, p) : NULL;
+  ExplainStageView *view = s->eng.log ? explain_view_new(s->eng.log, s->eng.cur, m, p) : NULL;
   EdgeTagCtx tc = {s, view};
   VizNumbers nums = {kn, p->nkernels, view ? edge_tag : NULL, &tc};
   FxError terr;

@@ -96,25 +96,25 @@ static bool adopt(Session *s, XlaDump *d, const char *path, FxError *err) {
     xla_dump_free(d);
     return false;
   }
-  const Pipeline *prev = s->pipeline;
-  if (s->xla && prev == xla_dump_pipeline(s->xla)) prev = s->xla->prev_pipeline;
-  session_set_input(s, m0); /* frees the old dump */
+  const Pipeline *prev = s->eng.pipeline;
+  if (s->eng.xla && prev == xla_dump_pipeline(s->eng.xla)) prev = s->eng.xla->prev_pipeline;
+  explain_engine_set_input(&s->eng, m0); /* frees the old dump */
   if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
   s->fx_dirty = false;
   d->prev_pipeline = prev;
-  s->xla = d;
+  s->eng.xla = d;
   /* fxplain's own verdicts are for the GPU XLA compiled for, when the log names one we know. */
   if (d->log && d->log->device) {
     const DeviceProfile *dp = strstr(d->log->device, "H100") ? device_lookup("h100")
                               : strstr(d->log->device, "A100") ? device_lookup("a100")
                                                                 : NULL;
-    if (dp && strcmp(s->device.name, dp->name) != 0) {
-      s->device = *dp;
+    if (dp && strcmp(s->eng.device.name, dp->name) != 0) {
+      s->eng.device = *dp;
       if (!s->json) fprintf(s->out, "device: %s (XLA compiled for %s)\n", dp->name, d->log->device);
     }
   }
-  s->pipeline = xla_dump_pipeline(d);
+  s->eng.pipeline = xla_dump_pipeline(d);
   const XlaDumpModule *m = &d->mods[d->chosen];
   int fs = xla_dump_fusion_stage(d);
   if (s->json) {
@@ -208,8 +208,8 @@ bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handle
 bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err) {
   FxError e;
   fx_error_clear(&e);
-  DecisionSink sink = explain_log_sink(s->log);
-  IrModule *m = xla_dump_next_stage(s->xla, k, prev, &s->device, &s->settings, &sink, &e);
+  DecisionSink sink = explain_log_sink(s->eng.log);
+  IrModule *m = xla_dump_next_stage(s->eng.xla, k, prev, &s->eng.device, &s->eng.settings, &sink, &e);
   if (!m) return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, e.msg);
   *out = m;
   *changed = true;
@@ -217,20 +217,20 @@ bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, boo
 }
 
 const Pipeline *repl_xla_pipeline(Session *s, const char *name) {
-  if (s->xla && strcmp(name, "xla") == 0) return xla_dump_pipeline(s->xla);
+  if (s->eng.xla && strcmp(name, "xla") == 0) return xla_dump_pipeline(s->eng.xla);
   return NULL;
 }
 
 /* ---------- source lines ---------- */
 
 void repl_xla_source_note(Session *s, const char *a, const char *b) {
-  IrModule *m = session_module(s);
+  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
   if (!m || s->json) return;
   const char *names[2] = {a, b};
   for (int k = 0; k < 2; k++) {
     if (!names[k]) continue;
     const IrInstr *i = ir_module_find_instr(m, names[k]);
-    if (!i && s->nstages > 0) i = ir_module_find_instr(s->stages[0].module, names[k]);
+    if (!i && s->eng.nstages > 0) i = ir_module_find_instr(s->eng.stages[0].module, names[k]);
     if (!i) continue;
     XlaSource src;
     char buf[1536];
@@ -253,7 +253,7 @@ static const IrInstr *kernel_of(const IrInstr *i) {
 
 static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
-  IrModule *m = session_module(s);
+  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
   if (!m) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
   const char *where = argv[1];
   JsonWriter w;
@@ -261,7 +261,7 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
     json_init(&w, s->out);
     json_object_begin(&w);
     json_kv_str(&w, "find", where);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     json_key(&w, "instructions");
     json_array_begin(&w);
   }
@@ -271,7 +271,7 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
   /* What launches work at this stage (the kernel plan): a parameter or bitcast holds no kernel. */
   FxError pe;
   fx_error_clear(&pe);
-  KernelPlan *plan = plan_build(m, &s->device, &pe);
+  KernelPlan *plan = plan_build(m, &s->eng.device, &pe);
   for (int c = 0; c < m->ncomps; c++) {
     const IrComputation *comp = m->comps[c];
     for (int j = 0; j < comp->ninstrs; j++) {
@@ -315,14 +315,14 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
     fputc('\n', s->out);
   } else if (found) {
     fprintf(s->out, "%d instruction%s from %s at stage %d, in %d kernel%s:", found, found == 1 ? "" : "s", where,
-            s->cur, nk, nk == 1 ? "" : "s");
+            s->eng.cur, nk, nk == 1 ? "" : "s");
     for (int q = 0; q < nk && q < 40; q++) fprintf(s->out, " %s", kernels[q]->name);
     fputs(nk > 40 ? " ...\n" : "\n", s->out);
   }
   fx_free(kernels);
   if (plan) plan_free(plan);
   if (!found && !s->json)
-    fprintf(s->out, "no instruction of stage %d comes from %s (the module %s source positions)\n", s->cur, where,
+    fprintf(s->out, "no instruction of stage %d comes from %s (the module %s source positions)\n", s->eng.cur, where,
             strstr(m->prologue ? m->prologue : "", "FileLocations") || strstr(m->epilogue ? m->epilogue : "", "FileLocations")
                 ? "has"
                 : "may carry no");
@@ -352,7 +352,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
       return repl_arg_error(s, err, k, "unknown option '%s' (usage: xla [--device h100|a100])", argv[k]);
     }
   }
-  if (s->nstages == 0) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
+  if (s->eng.nstages == 0) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
   char dir[PATH_MAX], script[PATH_MAX + 64];
   const char *env = getenv("FXPLAIN_XLA_REFERENCE");
   if (env) snprintf(script, sizeof script, "%s", env);
@@ -369,7 +369,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
   FILE *f = fopen(in, "w");
   FxError pe;
   fx_error_clear(&pe);
-  IrModule *m = s->stages[0].module;
+  IrModule *m = s->eng.stages[0].module;
   bool ok = f && hlo_print(f, m, &pe);
   if (f && fclose(f) != 0) ok = false;
   if (!ok) return repl_arg_error(s, err, 0, "cannot write the module for XLA: %s", pe.set ? pe.msg : strerror(errno));
@@ -393,14 +393,14 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
     return repl_arg_error(s, err, 0, "real XLA failed (exit %d); its output is in %s/log.txt", code, tmpl);
   char *args[] = {"load", dump, NULL};
   if (!repl_command_lookup("load")->run(s, 2, args, err)) return false;
-  int last = s->pipeline->npasses;
-  int fs0 = xla_dump_fusion_stage(s->xla);
+  int last = s->eng.pipeline->npasses;
+  int fs0 = xla_dump_fusion_stage(s->eng.xla);
   /* Side by side: XLA's kernels after its fusion passes, and fxplain's priority-fusion and
    * multi_output_fusion run on the very module XLA's priority-fusion received. */
   FxError e3;
   fx_error_clear(&e3);
-  IrModule *xfin = last > 0 ? xla_dump_stage(s->xla, last, NULL, &e3) : NULL;
-  IrModule *mine = fs0 > 0 ? xla_dump_stage(s->xla, fs0 - 1, NULL, &e3) : NULL;
+  IrModule *xfin = last > 0 ? xla_dump_stage(s->eng.xla, last, NULL, &e3) : NULL;
+  IrModule *mine = fs0 > 0 ? xla_dump_stage(s->eng.xla, fs0 - 1, NULL, &e3) : NULL;
   static const char *const passes[] = {"priority-fusion", "multi_output_fusion"};
   for (int k = 0; mine && k < 2; k++) {
     const Pass *p = pass_lookup(passes[k]);
@@ -413,7 +413,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
     DecisionSink sk = explain_log_sink(scratch);
     FxError e2;
     fx_error_clear(&e2);
-    PassContext cx = {&sk, &s->device, &s->settings, k + 1, p->name, &e2};
+    PassContext cx = {&sk, &s->eng.device, &s->eng.settings, k + 1, p->name, &e2};
     IrModule *next = NULL;
     bool ch = false;
     bool good = pass_run_stage(p, mine, &cx, &next, &ch);
@@ -430,7 +430,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
   for (int k = 0; k < xla_kernels; k++) same += pairs[k].same;
   if (!s->json && xla_kernels >= 0) {
     fprintf(s->out, "XLA's kernels after %s beside fxplain's priority-fusion + multi_output_fusion on the same input:\n",
-                    last > 0 ? s->pipeline->passes[last - 1]->name : "input");
+                    last > 0 ? s->eng.pipeline->passes[last - 1]->name : "input");
     fprintf(s->out, "  %-34s %-34s %s\n", "XLA", "fxplain", "");
     int shown = 0;
     for (int k = 0; k < xla_kernels; k++) {
@@ -449,7 +449,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
   if (xfin) ir_module_free(xfin);
   if (mine) ir_module_free(mine);
   /* Where the two part: step to XLA's priority-fusion and list the decisions fxplain disagrees with. */
-  int fs = xla_dump_fusion_stage(s->xla);
+  int fs = xla_dump_fusion_stage(s->eng.xla);
   int ndis = 0;
   if (fs > 0) {
     char num[16];
@@ -462,9 +462,9 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
     s->out = keep;
     if (sink) fclose(sink);
     if (!moved) return false;
-    int n = explain_stage_count(s->log, fs);
+    int n = explain_stage_count(s->eng.log, fs);
     for (int k = 0; k < n; k++) {
-      const ExplainRecord *r = explain_stage_record(s->log, fs, k);
+      const ExplainRecord *r = explain_stage_record(s->eng.log, fs, k);
       if (strcmp(r->pass, "priority-fusion") != 0 || !r->detail || !strstr(r->detail, "DISAGREE")) continue;
       if (ndis++ < 5 && !s->json) {
         if (ndis == 1) fputs("where fxplain parts from XLA's recorded decisions (first 5):\n", s->out);
@@ -481,7 +481,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
             "kernels: real XLA %d (after its last dumped pass, %s) vs fxplain %d on %s, %d the same; XLA's dump "
             "is kept in %s\n(step through XLA's passes with step/goto; `decisions` at the priority-fusion stage shows XLA's and "
             "fxplain's verdict on each pair)\n",
-            xla_kernels, last > 0 ? s->pipeline->passes[last - 1]->name : "input", mine_kernels, s->device.name, same,
+            xla_kernels, last > 0 ? s->eng.pipeline->passes[last - 1]->name : "input", mine_kernels, s->eng.device.name, same,
             dump);
   return true;
 }
@@ -590,7 +590,7 @@ static bool cmd_compare_modules(Session *s, int argc, char **argv, FxError *err)
     FxError e;
     fx_error_clear(&e);
     m[k] = final_module(argv[k + 1], &e);
-    if (m[k]) p[k] = plan_build(m[k], &s->device, &e);
+    if (m[k]) p[k] = plan_build(m[k], &s->eng.device, &e);
     if (!p[k]) ok = repl_arg_error(s, err, k + 1, "%s", e.msg);
   }
   if (ok) {
@@ -733,14 +733,14 @@ bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err) {
   const char *ext = file ? strrchr(file, '.') : NULL;
   if (format && !viz_format_lookup(format, &f)) return repl_arg_error(s, err, 0, "unknown format '%s'", format);
   if (!format && ext && !viz_format_lookup(ext + 1, &f)) f = VIZ_SVG;
-  IrModule *m = session_module(s);
+  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
   char title[200], path[PATH_MAX];
-  snprintf(title, sizeof title, "%s, stage %d (%s), by JAX name scope%s", m->name, s->cur,
-           s->cur ? s->stages[s->cur].pass : "input", depth ? "" : "");
+  snprintf(title, sizeof title, "%s, stage %d (%s), by JAX name scope%s", m->name, s->eng.cur,
+           s->eng.cur ? s->eng.stages[s->eng.cur].pass : "input", depth ? "" : "");
   if (!file) {
     const char *dir = getenv("FXPLAIN_OUT_DIR");
     snprintf(path, sizeof path, "%s%s%s.stage%d.scopes.%s", dir && *dir ? dir : "", dir && *dir ? "/" : "", m->name,
-             s->cur, viz_format_name(f));
+             s->eng.cur, viz_format_name(f));
     file = path;
   }
   FxError e;
@@ -776,7 +776,7 @@ bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err) {
     json_object_end(&w);
     fputc('\n', s->out);
   } else {
-    fprintf(s->out, "wrote %s: stage %d by JAX name scope, %d scopes, %d flows between them\n", file, s->cur, nodes,
+    fprintf(s->out, "wrote %s: stage %d by JAX name scope, %d scopes, %d flows between them\n", file, s->eng.cur, nodes,
             edges);
   }
   return true;

@@ -108,8 +108,8 @@ bool repl_sync_fx(Session *s, FxError *err) {
     return false;
   }
   /* Rebuilding replaces stage 0, so the stages computed from the old definitions go: say so. */
-  int dropped = s->fx_built == s->fx_state ? s->nstages - 1 : 0, was = s->cur;
-  session_set_input(s, m);
+  int dropped = s->fx_built == s->fx_state ? s->eng.nstages - 1 : 0, was = s->eng.cur;
+  explain_engine_set_input(&s->eng, m);
   s->fx_dirty = false;
   s->fx_built = s->fx_state;
   if (dropped > 0 && !s->json)
@@ -607,7 +607,7 @@ bool repl_load_hlo(Session *s, const char *path, FxError *err) {
     if (!err->set) fx_error_set(err, path, 0, 0, "could not load the module");
     return false;
   }
-  session_set_input(s, m);
+  explain_engine_set_input(&s->eng, m);
   /* .fx definitions typed before belong to the module just replaced. */
   if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
@@ -687,7 +687,7 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
     fx_free(text);
     ok = repl_load_hlo(s, path, err);
     if (ok) {
-      IrModule *m = session_module(s);
+      IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
         repl_report_loaded(s, m, path);
       fflush(s->out);
     } else if (!first_err) {
@@ -707,7 +707,7 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
   bool old_dirty = s->fx_dirty;
   const void *old_built = s->fx_built;
   s->fx_built = NULL; /* the script's definitions are new: rebuilding from them is a load, not an edit */
-  IrModule *old_input = s->nstages > 0 ? s->stages[0].module : NULL;
+  IrModule *old_input = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   const char *old_name = s->input_name;
   int old_line = s->input_line;
   s->fx_state = NULL;
@@ -717,7 +717,7 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
   s->script_depth--;
   s->input_name = old_name;
   s->input_line = old_line;
-  bool replaced = (s->nstages > 0 ? s->stages[0].module : NULL) != old_input;
+  bool replaced = (s->eng.nstages > 0 ? s->eng.stages[0].module : NULL) != old_input;
   if (!ok && !replaced) {
     if (s->fx_state) fx_state_free(s->fx_state);
     s->fx_state = old_fx;
