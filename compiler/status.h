@@ -31,5 +31,11 @@ void fx_error_print(FILE *f, const FxError *e);
 /* Writes text with control characters (and bytes that are not valid UTF-8) as \xNN, so that no
  * input can send the terminal an escape sequence. */
 void fx_fputs_printable(FILE *f, const char *text);
+/* Writes word into buf (size n) in a printable form for messages: control characters and bytes
+ * that are not UTF-8 become \xNN; long words are cut with "...". Returns buf. */
+const char *fx_printable(char *buf, size_t n, const char *word);
+/* Reads a whole file (at most 1 GiB) into a NUL-terminated buffer from fx_malloc; *len excludes
+ * the NUL. NULL with err filled (the file, printable, and why) when it cannot be read. */
+char *fx_read_file(const char *path, size_t *len, FxError *err);
 
 #endif

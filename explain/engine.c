@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "../compiler/arena.h"
+#include "../compiler/fx.h"
+#include "../compiler/hlo.h"
 #include "xla_dump.h"
 
 /* ---------- life, input, stages ---------- */
@@ -84,6 +86,61 @@ void explain_engine_set_input(ExplainEngine *e, IrModule *m) {
   if (!m) return;
   e->stages[0] = (ExplainStage){.module = m, .pass = "input", .changed = false};
   e->nstages = 1;
+}
+
+bool explain_is_hlo(const char *path, const char *text, size_t len) {
+  size_t pl = strlen(path);
+  if (pl >= 4 && strcmp(path + pl - 4, ".hlo") == 0) return true;
+  size_t i = 0;
+  for (;;) {
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) i++;
+    if (i + 1 < len && text[i] == '/' && text[i + 1] == '/') {
+      while (i < len && text[i] != '\n') i++;
+      continue;
+    }
+    break;
+  }
+  return len - i >= 9 && strncmp(text + i, "HloModule", 9) == 0;
+}
+
+void explain_fx_module_name(const char *source, char *buf, size_t n) {
+  const char *name = source && source[0] && source[0] != '<' ? source : "repl";
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  size_t len = strcspn(base, ".");
+  if (len == 0) base = "repl", len = 4;
+  size_t o = 0;
+  if (base[0] >= '0' && base[0] <= '9' && o + 1 < n) buf[o++] = '_';
+  for (size_t k = 0; k < len && o + 1 < n; k++) {
+    char c = base[k];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    buf[o++] = ok ? c : '_';
+  }
+  buf[o] = 0;
+}
+
+bool explain_engine_load_file(ExplainEngine *e, const char *path, FxError *err) {
+  size_t len = 0;
+  char *text = fx_read_file(path, &len, err);
+  if (!text) return false;
+  IrModule *m = NULL;
+  if (explain_is_hlo(path, text, len)) {
+    m = hlo_parse(text, len, path, err);
+  } else {
+    FxState *st = fx_state_new();
+    char name[128];
+    explain_fx_module_name(path, name, sizeof name);
+    if (!st) fx_error_set(err, path, 0, 0, "out of memory");
+    else if (fx_feed(st, text, path, 1, err)) m = fx_build_module(st, name, err);
+    if (st) fx_state_free(st);
+  }
+  fx_free(text);
+  if (!m) {
+    if (!err->set) fx_error_set(err, path, 0, 0, "could not load the module");
+    return false;
+  }
+  explain_engine_set_input(e, m);
+  return true;
 }
 
 /* ---------- pipeline ---------- */

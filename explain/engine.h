@@ -70,6 +70,18 @@ void explain_engine_defaults(ExplainEngine *e);
 /* Replaces the input with m (takes ownership; NULL: nothing loaded): stage 0 = m, later stages and
  * the dump dropped (the dump's `xla` pipeline gives way to the one chosen before it). */
 void explain_engine_set_input(ExplainEngine *e, IrModule *m);
+/* Loads a file as the input: an HLO module (first word HloModule, or named *.hlo) or a program of
+ * .fx statements (no shell commands). False with a located err when it cannot be read or built. */
+bool explain_engine_load_file(ExplainEngine *e, const char *path, FxError *err);
+/* Whether a file is HLO: its text's first word (after blank lines and // comments) is HloModule,
+ * or its name ends in .hlo. */
+bool explain_is_hlo(const char *path, const char *text, size_t len);
+/* The module name for .fx definitions read from `source` (a path, or "<repl>"-style names for
+ * none): the file name without its extension, or "repl", made an HLO name
+ * ([A-Za-z_][A-Za-z0-9_-]*) so that `save` then `load` reads it back: other bytes become '_' and
+ * a leading digit gets a '_' before it ("model copy.fx" -> model_copy, "2layer.fx" -> _2layer,
+ * "net(1).fx" -> net_1_). */
+void explain_fx_module_name(const char *source, char *buf, size_t n);
 /* Drops stages >= keep (never the input) and their decisions. */
 void explain_engine_truncate(ExplainEngine *e, int keep);
 /* True when an input is loaded. */

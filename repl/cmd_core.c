@@ -92,7 +92,7 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   const char *path = argv[1];
   char shown[160];
-  repl_printable(shown, sizeof shown, path);
+  fx_printable(shown, sizeof shown, path);
   FILE *f = fopen(path, "rb");
   if (!f) return repl_arg_error(s, err, 1, "cannot open '%s': %s", shown, strerror(errno));
   struct stat st;
@@ -123,7 +123,7 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
   if (!m) return false;
   const char *path = argv[1];
   char shown[160];
-  repl_printable(shown, sizeof shown, path);
+  fx_printable(shown, sizeof shown, path);
   /* The rename below replaces whatever is at path: a symbolic link is followed to its file (the
    * link stays), and anything that is not a regular file (/dev/full, a pipe, a directory) is
    * refused rather than replaced by one. */
@@ -298,7 +298,7 @@ static bool cmd_show(Session *s, int argc, char **argv, FxError *err) {
   sub_names(&sn, "show-", show_builtin);
   char shown[96];
   const char *near = repl_nearest(argv[1], sn.names, sn.n);
-  repl_printable(shown, sizeof shown, argv[1]);
+  fx_printable(shown, sizeof shown, argv[1]);
   if (near) return repl_arg_error(s, err, 1, "cannot show '%s'; did you mean '%s'?", shown, near);
   return repl_arg_error(s, err, 1, "cannot show '%s'; 'help show' lists the views", shown);
 }
@@ -313,7 +313,7 @@ static bool cmd_set(Session *s, int argc, char **argv, FxError *err) {
   sub_names(&sn, "set-", NULL);
   char shown[96];
   const char *near = repl_nearest(argv[1], sn.names, sn.n);
-  repl_printable(shown, sizeof shown, argv[1]);
+  fx_printable(shown, sizeof shown, argv[1]);
   if (near) return repl_arg_error(s, err, 1, "unknown setting '%s'; did you mean '%s'?", shown, near);
   return repl_arg_error(s, err, 1, "unknown setting '%s'; 'help set' lists the settings", shown);
 }
@@ -486,7 +486,7 @@ static bool cmd_help(Session *s, int argc, char **argv, FxError *err) {
   const ReplCommand *c = repl_command_lookup(argv[1]);
   if (!c) {
     char shown[96];
-    repl_printable(shown, sizeof shown, argv[1]);
+    fx_printable(shown, sizeof shown, argv[1]);
     const char *near = repl_nearest_command(argv[1]);
     if (near) return repl_arg_error(s, err, 1, "no command '%s'; did you mean '%s'?", shown, near);
     return repl_arg_error(s, err, 1, "no command '%s'; type 'help' for the list of commands", shown);

@@ -66,7 +66,7 @@ static bool parse_int(Session *s, const char *what, const char *v, int lo, int h
   char buf[80];
   if (!*v || *end || x < lo || x > hi)
     return repl_arg_error(s, err, 1, "%s wants a whole number from %d to %d, not '%s'", what, lo, hi,
-                 repl_printable(buf, sizeof buf, v));
+                 fx_printable(buf, sizeof buf, v));
   *out = (int)x;
   return true;
 }
@@ -75,7 +75,7 @@ static bool parse_onoff(Session *s, const char *v, bool *out, FxError *err) {
   char buf[80];
   if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) *out = true;
   else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0) *out = false;
-  else return repl_arg_error(s, err, 2, "expected on or off, not '%s'", repl_printable(buf, sizeof buf, v));
+  else return repl_arg_error(s, err, 2, "expected on or off, not '%s'", fx_printable(buf, sizeof buf, v));
   return true;
 }
 
@@ -134,7 +134,7 @@ static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
     for (int k = 0; k < device_count(); k++)
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", device_at(k)->name);
     char buf[80];
-    return repl_arg_error(s, err, 1, "no device profile named '%s' (profiles: %s)", repl_printable(buf, sizeof buf, argv[1]), names);
+    return repl_arg_error(s, err, 1, "no device profile named '%s' (profiles: %s)", fx_printable(buf, sizeof buf, argv[1]), names);
   }
   char old[64];
   snprintf(old, sizeof old, "%s", s->eng.device.name[0] ? s->eng.device.name : "(none)");
@@ -269,7 +269,7 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
   if (argc > 1) {
     const ReplCommand *show = repl_command_lookup("show");
     char buf[80];
-    return repl_arg_error(s, err, 1, "unexpected argument '%s'; usage: %s", repl_printable(buf, sizeof buf, argv[1]),
+    return repl_arg_error(s, err, 1, "unexpected argument '%s'; usage: %s", fx_printable(buf, sizeof buf, argv[1]),
                  show && show->usage ? show->usage : "show settings");
   }
   const PassSettings *ps = &s->eng.settings;

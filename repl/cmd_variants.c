@@ -160,7 +160,7 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
       k++;
     } else {
       char shown[64];
-      return repl_arg_error(s, err, k, "unknown option '%s' (variant NAME [--paper X])", repl_printable(shown, sizeof shown, argv[k]));
+      return repl_arg_error(s, err, k, "unknown option '%s' (variant NAME [--paper X])", fx_printable(shown, sizeof shown, argv[k]));
     }
   }
   if (s->eng.nstages < 1 || !s->eng.stages[0].module)
@@ -333,7 +333,7 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
       if (strcmp(o->backend, "auto") != 0 && strcmp(o->backend, "interp") != 0 && strcmp(o->backend, "cpu") != 0 &&
           strcmp(o->backend, "gpu") != 0) {
         char shown[64];
-        return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", repl_printable(shown, sizeof shown, o->backend));
+        return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", fx_printable(shown, sizeof shown, o->backend));
       }
     } else if (strcmp(a, "--repeat") == 0) {
       if (!has) return repl_arg_error(s, err, k, "--repeat needs a count, 1 to 1000");
@@ -352,7 +352,7 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
     } else {
       char shown[64];
       return repl_arg_error(s, err, k, "unknown option '%s' (variants --run [--backend B] [--repeat N] [--seed N] [--check] [--uniform PATTERN=LO:HI])",
-                   repl_printable(shown, sizeof shown, a));
+                   fx_printable(shown, sizeof shown, a));
     }
   }
   return true;
@@ -675,7 +675,7 @@ static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
   if (run) return run_variants(s, argc, argv, err);
   if (argc > 1) {
     char shown[64];
-    return repl_arg_error(s, err, 1, "unknown option '%s' (variants [--run [OPTIONS] | --clear])", repl_printable(shown, sizeof shown, argv[1]));
+    return repl_arg_error(s, err, 1, "unknown option '%s' (variants [--run [OPTIONS] | --clear])", fx_printable(shown, sizeof shown, argv[1]));
   }
   return print_plan_table(s);
 }

@@ -179,7 +179,7 @@ bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handle
   }
   *handled = true;
   char shown[200];
-  repl_printable(shown, sizeof shown, path);
+  fx_printable(shown, sizeof shown, path);
   FxError e;
   fx_error_clear(&e);
   XlaDump *d;

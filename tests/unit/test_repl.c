@@ -209,9 +209,9 @@ TEST(nearest_names) {
 
 TEST(printable_words) {
   char buf[32];
-  CHECK_STR(repl_printable(buf, sizeof buf, "caf\xc3\xa9"), "caf\xc3\xa9");
-  CHECK_STR(repl_printable(buf, sizeof buf, "a\xff" "b\x01"), "a\\xffb\\x01");
-  CHECK_STR(repl_printable(buf, 12, "abcdefghijklmnop"), "abcdefgh...");
+  CHECK_STR(fx_printable(buf, sizeof buf, "caf\xc3\xa9"), "caf\xc3\xa9");
+  CHECK_STR(fx_printable(buf, sizeof buf, "a\xff" "b\x01"), "a\\xffb\\x01");
+  CHECK_STR(fx_printable(buf, 12, "abcdefghijklmnop"), "abcdefgh...");
 }
 
 /* The running command's word columns, as the dispatcher sets them. */
