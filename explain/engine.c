@@ -143,6 +143,15 @@ bool explain_engine_load_file(ExplainEngine *e, const char *path, FxError *err) 
   return true;
 }
 
+void explain_engine_set_dump(ExplainEngine *e, IrModule *m0, XlaDump *d) {
+  const Pipeline *prev = e->pipeline;
+  if (e->xla && prev == xla_dump_pipeline(e->xla)) prev = e->xla->prev_pipeline;
+  explain_engine_set_input(e, m0); /* frees the old dump */
+  d->prev_pipeline = prev;
+  e->xla = d;
+  e->pipeline = xla_dump_pipeline(d);
+}
+
 /* ---------- pipeline ---------- */
 
 const Pipeline *explain_engine_pipeline(ExplainEngine *e) {

@@ -82,6 +82,10 @@ bool explain_is_hlo(const char *path, const char *text, size_t len);
  * a leading digit gets a '_' before it ("model copy.fx" -> model_copy, "2layer.fx" -> _2layer,
  * "net(1).fx" -> net_1_). */
 void explain_fx_module_name(const char *source, char *buf, size_t n);
+/* Makes m0 (XLA's module before optimizations) the input and d the dump it came from (takes both):
+ * d's snapshots become the stages of the `xla` pipeline, which is chosen; the pipeline chosen
+ * before comes back when another input replaces the dump. */
+void explain_engine_set_dump(ExplainEngine *e, IrModule *m0, struct XlaDump *d);
 /* Drops stages >= keep (never the input) and their decisions. */
 void explain_engine_truncate(ExplainEngine *e, int keep);
 /* True when an input is loaded. */

@@ -820,3 +820,52 @@ bool explain_show_why_pair(const ExplainOut *o, ExplainEngine *e, const char *a,
   explain_why_pair_free(&q);
   return true;
 }
+
+bool explain_show_comparison(const ExplainOut *o, const ExplainComparison *c, const char *what) {
+  JsonWriter w;
+  if (o->json) {
+    json_init(&w, o->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "change", what);
+    json_kv_int(&w, "kernels_before", c->kernels_before);
+    json_kv_int(&w, "kernels_after", c->kernels_after);
+    json_kv_int(&w, "launches_before", c->launches_before);
+    json_kv_int(&w, "launches_after", c->launches_after);
+    json_key(&w, "changed");
+    json_array_begin(&w);
+  } else {
+    fprintf(o->out, "decisions that change with %s:\n", what);
+  }
+  for (int k = 0; k < c->nchanges; k++) {
+    const ExplainKeyedDecision *old = c->changes[k].before, *now = c->changes[k].after;
+    if (o->json) {
+      json_object_begin(&w);
+      json_kv_str(&w, "decision", c->changes[k].key);
+      json_kv_str(&w, "before", old ? old->verdict : NULL);
+      json_kv_str(&w, "before_reason", old && old->reason[0] ? old->reason : NULL);
+      json_kv_str(&w, "after", now ? now->verdict : NULL);
+      json_kv_str(&w, "after_reason", now && now->reason[0] ? now->reason : NULL);
+      json_kv_str(&w, "detail", now ? now->detail : old->detail);
+      json_object_end(&w);
+    } else {
+      fprintf(o->out, "  %s\n", c->changes[k].key);
+      if (old) fprintf(o->out, "    - %s%s%s: %s\n", old->verdict, old->reason[0] ? " " : "", old->reason, old->detail);
+      else fprintf(o->out, "    - (not evaluated)\n");
+      if (now) fprintf(o->out, "    + %s%s%s: %s\n", now->verdict, now->reason[0] ? " " : "", now->reason, now->detail);
+      else fprintf(o->out, "    + (not evaluated)\n");
+    }
+  }
+  if (o->json) {
+    json_array_end(&w);
+    json_object_end(&w);
+    fputc('\n', o->out);
+  } else {
+    int ndiff = c->nchanges, nonly = c->one_run_only;
+    fprintf(o->out, "%d decision%s changed; kernels %d -> %d, launches per run %lld -> %lld\n", ndiff,
+            ndiff == 1 ? "" : "s", c->kernels_before, c->kernels_after, c->launches_before, c->launches_after);
+    if (nonly)
+      fprintf(o->out, "(%d more decision%s made in one run only, on parts of the graph that differ: add --all)\n",
+              nonly, nonly == 1 ? " was" : "s were");
+  }
+  return true;
+}

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "compare.h"
 #include "engine.h"
 #include "json.h"
 
@@ -41,5 +42,8 @@ bool explain_show_decisions(const ExplainOut *o, ExplainEngine *e, const Explain
 bool explain_show_kernels(const ExplainOut *o, ExplainEngine *e, bool buffers, FxError *err);
 /* The current stage in numbers. */
 bool explain_show_stats(const ExplainOut *o, ExplainEngine *e, FxError *err);
+/* compare-decisions: the decisions that change with `what` (a setting and its value), and the
+ * kernels and launches before and after. */
+bool explain_show_comparison(const ExplainOut *o, const ExplainComparison *c, const char *what);
 
 #endif

@@ -23,6 +23,8 @@
 #include "../compiler/fusion_build.h"
 #include "../compiler/fusion_rules.h"
 #include "../compiler/plan.h"
+#include "../explain/compare.h"
+#include "../explain/format.h"
 #include "args.h"
 #include "../explain/json.h"
 #include "session.h"
@@ -373,89 +375,6 @@ static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- compare-decisions ---------- */
 
-typedef struct {
-  char key[400];   /* pass | action | producer | consumer */
-  char verdict[24];
-  char reason[32];
-  char detail[600];
-} Dec;
-
-typedef struct {
-  Dec *d;
-  int n, cap;
-  bool oom;
-} DecList;
-
-static void collect(void *ctx, const PassDecision *pd) {
-  DecList *l = ctx;
-  if (!pd->producer && !pd->consumer) return;
-  char key[400];
-  snprintf(key, sizeof key, "%s | %s | %s -> %s", pd->pass ? pd->pass : "", pd->action ? pd->action : "",
-           pd->producer ? pd->producer : "-", pd->consumer ? pd->consumer : "-");
-  /* The last decision about a key wins (a later evaluation supersedes an earlier one). */
-  for (int k = l->n - 1; k >= 0; k--)
-    if (strcmp(l->d[k].key, key) == 0) {
-      memmove(&l->d[k], &l->d[k + 1], sizeof(Dec) * (size_t)(l->n - k - 1));
-      l->n--;
-      break;
-    }
-  if (l->n == l->cap) {
-    int nc = l->cap ? l->cap * 2 : 128;
-    Dec *nd = fx_realloc(l->d, sizeof(Dec) * (size_t)nc);
-    if (!nd) {
-      l->oom = true;
-      return;
-    }
-    l->d = nd;
-    l->cap = nc;
-  }
-  Dec *d = &l->d[l->n++];
-  snprintf(d->key, sizeof d->key, "%s", key);
-  snprintf(d->verdict, sizeof d->verdict, "%s", pd->accepted ? "accepted" : "rejected");
-  snprintf(d->reason, sizeof d->reason, "%s", pd->reason ? pd->reason : "");
-  snprintf(d->detail, sizeof d->detail, "%s", pd->detail ? pd->detail : "");
-}
-
-/* Runs the session's pipeline on stage 0 with the given settings and device. */
-static bool run_all(Session *s, const PassSettings *ps, const DeviceProfile *dev, DecList *out, int *kernels,
-                    long long *launches, FxError *err) {
-  const Pipeline *pl = s->eng.pipeline ? s->eng.pipeline : pipeline_lookup("classic");
-  IrModule *cur = s->eng.stages[0].module;
-  IrModule *owned = NULL;
-  DecisionSink sink = {collect, out};
-  for (int k = 0; k < pl->npasses; k++) {
-    const Pass *p = pl->passes[k];
-    if (pass_settings_is_disabled(ps, p->name)) continue;
-    FxError perr;
-    fx_error_clear(&perr);
-    PassContext cx = {&sink, dev, ps, k + 1, p->name, &perr};
-    IrModule *next = NULL;
-    bool ch = false;
-    if (!pass_run_stage(p, cur, &cx, &next, &ch)) {
-      if (owned) ir_module_free(owned);
-      return fail(s, err, "%s: %s", p->name, perr.msg);
-    }
-    if (next) {
-      if (owned) ir_module_free(owned);
-      owned = cur = next;
-    }
-  }
-  KernelPlan *plan = plan_build(cur, dev, err);
-  if (owned) ir_module_free(owned);
-  if (!plan) return false;
-  *kernels = plan->ncompute;
-  *launches = (long long)plan->launches;
-  plan_free(plan);
-  if (out->oom) return fail(s, err, "out of memory");
-  return true;
-}
-
-static const Dec *find_dec(const DecList *l, const char *key) {
-  for (int k = 0; k < l->n; k++)
-    if (strcmp(l->d[k].key, key) == 0) return &l->d[k];
-  return NULL;
-}
-
 static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *err) {
   if (s->eng.nstages < 1 || !s->eng.stages[0].module)
     return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
@@ -500,74 +419,11 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
     snprintf(what, sizeof what, "%s", argv[1]);
     for (int k = 2; k < argc; k++) snprintf(what + strlen(what), sizeof what - strlen(what), " %s", argv[k]);
   }
-  DecList a = {0}, b = {0};
-  int ka = 0, kb = 0;
-  long long la = 0, lb = 0;
-  bool ok = run_all(s, &before, &dbefore, &a, &ka, &la, err) && run_all(s, &after, &dafter, &b, &kb, &lb, err);
-  if (!ok) {
-    fx_free(a.d);
-    fx_free(b.d);
-    return false;
-  }
-  int ndiff = 0, nonly = 0;
-  JsonWriter w;
-  if (s->json) {
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "change", what);
-    json_kv_int(&w, "kernels_before", ka);
-    json_kv_int(&w, "kernels_after", kb);
-    json_kv_int(&w, "launches_before", la);
-    json_kv_int(&w, "launches_after", lb);
-    json_key(&w, "changed");
-    json_array_begin(&w);
-  } else {
-    fprintf(s->out, "decisions that change with %s:\n", what);
-  }
-  for (int pass = 0; pass < 2; pass++) {
-    const DecList *x = pass == 0 ? &a : &b, *y = pass == 0 ? &b : &a;
-    for (int k = 0; k < x->n; k++) {
-      const Dec *d = &x->d[k], *e = find_dec(y, d->key);
-      if (pass == 1 && e) continue; /* pairs were shown from the first list */
-      if (e && strcmp(d->verdict, e->verdict) == 0 && strcmp(d->reason, e->reason) == 0) continue;
-      const Dec *old = pass == 0 ? d : e, *now = pass == 0 ? e : d;
-      if (!e && !all) {
-        /* Made in one run only (the graph differs there): listed with --all. */
-        nonly++;
-        continue;
-      }
-      ndiff++;
-      if (s->json) {
-        json_object_begin(&w);
-        json_kv_str(&w, "decision", d->key);
-        json_kv_str(&w, "before", old ? old->verdict : NULL);
-        json_kv_str(&w, "before_reason", old && old->reason[0] ? old->reason : NULL);
-        json_kv_str(&w, "after", now ? now->verdict : NULL);
-        json_kv_str(&w, "after_reason", now && now->reason[0] ? now->reason : NULL);
-        json_kv_str(&w, "detail", now ? now->detail : old->detail);
-        json_object_end(&w);
-      } else {
-        fprintf(s->out, "  %s\n", d->key);
-        if (old) fprintf(s->out, "    - %s%s%s: %s\n", old->verdict, old->reason[0] ? " " : "", old->reason, old->detail);
-        else fprintf(s->out, "    - (not evaluated)\n");
-        if (now) fprintf(s->out, "    + %s%s%s: %s\n", now->verdict, now->reason[0] ? " " : "", now->reason, now->detail);
-        else fprintf(s->out, "    + (not evaluated)\n");
-      }
-    }
-  }
-  if (s->json) {
-    json_array_end(&w);
-    json_object_end(&w);
-    fputc('\n', s->out);
-  } else {
-    fprintf(s->out, "%d decision%s changed; kernels %d -> %d, launches per run %lld -> %lld\n", ndiff,
-            ndiff == 1 ? "" : "s", ka, kb, la, lb);
-    if (nonly)
-      fprintf(s->out, "(%d more decision%s made in one run only, on parts of the graph that differ: add --all)\n",
-              nonly, nonly == 1 ? " was" : "s were");
-  }
-  fx_free(a.d);
-  fx_free(b.d);
+  ExplainComparison c;
+  if (!explain_compare_settings(&s->eng, &before, &dbefore, &after, &dafter, all, &c, err)) return false;
+  ExplainOut o = {s->out, s->json, 0};
+  explain_show_comparison(&o, &c, what);
+  explain_comparison_free(&c);
   return true;
 }
 

@@ -8,8 +8,8 @@
  *   xla [--device h100|a100]      compile the loaded module with real XLA:GPU and load its dump
  *   compare-modules A B           two compilations (dump folders or HLO files): kernels and bytes
  *
- * And the hooks the other commands call: repl_xla_load (cmd_load), repl_xla_stage (the pipeline's
- * run_next, for the `xla` pipeline), repl_xla_source_note (why). */
+ * And the hooks the other commands call: repl_xla_load (cmd_load), repl_xla_source_note (why).
+ * The `xla` pipeline's stages are made by the engine (explain/engine.c, from the dump). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -96,14 +96,10 @@ static bool adopt(Session *s, XlaDump *d, const char *path, FxError *err) {
     xla_dump_free(d);
     return false;
   }
-  const Pipeline *prev = s->eng.pipeline;
-  if (s->eng.xla && prev == xla_dump_pipeline(s->eng.xla)) prev = s->eng.xla->prev_pipeline;
-  explain_engine_set_input(&s->eng, m0); /* frees the old dump */
+  explain_engine_set_dump(&s->eng, m0, d); /* frees the old dump */
   if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
   s->fx_dirty = false;
-  d->prev_pipeline = prev;
-  s->eng.xla = d;
   /* fxplain's own verdicts are for the GPU XLA compiled for, when the log names one we know. */
   if (d->log && d->log->device) {
     const DeviceProfile *dp = strstr(d->log->device, "H100") ? device_lookup("h100")
@@ -114,7 +110,6 @@ static bool adopt(Session *s, XlaDump *d, const char *path, FxError *err) {
       if (!s->json) fprintf(s->out, "device: %s (XLA compiled for %s)\n", dp->name, d->log->device);
     }
   }
-  s->eng.pipeline = xla_dump_pipeline(d);
   const XlaDumpModule *m = &d->mods[d->chosen];
   int fs = xla_dump_fusion_stage(d);
   if (s->json) {
@@ -201,24 +196,6 @@ bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handle
     return repl_arg_error(s, err, which && strstr(e.msg, "no module") ? 3 : 1, "%s", e.msg);
   }
   return true;
-}
-
-/* ---------- stages of the xla pipeline ---------- */
-
-bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err) {
-  FxError e;
-  fx_error_clear(&e);
-  DecisionSink sink = explain_log_sink(s->eng.log);
-  IrModule *m = xla_dump_next_stage(s->eng.xla, k, prev, &s->eng.device, &s->eng.settings, &sink, &e);
-  if (!m) return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, e.msg);
-  *out = m;
-  *changed = true;
-  return true;
-}
-
-const Pipeline *repl_xla_pipeline(Session *s, const char *name) {
-  if (s->eng.xla && strcmp(name, "xla") == 0) return xla_dump_pipeline(s->eng.xla);
-  return NULL;
 }
 
 /* ---------- source lines ---------- */

@@ -112,13 +112,10 @@ void repl_inputs_free(const IrModule *m, struct RtTensor **args);
 void variants_free(struct VariantTable *t);
 
 /* XLA's dumps (cmd_xla.c). `load` hands its words to repl_xla_load first: a dump folder, a
- * --module option or a *.priority_fusion_dump.txt is loaded there (*handled set). The `xla`
- * pipeline's stage k is made by repl_xla_stage (XLA's snapshot, and at priority-fusion XLA's and
- * fxplain's decisions filed in the log). repl_xla_pipeline finds the `xla` pipeline by name;
- * repl_xla_source_note prints where instructions a and b (b may be NULL) came from. */
+ * --module option or a *.priority_fusion_dump.txt is loaded there (*handled set) and its snapshots
+ * become the engine's `xla` pipeline. repl_xla_source_note prints where instructions a and b (b
+ * may be NULL) came from. */
 bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handled);
-bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err);
-const Pipeline *repl_xla_pipeline(Session *s, const char *name);
 void repl_xla_source_note(Session *s, const char *a, const char *b);
 /* render --group scope [FILE] [--depth D] [--format F]: the current stage by JAX name scope. */
 bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err);
