@@ -883,7 +883,7 @@ static bool dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *
     d.a_b = off[0], d.a_m = off[1], d.a_c = off[2], d.b_b = off[3], d.b_n = off[4], d.b_c = off[5];
     ok = rt_dot_real(x, a, b, r, &d, err);
   }
-  for (int k = 0; k < 6; k++) free(off[k]);
+  for (int k = 0; k < 6; k++) fx_free(off[k]);
   return ok;
 }
 
