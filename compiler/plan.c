@@ -27,6 +27,8 @@
 
 #include "plan.h"
 
+#include "ptrmap.h"
+
 const char *plan_kernel_kind_name(KernelKind k) {
   switch (k) {
   case KERNEL_LOOP: return "loop";
@@ -618,46 +620,16 @@ static bool walk(Builder *b, IrComputation *c, int64_t mult, int depth) {
 
 /* ---------- buffers ---------- */
 
-/* Instruction -> position in its computation, open addressing. */
-typedef struct {
-  const IrInstr **keys;
-  int *vals;
-  size_t cap;
-} PosMap;
-
-static size_t ptr_hash(const void *p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 31;
-  x *= 0x9E3779B97F4A7C15ULL;
-  return (size_t)(x ^ (x >> 29));
-}
-
-static bool posmap_init(PosMap *m, const IrComputation *c) {
-  size_t cap = 16;
-  while (cap < (size_t)c->ninstrs * 2) cap <<= 1;
-  m->cap = cap;
-  m->keys = fx_calloc(cap, sizeof *m->keys);
-  m->vals = fx_calloc(cap, sizeof *m->vals);
-  if (!m->keys || !m->vals) return false;
-  for (int j = 0; j < c->ninstrs; j++) {
-    size_t h = ptr_hash(c->instrs[j]) & (cap - 1);
-    while (m->keys[h]) h = (h + 1) & (cap - 1);
-    m->keys[h] = c->instrs[j];
-    m->vals[h] = j;
-  }
+/* Instruction -> position + 1 in its computation (ptrmap.h); -1 when not there. */
+static bool posmap_init(PtrMap *m, const IrComputation *c) {
+  memset(m, 0, sizeof *m);
+  if (!ptrmap_reserve(m, (size_t)c->ninstrs)) return false;
+  for (int j = 0; j < c->ninstrs; j++)
+    if (!ptrmap_put(m, c->instrs[j], (void *)(uintptr_t)(j + 1))) return false;
   return true;
 }
 
-static int posmap_get(const PosMap *m, const IrInstr *i) {
-  for (size_t h = ptr_hash(i) & (m->cap - 1); m->keys[h]; h = (h + 1) & (m->cap - 1))
-    if (m->keys[h] == i) return m->vals[h];
-  return -1;
-}
-
-static void posmap_free(PosMap *m) {
-  fx_free(m->keys);
-  fx_free(m->vals);
-}
+static int posmap_get(const PtrMap *m, const IrInstr *i) { return (int)(uintptr_t)ptrmap_get(m, i) - 1; }
 
 /* Does user u pass the buffer it reads on, so that the buffer stays live as long as u's value?
  * Everything that is not a kernel does (tuple, get-tuple-element, bitcast, while, call, ...), and so
@@ -669,7 +641,7 @@ static bool passes_on(const IrInstr *u) {
 
 /* Extends buffer bf's live range over the users of v (v is the buffer's producer or a value that
  * passes it on); `element` >= 0 follows only get-tuple-elements of that index from the producer. */
-static void extend_live(PlanBuffer *bf, const IrInstr *v, int element, const PosMap *pm, int depth, int *budget) {
+static void extend_live(PlanBuffer *bf, const IrInstr *v, int element, const PtrMap *pm, int depth, int *budget) {
   if (v->is_root || v == bf->comp->root) bf->live_out = true;
   if (depth > 256 || --*budget < 0) {
     /* absurd chains or fans of forwarding ops: assume it lives to the end and reaches the result */
@@ -701,9 +673,9 @@ typedef struct {
 
 /* Buffers of one computation and their slots. */
 static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body, int *bcap, int *scap) {
-  PosMap pm;
+  PtrMap pm;
   if (!posmap_init(&pm, c)) {
-    posmap_free(&pm);
+    ptrmap_free(&pm);
     return false;
   }
   int first = p->nbuffers;
@@ -714,7 +686,7 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body
     int nout = i->shape.type == IR_TUPLE ? i->shape.ntuple : 1;
     for (int o = 0; o < nout; o++) {
       if (arena_grow(&p->arena, (void **)&p->buffers, bcap, p->nbuffers + 1, sizeof(PlanBuffer))) {
-        posmap_free(&pm);
+        ptrmap_free(&pm);
         return false;
       }
       PlanBuffer *bf = &p->buffers[p->nbuffers++];
@@ -730,7 +702,7 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body
       p->buffer_bytes += bf->bytes;
     }
   }
-  posmap_free(&pm);
+  ptrmap_free(&pm);
   /* Slots, in definition order: a buffer takes the smallest free slot that is large enough. */
   int nb = p->nbuffers - first;
   Slot *slots = fx_calloc((size_t)(nb ? 2 * nb : 1), sizeof *slots);

@@ -43,6 +43,7 @@
 #endif
 
 #include "../compiler/plan.h"
+#include "../compiler/ptrmap.h"
 #include "backend.h"
 #include "emit.h"
 
@@ -79,9 +80,7 @@ typedef struct {
   int threads;
   CpuPool *pool; /* the workers large kernels split over; started at the first such launch */
   /* kernels keyed by instruction */
-  const IrInstr **keys;
-  CpuKernel **vals;
-  size_t cap, n;
+  PtrMap kernels; /* IrInstr* -> CpuKernel* */
   void **handles;
   int nhandles, caphandles;
   EmitBuf last_source;
@@ -135,50 +134,13 @@ static RtKernelStat *stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
 
 /* ---------- kernel map ---------- */
 
-static size_t hptr(const void *p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 31;
-  x *= 0x9E3779B97F4A7C15ULL;
-  return (size_t)(x ^ (x >> 29));
-}
+static CpuKernel *kmap_get(CpuBackend *b, const IrInstr *i) { return ptrmap_get(&b->kernels, i); }
 
-static CpuKernel *kmap_get(CpuBackend *b, const IrInstr *i) {
-  if (!b->cap) return NULL;
-  for (size_t h = hptr(i) & (b->cap - 1);; h = (h + 1) & (b->cap - 1)) {
-    if (b->keys[h] == i) return b->vals[h];
-    if (!b->keys[h]) return NULL;
-  }
-}
-
+/* Maps i to k, freeing the kernel it had. */
 static bool kmap_put(CpuBackend *b, const IrInstr *i, CpuKernel *k) {
-  if ((b->n + 1) * 2 > b->cap) {
-    size_t nc = b->cap ? b->cap * 2 : 256;
-    const IrInstr **nk = fx_calloc(nc, sizeof *nk);
-    CpuKernel **nv = fx_calloc(nc, sizeof *nv);
-    if (!nk || !nv) {
-      fx_free(nk);
-      fx_free(nv);
-      return false;
-    }
-    for (size_t q = 0; q < b->cap; q++)
-      if (b->keys[q]) {
-        size_t h = hptr(b->keys[q]) & (nc - 1);
-        while (nk[h]) h = (h + 1) & (nc - 1);
-        nk[h] = b->keys[q];
-        nv[h] = b->vals[q];
-      }
-    fx_free(b->keys);
-    fx_free(b->vals);
-    b->keys = nk;
-    b->vals = nv;
-    b->cap = nc;
-  }
-  size_t h = hptr(i) & (b->cap - 1);
-  while (b->keys[h] && b->keys[h] != i) h = (h + 1) & (b->cap - 1);
-  if (!b->keys[h]) b->n++;
-  else fx_free(b->vals[h]);
-  b->keys[h] = i;
-  b->vals[h] = k;
+  CpuKernel *old = kmap_get(b, i);
+  if (!ptrmap_put(&b->kernels, i, k)) return false;
+  fx_free(old);
   return true;
 }
 
@@ -907,9 +869,10 @@ static RtTensor *output_tensor(CpuBackend *b, const CpuKernel *k, const IrInstr 
  * kernels keep fresh memory. Without a plan, every output is fresh. A slot is a tensor that the
  * views written into it reference, so a result that leaves the run keeps its memory. */
 static bool setup_slots(CpuBackend *b, const IrModule *m, FxError *err) {
-  for (size_t q = 0; q < b->cap; q++)
-    if (b->keys[q])
-      for (int o = 0; o < CPU_MAX_SLOTTED; o++) b->vals[q]->slot[o] = b->vals[q]->slot2[o] = -1;
+  for (size_t q = 0; q < b->kernels.cap; q++)
+    if (b->kernels.keys[q])
+      for (int o = 0; o < CPU_MAX_SLOTTED; o++)
+        ((CpuKernel *)b->kernels.vals[q])->slot[o] = ((CpuKernel *)b->kernels.vals[q])->slot2[o] = -1;
   if (b->interp_only) return true;
   FxError perr = {0};
   KernelPlan *p = plan_build(m, device_default(), &perr);
@@ -1015,8 +978,8 @@ static bool cpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, con
   ro.count_kernels = false;
   b->stats = stats;
   if (stats)
-    for (size_t q = 0; q < b->cap; q++)
-      if (b->keys[q]) b->vals[q]->stat = -1;
+    for (size_t q = 0; q < b->kernels.cap; q++)
+      if (b->kernels.keys[q]) ((CpuKernel *)b->kernels.vals[q])->stat = -1;
   double t0 = now_ns();
   RtCounters c = {0};
   bool ok = setup_slots(b, m, err);
@@ -1067,10 +1030,9 @@ static void cpu_destroy(void *vb) {
   CpuBackend *b = vb;
   if (!b) return;
   pool_stop(b->pool);
-  for (size_t q = 0; q < b->cap; q++)
-    if (b->keys[q]) fx_free(b->vals[q]);
-  fx_free(b->keys);
-  fx_free(b->vals);
+  for (size_t q = 0; q < b->kernels.cap; q++)
+    if (b->kernels.keys[q]) fx_free(b->kernels.vals[q]);
+  ptrmap_free(&b->kernels);
   for (int h = 0; h < b->nhandles; h++) dlclose(b->handles[h]);
   fx_free(b->handles);
   emit_buf_free(&b->last_source);
