@@ -195,3 +195,28 @@ char *fx_read_file(const char *path, size_t *len, FxError *err) {
   *len = n;
   return buf;
 }
+
+void fx_format_bytes(char *buf, size_t n, double bytes, FxBytesStyle style) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  /* the largest unit, then the decimals of KiB, MiB, GiB, TiB */
+  static const struct {
+    int top;
+    int digits[4];
+  } styles[] = {
+      [FX_BYTES_SHORT] = {4, {1, 1, 1, 1}},
+      [FX_BYTES_PLAN] = {3, {1, 1, 2, 2}},
+      [FX_BYTES_RUN] = {3, {1, 2, 2, 2}},
+      [FX_BYTES_MIB] = {2, {1, 1, 1, 1}},
+  };
+  if (bytes < 1024) {
+    snprintf(buf, n, "%.0f B", bytes);
+    return;
+  }
+  double v = bytes;
+  int u = 0;
+  while (v >= 1024.0 && u < styles[style].top) {
+    v /= 1024.0; /* exact: a power of two */
+    u++;
+  }
+  snprintf(buf, n, "%.*f %s", styles[style].digits[u - 1], v, unit[u]);
+}

@@ -7,13 +7,6 @@
 
 #include "../compiler/arena.h"
 
-static void fmt_bytes(double b, char *buf, size_t n) {
-  if (b < 1024) snprintf(buf, n, "%.0f B", b);
-  else if (b < 1024.0 * 1024) snprintf(buf, n, "%.1f KiB", b / 1024);
-  else if (b < 1024.0 * 1024 * 1024) snprintf(buf, n, "%.1f MiB", b / (1024.0 * 1024));
-  else snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-}
-
 static void fmt_time(double us, char *buf, size_t n) {
   if (us < 1000) snprintf(buf, n, "%.2f us", us);
   else if (us < 1e6) snprintf(buf, n, "%.2f ms", us / 1e3);
@@ -115,7 +108,7 @@ static void print_record_brief(const ExplainOut *o, ExplainEngine *e, const Expl
  * kernels in one line each. */
 static void print_boundary(const ExplainOut *o, ExplainEngine *e, const ExplainStageView *v, const ExplainBoundary *bd) {
   char bytes[32];
-  fmt_bytes((double)bd->bytes, bytes, sizeof bytes);
+  fx_format_bytes(bytes, sizeof bytes, (double)bd->bytes, FX_BYTES_PLAN);
   char lf[400], lt[400], nf[200], nt[200];
   explain_kernel_label(bd->from, lf, sizeof lf);
   explain_kernel_label(bd->to, lt, sizeof lt);
@@ -228,7 +221,7 @@ static void print_buffers(const ExplainOut *o, const KernelPlan *p) {
   for (int q = 0; q < p->nbuffers; q++) {
     const PlanBuffer *bf = &p->buffers[q];
     buffer_name(bf, nm, sizeof nm);
-    fmt_bytes((double)bf->bytes, b1, sizeof b1);
+    fx_format_bytes(b1, sizeof b1, (double)bf->bytes, FX_BYTES_PLAN);
     fprintf(o->out, "%-28s %10s  %-22s %-22s %5d  ", nm, b1, bf->comp->name, buffer_end(bf), bf->slot);
     if (bf->live_out && bf->slot2 >= 0) {
       fprintf(o->out, "a loop's result: alternates with slot %d\n", bf->slot2);
@@ -236,7 +229,7 @@ static void print_buffers(const ExplainOut *o, const KernelPlan *p) {
       fputs("fresh (handed to the caller)\n", o->out);
     } else if (bf->reuses >= 0) {
       buffer_name(&p->buffers[bf->reuses], prev, sizeof prev);
-      fmt_bytes((double)p->slot_bytes[bf->slot], b2, sizeof b2);
+      fx_format_bytes(b2, sizeof b2, (double)p->slot_bytes[bf->slot], FX_BYTES_PLAN);
       fprintf(o->out, "reuses %s's %s\n", prev, b2);
     } else {
       fputs("new slot\n", o->out);
@@ -246,8 +239,8 @@ static void print_buffers(const ExplainOut *o, const KernelPlan *p) {
 
 static void print_buffer_summary(const ExplainOut *o, const KernelPlan *p) {
   char b1[32], b2[32];
-  fmt_bytes((double)p->buffer_bytes, b1, sizeof b1);
-  fmt_bytes((double)p->slot_total, b2, sizeof b2);
+  fx_format_bytes(b1, sizeof b1, (double)p->buffer_bytes, FX_BYTES_PLAN);
+  fx_format_bytes(b2, sizeof b2, (double)p->slot_total, FX_BYTES_PLAN);
   int reused = 0;
   for (int q = 0; q < p->nbuffers; q++) reused += p->buffers[q].reuses >= 0;
   fprintf(o->out, "buffers: %d cross kernel boundaries, %d reuse dead memory; peak %s without reuse, %s with reuse "
@@ -380,7 +373,7 @@ bool explain_show_passes(const ExplainOut *o, ExplainEngine *e, bool only_change
       json_object_end(&w);
     } else if (run) {
       char b[32], t[32];
-      fmt_bytes((double)(p->bytes_read + p->bytes_written), b, sizeof b);
+      fx_format_bytes(b, sizeof b, (double)(p->bytes_read + p->bytes_written), FX_BYTES_PLAN);
       fmt_time(p->est_us, t, sizeof t);
       fprintf(o->out, "  %s %-5d %-24s %-7s %12d %8d %10lld %11s %12s\n", k == e->cur ? ">" : " ", k, pass,
               k == 0 ? "" : (changed ? "yes" : "no"), ninstr, p->ncompute, (long long)p->launches, b, t);
@@ -565,8 +558,8 @@ bool explain_show_kernels(const ExplainOut *o, ExplainEngine *e, bool buffers, F
     return true;
   }
   char b1[32], b2[32], t[32];
-  fmt_bytes((double)p->bytes_read, b1, sizeof b1);
-  fmt_bytes((double)p->bytes_written, b2, sizeof b2);
+  fx_format_bytes(b1, sizeof b1, (double)p->bytes_read, FX_BYTES_PLAN);
+  fx_format_bytes(b2, sizeof b2, (double)p->bytes_written, FX_BYTES_PLAN);
   fmt_time(p->est_us, t, sizeof t);
   char ctl[48] = "";
   if (p->nkernels > p->ncompute)
@@ -596,8 +589,8 @@ bool explain_show_kernels(const ExplainOut *o, ExplainEngine *e, bool buffers, F
     for (int j = 0; j < kn->ninputs && j < 12; j++) fprintf(o->out, "%s %s", j ? "," : "", kn->inputs[j]->name);
     if (kn->ninputs > 12) fprintf(o->out, ", ... (%d in all)", kn->ninputs);
     shape_list(&kn->instr->shape, buf, sizeof buf);
-    fmt_bytes((double)kn->bytes_read, b1, sizeof b1);
-    fmt_bytes((double)kn->bytes_written, b2, sizeof b2);
+    fx_format_bytes(b1, sizeof b1, (double)kn->bytes_read, FX_BYTES_PLAN);
+    fx_format_bytes(b2, sizeof b2, (double)kn->bytes_written, FX_BYTES_PLAN);
     fmt_time(kn->est_us, t, sizeof t);
     fprintf(o->out, "\n       outputs: %s\n       bytes: %s read, %s written; %s per launch\n", buf, b1, b2, t);
   }
@@ -632,9 +625,9 @@ bool explain_show_stats(const ExplainOut *o, ExplainEngine *e, FxError *err) {
     json_object_end(&w);
   } else {
     char b1[32], b2[32], b3[32], t[32];
-    fmt_bytes((double)p->bytes_read, b1, sizeof b1);
-    fmt_bytes((double)p->bytes_written, b2, sizeof b2);
-    fmt_bytes((double)mem, b3, sizeof b3);
+    fx_format_bytes(b1, sizeof b1, (double)p->bytes_read, FX_BYTES_PLAN);
+    fx_format_bytes(b2, sizeof b2, (double)p->bytes_written, FX_BYTES_PLAN);
+    fx_format_bytes(b3, sizeof b3, (double)mem, FX_BYTES_PLAN);
     fmt_time(p->est_us, t, sizeof t);
     fprintf(o->out, "stage %d (%s) on %s\n", e->cur, pass, e->device.name);
     fprintf(o->out, "  instructions    %d in %d computations\n", ir_module_instr_count(m), m->ncomps);

@@ -190,14 +190,6 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* IEC units (KiB, MiB, GiB), as every other size fxplain prints. */
-static void fmt_bytes(char *buf, size_t n, double b) {
-  if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.2f MiB", b / (1024.0 * 1024));
-  else if (b >= 1024) snprintf(buf, n, "%.1f KiB", b / 1024);
-  else snprintf(buf, n, "%.0f B", b);
-}
-
 static void fmt_time(char *buf, size_t n, double ns) {
   if (ns >= 1e9) snprintf(buf, n, "%.3f s", ns / 1e9);
   else if (ns >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
@@ -356,8 +348,8 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     }
     print_value(f, "out", res.result);
     char rb[32], wb[32], tm[32];
-    fmt_bytes(rb, sizeof rb, (double)res.stats.counters.bytes_read);
-    fmt_bytes(wb, sizeof wb, (double)res.stats.counters.bytes_written);
+    fx_format_bytes(rb, sizeof rb, (double)res.stats.counters.bytes_read, FX_BYTES_RUN);
+    fx_format_bytes(wb, sizeof wb, (double)res.stats.counters.bytes_written, FX_BYTES_RUN);
     fmt_time(tm, sizeof tm, res.median_ns);
     fprintf(f, "kernels launched %lld, bytes read %s, written %s, time %s (median of %d)\n",
             (long long)res.stats.counters.launches, rb, wb, tm, a.repeat);
@@ -366,7 +358,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     KernelPlan *plan = plan_build(m, &s->eng.device, &perr);
     if (plan) {
       char pb[32], pt[32];
-      fmt_bytes(pb, sizeof pb, (double)(plan->bytes_read + plan->bytes_written));
+      fx_format_bytes(pb, sizeof pb, (double)(plan->bytes_read + plan->bytes_written), FX_BYTES_RUN);
       fmt_time(pt, sizeof pt, plan->est_us * 1e3);
       fprintf(f, "kernel plan: %lld launches%s, %s moved, estimated %s on %s\n", (long long)plan->launches,
               plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, s->eng.device.name);
@@ -374,7 +366,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     }
     if (res.stats.slot_outputs > 0) {
       char sb[32];
-      fmt_bytes(sb, sizeof sb, (double)res.stats.slot_bytes);
+      fx_format_bytes(sb, sizeof sb, (double)res.stats.slot_bytes, FX_BYTES_RUN);
       fprintf(f,
               "buffers: %lld kernel outputs went into %s of buffer slots, reused across the run "
               "(the plan's buffer assignment)\n",
@@ -424,7 +416,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
       char tot[32], mean[32], by[32];
       fmt_time(tot, sizeof tot, ks->total_ns);
       fmt_time(mean, sizeof mean, ks->launches ? ks->total_ns / (double)ks->launches : 0);
-      fmt_bytes(by, sizeof by, (double)ks->bytes);
+      fx_format_bytes(by, sizeof by, (double)ks->bytes, FX_BYTES_RUN);
       double gbs = ks->total_ns > 0 ? (double)ks->bytes / ks->total_ns : 0;
       fprintf(f, "%-28s %-11s %9lld %12s %12s %12s %9.2f  ", ks->instr->name, ks->how, (long long)ks->launches, tot, mean, by, gbs);
       const IrComputation *fc = ir_fused_computation(ks->instr);
@@ -502,8 +494,8 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
     fprintf(f, "%-10s %12s %14s %14s %12s\n", "stage", "kernels", "bytes read", "bytes written", "time");
     for (int q = 0; q < 2; q++) {
       char rb[32], wb[32], tm[32];
-      fmt_bytes(rb, sizeof rb, (double)res[q].stats.counters.bytes_read);
-      fmt_bytes(wb, sizeof wb, (double)res[q].stats.counters.bytes_written);
+      fx_format_bytes(rb, sizeof rb, (double)res[q].stats.counters.bytes_read, FX_BYTES_RUN);
+      fx_format_bytes(wb, sizeof wb, (double)res[q].stats.counters.bytes_written, FX_BYTES_RUN);
       fmt_time(tm, sizeof tm, res[q].median_ns);
       fprintf(f, "%-10lld %12lld %14s %14s %12s\n", st[q], (long long)res[q].stats.counters.launches, rb, wb, tm);
     }

@@ -408,14 +408,6 @@ static void fmt_count(char *buf, size_t n, long long v) {
   buf[o] = 0;
 }
 
-/* IEC units (KiB, MiB, GiB), as every other size fxplain prints. */
-static void fmt_bytes(char *buf, size_t n, double b) {
-  if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.2f MiB", b / (1024.0 * 1024));
-  else if (b >= 1024) snprintf(buf, n, "%.1f KiB", b / 1024);
-  else snprintf(buf, n, "%.0f B", b);
-}
-
 static void fmt_time(char *buf, size_t n, double ns) {
   if (ns >= 1e9) snprintf(buf, n, "%.2f s", ns / 1e9);
   else if (ns >= 1e6) snprintf(buf, n, "%.1f ms", ns / 1e6);
@@ -515,7 +507,7 @@ static void print_run_header(Session *s, const RtBackend *b, const RunOpts *o, i
 static void print_run_row(Session *s, const Variant *v, const Measured *m, double base_ns, const RunOpts *o) {
   char ln[48], by[32], tm[32], ps[32], su[32], pa[32];
   fmt_count(ln, sizeof ln, (long long)m->launches);
-  fmt_bytes(by, sizeof by, (double)m->bytes);
+  fx_format_bytes(by, sizeof by, (double)m->bytes, FX_BYTES_RUN);
   fmt_time(tm, sizeof tm, m->median_ns);
   snprintf(ps, sizeof ps, "%.2f", m->median_ns / 1e3 / (double)v->steps);
   if (m->median_ns > 0 && base_ns > 0) snprintf(su, sizeof su, "%.2fx", base_ns / m->median_ns);
@@ -529,7 +521,7 @@ static void print_run_row(Session *s, const Variant *v, const Measured *m, doubl
   if (m->launches != v->kernel_launches || m->bytes != v->kernel_bytes) {
     char pl[48], pb[32];
     fmt_count(pl, sizeof pl, (long long)v->kernel_launches);
-    fmt_bytes(pb, sizeof pb, (double)v->kernel_bytes);
+    fx_format_bytes(pb, sizeof pb, (double)v->kernel_bytes, FX_BYTES_RUN);
     fprintf(s->out, "  (the plan predicts %s launches, %s)", pl, pb);
   }
   fputc('\n', s->out);

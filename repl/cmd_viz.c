@@ -118,10 +118,7 @@ static int collect_decisions(Session *s, int upto, PassDecision **out) {
 static void plan_words(const KernelPlan *p, char *buf, size_t n) {
   char b[32];
   double bytes = (double)(p->bytes_read + p->bytes_written);
-  if (bytes < 1024) snprintf(b, sizeof b, "%.0f B", bytes);
-  else if (bytes < 1024.0 * 1024) snprintf(b, sizeof b, "%.1f KiB", bytes / 1024);
-  else if (bytes < 1024.0 * 1024 * 1024) snprintf(b, sizeof b, "%.1f MiB", bytes / (1024.0 * 1024));
-  else snprintf(b, sizeof b, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  fx_format_bytes(b, sizeof b, bytes, FX_BYTES_PLAN);
   double us = p->est_us;
   if (us < 1000) snprintf(buf, n, "%lld kernel launches, %s moved, %.2f us estimated", (long long)p->launches, b, us);
   else if (us < 1e6) snprintf(buf, n, "%lld kernel launches, %s moved, %.2f ms estimated", (long long)p->launches, b, us / 1e3);

@@ -425,20 +425,6 @@ static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void 
 
 static bool blas_dot_ok(const IrInstr *i);
 
-static void collect_comps(const IrComputation *c, const IrComputation **out, int *n, int max) {
-  for (int k = 0; k < *n; k++)
-    if (out[k] == c) return;
-  if (*n >= max) return;
-  out[(*n)++] = c;
-  for (int k = 0; k < c->ninstrs; k++) {
-    const IrInstr *i = c->instrs[k];
-    if (i->op != IR_OP_WHILE && i->op != IR_OP_CALL && i->op != IR_OP_CONDITIONAL) continue;
-    IrComputation *called[64];
-    int nc = ir_called_computations(i, called, 64);
-    for (int q = 0; q < nc; q++) collect_comps(called[q], out, n, max);
-  }
-}
-
 typedef struct {
   uint64_t h;
 } SeenHash;
@@ -463,7 +449,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
     const IrComputation *comps[256];
     int nc = 0;
     if (!mods[m]->entry) continue;
-    collect_comps(mods[m]->entry, comps, &nc, 256);
+    nc = rt_host_computations(mods[m]->entry, comps, 256);
     for (int c = 0; ok && c < nc; c++) {
       for (int q = 0; ok && q < comps[c]->ninstrs; q++) {
         const IrInstr *i = comps[c]->instrs[q];

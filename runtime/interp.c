@@ -799,6 +799,26 @@ static bool start_tuple(const IrInstr *i, RtTensor **ops, int n, RtTensor *resul
 
 /* ---------- one instruction ---------- */
 
+static void collect_comps(const IrComputation *c, const IrComputation **out, int *n, int max) {
+  for (int k = 0; k < *n; k++)
+    if (out[k] == c) return;
+  if (*n >= max) return;
+  out[(*n)++] = c;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *i = c->instrs[k];
+    if (i->op != IR_OP_WHILE && i->op != IR_OP_CALL && i->op != IR_OP_CONDITIONAL) continue;
+    IrComputation *called[64];
+    int nc = ir_called_computations(i, called, 64);
+    for (int q = 0; q < nc && q < 64; q++) collect_comps(called[q], out, n, max);
+  }
+}
+
+int rt_host_computations(const IrComputation *entry, const IrComputation **out, int max) {
+  int n = 0;
+  collect_comps(entry, out, &n, max);
+  return n;
+}
+
 bool rt_instr_is_free(const IrInstr *i) {
   switch (i->op) {
   case IR_OP_PARAMETER: case IR_OP_CONSTANT: case IR_OP_TUPLE: case IR_OP_GET_TUPLE_ELEMENT:

@@ -157,6 +157,10 @@ uint32_t rt_exec_rng_counter(RtExec *x, const IrInstr *i);
 /* True when i launches nothing: parameter, constant, tuple, get-tuple-element, bitcast,
  * opt-barrier, after-all, domain, add-dependency, and control flow (counted through its bodies). */
 bool rt_instr_is_free(const IrInstr *i);
+/* The computations whose instructions run as kernels, from entry: entry and, depth first, those
+ * its while, call and conditional instructions call (not fusions' bodies or reducers). At most
+ * max; returns how many were written into out. */
+int rt_host_computations(const IrComputation *entry, const IrComputation **out, int max);
 
 /* ---------- comparing results ---------- */
 

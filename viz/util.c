@@ -75,20 +75,7 @@ void vbuf_free(VizBuf *b) {
 
 const char *vbuf_str(const VizBuf *b) { return b->s ? b->s : ""; }
 
-void viz_fmt_bytes(int64_t bytes, char *out, size_t n) {
-  static const char *unit[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) {
-    snprintf(out, n, "%lld B", (long long)bytes);
-    return;
-  }
-  double v = (double)bytes / 1024.0;
-  int u = 0;
-  while (v >= 1024.0 && u < 3) {
-    v /= 1024.0;
-    u++;
-  }
-  snprintf(out, n, "%.1f %s", v, unit[u]);
-}
+void viz_fmt_bytes(int64_t bytes, char *out, size_t n) { fx_format_bytes(out, n, (double)bytes, FX_BYTES_SHORT); }
 
 void viz_fmt_shape(const IrShape *s, char *out, size_t n, size_t max) {
   if (n == 0) return;
