@@ -944,22 +944,15 @@ bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContex
   return true;
 }
 
-/* mode: 0 = instruction-fusion without duplication, 1 = with duplication, 2 = priority-fusion
- * (the cost model decides duplication: no expensive-duplication or user-limit rule, constants
- * fuse anywhere, loop fusions are producers like any other). */
-static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, int mode, FusionVerdict *v);
-
-bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, bool may_dup, FusionVerdict *v) {
-  return should_fuse(p, c, cx, may_dup ? 1 : 0, v);
-}
-
 bool fusion_should_fuse_priority(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
-  return should_fuse(p, c, cx, 2, v);
+  return fusion_should_fuse(p, c, cx, FUSION_MODE_PRIORITY, v);
 }
 
-static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, int mode, FusionVerdict *v) {
+/* In FUSION_MODE_PRIORITY the cost model decides duplication: no expensive-duplication or
+ * user-limit rule, constants fuse anywhere, loop fusions are producers like any other. */
+bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionMode mode, FusionVerdict *v) {
   const PassSettings *s = cx ? cx->settings : NULL;
-  bool may_dup = mode >= 1;
+  bool may_dup = mode != FUSION_MODE_NO_DUPLICATION;
   memset(v, 0, sizeof *v);
   if (!fusion_check_consumer(c, cx, v)) return false;
   if (!fusion_check_producer(p, cx, v)) return false;
@@ -973,7 +966,7 @@ static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                          "%s is a constant of %" PRId64 " elements: XLA keeps large constants in memory and fuses "
                          "only scalar constants",
                          p->name, ir_shape_elements(&p->shape));
-  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION && mode != 2)
+  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION && mode != FUSION_MODE_PRIORITY)
     return fusion_refuse(v, FR_NOT_FUSIBLE,
                          "%s is a scalar constant; XLA fuses constants only into an existing fusion, and %s is "
                          "not one yet",
@@ -987,7 +980,7 @@ static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                          "a copy per user (the next run may duplicate it)",
                          p->name, users);
   const IrInstr *exp = fusion_expensive_member(p, s);
-  if (dup && exp && mode != 2) {
+  if (dup && exp && mode != FUSION_MODE_PRIORITY) {
     fusion_refuse(v, FR_EXPENSIVE_DUPLICATION,
                   "%s is expensive (%s) and has %d users; fusing it into %s would compute it again in each of "
                   "them",
@@ -1049,7 +1042,7 @@ static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                            cr->name, p->name, cr->op == IR_OP_SCATTER ? "elements" : "slice");
   }
   if (!fusion_check_too_large(p, c, cx, false, v)) return false;
-  if (mode == 2) {
+  if (mode == FUSION_MODE_PRIORITY) {
     int copies = fusion_emitted_copies(p, c);
     int limit = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;
     fusion_verdict_metric(v, "copies", copies);

@@ -129,11 +129,18 @@ int fusion_emitted_copies(const IrInstr *producer, const IrInstr *consumer);
 /* The kind checks on each side (not_fusible, custom_call, reduce_epilogue, root). */
 bool fusion_check_producer(const IrInstr *producer, const PassContext *cx, FusionVerdict *v);
 bool fusion_check_consumer(const IrInstr *consumer, const PassContext *cx, FusionVerdict *v);
+/* Which pass asks, and so which duplication rules apply. */
+typedef enum {
+  FUSION_MODE_NO_DUPLICATION, /* instruction-fusion: producers with one user only */
+  FUSION_MODE_DUPLICATION,    /* instruction-fusion with duplication of cheap producers */
+  FUSION_MODE_PRIORITY,       /* priority-fusion: the cost model decides duplication */
+} FusionMode;
+
 /* Everything instruction-fusion asks before fusing producer into consumer (XLA's ShouldFuse):
- * kinds, root, duplication (with may_duplicate), expensive reuse, heavy computation, nested
- * reductions, in-place operands, size limits, code duplication. */
-bool fusion_should_fuse(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
-                        bool may_duplicate, FusionVerdict *v);
+ * kinds, root, duplication (by mode), expensive reuse, heavy computation, nested reductions,
+ * in-place operands, size limits, code duplication. */
+bool fusion_should_fuse(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx, FusionMode mode,
+                        FusionVerdict *v);
 /* priority-fusion's version: the same rules, except that duplication is left to the cost model
  * (no expensive-duplication or concatenate user limit), constants fuse into any consumer and
  * loop fusions are ordinary producers. */

@@ -493,7 +493,7 @@ TEST(code_duplication_emitted_copies) {
     CHECK(f->noperands == 1 && f->operands[0] == p);
     CHECK(fusion_emitted_copies(p, f) == n);
     FusionVerdict v;
-    bool ok = fusion_should_fuse(p, f, &t->cx, true, &v);
+    bool ok = fusion_should_fuse(p, f, &t->cx, FUSION_MODE_DUPLICATION, &v);
     if (n == 16) {
       CHECK(!ok);
       CHECK_STR(v.reason, "code_duplication");
