@@ -23,11 +23,6 @@
 
 #define MAX_GPUS 16
 
-/* `run --backend gpu` finds the GPU backend through rt_backend_lookup; it registers itself when
- * the shell starts (this file is always linked: the command table refers to it). Without a GPU
- * its create() says why, and `--backend auto` picks the CPU. */
-__attribute__((constructor)) static void register_gpu_backend(void) { rt_backend_register(&rt_backend_gpu); }
-
 static void print_device_text(FILE *f, const CudaDeviceInfo *d) {
   fprintf(f, "GPU %d: %s\n", d->ordinal, d->name);
   fprintf(f, "  compute capability  %d.%d (sm_%d%d)\n", d->cc_major, d->cc_minor, d->cc_major, d->cc_minor);

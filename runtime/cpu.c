@@ -44,6 +44,7 @@
 
 #include "../compiler/plan.h"
 #include "../compiler/ptrmap.h"
+#include "cuda_backend.h"
 #include "backend.h"
 #include "emit.h"
 
@@ -1060,13 +1061,9 @@ const RtBackend rt_backend_interp = {
     .name = "interp", .create = interp_create, .destroy = cpu_destroy, .prepare = cpu_prepare, .run = cpu_run,
 };
 
-static const RtBackend *extra_backend; /* the GPU backend registers itself here */
-
-void rt_backend_register(const RtBackend *b) { extra_backend = b; }
-
 const RtBackend *rt_backend_lookup(const char *name) {
-  if (strcmp(name, "cpu") == 0) return &rt_backend_cpu;
-  if (strcmp(name, "interp") == 0) return &rt_backend_interp;
-  if (extra_backend && strcmp(name, extra_backend->name) == 0) return extra_backend;
+  static const RtBackend *const all[] = {&rt_backend_interp, &rt_backend_cpu, &rt_backend_gpu};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+    if (strcmp(name, all[k]->name) == 0) return all[k];
   return NULL;
 }

@@ -409,34 +409,10 @@ static void gpu_destroy(void *vb) {
   fx_free(g);
 }
 
-static void *gpu_alloc(void *vb, size_t bytes, FxError *err) {
-  GpuBackend *g = vb;
-  CUdeviceptr p = 0;
-  if (!cuda_buffer_alloc(g->cb, bytes, &p, err)) return NULL;
-  return (void *)(uintptr_t)p;
-}
-static bool gpu_upload(void *vb, void *dst, const void *src, size_t n, FxError *err) {
-  return cuda_upload(((GpuBackend *)vb)->cb, (CUdeviceptr)(uintptr_t)dst, src, n, err);
-}
-static bool gpu_download(void *vb, void *dst, const void *src, size_t n, FxError *err) {
-  return cuda_download(((GpuBackend *)vb)->cb, dst, (CUdeviceptr)(uintptr_t)src, n, err);
-}
-static bool gpu_sync(void *vb, FxError *err) { return cuda_sync(((GpuBackend *)vb)->cb, err); }
-static void gpu_free(void *vb, void *p) {
-  FxError ignore;
-  fx_error_clear(&ignore);
-  cuda_buffer_free(((GpuBackend *)vb)->cb, (CUdeviceptr)(uintptr_t)p, &ignore);
-}
-
 const RtBackend rt_backend_gpu = {
     .name = "gpu",
     .create = gpu_create,
     .destroy = gpu_destroy,
     .prepare = gpu_prepare,
     .run = gpu_run,
-    .alloc = gpu_alloc,
-    .upload = gpu_upload,
-    .download = gpu_download,
-    .sync = gpu_sync,
-    .free = gpu_free,
 };
