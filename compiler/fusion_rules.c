@@ -15,13 +15,26 @@
 #include <stdint.h>
 #include <string.h>
 
-const char *const fusion_reason_codes[] = {
-    FR_NOT_FUSIBLE,  FR_CUSTOM_CALL,     FR_EXPENSIVE_DUPLICATION, FR_EXPENSIVE_REUSE, FR_CODE_DUPLICATION,
-    FR_REDUCE_INTO_REDUCE, FR_REDUCE_EPILOGUE, FR_HEAVY_COMPUTATION, FR_OPERAND_BUDGET, FR_SHARED_MEMORY,
-    FR_REGISTERS,    FR_IR_SIZE,         FR_UNNESTED_REDUCTIONS,   FR_BYTES_INCREASE,  FR_SLOWER_IF_FUSED,
-    FR_CYCLE,        FR_SHAPE_MISMATCH,  FR_ROOT,                  FR_IN_PLACE,        FR_POLICY,
-    NULL,
+/* ---------- the reason vocabulary (reasons.def) ---------- */
+
+#define REASON(NAME, code, meaning, suggestion, passes) const char FR_##NAME[] = code;
+#include "reasons.def"
+#undef REASON
+
+const FusionReason fusion_reasons[FUSION_REASON_COUNT] = {
+#define REASON(NAME, code, meaning, suggestion, passes) [FUSION_REASON_##NAME] = {code, meaning, suggestion, passes},
+#include "reasons.def"
+#undef REASON
 };
+
+const char *const fusion_reason_codes[FUSION_REASON_COUNT + 1] = {
+#define REASON(NAME, code, meaning, suggestion, passes) [FUSION_REASON_##NAME] = code,
+#include "reasons.def"
+#undef REASON
+    [FUSION_REASON_COUNT] = NULL,
+};
+_Static_assert(sizeof fusion_reasons / sizeof fusion_reasons[0] == FUSION_REASON_COUNT,
+               "one table entry per reason code");
 
 /* ---------- verdicts ---------- */
 

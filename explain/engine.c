@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../compiler/arena.h"
+#include "../compiler/fusion_rules.h"
 #include "../compiler/fx.h"
 #include "../compiler/hlo.h"
 #include "xla_dump.h"
@@ -209,7 +210,7 @@ bool explain_engine_run_next(ExplainEngine *e, FxError *err) {
   bool changed = false;
   DecisionSink sink = explain_log_sink(log);
   if (pass_settings_is_disabled(&e->settings, p->name)) {
-    PassDecision d = {.stage = k, .pass = p->name, .action = "skip", .accepted = false, .reason = "policy",
+    PassDecision d = {.stage = k, .pass = p->name, .action = "skip", .accepted = false, .reason = FR_POLICY,
                       .suggestion = "turn it back on with `set`"};
     pass_emit(&sink, &d, "%s is switched off: the stage is the previous one, unchanged", p->name);
   } else if (e->xla && pl == xla_dump_pipeline(e->xla)) {
@@ -254,7 +255,7 @@ void explain_engine_stage_summary(const ExplainEngine *e, int k, char *buf, size
     return;
   }
   const ExplainRecord *r0 = explain_stage_record(e->log, k, 0);
-  if (explain_stage_count(e->log, k) == 1 && r0->reason && strcmp(r0->reason, "policy") == 0)
+  if (explain_stage_count(e->log, k) == 1 && r0->reason && strcmp(r0->reason, FR_POLICY) == 0)
     snprintf(buf, n, "switched off");
   else
     explain_stage_summary(e->log, k, buf, n);

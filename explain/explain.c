@@ -5,6 +5,8 @@
  * moving between stages (`back`, `goto`) never touches the log. */
 #include "explain.h"
 
+#include "../compiler/fusion_rules.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,37 +363,12 @@ void explain_pair_relation(const IrModule *m, const KernelPlan *plan, const char
 
 /* ---------- reasons ---------- */
 
-static const struct {
-  const char *code, *meaning;
-} reasons[] = {
-    {"not_fusible", "the op kind never fuses (parameter, tuple, get-tuple-element, while, call, ...)"},
-    {"custom_call", "an opaque library call or custom call (cuBLAS, cuDNN, cuRAND, user custom-call)"},
-    {"expensive_duplication", "fusing would duplicate an expensive producer"},
-    {"expensive_reuse", "expensive producer into a consumer that reads each element many times"},
-    {"code_duplication", "duplication beyond the limit, or a producer that cannot go into all of its users"},
-    {"reduce_into_reduce", "both sides contain a reduction (a nested loop)"},
-    {"reduce_epilogue", "fusing into a reduce fusion's output would break it"},
-    {"heavy_computation", "too many inputs per output (reduce-window, large reduces)"},
-    {"operand_budget", "more operands and outputs than the budget"},
-    {"shared_memory", "the fused kernel would exceed shared memory per block"},
-    {"registers", "the fused kernel would exceed registers per thread or spill"},
-    {"ir_size", "the fused body would be too large"},
-    {"unnested_reductions", "too many reductions in one fusion"},
-    {"bytes_increase", "merging would move more bytes than it saves"},
-    {"slower_if_fused", "the cost model predicts the fused kernel is slower"},
-    {"cycle", "fusion would create a cycle"},
-    {"shape_mismatch", "multi-output or horizontal fusion of different iteration spaces"},
-    {"root", "the consumer is the computation's root in a form that cannot take fusion"},
-    {"in_place", "an in-place operand (dynamic-update-slice, scatter) conflict"},
-    {"policy", "switched off by the user (set)"},
-};
-
-int explain_reason_count(void) { return (int)(sizeof reasons / sizeof reasons[0]); }
-const char *explain_reason_code(int i) { return i >= 0 && i < explain_reason_count() ? reasons[i].code : NULL; }
+int explain_reason_count(void) { return FUSION_REASON_COUNT; }
+const char *explain_reason_code(int i) { return i >= 0 && i < FUSION_REASON_COUNT ? fusion_reasons[i].code : NULL; }
 
 const char *explain_reason_meaning(const char *code) {
-  for (int k = 0; code && k < explain_reason_count(); k++)
-    if (strcmp(reasons[k].code, code) == 0) return reasons[k].meaning;
+  for (int k = 0; code && k < FUSION_REASON_COUNT; k++)
+    if (strcmp(fusion_reasons[k].code, code) == 0) return fusion_reasons[k].meaning;
   return NULL;
 }
 

@@ -184,7 +184,7 @@ bool explain_records_identical(const ExplainRecord *a, const ExplainRecord *b);
  * groups. */
 int explain_group_records(const ExplainRecord *const *recs, int n, int *group);
 
-/* ---------- reason vocabulary (FUSION_RULES.md) ---------- */
+/* ---------- reason vocabulary (compiler/reasons.def) ---------- */
 
 int explain_reason_count(void);
 const char *explain_reason_code(int i);
