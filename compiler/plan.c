@@ -29,15 +29,37 @@
 
 #include "ptrmap.h"
 
-const char *plan_kernel_kind_name(KernelKind k) {
-  switch (k) {
-  case KERNEL_LOOP: return "loop";
-  case KERNEL_INPUT: return "input";
-  case KERNEL_OUTPUT: return "output";
-  case KERNEL_LIBRARY: return "library";
-  case KERNEL_CONTROL: return "control";
+static const struct {
+  const char *name, *xla;
+} kinds[KERNEL_KIND_COUNT] = {
+#define KIND(NAME, name, xla) [KERNEL_##NAME] = {name, xla},
+#define LIBRARY(OP, library, what)
+#include "kernels.def"
+#undef KIND
+#undef LIBRARY
+};
+
+const char *plan_kernel_kind_name(KernelKind k) { return k >= 0 && k < KERNEL_KIND_COUNT ? kinds[k].name : "?"; }
+
+KernelKind plan_fusion_kernel_kind(const char *xla_kind) {
+  for (int k = 0; xla_kind && k < KERNEL_KIND_COUNT; k++)
+    if (kinds[k].xla && strcmp(kinds[k].xla, xla_kind) == 0) return (KernelKind)k;
+  return KERNEL_LOOP;
+}
+
+bool plan_op_library(IrOpcode op, const char **library, const char **what) {
+  switch (op) {
+#define KIND(NAME, name, xla)
+#define LIBRARY(OP, lib, w) \
+  case IR_OP_##OP:          \
+    *library = lib;         \
+    *what = w;              \
+    return true;
+#include "kernels.def"
+#undef KIND
+#undef LIBRARY
+  default: return false;
   }
-  return "?";
 }
 
 /* ---------- what launches what ---------- */
@@ -129,10 +151,7 @@ static LaunchKind launch_kind(const IrInstr *i, KernelKind *kind) {
   case IR_OP_CONDITIONAL:
     return LAUNCH_CONDITIONAL;
   case IR_OP_FUSION: {
-    const char *k = ir_fusion_kind(i);
-    if (k && strcmp(k, "kInput") == 0) *kind = KERNEL_INPUT;
-    else if (k && strcmp(k, "kOutput") == 0) *kind = KERNEL_OUTPUT;
-    else if (k && strcmp(k, "kCustom") == 0) *kind = KERNEL_LIBRARY;
+    *kind = plan_fusion_kernel_kind(ir_fusion_kind(i));
     return LAUNCH_KERNEL;
   }
   case IR_OP_REDUCE:

@@ -137,7 +137,8 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
 /* What the pictures and text call a kernel: a fusion, a library call, an unfused compute op.
  * Parameters, constants, tuples, get-tuple-element and bitcasts launch nothing; while, call and
  * conditional are loop control run by the host. */
-typedef enum { VIZ_K_NONE, VIZ_K_LOOP, VIZ_K_INPUT, VIZ_K_OUTPUT, VIZ_K_LIBRARY, VIZ_K_CONTROL } VizKernelKind;
+/* The kernel plan's kinds (kernels.def), and VIZ_K_NONE for an instruction that launches nothing. */
+typedef enum { VIZ_K_LOOP, VIZ_K_INPUT, VIZ_K_OUTPUT, VIZ_K_LIBRARY, VIZ_K_CONTROL, VIZ_K_NONE } VizKernelKind;
 VizKernelKind viz_kernel_kind(const IrInstr *i);
 const char *viz_kernel_kind_name(VizKernelKind k); /* "loop", "input", ... ; "" for none */
 /* The library a library call goes to: "cuBLAS", "cuDNN", "cuRAND", the custom-call target
