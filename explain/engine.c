@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../compiler/arena.h"
+#include "../compiler/fusion_build.h"
 #include "../compiler/fusion_rules.h"
 #include "../compiler/fx.h"
 #include "../compiler/hlo.h"
@@ -151,6 +152,27 @@ void explain_engine_set_dump(ExplainEngine *e, IrModule *m0, XlaDump *d) {
   d->prev_pipeline = prev;
   e->xla = d;
   e->pipeline = xla_dump_pipeline(d);
+}
+
+bool explain_engine_unfuse(ExplainEngine *e, int *n, int *kernels_before, int *kernels_after, FxError *err) {
+  const KernelPlan *before = explain_engine_plan(e, 0, err);
+  if (!before) return false;
+  IrModule *m = ir_module_clone(e->stages[0].module);
+  if (!m) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  *n = fusion_unfuse_all(m);
+  for (int k = 0; k < m->ncomps; k++) ir_computation_sort(m->comps[k]);
+  ir_module_remove_unreachable(m);
+  KernelPlan *after = plan_build(m, &e->device, err);
+  if (!after) {
+    ir_module_free(m);
+    return false;
+  }
+  *kernels_before = before->ncompute;
+  *kernels_after = after->ncompute;
+  plan_free(after);
+  if (*n == 0) ir_module_free(m);
+  else explain_engine_set_input(e, m);
+  return true;
 }
 
 /* ---------- pipeline ---------- */

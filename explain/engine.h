@@ -86,6 +86,10 @@ void explain_fx_module_name(const char *source, char *buf, size_t n);
  * d's snapshots become the stages of the `xla` pipeline, which is chosen; the pipeline chosen
  * before comes back when another input replaces the dump. */
 void explain_engine_set_dump(ExplainEngine *e, IrModule *m0, struct XlaDump *d);
+/* Inlines the fusions of the input (an optimized XLA dump) back into plain instructions and, when
+ * there were any, makes that the input. *n: how many; the kernels of the input before and after.
+ * False with err filled when memory runs out or a plan cannot be built (the input is unchanged). */
+bool explain_engine_unfuse(ExplainEngine *e, int *n, int *kernels_before, int *kernels_after, FxError *err);
 /* Drops stages >= keep (never the input) and their decisions. */
 void explain_engine_truncate(ExplainEngine *e, int keep);
 /* True when an input is loaded. */

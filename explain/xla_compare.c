@@ -110,3 +110,47 @@ int xla_kernels_match(const IrModule *xla, const IrModule *mine, XlaKernelPair *
   *out = pairs;
   return na;
 }
+
+void xla_dump_side_by_side(XlaDump *d, const DeviceProfile *device, const PassSettings *settings, XlaSideBySide *out) {
+  memset(out, 0, sizeof *out);
+  out->nxla = out->nmine = -1;
+  int last = d->pipeline.npasses;
+  int fs0 = xla_dump_fusion_stage(d);
+  FxError e3;
+  fx_error_clear(&e3);
+  IrModule *xfin = last > 0 ? xla_dump_stage(d, last, NULL, &e3) : NULL;
+  IrModule *mine = fs0 > 0 ? xla_dump_stage(d, fs0 - 1, NULL, &e3) : NULL;
+  static const char *const passes[] = {"priority-fusion", "multi_output_fusion"};
+  for (int k = 0; mine && k < 2; k++) {
+    const Pass *p = pass_lookup(passes[k]);
+    ExplainLog *scratch = explain_log_new();
+    if (!p || !scratch) {
+      explain_log_free(scratch);
+      break;
+    }
+    explain_log_begin_stage(scratch, k + 1, p->name);
+    DecisionSink sk = explain_log_sink(scratch);
+    FxError e2;
+    fx_error_clear(&e2);
+    PassContext cx = {&sk, device, settings, k + 1, p->name, &e2};
+    IrModule *next = NULL;
+    bool ch = false;
+    bool good = pass_run_stage(p, mine, &cx, &next, &ch);
+    explain_log_free(scratch);
+    if (!good) break;
+    if (next) {
+      ir_module_free(mine);
+      mine = next;
+    }
+  }
+  out->xla = xfin;
+  out->mine = mine;
+  if (xfin && mine) out->nxla = xla_kernels_match(xfin, mine, &out->pairs, &out->nmine);
+}
+
+void xla_side_by_side_free(XlaSideBySide *sbs) {
+  fx_free(sbs->pairs);
+  if (sbs->xla) ir_module_free(sbs->xla);
+  if (sbs->mine) ir_module_free(sbs->mine);
+  memset(sbs, 0, sizeof *sbs);
+}

@@ -331,45 +331,23 @@ static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
   if (!want_args(s, argc, argv, 0, err)) return false;
   if (s->eng.nstages < 1 || !s->eng.stages[0].module)
     return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
-  IrModule *in = s->eng.stages[0].module;
-  KernelPlan *before = plan_build(in, &s->eng.device, err);
-  if (!before) return false;
-  IrModule *m = ir_module_clone(in);
-  if (!m) {
-    plan_free(before);
-    return fail(s, err, "out of memory");
-  }
-  int n = fusion_unfuse_all(m);
-  for (int k = 0; k < m->ncomps; k++) ir_computation_sort(m->comps[k]);
-  ir_module_remove_unreachable(m);
-  KernelPlan *after = plan_build(m, &s->eng.device, err);
-  if (!after) {
-    plan_free(before);
-    ir_module_free(m);
-    return false;
-  }
+  int n, kernels_before, kernels_after;
+  if (!explain_engine_unfuse(&s->eng, &n, &kernels_before, &kernels_after, err)) return false;
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
     json_object_begin(&w);
     json_kv_int(&w, "unfused", n);
-    json_kv_int(&w, "kernels_before", before->ncompute);
-    json_kv_int(&w, "kernels_after", after->ncompute);
+    json_kv_int(&w, "kernels_before", kernels_before);
+    json_kv_int(&w, "kernels_after", kernels_after);
     json_object_end(&w);
     fputc('\n', s->out);
   } else if (n == 0) {
     fprintf(s->out, "no fusions to unfuse: the module is already as it was before fusion\n");
   } else {
     fprintf(s->out, "unfused %d fusion%s: %d kernels (XLA's) -> %d kernels; step through the pipeline to compare our "
-            "decisions with XLA's\n", n, n == 1 ? "" : "s", before->ncompute, after->ncompute);
+            "decisions with XLA's\n", n, n == 1 ? "" : "s", kernels_before, kernels_after);
   }
-  plan_free(before);
-  plan_free(after);
-  if (n == 0) {
-    ir_module_free(m);
-    return true;
-  }
-  explain_engine_set_input(&s->eng, m);
   return true;
 }
 

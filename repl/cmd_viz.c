@@ -234,14 +234,13 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
     }
   } else {
     o.decisions = (VizDecisions){ds, nds};
-    KernelPlan *plan = plan_build(m, &s->eng.device, err);
+    const KernelPlan *plan = explain_engine_plan(&s->eng, stage, err);
     if (!plan) {
       fx_free(ds);
       return false;
     }
     char words[160];
     plan_words(plan, words, sizeof words);
-    plan_free(plan);
     snprintf(title, sizeof title, "%s \xc2\xb7 stage %d (%s) \xc2\xb7 %s%s \xc2\xb7 %s", m->name ? m->name : "module",
              stage, stage_pass(s, stage), comp ? "computation " : "", comp ? comp : "entry", words);
     o.title = title;
@@ -426,7 +425,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     st[k].module = s->eng.stages[k].module;
     st[k].pass = stage_pass(s, k);
     st[k].changed = s->eng.stages[k].changed;
-    KernelPlan *p = plan_build(st[k].module, &s->eng.device, err);
+    const KernelPlan *p = explain_engine_plan(&s->eng, k, err);
     if (!p) {
       ok = false;
       break;
@@ -436,7 +435,6 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     st[k].nkernels = p->ncompute;
     st[k].bytes = p->bytes_read + p->bytes_written;
     st[k].est_us = p->est_us;
-    plan_free(p);
     while (first < nds && ds[first].stage < k) first++;
     int last = first;
     while (last < nds && ds[last].stage == k) last++;
@@ -532,13 +530,10 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   if (!need_module(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   const IrModule *m = s->eng.stages[s->eng.cur].module;
-  KernelPlan *p = plan_build(m, &s->eng.device, err);
+  const KernelPlan *p = explain_engine_plan(&s->eng, s->eng.cur, err);
   if (!p) return false;
   VizKernelNumbers *kn = fx_calloc((size_t)p->nkernels + 1, sizeof *kn);
-  if (!kn) {
-    plan_free(p);
-    return viz_error(s, err, "out of memory");
-  }
+  if (!kn) return viz_error(s, err, "out of memory");
   for (int k = 0; k < p->nkernels; k++)
     kn[k] = (VizKernelNumbers){p->kernels[k].name, p->kernels[k].bytes_read, p->kernels[k].bytes_written,
                                p->kernels[k].launches, p->kernels[k].est_us};
@@ -552,7 +547,6 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   explain_view_free(view);
   if (ok && argc == 1) repl_xla_kernel_sources(s, m, p); /* where each kernel came from (cmd_xla.c) */
   fx_free(kn);
-  plan_free(p);
   if (!ok) return repl_arg_error(s, err, 1, "%s", terr.msg);
   return ok;
 }

@@ -371,39 +371,11 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
   char *args[] = {"load", dump, NULL};
   if (!repl_command_lookup("load")->run(s, 2, args, err)) return false;
   int last = s->eng.pipeline->npasses;
-  int fs0 = xla_dump_fusion_stage(s->eng.xla);
-  /* Side by side: XLA's kernels after its fusion passes, and fxplain's priority-fusion and
-   * multi_output_fusion run on the very module XLA's priority-fusion received. */
-  FxError e3;
-  fx_error_clear(&e3);
-  IrModule *xfin = last > 0 ? xla_dump_stage(s->eng.xla, last, NULL, &e3) : NULL;
-  IrModule *mine = fs0 > 0 ? xla_dump_stage(s->eng.xla, fs0 - 1, NULL, &e3) : NULL;
-  static const char *const passes[] = {"priority-fusion", "multi_output_fusion"};
-  for (int k = 0; mine && k < 2; k++) {
-    const Pass *p = pass_lookup(passes[k]);
-    ExplainLog *scratch = explain_log_new();
-    if (!p || !scratch) {
-      explain_log_free(scratch);
-      break;
-    }
-    explain_log_begin_stage(scratch, k + 1, p->name);
-    DecisionSink sk = explain_log_sink(scratch);
-    FxError e2;
-    fx_error_clear(&e2);
-    PassContext cx = {&sk, &s->eng.device, &s->eng.settings, k + 1, p->name, &e2};
-    IrModule *next = NULL;
-    bool ch = false;
-    bool good = pass_run_stage(p, mine, &cx, &next, &ch);
-    explain_log_free(scratch);
-    if (!good) break;
-    if (next) {
-      ir_module_free(mine);
-      mine = next;
-    }
-  }
-  int xla_kernels = -1, mine_kernels = -1, same = 0;
-  XlaKernelPair *pairs = NULL;
-  if (xfin && mine) xla_kernels = xla_kernels_match(xfin, mine, &pairs, &mine_kernels);
+  int same = 0;
+  XlaSideBySide sbs;
+  xla_dump_side_by_side(s->eng.xla, &s->eng.device, &s->eng.settings, &sbs);
+  int xla_kernels = sbs.nxla, mine_kernels = sbs.nmine;
+  const XlaKernelPair *pairs = sbs.pairs;
   for (int k = 0; k < xla_kernels; k++) same += pairs[k].same;
   if (!s->json && xla_kernels >= 0) {
     fprintf(s->out, "XLA's kernels after %s beside fxplain's priority-fusion + multi_output_fusion on the same input:\n",
@@ -422,9 +394,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
       fprintf(s->out, "  %-34s %-34s %s\n", pairs[k].xla, pairs[k].mine ? pairs[k].mine : "-", st);
     }
   }
-  fx_free(pairs);
-  if (xfin) ir_module_free(xfin);
-  if (mine) ir_module_free(mine);
+  xla_side_by_side_free(&sbs);
   /* Where the two part: step to XLA's priority-fusion and list the decisions fxplain disagrees with. */
   int fs = xla_dump_fusion_stage(s->eng.xla);
   int ndis = 0;
