@@ -108,8 +108,6 @@ bool repl_inputs_fill_interruptible(const IrModule *m, struct RtTensor **args, u
 /* Unrefs each argument and frees the array; NULL is fine. */
 void repl_inputs_free(const IrModule *m, struct RtTensor **args);
 
-/* Frees the variants table (cmd_variants.c); NULL is fine. */
-void variants_free(struct VariantTable *t);
 
 /* XLA's dumps (cmd_xla.c). `load` hands its words to repl_xla_load first: a dump folder, a
  * --module option or a *.priority_fusion_dump.txt is loaded there (*handled set) and its snapshots

@@ -7,6 +7,7 @@
 #include "../compiler/fx.h"
 #include "../runtime/backend.h"
 #include "../runtime/runtime.h"
+#include "../explain/variants.h"
 #include "repl.h"
 
 volatile int repl_interrupted;
@@ -32,7 +33,7 @@ void session_free(Session *s) {
   if (!s) return;
   explain_engine_fini(&s->eng);
   if (s->fx_state) fx_state_free(s->fx_state);
-  variants_free(s->variants);
+  explain_variants_free(s->variants);
   fx_free(s);
 }
 
@@ -42,7 +43,7 @@ void session_reset(Session *s) {
   s->fx_state = NULL;
   s->fx_built = NULL;
   s->fx_dirty = false;
-  variants_free(s->variants);
+  explain_variants_free(s->variants);
   s->variants = NULL;
   explain_engine_defaults(&s->eng);
   rt_default_max_memory();

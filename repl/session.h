@@ -16,7 +16,6 @@
 #include "../compiler/status.h"
 #include "../explain/engine.h"
 
-struct VariantTable; /* repl/cmd_variants.c */
 
 typedef struct Session {
   /* The engine (explain/engine.h): the stages, the pipeline and its decision log, the device
@@ -45,9 +44,9 @@ typedef struct Session {
   const void *fx_built; /* the .fx state stage 0 was last built from (an edit of it is announced) */
   int script_depth;
   bool quit;
-  /* The rows `variant` recorded (cmd_variants.c): kept across `load`, emptied by `reset`; NULL
+  /* The rows `variant` recorded (explain/variants.h): kept across `load`, emptied by `reset`; NULL
    * until the first row. */
-  struct VariantTable *variants;
+  struct ExplainVariants *variants;
 } Session;
 
 /* A command: `name`, its usage line and help text, and the function that runs it. argv[0] is the
