@@ -11,8 +11,9 @@
  * speedup over the first row, and the ratio the row was recorded with (the paper's). `--check`
  * compares every row's outputs with the reference interpreter running the program as loaded.
  *
- * The table is session state (Session.variants): it outlives `load`, since a case study compares
- * several programs, and `reset` or `variants --clear` empties it. */
+ * The table and its rows are the engine's (explain/variants.h); this file parses the commands and
+ * runs the measurements. The table is session state (Session.variants): it outlives `load`, since a
+ * case study compares several programs, and `reset` or `variants --clear` empties it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
