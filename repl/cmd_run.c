@@ -128,19 +128,6 @@ static const IrModule *stage_module(Session *s, int stage, FxError *err) {
   return s->eng.stages[k].module;
 }
 
-static const RtBackend *pick_backend(const char *name, FxError *err) {
-  if (strcmp(name, "auto") == 0) {
-    /* The GPU only when one is really there (a driver, cuInit, a device); else the CPU. */
-    const RtBackend *g = rt_backend_lookup("gpu");
-    FxError why;
-    fx_error_clear(&why);
-    return g && rt_gpu_available(&why) ? g : &rt_backend_cpu;
-  }
-  const RtBackend *b = rt_backend_lookup(name);
-  if (!b) fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);
-  return b;
-}
-
 /* Builds the entry's arguments: .npy files by parameter name (or number), the rest random (floats
  * a --uniform rule names drawn from its range). */
 static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError *err) {
@@ -280,7 +267,7 @@ static void run_result_free(RunResult *r) {
 
 static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **args, RunResult *res, FxError *err) {
   memset(res, 0, sizeof *res);
-  res->backend = pick_backend(a->backend, err);
+  res->backend = rt_backend_pick(a->backend, err);
   if (!res->backend) return false;
   res->be = res->backend->create(err);
   if (!res->be) return false;

@@ -135,25 +135,6 @@ static RtTensor **make_inputs(const IrModule *m, RunOpts *o, FxError *err) {
   return NULL;
 }
 
-static const RtBackend *pick_backend(const char *name, FxError *err) {
-  if (strcmp(name, "auto") == 0) {
-    const RtBackend *g = rt_backend_lookup("gpu");
-    FxError why;
-    fx_error_clear(&why);
-    return g && rt_gpu_available(&why) ? g : &rt_backend_cpu;
-  }
-  const RtBackend *b = rt_backend_lookup(name);
-  if (!b && strcmp(name, "gpu") == 0) {
-    FxError why;
-    fx_error_clear(&why);
-    if (!rt_gpu_available(&why)) fx_error_set(err, NULL, 0, 0, "no GPU to run on: %s", why.msg);
-    else fx_error_set(err, NULL, 0, 0, "this build of fxplain has no GPU backend");
-  } else if (!b) {
-    fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);
-  }
-  return b;
-}
-
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
@@ -364,7 +345,7 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
   }
   FxError berr;
   fx_error_clear(&berr);
-  const RtBackend *b = pick_backend(o.backend, &berr);
+  const RtBackend *b = rt_backend_pick(o.backend, &berr);
   void *be = b ? b->create(&berr) : NULL;
   if (!be) {
     fx_free(mods);

@@ -51,6 +51,10 @@ extern const RtBackend rt_backend_interp;
 extern const RtBackend rt_backend_cpu;
 /* Looks up "interp", "cpu" or "gpu" (cuda_backend.h; without a GPU its create() says why). */
 const RtBackend *rt_backend_lookup(const char *name);
+/* The backend a run asked for: a name as rt_backend_lookup takes, or "auto" (the GPU only when one
+ * is really there: a driver, cuInit, a device; else the CPU). NULL with err filled for an unknown
+ * name. */
+const RtBackend *rt_backend_pick(const char *name, FxError *err);
 
 /* CPU backend settings. */
 typedef struct {

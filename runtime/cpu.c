@@ -1061,6 +1061,18 @@ const RtBackend rt_backend_interp = {
     .name = "interp", .create = interp_create, .destroy = cpu_destroy, .prepare = cpu_prepare, .run = cpu_run,
 };
 
+const RtBackend *rt_backend_pick(const char *name, FxError *err) {
+  if (strcmp(name, "auto") == 0) {
+    const RtBackend *g = rt_backend_lookup("gpu");
+    FxError why;
+    fx_error_clear(&why);
+    return g && rt_gpu_available(&why) ? g : &rt_backend_cpu;
+  }
+  const RtBackend *b = rt_backend_lookup(name);
+  if (!b) fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);
+  return b;
+}
+
 const RtBackend *rt_backend_lookup(const char *name) {
   static const RtBackend *const all[] = {&rt_backend_interp, &rt_backend_cpu, &rt_backend_gpu};
   for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
