@@ -233,6 +233,12 @@ void ir_module_free(IrModule *m);
 /* Deep copy: same names and ids, fresh arena. Returns NULL on allocation failure. */
 IrModule *ir_module_clone(const IrModule *m);
 
+/* The elementwise ops that are one C math library function (math.def, ir_math.c): the function's
+ * name in double or single precision ("cbrt", "cbrtf"; NULL for another op), and op applied to x
+ * with it (false for another op). */
+const char *ir_math_function(IrOpcode op, bool single);
+bool ir_math_eval(IrOpcode op, double x, bool single, double *out);
+
 /* Clone with remap (ir_clone.c), for passes that copy instructions into another computation.
  * ir_remap_operands: x's operands for its copy: an operand in computation `from` at position p
  * (while copying, from's instructions carry p + 1 in aux) becomes map[p]; any other is kept. The

@@ -131,6 +131,27 @@ TEST(pointer_map) {
   CHECK(m.cap == 0 && ptrmap_get(&m, &keys[1]) == NULL);
 }
 
+TEST(math_table) {
+  /* every op of math.def is an elementwise unary op with both functions, evaluated with them */
+  static const IrOpcode ops[] = {
+#define MATH(OP, dfn, ffn) IR_OP_##OP,
+#include "math.def"
+#undef MATH
+  };
+  for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    CHECK(ir_op_info(ops[k])->category == IR_CAT_UNARY);
+    CHECK(ir_math_function(ops[k], false) && ir_math_function(ops[k], true));
+    double r;
+    CHECK(ir_math_eval(ops[k], 0.5, true, &r));
+  }
+  double r = 0;
+  CHECK_STR(ir_math_function(IR_OP_CBRT, true), "cbrtf");
+  CHECK_STR(ir_math_function(IR_OP_ABS, false), "fabs");
+  CHECK(ir_math_function(IR_OP_ADD, false) == NULL && !ir_math_eval(IR_OP_ADD, 1, false, &r));
+  CHECK(ir_math_eval(IR_OP_EXP, 1.0, true, &r) && r == (double)expf(1.0f));
+  CHECK(ir_math_eval(IR_OP_EXP, 1.0, false, &r) && r == exp(1.0));
+}
+
 int main(void) {
   RUN(build_and_format);
   RUN(unique_names_never_reused);
@@ -140,5 +161,6 @@ int main(void) {
   RUN(opcode_table);
   RUN(bytes_formatted_in_each_style);
   RUN(pointer_map);
+  RUN(math_table);
   return check_summary();
 }
