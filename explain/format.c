@@ -862,3 +862,16 @@ bool explain_show_comparison(const ExplainOut *o, const ExplainComparison *c, co
   }
   return true;
 }
+
+void explain_settings_json(JsonWriter *w, const PassSettings *ps) {
+  json_kv_int(w, "dup_limit", ps->concat_user_limit);
+  json_kv_int(w, "max_duplication", ps->max_duplication);
+  json_kv_int(w, "operand_budget", ps->operand_budget);
+  json_kv_int(w, "unroll", ps->unroll);
+  json_key(w, "library");
+  json_object_begin(w);
+  json_kv_bool(w, "dot", ps->dot_is_library);
+  json_kv_bool(w, "conv", ps->conv_is_library);
+  json_kv_bool(w, "rng", ps->rng_is_library);
+  json_object_end(w);
+}

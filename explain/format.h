@@ -42,6 +42,9 @@ bool explain_show_decisions(const ExplainOut *o, ExplainEngine *e, const Explain
 bool explain_show_kernels(const ExplainOut *o, ExplainEngine *e, bool buffers, FxError *err);
 /* The current stage in numbers. */
 bool explain_show_stats(const ExplainOut *o, ExplainEngine *e, FxError *err);
+/* The fusion knobs as members of the object being written: "dup_limit", "max_duplication",
+ * "operand_budget", "unroll" and "library": {"dot", "conv", "rng"} (`show settings`, `show`). */
+void explain_settings_json(JsonWriter *w, const PassSettings *ps);
 /* compare-decisions: the decisions that change with `what` (a setting and its value), and the
  * kernels and launches before and after. */
 bool explain_show_comparison(const ExplainOut *o, const ExplainComparison *c, const char *what);

@@ -16,6 +16,7 @@
 #include "../compiler/hlo.h"
 #include "../runtime/runtime.h"
 #include "args.h"
+#include "../explain/format.h"
 #include "../explain/json.h"
 #include "repl.h"
 
@@ -221,16 +222,7 @@ static bool show_settings(Session *s, FxError *err) {
     /* Every key is a name `set` accepts, with the value it takes. */
     json_kv_str(&w, "pipeline", s->eng.pipeline ? s->eng.pipeline->name : NULL);
     json_kv_str(&w, "device", s->eng.device.name[0] ? s->eng.device.name : NULL);
-    json_kv_int(&w, "dup_limit", ps->concat_user_limit);
-    json_kv_int(&w, "max_duplication", ps->max_duplication);
-    json_kv_int(&w, "operand_budget", ps->operand_budget);
-    json_kv_int(&w, "unroll", ps->unroll);
-    json_key(&w, "library");
-    json_object_begin(&w);
-    json_kv_bool(&w, "dot", ps->dot_is_library);
-    json_kv_bool(&w, "conv", ps->conv_is_library);
-    json_kv_bool(&w, "rng", ps->rng_is_library);
-    json_object_end(&w);
+    explain_settings_json(&w, ps);
     json_kv_str(&w, "pass", ps->disabled_passes);
     json_kv_int(&w, "max_memory", (int64_t)rt_max_memory());
     json_object_end(&w);

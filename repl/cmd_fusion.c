@@ -282,16 +282,7 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
     json_object_begin(&w);
     json_kv_str(&w, "pipeline", s->eng.pipeline ? s->eng.pipeline->name : "classic");
     json_kv_str(&w, "device", dev);
-    json_kv_int(&w, "dup_limit", ps->concat_user_limit);
-    json_kv_int(&w, "max_duplication", ps->max_duplication);
-    json_kv_int(&w, "operand_budget", ps->operand_budget);
-    json_kv_int(&w, "unroll", ps->unroll);
-    json_key(&w, "library");
-    json_object_begin(&w);
-    json_kv_bool(&w, "dot", ps->dot_is_library);
-    json_kv_bool(&w, "conv", ps->conv_is_library);
-    json_kv_bool(&w, "rng", ps->rng_is_library);
-    json_object_end(&w);
+    explain_settings_json(&w, ps);
     json_key(&w, "expensive");
     json_object_begin(&w);
     for (int k = 0; k < IR_OP_COUNT; k++)
