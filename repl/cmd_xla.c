@@ -248,7 +248,7 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
   /* What launches work at this stage (the kernel plan): a parameter or bitcast holds no kernel. */
   FxError pe;
   fx_error_clear(&pe);
-  KernelPlan *plan = plan_build(m, &s->eng.device, &pe);
+  const KernelPlan *plan = explain_engine_plan(&s->eng, s->eng.cur, &pe);
   for (int c = 0; c < m->ncomps; c++) {
     const IrComputation *comp = m->comps[c];
     for (int j = 0; j < comp->ninstrs; j++) {
@@ -297,7 +297,6 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
     fputs(nk > 40 ? " ...\n" : "\n", s->out);
   }
   fx_free(kernels);
-  if (plan) plan_free(plan);
   if (!found && !s->json)
     fprintf(s->out, "no instruction of stage %d comes from %s (the module %s source positions)\n", s->eng.cur, where,
             strstr(m->prologue ? m->prologue : "", "FileLocations") || strstr(m->epilogue ? m->epilogue : "", "FileLocations")
