@@ -14,7 +14,7 @@
 #include "json.h"
 
 /* Where and how to print. */
-typedef struct {
+typedef struct ExplainOut {
   FILE *out;
   bool json;
   int width; /* text: wrap long sentences between words at this many columns (0: never) */

@@ -162,6 +162,13 @@ typedef struct {
 } XlaSideBySide;
 void xla_dump_side_by_side(XlaDump *d, const DeviceProfile *device, const PassSettings *settings, XlaSideBySide *out);
 void xla_side_by_side_free(XlaSideBySide *sbs);
+/* `compare-modules A B`: two compilations (dump folders: their final module and XLA's fusion log;
+ * or HLO files), their kernels, bytes and estimated time on device, the fusions only one has, and
+ * where the two fusion logs first part; printed to o. False with err filled (and *bad = 1 or 2,
+ * the path at fault) when one cannot be read. */
+struct ExplainOut;
+bool xla_compare_modules(const struct ExplainOut *o, const DeviceProfile *device, const char *path_a,
+                         const char *path_b, int *bad, FxError *err);
 
 /* ---------- source positions ---------- */
 
