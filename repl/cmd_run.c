@@ -36,7 +36,7 @@ typedef struct {
   int nsave;
   const char *trace;
   const char *stages; /* run --stages A,B: compare */
-  ReplUniform uniform[MAX_IO]; /* --uniform PATTERN=LO:HI (inputs.c) */
+  RtUniform uniform[MAX_IO]; /* --uniform PATTERN=LO:HI (inputs.c) */
   int nuniform;
 } RunArgs;
 
@@ -163,12 +163,12 @@ static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError
     rt_tensor_unref(args[found]);
     args[found] = t;
   }
-  if (!repl_inputs_fill_interruptible(m, args, a->seed, a->uniform, a->nuniform, s->interrupted,
+  if (!rt_inputs_fill_interruptible(m, args, a->seed, a->uniform, a->nuniform, s->interrupted,
                                       s->interactive && !s->json && isatty(fileno(stderr)), err))
     goto fail;
   return args;
 fail:
-  repl_inputs_free(m, args);
+  rt_inputs_free(m, args);
   return NULL;
 }
 
@@ -382,7 +382,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     rt_tensor_unref(want);
   }
   run_result_free(&res);
-  repl_inputs_free(m, args);
+  rt_inputs_free(m, args);
   return ok;
 }
 
@@ -449,7 +449,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
     }
   }
   run_result_free(&res);
-  repl_inputs_free(m, args);
+  rt_inputs_free(m, args);
   return ok;
 }
 
@@ -474,7 +474,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
     RtTensor **args = make_inputs(s, m, &a, err);
     if (!args) ok = false;
     else ok = execute(s, m, &a, args, &res[q], err);
-    repl_inputs_free(m, args);
+    rt_inputs_free(m, args);
   }
   if (ok) {
     FILE *f = s->out;

@@ -75,7 +75,7 @@ typedef struct {
   int repeat;
   uint64_t seed;
   bool check;
-  ReplUniform rules[MAX_RULES];
+  RtUniform rules[MAX_RULES];
   int nrules;
 } RunOpts;
 
@@ -130,8 +130,8 @@ static RtTensor **make_inputs(const IrModule *m, RunOpts *o, FxError *err) {
     fx_error_set(err, NULL, 0, 0, "out of memory");
     return NULL;
   }
-  if (repl_inputs_fill(m, args, o->seed, o->rules, o->nrules, err)) return args;
-  repl_inputs_free(m, args);
+  if (rt_inputs_fill(m, args, o->seed, o->rules, o->nrules, err)) return args;
+  rt_inputs_free(m, args);
   return NULL;
 }
 
@@ -177,7 +177,7 @@ static bool measure(Session *s, const RtBackend *b, void *be, const ExplainVaria
   double *sorted = fx_calloc((size_t)o->repeat, sizeof *sorted);
   if (!out->times_ns || !sorted) {
     fx_free(sorted);
-    repl_inputs_free(m, args);
+    rt_inputs_free(m, args);
     return fx_error_set(err, NULL, 0, 0, "out of memory");
   }
   RtOptions ro = {.seed = o->seed, .interrupted = s->interrupted};
@@ -226,7 +226,7 @@ static bool measure(Session *s, const RtBackend *b, void *be, const ExplainVaria
     rt_tensor_unref(want);
   }
   rt_tensor_unref(result);
-  repl_inputs_free(m, args);
+  rt_inputs_free(m, args);
   return ok;
 }
 
