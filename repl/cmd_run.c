@@ -172,11 +172,6 @@ fail:
   return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void fmt_time(char *buf, size_t n, double ns) {
   if (ns >= 1e9) snprintf(buf, n, "%.3f s", ns / 1e9);
   else if (ns >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
@@ -273,22 +268,9 @@ static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **
   if (!res->be) return false;
   if (!res->backend->prepare(res->be, &m, 1, err)) return false;
   if (res->backend == &rt_backend_cpu && cpu_note(res->be)[0] && !s->json) fprintf(s->out, "note: %s\n", cpu_note(res->be));
-  double *times = fx_calloc((size_t)a->repeat, sizeof *times);
-  if (!times) return fx_error_set(err, NULL, 0, 0, "out of memory");
   RtOptions o = {.seed = a->seed, .interrupted = s->interrupted};
-  bool ok = true;
-  for (int r = 0; r < a->repeat && ok; r++) {
-    rt_tensor_unref(res->result);
-    res->result = NULL;
-    rt_run_stats_free(&res->stats);
-    ok = res->backend->run(res->be, m, args, m->entry->nparams, &o, &res->result, &res->stats, err);
-    times[r] = res->stats.total_ns;
-  }
-  if (ok) {
-    qsort(times, (size_t)a->repeat, sizeof *times, cmp_double);
-    res->median_ns = times[a->repeat / 2];
-  }
-  fx_free(times);
+  bool ok = rt_run_repeated(res->backend, res->be, m, args, &o, a->repeat, &res->result, &res->stats, NULL,
+                            &res->median_ns, err);
   return ok;
 }
 

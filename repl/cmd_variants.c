@@ -135,11 +135,6 @@ static RtTensor **make_inputs(const IrModule *m, RunOpts *o, FxError *err) {
   return NULL;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 static void fmt_count(char *buf, size_t n, long long v) {
   char raw[32];
   snprintf(raw, sizeof raw, "%lld", v < 0 ? -v : v);
@@ -174,34 +169,20 @@ static bool measure(Session *s, const RtBackend *b, void *be, const ExplainVaria
   RtTensor **args = make_inputs(m, o, err);
   if (!args) return false;
   out->times_ns = fx_calloc((size_t)o->repeat, sizeof *out->times_ns);
-  double *sorted = fx_calloc((size_t)o->repeat, sizeof *sorted);
-  if (!out->times_ns || !sorted) {
-    fx_free(sorted);
+  if (!out->times_ns) {
     rt_inputs_free(m, args);
     return fx_error_set(err, NULL, 0, 0, "out of memory");
   }
   RtOptions ro = {.seed = o->seed, .interrupted = s->interrupted};
   RtTensor *result = NULL;
-  bool ok = true;
-  for (int r = 0; r < o->repeat && ok; r++) {
-    rt_tensor_unref(result);
-    result = NULL;
-    RtRunStats st;
-    memset(&st, 0, sizeof st);
-    ok = b->run(be, m, args, m->entry->nparams, &ro, &result, &st, err);
-    if (ok) {
-      out->times_ns[r] = st.total_ns;
-      sorted[r] = st.total_ns;
-      out->launches = st.counters.launches;
-      out->bytes = st.counters.bytes_read + st.counters.bytes_written;
-    }
-    rt_run_stats_free(&st);
-  }
+  RtRunStats st;
+  memset(&st, 0, sizeof st);
+  bool ok = rt_run_repeated(b, be, m, args, &ro, o->repeat, &result, &st, out->times_ns, &out->median_ns, err);
   if (ok) {
-    qsort(sorted, (size_t)o->repeat, sizeof *sorted, cmp_double);
-    out->median_ns = sorted[o->repeat / 2];
+    out->launches = st.counters.launches;
+    out->bytes = st.counters.bytes_read + st.counters.bytes_written;
   }
-  fx_free(sorted);
+  rt_run_stats_free(&st);
   if (ok && o->check) {
     /* The oracle: the interpreter on the program as loaded (every pass's work undone), on the same
      * inputs; when a pass changed the entry's parameters, the interpreter on the stage itself. */

@@ -56,6 +56,12 @@ const RtBackend *rt_backend_lookup(const char *name);
  * name. */
 const RtBackend *rt_backend_pick(const char *name, FxError *err);
 
+/* Runs m's entry on args `repeat` times on backend b (its state be): *result and *stats (both
+ * empty or zeroed on entry; the caller frees them) hold the last run's, times_ns (repeat slots, or
+ * NULL) every run's time in order, *median_ns the median. False with err filled when a run fails. */
+bool rt_run_repeated(const RtBackend *b, void *be, const IrModule *m, RtTensor **args, const RtOptions *o, int repeat,
+                     RtTensor **result, RtRunStats *stats, double *times_ns, double *median_ns, FxError *err);
+
 /* CPU backend settings. */
 typedef struct {
   const char *cc;        /* compiler; default $CC or "cc" */
