@@ -62,7 +62,6 @@ static bool need_module(Session *s, FxError *err) {
   return viz_error(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
 }
 
-static const char *stage_pass(const Session *s, int k) { return k == 0 ? "input" : s->eng.stages[k].pass; }
 
 /* A computed stage, by number or by the name of the pass that produced it. */
 static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
@@ -83,35 +82,6 @@ static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *
   return repl_arg_error(s, err, argi,
                         "no computed stage is '%s': give a stage number (0..%d) or the name of a pass that ran", w,
                         s->eng.nstages - 1);
-}
-
-/* Every decision recorded for stages 1..upto, in `decisions` order, as PassDecision records
- * (strings stay owned by the log). *out is fx_malloc'd; returns the count or -1. */
-static int collect_decisions(Session *s, int upto, PassDecision **out) {
-  *out = NULL;
-  if (!s->eng.log) return 0;
-  ExplainFilter f;
-  explain_filter_init(&f);
-  f.max_stage = upto;
-  const ExplainRecord **res;
-  int n = explain_query(s->eng.log, &f, &res);
-  if (n < 0) return -1;
-  PassDecision *d = fx_calloc((size_t)n + 1, sizeof *d);
-  if (!d) {
-    fx_free(res);
-    return -1;
-  }
-  for (int k = 0; k < n; k++) {
-    const ExplainRecord *r = res[k];
-    d[k] = (PassDecision){.stage = r->stage, .pass = r->pass, .action = r->action, .producer = r->producer,
-                          .consumer = r->consumer, .accepted = r->accepted, .reason = r->reason,
-                          .detail = r->detail, .suggestion = r->suggestion, .result = r->result,
-                          .nmetrics = r->nmetrics};
-    memcpy(d[k].metrics, r->metrics, sizeof r->metrics);
-  }
-  fx_free(res);
-  *out = d;
-  return n;
 }
 
 /* "12 kernels, 1.5 MiB moved, 3.20 us estimated" from the stage's kernel plan. */
@@ -207,7 +177,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   if (stage_w && !parse_stage(s, stage_w, stage_k, &stage, err)) return false;
 
   PassDecision *ds = NULL;
-  int nds = collect_decisions(s, decision ? s->eng.nstages - 1 : stage, &ds);
+  int nds = viz_engine_decisions(&s->eng, decision ? s->eng.nstages - 1 : stage, &ds);
   if (nds < 0) return viz_error(s, err, "out of memory");
   VizOptions o;
   viz_options_default(&o);
@@ -242,7 +212,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
     char words[160];
     plan_words(plan, words, sizeof words);
     snprintf(title, sizeof title, "%s \xc2\xb7 stage %d (%s) \xc2\xb7 %s%s \xc2\xb7 %s", m->name ? m->name : "module",
-             stage, stage_pass(s, stage), comp ? "computation " : "", comp ? comp : "entry", words);
+             stage, explain_engine_stage_pass(&s->eng, stage), comp ? "computation " : "", comp ? comp : "entry", words);
     o.title = title;
   }
   FxError gerr;
@@ -342,7 +312,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
       fprintf(s->out, "decision #%ld (stage %d, %s %s)", decision, o.decision->stage, o.decision->pass,
               o.decision->accepted ? "accepted" : "rejected");
     } else {
-      fprintf(s->out, "stage %d (%s), %s%s", stage, stage_pass(s, stage), o.computation ? "computation " : "entry ",
+      fprintf(s->out, "stage %d (%s), %s%s", stage, explain_engine_stage_pass(&s->eng, stage), o.computation ? "computation " : "entry ",
               o.computation ? o.computation : (m->entry ? m->entry->name : "?"));
     }
     fprintf(s->out, ": %d node%s", st->nodes, st->nodes == 1 ? "" : "s");
@@ -364,34 +334,6 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- report ---------- */
 
-static char *diff_text(Session *s, int k, FxError *err) {
-  ExplainDiff *d = explain_diff(s->eng.stages[k - 1].module, s->eng.stages[k].module, s->eng.log, k - 1, k, err);
-  if (!d) return NULL;
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (!f) {
-    explain_diff_free(d);
-    return NULL;
-  }
-  fprintf(f, "%d added, %d removed, %d rewritten, %d fused (%d \xe2\x86\x92 %d instructions)\n", d->count[DIFF_ADDED],
-          d->count[DIFF_REMOVED], d->count[DIFF_REWRITTEN], d->count[DIFF_FUSED], d->instrs_a, d->instrs_b);
-  for (int j = 0; j < d->n && j < 300; j++) {
-    const ExplainDiffEntry *e = &d->entries[j];
-    fprintf(f, "%-9s %s (%s)", explain_diff_kind_name(e->kind), e->name, e->op ? e->op : "?");
-    if (e->into) fprintf(f, " %s %s", e->kind == DIFF_FUSED ? "into" : "\xe2\x86\x92", e->into);
-    if (e->detail) fprintf(f, ": %s", e->detail);
-    fputc('\n', f);
-  }
-  if (d->n > 300) fprintf(f, "... %d more\n", d->n - 300);
-  fclose(f);
-  explain_diff_free(d);
-  /* open_memstream's buffer comes from malloc: copy it into fx memory. */
-  char *out = fx_strdup(text ? text : "");
-  free(text);
-  return out;
-}
-
 /* A progress line on a terminal (never in batch or JSON): long work says how far it is. */
 static bool progress_line(const Session *s) { return s->interactive && !s->json && isatty(fileno(stderr)); }
 
@@ -408,88 +350,32 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
   const char *file = argv[1];
   VizRenderer *r = renderer(err);
   if (!r) return false;
-  int n = s->eng.nstages;
-  PassDecision *ds = NULL;
-  int nds = collect_decisions(s, n - 1, &ds);
-  if (nds < 0) return viz_error(s, err, "out of memory");
-  VizStage *st = fx_calloc((size_t)n, sizeof *st);
-  char **texts = fx_calloc((size_t)n * 2, sizeof(char *));
-  bool ok = st && texts;
-  if (!ok) viz_error(s, err, "out of memory");
-  int first = 0;
-  for (int k = 0; k < n && ok; k++) {
-    if (s->interrupted && *s->interrupted) {
-      ok = viz_error(s, err, "interrupted: the report was not written");
-      break;
-    }
-    st[k].module = s->eng.stages[k].module;
-    st[k].pass = stage_pass(s, k);
-    st[k].changed = s->eng.stages[k].changed;
-    const KernelPlan *p = explain_engine_plan(&s->eng, k, err);
-    if (!p) {
-      ok = false;
-      break;
-    }
-    st[k].have_numbers = true;
-    st[k].kernels = p->launches;
-    st[k].nkernels = p->ncompute;
-    st[k].bytes = p->bytes_read + p->bytes_written;
-    st[k].est_us = p->est_us;
-    while (first < nds && ds[first].stage < k) first++;
-    int last = first;
-    while (last < nds && ds[last].stage == k) last++;
-    st[k].decisions = (VizDecisions){ds + first, last - first};
-    st[k].first_number = first + 1; /* ds holds every decision in `decisions` order */
-    if (k > 0 && s->eng.log) {
-      char words[256];
-      explain_stage_summary(s->eng.log, k, words, sizeof words);
-      texts[2 * k] = fx_malloc(strlen(words) + strlen(st[k].pass) + 4);
-      if (texts[2 * k]) sprintf(texts[2 * k], "%s: %s", st[k].pass, words);
-      st[k].summary = texts[2 * k];
-      if (st[k].changed) {
-        texts[2 * k + 1] = diff_text(s, k, err);
-        if (!texts[2 * k + 1]) ok = false;
-        st[k].changes = texts[2 * k + 1];
-      }
+  int n = s->eng.nstages, nds = 0;
+  char *html = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&html, &len);
+  bool ok = mem && viz_engine_report(mem, r, &s->eng, s->interrupted, progress_line(s) ? report_progress : NULL, s,
+                                     &nds, err);
+  if (mem) fclose(mem);
+  if (ok) {
+    FILE *f = fopen(file, "wb");
+    if (!f) {
+      ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
+    } else {
+      bool w = fwrite(html, 1, len, f) == len;
+      if (fclose(f) != 0 || !w) ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
     }
   }
   if (ok) {
-    char *html = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&html, &len);
-    VizDecisions all = {ds, nds};
-    char title[300];
-    snprintf(title, sizeof title, "%s", s->eng.stages[0].module->name ? s->eng.stages[0].module->name : "module");
-    VizReportOptions ro = {.title = title, .pipeline = s->eng.pipeline ? s->eng.pipeline->name : "classic",
-                           .device = s->eng.device.name, .interrupted = s->interrupted,
-                           .progress = progress_line(s) ? report_progress : NULL, .progress_ctx = s};
-    ok = mem && viz_report_write(mem, r, st, n, &all, &ro, err);
-    if (mem) fclose(mem);
-    if (ok) {
-      FILE *f = fopen(file, "wb");
-      if (!f) {
-        ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
-      } else {
-        bool w = fwrite(html, 1, len, f) == len;
-        if (fclose(f) != 0 || !w) ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
-      }
-    }
-    if (ok) {
-      const Pipeline *pl = s->eng.pipeline;
-      fprintf(s->out, "wrote %s: %d stage%s, %d decision%s, %zu bytes", file, n, n == 1 ? "" : "s", nds,
-              nds == 1 ? "" : "s", len);
-      if (pl && n - 1 < pl->npasses)
-        fprintf(s->out, " (the %s pipeline has %d passes: `step all` first to include them all)", pl->name,
-                pl->npasses);
-      fputc('\n', s->out);
-    }
-    free(html);
+    const Pipeline *pl = s->eng.pipeline;
+    fprintf(s->out, "wrote %s: %d stage%s, %d decision%s, %zu bytes", file, n, n == 1 ? "" : "s", nds,
+            nds == 1 ? "" : "s", len);
+    if (pl && n - 1 < pl->npasses)
+      fprintf(s->out, " (the %s pipeline has %d passes: `step all` first to include them all)", pl->name, pl->npasses);
+    fputc('\n', s->out);
   }
+  free(html);
   if (!ok) locate(s, err, 0);
-  for (int k = 0; texts && k < 2 * n; k++) fx_free(texts[k]);
-  fx_free(texts);
-  fx_free(st);
-  fx_free(ds);
   return ok;
 }
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 
 #include "../compiler/ir.h"
+#include "../explain/engine.h"
 #include "../compiler/pass.h"
 #include "../compiler/status.h"
 
@@ -183,5 +184,17 @@ typedef struct {
  * every stage). Returns false with err filled on failure. */
 bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nstages,
                       const VizDecisions *all, const VizReportOptions *o, FxError *err);
+
+/* ---------- the engine's stages (engine_report.c) ---------- */
+
+/* Every decision recorded for stages 1..upto, in `decisions` order, as PassDecision records
+ * (strings stay owned by the log). *out is fx_malloc'd; returns the count or -1. */
+int viz_engine_decisions(const ExplainEngine *e, int upto, PassDecision **out);
+/* The HTML walkthrough (viz_report_write) of every stage the engine has run: plan figures, the
+ * pass's summary, what changed, the decisions (*ndecisions receives their count). Stops with
+ * "interrupted" between stages when *interrupted is set; progress as in VizReportOptions. */
+bool viz_engine_report(FILE *out, VizRenderer *r, ExplainEngine *e, volatile int *interrupted,
+                       void (*progress)(void *ctx, int done, int total), void *progress_ctx, int *ndecisions,
+                       FxError *err);
 
 #endif
