@@ -33,6 +33,8 @@ typedef struct {
 } RtRunStats;
 
 void rt_run_stats_free(RtRunStats *s);
+/* A new, zeroed statistics row for kernel i at the end of s->kernels; NULL when memory runs out. */
+RtKernelStat *rt_run_stats_add(RtRunStats *s, const IrInstr *i);
 
 typedef struct RtBackend RtBackend;
 struct RtBackend {

@@ -98,6 +98,20 @@ typedef struct {
 
 /* ---------- stats ---------- */
 
+RtKernelStat *rt_run_stats_add(RtRunStats *s, const IrInstr *i) {
+  if (s->nkernels == s->cap) {
+    int nc = s->cap ? s->cap * 2 : 32;
+    RtKernelStat *nk = fx_realloc(s->kernels, sizeof *nk * (size_t)nc);
+    if (!nk) return NULL;
+    s->kernels = nk;
+    s->cap = nc;
+  }
+  RtKernelStat *k = &s->kernels[s->nkernels++];
+  memset(k, 0, sizeof *k);
+  k->instr = i;
+  return k;
+}
+
 void rt_run_stats_free(RtRunStats *s) {
   fx_free(s->kernels);
   memset(s, 0, sizeof *s);
@@ -117,16 +131,8 @@ static RtKernelStat *stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
     for (int q = 0; q < s->nkernels; q++)
       if (s->kernels[q].instr == i) idx = q;
     if (idx < 0) {
-      if (s->nkernels == s->cap) {
-        int nc = s->cap ? s->cap * 2 : 32;
-        RtKernelStat *nk = fx_realloc(s->kernels, sizeof *nk * (size_t)nc);
-        if (!nk) return NULL;
-        s->kernels = nk;
-        s->cap = nc;
-      }
-      idx = s->nkernels++;
-      memset(&s->kernels[idx], 0, sizeof s->kernels[idx]);
-      s->kernels[idx].instr = i;
+      if (!rt_run_stats_add(s, i)) return NULL;
+      idx = s->nkernels - 1;
     }
     if (k) k->stat = idx;
   }

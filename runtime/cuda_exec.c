@@ -177,17 +177,9 @@ static double host_ns(void) {
 static RtKernelStat *stat_for(RtRunStats *s, GpuKernel *k) {
   if (!s) return NULL;
   if (k->stat >= 0 && k->stat < s->nkernels && s->kernels[k->stat].instr == k->instr) return &s->kernels[k->stat];
-  if (s->nkernels == s->cap) {
-    int nc = s->cap ? s->cap * 2 : 32;
-    RtKernelStat *nk = fx_realloc(s->kernels, sizeof *nk * (size_t)nc);
-    if (!nk) return NULL;
-    s->kernels = nk;
-    s->cap = nc;
-  }
-  k->stat = s->nkernels++;
-  memset(&s->kernels[k->stat], 0, sizeof s->kernels[k->stat]);
-  s->kernels[k->stat].instr = k->instr;
-  return &s->kernels[k->stat];
+  RtKernelStat *st = rt_run_stats_add(s, k->instr);
+  if (st) k->stat = s->nkernels - 1;
+  return st;
 }
 
 static bool load_rng(GpuBackend *g, const IrInstr *i, CudaKernel **out, FxError *err) {
