@@ -178,73 +178,6 @@ static void fmt_time(char *buf, size_t n, double ns) {
   else snprintf(buf, n, "%.1f us", ns / 1e3);
 }
 
-static void print_value(FILE *f, const char *name, const RtTensor *t) {
-  if (t->type == IR_TUPLE) {
-    for (int k = 0; k < t->ntuple; k++) {
-      char sub[64];
-      snprintf(sub, sizeof sub, "%s.%d", name, k);
-      print_value(f, sub, t->tuple[k]);
-    }
-    return;
-  }
-  char desc[128];
-  rt_tensor_describe(t, desc, sizeof desc);
-  if (t->type == IR_TOKEN || t->count == 0) {
-    fprintf(f, "%s: %s\n", name, desc);
-    return;
-  }
-  if (ir_type_is_complex(t->type)) {
-    /* complex: the smallest and largest magnitude, the mean and the first values as (re, im) */
-    double mn = INFINITY, mx = -INFINITY, sr = 0, si = 0, re, im;
-    for (int64_t k = 0; k < t->count; k++) {
-      rt_get_c(t, k, &re, &im);
-      double m = hypot(re, im);
-      if (m < mn) mn = m;
-      if (m > mx) mx = m;
-      sr += re;
-      si += im;
-    }
-    fprintf(f, "%s: %s  min |z| %.6g  max |z| %.6g  mean (%.6g, %.6g)  first", name, desc, mn, mx, sr / (double)t->count,
-            si / (double)t->count);
-    for (int64_t k = 0; k < t->count && k < 4; k++) {
-      rt_get_c(t, k, &re, &im);
-      fprintf(f, " (%.6g, %.6g)", re, im);
-    }
-    fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
-    return;
-  }
-  double mn = INFINITY, mx = -INFINITY, sum = 0;
-  bool fl = ir_type_is_float(t->type), u64 = t->type == IR_U64; /* u64: rt_get_i gives its bits */
-  for (int64_t k = 0; k < t->count; k++) {
-    double v = fl ? rt_get_f(t, k) : u64 ? (double)(uint64_t)rt_get_i(t, k) : (double)rt_get_i(t, k);
-    if (v < mn) mn = v;
-    if (v > mx) mx = v;
-    sum += v;
-  }
-  fprintf(f, "%s: %s  min %.6g  max %.6g  mean %.6g  first", name, desc, mn, mx, sum / (double)t->count);
-  for (int64_t k = 0; k < t->count && k < 4; k++) {
-    if (fl) fprintf(f, " %.6g", rt_get_f(t, k));
-    else if (u64) fprintf(f, " %llu", (unsigned long long)(uint64_t)rt_get_i(t, k));
-    else fprintf(f, " %lld", (long long)rt_get_i(t, k));
-  }
-  fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
-}
-
-/* The outputs by name: "out" for an array result, "out.K" for tuple elements. */
-static const RtTensor *find_output(const RtTensor *r, const char *name) {
-  if (strcmp(name, "out") == 0) return r;
-  if (strncmp(name, "out.", 4) != 0 || r->type != IR_TUPLE) return NULL;
-  char *e;
-  long k = strtol(name + 4, &e, 10);
-  if (k < 0 || k >= r->ntuple) return NULL;
-  if (*e == '.') {
-    char sub[64];
-    snprintf(sub, sizeof sub, "out%s", e);
-    return find_output(r->tuple[k], sub);
-  }
-  return *e ? NULL : r->tuple[k];
-}
-
 typedef struct {
   RtTensor *result;
   RtRunStats stats;   /* of the last repeat */
@@ -315,7 +248,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
       cpu_vecmath_describe(d, sizeof d);
       fprintf(f, "cpu: %d threads, vector math %s\n", cpu_default_threads(), d);
     }
-    print_value(f, "out", res.result);
+    rt_tensor_print_summary(f, "out", res.result);
     char rb[32], wb[32], tm[32];
     fx_format_bytes(rb, sizeof rb, (double)res.stats.counters.bytes_read, FX_BYTES_RUN);
     fx_format_bytes(wb, sizeof wb, (double)res.stats.counters.bytes_written, FX_BYTES_RUN);
@@ -343,7 +276,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     }
   }
   for (int q = 0; ok && q < a.nsave; q++) {
-    const RtTensor *t = find_output(res.result, a.save_name[q]);
+    const RtTensor *t = rt_tensor_output(res.result, a.save_name[q]);
     if (!t) ok = fx_error_set(err, NULL, 0, 0, "--save %s: no such output (out, out.0, out.1, ...)", a.save_name[q]);
     else if (!(ok = rt_npy_write(a.save_file[q], t, err))) at_arg(s, err, a.save_arg[q]);
   }

@@ -217,4 +217,12 @@ bool rt_inputs_fill_interruptible(const IrModule *m, RtTensor **args, uint64_t s
 /* Unrefs each argument and frees the array; NULL is fine. */
 void rt_inputs_free(const IrModule *m, RtTensor **args);
 
+/* ---------- results as `run` shows them (tensor.c) ---------- */
+
+/* One line per array (a tuple's elements as NAME.0, NAME.1, ...): its type and shape, min, max,
+ * mean and first values (complex: by magnitude, values as (re, im)). */
+void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t);
+/* A result's part by name: "out", "out.1", "out.1.0" (tuple elements); NULL when there is none. */
+const RtTensor *rt_tensor_output(const RtTensor *r, const char *name);
+
 #endif
