@@ -1,9 +1,9 @@
 /* explain.h — the decision log: every decision every pass made, kept per stage, and the queries
  * and formatting behind `why`, `decisions`, `diff` and their JSON.
  *
- * Flow: the shell owns one ExplainLog per session. Before running the pass that produces stage
- * N it calls explain_log_begin_stage(log, N, pass), which drops whatever stages N and later
- * recorded before (a re-run replaces them), and hands the pass explain_log_sink(log). The sink
+ * Flow: the engine (engine.h) owns one ExplainLog per session. Before running the pass that
+ * produces stage N it calls explain_log_begin_stage(log, N, pass), which drops whatever stages N
+ * and later recorded before (a re-run replaces them), and hands the pass explain_log_sink(log). The sink
  * copies each PassDecision (strings included) into the stage's own arena, so records outlive the
  * pass and survive `back`: moving between stages never touches the log. */
 #ifndef FXPLAIN_EXPLAIN_H

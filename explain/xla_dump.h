@@ -3,10 +3,10 @@
  * decision records, and the source positions XLA keeps on every instruction.
  *
  * Flow: `load DIR` calls xla_dump_scan (which modules the folder holds), then xla_dump_select (one
- * module: its snapshots in XLA's order become the passes of xla_dump_pipeline). The shell asks
+ * module: its snapshots in XLA's order become the passes of xla_dump_pipeline). The engine asks
  * xla_dump_stage for stage k when it steps there (stage 0: the module before optimizations), and
  * for the priority-fusion stage xla_fusion_log_emit files XLA's decisions (and fxplain's own verdict
- * on each pair, when the shell ran fxplain's priority-fusion on the same input) in the explain log.
+ * on each pair, when the engine ran fxplain's priority-fusion on the same input) in the explain log.
  *
  * The facts about the dumps (file names, the FusionProcessDump fields) are in the oracle README:
  *   module_NNNN.NAME.before_optimizations.txt, module_NNNN.NAME.NNNN.PIPELINE.after_PASS.before_NEXT.txt,
@@ -103,7 +103,7 @@ typedef struct XlaDump {
   Pipeline pipeline;
   XlaFusionLog *log; /* the chosen module's decision log, when it has one and it loaded */
   bool log_only;     /* made by xla_dump_from_log: stage 1 is XLA's steps replayed */
-  const Pipeline *prev_pipeline; /* the shell's pipeline before the dump was loaded */
+  const Pipeline *prev_pipeline; /* the engine's pipeline before the dump was loaded */
 } XlaDump;
 
 /* Whether dir looks like an XLA dump folder (holds module_*.txt files). */
