@@ -45,6 +45,10 @@ bool explain_show_stats(const ExplainOut *o, ExplainEngine *e, FxError *err);
 /* The fusion knobs as members of the object being written: "dup_limit", "max_duplication",
  * "operand_budget", "unroll" and "library": {"dot", "conv", "rng"} (`show settings`, `show`). */
 void explain_settings_json(JsonWriter *w, const PassSettings *ps);
+/* `show device`: a device profile's figures. */
+void explain_show_device(const ExplainOut *o, const DeviceProfile *d);
+/* `show settings`: the pipeline, device and every fusion knob. */
+void explain_show_settings(const ExplainOut *o, ExplainEngine *e);
 /* compare-decisions: the decisions that change with `what` (a setting and its value), and the
  * kernels and launches before and after. */
 bool explain_show_comparison(const ExplainOut *o, const ExplainComparison *c, const char *what);

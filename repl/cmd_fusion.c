@@ -87,47 +87,6 @@ static bool want_args(Session *s, int argc, char **argv, int n, FxError *err) {
 
 /* ---------- device ---------- */
 
-static void print_device(Session *s, const DeviceProfile *d) {
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "device", d->name);
-    json_kv_bool(&w, "gpu", d->is_gpu);
-    json_kv_int(&w, "sm_count", d->sm_count);
-    json_kv_int(&w, "max_threads_per_block", d->max_threads_per_block);
-    json_kv_int(&w, "shared_mem_per_block", d->shared_mem_per_block);
-    json_kv_int(&w, "registers_per_sm", d->registers_per_sm);
-    json_kv_int(&w, "max_registers_per_thread", d->max_registers_per_thread);
-    json_kv_double(&w, "dram_gbps", d->dram_gbps);
-    json_kv_double(&w, "peak_gflops", d->peak_gflops);
-    json_kv_double(&w, "launch_us", d->launch_us);
-    json_kv_str(&w, "arch", d->arch);
-    json_kv_double(&w, "clock_ghz", d->clock_ghz);
-    json_kv_int(&w, "fpus_per_sm", d->fpus_per_sm);
-    json_kv_int(&w, "max_threads_per_sm", d->max_threads_per_sm);
-    json_kv_int(&w, "registers_per_block", d->registers_per_block);
-    json_kv_int(&w, "shared_mem_per_sm", d->shared_mem_per_sm);
-    json_kv_int(&w, "shared_mem_per_block_optin", d->shared_mem_per_block_optin);
-    json_kv_int(&w, "l2_cache_bytes", d->l2_cache_bytes);
-    json_kv_int(&w, "l1_cache_bytes_per_sm", d->l1_cache_bytes_per_sm);
-    json_object_end(&w);
-    fputc('\n', s->out);
-    return;
-  }
-  FILE *o = s->out;
-  fprintf(o, "device %s%s\n", d->name, d->is_gpu ? "" : " (the CPU: kernels are parallel loops)");
-  fprintf(o, "  SMs                       %d\n", d->sm_count);
-  fprintf(o, "  threads per block         %d\n", d->max_threads_per_block);
-  fprintf(o, "  shared memory per block   %d B\n", d->shared_mem_per_block);
-  fprintf(o, "  registers                 %d per SM, at most %d per thread\n", d->registers_per_sm,
-          d->max_registers_per_thread);
-  fprintf(o, "  DRAM bandwidth            %.1f GB/s\n", d->dram_gbps);
-  fprintf(o, "  peak f32                  %.0f GFLOP/s\n", d->peak_gflops);
-  fprintf(o, "  launch overhead           %.1f us\n", d->launch_us);
-  if (d->arch[0]) fprintf(o, "  architecture              %s\n", d->arch);
-}
-
 static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
   if (!want_args(s, argc, argv, 1, err)) return false;
   const DeviceProfile *d = device_lookup(argv[1]);
@@ -149,7 +108,8 @@ static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_show_device(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (!want_args(s, argc, argv, 0, err)) return false;
-  print_device(s, s->eng.device.name[0] ? &s->eng.device : device_default());
+  ExplainOut out = {s->out, s->json, 0};
+  explain_show_device(&out, s->eng.device.name[0] ? &s->eng.device : device_default());
   return true;
 }
 
@@ -274,44 +234,8 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
     return repl_arg_error(s, err, 1, "unexpected argument '%s'; usage: %s", fx_printable(buf, sizeof buf, argv[1]),
                  show && show->usage ? show->usage : "show settings");
   }
-  const PassSettings *ps = &s->eng.settings;
-  const char *dev = s->eng.device.name[0] ? s->eng.device.name : device_default()->name;
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "pipeline", s->eng.pipeline ? s->eng.pipeline->name : "classic");
-    json_kv_str(&w, "device", dev);
-    explain_settings_json(&w, ps);
-    json_key(&w, "expensive");
-    json_object_begin(&w);
-    for (int k = 0; k < IR_OP_COUNT; k++)
-      if (ps->expensive_override[k]) json_kv_bool(&w, ir_op_name((IrOpcode)k), ps->expensive_override[k] > 0);
-    json_object_end(&w);
-    json_kv_str(&w, "passes_off", ps->disabled_passes);
-    json_kv_bool(&w, "registers_checked", fusion_register_hook_installed());
-    json_object_end(&w);
-    fputc('\n', s->out);
-    return true;
-  }
-  FILE *o = s->out;
-  fprintf(o, "  pipeline          %s\n", s->eng.pipeline ? s->eng.pipeline->name : "classic");
-  fprintf(o, "  device            %s\n", dev);
-  fprintf(o, "  dup_limit         %d   (users a concatenate, pad, dot or reduce may have and still fuse; XLA 1, the paper's patch 3)\n",
-          ps->concat_user_limit);
-  fprintf(o, "  max_duplication   %d  (emitted copies of a producer before code_duplication)\n", ps->max_duplication);
-  fprintf(o, "  operand_budget    %d  (operands + outputs per fusion; 64 in 2021, 96 today)\n", ps->operand_budget);
-  fprintf(o, "  unroll            %d%s\n", ps->unroll, ps->unroll <= 1 ? "   (loops are not unrolled)" : "");
-  fprintf(o, "  library           dot %s, conv %s, rng %s\n", ps->dot_is_library ? "on" : "off",
-          ps->conv_is_library ? "on" : "off", ps->rng_is_library ? "on" : "off");
-  char ov[600] = "";
-  for (int k = 0; k < IR_OP_COUNT; k++)
-    if (ps->expensive_override[k])
-      snprintf(ov + strlen(ov), sizeof ov - strlen(ov), "%s%s %s", ov[0] ? ", " : "", ir_op_name((IrOpcode)k),
-               ps->expensive_override[k] > 0 ? "on" : "off");
-  fprintf(o, "  expensive         %s\n", ov[0] ? ov : "XLA's table (GPU: exp, rsqrt, divide cheap for f32/f16)");
-  fprintf(o, "  passes off        %s\n", ps->disabled_passes[0] ? ps->disabled_passes : "(none)");
-  fprintf(o, "  registers         %s\n", fusion_registers_note());
+  ExplainOut out = {s->out, s->json, 0};
+  explain_show_settings(&out, &s->eng);
   return true;
 }
 
