@@ -164,6 +164,17 @@ void xla_side_by_side_free(XlaSideBySide *sbs) {
   memset(sbs, 0, sizeof *sbs);
 }
 
+int xla_disagreements(const ExplainLog *log, int stage, const ExplainRecord **out, int max) {
+  int n = explain_stage_count(log, stage), found = 0;
+  for (int k = 0; k < n; k++) {
+    const ExplainRecord *r = explain_stage_record(log, stage, k);
+    if (strcmp(r->pass, "priority-fusion") != 0 || !r->detail || !strstr(r->detail, "DISAGREE")) continue;
+    if (found < max) out[found] = r;
+    found++;
+  }
+  return found;
+}
+
 /* ---------- compare-modules ---------- */
 
 /* A compilation's final module: a dump folder's after_optimizations (or last snapshot), or a file. */

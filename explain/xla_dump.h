@@ -162,6 +162,9 @@ typedef struct {
 } XlaSideBySide;
 void xla_dump_side_by_side(XlaDump *d, const DeviceProfile *device, const PassSettings *settings, XlaSideBySide *out);
 void xla_side_by_side_free(XlaSideBySide *sbs);
+/* The decisions of stage `stage` where fxplain's verdict differs from XLA's recorded one (the
+ * priority-fusion records that say DISAGREE): their count; the first max go into out. */
+int xla_disagreements(const ExplainLog *log, int stage, const ExplainRecord **out, int max);
 /* `compare-modules A B`: two compilations (dump folders: their final module and XLA's fusion log;
  * or HLO files), their kernels, bytes and estimated time on device, the fusions only one has, and
  * where the two fusion logs first part; printed to o. False with err filled (and *bad = 1 or 2,

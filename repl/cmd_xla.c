@@ -409,14 +409,11 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
     s->out = keep;
     if (sink) fclose(sink);
     if (!moved) return false;
-    int n = explain_stage_count(s->eng.log, fs);
-    for (int k = 0; k < n; k++) {
-      const ExplainRecord *r = explain_stage_record(s->eng.log, fs, k);
-      if (strcmp(r->pass, "priority-fusion") != 0 || !r->detail || !strstr(r->detail, "DISAGREE")) continue;
-      if (ndis++ < 5 && !s->json) {
-        if (ndis == 1) fputs("where fxplain parts from XLA's recorded decisions (first 5):\n", s->out);
-        explain_print_record(s->out, r);
-      }
+    const ExplainRecord *first[5];
+    ndis = xla_disagreements(s->eng.log, fs, first, 5);
+    for (int k = 0; k < ndis && k < 5 && !s->json; k++) {
+      if (k == 0) fputs("where fxplain parts from XLA's recorded decisions (first 5):\n", s->out);
+      explain_print_record(s->out, first[k]);
     }
     if (!s->json)
       fprintf(s->out, "%d of XLA's priority-fusion decisions differ from fxplain's verdict on the same pair (now at stage %d; "
