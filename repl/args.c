@@ -263,3 +263,7 @@ const char *repl_nearest_command(const char *word) {
   return n.best ? repl_nearest(word, cand, 1) : NULL;
 }
 
+bool repl_need_input(Session *s, FxError *err) {
+  if (explain_engine_loaded(&s->eng)) return true;
+  return repl_arg_error(s, err, 0, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+}

@@ -55,4 +55,8 @@ const char *repl_nearest(const char *word, const char *const *cands, int n);
 const char *repl_nearest_command(const char *word);
 
 
+/* True when an input is loaded; otherwise false with the error "nothing is loaded: ..." at the
+ * command. */
+bool repl_need_input(Session *s, FxError *err);
+
 #endif

@@ -244,8 +244,7 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (!want_args(s, argc, argv, 0, err)) return false;
-  if (s->eng.nstages < 1 || !s->eng.stages[0].module)
-    return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  if (!repl_need_input(s, err)) return false;
   int n, kernels_before, kernels_after;
   if (!explain_engine_unfuse(&s->eng, &n, &kernels_before, &kernels_after, err)) return false;
   if (s->json) {
@@ -269,8 +268,7 @@ static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
 /* ---------- compare-decisions ---------- */
 
 static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *err) {
-  if (s->eng.nstages < 1 || !s->eng.stages[0].module)
-    return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  if (!repl_need_input(s, err)) return false;
   bool all = argc > 1 && strcmp(argv[argc - 1], "--all") == 0;
   if (all) argc--;
   if (argc != 1 && argc < 3)

@@ -57,11 +57,6 @@ static bool arg_error(Session *s, FxError *err, int argi, const char *fmt, ...) 
   return repl_arg_error(s, err, argi, "%s", msg);
 }
 
-static bool need_module(Session *s, FxError *err) {
-  if (s->eng.nstages > 0 && s->eng.stages[0].module) return true;
-  return cmd_error(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
-}
-
 static bool parse_count(const char *w, long long *out) {
   if (!w || !*w) return false;
   char *end;
@@ -153,7 +148,7 @@ static bool step_to(Session *s, int target, FxError *err) {
 }
 
 static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   int target = s->eng.cur + 1;
   if (argc == 2) {
@@ -190,7 +185,7 @@ static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   long long n = 1;
   if (argc == 2 && (!parse_count(argv[1], &n) || n == 0))
@@ -209,7 +204,7 @@ static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   int target;
   if (!parse_stage(s, argv[1], 1, &target, err)) return false;
@@ -220,7 +215,7 @@ static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_stage(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
   ExplainOut o = out_of(s);
   return explain_show_stage(&o, &s->eng, err);
@@ -234,7 +229,7 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
     if (strcmp(argv[k], "--changed") == 0) only_changed = true;
     else return arg_error(s, err, k, "unknown option '%s' (usage: passes [--changed])", argv[k]);
   }
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   ExplainOut o = out_of(s);
   return explain_show_passes(&o, &s->eng, only_changed, err);
 }
@@ -249,7 +244,7 @@ static bool stage_run(Session *s, const char *w, int argi, int *out, FxError *er
 }
 
 static bool cmd_diff(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 2, err)) return false;
   int a, b;
   if (argc == 1) {
@@ -273,7 +268,7 @@ static bool cmd_diff(Session *s, int argc, char **argv, FxError *err) {
 /* ---------- why ---------- */
 
 static bool cmd_why(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 1, 2, err)) return false;
   const char *a = argv[1][0] == '%' ? argv[1] + 1 : argv[1];
   const char *b = argc == 2 ? NULL : argv[2][0] == '%' ? argv[2] + 1 : argv[2];
@@ -289,7 +284,7 @@ static bool cmd_why(Session *s, int argc, char **argv, FxError *err) {
 /* ---------- decisions ---------- */
 
 static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   ExplainFilter f;
   explain_filter_init(&f);
   f.max_stage = s->eng.nstages - 1;
@@ -328,7 +323,7 @@ static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
 /* ---------- kernels and stats ---------- */
 
 static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   /* kernels --source / --resources: the GPU views (cmd_gpu.c). */
   if (argc >= 2 && (strcmp(argv[1], "--source") == 0 || strcmp(argv[1], "--resources") == 0)) {
     const ReplCommand *v = repl_command_lookup(argv[1][2] == 's' ? "kernels-source" : "kernels-resources");
@@ -341,7 +336,7 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
   ExplainOut o = out_of(s);
   return explain_show_stats(&o, &s->eng, err);

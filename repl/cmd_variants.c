@@ -56,8 +56,7 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
       return repl_arg_error(s, err, k, "unknown option '%s' (variant NAME [--paper X])", fx_printable(shown, sizeof shown, argv[k]));
     }
   }
-  if (s->eng.nstages < 1 || !s->eng.stages[0].module)
-    return repl_arg_error(s, err, 0, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  if (!repl_need_input(s, err)) return false;
   int slot;
   bool replaced;
   if (!explain_variants_record(&s->variants, &s->eng, label, paper, &slot, &replaced, err)) return false;

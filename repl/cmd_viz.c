@@ -57,12 +57,6 @@ static VizRenderer *renderer(FxError *err) {
   return the_renderer;
 }
 
-static bool need_module(Session *s, FxError *err) {
-  if (s->eng.nstages > 0 && s->eng.stages[0].module) return true;
-  return viz_error(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
-}
-
-
 /* A computed stage, by number or by the name of the pass that produced it. */
 static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
   char *end;
@@ -123,7 +117,7 @@ static const char *ext_of(const char *path) {
 /* ---------- render ---------- */
 
 static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   for (int k = 1; k < argc; k++)
     if (strcmp(argv[k], "--group") == 0) return repl_xla_render_scope(s, argc, argv, err); /* cmd_xla.c */
   const char *file = NULL, *format = NULL, *focus = NULL, *comp = NULL, *stage_w = NULL;
@@ -345,7 +339,7 @@ static void report_progress(void *ctx, int done, int total) {
 }
 
 static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   const char *file = argv[1];
   VizRenderer *r = renderer(err);
@@ -413,7 +407,7 @@ static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *bu
 }
 
 static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   const IrModule *m = s->eng.stages[s->eng.cur].module;
   const KernelPlan *p = explain_engine_plan(&s->eng, s->eng.cur, err);
