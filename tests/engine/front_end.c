@@ -2,13 +2,14 @@
  * a user asks the shell is answered by explain/engine.h alone. It links the engine library and
  * the compiler only (not repl/, viz/ or runtime/), and, as a notebook or a language server would:
  * loads a .fx program, runs a pipeline to its end, asks the kernels of a stage, asks `why` for a
- * pair of instructions and for one name, reads the decision log by number, and writes a decision
- * as JSON through the one writer. The facts checked are the ones the shell prints for the same
+ * pair of instructions and for one name, reads the decision log by number, writes a decision as
+ * JSON through the one writer, and asks what a change of setting does to the decisions. The facts checked are the ones the shell prints for the same
  * program (`fxplain -e 'load tests/engine/softmax.fx; step all; kernels; why m e'`). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../explain/compare.h"
 #include "../../explain/engine.h"
 #include "../check.h"
 
@@ -145,6 +146,24 @@ TEST(decisions_as_json) {
   explain_engine_fini(&e);
 }
 
+TEST(what_a_setting_changes) {
+  ExplainEngine e;
+  CHECK(load(&e));
+  if (!e.stages) return;
+  FxError err;
+  fx_error_clear(&err);
+  /* An operand budget of 3 splits a fusion: the engine runs the pipeline twice, on scratch copies. */
+  PassSettings after = e.settings;
+  after.operand_budget = 3;
+  ExplainComparison c;
+  CHECK(explain_compare_settings(&e, &e.settings, &e.device, &after, &e.device, false, &c, &err));
+  CHECK(c.kernels_before == 3 && c.kernels_after == 4);
+  CHECK(c.nchanges == 3 && c.one_run_only == 2);
+  CHECK(e.nstages == 1); /* the engine's own stages are not touched */
+  explain_comparison_free(&c);
+  explain_engine_fini(&e);
+}
+
 TEST(a_broken_program_is_a_located_error) {
   ExplainEngine e;
   CHECK(explain_engine_init(&e));
@@ -160,6 +179,7 @@ int main(void) {
   RUN(load_run_and_kernels);
   RUN(why_a_pair_and_a_name);
   RUN(decisions_as_json);
+  RUN(what_a_setting_changes);
   RUN(a_broken_program_is_a_located_error);
   return check_summary();
 }
