@@ -505,6 +505,17 @@ bool runner_finish(Runner *r) {
   return ok && !r->failed;
 }
 
+/* The end of an input: an open block is run (after a failure that stops the input, dropped);
+ * true when every line succeeded. */
+static bool runner_end(Runner *r, bool ok) {
+  if (ok || r->s->keep_going) {
+    if (!runner_finish(r)) ok = false;
+  } else {
+    runner_abandon(r);
+  }
+  return ok && !r->failed;
+}
+
 /* ---------- files and streams ---------- */
 
 bool repl_load_hlo(Session *s, const char *path, FxError *err) {
@@ -547,12 +558,7 @@ static bool run_script_text(Session *s, const char *text, size_t len, const char
     }
     i += n + 1;
   }
-  if (ok || s->keep_going) {
-    if (!runner_finish(&r)) ok = false;
-  } else {
-    runner_abandon(&r);
-  }
-  return ok && !r.failed;
+  return runner_end(&r, ok);
 }
 
 void repl_report_loaded(Session *s, const IrModule *m, const char *path) {
@@ -660,12 +666,7 @@ bool repl_run_stream(Session *s, FILE *f, const char *name) {
     }
   }
   free(line);
-  if (ok || s->keep_going) {
-    if (!runner_finish(&r)) ok = false;
-  } else {
-    runner_abandon(&r);
-  }
-  return ok && !r.failed;
+  return runner_end(&r, ok);
 }
 
 bool repl_run_text(Session *s, const char *text, const char *name) {
@@ -697,10 +698,5 @@ bool repl_run_text(Session *s, const char *text, const char *name) {
     if (!nl) break;
     p = nl + 1;
   }
-  if (ok || s->keep_going) {
-    if (!runner_finish(&r)) ok = false;
-  } else {
-    runner_abandon(&r);
-  }
-  return ok && !r.failed;
+  return runner_end(&r, ok);
 }
