@@ -169,16 +169,7 @@ static void drop_computation(IrModule *m, IrComputation *fc) {
 static IrInstr *clone_into(IrComputation *dst, const IrInstr *i, IrInstr **ops) {
   char name[300];
   snprintf(name, sizeof name, "%.280s.clone", i->name);
-  IrInstr *c = ir_instr_new(dst, i->op, &i->shape, ops, i->noperands, name);
-  if (!c) return NULL;
-  for (int k = 0; k < i->nattrs; k++) {
-    const IrAttr *a = &i->attrs[k];
-    if (a->kind == IR_ATTR_TEXT) ir_attr_set_text(c, a->key, a->text);
-    else ir_attr_set_comps(c, a->key, a->comps, a->ncomps, a->comps_braced);
-  }
-  c->literal = i->literal;
-  c->loc = i->loc;
-  return c;
+  return ir_instr_copy(dst, i, ops, name);
 }
 
 /* ---------- wrapping ---------- */
@@ -282,16 +273,10 @@ static IrInstr *bring_in(IrInstr *f, IrInstr *p, bool move) {
       ok = map[k] != NULL;
       continue;
     }
-    IrInstr *ops[64], **opv = ops;
-    if (x->noperands > 64) opv = fx_malloc(sizeof(IrInstr *) * (size_t)x->noperands);
+    IrInstr *ops[IR_REMAP_SMALL], **opv = ir_remap_operands(x, pc, map, ops);
     if (!opv) {
       ok = false;
       break;
-    }
-    for (int o = 0; o < x->noperands; o++) {
-      IrInstr *src = x->operands[o];
-      int pos = src && src->parent == pc ? (int)(intptr_t)src->aux - 1 : -1;
-      opv[o] = pos >= 0 ? map[pos] : src;
     }
     if (move) {
       if (!move_to(x, fc, -1)) ok = false;
@@ -302,7 +287,7 @@ static IrInstr *bring_in(IrInstr *f, IrInstr *p, bool move) {
       map[k] = clone_into(fc, x, opv);
       ok = map[k] != NULL;
     }
-    if (opv != ops) fx_free(opv);
+    ir_remap_release(opv, ops);
   }
   if (ok && proot) {
     int pos = (int)(intptr_t)proot->aux - 1;

@@ -15,13 +15,26 @@
 #include <stdint.h>
 #include <string.h>
 
-const char *const fusion_reason_codes[] = {
-    FR_NOT_FUSIBLE,  FR_CUSTOM_CALL,     FR_EXPENSIVE_DUPLICATION, FR_EXPENSIVE_REUSE, FR_CODE_DUPLICATION,
-    FR_REDUCE_INTO_REDUCE, FR_REDUCE_EPILOGUE, FR_HEAVY_COMPUTATION, FR_OPERAND_BUDGET, FR_SHARED_MEMORY,
-    FR_REGISTERS,    FR_IR_SIZE,         FR_UNNESTED_REDUCTIONS,   FR_BYTES_INCREASE,  FR_SLOWER_IF_FUSED,
-    FR_CYCLE,        FR_SHAPE_MISMATCH,  FR_ROOT,                  FR_IN_PLACE,        FR_POLICY,
-    NULL,
+/* ---------- the reason vocabulary (reasons.def) ---------- */
+
+#define REASON(NAME, code, meaning, suggestion, passes) const char FR_##NAME[] = code;
+#include "reasons.def"
+#undef REASON
+
+const FusionReason fusion_reasons[FUSION_REASON_COUNT] = {
+#define REASON(NAME, code, meaning, suggestion, passes) [FUSION_REASON_##NAME] = {code, meaning, suggestion, passes},
+#include "reasons.def"
+#undef REASON
 };
+
+const char *const fusion_reason_codes[FUSION_REASON_COUNT + 1] = {
+#define REASON(NAME, code, meaning, suggestion, passes) [FUSION_REASON_##NAME] = code,
+#include "reasons.def"
+#undef REASON
+    [FUSION_REASON_COUNT] = NULL,
+};
+_Static_assert(sizeof fusion_reasons / sizeof fusion_reasons[0] == FUSION_REASON_COUNT,
+               "one table entry per reason code");
 
 /* ---------- verdicts ---------- */
 
@@ -944,22 +957,15 @@ bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContex
   return true;
 }
 
-/* mode: 0 = instruction-fusion without duplication, 1 = with duplication, 2 = priority-fusion
- * (the cost model decides duplication: no expensive-duplication or user-limit rule, constants
- * fuse anywhere, loop fusions are producers like any other). */
-static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, int mode, FusionVerdict *v);
-
-bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, bool may_dup, FusionVerdict *v) {
-  return should_fuse(p, c, cx, may_dup ? 1 : 0, v);
-}
-
 bool fusion_should_fuse_priority(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
-  return should_fuse(p, c, cx, 2, v);
+  return fusion_should_fuse(p, c, cx, FUSION_MODE_PRIORITY, v);
 }
 
-static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, int mode, FusionVerdict *v) {
+/* In FUSION_MODE_PRIORITY the cost model decides duplication: no expensive-duplication or
+ * user-limit rule, constants fuse anywhere, loop fusions are producers like any other. */
+bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionMode mode, FusionVerdict *v) {
   const PassSettings *s = cx ? cx->settings : NULL;
-  bool may_dup = mode >= 1;
+  bool may_dup = mode != FUSION_MODE_NO_DUPLICATION;
   memset(v, 0, sizeof *v);
   if (!fusion_check_consumer(c, cx, v)) return false;
   if (!fusion_check_producer(p, cx, v)) return false;
@@ -973,7 +979,7 @@ static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                          "%s is a constant of %" PRId64 " elements: XLA keeps large constants in memory and fuses "
                          "only scalar constants",
                          p->name, ir_shape_elements(&p->shape));
-  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION && mode != 2)
+  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION && mode != FUSION_MODE_PRIORITY)
     return fusion_refuse(v, FR_NOT_FUSIBLE,
                          "%s is a scalar constant; XLA fuses constants only into an existing fusion, and %s is "
                          "not one yet",
@@ -987,7 +993,7 @@ static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                          "a copy per user (the next run may duplicate it)",
                          p->name, users);
   const IrInstr *exp = fusion_expensive_member(p, s);
-  if (dup && exp && mode != 2) {
+  if (dup && exp && mode != FUSION_MODE_PRIORITY) {
     fusion_refuse(v, FR_EXPENSIVE_DUPLICATION,
                   "%s is expensive (%s) and has %d users; fusing it into %s would compute it again in each of "
                   "them",
@@ -1049,7 +1055,7 @@ static bool should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                            cr->name, p->name, cr->op == IR_OP_SCATTER ? "elements" : "slice");
   }
   if (!fusion_check_too_large(p, c, cx, false, v)) return false;
-  if (mode == 2) {
+  if (mode == FUSION_MODE_PRIORITY) {
     int copies = fusion_emitted_copies(p, c);
     int limit = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;
     fusion_verdict_metric(v, "copies", copies);

@@ -2,7 +2,7 @@
  *
  * Sits between the IR and the fusion passes (instruction-fusion, fusion-merger,
  * multi_output_fusion, horizontal-loop-fusion, priority-fusion). Each check answers with a
- * FusionVerdict: accepted, or refused with a reason code from FUSION_RULES.md's vocabulary, one
+ * FusionVerdict: accepted, or refused with a reason code from the vocabulary (reasons.def), one
  * sentence with the numbers behind it, a suggestion where the user can change something, and the
  * metrics (users, limit, bytes, ...) the decision log keeps. The passes turn verdicts into
  * PassDecision records with fusion_verdict_emit().
@@ -17,29 +17,27 @@
 
 /* ---------- the reason vocabulary (stable: add, never rename) ---------- */
 
-#define FR_NOT_FUSIBLE "not_fusible"
-#define FR_CUSTOM_CALL "custom_call"
-#define FR_EXPENSIVE_DUPLICATION "expensive_duplication"
-#define FR_EXPENSIVE_REUSE "expensive_reuse"
-#define FR_CODE_DUPLICATION "code_duplication"
-#define FR_REDUCE_INTO_REDUCE "reduce_into_reduce"
-#define FR_REDUCE_EPILOGUE "reduce_epilogue"
-#define FR_HEAVY_COMPUTATION "heavy_computation"
-#define FR_OPERAND_BUDGET "operand_budget"
-#define FR_SHARED_MEMORY "shared_memory"
-#define FR_REGISTERS "registers"
-#define FR_IR_SIZE "ir_size"
-#define FR_UNNESTED_REDUCTIONS "unnested_reductions"
-#define FR_BYTES_INCREASE "bytes_increase"
-#define FR_SLOWER_IF_FUSED "slower_if_fused"
-#define FR_CYCLE "cycle"
-#define FR_SHAPE_MISMATCH "shape_mismatch"
-#define FR_ROOT "root"
-#define FR_IN_PLACE "in_place"
-#define FR_POLICY "policy"
+/* FR_NOT_FUSIBLE, FR_CUSTOM_CALL, ...: the code strings passes report (reasons.def). */
+#define REASON(NAME, code, meaning, suggestion, passes) extern const char FR_##NAME[];
+#include "reasons.def"
+#undef REASON
 
-/* Every code above, in the order of FUSION_RULES.md; NULL-terminated. */
-extern const char *const fusion_reason_codes[];
+/* The codes' numbers, in the order of reasons.def; FUSION_REASON_COUNT of them. */
+typedef enum {
+#define REASON(NAME, code, meaning, suggestion, passes) FUSION_REASON_##NAME,
+#include "reasons.def"
+#undef REASON
+  FUSION_REASON_COUNT
+} FusionReasonId;
+
+/* One code of the vocabulary: what it means, what the user could change (NULL: nothing), and the
+ * passes that report it (names separated by spaces). */
+typedef struct {
+  const char *code, *meaning, *suggestion, *passes;
+} FusionReason;
+extern const FusionReason fusion_reasons[FUSION_REASON_COUNT];
+/* Every code, in the order of reasons.def; NULL-terminated. */
+extern const char *const fusion_reason_codes[FUSION_REASON_COUNT + 1];
 
 /* ---------- XLA's numbers ---------- */
 
@@ -129,11 +127,18 @@ int fusion_emitted_copies(const IrInstr *producer, const IrInstr *consumer);
 /* The kind checks on each side (not_fusible, custom_call, reduce_epilogue, root). */
 bool fusion_check_producer(const IrInstr *producer, const PassContext *cx, FusionVerdict *v);
 bool fusion_check_consumer(const IrInstr *consumer, const PassContext *cx, FusionVerdict *v);
+/* Which pass asks, and so which duplication rules apply. */
+typedef enum {
+  FUSION_MODE_NO_DUPLICATION, /* instruction-fusion: producers with one user only */
+  FUSION_MODE_DUPLICATION,    /* instruction-fusion with duplication of cheap producers */
+  FUSION_MODE_PRIORITY,       /* priority-fusion: the cost model decides duplication */
+} FusionMode;
+
 /* Everything instruction-fusion asks before fusing producer into consumer (XLA's ShouldFuse):
- * kinds, root, duplication (with may_duplicate), expensive reuse, heavy computation, nested
- * reductions, in-place operands, size limits, code duplication. */
-bool fusion_should_fuse(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
-                        bool may_duplicate, FusionVerdict *v);
+ * kinds, root, duplication (by mode), expensive reuse, heavy computation, nested reductions,
+ * in-place operands, size limits, code duplication. */
+bool fusion_should_fuse(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx, FusionMode mode,
+                        FusionVerdict *v);
 /* priority-fusion's version: the same rules, except that duplication is left to the cost model
  * (no expensive-duplication or concatenate user limit), constants fuse into any consumer and
  * loop fusions are ordinary producers. */

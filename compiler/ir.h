@@ -260,6 +260,24 @@ IrModule *ir_module_snapshot(const IrModule *m);
  * the modules it was copied from, which they count). */
 size_t ir_module_bytes(const IrModule *m);
 
+/* The elementwise ops that are one C math library function (math.def, ir_math.c): the function's
+ * name in double or single precision ("cbrt", "cbrtf"; NULL for another op), and op applied to x
+ * with it (false for another op). */
+const char *ir_math_function(IrOpcode op, bool single);
+bool ir_math_eval(IrOpcode op, double x, bool single, double *out);
+
+/* Clone with remap (ir_clone.c), for passes that copy instructions into another computation.
+ * ir_remap_operands: x's operands for its copy: an operand in computation `from` at position p
+ * (while copying, from's instructions carry p + 1 in aux) becomes map[p]; any other is kept. The
+ * array is `small` (IR_REMAP_SMALL slots) when it fits, else fx_malloc'd; NULL when out of memory;
+ * give it back with ir_remap_release. ir_instr_copy: a new instruction in dst named `name` with
+ * i's opcode, shape, attributes, literal, source location and parameter number, on operands ops;
+ * NULL when out of memory. */
+#define IR_REMAP_SMALL 64
+IrInstr **ir_remap_operands(const IrInstr *x, const IrComputation *from, IrInstr *const *map, IrInstr **small);
+void ir_remap_release(IrInstr **ops, IrInstr **small);
+IrInstr *ir_instr_copy(IrComputation *dst, const IrInstr *i, IrInstr **ops, const char *name);
+
 IrComputation *ir_computation_new(IrModule *m, const char *name);
 IrComputation *ir_module_find_computation(const IrModule *m, const char *name);
 /* Adds c (already in m->comps) to the computation-name index; false when out of memory. */

@@ -1,4 +1,6 @@
-/* ir_clone.c — copies of a module: the stage snapshots the pipeline keeps after each pass.
+/* ir_clone.c — copies of a module: the stage snapshots the pipeline keeps after each pass; and
+ * the one clone-with-remap that passes use to copy instructions into another computation (fusion,
+ * loop unrolling).
  *
  * Names and ids are kept, so an instruction is the same `add.3` at every stage.
  *
@@ -173,4 +175,36 @@ IrModule *ir_module_snapshot(const IrModule *m) {
   /* A chain of snapshots of snapshots holds a reference per generation: past IR_MAX_BORROWED a
    * deep copy starts a new chain. */
   return copy_module(m, m->nborrowed < IR_MAX_BORROWED);
+}
+
+/* ---------- clone with remap ---------- */
+
+IrInstr **ir_remap_operands(const IrInstr *x, const IrComputation *from, IrInstr *const *map, IrInstr **small) {
+  IrInstr **ops = small;
+  if (x->noperands > IR_REMAP_SMALL) ops = fx_malloc(sizeof(IrInstr *) * (size_t)x->noperands);
+  if (!ops) return NULL;
+  for (int o = 0; o < x->noperands; o++) {
+    IrInstr *src = x->operands[o];
+    int pos = src && src->parent == from ? (int)(intptr_t)src->aux - 1 : -1;
+    ops[o] = pos >= 0 ? map[pos] : src;
+  }
+  return ops;
+}
+
+void ir_remap_release(IrInstr **ops, IrInstr **small) {
+  if (ops != small) fx_free(ops);
+}
+
+IrInstr *ir_instr_copy(IrComputation *dst, const IrInstr *i, IrInstr **ops, const char *name) {
+  IrInstr *c = ir_instr_new(dst, i->op, &i->shape, ops, i->noperands, name);
+  if (!c) return NULL;
+  for (int k = 0; k < i->nattrs; k++) {
+    const IrAttr *a = &i->attrs[k];
+    if (a->kind == IR_ATTR_TEXT) ir_attr_set_text(c, a->key, a->text);
+    else ir_attr_set_comps(c, a->key, a->comps, a->ncomps, a->comps_braced);
+  }
+  c->literal = i->literal;
+  c->loc = i->loc;
+  c->param_number = i->param_number;
+  return c;
 }

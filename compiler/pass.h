@@ -28,7 +28,7 @@ typedef struct {
   const char *producer;  /* instruction name, or NULL */
   const char *consumer;  /* instruction name, or NULL (or a group: "a,b,c") */
   bool accepted;
-  const char *reason;    /* a code from FUSION_RULES.md's vocabulary; NULL for plain rewrites */
+  const char *reason;    /* a code from the vocabulary (reasons.def); NULL for plain rewrites */
   const char *detail;    /* one sentence with the numbers behind it */
   const char *suggestion;/* what the user could change, or NULL */
   const char *result;    /* the instruction the decision produced (e.g. "fusion.3"), or NULL */

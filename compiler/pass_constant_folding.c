@@ -79,30 +79,16 @@ static double unary(IrOpcode op, IrType in, double x, bool *ok) {
   bool isf = ir_type_is_float(in);
   bool f32 = in == IR_F32;
   float f = (float)x;
-  switch (op) {
-  case IR_OP_NEGATE: return -x;
-  case IR_OP_ABS: return fabs(x);
-  case IR_OP_SIGN: return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : x;
-  case IR_OP_FLOOR: return floor(x);
-  case IR_OP_CEIL: return ceil(x);
-  case IR_OP_ROUND_AFZ: return round(x);
-  case IR_OP_ROUND_EVEN: return nearbyint(x);
   /* Functions are evaluated in the element type (f32 with the f32 library functions), as the
    * reference interpreter and XLA's evaluator do: folding in double would give constants that
    * differ from the unfolded program in the last bit, and loops amplify such differences. */
-  case IR_OP_SQRT: return f32 ? sqrtf(f) : sqrt(x);
+  double r;
+  if (ir_math_eval(op, x, f32, &r)) return r;
+  switch (op) {
+  case IR_OP_NEGATE: return -x;
+  case IR_OP_SIGN: return isnan(x) ? x : x > 0 ? 1 : x < 0 ? -1 : x;
   case IR_OP_RSQRT: return f32 ? 1.0f / sqrtf(f) : 1 / sqrt(x);
-  case IR_OP_CBRT: return f32 ? cbrtf(f) : cbrt(x);
-  case IR_OP_EXP: return f32 ? expf(f) : exp(x);
-  case IR_OP_EXPM1: return f32 ? expm1f(f) : expm1(x);
-  case IR_OP_LOG: return f32 ? logf(f) : log(x);
-  case IR_OP_LOG1P: return f32 ? log1pf(f) : log1p(x);
-  case IR_OP_SIN: return f32 ? sinf(f) : sin(x);
-  case IR_OP_COS: return f32 ? cosf(f) : cos(x);
-  case IR_OP_TAN: return f32 ? tanf(f) : tan(x);
-  case IR_OP_TANH: return f32 ? tanhf(f) : tanh(x);
   case IR_OP_LOGISTIC: return f32 ? 1.0f / (1.0f + expf(-f)) : 1 / (1 + exp(-x));
-  case IR_OP_ERF: return f32 ? erff(f) : erf(x);
   case IR_OP_IS_FINITE: return isfinite(x);
   case IR_OP_COPY: return x;
   case IR_OP_NOT:

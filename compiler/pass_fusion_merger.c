@@ -70,9 +70,7 @@ static double current_bytes(const IrInstr *f) {
 static double merged_bytes(const IrInstr *f) { return (double)fusion_bytes_read(f) * (double)f->nusers; }
 
 static const char *kib(double bytes, char *buf, size_t n) {
-  if (bytes >= 1024.0 * 1024.0) snprintf(buf, n, "%.1f MiB", bytes / (1024.0 * 1024.0));
-  else if (bytes >= 1024.0) snprintf(buf, n, "%.1f KiB", bytes / 1024.0);
-  else snprintf(buf, n, "%.0f B", bytes);
+  fx_format_bytes(buf, n, bytes, FX_BYTES_MIB);
   return buf;
 }
 

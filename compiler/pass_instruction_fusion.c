@@ -154,7 +154,7 @@ static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, bo
         /* A producer that is already a fusion belongs to fusion-merger. */
         if (p->op == IR_OP_FUSION) continue;
         FusionVerdict v;
-        bool fuse = fusion_should_fuse(p, consumer, cx, may_dup, &v);
+        bool fuse = fusion_should_fuse(p, consumer, cx, may_dup ? FUSION_MODE_DUPLICATION : FUSION_MODE_NO_DUPLICATION, &v);
         if (fuse && may_dup && bad && p->id <= maxid && bad[p->id] && p->nusers > 1) {
           IrInstr *who = bad[p->id];
           fusion_refuse(&v, FR_CODE_DUPLICATION,
@@ -234,7 +234,15 @@ bool fusion_pass_disabled(PassContext *cx, const char *name) {
   return true;
 }
 
-static bool run(IrModule *m, PassContext *cx, bool *changed, bool may_dup, bool first) {
+/* The pass's runs in the classic pipeline. */
+typedef enum {
+  RUN_FIRST,       /* without duplication; the only run that reports why consumers take no fusion */
+  RUN_DUPLICATING, /* duplicating cheap producers into each user */
+  RUN_AGAIN,       /* the second round, without duplication */
+} InstructionFusionRun;
+
+static bool run(IrModule *m, PassContext *cx, bool *changed, InstructionFusionRun which) {
+  bool may_dup = which == RUN_DUPLICATING, first = which == RUN_FIRST;
   *changed = false;
   if (fusion_pass_disabled(cx, "instruction-fusion")) return true;
   IrComputation *comps[1024];
@@ -246,14 +254,14 @@ static bool run(IrModule *m, PassContext *cx, bool *changed, bool may_dup, bool 
   return true;
 }
 
-static bool run_no_dup(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false, true); }
-static bool run_dup(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true, false); }
-static bool run_no_dup2(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false, false); }
+static bool run_first(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, RUN_FIRST); }
+static bool run_dup(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, RUN_DUPLICATING); }
+static bool run_again(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, RUN_AGAIN); }
 
 const Pass pass_instruction_fusion = {
     "instruction-fusion",
     "fuse each producer into its consumer when the rules allow (no duplication: producers with one user)",
-    run_no_dup,
+    run_first,
 };
 
 const Pass pass_instruction_fusion_dup = {
@@ -265,7 +273,7 @@ const Pass pass_instruction_fusion_dup = {
 const Pass pass_instruction_fusion_round2 = {
     "instruction-fusion",
     "second round of XLA's fixed-point fusion loop: instruction-fusion again on what the first round left",
-    run_no_dup2,
+    run_again,
 };
 
 const Pass pass_instruction_fusion_dup_round2 = {

@@ -78,31 +78,13 @@ static IrComputation *clone_comp(IrModule *m, IrComputation *src, const char *na
           continue;
         }
       }
-      IrInstr *ops[64], **opv = ops;
-      if (x->noperands > 64) opv = fx_malloc(sizeof(IrInstr *) * (size_t)x->noperands);
-      if (!opv) {
-        ok = false;
-        break;
-      }
-      for (int o = 0; o < x->noperands; o++) {
-        IrInstr *s = x->operands[o];
-        int pos = s && s->parent == src ? (int)(intptr_t)s->aux - 1 : -1;
-        opv[o] = pos >= 0 ? map[pos] : s;
-      }
-      IrInstr *y = ir_instr_new(dc, x->op, &x->shape, opv, x->noperands, nm);
-      if (opv != ops) fx_free(opv);
+      IrInstr *ops[IR_REMAP_SMALL], **opv = ir_remap_operands(x, src, map, ops);
+      IrInstr *y = opv ? ir_instr_copy(dc, x, opv, nm) : NULL;
+      if (opv) ir_remap_release(opv, ops);
       if (!y) {
         ok = false;
         break;
       }
-      for (int a = 0; a < x->nattrs; a++) {
-        const IrAttr *at = &x->attrs[a];
-        if (at->kind == IR_ATTR_TEXT) ir_attr_set_text(y, at->key, at->text);
-        else ir_attr_set_comps(y, at->key, at->comps, at->ncomps, at->comps_braced);
-      }
-      y->literal = x->literal;
-      y->loc = x->loc;
-      y->param_number = x->param_number;
       map[k] = y;
     }
     if (ok && src->root) {

@@ -27,15 +27,39 @@
 
 #include "plan.h"
 
-const char *plan_kernel_kind_name(KernelKind k) {
-  switch (k) {
-  case KERNEL_LOOP: return "loop";
-  case KERNEL_INPUT: return "input";
-  case KERNEL_OUTPUT: return "output";
-  case KERNEL_LIBRARY: return "library";
-  case KERNEL_CONTROL: return "control";
+#include "ptrmap.h"
+
+static const struct {
+  const char *name, *xla;
+} kinds[KERNEL_KIND_COUNT] = {
+#define KIND(NAME, name, xla) [KERNEL_##NAME] = {name, xla},
+#define LIBRARY(OP, library, what)
+#include "kernels.def"
+#undef KIND
+#undef LIBRARY
+};
+
+const char *plan_kernel_kind_name(KernelKind k) { return k >= 0 && k < KERNEL_KIND_COUNT ? kinds[k].name : "?"; }
+
+KernelKind plan_fusion_kernel_kind(const char *xla_kind) {
+  for (int k = 0; xla_kind && k < KERNEL_KIND_COUNT; k++)
+    if (kinds[k].xla && strcmp(kinds[k].xla, xla_kind) == 0) return (KernelKind)k;
+  return KERNEL_LOOP;
+}
+
+bool plan_op_library(IrOpcode op, const char **library, const char **what) {
+  switch (op) {
+#define KIND(NAME, name, xla)
+#define LIBRARY(OP, lib, w) \
+  case IR_OP_##OP:          \
+    *library = lib;         \
+    *what = w;              \
+    return true;
+#include "kernels.def"
+#undef KIND
+#undef LIBRARY
+  default: return false;
   }
-  return "?";
 }
 
 /* ---------- what launches what ---------- */
@@ -127,10 +151,7 @@ static LaunchKind launch_kind(const IrInstr *i, KernelKind *kind) {
   case IR_OP_CONDITIONAL:
     return LAUNCH_CONDITIONAL;
   case IR_OP_FUSION: {
-    const char *k = ir_fusion_kind(i);
-    if (k && strcmp(k, "kInput") == 0) *kind = KERNEL_INPUT;
-    else if (k && strcmp(k, "kOutput") == 0) *kind = KERNEL_OUTPUT;
-    else if (k && strcmp(k, "kCustom") == 0) *kind = KERNEL_LIBRARY;
+    *kind = plan_fusion_kernel_kind(ir_fusion_kind(i));
     return LAUNCH_KERNEL;
   }
   case IR_OP_REDUCE:
@@ -618,46 +639,16 @@ static bool walk(Builder *b, IrComputation *c, int64_t mult, int depth) {
 
 /* ---------- buffers ---------- */
 
-/* Instruction -> position in its computation, open addressing. */
-typedef struct {
-  const IrInstr **keys;
-  int *vals;
-  size_t cap;
-} PosMap;
-
-static size_t ptr_hash(const void *p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 31;
-  x *= 0x9E3779B97F4A7C15ULL;
-  return (size_t)(x ^ (x >> 29));
-}
-
-static bool posmap_init(PosMap *m, const IrComputation *c) {
-  size_t cap = 16;
-  while (cap < (size_t)c->ninstrs * 2) cap <<= 1;
-  m->cap = cap;
-  m->keys = fx_calloc(cap, sizeof *m->keys);
-  m->vals = fx_calloc(cap, sizeof *m->vals);
-  if (!m->keys || !m->vals) return false;
-  for (int j = 0; j < c->ninstrs; j++) {
-    size_t h = ptr_hash(c->instrs[j]) & (cap - 1);
-    while (m->keys[h]) h = (h + 1) & (cap - 1);
-    m->keys[h] = c->instrs[j];
-    m->vals[h] = j;
-  }
+/* Instruction -> position + 1 in its computation (ptrmap.h); -1 when not there. */
+static bool posmap_init(PtrMap *m, const IrComputation *c) {
+  memset(m, 0, sizeof *m);
+  if (!ptrmap_reserve(m, (size_t)c->ninstrs)) return false;
+  for (int j = 0; j < c->ninstrs; j++)
+    if (!ptrmap_put(m, c->instrs[j], (void *)(uintptr_t)(j + 1))) return false;
   return true;
 }
 
-static int posmap_get(const PosMap *m, const IrInstr *i) {
-  for (size_t h = ptr_hash(i) & (m->cap - 1); m->keys[h]; h = (h + 1) & (m->cap - 1))
-    if (m->keys[h] == i) return m->vals[h];
-  return -1;
-}
-
-static void posmap_free(PosMap *m) {
-  fx_free(m->keys);
-  fx_free(m->vals);
-}
+static int posmap_get(const PtrMap *m, const IrInstr *i) { return (int)(uintptr_t)ptrmap_get(m, i) - 1; }
 
 /* Does user u pass the buffer it reads on, so that the buffer stays live as long as u's value?
  * Everything that is not a kernel does (tuple, get-tuple-element, bitcast, while, call, ...), and so
@@ -669,7 +660,7 @@ static bool passes_on(const IrInstr *u) {
 
 /* Extends buffer bf's live range over the users of v (v is the buffer's producer or a value that
  * passes it on); `element` >= 0 follows only get-tuple-elements of that index from the producer. */
-static void extend_live(PlanBuffer *bf, const IrInstr *v, int element, const PosMap *pm, int depth, int *budget) {
+static void extend_live(PlanBuffer *bf, const IrInstr *v, int element, const PtrMap *pm, int depth, int *budget) {
   if (v->is_root || v == bf->comp->root) bf->live_out = true;
   if (depth > 256 || --*budget < 0) {
     /* absurd chains or fans of forwarding ops: assume it lives to the end and reaches the result */
@@ -701,9 +692,9 @@ typedef struct {
 
 /* Buffers of one computation and their slots. */
 static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body, int *bcap, int *scap) {
-  PosMap pm;
+  PtrMap pm;
   if (!posmap_init(&pm, c)) {
-    posmap_free(&pm);
+    ptrmap_free(&pm);
     return false;
   }
   int first = p->nbuffers;
@@ -714,7 +705,7 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body
     int nout = i->shape.type == IR_TUPLE ? i->shape.ntuple : 1;
     for (int o = 0; o < nout; o++) {
       if (arena_grow(&p->arena, (void **)&p->buffers, bcap, p->nbuffers + 1, sizeof(PlanBuffer))) {
-        posmap_free(&pm);
+        ptrmap_free(&pm);
         return false;
       }
       PlanBuffer *bf = &p->buffers[p->nbuffers++];
@@ -730,7 +721,7 @@ static bool assign_buffers(KernelPlan *p, const IrComputation *c, bool loop_body
       p->buffer_bytes += bf->bytes;
     }
   }
-  posmap_free(&pm);
+  ptrmap_free(&pm);
   /* Slots, in definition order: a buffer takes the smallest free slot that is large enough. */
   int nb = p->nbuffers - first;
   Slot *slots = fx_calloc((size_t)(nb ? 2 * nb : 1), sizeof *slots);

@@ -14,15 +14,23 @@
 #include "ir.h"
 #include "status.h"
 
+/* The kinds of kernel (kernels.def): KERNEL_LOOP, KERNEL_INPUT, KERNEL_OUTPUT, KERNEL_LIBRARY,
+ * KERNEL_CONTROL. */
 typedef enum {
-  KERNEL_LOOP,     /* loop fusion or unfused elementwise/data op */
-  KERNEL_INPUT,    /* input (reduction) fusion or unfused reduce */
-  KERNEL_OUTPUT,   /* output fusion */
-  KERNEL_LIBRARY,  /* cuBLAS/cuDNN/cuRAND/custom call, sort */
-  KERNEL_CONTROL,  /* loop control (while condition read-back), copies for control flow */
+#define KIND(NAME, name, xla) KERNEL_##NAME,
+#define LIBRARY(OP, library, what)
+#include "kernels.def"
+#undef KIND
+#undef LIBRARY
+  KERNEL_KIND_COUNT
 } KernelKind;
 
 const char *plan_kernel_kind_name(KernelKind k); /* "loop", "input", "output", "library", "control" */
+/* The kind of kernel a fusion of XLA kind `xla_kind` ("kInput", ...; NULL: kLoop) is. */
+KernelKind plan_fusion_kernel_kind(const char *xla_kind);
+/* The library that runs op (kernels.def): "cuBLAS", ... and what it does there ("matmul"; NULL
+ * when the library's name says it); false for an op no library runs. */
+bool plan_op_library(IrOpcode op, const char **library, const char **what);
 
 typedef struct {
   const char *name;        /* the instruction that is the kernel (fusion or op) */

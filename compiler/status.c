@@ -1,7 +1,12 @@
-/* status.c — filling and printing located error records. */
+/* status.c — filling and printing located error records, and the helpers every error message
+ * needs: a word made printable and a whole file read (with the error when it cannot be). */
 #include "status.h"
 
+#include <errno.h>
 #include <stdarg.h>
+#include <sys/stat.h>
+
+#include "arena.h"
 #include <string.h>
 
 void fx_error_clear(FxError *e) { memset(e, 0, sizeof *e); }
@@ -95,4 +100,123 @@ void fx_error_print(FILE *f, const FxError *e) {
       fputs("^\n", f);
     }
   }
+}
+
+const char *fx_printable(char *buf, size_t n, const char *word) {
+  size_t o = 0;
+  const unsigned char *p = (const unsigned char *)word;
+  if (n == 0) return buf;
+  for (size_t i = 0; p[i]; i++) {
+    char tmp[8];
+    size_t tl;
+    unsigned c = p[i];
+    size_t ul = 0;
+    if (c >= 0x80) {
+      /* Keep valid UTF-8 sequences whole. */
+      if (c >= 0xC2 && c <= 0xDF) ul = 2;
+      else if (c >= 0xE0 && c <= 0xEF) ul = 3;
+      else if (c >= 0xF0 && c <= 0xF4) ul = 4;
+      for (size_t k = 1; k < ul; k++)
+        if ((p[i + k] & 0xC0) != 0x80) ul = 0;
+      if (ul == 3 && ((c == 0xE0 && p[i + 1] < 0xA0) || (c == 0xED && p[i + 1] >= 0xA0))) ul = 0;
+      if (ul == 4 && ((c == 0xF0 && p[i + 1] < 0x90) || (c == 0xF4 && p[i + 1] >= 0x90))) ul = 0;
+    }
+    if (ul > 1) {
+      memcpy(tmp, p + i, ul);
+      tl = ul;
+    } else if (c < 0x20 || c == 0x7F || c >= 0x80) {
+      tl = (size_t)snprintf(tmp, sizeof tmp, "\\x%02x", c);
+    } else {
+      tmp[0] = (char)c;
+      tl = 1;
+    }
+    if (o + tl + 4 > n) {
+      if (o + 4 <= n) memcpy(buf + o, "...", 3), o += 3;
+      break;
+    }
+    memcpy(buf + o, tmp, tl);
+    o += tl;
+    if (ul > 1) i += ul - 1;
+  }
+  buf[o < n ? o : n - 1] = 0;
+  return buf;
+}
+
+char *fx_read_file(const char *path, size_t *len, FxError *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    /* located at the file itself, as compilers do for a file named on the command line */
+    char shown[160];
+    fx_error_set(err, fx_printable(shown, sizeof shown, path), 0, 0, "cannot open it: %s", strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+    fclose(f);
+    char shown[160];
+    fx_error_set(err, fx_printable(shown, sizeof shown, path), 0, 0, "cannot open it: it is a directory");
+    return NULL;
+  }
+  size_t cap = 4096, n = 0;
+  char *buf = fx_malloc(cap);
+  while (buf) {
+    if (n + 1 >= cap) {
+      if (cap >= ((size_t)1 << 30)) {
+        fx_free(buf);
+        fclose(f);
+        fx_error_set(err, NULL, 0, 0, "'%s' is too large (over 1 GiB)", path);
+        return NULL;
+      }
+      char *nb = fx_realloc(buf, cap * 2);
+      if (!nb) {
+        fx_free(buf);
+        buf = NULL;
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t got = fread(buf + n, 1, cap - 1 - n, f);
+    n += got;
+    if (got == 0) break;
+  }
+  bool ioerr = ferror(f);
+  fclose(f);
+  if (!buf) {
+    fx_error_set(err, NULL, 0, 0, "out of memory reading '%s'", path);
+    return NULL;
+  }
+  if (ioerr) {
+    fx_free(buf);
+    fx_error_set(err, NULL, 0, 0, "cannot read '%s'", path);
+    return NULL;
+  }
+  buf[n] = 0;
+  *len = n;
+  return buf;
+}
+
+void fx_format_bytes(char *buf, size_t n, double bytes, FxBytesStyle style) {
+  static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  /* the largest unit, then the decimals of KiB, MiB, GiB, TiB */
+  static const struct {
+    int top;
+    int digits[4];
+  } styles[] = {
+      [FX_BYTES_SHORT] = {4, {1, 1, 1, 1}},
+      [FX_BYTES_PLAN] = {3, {1, 1, 2, 2}},
+      [FX_BYTES_RUN] = {3, {1, 2, 2, 2}},
+      [FX_BYTES_MIB] = {2, {1, 1, 1, 1}},
+  };
+  if (bytes < 1024) {
+    snprintf(buf, n, "%.0f B", bytes);
+    return;
+  }
+  double v = bytes;
+  int u = 0;
+  while (v >= 1024.0 && u < styles[style].top) {
+    v /= 1024.0; /* exact: a power of two */
+    u++;
+  }
+  snprintf(buf, n, "%.*f %s", styles[style].digits[u - 1], v, unit[u]);
 }

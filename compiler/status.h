@@ -31,5 +31,20 @@ void fx_error_print(FILE *f, const FxError *e);
 /* Writes text with control characters (and bytes that are not valid UTF-8) as \xNN, so that no
  * input can send the terminal an escape sequence. */
 void fx_fputs_printable(FILE *f, const char *text);
+/* Writes word into buf (size n) in a printable form for messages: control characters and bytes
+ * that are not UTF-8 become \xNN; long words are cut with "...". Returns buf. */
+const char *fx_printable(char *buf, size_t n, const char *word);
+/* Sizes in IEC units ("512 B", "1.5 KiB", "2.25 MiB"). The styles differ only in how far the units
+ * go and how many decimals each shows, as the views that print them always have: */
+typedef enum {
+  FX_BYTES_SHORT, /* one decimal in every unit, up to TiB (pictures) */
+  FX_BYTES_PLAN,  /* KiB and MiB one decimal, GiB two (the kernel plan's tables) */
+  FX_BYTES_RUN,   /* KiB one decimal, MiB and GiB two (what a run measured) */
+  FX_BYTES_MIB,   /* one decimal, up to MiB (the cost sentences of decisions) */
+} FxBytesStyle;
+void fx_format_bytes(char *buf, size_t n, double bytes, FxBytesStyle style);
+/* Reads a whole file (at most 1 GiB) into a NUL-terminated buffer from fx_malloc; *len excludes
+ * the NUL. NULL with err filled (the file, printable, and why) when it cannot be read. */
+char *fx_read_file(const char *path, size_t *len, FxError *err);
 
 #endif

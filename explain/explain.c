@@ -8,6 +8,8 @@
  * metric names) are stored once per stage. */
 #include "explain.h"
 
+#include "../compiler/fusion_rules.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -421,79 +423,16 @@ void explain_pair_relation(const IrModule *m, const KernelPlan *plan, const char
 
 /* ---------- reasons ---------- */
 
-static const struct {
-  const char *code, *meaning;
-} reasons[] = {
-    {"not_fusible", "the op kind never fuses (parameter, tuple, get-tuple-element, while, call, ...)"},
-    {"custom_call", "an opaque library call or custom call (cuBLAS, cuDNN, cuRAND, user custom-call)"},
-    {"expensive_duplication", "fusing would duplicate an expensive producer"},
-    {"expensive_reuse", "expensive producer into a consumer that reads each element many times"},
-    {"code_duplication", "duplication beyond the limit, or a producer that cannot go into all of its users"},
-    {"reduce_into_reduce", "both sides contain a reduction (a nested loop)"},
-    {"reduce_epilogue", "fusing into a reduce fusion's output would break it"},
-    {"heavy_computation", "too many inputs per output (reduce-window, large reduces)"},
-    {"operand_budget", "more operands and outputs than the budget"},
-    {"shared_memory", "the fused kernel would exceed shared memory per block"},
-    {"registers", "the fused kernel would exceed registers per thread or spill"},
-    {"ir_size", "the fused body would be too large"},
-    {"unnested_reductions", "too many reductions in one fusion"},
-    {"bytes_increase", "merging would move more bytes than it saves"},
-    {"slower_if_fused", "the cost model predicts the fused kernel is slower"},
-    {"cycle", "fusion would create a cycle"},
-    {"shape_mismatch", "multi-output or horizontal fusion of different iteration spaces"},
-    {"root", "the consumer is the computation's root in a form that cannot take fusion"},
-    {"in_place", "an in-place operand (dynamic-update-slice, scatter) conflict"},
-    {"policy", "switched off by the user (set)"},
-};
-
-int explain_reason_count(void) { return (int)(sizeof reasons / sizeof reasons[0]); }
-const char *explain_reason_code(int i) { return i >= 0 && i < explain_reason_count() ? reasons[i].code : NULL; }
+int explain_reason_count(void) { return FUSION_REASON_COUNT; }
+const char *explain_reason_code(int i) { return i >= 0 && i < FUSION_REASON_COUNT ? fusion_reasons[i].code : NULL; }
 
 const char *explain_reason_meaning(const char *code) {
-  for (int k = 0; code && k < explain_reason_count(); k++)
-    if (strcmp(reasons[k].code, code) == 0) return reasons[k].meaning;
+  for (int k = 0; code && k < FUSION_REASON_COUNT; k++)
+    if (strcmp(fusion_reasons[k].code, code) == 0) return fusion_reasons[k].meaning;
   return NULL;
 }
 
 /* ---------- formatting ---------- */
-
-void explain_json_str(FILE *f, const char *s) {
-  if (!s) {
-    fputs("null", f);
-    return;
-  }
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    switch (*p) {
-    case '"': fputs("\\\"", f); break;
-    case '\\': fputs("\\\\", f); break;
-    case '\n': fputs("\\n", f); break;
-    case '\t': fputs("\\t", f); break;
-    case '\r': fputs("\\r", f); break;
-    default:
-      if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-      else fputc(*p, f);
-    }
-  }
-  fputc('"', f);
-}
-
-void explain_json_num(FILE *f, double v) {
-  if (isnan(v) || isinf(v)) {
-    fputs("null", f);
-    return;
-  }
-  if (v == floor(v) && fabs(v) < 9.0e15) {
-    fprintf(f, "%lld", (long long)v);
-    return;
-  }
-  char buf[40];
-  for (int prec = 6; prec <= 17; prec++) {
-    snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v) break;
-  }
-  fputs(buf, f);
-}
 
 static void text_num(FILE *f, double v) {
   if (v == floor(v) && fabs(v) < 9.0e15) fprintf(f, "%lld", (long long)v);
@@ -560,27 +499,28 @@ void explain_print_record_width(FILE *f, const ExplainRecord *r, int width) {
   }
 }
 
+void explain_record_json(JsonWriter *w, const ExplainRecord *r, int number) {
+  json_object_begin(w);
+  if (number > 0) json_kv_int(w, "number", number);
+  json_kv_int(w, "stage", r->stage);
+  json_kv_str(w, "pass", r->pass);
+  json_kv_str(w, "action", r->action);
+  json_kv_str(w, "producer", r->producer);
+  json_kv_str(w, "consumer", r->consumer);
+  json_kv_str(w, "verdict", r->accepted ? "accepted" : "rejected");
+  json_kv_str(w, "reason", r->reason);
+  json_kv_str(w, "detail", r->detail);
+  json_key(w, "metrics");
+  json_object_begin(w);
+  for (int k = 0; k < r->nmetrics; k++) json_kv_double(w, r->metrics[k].key, r->metrics[k].value);
+  json_object_end(w);
+  json_kv_str(w, "suggestion", r->suggestion);
+  json_object_end(w);
+}
+
 void explain_print_record_json(FILE *f, const ExplainRecord *r) {
-  fprintf(f, "{\"stage\":%d,\"pass\":", r->stage);
-  explain_json_str(f, r->pass);
-  fputs(",\"action\":", f);
-  explain_json_str(f, r->action);
-  fputs(",\"producer\":", f);
-  explain_json_str(f, r->producer);
-  fputs(",\"consumer\":", f);
-  explain_json_str(f, r->consumer);
-  fprintf(f, ",\"verdict\":\"%s\",\"reason\":", r->accepted ? "accepted" : "rejected");
-  explain_json_str(f, r->reason);
-  fputs(",\"detail\":", f);
-  explain_json_str(f, r->detail);
-  fputs(",\"metrics\":{", f);
-  for (int k = 0; k < r->nmetrics; k++) {
-    if (k) fputc(',', f);
-    explain_json_str(f, r->metrics[k].key);
-    fputc(':', f);
-    explain_json_num(f, r->metrics[k].value);
-  }
-  fputs("},\"suggestion\":", f);
-  explain_json_str(f, r->suggestion);
-  fputc('}', f);
+  JsonWriter w;
+  json_init(&w, f);
+  w.no_newline = true;
+  explain_record_json(&w, r, 0);
 }

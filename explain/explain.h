@@ -1,9 +1,9 @@
 /* explain.h — the decision log: every decision every pass made, kept per stage, and the queries
  * and formatting behind `why`, `decisions`, `diff` and their JSON.
  *
- * Flow: the shell owns one ExplainLog per session. Before running the pass that produces stage
- * N it calls explain_log_begin_stage(log, N, pass), which drops whatever stages N and later
- * recorded before (a re-run replaces them), and hands the pass explain_log_sink(log). The sink
+ * Flow: the engine (engine.h) owns one ExplainLog per session. Before running the pass that
+ * produces stage N it calls explain_log_begin_stage(log, N, pass), which drops whatever stages N
+ * and later recorded before (a re-run replaces them), and hands the pass explain_log_sink(log). The sink
  * copies each PassDecision (strings included) into the stage's own arena, so records outlive the
  * pass and survive `back`: moving between stages never touches the log. */
 #ifndef FXPLAIN_EXPLAIN_H
@@ -15,6 +15,7 @@
 #include "../compiler/ir.h"
 #include "../compiler/pass.h"
 #include "../compiler/plan.h"
+#include "json.h"
 
 /* One decision as stored: a PassDecision whose strings the log owns. */
 typedef struct {
@@ -185,7 +186,7 @@ bool explain_records_identical(const ExplainRecord *a, const ExplainRecord *b);
  * groups. */
 int explain_group_records(const ExplainRecord *const *recs, int n, int *group);
 
-/* ---------- reason vocabulary (FUSION_RULES.md) ---------- */
+/* ---------- reason vocabulary (compiler/reasons.def) ---------- */
 
 int explain_reason_count(void);
 const char *explain_reason_code(int i);
@@ -203,14 +204,13 @@ void explain_print_record_width(FILE *f, const ExplainRecord *r, int width);
 /* text wrapped between words at width columns (continuation lines indented by indent), no final
  * newline; width 0: as it is. */
 void explain_print_wrapped(FILE *f, const char *text, int width, int indent);
-/* JSON: {"stage":N,"pass":...,"action":...,"producer":...,"consumer":...,"verdict":"accepted|rejected",
- * "reason":...,"detail":...,"metrics":{...},"suggestion":...} on one line, no newline. Absent
- * strings are null. */
+/* JSON through the one writer (json.h): {"number":N,"stage":N,"pass":...,"action":...,"producer":...,
+ * "consumer":...,"verdict":"accepted|rejected","reason":...,"detail":...,"metrics":{...},
+ * "suggestion":...}. "number" (the record's decision number) only when number > 0. Absent strings
+ * are null. */
+void explain_record_json(JsonWriter *w, const ExplainRecord *r, int number);
+/* The same on its own, without a number, on one line with no newline. */
 void explain_print_record_json(FILE *f, const ExplainRecord *r);
-/* JSON helpers shared by the explain printers: a quoted, escaped string (NULL -> null) and a number
- * (integers without a fraction, NaN/inf -> null). */
-void explain_json_str(FILE *f, const char *s);
-void explain_json_num(FILE *f, double v);
 
 /* ---------- stage diffs ---------- */
 

@@ -399,18 +399,14 @@ void explain_view_free(ExplainStageView *v) {
 
 const char *explain_kernel_label(const PlanKernel *k, char *buf, size_t n) {
   const IrInstr *i = k->instr;
+  const char *library, *what;
+  if (k->kind == KERNEL_LIBRARY && i && plan_op_library(i->op, &library, &what)) {
+    if (!what) return library;
+    snprintf(buf, n, "%s %s", library, what);
+    return buf;
+  }
   if (k->kind == KERNEL_LIBRARY && i) {
     switch (i->op) {
-    case IR_OP_DOT: return "cuBLAS matmul";
-    case IR_OP_CONVOLUTION: return "cuDNN convolution";
-    case IR_OP_RNG:
-    case IR_OP_RNG_BIT_GENERATOR:
-    case IR_OP_RNG_GET_AND_UPDATE_STATE: return "cuRAND RNG";
-    case IR_OP_FFT: return "cuFFT FFT";
-    case IR_OP_SORT:
-    case IR_OP_TOPK: return "sort kernel";
-    case IR_OP_TRIANGULAR_SOLVE:
-    case IR_OP_CHOLESKY: return "cuSOLVER call";
     case IR_OP_CUSTOM_CALL: {
       const char *t = ir_attr_text(i, "custom_call_target");
       if (!t) return "custom call";

@@ -3,10 +3,10 @@
  * decision records, and the source positions XLA keeps on every instruction.
  *
  * Flow: `load DIR` calls xla_dump_scan (which modules the folder holds), then xla_dump_select (one
- * module: its snapshots in XLA's order become the passes of xla_dump_pipeline). The shell asks
+ * module: its snapshots in XLA's order become the passes of xla_dump_pipeline). The engine asks
  * xla_dump_stage for stage k when it steps there (stage 0: the module before optimizations), and
  * for the priority-fusion stage xla_fusion_log_emit files XLA's decisions (and fxplain's own verdict
- * on each pair, when the shell ran fxplain's priority-fusion on the same input) in the explain log.
+ * on each pair, when the engine ran fxplain's priority-fusion on the same input) in the explain log.
  *
  * The facts about the dumps (file names, the FusionProcessDump fields) are in the oracle README:
  *   module_NNNN.NAME.before_optimizations.txt, module_NNNN.NAME.NNNN.PIPELINE.after_PASS.before_NEXT.txt,
@@ -54,7 +54,7 @@ void xla_fusion_log_free(XlaFusionLog *l);
 /* Every name the log uses must be an instruction of m (the module priority-fusion received) or a
  * fusion an earlier step made: otherwise one error naming the first stranger. */
 bool xla_fusion_log_check(const XlaFusionLog *l, const IrModule *m, FxError *err);
-/* fxplain's reason code for XLA's reason text (the vocabulary of FUSION_RULES.md). */
+/* fxplain's reason code for XLA's reason text (the vocabulary of compiler/reasons.def). */
 const char *xla_reason_code(const char *xla_text);
 /* Files XLA's decisions into sink (pass name `pass`): each fusion (accepted, with XLA's last
  * times for the producer), each ineligible producer (rejected, XLA's reason mapped onto a code,
@@ -103,7 +103,7 @@ typedef struct XlaDump {
   Pipeline pipeline;
   XlaFusionLog *log; /* the chosen module's decision log, when it has one and it loaded */
   bool log_only;     /* made by xla_dump_from_log: stage 1 is XLA's steps replayed */
-  const Pipeline *prev_pipeline; /* the shell's pipeline before the dump was loaded */
+  const Pipeline *prev_pipeline; /* the engine's pipeline before the dump was loaded */
 } XlaDump;
 
 /* Whether dir looks like an XLA dump folder (holds module_*.txt files). */
@@ -150,6 +150,28 @@ typedef struct {
  * fx_malloc'd (the caller fx_frees it; names point into the modules); *nmine gets mine's kernel
  * count. Returns XLA's kernel count, or -1 when out of memory. */
 int xla_kernels_match(const IrModule *xla, const IrModule *mine, XlaKernelPair **out, int *nmine);
+/* XLA's kernels after its last dumped pass beside fxplain's priority-fusion and
+ * multi_output_fusion run (on device and settings) on the very module XLA's priority-fusion
+ * received, matched as xla_kernels_match does. nxla is -1 when the dump has no such stages or
+ * memory runs out. The pairs' names point into the two modules it holds: free it with
+ * xla_side_by_side_free. */
+typedef struct {
+  IrModule *xla, *mine;
+  XlaKernelPair *pairs;
+  int nxla, nmine;
+} XlaSideBySide;
+void xla_dump_side_by_side(XlaDump *d, const DeviceProfile *device, const PassSettings *settings, XlaSideBySide *out);
+void xla_side_by_side_free(XlaSideBySide *sbs);
+/* The decisions of stage `stage` where fxplain's verdict differs from XLA's recorded one (the
+ * priority-fusion records that say DISAGREE): their count; the first max go into out. */
+int xla_disagreements(const ExplainLog *log, int stage, const ExplainRecord **out, int max);
+/* `compare-modules A B`: two compilations (dump folders: their final module and XLA's fusion log;
+ * or HLO files), their kernels, bytes and estimated time on device, the fusions only one has, and
+ * where the two fusion logs first part; printed to o. False with err filled (and *bad = 1 or 2,
+ * the path at fault) when one cannot be read. */
+struct ExplainOut;
+bool xla_compare_modules(const struct ExplainOut *o, const DeviceProfile *device, const char *path_a,
+                         const char *path_b, int *bad, FxError *err);
 
 /* ---------- source positions ---------- */
 

@@ -162,7 +162,7 @@ bool repl_check_argc(Session *s, int argc, char **argv, int min, int max, FxErro
   if (nargs < min) return repl_arg_error(s, err, argc, "missing argument; usage: %s", usage);
   char buf[80];
   return repl_arg_error(s, err, max + 1, "unexpected argument '%s'; usage: %s",
-                        repl_printable(buf, sizeof buf, argv[max + 1]), usage);
+                        fx_printable(buf, sizeof buf, argv[max + 1]), usage);
 }
 
 bool repl_parse_int(Session *s, char **argv, int argi, long long lo, long long hi, long long *out,
@@ -173,9 +173,9 @@ bool repl_parse_int(Session *s, char **argv, int argi, long long lo, long long h
   char *end = NULL;
   long long v = strtoll(w, &end, 0);
   if (!*w || *end || w[0] == ' ' || w[0] == '\t')
-    return repl_arg_error(s, err, argi, "expected an integer, got '%s'", repl_printable(buf, sizeof buf, w));
+    return repl_arg_error(s, err, argi, "expected an integer, got '%s'", fx_printable(buf, sizeof buf, w));
   if (errno == ERANGE || v < lo || v > hi)
-    return repl_arg_error(s, err, argi, "%s is out of range (%lld to %lld)", repl_printable(buf, sizeof buf, w),
+    return repl_arg_error(s, err, argi, "%s is out of range (%lld to %lld)", fx_printable(buf, sizeof buf, w),
                           lo, hi);
   *out = v;
   return true;
@@ -188,11 +188,11 @@ bool repl_parse_double(Session *s, char **argv, int argi, double *out, FxError *
   char *end = NULL;
   double v = strtod(w, &end);
   if (!*w || *end || w[0] == ' ' || w[0] == '\t' || v != v)
-    return repl_arg_error(s, err, argi, "expected a number, got '%s'", repl_printable(buf, sizeof buf, w));
+    return repl_arg_error(s, err, argi, "expected a number, got '%s'", fx_printable(buf, sizeof buf, w));
   if (errno == ERANGE && (v > 1 || v < -1))
-    return repl_arg_error(s, err, argi, "%s is too large", repl_printable(buf, sizeof buf, w));
+    return repl_arg_error(s, err, argi, "%s is too large", fx_printable(buf, sizeof buf, w));
   if (v > 1.7976931348623157e308 || v < -1.7976931348623157e308)
-    return repl_arg_error(s, err, argi, "%s is not finite", repl_printable(buf, sizeof buf, w));
+    return repl_arg_error(s, err, argi, "%s is not finite", fx_printable(buf, sizeof buf, w));
   *out = v;
   return true;
 }
@@ -204,7 +204,7 @@ bool repl_parse_bool(Session *s, char **argv, int argi, bool *out, FxError *err)
     if (strcmp(argv[argi], no[i]) == 0) return *out = false, true;
   }
   char buf[80];
-  return repl_arg_error(s, err, argi, "expected on or off, got '%s'", repl_printable(buf, sizeof buf, argv[argi]));
+  return repl_arg_error(s, err, argi, "expected on or off, got '%s'", fx_printable(buf, sizeof buf, argv[argi]));
 }
 
 /* ---------- suggestions ---------- */
@@ -263,42 +263,7 @@ const char *repl_nearest_command(const char *word) {
   return n.best ? repl_nearest(word, cand, 1) : NULL;
 }
 
-const char *repl_printable(char *buf, size_t n, const char *word) {
-  size_t o = 0;
-  const unsigned char *p = (const unsigned char *)word;
-  if (n == 0) return buf;
-  for (size_t i = 0; p[i]; i++) {
-    char tmp[8];
-    size_t tl;
-    unsigned c = p[i];
-    size_t ul = 0;
-    if (c >= 0x80) {
-      /* Keep valid UTF-8 sequences whole. */
-      if (c >= 0xC2 && c <= 0xDF) ul = 2;
-      else if (c >= 0xE0 && c <= 0xEF) ul = 3;
-      else if (c >= 0xF0 && c <= 0xF4) ul = 4;
-      for (size_t k = 1; k < ul; k++)
-        if ((p[i + k] & 0xC0) != 0x80) ul = 0;
-      if (ul == 3 && ((c == 0xE0 && p[i + 1] < 0xA0) || (c == 0xED && p[i + 1] >= 0xA0))) ul = 0;
-      if (ul == 4 && ((c == 0xF0 && p[i + 1] < 0x90) || (c == 0xF4 && p[i + 1] >= 0x90))) ul = 0;
-    }
-    if (ul > 1) {
-      memcpy(tmp, p + i, ul);
-      tl = ul;
-    } else if (c < 0x20 || c == 0x7F || c >= 0x80) {
-      tl = (size_t)snprintf(tmp, sizeof tmp, "\\x%02x", c);
-    } else {
-      tmp[0] = (char)c;
-      tl = 1;
-    }
-    if (o + tl + 4 > n) {
-      if (o + 4 <= n) memcpy(buf + o, "...", 3), o += 3;
-      break;
-    }
-    memcpy(buf + o, tmp, tl);
-    o += tl;
-    if (ul > 1) i += ul - 1;
-  }
-  buf[o < n ? o : n - 1] = 0;
-  return buf;
+bool repl_need_input(Session *s, FxError *err) {
+  if (explain_engine_loaded(&s->eng)) return true;
+  return repl_arg_error(s, err, 0, "nothing is loaded: load a module (load FILE.hlo) or define one first");
 }

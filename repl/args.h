@@ -54,8 +54,9 @@ const char *repl_nearest(const char *word, const char *const *cands, int n);
 /* The visible command nearest to word, or NULL. */
 const char *repl_nearest_command(const char *word);
 
-/* Writes word into buf (size n) in a printable form for messages: control characters and bytes
- * that are not UTF-8 become \xNN; long words are cut with "...". Returns buf. */
-const char *repl_printable(char *buf, size_t n, const char *word);
+
+/* True when an input is loaded; otherwise false with the error "nothing is loaded: ..." at the
+ * command. */
+bool repl_need_input(Session *s, FxError *err);
 
 #endif

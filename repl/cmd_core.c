@@ -16,13 +16,14 @@
 #include "../compiler/hlo.h"
 #include "../runtime/runtime.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/format.h"
+#include "../explain/json.h"
 #include "repl.h"
 
 /* ---------- helpers ---------- */
 
 static IrModule *need_module(Session *s, FxError *err) {
-  IrModule *m = session_module(s);
+  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
   if (!m) repl_arg_error(s, err, 0, "no module is loaded; use 'load FILE' or type .fx statements");
   return m;
 }
@@ -92,14 +93,14 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   const char *path = argv[1];
   char shown[160];
-  repl_printable(shown, sizeof shown, path);
+  fx_printable(shown, sizeof shown, path);
   FILE *f = fopen(path, "rb");
   if (!f) return repl_arg_error(s, err, 1, "cannot open '%s': %s", shown, strerror(errno));
   struct stat st;
   bool dir = fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode);
   fclose(f);
   if (dir) return repl_arg_error(s, err, 1, "cannot open '%s': it is a directory", shown);
-  IrModule *before = s->nstages > 0 ? s->stages[0].module : NULL;
+  IrModule *before = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   const char *name = s->input_name;
   int line = s->input_line;
   bool is_hlo = false;
@@ -107,7 +108,7 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   s->input_name = name;
   s->input_line = line;
   if (!ok) return false;
-  IrModule *m = s->nstages > 0 ? s->stages[0].module : NULL;
+  IrModule *m = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   /* An HLO file reports itself; a script reports the module its definitions built. */
   if (!is_hlo && m && m != before) {
     repl_report_loaded(s, m, path);
@@ -123,7 +124,7 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
   if (!m) return false;
   const char *path = argv[1];
   char shown[160];
-  repl_printable(shown, sizeof shown, path);
+  fx_printable(shown, sizeof shown, path);
   /* The rename below replaces whatever is at path: a symbolic link is followed to its file (the
    * link stays), and anything that is not a regular file (/dev/full, a pipe, a directory) is
    * refused rather than replaced by one. */
@@ -149,7 +150,7 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
   free(real);
   if (!ok) return false;
   path = argv[1];
-  const Stage *st_ = &s->stages[s->cur];
+  const ExplainStage *st_ = &s->eng.stages[s->eng.cur];
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
@@ -158,12 +159,12 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
     json_object_begin(&w);
     json_kv_str(&w, "file", path);
     json_kv_str(&w, "module", m->name);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     json_kv_str(&w, "pass", st_->pass);
     json_object_end(&w);
     json_object_end(&w);
   } else {
-    fprintf(s->out, "saved stage %d (%s) of %s to %s\n", s->cur, st_->pass, m->name, shown);
+    fprintf(s->out, "saved stage %d (%s) of %s to %s\n", s->eng.cur, st_->pass, m->name, shown);
   }
   return true;
 }
@@ -209,7 +210,7 @@ static const char *const show_builtin[] = {"hlo", "settings", NULL};
 
 static bool show_settings(Session *s, FxError *err) {
   (void)err;
-  const PassSettings *ps = &s->settings;
+  const PassSettings *ps = &s->eng.settings;
   SubNames sn;
   sub_names(&sn, "set-", NULL);
   if (s->json) {
@@ -219,18 +220,9 @@ static bool show_settings(Session *s, FxError *err) {
     json_key(&w, "settings");
     json_object_begin(&w);
     /* Every key is a name `set` accepts, with the value it takes. */
-    json_kv_str(&w, "pipeline", s->pipeline ? s->pipeline->name : NULL);
-    json_kv_str(&w, "device", s->device.name[0] ? s->device.name : NULL);
-    json_kv_int(&w, "dup_limit", ps->concat_user_limit);
-    json_kv_int(&w, "max_duplication", ps->max_duplication);
-    json_kv_int(&w, "operand_budget", ps->operand_budget);
-    json_kv_int(&w, "unroll", ps->unroll);
-    json_key(&w, "library");
-    json_object_begin(&w);
-    json_kv_bool(&w, "dot", ps->dot_is_library);
-    json_kv_bool(&w, "conv", ps->conv_is_library);
-    json_kv_bool(&w, "rng", ps->rng_is_library);
-    json_object_end(&w);
+    json_kv_str(&w, "pipeline", s->eng.pipeline ? s->eng.pipeline->name : NULL);
+    json_kv_str(&w, "device", s->eng.device.name[0] ? s->eng.device.name : NULL);
+    explain_settings_json(&w, ps);
     json_kv_str(&w, "pass", ps->disabled_passes);
     json_kv_int(&w, "max_memory", (int64_t)rt_max_memory());
     json_object_end(&w);
@@ -268,8 +260,8 @@ static bool show_hlo(Session *s, FxError *err) {
     json_init(&w, s->out);
     json_object_begin(&w);
     json_kv_str(&w, "module", m->name);
-    json_kv_int(&w, "stage", s->cur);
-    json_kv_str(&w, "pass", s->stages[s->cur].pass);
+    json_kv_int(&w, "stage", s->eng.cur);
+    json_kv_str(&w, "pass", s->eng.stages[s->eng.cur].pass);
     json_kv_str(&w, "hlo", text);
     json_object_end(&w);
     fx_free(text);
@@ -298,7 +290,7 @@ static bool cmd_show(Session *s, int argc, char **argv, FxError *err) {
   sub_names(&sn, "show-", show_builtin);
   char shown[96];
   const char *near = repl_nearest(argv[1], sn.names, sn.n);
-  repl_printable(shown, sizeof shown, argv[1]);
+  fx_printable(shown, sizeof shown, argv[1]);
   if (near) return repl_arg_error(s, err, 1, "cannot show '%s'; did you mean '%s'?", shown, near);
   return repl_arg_error(s, err, 1, "cannot show '%s'; 'help show' lists the views", shown);
 }
@@ -313,7 +305,7 @@ static bool cmd_set(Session *s, int argc, char **argv, FxError *err) {
   sub_names(&sn, "set-", NULL);
   char shown[96];
   const char *near = repl_nearest(argv[1], sn.names, sn.n);
-  repl_printable(shown, sizeof shown, argv[1]);
+  fx_printable(shown, sizeof shown, argv[1]);
   if (near) return repl_arg_error(s, err, 1, "unknown setting '%s'; did you mean '%s'?", shown, near);
   return repl_arg_error(s, err, 1, "unknown setting '%s'; 'help set' lists the settings", shown);
 }
@@ -486,7 +478,7 @@ static bool cmd_help(Session *s, int argc, char **argv, FxError *err) {
   const ReplCommand *c = repl_command_lookup(argv[1]);
   if (!c) {
     char shown[96];
-    repl_printable(shown, sizeof shown, argv[1]);
+    fx_printable(shown, sizeof shown, argv[1]);
     const char *near = repl_nearest_command(argv[1]);
     if (near) return repl_arg_error(s, err, 1, "no command '%s'; did you mean '%s'?", shown, near);
     return repl_arg_error(s, err, 1, "no command '%s'; type 'help' for the list of commands", shown);

@@ -23,8 +23,10 @@
 #include "../compiler/fusion_build.h"
 #include "../compiler/fusion_rules.h"
 #include "../compiler/plan.h"
+#include "../explain/compare.h"
+#include "../explain/format.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "session.h"
 
 #define fail(s, err, ...) repl_arg_error(s, err, 0, __VA_ARGS__)
@@ -36,15 +38,15 @@ static bool have_prev;
 static char last_change[160];
 
 static void remember(Session *s, const char *what) {
-  prev_settings = s->settings;
-  prev_device = s->device;
+  prev_settings = s->eng.settings;
+  prev_device = s->eng.device;
   have_prev = true;
   snprintf(last_change, sizeof last_change, "%s", what);
 }
 
 /* After a change: the stages computed with the old value go. */
 static void changed(Session *s, const char *what, const char *old, const char *now) {
-  if (s->nstages > 1) session_truncate(s, 1);
+  if (s->eng.nstages > 1) explain_engine_truncate(&s->eng, 1);
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
@@ -56,7 +58,7 @@ static void changed(Session *s, const char *what, const char *old, const char *n
     fputc('\n', s->out);
   } else {
     fprintf(s->out, "%s: %s -> %s%s\n", what, old, now,
-            s->nstages >= 1 ? " (the next step recomputes the stages)" : "");
+            s->eng.nstages >= 1 ? " (the next step recomputes the stages)" : "");
   }
 }
 
@@ -66,7 +68,7 @@ static bool parse_int(Session *s, const char *what, const char *v, int lo, int h
   char buf[80];
   if (!*v || *end || x < lo || x > hi)
     return repl_arg_error(s, err, 1, "%s wants a whole number from %d to %d, not '%s'", what, lo, hi,
-                 repl_printable(buf, sizeof buf, v));
+                 fx_printable(buf, sizeof buf, v));
   *out = (int)x;
   return true;
 }
@@ -75,7 +77,7 @@ static bool parse_onoff(Session *s, const char *v, bool *out, FxError *err) {
   char buf[80];
   if (strcmp(v, "on") == 0 || strcmp(v, "true") == 0 || strcmp(v, "1") == 0) *out = true;
   else if (strcmp(v, "off") == 0 || strcmp(v, "false") == 0 || strcmp(v, "0") == 0) *out = false;
-  else return repl_arg_error(s, err, 2, "expected on or off, not '%s'", repl_printable(buf, sizeof buf, v));
+  else return repl_arg_error(s, err, 2, "expected on or off, not '%s'", fx_printable(buf, sizeof buf, v));
   return true;
 }
 
@@ -85,47 +87,6 @@ static bool want_args(Session *s, int argc, char **argv, int n, FxError *err) {
 
 /* ---------- device ---------- */
 
-static void print_device(Session *s, const DeviceProfile *d) {
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "device", d->name);
-    json_kv_bool(&w, "gpu", d->is_gpu);
-    json_kv_int(&w, "sm_count", d->sm_count);
-    json_kv_int(&w, "max_threads_per_block", d->max_threads_per_block);
-    json_kv_int(&w, "shared_mem_per_block", d->shared_mem_per_block);
-    json_kv_int(&w, "registers_per_sm", d->registers_per_sm);
-    json_kv_int(&w, "max_registers_per_thread", d->max_registers_per_thread);
-    json_kv_double(&w, "dram_gbps", d->dram_gbps);
-    json_kv_double(&w, "peak_gflops", d->peak_gflops);
-    json_kv_double(&w, "launch_us", d->launch_us);
-    json_kv_str(&w, "arch", d->arch);
-    json_kv_double(&w, "clock_ghz", d->clock_ghz);
-    json_kv_int(&w, "fpus_per_sm", d->fpus_per_sm);
-    json_kv_int(&w, "max_threads_per_sm", d->max_threads_per_sm);
-    json_kv_int(&w, "registers_per_block", d->registers_per_block);
-    json_kv_int(&w, "shared_mem_per_sm", d->shared_mem_per_sm);
-    json_kv_int(&w, "shared_mem_per_block_optin", d->shared_mem_per_block_optin);
-    json_kv_int(&w, "l2_cache_bytes", d->l2_cache_bytes);
-    json_kv_int(&w, "l1_cache_bytes_per_sm", d->l1_cache_bytes_per_sm);
-    json_object_end(&w);
-    fputc('\n', s->out);
-    return;
-  }
-  FILE *o = s->out;
-  fprintf(o, "device %s%s\n", d->name, d->is_gpu ? "" : " (the CPU: kernels are parallel loops)");
-  fprintf(o, "  SMs                       %d\n", d->sm_count);
-  fprintf(o, "  threads per block         %d\n", d->max_threads_per_block);
-  fprintf(o, "  shared memory per block   %d B\n", d->shared_mem_per_block);
-  fprintf(o, "  registers                 %d per SM, at most %d per thread\n", d->registers_per_sm,
-          d->max_registers_per_thread);
-  fprintf(o, "  DRAM bandwidth            %.1f GB/s\n", d->dram_gbps);
-  fprintf(o, "  peak f32                  %.0f GFLOP/s\n", d->peak_gflops);
-  fprintf(o, "  launch overhead           %.1f us\n", d->launch_us);
-  if (d->arch[0]) fprintf(o, "  architecture              %s\n", d->arch);
-}
-
 static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
   if (!want_args(s, argc, argv, 1, err)) return false;
   const DeviceProfile *d = device_lookup(argv[1]);
@@ -134,12 +95,12 @@ static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
     for (int k = 0; k < device_count(); k++)
       snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", device_at(k)->name);
     char buf[80];
-    return repl_arg_error(s, err, 1, "no device profile named '%s' (profiles: %s)", repl_printable(buf, sizeof buf, argv[1]), names);
+    return repl_arg_error(s, err, 1, "no device profile named '%s' (profiles: %s)", fx_printable(buf, sizeof buf, argv[1]), names);
   }
   char old[64];
-  snprintf(old, sizeof old, "%s", s->device.name[0] ? s->device.name : "(none)");
+  snprintf(old, sizeof old, "%s", s->eng.device.name[0] ? s->eng.device.name : "(none)");
   remember(s, "device");
-  s->device = *d;
+  s->eng.device = *d;
   changed(s, "device", old, d->name);
   return true;
 }
@@ -147,7 +108,8 @@ static bool cmd_set_device(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_show_device(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (!want_args(s, argc, argv, 0, err)) return false;
-  print_device(s, s->device.name[0] ? &s->device : device_default());
+  ExplainOut out = {s->out, s->json, 0};
+  explain_show_device(&out, s->eng.device.name[0] ? &s->eng.device : device_default());
   return true;
 }
 
@@ -168,16 +130,16 @@ static bool set_int_knob(Session *s, int argc, char **argv, const char *what, in
 }
 
 static bool cmd_set_dup_limit(Session *s, int argc, char **argv, FxError *err) {
-  return set_int_knob(s, argc, argv, "dup_limit", &s->settings.concat_user_limit, 1, 1000000, err);
+  return set_int_knob(s, argc, argv, "dup_limit", &s->eng.settings.concat_user_limit, 1, 1000000, err);
 }
 static bool cmd_set_max_duplication(Session *s, int argc, char **argv, FxError *err) {
-  return set_int_knob(s, argc, argv, "max_duplication", &s->settings.max_duplication, 1, 1000000, err);
+  return set_int_knob(s, argc, argv, "max_duplication", &s->eng.settings.max_duplication, 1, 1000000, err);
 }
 static bool cmd_set_operand_budget(Session *s, int argc, char **argv, FxError *err) {
-  return set_int_knob(s, argc, argv, "operand_budget", &s->settings.operand_budget, 2, 1000000, err);
+  return set_int_knob(s, argc, argv, "operand_budget", &s->eng.settings.operand_budget, 2, 1000000, err);
 }
 static bool cmd_set_unroll(Session *s, int argc, char **argv, FxError *err) {
-  return set_int_knob(s, argc, argv, "unroll", &s->settings.unroll, 1, 1000, err);
+  return set_int_knob(s, argc, argv, "unroll", &s->eng.settings.unroll, 1, 1000, err);
 }
 
 /* ---------- expensive ops, passes, libraries ---------- */
@@ -196,11 +158,11 @@ static bool cmd_set_expensive(Session *s, int argc, char **argv, FxError *err) {
   }
   char what[96], old[24], now[24];
   snprintf(what, sizeof what, "expensive %s", ir_op_name(op));
-  signed char cur = s->settings.expensive_override[op];
+  signed char cur = s->eng.settings.expensive_override[op];
   snprintf(old, sizeof old, "%s", cur == 0 ? "default" : cur > 0 ? "on" : "off");
   snprintf(now, sizeof now, "%s", v == 0 ? "default" : v > 0 ? "on" : "off");
   remember(s, what);
-  s->settings.expensive_override[op] = v;
+  s->eng.settings.expensive_override[op] = v;
   changed(s, what, old, now);
   return true;
 }
@@ -236,11 +198,11 @@ static bool cmd_set_pass(Session *s, int argc, char **argv, FxError *err) {
   }
   bool on;
   if (!parse_onoff(s, argv[2], &on, err)) return false;
-  bool was_off = pass_settings_is_disabled(&s->settings, p->name);
+  bool was_off = pass_settings_is_disabled(&s->eng.settings, p->name);
   char what[96];
   snprintf(what, sizeof what, "pass %s", p->name);
   remember(s, what);
-  if (!set_disabled(&s->settings, p->name, !on)) return fail(s, err, "too many passes switched off");
+  if (!set_disabled(&s->eng.settings, p->name, !on)) return fail(s, err, "too many passes switched off");
   changed(s, what, was_off ? "off" : "on", on ? "on" : "off");
   return true;
 }
@@ -248,9 +210,9 @@ static bool cmd_set_pass(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_set_library(Session *s, int argc, char **argv, FxError *err) {
   if (!want_args(s, argc, argv, 2, err)) return false;
   bool *field = NULL;
-  if (strcmp(argv[1], "dot") == 0) field = &s->settings.dot_is_library;
-  else if (strcmp(argv[1], "conv") == 0 || strcmp(argv[1], "convolution") == 0) field = &s->settings.conv_is_library;
-  else if (strcmp(argv[1], "rng") == 0) field = &s->settings.rng_is_library;
+  if (strcmp(argv[1], "dot") == 0) field = &s->eng.settings.dot_is_library;
+  else if (strcmp(argv[1], "conv") == 0 || strcmp(argv[1], "convolution") == 0) field = &s->eng.settings.conv_is_library;
+  else if (strcmp(argv[1], "rng") == 0) field = &s->eng.settings.rng_is_library;
   else return repl_arg_error(s, err, 1, "library calls are dot, conv and rng, not '%.40s'", argv[1]);
   bool on;
   if (!parse_onoff(s, argv[2], &on, err)) return false;
@@ -269,56 +231,11 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
   if (argc > 1) {
     const ReplCommand *show = repl_command_lookup("show");
     char buf[80];
-    return repl_arg_error(s, err, 1, "unexpected argument '%s'; usage: %s", repl_printable(buf, sizeof buf, argv[1]),
+    return repl_arg_error(s, err, 1, "unexpected argument '%s'; usage: %s", fx_printable(buf, sizeof buf, argv[1]),
                  show && show->usage ? show->usage : "show settings");
   }
-  const PassSettings *ps = &s->settings;
-  const char *dev = s->device.name[0] ? s->device.name : device_default()->name;
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "pipeline", s->pipeline ? s->pipeline->name : "classic");
-    json_kv_str(&w, "device", dev);
-    json_kv_int(&w, "dup_limit", ps->concat_user_limit);
-    json_kv_int(&w, "max_duplication", ps->max_duplication);
-    json_kv_int(&w, "operand_budget", ps->operand_budget);
-    json_kv_int(&w, "unroll", ps->unroll);
-    json_key(&w, "library");
-    json_object_begin(&w);
-    json_kv_bool(&w, "dot", ps->dot_is_library);
-    json_kv_bool(&w, "conv", ps->conv_is_library);
-    json_kv_bool(&w, "rng", ps->rng_is_library);
-    json_object_end(&w);
-    json_key(&w, "expensive");
-    json_object_begin(&w);
-    for (int k = 0; k < IR_OP_COUNT; k++)
-      if (ps->expensive_override[k]) json_kv_bool(&w, ir_op_name((IrOpcode)k), ps->expensive_override[k] > 0);
-    json_object_end(&w);
-    json_kv_str(&w, "passes_off", ps->disabled_passes);
-    json_kv_bool(&w, "registers_checked", fusion_register_hook_installed());
-    json_object_end(&w);
-    fputc('\n', s->out);
-    return true;
-  }
-  FILE *o = s->out;
-  fprintf(o, "  pipeline          %s\n", s->pipeline ? s->pipeline->name : "classic");
-  fprintf(o, "  device            %s\n", dev);
-  fprintf(o, "  dup_limit         %d   (users a concatenate, pad, dot or reduce may have and still fuse; XLA 1, the paper's patch 3)\n",
-          ps->concat_user_limit);
-  fprintf(o, "  max_duplication   %d  (emitted copies of a producer before code_duplication)\n", ps->max_duplication);
-  fprintf(o, "  operand_budget    %d  (operands + outputs per fusion; 64 in 2021, 96 today)\n", ps->operand_budget);
-  fprintf(o, "  unroll            %d%s\n", ps->unroll, ps->unroll <= 1 ? "   (loops are not unrolled)" : "");
-  fprintf(o, "  library           dot %s, conv %s, rng %s\n", ps->dot_is_library ? "on" : "off",
-          ps->conv_is_library ? "on" : "off", ps->rng_is_library ? "on" : "off");
-  char ov[600] = "";
-  for (int k = 0; k < IR_OP_COUNT; k++)
-    if (ps->expensive_override[k])
-      snprintf(ov + strlen(ov), sizeof ov - strlen(ov), "%s%s %s", ov[0] ? ", " : "", ir_op_name((IrOpcode)k),
-               ps->expensive_override[k] > 0 ? "on" : "off");
-  fprintf(o, "  expensive         %s\n", ov[0] ? ov : "XLA's table (GPU: exp, rsqrt, divide cheap for f32/f16)");
-  fprintf(o, "  passes off        %s\n", ps->disabled_passes[0] ? ps->disabled_passes : "(none)");
-  fprintf(o, "  registers         %s\n", fusion_registers_note());
+  ExplainOut out = {s->out, s->json, 0};
+  explain_show_settings(&out, &s->eng);
   return true;
 }
 
@@ -327,144 +244,37 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (!want_args(s, argc, argv, 0, err)) return false;
-  if (s->nstages < 1 || !s->stages[0].module)
-    return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
-  IrModule *in = s->stages[0].module;
-  KernelPlan *before = plan_build(in, &s->device, err);
-  if (!before) return false;
-  IrModule *m = ir_module_clone(in);
-  if (!m) {
-    plan_free(before);
-    return fail(s, err, "out of memory");
-  }
-  int n = fusion_unfuse_all(m);
-  for (int k = 0; k < m->ncomps; k++) ir_computation_sort(m->comps[k]);
-  ir_module_remove_unreachable(m);
-  KernelPlan *after = plan_build(m, &s->device, err);
-  if (!after) {
-    plan_free(before);
-    ir_module_free(m);
-    return false;
-  }
+  if (!repl_need_input(s, err)) return false;
+  int n, kernels_before, kernels_after;
+  if (!explain_engine_unfuse(&s->eng, &n, &kernels_before, &kernels_after, err)) return false;
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
     json_object_begin(&w);
     json_kv_int(&w, "unfused", n);
-    json_kv_int(&w, "kernels_before", before->ncompute);
-    json_kv_int(&w, "kernels_after", after->ncompute);
+    json_kv_int(&w, "kernels_before", kernels_before);
+    json_kv_int(&w, "kernels_after", kernels_after);
     json_object_end(&w);
     fputc('\n', s->out);
   } else if (n == 0) {
     fprintf(s->out, "no fusions to unfuse: the module is already as it was before fusion\n");
   } else {
     fprintf(s->out, "unfused %d fusion%s: %d kernels (XLA's) -> %d kernels; step through the pipeline to compare our "
-            "decisions with XLA's\n", n, n == 1 ? "" : "s", before->ncompute, after->ncompute);
+            "decisions with XLA's\n", n, n == 1 ? "" : "s", kernels_before, kernels_after);
   }
-  plan_free(before);
-  plan_free(after);
-  if (n == 0) {
-    ir_module_free(m);
-    return true;
-  }
-  session_set_input(s, m);
   return true;
 }
 
 /* ---------- compare-decisions ---------- */
 
-typedef struct {
-  char key[400];   /* pass | action | producer | consumer */
-  char verdict[24];
-  char reason[32];
-  char detail[600];
-} Dec;
-
-typedef struct {
-  Dec *d;
-  int n, cap;
-  bool oom;
-} DecList;
-
-static void collect(void *ctx, const PassDecision *pd) {
-  DecList *l = ctx;
-  if (!pd->producer && !pd->consumer) return;
-  char key[400];
-  snprintf(key, sizeof key, "%s | %s | %s -> %s", pd->pass ? pd->pass : "", pd->action ? pd->action : "",
-           pd->producer ? pd->producer : "-", pd->consumer ? pd->consumer : "-");
-  /* The last decision about a key wins (a later evaluation supersedes an earlier one). */
-  for (int k = l->n - 1; k >= 0; k--)
-    if (strcmp(l->d[k].key, key) == 0) {
-      memmove(&l->d[k], &l->d[k + 1], sizeof(Dec) * (size_t)(l->n - k - 1));
-      l->n--;
-      break;
-    }
-  if (l->n == l->cap) {
-    int nc = l->cap ? l->cap * 2 : 128;
-    Dec *nd = fx_realloc(l->d, sizeof(Dec) * (size_t)nc);
-    if (!nd) {
-      l->oom = true;
-      return;
-    }
-    l->d = nd;
-    l->cap = nc;
-  }
-  Dec *d = &l->d[l->n++];
-  snprintf(d->key, sizeof d->key, "%s", key);
-  snprintf(d->verdict, sizeof d->verdict, "%s", pd->accepted ? "accepted" : "rejected");
-  snprintf(d->reason, sizeof d->reason, "%s", pd->reason ? pd->reason : "");
-  snprintf(d->detail, sizeof d->detail, "%s", pd->detail ? pd->detail : "");
-}
-
-/* Runs the session's pipeline on stage 0 with the given settings and device. */
-static bool run_all(Session *s, const PassSettings *ps, const DeviceProfile *dev, DecList *out, int *kernels,
-                    long long *launches, FxError *err) {
-  const Pipeline *pl = s->pipeline ? s->pipeline : pipeline_lookup("classic");
-  IrModule *cur = s->stages[0].module;
-  IrModule *owned = NULL;
-  DecisionSink sink = {collect, out};
-  for (int k = 0; k < pl->npasses; k++) {
-    const Pass *p = pl->passes[k];
-    if (pass_settings_is_disabled(ps, p->name)) continue;
-    FxError perr;
-    fx_error_clear(&perr);
-    PassContext cx = {&sink, dev, ps, k + 1, p->name, &perr};
-    IrModule *next = NULL;
-    bool ch = false;
-    if (!pass_run_stage(p, cur, &cx, &next, &ch)) {
-      if (owned) ir_module_free(owned);
-      return fail(s, err, "%s: %s", p->name, perr.msg);
-    }
-    if (next) {
-      if (owned) ir_module_free(owned);
-      owned = cur = next;
-    }
-  }
-  KernelPlan *plan = plan_build(cur, dev, err);
-  if (owned) ir_module_free(owned);
-  if (!plan) return false;
-  *kernels = plan->ncompute;
-  *launches = (long long)plan->launches;
-  plan_free(plan);
-  if (out->oom) return fail(s, err, "out of memory");
-  return true;
-}
-
-static const Dec *find_dec(const DecList *l, const char *key) {
-  for (int k = 0; k < l->n; k++)
-    if (strcmp(l->d[k].key, key) == 0) return &l->d[k];
-  return NULL;
-}
-
 static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *err) {
-  if (s->nstages < 1 || !s->stages[0].module)
-    return fail(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  if (!repl_need_input(s, err)) return false;
   bool all = argc > 1 && strcmp(argv[argc - 1], "--all") == 0;
   if (all) argc--;
   if (argc != 1 && argc < 3)
     return fail(s, err, "usage: compare-decisions [SETTING VALUE...]  (no argument: the last `set` change)");
-  PassSettings before = s->settings, after = s->settings;
-  DeviceProfile dbefore = s->device.name[0] ? s->device : *device_default(), dafter = dbefore;
+  PassSettings before = s->eng.settings, after = s->eng.settings;
+  DeviceProfile dbefore = s->eng.device.name[0] ? s->eng.device : *device_default(), dafter = dbefore;
   char what[200];
   if (argc == 1) {
     if (!have_prev) return fail(s, err, "no setting has changed yet: `set` one, or name it: compare-decisions dup_limit 3");
@@ -478,7 +288,7 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
     if (!sink) return fail(s, err, "cannot open /dev/null");
     tmp.out = sink;
     tmp.json = false;
-    tmp.nstages = 0; /* so the set commands drop nothing */
+    tmp.eng.nstages = 0; /* so the set commands drop nothing */
     char name[128];
     snprintf(name, sizeof name, "set-%.100s", argv[1]);
     const ReplCommand *c = repl_command_lookup(name);
@@ -495,79 +305,16 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
     memcpy(last_change, keep_last, sizeof keep_last);
     if (!c) return fail(s, err, "unknown setting '%.60s'", argv[1]);
     if (!ok) return false;
-    after = tmp.settings;
-    dafter = tmp.device.name[0] ? tmp.device : *device_default();
+    after = tmp.eng.settings;
+    dafter = tmp.eng.device.name[0] ? tmp.eng.device : *device_default();
     snprintf(what, sizeof what, "%s", argv[1]);
     for (int k = 2; k < argc; k++) snprintf(what + strlen(what), sizeof what - strlen(what), " %s", argv[k]);
   }
-  DecList a = {0}, b = {0};
-  int ka = 0, kb = 0;
-  long long la = 0, lb = 0;
-  bool ok = run_all(s, &before, &dbefore, &a, &ka, &la, err) && run_all(s, &after, &dafter, &b, &kb, &lb, err);
-  if (!ok) {
-    fx_free(a.d);
-    fx_free(b.d);
-    return false;
-  }
-  int ndiff = 0, nonly = 0;
-  JsonWriter w;
-  if (s->json) {
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "change", what);
-    json_kv_int(&w, "kernels_before", ka);
-    json_kv_int(&w, "kernels_after", kb);
-    json_kv_int(&w, "launches_before", la);
-    json_kv_int(&w, "launches_after", lb);
-    json_key(&w, "changed");
-    json_array_begin(&w);
-  } else {
-    fprintf(s->out, "decisions that change with %s:\n", what);
-  }
-  for (int pass = 0; pass < 2; pass++) {
-    const DecList *x = pass == 0 ? &a : &b, *y = pass == 0 ? &b : &a;
-    for (int k = 0; k < x->n; k++) {
-      const Dec *d = &x->d[k], *e = find_dec(y, d->key);
-      if (pass == 1 && e) continue; /* pairs were shown from the first list */
-      if (e && strcmp(d->verdict, e->verdict) == 0 && strcmp(d->reason, e->reason) == 0) continue;
-      const Dec *old = pass == 0 ? d : e, *now = pass == 0 ? e : d;
-      if (!e && !all) {
-        /* Made in one run only (the graph differs there): listed with --all. */
-        nonly++;
-        continue;
-      }
-      ndiff++;
-      if (s->json) {
-        json_object_begin(&w);
-        json_kv_str(&w, "decision", d->key);
-        json_kv_str(&w, "before", old ? old->verdict : NULL);
-        json_kv_str(&w, "before_reason", old && old->reason[0] ? old->reason : NULL);
-        json_kv_str(&w, "after", now ? now->verdict : NULL);
-        json_kv_str(&w, "after_reason", now && now->reason[0] ? now->reason : NULL);
-        json_kv_str(&w, "detail", now ? now->detail : old->detail);
-        json_object_end(&w);
-      } else {
-        fprintf(s->out, "  %s\n", d->key);
-        if (old) fprintf(s->out, "    - %s%s%s: %s\n", old->verdict, old->reason[0] ? " " : "", old->reason, old->detail);
-        else fprintf(s->out, "    - (not evaluated)\n");
-        if (now) fprintf(s->out, "    + %s%s%s: %s\n", now->verdict, now->reason[0] ? " " : "", now->reason, now->detail);
-        else fprintf(s->out, "    + (not evaluated)\n");
-      }
-    }
-  }
-  if (s->json) {
-    json_array_end(&w);
-    json_object_end(&w);
-    fputc('\n', s->out);
-  } else {
-    fprintf(s->out, "%d decision%s changed; kernels %d -> %d, launches per run %lld -> %lld\n", ndiff,
-            ndiff == 1 ? "" : "s", ka, kb, la, lb);
-    if (nonly)
-      fprintf(s->out, "(%d more decision%s made in one run only, on parts of the graph that differ: add --all)\n",
-              nonly, nonly == 1 ? " was" : "s were");
-  }
-  fx_free(a.d);
-  fx_free(b.d);
+  ExplainComparison c;
+  if (!explain_compare_settings(&s->eng, &before, &dbefore, &after, &dafter, all, &c, err)) return false;
+  ExplainOut o = {s->out, s->json, 0};
+  explain_show_comparison(&o, &c, what);
+  explain_comparison_free(&c);
   return true;
 }
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "../explain/json.h"
 #include "../compiler/fusion_rules.h"
 #include "session.h"
 #include "../runtime/backend.h"
@@ -22,11 +22,6 @@
 #include "../runtime/cuda_nvrtc.h"
 
 #define MAX_GPUS 16
-
-/* `run --backend gpu` finds the GPU backend through rt_backend_lookup; it registers itself when
- * the shell starts (this file is always linked: the command table refers to it). Without a GPU
- * its create() says why, and `--backend auto` picks the CPU. */
-__attribute__((constructor)) static void register_gpu_backend(void) { rt_backend_register(&rt_backend_gpu); }
 
 static void print_device_text(FILE *f, const CudaDeviceInfo *d) {
   fprintf(f, "GPU %d: %s\n", d->ordinal, d->name);
@@ -60,17 +55,17 @@ static bool use_device(Session *s, const char *arg, FxError *err) {
   int n = cuda_device_list(devs, MAX_GPUS, &why);
   if (n < 0) return fx_error_set(err, NULL, 0, 0, "no GPU to take the profile from: %s", why.msg);
   if (k >= n) return fx_error_set(err, NULL, 0, 0, "there is no GPU %ld (%d found)", k, n);
-  cuda_device_profile(&devs[k], &s->device);
+  cuda_device_profile(&devs[k], &s->eng.device);
   if (s->json) {
     JsonWriter w;
     json_init(&w, s->out);
     json_object_begin(&w);
-    json_kv_str(&w, "device", s->device.name);
-    json_kv_str(&w, "arch", s->device.arch);
+    json_kv_str(&w, "device", s->eng.device.name);
+    json_kv_str(&w, "arch", s->eng.device.arch);
     json_object_end(&w);
   } else {
-    fprintf(s->out, "device profile = %s (GPU %ld: %s, %d SMs, %.0f GB/s, %.1f TFLOP/s f32)\n", s->device.name, k,
-            s->device.arch, s->device.sm_count, s->device.dram_gbps, s->device.peak_gflops / 1000);
+    fprintf(s->out, "device profile = %s (GPU %ld: %s, %d SMs, %.0f GB/s, %.1f TFLOP/s f32)\n", s->eng.device.name, k,
+            s->eng.device.arch, s->eng.device.sm_count, s->eng.device.dram_gbps, s->eng.device.peak_gflops / 1000);
   }
   return true;
 }
@@ -164,11 +159,11 @@ static bool cmd_show_gpu_arch(Session *s, int argc, char **argv, FxError *err) {
 /* ---------- kernel views ---------- */
 
 static const IrModule *current_module(Session *s, FxError *err) {
-  if (s->nstages <= 0 || !s->stages[s->cur].module) {
+  if (s->eng.nstages <= 0 || !s->eng.stages[s->eng.cur].module) {
     fx_error_set(err, NULL, 0, 0, "nothing is loaded: load a .fx or .hlo file first");
     return NULL;
   }
-  return s->stages[s->cur].module;
+  return s->eng.stages[s->eng.cur].module;
 }
 
 /* An rng kernel: cuRAND's device API, compiled on its own (launched as fx_rng). */
@@ -196,7 +191,7 @@ static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) 
       JsonWriter w;
       json_init(&w, s->out);
       json_object_begin(&w);
-      json_kv_int(&w, "stage", s->cur);
+      json_kv_int(&w, "stage", s->eng.cur);
       json_kv_str(&w, "source", u.source.s);
       json_key(&w, "rng_kernels"); /* each rng's cuRAND kernel, its own unit */
       json_array_begin(&w);
@@ -240,7 +235,7 @@ static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) 
     }
   }
   cuda_unit_free(&u);
-  if (!found) return fx_error_set(err, NULL, 0, 0, "'%s' is not a kernel of stage %d", only, s->cur);
+  if (!found) return fx_error_set(err, NULL, 0, 0, "'%s' is not a kernel of stage %d", only, s->eng.cur);
   return true;
 }
 
@@ -268,23 +263,23 @@ static bool cmd_kernels_resources(Session *s, int argc, char **argv, FxError *er
   CudaUnit u;
   if (!cuda_unit_build(&u, &m, 1, err)) return false;
   /* `set gpu_arch` wins; else the device profile's architecture (rtx2080ti: sm_75). */
-  const char *arch = !cuda_nvrtc_arch_is_set() && s->device.arch[0] ? s->device.arch : cuda_nvrtc_default_arch();
+  const char *arch = !cuda_nvrtc_arch_is_set() && s->eng.device.arch[0] ? s->eng.device.arch : cuda_nvrtc_default_arch();
   if (u.ngenerated > 0 && !cuda_unit_compile(&u, arch, NULL, err)) {
     cuda_unit_free(&u);
     return false;
   }
-  const DeviceProfile *d = &s->device;
+  const DeviceProfile *d = &s->eng.device;
   JsonWriter w;
   if (s->json) {
     json_init(&w, s->out);
     json_object_begin(&w);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     json_kv_str(&w, "arch", arch);
     json_kv_str(&w, "device", d->name);
     json_key(&w, "kernels");
     json_array_begin(&w);
   } else {
-    fprintf(s->out, "stage %d: %d kernel%s compiled for %s by NVRTC %s; occupancy on %s\n", s->cur, u.n,
+    fprintf(s->out, "stage %d: %d kernel%s compiled for %s by NVRTC %s; occupancy on %s\n", s->eng.cur, u.n,
             u.n == 1 ? "" : "s", arch, cuda_nvrtc_version(), d->name);
     fprintf(s->out, "  %-28s %-9s %5s %6s %11s %6s %6s %5s  %s\n", "kernel", "runs as", "parts", "regs", "spill st/ld",
             "smem", "stack", "block", "occupancy");
@@ -386,7 +381,7 @@ static bool cmd_set_ptxas(Session *s, int argc, char **argv, FxError *err) {
   bool on = strcmp(argv[1], "on") == 0;
   if (on && !cuda_nvrtc_built_in())
     return fx_error_set(err, NULL, 0, 0, "ptxas figures come from NVRTC, and this fxplain was built without the CUDA toolkit");
-  cuda_registers_install(on, &s->device);
+  cuda_registers_install(on, &s->eng.device);
   if (!s->json)
     fprintf(s->out, "ptxas = %s (%s; it applies to the fusion passes run from now on)\n", argv[1],
             fusion_registers_note());

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../explain/json.h"
 #include "args.h"
 #include "repl.h"
 #include "session.h"
@@ -35,7 +36,7 @@ typedef struct {
   int nsave;
   const char *trace;
   const char *stages; /* run --stages A,B: compare */
-  ReplUniform uniform[MAX_IO]; /* --uniform PATTERN=LO:HI (inputs.c) */
+  RtUniform uniform[MAX_IO]; /* --uniform PATTERN=LO:HI (inputs.c) */
   int nuniform;
 } RunArgs;
 
@@ -87,7 +88,7 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
         return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", a->backend);
     }
     else if (strcmp(o, "--stage") == 0 && has) {
-      if (!parse_int(argv[++k], 0, s->nstages - 1, &v)) return usage_error(s, err, k, "--stage needs a stage number that exists", argv[k]);
+      if (!parse_int(argv[++k], 0, s->eng.nstages - 1, &v)) return usage_error(s, err, k, "--stage needs a stage number that exists", argv[k]);
       a->stage = (int)v;
     } else if (strcmp(o, "--seed") == 0 && has) {
       if (!parse_int(argv[++k], 0, INT64_MAX, &v)) return usage_error(s, err, k, "--seed needs a non-negative integer", argv[k]);
@@ -119,25 +120,12 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
 }
 
 static const IrModule *stage_module(Session *s, int stage, FxError *err) {
-  if (!s->nstages || !s->stages) {
+  if (!s->eng.nstages || !s->eng.stages) {
     fx_error_set(err, NULL, 0, 0, "nothing is loaded: load a .fx or .hlo file first");
     return NULL;
   }
-  int k = stage >= 0 ? stage : s->cur;
-  return s->stages[k].module;
-}
-
-static const RtBackend *pick_backend(const char *name, FxError *err) {
-  if (strcmp(name, "auto") == 0) {
-    /* The GPU only when one is really there (a driver, cuInit, a device); else the CPU. */
-    const RtBackend *g = rt_backend_lookup("gpu");
-    FxError why;
-    fx_error_clear(&why);
-    return g && rt_gpu_available(&why) ? g : &rt_backend_cpu;
-  }
-  const RtBackend *b = rt_backend_lookup(name);
-  if (!b) fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);
-  return b;
+  int k = stage >= 0 ? stage : s->eng.cur;
+  return s->eng.stages[k].module;
 }
 
 /* Builds the entry's arguments: .npy files by parameter name (or number), the rest random (floats
@@ -175,99 +163,19 @@ static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError
     rt_tensor_unref(args[found]);
     args[found] = t;
   }
-  if (!repl_inputs_fill_interruptible(m, args, a->seed, a->uniform, a->nuniform, s->interrupted,
+  if (!rt_inputs_fill_interruptible(m, args, a->seed, a->uniform, a->nuniform, s->interrupted,
                                       s->interactive && !s->json && isatty(fileno(stderr)), err))
     goto fail;
   return args;
 fail:
-  repl_inputs_free(m, args);
+  rt_inputs_free(m, args);
   return NULL;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* IEC units (KiB, MiB, GiB), as every other size fxplain prints. */
-static void fmt_bytes(char *buf, size_t n, double b) {
-  if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.2f MiB", b / (1024.0 * 1024));
-  else if (b >= 1024) snprintf(buf, n, "%.1f KiB", b / 1024);
-  else snprintf(buf, n, "%.0f B", b);
 }
 
 static void fmt_time(char *buf, size_t n, double ns) {
   if (ns >= 1e9) snprintf(buf, n, "%.3f s", ns / 1e9);
   else if (ns >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
   else snprintf(buf, n, "%.1f us", ns / 1e3);
-}
-
-static void print_value(FILE *f, const char *name, const RtTensor *t) {
-  if (t->type == IR_TUPLE) {
-    for (int k = 0; k < t->ntuple; k++) {
-      char sub[64];
-      snprintf(sub, sizeof sub, "%s.%d", name, k);
-      print_value(f, sub, t->tuple[k]);
-    }
-    return;
-  }
-  char desc[128];
-  rt_tensor_describe(t, desc, sizeof desc);
-  if (t->type == IR_TOKEN || t->count == 0) {
-    fprintf(f, "%s: %s\n", name, desc);
-    return;
-  }
-  if (ir_type_is_complex(t->type)) {
-    /* complex: the smallest and largest magnitude, the mean and the first values as (re, im) */
-    double mn = INFINITY, mx = -INFINITY, sr = 0, si = 0, re, im;
-    for (int64_t k = 0; k < t->count; k++) {
-      rt_get_c(t, k, &re, &im);
-      double m = hypot(re, im);
-      if (m < mn) mn = m;
-      if (m > mx) mx = m;
-      sr += re;
-      si += im;
-    }
-    fprintf(f, "%s: %s  min |z| %.6g  max |z| %.6g  mean (%.6g, %.6g)  first", name, desc, mn, mx, sr / (double)t->count,
-            si / (double)t->count);
-    for (int64_t k = 0; k < t->count && k < 4; k++) {
-      rt_get_c(t, k, &re, &im);
-      fprintf(f, " (%.6g, %.6g)", re, im);
-    }
-    fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
-    return;
-  }
-  double mn = INFINITY, mx = -INFINITY, sum = 0;
-  bool fl = ir_type_is_float(t->type), u64 = t->type == IR_U64; /* u64: rt_get_i gives its bits */
-  for (int64_t k = 0; k < t->count; k++) {
-    double v = fl ? rt_get_f(t, k) : u64 ? (double)(uint64_t)rt_get_i(t, k) : (double)rt_get_i(t, k);
-    if (v < mn) mn = v;
-    if (v > mx) mx = v;
-    sum += v;
-  }
-  fprintf(f, "%s: %s  min %.6g  max %.6g  mean %.6g  first", name, desc, mn, mx, sum / (double)t->count);
-  for (int64_t k = 0; k < t->count && k < 4; k++) {
-    if (fl) fprintf(f, " %.6g", rt_get_f(t, k));
-    else if (u64) fprintf(f, " %llu", (unsigned long long)(uint64_t)rt_get_i(t, k));
-    else fprintf(f, " %lld", (long long)rt_get_i(t, k));
-  }
-  fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
-}
-
-/* The outputs by name: "out" for an array result, "out.K" for tuple elements. */
-static const RtTensor *find_output(const RtTensor *r, const char *name) {
-  if (strcmp(name, "out") == 0) return r;
-  if (strncmp(name, "out.", 4) != 0 || r->type != IR_TUPLE) return NULL;
-  char *e;
-  long k = strtol(name + 4, &e, 10);
-  if (k < 0 || k >= r->ntuple) return NULL;
-  if (*e == '.') {
-    char sub[64];
-    snprintf(sub, sizeof sub, "out%s", e);
-    return find_output(r->tuple[k], sub);
-  }
-  return *e ? NULL : r->tuple[k];
 }
 
 typedef struct {
@@ -287,28 +195,15 @@ static void run_result_free(RunResult *r) {
 
 static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **args, RunResult *res, FxError *err) {
   memset(res, 0, sizeof *res);
-  res->backend = pick_backend(a->backend, err);
+  res->backend = rt_backend_pick(a->backend, err);
   if (!res->backend) return false;
   res->be = res->backend->create(err);
   if (!res->be) return false;
   if (!res->backend->prepare(res->be, &m, 1, err)) return false;
   if (res->backend == &rt_backend_cpu && cpu_note(res->be)[0] && !s->json) fprintf(s->out, "note: %s\n", cpu_note(res->be));
-  double *times = fx_calloc((size_t)a->repeat, sizeof *times);
-  if (!times) return fx_error_set(err, NULL, 0, 0, "out of memory");
   RtOptions o = {.seed = a->seed, .interrupted = s->interrupted};
-  bool ok = true;
-  for (int r = 0; r < a->repeat && ok; r++) {
-    rt_tensor_unref(res->result);
-    res->result = NULL;
-    rt_run_stats_free(&res->stats);
-    ok = res->backend->run(res->be, m, args, m->entry->nparams, &o, &res->result, &res->stats, err);
-    times[r] = res->stats.total_ns;
-  }
-  if (ok) {
-    qsort(times, (size_t)a->repeat, sizeof *times, cmp_double);
-    res->median_ns = times[a->repeat / 2];
-  }
-  fx_free(times);
+  bool ok = rt_run_repeated(res->backend, res->be, m, args, &o, a->repeat, &res->result, &res->stats, NULL,
+                            &res->median_ns, err);
   return ok;
 }
 
@@ -346,34 +241,34 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   bool ok = execute(s, m, &a, args, &res, err);
   if (ok) {
     FILE *f = s->out;
-    int stage = a.stage >= 0 ? a.stage : s->cur;
+    int stage = a.stage >= 0 ? a.stage : s->eng.cur;
     fprintf(f, "stage %d on %s:\n", stage, res.backend->name);
     if (res.backend == &rt_backend_cpu) {
       char d[300];
       cpu_vecmath_describe(d, sizeof d);
       fprintf(f, "cpu: %d threads, vector math %s\n", cpu_default_threads(), d);
     }
-    print_value(f, "out", res.result);
+    rt_tensor_print_summary(f, "out", res.result);
     char rb[32], wb[32], tm[32];
-    fmt_bytes(rb, sizeof rb, (double)res.stats.counters.bytes_read);
-    fmt_bytes(wb, sizeof wb, (double)res.stats.counters.bytes_written);
+    fx_format_bytes(rb, sizeof rb, (double)res.stats.counters.bytes_read, FX_BYTES_RUN);
+    fx_format_bytes(wb, sizeof wb, (double)res.stats.counters.bytes_written, FX_BYTES_RUN);
     fmt_time(tm, sizeof tm, res.median_ns);
     fprintf(f, "kernels launched %lld, bytes read %s, written %s, time %s (median of %d)\n",
             (long long)res.stats.counters.launches, rb, wb, tm, a.repeat);
     /* the kernel plan's figures for the same stage, for comparison with what was measured */
     FxError perr = {0};
-    KernelPlan *plan = plan_build(m, &s->device, &perr);
+    KernelPlan *plan = plan_build(m, &s->eng.device, &perr);
     if (plan) {
       char pb[32], pt[32];
-      fmt_bytes(pb, sizeof pb, (double)(plan->bytes_read + plan->bytes_written));
+      fx_format_bytes(pb, sizeof pb, (double)(plan->bytes_read + plan->bytes_written), FX_BYTES_RUN);
       fmt_time(pt, sizeof pt, plan->est_us * 1e3);
       fprintf(f, "kernel plan: %lld launches%s, %s moved, estimated %s on %s\n", (long long)plan->launches,
-              plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, s->device.name);
+              plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, s->eng.device.name);
       plan_free(plan);
     }
     if (res.stats.slot_outputs > 0) {
       char sb[32];
-      fmt_bytes(sb, sizeof sb, (double)res.stats.slot_bytes);
+      fx_format_bytes(sb, sizeof sb, (double)res.stats.slot_bytes, FX_BYTES_RUN);
       fprintf(f,
               "buffers: %lld kernel outputs went into %s of buffer slots, reused across the run "
               "(the plan's buffer assignment)\n",
@@ -381,7 +276,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     }
   }
   for (int q = 0; ok && q < a.nsave; q++) {
-    const RtTensor *t = find_output(res.result, a.save_name[q]);
+    const RtTensor *t = rt_tensor_output(res.result, a.save_name[q]);
     if (!t) ok = fx_error_set(err, NULL, 0, 0, "--save %s: no such output (out, out.0, out.1, ...)", a.save_name[q]);
     else if (!(ok = rt_npy_write(a.save_file[q], t, err))) at_arg(s, err, a.save_arg[q]);
   }
@@ -402,19 +297,8 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     rt_tensor_unref(want);
   }
   run_result_free(&res);
-  repl_inputs_free(m, args);
+  rt_inputs_free(m, args);
   return ok;
-}
-
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
 }
 
 static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
@@ -434,7 +318,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
       char tot[32], mean[32], by[32];
       fmt_time(tot, sizeof tot, ks->total_ns);
       fmt_time(mean, sizeof mean, ks->launches ? ks->total_ns / (double)ks->launches : 0);
-      fmt_bytes(by, sizeof by, (double)ks->bytes);
+      fx_format_bytes(by, sizeof by, (double)ks->bytes, FX_BYTES_RUN);
       double gbs = ks->total_ns > 0 ? (double)ks->bytes / ks->total_ns : 0;
       fprintf(f, "%-28s %-11s %9lld %12s %12s %12s %9.2f  ", ks->instr->name, ks->how, (long long)ks->launches, tot, mean, by, gbs);
       const IrComputation *fc = ir_fused_computation(ks->instr);
@@ -466,7 +350,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
         for (int k = 0; k < res.stats.nkernels; k++) {
           const RtKernelStat *ks = &res.stats.kernels[k];
           fprintf(t, "%s  {\"name\": ", k ? ",\n" : "");
-          json_str(t, ks->instr->name);
+          json_write_string(t, ks->instr->name, strlen(ks->instr->name));
           fprintf(t, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, "
                      "\"args\": {\"launches\": %lld, \"bytes\": %lld, \"op\": \"%s\"}}",
                   ks->how, ts / 1e3, ks->total_ns / 1e3, (long long)ks->launches, (long long)ks->bytes,
@@ -480,7 +364,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
     }
   }
   run_result_free(&res);
-  repl_inputs_free(m, args);
+  rt_inputs_free(m, args);
   return ok;
 }
 
@@ -495,7 +379,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   for (int q = 0; q < a.nuniform; q++) a.uniform[q].argi = 0; /* its word moved: point at the command */
   long long st[2];
   for (int q = 0; q < 2; q++)
-    if (!parse_int(argv[1 + q], 0, s->nstages - 1, &st[q])) return usage_error(s, err, 1 + q, "no such stage", argv[1 + q]);
+    if (!parse_int(argv[1 + q], 0, s->eng.nstages - 1, &st[q])) return usage_error(s, err, 1 + q, "no such stage", argv[1 + q]);
   RunResult res[2];
   memset(res, 0, sizeof res);
   bool ok = true;
@@ -505,15 +389,15 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
     RtTensor **args = make_inputs(s, m, &a, err);
     if (!args) ok = false;
     else ok = execute(s, m, &a, args, &res[q], err);
-    repl_inputs_free(m, args);
+    rt_inputs_free(m, args);
   }
   if (ok) {
     FILE *f = s->out;
     fprintf(f, "%-10s %12s %14s %14s %12s\n", "stage", "kernels", "bytes read", "bytes written", "time");
     for (int q = 0; q < 2; q++) {
       char rb[32], wb[32], tm[32];
-      fmt_bytes(rb, sizeof rb, (double)res[q].stats.counters.bytes_read);
-      fmt_bytes(wb, sizeof wb, (double)res[q].stats.counters.bytes_written);
+      fx_format_bytes(rb, sizeof rb, (double)res[q].stats.counters.bytes_read, FX_BYTES_RUN);
+      fx_format_bytes(wb, sizeof wb, (double)res[q].stats.counters.bytes_written, FX_BYTES_RUN);
       fmt_time(tm, sizeof tm, res[q].median_ns);
       fprintf(f, "%-10lld %12lld %14s %14s %12s\n", st[q], (long long)res[q].stats.counters.launches, rb, wb, tm);
     }

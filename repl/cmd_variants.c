@@ -11,8 +11,9 @@
  * speedup over the first row, and the ratio the row was recorded with (the paper's). `--check`
  * compares every row's outputs with the reference interpreter running the program as loaded.
  *
- * The table is session state (Session.variants): it outlives `load`, since a case study compares
- * several programs, and `reset` or `variants --clear` empties it. */
+ * The table and its rows are the engine's (explain/variants.h); this file parses the commands and
+ * runs the measurements. The table is session state (Session.variants): it outlives `load`, since a
+ * case study compares several programs, and `reset` or `variants --clear` empties it. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -25,118 +26,10 @@
 #include "../runtime/backend.h"
 #include "../runtime/cuda_driver.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
+#include "../explain/variants.h"
 #include "repl.h"
 
-#define VARIANTS_MAX 64
-#define LABEL_MAX 40
-
-typedef struct {
-  char label[LABEL_MAX + 1];
-  double paper;        /* the ratio it was recorded with (`--paper`), 0 when none */
-  IrModule *stage;     /* clone of the recorded stage: what `variants --run` executes */
-  IrModule *input;     /* clone of stage 0, the program as loaded: what --check interprets */
-  int stage_no;
-  char pass[48];       /* the pass that produced the stage ("input" for stage 0) */
-  char pipeline[32];
-  DeviceProfile device;
-  PassSettings settings;
-  int64_t steps;       /* iterations of the program's loop (1 without a loop) */
-  /* The kernel plan of the stage on `device`, per execution of the module. */
-  int kernels;
-  int64_t launches, bytes;
-  double est_us;
-  bool trip_counts_known;
-  int64_t kernel_launches, kernel_bytes; /* what a run launches and moves by the plan (plan_kernel_run) */
-} Variant;
-
-struct VariantTable {
-  Variant rows[VARIANTS_MAX];
-  int n;
-};
-
-static void variant_drop(Variant *v) {
-  if (v->stage) ir_module_free(v->stage);
-  if (v->input) ir_module_free(v->input);
-  memset(v, 0, sizeof *v);
-}
-
-void variants_free(struct VariantTable *t) {
-  if (!t) return;
-  for (int k = 0; k < t->n; k++) variant_drop(&t->rows[k]);
-  fx_free(t);
-}
-
-
-/* Steps of the input's loop: the largest trip count among the input's while loops (the input is
- * never unrolled, so this counts the program's steps). 1 when there is no loop. */
-static int64_t input_steps(const IrModule *m) {
-  int64_t best = 1;
-  for (int c = 0; c < m->ncomps; c++)
-    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
-      const IrInstr *i = m->comps[c]->instrs[k];
-      if (i->op != IR_OP_WHILE) continue;
-      int64_t t = plan_while_trip_count(i);
-      if (t > best) best = t;
-    }
-  return best;
-}
-
-/* The kernel launches one run of the plan's module makes, and the bytes they move, to compare with
- * what a backend counts: the plan's totals (the condition counted once more than the loop
- * iterates, and the read-backs, which launch nothing, left out). */
-static void plan_kernel_run(const KernelPlan *p, int64_t *launches, int64_t *bytes) {
-  *launches = p->launches;
-  *bytes = p->bytes_read + p->bytes_written;
-}
-
-/* The knobs that differ from the defaults, in `set` spelling: "dup_limit 3, unroll 10". */
-static void settings_summary(const Variant *v, char *buf, size_t n) {
-  PassSettings d;
-  pass_settings_default(&d);
-  const PassSettings *p = &v->settings;
-  size_t o = 0;
-  buf[0] = 0;
-#define ADD(...)                                                                     \
-  do {                                                                               \
-    if (o < n) o += (size_t)snprintf(buf + o, n - o, "%s", o ? ", " : "");         \
-    if (o < n) o += (size_t)snprintf(buf + o, n - o, __VA_ARGS__);                 \
-  } while (0)
-  ADD("%s", v->pipeline);
-  if (p->concat_user_limit != d.concat_user_limit) ADD("dup_limit %d", p->concat_user_limit);
-  if (p->max_duplication != d.max_duplication) ADD("max_duplication %d", p->max_duplication);
-  if (p->operand_budget != d.operand_budget) ADD("operand_budget %d", p->operand_budget);
-  if (p->unroll != d.unroll) ADD("unroll %d", p->unroll);
-  if (p->dot_is_library != d.dot_is_library) ADD("library dot %s", p->dot_is_library ? "on" : "off");
-  if (p->conv_is_library != d.conv_is_library) ADD("library conv %s", p->conv_is_library ? "on" : "off");
-  if (p->rng_is_library != d.rng_is_library) ADD("library rng %s", p->rng_is_library ? "on" : "off");
-  for (int op = 0; op < IR_OP_COUNT; op++)
-    if (p->expensive_override[op]) ADD("expensive %s %s", ir_op_name((IrOpcode)op), p->expensive_override[op] > 0 ? "on" : "off");
-  if (p->disabled_passes[0]) ADD("passes off: %s", p->disabled_passes);
-#undef ADD
-}
-
-static void json_settings(JsonWriter *w, const Variant *v) {
-  const PassSettings *p = &v->settings;
-  json_key(w, "settings");
-  json_object_begin(w);
-  json_kv_str(w, "pipeline", v->pipeline);
-  json_kv_str(w, "device", v->device.name);
-  json_kv_int(w, "concat_user_limit", p->concat_user_limit);
-  json_kv_int(w, "max_duplication", p->max_duplication);
-  json_kv_int(w, "operand_budget", p->operand_budget);
-  json_kv_int(w, "unroll", p->unroll);
-  json_kv_bool(w, "dot_is_library", p->dot_is_library);
-  json_kv_bool(w, "conv_is_library", p->conv_is_library);
-  json_kv_bool(w, "rng_is_library", p->rng_is_library);
-  json_kv_str(w, "disabled_passes", p->disabled_passes);
-  json_object_end(w);
-}
-
-static void json_paper(JsonWriter *w, const Variant *v) {
-  if (v->paper > 0) json_kv_double(w, "paper", v->paper);
-  else json_kv_null(w, "paper");
-}
 
 /* ---------- variant NAME [--paper X] ---------- */
 
@@ -145,7 +38,7 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
   const char *label = argv[1];
   if (label[0] == '-') return repl_arg_error(s, err, 1, "the variant needs a name first: variant NAME [--paper X]");
   size_t len = strlen(label);
-  if (len > LABEL_MAX) return repl_arg_error(s, err, 1, "a variant's name has at most %d characters (this one has %zu)", LABEL_MAX, len);
+  if (len > EXPLAIN_VARIANT_LABEL_MAX) return repl_arg_error(s, err, 1, "a variant's name has at most %d characters (this one has %zu)", EXPLAIN_VARIANT_LABEL_MAX, len);
   for (const unsigned char *c = (const unsigned char *)label; *c; c++)
     if (*c < 0x21 || *c == 0x7f) return repl_arg_error(s, err, 1, "a variant's name has no blanks or control characters");
   double paper = 0;
@@ -160,146 +53,15 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
       k++;
     } else {
       char shown[64];
-      return repl_arg_error(s, err, k, "unknown option '%s' (variant NAME [--paper X])", repl_printable(shown, sizeof shown, argv[k]));
+      return repl_arg_error(s, err, k, "unknown option '%s' (variant NAME [--paper X])", fx_printable(shown, sizeof shown, argv[k]));
     }
   }
-  if (s->nstages < 1 || !s->stages[0].module)
-    return repl_arg_error(s, err, 0, "nothing is loaded: load a module (load FILE.hlo) or define one first");
-  if (!s->variants) {
-    s->variants = fx_calloc(1, sizeof *s->variants);
-    if (!s->variants) return repl_arg_error(s, err, 0, "out of memory");
-  }
-  struct VariantTable *t = s->variants;
-  int slot = -1;
-  for (int k = 0; k < t->n; k++)
-    if (strcmp(t->rows[k].label, label) == 0) slot = k;
-  bool replaced = slot >= 0;
-  if (!replaced && t->n >= VARIANTS_MAX)
-    return repl_arg_error(s, err, 0, "the variant table is full (%d rows); `variants --clear` empties it", VARIANTS_MAX);
-  const IrModule *cur = s->stages[s->cur].module;
-  KernelPlan *p = plan_build(cur, &s->device, err);
-  if (!p) return false;
-  Variant v;
-  memset(&v, 0, sizeof v);
-  snprintf(v.label, sizeof v.label, "%s", label);
-  v.paper = paper;
-  v.stage = ir_module_clone(cur);
-  v.input = ir_module_clone(s->stages[0].module);
-  if (!v.stage || !v.input) {
-    plan_free(p);
-    variant_drop(&v);
-    return repl_arg_error(s, err, 0, "out of memory");
-  }
-  v.stage_no = s->cur;
-  snprintf(v.pass, sizeof v.pass, "%s", s->stages[s->cur].pass ? s->stages[s->cur].pass : "");
-  snprintf(v.pipeline, sizeof v.pipeline, "%s", s->pipeline ? s->pipeline->name : "");
-  v.device = s->device;
-  v.settings = s->settings;
-  v.steps = input_steps(s->stages[0].module);
-  v.kernels = p->ncompute;
-  v.launches = p->launches;
-  v.bytes = p->bytes_read + p->bytes_written;
-  v.est_us = p->est_us;
-  v.trip_counts_known = p->trip_counts_known;
-  plan_kernel_run(p, &v.kernel_launches, &v.kernel_bytes);
-  plan_free(p);
-  if (replaced) {
-    variant_drop(&t->rows[slot]);
-    t->rows[slot] = v;
-  } else {
-    slot = t->n++;
-    t->rows[slot] = v;
-  }
-  double steps = (double)v.steps;
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "variant", v.label);
-    json_kv_int(&w, "row", slot + 1);
-    json_kv_bool(&w, "replaced", replaced);
-    json_kv_int(&w, "stage", v.stage_no);
-    json_kv_int(&w, "steps", v.steps);
-    json_kv_int(&w, "kernels", v.kernels);
-    json_kv_double(&w, "launches_per_step", (double)v.launches / steps);
-    json_kv_double(&w, "bytes_per_step", (double)v.bytes / steps);
-    json_kv_double(&w, "est_us_per_step", v.est_us / steps);
-    json_paper(&w, &v);
-    json_object_end(&w);
-  } else {
-    fprintf(s->out, "%s: %.2f launches and %.1f KiB per step (%lld step%s, stage %d)%s\n", v.label,
-            (double)v.launches / steps, (double)v.bytes / steps / 1024.0, (long long)v.steps, v.steps == 1 ? "" : "s",
-            v.stage_no, replaced ? " (replaces the row of that name)" : "");
-  }
-  return true;
-}
-
-/* ---------- variants: the plan table ---------- */
-
-static bool same_device(const struct VariantTable *t) {
-  for (int k = 1; k < t->n; k++)
-    if (strcmp(t->rows[k].device.name, t->rows[0].device.name) != 0) return false;
-  return true;
-}
-
-static void fmt_paper(char *buf, size_t n, double paper) {
-  if (paper > 0) snprintf(buf, n, "%.2fx", paper);
-  else snprintf(buf, n, "-");
-}
-
-static bool print_plan_table(Session *s) {
-  const struct VariantTable *t = s->variants;
-  int n = t ? t->n : 0;
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_array_begin(&w);
-    for (int k = 0; k < n; k++) {
-      const Variant *v = &t->rows[k];
-      double steps = (double)v->steps;
-      json_object_begin(&w);
-      json_kv_str(&w, "variant", v->label);
-      json_kv_int(&w, "stage", v->stage_no);
-      json_kv_str(&w, "pass", v->pass);
-      json_kv_int(&w, "steps", v->steps);
-      json_kv_int(&w, "kernels", v->kernels);
-      json_kv_int(&w, "launches", v->launches);
-      json_kv_int(&w, "kernel_launches", v->kernel_launches);
-      json_kv_int(&w, "kernel_bytes", v->kernel_bytes);
-      json_kv_int(&w, "bytes", v->bytes);
-      json_kv_double(&w, "est_us", v->est_us);
-      json_kv_bool(&w, "trip_counts_known", v->trip_counts_known);
-      json_kv_double(&w, "launches_per_step", (double)v->launches / steps);
-      json_kv_double(&w, "bytes_per_step", (double)v->bytes / steps);
-      json_kv_double(&w, "est_us_per_step", v->est_us / steps);
-      json_kv_double(&w, "est_speedup", v->est_us > 0 ? t->rows[0].est_us / v->est_us : 0.0);
-      json_paper(&w, v);
-      json_settings(&w, v);
-      json_object_end(&w);
-    }
-    json_array_end(&w);
-    return true;
-  }
-  if (n == 0) {
-    fprintf(s->out, "no variants recorded yet: step a program through the pipeline, then `variant NAME`\n");
-    return true;
-  }
-  bool one_device = same_device(t);
-  fprintf(s->out, "%-22s %8s %18s %16s %14s %9s %8s  %s\n", "variant", "kernels", "launches per step", "KiB per step",
-          "est us/step", "speedup", "paper", "settings");
-  for (int k = 0; k < n; k++) {
-    const Variant *v = &t->rows[k];
-    double steps = (double)v->steps;
-    char pa[32], set[400];
-    fmt_paper(pa, sizeof pa, v->paper);
-    settings_summary(v, set, sizeof set);
-    fprintf(s->out, "%-22s %8d %18.2f %16.1f %14.2f %8.2fx %8s  %s%s%s\n", v->label, v->kernels,
-            (double)v->launches / steps, (double)v->bytes / steps / 1024.0, v->est_us / steps,
-            v->est_us > 0 ? t->rows[0].est_us / v->est_us : 0.0, pa, set, one_device ? "" : ", on ",
-            one_device ? "" : v->device.name);
-  }
-  if (one_device)
-    fprintf(s->out, "estimated on %s; `variants --run` measures them on this machine\n", t->rows[0].device.name);
+  if (!repl_need_input(s, err)) return false;
+  int slot;
+  bool replaced;
+  if (!explain_variants_record(&s->variants, &s->eng, label, paper, &slot, &replaced, err)) return false;
+  ExplainOut o = {s->out, s->json, 0};
+  explain_show_variant_recorded(&o, &s->variants->rows[slot], slot, replaced);
   return true;
 }
 
@@ -312,7 +74,7 @@ typedef struct {
   int repeat;
   uint64_t seed;
   bool check;
-  ReplUniform rules[MAX_RULES];
+  RtUniform rules[MAX_RULES];
   int nrules;
 } RunOpts;
 
@@ -333,7 +95,7 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
       if (strcmp(o->backend, "auto") != 0 && strcmp(o->backend, "interp") != 0 && strcmp(o->backend, "cpu") != 0 &&
           strcmp(o->backend, "gpu") != 0) {
         char shown[64];
-        return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", repl_printable(shown, sizeof shown, o->backend));
+        return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", fx_printable(shown, sizeof shown, o->backend));
       }
     } else if (strcmp(a, "--repeat") == 0) {
       if (!has) return repl_arg_error(s, err, k, "--repeat needs a count, 1 to 1000");
@@ -352,7 +114,7 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
     } else {
       char shown[64];
       return repl_arg_error(s, err, k, "unknown option '%s' (variants --run [--backend B] [--repeat N] [--seed N] [--check] [--uniform PATTERN=LO:HI])",
-                   repl_printable(shown, sizeof shown, a));
+                   fx_printable(shown, sizeof shown, a));
     }
   }
   return true;
@@ -367,33 +129,9 @@ static RtTensor **make_inputs(const IrModule *m, RunOpts *o, FxError *err) {
     fx_error_set(err, NULL, 0, 0, "out of memory");
     return NULL;
   }
-  if (repl_inputs_fill(m, args, o->seed, o->rules, o->nrules, err)) return args;
-  repl_inputs_free(m, args);
+  if (rt_inputs_fill(m, args, o->seed, o->rules, o->nrules, err)) return args;
+  rt_inputs_free(m, args);
   return NULL;
-}
-
-static const RtBackend *pick_backend(const char *name, FxError *err) {
-  if (strcmp(name, "auto") == 0) {
-    const RtBackend *g = rt_backend_lookup("gpu");
-    FxError why;
-    fx_error_clear(&why);
-    return g && rt_gpu_available(&why) ? g : &rt_backend_cpu;
-  }
-  const RtBackend *b = rt_backend_lookup(name);
-  if (!b && strcmp(name, "gpu") == 0) {
-    FxError why;
-    fx_error_clear(&why);
-    if (!rt_gpu_available(&why)) fx_error_set(err, NULL, 0, 0, "no GPU to run on: %s", why.msg);
-    else fx_error_set(err, NULL, 0, 0, "this build of fxplain has no GPU backend");
-  } else if (!b) {
-    fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);
-  }
-  return b;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 static void fmt_count(char *buf, size_t n, long long v) {
@@ -406,14 +144,6 @@ static void fmt_count(char *buf, size_t n, long long v) {
     if ((len - k - 1) % 3 == 0 && k + 1 < len && o + 1 < n) buf[o++] = ',';
   }
   buf[o] = 0;
-}
-
-/* IEC units (KiB, MiB, GiB), as every other size fxplain prints. */
-static void fmt_bytes(char *buf, size_t n, double b) {
-  if (b >= 1024.0 * 1024 * 1024) snprintf(buf, n, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) snprintf(buf, n, "%.2f MiB", b / (1024.0 * 1024));
-  else if (b >= 1024) snprintf(buf, n, "%.1f KiB", b / 1024);
-  else snprintf(buf, n, "%.0f B", b);
 }
 
 static void fmt_time(char *buf, size_t n, double ns) {
@@ -433,39 +163,25 @@ typedef struct {
 } Measured;
 
 /* Runs v's stage `repeat` times on the backend and, with --check, the interpreter on v's input. */
-static bool measure(Session *s, const RtBackend *b, void *be, const Variant *v, RunOpts *o, Measured *out, FxError *err) {
+static bool measure(Session *s, const RtBackend *b, void *be, const ExplainVariant *v, RunOpts *o, Measured *out, FxError *err) {
   const IrModule *m = v->stage;
   RtTensor **args = make_inputs(m, o, err);
   if (!args) return false;
   out->times_ns = fx_calloc((size_t)o->repeat, sizeof *out->times_ns);
-  double *sorted = fx_calloc((size_t)o->repeat, sizeof *sorted);
-  if (!out->times_ns || !sorted) {
-    fx_free(sorted);
-    repl_inputs_free(m, args);
+  if (!out->times_ns) {
+    rt_inputs_free(m, args);
     return fx_error_set(err, NULL, 0, 0, "out of memory");
   }
   RtOptions ro = {.seed = o->seed, .interrupted = s->interrupted};
   RtTensor *result = NULL;
-  bool ok = true;
-  for (int r = 0; r < o->repeat && ok; r++) {
-    rt_tensor_unref(result);
-    result = NULL;
-    RtRunStats st;
-    memset(&st, 0, sizeof st);
-    ok = b->run(be, m, args, m->entry->nparams, &ro, &result, &st, err);
-    if (ok) {
-      out->times_ns[r] = st.total_ns;
-      sorted[r] = st.total_ns;
-      out->launches = st.counters.launches;
-      out->bytes = st.counters.bytes_read + st.counters.bytes_written;
-    }
-    rt_run_stats_free(&st);
-  }
+  RtRunStats st;
+  memset(&st, 0, sizeof st);
+  bool ok = rt_run_repeated(b, be, m, args, &ro, o->repeat, &result, &st, out->times_ns, &out->median_ns, err);
   if (ok) {
-    qsort(sorted, (size_t)o->repeat, sizeof *sorted, cmp_double);
-    out->median_ns = sorted[o->repeat / 2];
+    out->launches = st.counters.launches;
+    out->bytes = st.counters.bytes_read + st.counters.bytes_written;
   }
-  fx_free(sorted);
+  rt_run_stats_free(&st);
   if (ok && o->check) {
     /* The oracle: the interpreter on the program as loaded (every pass's work undone), on the same
      * inputs; when a pass changed the entry's parameters, the interpreter on the stage itself. */
@@ -490,7 +206,7 @@ static bool measure(Session *s, const RtBackend *b, void *be, const Variant *v, 
     rt_tensor_unref(want);
   }
   rt_tensor_unref(result);
-  repl_inputs_free(m, args);
+  rt_inputs_free(m, args);
   return ok;
 }
 
@@ -512,15 +228,15 @@ static void print_run_header(Session *s, const RtBackend *b, const RunOpts *o, i
   fflush(f);
 }
 
-static void print_run_row(Session *s, const Variant *v, const Measured *m, double base_ns, const RunOpts *o) {
+static void print_run_row(Session *s, const ExplainVariant *v, const Measured *m, double base_ns, const RunOpts *o) {
   char ln[48], by[32], tm[32], ps[32], su[32], pa[32];
   fmt_count(ln, sizeof ln, (long long)m->launches);
-  fmt_bytes(by, sizeof by, (double)m->bytes);
+  fx_format_bytes(by, sizeof by, (double)m->bytes, FX_BYTES_RUN);
   fmt_time(tm, sizeof tm, m->median_ns);
   snprintf(ps, sizeof ps, "%.2f", m->median_ns / 1e3 / (double)v->steps);
   if (m->median_ns > 0 && base_ns > 0) snprintf(su, sizeof su, "%.2fx", base_ns / m->median_ns);
   else snprintf(su, sizeof su, "-");
-  fmt_paper(pa, sizeof pa, v->paper);
+  explain_variant_paper_text(pa, sizeof pa, v->paper);
   fprintf(s->out, "%-22s %12s %12s %10s %10s %9s %8s", v->label, ln, by, tm, ps, su, pa);
   if (o->check) {
     if (m->agrees) fprintf(s->out, "  agrees (worst error %.2g)", m->worst);
@@ -529,14 +245,14 @@ static void print_run_row(Session *s, const Variant *v, const Measured *m, doubl
   if (m->launches != v->kernel_launches || m->bytes != v->kernel_bytes) {
     char pl[48], pb[32];
     fmt_count(pl, sizeof pl, (long long)v->kernel_launches);
-    fmt_bytes(pb, sizeof pb, (double)v->kernel_bytes);
+    fx_format_bytes(pb, sizeof pb, (double)v->kernel_bytes, FX_BYTES_RUN);
     fprintf(s->out, "  (the plan predicts %s launches, %s)", pl, pb);
   }
   fputc('\n', s->out);
   fflush(s->out);
 }
 
-static void json_run(Session *s, const RtBackend *b, const RunOpts *o, const struct VariantTable *t, const Measured *ms) {
+static void json_run(Session *s, const RtBackend *b, const RunOpts *o, const ExplainVariants *t, const Measured *ms) {
   JsonWriter w;
   json_init(&w, s->out);
   json_object_begin(&w);
@@ -557,7 +273,7 @@ static void json_run(Session *s, const RtBackend *b, const RunOpts *o, const str
   json_key(&w, "variants");
   json_array_begin(&w);
   for (int k = 0; k < t->n; k++) {
-    const Variant *v = &t->rows[k];
+    const ExplainVariant *v = &t->rows[k];
     const Measured *m = &ms[k];
     json_object_begin(&w);
     json_kv_str(&w, "variant", v->label);
@@ -575,7 +291,7 @@ static void json_run(Session *s, const RtBackend *b, const RunOpts *o, const str
     json_kv_double(&w, "us_per_step", m->median_ns / 1e3 / (double)v->steps);
     if (m->median_ns > 0 && ms[0].median_ns > 0) json_kv_double(&w, "speedup", ms[0].median_ns / m->median_ns);
     else json_kv_null(&w, "speedup");
-    json_paper(&w, v);
+    explain_variant_paper_json(&w, v);
     json_key(&w, "check");
     if (!m->checked) {
       json_null(&w);
@@ -587,7 +303,7 @@ static void json_run(Session *s, const RtBackend *b, const RunOpts *o, const str
       else json_kv_str(&w, "detail", m->differs);
       json_object_end(&w);
     }
-    json_settings(&w, v);
+    explain_variant_settings_json(&w, v);
     json_object_end(&w);
   }
   json_array_end(&w);
@@ -597,7 +313,7 @@ static void json_run(Session *s, const RtBackend *b, const RunOpts *o, const str
 static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
   RunOpts o;
   if (!parse_run_opts(s, argc, argv, &o, err)) return false;
-  struct VariantTable *t = s->variants;
+  ExplainVariants *t = s->variants;
   if (!t || t->n == 0)
     return repl_arg_error(s, err, 0, "no variants recorded: step a program through the pipeline and record it with `variant NAME` first");
   const IrModule **mods = fx_calloc((size_t)t->n, sizeof *mods);
@@ -609,7 +325,7 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
   }
   FxError berr;
   fx_error_clear(&berr);
-  const RtBackend *b = pick_backend(o.backend, &berr);
+  const RtBackend *b = rt_backend_pick(o.backend, &berr);
   void *be = b ? b->create(&berr) : NULL;
   if (!be) {
     fx_free(mods);
@@ -659,7 +375,7 @@ static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
   if (clear) {
     if (argc != 2) return repl_arg_error(s, err, argc > 2 ? 2 : 1, "--clear takes no other options");
     int n = s->variants ? s->variants->n : 0;
-    variants_free(s->variants);
+    explain_variants_free(s->variants);
     s->variants = NULL;
     if (s->json) {
       JsonWriter w;
@@ -675,9 +391,11 @@ static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
   if (run) return run_variants(s, argc, argv, err);
   if (argc > 1) {
     char shown[64];
-    return repl_arg_error(s, err, 1, "unknown option '%s' (variants [--run [OPTIONS] | --clear])", repl_printable(shown, sizeof shown, argv[1]));
+    return repl_arg_error(s, err, 1, "unknown option '%s' (variants [--run [OPTIONS] | --clear])", fx_printable(shown, sizeof shown, argv[1]));
   }
-  return print_plan_table(s);
+  ExplainOut o = {s->out, s->json, 0};
+  explain_show_variants(&o, s->variants);
+  return true;
 }
 
 const ReplCommand repl_cmds_variants[] = {

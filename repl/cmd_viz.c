@@ -15,7 +15,7 @@
 #include "../explain/explain.h"
 #include "../viz/viz.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "repl.h"
 #include "session.h"
 
@@ -57,71 +57,32 @@ static VizRenderer *renderer(FxError *err) {
   return the_renderer;
 }
 
-static bool need_module(Session *s, FxError *err) {
-  if (s->nstages > 0 && s->stages[0].module) return true;
-  return viz_error(s, err, "nothing is loaded: load a module (load FILE.hlo) or define one first");
-}
-
-static const char *stage_pass(const Session *s, int k) { return k == 0 ? "input" : s->stages[k].pass; }
-
 /* A computed stage, by number or by the name of the pass that produced it. */
 static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
   char *end;
   long v = strtol(w, &end, 10);
   if (*w && !*end) {
-    if (v < 0 || v >= s->nstages)
+    if (v < 0 || v >= s->eng.nstages)
       return repl_arg_error(s, err, argi, "stage %ld has not been computed (stages 0..%d exist: step there first)", v,
-                            s->nstages - 1);
+                            s->eng.nstages - 1);
     *out = (int)v;
     return true;
   }
-  for (int k = 1; k < s->nstages; k++)
-    if (s->stages[k].pass && strcmp(s->stages[k].pass, w) == 0) {
+  for (int k = 1; k < s->eng.nstages; k++)
+    if (s->eng.stages[k].pass && strcmp(s->eng.stages[k].pass, w) == 0) {
       *out = k;
       return true;
     }
   return repl_arg_error(s, err, argi,
                         "no computed stage is '%s': give a stage number (0..%d) or the name of a pass that ran", w,
-                        s->nstages - 1);
-}
-
-/* Every decision recorded for stages 1..upto, in `decisions` order, as PassDecision records
- * (strings stay owned by the log). *out is fx_malloc'd; returns the count or -1. */
-static int collect_decisions(Session *s, int upto, PassDecision **out) {
-  *out = NULL;
-  if (!s->log) return 0;
-  ExplainFilter f;
-  explain_filter_init(&f);
-  f.max_stage = upto;
-  const ExplainRecord **res;
-  int n = explain_query(s->log, &f, &res);
-  if (n < 0) return -1;
-  PassDecision *d = fx_calloc((size_t)n + 1, sizeof *d);
-  if (!d) {
-    fx_free(res);
-    return -1;
-  }
-  for (int k = 0; k < n; k++) {
-    const ExplainRecord *r = res[k];
-    d[k] = (PassDecision){.stage = r->stage, .pass = r->pass, .action = r->action, .producer = r->producer,
-                          .consumer = r->consumer, .accepted = r->accepted, .reason = r->reason,
-                          .detail = r->detail, .suggestion = r->suggestion, .result = r->result,
-                          .nmetrics = r->nmetrics};
-    memcpy(d[k].metrics, r->metrics, sizeof r->metrics);
-  }
-  fx_free(res);
-  *out = d;
-  return n;
+                        s->eng.nstages - 1);
 }
 
 /* "12 kernels, 1.5 MiB moved, 3.20 us estimated" from the stage's kernel plan. */
 static void plan_words(const KernelPlan *p, char *buf, size_t n) {
   char b[32];
   double bytes = (double)(p->bytes_read + p->bytes_written);
-  if (bytes < 1024) snprintf(b, sizeof b, "%.0f B", bytes);
-  else if (bytes < 1024.0 * 1024) snprintf(b, sizeof b, "%.1f KiB", bytes / 1024);
-  else if (bytes < 1024.0 * 1024 * 1024) snprintf(b, sizeof b, "%.1f MiB", bytes / (1024.0 * 1024));
-  else snprintf(b, sizeof b, "%.2f GiB", bytes / (1024.0 * 1024 * 1024));
+  fx_format_bytes(b, sizeof b, bytes, FX_BYTES_PLAN);
   double us = p->est_us;
   if (us < 1000) snprintf(buf, n, "%lld kernel launches, %s moved, %.2f us estimated", (long long)p->launches, b, us);
   else if (us < 1e6) snprintf(buf, n, "%lld kernel launches, %s moved, %.2f ms estimated", (long long)p->launches, b, us / 1e3);
@@ -156,7 +117,7 @@ static const char *ext_of(const char *path) {
 /* ---------- render ---------- */
 
 static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   for (int k = 1; k < argc; k++)
     if (strcmp(argv[k], "--group") == 0) return repl_xla_render_scope(s, argc, argv, err); /* cmd_xla.c */
   const char *file = NULL, *format = NULL, *focus = NULL, *comp = NULL, *stage_w = NULL, *layout_w = NULL;
@@ -211,11 +172,11 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   VizLayout layout = VIZ_LAYOUT_AUTO;
   if (layout_w && !viz_layout_lookup(layout_w, &layout))
     return repl_arg_error(s, err, layout_k, "unknown layout '%s' (auto, dot or sfdp)", layout_w);
-  int stage = s->cur;
+  int stage = s->eng.cur;
   if (stage_w && !parse_stage(s, stage_w, stage_k, &stage, err)) return false;
 
   PassDecision *ds = NULL;
-  int nds = collect_decisions(s, decision ? s->nstages - 1 : stage, &ds);
+  int nds = viz_engine_decisions(&s->eng, decision ? s->eng.nstages - 1 : stage, &ds);
   if (nds < 0) return viz_error(s, err, "out of memory");
   VizOptions o;
   viz_options_default(&o);
@@ -225,7 +186,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   o.collapse = collapse;
   o.layout = layout;
   char title[512];
-  const IrModule *m = s->stages[stage].module;
+  const IrModule *m = s->eng.stages[stage].module;
   if (decision) {
     if (decision > nds) {
       fx_free(ds);
@@ -236,23 +197,22 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
     o.decision_number = (int)decision;
     /* Drawn on the stage the pass looked at: the one before the decision's stage. */
     stage = o.decision->stage > 0 ? o.decision->stage - 1 : 0;
-    m = s->stages[stage].module;
+    m = s->eng.stages[stage].module;
     if (!comp && o.decision->producer) {
       const IrInstr *p = ir_module_find_instr(m, o.decision->producer);
       if (p && p->parent && !p->parent->is_entry && !p->parent->fusion_instr) o.computation = p->parent->name;
     }
   } else {
     o.decisions = (VizDecisions){ds, nds};
-    KernelPlan *plan = plan_build(m, &s->device, err);
+    const KernelPlan *plan = explain_engine_plan(&s->eng, stage, err);
     if (!plan) {
       fx_free(ds);
       return false;
     }
     char words[160];
     plan_words(plan, words, sizeof words);
-    plan_free(plan);
     snprintf(title, sizeof title, "%s \xc2\xb7 stage %d (%s) \xc2\xb7 %s%s \xc2\xb7 %s", m->name ? m->name : "module",
-             stage, stage_pass(s, stage), comp ? "computation " : "", comp ? comp : "entry", words);
+             stage, explain_engine_stage_pass(&s->eng, stage), comp ? "computation " : "", comp ? comp : "entry", words);
     o.title = title;
   }
   FxError gerr;
@@ -355,7 +315,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
       fprintf(s->out, "decision #%ld (stage %d, %s %s)", decision, o.decision->stage, o.decision->pass,
               o.decision->accepted ? "accepted" : "rejected");
     } else {
-      fprintf(s->out, "stage %d (%s), %s%s", stage, stage_pass(s, stage), o.computation ? "computation " : "entry ",
+      fprintf(s->out, "stage %d (%s), %s%s", stage, explain_engine_stage_pass(&s->eng, stage), o.computation ? "computation " : "entry ",
               o.computation ? o.computation : (m->entry ? m->entry->name : "?"));
     }
     fprintf(s->out, ": %d node%s", st->nodes, st->nodes == 1 ? "" : "s");
@@ -382,34 +342,6 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- report ---------- */
 
-static char *diff_text(Session *s, int k, FxError *err) {
-  ExplainDiff *d = explain_diff(s->stages[k - 1].module, s->stages[k].module, s->log, k - 1, k, err);
-  if (!d) return NULL;
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (!f) {
-    explain_diff_free(d);
-    return NULL;
-  }
-  fprintf(f, "%d added, %d removed, %d rewritten, %d fused (%d \xe2\x86\x92 %d instructions)\n", d->count[DIFF_ADDED],
-          d->count[DIFF_REMOVED], d->count[DIFF_REWRITTEN], d->count[DIFF_FUSED], d->instrs_a, d->instrs_b);
-  for (int j = 0; j < d->n && j < 300; j++) {
-    const ExplainDiffEntry *e = &d->entries[j];
-    fprintf(f, "%-9s %s (%s)", explain_diff_kind_name(e->kind), e->name, e->op ? e->op : "?");
-    if (e->into) fprintf(f, " %s %s", e->kind == DIFF_FUSED ? "into" : "\xe2\x86\x92", e->into);
-    if (e->detail) fprintf(f, ": %s", e->detail);
-    fputc('\n', f);
-  }
-  if (d->n > 300) fprintf(f, "... %d more\n", d->n - 300);
-  fclose(f);
-  explain_diff_free(d);
-  /* open_memstream's buffer comes from malloc: copy it into fx memory. */
-  char *out = fx_strdup(text ? text : "");
-  free(text);
-  return out;
-}
-
 /* A progress line on a terminal (never in batch or JSON): long work says how far it is. */
 static bool progress_line(const Session *s) { return s->interactive && !s->json && isatty(fileno(stderr)); }
 
@@ -421,94 +353,37 @@ static void report_progress(void *ctx, int done, int total) {
 }
 
 static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   const char *file = argv[1];
   VizRenderer *r = renderer(err);
   if (!r) return false;
-  int n = s->nstages;
-  PassDecision *ds = NULL;
-  int nds = collect_decisions(s, n - 1, &ds);
-  if (nds < 0) return viz_error(s, err, "out of memory");
-  VizStage *st = fx_calloc((size_t)n, sizeof *st);
-  char **texts = fx_calloc((size_t)n * 2, sizeof(char *));
-  bool ok = st && texts;
-  if (!ok) viz_error(s, err, "out of memory");
-  int first = 0;
-  for (int k = 0; k < n && ok; k++) {
-    if (s->interrupted && *s->interrupted) {
-      ok = viz_error(s, err, "interrupted: the report was not written");
-      break;
-    }
-    st[k].module = s->stages[k].module;
-    st[k].pass = stage_pass(s, k);
-    st[k].changed = s->stages[k].changed;
-    KernelPlan *p = plan_build(st[k].module, &s->device, err);
-    if (!p) {
-      ok = false;
-      break;
-    }
-    st[k].have_numbers = true;
-    st[k].kernels = p->launches;
-    st[k].nkernels = p->ncompute;
-    st[k].bytes = p->bytes_read + p->bytes_written;
-    st[k].est_us = p->est_us;
-    plan_free(p);
-    while (first < nds && ds[first].stage < k) first++;
-    int last = first;
-    while (last < nds && ds[last].stage == k) last++;
-    st[k].decisions = (VizDecisions){ds + first, last - first};
-    st[k].first_number = first + 1; /* ds holds every decision in `decisions` order */
-    if (k > 0 && s->log) {
-      char words[256];
-      explain_stage_summary(s->log, k, words, sizeof words);
-      texts[2 * k] = fx_malloc(strlen(words) + strlen(st[k].pass) + 4);
-      if (texts[2 * k]) sprintf(texts[2 * k], "%s: %s", st[k].pass, words);
-      st[k].summary = texts[2 * k];
-      if (st[k].changed) {
-        texts[2 * k + 1] = diff_text(s, k, err);
-        if (!texts[2 * k + 1]) ok = false;
-        st[k].changes = texts[2 * k + 1];
-      }
+  int n = s->eng.nstages, nds = 0;
+  char *html = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&html, &len);
+  bool ok = mem && viz_engine_report(mem, r, &s->eng, s->interrupted, progress_line(s) ? report_progress : NULL, s,
+                                     &nds, err);
+  if (mem) fclose(mem);
+  if (ok) {
+    FILE *f = fopen(file, "wb");
+    if (!f) {
+      ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
+    } else {
+      bool w = fwrite(html, 1, len, f) == len;
+      if (fclose(f) != 0 || !w) ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
     }
   }
   if (ok) {
-    char *html = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&html, &len);
-    VizDecisions all = {ds, nds};
-    char title[300];
-    snprintf(title, sizeof title, "%s", s->stages[0].module->name ? s->stages[0].module->name : "module");
-    VizReportOptions ro = {.title = title, .pipeline = s->pipeline ? s->pipeline->name : "classic",
-                           .device = s->device.name, .interrupted = s->interrupted,
-                           .progress = progress_line(s) ? report_progress : NULL, .progress_ctx = s};
-    ok = mem && viz_report_write(mem, r, st, n, &all, &ro, err);
-    if (mem) fclose(mem);
-    if (ok) {
-      FILE *f = fopen(file, "wb");
-      if (!f) {
-        ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
-      } else {
-        bool w = fwrite(html, 1, len, f) == len;
-        if (fclose(f) != 0 || !w) ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
-      }
-    }
-    if (ok) {
-      const Pipeline *pl = s->pipeline;
-      fprintf(s->out, "wrote %s: %d stage%s, %d decision%s, %zu bytes", file, n, n == 1 ? "" : "s", nds,
-              nds == 1 ? "" : "s", len);
-      if (pl && n - 1 < pl->npasses)
-        fprintf(s->out, " (the %s pipeline has %d passes: `step all` first to include them all)", pl->name,
-                pl->npasses);
-      fputc('\n', s->out);
-    }
-    free(html);
+    const Pipeline *pl = s->eng.pipeline;
+    fprintf(s->out, "wrote %s: %d stage%s, %d decision%s, %zu bytes", file, n, n == 1 ? "" : "s", nds,
+            nds == 1 ? "" : "s", len);
+    if (pl && n - 1 < pl->npasses)
+      fprintf(s->out, " (the %s pipeline has %d passes: `step all` first to include them all)", pl->name, pl->npasses);
+    fputc('\n', s->out);
   }
+  free(html);
   if (!ok) locate(s, err, 0);
-  for (int k = 0; texts && k < 2 * n; k++) fx_free(texts[k]);
-  fx_free(texts);
-  fx_free(st);
-  fx_free(ds);
   return ok;
 }
 
@@ -539,28 +414,25 @@ static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *bu
   const PlanKernel *lib = kf->kind == KERNEL_LIBRARY ? kf : kt->kind == KERNEL_LIBRARY ? kt : NULL;
   char lb[160];
   if (lib && strcmp(reason, "custom_call") == 0)
-    snprintf(buf, n, "#%d %s: %s", explain_record_number(c->s->log, bd.decision), reason,
+    snprintf(buf, n, "#%d %s: %s", explain_record_number(c->s->eng.log, bd.decision), reason,
              explain_kernel_label(lib, lb, sizeof lb));
-  else snprintf(buf, n, "#%d %s", explain_record_number(c->s->log, bd.decision), reason);
+  else snprintf(buf, n, "#%d %s", explain_record_number(c->s->eng.log, bd.decision), reason);
   return true;
 }
 
 static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
-  if (!need_module(s, err)) return false;
+  if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
-  const IrModule *m = s->stages[s->cur].module;
-  KernelPlan *p = plan_build(m, &s->device, err);
+  const IrModule *m = s->eng.stages[s->eng.cur].module;
+  const KernelPlan *p = explain_engine_plan(&s->eng, s->eng.cur, err);
   if (!p) return false;
   VizKernelNumbers *kn = fx_calloc((size_t)p->nkernels + 1, sizeof *kn);
-  if (!kn) {
-    plan_free(p);
-    return viz_error(s, err, "out of memory");
-  }
+  if (!kn) return viz_error(s, err, "out of memory");
   for (int k = 0; k < p->nkernels; k++)
     kn[k] = (VizKernelNumbers){p->kernels[k].name, p->kernels[k].bytes_read, p->kernels[k].bytes_written,
                                p->kernels[k].launches, p->kernels[k].est_us};
   /* Each value crossing kernels is tagged with the decision that kept it in memory. */
-  ExplainStageView *view = s->log ? explain_view_new(s->log, s->cur, m, p) : NULL;
+  ExplainStageView *view = s->eng.log ? explain_view_new(s->eng.log, s->eng.cur, m, p) : NULL;
   EdgeTagCtx tc = {s, view};
   VizNumbers nums = {kn, p->nkernels, view ? edge_tag : NULL, &tc};
   FxError terr;
@@ -569,7 +441,6 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   explain_view_free(view);
   if (ok && argc == 1) repl_xla_kernel_sources(s, m, p); /* where each kernel came from (cmd_xla.c) */
   fx_free(kn);
-  plan_free(p);
   if (!ok) return repl_arg_error(s, err, 1, "%s", terr.msg);
   return ok;
 }

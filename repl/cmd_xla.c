@@ -8,8 +8,8 @@
  *   xla [--device h100|a100]      compile the loaded module with real XLA:GPU and load its dump
  *   compare-modules A B           two compilations (dump folders or HLO files): kernels and bytes
  *
- * And the hooks the other commands call: repl_xla_load (cmd_load), repl_xla_stage (the pipeline's
- * run_next, for the `xla` pipeline), repl_xla_source_note (why). */
+ * And the hooks the other commands call: repl_xla_load (cmd_load), repl_xla_source_note (why).
+ * The `xla` pipeline's stages are made by the engine (explain/engine.c, from the dump). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -27,7 +27,8 @@
 #include "../explain/xla_dump.h"
 #include "../viz/viz.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/format.h"
+#include "../explain/json.h"
 #include "repl.h"
 
 static bool is_dir(const char *p) {
@@ -96,25 +97,20 @@ static bool adopt(Session *s, XlaDump *d, const char *path, FxError *err) {
     xla_dump_free(d);
     return false;
   }
-  const Pipeline *prev = s->pipeline;
-  if (s->xla && prev == xla_dump_pipeline(s->xla)) prev = s->xla->prev_pipeline;
-  session_set_input(s, m0); /* frees the old dump */
+  explain_engine_set_dump(&s->eng, m0, d); /* frees the old dump */
   if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
   s->fx_dirty = false;
-  d->prev_pipeline = prev;
-  s->xla = d;
   /* fxplain's own verdicts are for the GPU XLA compiled for, when the log names one we know. */
   if (d->log && d->log->device) {
     const DeviceProfile *dp = strstr(d->log->device, "H100") ? device_lookup("h100")
                               : strstr(d->log->device, "A100") ? device_lookup("a100")
                                                                 : NULL;
-    if (dp && strcmp(s->device.name, dp->name) != 0) {
-      s->device = *dp;
+    if (dp && strcmp(s->eng.device.name, dp->name) != 0) {
+      s->eng.device = *dp;
       if (!s->json) fprintf(s->out, "device: %s (XLA compiled for %s)\n", dp->name, d->log->device);
     }
   }
-  s->pipeline = xla_dump_pipeline(d);
   const XlaDumpModule *m = &d->mods[d->chosen];
   int fs = xla_dump_fusion_stage(d);
   if (s->json) {
@@ -179,7 +175,7 @@ bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handle
   }
   *handled = true;
   char shown[200];
-  repl_printable(shown, sizeof shown, path);
+  fx_printable(shown, sizeof shown, path);
   FxError e;
   fx_error_clear(&e);
   XlaDump *d;
@@ -203,34 +199,16 @@ bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handle
   return true;
 }
 
-/* ---------- stages of the xla pipeline ---------- */
-
-bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err) {
-  FxError e;
-  fx_error_clear(&e);
-  DecisionSink sink = explain_log_sink(s->log);
-  IrModule *m = xla_dump_next_stage(s->xla, k, prev, &s->device, &s->settings, &sink, &e);
-  if (!m) return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, e.msg);
-  *out = m;
-  *changed = true;
-  return true;
-}
-
-const Pipeline *repl_xla_pipeline(Session *s, const char *name) {
-  if (s->xla && strcmp(name, "xla") == 0) return xla_dump_pipeline(s->xla);
-  return NULL;
-}
-
 /* ---------- source lines ---------- */
 
 void repl_xla_source_note(Session *s, const char *a, const char *b) {
-  IrModule *m = session_module(s);
+  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
   if (!m || s->json) return;
   const char *names[2] = {a, b};
   for (int k = 0; k < 2; k++) {
     if (!names[k]) continue;
     const IrInstr *i = ir_module_find_instr(m, names[k]);
-    if (!i && s->nstages > 0) i = ir_module_find_instr(s->stages[0].module, names[k]);
+    if (!i && s->eng.nstages > 0) i = ir_module_find_instr(s->eng.stages[0].module, names[k]);
     if (!i) continue;
     XlaSource src;
     char buf[1536];
@@ -253,7 +231,7 @@ static const IrInstr *kernel_of(const IrInstr *i) {
 
 static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
-  IrModule *m = session_module(s);
+  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
   if (!m) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
   const char *where = argv[1];
   JsonWriter w;
@@ -261,7 +239,7 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
     json_init(&w, s->out);
     json_object_begin(&w);
     json_kv_str(&w, "find", where);
-    json_kv_int(&w, "stage", s->cur);
+    json_kv_int(&w, "stage", s->eng.cur);
     json_key(&w, "instructions");
     json_array_begin(&w);
   }
@@ -271,7 +249,7 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
   /* What launches work at this stage (the kernel plan): a parameter or bitcast holds no kernel. */
   FxError pe;
   fx_error_clear(&pe);
-  KernelPlan *plan = plan_build(m, &s->device, &pe);
+  const KernelPlan *plan = explain_engine_plan(&s->eng, s->eng.cur, &pe);
   for (int c = 0; c < m->ncomps; c++) {
     const IrComputation *comp = m->comps[c];
     for (int j = 0; j < comp->ninstrs; j++) {
@@ -315,14 +293,13 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
     fputc('\n', s->out);
   } else if (found) {
     fprintf(s->out, "%d instruction%s from %s at stage %d, in %d kernel%s:", found, found == 1 ? "" : "s", where,
-            s->cur, nk, nk == 1 ? "" : "s");
+            s->eng.cur, nk, nk == 1 ? "" : "s");
     for (int q = 0; q < nk && q < 40; q++) fprintf(s->out, " %s", kernels[q]->name);
     fputs(nk > 40 ? " ...\n" : "\n", s->out);
   }
   fx_free(kernels);
-  if (plan) plan_free(plan);
   if (!found && !s->json)
-    fprintf(s->out, "no instruction of stage %d comes from %s (the module %s source positions)\n", s->cur, where,
+    fprintf(s->out, "no instruction of stage %d comes from %s (the module %s source positions)\n", s->eng.cur, where,
             strstr(m->prologue ? m->prologue : "", "FileLocations") || strstr(m->epilogue ? m->epilogue : "", "FileLocations")
                 ? "has"
                 : "may carry no");
@@ -352,7 +329,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
       return repl_arg_error(s, err, k, "unknown option '%s' (usage: xla [--device h100|a100])", argv[k]);
     }
   }
-  if (s->nstages == 0) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
+  if (s->eng.nstages == 0) return repl_arg_error(s, err, 0, "nothing is loaded (load a module first)");
   char dir[PATH_MAX], script[PATH_MAX + 64];
   const char *env = getenv("FXPLAIN_XLA_REFERENCE");
   if (env) snprintf(script, sizeof script, "%s", env);
@@ -369,7 +346,7 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
   FILE *f = fopen(in, "w");
   FxError pe;
   fx_error_clear(&pe);
-  IrModule *m = s->stages[0].module;
+  IrModule *m = s->eng.stages[0].module;
   bool ok = f && hlo_print(f, m, &pe);
   if (f && fclose(f) != 0) ok = false;
   if (!ok) return repl_arg_error(s, err, 0, "cannot write the module for XLA: %s", pe.set ? pe.msg : strerror(errno));
@@ -393,44 +370,16 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
     return repl_arg_error(s, err, 0, "real XLA failed (exit %d); its output is in %s/log.txt", code, tmpl);
   char *args[] = {"load", dump, NULL};
   if (!repl_command_lookup("load")->run(s, 2, args, err)) return false;
-  int last = s->pipeline->npasses;
-  int fs0 = xla_dump_fusion_stage(s->xla);
-  /* Side by side: XLA's kernels after its fusion passes, and fxplain's priority-fusion and
-   * multi_output_fusion run on the very module XLA's priority-fusion received. */
-  FxError e3;
-  fx_error_clear(&e3);
-  IrModule *xfin = last > 0 ? xla_dump_stage(s->xla, last, NULL, &e3) : NULL;
-  IrModule *mine = fs0 > 0 ? xla_dump_stage(s->xla, fs0 - 1, NULL, &e3) : NULL;
-  static const char *const passes[] = {"priority-fusion", "multi_output_fusion"};
-  for (int k = 0; mine && k < 2; k++) {
-    const Pass *p = pass_lookup(passes[k]);
-    ExplainLog *scratch = explain_log_new();
-    if (!p || !scratch) {
-      explain_log_free(scratch);
-      break;
-    }
-    explain_log_begin_stage(scratch, k + 1, p->name);
-    DecisionSink sk = explain_log_sink(scratch);
-    FxError e2;
-    fx_error_clear(&e2);
-    PassContext cx = {&sk, &s->device, &s->settings, k + 1, p->name, &e2};
-    IrModule *next = NULL;
-    bool ch = false;
-    bool good = pass_run_stage(p, mine, &cx, &next, &ch);
-    explain_log_free(scratch);
-    if (!good) break;
-    if (next) {
-      ir_module_free(mine);
-      mine = next;
-    }
-  }
-  int xla_kernels = -1, mine_kernels = -1, same = 0;
-  XlaKernelPair *pairs = NULL;
-  if (xfin && mine) xla_kernels = xla_kernels_match(xfin, mine, &pairs, &mine_kernels);
+  int last = s->eng.pipeline->npasses;
+  int same = 0;
+  XlaSideBySide sbs;
+  xla_dump_side_by_side(s->eng.xla, &s->eng.device, &s->eng.settings, &sbs);
+  int xla_kernels = sbs.nxla, mine_kernels = sbs.nmine;
+  const XlaKernelPair *pairs = sbs.pairs;
   for (int k = 0; k < xla_kernels; k++) same += pairs[k].same;
   if (!s->json && xla_kernels >= 0) {
     fprintf(s->out, "XLA's kernels after %s beside fxplain's priority-fusion + multi_output_fusion on the same input:\n",
-                    last > 0 ? s->pipeline->passes[last - 1]->name : "input");
+                    last > 0 ? s->eng.pipeline->passes[last - 1]->name : "input");
     fprintf(s->out, "  %-34s %-34s %s\n", "XLA", "fxplain", "");
     int shown = 0;
     for (int k = 0; k < xla_kernels; k++) {
@@ -445,11 +394,9 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
       fprintf(s->out, "  %-34s %-34s %s\n", pairs[k].xla, pairs[k].mine ? pairs[k].mine : "-", st);
     }
   }
-  fx_free(pairs);
-  if (xfin) ir_module_free(xfin);
-  if (mine) ir_module_free(mine);
+  xla_side_by_side_free(&sbs);
   /* Where the two part: step to XLA's priority-fusion and list the decisions fxplain disagrees with. */
-  int fs = xla_dump_fusion_stage(s->xla);
+  int fs = xla_dump_fusion_stage(s->eng.xla);
   int ndis = 0;
   if (fs > 0) {
     char num[16];
@@ -462,14 +409,11 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
     s->out = keep;
     if (sink) fclose(sink);
     if (!moved) return false;
-    int n = explain_stage_count(s->log, fs);
-    for (int k = 0; k < n; k++) {
-      const ExplainRecord *r = explain_stage_record(s->log, fs, k);
-      if (strcmp(r->pass, "priority-fusion") != 0 || !r->detail || !strstr(r->detail, "DISAGREE")) continue;
-      if (ndis++ < 5 && !s->json) {
-        if (ndis == 1) fputs("where fxplain parts from XLA's recorded decisions (first 5):\n", s->out);
-        explain_print_record(s->out, r);
-      }
+    const ExplainRecord *first[5];
+    ndis = xla_disagreements(s->eng.log, fs, first, 5);
+    for (int k = 0; k < ndis && k < 5 && !s->json; k++) {
+      if (k == 0) fputs("where fxplain parts from XLA's recorded decisions (first 5):\n", s->out);
+      explain_print_record(s->out, first[k]);
     }
     if (!s->json)
       fprintf(s->out, "%d of XLA's priority-fusion decisions differ from fxplain's verdict on the same pair (now at stage %d; "
@@ -481,170 +425,21 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
             "kernels: real XLA %d (after its last dumped pass, %s) vs fxplain %d on %s, %d the same; XLA's dump "
             "is kept in %s\n(step through XLA's passes with step/goto; `decisions` at the priority-fusion stage shows XLA's and "
             "fxplain's verdict on each pair)\n",
-            xla_kernels, last > 0 ? s->pipeline->passes[last - 1]->name : "input", mine_kernels, s->device.name, same,
+            xla_kernels, last > 0 ? s->eng.pipeline->passes[last - 1]->name : "input", mine_kernels, s->eng.device.name, same,
             dump);
   return true;
 }
 
 /* ---------- compare-modules ---------- */
 
-/* A compilation's final module: a dump folder's after_optimizations (or last snapshot), or a file. */
-static IrModule *final_module(const char *path, FxError *err) {
-  if (!is_dir(path)) return hlo_load_file(path, err);
-  XlaDump *d = xla_dump_scan(path, err);
-  if (!d) return NULL;
-  IrModule *m = NULL;
-  if (xla_dump_select(d, NULL, err)) {
-    const XlaDumpModule *dm = &d->mods[d->chosen];
-    if (dm->after) m = hlo_load_file(dm->after, err);
-    else m = xla_dump_stage(d, d->pipeline.npasses, NULL, err);
-  }
-  xla_dump_free(d);
-  return m;
-}
-
-/* The decision log of a dump folder's main module, or NULL. */
-static XlaFusionLog *dump_log(const char *path) {
-  if (!is_dir(path)) return NULL;
-  FxError e;
-  fx_error_clear(&e);
-  XlaDump *d = xla_dump_scan(path, &e);
-  XlaFusionLog *l = NULL;
-  if (d && xla_dump_select(d, NULL, &e)) {
-    l = d->log;
-    d->log = NULL;
-  }
-  xla_dump_free(d);
-  return l;
-}
-
-static void print_step(Session *s, const char *side, const XlaStep *st) {
-  if (!st) {
-    fprintf(s->out, "  %s: (no more steps)\n", side);
-  } else if (st->kind == XLA_STEP_FUSION) {
-    fprintf(s->out, "  %s: fused %s into %s, making %s\n", side, st->producer, st->consumer, st->fusion);
-  } else {
-    fprintf(s->out, "  %s: %s not fused: \"%s\"\n", side, st->producer, st->reason ? st->reason : "?");
-  }
-}
-
-static bool ineligible_in(const XlaFusionLog *l, const XlaStep *st) {
-  for (int k = 0; k < l->nsteps; k++)
-    if (l->steps[k].kind == XLA_STEP_INELIGIBLE && strcmp(l->steps[k].producer, st->producer) == 0 &&
-        strcmp(l->steps[k].reason ? l->steps[k].reason : "", st->reason ? st->reason : "") == 0)
-      return true;
-  return false;
-}
-
-/* The first fusion where the two logs differ (XLA makes its fusions in order; its priority
- * updates and ineligibility checks run in parallel, so those are compared as sets), then the
- * producers one log finds ineligible and the other does not. */
-static void first_difference(Session *s, const XlaFusionLog *a, const XlaFusionLog *b) {
-  int i = 0, j = 0, n = 0;
-  for (int side = 0; side < 2; side++) {
-    const XlaFusionLog *x = side ? b : a, *y = side ? a : b;
-    int shown = 0, more = 0;
-    for (int k = 0; k < x->nsteps; k++) {
-      const XlaStep *st = &x->steps[k];
-      if (st->kind != XLA_STEP_INELIGIBLE || ineligible_in(y, st)) continue;
-      bool dup = false;
-      for (int q = 0; q < k && !dup; q++)
-        dup = x->steps[q].kind == XLA_STEP_INELIGIBLE && strcmp(x->steps[q].producer, st->producer) == 0 &&
-              strcmp(x->steps[q].reason ? x->steps[q].reason : "", st->reason ? st->reason : "") == 0;
-      if (dup) continue;
-      if (shown++ < 5) fprintf(s->out, "  ineligible only in %s: %s: \"%s\"\n", side ? "B" : "A", st->producer,
-                               st->reason ? st->reason : "?");
-      else more++;
-    }
-    if (more) fprintf(s->out, "  ... %d more ineligible only in %s\n", more, side ? "B" : "A");
-  }
-  for (;;) {
-    while (i < a->nsteps && a->steps[i].kind != XLA_STEP_FUSION) i++;
-    while (j < b->nsteps && b->steps[j].kind != XLA_STEP_FUSION) j++;
-    const XlaStep *x = i < a->nsteps ? &a->steps[i] : NULL, *y = j < b->nsteps ? &b->steps[j] : NULL;
-    if (!x && !y) {
-      fprintf(s->out, "XLA's priority-fusion: the same %d fusions, in the same order, in both\n", n);
-      return;
-    }
-    bool same = x && y && x->kind == y->kind && strcmp(x->producer, y->producer) == 0 &&
-                (x->kind != XLA_STEP_FUSION || strcmp(x->consumer, y->consumer) == 0) &&
-                (x->kind != XLA_STEP_INELIGIBLE || strcmp(x->reason ? x->reason : "", y->reason ? y->reason : "") == 0);
-    if (!same) {
-      fprintf(s->out, "XLA's priority-fusion: the first %d fusions agree; fusion %d differs:\n", n, n + 1);
-      print_step(s, "A", x);
-      print_step(s, "B", y);
-      return;
-    }
-    n++;
-    i++;
-    j++;
-  }
-}
-
 static bool cmd_compare_modules(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 2, 2, err)) return false;
-  IrModule *m[2] = {NULL, NULL};
-  KernelPlan *p[2] = {NULL, NULL};
-  bool ok = true;
-  for (int k = 0; k < 2 && ok; k++) {
-    FxError e;
-    fx_error_clear(&e);
-    m[k] = final_module(argv[k + 1], &e);
-    if (m[k]) p[k] = plan_build(m[k], &s->device, &e);
-    if (!p[k]) ok = repl_arg_error(s, err, k + 1, "%s", e.msg);
-  }
-  if (ok) {
-    /* Kernels by the set of source positions and opcodes they hold is too fine for renamed
-     * clones: compare by kernel name and count, and list the kernels only one side has. */
-    if (s->json) {
-      JsonWriter w;
-      json_init(&w, s->out);
-      json_object_begin(&w);
-      for (int k = 0; k < 2; k++) {
-        json_key(&w, k ? "b" : "a");
-        json_object_begin(&w);
-        json_kv_str(&w, "module", m[k]->name);
-        json_kv_int(&w, "kernels", p[k]->ncompute);
-        json_kv_int(&w, "bytes", (long long)(p[k]->bytes_read + p[k]->bytes_written));
-        json_kv_double(&w, "est_us", p[k]->est_us);
-        json_object_end(&w);
-      }
-      json_object_end(&w);
-      fputc('\n', s->out);
-    } else {
-      fprintf(s->out, "%-10s %-30s %8s %14s %12s\n", "", "module", "kernels", "bytes", "est. us");
-      for (int k = 0; k < 2; k++)
-        fprintf(s->out, "%-10s %-30s %8d %14lld %12.2f\n", k ? "B" : "A", m[k]->name, p[k]->ncompute,
-                (long long)(p[k]->bytes_read + p[k]->bytes_written), p[k]->est_us);
-      for (int k = 0; k < 2; k++) {
-        int only = 0;
-        const IrComputation *c = m[k]->entry;
-        for (int j = 0; c && j < c->ninstrs; j++) {
-          const IrInstr *i = c->instrs[j];
-          if (i->op != IR_OP_FUSION) continue;
-          const IrInstr *o = ir_module_find_instr(m[1 - k], i->name);
-          if (o && o->op == IR_OP_FUSION) continue;
-          if (only++ < 12) {
-            char loc[300];
-            const IrComputation *fc = ir_fused_computation(i);
-            loc[0] = 0;
-            if (fc && fc->root) xla_source_short(m[k], fc->root, loc, sizeof loc);
-            fprintf(s->out, "  only in %s: %s (%s) %s\n", k ? "B" : "A", i->name, ir_fusion_kind(i), loc);
-          }
-        }
-        if (only > 12) fprintf(s->out, "  ... %d more only in %s\n", only - 12, k ? "B" : "A");
-      }
-      XlaFusionLog *la = dump_log(argv[1]), *lb = dump_log(argv[2]);
-      if (la && lb) first_difference(s, la, lb);
-      xla_fusion_log_free(la);
-      xla_fusion_log_free(lb);
-    }
-  }
-  for (int k = 0; k < 2; k++) {
-    if (p[k]) plan_free(p[k]);
-    if (m[k]) ir_module_free(m[k]);
-  }
-  return ok;
+  ExplainOut o = {s->out, s->json, 0};
+  FxError e;
+  fx_error_clear(&e);
+  int bad = 0;
+  if (xla_compare_modules(&o, &s->eng.device, argv[1], argv[2], &bad, &e)) return true;
+  return repl_arg_error(s, err, bad, "%s", e.msg);
 }
 
 const ReplCommand repl_cmds_xla[] = {
@@ -733,14 +528,14 @@ bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err) {
   const char *ext = file ? strrchr(file, '.') : NULL;
   if (format && !viz_format_lookup(format, &f)) return repl_arg_error(s, err, 0, "unknown format '%s'", format);
   if (!format && ext && !viz_format_lookup(ext + 1, &f)) f = VIZ_SVG;
-  IrModule *m = session_module(s);
+  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
   char title[200], path[PATH_MAX];
-  snprintf(title, sizeof title, "%s, stage %d (%s), by JAX name scope%s", m->name, s->cur,
-           s->cur ? s->stages[s->cur].pass : "input", depth ? "" : "");
+  snprintf(title, sizeof title, "%s, stage %d (%s), by JAX name scope%s", m->name, s->eng.cur,
+           s->eng.cur ? s->eng.stages[s->eng.cur].pass : "input", depth ? "" : "");
   if (!file) {
     const char *dir = getenv("FXPLAIN_OUT_DIR");
     snprintf(path, sizeof path, "%s%s%s.stage%d.scopes.%s", dir && *dir ? dir : "", dir && *dir ? "/" : "", m->name,
-             s->cur, viz_format_name(f));
+             s->eng.cur, viz_format_name(f));
     file = path;
   }
   FxError e;
@@ -776,7 +571,7 @@ bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err) {
     json_object_end(&w);
     fputc('\n', s->out);
   } else {
-    fprintf(s->out, "wrote %s: stage %d by JAX name scope, %d scopes, %d flows between them\n", file, s->cur, nodes,
+    fprintf(s->out, "wrote %s: stage %d by JAX name scope, %d scopes, %d flows between them\n", file, s->eng.cur, nodes,
             edges);
   }
   return true;

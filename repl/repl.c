@@ -212,7 +212,7 @@ static char **complete(const char *text, int start, int end) {
   if (c && cands.n == 0) value_cands(c->name, nwords, second, last_word, text);
   /* Instruction names of the current module (for every other argument). */
   if (nwords > 0 && cands.n == 0) {
-    IrModule *m = cur_session ? session_module(cur_session) : NULL;
+    IrModule *m = cur_session ? explain_engine_module(&cur_session->eng, cur_session->eng.cur) : NULL;
     for (int ci = 0; m && ci < m->ncomps; ci++) {
       IrComputation *comp = m->comps[ci];
       for (int ii = 0; ii < comp->ninstrs; ii++)

@@ -74,51 +74,22 @@ int repl_interactive(Session *s);
 
 /* Back to a fresh session: nothing loaded, no .fx definitions, default settings, no variants. */
 void session_reset(Session *s);
-/* --uniform PATTERN=LO:HI (inputs.c), an input rule of the commands that run a stage: the floats of
- * the parameters whose name matches the shell pattern are drawn from [LO, HI) instead of [-1, 1). */
-typedef struct {
-  char pattern[128];
-  double lo, hi;
-  int argi;     /* the rule's word, for errors */
-  bool matched; /* some module has a parameter it applies to */
-} ReplUniform;
-struct RtTensor;
-/* Parses word argi ("PATTERN=LO:HI") into r; a located error when it is malformed or LO >= HI. */
-bool repl_uniform_parse(Session *s, char **argv, int argi, ReplUniform *r, FxError *err);
-/* The first rule whose pattern matches the parameter name, or NULL. */
-ReplUniform *repl_uniform_for(ReplUniform *rules, int n, const char *name);
-/* Maps a float tensor filled by rt_tensor_fill_random ([-1, 1)) onto [r->lo, r->hi). */
-void repl_uniform_apply(struct RtTensor *t, const ReplUniform *r);
+/* --uniform PATTERN=LO:HI (inputs.c; the rules are runtime.h's RtUniform): parses word argi into r,
+ * a located error when it is malformed or LO >= HI. */
+struct RtUniform;
+bool repl_uniform_parse(Session *s, char **argv, int argi, struct RtUniform *r, FxError *err);
 /* Every rule must name a parameter of one of the modules' entries (a typo would silently leave
  * the inputs as they were): a located error at the first that names none ("... names no
  * parameter" + scope, e.g. " of any variant"). */
-bool repl_uniform_check(Session *s, ReplUniform *rules, int n, const IrModule *const *mods, int nmods, const char *scope,
-                        FxError *err);
-/* The run commands' inputs: fills every NULL slot of args (one per entry parameter) with seeded
- * random data (floats in [-1, 1), integers in [0, 16), stream = parameter number; tuple elements
- * stream k * 1000 + e), then maps the floats of parameters a rule names onto its range. Slots
- * already set (a --input file) are kept. Returns false with err filled. */
-bool repl_inputs_fill(const IrModule *m, struct RtTensor **args, uint64_t seed, ReplUniform *rules, int nrules,
-                      FxError *err);
-/* The same, stopping ("interrupted") within a fraction of a second of *interrupted becoming
- * non-zero (large inputs are filled in pieces), and with a progress line on stderr when
- * `progress` (a terminal): how many of the inputs' bytes are ready. */
-bool repl_inputs_fill_interruptible(const IrModule *m, struct RtTensor **args, uint64_t seed, ReplUniform *rules,
-                                    int nrules, volatile int *interrupted, bool progress, FxError *err);
-/* Unrefs each argument and frees the array; NULL is fine. */
-void repl_inputs_free(const IrModule *m, struct RtTensor **args);
+bool repl_uniform_check(Session *s, struct RtUniform *rules, int n, const IrModule *const *mods, int nmods,
+                        const char *scope, FxError *err);
 
-/* Frees the variants table (cmd_variants.c); NULL is fine. */
-void variants_free(struct VariantTable *t);
 
 /* XLA's dumps (cmd_xla.c). `load` hands its words to repl_xla_load first: a dump folder, a
- * --module option or a *.priority_fusion_dump.txt is loaded there (*handled set). The `xla`
- * pipeline's stage k is made by repl_xla_stage (XLA's snapshot, and at priority-fusion XLA's and
- * fxplain's decisions filed in the log). repl_xla_pipeline finds the `xla` pipeline by name;
- * repl_xla_source_note prints where instructions a and b (b may be NULL) came from. */
+ * --module option or a *.priority_fusion_dump.txt is loaded there (*handled set) and its snapshots
+ * become the engine's `xla` pipeline. repl_xla_source_note prints where instructions a and b (b
+ * may be NULL) came from. */
 bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handled);
-bool repl_xla_stage(Session *s, int k, const IrModule *prev, IrModule **out, bool *changed, FxError *err);
-const Pipeline *repl_xla_pipeline(Session *s, const char *name);
 void repl_xla_source_note(Session *s, const char *a, const char *b);
 /* render --group scope [FILE] [--depth D] [--format F]: the current stage by JAX name scope. */
 bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err);

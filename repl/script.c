@@ -23,7 +23,7 @@
 #include "../compiler/fx.h"
 #include "../compiler/hlo.h"
 #include "args.h"
-#include "json.h"
+#include "../explain/json.h"
 #include "repl.h"
 
 /* ---------- printing errors ---------- */
@@ -78,38 +78,18 @@ static bool is_fx_statement(const char *line) { return fx_is_statement(line); }
 
 /* ---------- the .fx definitions ---------- */
 
-/* The module name for .fx definitions: the script's file name without its extension, or "repl",
- * made an HLO name ([A-Za-z_][A-Za-z0-9_-]*) so that `save` then `load` reads it back: other bytes
- * become '_' and a leading digit gets a '_' before it ("model copy.fx" -> model_copy, "2layer.fx"
- * -> _2layer, "net(1).fx" -> net_1_). */
-static void fx_module_name(const Session *s, char *buf, size_t n) {
-  const char *name = s->input_name && s->input_name[0] != '<' ? s->input_name : "repl";
-  const char *base = strrchr(name, '/');
-  base = base ? base + 1 : name;
-  size_t len = strcspn(base, ".");
-  if (len == 0) base = "repl", len = 4;
-  size_t o = 0;
-  if (base[0] >= '0' && base[0] <= '9' && o + 1 < n) buf[o++] = '_';
-  for (size_t k = 0; k < len && o + 1 < n; k++) {
-    char c = base[k];
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-    buf[o++] = ok ? c : '_';
-  }
-  buf[o] = 0;
-}
-
 bool repl_sync_fx(Session *s, FxError *err) {
   if (!s->fx_dirty || !s->fx_state) return true;
   char name[128];
-  fx_module_name(s, name, sizeof name);
+  explain_fx_module_name(s->input_name, name, sizeof name);
   IrModule *m = fx_build_module(s->fx_state, name, err);
   if (!m) {
     if (!err->set) fx_error_set(err, NULL, 0, 0, "could not build the module from the .fx definitions");
     return false;
   }
   /* Rebuilding replaces stage 0, so the stages computed from the old definitions go: say so. */
-  int dropped = s->fx_built == s->fx_state ? s->nstages - 1 : 0, was = s->cur;
-  session_set_input(s, m);
+  int dropped = s->fx_built == s->fx_state ? s->eng.nstages - 1 : 0, was = s->eng.cur;
+  explain_engine_set_input(&s->eng, m);
   s->fx_dirty = false;
   s->fx_built = s->fx_state;
   if (dropped > 0 && !s->json)
@@ -417,7 +397,7 @@ static bool run_unit(Runner *r, const char *unit, const char *src, int lineno, i
     if (!cut) word[n] = 0;
     int col = col0 + (int)(p - unit);
     const char *near = repl_nearest_command(word);
-    repl_printable(shown, sizeof shown, word);
+    fx_printable(shown, sizeof shown, word);
     if (near)
       fx_error_set(&e, r->name, lineno, col, "unknown command '%s'; did you mean '%s'?", shown, near);
     else
@@ -525,81 +505,18 @@ bool runner_finish(Runner *r) {
   return ok && !r->failed;
 }
 
+/* The end of an input: an open block is run (after a failure that stops the input, dropped);
+ * true when every line succeeded. */
+static bool runner_end(Runner *r, bool ok) {
+  if (ok || r->s->keep_going) {
+    if (!runner_finish(r)) ok = false;
+  } else {
+    runner_abandon(r);
+  }
+  return ok && !r->failed;
+}
+
 /* ---------- files and streams ---------- */
-
-/* Reads a whole file (at most 1 GiB) into a NUL-terminated buffer; *len excludes the NUL. */
-static char *read_file(const char *path, size_t *len, FxError *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    /* located at the file itself, as compilers do for a file named on the command line */
-    char shown[160];
-    fx_error_set(err, repl_printable(shown, sizeof shown, path), 0, 0, "cannot open it: %s", strerror(errno));
-    return NULL;
-  }
-  struct stat st;
-  if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-    fclose(f);
-    char shown[160];
-    fx_error_set(err, repl_printable(shown, sizeof shown, path), 0, 0, "cannot open it: it is a directory");
-    return NULL;
-  }
-  size_t cap = 4096, n = 0;
-  char *buf = fx_malloc(cap);
-  while (buf) {
-    if (n + 1 >= cap) {
-      if (cap >= ((size_t)1 << 30)) {
-        fx_free(buf);
-        fclose(f);
-        fx_error_set(err, NULL, 0, 0, "'%s' is too large (over 1 GiB)", path);
-        return NULL;
-      }
-      char *nb = fx_realloc(buf, cap * 2);
-      if (!nb) {
-        fx_free(buf);
-        buf = NULL;
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t got = fread(buf + n, 1, cap - 1 - n, f);
-    n += got;
-    if (got == 0) break;
-  }
-  bool ioerr = ferror(f);
-  fclose(f);
-  if (!buf) {
-    fx_error_set(err, NULL, 0, 0, "out of memory reading '%s'", path);
-    return NULL;
-  }
-  if (ioerr) {
-    fx_free(buf);
-    fx_error_set(err, NULL, 0, 0, "cannot read '%s'", path);
-    return NULL;
-  }
-  buf[n] = 0;
-  *len = n;
-  return buf;
-}
-
-/* Whether text is HLO: its first word (after blank lines and // comments) is HloModule. */
-static bool looks_like_hlo(const char *text, size_t len) {
-  size_t i = 0;
-  for (;;) {
-    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) i++;
-    if (i + 1 < len && text[i] == '/' && text[i + 1] == '/') {
-      while (i < len && text[i] != '\n') i++;
-      continue;
-    }
-    break;
-  }
-  return len - i >= 9 && strncmp(text + i, "HloModule", 9) == 0;
-}
-
-static bool ends_with(const char *s, const char *suffix) {
-  size_t n = strlen(s), m = strlen(suffix);
-  return n >= m && strcmp(s + n - m, suffix) == 0;
-}
 
 bool repl_load_hlo(Session *s, const char *path, FxError *err) {
   IrModule *m = hlo_load_file(path, err);
@@ -607,7 +524,7 @@ bool repl_load_hlo(Session *s, const char *path, FxError *err) {
     if (!err->set) fx_error_set(err, path, 0, 0, "could not load the module");
     return false;
   }
-  session_set_input(s, m);
+  explain_engine_set_input(&s->eng, m);
   /* .fx definitions typed before belong to the module just replaced. */
   if (s->fx_state) fx_state_free(s->fx_state);
   s->fx_state = NULL;
@@ -641,12 +558,7 @@ static bool run_script_text(Session *s, const char *text, size_t len, const char
     }
     i += n + 1;
   }
-  if (ok || s->keep_going) {
-    if (!runner_finish(&r)) ok = false;
-  } else {
-    runner_abandon(&r);
-  }
-  return ok && !r.failed;
+  return runner_end(&r, ok);
 }
 
 void repl_report_loaded(Session *s, const IrModule *m, const char *path) {
@@ -665,7 +577,7 @@ void repl_report_loaded(Session *s, const IrModule *m, const char *path) {
   } else {
     /* a file named on the command line can hold any byte: shown escaped */
     char shown[1100];
-    fprintf(s->out, "loaded %s from %s: %d computations, %d instructions\n", m->name, repl_printable(shown, sizeof shown, path),
+    fprintf(s->out, "loaded %s from %s: %d computations, %d instructions\n", m->name, fx_printable(shown, sizeof shown, path),
             m->ncomps, ir_module_instr_count(m));
   }
 }
@@ -675,19 +587,19 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
   fx_error_clear(&e);
   FxError *err = first_err ? first_err : &e;
   size_t len = 0;
-  char *text = read_file(path, &len, err);
+  char *text = fx_read_file(path, &len, err);
   if (!text) {
     if (!first_err) repl_print_error(s, &e);
     return false;
   }
   bool ok;
-  bool hlo = looks_like_hlo(text, len) || ends_with(path, ".hlo");
+  bool hlo = explain_is_hlo(path, text, len);
   if (is_hlo) *is_hlo = hlo;
   if (hlo) {
     fx_free(text);
     ok = repl_load_hlo(s, path, err);
     if (ok) {
-      IrModule *m = session_module(s);
+      IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
         repl_report_loaded(s, m, path);
       fflush(s->out);
     } else if (!first_err) {
@@ -707,7 +619,7 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
   bool old_dirty = s->fx_dirty;
   const void *old_built = s->fx_built;
   s->fx_built = NULL; /* the script's definitions are new: rebuilding from them is a load, not an edit */
-  IrModule *old_input = s->nstages > 0 ? s->stages[0].module : NULL;
+  IrModule *old_input = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   const char *old_name = s->input_name;
   int old_line = s->input_line;
   s->fx_state = NULL;
@@ -717,7 +629,7 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
   s->script_depth--;
   s->input_name = old_name;
   s->input_line = old_line;
-  bool replaced = (s->nstages > 0 ? s->stages[0].module : NULL) != old_input;
+  bool replaced = (s->eng.nstages > 0 ? s->eng.stages[0].module : NULL) != old_input;
   if (!ok && !replaced) {
     if (s->fx_state) fx_state_free(s->fx_state);
     s->fx_state = old_fx;
@@ -754,12 +666,7 @@ bool repl_run_stream(Session *s, FILE *f, const char *name) {
     }
   }
   free(line);
-  if (ok || s->keep_going) {
-    if (!runner_finish(&r)) ok = false;
-  } else {
-    runner_abandon(&r);
-  }
-  return ok && !r.failed;
+  return runner_end(&r, ok);
 }
 
 bool repl_run_text(Session *s, const char *text, const char *name) {
@@ -791,10 +698,5 @@ bool repl_run_text(Session *s, const char *text, const char *name) {
     if (!nl) break;
     p = nl + 1;
   }
-  if (ok || s->keep_going) {
-    if (!runner_finish(&r)) ok = false;
-  } else {
-    runner_abandon(&r);
-  }
-  return ok && !r.failed;
+  return runner_end(&r, ok);
 }

@@ -1,7 +1,9 @@
 /* session.h — the state of one fxplain session and the command table.
  *
- * The shell (repl/) owns the session: the loaded module, its stages, the decision log, the
- * chosen pipeline, device and settings. A command that fails leaves the session as it was. */
+ * The shell (repl/) owns the session: its engine (explain/engine.h: the loaded module, its stages,
+ * the decision log, the chosen pipeline, device and settings) and what only a shell has (output
+ * streams, JSON mode, the .fx definitions typed at the prompt, where commands come from). A
+ * command that fails leaves the session as it was. */
 #ifndef FXPLAIN_SESSION_H
 #define FXPLAIN_SESSION_H
 
@@ -12,31 +14,13 @@
 #include "../compiler/ir.h"
 #include "../compiler/pass.h"
 #include "../compiler/status.h"
+#include "../explain/engine.h"
 
-struct ExplainLog;   /* explain/explain.h */
-struct VariantTable; /* repl/cmd_variants.c */
-struct XlaDump;      /* explain/xla_dump.h */
-
-typedef struct {
-  IrModule *module;     /* the snapshot after this stage's pass (stage 0: as loaded) */
-  const char *pass;     /* the pass that produced it ("input" for stage 0) */
-  bool changed;
-  /* True when the pass changed nothing and `module` is the previous stage's snapshot, shared to
-   * save memory: whoever drops stages frees `module` only when !shared. */
-  bool shared;
-} Stage;
 
 typedef struct Session {
-  /* Stages: stages[0] is the input; cur is the one shown. Stages after cur are kept until the
-   * pipeline or a setting changes, so `back` then `step` is cheap. */
-  Stage *stages;
-  int nstages, stages_cap;
-  int cur;
-  const Pipeline *pipeline;
-  int next_pass; /* index into pipeline->passes of the pass that would produce stage nstages */
-  struct ExplainLog *log;
-  DeviceProfile device;
-  PassSettings settings;
+  /* The engine (explain/engine.h): the stages, the pipeline and its decision log, the device
+   * and the settings. The shell parses commands, asks the engine and prints what it returns. */
+  ExplainEngine eng;
   /* Output. */
   FILE *out; /* stdout */
   FILE *err; /* stderr */
@@ -60,12 +44,9 @@ typedef struct Session {
   const void *fx_built; /* the .fx state stage 0 was last built from (an edit of it is announced) */
   int script_depth;
   bool quit;
-  /* The rows `variant` recorded (cmd_variants.c): kept across `load`, emptied by `reset`; NULL
+  /* The rows `variant` recorded (explain/variants.h): kept across `load`, emptied by `reset`; NULL
    * until the first row. */
-  struct VariantTable *variants;
-  /* The XLA dump folder (or fusion log) the input came from (cmd_xla.c): its snapshots are the
-   * stages of the `xla` pipeline. NULL for any other input; dropped with the input. */
-  struct XlaDump *xla;
+  struct ExplainVariants *variants;
 } Session;
 
 /* A command: `name`, its usage line and help text, and the function that runs it. argv[0] is the
@@ -102,14 +83,7 @@ void repl_command_foreach(void (*f)(const ReplCommand *c, void *ctx), void *ctx)
 /* A session with the defaults: nothing loaded, device_default(), pass_settings_default(), the
  * "classic" pipeline, text output to out/err. Returns NULL when memory runs out. */
 Session *session_new(FILE *out, FILE *err);
-/* Frees the session and everything it owns (stages, .fx state, decision log, variants). */
+/* Frees the session and everything it owns (its engine, .fx state, variants). */
 void session_free(Session *s);
-
-/* The current stage's module (NULL when nothing is loaded). */
-IrModule *session_module(Session *s);
-/* Replaces the session's input with m (takes ownership): stage 0 = m, later stages dropped. */
-void session_set_input(Session *s, IrModule *m);
-/* Drops stages after stage 0 (after a pipeline or setting change). */
-void session_truncate(Session *s, int keep);
 
 #endif

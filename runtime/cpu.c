@@ -43,6 +43,8 @@
 #endif
 
 #include "../compiler/plan.h"
+#include "../compiler/ptrmap.h"
+#include "cuda_backend.h"
 #include "backend.h"
 #include "emit.h"
 
@@ -79,9 +81,7 @@ typedef struct {
   int threads;
   CpuPool *pool; /* the workers large kernels split over; started at the first such launch */
   /* kernels keyed by instruction */
-  const IrInstr **keys;
-  CpuKernel **vals;
-  size_t cap, n;
+  PtrMap kernels; /* IrInstr* -> CpuKernel* */
   void **handles;
   int nhandles, caphandles;
   EmitBuf last_source;
@@ -97,6 +97,20 @@ typedef struct {
 } CpuBackend;
 
 /* ---------- stats ---------- */
+
+RtKernelStat *rt_run_stats_add(RtRunStats *s, const IrInstr *i) {
+  if (s->nkernels == s->cap) {
+    int nc = s->cap ? s->cap * 2 : 32;
+    RtKernelStat *nk = fx_realloc(s->kernels, sizeof *nk * (size_t)nc);
+    if (!nk) return NULL;
+    s->kernels = nk;
+    s->cap = nc;
+  }
+  RtKernelStat *k = &s->kernels[s->nkernels++];
+  memset(k, 0, sizeof *k);
+  k->instr = i;
+  return k;
+}
 
 void rt_run_stats_free(RtRunStats *s) {
   fx_free(s->kernels);
@@ -117,16 +131,8 @@ static RtKernelStat *stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
     for (int q = 0; q < s->nkernels; q++)
       if (s->kernels[q].instr == i) idx = q;
     if (idx < 0) {
-      if (s->nkernels == s->cap) {
-        int nc = s->cap ? s->cap * 2 : 32;
-        RtKernelStat *nk = fx_realloc(s->kernels, sizeof *nk * (size_t)nc);
-        if (!nk) return NULL;
-        s->kernels = nk;
-        s->cap = nc;
-      }
-      idx = s->nkernels++;
-      memset(&s->kernels[idx], 0, sizeof s->kernels[idx]);
-      s->kernels[idx].instr = i;
+      if (!rt_run_stats_add(s, i)) return NULL;
+      idx = s->nkernels - 1;
     }
     if (k) k->stat = idx;
   }
@@ -135,50 +141,13 @@ static RtKernelStat *stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
 
 /* ---------- kernel map ---------- */
 
-static size_t hptr(const void *p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 31;
-  x *= 0x9E3779B97F4A7C15ULL;
-  return (size_t)(x ^ (x >> 29));
-}
+static CpuKernel *kmap_get(CpuBackend *b, const IrInstr *i) { return ptrmap_get(&b->kernels, i); }
 
-static CpuKernel *kmap_get(CpuBackend *b, const IrInstr *i) {
-  if (!b->cap) return NULL;
-  for (size_t h = hptr(i) & (b->cap - 1);; h = (h + 1) & (b->cap - 1)) {
-    if (b->keys[h] == i) return b->vals[h];
-    if (!b->keys[h]) return NULL;
-  }
-}
-
+/* Maps i to k, freeing the kernel it had. */
 static bool kmap_put(CpuBackend *b, const IrInstr *i, CpuKernel *k) {
-  if ((b->n + 1) * 2 > b->cap) {
-    size_t nc = b->cap ? b->cap * 2 : 256;
-    const IrInstr **nk = fx_calloc(nc, sizeof *nk);
-    CpuKernel **nv = fx_calloc(nc, sizeof *nv);
-    if (!nk || !nv) {
-      fx_free(nk);
-      fx_free(nv);
-      return false;
-    }
-    for (size_t q = 0; q < b->cap; q++)
-      if (b->keys[q]) {
-        size_t h = hptr(b->keys[q]) & (nc - 1);
-        while (nk[h]) h = (h + 1) & (nc - 1);
-        nk[h] = b->keys[q];
-        nv[h] = b->vals[q];
-      }
-    fx_free(b->keys);
-    fx_free(b->vals);
-    b->keys = nk;
-    b->vals = nv;
-    b->cap = nc;
-  }
-  size_t h = hptr(i) & (b->cap - 1);
-  while (b->keys[h] && b->keys[h] != i) h = (h + 1) & (b->cap - 1);
-  if (!b->keys[h]) b->n++;
-  else fx_free(b->vals[h]);
-  b->keys[h] = i;
-  b->vals[h] = k;
+  CpuKernel *old = kmap_get(b, i);
+  if (!ptrmap_put(&b->kernels, i, k)) return false;
+  fx_free(old);
   return true;
 }
 
@@ -463,20 +432,6 @@ static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void 
 
 static bool blas_dot_ok(const IrInstr *i);
 
-static void collect_comps(const IrComputation *c, const IrComputation **out, int *n, int max) {
-  for (int k = 0; k < *n; k++)
-    if (out[k] == c) return;
-  if (*n >= max) return;
-  out[(*n)++] = c;
-  for (int k = 0; k < c->ninstrs; k++) {
-    const IrInstr *i = c->instrs[k];
-    if (i->op != IR_OP_WHILE && i->op != IR_OP_CALL && i->op != IR_OP_CONDITIONAL) continue;
-    IrComputation *called[64];
-    int nc = ir_called_computations(i, called, 64);
-    for (int q = 0; q < nc; q++) collect_comps(called[q], out, n, max);
-  }
-}
-
 typedef struct {
   uint64_t h;
 } SeenHash;
@@ -501,7 +456,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
     const IrComputation *comps[256];
     int nc = 0;
     if (!mods[m]->entry) continue;
-    collect_comps(mods[m]->entry, comps, &nc, 256);
+    nc = rt_host_computations(mods[m]->entry, comps, 256);
     for (int c = 0; ok && c < nc; c++) {
       for (int q = 0; ok && q < comps[c]->ninstrs; q++) {
         const IrInstr *i = comps[c]->instrs[q];
@@ -907,9 +862,10 @@ static RtTensor *output_tensor(CpuBackend *b, const CpuKernel *k, const IrInstr 
  * kernels keep fresh memory. Without a plan, every output is fresh. A slot is a tensor that the
  * views written into it reference, so a result that leaves the run keeps its memory. */
 static bool setup_slots(CpuBackend *b, const IrModule *m, FxError *err) {
-  for (size_t q = 0; q < b->cap; q++)
-    if (b->keys[q])
-      for (int o = 0; o < CPU_MAX_SLOTTED; o++) b->vals[q]->slot[o] = b->vals[q]->slot2[o] = -1;
+  for (size_t q = 0; q < b->kernels.cap; q++)
+    if (b->kernels.keys[q])
+      for (int o = 0; o < CPU_MAX_SLOTTED; o++)
+        ((CpuKernel *)b->kernels.vals[q])->slot[o] = ((CpuKernel *)b->kernels.vals[q])->slot2[o] = -1;
   if (b->interp_only) return true;
   FxError perr = {0};
   KernelPlan *p = plan_build(m, device_default(), &perr);
@@ -1015,8 +971,8 @@ static bool cpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, con
   ro.count_kernels = false;
   b->stats = stats;
   if (stats)
-    for (size_t q = 0; q < b->cap; q++)
-      if (b->keys[q]) b->vals[q]->stat = -1;
+    for (size_t q = 0; q < b->kernels.cap; q++)
+      if (b->kernels.keys[q]) ((CpuKernel *)b->kernels.vals[q])->stat = -1;
   double t0 = now_ns();
   RtCounters c = {0};
   bool ok = setup_slots(b, m, err);
@@ -1067,10 +1023,9 @@ static void cpu_destroy(void *vb) {
   CpuBackend *b = vb;
   if (!b) return;
   pool_stop(b->pool);
-  for (size_t q = 0; q < b->cap; q++)
-    if (b->keys[q]) fx_free(b->vals[q]);
-  fx_free(b->keys);
-  fx_free(b->vals);
+  for (size_t q = 0; q < b->kernels.cap; q++)
+    if (b->kernels.keys[q]) fx_free(b->kernels.vals[q]);
+  ptrmap_free(&b->kernels);
   for (int h = 0; h < b->nhandles; h++) dlclose(b->handles[h]);
   fx_free(b->handles);
   emit_buf_free(&b->last_source);
@@ -1112,13 +1067,21 @@ const RtBackend rt_backend_interp = {
     .name = "interp", .create = interp_create, .destroy = cpu_destroy, .prepare = cpu_prepare, .run = cpu_run,
 };
 
-static const RtBackend *extra_backend; /* the GPU backend registers itself here */
-
-void rt_backend_register(const RtBackend *b) { extra_backend = b; }
+const RtBackend *rt_backend_pick(const char *name, FxError *err) {
+  if (strcmp(name, "auto") == 0) {
+    const RtBackend *g = rt_backend_lookup("gpu");
+    FxError why;
+    fx_error_clear(&why);
+    return g && rt_gpu_available(&why) ? g : &rt_backend_cpu;
+  }
+  const RtBackend *b = rt_backend_lookup(name);
+  if (!b) fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);
+  return b;
+}
 
 const RtBackend *rt_backend_lookup(const char *name) {
-  if (strcmp(name, "cpu") == 0) return &rt_backend_cpu;
-  if (strcmp(name, "interp") == 0) return &rt_backend_interp;
-  if (extra_backend && strcmp(name, extra_backend->name) == 0) return extra_backend;
+  static const RtBackend *const all[] = {&rt_backend_interp, &rt_backend_cpu, &rt_backend_gpu};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+    if (strcmp(name, all[k]->name) == 0) return all[k];
   return NULL;
 }

@@ -76,8 +76,8 @@ typedef bool (*CudaStepFn)(void *ctx, FxError *err);
 bool cuda_while(CudaBackend *b, CudaStepFn cond, CudaStepFn body, void *ctx, CUdeviceptr pred,
                 int64_t max_trips, int64_t *trips, FxError *err);
 
-/* The GPU backend's table (cuda_exec.c): `run --backend gpu`. The shell registers it with
- * rt_backend_register (backend.h). */
+/* The GPU backend's table (cuda_exec.c): `run --backend gpu`, found by rt_backend_lookup
+ * (backend.h). */
 struct RtBackend;
 extern const struct RtBackend rt_backend_gpu;
 

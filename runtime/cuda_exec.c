@@ -177,17 +177,9 @@ static double host_ns(void) {
 static RtKernelStat *stat_for(RtRunStats *s, GpuKernel *k) {
   if (!s) return NULL;
   if (k->stat >= 0 && k->stat < s->nkernels && s->kernels[k->stat].instr == k->instr) return &s->kernels[k->stat];
-  if (s->nkernels == s->cap) {
-    int nc = s->cap ? s->cap * 2 : 32;
-    RtKernelStat *nk = fx_realloc(s->kernels, sizeof *nk * (size_t)nc);
-    if (!nk) return NULL;
-    s->kernels = nk;
-    s->cap = nc;
-  }
-  k->stat = s->nkernels++;
-  memset(&s->kernels[k->stat], 0, sizeof s->kernels[k->stat]);
-  s->kernels[k->stat].instr = k->instr;
-  return &s->kernels[k->stat];
+  RtKernelStat *st = rt_run_stats_add(s, k->instr);
+  if (st) k->stat = s->nkernels - 1;
+  return st;
 }
 
 static bool load_rng(GpuBackend *g, const IrInstr *i, CudaKernel **out, FxError *err) {
@@ -409,34 +401,10 @@ static void gpu_destroy(void *vb) {
   fx_free(g);
 }
 
-static void *gpu_alloc(void *vb, size_t bytes, FxError *err) {
-  GpuBackend *g = vb;
-  CUdeviceptr p = 0;
-  if (!cuda_buffer_alloc(g->cb, bytes, &p, err)) return NULL;
-  return (void *)(uintptr_t)p;
-}
-static bool gpu_upload(void *vb, void *dst, const void *src, size_t n, FxError *err) {
-  return cuda_upload(((GpuBackend *)vb)->cb, (CUdeviceptr)(uintptr_t)dst, src, n, err);
-}
-static bool gpu_download(void *vb, void *dst, const void *src, size_t n, FxError *err) {
-  return cuda_download(((GpuBackend *)vb)->cb, dst, (CUdeviceptr)(uintptr_t)src, n, err);
-}
-static bool gpu_sync(void *vb, FxError *err) { return cuda_sync(((GpuBackend *)vb)->cb, err); }
-static void gpu_free(void *vb, void *p) {
-  FxError ignore;
-  fx_error_clear(&ignore);
-  cuda_buffer_free(((GpuBackend *)vb)->cb, (CUdeviceptr)(uintptr_t)p, &ignore);
-}
-
 const RtBackend rt_backend_gpu = {
     .name = "gpu",
     .create = gpu_create,
     .destroy = gpu_destroy,
     .prepare = gpu_prepare,
     .run = gpu_run,
-    .alloc = gpu_alloc,
-    .upload = gpu_upload,
-    .download = gpu_download,
-    .sync = gpu_sync,
-    .free = gpu_free,
 };

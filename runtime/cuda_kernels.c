@@ -59,20 +59,6 @@ bool cuda_emit_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) 
 
 static uint64_t fnv(const char *s, size_t n, uint64_t h) { return cuda_hash(h, s, n); }
 
-static void collect_comps(const IrComputation *c, const IrComputation **out, int *n, int max) {
-  for (int k = 0; k < *n; k++)
-    if (out[k] == c) return;
-  if (*n >= max) return;
-  out[(*n)++] = c;
-  for (int k = 0; k < c->ninstrs; k++) {
-    const IrInstr *i = c->instrs[k];
-    if (i->op != IR_OP_WHILE && i->op != IR_OP_CALL && i->op != IR_OP_CONDITIONAL) continue;
-    IrComputation *called[64];
-    int nc = ir_called_computations(i, called, 64);
-    for (int q = 0; q < nc && q < 64; q++) collect_comps(called[q], out, n, max);
-  }
-}
-
 static CudaKernelInfo *add_kernel(CudaUnit *u, const IrInstr *i, FxError *err) {
   if (u->n == u->cap) {
     int nc = u->cap ? u->cap * 2 : 32;
@@ -138,7 +124,7 @@ bool cuda_unit_build(CudaUnit *u, const IrModule *const *mods, int nmods, FxErro
     if (!mods[m] || !mods[m]->entry) continue;
     const IrComputation *comps[256];
     int nc = 0;
-    collect_comps(mods[m]->entry, comps, &nc, 256);
+    nc = rt_host_computations(mods[m]->entry, comps, 256);
     for (int c = 0; ok && c < nc; c++)
       for (int q = 0; ok && q < comps[c]->ninstrs; q++) {
         const IrInstr *i = comps[c]->instrs[q];

@@ -522,27 +522,7 @@ static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int n
 
 /* ---------- per-op generation ---------- */
 
-static const char *fname(IrOpcode op, bool dbl) {
-  switch (op) {
-  case IR_OP_CBRT: return dbl ? "cbrt" : "cbrtf";
-  case IR_OP_COS: return dbl ? "cos" : "cosf";
-  case IR_OP_SIN: return dbl ? "sin" : "sinf";
-  case IR_OP_TAN: return dbl ? "tan" : "tanf";
-  case IR_OP_ERF: return dbl ? "erf" : "erff";
-  case IR_OP_EXP: return dbl ? "exp" : "expf";
-  case IR_OP_EXPM1: return dbl ? "expm1" : "expm1f";
-  case IR_OP_LOG: return dbl ? "log" : "logf";
-  case IR_OP_LOG1P: return dbl ? "log1p" : "log1pf";
-  case IR_OP_SQRT: return dbl ? "sqrt" : "sqrtf";
-  case IR_OP_TANH: return dbl ? "tanh" : "tanhf";
-  case IR_OP_CEIL: return dbl ? "ceil" : "ceilf";
-  case IR_OP_FLOOR: return dbl ? "floor" : "floorf";
-  case IR_OP_ABS: return dbl ? "fabs" : "fabsf";
-  case IR_OP_ROUND_AFZ: return dbl ? "round" : "roundf";
-  case IR_OP_ROUND_EVEN: return dbl ? "nearbyint" : "nearbyintf";
-  default: return NULL;
-  }
-}
+static const char *fname(IrOpcode op, bool dbl) { return ir_math_function(op, !dbl); }
 
 /* Value a of type t read as the bits of type rt (same width): bitcast-convert, and a bitcast that
  * changes the element type (XLA's algebraic simplifier turns a same-width bitcast-convert into

@@ -13,69 +13,9 @@
 #include <string.h>
 
 #include "../compiler/plan.h"
+#include "../compiler/ptrmap.h"
 #include "../compiler/simplify.h"
 #include "interp_internal.h"
-
-/* ---------- pointer maps ---------- */
-
-typedef struct {
-  const void **keys;
-  void **vals;
-  size_t cap, n;
-} PtrMap;
-
-static size_t ptr_hash(const void *p) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  return (size_t)x;
-}
-
-static void *pm_get(const PtrMap *m, const void *k) {
-  if (!m->cap) return NULL;
-  for (size_t h = ptr_hash(k) & (m->cap - 1);; h = (h + 1) & (m->cap - 1)) {
-    if (m->keys[h] == k) return m->vals[h];
-    if (!m->keys[h]) return NULL;
-  }
-}
-
-static bool pm_put(PtrMap *m, const void *k, void *v) {
-  if ((m->n + 1) * 2 > m->cap) {
-    size_t nc = m->cap ? m->cap * 2 : 64;
-    const void **nk = fx_calloc(nc, sizeof *nk);
-    void **nv = fx_calloc(nc, sizeof *nv);
-    if (!nk || !nv) {
-      fx_free(nk);
-      fx_free(nv);
-      return false;
-    }
-    for (size_t j = 0; j < m->cap; j++)
-      if (m->keys[j]) {
-        size_t h = ptr_hash(m->keys[j]) & (nc - 1);
-        while (nk[h]) h = (h + 1) & (nc - 1);
-        nk[h] = m->keys[j];
-        nv[h] = m->vals[j];
-      }
-    fx_free(m->keys);
-    fx_free(m->vals);
-    m->keys = nk;
-    m->vals = nv;
-    m->cap = nc;
-  }
-  size_t h = ptr_hash(k) & (m->cap - 1);
-  while (m->keys[h] && m->keys[h] != k) h = (h + 1) & (m->cap - 1);
-  if (!m->keys[h]) m->n++;
-  m->keys[h] = k;
-  m->vals[h] = v;
-  return true;
-}
-
-static void pm_free(PtrMap *m) {
-  fx_free(m->keys);
-  fx_free(m->vals);
-  memset(m, 0, sizeof *m);
-}
 
 /* ---------- the execution context ---------- */
 
@@ -118,8 +58,8 @@ RtCounters *rt_exec_counters(RtExec *x) { return &x->c; }
 uint64_t rt_exec_seed(const RtExec *x) { return x->o.seed; }
 
 uint32_t rt_exec_rng_counter(RtExec *x, const IrInstr *i) {
-  uintptr_t n = (uintptr_t)pm_get(&x->rng, i);
-  pm_put(&x->rng, i, (void *)(n + 1));
+  uintptr_t n = (uintptr_t)ptrmap_get(&x->rng, i);
+  ptrmap_put(&x->rng, i, (void *)(n + 1));
   return (uint32_t)n;
 }
 
@@ -130,25 +70,25 @@ bool rt_exec_poll(RtExec *x, FxError *err) {
 }
 
 static CompInfo *comp_info(RtExec *x, const IrComputation *c, FxError *err) {
-  CompInfo *ci = pm_get(&x->comps, c);
+  CompInfo *ci = ptrmap_get(&x->comps, c);
   if (ci) return ci;
   ci = fx_calloc(1, sizeof *ci);
   if (!ci) goto oom;
   ci->n = c->ninstrs;
   ci->last_use = fx_calloc((size_t)(c->ninstrs + 1), sizeof(int));
-  if (!ci->last_use || !pm_put(&x->comps, c, ci)) {
+  if (!ci->last_use || !ptrmap_put(&x->comps, c, ci)) {
     fx_free(ci->last_use);
     fx_free(ci);
     goto oom;
   }
   for (int k = 0; k < c->ninstrs; k++) {
-    if (!pm_put(&ci->pos, c->instrs[k], (void *)(uintptr_t)(k + 1))) goto oom;
+    if (!ptrmap_put(&ci->pos, c->instrs[k], (void *)(uintptr_t)(k + 1))) goto oom;
     ci->last_use[k] = c->instrs[k] == c->root ? c->ninstrs : k;
   }
   for (int k = 0; k < c->ninstrs; k++) {
     const IrInstr *in = c->instrs[k];
     for (int j = 0; j < in->noperands; j++) {
-      uintptr_t p = (uintptr_t)pm_get(&ci->pos, in->operands[j]);
+      uintptr_t p = (uintptr_t)ptrmap_get(&ci->pos, in->operands[j]);
       if (p && ci->last_use[p - 1] < k) ci->last_use[p - 1] = k;
     }
   }
@@ -159,13 +99,13 @@ static CompInfo *comp_info(RtExec *x, const IrComputation *c, FxError *err) {
     const IrInstr *in = c->instrs[k];
     bool inv = simp_is_pure(in);
     for (int j = 0; j < in->noperands && inv; j++) {
-      uintptr_t p = (uintptr_t)pm_get(&ci->pos, in->operands[j]);
+      uintptr_t p = (uintptr_t)ptrmap_get(&ci->pos, in->operands[j]);
       inv = p && ci->invariant[p - 1];
     }
     ci->invariant[k] = inv;
     if (inv && in == c->root) ci->keep[k] = true;
     for (int j = 0; j < in->noperands && !inv; j++) {
-      uintptr_t p = (uintptr_t)pm_get(&ci->pos, in->operands[j]);
+      uintptr_t p = (uintptr_t)ptrmap_get(&ci->pos, in->operands[j]);
       if (p && ci->invariant[p - 1]) ci->keep[p - 1] = true;
     }
   }
@@ -628,7 +568,7 @@ static bool scalar_op_ok(IrOpcode op) {
 }
 
 static ScalarProg *scalar_prog(RtExec *x, const IrComputation *c) {
-  ScalarProg *p = pm_get(&x->scalar, c);
+  ScalarProg *p = ptrmap_get(&x->scalar, c);
   if (p) return p;
   p = &not_scalar;
   bool ok = c->root && c->ninstrs > 0;
@@ -658,7 +598,7 @@ static ScalarProg *scalar_prog(RtExec *x, const IrComputation *c) {
         s->op = in->op;
         s->type = in->shape.type;
         int opi[3] = {0, 0, 0};
-        for (int j = 0; j < in->noperands && j < 3; j++) opi[j] = (int)(uintptr_t)pm_get(&ci->pos, in->operands[j]) - 1;
+        for (int j = 0; j < in->noperands && j < 3; j++) opi[j] = (int)(uintptr_t)ptrmap_get(&ci->pos, in->operands[j]) - 1;
         s->a = opi[0];
         s->b = opi[1];
         s->c = opi[2];
@@ -682,10 +622,10 @@ static ScalarProg *scalar_prog(RtExec *x, const IrComputation *c) {
       }
       if (c->root->op == IR_OP_TUPLE) {
         np->nout = c->root->noperands;
-        for (int j = 0; j < np->nout; j++) np->out[j] = (int)(uintptr_t)pm_get(&ci->pos, c->root->operands[j]) - 1;
+        for (int j = 0; j < np->nout; j++) np->out[j] = (int)(uintptr_t)ptrmap_get(&ci->pos, c->root->operands[j]) - 1;
       } else {
         np->nout = 1;
-        np->out[0] = (int)(uintptr_t)pm_get(&ci->pos, c->root) - 1;
+        np->out[0] = (int)(uintptr_t)ptrmap_get(&ci->pos, c->root) - 1;
       }
       if (!ok) {
         fx_free(np->steps);
@@ -695,7 +635,7 @@ static ScalarProg *scalar_prog(RtExec *x, const IrComputation *c) {
     }
   }
   if (np) p = np;
-  pm_put(&x->scalar, c, p);
+  ptrmap_put(&x->scalar, c, p);
   return p;
 }
 
@@ -858,6 +798,26 @@ static bool start_tuple(const IrInstr *i, RtTensor **ops, int n, RtTensor *resul
 }
 
 /* ---------- one instruction ---------- */
+
+static void collect_comps(const IrComputation *c, const IrComputation **out, int *n, int max) {
+  for (int k = 0; k < *n; k++)
+    if (out[k] == c) return;
+  if (*n >= max) return;
+  out[(*n)++] = c;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *i = c->instrs[k];
+    if (i->op != IR_OP_WHILE && i->op != IR_OP_CALL && i->op != IR_OP_CONDITIONAL) continue;
+    IrComputation *called[64];
+    int nc = ir_called_computations(i, called, 64);
+    for (int q = 0; q < nc && q < 64; q++) collect_comps(called[q], out, n, max);
+  }
+}
+
+int rt_host_computations(const IrComputation *entry, const IrComputation **out, int max) {
+  int n = 0;
+  collect_comps(entry, out, &n, max);
+  return n;
+}
 
 bool rt_instr_is_free(const IrInstr *i) {
   switch (i->op) {
@@ -1137,7 +1097,7 @@ bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int
       break;
     }
     for (int j = 0; j < in->noperands; j++) {
-      uintptr_t p = (uintptr_t)pm_get(&ci->pos, in->operands[j]);
+      uintptr_t p = (uintptr_t)ptrmap_get(&ci->pos, in->operands[j]);
       ops[j] = p ? vals[p - 1] : NULL;
       if (!ops[j]) ok = instr_error(in, err, "an operand is not computed before its use");
     }
@@ -1155,7 +1115,7 @@ bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int
     if (ok && !rt_exec_poll(x, err)) ok = false;
     /* drop values whose last user was this instruction */
     for (int j = 0; ok && j < in->noperands; j++) {
-      uintptr_t p = (uintptr_t)pm_get(&ci->pos, in->operands[j]);
+      uintptr_t p = (uintptr_t)ptrmap_get(&ci->pos, in->operands[j]);
       if (p && ci->last_use[p - 1] == k && vals[p - 1]) {
         rt_tensor_unref(vals[p - 1]);
         vals[p - 1] = NULL;
@@ -1175,7 +1135,7 @@ bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int
     if (ci->reuse < 0) comp_info_forget_kept(ci);
   }
   if (ok) {
-    uintptr_t p = (uintptr_t)pm_get(&ci->pos, c->root);
+    uintptr_t p = (uintptr_t)ptrmap_get(&ci->pos, c->root);
     *out = p ? rt_tensor_ref(vals[p - 1]) : NULL;
     if (!*out) ok = fx_error_set(err, NULL, 0, 0, "computation %s: the root was not computed", c->name);
   }
@@ -1201,7 +1161,7 @@ bool rt_interp_run(const IrModule *m, RtTensor **args, int nargs, const RtOption
     if (x.comps.keys[k]) {
       CompInfo *ci = x.comps.vals[k];
       comp_info_forget_kept(ci);
-      pm_free(&ci->pos);
+      ptrmap_free(&ci->pos);
       fx_free(ci->last_use);
       fx_free(ci->invariant);
       fx_free(ci->keep);
@@ -1213,8 +1173,8 @@ bool rt_interp_run(const IrModule *m, RtTensor **args, int nargs, const RtOption
       fx_free(p->steps);
       fx_free(p);
     }
-  pm_free(&x.comps);
-  pm_free(&x.scalar);
-  pm_free(&x.rng);
+  ptrmap_free(&x.comps);
+  ptrmap_free(&x.scalar);
+  ptrmap_free(&x.rng);
   return ok;
 }

@@ -83,7 +83,7 @@ bool rt_contract_is_real(const RtTensor *a, const RtTensor *b, const RtTensor *r
 int64_t *rt_index_offsets(int n, const int64_t *dim, const int64_t *sizes, const int64_t *st, int64_t *count) {
   int64_t total = 1, ext[IR_MAX_RANK];
   for (int k = 0; k < n; k++) total *= (ext[k] = sizes[dim[k]]);
-  int64_t *off = malloc((size_t)(total ? total : 1) * sizeof *off);
+  int64_t *off = fx_malloc((size_t)(total ? total : 1) * sizeof *off);
   if (!off) return NULL;
   int64_t idx[IR_MAX_RANK] = {0};
   for (int64_t q = 0; q < total; q++) {
@@ -145,8 +145,8 @@ static bool dot_axpy(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *
   int64_t K = d->k, M = d->m, N = d->n;
   int64_t cols = N < AXPY_COLUMNS ? N : AXPY_COLUMNS;
   bool a_run = unit_stride(d->a_c, K);
-  double *A = malloc((size_t)(M * (K ? K : 1)) * sizeof *A), *row = malloc((size_t)cols * sizeof *row);
-  double *acc = malloc((size_t)(M * cols) * sizeof *acc);
+  double *A = fx_malloc((size_t)(M * (K ? K : 1)) * sizeof *A), *row = fx_malloc((size_t)cols * sizeof *row);
+  double *acc = fx_malloc((size_t)(M * cols) * sizeof *acc);
   bool ok = A && row && acc;
   if (!ok) oom(err);
   for (int64_t bi = 0; bi < d->nb && ok; bi++) {
@@ -166,7 +166,7 @@ static bool dot_axpy(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *
       ok = rt_exec_poll(x, err);
     }
   }
-  free(A), free(row), free(acc);
+  fx_free(A), fx_free(row), fx_free(acc);
   return ok;
 }
 
@@ -181,8 +181,8 @@ bool rt_dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, c
   if (mrows > M) mrows = M;
   if (ncols < 4) ncols = 4;
   if (ncols > N) ncols = N;
-  double *A = malloc((size_t)(mrows * kk) * sizeof *A), *B = malloc((size_t)(ncols * kk) * sizeof *B);
-  double *row = malloc((size_t)ncols * sizeof *row);
+  double *A = fx_malloc((size_t)(mrows * kk) * sizeof *A), *B = fx_malloc((size_t)(ncols * kk) * sizeof *B);
+  double *row = fx_malloc((size_t)ncols * sizeof *row);
   bool ok = A && B && row;
   if (!ok) oom(err);
   for (int64_t bi = 0; bi < d->nb && ok; bi++) {
@@ -206,7 +206,7 @@ bool rt_dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, c
       }
     }
   }
-  free(A), free(B), free(row);
+  fx_free(A), fx_free(B), fx_free(row);
   return ok;
 }
 
@@ -231,12 +231,12 @@ bool rt_conv_real(RtExec *x, const RtTensor *in, const RtTensor *k, RtTensor *r,
   if (r->count == 0) return true;
   /* the input as [batch][feature][spatial...] and the kernel as [out][in][window...], the window
      already reversed where rhs_reversal says so */
-  double *In = malloc((size_t)(in->count ? in->count : 1) * sizeof *In);
-  double *Kd = malloc((size_t)(k->count ? k->count : 1) * sizeof *Kd);
-  int64_t *vin = malloc((size_t)(kvol ? kvol : 1) * sizeof *vin), *vk = malloc((size_t)(kvol ? kvol : 1) * sizeof *vk);
+  double *In = fx_malloc((size_t)(in->count ? in->count : 1) * sizeof *In);
+  double *Kd = fx_malloc((size_t)(k->count ? k->count : 1) * sizeof *Kd);
+  int64_t *vin = fx_malloc((size_t)(kvol ? kvol : 1) * sizeof *vin), *vk = fx_malloc((size_t)(kvol ? kvol : 1) * sizeof *vk);
   bool ok = In && Kd && vin && vk;
   if (!ok) {
-    free(In), free(Kd), free(vin), free(vk);
+    fx_free(In), fx_free(Kd), fx_free(vin), fx_free(vk);
     return oom(err);
   }
   {
@@ -317,6 +317,6 @@ bool rt_conv_real(RtExec *x, const RtTensor *in, const RtTensor *k, RtTensor *r,
     rt_next_index(ns, osz, opos);
     if ((p & 0xff) == 0) ok = rt_exec_poll(x, err);
   }
-  free(In), free(Kd), free(vin), free(vk);
+  fx_free(In), fx_free(Kd), fx_free(vin), fx_free(vk);
   return ok;
 }

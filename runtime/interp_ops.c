@@ -90,27 +90,13 @@ bool rt_parse_dir(const char *s, RtDir *out) {
 static double f_unary(IrOpcode op, IrType t, double x) {
   bool d = t == IR_F64;
   float f = (float)x;
+  double r;
+  if (ir_math_eval(op, x, !d, &r)) return r;
   switch (op) {
-  case IR_OP_ABS: return fabs(x);
-  case IR_OP_CBRT: return d ? cbrt(x) : cbrtf(f);
-  case IR_OP_CEIL: return ceil(x);
-  case IR_OP_COS: return d ? cos(x) : cosf(f);
-  case IR_OP_SIN: return d ? sin(x) : sinf(f);
-  case IR_OP_TAN: return d ? tan(x) : tanf(f);
-  case IR_OP_ERF: return d ? erf(x) : erff(f);
-  case IR_OP_EXP: return d ? exp(x) : expf(f);
-  case IR_OP_EXPM1: return d ? expm1(x) : expm1f(f);
-  case IR_OP_FLOOR: return floor(x);
-  case IR_OP_LOG: return d ? log(x) : logf(f);
-  case IR_OP_LOG1P: return d ? log1p(x) : log1pf(f);
   case IR_OP_LOGISTIC: return d ? 1.0 / (1.0 + exp(-x)) : 1.0f / (1.0f + expf(-f));
   case IR_OP_NEGATE: return -x;
-  case IR_OP_ROUND_AFZ: return round(x);
-  case IR_OP_ROUND_EVEN: return nearbyint(x);
   case IR_OP_RSQRT: return d ? 1.0 / sqrt(x) : 1.0f / sqrtf(f);
   case IR_OP_SIGN: return x != x ? x : x > 0 ? 1.0 : x < 0 ? -1.0 : x;
-  case IR_OP_SQRT: return d ? sqrt(x) : sqrtf(f);
-  case IR_OP_TANH: return d ? tanh(x) : tanhf(f);
   case IR_OP_COPY: case IR_OP_REAL: return x;
   case IR_OP_IMAG: return 0;
   default: return NAN;
@@ -883,7 +869,7 @@ static bool dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *
     d.a_b = off[0], d.a_m = off[1], d.a_c = off[2], d.b_b = off[3], d.b_n = off[4], d.b_c = off[5];
     ok = rt_dot_real(x, a, b, r, &d, err);
   }
-  for (int k = 0; k < 6; k++) free(off[k]);
+  for (int k = 0; k < 6; k++) fx_free(off[k]);
   return ok;
 }
 

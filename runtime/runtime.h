@@ -157,6 +157,10 @@ uint32_t rt_exec_rng_counter(RtExec *x, const IrInstr *i);
 /* True when i launches nothing: parameter, constant, tuple, get-tuple-element, bitcast,
  * opt-barrier, after-all, domain, add-dependency, and control flow (counted through its bodies). */
 bool rt_instr_is_free(const IrInstr *i);
+/* The computations whose instructions run as kernels, from entry: entry and, depth first, those
+ * its while, call and conditional instructions call (not fusions' bodies or reducers). At most
+ * max; returns how many were written into out. */
+int rt_host_computations(const IrComputation *entry, const IrComputation **out, int max);
 
 /* ---------- comparing results ---------- */
 
@@ -182,5 +186,43 @@ void rt_compare(const RtTensor *got, const RtTensor *want, RtCompare *out);
  * with the file's name. */
 RtTensor *rt_npy_read(const char *path, FxError *err);
 bool rt_npy_write(const char *path, const RtTensor *t, FxError *err);
+
+/* ---------- the inputs of a run (inputs.c) ---------- */
+
+/* An input rule of the commands that run a stage (--uniform PATTERN=LO:HI): the floats of the
+ * parameters whose name matches the shell pattern are drawn from [LO, HI) instead of [-1, 1). */
+typedef struct RtUniform {
+  char pattern[128];
+  double lo, hi;
+  int argi;     /* the rule's word, for errors */
+  bool matched; /* some module has a parameter it applies to */
+} RtUniform;
+/* The first rule whose pattern matches the parameter name, or NULL. */
+RtUniform *rt_uniform_for(RtUniform *rules, int n, const char *name);
+/* Maps a float tensor filled by rt_tensor_fill_random ([-1, 1)) onto [r->lo, r->hi). */
+void rt_uniform_apply(RtTensor *t, const RtUniform *r);
+/* Marks the rules that name a parameter of one of the modules' entries; the index of the first
+ * that names none, or -1. */
+int rt_uniform_unmatched(RtUniform *rules, int n, const IrModule *const *mods, int nmods);
+/* The run commands' inputs: fills every NULL slot of args (one per entry parameter) with seeded
+ * random data (floats in [-1, 1), integers in [0, 16), stream = parameter number; tuple elements
+ * stream k * 1000 + e), then maps the floats of parameters a rule names onto its range. Slots
+ * already set (a --input file) are kept. Returns false with err filled. */
+bool rt_inputs_fill(const IrModule *m, RtTensor **args, uint64_t seed, RtUniform *rules, int nrules, FxError *err);
+/* The same, stopping ("interrupted") within a fraction of a second of *interrupted becoming
+ * non-zero (large inputs are filled in pieces), and with a progress line on stderr when
+ * `progress` (a terminal): how many of the inputs' bytes are ready. */
+bool rt_inputs_fill_interruptible(const IrModule *m, RtTensor **args, uint64_t seed, RtUniform *rules, int nrules,
+                                  volatile int *interrupted, bool progress, FxError *err);
+/* Unrefs each argument and frees the array; NULL is fine. */
+void rt_inputs_free(const IrModule *m, RtTensor **args);
+
+/* ---------- results as `run` shows them (tensor.c) ---------- */
+
+/* One line per array (a tuple's elements as NAME.0, NAME.1, ...): its type and shape, min, max,
+ * mean and first values (complex: by magnitude, values as (re, im)). */
+void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t);
+/* A result's part by name: "out", "out.1", "out.1.0" (tuple elements); NULL when there is none. */
+const RtTensor *rt_tensor_output(const RtTensor *r, const char *name);
 
 #endif

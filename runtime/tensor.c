@@ -1,8 +1,10 @@
 /* tensor.c — runtime tensors: overflow-safe sizes, the memory budget, element access with XLA's
  * conversion semantics (f16/bf16/f8 round-to-nearest-even, integer wraparound, complex pairs), seeded random fill,
- * the threefry generator every backend shares, and result comparison for `run --check`. */
+ * the threefry generator every backend shares, result comparison for `run --check`, and the
+ * summary `run` prints of a result. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <unistd.h>
@@ -662,4 +664,73 @@ void rt_compare(const RtTensor *got, const RtTensor *want, RtCompare *c) {
   }
   if (got->type == IR_TOKEN) return;
   compare_arrays(got, want, -1, c);
+}
+
+/* ---------- results as `run` shows them ---------- */
+
+void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t) {
+  if (t->type == IR_TUPLE) {
+    for (int k = 0; k < t->ntuple; k++) {
+      char sub[64];
+      snprintf(sub, sizeof sub, "%s.%d", name, k);
+      rt_tensor_print_summary(f, sub, t->tuple[k]);
+    }
+    return;
+  }
+  char desc[128];
+  rt_tensor_describe(t, desc, sizeof desc);
+  if (t->type == IR_TOKEN || t->count == 0) {
+    fprintf(f, "%s: %s\n", name, desc);
+    return;
+  }
+  if (ir_type_is_complex(t->type)) {
+    /* complex: the smallest and largest magnitude, the mean and the first values as (re, im) */
+    double mn = INFINITY, mx = -INFINITY, sr = 0, si = 0, re, im;
+    for (int64_t k = 0; k < t->count; k++) {
+      rt_get_c(t, k, &re, &im);
+      double m = hypot(re, im);
+      if (m < mn) mn = m;
+      if (m > mx) mx = m;
+      sr += re;
+      si += im;
+    }
+    fprintf(f, "%s: %s  min |z| %.6g  max |z| %.6g  mean (%.6g, %.6g)  first", name, desc, mn, mx, sr / (double)t->count,
+            si / (double)t->count);
+    for (int64_t k = 0; k < t->count && k < 4; k++) {
+      rt_get_c(t, k, &re, &im);
+      fprintf(f, " (%.6g, %.6g)", re, im);
+    }
+    fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
+    return;
+  }
+  double mn = INFINITY, mx = -INFINITY, sum = 0;
+  bool fl = ir_type_is_float(t->type), u64 = t->type == IR_U64; /* u64: rt_get_i gives its bits */
+  for (int64_t k = 0; k < t->count; k++) {
+    double v = fl ? rt_get_f(t, k) : u64 ? (double)(uint64_t)rt_get_i(t, k) : (double)rt_get_i(t, k);
+    if (v < mn) mn = v;
+    if (v > mx) mx = v;
+    sum += v;
+  }
+  fprintf(f, "%s: %s  min %.6g  max %.6g  mean %.6g  first", name, desc, mn, mx, sum / (double)t->count);
+  for (int64_t k = 0; k < t->count && k < 4; k++) {
+    if (fl) fprintf(f, " %.6g", rt_get_f(t, k));
+    else if (u64) fprintf(f, " %llu", (unsigned long long)(uint64_t)rt_get_i(t, k));
+    else fprintf(f, " %lld", (long long)rt_get_i(t, k));
+  }
+  fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
+}
+
+/* The outputs by name: "out" for an array result, "out.K" for tuple elements. */
+const RtTensor *rt_tensor_output(const RtTensor *r, const char *name) {
+  if (strcmp(name, "out") == 0) return r;
+  if (strncmp(name, "out.", 4) != 0 || r->type != IR_TUPLE) return NULL;
+  char *e;
+  long k = strtol(name + 4, &e, 10);
+  if (k < 0 || k >= r->ntuple) return NULL;
+  if (*e == '.') {
+    char sub[64];
+    snprintf(sub, sizeof sub, "out%s", e);
+    return rt_tensor_output(r->tuple[k], sub);
+  }
+  return *e ? NULL : r->tuple[k];
 }

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "../compiler/plan.h"
 #include "viz_internal.h"
 
 static bool vbuf_reserve(VizBuf *b, size_t extra) {
@@ -75,20 +76,7 @@ void vbuf_free(VizBuf *b) {
 
 const char *vbuf_str(const VizBuf *b) { return b->s ? b->s : ""; }
 
-void viz_fmt_bytes(int64_t bytes, char *out, size_t n) {
-  static const char *unit[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) {
-    snprintf(out, n, "%lld B", (long long)bytes);
-    return;
-  }
-  double v = (double)bytes / 1024.0;
-  int u = 0;
-  while (v >= 1024.0 && u < 3) {
-    v /= 1024.0;
-    u++;
-  }
-  snprintf(out, n, "%.1f %s", v, unit[u]);
-}
+void viz_fmt_bytes(int64_t bytes, char *out, size_t n) { fx_format_bytes(out, n, (double)bytes, FX_BYTES_SHORT); }
 
 void viz_fmt_shape(const IrShape *s, char *out, size_t n, size_t max) {
   if (n == 0) return;
@@ -105,16 +93,14 @@ void viz_fmt_shape(const IrShape *s, char *out, size_t n, size_t max) {
   }
 }
 
+/* A picture's kinds are the kernel plan's, and one more for "no kernel". */
+_Static_assert((int)VIZ_K_LOOP == (int)KERNEL_LOOP && (int)VIZ_K_INPUT == (int)KERNEL_INPUT &&
+                   (int)VIZ_K_OUTPUT == (int)KERNEL_OUTPUT && (int)VIZ_K_LIBRARY == (int)KERNEL_LIBRARY &&
+                   (int)VIZ_K_CONTROL == (int)KERNEL_CONTROL && (int)VIZ_K_NONE == (int)KERNEL_KIND_COUNT,
+               "the pictures' kernel kinds are the plan's (kernels.def)");
+
 const char *viz_kernel_kind_name(VizKernelKind k) {
-  switch (k) {
-    case VIZ_K_LOOP: return "loop";
-    case VIZ_K_INPUT: return "input";
-    case VIZ_K_OUTPUT: return "output";
-    case VIZ_K_LIBRARY: return "library";
-    case VIZ_K_CONTROL: return "control";
-    case VIZ_K_NONE: break;
-  }
-  return "";
+  return k == VIZ_K_NONE ? "" : plan_kernel_kind_name((KernelKind)k);
 }
 
 VizKernelKind viz_kernel_kind(const IrInstr *i) {
@@ -135,14 +121,7 @@ VizKernelKind viz_kernel_kind(const IrInstr *i) {
     case IR_OP_CALL:
     case IR_OP_CONDITIONAL:
       return VIZ_K_CONTROL;
-    case IR_OP_FUSION: {
-      const char *k = ir_fusion_kind(i);
-      if (!k) return VIZ_K_LOOP;
-      if (strcmp(k, "kInput") == 0) return VIZ_K_INPUT;
-      if (strcmp(k, "kOutput") == 0) return VIZ_K_OUTPUT;
-      if (strcmp(k, "kCustom") == 0) return VIZ_K_LIBRARY;
-      return VIZ_K_LOOP;
-    }
+    case IR_OP_FUSION: return (VizKernelKind)plan_fusion_kernel_kind(ir_fusion_kind(i));
     default: break;
   }
   switch (ir_op_info(i->op)->category) {
@@ -154,17 +133,9 @@ VizKernelKind viz_kernel_kind(const IrInstr *i) {
 }
 
 const char *viz_library_name(const IrInstr *i, char *buf, size_t n) {
+  const char *library, *what;
+  if (plan_op_library(i->op, &library, &what)) return library;
   switch (i->op) {
-    case IR_OP_DOT: return "cuBLAS";
-    case IR_OP_CONVOLUTION: return "cuDNN";
-    case IR_OP_RNG:
-    case IR_OP_RNG_BIT_GENERATOR:
-    case IR_OP_RNG_GET_AND_UPDATE_STATE: return "cuRAND";
-    case IR_OP_FFT: return "cuFFT";
-    case IR_OP_SORT:
-    case IR_OP_TOPK: return "sort kernel";
-    case IR_OP_TRIANGULAR_SOLVE:
-    case IR_OP_CHOLESKY: return "cuSOLVER";
     case IR_OP_CUSTOM_CALL: {
       const char *t = ir_attr_text(i, "custom_call_target");
       if (!t) return "custom call";

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "../compiler/ir.h"
+#include "../explain/engine.h"
 #include "../compiler/pass.h"
 #include "../compiler/status.h"
 
@@ -162,7 +163,8 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
 /* What the pictures and text call a kernel: a fusion, a library call, an unfused compute op.
  * Parameters, constants, tuples, get-tuple-element and bitcasts launch nothing; while, call and
  * conditional are loop control run by the host. */
-typedef enum { VIZ_K_NONE, VIZ_K_LOOP, VIZ_K_INPUT, VIZ_K_OUTPUT, VIZ_K_LIBRARY, VIZ_K_CONTROL } VizKernelKind;
+/* The kernel plan's kinds (kernels.def), and VIZ_K_NONE for an instruction that launches nothing. */
+typedef enum { VIZ_K_LOOP, VIZ_K_INPUT, VIZ_K_OUTPUT, VIZ_K_LIBRARY, VIZ_K_CONTROL, VIZ_K_NONE } VizKernelKind;
 VizKernelKind viz_kernel_kind(const IrInstr *i);
 const char *viz_kernel_kind_name(VizKernelKind k); /* "loop", "input", ... ; "" for none */
 /* The library a library call goes to: "cuBLAS", "cuDNN", "cuRAND", the custom-call target
@@ -207,5 +209,17 @@ typedef struct {
  * every stage). Returns false with err filled on failure. */
 bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nstages,
                       const VizDecisions *all, const VizReportOptions *o, FxError *err);
+
+/* ---------- the engine's stages (engine_report.c) ---------- */
+
+/* Every decision recorded for stages 1..upto, in `decisions` order, as PassDecision records
+ * (strings stay owned by the log). *out is fx_malloc'd; returns the count or -1. */
+int viz_engine_decisions(const ExplainEngine *e, int upto, PassDecision **out);
+/* The HTML walkthrough (viz_report_write) of every stage the engine has run: plan figures, the
+ * pass's summary, what changed, the decisions (*ndecisions receives their count). Stops with
+ * "interrupted" between stages when *interrupted is set; progress as in VizReportOptions. */
+bool viz_engine_report(FILE *out, VizRenderer *r, ExplainEngine *e, volatile int *interrupted,
+                       void (*progress)(void *ctx, int done, int total), void *progress_ctx, int *ndecisions,
+                       FxError *err);
 
 #endif

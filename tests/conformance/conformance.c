@@ -381,7 +381,7 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     PassContext cx = {&none, device_default(), &st, 1, "instruction-fusion", &e};
     FusionVerdict v;
     memset(&v, 0, sizeof v);
-    bool ok = fusion_should_fuse(ia[0], ib[0], &cx, true, &v);
+    bool ok = fusion_should_fuse(ia[0], ib[0], &cx, FUSION_MODE_DUPLICATION, &v);
     const char *code = ok ? "" : v.reason ? v.reason : "";
     bool holds = f[0] == 's' ? ok == (strcmp(w[3], "yes") == 0)
                  : f[0] == 'r' ? strcmp(code, w[3]) == 0

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "../../repl/args.h"
-#include "../../repl/json.h"
+#include "../../explain/json.h"
 #include "../../repl/repl.h"
 #include "../../repl/session.h"
 
@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (repl_args_split(piece, st[i] + 1, &a, &e)) {
         for (int w = 0; w < a.argc; w++) {
           char buf[96];
-          repl_printable(buf, sizeof buf, a.argv[w]);
+          fx_printable(buf, sizeof buf, a.argv[w]);
           if (strlen(buf) >= sizeof buf) abort();
           if (a.cols[w] < st[i] + 1) abort();
           repl_nearest_command(a.argv[w]);

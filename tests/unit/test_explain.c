@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "check.h"
+#include "../compiler/fusion_rules.h"
 #include "explain.h"
 #include "passes.h"
 
@@ -173,7 +174,7 @@ TEST(text_and_json_formatting) {
 }
 
 TEST(reason_vocabulary) {
-  CHECK(explain_reason_count() == 20);
+  CHECK(explain_reason_count() == FUSION_REASON_COUNT);
   CHECK_STR(explain_reason_code(0), "not_fusible");
   CHECK(explain_reason_meaning("code_duplication") != NULL);
   CHECK(explain_reason_meaning("policy") != NULL);

@@ -494,7 +494,7 @@ TEST(code_duplication_emitted_copies) {
     CHECK(f->noperands == 1 && f->operands[0] == p);
     CHECK(fusion_emitted_copies(p, f) == n);
     FusionVerdict v;
-    bool ok = fusion_should_fuse(p, f, &t->cx, true, &v);
+    bool ok = fusion_should_fuse(p, f, &t->cx, FUSION_MODE_DUPLICATION, &v);
     if (n == 16) {
       CHECK(!ok);
       CHECK_STR(v.reason, "code_duplication");
@@ -1303,9 +1303,18 @@ TEST(merger_multi_output_into_its_only_reader) {
 TEST(vocabulary_complete) {
   int n = 0;
   while (fusion_reason_codes[n]) n++;
-  CHECK(n == 20);
+  CHECK(n == FUSION_REASON_COUNT);
   CHECK_STR(fusion_reason_codes[0], "not_fusible");
-  CHECK_STR(fusion_reason_codes[19], "policy");
+  CHECK_STR(FR_NOT_FUSIBLE, "not_fusible");
+  CHECK_STR(FR_POLICY, "policy");
+  /* every code: a distinct lower-case word with a meaning and the passes that report it */
+  for (int k = 0; k < FUSION_REASON_COUNT; k++) {
+    const FusionReason *r = &fusion_reasons[k];
+    CHECK(r->code && r->code[0] && strspn(r->code, "abcdefghijklmnopqrstuvwxyz_") == strlen(r->code));
+    CHECK(r->meaning && r->meaning[0] && r->passes && r->passes[0]);
+    CHECK_STR(fusion_reason_codes[k], r->code);
+    for (int j = 0; j < k; j++) CHECK(strcmp(fusion_reasons[j].code, r->code) != 0);
+  }
 }
 
 int main(void) {

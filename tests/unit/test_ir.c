@@ -1,6 +1,7 @@
 /* test_ir.c — the IR core: building, editing, cloning, shapes and attributes. */
 #include "check.h"
 #include "ir.h"
+#include "ptrmap.h"
 
 static IrModule *small(IrInstr **p_out, IrInstr **a_out) {
   IrModule *m = ir_module_new("t");
@@ -98,6 +99,59 @@ TEST(opcode_table) {
   CHECK(ir_op_is_elementwise(IR_OP_SELECT));
 }
 
+TEST(bytes_formatted_in_each_style) {
+  char b[32];
+  fx_format_bytes(b, sizeof b, 1023, FX_BYTES_PLAN);
+  CHECK_STR(b, "1023 B");
+  fx_format_bytes(b, sizeof b, 1536, FX_BYTES_RUN);
+  CHECK_STR(b, "1.5 KiB");
+  fx_format_bytes(b, sizeof b, 3.0 * 1024 * 1024 / 8, FX_BYTES_PLAN);
+  CHECK_STR(b, "384.0 KiB");
+  fx_format_bytes(b, sizeof b, 1.25 * 1024 * 1024, FX_BYTES_PLAN);
+  CHECK_STR(b, "1.2 MiB");
+  fx_format_bytes(b, sizeof b, 1.25 * 1024 * 1024, FX_BYTES_RUN);
+  CHECK_STR(b, "1.25 MiB");
+  fx_format_bytes(b, sizeof b, 3.0 * 1024 * 1024 * 1024, FX_BYTES_PLAN);
+  CHECK_STR(b, "3.00 GiB");
+  fx_format_bytes(b, sizeof b, 3.0 * 1024 * 1024 * 1024, FX_BYTES_MIB);
+  CHECK_STR(b, "3072.0 MiB");
+  fx_format_bytes(b, sizeof b, 2.0 * 1024 * 1024 * 1024 * 1024, FX_BYTES_SHORT);
+  CHECK_STR(b, "2.0 TiB");
+}
+
+TEST(pointer_map) {
+  PtrMap m = {0};
+  int keys[300] = {0};
+  CHECK(ptrmap_get(&m, &keys[0]) == NULL);
+  for (int k = 0; k < 300; k++) CHECK(ptrmap_put(&m, &keys[k], (void *)(intptr_t)(k + 1)));
+  CHECK(m.n == 300 && m.cap >= 600);
+  for (int k = 0; k < 300; k++) CHECK((intptr_t)ptrmap_get(&m, &keys[k]) == k + 1);
+  CHECK(ptrmap_put(&m, &keys[7], NULL) && m.n == 300 && ptrmap_get(&m, &keys[7]) == NULL);
+  ptrmap_free(&m);
+  CHECK(m.cap == 0 && ptrmap_get(&m, &keys[1]) == NULL);
+}
+
+TEST(math_table) {
+  /* every op of math.def is an elementwise unary op with both functions, evaluated with them */
+  static const IrOpcode ops[] = {
+#define MATH(OP, dfn, ffn) IR_OP_##OP,
+#include "math.def"
+#undef MATH
+  };
+  for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    CHECK(ir_op_info(ops[k])->category == IR_CAT_UNARY);
+    CHECK(ir_math_function(ops[k], false) && ir_math_function(ops[k], true));
+    double r;
+    CHECK(ir_math_eval(ops[k], 0.5, true, &r));
+  }
+  double r = 0;
+  CHECK_STR(ir_math_function(IR_OP_CBRT, true), "cbrtf");
+  CHECK_STR(ir_math_function(IR_OP_ABS, false), "fabs");
+  CHECK(ir_math_function(IR_OP_ADD, false) == NULL && !ir_math_eval(IR_OP_ADD, 1, false, &r));
+  CHECK(ir_math_eval(IR_OP_EXP, 1.0, true, &r) && r == (double)expf(1.0f));
+  CHECK(ir_math_eval(IR_OP_EXP, 1.0, false, &r) && r == exp(1.0));
+}
+
 int main(void) {
   RUN(build_and_format);
   RUN(unique_names_never_reused);
@@ -105,5 +159,8 @@ int main(void) {
   RUN(attrs_typed);
   RUN(sizes_saturate);
   RUN(opcode_table);
+  RUN(bytes_formatted_in_each_style);
+  RUN(pointer_map);
+  RUN(math_table);
   return check_summary();
 }

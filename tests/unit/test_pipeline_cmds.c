@@ -39,11 +39,7 @@ typedef struct {
 static void sess_init_with(Sess *t, bool json, const char *text, const Pipeline *pl) {
   memset(t, 0, sizeof *t);
   Session *s = &t->s;
-  s->stages_cap = 4;
-  s->stages = calloc(4, sizeof(Stage));
-  s->device = *device_default();
-  pass_settings_default(&s->settings);
-  s->pipeline = &test_pipeline;
+  explain_engine_init(&s->eng);
   s->json = json;
   s->input_name = "<test>";
   s->input_line = 1;
@@ -51,19 +47,15 @@ static void sess_init_with(Sess *t, bool json, const char *text, const Pipeline 
   fx_error_clear(&err);
   IrModule *m = hlo_parse(text, strlen(text), "t.hlo", &err);
   if (!m) fx_error_print(stderr, &err);
-  s->stages[0] = (Stage){.module = m, .pass = "input"};
-  s->nstages = 1;
-  s->pipeline = pl;
+  explain_engine_set_input(&s->eng, m);
+  s->eng.pipeline = pl;
 }
 
 static void sess_init(Sess *t, bool json) { sess_init_with(t, json, module_text, &test_pipeline); }
 
 static void sess_free(Sess *t) {
   Session *s = &t->s;
-  for (int k = s->nstages - 1; k >= 0; k--)
-    if (!s->stages[k].shared) ir_module_free(s->stages[k].module);
-  fx_free(s->stages);
-  explain_log_free(s->log);
+  explain_engine_fini(&s->eng);
   free(t->buf);
 }
 
@@ -105,7 +97,7 @@ static void same_output(Sess *t, const char *a, const char *b) {
   free(first);
 }
 
-static char *stage_text(Sess *t, int k) { return hlo_print_string(t->s.stages[k].module); }
+static char *stage_text(Sess *t, int k) { return hlo_print_string(t->s.eng.stages[k].module); }
 
 TEST(step_prints_one_line_per_pass) {
   Sess t;
@@ -113,10 +105,10 @@ TEST(step_prints_one_line_per_pass) {
   CHECK_STR(ok_run(&t, "step"), "stage 1  cse: 1 rewritten \xe2\x86\x92 3 kernels\n");
   CHECK_STR(ok_run(&t, "step all"), "stage 2  dce: 1 removed \xe2\x86\x92 2 kernels\n"
                                     "stage 3  tuple-simplifier: 2 rewritten \xe2\x86\x92 2 kernels\n");
-  CHECK(t.s.cur == 3 && t.s.nstages == 4);
+  CHECK(t.s.eng.cur == 3 && t.s.eng.nstages == 4);
   bool ok;
   CHECK_STR(run(&t, "step", &ok), "error: already at the last stage (3) of the test pipeline\n");
-  CHECK(!ok && t.s.cur == 3);
+  CHECK(!ok && t.s.eng.cur == 3);
   CHECK_STR(ok_run(&t, "back 2"), "stage 1  cse: 1 rewritten \xe2\x86\x92 3 kernels\n");
   CHECK_STR(ok_run(&t, "back 5"), "stage 0  input: 9 instructions \xe2\x86\x92 4 kernels\n"
                                   "(back 5: only 1 stage before stage 1; stopped at stage 0, the input)\n");
@@ -131,7 +123,7 @@ TEST(step_prints_one_line_per_pass) {
   CHECK_STR(run(&t, "step cse", &ok), "error: cse does not run after stage 3 of the test pipeline\n");
   CHECK_STR(run(&t, "step instruction-fusion", &ok), "error: the test pipeline does not run instruction-fusion\n");
   CHECK_STR(run(&t, "step call-inliner-x", &ok), "error: expected a count, a pass name or 'all', got 'call-inliner-x'\n");
-  CHECK(t.s.cur == 3);
+  CHECK(t.s.eng.cur == 3);
   CHECK_STR(ok_run(&t, "stage"), "stage 3 of 3 (test pipeline): after tuple-simplifier; 4 instructions, 2 kernels\n"
                                  "the pipeline is finished\n");
   sess_free(&t);
@@ -173,13 +165,13 @@ TEST(unchanged_stages_share_snapshots) {
   sess_init(&t, false);
   ok_run(&t, "step all");
   ok_run(&t, "pipeline classic"); /* a real pipeline: back to stage 0 */
-  CHECK(t.s.cur == 0 && t.s.nstages == 1);
-  t.s.pipeline = &test_pipeline;
-  snprintf(t.s.settings.disabled_passes, sizeof t.s.settings.disabled_passes, "dce");
+  CHECK(t.s.eng.cur == 0 && t.s.eng.nstages == 1);
+  t.s.eng.pipeline = &test_pipeline;
+  snprintf(t.s.eng.settings.disabled_passes, sizeof t.s.eng.settings.disabled_passes, "dce");
   CHECK_STR(ok_run(&t, "step 2"), "stage 1  cse: 1 rewritten \xe2\x86\x92 3 kernels\n"
                                   "stage 2  dce: switched off \xe2\x86\x92 3 kernels\n");
-  CHECK(t.s.stages[2].shared && t.s.stages[2].module == t.s.stages[1].module && !t.s.stages[2].changed);
-  CHECK(!t.s.stages[1].shared);
+  CHECK(t.s.eng.stages[2].shared && t.s.eng.stages[2].module == t.s.eng.stages[1].module && !t.s.eng.stages[2].changed);
+  CHECK(!t.s.eng.stages[1].shared);
   CHECK_CONTAINS(ok_run(&t, "decisions --reason policy"),
                  "stage 2  dce  skip  rejected [policy]\n    dce is switched off: the stage is the previous one, "
                  "unchanged\n    suggestion: turn it back on with `set`\n1 decision\n");
@@ -450,14 +442,14 @@ static const Pipeline broken_pipeline = {"broken", "cse then a broken pass", 2, 
 TEST(a_pass_that_breaks_the_verifier_is_an_error_naming_it) {
   Sess t;
   sess_init(&t, false);
-  t.s.pipeline = &broken_pipeline;
+  t.s.eng.pipeline = &broken_pipeline;
   bool ok;
   const char *out = run(&t, "step all", &ok);
   CHECK(!ok);
   CHECK_CONTAINS(out, "stage 1  cse: 1 rewritten");
   CHECK_CONTAINS(out, "error: stage 2: breaker left a module that does not verify: ");
-  CHECK(t.s.cur == 1 && t.s.nstages == 2); /* the session keeps what it had */
-  CHECK(explain_log_nstages(t.s.log) == 2);
+  CHECK(t.s.eng.cur == 1 && t.s.eng.nstages == 2); /* the session keeps what it had */
+  CHECK(explain_log_nstages(t.s.eng.log) == 2);
   CHECK_STR(ok_run(&t, "stage"), "stage 1 of 2 (broken pipeline): after cse; 8 instructions, 3 kernels\nnext: breaker\n");
   sess_free(&t);
 }
@@ -468,16 +460,16 @@ TEST(pipeline_command) {
   ok_run(&t, "step");
   bool ok;
   CHECK_STR(run(&t, "pipeline fancy", &ok), "error: no pipeline named 'fancy' (pipelines: classic, priority)\n");
-  CHECK(!ok && t.s.pipeline == &test_pipeline && t.s.nstages == 2);
+  CHECK(!ok && t.s.eng.pipeline == &test_pipeline && t.s.eng.nstages == 2);
   const char *out = ok_run(&t, "pipeline priority");
-  CHECK(t.s.pipeline == pipeline_lookup("priority") && t.s.nstages == 1 && t.s.cur == 0);
+  CHECK(t.s.eng.pipeline == pipeline_lookup("priority") && t.s.eng.nstages == 1 && t.s.eng.cur == 0);
   const Pipeline *pr = pipeline_lookup("priority");
   char want[256];
   snprintf(want, sizeof want, "pipeline priority: %s\n  > 0  input\n    1  %-24s -\n", pr->description,
            pr->passes[0]->name);
   CHECK_CONTAINS(out, want);
   CHECK_CONTAINS(out, "pipelines: classic priority\n");
-  CHECK(run(&t, "step", &ok) && ok && t.s.cur == 1);
+  CHECK(run(&t, "step", &ok) && ok && t.s.eng.cur == 1);
   snprintf(want, sizeof want, "  > 1  %-24s run\n", pr->passes[0]->name);
   CHECK_CONTAINS(ok_run(&t, "pipeline"), want);
   sess_free(&t);
@@ -486,9 +478,9 @@ TEST(pipeline_command) {
 TEST(nothing_loaded) {
   Sess t;
   sess_init(&t, false);
-  ir_module_free(t.s.stages[0].module);
-  t.s.stages[0].module = NULL;
-  t.s.nstages = 0;
+  ir_module_free(t.s.eng.stages[0].module);
+  t.s.eng.stages[0].module = NULL;
+  t.s.eng.nstages = 0;
   const char *cmds[] = {"step", "back", "goto 1", "stage", "passes", "diff", "why a", "decisions", "kernels",
                         "show-stats"};
   for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {

@@ -5,7 +5,7 @@
 
 #include "../../compiler/arena.h"
 #include "../../repl/args.h"
-#include "../../repl/json.h"
+#include "../../explain/json.h"
 #include "../../repl/repl.h"
 #include "../../repl/session.h"
 #include "check.h"
@@ -209,9 +209,9 @@ TEST(nearest_names) {
 
 TEST(printable_words) {
   char buf[32];
-  CHECK_STR(repl_printable(buf, sizeof buf, "caf\xc3\xa9"), "caf\xc3\xa9");
-  CHECK_STR(repl_printable(buf, sizeof buf, "a\xff" "b\x01"), "a\\xffb\\x01");
-  CHECK_STR(repl_printable(buf, 12, "abcdefghijklmnop"), "abcdefgh...");
+  CHECK_STR(fx_printable(buf, sizeof buf, "caf\xc3\xa9"), "caf\xc3\xa9");
+  CHECK_STR(fx_printable(buf, sizeof buf, "a\xff" "b\x01"), "a\\xffb\\x01");
+  CHECK_STR(fx_printable(buf, 12, "abcdefghijklmnop"), "abcdefgh...");
 }
 
 /* The running command's word columns, as the dispatcher sets them. */
@@ -274,29 +274,29 @@ TEST(session_stages) {
   Session *s = session_new(stdout, stderr);
   CHECK(s != NULL);
   if (!s) return;
-  CHECK(session_module(s) == NULL);
-  CHECK(s->pipeline != NULL && strcmp(s->pipeline->name, "classic") == 0);
-  CHECK_STR(s->device.name, "rtx2080ti");
-  CHECK(s->settings.max_duplication > 0);
+  CHECK(explain_engine_module(&s->eng, s->eng.cur) == NULL);
+  CHECK(s->eng.pipeline != NULL && strcmp(s->eng.pipeline->name, "classic") == 0);
+  CHECK_STR(s->eng.device.name, "rtx2080ti");
+  CHECK(s->eng.settings.max_duplication > 0);
   IrModule *m = ir_module_new("m0");
-  session_set_input(s, m);
-  CHECK(session_module(s) == m && s->nstages == 1 && s->cur == 0);
-  CHECK_STR(s->stages[0].pass, "input");
+  explain_engine_set_input(&s->eng, m);
+  CHECK(explain_engine_module(&s->eng, s->eng.cur) == m && s->eng.nstages == 1 && s->eng.cur == 0);
+  CHECK_STR(s->eng.stages[0].pass, "input");
   /* Pretend two passes ran; the second changed nothing and shares the first one's snapshot
    * (dropping it must not free the shared module: ASan would report the double free). */
-  s->stages[1] = (Stage){.module = ir_module_clone(m), .pass = "dce", .changed = true};
-  s->stages[2] = (Stage){.module = s->stages[1].module, .pass = "cse", .changed = false, .shared = true};
-  s->nstages = 3;
-  s->cur = 2;
-  s->next_pass = 2;
-  session_truncate(s, 2);
-  CHECK(s->nstages == 2 && s->cur == 1 && s->next_pass == 1);
-  session_truncate(s, 0); /* the input always stays */
-  CHECK(s->nstages == 1 && s->cur == 0 && session_module(s) == m);
-  session_set_input(s, ir_module_new("m1"));
-  CHECK_STR(session_module(s)->name, "m1");
+  s->eng.stages[1] = (ExplainStage){.module = ir_module_clone(m), .pass = "dce", .changed = true};
+  s->eng.stages[2] = (ExplainStage){.module = s->eng.stages[1].module, .pass = "cse", .changed = false, .shared = true};
+  s->eng.nstages = 3;
+  s->eng.cur = 2;
+  s->eng.next_pass = 2;
+  explain_engine_truncate(&s->eng, 2);
+  CHECK(s->eng.nstages == 2 && s->eng.cur == 1 && s->eng.next_pass == 1);
+  explain_engine_truncate(&s->eng, 0); /* the input always stays */
+  CHECK(s->eng.nstages == 1 && s->eng.cur == 0 && explain_engine_module(&s->eng, s->eng.cur) == m);
+  explain_engine_set_input(&s->eng, ir_module_new("m1"));
+  CHECK_STR(explain_engine_module(&s->eng, s->eng.cur)->name, "m1");
   session_reset(s);
-  CHECK(session_module(s) == NULL && s->nstages == 0);
+  CHECK(explain_engine_module(&s->eng, s->eng.cur) == NULL && s->eng.nstages == 0);
   session_free(s);
 }
 

@@ -380,13 +380,13 @@ TEST(run_prints_u64_bits_unsigned) {
                      "  ROOT r = (u64[2], u64[2]) rng-bit-generator(s), algorithm=rng_philox\n}\n";
   Session s;
   memset(&s, 0, sizeof s);
-  Stage st = {.module = parse(text), .pass = "input"};
+  ExplainStage st = {.module = parse(text), .pass = "input"};
   CHECK(st.module != NULL);
   if (!st.module) return;
-  s.stages = &st;
-  s.nstages = s.stages_cap = 1;
-  s.device = *device_default();
-  pass_settings_default(&s.settings);
+  s.eng.stages = &st;
+  s.eng.nstages = s.eng.stages_cap = 1;
+  s.eng.device = *device_default();
+  pass_settings_default(&s.eng.settings);
   s.err = stderr;
   char *buf = NULL;
   size_t len = 0;

@@ -27,21 +27,16 @@ static size_t outlen;
 
 static void sess_init(Session *s) {
   memset(s, 0, sizeof *s);
-  s->stages_cap = 4;
-  s->stages = calloc(4, sizeof(Stage));
-  s->device = *device_default();
-  pass_settings_default(&s->settings);
+  explain_engine_init(&s->eng);
   s->input_name = "<test>";
   FxError err = {0};
   IrModule *m = hlo_parse(module_text, strlen(module_text), "t.hlo", &err);
-  s->stages[0] = (Stage){.module = m, .pass = "input"};
-  s->nstages = 1;
+  explain_engine_set_input(&s->eng, m);
   s->err = stderr;
 }
 
 static void sess_free(Session *s) {
-  ir_module_free(s->stages[0].module);
-  free(s->stages);
+  explain_engine_fini(&s->eng);
 }
 
 /* Runs one command line (split on spaces); returns its success, output in outbuf. */

@@ -168,7 +168,7 @@ static bool shell(Session *s, const char *line, char **out) {
 
 TEST(show_stats_reports_the_stage_memory) {
   Session *s = session_new(stdout, stderr);
-  session_set_input(s, parse());
+  explain_engine_set_input(&s->eng, parse());
   char *out;
   CHECK(shell(s, "show-stats", &out));
   CHECK(strstr(out, "stage memory") == NULL); /* the input alone: the snapshots line says it */

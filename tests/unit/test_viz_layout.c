@@ -187,7 +187,7 @@ TEST(render_states_the_choice) {
   char dir[] = "/tmp/fxplain-viz-layoutXXXXXX";
   CHECK(mkdtemp(dir) != NULL);
   Session *s = session_new(stdout, stderr);
-  session_set_input(s, chain_module(VIZ_DOT_MAX_NODES + 100, 30, false));
+  explain_engine_set_input(&s->eng, chain_module(VIZ_DOT_MAX_NODES + 100, 30, false));
   char cmd[300], *out;
   snprintf(cmd, sizeof cmd, "render %s/big.svg", dir);
   CHECK(shell(s, cmd, &out));

@@ -1,4 +1,4 @@
-/* json.c — the streaming JSON writer behind `--json` (see json.h). */
+/* json.c — the one JSON writer and string escaper: every `--json` output and every JSON file fxplain writes goes through it (see json.h). */
 #include "json.h"
 
 #include <math.h>

@@ -1,0 +1,185 @@
+/* front_end.c — a second front end to fxplain's engine, with no shell: it proves that everything
+ * a user asks the shell is answered by explain/engine.h alone. It links the engine library and
+ * the compiler only (not repl/, viz/ or runtime/), and, as a notebook or a language server would:
+ * loads a .fx program, runs a pipeline to its end, asks the kernels of a stage, asks `why` for a
+ * pair of instructions and for one name, reads the decision log by number, writes a decision as
+ * JSON through the one writer, and asks what a change of setting does to the decisions. The facts checked are the ones the shell prints for the same
+ * program (`fxplain -e 'load tests/engine/softmax.fx; step all; kernels; why m e'`). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../explain/compare.h"
+#include "../../explain/engine.h"
+#include "../check.h"
+
+#define PROGRAM "tests/engine/softmax.fx"
+
+static bool load(ExplainEngine *e) {
+  FxError err;
+  fx_error_clear(&err);
+  if (!explain_engine_init(e)) return false;
+  if (!explain_engine_load_file(e, PROGRAM, &err)) {
+    fx_error_print(stderr, &err);
+    explain_engine_fini(e);
+    return false;
+  }
+  return true;
+}
+
+TEST(load_run_and_kernels) {
+  ExplainEngine e;
+  CHECK(load(&e));
+  if (!e.stages) return;
+  FxError err;
+  fx_error_clear(&err);
+  CHECK_STR(explain_engine_pipeline(&e)->name, "classic");
+  CHECK_STR(explain_engine_module(&e, 0)->name, "softmax");
+  const KernelPlan *p0 = explain_engine_plan(&e, 0, &err);
+  CHECK(p0 && p0->ncompute == 7);
+  /* The plan is kept with the stage: asking again gives the same one. */
+  CHECK(explain_engine_plan(&e, 0, &err) == p0);
+  int last = explain_engine_last_stage(&e);
+  CHECK(explain_engine_ensure(&e, last, &err));
+  CHECK(e.nstages == last + 1);
+  e.cur = last;
+  const KernelPlan *p = explain_engine_plan(&e, last, &err);
+  CHECK(p && p->ncompute == 3);
+  if (p) {
+    const IrInstr *m = ir_module_find_instr(explain_engine_module(&e, last), "m");
+    const PlanKernel *k = m ? plan_kernel_of(p, m) : NULL;
+    CHECK(k && strcmp(k->name, "m") == 0 && k->kind == KERNEL_INPUT);
+  }
+  char what[128];
+  explain_engine_stage_summary(&e, explain_engine_stage_of_pass(&e, "instruction-fusion", 0), what, sizeof what);
+  CHECK_STR(what, "3 fused, 7 rejected");
+  /* A finished pipeline says so, and leaves the stages as they were. */
+  CHECK(!explain_engine_run_next(&e, &err) && strstr(err.msg, "is finished"));
+  CHECK(e.nstages == last + 1);
+  /* Another device builds the plan again; going back to a stage runs nothing. */
+  e.device = *device_lookup("h100");
+  const KernelPlan *ph = explain_engine_plan(&e, last, &err);
+  CHECK(ph && ph->ncompute == 3);
+  explain_engine_truncate(&e, 1);
+  CHECK(e.nstages == 1 && e.cur == 0);
+  explain_engine_fini(&e);
+}
+
+TEST(why_a_pair_and_a_name) {
+  ExplainEngine e;
+  CHECK(load(&e));
+  if (!e.stages) return;
+  FxError err;
+  fx_error_clear(&err);
+  CHECK(explain_engine_ensure(&e, explain_engine_last_stage(&e), &err));
+  e.cur = explain_engine_last_stage(&e);
+  ExplainWhyPair q;
+  int unknown = 0;
+  CHECK(explain_engine_why_pair(&e, "m", "e", &q, &unknown, &err));
+  CHECK(q.have_split && q.apart && q.split->kind == EXPLAIN_SPLIT_PATH);
+  CHECK_STR(explain_split_kind_name(q.split->kind), "path");
+  CHECK(q.split->nboundaries == 1);
+  if (q.split->nboundaries == 1) {
+    const ExplainBoundary *b = &q.split->boundaries[0];
+    CHECK_STR(b->from->name, "m");
+    CHECK_STR(b->to->name, "fusion.2");
+    CHECK(b->bytes == 256);
+    CHECK(b->decision && explain_engine_number(&e, b->decision) == 13);
+    CHECK(b->decision && strcmp(b->decision->reason, "reduce_epilogue") == 0);
+    CHECK(b->decision && explain_record_by_number(e.log, 13) == b->decision);
+  }
+  CHECK_CONTAINS(q.relation, "m feeds e (in fusion.2) across one kernel boundary");
+  explain_why_pair_free(&q);
+
+  /* e and s: together now, joined by a multi-output fusion; the earlier rejection is superseded. */
+  CHECK(explain_engine_why_pair(&e, "e", "s", &q, &unknown, &err));
+  CHECK(q.have_split && !q.apart && q.split->kind == EXPLAIN_SPLIT_NONE);
+  CHECK(q.split->joined && explain_engine_number(&e, q.split->joined) == 20);
+  CHECK(q.n == 1 && q.final && !q.final->accepted && strcmp(q.final->reason, "code_duplication") == 0);
+  explain_why_pair_free(&q);
+
+  /* A name at no stage is the front end's to report (it knows where the user typed it). */
+  CHECK(!explain_engine_why_pair(&e, "m", "nothing.1", &q, &unknown, &err) && unknown == 2 && !err.set);
+
+  ExplainWhyOne w;
+  /* A name algsimp removed is followed to what it became. */
+  CHECK(explain_engine_why_one(&e, "reshape.9", &w, &unknown, &err));
+  CHECK(w.instr == NULL && w.last_seen == 1 && w.became && strcmp(w.became->name, "m") == 0);
+  CHECK(w.n == 2 && explain_engine_number(&e, w.decisions[1]) == 2);
+  explain_why_one_free(&w);
+  CHECK(explain_engine_why_one(&e, "subtract.11", &w, &unknown, &err));
+  CHECK(w.instr && w.kernel && strcmp(w.kernel->name, "fusion.2") == 0 && w.kernel->nmembers == 5);
+  explain_why_one_free(&w);
+  CHECK(explain_engine_why_one(&e, "y", &w, &unknown, &err));
+  CHECK(w.instr && w.kernel && strcmp(w.kernel->name, "fusion") == 0);
+  explain_why_one_free(&w);
+  explain_engine_fini(&e);
+}
+
+TEST(decisions_as_json) {
+  ExplainEngine e;
+  CHECK(load(&e));
+  if (!e.stages) return;
+  FxError err;
+  fx_error_clear(&err);
+  CHECK(explain_engine_ensure(&e, explain_engine_last_stage(&e), &err));
+  ExplainFilter f;
+  explain_filter_init(&f);
+  f.verdict = 0;
+  f.reason = "reduce_epilogue";
+  const ExplainRecord **res;
+  int n = explain_query(e.log, &f, &res);
+  CHECK(n >= 2);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  JsonWriter w;
+  json_init(&w, out);
+  json_array_begin(&w);
+  for (int k = 0; k < n; k++) explain_record_json(&w, res[k], explain_engine_number(&e, res[k]));
+  json_array_end(&w);
+  CHECK(json_done(&w));
+  fclose(out);
+  CHECK_CONTAINS(text, "{\"number\":7,\"stage\":9,\"pass\":\"instruction-fusion\",\"action\":\"fuse\",\"producer\":\"s\"");
+  free(text);
+  fx_free(res);
+  explain_engine_fini(&e);
+}
+
+TEST(what_a_setting_changes) {
+  ExplainEngine e;
+  CHECK(load(&e));
+  if (!e.stages) return;
+  FxError err;
+  fx_error_clear(&err);
+  /* An operand budget of 3 splits a fusion: the engine runs the pipeline twice, on scratch copies. */
+  PassSettings after = e.settings;
+  after.operand_budget = 3;
+  ExplainComparison c;
+  CHECK(explain_compare_settings(&e, &e.settings, &e.device, &after, &e.device, false, &c, &err));
+  CHECK(c.kernels_before == 3 && c.kernels_after == 4);
+  CHECK(c.nchanges == 3 && c.one_run_only == 2);
+  CHECK(e.nstages == 1); /* the engine's own stages are not touched */
+  explain_comparison_free(&c);
+  explain_engine_fini(&e);
+}
+
+TEST(a_broken_program_is_a_located_error) {
+  ExplainEngine e;
+  CHECK(explain_engine_init(&e));
+  FxError err;
+  fx_error_clear(&err);
+  CHECK(!explain_engine_load_file(&e, "tests/engine/no-such-program.fx", &err));
+  CHECK(err.set && strstr(err.msg, "cannot open it"));
+  CHECK(!explain_engine_loaded(&e));
+  explain_engine_fini(&e);
+}
+
+int main(void) {
+  RUN(load_run_and_kernels);
+  RUN(why_a_pair_and_a_name);
+  RUN(decisions_as_json);
+  RUN(what_a_setting_changes);
+  RUN(a_broken_program_is_a_located_error);
+  return check_summary();
+}

@@ -1,0 +1,132 @@
+/* engine_report.c — the engine's stages as pictures: every decision as the plain records viz
+ * draws, and the HTML walkthrough of every stage run so far, with its plan figures, the pass's
+ * summary and what changed (see viz.h). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../compiler/arena.h"
+#include "viz.h"
+
+/* Every decision recorded for stages 1..upto, in `decisions` order, as PassDecision records
+ * (strings stay owned by the log). *out is fx_malloc'd; returns the count or -1. */
+int viz_engine_decisions(const ExplainEngine *e, int upto, PassDecision **out) {
+  *out = NULL;
+  if (!e->log) return 0;
+  ExplainFilter f;
+  explain_filter_init(&f);
+  f.max_stage = upto;
+  const ExplainRecord **res;
+  int n = explain_query(e->log, &f, &res);
+  if (n < 0) return -1;
+  PassDecision *d = fx_calloc((size_t)n + 1, sizeof *d);
+  if (!d) {
+    fx_free(res);
+    return -1;
+  }
+  for (int k = 0; k < n; k++) {
+    const ExplainRecord *r = res[k];
+    d[k] = (PassDecision){.stage = r->stage, .pass = r->pass, .action = r->action, .producer = r->producer,
+                          .consumer = r->consumer, .accepted = r->accepted, .reason = r->reason,
+                          .detail = r->detail, .suggestion = r->suggestion, .result = r->result,
+                          .nmetrics = r->nmetrics};
+    memcpy(d[k].metrics, r->metrics, sizeof r->metrics);
+  }
+  fx_free(res);
+  *out = d;
+  return n;
+}
+
+static char *diff_text(const ExplainEngine *e, int k, FxError *err) {
+  ExplainDiff *d = explain_diff(e->stages[k - 1].module, e->stages[k].module, e->log, k - 1, k, err);
+  if (!d) return NULL;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) {
+    explain_diff_free(d);
+    return NULL;
+  }
+  fprintf(f, "%d added, %d removed, %d rewritten, %d fused (%d \xe2\x86\x92 %d instructions)\n", d->count[DIFF_ADDED],
+          d->count[DIFF_REMOVED], d->count[DIFF_REWRITTEN], d->count[DIFF_FUSED], d->instrs_a, d->instrs_b);
+  for (int j = 0; j < d->n && j < 300; j++) {
+    const ExplainDiffEntry *e = &d->entries[j];
+    fprintf(f, "%-9s %s (%s)", explain_diff_kind_name(e->kind), e->name, e->op ? e->op : "?");
+    if (e->into) fprintf(f, " %s %s", e->kind == DIFF_FUSED ? "into" : "\xe2\x86\x92", e->into);
+    if (e->detail) fprintf(f, ": %s", e->detail);
+    fputc('\n', f);
+  }
+  if (d->n > 300) fprintf(f, "... %d more\n", d->n - 300);
+  fclose(f);
+  explain_diff_free(d);
+  /* open_memstream's buffer comes from malloc: copy it into fx memory. */
+  char *out = fx_strdup(text ? text : "");
+  free(text);
+  return out;
+}
+
+bool viz_engine_report(FILE *out, VizRenderer *r, ExplainEngine *e, volatile int *interrupted,
+                       void (*progress)(void *ctx, int done, int total), void *progress_ctx, int *ndecisions,
+                       FxError *err) {
+  int n = e->nstages;
+  PassDecision *ds = NULL;
+  int nds = viz_engine_decisions(e, n - 1, &ds);
+  if (nds < 0) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  *ndecisions = nds;
+  VizStage *st = fx_calloc((size_t)n, sizeof *st);
+  char **texts = fx_calloc((size_t)n * 2, sizeof(char *));
+  bool ok = st && texts;
+  if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
+  int first = 0;
+  for (int k = 0; k < n && ok; k++) {
+    if (interrupted && *interrupted) {
+      ok = fx_error_set(err, NULL, 0, 0, "interrupted: the report was not written");
+      break;
+    }
+    st[k].module = e->stages[k].module;
+    st[k].pass = explain_engine_stage_pass(e, k);
+    st[k].changed = e->stages[k].changed;
+    const KernelPlan *p = explain_engine_plan(e, k, err);
+    if (!p) {
+      ok = false;
+      break;
+    }
+    st[k].have_numbers = true;
+    st[k].kernels = p->launches;
+    st[k].nkernels = p->ncompute;
+    st[k].bytes = p->bytes_read + p->bytes_written;
+    st[k].est_us = p->est_us;
+    while (first < nds && ds[first].stage < k) first++;
+    int last = first;
+    while (last < nds && ds[last].stage == k) last++;
+    st[k].decisions = (VizDecisions){ds + first, last - first};
+    st[k].first_number = first + 1; /* ds holds every decision in `decisions` order */
+    if (k > 0 && e->log) {
+      char words[256];
+      explain_stage_summary(e->log, k, words, sizeof words);
+      texts[2 * k] = fx_malloc(strlen(words) + strlen(st[k].pass) + 4);
+      if (texts[2 * k]) sprintf(texts[2 * k], "%s: %s", st[k].pass, words);
+      st[k].summary = texts[2 * k];
+      if (st[k].changed) {
+        texts[2 * k + 1] = diff_text(e, k, err);
+        if (!texts[2 * k + 1]) ok = false;
+        st[k].changes = texts[2 * k + 1];
+      }
+    }
+  }
+  if (ok) {
+    VizDecisions all = {ds, nds};
+    char title[300];
+    snprintf(title, sizeof title, "%s", e->stages[0].module->name ? e->stages[0].module->name : "module");
+    VizReportOptions ro = {.title = title, .pipeline = e->pipeline ? e->pipeline->name : "classic",
+                           .device = e->device.name, .interrupted = interrupted, .progress = progress,
+                           .progress_ctx = progress_ctx};
+    ok = viz_report_write(out, r, st, n, &all, &ro, err);
+  }
+  for (int k = 0; texts && k < 2 * n; k++) fx_free(texts[k]);
+  fx_free(texts);
+  fx_free(st);
+  fx_free(ds);
+  return ok;
+}
