@@ -634,7 +634,9 @@ static double common_utilization(const HloCost *pc, int pk, const HloCost *cc) {
  * writes what c writes. */
 double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
   HloCost pc, cc;
-  bool ok = hlo_cost_analyze(d, p, &pc) & hlo_cost_analyze(d, c, &cc);
+  bool okp = hlo_cost_analyze(d, p, &pc); /* both run: each leaves its HloCost safe to free */
+  bool okc = hlo_cost_analyze(d, c, &cc);
+  bool ok = okp && okc;
   double t = 0;
   if (ok) {
     int pk = hlo_cost_operand_index(c, p);
