@@ -104,7 +104,7 @@ bool viz_engine_report(FILE *out, VizRenderer *r, ExplainEngine *e, volatile int
     st[k].first_number = first + 1; /* ds holds every decision in `decisions` order */
     if (k > 0 && e->log) {
       char words[256];
-      explain_stage_summary(e->log, k, words, sizeof words);
+      explain_engine_stage_summary(e, k, words, sizeof words);
       texts[2 * k] = fx_malloc(strlen(words) + strlen(st[k].pass) + 4);
       if (texts[2 * k]) sprintf(texts[2 * k], "%s: %s", st[k].pass, words);
       st[k].summary = texts[2 * k];

@@ -14,6 +14,8 @@ out=$("$FX" -e "load $D; passes; goto 6; passes; goto priority-fusion; decisions
 check listing "> 0001   jit_f" "$out"
 check log_counts "XLA's priority-fusion log: 2 fusions, 4 ineligible producers, 3 priority updates; stage 2" "$out"
 check stages "pipeline xla: 7 stages" "$out"
+# XLA's counts and fxplain's apart (they were added up: "4 fused, 3 priority, 4 rejected").
+check stage_summary "stage 2  priority-fusion: XLA: 2 fused, 4 ineligible, 3 priority updates; fxplain: 2 fused; they agree on every step" "$out"
 check every_stage_loads "    6     adding_special-case_copies" "$out"
 check xla_fusion "XLA fused triton_softmax.3 into exp.1.0, making fusion.5 (step 4; its cost model: 1.012 us fused vs 2.026 us unfused); fxplain agrees, it fuses it" "$out"
 check xla_reason 'XLA: gemm_fusion_dot_general.1 is not fused: "the producer is not fusible" (step 3)' "$out"
