@@ -472,8 +472,18 @@ int xla_fusion_log_compare(const XlaFusionLog *l, const ExplainLog *own, int own
   for (int k = 0; own && k < explain_stage_count(own, own_stage); k++) {
     const ExplainRecord *r = explain_stage_record(own, own_stage, k);
     if (!r->accepted || !r->result || !r->producer || (own_pass && strcmp(r->pass, own_pass) != 0)) continue;
-    members_merge(&ft, r->result, as_xla(m, &ft, r->producer, pbuf, sizeof pbuf), NULL);
+    /* A fusion that keeps its consumer's name (fxplain's too) holds that consumer: seeded first,
+     * since the consumer's name, once the result's, would stand for the result only. */
+    bool fresh = !members_find(&ft, r->result);
     char one[256];
+    for (const char *c = r->consumer ? r->consumer : ""; fresh && *c;) {
+      const char *e = strchr(c, ',');
+      size_t len = e ? (size_t)(e - c) : strlen(c);
+      snprintf(one, sizeof one, "%.*s", (int)len, c);
+      if (strcmp(as_xla(m, &ft, one, cbuf, sizeof cbuf), r->result) == 0) members_merge(&ft, r->result, r->result, NULL);
+      c += len + (e ? 1 : 0);
+    }
+    members_merge(&ft, r->result, as_xla(m, &ft, r->producer, pbuf, sizeof pbuf), NULL);
     for (const char *c = r->consumer ? r->consumer : ""; *c;) {
       const char *e = strchr(c, ',');
       size_t len = e ? (size_t)(e - c) : strlen(c);
