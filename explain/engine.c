@@ -218,13 +218,24 @@ static bool grow(ExplainEngine *e, int k) {
   return true;
 }
 
+/* Ctrl-C while the pass making stage k ran: its work (out, when it got that far) and its
+ * decisions go; the stages before it stay as they were. */
+static bool stopped(ExplainEngine *e, int k, const char *pass, IrModule *out, FxError *err) {
+  if (out) ir_module_free(out);
+  explain_log_truncate(e->log, k);
+  fx_error_clear(err);
+  return fx_error_set(err, NULL, 0, 0,
+                      "interrupted: %s (stage %d) was stopped before it finished; stages 0 to %d are as they were",
+                      pass, k, k - 1);
+}
+
 bool explain_engine_run_next(ExplainEngine *e, FxError *err) {
   const Pipeline *pl = explain_engine_pipeline(e);
   int k = e->nstages;
   if (k - 1 >= pl->npasses)
     return fx_error_set(err, NULL, 0, 0, "the %s pipeline is finished: stage %d is its last", pl->name, k - 1);
-  if (e->interrupted && *e->interrupted) return fx_error_set(err, NULL, 0, 0, "interrupted");
   const Pass *p = pl->passes[k - 1];
+  if (e->interrupted && *e->interrupted) return stopped(e, k, p->name, NULL, err);
   ExplainLog *log = e->log;
   if (!explain_log_begin_stage(log, k, p->name) || !grow(e, k)) return fx_error_set(err, NULL, 0, 0, "out of memory");
   IrModule *prev = e->stages[k - 1].module;
@@ -240,6 +251,7 @@ bool explain_engine_run_next(ExplainEngine *e, FxError *err) {
     FxError xe;
     fx_error_clear(&xe);
     out = xla_dump_next_stage(e->xla, k, prev, &e->device, &e->settings, &sink, &xe);
+    if (e->interrupted && *e->interrupted) return stopped(e, k, p->name, out, err);
     if (!out) {
       explain_log_truncate(log, k);
       return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, xe.msg);
@@ -248,8 +260,9 @@ bool explain_engine_run_next(ExplainEngine *e, FxError *err) {
   } else {
     FxError perr;
     fx_error_clear(&perr);
-    PassContext cx = {&sink, &e->device, &e->settings, k, p->name, &perr};
+    PassContext cx = {&sink, &e->device, &e->settings, k, p->name, &perr, e->interrupted};
     if (!pass_run_stage(p, prev, &cx, &out, &changed)) {
+      if (e->interrupted && *e->interrupted) return stopped(e, k, p->name, NULL, err);
       explain_log_truncate(log, k);
       return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, perr.msg);
     }
