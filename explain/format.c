@@ -7,6 +7,7 @@
 
 #include "../compiler/arena.h"
 #include "../compiler/fusion_rules.h"
+#include "xla_dump.h"
 
 static void fmt_time(double us, char *buf, size_t n) {
   if (us < 1000) snprintf(buf, n, "%.2f us", us);
@@ -700,7 +701,13 @@ bool explain_show_why_one(const ExplainOut *o, ExplainEngine *e, const char *nam
     print_decisions(o, e, &w, res, n);
     json_object_end(&w);
   } else if (i) {
-    fprintf(o->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
+    /* A loaded XLA module: the name the user's JAX program gave it, too. */
+    char jax[200];
+    xla_user_name(i, jax, sizeof jax);
+    if (jax[0] && strcmp(jax, name) != 0)
+      fprintf(o->out, "%s (JAX: %s): %s %s in %s\n", name, jax, ir_op_name(i->op), shape, i->parent->name);
+    else
+      fprintf(o->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
     char lab[200];
     if (kn && kn->instr == i && kn->nmembers <= 1 && kn->kind == KERNEL_LIBRARY)
       fprintf(o->out, "  at stage %d (%s): its own library kernel, a %s\n", e->cur, pass,

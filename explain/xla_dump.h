@@ -209,6 +209,10 @@ typedef struct {
  * through the module's FileNames/FunctionNames/FileLocations/StackFrames tables (the innermost
  * frame). Strings are written into the caller's buffers; false when i carries no metadata. */
 bool xla_source_of(const IrModule *m, const IrInstr *i, XlaSource *src, char *buf, size_t n);
+/* The name the user's JAX program gave instruction i: its metadata op_name without the jit(...)
+ * (or pjit(...)) wrappers it opens with ("jit(step)/attention/dot_general" ->
+ * "attention/dot_general"); "" when i has no op_name. */
+void xla_user_name(const IrInstr *i, char *buf, size_t n);
 /* "file.py:12" (basename and line), or "" when unknown. */
 void xla_source_short(const IrModule *m, const IrInstr *i, char *buf, size_t n);
 /* Whether instruction i comes from `where`: FILE:LINE (FILE matched as a suffix of the path),

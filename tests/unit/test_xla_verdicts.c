@@ -86,7 +86,31 @@ TEST(verdicts_match_what_names_hold) {
   ir_module_free(m);
 }
 
+TEST(user_names_from_op_name) {
+  static const char *text = "HloModule u\n\nENTRY %main (x: f32[4]) -> f32[4] {\n"
+                            "  %x = f32[4]{0} parameter(0), metadata={op_name=\"x\"}\n"
+                            "  %a = f32[4]{0} exponential(%x), metadata={op_name=\"jit(step)/attention/exp\"}\n"
+                            "  %b = f32[4]{0} negate(%a), metadata={op_name=\"pjit(f)/jit(g)/mlp/neg\" stack_frame_id=3}\n"
+                            "  ROOT %c = f32[4]{0} tanh(%b)\n}\n";
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, strlen(text), "u.hlo", &err);
+  CHECK(m != NULL);
+  if (!m) return;
+  char buf[128];
+  xla_user_name(ir_module_find_instr(m, "a"), buf, sizeof buf);
+  CHECK_STR(buf, "attention/exp");
+  xla_user_name(ir_module_find_instr(m, "b"), buf, sizeof buf);
+  CHECK_STR(buf, "mlp/neg");
+  xla_user_name(ir_module_find_instr(m, "x"), buf, sizeof buf);
+  CHECK_STR(buf, "x");
+  xla_user_name(ir_module_find_instr(m, "c"), buf, sizeof buf);
+  CHECK_STR(buf, "");
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(verdicts_match_what_names_hold);
+  RUN(user_names_from_op_name);
   return check_summary();
 }

@@ -53,6 +53,10 @@ out=$(FXPLAIN_PYTHON=/nonexistent/python "$FX" -e "load tests/xla_dumps/data/for
 check xla_without_wheels "pip install jax==0.10.2 jaxlib==0.10.2 jax-cuda13-plugin==0.10.2 jax-cuda13-pjrt==0.10.2" "$out"
 out=$("$FX" -e "load $D; goto priority-fusion; show graph" 2>&1)
 check graph_sources "gemm_fusion_dot_general.1    mlp.py:10, mlp.py:11" "$out"
+# The user's own names (XLA's op_name without jit(f)/) in show graph and why.
+check graph_jax_names "JAX names: layer/dot_general layer/add layer/tanh mul" "$out"
+out=$("$FX" -e "load $D; goto priority-fusion; why tanh.0" 2>&1)
+check why_jax_name "tanh.0 (JAX: layer/tanh): tanh f32[64,32]{1,0}" "$out"
 
 T=$(mktemp -d)
 # The report steps through XLA's decisions in its order, fxplain's verdict beside each, offline.
