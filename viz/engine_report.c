@@ -101,6 +101,15 @@ static int xla_steps(ExplainEngine *e, int k, VizXlaStep **out) {
     y->kind = v->left_unfused ? "left_unfused" : kinds[s->kind];
     y->producer = s->producer;
     y->consumer = s->consumer;
+    const IrModule *before = e->stages[k - 1].module;
+    const IrInstr *pi = ir_module_find_instr(before, s->producer);
+    if (pi) xla_user_name(pi, y->producer_jax, sizeof y->producer_jax);
+    char first[256];
+    snprintf(first, sizeof first, "%s", s->consumer ? s->consumer : "");
+    char *comma = strchr(first, ',');
+    if (comma) *comma = 0;
+    const IrInstr *ci = first[0] ? ir_module_find_instr(before, first) : NULL;
+    if (ci) xla_user_name(ci, y->consumer_jax, sizeof y->consumer_jax);
     y->fusion = s->fusion;
     y->xla_reason = s->reason;
     /* A fusion's times: the producer's last priority update before it. */

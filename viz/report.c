@@ -319,7 +319,18 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
     vbuf_printf(&b, "</a></td><td>%s</td><td class=\"num\">%d</td>", s == 0 ? "" : (st->changed ? "yes" : "no"),
                 stage_instrs(st));
     numbers_cells(&b, st);
-    vbuf_printf(&b, "<td>%d accepted, %d rejected</td></tr>\n", acc, rej);
+    if (st->nxla_steps > 0) {
+      /* XLA's decisions and fxplain's own on the same input, counted apart. */
+      int fus = 0, inel = 0, dis = 0;
+      for (int k = 0; k < st->nxla_steps; k++) {
+        fus += strcmp(st->xla_steps[k].kind, "fusion") == 0;
+        inel += strcmp(st->xla_steps[k].kind, "producer_ineligible") == 0;
+        dis += st->xla_steps[k].disagree;
+      }
+      vbuf_printf(&b, "<td>XLA: %d fused, %d ineligible; fxplain disagrees on %d</td></tr>\n", fus, inel, dis);
+    } else {
+      vbuf_printf(&b, "<td>%d accepted, %d rejected</td></tr>\n", acc, rej);
+    }
   }
   vbuf_puts(&b, "</tbody></table>\n");
 

@@ -79,6 +79,15 @@ static void card(VizBuf *c, const VizXlaStep *x) {
     vbuf_puts(c, "</code> unfused: its cost model's last word said fusing is slower");
   }
   if (x->has_times) vbuf_printf(c, " (%.4g us fused vs %.4g us unfused)", x->us_fused, x->us_unfused);
+  if (x->producer_jax[0] || x->consumer_jax[0]) {
+    /* In the words of the user's program. */
+    vbuf_puts(c, "<br>JAX: ");
+    vbuf_html(c, x->producer_jax[0] ? x->producer_jax : "?");
+    if (x->consumer && x->consumer[0]) {
+      vbuf_puts(c, " &rarr; ");
+      vbuf_html(c, x->consumer_jax[0] ? x->consumer_jax : "?");
+    }
+  }
   if (!x->compared || strcmp(x->kind, "update_priority") == 0) return;
   vbuf_puts(c, "<br>fxplain: ");
   if (!x->own_verdict) {

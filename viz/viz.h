@@ -189,6 +189,8 @@ typedef struct {
   bool own_has_times;
   double own_us_fused, own_us_unfused;
   bool disagree;
+  /* The names the user's JAX program gave producer and consumer (op_name), "" when unknown. */
+  char producer_jax[96], consumer_jax[96];
 } VizXlaStep;
 
 typedef struct {
