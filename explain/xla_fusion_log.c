@@ -357,8 +357,16 @@ static void members_free(MemberTable *t) {
   fx_free(t->m);
 }
 
-/* Whether names x (in table tx) and y (in ty) hold a common original instruction. */
-static bool overlap(MemberTable *tx, const char *x, MemberTable *ty, const char *y) {
+/* Whether original instruction o is a bitcast of m: XLA and fxplain both copy bitcasts into every
+ * user first, so two fusions sharing one are no more the same than two that read one value. */
+static bool is_bitcast(const IrModule *m, const char *o) {
+  const IrInstr *i = m ? ir_module_find_instr(m, o) : NULL;
+  return i && i->op == IR_OP_BITCAST;
+}
+
+/* Whether names x (in table tx) and y (in ty) hold a common original instruction (not a bitcast,
+ * unless that is all either holds). */
+static bool overlap(const IrModule *m, MemberTable *tx, const char *x, MemberTable *ty, const char *y) {
   if (strcmp(x, y) == 0) return true;
   Members *mx = members_find(tx, x), *my = members_find(ty, y);
   const char *one_x[1] = {x}, *one_y[1] = {y};
@@ -366,7 +374,7 @@ static bool overlap(MemberTable *tx, const char *x, MemberTable *ty, const char 
   int nx = mx ? mx->n : 1, ny = my ? my->n : 1;
   for (int a = 0; a < nx; a++)
     for (int b = 0; b < ny; b++)
-      if (strcmp(ox[a], oy[b]) == 0) return true;
+      if (strcmp(ox[a], oy[b]) == 0 && (nx == 1 || ny == 1 || !is_bitcast(m, ox[a]))) return true;
   return false;
 }
 
@@ -379,7 +387,7 @@ static bool same_members(MemberTable *tx, const char *x, MemberTable *ty, const 
   const char *one_y[1] = {y};
   const char **oy = my ? my->orig : one_y;
   for (int b = 0; b < ny; b++)
-    if (!overlap(tx, x, ty, oy[b])) return false;
+    if (!overlap(NULL, tx, x, ty, oy[b])) return false;
   return true;
 }
 
@@ -410,20 +418,24 @@ static const ExplainRecord *own_verdict(const ExplainLog *own, int stage, const 
     const ExplainRecord *r = explain_stage_record(own, stage, k);
     if (!r->producer || (own_pass && strcmp(r->pass, own_pass) != 0)) continue;
     const char *rp = as_xla(m, ft, r->producer, pbuf, sizeof pbuf);
+    /* A bitcast goes into its users first and for free, in XLA as in fxplain: fusing it says
+     * nothing about the larger producer that holds it. */
+    const IrInstr *ri = m && strcmp(rp, producer) != 0 ? ir_module_find_instr(m, rp) : NULL;
+    if (ri && ri->op == IR_OP_BITCAST) continue;
     if (!consumer) {
       if (!same_members(xt, producer, ft, rp)) continue;
       if (!r->accepted) return r;
       if (!any) any = r;
       continue;
     }
-    if (!overlap(xt, producer, ft, rp) || !r->consumer) continue;
+    if (!overlap(m, xt, producer, ft, rp) || !r->consumer) continue;
     char one[256];
     for (const char *c = r->consumer; *c;) {
       const char *e = strchr(c, ',');
       size_t len = e ? (size_t)(e - c) : strlen(c);
       snprintf(one, sizeof one, "%.*s", (int)len, c);
       const char *rc = as_xla(m, ft, one, cbuf, sizeof cbuf);
-      if (overlap(xt, consumer, ft, rc)) {
+      if (overlap(m, xt, consumer, ft, rc)) {
         if (r->accepted && same_members(xt, producer, ft, rp) && same_members(xt, consumer, ft, rc)) return r;
         if (r->accepted && !fused) fused = r;
         else if (!r->accepted) refused = r;

@@ -86,6 +86,46 @@ TEST(verdicts_match_what_names_hold) {
   ir_module_free(m);
 }
 
+/* A bitcast XLA fused into q (making fusion.7), which it then left unfused; fxplain fused the
+ * bitcast into r directly. That says nothing about fusion.7: no DISAGREE. */
+TEST(a_bitcast_fused_first_is_not_the_producer) {
+  static const char *text = "HloModule b\n\nENTRY %main (x: f32[4]) -> f32[4] {\n"
+                            "  %x = f32[4]{0} parameter(0)\n  %m = f32[4]{0} sine(%x)\n"
+                            "  %bc = f32[4]{0} bitcast(%m)\n  %q = f32[4]{0} cosine(%bc)\n"
+                            "  ROOT %r = f32[4]{0} add(%q, %bc)\n}\n";
+  static const char *steps =
+      "fusion_steps {\n  fusion {\n    fusion_name: \"fusion.7\"\n    producer_name: \"bc\"\n    consumer_name: \"q\"\n  }\n}\n"
+      "fusion_steps {\n  update_priority {\n    producer_name: \"fusion.7\"\n    consumer_names: \"r\"\n"
+      "    us_fused: 2\n    us_unfused: 1\n  }\n}\n";
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, strlen(text), "b.hlo", &err);
+  char path[] = "/tmp/fxplain-verdicts-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0 && write(fd, steps, strlen(steps)) == (ssize_t)strlen(steps));
+  close(fd);
+  XlaFusionLog *l = xla_fusion_log_load(path, &err);
+  unlink(path);
+  CHECK(m && l);
+  if (!m || !l) return;
+  ExplainLog *own = explain_log_new();
+  CHECK(explain_log_begin_stage(own, 1, "priority-fusion"));
+  DecisionSink s = explain_log_sink(own);
+  file(&s, "bc", "q", true, "fusion");
+  file(&s, "bc", "r", true, "fusion.1");
+  XlaVerdict *v;
+  int n = xla_fusion_log_compare(l, own, 1, XLA_OWN_PASS, m, &v);
+  CHECK(n == 3);
+  if (n == 3) {
+    CHECK(!v[0].differ);                        /* bc into q: both */
+    CHECK(v[2].left_unfused && !v[2].differ);   /* fusion.7 left: fxplain's bitcast fusion is no verdict on it */
+  }
+  fx_free(v);
+  explain_log_free(own);
+  xla_fusion_log_free(l);
+  ir_module_free(m);
+}
+
 TEST(user_names_from_op_name) {
   static const char *text = "HloModule u\n\nENTRY %main (x: f32[4]) -> f32[4] {\n"
                             "  %x = f32[4]{0} parameter(0), metadata={op_name=\"x\"}\n"
@@ -111,6 +151,7 @@ TEST(user_names_from_op_name) {
 
 int main(void) {
   RUN(verdicts_match_what_names_hold);
+  RUN(a_bitcast_fused_first_is_not_the_producer);
   RUN(user_names_from_op_name);
   return check_summary();
 }
