@@ -57,6 +57,8 @@ check graph_sources "gemm_fusion_dot_general.1    mlp.py:10, mlp.py:11" "$out"
 check graph_jax_names "JAX names: layer/dot_general layer/add layer/tanh mul" "$out"
 out=$("$FX" -e "load $D; goto priority-fusion; why tanh.0" 2>&1)
 check why_jax_name "tanh.0 (JAX: layer/tanh): tanh f32[64,32]{1,0}" "$out"
+out=$("$FX" -e "load $D; goto priority-fusion; why tanh.0 exp.1.0" 2>&1)
+check why_pair_jax_names "in your program: tanh.0 is layer/tanh, exp.1.0 is exp" "$out"
 
 T=$(mktemp -d)
 # The report steps through XLA's decisions in its order, fxplain's verdict beside each, offline.
