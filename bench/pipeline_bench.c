@@ -133,7 +133,7 @@ static bool run_pipeline(const Pipeline *pl, IrModule *input, Run *r, bool quiet
     DecisionSink sink = explain_log_sink(log);
     FxError err;
     fx_error_clear(&err);
-    PassContext cx = {&sink, device_default(), &st, k + 1, p->name, &err};
+    PassContext cx = {&sink, device_default(), &st, k + 1, p->name, &err, NULL};
     IrModule *out = NULL;
     bool changed = false;
     double a = now_s();

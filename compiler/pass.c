@@ -167,7 +167,14 @@ bool pass_run_stage(const Pass *p, const IrModule *in, PassContext *cx, IrModule
   if (!work) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory copying the module", p->name);
   cx->pass = p->name;
   bool ch = false;
-  if (!p->run(work, cx, &ch)) {
+  bool ran = !pass_interrupted(cx) && p->run(work, cx, &ch);
+  if (pass_interrupted(cx)) {
+    /* Stopped between two steps (or never started): the half-done copy goes. */
+    ir_module_free(work);
+    fx_error_clear(cx->err);
+    return fx_error_set(cx->err, NULL, 0, 0, "interrupted: %s was stopped before it finished", p->name);
+  }
+  if (!ran) {
     ir_module_free(work);
     if (!cx->err->set) fx_error_set(cx->err, NULL, 0, 0, "%s failed", p->name);
     return false;

@@ -75,7 +75,14 @@ typedef struct {
   int stage;        /* the stage this pass run will produce */
   const char *pass; /* the running pass's name */
   FxError *err;
+  /* Non-zero asks the pass to stop between two of its steps (Ctrl-C); NULL: never. A pass that
+   * sees it may stop anywhere between steps and return true: pass_run_stage then drops its work,
+   * so an interrupted pass makes no stage and an uninterrupted one decides exactly as before. */
+  volatile int *interrupted;
 } PassContext;
+
+/* Whether the pass should stop between steps (cx->interrupted set). */
+static inline bool pass_interrupted(const PassContext *cx) { return cx->interrupted && *cx->interrupted; }
 
 typedef bool (*PassFn)(IrModule *m, PassContext *cx, bool *changed);
 
@@ -106,6 +113,8 @@ const Pipeline *pipeline_at(int i);
  * the caller, or NULL when nothing changed (the stage then shares `in`, so unchanged stages cost
  * no memory). Every new snapshot must pass the verifier: a pass that leaves an invalid module is
  * an error naming the pass. Returns false and fills cx->err; `in` is never modified. */
+/* When cx->interrupted is set (before or while the pass runs) its work is dropped and the
+ * error says "interrupted" and names the pass. */
 bool pass_run_stage(const Pass *p, const IrModule *in, PassContext *cx, IrModule **out, bool *changed);
 
 #endif

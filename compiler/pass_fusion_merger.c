@@ -170,7 +170,7 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
   if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
   bool ok = true;
-  for (int k = 0; k < n && ok; k++) {
+  for (int k = 0; k < n && ok && !pass_interrupted(cx); k++) {
     IrInstr *f = order[k];
     if (f->dead || f->parent != c || f->op != IR_OP_FUSION || f->nusers == 0) continue;
     const char *kind = ir_fusion_kind(f);

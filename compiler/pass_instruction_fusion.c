@@ -103,7 +103,7 @@ static bool fuse_computation(IrComputation *c, PassContext *cx, bool may_dup, bo
   Pending *pend = NULL;
   int npend = 0, cappend = 0;
   bool ok = true;
-  for (int k = n - 1; k >= 0 && ok; k--) {
+  for (int k = n - 1; k >= 0 && ok && !pass_interrupted(cx); k--) {
     IrInstr *consumer = order[k];
     if (consumer->dead || consumer->parent != c) continue;
     FusionVerdict kindv;

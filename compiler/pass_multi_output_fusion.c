@@ -165,7 +165,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
   memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
   bool oom = false;
   FusionPairSet refused = {0};
-  for (int k = n - 1; k >= 0 && !oom; k--) {
+  for (int k = n - 1; k >= 0 && !oom && !pass_interrupted(cx); k--) {
     IrInstr *p = order[k];
     if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT) continue;
     if (p->nusers < 2) continue;

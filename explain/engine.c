@@ -218,13 +218,24 @@ static bool grow(ExplainEngine *e, int k) {
   return true;
 }
 
+/* Ctrl-C while the pass making stage k ran: its work (out, when it got that far) and its
+ * decisions go; the stages before it stay as they were. */
+static bool stopped(ExplainEngine *e, int k, const char *pass, IrModule *out, FxError *err) {
+  if (out) ir_module_free(out);
+  explain_log_truncate(e->log, k);
+  fx_error_clear(err);
+  return fx_error_set(err, NULL, 0, 0,
+                      "interrupted: %s (stage %d) was stopped before it finished; stages 0 to %d are as they were",
+                      pass, k, k - 1);
+}
+
 bool explain_engine_run_next(ExplainEngine *e, FxError *err) {
   const Pipeline *pl = explain_engine_pipeline(e);
   int k = e->nstages;
   if (k - 1 >= pl->npasses)
     return fx_error_set(err, NULL, 0, 0, "the %s pipeline is finished: stage %d is its last", pl->name, k - 1);
-  if (e->interrupted && *e->interrupted) return fx_error_set(err, NULL, 0, 0, "interrupted");
   const Pass *p = pl->passes[k - 1];
+  if (e->interrupted && *e->interrupted) return stopped(e, k, p->name, NULL, err);
   ExplainLog *log = e->log;
   if (!explain_log_begin_stage(log, k, p->name) || !grow(e, k)) return fx_error_set(err, NULL, 0, 0, "out of memory");
   IrModule *prev = e->stages[k - 1].module;
@@ -240,6 +251,7 @@ bool explain_engine_run_next(ExplainEngine *e, FxError *err) {
     FxError xe;
     fx_error_clear(&xe);
     out = xla_dump_next_stage(e->xla, k, prev, &e->device, &e->settings, &sink, &xe);
+    if (e->interrupted && *e->interrupted) return stopped(e, k, p->name, out, err);
     if (!out) {
       explain_log_truncate(log, k);
       return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, xe.msg);
@@ -248,8 +260,9 @@ bool explain_engine_run_next(ExplainEngine *e, FxError *err) {
   } else {
     FxError perr;
     fx_error_clear(&perr);
-    PassContext cx = {&sink, &e->device, &e->settings, k, p->name, &perr};
+    PassContext cx = {&sink, &e->device, &e->settings, k, p->name, &perr, e->interrupted};
     if (!pass_run_stage(p, prev, &cx, &out, &changed)) {
+      if (e->interrupted && *e->interrupted) return stopped(e, k, p->name, NULL, err);
       explain_log_truncate(log, k);
       return fx_error_set(err, NULL, 0, 0, "stage %d: %s", k, perr.msg);
     }
@@ -271,6 +284,31 @@ bool explain_engine_ensure(ExplainEngine *e, int target, FxError *err) {
   return true;
 }
 
+/* XLA's priority-fusion stage holds XLA's decisions and fxplain's own on the same input: each
+ * side counted apart, "XLA: 2 fused, 4 ineligible, 3 priority updates; fxplain: 2 fused; they
+ * agree on every step" (or "1 disagreement"). */
+static void xla_stage_summary(const ExplainEngine *e, int k, char *buf, size_t n) {
+  const XlaFusionLog *l = e->xla->log;
+  int left = 0, total = explain_stage_count(e->log, k), own = 0;
+  for (int j = 0; j < total; j++) {
+    const ExplainRecord *r = explain_stage_record(e->log, k, j);
+    if (strcmp(r->pass, XLA_OWN_PASS) == 0) own++;
+    else if (!r->accepted && r->reason && strcmp(r->action, "fuse") == 0 && strcmp(r->reason, "slower_if_fused") == 0)
+      left++;
+  }
+  size_t len = (size_t)snprintf(buf, n, "XLA: %d fused, %d ineligible, %d priority update%s", l->nfusions,
+                                l->nineligible, l->npriority, l->npriority == 1 ? "" : "s");
+  if (left && len < n) len += (size_t)snprintf(buf + len, n - len, ", %d left unfused", left);
+  if (!own) return; /* fxplain's own run failed: nothing to compare */
+  char mine[160];
+  explain_stage_summary_pass(e->log, k, XLA_OWN_PASS, mine, sizeof mine);
+  int nd = xla_disagreements(e->log, k, NULL, 0);
+  if (len < n) len += (size_t)snprintf(buf + len, n - len, "; fxplain: %s; ", mine);
+  if (len >= n) return;
+  if (nd) snprintf(buf + len, n - len, "%d disagreement%s", nd, nd == 1 ? "" : "s");
+  else snprintf(buf + len, n - len, "they agree on every step");
+}
+
 void explain_engine_stage_summary(const ExplainEngine *e, int k, char *buf, size_t n) {
   if (k == 0) {
     snprintf(buf, n, "%d instructions", ir_module_instr_count(e->stages[0].module));
@@ -279,6 +317,8 @@ void explain_engine_stage_summary(const ExplainEngine *e, int k, char *buf, size
   const ExplainRecord *r0 = explain_stage_record(e->log, k, 0);
   if (explain_stage_count(e->log, k) == 1 && r0->reason && strcmp(r0->reason, FR_POLICY) == 0)
     snprintf(buf, n, "switched off");
+  else if (e->xla && e->xla->log && e->pipeline == xla_dump_pipeline(e->xla) && k == xla_dump_fusion_stage(e->xla))
+    xla_stage_summary(e, k, buf, n);
   else
     explain_stage_summary(e->log, k, buf, n);
 }

@@ -303,12 +303,17 @@ static const char *done_word(const char *action) {
 }
 
 void explain_stage_summary(const ExplainLog *log, int stage, char *buf, size_t n) {
+  explain_stage_summary_pass(log, stage, NULL, buf, n);
+}
+
+void explain_stage_summary_pass(const ExplainLog *log, int stage, const char *pass, char *buf, size_t n) {
   /* Accepted decisions by action, in order of first appearance; then all rejections. */
   const char *actions[16];
   int counts[16], nact = 0, rejected = 0;
   int total = explain_stage_count(log, stage);
   for (int k = 0; k < total; k++) {
     const ExplainRecord *r = explain_stage_record(log, stage, k);
+    if (pass && strcmp(r->pass, pass) != 0) continue;
     if (!r->accepted) {
       rejected++;
       continue;

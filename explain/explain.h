@@ -81,6 +81,9 @@ bool explain_record_names(const ExplainRecord *r, const char *name);
 /* What a stage's pass did in a few words, from its records: "14 fused, 3 rejected" or
  * "5 removed"; "no change" when it recorded nothing. */
 void explain_stage_summary(const ExplainLog *log, int stage, char *buf, size_t n);
+/* The same for the records of one pass only (a stage of the `xla` pipeline holds XLA's and
+ * fxplain's). */
+void explain_stage_summary_pass(const ExplainLog *log, int stage, const char *pass, char *buf, size_t n);
 
 /* Why a pair of instructions has no decision between them, from the module: "never producer and
  * consumer: ...", "in different computations (a in body, b in main)", "already in the same kernel

@@ -7,6 +7,7 @@
 
 #include "../compiler/arena.h"
 #include "../compiler/fusion_rules.h"
+#include "xla_dump.h"
 
 static void fmt_time(double us, char *buf, size_t n) {
   if (us < 1000) snprintf(buf, n, "%.2f us", us);
@@ -700,7 +701,13 @@ bool explain_show_why_one(const ExplainOut *o, ExplainEngine *e, const char *nam
     print_decisions(o, e, &w, res, n);
     json_object_end(&w);
   } else if (i) {
-    fprintf(o->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
+    /* A loaded XLA module: the name the user's JAX program gave it, too. */
+    char jax[200];
+    xla_user_name(i, jax, sizeof jax);
+    if (jax[0] && strcmp(jax, name) != 0)
+      fprintf(o->out, "%s (JAX: %s): %s %s in %s\n", name, jax, ir_op_name(i->op), shape, i->parent->name);
+    else
+      fprintf(o->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
     char lab[200];
     if (kn && kn->instr == i && kn->nmembers <= 1 && kn->kind == KERNEL_LIBRARY)
       fprintf(o->out, "  at stage %d (%s): its own library kernel, a %s\n", e->cur, pass,
@@ -737,6 +744,27 @@ bool explain_show_why_one(const ExplainOut *o, ExplainEngine *e, const char *nam
   }
   explain_why_one_free(&q);
   return true;
+}
+
+/* A loaded XLA module: the names the user's JAX program gave the pair ("in your program: tanh.0 is
+ * layer/tanh, exp.1.0 is exp"); nothing when neither has one. */
+static void print_jax_names(const ExplainOut *o, ExplainEngine *e, const char *a, const char *b) {
+  const char *names[2] = {a, b};
+  char jax[2][200];
+  bool any = false;
+  for (int k = 0; k < 2; k++) {
+    jax[k][0] = 0;
+    /* The latest stage that still has it (a fused instruction is gone from later ones). */
+    int at = explain_engine_stage_with(e, names[k], e->cur);
+    const IrInstr *i = at >= 0 ? ir_module_find_instr(explain_engine_module(e, at), names[k]) : NULL;
+    if (i) xla_user_name(i, jax[k], sizeof jax[k]);
+    any = any || (jax[k][0] && strcmp(jax[k], names[k]) != 0);
+  }
+  if (!any) return;
+  fprintf(o->out, "  in your program:");
+  for (int k = 0; k < 2; k++)
+    if (jax[k][0]) fprintf(o->out, "%s %s is %s", k && jax[0][0] ? "," : "", names[k], jax[k]);
+  fputc('\n', o->out);
 }
 
 bool explain_show_why_pair(const ExplainOut *o, ExplainEngine *e, const char *a, const char *b, int *unknown, FxError *err) {
@@ -826,6 +854,7 @@ bool explain_show_why_pair(const ExplainOut *o, ExplainEngine *e, const char *a,
       for (int k = 0; k + 1 < n; k++) print_record(o, e, res[k]);
     }
   }
+  if (!o->json) print_jax_names(o, e, a, b);
   explain_why_pair_free(&q);
   return true;
 }

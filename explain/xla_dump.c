@@ -375,7 +375,7 @@ XlaDump *xla_dump_from_log(const char *path, FxError *err) {
   return d;
 }
 
-#define OWN_PASS "fxplain-priority-fusion"
+#define OWN_PASS XLA_OWN_PASS
 
 IrModule *xla_dump_next_stage(const XlaDump *d, int k, const IrModule *prev, const DeviceProfile *device,
                               const PassSettings *settings, DecisionSink *sink, FxError *err) {
@@ -401,7 +401,7 @@ IrModule *xla_dump_next_stage(const XlaDump *d, int k, const IrModule *prev, con
     DecisionSink os = explain_log_sink(own);
     FxError pe;
     fx_error_clear(&pe);
-    PassContext cx = {&os, device, settings, k, OWN_PASS, &pe};
+    PassContext cx = {&os, device, settings, k, OWN_PASS, &pe, NULL};
     IrModule *mine = NULL;
     bool ch = false;
     const Pass *p = pass_lookup("priority-fusion");

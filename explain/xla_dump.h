@@ -66,6 +66,29 @@ const char *xla_reason_code(const char *xla_text);
  * lines of the producer and consumer ("[mlp.py:10 -> mlp.py:11]"). */
 void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *pass, const ExplainLog *own,
                          int own_stage, const IrModule *m, int *disagree);
+/* fxplain's verdict beside one of XLA's steps. */
+typedef struct {
+  int step;                 /* index into the log's steps */
+  bool left_unfused;        /* not a step: its producer, which XLA never fused, its last priority
+                               update having said fusing is slower (step is that update) */
+  const ExplainRecord *own; /* fxplain's decision on the same pair (or producer), or NULL */
+  bool compared;            /* fxplain's own run was at hand */
+  bool differ;              /* fxplain's verdict differs from XLA's: XLA fused a pair fxplain did not,
+                               or refused one (a producer alone) that fxplain fused */
+} XlaVerdict;
+
+/* The pass name fxplain's own priority-fusion records carry in an `xla` pipeline's stage. */
+#define XLA_OWN_PASS "fxplain-priority-fusion"
+
+/* fxplain's verdict beside each of XLA's steps: one XlaVerdict per step, in order, then one per
+ * producer XLA left unfused. own: fxplain's records in stage own_stage (only those of pass
+ * own_pass when given: the session's log holds XLA's too); NULL: nothing to compare. Pairs are
+ * matched by the original instructions each name holds (the two name their fusions differently),
+ * with m the module priority-fusion received (fxplain names a fusion consumer by the instruction
+ * of its body that reads the producer). *out is fx_malloc'd (the caller fx_frees it); returns the
+ * count, -1 when out of memory. */
+int xla_fusion_log_compare(const XlaFusionLog *l, const ExplainLog *own, int own_stage, const char *own_pass,
+                           const IrModule *m, XlaVerdict **out);
 /* Replays XLA's fusion steps on a copy of m (the module before fusion) with fxplain's fusion
  * builder: what priority-fusion produced, when only the log is at hand. NULL with err filled. */
 IrModule *xla_fusion_log_replay(const XlaFusionLog *l, const IrModule *m, FxError *err);
@@ -186,6 +209,10 @@ typedef struct {
  * through the module's FileNames/FunctionNames/FileLocations/StackFrames tables (the innermost
  * frame). Strings are written into the caller's buffers; false when i carries no metadata. */
 bool xla_source_of(const IrModule *m, const IrInstr *i, XlaSource *src, char *buf, size_t n);
+/* The name the user's JAX program gave instruction i: its metadata op_name without the jit(...)
+ * (or pjit(...)) wrappers it opens with ("jit(step)/attention/dot_general" ->
+ * "attention/dot_general"); "" when i has no op_name. */
+void xla_user_name(const IrInstr *i, char *buf, size_t n);
 /* "file.py:12" (basename and line), or "" when unknown. */
 void xla_source_short(const IrModule *m, const IrInstr *i, char *buf, size_t n);
 /* Whether instruction i comes from `where`: FILE:LINE (FILE matched as a suffix of the path),

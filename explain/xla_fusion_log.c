@@ -276,7 +276,7 @@ const char *xla_reason_code(const char *t) {
   return "not_fusible";
 }
 
-/* ---------- filing ---------- */
+/* ---------- XLA's steps beside fxplain's verdicts ---------- */
 
 /* Fusions are named differently by XLA and by fxplain, so pairs are matched by what they hold:
  * each name stands for the original instructions fused into it so far (XLA's `fusion.4` made of
@@ -292,10 +292,15 @@ typedef struct {
   int n, cap;
 } MemberTable;
 
-static Members *members_find(MemberTable *t, const char *name) {
+static int members_index(const MemberTable *t, const char *name) {
   for (int k = t->n - 1; k >= 0; k--)
-    if (strcmp(t->m[k].name, name) == 0) return &t->m[k];
-  return NULL;
+    if (strcmp(t->m[k].name, name) == 0) return k;
+  return -1;
+}
+
+static Members *members_find(MemberTable *t, const char *name) {
+  int k = members_index(t, name);
+  return k < 0 ? NULL : &t->m[k];
 }
 
 static void members_add(Members *m, const char *o) {
@@ -316,11 +321,16 @@ static void members_add(Members *m, const char *o) {
   m->orig[m->n++] = c;
 }
 
-/* The fusion `result` now holds what a and b held (a name not in the table holds itself). */
+/* The fusion `result` now holds what a and b held (a name not in the table holds itself). XLA
+ * keeps a fusion consumer's name for the result (fusion.5 into triton_softmax.2 makes
+ * triton_softmax.2): the consumer then still holds itself. */
 static void members_merge(MemberTable *t, const char *result, const char *a, const char *b) {
   if (!result) return;
-  Members *r = members_find(t, result);
-  if (!r) {
+  const char *src[2] = {a, b};
+  int was[2];
+  for (int s = 0; s < 2; s++) was[s] = src[s] ? members_index(t, src[s]) : -1;
+  int r = members_index(t, result);
+  if (r < 0) {
     if (t->n == t->cap) {
       int nc = t->cap ? t->cap * 2 : 16;
       Members *g = fx_realloc(t->m, sizeof *g * (size_t)nc);
@@ -328,17 +338,14 @@ static void members_merge(MemberTable *t, const char *result, const char *a, con
       t->m = g;
       t->cap = nc;
     }
-    r = &t->m[t->n++];
-    *r = (Members){.name = result};
+    r = t->n++;
+    t->m[r] = (Members){.name = result};
   }
-  const char *src[2] = {a, b};
   for (int s = 0; s < 2; s++) {
-    if (!src[s]) continue;
-    Members *m = members_find(t, src[s]);
-    if (m == r) continue;
-    if (m)
-      for (int k = 0; k < m->n; k++) members_add(r, m->orig[k]);
-    else members_add(r, src[s]);
+    if (!src[s] || was[s] == r) continue;
+    if (was[s] >= 0)
+      for (int k = 0; k < t->m[was[s]].n; k++) members_add(&t->m[r], t->m[was[s]].orig[k]);
+    else members_add(&t->m[r], src[s]);
   }
 }
 
@@ -350,8 +357,16 @@ static void members_free(MemberTable *t) {
   fx_free(t->m);
 }
 
-/* Whether names x (in table tx) and y (in ty) hold a common original instruction. */
-static bool overlap(MemberTable *tx, const char *x, MemberTable *ty, const char *y) {
+/* Whether original instruction o is a bitcast of m: XLA and fxplain both copy bitcasts into every
+ * user first, so two fusions sharing one are no more the same than two that read one value. */
+static bool is_bitcast(const IrModule *m, const char *o) {
+  const IrInstr *i = m ? ir_module_find_instr(m, o) : NULL;
+  return i && i->op == IR_OP_BITCAST;
+}
+
+/* Whether names x (in table tx) and y (in ty) hold a common original instruction (not a bitcast,
+ * unless that is all either holds). */
+static bool overlap(const IrModule *m, MemberTable *tx, const char *x, MemberTable *ty, const char *y) {
   if (strcmp(x, y) == 0) return true;
   Members *mx = members_find(tx, x), *my = members_find(ty, y);
   const char *one_x[1] = {x}, *one_y[1] = {y};
@@ -359,7 +374,7 @@ static bool overlap(MemberTable *tx, const char *x, MemberTable *ty, const char 
   int nx = mx ? mx->n : 1, ny = my ? my->n : 1;
   for (int a = 0; a < nx; a++)
     for (int b = 0; b < ny; b++)
-      if (strcmp(ox[a], oy[b]) == 0) return true;
+      if (strcmp(ox[a], oy[b]) == 0 && (nx == 1 || ny == 1 || !is_bitcast(m, ox[a]))) return true;
   return false;
 }
 
@@ -372,38 +387,160 @@ static bool same_members(MemberTable *tx, const char *x, MemberTable *ty, const 
   const char *one_y[1] = {y};
   const char **oy = my ? my->orig : one_y;
   for (int b = 0; b < ny; b++)
-    if (!overlap(tx, x, ty, oy[b])) return false;
+    if (!overlap(NULL, tx, x, ty, oy[b])) return false;
   return true;
 }
 
-/* fxplain's own record for XLA's pair in `own` (stage `stage`), NULL when it made none. */
-static const ExplainRecord *own_verdict(const ExplainLog *own, int stage, MemberTable *xt, MemberTable *ft,
-                                        const char *producer, const char *consumer) {
+/* The name fxplain's record means, as XLA's log would say it: fxplain names a fusion consumer by
+ * the instruction in its body that reads the producer (reduce_sum.1 inside triton_softmax.2);
+ * XLA by the fusion. A name fxplain's own run made (in ft) stays as it is. */
+static const char *as_xla(const IrModule *m, MemberTable *ft, const char *name, char *buf, size_t n) {
+  snprintf(buf, n, "%s", name);
+  if (!m || members_find(ft, name)) return buf;
+  const IrInstr *i = ir_module_find_instr(m, name);
+  while (i && i->parent && i->parent->fusion_instr) i = i->parent->fusion_instr;
+  if (i) snprintf(buf, n, "%s", i->name);
+  return buf;
+}
+
+/* fxplain's own record for XLA's pair in `own` (stage `stage`, pass own_pass when given), NULL
+ * when it made none. A pair: fxplain's fusion of the very same two, else its first fusion of
+ * instructions they hold (perhaps after refusing it first, as XLA refuses a producer with only
+ * bitcast users until the bitcasts are fused), else its last refusal. A producer alone (ineligible): fxplain's refusal of the very
+ * same instructions, else its acceptance. */
+static const ExplainRecord *own_verdict(const ExplainLog *own, int stage, const char *own_pass, const IrModule *m,
+                                        MemberTable *xt, MemberTable *ft, const char *producer, const char *consumer) {
   if (!own) return NULL;
-  const ExplainRecord *any = NULL;
+  const ExplainRecord *any = NULL, *refused = NULL, *fused = NULL;
   int n = explain_stage_count(own, stage);
+  char pbuf[256], cbuf[256];
   for (int k = 0; k < n; k++) {
     const ExplainRecord *r = explain_stage_record(own, stage, k);
-    if (!r->producer) continue;
+    if (!r->producer || (own_pass && strcmp(r->pass, own_pass) != 0)) continue;
+    const char *rp = as_xla(m, ft, r->producer, pbuf, sizeof pbuf);
+    /* A bitcast goes into its users first and for free, in XLA as in fxplain: fusing it says
+     * nothing about the larger producer that holds it. */
+    const IrInstr *ri = m && strcmp(rp, producer) != 0 ? ir_module_find_instr(m, rp) : NULL;
+    if (ri && ri->op == IR_OP_BITCAST) continue;
     if (!consumer) {
-      /* A producer alone (ineligible): fxplain's record on the very same instructions. */
-      if (!same_members(xt, producer, ft, r->producer)) continue;
+      if (!same_members(xt, producer, ft, rp)) continue;
       if (!r->accepted) return r;
       if (!any) any = r;
       continue;
     }
-    if (!overlap(xt, producer, ft, r->producer) || !r->consumer) continue;
+    if (!overlap(m, xt, producer, ft, rp) || !r->consumer) continue;
     char one[256];
     for (const char *c = r->consumer; *c;) {
       const char *e = strchr(c, ',');
       size_t len = e ? (size_t)(e - c) : strlen(c);
       snprintf(one, sizeof one, "%.*s", (int)len, c);
-      if (overlap(xt, consumer, ft, one)) return r;
+      const char *rc = as_xla(m, ft, one, cbuf, sizeof cbuf);
+      if (overlap(m, xt, consumer, ft, rc)) {
+        if (r->accepted && same_members(xt, producer, ft, rp) && same_members(xt, consumer, ft, rc)) return r;
+        if (r->accepted && !fused) fused = r;
+        else if (!r->accepted) refused = r;
+        break;
+      }
       c += len + (e ? 1 : 0);
     }
   }
-  return consumer ? NULL : any;
+  if (!consumer) return any;
+  return fused ? fused : refused;
 }
+
+static int last_priority(const XlaFusionLog *l, const char *producer, int upto) {
+  int at = -1;
+  for (int k = 0; k < upto; k++)
+    if (l->steps[k].kind == XLA_STEP_PRIORITY && strcmp(l->steps[k].producer, producer) == 0) at = k;
+  return at;
+}
+
+/* Whether XLA left priority update k's producer unfused: it was the producer's last update, it
+ * said fusing is slower, and no later step fused the producer or fused something into it (then
+ * the name stands for a new fusion with priorities of its own). */
+static bool left_unfused(const XlaFusionLog *l, int k) {
+  const XlaStep *s = &l->steps[k];
+  if (s->kind != XLA_STEP_PRIORITY || s->us_fused < s->us_unfused) return false;
+  if (last_priority(l, s->producer, l->nsteps) != k) return false;
+  for (int j = k + 1; j < l->nsteps; j++) {
+    const XlaStep *t = &l->steps[j];
+    if (t->kind == XLA_STEP_PRIORITY) continue;
+    if (strcmp(t->producer, s->producer) == 0) return false;
+    if (t->kind == XLA_STEP_FUSION && strcmp(t->consumer, s->producer) == 0) return false;
+  }
+  return true;
+}
+
+int xla_fusion_log_compare(const XlaFusionLog *l, const ExplainLog *own, int own_stage, const char *own_pass,
+                           const IrModule *m, XlaVerdict **out) {
+  *out = NULL;
+  int nleft = 0;
+  for (int k = 0; k < l->nsteps; k++) nleft += left_unfused(l, k);
+  XlaVerdict *v = fx_calloc((size_t)(l->nsteps + nleft) + 1, sizeof *v);
+  if (!v) return -1;
+  /* fxplain's fusions by what they hold (its records in order). */
+  MemberTable xt = {0}, ft = {0};
+  char pbuf[256], cbuf[256];
+  for (int k = 0; own && k < explain_stage_count(own, own_stage); k++) {
+    const ExplainRecord *r = explain_stage_record(own, own_stage, k);
+    if (!r->accepted || !r->result || !r->producer || (own_pass && strcmp(r->pass, own_pass) != 0)) continue;
+    /* A fusion that keeps its consumer's name (fxplain's too) holds that consumer: seeded first,
+     * since the consumer's name, once the result's, would stand for the result only. */
+    bool fresh = !members_find(&ft, r->result);
+    char one[256];
+    for (const char *c = r->consumer ? r->consumer : ""; fresh && *c;) {
+      const char *e = strchr(c, ',');
+      size_t len = e ? (size_t)(e - c) : strlen(c);
+      snprintf(one, sizeof one, "%.*s", (int)len, c);
+      if (strcmp(as_xla(m, &ft, one, cbuf, sizeof cbuf), r->result) == 0) members_merge(&ft, r->result, r->result, NULL);
+      c += len + (e ? 1 : 0);
+    }
+    members_merge(&ft, r->result, as_xla(m, &ft, r->producer, pbuf, sizeof pbuf), NULL);
+    for (const char *c = r->consumer ? r->consumer : ""; *c;) {
+      const char *e = strchr(c, ',');
+      size_t len = e ? (size_t)(e - c) : strlen(c);
+      snprintf(one, sizeof one, "%.*s", (int)len, c);
+      members_merge(&ft, r->result, as_xla(m, &ft, one, cbuf, sizeof cbuf), NULL);
+      c += len + (e ? 1 : 0);
+    }
+  }
+  for (int k = 0; k < l->nsteps; k++) {
+    const XlaStep *s = &l->steps[k];
+    XlaVerdict *x = &v[k];
+    *x = (XlaVerdict){.step = k, .compared = own != NULL};
+    if (s->kind == XLA_STEP_FUSION) {
+      x->own = own_verdict(own, own_stage, own_pass, m, &xt, &ft, s->producer, s->consumer);
+      members_merge(&xt, s->fusion, s->producer, s->consumer);
+      x->differ = own && (!x->own || !x->own->accepted);
+    } else if (s->kind == XLA_STEP_INELIGIBLE) {
+      /* A producer without users is fused by nobody; matching fxplain's records by what they hold
+       * would only find the fusions that made it. */
+      bool no_users = s->reason && strcmp(s->reason, "No users to fuse") == 0;
+      x->own = no_users ? NULL : own_verdict(own, own_stage, own_pass, m, &xt, &ft, s->producer, NULL);
+      x->differ = own && x->own && x->own->accepted;
+    }
+  }
+  /* Producers whose last word was "fusing is slower" and that XLA never fused afterwards. */
+  int at = l->nsteps;
+  for (int k = 0; k < l->nsteps; k++) {
+    if (!left_unfused(l, k)) continue;
+    const XlaStep *s = &l->steps[k];
+    char first[256];
+    snprintf(first, sizeof first, "%s", s->consumer ? s->consumer : "");
+    char *comma = strchr(first, ',');
+    if (comma) *comma = 0;
+    XlaVerdict *x = &v[at++];
+    *x = (XlaVerdict){.step = k, .left_unfused = true, .compared = own != NULL};
+    x->own = own_verdict(own, own_stage, own_pass, m, &xt, &ft, s->producer, first[0] ? first : NULL);
+    x->differ = own && x->own && x->own->accepted;
+  }
+  members_free(&xt);
+  members_free(&ft);
+  *out = v;
+  return at;
+}
+
+/* ---------- filing ---------- */
 
 static void own_sentence(const ExplainRecord *r, char *buf, size_t n) {
   if (!r) {
@@ -412,13 +549,6 @@ static void own_sentence(const ExplainRecord *r, char *buf, size_t n) {
   }
   snprintf(buf, n, "%s it%s%s%s: %s", r->accepted ? "fuses" : "refuses", r->reason ? " [" : "",
            r->reason ? r->reason : "", r->reason ? "]" : "", r->detail ? r->detail : "");
-}
-
-static int last_priority(const XlaFusionLog *l, const char *producer, int upto) {
-  int at = -1;
-  for (int k = 0; k < upto; k++)
-    if (l->steps[k].kind == XLA_STEP_PRIORITY && strcmp(l->steps[k].producer, producer) == 0) at = k;
-  return at;
 }
 
 static void add_times(PassDecision *d, const XlaStep *p) {
@@ -458,34 +588,25 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
   char src[400];
   int nd = 0;
   char mine[600];
-  /* fxplain's fusions by what they hold (its records in order). */
-  MemberTable xt = {0}, ft = {0};
-  for (int k = 0; own && k < explain_stage_count(own, own_stage); k++) {
-    const ExplainRecord *r = explain_stage_record(own, own_stage, k);
-    if (!r->accepted || !r->result || !r->producer) continue;
-    members_merge(&ft, r->result, r->producer, NULL);
-    char one[256];
-    for (const char *c = r->consumer ? r->consumer : ""; *c;) {
-      const char *e = strchr(c, ',');
-      size_t len = e ? (size_t)(e - c) : strlen(c);
-      snprintf(one, sizeof one, "%.*s", (int)len, c);
-      members_merge(&ft, r->result, one, NULL);
-      c += len + (e ? 1 : 0);
-    }
+  XlaVerdict *vs;
+  int nv = xla_fusion_log_compare(l, own, own_stage, NULL, m, &vs);
+  if (nv < 0) {
+    /* Out of memory: XLA's decisions alone, fxplain's verdicts left out. */
+    own = NULL;
+    nv = 0;
   }
   for (int k = 0; k < l->nsteps; k++) {
     const XlaStep *s = &l->steps[k];
+    const ExplainRecord *r = nv ? vs[k].own : NULL;
+    bool differ = nv && vs[k].differ;
     PassDecision d = {.pass = pass, .action = "fuse", .producer = s->producer};
     if (s->kind == XLA_STEP_FUSION) {
-      const ExplainRecord *r = own_verdict(own, own_stage, &xt, &ft, s->producer, s->consumer);
-      members_merge(&xt, s->fusion, s->producer, s->consumer);
       int lp = last_priority(l, s->producer, k);
       d.consumer = s->consumer;
       d.accepted = true;
       d.result = s->fusion;
       add_times(&d, lp >= 0 ? &l->steps[lp] : NULL);
       add_own(&d, r);
-      bool differ = own && (!r || !r->accepted);
       if (differ) nd++;
       own_sentence(r, mine, sizeof mine);
       pair_source(m, s->producer, s->consumer, src, sizeof src);
@@ -497,14 +618,9 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
         pass_emit(sink, &d, "XLA fused %s into %s, making %s (step %d)%s%s%s", s->producer, s->consumer, s->fusion,
                   k + 1, own ? (differ ? "; DISAGREE: fxplain " : "; fxplain agrees, it ") : "", own ? mine : "", src);
     } else if (s->kind == XLA_STEP_INELIGIBLE) {
-      /* A producer without users is fused by nobody; matching fxplain's records by what they hold
-       * would only find the fusions that made it. */
-      bool no_users = s->reason && strcmp(s->reason, "No users to fuse") == 0;
-      const ExplainRecord *r = no_users ? NULL : own_verdict(own, own_stage, &xt, &ft, s->producer, NULL);
       d.accepted = false;
       d.reason = xla_reason_code(s->reason);
       add_own(&d, r);
-      bool differ = own && r && r->accepted;
       if (differ) nd++;
       own_sentence(r, mine, sizeof mine);
       pair_source(m, s->producer, NULL, src, sizeof src);
@@ -519,25 +635,14 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
                 s->us_fused, s->us_unfused, d.accepted ? "worth fusing" : "fusing is slower");
     }
   }
-  /* Producers whose last word was "fusing is slower" and that XLA never fused afterwards. */
-  for (int k = 0; k < l->nsteps; k++) {
-    const XlaStep *s = &l->steps[k];
-    if (s->kind != XLA_STEP_PRIORITY || s->us_fused < s->us_unfused) continue;
-    if (last_priority(l, s->producer, l->nsteps) != k) continue;
-    bool fused_later = false;
-    for (int j = k + 1; j < l->nsteps && !fused_later; j++)
-      fused_later = l->steps[j].kind != XLA_STEP_PRIORITY && strcmp(l->steps[j].producer, s->producer) == 0;
-    if (fused_later) continue;
-    char first[256];
-    snprintf(first, sizeof first, "%s", s->consumer ? s->consumer : "");
-    char *comma = strchr(first, ',');
-    if (comma) *comma = 0;
-    const ExplainRecord *r = own_verdict(own, own_stage, &xt, &ft, s->producer, first[0] ? first : NULL);
+  for (int j = l->nsteps; j < nv; j++) {
+    const XlaStep *s = &l->steps[vs[j].step];
+    const ExplainRecord *r = vs[j].own;
+    bool differ = vs[j].differ;
     PassDecision d = {.pass = pass, .action = "fuse", .producer = s->producer, .consumer = s->consumer,
                       .accepted = false, .reason = "slower_if_fused"};
     add_times(&d, s);
     add_own(&d, r);
-    bool differ = own && r && r->accepted;
     if (differ) nd++;
     own_sentence(r, mine, sizeof mine);
     pair_source(m, s->producer, s->consumer, src, sizeof src);
@@ -545,8 +650,7 @@ void xla_fusion_log_emit(const XlaFusionLog *l, DecisionSink *sink, const char *
               s->producer, s->us_fused, s->us_unfused, own ? (differ ? "; DISAGREE: fxplain " : "; fxplain ") : "",
               own ? mine : "", src);
   }
-  members_free(&xt);
-  members_free(&ft);
+  fx_free(vs);
   if (disagree) *disagree = nd;
 }
 

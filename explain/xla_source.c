@@ -181,6 +181,21 @@ bool xla_source_of(const IrModule *m, const IrInstr *i, XlaSource *src, char *bu
   return src->op_name || src->file;
 }
 
+void xla_user_name(const IrInstr *i, char *buf, size_t n) {
+  buf[0] = 0;
+  const char *meta = ir_attr_text(i, "metadata");
+  char op[512];
+  if (!meta || !meta_str(meta, "op_name", op, sizeof op)) return;
+  const char *p = op;
+  /* jit(f)/, pjit(g)/: the wrappers every name of a jitted function carries. */
+  while ((strncmp(p, "jit(", 4) == 0 || strncmp(p, "pjit(", 5) == 0) && strchr(p, '/')) {
+    const char *close = strchr(p, ')');
+    if (!close || close[1] != '/') break;
+    p = close + 2;
+  }
+  snprintf(buf, n, "%s", p);
+}
+
 void xla_source_short(const IrModule *m, const IrInstr *i, char *buf, size_t n) {
   XlaSource s;
   char tmp[1536];

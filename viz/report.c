@@ -286,9 +286,12 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
                       const VizReportOptions *o, FxError *err) {
   VizBuf b = {0};
   const char *title = o->title ? o->title : "fxplain";
+  /* XLA's steps' style and script only on a page that shows them. */
+  bool xla = false;
+  for (int s = 0; s < nstages; s++) xla = xla || stages[s].nxla_steps > 0;
   vbuf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>fxplain \xc2\xb7 ");
   vbuf_html(&b, title);
-  vbuf_printf(&b, "</title>\n<style>%s</style>\n</head>\n<body>\n<header><h1>", css);
+  vbuf_printf(&b, "</title>\n<style>%s%s</style>\n</head>\n<body>\n<header><h1>", css, xla ? viz_report_xla_css : "");
   vbuf_html(&b, title);
   vbuf_puts(&b, "</h1><p>");
   vbuf_printf(&b, "%d stage%s", nstages, nstages == 1 ? "" : "s");
@@ -316,7 +319,18 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
     vbuf_printf(&b, "</a></td><td>%s</td><td class=\"num\">%d</td>", s == 0 ? "" : (st->changed ? "yes" : "no"),
                 stage_instrs(st));
     numbers_cells(&b, st);
-    vbuf_printf(&b, "<td>%d accepted, %d rejected</td></tr>\n", acc, rej);
+    if (st->nxla_steps > 0) {
+      /* XLA's decisions and fxplain's own on the same input, counted apart. */
+      int fus = 0, inel = 0, dis = 0;
+      for (int k = 0; k < st->nxla_steps; k++) {
+        fus += strcmp(st->xla_steps[k].kind, "fusion") == 0;
+        inel += strcmp(st->xla_steps[k].kind, "producer_ineligible") == 0;
+        dis += st->xla_steps[k].disagree;
+      }
+      vbuf_printf(&b, "<td>XLA: %d fused, %d ineligible; fxplain disagrees on %d</td></tr>\n", fus, inel, dis);
+    } else {
+      vbuf_printf(&b, "<td>%d accepted, %d rejected</td></tr>\n", acc, rej);
+    }
   }
   vbuf_puts(&b, "</tbody></table>\n");
 
@@ -365,7 +379,9 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
     } else if (stages[s - 1].module && st->module) {
       diff_text(&b, stages[s - 1].module, st->module);
     }
-    vbuf_puts(&b, "</pre>\n<h3>Decisions</h3>\n");
+    vbuf_puts(&b, "</pre>\n");
+    if (st->nxla_steps > 0) viz_report_xla_steps(&b, st, s);
+    vbuf_puts(&b, "<h3>Decisions</h3>\n");
     decisions_table(&b, &st->decisions, st->first_number);
     vbuf_puts(&b, "<div class=\"nav\">");
     if (s > 0) vbuf_printf(&b, "<a href=\"#stage-%d\">\xe2\x86\x90 stage %d</a>", s - 1, s - 1);
@@ -377,7 +393,7 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
     vbuf_free(&b);
     return false;
   }
-  vbuf_printf(&b, "</main>\n<div id=\"keys\">\xe2\x86\x90 \xe2\x86\x92 <span id=\"keys-stage\"></span></div>\n<script>%s</script>\n</body></html>\n", js);
+  vbuf_printf(&b, "</main>\n<div id=\"keys\">\xe2\x86\x90 \xe2\x86\x92 <span id=\"keys-stage\"></span></div>\n<script>%s%s</script>\n</body></html>\n", js, xla ? viz_report_xla_js : "");
   if (b.failed) {
     vbuf_free(&b);
     return fx_error_set(err, NULL, 0, 0, "out of memory writing the report");

@@ -8,6 +8,7 @@
  * the ones listed (with their bytes, launches and estimated time). */
 #include <string.h>
 
+#include "../explain/xla_dump.h"
 #include "viz_internal.h"
 
 #define MAX_KERNELS_SHOWN 400
@@ -52,6 +53,44 @@ static void wrap_word(Wrap *w, const char *word) {
   }
   fputs(word, w->out);
   w->col += n;
+}
+
+/* A kernel's instructions by the names the user's JAX program gave them (XLA's op_name, without
+ * jit(...)), distinct, in order: "JAX names: layer/dot_general layer/add layer/tanh mul". Nothing
+ * for a module without that metadata. */
+static void jax_names(FILE *out, const IrInstr *k, Wrap *wr) {
+  const IrComputation *body = ir_fused_computation(k);
+  const IrInstr *one[1] = {k};
+  const IrInstr *const *list = body ? (const IrInstr *const *)body->instrs : one;
+  int n = body ? body->ninstrs : 1;
+  char seen[12][96];
+  int ns = 0, more = 0;
+  for (int j = 0; j < n; j++) {
+    const IrInstr *b = list[j];
+    if (!viz_live(b) || b->op == IR_OP_PARAMETER) continue;
+    char name[96];
+    xla_user_name(b, name, sizeof name);
+    if (!name[0]) continue;
+    bool dup = false;
+    for (int q = 0; q < ns && !dup; q++) dup = strcmp(seen[q], name) == 0;
+    if (dup) continue;
+    if (ns == 12) {
+      more++;
+      continue;
+    }
+    snprintf(seen[ns++], sizeof seen[0], "%s", name);
+  }
+  if (!ns) return;
+  fprintf(out, "        ");
+  wr->col = 8;
+  wrap_word(wr, "JAX names:");
+  for (int q = 0; q < ns; q++) wrap_word(wr, seen[q]);
+  if (more) {
+    char word[32];
+    snprintf(word, sizeof word, "(+%d more)", more);
+    wrap_word(wr, word);
+  }
+  fputc('\n', out);
 }
 
 bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNumbers *numbers, int width,
@@ -155,6 +194,7 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
       }
       fputc('\n', out);
     }
+    jax_names(out, i, &wr);
     if (kk == VIZ_K_CONTROL) {
       IrComputation *called[8];
       int nc = ir_called_computations(i, called, 8);

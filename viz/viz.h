@@ -173,6 +173,26 @@ const char *viz_library_name(const IrInstr *i, char *buf, size_t n);
 
 /* ---------- the HTML walkthrough (`report FILE.html`) ---------- */
 
+/* One of XLA's priority-fusion steps (its FusionProcessDump) with fxplain's verdict on the same
+ * pair, for the report's step-by-step view. Strings are borrowed. */
+typedef struct {
+  int step;               /* XLA's step number (from 1); 0: a producer XLA left unfused */
+  int number;             /* the decision number of XLA's record (as `decisions`), 0 when none */
+  const char *kind;       /* "fusion", "producer_ineligible", "update_priority", "left_unfused" */
+  const char *producer, *consumer, *fusion;
+  const char *xla_reason; /* XLA's own words (ineligible), or NULL */
+  bool has_times;
+  double us_fused, us_unfused; /* XLA's cost model: the step's (priority) or the producer's last */
+  bool compared;          /* fxplain's own run was at hand */
+  const char *own_verdict;/* "fuses", "refuses", NULL: no decision on the pair */
+  const char *own_reason, *own_detail;
+  bool own_has_times;
+  double own_us_fused, own_us_unfused;
+  bool disagree;
+  /* The names the user's JAX program gave producer and consumer (op_name), "" when unknown. */
+  char producer_jax[96], consumer_jax[96];
+} VizXlaStep;
+
 typedef struct {
   const IrModule *module; /* the stage's snapshot */
   const char *pass;       /* the pass that produced it ("input" for stage 0) */
@@ -187,6 +207,10 @@ typedef struct {
   int64_t bytes;          /* bytes read + written per execution */
   double est_us;          /* estimated time per execution */
   VizDecisions decisions; /* the decisions this stage's pass made */
+  /* XLA's priority-fusion stage with its decision log loaded: every step in XLA's order, stepped
+   * through on the page; NULL otherwise. */
+  const VizXlaStep *xla_steps;
+  int nxla_steps;
 } VizStage;
 
 typedef struct {

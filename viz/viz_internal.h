@@ -42,4 +42,10 @@ struct VizGraph {
 /* The instructions of c that are live. */
 static inline bool viz_live(const IrInstr *i) { return i && !i->dead; }
 
+/* report_xla.c: the report's step-by-step view of XLA's priority-fusion decisions (a stage's
+ * xla_steps), and its style and script (inlined once per page). */
+void viz_report_xla_steps(VizBuf *b, const VizStage *st, int stage);
+extern const char *const viz_report_xla_css;
+extern const char *const viz_report_xla_js;
+
 #endif

@@ -378,7 +378,7 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     FxError e;
     fx_error_clear(&e);
     DecisionSink none = {NULL, NULL};
-    PassContext cx = {&none, device_default(), &st, 1, "instruction-fusion", &e};
+    PassContext cx = {&none, device_default(), &st, 1, "instruction-fusion", &e, NULL};
     FusionVerdict v;
     memset(&v, 0, sizeof v);
     bool ok = fusion_should_fuse(ia[0], ib[0], &cx, FUSION_MODE_DUPLICATION, &v);
@@ -484,7 +484,7 @@ static int run_case(const char *file, const Case *c, bool verbose, char *why, si
       ok = 0;
       break;
     }
-    PassContext cx = {&sink, dev, &st, k + 1, p->name, &err};
+    PassContext cx = {&sink, dev, &st, k + 1, p->name, &err, NULL};
     IrModule *out = NULL;
     bool changed = false;
     if (!pass_run_stage(p, cur, &cx, &out, &changed)) {

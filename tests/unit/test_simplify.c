@@ -31,7 +31,7 @@ static bool run_pass(const Pass *p, IrModule *m, Log *log) {
   pass_settings_default(&settings);
   FxError err;
   fx_error_clear(&err);
-  PassContext cx = {&sink, NULL, &settings, 1, p->name, &err};
+  PassContext cx = {&sink, NULL, &settings, 1, p->name, &err, NULL};
   bool changed = false;
   bool ok = p->run(m, &cx, &changed);
   if (!ok) fx_error_print(stderr, &err);

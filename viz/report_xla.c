@@ -1,0 +1,188 @@
+/* report_xla.c — the report's view of XLA's own priority-fusion decision log (its
+ * FusionProcessDump), for a stage of the `xla` pipeline: every step in XLA's order (each fusion,
+ * each producer it found ineligible with XLA's reason, each priority update with its cost model's
+ * times), fxplain's verdict on the same pair beside it, and a DISAGREE mark where the two part.
+ * What XLA's own fusion explorer shows, with every decision and its numbers, and offline: the
+ * page steps through the table (buttons, [ and ], a slider), shows the current step in full,
+ * and filters by kind or to the disagreements. Nothing is fetched. */
+#include <string.h>
+
+#include "viz_internal.h"
+
+const char *const viz_report_xla_css =
+    ".xla-steps{margin:10px 0}.xla-controls{font-size:13px;margin:6px 0}"
+    ".xla-controls button{margin-right:6px}.xla-controls input[type=range]{width:260px;vertical-align:middle}"
+    ".xla-current{background:#f4f7fc;border:1px solid #c9d6ea;border-radius:4px;padding:8px 12px;font-size:13px;"
+    "min-height:3em}.xla-current b{font-size:14px}"
+    ".xla-table-wrap{max-height:420px;overflow:auto;border:1px solid #e3e3e3;margin-top:6px}"
+    "tr.xs.on td{background:#fff1b8}tr.xs{cursor:pointer}"
+    ".disagree{color:#fff;background:#d62728;border-radius:3px;padding:0 4px;font-weight:bold;font-size:11px}"
+    ".agree{color:#2a7a2a;font-size:11px}";
+
+/* Per section: the rows (shown by the filters), the current one, its copy in the card above. */
+const char *const viz_report_xla_js =
+    "(function(){document.querySelectorAll('.xla-steps').forEach(function(box){"
+    "var rows=Array.prototype.slice.call(box.querySelectorAll('tr.xs'));var card=box.querySelector('.xla-current');"
+    "var kind=box.querySelector('.xs-kind'),dis=box.querySelector('.xs-dis'),slider=box.querySelector('.xs-slider');"
+    "var pos=box.querySelector('.xs-pos');var vis=rows,cur=0;"
+    "function show(i){if(!vis.length){card.textContent='no step matches the filter';pos.textContent='0 / 0';return;}"
+    "if(i<0)i=0;if(i>=vis.length)i=vis.length-1;cur=i;rows.forEach(function(r){r.classList.remove('on');});"
+    "var r=vis[i];r.classList.add('on');card.innerHTML=r.dataset.card;pos.textContent=(i+1)+' / '+vis.length;"
+    "slider.max=vis.length-1;slider.value=i;var w=box.querySelector('.xla-table-wrap');"
+    "if(w)w.scrollTop=r.offsetTop-w.clientHeight/2;}"
+    "function filter(){vis=rows.filter(function(r){var ok=(kind.value==='all'||r.dataset.kind===kind.value)&&"
+    "(!dis.checked||r.dataset.dis==='1');r.hidden=!ok;return ok;});show(0);}"
+    "box.querySelector('.xs-prev').addEventListener('click',function(){show(cur-1);});"
+    "box.querySelector('.xs-next').addEventListener('click',function(){show(cur+1);});"
+    "slider.addEventListener('input',function(){show(+slider.value);});"
+    "kind.addEventListener('change',filter);dis.addEventListener('change',filter);"
+    "rows.forEach(function(r){r.addEventListener('click',function(){var i=vis.indexOf(r);if(i>=0)show(i);});});"
+    "box.addEventListener('keydown',function(e){if(e.key===']'){show(cur+1);e.preventDefault();e.stopPropagation();}"
+    "else if(e.key==='['){show(cur-1);e.preventDefault();e.stopPropagation();}});"
+    "document.addEventListener('keydown',function(e){var t=e.target.tagName;if(t==='SELECT'||t==='INPUT')return;"
+    "var sec=box.closest('section');if(!sec||!sec.classList.contains('current'))return;"
+    "if(e.key===']')show(cur+1);else if(e.key==='[')show(cur-1);});"
+    "filter();});})();";
+
+/* The card shown for the current step: the whole decision in sentences (HTML, escaped by the
+ * caller into an attribute). */
+static void card(VizBuf *c, const VizXlaStep *x) {
+  if (x->step) vbuf_printf(c, "<b>XLA step %d</b> ", x->step);
+  else vbuf_puts(c, "<b>after the last step</b> ");
+  if (x->number) vbuf_printf(c, "(decision #%d) ", x->number);
+  vbuf_puts(c, "&middot; ");
+  vbuf_html(c, x->kind);
+  vbuf_puts(c, "<br>XLA: ");
+  if (strcmp(x->kind, "fusion") == 0) {
+    vbuf_puts(c, "fused <code>");
+    vbuf_html(c, x->producer);
+    vbuf_puts(c, "</code> into <code>");
+    vbuf_html(c, x->consumer);
+    vbuf_puts(c, "</code>, making <code>");
+    vbuf_html(c, x->fusion);
+    vbuf_puts(c, "</code>");
+  } else if (strcmp(x->kind, "producer_ineligible") == 0) {
+    vbuf_puts(c, "<code>");
+    vbuf_html(c, x->producer);
+    vbuf_puts(c, "</code> is not fused: &ldquo;");
+    vbuf_html(c, x->xla_reason ? x->xla_reason : "?");
+    vbuf_puts(c, "&rdquo;");
+  } else if (strcmp(x->kind, "update_priority") == 0) {
+    vbuf_puts(c, "its cost model for <code>");
+    vbuf_html(c, x->producer);
+    vbuf_puts(c, "</code> into <code>");
+    vbuf_html(c, x->consumer);
+    vbuf_printf(c, "</code>: %s", x->us_fused < x->us_unfused ? "worth fusing" : "fusing is slower");
+  } else {
+    vbuf_puts(c, "left <code>");
+    vbuf_html(c, x->producer);
+    vbuf_puts(c, "</code> unfused: its cost model's last word said fusing is slower");
+  }
+  if (x->has_times) vbuf_printf(c, " (%.4g us fused vs %.4g us unfused)", x->us_fused, x->us_unfused);
+  if (x->producer_jax[0] || x->consumer_jax[0]) {
+    /* In the words of the user's program. */
+    vbuf_puts(c, "<br>JAX: ");
+    vbuf_html(c, x->producer_jax[0] ? x->producer_jax : "?");
+    if (x->consumer && x->consumer[0]) {
+      vbuf_puts(c, " &rarr; ");
+      vbuf_html(c, x->consumer_jax[0] ? x->consumer_jax : "?");
+    }
+  }
+  if (!x->compared || strcmp(x->kind, "update_priority") == 0) return;
+  vbuf_puts(c, "<br>fxplain: ");
+  if (!x->own_verdict) {
+    vbuf_puts(c, "makes no decision on this pair");
+  } else {
+    vbuf_html(c, x->own_verdict);
+    vbuf_puts(c, " it");
+    if (x->own_reason) {
+      vbuf_puts(c, " [");
+      vbuf_html(c, x->own_reason);
+      vbuf_puts(c, "]");
+    }
+    if (x->own_detail) {
+      vbuf_puts(c, ": ");
+      vbuf_html(c, x->own_detail);
+    }
+  }
+  vbuf_puts(c, x->disagree ? "<br><span class=\"disagree\">DISAGREE</span>" : "<br><span class=\"agree\">agrees</span>");
+}
+
+void viz_report_xla_steps(VizBuf *b, const VizStage *st, int stage) {
+  int nd = 0, nfus = 0, nin = 0, npri = 0, nleft = 0;
+  for (int k = 0; k < st->nxla_steps; k++) {
+    const VizXlaStep *x = &st->xla_steps[k];
+    nd += x->disagree;
+    nfus += strcmp(x->kind, "fusion") == 0;
+    nin += strcmp(x->kind, "producer_ineligible") == 0;
+    npri += strcmp(x->kind, "update_priority") == 0;
+    nleft += strcmp(x->kind, "left_unfused") == 0;
+  }
+  vbuf_printf(b, "<h3>XLA's decisions, step by step</h3>\n<div class=\"xla-steps\" id=\"xla-steps-%d\">\n", stage);
+  vbuf_printf(b, "<p>XLA's own priority-fusion log: %d fusions, %d ineligible producers, %d priority updates", nfus,
+              nin, npri);
+  if (nleft) vbuf_printf(b, ", %d producers left unfused", nleft);
+  if (st->nxla_steps && st->xla_steps[0].compared)
+    vbuf_printf(b, ". Beside each, fxplain's verdict on the same pair: %d disagreement%s.</p>\n", nd, nd == 1 ? "" : "s");
+  else vbuf_puts(b, ".</p>\n");
+  vbuf_puts(b, "<div class=\"xla-controls\"><button class=\"xs-prev\" type=\"button\">&larr; step</button>"
+               "<button class=\"xs-next\" type=\"button\">step &rarr;</button>"
+               "<input class=\"xs-slider\" type=\"range\" min=\"0\" max=\"0\" value=\"0\"> <span class=\"xs-pos\"></span>"
+               " &nbsp; kind<select class=\"xs-kind\"><option value=\"all\">all</option>"
+               "<option value=\"fusion\">fusion</option><option value=\"producer_ineligible\">producer_ineligible</option>"
+               "<option value=\"update_priority\">update_priority</option><option value=\"left_unfused\">left_unfused</option>"
+               "</select> <label><input class=\"xs-dis\" type=\"checkbox\"> only where fxplain disagrees</label>"
+               " &nbsp; <span class=\"unchanged\">[ and ] step</span></div>\n");
+  vbuf_puts(b, "<div class=\"xla-current\"></div>\n<div class=\"xla-table-wrap\"><table class=\"xla-table\"><thead><tr>"
+               "<th>step</th><th>#</th><th>kind</th><th>producer</th><th>consumer</th><th>XLA</th>"
+               "<th>XLA us fused / unfused</th><th>fxplain</th><th>fxplain us fused / unfused</th><th></th></tr></thead><tbody>\n");
+  VizBuf c = {0};
+  for (int k = 0; k < st->nxla_steps; k++) {
+    const VizXlaStep *x = &st->xla_steps[k];
+    vbuf_reset(&c);
+    card(&c, x);
+    vbuf_puts(b, "<tr class=\"xs\" data-kind=\"");
+    vbuf_html(b, x->kind);
+    vbuf_printf(b, "\" data-dis=\"%d\" data-card=\"", x->disagree ? 1 : 0);
+    vbuf_html(b, vbuf_str(&c));
+    if (x->step) vbuf_printf(b, "\"><td class=\"num\">%d</td>", x->step);
+    else vbuf_puts(b, "\"><td class=\"num\">end</td>");
+    if (x->number) vbuf_printf(b, "<td class=\"num\">%d</td><td>", x->number);
+    else vbuf_puts(b, "<td></td><td>");
+    vbuf_html(b, x->kind);
+    vbuf_puts(b, "</td><td><code>");
+    vbuf_html(b, x->producer);
+    vbuf_puts(b, "</code></td><td><code>");
+    vbuf_html(b, x->consumer);
+    vbuf_puts(b, "</code></td><td>");
+    if (strcmp(x->kind, "fusion") == 0) {
+      vbuf_puts(b, "fused &rArr; <code>");
+      vbuf_html(b, x->fusion);
+      vbuf_puts(b, "</code>");
+    } else if (x->xla_reason) {
+      vbuf_html(b, x->xla_reason);
+    } else if (strcmp(x->kind, "update_priority") == 0) {
+      vbuf_puts(b, x->us_fused < x->us_unfused ? "worth fusing" : "fusing is slower");
+    } else {
+      vbuf_puts(b, "left unfused");
+    }
+    vbuf_puts(b, "</td><td class=\"num\">");
+    if (x->has_times) vbuf_printf(b, "%.4g / %.4g", x->us_fused, x->us_unfused);
+    vbuf_puts(b, "</td><td>");
+    if (x->compared && strcmp(x->kind, "update_priority") != 0) {
+      vbuf_html(b, x->own_verdict ? x->own_verdict : "no decision");
+      if (x->own_reason) {
+        vbuf_puts(b, " <code>");
+        vbuf_html(b, x->own_reason);
+        vbuf_puts(b, "</code>");
+      }
+    }
+    vbuf_puts(b, "</td><td class=\"num\">");
+    if (x->own_has_times) vbuf_printf(b, "%.4g / %.4g", x->own_us_fused, x->own_us_unfused);
+    vbuf_puts(b, "</td><td>");
+    if (x->disagree) vbuf_puts(b, "<span class=\"disagree\">DISAGREE</span>");
+    vbuf_puts(b, "</td></tr>\n");
+  }
+  vbuf_free(&c);
+  vbuf_puts(b, "</tbody></table></div>\n</div>\n");
+}
