@@ -682,6 +682,19 @@ bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement 
   return true;
 }
 
+/* What fusing a producer into a consumer changed, for the estimate cache: the fusion (the
+ * consumer itself, or the fusion that took its place), the producer, and the users of both (an
+ * operand of theirs changed). The fusion's other operands are untouched: they only gained a
+ * user, which no estimate depends on. */
+static void forget_fused(const IrInstr *f, const IrInstr *cons, const IrInstr *p) {
+  perf_cache_forget(f);
+  perf_cache_forget(cons);
+  perf_cache_forget(p);
+  for (int u = 0; u < f->nusers; u++) perf_cache_forget(f->users[u]);
+  for (int u = 0; u < cons->nusers; u++) perf_cache_forget(cons->users[u]);
+  for (int u = 0; u < p->nusers; u++) perf_cache_forget(p->users[u]);
+}
+
 static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
   Queue q;
   memset(&q, 0, sizeof q);
@@ -690,6 +703,9 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
   IrInstr **initial = fx_malloc(sizeof(IrInstr *) * (size_t)(n0 ? n0 : 1));
   if (!initial) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   memcpy(initial, c->instrs, sizeof(IrInstr *) * (size_t)n0);
+  /* The estimates of the fusions in c are kept until the constants are fused: only fusion_fuse
+   * below changes c in between, and forget_fused drops what each call touches. */
+  perf_cache_open();
   for (int k = 0; k < n0 && ok; k++) ok = push_eval(cx, &q, initial[k]);
   fx_free(initial);
   HeapItem it;
@@ -726,6 +742,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
         ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, pname);
         break;
       }
+      forget_fused(f, cons, p);
       FusionVerdict *v = &e.v[u];
       if (p->op == IR_OP_BITCAST)
         fusion_verdict_ok(v, "%s is a bitcast, free to fuse: XLA fuses bitcasts first", pname);
@@ -764,6 +781,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
     }
   }
   fx_free(touched);
+  perf_cache_close();
   /* Small constants go into every fusible user last (XLA: "Fuse all constants"). */
   for (int k = 0; k < c->ninstrs && ok; k++) {
     IrInstr *k0 = c->instrs[k];
