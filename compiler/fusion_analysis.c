@@ -119,6 +119,59 @@ static bool intermediate(const IrInstr *x, int allowed) {
   return false;
 }
 
+/* A map from instructions to small integers by instruction id, cleared in O(1) by a stamp: for
+ * the operand lookups of wide instructions. put returns false when x's slot holds another
+ * instruction (ids are unique in a module, so only across modules), get returns -1 then or for
+ * an id out of range: the caller falls back to a scan. */
+typedef struct {
+  const IrInstr **who;
+  unsigned *stamp;
+  int *val;
+  int n;
+  unsigned now;
+} IdMap;
+
+static bool idmap_begin(IdMap *m, int need) {
+  if (need > m->n) {
+    int nn = m->n ? m->n : 1024;
+    while (nn < need) nn *= 2;
+    const IrInstr **w = fx_realloc(m->who, sizeof *w * (size_t)nn);
+    if (w) m->who = w;
+    int *v = w ? fx_realloc(m->val, sizeof *v * (size_t)nn) : NULL;
+    if (v) m->val = v;
+    unsigned *st = v ? fx_realloc(m->stamp, sizeof *st * (size_t)nn) : NULL;
+    if (!st) return false;
+    m->stamp = st;
+    memset(st + m->n, 0, sizeof *st * (size_t)(nn - m->n));
+    m->n = nn;
+  }
+  if (++m->now == 0) {
+    memset(m->stamp, 0, sizeof *m->stamp * (size_t)m->n);
+    m->now = 1;
+  }
+  return true;
+}
+
+static int idmap_get(const IdMap *m, const IrInstr *x, int *val) {
+  if (x->id < 0 || x->id >= m->n) return -1;
+  if (m->stamp[x->id] != m->now) return 0;
+  if (m->who[x->id] != x) return -1;
+  *val = m->val[x->id];
+  return 1;
+}
+
+/* Records x -> v unless x is there already (the first one stays). */
+static bool idmap_put(IdMap *m, const IrInstr *x, int v) {
+  if (x->id < 0 || x->id >= m->n) return false;
+  if (m->stamp[x->id] == m->now) return m->who[x->id] == x;
+  m->stamp[x->id] = m->now;
+  m->who[x->id] = x;
+  m->val[x->id] = v;
+  return true;
+}
+
+static int module_ids(const IrInstr *x) { return x && x->parent && x->parent->module ? x->parent->module->next_id : 0; }
+
 /* The instructions a hero search has queued, by instruction id with a stamp per search, so the
  * search stays linear in what it visits. Two instructions with one id (never in one module)
  * would fall back to a scan of the queue. */
@@ -641,13 +694,14 @@ static double operand_size(const IrInstr *op) { return (double)ir_shape_bytes(&o
  * Priority fusion asks for the cost analysis of a producer and of each of its users several
  * times per evaluation (its time, each fused pair, each IR size), and evaluates the same
  * instructions again after every fusion next to them; a fusion's analysis walks its whole body.
- * While a pass holds the cache open, the analysis and the estimate of each fusion instruction
- * are kept by instruction id. A fusion's analysis and estimate depend on its body, its kind and
- * its operands' shapes only (heroes, coalescing and launch dimensions are found inside the body),
- * so the pass that mutates the IR must forget every instruction a mutation touches
- * (perf_cache_forget); as a second guard an entry is also dropped when its body, root, or
- * operand and parameter counts differ from when it was made. Only fusions are kept: a lone
- * instruction is cheap to analyse, and its coalescing check looks past its operands.
+ * While a pass holds the cache open, the analysis of each instruction and the estimate of each
+ * fusion are kept by instruction id. An analysis depends on the instruction (a fusion's body and
+ * kind included) and its operands' shapes only, and so does a fusion's estimate (heroes,
+ * coalescing and launch dimensions are found inside the body), so the pass that mutates the IR
+ * must forget every instruction a mutation touches, and their users (perf_cache_forget); as a
+ * second guard an entry is also dropped when its body, root, or operand and parameter counts
+ * differ from when it was made. A lone instruction's estimate is not kept: its coalescing check
+ * looks along its operands' operands.
  * FXPLAIN_PERF_CACHE_CHECK=1 recomputes every hit and aborts on a difference (for tests). */
 
 typedef struct {
@@ -700,9 +754,9 @@ void perf_cache_forget(const IrInstr *i) {
 /* The entry of fusion i, emptied when it no longer matches i; NULL when the cache is closed, i
  * is no fusion or memory runs out (the caller then computes without it). Entries never move. */
 static CacheEntry *cache_entry(const IrInstr *i) {
-  if (cache.depth <= 0 || i->op != IR_OP_FUSION || i->id < 0) return NULL;
-  const IrComputation *fc = ir_fused_computation(i);
-  if (!fc) return NULL;
+  if (cache.depth <= 0 || i->id < 0) return NULL;
+  const IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  if (i->op == IR_OP_FUSION && !fc) return NULL;
   if (i->id >= cache.n) {
     int nn = cache.n ? cache.n : 1024;
     while (nn <= i->id) nn *= 2;
@@ -718,14 +772,16 @@ static CacheEntry *cache_entry(const IrInstr *i) {
     if (!e) return NULL;
     cache.by_id[i->id] = e;
   }
-  if (e->instr != i || e->body != fc || e->root != fc->root || e->ninstrs != fc->ninstrs ||
-      e->nparams != fc->nparams || e->noperands != i->noperands) {
+  const IrInstr *root = fc ? fc->root : NULL;
+  int ninstrs = fc ? fc->ninstrs : 0, nparams = fc ? fc->nparams : 0;
+  if (e->instr != i || e->body != fc || e->root != root || e->ninstrs != ninstrs || e->nparams != nparams ||
+      e->noperands != i->noperands) {
     entry_clear(e);
     e->instr = i;
     e->body = fc;
-    e->root = fc->root;
-    e->ninstrs = fc->ninstrs;
-    e->nparams = fc->nparams;
+    e->root = root;
+    e->ninstrs = ninstrs;
+    e->nparams = nparams;
     e->noperands = i->noperands;
   }
   return e;
@@ -808,7 +864,8 @@ static void estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) 
 }
 
 void perf_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
-  CacheEntry *ce = cache_entry(i);
+  /* Only a fusion's estimate is kept: a lone transpose's coalescing looks up its operand chain. */
+  CacheEntry *ce = i->op == IR_OP_FUSION ? cache_entry(i) : NULL;
   if (ce && ce->have_est && ce->est_d == d) {
     *e = ce->est;
     if (cache.check) {
@@ -825,7 +882,7 @@ void perf_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
     return;
   }
   estimate(d, i, e);
-  ce = cache_entry(i);
+  ce = i->op == IR_OP_FUSION ? cache_entry(i) : NULL;
   if (ce && ce->have_cost) { /* the analysis succeeded: the estimate is whole */
     ce->est = *e;
     ce->est_d = d;
@@ -839,7 +896,6 @@ double perf_exec_us(const DeviceProfile *d, const IrInstr *i) {
   return e.exec_us;
 }
 
-static bool is_user_of(const IrInstr *i, const IrInstr *op) { return hlo_cost_operand_index(i, op) >= 0; }
 
 static bool fused_param(const HloCost *c, int k, const IrInstr **out) {
   *out = c->body && k >= 0 && k < c->body->nparams ? c->body->params[k] : NULL;
@@ -848,9 +904,11 @@ static bool fused_param(const HloCost *c, int k, const IrInstr **out) {
 
 /* GetCommonUtilization: how much of operand (producer's slot pk) the producer and the consumer
  * read in common, when the producer reads it elementwise from its root. */
-static double common_utilization(const HloCost *pc, int pk, const HloCost *cc) {
-  const IrInstr *p = pc->instr, *c = cc->instr, *op = p->operands[pk];
-  if (!is_user_of(c, op)) return 0;
+/* kc: the first slot of c reading that operand (-1: c does not), pslot: c's first slot reading
+ * the producer (both found by the caller, which knows them already). */
+static double common_utilization(const HloCost *pc, int pk, const HloCost *cc, int kc, int pslot) {
+  const IrInstr *p = pc->instr, *c = cc->instr;
+  if (kc < 0) return 0;
   bool elementwise = ir_op_is_elementwise(p->op);
   const IrInstr *param;
   if (!elementwise && pc->body && fused_param(pc, pk, &param))
@@ -858,7 +916,7 @@ static double common_utilization(const HloCost *pc, int pk, const HloCost *cc) {
   if (!elementwise) return 0;
   if (cc->body) {
     const IrInstr *a, *b;
-    if (!fused_param(cc, hlo_cost_operand_index(c, op), &a) || !fused_param(cc, hlo_cost_operand_index(c, p), &b)) return 0;
+    if (!fused_param(cc, kc, &a) || !fused_param(cc, pslot, &b)) return 0;
     return hlo_cost_common_elementwise(cc, a, b);
   }
   return ir_op_is_elementwise(c->op) ? 1 : 0;
@@ -877,6 +935,16 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
     const HloCost pc = *pcp, cc = *ccp;
     int pk = hlo_cost_operand_index(c, p);
     double util = pk >= 0 ? cc.op_util[pk] : 0;
+    /* Wide instructions (a root tuple of thousands of outputs) look their operands up by id
+     * instead of by scans: the same first slots, the same first 512 distinct operands. */
+    static _Thread_local IdMap slot_p, slot_c, seen_ids;
+    bool wide = p->noperands + c->noperands > 32;
+    if (wide) {
+      int need = module_ids(p) > module_ids(c) ? module_ids(p) : module_ids(c);
+      wide = idmap_begin(&slot_p, need) && idmap_begin(&slot_c, need) && idmap_begin(&seen_ids, need);
+      for (int k = 0; wide && k < p->noperands; k++) wide = idmap_put(&slot_p, p->operands[k], k);
+      for (int k = 0; wide && k < c->noperands; k++) wide = idmap_put(&slot_c, c->operands[k], k);
+    }
     int64_t blocks = launch_blocks(d, c, p);
     bool coalesced = reads_coalesced(c, p);
     double read = 0;
@@ -889,12 +957,24 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
         const IrInstr *op = x->operands[k];
         if (op == p) continue;
         bool dup = false;
-        for (int j = 0; j < nseen; j++) dup = dup || seen[j] == op;
+        int got = wide ? idmap_get(&seen_ids, op, &(int){0}) : -1;
+        if (got < 0)
+          for (int j = 0; j < nseen; j++) dup = dup || seen[j] == op;
+        else
+          dup = got == 1;
         if (dup) continue;
-        if (nseen < 512) seen[nseen++] = op;
-        int kp = hlo_cost_operand_index(p, op), kc = hlo_cost_operand_index(c, op);
+        if (nseen < 512) {
+          seen[nseen++] = op;
+          if (wide) idmap_put(&seen_ids, op, 1); /* a clash leaves it out: get says -1, a scan decides */
+        }
+        int kp = -1, kc = -1;
+        if (!wide || idmap_get(&slot_p, op, &kp) < 0) kp = hlo_cost_operand_index(p, op);
+        if (!wide || idmap_get(&slot_c, op, &kc) < 0) kc = hlo_cost_operand_index(c, op);
         double by_p = kp >= 0 ? pc.op_bytes[kp] : 0, by_c = kc >= 0 ? cc.op_bytes[kc] : 0;
-        double common = kp >= 0 ? common_utilization(&pc, kp, &cc) : 0;
+        double common = kp >= 0 ? common_utilization(&pc, kp, &cc, kc, pk) : 0;
+        /* Nothing read (a tuple's operands): the read time is a zero, which leaves the sum as it
+         * is, as long as no NaN can come of it (0 x inf, or 0 / 0 bandwidth with no blocks). */
+        if (by_p == 0 && by_c == 0 && common == 0 && isfinite(util) && blocks > 0) continue;
         double size = operand_size(op);
         double total = round(by_p * util) + by_c - round(size * common);
         read += read_us(d, blocks, total < size ? total : size, total, op, coalesced);

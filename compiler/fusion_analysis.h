@@ -98,10 +98,10 @@ double perf_exec_us(const DeviceProfile *d, const IrInstr *i);
 /* EstimateRunTimeForFusion: consumer c with producer p inlined. */
 double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c);
 
-/* GpuPerformanceModelCache: while open (calls nest), the cost analysis and estimate of every
- * fusion instruction asked about are kept, by instruction id, until perf_cache_forget or the
- * last close. Whoever opens it must forget each instruction whose body, kind or operands it
- * changes, and each user of an instruction it changes, before asking again; per thread. */
+/* GpuPerformanceModelCache: while open (calls nest), the cost analysis of every instruction and
+ * the estimate of every fusion asked about are kept, by instruction id, until perf_cache_forget
+ * or the last close. Whoever opens it must forget each instruction whose body, kind or operands
+ * it changes, and each user of an instruction it changes, before asking again; per thread. */
 void perf_cache_open(void);
 void perf_cache_close(void);
 void perf_cache_forget(const IrInstr *i);
