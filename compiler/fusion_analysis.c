@@ -296,7 +296,45 @@ static const IrInstr *find_hero(const IrInstr *root, const IrInstr *c, const IrI
 /* The heroes of the fusion of p into c (p may be NULL): each root of c, followed into p where
  * it is p's output, then up through single-operand elementwise ops and bitcasts across both
  * bodies (HloFusionAnalysis's FindNonTrivialHero on the producer-consumer fusion). */
+static int pair_heroes_found(const IrInstr *c, const IrInstr *p, const IrInstr **out, int max);
+
+/* While a caller that changes nothing holds it open (fusion_memo_open), the heroes of each pair
+ * asked about are kept: one evaluation asks for the same pair's heroes a dozen times (launch,
+ * emitter, coalescing, CanFuse), and each search may walk a large body. */
+#define HERO_MEMO 32
+static _Thread_local struct {
+  int depth, n;
+  struct {
+    const IrInstr *c, *p;
+    int m;
+    const IrInstr *h[64];
+  } e[HERO_MEMO];
+} hero_memo;
+
+void fusion_memo_open(void) { hero_memo.depth++; }
+
+void fusion_memo_close(void) {
+  if (hero_memo.depth > 0 && --hero_memo.depth == 0) hero_memo.n = 0;
+}
+
 static int pair_heroes(const IrInstr *c, const IrInstr *p, const IrInstr **out, int max) {
+  if (hero_memo.depth <= 0 || max != 64) return pair_heroes_found(c, p, out, max);
+  int used = hero_memo.n < HERO_MEMO ? hero_memo.n : HERO_MEMO;
+  for (int k = 0; k < used; k++)
+    if (hero_memo.e[k].c == c && hero_memo.e[k].p == p) {
+      memcpy(out, hero_memo.e[k].h, sizeof *out * (size_t)hero_memo.e[k].m);
+      return hero_memo.e[k].m;
+    }
+  int m = pair_heroes_found(c, p, out, max);
+  int slot = hero_memo.n++ % HERO_MEMO; /* the oldest goes when full */
+  hero_memo.e[slot].c = c;
+  hero_memo.e[slot].p = p;
+  hero_memo.e[slot].m = m;
+  memcpy(hero_memo.e[slot].h, out, sizeof *out * (size_t)m);
+  return m;
+}
+
+static int pair_heroes_found(const IrInstr *c, const IrInstr *p, const IrInstr **out, int max) {
   const IrInstr *r = fusion_fused_root(c);
   const IrInstr *roots[64];
   int n = 0;
@@ -928,6 +966,7 @@ static double common_utilization(const HloCost *pc, int pk, const HloCost *cc, i
  * (GetSharedOperandBytesAccessed); the kernel computes the producer's flops once per use and
  * writes what c writes. */
 double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
+  fusion_memo_open();
   HloCost ptmp, ctmp;
   const HloCost *pcp = cost_get(d, p, false, &ptmp), *ccp = cost_get(d, c, false, &ctmp);
   double t = 0;
@@ -986,6 +1025,7 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
   }
   if (pcp) cost_release(pcp, &ptmp);
   if (ccp) cost_release(ccp, &ctmp);
+  fusion_memo_close();
   return t;
 }
 

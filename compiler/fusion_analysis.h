@@ -102,6 +102,10 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
  * the estimate of every fusion asked about are kept, by instruction id, until perf_cache_forget
  * or the last close. Whoever opens it must forget each instruction whose body, kind or operands
  * it changes, and each user of an instruction it changes, before asking again; per thread. */
+/* While open (calls nest), the heroes of each producer-consumer pair asked about are kept (the
+ * last 32 pairs). Only for a caller that changes no instruction until it closes it. */
+void fusion_memo_open(void);
+void fusion_memo_close(void);
 void perf_cache_open(void);
 void perf_cache_close(void);
 void perf_cache_forget(const IrInstr *i);

@@ -554,6 +554,7 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
   e->users = fx_malloc(sizeof(IrInstr *) * (size_t)(e->n ? e->n : 1));
   if (!e->v || !e->users) return false;
   if (e->n) memcpy(e->users, p->users, sizeof(IrInstr *) * (size_t)e->n);
+  fusion_memo_open(); /* nothing changes until it closes */
   e->all_ok = e->n > 0;
   e->us_unfused = PERF_LAUNCH_US * (e->n + 1) + perf_exec_us(cx->device, p);
   e->us_fused = PERF_LAUNCH_US * e->n;
@@ -571,6 +572,7 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
     if (!can_fuse(p, c, cx, &e->v[u])) e->all_ok = false;
   }
   if (!e->any_non_bitcast) e->all_ok = false;
+  fusion_memo_close();
   return true;
 }
 
