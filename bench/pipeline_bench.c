@@ -276,6 +276,7 @@ int main(int argc, char **argv) {
     if (!p) break;
     p++;
   }
+  if (nsz == 0) return 0; /* --sizes "": only the modules */
   printf("\ngrowth: us per instruction (synthetic modules)\n   %-24s", "pass");
   for (int k = 0; k < nsz; k++) printf(" %10d", sz[k]);
   printf("\n");
