@@ -11,7 +11,11 @@
  * Inputs: the largest corpus module (hlo_gemma4_2b_bf16.hlo) and synthetic modules of 1k, 10k and
  * 100k instructions, so the growth with size shows.
  *
- *   bench_pipeline [--pipeline NAME] [--corpus DIR] [--sizes 1000,10000,100000] [--quiet]
+ * --module FILE (repeatable) adds modules of one's own, e.g. the unrolled-scan CartPole that
+ * bench/cartpole_scan_gpu.py makes; --device NAME runs every pass for that device profile.
+ *
+ *   bench_pipeline [--pipeline NAME] [--device NAME] [--corpus DIR] [--module FILE]...
+ *                  [--sizes 1000,10000,100000] [--quiet]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,6 +121,8 @@ typedef struct {
   size_t total_bytes;
 } Run;
 
+static const DeviceProfile *bench_device;
+
 static bool run_pipeline(const Pipeline *pl, IrModule *input, Run *r, bool quiet) {
   memset(r, 0, sizeof *r);
   ExplainLog *log = explain_log_new();
@@ -133,7 +139,7 @@ static bool run_pipeline(const Pipeline *pl, IrModule *input, Run *r, bool quiet
     DecisionSink sink = explain_log_sink(log);
     FxError err;
     fx_error_clear(&err);
-    PassContext cx = {&sink, device_default(), &st, k + 1, p->name, &err, NULL};
+    PassContext cx = {&sink, bench_device, &st, k + 1, p->name, &err, NULL};
     IrModule *out = NULL;
     bool changed = false;
     double a = now_s();
@@ -158,7 +164,7 @@ static bool run_pipeline(const Pipeline *pl, IrModule *input, Run *r, bool quiet
   for (int k = 0; k < n && ok; k++) {
     FxError err;
     fx_error_clear(&err);
-    KernelPlan *plan = plan_build(stages[k], device_default(), &err);
+    KernelPlan *plan = plan_build(stages[k], bench_device, &err);
     if (!plan) ok = false;
     plan_free(plan);
   }
@@ -198,14 +204,25 @@ int main(int argc, char **argv) {
   const char *pipeline = "classic", *corpus = getenv("FXPLAIN_HLO_CORPUS");
   const char *sizes = "1000,10000,100000";
   bool quiet = false;
+  const char *modules[8];
+  int nmodules = 0;
+  bench_device = device_default();
   if (!corpus || !*corpus) corpus = "tests/data/hlo-corpus";
   for (int k = 1; k < argc; k++) {
     if (strcmp(argv[k], "--pipeline") == 0 && k + 1 < argc) pipeline = argv[++k];
     else if (strcmp(argv[k], "--corpus") == 0 && k + 1 < argc) corpus = argv[++k];
     else if (strcmp(argv[k], "--sizes") == 0 && k + 1 < argc) sizes = argv[++k];
     else if (strcmp(argv[k], "--quiet") == 0) quiet = true;
-    else {
-      fprintf(stderr, "usage: bench_pipeline [--pipeline NAME] [--corpus DIR] [--sizes N,N,...] [--quiet]\n");
+    else if (strcmp(argv[k], "--module") == 0 && k + 1 < argc && nmodules < 8) modules[nmodules++] = argv[++k];
+    else if (strcmp(argv[k], "--device") == 0 && k + 1 < argc) {
+      bench_device = device_lookup(argv[++k]);
+      if (!bench_device) {
+        fprintf(stderr, "no device named %s\n", argv[k]);
+        return 2;
+      }
+    } else {
+      fprintf(stderr, "usage: bench_pipeline [--pipeline NAME] [--device NAME] [--corpus DIR] [--module FILE]... "
+                      "[--sizes N,N,...] [--quiet]\n");
       return 2;
     }
   }
@@ -214,7 +231,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "no pipeline named %s\n", pipeline);
     return 2;
   }
-  printf("pipeline %s (%d passes) on %s\n", pl->name, pl->npasses, device_default()->name);
+  printf("pipeline %s (%d passes) on %s\n", pl->name, pl->npasses, bench_device->name);
   char path[1024];
   snprintf(path, sizeof path, "%s/hlo_gemma4_2b_bf16.hlo", corpus);
   FxError err;
@@ -226,6 +243,18 @@ int main(int argc, char **argv) {
     ir_module_free(g);
   } else {
     fx_error_print(stderr, &err);
+  }
+  for (int k = 0; k < nmodules; k++) {
+    fx_error_clear(&err);
+    a = now_s();
+    IrModule *m = hlo_load_file(modules[k], &err);
+    if (!m) {
+      fx_error_print(stderr, &err);
+      continue;
+    }
+    const char *base = strrchr(modules[k], '/');
+    report(base ? base + 1 : modules[k], pl, m, now_s() - a, quiet, NULL);
+    ir_module_free(m);
   }
   double per_instr[16], pass_per_instr[16][64];
   int sz[16], nsz = 0;
@@ -247,6 +276,7 @@ int main(int argc, char **argv) {
     if (!p) break;
     p++;
   }
+  if (nsz == 0) return 0; /* --sizes "": only the modules */
   printf("\ngrowth: us per instruction (synthetic modules)\n   %-24s", "pass");
   for (int k = 0; k < nsz; k++) printf(" %10d", sz[k]);
   printf("\n");

@@ -3,6 +3,8 @@
  * how long its kernel would take by XLA's GpuPerformanceModel. Shared by priority-fusion and
  * today's multi_output_fusion; each function names the XLA function it follows. */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fusion_analysis.h"
@@ -60,16 +62,30 @@ bool fusion_xla_fusible(const IrInstr *i, const PassSettings *s) {
 }
 
 
+/* The bodies of consumer c and producer p (NULL where one is no fusion), found once per search:
+ * looking a body up is a search of the instruction's attributes. */
+typedef struct {
+  const IrInstr *c, *p;
+  const IrComputation *cb, *pb;
+} PairBodies;
+
+static PairBodies pair_bodies(const IrInstr *c, const IrInstr *p) {
+  PairBodies b = {c, p, c->op == IR_OP_FUSION ? ir_fused_computation(c) : NULL,
+                  p && p->op == IR_OP_FUSION ? ir_fused_computation(p) : NULL};
+  return b;
+}
+
 /* Operand k of x, followed across the fusion boundaries of consumer c and producer p (the
  * fusion being considered; p may be NULL); NULL when it lies outside the fusion. */
-static const IrInstr *fused_operand(const IrInstr *x, int k, const IrInstr *c, const IrInstr *p) {
+static const IrInstr *fused_operand(const IrInstr *x, int k, const PairBodies *b) {
+  const IrInstr *c = b->c, *p = b->p;
   if (k < 0 || k >= x->noperands) return NULL;
   const IrInstr *o = x->operands[k];
   for (int guard = 0; guard < 4 && o; guard++) {
     if (o->op == IR_OP_PARAMETER && o->parent && !o->parent->is_entry) {
       const IrInstr *owner = NULL;
-      if (c->op == IR_OP_FUSION && o->parent == ir_fused_computation(c)) owner = c;
-      else if (p && p->op == IR_OP_FUSION && o->parent == ir_fused_computation(p)) owner = p;
+      if (b->cb && o->parent == b->cb) owner = c;
+      else if (b->pb && o->parent == b->pb) owner = p;
       if (!owner || o->param_number < 0 || o->param_number >= owner->noperands) return NULL;
       o = owner->operands[o->param_number];
       if (owner == p) return NULL; /* a parameter of the producer: outside */
@@ -79,8 +95,8 @@ static const IrInstr *fused_operand(const IrInstr *x, int k, const IrInstr *c, c
       const IrInstr *r = fusion_fused_root(p);
       return r->op == IR_OP_TUPLE ? NULL : r;
     }
-    if (o->parent && c->op == IR_OP_FUSION && o->parent == ir_fused_computation(c)) return o;
-    if (p && p->op == IR_OP_FUSION && o->parent == ir_fused_computation(p)) return o;
+    if (o->parent && b->cb && o->parent == b->cb) return o;
+    if (b->pb && o->parent == b->pb) return o;
     return NULL;
   }
   return NULL;
@@ -103,14 +119,115 @@ static bool intermediate(const IrInstr *x, int allowed) {
   return false;
 }
 
+/* A map from instructions to small integers by instruction id, cleared in O(1) by a stamp: for
+ * the operand lookups of wide instructions. put returns false when x's slot holds another
+ * instruction (ids are unique in a module, so only across modules), get returns -1 then or for
+ * an id out of range: the caller falls back to a scan. */
+typedef struct {
+  const IrInstr **who;
+  unsigned *stamp;
+  int *val;
+  int n;
+  unsigned now;
+} IdMap;
+
+static bool idmap_begin(IdMap *m, int need) {
+  if (need > m->n) {
+    int nn = m->n ? m->n : 1024;
+    while (nn < need) nn *= 2;
+    const IrInstr **w = fx_realloc(m->who, sizeof *w * (size_t)nn);
+    if (w) m->who = w;
+    int *v = w ? fx_realloc(m->val, sizeof *v * (size_t)nn) : NULL;
+    if (v) m->val = v;
+    unsigned *st = v ? fx_realloc(m->stamp, sizeof *st * (size_t)nn) : NULL;
+    if (!st) return false;
+    m->stamp = st;
+    memset(st + m->n, 0, sizeof *st * (size_t)(nn - m->n));
+    m->n = nn;
+  }
+  if (++m->now == 0) {
+    memset(m->stamp, 0, sizeof *m->stamp * (size_t)m->n);
+    m->now = 1;
+  }
+  return true;
+}
+
+static int idmap_get(const IdMap *m, const IrInstr *x, int *val) {
+  if (x->id < 0 || x->id >= m->n) return -1;
+  if (m->stamp[x->id] != m->now) return 0;
+  if (m->who[x->id] != x) return -1;
+  *val = m->val[x->id];
+  return 1;
+}
+
+/* Records x -> v unless x is there already (the first one stays). */
+static bool idmap_put(IdMap *m, const IrInstr *x, int v) {
+  if (x->id < 0 || x->id >= m->n) return false;
+  if (m->stamp[x->id] == m->now) return m->who[x->id] == x;
+  m->stamp[x->id] = m->now;
+  m->who[x->id] = x;
+  m->val[x->id] = v;
+  return true;
+}
+
+static int module_ids(const IrInstr *x) { return x && x->parent && x->parent->module ? x->parent->module->next_id : 0; }
+
+/* The instructions a hero search has queued, by instruction id with a stamp per search, so the
+ * search stays linear in what it visits. Two instructions with one id (never in one module)
+ * would fall back to a scan of the queue. */
+static _Thread_local struct {
+  const IrInstr **who;
+  unsigned *stamp;
+  int n;
+  unsigned now;
+} queued;
+
+/* Starts a search; false when out of memory (the caller then scans). */
+static bool queued_begin(const IrInstr *c, const IrInstr *p) {
+  int need = c->parent && c->parent->module ? c->parent->module->next_id : 0;
+  if (p && p->parent && p->parent->module && p->parent->module->next_id > need) need = p->parent->module->next_id;
+  if (need > queued.n) {
+    int nn = queued.n ? queued.n : 1024;
+    while (nn < need) nn *= 2;
+    const IrInstr **w = fx_realloc(queued.who, sizeof *w * (size_t)nn);
+    if (w) queued.who = w;
+    unsigned *st = w ? fx_realloc(queued.stamp, sizeof *st * (size_t)nn) : NULL;
+    if (!st) return false;
+    queued.stamp = st;
+    memset(st + queued.n, 0, sizeof *st * (size_t)(nn - queued.n));
+    queued.n = nn;
+  }
+  if (++queued.now == 0) { /* wrapped: old stamps could match again */
+    memset(queued.stamp, 0, sizeof *queued.stamp * (size_t)queued.n);
+    queued.now = 1;
+  }
+  return true;
+}
+
+/* Whether x is queued already (1), not (0), or unknown (-1: its id slot holds another). */
+static int queued_has(const IrInstr *x) {
+  if (x->id < 0 || x->id >= queued.n) return -1;
+  if (queued.stamp[x->id] != queued.now) return 0;
+  return queued.who[x->id] == x ? 1 : -1;
+}
+
+static void queued_add(const IrInstr *x) {
+  if (x->id < 0 || x->id >= queued.n || queued.stamp[x->id] == queued.now) return;
+  queued.stamp[x->id] = queued.now;
+  queued.who[x->id] = x;
+}
+
 /* FindNonTrivialHero(root, predicate): the one instruction matching pred reachable from h through
  * intermediates of up to 3 operands (breadth first, not past a match); NULL when none or two. */
-static const IrInstr *find_unique_hero(const IrInstr *h, const IrInstr *c, const IrInstr *p, bool (*pred)(const IrInstr *)) {
+static const IrInstr *find_unique_hero(const IrInstr *h, const PairBodies *b, bool (*pred)(const IrInstr *)) {
+  const IrInstr *c = b->c, *p = b->p;
   const IrInstr *stack_buf[256];
   const IrInstr **queue = stack_buf;
   int cap = 256, head = 0, tail = 0;
   const IrInstr *found = NULL;
+  bool stamps = queued_begin(c, p);
   queue[tail++] = h;
+  if (stamps) queued_add(h);
   bool ok = true;
   while (head < tail && ok) {
     const IrInstr *x = queue[head++];
@@ -124,10 +241,11 @@ static const IrInstr *find_unique_hero(const IrInstr *h, const IrInstr *c, const
     }
     if (!intermediate(x, 3)) continue;
     for (int k = 0; k < x->noperands; k++) {
-      const IrInstr *o = fused_operand(x, k, c, p);
+      const IrInstr *o = fused_operand(x, k, b);
       if (!o) continue;
-      bool seen = false;
-      for (int q = 0; q < tail && !seen; q++) seen = queue[q] == o;
+      int has = stamps ? queued_has(o) : -1;
+      bool seen = has == 1;
+      for (int q = 0; has < 0 && q < tail && !seen; q++) seen = queue[q] == o;
       if (seen) continue;
       if (tail == cap) {
         const IrInstr **nq = fx_malloc(sizeof *nq * (size_t)cap * 2);
@@ -142,6 +260,7 @@ static const IrInstr *find_unique_hero(const IrInstr *h, const IrInstr *c, const
         cap *= 2;
       }
       queue[tail++] = o;
+      if (stamps) queued_add(o);
     }
   }
   if (queue != stack_buf) fx_free(queue);
@@ -157,15 +276,16 @@ static bool is_concatenate(const IrInstr *x) { return x->op == IR_OP_CONCATENATE
  * or concatenate through elementwise ops of up to 3 operands (the shared-memory transpose and
  * concatenate emitters take those); a reduce at the end of the chain; else the root itself. */
 static const IrInstr *find_hero(const IrInstr *root, const IrInstr *c, const IrInstr *p) {
+  PairBodies b = pair_bodies(c, p);
   const IrInstr *h = root;
   for (int guard = 0; guard < 100000 && intermediate(h, 1); guard++) {
-    const IrInstr *o = fused_operand(h, 0, c, p);
+    const IrInstr *o = fused_operand(h, 0, &b);
     if (!o) break;
     h = o;
   }
-  const IrInstr *t = find_unique_hero(h, c, p, is_tiled_transpose);
+  const IrInstr *t = find_unique_hero(h, &b, is_tiled_transpose);
   if (t) return t;
-  t = find_unique_hero(h, c, p, is_concatenate);
+  t = find_unique_hero(h, &b, is_concatenate);
   if (t) return t;
   return h->op == IR_OP_REDUCE ? h : root;
 }
@@ -176,7 +296,45 @@ static const IrInstr *find_hero(const IrInstr *root, const IrInstr *c, const IrI
 /* The heroes of the fusion of p into c (p may be NULL): each root of c, followed into p where
  * it is p's output, then up through single-operand elementwise ops and bitcasts across both
  * bodies (HloFusionAnalysis's FindNonTrivialHero on the producer-consumer fusion). */
+static int pair_heroes_found(const IrInstr *c, const IrInstr *p, const IrInstr **out, int max);
+
+/* While a caller that changes nothing holds it open (fusion_memo_open), the heroes of each pair
+ * asked about are kept: one evaluation asks for the same pair's heroes a dozen times (launch,
+ * emitter, coalescing, CanFuse), and each search may walk a large body. */
+#define HERO_MEMO 32
+static _Thread_local struct {
+  int depth, n;
+  struct {
+    const IrInstr *c, *p;
+    int m;
+    const IrInstr *h[64];
+  } e[HERO_MEMO];
+} hero_memo;
+
+void fusion_memo_open(void) { hero_memo.depth++; }
+
+void fusion_memo_close(void) {
+  if (hero_memo.depth > 0 && --hero_memo.depth == 0) hero_memo.n = 0;
+}
+
 static int pair_heroes(const IrInstr *c, const IrInstr *p, const IrInstr **out, int max) {
+  if (hero_memo.depth <= 0 || max != 64) return pair_heroes_found(c, p, out, max);
+  int used = hero_memo.n < HERO_MEMO ? hero_memo.n : HERO_MEMO;
+  for (int k = 0; k < used; k++)
+    if (hero_memo.e[k].c == c && hero_memo.e[k].p == p) {
+      memcpy(out, hero_memo.e[k].h, sizeof *out * (size_t)hero_memo.e[k].m);
+      return hero_memo.e[k].m;
+    }
+  int m = pair_heroes_found(c, p, out, max);
+  int slot = hero_memo.n++ % HERO_MEMO; /* the oldest goes when full */
+  hero_memo.e[slot].c = c;
+  hero_memo.e[slot].p = p;
+  hero_memo.e[slot].m = m;
+  memcpy(hero_memo.e[slot].h, out, sizeof *out * (size_t)m);
+  return m;
+}
+
+static int pair_heroes_found(const IrInstr *c, const IrInstr *p, const IrInstr **out, int max) {
   const IrInstr *r = fusion_fused_root(c);
   const IrInstr *roots[64];
   int n = 0;
@@ -569,31 +727,205 @@ static double read_us(const DeviceProfile *d, int64_t blocks, double net, double
 
 static double operand_size(const IrInstr *op) { return (double)ir_shape_bytes(&op->shape); }
 
+/* ---------- the estimate cache (XLA's GpuPerformanceModelCache) ----------
+ *
+ * Priority fusion asks for the cost analysis of a producer and of each of its users several
+ * times per evaluation (its time, each fused pair, each IR size), and evaluates the same
+ * instructions again after every fusion next to them; a fusion's analysis walks its whole body.
+ * While a pass holds the cache open, the analysis of each instruction and the estimate of each
+ * fusion are kept by instruction id. An analysis depends on the instruction (a fusion's body and
+ * kind included) and its operands' shapes only, and so does a fusion's estimate (heroes,
+ * coalescing and launch dimensions are found inside the body), so the pass that mutates the IR
+ * must forget every instruction a mutation touches, and their users (perf_cache_forget); as a
+ * second guard an entry is also dropped when its body, root, or operand and parameter counts
+ * differ from when it was made. A lone instruction's estimate is not kept: its coalescing check
+ * looks along its operands' operands.
+ * FXPLAIN_PERF_CACHE_CHECK=1 recomputes every hit and aborts on a difference (for tests). */
+
+typedef struct {
+  const IrInstr *instr;
+  const IrComputation *body; /* signature: what the entry was made from */
+  const IrInstr *root;
+  int ninstrs, nparams, noperands;
+  const DeviceProfile *cost_d, *est_d;
+  bool have_cost, have_est;
+  HloCost cost;
+  PerfEstimate est;
+} CacheEntry;
+
+static _Thread_local struct {
+  int depth;       /* open when > 0 */
+  CacheEntry **by_id;
+  int n;
+  int check;       /* -1: not read yet */
+} cache = {0, NULL, 0, -1};
+
+void perf_cache_open(void) {
+  if (cache.check < 0) {
+    const char *v = getenv("FXPLAIN_PERF_CACHE_CHECK");
+    cache.check = v && *v && *v != '0';
+  }
+  cache.depth++;
+}
+
+static void entry_clear(CacheEntry *e) {
+  if (e->have_cost) hlo_cost_free(&e->cost);
+  memset(e, 0, sizeof *e);
+}
+
+void perf_cache_close(void) {
+  if (cache.depth <= 0 || --cache.depth > 0) return;
+  for (int k = 0; k < cache.n; k++)
+    if (cache.by_id[k]) {
+      entry_clear(cache.by_id[k]);
+      fx_free(cache.by_id[k]);
+    }
+  fx_free(cache.by_id);
+  cache.by_id = NULL;
+  cache.n = 0;
+}
+
+void perf_cache_forget(const IrInstr *i) {
+  if (i && cache.depth > 0 && i->id >= 0 && i->id < cache.n && cache.by_id[i->id]) entry_clear(cache.by_id[i->id]);
+}
+
+/* The entry of fusion i, emptied when it no longer matches i; NULL when the cache is closed, i
+ * is no fusion or memory runs out (the caller then computes without it). Entries never move. */
+static CacheEntry *cache_entry(const IrInstr *i) {
+  if (cache.depth <= 0 || i->id < 0) return NULL;
+  const IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  if (i->op == IR_OP_FUSION && !fc) return NULL;
+  if (i->id >= cache.n) {
+    int nn = cache.n ? cache.n : 1024;
+    while (nn <= i->id) nn *= 2;
+    CacheEntry **g = fx_realloc(cache.by_id, sizeof *g * (size_t)nn);
+    if (!g) return NULL;
+    memset(g + cache.n, 0, sizeof *g * (size_t)(nn - cache.n));
+    cache.by_id = g;
+    cache.n = nn;
+  }
+  CacheEntry *e = cache.by_id[i->id];
+  if (!e) {
+    e = fx_calloc(1, sizeof *e);
+    if (!e) return NULL;
+    cache.by_id[i->id] = e;
+  }
+  const IrInstr *root = fc ? fc->root : NULL;
+  int ninstrs = fc ? fc->ninstrs : 0, nparams = fc ? fc->nparams : 0;
+  if (e->instr != i || e->body != fc || e->root != root || e->ninstrs != ninstrs || e->nparams != nparams ||
+      e->noperands != i->noperands) {
+    entry_clear(e);
+    e->instr = i;
+    e->body = fc;
+    e->root = root;
+    e->ninstrs = ninstrs;
+    e->nparams = nparams;
+    e->noperands = i->noperands;
+  }
+  return e;
+}
+
+static bool same_doubles(const double *a, const double *b, int n) {
+  return n <= 0 || (a && b && memcmp(a, b, sizeof(double) * (size_t)n) == 0);
+}
+
+/* FXPLAIN_PERF_CACHE_CHECK: a kept analysis must equal a fresh one, bit for bit. */
+static void check_cost(const DeviceProfile *d, const IrInstr *i, const HloCost *kept) {
+  HloCost fresh;
+  bool ok = hlo_cost_analyze(d, i, &fresh);
+  int nb = kept->nbody;
+  bool same = ok && fresh.nbody == kept->nbody && fresh.flops == kept->flops && fresh.out_bytes == kept->out_bytes && fresh.n == kept->n &&
+              fresh.body == kept->body && same_doubles(fresh.op_bytes, kept->op_bytes, kept->n) &&
+              same_doubles(fresh.op_util, kept->op_util, kept->n) && same_doubles(fresh.util, kept->util, nb) &&
+              same_doubles(fresh.times, kept->times, nb) && same_doubles(fresh.root_util, kept->root_util, nb) &&
+              same_doubles(fresh.root_ir, kept->root_ir, nb);
+  for (int k = 0; same && k < nb; k++) {
+    same = fresh.nroots[k] == kept->nroots[k] &&
+           (!fresh.nroots[k] || memcmp(fresh.roots[k], kept->roots[k], sizeof(int) * (size_t)fresh.nroots[k]) == 0);
+  }
+  hlo_cost_free(&fresh);
+  if (ok && !same) {
+    fprintf(stderr, "perf cache: stale cost analysis of %s\n", i->name);
+    abort(); /* FXPLAIN_PERF_CACHE_CHECK only: a stale entry is a bug in the forgetting */
+  }
+}
+
+/* The cost analysis of i: the kept one (for fusions while the cache is open; any_device: the
+ * caller reads only device-independent parts) or a fresh one in *tmp. NULL on allocation
+ * failure. Hand it back with cost_release. */
+static const HloCost *cost_get(const DeviceProfile *d, const IrInstr *i, bool any_device, HloCost *tmp) {
+  CacheEntry *e = cache_entry(i);
+  if (e && e->have_cost && (any_device || e->cost_d == d)) {
+    if (cache.check) check_cost(e->cost_d, i, &e->cost);
+    return &e->cost;
+  }
+  if (!hlo_cost_analyze(d, i, tmp)) {
+    hlo_cost_free(tmp);
+    return NULL;
+  }
+  if (!e) return tmp;
+  if (e->have_cost) hlo_cost_free(&e->cost);
+  e->cost = *tmp;
+  e->cost_d = d;
+  e->have_cost = true;
+  memset(tmp, 0, sizeof *tmp);
+  return &e->cost;
+}
+
+static void cost_release(const HloCost *c, HloCost *tmp) {
+  if (c == tmp) hlo_cost_free(tmp);
+}
+
 /* EstimateRunTimeForInstruction: every operand slot is read as its cost analysis says (a slot
  * that repeats an operand reads it again, as XLA counts it), the output written once. */
-void perf_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
+static void estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
   memset(e, 0, sizeof *e);
   if (!launches(i)) return;
-  HloCost c;
-  if (!hlo_cost_analyze(d, i, &c)) {
-    hlo_cost_free(&c);
-    return;
-  }
+  HloCost tmp;
+  const HloCost *c = cost_get(d, i, false, &tmp);
+  if (!c) return;
   e->blocks = launch_blocks(d, i, NULL);
   bool coalesced = reads_coalesced(i, NULL);
   for (int k = 0; k < i->noperands; k++) {
     int first = hlo_cost_operand_index(i, i->operands[k]);
-    double total = c.op_bytes[first >= 0 ? first : k];
+    double total = c->op_bytes[first >= 0 ? first : k];
     double size = operand_size(i->operands[k]);
     e->bytes_read += total;
     e->read_us += read_us(d, e->blocks, total < size ? total : size, total, i->operands[k], coalesced);
   }
-  e->bytes_written = c.out_bytes;
+  e->bytes_written = c->out_bytes;
   e->write_us = quarter_ns(e->bytes_written / bw_bytes_per_us(d));
-  e->flops = c.flops;
+  e->flops = c->flops;
   e->compute_us = compute_us(d, i, NULL, e->flops);
   e->exec_us = combine(e->compute_us, e->read_us + e->write_us);
-  hlo_cost_free(&c);
+  cost_release(c, &tmp);
+}
+
+void perf_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
+  /* Only a fusion's estimate is kept: a lone transpose's coalescing looks up its operand chain. */
+  CacheEntry *ce = i->op == IR_OP_FUSION ? cache_entry(i) : NULL;
+  if (ce && ce->have_est && ce->est_d == d) {
+    *e = ce->est;
+    if (cache.check) {
+      int saved = cache.depth;
+      cache.depth = 0; /* a fresh estimate, the cache out of the way */
+      PerfEstimate fresh;
+      estimate(d, i, &fresh);
+      cache.depth = saved;
+      if (memcmp(&fresh, e, sizeof fresh) != 0) {
+        fprintf(stderr, "perf cache: stale estimate of %s\n", i->name);
+        abort(); /* FXPLAIN_PERF_CACHE_CHECK only */
+      }
+    }
+    return;
+  }
+  estimate(d, i, e);
+  ce = i->op == IR_OP_FUSION ? cache_entry(i) : NULL;
+  if (ce && ce->have_cost) { /* the analysis succeeded: the estimate is whole */
+    ce->est = *e;
+    ce->est_d = d;
+    ce->have_est = true;
+  }
 }
 
 double perf_exec_us(const DeviceProfile *d, const IrInstr *i) {
@@ -602,7 +934,6 @@ double perf_exec_us(const DeviceProfile *d, const IrInstr *i) {
   return e.exec_us;
 }
 
-static bool is_user_of(const IrInstr *i, const IrInstr *op) { return hlo_cost_operand_index(i, op) >= 0; }
 
 static bool fused_param(const HloCost *c, int k, const IrInstr **out) {
   *out = c->body && k >= 0 && k < c->body->nparams ? c->body->params[k] : NULL;
@@ -611,9 +942,11 @@ static bool fused_param(const HloCost *c, int k, const IrInstr **out) {
 
 /* GetCommonUtilization: how much of operand (producer's slot pk) the producer and the consumer
  * read in common, when the producer reads it elementwise from its root. */
-static double common_utilization(const HloCost *pc, int pk, const HloCost *cc) {
-  const IrInstr *p = pc->instr, *c = cc->instr, *op = p->operands[pk];
-  if (!is_user_of(c, op)) return 0;
+/* kc: the first slot of c reading that operand (-1: c does not), pslot: c's first slot reading
+ * the producer (both found by the caller, which knows them already). */
+static double common_utilization(const HloCost *pc, int pk, const HloCost *cc, int kc, int pslot) {
+  const IrInstr *p = pc->instr, *c = cc->instr;
+  if (kc < 0) return 0;
   bool elementwise = ir_op_is_elementwise(p->op);
   const IrInstr *param;
   if (!elementwise && pc->body && fused_param(pc, pk, &param))
@@ -621,7 +954,7 @@ static double common_utilization(const HloCost *pc, int pk, const HloCost *cc) {
   if (!elementwise) return 0;
   if (cc->body) {
     const IrInstr *a, *b;
-    if (!fused_param(cc, hlo_cost_operand_index(c, op), &a) || !fused_param(cc, hlo_cost_operand_index(c, p), &b)) return 0;
+    if (!fused_param(cc, kc, &a) || !fused_param(cc, pslot, &b)) return 0;
     return hlo_cost_common_elementwise(cc, a, b);
   }
   return ir_op_is_elementwise(c->op) ? 1 : 0;
@@ -633,14 +966,24 @@ static double common_utilization(const HloCost *pc, int pk, const HloCost *cc) {
  * (GetSharedOperandBytesAccessed); the kernel computes the producer's flops once per use and
  * writes what c writes. */
 double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
-  HloCost pc, cc;
-  bool okp = hlo_cost_analyze(d, p, &pc); /* both run: each leaves its HloCost safe to free */
-  bool okc = hlo_cost_analyze(d, c, &cc);
-  bool ok = okp && okc;
+  fusion_memo_open();
+  HloCost ptmp, ctmp;
+  const HloCost *pcp = cost_get(d, p, false, &ptmp), *ccp = cost_get(d, c, false, &ctmp);
   double t = 0;
-  if (ok) {
+  if (pcp && ccp) {
+    const HloCost pc = *pcp, cc = *ccp;
     int pk = hlo_cost_operand_index(c, p);
     double util = pk >= 0 ? cc.op_util[pk] : 0;
+    /* Wide instructions (a root tuple of thousands of outputs) look their operands up by id
+     * instead of by scans: the same first slots, the same first 512 distinct operands. */
+    static _Thread_local IdMap slot_p, slot_c, seen_ids;
+    bool wide = p->noperands + c->noperands > 32;
+    if (wide) {
+      int need = module_ids(p) > module_ids(c) ? module_ids(p) : module_ids(c);
+      wide = idmap_begin(&slot_p, need) && idmap_begin(&slot_c, need) && idmap_begin(&seen_ids, need);
+      for (int k = 0; wide && k < p->noperands; k++) wide = idmap_put(&slot_p, p->operands[k], k);
+      for (int k = 0; wide && k < c->noperands; k++) wide = idmap_put(&slot_c, c->operands[k], k);
+    }
     int64_t blocks = launch_blocks(d, c, p);
     bool coalesced = reads_coalesced(c, p);
     double read = 0;
@@ -653,12 +996,24 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
         const IrInstr *op = x->operands[k];
         if (op == p) continue;
         bool dup = false;
-        for (int j = 0; j < nseen; j++) dup = dup || seen[j] == op;
+        int got = wide ? idmap_get(&seen_ids, op, &(int){0}) : -1;
+        if (got < 0)
+          for (int j = 0; j < nseen; j++) dup = dup || seen[j] == op;
+        else
+          dup = got == 1;
         if (dup) continue;
-        if (nseen < 512) seen[nseen++] = op;
-        int kp = hlo_cost_operand_index(p, op), kc = hlo_cost_operand_index(c, op);
+        if (nseen < 512) {
+          seen[nseen++] = op;
+          if (wide) idmap_put(&seen_ids, op, 1); /* a clash leaves it out: get says -1, a scan decides */
+        }
+        int kp = -1, kc = -1;
+        if (!wide || idmap_get(&slot_p, op, &kp) < 0) kp = hlo_cost_operand_index(p, op);
+        if (!wide || idmap_get(&slot_c, op, &kc) < 0) kc = hlo_cost_operand_index(c, op);
         double by_p = kp >= 0 ? pc.op_bytes[kp] : 0, by_c = kc >= 0 ? cc.op_bytes[kc] : 0;
-        double common = kp >= 0 ? common_utilization(&pc, kp, &cc) : 0;
+        double common = kp >= 0 ? common_utilization(&pc, kp, &cc, kc, pk) : 0;
+        /* Nothing read (a tuple's operands): the read time is a zero, which leaves the sum as it
+         * is, as long as no NaN can come of it (0 x inf, or 0 / 0 bandwidth with no blocks). */
+        if (by_p == 0 && by_c == 0 && common == 0 && isfinite(util) && blocks > 0) continue;
         double size = operand_size(op);
         double total = round(by_p * util) + by_c - round(size * common);
         read += read_us(d, blocks, total < size ? total : size, total, op, coalesced);
@@ -668,8 +1023,9 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
     double flops = pc.flops * util + cc.flops;
     t = combine(compute_us(d, c, p, flops), read + write);
   }
-  hlo_cost_free(&pc);
-  hlo_cost_free(&cc);
+  if (pcp) cost_release(pcp, &ptmp);
+  if (ccp) cost_release(ccp, &ctmp);
+  fusion_memo_close();
   return t;
 }
 
@@ -800,22 +1156,19 @@ bool fusion_ir_size(const IrInstr *i, double *size, const IrInstr *param_of, dou
   if (param_size) *param_size = 1;
   IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
   if (!fc) return true;
-  HloCost c;
-  if (!hlo_cost_analyze(NULL, i, &c)) {
-    hlo_cost_free(&c);
-    return false;
-  }
+  /* Emission counts do not depend on the device: any kept analysis will do. */
+  HloCost tmp;
+  const HloCost *c = cost_get(NULL, i, true, &tmp);
+  if (!c) return false;
   *size = 0;
-  for (int k = 0; k < fc->ninstrs; k++) *size += c.times[k];
+  for (int k = 0; k < fc->ninstrs; k++) *size += c->times[k];
   if (param_of && param_size) {
     double rep = 0;
     for (int o = 0; o < i->noperands && o < fc->nparams; o++)
-      if (i->operands[o] == param_of && fc->params[o])
-        for (int k = 0; k < fc->ninstrs; k++)
-          if (fc->instrs[k] == fc->params[o]) rep += c.times[k];
+      if (i->operands[o] == param_of && fc->params[o] && c->param_index[o] >= 0) rep += c->times[c->param_index[o]];
     *param_size = rep > 0 ? rep : 1;
   }
-  hlo_cost_free(&c);
+  cost_release(c, &tmp);
   return true;
 }
 

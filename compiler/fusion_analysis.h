@@ -72,6 +72,8 @@ typedef struct {
   double *util, *times, *root_util, *root_ir;
   int **roots, *nroots, *caps;
   int *param_index; /* body index of each parameter */
+  int root_index;   /* body index of the root, -1 when none */
+  int nbody;        /* body->ninstrs when analysed (the length of the per-body arrays) */
 } HloCost;
 /* Fills c for i on device d (its op profile; NULL: H100's); false on allocation failure (c is
  * then safe to free). */
@@ -95,6 +97,18 @@ void perf_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e);
 double perf_exec_us(const DeviceProfile *d, const IrInstr *i);
 /* EstimateRunTimeForFusion: consumer c with producer p inlined. */
 double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c);
+
+/* GpuPerformanceModelCache: while open (calls nest), the cost analysis of every instruction and
+ * the estimate of every fusion asked about are kept, by instruction id, until perf_cache_forget
+ * or the last close. Whoever opens it must forget each instruction whose body, kind or operands
+ * it changes, and each user of an instruction it changes, before asking again; per thread. */
+/* While open (calls nest), the heroes of each producer-consumer pair asked about are kept (the
+ * last 32 pairs). Only for a caller that changes no instruction until it closes it. */
+void fusion_memo_open(void);
+void fusion_memo_close(void);
+void perf_cache_open(void);
+void perf_cache_close(void);
+void perf_cache_forget(const IrInstr *i);
 
 /* ---------- priority-fusion's judgement, for replaying XLA's decision log ---------- */
 

@@ -248,6 +248,7 @@ static bool fusion_utilizations(const DeviceProfile *d, HloCost *c) {
   c->times = fx_calloc(m, sizeof(double));
   c->root_util = fx_calloc(m, sizeof(double));
   c->root_ir = fx_calloc(m, sizeof(double));
+  c->nbody = n; /* the body may change after; hlo_cost_free goes by this */
   c->roots = fx_calloc(m, sizeof(int *));
   c->nroots = fx_calloc(m, sizeof(int));
   c->caps = fx_calloc(m, sizeof(int));
@@ -262,6 +263,7 @@ static bool fusion_utilizations(const DeviceProfile *d, HloCost *c) {
   int rootk = -1;
   for (int k = 0; k < n; k++)
     if (fc->instrs[k] == fc->root) rootk = k;
+  c->root_index = rootk;
   if (rootk >= 0) {
     c->root_util[rootk] = 1;
     c->root_ir[rootk] = 1;
@@ -311,8 +313,10 @@ static bool fusion_utilizations(const DeviceProfile *d, HloCost *c) {
   return ok;
 }
 
-/* The index in the body of x; parameters are found at once, other instructions by a scan. */
+/* The index in the body of x; parameters and the root are found at once, other instructions by
+ * a scan. */
 static int body_index(const HloCost *c, const IrInstr *x) {
+  if (x == c->body->root && c->root_index >= 0) return c->root_index;
   if (x->op == IR_OP_PARAMETER && c->param_index && x->parent == c->body && x->param_number >= 0 &&
       x->param_number < c->body->nparams && c->body->params[x->param_number] == x)
     return c->param_index[x->param_number];
@@ -323,6 +327,7 @@ static int body_index(const HloCost *c, const IrInstr *x) {
 
 bool hlo_cost_analyze(const DeviceProfile *d, const IrInstr *i, HloCost *c) {
   memset(c, 0, sizeof *c);
+  c->root_index = -1;
   c->instr = i;
   c->n = i->noperands;
   size_t m = (size_t)(i->noperands ? i->noperands : 1);
@@ -374,7 +379,7 @@ bool hlo_cost_analyze(const DeviceProfile *d, const IrInstr *i, HloCost *c) {
 
 void hlo_cost_free(HloCost *c) {
   if (c->roots)
-    for (int k = 0; c->body && k < c->body->ninstrs; k++) fx_free(c->roots[k]);
+    for (int k = 0; k < c->nbody; k++) fx_free(c->roots[k]);
   fx_free(c->roots);
   fx_free(c->nroots);
   fx_free(c->caps);

@@ -554,6 +554,7 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
   e->users = fx_malloc(sizeof(IrInstr *) * (size_t)(e->n ? e->n : 1));
   if (!e->v || !e->users) return false;
   if (e->n) memcpy(e->users, p->users, sizeof(IrInstr *) * (size_t)e->n);
+  fusion_memo_open(); /* nothing changes until it closes */
   e->all_ok = e->n > 0;
   e->us_unfused = PERF_LAUNCH_US * (e->n + 1) + perf_exec_us(cx->device, p);
   e->us_fused = PERF_LAUNCH_US * e->n;
@@ -571,6 +572,7 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
     if (!can_fuse(p, c, cx, &e->v[u])) e->all_ok = false;
   }
   if (!e->any_non_bitcast) e->all_ok = false;
+  fusion_memo_close();
   return true;
 }
 
@@ -682,6 +684,19 @@ bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement 
   return true;
 }
 
+/* What fusing a producer into a consumer changed, for the estimate cache: the fusion (the
+ * consumer itself, or the fusion that took its place), the producer, and the users of both (an
+ * operand of theirs changed). The fusion's other operands are untouched: they only gained a
+ * user, which no estimate depends on. */
+static void forget_fused(const IrInstr *f, const IrInstr *cons, const IrInstr *p) {
+  perf_cache_forget(f);
+  perf_cache_forget(cons);
+  perf_cache_forget(p);
+  for (int u = 0; u < f->nusers; u++) perf_cache_forget(f->users[u]);
+  for (int u = 0; u < cons->nusers; u++) perf_cache_forget(cons->users[u]);
+  for (int u = 0; u < p->nusers; u++) perf_cache_forget(p->users[u]);
+}
+
 static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
   Queue q;
   memset(&q, 0, sizeof q);
@@ -690,12 +705,15 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
   IrInstr **initial = fx_malloc(sizeof(IrInstr *) * (size_t)(n0 ? n0 : 1));
   if (!initial) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   memcpy(initial, c->instrs, sizeof(IrInstr *) * (size_t)n0);
+  /* The estimates of the fusions in c are kept until the constants are fused: only fusion_fuse
+   * below changes c in between, and forget_fused drops what each call touches. */
+  perf_cache_open();
   for (int k = 0; k < n0 && ok; k++) ok = push_eval(cx, &q, initial[k]);
   fx_free(initial);
   HeapItem it;
   IrInstr **touched = NULL;
   int ntouched = 0, cap = 0;
-  while (ok && q_pop(&q, &it)) {
+  while (ok && !pass_interrupted(cx) && q_pop(&q, &it)) { /* Ctrl-C: stop at the next producer */
     IrInstr *p = it.instr;
     if (p->dead || p->parent != c) continue;
     Eval e;
@@ -726,6 +744,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
         ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, pname);
         break;
       }
+      forget_fused(f, cons, p);
       FusionVerdict *v = &e.v[u];
       if (p->op == IR_OP_BITCAST)
         fusion_verdict_ok(v, "%s is a bitcast, free to fuse: XLA fuses bitcasts first", pname);
@@ -764,6 +783,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
     }
   }
   fx_free(touched);
+  perf_cache_close();
   /* Small constants go into every fusible user last (XLA: "Fuse all constants"). */
   for (int k = 0; k < c->ninstrs && ok; k++) {
     IrInstr *k0 = c->instrs[k];
@@ -801,7 +821,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   IrComputation *comps[1024];
   int n = fusion_control_computations(m, comps, 1024);
   int fused = 0;
-  for (int k = 0; k < n; k++)
+  for (int k = 0; k < n && !pass_interrupted(cx); k++)
     if (!prio_computation(comps[k], cx, &fused)) return false;
   *changed = fused > 0;
   return true;

@@ -4,6 +4,7 @@
  * same as before. The flag is set by the test (before a run, or by the sink after a pass's first
  * decision), as the shell's SIGINT handler sets it. */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -75,16 +76,26 @@ TEST(engine_stops_before_a_pass_and_goes_on_after) {
   explain_engine_fini(&f);
 }
 
-TEST(a_fusion_pass_stops_between_steps) {
+/* Runs pass `name` (of the engine's pipeline) on the stage before it twice: whole, then with
+ * Ctrl-C after its first decision. */
+static void stops_between_steps(const char *pipeline, const char *name) {
   ExplainEngine e;
   CHECK(explain_engine_init(&e));
   FxError err;
   fx_error_clear(&err);
   CHECK(explain_engine_load_file(&e, path, &err));
-  int k = explain_engine_stage_of_pass(&e, "instruction-fusion", 0);
+  const Pipeline *pl = pipeline_lookup(pipeline);
+  CHECK(pl != NULL);
+  if (pl) explain_engine_set_pipeline(&e, pl);
+  int k = explain_engine_stage_of_pass(&e, name, 0);
   CHECK(k > 0 && explain_engine_ensure(&e, k - 1, &err));
   const IrModule *in = explain_engine_module(&e, k - 1);
-  const Pass *p = pass_lookup("instruction-fusion");
+  const Pass *p = pl ? pl->passes[k - 1] : NULL;
+  CHECK(p != NULL && strcmp(p->name, name) == 0);
+  if (!p) {
+    explain_engine_fini(&e);
+    return;
+  }
   /* Uninterrupted: every decision. */
   Count all = {0}, some = {.stop_after_first = true};
   DecisionSink sa = {count_emit, &all}, ss = {count_emit, &some};
@@ -93,7 +104,7 @@ TEST(a_fusion_pass_stops_between_steps) {
   IrModule *out = NULL;
   bool changed = false;
   flag = 0;
-  PassContext cx = {&sa, device_default(), &st, k, p->name, &err, &flag};
+  PassContext cx = {&sa, device_lookup("h100"), &st, k, p->name, &err, &flag};
   CHECK(pass_run_stage(p, in, &cx, &out, &changed));
   CHECK(out != NULL && changed);
   if (out) ir_module_free(out);
@@ -101,20 +112,27 @@ TEST(a_fusion_pass_stops_between_steps) {
   /* Ctrl-C after its first decision: it stops at the next step, and its work is dropped. */
   out = NULL;
   int before = ir_module_instr_count(in);
-  PassContext cy = {&ss, device_default(), &st, k, p->name, &err, &flag};
+  PassContext cy = {&ss, device_lookup("h100"), &st, k, p->name, &err, &flag};
   CHECK(!pass_run_stage(p, in, &cy, &out, &changed));
   CHECK(out == NULL);
   CHECK(some.n >= 1 && some.n < all.n);
-  CHECK_CONTAINS(err.msg, "interrupted: instruction-fusion was stopped before it finished");
+  char want[128];
+  snprintf(want, sizeof want, "interrupted: %s was stopped before it finished", name);
+  CHECK_CONTAINS(err.msg, want);
   CHECK(ir_module_instr_count(in) == before); /* the input is untouched */
   flag = 0;
   explain_engine_fini(&e);
 }
 
+TEST(a_fusion_pass_stops_between_steps) { stops_between_steps("classic", "instruction-fusion"); }
+
+TEST(priority_fusion_stops_at_the_next_producer) { stops_between_steps("priority", "priority-fusion"); }
+
 int main(void) {
   write_softmax();
   RUN(engine_stops_before_a_pass_and_goes_on_after);
   RUN(a_fusion_pass_stops_between_steps);
+  RUN(priority_fusion_stops_at_the_next_producer);
   unlink(path);
   return check_summary();
 }
