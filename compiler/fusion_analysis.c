@@ -267,8 +267,6 @@ static const IrInstr *find_unique_hero(const IrInstr *h, const PairBodies *b, bo
   return found;
 }
 
-bool fusion_intermediate(const IrInstr *x) { return intermediate(x, 1); }
-
 static bool is_tiled_transpose(const IrInstr *x) { return tiled_transpose(x, NULL); }
 static bool is_concatenate(const IrInstr *x) { return x->op == IR_OP_CONCATENATE; }
 
@@ -449,13 +447,6 @@ static bool launches(const IrInstr *i) {
 }
 
 static double bw_bytes_per_us(const DeviceProfile *d) { return (d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e3; }
-
-double perf_flops(const DeviceProfile *d, const IrInstr *i) {
-  HloCost c;
-  double f = hlo_cost_analyze(d, i, &c) ? c.flops : 0;
-  hlo_cost_free(&c);
-  return f;
-}
 
 /* What XLA's emitter iterates over for i (with producer p fused in, when p is given): fills the
  * root h it writes and returns the hero that sets the launch (a reduction through p included). */
@@ -694,9 +685,6 @@ static double combine(double compute, double memory) {
   return compute + memory - quarter_ns(MEMORY_COMPUTE_PARALLELISM * lo);
 }
 
-/* EstimateRunTimeForInstruction: one kernel, without the launch. */
-/* ReadTimeWithDRAMHeuristic: the first read of an operand comes from DRAM; re-reads (a broadcast
- * or a slice read by many threads) come from L2 (2.5x) or L1 (another 8x) when the operand fits. */
 /* AdjustBandwidth: a kernel of few blocks cannot use the whole memory system; each block moves at
  * most 32 bytes a clock. */
 static double adjust_bw(const DeviceProfile *d, double bw, int64_t blocks) {
@@ -705,8 +693,10 @@ static double adjust_bw(const DeviceProfile *d, double bw, int64_t blocks) {
   return bw < max_bw ? bw : max_bw;
 }
 
-/* ReadTimeWithDRAMHeuristic; an uncoalesced read uses one element of each DRAM-to-L2
- * transaction (GetCoalescingUtilizationRate), for the first read and for re-reads that miss L2. */
+/* ReadTimeWithDRAMHeuristic: the first read of an operand comes from DRAM; re-reads (a broadcast
+ * or a slice read by many threads) come from L2 (2.5x) or L1 (another 8x) when the operand fits.
+ * An uncoalesced read uses one element of each DRAM-to-L2 transaction
+ * (GetCoalescingUtilizationRate), for the first read and for re-reads that miss L2. */
 static double read_us(const DeviceProfile *d, int64_t blocks, double net, double total, const IrInstr *op, bool coalesced) {
   double bw = bw_bytes_per_us(d);
   double rate = 1;

@@ -13,8 +13,6 @@ bool fusion_is_generic_triton(const IrInstr *i);
 /* priority_fusion.cc's IsFusible: elementwise, or an op the loop/reduction/scatter/concatenate
  * emitters take; dot and convolution only when the user made them fusible with `set library`. */
 bool fusion_xla_fusible(const IrInstr *i, const PassSettings *s);
-/* IsIntermediate with one operand: what FindNonTrivialHero walks through. */
-bool fusion_intermediate(const IrInstr *x);
 /* Whether consumer c with producer p inlined (p may be NULL: c alone) is a reduction fusion. */
 bool fusion_reduction_emitter(const IrInstr *c, const IrInstr *p);
 /* Whether p reads x directly. */
@@ -54,9 +52,6 @@ bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged)
 /* ---------- XLA's GpuPerformanceModel ---------- */
 
 #define PERF_LAUNCH_US 1.0 /* kKernelLaunchOverhead */
-/* GpuHloCostAnalysis's flops of an instruction or fusion (elementwise ops by XLA's measured H100
- * op profile, default 3 a element). */
-double perf_flops(const DeviceProfile *d, const IrInstr *i);
 /* ---------- GpuHloCostAnalysis (fusion_cost.c) ---------- */
 
 /* What XLA's cost analysis counts for one instruction: flops, the bytes and share of each operand
