@@ -56,6 +56,12 @@ typedef struct ExplainEngine {
   struct XlaDump *xla;
   /* Non-zero asks a running pipeline to stop between passes (Ctrl-C); may be NULL. */
   volatile int *interrupted;
+  /* The settings and device before the last explain_engine_set, and what it changed, for
+   * compare-decisions with no argument. */
+  PassSettings prev_settings;
+  DeviceProfile prev_device;
+  bool have_prev;
+  char last_change[160];
 } ExplainEngine;
 
 /* ---------- life, input, stages ---------- */
@@ -123,6 +129,26 @@ bool explain_engine_ensure(ExplainEngine *e, int target, FxError *err);
 void explain_engine_stage_summary(const ExplainEngine *e, int k, char *buf, size_t n);
 /* The latest stage <= upto whose module has an instruction `name`; -1 when none. */
 int explain_engine_stage_with(const ExplainEngine *e, const char *name, int upto);
+
+/* ---------- settings (settings.c) ---------- */
+
+/* One setting's change, in words: what ("dup_limit", "expensive exponential", "pass cse",
+ * "library dot", "device") and its old and new value ("1" -> "3", "on" -> "off"). */
+typedef struct {
+  char what[96], old[64], now[64];
+} ExplainSettingChange;
+
+/* How many values setting `name` takes after its name (device 1, dup_limit 1, expensive 2, ...);
+ * -1 when the engine has no such setting. */
+int explain_setting_words(const char *name);
+/* Applies `NAME VALUE...` (w[0] is the name, followed by explain_setting_words(NAME) values) to
+ * ps and dev. False with err filled (no location) and *bad the index in w of the word at fault;
+ * ps and dev are then unchanged. */
+bool explain_setting_apply(PassSettings *ps, DeviceProfile *dev, char **w, ExplainSettingChange *ch, int *bad,
+                           FxError *err);
+/* The same on the engine's settings; on success the previous ones are remembered (prev_settings,
+ * prev_device, last_change) and the stages after the input dropped. */
+bool explain_engine_set(ExplainEngine *e, char **w, ExplainSettingChange *ch, int *bad, FxError *err);
 
 /* ---------- kernel plans and decisions ---------- */
 

@@ -1002,3 +1002,37 @@ void explain_show_settings(const ExplainOut *out, ExplainEngine *e) {
   fprintf(o, "  passes off        %s\n", ps->disabled_passes[0] ? ps->disabled_passes : "(none)");
   fprintf(o, "  registers         %s\n", fusion_registers_note());
 }
+
+void explain_show_setting_change(const ExplainOut *o, const ExplainSettingChange *ch, bool have_stages) {
+  if (o->json) {
+    JsonWriter w;
+    json_init(&w, o->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "setting", ch->what);
+    json_kv_str(&w, "old", ch->old);
+    json_kv_str(&w, "new", ch->now);
+    json_object_end(&w);
+    fputc('\n', o->out);
+  } else {
+    fprintf(o->out, "%s: %s -> %s%s\n", ch->what, ch->old, ch->now,
+            have_stages ? " (the next step recomputes the stages)" : "");
+  }
+}
+
+void explain_show_unfused(const ExplainOut *o, int n, int kernels_before, int kernels_after) {
+  if (o->json) {
+    JsonWriter w;
+    json_init(&w, o->out);
+    json_object_begin(&w);
+    json_kv_int(&w, "unfused", n);
+    json_kv_int(&w, "kernels_before", kernels_before);
+    json_kv_int(&w, "kernels_after", kernels_after);
+    json_object_end(&w);
+    fputc('\n', o->out);
+  } else if (n == 0) {
+    fprintf(o->out, "no fusions to unfuse: the module is already as it was before fusion\n");
+  } else {
+    fprintf(o->out, "unfused %d fusion%s: %d kernels (XLA's) -> %d kernels; step through the pipeline to compare our "
+            "decisions with XLA's\n", n, n == 1 ? "" : "s", kernels_before, kernels_after);
+  }
+}

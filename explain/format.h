@@ -49,6 +49,11 @@ void explain_settings_json(JsonWriter *w, const PassSettings *ps);
 void explain_show_device(const ExplainOut *o, const DeviceProfile *d);
 /* `show settings`: the pipeline, device and every fusion knob. */
 void explain_show_settings(const ExplainOut *o, ExplainEngine *e);
+/* `set NAME VALUE`: "dup_limit: 1 -> 3", with a word that the next step recomputes the stages when
+ * have_stages; in JSON {"setting", "old", "new"}. */
+void explain_show_setting_change(const ExplainOut *o, const ExplainSettingChange *ch, bool have_stages);
+/* `unfuse`: how many fusions were inlined and the kernels before and after. */
+void explain_show_unfused(const ExplainOut *o, int n, int kernels_before, int kernels_after);
 /* compare-decisions: the decisions that change with `what` (a setting and its value), and the
  * kernels and launches before and after. */
 bool explain_show_comparison(const ExplainOut *o, const ExplainComparison *c, const char *what);
