@@ -220,3 +220,22 @@ void fx_format_bytes(char *buf, size_t n, double bytes, FxBytesStyle style) {
   }
   snprintf(buf, n, "%.*f %s", styles[style].digits[u - 1], v, unit[u]);
 }
+
+void fx_format_time(char *buf, size_t n, double ns, FxTimeStyle style) {
+  bool run = style == FX_TIME_RUN;
+  if (ns >= 1e9) snprintf(buf, n, run ? "%.3f s" : "%.2f s", ns / 1e9);
+  else if (ns >= 1e6) snprintf(buf, n, run ? "%.3f ms" : "%.1f ms", ns / 1e6);
+  else snprintf(buf, n, "%.1f us", ns / 1e3);
+}
+
+void fx_format_count(char *buf, size_t n, long long v) {
+  char raw[32];
+  snprintf(raw, sizeof raw, "%lld", v < 0 ? -v : v);
+  size_t len = strlen(raw), o = 0;
+  if (v < 0 && o + 1 < n) buf[o++] = '-';
+  for (size_t k = 0; k < len && o + 1 < n; k++) {
+    buf[o++] = raw[k];
+    if ((len - k - 1) % 3 == 0 && k + 1 < len && o + 1 < n) buf[o++] = ',';
+  }
+  buf[o] = 0;
+}

@@ -43,6 +43,12 @@ typedef enum {
   FX_BYTES_MIB,   /* one decimal, up to MiB (the cost sentences of decisions) */
 } FxBytesStyle;
 void fx_format_bytes(char *buf, size_t n, double bytes, FxBytesStyle style);
+/* A time of ns nanoseconds in s, ms or us: "1.234 s", "5.678 ms", "12.3 us" (FX_TIME_RUN, what
+ * `run` prints) or "1.23 s", "5.7 ms", "12.3 us" (FX_TIME_TABLE, a table's column). */
+typedef enum { FX_TIME_RUN, FX_TIME_TABLE } FxTimeStyle;
+void fx_format_time(char *buf, size_t n, double ns, FxTimeStyle style);
+/* A count with thousands separators: 1,234,567. */
+void fx_format_count(char *buf, size_t n, long long v);
 /* Reads a whole file (at most 1 GiB) into a NUL-terminated buffer from fx_malloc; *len excludes
  * the NUL. NULL with err filled (the file, printable, and why) when it cannot be read. */
 char *fx_read_file(const char *path, size_t *len, FxError *err);

@@ -29,7 +29,7 @@ typedef struct {
   uint64_t seed;
   int repeat;
   bool check;
-  const char *in_name[MAX_IO], *in_file[MAX_IO];
+  RtNamedFile in[MAX_IO];
   int save_arg[MAX_IO], trace_arg; /* their places on the command line */
   int nin;
   const char *save_name[MAX_IO], *save_file[MAX_IO];
@@ -97,7 +97,7 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
       if (!parse_int(argv[++k], 1, 100000, &v)) return usage_error(s, err, k, "--repeat needs 1 to 100000", argv[k]);
       a->repeat = (int)v;
     } else if (strcmp(o, "--input") == 0 && has) {
-      if (a->nin == MAX_IO || !split_pair(argv[++k], &a->in_name[a->nin], &a->in_file[a->nin]))
+      if (a->nin == MAX_IO || !split_pair(argv[++k], &a->in[a->nin].name, &a->in[a->nin].file))
         return usage_error(s, err, k, "--input needs NAME=FILE.npy", argv[k]);
       a->nin++;
     } else if (strcmp(o, "--save") == 0 && has) {
@@ -128,82 +128,18 @@ static const IrModule *stage_module(Session *s, int stage, FxError *err) {
   return s->eng.stages[k].module;
 }
 
-/* Builds the entry's arguments: .npy files by parameter name (or number), the rest random (floats
- * a --uniform rule names drawn from its range). */
+/* The entry's arguments: --input files by parameter, the rest random (--uniform rules checked). */
 static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError *err) {
   if (!repl_uniform_check(s, a->uniform, a->nuniform, &m, 1, "", err)) return NULL;
-  int n = m->entry->nparams;
-  RtTensor **args = fx_calloc((size_t)(n + 1), sizeof *args);
-  if (!args) {
-    fx_error_set(err, NULL, 0, 0, "out of memory");
-    return NULL;
-  }
-  for (int q = 0; q < a->nin; q++) {
-    int found = -1;
-    for (int k = 0; k < n; k++) {
-      char num[16];
-      snprintf(num, sizeof num, "%d", k);
-      if (m->entry->params[k] && (strcmp(m->entry->params[k]->name, a->in_name[q]) == 0 || strcmp(num, a->in_name[q]) == 0))
-        found = k;
-    }
-    if (found < 0) {
-      fx_error_set(err, NULL, 0, 0, "--input %s: the entry has no parameter of that name", a->in_name[q]);
-      goto fail;
-    }
-    RtTensor *t = rt_npy_read(a->in_file[q], err);
-    if (!t) goto fail; /* located at the file: what is wrong is in it */
-    if (!rt_tensor_matches(t, &m->entry->params[found]->shape)) {
-      char have[128], want[128];
-      rt_tensor_describe(t, have, sizeof have);
-      ir_shape_format(&m->entry->params[found]->shape, false, want, sizeof want);
-      fx_error_set(err, a->in_file[q], 0, 0, "holds %s but parameter %s is %s", have, a->in_name[q], want);
-      rt_tensor_unref(t);
-      goto fail;
-    }
-    rt_tensor_unref(args[found]);
-    args[found] = t;
-  }
-  if (!rt_inputs_fill_interruptible(m, args, a->seed, a->uniform, a->nuniform, s->interrupted,
-                                      s->interactive && !s->json && isatty(fileno(stderr)), err))
-    goto fail;
-  return args;
-fail:
-  rt_inputs_free(m, args);
-  return NULL;
+  return rt_inputs_make(m, a->in, a->nin, a->seed, a->uniform, a->nuniform, s->interrupted,
+                        s->interactive && !s->json && isatty(fileno(stderr)), err);
 }
 
-static void fmt_time(char *buf, size_t n, double ns) {
-  if (ns >= 1e9) snprintf(buf, n, "%.3f s", ns / 1e9);
-  else if (ns >= 1e6) snprintf(buf, n, "%.3f ms", ns / 1e6);
-  else snprintf(buf, n, "%.1f us", ns / 1e3);
-}
-
-typedef struct {
-  RtTensor *result;
-  RtRunStats stats;   /* of the last repeat */
-  double median_ns;
-  void *be;
-  const RtBackend *backend;
-} RunResult;
-
-static void run_result_free(RunResult *r) {
-  rt_tensor_unref(r->result);
-  rt_run_stats_free(&r->stats);
-  if (r->be) r->backend->destroy(r->be);
-  memset(r, 0, sizeof *r);
-}
-
-static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **args, RunResult *res, FxError *err) {
+static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **args, RtStageRun *res, FxError *err) {
   memset(res, 0, sizeof *res);
-  res->backend = rt_backend_pick(a->backend, err);
-  if (!res->backend) return false;
-  res->be = res->backend->create(err);
-  if (!res->be) return false;
-  if (!res->backend->prepare(res->be, &m, 1, err)) return false;
-  if (res->backend == &rt_backend_cpu && cpu_note(res->be)[0] && !s->json) fprintf(s->out, "note: %s\n", cpu_note(res->be));
   RtOptions o = {.seed = a->seed, .interrupted = s->interrupted};
-  bool ok = rt_run_repeated(res->backend, res->be, m, args, &o, a->repeat, &res->result, &res->stats, NULL,
-                            &res->median_ns, err);
+  bool ok = rt_stage_run(a->backend, m, args, &o, a->repeat, NULL, res, err);
+  if (res->note && res->note[0] && !s->json) fprintf(s->out, "note: %s\n", res->note);
   return ok;
 }
 
@@ -237,7 +173,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   if (!m) return false;
   RtTensor **args = make_inputs(s, m, &a, err);
   if (!args) return false;
-  RunResult res;
+  RtStageRun res;
   bool ok = execute(s, m, &a, args, &res, err);
   if (ok) {
     FILE *f = s->out;
@@ -252,7 +188,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     char rb[32], wb[32], tm[32];
     fx_format_bytes(rb, sizeof rb, (double)res.stats.counters.bytes_read, FX_BYTES_RUN);
     fx_format_bytes(wb, sizeof wb, (double)res.stats.counters.bytes_written, FX_BYTES_RUN);
-    fmt_time(tm, sizeof tm, res.median_ns);
+    fx_format_time(tm, sizeof tm, res.median_ns, FX_TIME_RUN);
     fprintf(f, "kernels launched %lld, bytes read %s, written %s, time %s (median of %d)\n",
             (long long)res.stats.counters.launches, rb, wb, tm, a.repeat);
     /* the kernel plan's figures for the same stage, for comparison with what was measured */
@@ -261,7 +197,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     if (plan) {
       char pb[32], pt[32];
       fx_format_bytes(pb, sizeof pb, (double)(plan->bytes_read + plan->bytes_written), FX_BYTES_RUN);
-      fmt_time(pt, sizeof pt, plan->est_us * 1e3);
+      fx_format_time(pt, sizeof pt, plan->est_us * 1e3, FX_TIME_RUN);
       fprintf(f, "kernel plan: %lld launches%s, %s moved, estimated %s on %s\n", (long long)plan->launches,
               plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, s->eng.device.name);
       plan_free(plan);
@@ -281,24 +217,34 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     else if (!(ok = rt_npy_write(a.save_file[q], t, err))) at_arg(s, err, a.save_arg[q]);
   }
   if (ok && a.check) {
-    RtTensor *want = NULL;
     RtOptions o = {.seed = a.seed, .interrupted = s->interrupted};
-    ok = rt_interp_run(m, args, m->entry->nparams, &o, &want, NULL, err);
-    if (ok) {
-      RtCompare c;
-      rt_compare(res.result, want, &c);
-      if (!c.ok) {
-        if (c.tuple_index >= 0) ok = fx_error_set(err, NULL, 0, 0, "check failed: out.%d %s", c.tuple_index, c.what);
-        else ok = fx_error_set(err, NULL, 0, 0, "check failed: out %s", c.what);
-      } else {
-        fprintf(s->out, "check: every output agrees with the reference interpreter (worst error %.3g)\n", c.err);
-      }
-    }
-    rt_tensor_unref(want);
+    RtCheck c;
+    ok = rt_check_with_interp(m, m, args, res.result, &o, &c, err);
+    if (ok && !c.agrees) ok = fx_error_set(err, NULL, 0, 0, "check failed: %s", c.differs);
+    else if (ok) fprintf(s->out, "check: every output agrees with the reference interpreter (worst error %.3g)\n", c.worst);
   }
-  run_result_free(&res);
+  rt_stage_run_free(&res);
   rt_inputs_free(m, args);
   return ok;
+}
+
+/* Chrome trace-event JSON (Perfetto opens it): one complete event per kernel with its total time. */
+static bool write_trace(const char *path, const RtRunStats *st) {
+  FILE *t = fopen(path, "w");
+  if (!t) return false;
+  fprintf(t, "{\"traceEvents\": [\n");
+  double ts = 0;
+  for (int k = 0; k < st->nkernels; k++) {
+    const RtKernelStat *ks = &st->kernels[k];
+    fprintf(t, "%s  {\"name\": ", k ? ",\n" : "");
+    json_write_string(t, ks->instr->name, strlen(ks->instr->name));
+    fprintf(t, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, "
+               "\"args\": {\"launches\": %lld, \"bytes\": %lld, \"op\": \"%s\"}}",
+            ks->how, ts / 1e3, ks->total_ns / 1e3, (long long)ks->launches, (long long)ks->bytes, ir_op_name(ks->instr->op));
+    ts += ks->total_ns;
+  }
+  fprintf(t, "\n], \"displayTimeUnit\": \"ms\"}\n");
+  return fclose(t) == 0;
 }
 
 static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
@@ -308,7 +254,7 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   if (!m) return false;
   RtTensor **args = make_inputs(s, m, &a, err);
   if (!args) return false;
-  RunResult res;
+  RtStageRun res;
   bool ok = execute(s, m, &a, args, &res, err);
   if (ok) {
     FILE *f = s->out;
@@ -316,8 +262,8 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
     for (int k = 0; k < res.stats.nkernels; k++) {
       const RtKernelStat *ks = &res.stats.kernels[k];
       char tot[32], mean[32], by[32];
-      fmt_time(tot, sizeof tot, ks->total_ns);
-      fmt_time(mean, sizeof mean, ks->launches ? ks->total_ns / (double)ks->launches : 0);
+      fx_format_time(tot, sizeof tot, ks->total_ns, FX_TIME_RUN);
+      fx_format_time(mean, sizeof mean, ks->launches ? ks->total_ns / (double)ks->launches : 0, FX_TIME_RUN);
       fx_format_bytes(by, sizeof by, (double)ks->bytes, FX_BYTES_RUN);
       double gbs = ks->total_ns > 0 ? (double)ks->bytes / ks->total_ns : 0;
       fprintf(f, "%-28s %-11s %9lld %12s %12s %12s %9.2f  ", ks->instr->name, ks->how, (long long)ks->launches, tot, mean, by, gbs);
@@ -338,32 +284,13 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
       if (ks->why) fprintf(f, "    (not generated: %s)\n", ks->why);
     }
     char tm[32];
-    fmt_time(tm, sizeof tm, res.median_ns);
+    fx_format_time(tm, sizeof tm, res.median_ns, FX_TIME_RUN);
     fprintf(f, "total %s, %lld launches\n", tm, (long long)res.stats.counters.launches);
-    if (a.trace) {
-      FILE *t = fopen(a.trace, "w");
-      if (!t) ok = repl_arg_error(s, err, a.trace_arg, "cannot write the trace %s: %s", a.trace, strerror(errno));
-      else {
-        /* Chrome trace-event JSON: one complete event per kernel with its total time */
-        fprintf(t, "{\"traceEvents\": [\n");
-        double ts = 0;
-        for (int k = 0; k < res.stats.nkernels; k++) {
-          const RtKernelStat *ks = &res.stats.kernels[k];
-          fprintf(t, "%s  {\"name\": ", k ? ",\n" : "");
-          json_write_string(t, ks->instr->name, strlen(ks->instr->name));
-          fprintf(t, ", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, "
-                     "\"args\": {\"launches\": %lld, \"bytes\": %lld, \"op\": \"%s\"}}",
-                  ks->how, ts / 1e3, ks->total_ns / 1e3, (long long)ks->launches, (long long)ks->bytes,
-                  ir_op_name(ks->instr->op));
-          ts += ks->total_ns;
-        }
-        fprintf(t, "\n], \"displayTimeUnit\": \"ms\"}\n");
-        if (fclose(t) != 0) ok = repl_arg_error(s, err, a.trace_arg, "cannot write the trace %s: %s", a.trace, strerror(errno));
-        else fprintf(f, "trace written to %s (open it in Perfetto or chrome://tracing)\n", a.trace);
-      }
-    }
+    if (a.trace && !write_trace(a.trace, &res.stats))
+      ok = repl_arg_error(s, err, a.trace_arg, "cannot write the trace %s: %s", a.trace, strerror(errno));
+    else if (a.trace) fprintf(f, "trace written to %s (open it in Perfetto or chrome://tracing)\n", a.trace);
   }
-  run_result_free(&res);
+  rt_stage_run_free(&res);
   rt_inputs_free(m, args);
   return ok;
 }
@@ -380,7 +307,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   long long st[2];
   for (int q = 0; q < 2; q++)
     if (!parse_int(argv[1 + q], 0, s->eng.nstages - 1, &st[q])) return usage_error(s, err, 1 + q, "no such stage", argv[1 + q]);
-  RunResult res[2];
+  RtStageRun res[2];
   memset(res, 0, sizeof res);
   bool ok = true;
   for (int q = 0; q < 2 && ok; q++) {
@@ -398,7 +325,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
       char rb[32], wb[32], tm[32];
       fx_format_bytes(rb, sizeof rb, (double)res[q].stats.counters.bytes_read, FX_BYTES_RUN);
       fx_format_bytes(wb, sizeof wb, (double)res[q].stats.counters.bytes_written, FX_BYTES_RUN);
-      fmt_time(tm, sizeof tm, res[q].median_ns);
+      fx_format_time(tm, sizeof tm, res[q].median_ns, FX_TIME_RUN);
       fprintf(f, "%-10lld %12lld %14s %14s %12s\n", st[q], (long long)res[q].stats.counters.launches, rb, wb, tm);
     }
     if (res[1].median_ns > 0) fprintf(f, "speedup %.2fx\n", res[0].median_ns / res[1].median_ns);
@@ -406,8 +333,8 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
     rt_compare(res[1].result, res[0].result, &c);
     if (!c.ok) fprintf(f, "note: the stages' outputs differ: %s\n", c.what);
   }
-  run_result_free(&res[0]);
-  run_result_free(&res[1]);
+  rt_stage_run_free(&res[0]);
+  rt_stage_run_free(&res[1]);
   return ok;
 }
 

@@ -120,38 +120,6 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
   return true;
 }
 
-/* The entry's arguments: seeded random data as `run` makes it (floats in [-1, 1), integers in
- * [0, 16), stream = parameter number), then floats of parameters a --uniform rule names mapped
- * onto [LO, HI). Returns NULL with err filled. */
-static RtTensor **make_inputs(const IrModule *m, RunOpts *o, FxError *err) {
-  RtTensor **args = fx_calloc((size_t)m->entry->nparams + 1, sizeof *args);
-  if (!args) {
-    fx_error_set(err, NULL, 0, 0, "out of memory");
-    return NULL;
-  }
-  if (rt_inputs_fill(m, args, o->seed, o->rules, o->nrules, err)) return args;
-  rt_inputs_free(m, args);
-  return NULL;
-}
-
-static void fmt_count(char *buf, size_t n, long long v) {
-  char raw[32];
-  snprintf(raw, sizeof raw, "%lld", v < 0 ? -v : v);
-  size_t len = strlen(raw), o = 0;
-  if (v < 0 && o + 1 < n) buf[o++] = '-';
-  for (size_t k = 0; k < len && o + 1 < n; k++) {
-    buf[o++] = raw[k];
-    if ((len - k - 1) % 3 == 0 && k + 1 < len && o + 1 < n) buf[o++] = ',';
-  }
-  buf[o] = 0;
-}
-
-static void fmt_time(char *buf, size_t n, double ns) {
-  if (ns >= 1e9) snprintf(buf, n, "%.2f s", ns / 1e9);
-  else if (ns >= 1e6) snprintf(buf, n, "%.1f ms", ns / 1e6);
-  else snprintf(buf, n, "%.1f us", ns / 1e3);
-}
-
 /* What one row's run measured. */
 typedef struct {
   int64_t launches, bytes;
@@ -162,10 +130,11 @@ typedef struct {
   char differs[600];
 } Measured;
 
-/* Runs v's stage `repeat` times on the backend and, with --check, the interpreter on v's input. */
-static bool measure(Session *s, const RtBackend *b, void *be, const ExplainVariant *v, RunOpts *o, Measured *out, FxError *err) {
+/* Runs v's stage `repeat` times on the backend (prepared for every row) and, with --check, the
+ * interpreter on v's input. */
+static bool measure(Session *s, RtStageRun *run, const ExplainVariant *v, RunOpts *o, Measured *out, FxError *err) {
   const IrModule *m = v->stage;
-  RtTensor **args = make_inputs(m, o, err);
+  RtTensor **args = rt_inputs_make(m, NULL, 0, o->seed, o->rules, o->nrules, NULL, false, err);
   if (!args) return false;
   out->times_ns = fx_calloc((size_t)o->repeat, sizeof *out->times_ns);
   if (!out->times_ns) {
@@ -173,39 +142,22 @@ static bool measure(Session *s, const RtBackend *b, void *be, const ExplainVaria
     return fx_error_set(err, NULL, 0, 0, "out of memory");
   }
   RtOptions ro = {.seed = o->seed, .interrupted = s->interrupted};
-  RtTensor *result = NULL;
-  RtRunStats st;
-  memset(&st, 0, sizeof st);
-  bool ok = rt_run_repeated(b, be, m, args, &ro, o->repeat, &result, &st, out->times_ns, &out->median_ns, err);
+  bool ok = rt_stage_run(o->backend, m, args, &ro, o->repeat, out->times_ns, run, err);
   if (ok) {
-    out->launches = st.counters.launches;
-    out->bytes = st.counters.bytes_read + st.counters.bytes_written;
+    out->median_ns = run->median_ns;
+    out->launches = run->stats.counters.launches;
+    out->bytes = run->stats.counters.bytes_read + run->stats.counters.bytes_written;
   }
-  rt_run_stats_free(&st);
   if (ok && o->check) {
     /* The oracle: the interpreter on the program as loaded (every pass's work undone), on the same
-     * inputs; when a pass changed the entry's parameters, the interpreter on the stage itself. */
-    const IrModule *ref = v->input;
-    bool same = ref->entry->nparams == m->entry->nparams;
-    for (int k = 0; same && k < m->entry->nparams; k++)
-      same = rt_tensor_matches(args[k], &ref->entry->params[k]->shape);
-    if (!same) ref = m;
-    RtTensor *want = NULL;
-    ok = rt_interp_run(ref, args, ref->entry->nparams, &ro, &want, NULL, err);
-    if (ok) {
-      RtCompare c;
-      rt_compare(result, want, &c);
-      out->checked = true;
-      out->agrees = c.ok;
-      out->worst = c.err;
-      if (!c.ok) {
-        if (c.tuple_index >= 0) snprintf(out->differs, sizeof out->differs, "out.%d %s", c.tuple_index, c.what);
-        else snprintf(out->differs, sizeof out->differs, "out %s", c.what);
-      }
-    }
-    rt_tensor_unref(want);
+     * inputs. */
+    RtCheck c;
+    ok = rt_check_with_interp(v->input, m, args, run->result, &ro, &c, err);
+    out->checked = ok;
+    out->agrees = c.agrees;
+    out->worst = c.worst;
+    snprintf(out->differs, sizeof out->differs, "%s", c.differs);
   }
-  rt_tensor_unref(result);
   rt_inputs_free(m, args);
   return ok;
 }
@@ -230,9 +182,9 @@ static void print_run_header(Session *s, const RtBackend *b, const RunOpts *o, i
 
 static void print_run_row(Session *s, const ExplainVariant *v, const Measured *m, double base_ns, const RunOpts *o) {
   char ln[48], by[32], tm[32], ps[32], su[32], pa[32];
-  fmt_count(ln, sizeof ln, (long long)m->launches);
+  fx_format_count(ln, sizeof ln, (long long)m->launches);
   fx_format_bytes(by, sizeof by, (double)m->bytes, FX_BYTES_RUN);
-  fmt_time(tm, sizeof tm, m->median_ns);
+  fx_format_time(tm, sizeof tm, m->median_ns, FX_TIME_TABLE);
   snprintf(ps, sizeof ps, "%.2f", m->median_ns / 1e3 / (double)v->steps);
   if (m->median_ns > 0 && base_ns > 0) snprintf(su, sizeof su, "%.2fx", base_ns / m->median_ns);
   else snprintf(su, sizeof su, "-");
@@ -244,7 +196,7 @@ static void print_run_row(Session *s, const ExplainVariant *v, const Measured *m
   }
   if (m->launches != v->kernel_launches || m->bytes != v->kernel_bytes) {
     char pl[48], pb[32];
-    fmt_count(pl, sizeof pl, (long long)v->kernel_launches);
+    fx_format_count(pl, sizeof pl, (long long)v->kernel_launches);
     fx_format_bytes(pb, sizeof pb, (double)v->kernel_bytes, FX_BYTES_RUN);
     fprintf(s->out, "  (the plan predicts %s launches, %s)", pl, pb);
   }
@@ -323,25 +275,25 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
     fx_free(mods);
     return false;
   }
-  FxError berr;
-  fx_error_clear(&berr);
-  const RtBackend *b = rt_backend_pick(o.backend, &berr);
-  void *be = b ? b->create(&berr) : NULL;
-  if (!be) {
+  /* every variant's kernels compiled at once (the CPU backend caches them by their source) */
+  RtStageRun run = {0};
+  FxError berr = {0};
+  if (!rt_stage_open(o.backend, mods, t->n, &run, &berr)) {
     fx_free(mods);
-    return repl_arg_error(s, err, 0, "%s", berr.msg);
+    bool missing = run.be == NULL;
+    rt_stage_run_free(&run);
+    if (missing) return repl_arg_error(s, err, 0, "%s", berr.msg);
+    *err = berr;
+    return false;
   }
+  const RtBackend *b = run.backend;
   Measured *ms = fx_calloc((size_t)t->n, sizeof *ms);
   bool ok = ms != NULL;
   if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
   if (ok && !s->json) print_run_header(s, b, &o, t->n);
-  if (ok) {
-    /* every variant's kernels compiled at once (the CPU backend caches them by their source) */
-    ok = b->prepare(be, mods, t->n, err);
-  }
   int done = 0;
   for (int k = 0; ok && k < t->n; k++) {
-    ok = measure(s, b, be, &t->rows[k], &o, &ms[k], err);
+    ok = measure(s, &run, &t->rows[k], &o, &ms[k], err);
     if (ok && s->interrupted && *s->interrupted) ok = fx_error_set(err, NULL, 0, 0, "interrupted: execution stopped by Ctrl-C");
     if (!ok) break;
     done++;
@@ -362,7 +314,7 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
   for (int k = 0; ms && k < t->n; k++) fx_free(ms[k].times_ns);
   fx_free(ms);
   fx_free(mods);
-  b->destroy(be);
+  rt_stage_run_free(&run);
   return ok;
 }
 

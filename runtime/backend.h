@@ -64,6 +64,45 @@ const RtBackend *rt_backend_pick(const char *name, FxError *err);
 bool rt_run_repeated(const RtBackend *b, void *be, const IrModule *m, RtTensor **args, const RtOptions *o, int repeat,
                      RtTensor **result, RtRunStats *stats, double *times_ns, double *median_ns, FxError *err);
 
+/* A parameter's values from a .npy file: `name` is the parameter's name or number. */
+typedef struct {
+  const char *name, *file;
+} RtNamedFile;
+/* The entry's arguments: the files' tensors (checked against their parameter's shape), the rest
+ * seeded random data as rt_inputs_fill_interruptible makes it. NULL with err filled (located at
+ * the file when it is the file that is wrong); free with rt_inputs_free. */
+RtTensor **rt_inputs_make(const IrModule *m, const RtNamedFile *files, int nfiles, uint64_t seed, RtUniform *rules,
+                          int nrules, volatile int *interrupted, bool progress, FxError *err);
+
+/* One stage's runs on a backend, and what the last one gave. */
+typedef struct {
+  const RtBackend *backend; /* picked at the first rt_stage_run */
+  void *be;
+  const char *note;         /* the CPU backend's note on how it compiles (may be "") */
+  RtTensor *result;
+  RtRunStats stats;         /* of the last repeat */
+  double median_ns;
+} RtStageRun;
+/* Picks the backend named `backend` ("auto", "interp", "cpu", "gpu") into a zeroed r, creates it
+ * and prepares the modules (their kernels compiled at once). False with err filled; r->be is NULL
+ * when the backend itself is missing. Free r with rt_stage_run_free either way. */
+bool rt_stage_open(const char *backend, const IrModule *const *prepare, int nprepare, RtStageRun *r, FxError *err);
+/* Runs m `repeat` times on r's backend (opened for m alone when r is still zeroed). times_ns:
+ * repeat slots or NULL. */
+bool rt_stage_run(const char *backend, const IrModule *m, RtTensor **args, const RtOptions *o, int repeat,
+                  double *times_ns, RtStageRun *r, FxError *err);
+void rt_stage_run_free(RtStageRun *r);
+
+/* --check: the reference interpreter on ref (the program as loaded; the stage m itself when a pass
+ * changed the entry's parameters) with the same arguments, against got. */
+typedef struct {
+  bool agrees;
+  double worst;       /* the worst element's error */
+  char differs[600];  /* "out.1 element [3,4] 0.5 vs 0.25 ..." when it does not agree */
+} RtCheck;
+bool rt_check_with_interp(const IrModule *ref, const IrModule *m, RtTensor **args, const RtTensor *got,
+                          const RtOptions *o, RtCheck *c, FxError *err);
+
 /* CPU backend settings. */
 typedef struct {
   const char *cc;        /* compiler; default $CC or "cc" */
