@@ -1,7 +1,7 @@
 /* engine.h — the front door of fxplain's engine: one session's stages, the pipeline run and its
  * decision log, a kernel plan per stage, and the answers to `why`, all as data. No printing, no
  * terminal, no command words: the shell (repl/), the HTML report and the tests' own front end
- * (tests/unit/test_engine_api.c) drive the same functions and format what they return (text and
+ * (tests/engine/front_end.c) drive the same functions and format what they return (text and
  * JSON: explain.h's printers and json.h).
  *
  * Flow: a front end makes an engine (explain_engine_init), gives it an input module
