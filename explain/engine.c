@@ -48,6 +48,7 @@ void explain_engine_fini(ExplainEngine *e) {
   fx_free(e->stages);
   explain_log_free(e->log);
   xla_dump_free(e->xla);
+  explain_engine_fx_clear(e);
   memset(e, 0, sizeof *e);
 }
 

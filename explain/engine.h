@@ -62,6 +62,11 @@ typedef struct ExplainEngine {
   DeviceProfile prev_device;
   bool have_prev;
   char last_change[160];
+  /* The .fx definitions typed or read so far (definitions.c; NULL: none), whether they changed
+   * since stage 0 was built from them, and the set stage 0 was last built from. */
+  struct FxState *fx;
+  bool fx_dirty;
+  const void *fx_built;
 } ExplainEngine;
 
 /* ---------- life, input, stages ---------- */
@@ -129,6 +134,29 @@ bool explain_engine_ensure(ExplainEngine *e, int target, FxError *err);
 void explain_engine_stage_summary(const ExplainEngine *e, int k, char *buf, size_t n);
 /* The latest stage <= upto whose module has an instruction `name`; -1 when none. */
 int explain_engine_stage_with(const ExplainEngine *e, const char *name, int upto);
+
+/* ---------- .fx definitions (definitions.c) ---------- */
+
+/* Feeds one .fx statement or block, found at `line` (column col0) of `source`, to the definitions;
+ * src_line is the whole source line, for the error's caret when col0 > 1. */
+bool explain_engine_fx_feed(ExplainEngine *e, const char *text, const char *source, int line, int col0,
+                            const char *src_line, FxError *err);
+/* Builds stage 0 from the definitions when they changed since the last build (the module is named
+ * after `source`). *dropped: how many computed stages went because edited definitions replaced
+ * stage 0 (0 for a first build), *was: the stage current before. False with err filled: the
+ * session keeps its old module. */
+bool explain_engine_fx_sync(ExplainEngine *e, const char *source, int *dropped, int *was, FxError *err);
+/* Forgets the definitions (another input replaced the module they built, or a reset). */
+void explain_engine_fx_clear(ExplainEngine *e);
+/* A script's own definitions: push saves the current ones and starts empty; pop either brings
+ * them back (restore: the script failed before its definitions became the module) or frees them. */
+typedef struct {
+  struct FxState *fx;
+  bool dirty;
+  const void *built;
+} ExplainFxSaved;
+void explain_engine_fx_push(ExplainEngine *e, ExplainFxSaved *saved);
+void explain_engine_fx_pop(ExplainEngine *e, ExplainFxSaved *saved, bool restore);
 
 /* ---------- settings (settings.c) ---------- */
 

@@ -98,9 +98,7 @@ static bool adopt(Session *s, XlaDump *d, const char *path, FxError *err) {
     return false;
   }
   explain_engine_set_dump(&s->eng, m0, d); /* frees the old dump */
-  if (s->fx_state) fx_state_free(s->fx_state);
-  s->fx_state = NULL;
-  s->fx_dirty = false;
+  explain_engine_fx_clear(&s->eng);
   /* fxplain's own verdicts are for the GPU XLA compiled for, when the log names one we know. */
   if (d->log && d->log->device) {
     const DeviceProfile *dp = strstr(d->log->device, "H100") ? device_lookup("h100")

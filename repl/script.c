@@ -2,7 +2,7 @@
  * the prompt.
  *
  * A line whose first word is a registered command is a command; any other line is a .fx statement
- * (fed to the .fx language, which keeps the definitions in session->fx_state); a line that is
+ * (fed to the .fx language, which keeps the definitions in the engine: explain/definitions.c); a line that is
  * neither is an unknown command, answered with the nearest command name. A .fx block that opens a
  * brace continues over the next lines until fx_needs_more says it is closed. Before a command that
  * works on the module, changed .fx definitions are built into a fresh stage 0.
@@ -79,50 +79,13 @@ static bool is_fx_statement(const char *line) { return fx_is_statement(line); }
 /* ---------- the .fx definitions ---------- */
 
 bool repl_sync_fx(Session *s, FxError *err) {
-  if (!s->fx_dirty || !s->fx_state) return true;
-  char name[128];
-  explain_fx_module_name(s->input_name, name, sizeof name);
-  IrModule *m = fx_build_module(s->fx_state, name, err);
-  if (!m) {
-    if (!err->set) fx_error_set(err, NULL, 0, 0, "could not build the module from the .fx definitions");
-    return false;
-  }
-  /* Rebuilding replaces stage 0, so the stages computed from the old definitions go: say so. */
-  int dropped = s->fx_built == s->fx_state ? s->eng.nstages - 1 : 0, was = s->eng.cur;
-  explain_engine_set_input(&s->eng, m);
-  s->fx_dirty = false;
-  s->fx_built = s->fx_state;
+  int dropped, was;
+  if (!explain_engine_fx_sync(&s->eng, s->input_name, &dropped, &was, err)) return false;
   if (dropped > 0 && !s->json)
     fprintf(s->out, "the .fx definitions changed: the module is rebuilt at stage 0, and the %d computed stage%s "
             "(1 to %d; you were at stage %d) %s dropped; step runs the passes again\n",
             dropped, dropped == 1 ? "" : "s", dropped, was, dropped == 1 ? "was" : "were");
   return true;
-}
-
-/* Feeds one .fx statement or block to the session's .fx state. `col0` > 1 when the statement
- * starts inside a longer line (a `-e` piece); it is padded so the columns fx reports are right. */
-static bool run_fx(Session *s, const char *text, const char *src, int line, int col0, FxError *err) {
-  if (!s->fx_state) {
-    s->fx_state = fx_state_new();
-    if (!s->fx_state) return fx_error_set(err, s->input_name, line, col0, "out of memory");
-  }
-  char *padded = NULL;
-  if (col0 > 1) {
-    size_t n = strlen(text);
-    padded = fx_malloc((size_t)col0 + n);
-    if (!padded) return fx_error_set(err, s->input_name, line, col0, "out of memory");
-    memset(padded, ' ', (size_t)col0 - 1);
-    memcpy(padded + col0 - 1, text, n + 1);
-  }
-  bool ok = fx_feed(s->fx_state, padded ? padded : text, s->input_name, line, err);
-  fx_free(padded);
-  if (ok) {
-    s->fx_dirty = true;
-    return true;
-  }
-  if (!err->set) fx_error_set(err, s->input_name, line, col0, "invalid .fx statement");
-  if (padded && src && err->line == line) fx_error_set_source(err, src, 1);
-  return false;
 }
 
 /* ---------- the pager ---------- */
@@ -406,7 +369,7 @@ static bool run_unit(Runner *r, const char *unit, const char *src, int lineno, i
     fx_error_set_source(&e, src, 1);
     return fail(r, &e);
   }
-  if (!run_fx(s, unit, src, lineno, col0, &e)) return fail(r, &e);
+  if (!explain_engine_fx_feed(&s->eng, unit, s->input_name, lineno, col0, src, &e)) return fail(r, &e);
   return true;
 }
 
@@ -525,11 +488,7 @@ bool repl_load_hlo(Session *s, const char *path, FxError *err) {
     return false;
   }
   explain_engine_set_input(&s->eng, m);
-  /* .fx definitions typed before belong to the module just replaced. */
-  if (s->fx_state) fx_state_free(s->fx_state);
-  s->fx_state = NULL;
-  s->fx_built = NULL;
-  s->fx_dirty = false;
+  explain_engine_fx_clear(&s->eng); /* .fx definitions typed before belong to the module just replaced */
   return true;
 }
 
@@ -615,29 +574,18 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
   }
   /* A script starts a fresh set of .fx definitions; the old ones come back if it fails before
    * its definitions became the module. */
-  void *old_fx = s->fx_state;
-  bool old_dirty = s->fx_dirty;
-  const void *old_built = s->fx_built;
-  s->fx_built = NULL; /* the script's definitions are new: rebuilding from them is a load, not an edit */
+  ExplainFxSaved saved;
+  explain_engine_fx_push(&s->eng, &saved);
   IrModule *old_input = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   const char *old_name = s->input_name;
   int old_line = s->input_line;
-  s->fx_state = NULL;
-  s->fx_dirty = false;
   s->script_depth++;
   ok = run_script_text(s, text, len, path, first_err);
   s->script_depth--;
   s->input_name = old_name;
   s->input_line = old_line;
   bool replaced = (s->eng.nstages > 0 ? s->eng.stages[0].module : NULL) != old_input;
-  if (!ok && !replaced) {
-    if (s->fx_state) fx_state_free(s->fx_state);
-    s->fx_state = old_fx;
-    s->fx_dirty = old_dirty;
-    s->fx_built = old_built;
-  } else if (old_fx && old_fx != s->fx_state) {
-    fx_state_free(old_fx);
-  }
+  explain_engine_fx_pop(&s->eng, &saved, !ok && !replaced);
   fx_free(text);
   return ok;
 }

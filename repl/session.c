@@ -32,17 +32,13 @@ Session *session_new(FILE *out, FILE *err) {
 void session_free(Session *s) {
   if (!s) return;
   explain_engine_fini(&s->eng);
-  if (s->fx_state) fx_state_free(s->fx_state);
   explain_variants_free(s->variants);
   fx_free(s);
 }
 
 void session_reset(Session *s) {
   explain_engine_set_input(&s->eng, NULL);
-  if (s->fx_state) fx_state_free(s->fx_state);
-  s->fx_state = NULL;
-  s->fx_built = NULL;
-  s->fx_dirty = false;
+  explain_engine_fx_clear(&s->eng);
   explain_variants_free(s->variants);
   s->variants = NULL;
   explain_engine_defaults(&s->eng);

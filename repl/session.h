@@ -1,9 +1,9 @@
 /* session.h — the state of one fxplain session and the command table.
  *
- * The shell (repl/) owns the session: its engine (explain/engine.h: the loaded module, its stages,
- * the decision log, the chosen pipeline, device and settings) and what only a shell has (output
- * streams, JSON mode, the .fx definitions typed at the prompt, where commands come from). A
- * command that fails leaves the session as it was. */
+ * The shell (repl/) owns the session: its engine (explain/engine.h: the loaded module, the .fx
+ * definitions, the stages, the decision log, the chosen pipeline, device and settings) and what
+ * only a shell has (output streams, JSON mode, where commands come from). A command that fails
+ * leaves the session as it was. */
 #ifndef FXPLAIN_SESSION_H
 #define FXPLAIN_SESSION_H
 
@@ -27,21 +27,16 @@ typedef struct Session {
   bool json;
   bool interactive;
   bool keep_going;
-  /* .fx definitions typed at the prompt accumulate here (the lowering state), see fx.h. */
-  void *fx_state;
   /* Set by the SIGINT handler; long-running commands poll it and stop with an error. */
   volatile int *interrupted;
   /* Where commands come from, for error locations: "<repl>", "<stdin>", a script path. */
   const char *input_name;
   int input_line;
   /* The shell's bookkeeping (repl/): the running command's source line and the column of each of
-   * its words (for repl_arg_error), whether .fx definitions changed since the module was built
-   * from them, how deep scripts are nested, and whether `quit` was run. */
+   * its words (for repl_arg_error), how deep scripts are nested, and whether `quit` was run. */
   const char *cmd_src;
   const int *arg_cols;
   int arg_count, arg_end_col;
-  bool fx_dirty;
-  const void *fx_built; /* the .fx state stage 0 was last built from (an edit of it is announced) */
   int script_depth;
   bool quit;
   /* The rows `variant` recorded (explain/variants.h): kept across `load`, emptied by `reset`; NULL
