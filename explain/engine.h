@@ -108,6 +108,10 @@ bool explain_engine_loaded(const ExplainEngine *e);
 /* The module at stage k (NULL when there is no such stage); explain_engine_module(e, e->cur) is
  * the current one. */
 IrModule *explain_engine_module(const ExplainEngine *e, int k);
+/* Writes stage k's module as HLO text to path (save.c): through a temporary file renamed over it,
+ * following a symbolic link, refusing what is not a regular file. False with err filled (not
+ * located: the message names the file). */
+bool explain_engine_save(const ExplainEngine *e, int k, const char *path, FxError *err);
 /* The pass that made stage k ("input" for stage 0). */
 const char *explain_engine_stage_pass(const ExplainEngine *e, int k);
 

@@ -1036,3 +1036,24 @@ void explain_show_unfused(const ExplainOut *o, int n, int kernels_before, int ke
             "decisions with XLA's\n", n, n == 1 ? "" : "s", kernels_before, kernels_after);
   }
 }
+
+void explain_show_saved(const ExplainOut *o, const ExplainEngine *e, const char *path) {
+  const IrModule *m = explain_engine_module(e, e->cur);
+  const char *pass = explain_engine_stage_pass(e, e->cur);
+  if (o->json) {
+    JsonWriter w;
+    json_init(&w, o->out);
+    json_object_begin(&w);
+    json_key(&w, "saved");
+    json_object_begin(&w);
+    json_kv_str(&w, "file", path);
+    json_kv_str(&w, "module", m->name);
+    json_kv_int(&w, "stage", e->cur);
+    json_kv_str(&w, "pass", pass);
+    json_object_end(&w);
+    json_object_end(&w);
+  } else {
+    char shown[160];
+    fprintf(o->out, "saved stage %d (%s) of %s to %s\n", e->cur, pass, m->name, fx_printable(shown, sizeof shown, path));
+  }
+}

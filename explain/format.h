@@ -52,6 +52,8 @@ void explain_show_settings(const ExplainOut *o, ExplainEngine *e);
 /* `set NAME VALUE`: "dup_limit: 1 -> 3", with a word that the next step recomputes the stages when
  * have_stages; in JSON {"setting", "old", "new"}. */
 void explain_show_setting_change(const ExplainOut *o, const ExplainSettingChange *ch, bool have_stages);
+/* `save FILE`: the stage, pass and module written to path. */
+void explain_show_saved(const ExplainOut *o, const ExplainEngine *e, const char *path);
 /* `unfuse`: how many fusions were inlined and the kernels before and after. */
 void explain_show_unfused(const ExplainOut *o, int n, int kernels_before, int kernels_after);
 /* compare-decisions: the decisions that change with `what` (a setting and its value), and the

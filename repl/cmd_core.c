@@ -116,91 +116,15 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   return true;
 }
 
-static bool save_to(Session *s, IrModule *m, const char *path, const struct stat *old, const char *shown, FxError *err);
-
 static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
   IrModule *m = need_module(s, err);
   if (!m) return false;
-  const char *path = argv[1];
-  char shown[160];
-  fx_printable(shown, sizeof shown, path);
-  /* The rename below replaces whatever is at path: a symbolic link is followed to its file (the
-   * link stays), and anything that is not a regular file (/dev/full, a pipe, a directory) is
-   * refused rather than replaced by one. */
-  char *real = NULL;
-  struct stat lst, st;
-  bool exists = lstat(path, &lst) == 0;
-  if (exists && S_ISLNK(lst.st_mode)) {
-    real = realpath(path, NULL);
-    if (!real) return repl_arg_error(s, err, 1, "cannot write '%s': it is a symbolic link to nothing (%s)", shown, strerror(errno));
-    path = real;
-    exists = stat(path, &st) == 0;
-  } else {
-    st = lst;
-  }
-  if (exists && !S_ISREG(st.st_mode)) {
-    free(real);
-    const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                       : S_ISFIFO(st.st_mode)                            ? "a pipe"
-                                                                         : "not a regular file";
-    return repl_arg_error(s, err, 1, "cannot write '%s': it is %s (save writes regular files only)", shown, kind);
-  }
-  bool ok = save_to(s, m, path, exists ? &st : NULL, shown, err);
-  free(real);
-  if (!ok) return false;
-  path = argv[1];
-  const ExplainStage *st_ = &s->eng.stages[s->eng.cur];
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_key(&w, "saved");
-    json_object_begin(&w);
-    json_kv_str(&w, "file", path);
-    json_kv_str(&w, "module", m->name);
-    json_kv_int(&w, "stage", s->eng.cur);
-    json_kv_str(&w, "pass", st_->pass);
-    json_object_end(&w);
-    json_object_end(&w);
-  } else {
-    fprintf(s->out, "saved stage %d (%s) of %s to %s\n", s->eng.cur, st_->pass, m->name, shown);
-  }
-  return true;
-}
-
-/* Writes m to the regular file path (old: its status when it exists, to keep its mode). */
-static bool save_to(Session *s, IrModule *m, const char *path, const struct stat *old, const char *shown, FxError *err) {
-  /* Write a temporary file next to the target and rename it, so a failed save never leaves a
-   * half-written file behind. */
-  size_t n = strlen(path) + 32;
-  char *tmp = fx_malloc(n);
-  if (!tmp) return repl_arg_error(s, err, 0, "out of memory");
-  snprintf(tmp, n, "%s.tmp%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    repl_arg_error(s, err, 1, "cannot write '%s': %s", shown, strerror(errno));
-    fx_free(tmp);
-    return false;
-  }
-  if (old) fchmod(fileno(f), old->st_mode & 07777);
-  FxError perr;
-  fx_error_clear(&perr);
-  bool ok = hlo_print(f, m, &perr);
-  bool closed = fclose(f) == 0;
-  if (!ok || !closed) {
-    remove(tmp);
-    fx_free(tmp);
-    if (!ok) return repl_arg_error(s, err, 1, "cannot print the module: %s", perr.msg);
-    return repl_arg_error(s, err, 1, "cannot write '%s': %s", shown, strerror(errno));
-  }
-  if (rename(tmp, path) != 0) {
-    int e = errno;
-    remove(tmp);
-    fx_free(tmp);
-    return repl_arg_error(s, err, 1, "cannot write '%s': %s", shown, strerror(e));
-  }
-  fx_free(tmp);
+  FxError e = {0};
+  if (!explain_engine_save(&s->eng, s->eng.cur, argv[1], &e))
+    return repl_arg_error(s, err, strcmp(e.msg, "out of memory") == 0 ? 0 : 1, "%s", e.msg);
+  ExplainOut o = {s->out, s->json, 0};
+  explain_show_saved(&o, &s->eng, argv[1]);
   return true;
 }
 
