@@ -81,6 +81,7 @@ static const Pass *const registry[] = {
     &pass_fusion_merger,
     &pass_multi_output_fusion,
     &pass_horizontal_fusion,
+    &pass_softmax_rewriter,
     &pass_priority_fusion,
     &pass_while_loop_unroll,
 };
@@ -136,6 +137,7 @@ static const Pass *const priority_passes[] = {
     &pass_tuple_simplifier,
     /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
     &pass_while_loop_unroll,
+    &pass_softmax_rewriter,
     &pass_priority_fusion,
     &pass_multi_output_fusion_current,
 };

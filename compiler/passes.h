@@ -24,6 +24,7 @@ extern const Pass pass_instruction_fusion_dup; /* pass_instruction_fusion.c: wit
 extern const Pass pass_fusion_merger;          /* pass_fusion_merger.c */
 extern const Pass pass_multi_output_fusion;    /* pass_multi_output_fusion.c */
 extern const Pass pass_horizontal_fusion;      /* pass_horizontal_fusion.c: horizontal-loop-fusion */
+extern const Pass pass_softmax_rewriter;       /* pass_softmax_rewriter.c: normalization diamonds -> Triton (priority pipeline) */
 extern const Pass pass_priority_fusion;        /* pass_priority_fusion.c */
 extern const Pass pass_while_loop_unroll;      /* pass_unroll.c: `set unroll N` */
 /* The second round of XLA's fixed-point fusion loop (same names, pipelines only). */
