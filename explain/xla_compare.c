@@ -289,8 +289,13 @@ bool xla_compare_modules(const ExplainOut *o, const DeviceProfile *device, const
   if (ok) {
     /* Kernels by the set of source positions and opcodes they hold is too fine for renamed
      * clones: compare by kernel name and count, and list the kernels only one side has. */
+    char mem[2][32], moved[2][32];
+    for (int k = 0; k < 2; k++) {
+      fx_format_bytes(mem[k], sizeof mem[k], (double)p[k]->slot_total, FX_BYTES_PLAN);
+      fx_format_bytes(moved[k], sizeof moved[k], (double)(p[k]->bytes_read + p[k]->bytes_written), FX_BYTES_PLAN);
+    }
+    JsonWriter w;
     if (o->json) {
-      JsonWriter w;
       json_init(&w, o->out);
       json_object_begin(&w);
       for (int k = 0; k < 2; k++) {
@@ -299,34 +304,54 @@ bool xla_compare_modules(const ExplainOut *o, const DeviceProfile *device, const
         json_kv_str(&w, "module", m[k]->name);
         json_kv_int(&w, "kernels", p[k]->ncompute);
         json_kv_int(&w, "bytes", (long long)(p[k]->bytes_read + p[k]->bytes_written));
+        json_kv_int(&w, "memory_bytes", (long long)p[k]->slot_total);
+        json_kv_int(&w, "memory_without_reuse_bytes", (long long)p[k]->buffer_bytes);
         json_kv_double(&w, "est_us", p[k]->est_us);
         json_object_end(&w);
       }
+    } else {
+      fprintf(o->out, "%-10s %-30s %8s %14s %12s %14s\n", "", "module", "kernels", "bytes", "est. us", "memory");
+      for (int k = 0; k < 2; k++)
+        fprintf(o->out, "%-10s %-30s %8d %14lld %12.2f %14s\n", k ? "B" : "A", m[k]->name, p[k]->ncompute,
+                (long long)(p[k]->bytes_read + p[k]->bytes_written), p[k]->est_us, mem[k]);
+      /* A fusion change that costs memory (openxla/xla#29620: 10x) shows here first. */
+      if (p[0]->slot_total > 0 && p[1]->slot_total != p[0]->slot_total)
+        fprintf(o->out, "memory for intermediate buffers: A %s, B %s (B/A %.2fx); bytes moved: A %s, B %s\n", mem[0],
+                mem[1], (double)p[1]->slot_total / (double)p[0]->slot_total, moved[0], moved[1]);
+    }
+    for (int k = 0; k < 2; k++) {
+      int only = 0;
+      if (o->json) {
+        json_key(&w, k ? "only_in_b" : "only_in_a");
+        json_array_begin(&w);
+      }
+      const IrComputation *c = m[k]->entry;
+      for (int j = 0; c && j < c->ninstrs; j++) {
+        const IrInstr *i = c->instrs[j];
+        if (i->op != IR_OP_FUSION) continue;
+        const IrInstr *other = ir_module_find_instr(m[1 - k], i->name);
+        if (other && other->op == IR_OP_FUSION) continue;
+        char loc[300];
+        const IrComputation *fc = ir_fused_computation(i);
+        loc[0] = 0;
+        if (fc && fc->root) xla_source_short(m[k], fc->root, loc, sizeof loc);
+        if (o->json) {
+          json_object_begin(&w);
+          json_kv_str(&w, "fusion", i->name);
+          json_kv_str(&w, "kind", ir_fusion_kind(i));
+          json_kv_str(&w, "source", loc[0] ? loc : NULL);
+          json_object_end(&w);
+        } else if (only++ < 12) {
+          fprintf(o->out, "  only in %s: %s (%s) %s\n", k ? "B" : "A", i->name, ir_fusion_kind(i), loc);
+        }
+      }
+      if (o->json) json_array_end(&w);
+      else if (only > 12) fprintf(o->out, "  ... %d more only in %s\n", only - 12, k ? "B" : "A");
+    }
+    if (o->json) {
       json_object_end(&w);
       fputc('\n', o->out);
     } else {
-      fprintf(o->out, "%-10s %-30s %8s %14s %12s\n", "", "module", "kernels", "bytes", "est. us");
-      for (int k = 0; k < 2; k++)
-        fprintf(o->out, "%-10s %-30s %8d %14lld %12.2f\n", k ? "B" : "A", m[k]->name, p[k]->ncompute,
-                (long long)(p[k]->bytes_read + p[k]->bytes_written), p[k]->est_us);
-      for (int k = 0; k < 2; k++) {
-        int only = 0;
-        const IrComputation *c = m[k]->entry;
-        for (int j = 0; c && j < c->ninstrs; j++) {
-          const IrInstr *i = c->instrs[j];
-          if (i->op != IR_OP_FUSION) continue;
-          const IrInstr *other = ir_module_find_instr(m[1 - k], i->name);
-          if (other && other->op == IR_OP_FUSION) continue;
-          if (only++ < 12) {
-            char loc[300];
-            const IrComputation *fc = ir_fused_computation(i);
-            loc[0] = 0;
-            if (fc && fc->root) xla_source_short(m[k], fc->root, loc, sizeof loc);
-            fprintf(o->out, "  only in %s: %s (%s) %s\n", k ? "B" : "A", i->name, ir_fusion_kind(i), loc);
-          }
-        }
-        if (only > 12) fprintf(o->out, "  ... %d more only in %s\n", only - 12, k ? "B" : "A");
-      }
       XlaFusionLog *la = dump_log(path_a), *lb = dump_log(path_b);
       if (la && lb) first_difference(o->out, la, lb);
       xla_fusion_log_free(la);

@@ -49,6 +49,13 @@ check find_json '"kernels":["gemm_fusion_dot_general.1"]' "$out"
 
 out=$("$FX" -e "compare-modules $D $D" 2>&1)
 check compare "XLA's priority-fusion: the same 2 fusions, in the same order, in both" "$out"
+# Two stages of the same program: the kernels and the memory of intermediate buffers that changed
+# (the dump's module before optimizations against its optimized module).
+out=$("$FX" -e "compare-modules $D/module_0001.jit_f.before_optimizations.txt $D/module_0001.jit_f.sm_9.0a_gpu_after_optimizations.txt" 2>&1)
+check compare_memory "memory for intermediate buffers: A " "$out"
+out=$("$FX" --json -e "compare-modules $D/module_0001.jit_f.before_optimizations.txt $D/module_0001.jit_f.sm_9.0a_gpu_after_optimizations.txt" 2>&1)
+check compare_memory_json '"memory_bytes":' "$out"
+check compare_only_json '"only_in_b":[{"fusion":' "$out"
 out=$(FXPLAIN_PYTHON=/nonexistent/python "$FX" -e "load tests/xla_dumps/data/forms/dotted_names.hlo; xla" 2>&1)
 check xla_without_wheels "pip install jax==0.10.2 jaxlib==0.10.2 jax-cuda13-plugin==0.10.2 jax-cuda13-pjrt==0.10.2" "$out"
 out=$("$FX" -e "load $D; goto priority-fusion; show graph" 2>&1)
