@@ -1,7 +1,8 @@
-/* variants.c — the variants table: recording the engine's current stage as a row, and printing the
- * rows with their plan figures (see variants.h). */
+/* variants.c — the variants table: recording the engine's current stage as a row, printing the
+ * rows with their plan figures, and printing what `variants --run` measured (see variants.h). */
 #include "variants.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../compiler/arena.h"
@@ -226,3 +227,115 @@ void explain_show_variants(const ExplainOut *o, const ExplainVariants *t) {
     fprintf(o->out, "estimated on %s; `variants --run` measures them on this machine\n", t->rows[0].device.name);
 }
 
+/* ---------- variants --run ---------- */
+
+void explain_show_run_header(const ExplainOut *out, const ExplainRunSpec *o, int n) {
+  FILE *f = out->out;
+  fprintf(f, "running %d variant%s on %s, ", n, n == 1 ? "" : "s", o->backend);
+  if (o->repeat == 1) fprintf(f, "one run each");
+  else fprintf(f, "median of %d runs each", o->repeat);
+  fprintf(f, ", seed %llu\n", (unsigned long long)o->seed);
+  if (o->nrules) {
+    fprintf(f, "inputs: the floats of parameters matching");
+    for (int r = 0; r < o->nrules; r++)
+      fprintf(f, "%s '%s' from [%g, %g)", r ? (r + 1 == o->nrules ? " and" : ",") : "", o->pattern[r], o->lo[r],
+              o->hi[r]);
+    fprintf(f, ", the rest as `run` makes them\n");
+  }
+  fprintf(f, "%-22s %12s %12s %10s %10s %9s %8s%s\n", "variant", "launches", "bytes moved", "time", "us/step", "speedup",
+          "paper", o->check ? "  check" : "");
+  fflush(f);
+}
+
+void explain_show_run_row(const ExplainOut *out, const ExplainRunSpec *o, const ExplainVariant *v, const ExplainMeasured *m,
+                          double base_ns) {
+  FILE *f = out->out;
+  char ln[48], by[32], tm[32], ps[32], su[32], pa[32];
+  fx_format_count(ln, sizeof ln, (long long)m->launches);
+  fx_format_bytes(by, sizeof by, (double)m->bytes, FX_BYTES_RUN);
+  fx_format_time(tm, sizeof tm, m->median_ns, FX_TIME_TABLE);
+  snprintf(ps, sizeof ps, "%.2f", m->median_ns / 1e3 / (double)v->steps);
+  if (m->median_ns > 0 && base_ns > 0) snprintf(su, sizeof su, "%.2fx", base_ns / m->median_ns);
+  else snprintf(su, sizeof su, "-");
+  explain_variant_paper_text(pa, sizeof pa, v->paper);
+  fprintf(f, "%-22s %12s %12s %10s %10s %9s %8s", v->label, ln, by, tm, ps, su, pa);
+  if (o->check) {
+    if (m->agrees) fprintf(f, "  agrees (worst error %.2g)", m->worst);
+    else fprintf(f, "  DIFFERS: %s", m->differs);
+  }
+  if (m->launches != v->kernel_launches || m->bytes != v->kernel_bytes) {
+    char pl[48], pb[32];
+    fx_format_count(pl, sizeof pl, (long long)v->kernel_launches);
+    fx_format_bytes(pb, sizeof pb, (double)v->kernel_bytes, FX_BYTES_RUN);
+    fprintf(f, "  (the plan predicts %s launches, %s)", pl, pb);
+  }
+  fputc('\n', f);
+  fflush(f);
+}
+
+void explain_show_run_json(const ExplainOut *out, const ExplainRunSpec *o, const ExplainVariants *t,
+                           const ExplainMeasured *ms) {
+  JsonWriter w;
+  json_init(&w, out->out);
+  json_object_begin(&w);
+  json_kv_str(&w, "backend", o->backend);
+  json_kv_int(&w, "repeat", o->repeat);
+  json_kv_int(&w, "seed", (long long)o->seed);
+  json_kv_bool(&w, "check", o->check);
+  json_key(&w, "uniform");
+  json_array_begin(&w);
+  for (int r = 0; r < o->nrules; r++) {
+    json_object_begin(&w);
+    json_kv_str(&w, "pattern", o->pattern[r]);
+    json_kv_double(&w, "lo", o->lo[r]);
+    json_kv_double(&w, "hi", o->hi[r]);
+    json_object_end(&w);
+  }
+  json_array_end(&w);
+  json_key(&w, "variants");
+  json_array_begin(&w);
+  for (int k = 0; k < t->n; k++) {
+    const ExplainVariant *v = &t->rows[k];
+    const ExplainMeasured *m = &ms[k];
+    json_object_begin(&w);
+    json_kv_str(&w, "variant", v->label);
+    json_kv_int(&w, "stage", v->stage_no);
+    json_kv_int(&w, "steps", v->steps);
+    json_kv_int(&w, "launches", m->launches);
+    json_kv_int(&w, "plan_launches", v->kernel_launches);
+    json_kv_int(&w, "bytes", m->bytes);
+    json_kv_int(&w, "plan_bytes", v->kernel_bytes);
+    json_kv_double(&w, "time_ns", m->median_ns);
+    json_key(&w, "times_ns");
+    json_array_begin(&w);
+    for (int r = 0; r < o->repeat; r++) json_double(&w, m->times_ns[r]);
+    json_array_end(&w);
+    json_kv_double(&w, "us_per_step", m->median_ns / 1e3 / (double)v->steps);
+    if (m->median_ns > 0 && ms[0].median_ns > 0) json_kv_double(&w, "speedup", ms[0].median_ns / m->median_ns);
+    else json_kv_null(&w, "speedup");
+    explain_variant_paper_json(&w, v);
+    json_key(&w, "check");
+    if (!m->checked) {
+      json_null(&w);
+    } else {
+      json_object_begin(&w);
+      json_kv_bool(&w, "agrees", m->agrees);
+      json_kv_double(&w, "worst_error", m->worst);
+      if (m->agrees) json_kv_null(&w, "detail");
+      else json_kv_str(&w, "detail", m->differs);
+      json_object_end(&w);
+    }
+    explain_variant_settings_json(&w, v);
+    json_object_end(&w);
+  }
+  json_array_end(&w);
+  json_object_end(&w);
+}
+
+void explain_show_run_footer(const ExplainOut *o, const ExplainVariants *t) {
+  bool any_paper = false;
+  for (int k = 0; k < t->n; k++) any_paper |= t->rows[k].paper > 0;
+  fprintf(o->out, "speedup: over the first row, %s; us/step: time per loop step", t->rows[0].label);
+  if (any_paper) fprintf(o->out, "; paper: the ratio each row was recorded with (variant NAME --paper X)");
+  fputc('\n', o->out);
+}

@@ -60,4 +60,35 @@ void explain_show_variant_recorded(const ExplainOut *o, const ExplainVariant *v,
 /* The table with the plan's figures per step (`variants`). */
 void explain_show_variants(const ExplainOut *o, const ExplainVariants *t);
 
+/* ---------- `variants --run`: what was measured (the shell measures, with runtime/) ---------- */
+
+#define EXPLAIN_RUN_RULES_MAX 16
+/* How the rows were run: the backend, repeats, seed, --check, and the --uniform rules. */
+typedef struct {
+  const char *backend;
+  int repeat;
+  uint64_t seed;
+  bool check;
+  int nrules;
+  const char *pattern[EXPLAIN_RUN_RULES_MAX];
+  double lo[EXPLAIN_RUN_RULES_MAX], hi[EXPLAIN_RUN_RULES_MAX];
+} ExplainRunSpec;
+/* What one row's run measured. */
+typedef struct {
+  int64_t launches, bytes;
+  double median_ns;
+  double *times_ns; /* every repeat, in run order */
+  bool checked, agrees;
+  double worst;     /* the worst element's error (--check) */
+  char differs[600];
+} ExplainMeasured;
+/* Text, as the rows come: the header, one row (base_ns: the first row's time), the closing line. */
+void explain_show_run_header(const ExplainOut *o, const ExplainRunSpec *spec, int n);
+void explain_show_run_row(const ExplainOut *o, const ExplainRunSpec *spec, const ExplainVariant *v,
+                          const ExplainMeasured *m, double base_ns);
+void explain_show_run_footer(const ExplainOut *o, const ExplainVariants *t);
+/* JSON: the whole run as one object. */
+void explain_show_run_json(const ExplainOut *o, const ExplainRunSpec *spec, const ExplainVariants *t,
+                           const ExplainMeasured *ms);
+
 #endif

@@ -11,8 +11,8 @@
  * speedup over the first row, and the ratio the row was recorded with (the paper's). `--check`
  * compares every row's outputs with the reference interpreter running the program as loaded.
  *
- * The table and its rows are the engine's (explain/variants.h); this file parses the commands and
- * runs the measurements. The table is session state (Session.variants): it outlives `load`, since a
+ * The table and its rows are the engine's (explain/variants.h), and so are the printers of what
+ * was measured; this file parses the commands and runs the measurements. The table is session state (Session.variants): it outlives `load`, since a
  * case study compares several programs, and `reset` or `variants --clear` empties it. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -67,7 +67,7 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- variants --run ---------- */
 
-#define MAX_RULES 16
+#define MAX_RULES EXPLAIN_RUN_RULES_MAX
 
 typedef struct {
   const char *backend;
@@ -120,19 +120,10 @@ static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxErro
   return true;
 }
 
-/* What one row's run measured. */
-typedef struct {
-  int64_t launches, bytes;
-  double median_ns;
-  double *times_ns; /* every repeat, in run order */
-  bool checked, agrees;
-  double worst;     /* the worst element's error (--check) */
-  char differs[600];
-} Measured;
 
 /* Runs v's stage `repeat` times on the backend (prepared for every row) and, with --check, the
  * interpreter on v's input. */
-static bool measure(Session *s, RtStageRun *run, const ExplainVariant *v, RunOpts *o, Measured *out, FxError *err) {
+static bool measure(Session *s, RtStageRun *run, const ExplainVariant *v, RunOpts *o, ExplainMeasured *out, FxError *err) {
   const IrModule *m = v->stage;
   RtTensor **args = rt_inputs_make(m, NULL, 0, o->seed, o->rules, o->nrules, NULL, false, err);
   if (!args) return false;
@@ -162,106 +153,6 @@ static bool measure(Session *s, RtStageRun *run, const ExplainVariant *v, RunOpt
   return ok;
 }
 
-static void print_run_header(Session *s, const RtBackend *b, const RunOpts *o, int n) {
-  FILE *f = s->out;
-  fprintf(f, "running %d variant%s on %s, ", n, n == 1 ? "" : "s", b->name);
-  if (o->repeat == 1) fprintf(f, "one run each");
-  else fprintf(f, "median of %d runs each", o->repeat);
-  fprintf(f, ", seed %llu\n", (unsigned long long)o->seed);
-  if (o->nrules) {
-    fprintf(f, "inputs: the floats of parameters matching");
-    for (int r = 0; r < o->nrules; r++)
-      fprintf(f, "%s '%s' from [%g, %g)", r ? (r + 1 == o->nrules ? " and" : ",") : "", o->rules[r].pattern, o->rules[r].lo,
-              o->rules[r].hi);
-    fprintf(f, ", the rest as `run` makes them\n");
-  }
-  fprintf(f, "%-22s %12s %12s %10s %10s %9s %8s%s\n", "variant", "launches", "bytes moved", "time", "us/step", "speedup",
-          "paper", o->check ? "  check" : "");
-  fflush(f);
-}
-
-static void print_run_row(Session *s, const ExplainVariant *v, const Measured *m, double base_ns, const RunOpts *o) {
-  char ln[48], by[32], tm[32], ps[32], su[32], pa[32];
-  fx_format_count(ln, sizeof ln, (long long)m->launches);
-  fx_format_bytes(by, sizeof by, (double)m->bytes, FX_BYTES_RUN);
-  fx_format_time(tm, sizeof tm, m->median_ns, FX_TIME_TABLE);
-  snprintf(ps, sizeof ps, "%.2f", m->median_ns / 1e3 / (double)v->steps);
-  if (m->median_ns > 0 && base_ns > 0) snprintf(su, sizeof su, "%.2fx", base_ns / m->median_ns);
-  else snprintf(su, sizeof su, "-");
-  explain_variant_paper_text(pa, sizeof pa, v->paper);
-  fprintf(s->out, "%-22s %12s %12s %10s %10s %9s %8s", v->label, ln, by, tm, ps, su, pa);
-  if (o->check) {
-    if (m->agrees) fprintf(s->out, "  agrees (worst error %.2g)", m->worst);
-    else fprintf(s->out, "  DIFFERS: %s", m->differs);
-  }
-  if (m->launches != v->kernel_launches || m->bytes != v->kernel_bytes) {
-    char pl[48], pb[32];
-    fx_format_count(pl, sizeof pl, (long long)v->kernel_launches);
-    fx_format_bytes(pb, sizeof pb, (double)v->kernel_bytes, FX_BYTES_RUN);
-    fprintf(s->out, "  (the plan predicts %s launches, %s)", pl, pb);
-  }
-  fputc('\n', s->out);
-  fflush(s->out);
-}
-
-static void json_run(Session *s, const RtBackend *b, const RunOpts *o, const ExplainVariants *t, const Measured *ms) {
-  JsonWriter w;
-  json_init(&w, s->out);
-  json_object_begin(&w);
-  json_kv_str(&w, "backend", b->name);
-  json_kv_int(&w, "repeat", o->repeat);
-  json_kv_int(&w, "seed", (long long)o->seed);
-  json_kv_bool(&w, "check", o->check);
-  json_key(&w, "uniform");
-  json_array_begin(&w);
-  for (int r = 0; r < o->nrules; r++) {
-    json_object_begin(&w);
-    json_kv_str(&w, "pattern", o->rules[r].pattern);
-    json_kv_double(&w, "lo", o->rules[r].lo);
-    json_kv_double(&w, "hi", o->rules[r].hi);
-    json_object_end(&w);
-  }
-  json_array_end(&w);
-  json_key(&w, "variants");
-  json_array_begin(&w);
-  for (int k = 0; k < t->n; k++) {
-    const ExplainVariant *v = &t->rows[k];
-    const Measured *m = &ms[k];
-    json_object_begin(&w);
-    json_kv_str(&w, "variant", v->label);
-    json_kv_int(&w, "stage", v->stage_no);
-    json_kv_int(&w, "steps", v->steps);
-    json_kv_int(&w, "launches", m->launches);
-    json_kv_int(&w, "plan_launches", v->kernel_launches);
-    json_kv_int(&w, "bytes", m->bytes);
-    json_kv_int(&w, "plan_bytes", v->kernel_bytes);
-    json_kv_double(&w, "time_ns", m->median_ns);
-    json_key(&w, "times_ns");
-    json_array_begin(&w);
-    for (int r = 0; r < o->repeat; r++) json_double(&w, m->times_ns[r]);
-    json_array_end(&w);
-    json_kv_double(&w, "us_per_step", m->median_ns / 1e3 / (double)v->steps);
-    if (m->median_ns > 0 && ms[0].median_ns > 0) json_kv_double(&w, "speedup", ms[0].median_ns / m->median_ns);
-    else json_kv_null(&w, "speedup");
-    explain_variant_paper_json(&w, v);
-    json_key(&w, "check");
-    if (!m->checked) {
-      json_null(&w);
-    } else {
-      json_object_begin(&w);
-      json_kv_bool(&w, "agrees", m->agrees);
-      json_kv_double(&w, "worst_error", m->worst);
-      if (m->agrees) json_kv_null(&w, "detail");
-      else json_kv_str(&w, "detail", m->differs);
-      json_object_end(&w);
-    }
-    explain_variant_settings_json(&w, v);
-    json_object_end(&w);
-  }
-  json_array_end(&w);
-  json_object_end(&w);
-}
-
 static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
   RunOpts o;
   if (!parse_run_opts(s, argc, argv, &o, err)) return false;
@@ -286,27 +177,27 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
     *err = berr;
     return false;
   }
-  const RtBackend *b = run.backend;
-  Measured *ms = fx_calloc((size_t)t->n, sizeof *ms);
+  ExplainRunSpec spec = {run.backend->name, o.repeat, o.seed, o.check, o.nrules, {0}, {0}, {0}};
+  for (int r = 0; r < o.nrules; r++) {
+    spec.pattern[r] = o.rules[r].pattern;
+    spec.lo[r] = o.rules[r].lo;
+    spec.hi[r] = o.rules[r].hi;
+  }
+  ExplainOut eo = {s->out, s->json, 0};
+  ExplainMeasured *ms = fx_calloc((size_t)t->n, sizeof *ms);
   bool ok = ms != NULL;
   if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
-  if (ok && !s->json) print_run_header(s, b, &o, t->n);
+  if (ok && !s->json) explain_show_run_header(&eo, &spec, t->n);
   int done = 0;
   for (int k = 0; ok && k < t->n; k++) {
     ok = measure(s, &run, &t->rows[k], &o, &ms[k], err);
     if (ok && s->interrupted && *s->interrupted) ok = fx_error_set(err, NULL, 0, 0, "interrupted: execution stopped by Ctrl-C");
     if (!ok) break;
     done++;
-    if (!s->json) print_run_row(s, &t->rows[k], &ms[k], ms[0].median_ns, &o);
+    if (!s->json) explain_show_run_row(&eo, &spec, &t->rows[k], &ms[k], ms[0].median_ns);
   }
-  if (ok && s->json) json_run(s, b, &o, t, ms);
-  if (ok && !s->json) {
-    bool any_paper = false;
-    for (int k = 0; k < t->n; k++) any_paper |= t->rows[k].paper > 0;
-    fprintf(s->out, "speedup: over the first row, %s; us/step: time per loop step", t->rows[0].label);
-    if (any_paper) fprintf(s->out, "; paper: the ratio each row was recorded with (variant NAME --paper X)");
-    fputc('\n', s->out);
-  }
+  if (ok && s->json) explain_show_run_json(&eo, &spec, t, ms);
+  if (ok && !s->json) explain_show_run_footer(&eo, t);
   /* A row that differs from the interpreter fails the command, after the whole table. */
   for (int k = 0; ok && o.check && k < done; k++)
     if (!ms[k].agrees)
