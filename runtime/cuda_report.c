@@ -34,12 +34,13 @@ static KernelRecord *add_row(KernelReport *r, int cap, const CudaKernelInfo *k) 
   row->host = k->how == CUDA_K_HOST;
   row->why = arena_strdup(&r->arena, k->why);
   row->nparts = 1;
+  bool copied = true;
   if (row->rng) {
     row->threads = rng_threads(k->instr);
-    const char *src = rng_source(k->instr);
-    row->source = src;
+    const char *src = rng_source(k->instr); /* a static buffer the next call overwrites: copied */
+    copied = !src || (row->source = arena_strdup(&r->arena, src)) != NULL;
   }
-  return row->label && row->why ? row : NULL;
+  return row->label && row->why && copied ? row : NULL;
 }
 
 static bool begin(KernelReport *out, int stage, int cap, FxError *err) {
