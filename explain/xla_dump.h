@@ -1,8 +1,11 @@
 /* xla_dump.h — XLA's own dumps read in: a dump folder's modules, their per-pass snapshots as the
  * stages of a pipeline named `xla`, XLA's priority-fusion decision log (FusionProcessDump) as
- * decision records, and the source positions XLA keeps on every instruction.
+ * decision records, and the source positions XLA keeps on every instruction; then the engine's
+ * questions about them for every front end (engine_xla.c: load a dump as the input, find
+ * instructions and kernels by source line or JAX scope, each kernel's source lines, compile with
+ * real XLA through the Python driver) and their printers (format_xla.c).
  *
- * Flow: `load DIR` calls xla_dump_scan (which modules the folder holds), then xla_dump_select (one
+ * Flow: `load DIR` (explain_engine_load_xla) calls xla_dump_scan (which modules the folder holds), then xla_dump_select (one
  * module: its snapshots in XLA's order become the passes of xla_dump_pipeline). The engine asks
  * xla_dump_stage for stage k when it steps there (stage 0: the module before optimizations), and
  * for the priority-fusion stage xla_fusion_log_emit files XLA's decisions (and fxplain's own verdict

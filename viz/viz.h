@@ -9,6 +9,10 @@
  * large graphs), and the picture's stats say which and why. viz_text_graph() prints the compact terminal picture, and
  * viz_report_write() the self-contained HTML walkthrough of every stage.
  *
+ * For a front end, viz_engine_render, viz_engine_text_graph and viz_engine_report_file draw the
+ * engine's stages (engine_render.c: what to draw, the file name, the figures and decisions behind
+ * it) and viz_show_* print what was drawn (format_viz.c).
+ *
  * viz reads the IR and plain decision records (compiler/pass.h's PassDecision); it never changes
  * the module. */
 #ifndef FXPLAIN_VIZ_H
