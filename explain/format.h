@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "../compiler/kernel_report.h"
 #include "compare.h"
 #include "engine.h"
 #include "json.h"
@@ -59,5 +60,10 @@ void explain_show_unfused(const ExplainOut *o, int n, int kernels_before, int ke
 /* compare-decisions: the decisions that change with `what` (a setting and its value), and the
  * kernels and launches before and after. */
 bool explain_show_comparison(const ExplainOut *o, const ExplainComparison *c, const char *what);
+
+/* `kernels --source` (one: the one kernel asked for, as text) and `kernels --resources`: a
+ * backend's report on the stage's kernels (format_kernels.c). */
+void explain_show_kernel_source(const ExplainOut *o, const KernelReport *r, bool one);
+void explain_show_kernel_resources(const ExplainOut *o, const KernelReport *r);
 
 #endif

@@ -1,8 +1,11 @@
 /* xla_dump.h — XLA's own dumps read in: a dump folder's modules, their per-pass snapshots as the
  * stages of a pipeline named `xla`, XLA's priority-fusion decision log (FusionProcessDump) as
- * decision records, and the source positions XLA keeps on every instruction.
+ * decision records, and the source positions XLA keeps on every instruction; then the engine's
+ * questions about them for every front end (engine_xla.c: load a dump as the input, find
+ * instructions and kernels by source line or JAX scope, each kernel's source lines, compile with
+ * real XLA through the Python driver) and their printers (format_xla.c).
  *
- * Flow: `load DIR` calls xla_dump_scan (which modules the folder holds), then xla_dump_select (one
+ * Flow: `load DIR` (explain_engine_load_xla) calls xla_dump_scan (which modules the folder holds), then xla_dump_select (one
  * module: its snapshots in XLA's order become the passes of xla_dump_pipeline). The engine asks
  * xla_dump_stage for stage k when it steps there (stage 0: the module before optimizations), and
  * for the priority-fusion stage xla_fusion_log_emit files XLA's decisions (and fxplain's own verdict
@@ -20,6 +23,7 @@
 #include "../compiler/arena.h"
 #include "../compiler/ir.h"
 #include "../compiler/pass.h"
+#include "../compiler/plan.h"
 #include "explain.h"
 
 /* ---------- XLA's priority-fusion decision log ---------- */
@@ -218,5 +222,101 @@ void xla_source_short(const IrModule *m, const IrInstr *i, char *buf, size_t n);
 /* Whether instruction i comes from `where`: FILE:LINE (FILE matched as a suffix of the path),
  * a bare LINE, or a JAX scope (a prefix, or a '/'-separated part, of op_name). */
 bool xla_source_matches(const IrModule *m, const IrInstr *i, const char *where);
+
+/* ---------- the engine's XLA questions (engine_xla.c) ---------- */
+
+struct ExplainEngine;
+
+/* What a path given to `load` is: XLA's dump folder, XLA's fusion log alone
+ * (*.priority_fusion_dump.txt), or neither (a file `load` reads itself). */
+typedef enum { XLA_PATH_OTHER, XLA_PATH_FOLDER, XLA_PATH_LOG } XlaPathKind;
+XlaPathKind xla_path_kind(const char *path);
+/* Loads XLA's output as the engine's input: a dump folder (module `which`, NULL: as
+ * xla_dump_select chooses) or a fusion log alone. Stage 0 is XLA's module before optimizations and
+ * the `xla` pipeline is chosen; when XLA's log names a GPU fxplain knows (H100, A100) other than the
+ * engine's device, that device is taken and returned in *switched (else NULL). False with err
+ * filled; the engine is then as it was. */
+bool explain_engine_load_xla(struct ExplainEngine *e, const char *path, const char *which,
+                             const DeviceProfile **switched, FxError *err);
+/* Where instruction `name` (at the current stage, else in the input) came from, as xla_source_of
+ * reads it with the current stage's tables; false when it is nowhere or carries no metadata. */
+bool explain_engine_source_of(const struct ExplainEngine *e, const char *name, XlaSource *src, char *buf, size_t n);
+
+/* `find WHERE`: the instructions of the current stage that come from WHERE (xla_source_matches). */
+typedef struct {
+  const IrInstr *instr;
+  const IrComputation *comp;
+  const IrInstr *kernel; /* the kernel holding it, NULL when that launches nothing at this stage */
+  const char *source;    /* "file.py:12", NULL when unknown */
+  const char *scope;     /* XLA's op_name, NULL when none */
+} XlaFound;
+
+typedef struct {
+  Arena arena;
+  int stage;
+  XlaFound *found;
+  int n;
+  const IrInstr **kernels; /* the distinct kernels that launch, in the order first met */
+  int nkernels;
+  bool has_positions;      /* the module carries XLA's FileLocations table */
+} XlaFind;
+
+/* Fills out for the current stage; false with err filled when nothing is loaded or memory runs
+ * out. Free with xla_find_free. */
+bool explain_engine_find(struct ExplainEngine *e, const char *where, XlaFind *out, FxError *err);
+void xla_find_free(XlaFind *f);
+
+/* The distinct source lines ("file.py:12", at most XLA_KERNEL_SOURCES) each kernel of plan p of m
+ * holds, for the kernels that have any. */
+#define XLA_KERNEL_SOURCES 8
+typedef struct {
+  const char *kernel;
+  char lines[XLA_KERNEL_SOURCES][64];
+  int n;
+} XlaKernelSources;
+/* *out is fx_malloc'd (the caller fx_frees it); returns the count, -1 when out of memory. */
+int xla_kernel_sources(const IrModule *m, const KernelPlan *p, XlaKernelSources **out);
+
+/* `xla`: the loaded input compiled by real XLA:GPU through the Python driver
+ * (scripts/xla_reference.py, or $FXPLAIN_XLA_REFERENCE; $FXPLAIN_PYTHON names the python). */
+typedef struct {
+  char dir[4096];  /* the temporary folder it works in */
+  char dump[4160]; /* where XLA's dump appears */
+  char cmd[16384];
+  const char *python;
+  const char *device;
+  const IrModule *module; /* the input, written as dir/input.hlo */
+} XlaRun;
+/* Finds the driver, makes the folder and writes the input there. False with err filled. */
+bool xla_run_prepare(const struct ExplainEngine *e, const char *device, XlaRun *run, FxError *err);
+/* Runs the driver; false with err filled when jax is missing or XLA failed without a dump. */
+bool xla_run(const XlaRun *run, FxError *err);
+
+/* After `xla` loaded the dump: XLA's kernels beside fxplain's, then where the two part. */
+typedef struct {
+  int fusion_stage;               /* XLA's priority-fusion stage (now the current one), or -1 */
+  int ndisagree;                  /* decisions there where fxplain's verdict differs */
+  const ExplainRecord *first[5];  /* the first of them */
+} XlaVerdicts;
+/* Moves the engine to XLA's priority-fusion stage (running the stages up to it) and fills v.
+ * False with err filled when a stage cannot be made. */
+bool explain_engine_xla_verdicts(struct ExplainEngine *e, XlaVerdicts *v, FxError *err);
+
+/* ---------- printed (format_xla.c) ---------- */
+
+/* What `load` says of a dump it loaded from path (switched: the device taken, or NULL). */
+void explain_show_xla_loaded(const struct ExplainOut *o, struct ExplainEngine *e, const char *path,
+                             const DeviceProfile *switched);
+/* "  source of NAME: file:line in function (scope)" for a and b (b may be NULL); text only. */
+void explain_show_source_note(const struct ExplainOut *o, const struct ExplainEngine *e, const char *a, const char *b);
+/* `find`'s answer. */
+void explain_show_find(const struct ExplainOut *o, const XlaFind *f, const char *where);
+/* After `show graph`: each kernel's source lines (text only; nothing when none has any). */
+void explain_show_kernel_sources(const struct ExplainOut *o, const IrModule *m, const KernelPlan *p);
+/* `xla`: the line before the driver runs, the kernels side by side, then the verdicts. */
+void explain_show_xla_compiling(const struct ExplainOut *o, const XlaRun *run);
+void explain_show_xla_kernels(const struct ExplainOut *o, struct ExplainEngine *e, const XlaSideBySide *sbs);
+void explain_show_xla_verdicts(const struct ExplainOut *o, struct ExplainEngine *e, const XlaSideBySide *sbs,
+                               const XlaVerdicts *v, const XlaRun *run);
 
 #endif

@@ -1,6 +1,7 @@
 /* cmd_gpu.c — the gpu commands of the shell: `devices`, `set gpu_arch`, `show gpu_arch`,
  * `set ptxas on|off`, and the kernel views `kernels --source` / `kernels --resources` (hidden
- * commands kernels-source / kernels-resources, which `kernels` dispatches to).
+ * commands kernels-source / kernels-resources, which `kernels` dispatches to: the runtime reports
+ * the kernels, runtime/cuda_report.c, and explain/format_kernels.c prints them).
  *
  * `devices` asks the driver (runtime/cuda_driver.c) for the GPUs and prints their properties, or
  * says plainly why there is none: no driver (the dlopen error), cuInit's error, or no device. It
@@ -11,15 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../explain/json.h"
 #include "../compiler/fusion_rules.h"
-#include "session.h"
-#include "../runtime/backend.h"
-#include "../runtime/cuda_backend.h"
+#include "../explain/format.h"
 #include "../runtime/cuda_driver.h"
 #include "../runtime/cuda_kernels.h"
-#include "../runtime/cuda_libs.h"
 #include "../runtime/cuda_nvrtc.h"
+#include "../runtime/cuda_report.h"
+#include "session.h"
 
 #define MAX_GPUS 16
 
@@ -166,90 +165,15 @@ static const IrModule *current_module(Session *s, FxError *err) {
   return s->eng.stages[s->eng.cur].module;
 }
 
-/* An rng kernel: cuRAND's device API, compiled on its own (launched as fx_rng). */
-static void print_rng_source(FILE *out, const IrInstr *i) {
-  const char *dist = ir_attr_text(i, "distribution");
-  const char *src = cuda_rng_source(i->shape.type, dist ? dist : "rng_uniform");
-  char san[120];
-  emit_sanitize(i->name, san, sizeof san);
-  fprintf(out, "// kernel %s: rng -> cuRAND (its own unit, launched as fx_rng over %lld threads)\n%s", san,
-          (long long)((ir_shape_elements(&i->shape) + cuda_rng_per_thread(i->shape.type) - 1) /
-                      cuda_rng_per_thread(i->shape.type)),
-          src ? src : "");
-}
-
 static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) {
   const char *only = argc > 1 ? argv[1] : NULL;
   if (argc > 2) return fx_error_set(err, NULL, 0, 0, "usage: kernels --source [INSTRUCTION]");
   const IrModule *m = current_module(s, err);
-  if (!m) return false;
-  CudaUnit u;
-  if (!cuda_unit_build(&u, &m, 1, err)) return false;
-  bool found = !only;
-  if (!only) {
-    if (s->json) {
-      JsonWriter w;
-      json_init(&w, s->out);
-      json_object_begin(&w);
-      json_kv_int(&w, "stage", s->eng.cur);
-      json_kv_str(&w, "source", u.source.s);
-      json_key(&w, "rng_kernels"); /* each rng's cuRAND kernel, its own unit */
-      json_array_begin(&w);
-      for (int q = 0; q < u.n; q++) {
-        if (u.k[q].how != CUDA_K_RNG) continue;
-        const char *dist = ir_attr_text(u.k[q].instr, "distribution");
-        const char *src = cuda_rng_source(u.k[q].instr->shape.type, dist ? dist : "rng_uniform");
-        json_object_begin(&w);
-        json_kv_str(&w, "kernel", u.k[q].instr->name);
-        json_kv_str(&w, "source", src ? src : "");
-        json_object_end(&w);
-      }
-      json_array_end(&w);
-      json_object_end(&w);
-    } else {
-      fputs(u.source.s, s->out);
-      for (int q = 0; q < u.n; q++)
-        if (u.k[q].how == CUDA_K_RNG) print_rng_source(s->out, u.k[q].instr);
-      /* kernels with no source say so, rather than missing silently (a chain nested too deeply) */
-      for (int q = 0; q < u.n; q++)
-        if (u.k[q].how != CUDA_K_RNG && u.k[q].how != CUDA_K_GENERATED)
-          fprintf(s->out, "// kernel %s: not generated, runs on %s%s%s\n", u.k[q].instr->name, cuda_kernel_how_name(u.k[q].how),
-                  u.k[q].why[0] ? ": " : "", u.k[q].why);
-    }
-  } else {
-    /* One kernel: its part of the unit, from its "// kernel NAME" line to the next one. */
-    const IrInstr *i = ir_module_find_instr(m, only);
-    const CudaKernelInfo *k = i ? cuda_unit_find(&u, i) : NULL;
-    if (k && k->how == CUDA_K_RNG && !s->json) {
-      print_rng_source(s->out, i);
-      found = true;
-    } else if (k && k->how != CUDA_K_GENERATED) {
-      fprintf(s->out, "%s runs on %s%s%s\n", only, cuda_kernel_how_name(k->how), k->why[0] ? ": " : "", k->why);
-      found = true;
-    } else if (k) {
-      const char *p = strstr(u.source.s, k->sym);
-      while (p && p > u.source.s && strncmp(p, "// kernel ", 10) != 0) p--;
-      const char *e = p ? strstr(p + 10, "// kernel ") : NULL;
-      if (p) fprintf(s->out, "%.*s", e ? (int)(e - p) : (int)strlen(p), p);
-      found = p != NULL;
-    }
-  }
-  cuda_unit_free(&u);
-  if (!found) return fx_error_set(err, NULL, 0, 0, "'%s' is not a kernel of stage %d", only, s->eng.cur);
-  return true;
-}
-
-/* ptxas' figures for an rng instruction's cuRAND kernel (compiled alone, cached like the rest).
- * False without filling err when the instruction is not an rng kernel. */
-static bool rng_resources(const IrInstr *i, const char *arch, CudaResources *r, FxError *err) {
-  const char *dist = ir_attr_text(i, "distribution");
-  const char *src = cuda_rng_source(i->shape.type, dist ? dist : "rng_uniform");
-  if (!src) return false;
-  CudaCompileOptions opt = {.arch = arch};
-  CudaCubin c;
-  if (!cuda_nvrtc_compile(src, "rng.cu", "fx_rng", &opt, &c, err)) return false;
-  *r = c.res;
-  cuda_cubin_free(&c);
+  KernelReport r;
+  if (!m || !cuda_report_source(m, s->eng.cur, only, &r, err)) return false;
+  ExplainOut o = {s->out, s->json, 0};
+  explain_show_kernel_source(&o, &r, only != NULL);
+  kernel_report_free(&r);
   return true;
 }
 
@@ -257,121 +181,11 @@ static bool cmd_kernels_resources(Session *s, int argc, char **argv, FxError *er
   (void)argv;
   if (argc != 1) return fx_error_set(err, NULL, 0, 0, "usage: kernels --resources");
   const IrModule *m = current_module(s, err);
-  if (!m) return false;
-  if (!cuda_nvrtc_built_in())
-    return fx_error_set(err, NULL, 0, 0, "kernel resources come from NVRTC, and this fxplain was built without the CUDA toolkit");
-  CudaUnit u;
-  if (!cuda_unit_build(&u, &m, 1, err)) return false;
-  /* `set gpu_arch` wins; else the device profile's architecture (rtx2080ti: sm_75). */
-  const char *arch = !cuda_nvrtc_arch_is_set() && s->eng.device.arch[0] ? s->eng.device.arch : cuda_nvrtc_default_arch();
-  if (u.ngenerated > 0 && !cuda_unit_compile(&u, arch, NULL, err)) {
-    cuda_unit_free(&u);
-    return false;
-  }
-  const DeviceProfile *d = &s->eng.device;
-  JsonWriter w;
-  if (s->json) {
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_int(&w, "stage", s->eng.cur);
-    json_kv_str(&w, "arch", arch);
-    json_kv_str(&w, "device", d->name);
-    json_key(&w, "kernels");
-    json_array_begin(&w);
-  } else {
-    fprintf(s->out, "stage %d: %d kernel%s compiled for %s by NVRTC %s; occupancy on %s\n", s->eng.cur, u.n,
-            u.n == 1 ? "" : "s", arch, cuda_nvrtc_version(), d->name);
-    fprintf(s->out, "  %-28s %-9s %5s %6s %11s %6s %6s %5s  %s\n", "kernel", "runs as", "parts", "regs", "spill st/ld",
-            "smem", "stack", "block", "occupancy");
-  }
-  for (int q = 0; q < u.n; q++) {
-    const CudaKernelInfo *k = &u.k[q];
-    CudaResources rr;
-    if (k->how == CUDA_K_RNG && rng_resources(k->instr, arch, &rr, err)) {
-      /* The cuRAND kernel, compiled on its own for the same architecture. */
-      int64_t threads = (ir_shape_elements(&k->instr->shape) + cuda_rng_per_thread(k->instr->shape.type) - 1) /
-                        cuda_rng_per_thread(k->instr->shape.type);
-      CudaDeviceInfo di = {.warp_size = 32, .max_threads_per_block = d->max_threads_per_block, .regs_per_block = 65536};
-      int block = cuda_block_size(rr.registers, &di, threads);
-      const char *limit = "";
-      double occ = cuda_occupancy(&rr, block, d, &limit);
-      if (s->json) {
-        json_object_begin(&w);
-        json_kv_str(&w, "kernel", k->instr->name);
-        json_kv_int(&w, "part", 0);
-        json_kv_str(&w, "runs_as", "rng");
-        json_kv_str(&w, "symbol", "fx_rng");
-        json_kv_int(&w, "registers", rr.registers);
-        json_kv_int(&w, "spill_stores", rr.spill_stores);
-        json_kv_int(&w, "spill_loads", rr.spill_loads);
-        json_kv_int(&w, "shared_bytes", rr.shared_bytes);
-        json_kv_int(&w, "stack_bytes", rr.stack_bytes);
-        json_kv_int(&w, "block", block);
-        json_kv_double(&w, "occupancy", occ);
-        json_kv_str(&w, "occupancy_limit", limit);
-        json_object_end(&w);
-      } else {
-        char spill[32];
-        snprintf(spill, sizeof spill, "%d/%d", rr.spill_stores, rr.spill_loads);
-        fprintf(s->out, "  %-28s %-9s %5d %6d %11s %6d %6d %5d  %3.0f%% (%s) cuRAND Philox4_32_10\n", k->instr->name,
-                "rng", 1, rr.registers, spill, rr.shared_bytes, rr.stack_bytes, block, occ * 100, limit);
-      }
-      continue;
-    }
-    if (err->set) {
-      cuda_unit_free(&u);
-      return false;
-    }
-    if (k->how != CUDA_K_GENERATED) {
-      if (s->json) {
-        json_object_begin(&w);
-        json_kv_str(&w, "kernel", k->instr->name);
-        json_kv_str(&w, "runs_as", cuda_kernel_how_name(k->how));
-        if (k->why[0]) json_kv_str(&w, "why", k->why);
-        json_object_end(&w);
-      } else {
-        fprintf(s->out, "  %-28s %-9s %5s %6s %11s %6s %6s %5s  %s\n", k->instr->name, cuda_kernel_how_name(k->how), "-",
-                "-", "-", "-", "-", "-", k->how == CUDA_K_HOST ? "(not generated)" : "(library)");
-      }
-      continue;
-    }
-    for (int p = 0; p < k->nparts; p++) {
-      const CudaResources *r = &k->res[p];
-      CudaDeviceInfo di = {.warp_size = 32, .max_threads_per_block = d->max_threads_per_block, .regs_per_block = 65536};
-      int block = cuda_block_size(r->registers, &di, k->count[p]);
-      const char *limit = "";
-      double occ = cuda_occupancy(r, block, d, &limit);
-      char name[64];
-      if (k->nparts > 1) snprintf(name, sizeof name, "%s/%d", k->instr->name, p);
-      else snprintf(name, sizeof name, "%s", k->instr->name);
-      if (s->json) {
-        json_object_begin(&w);
-        json_kv_str(&w, "kernel", k->instr->name);
-        json_kv_int(&w, "part", p);
-        json_kv_str(&w, "runs_as", "generated");
-        json_kv_str(&w, "symbol", k->sym);
-        json_kv_int(&w, "registers", r->registers);
-        json_kv_int(&w, "spill_stores", r->spill_stores);
-        json_kv_int(&w, "spill_loads", r->spill_loads);
-        json_kv_int(&w, "shared_bytes", r->shared_bytes);
-        json_kv_int(&w, "stack_bytes", r->stack_bytes);
-        json_kv_int(&w, "block", block);
-        json_kv_double(&w, "occupancy", occ);
-        json_kv_str(&w, "occupancy_limit", limit);
-        json_object_end(&w);
-      } else {
-        char spill[32];
-        snprintf(spill, sizeof spill, "%d/%d", r->spill_stores, r->spill_loads);
-        fprintf(s->out, "  %-28s %-9s %5d %6d %11s %6d %6d %5d  %3.0f%% (%s)\n", name, "generated", k->nparts,
-                r->registers, spill, r->shared_bytes, r->stack_bytes, block, occ * 100, limit);
-      }
-    }
-  }
-  if (s->json) {
-    json_array_end(&w);
-    json_object_end(&w);
-  }
-  cuda_unit_free(&u);
+  KernelReport r;
+  if (!m || !cuda_report_resources(m, s->eng.cur, &s->eng.device, &r, err)) return false;
+  ExplainOut o = {s->out, s->json, 0};
+  explain_show_kernel_resources(&o, &r);
+  kernel_report_free(&r);
   return true;
 }
 

@@ -1,38 +1,26 @@
-/* cmd_viz.c — the shell's picture commands: `render` (a stage, a computation, a neighbourhood or
- * one decision, as svg/png/pdf/dot), `report` (the HTML walkthrough of every stage) and
- * `show graph` (the terminal picture).
+/* cmd_viz.c — the shell's picture commands: `render` (a stage, a computation, a neighbourhood,
+ * one decision, or the stage by JAX name scope, as svg/png/pdf/dot), `report` (the HTML
+ * walkthrough of every stage) and `show graph` (the terminal picture).
  *
- * They read the session's stages and its decision log, ask the kernel plan for each stage's
- * numbers, and hand everything to viz/ as plain data (modules, PassDecision records, numbers).
- * One Graphviz context serves the whole session; it is made on first use. */
-#include <errno.h>
-#include <stdarg.h>
+ * Each parses its words, asks viz/ to draw the engine's stages (viz/engine_render.c: what to draw,
+ * the file name, the plan's figures, the decisions behind each edge) and prints what was done
+ * (viz/format_viz.c). One Graphviz context serves the whole session; it is made on first use. */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../compiler/plan.h"
-#include "../explain/explain.h"
+#include "../explain/format.h"
+#include "../explain/xla_dump.h"
 #include "../viz/viz.h"
 #include "args.h"
-#include "../explain/json.h"
 #include "repl.h"
 #include "session.h"
 
 /* ---------- helpers ---------- */
 
-static bool viz_error(Session *s, FxError *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ExplainOut out_of(const Session *s) { return (ExplainOut){s->out, s->json, 0}; }
 
-static bool viz_error(Session *s, FxError *err, const char *fmt, ...) {
-  char msg[700];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return repl_arg_error(s, err, 0, "%s", msg); /* at the command word, with the line and a caret */
-}
-
-/* Gives an error filled by viz/ (which knows no input place) the command's place. */
+/* Gives an error filled by viz/ (which knows no input place) the place of word argi. */
 static void locate(Session *s, FxError *err, int argi) {
   if (err->file[0]) return;
   FxError here;
@@ -78,36 +66,6 @@ static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *
                         s->eng.nstages - 1);
 }
 
-/* "12 kernels, 1.5 MiB moved, 3.20 us estimated" from the stage's kernel plan. */
-static void plan_words(const KernelPlan *p, char *buf, size_t n) {
-  char b[32];
-  double bytes = (double)(p->bytes_read + p->bytes_written);
-  fx_format_bytes(b, sizeof b, bytes, FX_BYTES_PLAN);
-  double us = p->est_us;
-  if (us < 1000) snprintf(buf, n, "%lld kernel launches, %s moved, %.2f us estimated", (long long)p->launches, b, us);
-  else if (us < 1e6) snprintf(buf, n, "%lld kernel launches, %s moved, %.2f ms estimated", (long long)p->launches, b, us / 1e3);
-  else snprintf(buf, n, "%lld kernel launches, %s moved, %.2f s estimated", (long long)p->launches, b, us / 1e6);
-}
-
-/* Output files named by fxplain (no FILE given) go to $FXPLAIN_OUT_DIR when it is set, else to
- * the current directory; the message names them relative to that place. */
-static void default_path(char *path, size_t n, const char *name) {
-  const char *dir = getenv("FXPLAIN_OUT_DIR");
-  if (dir && *dir) snprintf(path, n, "%s/%s", dir, name);
-  else snprintf(path, n, "%s", name);
-}
-
-/* A file-name-safe copy of s. */
-static void safe_name(char *out, size_t n, const char *s) {
-  size_t k = 0;
-  for (; s && *s && k + 1 < n; s++) {
-    char c = *s;
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-    out[k++] = ok ? c : '_';
-  }
-  out[k] = 0;
-}
-
 static const char *ext_of(const char *path) {
   const char *slash = strrchr(path, '/');
   const char *dot = strrchr(path, '.');
@@ -116,10 +74,12 @@ static const char *ext_of(const char *path) {
 
 /* ---------- render ---------- */
 
+static bool render_scope(Session *s, int argc, char **argv, FxError *err);
+
 static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_need_input(s, err)) return false;
   for (int k = 1; k < argc; k++)
-    if (strcmp(argv[k], "--group") == 0) return repl_xla_render_scope(s, argc, argv, err); /* cmd_xla.c */
+    if (strcmp(argv[k], "--group") == 0) return render_scope(s, argc, argv, err);
   const char *file = NULL, *format = NULL, *focus = NULL, *comp = NULL, *stage_w = NULL, *layout_w = NULL;
   long depth = 0, decision = 0;
   bool collapse = false;
@@ -175,168 +135,65 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   int stage = s->eng.cur;
   if (stage_w && !parse_stage(s, stage_w, stage_k, &stage, err)) return false;
 
-  PassDecision *ds = NULL;
-  int nds = viz_engine_decisions(&s->eng, decision ? s->eng.nstages - 1 : stage, &ds);
-  if (nds < 0) return viz_error(s, err, "out of memory");
-  VizOptions o;
-  viz_options_default(&o);
-  o.computation = comp;
-  o.focus = focus;
-  o.depth = (int)depth;
-  o.collapse = collapse;
-  o.layout = layout;
-  char title[512];
-  const IrModule *m = s->eng.stages[stage].module;
-  if (decision) {
-    if (decision > nds) {
-      fx_free(ds);
-      return repl_arg_error(s, err, decision_k, "there is no decision #%ld: %d decision%s recorded so far (see `decisions`)",
-                            decision, nds, nds == 1 ? "" : "s");
-    }
-    o.decision = &ds[decision - 1];
-    o.decision_number = (int)decision;
-    /* Drawn on the stage the pass looked at: the one before the decision's stage. */
-    stage = o.decision->stage > 0 ? o.decision->stage - 1 : 0;
-    m = s->eng.stages[stage].module;
-    if (!comp && o.decision->producer) {
-      const IrInstr *p = ir_module_find_instr(m, o.decision->producer);
-      if (p && p->parent && !p->parent->is_entry && !p->parent->fusion_instr) o.computation = p->parent->name;
-    }
-  } else {
-    o.decisions = (VizDecisions){ds, nds};
-    const KernelPlan *plan = explain_engine_plan(&s->eng, stage, err);
-    if (!plan) {
-      fx_free(ds);
-      return false;
-    }
-    char words[160];
-    plan_words(plan, words, sizeof words);
-    snprintf(title, sizeof title, "%s \xc2\xb7 stage %d (%s) \xc2\xb7 %s%s \xc2\xb7 %s", m->name ? m->name : "module",
-             stage, explain_engine_stage_pass(&s->eng, stage), comp ? "computation " : "", comp ? comp : "entry", words);
-    o.title = title;
+  VizRenderRequest rq = {.stage = stage, .format = fmt, .file = file, .computation = comp, .focus = focus,
+                         .depth = (int)depth, .collapse = collapse, .layout = layout, .decision = (int)decision,
+                         .renderer = renderer, .interrupted = s->interrupted};
+  VizRendered r;
+  VizAt at;
+  bool ok = viz_engine_render(&s->eng, &rq, &r, &at, err);
+  if (ok) {
+    ExplainOut o = out_of(s);
+    viz_show_rendered(&o, &s->eng, &rq, &r);
+  } else if (at != VIZ_AT_NONE) {
+    /* Point at the word that named what is at fault. */
+    locate(s, err, at == VIZ_AT_FILE ? file_k : at == VIZ_AT_COMPUTATION ? comp_k : at == VIZ_AT_FOCUS ? focus_k
+                                                : at == VIZ_AT_DECISION ? decision_k : 0);
   }
-  FxError gerr;
-  fx_error_clear(&gerr);
-  VizGraph *g = viz_graph_build(m, &o, &gerr);
-  if (!g) {
-    fx_free(ds);
-    /* Point at the option that named what is missing. */
-    int at = strstr(gerr.msg, "no computation") ? comp_k : strstr(gerr.msg, "no instruction") ? focus_k : decision_k;
-    if (at > 0) return repl_arg_error(s, err, at, "%s", gerr.msg);
-    *err = gerr;
-    locate(s, err, 0);
-    return false;
-  }
-  VizRenderer *r = fmt == VIZ_DOT ? NULL : renderer(err);
-  if (fmt != VIZ_DOT && !r) {
-    viz_graph_free(g);
-    fx_free(ds);
-    return false;
-  }
-  char path[1200], shown[600];
-  bool to_stdout = file && strcmp(file, "-") == 0;
-  if (file) {
-    snprintf(path, sizeof path, "%s", file);
-    snprintf(shown, sizeof shown, "%s", file);
-  } else {
-    char base[300], part[200];
-    safe_name(base, sizeof base, m->name ? m->name : "module");
-    int len = 0;
-    if (decision) len = snprintf(shown, sizeof shown, "%s.decision%ld", base, decision);
-    else len = snprintf(shown, sizeof shown, "%s.stage%d", base, stage);
-    if (o.computation && !decision) {
-      safe_name(part, sizeof part, o.computation);
-      len += snprintf(shown + len, sizeof shown - (size_t)len, ".%s", part);
-    }
-    if (focus && !decision) {
-      safe_name(part, sizeof part, focus);
-      len += snprintf(shown + len, sizeof shown - (size_t)len, ".%s", part);
-    }
-    if (collapse) len += snprintf(shown + len, sizeof shown - (size_t)len, ".collapsed");
-    snprintf(shown + len, sizeof shown - (size_t)len, ".%s", viz_format_name(fmt));
-    default_path(path, sizeof path, shown);
-  }
-  bool ok;
-  if (to_stdout) {
-    char *data;
-    size_t len;
-    ok = viz_render_interruptible(r, g, fmt, &data, &len, s->interrupted, err);
-    if (ok) {
-      fwrite(data, 1, len, s->out);
-      fx_free(data);
-    }
-  } else {
-    /* Laid out where Ctrl-C can stop it, then written. */
-    char *data;
-    size_t len;
-    ok = viz_render_interruptible(r, g, fmt, &data, &len, s->interrupted, err);
-    if (ok) {
-      FILE *f = fopen(path, "wb");
-      if (!f) {
-        ok = fx_error_set(err, NULL, 0, 0, "cannot write %s: %s", path, strerror(errno));
-      } else {
-        bool w = fwrite(data, 1, len, f) == len;
-        if (fclose(f) != 0 || !w) ok = fx_error_set(err, NULL, 0, 0, "cannot write %s: %s", path, strerror(errno));
-      }
-      fx_free(data);
-    }
-  }
-  if (!ok) {
-    viz_graph_free(g);
-    fx_free(ds);
-    locate(s, err, file_k);
-    return false;
-  }
-  const VizGraphStats *st = viz_graph_stats(g);
-  if (s->json && !to_stdout) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "file", shown);
-    json_kv_str(&w, "format", viz_format_name(fmt));
-    json_kv_int(&w, "stage", stage);
-    json_kv_str(&w, "computation", o.computation ? o.computation : (m->entry ? m->entry->name : NULL));
-    json_kv_int(&w, "nodes", st->nodes);
-    json_kv_int(&w, "clusters", st->clusters);
-    json_kv_int(&w, "memory_edges", st->memory_edges);
-    json_kv_int(&w, "register_edges", st->register_edges);
-    json_kv_int(&w, "refused_edges", st->refused_edges);
-    json_kv_int(&w, "refused_hidden", st->refused_hidden);
-    json_kv_int(&w, "hidden", st->hidden);
-    json_kv_bool(&w, "plain", st->plain);
-    json_kv_str(&w, "layout", viz_layout_name(st->layout));
-    json_kv_str(&w, "layout_reason", st->layout_reason[0] ? st->layout_reason : NULL);
-    json_kv_int(&w, "unconnected", st->unconnected);
-    json_object_end(&w);
-    fputc('\n', s->out);
-  } else if (!to_stdout) {
-    fprintf(s->out, "wrote %s: ", shown);
-    if (decision) {
-      fprintf(s->out, "decision #%ld (stage %d, %s %s)", decision, o.decision->stage, o.decision->pass,
-              o.decision->accepted ? "accepted" : "rejected");
+  fx_free(r.data);
+  return ok;
+}
+
+/* render --group scope [FILE] [--depth D] [--format F]: the current stage by JAX name scope. */
+static bool render_scope(Session *s, int argc, char **argv, FxError *err) {
+  const char *file = NULL, *format = NULL;
+  long long depth = 0;
+  for (int k = 1; k < argc; k++) {
+    if (strcmp(argv[k], "--group") == 0) {
+      if (k + 1 >= argc || strcmp(argv[k + 1], "scope") != 0)
+        return repl_arg_error(s, err, k + 1 < argc ? k + 1 : k, "--group takes 'scope' (JAX name scopes)");
+      k++;
+    } else if (strcmp(argv[k], "--depth") == 0) {
+      if (k + 1 >= argc) return repl_arg_error(s, err, k, "--depth needs a value");
+      if (!repl_parse_int(s, argv, ++k, 0, 64, &depth, err)) return false;
+    } else if (strcmp(argv[k], "--format") == 0) {
+      if (k + 1 >= argc) return repl_arg_error(s, err, k, "--format needs a value");
+      format = argv[++k];
+    } else if (argv[k][0] == '-' && argv[k][1]) {
+      return repl_arg_error(s, err, k, "with --group scope, render takes FILE, --depth D and --format F, not '%s'",
+                            argv[k]);
+    } else if (!file) {
+      file = argv[k];
     } else {
-      fprintf(s->out, "stage %d (%s), %s%s", stage, explain_engine_stage_pass(&s->eng, stage), o.computation ? "computation " : "entry ",
-              o.computation ? o.computation : (m->entry ? m->entry->name : "?"));
-    }
-    fprintf(s->out, ": %d node%s", st->nodes, st->nodes == 1 ? "" : "s");
-    if (st->clusters) fprintf(s->out, " in %d fusion%s", st->clusters, st->clusters == 1 ? "" : "s");
-    fprintf(s->out, "; %d value%s in memory, %d in registers", st->memory_edges, st->memory_edges == 1 ? "" : "s",
-            st->register_edges);
-    if (st->refused_edges && st->refused_hidden)
-      fprintf(s->out, "; %d refused candidates (%d drawn)", st->refused_edges + st->refused_hidden, st->refused_edges);
-    else if (st->refused_edges)
-      fprintf(s->out, "; %d refused candidate%s", st->refused_edges, st->refused_edges == 1 ? "" : "s");
-    if (st->hidden) fprintf(s->out, "; %d of %d not drawn", st->hidden, st->total);
-    if (st->plain) fprintf(s->out, " (large: drawn without edge labels)");
-    fputc('\n', s->out);
-    if (st->layout_chosen && fmt != VIZ_DOT) {
-      fprintf(s->out, "  laid out with sfdp, Graphviz's large-graph layout: %s", st->layout_reason);
-      if (st->unconnected) fprintf(s->out, "; %d nodes without edges left out", st->unconnected);
-      fputc('\n', s->out);
+      return repl_arg_error(s, err, k, "unexpected argument '%s'", argv[k]);
     }
   }
+  VizFormat f = VIZ_SVG;
+  const char *ext = file ? strrchr(file, '.') : NULL;
+  if (format && !viz_format_lookup(format, &f)) return repl_arg_error(s, err, 0, "unknown format '%s'", format);
+  if (!format && ext && !viz_format_lookup(ext + 1, &f)) f = VIZ_SVG;
+  ExplainOut o = out_of(s);
+  FxError e;
+  fx_error_clear(&e);
+  VizScopePicture sp;
+  VizGraph *g = viz_engine_scope_graph(&s->eng, (int)depth, f, file, &sp, &e);
+  if (!g) return repl_arg_error(s, err, 0, "%s", e.msg);
+  viz_show_scope_levels(&o, &sp);
+  VizRenderer *r = viz_renderer_new(&e);
+  bool ok = r && viz_render_file(r, g, f, sp.path, &e);
+  viz_renderer_free(r);
   viz_graph_free(g);
-  fx_free(ds);
+  if (!ok) return repl_arg_error(s, err, 0, "%s", e.msg);
+  viz_show_scope_written(&o, &s->eng, &sp);
   return true;
 }
 
@@ -355,94 +212,36 @@ static void report_progress(void *ctx, int done, int total) {
 static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 1, 1, err)) return false;
-  const char *file = argv[1];
   VizRenderer *r = renderer(err);
   if (!r) return false;
-  int n = s->eng.nstages, nds = 0;
-  char *html = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&html, &len);
-  bool ok = mem && viz_engine_report(mem, r, &s->eng, s->interrupted, progress_line(s) ? report_progress : NULL, s,
-                                     &nds, err);
-  if (mem) fclose(mem);
-  if (ok) {
-    FILE *f = fopen(file, "wb");
-    if (!f) {
-      ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
-    } else {
-      bool w = fwrite(html, 1, len, f) == len;
-      if (fclose(f) != 0 || !w) ok = repl_arg_error(s, err, 1, "cannot write %s: %s", file, strerror(errno));
-    }
+  VizReportWritten rw;
+  VizAt at;
+  if (!viz_engine_report_file(argv[1], r, &s->eng, s->interrupted, progress_line(s) ? report_progress : NULL, s, &rw,
+                              &at, err)) {
+    locate(s, err, at == VIZ_AT_FILE ? 1 : 0);
+    return false;
   }
-  if (ok) {
-    const Pipeline *pl = s->eng.pipeline;
-    fprintf(s->out, "wrote %s: %d stage%s, %d decision%s, %zu bytes", file, n, n == 1 ? "" : "s", nds,
-            nds == 1 ? "" : "s", len);
-    if (pl && n - 1 < pl->npasses)
-      fprintf(s->out, " (the %s pipeline has %d passes: `step all` first to include them all)", pl->name, pl->npasses);
-    fputc('\n', s->out);
-  }
-  free(html);
-  if (!ok) locate(s, err, 0);
-  return ok;
+  ExplainOut o = out_of(s);
+  viz_show_report_written(&o, &s->eng, argv[1], &rw);
+  return true;
 }
 
 /* ---------- show graph ---------- */
 
-typedef struct {
-  Session *s;
-  ExplainStageView *view;
-} EdgeTagCtx;
-
-/* "#13 reduce_epilogue": the decision at the boundary between the two kernels. */
-static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *buf, size_t n) {
-  EdgeTagCtx *c = ctx;
-  const PlanKernel *kf = explain_view_kernel(c->view, from), *kt = explain_view_kernel(c->view, to);
-  if (!kf || !kt || kf == kt) return false;
-  ExplainBoundary bd;
-  explain_boundary(c->view, kf, kt, &bd);
-  if (!bd.decision) {
-    /* No pass judged the pair because the producer is a library kernel fusion never opens: say
-     * that (once a fusion pass has run; before, nothing has been judged at all). */
-    char lb[160];
-    if (kf->kind != KERNEL_LIBRARY || strncmp(bd.none, "no ", 3) == 0) return false;
-    snprintf(buf, n, "(%s output: never fused)", explain_kernel_label(kf, lb, sizeof lb));
-    return true;
-  }
-  const char *reason = bd.decision->reason ? bd.decision->reason : (bd.decision->accepted ? "accepted" : "rejected");
-  /* A library call is named as what it is (cuBLAS matmul, cuDNN convolution), not "custom call". */
-  const PlanKernel *lib = kf->kind == KERNEL_LIBRARY ? kf : kt->kind == KERNEL_LIBRARY ? kt : NULL;
-  char lb[160];
-  if (lib && strcmp(reason, "custom_call") == 0)
-    snprintf(buf, n, "#%d %s: %s", explain_record_number(c->s->eng.log, bd.decision), reason,
-             explain_kernel_label(lib, lb, sizeof lb));
-  else snprintf(buf, n, "#%d %s", explain_record_number(c->s->eng.log, bd.decision), reason);
-  return true;
-}
-
 static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
-  const IrModule *m = s->eng.stages[s->eng.cur].module;
-  const KernelPlan *p = explain_engine_plan(&s->eng, s->eng.cur, err);
-  if (!p) return false;
-  VizKernelNumbers *kn = fx_calloc((size_t)p->nkernels + 1, sizeof *kn);
-  if (!kn) return viz_error(s, err, "out of memory");
-  for (int k = 0; k < p->nkernels; k++)
-    kn[k] = (VizKernelNumbers){p->kernels[k].name, p->kernels[k].bytes_read, p->kernels[k].bytes_written,
-                               p->kernels[k].launches, p->kernels[k].est_us};
-  /* Each value crossing kernels is tagged with the decision that kept it in memory. */
-  ExplainStageView *view = s->eng.log ? explain_view_new(s->eng.log, s->eng.cur, m, p) : NULL;
-  EdgeTagCtx tc = {s, view};
-  VizNumbers nums = {kn, p->nkernels, view ? edge_tag : NULL, &tc};
-  FxError terr;
-  fx_error_clear(&terr);
-  bool ok = viz_text_graph(s->out, m, argc == 2 ? argv[1] : NULL, &nums, 100, &terr);
-  explain_view_free(view);
-  if (ok && argc == 1) repl_xla_kernel_sources(s, m, p); /* where each kernel came from (cmd_xla.c) */
-  fx_free(kn);
-  if (!ok) return repl_arg_error(s, err, 1, "%s", terr.msg);
-  return ok;
+  VizAt at;
+  if (!viz_engine_text_graph(s->out, &s->eng, argc == 2 ? argv[1] : NULL, &at, err)) {
+    if (at != VIZ_AT_NONE) locate(s, err, at == VIZ_AT_COMPUTATION ? 1 : 0);
+    return false;
+  }
+  /* Where each kernel came from, when XLA's metadata says. */
+  ExplainOut o = out_of(s);
+  if (argc == 1)
+    explain_show_kernel_sources(&o, explain_engine_module(&s->eng, s->eng.cur),
+                                explain_engine_plan(&s->eng, s->eng.cur, err));
+  return true;
 }
 
 const ReplCommand repl_cmds_viz[] = {

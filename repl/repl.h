@@ -91,10 +91,6 @@ bool repl_uniform_check(Session *s, struct RtUniform *rules, int n, const IrModu
  * may be NULL) came from. */
 bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handled);
 void repl_xla_source_note(Session *s, const char *a, const char *b);
-/* render --group scope [FILE] [--depth D] [--format F]: the current stage by JAX name scope. */
-bool repl_xla_render_scope(Session *s, int argc, char **argv, FxError *err);
-/* After `show graph`: each kernel's source lines, when the module's metadata has them. */
-void repl_xla_kernel_sources(Session *s, const IrModule *m, const KernelPlan *p);
 
 /* Whether `line` starts with the name of a registered command (and is not a .fx assignment). */
 const ReplCommand *repl_line_command(const char *line);

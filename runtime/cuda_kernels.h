@@ -5,7 +5,7 @@
  * cuda_emit_wrapper), cuBLAS (dot), cuDNN (convolution), rng (cuRAND's Philox4_32_10 device API), or
  * host (an op the emitter does not generate; the GPU backend runs the interpreter's
  * implementation for it and says so). Used by the GPU backend (cuda_exec.c), by `kernels --source`
- * and `kernels --resources` (repl/cmd_gpu.c), by the NVRTC tests over every script and corpus
+ * and `kernels --resources` (cuda_report.c), by the NVRTC tests over every script and corpus
  * module, and by the `registers` fusion rule's hook (cuda_registers_hook). */
 #ifndef FXPLAIN_CUDA_KERNELS_H
 #define FXPLAIN_CUDA_KERNELS_H

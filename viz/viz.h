@@ -9,6 +9,10 @@
  * large graphs), and the picture's stats say which and why. viz_text_graph() prints the compact terminal picture, and
  * viz_report_write() the self-contained HTML walkthrough of every stage.
  *
+ * For a front end, viz_engine_render, viz_engine_text_graph and viz_engine_report_file draw the
+ * engine's stages (engine_render.c: what to draw, the file name, the figures and decisions behind
+ * it) and viz_show_* print what was drawn (format_viz.c).
+ *
  * viz reads the IR and plain decision records (compiler/pass.h's PassDecision); it never changes
  * the module. */
 #ifndef FXPLAIN_VIZ_H
@@ -245,5 +249,79 @@ int viz_engine_decisions(const ExplainEngine *e, int upto, PassDecision **out);
 bool viz_engine_report(FILE *out, VizRenderer *r, ExplainEngine *e, volatile int *interrupted,
                        void (*progress)(void *ctx, int done, int total), void *progress_ctx, int *ndecisions,
                        FxError *err);
+
+/* ---------- the engine's stages drawn for a front end (engine_render.c, format_viz.c) ---------- */
+
+/* What a failed picture was about, so that a front end can point at the word at fault: nothing
+ * (err is complete), the command, the file, the computation, the focus, the decision. */
+typedef enum { VIZ_AT_NONE, VIZ_AT_COMMAND, VIZ_AT_FILE, VIZ_AT_COMPUTATION, VIZ_AT_FOCUS, VIZ_AT_DECISION } VizAt;
+
+/* `render`: what to draw and where. */
+typedef struct {
+  int stage;               /* a stage the engine has run */
+  VizFormat format;
+  const char *file;        /* "-": the picture is returned in data; NULL: MODULE.stageN[.COMPUTATION]
+                              [.FOCUS][.collapsed].FORMAT (MODULE.decisionN... for a decision) in
+                              $FXPLAIN_OUT_DIR, else the current directory */
+  const char *computation; /* NULL: the entry, or, for a decision, the computation its producer is in */
+  const char *focus;
+  int depth;
+  bool collapse;
+  VizLayout layout;
+  int decision;            /* > 0: decision N alone, drawn on the stage its pass looked at */
+  /* The front end's Graphviz context, asked for once the picture is built (not for VIZ_DOT):
+   * making it sets Graphviz's defaults, which DOT text written later then shows. */
+  VizRenderer *(*renderer)(FxError *err);
+  volatile int *interrupted;
+} VizRenderRequest;
+
+typedef struct {
+  char shown[600];          /* the file as the user is told it */
+  char path[1200];          /* where it was written */
+  bool to_stdout;           /* file "-": data (fx_malloc'd, len bytes) holds the picture */
+  char *data;
+  size_t len;
+  int stage;                /* the stage drawn */
+  const char *computation;  /* the computation drawn, NULL: the entry (named entry, may be NULL) */
+  const char *entry;
+  int decision_stage;       /* a decision: its stage, pass and verdict */
+  const char *decision_pass;
+  bool decision_accepted;
+  VizGraphStats stats;
+} VizRendered;
+
+/* Draws rq. False with err filled and *at saying what it was about. */
+bool viz_engine_render(ExplainEngine *e, const VizRenderRequest *rq, VizRendered *out, VizAt *at, FxError *err);
+/* The current stage by JAX name scope (`render --group scope`), to be written in format f to
+ * file (NULL: MODULE.stageN.scopes.FORMAT as above). Drawn with fewer levels than depth (0: all)
+ * when dot would take minutes over more than 100 scopes (not for VIZ_DOT, which has them all). */
+typedef struct {
+  char path[4200];
+  int depth;         /* the levels asked for (0: all) */
+  int full;          /* scopes at that depth */
+  int used;          /* the levels drawn */
+  int nodes, edges;  /* scopes drawn and the flows between them */
+} VizScopePicture;
+VizGraph *viz_engine_scope_graph(ExplainEngine *e, int depth, VizFormat f, const char *file, VizScopePicture *out,
+                                 FxError *err);
+/* `report FILE.html` (viz_engine_report written to path). */
+typedef struct {
+  int stages, decisions;
+  size_t bytes;
+} VizReportWritten;
+bool viz_engine_report_file(const char *path, VizRenderer *r, ExplainEngine *e, volatile int *interrupted,
+                            void (*progress)(void *ctx, int done, int total), void *progress_ctx, VizReportWritten *out,
+                            VizAt *at, FxError *err);
+/* `show graph [COMP]`: viz_text_graph of the current stage with its plan's figures, each value
+ * crossing kernels tagged with the decision that kept it in memory ("#13 reduce_epilogue"). */
+bool viz_engine_text_graph(FILE *out, ExplainEngine *e, const char *comp, VizAt *at, FxError *err);
+
+/* What they did, printed as text or JSON (format_viz.c). */
+struct ExplainOut;
+void viz_show_rendered(const struct ExplainOut *o, ExplainEngine *e, const VizRenderRequest *rq, const VizRendered *r);
+/* Before the scope picture is laid out: that it has fewer levels than asked (text only). */
+void viz_show_scope_levels(const struct ExplainOut *o, const VizScopePicture *sp);
+void viz_show_scope_written(const struct ExplainOut *o, ExplainEngine *e, const VizScopePicture *sp);
+void viz_show_report_written(const struct ExplainOut *o, ExplainEngine *e, const char *path, const VizReportWritten *rw);
 
 #endif

@@ -4,13 +4,16 @@
  * loads a .fx program, runs a pipeline to its end, asks the kernels of a stage, asks `why` for a
  * pair of instructions and for one name, reads the decision log by number, writes a decision as
  * JSON through the one writer, and asks what a change of setting does to the decisions. The facts checked are the ones the shell prints for the same
- * program (`fxplain -e 'load tests/engine/softmax.fx; step all; kernels; why m e'`). */
+ * program (`fxplain -e 'load tests/engine/softmax.fx; step all; kernels; why m e'`). It also loads
+ * XLA's own dump (tests/xla_dumps/data/mlp) and asks which instructions and kernels came from a
+ * line of the user's Python, as `load DIR; goto priority-fusion; find mlp.py:10` does. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../explain/compare.h"
 #include "../../explain/engine.h"
+#include "../../explain/xla_dump.h"
 #include "../check.h"
 
 #define PROGRAM "tests/engine/softmax.fx"
@@ -175,11 +178,65 @@ TEST(a_broken_program_is_a_located_error) {
   explain_engine_fini(&e);
 }
 
+TEST(an_xla_dump_and_its_source_lines) {
+  ExplainEngine e;
+  CHECK(explain_engine_init(&e));
+  FxError err;
+  fx_error_clear(&err);
+  const char *dir = "tests/xla_dumps/data/mlp";
+  CHECK(xla_path_kind(dir) == XLA_PATH_FOLDER);
+  CHECK(xla_path_kind("x/module_0001.jit_f.priority_fusion_dump.txt") == XLA_PATH_LOG);
+  CHECK(xla_path_kind(PROGRAM) == XLA_PATH_OTHER);
+  const DeviceProfile *switched = NULL;
+  CHECK(explain_engine_load_xla(&e, dir, NULL, &switched, &err));
+  if (!e.xla) {
+    fx_error_print(stderr, &err);
+    explain_engine_fini(&e);
+    return;
+  }
+  /* The dump's one module, its snapshots as the `xla` pipeline; XLA compiled for an H100. */
+  CHECK(e.xla->nmods == 1 && strcmp(e.xla->mods[0].name, "jit_f") == 0);
+  CHECK_STR(explain_engine_pipeline(&e)->name, "xla");
+  CHECK(explain_engine_last_stage(&e) == 6);
+  CHECK(switched && strcmp(switched->name, "h100") == 0 && strcmp(e.device.name, "h100") == 0);
+  int fs = xla_dump_fusion_stage(e.xla);
+  CHECK(fs == 2);
+  CHECK(explain_engine_ensure(&e, fs, &err));
+  e.cur = fs;
+  XlaFind f;
+  CHECK(explain_engine_find(&e, "mlp.py:10", &f, &err));
+  CHECK(f.n == 5 && f.stage == 2 && f.nkernels == 1 && f.has_positions);
+  if (f.nkernels == 1) CHECK_STR(f.kernels[0]->name, "gemm_fusion_dot_general.1");
+  xla_find_free(&f);
+  CHECK(explain_engine_find(&e, "jit(f)/layer", &f, &err));
+  CHECK(f.n == 5 && f.nkernels == 1);
+  xla_find_free(&f);
+  XlaSource src;
+  char buf[1536];
+  CHECK(explain_engine_source_of(&e, "tanh.0", &src, buf, sizeof buf));
+  CHECK(src.line == 10 && src.file && strstr(src.file, "mlp.py") && src.function && strcmp(src.function, "f") == 0);
+  /* Each kernel's source lines: the matmul fusion holds lines 10 and 11. */
+  const KernelPlan *p = explain_engine_plan(&e, fs, &err);
+  XlaKernelSources *ks = NULL;
+  int n = p ? xla_kernel_sources(explain_engine_module(&e, fs), p, &ks) : -1;
+  bool gemm = false;
+  for (int k = 0; k < n; k++)
+    if (strcmp(ks[k].kernel, "gemm_fusion_dot_general.1") == 0)
+      gemm = ks[k].n == 2 && strcmp(ks[k].lines[0], "mlp.py:10") == 0 && strcmp(ks[k].lines[1], "mlp.py:11") == 0;
+  CHECK(gemm);
+  if (n >= 0) fx_free(ks);
+  /* A module the folder does not hold is an error, and the dump stays loaded. */
+  CHECK(!explain_engine_load_xla(&e, dir, "7", &switched, &err) && strstr(err.msg, "no module '7'"));
+  CHECK(e.xla && e.nstages > fs);
+  explain_engine_fini(&e);
+}
+
 int main(void) {
   RUN(load_run_and_kernels);
   RUN(why_a_pair_and_a_name);
   RUN(decisions_as_json);
   RUN(what_a_setting_changes);
   RUN(a_broken_program_is_a_located_error);
+  RUN(an_xla_dump_and_its_source_lines);
   return check_summary();
 }

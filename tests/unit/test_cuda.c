@@ -22,6 +22,7 @@
 #include "../runtime/cuda_kernels.h"
 #include "../runtime/cuda_libs.h"
 #include "../runtime/cuda_nvrtc.h"
+#include "../runtime/cuda_report.h"
 #include "../runtime/rng_stream.h"
 #include "../runtime/runtime.h"
 #include "gpu/loop_kernels.h"
@@ -952,6 +953,42 @@ TEST(registers_rule_refuses_a_spilling_fusion) {
   ir_module_free(m);
 }
 
+/* The report on a stage with two rng kernels of different types keeps each one's own cuRAND unit
+ * (cuda_rng_source writes into one static buffer: a report that kept its pointer showed the last
+ * unit for both). */
+TEST(kernel_report_two_rng_kernels) {
+  static const char text[] = "HloModule two_rng\n\nENTRY main {\n"
+                             "  lo = f32[] constant(0)\n  hi = f32[] constant(1)\n"
+                             "  a = f32[64] rng(lo, hi), distribution=rng_uniform\n"
+                             "  mu = f64[] constant(0)\n  sd = f64[] constant(1)\n"
+                             "  b = f64[32] rng(mu, sd), distribution=rng_normal\n"
+                             "  ROOT t = (f32[64], f64[32]) tuple(a, b)\n}\n";
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, sizeof text - 1, "two_rng.hlo", &err);
+  CHECK(m != NULL);
+  if (!m) return;
+  KernelReport r;
+  CHECK(cuda_report_source(m, 0, NULL, &r, &err));
+  int nrng = 0;
+  for (int q = 0; q < r.nrows; q++) {
+    if (!r.rows[q].rng) continue;
+    nrng++;
+    bool a = strcmp(r.rows[q].kernel, "a") == 0;
+    CHECK(r.rows[q].source && strstr(r.rows[q].source, a ? "// rng (f32, uniform)" : "// rng (f64, normal)"));
+    CHECK(r.rows[q].threads == 16); /* 64 f32 four a thread, 32 f64 two a thread */
+  }
+  CHECK(nrng == 2);
+  kernel_report_free(&r);
+  /* One kernel asked for; a name that is no kernel is an error naming the stage. */
+  CHECK(cuda_report_source(m, 0, "b", &r, &err) && r.nrows == 1 && r.rows[0].rng);
+  if (r.nrows == 1) CHECK_CONTAINS(r.rows[0].source, "curand_normal2_double");
+  kernel_report_free(&r);
+  CHECK(!cuda_report_source(m, 0, "lo", &r, &err));
+  CHECK_STR(err.msg, "'lo' is not a kernel of stage 0");
+  ir_module_free(m);
+}
+
 /* `kernels --resources` and `kernels --source` on a loaded stage. */
 TEST(kernel_views) {
   if (!cuda_nvrtc_built_in()) return;
@@ -1124,6 +1161,7 @@ int main(void) {
   RUN(stage_unit_classifies_and_compiles);
   RUN(registers_rule_refuses_a_spilling_fusion);
   RUN(kernel_views);
+  RUN(kernel_report_two_rng_kernels);
   RUN(gpu_backend_plumbing_on_fake_driver);
   if (cache_dir[0]) {
     char cmd[512];
