@@ -2,6 +2,8 @@
  * answers (see engine.h). Everything here returns data; the front ends print it. */
 #include "engine.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../compiler/arena.h"
@@ -492,4 +494,67 @@ const char *explain_split_kind_name(ExplainSplitKind k) {
   case EXPLAIN_SPLIT_SIBLINGS: return "siblings";
   }
   return "?";
+}
+
+/* ---------- stage words ---------- */
+
+static bool parse_count(const char *w, long long *out) {
+  if (!w || !*w) return false;
+  char *end;
+  long long v = strtoll(w, &end, 10);
+  if (*end || v < 0) return false;
+  *out = v;
+  return true;
+}
+
+bool explain_engine_stage_word(ExplainEngine *e, const char *w, int *out, char *why, size_t n) {
+  long long v;
+  const char *pl = explain_engine_pipeline(e)->name;
+  int last = explain_engine_last_stage(e);
+  if (parse_count(w, &v)) {
+    if (v > last) {
+      snprintf(why, n, "no stage %lld: the %s pipeline has stages 0 to %d", v, pl, last);
+      return false;
+    }
+    *out = (int)v;
+    return true;
+  }
+  int k = explain_engine_stage_of_pass(e, w, 0);
+  if (k < 0) {
+    if (pass_lookup(w)) snprintf(why, n, "the %s pipeline does not run %s", pl, w);
+    else snprintf(why, n, "expected a stage number or a pass name, got '%s'", w);
+    return false;
+  }
+  *out = k;
+  return true;
+}
+
+bool explain_engine_step_target(ExplainEngine *e, const char *w, int *target, bool *clamped, char *why, size_t n) {
+  const char *pl = explain_engine_pipeline(e)->name;
+  int last = explain_engine_last_stage(e);
+  long long count = 1;
+  *clamped = false;
+  *target = e->cur + 1;
+  if (w && strcmp(w, "all") == 0) {
+    *target = last;
+  } else if (w && parse_count(w, &count)) {
+    if (count == 0) {
+      snprintf(why, n, "step 0 does nothing: give a count of 1 or more");
+      return false;
+    }
+    *target = e->cur + (int)(count < last ? count : last);
+  } else if (w) {
+    *target = explain_engine_stage_of_pass(e, w, e->cur);
+    if (*target < 0) {
+      if (pass_lookup(w) && explain_engine_stage_of_pass(e, w, 0) > 0)
+        snprintf(why, n, "%s does not run after stage %d of the %s pipeline", w, e->cur, pl);
+      else if (pass_lookup(w)) snprintf(why, n, "the %s pipeline does not run %s", pl, w);
+      else snprintf(why, n, "expected a count, a pass name or 'all', got '%s'", w);
+      return false;
+    }
+  }
+  /* A count past the end stops at the last stage (the front end says so). */
+  *clamped = *target > last || (w && strcmp(w, "all") != 0 && parse_count(w, &count) && count > last - e->cur);
+  if (*target > last) *target = last;
+  return true;
 }

@@ -136,6 +136,12 @@ bool explain_engine_ensure(ExplainEngine *e, int target, FxError *err);
 /* What stage k's pass did, in a few words: "14 fused, 3 rejected", "switched off", for stage 0
  * "N instructions". */
 void explain_engine_stage_summary(const ExplainEngine *e, int k, char *buf, size_t n);
+/* What a stage word names: a stage number, or a pass name meaning its first stage. False with
+ * `why` filled ("no stage 99: the classic pipeline has stages 0 to 17", ...). */
+bool explain_engine_stage_word(ExplainEngine *e, const char *w, int *out, char *why, size_t n);
+/* Where `step [N | PASS | all]` (w NULL: one stage) goes from the current stage; *clamped when a
+ * count ran past the last stage (which is then the target). False with `why` filled. */
+bool explain_engine_step_target(ExplainEngine *e, const char *w, int *target, bool *clamped, char *why, size_t n);
 /* The latest stage <= upto whose module has an instruction `name`; -1 when none. */
 int explain_engine_stage_with(const ExplainEngine *e, const char *name, int upto);
 

@@ -83,24 +83,11 @@ static ExplainOut out_of(const Session *s) { return (ExplainOut){s->out, s->json
 
 /* ---------- stages ---------- */
 
-/* A stage number, or a pass name meaning its first stage. */
+/* A stage number, or a pass name meaning its first stage (the engine reads the word). */
 static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
-  long long v;
-  if (parse_count(w, &v)) {
-    if (v > explain_engine_last_stage(&s->eng))
-      return arg_error(s, err, argi, "no stage %lld: the %s pipeline has stages 0 to %d", v, explain_engine_pipeline(&s->eng)->name,
-                       explain_engine_last_stage(&s->eng));
-    *out = (int)v;
-    return true;
-  }
-  int k = explain_engine_stage_of_pass(&s->eng, w, 0);
-  if (k < 0) {
-    if (pass_lookup(w))
-      return arg_error(s, err, argi, "the %s pipeline does not run %s", explain_engine_pipeline(&s->eng)->name, w);
-    return arg_error(s, err, argi, "expected a stage number or a pass name, got '%s'", w);
-  }
-  *out = k;
-  return true;
+  char why[300];
+  if (explain_engine_stage_word(&s->eng, w, out, why, sizeof why)) return true;
+  return arg_error(s, err, argi, "%s", why);
 }
 
 /* ---------- pipeline, step, back, goto, stage ---------- */
@@ -150,31 +137,13 @@ static bool step_to(Session *s, int target, FxError *err) {
 static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
-  int target = s->eng.cur + 1;
-  if (argc == 2) {
-    long long n;
-    if (strcmp(argv[1], "all") == 0) {
-      target = explain_engine_last_stage(&s->eng);
-    } else if (parse_count(argv[1], &n)) {
-      if (n == 0) return arg_error(s, err, 1, "step 0 does nothing: give a count of 1 or more");
-      target = s->eng.cur + (int)(n < explain_engine_last_stage(&s->eng) ? n : explain_engine_last_stage(&s->eng));
-    } else {
-      target = explain_engine_stage_of_pass(&s->eng, argv[1], s->eng.cur);
-      if (target < 0) {
-        if (pass_lookup(argv[1]) && explain_engine_stage_of_pass(&s->eng, argv[1], 0) > 0)
-          return arg_error(s, err, 1, "%s does not run after stage %d of the %s pipeline", argv[1], s->eng.cur,
-                           explain_engine_pipeline(&s->eng)->name);
-        if (pass_lookup(argv[1]))
-          return arg_error(s, err, 1, "the %s pipeline does not run %s", explain_engine_pipeline(&s->eng)->name, argv[1]);
-        return arg_error(s, err, 1, "expected a count, a pass name or 'all', got '%s'", argv[1]);
-      }
-    }
-  }
+  int target;
+  bool clamped;
+  char why[300];
+  if (!explain_engine_step_target(&s->eng, argc == 2 ? argv[1] : NULL, &target, &clamped, why, sizeof why))
+    return arg_error(s, err, 1, "%s", why);
   if (s->eng.cur >= explain_engine_last_stage(&s->eng))
     return cmd_error(s, err, "already at the last stage (%d) of the %s pipeline", s->eng.cur, explain_engine_pipeline(&s->eng)->name);
-  bool clamped = target > explain_engine_last_stage(&s->eng) || (argc == 2 && strcmp(argv[1], "all") != 0 && parse_count(argv[1], &(long long){0}) &&
-                                            atoll(argv[1]) > explain_engine_last_stage(&s->eng) - s->eng.cur);
-  if (target > explain_engine_last_stage(&s->eng)) target = explain_engine_last_stage(&s->eng);
   int from = s->eng.cur;
   if (!step_to(s, target, err)) return false;
   /* A count past the end stops at the last stage, and says so (as back does at stage 0). */
