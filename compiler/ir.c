@@ -372,6 +372,51 @@ bool ir_module_reindex_from(IrModule *m, const IrModule *reserved_from, bool sha
   return true;
 }
 
+bool ir_module_copy_names(IrModule *d, const IrModule *m, IrInstr *const *imap, size_t nmap, bool share_names) {
+  const IrNameIndex *rx = m->names;
+  IrNameIndex *ix = d->names;
+  if (!rx || !rx->cap || ix->cap) return ir_module_reindex_from(d, m, share_names);
+  size_t live = 0;
+  for (int k = 0; k < d->ncomps; k++) live += (size_t)d->comps[k]->ninstrs;
+  const char **keys = fx_malloc(sizeof *keys * rx->cap);
+  void **vals = fx_calloc(rx->cap, sizeof *vals);
+  if (!keys || !vals) {
+    fx_free(keys);
+    fx_free(vals);
+    return false;
+  }
+  /* A slot keeps its key; its value becomes the copy of the instruction it named when that one is
+   * in d under the same name, NULL (a reserved name) otherwise. */
+  size_t mapped = 0;
+  bool ok = true;
+  for (size_t i = 0; i < rx->cap && ok; i++) {
+    const char *key = rx->keys[i];
+    keys[i] = key;
+    if (!key) continue;
+    const IrInstr *v = rx->vals[i];
+    IrInstr *dv = v && v->id >= 0 && (size_t)v->id < nmap ? imap[v->id] : NULL;
+    if (dv && (dv->name == key || strcmp(dv->name, key) == 0)) {
+      vals[i] = dv;
+      keys[i] = dv->name;
+      mapped++;
+    } else if (!share_names) {
+      ok = (keys[i] = arena_strdup(&d->arena, key)) != NULL;
+    }
+  }
+  /* Each mapped slot holds a different live instruction (its key is that one's name); as many as
+   * there are live instructions means every one is indexed, and the two ways agree. */
+  if (!ok || mapped != live) {
+    fx_free(keys);
+    fx_free(vals);
+    return ok && ir_module_reindex_from(d, m, share_names);
+  }
+  ix->keys = keys;
+  ix->vals = vals;
+  ix->cap = rx->cap;
+  ix->count = rx->count;
+  return true;
+}
+
 /* ---------- modules and computations ---------- */
 
 IrModule *ir_module_new(const char *name) {

@@ -31,19 +31,24 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-/* Name -> instruction set for the uniqueness check. */
+/* Name -> instruction set for the uniqueness check. Each slot keeps its name's hash, so a probe
+ * past another name reads the slot array only, not the instruction and its name elsewhere in
+ * memory (the misses dominated verifying a 100,000-instruction module). */
 typedef struct {
   const IrInstr **slots;
+  uint64_t *hashes;
   size_t cap;
 } NameSet;
 
 static const IrInstr *nameset_add(NameSet *s, const IrInstr *i) {
-  size_t k = hash_str(i->name) & (s->cap - 1);
+  uint64_t h = hash_str(i->name);
+  size_t k = h & (s->cap - 1);
   while (s->slots[k]) {
-    if (strcmp(s->slots[k]->name, i->name) == 0) return s->slots[k];
+    if (s->hashes[k] == h && strcmp(s->slots[k]->name, i->name) == 0) return s->slots[k];
     k = (k + 1) & (s->cap - 1);
   }
   s->slots[k] = i;
+  s->hashes[k] = h;
   return NULL;
 }
 
@@ -130,8 +135,12 @@ static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos)
   int total = ir_module_instr_count(m);
   size_t cap = 16;
   while (cap < (size_t)total * 2) cap *= 2;
-  NameSet ns = {fx_calloc(cap, sizeof(const IrInstr *)), cap};
-  if (!ns.slots) return verr(m, NULL, err, "out of memory verifying module '%s'", m->name);
+  NameSet ns = {fx_calloc(cap, sizeof(const IrInstr *)), fx_malloc(sizeof(uint64_t) * cap), cap};
+  if (!ns.slots || !ns.hashes) {
+    fx_free(ns.slots);
+    fx_free(ns.hashes);
+    return verr(m, NULL, err, "out of memory verifying module '%s'", m->name);
+  }
   bool ok = true;
   for (int k = 0; ok && k < m->ncomps; k++) {
     const IrComputation *c = m->comps[k];
@@ -155,6 +164,7 @@ static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos)
     }
   }
   fx_free(ns.slots);
+  fx_free(ns.hashes);
   if (!ok) return false;
 
   /* Operand/user links in both directions, in time linear in the number of edges (a value with
