@@ -145,8 +145,10 @@ static const char *series_name(IrModule *m, const char *base, bool computation) 
 
 /* Places computation fc just before computation before in the module's printing order. */
 static void order_before(IrModule *m, IrComputation *fc, IrComputation *before) {
+  /* From the end: fc was just made (the last), its caller sits after the bodies already placed
+   * before it; each is listed once, so the direction does not change what is found. */
   int from = -1, to = -1;
-  for (int k = 0; k < m->ncomps; k++) {
+  for (int k = m->ncomps - 1; k >= 0 && (from < 0 || to < 0); k--) {
     if (m->comps[k] == fc) from = k;
     if (m->comps[k] == before) to = k;
   }

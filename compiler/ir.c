@@ -269,6 +269,8 @@ void ir_shape_print(FILE *f, const IrShape *s, bool with_layout) {
 typedef struct IrNameIndex {
   const char **keys;
   void **vals;
+  uint32_t *hashes; /* each key's hash (its low 32 bits: slots are found by the low bits): probes
+                     * compare it before the name, and growing never hashes a name again */
   size_t cap, count;
 } IrNameIndex;
 
@@ -278,35 +280,40 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-static bool ix_put(IrNameIndex *ix, const char *name, void *v);
+static bool ix_put_hashed(IrNameIndex *ix, const char *name, uint32_t h, void *v);
 
 static bool ix_rehash(IrNameIndex *ix, size_t cap) {
   const char **ok = ix->keys;
   void **ov = ix->vals;
+  uint32_t *oh = ix->hashes;
   size_t ocap = ix->cap;
   const char **nk = fx_calloc(cap, sizeof *nk);
   void **nv = fx_calloc(cap, sizeof *nv);
-  if (!nk || !nv) {
+  uint32_t *nh = fx_malloc(sizeof *nh * cap);
+  if (!nk || !nv || !nh) {
     fx_free(nk);
     fx_free(nv);
+    fx_free(nh);
     return false;
   }
   ix->keys = nk;
   ix->vals = nv;
+  ix->hashes = nh;
   ix->cap = cap;
   ix->count = 0;
   for (size_t i = 0; i < ocap; i++)
-    if (ok[i]) ix_put(ix, ok[i], ov[i]);
+    if (ok[i]) ix_put_hashed(ix, ok[i], oh[i], ov[i]);
   fx_free(ok);
   fx_free(ov);
+  fx_free(oh);
   return true;
 }
 
-static bool ix_put(IrNameIndex *ix, const char *name, void *v) {
+static bool ix_put_hashed(IrNameIndex *ix, const char *name, uint32_t h, void *v) {
   if ((ix->count + 1) * 2 > ix->cap && !ix_rehash(ix, ix->cap ? ix->cap * 2 : 256)) return false;
-  size_t i = hash_str(name) & (ix->cap - 1);
+  size_t i = h & (ix->cap - 1);
   while (ix->keys[i]) {
-    if (strcmp(ix->keys[i], name) == 0) {
+    if (ix->hashes[i] == h && strcmp(ix->keys[i], name) == 0) {
       ix->vals[i] = v;
       return true;
     }
@@ -314,16 +321,21 @@ static bool ix_put(IrNameIndex *ix, const char *name, void *v) {
   }
   ix->keys[i] = name;
   ix->vals[i] = v;
+  ix->hashes[i] = h;
   ix->count++;
   return true;
 }
 
-static void *ix_get(const IrNameIndex *ix, const char *name, bool *present) {
+static bool ix_put(IrNameIndex *ix, const char *name, void *v) {
+  return ix_put_hashed(ix, name, (uint32_t)hash_str(name), v);
+}
+
+static void *ix_get_hashed(const IrNameIndex *ix, const char *name, uint32_t h, bool *present) {
   if (present) *present = false;
   if (!ix || !ix->cap) return NULL;
-  size_t i = hash_str(name) & (ix->cap - 1);
+  size_t i = h & (ix->cap - 1);
   while (ix->keys[i]) {
-    if (strcmp(ix->keys[i], name) == 0) {
+    if (ix->hashes[i] == h && strcmp(ix->keys[i], name) == 0) {
       if (present) *present = true;
       return ix->vals[i];
     }
@@ -332,10 +344,15 @@ static void *ix_get(const IrNameIndex *ix, const char *name, bool *present) {
   return NULL;
 }
 
+static void *ix_get(const IrNameIndex *ix, const char *name, bool *present) {
+  return ix_get_hashed(ix, name, (uint32_t)hash_str(name), present);
+}
+
 static void ix_free(IrNameIndex *ix) {
   if (!ix) return;
   fx_free(ix->keys);
   fx_free(ix->vals);
+  fx_free(ix->hashes);
   fx_free(ix);
 }
 
@@ -352,8 +369,10 @@ bool ir_module_reindex_from(IrModule *m, const IrModule *reserved_from, bool sha
   IrNameIndex *ix = m->names;
   fx_free(ix->keys);
   fx_free(ix->vals);
+  fx_free(ix->hashes);
   ix->keys = NULL;
   ix->vals = NULL;
+  ix->hashes = NULL;
   ix->cap = ix->count = 0;
   for (int k = 0; k < m->ncomps; k++)
     for (int j = 0; j < m->comps[k]->ninstrs; j++)
@@ -363,12 +382,62 @@ bool ir_module_reindex_from(IrModule *m, const IrModule *reserved_from, bool sha
     for (size_t i = 0; i < rx->cap; i++) {
       if (!rx->keys[i]) continue;
       bool present;
-      index_get(m, rx->keys[i], &present);
+      ix_get_hashed(m->names, rx->keys[i], rx->hashes[i], &present);
       if (present) continue;
       const char *key = share_names ? rx->keys[i] : arena_strdup(&m->arena, rx->keys[i]);
-      if (!key || !index_put(m, key, NULL)) return false;
+      if (!key || !ix_put_hashed(m->names, key, rx->hashes[i], NULL)) return false;
     }
   }
+  return true;
+}
+
+bool ir_module_copy_names(IrModule *d, const IrModule *m, IrInstr *const *imap, size_t nmap, bool share_names) {
+  const IrNameIndex *rx = m->names;
+  IrNameIndex *ix = d->names;
+  if (!rx || !rx->cap || ix->cap) return ir_module_reindex_from(d, m, share_names);
+  size_t live = 0;
+  for (int k = 0; k < d->ncomps; k++) live += (size_t)d->comps[k]->ninstrs;
+  const char **keys = fx_malloc(sizeof *keys * rx->cap);
+  void **vals = fx_calloc(rx->cap, sizeof *vals);
+  uint32_t *hashes = fx_malloc(sizeof *hashes * rx->cap);
+  if (!keys || !vals || !hashes) {
+    fx_free(keys);
+    fx_free(vals);
+    fx_free(hashes);
+    return false;
+  }
+  memcpy(hashes, rx->hashes, sizeof *hashes * rx->cap);
+  /* A slot keeps its key; its value becomes the copy of the instruction it named when that one is
+   * in d under the same name, NULL (a reserved name) otherwise. */
+  size_t mapped = 0;
+  bool ok = true;
+  for (size_t i = 0; i < rx->cap && ok; i++) {
+    const char *key = rx->keys[i];
+    keys[i] = key;
+    if (!key) continue;
+    const IrInstr *v = rx->vals[i];
+    IrInstr *dv = v && v->id >= 0 && (size_t)v->id < nmap ? imap[v->id] : NULL;
+    if (dv && (dv->name == key || strcmp(dv->name, key) == 0)) {
+      vals[i] = dv;
+      keys[i] = dv->name;
+      mapped++;
+    } else if (!share_names) {
+      ok = (keys[i] = arena_strdup(&d->arena, key)) != NULL;
+    }
+  }
+  /* Each mapped slot holds a different live instruction (its key is that one's name); as many as
+   * there are live instructions means every one is indexed, and the two ways agree. */
+  if (!ok || mapped != live) {
+    fx_free(keys);
+    fx_free(vals);
+    fx_free(hashes);
+    return ok && ir_module_reindex_from(d, m, share_names);
+  }
+  ix->keys = keys;
+  ix->vals = vals;
+  ix->hashes = hashes;
+  ix->cap = rx->cap;
+  ix->count = rx->count;
   return true;
 }
 
@@ -440,7 +509,7 @@ void ir_module_free(IrModule *m) {
 }
 
 static size_t ix_bytes(const IrNameIndex *ix) {
-  return ix ? sizeof *ix + ix->cap * (sizeof *ix->keys + sizeof *ix->vals) : 0;
+  return ix ? sizeof *ix + ix->cap * (sizeof *ix->keys + sizeof *ix->vals + sizeof *ix->hashes) : 0;
 }
 
 size_t ir_module_bytes(const IrModule *m) {
@@ -533,6 +602,47 @@ const char *ir_module_unique_name(IrModule *m, const char *base) {
   }
 }
 
+/* Where the last two searches found an instruction, per computation (a few remembered): the
+ * passes create and remove neighbouring instructions one after another, and a fusion pass works
+ * near its producer and at the end of the computation (placeholders, get-tuple-elements) by
+ * turns, so searching outwards from both finds the next one near, where a scan from the start
+ * made every fusion cost the whole computation. An instruction is listed once, so where the
+ * search starts does not change what it finds. */
+static _Thread_local struct {
+  const IrComputation *c;
+  int hint[2];
+} index_hints[4];
+
+int ir_computation_index(const IrComputation *c, const IrInstr *i) {
+  if (!c || c->ninstrs <= 0) return -1;
+  int n = c->ninstrs;
+  for (int k = n - 1; k >= 0 && k >= n - 4; k--) /* just appended (a placeholder, a get-tuple-element) */
+    if (c->instrs[k] == i) return k;
+  int slot = 0;
+  while (slot < 3 && index_hints[slot].c != c) slot++;
+  if (index_hints[slot].c != c) { /* forget the oldest */
+    memmove(&index_hints[1], &index_hints[0], sizeof index_hints[0] * 3);
+    slot = 0;
+    index_hints[0].c = c;
+    index_hints[0].hint[0] = index_hints[0].hint[1] = n - 1;
+  }
+  int h0 = index_hints[slot].hint[0], h1 = index_hints[slot].hint[1];
+  if (h0 >= n || h0 < 0) h0 = n - 1;
+  if (h1 >= n || h1 < 0) h1 = n - 1;
+  int found = -1;
+  for (int d = 0; found < 0 && (h0 - d >= 0 || h0 + d < n || h1 - d >= 0 || h1 + d < n); d++) {
+    if (h0 - d >= 0 && c->instrs[h0 - d] == i) found = h0 - d;
+    else if (h0 + d < n && c->instrs[h0 + d] == i) found = h0 + d;
+    else if (h1 - d >= 0 && c->instrs[h1 - d] == i) found = h1 - d;
+    else if (h1 + d < n && c->instrs[h1 + d] == i) found = h1 + d;
+  }
+  if (found >= 0) {
+    index_hints[slot].hint[1] = h0;
+    index_hints[slot].hint[0] = found;
+  }
+  return found;
+}
+
 static int append_user(IrModule *m, IrInstr *op, IrInstr *user) {
   if (arena_grow(&m->arena, (void **)&op->users, &op->users_cap, op->nusers + 1, sizeof(IrInstr *))) return -1;
   op->users[op->nusers++] = user;
@@ -595,11 +705,8 @@ IrInstr *ir_instr_new_before(IrComputation *c, IrInstr *before, IrOpcode op, con
   if (arena_grow(&m->arena, (void **)&c->instrs, &c->instrs_cap, c->ninstrs + 1, sizeof(IrInstr *))) return NULL;
   int pos = c->ninstrs;
   if (before) {
-    for (int k = 0; k < c->ninstrs; k++)
-      if (c->instrs[k] == before) {
-        pos = k;
-        break;
-      }
+    int k = ir_computation_index(c, before);
+    if (k >= 0) pos = k;
   }
   memmove(&c->instrs[pos + 1], &c->instrs[pos], sizeof(IrInstr *) * (size_t)(c->ninstrs - pos));
   c->instrs[pos] = in;
@@ -647,12 +754,11 @@ void ir_instr_remove(IrInstr *i) {
     i->operands[k] = NULL;
     if (op) remove_user(op, i);
   }
-  for (int k = 0; k < c->ninstrs; k++)
-    if (c->instrs[k] == i) {
-      memmove(&c->instrs[k], &c->instrs[k + 1], sizeof(IrInstr *) * (size_t)(c->ninstrs - k - 1));
-      c->ninstrs--;
-      break;
-    }
+  int k = ir_computation_index(c, i);
+  if (k >= 0) {
+    memmove(&c->instrs[k], &c->instrs[k + 1], sizeof(IrInstr *) * (size_t)(c->ninstrs - k - 1));
+    c->ninstrs--;
+  }
   i->dead = true;
   if (c->root == i) c->root = NULL;
   /* Keep the name reserved so it is never reused for a different value in a later stage. */

@@ -311,6 +311,9 @@ void ir_set_root(IrComputation *c, IrInstr *root);
 void ir_instr_remove(IrInstr *i);
 /* Removes instructions that have no users and are not the root or parameters, transitively. */
 int ir_computation_remove_dead(IrComputation *c);
+/* i's position in c->instrs, -1 when it is not there. Searches outwards from where the last
+ * search in c found one, so walking or editing neighbours costs little. */
+int ir_computation_index(const IrComputation *c, const IrInstr *i);
 /* Re-sorts c->instrs topologically (stable w.r.t. current order where possible). */
 void ir_computation_sort(IrComputation *c);
 /* Removes computations no longer called from the entry (transitively). Returns count removed. */

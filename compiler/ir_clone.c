@@ -158,7 +158,7 @@ static IrModule *copy_module(const IrModule *m, bool share) {
     }
   }
   d->next_id = m->next_id;
-  if (!ir_module_reindex_from(d, m, share)) goto fail;
+  if (!ir_module_copy_names(d, m, cx.imap, n, share)) goto fail;
   fx_free(cx.imap);
   fx_free(cx.cmap);
   return d;

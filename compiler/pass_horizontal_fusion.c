@@ -13,6 +13,7 @@
 #include "fusion_build.h"
 #include "fusion_rules.h"
 #include "passes.h"
+#include "reachability.h"
 
 #define HZ_MAX_INSTRS 30
 #define HZ_MAX_ELEMENTS (128 * 2048)
@@ -52,7 +53,7 @@ static bool shares_operand(const IrInstr *a, const IrInstr *b) {
   return false;
 }
 
-static bool hz_consumer(IrInstr *consumer, PassContext *cx, int *count) {
+static bool hz_consumer(Reach *r, IrInstr *consumer, PassContext *cx, int *count) {
   IrInstr *cand[256];
   int n = 0;
   for (int o = 0; o < consumer->noperands && n < 256; o++) {
@@ -96,7 +97,7 @@ static bool hz_consumer(IrInstr *consumer, PassContext *cx, int *count) {
           fusion_refuse(&v, FR_NOT_FUSIBLE, "%s and %s read the same buffer; horizontal fusion takes independent kernels",
                         g->name, group[q]->name);
           ok = false;
-        } else if (fusion_path_exists(g, group[q], false) || fusion_path_exists(group[q], g, false)) {
+        } else if (reach_path(r, g, group[q], false) || reach_path(r, group[q], g, false)) {
           fusion_refuse(&v, FR_CYCLE, "%s and %s depend on each other; fusing them would introduce a cycle", g->name,
                         group[q]->name);
           ok = false;
@@ -128,6 +129,7 @@ static bool hz_consumer(IrInstr *consumer, PassContext *cx, int *count) {
         fx_free(used);
         return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
       }
+      reach_update(r, f);
     }
     for (int q = 0; q < ng; q++) {
       FusionVerdict v;
@@ -157,14 +159,18 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
     IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(ni ? ni : 1));
     if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
     memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)ni);
+    Reach reach;
+    reach_init(&reach, c);
     for (int j = ni - 1; j >= 0; j--) {
       IrInstr *consumer = order[j];
       if (consumer->dead || consumer->parent != c) continue;
-      if (!hz_consumer(consumer, cx, &count)) {
+      if (!hz_consumer(&reach, consumer, cx, &count)) {
+        reach_free(&reach);
         fx_free(order);
         return false;
       }
     }
+    reach_free(&reach);
     fx_free(order);
     if (count > before) ir_computation_sort(c);
   }

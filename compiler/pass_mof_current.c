@@ -23,6 +23,7 @@
 #include "fusion_analysis.h"
 #include "fusion_build.h"
 #include "passes.h"
+#include "reachability.h"
 
 static bool effective_scalar(const IrShape *s) {
   if (!ir_shape_is_array(s)) return false;
@@ -174,11 +175,11 @@ static bool dus_root(const IrInstr *i) {
 }
 
 /* CanFuseSiblings. */
-static bool can_fuse_siblings(const IrInstr *a, const IrInstr *b, const IrInstr *parent, const PassContext *cx,
+static bool can_fuse_siblings(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *parent, const PassContext *cx,
                               FusionVerdict *v) {
   memset(v, 0, sizeof *v);
-  if (fusion_path_exists(a, b, false) || fusion_path_exists(b, a, false)) {
-    const IrInstr *from = fusion_path_exists(a, b, false) ? a : b, *to = from == a ? b : a;
+  if (reach_path(r, a, b, false) || reach_path(r, b, a, false)) {
+    const IrInstr *from = reach_path(r, a, b, false) ? a : b, *to = from == a ? b : a;
     return fusion_refuse(v, FR_CYCLE, "%s and %s are connected (%s reaches %s): fusing them would introduce a cycle",
                          a->name, b->name, from->name, to->name);
   }
@@ -193,7 +194,7 @@ static bool can_fuse_siblings(const IrInstr *a, const IrInstr *b, const IrInstr 
   return true;
 }
 
-static int fuse_siblings(IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
+static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
   if (effective_scalar(&parent->shape)) return 0;
   IrInstr *sib[64];
   int n = 0;
@@ -219,7 +220,7 @@ static int fuse_siblings(IrInstr *parent, PassContext *cx, FusionPairSet *refuse
       char an[256], bn[256];
       snprintf(an, sizeof an, "%s", sib[i]->name);
       snprintf(bn, sizeof bn, "%s", sib[j]->name);
-      if (!can_fuse_siblings(sib[i], sib[j], parent, cx, &v)) {
+      if (!can_fuse_siblings(r, sib[i], sib[j], parent, cx, &v)) {
         if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
         if (*oom) return merged;
         continue;
@@ -229,6 +230,7 @@ static int fuse_siblings(IrInstr *parent, PassContext *cx, FusionPairSet *refuse
         *oom = true;
         return merged;
       }
+      reach_update(r, f);
       fusion_verdict_metric(&v, "outputs", f->shape.type == IR_TUPLE ? f->shape.ntuple : 1);
       fusion_verdict_emit(cx, "sibling", an, bn, f->name, &v);
       sib[i] = f;
@@ -294,14 +296,14 @@ static bool producer_ok(const IrInstr *p, const PassSettings *s) {
 }
 
 /* ProducerCandidateIsFusible. */
-static bool consumer_ok(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+static bool consumer_ok(Reach *r, const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
   memset(v, 0, sizeof *v);
   if (!mof_root(c, cx->settings))
     return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is not eligible as a multi-output fusion root", c->name);
   if (!shapes_compatible(c, p, v)) return false;
   for (int k = 0; k < c->noperands; k++) {
     const IrInstr *o = c->operands[k];
-    if (o != p && o->parent == p->parent && fusion_path_exists(p, o, false))
+    if (o != p && o->parent == p->parent && reach_path(r, p, o, false))
       return fusion_refuse(v, FR_CYCLE, "%s reaches %s, another operand of %s: %s would introduce a cycle when fused",
                            p->name, o->name, c->name, p->name);
   }
@@ -333,10 +335,12 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
   memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
   bool oom = false;
   FusionPairSet refused = {0};
+  Reach reach;
+  reach_init(&reach, c);
   for (int k = n - 1; k >= 0 && !oom && !pass_interrupted(cx); k--) {
     IrInstr *p = order[k];
     if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT || custom_fusion(p)) continue;
-    *count += fuse_siblings(p, cx, &refused, &oom);
+    *count += fuse_siblings(&reach, p, cx, &refused, &oom);
     if (oom || p->dead || p->parent != c) continue;
     if (!producer_ok(p, cx->settings) || p->op == IR_OP_PARAMETER) continue;
     if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) continue;
@@ -349,7 +353,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
       IrInstr *cons = users[u];
       if (cons->parent != c) continue;
       FusionVerdict v;
-      if (!consumer_ok(p, cons, cx, &v)) {
+      if (!consumer_ok(&reach, p, cons, cx, &v)) {
         fusion_verdict_emit(cx, "multi-output", p->name, fusion_consumer_label(cons, p), NULL, &v);
         continue;
       }
@@ -368,11 +372,13 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
       oom = true;
       break;
     }
+    reach_update(&reach, f);
     fusion_verdict_emit(cx, "multi-output", pn, cl, f->name, &bestv);
     (*count)++;
   }
   fx_free(order);
   fusion_pair_set_free(&refused);
+  reach_free(&reach);
   if (oom) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   if (*count) ir_computation_sort(c);
   return true;

@@ -15,6 +15,7 @@
 #include "fusion_build.h"
 #include "fusion_rules.h"
 #include "passes.h"
+#include "reachability.h"
 
 /* The shape a kernel iterates over: a reduction's input, otherwise the (first) output. */
 static const IrShape *loop_shape(const IrInstr *i, const IrInstr **reduce_out) {
@@ -69,11 +70,11 @@ static bool is_kernel_op(const IrInstr *i) {
   return i->op != IR_OP_CONSTANT && i->op != IR_OP_BITCAST && i->op != IR_OP_IOTA && i->op != IR_OP_PARAMETER;
 }
 
-static bool sibling_ok(const IrInstr *a, const IrInstr *b, const IrInstr *parent, const PassContext *cx,
+static bool sibling_ok(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *parent, const PassContext *cx,
                        FusionVerdict *v) {
   memset(v, 0, sizeof *v);
-  if (fusion_path_exists(a, b, false) || fusion_path_exists(b, a, false)) {
-    const IrInstr *from = fusion_path_exists(a, b, false) ? a : b, *to = from == a ? b : a;
+  if (reach_path(r, a, b, false) || reach_path(r, b, a, false)) {
+    const IrInstr *from = reach_path(r, a, b, false) ? a : b, *to = from == a ? b : a;
     bool direct = false;
     for (int k = 0; k < to->noperands; k++) direct = direct || to->operands[k] == from;
     if (direct)
@@ -97,7 +98,7 @@ static bool sibling_ok(const IrInstr *a, const IrInstr *b, const IrInstr *parent
 }
 
 /* Sibling fusion among the users of parent. Returns the number of merges. */
-static int fuse_siblings(IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
+static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
   IrInstr *sib[32];
   int n = 0;
   /* Reading a constant scalar or a broadcast scalar costs nothing: no profit in sharing it. */
@@ -114,7 +115,7 @@ static int fuse_siblings(IrInstr *parent, PassContext *cx, FusionPairSet *refuse
     for (int j = i + 1; j < n; j++) {
       if (!sib[j] || !sib[i]) continue;
       FusionVerdict v;
-      bool ok = sibling_ok(sib[i], sib[j], parent, cx, &v);
+      bool ok = sibling_ok(r, sib[i], sib[j], parent, cx, &v);
       char an[256], bn[256];
       snprintf(an, sizeof an, "%s", sib[i]->name);
       snprintf(bn, sizeof bn, "%s", sib[j]->name);
@@ -128,6 +129,7 @@ static int fuse_siblings(IrInstr *parent, PassContext *cx, FusionPairSet *refuse
         *oom = true;
         return merged;
       }
+      reach_update(r, f);
       fusion_verdict_metric(&v, "outputs", f->shape.type == IR_TUPLE ? f->shape.ntuple : 1);
       fusion_verdict_emit(cx, "sibling", an, bn, f->name, &v);
       sib[i] = f;
@@ -138,14 +140,14 @@ static int fuse_siblings(IrInstr *parent, PassContext *cx, FusionPairSet *refuse
   return merged;
 }
 
-static bool producer_consumer_ok(IrInstr *p, IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+static bool producer_consumer_ok(Reach *r, IrInstr *p, IrInstr *c, const PassContext *cx, FusionVerdict *v) {
   memset(v, 0, sizeof *v);
   if (!fusion_check_producer(p, cx, v)) return false;
   if (!mof_root_ok(c, cx)) return fusion_check_consumer(c, cx, v) ? fusion_refuse(v, FR_NOT_FUSIBLE, "%s cannot be a multi-output root", c->name) : false;
   if (p->is_root)
     return fusion_refuse(v, FR_ROOT, "%s is the root of %s; not fusing into the output of the root instruction",
                          p->name, p->parent->name);
-  if (fusion_path_exists(p, c, true))
+  if (reach_path(r, p, c, true))
     return fusion_refuse(v, FR_CYCLE,
                          "%s also reaches %s through its other users; keeping %s as an output of the fused kernel "
                          "would introduce a cycle when fused",
@@ -165,11 +167,13 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
   memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
   bool oom = false;
   FusionPairSet refused = {0};
+  Reach reach;
+  reach_init(&reach, c);
   for (int k = n - 1; k >= 0 && !oom && !pass_interrupted(cx); k--) {
     IrInstr *p = order[k];
     if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT) continue;
     if (p->nusers < 2) continue;
-    *count += fuse_siblings(p, cx, &refused, &oom);
+    *count += fuse_siblings(&reach, p, cx, &refused, &oom);
     if (oom || p->dead || p->parent != c) continue;
     /* Producer-consumer: only producers that still have several users (a single-user producer
      * was fusion's business) and are kernels themselves. */
@@ -188,7 +192,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
           fusion_is_library_call(cons, cx->settings))
         continue;
       FusionVerdict v;
-      bool ok = producer_consumer_ok(p, cons, cx, &v);
+      bool ok = producer_consumer_ok(&reach, p, cons, cx, &v);
       /* Prefer a reduction (input) consumer, as XLA does. */
       if (ok && (!best || (fusion_is_input_fusible(cons) && !fusion_is_input_fusible(best)))) {
         if (best) fusion_verdict_emit(cx, "multi-output", p->name, fusion_consumer_label(best, p), NULL, &bestv);
@@ -209,11 +213,13 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
       oom = true;
       break;
     }
+    reach_update(&reach, f);
     fusion_verdict_emit(cx, "multi-output", pn, cl, f->name, &bestv);
     (*count)++;
   }
   fx_free(order);
   fusion_pair_set_free(&refused);
+  reach_free(&reach);
   if (oom) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   if (*count) ir_computation_sort(c);
   return true;
