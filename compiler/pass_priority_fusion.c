@@ -32,6 +32,7 @@
  * verdict changes. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fusion_analysis.h"
@@ -205,7 +206,8 @@ static bool triton_supported(const IrInstr *i) {
     case IR_OP_RESHAPE:
     case IR_OP_REDUCE:
     case IR_OP_TRANSPOSE:
-    case IR_OP_IOTA: continue;
+    case IR_OP_IOTA:
+    case IR_OP_CONCATENATE: continue;
     case IR_OP_SLICE:
       if (x->noperands == 1 && slice_cuts_minor_split(x)) return false;
       continue;
@@ -449,6 +451,17 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
                            "%s takes part of each row of the Triton fusion %s, which computes whole rows: XLA's "
                            "SymbolicTileAnalysis finds no tile for the pair",
                            c->name, p->name);
+    /* TryFindTopKBestTilingsForFusion keeps only tilings whose every tile fits in registers
+     * (DoesTileFitsInRegisters); with none left CanFuseTriton refuses: "Fusion can not be tiled
+     * with SymbolicTileAnalysis: No valid tilings found." */
+    TritonTiling tt;
+    if (fusion_triton_tiling(cx->device, p, c, NULL, &tt) == 0)
+      return fusion_refuse(v, FR_REGISTERS,
+                           "none of the %ld tilings of the Triton fusion %s into %s fits in registers: %s needs a tile "
+                           "of %lld elements (padded to powers of two), over XLA's %lld (0.4 x registers per block; "
+                           "XLA: No valid tilings found)",
+                           tt.tilings, p->name, c->name, tt.too_big ? tt.too_big->name : "an operand",
+                           (long long)tt.too_big_elems, (long long)tt.max_elems);
     fusion_verdict_ok(v, "%s fuses into the Triton fusion %s", p->name, c->name);
     return true;
   } else {
