@@ -4,6 +4,7 @@
  * them): ResNet-50's pre-fusion module for the transpose, reductions, broadcast and reduce-window,
  * and a module of two concatenates. Times are XLA's absl::Durations (quarters of a nanosecond). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check.h"
@@ -109,8 +110,99 @@ TEST(a100_has_no_measured_op_profile) {
   ir_module_free(m);
 }
 
+/* A split-K reduce (f32[K,11,N] -> bf16[11,N], a kLoop fusion) feeding the RMS normalization the
+ * softmax rewriter made a Triton fusion, as XLA's priority-fusion received it for the module
+ * reduce(p0, dims={0}) -> convert -> x * rsqrt(mean(x^2)) (jaxlib 0.10.2, deviceless H100). */
+static IrModule *split_k_module(int k, int n) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "HloModule splitk\n"
+           "add_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+           "reduce_convert {\n"
+           "  p = f32[%d,11,%d]{2,1,0} parameter(0)\n  z = f32[] constant(0)\n"
+           "  r0 = f32[11,%d]{1,0} reduce(p, z), dimensions={0}, to_apply=add_f32\n"
+           "  ROOT c0 = bf16[11,%d]{1,0} convert(r0)\n}\n"
+           "norm {\n"
+           "  x = bf16[11,%d]{1,0} parameter(0)\n"
+           "  sq = bf16[11,%d]{1,0} multiply(x, x)\n  sqf = f32[11,%d]{1,0} convert(sq)\n  z = f32[] constant(0)\n"
+           "  r1 = f32[11]{0} reduce(sqf, z), dimensions={1}, to_apply=add_f32\n"
+           "  k = f32[] constant(0.000868055562)\n  kb = f32[11]{0} broadcast(k), dimensions={}\n"
+           "  m = f32[11]{0} multiply(r1, kb)\n  rs = f32[11]{0} rsqrt(m)\n  rsb = bf16[11]{0} convert(rs)\n"
+           "  b = bf16[11,%d]{1,0} broadcast(rsb), dimensions={0}\n"
+           "  ROOT out = bf16[11,%d]{1,0} multiply(x, b)\n}\n"
+           "ENTRY main {\n"
+           "  p0 = f32[%d,11,%d]{2,1,0} parameter(0)\n"
+           "  fusion.2 = bf16[11,%d]{1,0} fusion(p0), kind=kLoop, calls=reduce_convert\n"
+           "  ROOT triton_softmax.1 = bf16[11,%d]{1,0} fusion(fusion.2), kind=kCustom, calls=norm, "
+           "backend_config={\"fusion_backend_config\":{\"kind\":\"__triton\",\"block_level_fusion_config\":"
+           "{\"num_warps\":\"4\",\"output_tiles\":[{\"sizes\":[\"1\",\"128\"]}]}}}\n"
+           "}\n",
+           k, n, n, n, n, n, n, n, n, k, n, n, n);
+  FxError err;
+  fx_error_clear(&err);
+  return hlo_parse(text, strlen(text), "splitk.hlo", &err);
+}
+
+/* TryFindTopKBestTilingsForFusion keeps a tiling only when every tile, padded to powers of two,
+ * fits in 0.4 x 65536 registers; the reduce's operand tile is K x 1 x N (its reduced dimension
+ * whole, the normalization's rows whole). XLA's verdicts on fusion.2 into triton_softmax.1:
+ * K=16, N=1152 (16 x 2048 padded) and N=1025: "No valid tilings found"; K=8, N=1152 and K=16,
+ * N=1024 or 512 fuse, with us_fused 1.60225, 2.0535 and 1.52675 (one launch, 1 us, and the best
+ * tiling's time). */
+TEST(triton_tiling_refuses_what_does_not_fit_in_registers) {
+  const DeviceProfile *h100 = device_lookup("h100");
+  static const struct {
+    int k, n, verdict;
+    double us_fused;
+  } cases[] = {
+      {16, 1152, 0, 0}, {16, 1025, 0, 0}, {12, 2048, 0, 0}, {8, 1152, 1, 1.60225}, {16, 1024, 1, 2.0535},
+      {16, 512, 1, 1.52675},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    IrModule *m = split_k_module(cases[c].k, cases[c].n);
+    CHECK(m != NULL);
+    if (!m) continue;
+    IrInstr *p = ir_module_find_instr(m, "fusion.2"), *t = ir_module_find_instr(m, "triton_softmax.1");
+    CHECK(p && t && fusion_is_generic_triton(t));
+    TritonTiling tt;
+    int v = fusion_triton_tiling(h100, p, t, NULL, &tt);
+    CHECK(v == cases[c].verdict);
+    if (v == 0) CHECK(tt.too_big != NULL && tt.too_big_elems == 16 * 2048);
+    /* The pair's fused time is the best tiling's (within 10%, the replay's tolerance). */
+    if (v == 1) CHECK_NEAR(PERF_LAUNCH_US + perf_fused_exec_us(h100, p, t), cases[c].us_fused, 0.1 * cases[c].us_fused);
+    ir_module_free(m);
+  }
+}
+
+/* TritonEmitterConstraints::DeriveCustomConstraints: a tile along a concatenated dimension,
+ * padded to a power of two, must divide every operand's size there (here 40 and 24). */
+TEST(triton_tiling_concatenate_divides_its_operands) {
+  const char *text =
+      "HloModule cat\n"
+      "tri {\n  a = f32[24,40]{1,0} parameter(0)\n  b = f32[24,24]{1,0} parameter(1)\n"
+      "  ROOT c = f32[24,64]{1,0} concatenate(a, b), dimensions={1}\n}\n"
+      "ENTRY main {\n  a = f32[24,40]{1,0} parameter(0)\n  b = f32[24,24]{1,0} parameter(1)\n"
+      "  ROOT t = f32[24,64]{1,0} fusion(a, b), kind=kCustom, calls=tri, "
+      "backend_config={\"fusion_backend_config\":{\"kind\":\"__triton\"}}\n}\n";
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, strlen(text), "cat.hlo", &err);
+  CHECK(m != NULL);
+  if (!m) return;
+  IrInstr *t = ir_module_find_instr(m, "t");
+  TritonTiling tt;
+  /* Tiles of 1, 2, 4 and 8 divide 40 and 24; 16, 32 and 64 do not. */
+  CHECK(fusion_triton_tiling(device_lookup("h100"), t, NULL, NULL, &tt) == 1);
+  int64_t ok[2] = {1, 8}, bad[2] = {1, 16};
+  CHECK(fusion_triton_tiling(device_lookup("h100"), t, NULL, ok, &tt) == 1);
+  CHECK(fusion_triton_tiling(device_lookup("h100"), t, NULL, bad, &tt) == 0);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(estimates_equal_xlas_log_on_h100);
   RUN(a100_has_no_measured_op_profile);
+  RUN(triton_tiling_refuses_what_does_not_fit_in_registers);
+  RUN(triton_tiling_concatenate_divides_its_operands);
   return check_summary();
 }
