@@ -1422,6 +1422,239 @@ static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank,
   }
 }
 
+/* ---- which indices the root reads (the domain of SymbolicTileAnalysis's indexing maps) ----
+ *
+ * SymbolicTile::FromIndexingMap fails ("Failed to compute symbolic tile for ... d2 * 256 + d3 +
+ * 128") when a reshape merges dimensions whose minor part the root reads only partly (a slice
+ * downstream took part of it) while it still reads several values of a more major part: the
+ * indices are then no strided interval. Each dimension carries the first index read and how many
+ * are read, from the root's whole output up to the fusion's operands. */
+
+typedef struct {
+  int64_t off[IR_MAX_RANK], len[IR_MAX_RANK];
+  bool split[IR_MAX_RANK]; /* the major part of a dimension a reshape split, read at several indices */
+  bool cat[IR_MAX_RANK];   /* a dimension a concatenate joined pieces of size 1 along */
+} IndexRange;
+
+/* 1: fine, 0: a reshape XLA cannot tile (w->too_big names it), -1: no verdict. */
+static int range_walk(TileWalk *w, const IrInstr *x, const IndexRange *r, bool inside);
+
+static int range_operand(TileWalk *w, const IrInstr *x, int k, const IndexRange *r) {
+  bool inside = false;
+  const IrInstr *o = tile_operand(w, x, k, &inside);
+  return range_walk(w, o, r, inside);
+}
+
+static bool full_dim(const IndexRange *r, const IrShape *sh, int d) { return r->off[d] == 0 && r->len[d] == sh->dims[d]; }
+
+/* Maps the ranges of a reshape's output onto its operand, group by group; 0 when XLA's symbolic
+ * tile fails, -1 when fxplain cannot tell. */
+static int reshape_range(const IrShape *out, const IndexRange *r, const IrShape *in, IndexRange *ri) {
+  int i = 0, j = 0;
+  while (i < out->rank || j < in->rank) {
+    int i0 = i, j0 = j;
+    int64_t pa = i < out->rank ? out->dims[i++] : 1, pb = j < in->rank ? in->dims[j++] : 1;
+    while (pa != pb) {
+      if (pa < pb && i < out->rank) pa *= out->dims[i++];
+      else if (j < in->rank) pb *= in->dims[j++];
+      else if (i < out->rank) pa *= out->dims[i++];
+      else return -1;
+    }
+    while (i < out->rank && out->dims[i] == 1 && (j >= in->rank || in->dims[j] != 1)) i++;
+    while (j < in->rank && in->dims[j] == 1 && (i >= out->rank || out->dims[i] != 1)) j++;
+    /* The output side, minor to major: a dimension read partly, with a more major one read at
+     * several indices, is no strided interval. */
+    int64_t off = 0, len = 1, stride = 1;
+    bool partial = false;
+    for (int k = i - 1; k >= i0; k--) {
+      if (partial && r->len[k] > 1) return 0;
+      off += r->off[k] * stride;
+      if (!partial) len *= r->len[k];
+      if (!full_dim(r, out, k)) partial = true;
+      stride *= out->dims[k];
+    }
+    /* A dimension a concatenate joined pieces of size 1 along, merged with others: each piece's
+     * index is a shifted unit inside a sum of dimensions ("d0 * 41 + d1 * 41 + d2 - 41"), which
+     * has no symbolic tile either. */
+    int64_t group = 1;
+    for (int k = i0; k < i; k++) group *= out->dims[k];
+    for (int k = i0; k < i; k++)
+      if (r->cat[k] && group > out->dims[k]) return 0;
+    /* The operand side: the interval [off, off + len), cut minor to major. A dimension that is
+     * the major part of a split keeps that in mind; one mapped one to one keeps its mark. */
+    int nout = 0, nin = 0, one_out = -1;
+    for (int k = i0; k < i; k++)
+      if (out->dims[k] != 1) nout++, one_out = k;
+    for (int k = j0; k < j; k++) nin += in->dims[k] != 1;
+    bool minor_seen = false;
+    for (int k = j - 1; k >= j0; k--) {
+      ri->split[k] = in->dims[k] != 1 && (nin >= 2 ? minor_seen : nout == 1 && nin == 1 && r->split[one_out]);
+      ri->cat[k] = in->dims[k] != 1 && nout == 1 && nin == 1 && r->cat[one_out];
+      if (in->dims[k] != 1) minor_seen = true;
+    }
+    for (int k = j - 1; k >= j0; k--) {
+      int64_t d = in->dims[k];
+      if (len % d == 0 && off % d == 0) {
+        ri->off[k] = 0;
+        ri->len[k] = d;
+        len /= d;
+        off /= d;
+      } else if (off / d == (off + len - 1) / d) {
+        ri->off[k] = off % d;
+        ri->len[k] = len;
+        off /= d;
+        len = 1;
+      } else {
+        return -1;
+      }
+    }
+  }
+  return 1;
+}
+
+/* ShouldProceedWithSymbolicTileDerivation: a reshape whose own indexing map has no symbolic
+ * tile ("Bailing out on reshape"). ComputeReshapeIndexingMap puts a unit output dimension in the
+ * group of the dimensions after it; when that group splits one output dimension into several
+ * (bf16[1,41,1,256] from [1,41,2,128]: d2 * 2 + d3 floordiv 128), or merges several into several,
+ * the map is no symbolic tile. */
+static bool reshape_bails_out(const IrShape *out, const IrShape *in) {
+  int i = 0, j = 0;
+  while (i < out->rank && j < in->rank) {
+    int i0 = i, j0 = j;
+    if (out->dims[i] == 1 && in->dims[j] == 1) {
+      i++, j++;
+      continue;
+    }
+    while (i < out->rank && out->dims[i] == 1) i++;
+    while (j < in->rank && in->dims[j] == 1) j++;
+    if (i >= out->rank || j >= in->rank) break;
+    int units = i - i0;
+    (void)j0;
+    int64_t pa = out->dims[i++], pb = in->dims[j++];
+    int no = 1, ni = 1;
+    while (pa != pb) {
+      if (pa < pb && i < out->rank) no += out->dims[i] != 1, pa *= out->dims[i++];
+      else if (pb < pa && j < in->rank) ni += in->dims[j] != 1, pb *= in->dims[j++];
+      else return false;
+    }
+    if ((units > 0 && ni >= 2) || (no >= 2 && ni >= 2)) return true;
+  }
+  return false;
+}
+
+static int range_walk(TileWalk *w, const IrInstr *x, const IndexRange *r, bool inside) {
+  if (++w->visits > TILE_MAX_VISITS) return -1;
+  if (!inside || x->op == IR_OP_PARAMETER || x->op == IR_OP_CONSTANT || x->op == IR_OP_IOTA) return 1;
+  int rank = x->shape.type == IR_TUPLE ? 0 : x->shape.rank, v = 1;
+  IndexRange o;
+  if (ir_op_is_elementwise(x->op)) {
+    for (int k = 0; k < x->noperands && v == 1; k++)
+      if (x->operands[k]->shape.rank == rank) v = range_operand(w, x, k, r);
+    return v;
+  }
+  switch (x->op) {
+  case IR_OP_BROADCAST: {
+    int64_t dims[IR_MAX_RANK];
+    int n = x->operands[0]->shape.rank;
+    if (ir_attr_dims(x, "dimensions", dims, IR_MAX_RANK) != n) return -1;
+    for (int d = 0; d < n; d++) {
+      if (dims[d] < 0 || dims[d] >= rank) return -1;
+      o.off[d] = r->off[dims[d]];
+      o.len[d] = r->len[dims[d]];
+      o.split[d] = r->split[dims[d]];
+      o.cat[d] = r->cat[dims[d]];
+    }
+    return range_operand(w, x, 0, &o);
+  }
+  case IR_OP_TRANSPOSE: {
+    int64_t perm[IR_MAX_RANK];
+    if (ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK) != rank) return -1;
+    for (int d = 0; d < rank; d++) {
+      if (perm[d] < 0 || perm[d] >= rank) return -1;
+      o.off[perm[d]] = r->off[d];
+      o.len[perm[d]] = r->len[d];
+      o.split[perm[d]] = r->split[d];
+      o.cat[perm[d]] = r->cat[d];
+    }
+    return range_operand(w, x, 0, &o);
+  }
+  case IR_OP_SLICE: {
+    int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK], str[IR_MAX_RANK];
+    if (ir_attr_slice(x, st, lim, str, IR_MAX_RANK) != rank || x->operands[0]->shape.rank != rank) return -1;
+    for (int d = 0; d < rank; d++) {
+      if (str[d] != 1 && r->len[d] > 1) return -1;
+      o.off[d] = st[d] + r->off[d] * str[d];
+      o.len[d] = r->len[d];
+      o.split[d] = r->split[d];
+      o.cat[d] = r->cat[d];
+    }
+    return range_operand(w, x, 0, &o);
+  }
+  case IR_OP_REDUCE: {
+    int64_t dims[IR_MAX_RANK];
+    int n = x->noperands / 2;
+    const IrShape *in = &x->operands[0]->shape;
+    int nd = ir_attr_dims(x, "dimensions", dims, IR_MAX_RANK), kept = 0;
+    if (n < 1 || nd < 0) return -1;
+    int orank = x->shape.type == IR_TUPLE && x->shape.ntuple ? x->shape.tuple[0].rank : rank;
+    for (int d = 0; d < in->rank; d++) {
+      bool reduced = false;
+      for (int k = 0; k < nd; k++) reduced |= dims[k] == d;
+      if (reduced) {
+        o.off[d] = 0;
+        o.len[d] = in->dims[d];
+        o.split[d] = o.cat[d] = false;
+      } else {
+        if (kept >= orank) return -1;
+        o.off[d] = r->off[kept];
+        o.split[d] = r->split[kept];
+        o.cat[d] = r->cat[kept];
+        o.len[d] = r->len[kept++];
+      }
+    }
+    for (int k = 0; k < n && v == 1; k++) v = range_operand(w, x, k, &o);
+    return v;
+  }
+  case IR_OP_CONCATENATE: {
+    int64_t cd[1];
+    if (ir_attr_dims(x, "dimensions", cd, 1) != 1 || cd[0] < 0 || cd[0] >= rank) return -1;
+    /* Concatenating along the major part of a dimension a reshape split gives an index like
+     * (d3 floordiv 128) * 128 + d3 - 128, which has no symbolic tile. */
+    if (r->split[cd[0]]) {
+      w->too_big = x;
+      return 0;
+    }
+    int64_t start = 0, lo = r->off[cd[0]], hi = lo + r->len[cd[0]];
+    for (int k = 0; k < x->noperands && v == 1; k++) {
+      int64_t size = x->operands[k]->shape.dims[cd[0]];
+      int64_t a = lo > start ? lo : start, b = hi < start + size ? hi : start + size;
+      if (a < b) {
+        o = *r;
+        o.off[cd[0]] = a - start;
+        o.len[cd[0]] = b - a;
+        o.cat[cd[0]] = size == 1;
+        v = range_operand(w, x, k, &o);
+      }
+      start += size;
+    }
+    return v;
+  }
+  case IR_OP_BITCAST:
+  case IR_OP_RESHAPE: {
+    if (x->shape.type == IR_TUPLE) return -1;
+    if (reshape_bails_out(&x->shape, &x->operands[0]->shape)) {
+      w->too_big = x;
+      return 0;
+    }
+    v = reshape_range(&x->shape, r, &x->operands[0]->shape, &o);
+    if (v == 0) w->too_big = x;
+    if (v != 1) return v;
+    return range_operand(w, x, 0, &o);
+  }
+  default: return -1;
+  }
+}
+
 /* BandwidthUtilizationRateHeuristicForTiledMemoryAccess: the share of each DRAM-to-L2
  * transaction a tile uses, from the bytes it reads contiguously (minor to major, up to the first
  * dimension it takes only part of). */
@@ -1540,6 +1773,20 @@ int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr
     fx_free(w);
     return -1;
   }
+  /* SymbolicTileAnalysis::AnalyzeFusion first derives a symbolic tile for every instruction. */
+  IndexRange all;
+  for (int k = 0; k < rank; k++) {
+    all.off[k] = 0;
+    all.len[k] = root->shape.dims[k];
+    all.split[k] = all.cat[k] = false;
+  }
+  w->visits = 0;
+  if (range_walk(w, root, &all, true) == 0) {
+    out->untileable = w->too_big;
+    fx_free(w);
+    return 0;
+  }
+  w->too_big = NULL;
   /* Every tiling of the root: the odometer over PossibleTileSizesForOneDimension, the last
    * dimension fastest (GetGoodTilings' order; the first of equal times wins). */
   int64_t t[IR_MAX_RANK];

@@ -130,6 +130,7 @@ typedef struct {
   PerfEstimate best;
   const IrInstr *too_big;
   int64_t too_big_elems, max_elems;
+  const IrInstr *untileable; /* a reshape whose symbolic tile XLA fails to compute */
 } TritonTiling;
 /* Whether the Triton fusion made by fusing p into c (c NULL: p alone) has a valid tiling, as
  * TryFindTopKBestTilingsForFusion decides: 1 yes (best: the fastest tiling's estimate), 0 no
