@@ -199,10 +199,83 @@ TEST(triton_tiling_concatenate_divides_its_operands) {
   ir_module_free(m);
 }
 
+/* An RMS norm over rows of 512 as the Triton fusion XLA's softmax rewriter made, and a consumer
+ * fusion (CONSUMER: its parameter p0 is the norm). */
+static IrModule *norm_and_consumer(int rows, const char *consumer_params, const char *consumer, const char *operands,
+                                   const char *out) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "HloModule idx\n"
+           "add_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+           "norm {\n  x = f32[%d,512]{1,0} parameter(0)\n  sq = f32[%d,512]{1,0} multiply(x, x)\n"
+           "  z = f32[] constant(0)\n  r1 = f32[%d]{0} reduce(sq, z), dimensions={1}, to_apply=add_f32\n"
+           "  rs = f32[%d]{0} rsqrt(r1)\n  b = f32[%d,512]{1,0} broadcast(rs), dimensions={0}\n"
+           "  ROOT n = f32[%d,512]{1,0} multiply(x, b)\n}\n"
+           "cons {\n%s%s}\n"
+           "ENTRY main {\n  x = f32[%d,512]{1,0} parameter(0)\n  y = f32[1,1,41,1,512]{4,3,2,1,0} parameter(1)\n"
+           "  t = f32[%d,512]{1,0} fusion(x), kind=kCustom, calls=norm, "
+           "backend_config={\"fusion_backend_config\":{\"kind\":\"__triton\"}}\n"
+           "  ROOT c = %s fusion(%s), kind=kLoop, calls=cons\n}\n",
+           rows, rows, rows, rows, rows, rows, consumer_params, consumer, rows, rows, out, operands);
+  FxError err;
+  fx_error_clear(&err);
+  return hlo_parse(text, strlen(text), "idx.hlo", &err);
+}
+
+/* SymbolicTileAnalysis::AnalyzeFusion must derive a symbolic tile for every instruction of the
+ * fused computation; XLA's verdicts (jaxlib 0.10.2, H100) on fusing the norm into each consumer:
+ *  - bitcast to [4,2,256], slice [.., 128:256], exp: "Failed to compute symbolic tile for (d0,
+ *    d1, d2) -> (d0, d1 * 256 + d2 + 128)" (part of the minor dimension, all of the major);
+ *  - bitcast of [41,512] to [1,1,41,1,512], concatenated along the unit dimension 1: "Failed to
+ *    compute symbolic tile for ... (d0 * 41 + d1 * 41 + d2 - 41, d3 * 512 + d4)";
+ *  - the two halves of each row sliced and concatenated the other way round (RoPE's rotation):
+ *    fused. */
+TEST(triton_symbolic_tiles_as_xla_derives_them) {
+  const DeviceProfile *h100 = device_lookup("h100");
+  static const struct {
+    int rows;
+    const char *params, *body, *operands, *out;
+    int verdict;
+  } cases[] = {
+      {4, "  p0 = f32[4,512]{1,0} parameter(0)\n",
+       "  bc = f32[4,2,256]{2,1,0} bitcast(p0)\n"
+       "  sl = f32[4,2,128]{2,1,0} slice(bc), slice={[0:4], [0:2], [128:256]}\n"
+       "  ROOT e = f32[4,2,128]{2,1,0} exponential(sl)\n",
+       "t", "f32[4,2,128]{2,1,0}", 0},
+      {41, "  p0 = f32[41,512]{1,0} parameter(0)\n  p1 = f32[1,1,41,1,512]{4,3,2,1,0} parameter(1)\n",
+       "  bc = f32[1,1,41,1,512]{4,3,2,1,0} bitcast(p0)\n"
+       "  ROOT cat = f32[1,2,41,1,512]{4,3,2,1,0} concatenate(p1, bc), dimensions={1}\n",
+       "t, y", "f32[1,2,41,1,512]{4,3,2,1,0}", 0},
+      {4, "  p0 = f32[4,512]{1,0} parameter(0)\n",
+       "  hi = f32[4,256]{1,0} slice(p0), slice={[0:4], [256:512]}\n"
+       "  lo = f32[4,256]{1,0} slice(p0), slice={[0:4], [0:256]}\n"
+       "  rot = f32[4,512]{1,0} concatenate(hi, lo), dimensions={1}\n"
+       "  ROOT e = f32[4,512]{1,0} exponential(rot)\n",
+       "t", "f32[4,512]{1,0}", 1},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    IrModule *m = norm_and_consumer(cases[k].rows, cases[k].params, cases[k].body, cases[k].operands, cases[k].out);
+    CHECK(m != NULL);
+    if (!m) continue;
+    IrInstr *t = ir_module_find_instr(m, "t"), *c = ir_module_find_instr(m, "c");
+    CHECK(t && c);
+    if (!t || !c) {
+      ir_module_free(m);
+      continue;
+    }
+    TritonTiling tt;
+    int v = fusion_triton_tiling(h100, t, c, NULL, &tt);
+    CHECK(v == cases[k].verdict);
+    if (cases[k].verdict == 0) CHECK(tt.untileable != NULL && strcmp(tt.untileable->name, "bc") == 0);
+    ir_module_free(m);
+  }
+}
+
 int main(void) {
   RUN(estimates_equal_xlas_log_on_h100);
   RUN(a100_has_no_measured_op_profile);
   RUN(triton_tiling_refuses_what_does_not_fit_in_registers);
   RUN(triton_tiling_concatenate_divides_its_operands);
+  RUN(triton_symbolic_tiles_as_xla_derives_them);
   return check_summary();
 }
