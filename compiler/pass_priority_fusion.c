@@ -125,6 +125,8 @@ static bool triton_supported(const IrInstr *i) {
   int n = fc ? fc->ninstrs : 1;
   for (int k = 0; k < n; k++) {
     const IrInstr *x = fc ? fc->instrs[k] : i;
+    /* IsTritonSupportedInstruction: no complex element types (c64, c128). */
+    if (ir_type_is_complex(x->shape.type)) return false;
     if (ir_op_is_elementwise(x->op)) continue;
     switch (x->op) {
     case IR_OP_PARAMETER:
