@@ -1198,8 +1198,14 @@ bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged)
  * at most 0.4 x registers_per_block_limit elements; this XLA skips such a tiling, so "found 0
  * valid tiling candidates") and under Triton's limit of 1048576 elements per tensor
  * (TritonEmitterConstraints, kMaxTensorNumElements). With none left: "No valid tilings found".
- * fxplain follows the tile sizes only; an op whose tiling it does not model (pad, concatenate,
- * gather, dot, ...) or a reshape it cannot map ends the analysis with no verdict. */
+ * Before that, SymbolicTileAnalysis::AnalyzeFusion must derive a symbolic tile for every
+ * instruction: range_walk below follows which indices each instruction is read at and refuses
+ * the reshapes and concatenates XLA cannot tile. fxplain follows tile sizes and index ranges, not
+ * XLA's affine maps; an op whose tiling it does not model (pad, gather, dot, ...) or a reshape it
+ * cannot map ends the analysis with no verdict (the caller then applies no tiling rule). The
+ * verdicts and times were checked against jaxlib 0.10.2's XLA (whose TryFindTopKBestTilings-
+ * ForFusion, unlike the TryFindBestTilingForFusion of earlier versions, drops a tiling that does
+ * not fit in registers instead of timing it as infinite). */
 
 #define TILE_MAX_VISITS 4096
 #define TILE_MAX_TILED 384
