@@ -697,13 +697,20 @@ static double adjust_bw(const DeviceProfile *d, double bw, int64_t blocks) {
  * or a slice read by many threads) come from L2 (2.5x) or L1 (another 8x) when the operand fits.
  * An uncoalesced read uses one element of each DRAM-to-L2 transaction
  * (GetCoalescingUtilizationRate), for the first read and for re-reads that miss L2. */
+static double read_us_rate(const DeviceProfile *d, int64_t blocks, double net, double total, double rate);
+
 static double read_us(const DeviceProfile *d, int64_t blocks, double net, double total, const IrInstr *op, bool coalesced) {
-  double bw = bw_bytes_per_us(d);
   double rate = 1;
   if (!coalesced) {
     int elem = op && ir_shape_is_array(&op->shape) ? ir_type_bytes(op->shape.type) : 4;
     rate = (double)(elem > 0 ? elem : 4) / DRAM_TO_L2_TRANSACTION_BYTES;
   }
+  return read_us_rate(d, blocks, net, total, rate);
+}
+
+/* ReadTimeWithDRAMHeuristic with its hbm_bandwidth_utilization_rate. */
+static double read_us_rate(const DeviceProfile *d, int64_t blocks, double net, double total, double rate) {
+  double bw = bw_bytes_per_us(d);
   double first = net < total ? net : total;
   double rest_bw = bw;
   if (d && d->l2_cache_bytes > 0 && net < (double)d->l2_cache_bytes) {
@@ -956,6 +963,12 @@ static double common_utilization(const HloCost *pc, int pk, const HloCost *cc, i
  * (GetSharedOperandBytesAccessed); the kernel computes the producer's flops once per use and
  * writes what c writes. */
 double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
+  if (fusion_is_generic_triton(p) || fusion_is_generic_triton(c)) {
+    /* CanFuseTriton caches the best tiling's time for the pair (TryFindTopKBestTilingsForFusion),
+     * and EstimateRunTimesForPriorityFusion takes it from there. */
+    TritonTiling tt;
+    if (fusion_triton_tiling(d, p, c, NULL, &tt) == 1) return tt.best.exec_us;
+  }
   fusion_memo_open();
   HloCost ptmp, ctmp;
   const HloCost *pcp = cost_get(d, p, false, &ptmp), *ccp = cost_get(d, c, false, &ctmp);
@@ -1170,4 +1183,662 @@ bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged)
   }
   *merged = ps * repl + cs;
   return *merged > FUSION_MAX_IR_SIZE;
+}
+
+/* ---------- Triton tiling (SymbolicTileAnalysis with TritonEmitterConstraints) ----------
+ *
+ * Priority fusion grows a Triton fusion only when the fused computation can be tiled
+ * (PriorityFusionQueue::CanFuseTriton -> GpuPerformanceModelWithIndexingAnalysis::
+ * TryFindTopKBestTilingsForFusion): it enumerates the root's tilings (each dimension a power of
+ * two below its size, or the whole size: PossibleTileSizesForOneDimension), propagates each from
+ * the root to every instruction and operand of the fusion (SymbolicTileAnalysis: an elementwise
+ * op takes its user's tile, a reduce the whole of its reduced dimensions, a broadcast and a
+ * transpose the tile of the dimensions they map), and keeps a tiling only when every tile, its
+ * sizes padded to powers of two (GetPaddedTileSize), fits in registers (DoesTileFitsInRegisters:
+ * at most 0.4 x registers_per_block_limit elements; this XLA skips such a tiling, so "found 0
+ * valid tiling candidates") and under Triton's limit of 1048576 elements per tensor
+ * (TritonEmitterConstraints, kMaxTensorNumElements). With none left: "No valid tilings found".
+ * Before that, SymbolicTileAnalysis::AnalyzeFusion must derive a symbolic tile for every
+ * instruction: range_walk below follows which indices each instruction is read at and refuses
+ * the reshapes and concatenates XLA cannot tile. fxplain follows tile sizes and index ranges, not
+ * XLA's affine maps; an op whose tiling it does not model (pad, gather, dot, ...) or a reshape it
+ * cannot map ends the analysis with no verdict (the caller then applies no tiling rule). The
+ * verdicts and times were checked against jaxlib 0.10.2's XLA (whose TryFindTopKBestTilings-
+ * ForFusion, unlike the TryFindBestTilingForFusion of earlier versions, drops a tiling that does
+ * not fit in registers instead of timing it as infinite). */
+
+#define TILE_MAX_VISITS 4096
+#define TILE_MAX_TILED 384
+
+/* One tiled instruction of the fused computation (TiledHloInstruction): inside it, or an operand
+ * of the fusion (then x is that operand, outside). */
+typedef struct {
+  const IrInstr *x;
+  bool inside;
+  int rank;
+  int64_t t[IR_MAX_RANK];
+} TiledInstr;
+
+typedef struct {
+  const IrInstr *p, *c;          /* the producer and consumer (c NULL: p alone) */
+  const IrComputation *pbody, *cbody;
+  double max_elems;              /* register limit, in elements */
+  TiledInstr tiled[TILE_MAX_TILED];
+  int ntiled, visits;
+  bool unknown;                  /* an op fxplain does not tile: no verdict */
+  const IrInstr *too_big;        /* the first tile over the limit */
+  int64_t too_big_elems;
+} TileWalk;
+
+static int64_t pow2_ceil(int64_t v) {
+  int64_t r = 1;
+  while (r < v) r <<= 1;
+  return r;
+}
+
+/* The instruction that operand k of x reads in the fused computation of p into c, and whether it
+ * is inside that computation (false: an operand of the fusion, read from memory). */
+static const IrInstr *tile_operand(const TileWalk *w, const IrInstr *x, int k, bool *inside) {
+  const IrInstr *o = x->operands[k];
+  const IrInstr *outer = NULL;
+  if (o->op == IR_OP_PARAMETER && w->cbody && o->parent == w->cbody) {
+    if (o->param_number < 0 || o->param_number >= w->c->noperands) return *inside = false, o;
+    outer = w->c->operands[o->param_number];
+  } else if (o->op == IR_OP_PARAMETER && w->pbody && o->parent == w->pbody) {
+    *inside = false;
+    return o;
+  } else if (x == w->c || x == w->p) {
+    outer = o;
+  } else {
+    *inside = true; /* inside a body */
+    return o;
+  }
+  if (outer == w->p && w->c) {
+    *inside = true;
+    return fusion_fused_root(w->p);
+  }
+  *inside = false;
+  return o;
+}
+
+static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank, bool inside);
+
+/* The instruction outside the fused computation that parameter (or top-level operand) o is. */
+static const IrInstr *tile_outer(const TileWalk *w, const IrInstr *o) {
+  if (o->op == IR_OP_PARAMETER && w->cbody && o->parent == w->cbody && o->param_number >= 0 &&
+      o->param_number < w->c->noperands)
+    return w->c->operands[o->param_number];
+  if (o->op == IR_OP_PARAMETER && w->pbody && o->parent == w->pbody && o->param_number >= 0 &&
+      o->param_number < w->p->noperands)
+    return w->p->operands[o->param_number];
+  return o;
+}
+
+static bool tile_visit_operand(TileWalk *w, const IrInstr *x, int k, const int64_t *t, int rank) {
+  bool inside = false;
+  const IrInstr *o = tile_operand(w, x, k, &inside);
+  return tile_walk(w, o, t, rank, inside);
+}
+
+/* Maps a tile of a reshape's output onto its operand (the symbolic tile of a reshape's indexing
+ * map): within each group of dimensions with equal running products, the tile must be a
+ * contiguous run (dimensions minor to the first partial one whole, those major to it 1), and its
+ * length is cut into the operand's dimensions the same way. False when it is not. */
+static bool reshape_tile(const IrShape *out, const int64_t *t, const IrShape *in, int64_t *ti) {
+  int i = 0, j = 0;
+  while (i < out->rank || j < in->rank) {
+    int i0 = i, j0 = j;
+    int64_t pa = i < out->rank ? out->dims[i++] : 1, pb = j < in->rank ? in->dims[j++] : 1;
+    while (pa != pb) {
+      if (pa < pb && i < out->rank) pa *= out->dims[i++];
+      else if (j < in->rank) pb *= in->dims[j++];
+      else if (i < out->rank) pa *= out->dims[i++];
+      else return false;
+    }
+    /* Take in trailing dimensions of size 1 on either side. */
+    while (i < out->rank && out->dims[i] == 1 && (j >= in->rank || in->dims[j] != 1)) i++;
+    while (j < in->rank && in->dims[j] == 1 && (i >= out->rank || out->dims[i] != 1)) j++;
+    /* The run's length: from the minor end, whole dimensions, then one partial, then ones. */
+    int64_t len = 1;
+    bool partial = false;
+    for (int k = i - 1; k >= i0; k--) {
+      if (out->dims[k] == 1) continue;
+      if (partial) {
+        if (t[k] != 1) return false;
+        continue;
+      }
+      len *= t[k];
+      if (t[k] != out->dims[k]) partial = true;
+    }
+    /* Cut it into the operand's group the same way. */
+    for (int k = j - 1; k >= j0; k--) {
+      int64_t d = in->dims[k];
+      if (d == 1) ti[k] = 1;
+      else if (len >= d) {
+        if (len % d) return false;
+        ti[k] = d;
+        len /= d;
+      } else {
+        ti[k] = len;
+        len = 1;
+      }
+    }
+    if (len != 1) return false;
+  }
+  return true;
+}
+
+static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank, bool inside) {
+  if (w->unknown || ++w->visits > TILE_MAX_VISITS) return w->unknown = true, false;
+  /* Each instruction once per distinct tile (SymbolicTileAnalysis deduplicates tiled
+   * instructions by value); an operand of the fusion is the instruction outside it. */
+  const IrInstr *key = inside ? x : tile_outer(w, x);
+  int64_t padded = 1;
+  for (int d = 0; d < rank; d++) padded *= pow2_ceil(t[d]);
+  for (int k = 0; k < w->ntiled; k++)
+    if (w->tiled[k].x == key && w->tiled[k].rank == rank && w->tiled[k].inside == inside &&
+        memcmp(w->tiled[k].t, t, sizeof(int64_t) * (size_t)rank) == 0)
+      return true;
+  if (w->ntiled >= TILE_MAX_TILED) return w->unknown = true, false;
+  TiledInstr *ti = &w->tiled[w->ntiled++];
+  ti->x = key;
+  ti->inside = inside;
+  ti->rank = rank;
+  memcpy(ti->t, t, sizeof(int64_t) * (size_t)rank);
+  /* DoesTileFitsInRegisters and kMaxTensorNumElements, for every tiled instruction, the fusion's
+   * operands included. */
+  if ((double)padded > w->max_elems || padded > 1048576) {
+    w->too_big = x;
+    w->too_big_elems = padded;
+    return false;
+  }
+  if (!inside || x->op == IR_OP_PARAMETER || x->op == IR_OP_CONSTANT || x->op == IR_OP_IOTA) return true;
+  int64_t ot[IR_MAX_RANK];
+  if (ir_op_is_elementwise(x->op)) {
+    for (int k = 0; k < x->noperands; k++) {
+      int r = x->operands[k]->shape.rank;
+      if (!tile_visit_operand(w, x, k, r == rank ? t : ot, r == rank ? rank : 0)) return false;
+    }
+    return true;
+  }
+  switch (x->op) {
+  case IR_OP_BROADCAST: {
+    int64_t dims[IR_MAX_RANK];
+    int r = x->operands[0]->shape.rank;
+    if (ir_attr_dims(x, "dimensions", dims, IR_MAX_RANK) != r) return w->unknown = true, false;
+    for (int d = 0; d < r; d++) {
+      if (dims[d] < 0 || dims[d] >= rank) return w->unknown = true, false;
+      ot[d] = t[dims[d]];
+    }
+    return tile_visit_operand(w, x, 0, ot, r);
+  }
+  case IR_OP_TRANSPOSE: {
+    int64_t perm[IR_MAX_RANK];
+    if (ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK) != rank) return w->unknown = true, false;
+    for (int d = 0; d < rank; d++) {
+      if (perm[d] < 0 || perm[d] >= rank) return w->unknown = true, false;
+      ot[perm[d]] = t[d];
+    }
+    return tile_visit_operand(w, x, 0, ot, rank);
+  }
+  case IR_OP_SLICE:
+    if (x->operands[0]->shape.rank != rank) return w->unknown = true, false;
+    return tile_visit_operand(w, x, 0, t, rank);
+  case IR_OP_REDUCE: {
+    int64_t dims[IR_MAX_RANK];
+    int n = x->noperands / 2;
+    if (n < 1) return w->unknown = true, false;
+    const IrShape *in = &x->operands[0]->shape;
+    int nd = ir_attr_dims(x, "dimensions", dims, IR_MAX_RANK);
+    if (nd < 0) return w->unknown = true, false;
+    int kept = 0;
+    for (int d = 0; d < in->rank; d++) {
+      bool reduced = false;
+      for (int k = 0; k < nd; k++) reduced |= dims[k] == d;
+      if (reduced) ot[d] = in->dims[d];
+      else {
+        if (kept >= rank) return w->unknown = true, false;
+        ot[d] = t[kept++];
+      }
+    }
+    for (int k = 0; k < n; k++)
+      if (!tile_visit_operand(w, x, k, ot, in->rank)) return false;
+    for (int k = n; k < x->noperands; k++)
+      if (!tile_visit_operand(w, x, k, ot, 0)) return false;
+    return true;
+  }
+  case IR_OP_CONCATENATE: {
+    /* TritonEmitterConstraints::DeriveCustomConstraints: the tile along the concatenated
+     * dimension, padded to a power of two, divides every operand's size there. */
+    int64_t cd[1];
+    if (ir_attr_dims(x, "dimensions", cd, 1) != 1 || cd[0] < 0 || cd[0] >= rank) return w->unknown = true, false;
+    int64_t pt = pow2_ceil(t[cd[0]]);
+    for (int k = 0; k < x->noperands; k++)
+      if (x->operands[k]->shape.rank != rank || x->operands[k]->shape.dims[cd[0]] % pt) return false;
+    for (int k = 0; k < x->noperands; k++)
+      if (!tile_visit_operand(w, x, k, t, rank)) return false;
+    return true;
+  }
+  case IR_OP_BITCAST:
+  case IR_OP_RESHAPE:
+    if (x->shape.type == IR_TUPLE || !reshape_tile(&x->shape, t, &x->operands[0]->shape, ot))
+      return w->unknown = true, false;
+    return tile_visit_operand(w, x, 0, ot, x->operands[0]->shape.rank);
+  default: return w->unknown = true, false;
+  }
+}
+
+/* ---- which indices the root reads (the domain of SymbolicTileAnalysis's indexing maps) ----
+ *
+ * SymbolicTile::FromIndexingMap fails ("Failed to compute symbolic tile for ... d2 * 256 + d3 +
+ * 128") when a reshape merges dimensions whose minor part the root reads only partly (a slice
+ * downstream took part of it) while it still reads several values of a more major part: the
+ * indices are then no strided interval. Each dimension carries the first index read and how many
+ * are read, from the root's whole output up to the fusion's operands. */
+
+typedef struct {
+  int64_t off[IR_MAX_RANK], len[IR_MAX_RANK];
+  bool split[IR_MAX_RANK]; /* the major part of a dimension a reshape split, read at several indices */
+  bool cat[IR_MAX_RANK];   /* a dimension a concatenate joined pieces of size 1 along */
+} IndexRange;
+
+/* 1: fine, 0: a reshape XLA cannot tile (w->too_big names it), -1: no verdict. */
+static int range_walk(TileWalk *w, const IrInstr *x, const IndexRange *r, bool inside);
+
+static int range_operand(TileWalk *w, const IrInstr *x, int k, const IndexRange *r) {
+  bool inside = false;
+  const IrInstr *o = tile_operand(w, x, k, &inside);
+  return range_walk(w, o, r, inside);
+}
+
+static bool full_dim(const IndexRange *r, const IrShape *sh, int d) { return r->off[d] == 0 && r->len[d] == sh->dims[d]; }
+
+/* Maps the ranges of a reshape's output onto its operand, group by group; 0 when XLA's symbolic
+ * tile fails, -1 when fxplain cannot tell. */
+static int reshape_range(const IrShape *out, const IndexRange *r, const IrShape *in, IndexRange *ri) {
+  int i = 0, j = 0;
+  while (i < out->rank || j < in->rank) {
+    int i0 = i, j0 = j;
+    int64_t pa = i < out->rank ? out->dims[i++] : 1, pb = j < in->rank ? in->dims[j++] : 1;
+    while (pa != pb) {
+      if (pa < pb && i < out->rank) pa *= out->dims[i++];
+      else if (j < in->rank) pb *= in->dims[j++];
+      else if (i < out->rank) pa *= out->dims[i++];
+      else return -1;
+    }
+    while (i < out->rank && out->dims[i] == 1 && (j >= in->rank || in->dims[j] != 1)) i++;
+    while (j < in->rank && in->dims[j] == 1 && (i >= out->rank || out->dims[i] != 1)) j++;
+    /* The output side, minor to major: a dimension read partly, with a more major one read at
+     * several indices, is no strided interval. */
+    int64_t off = 0, len = 1, stride = 1;
+    bool partial = false;
+    for (int k = i - 1; k >= i0; k--) {
+      if (partial && r->len[k] > 1) return 0;
+      off += r->off[k] * stride;
+      if (!partial) len *= r->len[k];
+      if (!full_dim(r, out, k)) partial = true;
+      stride *= out->dims[k];
+    }
+    /* A dimension a concatenate joined pieces of size 1 along, merged with others: each piece's
+     * index is a shifted unit inside a sum of dimensions ("d0 * 41 + d1 * 41 + d2 - 41"), which
+     * has no symbolic tile either. */
+    int64_t group = 1;
+    for (int k = i0; k < i; k++) group *= out->dims[k];
+    for (int k = i0; k < i; k++)
+      if (r->cat[k] && group > out->dims[k]) return 0;
+    /* The operand side: the interval [off, off + len), cut minor to major. A dimension that is
+     * the major part of a split keeps that in mind; one mapped one to one keeps its mark. */
+    int nout = 0, nin = 0, one_out = -1;
+    for (int k = i0; k < i; k++)
+      if (out->dims[k] != 1) nout++, one_out = k;
+    for (int k = j0; k < j; k++) nin += in->dims[k] != 1;
+    bool minor_seen = false;
+    for (int k = j - 1; k >= j0; k--) {
+      ri->split[k] = in->dims[k] != 1 && (nin >= 2 ? minor_seen : nout == 1 && nin == 1 && r->split[one_out]);
+      ri->cat[k] = in->dims[k] != 1 && nout == 1 && nin == 1 && r->cat[one_out];
+      if (in->dims[k] != 1) minor_seen = true;
+    }
+    for (int k = j - 1; k >= j0; k--) {
+      int64_t d = in->dims[k];
+      if (len % d == 0 && off % d == 0) {
+        ri->off[k] = 0;
+        ri->len[k] = d;
+        len /= d;
+        off /= d;
+      } else if (off / d == (off + len - 1) / d) {
+        ri->off[k] = off % d;
+        ri->len[k] = len;
+        off /= d;
+        len = 1;
+      } else {
+        return -1;
+      }
+    }
+  }
+  return 1;
+}
+
+/* ShouldProceedWithSymbolicTileDerivation: a reshape whose own indexing map has no symbolic
+ * tile ("Bailing out on reshape"). ComputeReshapeIndexingMap puts a unit output dimension in the
+ * group of the dimensions after it; when that group splits one output dimension into several
+ * (bf16[1,41,1,256] from [1,41,2,128]: d2 * 2 + d3 floordiv 128), or merges several into several,
+ * the map is no symbolic tile. */
+static bool reshape_bails_out(const IrShape *out, const IrShape *in) {
+  int i = 0, j = 0;
+  while (i < out->rank && j < in->rank) {
+    int i0 = i, j0 = j;
+    if (out->dims[i] == 1 && in->dims[j] == 1) {
+      i++, j++;
+      continue;
+    }
+    while (i < out->rank && out->dims[i] == 1) i++;
+    while (j < in->rank && in->dims[j] == 1) j++;
+    if (i >= out->rank || j >= in->rank) break;
+    int units = i - i0;
+    (void)j0;
+    int64_t pa = out->dims[i++], pb = in->dims[j++];
+    int no = 1, ni = 1;
+    while (pa != pb) {
+      if (pa < pb && i < out->rank) no += out->dims[i] != 1, pa *= out->dims[i++];
+      else if (pb < pa && j < in->rank) ni += in->dims[j] != 1, pb *= in->dims[j++];
+      else return false;
+    }
+    if ((units > 0 && ni >= 2) || (no >= 2 && ni >= 2)) return true;
+  }
+  return false;
+}
+
+static int range_walk(TileWalk *w, const IrInstr *x, const IndexRange *r, bool inside) {
+  if (++w->visits > TILE_MAX_VISITS) return -1;
+  if (!inside || x->op == IR_OP_PARAMETER || x->op == IR_OP_CONSTANT || x->op == IR_OP_IOTA) return 1;
+  int rank = x->shape.type == IR_TUPLE ? 0 : x->shape.rank, v = 1;
+  IndexRange o;
+  if (ir_op_is_elementwise(x->op)) {
+    for (int k = 0; k < x->noperands && v == 1; k++)
+      if (x->operands[k]->shape.rank == rank) v = range_operand(w, x, k, r);
+    return v;
+  }
+  switch (x->op) {
+  case IR_OP_BROADCAST: {
+    int64_t dims[IR_MAX_RANK];
+    int n = x->operands[0]->shape.rank;
+    if (ir_attr_dims(x, "dimensions", dims, IR_MAX_RANK) != n) return -1;
+    for (int d = 0; d < n; d++) {
+      if (dims[d] < 0 || dims[d] >= rank) return -1;
+      o.off[d] = r->off[dims[d]];
+      o.len[d] = r->len[dims[d]];
+      o.split[d] = r->split[dims[d]];
+      o.cat[d] = r->cat[dims[d]];
+    }
+    return range_operand(w, x, 0, &o);
+  }
+  case IR_OP_TRANSPOSE: {
+    int64_t perm[IR_MAX_RANK];
+    if (ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK) != rank) return -1;
+    for (int d = 0; d < rank; d++) {
+      if (perm[d] < 0 || perm[d] >= rank) return -1;
+      o.off[perm[d]] = r->off[d];
+      o.len[perm[d]] = r->len[d];
+      o.split[perm[d]] = r->split[d];
+      o.cat[perm[d]] = r->cat[d];
+    }
+    return range_operand(w, x, 0, &o);
+  }
+  case IR_OP_SLICE: {
+    int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK], str[IR_MAX_RANK];
+    if (ir_attr_slice(x, st, lim, str, IR_MAX_RANK) != rank || x->operands[0]->shape.rank != rank) return -1;
+    for (int d = 0; d < rank; d++) {
+      if (str[d] != 1 && r->len[d] > 1) return -1;
+      o.off[d] = st[d] + r->off[d] * str[d];
+      o.len[d] = r->len[d];
+      o.split[d] = r->split[d];
+      o.cat[d] = r->cat[d];
+    }
+    return range_operand(w, x, 0, &o);
+  }
+  case IR_OP_REDUCE: {
+    int64_t dims[IR_MAX_RANK];
+    int n = x->noperands / 2;
+    const IrShape *in = &x->operands[0]->shape;
+    int nd = ir_attr_dims(x, "dimensions", dims, IR_MAX_RANK), kept = 0;
+    if (n < 1 || nd < 0) return -1;
+    int orank = x->shape.type == IR_TUPLE && x->shape.ntuple ? x->shape.tuple[0].rank : rank;
+    for (int d = 0; d < in->rank; d++) {
+      bool reduced = false;
+      for (int k = 0; k < nd; k++) reduced |= dims[k] == d;
+      if (reduced) {
+        o.off[d] = 0;
+        o.len[d] = in->dims[d];
+        o.split[d] = o.cat[d] = false;
+      } else {
+        if (kept >= orank) return -1;
+        o.off[d] = r->off[kept];
+        o.split[d] = r->split[kept];
+        o.cat[d] = r->cat[kept];
+        o.len[d] = r->len[kept++];
+      }
+    }
+    for (int k = 0; k < n && v == 1; k++) v = range_operand(w, x, k, &o);
+    return v;
+  }
+  case IR_OP_CONCATENATE: {
+    int64_t cd[1];
+    if (ir_attr_dims(x, "dimensions", cd, 1) != 1 || cd[0] < 0 || cd[0] >= rank) return -1;
+    /* Concatenating along the major part of a dimension a reshape split gives an index like
+     * (d3 floordiv 128) * 128 + d3 - 128, which has no symbolic tile. */
+    if (r->split[cd[0]]) {
+      w->too_big = x;
+      return 0;
+    }
+    int64_t start = 0, lo = r->off[cd[0]], hi = lo + r->len[cd[0]];
+    for (int k = 0; k < x->noperands && v == 1; k++) {
+      int64_t size = x->operands[k]->shape.dims[cd[0]];
+      int64_t a = lo > start ? lo : start, b = hi < start + size ? hi : start + size;
+      if (a < b) {
+        o = *r;
+        o.off[cd[0]] = a - start;
+        o.len[cd[0]] = b - a;
+        o.cat[cd[0]] = size == 1;
+        v = range_operand(w, x, k, &o);
+      }
+      start += size;
+    }
+    return v;
+  }
+  case IR_OP_BITCAST:
+  case IR_OP_RESHAPE: {
+    if (x->shape.type == IR_TUPLE) return -1;
+    if (reshape_bails_out(&x->shape, &x->operands[0]->shape)) {
+      w->too_big = x;
+      return 0;
+    }
+    v = reshape_range(&x->shape, r, &x->operands[0]->shape, &o);
+    if (v == 0) w->too_big = x;
+    if (v != 1) return v;
+    return range_operand(w, x, 0, &o);
+  }
+  default: return -1;
+  }
+}
+
+/* BandwidthUtilizationRateHeuristicForTiledMemoryAccess: the share of each DRAM-to-L2
+ * transaction a tile uses, from the bytes it reads contiguously (minor to major, up to the first
+ * dimension it takes only part of). */
+static double tile_bandwidth_rate(const IrShape *sh, const int64_t *t, int rank) {
+  if (sh->type == IR_TUPLE || rank != sh->rank) return 1;
+  int64_t contiguous = 1;
+  for (int k = 0; k < rank; k++) {
+    int dim = sh->has_layout && sh->minor_to_major ? sh->minor_to_major[k] : rank - 1 - k;
+    if (dim < 0 || dim >= rank) break;
+    int64_t size = sh->dims[dim], ts = t[dim] < size ? t[dim] : size;
+    contiguous *= ts;
+    if (t[dim] < size) break;
+  }
+  double bytes = (double)contiguous * ir_type_bytes(sh->type);
+  double effective = DRAM_TO_L2_TRANSACTION_BYTES * ceil(bytes / DRAM_TO_L2_TRANSACTION_BYTES);
+  return effective > 0 ? bytes / effective : 1;
+}
+
+static double read_us_rate(const DeviceProfile *d, int64_t blocks, double net, double total, double rate);
+
+/* EstimateRunTimeForTiledHloComputation with GetLaunchDimensionsForTiledFusion: one block per
+ * output tile, 1 to 8 warps by the largest tile (GetNumWarps); each tile inside computes its
+ * padded elements (FlopsPerElement: indexing ops are free), each operand tile reads its
+ * elements, at the bandwidth its contiguous run uses; the root is written once. The tiles are
+ * those of the last walk (w->tiled). */
+static void tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrInstr *root, const int64_t *t, int rank,
+                           PerfEstimate *e) {
+  memset(e, 0, sizeof *e);
+  int64_t blocks = 1, largest = 1;
+  for (int k = 0; k < rank; k++) blocks *= (root->shape.dims[k] + t[k] - 1) / t[k];
+  for (int k = 0; k < w->ntiled; k++) {
+    int64_t padded = 1;
+    for (int j = 0; j < w->tiled[k].rank; j++) padded *= pow2_ceil(w->tiled[k].t[j]);
+    if (padded > largest) largest = padded;
+  }
+  int warps = largest <= 256 ? 1 : largest <= 1024 ? 2 : largest <= 4096 ? 4 : 8;
+  e->blocks = blocks;
+  bool done[TILE_MAX_TILED] = {false};
+  for (int k = 0; k < w->ntiled; k++) {
+    const TiledInstr *ti = &w->tiled[k];
+    if (ti->inside) {
+      const IrInstr *x = ti->x;
+      switch (x->op) {
+      case IR_OP_BITCAST: case IR_OP_BROADCAST: case IR_OP_CONSTANT: case IR_OP_DYNAMIC_SLICE:
+      case IR_OP_DYNAMIC_UPDATE_SLICE: case IR_OP_GATHER: case IR_OP_IOTA: case IR_OP_PAD:
+      case IR_OP_PARAMETER: case IR_OP_SLICE: case IR_OP_TRANSPOSE: case IR_OP_TUPLE: continue;
+      default: break;
+      }
+      const IrShape *sh = x->shape.type == IR_TUPLE && x->shape.ntuple ? &x->shape.tuple[0] : &x->shape;
+      double n = (double)ir_shape_elements(sh);
+      double per = n > 0 ? round(hlo_cost_instr_flops(d, x) / n) : 0;
+      int64_t padded = 1;
+      for (int j = 0; j < ti->rank; j++) padded *= pow2_ceil(ti->t[j]);
+      e->flops += per * (double)blocks * (double)padded;
+      continue;
+    }
+    if (done[k]) continue;
+    /* n_bytes_total_map: every tile of one operand together, at the lowest rate among them. */
+    double total = 0, rate = 1;
+    for (int j = k; j < w->ntiled; j++) {
+      const TiledInstr *tj = &w->tiled[j];
+      if (tj->inside || tj->x != ti->x) continue;
+      done[j] = true;
+      int64_t elems = 1;
+      for (int q = 0; q < tj->rank; q++) elems *= tj->t[q];
+      total += (double)ir_type_bytes(tj->x->shape.type) * (double)blocks * (double)elems;
+      double r = tile_bandwidth_rate(&tj->x->shape, tj->t, tj->rank);
+      if (r < rate) rate = r;
+    }
+    double size = operand_size(ti->x);
+    e->bytes_read += total;
+    e->read_us += read_us_rate(d, blocks, total < size ? total : size, total, rate);
+  }
+  e->bytes_written = (double)ir_shape_bytes(&root->shape);
+  double wrate = tile_bandwidth_rate(&root->shape, t, rank);
+  /* The effective bandwidth is an integer number of bytes a second. */
+  double eff = floor(wrate * bw_bytes_per_us(d) * 1e6) / 1e6;
+  e->write_us = quarter_ns(e->bytes_written / eff);
+  /* ComputeTime with the tiled launch. */
+  if (e->flops > 0) {
+    int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
+    int sms = d && d->sm_count > 0 ? d->sm_count : 1;
+    double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
+    int threads = warps * 32;
+    double lanes = (double)(threads < fpus ? threads : fpus) * (double)(blocks < sms ? blocks : sms);
+    int64_t per_ns = (int64_t)(clock * 2 * lanes);
+    if (per_ns < 1) per_ns = 1;
+    e->compute_us = quarter_ns(e->flops / (double)per_ns / 1000.0);
+  }
+  e->exec_us = combine(e->compute_us, e->read_us + e->write_us);
+}
+
+/* Whether one tiling of the root (tile sizes t) is valid; sets w->unknown when no verdict. */
+static bool tiling_valid(TileWalk *w, const IrInstr *root, const int64_t *t, int rank) {
+  w->ntiled = 0;
+  w->visits = 0;
+  w->too_big = NULL;
+  return tile_walk(w, root, t, rank, true);
+}
+
+int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
+                         TritonTiling *out) {
+  memset(out, 0, sizeof *out);
+  TileWalk *w = fx_calloc(1, sizeof *w);
+  if (!w) return -1;
+  w->p = p;
+  w->c = c;
+  w->pbody = p->op == IR_OP_FUSION ? ir_fused_computation(p) : NULL;
+  w->cbody = c && c->op == IR_OP_FUSION ? ir_fused_computation(c) : NULL;
+  /* registers_per_block_limit: 65536 on every NVIDIA GPU since Kepler. */
+  w->max_elems = 0.4 * (d && d->registers_per_block > 0 ? d->registers_per_block : 65536);
+  out->max_elems = (int64_t)w->max_elems;
+  const IrInstr *root = fusion_fused_root(c ? c : p);
+  int rank = root->shape.rank, verdict = 0;
+  if (root->shape.type == IR_TUPLE || rank > 8) {
+    fx_free(w);
+    return -1;
+  }
+  /* SymbolicTileAnalysis::AnalyzeFusion first derives a symbolic tile for every instruction. */
+  IndexRange all;
+  for (int k = 0; k < rank; k++) {
+    all.off[k] = 0;
+    all.len[k] = root->shape.dims[k];
+    all.split[k] = all.cat[k] = false;
+  }
+  w->visits = 0;
+  if (range_walk(w, root, &all, true) == 0) {
+    out->untileable = w->too_big;
+    fx_free(w);
+    return 0;
+  }
+  w->too_big = NULL;
+  /* Every tiling of the root: the odometer over PossibleTileSizesForOneDimension, the last
+   * dimension fastest (GetGoodTilings' order; the first of equal times wins). */
+  int64_t t[IR_MAX_RANK];
+  for (int k = 0; k < rank; k++) {
+    if (root->shape.dims[k] < 1) {
+      fx_free(w);
+      return -1;
+    }
+    t[k] = only ? only[k] : 1;
+  }
+  for (long n = 0;; n++) {
+    if (n >= 20000) {
+      verdict = -1;
+      break;
+    }
+    out->tilings++;
+    bool ok = tiling_valid(w, root, t, rank);
+    if (w->unknown) {
+      verdict = -1;
+      break;
+    }
+    if (ok) {
+      PerfEstimate e;
+      tiled_estimate(d, w, root, t, rank, &e);
+      if (verdict == 0 || e.exec_us < out->best.exec_us) {
+        out->best = e;
+        memcpy(out->valid, t, sizeof(int64_t) * (size_t)rank);
+        out->rank = rank;
+      }
+      verdict = 1;
+    } else if (w->too_big && !out->too_big) {
+      out->too_big = w->too_big;
+      out->too_big_elems = w->too_big_elems;
+    }
+    if (only) break;
+    int k = rank - 1;
+    for (; k >= 0; k--) {
+      int64_t dim = root->shape.dims[k];
+      if (t[k] < dim) {
+        t[k] = t[k] * 2 < dim ? t[k] * 2 : dim;
+        break;
+      }
+      t[k] = 1;
+    }
+    if (k < 0) break;
+  }
+  fx_free(w);
+  return verdict;
 }

@@ -118,4 +118,25 @@ typedef struct {
  * allocation failure. */
 bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement *out);
 
+/* ---------- Triton tiling (SymbolicTileAnalysis, TritonEmitterConstraints) ---------- */
+
+/* What fusion_triton_tiling found: how many of the root's tilings it tried, the best valid one
+ * and its tiled estimate, or else the first tile over the register limit (max_elems elements,
+ * padded to powers of 2). */
+typedef struct {
+  long tilings;
+  int rank;
+  int64_t valid[IR_MAX_RANK];
+  PerfEstimate best;
+  const IrInstr *too_big;
+  int64_t too_big_elems, max_elems;
+  const IrInstr *untileable; /* a reshape whose symbolic tile XLA fails to compute */
+} TritonTiling;
+/* Whether the Triton fusion made by fusing p into c (c NULL: p alone) has a valid tiling, as
+ * TryFindTopKBestTilingsForFusion decides: 1 yes (best: the fastest tiling's estimate), 0 no
+ * ("No valid tilings found"), -1 when it holds an op whose tiling fxplain does not model. With
+ * `only`, that tiling of the root alone. */
+int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
+                         TritonTiling *out);
+
 #endif

@@ -351,7 +351,10 @@ IrInstr *fusion_fuse(IrInstr *consumer, IrInstr *producer) {
   ir_computation_sort(fc);
   if (producer->op == IR_OP_FUSION && producer->nusers == 0 && !producer->is_root) remove_fusion(producer);
   else if (others && producer->nusers == 0 && !producer->is_root) ir_instr_remove(producer);
-  if (fc->root && strcmp(kind_for(fc->root), "kInput") == 0) ir_attr_set_text(f, "kind", "kInput");
+  /* A Triton fusion keeps kCustom whatever its root (PriorityFusion::Fuse gives the result of a
+   * Triton pair the Triton fusion's kind and backend config). */
+  if (fc->root && !fusion_is_generic_triton(f) && strcmp(kind_for(fc->root), "kInput") == 0)
+    ir_attr_set_text(f, "kind", "kInput");
   return f;
 }
 

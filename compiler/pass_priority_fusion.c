@@ -32,6 +32,7 @@
  * verdict changes. */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fusion_analysis.h"
@@ -118,84 +119,14 @@ static bool q_pop(Queue *q, HeapItem *out) {
   return false;
 }
 
-/* Whether slice x takes part of a dimension that a reshape (or bitcast) before it, through any
- * transposes, split off as the minor part of a larger one: Triton's SymbolicTileAnalysis cannot
- * tile that (XLA: "Failed to compute symbolic tile for ... d2 * 256 + d3"). Slicing the major
- * part of a split dimension tiles fine. */
-static bool slice_cuts_minor_split(const IrInstr *x) {
-  int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK], str[IR_MAX_RANK];
-  const IrInstr *o = x->operands[0];
-  int n = ir_attr_slice(x, st, lim, str, IR_MAX_RANK);
-  if (n != o->shape.rank) return false;
-  for (int d = 0; d < n; d++) {
-    if (st[d] == 0 && lim[d] == o->shape.dims[d] && str[d] == 1) continue;
-    const IrInstr *cur = o;
-    int dd = d;
-    for (int guard = 0; guard < 16 && cur->op == IR_OP_TRANSPOSE && cur->noperands == 1; guard++) {
-      int64_t perm[IR_MAX_RANK];
-      if (ir_attr_dims(cur, "dimensions", perm, IR_MAX_RANK) != cur->shape.rank || perm[dd] < 0) return false;
-      dd = (int)perm[dd];
-      cur = cur->operands[0];
-    }
-    if ((cur->op != IR_OP_BITCAST && cur->op != IR_OP_RESHAPE) || cur->noperands != 1) continue;
-    const IrShape *a = &cur->shape, *b = &cur->operands[0]->shape;
-    /* Group a's dimensions by the dimension of b they split (equal running products). */
-    int i = 0, j = 0;
-    while (i < a->rank) {
-      int first = i;
-      int64_t pa = a->dims[i++], pb = j < b->rank ? b->dims[j++] : 1;
-      while (pa != pb && (i < a->rank || j < b->rank)) {
-        if (pa < pb && i < a->rank) pa *= a->dims[i++];
-        else if (j < b->rank) pb *= b->dims[j++];
-        else break;
-      }
-      if (dd >= first && dd < i) {
-        int major = -1;
-        for (int k = first; k < i && major < 0; k++)
-          if (a->dims[k] != 1) major = k;
-        if (major >= 0 && dd != major && a->dims[dd] != 1) return true;
-        break;
-      }
-    }
-  }
-  return false;
-}
-
-/* Whether c slices part of the minor (row) dimension of what it reads from producer p, through
- * elementwise ops, converts, bitcasts and reshapes. */
-static bool cuts_rows_of(const IrInstr *c, const IrInstr *p) {
-  IrComputation *fc = c->op == IR_OP_FUSION ? ir_fused_computation(c) : NULL;
-  int n = fc ? fc->ninstrs : 1;
-  for (int k = 0; k < n; k++) {
-    const IrInstr *x = fc ? fc->instrs[k] : c;
-    if (x->op != IR_OP_SLICE || x->noperands != 1) continue;
-    const IrInstr *o = x->operands[0];
-    int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK], str[IR_MAX_RANK];
-    int r = ir_attr_slice(x, st, lim, str, IR_MAX_RANK);
-    if (r != o->shape.rank || r < 1) continue;
-    if (st[r - 1] == 0 && lim[r - 1] == o->shape.dims[r - 1] && str[r - 1] == 1) continue;
-    /* Does the sliced value come from p? */
-    const IrInstr *y = o;
-    for (int guard = 0; guard < 64; guard++) {
-      if (y == p) return true;
-      if (y->op == IR_OP_PARAMETER && fc && y->parent == fc) {
-        if (y->param_number >= 0 && y->param_number < c->noperands && c->operands[y->param_number] == p) return true;
-        break;
-      }
-      if (y->noperands != 1 || !(ir_op_is_elementwise(y->op) || y->op == IR_OP_BITCAST || y->op == IR_OP_RESHAPE))
-        break;
-      y = y->operands[0];
-    }
-  }
-  return false;
-}
-
 /* What Triton's emitter supports (XLA's IsTritonSupportedInstruction, in broad strokes). */
 static bool triton_supported(const IrInstr *i) {
   IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
   int n = fc ? fc->ninstrs : 1;
   for (int k = 0; k < n; k++) {
     const IrInstr *x = fc ? fc->instrs[k] : i;
+    /* IsTritonSupportedInstruction: no complex element types (c64, c128). */
+    if (ir_type_is_complex(x->shape.type)) return false;
     if (ir_op_is_elementwise(x->op)) continue;
     switch (x->op) {
     case IR_OP_PARAMETER:
@@ -205,10 +136,9 @@ static bool triton_supported(const IrInstr *i) {
     case IR_OP_RESHAPE:
     case IR_OP_REDUCE:
     case IR_OP_TRANSPOSE:
-    case IR_OP_IOTA: continue;
-    case IR_OP_SLICE:
-      if (x->noperands == 1 && slice_cuts_minor_split(x)) return false;
-      continue;
+    case IR_OP_IOTA:
+    case IR_OP_CONCATENATE:
+    case IR_OP_SLICE: continue;
     default: return false;
     }
   }
@@ -442,13 +372,25 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
       return fusion_refuse(v, FR_NOT_FUSIBLE, "%s holds an op Triton's emitter does not support, so it cannot join the Triton fusion %s",
                            other->name, other == p ? c->name : p->name);
     /* XLA decides a Triton fusion by whether it can be tiled (CanFuseTriton) and checks nothing
-     * else. fxplain knows one shape of tiling failure: a Triton fusion tiles whole rows of its
-     * output, so a consumer that takes part of a row cannot join it. */
-    if (fusion_is_generic_triton(p) && !fusion_is_generic_triton(c) && cuts_rows_of(c, p))
+     * else: SymbolicTileAnalysis::AnalyzeFusion, then TryFindTopKBestTilingsForFusion. */
+    TritonTiling tt;
+    int tiled = fusion_triton_tiling(cx->device, p, c, NULL, &tt);
+    if (tiled == 0 && tt.untileable)
       return fusion_refuse(v, FR_NOT_FUSIBLE,
-                           "%s takes part of each row of the Triton fusion %s, which computes whole rows: XLA's "
-                           "SymbolicTileAnalysis finds no tile for the pair",
-                           c->name, p->name);
+                           "%s merges dimensions of which the fused Triton kernel of %s into %s reads only part of "
+                           "the minor one but several of the major one: XLA's SymbolicTileAnalysis fails to compute a "
+                           "symbolic tile for it",
+                           tt.untileable->name, p->name, c->name);
+    /* TryFindTopKBestTilingsForFusion keeps only tilings whose every tile fits in registers
+     * (DoesTileFitsInRegisters); with none left CanFuseTriton refuses: "Fusion can not be tiled
+     * with SymbolicTileAnalysis: No valid tilings found." */
+    if (tiled == 0)
+      return fusion_refuse(v, FR_REGISTERS,
+                           "none of the %ld tilings of the Triton fusion %s into %s fits in registers: %s needs a tile "
+                           "of %lld elements (padded to powers of two), over XLA's %lld (0.4 x registers per block; "
+                           "XLA: No valid tilings found)",
+                           tt.tilings, p->name, c->name, tt.too_big ? tt.too_big->name : "an operand",
+                           (long long)tt.too_big_elems, (long long)tt.max_elems);
     fusion_verdict_ok(v, "%s fuses into the Triton fusion %s", p->name, c->name);
     return true;
   } else {
