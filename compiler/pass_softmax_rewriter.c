@@ -20,10 +20,11 @@
  * Triton fusion's tiled estimate against the diamond's instructions as priority fusion and
  * multi-output fusion would fuse them on their own (EstimateOptimizedHloRunTimeWithoutSoftMax-
  * RewriterTriton: the diamond extracted into a module, fused, each kernel's time summed). Before
- * that, XLA drops a diamond SymbolicTileAnalysis cannot tile: fxplain knows the shape behind the
- * failures it has seen (a reshape joining dimensions, reshape_tileable); the "no valid tilings"
- * verdicts of the tiled cost model are not modelled. Diamonds are fused in reverse post-order, so
- * that a diamond whose root is the next one's producer is fused first. */
+ * that, XLA drops a diamond SymbolicTileAnalysis cannot tile (a reshape joining dimensions:
+ * reshape_tileable, the shape behind every such verdict in its log), and one for which no tiling
+ * is valid (fusion_triton_tiling, which priority fusion's CanFuseTriton asks too). Diamonds are
+ * fused in reverse post-order, so that a diamond whose root is the next one's producer is fused
+ * first. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,20 +305,51 @@ static IrInstr *fuse_all(IrComputation *c, IrInstr *root) {
   return f;
 }
 
-/* The Triton fusion's tiled estimate, and EstimateOptimizedHloRunTimeWithoutSoftMaxRewriterTriton:
- * the diamond through priority fusion and multi-output fusion on its own, each kernel's time
- * (launch excluded, as EstimateRunTimeForInstruction's exec_time) summed. False when the diamond
- * cannot be estimated (it is then left alone). */
-static bool estimate(const List *body, const PassContext *cx, double *fused, double *apart) {
+/* What the Triton fusion of a diamond is worth: whether it can be tiled, its best tiling's estimate
+ * and the unfused estimate. */
+typedef enum { DIAMOND_ERROR, DIAMOND_UNTILEABLE, DIAMOND_NO_TILING, DIAMOND_ESTIMATED } DiamondVerdict;
+
+/* DecideIfShouldFuseAndMaybeSetBlockLevelParameters' numbers. The diamond is extracted, fused
+ * into one Triton fusion and handed to the tiling search (fusion_triton_tiling: SymbolicTile-
+ * Analysis, then TryFindBestTilingForFusion's tilings and their tiled estimates), after the
+ * reshape rule above, which XLA's log shows for diamonds (CanSymbolicTileAnalysisTileDiamond);
+ * a diamond the search does not model gets the flat estimate. The unfused time is
+ * EstimateOptimizedHloRunTimeWithoutSoftMaxRewriterTriton: the extracted diamond through priority
+ * fusion and multi-output fusion, each kernel's time (launch excluded, as
+ * EstimateRunTimeForInstruction's exec_time) summed. */
+static DiamondVerdict estimate(const List *body, const PassContext *cx, double *fused, double *apart, char *why,
+                               size_t nwhy) {
   IrModule *m = extract(body, cx);
-  if (!m) return false;
+  if (!m) return DIAMOND_ERROR;
   IrModule *t = ir_module_clone(m);
   IrInstr *f = t ? fuse_all(t->entry, t->entry->root) : NULL;
-  if (f) *fused = perf_exec_us(cx->device, f);
+  DiamondVerdict v = f ? DIAMOND_ESTIMATED : DIAMOND_ERROR;
+  if (f && !tileable(body)) {
+    v = DIAMOND_UNTILEABLE;
+    snprintf(why, nwhy, "it reads a value reshaped so that one of its dimensions joins several, which XLA's "
+                        "SymbolicTileAnalysis cannot tile");
+  } else if (f) {
+    TritonTiling tt;
+    int tiled = fusion_triton_tiling(cx->device, f, NULL, NULL, &tt);
+    if (tiled == 0 && tt.untileable) {
+      v = DIAMOND_UNTILEABLE;
+      snprintf(why, nwhy, "XLA's SymbolicTileAnalysis cannot derive a tile for %s", tt.untileable->name);
+    } else if (tiled == 0) {
+      v = DIAMOND_NO_TILING;
+      if (tt.too_big)
+        snprintf(why, nwhy, "no tiling fits: %s needs a tile of %lld elements, over the %lld the registers hold",
+                 tt.too_big->name, (long long)tt.too_big_elems, (long long)tt.max_elems);
+      else snprintf(why, nwhy, "no tiling is valid");
+    } else if (tiled == 1) {
+      *fused = tt.best.exec_us;
+    } else {
+      *fused = perf_exec_us(cx->device, f);
+    }
+  }
   if (t) ir_module_free(t);
-  if (!f) {
+  if (v != DIAMOND_ESTIMATED) {
     ir_module_free(m);
-    return false;
+    return v;
   }
   DecisionSink quiet = {0};
   FxError e;
@@ -332,7 +364,7 @@ static bool estimate(const List *body, const PassContext *cx, double *fused, dou
     bool changed = false;
     if (!pass_run_stage(passes[k], m, &pc, &out, &changed)) {
       ir_module_free(m);
-      return false;
+      return DIAMOND_ERROR;
     }
     if (out) {
       ir_module_free(m);
@@ -349,7 +381,7 @@ static bool estimate(const List *body, const PassContext *cx, double *fused, dou
     }
   }
   ir_module_free(m);
-  return true;
+  return DIAMOND_ESTIMATED;
 }
 
 static bool fuse_diamond(IrInstr *root, IrInstr *producer, PassContext *cx, bool *changed) {
@@ -361,18 +393,20 @@ static bool fuse_diamond(IrInstr *root, IrInstr *producer, PassContext *cx, bool
   char rname[256], pname[256];
   snprintf(rname, sizeof rname, "%s", root->name);
   snprintf(pname, sizeof pname, "%s", producer->name);
-  if (!tileable(&body)) {
+  double fused = 0, apart = 0;
+  char why[400] = "";
+  DiamondVerdict verdict = estimate(&body, cx, &fused, &apart, why, sizeof why);
+  if (verdict == DIAMOND_ERROR) {
     fx_free(body.v);
-    PassDecision t = {.pass = cx->pass, .action = "fuse", .producer = pname, .consumer = rname, .reason = "not_fusible"};
-    pass_emit(cx->sink, &t,
-              "the normalization diamond from %s to %s reads a value reshaped so that one of its dimensions joins "
-              "several: XLA's SymbolicTileAnalysis cannot tile it, so it stays apart for priority fusion",
-              pname, rname);
     return true;
   }
-  double fused = 0, apart = 0;
-  if (!estimate(&body, cx, &fused, &apart)) {
+  if (verdict != DIAMOND_ESTIMATED) {
+    /* CanSymbolicTileAnalysisTileDiamond ("Cannot tile the diamond pattern"), or
+     * TryFindBestTilingForFusion's "No valid tilings found" */
     fx_free(body.v);
+    PassDecision t = {.pass = cx->pass, .action = "fuse", .producer = pname, .consumer = rname, .reason = "not_fusible"};
+    pass_emit(cx->sink, &t, "the normalization diamond from %s to %s cannot be one Triton kernel: %s; it stays apart for priority fusion",
+              pname, rname, why);
     return true;
   }
   PassDecision d = {.pass = cx->pass, .action = "fuse", .producer = pname, .consumer = rname};
