@@ -7,6 +7,7 @@
 
 #include "../compiler/arena.h"
 #include "../compiler/fusion_rules.h"
+#include "../compiler/hlo.h"
 #include "xla_dump.h"
 
 static void fmt_time(double us, char *buf, size_t n) {
@@ -1056,4 +1057,48 @@ void explain_show_saved(const ExplainOut *o, const ExplainEngine *e, const char 
     char shown[160];
     fprintf(o->out, "saved stage %d (%s) of %s to %s\n", e->cur, pass, m->name, fx_printable(shown, sizeof shown, path));
   }
+}
+
+void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path) {
+  if (o->json) {
+    JsonWriter w;
+    json_init(&w, o->out);
+    json_object_begin(&w);
+    json_key(&w, "loaded");
+    json_object_begin(&w);
+    json_kv_str(&w, "module", m->name);
+    json_kv_str(&w, "file", path);
+    json_kv_int(&w, "computations", m->ncomps);
+    json_kv_int(&w, "instructions", ir_module_instr_count(m));
+    json_object_end(&w);
+    json_object_end(&w);
+  } else {
+    /* a file named on the command line can hold any byte: shown escaped */
+    char shown[1100];
+    fprintf(o->out, "loaded %s from %s: %d computations, %d instructions\n", m->name,
+            fx_printable(shown, sizeof shown, path), m->ncomps, ir_module_instr_count(m));
+  }
+}
+
+bool explain_show_hlo(const ExplainOut *o, const ExplainEngine *e, FxError *err) {
+  const IrModule *m = explain_engine_module(e, e->cur);
+  if (!m) return fx_error_set(err, NULL, 0, 0, "no module is loaded; use 'load FILE' or type .fx statements");
+  if (o->json) {
+    char *text = hlo_print_string(m);
+    if (!text) return fx_error_set(err, NULL, 0, 0, "out of memory");
+    JsonWriter w;
+    json_init(&w, o->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "module", m->name);
+    json_kv_int(&w, "stage", e->cur);
+    json_kv_str(&w, "pass", explain_engine_stage_pass(e, e->cur));
+    json_kv_str(&w, "hlo", text);
+    json_object_end(&w);
+    fx_free(text);
+    return true;
+  }
+  FxError perr;
+  fx_error_clear(&perr);
+  if (!hlo_print(o->out, m, &perr)) return fx_error_set(err, NULL, 0, 0, "cannot print the module: %s", perr.msg);
+  return true;
 }

@@ -53,6 +53,10 @@ void explain_show_settings(const ExplainOut *o, ExplainEngine *e);
 /* `set NAME VALUE`: "dup_limit: 1 -> 3", with a word that the next step recomputes the stages when
  * have_stages; in JSON {"setting", "old", "new"}. */
 void explain_show_setting_change(const ExplainOut *o, const ExplainSettingChange *ch, bool have_stages);
+/* `show hlo`: the current stage as HLO text (in JSON with its module, stage and pass). */
+bool explain_show_hlo(const ExplainOut *o, const ExplainEngine *e, FxError *err);
+/* What `load` loaded: module, file, computations, instructions. */
+void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path);
 /* `save FILE`: the stage, pass and module written to path. */
 void explain_show_saved(const ExplainOut *o, const ExplainEngine *e, const char *path);
 /* `unfuse`: how many fusions were inlined and the kernels before and after. */

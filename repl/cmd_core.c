@@ -175,25 +175,10 @@ static bool show_settings(Session *s, FxError *err) {
 }
 
 static bool show_hlo(Session *s, FxError *err) {
-  IrModule *m = need_module(s, err);
-  if (!m) return false;
-  if (s->json) {
-    char *text = hlo_print_string(m);
-    if (!text) return repl_arg_error(s, err, 0, "out of memory");
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "module", m->name);
-    json_kv_int(&w, "stage", s->eng.cur);
-    json_kv_str(&w, "pass", s->eng.stages[s->eng.cur].pass);
-    json_kv_str(&w, "hlo", text);
-    json_object_end(&w);
-    fx_free(text);
-    return true;
-  }
-  FxError perr;
-  fx_error_clear(&perr);
-  if (!hlo_print(s->out, m, &perr)) return repl_arg_error(s, err, 0, "cannot print the module: %s", perr.msg);
+  if (!need_module(s, err)) return false;
+  ExplainOut o = {s->out, s->json, 0};
+  FxError e = {0};
+  if (!explain_show_hlo(&o, &s->eng, &e)) return repl_arg_error(s, err, 0, "%s", e.msg);
   return true;
 }
 

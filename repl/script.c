@@ -23,6 +23,7 @@
 #include "../compiler/fx.h"
 #include "../compiler/hlo.h"
 #include "args.h"
+#include "../explain/format.h"
 #include "../explain/json.h"
 #include "repl.h"
 
@@ -521,24 +522,8 @@ static bool run_script_text(Session *s, const char *text, size_t len, const char
 }
 
 void repl_report_loaded(Session *s, const IrModule *m, const char *path) {
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_key(&w, "loaded");
-    json_object_begin(&w);
-    json_kv_str(&w, "module", m->name);
-    json_kv_str(&w, "file", path);
-    json_kv_int(&w, "computations", m->ncomps);
-    json_kv_int(&w, "instructions", ir_module_instr_count(m));
-    json_object_end(&w);
-    json_object_end(&w);
-  } else {
-    /* a file named on the command line can hold any byte: shown escaped */
-    char shown[1100];
-    fprintf(s->out, "loaded %s from %s: %d computations, %d instructions\n", m->name, fx_printable(shown, sizeof shown, path),
-            m->ncomps, ir_module_instr_count(m));
-  }
+  ExplainOut o = {s->out, s->json, 0};
+  explain_show_loaded(&o, m, path);
 }
 
 bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hlo) {
