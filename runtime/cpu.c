@@ -522,7 +522,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         snprintf(k->sym, sizeof k->sym, "fx_%016llx", (unsigned long long)h);
         k->nparts = ek->nparts;
         for (int p = 0; p < ek->nparts; p++) {
-          k->outer[p] = ek->parts[p].rank ? ek->parts[p].dims[0] : 1;
+          k->outer[p] = ek->parts[p].outer;
           k->count[p] = ek->parts[p].count;
         }
         if (npending == cappending) {

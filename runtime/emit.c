@@ -701,6 +701,83 @@ static bool gen_load(Gen *g, const IrInstr *i, int in, Val *idx, Val *out) {
   return true;
 }
 
+/* Lanes for reducing with f: a reducer that is one associative, commutative op (add, multiply,
+ * maximum, minimum, and, or) of its two parameters, on f32, f64 or an integer type, reduces the
+ * operand's innermost (contiguous) dim in that many independent accumulators that the compiler
+ * keeps in one vector register, combined at the end, as XLA:CPU's vectorized reductions do. The
+ * sum of floats is then added in another order than the interpreter's one by one, within
+ * `--check`'s tolerance. f16 and bf16 round after every step and stay sequential. 0: no lanes. */
+static int reduce_lanes(const IrInstr *i, const IrComputation *f) {
+  if (i->noperands != 2 || !f || !f->root || f->nparams != 2 || f->ninstrs != 3) return 0;
+  const IrInstr *r = f->root;
+  static const IrOpcode ops[] = {IR_OP_ADD, IR_OP_MULTIPLY, IR_OP_MAXIMUM, IR_OP_MINIMUM, IR_OP_AND, IR_OP_OR};
+  bool assoc = false;
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) assoc = assoc || r->op == ops[k];
+  if (!assoc || r->noperands != 2 || r->shape.rank != 0) return 0;
+  if (!((r->operands[0] == f->params[0] && r->operands[1] == f->params[1]) ||
+        (r->operands[0] == f->params[1] && r->operands[1] == f->params[0])))
+    return 0;
+  IrType t = r->shape.type;
+  if (t != i->shape.type || t == IR_F16 || t == IR_BF16 || ir_type_is_complex(t) || !emit_storage_type(t)) return 0;
+  return ir_type_bytes(t) >= 8 ? 8 : 16;
+}
+
+/* The innermost reduced dim `last` of reduce i in `lanes` accumulators: lane l takes the elements
+ * l, l + lanes, ...; the elements past the last full group go into acc, then the lanes do. */
+static bool gen_reduce_lanes(Gen *g, const IrInstr *i, const IrComputation *f, Val *full, int last, int lanes, Val acc) {
+  const IrShape *is = oshape(i, 0);
+  IrType t = i->shape.type;
+  const char *ct = emit_compute_type(t);
+  int64_t n = is->dims[last];
+  Val lv = newvar(g, "lv"), l = newvar(g, "l"), rv = newvar(g, "r"), e, args[2], res;
+  line(g, "%s %s[%d];", ct, lv.s, lanes);
+  /* the first group sets the lanes */
+  line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
+  open_scope(g);
+  full[last] = l;
+  if (!gen(g, i->operands[0], full, &e)) return false;
+  line(g, "%s[%s] = %s;", lv.s, l.s, e.s);
+  close_scope(g);
+  line(g, "}");
+  line(g, "int64_t %s = %d;", rv.s, lanes);
+  line(g, "for (; %s + %d <= %lldll; %s += %d) {", rv.s, lanes, (long long)n, rv.s, lanes);
+  open_scope(g);
+  line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
+  open_scope(g);
+  full[last] = idxvar(g, "%s + %s", rv.s, l.s);
+  if (!gen(g, i->operands[0], full, &e)) return false;
+  args[0] = newvar(g, "v");
+  line(g, "const %s %s = %s[%s];", ct, args[0].s, lv.s, l.s);
+  args[1] = e;
+  if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
+  line(g, "%s[%s] = %s;", lv.s, l.s, res.s);
+  close_scope(g);
+  line(g, "}");
+  close_scope(g);
+  line(g, "}");
+  /* the rest, one by one */
+  line(g, "for (; %s < %lldll; %s++) {", rv.s, (long long)n, rv.s);
+  open_scope(g);
+  full[last] = rv;
+  if (!gen(g, i->operands[0], full, &e)) return false;
+  args[0] = acc;
+  args[1] = e;
+  if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
+  line(g, "%s = %s;", acc.s, res.s);
+  close_scope(g);
+  line(g, "}");
+  line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
+  open_scope(g);
+  args[0] = acc;
+  args[1] = newvar(g, "v");
+  line(g, "const %s %s = %s[%s];", ct, args[1].s, lv.s, l.s);
+  if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
+  line(g, "%s = %s;", acc.s, res.s);
+  close_scope(g);
+  line(g, "}");
+  return true;
+}
+
 static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
   int n = i->noperands / 2;
   if (n < 1 || n > 8) return gen_fail(g, i, "reduce with %d inputs is not generated", n);
@@ -721,12 +798,17 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
     IrType t = oshape(i, k)->type;
     line(g, "%s %s = %s;", emit_compute_type(t), acc[k].s, init[k].s);
   }
-  /* loops over the reduced dims, in the operand's order (the reference's order) */
+  /* loops over the reduced dims, in the operand's order (the reference's order); the operand's
+     innermost dim, when reduced with an associative reducer, in lanes (gen_reduce_lanes) */
+  int last = is->rank - 1, lanes = reduce_lanes(i, f);
+  if (lanes > 0 && (last < 0 || !red[last] || is->dims[last] < 2 * lanes)) lanes = 0;
   Val full[IR_MAX_RANK];
   int kept = 0;
   int opened = 0;
   for (int d = 0; d < is->rank; d++) {
-    if (red[d]) {
+    if (red[d] && lanes > 0 && d == last) {
+      full[d] = lit_idx(0); /* gen_reduce_lanes loops over it */
+    } else if (red[d]) {
       Val r = newvar(g, "r");
       line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", r.s, r.s, (long long)is->dims[d], r.s);
       open_scope(g);
@@ -738,12 +820,16 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
     }
   }
   Val args[16], res[8];
-  for (int k = 0; k < n; k++) {
-    args[k] = acc[k];
-    if (!gen(g, i->operands[k], full, &args[n + k])) return false;
+  if (lanes > 0) {
+    if (!gen_reduce_lanes(g, i, f, full, last, lanes, acc[0])) return false;
+  } else {
+    for (int k = 0; k < n; k++) {
+      args[k] = acc[k];
+      if (!gen(g, i->operands[k], full, &args[n + k])) return false;
+    }
+    if (!inline_scalar(g, f, args, 2 * n, res, n)) return false;
+    for (int k = 0; k < n; k++) line(g, "%s = %s;", acc[k].s, res[k].s);
   }
-  if (!inline_scalar(g, f, args, 2 * n, res, n)) return false;
-  for (int k = 0; k < n; k++) line(g, "%s = %s;", acc[k].s, res[k].s);
   for (int k = 0; k < opened; k++) {
     close_scope(g);
     line(g, "}");
@@ -1500,6 +1586,8 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
       np->rank = s->rank;
       if (s->rank) memcpy(np->dims, s->dims, sizeof(int64_t) * (size_t)s->rank); /* scalars: dims is NULL */
       np->count = ir_shape_elements(s);
+      np->outer = 1;
+      while (np->nsplit < np->rank && (np->nsplit == 0 || np->outer < EMIT_SPLIT_MIN)) np->outer *= np->dims[np->nsplit++];
     }
     k->parts[p].outputs[k->parts[p].noutputs++] = o;
   }
@@ -1673,7 +1761,8 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
                 emit_storage_type(k->out_types[o]), k->ninputs + o);
   }
   emit_printf(b, "  (void)bufs; (void)lo; (void)hi;\n");
-  int ind = p->rank == 0 ? 4 : 2 + 2 * p->rank; /* the body's indent; the closing loop below counts down */
+  /* the body's indent; the closing loop below counts down */
+  int ind = p->rank == 0 ? 4 : p->nsplit >= 2 ? 6 + 2 * (p->rank - p->nsplit) : 2 + 2 * p->rank;
   EmitBuf body;
   emit_buf_init(&body);
   if (!emit_body(&body, k, part, EMIT_TARGET_C, ind, err) || body.oom) {
@@ -1682,21 +1771,45 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
     return false;
   }
   const char *text = body.s ? body.s : "";
+  int closes = 1;
   if (p->rank == 0) {
     emit_printf(b, "  {\n%s", text);
   } else {
-    /* i0 over [lo, hi), the middle dimensions fully, and the innermost one (i0 itself for rank 1) */
-    int inner = p->rank - 1;
-    for (int d = 0; d < inner; d++) {
-      if (d == 0) emit_printf(b, "  for (int64_t i0 = lo; i0 < hi; i0++) {\n");
-      else emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", 2 + 2 * d, "", d, d, (long long)p->dims[d], d);
-    }
-    char ivar[16], lo[8], hi[32];
+    /* The split dims 0..ns-1: one dim loops over [lo, hi) itself; several are walked as the
+       flattened range [lo, hi), one contiguous run of dim ns-1 at a time (the dims before it
+       decomposed once per run). Then the middle dims fully, and the innermost loop. */
+    int inner = p->rank - 1, ns = p->nsplit, in = 2;
+    char ivar[16], lo[32], hi[32];
     snprintf(ivar, sizeof ivar, "i%d", inner);
-    snprintf(lo, sizeof lo, "%s", inner == 0 ? "lo" : "0");
-    if (inner == 0) snprintf(hi, sizeof hi, "hi");
-    else snprintf(hi, sizeof hi, "%lldll", (long long)p->dims[inner]);
-    int in = 2 + 2 * inner;
+    if (ns >= 2) {
+      int64_t dl = p->dims[ns - 1];
+      emit_printf(b, "  for (int64_t fx_f = lo; fx_f < hi;) {\n");
+      emit_printf(b, "    int64_t fx_row = fx_f / %lldll;\n", (long long)dl);
+      emit_printf(b, "    const int64_t fx_c0 = fx_f - fx_row * %lldll;\n", (long long)dl);
+      emit_printf(b, "    const int64_t fx_c1 = hi - fx_f < %lldll - fx_c0 ? fx_c0 + (hi - fx_f) : %lldll;\n", (long long)dl,
+                  (long long)dl);
+      emit_printf(b, "    fx_f += fx_c1 - fx_c0;\n");
+      for (int d = ns - 2; d >= 1; d--)
+        emit_printf(b, "    const int64_t i%d = fx_row %% %lldll; fx_row /= %lldll;\n", d, (long long)p->dims[d],
+                    (long long)p->dims[d]);
+      emit_printf(b, "    const int64_t i0 = fx_row; (void)i0;\n");
+      in = 4;
+      closes++;
+    }
+    for (int d = ns - 1; d < inner; d++) {
+      if (d == ns - 1 && ns >= 2) emit_printf(b, "%*sfor (int64_t i%d = fx_c0; i%d < fx_c1; i%d++) {\n", in, "", d, d, d);
+      else if (d == 0) emit_printf(b, "%*sfor (int64_t i0 = lo; i0 < hi; i0++) {\n", in, "");
+      else emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", in, "", d, d, (long long)p->dims[d], d);
+      in += 2;
+      closes++;
+    }
+    if (inner == ns - 1) {
+      snprintf(lo, sizeof lo, "%s", ns >= 2 ? "fx_c0" : "lo");
+      snprintf(hi, sizeof hi, "%s", ns >= 2 ? "fx_c1" : "hi");
+    } else {
+      snprintf(lo, sizeof lo, "0");
+      snprintf(hi, sizeof hi, "%lldll", (long long)p->dims[inner]);
+    }
     if (body_wants_lanes(text) && p->dims[inner] >= EMIT_LANES) {
       /* With vector math the compiler vectorizes the plain loop (lanes would only stand in its
        * way); without it, EMIT_LANES elements interleaved, then the rest one by one */
@@ -1712,9 +1825,9 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
     } else {
       emit_printf(b, "%*sfor (int64_t %s = %s; %s < %s; %s++) {\n%s", in, "", ivar, lo, ivar, hi, ivar, text);
     }
+    ind = in + 2;
   }
   emit_buf_free(&body);
-  int closes = p->rank == 0 ? 1 : p->rank;
   for (int c = 0; c < closes; c++) {
     ind -= 2;
     emit_printf(b, "%*s}\n", ind, "");

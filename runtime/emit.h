@@ -47,6 +47,8 @@ typedef struct {
   int rank;
   int64_t dims[IR_MAX_RANK];
   int64_t count;                     /* elements of the iteration space */
+  int nsplit;                        /* leading dims flattened into the range callers split (0 for rank 0) */
+  int64_t outer;                     /* the product of those dims: what [lo, hi) of the wrapper ranges over */
   int noutputs;
   int outputs[EMIT_MAX_BUFFERS];     /* global output numbers this part writes */
 } EmitPart;
@@ -85,9 +87,11 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
 
 /* The C wrapper of part p: a function
  *     void NAME_pP(char *const *bufs, int64_t lo, int64_t hi)
- * with bufs = inputs then outputs, looping i0 over [lo, hi) (the part's outermost dimension; a
- * rank-0 part runs once) and the inner dimensions fully, innermost contiguous so it vectorizes.
- * Callers split [0, dims[0]) across threads. */
+ * with bufs = inputs then outputs, looping over [lo, hi) of the flattened index of the part's
+ * first `nsplit` dimensions (the fewest whose product is at least EMIT_SPLIT_MIN, so that a
+ * [1, 4096, 1024] part still splits over threads; a rank-0 part runs once) and the remaining
+ * dimensions fully, innermost contiguous so it vectorizes. Callers split [0, outer) across threads. */
+#define EMIT_SPLIT_MIN 256
 bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err);
 
 /* The C element storage type of t ("float", "uint16_t" for f16/bf16, "uint8_t" for pred, ...) and

@@ -330,8 +330,8 @@ TEST(library_math_bodies_interleave_four_elements) {
   CHECK(c.ok);
   CHECK(c.err == 0);
   kernel_source(src, "t", k, sizeof k);
-  CHECK_CONTAINS(k, "for (; i1 + 4 <= 7ll; i1 += 4) {");
-  CHECK_CONTAINS(k, "for (; i1 < 7ll; i1++) {");
+  CHECK_CONTAINS(k, "for (; i1 + 4 <= fx_c1; i1 += 4) {"); /* [3, 7]: both dims in the split range */
+  CHECK_CONTAINS(k, "for (; i1 < fx_c1; i1++) {");
   CHECK_CONTAINS(k, "const float v0_3 = in0[i0*7ll + (i1 + 3)];"); /* lane 3 reads its own element */
   CHECK_CONTAINS(k, "sinf(v0_3)");
   CHECK_CONTAINS(k, "log1p(");
@@ -645,6 +645,50 @@ TEST(large_kernels_split_over_threads) {
   ir_module_free(m);
 }
 
+/* A reduce over the operand's innermost dim with an associative reducer (add, max, integer add)
+   runs in lanes that the compiler vectorizes, and agrees with the interpreter within tolerance
+   (the float sum in another order); a reduce over an outer dim keeps one accumulator. The split
+   range of a [1, 4096, ...] part is the first two dims flattened, so threads get work. */
+static const char *reduce_lanes_module =
+    "HloModule lanes\n"
+    "add { x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] add(x, y) }\n"
+    "mx { x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] maximum(y, x) }\n"
+    "addi { x = s32[] parameter(0)\n y = s32[] parameter(1)\n ROOT s = s32[] add(x, y) }\n"
+    "ENTRY main { a = f32[3,2,100] parameter(0)\n b = s32[4,37] parameter(1)\n c = f32[1,40,33] parameter(2)\n"
+    " z = f32[] constant(0.5)\n n = f32[] constant(-inf)\n zi = s32[] constant(3)\n"
+    " r = f32[3,2] reduce(a, z), dimensions={2}, to_apply=add\n"
+    " m = f32[3] reduce(a, n), dimensions={1,2}, to_apply=mx\n"
+    " ri = s32[4] reduce(b, zi), dimensions={1}, to_apply=addi\n"
+    " col = f32[1,33] reduce(c, z), dimensions={1}, to_apply=add\n"
+    " ROOT o = (f32[3,2], f32[3], s32[4], f32[1,33]) tuple(r, m, ri, col) }\n";
+
+TEST(innermost_reductions_run_in_lanes) {
+  IrModule *m = parse(reduce_lanes_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  static char src[1 << 18], k[1 << 16];
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches_src(m, &gen, &interp, &c, src, sizeof src));
+  CHECK(gen == 4 && interp == 0);
+  CHECK(c.ok);
+  const char *names[] = {"r", "m", "ri"};
+  for (int q = 0; q < 3; q++) {
+    kernel_source(src, names[q], k, sizeof k);
+    CHECK_CONTAINS(k, "[16];");
+    CHECK_CONTAINS(k, " += 16) {");
+  }
+  kernel_source(src, "col", k, sizeof k);
+  CHECK(k[0] && strstr(k, "[16];") == NULL);
+  EmitKernel ek;
+  FxError e = {0};
+  CHECK(emit_kernel_init(&ek, ir_module_find_instr(m, "col"), &e));
+  CHECK(ek.parts[0].nsplit == 2 && ek.parts[0].outer == 33);
+  CHECK(emit_kernel_init(&ek, ir_module_find_instr(m, "r"), &e));
+  CHECK(ek.parts[0].nsplit == 2 && ek.parts[0].outer == 6);
+  ir_module_free(m);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxcpuXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -662,6 +706,7 @@ int main(void) {
   RUN(without_sleef_kernels_call_libm);
   RUN(vector_math_with_clang_takes_the_libm_path);
   RUN(large_kernels_split_over_threads);
+  RUN(innermost_reductions_run_in_lanes);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;
