@@ -748,7 +748,7 @@ static bool blas_dot_ok(const IrInstr *i) {
   if (!ir_dot_dims(i, &dd)) return false;
   const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
   IrType t = i->shape.type;
-  if ((t != IR_F32 && t != IR_F64) || a->type != t || b->type != t) return false;
+  if ((t != IR_F32 && t != IR_F64 && t != IR_BF16 && t != IR_F16) || a->type != t || b->type != t) return false;
   if (dd.nlhs_contract != 1 || dd.nrhs_contract != 1) return false;
   int nb = dd.nlhs_batch;
   if (nb > 1 || a->rank != 2 + nb || b->rank != 2 + nb) return false;
@@ -761,7 +761,21 @@ static bool blas_dot_ok(const IrInstr *i) {
 #endif
 }
 
-static void blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r) {
+#ifdef FXPLAIN_HAVE_BLAS
+/* A bf16/f16 tensor's elements as floats in fresh memory (NULL when out of memory). */
+static float *half_to_float(const RtTensor *t) {
+  float *f = fx_malloc(sizeof *f * (size_t)(t->count ? t->count : 1));
+  if (!f) return NULL;
+  const uint16_t *h = t->data;
+  for (int64_t e = 0; e < t->count; e++) f[e] = t->type == IR_BF16 ? rt_bf16_to_f32(h[e]) : rt_f16_to_f32(h[e]);
+  return f;
+}
+#endif
+
+/* r = dot(a, bt) by gemm. bf16 and f16 operands go through float copies and sgemm, the product
+ * accumulated in float and rounded once at the end, as the interpreter's dot (within `--check`'s
+ * tolerance: the sums in another order). Returns false when out of memory. */
+static bool blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r, FxError *err) {
 #ifdef FXPLAIN_HAVE_BLAS
   IrDotDims dd;
   ir_dot_dims(i, &dd);
@@ -772,21 +786,45 @@ static void blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r) {
   int64_t M = ta ? a->dims[nb + 1] : a->dims[nb], K = ta ? a->dims[nb] : a->dims[nb + 1];
   int64_t N = tb ? bt->dims[nb] : bt->dims[nb + 1];
   int64_t lda = a->dims[nb + 1], ldb = bt->dims[nb + 1];
+  bool half = r->type == IR_BF16 || r->type == IR_F16;
+  float *fa = NULL, *fb = NULL, *fr = NULL;
+  if (half) {
+    fa = half_to_float(a);
+    fb = half_to_float(bt);
+    fr = fx_malloc(sizeof *fr * (size_t)(r->count ? r->count : 1));
+    if (!fa || !fb || !fr) {
+      fx_free(fa);
+      fx_free(fb);
+      fx_free(fr);
+      return fx_error_set(err, NULL, 0, 0, "out of memory");
+    }
+  }
   for (int64_t q = 0; q < batch; q++) {
-    if (r->type == IR_F32)
-      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
-                  1.0f, (const float *)a->data + q * M * K, (int)lda, (const float *)bt->data + q * K * N, (int)ldb, 0.0f,
-                  (float *)r->data + q * M * N, (int)N);
-    else
+    if (r->type == IR_F64)
       cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
                   1.0, (const double *)a->data + q * M * K, (int)lda, (const double *)bt->data + q * K * N, (int)ldb, 0.0,
                   (double *)r->data + q * M * N, (int)N);
+    else
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                  1.0f, (half ? fa : (const float *)a->data) + q * M * K, (int)lda,
+                  (half ? fb : (const float *)bt->data) + q * K * N, (int)ldb, 0.0f, (half ? fr : (float *)r->data) + q * M * N,
+                  (int)N);
   }
+  if (half) {
+    uint16_t *h = r->data;
+    for (int64_t e = 0; e < r->count; e++) h[e] = r->type == IR_BF16 ? rt_f32_to_bf16(fr[e]) : rt_f32_to_f16(fr[e]);
+    fx_free(fa);
+    fx_free(fb);
+    fx_free(fr);
+  }
+  return true;
 #else
   (void)i;
   (void)a;
   (void)bt;
   (void)r;
+  (void)err;
+  return true;
 #endif
 }
 
@@ -925,7 +963,10 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
     RtTensor *r = output_tensor(b, k, i, err);
     if (!r) return false;
     if (k->how == K_BLAS) {
-      blas_dot(i, ops[0], ops[1], r);
+      if (!blas_dot(i, ops[0], ops[1], r, err)) {
+        rt_tensor_unref(r);
+        return false;
+      }
     } else {
       char *stackb[64];
       int nout = r->type == IR_TUPLE ? r->ntuple : 1;

@@ -976,13 +976,75 @@ static bool default_layout(const IrShape *s) {
   return true;
 }
 
+/* Input indices [ga, ga_end) of a reshape group from output indices [gb, gb_end): the group's
+ * output position linearized, then split over the input dims. Size-1 dims are 0; the group's
+ * outermost dim of size > 1 needs no modulo. */
+static void reshape_group(Gen *g, const IrShape *is, const IrShape *os, Val *idx, Val *sub, int ga, int gae, int gb, int gbe) {
+  int nin = 0, nout = 0, lastin = -1, lastout = -1;
+  for (int d = ga; d < gae; d++)
+    if (is->dims[d] != 1) nin++, lastin = d;
+  for (int d = gb; d < gbe; d++)
+    if (os->dims[d] != 1) nout++, lastout = d;
+  for (int d = ga; d < gae; d++) sub[d] = lit_idx(0);
+  if (nin == 0) return;
+  if (nin == 1 && nout == 1) { /* one dim of the same size on both sides */
+    sub[lastin] = idx[lastout];
+    return;
+  }
+  char lin[600];
+  size_t len = 0;
+  int64_t st = 1;
+  lin[0] = 0;
+  for (int d = gbe - 1; d >= gb; d--) {
+    if (os->dims[d] == 1) continue;
+    len += (size_t)snprintf(lin + len, len < sizeof lin ? sizeof lin - len : 0, st == 1 ? "%s%s" : "%s%s*%lldll",
+                            len ? " + " : "", idx[d].s, (long long)st);
+    st *= os->dims[d];
+  }
+  Val l = idxvar(g, "%s", lin);
+  int first = ga;
+  while (is->dims[first] == 1) first++;
+  st = 1;
+  for (int d = gae - 1; d >= ga; d--) {
+    if (is->dims[d] == 1) continue;
+    if (d == first && st == 1) sub[d] = l;
+    else if (d == first) sub[d] = idxvar(g, "%s / %lldll", l.s, (long long)st);
+    else if (st == 1) sub[d] = idxvar(g, "%s %% %lldll", l.s, (long long)is->dims[d]);
+    else sub[d] = idxvar(g, "(%s / %lldll) %% %lldll", l.s, (long long)st, (long long)is->dims[d]);
+    st *= is->dims[d];
+  }
+}
+
 static bool gen_reshape(Gen *g, const IrInstr *i, Val *idx, Val *out) {
-  const IrShape *is = oshape(i, 0);
+  const IrShape *is = oshape(i, 0), *os = &i->shape;
   if (i->op == IR_OP_BITCAST && (!default_layout(is) || !default_layout(&i->shape)))
     return gen_fail(g, i, "a bitcast between layouts is not generated");
+  Val sub[IR_MAX_RANK];
+  bool empty = false;
+  for (int d = 0; d < is->rank; d++) empty = empty || is->dims[d] == 0;
+  for (int d = 0; d < os->rank; d++) empty = empty || os->dims[d] == 0;
+  if (!empty) {
+    /* Dims in groups whose sizes multiply to the same on both sides ([1, 12, 128] -> [12, 128]:
+       {1, 12} -> {12}, {128} -> {128}); each group maps on its own, most of them one dim to one
+       dim, so a reshape that only adds or drops size-1 dims costs no division. */
+    int a = 0, b = 0;
+    while (a < is->rank || b < os->rank) {
+      int ga = a, gb = b;
+      int64_t pa = 1, pb = 1;
+      if (a < is->rank) pa *= is->dims[a++];
+      if (b < os->rank) pb *= os->dims[b++];
+      while (pa != pb) {
+        if (pa < pb && a < is->rank) pa *= is->dims[a++];
+        else if (pb < pa && b < os->rank) pb *= os->dims[b++];
+        else return gen_fail(g, i, "reshape between different element counts");
+      }
+      reshape_group(g, is, os, idx, sub, ga, a, gb, b);
+    }
+    return gen(g, i->operands[0], sub, out);
+  }
   char lin[600];
   linear(lin, sizeof lin, i->shape.rank, i->shape.dims, idx);
-  Val l = idxvar(g, "%s", lin), sub[IR_MAX_RANK];
+  Val l = idxvar(g, "%s", lin);
   int64_t st = 1;
   for (int d = is->rank - 1; d >= 0; d--) {
     /* skip the arithmetic that is the identity: size-1 dims are 0, a stride of 1 divides nothing */
