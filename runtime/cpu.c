@@ -487,7 +487,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           continue;
         }
         FxError why = {0};
-        if (!emit_kernel_init(ek, i, &why)) {
+        if (!emit_kernel_init(ek, i, &why) && !(i->op == IR_OP_SORT && emit_sort_kernel_init(ek, i, &why))) {
           k->how = K_INTERP;
           snprintf(k->why, sizeof k->why, "%.199s", why.msg);
           if (getenv("FXPLAIN_CPU_VERBOSE")) fprintf(stderr, "interpreted: %s\n", k->why);

@@ -1656,6 +1656,110 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   return true;
 }
 
+bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
+  memset(k, 0, sizeof *k);
+  k->instr = i;
+  snprintf(k->name, sizeof k->name, "fx_sort_%d", i->id);
+  int n = i->noperands;
+  const IrComputation *cmp = ir_attr_comp(i, "to_apply");
+  int64_t dim = 0;
+  if (i->op != IR_OP_SORT || n < 1 || n > 16 || !cmp || !cmp->root)
+    return fx_error_set(err, NULL, 0, 0, "%s: not a sort with a comparator", i->name);
+  const IrShape *s0 = &i->operands[0]->shape;
+  if (ir_attr_dims(i, "dimensions", &dim, 1) != 1 || dim < 0 || dim >= (s0->rank ? s0->rank : 1) || s0->rank == 0)
+    return fx_error_set(err, NULL, 0, 0, "%s: a sort needs dimensions={d} within its operands' rank", i->name);
+  for (int j = 0; j < n; j++) {
+    const IrShape *s = &i->operands[j]->shape;
+    if (s->type == IR_TUPLE || !emit_storage_type(s->type) || !ir_shape_same_dims(s, s0) || !default_layout(s))
+      return fx_error_set(err, NULL, 0, 0, "%s: sort operand %d is not generated", i->name, j);
+    k->in_types[j] = k->out_types[j] = s->type;
+    k->out_shapes[j] = n > 1 ? &i->shape.tuple[j] : &i->shape;
+    k->out_tuple_index[j] = n > 1 ? j : -1;
+  }
+  if ((n > 1 && (i->shape.type != IR_TUPLE || i->shape.ntuple != n)) || (n == 1 && i->shape.type == IR_TUPLE))
+    return fx_error_set(err, NULL, 0, 0, "%s: the sort's result does not match its operands", i->name);
+  if (!check_supported(cmp, NULL, err, 1)) return false;
+  int64_t len = s0->dims[dim], stride = 1, count = ir_shape_elements(s0);
+  for (int d = (int)dim + 1; d < s0->rank; d++) stride *= s0->dims[d];
+  if (len < 1 || len > EMIT_SORT_MAX_LEN)
+    return fx_error_set(err, NULL, 0, 0, "%s: a sort of lines of %lld elements is not generated (at most %d)", i->name,
+                        (long long)len, EMIT_SORT_MAX_LEN);
+  k->ninputs = k->noutputs = n;
+  k->sort_len = len;
+  k->sort_stride = stride;
+  k->nparts = 1;
+  EmitPart *p = &k->parts[0];
+  p->rank = 1;
+  p->dims[0] = p->count = p->outer = count / len;
+  p->nsplit = 1;
+  p->noutputs = n;
+  for (int j = 0; j < n; j++) p->outputs[j] = j;
+  return true;
+}
+
+/* The sort kernel's wrapper (see emit_sort_kernel_init): a comparator function over two positions
+ * of a line, and per line an insertion sort of runs of 16 then a bottom-up merge, both stable
+ * (an element moves before another only when the comparator says it goes first). */
+static bool emit_sort_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
+  const IrInstr *i = k->instr;
+  const IrComputation *cmp = ir_attr_comp(i, "to_apply");
+  int n = k->ninputs;
+  long long len = (long long)k->sort_len, stride = (long long)k->sort_stride;
+  emit_printf(b, "static inline int %s_less(char *const *bufs, int64_t base, int64_t a, int64_t c) {\n", k->name);
+  Gen g;
+  memset(&g, 0, sizeof g);
+  g.b = b;
+  g.k = k;
+  g.t = EMIT_TARGET_C;
+  g.indent = 2;
+  g.err = err;
+  Val args[32], res;
+  for (int j = 0; j < n; j++) {
+    const char *st = emit_storage_type(k->in_types[j]);
+    char ld[160], v[200];
+    for (int side = 0; side < 2; side++) {
+      snprintf(ld, sizeof ld, "((const %s *)bufs[%d])[base + %s * %lldll]", st, j, side ? "c" : "a", stride);
+      from_storage(v, sizeof v, k->in_types[j], ld);
+      args[2 * j + side] = newvar(&g, "v");
+      line(&g, "const %s %s = %s;", emit_compute_type(k->in_types[j]), args[2 * j + side].s, v);
+    }
+  }
+  bool ok = inline_scalar(&g, cmp, args, 2 * n, &res, 1);
+  if (ok) line(&g, "return %s != 0;", res.s);
+  fx_free(g.memo);
+  fx_free(g.heads);
+  if (!ok || g.fail) return false;
+  emit_printf(b, "}\n");
+  emit_printf(b, "void %s_p0(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name);
+  emit_printf(b, "  int32_t fx_v0[%lld], fx_t0[%lld];\n", len, len);
+  emit_printf(b, "  for (int64_t ln = lo; ln < hi; ln++) {\n");
+  emit_printf(b, "    const int64_t base = (ln / %lldll) * %lldll + ln %% %lldll;\n", stride, stride * len, stride);
+  emit_printf(b, "    int32_t *v = fx_v0, *t = fx_t0;\n");
+  emit_printf(b, "    for (int32_t q = 0; q < %lld; q++) v[q] = q;\n", len);
+  emit_printf(b, "    for (int64_t s = 0; s < %lldll; s += 16) {\n", len);
+  emit_printf(b, "      const int64_t e = s + 16 < %lldll ? s + 16 : %lldll;\n", len, len);
+  emit_printf(b, "      for (int64_t p = s + 1; p < e; p++) {\n");
+  emit_printf(b, "        const int32_t cur = v[p];\n        int64_t q = p;\n");
+  emit_printf(b, "        while (q > s && %s_less(bufs, base, cur, v[q - 1])) { v[q] = v[q - 1]; q--; }\n", k->name);
+  emit_printf(b, "        v[q] = cur;\n      }\n    }\n");
+  emit_printf(b, "    for (int64_t w = 16; w < %lldll; w *= 2) {\n", len);
+  emit_printf(b, "      for (int64_t s = 0; s < %lldll; s += 2 * w) {\n", len);
+  emit_printf(b, "        const int64_t m = s + w < %lldll ? s + w : %lldll, e = s + 2 * w < %lldll ? s + 2 * w : %lldll;\n", len,
+              len, len, len);
+  emit_printf(b, "        int64_t a = s, c = m, o = s;\n");
+  emit_printf(b, "        while (a < m && c < e) t[o++] = %s_less(bufs, base, v[c], v[a]) ? v[c++] : v[a++];\n", k->name);
+  emit_printf(b, "        while (a < m) t[o++] = v[a++];\n        while (c < e) t[o++] = v[c++];\n      }\n");
+  emit_printf(b, "      int32_t *x = v; v = t; t = x;\n    }\n");
+  for (int j = 0; j < n; j++) {
+    const char *st = emit_storage_type(k->in_types[j]);
+    emit_printf(b, "    for (int64_t q = 0; q < %lldll; q++)\n", len);
+    emit_printf(b, "      ((%s *)bufs[%d])[base + q * %lldll] = ((const %s *)bufs[%d])[base + v[q] * %lldll];\n", st, n + j, stride,
+                st, j, stride);
+  }
+  emit_printf(b, "  }\n}\n\n");
+  return !b->oom;
+}
+
 bool emit_globals(EmitBuf *b, const EmitKernel *k, EmitTarget t, FxError *err) {
   (void)err;
   const IrComputation *f = ir_fused_computation(k->instr);
@@ -1812,6 +1916,7 @@ static void emit_lanes(EmitBuf *b, const char *body, int lanes, const char *ivar
 #define EMIT_LANES 4
 
 bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
+  if (k->sort_len > 0) return emit_sort_wrapper(b, k, err);
   const EmitPart *p = &k->parts[part];
   emit_printf(b, "void %s_p%d(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name, part);
   for (int j = 0; j < k->ninputs; j++)

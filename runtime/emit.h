@@ -64,12 +64,21 @@ typedef struct {
   int out_tuple_index[EMIT_MAX_BUFFERS]; /* which element of a tuple result (-1: the array result) */
   int nparts;
   EmitPart parts[EMIT_MAX_PARTS];
+  int64_t sort_len, sort_stride;     /* a sort kernel (emit_sort_kernel_init): its lines; 0 otherwise */
 } EmitKernel;
 
 /* Analyses i as a kernel. Returns false when the emitter cannot generate it, with the reason in
  * err (e.g. "gather is not generated; it runs on the interpreter's implementation"); backends then
  * run the kernel through rt_exec_instr. */
 bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
+
+/* A sort (unfused, on the CPU) as a kernel: its one part ranges over the lines to sort (every
+ * position but the sorted dim's), and emit_c_wrapper makes a stable merge sort of each line with
+ * the comparator inlined, then moves every operand's elements into place. Lines longer than
+ * EMIT_SORT_MAX_LEN (the wrapper keeps two index arrays of a line on the stack) are refused, as
+ * are comparators the emitter cannot generate. Returns false with the reason in err. */
+#define EMIT_SORT_MAX_LEN 65536
+bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
 
 /* The helpers every body uses (types, conversions, XLA semantics), for the target. Emit once per
  * translation unit, before any kernel. */
