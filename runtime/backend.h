@@ -69,6 +69,8 @@ typedef struct {
   const char *cc;        /* compiler; default $CC or "cc" */
   const char *opt;       /* optimization flags; default "-O3 -march=native" */
   int threads;           /* 0: the number of online CPUs */
+  bool host_loops;       /* every while loop on the interpreter's walker, kernel by kernel (cpu.c's
+                            compiled loops off: tests of the walker's buffer slots) */
 } CpuOptions;
 void cpu_set_options(void *be, const CpuOptions *o);
 /* Process-wide settings that every CPU backend created afterwards starts from (the shell's `set

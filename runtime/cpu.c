@@ -47,6 +47,7 @@
 #include "cuda_backend.h"
 #include "backend.h"
 #include "emit.h"
+#include "interp_internal.h"
 
 typedef void (*KernelFn)(char *const *bufs, int64_t lo, int64_t hi);
 
@@ -94,7 +95,11 @@ typedef struct {
   RtTensor **slots;     /* the run's buffer slots (from the kernel plan's assignment); NULL: unused */
   RtTensor **views;     /* per slot: the view last written into it (reused while nobody else holds it) */
   int nslots;
+  bool host_loops;      /* CpuOptions.host_loops */
+  PtrMap loops;         /* while IrInstr* -> CpuLoop* (built at its first run), or &loop_none: runs on the host */
 } CpuBackend;
+
+static void loops_clear(CpuBackend *b);
 
 /* ---------- stats ---------- */
 
@@ -438,6 +443,7 @@ typedef struct {
 
 static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxError *err) {
   CpuBackend *b = vb;
+  loops_clear(b); /* built again at their first run, from this prepare's kernels */
   b->compiled = b->cached = b->nkernels = b->ninterp = 0;
   if (!b->no_cache) b->note[0] = 0;
   EmitBuf unit;
@@ -949,10 +955,372 @@ static void free_slots(CpuBackend *b) {
   b->nslots = 0;
 }
 
+
+/* ---------- compiled while loops ----------
+ *
+ * A while loop whose condition and body are nothing but generated kernels (and the free ops
+ * around them: the state's get-tuple-elements, bitcasts, reshapes, constants, the body's root
+ * tuple) runs here in one call instead of through the interpreter's walker: per iteration, a list
+ * of kernel calls over a table of buffer pointers ("cells"), as XLA:CPU runs a loop's body as
+ * compiled code. The walker costs ~0.5 us per instruction; a loop of tiny kernels (a scan step,
+ * a binary search) is all walker.
+ *
+ * Cells 0..ne-1 point to the state elements' current buffers, ne..2ne-1 to their other buffers.
+ * A body kernel whose output is root element e writes into e's other buffer (nobody reads it
+ * during the iteration: the body's parameter is the current state); root elements that are
+ * another element, a constant or a value used twice are copied there after the body; then the
+ * two buffers of each changed element swap. Every other kernel output has a scratch buffer of its
+ * own for the loop's lifetime. */
+
+typedef struct {
+  CpuKernel *k;
+  int nb;      /* inputs then outputs */
+  int *cells;  /* nb cell indices */
+} LoopStep;
+
+typedef struct {
+  int ne;                 /* state elements */
+  int64_t *ebytes;        /* per element */
+  int ncells;
+  char **cell;            /* the pointer table */
+  LoopStep *cond, *body;
+  int ncond, nbody;
+  int cond_cell;          /* the condition's pred[] */
+  int *copy_from;         /* per element: a cell copied into its other buffer after the body, or -1 */
+  bool *changes;          /* per element: swapped after the body */
+  char *mem;              /* state double buffers and scratch, one allocation */
+  RtTensor **consts;      /* constants' values, held for the loop's lifetime */
+  int nconsts;
+  const IrComputation *body_comp; /* while building */
+} CpuLoop;
+
+static char loop_none; /* the loops map's value for a loop that runs on the host */
+
+static void loop_free(CpuLoop *l) {
+  if (!l) return;
+  for (int q = 0; q < l->ncond + l->nbody; q++) fx_free(q < l->ncond ? l->cond[q].cells : l->body[q - l->ncond].cells);
+  fx_free(l->cond);
+  fx_free(l->body);
+  for (int q = 0; q < l->nconsts; q++) rt_tensor_unref(l->consts[q]);
+  fx_free(l->consts);
+  fx_free(l->ebytes);
+  fx_free(l->cell);
+  fx_free(l->copy_from);
+  fx_free(l->changes);
+  fx_free(l->mem);
+  fx_free(l);
+}
+
+static void loops_clear(CpuBackend *b) {
+  for (size_t q = 0; q < b->loops.cap; q++)
+    if (b->loops.keys[q] && b->loops.vals[q] != &loop_none) loop_free(b->loops.vals[q]);
+  ptrmap_free(&b->loops);
+}
+
+enum { LOOP_MAX_SCRATCH = 64 << 20, LOOP_MAX_CELLS = 1 << 16 };
+
+typedef struct {
+  CpuLoop *l;
+  PtrMap cellof;        /* IrInstr* -> cell + 1 (array values); a kernel's tuple result: first output cell + 1 */
+  int64_t *cbytes;      /* per cell: scratch bytes wanted (0: none) */
+  int capcells;
+  RtExec *x;
+  FxError *err;
+} LoopBuild;
+
+static int new_cell(LoopBuild *lb, int64_t bytes) {
+  CpuLoop *l = lb->l;
+  if (l->ncells >= LOOP_MAX_CELLS) return -1;
+  if (l->ncells == lb->capcells) {
+    int nc = lb->capcells ? lb->capcells * 2 : 64;
+    int64_t *nb = fx_realloc(lb->cbytes, sizeof *nb * (size_t)nc);
+    if (nb) lb->cbytes = nb;
+    char **ncell = nb ? fx_realloc(l->cell, sizeof *ncell * (size_t)nc) : NULL;
+    if (!ncell) return -1;
+    l->cell = ncell;
+    lb->capcells = nc;
+  }
+  lb->cbytes[l->ncells] = bytes;
+  l->cell[l->ncells] = NULL;
+  return l->ncells++;
+}
+
+static int cell_of(LoopBuild *lb, const IrInstr *i) { return (int)(uintptr_t)ptrmap_get(&lb->cellof, i) - 1; }
+static bool set_cell(LoopBuild *lb, const IrInstr *i, int c) { return ptrmap_put(&lb->cellof, i, (void *)(uintptr_t)(c + 1)); }
+
+static bool plain_array(const IrShape *s) {
+  return s->type != IR_TUPLE && s->type != IR_TOKEN && !ir_type_is_complex(s->type) && ir_type_bytes(s->type) > 0;
+}
+
+/* The steps of computation c (the condition or the body): false when an instruction is not one a
+ * compiled loop runs. In the body, a kernel whose (array) output is the root's element e writes
+ * into e's other buffer. */
+static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, LoopStep **steps, int *nsteps) {
+  CpuLoop *l = lb->l;
+  *steps = fx_calloc((size_t)(c->ninstrs ? c->ninstrs : 1), sizeof **steps);
+  if (!*steps) return false;
+  const IrInstr *root = c->root;
+  for (int q = 0; q < c->ninstrs; q++) {
+    const IrInstr *i = c->instrs[q];
+    switch (i->op) {
+    case IR_OP_PARAMETER:
+      if (i->param_number != 0) return false;
+      continue;
+    case IR_OP_GET_TUPLE_ELEMENT: {
+      const IrInstr *t = i->operands[0];
+      int64_t idx = -1;
+      ir_attr_int(i, "index", &idx);
+      if (!plain_array(&i->shape) || idx < 0) return false;
+      if (t->op == IR_OP_PARAMETER) {
+        if (idx >= l->ne) return false;
+        if (!set_cell(lb, i, (int)idx)) return false;
+      } else {
+        int first = cell_of(lb, t);
+        CpuKernel *k = kmap_get(b, t);
+        if (first < 0 || !k || t->shape.type != IR_TUPLE || idx >= t->shape.ntuple) return false;
+        if (!set_cell(lb, i, first + (int)idx)) return false;
+      }
+      continue;
+    }
+    case IR_OP_BITCAST: case IR_OP_RESHAPE: {
+      int src = cell_of(lb, i->operands[0]);
+      if (src < 0 || !plain_array(&i->shape)) return false;
+      if (!set_cell(lb, i, src)) return false;
+      continue;
+    }
+    case IR_OP_CONSTANT: {
+      if (!plain_array(&i->shape)) return false;
+      RtTensor *v = NULL;
+      if (!rt_exec_instr(lb->x, i, NULL, &v, lb->err)) return false;
+      RtTensor **nc = fx_realloc(l->consts, sizeof *nc * (size_t)(l->nconsts + 1));
+      if (!nc) {
+        rt_tensor_unref(v);
+        return false;
+      }
+      l->consts = nc;
+      l->consts[l->nconsts++] = v;
+      int cl = new_cell(lb, 0);
+      if (cl < 0 || !set_cell(lb, i, cl)) return false;
+      l->cell[cl] = v->data;
+      continue;
+    }
+    case IR_OP_TUPLE:
+      if (i != root) return false;
+      continue;
+    default: break;
+    }
+    CpuKernel *k = kmap_get(b, i);
+    if (!k || k->how != K_GENERATED) return false;
+    int nout = i->shape.type == IR_TUPLE ? i->shape.ntuple : 1;
+    LoopStep *st = &(*steps)[(*nsteps)++];
+    st->k = k;
+    st->nb = i->noperands + nout;
+    st->cells = fx_malloc(sizeof *st->cells * (size_t)st->nb);
+    if (!st->cells) return false;
+    for (int j = 0; j < i->noperands; j++)
+      if ((st->cells[j] = cell_of(lb, i->operands[j])) < 0) return false;
+    int first = -1;
+    for (int o = 0; o < nout; o++) {
+      const IrShape *os = i->shape.type == IR_TUPLE ? &i->shape.tuple[o] : &i->shape;
+      if (!plain_array(os)) return false;
+      int cl = -1;
+      /* the body's root takes this output as element e: write it into e's other buffer */
+      if (root->op == IR_OP_TUPLE && c == l->body_comp && i->shape.type != IR_TUPLE)
+        for (int e = 0; e < root->noperands && e < l->ne && cl < 0; e++)
+          if (root->operands[e] == i && l->copy_from[e] == -2) {
+            cl = l->ne + e;
+            l->copy_from[e] = -1;
+            l->changes[e] = true;
+          }
+      if (cl < 0) cl = new_cell(lb, ir_shape_bytes(os));
+      if (cl < 0) return false;
+      st->cells[i->noperands + o] = cl;
+      if (o == 0) first = cl;
+      else if (cl != first + o) return false; /* a tuple's outputs are consecutive cells */
+    }
+    if (!set_cell(lb, i, first)) return false;
+  }
+  return true;
+}
+
+/* The compiled form of while loop w, or NULL when it runs on the host (the reason is not kept:
+ * the host's way is always right). */
+static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *err) {
+  const IrComputation *cond = ir_attr_comp(w, "condition"), *body = ir_attr_comp(w, "body");
+  const IrShape *ss = &w->shape;
+  if (!cond || !body || w->noperands != 1 || ss->type != IR_TUPLE || ss->ntuple < 1 || !body->root ||
+      body->root->op != IR_OP_TUPLE || body->root->noperands != ss->ntuple || !cond->root)
+    return NULL;
+  for (int e = 0; e < ss->ntuple; e++)
+    if (!plain_array(&ss->tuple[e])) return NULL;
+  CpuLoop *l = fx_calloc(1, sizeof *l);
+  LoopBuild lb = {.l = l, .x = x, .err = err};
+  FxError ignore = {0};
+  lb.err = &ignore;
+  bool ok = l != NULL;
+  int ne = ss->ntuple;
+  if (ok) {
+    l->ne = ne;
+    l->body_comp = body;
+    l->ebytes = fx_calloc((size_t)ne, sizeof *l->ebytes);
+    l->copy_from = fx_malloc(sizeof *l->copy_from * (size_t)ne);
+    l->changes = fx_calloc((size_t)ne, sizeof *l->changes);
+    ok = l->ebytes && l->copy_from && l->changes;
+  }
+  for (int e = 0; ok && e < 2 * ne; e++) ok = new_cell(&lb, 0) == e;
+  for (int e = 0; ok && e < ne; e++) {
+    l->ebytes[e] = ir_shape_bytes(&ss->tuple[e]);
+    l->copy_from[e] = -2; /* not decided */
+  }
+  if (ok) ok = loop_steps(b, &lb, cond, &l->cond, &l->ncond);
+  if (ok) {
+    l->cond_cell = cell_of(&lb, cond->root);
+    ok = l->cond_cell >= 0 && cond->root->shape.type == IR_PRED && ir_shape_elements(&cond->root->shape) == 1;
+  }
+  /* a new map for the body: its parameter is a different instruction, its values its own */
+  ptrmap_free(&lb.cellof);
+  if (ok) ok = loop_steps(b, &lb, body, &l->body, &l->nbody);
+  for (int e = 0; ok && e < ne; e++) {
+    if (l->copy_from[e] != -2) continue; /* written directly */
+    const IrInstr *r = body->root->operands[e];
+    int c = cell_of(&lb, r);
+    if (c < 0) ok = false;
+    else if (c == e) l->copy_from[e] = -1; /* unchanged */
+    else {
+      l->copy_from[e] = c;
+      l->changes[e] = true;
+    }
+  }
+  /* memory: two buffers per element, then the scratch cells, 64-byte aligned */
+  int64_t total = 0;
+  for (int c = 0; ok && c < l->ncells; c++) {
+    int64_t want = c < 2 * ne ? l->ebytes[c % ne] : lb.cbytes[c];
+    total += (want + 63) / 64 * 64;
+  }
+  if (ok && total > LOOP_MAX_SCRATCH) ok = false;
+  if (ok) ok = (l->mem = fx_malloc((size_t)(total ? total : 64) + 64)) != NULL;
+  if (ok) {
+    char *p = (char *)(((uintptr_t)l->mem + 63) & ~(uintptr_t)63);
+    for (int c = 0; c < l->ncells; c++) {
+      int64_t want = c < 2 * ne ? l->ebytes[c % ne] : lb.cbytes[c];
+      if (c < 2 * ne || want > 0) {
+        l->cell[c] = p;
+        p += (want + 63) / 64 * 64;
+      }
+    }
+  }
+  ptrmap_free(&lb.cellof);
+  fx_free(lb.cbytes);
+  if (!ok) {
+    loop_free(l);
+    return NULL;
+  }
+  l->body_comp = NULL;
+  return l;
+}
+
+static void loop_launch(CpuBackend *b, const CpuLoop *l, const LoopStep *st) {
+  char *bufs[2 * EMIT_MAX_BUFFERS];
+  for (int j = 0; j < st->nb; j++) bufs[j] = l->cell[st->cells[j]];
+  CpuKernel *k = st->k;
+  for (int p = 0; p < k->nparts; p++) {
+    /* tiny kernels called directly; large ones may go to the threads */
+    if (k->count[p] >= 4096) launch_part(b, k, p, bufs);
+    else k->fns[p](bufs, 0, k->outer[p]);
+  }
+}
+
+/* Runs compiled loop l from state `init` into a new tuple *out; counts what ran. */
+static bool loop_run(CpuBackend *b, RtExec *x, CpuLoop *l, const IrInstr *w, RtTensor *init, RtTensor **out, FxError *err) {
+  int ne = l->ne;
+  if (init->type != IR_TUPLE || init->ntuple != ne) return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
+  for (int e = 0; e < ne; e++) {
+    if ((int64_t)init->tuple[e]->bytes != l->ebytes[e])
+      return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
+    memcpy(l->cell[e], init->tuple[e]->data, (size_t)l->ebytes[e]);
+  }
+  int64_t trips = 0;
+  for (;;) {
+    if ((trips & 1023) == 0 && !rt_exec_poll(x, err)) return false;
+    for (int q = 0; q < l->ncond; q++) loop_launch(b, l, &l->cond[q]);
+    if (!*(const uint8_t *)l->cell[l->cond_cell]) break;
+    for (int q = 0; q < l->nbody; q++) loop_launch(b, l, &l->body[q]);
+    for (int e = 0; e < ne; e++)
+      if (l->copy_from[e] >= 0) memcpy(l->cell[ne + e], l->cell[l->copy_from[e]], (size_t)l->ebytes[e]);
+    for (int e = 0; e < ne; e++)
+      if (l->changes[e]) {
+        char *t = l->cell[e];
+        l->cell[e] = l->cell[ne + e];
+        l->cell[ne + e] = t;
+      }
+    trips++;
+  }
+  RtTensor *stackel[16];
+  RtTensor **el = ne <= 16 ? stackel : fx_calloc((size_t)ne, sizeof *el);
+  if (!el) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  int made = 0;
+  for (; made < ne; made++) {
+    if (!(el[made] = rt_tensor_for_shape_uninit(&w->shape.tuple[made], err))) break;
+    memcpy(el[made]->data, l->cell[made], (size_t)l->ebytes[made]);
+  }
+  *out = made == ne ? rt_tensor_tuple(el, ne, err) : NULL;
+  for (int q = 0; q < made; q++) rt_tensor_unref(el[q]);
+  if (el != stackel) fx_free(el);
+  if (!*out) return false;
+  /* the counters and the profile: every kernel launch as the host would have made it */
+  RtCounters *c = rt_exec_counters(x);
+  c->while_iterations += trips;
+  for (int q = 0; q < l->ncond + l->nbody; q++) {
+    const LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
+    int64_t n = q < l->ncond ? trips + 1 : trips;
+    c->launches += n;
+    c->bytes_read += n * st->k->rbytes;
+    c->bytes_written += n * st->k->wbytes;
+    RtKernelStat *s = stat_for(b->stats, st->k, st->k->instr);
+    if (s) {
+      s->launches += n;
+      s->bytes += n * (st->k->rbytes + st->k->wbytes);
+      s->native = true;
+      s->how = "generated";
+    }
+  }
+  return true;
+}
+
+
+/* The hook's part for a while loop: runs it compiled when it can (*handled), else leaves it to
+ * the host. */
+static bool loop_hook(CpuBackend *b, RtExec *x, const IrInstr *w, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
+  void *v = ptrmap_get(&b->loops, w);
+  if (!v) {
+    FxError why = {0};
+    CpuLoop *l = loop_build(b, x, w, &why);
+    v = l ? (void *)l : (void *)&loop_none;
+    if (!ptrmap_put(&b->loops, w, v)) {
+      loop_free(l);
+      return true;
+    }
+  }
+  if (v == &loop_none) return true;
+  double t0 = now_ns();
+  if (!loop_run(b, x, v, w, ops[0], out, err)) return false;
+  *handled = true;
+  RtKernelStat *s = stat_for(b->stats, NULL, w);
+  if (s) {
+    s->launches++;
+    s->total_ns += now_ns() - t0;
+    s->native = true;
+    s->how = "loop";
+    s->why = NULL;
+  }
+  return true;
+}
+
 static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
   CpuBackend *b = ctx;
-  CpuKernel *k = kmap_get(b, i);
   *handled = false;
+  if (i->op == IR_OP_WHILE && !b->interp_only && !b->no_cache && !b->host_loops) return loop_hook(b, x, i, ops, out, handled, err);
+  CpuKernel *k = kmap_get(b, i);
   if (!k) return true; /* free ops, and instructions inside fused or called computations */
   double t0 = now_ns();
   bool ok = true;
@@ -1064,6 +1432,7 @@ static void cpu_destroy(void *vb) {
   CpuBackend *b = vb;
   if (!b) return;
   pool_stop(b->pool);
+  loops_clear(b);
   for (size_t q = 0; q < b->kernels.cap; q++)
     if (b->kernels.keys[q]) fx_free(b->kernels.vals[q]);
   ptrmap_free(&b->kernels);
@@ -1077,6 +1446,7 @@ void cpu_set_options(void *vb, const CpuOptions *o) {
   CpuBackend *b = vb;
   if (o->cc) snprintf(b->cc, sizeof b->cc, "%s", o->cc);
   if (o->opt) snprintf(b->flags, sizeof b->flags, "%s", o->opt);
+  b->host_loops = o->host_loops;
   if (o->threads > 0 && o->threads != b->threads) {
     b->threads = o->threads;
     pool_stop(b->pool); /* the next large launch starts one of the new size */

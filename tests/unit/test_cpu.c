@@ -439,7 +439,7 @@ TEST(runs_reuse_plan_buffers_and_count_plan_bytes) {
   void *be = rt_backend_cpu.create(&e);
   CHECK(be != NULL);
   if (!be) return;
-  CpuOptions o = {.opt = "-O1"};
+  CpuOptions o = {.opt = "-O1", .host_loops = true} /* the walker runs the loop */;
   cpu_set_options(be, &o);
   CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
   RtTensor **args = random_args(m, 5);
@@ -748,6 +748,72 @@ TEST(sorts_are_generated_and_stable) {
   ir_module_free(m);
 }
 
+/* A while loop of generated kernels runs compiled (one call, kernels over a table of buffers):
+   a body with a dynamic-update-slice into the state, a multi-output fusion, an element passed
+   through, two elements swapped and a constant as the next state; the results are the
+   interpreter's, the launches and bytes counted as the walker counts them. */
+static const char *compiled_loop_module =
+    "HloModule cl\n"
+    "upd { buf = f32[8,3] parameter(0)\n i = s32[] parameter(1)\n v = f32[3] parameter(2)\n z = s32[] constant(0)\n"
+    " e = f32[3] exponential(v)\n r = f32[1,3] reshape(e)\n"
+    " ROOT d = f32[8,3] dynamic-update-slice(buf, r, i, z) }\n"
+    "two { v = f32[3] parameter(0)\n s = f32[3] sine(v)\n c = f32[3] cosine(v)\n ROOT t = (f32[3], f32[3]) tuple(s, c) }\n"
+    "cond { s = (s32[], f32[8,3], f32[3], f32[3], f32[3], f32[2], f32[]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n"
+    " n = s32[] constant(8)\n ROOT lt = pred[] compare(i, n), direction=LT }\n"
+    "body { s = (s32[], f32[8,3], f32[3], f32[3], f32[3], f32[2], f32[]) parameter(0)\n"
+    " i = s32[] get-tuple-element(s), index=0\n buf = f32[8,3] get-tuple-element(s), index=1\n"
+    " v = f32[3] get-tuple-element(s), index=2\n a = f32[3] get-tuple-element(s), index=3\n"
+    " b = f32[3] get-tuple-element(s), index=4\n keep = f32[2] get-tuple-element(s), index=5\n"
+    " one = s32[] constant(1)\n i2 = s32[] add(i, one)\n"
+    " d = f32[8,3] fusion(buf, i, v), kind=kLoop, calls=upd\n"
+    " t = (f32[3], f32[3]) fusion(v), kind=kLoop, calls=two\n s0 = f32[3] get-tuple-element(t), index=0\n"
+    " c = f32[] constant(2.5)\n"
+    " ROOT r = (s32[], f32[8,3], f32[3], f32[3], f32[3], f32[2], f32[]) tuple(i2, d, s0, b, a, keep, c) }\n"
+    "ENTRY main { buf = f32[8,3] parameter(0)\n v = f32[3] parameter(1)\n a = f32[3] parameter(2)\n b = f32[3] parameter(3)\n"
+    " k = f32[2] parameter(4)\n z = s32[] constant(0)\n f = f32[] constant(1)\n"
+    " init = (s32[], f32[8,3], f32[3], f32[3], f32[3], f32[2], f32[]) tuple(z, buf, v, a, b, k, f)\n"
+    " ROOT w = (s32[], f32[8,3], f32[3], f32[3], f32[3], f32[2], f32[]) while(init), condition=cond, body=body }\n";
+
+TEST(while_loops_of_generated_kernels_run_compiled) {
+  IrModule *m = parse(compiled_loop_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches(m, &gen, &interp, &c));
+  CHECK(interp == 0);
+  CHECK(c.ok);
+  FxError e = {0};
+  RtRunStats st[2];
+  int64_t launches[2] = {0, 0}, bytes[2] = {0, 0};
+  bool loop_seen[2] = {false, false};
+  for (int host = 0; host < 2; host++) {
+    memset(&st[host], 0, sizeof st[host]);
+    void *be = rt_backend_cpu.create(&e);
+    CpuOptions o = {.opt = "-O1", .host_loops = host == 1};
+    cpu_set_options(be, &o);
+    CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+    RtTensor **args = random_args(m, 5);
+    RtTensor *got = NULL;
+    RtOptions ro = {.seed = 3};
+    CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &got, &st[host], &e));
+    launches[host] = st[host].counters.launches;
+    bytes[host] = st[host].counters.bytes_read + st[host].counters.bytes_written;
+    for (int q = 0; q < st[host].nkernels; q++)
+      if (st[host].kernels[q].how && strcmp(st[host].kernels[q].how, "loop") == 0) loop_seen[host] = true;
+    CHECK(st[host].counters.while_iterations == 8);
+    rt_run_stats_free(&st[host]);
+    rt_tensor_unref(got);
+    for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+    free(args);
+    rt_backend_cpu.destroy(be);
+  }
+  CHECK(loop_seen[0] && !loop_seen[1]);
+  CHECK(launches[0] == launches[1] && launches[0] == 9 + 8 * 3);
+  CHECK(bytes[0] == bytes[1]);
+  ir_module_free(m);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxcpuXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -768,6 +834,7 @@ int main(void) {
   RUN(innermost_reductions_run_in_lanes);
   RUN(bf16_dot_on_gemm_and_reshape_groups);
   RUN(sorts_are_generated_and_stable);
+  RUN(while_loops_of_generated_kernels_run_compiled);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;
