@@ -972,13 +972,16 @@ static void free_slots(CpuBackend *b) {
  * two buffers of each changed element swap. Every other kernel output has a scratch buffer of its
  * own for the loop's lifetime. */
 
+typedef struct CpuLoop CpuLoop;
+
 typedef struct {
-  CpuKernel *k;
+  CpuKernel *k; /* a kernel, or */
+  CpuLoop *inner; /* a loop nested in this one: its state copied in from cells, out to cells */
   int nb;      /* inputs then outputs */
   int *cells;  /* nb cell indices */
 } LoopStep;
 
-typedef struct {
+struct CpuLoop {
   int ne;                 /* state elements */
   int64_t *ebytes;        /* per element */
   int ncells;
@@ -992,13 +995,17 @@ typedef struct {
   RtTensor **consts;      /* constants' values, held for the loop's lifetime */
   int nconsts;
   const IrComputation *body_comp; /* while building */
-} CpuLoop;
+};
 
 static char loop_none; /* the loops map's value for a loop that runs on the host */
 
 static void loop_free(CpuLoop *l) {
   if (!l) return;
-  for (int q = 0; q < l->ncond + l->nbody; q++) fx_free(q < l->ncond ? l->cond[q].cells : l->body[q - l->ncond].cells);
+  for (int q = 0; q < l->ncond + l->nbody; q++) {
+    LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
+    fx_free(st->cells);
+    loop_free(st->inner);
+  }
   fx_free(l->cond);
   fx_free(l->body);
   for (int q = 0; q < l->nconsts; q++) rt_tensor_unref(l->consts[q]);
@@ -1045,6 +1052,8 @@ static int new_cell(LoopBuild *lb, int64_t bytes) {
   return l->ncells++;
 }
 
+static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *err);
+
 static int cell_of(LoopBuild *lb, const IrInstr *i) { return (int)(uintptr_t)ptrmap_get(&lb->cellof, i) - 1; }
 static bool set_cell(LoopBuild *lb, const IrInstr *i, int c) { return ptrmap_put(&lb->cellof, i, (void *)(uintptr_t)(c + 1)); }
 
@@ -1074,10 +1083,9 @@ static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, Loo
       if (t->op == IR_OP_PARAMETER) {
         if (idx >= l->ne) return false;
         if (!set_cell(lb, i, (int)idx)) return false;
-      } else {
+      } else { /* of a multi-output kernel or of a nested loop: consecutive cells */
         int first = cell_of(lb, t);
-        CpuKernel *k = kmap_get(b, t);
-        if (first < 0 || !k || t->shape.type != IR_TUPLE || idx >= t->shape.ntuple) return false;
+        if (first < 0 || t->shape.type != IR_TUPLE || idx >= t->shape.ntuple) return false;
         if (!set_cell(lb, i, first + (int)idx)) return false;
       }
       continue;
@@ -1104,9 +1112,28 @@ static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, Loo
       l->cell[cl] = v->data;
       continue;
     }
-    case IR_OP_TUPLE:
-      if (i != root) return false;
+    case IR_OP_TUPLE: /* the root, or a nested loop's initial state (any other use finds no cell) */
       continue;
+    case IR_OP_WHILE: {
+      const IrInstr *t = i->operands[0];
+      if (t->op != IR_OP_TUPLE) return false;
+      CpuLoop *inner = loop_build(b, lb->x, i, lb->err);
+      if (!inner) return false;
+      LoopStep *st = &(*steps)[(*nsteps)++];
+      st->inner = inner;
+      st->nb = 2 * inner->ne;
+      st->cells = fx_malloc(sizeof *st->cells * (size_t)st->nb);
+      if (!st->cells || t->noperands != inner->ne) return false;
+      for (int e = 0; e < inner->ne; e++)
+        if ((st->cells[e] = cell_of(lb, t->operands[e])) < 0) return false;
+      for (int e = 0; e < inner->ne; e++) {
+        int cl = new_cell(lb, inner->ebytes[e]);
+        if (cl < 0 || (e > 0 && cl != st->cells[inner->ne] + e)) return false;
+        st->cells[inner->ne + e] = cl;
+      }
+      if (!set_cell(lb, i, st->cells[inner->ne])) return false;
+      continue;
+    }
     default: break;
     }
     CpuKernel *k = kmap_get(b, i);
@@ -1219,7 +1246,16 @@ static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *
   return l;
 }
 
-static void loop_launch(CpuBackend *b, const CpuLoop *l, const LoopStep *st) {
+static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err);
+
+static bool loop_launch(CpuBackend *b, RtExec *x, const CpuLoop *l, const LoopStep *st, FxError *err) {
+  if (st->inner) {
+    CpuLoop *in = st->inner;
+    for (int e = 0; e < in->ne; e++) memcpy(in->cell[e], l->cell[st->cells[e]], (size_t)in->ebytes[e]);
+    if (!loop_exec(b, x, in, err)) return false;
+    for (int e = 0; e < in->ne; e++) memcpy(l->cell[st->cells[in->ne + e]], in->cell[e], (size_t)in->ebytes[e]);
+    return true;
+  }
   char *bufs[2 * EMIT_MAX_BUFFERS];
   for (int j = 0; j < st->nb; j++) bufs[j] = l->cell[st->cells[j]];
   CpuKernel *k = st->k;
@@ -1228,23 +1264,20 @@ static void loop_launch(CpuBackend *b, const CpuLoop *l, const LoopStep *st) {
     if (k->count[p] >= 4096) launch_part(b, k, p, bufs);
     else k->fns[p](bufs, 0, k->outer[p]);
   }
+  return true;
 }
 
-/* Runs compiled loop l from state `init` into a new tuple *out; counts what ran. */
-static bool loop_run(CpuBackend *b, RtExec *x, CpuLoop *l, const IrInstr *w, RtTensor *init, RtTensor **out, FxError *err) {
+/* Runs loop l from the state in its current cells to the end; counts what ran. */
+static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err) {
   int ne = l->ne;
-  if (init->type != IR_TUPLE || init->ntuple != ne) return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
-  for (int e = 0; e < ne; e++) {
-    if ((int64_t)init->tuple[e]->bytes != l->ebytes[e])
-      return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
-    memcpy(l->cell[e], init->tuple[e]->data, (size_t)l->ebytes[e]);
-  }
   int64_t trips = 0;
   for (;;) {
     if ((trips & 1023) == 0 && !rt_exec_poll(x, err)) return false;
-    for (int q = 0; q < l->ncond; q++) loop_launch(b, l, &l->cond[q]);
+    for (int q = 0; q < l->ncond; q++)
+      if (!loop_launch(b, x, l, &l->cond[q], err)) return false;
     if (!*(const uint8_t *)l->cell[l->cond_cell]) break;
-    for (int q = 0; q < l->nbody; q++) loop_launch(b, l, &l->body[q]);
+    for (int q = 0; q < l->nbody; q++)
+      if (!loop_launch(b, x, l, &l->body[q], err)) return false;
     for (int e = 0; e < ne; e++)
       if (l->copy_from[e] >= 0) memcpy(l->cell[ne + e], l->cell[l->copy_from[e]], (size_t)l->ebytes[e]);
     for (int e = 0; e < ne; e++)
@@ -1255,23 +1288,12 @@ static bool loop_run(CpuBackend *b, RtExec *x, CpuLoop *l, const IrInstr *w, RtT
       }
     trips++;
   }
-  RtTensor *stackel[16];
-  RtTensor **el = ne <= 16 ? stackel : fx_calloc((size_t)ne, sizeof *el);
-  if (!el) return fx_error_set(err, NULL, 0, 0, "out of memory");
-  int made = 0;
-  for (; made < ne; made++) {
-    if (!(el[made] = rt_tensor_for_shape_uninit(&w->shape.tuple[made], err))) break;
-    memcpy(el[made]->data, l->cell[made], (size_t)l->ebytes[made]);
-  }
-  *out = made == ne ? rt_tensor_tuple(el, ne, err) : NULL;
-  for (int q = 0; q < made; q++) rt_tensor_unref(el[q]);
-  if (el != stackel) fx_free(el);
-  if (!*out) return false;
   /* the counters and the profile: every kernel launch as the host would have made it */
   RtCounters *c = rt_exec_counters(x);
   c->while_iterations += trips;
   for (int q = 0; q < l->ncond + l->nbody; q++) {
     const LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
+    if (!st->k) continue; /* a nested loop counted itself */
     int64_t n = q < l->ncond ? trips + 1 : trips;
     c->launches += n;
     c->bytes_read += n * st->k->rbytes;
@@ -1287,6 +1309,29 @@ static bool loop_run(CpuBackend *b, RtExec *x, CpuLoop *l, const IrInstr *w, RtT
   return true;
 }
 
+/* Runs compiled loop l from state `init` into a new tuple *out. */
+static bool loop_run(CpuBackend *b, RtExec *x, CpuLoop *l, const IrInstr *w, RtTensor *init, RtTensor **out, FxError *err) {
+  int ne = l->ne;
+  if (init->type != IR_TUPLE || init->ntuple != ne) return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
+  for (int e = 0; e < ne; e++) {
+    if ((int64_t)init->tuple[e]->bytes != l->ebytes[e])
+      return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
+    memcpy(l->cell[e], init->tuple[e]->data, (size_t)l->ebytes[e]);
+  }
+  if (!loop_exec(b, x, l, err)) return false;
+  RtTensor *stackel[16];
+  RtTensor **el = ne <= 16 ? stackel : fx_calloc((size_t)ne, sizeof *el);
+  if (!el) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  int made = 0;
+  for (; made < ne; made++) {
+    if (!(el[made] = rt_tensor_for_shape_uninit(&w->shape.tuple[made], err))) break;
+    memcpy(el[made]->data, l->cell[made], (size_t)l->ebytes[made]);
+  }
+  *out = made == ne ? rt_tensor_tuple(el, ne, err) : NULL;
+  for (int q = 0; q < made; q++) rt_tensor_unref(el[q]);
+  if (el != stackel) fx_free(el);
+  return *out != NULL;
+}
 
 /* The hook's part for a while loop: runs it compiled when it can (*handled), else leaves it to
  * the host. */

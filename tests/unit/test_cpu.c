@@ -814,6 +814,56 @@ TEST(while_loops_of_generated_kernels_run_compiled) {
   ir_module_free(m);
 }
 
+/* A loop nested in a compiled loop's body runs compiled inside it (its state copied in from the
+   outer loop's buffers and out again), with the walker's results and launch counts. */
+static const char *nested_loop_module =
+    "HloModule nl\n"
+    "icond { s = (s32[], f32[2]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n n = s32[] constant(4)\n"
+    " ROOT lt = pred[] compare(i, n), direction=LT }\n"
+    "ibody { s = (s32[], f32[2]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n v = f32[2] get-tuple-element(s), index=1\n"
+    " one = s32[] constant(1)\n i2 = s32[] add(i, one)\n h = f32[2] sine(v)\n ROOT r = (s32[], f32[2]) tuple(i2, h) }\n"
+    "ocond { s = (s32[], f32[2]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n n = s32[] constant(3)\n"
+    " ROOT lt = pred[] compare(i, n), direction=LT }\n"
+    "obody { s = (s32[], f32[2]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n v = f32[2] get-tuple-element(s), index=1\n"
+    " z = s32[] constant(0)\n w = f32[2] cosine(v)\n init = (s32[], f32[2]) tuple(z, w)\n"
+    " in = (s32[], f32[2]) while(init), condition=icond, body=ibody\n iv = f32[2] get-tuple-element(in), index=1\n"
+    " one = s32[] constant(1)\n i2 = s32[] add(i, one)\n ROOT r = (s32[], f32[2]) tuple(i2, iv) }\n"
+    "ENTRY main { x = f32[2] parameter(0)\n z = s32[] constant(0)\n init = (s32[], f32[2]) tuple(z, x)\n"
+    " ROOT w = (s32[], f32[2]) while(init), condition=ocond, body=obody }\n";
+
+TEST(nested_loops_run_compiled) {
+  IrModule *m = parse(nested_loop_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches(m, &gen, &interp, &c));
+  CHECK(interp == 0 && c.ok);
+  FxError e = {0};
+  void *be = rt_backend_cpu.create(&e);
+  CpuOptions o = {.opt = "-O1"};
+  cpu_set_options(be, &o);
+  CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+  RtTensor **args = random_args(m, 5);
+  RtTensor *got = NULL;
+  RtOptions ro = {.seed = 3};
+  RtRunStats st = {0};
+  CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &got, &st, &e));
+  /* outer: 4 conditions, 3 x (cosine, add); inner: 3 x (5 conditions, 4 x (add, sine)) */
+  CHECK(st.counters.launches == 4 + 3 * 2 + 3 * (5 + 4 * 2));
+  CHECK(st.counters.while_iterations == 3 + 3 * 4);
+  int loops = 0;
+  for (int q = 0; q < st.nkernels; q++)
+    if (st.kernels[q].how && strcmp(st.kernels[q].how, "loop") == 0) loops++;
+  CHECK(loops == 1); /* the outer loop; the inner one inside it */
+  rt_run_stats_free(&st);
+  rt_tensor_unref(got);
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  free(args);
+  rt_backend_cpu.destroy(be);
+  ir_module_free(m);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxcpuXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -835,6 +885,7 @@ int main(void) {
   RUN(bf16_dot_on_gemm_and_reshape_groups);
   RUN(sorts_are_generated_and_stable);
   RUN(while_loops_of_generated_kernels_run_compiled);
+  RUN(nested_loops_run_compiled);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;
