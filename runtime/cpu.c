@@ -68,6 +68,8 @@ typedef struct {
   int64_t rbytes, wbytes; /* per launch, from the kernel plan (plan_kernel_bytes) */
   int slot[CPU_MAX_SLOTTED];  /* per output: the plan's memory slot during a run; -1: fresh memory */
   int slot2[CPU_MAX_SLOTTED]; /* a loop body's result: the slot it alternates with; -1: none */
+  void (*ip)(char *const *bufs); /* the in-place variant (emit_inplace), or NULL */
+  int ip_input;                  /* the input it updates */
 } CpuKernel;
 
 enum { CPU_MAX_KERNEL_SOURCE = 256 * 1024 }; /* bytes of C per generated kernel */
@@ -493,7 +495,10 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           continue;
         }
         FxError why = {0};
-        if (!emit_kernel_init(ek, i, &why) && !(i->op == IR_OP_SORT && emit_sort_kernel_init(ek, i, &why))) {
+        const IrComputation *fc = ir_fused_computation(i);
+        const IrInstr *root = fc ? fc->root : i;
+        if (!emit_kernel_init(ek, i, &why) && !(i->op == IR_OP_SORT && emit_sort_kernel_init(ek, i, &why)) &&
+            !(root && root->op == IR_OP_SCATTER && emit_scatter_kernel_init(ek, i, &why))) {
           k->how = K_INTERP;
           snprintf(k->why, sizeof k->why, "%.199s", why.msg);
           if (getenv("FXPLAIN_CPU_VERBOSE")) fprintf(stderr, "interpreted: %s\n", k->why);
@@ -506,6 +511,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         if (kb.s) kb.s[0] = 0;
         bool gok = emit_globals(&kb, ek, EMIT_TARGET_C, &why);
         for (int p = 0; gok && p < ek->nparts; p++) gok = emit_c_wrapper(&kb, ek, p, &why);
+        if (gok && ek->inplace_input >= 0) gok = emit_inplace(&kb, ek, &why);
         if (!gok || kb.oom) {
           k->how = K_INTERP;
           snprintf(k->why, sizeof k->why, "%.199s", why.msg);
@@ -527,6 +533,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         k->how = K_GENERATED;
         snprintf(k->sym, sizeof k->sym, "fx_%016llx", (unsigned long long)h);
         k->nparts = ek->nparts;
+        k->ip_input = ek->inplace_input;
         for (int p = 0; p < ek->nparts; p++) {
           k->outer[p] = ek->parts[p].outer;
           k->count[p] = ek->parts[p].count;
@@ -613,6 +620,12 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
             break;
           }
           memcpy(&k->fns[p], &fn, sizeof fn);
+        }
+        if (ok && k->ip_input >= 0) {
+          char sym[64];
+          snprintf(sym, sizeof sym, "%s_ip", k->sym);
+          void *fn = dlsym(h, sym);
+          if (fn) memcpy(&k->ip, &fn, sizeof fn);
         }
       }
     }
@@ -979,6 +992,7 @@ typedef struct {
   CpuLoop *inner; /* a loop nested in this one: its state copied in from cells, out to cells */
   int nb;      /* inputs then outputs */
   int *cells;  /* nb cell indices */
+  bool inplace; /* the kernel's in-place variant, updating its input's buffer (a state element) */
 } LoopStep;
 
 struct CpuLoop {
@@ -1218,6 +1232,30 @@ static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *
       l->changes[e] = true;
     }
   }
+  /* In place: a body kernel with an in-place variant whose output is the next value of element e
+     and whose updated input is e's current value updates e's buffer, when nothing after it reads
+     e's current value (later steps, the root's copies): a dynamic-update-slice or scatter into
+     the loop state then writes its slice, not the whole buffer, and e's buffers do not swap. */
+  for (int q = 0; ok && q < l->nbody; q++) {
+    LoopStep *st = &l->body[q];
+    if (!st->k || !st->k->ip || st->nb != st->k->instr->noperands + 1) continue;
+    int nin = st->k->instr->noperands, oc = st->cells[nin], e = st->cells[st->k->ip_input];
+    if (e < 0 || e >= ne || oc != ne + e) continue;
+    bool read = false;
+    for (int r = q + 1; r < l->nbody && !read; r++)
+      for (int j = 0; j < l->body[r].nb && !read; j++) read = l->body[r].cells[j] == e;
+    for (int f = 0; f < ne && !read; f++) read = l->copy_from[f] == e;
+    for (int j = 0; j < nin && !read; j++) read = j != st->k->ip_input && st->cells[j] == e;
+    if (read) continue;
+    for (int r = q + 1; r < l->nbody; r++)
+      for (int j = 0; j < l->body[r].nb; j++)
+        if (l->body[r].cells[j] == ne + e) l->body[r].cells[j] = e;
+    for (int f = 0; f < ne; f++)
+      if (l->copy_from[f] == ne + e) l->copy_from[f] = e;
+    st->cells[nin] = e;
+    st->inplace = true;
+    l->changes[e] = false;
+  }
   /* memory: two buffers per element, then the scratch cells, 64-byte aligned */
   int64_t total = 0;
   for (int c = 0; ok && c < l->ncells; c++) {
@@ -1259,6 +1297,10 @@ static bool loop_launch(CpuBackend *b, RtExec *x, const CpuLoop *l, const LoopSt
   char *bufs[2 * EMIT_MAX_BUFFERS];
   for (int j = 0; j < st->nb; j++) bufs[j] = l->cell[st->cells[j]];
   CpuKernel *k = st->k;
+  if (st->inplace) {
+    k->ip(bufs);
+    return true;
+  }
   for (int p = 0; p < k->nparts; p++) {
     /* tiny kernels called directly; large ones may go to the threads */
     if (k->count[p] >= 4096) launch_part(b, k, p, bufs);

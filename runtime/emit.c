@@ -1595,6 +1595,8 @@ static bool check_supported(const IrComputation *c, const IrInstr *single, FxErr
   return true;
 }
 
+static int inplace_operand(const IrInstr *k, const IrInstr *root);
+
 bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   memset(k, 0, sizeof *k);
   k->instr = i;
@@ -1653,12 +1655,262 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
     }
     k->parts[p].outputs[k->parts[p].noutputs++] = o;
   }
+  const IrInstr *root = kernel_root(i);
+  k->inplace_input = -1;
+  if (root->op == IR_OP_DYNAMIC_UPDATE_SLICE && k->noutputs == 1 && i->shape.type != IR_TUPLE &&
+      ir_shape_equal(&root->operands[0]->shape, &i->shape))
+    k->inplace_input = inplace_operand(i, root);
   return true;
+}
+
+
+/* ---------- scatter and in-place updates ---------- */
+
+/* The input (kernel operand number) that root's operand 0 reads directly, when nothing else in
+ * the kernel reads it; -1 otherwise. */
+static int inplace_operand(const IrInstr *k, const IrInstr *root) {
+  const IrComputation *f = ir_fused_computation(k);
+  const IrInstr *src = root->operands[0];
+  if (!f) {
+    for (int j = 1; j < root->noperands; j++)
+      if (root->operands[j] == src) return -1;
+    return 0;
+  }
+  if (src->op != IR_OP_PARAMETER || src->parent != f) return -1;
+  for (int q = 0; q < f->ninstrs; q++) {
+    const IrInstr *u = f->instrs[q];
+    for (int j = 0; j < u->noperands; j++)
+      if (u->operands[j] == src && !(u == root && j == 0)) return -1;
+  }
+  if (f->root != root) return -1;
+  return (int)src->param_number;
+}
+
+static bool scatter_ok(const IrInstr *r, FxError *err) {
+  int64_t ibd[IR_MAX_RANK];
+  if (r->noperands != 3 || r->shape.type == IR_TUPLE || !emit_storage_type(r->shape.type) ||
+      dims_attr(r, "input_batching_dims", ibd) > 0)
+    return fx_error_set(err, NULL, 0, 0, "%s: a scatter of several operands or with batching dims is not generated", r->name);
+  const IrComputation *f = ir_attr_comp(r, "to_apply");
+  if (!f || !f->root) return fx_error_set(err, NULL, 0, 0, "%s: scatter needs to_apply=", r->name);
+  if (!check_supported(f, NULL, err, 1)) return false;
+  int64_t uwd[IR_MAX_RANK], iwd[IR_MAX_RANK];
+  int nuw = dims_attr(r, "update_window_dims", uwd), niw = dims_attr(r, "inserted_window_dims", iwd);
+  if (nuw < 0) nuw = 0;
+  if (niw < 0) niw = 0;
+  if (nuw + niw != r->operands[0]->shape.rank)
+    return fx_error_set(err, NULL, 0, 0, "%s: scatter window dims do not match the operand", r->name);
+  return true;
+}
+
+bool emit_scatter_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
+  const IrComputation *f = ir_fused_computation(i);
+  const IrInstr *root = f ? f->root : i;
+  if (!root || root->op != IR_OP_SCATTER) return fx_error_set(err, NULL, 0, 0, "%s: not a scatter", i->name);
+  if (!scatter_ok(root, err)) return false;
+  if (f)
+    for (int q = 0; q < f->ninstrs; q++) {
+      const IrInstr *c = f->instrs[q];
+      if (c == root || c->op == IR_OP_PARAMETER) continue;
+      if (!instr_supported(c, err, 0)) return false;
+    }
+  memset(k, 0, sizeof *k);
+  k->instr = i;
+  snprintf(k->name, sizeof k->name, "fx_scatter_%d", i->id);
+  if (i->noperands > EMIT_MAX_BUFFERS) return fx_error_set(err, NULL, 0, 0, "%s: too many operands", i->name);
+  k->ninputs = i->noperands;
+  for (int j = 0; j < i->noperands; j++) {
+    k->in_types[j] = i->operands[j]->shape.type;
+    if (!emit_storage_type(k->in_types[j]))
+      return fx_error_set(err, NULL, 0, 0, "%s: operand %d of type %s is not generated", i->name, j, ir_type_name(k->in_types[j]));
+  }
+  k->noutputs = 1;
+  k->out_types[0] = i->shape.type;
+  k->out_shapes[0] = &i->shape;
+  k->out_tuple_index[0] = -1;
+  k->nparts = 1;
+  k->parts[0].count = k->parts[0].outer = 1; /* one call does it all, in order */
+  k->parts[0].noutputs = 1;
+  k->scatter = true;
+  k->inplace_input = inplace_operand(i, root);
+  return true;
+}
+
+/* Phase 2 of a scatter: every update, in row-major order of the updates. */
+static bool gen_scatter_updates(Gen *g, const IrInstr *r) {
+  const IrInstr *ind = r->operands[1], *upd = r->operands[2];
+  const IrShape *as = &r->shape, *is = &ind->shape, *us = &upd->shape;
+  int64_t uwd[IR_MAX_RANK], iwd[IR_MAX_RANK], sdod[IR_MAX_RANK];
+  int nuw = dims_attr(r, "update_window_dims", uwd), niw = dims_attr(r, "inserted_window_dims", iwd);
+  int nsd = dims_attr(r, "scatter_dims_to_operand_dims", sdod);
+  if (nuw < 0) nuw = 0;
+  if (niw < 0) niw = 0;
+  if (nsd < 0) nsd = 0;
+  int64_t ivd = is->rank;
+  ir_attr_int(r, "index_vector_dim", &ivd);
+  Val u[IR_MAX_RANK];
+  for (int d = 0; d < us->rank; d++) {
+    u[d] = newvar(g, "u");
+    line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", u[d].s, u[d].s, (long long)us->dims[d], u[d].s);
+    open_scope(g);
+  }
+  /* the scatter dims of the update index, in order, are the index tensor's dims but ivd */
+  Val sdv[IR_MAX_RANK];
+  int nsc = 0;
+  for (int d = 0; d < us->rank; d++)
+    if (!has_dim(uwd, nuw, d)) sdv[nsc++] = u[d];
+  char start[IR_MAX_RANK][40];
+  for (int d = 0; d < as->rank; d++) snprintf(start[d], sizeof start[d], "0ll");
+  for (int k = 0; k < nsd; k++) {
+    Val ix[IR_MAX_RANK], v;
+    for (int d = 0, b = 0; d < is->rank; d++) ix[d] = d == ivd ? lit_idx(k) : sdv[b++];
+    if (!gen(g, ind, is->rank ? ix : NULL, &v)) return false;
+    Val sv = idxvar(g, "(int64_t)%s", v.s);
+    if (sdod[k] >= 0 && sdod[k] < as->rank) snprintf(start[sdod[k]], sizeof start[sdod[k]], "%s", sv.s);
+  }
+  char cond[2048];
+  size_t len = 0;
+  cond[0] = 0;
+  Val pos[IR_MAX_RANK];
+  for (int d = 0, w = 0; d < as->rank; d++) {
+    if (has_dim(iwd, niw, d)) {
+      len += (size_t)snprintf(cond + len, sizeof cond - len, "%s%s >= 0 && %s < %lldll", len ? " && " : "", start[d], start[d],
+                              (long long)as->dims[d]);
+      pos[d] = idxvar(g, "%s", start[d]);
+    } else {
+      int64_t ud = uwd[w++];
+      len += (size_t)snprintf(cond + len, sizeof cond - len, "%s%s >= 0 && %s + %lldll <= %lldll", len ? " && " : "", start[d],
+                              start[d], (long long)us->dims[ud], (long long)as->dims[d]);
+      pos[d] = idxvar(g, "%s + %s", start[d], u[ud].s);
+    }
+  }
+  if (len >= sizeof cond - 1) return gen_fail(g, r, "scatter index expression too long");
+  line(g, "if (%s) {", len ? cond : "1");
+  open_scope(g);
+  char lin[600], cur[700], st[700];
+  linear(lin, sizeof lin, as->rank, as->dims, pos);
+  char at[640];
+  snprintf(at, sizeof at, "out0[%s]", lin);
+  from_storage(cur, sizeof cur, as->type, at);
+  Val args[2], res;
+  args[0] = newvar(g, "v");
+  line(g, "const %s %s = %s;", emit_compute_type(as->type), args[0].s, cur);
+  if (!gen(g, upd, us->rank ? u : NULL, &args[1])) return false;
+  if (!inline_scalar(g, ir_attr_comp(r, "to_apply"), args, 2, &res, 1)) return false;
+  to_storage(st, sizeof st, as->type, res.s);
+  line(g, "out0[%s] = %s;", lin, st);
+  close_scope(g);
+  line(g, "}");
+  for (int d = 0; d < us->rank; d++) {
+    close_scope(g);
+    line(g, "}");
+  }
+  return true;
+}
+
+/* The slice of an in-place dynamic-update-slice: the update's elements at the clamped start. */
+static bool gen_dus_inplace(Gen *g, const IrInstr *r) {
+  const IrShape *as = &r->shape, *us = &r->operands[1]->shape;
+  int rank = as->rank;
+  if (r->noperands != 2 + rank) return gen_fail(g, r, "dynamic-update-slice needs one index per dimension");
+  Val st[IR_MAX_RANK], u[IR_MAX_RANK], pos[IR_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    Val s;
+    if (!gen(g, r->operands[2 + d], NULL, &s)) return false;
+    st[d] = idxvar(g, "fx_clampi((int64_t)%s, 0, %lldll)", s.s, (long long)(as->dims[d] - us->dims[d]));
+  }
+  for (int d = 0; d < rank; d++) {
+    u[d] = newvar(g, "u");
+    line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", u[d].s, u[d].s, (long long)us->dims[d], u[d].s);
+    open_scope(g);
+    pos[d] = idxvar(g, "%s + %s", st[d].s, u[d].s);
+  }
+  Val v;
+  if (!gen(g, r->operands[1], rank ? u : NULL, &v)) return false;
+  char lin[600], sto[700];
+  linear(lin, sizeof lin, rank, as->dims, pos);
+  to_storage(sto, sizeof sto, as->type, v.s);
+  line(g, "out0[%s] = %s;", lin, sto);
+  for (int d = 0; d < rank; d++) {
+    close_scope(g);
+    line(g, "}");
+  }
+  return true;
+}
+
+/* A wrapper's buffer declarations, without restrict (an in-place variant's output is an input). */
+static void plain_decls(EmitBuf *b, const EmitKernel *k) {
+  for (int j = 0; j < k->ninputs; j++)
+    emit_printf(b, "  const %s *in%d = (const %s *)bufs[%d];\n", emit_storage_type(k->in_types[j]), j,
+                emit_storage_type(k->in_types[j]), j);
+  emit_printf(b, "  %s *out0 = (%s *)bufs[%d];\n", emit_storage_type(k->out_types[0]), emit_storage_type(k->out_types[0]),
+              k->ninputs);
+  emit_printf(b, "  (void)bufs;\n");
+}
+
+static void gen_init(Gen *g, EmitBuf *b, const EmitKernel *k, int indent, FxError *err) {
+  memset(g, 0, sizeof *g);
+  g->b = b;
+  g->k = k;
+  g->t = EMIT_TARGET_C;
+  g->indent = indent;
+  g->err = err;
+  g->fcomp = ir_fused_computation(k->instr);
+}
+
+static bool gen_done(Gen *g, bool ok) {
+  fx_free(g->memo);
+  fx_free(g->heads);
+  if (ok && g->b->oom) ok = fx_error_set(g->err, NULL, 0, 0, "out of memory generating %s", g->k->name);
+  return ok && !g->fail;
+}
+
+/* The scatter kernel's wrapper: the operand copied into the output, then the updates. */
+static bool emit_scatter_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
+  const IrInstr *r = kernel_root(k->instr);
+  const IrShape *as = &r->shape;
+  emit_printf(b, "void %s_p0(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name);
+  plain_decls(b, k);
+  emit_printf(b, "  (void)lo; (void)hi;\n");
+  Gen g;
+  gen_init(&g, b, k, 2 + 2 * as->rank, err);
+  Val idx[IR_MAX_RANK], v;
+  for (int d = 0; d < as->rank; d++) {
+    snprintf(idx[d].s, sizeof idx[d].s, "i%d", d);
+    emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", 2 + 2 * d, "", d, d, (long long)as->dims[d], d);
+  }
+  bool ok = gen(&g, r->operands[0], as->rank ? idx : NULL, &v);
+  if (ok) {
+    char lin[600], st[700];
+    linear(lin, sizeof lin, as->rank, as->dims, idx);
+    to_storage(st, sizeof st, as->type, v.s);
+    line(&g, "out0[%s] = %s;", lin, st);
+  }
+  for (int d = as->rank - 1; d >= 0; d--) emit_printf(b, "%*s}\n", 2 + 2 * d, "");
+  g.indent = 2;
+  memo_pop_scope(&g);
+  if (ok) ok = gen_scatter_updates(&g, r);
+  emit_printf(b, "}\n\n");
+  return gen_done(&g, ok);
+}
+
+bool emit_inplace(EmitBuf *b, const EmitKernel *k, FxError *err) {
+  const IrInstr *r = kernel_root(k->instr);
+  if (k->inplace_input < 0 || (r->op != IR_OP_SCATTER && r->op != IR_OP_DYNAMIC_UPDATE_SLICE))
+    return fx_error_set(err, NULL, 0, 0, "%s: no in-place variant", k->instr->name);
+  emit_printf(b, "void %s_ip(char *const *bufs) {\n", k->name);
+  plain_decls(b, k);
+  Gen g;
+  gen_init(&g, b, k, 2, err);
+  bool ok = r->op == IR_OP_SCATTER ? gen_scatter_updates(&g, r) : gen_dus_inplace(&g, r);
+  emit_printf(b, "}\n\n");
+  return gen_done(&g, ok);
 }
 
 bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   memset(k, 0, sizeof *k);
   k->instr = i;
+  k->inplace_input = -1;
   snprintf(k->name, sizeof k->name, "fx_sort_%d", i->id);
   int n = i->noperands;
   const IrComputation *cmp = ir_attr_comp(i, "to_apply");
@@ -1917,6 +2169,7 @@ static void emit_lanes(EmitBuf *b, const char *body, int lanes, const char *ivar
 
 bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
   if (k->sort_len > 0) return emit_sort_wrapper(b, k, err);
+  if (k->scatter) return emit_scatter_wrapper(b, k, err);
   const EmitPart *p = &k->parts[part];
   emit_printf(b, "void %s_p%d(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name, part);
   for (int j = 0; j < k->ninputs; j++)

@@ -65,6 +65,8 @@ typedef struct {
   int nparts;
   EmitPart parts[EMIT_MAX_PARTS];
   int64_t sort_len, sort_stride;     /* a sort kernel (emit_sort_kernel_init): its lines; 0 otherwise */
+  bool scatter;                      /* a scatter kernel (emit_scatter_kernel_init) */
+  int inplace_input;                 /* the input an in-place variant updates (emit_inplace), or -1 */
 } EmitKernel;
 
 /* Analyses i as a kernel. Returns false when the emitter cannot generate it, with the reason in
@@ -79,6 +81,22 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
  * are comparators the emitter cannot generate. Returns false with the reason in err. */
 #define EMIT_SORT_MAX_LEN 65536
 bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
+
+/* A scatter (one operand, no batching dims) as a kernel, unfused or the root of a fusion whose
+ * other instructions are generated: one part of rank 0, whose wrapper copies the operand into the
+ * output and then applies the updates in order, one by one, as the interpreter does (the
+ * combiner inlined; a window not wholly in bounds is skipped). Returns false with the reason. */
+bool emit_scatter_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
+
+/* In-place variants. A kernel whose root is a dynamic-update-slice or a scatter of one of the
+ * kernel's inputs (read nowhere else in the kernel) can update that input's buffer instead of
+ * writing a whole new output: k->inplace_input names it after emit_kernel_init or
+ * emit_scatter_kernel_init (-1: none), and emit_inplace writes
+ *     void NAME_ip(char *const *bufs)
+ * with the same bufs, the output buffer being that input's: it writes the updated elements only
+ * (the slice, or the scatter's updates). Callers use it when nothing else reads the input after
+ * the kernel, as a loop's state element updated in place. */
+bool emit_inplace(EmitBuf *b, const EmitKernel *k, FxError *err);
 
 /* The helpers every body uses (types, conversions, XLA semantics), for the target. Emit once per
  * translation unit, before any kernel. */
