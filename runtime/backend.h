@@ -30,6 +30,8 @@ typedef struct {
   double total_ns;       /* wall time of the run */
   int64_t slot_bytes;    /* memory the run's buffer slots took (the kernel plan's assignment) */
   int64_t slot_outputs;  /* kernel outputs written into a slot instead of fresh memory */
+  int64_t inplace_updates; /* compiled loops: launches that updated a state element in place (a
+                              dynamic-update-slice or scatter writing its slice, not a copy) */
 } RtRunStats;
 
 void rt_run_stats_free(RtRunStats *s);

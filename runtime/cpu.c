@@ -498,7 +498,8 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         const IrComputation *fc = ir_fused_computation(i);
         const IrInstr *root = fc ? fc->root : i;
         if (!emit_kernel_init(ek, i, &why) && !(i->op == IR_OP_SORT && emit_sort_kernel_init(ek, i, &why)) &&
-            !(root && root->op == IR_OP_SCATTER && emit_scatter_kernel_init(ek, i, &why))) {
+            !(root && root->op == IR_OP_SCATTER && emit_scatter_kernel_init(ek, i, &why)) &&
+            !(i->op == IR_OP_DOT && emit_dot_kernel_init(ek, i, &why))) {
           k->how = K_INTERP;
           snprintf(k->why, sizeof k->why, "%.199s", why.msg);
           if (getenv("FXPLAIN_CPU_VERBOSE")) fprintf(stderr, "interpreted: %s\n", k->why);
@@ -1340,6 +1341,7 @@ static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err) {
     c->launches += n;
     c->bytes_read += n * st->k->rbytes;
     c->bytes_written += n * st->k->wbytes;
+    if (st->inplace && b->stats) b->stats->inplace_updates += n;
     RtKernelStat *s = stat_for(b->stats, st->k, st->k->instr);
     if (s) {
       s->launches += n;

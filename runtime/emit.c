@@ -493,6 +493,7 @@ static int input_of(Gen *g, const IrInstr *i) {
 
 static bool gen(Gen *g, const IrInstr *i, Val *idx, Val *out);
 static bool gen_which(Gen *g, const IrInstr *i, int which, Val *idx, Val *out);
+static bool gen_dot(Gen *g, const IrInstr *i, Val *idx, Val *out);
 
 /* Inlines scalar computation c with its parameters bound to args; fills outs (one per root tuple
  * element, or one). */
@@ -1211,6 +1212,7 @@ static bool gen_op(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
   Val a[3];
   switch (i->op) {
   case IR_OP_CONSTANT: return gen_constant(g, i, idx, out);
+  case IR_OP_DOT: return gen_dot(g, i, idx, out);
   case IR_OP_IOTA: {
     int64_t dim = 0;
     ir_attr_int(i, "iota_dimension", &dim);
@@ -1596,6 +1598,7 @@ static bool check_supported(const IrComputation *c, const IrInstr *single, FxErr
 }
 
 static int inplace_operand(const IrInstr *k, const IrInstr *root);
+static bool kernel_setup(EmitKernel *k, const IrInstr *i, FxError *err);
 
 bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   memset(k, 0, sizeof *k);
@@ -1608,6 +1611,11 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   if (i->op != IR_OP_FUSION && (i->op == IR_OP_PARAMETER || i->op == IR_OP_TUPLE || i->op == IR_OP_GET_TUPLE_ELEMENT))
     return fx_error_set(err, NULL, 0, 0, "%s: %s is not a kernel", i->name, ir_op_name(i->op));
   if (!check_supported(f, f ? NULL : i, err, 0)) return false;
+  return kernel_setup(k, i, err);
+}
+
+/* emit_kernel_init past its checks: inputs, outputs and parts. */
+static bool kernel_setup(EmitKernel *k, const IrInstr *i, FxError *err) {
   if (i->noperands > EMIT_MAX_BUFFERS) return fx_error_set(err, NULL, 0, 0, "%s: too many operands", i->name);
   k->ninputs = i->noperands;
   for (int j = 0; j < i->noperands; j++) {
@@ -1905,6 +1913,61 @@ bool emit_inplace(EmitBuf *b, const EmitKernel *k, FxError *err) {
   bool ok = r->op == IR_OP_SCATTER ? gen_scatter_updates(&g, r) : gen_dus_inplace(&g, r);
   emit_printf(b, "}\n\n");
   return gen_done(&g, ok);
+}
+
+bool emit_dot_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
+  IrDotDims dd;
+  if (i->op != IR_OP_DOT || i->noperands != 2 || !ir_dot_dims(i, &dd) || dd.nlhs_batch != dd.nrhs_batch ||
+      dd.nlhs_contract != dd.nrhs_contract)
+    return fx_error_set(err, NULL, 0, 0, "%s: not a dot", i->name);
+  IrType t = i->shape.type;
+  if (!ir_type_is_float(t) || !emit_storage_type(t) || ir_type_is_complex(t) || !emit_storage_type(i->operands[0]->shape.type) ||
+      !emit_storage_type(i->operands[1]->shape.type) || !ir_type_is_float(i->operands[0]->shape.type) ||
+      !ir_type_is_float(i->operands[1]->shape.type))
+    return fx_error_set(err, NULL, 0, 0, "%s: a dot of %s is not generated", i->name, ir_type_name(t));
+  memset(k, 0, sizeof *k);
+  k->instr = i;
+  snprintf(k->name, sizeof k->name, "fx_dot_%d", i->id);
+  return kernel_setup(k, i, err);
+}
+
+/* A dot, element by element: the contracting dims looped over, the products summed in double as
+ * the interpreter sums them, rounded to the result type once. */
+static bool gen_dot(Gen *g, const IrInstr *i, Val *idx, Val *out) {
+  IrDotDims dd;
+  if (!ir_dot_dims(i, &dd)) return gen_fail(g, i, "bad dot dimension numbers");
+  const IrShape *as = oshape(i, 0), *bs = oshape(i, 1);
+  bool ua[IR_MAX_RANK] = {0}, ub[IR_MAX_RANK] = {0};
+  Val ai[IR_MAX_RANK], bi[IR_MAX_RANK];
+  int q = 0;
+  for (int k = 0; k < dd.nlhs_batch; k++, q++) {
+    ai[dd.lhs_batch[k]] = bi[dd.rhs_batch[k]] = idx[q];
+    ua[dd.lhs_batch[k]] = ub[dd.rhs_batch[k]] = true;
+  }
+  for (int k = 0; k < dd.nlhs_contract; k++) ua[dd.lhs_contract[k]] = ub[dd.rhs_contract[k]] = true;
+  for (int d = 0; d < as->rank; d++)
+    if (!ua[d]) ai[d] = idx[q++];
+  for (int d = 0; d < bs->rank; d++)
+    if (!ub[d]) bi[d] = idx[q++];
+  Val acc = newvar(g, "acc");
+  line(g, "double %s = 0;", acc.s);
+  for (int k = 0; k < dd.nlhs_contract; k++) {
+    Val r = newvar(g, "r");
+    line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", r.s, r.s, (long long)as->dims[dd.lhs_contract[k]], r.s);
+    open_scope(g);
+    ai[dd.lhs_contract[k]] = bi[dd.rhs_contract[k]] = r;
+  }
+  Val x, y;
+  if (!gen(g, i->operands[0], as->rank ? ai : NULL, &x) || !gen(g, i->operands[1], bs->rank ? bi : NULL, &y)) return false;
+  line(g, "%s += (double)%s * (double)%s;", acc.s, x.s, y.s);
+  for (int k = 0; k < dd.nlhs_contract; k++) {
+    close_scope(g);
+    line(g, "}");
+  }
+  char e[64];
+  snprintf(e, sizeof e, "(%s)%s", emit_compute_type(i->shape.type), acc.s);
+  *out = def(g, i->shape.type, e);
+  return true;
 }
 
 bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {

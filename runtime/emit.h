@@ -88,6 +88,10 @@ bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
  * combiner inlined; a window not wholly in bounds is skipped). Returns false with the reason. */
 bool emit_scatter_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
 
+/* An unfused dot of floats as a kernel, element by element (for the CPU's dots that gemm does not
+ * take, small ones: a vector dot in a loop); products summed in double, as the interpreter's. */
+bool emit_dot_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
+
 /* In-place variants. A kernel whose root is a dynamic-update-slice or a scatter of one of the
  * kernel's inputs (read nowhere else in the kernel) can update that input's buffer instead of
  * writing a whole new output: k->inplace_input names it after emit_kernel_init or
