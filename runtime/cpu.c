@@ -994,6 +994,7 @@ typedef struct {
   int nb;      /* inputs then outputs */
   int *cells;  /* nb cell indices */
   bool inplace; /* the kernel's in-place variant, updating its input's buffer (a state element) */
+  bool hoisted; /* loop-invariant: run once before the first trip */
 } LoopStep;
 
 struct CpuLoop {
@@ -1257,6 +1258,27 @@ static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *
     st->inplace = true;
     l->changes[e] = false;
   }
+  /* Loop-invariant body kernels (inputs that are constants, elements the body passes through
+     unchanged, or other invariant values; an iota-only kernel has none) run once before the first
+     trip, as XLA hoists them: a million-trip loop recomputed a million-element reduce every trip. */
+  bool *inv = ok ? fx_calloc((size_t)l->ncells, sizeof *inv) : NULL;
+  if (ok && !inv) ok = false;
+  for (int e = 0; ok && e < ne; e++) inv[e] = !l->changes[e] && l->copy_from[e] == -1;
+  for (int q = 0; ok && q < l->nbody; q++)
+    if (l->body[q].inplace) inv[l->body[q].cells[l->body[q].nb - 1]] = false;
+  for (int c = 2 * ne; ok && c < l->ncells; c++) inv[c] = l->cell[c] != NULL; /* the constants, so far */
+  for (int q = 0; ok && q < l->nbody; q++) {
+    LoopStep *st = &l->body[q];
+    if (!st->k || st->inplace) continue;
+    int nin = st->k->instr->noperands;
+    bool all = true;
+    for (int j = 0; j < nin && all; j++) all = inv[st->cells[j]];
+    for (int j = nin; j < st->nb && all; j++) all = st->cells[j] >= 2 * ne;
+    if (!all) continue;
+    st->hoisted = true;
+    for (int j = nin; j < st->nb; j++) inv[st->cells[j]] = true;
+  }
+  fx_free(inv);
   /* memory: two buffers per element, then the scratch cells, 64-byte aligned */
   int64_t total = 0;
   for (int c = 0; ok && c < l->ncells; c++) {
@@ -1314,13 +1336,15 @@ static bool loop_launch(CpuBackend *b, RtExec *x, const CpuLoop *l, const LoopSt
 static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err) {
   int ne = l->ne;
   int64_t trips = 0;
+  for (int q = 0; q < l->nbody; q++)
+    if (l->body[q].hoisted && !loop_launch(b, x, l, &l->body[q], err)) return false;
   for (;;) {
     if ((trips & 1023) == 0 && !rt_exec_poll(x, err)) return false;
     for (int q = 0; q < l->ncond; q++)
       if (!loop_launch(b, x, l, &l->cond[q], err)) return false;
     if (!*(const uint8_t *)l->cell[l->cond_cell]) break;
     for (int q = 0; q < l->nbody; q++)
-      if (!loop_launch(b, x, l, &l->body[q], err)) return false;
+      if (!l->body[q].hoisted && !loop_launch(b, x, l, &l->body[q], err)) return false;
     for (int e = 0; e < ne; e++)
       if (l->copy_from[e] >= 0) memcpy(l->cell[ne + e], l->cell[l->copy_from[e]], (size_t)l->ebytes[e]);
     for (int e = 0; e < ne; e++)
@@ -1337,7 +1361,7 @@ static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err) {
   for (int q = 0; q < l->ncond + l->nbody; q++) {
     const LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
     if (!st->k) continue; /* a nested loop counted itself */
-    int64_t n = q < l->ncond ? trips + 1 : trips;
+    int64_t n = q < l->ncond ? trips + 1 : st->hoisted ? 1 : trips;
     c->launches += n;
     c->bytes_read += n * st->k->rbytes;
     c->bytes_written += n * st->k->wbytes;
