@@ -439,6 +439,17 @@ static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void 
 
 static bool blas_dot_ok(const IrInstr *i);
 
+enum { CPU_SMALL_DOT_MACS = 1 << 16 };
+
+/* The multiply-adds of dot i. */
+static int64_t dot_macs(const IrInstr *i) {
+  IrDotDims dd;
+  int64_t n = ir_shape_elements(&i->shape);
+  if (!ir_dot_dims(i, &dd) || i->noperands != 2) return INT64_MAX;
+  for (int c = 0; c < dd.nlhs_contract; c++) n *= i->operands[0]->shape.dims[dd.lhs_contract[c]];
+  return n;
+}
+
 typedef struct {
   uint64_t h;
 } SeenHash;
@@ -490,7 +501,9 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           b->ninterp++;
           continue;
         }
-        if (i->op == IR_OP_DOT && blas_dot_ok(i)) {
+        /* gemm for a dot, but a small one (a vector dot in a loop) is generated: a call to the
+           library costs more than it, and a loop of generated kernels can run compiled */
+        if (i->op == IR_OP_DOT && blas_dot_ok(i) && !(dot_macs(i) <= CPU_SMALL_DOT_MACS && emit_dot_kernel_init(ek, i, &(FxError){0}))) {
           k->how = K_BLAS;
           continue;
         }
@@ -762,18 +775,46 @@ static void launch_part(CpuBackend *b, CpuKernel *k, int part, char *const *bufs
   k->serial_ns[part] = now_ns() - t0;
 }
 
+/* A dot as batched gemm: batch dims leading on both sides (0..nb-1), one contracting dim on each
+ * side, first or last after the batch dims, the free dims around it collapsed (row-major, so
+ * [1, 11, K] x [K, N] is an 11 x K by K x N product). */
+typedef struct {
+  int64_t batch, M, N, K;
+  bool ta, tb; /* lhs stored [K, M], rhs stored [N, K] */
+} BlasShape;
+
+static bool blas_shape(const IrInstr *i, BlasShape *g) {
+  IrDotDims dd;
+  if (!ir_dot_dims(i, &dd) || i->noperands != 2) return false;
+  const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
+  int nb = dd.nlhs_batch;
+  if (dd.nrhs_batch != nb || dd.nlhs_contract != 1 || dd.nrhs_contract != 1 || a->rank < nb + 1 || b->rank < nb + 1) return false;
+  g->batch = 1;
+  for (int k = 0; k < nb; k++) {
+    if (dd.lhs_batch[k] != k || dd.rhs_batch[k] != k || a->dims[k] != b->dims[k]) return false;
+    g->batch *= a->dims[k];
+  }
+  int ca = (int)dd.lhs_contract[0], cb = (int)dd.rhs_contract[0];
+  if ((ca != nb && ca != a->rank - 1) || (cb != nb && cb != b->rank - 1)) return false;
+  g->K = a->dims[ca];
+  if (b->dims[cb] != g->K) return false;
+  g->M = g->N = 1;
+  for (int d = nb; d < a->rank; d++)
+    if (d != ca) g->M *= a->dims[d];
+  for (int d = nb; d < b->rank; d++)
+    if (d != cb) g->N *= b->dims[d];
+  g->ta = ca == nb && a->rank > nb + 1;
+  g->tb = cb == b->rank - 1 && b->rank > nb + 1;
+  return g->M <= INT32_MAX && g->N <= INT32_MAX && g->K <= INT32_MAX;
+}
+
 static bool blas_dot_ok(const IrInstr *i) {
 #ifdef FXPLAIN_HAVE_BLAS
-  IrDotDims dd;
-  if (!ir_dot_dims(i, &dd)) return false;
+  BlasShape g;
+  if (!blas_shape(i, &g)) return false;
   const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
   IrType t = i->shape.type;
   if ((t != IR_F32 && t != IR_F64 && t != IR_BF16 && t != IR_F16) || a->type != t || b->type != t) return false;
-  if (dd.nlhs_contract != 1 || dd.nrhs_contract != 1) return false;
-  int nb = dd.nlhs_batch;
-  if (nb > 1 || a->rank != 2 + nb || b->rank != 2 + nb) return false;
-  if (nb == 1 && (dd.lhs_batch[0] != 0 || dd.rhs_batch[0] != 0)) return false;
-  if (dd.lhs_contract[0] < nb || dd.rhs_contract[0] < nb) return false;
   return true;
 #else
   (void)i;
@@ -797,15 +838,11 @@ static float *half_to_float(const RtTensor *t) {
  * tolerance: the sums in another order). Returns false when out of memory. */
 static bool blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r, FxError *err) {
 #ifdef FXPLAIN_HAVE_BLAS
-  IrDotDims dd;
-  ir_dot_dims(i, &dd);
-  int nb = dd.nlhs_batch;
-  int64_t batch = nb ? a->dims[0] : 1;
-  bool ta = dd.lhs_contract[0] == nb;      /* lhs is [K, M] */
-  bool tb = dd.rhs_contract[0] == nb + 1;  /* rhs is [N, K] */
-  int64_t M = ta ? a->dims[nb + 1] : a->dims[nb], K = ta ? a->dims[nb] : a->dims[nb + 1];
-  int64_t N = tb ? bt->dims[nb] : bt->dims[nb + 1];
-  int64_t lda = a->dims[nb + 1], ldb = bt->dims[nb + 1];
+  BlasShape g;
+  blas_shape(i, &g);
+  int64_t batch = g.batch, M = g.M, N = g.N, K = g.K;
+  bool ta = g.ta, tb = g.tb;
+  int64_t lda = ta ? M : K, ldb = tb ? K : N;
   bool half = r->type == IR_BF16 || r->type == IR_F16;
   float *fa = NULL, *fb = NULL, *fr = NULL;
   if (half) {

@@ -1925,6 +1925,13 @@ bool emit_dot_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
       !emit_storage_type(i->operands[1]->shape.type) || !ir_type_is_float(i->operands[0]->shape.type) ||
       !ir_type_is_float(i->operands[1]->shape.type))
     return fx_error_set(err, NULL, 0, 0, "%s: a dot of %s is not generated", i->name, ir_type_name(t));
+  /* element by element is for small dots (in loops); a large one runs on the interpreter's
+     blocked dot, faster than this naive loop */
+  int64_t macs = ir_shape_elements(&i->shape);
+  for (int c = 0; c < dd.nlhs_contract; c++) macs *= i->operands[0]->shape.dims[dd.lhs_contract[c]];
+  if (macs > EMIT_DOT_MAX_MACS)
+    return fx_error_set(err, NULL, 0, 0, "%s: a dot of %lld multiply-adds is not generated (at most %d)", i->name,
+                        (long long)macs, EMIT_DOT_MAX_MACS);
   memset(k, 0, sizeof *k);
   k->instr = i;
   snprintf(k->name, sizeof k->name, "fx_dot_%d", i->id);

@@ -89,7 +89,8 @@ bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
 bool emit_scatter_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
 
 /* An unfused dot of floats as a kernel, element by element (for the CPU's dots that gemm does not
- * take, small ones: a vector dot in a loop); products summed in double, as the interpreter's. */
+ * take, small ones, at most EMIT_DOT_MAX_MACS multiply-adds: a vector dot in a loop); products summed in double, as the interpreter's. */
+#define EMIT_DOT_MAX_MACS (1 << 20)
 bool emit_dot_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
 
 /* In-place variants. A kernel whose root is a dynamic-update-slice or a scatter of one of the

@@ -689,7 +689,9 @@ TEST(innermost_reductions_run_in_lanes) {
   ir_module_free(m);
 }
 
-/* A bf16 batched dot runs on gemm through float copies and agrees with the interpreter's; a
+/* A bf16 batched dot runs on gemm through float copies, an f32 dot of rank-3 operands on gemm with
+   their free dims collapsed ([4, 16, 64] x [2, 40, 64]: 64 x 64 by 64 x 80), both agreeing with
+   the interpreter's; a
    reshape that drops and adds size-1 dims, or regroups dims, maps indices without a division
    where a dim stays whole. */
 static const char *bf16_dot_module =
@@ -699,7 +701,10 @@ static const char *bf16_dot_module =
     "ENTRY main { a = bf16[2,8,16] parameter(0)\n b = bf16[2,16,4] parameter(1)\n"
     " d = bf16[2,8,4] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
     " d1 = bf16[1,2,8,4] reshape(d)\n"
-    " ROOT f = bf16[2,1,32] fusion(d1), kind=kLoop, calls=fused }\n";
+    " f = bf16[2,1,32] fusion(d1), kind=kLoop, calls=fused\n"
+    " x = f32[4,16,64] parameter(2)\n y = f32[2,40,64] parameter(3)\n"
+    " g = f32[4,16,2,40] dot(x, y), lhs_contracting_dims={2}, rhs_contracting_dims={2}\n"
+    " ROOT o = (bf16[2,1,32], f32[4,16,2,40]) tuple(f, g) }\n";
 
 TEST(bf16_dot_on_gemm_and_reshape_groups) {
   IrModule *m = parse(bf16_dot_module);
