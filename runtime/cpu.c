@@ -1362,8 +1362,9 @@ static bool loop_launch(CpuBackend *b, RtExec *x, const CpuLoop *l, const LoopSt
     return true;
   }
   for (int p = 0; p < k->nparts; p++) {
-    /* tiny kernels called directly; large ones may go to the threads */
-    if (k->count[p] >= 4096) launch_part(b, k, p, bufs);
+    /* tiny kernels called directly; larger ones as the host launches them: timed, and split over
+       the threads when large or slow (CartPole's steps over 2048 environments) */
+    if (k->count[p] >= 1024) launch_part(b, k, p, bufs);
     else k->fns[p](bufs, 0, k->outer[p]);
   }
   return true;
