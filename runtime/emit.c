@@ -801,7 +801,7 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
   }
   /* loops over the reduced dims, in the operand's order (the reference's order); the operand's
      innermost dim, when reduced with an associative reducer, in lanes (gen_reduce_lanes) */
-  int last = is->rank - 1, lanes = reduce_lanes(i, f);
+  int last = is->rank - 1, lanes = g->t == EMIT_TARGET_C ? reduce_lanes(i, f) : 0; /* CUDA: a thread per output */
   if (lanes > 0 && (last < 0 || !red[last] || is->dims[last] < 2 * lanes)) lanes = 0;
   Val full[IR_MAX_RANK];
   int kept = 0;
