@@ -6,13 +6,16 @@
  * The unit is compiled with the system C compiler (-O3 -march=native -fPIC -shared) into a shared
  * object cached in the user's cache directory under the hash of its source and flags, written
  * atomically (temporary file + rename), and loaded with dlopen; an entry that fails to load or
- * lacks its marker symbol is treated as corrupt and rebuilt. Kernels the emitter does not generate
- * (gather, scatter, sort, convolution, rng, custom calls) run on the interpreter's implementation;
- * dot goes to OpenBLAS (cblas_sgemm/dgemm) when the shapes allow.
+ * lacks its marker symbol is treated as corrupt and rebuilt. Sorts (a merge sort per line with the
+ * comparator inlined), scatters and small dots have kernels of their own (emit.c); kernels the
+ * emitter does not generate (convolution, rng, custom calls, ...) run on the interpreter's
+ * implementation; dot goes to OpenBLAS (cblas_sgemm/dgemm; bf16/f16 through float copies) when
+ * the shapes allow, and a small one is generated.
  *
  * run: the kernel plan's buffer assignment (compiler/plan.c) gives one allocation per memory slot
- * for the whole run; the interpreter's walker drives the module (while loops, calls and
- * conditionals from the host); a hook takes over every kernel: it places the outputs in their
+ * for the whole run; the interpreter's walker drives the module (calls, conditionals, and while
+ * loops that cannot run compiled: a while loop of generated kernels runs here in one call, see
+ * "compiled while loops" below); a hook takes over every kernel: it places the outputs in their
  * slots (a loop's results alternate between two; fresh memory for what goes to the caller, for
  * interpreted kernels, or when a slot is still held), launches the compiled parts (the outer loop
  * split over a pool of threads, `set threads N`, when the kernel is large or was slow on one
