@@ -120,10 +120,10 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
 /* The C wrapper of part p: a function
  *     void NAME_pP(char *const *bufs, int64_t lo, int64_t hi)
  * with bufs = inputs then outputs, looping over [lo, hi) of the flattened index of the part's
- * first `nsplit` dimensions (the fewest whose product is at least EMIT_SPLIT_MIN, so that a
+ * first `nsplit` dimensions (the fewest whose product is at least EMIT_SPLIT_MIN: enough chunks for the threads, so that a
  * [1, 4096, 1024] part still splits over threads; a rank-0 part runs once) and the remaining
  * dimensions fully, innermost contiguous so it vectorizes. Callers split [0, outer) across threads. */
-#define EMIT_SPLIT_MIN 256
+#define EMIT_SPLIT_MIN 16
 bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err);
 
 /* The C element storage type of t ("float", "uint16_t" for f16/bf16, "uint8_t" for pred, ...) and
