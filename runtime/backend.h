@@ -32,6 +32,8 @@ typedef struct {
   int64_t slot_outputs;  /* kernel outputs written into a slot instead of fresh memory */
   int64_t inplace_updates; /* compiled loops: launches that updated a state element in place (a
                               dynamic-update-slice or scatter writing its slice, not a copy) */
+  int64_t hoisted_launches; /* compiled loops: launches of loop-invariant kernels not made (they ran
+                               once, before the first trip; the counters count every trip) */
 } RtRunStats;
 
 void rt_run_stats_free(RtRunStats *s);

@@ -1396,13 +1396,16 @@ static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err) {
       }
     trips++;
   }
-  /* the counters and the profile: every kernel launch as the host would have made it */
+  /* the counters and the profile: every kernel launch as the host would have made it, so the
+     run's figures stay the kernel plan's */
   RtCounters *c = rt_exec_counters(x);
   c->while_iterations += trips;
   for (int q = 0; q < l->ncond + l->nbody; q++) {
     const LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
     if (!st->k) continue; /* a nested loop counted itself */
-    int64_t n = q < l->ncond ? trips + 1 : st->hoisted ? 1 : trips;
+    /* a hoisted kernel counts every trip, as the kernel plan counts it (it ran once) */
+    int64_t n = q < l->ncond ? trips + 1 : trips;
+    if (st->hoisted && trips > 1 && b->stats) b->stats->hoisted_launches += trips - 1;
     c->launches += n;
     c->bytes_read += n * st->k->rbytes;
     c->bytes_written += n * st->k->wbytes;
