@@ -30,6 +30,10 @@ typedef struct {
   double total_ns;       /* wall time of the run */
   int64_t slot_bytes;    /* memory the run's buffer slots took (the kernel plan's assignment) */
   int64_t slot_outputs;  /* kernel outputs written into a slot instead of fresh memory */
+  int64_t inplace_updates; /* compiled loops: launches that updated a state element in place (a
+                              dynamic-update-slice or scatter writing its slice, not a copy) */
+  int64_t hoisted_launches; /* compiled loops: launches of loop-invariant kernels not made (they ran
+                               once, before the first trip; the counters count every trip) */
 } RtRunStats;
 
 void rt_run_stats_free(RtRunStats *s);
@@ -108,6 +112,8 @@ typedef struct {
   const char *cc;        /* compiler; default $CC or "cc" */
   const char *opt;       /* optimization flags; default "-O3 -march=native" */
   int threads;           /* 0: the number of online CPUs */
+  bool host_loops;       /* every while loop on the interpreter's walker, kernel by kernel (cpu.c's
+                            compiled loops off: tests of the walker's buffer slots) */
 } CpuOptions;
 void cpu_set_options(void *be, const CpuOptions *o);
 /* Process-wide settings that every CPU backend created afterwards starts from (the shell's `set

@@ -6,13 +6,16 @@
  * The unit is compiled with the system C compiler (-O3 -march=native -fPIC -shared) into a shared
  * object cached in the user's cache directory under the hash of its source and flags, written
  * atomically (temporary file + rename), and loaded with dlopen; an entry that fails to load or
- * lacks its marker symbol is treated as corrupt and rebuilt. Kernels the emitter does not generate
- * (gather, scatter, sort, convolution, rng, custom calls) run on the interpreter's implementation;
- * dot goes to OpenBLAS (cblas_sgemm/dgemm) when the shapes allow.
+ * lacks its marker symbol is treated as corrupt and rebuilt. Sorts (a merge sort per line with the
+ * comparator inlined), scatters and small dots have kernels of their own (emit.c); kernels the
+ * emitter does not generate (convolution, rng, custom calls, ...) run on the interpreter's
+ * implementation; dot goes to OpenBLAS (cblas_sgemm/dgemm; bf16/f16 through float copies) when
+ * the shapes allow, and a small one is generated.
  *
  * run: the kernel plan's buffer assignment (compiler/plan.c) gives one allocation per memory slot
- * for the whole run; the interpreter's walker drives the module (while loops, calls and
- * conditionals from the host); a hook takes over every kernel: it places the outputs in their
+ * for the whole run; the interpreter's walker drives the module (calls, conditionals, and while
+ * loops that cannot run compiled: a while loop of generated kernels runs here in one call, see
+ * "compiled while loops" below); a hook takes over every kernel: it places the outputs in their
  * slots (a loop's results alternate between two; fresh memory for what goes to the caller, for
  * interpreted kernels, or when a slot is still held), launches the compiled parts (the outer loop
  * split over a pool of threads, `set threads N`, when the kernel is large or was slow on one
@@ -47,6 +50,7 @@
 #include "cuda_backend.h"
 #include "backend.h"
 #include "emit.h"
+#include "interp_internal.h"
 
 typedef void (*KernelFn)(char *const *bufs, int64_t lo, int64_t hi);
 
@@ -67,6 +71,8 @@ typedef struct {
   int64_t rbytes, wbytes; /* per launch, from the kernel plan (plan_kernel_bytes) */
   int slot[CPU_MAX_SLOTTED];  /* per output: the plan's memory slot during a run; -1: fresh memory */
   int slot2[CPU_MAX_SLOTTED]; /* a loop body's result: the slot it alternates with; -1: none */
+  void (*ip)(char *const *bufs); /* the in-place variant (emit_inplace), or NULL */
+  int ip_input;                  /* the input it updates */
 } CpuKernel;
 
 enum { CPU_MAX_KERNEL_SOURCE = 256 * 1024 }; /* bytes of C per generated kernel */
@@ -94,7 +100,11 @@ typedef struct {
   RtTensor **slots;     /* the run's buffer slots (from the kernel plan's assignment); NULL: unused */
   RtTensor **views;     /* per slot: the view last written into it (reused while nobody else holds it) */
   int nslots;
+  bool host_loops;      /* CpuOptions.host_loops */
+  PtrMap loops;         /* while IrInstr* -> CpuLoop* (built at its first run), or &loop_none: runs on the host */
 } CpuBackend;
+
+static void loops_clear(CpuBackend *b);
 
 /* ---------- stats ---------- */
 
@@ -432,12 +442,24 @@ static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void 
 
 static bool blas_dot_ok(const IrInstr *i);
 
+enum { CPU_SMALL_DOT_MACS = 1 << 16 };
+
+/* The multiply-adds of dot i. */
+static int64_t dot_macs(const IrInstr *i) {
+  IrDotDims dd;
+  int64_t n = ir_shape_elements(&i->shape);
+  if (!ir_dot_dims(i, &dd) || i->noperands != 2) return INT64_MAX;
+  for (int c = 0; c < dd.nlhs_contract; c++) n *= i->operands[0]->shape.dims[dd.lhs_contract[c]];
+  return n;
+}
+
 typedef struct {
   uint64_t h;
 } SeenHash;
 
 static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxError *err) {
   CpuBackend *b = vb;
+  loops_clear(b); /* built again at their first run, from this prepare's kernels */
   b->compiled = b->cached = b->nkernels = b->ninterp = 0;
   if (!b->no_cache) b->note[0] = 0;
   EmitBuf unit;
@@ -482,12 +504,18 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           b->ninterp++;
           continue;
         }
-        if (i->op == IR_OP_DOT && blas_dot_ok(i)) {
+        /* gemm for a dot, but a small one (a vector dot in a loop) is generated: a call to the
+           library costs more than it, and a loop of generated kernels can run compiled */
+        if (i->op == IR_OP_DOT && blas_dot_ok(i) && !(dot_macs(i) <= CPU_SMALL_DOT_MACS && emit_dot_kernel_init(ek, i, &(FxError){0}))) {
           k->how = K_BLAS;
           continue;
         }
         FxError why = {0};
-        if (!emit_kernel_init(ek, i, &why)) {
+        const IrComputation *fc = ir_fused_computation(i);
+        const IrInstr *root = fc ? fc->root : i;
+        if (!emit_kernel_init(ek, i, &why) && !(i->op == IR_OP_SORT && emit_sort_kernel_init(ek, i, &why)) &&
+            !(root && root->op == IR_OP_SCATTER && emit_scatter_kernel_init(ek, i, &why)) &&
+            !(i->op == IR_OP_DOT && emit_dot_kernel_init(ek, i, &why))) {
           k->how = K_INTERP;
           snprintf(k->why, sizeof k->why, "%.199s", why.msg);
           if (getenv("FXPLAIN_CPU_VERBOSE")) fprintf(stderr, "interpreted: %s\n", k->why);
@@ -500,6 +528,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         if (kb.s) kb.s[0] = 0;
         bool gok = emit_globals(&kb, ek, EMIT_TARGET_C, &why);
         for (int p = 0; gok && p < ek->nparts; p++) gok = emit_c_wrapper(&kb, ek, p, &why);
+        if (gok && ek->inplace_input >= 0) gok = emit_inplace(&kb, ek, &why);
         if (!gok || kb.oom) {
           k->how = K_INTERP;
           snprintf(k->why, sizeof k->why, "%.199s", why.msg);
@@ -521,8 +550,9 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         k->how = K_GENERATED;
         snprintf(k->sym, sizeof k->sym, "fx_%016llx", (unsigned long long)h);
         k->nparts = ek->nparts;
+        k->ip_input = ek->inplace_input;
         for (int p = 0; p < ek->nparts; p++) {
-          k->outer[p] = ek->parts[p].rank ? ek->parts[p].dims[0] : 1;
+          k->outer[p] = ek->parts[p].outer;
           k->count[p] = ek->parts[p].count;
         }
         if (npending == cappending) {
@@ -607,6 +637,12 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
             break;
           }
           memcpy(&k->fns[p], &fn, sizeof fn);
+        }
+        if (ok && k->ip_input >= 0) {
+          char sym[64];
+          snprintf(sym, sizeof sym, "%s_ip", k->sym);
+          void *fn = dlsym(h, sym);
+          if (fn) memcpy(&k->ip, &fn, sizeof fn);
         }
       }
     }
@@ -742,18 +778,46 @@ static void launch_part(CpuBackend *b, CpuKernel *k, int part, char *const *bufs
   k->serial_ns[part] = now_ns() - t0;
 }
 
+/* A dot as batched gemm: batch dims leading on both sides (0..nb-1), one contracting dim on each
+ * side, first or last after the batch dims, the free dims around it collapsed (row-major, so
+ * [1, 11, K] x [K, N] is an 11 x K by K x N product). */
+typedef struct {
+  int64_t batch, M, N, K;
+  bool ta, tb; /* lhs stored [K, M], rhs stored [N, K] */
+} BlasShape;
+
+static bool blas_shape(const IrInstr *i, BlasShape *g) {
+  IrDotDims dd;
+  if (!ir_dot_dims(i, &dd) || i->noperands != 2) return false;
+  const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
+  int nb = dd.nlhs_batch;
+  if (dd.nrhs_batch != nb || dd.nlhs_contract != 1 || dd.nrhs_contract != 1 || a->rank < nb + 1 || b->rank < nb + 1) return false;
+  g->batch = 1;
+  for (int k = 0; k < nb; k++) {
+    if (dd.lhs_batch[k] != k || dd.rhs_batch[k] != k || a->dims[k] != b->dims[k]) return false;
+    g->batch *= a->dims[k];
+  }
+  int ca = (int)dd.lhs_contract[0], cb = (int)dd.rhs_contract[0];
+  if ((ca != nb && ca != a->rank - 1) || (cb != nb && cb != b->rank - 1)) return false;
+  g->K = a->dims[ca];
+  if (b->dims[cb] != g->K) return false;
+  g->M = g->N = 1;
+  for (int d = nb; d < a->rank; d++)
+    if (d != ca) g->M *= a->dims[d];
+  for (int d = nb; d < b->rank; d++)
+    if (d != cb) g->N *= b->dims[d];
+  g->ta = ca == nb && a->rank > nb + 1;
+  g->tb = cb == b->rank - 1 && b->rank > nb + 1;
+  return g->M <= INT32_MAX && g->N <= INT32_MAX && g->K <= INT32_MAX;
+}
+
 static bool blas_dot_ok(const IrInstr *i) {
 #ifdef FXPLAIN_HAVE_BLAS
-  IrDotDims dd;
-  if (!ir_dot_dims(i, &dd)) return false;
+  BlasShape g;
+  if (!blas_shape(i, &g)) return false;
   const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
   IrType t = i->shape.type;
-  if ((t != IR_F32 && t != IR_F64) || a->type != t || b->type != t) return false;
-  if (dd.nlhs_contract != 1 || dd.nrhs_contract != 1) return false;
-  int nb = dd.nlhs_batch;
-  if (nb > 1 || a->rank != 2 + nb || b->rank != 2 + nb) return false;
-  if (nb == 1 && (dd.lhs_batch[0] != 0 || dd.rhs_batch[0] != 0)) return false;
-  if (dd.lhs_contract[0] < nb || dd.rhs_contract[0] < nb) return false;
+  if ((t != IR_F32 && t != IR_F64 && t != IR_BF16 && t != IR_F16) || a->type != t || b->type != t) return false;
   return true;
 #else
   (void)i;
@@ -761,32 +825,66 @@ static bool blas_dot_ok(const IrInstr *i) {
 #endif
 }
 
-static void blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r) {
 #ifdef FXPLAIN_HAVE_BLAS
-  IrDotDims dd;
-  ir_dot_dims(i, &dd);
-  int nb = dd.nlhs_batch;
-  int64_t batch = nb ? a->dims[0] : 1;
-  bool ta = dd.lhs_contract[0] == nb;      /* lhs is [K, M] */
-  bool tb = dd.rhs_contract[0] == nb + 1;  /* rhs is [N, K] */
-  int64_t M = ta ? a->dims[nb + 1] : a->dims[nb], K = ta ? a->dims[nb] : a->dims[nb + 1];
-  int64_t N = tb ? bt->dims[nb] : bt->dims[nb + 1];
-  int64_t lda = a->dims[nb + 1], ldb = bt->dims[nb + 1];
+/* A bf16/f16 tensor's elements as floats in fresh memory (NULL when out of memory). */
+static float *half_to_float(const RtTensor *t) {
+  float *f = fx_malloc(sizeof *f * (size_t)(t->count ? t->count : 1));
+  if (!f) return NULL;
+  const uint16_t *h = t->data;
+  for (int64_t e = 0; e < t->count; e++) f[e] = t->type == IR_BF16 ? rt_bf16_to_f32(h[e]) : rt_f16_to_f32(h[e]);
+  return f;
+}
+#endif
+
+/* r = dot(a, bt) by gemm. bf16 and f16 operands go through float copies and sgemm, the product
+ * accumulated in float and rounded once at the end, as the interpreter's dot (within `--check`'s
+ * tolerance: the sums in another order). Returns false when out of memory. */
+static bool blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r, FxError *err) {
+#ifdef FXPLAIN_HAVE_BLAS
+  BlasShape g;
+  blas_shape(i, &g);
+  int64_t batch = g.batch, M = g.M, N = g.N, K = g.K;
+  bool ta = g.ta, tb = g.tb;
+  int64_t lda = ta ? M : K, ldb = tb ? K : N;
+  bool half = r->type == IR_BF16 || r->type == IR_F16;
+  float *fa = NULL, *fb = NULL, *fr = NULL;
+  if (half) {
+    fa = half_to_float(a);
+    fb = half_to_float(bt);
+    fr = fx_malloc(sizeof *fr * (size_t)(r->count ? r->count : 1));
+    if (!fa || !fb || !fr) {
+      fx_free(fa);
+      fx_free(fb);
+      fx_free(fr);
+      return fx_error_set(err, NULL, 0, 0, "out of memory");
+    }
+  }
   for (int64_t q = 0; q < batch; q++) {
-    if (r->type == IR_F32)
-      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
-                  1.0f, (const float *)a->data + q * M * K, (int)lda, (const float *)bt->data + q * K * N, (int)ldb, 0.0f,
-                  (float *)r->data + q * M * N, (int)N);
-    else
+    if (r->type == IR_F64)
       cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
                   1.0, (const double *)a->data + q * M * K, (int)lda, (const double *)bt->data + q * K * N, (int)ldb, 0.0,
                   (double *)r->data + q * M * N, (int)N);
+    else
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                  1.0f, (half ? fa : (const float *)a->data) + q * M * K, (int)lda,
+                  (half ? fb : (const float *)bt->data) + q * K * N, (int)ldb, 0.0f, (half ? fr : (float *)r->data) + q * M * N,
+                  (int)N);
   }
+  if (half) {
+    uint16_t *h = r->data;
+    for (int64_t e = 0; e < r->count; e++) h[e] = r->type == IR_BF16 ? rt_f32_to_bf16(fr[e]) : rt_f32_to_f16(fr[e]);
+    fx_free(fa);
+    fx_free(fb);
+    fx_free(fr);
+  }
+  return true;
 #else
   (void)i;
   (void)a;
   (void)bt;
   (void)r;
+  (void)err;
+  return true;
 #endif
 }
 
@@ -911,10 +1009,475 @@ static void free_slots(CpuBackend *b) {
   b->nslots = 0;
 }
 
+
+/* ---------- compiled while loops ----------
+ *
+ * A while loop whose condition and body are nothing but generated kernels (and the free ops
+ * around them: the state's get-tuple-elements, bitcasts, reshapes, constants, the body's root
+ * tuple) runs here in one call instead of through the interpreter's walker: per iteration, a list
+ * of kernel calls over a table of buffer pointers ("cells"), as XLA:CPU runs a loop's body as
+ * compiled code. The walker costs ~0.5 us per instruction; a loop of tiny kernels (a scan step,
+ * a binary search) is all walker.
+ *
+ * Cells 0..ne-1 point to the state elements' current buffers, ne..2ne-1 to their other buffers.
+ * A body kernel whose output is root element e writes into e's other buffer (nobody reads it
+ * during the iteration: the body's parameter is the current state); root elements that are
+ * another element, a constant or a value used twice are copied there after the body; then the
+ * two buffers of each changed element swap. Every other kernel output has a scratch buffer of its
+ * own for the loop's lifetime. */
+
+typedef struct CpuLoop CpuLoop;
+
+typedef struct {
+  CpuKernel *k; /* a kernel, or */
+  CpuLoop *inner; /* a loop nested in this one: its state copied in from cells, out to cells */
+  int nb;      /* inputs then outputs */
+  int *cells;  /* nb cell indices */
+  bool inplace; /* the kernel's in-place variant, updating its input's buffer (a state element) */
+  bool hoisted; /* loop-invariant: run once before the first trip */
+} LoopStep;
+
+struct CpuLoop {
+  int ne;                 /* state elements */
+  int64_t *ebytes;        /* per element */
+  int ncells;
+  char **cell;            /* the pointer table */
+  LoopStep *cond, *body;
+  int ncond, nbody;
+  int cond_cell;          /* the condition's pred[] */
+  int *copy_from;         /* per element: a cell copied into its other buffer after the body, or -1 */
+  bool *changes;          /* per element: swapped after the body */
+  char *mem;              /* state double buffers and scratch, one allocation */
+  RtTensor **consts;      /* constants' values, held for the loop's lifetime */
+  int nconsts;
+  const IrComputation *body_comp; /* while building */
+};
+
+static char loop_none; /* the loops map's value for a loop that runs on the host */
+
+static void loop_free(CpuLoop *l) {
+  if (!l) return;
+  for (int q = 0; q < l->ncond + l->nbody; q++) {
+    LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
+    fx_free(st->cells);
+    loop_free(st->inner);
+  }
+  fx_free(l->cond);
+  fx_free(l->body);
+  for (int q = 0; q < l->nconsts; q++) rt_tensor_unref(l->consts[q]);
+  fx_free(l->consts);
+  fx_free(l->ebytes);
+  fx_free(l->cell);
+  fx_free(l->copy_from);
+  fx_free(l->changes);
+  fx_free(l->mem);
+  fx_free(l);
+}
+
+static void loops_clear(CpuBackend *b) {
+  for (size_t q = 0; q < b->loops.cap; q++)
+    if (b->loops.keys[q] && b->loops.vals[q] != &loop_none) loop_free(b->loops.vals[q]);
+  ptrmap_free(&b->loops);
+}
+
+enum { LOOP_MAX_SCRATCH = 64 << 20, LOOP_MAX_CELLS = 1 << 16 };
+
+typedef struct {
+  CpuLoop *l;
+  PtrMap cellof;        /* IrInstr* -> cell + 1 (array values); a kernel's tuple result: first output cell + 1 */
+  int64_t *cbytes;      /* per cell: scratch bytes wanted (0: none) */
+  int capcells;
+  RtExec *x;
+  FxError *err;
+} LoopBuild;
+
+static int new_cell(LoopBuild *lb, int64_t bytes) {
+  CpuLoop *l = lb->l;
+  if (l->ncells >= LOOP_MAX_CELLS) return -1;
+  if (l->ncells == lb->capcells) {
+    int nc = lb->capcells ? lb->capcells * 2 : 64;
+    int64_t *nb = fx_realloc(lb->cbytes, sizeof *nb * (size_t)nc);
+    if (nb) lb->cbytes = nb;
+    char **ncell = nb ? fx_realloc(l->cell, sizeof *ncell * (size_t)nc) : NULL;
+    if (!ncell) return -1;
+    l->cell = ncell;
+    lb->capcells = nc;
+  }
+  lb->cbytes[l->ncells] = bytes;
+  l->cell[l->ncells] = NULL;
+  return l->ncells++;
+}
+
+static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *err);
+
+static int cell_of(LoopBuild *lb, const IrInstr *i) { return (int)(uintptr_t)ptrmap_get(&lb->cellof, i) - 1; }
+static bool set_cell(LoopBuild *lb, const IrInstr *i, int c) { return ptrmap_put(&lb->cellof, i, (void *)(uintptr_t)(c + 1)); }
+
+static bool plain_array(const IrShape *s) {
+  return s->type != IR_TUPLE && s->type != IR_TOKEN && !ir_type_is_complex(s->type) && ir_type_bytes(s->type) > 0;
+}
+
+/* The steps of computation c (the condition or the body): false when an instruction is not one a
+ * compiled loop runs. In the body, a kernel whose (array) output is the root's element e writes
+ * into e's other buffer. */
+static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, LoopStep **steps, int *nsteps) {
+  CpuLoop *l = lb->l;
+  *steps = fx_calloc((size_t)(c->ninstrs ? c->ninstrs : 1), sizeof **steps);
+  if (!*steps) return false;
+  const IrInstr *root = c->root;
+  for (int q = 0; q < c->ninstrs; q++) {
+    const IrInstr *i = c->instrs[q];
+    switch (i->op) {
+    case IR_OP_PARAMETER:
+      if (i->param_number != 0) return false;
+      continue;
+    case IR_OP_GET_TUPLE_ELEMENT: {
+      const IrInstr *t = i->operands[0];
+      int64_t idx = -1;
+      ir_attr_int(i, "index", &idx);
+      if (!plain_array(&i->shape) || idx < 0) return false;
+      if (t->op == IR_OP_PARAMETER) {
+        if (idx >= l->ne) return false;
+        if (!set_cell(lb, i, (int)idx)) return false;
+      } else { /* of a multi-output kernel or of a nested loop: consecutive cells */
+        int first = cell_of(lb, t);
+        if (first < 0 || t->shape.type != IR_TUPLE || idx >= t->shape.ntuple) return false;
+        if (!set_cell(lb, i, first + (int)idx)) return false;
+      }
+      continue;
+    }
+    case IR_OP_BITCAST: case IR_OP_RESHAPE: {
+      int src = cell_of(lb, i->operands[0]);
+      if (src < 0 || !plain_array(&i->shape)) return false;
+      if (!set_cell(lb, i, src)) return false;
+      continue;
+    }
+    case IR_OP_CONSTANT: {
+      if (!plain_array(&i->shape)) return false;
+      RtTensor *v = NULL;
+      if (!rt_exec_instr(lb->x, i, NULL, &v, lb->err)) return false;
+      RtTensor **nc = fx_realloc(l->consts, sizeof *nc * (size_t)(l->nconsts + 1));
+      if (!nc) {
+        rt_tensor_unref(v);
+        return false;
+      }
+      l->consts = nc;
+      l->consts[l->nconsts++] = v;
+      int cl = new_cell(lb, 0);
+      if (cl < 0 || !set_cell(lb, i, cl)) return false;
+      l->cell[cl] = v->data;
+      continue;
+    }
+    case IR_OP_TUPLE: /* the root, or a nested loop's initial state (any other use finds no cell) */
+      continue;
+    case IR_OP_WHILE: {
+      const IrInstr *t = i->operands[0];
+      if (t->op != IR_OP_TUPLE) return false;
+      CpuLoop *inner = loop_build(b, lb->x, i, lb->err);
+      if (!inner) return false;
+      LoopStep *st = &(*steps)[(*nsteps)++];
+      st->inner = inner;
+      st->nb = 2 * inner->ne;
+      st->cells = fx_malloc(sizeof *st->cells * (size_t)st->nb);
+      if (!st->cells || t->noperands != inner->ne) return false;
+      for (int e = 0; e < inner->ne; e++)
+        if ((st->cells[e] = cell_of(lb, t->operands[e])) < 0) return false;
+      for (int e = 0; e < inner->ne; e++) {
+        int cl = new_cell(lb, inner->ebytes[e]);
+        if (cl < 0 || (e > 0 && cl != st->cells[inner->ne] + e)) return false;
+        st->cells[inner->ne + e] = cl;
+      }
+      if (!set_cell(lb, i, st->cells[inner->ne])) return false;
+      continue;
+    }
+    default: break;
+    }
+    CpuKernel *k = kmap_get(b, i);
+    if (!k || k->how != K_GENERATED) return false;
+    int nout = i->shape.type == IR_TUPLE ? i->shape.ntuple : 1;
+    LoopStep *st = &(*steps)[(*nsteps)++];
+    st->k = k;
+    st->nb = i->noperands + nout;
+    st->cells = fx_malloc(sizeof *st->cells * (size_t)st->nb);
+    if (!st->cells) return false;
+    for (int j = 0; j < i->noperands; j++)
+      if ((st->cells[j] = cell_of(lb, i->operands[j])) < 0) return false;
+    int first = -1;
+    for (int o = 0; o < nout; o++) {
+      const IrShape *os = i->shape.type == IR_TUPLE ? &i->shape.tuple[o] : &i->shape;
+      if (!plain_array(os)) return false;
+      int cl = -1;
+      /* the body's root takes this output as element e: write it into e's other buffer */
+      if (root->op == IR_OP_TUPLE && c == l->body_comp && i->shape.type != IR_TUPLE)
+        for (int e = 0; e < root->noperands && e < l->ne && cl < 0; e++)
+          if (root->operands[e] == i && l->copy_from[e] == -2) {
+            cl = l->ne + e;
+            l->copy_from[e] = -1;
+            l->changes[e] = true;
+          }
+      if (cl < 0) cl = new_cell(lb, ir_shape_bytes(os));
+      if (cl < 0) return false;
+      st->cells[i->noperands + o] = cl;
+      if (o == 0) first = cl;
+      else if (cl != first + o) return false; /* a tuple's outputs are consecutive cells */
+    }
+    if (!set_cell(lb, i, first)) return false;
+  }
+  return true;
+}
+
+/* The compiled form of while loop w, or NULL when it runs on the host (the reason is not kept:
+ * the host's way is always right). */
+static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *err) {
+  const IrComputation *cond = ir_attr_comp(w, "condition"), *body = ir_attr_comp(w, "body");
+  const IrShape *ss = &w->shape;
+  if (!cond || !body || w->noperands != 1 || ss->type != IR_TUPLE || ss->ntuple < 1 || !body->root ||
+      body->root->op != IR_OP_TUPLE || body->root->noperands != ss->ntuple || !cond->root)
+    return NULL;
+  for (int e = 0; e < ss->ntuple; e++)
+    if (!plain_array(&ss->tuple[e])) return NULL;
+  CpuLoop *l = fx_calloc(1, sizeof *l);
+  LoopBuild lb = {.l = l, .x = x, .err = err};
+  FxError ignore = {0};
+  lb.err = &ignore;
+  bool ok = l != NULL;
+  int ne = ss->ntuple;
+  if (ok) {
+    l->ne = ne;
+    l->body_comp = body;
+    l->ebytes = fx_calloc((size_t)ne, sizeof *l->ebytes);
+    l->copy_from = fx_malloc(sizeof *l->copy_from * (size_t)ne);
+    l->changes = fx_calloc((size_t)ne, sizeof *l->changes);
+    ok = l->ebytes && l->copy_from && l->changes;
+  }
+  for (int e = 0; ok && e < 2 * ne; e++) ok = new_cell(&lb, 0) == e;
+  for (int e = 0; ok && e < ne; e++) {
+    l->ebytes[e] = ir_shape_bytes(&ss->tuple[e]);
+    l->copy_from[e] = -2; /* not decided */
+  }
+  if (ok) ok = loop_steps(b, &lb, cond, &l->cond, &l->ncond);
+  if (ok) {
+    l->cond_cell = cell_of(&lb, cond->root);
+    ok = l->cond_cell >= 0 && cond->root->shape.type == IR_PRED && ir_shape_elements(&cond->root->shape) == 1;
+  }
+  /* a new map for the body: its parameter is a different instruction, its values its own */
+  ptrmap_free(&lb.cellof);
+  if (ok) ok = loop_steps(b, &lb, body, &l->body, &l->nbody);
+  for (int e = 0; ok && e < ne; e++) {
+    if (l->copy_from[e] != -2) continue; /* written directly */
+    const IrInstr *r = body->root->operands[e];
+    int c = cell_of(&lb, r);
+    if (c < 0) ok = false;
+    else if (c == e) l->copy_from[e] = -1; /* unchanged */
+    else {
+      l->copy_from[e] = c;
+      l->changes[e] = true;
+    }
+  }
+  /* In place: a body kernel with an in-place variant whose output is the next value of element e
+     and whose updated input is e's current value updates e's buffer, when nothing after it reads
+     e's current value (later steps, the root's copies): a dynamic-update-slice or scatter into
+     the loop state then writes its slice, not the whole buffer, and e's buffers do not swap. */
+  for (int q = 0; ok && q < l->nbody; q++) {
+    LoopStep *st = &l->body[q];
+    if (!st->k || !st->k->ip || st->nb != st->k->instr->noperands + 1) continue;
+    int nin = st->k->instr->noperands, oc = st->cells[nin], e = st->cells[st->k->ip_input];
+    if (e < 0 || e >= ne || oc != ne + e) continue;
+    bool read = false;
+    for (int r = q + 1; r < l->nbody && !read; r++)
+      for (int j = 0; j < l->body[r].nb && !read; j++) read = l->body[r].cells[j] == e;
+    for (int f = 0; f < ne && !read; f++) read = l->copy_from[f] == e;
+    for (int j = 0; j < nin && !read; j++) read = j != st->k->ip_input && st->cells[j] == e;
+    if (read) continue;
+    for (int r = q + 1; r < l->nbody; r++)
+      for (int j = 0; j < l->body[r].nb; j++)
+        if (l->body[r].cells[j] == ne + e) l->body[r].cells[j] = e;
+    for (int f = 0; f < ne; f++)
+      if (l->copy_from[f] == ne + e) l->copy_from[f] = e;
+    st->cells[nin] = e;
+    st->inplace = true;
+    l->changes[e] = false;
+  }
+  /* Loop-invariant body kernels (inputs that are constants, elements the body passes through
+     unchanged, or other invariant values; an iota-only kernel has none) run once before the first
+     trip, as XLA hoists them: a million-trip loop recomputed a million-element reduce every trip. */
+  bool *inv = ok ? fx_calloc((size_t)l->ncells, sizeof *inv) : NULL;
+  if (ok && !inv) ok = false;
+  for (int e = 0; ok && e < ne; e++) inv[e] = !l->changes[e] && l->copy_from[e] == -1;
+  for (int q = 0; ok && q < l->nbody; q++)
+    if (l->body[q].inplace) inv[l->body[q].cells[l->body[q].nb - 1]] = false;
+  for (int c = 2 * ne; ok && c < l->ncells; c++) inv[c] = l->cell[c] != NULL; /* the constants, so far */
+  for (int q = 0; ok && q < l->nbody; q++) {
+    LoopStep *st = &l->body[q];
+    if (!st->k || st->inplace) continue;
+    int nin = st->k->instr->noperands;
+    bool all = true;
+    for (int j = 0; j < nin && all; j++) all = inv[st->cells[j]];
+    for (int j = nin; j < st->nb && all; j++) all = st->cells[j] >= 2 * ne;
+    if (!all) continue;
+    st->hoisted = true;
+    for (int j = nin; j < st->nb; j++) inv[st->cells[j]] = true;
+  }
+  fx_free(inv);
+  /* memory: two buffers per element, then the scratch cells, 64-byte aligned */
+  int64_t total = 0;
+  for (int c = 0; ok && c < l->ncells; c++) {
+    int64_t want = c < 2 * ne ? l->ebytes[c % ne] : lb.cbytes[c];
+    total += (want + 63) / 64 * 64;
+  }
+  if (ok && total > LOOP_MAX_SCRATCH) ok = false;
+  if (ok) ok = (l->mem = fx_malloc((size_t)(total ? total : 64) + 64)) != NULL;
+  if (ok) {
+    char *p = (char *)(((uintptr_t)l->mem + 63) & ~(uintptr_t)63);
+    for (int c = 0; c < l->ncells; c++) {
+      int64_t want = c < 2 * ne ? l->ebytes[c % ne] : lb.cbytes[c];
+      if (c < 2 * ne || want > 0) {
+        l->cell[c] = p;
+        p += (want + 63) / 64 * 64;
+      }
+    }
+  }
+  ptrmap_free(&lb.cellof);
+  fx_free(lb.cbytes);
+  if (!ok) {
+    loop_free(l);
+    return NULL;
+  }
+  l->body_comp = NULL;
+  return l;
+}
+
+static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err);
+
+static bool loop_launch(CpuBackend *b, RtExec *x, const CpuLoop *l, const LoopStep *st, FxError *err) {
+  if (st->inner) {
+    CpuLoop *in = st->inner;
+    for (int e = 0; e < in->ne; e++) memcpy(in->cell[e], l->cell[st->cells[e]], (size_t)in->ebytes[e]);
+    if (!loop_exec(b, x, in, err)) return false;
+    for (int e = 0; e < in->ne; e++) memcpy(l->cell[st->cells[in->ne + e]], in->cell[e], (size_t)in->ebytes[e]);
+    return true;
+  }
+  char *bufs[2 * EMIT_MAX_BUFFERS];
+  for (int j = 0; j < st->nb; j++) bufs[j] = l->cell[st->cells[j]];
+  CpuKernel *k = st->k;
+  if (st->inplace) {
+    k->ip(bufs);
+    return true;
+  }
+  for (int p = 0; p < k->nparts; p++) {
+    /* tiny kernels called directly; larger ones as the host launches them: timed, and split over
+       the threads when large or slow (CartPole's steps over 2048 environments) */
+    if (k->count[p] >= 1024) launch_part(b, k, p, bufs);
+    else k->fns[p](bufs, 0, k->outer[p]);
+  }
+  return true;
+}
+
+/* Runs loop l from the state in its current cells to the end; counts what ran. */
+static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err) {
+  int ne = l->ne;
+  int64_t trips = 0;
+  for (int q = 0; q < l->nbody; q++)
+    if (l->body[q].hoisted && !loop_launch(b, x, l, &l->body[q], err)) return false;
+  for (;;) {
+    if ((trips & 1023) == 0 && !rt_exec_poll(x, err)) return false;
+    for (int q = 0; q < l->ncond; q++)
+      if (!loop_launch(b, x, l, &l->cond[q], err)) return false;
+    if (!*(const uint8_t *)l->cell[l->cond_cell]) break;
+    for (int q = 0; q < l->nbody; q++)
+      if (!l->body[q].hoisted && !loop_launch(b, x, l, &l->body[q], err)) return false;
+    for (int e = 0; e < ne; e++)
+      if (l->copy_from[e] >= 0) memcpy(l->cell[ne + e], l->cell[l->copy_from[e]], (size_t)l->ebytes[e]);
+    for (int e = 0; e < ne; e++)
+      if (l->changes[e]) {
+        char *t = l->cell[e];
+        l->cell[e] = l->cell[ne + e];
+        l->cell[ne + e] = t;
+      }
+    trips++;
+  }
+  /* the counters and the profile: every kernel launch as the host would have made it, so the
+     run's figures stay the kernel plan's */
+  RtCounters *c = rt_exec_counters(x);
+  c->while_iterations += trips;
+  for (int q = 0; q < l->ncond + l->nbody; q++) {
+    const LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
+    if (!st->k) continue; /* a nested loop counted itself */
+    /* a hoisted kernel counts every trip, as the kernel plan counts it (it ran once) */
+    int64_t n = q < l->ncond ? trips + 1 : trips;
+    if (st->hoisted && trips > 1 && b->stats) b->stats->hoisted_launches += trips - 1;
+    c->launches += n;
+    c->bytes_read += n * st->k->rbytes;
+    c->bytes_written += n * st->k->wbytes;
+    if (st->inplace && b->stats) b->stats->inplace_updates += n;
+    RtKernelStat *s = stat_for(b->stats, st->k, st->k->instr);
+    if (s) {
+      s->launches += n;
+      s->bytes += n * (st->k->rbytes + st->k->wbytes);
+      s->native = true;
+      s->how = "generated";
+    }
+  }
+  return true;
+}
+
+/* Runs compiled loop l from state `init` into a new tuple *out. */
+static bool loop_run(CpuBackend *b, RtExec *x, CpuLoop *l, const IrInstr *w, RtTensor *init, RtTensor **out, FxError *err) {
+  int ne = l->ne;
+  if (init->type != IR_TUPLE || init->ntuple != ne) return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
+  for (int e = 0; e < ne; e++) {
+    if ((int64_t)init->tuple[e]->bytes != l->ebytes[e])
+      return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
+    memcpy(l->cell[e], init->tuple[e]->data, (size_t)l->ebytes[e]);
+  }
+  if (!loop_exec(b, x, l, err)) return false;
+  RtTensor *stackel[16];
+  RtTensor **el = ne <= 16 ? stackel : fx_calloc((size_t)ne, sizeof *el);
+  if (!el) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  int made = 0;
+  for (; made < ne; made++) {
+    if (!(el[made] = rt_tensor_for_shape_uninit(&w->shape.tuple[made], err))) break;
+    memcpy(el[made]->data, l->cell[made], (size_t)l->ebytes[made]);
+  }
+  *out = made == ne ? rt_tensor_tuple(el, ne, err) : NULL;
+  for (int q = 0; q < made; q++) rt_tensor_unref(el[q]);
+  if (el != stackel) fx_free(el);
+  return *out != NULL;
+}
+
+/* The hook's part for a while loop: runs it compiled when it can (*handled), else leaves it to
+ * the host. */
+static bool loop_hook(CpuBackend *b, RtExec *x, const IrInstr *w, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
+  void *v = ptrmap_get(&b->loops, w);
+  if (!v) {
+    FxError why = {0};
+    CpuLoop *l = loop_build(b, x, w, &why);
+    v = l ? (void *)l : (void *)&loop_none;
+    if (!ptrmap_put(&b->loops, w, v)) {
+      loop_free(l);
+      return true;
+    }
+  }
+  if (v == &loop_none) return true;
+  double t0 = now_ns();
+  if (!loop_run(b, x, v, w, ops[0], out, err)) return false;
+  *handled = true;
+  RtKernelStat *s = stat_for(b->stats, NULL, w);
+  if (s) {
+    s->launches++;
+    s->total_ns += now_ns() - t0;
+    s->native = true;
+    s->how = "loop";
+    s->why = NULL;
+  }
+  return true;
+}
+
 static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
   CpuBackend *b = ctx;
-  CpuKernel *k = kmap_get(b, i);
   *handled = false;
+  if (i->op == IR_OP_WHILE && !b->interp_only && !b->no_cache && !b->host_loops) return loop_hook(b, x, i, ops, out, handled, err);
+  CpuKernel *k = kmap_get(b, i);
   if (!k) return true; /* free ops, and instructions inside fused or called computations */
   double t0 = now_ns();
   bool ok = true;
@@ -925,7 +1488,10 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
     RtTensor *r = output_tensor(b, k, i, err);
     if (!r) return false;
     if (k->how == K_BLAS) {
-      blas_dot(i, ops[0], ops[1], r);
+      if (!blas_dot(i, ops[0], ops[1], r, err)) {
+        rt_tensor_unref(r);
+        return false;
+      }
     } else {
       char *stackb[64];
       int nout = r->type == IR_TUPLE ? r->ntuple : 1;
@@ -1023,6 +1589,7 @@ static void cpu_destroy(void *vb) {
   CpuBackend *b = vb;
   if (!b) return;
   pool_stop(b->pool);
+  loops_clear(b);
   for (size_t q = 0; q < b->kernels.cap; q++)
     if (b->kernels.keys[q]) fx_free(b->kernels.vals[q]);
   ptrmap_free(&b->kernels);
@@ -1036,6 +1603,7 @@ void cpu_set_options(void *vb, const CpuOptions *o) {
   CpuBackend *b = vb;
   if (o->cc) snprintf(b->cc, sizeof b->cc, "%s", o->cc);
   if (o->opt) snprintf(b->flags, sizeof b->flags, "%s", o->opt);
+  b->host_loops = o->host_loops;
   if (o->threads > 0 && o->threads != b->threads) {
     b->threads = o->threads;
     pool_stop(b->pool); /* the next large launch starts one of the new size */

@@ -493,6 +493,7 @@ static int input_of(Gen *g, const IrInstr *i) {
 
 static bool gen(Gen *g, const IrInstr *i, Val *idx, Val *out);
 static bool gen_which(Gen *g, const IrInstr *i, int which, Val *idx, Val *out);
+static bool gen_dot(Gen *g, const IrInstr *i, Val *idx, Val *out);
 
 /* Inlines scalar computation c with its parameters bound to args; fills outs (one per root tuple
  * element, or one). */
@@ -701,6 +702,83 @@ static bool gen_load(Gen *g, const IrInstr *i, int in, Val *idx, Val *out) {
   return true;
 }
 
+/* Lanes for reducing with f: a reducer that is one associative, commutative op (add, multiply,
+ * maximum, minimum, and, or) of its two parameters, on f32, f64 or an integer type, reduces the
+ * operand's innermost (contiguous) dim in that many independent accumulators that the compiler
+ * keeps in one vector register, combined at the end, as XLA:CPU's vectorized reductions do. The
+ * sum of floats is then added in another order than the interpreter's one by one, within
+ * `--check`'s tolerance. f16 and bf16 round after every step and stay sequential. 0: no lanes. */
+static int reduce_lanes(const IrInstr *i, const IrComputation *f) {
+  if (i->noperands != 2 || !f || !f->root || f->nparams != 2 || f->ninstrs != 3) return 0;
+  const IrInstr *r = f->root;
+  static const IrOpcode ops[] = {IR_OP_ADD, IR_OP_MULTIPLY, IR_OP_MAXIMUM, IR_OP_MINIMUM, IR_OP_AND, IR_OP_OR};
+  bool assoc = false;
+  for (size_t k = 0; k < sizeof ops / sizeof *ops; k++) assoc = assoc || r->op == ops[k];
+  if (!assoc || r->noperands != 2 || r->shape.rank != 0) return 0;
+  if (!((r->operands[0] == f->params[0] && r->operands[1] == f->params[1]) ||
+        (r->operands[0] == f->params[1] && r->operands[1] == f->params[0])))
+    return 0;
+  IrType t = r->shape.type;
+  if (t != i->shape.type || t == IR_F16 || t == IR_BF16 || ir_type_is_complex(t) || !emit_storage_type(t)) return 0;
+  return ir_type_bytes(t) >= 8 ? 8 : 16;
+}
+
+/* The innermost reduced dim `last` of reduce i in `lanes` accumulators: lane l takes the elements
+ * l, l + lanes, ...; the elements past the last full group go into acc, then the lanes do. */
+static bool gen_reduce_lanes(Gen *g, const IrInstr *i, const IrComputation *f, Val *full, int last, int lanes, Val acc) {
+  const IrShape *is = oshape(i, 0);
+  IrType t = i->shape.type;
+  const char *ct = emit_compute_type(t);
+  int64_t n = is->dims[last];
+  Val lv = newvar(g, "lv"), l = newvar(g, "l"), rv = newvar(g, "r"), e, args[2], res;
+  line(g, "%s %s[%d];", ct, lv.s, lanes);
+  /* the first group sets the lanes */
+  line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
+  open_scope(g);
+  full[last] = l;
+  if (!gen(g, i->operands[0], full, &e)) return false;
+  line(g, "%s[%s] = %s;", lv.s, l.s, e.s);
+  close_scope(g);
+  line(g, "}");
+  line(g, "int64_t %s = %d;", rv.s, lanes);
+  line(g, "for (; %s + %d <= %lldll; %s += %d) {", rv.s, lanes, (long long)n, rv.s, lanes);
+  open_scope(g);
+  line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
+  open_scope(g);
+  full[last] = idxvar(g, "%s + %s", rv.s, l.s);
+  if (!gen(g, i->operands[0], full, &e)) return false;
+  args[0] = newvar(g, "v");
+  line(g, "const %s %s = %s[%s];", ct, args[0].s, lv.s, l.s);
+  args[1] = e;
+  if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
+  line(g, "%s[%s] = %s;", lv.s, l.s, res.s);
+  close_scope(g);
+  line(g, "}");
+  close_scope(g);
+  line(g, "}");
+  /* the rest, one by one */
+  line(g, "for (; %s < %lldll; %s++) {", rv.s, (long long)n, rv.s);
+  open_scope(g);
+  full[last] = rv;
+  if (!gen(g, i->operands[0], full, &e)) return false;
+  args[0] = acc;
+  args[1] = e;
+  if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
+  line(g, "%s = %s;", acc.s, res.s);
+  close_scope(g);
+  line(g, "}");
+  line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
+  open_scope(g);
+  args[0] = acc;
+  args[1] = newvar(g, "v");
+  line(g, "const %s %s = %s[%s];", ct, args[1].s, lv.s, l.s);
+  if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
+  line(g, "%s = %s;", acc.s, res.s);
+  close_scope(g);
+  line(g, "}");
+  return true;
+}
+
 static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
   int n = i->noperands / 2;
   if (n < 1 || n > 8) return gen_fail(g, i, "reduce with %d inputs is not generated", n);
@@ -721,12 +799,17 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
     IrType t = oshape(i, k)->type;
     line(g, "%s %s = %s;", emit_compute_type(t), acc[k].s, init[k].s);
   }
-  /* loops over the reduced dims, in the operand's order (the reference's order) */
+  /* loops over the reduced dims, in the operand's order (the reference's order); the operand's
+     innermost dim, when reduced with an associative reducer, in lanes (gen_reduce_lanes) */
+  int last = is->rank - 1, lanes = g->t == EMIT_TARGET_C ? reduce_lanes(i, f) : 0; /* CUDA: a thread per output */
+  if (lanes > 0 && (last < 0 || !red[last] || is->dims[last] < 2 * lanes)) lanes = 0;
   Val full[IR_MAX_RANK];
   int kept = 0;
   int opened = 0;
   for (int d = 0; d < is->rank; d++) {
-    if (red[d]) {
+    if (red[d] && lanes > 0 && d == last) {
+      full[d] = lit_idx(0); /* gen_reduce_lanes loops over it */
+    } else if (red[d]) {
       Val r = newvar(g, "r");
       line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", r.s, r.s, (long long)is->dims[d], r.s);
       open_scope(g);
@@ -738,12 +821,16 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
     }
   }
   Val args[16], res[8];
-  for (int k = 0; k < n; k++) {
-    args[k] = acc[k];
-    if (!gen(g, i->operands[k], full, &args[n + k])) return false;
+  if (lanes > 0) {
+    if (!gen_reduce_lanes(g, i, f, full, last, lanes, acc[0])) return false;
+  } else {
+    for (int k = 0; k < n; k++) {
+      args[k] = acc[k];
+      if (!gen(g, i->operands[k], full, &args[n + k])) return false;
+    }
+    if (!inline_scalar(g, f, args, 2 * n, res, n)) return false;
+    for (int k = 0; k < n; k++) line(g, "%s = %s;", acc[k].s, res[k].s);
   }
-  if (!inline_scalar(g, f, args, 2 * n, res, n)) return false;
-  for (int k = 0; k < n; k++) line(g, "%s = %s;", acc[k].s, res[k].s);
   for (int k = 0; k < opened; k++) {
     close_scope(g);
     line(g, "}");
@@ -890,13 +977,75 @@ static bool default_layout(const IrShape *s) {
   return true;
 }
 
+/* Input indices [ga, ga_end) of a reshape group from output indices [gb, gb_end): the group's
+ * output position linearized, then split over the input dims. Size-1 dims are 0; the group's
+ * outermost dim of size > 1 needs no modulo. */
+static void reshape_group(Gen *g, const IrShape *is, const IrShape *os, Val *idx, Val *sub, int ga, int gae, int gb, int gbe) {
+  int nin = 0, nout = 0, lastin = -1, lastout = -1;
+  for (int d = ga; d < gae; d++)
+    if (is->dims[d] != 1) nin++, lastin = d;
+  for (int d = gb; d < gbe; d++)
+    if (os->dims[d] != 1) nout++, lastout = d;
+  for (int d = ga; d < gae; d++) sub[d] = lit_idx(0);
+  if (nin == 0) return;
+  if (nin == 1 && nout == 1) { /* one dim of the same size on both sides */
+    sub[lastin] = idx[lastout];
+    return;
+  }
+  char lin[600];
+  size_t len = 0;
+  int64_t st = 1;
+  lin[0] = 0;
+  for (int d = gbe - 1; d >= gb; d--) {
+    if (os->dims[d] == 1) continue;
+    len += (size_t)snprintf(lin + len, len < sizeof lin ? sizeof lin - len : 0, st == 1 ? "%s%s" : "%s%s*%lldll",
+                            len ? " + " : "", idx[d].s, (long long)st);
+    st *= os->dims[d];
+  }
+  Val l = idxvar(g, "%s", lin);
+  int first = ga;
+  while (is->dims[first] == 1) first++;
+  st = 1;
+  for (int d = gae - 1; d >= ga; d--) {
+    if (is->dims[d] == 1) continue;
+    if (d == first && st == 1) sub[d] = l;
+    else if (d == first) sub[d] = idxvar(g, "%s / %lldll", l.s, (long long)st);
+    else if (st == 1) sub[d] = idxvar(g, "%s %% %lldll", l.s, (long long)is->dims[d]);
+    else sub[d] = idxvar(g, "(%s / %lldll) %% %lldll", l.s, (long long)st, (long long)is->dims[d]);
+    st *= is->dims[d];
+  }
+}
+
 static bool gen_reshape(Gen *g, const IrInstr *i, Val *idx, Val *out) {
-  const IrShape *is = oshape(i, 0);
+  const IrShape *is = oshape(i, 0), *os = &i->shape;
   if (i->op == IR_OP_BITCAST && (!default_layout(is) || !default_layout(&i->shape)))
     return gen_fail(g, i, "a bitcast between layouts is not generated");
+  Val sub[IR_MAX_RANK];
+  bool empty = false;
+  for (int d = 0; d < is->rank; d++) empty = empty || is->dims[d] == 0;
+  for (int d = 0; d < os->rank; d++) empty = empty || os->dims[d] == 0;
+  if (!empty) {
+    /* Dims in groups whose sizes multiply to the same on both sides ([1, 12, 128] -> [12, 128]:
+       {1, 12} -> {12}, {128} -> {128}); each group maps on its own, most of them one dim to one
+       dim, so a reshape that only adds or drops size-1 dims costs no division. */
+    int a = 0, b = 0;
+    while (a < is->rank || b < os->rank) {
+      int ga = a, gb = b;
+      int64_t pa = 1, pb = 1;
+      if (a < is->rank) pa *= is->dims[a++];
+      if (b < os->rank) pb *= os->dims[b++];
+      while (pa != pb) {
+        if (pa < pb && a < is->rank) pa *= is->dims[a++];
+        else if (pb < pa && b < os->rank) pb *= os->dims[b++];
+        else return gen_fail(g, i, "reshape between different element counts");
+      }
+      reshape_group(g, is, os, idx, sub, ga, a, gb, b);
+    }
+    return gen(g, i->operands[0], sub, out);
+  }
   char lin[600];
   linear(lin, sizeof lin, i->shape.rank, i->shape.dims, idx);
-  Val l = idxvar(g, "%s", lin), sub[IR_MAX_RANK];
+  Val l = idxvar(g, "%s", lin);
   int64_t st = 1;
   for (int d = is->rank - 1; d >= 0; d--) {
     /* skip the arithmetic that is the identity: size-1 dims are 0, a stride of 1 divides nothing */
@@ -1063,6 +1212,7 @@ static bool gen_op(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) {
   Val a[3];
   switch (i->op) {
   case IR_OP_CONSTANT: return gen_constant(g, i, idx, out);
+  case IR_OP_DOT: return gen_dot(g, i, idx, out);
   case IR_OP_IOTA: {
     int64_t dim = 0;
     ir_attr_int(i, "iota_dimension", &dim);
@@ -1447,6 +1597,9 @@ static bool check_supported(const IrComputation *c, const IrInstr *single, FxErr
   return true;
 }
 
+static int inplace_operand(const IrInstr *k, const IrInstr *root);
+static bool kernel_setup(EmitKernel *k, const IrInstr *i, FxError *err);
+
 bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   memset(k, 0, sizeof *k);
   k->instr = i;
@@ -1458,6 +1611,11 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   if (i->op != IR_OP_FUSION && (i->op == IR_OP_PARAMETER || i->op == IR_OP_TUPLE || i->op == IR_OP_GET_TUPLE_ELEMENT))
     return fx_error_set(err, NULL, 0, 0, "%s: %s is not a kernel", i->name, ir_op_name(i->op));
   if (!check_supported(f, f ? NULL : i, err, 0)) return false;
+  return kernel_setup(k, i, err);
+}
+
+/* emit_kernel_init past its checks: inputs, outputs and parts. */
+static bool kernel_setup(EmitKernel *k, const IrInstr *i, FxError *err) {
   if (i->noperands > EMIT_MAX_BUFFERS) return fx_error_set(err, NULL, 0, 0, "%s: too many operands", i->name);
   k->ninputs = i->noperands;
   for (int j = 0; j < i->noperands; j++) {
@@ -1500,10 +1658,428 @@ bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
       np->rank = s->rank;
       if (s->rank) memcpy(np->dims, s->dims, sizeof(int64_t) * (size_t)s->rank); /* scalars: dims is NULL */
       np->count = ir_shape_elements(s);
+      np->outer = 1;
+      while (np->nsplit < np->rank && (np->nsplit == 0 || np->outer < EMIT_SPLIT_MIN)) np->outer *= np->dims[np->nsplit++];
     }
     k->parts[p].outputs[k->parts[p].noutputs++] = o;
   }
+  const IrInstr *root = kernel_root(i);
+  k->inplace_input = -1;
+  if (root->op == IR_OP_DYNAMIC_UPDATE_SLICE && k->noutputs == 1 && i->shape.type != IR_TUPLE &&
+      ir_shape_equal(&root->operands[0]->shape, &i->shape))
+    k->inplace_input = inplace_operand(i, root);
   return true;
+}
+
+
+/* ---------- scatter and in-place updates ---------- */
+
+/* The input (kernel operand number) that root's operand 0 reads directly, when nothing else in
+ * the kernel reads it; -1 otherwise. */
+static int inplace_operand(const IrInstr *k, const IrInstr *root) {
+  const IrComputation *f = ir_fused_computation(k);
+  const IrInstr *src = root->operands[0];
+  if (!f) {
+    for (int j = 1; j < root->noperands; j++)
+      if (root->operands[j] == src) return -1;
+    return 0;
+  }
+  if (src->op != IR_OP_PARAMETER || src->parent != f) return -1;
+  for (int q = 0; q < f->ninstrs; q++) {
+    const IrInstr *u = f->instrs[q];
+    for (int j = 0; j < u->noperands; j++)
+      if (u->operands[j] == src && !(u == root && j == 0)) return -1;
+  }
+  if (f->root != root) return -1;
+  return (int)src->param_number;
+}
+
+static bool scatter_ok(const IrInstr *r, FxError *err) {
+  int64_t ibd[IR_MAX_RANK];
+  if (r->noperands != 3 || r->shape.type == IR_TUPLE || !emit_storage_type(r->shape.type) ||
+      dims_attr(r, "input_batching_dims", ibd) > 0)
+    return fx_error_set(err, NULL, 0, 0, "%s: a scatter of several operands or with batching dims is not generated", r->name);
+  const IrComputation *f = ir_attr_comp(r, "to_apply");
+  if (!f || !f->root) return fx_error_set(err, NULL, 0, 0, "%s: scatter needs to_apply=", r->name);
+  if (!check_supported(f, NULL, err, 1)) return false;
+  int64_t uwd[IR_MAX_RANK], iwd[IR_MAX_RANK];
+  int nuw = dims_attr(r, "update_window_dims", uwd), niw = dims_attr(r, "inserted_window_dims", iwd);
+  if (nuw < 0) nuw = 0;
+  if (niw < 0) niw = 0;
+  if (nuw + niw != r->operands[0]->shape.rank)
+    return fx_error_set(err, NULL, 0, 0, "%s: scatter window dims do not match the operand", r->name);
+  return true;
+}
+
+bool emit_scatter_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
+  const IrComputation *f = ir_fused_computation(i);
+  const IrInstr *root = f ? f->root : i;
+  if (!root || root->op != IR_OP_SCATTER) return fx_error_set(err, NULL, 0, 0, "%s: not a scatter", i->name);
+  if (!scatter_ok(root, err)) return false;
+  if (f)
+    for (int q = 0; q < f->ninstrs; q++) {
+      const IrInstr *c = f->instrs[q];
+      if (c == root || c->op == IR_OP_PARAMETER) continue;
+      if (!instr_supported(c, err, 0)) return false;
+    }
+  memset(k, 0, sizeof *k);
+  k->instr = i;
+  snprintf(k->name, sizeof k->name, "fx_scatter_%d", i->id);
+  if (i->noperands > EMIT_MAX_BUFFERS) return fx_error_set(err, NULL, 0, 0, "%s: too many operands", i->name);
+  k->ninputs = i->noperands;
+  for (int j = 0; j < i->noperands; j++) {
+    k->in_types[j] = i->operands[j]->shape.type;
+    if (!emit_storage_type(k->in_types[j]))
+      return fx_error_set(err, NULL, 0, 0, "%s: operand %d of type %s is not generated", i->name, j, ir_type_name(k->in_types[j]));
+  }
+  k->noutputs = 1;
+  k->out_types[0] = i->shape.type;
+  k->out_shapes[0] = &i->shape;
+  k->out_tuple_index[0] = -1;
+  k->nparts = 1;
+  k->parts[0].count = k->parts[0].outer = 1; /* one call does it all, in order */
+  k->parts[0].noutputs = 1;
+  k->scatter = true;
+  k->inplace_input = inplace_operand(i, root);
+  return true;
+}
+
+/* Phase 2 of a scatter: every update, in row-major order of the updates. */
+static bool gen_scatter_updates(Gen *g, const IrInstr *r) {
+  const IrInstr *ind = r->operands[1], *upd = r->operands[2];
+  const IrShape *as = &r->shape, *is = &ind->shape, *us = &upd->shape;
+  int64_t uwd[IR_MAX_RANK], iwd[IR_MAX_RANK], sdod[IR_MAX_RANK];
+  int nuw = dims_attr(r, "update_window_dims", uwd), niw = dims_attr(r, "inserted_window_dims", iwd);
+  int nsd = dims_attr(r, "scatter_dims_to_operand_dims", sdod);
+  if (nuw < 0) nuw = 0;
+  if (niw < 0) niw = 0;
+  if (nsd < 0) nsd = 0;
+  int64_t ivd = is->rank;
+  ir_attr_int(r, "index_vector_dim", &ivd);
+  Val u[IR_MAX_RANK];
+  for (int d = 0; d < us->rank; d++) {
+    u[d] = newvar(g, "u");
+    line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", u[d].s, u[d].s, (long long)us->dims[d], u[d].s);
+    open_scope(g);
+  }
+  /* the scatter dims of the update index, in order, are the index tensor's dims but ivd */
+  Val sdv[IR_MAX_RANK];
+  int nsc = 0;
+  for (int d = 0; d < us->rank; d++)
+    if (!has_dim(uwd, nuw, d)) sdv[nsc++] = u[d];
+  char start[IR_MAX_RANK][40];
+  for (int d = 0; d < as->rank; d++) snprintf(start[d], sizeof start[d], "0ll");
+  for (int k = 0; k < nsd; k++) {
+    Val ix[IR_MAX_RANK], v;
+    for (int d = 0, b = 0; d < is->rank; d++) ix[d] = d == ivd ? lit_idx(k) : sdv[b++];
+    if (!gen(g, ind, is->rank ? ix : NULL, &v)) return false;
+    Val sv = idxvar(g, "(int64_t)%s", v.s);
+    if (sdod[k] >= 0 && sdod[k] < as->rank) snprintf(start[sdod[k]], sizeof start[sdod[k]], "%s", sv.s);
+  }
+  char cond[2048];
+  size_t len = 0;
+  cond[0] = 0;
+  Val pos[IR_MAX_RANK];
+  for (int d = 0, w = 0; d < as->rank; d++) {
+    if (has_dim(iwd, niw, d)) {
+      len += (size_t)snprintf(cond + len, sizeof cond - len, "%s%s >= 0 && %s < %lldll", len ? " && " : "", start[d], start[d],
+                              (long long)as->dims[d]);
+      pos[d] = idxvar(g, "%s", start[d]);
+    } else {
+      int64_t ud = uwd[w++];
+      len += (size_t)snprintf(cond + len, sizeof cond - len, "%s%s >= 0 && %s + %lldll <= %lldll", len ? " && " : "", start[d],
+                              start[d], (long long)us->dims[ud], (long long)as->dims[d]);
+      pos[d] = idxvar(g, "%s + %s", start[d], u[ud].s);
+    }
+  }
+  if (len >= sizeof cond - 1) return gen_fail(g, r, "scatter index expression too long");
+  line(g, "if (%s) {", len ? cond : "1");
+  open_scope(g);
+  char lin[600], cur[700], st[700];
+  linear(lin, sizeof lin, as->rank, as->dims, pos);
+  char at[640];
+  snprintf(at, sizeof at, "out0[%s]", lin);
+  from_storage(cur, sizeof cur, as->type, at);
+  Val args[2], res;
+  args[0] = newvar(g, "v");
+  line(g, "const %s %s = %s;", emit_compute_type(as->type), args[0].s, cur);
+  if (!gen(g, upd, us->rank ? u : NULL, &args[1])) return false;
+  if (!inline_scalar(g, ir_attr_comp(r, "to_apply"), args, 2, &res, 1)) return false;
+  to_storage(st, sizeof st, as->type, res.s);
+  line(g, "out0[%s] = %s;", lin, st);
+  close_scope(g);
+  line(g, "}");
+  for (int d = 0; d < us->rank; d++) {
+    close_scope(g);
+    line(g, "}");
+  }
+  return true;
+}
+
+/* The slice of an in-place dynamic-update-slice: the update's elements at the clamped start. */
+static bool gen_dus_inplace(Gen *g, const IrInstr *r) {
+  const IrShape *as = &r->shape, *us = &r->operands[1]->shape;
+  int rank = as->rank;
+  if (r->noperands != 2 + rank) return gen_fail(g, r, "dynamic-update-slice needs one index per dimension");
+  Val st[IR_MAX_RANK], u[IR_MAX_RANK], pos[IR_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    Val s;
+    if (!gen(g, r->operands[2 + d], NULL, &s)) return false;
+    st[d] = idxvar(g, "fx_clampi((int64_t)%s, 0, %lldll)", s.s, (long long)(as->dims[d] - us->dims[d]));
+  }
+  for (int d = 0; d < rank; d++) {
+    u[d] = newvar(g, "u");
+    line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", u[d].s, u[d].s, (long long)us->dims[d], u[d].s);
+    open_scope(g);
+    pos[d] = idxvar(g, "%s + %s", st[d].s, u[d].s);
+  }
+  Val v;
+  if (!gen(g, r->operands[1], rank ? u : NULL, &v)) return false;
+  char lin[600], sto[700];
+  linear(lin, sizeof lin, rank, as->dims, pos);
+  to_storage(sto, sizeof sto, as->type, v.s);
+  line(g, "out0[%s] = %s;", lin, sto);
+  for (int d = 0; d < rank; d++) {
+    close_scope(g);
+    line(g, "}");
+  }
+  return true;
+}
+
+/* A wrapper's buffer declarations, without restrict (an in-place variant's output is an input). */
+static void plain_decls(EmitBuf *b, const EmitKernel *k) {
+  for (int j = 0; j < k->ninputs; j++)
+    emit_printf(b, "  const %s *in%d = (const %s *)bufs[%d];\n", emit_storage_type(k->in_types[j]), j,
+                emit_storage_type(k->in_types[j]), j);
+  emit_printf(b, "  %s *out0 = (%s *)bufs[%d];\n", emit_storage_type(k->out_types[0]), emit_storage_type(k->out_types[0]),
+              k->ninputs);
+  emit_printf(b, "  (void)bufs;\n");
+}
+
+static void gen_init(Gen *g, EmitBuf *b, const EmitKernel *k, int indent, FxError *err) {
+  memset(g, 0, sizeof *g);
+  g->b = b;
+  g->k = k;
+  g->t = EMIT_TARGET_C;
+  g->indent = indent;
+  g->err = err;
+  g->fcomp = ir_fused_computation(k->instr);
+}
+
+static bool gen_done(Gen *g, bool ok) {
+  fx_free(g->memo);
+  fx_free(g->heads);
+  if (ok && g->b->oom) ok = fx_error_set(g->err, NULL, 0, 0, "out of memory generating %s", g->k->name);
+  return ok && !g->fail;
+}
+
+/* The scatter kernel's wrapper: the operand copied into the output, then the updates. */
+static bool emit_scatter_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
+  const IrInstr *r = kernel_root(k->instr);
+  const IrShape *as = &r->shape;
+  emit_printf(b, "void %s_p0(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name);
+  plain_decls(b, k);
+  emit_printf(b, "  (void)lo; (void)hi;\n");
+  Gen g;
+  gen_init(&g, b, k, 2 + 2 * as->rank, err);
+  Val idx[IR_MAX_RANK], v;
+  for (int d = 0; d < as->rank; d++) {
+    snprintf(idx[d].s, sizeof idx[d].s, "i%d", d);
+    emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", 2 + 2 * d, "", d, d, (long long)as->dims[d], d);
+  }
+  bool ok = gen(&g, r->operands[0], as->rank ? idx : NULL, &v);
+  if (ok) {
+    char lin[600], st[700];
+    linear(lin, sizeof lin, as->rank, as->dims, idx);
+    to_storage(st, sizeof st, as->type, v.s);
+    line(&g, "out0[%s] = %s;", lin, st);
+  }
+  for (int d = as->rank - 1; d >= 0; d--) emit_printf(b, "%*s}\n", 2 + 2 * d, "");
+  g.indent = 2;
+  memo_pop_scope(&g);
+  if (ok) ok = gen_scatter_updates(&g, r);
+  emit_printf(b, "}\n\n");
+  return gen_done(&g, ok);
+}
+
+bool emit_inplace(EmitBuf *b, const EmitKernel *k, FxError *err) {
+  const IrInstr *r = kernel_root(k->instr);
+  if (k->inplace_input < 0 || (r->op != IR_OP_SCATTER && r->op != IR_OP_DYNAMIC_UPDATE_SLICE))
+    return fx_error_set(err, NULL, 0, 0, "%s: no in-place variant", k->instr->name);
+  emit_printf(b, "void %s_ip(char *const *bufs) {\n", k->name);
+  plain_decls(b, k);
+  Gen g;
+  gen_init(&g, b, k, 2, err);
+  bool ok = r->op == IR_OP_SCATTER ? gen_scatter_updates(&g, r) : gen_dus_inplace(&g, r);
+  emit_printf(b, "}\n\n");
+  return gen_done(&g, ok);
+}
+
+bool emit_dot_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
+  IrDotDims dd;
+  if (i->op != IR_OP_DOT || i->noperands != 2 || !ir_dot_dims(i, &dd) || dd.nlhs_batch != dd.nrhs_batch ||
+      dd.nlhs_contract != dd.nrhs_contract)
+    return fx_error_set(err, NULL, 0, 0, "%s: not a dot", i->name);
+  IrType t = i->shape.type;
+  if (!ir_type_is_float(t) || !emit_storage_type(t) || ir_type_is_complex(t) || !emit_storage_type(i->operands[0]->shape.type) ||
+      !emit_storage_type(i->operands[1]->shape.type) || !ir_type_is_float(i->operands[0]->shape.type) ||
+      !ir_type_is_float(i->operands[1]->shape.type))
+    return fx_error_set(err, NULL, 0, 0, "%s: a dot of %s is not generated", i->name, ir_type_name(t));
+  /* element by element is for small dots (in loops); a large one runs on the interpreter's
+     blocked dot, faster than this naive loop */
+  int64_t macs = ir_shape_elements(&i->shape);
+  for (int c = 0; c < dd.nlhs_contract; c++) macs *= i->operands[0]->shape.dims[dd.lhs_contract[c]];
+  if (macs > EMIT_DOT_MAX_MACS)
+    return fx_error_set(err, NULL, 0, 0, "%s: a dot of %lld multiply-adds is not generated (at most %d)", i->name,
+                        (long long)macs, EMIT_DOT_MAX_MACS);
+  memset(k, 0, sizeof *k);
+  k->instr = i;
+  snprintf(k->name, sizeof k->name, "fx_dot_%d", i->id);
+  return kernel_setup(k, i, err);
+}
+
+/* A dot, element by element: the contracting dims looped over, the products summed in double as
+ * the interpreter sums them, rounded to the result type once. */
+static bool gen_dot(Gen *g, const IrInstr *i, Val *idx, Val *out) {
+  IrDotDims dd;
+  if (!ir_dot_dims(i, &dd)) return gen_fail(g, i, "bad dot dimension numbers");
+  const IrShape *as = oshape(i, 0), *bs = oshape(i, 1);
+  bool ua[IR_MAX_RANK] = {0}, ub[IR_MAX_RANK] = {0};
+  Val ai[IR_MAX_RANK], bi[IR_MAX_RANK];
+  int q = 0;
+  for (int k = 0; k < dd.nlhs_batch; k++, q++) {
+    ai[dd.lhs_batch[k]] = bi[dd.rhs_batch[k]] = idx[q];
+    ua[dd.lhs_batch[k]] = ub[dd.rhs_batch[k]] = true;
+  }
+  for (int k = 0; k < dd.nlhs_contract; k++) ua[dd.lhs_contract[k]] = ub[dd.rhs_contract[k]] = true;
+  for (int d = 0; d < as->rank; d++)
+    if (!ua[d]) ai[d] = idx[q++];
+  for (int d = 0; d < bs->rank; d++)
+    if (!ub[d]) bi[d] = idx[q++];
+  Val acc = newvar(g, "acc");
+  line(g, "double %s = 0;", acc.s);
+  for (int k = 0; k < dd.nlhs_contract; k++) {
+    Val r = newvar(g, "r");
+    line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", r.s, r.s, (long long)as->dims[dd.lhs_contract[k]], r.s);
+    open_scope(g);
+    ai[dd.lhs_contract[k]] = bi[dd.rhs_contract[k]] = r;
+  }
+  Val x, y;
+  if (!gen(g, i->operands[0], as->rank ? ai : NULL, &x) || !gen(g, i->operands[1], bs->rank ? bi : NULL, &y)) return false;
+  line(g, "%s += (double)%s * (double)%s;", acc.s, x.s, y.s);
+  for (int k = 0; k < dd.nlhs_contract; k++) {
+    close_scope(g);
+    line(g, "}");
+  }
+  char e[64];
+  snprintf(e, sizeof e, "(%s)%s", emit_compute_type(i->shape.type), acc.s);
+  *out = def(g, i->shape.type, e);
+  return true;
+}
+
+bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
+  memset(k, 0, sizeof *k);
+  k->instr = i;
+  k->inplace_input = -1;
+  snprintf(k->name, sizeof k->name, "fx_sort_%d", i->id);
+  int n = i->noperands;
+  const IrComputation *cmp = ir_attr_comp(i, "to_apply");
+  int64_t dim = 0;
+  if (i->op != IR_OP_SORT || n < 1 || n > 16 || !cmp || !cmp->root)
+    return fx_error_set(err, NULL, 0, 0, "%s: not a sort with a comparator", i->name);
+  const IrShape *s0 = &i->operands[0]->shape;
+  if (ir_attr_dims(i, "dimensions", &dim, 1) != 1 || dim < 0 || dim >= (s0->rank ? s0->rank : 1) || s0->rank == 0)
+    return fx_error_set(err, NULL, 0, 0, "%s: a sort needs dimensions={d} within its operands' rank", i->name);
+  for (int j = 0; j < n; j++) {
+    const IrShape *s = &i->operands[j]->shape;
+    if (s->type == IR_TUPLE || !emit_storage_type(s->type) || !ir_shape_same_dims(s, s0) || !default_layout(s))
+      return fx_error_set(err, NULL, 0, 0, "%s: sort operand %d is not generated", i->name, j);
+    k->in_types[j] = k->out_types[j] = s->type;
+    k->out_shapes[j] = n > 1 ? &i->shape.tuple[j] : &i->shape;
+    k->out_tuple_index[j] = n > 1 ? j : -1;
+  }
+  if ((n > 1 && (i->shape.type != IR_TUPLE || i->shape.ntuple != n)) || (n == 1 && i->shape.type == IR_TUPLE))
+    return fx_error_set(err, NULL, 0, 0, "%s: the sort's result does not match its operands", i->name);
+  if (!check_supported(cmp, NULL, err, 1)) return false;
+  int64_t len = s0->dims[dim], stride = 1, count = ir_shape_elements(s0);
+  for (int d = (int)dim + 1; d < s0->rank; d++) stride *= s0->dims[d];
+  if (len < 1 || len > EMIT_SORT_MAX_LEN)
+    return fx_error_set(err, NULL, 0, 0, "%s: a sort of lines of %lld elements is not generated (at most %d)", i->name,
+                        (long long)len, EMIT_SORT_MAX_LEN);
+  k->ninputs = k->noutputs = n;
+  k->sort_len = len;
+  k->sort_stride = stride;
+  k->nparts = 1;
+  EmitPart *p = &k->parts[0];
+  p->rank = 1;
+  p->dims[0] = p->count = p->outer = count / len;
+  p->nsplit = 1;
+  p->noutputs = n;
+  for (int j = 0; j < n; j++) p->outputs[j] = j;
+  return true;
+}
+
+/* The sort kernel's wrapper (see emit_sort_kernel_init): a comparator function over two positions
+ * of a line, and per line an insertion sort of runs of 16 then a bottom-up merge, both stable
+ * (an element moves before another only when the comparator says it goes first). */
+static bool emit_sort_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
+  const IrInstr *i = k->instr;
+  const IrComputation *cmp = ir_attr_comp(i, "to_apply");
+  int n = k->ninputs;
+  long long len = (long long)k->sort_len, stride = (long long)k->sort_stride;
+  emit_printf(b, "static inline int %s_less(char *const *bufs, int64_t base, int64_t a, int64_t c) {\n", k->name);
+  Gen g;
+  memset(&g, 0, sizeof g);
+  g.b = b;
+  g.k = k;
+  g.t = EMIT_TARGET_C;
+  g.indent = 2;
+  g.err = err;
+  Val args[32], res;
+  for (int j = 0; j < n; j++) {
+    const char *st = emit_storage_type(k->in_types[j]);
+    char ld[160], v[200];
+    for (int side = 0; side < 2; side++) {
+      snprintf(ld, sizeof ld, "((const %s *)bufs[%d])[base + %s * %lldll]", st, j, side ? "c" : "a", stride);
+      from_storage(v, sizeof v, k->in_types[j], ld);
+      args[2 * j + side] = newvar(&g, "v");
+      line(&g, "const %s %s = %s;", emit_compute_type(k->in_types[j]), args[2 * j + side].s, v);
+    }
+  }
+  bool ok = inline_scalar(&g, cmp, args, 2 * n, &res, 1);
+  if (ok) line(&g, "return %s != 0;", res.s);
+  fx_free(g.memo);
+  fx_free(g.heads);
+  if (!ok || g.fail) return false;
+  emit_printf(b, "}\n");
+  emit_printf(b, "void %s_p0(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name);
+  emit_printf(b, "  int32_t fx_v0[%lld], fx_t0[%lld];\n", len, len);
+  emit_printf(b, "  for (int64_t ln = lo; ln < hi; ln++) {\n");
+  emit_printf(b, "    const int64_t base = (ln / %lldll) * %lldll + ln %% %lldll;\n", stride, stride * len, stride);
+  emit_printf(b, "    int32_t *v = fx_v0, *t = fx_t0;\n");
+  emit_printf(b, "    for (int32_t q = 0; q < %lld; q++) v[q] = q;\n", len);
+  emit_printf(b, "    for (int64_t s = 0; s < %lldll; s += 16) {\n", len);
+  emit_printf(b, "      const int64_t e = s + 16 < %lldll ? s + 16 : %lldll;\n", len, len);
+  emit_printf(b, "      for (int64_t p = s + 1; p < e; p++) {\n");
+  emit_printf(b, "        const int32_t cur = v[p];\n        int64_t q = p;\n");
+  emit_printf(b, "        while (q > s && %s_less(bufs, base, cur, v[q - 1])) { v[q] = v[q - 1]; q--; }\n", k->name);
+  emit_printf(b, "        v[q] = cur;\n      }\n    }\n");
+  emit_printf(b, "    for (int64_t w = 16; w < %lldll; w *= 2) {\n", len);
+  emit_printf(b, "      for (int64_t s = 0; s < %lldll; s += 2 * w) {\n", len);
+  emit_printf(b, "        const int64_t m = s + w < %lldll ? s + w : %lldll, e = s + 2 * w < %lldll ? s + 2 * w : %lldll;\n", len,
+              len, len, len);
+  emit_printf(b, "        int64_t a = s, c = m, o = s;\n");
+  emit_printf(b, "        while (a < m && c < e) t[o++] = %s_less(bufs, base, v[c], v[a]) ? v[c++] : v[a++];\n", k->name);
+  emit_printf(b, "        while (a < m) t[o++] = v[a++];\n        while (c < e) t[o++] = v[c++];\n      }\n");
+  emit_printf(b, "      int32_t *x = v; v = t; t = x;\n    }\n");
+  for (int j = 0; j < n; j++) {
+    const char *st = emit_storage_type(k->in_types[j]);
+    emit_printf(b, "    for (int64_t q = 0; q < %lldll; q++)\n", len);
+    emit_printf(b, "      ((%s *)bufs[%d])[base + q * %lldll] = ((const %s *)bufs[%d])[base + v[q] * %lldll];\n", st, n + j, stride,
+                st, j, stride);
+  }
+  emit_printf(b, "  }\n}\n\n");
+  return !b->oom;
 }
 
 bool emit_globals(EmitBuf *b, const EmitKernel *k, EmitTarget t, FxError *err) {
@@ -1662,6 +2238,8 @@ static void emit_lanes(EmitBuf *b, const char *body, int lanes, const char *ivar
 #define EMIT_LANES 4
 
 bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
+  if (k->sort_len > 0) return emit_sort_wrapper(b, k, err);
+  if (k->scatter) return emit_scatter_wrapper(b, k, err);
   const EmitPart *p = &k->parts[part];
   emit_printf(b, "void %s_p%d(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name, part);
   for (int j = 0; j < k->ninputs; j++)
@@ -1673,7 +2251,8 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
                 emit_storage_type(k->out_types[o]), k->ninputs + o);
   }
   emit_printf(b, "  (void)bufs; (void)lo; (void)hi;\n");
-  int ind = p->rank == 0 ? 4 : 2 + 2 * p->rank; /* the body's indent; the closing loop below counts down */
+  /* the body's indent; the closing loop below counts down */
+  int ind = p->rank == 0 ? 4 : p->nsplit >= 2 ? 6 + 2 * (p->rank - p->nsplit) : 2 + 2 * p->rank;
   EmitBuf body;
   emit_buf_init(&body);
   if (!emit_body(&body, k, part, EMIT_TARGET_C, ind, err) || body.oom) {
@@ -1682,21 +2261,45 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
     return false;
   }
   const char *text = body.s ? body.s : "";
+  int closes = 1;
   if (p->rank == 0) {
     emit_printf(b, "  {\n%s", text);
   } else {
-    /* i0 over [lo, hi), the middle dimensions fully, and the innermost one (i0 itself for rank 1) */
-    int inner = p->rank - 1;
-    for (int d = 0; d < inner; d++) {
-      if (d == 0) emit_printf(b, "  for (int64_t i0 = lo; i0 < hi; i0++) {\n");
-      else emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", 2 + 2 * d, "", d, d, (long long)p->dims[d], d);
-    }
-    char ivar[16], lo[8], hi[32];
+    /* The split dims 0..ns-1: one dim loops over [lo, hi) itself; several are walked as the
+       flattened range [lo, hi), one contiguous run of dim ns-1 at a time (the dims before it
+       decomposed once per run). Then the middle dims fully, and the innermost loop. */
+    int inner = p->rank - 1, ns = p->nsplit, in = 2;
+    char ivar[16], lo[32], hi[32];
     snprintf(ivar, sizeof ivar, "i%d", inner);
-    snprintf(lo, sizeof lo, "%s", inner == 0 ? "lo" : "0");
-    if (inner == 0) snprintf(hi, sizeof hi, "hi");
-    else snprintf(hi, sizeof hi, "%lldll", (long long)p->dims[inner]);
-    int in = 2 + 2 * inner;
+    if (ns >= 2) {
+      int64_t dl = p->dims[ns - 1];
+      emit_printf(b, "  for (int64_t fx_f = lo; fx_f < hi;) {\n");
+      emit_printf(b, "    int64_t fx_row = fx_f / %lldll;\n", (long long)dl);
+      emit_printf(b, "    const int64_t fx_c0 = fx_f - fx_row * %lldll;\n", (long long)dl);
+      emit_printf(b, "    const int64_t fx_c1 = hi - fx_f < %lldll - fx_c0 ? fx_c0 + (hi - fx_f) : %lldll;\n", (long long)dl,
+                  (long long)dl);
+      emit_printf(b, "    fx_f += fx_c1 - fx_c0;\n");
+      for (int d = ns - 2; d >= 1; d--)
+        emit_printf(b, "    const int64_t i%d = fx_row %% %lldll; fx_row /= %lldll;\n", d, (long long)p->dims[d],
+                    (long long)p->dims[d]);
+      emit_printf(b, "    const int64_t i0 = fx_row; (void)i0;\n");
+      in = 4;
+      closes++;
+    }
+    for (int d = ns - 1; d < inner; d++) {
+      if (d == ns - 1 && ns >= 2) emit_printf(b, "%*sfor (int64_t i%d = fx_c0; i%d < fx_c1; i%d++) {\n", in, "", d, d, d);
+      else if (d == 0) emit_printf(b, "%*sfor (int64_t i0 = lo; i0 < hi; i0++) {\n", in, "");
+      else emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", in, "", d, d, (long long)p->dims[d], d);
+      in += 2;
+      closes++;
+    }
+    if (inner == ns - 1) {
+      snprintf(lo, sizeof lo, "%s", ns >= 2 ? "fx_c0" : "lo");
+      snprintf(hi, sizeof hi, "%s", ns >= 2 ? "fx_c1" : "hi");
+    } else {
+      snprintf(lo, sizeof lo, "0");
+      snprintf(hi, sizeof hi, "%lldll", (long long)p->dims[inner]);
+    }
     if (body_wants_lanes(text) && p->dims[inner] >= EMIT_LANES) {
       /* With vector math the compiler vectorizes the plain loop (lanes would only stand in its
        * way); without it, EMIT_LANES elements interleaved, then the rest one by one */
@@ -1712,9 +2315,9 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
     } else {
       emit_printf(b, "%*sfor (int64_t %s = %s; %s < %s; %s++) {\n%s", in, "", ivar, lo, ivar, hi, ivar, text);
     }
+    ind = in + 2;
   }
   emit_buf_free(&body);
-  int closes = p->rank == 0 ? 1 : p->rank;
   for (int c = 0; c < closes; c++) {
     ind -= 2;
     emit_printf(b, "%*s}\n", ind, "");

@@ -47,6 +47,8 @@ typedef struct {
   int rank;
   int64_t dims[IR_MAX_RANK];
   int64_t count;                     /* elements of the iteration space */
+  int nsplit;                        /* leading dims flattened into the range callers split (0 for rank 0) */
+  int64_t outer;                     /* the product of those dims: what [lo, hi) of the wrapper ranges over */
   int noutputs;
   int outputs[EMIT_MAX_BUFFERS];     /* global output numbers this part writes */
 } EmitPart;
@@ -62,12 +64,44 @@ typedef struct {
   int out_tuple_index[EMIT_MAX_BUFFERS]; /* which element of a tuple result (-1: the array result) */
   int nparts;
   EmitPart parts[EMIT_MAX_PARTS];
+  int64_t sort_len, sort_stride;     /* a sort kernel (emit_sort_kernel_init): its lines; 0 otherwise */
+  bool scatter;                      /* a scatter kernel (emit_scatter_kernel_init) */
+  int inplace_input;                 /* the input an in-place variant updates (emit_inplace), or -1 */
 } EmitKernel;
 
 /* Analyses i as a kernel. Returns false when the emitter cannot generate it, with the reason in
  * err (e.g. "gather is not generated; it runs on the interpreter's implementation"); backends then
  * run the kernel through rt_exec_instr. */
 bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
+
+/* A sort (unfused, on the CPU) as a kernel: its one part ranges over the lines to sort (every
+ * position but the sorted dim's), and emit_c_wrapper makes a stable merge sort of each line with
+ * the comparator inlined, then moves every operand's elements into place. Lines longer than
+ * EMIT_SORT_MAX_LEN (the wrapper keeps two index arrays of a line on the stack) are refused, as
+ * are comparators the emitter cannot generate. Returns false with the reason in err. */
+#define EMIT_SORT_MAX_LEN 65536
+bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
+
+/* A scatter (one operand, no batching dims) as a kernel, unfused or the root of a fusion whose
+ * other instructions are generated: one part of rank 0, whose wrapper copies the operand into the
+ * output and then applies the updates in order, one by one, as the interpreter does (the
+ * combiner inlined; a window not wholly in bounds is skipped). Returns false with the reason. */
+bool emit_scatter_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
+
+/* An unfused dot of floats as a kernel, element by element (for the CPU's dots that gemm does not
+ * take, small ones, at most EMIT_DOT_MAX_MACS multiply-adds: a vector dot in a loop); products summed in double, as the interpreter's. */
+#define EMIT_DOT_MAX_MACS (1 << 20)
+bool emit_dot_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
+
+/* In-place variants. A kernel whose root is a dynamic-update-slice or a scatter of one of the
+ * kernel's inputs (read nowhere else in the kernel) can update that input's buffer instead of
+ * writing a whole new output: k->inplace_input names it after emit_kernel_init or
+ * emit_scatter_kernel_init (-1: none), and emit_inplace writes
+ *     void NAME_ip(char *const *bufs)
+ * with the same bufs, the output buffer being that input's: it writes the updated elements only
+ * (the slice, or the scatter's updates). Callers use it when nothing else reads the input after
+ * the kernel, as a loop's state element updated in place. */
+bool emit_inplace(EmitBuf *b, const EmitKernel *k, FxError *err);
 
 /* The helpers every body uses (types, conversions, XLA semantics), for the target. Emit once per
  * translation unit, before any kernel. */
@@ -85,9 +119,11 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
 
 /* The C wrapper of part p: a function
  *     void NAME_pP(char *const *bufs, int64_t lo, int64_t hi)
- * with bufs = inputs then outputs, looping i0 over [lo, hi) (the part's outermost dimension; a
- * rank-0 part runs once) and the inner dimensions fully, innermost contiguous so it vectorizes.
- * Callers split [0, dims[0]) across threads. */
+ * with bufs = inputs then outputs, looping over [lo, hi) of the flattened index of the part's
+ * first `nsplit` dimensions (the fewest whose product is at least EMIT_SPLIT_MIN: enough chunks for the threads, so that a
+ * [1, 4096, 1024] part still splits over threads; a rank-0 part runs once) and the remaining
+ * dimensions fully, innermost contiguous so it vectorizes. Callers split [0, outer) across threads. */
+#define EMIT_SPLIT_MIN 16
 bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err);
 
 /* The C element storage type of t ("float", "uint16_t" for f16/bf16, "uint8_t" for pred, ...) and

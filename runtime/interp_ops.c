@@ -1252,6 +1252,10 @@ bool rt_op_sort(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxE
   return finish_results(res, n, i->shape.type == IR_TUPLE, out, err);
 }
 
+/* Stable, largest first (NaN counts as largest, as XLA's): c goes before an earlier q only when
+ * strictly better. */
+static bool topk_before(bool largest, double c, double q) { return largest ? c > q || (c != c && q == q) : c < q; }
+
 bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
   (void)x;
   RtTensor *a = ops[0];
@@ -1264,23 +1268,26 @@ bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxE
   RtTensor *vals = rt_tensor_new(i->shape.tuple[0].type, i->shape.tuple[0].rank, i->shape.tuple[0].dims, err);
   RtTensor *idxs = vals ? rt_tensor_new(i->shape.tuple[1].type, i->shape.tuple[1].rank, i->shape.tuple[1].dims, err) : NULL;
   int64_t len = a->dims[a->rank - 1], lines = len ? a->count / len : 0;
-  int64_t *v = fx_malloc(sizeof *v * (size_t)(len ? len : 1));
-  bool ok = vals && idxs && v;
-  if (vals && idxs && !v) fx_error_set(err, NULL, 0, 0, "out of memory");
+  /* a partial selection: the best kk so far, in order, each element compared with the worst of
+     them and inserted only when it goes before it: O(len) on most data, O(len * kk) at worst,
+     where a sort of the whole line was O(len^2) by insertion */
+  int64_t *v = fx_malloc(sizeof *v * (size_t)(kk ? kk : 1));
+  double *vv = fx_malloc(sizeof *vv * (size_t)(kk ? kk : 1));
+  bool ok = vals && idxs && v && vv;
+  if (vals && idxs && !ok) fx_error_set(err, NULL, 0, 0, "out of memory");
   for (int64_t l = 0; ok && l < lines; l++) {
-    for (int64_t k = 0; k < len; k++) v[k] = k;
-    /* selection by insertion: stable, largest first (NaN counts as largest, as XLA) */
-    for (int64_t p = 1; p < len; p++) {
-      int64_t cur = v[p], q = p;
-      double cv = rt_get_f(a, l * len + cur);
-      while (q > 0) {
-        double pv = rt_get_f(a, l * len + v[q - 1]);
-        bool before = largest ? (cv > pv || (cv != cv && pv == pv)) : (cv < pv);
-        if (!before) break;
+    int64_t have = 0;
+    for (int64_t p = 0; p < len && kk > 0; p++) {
+      double cv = rt_get_f(a, l * len + p);
+      if (have == kk && !topk_before(largest, cv, vv[kk - 1])) continue;
+      int64_t q = have < kk ? have++ : kk - 1;
+      while (q > 0 && topk_before(largest, cv, vv[q - 1])) {
         v[q] = v[q - 1];
+        vv[q] = vv[q - 1];
         q--;
       }
-      v[q] = cur;
+      v[q] = p;
+      vv[q] = cv;
     }
     for (int64_t k = 0; k < kk; k++) {
       size_t eb = (size_t)ir_type_bytes(a->type);
@@ -1288,6 +1295,7 @@ bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxE
       rt_set_i(idxs, l * kk + k, v[k]);
     }
   }
+  fx_free(vv);
   fx_free(v);
   RtTensor *pair[2] = {vals, idxs};
   if (ok) *out = rt_tensor_tuple(pair, 2, err);

@@ -268,6 +268,39 @@ TEST(sort_descending_with_comparator) {
   end(all, 2);
 }
 
+/* top-k keeps the best k in order, stable among ties (the earlier index first), NaN as the
+   largest; smallest first with largest=false */
+TEST(topk_selects_stably) {
+  for (int largest = 0; largest < 2; largest++) {
+    begin();
+    IrShape s = shp(IR_F32, 2, 2, 6);
+    IrShape parts[2] = {shp(IR_F32, 2, 2, 3), shp(IR_S32, 2, 2, 3)};
+    IrShape ts = {.type = IR_TUPLE, .ntuple = 2, .tuple = parts};
+    IrInstr *a = param(C, 0, s);
+    IrInstr *tk = op2(C, IR_OP_TOPK, ts, a, NULL);
+    ir_attr_set_text(tk, "k", "3");
+    ir_attr_set_text(tk, "largest", largest ? "true" : "false");
+    double av[12] = {1, 7, 3, 7, NAN, 2, /* row 2 */ 5, 5, 5, -1, 5, 0};
+    FxError e = {0};
+    int64_t dims[2] = {2, 6};
+    RtTensor *t = rt_tensor_new(IR_F32, 2, dims, &e);
+    for (int k = 0; k < 12; k++) rt_set_f(t, k, av[k]);
+    RtTensor *r = run1(&t, 1, &e);
+    CHECK(r != NULL && r->type == IR_TUPLE);
+    if (r && r->type == IR_TUPLE) {
+      int64_t want_l[6] = {4, 1, 3, 0, 1, 2}, want_s[6] = {0, 5, 2, 3, 5, 0};
+      const int64_t *w = largest ? want_l : want_s;
+      for (int k = 0; k < 6; k++) {
+        CHECK(rt_get_i(r->tuple[1], k) == w[k]);
+        double got = rt_get_f(r->tuple[0], k), exp = av[(k / 3) * 6 + w[k]];
+        CHECK(got == exp || (got != got && exp != exp));
+      }
+    }
+    RtTensor *all[2] = {t, r};
+    end(all, 2);
+  }
+}
+
 /* while (i < n) i += 1 over a (s32[], f32[]) state, f += 0.5 */
 static void build_loop(int64_t n) {
   IrShape si = ir_shape_scalar(IR_S32), sf = ir_shape_scalar(IR_F32);
@@ -438,6 +471,7 @@ int main(void) {
   RUN(pad_negative_and_interior);
   RUN(dynamic_slice_clamps);
   RUN(sort_descending_with_comparator);
+  RUN(topk_selects_stably);
   RUN(while_loop);
   RUN(interrupt_stops_a_long_loop);
   RUN(rng_is_deterministic_per_seed);
