@@ -22,9 +22,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "../compiler/fx.h"
-#include "../compiler/hlo.h"
-#include "../compiler/pass.h"
+#include "../compiler/fx/fx.h"
+#include "../compiler/hlo/hlo.h"
+#include "../compiler/passes/passes.h"
 #include "../runtime/backend.h"
 
 double cartpole_hand(int n, int steps, int pool, const float *actions, const float *const fresh[4], float *x,

@@ -19,13 +19,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../compiler/fx.h"
-#include "../compiler/pass.h"
-#include "../compiler/plan.h"
+#include "../compiler/fx/fx.h"
+#include "../compiler/passes/passes.h"
+#include "../compiler/plan/plan.h"
 #include "../runtime/backend.h"
-#include "../runtime/cuda_backend.h"
-#include "../runtime/cuda_driver.h"
-#include "../runtime/cuda_kernels.h"
+#include "../runtime/cuda/cuda.h"
 
 static void no_emit(void *ctx, const PassDecision *d) { (void)ctx, (void)d; }
 

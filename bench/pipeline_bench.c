@@ -22,12 +22,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "explain.h"
-#include "hlo.h"
+#include "../explain/explain.h"
+#include "../compiler/hlo/hlo.h"
 #include "synthetic.h"
-#include "passes.h"
-#include "plan.h"
-#include "verify.h"
+#include "../compiler/passes/passes.h"
+#include "../compiler/plan/plan.h"
+#include "../compiler/ir/ir.h"
 
 /* CPU time of this (single-threaded) process: the figures stay meaningful on a busy machine. */
 static double now_s(void) {

@@ -32,9 +32,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hlo.h"
+#include "../compiler/hlo/hlo.h"
 #include "synthetic.h"
-#include "ir.h"
+#include "../compiler/ir/ir.h"
 
 static double wall_s(void) {
   struct timespec ts;

@@ -2,7 +2,7 @@
 #ifndef FXPLAIN_BENCH_SYNTHETIC_H
 #define FXPLAIN_BENCH_SYNTHETIC_H
 
-#include "ir.h"
+#include "../compiler/ir/ir.h"
 
 /* A module of about `target` instructions (see synthetic.c); NULL when out of memory. */
 IrModule *bench_synthetic_module(int target);

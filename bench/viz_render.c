@@ -22,10 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "explain.h"
-#include "hlo.h"
-#include "pass.h"
-#include "viz.h"
+#include "../explain/explain.h"
+#include "../compiler/hlo/hlo.h"
+#include "../compiler/passes/passes.h"
+#include "../viz/viz.h"
 
 static double now(void) {
   struct timespec t;

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "../compiler/arena.h"
+#include "../compiler/ir/ir.h"
 
 typedef struct {
   ExplainKeyedDecision *d;

@@ -1,11 +1,11 @@
 /* definitions.c — the .fx definitions of a session: statements typed at the prompt or read from a
- * script accumulate in the engine (an FxState, compiler/fx.h) and become stage 0 when a command
+ * script accumulate in the engine (an FxState, compiler/fx/fx.h) and become stage 0 when a command
  * needs the module (explain_engine_fx_sync). Editing them after stages were computed rebuilds
  * stage 0 and drops those stages; a script starts a fresh set and the old one comes back when the
  * script fails before its own became the module. */
 #include <string.h>
 
-#include "../compiler/fx.h"
+#include "../compiler/fx/fx.h"
 #include "engine.h"
 
 bool explain_engine_fx_feed(ExplainEngine *e, const char *text, const char *source, int line, int col0,

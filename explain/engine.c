@@ -6,11 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/arena.h"
-#include "../compiler/fusion_build.h"
-#include "../compiler/fusion_rules.h"
-#include "../compiler/fx.h"
-#include "../compiler/hlo.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/fusion/fusion.h"
+#include "../compiler/fx/fx.h"
+#include "../compiler/hlo/hlo.h"
 #include "xla_dump.h"
 
 /* ---------- life, input, stages ---------- */

@@ -19,11 +19,9 @@
 
 #include <stdbool.h>
 
-#include "../compiler/device.h"
-#include "../compiler/ir.h"
-#include "../compiler/pass.h"
-#include "../compiler/plan.h"
-#include "../compiler/status.h"
+#include "../compiler/plan/plan.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/passes/passes.h"
 #include "explain.h"
 
 struct XlaDump; /* xla_dump.h */

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../compiler/hlo.h"
+#include "../compiler/hlo/hlo.h"
 #include "engine.h"
 #include "xla_dump.h"
 

@@ -8,7 +8,7 @@
  * metric names) are stored once per stage. */
 #include "explain.h"
 
-#include "../compiler/fusion_rules.h"
+#include "../compiler/fusion/fusion.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "../compiler/ir.h"
-#include "../compiler/pass.h"
-#include "../compiler/plan.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/passes/passes.h"
+#include "../compiler/plan/plan.h"
 #include "json.h"
 
 /* One decision as stored: a PassDecision whose strings the log owns. */
@@ -189,7 +189,7 @@ bool explain_records_identical(const ExplainRecord *a, const ExplainRecord *b);
  * groups. */
 int explain_group_records(const ExplainRecord *const *recs, int n, int *group);
 
-/* ---------- reason vocabulary (compiler/reasons.def) ---------- */
+/* ---------- reason vocabulary (compiler/fusion/reasons.def) ---------- */
 
 int explain_reason_count(void);
 const char *explain_reason_code(int i);

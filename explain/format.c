@@ -5,9 +5,9 @@
 
 #include <string.h>
 
-#include "../compiler/arena.h"
-#include "../compiler/fusion_rules.h"
-#include "../compiler/hlo.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/fusion/fusion.h"
+#include "../compiler/hlo/hlo.h"
 #include "xla_dump.h"
 
 static void fmt_time(double us, char *buf, size_t n) {

@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "../compiler/kernel_report.h"
+#include "../compiler/plan/plan.h"
 #include "compare.h"
 #include "engine.h"
 #include "json.h"

@@ -1,4 +1,4 @@
-/* format_kernels.c — what a backend says about a stage's kernels (compiler/kernel_report.h),
+/* format_kernels.c — what a backend says about a stage's kernels (compiler/plan/kernel_report.h),
  * printed as text or JSON: `kernels --source` (the CUDA of every kernel, or of one) and
  * `kernels --resources` (ptxas' figures, block and occupancy per kernel). */
 #include "format.h"

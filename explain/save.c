@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../compiler/hlo.h"
+#include "../compiler/hlo/hlo.h"
 #include "engine.h"
 
 /* Writes m to the regular file path (old: its status when it exists, to keep its mode). */

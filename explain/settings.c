@@ -3,7 +3,7 @@
  * in words (the front end prints them). The engine remembers the settings before its last change,
  * so `compare-decisions` with no argument can show what that change changed.
  *
- *   device NAME                 a device profile (compiler/device.h)
+ *   device NAME                 a device profile (compiler/plan/device.h)
  *   dup_limit N                 users a concatenate-like producer may have and still fuse
  *   max_duplication N           emitted copies of a producer before code_duplication
  *   operand_budget N            operands + outputs per fusion

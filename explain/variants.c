@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../compiler/arena.h"
+#include "../compiler/ir/ir.h"
 
 static void variant_drop(ExplainVariant *v) {
   if (v->stage) ir_module_free(v->stage);

@@ -8,7 +8,7 @@
 
 #include <sys/stat.h>
 
-#include "../compiler/hlo.h"
+#include "../compiler/hlo/hlo.h"
 #include "format.h"
 #include "xla_dump.h"
 

@@ -20,10 +20,9 @@
 
 #include <stdbool.h>
 
-#include "../compiler/arena.h"
-#include "../compiler/ir.h"
-#include "../compiler/pass.h"
-#include "../compiler/plan.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/passes/passes.h"
+#include "../compiler/plan/plan.h"
 #include "explain.h"
 
 /* ---------- XLA's priority-fusion decision log ---------- */
@@ -58,7 +57,7 @@ void xla_fusion_log_free(XlaFusionLog *l);
 /* Every name the log uses must be an instruction of m (the module priority-fusion received) or a
  * fusion an earlier step made: otherwise one error naming the first stranger. */
 bool xla_fusion_log_check(const XlaFusionLog *l, const IrModule *m, FxError *err);
-/* fxplain's reason code for XLA's reason text (the vocabulary of compiler/reasons.def). */
+/* fxplain's reason code for XLA's reason text (the vocabulary of compiler/fusion/reasons.def). */
 const char *xla_reason_code(const char *xla_text);
 /* Files XLA's decisions into sink (pass name `pass`): each fusion (accepted, with XLA's last
  * times for the producer), each ineligible producer (rejected, XLA's reason mapped onto a code,

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/fusion_build.h"
-#include "../compiler/hlo.h"
+#include "../compiler/fusion/fusion.h"
+#include "../compiler/hlo/hlo.h"
 #include "xla_dump.h"
 
 /* ---------- reading ---------- */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/arena.h"
+#include "../compiler/ir/ir.h"
 
 /* ---------- splitting ---------- */
 

@@ -21,9 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/fusion_build.h"
-#include "../compiler/fusion_rules.h"
-#include "../compiler/plan.h"
+#include "../compiler/fusion/fusion.h"
+#include "../compiler/plan/plan.h"
 #include "../explain/compare.h"
 #include "../explain/format.h"
 #include "args.h"

@@ -1,9 +1,9 @@
 /* cmd_gpu.c — the gpu commands of the shell: `devices`, `set gpu_arch`, `show gpu_arch`,
  * `set ptxas on|off`, and the kernel views `kernels --source` / `kernels --resources` (hidden
  * commands kernels-source / kernels-resources, which `kernels` dispatches to: the runtime reports
- * the kernels, runtime/cuda_report.c, and explain/format_kernels.c prints them).
+ * the kernels, runtime/cuda/cuda_report.c, and explain/format_kernels.c prints them).
  *
- * `devices` asks the driver (runtime/cuda_driver.c) for the GPUs and prints their properties, or
+ * `devices` asks the driver (runtime/cuda/cuda_driver.c) for the GPUs and prints their properties, or
  * says plainly why there is none: no driver (the dlopen error), cuInit's error, or no device. It
  * also says what NVRTC can do on this machine, since kernels compile without a GPU.
  * `set gpu_arch sm_XX` picks the architecture NVRTC compiles kernels for (`auto`: the live
@@ -12,12 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/fusion_rules.h"
+#include "../compiler/fusion/fusion.h"
 #include "../explain/format.h"
-#include "../runtime/cuda_driver.h"
-#include "../runtime/cuda_kernels.h"
-#include "../runtime/cuda_nvrtc.h"
-#include "../runtime/cuda_report.h"
+#include "../runtime/cuda/cuda.h"
 #include "session.h"
 
 #define MAX_GPUS 16

@@ -22,8 +22,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "../compiler/hlo.h"
-#include "../compiler/plan.h"
+#include "../compiler/hlo/hlo.h"
+#include "../compiler/plan/plan.h"
 #include "../explain/explain.h"
 #include "../explain/format.h"
 #include "args.h"

@@ -17,9 +17,9 @@
 #include "args.h"
 #include "repl.h"
 #include "session.h"
-#include "../compiler/plan.h"
+#include "../compiler/plan/plan.h"
 #include "../runtime/backend.h"
-#include "../runtime/cuda_driver.h"
+#include "../runtime/cuda/cuda.h"
 
 #define MAX_IO 32
 

@@ -5,7 +5,7 @@
  * Where it sits: a walkthrough (scripts/cartpole_walkthrough.fx) loads each version of a program,
  * steps it through the pipeline, and records the result with `variant NAME [--paper X]`. A row
  * keeps a clone of the current stage and of the program as loaded (stage 0), the pipeline, device
- * and settings it was made with, and the kernel plan's figures (compiler/plan.h) per loop step.
+ * and settings it was made with, and the kernel plan's figures (compiler/plan/plan.h) per loop step.
  * `variants --run` executes every recorded stage on a backend (runtime/backend.h) with the same
  * seeded inputs and prints what it measured: kernels launched, bytes moved, the median time, the
  * speedup over the first row, and the ratio the row was recorded with (the paper's). `--check`
@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/arena.h"
-#include "../compiler/plan.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/plan/plan.h"
 #include "../runtime/backend.h"
-#include "../runtime/cuda_driver.h"
+#include "../runtime/cuda/cuda.h"
 #include "args.h"
 #include "../explain/json.h"
 #include "../explain/variants.h"

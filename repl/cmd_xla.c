@@ -13,7 +13,7 @@
  * (explain/format_xla.c). */
 #include <string.h>
 
-#include "../compiler/fx.h"
+#include "../compiler/fx/fx.h"
 #include "../explain/format.h"
 #include "../explain/xla_dump.h"
 #include "args.h"

@@ -23,9 +23,9 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
-#include "../compiler/arena.h"
-#include "../compiler/device.h"
-#include "../compiler/pass.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/plan/plan.h"
+#include "../compiler/passes/passes.h"
 #include "../explain/explain.h"
 #include "args.h"
 #include "repl.h"

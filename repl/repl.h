@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../compiler/plan.h"
+#include "../compiler/plan/plan.h"
 #include "session.h"
 
 #define REPL_VERSION "0.1.0"

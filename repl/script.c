@@ -19,9 +19,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../compiler/arena.h"
-#include "../compiler/fx.h"
-#include "../compiler/hlo.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/fx/fx.h"
+#include "../compiler/hlo/hlo.h"
 #include "args.h"
 #include "../explain/format.h"
 #include "../explain/json.h"

@@ -3,8 +3,8 @@
  * the prompt, the variants table). */
 #include <string.h>
 
-#include "../compiler/arena.h"
-#include "../compiler/fx.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/fx/fx.h"
 #include "../runtime/backend.h"
 #include "../runtime/runtime.h"
 #include "../explain/variants.h"

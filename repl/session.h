@@ -10,10 +10,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "../compiler/device.h"
-#include "../compiler/ir.h"
-#include "../compiler/pass.h"
-#include "../compiler/status.h"
+#include "../compiler/plan/plan.h"
+#include "../compiler/ir/ir.h"
+#include "../compiler/passes/passes.h"
 #include "../explain/engine.h"
 
 

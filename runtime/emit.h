@@ -24,8 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../compiler/ir.h"
-#include "../compiler/status.h"
+#include "../compiler/ir/ir.h"
 
 /* A growable text buffer; `oom` is set (and further output dropped) when allocation fails. */
 typedef struct {

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/arena.h"
+#include "../compiler/ir/ir.h"
 #include "backend.h"
 
 static int cmp_double(const void *a, const void *b) {

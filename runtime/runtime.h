@@ -19,8 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../compiler/ir.h"
-#include "../compiler/status.h"
+#include "../compiler/ir/ir.h"
 
 /* ---------- tensors ---------- */
 

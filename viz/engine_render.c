@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../compiler/arena.h"
+#include "../compiler/ir/ir.h"
 #include "viz.h"
 
 /* ---------- render ---------- */

@@ -3,7 +3,7 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "../compiler/plan.h"
+#include "../compiler/plan/plan.h"
 #include "viz_internal.h"
 
 static bool vbuf_reserve(VizBuf *b, size_t extra) {

@@ -13,7 +13,7 @@
  * engine's stages (engine_render.c: what to draw, the file name, the figures and decisions behind
  * it) and viz_show_* print what was drawn (format_viz.c).
  *
- * viz reads the IR and plain decision records (compiler/pass.h's PassDecision); it never changes
+ * viz reads the IR and plain decision records (compiler/passes/pass.h's PassDecision); it never changes
  * the module. */
 #ifndef FXPLAIN_VIZ_H
 #define FXPLAIN_VIZ_H
@@ -23,10 +23,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../compiler/ir.h"
+#include "../compiler/ir/ir.h"
 #include "../explain/engine.h"
-#include "../compiler/pass.h"
-#include "../compiler/status.h"
+#include "../compiler/passes/passes.h"
 
 typedef enum { VIZ_SVG, VIZ_PNG, VIZ_PDF, VIZ_DOT } VizFormat;
 

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fusion_rules.h"
-#include "hlo.h"
-#include "passes.h"
+#include "../../compiler/fusion/fusion.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
 
 /* ---------- the decision log: fxplain's refusals, to say why a fact fails ---------- */
 

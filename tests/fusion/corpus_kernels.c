@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fusion_build.h"
-#include "hlo.h"
-#include "pass.h"
-#include "plan.h"
+#include "../../compiler/fusion/fusion.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
+#include "../../compiler/plan/plan.h"
 
 static void null_emit(void *ctx, const PassDecision *d) {
   long *n = ctx;

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fx.h"
-#include "verify.h"
+#include "../../compiler/fx/fx.h"
+#include "../../compiler/ir/ir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

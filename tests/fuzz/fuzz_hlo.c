@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hlo.h"
-#include "verify.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/ir/ir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

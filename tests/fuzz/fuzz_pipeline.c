@@ -6,10 +6,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "device.h"
-#include "hlo.h"
-#include "pass.h"
-#include "verify.h"
+#include "../../compiler/plan/plan.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
+#include "../../compiler/ir/ir.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 // curand_match.cu — proves, without a GPU, that fxplain's host reproduction of cuRAND's
-// Philox4_32_10 stream (runtime/rng_stream.c) and the GPU backend's rng kernels
-// (runtime/cuda_libs.c, cuda_rng_source) draw the same numbers.
+// Philox4_32_10 stream (runtime/interp/rng_stream.c) and the GPU backend's rng kernels
+// (runtime/cuda/cuda_libs.c, cuda_rng_source) draw the same numbers.
 //
 // cuRAND's device API is header code; its functions are `QUALIFIERS` (static __device__ by
 // default). Defining QUALIFIERS as __host__ __device__ before the header makes nvcc compile
@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "rng_stream.h"
+#include "../../runtime/interp/rng_stream.h"
 
 #define fx_rng fx_rng_f32_uniform
 #define fx_rng_thread fx_rng_thread_f32_uniform

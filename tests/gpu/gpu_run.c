@@ -10,18 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
-#include "../compiler/fx.h"
-#include "../compiler/hlo.h"
-#include "../compiler/ir.h"
-#include "../compiler/pass.h"
-#include "../runtime/backend.h"
-#include "../runtime/cuda_backend.h"
-#include "../runtime/cuda_driver.h"
-#include "../runtime/cuda_libs.h"
-#include "../runtime/cuda_nvrtc.h"
-#include "../runtime/rng_stream.h"
-#include "../runtime/runtime.h"
+#include "../check.h"
+#include "../../compiler/fx/fx.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/ir/ir.h"
+#include "../../compiler/passes/passes.h"
+#include "../../runtime/backend.h"
+#include "../../runtime/cuda/cuda.h"
+#include "../../runtime/interp/rng_stream.h"
+#include "../../runtime/runtime.h"
 #include "loop_kernels.h"
 
 static CudaBackend *B;

@@ -16,13 +16,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "../compiler/fx.h"
-#include "../compiler/hlo.h"
-#include "../compiler/pass.h"
-#include "../repl/repl.h"
-#include "../runtime/cuda_kernels.h"
-#include "../runtime/cuda_libs.h"
-#include "../runtime/cuda_nvrtc.h"
+#include "../../compiler/fx/fx.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
+#include "../../repl/repl.h"
+#include "../../runtime/cuda/cuda.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 static void no_emit(void *ctx, const PassDecision *d) { (void)ctx, (void)d; }

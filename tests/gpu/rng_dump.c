@@ -4,7 +4,7 @@
  * stream. Usage: rng_dump DIR. */
 #include <stdio.h>
 
-#include "../runtime/cuda_libs.h"
+#include "../../runtime/cuda/cuda.h"
 
 int main(int argc, char **argv) {
   if (argc != 2) {

@@ -30,7 +30,7 @@ file(GLOB FXPLAIN_SCRIPTS ${CMAKE_SOURCE_DIR}/scripts/*.fx)
 # Walkthroughs are shell command scripts that load the others, not programs of their own.
 list(FILTER FXPLAIN_SCRIPTS EXCLUDE REGEX "walkthrough")
 add_test(NAME nvrtc.scripts COMMAND nvrtc_kernels --arch sm_75 --arch sm_80 --arch sm_90 ${FXPLAIN_SCRIPTS}
-         tests/gpu/loop_dot_rng.hlo tests/gpu/conv.hlo tests/hlo/data/all_ops.hlo tests/golden/pipeline/small.hlo
+         tests/gpu/loop_dot_rng.hlo tests/gpu/conv.hlo tests/hlo/data/all_ops.hlo tests/pipeline/golden/small.hlo
          tests/repl/data/small.hlo WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(nvrtc.scripts PROPERTIES LABELS "nvrtc" SKIP_RETURN_CODE 77 ENVIRONMENT
                      "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache")

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "hlo.h"
-#include "verify.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/ir/ir.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hlo.h"
+#include "../../compiler/hlo/hlo.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

@@ -2,7 +2,7 @@
 # (tests/hlo/data/all_ops.hlo) replaced by hostile values, each mutant loaded, interpreted, stepped
 # through the pipeline, emitted and compiled with --check; each must end in exit 0 or 1 with no
 # crash and no sanitizer report (the ASan/UBSan build runs it too). The hand-made reproductions
-# are in tests/hlo/errors, tests/repl/command_errors.txt and tests/unit/test_hostile.c.
+# are in tests/hlo/errors, tests/repl/command_errors.txt and tests/hostile/test_hostile.c.
 find_program(FXPLAIN_PYTHON3 python3)
 if(FXPLAIN_PYTHON3)
   add_test(NAME hostile.attribute_mutants

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "explain.h"
-#include "hlo.h"
-#include "passes.h"
-#include "plan.h"
+#include "../../explain/explain.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
+#include "../../compiler/plan/plan.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

@@ -21,7 +21,7 @@ set_tests_properties(pipeline.perf_cache_check.corpus PROPERTIES LABELS "pipelin
                      ENVIRONMENT "FXPLAIN_PERF_CACHE_CHECK=1")
 
 # The reachability multi_output_fusion and horizontal fusion keep through their fusions
-# (compiler/reachability.c) against the full search: with FXPLAIN_REACH_CHECK=1 every cycle check
+# (compiler/fusion/reachability.c) against the full search: with FXPLAIN_REACH_CHECK=1 every cycle check
 # is answered both ways and a difference aborts. The whole corpus through both pipelines.
 add_test(NAME pipeline.reach_check.corpus COMMAND pipeline_corpus tests/data/hlo-corpus classic priority
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})

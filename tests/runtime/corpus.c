@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../compiler/hlo.h"
-#include "../../compiler/pass.h"
-#include "../../compiler/plan.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
+#include "../../compiler/plan/plan.h"
 #include "../../runtime/backend.h"
 
 static volatile int interrupted;

@@ -17,10 +17,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../compiler/hlo.h"
-#include "../../compiler/pass.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
 #include "../../runtime/backend.h"
-#include "../../runtime/cuda_backend.h"
+#include "../../runtime/cuda/cuda.h"
 
 /* ---------- random numbers ---------- */
 

@@ -22,10 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fusion_analysis.h"
-#include "fusion_build.h"
-#include "hlo.h"
-#include "passes.h"
+#include "../../compiler/fusion/fusion.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
 
 typedef struct {
   long updates, updates_close, ineligible, ineligible_agree, fusions, fusions_applied, dequeues, dequeues_agree,

@@ -69,7 +69,7 @@ def main():
                       f"{os.path.relpath(cfg, root)} says {want} ({theirs})")
         print(f"{name}: {len(checks)} fields checked against {os.path.relpath(cfg, root)}")
     if bad:
-        print(f"{bad} fields differ: compiler/device.c and scripts/xla/*.txtpb must describe the same GPU")
+        print(f"{bad} fields differ: compiler/plan/device.c and scripts/xla/*.txtpb must describe the same GPU")
         return 1
     print("fxplain's h100 and a100 profiles agree with XLA's target configs")
     return 0

@@ -1,0 +1,1148 @@
+/* fusion_rules.c — the fusion rules and their explanations (see fusion_rules.h).
+ *
+ * Every check fills a FusionVerdict: the reason code, a sentence with the numbers and, where the
+ * user can change the outcome, a suggestion naming the `set` command that does it. The rules are
+ * XLA's GPU rules of October 2021 (gpu_fusible.cc, instruction_fusion.cc,
+ * fusion_node_indexing_evaluation.cc); the constants are in fusion_rules.h. */
+#include "fusion_rules.h"
+
+#include "fusion_build.h"
+#include "../plan/plan.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---------- the reason vocabulary (reasons.def) ---------- */
+
+#define REASON(NAME, code, meaning, suggestion, passes) const char FR_##NAME[] = code;
+#include "reasons.def"
+#undef REASON
+
+const FusionReason fusion_reasons[FUSION_REASON_COUNT] = {
+#define REASON(NAME, code, meaning, suggestion, passes) [FUSION_REASON_##NAME] = {code, meaning, suggestion, passes},
+#include "reasons.def"
+#undef REASON
+};
+
+const char *const fusion_reason_codes[FUSION_REASON_COUNT + 1] = {
+#define REASON(NAME, code, meaning, suggestion, passes) [FUSION_REASON_##NAME] = code,
+#include "reasons.def"
+#undef REASON
+    [FUSION_REASON_COUNT] = NULL,
+};
+_Static_assert(sizeof fusion_reasons / sizeof fusion_reasons[0] == FUSION_REASON_COUNT,
+               "one table entry per reason code");
+
+/* ---------- verdicts ---------- */
+
+void fusion_verdict_ok(FusionVerdict *v, const char *fmt, ...) {
+  v->ok = true;
+  v->reason = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(v->detail, sizeof v->detail, fmt, ap);
+  va_end(ap);
+}
+
+bool fusion_refuse(FusionVerdict *v, const char *reason, const char *fmt, ...) {
+  v->ok = false;
+  v->reason = reason;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(v->detail, sizeof v->detail, fmt, ap);
+  va_end(ap);
+  return false;
+}
+
+void fusion_suggest(FusionVerdict *v, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(v->suggestion, sizeof v->suggestion, fmt, ap);
+  va_end(ap);
+}
+
+void fusion_verdict_metric(FusionVerdict *v, const char *key, double value) {
+  for (int k = 0; k < v->nmetrics; k++)
+    if (strcmp(v->metrics[k].key, key) == 0) {
+      v->metrics[k].value = value;
+      return;
+    }
+  if (v->nmetrics < (int)(sizeof v->metrics / sizeof v->metrics[0]))
+    v->metrics[v->nmetrics++] = (PassMetric){key, value};
+}
+
+void fusion_verdict_emit(PassContext *cx, const char *action, const char *producer, const char *consumer,
+                         const char *result, const FusionVerdict *v) {
+  if (!cx || !cx->sink) return;
+  PassDecision d;
+  memset(&d, 0, sizeof d);
+  d.stage = cx->stage;
+  d.pass = cx->pass;
+  d.action = action;
+  d.producer = producer;
+  d.consumer = consumer;
+  d.accepted = v->ok;
+  d.reason = v->reason;
+  d.suggestion = v->suggestion[0] ? v->suggestion : NULL;
+  d.result = result;
+  for (int k = 0; k < v->nmetrics; k++) pass_metric(&d, v->metrics[k].key, v->metrics[k].value);
+  pass_emit(cx->sink, &d, "%s", v->detail);
+}
+
+/* ---------- the register hook ---------- */
+
+static FusionRegisterFn register_hook;
+static void *register_hook_ctx;
+
+void fusion_set_register_hook(FusionRegisterFn fn, void *ctx) {
+  register_hook = fn;
+  register_hook_ctx = ctx;
+}
+
+bool fusion_register_hook_installed(void) { return register_hook != NULL; }
+
+const char *fusion_registers_note(void) {
+  return register_hook ? "registers per thread are checked with ptxas"
+                       : "registers were not checked: no ptxas figures are available in this session";
+}
+
+/* ---------- op properties ---------- */
+
+static const IrInstr *fused_root(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  return fc && fc->root ? fc->root : i;
+}
+
+static IrType elem_type(const IrInstr *i) {
+  if (i->shape.type == IR_TUPLE && i->shape.ntuple > 0) return i->shape.tuple[0].type;
+  return i->shape.type;
+}
+
+bool fusion_is_library_call(const IrInstr *i, const PassSettings *s) {
+  switch (i->op) {
+  case IR_OP_DOT: return !s || s->dot_is_library;
+  case IR_OP_CONVOLUTION: return !s || s->conv_is_library;
+  case IR_OP_RNG:
+  case IR_OP_RNG_BIT_GENERATOR: return !s || s->rng_is_library;
+  default: return ir_op_info(i->op)->category == IR_CAT_LIBRARY;
+  }
+}
+
+const char *fusion_library_name(const IrInstr *i, char *buf, size_t n) {
+  switch (i->op) {
+  case IR_OP_DOT: snprintf(buf, n, "a cuBLAS matrix multiply"); break;
+  case IR_OP_CONVOLUTION: snprintf(buf, n, "a cuDNN convolution"); break;
+  case IR_OP_RNG:
+  case IR_OP_RNG_BIT_GENERATOR:
+  case IR_OP_RNG_GET_AND_UPDATE_STATE: snprintf(buf, n, "the cuRAND random-number kernel"); break;
+  case IR_OP_SORT: snprintf(buf, n, "a library sort kernel"); break;
+  case IR_OP_CUSTOM_CALL: {
+    const char *t = ir_attr_text(i, "custom_call_target");
+    if (!t) t = "?";
+    size_t len = strlen(t);
+    if (len >= 2 && t[0] == '"' && t[len - 1] == '"') {
+      t++;
+      len -= 2;
+    }
+    bool rng = (len >= 8 && strstr(t, "threefry")) || strstr(t, "rng") || strstr(t, "Rng");
+    snprintf(buf, n, "a custom call to %.*s%s", (int)(len > 120 ? 120 : len), t,
+             rng ? " (the random-number kernel)" : "");
+    break;
+  }
+  default: snprintf(buf, n, "an opaque %s library kernel", ir_op_name(i->op)); break;
+  }
+  return buf;
+}
+
+static bool is_rng_call(const IrInstr *i) {
+  if (i->op == IR_OP_RNG || i->op == IR_OP_RNG_BIT_GENERATOR || i->op == IR_OP_RNG_GET_AND_UPDATE_STATE)
+    return true;
+  if (i->op != IR_OP_CUSTOM_CALL) return false;
+  const char *t = ir_attr_text(i, "custom_call_target");
+  return t && (strstr(t, "threefry") || strstr(t, "rng") || strstr(t, "Rng") || strstr(t, "philox"));
+}
+
+static bool op_is_expensive(const IrInstr *i, const PassSettings *s) {
+  IrOpcode op = i->op;
+  if (s && s->expensive_override[op] != 0) return s->expensive_override[op] > 0;
+  IrType t = elem_type(i);
+  switch (op) {
+  case IR_OP_DIVIDE:
+  case IR_OP_REMAINDER:
+    /* Single hardware instructions for f32/f16; integer division by a constant is a multiply. */
+    if (op == IR_OP_DIVIDE && (t == IR_F32 || t == IR_F16)) return false;
+    if (ir_type_is_int(t) && i->noperands == 2 && i->operands[1] && i->operands[1]->op == IR_OP_CONSTANT)
+      return false;
+    return true;
+  case IR_OP_RSQRT:
+  case IR_OP_EXP: return !(t == IR_F32 || t == IR_F16);
+  case IR_OP_SIN:
+  case IR_OP_COS: return ir_type_is_complex(t);
+  case IR_OP_FUSION: return false;
+  default: return ir_op_info(op)->expensive;
+  }
+}
+
+const IrInstr *fusion_expensive_member(const IrInstr *i, const PassSettings *s) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (!fc) return op_is_expensive(i, s) ? i : NULL;
+  for (int k = 0; k < fc->ninstrs; k++)
+    if (fc->instrs[k]->op != IR_OP_PARAMETER && op_is_expensive(fc->instrs[k], s)) return fc->instrs[k];
+  return NULL;
+}
+
+bool fusion_is_expensive(const IrInstr *i, const PassSettings *s) { return fusion_expensive_member(i, s) != NULL; }
+
+bool fusion_op_never_fuses(IrOpcode op) {
+  const IrOpInfo *info = ir_op_info(op);
+  if (op == IR_OP_FUSION) return false;
+  return !info->fusible && info->category != IR_CAT_LIBRARY;
+}
+
+bool fusion_is_contiguous_reduction(const IrInstr *r) {
+  if (r->op != IR_OP_REDUCE) return false;
+  const IrShape *in = &r->operands[0]->shape;
+  if (!ir_shape_is_array(in) || in->rank == 0) return true;
+  int64_t dims[IR_MAX_RANK];
+  int nd = ir_attr_dims(r, "dimensions", dims, IR_MAX_RANK);
+  if (nd < 0) return true;
+  bool reduced[IR_MAX_RANK] = {0};
+  for (int k = 0; k < nd; k++)
+    if (dims[k] >= 0 && dims[k] < in->rank) reduced[dims[k]] = true;
+  /* Physical order, minor to major. Dimensions of size 1 do not break contiguity. */
+  int order[IR_MAX_RANK];
+  for (int k = 0; k < in->rank; k++) order[k] = in->has_layout && in->minor_to_major ? in->minor_to_major[k] : in->rank - 1 - k;
+  int runs_reduced = 0, runs_kept = 0;
+  int last = -1;
+  int64_t minor_run = 1, all_reduced = 1;
+  bool in_first_run = true;
+  for (int k = 0; k < in->rank; k++) {
+    int d = order[k];
+    if (d < 0 || d >= in->rank || in->dims[d] == 1) continue;
+    int r2 = reduced[d] ? 1 : 0;
+    if (r2 != last) {
+      if (last != -1) in_first_run = false;
+      if (r2) runs_reduced++;
+      else runs_kept++;
+      last = r2;
+    }
+    if (r2) {
+      all_reduced *= in->dims[d];
+      if (in_first_run) minor_run *= in->dims[d];
+    }
+  }
+  if (runs_reduced > 1 && runs_kept > 1) return false;
+  /* XLA's tiled reduction emitter wants at least a warp (32) of reduced elements along the
+   * reduced extent it tiles; smaller reductions are emitted as plain loops. */
+  bool row = runs_reduced > 0 && reduced[order[0]];
+  for (int k = 0; k < in->rank && !row; k++) {
+    int d = order[k];
+    if (d < 0 || d >= in->rank || in->dims[d] == 1) continue;
+    row = reduced[d];
+    break;
+  }
+  return (row ? minor_run : all_reduced) >= 32;
+}
+
+/* Whether the reduce reduces the minor-most (non-degenerate) dimension: a row reduction. */
+static bool is_row_reduction(const IrInstr *r) {
+  const IrShape *in = &r->operands[0]->shape;
+  if (!ir_shape_is_array(in) || in->rank == 0) return true;
+  int64_t dims[IR_MAX_RANK];
+  int nd = ir_attr_dims(r, "dimensions", dims, IR_MAX_RANK);
+  for (int k = 0; k < in->rank; k++) {
+    int d = in->has_layout && in->minor_to_major ? in->minor_to_major[k] : in->rank - 1 - k;
+    if (d < 0 || d >= in->rank || in->dims[d] == 1) continue;
+    for (int j = 0; j < nd; j++)
+      if (dims[j] == d) return true;
+    return false;
+  }
+  return true;
+}
+
+static const char *fusion_kind_of(const IrInstr *i) {
+  const char *k = ir_fusion_kind(i);
+  return k ? k : "kLoop";
+}
+
+bool fusion_is_loop_fusible(const IrInstr *i, const PassSettings *s) {
+  switch (i->op) {
+  case IR_OP_BITCAST:
+  case IR_OP_BROADCAST:
+  case IR_OP_CONCATENATE:
+  case IR_OP_DYNAMIC_SLICE:
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+  case IR_OP_GATHER:
+  case IR_OP_IOTA:
+  case IR_OP_PAD:
+  case IR_OP_REDUCE_WINDOW:
+  case IR_OP_RESHAPE:
+  case IR_OP_REVERSE:
+  case IR_OP_SLICE:
+  case IR_OP_CONSTANT:
+  case IR_OP_TRANSPOSE:
+  case IR_OP_MAP: return true;
+  case IR_OP_REDUCE: return !fusion_is_contiguous_reduction(i) && i->shape.type != IR_TUPLE;
+  case IR_OP_FUSION: return strcmp(fusion_kind_of(i), "kLoop") == 0;
+  case IR_OP_DOT:
+  case IR_OP_CONVOLUTION:
+  case IR_OP_RNG: return !fusion_is_library_call(i, s);
+  default: return ir_op_is_elementwise(i->op) && i->noperands > 0;
+  }
+}
+
+bool fusion_is_input_fusible(const IrInstr *i) {
+  if (i->op == IR_OP_FUSION) return strcmp(fusion_kind_of(i), "kInput") == 0;
+  return (i->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(i)) || i->op == IR_OP_SCATTER;
+}
+
+/* Window sizes and strides of a reduce-window: "window={size=3x3 stride=2x2 ...}" (a malformed
+ * window counts as one element). */
+static void window_numbers(const IrInstr *i, int64_t *size_prod, int64_t *stride_prod, bool *overlap) {
+  *size_prod = 1;
+  *stride_prod = 1;
+  *overlap = false;
+  IrWindow w;
+  if (!ir_attr_window(i, -1, &w, NULL, 0)) return;
+  for (int k = 0; k < w.rank; k++) {
+    *size_prod *= w.size[k];
+    *stride_prod *= w.stride[k];
+    if (w.size[k] != w.stride[k]) *overlap = true;
+  }
+}
+
+/* Inputs read per output element by a reduce or reduce-window (0 for other ops). */
+static double inputs_per_output(const IrInstr *i) {
+  if (i->op == IR_OP_REDUCE) {
+    int64_t in = ir_shape_elements(&i->operands[0]->shape);
+    int64_t out = i->shape.type == IR_TUPLE ? (i->shape.ntuple ? ir_shape_elements(&i->shape.tuple[0]) : 1)
+                                            : ir_shape_elements(&i->shape);
+    return out > 0 ? (double)in / (double)out : (double)in;
+  }
+  if (i->op == IR_OP_REDUCE_WINDOW) {
+    int64_t sz, st;
+    bool ov;
+    window_numbers(i, &sz, &st, &ov);
+    return (double)sz;
+  }
+  return 0;
+}
+
+bool fusion_reuses_operand(const IrInstr *c, int k, double *times) {
+  double t = 1;
+  bool reuse = false;
+  const IrInstr *op = c->operands[k];
+  int64_t in = op ? ir_shape_elements(&op->shape) : 1;
+  int64_t out = ir_shape_elements(&c->shape);
+  switch (c->op) {
+  case IR_OP_FUSION: {
+    IrComputation *fc = ir_fused_computation(c);
+    if (!fc || k >= fc->nparams || !fc->params[k]) break;
+    /* Walk from the parameter through ops that read each element once; the first op that reads
+     * an element several times decides. */
+    const IrInstr *stack[64];
+    int sp = 0;
+    stack[sp++] = fc->params[k];
+    int guard = 0;
+    while (sp > 0 && guard++ < 4096) {
+      const IrInstr *x = stack[--sp];
+      for (int u = 0; u < x->nusers; u++) {
+        const IrInstr *us = x->users[u];
+        for (int j = 0; j < us->noperands; j++) {
+          if (us->operands[j] != x) continue;
+          double tt;
+          if (us->op != IR_OP_FUSION && fusion_reuses_operand(us, j, &tt)) {
+            reuse = true;
+            if (tt > t) t = tt;
+          } else if (sp < 64) {
+            stack[sp++] = us;
+          }
+        }
+      }
+    }
+    break;
+  }
+  case IR_OP_BROADCAST:
+  case IR_OP_GATHER:
+  case IR_OP_DOT:
+  case IR_OP_CONVOLUTION:
+    if (c->op == IR_OP_GATHER && k != 0) break;
+    if (c->op == IR_OP_DOT || c->op == IR_OP_CONVOLUTION) {
+      /* Every input element is read once per output column / filter position. */
+      int64_t other = c->operands[1 - k] ? ir_shape_elements(&c->operands[1 - k]->shape) : 1;
+      int64_t o = out > 0 ? out : 1;
+      t = (double)in * (double)other / (double)o;
+      if (t < 2) t = 2;
+      reuse = true;
+      break;
+    }
+    if (out > in) {
+      reuse = true;
+      t = in > 0 ? (double)out / (double)in : (double)out;
+    }
+    break;
+  case IR_OP_REDUCE_WINDOW: {
+    int64_t sz, st;
+    bool ov;
+    window_numbers(c, &sz, &st, &ov);
+    if (ov && k == 0) {
+      reuse = true;
+      t = st > 0 ? (double)sz / (double)st : (double)sz;
+    }
+    break;
+  }
+  case IR_OP_PAD:
+  case IR_OP_REDUCE:
+    /* The padding value / the init value is read for many elements. */
+    if ((c->op == IR_OP_PAD && k == 1) || (c->op == IR_OP_REDUCE && k >= c->noperands / 2)) {
+      reuse = out > 1 || in < ir_shape_elements(&c->operands[0]->shape);
+      t = (double)ir_shape_elements(&c->operands[0]->shape);
+    }
+    break;
+  default: break;
+  }
+  if (times) *times = t;
+  return reuse && t > 1;
+}
+
+int fusion_user_count(const IrInstr *i) { return i->nusers; }
+
+int fusion_body_size(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (!fc) return 1;
+  int n = 0;
+  for (int k = 0; k < fc->ninstrs; k++)
+    if (fc->instrs[k]->op != IR_OP_PARAMETER) n++;
+  return n;
+}
+
+/* Calls f on every output-producing root of i: the instruction itself, the fused root, or each
+ * operand of a fused root tuple. */
+static int roots_of(const IrInstr *i, const IrInstr **out, int max) {
+  const IrInstr *r = fused_root(i);
+  if (i->op == IR_OP_FUSION && r->op == IR_OP_TUPLE) {
+    int n = 0;
+    for (int k = 0; k < r->noperands && n < max; k++) out[n++] = r->operands[k];
+    return n;
+  }
+  out[0] = r;
+  return 1;
+}
+
+int fusion_unnested_reductions(const IrInstr *i) {
+  const IrInstr *roots[128];
+  int n = roots_of(i, roots, 128), cnt = 0;
+  for (int k = 0; k < n; k++)
+    if (roots[k]->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(roots[k])) cnt++;
+  return cnt;
+}
+
+int64_t fusion_shared_memory(const IrInstr *i) {
+  const IrInstr *roots[128];
+  int n = roots_of(i, roots, 128);
+  int64_t bytes = 0;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *r = roots[k];
+    if (r->op != IR_OP_REDUCE || !fusion_is_contiguous_reduction(r)) continue;
+    int eb = ir_type_bytes(elem_type(r));
+    if (eb <= 0) eb = 4;
+    bytes += is_row_reduction(r) ? 32 * (int64_t)eb : 32 * (4 * 32 + 1) * (int64_t)eb;
+  }
+  return bytes;
+}
+
+/* ---------- emitted copies (XLA's fusion node indexing evaluation) ---------- */
+
+/* A small set of instruction indices (positions in the fused body, or -1 for the consumer). */
+typedef struct {
+  int *v;
+  int n, cap;
+} IdxSet;
+
+static bool idxset_add(IdxSet *s, int x) {
+  for (int k = 0; k < s->n; k++)
+    if (s->v[k] == x) return true;
+  if (s->n == s->cap) {
+    int nc = s->cap ? s->cap * 2 : 4;
+    int *nv = fx_realloc(s->v, sizeof(int) * (size_t)nc);
+    if (!nv) return false;
+    s->v = nv;
+    s->cap = nc;
+  }
+  s->v[s->n++] = x;
+  return true;
+}
+
+static bool idxset_union(IdxSet *d, const IdxSet *s) {
+  for (int k = 0; k < s->n; k++)
+    if (!idxset_add(d, s->v[k])) return false;
+  return true;
+}
+
+static bool reuses_index(const IrInstr *user, const IrInstr *operand) {
+  return user->op == IR_OP_TRANSPOSE || ir_shape_same_dims(&user->shape, &operand->shape);
+}
+
+int fusion_emitted_copies(const IrInstr *producer, const IrInstr *consumer) {
+  IrComputation *fc = ir_fused_computation(consumer);
+  if (!fc || !fc->root) return 1;
+  int n = fc->ninstrs;
+  IdxSet *iu = fx_calloc((size_t)n + 1, sizeof(IdxSet));
+  double *count = fx_calloc((size_t)n + 1, sizeof(double));
+  if (!iu || !count) {
+    fx_free(iu);
+    fx_free(count);
+    return 1;
+  }
+  /* Positions in the body via aux (scratch, restored below). */
+  void **saved = fx_malloc(sizeof(void *) * (size_t)(n ? n : 1));
+  if (!saved) {
+    fx_free(iu);
+    fx_free(count);
+    return 1;
+  }
+  for (int k = 0; k < n; k++) {
+    saved[k] = fc->instrs[k]->aux;
+    fc->instrs[k]->aux = (void *)(intptr_t)(k + 1);
+  }
+  IdxSet prod = {0};
+  int rootpos = (int)(intptr_t)fc->root->aux - 1;
+  idxset_add(&iu[rootpos], rootpos);
+  for (int k = n - 1; k >= 0; k--) {
+    IrInstr *i = fc->instrs[k];
+    if (k == rootpos) count[k] = 1;
+    else {
+      double tot = 0;
+      for (int j = 0; j < iu[k].n; j++) tot += iu[k].v[j] == k ? 1 : count[iu[k].v[j]];
+      count[k] = tot;
+    }
+    if (i->op == IR_OP_PARAMETER) continue;
+    for (int o = 0; o < i->noperands; o++) {
+      IrInstr *op = i->operands[o];
+      if (!op || op->parent != fc) continue;
+      int pos = (int)(intptr_t)op->aux - 1;
+      bool into_producer = op->op == IR_OP_PARAMETER && op->param_number >= 0 &&
+                           op->param_number < consumer->noperands && consumer->operands[op->param_number] == producer;
+      IdxSet *dst = into_producer ? &prod : &iu[pos];
+      if (reuses_index(i, op)) idxset_union(dst, &iu[k]);
+      else idxset_add(dst, k);
+    }
+  }
+  double tot = 0;
+  for (int j = 0; j < prod.n; j++) tot += count[prod.v[j]];
+  for (int k = 0; k < n; k++) {
+    fc->instrs[k]->aux = saved[k];
+    fx_free(iu[k].v);
+  }
+  fx_free(prod.v);
+  fx_free(saved);
+  fx_free(iu);
+  fx_free(count);
+  if (tot > 1e9) tot = 1e9;
+  return tot < 1 ? 1 : (int)tot;
+}
+
+/* ---------- graph queries ---------- */
+
+/* The search's scratch, kept between calls (per thread): a visit stamp per instruction id and a
+ * stack. Allocating and zeroing arrays of the module's size at every call made each query cost
+ * the whole module even when the search met three instructions (multi_output_fusion asks for
+ * every sibling pair). A new stamp per call marks nothing visited without clearing. */
+static _Thread_local struct {
+  uint32_t *stamp;
+  const IrInstr **stack;
+  size_t cap;
+  uint32_t gen;
+} reach;
+
+static bool reach_reserve(size_t need) {
+  if (need <= reach.cap) return true;
+  size_t cap = need * 2;
+  uint32_t *st = fx_realloc(reach.stamp, sizeof(uint32_t) * cap);
+  if (!st) return false;
+  reach.stamp = st;
+  const IrInstr **sk = fx_realloc(reach.stack, sizeof(IrInstr *) * cap);
+  if (!sk) return false;
+  reach.stack = sk;
+  memset(st + reach.cap, 0, sizeof(uint32_t) * (cap - reach.cap));
+  reach.cap = cap;
+  return true;
+}
+
+bool fusion_path_exists(const IrInstr *from, const IrInstr *to, bool skip_direct) {
+  const IrComputation *c = from->parent;
+  if (!c || to->parent != c) return false;
+  IrModule *m = c->module;
+  if (!reach_reserve((size_t)m->next_id + 1)) return true; /* be safe: assume a path */
+  if (++reach.gen == 0) { /* the stamps wrapped: start them afresh */
+    memset(reach.stamp, 0, sizeof(uint32_t) * reach.cap);
+    reach.gen = 1;
+  }
+  uint32_t *seen = reach.stamp, g = reach.gen;
+  const IrInstr **stack = reach.stack;
+  int sp = 0;
+  bool found = false;
+  for (int u = 0; u < from->nusers; u++) {
+    const IrInstr *us = from->users[u];
+    if (skip_direct && us == to) continue;
+    if (us->parent == c && seen[us->id] != g) {
+      seen[us->id] = g;
+      stack[sp++] = us;
+    }
+  }
+  while (sp > 0 && !found) {
+    const IrInstr *x = stack[--sp];
+    if (x == to) {
+      found = true;
+      break;
+    }
+    for (int u = 0; u < x->nusers; u++) {
+      const IrInstr *us = x->users[u];
+      if (us->parent == c && us->id <= m->next_id && seen[us->id] != g) {
+        seen[us->id] = g;
+        stack[sp++] = us;
+      }
+    }
+  }
+  return found;
+}
+
+static int output_count(const IrInstr *i) { return i->shape.type == IR_TUPLE ? i->shape.ntuple : 1; }
+
+int fusion_operands_and_outputs(const IrInstr *a, const IrInstr *b, bool multi_output) {
+  const IrInstr *seen[512];
+  int n = 0, extra = 0;
+  const IrInstr *both[2] = {a, b};
+  for (int s = 0; s < 2; s++) {
+    const IrInstr *x = both[s];
+    if (!x) continue;
+    for (int k = 0; k < x->noperands; k++) {
+      const IrInstr *op = x->operands[k];
+      if (!op || op == a || op == b) continue;
+      bool dup = false;
+      for (int j = 0; j < n; j++)
+        if (seen[j] == op) dup = true;
+      if (dup) continue;
+      if (n < 512) seen[n++] = op;
+      else extra++;
+    }
+  }
+  int outs = output_count(b ? b : a);
+  if (multi_output && a && b) outs += output_count(a);
+  return n + extra + outs;
+}
+
+/* ---------- cost model ---------- */
+
+int64_t fusion_bytes_read(const IrInstr *i) {
+  int64_t b = 0;
+  for (int k = 0; k < i->noperands; k++) {
+    const IrInstr *op = i->operands[k];
+    if (!op) continue;
+    bool dup = false;
+    for (int j = 0; j < k; j++)
+      if (i->operands[j] == op) dup = true;
+    if (!dup) b += plan_operand_bytes_read(i, k);
+  }
+  return b;
+}
+
+int64_t fusion_bytes_written(const IrInstr *i) { return plan_bytes_written(i); }
+
+double fusion_flops(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (!fc) return plan_instr_flops(i);
+  double f = 0;
+  for (int k = 0; k < fc->ninstrs; k++) f += plan_instr_flops(fc->instrs[k]);
+  return f;
+}
+
+double fusion_kernel_us(const DeviceProfile *d, int64_t bytes, double flops) {
+  if (!d) d = device_default();
+  return plan_time_us(d, (double)bytes, flops);
+}
+
+/* ---------- the checks ---------- */
+
+static const char *plural(int n, const char *one, const char *many) { return n == 1 ? one : many; }
+
+static bool refuse_kind(const IrInstr *i, const char *side, const PassContext *cx, FusionVerdict *v) {
+  const PassSettings *s = cx ? cx->settings : NULL;
+  if (fusion_op_never_fuses(i->op)) {
+    switch (i->op) {
+    case IR_OP_PARAMETER:
+      return fusion_refuse(v, FR_NOT_FUSIBLE,
+                           "%s is a parameter: an input read from memory, not a computation, so there is "
+                           "nothing to fuse",
+                           i->name);
+    case IR_OP_TUPLE:
+      return fusion_refuse(v, FR_NOT_FUSIBLE,
+                           "%s is a tuple: a location in memory, not a kernel; the values it groups are "
+                           "written out to memory%s",
+                           i->name, i->is_root && i->parent && !i->parent->is_entry ? " (the loop's state for the next iteration)" : "");
+    case IR_OP_GET_TUPLE_ELEMENT:
+      return fusion_refuse(v, FR_NOT_FUSIBLE,
+                           "%s is a get-tuple-element: it names a buffer in memory (part of a tuple), not a "
+                           "computation",
+                           i->name);
+    case IR_OP_WHILE:
+      return fusion_refuse(v, FR_NOT_FUSIBLE,
+                           "%s is a while loop: the host runs it, launching its condition and body kernels "
+                           "every iteration, so nothing fuses across it",
+                           i->name);
+    default:
+      return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a %s (%s), which never fuses", i->name, ir_op_name(i->op),
+                           ir_op_info(i->op)->description);
+    }
+  }
+  if (fusion_is_library_call(i, s)) {
+    char lib[160];
+    fusion_library_name(i, lib, sizeof lib);
+    fusion_refuse(v, FR_CUSTOM_CALL,
+                  "%s is %s: an opaque kernel, so nothing can be fused into or out of it as %s", i->name, lib,
+                  side);
+    if (is_rng_call(i))
+      fusion_suggest(v, "precompute the random numbers and pass them in (the paper's §V-A)%s",
+                     i->op == IR_OP_RNG ? ", or `set library rng off` to generate them inside the kernel" : "");
+    else if (i->op == IR_OP_DOT)
+      fusion_suggest(v, "`set library dot off` to treat the matrix multiply as a fusible loop");
+    else if (i->op == IR_OP_CONVOLUTION)
+      fusion_suggest(v, "`set library conv off` to treat the convolution as a fusible loop");
+    return false;
+  }
+  return true;
+}
+
+bool fusion_check_producer(const IrInstr *p, const PassContext *cx, FusionVerdict *v) {
+  const PassSettings *s = cx ? cx->settings : NULL;
+  if (!refuse_kind(p, "a producer", cx, v)) return false;
+  if (p->op == IR_OP_FUSION) {
+    const char *k = fusion_kind_of(p);
+    if (strcmp(k, "kInput") == 0)
+      return fusion_refuse(v, FR_REDUCE_EPILOGUE,
+                           "%s is a reduction (input) fusion; fusing a consumer into its output would turn it "
+                           "into a loop fusion and lose the reduction's tiling",
+                           p->name);
+    if (strcmp(k, "kLoop") != 0)
+      return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a %s fusion, which only takes its own operands", p->name, k);
+    if (fused_root(p)->op == IR_OP_TUPLE)
+      return fusion_refuse(v, FR_NOT_FUSIBLE,
+                           "%s is a multi-output fusion: its outputs are written out, and XLA does not fuse it "
+                           "into a consumer",
+                           p->name);
+  }
+  if (p->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(p))
+    return fusion_refuse(v, FR_REDUCE_EPILOGUE,
+                         "%s is a %s reduction, emitted as a reduction (input) kernel; fusing its consumer into "
+                         "its output would turn it into a loop fusion and lose the reduction's tiling",
+                         p->name, is_row_reduction(p) ? "row" : "column");
+  if (p->op == IR_OP_RNG && !fusion_is_library_call(p, s) && p->nusers > 1)
+    return fusion_refuse(v, FR_NOT_FUSIBLE,
+                         "%s generates random numbers and has %d users: duplicating it would give each user "
+                         "different numbers",
+                         p->name, p->nusers);
+  if (!fusion_is_loop_fusible(p, s))
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s (%s) is not loop-fusible, so it cannot be a fused producer",
+                         p->name, ir_op_name(p->op));
+  return true;
+}
+
+bool fusion_check_consumer(const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  const PassSettings *s = cx ? cx->settings : NULL;
+  if (!refuse_kind(c, "a consumer", cx, v)) return false;
+  if (c->op == IR_OP_FUSION) {
+    const char *k = fusion_kind_of(c);
+    if (strcmp(k, "kLoop") != 0 && strcmp(k, "kInput") != 0)
+      return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a %s fusion, which takes no more producers", c->name, k);
+    return true;
+  }
+  if (!fusion_is_loop_fusible(c, s) && !fusion_is_input_fusible(c))
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s (%s) is neither loop- nor input-fusible", c->name, ir_op_name(c->op));
+  return true;
+}
+
+/* Whether i (or its fused body) holds a reduce or reduce-window that XLA emits as a loop over
+ * several inputs per output (a non-contiguous reduce, an overlapping window), with >= 16 inputs
+ * per output. Returns it, or NULL. */
+static const IrInstr *loop_reduction(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (x->op == IR_OP_REDUCE || x->op == IR_OP_REDUCE_WINDOW) {
+      if (inputs_per_output(x) >= FUSION_REDUCE_MIN_ELEMENTS) return x;
+    }
+  }
+  return NULL;
+}
+
+/* A reduce or reduce-window in the consumer reached from its operands equal to p. */
+static const IrInstr *consumer_reduction(const IrInstr *c, const IrInstr *p) {
+  IrComputation *fc = ir_fused_computation(c);
+  if (!fc) return c->op == IR_OP_REDUCE || c->op == IR_OP_REDUCE_WINDOW ? c : NULL;
+  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
+    if (c->operands[k] != p || !fc->params[k]) continue;
+    const IrInstr *stack[256];
+    int sp = 0;
+    stack[sp++] = fc->params[k];
+    int guard = 0;
+    while (sp > 0 && guard++ < 100000) {
+      const IrInstr *x = stack[--sp];
+      if (x->op == IR_OP_REDUCE || x->op == IR_OP_REDUCE_WINDOW) return x;
+      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
+    }
+  }
+  return NULL;
+}
+
+/* Index of p among c's operands, or -1. */
+static int operand_index(const IrInstr *c, const IrInstr *p) {
+  for (int k = 0; k < c->noperands; k++)
+    if (c->operands[k] == p) return k;
+  return -1;
+}
+
+/* Ops XLA duplicates freely: scalar constants, broadcasts of scalars, iota. */
+static bool always_duplicable(const IrInstr *p) {
+  if (p->op == IR_OP_CONSTANT) return ir_shape_elements(&p->shape) <= 1;
+  if (p->op == IR_OP_BROADCAST && p->noperands == 1) return ir_shape_elements(&p->operands[0]->shape) <= 1;
+  if (p->op == IR_OP_IOTA) return true;
+  return false;
+}
+
+static bool cache_invalidating(IrOpcode op) {
+  return op == IR_OP_CONCATENATE || op == IR_OP_DOT || op == IR_OP_DYNAMIC_UPDATE_SLICE || op == IR_OP_PAD ||
+         op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
+}
+
+bool fusion_check_code_duplication(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  const PassSettings *s = cx ? cx->settings : NULL;
+  if (p->op == IR_OP_BROADCAST) return true;
+  int copies = fusion_emitted_copies(p, c);
+  int limit_copies = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;
+  fusion_verdict_metric(v, "copies", copies);
+  if (copies > limit_copies) {
+    fusion_verdict_metric(v, "limit", limit_copies);
+    return fusion_refuse(v, FR_CODE_DUPLICATION,
+                         "fusing %s into %s would emit it %d times (once per distinct index computation); "
+                         "limit %d copies",
+                         p->name, c->name, copies, limit_copies);
+  }
+  const IrInstr *r = fused_root(p);
+  if (cache_invalidating(r->op)) {
+    int users = fusion_user_count(p);
+    int limit = s && s->concat_user_limit > 0 ? s->concat_user_limit : 1;
+    char what[200];
+    if (r != p) snprintf(what, sizeof what, "%s (a fusion ending in %s)", p->name, r->name);
+    else snprintf(what, sizeof what, "%s", p->name);
+    fusion_verdict_metric(v, "users", users);
+    fusion_verdict_metric(v, "limit", limit);
+    if (users > limit) {
+      char into[32];
+      if (users == 2) snprintf(into, sizeof into, "both");
+      else snprintf(into, sizeof into, "all %d", users);
+      fusion_refuse(v, FR_CODE_DUPLICATION,
+                    "%s has %d users; fusing it would duplicate the %s into %s; limit %d %s", what, users,
+                    ir_op_name(r->op), into, limit, plural(limit, "user", "users"));
+      if (r->op == IR_OP_CONCATENATE)
+        fusion_suggest(v,
+                       "raise the limit with `set dup_limit %d`, or pass the values separately instead of "
+                       "concatenating",
+                       users > 3 ? users : 3);
+      else
+        fusion_suggest(v, "raise the limit with `set dup_limit %d`", users);
+      return false;
+    }
+    if (copies > limit) {
+      fusion_verdict_metric(v, "copies", copies);
+      /* Name its readers inside the consumer: where the copies come from. */
+      char readers[200] = "";
+      IrComputation *cc = ir_fused_computation(c);
+      int nr = 0;
+      for (int k = 0; cc && k < c->noperands && k < cc->nparams; k++) {
+        if (c->operands[k] != p || !cc->params[k]) continue;
+        for (int u = 0; u < cc->params[k]->nusers && nr < 4; u++, nr++)
+          snprintf(readers + strlen(readers), sizeof readers - strlen(readers), "%s%s", nr ? ", " : "",
+                   cc->params[k]->users[u]->name);
+      }
+      fusion_refuse(v, FR_CODE_DUPLICATION,
+                    "fusing %s into %s would emit the %s %d times (its readers there%s%s%s index it %d different "
+                    "ways); a %s invalidates the emitter's cache, so the limit is %d %s",
+                    what, c->name, ir_op_name(r->op), copies, readers[0] ? ", " : "", readers, readers[0] ? "," : "",
+                    copies, ir_op_name(r->op), limit, plural(limit, "copy", "copies"));
+      if (r->op == IR_OP_CONCATENATE)
+        fusion_suggest(v,
+                       "raise the limit with `set dup_limit %d`, or pass the values separately instead of "
+                       "concatenating",
+                       copies > 3 ? copies : 3);
+      else
+        fusion_suggest(v, "raise the limit with `set dup_limit %d`", copies);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Asks the register hook about the fused kernel of p and c, built in a scratch copy. */
+static bool check_registers(const IrInstr *p, const IrInstr *c, const DeviceProfile *d, bool mo, FusionVerdict *v) {
+  IrModule *copy = ir_module_clone(p->parent->module);
+  if (!copy) return true;
+  IrInstr *pc = ir_module_find_instr(copy, p->name), *cc = ir_module_find_instr(copy, c->name);
+  IrInstr *f = NULL;
+  if (pc && cc) {
+    bool consumer_of = false;
+    for (int k = 0; k < cc->noperands; k++) consumer_of = consumer_of || cc->operands[k] == pc;
+    if (consumer_of) f = mo ? fusion_fuse_multi_output(cc, pc) : fusion_fuse(cc, pc);
+    else f = fusion_merge_siblings(cc, pc, NULL);
+  }
+  int regs = 0, spills = 0;
+  bool got = f && register_hook(register_hook_ctx, ir_fused_computation(f), &regs, &spills);
+  ir_module_free(copy);
+  if (!got) return true;
+  int limit = d->max_registers_per_thread > 0 ? d->max_registers_per_thread : FUSION_MAX_REGISTERS;
+  fusion_verdict_metric(v, "registers", regs);
+  fusion_verdict_metric(v, "spill_bytes", spills);
+  if (regs > limit || spills > 0) {
+    fusion_verdict_metric(v, "limit", limit);
+    return fusion_refuse(v, FR_REGISTERS,
+                         "ptxas needs %d registers per thread for %s fused with %s%s%d B spilled; %s allows %d and "
+                         "no spills",
+                         regs, p->name, c->name, spills ? " and " : ", ", spills, d->name, limit);
+  }
+  return true;
+}
+
+bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContext *cx, bool mo, FusionVerdict *v) {
+  const PassSettings *s = cx ? cx->settings : NULL;
+  const DeviceProfile *d = cx ? cx->device : NULL;
+  int ops = fusion_operands_and_outputs(p, c, mo);
+  int budget = s && s->operand_budget > 0 ? s->operand_budget : 64;
+  fusion_verdict_metric(v, "operands", ops);
+  if (ops > budget) {
+    fusion_verdict_metric(v, "budget", budget);
+    fusion_refuse(v, FR_OPERAND_BUDGET,
+                  "fusing %s with %s would give the kernel %d operands and outputs; budget %d", p->name, c->name,
+                  ops, budget);
+    fusion_suggest(v, "raise the budget with `set operand_budget %d`", ops > 96 ? ops : 96);
+    return false;
+  }
+  int64_t smem = fusion_shared_memory(p) + fusion_shared_memory(c);
+  if (d && d->is_gpu && d->shared_mem_per_block > 0 && smem > d->shared_mem_per_block) {
+    fusion_verdict_metric(v, "shared_bytes", (double)smem);
+    fusion_verdict_metric(v, "limit", d->shared_mem_per_block);
+    return fusion_refuse(v, FR_SHARED_MEMORY,
+                         "the reductions of %s and %s together need %" PRId64 " B of shared memory per block; "
+                         "%s has %d B",
+                         p->name, c->name, smem, d->name, d->shared_mem_per_block);
+  }
+  int red = fusion_unnested_reductions(p) + fusion_unnested_reductions(c);
+  if (red > FUSION_MAX_UNNESTED_REDUCTIONS) {
+    fusion_verdict_metric(v, "reductions", red);
+    fusion_verdict_metric(v, "limit", FUSION_MAX_UNNESTED_REDUCTIONS);
+    return fusion_refuse(v, FR_UNNESTED_REDUCTIONS,
+                         "fusing %s with %s would put %d unnested reductions in one kernel; limit %d", p->name,
+                         c->name, red, FUSION_MAX_UNNESTED_REDUCTIONS);
+  }
+  if (register_hook && d && d->is_gpu && !check_registers(p, c, d, mo, v)) return false;
+  int size = fusion_body_size(p) + fusion_body_size(c);
+  if (size > FUSION_MAX_IR_SIZE) {
+    fusion_verdict_metric(v, "instructions", size);
+    fusion_verdict_metric(v, "limit", FUSION_MAX_IR_SIZE);
+    return fusion_refuse(v, FR_IR_SIZE, "fusing %s with %s would give a body of %d instructions; limit %d",
+                         p->name, c->name, size, FUSION_MAX_IR_SIZE);
+  }
+  return true;
+}
+
+bool fusion_should_fuse_priority(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  return fusion_should_fuse(p, c, cx, FUSION_MODE_PRIORITY, v);
+}
+
+/* In FUSION_MODE_PRIORITY the cost model decides duplication: no expensive-duplication or
+ * user-limit rule, constants fuse anywhere, loop fusions are producers like any other. */
+bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionMode mode, FusionVerdict *v) {
+  const PassSettings *s = cx ? cx->settings : NULL;
+  bool may_dup = mode != FUSION_MODE_NO_DUPLICATION;
+  memset(v, 0, sizeof *v);
+  if (!fusion_check_consumer(c, cx, v)) return false;
+  if (!fusion_check_producer(p, cx, v)) return false;
+  if (p->is_root)
+    return fusion_refuse(v, FR_ROOT,
+                         "%s is the root of %s: its value is the computation's output, so it is not fused into "
+                         "%s",
+                         p->name, p->parent ? p->parent->name : "its computation", c->name);
+  if (p->op == IR_OP_CONSTANT && ir_shape_elements(&p->shape) > 1)
+    return fusion_refuse(v, FR_NOT_FUSIBLE,
+                         "%s is a constant of %" PRId64 " elements: XLA keeps large constants in memory and fuses "
+                         "only scalar constants",
+                         p->name, ir_shape_elements(&p->shape));
+  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION && mode != FUSION_MODE_PRIORITY)
+    return fusion_refuse(v, FR_NOT_FUSIBLE,
+                         "%s is a scalar constant; XLA fuses constants only into an existing fusion, and %s is "
+                         "not one yet",
+                         p->name, c->name);
+  int users = fusion_user_count(p);
+  fusion_verdict_metric(v, "users", users);
+  bool dup = users > 1 && !always_duplicable(p);
+  if (dup && !may_dup)
+    return fusion_refuse(v, FR_CODE_DUPLICATION,
+                         "%s has %d users; this run fuses only producers with one user, so fusing it would need "
+                         "a copy per user (the next run may duplicate it)",
+                         p->name, users);
+  const IrInstr *exp = fusion_expensive_member(p, s);
+  if (dup && exp && mode != FUSION_MODE_PRIORITY) {
+    fusion_refuse(v, FR_EXPENSIVE_DUPLICATION,
+                  "%s is expensive (%s) and has %d users; fusing it into %s would compute it again in each of "
+                  "them",
+                  p->name, ir_op_name(exp->op), users, c->name);
+    fusion_suggest(v, "if %s is cheap on your device, `set expensive %s off`", ir_op_name(exp->op),
+                   ir_op_name(exp->op));
+    return false;
+  }
+  int k = operand_index(c, p);
+  double times = 1;
+  bool reuse = k >= 0 && fusion_reuses_operand(c, k, &times);
+  const IrInstr *pr = fused_root(p);
+  if (reuse && (pr->op == IR_OP_REDUCE || pr->op == IR_OP_REDUCE_WINDOW) &&
+      inputs_per_output(pr) > FUSION_MAX_INPUTS_PER_OUTPUT) {
+    fusion_verdict_metric(v, "inputs_per_output", inputs_per_output(pr));
+    fusion_verdict_metric(v, "reuse", times);
+    fusion_verdict_metric(v, "limit", FUSION_MAX_INPUTS_PER_OUTPUT);
+    return fusion_refuse(v, FR_HEAVY_COMPUTATION,
+                         "%s reads %.0f inputs per output and %s reads each of its elements %.0f times; fusing "
+                         "would redo that work per read (limit %d inputs per output)",
+                         pr->name, inputs_per_output(pr), c->name, times, FUSION_MAX_INPUTS_PER_OUTPUT);
+  }
+  if (reuse && exp) {
+    fusion_verdict_metric(v, "reuse", times);
+    fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                  "%s is expensive (%s) and %s reads each of its elements %.0f times; fused, %s would be "
+                  "recomputed %.0f times per element",
+                  p->name, ir_op_name(exp->op), c->name, times, ir_op_name(exp->op), times);
+    fusion_suggest(v, "if %s is cheap on your device, `set expensive %s off`", ir_op_name(exp->op),
+                   ir_op_name(exp->op));
+    return false;
+  }
+  const IrInstr *lr = loop_reduction(p);
+  if (lr) {
+    const IrInstr *cr = consumer_reduction(c, p);
+    if (cr) {
+      fusion_verdict_metric(v, "inputs_per_output", inputs_per_output(lr));
+      return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
+                           "both sides contain a reduction: %s (%.0f inputs per output) would run as a loop inside "
+                           "%s's loop, a nested loop",
+                           lr->name, inputs_per_output(lr), cr->name);
+    }
+  }
+  const IrInstr *cr = fused_root(c);
+  if ((cr->op == IR_OP_DYNAMIC_UPDATE_SLICE || cr->op == IR_OP_SCATTER) && k >= 0) {
+    bool in_place_operand = false;
+    if (c->op == IR_OP_FUSION) {
+      IrComputation *fc = ir_fused_computation(c);
+      for (int j = 0; j < c->noperands; j++)
+        if (c->operands[j] == p && fc && j < fc->nparams && cr->noperands > 0 && cr->operands[0] == fc->params[j])
+          in_place_operand = true;
+    } else {
+      in_place_operand = c->operands[0] == p;
+    }
+    if (in_place_operand)
+      return fusion_refuse(v, FR_IN_PLACE,
+                           "%s updates its operand 0 in place; fusing %s into that operand would make the kernel "
+                           "compute the whole buffer instead of writing only the updated %s",
+                           cr->name, p->name, cr->op == IR_OP_SCATTER ? "elements" : "slice");
+  }
+  if (!fusion_check_too_large(p, c, cx, false, v)) return false;
+  if (mode == FUSION_MODE_PRIORITY) {
+    int copies = fusion_emitted_copies(p, c);
+    int limit = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;
+    fusion_verdict_metric(v, "copies", copies);
+    if (copies > limit) {
+      fusion_verdict_metric(v, "limit", limit);
+      return fusion_refuse(v, FR_CODE_DUPLICATION,
+                           "fusing %s into %s would emit it %d times (once per distinct index computation); "
+                           "limit %d copies",
+                           p->name, c->name, copies, limit);
+    }
+  } else if (may_dup || c->op == IR_OP_FUSION) {
+    if (!fusion_check_code_duplication(p, c, cx, v)) return false;
+  }
+  if (dup)
+    fusion_verdict_ok(v, "%s is cheap and has %d users: duplicated into %s", p->name, users, c->name);
+  else
+    fusion_verdict_ok(v, "%s fuses into %s", p->name, c->name);
+  return true;
+}
+
+/* ---------- computations the passes walk ---------- */
+
+static void control_visit(IrComputation *c, IrComputation **out, int max, int *n, char *seen) {
+  if (!c || seen[c->id]) return;
+  seen[c->id] = 1;
+  for (int k = 0; k < c->ninstrs; k++) {
+    IrInstr *i = c->instrs[k];
+    if (i->op != IR_OP_WHILE && i->op != IR_OP_CALL && i->op != IR_OP_CONDITIONAL) continue;
+    for (int a = 0; a < i->nattrs; a++)
+      if (i->attrs[a].kind == IR_ATTR_COMP)
+        for (int j = 0; j < i->attrs[a].ncomps; j++) control_visit(i->attrs[a].comps[j], out, max, n, seen);
+  }
+  if (*n < max) out[*n] = c;
+  (*n)++;
+}
+
+int fusion_control_computations(const IrModule *m, IrComputation **out, int max) {
+  if (!m->entry) return 0;
+  char *seen = fx_calloc((size_t)m->next_id + 1, 1);
+  if (!seen) return 0;
+  int n = 0;
+  control_visit(m->entry, out, max, &n, seen);
+  fx_free(seen);
+  return n < max ? n : max;
+}
+
+/* ---------- pairs already reported ---------- */
+
+static size_t pair_hash(const IrInstr *a, const IrInstr *b, const char *reason) {
+  uint64_t h = (uint64_t)(uintptr_t)a * 0x9E3779B97F4A7C15ull;
+  h ^= (uint64_t)(uintptr_t)b + 0x7F4A7C159E3779B9ull + (h << 6) + (h >> 2);
+  h ^= (uint64_t)(uintptr_t)reason + (h << 6) + (h >> 2);
+  return (size_t)(h ^ (h >> 29));
+}
+
+static bool pairs_insert(FusionPairSet *r, FusionPair p) {
+  size_t m = r->cap - 1;
+  for (size_t k = pair_hash(p.a, p.b, p.reason) & m;; k = (k + 1) & m) {
+    FusionPair *q = &r->v[k];
+    if (!q->a) {
+      *q = p;
+      r->n++;
+      return true;
+    }
+    if (q->a == p.a && q->b == p.b && q->reason == p.reason) return false;
+  }
+}
+
+/* True when (a, b) was refused for this reason before; otherwise remembers it. */
+bool fusion_pair_seen(FusionPairSet *r, const IrInstr *a, const IrInstr *b, const char *reason, bool *oom) {
+  if ((r->n + 1) * 2 > r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 64;
+    FusionPair *nv = fx_calloc(cap, sizeof *nv);
+    if (!nv) {
+      *oom = true;
+      return false;
+    }
+    FusionPairSet grown = {nv, 0, cap};
+    for (size_t k = 0; k < r->cap; k++)
+      if (r->v[k].a) pairs_insert(&grown, r->v[k]);
+    fx_free(r->v);
+    *r = grown;
+  }
+  return !pairs_insert(r, (FusionPair){a, b, reason});
+}
+
+void fusion_pair_set_free(FusionPairSet *r) {
+  fx_free(r->v);
+  memset(r, 0, sizeof *r);
+}

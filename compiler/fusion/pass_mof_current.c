@@ -1,0 +1,404 @@
+/* pass_mof_current.c — today's XLA multi_output_fusion (GPU, after priority-fusion), as the
+ * priority pipeline runs it. The classic pipeline keeps the 2021 rules (pass_multi_output_fusion.c).
+ *
+ * Follows XLA's MultiOutputFusion (xla/service/gpu/transforms/multi_output_fusion.cc) and the
+ * gpu_fusible.cc predicates it calls:
+ *
+ *   - producers are visited uses before defs; constants and custom fusions are skipped;
+ *   - FuseSiblings: the users of a producer that is not an effective scalar, filtered by
+ *     IsSiblingFusionCandidate (a multi-output fusion root: a reduction fusion or contiguous
+ *     reduce, a tiled transpose, a loop fusion or an elementwise op), multi-output fusions first,
+ *     then fusions, then plain ops; each fusion takes every later sibling that is not connected
+ *     to it, has a compatible loop shape (ShapesCompatibleForMultiOutputFusion), does not read a
+ *     disjoint slice of the shared operand (ParameterSlicesAreNonOverlapping), is not an in-place
+ *     dynamic-update-slice and fits the budget (LegalToFuse);
+ *   - then producer-consumer: a producer that may stay an output (IsProducerMultiOutputFusible:
+ *     not multi-output, no in-place op, loop-fusible, not physically transposing) with more than
+ *     one user goes into the preferred consumer that can take it (a multi-output root with a
+ *     compatible shape, no cycle, within budget, not slower by the cost model).
+ *
+ * Every pair judged is reported: "sibling" and "multi-output" decisions with XLA's reason. */
+#include <string.h>
+
+#include "fusion_analysis.h"
+#include "fusion_build.h"
+#include "../passes/passes.h"
+#include "reachability.h"
+
+static bool effective_scalar(const IrShape *s) {
+  if (!ir_shape_is_array(s)) return false;
+  for (int k = 0; k < s->rank; k++)
+    if (s->dims[k] != 1) return false;
+  return true;
+}
+
+static bool is_mof(const IrInstr *i) { return i->op == IR_OP_FUSION && fusion_fused_root(i)->op == IR_OP_TUPLE; }
+
+static bool custom_fusion(const IrInstr *i) {
+  const char *k = i->op == IR_OP_FUSION ? ir_fusion_kind(i) : NULL;
+  return k && strcmp(k, "kCustom") == 0;
+}
+
+/* IsFusibleAsMultiOutputFusionRoot. */
+static bool mof_root(const IrInstr *i, const PassSettings *s) {
+  if (!fusion_xla_fusible(i, s) || custom_fusion(i)) return false;
+  if (i->op == IR_OP_FUSION) {
+    FusionEmitter e = fusion_emitter_kind(i);
+    return e == FUSION_EMITTER_REDUCTION || e == FUSION_EMITTER_TRANSPOSE || e == FUSION_EMITTER_LOOP;
+  }
+  return fusion_contiguous_reduce(i) || fusion_tiled_transpose(i) ||
+         (ir_op_is_elementwise(i->op) && i->noperands > 0);
+}
+
+/* IsSiblingFusionCandidate. */
+static bool sibling_candidate(const IrInstr *i, const PassSettings *s) {
+  if (i->nusers == 0 || !mof_root(i, s)) return false;
+  if (i->shape.type == IR_TUPLE && i->op == IR_OP_REDUCE && !fusion_contiguous_reduce(i)) return false;
+  if (is_mof(i))
+    for (int u = 0; u < i->nusers; u++)
+      if (i->users[u]->op != IR_OP_GET_TUPLE_ELEMENT) return false;
+  return true;
+}
+
+static int priority_of(const IrInstr *i) { return is_mof(i) ? 2 : i->op == IR_OP_FUSION ? 1 : 0; }
+
+/* GetRealHeroForMultiOutputFusion. */
+static const IrInstr *real_hero(const IrInstr *i) {
+  if (i->op != IR_OP_FUSION) return i;
+  const IrInstr *r = fusion_fused_root(i);
+  if (r->op != IR_OP_TUPLE) {
+    const IrInstr *h = fusion_hero(r);
+    return fusion_contiguous_reduce(h) || fusion_tiled_transpose(h) ? h : r;
+  }
+  for (int k = 0; k < r->noperands; k++) {
+    const IrInstr *h = fusion_hero(r->operands[k]);
+    if (fusion_contiguous_reduce(h) || fusion_tiled_transpose(h)) return h;
+  }
+  return r->noperands ? r->operands[0] : r;
+}
+
+static bool default_layout(const IrShape *s) {
+  if (!s->has_layout || !s->minor_to_major) return true;
+  for (int k = 0; k < s->rank; k++)
+    if (s->minor_to_major[k] != s->rank - 1 - k) return false;
+  return true;
+}
+
+/* ShapesCompatibleForMultiOutputFusion: the two kernels share one parallel loop. */
+static bool shapes_compatible(const IrInstr *a, const IrInstr *b, FusionVerdict *v) {
+  const IrInstr *ha = real_hero(a), *hb = real_hero(b);
+  bool ra = fusion_contiguous_reduce(ha), rb = fusion_contiguous_reduce(hb);
+  bool ta = fusion_tiled_transpose(ha), tb = fusion_tiled_transpose(hb);
+  if (ra && rb) {
+    const char *da = ir_attr_text(ha, "dimensions"), *db = ir_attr_text(hb, "dimensions");
+    if (!ir_shape_same_dims(&ha->operands[0]->shape, &hb->operands[0]->shape) || !da || !db || strcmp(da, db) != 0)
+      return fusion_refuse(v, FR_SHAPE_MISMATCH, "%s and %s are tiled reductions with different shapes", ha->name,
+                           hb->name);
+  } else if ((ra && tb) || (ta && rb)) {
+    return fusion_refuse(v, FR_SHAPE_MISMATCH, "%s and %s: XLA does not multi-output fuse a transpose and a reduction",
+                         a->name, b->name);
+  } else if (ta && tb && !ir_shape_same_dims(&ha->shape, &hb->shape)) {
+    return fusion_refuse(v, FR_SHAPE_MISMATCH, "%s and %s are tiled transposes with different shapes", a->name, b->name);
+  }
+  const IrShape *la = ra || ta ? &ha->operands[0]->shape : &ha->shape;
+  const IrShape *lb = rb || tb ? &hb->operands[0]->shape : &hb->shape;
+  if (ir_shape_same_dims(la, lb)) return true;
+  /* Unequal shapes are accepted when one is a bitcast of the other (IsReshapeOrTransposeBitcast):
+   * with row-major layouts, any two arrays of as many elements. */
+  if (ir_shape_is_array(la) && ir_shape_is_array(lb) && default_layout(la) && default_layout(lb) &&
+      ir_shape_elements(la) == ir_shape_elements(lb))
+    return true;
+  char fa[128], fb[128];
+  ir_shape_format(la, false, fa, sizeof fa);
+  ir_shape_format(lb, false, fb, sizeof fb);
+  return fusion_refuse(v, FR_SHAPE_MISMATCH,
+                       "%s iterates over %s and %s over %s: different loop shapes cannot share one kernel", a->name, fa,
+                       b->name, fb);
+}
+
+/* FindUniqueSlice: the one slice through which i reads parent, or NULL. */
+static const IrInstr *unique_slice(const IrInstr *parent, const IrInstr *i) {
+  if (i->op == IR_OP_SLICE) return i;
+  if (i->op != IR_OP_FUSION) return NULL;
+  IrComputation *fc = ir_fused_computation(i);
+  const IrInstr *found = NULL;
+  for (int k = 0; fc && k < i->noperands && k < fc->nparams; k++) {
+    if (i->operands[k] != parent) continue;
+    if (found) return NULL;
+    const IrInstr *pp = fc->params[k];
+    if (!pp || pp->nusers != 1) return NULL;
+    found = unique_slice(pp, pp->users[0]);
+    if (!found) return NULL;
+  }
+  return found;
+}
+
+/* ParameterSlicesAreNonOverlapping: siblings reading disjoint slices of a large operand gain
+ * nothing from sharing it. */
+static bool slices_overlap(const IrInstr *a, const IrInstr *b, const IrInstr *parent, FusionVerdict *v) {
+  if (parent->shape.type == IR_TUPLE || ir_shape_bytes(&parent->shape) < 1024) return true;
+  const IrInstr *sa = unique_slice(parent, a), *sb = unique_slice(parent, b);
+  if (!sa || !sb) return true;
+  int64_t s1[IR_MAX_RANK], l1[IR_MAX_RANK], d1[IR_MAX_RANK], s2[IR_MAX_RANK], l2[IR_MAX_RANK], d2[IR_MAX_RANK];
+  int n1 = ir_attr_slice(sa, s1, l1, d1, IR_MAX_RANK), n2 = ir_attr_slice(sb, s2, l2, d2, IR_MAX_RANK);
+  for (int d = 0; d < parent->shape.rank && d < n1 && d < n2; d++)
+    if (!(s1[d] < l2[d] && s2[d] < l1[d]))
+      return fusion_refuse(v, FR_SHAPE_MISMATCH,
+                           "%s and %s read disjoint slices of %s (dimension %d): sharing the operand saves nothing, "
+                           "the slices are non-overlapping",
+                           a->name, b->name, parent->name, d);
+  return true;
+}
+
+/* FusionFitsInBudget for two kernels that become one. */
+static bool fits_budget(const IrInstr *a, const IrInstr *b, const PassContext *cx, FusionVerdict *v) {
+  const DeviceProfile *d = cx->device;
+  int64_t smem = fusion_shared_memory(a) + fusion_shared_memory(b);
+  if (d && d->is_gpu && d->shared_mem_per_block > 0 && smem > d->shared_mem_per_block)
+    return fusion_refuse(v, FR_SHARED_MEMORY, "%s and %s together need %lld B of shared memory per block; %s has %d B",
+                         a->name, b->name, (long long)smem, d->name, d->shared_mem_per_block);
+  int red = fusion_unnested_reductions(a) + fusion_unnested_reductions(b);
+  if (red > FUSION_MAX_UNNESTED_REDUCTIONS)
+    return fusion_refuse(v, FR_UNNESTED_REDUCTIONS, "%s and %s together hold %d unnested reductions; limit %d", a->name,
+                         b->name, red, FUSION_MAX_UNNESTED_REDUCTIONS);
+  const PassSettings *s = cx->settings;
+  int budget = s && s->operand_budget > 0 && s->operand_budget != 64 ? s->operand_budget : 96;
+  int ops = fusion_operands_and_outputs(a, b, true);
+  if (ops > budget)
+    return fusion_refuse(v, FR_OPERAND_BUDGET, "%s and %s together would have %d operands and outputs; budget %d",
+                         a->name, b->name, ops, budget);
+  return true;
+}
+
+static bool dus_root(const IrInstr *i) {
+  return i->op == IR_OP_FUSION && fusion_fused_root(i)->op == IR_OP_DYNAMIC_UPDATE_SLICE;
+}
+
+/* CanFuseSiblings. */
+static bool can_fuse_siblings(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *parent, const PassContext *cx,
+                              FusionVerdict *v) {
+  memset(v, 0, sizeof *v);
+  if (reach_path(r, a, b, false) || reach_path(r, b, a, false)) {
+    const IrInstr *from = reach_path(r, a, b, false) ? a : b, *to = from == a ? b : a;
+    return fusion_refuse(v, FR_CYCLE, "%s and %s are connected (%s reaches %s): fusing them would introduce a cycle",
+                         a->name, b->name, from->name, to->name);
+  }
+  if (!shapes_compatible(a, b, v)) return false;
+  if (!slices_overlap(a, b, parent, v)) return false;
+  if (dus_root(a) || dus_root(b))
+    return fusion_refuse(v, FR_IN_PLACE, "%s updates a buffer in place: XLA can't fuse multiple DUSs as siblings",
+                         dus_root(a) ? a->name : b->name);
+  if (!fits_budget(a, b, cx, v)) return false;
+  fusion_verdict_ok(v, "%s and %s both read %s: one kernel with both outputs reads it once", a->name, b->name,
+                    parent->name);
+  return true;
+}
+
+static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
+  if (effective_scalar(&parent->shape)) return 0;
+  IrInstr *sib[64];
+  int n = 0;
+  for (int u = 0; u < parent->nusers && n < 64; u++)
+    if (parent->users[u]->parent == parent->parent && sibling_candidate(parent->users[u], cx->settings))
+      sib[n++] = parent->users[u];
+  /* Stable sort: multi-output fusions, then fusions, then plain ops. */
+  for (int i = 1; i < n; i++) {
+    IrInstr *x = sib[i];
+    int j = i - 1;
+    while (j >= 0 && priority_of(sib[j]) < priority_of(x)) {
+      sib[j + 1] = sib[j];
+      j--;
+    }
+    sib[j + 1] = x;
+  }
+  int merged = 0;
+  for (int i = 0; i < n; i++) {
+    if (!sib[i] || sib[i]->op != IR_OP_FUSION) continue;
+    for (int j = i + 1; j < n; j++) {
+      if (!sib[j]) continue;
+      FusionVerdict v;
+      char an[256], bn[256];
+      snprintf(an, sizeof an, "%s", sib[i]->name);
+      snprintf(bn, sizeof bn, "%s", sib[j]->name);
+      if (!can_fuse_siblings(r, sib[i], sib[j], parent, cx, &v)) {
+        if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
+        if (*oom) return merged;
+        continue;
+      }
+      IrInstr *f = fusion_merge_siblings(sib[i], sib[j], NULL);
+      if (!f) {
+        *oom = true;
+        return merged;
+      }
+      reach_update(r, f);
+      fusion_verdict_metric(&v, "outputs", f->shape.type == IR_TUPLE ? f->shape.ntuple : 1);
+      fusion_verdict_emit(cx, "sibling", an, bn, f->name, &v);
+      sib[i] = f;
+      sib[j] = NULL;
+      merged++;
+    }
+  }
+  return merged;
+}
+
+static bool in_place(const IrInstr *i) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER) return true;
+  }
+  return false;
+}
+
+static bool physically_transposing(const IrInstr *i) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (x->op == IR_OP_COPY) return true;
+    if (x->op == IR_OP_TRANSPOSE) {
+      int64_t perm[IR_MAX_RANK];
+      int r = ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK);
+      /* A transpose is a bitcast when it moves only dimensions of size 1 (row-major layouts). */
+      int64_t last = -1;
+      for (int d = 0; d < r; d++) {
+        if (x->operands[0]->shape.dims[perm[d]] == 1) continue;
+        if (perm[d] < last) return true;
+        last = perm[d];
+      }
+    }
+  }
+  return false;
+}
+
+/* IsProducerMultiOutputFusible (with IsLoopFusibleAsProducer). */
+static bool producer_ok(const IrInstr *p, const PassSettings *s) {
+  if (is_mof(p) || in_place(p) || !fusion_xla_fusible(p, s) || physically_transposing(p)) return false;
+  if (p->op == IR_OP_FUSION) return fusion_emitter_kind(p) == FUSION_EMITTER_LOOP;
+  switch (p->op) {
+  case IR_OP_IOTA:
+  case IR_OP_CONSTANT: return true;
+  case IR_OP_REDUCE: return p->shape.type != IR_TUPLE;
+  case IR_OP_BITCAST:
+  case IR_OP_BROADCAST:
+  case IR_OP_CONCATENATE:
+  case IR_OP_DYNAMIC_SLICE:
+  case IR_OP_GATHER:
+  case IR_OP_PAD:
+  case IR_OP_REDUCE_WINDOW:
+  case IR_OP_RESHAPE:
+  case IR_OP_REVERSE:
+  case IR_OP_SLICE:
+  case IR_OP_TRANSPOSE: return true;
+  default: return ir_op_is_elementwise(p->op) && p->noperands > 0;
+  }
+}
+
+/* ProducerCandidateIsFusible. */
+static bool consumer_ok(Reach *r, const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  memset(v, 0, sizeof *v);
+  if (!mof_root(c, cx->settings))
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is not eligible as a multi-output fusion root", c->name);
+  if (!shapes_compatible(c, p, v)) return false;
+  for (int k = 0; k < c->noperands; k++) {
+    const IrInstr *o = c->operands[k];
+    if (o != p && o->parent == p->parent && reach_path(r, p, o, false))
+      return fusion_refuse(v, FR_CYCLE, "%s reaches %s, another operand of %s: %s would introduce a cycle when fused",
+                           p->name, o->name, c->name, p->name);
+  }
+  if (!fits_budget(p, c, cx, v)) return false;
+  double merged = 0;
+  if (fusion_merged_too_large(p, c, &merged))
+    return fusion_refuse(v, FR_IR_SIZE, "%s with %s would generate too large IR (%.0f instructions)", p->name, c->name,
+                         merged);
+  /* EstimateRunTimesForMultiOutputFusion: the producer's kernel and launch go, its output is still
+   * written. */
+  const DeviceProfile *d = cx->device;
+  double unfused = 2 * PERF_LAUNCH_US + perf_exec_us(d, p) + perf_exec_us(d, c);
+  double fused = PERF_LAUNCH_US + perf_fused_exec_us(d, p, c) +
+                 (double)ir_shape_bytes(&p->shape) / ((d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e3);
+  fusion_verdict_metric(v, "us_fused", fused);
+  fusion_verdict_metric(v, "us_unfused", unfused);
+  if (fused > unfused)
+    return fusion_refuse(v, FR_SLOWER_IF_FUSED, "%s with %s as a multi-output fusion would take %.2f us instead of %.2f "
+                         "us: it will execute slower if fused", p->name, c->name, fused, unfused);
+  fusion_verdict_ok(v, "%s fuses into %s and stays an output for its %d other %s", p->name, c->name, p->nusers - 1,
+                    p->nusers - 1 == 1 ? "user" : "users");
+  return true;
+}
+
+static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
+  int n = c->ninstrs;
+  IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1));
+  if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+  memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
+  bool oom = false;
+  FusionPairSet refused = {0};
+  Reach reach;
+  reach_init(&reach, c);
+  for (int k = n - 1; k >= 0 && !oom && !pass_interrupted(cx); k--) {
+    IrInstr *p = order[k];
+    if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT || custom_fusion(p)) continue;
+    *count += fuse_siblings(&reach, p, cx, &refused, &oom);
+    if (oom || p->dead || p->parent != c) continue;
+    if (!producer_ok(p, cx->settings) || p->op == IR_OP_PARAMETER) continue;
+    if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) continue;
+    IrInstr *best = NULL;
+    FusionVerdict bestv;
+    IrInstr *users[64];
+    int nu = p->nusers < 64 ? p->nusers : 64;
+    memcpy(users, p->users, sizeof(IrInstr *) * (size_t)nu);
+    for (int u = 0; u < nu; u++) {
+      IrInstr *cons = users[u];
+      if (cons->parent != c) continue;
+      FusionVerdict v;
+      if (!consumer_ok(&reach, p, cons, cx, &v)) {
+        fusion_verdict_emit(cx, "multi-output", p->name, fusion_consumer_label(cons, p), NULL, &v);
+        continue;
+      }
+      /* SelectPreferredFusionCandidate: multi-output fusions, then fusions; the first of the best. */
+      if (!best || priority_of(cons) > priority_of(best)) {
+        best = cons;
+        bestv = v;
+      }
+    }
+    if (!best) continue;
+    char pn[256], cl[256];
+    snprintf(pn, sizeof pn, "%s", p->name);
+    snprintf(cl, sizeof cl, "%s", fusion_consumer_label(best, p));
+    IrInstr *f = fusion_fuse_multi_output(best, p);
+    if (!f) {
+      oom = true;
+      break;
+    }
+    reach_update(&reach, f);
+    fusion_verdict_emit(cx, "multi-output", pn, cl, f->name, &bestv);
+    (*count)++;
+  }
+  fx_free(order);
+  fusion_pair_set_free(&refused);
+  reach_free(&reach);
+  if (oom) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+  if (*count) ir_computation_sort(c);
+  return true;
+}
+
+static bool run(IrModule *m, PassContext *cx, bool *changed) {
+  *changed = false;
+  if (fusion_pass_disabled(cx, "multi_output_fusion")) return true;
+  IrComputation *comps[1024];
+  int n = fusion_control_computations(m, comps, 1024);
+  int count = 0;
+  for (int k = 0; k < n; k++)
+    if (!mof_computation(comps[k], cx, &count)) return false;
+  *changed = count > 0;
+  return true;
+}
+
+const Pass pass_multi_output_fusion_current = {
+    "multi_output_fusion",
+    "sibling fusion (kernels reading the same operand) and producer-consumer fusion keeping the producer as an "
+    "output, by today's XLA rules",
+    run,
+};

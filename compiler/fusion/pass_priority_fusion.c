@@ -1,0 +1,776 @@
+/* pass_priority_fusion.c — XLA's priority-fusion (GPU, since 2024): fuse producers in order of
+ * how much time fusing them saves, by the cost model on the device profile.
+ *
+ * This follows XLA's PriorityFusion (xla/service/gpu/transforms/priority_fusion.cc) step by step,
+ * because an explanation is only as true as the kernels it explains:
+ *
+ *   - the queue holds producers keyed by (priority, instruction id), the largest first; a
+ *     priority below zero is never queued;
+ *   - bitcasts come first (infinite priority: they are free) and are fused into the consumers
+ *     that can take them; constants are never queued: small (one-element) constants are fused
+ *     into every fusible user at the end;
+ *   - a producer is eligible only when every user that is not a bitcast can take it
+ *     (CanFuseWithAllNonBitcastUsers: "not fusing because there are only bitcast users" when
+ *     none is), and is then fused into all of its users at once, duplicated when there are
+ *     several;
+ *   - priority = time unfused - time fused, from GpuPerformanceModel's
+ *     EstimateRunTimesForPriorityFusion: one kernel launch overhead (1 us) per kernel, each
+ *     kernel's time the larger of compute and memory (reads of its operands, writes of its
+ *     output, at the device's DRAM bandwidth), the fused consumer reading the producer's
+ *     operands instead of its output;
+ *   - after a fusion, the new fusion and its operands get new priorities.
+ *
+ * The rules (CanFuse) are XLA's, in XLA's order: fusibility, no fusion into a lone bitcast,
+ * scatter's in-place operand, reduce into reduce, a reduction fusion turned into a loop fusion,
+ * the operand/shared-memory budget, merged IR size, the root, in-place operands.
+ *
+ * Unlike XLA, which stops at the first consumer that refuses, every consumer's verdict is
+ * computed and reported, each with `us_fused` and `us_unfused`: a consumer the rules refuse gets
+ * its own reason; consumers that would take the producer but cannot because another refuses get
+ * `code_duplication` (the producer cannot go into all of its users); a fusion the cost model
+ * predicts to be slower gets `slower_if_fused`. A producer is reported again only when its
+ * verdict changes. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusion_analysis.h"
+#include "fusion_build.h"
+#include "fusion_rules.h"
+#include "../passes/passes.h"
+#include "../plan/plan.h"
+
+typedef struct {
+  double prio;
+  int id;
+  int version;
+  IrInstr *instr;
+} HeapItem;
+
+typedef struct {
+  HeapItem *h;
+  int n, cap;
+  int *version; /* per instruction id */
+  unsigned *logged; /* per instruction id: a hash of the last reported refusal (0: none) */
+  int nversion;
+} Queue;
+
+static bool q_version_ok(Queue *q, int id) {
+  if (id < q->nversion) return true;
+  int nc = q->nversion ? q->nversion : 256;
+  while (nc <= id) nc *= 2;
+  int *nv = fx_realloc(q->version, sizeof(int) * (size_t)nc);
+  if (!nv) return false;
+  q->version = nv;
+  unsigned *nl = fx_realloc(q->logged, sizeof(unsigned) * (size_t)nc);
+  if (!nl) return false;
+  q->logged = nl;
+  memset(nv + q->nversion, 0, sizeof(int) * (size_t)(nc - q->nversion));
+  memset(nl + q->nversion, 0, sizeof(unsigned) * (size_t)(nc - q->nversion));
+  q->nversion = nc;
+  return true;
+}
+
+/* XLA's queue is a std::map keyed by (priority, unique id), taken from the largest end. */
+static bool before(const HeapItem *a, const HeapItem *b) {
+  return a->prio > b->prio || (a->prio == b->prio && a->id > b->id);
+}
+
+static bool q_push(Queue *q, IrInstr *i, double prio) {
+  if (!q_version_ok(q, i->id)) return false;
+  if (q->n == q->cap) {
+    int nc = q->cap ? q->cap * 2 : 256;
+    HeapItem *nh = fx_realloc(q->h, sizeof(HeapItem) * (size_t)nc);
+    if (!nh) return false;
+    q->h = nh;
+    q->cap = nc;
+  }
+  int k = q->n++;
+  q->h[k] = (HeapItem){prio, i->id, q->version[i->id], i};
+  while (k > 0) {
+    int p = (k - 1) / 2;
+    if (!before(&q->h[k], &q->h[p])) break;
+    HeapItem t = q->h[p];
+    q->h[p] = q->h[k];
+    q->h[k] = t;
+    k = p;
+  }
+  return true;
+}
+
+static bool q_pop(Queue *q, HeapItem *out) {
+  while (q->n > 0) {
+    *out = q->h[0];
+    q->h[0] = q->h[--q->n];
+    int k = 0;
+    for (;;) {
+      int l = 2 * k + 1, r = l + 1, b = k;
+      if (l < q->n && before(&q->h[l], &q->h[b])) b = l;
+      if (r < q->n && before(&q->h[r], &q->h[b])) b = r;
+      if (b == k) break;
+      HeapItem t = q->h[b];
+      q->h[b] = q->h[k];
+      q->h[k] = t;
+      k = b;
+    }
+    if (out->id < q->nversion && out->version == q->version[out->id]) return true;
+  }
+  return false;
+}
+
+/* What Triton's emitter supports (XLA's IsTritonSupportedInstruction, in broad strokes). */
+static bool triton_supported(const IrInstr *i) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    /* IsTritonSupportedInstruction: no complex element types (c64, c128). */
+    if (ir_type_is_complex(x->shape.type)) return false;
+    if (ir_op_is_elementwise(x->op)) continue;
+    switch (x->op) {
+    case IR_OP_PARAMETER:
+    case IR_OP_CONSTANT:
+    case IR_OP_BROADCAST:
+    case IR_OP_BITCAST:
+    case IR_OP_RESHAPE:
+    case IR_OP_REDUCE:
+    case IR_OP_TRANSPOSE:
+    case IR_OP_IOTA:
+    case IR_OP_CONCATENATE:
+    case IR_OP_SLICE: continue;
+    default: return false;
+    }
+  }
+  return true;
+}
+
+/* Refuses an op that is not fusible, with the reason fxplain's vocabulary gives it. */
+static bool refuse_unfusible(const IrInstr *i, const char *side, const PassContext *cx, FusionVerdict *v) {
+  if (fusion_is_library_call(i, cx->settings) || i->op == IR_OP_CUSTOM_CALL) {
+    char lib[160];
+    fusion_library_name(i, lib, sizeof lib);
+    return fusion_refuse(v, FR_CUSTOM_CALL, "%s is %s: an opaque kernel, so nothing can be fused into or out of it as %s",
+                         i->name, lib, side);
+  }
+  if (i->op == IR_OP_FUSION)
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a custom (%s) fusion built by an earlier pass; it takes no other %s",
+                         i->name, ir_fusion_kind(i) ? ir_fusion_kind(i) : "kCustom",
+                         strcmp(side, "a producer") == 0 ? "consumer" : "producer");
+  return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a %s (%s), which is not fusible: the %s is not fusible", i->name,
+                       ir_op_name(i->op), ir_op_info(i->op)->description,
+                       strcmp(side, "a producer") == 0 ? "producer" : "consumer");
+}
+
+/* ---------- XLA's fusion analysis, as far as the rules need it ---------- */
+
+/* A reduce with >= 16 inputs per output (XLA: "small reductions are emitted using the elemental
+ * emitter anyway"). */
+static bool significant_reduce(const IrInstr *i) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (x->op != IR_OP_REDUCE || !ir_shape_is_array(&x->shape) || x->noperands == 0) continue;
+    int64_t out = ir_shape_elements(&x->shape);
+    if (out > 0 && ir_shape_elements(&x->operands[0]->shape) / out >= FUSION_REDUCE_MIN_ELEMENTS) return true;
+  }
+  return false;
+}
+
+/* The operand of c's in-place root (dynamic-update-slice, scatter) that it writes into, or NULL. */
+static const IrInstr *in_place_buffer(const IrInstr *c, IrOpcode *op) {
+  const IrInstr *r = fusion_fused_root(c);
+  if ((r->op != IR_OP_DYNAMIC_UPDATE_SLICE && r->op != IR_OP_SCATTER) || r->noperands == 0) return NULL;
+  *op = r->op;
+  const IrInstr *b = r->operands[0];
+  if (c->op == IR_OP_FUSION) {
+    if (b->op != IR_OP_PARAMETER || b->param_number < 0 || b->param_number >= c->noperands) return NULL;
+    return c->operands[b->param_number];
+  }
+  return b;
+}
+
+/* The operand numbers of c whose buffers c updates in place (XLA's GetInPlaceInputOutputPairs for
+ * dynamic-update-slice and scatter, alone or as the roots of a fusion). Returns the count. */
+static int in_place_operands(const IrInstr *c, int *out, int max, const IrInstr **dus) {
+  const IrInstr *r = fusion_fused_root(c);
+  const IrInstr *roots[64];
+  int nr = 0, n = 0;
+  *dus = NULL;
+  if (r->op == IR_OP_TUPLE && c->op == IR_OP_FUSION)
+    for (int k = 0; k < r->noperands && nr < 64; k++) roots[nr++] = r->operands[k];
+  else
+    roots[nr++] = r;
+  for (int k = 0; k < nr && n < max; k++) {
+    const IrInstr *x = roots[k];
+    if ((x->op != IR_OP_DYNAMIC_UPDATE_SLICE && x->op != IR_OP_SCATTER) || x->noperands == 0) continue;
+    if (x->op == IR_OP_DYNAMIC_UPDATE_SLICE && !*dus) *dus = x;
+    const IrInstr *b = x->operands[0];
+    while (c->op == IR_OP_FUSION && b->op == IR_OP_BITCAST && b->noperands == 1) b = b->operands[0];
+    if (c->op != IR_OP_FUSION) out[n++] = 0;
+    else if (b->op == IR_OP_PARAMETER && b->param_number >= 0 && b->param_number < c->noperands)
+      out[n++] = (int)b->param_number;
+  }
+  return n;
+}
+
+/* ShouldFuseInPlaceOp's is_nonelementwise_op: not a fusion, an elementwise op, a bitcast or a
+ * parameter (a constant counts). */
+static bool non_elementwise(const IrInstr *x) {
+  return x->op != IR_OP_FUSION && !ir_op_is_elementwise(x->op) && x->op != IR_OP_BITCAST && x->op != IR_OP_PARAMETER;
+}
+
+/* XLA's ExtractInstructions: i itself, or the instructions of its fused body, that match. Returns
+ * how many match and the first in *first. */
+static int extract(const IrInstr *i, bool (*match)(const IrInstr *), IrOpcode op, const IrInstr **first) {
+  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
+  int n = fc ? fc->ninstrs : 1, count = 0;
+  *first = NULL;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (match ? !match(x) : x->op != op) continue;
+    if (!count++) *first = x;
+  }
+  return count;
+}
+
+/* What a fused instruction's operand is outside the fusion (a parameter maps to the operand). */
+static const IrInstr *real_operand(const IrInstr *owner, const IrInstr *x) {
+  if (owner->op == IR_OP_FUSION && x->op == IR_OP_PARAMETER && x->param_number >= 0 && x->param_number < owner->noperands)
+    return owner->operands[x->param_number];
+  return x;
+}
+
+static bool const_int(const IrInstr *x, int64_t *v) {
+  if (x->op != IR_OP_CONSTANT || !x->literal || !x->literal->values || x->literal->count < 1) return false;
+  *v = (int64_t)x->literal->values[0];
+  return true;
+}
+
+/* Whether a non-elementwise op of consumer fusion c (other than its in-place root) reads the
+ * parameter through which c reads p. */
+static bool consumer_conflict(const IrInstr *c, const IrInstr *p) {
+  IrComputation *fc = ir_fused_computation(c);
+  if (!fc) return false;
+  const IrInstr *root = fusion_fused_root(c);
+  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
+    if (c->operands[k] != p || !fc->params[k]) continue;
+    const IrInstr *stack[256];
+    int sp = 0, guard = 0;
+    stack[sp++] = fc->params[k];
+    while (sp > 0 && guard++ < 100000) {
+      const IrInstr *x = stack[--sp];
+      if (x != fc->params[k] && x != root && non_elementwise(x) &&
+          !(root->op == IR_OP_TUPLE && fusion_reads(root, x) &&
+            (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER)))
+        return true;
+      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
+    }
+  }
+  return false;
+}
+
+/* XLA's InstructionFusion::ShouldFuseInPlaceOp: a consumer that updates a buffer in place takes a
+ * producer that is (or reads) that buffer only when the producer is elementwise, or a single slice
+ * or dynamic-slice of exactly the region the consumer's one dynamic-update-slice writes. */
+static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVerdict *v) {
+  int idx[16];
+  const IrInstr *dus_unused = NULL;
+  int n = in_place_operands(c, idx, 16, &dus_unused);
+  for (int k = 0; k < n; k++) {
+    const IrInstr *buf = c->operands[idx[k]];
+    for (int i = 0; i < c->noperands; i++)
+      if (i != idx[k] && c->operands[i] == buf)
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s updates %s in place and also reads it through another operand; fusing into it is "
+                             "unsafe",
+                             c->name, buf->name);
+    if (buf != p && !fusion_reads(p, buf)) continue;
+    const IrInstr *pne = NULL;
+    int npne = extract(p, non_elementwise, IR_OP_COUNT, &pne);
+    if (npne > 1)
+      return fusion_refuse(v, FR_IN_PLACE,
+                           "%s %s %s, which %s updates in place, and holds %d non-elementwise ops (XLA: producer "
+                           "fusion has multiple non-elementwise ops, bailing)",
+                           p->name, buf == p ? "is" : "reads", buf->name, c->name, npne);
+    if (npne == 0) {
+      if (c->op == IR_OP_FUSION && consumer_conflict(c, p))
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s reads %s's value with a non-elementwise op as well as updating it in place (XLA: "
+                             "non-elementwise ops in consumer lead to inplace conflict after fusion)",
+                             c->name, p->name);
+      continue;
+    }
+    const IrInstr *dus = NULL;
+    int ndus = extract(c, NULL, IR_OP_DYNAMIC_UPDATE_SLICE, &dus);
+    if (ndus == 0) continue;
+    if (ndus > 1)
+      return fusion_refuse(v, FR_IN_PLACE, "%s holds %d dynamic-update-slices (XLA: multiple dus ops, bailing)", c->name,
+                           ndus);
+    int rank = dus->shape.rank;
+    if (pne->op == IR_OP_SLICE || pne->op == IR_OP_DYNAMIC_SLICE) {
+      if (dus->noperands < 2 + rank || !ir_shape_equal(&pne->shape, &dus->operands[1]->shape))
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s's %s has another shape than the update %s writes in place", p->name,
+                             ir_op_name(pne->op), dus->name);
+    }
+    if (pne->op == IR_OP_SLICE) {
+      int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
+      int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
+      for (int d = 0; d < rank; d++) {
+        int64_t cv;
+        if (d >= nd || !const_int(real_operand(c, dus->operands[2 + d]), &cv) || cv != st[d] || sd[d] != 1)
+          return fusion_refuse(v, FR_IN_PLACE,
+                               "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
+                               "mismatch)",
+                               p->name, buf->name, c->name);
+      }
+      continue;
+    }
+    if (pne->op == IR_OP_DYNAMIC_SLICE) {
+      for (int d = 0; d < rank && 1 + d < pne->noperands; d++) {
+        const IrInstr *a = real_operand(p, pne->operands[1 + d]), *b = real_operand(c, dus->operands[2 + d]);
+        int64_t av = 0, bv = 0;
+        bool ac = const_int(a, &av), bc = const_int(b, &bv);
+        if (ac != bc || (ac && av != bv) || (!ac && a != b))
+          return fusion_refuse(v, FR_IN_PLACE,
+                               "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index "
+                               "mismatch)",
+                               p->name, buf->name, c->name);
+      }
+      continue;
+    }
+    return fusion_refuse(v, FR_IN_PLACE,
+                         "%s %s %s through a %s while %s updates it in place (XLA: unrecognized in-place update "
+                         "non-elementwise output pair)",
+                         p->name, buf == p ? "is" : "reads", buf->name, ir_op_name(pne->op), c->name);
+  }
+  return true;
+}
+
+/* ShapeUtil::SubshapeCount: an array is one; a tuple is itself plus each element's count. */
+static int subshape_count(const IrShape *sh) {
+  if (sh->type != IR_TUPLE) return 1;
+  int n = 1;
+  for (int k = 0; k < sh->ntuple; k++) n += subshape_count(&sh->tuple[k]);
+  return n;
+}
+
+/* ---------- XLA's CanFuse ---------- */
+
+static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  const PassSettings *s = cx->settings;
+  memset(v, 0, sizeof *v);
+  if (fusion_pass_disabled((PassContext *)cx, "priority-fusion"))
+    return fusion_refuse(v, FR_POLICY, "priority-fusion is switched off");
+  if (fusion_is_generic_triton(p) || fusion_is_generic_triton(c)) {
+    /* CanFuseTriton: the other side must be fusible and supported by Triton's emitter. */
+    const IrInstr *other = fusion_is_generic_triton(p) ? c : p;
+    if (!fusion_xla_fusible(other, s) && !fusion_is_generic_triton(other)) return refuse_unfusible(other, other == p ? "a producer" : "a consumer", cx, v);
+    if (!triton_supported(other))
+      return fusion_refuse(v, FR_NOT_FUSIBLE, "%s holds an op Triton's emitter does not support, so it cannot join the Triton fusion %s",
+                           other->name, other == p ? c->name : p->name);
+    /* XLA decides a Triton fusion by whether it can be tiled (CanFuseTriton) and checks nothing
+     * else: SymbolicTileAnalysis::AnalyzeFusion, then TryFindTopKBestTilingsForFusion. */
+    TritonTiling tt;
+    int tiled = fusion_triton_tiling(cx->device, p, c, NULL, &tt);
+    if (tiled == 0 && tt.untileable)
+      return fusion_refuse(v, FR_NOT_FUSIBLE,
+                           "%s merges dimensions of which the fused Triton kernel of %s into %s reads only part of "
+                           "the minor one but several of the major one: XLA's SymbolicTileAnalysis fails to compute a "
+                           "symbolic tile for it",
+                           tt.untileable->name, p->name, c->name);
+    /* TryFindTopKBestTilingsForFusion keeps only tilings whose every tile fits in registers
+     * (DoesTileFitsInRegisters); with none left CanFuseTriton refuses: "Fusion can not be tiled
+     * with SymbolicTileAnalysis: No valid tilings found." */
+    if (tiled == 0)
+      return fusion_refuse(v, FR_REGISTERS,
+                           "none of the %ld tilings of the Triton fusion %s into %s fits in registers: %s needs a tile "
+                           "of %lld elements (padded to powers of two), over XLA's %lld (0.4 x registers per block; "
+                           "XLA: No valid tilings found)",
+                           tt.tilings, p->name, c->name, tt.too_big ? tt.too_big->name : "an operand",
+                           (long long)tt.too_big_elems, (long long)tt.max_elems);
+    fusion_verdict_ok(v, "%s fuses into the Triton fusion %s", p->name, c->name);
+    return true;
+  } else {
+    if (!fusion_xla_fusible(p, s)) return refuse_unfusible(p, "a producer", cx, v);
+    if (!fusion_xla_fusible(c, s)) return refuse_unfusible(c, "a consumer", cx, v);
+  }
+  if (c->op == IR_OP_BITCAST)
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a bitcast: XLA does not fuse into a single bitcast as consumer", c->name);
+  /* CanEmitInputFusedScatter. */
+  if (fusion_fused_root(p)->op == IR_OP_SCATTER)
+    return fusion_refuse(v, FR_IN_PLACE, "%s is a scatter: XLA does not fuse into the output of scatter", p->name);
+  IrOpcode ipop = IR_OP_COUNT;
+  const IrInstr *buf = in_place_buffer(c, &ipop);
+  if (buf && ipop == IR_OP_SCATTER) {
+    if (buf == p)
+      return fusion_refuse(v, FR_IN_PLACE, "%s is the buffer %s scatters into in place: XLA does not fuse into the "
+                           "in-place operand of scatter", p->name, c->name);
+    if (fusion_reads(p, buf))
+      return fusion_refuse(v, FR_IN_PLACE, "%s reads %s, the buffer %s scatters into in place", p->name, buf->name,
+                           c->name);
+  }
+  if (significant_reduce(p) && significant_reduce(c))
+    return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
+                         "both %s and %s contain a reduction of 16 or more inputs per output: XLA does not fuse a "
+                         "reduce into a reduce",
+                         p->name, c->name);
+  if (fusion_reduction_emitter(p, NULL) && !fusion_reduction_emitter(c, p))
+    return fusion_refuse(v, FR_REDUCE_EPILOGUE,
+                         "%s is a reduction fusion; with %s fused into its output it would become a loop fusion and "
+                         "lose the reduction emitter (XLA fuses only single-operand elementwise epilogues)",
+                         p->name, c->name);
+  /* FusionFitsInBudget. */
+  /* FusionFitsInBudget(consumer, producer, is_consumer_producer_fusion): the distinct operands of
+   * both (less the edge being fused) and the output buffers of both (SubshapeCount: a tuple counts
+   * itself and its elements), unless the fusion has no more operands than the consumer had. */
+  int outs = subshape_count(&c->shape) + subshape_count(&p->shape);
+  int nops = fusion_operands_and_outputs(p, c, false) - (c->shape.type == IR_TUPLE ? c->shape.ntuple : 1);
+  int ops = nops + outs;
+  int budget = s && s->operand_budget > 0 && s->operand_budget != 64 ? s->operand_budget : 96;
+  fusion_verdict_metric(v, "operands", ops);
+  if (c->noperands + p->noperands - 1 + outs > budget && nops > c->noperands && ops > budget) {
+    fusion_verdict_metric(v, "budget", budget);
+    return fusion_refuse(v, FR_OPERAND_BUDGET,
+                         "fusing %s into %s would give the kernel %d operands and outputs; budget %d", p->name,
+                         c->name, ops, budget);
+  }
+  const DeviceProfile *d = cx->device;
+  int64_t smem = fusion_shared_memory(p) + fusion_shared_memory(c);
+  if (d && d->is_gpu && d->shared_mem_per_block > 0 && smem > d->shared_mem_per_block) {
+    fusion_verdict_metric(v, "shared_bytes", (double)smem);
+    return fusion_refuse(v, FR_SHARED_MEMORY,
+                         "the reductions of %s and %s together need %" PRId64 " B of shared memory per block; %s "
+                         "has %d B",
+                         p->name, c->name, smem, d->name, d->shared_mem_per_block);
+  }
+  int red = fusion_unnested_reductions(p) + fusion_unnested_reductions(c);
+  if (red > FUSION_MAX_UNNESTED_REDUCTIONS)
+    return fusion_refuse(v, FR_UNNESTED_REDUCTIONS,
+                         "fusing %s into %s would put %d unnested reductions in one kernel; limit %d", p->name,
+                         c->name, red, FUSION_MAX_UNNESTED_REDUCTIONS);
+  /* ProducerConsumerMergedTooLarge: the producer's code is emitted once per emission of the
+   * consumer's parameter. */
+  double merged = 0;
+  if (fusion_merged_too_large(p, c, &merged)) {
+    fusion_verdict_metric(v, "ir_size", merged);
+    return fusion_refuse(v, FR_IR_SIZE,
+                         "fusing %s into %s would emit %.0f instructions (the producer once per use); limit %d: an "
+                         "overly large code duplication",
+                         p->name, c->name, merged, FUSION_MAX_IR_SIZE);
+  }
+  if (p->is_root)
+    return fusion_refuse(v, FR_ROOT, "%s is the root of %s: XLA does not fuse into the output of the root instruction",
+                         p->name, p->parent ? p->parent->name : "its computation");
+  if (!should_fuse_in_place_op(p, c, v)) return false;
+  fusion_verdict_ok(v, "%s fuses into %s", p->name, c->name);
+  return true;
+}
+
+/* ---------- the cost model: XLA's GpuPerformanceModel ---------- */
+
+typedef struct {
+  bool all_ok;
+  bool any_non_bitcast;
+  double us_unfused, us_fused;
+  int n;
+  FusionVerdict *v; /* one per user */
+  IrInstr **users;
+} Eval;
+
+static void eval_free(Eval *e) {
+  fx_free(e->v);
+  fx_free(e->users);
+  memset(e, 0, sizeof *e);
+}
+
+/* CanFuseWithAllNonBitcastUsers and EstimateRunTimesForPriorityFusion for producer p. Every
+ * user's verdict is computed (XLA stops at the first refusal). Returns false on allocation
+ * failure. */
+static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
+  memset(e, 0, sizeof *e);
+  e->n = p->nusers;
+  e->v = fx_calloc((size_t)(e->n ? e->n : 1), sizeof(FusionVerdict));
+  e->users = fx_malloc(sizeof(IrInstr *) * (size_t)(e->n ? e->n : 1));
+  if (!e->v || !e->users) return false;
+  if (e->n) memcpy(e->users, p->users, sizeof(IrInstr *) * (size_t)e->n);
+  fusion_memo_open(); /* nothing changes until it closes */
+  e->all_ok = e->n > 0;
+  e->us_unfused = PERF_LAUNCH_US * (e->n + 1) + perf_exec_us(cx->device, p);
+  e->us_fused = PERF_LAUNCH_US * e->n;
+  for (int u = 0; u < e->n; u++) {
+    IrInstr *c = e->users[u];
+    e->us_unfused += perf_exec_us(cx->device, c);
+    e->us_fused += perf_fused_exec_us(cx->device, p, c);
+    if (c->op == IR_OP_BITCAST) {
+      fusion_refuse(&e->v[u], FR_NOT_FUSIBLE, "%s is a bitcast: it is skipped, and takes %s only when %s's other users do",
+                    c->name, p->name, p->name);
+      e->v[u].ok = true; /* does not block the producer */
+      continue;
+    }
+    e->any_non_bitcast = true;
+    if (!can_fuse(p, c, cx, &e->v[u])) e->all_ok = false;
+  }
+  if (!e->any_non_bitcast) e->all_ok = false;
+  fusion_memo_close();
+  return true;
+}
+
+static void put_times(FusionVerdict *v, const Eval *e) {
+  fusion_verdict_metric(v, "us_fused", e->us_fused);
+  fusion_verdict_metric(v, "us_unfused", e->us_unfused);
+}
+
+static unsigned refusal_hash(const Eval *e, bool slower) {
+  unsigned h = slower ? 7u : 3u;
+  for (int u = 0; u < e->n; u++) {
+    const char *r = e->v[u].ok ? "ok" : e->v[u].reason;
+    for (const char *q = r ? r : ""; *q; q++) h = h * 31u + (unsigned char)*q;
+    h = h * 31u + (unsigned)e->users[u]->id;
+  }
+  return h ? h : 1u;
+}
+
+/* Reports a refused producer: every consumer's reason, once per change of verdict. */
+static void report_refusal(PassContext *cx, Queue *q, IrInstr *p, Eval *e, bool slower) {
+  unsigned h = refusal_hash(e, slower);
+  if (p->id < q->nversion) {
+    if (q->logged[p->id] == h) return;
+    q->logged[p->id] = h;
+  }
+  const char *first_bad = NULL;
+  for (int u = 0; u < e->n; u++)
+    if (!e->v[u].ok && !first_bad) first_bad = e->users[u]->name;
+  if (!e->any_non_bitcast) {
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    fusion_refuse(&v, FR_NOT_FUSIBLE, "%s has only bitcast users: XLA does not fuse it (not fusing because there are "
+                  "only bitcast users) until they are fused into their own consumers", p->name);
+    fusion_verdict_emit(cx, "fuse", p->name, e->n ? e->users[0]->name : "-", NULL, &v);
+    return;
+  }
+  for (int u = 0; u < e->n; u++) {
+    FusionVerdict *v = &e->v[u];
+    if (e->users[u]->op == IR_OP_BITCAST) continue;
+    if (v->ok) {
+      if (first_bad) {
+        fusion_refuse(v, FR_CODE_DUPLICATION,
+                      "%s could go into %s, but not into %s, so it must be written out anyway: priority fusion "
+                      "fuses a producer into all of its %d users or none",
+                      p->name, fusion_consumer_label(e->users[u], p), first_bad, e->n);
+      } else {
+        fusion_refuse(v, FR_SLOWER_IF_FUSED,
+                      "fusing %s into its %d %s would take %.2f us instead of %.2f us on %s: it will execute slower "
+                      "if fused",
+                      p->name, e->n, e->n == 1 ? "user" : "users", e->us_fused, e->us_unfused, cx->device->name);
+      }
+    }
+    put_times(v, e);
+    fusion_verdict_emit(cx, "fuse", p->name, fusion_consumer_label(e->users[u], p), NULL, v);
+  }
+}
+
+static bool queueable(const IrInstr *p, const PassSettings *s) {
+  switch (p->op) {
+  case IR_OP_PARAMETER:
+  case IR_OP_TUPLE:
+  case IR_OP_GET_TUPLE_ELEMENT:
+  case IR_OP_CONSTANT: return false; /* constants: fused at the end */
+  default: return p->nusers > 0 && (fusion_xla_fusible(p, s) || fusion_is_generic_triton(p));
+  }
+}
+
+/* CalculateProducerPriority: computes p's priority and queues it when it is not negative. */
+static bool push_eval(PassContext *cx, Queue *q, IrInstr *p) {
+  if (!q_version_ok(q, p->id)) return false;
+  q->version[p->id]++;
+  if (p->dead || !queueable(p, cx->settings)) return true;
+  if (p->op == IR_OP_BITCAST) return q_push(q, p, INFINITY);
+  Eval e;
+  if (!evaluate(cx, p, &e)) {
+    eval_free(&e);
+    return false;
+  }
+  bool ok = true;
+  double prio = e.us_unfused - e.us_fused;
+  if (!e.all_ok) report_refusal(cx, q, p, &e, false);
+  else if (prio < 0) report_refusal(cx, q, p, &e, true);
+  else ok = q_push(q, p, prio);
+  eval_free(&e);
+  return ok;
+}
+
+bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement *out) {
+  memset(out, 0, sizeof *out);
+  Eval e;
+  if (!evaluate(cx, p, &e)) {
+    eval_free(&e);
+    return false;
+  }
+  out->eligible = e.all_ok;
+  out->us_fused = e.us_fused;
+  out->us_unfused = e.us_unfused;
+  out->users = e.n;
+  if (!e.any_non_bitcast) {
+    out->reason = FR_NOT_FUSIBLE;
+    snprintf(out->detail, sizeof out->detail, "%s has only bitcast users", p->name);
+  }
+  for (int u = 0; u < e.n && !out->reason; u++)
+    if (!e.v[u].ok) {
+      out->reason = e.v[u].reason;
+      snprintf(out->detail, sizeof out->detail, "%s", e.v[u].detail);
+    }
+  eval_free(&e);
+  return true;
+}
+
+/* What fusing a producer into a consumer changed, for the estimate cache: the fusion (the
+ * consumer itself, or the fusion that took its place), the producer, and the users of both (an
+ * operand of theirs changed). The fusion's other operands are untouched: they only gained a
+ * user, which no estimate depends on. */
+static void forget_fused(const IrInstr *f, const IrInstr *cons, const IrInstr *p) {
+  perf_cache_forget(f);
+  perf_cache_forget(cons);
+  perf_cache_forget(p);
+  for (int u = 0; u < f->nusers; u++) perf_cache_forget(f->users[u]);
+  for (int u = 0; u < cons->nusers; u++) perf_cache_forget(cons->users[u]);
+  for (int u = 0; u < p->nusers; u++) perf_cache_forget(p->users[u]);
+}
+
+static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
+  Queue q;
+  memset(&q, 0, sizeof q);
+  bool ok = true;
+  int n0 = c->ninstrs;
+  IrInstr **initial = fx_malloc(sizeof(IrInstr *) * (size_t)(n0 ? n0 : 1));
+  if (!initial) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+  memcpy(initial, c->instrs, sizeof(IrInstr *) * (size_t)n0);
+  /* The estimates of the fusions in c are kept until the constants are fused: only fusion_fuse
+   * below changes c in between, and forget_fused drops what each call touches. */
+  perf_cache_open();
+  for (int k = 0; k < n0 && ok; k++) ok = push_eval(cx, &q, initial[k]);
+  fx_free(initial);
+  HeapItem it;
+  IrInstr **touched = NULL;
+  int ntouched = 0, cap = 0;
+  while (ok && !pass_interrupted(cx) && q_pop(&q, &it)) { /* Ctrl-C: stop at the next producer */
+    IrInstr *p = it.instr;
+    if (p->dead || p->parent != c) continue;
+    Eval e;
+    if (!evaluate(cx, p, &e)) {
+      eval_free(&e);
+      ok = false;
+      break;
+    }
+    char pname[256];
+    snprintf(pname, sizeof pname, "%s", p->name);
+    ntouched = 0;
+    int nfuse = 0;
+    for (int u = 0; u < e.n; u++) nfuse += e.users[u]->op != IR_OP_BITCAST && (p->op != IR_OP_BITCAST || e.v[u].ok);
+    bool dup = nfuse > 1 || (nfuse == 1 && e.n > 1);
+    for (int u = 0; u < e.n && ok; u++) {
+      IrInstr *cons = e.users[u];
+      if (cons->op == IR_OP_BITCAST) continue;
+      /* A bitcast producer goes into the consumers that can take it (DequeueNextProducer). */
+      if (p->op == IR_OP_BITCAST && !e.v[u].ok) {
+        put_times(&e.v[u], &e);
+        fusion_verdict_emit(cx, "fuse", pname, fusion_consumer_label(cons, p), NULL, &e.v[u]);
+        continue;
+      }
+      char label[256];
+      snprintf(label, sizeof label, "%s", fusion_consumer_label(cons, p));
+      IrInstr *f = fusion_fuse(cons, p);
+      if (!f) {
+        ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, pname);
+        break;
+      }
+      forget_fused(f, cons, p);
+      FusionVerdict *v = &e.v[u];
+      if (p->op == IR_OP_BITCAST)
+        fusion_verdict_ok(v, "%s is a bitcast, free to fuse: XLA fuses bitcasts first", pname);
+      else
+        fusion_verdict_ok(v, "fusing %s into its %d %s saves %.2f us on %s (%.2f us unfused, %.2f us fused)", pname,
+                          e.n, e.n == 1 ? "user" : "users", e.us_unfused - e.us_fused, cx->device->name, e.us_unfused,
+                          e.us_fused);
+      put_times(v, &e);
+      fusion_verdict_emit(cx, dup ? "duplicate" : "fuse", pname, label, f->name, v);
+      (*fused)++;
+      /* OnFusingInstruction: the new fusion and its operands get new priorities. */
+      int need = ntouched + f->noperands + 1;
+      if (need > cap) {
+        int nc = cap ? cap * 2 : 64;
+        while (nc < need) nc *= 2;
+        IrInstr **nt = fx_realloc(touched, sizeof(IrInstr *) * (size_t)nc);
+        if (!nt) {
+          ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+          break;
+        }
+        touched = nt;
+        cap = nc;
+      }
+      touched[ntouched++] = f;
+      for (int o = 0; o < f->noperands; o++) {
+        IrInstr *op = f->operands[o];
+        if (op == p || op->op == IR_OP_CONSTANT || op->op == IR_OP_GET_TUPLE_ELEMENT) continue;
+        touched[ntouched++] = op;
+      }
+    }
+    eval_free(&e);
+    for (int k = 0; k < ntouched && ok; k++) {
+      bool seen = false;
+      for (int j = 0; j < k; j++) seen = seen || touched[j] == touched[k];
+      if (!seen && !touched[k]->dead && touched[k]->parent == c) ok = push_eval(cx, &q, touched[k]);
+    }
+  }
+  fx_free(touched);
+  perf_cache_close();
+  /* Small constants go into every fusible user last (XLA: "Fuse all constants"). */
+  for (int k = 0; k < c->ninstrs && ok; k++) {
+    IrInstr *k0 = c->instrs[k];
+    if (k0->dead || k0->op != IR_OP_CONSTANT || !ir_shape_is_array(&k0->shape) || ir_shape_elements(&k0->shape) > 1)
+      continue;
+    int nu = k0->nusers;
+    IrInstr *users[64];
+    if (nu > 64) nu = 64;
+    memcpy(users, k0->users, sizeof(IrInstr *) * (size_t)nu);
+    for (int u = 0; u < nu && ok; u++) {
+      IrInstr *user = users[u];
+      if (user->dead || !(fusion_xla_fusible(user, cx->settings) || fusion_is_generic_triton(user))) continue;
+      if (fusion_fused_root(user)->op == IR_OP_SCATTER) continue;
+      char cname[256];
+      snprintf(cname, sizeof cname, "%s", k0->name);
+      IrInstr *f = fusion_fuse(user, k0);
+      if (!f) {
+        ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, cname);
+        break;
+      }
+      (*fused)++;
+    }
+  }
+  fx_free(q.h);
+  fx_free(q.version);
+  fx_free(q.logged);
+  if (*fused) ir_computation_sort(c);
+  if (!ok && !cx->err->set) fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+  return ok;
+}
+
+static bool run(IrModule *m, PassContext *cx, bool *changed) {
+  *changed = false;
+  if (fusion_pass_disabled(cx, "priority-fusion")) return true;
+  IrComputation *comps[1024];
+  int n = fusion_control_computations(m, comps, 1024);
+  int fused = 0;
+  for (int k = 0; k < n && !pass_interrupted(cx); k++)
+    if (!prio_computation(comps[k], cx, &fused)) return false;
+  *changed = fused > 0;
+  return true;
+}
+
+const Pass pass_priority_fusion = {
+    "priority-fusion",
+    "fuse producers into all their users in order of the time the cost model says fusing saves",
+    run,
+};

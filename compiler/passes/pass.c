@@ -1,0 +1,199 @@
+/* pass.c — the pass registry, the pipelines, and the helpers every pass uses to report.
+ *
+ * Flow: the shell picks a Pipeline (classic or priority), then for each stage runs one Pass with
+ * pass_run_stage(), which copies the previous stage's module, runs the pass on the copy and
+ * checks the result; the pass reports every decision through pass_emit() to the DecisionSink it
+ * was handed (explain/ stores them).
+ *
+ * To add a pass: define `const Pass pass_NAME` in compiler/pass_NAME.c, declare it in passes.h,
+ * and add one line to `registry` below and one line to each pipeline that runs it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "passes.h"
+#include "../ir/ir.h"
+
+/* ---------- reporting ---------- */
+
+void pass_emit(DecisionSink *sink, PassDecision *d, const char *detail_fmt, ...) {
+  char buf[1024];
+  va_list ap;
+  va_start(ap, detail_fmt);
+  vsnprintf(buf, sizeof buf, detail_fmt, ap);
+  va_end(ap);
+  d->detail = buf;
+  if (sink && sink->emit) sink->emit(sink->ctx, d);
+  d->detail = NULL; /* buf dies here; the sink copied what it keeps */
+}
+
+void pass_metric(PassDecision *d, const char *key, double value) {
+  for (int k = 0; k < d->nmetrics; k++)
+    if (strcmp(d->metrics[k].key, key) == 0) {
+      d->metrics[k].value = value;
+      return;
+    }
+  if (d->nmetrics >= PASS_MAX_METRICS) return;
+  d->metrics[d->nmetrics].key = key;
+  d->metrics[d->nmetrics].value = value;
+  d->nmetrics++;
+}
+
+/* ---------- settings ---------- */
+
+void pass_settings_default(PassSettings *s) {
+  memset(s, 0, sizeof *s);
+  s->concat_user_limit = 1; /* XLA's rule as the paper met it; the paper's patch raised it to 3 */
+  s->max_duplication = 15;  /* kMaxEmittedCopies... "more than 15 emitted copies" */
+  s->operand_budget = 64;   /* kMaxOperandsAndOutputsPerFusion in 2021 (96 since Apr 2024) */
+  s->unroll = 1;
+  s->dot_is_library = true;
+  s->conv_is_library = true;
+  s->rng_is_library = true;
+}
+
+bool pass_settings_is_disabled(const PassSettings *s, const char *pass) {
+  if (!s || !pass || !s->disabled_passes[0]) return false;
+  size_t n = strlen(pass);
+  const char *p = s->disabled_passes;
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, pass, n) == 0) return true;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return false;
+}
+
+/* ---------- the registry: every pass, in `help` order ---------- */
+
+static const Pass *const registry[] = {
+    /* simplification */
+    &pass_call_inliner,
+    &pass_algsimp,
+    &pass_constant_folding,
+    &pass_while_simplifier,
+    &pass_cse,
+    &pass_dce,
+    &pass_tuple_simplifier,
+    /* fusion (the duplicating instruction-fusion run shares its name: pipelines only) */
+    &pass_instruction_fusion,
+    &pass_fusion_merger,
+    &pass_multi_output_fusion,
+    &pass_horizontal_fusion,
+    &pass_softmax_rewriter,
+    &pass_priority_fusion,
+    &pass_while_loop_unroll,
+};
+
+const Pass *pass_lookup(const char *name) {
+  if (!name) return NULL;
+  for (size_t k = 0; k < sizeof registry / sizeof registry[0]; k++)
+    if (strcmp(registry[k]->name, name) == 0) return registry[k];
+  return NULL;
+}
+
+int pass_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
+const Pass *pass_at(int i) { return i >= 0 && i < pass_count() ? registry[i] : NULL; }
+
+/* ---------- the pipelines ---------- */
+
+/* classic: XLA GPU as the paper saw it (2017 - early 2024). */
+static const Pass *const classic_passes[] = {
+    /* simplification (call-inliner, algsimp, constant-folding, while-loop-simplifier, cse, dce,
+       tuple-simplifier) */
+    &pass_call_inliner,
+    &pass_algsimp,
+    &pass_constant_folding,
+    &pass_while_simplifier,
+    &pass_cse,
+    &pass_dce,
+    &pass_tuple_simplifier,
+    /* fusion (instruction-fusion twice, fusion-merger, multi_output_fusion,
+       horizontal-loop-fusion), after unrolling loops when `set unroll N` asks */
+    &pass_while_loop_unroll,
+    &pass_instruction_fusion,
+    &pass_instruction_fusion_dup,
+    &pass_fusion_merger,
+    &pass_multi_output_fusion,
+    /* XLA repeats the four until nothing changes; a second round catches what the first made
+       possible (a fusion left with one user after multi-output fusion merges into it) */
+    &pass_instruction_fusion_round2,
+    &pass_instruction_fusion_dup_round2,
+    &pass_fusion_merger_round2,
+    &pass_multi_output_fusion_round2,
+    &pass_horizontal_fusion,
+};
+
+/* priority: XLA GPU since 2024. */
+static const Pass *const priority_passes[] = {
+    /* simplification */
+    &pass_call_inliner,
+    &pass_algsimp_current,
+    &pass_constant_folding,
+    &pass_while_simplifier,
+    &pass_cse,
+    &pass_dce,
+    &pass_tuple_simplifier,
+    /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
+    &pass_while_loop_unroll,
+    &pass_softmax_rewriter,
+    &pass_priority_fusion,
+    &pass_multi_output_fusion_current,
+};
+
+#define PIPELINE(name, desc, list) {name, desc, (int)(sizeof list / sizeof list[0]), list}
+static const Pipeline pipelines[] = {
+    PIPELINE("classic", "XLA GPU's rule-based fusion as the paper describes it (2017 - early 2024)",
+             classic_passes),
+    PIPELINE("priority", "XLA GPU's cost-model-driven priority fusion (since 2024)", priority_passes),
+};
+
+const Pipeline *pipeline_lookup(const char *name) {
+  if (!name) return NULL;
+  for (size_t k = 0; k < sizeof pipelines / sizeof pipelines[0]; k++)
+    if (strcmp(pipelines[k].name, name) == 0) return &pipelines[k];
+  return NULL;
+}
+
+int pipeline_count(void) { return (int)(sizeof pipelines / sizeof pipelines[0]); }
+const Pipeline *pipeline_at(int i) { return i >= 0 && i < pipeline_count() ? &pipelines[i] : NULL; }
+
+/* ---------- running one pass as a stage ---------- */
+
+bool pass_run_stage(const Pass *p, const IrModule *in, PassContext *cx, IrModule **out, bool *changed) {
+  *out = NULL;
+  *changed = false;
+  /* The pass edits a copy; unchanged names, shapes and literals stay shared with `in`. */
+  IrModule *work = ir_module_snapshot(in);
+  if (!work) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory copying the module", p->name);
+  cx->pass = p->name;
+  bool ch = false;
+  bool ran = !pass_interrupted(cx) && p->run(work, cx, &ch);
+  if (pass_interrupted(cx)) {
+    /* Stopped between two steps (or never started): the half-done copy goes. */
+    ir_module_free(work);
+    fx_error_clear(cx->err);
+    return fx_error_set(cx->err, NULL, 0, 0, "interrupted: %s was stopped before it finished", p->name);
+  }
+  if (!ran) {
+    ir_module_free(work);
+    if (!cx->err->set) fx_error_set(cx->err, NULL, 0, 0, "%s failed", p->name);
+    return false;
+  }
+  if (!ch) {
+    /* Nothing changed: the stage shares the previous snapshot. */
+    ir_module_free(work);
+    return true;
+  }
+  FxError verr;
+  fx_error_clear(&verr);
+  if (!ir_verify(work, &verr)) {
+    ir_module_free(work);
+    return fx_error_set(cx->err, verr.file[0] ? verr.file : NULL, verr.line, verr.col,
+                        "%s left a module that does not verify: %s", p->name, verr.msg);
+  }
+  *out = work;
+  *changed = true;
+  return true;
+}

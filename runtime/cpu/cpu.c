@@ -1,0 +1,1655 @@
+/* cpu.c — the native CPU backend, and the interpreter wrapped as a backend.
+ *
+ * prepare: every kernel of the given modules (fusions and unfused compute ops in the entry and in
+ * while/call/conditional bodies) goes through the emitter (emit.c) into ONE C translation unit;
+ * identical kernels (same generated text, e.g. a fusion unchanged between two stages) appear once.
+ * The unit is compiled with the system C compiler (-O3 -march=native -fPIC -shared) into a shared
+ * object cached in the user's cache directory under the hash of its source and flags, written
+ * atomically (temporary file + rename), and loaded with dlopen; an entry that fails to load or
+ * lacks its marker symbol is treated as corrupt and rebuilt. Sorts (a merge sort per line with the
+ * comparator inlined), scatters and small dots have kernels of their own (emit.c); kernels the
+ * emitter does not generate (convolution, rng, custom calls, ...) run on the interpreter's
+ * implementation; dot goes to OpenBLAS (cblas_sgemm/dgemm; bf16/f16 through float copies) when
+ * the shapes allow, and a small one is generated.
+ *
+ * run: the kernel plan's buffer assignment (compiler/plan/plan.c) gives one allocation per memory slot
+ * for the whole run; the interpreter's walker drives the module (calls, conditionals, and while
+ * loops that cannot run compiled: a while loop of generated kernels runs here in one call, see
+ * "compiled while loops" below); a hook takes over every kernel: it places the outputs in their
+ * slots (a loop's results alternate between two; fresh memory for what goes to the caller, for
+ * interpreted kernels, or when a slot is still held), launches the compiled parts (the outer loop
+ * split over a pool of threads, `set threads N`, when the kernel is large or was slow on one
+ * thread), and records launches, time, and the plan's bytes per kernel.
+ *
+ * Vector math: when SLEEF's GNU-ABI library is installed (found at build time, or
+ * $FXPLAIN_SLEEF_LIB), the unit is compiled with -DFX_VECMATH=1 and linked against it, so the
+ * elementwise loops that call sin, cos, exp, ... vectorize (emit.c's prelude and wrapper); without
+ * it, or after `set vecmath libm`, the kernels call libm one element at a time. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef FXPLAIN_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+#include "../../compiler/plan/plan.h"
+#include "../../compiler/ir/ir.h"
+#include "../cuda/cuda.h"
+#include "../backend.h"
+#include "../emit.h"
+#include "../interp/interp_internal.h"
+
+typedef void (*KernelFn)(char *const *bufs, int64_t lo, int64_t hi);
+
+typedef enum { K_GENERATED, K_BLAS, K_INTERP } KernelHow;
+
+#define CPU_MAX_SLOTTED 8 /* outputs of one kernel that can live in plan slots */
+
+typedef struct {
+  const IrInstr *instr;
+  KernelHow how;
+  char sym[40];         /* fx_<hash> */
+  int nparts;
+  KernelFn fns[EMIT_MAX_PARTS];
+  int64_t outer[EMIT_MAX_PARTS], count[EMIT_MAX_PARTS];
+  double serial_ns[EMIT_MAX_PARTS]; /* the last launch's time on one thread (0: none yet) */
+  int stat;             /* index into the run's stats, -1 before the first launch */
+  char why[200];        /* why it is interpreted */
+  int64_t rbytes, wbytes; /* per launch, from the kernel plan (plan_kernel_bytes) */
+  int slot[CPU_MAX_SLOTTED];  /* per output: the plan's memory slot during a run; -1: fresh memory */
+  int slot2[CPU_MAX_SLOTTED]; /* a loop body's result: the slot it alternates with; -1: none */
+  void (*ip)(char *const *bufs); /* the in-place variant (emit_inplace), or NULL */
+  int ip_input;                  /* the input it updates */
+} CpuKernel;
+
+enum { CPU_MAX_KERNEL_SOURCE = 256 * 1024 }; /* bytes of C per generated kernel */
+
+typedef struct CpuPool CpuPool;
+
+typedef struct {
+  char cache[512];
+  CpuOptions opt;
+  char cc[128], flags[256];
+  char vflags[512]; /* vector math: -DFX_VECMATH=1, the -fno-builtin-* flags and the library; "" for libm */
+  int threads;
+  CpuPool *pool; /* the workers large kernels split over; started at the first such launch */
+  /* kernels keyed by instruction */
+  PtrMap kernels; /* IrInstr* -> CpuKernel* */
+  void **handles;
+  int nhandles, caphandles;
+  EmitBuf last_source;
+  int compiled, cached, nkernels, ninterp;
+  /* during a run */
+  RtRunStats *stats;
+  bool interp_only;
+  bool no_cache;        /* the cache directory is unusable: every kernel runs on the interpreter */
+  char note[700];       /* why kernels fell back to the interpreter (cpu_note), or "" */
+  RtTensor **slots;     /* the run's buffer slots (from the kernel plan's assignment); NULL: unused */
+  RtTensor **views;     /* per slot: the view last written into it (reused while nobody else holds it) */
+  int nslots;
+  bool host_loops;      /* CpuOptions.host_loops */
+  PtrMap loops;         /* while IrInstr* -> CpuLoop* (built at its first run), or &loop_none: runs on the host */
+} CpuBackend;
+
+static void loops_clear(CpuBackend *b);
+
+/* ---------- stats ---------- */
+
+RtKernelStat *rt_run_stats_add(RtRunStats *s, const IrInstr *i) {
+  if (s->nkernels == s->cap) {
+    int nc = s->cap ? s->cap * 2 : 32;
+    RtKernelStat *nk = fx_realloc(s->kernels, sizeof *nk * (size_t)nc);
+    if (!nk) return NULL;
+    s->kernels = nk;
+    s->cap = nc;
+  }
+  RtKernelStat *k = &s->kernels[s->nkernels++];
+  memset(k, 0, sizeof *k);
+  k->instr = i;
+  return k;
+}
+
+void rt_run_stats_free(RtRunStats *s) {
+  fx_free(s->kernels);
+  memset(s, 0, sizeof *s);
+}
+
+static double now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static RtKernelStat *stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
+  if (!s) return NULL;
+  int idx = k ? k->stat : -1;
+  if (idx < 0 || idx >= s->nkernels || s->kernels[idx].instr != i) {
+    idx = -1;
+    for (int q = 0; q < s->nkernels; q++)
+      if (s->kernels[q].instr == i) idx = q;
+    if (idx < 0) {
+      if (!rt_run_stats_add(s, i)) return NULL;
+      idx = s->nkernels - 1;
+    }
+    if (k) k->stat = idx;
+  }
+  return &s->kernels[idx];
+}
+
+/* ---------- kernel map ---------- */
+
+static CpuKernel *kmap_get(CpuBackend *b, const IrInstr *i) { return ptrmap_get(&b->kernels, i); }
+
+/* Maps i to k, freeing the kernel it had. */
+static bool kmap_put(CpuBackend *b, const IrInstr *i, CpuKernel *k) {
+  CpuKernel *old = kmap_get(b, i);
+  if (!ptrmap_put(&b->kernels, i, k)) return false;
+  fx_free(old);
+  return true;
+}
+
+/* ---------- cache directory ---------- */
+
+static bool mkdir_p(const char *path) {
+  char tmp[512];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
+      *p = '/';
+    }
+  return mkdir(tmp, 0700) == 0 || errno == EEXIST;
+}
+
+bool cpu_resolve_cache_dir(char *out, size_t n, FxError *err) {
+  const char *e = getenv("FXPLAIN_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
+  int len;
+  if (e && *e) len = snprintf(out, n, "%s", e);
+  else if (x && *x) len = snprintf(out, n, "%s/fxplain", x);
+  else if (h && *h) len = snprintf(out, n, "%s/.cache/fxplain", h);
+  else len = snprintf(out, n, "/tmp/fxplain-cache-%d", (int)geteuid());
+  /* a longer path was cut short silently, and the cut one used: refuse it instead; the entries'
+     names (fx_HASH.so.sum and the temporary files) need room after it too */
+  if (len < 0 || (size_t)len + 64 >= n)
+    return fx_error_set(err, NULL, 0, 0, "the kernel cache directory's path is %d characters long; the limit is %zu", len, n - 64);
+  if (!mkdir_p(out)) return fx_error_set(err, out, 0, 0, "cannot create the kernel cache directory: %s", strerror(errno));
+  struct stat st;
+  if (stat(out, &st) != 0 || !S_ISDIR(st.st_mode))
+    return fx_error_set(err, out, 0, 0, "the kernel cache path is not a directory");
+  if (st.st_uid != geteuid() || (st.st_mode & 022))
+    return fx_error_set(err, out, 0, 0,
+                        "the kernel cache directory is writable by others or not yours; fxplain loads code from it, "
+                        "so it refuses (chmod 700 it, or set FXPLAIN_CACHE_DIR)");
+  return true;
+}
+
+/* ---------- settings for every CPU backend made after them ---------- */
+
+/* The shell's `set threads N` and `set vecmath sleef|libm` (process-wide, like max_memory): each
+ * run makes its own backend, which starts from these. */
+static int default_threads;        /* 0: every online CPU */
+static bool default_vecmath = true; /* use the vector math library when it is there */
+
+#ifndef FXPLAIN_SLEEF_GNUABI
+#define FXPLAIN_SLEEF_GNUABI "" /* not found when fxplain was built */
+#endif
+
+void cpu_set_default_threads(int n) { default_threads = n > 0 ? n : 0; }
+void cpu_set_default_vecmath(bool on) { default_vecmath = on; }
+bool cpu_default_vecmath(void) { return default_vecmath; }
+
+int cpu_default_threads(void) {
+  if (default_threads > 0) return default_threads;
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* The vector math library's path ($FXPLAIN_SLEEF_LIB, else the one found at build time), or NULL
+ * when it is not installed. */
+static const char *vecmath_library(void) {
+  const char *e = getenv("FXPLAIN_SLEEF_LIB");
+  const char *p = e && *e ? e : FXPLAIN_SLEEF_GNUABI;
+  return *p && access(p, R_OK) == 0 ? p : NULL;
+}
+
+void cpu_vecmath_describe(char *out, size_t n) {
+  const char *lib = vecmath_library();
+  if (!default_vecmath) snprintf(out, n, "libm (scalar: set vecmath libm)");
+  else if (lib) snprintf(out, n, "SLEEF (%s): sin, cos, exp, ... vectorized at the widest SIMD (with gcc)", lib);
+  else snprintf(out, n, "libm (scalar: SLEEF's libsleefgnuabi not found; install libsleef-dev)");
+}
+
+/* ---------- compiling ---------- */
+
+static uint64_t fnv(const char *s, size_t n, uint64_t h) {
+  for (size_t k = 0; k < n; k++) {
+    h ^= (unsigned char)s[k];
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+static bool write_file_atomic(const char *path, const char *data, size_t n, FxError *err) {
+  char tmp[700];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof tmp)
+    return fx_error_set(err, path, 0, 0, "cache path too long");
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) return fx_error_set(err, tmp, 0, 0, "cannot write: %s", strerror(errno));
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = write(fd, data + off, n - off);
+    if (w <= 0) {
+      close(fd);
+      unlink(tmp);
+      return fx_error_set(err, tmp, 0, 0, "write failed: %s", strerror(errno));
+    }
+    off += (size_t)w;
+  }
+  if (close(fd) != 0 || rename(tmp, path) != 0) {
+    unlink(tmp);
+    return fx_error_set(err, path, 0, 0, "cannot write: %s", strerror(errno));
+  }
+  return true;
+}
+
+/* The session's Ctrl-C flag (rt_set_interrupt_flag): polled while the compiler runs. */
+static volatile int *cc_interrupt;
+void rt_set_interrupt_flag(volatile int *flag) { cc_interrupt = flag; }
+
+/* Runs the compiler without a shell; its messages go to logpath. */
+static bool run_compiler(CpuBackend *b, const char *src, const char *so, const char *logpath, FxError *err) {
+  char flags[256];
+  snprintf(flags, sizeof flags, "%s", b->flags);
+  char *argv[64];
+  int argc = 0;
+  argv[argc++] = b->cc;
+  for (char *t = strtok(flags, " "); t && argc < 36; t = strtok(NULL, " ")) argv[argc++] = t;
+  char *fixed[] = {"-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno", "-w", "-o", (char *)so, (char *)src};
+  for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) argv[argc++] = fixed[k];
+  /* vector math: its flags, and its library before libm so that the vector variants bind to it */
+  char vflags[512];
+  snprintf(vflags, sizeof vflags, "%s", b->vflags);
+  for (char *t = strtok(vflags, " "); t && argc < 46; t = strtok(NULL, " ")) argv[argc++] = t;
+  argv[argc++] = "-lm";
+  argv[argc] = NULL;
+  pid_t pid = fork();
+  if (pid < 0) return fx_error_set(err, NULL, 0, 0, "cannot start the C compiler: %s", strerror(errno));
+  if (pid == 0) {
+    /* a process group of its own, so that a time limit or Ctrl-C stops the compiler's own
+       children (cc1, as, ld) too: killing the driver alone left cc1 running for minutes */
+    setpgid(0, 0);
+    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+      close(fd);
+    }
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  /* The compiler gets a time limit ($FXPLAIN_CC_TIMEOUT seconds, default 120): a huge unit
+     (stack([x]*10000) made 1.9 MB of C) must not hang the session; past it the compiler is killed
+     and the kernels run on the interpreter (compile_unit's caller says so). */
+  const char *lim = getenv("FXPLAIN_CC_TIMEOUT");
+  double limit = lim && atof(lim) > 0 ? atof(lim) : 120.0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  setpgid(pid, pid); /* as the child does: whichever runs first */
+  int status = 0;
+  bool timed_out = false, interrupted = false;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return fx_error_set(err, NULL, 0, 0, "waiting for the C compiler failed: %s", strerror(errno));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    bool over = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 >= limit;
+    bool stop = cc_interrupt && *cc_interrupt;
+    if ((over || stop) && !timed_out && !interrupted) {
+      kill(-pid, SIGKILL);
+      kill(pid, SIGKILL);
+      timed_out = over && !stop;
+      interrupted = stop;
+    }
+    struct timespec ts = {0, 10 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  if (!timed_out && !interrupted && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  char msg[400] = "";
+  FILE *f = fopen(logpath, "r");
+  if (f) {
+    size_t n = fread(msg, 1, sizeof msg - 1, f);
+    msg[n] = 0;
+    fclose(f);
+  }
+  /* the first line of its own message, and how it ended */
+  msg[strcspn(msg, "\n")] = 0;
+  char how[80];
+  if (interrupted) snprintf(how, sizeof how, "interrupted (Ctrl-C)");
+  else if (timed_out) snprintf(how, sizeof how, "stopped after the %.0f s time limit", limit);
+  else if (WIFSIGNALED(status)) snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
+  else if (WEXITSTATUS(status) == 127) snprintf(how, sizeof how, "could not be run");
+  else snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+  return fx_error_set(err, NULL, 0, 0, "the C compiler (%s) failed on generated kernels (%s): %s%s%s", b->cc, src, how, msg[0] ? ": " : "", msg);
+}
+
+/* ---------- cache entries ----------
+ *
+ * A cached fx_HASH.so is loaded into the process, so it must be exactly what the compiler wrote:
+ * a truncated one made dlopen die with SIGBUS on every later run. Beside each, fx_HASH.so.sum
+ * records its size and FNV-1a checksum; it is written (atomically) before the .so is renamed into
+ * place, and a .so whose size or checksum does not match is removed and rebuilt. */
+
+/* size and checksum of the file at path; false when it cannot be read */
+static bool file_sum(const char *path, uint64_t *size, uint64_t *sum) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return false;
+  char buf[65536];
+  uint64_t h = 0xcbf29ce484222325ULL, n = 0;
+  ssize_t r;
+  while ((r = read(fd, buf, sizeof buf)) > 0) {
+    h = fnv(buf, (size_t)r, h);
+    n += (uint64_t)r;
+  }
+  close(fd);
+  if (r < 0) return false;
+  *size = n;
+  *sum = h;
+  return true;
+}
+
+static bool entry_valid(const char *so, const char *sumpath) {
+  FILE *f = fopen(sumpath, "r");
+  if (!f) return false;
+  unsigned long long want_size, want_sum;
+  bool parsed = fscanf(f, "fxplain-kernel-cache 1 size %llu fnv1a %llx", &want_size, &want_sum) == 2;
+  fclose(f);
+  uint64_t size, sum;
+  return parsed && file_sum(so, &size, &sum) && size == want_size && sum == want_sum;
+}
+
+static bool load_unit(CpuBackend *b, const char *so, const char *marker, void **out) {
+  void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return false;
+  if (!dlsym(h, marker)) {
+    dlclose(h);
+    return false;
+  }
+  *out = h;
+  (void)b;
+  return true;
+}
+
+/* Compiles (or finds in the cache) the unit in src; returns its handle. */
+static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void **handle, FxError *err) {
+  char base[600], cpath[640], so[640], sumpath[640], log[640], tmpso[680], marker[64];
+  snprintf(base, sizeof base, "%s/fx_%016llx", b->cache, (unsigned long long)hash);
+  snprintf(cpath, sizeof cpath, "%s.c", base);
+  snprintf(so, sizeof so, "%s.so", base);
+  snprintf(sumpath, sizeof sumpath, "%s.so.sum", base);
+  snprintf(log, sizeof log, "%s.log", base);
+  snprintf(marker, sizeof marker, "fx_unit_%016llx", (unsigned long long)hash);
+  if (access(so, R_OK) == 0) {
+    if (entry_valid(so, sumpath) && load_unit(b, so, marker, handle)) {
+      b->cached++;
+      return true;
+    }
+    unlink(so); /* truncated, corrupt or stale: rebuild */
+  }
+  if (!write_file_atomic(cpath, src->s, src->len, err)) return false;
+  snprintf(tmpso, sizeof tmpso, "%s.so.tmp.%d", base, (int)getpid());
+  if (!run_compiler(b, cpath, tmpso, log, err)) {
+    unlink(tmpso);
+    return false;
+  }
+  uint64_t size, sum;
+  char line[128];
+  if (!file_sum(tmpso, &size, &sum)) {
+    unlink(tmpso);
+    return fx_error_set(err, tmpso, 0, 0, "cannot read the compiled kernels: %s", strerror(errno));
+  }
+  int ln = snprintf(line, sizeof line, "fxplain-kernel-cache 1 size %llu fnv1a %016llx\n", (unsigned long long)size,
+                    (unsigned long long)sum);
+  if (!write_file_atomic(sumpath, line, (size_t)ln, err)) {
+    unlink(tmpso);
+    return false;
+  }
+  if (rename(tmpso, so) != 0) {
+    unlink(tmpso);
+    return fx_error_set(err, so, 0, 0, "cannot store the compiled kernels: %s", strerror(errno));
+  }
+  unlink(log);
+  if (!load_unit(b, so, marker, handle))
+    return fx_error_set(err, so, 0, 0, "cannot load the compiled kernels: %s", dlerror());
+  b->compiled++;
+  return true;
+}
+
+/* ---------- prepare ---------- */
+
+static bool blas_dot_ok(const IrInstr *i);
+
+enum { CPU_SMALL_DOT_MACS = 1 << 16 };
+
+/* The multiply-adds of dot i. */
+static int64_t dot_macs(const IrInstr *i) {
+  IrDotDims dd;
+  int64_t n = ir_shape_elements(&i->shape);
+  if (!ir_dot_dims(i, &dd) || i->noperands != 2) return INT64_MAX;
+  for (int c = 0; c < dd.nlhs_contract; c++) n *= i->operands[0]->shape.dims[dd.lhs_contract[c]];
+  return n;
+}
+
+typedef struct {
+  uint64_t h;
+} SeenHash;
+
+static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxError *err) {
+  CpuBackend *b = vb;
+  loops_clear(b); /* built again at their first run, from this prepare's kernels */
+  b->compiled = b->cached = b->nkernels = b->ninterp = 0;
+  if (!b->no_cache) b->note[0] = 0;
+  EmitBuf unit;
+  emit_buf_init(&unit);
+  emit_prelude(&unit, EMIT_TARGET_C);
+  SeenHash *seen = NULL;
+  int nseen = 0, capseen = 0;
+  CpuKernel **pending = NULL;
+  int npending = 0, cappending = 0;
+  bool ok = true;
+  EmitBuf kb;
+  emit_buf_init(&kb);
+  EmitKernel *ek = fx_malloc(sizeof *ek);
+  if (!ek) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+  for (int m = 0; ok && m < nmods; m++) {
+    const IrComputation *comps[256];
+    int nc = 0;
+    if (!mods[m]->entry) continue;
+    nc = rt_host_computations(mods[m]->entry, comps, 256);
+    for (int c = 0; ok && c < nc; c++) {
+      for (int q = 0; ok && q < comps[c]->ninstrs; q++) {
+        const IrInstr *i = comps[c]->instrs[q];
+        if (rt_instr_is_free(i) || kmap_get(b, i)) continue;
+        CpuKernel *k = fx_calloc(1, sizeof *k);
+        if (!k || !kmap_put(b, i, k)) {
+          fx_free(k);
+          ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+          break;
+        }
+        k->instr = i;
+        k->stat = -1;
+        for (int o = 0; o < CPU_MAX_SLOTTED; o++) k->slot[o] = k->slot2[o] = -1;
+        plan_kernel_bytes(i, &k->rbytes, &k->wbytes);
+        b->nkernels++;
+        if (b->interp_only) {
+          k->how = K_INTERP;
+          continue;
+        }
+        if (b->no_cache) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "the kernel cache cannot be used");
+          b->ninterp++;
+          continue;
+        }
+        /* gemm for a dot, but a small one (a vector dot in a loop) is generated: a call to the
+           library costs more than it, and a loop of generated kernels can run compiled */
+        if (i->op == IR_OP_DOT && blas_dot_ok(i) && !(dot_macs(i) <= CPU_SMALL_DOT_MACS && emit_dot_kernel_init(ek, i, &(FxError){0}))) {
+          k->how = K_BLAS;
+          continue;
+        }
+        FxError why = {0};
+        const IrComputation *fc = ir_fused_computation(i);
+        const IrInstr *root = fc ? fc->root : i;
+        if (!emit_kernel_init(ek, i, &why) && !(i->op == IR_OP_SORT && emit_sort_kernel_init(ek, i, &why)) &&
+            !(root && root->op == IR_OP_SCATTER && emit_scatter_kernel_init(ek, i, &why)) &&
+            !(i->op == IR_OP_DOT && emit_dot_kernel_init(ek, i, &why))) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "%.199s", why.msg);
+          if (getenv("FXPLAIN_CPU_VERBOSE")) fprintf(stderr, "interpreted: %s\n", k->why);
+          b->ninterp++;
+          continue;
+        }
+        /* generate under a placeholder name, name it by the hash of its text */
+        snprintf(ek->name, sizeof ek->name, "fxK");
+        kb.len = 0;
+        if (kb.s) kb.s[0] = 0;
+        bool gok = emit_globals(&kb, ek, EMIT_TARGET_C, &why);
+        for (int p = 0; gok && p < ek->nparts; p++) gok = emit_c_wrapper(&kb, ek, p, &why);
+        if (gok && ek->inplace_input >= 0) gok = emit_inplace(&kb, ek, &why);
+        if (!gok || kb.oom) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "%.199s", why.msg);
+          b->ninterp++;
+          continue;
+        }
+        /* A bound on what the C compiler is given: stack([x]*10000) made one kernel of 1.9 MB
+           that cc -O3 worked on for minutes. Bigger kernels run on the interpreter, said in a note. */
+        if (kb.len > CPU_MAX_KERNEL_SOURCE) {
+          k->how = K_INTERP;
+          snprintf(k->why, sizeof k->why, "its generated code is too large (%zu KB; the limit is %d KB)", kb.len / 1024,
+                   CPU_MAX_KERNEL_SOURCE / 1024);
+          b->ninterp++;
+          if (!b->note[0])
+            snprintf(b->note, sizeof b->note, "%s: %s, so it runs on the interpreter's implementation", i->name, k->why);
+          continue;
+        }
+        uint64_t h = fnv(kb.s, kb.len, 0xcbf29ce484222325ULL);
+        k->how = K_GENERATED;
+        snprintf(k->sym, sizeof k->sym, "fx_%016llx", (unsigned long long)h);
+        k->nparts = ek->nparts;
+        k->ip_input = ek->inplace_input;
+        for (int p = 0; p < ek->nparts; p++) {
+          k->outer[p] = ek->parts[p].outer;
+          k->count[p] = ek->parts[p].count;
+        }
+        if (npending == cappending) {
+          int ncap = cappending ? cappending * 2 : 64;
+          CpuKernel **np = fx_realloc(pending, sizeof *np * (size_t)ncap);
+          if (!np) {
+            ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+            break;
+          }
+          pending = np;
+          cappending = ncap;
+        }
+        pending[npending++] = k;
+        bool dup = false;
+        for (int s = 0; s < nseen; s++)
+          if (seen[s].h == h) dup = true;
+        if (dup) continue;
+        if (nseen == capseen) {
+          int ncap = capseen ? capseen * 2 : 64;
+          SeenHash *ns = fx_realloc(seen, sizeof *ns * (size_t)ncap);
+          if (!ns) {
+            ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+            break;
+          }
+          seen = ns;
+          capseen = ncap;
+        }
+        seen[nseen++].h = h;
+        /* the only user text in the unit: the sanitized instruction name, in a comment */
+        char san[120];
+        emit_sanitize(i->name, san, sizeof san);
+        emit_printf(&unit, "/* kernel %s */\n", san);
+        /* replace the placeholder */
+        const char *p = kb.s;
+        for (const char *f; (f = strstr(p, "fxK")) != NULL; p = f + 3) {
+          emit_printf(&unit, "%.*s%s", (int)(f - p), p, k->sym);
+        }
+        emit_printf(&unit, "%s", p);
+      }
+    }
+  }
+  uint64_t uh = 0;
+  if (ok && nseen > 0) {
+    uh = fnv(unit.s, unit.len, 0xcbf29ce484222325ULL);
+    uh = fnv(b->cc, strlen(b->cc), uh);
+    uh = fnv(b->flags, strlen(b->flags), uh);
+    uh = fnv(b->vflags, strlen(b->vflags), uh);
+    emit_printf(&unit, "int fx_unit_%016llx(void) { return 1; }\n", (unsigned long long)uh);
+    if (unit.oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating kernels");
+    void *h = NULL;
+    FxError cerr;
+    fx_error_clear(&cerr);
+    if (ok && !compile_unit(b, &unit, uh, &h, &cerr)) {
+      /* a cache that cannot be written (read-only, full), a compiler that fails or is stopped:
+         the kernels run on the interpreter's implementation, and the run says why */
+      snprintf(b->note, sizeof b->note, "generated kernels could not be compiled (%s%s%.400s): they run on the interpreter's implementation",
+               cerr.file[0] ? cerr.file : "", cerr.file[0] ? ": " : "", cerr.msg);
+      for (int q = 0; q < npending; q++) {
+        pending[q]->how = K_INTERP;
+        snprintf(pending[q]->why, sizeof pending[q]->why, "the generated code could not be compiled");
+      }
+      b->ninterp += npending;
+      npending = 0;
+    } else if (ok) {
+      if (b->nhandles == b->caphandles) {
+        int nc = b->caphandles ? b->caphandles * 2 : 8;
+        void **nh = fx_realloc(b->handles, sizeof *nh * (size_t)nc);
+        if (nh) {
+          b->handles = nh;
+          b->caphandles = nc;
+        }
+      }
+      if (b->nhandles < b->caphandles) b->handles[b->nhandles++] = h;
+      for (int q = 0; ok && q < npending; q++) {
+        CpuKernel *k = pending[q];
+        for (int p = 0; p < k->nparts; p++) {
+          char sym[64];
+          snprintf(sym, sizeof sym, "%s_p%d", k->sym, p);
+          void *fn = dlsym(h, sym);
+          if (!fn) {
+            ok = fx_error_set(err, NULL, 0, 0, "compiled kernels lack %s", sym);
+            break;
+          }
+          memcpy(&k->fns[p], &fn, sizeof fn);
+        }
+        if (ok && k->ip_input >= 0) {
+          char sym[64];
+          snprintf(sym, sizeof sym, "%s_ip", k->sym);
+          void *fn = dlsym(h, sym);
+          if (fn) memcpy(&k->ip, &fn, sizeof fn);
+        }
+      }
+    }
+  }
+  if (!ok) /* kernels not compiled must not be launched */
+    for (int q = 0; q < npending; q++) pending[q]->how = K_INTERP;
+  emit_buf_free(&b->last_source);
+  b->last_source = unit;
+  emit_buf_free(&kb);
+  fx_free(ek);
+  fx_free(seen);
+  fx_free(pending);
+  return ok;
+}
+
+/* ---------- launching ---------- */
+
+/* A large kernel's outer loop is split into chunks that the calling thread and a pool of
+ * workers (started at the first such launch, kept until destroy) claim one at a time from a
+ * shared counter. A worker that a loaded machine does not schedule in time simply finds no chunk
+ * left: the caller never waits for a thread that has not started, only for chunks already
+ * claimed. The caller waits for the workers of the previous launch to leave before it publishes
+ * the next one, so no worker runs one launch's function over another's range. */
+struct CpuPool {
+  pthread_mutex_t mu;
+  pthread_cond_t wake, idle;
+  pthread_t th[CPU_MAX_THREADS];
+  int nworkers, active; /* active: workers inside a launch (under mu) */
+  uint64_t gen;         /* launches published; a worker joins each new one */
+  bool quit;
+  KernelFn fn;
+  char *const *bufs;
+  int64_t outer, chunk;
+  _Atomic int64_t next, done; /* next chunk's start; elements finished */
+};
+
+static void run_chunks(CpuPool *p, KernelFn fn, char *const *bufs, int64_t outer, int64_t chunk) {
+  for (;;) {
+    int64_t lo = atomic_fetch_add(&p->next, chunk);
+    if (lo >= outer) return;
+    int64_t hi = lo + chunk < outer ? lo + chunk : outer;
+    fn(bufs, lo, hi);
+    atomic_fetch_add(&p->done, hi - lo);
+  }
+}
+
+static void *worker_main(void *arg) {
+  CpuPool *p = arg;
+  pthread_mutex_lock(&p->mu);
+  uint64_t seen = p->gen;
+  for (;;) {
+    while (p->gen == seen && !p->quit) pthread_cond_wait(&p->wake, &p->mu);
+    if (p->quit) break;
+    seen = p->gen;
+    p->active++;
+    KernelFn fn = p->fn;
+    char *const *bufs = p->bufs;
+    int64_t outer = p->outer, chunk = p->chunk;
+    pthread_mutex_unlock(&p->mu);
+    run_chunks(p, fn, bufs, outer, chunk);
+    pthread_mutex_lock(&p->mu);
+    if (--p->active == 0) pthread_cond_signal(&p->idle);
+  }
+  pthread_mutex_unlock(&p->mu);
+  return NULL;
+}
+
+/* The pool with nt - 1 workers (fewer when threads fail to start), or NULL. */
+static CpuPool *pool_start(int nt) {
+  CpuPool *p = fx_calloc(1, sizeof *p);
+  if (!p) return NULL;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  pthread_cond_init(&p->idle, NULL);
+  for (int t = 0; t < nt - 1 && t < CPU_MAX_THREADS; t++) {
+    if (pthread_create(&p->th[t], NULL, worker_main, p) != 0) break;
+    p->nworkers++;
+  }
+  return p;
+}
+
+static void pool_stop(CpuPool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->mu);
+  p->quit = true;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (int t = 0; t < p->nworkers; t++) pthread_join(p->th[t], NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->wake);
+  pthread_cond_destroy(&p->idle);
+  fx_free(p);
+}
+
+static void pool_run(CpuPool *p, KernelFn fn, char *const *bufs, int64_t outer, int nt) {
+  /* a few chunks per thread, so that a late or slow one costs little; multiples of 16 (one
+   * AVX-512 vector of floats) when the loop is long enough */
+  int64_t chunk = outer / (4 * nt);
+  if (chunk >= 16) chunk -= chunk % 16;
+  if (chunk < 1) chunk = 1;
+  pthread_mutex_lock(&p->mu);
+  while (p->active > 0) pthread_cond_wait(&p->idle, &p->mu);
+  p->fn = fn;
+  p->bufs = bufs;
+  p->outer = outer;
+  p->chunk = chunk;
+  atomic_store(&p->next, 0);
+  atomic_store(&p->done, 0);
+  p->gen++;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  run_chunks(p, fn, bufs, outer, chunk);
+  /* the chunks the workers claimed: they are running, so this wait is short */
+  for (unsigned spins = 0; atomic_load(&p->done) < outer; spins++)
+    if (spins > 1000) sched_yield();
+}
+
+static void launch_part(CpuBackend *b, CpuKernel *k, int part, char *const *bufs) {
+  KernelFn fn = k->fns[part];
+  int64_t outer = k->outer[part], count = k->count[part];
+  int nt = b->threads < CPU_MAX_THREADS ? b->threads : CPU_MAX_THREADS;
+  /* threads pay off for kernels that are large, or that took long on one thread last time */
+  bool big = count >= CPU_PARALLEL_MIN || k->serial_ns[part] >= CPU_PARALLEL_MIN_NS;
+  if (nt > 1 && big && outer >= 2 * nt) {
+    if (!b->pool) b->pool = pool_start(nt);
+    if (b->pool && b->pool->nworkers > 0) {
+      pool_run(b->pool, fn, bufs, outer, b->pool->nworkers + 1);
+      return;
+    }
+  }
+  double t0 = now_ns();
+  fn(bufs, 0, outer);
+  k->serial_ns[part] = now_ns() - t0;
+}
+
+/* A dot as batched gemm: batch dims leading on both sides (0..nb-1), one contracting dim on each
+ * side, first or last after the batch dims, the free dims around it collapsed (row-major, so
+ * [1, 11, K] x [K, N] is an 11 x K by K x N product). */
+typedef struct {
+  int64_t batch, M, N, K;
+  bool ta, tb; /* lhs stored [K, M], rhs stored [N, K] */
+} BlasShape;
+
+static bool blas_shape(const IrInstr *i, BlasShape *g) {
+  IrDotDims dd;
+  if (!ir_dot_dims(i, &dd) || i->noperands != 2) return false;
+  const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
+  int nb = dd.nlhs_batch;
+  if (dd.nrhs_batch != nb || dd.nlhs_contract != 1 || dd.nrhs_contract != 1 || a->rank < nb + 1 || b->rank < nb + 1) return false;
+  g->batch = 1;
+  for (int k = 0; k < nb; k++) {
+    if (dd.lhs_batch[k] != k || dd.rhs_batch[k] != k || a->dims[k] != b->dims[k]) return false;
+    g->batch *= a->dims[k];
+  }
+  int ca = (int)dd.lhs_contract[0], cb = (int)dd.rhs_contract[0];
+  if ((ca != nb && ca != a->rank - 1) || (cb != nb && cb != b->rank - 1)) return false;
+  g->K = a->dims[ca];
+  if (b->dims[cb] != g->K) return false;
+  g->M = g->N = 1;
+  for (int d = nb; d < a->rank; d++)
+    if (d != ca) g->M *= a->dims[d];
+  for (int d = nb; d < b->rank; d++)
+    if (d != cb) g->N *= b->dims[d];
+  g->ta = ca == nb && a->rank > nb + 1;
+  g->tb = cb == b->rank - 1 && b->rank > nb + 1;
+  return g->M <= INT32_MAX && g->N <= INT32_MAX && g->K <= INT32_MAX;
+}
+
+static bool blas_dot_ok(const IrInstr *i) {
+#ifdef FXPLAIN_HAVE_BLAS
+  BlasShape g;
+  if (!blas_shape(i, &g)) return false;
+  const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
+  IrType t = i->shape.type;
+  if ((t != IR_F32 && t != IR_F64 && t != IR_BF16 && t != IR_F16) || a->type != t || b->type != t) return false;
+  return true;
+#else
+  (void)i;
+  return false;
+#endif
+}
+
+#ifdef FXPLAIN_HAVE_BLAS
+/* A bf16/f16 tensor's elements as floats in fresh memory (NULL when out of memory). */
+static float *half_to_float(const RtTensor *t) {
+  float *f = fx_malloc(sizeof *f * (size_t)(t->count ? t->count : 1));
+  if (!f) return NULL;
+  const uint16_t *h = t->data;
+  for (int64_t e = 0; e < t->count; e++) f[e] = t->type == IR_BF16 ? rt_bf16_to_f32(h[e]) : rt_f16_to_f32(h[e]);
+  return f;
+}
+#endif
+
+/* r = dot(a, bt) by gemm. bf16 and f16 operands go through float copies and sgemm, the product
+ * accumulated in float and rounded once at the end, as the interpreter's dot (within `--check`'s
+ * tolerance: the sums in another order). Returns false when out of memory. */
+static bool blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r, FxError *err) {
+#ifdef FXPLAIN_HAVE_BLAS
+  BlasShape g;
+  blas_shape(i, &g);
+  int64_t batch = g.batch, M = g.M, N = g.N, K = g.K;
+  bool ta = g.ta, tb = g.tb;
+  int64_t lda = ta ? M : K, ldb = tb ? K : N;
+  bool half = r->type == IR_BF16 || r->type == IR_F16;
+  float *fa = NULL, *fb = NULL, *fr = NULL;
+  if (half) {
+    fa = half_to_float(a);
+    fb = half_to_float(bt);
+    fr = fx_malloc(sizeof *fr * (size_t)(r->count ? r->count : 1));
+    if (!fa || !fb || !fr) {
+      fx_free(fa);
+      fx_free(fb);
+      fx_free(fr);
+      return fx_error_set(err, NULL, 0, 0, "out of memory");
+    }
+  }
+  for (int64_t q = 0; q < batch; q++) {
+    if (r->type == IR_F64)
+      cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                  1.0, (const double *)a->data + q * M * K, (int)lda, (const double *)bt->data + q * K * N, (int)ldb, 0.0,
+                  (double *)r->data + q * M * N, (int)N);
+    else
+      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                  1.0f, (half ? fa : (const float *)a->data) + q * M * K, (int)lda,
+                  (half ? fb : (const float *)bt->data) + q * K * N, (int)ldb, 0.0f, (half ? fr : (float *)r->data) + q * M * N,
+                  (int)N);
+  }
+  if (half) {
+    uint16_t *h = r->data;
+    for (int64_t e = 0; e < r->count; e++) h[e] = r->type == IR_BF16 ? rt_f32_to_bf16(fr[e]) : rt_f32_to_f16(fr[e]);
+    fx_free(fa);
+    fx_free(fb);
+    fx_free(fr);
+  }
+  return true;
+#else
+  (void)i;
+  (void)a;
+  (void)bt;
+  (void)r;
+  (void)err;
+  return true;
+#endif
+}
+
+/* Is slot sl free: nothing but the backend holds its memory (its last occupant is dead)? The
+ * plan's liveness says when that is; the reference counts make sure of it, so a value still held
+ * somewhere is never overwritten (the output then gets fresh memory). Every view of a slot is
+ * made here, one at a time: the slot's own reference plus the cached view's. */
+static bool slot_free(const CpuBackend *b, int sl) {
+  if (sl < 0 || sl >= b->nslots || !b->slots[sl]) return false;
+  const RtTensor *v = b->views[sl];
+  return v ? v->refs == 1 && b->slots[sl]->refs == 2 : b->slots[sl]->refs == 1;
+}
+
+/* The output written into free slot sl, shaped s: the slot's cached view reshaped in place when
+ * it has one (no allocation per launch), else a new view. Returns a new reference. */
+static RtTensor *slot_output(CpuBackend *b, int sl, const IrShape *s, FxError *err) {
+  RtTensor *m = b->slots[sl], *v = b->views[sl];
+  int eb = ir_type_bytes(s->type);
+  int64_t count = ir_shape_elements(s);
+  if (eb <= 0 || count < 0 || (uint64_t)count * (uint64_t)eb > m->bytes) return NULL;
+  if (v) {
+    v->type = s->type;
+    v->rank = s->rank;
+    for (int d = 0; d < s->rank; d++) v->dims[d] = s->dims[d];
+    v->count = count;
+    v->bytes = (size_t)count * (size_t)eb;
+    return rt_tensor_ref(v);
+  }
+  v = rt_tensor_view(s->type, s->rank, s->dims, m, err);
+  if (!v) return NULL;
+  b->views[sl] = v;
+  return rt_tensor_ref(v);
+}
+
+/* One output of kernel k: in the memory slot the plan assigned it (for a loop's result, whichever
+ * of its two slots the previous iteration did not write), else fresh memory. */
+static RtTensor *output_array(CpuBackend *b, const CpuKernel *k, int o, const IrShape *s, FxError *err) {
+  if (o < CPU_MAX_SLOTTED && s->type != IR_TUPLE && s->type != IR_TOKEN && !ir_type_is_complex(s->type)) {
+    int sl = slot_free(b, k->slot[o]) ? k->slot[o] : slot_free(b, k->slot2[o]) ? k->slot2[o] : -1;
+    if (sl >= 0) {
+      RtTensor *t = slot_output(b, sl, s, err);
+      if (t) {
+        if (b->stats) b->stats->slot_outputs++;
+        return t;
+      }
+      fx_error_clear(err); /* does not fit after all: fresh memory */
+    }
+  }
+  return rt_tensor_for_shape_uninit(s, err);
+}
+
+static RtTensor *output_tensor(CpuBackend *b, const CpuKernel *k, const IrInstr *i, FxError *err) {
+  if (i->shape.type != IR_TUPLE) return output_array(b, k, 0, &i->shape, err);
+  int n = i->shape.ntuple;
+  RtTensor *stackel[16];
+  RtTensor **el = n <= 16 ? stackel : fx_calloc((size_t)n, sizeof *el);
+  if (!el) {
+    fx_error_set(err, NULL, 0, 0, "out of memory");
+    return NULL;
+  }
+  int made = 0;
+  for (; made < n; made++)
+    if (!(el[made] = output_array(b, k, made, &i->shape.tuple[made], err))) break;
+  RtTensor *r = made == n ? rt_tensor_tuple(el, n, err) : NULL;
+  for (int q = 0; q < made; q++) rt_tensor_unref(el[q]);
+  if (el != stackel) fx_free(el);
+  return r;
+}
+
+/* Takes the kernel plan's buffer assignment for m: one allocation per slot for the whole run, and
+ * each generated kernel's outputs pointed at their slots; a loop body's results alternate between
+ * two slots across iterations. Buffers that go to the caller (live-out) and outputs of interpreted
+ * kernels keep fresh memory. Without a plan, every output is fresh. A slot is a tensor that the
+ * views written into it reference, so a result that leaves the run keeps its memory. */
+static bool setup_slots(CpuBackend *b, const IrModule *m, FxError *err) {
+  for (size_t q = 0; q < b->kernels.cap; q++)
+    if (b->kernels.keys[q])
+      for (int o = 0; o < CPU_MAX_SLOTTED; o++)
+        ((CpuKernel *)b->kernels.vals[q])->slot[o] = ((CpuKernel *)b->kernels.vals[q])->slot2[o] = -1;
+  if (b->interp_only) return true;
+  FxError perr = {0};
+  KernelPlan *p = plan_build(m, device_default(), &perr);
+  if (!p) return true; /* no plan (e.g. out of memory): fresh memory everywhere still works */
+  bool ok = true;
+  if (p->nslots > 0) {
+    b->slots = fx_calloc((size_t)p->nslots, sizeof *b->slots);
+    b->views = fx_calloc((size_t)p->nslots, sizeof *b->views);
+    if (!b->slots || !b->views) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+    else b->nslots = p->nslots;
+  }
+  for (int q = 0; ok && q < p->nbuffers; q++) {
+    const PlanBuffer *bf = &p->buffers[q];
+    if (bf->live_out && bf->slot2 < 0) continue;
+    int o = bf->output < 0 ? 0 : bf->output;
+    CpuKernel *k = kmap_get(b, bf->producer);
+    if (!k || k->how == K_INTERP || o >= CPU_MAX_SLOTTED) continue;
+    int want[2] = {bf->slot, bf->slot2};
+    for (int w = 0; ok && w < 2; w++) {
+      int sl = want[w];
+      if (sl < 0 || b->slots[sl]) continue;
+      int64_t sz = p->slot_bytes[sl];
+      b->slots[sl] = rt_tensor_new_uninit(IR_U8, 1, &sz, err);
+      if (!b->slots[sl]) ok = false;
+      else if (b->stats) b->stats->slot_bytes += sz;
+    }
+    k->slot[o] = bf->slot;
+    k->slot2[o] = bf->slot2;
+  }
+  plan_free(p);
+  return ok;
+}
+
+static void free_slots(CpuBackend *b) {
+  for (int q = 0; q < b->nslots; q++) {
+    if (b->views) rt_tensor_unref(b->views[q]);
+    if (b->slots) rt_tensor_unref(b->slots[q]);
+  }
+  fx_free(b->slots);
+  fx_free(b->views);
+  b->slots = NULL;
+  b->views = NULL;
+  b->nslots = 0;
+}
+
+
+/* ---------- compiled while loops ----------
+ *
+ * A while loop whose condition and body are nothing but generated kernels (and the free ops
+ * around them: the state's get-tuple-elements, bitcasts, reshapes, constants, the body's root
+ * tuple) runs here in one call instead of through the interpreter's walker: per iteration, a list
+ * of kernel calls over a table of buffer pointers ("cells"), as XLA:CPU runs a loop's body as
+ * compiled code. The walker costs ~0.5 us per instruction; a loop of tiny kernels (a scan step,
+ * a binary search) is all walker.
+ *
+ * Cells 0..ne-1 point to the state elements' current buffers, ne..2ne-1 to their other buffers.
+ * A body kernel whose output is root element e writes into e's other buffer (nobody reads it
+ * during the iteration: the body's parameter is the current state); root elements that are
+ * another element, a constant or a value used twice are copied there after the body; then the
+ * two buffers of each changed element swap. Every other kernel output has a scratch buffer of its
+ * own for the loop's lifetime. */
+
+typedef struct CpuLoop CpuLoop;
+
+typedef struct {
+  CpuKernel *k; /* a kernel, or */
+  CpuLoop *inner; /* a loop nested in this one: its state copied in from cells, out to cells */
+  int nb;      /* inputs then outputs */
+  int *cells;  /* nb cell indices */
+  bool inplace; /* the kernel's in-place variant, updating its input's buffer (a state element) */
+  bool hoisted; /* loop-invariant: run once before the first trip */
+} LoopStep;
+
+struct CpuLoop {
+  int ne;                 /* state elements */
+  int64_t *ebytes;        /* per element */
+  int ncells;
+  char **cell;            /* the pointer table */
+  LoopStep *cond, *body;
+  int ncond, nbody;
+  int cond_cell;          /* the condition's pred[] */
+  int *copy_from;         /* per element: a cell copied into its other buffer after the body, or -1 */
+  bool *changes;          /* per element: swapped after the body */
+  char *mem;              /* state double buffers and scratch, one allocation */
+  RtTensor **consts;      /* constants' values, held for the loop's lifetime */
+  int nconsts;
+  const IrComputation *body_comp; /* while building */
+};
+
+static char loop_none; /* the loops map's value for a loop that runs on the host */
+
+static void loop_free(CpuLoop *l) {
+  if (!l) return;
+  for (int q = 0; q < l->ncond + l->nbody; q++) {
+    LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
+    fx_free(st->cells);
+    loop_free(st->inner);
+  }
+  fx_free(l->cond);
+  fx_free(l->body);
+  for (int q = 0; q < l->nconsts; q++) rt_tensor_unref(l->consts[q]);
+  fx_free(l->consts);
+  fx_free(l->ebytes);
+  fx_free(l->cell);
+  fx_free(l->copy_from);
+  fx_free(l->changes);
+  fx_free(l->mem);
+  fx_free(l);
+}
+
+static void loops_clear(CpuBackend *b) {
+  for (size_t q = 0; q < b->loops.cap; q++)
+    if (b->loops.keys[q] && b->loops.vals[q] != &loop_none) loop_free(b->loops.vals[q]);
+  ptrmap_free(&b->loops);
+}
+
+enum { LOOP_MAX_SCRATCH = 64 << 20, LOOP_MAX_CELLS = 1 << 16 };
+
+typedef struct {
+  CpuLoop *l;
+  PtrMap cellof;        /* IrInstr* -> cell + 1 (array values); a kernel's tuple result: first output cell + 1 */
+  int64_t *cbytes;      /* per cell: scratch bytes wanted (0: none) */
+  int capcells;
+  RtExec *x;
+  FxError *err;
+} LoopBuild;
+
+static int new_cell(LoopBuild *lb, int64_t bytes) {
+  CpuLoop *l = lb->l;
+  if (l->ncells >= LOOP_MAX_CELLS) return -1;
+  if (l->ncells == lb->capcells) {
+    int nc = lb->capcells ? lb->capcells * 2 : 64;
+    int64_t *nb = fx_realloc(lb->cbytes, sizeof *nb * (size_t)nc);
+    if (nb) lb->cbytes = nb;
+    char **ncell = nb ? fx_realloc(l->cell, sizeof *ncell * (size_t)nc) : NULL;
+    if (!ncell) return -1;
+    l->cell = ncell;
+    lb->capcells = nc;
+  }
+  lb->cbytes[l->ncells] = bytes;
+  l->cell[l->ncells] = NULL;
+  return l->ncells++;
+}
+
+static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *err);
+
+static int cell_of(LoopBuild *lb, const IrInstr *i) { return (int)(uintptr_t)ptrmap_get(&lb->cellof, i) - 1; }
+static bool set_cell(LoopBuild *lb, const IrInstr *i, int c) { return ptrmap_put(&lb->cellof, i, (void *)(uintptr_t)(c + 1)); }
+
+static bool plain_array(const IrShape *s) {
+  return s->type != IR_TUPLE && s->type != IR_TOKEN && !ir_type_is_complex(s->type) && ir_type_bytes(s->type) > 0;
+}
+
+/* The steps of computation c (the condition or the body): false when an instruction is not one a
+ * compiled loop runs. In the body, a kernel whose (array) output is the root's element e writes
+ * into e's other buffer. */
+static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, LoopStep **steps, int *nsteps) {
+  CpuLoop *l = lb->l;
+  *steps = fx_calloc((size_t)(c->ninstrs ? c->ninstrs : 1), sizeof **steps);
+  if (!*steps) return false;
+  const IrInstr *root = c->root;
+  for (int q = 0; q < c->ninstrs; q++) {
+    const IrInstr *i = c->instrs[q];
+    switch (i->op) {
+    case IR_OP_PARAMETER:
+      if (i->param_number != 0) return false;
+      continue;
+    case IR_OP_GET_TUPLE_ELEMENT: {
+      const IrInstr *t = i->operands[0];
+      int64_t idx = -1;
+      ir_attr_int(i, "index", &idx);
+      if (!plain_array(&i->shape) || idx < 0) return false;
+      if (t->op == IR_OP_PARAMETER) {
+        if (idx >= l->ne) return false;
+        if (!set_cell(lb, i, (int)idx)) return false;
+      } else { /* of a multi-output kernel or of a nested loop: consecutive cells */
+        int first = cell_of(lb, t);
+        if (first < 0 || t->shape.type != IR_TUPLE || idx >= t->shape.ntuple) return false;
+        if (!set_cell(lb, i, first + (int)idx)) return false;
+      }
+      continue;
+    }
+    case IR_OP_BITCAST: case IR_OP_RESHAPE: {
+      int src = cell_of(lb, i->operands[0]);
+      if (src < 0 || !plain_array(&i->shape)) return false;
+      if (!set_cell(lb, i, src)) return false;
+      continue;
+    }
+    case IR_OP_CONSTANT: {
+      if (!plain_array(&i->shape)) return false;
+      RtTensor *v = NULL;
+      if (!rt_exec_instr(lb->x, i, NULL, &v, lb->err)) return false;
+      RtTensor **nc = fx_realloc(l->consts, sizeof *nc * (size_t)(l->nconsts + 1));
+      if (!nc) {
+        rt_tensor_unref(v);
+        return false;
+      }
+      l->consts = nc;
+      l->consts[l->nconsts++] = v;
+      int cl = new_cell(lb, 0);
+      if (cl < 0 || !set_cell(lb, i, cl)) return false;
+      l->cell[cl] = v->data;
+      continue;
+    }
+    case IR_OP_TUPLE: /* the root, or a nested loop's initial state (any other use finds no cell) */
+      continue;
+    case IR_OP_WHILE: {
+      const IrInstr *t = i->operands[0];
+      if (t->op != IR_OP_TUPLE) return false;
+      CpuLoop *inner = loop_build(b, lb->x, i, lb->err);
+      if (!inner) return false;
+      LoopStep *st = &(*steps)[(*nsteps)++];
+      st->inner = inner;
+      st->nb = 2 * inner->ne;
+      st->cells = fx_malloc(sizeof *st->cells * (size_t)st->nb);
+      if (!st->cells || t->noperands != inner->ne) return false;
+      for (int e = 0; e < inner->ne; e++)
+        if ((st->cells[e] = cell_of(lb, t->operands[e])) < 0) return false;
+      for (int e = 0; e < inner->ne; e++) {
+        int cl = new_cell(lb, inner->ebytes[e]);
+        if (cl < 0 || (e > 0 && cl != st->cells[inner->ne] + e)) return false;
+        st->cells[inner->ne + e] = cl;
+      }
+      if (!set_cell(lb, i, st->cells[inner->ne])) return false;
+      continue;
+    }
+    default: break;
+    }
+    CpuKernel *k = kmap_get(b, i);
+    if (!k || k->how != K_GENERATED) return false;
+    int nout = i->shape.type == IR_TUPLE ? i->shape.ntuple : 1;
+    LoopStep *st = &(*steps)[(*nsteps)++];
+    st->k = k;
+    st->nb = i->noperands + nout;
+    st->cells = fx_malloc(sizeof *st->cells * (size_t)st->nb);
+    if (!st->cells) return false;
+    for (int j = 0; j < i->noperands; j++)
+      if ((st->cells[j] = cell_of(lb, i->operands[j])) < 0) return false;
+    int first = -1;
+    for (int o = 0; o < nout; o++) {
+      const IrShape *os = i->shape.type == IR_TUPLE ? &i->shape.tuple[o] : &i->shape;
+      if (!plain_array(os)) return false;
+      int cl = -1;
+      /* the body's root takes this output as element e: write it into e's other buffer */
+      if (root->op == IR_OP_TUPLE && c == l->body_comp && i->shape.type != IR_TUPLE)
+        for (int e = 0; e < root->noperands && e < l->ne && cl < 0; e++)
+          if (root->operands[e] == i && l->copy_from[e] == -2) {
+            cl = l->ne + e;
+            l->copy_from[e] = -1;
+            l->changes[e] = true;
+          }
+      if (cl < 0) cl = new_cell(lb, ir_shape_bytes(os));
+      if (cl < 0) return false;
+      st->cells[i->noperands + o] = cl;
+      if (o == 0) first = cl;
+      else if (cl != first + o) return false; /* a tuple's outputs are consecutive cells */
+    }
+    if (!set_cell(lb, i, first)) return false;
+  }
+  return true;
+}
+
+/* The compiled form of while loop w, or NULL when it runs on the host (the reason is not kept:
+ * the host's way is always right). */
+static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *err) {
+  const IrComputation *cond = ir_attr_comp(w, "condition"), *body = ir_attr_comp(w, "body");
+  const IrShape *ss = &w->shape;
+  if (!cond || !body || w->noperands != 1 || ss->type != IR_TUPLE || ss->ntuple < 1 || !body->root ||
+      body->root->op != IR_OP_TUPLE || body->root->noperands != ss->ntuple || !cond->root)
+    return NULL;
+  for (int e = 0; e < ss->ntuple; e++)
+    if (!plain_array(&ss->tuple[e])) return NULL;
+  CpuLoop *l = fx_calloc(1, sizeof *l);
+  LoopBuild lb = {.l = l, .x = x, .err = err};
+  FxError ignore = {0};
+  lb.err = &ignore;
+  bool ok = l != NULL;
+  int ne = ss->ntuple;
+  if (ok) {
+    l->ne = ne;
+    l->body_comp = body;
+    l->ebytes = fx_calloc((size_t)ne, sizeof *l->ebytes);
+    l->copy_from = fx_malloc(sizeof *l->copy_from * (size_t)ne);
+    l->changes = fx_calloc((size_t)ne, sizeof *l->changes);
+    ok = l->ebytes && l->copy_from && l->changes;
+  }
+  for (int e = 0; ok && e < 2 * ne; e++) ok = new_cell(&lb, 0) == e;
+  for (int e = 0; ok && e < ne; e++) {
+    l->ebytes[e] = ir_shape_bytes(&ss->tuple[e]);
+    l->copy_from[e] = -2; /* not decided */
+  }
+  if (ok) ok = loop_steps(b, &lb, cond, &l->cond, &l->ncond);
+  if (ok) {
+    l->cond_cell = cell_of(&lb, cond->root);
+    ok = l->cond_cell >= 0 && cond->root->shape.type == IR_PRED && ir_shape_elements(&cond->root->shape) == 1;
+  }
+  /* a new map for the body: its parameter is a different instruction, its values its own */
+  ptrmap_free(&lb.cellof);
+  if (ok) ok = loop_steps(b, &lb, body, &l->body, &l->nbody);
+  for (int e = 0; ok && e < ne; e++) {
+    if (l->copy_from[e] != -2) continue; /* written directly */
+    const IrInstr *r = body->root->operands[e];
+    int c = cell_of(&lb, r);
+    if (c < 0) ok = false;
+    else if (c == e) l->copy_from[e] = -1; /* unchanged */
+    else {
+      l->copy_from[e] = c;
+      l->changes[e] = true;
+    }
+  }
+  /* In place: a body kernel with an in-place variant whose output is the next value of element e
+     and whose updated input is e's current value updates e's buffer, when nothing after it reads
+     e's current value (later steps, the root's copies): a dynamic-update-slice or scatter into
+     the loop state then writes its slice, not the whole buffer, and e's buffers do not swap. */
+  for (int q = 0; ok && q < l->nbody; q++) {
+    LoopStep *st = &l->body[q];
+    if (!st->k || !st->k->ip || st->nb != st->k->instr->noperands + 1) continue;
+    int nin = st->k->instr->noperands, oc = st->cells[nin], e = st->cells[st->k->ip_input];
+    if (e < 0 || e >= ne || oc != ne + e) continue;
+    bool read = false;
+    for (int r = q + 1; r < l->nbody && !read; r++)
+      for (int j = 0; j < l->body[r].nb && !read; j++) read = l->body[r].cells[j] == e;
+    for (int f = 0; f < ne && !read; f++) read = l->copy_from[f] == e;
+    for (int j = 0; j < nin && !read; j++) read = j != st->k->ip_input && st->cells[j] == e;
+    if (read) continue;
+    for (int r = q + 1; r < l->nbody; r++)
+      for (int j = 0; j < l->body[r].nb; j++)
+        if (l->body[r].cells[j] == ne + e) l->body[r].cells[j] = e;
+    for (int f = 0; f < ne; f++)
+      if (l->copy_from[f] == ne + e) l->copy_from[f] = e;
+    st->cells[nin] = e;
+    st->inplace = true;
+    l->changes[e] = false;
+  }
+  /* Loop-invariant body kernels (inputs that are constants, elements the body passes through
+     unchanged, or other invariant values; an iota-only kernel has none) run once before the first
+     trip, as XLA hoists them: a million-trip loop recomputed a million-element reduce every trip. */
+  bool *inv = ok ? fx_calloc((size_t)l->ncells, sizeof *inv) : NULL;
+  if (ok && !inv) ok = false;
+  for (int e = 0; ok && e < ne; e++) inv[e] = !l->changes[e] && l->copy_from[e] == -1;
+  for (int q = 0; ok && q < l->nbody; q++)
+    if (l->body[q].inplace) inv[l->body[q].cells[l->body[q].nb - 1]] = false;
+  for (int c = 2 * ne; ok && c < l->ncells; c++) inv[c] = l->cell[c] != NULL; /* the constants, so far */
+  for (int q = 0; ok && q < l->nbody; q++) {
+    LoopStep *st = &l->body[q];
+    if (!st->k || st->inplace) continue;
+    int nin = st->k->instr->noperands;
+    bool all = true;
+    for (int j = 0; j < nin && all; j++) all = inv[st->cells[j]];
+    for (int j = nin; j < st->nb && all; j++) all = st->cells[j] >= 2 * ne;
+    if (!all) continue;
+    st->hoisted = true;
+    for (int j = nin; j < st->nb; j++) inv[st->cells[j]] = true;
+  }
+  fx_free(inv);
+  /* memory: two buffers per element, then the scratch cells, 64-byte aligned */
+  int64_t total = 0;
+  for (int c = 0; ok && c < l->ncells; c++) {
+    int64_t want = c < 2 * ne ? l->ebytes[c % ne] : lb.cbytes[c];
+    total += (want + 63) / 64 * 64;
+  }
+  if (ok && total > LOOP_MAX_SCRATCH) ok = false;
+  if (ok) ok = (l->mem = fx_malloc((size_t)(total ? total : 64) + 64)) != NULL;
+  if (ok) {
+    char *p = (char *)(((uintptr_t)l->mem + 63) & ~(uintptr_t)63);
+    for (int c = 0; c < l->ncells; c++) {
+      int64_t want = c < 2 * ne ? l->ebytes[c % ne] : lb.cbytes[c];
+      if (c < 2 * ne || want > 0) {
+        l->cell[c] = p;
+        p += (want + 63) / 64 * 64;
+      }
+    }
+  }
+  ptrmap_free(&lb.cellof);
+  fx_free(lb.cbytes);
+  if (!ok) {
+    loop_free(l);
+    return NULL;
+  }
+  l->body_comp = NULL;
+  return l;
+}
+
+static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err);
+
+static bool loop_launch(CpuBackend *b, RtExec *x, const CpuLoop *l, const LoopStep *st, FxError *err) {
+  if (st->inner) {
+    CpuLoop *in = st->inner;
+    for (int e = 0; e < in->ne; e++) memcpy(in->cell[e], l->cell[st->cells[e]], (size_t)in->ebytes[e]);
+    if (!loop_exec(b, x, in, err)) return false;
+    for (int e = 0; e < in->ne; e++) memcpy(l->cell[st->cells[in->ne + e]], in->cell[e], (size_t)in->ebytes[e]);
+    return true;
+  }
+  char *bufs[2 * EMIT_MAX_BUFFERS];
+  for (int j = 0; j < st->nb; j++) bufs[j] = l->cell[st->cells[j]];
+  CpuKernel *k = st->k;
+  if (st->inplace) {
+    k->ip(bufs);
+    return true;
+  }
+  for (int p = 0; p < k->nparts; p++) {
+    /* tiny kernels called directly; larger ones as the host launches them: timed, and split over
+       the threads when large or slow (CartPole's steps over 2048 environments) */
+    if (k->count[p] >= 1024) launch_part(b, k, p, bufs);
+    else k->fns[p](bufs, 0, k->outer[p]);
+  }
+  return true;
+}
+
+/* Runs loop l from the state in its current cells to the end; counts what ran. */
+static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err) {
+  int ne = l->ne;
+  int64_t trips = 0;
+  for (int q = 0; q < l->nbody; q++)
+    if (l->body[q].hoisted && !loop_launch(b, x, l, &l->body[q], err)) return false;
+  for (;;) {
+    if ((trips & 1023) == 0 && !rt_exec_poll(x, err)) return false;
+    for (int q = 0; q < l->ncond; q++)
+      if (!loop_launch(b, x, l, &l->cond[q], err)) return false;
+    if (!*(const uint8_t *)l->cell[l->cond_cell]) break;
+    for (int q = 0; q < l->nbody; q++)
+      if (!l->body[q].hoisted && !loop_launch(b, x, l, &l->body[q], err)) return false;
+    for (int e = 0; e < ne; e++)
+      if (l->copy_from[e] >= 0) memcpy(l->cell[ne + e], l->cell[l->copy_from[e]], (size_t)l->ebytes[e]);
+    for (int e = 0; e < ne; e++)
+      if (l->changes[e]) {
+        char *t = l->cell[e];
+        l->cell[e] = l->cell[ne + e];
+        l->cell[ne + e] = t;
+      }
+    trips++;
+  }
+  /* the counters and the profile: every kernel launch as the host would have made it, so the
+     run's figures stay the kernel plan's */
+  RtCounters *c = rt_exec_counters(x);
+  c->while_iterations += trips;
+  for (int q = 0; q < l->ncond + l->nbody; q++) {
+    const LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
+    if (!st->k) continue; /* a nested loop counted itself */
+    /* a hoisted kernel counts every trip, as the kernel plan counts it (it ran once) */
+    int64_t n = q < l->ncond ? trips + 1 : trips;
+    if (st->hoisted && trips > 1 && b->stats) b->stats->hoisted_launches += trips - 1;
+    c->launches += n;
+    c->bytes_read += n * st->k->rbytes;
+    c->bytes_written += n * st->k->wbytes;
+    if (st->inplace && b->stats) b->stats->inplace_updates += n;
+    RtKernelStat *s = stat_for(b->stats, st->k, st->k->instr);
+    if (s) {
+      s->launches += n;
+      s->bytes += n * (st->k->rbytes + st->k->wbytes);
+      s->native = true;
+      s->how = "generated";
+    }
+  }
+  return true;
+}
+
+/* Runs compiled loop l from state `init` into a new tuple *out. */
+static bool loop_run(CpuBackend *b, RtExec *x, CpuLoop *l, const IrInstr *w, RtTensor *init, RtTensor **out, FxError *err) {
+  int ne = l->ne;
+  if (init->type != IR_TUPLE || init->ntuple != ne) return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
+  for (int e = 0; e < ne; e++) {
+    if ((int64_t)init->tuple[e]->bytes != l->ebytes[e])
+      return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
+    memcpy(l->cell[e], init->tuple[e]->data, (size_t)l->ebytes[e]);
+  }
+  if (!loop_exec(b, x, l, err)) return false;
+  RtTensor *stackel[16];
+  RtTensor **el = ne <= 16 ? stackel : fx_calloc((size_t)ne, sizeof *el);
+  if (!el) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  int made = 0;
+  for (; made < ne; made++) {
+    if (!(el[made] = rt_tensor_for_shape_uninit(&w->shape.tuple[made], err))) break;
+    memcpy(el[made]->data, l->cell[made], (size_t)l->ebytes[made]);
+  }
+  *out = made == ne ? rt_tensor_tuple(el, ne, err) : NULL;
+  for (int q = 0; q < made; q++) rt_tensor_unref(el[q]);
+  if (el != stackel) fx_free(el);
+  return *out != NULL;
+}
+
+/* The hook's part for a while loop: runs it compiled when it can (*handled), else leaves it to
+ * the host. */
+static bool loop_hook(CpuBackend *b, RtExec *x, const IrInstr *w, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
+  void *v = ptrmap_get(&b->loops, w);
+  if (!v) {
+    FxError why = {0};
+    CpuLoop *l = loop_build(b, x, w, &why);
+    v = l ? (void *)l : (void *)&loop_none;
+    if (!ptrmap_put(&b->loops, w, v)) {
+      loop_free(l);
+      return true;
+    }
+  }
+  if (v == &loop_none) return true;
+  double t0 = now_ns();
+  if (!loop_run(b, x, v, w, ops[0], out, err)) return false;
+  *handled = true;
+  RtKernelStat *s = stat_for(b->stats, NULL, w);
+  if (s) {
+    s->launches++;
+    s->total_ns += now_ns() - t0;
+    s->native = true;
+    s->how = "loop";
+    s->why = NULL;
+  }
+  return true;
+}
+
+static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
+  CpuBackend *b = ctx;
+  *handled = false;
+  if (i->op == IR_OP_WHILE && !b->interp_only && !b->no_cache && !b->host_loops) return loop_hook(b, x, i, ops, out, handled, err);
+  CpuKernel *k = kmap_get(b, i);
+  if (!k) return true; /* free ops, and instructions inside fused or called computations */
+  double t0 = now_ns();
+  bool ok = true;
+  if (k->how == K_INTERP) {
+    ok = rt_exec_instr(x, i, ops, out, err);
+  } else {
+    /* generated kernels and gemm write every element: no need to zero the outputs */
+    RtTensor *r = output_tensor(b, k, i, err);
+    if (!r) return false;
+    if (k->how == K_BLAS) {
+      if (!blas_dot(i, ops[0], ops[1], r, err)) {
+        rt_tensor_unref(r);
+        return false;
+      }
+    } else {
+      char *stackb[64];
+      int nout = r->type == IR_TUPLE ? r->ntuple : 1;
+      int nb = i->noperands + nout;
+      char **bufs = nb <= 64 ? stackb : fx_calloc((size_t)nb, sizeof *bufs);
+      if (!bufs) {
+        rt_tensor_unref(r);
+        return fx_error_set(err, NULL, 0, 0, "out of memory");
+      }
+      for (int j = 0; j < i->noperands; j++) bufs[j] = ops[j]->data;
+      for (int o = 0; o < nout; o++) bufs[i->noperands + o] = r->type == IR_TUPLE ? r->tuple[o]->data : r->data;
+      for (int p = 0; p < k->nparts; p++) launch_part(b, k, p, bufs);
+      if (bufs != stackb) fx_free(bufs);
+    }
+    *out = r;
+  }
+  if (!ok) return false;
+  *handled = true;
+  double dt = now_ns() - t0;
+  RtCounters *c = rt_exec_counters(x);
+  int64_t rb = k->rbytes, wb = k->wbytes; /* the kernel plan's figures: one place counts bytes */
+  c->launches++;
+  c->bytes_read += rb;
+  c->bytes_written += wb;
+  RtKernelStat *s = stat_for(b->stats, k, i);
+  if (s) {
+    s->launches++;
+    s->total_ns += dt;
+    s->bytes += rb + wb;
+    s->native = k->how != K_INTERP;
+    s->how = k->how == K_GENERATED ? "generated" : k->how == K_BLAS ? "blas" : "interpreter";
+    s->why = k->why[0] ? k->why : NULL;
+  }
+  return true;
+}
+
+static bool cpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, const RtOptions *o, RtTensor **out,
+                    RtRunStats *stats, FxError *err) {
+  CpuBackend *b = vb;
+  RtOptions ro = o ? *o : (RtOptions){0};
+  RtHooks hooks = {.exec = cpu_hook, .ctx = b};
+  ro.hooks = &hooks;
+  ro.count_kernels = false;
+  b->stats = stats;
+  if (stats)
+    for (size_t q = 0; q < b->kernels.cap; q++)
+      if (b->kernels.keys[q]) ((CpuKernel *)b->kernels.vals[q])->stat = -1;
+  double t0 = now_ns();
+  RtCounters c = {0};
+  bool ok = setup_slots(b, m, err);
+  if (ok) ok = rt_interp_run(m, args, nargs, &ro, out, &c, err);
+  free_slots(b);
+  if (stats) {
+    stats->counters = c;
+    stats->total_ns = now_ns() - t0;
+  }
+  b->stats = NULL;
+  return ok;
+}
+
+/* ---------- lifetime ---------- */
+
+static void *cpu_create_common(bool interp_only, FxError *err) {
+  CpuBackend *b = fx_calloc(1, sizeof *b);
+  if (!b) {
+    fx_error_set(err, NULL, 0, 0, "out of memory");
+    return NULL;
+  }
+  b->interp_only = interp_only;
+  FxError why;
+  fx_error_clear(&why);
+  if (!interp_only && !cpu_resolve_cache_dir(b->cache, sizeof b->cache, &why)) {
+    /* no cache, no compiled kernels: run on the interpreter's implementation and say so */
+    b->no_cache = true;
+    snprintf(b->note, sizeof b->note, "the kernel cache cannot be used (%s%s%.400s): every kernel runs on the interpreter's implementation",
+             why.file[0] ? why.file : "", why.file[0] ? ": " : "", why.msg);
+  }
+  const char *cc = getenv("CC");
+  snprintf(b->cc, sizeof b->cc, "%s", cc && *cc ? cc : "cc");
+  snprintf(b->flags, sizeof b->flags, "-O3 -march=native");
+  b->threads = cpu_default_threads();
+  const char *lib = default_vecmath ? vecmath_library() : NULL;
+  if (lib) {
+    char nb[300];
+    emit_vecmath_flags(nb, sizeof nb);
+    snprintf(b->vflags, sizeof b->vflags, "-DFX_VECMATH=1 %s %s", nb, lib);
+  }
+  return b;
+}
+
+static void *cpu_create(FxError *err) { return cpu_create_common(false, err); }
+static void *interp_create(FxError *err) { return cpu_create_common(true, err); }
+
+static void cpu_destroy(void *vb) {
+  CpuBackend *b = vb;
+  if (!b) return;
+  pool_stop(b->pool);
+  loops_clear(b);
+  for (size_t q = 0; q < b->kernels.cap; q++)
+    if (b->kernels.keys[q]) fx_free(b->kernels.vals[q]);
+  ptrmap_free(&b->kernels);
+  for (int h = 0; h < b->nhandles; h++) dlclose(b->handles[h]);
+  fx_free(b->handles);
+  emit_buf_free(&b->last_source);
+  fx_free(b);
+}
+
+void cpu_set_options(void *vb, const CpuOptions *o) {
+  CpuBackend *b = vb;
+  if (o->cc) snprintf(b->cc, sizeof b->cc, "%s", o->cc);
+  if (o->opt) snprintf(b->flags, sizeof b->flags, "%s", o->opt);
+  b->host_loops = o->host_loops;
+  if (o->threads > 0 && o->threads != b->threads) {
+    b->threads = o->threads;
+    pool_stop(b->pool); /* the next large launch starts one of the new size */
+    b->pool = NULL;
+  }
+}
+
+const char *cpu_cache_dir(void *vb) { return ((CpuBackend *)vb)->cache; }
+const char *cpu_note(void *vb) { return ((CpuBackend *)vb)->note; }
+const char *cpu_last_source(void *vb) {
+  CpuBackend *b = vb;
+  return b->last_source.s ? b->last_source.s : "";
+}
+void cpu_prepare_counts(void *vb, int *compiled, int *cached, int *kernels, int *interpreted) {
+  CpuBackend *b = vb;
+  if (compiled) *compiled = b->compiled;
+  if (cached) *cached = b->cached;
+  if (kernels) *kernels = b->nkernels;
+  if (interpreted) *interpreted = b->ninterp;
+}
+
+const RtBackend rt_backend_cpu = {
+    .name = "cpu", .create = cpu_create, .destroy = cpu_destroy, .prepare = cpu_prepare, .run = cpu_run,
+};
+
+/* The interpreter as a backend: every kernel runs on the interpreter's implementation, timed the
+ * same way, so `profile` and `compare` work with --backend interp too. */
+const RtBackend rt_backend_interp = {
+    .name = "interp", .create = interp_create, .destroy = cpu_destroy, .prepare = cpu_prepare, .run = cpu_run,
+};
+
+const RtBackend *rt_backend_pick(const char *name, FxError *err) {
+  if (strcmp(name, "auto") == 0) {
+    const RtBackend *g = rt_backend_lookup("gpu");
+    FxError why;
+    fx_error_clear(&why);
+    return g && rt_gpu_available(&why) ? g : &rt_backend_cpu;
+  }
+  const RtBackend *b = rt_backend_lookup(name);
+  if (!b) fx_error_set(err, NULL, 0, 0, "unknown backend '%s' (interp, cpu, gpu or auto)", name);
+  return b;
+}
+
+const RtBackend *rt_backend_lookup(const char *name) {
+  static const RtBackend *const all[] = {&rt_backend_interp, &rt_backend_cpu, &rt_backend_gpu};
+  for (size_t k = 0; k < sizeof all / sizeof all[0]; k++)
+    if (strcmp(name, all[k]->name) == 0) return all[k];
+  return NULL;
+}

@@ -1,0 +1,1356 @@
+/* test_fusion.c — the fusion rules and passes: every reason code has a small module that triggers
+ * it and a near-miss that fuses; each test asserts the producer/consumer pair, the code and the
+ * numbers in the decision. Also the graph edits (fusion_build.c): wrap, fuse, multi-output,
+ * siblings, unfuse, and the passes' results on small graphs. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "../check.h"
+#include "../../compiler/fusion/fusion.h"
+#include "../../compiler/ir/ir.h"
+#include "../../compiler/passes/passes.h"
+#include "../../compiler/plan/plan.h"
+#include "../../runtime/runtime.h"
+
+/* ---------- a decision sink that keeps copies ---------- */
+
+typedef struct {
+  char pass[64], action[32], producer[128], consumer[128], reason[40], detail[600], suggestion[300], result[64];
+  bool accepted;
+  int nmetrics;
+  char mkey[PASS_MAX_METRICS][32];
+  double mval[PASS_MAX_METRICS];
+} Rec;
+
+typedef struct {
+  Rec r[512];
+  int n;
+} Log;
+
+static void copy(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s ? s : ""); }
+
+static void log_emit(void *ctx, const PassDecision *d) {
+  Log *l = ctx;
+  if (l->n >= 512) return;
+  Rec *r = &l->r[l->n++];
+  copy(r->pass, sizeof r->pass, d->pass);
+  copy(r->action, sizeof r->action, d->action);
+  copy(r->producer, sizeof r->producer, d->producer);
+  copy(r->consumer, sizeof r->consumer, d->consumer);
+  copy(r->reason, sizeof r->reason, d->reason);
+  copy(r->detail, sizeof r->detail, d->detail);
+  copy(r->suggestion, sizeof r->suggestion, d->suggestion);
+  copy(r->result, sizeof r->result, d->result);
+  r->accepted = d->accepted;
+  r->nmetrics = d->nmetrics;
+  for (int k = 0; k < d->nmetrics; k++) {
+    copy(r->mkey[k], sizeof r->mkey[k], d->metrics[k].key);
+    r->mval[k] = d->metrics[k].value;
+  }
+}
+
+/* The last decision about the pair (producer, consumer); consumer NULL matches any. */
+static const Rec *find(const Log *l, const char *producer, const char *consumer) {
+  for (int k = l->n - 1; k >= 0; k--)
+    if (strcmp(l->r[k].producer, producer) == 0 && (!consumer || strcmp(l->r[k].consumer, consumer) == 0))
+      return &l->r[k];
+  return NULL;
+}
+
+static double metric(const Rec *r, const char *key) {
+  if (!r) return -1;
+  for (int k = 0; k < r->nmetrics; k++)
+    if (strcmp(r->mkey[k], key) == 0) return r->mval[k];
+  return -1;
+}
+
+/* ---------- a small module builder ---------- */
+
+typedef struct {
+  IrModule *m;
+  IrComputation *c;
+  int nparams;
+  Log log;
+  DecisionSink sink;
+  PassSettings settings;
+  PassContext cx;
+  FxError err;
+} T;
+
+static T *t_new(void) {
+  T *t = calloc(1, sizeof *t);
+  t->m = ir_module_new("t");
+  t->c = ir_computation_new(t->m, "main");
+  t->c->is_entry = true;
+  t->m->entry = t->c;
+  t->sink.emit = log_emit;
+  t->sink.ctx = &t->log;
+  pass_settings_default(&t->settings);
+  t->cx.sink = &t->sink;
+  t->cx.device = device_default();
+  t->cx.settings = &t->settings;
+  t->cx.err = &t->err;
+  t->cx.pass = "test";
+  return t;
+}
+
+static void t_free(T *t) {
+  ir_module_free(t->m);
+  free(t);
+}
+
+static IrShape shp(T *t, IrType ty, int rank, int64_t d0, int64_t d1, int64_t d2) {
+  int64_t d[3] = {d0, d1, d2};
+  return ir_shape_array(&t->m->arena, ty, rank, d);
+}
+
+static IrInstr *param(T *t, const char *name, IrShape s) {
+  IrInstr *p = ir_instr_new(t->c, IR_OP_PARAMETER, &s, NULL, 0, name);
+  p->param_number = t->nparams;
+  IrInstr **np = arena_alloc(&t->m->arena, sizeof(IrInstr *) * (size_t)(t->nparams + 1));
+  if (t->nparams) memcpy(np, t->c->params, sizeof(IrInstr *) * (size_t)t->nparams);
+  np[t->nparams++] = p;
+  t->c->params = np;
+  t->c->nparams = t->nparams;
+  return p;
+}
+
+static IrInstr *op(T *t, IrOpcode o, const char *name, IrShape s, int n, ...) {
+  IrInstr *ops[8];
+  va_list ap;
+  va_start(ap, n);
+  for (int k = 0; k < n; k++) ops[k] = va_arg(ap, IrInstr *);
+  va_end(ap);
+  return ir_instr_new(t->c, o, &s, ops, n, name);
+}
+
+static IrComputation *add_reducer(T *t) {
+  IrComputation *r = ir_computation_new(t->m, "add_f32");
+  IrShape s = ir_shape_scalar(IR_F32);
+  IrInstr *a = ir_instr_new(r, IR_OP_PARAMETER, &s, NULL, 0, "ra");
+  IrInstr *b = ir_instr_new(r, IR_OP_PARAMETER, &s, NULL, 0, "rb");
+  a->param_number = 0;
+  b->param_number = 1;
+  r->params = arena_alloc(&t->m->arena, sizeof(IrInstr *) * 2);
+  r->params[0] = a;
+  r->params[1] = b;
+  r->nparams = 2;
+  IrInstr *ops[2] = {a, b};
+  ir_set_root(r, ir_instr_new(r, IR_OP_ADD, &s, ops, 2, "radd"));
+  /* Callees print before callers. */
+  IrModule *m = t->m;
+  memmove(&m->comps[1], &m->comps[0], sizeof(IrComputation *) * (size_t)(m->ncomps - 1));
+  m->comps[0] = r;
+  return r;
+}
+
+static IrInstr *reduce(T *t, const char *name, IrInstr *in, IrShape out, const char *dims) {
+  IrShape sc = ir_shape_scalar(IR_F32);
+  IrInstr *init = ir_constant_scalar(t->c, IR_F32, 0, "zero");
+  (void)sc;
+  IrInstr *r = op(t, IR_OP_REDUCE, name, out, 2, in, init);
+  ir_attr_set_text(r, "dimensions", dims);
+  IrComputation *red = ir_module_find_computation(t->m, "add_f32");
+  if (!red) red = add_reducer(t);
+  ir_attr_set_comp(r, "to_apply", red);
+  return r;
+}
+
+/* Structural checks every pass result must pass: users mirror operands, operands live in the same
+ * computation and come earlier, fusions call a body whose parameters match their operands. */
+static bool well_formed(const IrModule *m) {
+  for (int k = 0; k < m->ncomps; k++) {
+    const IrComputation *c = m->comps[k];
+    for (int j = 0; j < c->ninstrs; j++) {
+      const IrInstr *i = c->instrs[j];
+      if (i->dead || i->parent != c) return false;
+      for (int o = 0; o < i->noperands; o++) {
+        const IrInstr *x = i->operands[o];
+        if (!x || x->dead || x->parent != c) return false;
+        bool earlier = false;
+        for (int q = 0; q < j; q++) earlier = earlier || c->instrs[q] == x;
+        if (!earlier) return false;
+        bool back = false;
+        for (int u = 0; u < x->nusers; u++) back = back || x->users[u] == i;
+        if (!back) return false;
+      }
+      if (i->op == IR_OP_FUSION) {
+        IrComputation *fc = ir_fused_computation(i);
+        if (!fc || fc->nparams != i->noperands || !fc->root || fc->fusion_instr != i) return false;
+        for (int p = 0; p < fc->nparams; p++)
+          if (fc->params[p]->param_number != p || !ir_shape_equal(&fc->params[p]->shape, &i->operands[p]->shape))
+            return false;
+        if (fc->root->shape.type != IR_TUPLE && !ir_shape_equal(&fc->root->shape, &i->shape)) return false;
+      }
+    }
+    if (!c->root && c->ninstrs) return false;
+  }
+  return true;
+}
+
+static bool run_pass(T *t, const Pass *p) {
+  bool changed = false;
+  t->cx.pass = p->name;
+  bool ok = p->run(t->m, &t->cx, &changed);
+  return ok;
+}
+
+static int count_op(const IrComputation *c, IrOpcode o) {
+  int n = 0;
+  for (int k = 0; k < c->ninstrs; k++) n += c->instrs[k]->op == o;
+  return n;
+}
+
+#define F32V(t, n) shp(t, IR_F32, 1, n, 0, 0)
+#define F32M(t, a, b) shp(t, IR_F32, 2, a, b, 0)
+
+/* ---------- the graph edits ---------- */
+
+TEST(wrap_fuse_unfuse) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ADD, "add.2", F32V(t, 8), 2, a, x);
+  ir_set_root(t->c, b);
+  IrInstr *f = fusion_fuse(b, a);
+  CHECK(f != NULL);
+  CHECK_STR(f->name, "fusion");
+  CHECK_STR(ir_fusion_kind(f), "kLoop");
+  CHECK(t->c->root == f);
+  CHECK(f->noperands == 1 && f->operands[0] == x);
+  IrComputation *fc = ir_fused_computation(f);
+  CHECK_STR(fc->name, "fused_computation");
+  CHECK(a->parent == fc && b->parent == fc && fc->root == b);
+  CHECK(ir_module_find_instr(t->m, "negate.1") == a); /* names survive fusion */
+  CHECK(well_formed(t->m));
+  CHECK(fusion_unfuse(f));
+  CHECK(t->c->root == b && b->parent == t->c && a->parent == t->c);
+  CHECK(count_op(t->c, IR_OP_FUSION) == 0);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(duplicate_keeps_original_until_last_user) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a);
+  IrInstr *c = op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, a);
+  IrInstr *r = op(t, IR_OP_ADD, "add.4", F32V(t, 8), 2, b, c);
+  ir_set_root(t->c, r);
+  IrInstr *f1 = fusion_fuse(b, a);
+  CHECK(a->parent == t->c && a->nusers == 1 && a->users[0] == c); /* still used by sign.3 */
+  CHECK(ir_module_find_instr(t->m, "negate.1.clone") != NULL);
+  IrInstr *f2 = fusion_fuse(c, a);
+  CHECK(a->parent == ir_fused_computation(f2)); /* the last user takes the original */
+  CHECK(f1 != f2 && strcmp(f2->name, "fusion.1") == 0);
+  ir_computation_sort(t->c);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(multi_output_and_siblings) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a);
+  IrInstr *c = op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, x);
+  IrInstr *r = op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 3, a, b, c);
+  ir_set_root(t->c, r);
+  IrInstr *f = fusion_fuse_multi_output(b, a);
+  CHECK(f && f->shape.type == IR_TUPLE && f->shape.ntuple == 2);
+  CHECK(r->operands[0]->op == IR_OP_GET_TUPLE_ELEMENT && r->operands[0]->operands[0] == f);
+  IrInstr *g = fusion_merge_siblings(f, c, NULL);
+  CHECK(g == f && f->shape.ntuple == 3);
+  CHECK(r->operands[2]->op == IR_OP_GET_TUPLE_ELEMENT && r->operands[2]->operands[0] == f);
+  CHECK_STR(ir_attr_text(r->operands[2], "index"), "2");
+  CHECK(f->noperands == 1); /* x read once */
+  ir_computation_sort(t->c);
+  CHECK(well_formed(t->m));
+  CHECK(fusion_unfuse_all(t->m) == 1);
+  CHECK(r->operands[0] == a && r->operands[1] == b && r->operands[2] == c);
+  ir_computation_sort(t->c);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+/* ---------- instruction fusion: accepted ---------- */
+
+TEST(chain_fuses_into_one_kernel) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_EXP, "exponential.2", F32V(t, 8), 1, a);
+  IrInstr *c = op(t, IR_OP_MULTIPLY, "multiply.3", F32V(t, 8), 2, b, x);
+  ir_set_root(t->c, c);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+  CHECK(t->c->root->op == IR_OP_FUSION && ir_fused_computation(t->c->root)->ninstrs == 4);
+  const Rec *r = find(&t->log, "exponential.2", "multiply.3");
+  CHECK(r && r->accepted && strcmp(r->action, "fuse") == 0 && strcmp(r->result, "fusion") == 0);
+  r = find(&t->log, "negate.1", "exponential.2");
+  CHECK(r && r->accepted);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+/* ---------- not_fusible / custom_call ---------- */
+
+TEST(not_fusible_tuple_and_near_miss) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a);
+  IrInstr *tu = op(t, IR_OP_TUPLE, "tuple.3", ir_shape_scalar(IR_F32), 1, b);
+  ir_set_root(t->c, tu);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *r = find(&t->log, "abs.2", "tuple.3");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "not_fusible");
+  CHECK_CONTAINS(r ? r->detail : NULL, "tuple.3 is a tuple: a location in memory, not a kernel");
+  r = find(&t->log, "negate.1", "abs.2"); /* the near miss */
+  CHECK(r && r->accepted);
+  t_free(t);
+}
+
+TEST(custom_call_rng_and_near_miss) {
+  for (int lib = 1; lib >= 0; lib--) {
+    T *t = t_new();
+    t->settings.rng_is_library = lib;
+    IrInstr *lo = ir_constant_scalar(t->c, IR_F32, 0, "lo");
+    IrInstr *hi = ir_constant_scalar(t->c, IR_F32, 1, "hi");
+    IrInstr *g = op(t, IR_OP_RNG, "rng.1", F32V(t, 8), 2, lo, hi);
+    ir_attr_set_text(g, "distribution", "rng_uniform");
+    IrInstr *x = param(t, "x", F32V(t, 8));
+    IrInstr *a = op(t, IR_OP_ADD, "add.2", F32V(t, 8), 2, g, x);
+    ir_set_root(t->c, a);
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *r = find(&t->log, "rng.1", "add.2");
+    CHECK(r != NULL);
+    if (lib) {
+      CHECK(r && !r->accepted);
+      CHECK_STR(r ? r->reason : NULL, "custom_call");
+      CHECK_CONTAINS(r ? r->detail : NULL, "rng.1 is the cuRAND random-number kernel");
+      CHECK_CONTAINS(r ? r->suggestion : NULL, "precompute the random numbers");
+    } else {
+      CHECK(r && r->accepted);
+    }
+    t_free(t);
+  }
+}
+
+TEST(custom_call_target_named) {
+  T *t = t_new();
+  IrInstr *k = param(t, "key", shp(t, IR_U32, 1, 2, 0, 0));
+  IrInstr *cc = op(t, IR_OP_CUSTOM_CALL, "custom-call.1", shp(t, IR_U32, 1, 8, 0, 0), 1, k);
+  ir_attr_set_text(cc, "custom_call_target", "\"cu_threefry2x32\"");
+  IrInstr *s = op(t, IR_OP_SHRL, "shift-right-logical.2", shp(t, IR_U32, 1, 8, 0, 0), 2, cc, cc);
+  ir_set_root(t->c, s);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *r = find(&t->log, "custom-call.1", "shift-right-logical.2");
+  CHECK_STR(r ? r->reason : NULL, "custom_call");
+  CHECK_CONTAINS(r ? r->detail : NULL, "a custom call to cu_threefry2x32 (the random-number kernel)");
+  t_free(t);
+}
+
+/* ---------- expensive_duplication / expensive_reuse ---------- */
+
+static T *two_users(IrOpcode producer_op) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *p = op(t, producer_op, "p.1", F32V(t, 8), 1, x);
+  IrInstr *a = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, p);
+  IrInstr *b = op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, p);
+  /* Two kernels (a tuple fuses nothing), both reading p. */
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 2, a, b));
+  return t;
+}
+
+TEST(expensive_duplication_and_near_miss) {
+  T *t = two_users(IR_OP_LOG);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *r = find(&t->log, "p.1", "sign.3");
+  CHECK_STR(r ? r->reason : NULL, "code_duplication"); /* first run: one user only */
+  CHECK(metric(r, "users") == 2);
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  r = find(&t->log, "p.1", NULL);
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "expensive_duplication");
+  CHECK_CONTAINS(r ? r->detail : NULL, "p.1 is expensive (log) and has 2 users");
+  CHECK_CONTAINS(r ? r->suggestion : NULL, "`set expensive log off`");
+  t_free(t);
+  /* near miss: a cheap producer is duplicated into both */
+  t = two_users(IR_OP_NEGATE);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  r = find(&t->log, "p.1", "sign.3");
+  CHECK(r && r->accepted && strcmp(r->action, "duplicate") == 0);
+  CHECK(ir_module_find_instr(t->m, "p.1")->parent != t->c);
+  CHECK(well_formed(t->m));
+  t_free(t);
+  /* and the override: log marked cheap duplicates too */
+  t = two_users(IR_OP_LOG);
+  t->settings.expensive_override[IR_OP_LOG] = -1;
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  r = find(&t->log, "p.1", "sign.3");
+  CHECK(r && r->accepted);
+  t_free(t);
+}
+
+TEST(expensive_reuse_and_near_miss) {
+  for (int cheap = 0; cheap < 2; cheap++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 4));
+    IrInstr *p = op(t, cheap ? IR_OP_NEGATE : IR_OP_LOG, "p.1", F32V(t, 4), 1, x);
+    IrInstr *b = op(t, IR_OP_BROADCAST, "broadcast.2", F32M(t, 4, 16), 1, p);
+    ir_attr_set_text(b, "dimensions", "{0}");
+    ir_set_root(t->c, op(t, IR_OP_NEGATE, "negate.3", F32M(t, 4, 16), 1, b));
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *r = find(&t->log, "p.1", "broadcast.2");
+    CHECK(r != NULL);
+    if (!cheap) {
+      CHECK(r && !r->accepted);
+      CHECK_STR(r ? r->reason : NULL, "expensive_reuse");
+      CHECK(metric(r, "reuse") == 16);
+      CHECK_CONTAINS(r ? r->detail : NULL, "reads each of its elements 16 times");
+    } else {
+      CHECK(r && r->accepted);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- code_duplication: the paper's concatenate ---------- */
+
+static T *concat_two_users(int limit) {
+  T *t = t_new();
+  t->settings.concat_user_limit = limit;
+  IrInstr *x = param(t, "x", F32V(t, 4));
+  IrInstr *y = param(t, "y", F32V(t, 4));
+  IrInstr *c = op(t, IR_OP_CONCATENATE, "concatenate.12", F32V(t, 8), 2, x, y);
+  ir_attr_set_text(c, "dimensions", "{0}");
+  IrInstr *u1 = op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, c);
+  IrInstr *u2 = op(t, IR_OP_COS, "cosine.4", F32V(t, 8), 1, c);
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, u1, u2));
+  return t;
+}
+
+TEST(code_duplication_concat_and_near_miss) {
+  T *t = concat_two_users(1);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  const Rec *r = find(&t->log, "concatenate.12", NULL);
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "code_duplication");
+  CHECK_CONTAINS(r ? r->detail : NULL, "concatenate.12 has 2 users; fusing it would duplicate the concatenate into both; limit 1 user");
+  CHECK_CONTAINS(r ? r->suggestion : NULL, "`set dup_limit 3`");
+  CHECK(metric(r, "users") == 2 && metric(r, "limit") == 1);
+  t_free(t);
+  t = concat_two_users(3);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  r = find(&t->log, "concatenate.12", "cosine.4");
+  CHECK(r && r->accepted && strcmp(r->action, "duplicate") == 0);
+  CHECK_CONTAINS(r ? r->detail : NULL, "concatenate.12 is cheap and has 2 users: duplicated into cosine.4");
+  r = find(&t->log, "concatenate.12", "sign.3"); /* the last user takes the original */
+  CHECK(r && r->accepted && strcmp(r->action, "fuse") == 0);
+  CHECK(count_op(t->c, IR_OP_CONCATENATE) == 0);
+  CHECK(count_op(t->c, IR_OP_FUSION) == 2); /* the concatenate lives on in both kernels */
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(code_duplication_emitted_copies) {
+  /* A producer read through 16 different slices is emitted 16 times: over XLA's 15. */
+  for (int n = 15; n <= 16; n++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 64));
+    IrInstr *p = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 64), 1, x);
+    IrInstr *acc = NULL;
+    for (int k = 0; k < n; k++) {
+      IrInstr *s = op(t, IR_OP_SLICE, NULL, F32V(t, 4), 1, p);
+      char sl[32];
+      snprintf(sl, sizeof sl, "{[%d:%d]}", k * 4, k * 4 + 4);
+      ir_attr_set_text(s, "slice", sl);
+      acc = acc ? op(t, IR_OP_ADD, NULL, F32V(t, 4), 2, acc, s) : s;
+    }
+    ir_set_root(t->c, acc);
+    /* Fuse the slices and adds first (a fusion consumer with n reads of negate.1). */
+    IrInstr *f = fusion_wrap(t->c->root, NULL);
+    bool again = true;
+    while (again) {
+      again = false;
+      for (int o = 0; o < f->noperands; o++)
+        if (f->operands[o]->op != IR_OP_NEGATE && f->operands[o]->op != IR_OP_PARAMETER) {
+          fusion_fuse(f, f->operands[o]);
+          again = true;
+          break;
+        }
+    }
+    ir_computation_sort(t->c);
+    CHECK(f->noperands == 1 && f->operands[0] == p);
+    CHECK(fusion_emitted_copies(p, f) == n);
+    FusionVerdict v;
+    bool ok = fusion_should_fuse(p, f, &t->cx, FUSION_MODE_DUPLICATION, &v);
+    if (n == 16) {
+      CHECK(!ok);
+      CHECK_STR(v.reason, "code_duplication");
+      CHECK_CONTAINS(v.detail, "would emit it 16 times (once per distinct index computation); limit 15 copies");
+    } else {
+      CHECK(ok);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- reductions ---------- */
+
+TEST(reduce_epilogue_and_near_miss) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32M(t, 4, 64));
+  IrInstr *n = op(t, IR_OP_NEGATE, "negate.1", F32M(t, 4, 64), 1, x);
+  IrInstr *r = reduce(t, "reduce.2", n, F32V(t, 4), "{1}");
+  ir_set_root(t->c, op(t, IR_OP_SQRT, "sqrt.3", F32V(t, 4), 1, r));
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *d = find(&t->log, "reduce.2", "sqrt.3");
+  CHECK(d && !d->accepted);
+  CHECK_STR(d ? d->reason : NULL, "reduce_epilogue");
+  CHECK_CONTAINS(d ? d->detail : NULL, "reduce.2 is a row reduction");
+  d = find(&t->log, "negate.1", "reduce.2"); /* near miss: into the reduction's input */
+  CHECK(d && d->accepted);
+  IrInstr *f = ir_module_find_instr(t->m, "fusion");
+  CHECK(f && strcmp(ir_fusion_kind(f), "kInput") == 0);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(reduce_into_reduce_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    int64_t d4[4] = {4, 16, 4, 16};
+    IrShape s4 = ir_shape_array(&t->m->arena, IR_F32, 4, d4);
+    IrInstr *x = param(t, "x", s4);
+    /* Reducing dims {0,2} of [4,16,4,16] keeps {1,3}: neither side is contiguous, so XLA emits
+     * a plain loop over 16 inputs per output. */
+    IrInstr *r1 = reduce(t, "reduce.1", x, F32M(t, 16, 16), "{0,2}");
+    IrInstr *c;
+    if (!near) c = reduce(t, "reduce.2", r1, F32V(t, 16), "{1}");
+    else c = op(t, IR_OP_NEGATE, "negate.2", F32M(t, 16, 16), 1, r1);
+    ir_set_root(t->c, c);
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *d = find(&t->log, "reduce.1", c->name);
+    CHECK(d != NULL);
+    if (!near) {
+      CHECK(d && !d->accepted);
+      CHECK_STR(d ? d->reason : NULL, "reduce_into_reduce");
+      CHECK(metric(d, "inputs_per_output") == 16);
+    } else {
+      CHECK(d && d->accepted);
+    }
+    t_free(t);
+  }
+}
+
+TEST(heavy_computation_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32M(t, 64, 64));
+    IrInstr *init = ir_constant_scalar(t->c, IR_F32, 0, "zero");
+    IrInstr *rw = op(t, IR_OP_REDUCE_WINDOW, "reduce-window.1", F32M(t, 16, 16), 2, x, init);
+    ir_attr_set_text(rw, "window", "{size=4x4 stride=4x4}");
+    IrInstr *c;
+    if (!near) {
+      c = op(t, IR_OP_BROADCAST, "broadcast.2", shp(t, IR_F32, 3, 16, 16, 8), 1, rw);
+      ir_attr_set_text(c, "dimensions", "{0,1}");
+    } else {
+      c = op(t, IR_OP_NEGATE, "negate.2", F32M(t, 16, 16), 1, rw);
+    }
+    ir_set_root(t->c, c);
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *d = find(&t->log, "reduce-window.1", c->name);
+    CHECK(d != NULL);
+    if (!near) {
+      CHECK_STR(d ? d->reason : NULL, "heavy_computation");
+      CHECK(metric(d, "inputs_per_output") == 16 && metric(d, "reuse") == 8 && metric(d, "limit") == 10);
+    } else {
+      CHECK(d && d->accepted);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- operand budget ---------- */
+
+TEST(operand_budget_and_near_miss) {
+  for (int budget = 64; budget <= 96; budget += 32) {
+    T *t = t_new();
+    t->settings.operand_budget = budget;
+    IrInstr *ops[70];
+    for (int k = 0; k < 70; k++) {
+      char nm[16];
+      snprintf(nm, sizeof nm, "p%d", k);
+      ops[k] = param(t, nm, F32V(t, 2));
+    }
+    IrInstr *n = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 2), 1, ops[0]);
+    ops[0] = n;
+    IrShape s = F32V(t, 140);
+    IrInstr *c = ir_instr_new(t->c, IR_OP_CONCATENATE, &s, ops, 70, "concatenate.2");
+    ir_attr_set_text(c, "dimensions", "{0}");
+    ir_set_root(t->c, op(t, IR_OP_ABS, "abs.3", F32V(t, 140), 1, c));
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *d = find(&t->log, "negate.1", "concatenate.2");
+    CHECK(d != NULL);
+    if (budget == 64) {
+      CHECK(d && !d->accepted);
+      CHECK_STR(d ? d->reason : NULL, "operand_budget");
+      CHECK(metric(d, "operands") == 71 && metric(d, "budget") == 64);
+      CHECK_CONTAINS(d ? d->detail : NULL, "71 operands and outputs; budget 64");
+      CHECK_CONTAINS(d ? d->suggestion : NULL, "`set operand_budget 96`");
+    } else {
+      CHECK(d && d->accepted);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- ir_size (the rule on two fused bodies) ---------- */
+
+static IrInstr *big_fusion(T *t, IrInstr *in, int body, const char *name) {
+  IrInstr *n = op(t, IR_OP_NEGATE, name, F32V(t, 4), 1, in);
+  IrInstr *f = fusion_wrap(n, NULL);
+  IrComputation *fc = ir_fused_computation(f);
+  IrInstr *cur = fc->root;
+  IrShape s = F32V(t, 4);
+  for (int k = 1; k < body; k++) cur = ir_instr_new(fc, IR_OP_NEGATE, &s, &cur, 1, NULL);
+  ir_set_root(fc, cur);
+  return f;
+}
+
+TEST(ir_size_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 4));
+    IrInstr *p = big_fusion(t, x, 5001, "negate.p");
+    IrInstr *c = big_fusion(t, p, near ? 4999 : 5000, "negate.c");
+    ir_set_root(t->c, c);
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    bool ok = fusion_check_too_large(p, c, &t->cx, false, &v);
+    if (!near) {
+      CHECK(!ok);
+      CHECK_STR(v.reason, "ir_size");
+      CHECK_CONTAINS(v.detail, "a body of 10001 instructions; limit 10000");
+    } else {
+      CHECK(ok);
+    }
+    t_free(t);
+  }
+}
+
+/* ---------- registers (the ptxas hook) ---------- */
+
+static int fake_regs;
+static bool fake_hook(void *ctx, const IrComputation *body, int *regs, int *spills) {
+  (void)ctx;
+  *regs = fake_regs + body->ninstrs - body->ninstrs;
+  *spills = 0;
+  return true;
+}
+
+TEST(registers_and_near_miss) {
+  FusionVerdict v;
+  CHECK_CONTAINS(fusion_registers_note(), "not checked");
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 8));
+    IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+    ir_set_root(t->c, op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a));
+    fake_regs = near ? 64 : 300;
+    fusion_set_register_hook(fake_hook, NULL);
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    fusion_set_register_hook(NULL, NULL);
+    const Rec *d = find(&t->log, "negate.1", "abs.2");
+    if (!near) {
+      CHECK(d && !d->accepted);
+      CHECK_STR(d ? d->reason : NULL, "registers");
+      CHECK(metric(d, "registers") == 300 && metric(d, "limit") == 255);
+      CHECK_CONTAINS(d ? d->detail : NULL, "ptxas needs 300 registers per thread");
+    } else {
+      CHECK(d && d->accepted && metric(d, "registers") == 64);
+    }
+    t_free(t);
+  }
+  (void)v;
+}
+
+/* ---------- root / in_place / policy ---------- */
+
+TEST(root_and_near_miss) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, a);
+  op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, b); /* reads the root */
+  ir_set_root(t->c, b);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *d = find(&t->log, "abs.2", "sign.3");
+  CHECK(d && !d->accepted);
+  CHECK_STR(d ? d->reason : NULL, "root");
+  d = find(&t->log, "negate.1", "abs.2");
+  CHECK(d && d->accepted);
+  t_free(t);
+}
+
+TEST(in_place_and_near_miss) {
+  T *t = t_new();
+  IrInstr *buf = param(t, "buf", F32V(t, 64));
+  IrInstr *upd = param(t, "upd", F32V(t, 4));
+  IrInstr *i0 = param(t, "i", shp(t, IR_S32, 0, 0, 0, 0));
+  IrInstr *nb = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 64), 1, buf);
+  IrInstr *nu = op(t, IR_OP_ABS, "abs.2", F32V(t, 4), 1, upd);
+  IrInstr *d = op(t, IR_OP_DYNAMIC_UPDATE_SLICE, "dynamic-update-slice.3", F32V(t, 64), 3, nb, nu, i0);
+  ir_set_root(t->c, d);
+  CHECK(run_pass(t, &pass_instruction_fusion));
+  const Rec *r = find(&t->log, "negate.1", "dynamic-update-slice.3");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "in_place");
+  r = find(&t->log, "abs.2", "dynamic-update-slice.3");
+  CHECK(r && r->accepted);
+  t_free(t);
+}
+
+TEST(policy_pass_off_and_near_miss) {
+  T *t = two_users(IR_OP_NEGATE);
+  snprintf(t->settings.disabled_passes, sizeof t->settings.disabled_passes, "instruction-fusion");
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  CHECK(t->log.n == 1);
+  CHECK_STR(t->log.r[0].reason, "policy");
+  CHECK_CONTAINS(t->log.r[0].suggestion, "`set pass instruction-fusion on`");
+  CHECK(count_op(t->c, IR_OP_FUSION) == 0);
+  t->settings.disabled_passes[0] = 0;
+  CHECK(run_pass(t, &pass_instruction_fusion_dup));
+  CHECK(count_op(t->c, IR_OP_FUSION) > 0);
+  t_free(t);
+}
+
+
+/* ---------- fusion-merger ---------- */
+
+/* F = fusion(add(x, y)) read by n single-op fusions, all gathered by a tuple. */
+static T *merger_fan(int n) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 256));
+  IrInstr *y = param(t, "y", F32V(t, 256));
+  IrInstr *a = op(t, IR_OP_ADD, "add.1", F32V(t, 256), 2, x, y);
+  IrInstr *f = fusion_wrap(a, NULL);
+  IrInstr *outs[8];
+  for (int k = 0; k < n; k++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "negate.%d", 10 + k);
+    outs[k] = fusion_wrap(op(t, IR_OP_NEGATE, nm, F32V(t, 256), 1, f), NULL);
+  }
+  IrShape ts = ir_shape_scalar(IR_F32);
+  ir_set_root(t->c, ir_instr_new(t->c, IR_OP_TUPLE, &ts, outs, n, "tuple.20"));
+  return t;
+}
+
+TEST(bytes_increase_and_near_miss) {
+  T *t = merger_fan(4);
+  CHECK(run_pass(t, &pass_fusion_merger));
+  const Rec *r = find(&t->log, "add.1", "negate.10");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "bytes_increase");
+  /* (2 x 1 KiB read) x 4 users / (2 KiB + 1 KiB x 5) = 8/7 */
+  CHECK_NEAR(metric(r, "bytes_ratio"), 8.0 / 7.0, 1e-9);
+  CHECK_CONTAINS(r ? r->detail : NULL, "merged-to-current-bytes-ratio of 1.14 is not favorable");
+  CHECK_CONTAINS(r ? r->detail : NULL, "would move 8.0 KiB instead of 7.0 KiB (limit 1.10)");
+  CHECK(count_op(t->c, IR_OP_FUSION) == 5);
+  t_free(t);
+  t = merger_fan(3); /* 6/6 = 1.0: merged into all three */
+  CHECK(run_pass(t, &pass_fusion_merger));
+  for (int k = 0; k < 3; k++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "negate.%d", 10 + k);
+    r = find(&t->log, "add.1", nm);
+    CHECK(r && r->accepted && strcmp(r->action, "merge") == 0);
+    CHECK_NEAR(metric(r, "bytes_ratio"), 1.0, 1e-9);
+  }
+  CHECK(count_op(t->c, IR_OP_FUSION) == 3);
+  CHECK(ir_module_find_instr(t->m, "fusion") == NULL);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(merger_concat_code_duplication_and_near_miss) {
+  for (int limit = 1; limit <= 3; limit += 2) {
+    T *t = t_new();
+    t->settings.concat_user_limit = limit;
+    IrInstr *x = param(t, "x", F32V(t, 4));
+    IrInstr *y = param(t, "y", F32V(t, 4));
+    IrInstr *c = op(t, IR_OP_CONCATENATE, "concatenate.12", F32V(t, 8), 2, x, y);
+    ir_attr_set_text(c, "dimensions", "{0}");
+    IrInstr *f = fusion_wrap(c, NULL);
+    IrInstr *u1 = fusion_wrap(op(t, IR_OP_SIGN, "sign.3", F32V(t, 8), 1, f), NULL);
+    IrInstr *u2 = fusion_wrap(op(t, IR_OP_COS, "cosine.4", F32V(t, 8), 1, f), NULL);
+    ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, u1, u2));
+    CHECK(run_pass(t, &pass_fusion_merger));
+    const Rec *r = find(&t->log, "concatenate.12", "sign.3");
+    CHECK(r != NULL);
+    if (limit == 1) {
+      CHECK(r && !r->accepted);
+      CHECK_STR(r ? r->reason : NULL, "code_duplication");
+      CHECK_CONTAINS(r ? r->detail : NULL,
+                     "fusion (a fusion ending in concatenate.12) has 2 users; fusing it would duplicate the concatenate "
+                     "into both; limit 1 user; so fusion is merged into none of its 2 users");
+      CHECK_CONTAINS(r ? r->suggestion : NULL, "pass the values separately instead of concatenating");
+    } else {
+      CHECK(r && r->accepted);
+      CHECK(count_op(t->c, IR_OP_FUSION) == 2);
+      CHECK(well_formed(t->m));
+    }
+    t_free(t);
+  }
+}
+
+/* F = fusion(x + y + z + w) is read by A = fusion(-F) and by B = fusion(A * F). With two readers
+ * merging F costs 2 x 4 KiB against 4 KiB + 1 KiB x 3: ratio 8/7, refused. A then merges into B,
+ * which leaves F with one reader: the pass sweeps again (as XLA's fixed-point fusion loop runs
+ * fusion-merger again) and merges F at 4 / (4 + 2) = 0.67. */
+TEST(merger_second_sweep_after_readers_merge) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 256));
+  IrInstr *y = param(t, "y", F32V(t, 256));
+  IrInstr *z = param(t, "z", F32V(t, 256));
+  IrInstr *w = param(t, "w", F32V(t, 256));
+  IrInstr *a1 = op(t, IR_OP_ADD, "add.1", F32V(t, 256), 2, x, y);
+  IrInstr *a2 = op(t, IR_OP_ADD, "add.2", F32V(t, 256), 2, z, w);
+  IrInstr *a3 = op(t, IR_OP_ADD, "add.3", F32V(t, 256), 2, a1, a2);
+  IrInstr *f = fusion_wrap(a3, NULL);
+  f = fusion_fuse(f, a1);
+  f = fusion_fuse(f, a2);
+  CHECK(f != NULL);
+  IrInstr *a = fusion_wrap(op(t, IR_OP_NEGATE, "negate.4", F32V(t, 256), 1, f), NULL);
+  IrInstr *b = fusion_wrap(op(t, IR_OP_MULTIPLY, "multiply.5", F32V(t, 256), 2, a, f), NULL);
+  IrInstr *ab = op(t, IR_OP_ABS, "abs.6", F32V(t, 256), 1, b);
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.7", ir_shape_scalar(IR_F32), 1, ab));
+  ir_computation_sort(t->c);
+  CHECK(run_pass(t, &pass_fusion_merger));
+  const Rec *r1 = NULL, *r2 = NULL;
+  for (int k = 0; k < t->log.n; k++) {
+    const Rec *r = &t->log.r[k];
+    if (strcmp(r->producer, "add.3") != 0) continue;
+    if (!r->accepted && !r1) r1 = r;
+    if (r->accepted) r2 = r;
+  }
+  CHECK(r1 != NULL);
+  CHECK_STR(r1 ? r1->reason : NULL, "bytes_increase");
+  CHECK_NEAR(metric(r1, "bytes_ratio"), 8.0 / 7.0, 1e-9);
+  CHECK_NEAR(metric(r1, "users"), 2, 0);
+  CHECK_NEAR(metric(r1, "sweep"), -1, 0); /* the first sweep carries no sweep metric */
+  CHECK(r2 != NULL);
+  CHECK_STR(r2 ? r2->action : NULL, "merge");
+  CHECK_NEAR(metric(r2, "bytes_ratio"), 4.0 / 6.0, 1e-9);
+  CHECK_NEAR(metric(r2, "users"), 1, 0);
+  CHECK_NEAR(metric(r2, "sweep"), 2, 0);
+  CHECK(r1 < r2);
+  /* one kernel is left: negate.4, multiply.5 and the four-input add all in it */
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+/* The bytes model reads a parameter used only through slices as the slices' bytes, each distinct
+ * slice once (copies of one dynamic-slice read the same row). */
+TEST(bytes_read_through_distinct_slices) {
+  T *t = t_new();
+  IrInstr *p = param(t, "pool", F32M(t, 100, 256));
+  IrInstr *i = param(t, "i", ir_shape_scalar(IR_S32));
+  IrInstr *k = param(t, "k", ir_shape_scalar(IR_S32));
+  IrInstr *d1 = op(t, IR_OP_DYNAMIC_SLICE, "dynamic-slice.1", F32M(t, 1, 256), 3, p, i, k);
+  IrInstr *d2 = op(t, IR_OP_DYNAMIC_SLICE, "dynamic-slice.2", F32M(t, 1, 256), 3, p, i, k); /* a copy of .1 */
+  IrInstr *d3 = op(t, IR_OP_DYNAMIC_SLICE, "dynamic-slice.3", F32M(t, 1, 256), 3, p, k, i); /* another row */
+  ir_attr_set_text(d1, "dynamic_slice_sizes", "{1,256}");
+  ir_attr_set_text(d2, "dynamic_slice_sizes", "{1,256}");
+  ir_attr_set_text(d3, "dynamic_slice_sizes", "{1,256}");
+  IrInstr *s1 = op(t, IR_OP_ADD, "add.4", F32M(t, 1, 256), 2, d1, d2);
+  IrInstr *s2 = op(t, IR_OP_ADD, "add.5", F32M(t, 1, 256), 2, s1, d3);
+  ir_set_root(t->c, s2);
+  IrInstr *f = fusion_wrap(s2, NULL);
+  f = fusion_fuse(f, s1);
+  f = fusion_fuse(f, d1);
+  f = fusion_fuse(f, d2);
+  f = fusion_fuse(f, d3);
+  CHECK(f != NULL);
+  int po = -1;
+  for (int o = 0; f && o < f->noperands; o++)
+    if (f->operands[o] == p) po = o;
+  CHECK(po >= 0);
+  /* two distinct rows of 256 f32, not three, and not the whole 100 KiB pool */
+  CHECK(plan_operand_bytes_read(f, po) == 2 * 1024);
+  CHECK(fusion_bytes_read(f) == 2 * 1024 + 4 + 4);
+  t_free(t);
+}
+
+/* ---------- multi_output_fusion ---------- */
+
+TEST(sibling_cycle_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 8));
+    IrInstr *y = param(t, "y", F32V(t, 8));
+    IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+    IrInstr *s = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, near ? y : a);
+    IrInstr *b = op(t, IR_OP_ADD, "add.3", F32V(t, 8), 2, s, x);
+    if (near) ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 2, a, b));
+    else ir_set_root(t->c, b); /* negate.1 -> abs.2 -> add.3, and x feeds both ends */
+    CHECK(run_pass(t, &pass_multi_output_fusion));
+    const Rec *r = find(&t->log, "negate.1", "add.3");
+    if (!r) r = find(&t->log, "add.3", "negate.1");
+    CHECK(r && strcmp(r->action, "sibling") == 0);
+    if (!near) {
+      CHECK(r && !r->accepted);
+      CHECK_STR(r ? r->reason : NULL, "cycle");
+      CHECK_CONTAINS(r ? r->detail : NULL, "would introduce a cycle when fused");
+    } else {
+      CHECK(r && r->accepted);
+      CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+      CHECK(well_formed(t->m));
+    }
+    t_free(t);
+  }
+}
+
+TEST(sibling_shape_mismatch_and_near_miss) {
+  for (int near = 0; near < 2; near++) {
+    T *t = t_new();
+    IrInstr *x = param(t, "x", F32V(t, 8));
+    IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+    IrInstr *b;
+    if (!near) {
+      b = op(t, IR_OP_BROADCAST, "broadcast.2", F32M(t, 8, 4), 1, x);
+      ir_attr_set_text(b, "dimensions", "{0}");
+    } else {
+      b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, x);
+    }
+    ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 2, a, b));
+    CHECK(run_pass(t, &pass_multi_output_fusion));
+    const Rec *r = find(&t->log, "negate.1", b->name);
+    if (!r) r = find(&t->log, b->name, "negate.1");
+    CHECK(r != NULL);
+    if (!near) {
+      CHECK_STR(r ? r->reason : NULL, "shape_mismatch");
+      CHECK_CONTAINS(r ? r->detail : NULL, "iterates over f32[8]");
+      CHECK_CONTAINS(r ? r->detail : NULL, "over f32[8,4]: different loop shapes");
+    } else {
+      CHECK(r && r->accepted);
+    }
+    t_free(t);
+  }
+}
+
+/* Two siblings that share two operands are met once per operand; a refusal is reported once. */
+TEST(sibling_refusal_reported_once_per_pair) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *y = param(t, "y", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_ADD, "add.1", F32V(t, 8), 2, x, y);
+  IrInstr *j = op(t, IR_OP_CONCATENATE, "concatenate.2", F32V(t, 16), 2, x, y);
+  ir_attr_set_text(j, "dimensions", "{0}");
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.3", ir_shape_scalar(IR_F32), 2, a, j));
+  CHECK(run_pass(t, &pass_multi_output_fusion));
+  int seen = 0;
+  for (int k = 0; k < t->log.n; k++) {
+    const Rec *r = &t->log.r[k];
+    if (strcmp(r->action, "sibling") == 0 &&
+        ((strcmp(r->producer, "add.1") == 0 && strcmp(r->consumer, "concatenate.2") == 0) ||
+         (strcmp(r->producer, "concatenate.2") == 0 && strcmp(r->consumer, "add.1") == 0))) {
+      seen++;
+      CHECK(!r->accepted);
+      CHECK_STR(r->reason, "shape_mismatch");
+    }
+  }
+  CHECK(seen == 1);
+  t_free(t);
+}
+
+/* n reductions of the same input, siblings. */
+static T *sibling_reductions(int n, int64_t rows, int64_t cols, const char *dims, IrShape (*outshape)(T *, int64_t, int64_t)) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32M(t, rows, cols));
+  IrInstr *outs[16];
+  for (int k = 0; k < n; k++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "reduce.%d", k + 1);
+    outs[k] = reduce(t, nm, x, outshape(t, rows, cols), dims);
+  }
+  IrShape ts = ir_shape_scalar(IR_F32);
+  ir_set_root(t->c, ir_instr_new(t->c, IR_OP_TUPLE, &ts, outs, n, "tuple.30"));
+  return t;
+}
+static IrShape col_out(T *t, int64_t r, int64_t c) { (void)r; return F32V(t, c); }
+static IrShape row_out(T *t, int64_t r, int64_t c) { (void)c; return F32V(t, r); }
+
+TEST(shared_memory_and_near_miss) {
+  /* Column reductions of f32[64,128] need 32 x 129 x 4 = 16512 B each: two fit in 48 KiB, three
+   * (49536 B) do not. */
+  T *t = sibling_reductions(3, 64, 128, "{0}", col_out);
+  CHECK(run_pass(t, &pass_multi_output_fusion));
+  const Rec *r = find(&t->log, "reduce.1", "reduce.2");
+  CHECK(r && r->accepted); /* the near miss */
+  r = find(&t->log, "fusion", "reduce.3");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "shared_memory");
+  CHECK(metric(r, "shared_bytes") == 49536 && metric(r, "limit") == 49152);
+  CHECK_CONTAINS(r ? r->detail : NULL, "need 49536 B of shared memory per block; rtx2080ti has 49152 B");
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(unnested_reductions_and_near_miss) {
+  /* Row reductions need 128 B of shared memory each: the limit that bites is 8 per kernel. */
+  T *t = sibling_reductions(9, 4, 64, "{1}", row_out);
+  CHECK(run_pass(t, &pass_multi_output_fusion));
+  const Rec *r = find(&t->log, "fusion", "reduce.8");
+  CHECK(r && r->accepted); /* the eighth joins */
+  r = find(&t->log, "fusion", "reduce.9");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "unnested_reductions");
+  CHECK(metric(r, "reductions") == 9 && metric(r, "limit") == 8);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(producer_consumer_multi_output) {
+  /* exp(x) feeds a reduction and the output tuple: fused into the reduction, still an output. */
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32M(t, 4, 64));
+  IrInstr *e = op(t, IR_OP_LOG, "log.1", F32M(t, 4, 64), 1, x);
+  IrInstr *r = reduce(t, "reduce.2", e, F32V(t, 4), "{1}");
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.3", ir_shape_scalar(IR_F32), 2, e, r));
+  CHECK(run_pass(t, &pass_multi_output_fusion));
+  const Rec *d = find(&t->log, "log.1", "reduce.2");
+  CHECK(d && d->accepted && strcmp(d->action, "multi-output") == 0);
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+  IrInstr *tu = t->c->root;
+  CHECK(tu->operands[0]->op == IR_OP_GET_TUPLE_ELEMENT && tu->operands[1]->op == IR_OP_GET_TUPLE_ELEMENT);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+/* ---------- horizontal-loop-fusion ---------- */
+
+TEST(horizontal_small_independent_kernels) {
+  T *t = t_new();
+  IrInstr *outs[4];
+  for (int k = 0; k < 4; k++) {
+    char pn[8], nm[32];
+    snprintf(pn, sizeof pn, "w%d", k);
+    snprintf(nm, sizeof nm, "multiply.%d", k + 1);
+    IrInstr *w = param(t, pn, F32V(t, 16 * (k + 1)));
+    outs[k] = fusion_wrap(op(t, IR_OP_MULTIPLY, nm, F32V(t, 16 * (k + 1)), 2, w, w), NULL);
+  }
+  IrShape ts = ir_shape_scalar(IR_F32);
+  ir_set_root(t->c, ir_instr_new(t->c, IR_OP_TUPLE, &ts, outs, 4, "tuple.9"));
+  CHECK(run_pass(t, &pass_horizontal_fusion));
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1);
+  const Rec *r = find(&t->log, "fusion.3", "tuple.9");
+  CHECK(r && r->accepted && metric(r, "kernels") == 4);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+/* ---------- priority-fusion ---------- */
+
+/* p = add(x, y) over n elements, read by `users` negates gathered by a tuple. */
+static T *prio_fan(int users, int64_t n) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, n));
+  IrInstr *y = param(t, "y", F32V(t, n));
+  IrInstr *a = op(t, IR_OP_ADD, "add.1", F32V(t, n), 2, x, y);
+  IrInstr *outs[8];
+  for (int k = 0; k < users; k++) {
+    char nm[32];
+    snprintf(nm, sizeof nm, "negate.%d", 10 + k);
+    outs[k] = op(t, IR_OP_NEGATE, nm, F32V(t, n), 1, a);
+  }
+  IrShape ts = ir_shape_scalar(IR_F32);
+  ir_set_root(t->c, ir_instr_new(t->c, IR_OP_TUPLE, &ts, outs, users, "tuple.20"));
+  return t;
+}
+
+static double quarter_ns(double us) { return round(us * 4000.0) / 4000.0; }
+
+TEST(slower_if_fused_and_near_miss) {
+  /* 1M floats on the rtx2080ti profile, XLA's cost model: 1 us per launch; memory at 616 GB/s;
+   * compute at 2 x 1.545 GHz flops per ns on each of 64 lanes x 68 SMs (rounded down to a whole
+   * number of flops per ns, CalculateEffectiveFlopsPerNs), every elementwise op costing the default
+   * 3 flops an element (XLA measured op profiles on an H100 only); each kernel's time
+   * memory + compute - 95% of the smaller (CombineComputeAndMemoryAccessTime). Duplicating the add
+   * into 4 users moves 48 MiB instead of 44 MiB and saves one launch: slower. Into 3 users it
+   * moves 36 MiB either way and saves the launch: faster. */
+  T *t = prio_fan(4, 1 << 20);
+  CHECK(run_pass(t, &pass_priority_fusion));
+  const Rec *r = find(&t->log, "add.1", "negate.10");
+  CHECK(r && !r->accepted);
+  CHECK_STR(r ? r->reason : NULL, "slower_if_fused");
+  double mb = 1024.0 * 1024.0 * 4.0, el = 1024.0 * 1024.0, fl = floor(2 * 1.545 * 64 * 68) * 1000, bw = 616e3;
+  /* XLA's times are absl::Durations, whole quarters of a nanosecond: each operand's read, the
+   * write, the compute time and the overlap are rounded so. */
+  double m1 = quarter_ns(mb / bw), c_add = quarter_ns(3 * el / fl), c_neg = quarter_ns(3 * el / fl),
+         c_both = quarter_ns(6 * el / fl);
+  double add_us = 3 * m1 + c_add - quarter_ns(0.95 * c_add), neg_us = 2 * m1 + c_neg - quarter_ns(0.95 * c_neg);
+  double fused_us = 3 * m1 + c_both - quarter_ns(0.95 * c_both); /* reads x and y, writes; add + negate */
+  double unf = 5 * 1.0 + add_us + 4 * neg_us, fus = 4 * 1.0 + 4 * fused_us;
+  CHECK_NEAR(metric(r, "us_unfused"), unf, 1e-6);
+  CHECK_NEAR(metric(r, "us_fused"), fus, 1e-6);
+  char want[160];
+  snprintf(want, sizeof want, "would take %.2f us instead of %.2f us on rtx2080ti: it will execute slower if fused", fus,
+           unf);
+  CHECK_CONTAINS(r ? r->detail : NULL, want);
+  CHECK(fus > unf);
+  CHECK(find(&t->log, "add.1", "negate.13") != NULL); /* every consumer reported */
+  t_free(t);
+  t = prio_fan(3, 1 << 20);
+  CHECK(run_pass(t, &pass_priority_fusion));
+  r = find(&t->log, "add.1", "negate.12");
+  CHECK(r && r->accepted && strcmp(r->action, "duplicate") == 0);
+  CHECK(metric(r, "us_fused") < metric(r, "us_unfused"));
+  CHECK(count_op(t->c, IR_OP_ADD) == 0 && count_op(t->c, IR_OP_FUSION) == 3);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(priority_reports_every_consumer) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 64));
+  IrInstr *a = op(t, IR_OP_EXP, "exponential.1", F32V(t, 64), 1, x);
+  IrInstr *b = op(t, IR_OP_NEGATE, "negate.2", F32V(t, 64), 1, a);
+  IrInstr *c = op(t, IR_OP_ABS, "abs.3", F32V(t, 64), 1, a);
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.4", ir_shape_scalar(IR_F32), 3, a, b, c));
+  CHECK(run_pass(t, &pass_priority_fusion));
+  const Rec *r = find(&t->log, "exponential.1", "tuple.4");
+  CHECK_STR(r ? r->reason : NULL, "not_fusible");
+  CHECK(metric(r, "us_fused") > 0 && metric(r, "us_unfused") > 0);
+  r = find(&t->log, "exponential.1", "negate.2");
+  CHECK_STR(r ? r->reason : NULL, "code_duplication");
+  CHECK_CONTAINS(r ? r->detail : NULL, "could go into negate.2, but not into tuple.4");
+  r = find(&t->log, "exponential.1", "abs.3");
+  CHECK_STR(r ? r->reason : NULL, "code_duplication");
+  t_free(t);
+}
+
+/* ---------- while-loop-unroll ---------- */
+
+/* A counted loop: state (i, v); v = v * 0.5 + 1 each step, `trips` steps. */
+static T *counted_loop(int trips) {
+  T *t = t_new();
+  IrModule *m = t->m;
+  IrShape si = ir_shape_scalar(IR_S32), sv = F32V(t, 4);
+  IrShape parts[2] = {si, sv};
+  IrShape st;
+  memset(&st, 0, sizeof st);
+  st.type = IR_TUPLE;
+  st.ntuple = 2;
+  st.tuple = parts;
+  /* condition */
+  IrComputation *cond = ir_computation_new(m, "cond");
+  IrInstr *cp = ir_instr_new(cond, IR_OP_PARAMETER, &st, NULL, 0, "cp");
+  cp->param_number = 0;
+  cond->params = arena_alloc(&m->arena, sizeof(IrInstr *));
+  cond->params[0] = cp;
+  cond->nparams = 1;
+  IrInstr *ci = ir_instr_new(cond, IR_OP_GET_TUPLE_ELEMENT, &si, &cp, 1, "ci");
+  ir_attr_set_text(ci, "index", "0");
+  IrInstr *lim = ir_constant_scalar(cond, IR_S32, trips, "limit");
+  IrShape sp = ir_shape_scalar(IR_PRED);
+  IrInstr *cops[2] = {ci, lim};
+  IrInstr *cmp = ir_instr_new(cond, IR_OP_COMPARE, &sp, cops, 2, "compare.1");
+  ir_attr_set_text(cmp, "direction", "LT");
+  ir_set_root(cond, cmp);
+  /* body */
+  IrComputation *body = ir_computation_new(m, "body");
+  IrInstr *bp = ir_instr_new(body, IR_OP_PARAMETER, &st, NULL, 0, "bp");
+  bp->param_number = 0;
+  body->params = arena_alloc(&m->arena, sizeof(IrInstr *));
+  body->params[0] = bp;
+  body->nparams = 1;
+  IrInstr *bi = ir_instr_new(body, IR_OP_GET_TUPLE_ELEMENT, &si, &bp, 1, "bi");
+  ir_attr_set_text(bi, "index", "0");
+  IrInstr *bv = ir_instr_new(body, IR_OP_GET_TUPLE_ELEMENT, &sv, &bp, 1, "bv");
+  ir_attr_set_text(bv, "index", "1");
+  IrInstr *one = ir_constant_scalar(body, IR_S32, 1, "one");
+  IrInstr *aops[2] = {bi, one};
+  IrInstr *inc = ir_instr_new(body, IR_OP_ADD, &si, aops, 2, "add.1");
+  IrInstr *half = ir_constant_scalar(body, IR_F32, 0.5, "half");
+  IrInstr *hb = ir_instr_new(body, IR_OP_BROADCAST, &sv, &half, 1, "broadcast.2");
+  ir_attr_set_text(hb, "dimensions", "{}");
+  IrInstr *mops[2] = {bv, hb};
+  IrInstr *mul = ir_instr_new(body, IR_OP_MULTIPLY, &sv, mops, 2, "multiply.3");
+  IrInstr *ones = ir_constant_scalar(body, IR_F32, 1, "onef");
+  IrInstr *ob = ir_instr_new(body, IR_OP_BROADCAST, &sv, &ones, 1, "broadcast.4");
+  ir_attr_set_text(ob, "dimensions", "{}");
+  IrInstr *pops[2] = {mul, ob};
+  IrInstr *add = ir_instr_new(body, IR_OP_ADD, &sv, pops, 2, "add.5");
+  IrInstr *tops[2] = {inc, add};
+  ir_set_root(body, ir_instr_new(body, IR_OP_TUPLE, &st, tops, 2, "tuple.6"));
+  /* entry (printed last) */
+  memmove(&m->comps[0], &m->comps[1], sizeof(IrComputation *) * (size_t)(m->ncomps - 1));
+  m->comps[m->ncomps - 1] = t->c;
+  IrInstr *x = param(t, "x", sv);
+  IrInstr *zero = ir_constant_scalar(t->c, IR_S32, 0, "zero");
+  IrInstr *iops[2] = {zero, x};
+  IrInstr *init = ir_instr_new(t->c, IR_OP_TUPLE, &st, iops, 2, "tuple.7");
+  IrInstr *w = ir_instr_new(t->c, IR_OP_WHILE, &st, &init, 1, "while.8");
+  ir_attr_set_comp(w, "condition", cond);
+  ir_attr_set_comp(w, "body", body);
+  IrInstr *out = ir_instr_new(t->c, IR_OP_GET_TUPLE_ELEMENT, &sv, &w, 1, "get-tuple-element.9");
+  ir_attr_set_text(out, "index", "1");
+  ir_set_root(t->c, out);
+  return t;
+}
+
+static double run_loop(const IrModule *m, int64_t *launches) {
+  FxError err;
+  fx_error_clear(&err);
+  int64_t d[1] = {4};
+  RtTensor *x = rt_tensor_new(IR_F32, 1, d, &err);
+  for (int k = 0; k < 4; k++) rt_set_f(x, k, k);
+  RtTensor *res = NULL;
+  RtCounters cnt;
+  memset(&cnt, 0, sizeof cnt);
+  RtOptions o;
+  memset(&o, 0, sizeof o);
+  o.count_kernels = true;
+  double v = -1;
+  if (rt_interp_run(m, &x, 1, &o, &res, &cnt, &err)) v = rt_get_f(res, 3);
+  else fx_error_print(stderr, &err);
+  rt_tensor_unref(res);
+  rt_tensor_unref(x);
+  if (launches) *launches = cnt.while_iterations;
+  return v;
+}
+
+TEST(unroll_with_and_without_remainder) {
+  for (int n = 3; n <= 5; n += 2) {
+    T *t = counted_loop(10);
+    double want = run_loop(t->m, NULL);
+    t->settings.unroll = n;
+    CHECK(run_pass(t, &pass_while_loop_unroll));
+    FxError err;
+    fx_error_clear(&err);
+    CHECK(ir_verify(t->m, &err));
+    if (err.set) fx_error_print(stderr, &err);
+    int64_t iters = 0;
+    double got = run_loop(t->m, &iters);
+    CHECK_NEAR(got, want, 1e-6);
+    const Rec *r = find(&t->log, "while.8", NULL);
+    CHECK(r && r->accepted && strcmp(r->action, "unroll") == 0);
+    IrInstr *main = ir_module_find_instr(t->m, "while.8.unrolled");
+    CHECK(main != NULL);
+    CHECK(main && plan_while_trip_count(main) == 10 / n);
+    if (n == 3) {
+      /* 10 = 3 x 3 + 1: three unrolled iterations, then the original loop once */
+      CHECK(metric(r, "iterations") == 3 && metric(r, "remainder") == 1);
+      CHECK(iters == 4);
+      CHECK(plan_while_trip_count(ir_module_find_instr(t->m, "while.8")) == 1);
+      CHECK_CONTAINS(r ? r->detail : NULL, "3 iterations of 3 steps, then the original loop for the 1 steps left");
+    } else {
+      CHECK(metric(r, "iterations") == 2 && metric(r, "remainder") == -1);
+      CHECK(iters == 2);
+      CHECK(ir_module_find_instr(t->m, "while.8") == NULL);
+    }
+    IrComputation *nb = ir_attr_comp(main, "body");
+    CHECK(nb && count_op(nb, IR_OP_MULTIPLY) == n);
+    t_free(t);
+  }
+  /* A loop whose counter the condition does not test is left alone, with the reason. */
+  T *t = counted_loop(10);
+  IrComputation *cond = ir_module_find_computation(t->m, "cond");
+  ir_set_operand(cond->root, 1, ir_constant_scalar(cond, IR_S32, 1, "c1"));
+  ir_set_operand(cond->root, 0, ir_constant_scalar(cond, IR_S32, 0, "c0"));
+  t->settings.unroll = 4;
+  CHECK(run_pass(t, &pass_while_loop_unroll));
+  const Rec *r = find(&t->log, "while.8", NULL);
+  CHECK(r && !r->accepted);
+  CHECK_CONTAINS(r ? r->detail : NULL, "does not compare a counter with a constant");
+  t_free(t);
+}
+
+TEST(merger_multi_output_into_its_only_reader) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  IrInstr *a = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 8), 1, x);
+  IrInstr *b = op(t, IR_OP_ABS, "abs.2", F32V(t, 8), 1, x);
+  IrInstr *c = op(t, IR_OP_ADD, "add.3", F32V(t, 8), 2, a, b);
+  ir_set_root(t->c, c);
+  IrInstr *f = fusion_merge_siblings(a, b, NULL); /* one kernel, two outputs */
+  IrInstr *g = fusion_wrap(c, NULL);
+  ir_computation_sort(t->c);
+  CHECK(f && g && f->shape.type == IR_TUPLE && g->noperands == 2);
+  CHECK(run_pass(t, &pass_fusion_merger));
+  const Rec *r = find(&t->log, f->name, g->name);
+  CHECK(r && r->accepted);
+  CHECK_CONTAINS(r ? r->detail : NULL, "every output of fusion is read by fusion.2 alone: merged into it, so its 2 outputs are no longer written out");
+  CHECK(count_op(t->c, IR_OP_FUSION) == 1 && count_op(t->c, IR_OP_GET_TUPLE_ELEMENT) == 0);
+  CHECK(g->noperands == 1 && g->operands[0] == x);
+  CHECK(well_formed(t->m));
+  t_free(t);
+}
+
+TEST(vocabulary_complete) {
+  int n = 0;
+  while (fusion_reason_codes[n]) n++;
+  CHECK(n == FUSION_REASON_COUNT);
+  CHECK_STR(fusion_reason_codes[0], "not_fusible");
+  CHECK_STR(FR_NOT_FUSIBLE, "not_fusible");
+  CHECK_STR(FR_POLICY, "policy");
+  /* every code: a distinct lower-case word with a meaning and the passes that report it */
+  for (int k = 0; k < FUSION_REASON_COUNT; k++) {
+    const FusionReason *r = &fusion_reasons[k];
+    CHECK(r->code && r->code[0] && strspn(r->code, "abcdefghijklmnopqrstuvwxyz_") == strlen(r->code));
+    CHECK(r->meaning && r->meaning[0] && r->passes && r->passes[0]);
+    CHECK_STR(fusion_reason_codes[k], r->code);
+    for (int j = 0; j < k; j++) CHECK(strcmp(fusion_reasons[j].code, r->code) != 0);
+  }
+}
+
+int main(void) {
+  RUN(wrap_fuse_unfuse);
+  RUN(duplicate_keeps_original_until_last_user);
+  RUN(multi_output_and_siblings);
+  RUN(chain_fuses_into_one_kernel);
+  RUN(not_fusible_tuple_and_near_miss);
+  RUN(custom_call_rng_and_near_miss);
+  RUN(custom_call_target_named);
+  RUN(expensive_duplication_and_near_miss);
+  RUN(expensive_reuse_and_near_miss);
+  RUN(code_duplication_concat_and_near_miss);
+  RUN(code_duplication_emitted_copies);
+  RUN(reduce_epilogue_and_near_miss);
+  RUN(reduce_into_reduce_and_near_miss);
+  RUN(heavy_computation_and_near_miss);
+  RUN(operand_budget_and_near_miss);
+  RUN(ir_size_and_near_miss);
+  RUN(registers_and_near_miss);
+  RUN(root_and_near_miss);
+  RUN(in_place_and_near_miss);
+  RUN(policy_pass_off_and_near_miss);
+  RUN(bytes_increase_and_near_miss);
+  RUN(merger_concat_code_duplication_and_near_miss);
+  RUN(merger_second_sweep_after_readers_merge);
+  RUN(bytes_read_through_distinct_slices);
+  RUN(sibling_cycle_and_near_miss);
+  RUN(sibling_shape_mismatch_and_near_miss);
+  RUN(sibling_refusal_reported_once_per_pair);
+  RUN(shared_memory_and_near_miss);
+  RUN(unnested_reductions_and_near_miss);
+  RUN(producer_consumer_multi_output);
+  RUN(horizontal_small_independent_kernels);
+  RUN(slower_if_fused_and_near_miss);
+  RUN(priority_reports_every_consumer);
+  RUN(unroll_with_and_without_remainder);
+  RUN(merger_multi_output_into_its_only_reader);
+  RUN(vocabulary_complete);
+  return check_summary();
+}

@@ -1,0 +1,165 @@
+/* test_ir.c — the IR core: building, editing, cloning, shapes and attributes. */
+#include "../check.h"
+#include "../../compiler/ir/ir.h"
+
+static IrModule *small(IrInstr **p_out, IrInstr **a_out) {
+  IrModule *m = ir_module_new("t");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d[2] = {2, 3};
+  IrShape s = ir_shape_array(&m->arena, IR_F32, 2, d);
+  IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, &s, NULL, 0, "x");
+  IrInstr *ops[2] = {p, p};
+  IrInstr *a = ir_instr_new(c, IR_OP_ADD, &s, ops, 2, NULL);
+  ir_set_root(c, a);
+  *p_out = p;
+  *a_out = a;
+  return m;
+}
+
+TEST(build_and_format) {
+  IrInstr *p, *a;
+  IrModule *m = small(&p, &a);
+  char b[64];
+  ir_shape_format(&a->shape, true, b, sizeof b);
+  CHECK_STR(b, "f32[2,3]{1,0}");
+  ir_shape_format(&a->shape, false, b, sizeof b);
+  CHECK_STR(b, "f32[2,3]");
+  CHECK(p->nusers == 1);
+  CHECK(ir_shape_bytes(&a->shape) == 24);
+  CHECK(ir_module_find_instr(m, a->name) == a);
+  ir_module_free(m);
+}
+
+TEST(unique_names_never_reused) {
+  IrInstr *p, *a;
+  IrModule *m = small(&p, &a);
+  IrInstr *ops[1] = {p};
+  IrInstr *n = ir_instr_new(m->entry, IR_OP_NEGATE, &p->shape, ops, 1, "x");
+  CHECK(strcmp(n->name, "x") != 0);
+  const char *old = a->name;
+  ir_replace_all_uses(a, n);
+  ir_instr_remove(a);
+  CHECK(m->entry->root == n);
+  CHECK(ir_module_find_instr(m, old) == NULL);
+  IrInstr *n2 = ir_instr_new(m->entry, IR_OP_NEGATE, &p->shape, ops, 1, old);
+  CHECK(strcmp(n2->name, old) != 0);
+  ir_module_free(m);
+}
+
+TEST(clone_keeps_names_and_edges) {
+  IrInstr *p, *a;
+  IrModule *m = small(&p, &a);
+  ir_attr_set_text(a, "metadata", "{op_name=\"x\"}");
+  IrModule *c = ir_module_clone(m);
+  CHECK(c != NULL);
+  IrInstr *a2 = ir_module_find_instr(c, a->name);
+  CHECK(a2 && a2 != a);
+  CHECK(a2->operands[0] == ir_module_find_instr(c, "x"));
+  CHECK(a2->operands[0]->users[0] == a2);
+  CHECK_STR(ir_attr_text(a2, "metadata"), "{op_name=\"x\"}");
+  CHECK(c->entry->root == a2);
+  ir_module_free(m);
+  ir_module_free(c);
+}
+
+TEST(attrs_typed) {
+  IrInstr *p, *a;
+  IrModule *m = small(&p, &a);
+  int64_t v[3] = {0, 2, 1};
+  ir_attr_set_dims(a, "dimensions", v, 3);
+  CHECK_STR(ir_attr_text(a, "dimensions"), "{0,2,1}");
+  int64_t out[4];
+  CHECK(ir_attr_dims(a, "dimensions", out, 4) == 3 && out[1] == 2);
+  ir_attr_set_text(a, "slice", "{[0:2], [1:5:2]}");
+  int64_t st[2], li[2], sd[2];
+  CHECK(ir_attr_slice(a, st, li, sd, 2) == 2);
+  CHECK(st[1] == 1 && li[1] == 5 && sd[1] == 2 && sd[0] == 1);
+  ir_module_free(m);
+}
+
+TEST(sizes_saturate) {
+  int64_t d[3] = {INT64_MAX / 2, 4, 4};
+  Arena ar;
+  arena_init(&ar);
+  IrShape s = ir_shape_array(&ar, IR_F32, 3, d);
+  CHECK(ir_shape_elements(&s) == INT64_MAX);
+  CHECK(ir_shape_bytes(&s) == INT64_MAX);
+  arena_free(&ar);
+}
+
+TEST(opcode_table) {
+  IrOpcode op;
+  CHECK(ir_op_lookup("dynamic-update-slice", 20, &op) && op == IR_OP_DYNAMIC_UPDATE_SLICE);
+  CHECK(!ir_op_lookup("frobnicate", 10, &op));
+  CHECK(ir_op_info(IR_OP_TANH)->expensive);
+  CHECK(!ir_op_info(IR_OP_ADD)->expensive);
+  CHECK(ir_op_is_elementwise(IR_OP_SELECT));
+}
+
+TEST(bytes_formatted_in_each_style) {
+  char b[32];
+  fx_format_bytes(b, sizeof b, 1023, FX_BYTES_PLAN);
+  CHECK_STR(b, "1023 B");
+  fx_format_bytes(b, sizeof b, 1536, FX_BYTES_RUN);
+  CHECK_STR(b, "1.5 KiB");
+  fx_format_bytes(b, sizeof b, 3.0 * 1024 * 1024 / 8, FX_BYTES_PLAN);
+  CHECK_STR(b, "384.0 KiB");
+  fx_format_bytes(b, sizeof b, 1.25 * 1024 * 1024, FX_BYTES_PLAN);
+  CHECK_STR(b, "1.2 MiB");
+  fx_format_bytes(b, sizeof b, 1.25 * 1024 * 1024, FX_BYTES_RUN);
+  CHECK_STR(b, "1.25 MiB");
+  fx_format_bytes(b, sizeof b, 3.0 * 1024 * 1024 * 1024, FX_BYTES_PLAN);
+  CHECK_STR(b, "3.00 GiB");
+  fx_format_bytes(b, sizeof b, 3.0 * 1024 * 1024 * 1024, FX_BYTES_MIB);
+  CHECK_STR(b, "3072.0 MiB");
+  fx_format_bytes(b, sizeof b, 2.0 * 1024 * 1024 * 1024 * 1024, FX_BYTES_SHORT);
+  CHECK_STR(b, "2.0 TiB");
+}
+
+TEST(pointer_map) {
+  PtrMap m = {0};
+  int keys[300] = {0};
+  CHECK(ptrmap_get(&m, &keys[0]) == NULL);
+  for (int k = 0; k < 300; k++) CHECK(ptrmap_put(&m, &keys[k], (void *)(intptr_t)(k + 1)));
+  CHECK(m.n == 300 && m.cap >= 600);
+  for (int k = 0; k < 300; k++) CHECK((intptr_t)ptrmap_get(&m, &keys[k]) == k + 1);
+  CHECK(ptrmap_put(&m, &keys[7], NULL) && m.n == 300 && ptrmap_get(&m, &keys[7]) == NULL);
+  ptrmap_free(&m);
+  CHECK(m.cap == 0 && ptrmap_get(&m, &keys[1]) == NULL);
+}
+
+TEST(math_table) {
+  /* every op of math.def is an elementwise unary op with both functions, evaluated with them */
+  static const IrOpcode ops[] = {
+#define MATH(OP, dfn, ffn) IR_OP_##OP,
+#include "../../compiler/ir/math.def"
+#undef MATH
+  };
+  for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    CHECK(ir_op_info(ops[k])->category == IR_CAT_UNARY);
+    CHECK(ir_math_function(ops[k], false) && ir_math_function(ops[k], true));
+    double r;
+    CHECK(ir_math_eval(ops[k], 0.5, true, &r));
+  }
+  double r = 0;
+  CHECK_STR(ir_math_function(IR_OP_CBRT, true), "cbrtf");
+  CHECK_STR(ir_math_function(IR_OP_ABS, false), "fabs");
+  CHECK(ir_math_function(IR_OP_ADD, false) == NULL && !ir_math_eval(IR_OP_ADD, 1, false, &r));
+  CHECK(ir_math_eval(IR_OP_EXP, 1.0, true, &r) && r == (double)expf(1.0f));
+  CHECK(ir_math_eval(IR_OP_EXP, 1.0, false, &r) && r == exp(1.0));
+}
+
+int main(void) {
+  RUN(build_and_format);
+  RUN(unique_names_never_reused);
+  RUN(clone_keeps_names_and_edges);
+  RUN(attrs_typed);
+  RUN(sizes_saturate);
+  RUN(opcode_table);
+  RUN(bytes_formatted_in_each_style);
+  RUN(pointer_map);
+  RUN(math_table);
+  return check_summary();
+}
