@@ -9,7 +9,7 @@
  * lacks its marker symbol is treated as corrupt and rebuilt. Sorts (a merge sort per line with the
  * comparator inlined), scatters and small dots have kernels of their own (emit.c); kernels the
  * emitter does not generate (convolution, rng, custom calls, ...) run on the interpreter's
- * implementation; dot goes to OpenBLAS (cblas_sgemm/dgemm; bf16/f16 through float copies) when
+ * implementation; dot goes to OpenBLAS (cblas_sgemm/dgemm; bf16/f16 through double copies and dgemm) when
  * the shapes allow, and a small one is generated.
  *
  * run: the kernel plan's buffer assignment (compiler/plan/plan.c) gives one allocation per memory slot
@@ -826,9 +826,9 @@ static bool blas_dot_ok(const IrInstr *i) {
 }
 
 #ifdef FXPLAIN_HAVE_BLAS
-/* A bf16/f16 tensor's elements as floats in fresh memory (NULL when out of memory). */
-static float *half_to_float(const RtTensor *t) {
-  float *f = fx_malloc(sizeof *f * (size_t)(t->count ? t->count : 1));
+/* A bf16/f16 tensor's elements as doubles in fresh memory (NULL when out of memory). */
+static double *half_to_double(const RtTensor *t) {
+  double *f = fx_malloc(sizeof *f * (size_t)(t->count ? t->count : 1));
   if (!f) return NULL;
   const uint16_t *h = t->data;
   for (int64_t e = 0; e < t->count; e++) f[e] = t->type == IR_BF16 ? rt_bf16_to_f32(h[e]) : rt_f16_to_f32(h[e]);
@@ -836,9 +836,11 @@ static float *half_to_float(const RtTensor *t) {
 }
 #endif
 
-/* r = dot(a, bt) by gemm. bf16 and f16 operands go through float copies and sgemm, the product
- * accumulated in float and rounded once at the end, as the interpreter's dot (within `--check`'s
- * tolerance: the sums in another order). Returns false when out of memory. */
+/* r = dot(a, bt) by gemm. bf16 and f16 operands go through double copies and dgemm, the product
+ * accumulated in double and rounded once at the end, as the interpreter's dot: accumulated in
+ * float, a sum's last bits differ often enough to flip a bf16 rounding, and a deep bf16 network
+ * (Gemma 3's 26 layers) amplifies those flips past `--check`'s tolerance. Returns false when out
+ * of memory. */
 static bool blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r, FxError *err) {
 #ifdef FXPLAIN_HAVE_BLAS
   BlasShape g;
@@ -847,10 +849,10 @@ static bool blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r, F
   bool ta = g.ta, tb = g.tb;
   int64_t lda = ta ? M : K, ldb = tb ? K : N;
   bool half = r->type == IR_BF16 || r->type == IR_F16;
-  float *fa = NULL, *fb = NULL, *fr = NULL;
+  double *fa = NULL, *fb = NULL, *fr = NULL;
   if (half) {
-    fa = half_to_float(a);
-    fb = half_to_float(bt);
+    fa = half_to_double(a);
+    fb = half_to_double(bt);
     fr = fx_malloc(sizeof *fr * (size_t)(r->count ? r->count : 1));
     if (!fa || !fb || !fr) {
       fx_free(fa);
@@ -860,19 +862,19 @@ static bool blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r, F
     }
   }
   for (int64_t q = 0; q < batch; q++) {
-    if (r->type == IR_F64)
+    if (r->type == IR_F64 || half)
       cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
-                  1.0, (const double *)a->data + q * M * K, (int)lda, (const double *)bt->data + q * K * N, (int)ldb, 0.0,
-                  (double *)r->data + q * M * N, (int)N);
+                  1.0, (half ? fa : (const double *)a->data) + q * M * K, (int)lda,
+                  (half ? fb : (const double *)bt->data) + q * K * N, (int)ldb, 0.0,
+                  (half ? fr : (double *)r->data) + q * M * N, (int)N);
     else
       cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
-                  1.0f, (half ? fa : (const float *)a->data) + q * M * K, (int)lda,
-                  (half ? fb : (const float *)bt->data) + q * K * N, (int)ldb, 0.0f, (half ? fr : (float *)r->data) + q * M * N,
-                  (int)N);
+                  1.0f, (const float *)a->data + q * M * K, (int)lda, (const float *)bt->data + q * K * N, (int)ldb, 0.0f,
+                  (float *)r->data + q * M * N, (int)N);
   }
   if (half) {
     uint16_t *h = r->data;
-    for (int64_t e = 0; e < r->count; e++) h[e] = r->type == IR_BF16 ? rt_f32_to_bf16(fr[e]) : rt_f32_to_f16(fr[e]);
+    for (int64_t e = 0; e < r->count; e++) h[e] = r->type == IR_BF16 ? rt_f32_to_bf16((float)fr[e]) : rt_f32_to_f16((float)fr[e]);
     fx_free(fa);
     fx_free(fb);
     fx_free(fr);

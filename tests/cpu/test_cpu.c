@@ -689,7 +689,7 @@ TEST(innermost_reductions_run_in_lanes) {
   ir_module_free(m);
 }
 
-/* A bf16 batched dot runs on gemm through float copies, an f32 dot of rank-3 operands on gemm with
+/* A bf16 batched dot runs on gemm through double copies, an f32 dot of rank-3 operands on gemm with
    their free dims collapsed ([4, 16, 64] x [2, 40, 64]: 64 x 64 by 64 x 80), both agreeing with
    the interpreter's; a
    reshape that drops and adds size-1 dims, or regroups dims, maps indices without a division
