@@ -131,7 +131,12 @@ static void computation(Str *s, const IrComputation *c) {
     for (int k = 0; k < c->nparams; k++) {
       if (k) puts_(s, ", ");
       const IrInstr *p = c->params[k];
-      puts_(s, p ? p->name : "?");
+      /* XLA's style is a bare name; one that does not start like a name (a parameter named `2`)
+       * keeps its % so that the text parses back */
+      const char *pn = p ? p->name : "?";
+      bool bare = (*pn >= 'a' && *pn <= 'z') || (*pn >= 'A' && *pn <= 'Z') || *pn == '_';
+      puts_(s, bare ? "" : "%");
+      puts_(s, pn);
       puts_(s, ": ");
       if (p) put_shape(s, &p->shape);
     }
