@@ -77,13 +77,6 @@ static const IrInstr *real_hero(const IrInstr *i) {
   return r->noperands ? r->operands[0] : r;
 }
 
-static bool default_layout(const IrShape *s) {
-  if (!s->has_layout || !s->minor_to_major) return true;
-  for (int k = 0; k < s->rank; k++)
-    if (s->minor_to_major[k] != s->rank - 1 - k) return false;
-  return true;
-}
-
 /* ShapesCompatibleForMultiOutputFusion: the two kernels share one parallel loop. */
 static bool shapes_compatible(const IrInstr *a, const IrInstr *b, FusionVerdict *v) {
   const IrInstr *ha = real_hero(a), *hb = real_hero(b);
@@ -105,7 +98,7 @@ static bool shapes_compatible(const IrInstr *a, const IrInstr *b, FusionVerdict 
   if (ir_shape_same_dims(la, lb)) return true;
   /* Unequal shapes are accepted when one is a bitcast of the other (IsReshapeOrTransposeBitcast):
    * with row-major layouts, any two arrays of as many elements. */
-  if (ir_shape_is_array(la) && ir_shape_is_array(lb) && default_layout(la) && default_layout(lb) &&
+  if (ir_shape_is_array(la) && ir_shape_is_array(lb) && ir_shape_default_layout(la) && ir_shape_default_layout(lb) &&
       ir_shape_elements(la) == ir_shape_elements(lb))
     return true;
   char fa[128], fb[128];

@@ -34,12 +34,8 @@
 #include "../hlo/hlo.h"
 #include "../passes/passes.h"
 
-static bool default_layout(const IrShape *s) {
-  if (!s->has_layout) return true;
-  for (int d = 0; d < s->rank; d++)
-    if (s->minor_to_major[d] != s->rank - 1 - d) return false;
-  return true;
-}
+/* What marks a fusion as a generic Triton fusion (fusion_is_generic_triton reads it). */
+#define TRITON_BACKEND_CONFIG "{\"fusion_backend_config\":{\"kind\":\"__triton\"}}"
 
 /* IsTritonSupportedInstruction, for what a normalization diamond holds: elementwise ops and
  * reductions over the float and integer types Triton's emitter takes. */
@@ -68,8 +64,8 @@ static bool triton_supported(const IrInstr *i) {
 
 /* A reshape that only renames dimensions is what XLA's layout assignment turns into a bitcast. */
 static bool is_bitcast(const IrInstr *i) {
-  return i->op == IR_OP_BITCAST || (i->op == IR_OP_RESHAPE && default_layout(&i->shape) &&
-                                    default_layout(&i->operands[0]->shape));
+  return i->op == IR_OP_BITCAST || (i->op == IR_OP_RESHAPE && ir_shape_default_layout(&i->shape) &&
+                                    ir_shape_default_layout(&i->operands[0]->shape));
 }
 
 static bool unary_elementwise(const IrInstr *i) {
@@ -88,7 +84,7 @@ static bool splat(const IrInstr *i) {
 }
 
 static bool trivially_fusible(const IrInstr *i) {
-  if (i->nusers > 1 || !default_layout(&i->shape)) return false;
+  if (i->nusers > 1 || !ir_shape_default_layout(&i->shape)) return false;
   if (is_bitcast(i)) return true;
   if (unary_elementwise(i)) return triton_supported(i);
   if (binary_elementwise(i)) {
@@ -131,7 +127,7 @@ static IrInstr *match_diamond(IrInstr *root) {
   if (!bcast || bcast->noperands != 1) return NULL;
   IrInstr *reduce = trivial_edge(bcast->operands[0], IR_OP_REDUCE);
   if (!reduce) return NULL;
-  if (!default_layout(&bcast->shape) || !default_layout(&reduce->shape)) return NULL;
+  if (!ir_shape_default_layout(&bcast->shape) || !ir_shape_default_layout(&reduce->shape)) return NULL;
   /* ShouldFuseReduction: supported, one dimension reduced and it is the operand's last */
   if (!triton_supported(reduce)) return NULL;
   int64_t dims[IR_MAX_RANK];
@@ -148,7 +144,7 @@ static IrInstr *match_diamond(IrInstr *root) {
   for (int k = 0; k < nb; k++)
     if (bd[k] == bcast->shape.rank - 1) return NULL; /* not along the reduction dimension */
   while (producer->noperands > 0 && trivially_fusible(producer)) producer = choose_operand(producer);
-  if (!default_layout(&producer->shape)) return NULL;
+  if (!ir_shape_default_layout(&producer->shape)) return NULL;
   if (!trivially_connected(producer, root->operands[0])) return NULL;
   if (producer != root->operands[0] && root->operands[0]->nusers != 1) return NULL;
   return producer;
@@ -228,39 +224,46 @@ static bool tileable(const List *body) {
 
 /* ---------- the decision ---------- */
 
-static void put_comp(FILE *f, const IrComputation *c, List *seen) {
-  for (int k = 0; k < c->ninstrs; k++) {
-    const IrComputation *r = ir_attr_comp(c->instrs[k], "to_apply");
+/* One instruction's line (ROOT when root), at whatever length it takes. */
+static void put_instr(FILE *f, const IrInstr *x, bool root) {
+  int n = hlo_format_instr(x, NULL, 0);
+  char *line = fx_malloc((size_t)n + 1);
+  if (!line) return; /* the text then fails to parse and the diamond is left alone */
+  hlo_format_instr(x, line, (size_t)n + 1);
+  fprintf(f, "  %s%s\n", root ? "ROOT " : "", line);
+  fx_free(line);
+}
+
+static void put_comp(FILE *f, const IrComputation *c, List *seen);
+
+/* The reducers the instructions call (to_apply), each printed once, callees first. */
+static void put_callees(FILE *f, IrInstr *const *v, int n, List *seen) {
+  for (int k = 0; k < n; k++) {
+    const IrComputation *r = ir_attr_comp(v[k], "to_apply");
     if (r && !list_has(seen, (IrInstr *)(void *)r)) {
       list_add(seen, (IrInstr *)(void *)r);
       put_comp(f, r, seen);
     }
   }
+}
+
+static void put_comp(FILE *f, const IrComputation *c, List *seen) {
+  put_callees(f, c->instrs, c->ninstrs, seen);
   fprintf(f, "%s {\n", c->name);
-  for (int k = 0; k < c->ninstrs; k++) {
-    char line[4096];
-    hlo_format_instr(c->instrs[k], line, sizeof line);
-    fprintf(f, "  %s%s\n", c->instrs[k] == c->root ? "ROOT " : "", line);
-  }
+  for (int k = 0; k < c->ninstrs; k++) put_instr(f, c->instrs[k], c->instrs[k] == c->root);
   fprintf(f, "}\n\n");
 }
 
 /* The diamond as a module of its own (ExtractComputationIntoNewModule): a parameter for each value
  * it reads from outside, then its instructions. NULL when it cannot be built. */
-static IrModule *extract(const List *body, const PassContext *cx) {
+static IrModule *extract(const List *body) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
   if (!f) return NULL;
   List seen = {0}, outside = {0};
   fprintf(f, "HloModule normalization_diamond\n\n");
-  for (int k = 0; k < body->n; k++) {
-    const IrComputation *r = ir_attr_comp(body->v[k], "to_apply");
-    if (r && !list_has(&seen, (IrInstr *)(void *)r)) {
-      list_add(&seen, (IrInstr *)(void *)r);
-      put_comp(f, r, &seen);
-    }
-  }
+  put_callees(f, body->v, body->n, &seen);
   fprintf(f, "ENTRY diamond {\n");
   for (int k = 0; k < body->n; k++)
     for (int q = 0; q < body->v[k]->noperands; q++) {
@@ -271,11 +274,7 @@ static IrModule *extract(const List *body, const PassContext *cx) {
       ir_shape_format(&o->shape, true, sh, sizeof sh);
       fprintf(f, "  %%%s = %s parameter(%d)\n", o->name, sh, outside.n - 1);
     }
-  for (int k = 0; k < body->n; k++) {
-    char line[4096];
-    hlo_format_instr(body->v[k], line, sizeof line);
-    fprintf(f, "  %s%s\n", k == body->n - 1 ? "ROOT " : "", line);
-  }
+  for (int k = 0; k < body->n; k++) put_instr(f, body->v[k], k == body->n - 1);
   fprintf(f, "}\n");
   fclose(f);
   fx_free(seen.v);
@@ -284,12 +283,11 @@ static IrModule *extract(const List *body, const PassContext *cx) {
   fx_error_clear(&e);
   IrModule *m = hlo_parse(text, len, "<diamond>", &e);
   free(text);
-  (void)cx;
   return m;
 }
 
 /* Wraps the extracted diamond's root and fuses everything above it into one Triton fusion. */
-static IrInstr *fuse_all(IrComputation *c, IrInstr *root) {
+static IrInstr *fuse_all(IrInstr *root) {
   IrInstr *f = fusion_wrap(root, "kCustom");
   for (bool more = true; f && more;) {
     more = false;
@@ -300,8 +298,7 @@ static IrInstr *fuse_all(IrComputation *c, IrInstr *root) {
         break;
       }
   }
-  if (f) ir_attr_set_text(f, "backend_config", "{\"fusion_backend_config\":{\"kind\":\"__triton\"}}");
-  (void)c;
+  if (f) ir_attr_set_text(f, "backend_config", TRITON_BACKEND_CONFIG);
   return f;
 }
 
@@ -319,10 +316,10 @@ typedef enum { DIAMOND_ERROR, DIAMOND_UNTILEABLE, DIAMOND_NO_TILING, DIAMOND_EST
  * EstimateRunTimeForInstruction's exec_time) summed. */
 static DiamondVerdict estimate(const List *body, const PassContext *cx, double *fused, double *apart, char *why,
                                size_t nwhy) {
-  IrModule *m = extract(body, cx);
+  IrModule *m = extract(body);
   if (!m) return DIAMOND_ERROR;
   IrModule *t = ir_module_clone(m);
-  IrInstr *f = t ? fuse_all(t->entry, t->entry->root) : NULL;
+  IrInstr *f = t ? fuse_all(t->entry->root) : NULL;
   DiamondVerdict v = f ? DIAMOND_ESTIMATED : DIAMOND_ERROR;
   if (f && !tileable(body)) {
     v = DIAMOND_UNTILEABLE;
@@ -432,7 +429,7 @@ static bool fuse_diamond(IrInstr *root, IrInstr *producer, PassContext *cx, bool
   }
   fx_free(body.v);
   if (!f) return fx_error_set(cx->err, NULL, 0, 0, "out of memory");
-  ir_attr_set_text(f, "backend_config", "{\"fusion_backend_config\":{\"kind\":\"__triton\"}}");
+  ir_attr_set_text(f, "backend_config", TRITON_BACKEND_CONFIG);
   ir_instr_rename(f, ir_module_series_name(f->parent->module, "triton_softmax", false));
   d.accepted = true;
   d.result = f->name;

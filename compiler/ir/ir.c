@@ -125,6 +125,13 @@ bool ir_shape_equal(const IrShape *a, const IrShape *b) {
 bool ir_shape_is_array(const IrShape *s) { return s->type != IR_TUPLE && s->type != IR_TOKEN; }
 bool ir_shape_is_scalar(const IrShape *s) { return ir_shape_is_array(s) && s->rank == 0; }
 
+bool ir_shape_default_layout(const IrShape *s) {
+  if (!s->has_layout || !s->minor_to_major) return true;
+  for (int k = 0; k < s->rank; k++)
+    if (s->minor_to_major[k] != s->rank - 1 - k) return false;
+  return true;
+}
+
 bool ir_shape_copy(Arena *a, IrShape *dst, const IrShape *src) {
   IrShape s = *src;
   bool ok = true;

@@ -126,6 +126,8 @@ bool ir_shape_equal(const IrShape *a, const IrShape *b);       /* type and dims 
 bool ir_shape_same_dims(const IrShape *a, const IrShape *b);   /* dims only */
 bool ir_shape_is_array(const IrShape *s);
 bool ir_shape_is_scalar(const IrShape *s);
+/* Whether the layout is the default, descending one ({rank-1,...,0}), or none was given. */
+bool ir_shape_default_layout(const IrShape *s);
 /* Deep copy into arena. Returns false when out of memory; dst is then a safe empty shape. */
 bool ir_shape_copy(Arena *a, IrShape *dst, const IrShape *src);
 /* Builds an array shape with the default (descending) layout. */

@@ -64,13 +64,6 @@ bool plan_op_library(IrOpcode op, const char **library, const char **what) {
 
 /* ---------- what launches what ---------- */
 
-static bool default_layout(const IrShape *s) {
-  if (!s->has_layout) return true;
-  for (int d = 0; d < s->rank; d++)
-    if (s->minor_to_major[d] != s->rank - 1 - d) return false;
-  return true;
-}
-
 /* Physical order of the non-degenerate dims, major first, as dimension indices. */
 static int physical_dims(const IrShape *s, int *out) {
   int n = 0;
@@ -87,7 +80,7 @@ static bool reshape_is_bitcast(const IrInstr *i) {
   if (i->noperands != 1 || !i->operands[0]) return false;
   const IrShape *in = &i->operands[0]->shape, *out = &i->shape;
   if (!ir_shape_is_array(in) || !ir_shape_is_array(out)) return false;
-  if (default_layout(in) && default_layout(out)) return true;
+  if (ir_shape_default_layout(in) && ir_shape_default_layout(out)) return true;
   /* Non-default layouts: a bitcast only when it just adds or drops size-1 dims and the other dims
    * keep their sizes and physical order. */
   int pa[IR_MAX_RANK], pb[IR_MAX_RANK];
