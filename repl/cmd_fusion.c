@@ -104,9 +104,12 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
   } else {
     /* SETTING VALUE applied to a copy of the current settings */
     int n = explain_setting_words(argv[1]);
-    if (n < 0) return fail(s, err, "unknown setting '%.60s'", argv[1]);
     char name[128];
     snprintf(name, sizeof name, "set-%.100s", argv[1]);
+    if (n < 0 && repl_command_lookup(name))
+      return repl_arg_error(s, err, 1, "'%.60s' changes no fusion decision; compare-decisions takes the fusion settings "
+                            "(device, dup_limit, max_duplication, operand_budget, unroll, expensive, pass, library)", argv[1]);
+    if (n < 0) return repl_arg_error(s, err, 1, "unknown setting '%.60s'", argv[1]);
     char *words[64] = {name};
     if (argc > 64) argc = 64;
     for (int k = 2; k < argc; k++) words[k - 1] = argv[k];
