@@ -50,6 +50,13 @@ void explain_settings_json(JsonWriter *w, const PassSettings *ps);
 void explain_show_device(const ExplainOut *o, const DeviceProfile *d);
 /* `show settings`: the pipeline, device and every fusion knob. */
 void explain_show_settings(const ExplainOut *o, ExplainEngine *e);
+/* `set` alone: every setting by the name `set` takes, with its value (the engine's, then the run
+ * limit max_memory, which the front end reads from the runtime), and the names that can be set. */
+/* After `run`: the kernel plan's launches, bytes and estimated time for the stage that ran, on the
+ * device profile, to compare with what was measured (text only; nothing when the plan failed). */
+void explain_show_plan_line(const ExplainOut *o, ExplainEngine *e, int stage);
+void explain_show_all_settings(const ExplainOut *o, ExplainEngine *e, unsigned long long max_memory,
+                               const char *const *settable, int nsettable);
 /* `set NAME VALUE`: "dup_limit: 1 -> 3", with a word that the next step recomputes the stages when
  * have_stages; in JSON {"setting", "old", "new"}. */
 void explain_show_setting_change(const ExplainOut *o, const ExplainSettingChange *ch, bool have_stages);

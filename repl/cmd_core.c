@@ -23,9 +23,7 @@
 /* ---------- helpers ---------- */
 
 static IrModule *need_module(Session *s, FxError *err) {
-  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
-  if (!m) repl_arg_error(s, err, 0, "no module is loaded; use 'load FILE' or type .fx statements");
-  return m;
+  return repl_need_input(s, err) ? explain_engine_module(&s->eng, s->eng.cur) : NULL;
 }
 
 /* Names of the hidden commands "PREFIXword", as a sorted list of "word" (plus `extra`, once). */
@@ -55,13 +53,6 @@ static void sub_names(SubNames *sn, const char *prefix, const char *const *extra
   for (int i = 0; extra && extra[i]; i++) add_name(sn, extra[i]);
   repl_command_foreach(collect_sub, sn);
   qsort(sn->names, (size_t)sn->n, sizeof sn->names[0], cmp_str);
-}
-
-static void join_names(const SubNames *sn, char *buf, size_t n) {
-  size_t o = 0;
-  buf[0] = 0;
-  for (int i = 0; i < sn->n && o < n; i++)
-    o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? ", " : "", sn->names[i]);
 }
 
 /* Runs the hidden command PREFIX+argv[1] with the words after argv[1] as its arguments. */
@@ -110,9 +101,8 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   if (!ok) return false;
   IrModule *m = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   /* An HLO file reports itself; a script reports the module its definitions built. */
-  if (!is_hlo && m && m != before) {
-    repl_report_loaded(s, m, path);
-  }
+  ExplainOut o = repl_out(s);
+  if (!is_hlo && m && m != before) explain_show_loaded(&o, m, path);
   return true;
 }
 
@@ -122,8 +112,8 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
   if (!m) return false;
   FxError e = {0};
   if (!explain_engine_save(&s->eng, s->eng.cur, argv[1], &e))
-    return repl_arg_error(s, err, strcmp(e.msg, "out of memory") == 0 ? 0 : 1, "%s", e.msg);
-  ExplainOut o = {s->out, s->json, 0};
+    return repl_error_at(s, err, strcmp(e.msg, "out of memory") == 0 ? 0 : 1, &e);
+  ExplainOut o = repl_out(s);
   explain_show_saved(&o, &s->eng, argv[1]);
   return true;
 }
@@ -132,53 +122,19 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
 
 static const char *const show_builtin[] = {"hlo", "settings", NULL};
 
-static bool show_settings(Session *s, FxError *err) {
-  (void)err;
-  const PassSettings *ps = &s->eng.settings;
+static bool show_settings(Session *s) {
   SubNames sn;
   sub_names(&sn, "set-", NULL);
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_key(&w, "settings");
-    json_object_begin(&w);
-    /* Every key is a name `set` accepts, with the value it takes. */
-    json_kv_str(&w, "pipeline", s->eng.pipeline ? s->eng.pipeline->name : NULL);
-    json_kv_str(&w, "device", s->eng.device.name[0] ? s->eng.device.name : NULL);
-    explain_settings_json(&w, ps);
-    json_kv_str(&w, "pass", ps->disabled_passes);
-    json_kv_int(&w, "max_memory", (int64_t)rt_max_memory());
-    json_object_end(&w);
-    json_key(&w, "settable");
-    json_array_begin(&w);
-    for (int i = 0; i < sn.n; i++) json_str(&w, sn.names[i]);
-    json_array_end(&w);
-    json_object_end(&w);
-    return true;
-  }
-  /* The same table as `show settings`: each line named as `set` takes it. */
-  const ReplCommand *view = repl_command_lookup("show-settings");
-  if (view) {
-    char *argv1[] = {"show-settings", NULL};
-    if (!view->run(s, 1, argv1, err)) return false;
-  }
-  FILE *o = s->out;
-  if (rt_max_memory()) fprintf(o, "  max_memory        %llu bytes\n", (unsigned long long)rt_max_memory());
-  else fprintf(o, "  max_memory        0 (unlimited)\n");
-  if (sn.n > 0) {
-    char list[1024];
-    join_names(&sn, list, sizeof list);
-    fprintf(o, "change with 'set WHAT VALUE'; WHAT is one of: %s\n", list);
-  }
+  ExplainOut o = repl_out(s);
+  explain_show_all_settings(&o, &s->eng, (unsigned long long)rt_max_memory(), sn.names, sn.n);
   return true;
 }
 
 static bool show_hlo(Session *s, FxError *err) {
   if (!need_module(s, err)) return false;
-  ExplainOut o = {s->out, s->json, 0};
+  ExplainOut o = repl_out(s);
   FxError e = {0};
-  if (!explain_show_hlo(&o, &s->eng, &e)) return repl_arg_error(s, err, 0, "%s", e.msg);
+  if (!explain_show_hlo(&o, &s->eng, &e)) return repl_error_at(s, err, 0, &e);
   return true;
 }
 
@@ -193,7 +149,7 @@ static bool cmd_show(Session *s, int argc, char **argv, FxError *err) {
   if (sub) return dispatch_sub(s, sub, argc, argv, err);
   if (strcmp(argv[1], "settings") == 0) {
     if (argc > 2) return repl_check_argc(s, argc, argv, 0, 1, err);
-    return show_settings(s, err);
+    return show_settings(s);
   }
   SubNames sn;
   sub_names(&sn, "show-", show_builtin);
@@ -205,7 +161,7 @@ static bool cmd_show(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_set(Session *s, int argc, char **argv, FxError *err) {
-  if (argc == 1) return show_settings(s, err);
+  if (argc == 1) return show_settings(s);
   char name[128];
   snprintf(name, sizeof name, "set-%s", argv[1]);
   const ReplCommand *sub = strlen(argv[1]) < 100 ? repl_command_lookup(name) : NULL;
@@ -231,15 +187,8 @@ static bool cmd_reset(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_echo(Session *s, int argc, char **argv, FxError *err) {
   (void)err;
   const char *text = argc > 1 ? argv[1] : "";
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "echo", text);
-    json_object_end(&w);
-  } else {
-    fprintf(s->out, "%s\n", text);
-  }
+  if (s->json) json_print_kv_str(s->out, "echo", text);
+  else fprintf(s->out, "%s\n", text);
   return true;
 }
 

@@ -100,16 +100,9 @@ static void sanitize_source(FxError *e) {
   if (!e) return;
   unsigned char *s = (unsigned char *)e->source;
   for (size_t i = 0; s[i];) {
-    unsigned c = s[i];
-    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
-    bool ok = n > 0;
-    for (size_t k = 1; ok && k < n; k++)
-      if ((s[i + k] & 0xC0) != 0x80) ok = false;
-    if (!ok) {
-      s[i++] = '?';
-      continue;
-    }
-    i += n;
+    size_t n = fx_utf8_len(s + i, 4); /* the terminating NUL ends a sequence early */
+    if (n == 0) s[i++] = '?';
+    else i += n;
   }
 }
 
@@ -1115,18 +1108,8 @@ static bool check_utf8(P *p) {
   int line = 1, col = 1;
   for (size_t i = 0; i < p->len;) {
     unsigned c = s[i];
-    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    bool ok = n > 0 && i + n <= p->len && c != 0 && !(n == 2 && c < 0xC2) && !(n == 4 && c > 0xF4);
-    for (size_t k = 1; ok && k < n; k++)
-      if ((s[i + k] & 0xC0) != 0x80) ok = false;
-    if (ok && n == 3) {
-      unsigned v = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
-      if (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF)) ok = false;
-    }
-    if (ok && n == 4) {
-      unsigned v = ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12);
-      if (v < 0x10000) ok = false;
-    }
+    size_t n = fx_utf8_len(s + i, p->len - i);
+    bool ok = n > 0 && c != 0;
     if (!ok) {
       if (c == 0) return perr(p, line, col, "NUL byte in the text");
       return perr(p, line, col, "invalid UTF-8 byte 0x%02x", c);
@@ -1393,42 +1376,10 @@ IrModule *hlo_parse(const char *text, size_t len, const char *filename, FxError 
 }
 
 IrModule *hlo_load_file(const char *path, FxError *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fx_error_set(err, path, 0, 0, "cannot open '%s': %s", path, strerror(errno));
-    return NULL;
-  }
-  size_t cap = 1 << 16, len = 0;
-  char *buf = fx_malloc(cap);
-  if (!buf) {
-    fclose(f);
-    fx_error_set(err, path, 0, 0, "out of memory reading '%s'", path);
-    return NULL;
-  }
-  for (;;) {
-    if (len == cap) {
-      char *nb = fx_realloc(buf, cap * 2);
-      if (!nb) {
-        fx_free(buf);
-        fclose(f);
-        fx_error_set(err, path, 0, 0, "out of memory reading '%s'", path);
-        return NULL;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t k = fread(buf + len, 1, cap - len, f);
-    len += k;
-    if (k == 0) break;
-  }
-  bool rerr = ferror(f);
-  fclose(f);
-  if (rerr) {
-    fx_free(buf);
-    fx_error_set(err, path, 0, 0, "cannot read '%s'", path);
-    return NULL;
-  }
-  IrModule *m = hlo_parse(buf, len, path, err);
-  fx_free(buf);
+  size_t len = 0;
+  char *text = fx_read_file(path, &len, err);
+  if (!text) return NULL;
+  IrModule *m = hlo_parse(text, len, path, err);
+  fx_free(text);
   return m;
 }
