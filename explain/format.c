@@ -1090,14 +1090,18 @@ void explain_show_saved(const ExplainOut *o, const ExplainEngine *e, const char 
   }
 }
 
+void explain_json_loaded_begin(JsonWriter *w, FILE *f, const char *module) {
+  json_init(w, f);
+  json_object_begin(w);
+  json_key(w, "loaded");
+  json_object_begin(w);
+  json_kv_str(w, "module", module);
+}
+
 void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path) {
   if (o->json) {
     JsonWriter w;
-    json_init(&w, o->out);
-    json_object_begin(&w);
-    json_key(&w, "loaded");
-    json_object_begin(&w);
-    json_kv_str(&w, "module", m->name);
+    explain_json_loaded_begin(&w, o->out, m->name);
     json_kv_str(&w, "file", path);
     json_kv_int(&w, "computations", m->ncomps);
     json_kv_int(&w, "instructions", ir_module_instr_count(m));

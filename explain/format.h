@@ -63,6 +63,9 @@ void explain_show_setting_change(const ExplainOut *o, const ExplainSettingChange
 /* `show hlo`: the current stage as HLO text (in JSON with its module, stage and pass). */
 bool explain_show_hlo(const ExplainOut *o, const ExplainEngine *e, FxError *err);
 /* What `load` loaded: module, file, computations, instructions. */
+/* Opens the JSON answer of a load, {"loaded":{"module":NAME, ...: the caller writes the rest of
+ * what it loaded and closes both objects (explain_show_loaded, explain_show_xla_loaded). */
+void explain_json_loaded_begin(JsonWriter *w, FILE *f, const char *module);
 void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path);
 /* `save FILE`: the stage, pass and module written to path. */
 void explain_show_saved(const ExplainOut *o, const ExplainEngine *e, const char *path);

@@ -138,41 +138,34 @@ static bool show_hlo(Session *s, FxError *err) {
   return true;
 }
 
-static bool cmd_show(Session *s, int argc, char **argv, FxError *err) {
-  if (argc == 1 || strcmp(argv[1], "hlo") == 0) {
-    if (argc > 2) return repl_check_argc(s, argc, argv, 0, 1, err);
-    return show_hlo(s, err);
-  }
+/* `show WHAT ...` and `set WHAT ...`: the hidden command PREFIX+WHAT, else a located error that
+ * names the nearest WHAT (`unknown` is the sentence before it: "cannot show 'x'"). */
+static bool dispatch_word(Session *s, const char *prefix, const char *const *extra, int argc, char **argv,
+                          const char *unknown, const char *help, FxError *err) {
   char name[128];
-  snprintf(name, sizeof name, "show-%s", argv[1]);
+  snprintf(name, sizeof name, "%s%s", prefix, argv[1]);
   const ReplCommand *sub = strlen(argv[1]) < 100 ? repl_command_lookup(name) : NULL;
   if (sub) return dispatch_sub(s, sub, argc, argv, err);
-  if (strcmp(argv[1], "settings") == 0) {
-    if (argc > 2) return repl_check_argc(s, argc, argv, 0, 1, err);
-    return show_settings(s);
-  }
   SubNames sn;
-  sub_names(&sn, "show-", show_builtin);
+  sub_names(&sn, prefix, extra);
   char shown[96];
   const char *near = repl_nearest(argv[1], sn.names, sn.n);
   fx_printable(shown, sizeof shown, argv[1]);
-  if (near) return repl_arg_error(s, err, 1, "cannot show '%s'; did you mean '%s'?", shown, near);
-  return repl_arg_error(s, err, 1, "cannot show '%s'; 'help show' lists the views", shown);
+  if (near) return repl_arg_error(s, err, 1, "%s '%s'; did you mean '%s'?", unknown, shown, near);
+  return repl_arg_error(s, err, 1, "%s '%s'; %s", unknown, shown, help);
+}
+
+static bool cmd_show(Session *s, int argc, char **argv, FxError *err) {
+  bool hlo = argc == 1 || strcmp(argv[1], "hlo") == 0, settings = !hlo && strcmp(argv[1], "settings") == 0;
+  if ((hlo || settings) && argc > 2) return repl_check_argc(s, argc, argv, 0, 1, err);
+  if (hlo) return show_hlo(s, err);
+  if (settings && !repl_command_lookup("show-settings")) return show_settings(s);
+  return dispatch_word(s, "show-", show_builtin, argc, argv, "cannot show", "'help show' lists the views", err);
 }
 
 static bool cmd_set(Session *s, int argc, char **argv, FxError *err) {
   if (argc == 1) return show_settings(s);
-  char name[128];
-  snprintf(name, sizeof name, "set-%s", argv[1]);
-  const ReplCommand *sub = strlen(argv[1]) < 100 ? repl_command_lookup(name) : NULL;
-  if (sub) return dispatch_sub(s, sub, argc, argv, err);
-  SubNames sn;
-  sub_names(&sn, "set-", NULL);
-  char shown[96];
-  const char *near = repl_nearest(argv[1], sn.names, sn.n);
-  fx_printable(shown, sizeof shown, argv[1]);
-  if (near) return repl_arg_error(s, err, 1, "unknown setting '%s'; did you mean '%s'?", shown, near);
-  return repl_arg_error(s, err, 1, "unknown setting '%s'; 'help set' lists the settings", shown);
+  return dispatch_word(s, "set-", NULL, argc, argv, "unknown setting", "'help set' lists the settings", err);
 }
 
 /* ---------- reset / echo / pause / quit ---------- */

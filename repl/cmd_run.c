@@ -117,6 +117,16 @@ static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **
   return ok;
 }
 
+/* The stage a.stage names (the current one by default), its inputs made and one run on the
+ * backend: false with err filled (and nothing to free) when any of it fails before the run. */
+static bool run_stage(Session *s, RunArgs *a, const IrModule **m, RtTensor ***args, RtStageRun *res, bool *ok,
+                      FxError *err) {
+  *m = stage_module(s, a->stage, err);
+  if (!*m || !(*args = make_inputs(s, *m, a, err))) return false;
+  *ok = execute(s, *m, a, *args, res, err);
+  return true;
+}
+
 static bool cmd_compare(Session *s, int argc, char **argv, FxError *err);
 
 static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
@@ -143,12 +153,11 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     }
     return cmd_compare(s, n, cargv, err);
   }
-  const IrModule *m = stage_module(s, a.stage, err);
-  if (!m) return false;
-  RtTensor **args = make_inputs(s, m, &a, err);
-  if (!args) return false;
+  const IrModule *m;
+  RtTensor **args;
   RtStageRun res;
-  bool ok = execute(s, m, &a, args, &res, err);
+  bool ok;
+  if (!run_stage(s, &a, &m, &args, &res, &ok, err)) return false;
   if (ok) {
     FILE *f = s->out;
     int stage = a.stage >= 0 ? a.stage : s->eng.cur;
@@ -215,12 +224,11 @@ static bool write_trace(const char *path, const RtRunStats *st) {
 static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
   if (!repl_run_args(s, argc, argv, false, &a, err)) return false;
-  const IrModule *m = stage_module(s, a.stage, err);
-  if (!m) return false;
-  RtTensor **args = make_inputs(s, m, &a, err);
-  if (!args) return false;
+  const IrModule *m;
+  RtTensor **args;
   RtStageRun res;
-  bool ok = execute(s, m, &a, args, &res, err);
+  bool ok;
+  if (!run_stage(s, &a, &m, &args, &res, &ok, err)) return false;
   if (ok) {
     FILE *f = s->out;
     fprintf(f, "%-28s %-11s %9s %12s %12s %12s %9s  holds\n", "kernel", "how", "launches", "total", "mean", "bytes", "GB/s");

@@ -472,6 +472,14 @@ static bool runner_end(Runner *r, bool ok) {
 /* ---------- files and streams ---------- */
 
 
+/* Ctrl-C between the lines of an input: the input stops there, with an error at the line. */
+static bool interrupted_at(Runner *r, const char *name, int lineno) {
+  FxError e;
+  fx_error_clear(&e);
+  fx_error_set(&e, name, lineno, 0, "interrupted");
+  return fail(r, &e);
+}
+
 /* Runs a script's text line by line. */
 static bool run_script_text(Session *s, const char *text, size_t len, const char *name, FxError *first_err) {
   Runner r;
@@ -484,11 +492,7 @@ static bool run_script_text(Session *s, const char *text, size_t len, const char
     size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
     lineno++;
     if (*s->interrupted) {
-      FxError e;
-      fx_error_clear(&e);
-      fx_error_set(&e, name, lineno, 0, "interrupted");
-      fail(&r, &e);
-      ok = false;
+      ok = interrupted_at(&r, name, lineno);
       break;
     }
     if (!runner_line(&r, text + i, n, lineno)) {
@@ -561,11 +565,7 @@ bool repl_run_stream(Session *s, FILE *f, const char *name) {
       if (!s->keep_going) break;
     }
     if (*s->interrupted) {
-      FxError e;
-      fx_error_clear(&e);
-      fx_error_set(&e, name, lineno, 0, "interrupted");
-      fail(&r, &e);
-      ok = false;
+      ok = interrupted_at(&r, name, lineno);
       break;
     }
   }

@@ -141,13 +141,14 @@ static void advn(P *p, size_t n) {
   while (n--) adv(p);
 }
 
-/* Skips spaces, newlines and comments.  Returns false on an unterminated block comment. */
-static bool ws(P *p) {
+/* Skips spaces and comments, and newlines unless a line ends the construct (ws_line); line
+ * comments only where newlines go too. Returns false on an unterminated block comment. */
+static bool skip_blanks(P *p, bool newlines) {
   for (;;) {
     char c = peek(p);
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+    if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) {
       adv(p);
-    } else if (c == '/' && peek_at(p, 1) == '/') {
+    } else if (newlines && c == '/' && peek_at(p, 1) == '/') {
       while (p->pos < p->len && peek(p) != '\n') adv(p);
     } else if (c == '/' && peek_at(p, 1) == '*') {
       int l = p->line, cl = p->col;
@@ -161,23 +162,8 @@ static bool ws(P *p) {
   }
 }
 
-/* Skips spaces and comments but not newlines (used where a line ends a construct). */
-static bool ws_line(P *p) {
-  for (;;) {
-    char c = peek(p);
-    if (c == ' ' || c == '\t' || c == '\r') {
-      adv(p);
-    } else if (c == '/' && peek_at(p, 1) == '*') {
-      int l = p->line, cl = p->col;
-      advn(p, 2);
-      while (p->pos < p->len && !(peek(p) == '*' && peek_at(p, 1) == '/')) adv(p);
-      if (p->pos >= p->len) return perr(p, l, cl, "unterminated comment");
-      advn(p, 2);
-    } else {
-      return true;
-    }
-  }
-}
+static bool ws(P *p) { return skip_blanks(p, true); }
+static bool ws_line(P *p) { return skip_blanks(p, false); }
 
 static bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9') || c == '.' || c == '-'; }
@@ -211,6 +197,13 @@ static bool expect_char(P *p, char c, const char *what) {
   char b[64];
   if (p->pos >= p->len) return perr(p, p->line, p->col, "unexpected end of file: expected %s", what);
   return perr(p, p->line, p->col, "expected %s, found %s", what, describe(p, b, sizeof b));
+}
+
+/* After an element of a list: a ',' announces another one (eaten); anything else ends the list. */
+static bool eat_comma(P *p) {
+  if (peek(p) != ',') return false;
+  adv(p);
+  return true;
 }
 
 /* NAME = ['%'] name-start {name-char}.  Fills r (without the '%'). */
@@ -394,11 +387,7 @@ static bool parse_shape(P *p, Arena *a, IrShape *out, int depth) {
         }
         if (!parse_shape(p, a, &v[n++], depth + 1)) return false;
         if (!ws(p)) return false;
-        if (peek(p) == ',') {
-          adv(p);
-          continue;
-        }
-        break;
+        if (!eat_comma(p)) break;
       }
     }
     if (!expect_char(p, ')', "',' or ')' in a tuple shape")) return false;
@@ -457,11 +446,7 @@ static bool parse_shape(P *p, Arena *a, IrShape *out, int depth) {
       dyn[rank] = d;
       rank++;
       if (!ws(p)) return false;
-      if (peek(p) == ',') {
-        adv(p);
-        continue;
-      }
-      break;
+      if (!eat_comma(p)) break;
     }
   }
   if (peek(p) != ']') {
@@ -629,11 +614,7 @@ static bool parse_attrs(P *p, InstrRec *r) {
             if (!parse_name(p, &cr, "a computation name")) return false;
             if (!push_ref(p, &at->comps, &at->ncomps, &ccap, &cr)) return false;
             if (!ws(p)) return false;
-            if (peek(p) == ',') {
-              adv(p);
-              continue;
-            }
-            break;
+            if (!eat_comma(p)) break;
           }
         }
         if (!expect_char(p, '}', "',' or '}' in the computation list")) return false;
@@ -741,11 +722,7 @@ static bool parse_instr(P *p, InstrRec *r) {
         if (!parse_name(p, &o, "an operand name")) return false;
         if (!push_ref(p, &r->ops, &r->nops, &cap, &o)) return false;
         if (!ws(p)) return false;
-        if (peek(p) == ',') {
-          adv(p);
-          continue;
-        }
-        break;
+        if (!eat_comma(p)) break;
       }
     }
     if (!expect_char(p, ')', "',' or ')' after an operand")) return false;
@@ -867,11 +844,7 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
         if (!expect_char(p, ':', "':' after the parameter name")) return false;
         if (!parse_shape(p, &p->scratch, &sp->shape, 0)) return false;
         if (!ws(p)) return false;
-        if (peek(p) == ',') {
-          adv(p);
-          continue;
-        }
-        break;
+        if (!eat_comma(p)) break;
       }
     }
     if (!expect_char(p, ')', "',' or ')' in the signature")) return false;
