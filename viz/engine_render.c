@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../compiler/ir/ir.h"
+#include "../explain/xla_dump.h"
 #include "viz.h"
 
 /* ---------- render ---------- */
@@ -117,6 +118,14 @@ bool viz_engine_render(ExplainEngine *e, const VizRenderRequest *rq, VizRendered
     /* Drawn on the stage the pass looked at: the one before the decision's stage. */
     stage = o.decision->stage > 0 ? o.decision->stage - 1 : 0;
     m = e->stages[stage].module;
+    if (e->xla && e->xla->log && o.decision->stage == xla_dump_fusion_stage(e->xla)) {
+      /* One of XLA's steps may name a fusion it made earlier in the pass: drawn as its root. */
+      PassDecision *d = &ds[rq->decision - 1];
+      const char *pr = d->producer ? xla_fusion_log_root(e->xla->log, m, e->xla->log->nsteps, d->producer) : NULL;
+      const char *cr = d->consumer ? xla_fusion_log_root(e->xla->log, m, e->xla->log->nsteps, d->consumer) : NULL;
+      if (pr) d->producer = pr;
+      if (cr) d->consumer = cr;
+    }
     if (!rq->computation && o.decision->producer) {
       const IrInstr *p = ir_module_find_instr(m, o.decision->producer);
       if (p && p->parent && !p->parent->is_entry && !p->parent->fusion_instr) o.computation = p->parent->name;

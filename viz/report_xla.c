@@ -19,7 +19,7 @@
 
 /* Steps drawn: past this many a page of thousands of steps would hold megabytes of pictures (and
  * take minutes to lay out), so a long log draws its first fusions and refusals only. */
-#define MAX_STEP_PICTURES 200
+#define MAX_STEP_PICTURES 100
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
@@ -127,69 +127,25 @@ static void card(VizBuf *c, const VizXlaStep *x) {
   vbuf_puts(c, x->disagree ? "<br><span class=\"disagree\">DISAGREE</span>" : "<br><span class=\"agree\">agrees</span>");
 }
 
-/* The instruction of the received module that stands for a name in XLA's log: the name itself, or
- * for a fusion XLA made earlier in the pass, the instruction at its root (the consumer it was made
- * from, followed back). */
-typedef struct {
-  const char **fusion; /* XLA's names (borrowed from the log) */
-  char **root;         /* copies */
-  int n, cap;
-} Roots;
-
-static const char *root_of(const Roots *r, const char *name) {
-  for (int k = r->n - 1; name && k >= 0; k--)
-    if (strcmp(r->fusion[k], name) == 0) return r->root[k];
-  return name;
-}
-
-static bool roots_add(Roots *r, const char *fusion, const char *root) {
-  if (r->n == r->cap) {
-    int cap = r->cap ? 2 * r->cap : 32;
-    const char **f = fx_realloc(r->fusion, sizeof *f * (size_t)cap);
-    if (f) r->fusion = f;
-    char **t = f ? fx_realloc(r->root, sizeof *t * (size_t)cap) : NULL;
-    if (!t) return false;
-    r->root = t;
-    r->cap = cap;
-  }
-  char *copy = fx_strdup(root);
-  if (!copy) return false;
-  r->fusion[r->n] = fusion;
-  r->root[r->n++] = copy;
-  return true;
-}
-
-static void roots_free(Roots *r) {
-  for (int k = 0; k < r->n; k++) fx_free(r->root[k]);
-  fx_free(r->root);
-  fx_free(r->fusion);
-}
-
-/* The first name of a consumer list ("a,b,c": XLA's priority update names every user). */
-static const char *first_name(const char *list, char *buf, size_t n) {
-  if (!list || !*list) return NULL;
-  snprintf(buf, n, "%.*s", (int)strcspn(list, ","), list);
-  return buf;
-}
-
 /* Step x drawn on `before` as one decision: producer and consumer (their roots) highlighted, with
  * their neighbours, XLA's verdict and words in the title; its SVG appended to pics in a template
  * the script shows with the step. False only when out of memory or interrupted; a step whose
  * instructions are not in `before` has no picture (*drawn false). */
 static bool step_picture(VizBuf *pics, VizRenderer *r, const IrModule *before, int stage, const VizXlaStep *x,
-                         const Roots *roots, const char *box_id, int id, const VizReportOptions *o, bool *drawn,
-                         FxError *err) {
+                         const char *box_id, int id, const VizReportOptions *o, bool *drawn, FxError *err) {
   *drawn = false;
-  char cbuf[256], detail[700];
-  const char *prod = root_of(roots, x->producer), *cons = root_of(roots, first_name(x->consumer, cbuf, sizeof cbuf));
+  char detail[700];
+  const char *prod = x->producer_root, *cons = x->consumer_root;
+  size_t clen = x->consumer ? strcspn(x->consumer, ",") : 0; /* the first of a list of users */
   const IrInstr *pi = prod ? ir_module_find_instr(before, prod) : NULL;
-  if (!pi || !pi->parent || (cons && !ir_module_find_instr(before, cons))) return true;
+  if (!pi || !pi->parent || (clen && !cons)) return true;
   bool fused = strcmp(x->kind, "fusion") == 0 || (strcmp(x->kind, "update_priority") == 0 && x->us_fused < x->us_unfused);
   int dl = snprintf(detail, sizeof detail, "XLA step %d: %s", x->step, x->kind);
   if (x->fusion) dl += snprintf(detail + dl, sizeof detail - (size_t)dl, ", making %s", x->fusion);
   if (x->xla_reason) dl += snprintf(detail + dl, sizeof detail - (size_t)dl, ": %s", x->xla_reason);
   if (strcmp(prod, x->producer) != 0) dl += snprintf(detail + dl, sizeof detail - (size_t)dl, "; %s drawn as %s, its root", x->producer, prod);
-  if (cons && x->consumer && strcmp(cons, cbuf) != 0) snprintf(detail + dl, sizeof detail - (size_t)dl, "; %s drawn as %s, its root", cbuf, cons);
+  if (cons && (strlen(cons) != clen || strncmp(cons, x->consumer, clen) != 0))
+    snprintf(detail + dl, sizeof detail - (size_t)dl, "; %.*s drawn as %s, its root", (int)clen, x->consumer, cons);
   PassDecision d = {.stage = stage, .pass = "priority-fusion (XLA)", .action = x->kind, .producer = prod, .consumer = cons,
                     .accepted = fused, .reason = NULL, .detail = detail};
   VizOptions vo;
@@ -291,31 +247,24 @@ bool viz_report_xla_steps(VizBuf *b, VizRenderer *r, const VizStage *st, const I
     npri += strcmp(x->kind, "update_priority") == 0;
     nleft += strcmp(x->kind, "left_unfused") == 0;
   }
-  /* The pictures: the steps in XLA's order (with a long log, only its fusions and refusals), the
-   * roots of the fusions XLA made followed as the steps go. */
+  /* The pictures: the steps in XLA's order (with a long log, only its fusions and refusals). */
   int *pic = fx_malloc(sizeof *pic * (size_t)(st->nxla_steps + 1));
   if (!pic) return fx_error_set(err, NULL, 0, 0, "out of memory");
   VizBuf pics = {0};
-  Roots roots = {0};
   char box_id[32];
   snprintf(box_id, sizeof box_id, "xla-steps-%d", stage);
   int drawn = 0;
   bool ok = true;
-  for (int k = 0; k < st->nxla_steps; k++) {
+  for (int k = 0; k < st->nxla_steps && ok; k++) {
     const VizXlaStep *x = &st->xla_steps[k];
     pic[k] = -1;
     bool wanted = drawn < MAX_STEP_PICTURES && before &&
                   (st->nxla_steps <= MAX_STEP_PICTURES || strcmp(x->kind, "update_priority") != 0);
     bool got = false;
     if (wanted && o->interrupted && *o->interrupted) ok = fx_error_set(err, NULL, 0, 0, "interrupted: the report was not written");
-    if (ok && wanted) ok = step_picture(&pics, r, before, stage, x, &roots, box_id, k, o, &got, err);
-    if (!ok) break;
+    if (ok && wanted) ok = step_picture(&pics, r, before, stage, x, box_id, k, o, &got, err);
     if (got) pic[k] = k, drawn++;
-    char cbuf[256];
-    const char *cons = first_name(x->consumer, cbuf, sizeof cbuf);
-    if (x->fusion && cons && !roots_add(&roots, x->fusion, root_of(&roots, cons))) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
   }
-  roots_free(&roots);
   if (!ok) {
     vbuf_free(&pics);
     fx_free(pic);

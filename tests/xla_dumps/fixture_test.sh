@@ -89,6 +89,9 @@ check report_step_root 'XLA step 7: fusion, making triton_softmax.2; fusion.5 dr
 check report_step_highlight '<title>exp.1.0</title>' "$step7"
 grep -A8 '<title>exp.1.0</title>' <<<"$step7" | grep -q 'stroke="#2a7a2a" stroke-width="3"' ||
   { echo "FAIL report_step_highlight: exp.1.0 is not drawn highlighted in step 7's picture"; fail=1; }
+# `render --decision N` draws one of XLA's steps that names a fusion made earlier in the pass.
+out=$("$FX" -e "load $D; goto priority-fusion; render $T/d10.dot --decision 10" 2>&1)
+check render_xla_step "d10.dot: decision #10 (stage 2, priority-fusion accepted)" "$out"
 # The steps as JSON in the page: XLA's counts, its words and times, fxplain's verdict.
 python3 - "$T/xla.html" <<'PY' || fail=1
 import json, re, sys
