@@ -147,6 +147,31 @@ bool explain_engine_load_file(ExplainEngine *e, const char *path, FxError *err) 
   return true;
 }
 
+static bool shape_uncomputed(const IrShape *s, IrType *t) {
+  if (s->type == IR_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++)
+      if (shape_uncomputed(&s->tuple[k], t)) return true;
+    return false;
+  }
+  *t = s->type;
+  return ir_type_is_uncomputed(s->type);
+}
+
+bool explain_module_uncomputed(const IrModule *m, char *why, size_t n) {
+  for (int c = -1; m && c < m->ncomps; c++) { /* the entry first: its parameters are the program's */
+    const IrComputation *comp = c < 0 ? m->entry : m->comps[c];
+    for (int k = 0; comp && k < comp->ninstrs; k++) {
+      const IrInstr *i = comp->instrs[k];
+      IrType t;
+      if (i->dead || !shape_uncomputed(&i->shape, &t)) continue;
+      snprintf(why, n, "%s is %s, an element type fxplain reads, prints, plans and fuses but computes no value of "
+               "(XLA's 1- and 2-bit integers and 4-bit float)", i->name, ir_type_name(t));
+      return true;
+    }
+  }
+  return false;
+}
+
 bool explain_engine_load_hlo(ExplainEngine *e, const char *path, const char *text, size_t len, FxError *err) {
   IrModule *m = hlo_parse(text, len, path, err);
   if (!m) {

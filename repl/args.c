@@ -284,6 +284,13 @@ ExplainOut repl_out(const Session *s) {
   return (ExplainOut){s->out, s->json, width};
 }
 
+const IrModule *repl_computed_stage(Session *s, int stage, const char *what, FxError *err) {
+  const IrModule *m = repl_need_input(s, err) ? explain_engine_module(&s->eng, stage >= 0 ? stage : s->eng.cur) : NULL;
+  char why[400];
+  if (m && explain_module_uncomputed(m, why, sizeof why)) return repl_arg_error(s, err, 0, "%s: %s", what, why), NULL;
+  return m;
+}
+
 bool repl_need_input(Session *s, FxError *err) {
   if (explain_engine_loaded(&s->eng)) return true;
   return repl_arg_error(s, err, 0, "%s", EXPLAIN_NOTHING_LOADED);

@@ -66,6 +66,11 @@ const char *repl_nearest_command(const char *word);
  * JSON or a pipe). */
 ExplainOut repl_out(const Session *s);
 
+/* Stage `stage` (-1: the current one) for `run`, `profile` and the kernel views, which compute its
+ * values: NULL with err filled at the command ("WHAT: why") when nothing is loaded or it holds a
+ * type fxplain computes no value of (explain_module_uncomputed). */
+const IrModule *repl_computed_stage(Session *s, int stage, const char *what, FxError *err);
+
 /* True when an input is loaded; otherwise false with the error "nothing is loaded: ..." at the
  * command. */
 bool repl_need_input(Session *s, FxError *err);

@@ -149,14 +149,11 @@ static bool cmd_show_gpu_arch(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- kernel views ---------- */
 
-static const IrModule *current_module(Session *s, FxError *err) {
-  return repl_need_input(s, err) ? explain_engine_module(&s->eng, s->eng.cur) : NULL;
-}
 
 static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) {
   const char *only = argc > 1 ? argv[1] : NULL;
   if (argc > 2) return fx_error_set(err, NULL, 0, 0, "usage: kernels --source [INSTRUCTION]");
-  const IrModule *m = current_module(s, err);
+  const IrModule *m = repl_computed_stage(s, -1, "no kernels", err);
   KernelReport r;
   if (!m || !cuda_report_source(m, s->eng.cur, only, &r, err)) return false;
   ExplainOut o = repl_out(s);
@@ -168,7 +165,7 @@ static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) 
 static bool cmd_kernels_resources(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (argc != 1) return fx_error_set(err, NULL, 0, 0, "usage: kernels --resources");
-  const IrModule *m = current_module(s, err);
+  const IrModule *m = repl_computed_stage(s, -1, "no kernels", err);
   KernelReport r;
   if (!m || !cuda_report_resources(m, s->eng.cur, &s->eng.device, &r, err)) return false;
   ExplainOut o = repl_out(s);

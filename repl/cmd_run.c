@@ -98,9 +98,6 @@ bool repl_run_args(Session *s, int argc, char **argv, bool variants, RunArgs *a,
   return true;
 }
 
-static const IrModule *stage_module(Session *s, int stage, FxError *err) {
-  return repl_need_input(s, err) ? explain_engine_module(&s->eng, stage >= 0 ? stage : s->eng.cur) : NULL;
-}
 
 /* The entry's arguments: --input files by parameter, the rest random (--uniform rules checked). */
 static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError *err) {
@@ -121,7 +118,7 @@ static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **
  * backend: false with err filled (and nothing to free) when any of it fails before the run. */
 static bool run_stage(Session *s, RunArgs *a, const IrModule **m, RtTensor ***args, RtStageRun *res, bool *ok,
                       FxError *err) {
-  *m = stage_module(s, a->stage, err);
+  *m = repl_computed_stage(s, a->stage, "cannot run", err);
   if (!*m || !(*args = make_inputs(s, *m, a, err))) return false;
   *ok = execute(s, *m, a, *args, res, err);
   return true;
@@ -284,7 +281,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   memset(res, 0, sizeof res);
   bool ok = true;
   for (int q = 0; q < 2 && ok; q++) {
-    const IrModule *m = stage_module(s, (int)st[q], err);
+    const IrModule *m = repl_computed_stage(s, (int)st[q], "cannot run", err);
     if (!m) return false;
     RtTensor **args = make_inputs(s, m, &a, err);
     if (!args) ok = false;

@@ -110,7 +110,12 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
     return repl_arg_error(s, err, 0, "no variants recorded: step a program through the pipeline and record it with `variant NAME` first");
   const IrModule **mods = fx_calloc((size_t)t->n, sizeof *mods);
   if (!mods) return repl_arg_error(s, err, 0, "out of memory");
-  for (int k = 0; k < t->n; k++) mods[k] = t->rows[k].stage;
+  char why[400];
+  for (int k = 0; k < t->n; k++)
+    if (explain_module_uncomputed(mods[k] = t->rows[k].stage, why, sizeof why)) {
+      fx_free(mods);
+      return repl_arg_error(s, err, 0, "cannot run variant %s: %s", t->rows[k].label, why);
+    }
   if (!repl_uniform_check(s, o.uniform, o.nuniform, mods, t->n, " of any variant", err)) {
     fx_free(mods);
     return false;

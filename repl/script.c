@@ -74,9 +74,6 @@ const ReplCommand *repl_line_command(const char *line) {
   return c;
 }
 
-/* Whether the .fx language takes the line as a statement. */
-static bool is_fx_statement(const char *line) { return fx_is_statement(line); }
-
 /* ---------- the .fx definitions ---------- */
 
 bool repl_sync_fx(Session *s, FxError *err) {
@@ -324,8 +321,6 @@ static bool block_append(Runner *r, const char *line, size_t len) {
   return true;
 }
 
-static bool needs_more(const char *text) { return fx_needs_more(text); }
-
 /* Runs one unit (a command or a complete .fx statement) of the line `src` at column col0. */
 static bool run_unit(Runner *r, const char *unit, const char *src, int lineno, int col0) {
   Session *s = r->s;
@@ -339,7 +334,7 @@ static bool run_unit(Runner *r, const char *unit, const char *src, int lineno, i
     if (!run_command(s, unit, src, lineno, col0, &e)) return fail(r, &e);
     return true;
   }
-  if (!is_fx_statement(p)) {
+  if (!fx_is_statement(p)) {
     /* Neither a command nor a statement: most likely a mistyped command. */
     size_t n = strcspn(p, " \t\r");
     char word[64], shown[96];
@@ -384,7 +379,7 @@ bool runner_line(Runner *r, const char *line, size_t len, int lineno) {
     if (!block_append(r, copy, len)) {
       fx_error_set(&e, r->name, lineno, 1, "out of memory");
       ok = fail(r, &e);
-    } else if (!needs_more(r->block)) {
+    } else if (!fx_needs_more(r->block)) {
       char *block = r->block;
       r->block = NULL;
       r->block_len = r->block_cap = 0;
@@ -393,7 +388,7 @@ bool runner_line(Runner *r, const char *line, size_t len, int lineno) {
     }
   } else {
     const char *p = skip_blanks(copy);
-    if (*p && *p != '#' && !repl_line_command(p) && needs_more(copy)) {
+    if (*p && *p != '#' && !repl_line_command(p) && fx_needs_more(copy)) {
       r->block_line = lineno;
       if (!block_append(r, copy, len)) {
         fx_error_set(&e, r->name, lineno, 1, "out of memory");

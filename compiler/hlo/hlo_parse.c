@@ -626,6 +626,14 @@ static bool parse_attrs(P *p, InstrRec *r) {
       at->kind = IR_ATTR_TEXT;
       size_t s, e;
       if (!scan_raw(p, true, 0, &s, &e)) return false;
+      /* A custom-call's literal is printed as its shape, a space and its value
+       * (HloCustomCallInstruction::PrintExtraAttributesImpl: `literal=s32[2]{0} {1, 2}`, `literal=f32[]
+       * 0.1`); a tuple literal comes whole in parentheses. */
+      if (kn == 7 && memcmp(at->key, "literal", 7) == 0 && e > s && p->src[s] != '(' && peek(p) == ' ') {
+        adv(p);
+        size_t s2;
+        if (!scan_raw(p, true, 0, &s2, &e)) return false;
+      }
       if (e == s) {
         char b[64];
         if (p->pos >= p->len) return perr(p, p->line, p->col, "unexpected end of file: expected a value for '%.*s'", (int)kn, at->key);
