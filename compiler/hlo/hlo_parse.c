@@ -92,6 +92,10 @@ typedef struct {
   CompFixup *fixups;
   int nfixups, fixups_cap;
   bool failed;
+  /* A module attribute's strings may span lines: XLA prints origin_recovery_table's modules
+   * (HloModule::ToString) as strings with their newlines. Anywhere else a newline ends an
+   * unterminated string, so that it is reported at its quote. */
+  bool strings_span_lines;
 } P;
 
 /* Replaces bytes that are not valid UTF-8 in the error's source line by '?' (one for one, so the
@@ -276,12 +280,12 @@ static bool scan_raw(P *p, bool stop_at_space, char stop_close, size_t *s, size_
     if (c == '"') {
       int l = p->line, cl = p->col;
       adv(p);
-      while (p->pos < p->len && peek(p) != '"' && peek(p) != '\n') {
+      while (p->pos < p->len && peek(p) != '"' && (peek(p) != '\n' || p->strings_span_lines)) {
         if (peek(p) == '\\') adv(p);
         /* strings reach the terminal (errors, show hlo): raw control characters, such as the
            ESC of a terminal escape sequence, are refused; HLO text writes them as escapes */
         unsigned char b = (unsigned char)peek(p);
-        if ((b < 0x20 && b != '\t') || b == 0x7f)
+        if ((b < 0x20 && b != '\t' && !(p->strings_span_lines && (b == '\n' || b == '\r'))) || b == 0x7f)
           return perr(p, p->line, p->col, "control character 0x%02x in a string (write it as the escape \\x%02x)", b, b);
         adv(p);
       }
@@ -1146,7 +1150,10 @@ static bool parse_module(P *p) {
       }
       adv(p);
       size_t vs, ve;
-      if (!scan_raw(p, true, 0, &vs, &ve)) return false;
+      p->strings_span_lines = true;
+      bool scanned = scan_raw(p, true, 0, &vs, &ve);
+      p->strings_span_lines = false;
+      if (!scanned) return false;
       if (ve == vs) {
         char b[64];
         return perr(p, p->line, p->col, "expected a value for the module attribute '%.*s', found %s", (int)(p->pos - 1 - ks), p->src + ks,

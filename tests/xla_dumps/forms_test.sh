@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # forms_test.sh FXPLAIN — the HLO forms XLA prints that fxplain once refused (ragged-dot,
 # dynamic-reshape, f8e8m0fnu, async-start/-update/-done with calls=, one value for a whole constant,
-# names with several dots, a custom-call's literal=SHAPE VALUE, the s1/u1/s2/u2/f4e2m1fn types,
-# stochastic-convert): each loads, prints back to a fixed point, runs through the priority pipeline,
+# names with several dots, a custom-call's literal=SHAPE VALUE, a module attribute whose string
+# spans lines (origin_recovery_table), the s1/u1/s2/u2/f4e2m1fn types,
+# stochastic-convert, ragged-all-to-all, scan): each loads, prints back to a fixed point, runs through the priority pipeline,
 # and runs, or says by name what fxplain cannot run. Where jax is installed, XLA's own parser
 # (jaxlib's hlo_module_from_text) must accept each form too: they are XLA's, not ours.
 set -u
@@ -21,6 +22,8 @@ for f in tests/xla_dumps/data/forms/*.hlo; do
     ragged_dot) want="the interpreter does not implement ragged-dot" ;;
     dynamic_reshape) want="the interpreter does not implement dynamic-reshape" ;;
     stochastic_convert) want="the interpreter does not implement stochastic-convert" ;;
+    ragged_all_to_all) want="the interpreter does not implement ragged-all-to-all" ;;
+    scan) want="the interpreter does not implement scan" ;;
     custom_call_literal) want="custom-call target \"foo\" is not known to the interpreter" ;;
     narrow_types) want="cannot run: a is s2, an element type fxplain reads, prints, plans and fuses but computes no value of" ;;
     *) want="kernel plan:" ;;
