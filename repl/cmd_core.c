@@ -422,6 +422,6 @@ const ReplCommand repl_cmds_core[] = {
      "'help' lists every command by group; 'help CMD' shows its usage and full description.", cmd_help},
     {"quit", "quit", "leave fxplain (also 'exit', or Ctrl-D)",
      "Leaves fxplain. In a script, stops the script and every input after it.", cmd_quit},
-    {"exit", "exit", NULL, "Leaves fxplain, like 'quit'.", cmd_quit},
+    {"exit", "exit", NULL, "Leaves fxplain, like 'quit'; in a script, stops the script and every input after it.", cmd_quit},
     {0},
 };

@@ -274,6 +274,8 @@ int main(int argc, char **argv) {
     expect("fx> ", "prompt after step 9");
     snprintf(keys, sizeof keys, "report %s/interrupted.html\r", dir);
     type(keys);
+    /* Long work says how far it is on a terminal. */
+    expect("report: drawing stage 1 of 10", "report's progress line");
     usleep(1500 * 1000);
     double t0 = now();
     type("\x03");
@@ -289,6 +291,7 @@ int main(int argc, char **argv) {
     expect("fx> ", "prompt after stage");
     /* `run`: making Gemma's inputs (gigabytes of seeded random data) stops within a second. */
     type("run --backend interp\r");
+    expect("run: making the inputs: ", "run's progress line");
     usleep(1500 * 1000);
     t0 = now();
     type("\x03");
