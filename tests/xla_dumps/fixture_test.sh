@@ -92,6 +92,7 @@ grep -A8 '<title>exp.1.0</title>' <<<"$step7" | grep -q 'stroke="#2a7a2a" stroke
 # `render --decision N` draws one of XLA's steps that names a fusion made earlier in the pass.
 out=$("$FX" -e "load $D; goto priority-fusion; render $T/d10.dot --decision 10" 2>&1)
 check render_xla_step "d10.dot: decision #10 (stage 2, priority-fusion accepted)" "$out"
+check render_xla_step_root "fusion.5 is drawn as exp.1.0, its root; XLA fused fusion.5 into triton_softmax.2" "$(cat "$T/d10.dot" 2>/dev/null)"
 # The steps as JSON in the page: XLA's counts, its words and times, fxplain's verdict.
 python3 - "$T/xla.html" <<'PY' || fail=1
 import json, re, sys
