@@ -446,7 +446,6 @@ static bool launches(const IrInstr *i) {
   }
 }
 
-static double bw_bytes_per_us(const DeviceProfile *d) { return (d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e3; }
 
 /* What XLA's emitter iterates over for i (with producer p fused in, when p is given): fills the
  * root h it writes and returns the hero that sets the launch (a reduction through p included). */
@@ -662,36 +661,89 @@ static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInst
 
 static int64_t launch_blocks(const DeviceProfile *d, const IrInstr *i, const IrInstr *p) { return launch_dims(d, i, p).blocks; }
 
-/* XLA's durations are absl::Durations: whole quarters of a nanosecond. */
-static double quarter_ns(double us) { return round(us * 4000.0) / 4000.0; }
+/* ---------- absl::Duration and the float arithmetic of XLA's cost model ----------
+ *
+ * XLA keeps every time as an absl::Duration, a whole number of quarter nanoseconds (ticks), and
+ * computes bandwidths and ratios in float (GpuPerformanceModelBase: AdjustBandwidth, ReadTime*,
+ * WriteTime, ComputeTime). Priority fusion breaks ties among equal priorities by instruction id,
+ * so a time one tick off reorders the queue: each piece is computed here with XLA's own types and
+ * roundings, and handed on as microseconds that are exact multiples of a tick. */
+#define TICKS_PER_SECOND 4000000000LL
 
-/* ComputeTime with the launch XLA's emitter picks: a small kernel keeps few lanes busy. Each
- * lane does clock x 2 flops a nanosecond (CalculateEffectiveFlopsPerNs). */
+static double ticks_us(int64_t t) { return (double)t / 4000.0; }
+static int64_t us_ticks(double us) { return llround(us * 4000.0); }
+
+/* absl::Seconds(double) of a non-negative time (MakePosDoubleDuration): whole seconds, then the
+ * fraction rounded to the nearest tick. */
+static int64_t seconds_ticks(double s) {
+  if (!(s >= 0) || !isfinite(s)) return s > 0 ? INT64_MAX / 2 : 0;
+  if (s >= 9.0e9) return INT64_MAX / 2;
+  int64_t secs = (int64_t)s;
+  return secs * TICKS_PER_SECOND + (int64_t)round((s - (double)secs) * (double)TICKS_PER_SECOND);
+}
+
+/* absl::Duration * double (ScaleDouble<std::multiplies>): seconds and ticks scaled apart, the
+ * fraction carried down and rounded to the nearest tick. */
+static int64_t ticks_scale(int64_t t, double r) {
+  if (t <= 0 || !(r >= 0) || !isfinite(r)) return 0;
+  double hi_int, lo_int;
+  double hi_frac = modf((double)(t / TICKS_PER_SECOND) * r, &hi_int);
+  double lo = (double)(t % TICKS_PER_SECOND) * r / (double)TICKS_PER_SECOND + hi_frac;
+  double lo_frac = modf(lo, &lo_int);
+  return ((int64_t)hi_int + (int64_t)lo_int) * TICKS_PER_SECOND + (int64_t)round(lo_frac * (double)TICKS_PER_SECOND);
+}
+
+/* DeviceDescription's numbers with their types: memory_bandwidth() an int64 of bytes a second,
+ * clock_rate_ghz() a float. */
+static int64_t dram_bytes_per_s(const DeviceProfile *d) { return llround((d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e9); }
+static float clock_ghz_f(const DeviceProfile *d) { return (float)(d && d->clock_ghz > 0 ? d->clock_ghz : 1.0); }
+
+/* CalculateEffectiveFlopsPerNs: each busy lane does clock x 2 flops a nanosecond (the float
+ * clock doubled, widened to double, times the lanes, cut to an integer). */
+static int64_t flops_per_ns(const DeviceProfile *d, int64_t threads, int64_t blocks) {
+  int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
+  int sms = d && d->sm_count > 0 ? d->sm_count : 1;
+  int64_t lanes = (threads < fpus ? threads : fpus) * (blocks < sms ? blocks : sms);
+  double per_fpu = (double)(clock_ghz_f(d) * 2.0f);
+  int64_t per_ns = (int64_t)(per_fpu * (double)lanes);
+  return per_ns < 1 ? 1 : per_ns;
+}
+
+/* ComputeTime: absl::Nanoseconds(1.0f * flops / flops_per_ns), a float quotient scaling one
+ * nanosecond. */
+static double compute_ticks_us(double flops, int64_t per_ns) {
+  if (flops <= 0) return 0;
+  float r = (float)(int64_t)flops / (float)per_ns;
+  return ticks_us(ticks_scale(4, (double)r));
+}
+
+/* ComputeTime with the launch XLA's emitter picks: a small kernel keeps few lanes busy. */
 static double compute_us(const DeviceProfile *d, const IrInstr *i, const IrInstr *p, double flops) {
   if (flops <= 0) return 0;
   Launch l = launch_dims(d, i, p);
-  int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
-  int sms = d && d->sm_count > 0 ? d->sm_count : 1;
-  double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
-  double lanes = (double)(l.threads < fpus ? l.threads : fpus) * (double)(l.blocks < sms ? l.blocks : sms);
-  int64_t per_ns = (int64_t)(clock * 2 * lanes); /* CalculateEffectiveFlopsPerNs returns an integer */
-  if (per_ns < 1) per_ns = 1;
-  return quarter_ns(flops / (double)per_ns / 1000.0);
+  return compute_ticks_us(flops, flops_per_ns(d, l.threads, l.blocks));
 }
 
-/* CombineComputeAndMemoryAccessTime: compute and memory overlap, but not perfectly. */
+/* CombineComputeAndMemoryAccessTime: compute and memory overlap, but not perfectly
+ * (kMemoryComputeParallelism of the shorter one is hidden). */
 static double combine(double compute, double memory) {
-  double lo = compute < memory ? compute : memory;
-  return compute + memory - quarter_ns(MEMORY_COMPUTE_PARALLELISM * lo);
+  int64_t c = us_ticks(compute), m = us_ticks(memory);
+  return ticks_us(c + m - ticks_scale(c < m ? c : m, MEMORY_COMPUTE_PARALLELISM));
 }
 
 /* AdjustBandwidth: a kernel of few blocks cannot use the whole memory system; each block moves at
- * most 32 bytes a clock. */
-static double adjust_bw(const DeviceProfile *d, double bw, int64_t blocks) {
-  double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
-  double max_bw = (double)blocks * clock * 1e3 * 32; /* bytes per us */
+ * most 32 bytes a clock. In float, as XLA. */
+static float adjust_bw(const DeviceProfile *d, float bw, int64_t blocks) {
+  float per_block = clock_ghz_f(d) * 1.0e9f * 32.0f;
+  float max_bw = (float)blocks * per_block;
   return bw < max_bw ? bw : max_bw;
 }
+
+/* WriteTime: absl::Seconds(1.0f * bytes / memory_bandwidth), in float. */
+static double write_us_at(double bytes, int64_t bytes_per_s) {
+  return ticks_us(seconds_ticks((double)((float)(int64_t)bytes / (float)bytes_per_s)));
+}
+static double write_time_us(const DeviceProfile *d, double bytes) { return write_us_at(bytes, dram_bytes_per_s(d)); }
 
 /* ReadTimeWithDRAMHeuristic: the first read of an operand comes from DRAM; re-reads (a broadcast
  * or a slice read by many threads) come from L2 (2.5x) or L1 (another 8x) when the operand fits.
@@ -708,18 +760,24 @@ static double read_us(const DeviceProfile *d, int64_t blocks, double net, double
   return read_us_rate(d, blocks, net, total, rate);
 }
 
-/* ReadTimeWithDRAMHeuristic with its hbm_bandwidth_utilization_rate. */
+/* ReadTimeWithDRAMHeuristic with its hbm_bandwidth_utilization_rate: bandwidths in float, the
+ * byte counts int64, each quotient a float. */
 static double read_us_rate(const DeviceProfile *d, int64_t blocks, double net, double total, double rate) {
-  double bw = bw_bytes_per_us(d);
-  double first = net < total ? net : total;
-  double rest_bw = bw;
-  if (d && d->l2_cache_bytes > 0 && net < (double)d->l2_cache_bytes) {
-    rest_bw *= 2.5; /* kL2CacheSpeedup */
-    if (d->l1_cache_bytes_per_sm > 0 && net < (double)d->l1_cache_bytes_per_sm * d->sm_count) rest_bw *= 8; /* kL1CacheSpeedup */
+  int64_t bw = dram_bytes_per_s(d);
+  int64_t n_net = (int64_t)net, n_total = (int64_t)total;
+  float dram_bw = (float)((double)bw * rate);
+  float rest_bw = (float)bw;
+  if (d && d->l2_cache_bytes > 0 && n_net < (int64_t)d->l2_cache_bytes) {
+    rest_bw *= 2.5f; /* kL2CacheSpeedup */
+    if (d->l1_cache_bytes_per_sm > 0 && n_net < (int64_t)d->l1_cache_bytes_per_sm * d->sm_count) rest_bw *= 8.0f; /* kL1CacheSpeedup */
   } else {
-    rest_bw *= rate;
+    rest_bw = (float)((double)rest_bw * rate);
   }
-  return quarter_ns(first / adjust_bw(d, bw * rate, blocks)) + quarter_ns((total - first) / adjust_bw(d, rest_bw, blocks));
+  dram_bw = adjust_bw(d, dram_bw, blocks);
+  rest_bw = adjust_bw(d, rest_bw, blocks);
+  int64_t first = n_net < n_total ? n_net : n_total;
+  return ticks_us(seconds_ticks((double)((float)first / dram_bw)) +
+                  seconds_ticks((double)((float)(n_total - first) / rest_bw)));
 }
 
 static double operand_size(const IrInstr *op) { return (double)ir_shape_bytes(&op->shape); }
@@ -891,7 +949,7 @@ static void estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) 
     e->read_us += read_us(d, e->blocks, total < size ? total : size, total, i->operands[k], coalesced);
   }
   e->bytes_written = c->out_bytes;
-  e->write_us = quarter_ns(e->bytes_written / bw_bytes_per_us(d));
+  e->write_us = write_time_us(d, e->bytes_written);
   e->flops = c->flops;
   e->compute_us = compute_us(d, i, NULL, e->flops);
   e->exec_us = combine(e->compute_us, e->read_us + e->write_us);
@@ -1022,8 +1080,16 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
         read += read_us(d, blocks, total < size ? total : size, total, op, coalesced);
       }
     }
-    double write = quarter_ns(cc.out_bytes / bw_bytes_per_us(d));
-    double flops = pc.flops * util + cc.flops;
+    double write = write_time_us(d, cc.out_bytes);
+    /* CombinedGpuPerformanceModel::EstimateRunTimeForFusionUncached: the producer's flops count
+     * once for every operand slot of c that reads it (multiply(x, x) computes x twice), its float
+     * utilizations summed; int64 flops = producer flops x that + consumer flops. */
+    float util_all = 0;
+    for (int k = 0; k < c->noperands && k < cc.n; k++)
+      if (c->operands[k] == p || (c->operands[k]->op == IR_OP_GET_TUPLE_ELEMENT && c->operands[k]->noperands == 1 &&
+                                  c->operands[k]->operands[0] == p))
+        util_all += (float)cc.op_util[k];
+    double flops = (double)(int64_t)((float)(int64_t)pc.flops * util_all + (float)(int64_t)cc.flops);
     t = combine(compute_us(d, c, p, flops), read + write);
   }
   if (pcp) cost_release(pcp, &ptmp);
@@ -1736,20 +1802,12 @@ static void tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrIn
   }
   e->bytes_written = (double)ir_shape_bytes(&root->shape);
   double wrate = tile_bandwidth_rate(&root->shape, t, rank);
-  /* The effective bandwidth is an integer number of bytes a second. */
-  double eff = floor(wrate * bw_bytes_per_us(d) * 1e6) / 1e6;
-  e->write_us = quarter_ns(e->bytes_written / eff);
-  /* ComputeTime with the tiled launch. */
-  if (e->flops > 0) {
-    int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
-    int sms = d && d->sm_count > 0 ? d->sm_count : 1;
-    double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
-    int threads = warps * 32;
-    double lanes = (double)(threads < fpus ? threads : fpus) * (double)(blocks < sms ? blocks : sms);
-    int64_t per_ns = (int64_t)(clock * 2 * lanes);
-    if (per_ns < 1) per_ns = 1;
-    e->compute_us = quarter_ns(e->flops / (double)per_ns / 1000.0);
-  }
+  /* The effective bandwidth is an integer number of bytes a second, and the write time a double
+   * quotient: absl::Seconds(1.0 * bytes / effective_bandwidth). */
+  int64_t eff = (int64_t)(wrate * (double)dram_bytes_per_s(d));
+  e->write_us = eff > 0 ? ticks_us(seconds_ticks(1.0 * e->bytes_written / (double)eff)) : 0;
+  /* ComputeTime with the tiled launch: num_warps x 32 threads a block. */
+  if (e->flops > 0) e->compute_us = compute_ticks_us(e->flops, flops_per_ns(d, (int64_t)warps * 32, blocks));
   e->exec_us = combine(e->compute_us, e->read_us + e->write_us);
 }
 

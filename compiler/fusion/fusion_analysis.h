@@ -117,6 +117,9 @@ typedef struct {
 /* What priority-fusion thinks of producer p right now (pass_priority_fusion.c). Returns false on
  * allocation failure. */
 bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement *out);
+/* The priority of a producer with these times: time unfused - time fused in whole quarter
+ * nanoseconds, as XLA's absl::Duration keeps it (equal times give exactly equal priorities). */
+double priority_fusion_priority(double us_unfused, double us_fused);
 
 /* ---------- Triton tiling (SymbolicTileAnalysis, TritonEmitterConstraints) ---------- */
 

@@ -582,6 +582,13 @@ static bool queueable(const IrInstr *p, const PassSettings *s) {
   }
 }
 
+/* XLA's priority is an absl::Duration, a whole number of quarter nanoseconds, so equal times give
+ * exactly equal priorities and the tie goes to the instruction id; in microseconds as doubles,
+ * 2.002 - 1.002 and 2.001 - 1.001 differ in the last bit. The priority is kept in those quarters. */
+double priority_fusion_priority(double us_unfused, double us_fused) {
+  return (double)(llround(us_unfused * 4000.0) - llround(us_fused * 4000.0));
+}
+
 /* CalculateProducerPriority: computes p's priority and queues it when it is not negative. */
 static bool push_eval(PassContext *cx, Queue *q, IrInstr *p) {
   if (!q_version_ok(q, p->id)) return false;
@@ -594,7 +601,7 @@ static bool push_eval(PassContext *cx, Queue *q, IrInstr *p) {
     return false;
   }
   bool ok = true;
-  double prio = e.us_unfused - e.us_fused;
+  double prio = priority_fusion_priority(e.us_unfused, e.us_fused);
   if (!e.all_ok) report_refusal(cx, q, p, &e, false);
   else if (prio < 0) report_refusal(cx, q, p, &e, true);
   else ok = q_push(q, p, prio);

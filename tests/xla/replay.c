@@ -27,7 +27,7 @@
 #include "../../compiler/passes/passes.h"
 
 typedef struct {
-  long updates, updates_close, ineligible, ineligible_agree, fusions, fusions_applied, dequeues, dequeues_agree,
+  long updates, updates_close, updates_exact, ineligible, ineligible_agree, fusions, fusions_applied, dequeues, dequeues_agree,
       fusible, fusible_agree,
       unknown, incremental;
 } Tally;
@@ -119,7 +119,7 @@ static IrInstr *our_choice(PassContext *cx, IrModule *m, const char *comp_of) {
     if (p->op == IR_OP_BITCAST) {
       prio = INFINITY;
     } else {
-      prio = j.us_unfused - j.us_fused;
+      prio = priority_fusion_priority(j.us_unfused, j.us_fused);
       if (prio < 0) continue;
     }
     if (!best || prio > bestp || (prio == bestp && p->id > best->id)) {
@@ -186,6 +186,12 @@ static int estimates(const char *pre, const DeviceProfile *dev) {
   }
   ir_module_free(m);
   return 0;
+}
+
+/* The same time to the tick: XLA's log keeps its times as floats (FusionProcessDumpProto), so a
+ * long time matches when it rounds to the same float. */
+static bool same_time(double ours, double xla) {
+  return fabs(ours - xla) < 0.000126 || (float)ours == (float)xla;
 }
 
 static bool close_to(double ours, double xla) {
@@ -268,7 +274,17 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
       } else if (strcmp(kind, "update_priority") == 0 && !isnan(us_fused)) {
         t->updates++;
         if (p->id < nqueued) queued[p->id] = us_unfused - us_fused >= 0;
-        if (priority_fusion_judge(&cx, p, &j) && close_to(j.us_fused, us_fused) && close_to(j.us_unfused, us_unfused))
+        bool judged = priority_fusion_judge(&cx, p, &j);
+        if (show && strcmp(show, producer) == 0) {
+          printf("  update %-28s XLA %.4f/%.4f us, fxplain %.4f/%.4f us (fused/unfused)\n", producer, us_fused,
+                 us_unfused, j.us_fused, j.us_unfused);
+          show_pair(p);
+        }
+        if (judged && same_time(j.us_fused, us_fused) && same_time(j.us_unfused, us_unfused)) t->updates_exact++;
+        else if (getenv("REPLAY_INEXACT"))
+          printf("  inexact %-28s XLA %.5f/%.5f us, fxplain %.5f/%.5f us (fused/unfused)\n", producer, us_fused,
+                 us_unfused, j.us_fused, j.us_unfused);
+        if (judged && close_to(j.us_fused, us_fused) && close_to(j.us_unfused, us_unfused))
           t->updates_close++;
         else if (!quiet) {
           printf("  time   %-28s XLA %.3f/%.3f us, fxplain %.3f/%.3f us (fused/unfused)\n", producer, us_fused,
@@ -299,9 +315,12 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
           if (mine == p || (mine && mine->op == IR_OP_BITCAST && p->op == IR_OP_BITCAST)) t->dequeues_agree++;
           else if (!quiet) {
             PriorityJudgement jm;
+            PriorityJudgement jx;
+            bool have_x = priority_fusion_judge(&cx, p, &jx);
             if (mine && priority_fusion_judge(&cx, mine, &jm))
-              printf("  order  XLA fuses %s next, fxplain would take %s (%.3f/%.3f us fused/unfused)\n", producer,
-                     mine->name, jm.us_fused, jm.us_unfused);
+              printf("  order  XLA fuses %s (%.4f/%.4f) next, fxplain would take %s (%.4f/%.4f us fused/unfused)\n",
+                     producer, have_x ? jx.us_fused : NAN, have_x ? jx.us_unfused : NAN, mine->name, jm.us_fused,
+                     jm.us_unfused);
             else
               printf("  order  XLA fuses %s next, fxplain would take %s\n", producer, mine ? mine->name : "nothing");
           }
@@ -338,9 +357,9 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
 }
 
 static void line(const char *name, const Tally *t) {
-  printf("%-52s times %ld/%ld (%.0f%%, %ld incremental)  ineligible %ld/%ld  fusible %ld/%ld  order %ld/%ld  fusions "
+  printf("%-52s exact %ld, times %ld/%ld (%.0f%%, %ld incremental)  ineligible %ld/%ld  fusible %ld/%ld  order %ld/%ld  fusions "
          "%ld/%ld%s\n",
-         name, t->updates_close, t->updates, t->updates ? 100.0 * t->updates_close / t->updates : 100.0, t->incremental,
+         name, t->updates_exact, t->updates_close, t->updates, t->updates ? 100.0 * t->updates_close / t->updates : 100.0, t->incremental,
          t->ineligible_agree, t->ineligible, t->fusible_agree, t->fusible, t->dequeues_agree, t->dequeues,
          t->fusions_applied, t->fusions,
          t->unknown ? " (steps naming unknown instructions skipped)" : "");
@@ -375,7 +394,7 @@ int main(int argc, char **argv) {
       continue;
     }
     line(base ? base + 1 : argv[k], &t);
-    total.updates += t.updates, total.updates_close += t.updates_close, total.ineligible += t.ineligible;
+    total.updates += t.updates, total.updates_close += t.updates_close, total.updates_exact += t.updates_exact, total.ineligible += t.ineligible;
     total.ineligible_agree += t.ineligible_agree, total.fusions += t.fusions, total.fusions_applied += t.fusions_applied;
     total.dequeues += t.dequeues, total.dequeues_agree += t.dequeues_agree, total.unknown += t.unknown;
     total.incremental += t.incremental, total.fusible += t.fusible, total.fusible_agree += t.fusible_agree;
