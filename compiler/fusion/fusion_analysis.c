@@ -2,6 +2,7 @@
  * an op fusible at all, which emitter a (hypothetical) fusion would get, what its hero is, and
  * how long its kernel would take by XLA's GpuPerformanceModel. Shared by priority-fusion and
  * today's multi_output_fusion; each function names the XLA function it follows. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -560,13 +561,12 @@ static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b :
  * power-of-two rows, else row (16 reduced elements a thread, up to 1024 threads a row, rows packed
  * to 256 threads a block); small column when the minor kept extent divides a warp, else column
  * (32x32 threads, each block 32 x vector columns). */
-static Launch reduction_launch(const DeviceProfile *d, const IrInstr *r) {
+static Launch reduction_launch(const DeviceProfile *d, const IrInstr *r, int bits, int out_bits) {
   int64_t s[3];
   bool row = reduction_shape(r, s);
-  int bits = 8 * ir_type_bytes(r->operands[0]->shape.type);
-  int out_bits = 8 * ir_type_bytes(r->shape.type == IR_TUPLE && r->shape.ntuple ? r->shape.tuple[0].type : r->shape.type);
-  if (bits <= 0) bits = 32;
-  if (out_bits <= 0) out_bits = bits;
+  if (bits == INT_MAX) bits = out_bits; /* a fusion without inputs */
+  if (bits <= 0 || bits == INT_MAX) bits = 32;
+  if (out_bits <= 0 || out_bits == INT_MAX) out_bits = bits;
   int sms = d && d->sm_count > 0 ? d->sm_count : 1;
   Launch l;
   if (row) {
@@ -623,6 +623,31 @@ static Launch reduction_launch(const DeviceProfile *d, const IrInstr *r) {
   return l;
 }
 
+/* SmallestBitWidth of a shape's elements (a tuple's arrays; PRED counts 8 bits), folded into *bits. */
+static void smallest_bits(const IrShape *sh, int *bits) {
+  if (sh->type == IR_TUPLE) {
+    for (int k = 0; k < sh->ntuple; k++) smallest_bits(&sh->tuple[k], bits);
+    return;
+  }
+  int b = 8 * ir_type_bytes(sh->type);
+  if (b > 0 && b < *bits) *bits = b;
+}
+
+/* HloFusionAnalysis's InputOutputInfo for i with producer p fused in (p NULL: i alone): the
+ * smallest element width among the kernel's inputs (its parameters: the operands of p and of i,
+ * less p) and among its outputs (the roots). INT_MAX when there are none. */
+static void io_bits(const IrInstr *i, const IrInstr *p, int *in_bits, int *out_bits) {
+  *in_bits = *out_bits = INT_MAX;
+  for (int k = 0; k < i->noperands; k++)
+    if (i->operands[k] != p) smallest_bits(&i->operands[k]->shape, in_bits);
+  for (int k = 0; p && k < p->noperands; k++) smallest_bits(&p->operands[k]->shape, in_bits);
+  const IrInstr *r = fusion_fused_root(i);
+  if (r->op == IR_OP_TUPLE)
+    for (int k = 0; k < r->noperands; k++) smallest_bits(&r->operands[k]->shape, out_bits);
+  else
+    smallest_bits(&r->shape, out_bits);
+}
+
 /* The launch XLA's emitter would pick for i (with producer p fused in, when p is given):
  * a reduction's threads each sum some 32 inputs (a small reduction runs in one block); the
  * transpose emitter a block of 128 threads per 32x32 tile of the two swapped minor dimensions; the
@@ -631,7 +656,13 @@ static Launch reduction_launch(const DeviceProfile *d, const IrInstr *r) {
 static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInstr *p) {
   const IrInstr *h;
   const IrInstr *hero = launch_hero(i, p, &h);
-  if (fusion_contiguous_reduce(hero) && hero->noperands) return reduction_launch(d, hero);
+  if (fusion_contiguous_reduce(hero) && hero->noperands) {
+    /* The reduction emitters vectorize by the kernel's narrowest input (GetVectorSizeForMlir),
+     * the multi-row one by its narrowest input and output. */
+    int in_bits, out_bits;
+    io_bits(i, p, &in_bits, &out_bits);
+    return reduction_launch(d, hero, in_bits, out_bits);
+  }
   if (p ? pair_transpose_emitter(i, p) : fusion_emitter_kind(i) == FUSION_EMITTER_TRANSPOSE) {
     const IrInstr *t[64];
     Launch l;
@@ -933,9 +964,12 @@ static void cost_release(const HloCost *c, HloCost *tmp) {
 
 /* EstimateRunTimeForInstruction: every operand slot is read as its cost analysis says (a slot
  * that repeats an operand reads it again, as XLA counts it), the output written once. */
+static bool triton_config_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e);
+
 static void estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
   memset(e, 0, sizeof *e);
   if (!launches(i)) return;
+  if (fusion_is_generic_triton(i) && triton_config_estimate(d, i, e)) return;
   HloCost tmp;
   const HloCost *c = cost_get(d, i, false, &tmp);
   if (!c) return;
@@ -1294,6 +1328,7 @@ typedef struct {
   bool unknown;                  /* an op fxplain does not tile: no verdict */
   const IrInstr *too_big;        /* the first tile over the limit */
   int64_t too_big_elems;
+  int warps;                     /* the block's warps from the fusion's own config; 0: GetNumWarps */
 } TileWalk;
 
 static int64_t pow2_ceil(int64_t v) {
@@ -1752,8 +1787,8 @@ static double read_us_rate(const DeviceProfile *d, int64_t blocks, double net, d
  * padded elements (FlopsPerElement: indexing ops are free), each operand tile reads its
  * elements, at the bandwidth its contiguous run uses; the root is written once. The tiles are
  * those of the last walk (w->tiled). */
-static void tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrInstr *root, const int64_t *t, int rank,
-                           PerfEstimate *e) {
+static int tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrInstr *root, const int64_t *t, int rank,
+                          PerfEstimate *e) {
   memset(e, 0, sizeof *e);
   int64_t blocks = 1, largest = 1;
   for (int k = 0; k < rank; k++) blocks *= (root->shape.dims[k] + t[k] - 1) / t[k];
@@ -1762,7 +1797,7 @@ static void tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrIn
     for (int j = 0; j < w->tiled[k].rank; j++) padded *= pow2_ceil(w->tiled[k].t[j]);
     if (padded > largest) largest = padded;
   }
-  int warps = largest <= 256 ? 1 : largest <= 1024 ? 2 : largest <= 4096 ? 4 : 8;
+  int warps = w->warps > 0 ? w->warps : largest <= 256 ? 1 : largest <= 1024 ? 2 : largest <= 4096 ? 4 : 8;
   e->blocks = blocks;
   bool done[TILE_MAX_TILED] = {false};
   for (int k = 0; k < w->ntiled; k++) {
@@ -1809,6 +1844,7 @@ static void tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrIn
   /* ComputeTime with the tiled launch: num_warps x 32 threads a block. */
   if (e->flops > 0) e->compute_us = compute_ticks_us(e->flops, flops_per_ns(d, (int64_t)warps * 32, blocks));
   e->exec_us = combine(e->compute_us, e->read_us + e->write_us);
+  return warps;
 }
 
 /* Whether one tiling of the root (tile sizes t) is valid; sets w->unknown when no verdict. */
@@ -1819,11 +1855,70 @@ static bool tiling_valid(TileWalk *w, const IrInstr *root, const int64_t *t, int
   return tile_walk(w, root, t, rank, true);
 }
 
+static int triton_tiling_warps(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
+                               int warps, TritonTiling *out);
+
 int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
                          TritonTiling *out) {
+  return triton_tiling_warps(d, p, c, only, 0, out);
+}
+
+/* The tiling a Triton fusion's backend config gives it (block_level_fusion_config: the first
+ * output tile's sizes and num_warps), as TritonFusion::GetLaunchConfig reads it. */
+static bool triton_config(const IrInstr *i, int64_t *tiles, int rank, int *warps) {
+  const char *bc = ir_attr_text(i, "backend_config");
+  const char *blk = bc ? strstr(bc, "\"block_level_fusion_config\"") : NULL;
+  if (!blk) return false;
+  const char *nw = strstr(blk, "\"num_warps\":");
+  *warps = 0;
+  if (nw) {
+    nw += strlen("\"num_warps\":");
+    while (*nw == '"' || *nw == ' ') nw++;
+    *warps = atoi(nw);
+  }
+  const char *sz = strstr(blk, "\"sizes\":[");
+  if (!sz) return false;
+  sz += strlen("\"sizes\":[");
+  int n = 0;
+  while (*sz && *sz != ']' && n < rank) {
+    while (*sz == '"' || *sz == ' ' || *sz == ',') sz++;
+    if (*sz < '0' || *sz > '9') break;
+    tiles[n++] = strtoll(sz, (char **)&sz, 10);
+  }
+  return n == rank;
+}
+
+/* EstimateRunTimeForTriton: a Triton fusion made earlier is timed with the tiling its backend
+ * config records (TritonFusion::GetLaunchConfig, then EstimateRunTimeForTiledFusion), not the
+ * best one. Returns false when it has none fxplain can read. */
+void fusion_triton_config_text(const TritonTiling *tt, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n,
+                              "{\"fusion_backend_config\":{\"kind\":\"__triton\",\"block_level_fusion_config\":{"
+                              "\"num_warps\":\"%d\",\"output_tiles\":[{\"sizes\":[",
+                              tt->warps);
+  for (int d = 0; d < tt->rank && k < n; d++)
+    k += (size_t)snprintf(buf + k, n - k, "%s\"%lld\"", d ? "," : "", (long long)tt->valid[d]);
+  if (k < n) snprintf(buf + k, n - k, "]}],\"num_ctas\":1,\"num_stages\":1}}}");
+}
+
+static bool triton_config_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
+  const IrInstr *root = fusion_fused_root(i);
+  int64_t tiles[IR_MAX_RANK];
+  int warps = 0;
+  if (root->shape.type == IR_TUPLE || root->shape.rank < 1 || !triton_config(i, tiles, root->shape.rank, &warps))
+    return false;
+  TritonTiling tt;
+  if (triton_tiling_warps(d, i, NULL, tiles, warps, &tt) != 1) return false;
+  *e = tt.best;
+  return true;
+}
+
+static int triton_tiling_warps(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
+                               int warps, TritonTiling *out) {
   memset(out, 0, sizeof *out);
   TileWalk *w = fx_calloc(1, sizeof *w);
   if (!w) return -1;
+  w->warps = warps;
   w->p = p;
   w->c = c;
   w->pbody = p->op == IR_OP_FUSION ? ir_fused_computation(p) : NULL;
@@ -1874,9 +1969,10 @@ int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr
     }
     if (ok) {
       PerfEstimate e;
-      tiled_estimate(d, w, root, t, rank, &e);
+      int warps = tiled_estimate(d, w, root, t, rank, &e);
       if (verdict == 0 || e.exec_us < out->best.exec_us) {
         out->best = e;
+        out->warps = warps;
         memcpy(out->valid, t, sizeof(int64_t) * (size_t)rank);
         out->rank = rank;
       }
