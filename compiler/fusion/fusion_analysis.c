@@ -673,8 +673,16 @@ static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInst
         return l;
       }
   }
-  if (h->op == IR_OP_DYNAMIC_UPDATE_SLICE && h->noperands > 1)
-    return loop_launch(d, ir_shape_elements(&h->operands[1]->shape), false);
+  /* IsDynamicUpdateSliceFusion: a root that is a dynamic-update-slice, or a bitcast of one. */
+  const IrInstr *dus = h;
+  if (dus->op == IR_OP_BITCAST && dus->noperands == 1) {
+    dus = dus->operands[0];
+    if (dus->op == IR_OP_PARAMETER && i->op == IR_OP_FUSION && dus->param_number >= 0 && dus->param_number < i->noperands)
+      dus = i->operands[dus->param_number];
+    if (p && dus == p) dus = fusion_fused_root(p);
+  }
+  if (dus->op == IR_OP_DYNAMIC_UPDATE_SLICE && dus->noperands > 1)
+    return loop_launch(d, ir_shape_elements(&dus->operands[1]->shape), false);
   if (h->op == IR_OP_SCATTER && h->noperands >= 3) /* the scatter emitter runs over the updates */
     return loop_launch(d, ir_shape_elements(&h->operands[h->noperands - 1]->shape), false);
   if (hero->op == IR_OP_CONCATENATE && hero->noperands <= 4 && !(i->op == IR_OP_FUSION && fusion_fused_root(i)->op == IR_OP_TUPLE)) {
@@ -1522,8 +1530,11 @@ static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank,
   }
   case IR_OP_BITCAST:
   case IR_OP_RESHAPE:
-    if (x->shape.type == IR_TUPLE || !reshape_tile(&x->shape, t, &x->operands[0]->shape, ot))
-      return w->unknown = true, false;
+    if (x->shape.type == IR_TUPLE) return w->unknown = true, false;
+    /* A tile that is no contiguous run of a reshape's group breaks the constraints its symbolic
+     * tile carries (the analysis itself succeeded: range_walk): SymbolicTileAnalysis::
+     * GetValidTilings leaves that tiling out, and the others are still tried. */
+    if (!reshape_tile(&x->shape, t, &x->operands[0]->shape, ot)) return false;
     return tile_visit_operand(w, x, 0, ot, x->operands[0]->shape.rank);
   default: return w->unknown = true, false;
   }
