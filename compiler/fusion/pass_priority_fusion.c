@@ -318,6 +318,36 @@ static bool consumer_conflict(const IrInstr *c, const IrInstr *p) {
   return false;
 }
 
+/* IsSafeToFuseSliceIntoDusFusion's has_nonelementwise_uses_except_dus: whether x, or anything that
+ * uses x's value inside the fused computation, is a non-elementwise op other than the in-place
+ * dynamic-update-slice (a parameter passes its uses on; memo: 1 no, 2 yes, by body index). */
+static bool nonelementwise_use(const IrComputation *fc, const IrInstr *x, const IrInstr *dus, unsigned char *memo) {
+  int k = 0;
+  while (k < fc->ninstrs && fc->instrs[k] != x) k++;
+  if (k < fc->ninstrs && memo[k]) return memo[k] == 2;
+  bool v = x != dus && !ir_op_is_elementwise(x->op) && x->op != IR_OP_PARAMETER;
+  for (int u = 0; !v && u < x->nusers; u++) v = nonelementwise_use(fc, x->users[u], dus, memo);
+  if (k < fc->ninstrs) memo[k] = v ? 2 : 1;
+  return v;
+}
+
+/* IsSafeToFuseSliceIntoDusFusion: fusing a slice or dynamic-slice into a fusion that updates the
+ * same buffer in place is safe only when no other non-elementwise op of the fusion reads the
+ * slice's value: that op would then share its operand with the in-place buffer. */
+static bool safe_slice_into_dus_fusion(const IrInstr *p, const IrInstr *c, const IrInstr *dus) {
+  IrComputation *fc = ir_fused_computation(c);
+  if (!fc) return true;
+  unsigned char *memo = fx_calloc((size_t)(fc->ninstrs ? fc->ninstrs : 1), 1);
+  bool safe = true;
+  for (int k = 0; safe && k < c->noperands && k < fc->nparams; k++) {
+    if (c->operands[k] != p || !fc->params[k]) continue;
+    if (!memo) return false; /* out of memory: refuse, as the unsafe case */
+    safe = !nonelementwise_use(fc, fc->params[k], dus, memo);
+  }
+  fx_free(memo);
+  return safe;
+}
+
 /* XLA's InstructionFusion::ShouldFuseInPlaceOp: a consumer that updates a buffer in place takes a
  * producer that is (or reads) that buffer only when the producer is elementwise, or a single slice
  * or dynamic-slice of exactly the region the consumer's one dynamic-update-slice writes. */
@@ -373,6 +403,12 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
                                "mismatch)",
                                p->name, buf->name, c->name);
       }
+      if (c->op == IR_OP_FUSION && !safe_slice_into_dus_fusion(p, c, dus))
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s's slice would also reach another non-elementwise op of %s, which would then read the "
+                             "buffer %s updates in place (XLA: Fusing slice into DUS will also fuse another "
+                             "non-elementwise op with shared operand as DUS)",
+                             p->name, c->name, c->name);
       continue;
     }
     if (pne->op == IR_OP_DYNAMIC_SLICE) {
@@ -386,6 +422,12 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
                                "mismatch)",
                                p->name, buf->name, c->name);
       }
+      if (c->op == IR_OP_FUSION && !safe_slice_into_dus_fusion(p, c, dus))
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s's dynamic-slice would also reach another non-elementwise op of %s, which would then "
+                             "read the buffer %s updates in place (XLA: Fusing DS into DUS will also fuse another "
+                             "non-elementwise op with shared operand as DUS)",
+                             p->name, c->name, c->name);
       continue;
     }
     return fusion_refuse(v, FR_IN_PLACE,

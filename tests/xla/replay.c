@@ -241,6 +241,13 @@ static const char *mapped(const char *xla) {
   return xla;
 }
 
+/* The XLA name of one of fxplain's fusions (itself when not mapped). */
+static const char *xla_name(const char *ours) {
+  for (int k = nnames - 1; k >= 0; k--)
+    if (strcmp(names[k].ours, ours) == 0) return names[k].xla;
+  return ours;
+}
+
 static void map_name(const char *xla, const char *ours) {
   if (strcmp(mapped(xla), ours) == 0) return;
   if (nnames == capnames) {
@@ -360,9 +367,9 @@ static bool sequence(const char *pre, const char *dump, const DeviceProfile *dev
     }
     if (!ok) {
       if (!quiet)
-        printf("  sequence %s: step %d: XLA fuses %s into %s (%d consumer%s), fxplain %s into %s (%d)\n", base, i + 1,
-               xs.v[i].producer, xs.v[i].consumer, ie - i, ie - i == 1 ? "" : "s", os.v[j].producer, os.v[j].consumer,
-               je - j);
+        printf("  sequence %s: step %d: XLA fuses %s into %s (%d consumer%s), fxplain %s (XLA's %s) into %s (%d)\n",
+               base, i + 1, xs.v[i].producer, xs.v[i].consumer, ie - i, ie - i == 1 ? "" : "s", os.v[j].producer,
+               xla_name(os.v[j].producer), os.v[j].consumer, je - j);
       break;
     }
     i = ie;
