@@ -13,7 +13,8 @@
  *     3000 instructions: the check evaluates every producer).
  *
  * Usage: replay [--device NAME] [--quiet] [--reasons] [--floor-times F] [--floor-exact F]
- *               [--floor-ineligible F] [--floor-fusible F] [--show NAME] [--estimates PRE_FUSION.hlo]
+ *               [--floor-ineligible F] [--floor-fusible F] [--floor-order F] [--show NAME]
+ *               [--estimates PRE_FUSION.hlo]
  *               [--sequence] PRE_FUSION.hlo DUMP.txt [PRE DUMP ...]
  * Prints one line per module and the totals; the reason table with --reasons. Exit 0; 1 when the
  * share of agreeing steps falls below a floor; 2 on bad input. XLA logs an update of a producer
@@ -567,7 +568,7 @@ int main(int argc, char **argv) {
   const DeviceProfile *dev = device_lookup("h100");
   show_dev = dev;
   bool quiet = false, show_reasons = false, seq = false;
-  double floor_times = -1, floor_inel = -1, floor_fusible = -1, floor_exact = -1;
+  double floor_times = -1, floor_inel = -1, floor_fusible = -1, floor_exact = -1, floor_order = -1;
   Tally total = {0};
   int k = 1, failures = 0;
   for (; k < argc && argv[k][0] == '-'; k++) {
@@ -581,6 +582,7 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[k], "--floor-ineligible") == 0 && k + 1 < argc) floor_inel = atof(argv[++k]);
     else if (strcmp(argv[k], "--floor-fusible") == 0 && k + 1 < argc) floor_fusible = atof(argv[++k]);
     else if (strcmp(argv[k], "--floor-exact") == 0 && k + 1 < argc) floor_exact = atof(argv[++k]);
+    else if (strcmp(argv[k], "--floor-order") == 0 && k + 1 < argc) floor_order = atof(argv[++k]);
   }
   if (!dev || (argc - k) < 2 || (argc - k) % 2) {
     fprintf(stderr, "usage: replay [--device NAME] [--quiet] [--reasons] PRE_FUSION.hlo DUMP.txt ...\n");
@@ -618,11 +620,13 @@ int main(int argc, char **argv) {
   double inel = total.ineligible ? (double)total.ineligible_agree / total.ineligible : 1;
   double fus = total.fusible ? (double)total.fusible_agree / total.fusible : 1;
   double exact = total.updates ? (double)total.updates_exact / total.updates : 1;
+  double order = total.dequeues ? (double)total.dequeues_agree / total.dequeues : 1;
   if ((floor_times >= 0 && times + 5e-4 < floor_times) || (floor_inel >= 0 && inel + 5e-4 < floor_inel) ||
-      (floor_fusible >= 0 && fus + 5e-4 < floor_fusible) || (floor_exact >= 0 && exact + 5e-4 < floor_exact)) {
+      (floor_fusible >= 0 && fus + 5e-4 < floor_fusible) || (floor_exact >= 0 && exact + 5e-4 < floor_exact) ||
+      (floor_order >= 0 && order + 5e-4 < floor_order)) {
     printf("replay: agreement fell below the floor (times %.3f, floor %.3f; exact %.3f, floor %.3f; ineligible %.3f, "
-           "floor %.3f; fusible %.3f, floor %.3f)\n",
-           times, floor_times, exact, floor_exact, inel, floor_inel, fus, floor_fusible);
+           "floor %.3f; fusible %.3f, floor %.3f; next producer %.3f, floor %.3f)\n",
+           times, floor_times, exact, floor_exact, inel, floor_inel, fus, floor_fusible, order, floor_order);
     return 1;
   }
   return 0;
