@@ -74,7 +74,7 @@ html=$(cat "$T/xla.html" 2>/dev/null)
 check report_steps "<h3>XLA's decisions, step by step</h3>" "$html"
 check report_counts "XLA's own priority-fusion log: 2 fusions, 4 ineligible producers, 3 priority updates. Beside each, fxplain's verdict on the same pair: 0 disagreements." "$html"
 check report_ineligible '<td>producer_ineligible</td><td><code>gemm_fusion_dot_general.1</code></td><td><code></code></td><td>the producer is not fusible</td>' "$html"
-check report_times '<td class="num">1.029 / 2.018</td><td>fuses</td><td class="num">1.029 / 2.034</td>' "$html"
+check report_times '<td class="num">1.029 / 2.018</td><td>fuses</td><td class="num">1.029 / 2.018</td>' "$html"
 n=$(grep -c 'class="xs"' <<<"$html")
 [ "$n" = 9 ] || { echo "FAIL report_rows: $n step rows, expected 9"; fail=1; }
 if grep -qE '(src|href)="https?:' <<<"$html"; then echo "FAIL report_offline: fetches something"; fail=1; fi
