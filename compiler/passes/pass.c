@@ -76,6 +76,11 @@ static const Pass *const registry[] = {
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
+    /* XLA:GPU's library and layout rewrites (priority pipeline) */
+    &pass_conv_rewriter,
+    &pass_cudnn_fused_conv,
+    &pass_layout_assignment,
+    &pass_layout_normalization,
     /* fusion (the duplicating instruction-fusion run shares its name: pipelines only) */
     &pass_instruction_fusion,
     &pass_fusion_merger,
@@ -135,6 +140,11 @@ static const Pass *const priority_passes[] = {
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
+    /* XLA:GPU's library and layout rewrites: cuDNN convolutions, layouts, bitcasts */
+    &pass_conv_rewriter,
+    &pass_cudnn_fused_conv,
+    &pass_layout_assignment,
+    &pass_layout_normalization,
     /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,

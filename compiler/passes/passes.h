@@ -18,6 +18,12 @@ extern const Pass pass_constant_folding; /* pass_constant_folding.c: operations 
 extern const Pass pass_while_simplifier; /* pass_while_simplifier.c: dead loop state, zero-trip loops */
 extern const Pass pass_call_inliner;     /* pass_call_inliner.c: call -> the callee's instructions */
 
+/* XLA:GPU's library and layout rewrites before fusion (priority pipeline) */
+extern const Pass pass_conv_rewriter;    /* pass_conv_rewriter.c: convolution -> __cudnn$convForward */
+extern const Pass pass_cudnn_fused_conv; /* pass_cudnn_fused_conv.c: scale, bias, side input, ReLU into the cuDNN call */
+extern const Pass pass_layout_assignment;    /* pass_layout_assignment.c: default layouts, cuDNN's NHWC/NCHW */
+extern const Pass pass_layout_normalization; /* pass_layout_normalization.c: physical order, bitcasts */
+
 /* fusion */
 extern const Pass pass_instruction_fusion;     /* pass_instruction_fusion.c: no duplication */
 extern const Pass pass_instruction_fusion_dup; /* pass_instruction_fusion.c: with duplication */

@@ -19,7 +19,8 @@ bool simp_is_pure(const IrInstr *i) {
   case IR_CAT_LIBRARY:
     /* dot, convolution, sort, fft... are pure; rng draws and custom calls may not be. */
     return i->op == IR_OP_DOT || i->op == IR_OP_CONVOLUTION || i->op == IR_OP_SORT || i->op == IR_OP_FFT ||
-           i->op == IR_OP_TOPK || i->op == IR_OP_CHOLESKY || i->op == IR_OP_TRIANGULAR_SOLVE;
+           i->op == IR_OP_TOPK || i->op == IR_OP_CHOLESKY || i->op == IR_OP_TRIANGULAR_SOLVE ||
+           plan_custom_call(i) != PLAN_CC_NONE; /* cuDNN and cuBLAS calls (kernels.def) */
   default:
     return false;
   }
