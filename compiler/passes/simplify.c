@@ -130,3 +130,33 @@ int simp_callers(const IrModule *m, const IrComputation *c) {
   }
   return n;
 }
+
+IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t, const char *base) {
+  IrComputation *r = ir_computation_new(m, ir_module_series_name(m, base, true));
+  if (!r) return NULL;
+  r->has_signature = true;
+  IrShape s = ir_shape_scalar(t);
+  IrInstr *p0 = ir_instr_new(r, IR_OP_PARAMETER, &s, NULL, 0, ir_module_series_name(m, "scalar_lhs", false));
+  IrInstr *p1 = p0 ? ir_instr_new(r, IR_OP_PARAMETER, &s, NULL, 0, ir_module_series_name(m, "scalar_rhs", false)) : NULL;
+  IrInstr *both[2] = {p0, p1};
+  IrInstr *sum = p1 ? ir_instr_new(r, IR_OP_ADD, &s, both, 2, ir_module_series_name(m, "add", false)) : NULL;
+  r->params = arena_alloc(&m->arena, sizeof(IrInstr *) * 2);
+  if (!sum || !r->params) return NULL;
+  p0->param_number = 0;
+  p1->param_number = 1;
+  r->params[0] = p0;
+  r->params[1] = p1;
+  r->nparams = 2;
+  ir_set_root(r, sum);
+  /* callees before callers */
+  int from = -1, to = -1;
+  for (int k = 0; k < m->ncomps; k++) {
+    if (m->comps[k] == r) from = k;
+    if (m->comps[k] == caller) to = k;
+  }
+  if (from > to && to >= 0) {
+    memmove(&m->comps[to + 1], &m->comps[to], sizeof(IrComputation *) * (size_t)(from - to));
+    m->comps[to] = r;
+  }
+  return r;
+}

@@ -33,6 +33,11 @@ const char *simp_describe(const IrInstr *i, char *buf, size_t n);
 /* True for computations that are the body of a fusion (passes before fusion leave them alone). */
 bool simp_is_fused_computation(const IrComputation *c);
 
+/* A new reducer computation `base`(.N) adding two scalars of type t, placed before `caller` in
+ * m's computation order (callees first), as XLA's passes make them (CreateScalarAddComputation,
+ * MakeReduceHlo). NULL when out of memory. */
+IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t, const char *base);
+
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);
 
