@@ -52,6 +52,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import xla_compare  # noqa: E402
 from xla_agreement import find, plain  # noqa: E402
+from xla_reference import unfuse  # noqa: E402
 
 CLONE = re.compile(r"(\.clone(\.\d+)?)+$")
 # Left out of a kernel's description: they compute nothing, or only reinterpret memory (XLA turns
@@ -261,6 +262,40 @@ def run_fxplain(fxplain, module, device, pre_stage, pre_out, out):
         raise RuntimeError(msg[0] if msg else f"fxplain exited with {r.returncode}")
 
 
+def reference_workaround(refdir, n):
+    """The workaround scripts/xla_reference.py compiled module n with (INDEX.tsv's column), or ''."""
+    try:
+        with open(os.path.join(refdir, "INDEX.tsv")) as f:
+            rows = [l.rstrip("\n").split("\t") for l in f]
+    except OSError:
+        return ""
+    head = rows[0] if rows else []
+    if "input" not in head or "workaround" not in head:
+        return ""
+    for r in rows[1:]:
+        if len(r) == len(head) and r[head.index("input")] == n:
+            return r[head.index("workaround")]
+    return ""
+
+
+def as_xla_compiled_it(a, n, tmp):
+    """The module as XLA got it: where the reference turned the input's own fusions into calls
+    (--unfuse: XLA:GPU's verifier rejects XLA:CPU's kCustom __ynn_fusion), fxplain gets the same
+    calls, from its own printing of the module (one instruction per line)."""
+    path = os.path.join(a.corpus, n + ".hlo")
+    if reference_workaround(a.refdir, n) != "unfuse":
+        return path
+    printed = os.path.join(tmp, n + ".printed.hlo")
+    r = subprocess.run([a.fxplain, "-e", f"load {path}; save {printed}"], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, FXPLAIN_HISTORY="/dev/null"))
+    if r.returncode != 0:
+        raise RuntimeError(f"fxplain could not print {n} to unfuse it")
+    out = os.path.join(tmp, n + ".unfused.hlo")
+    with open(printed) as f, open(out, "w") as g:
+        g.write(unfuse(f.read()))
+    return out
+
+
 def compare_module(a, n, tmp, pre_stage):
     pre, xla = find(a.refdir, n, "pre_fusion"), find(a.refdir, n, "after_multi_output_fusion")
     if not pre or not xla:
@@ -269,7 +304,7 @@ def compare_module(a, n, tmp, pre_stage):
     if a.keep:
         os.makedirs(a.keep, exist_ok=True)
         ours, ours_pre = os.path.join(a.keep, n + ".fxplain.hlo"), os.path.join(a.keep, n + ".fxplain_pre.hlo")
-    run_fxplain(a.fxplain, os.path.join(a.corpus, n + ".hlo"), a.device, pre_stage, ours_pre, ours)
+    run_fxplain(a.fxplain, as_xla_compiled_it(a, n, tmp), a.device, pre_stage, ours_pre, ours)
     xmod, omod, xpre = load(xla), load(ours), load(plain(pre, tmp))
     kf1, matched = kernel_f1(descriptors(xmod), descriptors(omod))
     sf1, smatched = kernel_f1(descriptors(xmod, structure), descriptors(omod, structure))

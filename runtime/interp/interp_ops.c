@@ -1324,7 +1324,11 @@ bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxE
   (void)x;
   RtTensor *a = ops[0];
   int64_t kk = 0;
-  if (!ir_attr_int(i, "k", &kk) || a->rank < 1 || kk < 0 || kk > a->dims[a->rank - 1] || i->shape.type != IR_TUPLE ||
+  /* XLA's __gpu$TopK call (topk-specializer) has no k=: its values' last dimension is k */
+  bool call = i->op == IR_OP_CUSTOM_CALL && i->shape.type == IR_TUPLE && i->shape.ntuple == 2 &&
+              i->shape.tuple[0].rank == a->rank && a->rank >= 1;
+  if (call) kk = i->shape.tuple[0].dims[a->rank - 1];
+  if ((!call && !ir_attr_int(i, "k", &kk)) || a->rank < 1 || kk < 0 || kk > a->dims[a->rank - 1] || i->shape.type != IR_TUPLE ||
       i->shape.ntuple != 2)
     return instr_error(i, err, "topk needs k= no larger than the last dimension and a (values, indices) result");
   const char *lg = ir_attr_text(i, "largest");

@@ -7,6 +7,10 @@
  * (f32[6272,192] x f32[6272,192]: XLA's f32[32,192,192] GEMM and reduce), Gemma's
  * `BTNH,NHD->BTD` whose contracting dimensions are sorted so no transpose is made, a
  * vector-matrix product that becomes a multiply and a reduce, and the small dot that stays a dot.
+ * And the passes around them: dot-merger (two projections of one activation become one GEMM over
+ * the weights concatenated, as XLA's xnn.parallel_dots and Gemma's q/k/v), gemv-rewriter (a large
+ * vector-matrix product gets a size-1 dimension) and hoist-fused-bitcasts (the split-K and
+ * attention GEMMs' bitcasts move out of the fusion, as in XLA's dumps).
  * Each rewritten module must still compute what the original did. */
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +88,41 @@ static const char *TINY =
     "  a = f32[3616,6,8]{2,1,0} parameter(0)\n"
     "  ROOT d = f32[3616,6,6]{2,1,0} dot(a, a), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
     "rhs_contracting_dims={2}\n"
+    "}\n";
+
+/* Three projections of one activation, and a fourth dot that reads the first's result (and its
+ * weight: it cannot merge with it). */
+static const char *PROJECTIONS =
+    "HloModule proj\n"
+    "ENTRY main {\n"
+    "  x = f32[32,64]{1,0} parameter(0)\n"
+    "  wq = f32[64,128]{1,0} parameter(1)\n"
+    "  wk = f32[64,64]{1,0} parameter(2)\n"
+    "  wv = f32[64,64]{1,0} parameter(3)\n"
+    "  q = f32[32,128]{1,0} dot(x, wq), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  k = f32[32,64]{1,0} dot(x, wk), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  v = f32[32,64]{1,0} dot(x, wv), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  s = f32[32,64]{1,0} dot(q, wq), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+    "  ROOT t = (f32[32,64]{1,0}, f32[32,64]{1,0}, f32[32,64]{1,0}) tuple(k, v, s)\n"
+    "}\n";
+
+static const char *GEMV =
+    "HloModule gemv\n"
+    "ENTRY main {\n"
+    "  v = f32[4096]{0} parameter(0)\n"
+    "  w = f32[4096,2500]{1,0} parameter(1)\n"
+    "  ROOT d = f32[2500]{0} dot(v, w), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+    "}\n";
+
+/* A GEMM whose result is reshaped before its reader. */
+static const char *RESHAPED =
+    "HloModule reshaped\n"
+    "ENTRY main {\n"
+    "  x = f32[64,32]{1,0} parameter(0)\n"
+    "  w = f32[32,48]{1,0} parameter(1)\n"
+    "  d = f32[64,48]{1,0} dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  r = f32[4,16,48]{2,1,0} reshape(d)\n"
+    "  ROOT e = f32[4,16,48]{2,1,0} exponential(r)\n"
     "}\n";
 
 typedef struct {
@@ -306,6 +345,84 @@ TEST(a_tiny_dot_stays_a_dot) {
   ir_module_free(m);
 }
 
+TEST(projections_of_one_activation_become_one_gemm) {
+  Seen s;
+  IrModule *m = run_to(PROJECTIONS, "h100", "dot-merger", &s);
+  if (!m) return;
+  /* q, k and v: one dot over concatenate(wq, wk, wv) (flat, as XLA's simplifier leaves it) and
+     three slices; s reads q, so it stays a dot of its own although it shares wq with it */
+  CHECK(count_op(m->entry, IR_OP_DOT) == 2 && count_op(m->entry, IR_OP_CONCATENATE) == 1 &&
+        count_op(m->entry, IR_OP_SLICE) == 3);
+  for (int k = 0; k < m->entry->ninstrs; k++) {
+    const IrInstr *c = m->entry->instrs[k];
+    if (c->op == IR_OP_CONCATENATE) CHECK(c->noperands == 3 && c->shape.dims[1] == 256);
+  }
+  CHECK(s.accepted == 2);
+  CHECK_CONTAINS(s.last, "one GEMM");
+  check_same_values(PROJECTIONS, m);
+  ir_module_free(m);
+}
+
+TEST(a_large_vector_matrix_product_gets_a_unit_dimension) {
+  Seen s;
+  IrModule *m = run_to(GEMV, "h100", "gemv-rewriter", &s);
+  if (!m) return;
+  /* (1 + 2500) x 4096 is past DotStrengthReduction's 10,000,000: XLA's GemvRewriter makes it
+     dot(bitcast(v): [4096,1], w) : [1,2500] */
+  CHECK(m->entry->root->op == IR_OP_BITCAST);
+  const IrInstr *d = m->entry->root->operands[0];
+  CHECK(d->op == IR_OP_DOT && d->shape.rank == 2 && d->shape.dims[0] == 1 && d->shape.dims[1] == 2500);
+  CHECK(d->operands[0]->op == IR_OP_BITCAST && d->operands[0]->shape.rank == 2 && d->operands[0]->shape.dims[1] == 1);
+  check_same_values(GEMV, m);
+  ir_module_free(m);
+  m = run_to(GEMV, "h100", "triton-gemm-rewriter", &s);
+  if (!m) return;
+  int n;
+  only_gemm(m->entry, &n);
+  CHECK(n == 1); /* Triton takes it now */
+  ir_module_free(m);
+}
+
+TEST(bitcasts_leave_the_gemm_fusions) {
+  Seen s;
+  /* split-K: XLA's gemm_fusion_dot.8 = fusion(bitcast(p0), bitcast(p1)) */
+  IrModule *m = run_to(WEIGHT_GRAD, "h100", "hoist-fused-bitcasts", &s);
+  if (!m) return;
+  int n;
+  IrInstr *g = only_gemm(m->entry, &n);
+  CHECK(n == 1 && g != NULL);
+  if (g) {
+    CHECK(!body_has(g, IR_OP_BITCAST) && !body_has(g, IR_OP_RESHAPE));
+    CHECK(g->operands[0]->op == IR_OP_BITCAST && g->operands[1]->op == IR_OP_BITCAST);
+  }
+  CHECK_CONTAINS(s.last, "move out onto its operands");
+  check_same_values(WEIGHT_GRAD, m);
+  ir_module_free(m);
+  /* the attention scores: k bitcast outside, transposed inside with the new dimensions */
+  m = run_to(ATTENTION, "h100", "hoist-fused-bitcasts", &s);
+  if (!m) return;
+  g = only_gemm(m->entry, &n);
+  CHECK(n == 1 && g != NULL);
+  if (g) {
+    CHECK(!body_has(g, IR_OP_BITCAST) && body_has(g, IR_OP_TRANSPOSE));
+    CHECK(g->operands[1]->op == IR_OP_BITCAST && strcmp(g->operands[1]->operands[0]->name, "k") == 0);
+  }
+  check_same_values(ATTENTION, m);
+  ir_module_free(m);
+  /* a reshaped result: the fusion returns the dot's shape, a bitcast after it the reshaped one */
+  m = run_to(RESHAPED, "h100", "hoist-fused-bitcasts", &s);
+  if (!m) return;
+  g = only_gemm(m->entry, &n);
+  CHECK(n == 1 && g != NULL);
+  if (g) {
+    CHECK(g->shape.rank == 2 && g->shape.dims[0] == 64 && g->shape.dims[1] == 48);
+    CHECK(g->nusers == 1 && g->users[0]->op == IR_OP_BITCAST && g->users[0]->shape.rank == 3);
+  }
+  CHECK_CONTAINS(s.last, "bitcast to");
+  check_same_values(RESHAPED, m);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(attention_scores_take_the_transpose_and_the_scale);
   RUN(dense_layer_bias_and_relu_are_the_gemm_epilogue);
@@ -314,5 +431,8 @@ int main(void) {
   RUN(sorted_contracting_dimensions_need_no_transpose);
   RUN(vector_times_matrix_becomes_multiply_and_reduce);
   RUN(a_tiny_dot_stays_a_dot);
+  RUN(projections_of_one_activation_become_one_gemm);
+  RUN(a_large_vector_matrix_product_gets_a_unit_dimension);
+  RUN(bitcasts_leave_the_gemm_fusions);
   return check_summary();
 }

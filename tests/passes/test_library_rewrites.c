@@ -4,7 +4,8 @@
  * 0.10.2, h100: resnet50's `(f32[1,112,112,64], u8[0]) custom-call(data, transpose(filter),
  * bias), dim_labels=b01f_o01i->b01f, custom_call_target="__cudnn$convBiasActivationForward"`, the
  * depthwise convolution's NCHW input transposed to NHWC and back), what they decide, and that the
- * rewritten module still computes what the original did (the interpreter runs the cuDNN calls). */
+ * rewritten module still computes what the original did (the interpreter runs the cuDNN calls).
+ * And topk-specializer: the corpus' top-10 of 50,000 logits becomes XLA's __gpu$TopK call. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,23 @@ static const char *LAYOUT_HINTS =
     "  u = bf16[1,12,64,128,1]{4,3,2,1,0} broadcast(s), dimensions={1,2,3}\n"
     "  ROOT e = bf16[1,12,64,128,1]{4,3,2,1,0} exponential(u)\n"
     "}\n";
+
+/* The corpus' top-k (topk_logits_k10_1x50000_bf16), with the row length and k as parameters. */
+static char *topk_text(const char *type, int64_t n, int64_t k, const char *largest) {
+  static char buf[600];
+  snprintf(buf, sizeof buf,
+           "HloModule topk\n"
+           "ENTRY main {\n"
+           "  x = %s[2,%lld]{1,0} parameter(0)\n"
+           "  t = (%s[2,%lld]{1,0}, s32[2,%lld]{1,0}) topk(x), k=%lld, largest=%s\n"
+           "  v = %s[2,%lld]{1,0} get-tuple-element(t), index=0\n"
+           "  i = s32[2,%lld]{1,0} get-tuple-element(t), index=1\n"
+           "  ROOT r = (%s[2,%lld]{1,0}, s32[2,%lld]{1,0}) tuple(v, i)\n"
+           "}\n",
+           type, (long long)n, type, (long long)k, (long long)k, (long long)k, largest, type, (long long)k, (long long)k,
+           type, (long long)k, (long long)k);
+  return buf;
+}
 
 typedef struct {
   int accepted, rejected;
@@ -300,6 +318,49 @@ TEST(layout_hints_are_dropped_and_reshapes_become_bitcasts) {
   ir_module_free(m);
 }
 
+TEST(small_topk_becomes_xlas_topk_kernel) {
+  Seen s;
+  static const char *const passes[] = {"topk-specializer"};
+  const char *text = topk_text("bf16", 2048, 10, "true");
+  IrModule *m = run_passes(parse(text), "h100", passes, 1, &s);
+  if (!m) return;
+  IrInstr *call = find_call(m->entry, PLAN_CC_GPU_TOPK);
+  CHECK(call != NULL && count_op(m->entry, IR_OP_TOPK) == 0);
+  if (call) {
+    CHECK(call->noperands == 1 && strcmp(call->operands[0]->name, "x") == 0);
+    CHECK(call->shape.type == IR_TUPLE && call->shape.ntuple == 2 && call->shape.tuple[0].dims[1] == 10);
+    const char *lib = NULL, *what = NULL;
+    CHECK(plan_library_call(call, &lib, &what));
+  }
+  CHECK(s.accepted == 1);
+  CHECK_CONTAINS(s.last, "__gpu$TopK");
+  check_same_values(text, m); /* the interpreter runs the call as the topk it was */
+  ir_module_free(m);
+}
+
+TEST(topk_xlas_kernel_cannot_take_stays_a_topk) {
+  static const char *const passes[] = {"topk-specializer"};
+  struct {
+    const char *type, *largest, *dev, *why;
+    int64_t n, k;
+  } cases[] = {
+      {"bf16", "true", "h100", "larger than 16", 2048, 17},
+      {"f32", "true", "h100", "fewer than 1,024", 512, 4},
+      {"f16", "true", "h100", "f32 and bf16", 2048, 4},
+      {"f32", "false", "h100", "smallest", 2048, 4},
+      {"f32", "true", "host", NULL, 2048, 4},
+  };
+  for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
+    Seen s;
+    IrModule *m = run_passes(parse(topk_text(cases[q].type, cases[q].n, cases[q].k, cases[q].largest)), cases[q].dev,
+                             passes, 1, &s);
+    if (!m) return;
+    CHECK(count_op(m->entry, IR_OP_TOPK) == 1 && find_call(m->entry, PLAN_CC_GPU_TOPK) == NULL && s.accepted == 0);
+    if (cases[q].why) CHECK_CONTAINS(s.last, cases[q].why);
+    ir_module_free(m);
+  }
+}
+
 int main(void) {
   RUN(convolution_becomes_a_cudnn_call_with_its_pad_folded);
   RUN(bias_and_relu_go_into_the_cudnn_call);
@@ -309,5 +370,7 @@ int main(void) {
   RUN(before_hopper_f32_convolutions_run_in_nchw);
   RUN(no_cudnn_on_the_host);
   RUN(layout_hints_are_dropped_and_reshapes_become_bitcasts);
+  RUN(small_topk_becomes_xlas_topk_kernel);
+  RUN(topk_xlas_kernel_cannot_take_stays_a_topk);
   return check_summary();
 }
