@@ -17,6 +17,7 @@
  * Not done: XLA's newer TryMergeLHSWithRHSOperand (a shared operand read as the left of one dot
  * and, transposed, as the right of the other). Fused computations are left alone. */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,33 +52,28 @@ static bool smallish(const IrInstr *d) {
   return bytes <= MERGE_MAX_BYTES;
 }
 
-/* Whether `from` is among what `to` is computed from (within one computation). */
-static bool depends(const IrComputation *c, const IrInstr *to, const IrInstr *from) {
-  int n = c->ninstrs;
-  bool *seen = calloc((size_t)n, sizeof *seen);
-  const IrInstr **stack = malloc(sizeof *stack * (size_t)(n + 1));
-  bool found = false;
-  if (!seen || !stack) {
-    free(seen);
-    free(stack);
-    return true; /* out of memory: do not merge */
-  }
+/* Whether `from` is among what `to` is computed from (within one computation). A search up the
+ * operands, each instruction marked once through its aux field with this search's stamp. */
+static bool depends(const IrComputation *c, IrInstr *to, const IrInstr *from, uintptr_t *stamp) {
+  IrInstr **stack = fx_malloc(sizeof *stack * (size_t)(c->ninstrs + 1));
+  if (!stack) return true; /* out of memory: do not merge */
+  void *mark = (void *)++*stamp;
   int top = 0;
+  bool found = false;
   stack[top++] = to;
+  to->aux = mark;
   while (top && !found) {
-    const IrInstr *x = stack[--top];
+    IrInstr *x = stack[--top];
     for (int q = 0; q < x->noperands && !found; q++) {
-      const IrInstr *o = x->operands[q];
+      IrInstr *o = x->operands[q];
       if (o == from) found = true;
-      int k = ir_computation_index(c, o);
-      if (k >= 0 && !seen[k]) {
-        seen[k] = true;
+      else if (o->parent == c && o->aux != mark && top < c->ninstrs) {
+        o->aux = mark;
         stack[top++] = o;
       }
     }
   }
-  free(seen);
-  free(stack);
+  fx_free(stack);
   return found;
 }
 
@@ -232,21 +228,27 @@ static IrInstr *merge(IrInstr *a, IrInstr *b, bool a_is_merged, IrInstr **stale,
   return dot;
 }
 
+static int by_position(const void *x, const void *y) {
+  const IrInstr *a = *(IrInstr *const *)x, *b = *(IrInstr *const *)y;
+  int i = ir_computation_index(a->parent, a), j = ir_computation_index(b->parent, b);
+  return (i > j) - (i < j);
+}
+
 static bool run_comp(IrComputation *c, PassContext *cx, bool *changed) {
   int n = c->ninstrs;
-  IrInstr **dead = fx_malloc(sizeof *dead * (size_t)(3 * n + 1));
-  IrInstr **dots = fx_malloc(sizeof *dots * (size_t)(n + 1));
   IrInstr **keys = fx_malloc(sizeof *keys * (size_t)(n + 1));
   IrInstr **made = fx_malloc(sizeof *made * (size_t)(n + 1));
-  int nmade = 0;
-  if (!dead || !dots || !keys || !made) {
-    fx_free(made);
-    fx_free(dead);
-    fx_free(dots);
+  if (!keys || !made) {
     fx_free(keys);
+    fx_free(made);
     return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   }
-  int ndead = 0, nkeys = 0;
+  int nkeys = 0, nmade = 0;
+  uintptr_t stamp = 0;
+  bool ok = true, merged_any = false;
+  /* the searches' stamps count up from 1: no mark an earlier pass left (a sort's positions) may
+   * look like one */
+  for (int k = 0; k < n; k++) c->instrs[k]->aux = NULL;
   /* the instructions two or more dots read, in program order */
   for (int k = 0; k < n; k++) {
     IrInstr *x = c->instrs[k];
@@ -254,18 +256,19 @@ static bool run_comp(IrComputation *c, PassContext *cx, bool *changed) {
     for (int u = 0; u < x->nusers; u++) readers += x->users[u]->op == IR_OP_DOT;
     if (readers >= 2) keys[nkeys++] = x;
   }
-  bool ok = true;
   for (int q = 0; ok && q < nkeys && !pass_interrupted(cx); q++) {
     IrInstr *key = keys[q];
+    if (key->dead) continue;
+    /* its dot readers in program order (merged ones are gone: removed as they merge) */
     int nd = 0;
-    for (int k = 0; k < c->ninstrs; k++) { /* its readers in program order, not yet merged */
-      IrInstr *x = c->instrs[k];
-      if (x->op != IR_OP_DOT) continue;
-      bool reads = false, gone = false;
-      for (int o = 0; o < x->noperands; o++) reads = reads || x->operands[o] == key;
-      for (int g = 0; g < ndead; g++) gone = gone || dead[g] == x;
-      if (reads && !gone) dots[nd++] = x;
+    IrInstr **dots = fx_malloc(sizeof *dots * (size_t)(key->nusers + 1));
+    if (!dots) {
+      ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+      break;
     }
+    for (int u = 0; u < key->nusers; u++)
+      if (key->users[u]->op == IR_OP_DOT && !key->users[u]->dead) dots[nd++] = key->users[u];
+    qsort(dots, (size_t)nd, sizeof *dots, by_position);
     for (int i = 0; ok && i < nd; i++) {
       if (!dots[i]) continue;
       for (int j = i + 1; ok && j < nd; j++) {
@@ -274,7 +277,7 @@ static bool run_comp(IrComputation *c, PassContext *cx, bool *changed) {
         if (!((a->operands[0] == b->operands[0] && a->operands[0] == key) ||
               (a->operands[1] == b->operands[1] && a->operands[1] == key)))
           continue;
-        if (depends(c, a, b) || depends(c, b, a)) continue;
+        if (depends(c, a, b, &stamp) || depends(c, b, a, &stamp)) continue;
         char an[256], bn[256];
         snprintf(an, sizeof an, "%s", a->name);
         snprintf(bn, sizeof bn, "%s", b->name);
@@ -299,21 +302,22 @@ static bool run_comp(IrComputation *c, PassContext *cx, bool *changed) {
         pass_emit(cx->sink, &d,
                   "%s and %s both read %s: they become one GEMM, %s (%s), over their other operands concatenated, "
                   "and slices of its result", an, bn, key->name, merged->name, shape);
-        dead[ndead++] = a;
-        dead[ndead++] = b;
-        if (stale) dead[ndead++] = stale;
+        /* a and b are read by nothing now; a's old concatenate only by a */
+        ir_instr_remove(a);
+        ir_instr_remove(b);
+        if (stale) ir_instr_remove(stale);
         made[nmade++] = merged;
         dots[i] = merged;
         dots[j] = NULL;
+        merged_any = true;
         *changed = true;
       }
     }
+    fx_free(dots);
   }
-  for (int g = 0; g < ndead; g++) ir_instr_remove(dead[g]);
-  if (ndead) ir_computation_sort(c);
+  for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = NULL; /* the search marks */
+  if (merged_any) ir_computation_sort(c);
   fx_free(made);
-  fx_free(dead);
-  fx_free(dots);
   fx_free(keys);
   return ok;
 }
