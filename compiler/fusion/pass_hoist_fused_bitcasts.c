@@ -188,7 +188,7 @@ static bool closed_producers(const IrComputation *c, const IrInstr *b, bool *in_
   int kb = index_of(c, b);
   if (kb < 0) return false;
   /* instructions are in definition order: walking back from b finds every producer */
-  bool *want = calloc((size_t)c->ninstrs, sizeof *want);
+  bool *want = fx_calloc((size_t)c->ninstrs, sizeof *want);
   if (!want) return false;
   for (int q = 0; q < b->noperands; q++) {
     int k = index_of(c, b->operands[q]);
@@ -203,7 +203,7 @@ static bool closed_producers(const IrComputation *c, const IrInstr *b, bool *in_
       if (o >= 0) want[o] = true;
     }
   }
-  free(want);
+  fx_free(want);
   for (int k = 0; k < c->ninstrs; k++) {
     if (!in_set[k]) continue;
     const IrInstr *x = c->instrs[k];
@@ -221,12 +221,12 @@ static bool closed_producers(const IrComputation *c, const IrInstr *b, bool *in_
 static bool plan_upwards(Planner *pl, IrInstr *b) {
   IrComputation *c = pl->c;
   memset(pl->p, 0, sizeof(Plan) * (size_t)c->ninstrs);
-  bool *in_set = calloc((size_t)c->ninstrs, sizeof *in_set);
+  bool *in_set = fx_calloc((size_t)c->ninstrs, sizeof *in_set);
   if (!in_set) return false;
   bool ok = b->noperands == 1 && ir_shape_is_array(&b->shape) && ir_shape_default_layout(&b->shape) &&
             b->shape.type == b->operands[0]->shape.type && closed_producers(c, b, in_set) &&
             plan_set(pl, b->operands[0], b->shape.dims, b->shape.rank);
-  free(in_set);
+  fx_free(in_set);
   for (int k = index_of(c, b) - 1; ok && k >= 0; k--) {
     Plan *p = &pl->p[k];
     IrInstr *x = c->instrs[k];
@@ -297,9 +297,9 @@ static bool hoist_upwards(Planner *pl, IrInstr *fusion, IrInstr *b, FxError *err
 static bool root_shape(IrComputation *c, IrInstr *dot, int64_t *dims, int *rank) {
   if (dot == c->root || !ir_shape_default_layout(&dot->shape)) return false;
   int n = c->ninstrs, kd = index_of(c, dot);
-  Plan *in = calloc((size_t)n, sizeof *in); /* the operand shape each consumer gets */
+  Plan *in = fx_calloc((size_t)n, sizeof *in); /* the operand shape each consumer gets */
   if (!in || kd < 0) {
-    free(in);
+    fx_free(in);
     return false;
   }
   bool ok = true, found = false;
@@ -357,7 +357,7 @@ static bool root_shape(IrComputation *c, IrInstr *dot, int64_t *dims, int *rank)
       memcpy(in[q].dims, out, sizeof(int64_t) * (size_t)nout);
     }
   }
-  free(in);
+  fx_free(in);
   return ok && found;
 }
 
@@ -404,11 +404,11 @@ static bool rewrite(IrInstr *fusion, PassContext *cx, bool *changed) {
     IrInstr *b = c->instrs[k];
     if (b->op != IR_OP_BITCAST && b->op != IR_OP_RESHAPE) continue;
     bool is_new_root = b == nr;
-    pl.p = calloc((size_t)c->ninstrs, sizeof *pl.p);
+    pl.p = fx_calloc((size_t)c->ninstrs, sizeof *pl.p);
     if (!pl.p) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
     bool can = plan_upwards(&pl, b);
     bool ok = !can || hoist_upwards(&pl, fusion, b, cx->err);
-    free(pl.p);
+    fx_free(pl.p);
     if (!ok) return false;
     if (can && is_new_root) sunk = true;
     else if (can) hoisted++;
