@@ -24,8 +24,10 @@
  * recomputed) becomes the fusion's result, and a bitcast after the fusion gives its users the old
  * one; the bitcasts it leaves inside are then hoisted up like the rest.
  *
- * Only shapes in the default layout (layout-normalization made them so). Fused computations are
- * left alone; nothing on the host or before Ampere (no Triton GEMMs there). */
+ * Only shapes in the default layout (layout-normalization made them so), with one exception: a
+ * bitcast into or out of a layout that reads a parameter (a transposed weight layout-assignment
+ * made a bitcast, f32[K,N]{0,1}) moves out as it is, the parameter taking its shape. Fused
+ * computations are left alone; nothing on the host or before Ampere (no Triton GEMMs there). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +421,33 @@ static bool rewrite(IrInstr *fusion, PassContext *cx, bool *changed) {
       ir_replace_all_uses(after, fusion);
       ir_instr_remove(after);
     }
+  }
+  /* a bitcast into or out of a layout (a transposed weight layout-assignment made one) reading a
+     parameter only it reads: the parameter takes its shape, layout included, and the bitcast
+     moves onto the operand outside, producers first so a chain goes out whole (XLA's fusion then
+     reads the weight as f32[K,N]{0,1}) */
+  for (int k = 0; k < c->ninstrs; k++) {
+    IrInstr *b = c->instrs[k], *p = b->noperands == 1 ? b->operands[0] : NULL;
+    if (b->op != IR_OP_BITCAST || !p || p->op != IR_OP_PARAMETER || p->nusers != 1 || !ir_shape_is_array(&b->shape) ||
+        (ir_shape_default_layout(&b->shape) && ir_shape_default_layout(&p->shape)) || p->param_number < 0 ||
+        p->param_number >= fusion->noperands)
+      continue;
+    int num = (int)p->param_number;
+    IrInstr *op = fusion->operands[num];
+    int reads = 0;
+    for (int q = 0; q < fusion->noperands; q++) reads += fusion->operands[q] == op;
+    IrInstr *src = op->op == IR_OP_BITCAST && op->nusers == 1 && reads == 1 ? op->operands[0] : op;
+    IrInstr *nb = ir_instr_new_before(fusion->parent, fusion, IR_OP_BITCAST, &b->shape, &src, 1,
+                                      ir_module_series_name(m, "bitcast", false));
+    if (!nb) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+    nb->loc = b->loc;
+    ir_set_operand(fusion, num, nb);
+    if (src != op && op->nusers == 0) ir_instr_remove(op); /* a bitcast of a bitcast is one bitcast */
+    p->shape = b->shape;
+    ir_replace_all_uses(b, p);
+    ir_instr_remove(b);
+    k--;
+    hoisted++;
   }
   if (!hoisted && !sunk) return true;
   PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "hoist", .producer = fname, .consumer = fname,

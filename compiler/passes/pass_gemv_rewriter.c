@@ -48,9 +48,12 @@ static bool rewrite(IrInstr *dot, PassContext *cx, bool *changed) {
   const IrShape *l = &dot->operands[0]->shape, *r = &dot->operands[1]->shape;
   int lnc = l->rank - dd.nlhs_batch - dd.nlhs_contract, rnc = r->rank - dd.nrhs_batch - dd.nrhs_contract;
   if (!((lnc == 0 && rnc == 1) || (lnc == 1 && rnc == 0))) return true; /* matrix-matrix, vector-vector */
-  if (!ir_shape_default_layout(l) || !ir_shape_default_layout(r) || l->rank + 1 > IR_MAX_RANK || r->rank + 1 > IR_MAX_RANK)
-    return true;
   bool lhs_vector = lnc == 0;
+  /* the vector gets a new most-minor dimension: its layout must be normalized
+     (GetLayoutWithNewMinorMostDimension); the matrix may come in any layout ({0,1}: a transposed
+     weight layout-assignment made a bitcast) */
+  if (!ir_shape_default_layout(lhs_vector ? l : r) || l->rank + 1 > IR_MAX_RANK || r->rank + 1 > IR_MAX_RANK)
+    return true;
   IrInstr *ops[2] = {dot->operands[0], dot->operands[1]};
   ops[lhs_vector ? 0 : 1] = widen(c, dot, ops[lhs_vector ? 0 : 1]);
   if (!ops[0] || !ops[1]) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);

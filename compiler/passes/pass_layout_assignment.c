@@ -20,6 +20,12 @@
  * output's layout. XLA propagates such constraints further through elementwise producers and
  * consumers; fxplain places the copy next to the call, which makes the same transposes.
  *
+ * GEMMs leave an operand's layout free when that side has no batch dimension and one contracting
+ * and at most one non-contracting dimension (AddBackendConstraints constrains only the others,
+ * SetDotOperandLayout). A transpose only such GEMMs read, directly or through reshapes, then takes
+ * the layout that makes it a bitcast of its operand, as XLA's propagation gives it, and so do the
+ * reshapes: Gemma's weights reach their GEMMs as bitcast(w): [K,N]{0,1}, no kernel moving them.
+ *
  * Runs only for GPU device profiles; fused computations (none exist yet before fusion) are left
  * alone. */
 #include <stdio.h>
@@ -295,6 +301,108 @@ static bool constrain_conv(Assigner *a, IrInstr *conv) {
   return true;
 }
 
+/* ---------- GEMM operands ---------- */
+
+/* Whether dot d leaves the layout of its operand `side` free (GpuLayoutAssignment::
+ * AddBackendConstraints for a kDot): it constrains an operand only when that side has batch
+ * dimensions or more than one contracting or non-contracting dimension (SetDotOperandLayout), or
+ * for s8 x s8 -> s32 and FP8 before Blackwell (SetDotOperandLayoutToMinorContracting). */
+static bool dot_operand_free(const IrInstr *d, int side) {
+  IrDotDims dd;
+  if (d->op != IR_OP_DOT || d->noperands != 2 || d->operands[0] == d->operands[1] || !ir_dot_dims(d, &dd)) return false;
+  IrType lt = d->operands[0]->shape.type, rt = d->operands[1]->shape.type;
+  if (!ir_type_is_float(lt) || !ir_type_is_float(rt) || ir_type_is_f8(lt) || ir_type_is_f8(rt)) return false;
+  int nbatch = side ? dd.nrhs_batch : dd.nlhs_batch, ncontract = side ? dd.nrhs_contract : dd.nlhs_contract;
+  int rank = d->operands[side]->shape.rank;
+  return nbatch == 0 && ncontract == 1 && rank - ncontract <= 1;
+}
+
+typedef struct {
+  IrInstr *i;
+  int m2m[IR_MAX_RANK];
+} Relayout;
+
+/* Whether x, given layout m2m, is read only by GEMMs that leave its layout free, directly or
+ * through reshapes that stay bitcasts; the reshapes' layouts are added to plan. */
+static bool gemm_only(IrInstr *x, const int *m2m, Relayout *plan, int *nplan, int depth) {
+  if (x->nusers == 0 || x->is_root || depth > 8) return false;
+  int major[IR_MAX_RANK];
+  for (int k = 0; k < x->shape.rank; k++) major[k] = m2m[x->shape.rank - 1 - k];
+  for (int u = 0; u < x->nusers; u++) {
+    IrInstr *r = x->users[u];
+    if (r->op == IR_OP_DOT) {
+      if (r->noperands != 2 || !((r->operands[0] == x && dot_operand_free(r, 0)) ||
+                                 (r->operands[1] == x && dot_operand_free(r, 1))))
+        return false;
+      continue;
+    }
+    bool seen = false; /* a reshape met twice (it reads x once) */
+    for (int q = 0; q < *nplan; q++) seen = seen || plan[q].i == r;
+    if (seen) continue;
+    if (r->op != IR_OP_RESHAPE || !ir_shape_is_array(&r->shape) || !ir_shape_default_layout(&r->shape) ||
+        *nplan >= 16)
+      return false;
+    Relayout *e = &plan[(*nplan)++];
+    e->i = r;
+    if (!simp_reshape_layout(&x->shape, major, &r->shape, e->m2m)) return false;
+    int m[IR_MAX_RANK];
+    memcpy(m, e->m2m, sizeof m);
+    if (!gemm_only(r, m, plan, nplan, depth + 1)) return false;
+  }
+  return true;
+}
+
+/* A transpose that only GEMMs read (directly or through reshapes), each leaving the layout of
+ * what it reads free, gets the layout that makes it a bitcast of its operand (LayoutAssignment's
+ * propagation from operand to user where nothing constrains the user; the layout-sensitive
+ * simplifier then makes it a bitcast, which layout-normalization does here), and so do the
+ * reshapes in between: the GEMM reads the weights where they are, transposed by its operand's
+ * layout ({0,1}), and no kernel moves them. A transpose with any other reader keeps the default
+ * layout and moves data. */
+static bool gemm_operand_layouts(Assigner *a, IrComputation *c) {
+  for (int k = 0; k < c->ninstrs; k++) {
+    IrInstr *t = c->instrs[k];
+    if (t->op != IR_OP_TRANSPOSE || t->noperands != 1 || !ir_shape_is_array(&t->shape) || t->shape.rank < 2 ||
+        !ir_shape_default_layout(&t->shape) || !ir_shape_default_layout(&t->operands[0]->shape))
+      continue;
+    int64_t perm[IR_MAX_RANK];
+    int r = t->shape.rank;
+    if (ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != r) continue;
+    /* output dimension j holds operand dimension perm[j]: in the operand's physical order
+       (major first 0..r-1), output dimension j sits where perm[j] does */
+    int major[IR_MAX_RANK], m2m[IR_MAX_RANK];
+    bool identity = true;
+    for (int j = 0; j < r; j++) {
+      if (perm[j] < 0 || perm[j] >= r) identity = false;
+      else major[perm[j]] = j;
+      identity = identity && perm[j] == j;
+    }
+    if (identity) continue;
+    order_to_m2m(major, r, m2m);
+    Relayout plan[16];
+    int nplan = 0;
+    if (!gemm_only(t, m2m, plan, &nplan, 0)) continue;
+    IrShape s;
+    if (!relaid(a->m, &t->shape, m2m, &s)) return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+    t->shape = s;
+    for (int q = 0; q < nplan; q++) {
+      if (!relaid(a->m, &plan[q].i->shape, plan[q].m2m, &s))
+        return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+      plan[q].i->shape = s;
+    }
+    a->relaid += 1 + nplan;
+    char lay[128];
+    layout_text(&t->shape, lay, sizeof lay);
+    PassDecision d = {.pass = a->cx->pass, .stage = a->cx->stage, .action = "rewrite", .producer = t->name,
+                      .consumer = t->users[0]->name, .accepted = true};
+    pass_emit(a->cx->sink, &d, "%s gets layout %s, the one that leaves %s's bytes where they are%s: only GEMMs read it "
+              "(%s%s), and a GEMM takes either order of a matrix, so the transpose is a bitcast", t->name, lay,
+              t->operands[0]->name, nplan ? ", and so do the reshapes between it and the GEMMs" : "",
+              t->users[0]->name, t->nusers > 1 ? ", ..." : "");
+  }
+  return true;
+}
+
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (cx->device && !cx->device->is_gpu) return true;
@@ -314,6 +422,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
       PlanCustomCall cc = plan_custom_call(i);
       if ((cc == PLAN_CC_CUDNN_CONV || cc == PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION) && !constrain_conv(&a, i)) return false;
     }
+    if (!gemm_operand_layouts(&a, c)) return false;
     ir_computation_sort(c);
   }
   *changed = a.relaid > 0 || a.copies > 0;

@@ -10,6 +10,8 @@
  *   a broadcast or iota made in a layout -> the same op in the physical order
  *   reshape (row-major in and out)      -> bitcast
  *   transpose that moves only size-1 dimensions -> bitcast
+ *   transpose or reshape whose layout keeps the bytes -> bitcast, its layout kept (a GEMM's
+ *                                          operand: layout-assignment chose that layout)
  *   broadcast that only adds size-1 dimensions  -> bitcast
  *   copy into the layout it already has -> its operand
  *
@@ -267,26 +269,56 @@ static bool broadcast_is_bitcast(const IrInstr *b) {
   return true;
 }
 
+/* Whether a transpose's layout undoes its permutation (layout-assignment gives a GEMM's
+ * transposed operand such a layout): its bytes are its operand's (ShapeUtil::TransposeIsBitcast). */
+static bool transpose_keeps_bytes(const IrInstr *t) {
+  const IrShape *in = &t->operands[0]->shape, *out = &t->shape;
+  int64_t perm[IR_MAX_RANK];
+  if (!ir_shape_is_array(out) || !is_default(in) || is_default(out) || in->rank != out->rank ||
+      ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != out->rank)
+    return false;
+  int major[IR_MAX_RANK];
+  major_order(out, major);
+  for (int k = 0; k < out->rank; k++)
+    if (perm[major[k]] != k) return false;
+  return true;
+}
+
+/* Whether a reshape between laid-out values keeps every element where it is: its layout is the
+ * one simp_reshape_layout derives from its operand's (ShapeUtil::ReshapeIsBitcast, for the
+ * reshapes layout-assignment lays out). */
+static bool reshape_keeps_bytes(const IrInstr *r) {
+  const IrShape *in = &r->operands[0]->shape, *out = &r->shape;
+  if (!ir_shape_is_array(in) || !out->has_layout) return false;
+  int major[IR_MAX_RANK], m2m[IR_MAX_RANK];
+  major_order(in, major);
+  if (!simp_reshape_layout(in, major, out, m2m)) return false;
+  for (int k = 0; k < out->rank; k++)
+    if (out->minor_to_major[k] != m2m[k]) return false;
+  return true;
+}
+
 static bool to_bitcast(Normalizer *n, IrInstr *i) {
-  if (i->noperands != 1 || !is_default(&i->shape) || !is_default(&i->operands[0]->shape) ||
-      i->shape.type != i->operands[0]->shape.type)
+  if (i->noperands != 1 || !ir_shape_is_array(&i->shape) || i->shape.type != i->operands[0]->shape.type) return true;
+  const char *what = NULL;
+  bool laid = !is_default(&i->shape); /* the layout layout-assignment chose for a GEMM operand */
+  if (laid && i->op == IR_OP_TRANSPOSE && transpose_keeps_bytes(i))
+    what = "its layout leaves the bytes where they are (the layout-sensitive simplifier's transpose-is-bitcast)";
+  else if (laid && i->op == IR_OP_RESHAPE && reshape_keeps_bytes(i))
+    what = "its layout keeps the elements in their order in memory";
+  else if (laid || !is_default(&i->operands[0]->shape))
     return true;
-  const char *what;
-  switch (i->op) {
-  case IR_OP_RESHAPE: what = "a reshape between row-major values only renames dimensions"; break;
-  case IR_OP_TRANSPOSE:
-    if (!transpose_is_bitcast(i)) return true;
+  else if (i->op == IR_OP_RESHAPE)
+    what = "a reshape between row-major values only renames dimensions";
+  else if (i->op == IR_OP_TRANSPOSE && transpose_is_bitcast(i))
     what = "a transpose that moves only dimensions of size 1 leaves the bytes in place";
-    break;
-  case IR_OP_BROADCAST:
-    if (!broadcast_is_bitcast(i)) return true;
+  else if (i->op == IR_OP_BROADCAST && broadcast_is_bitcast(i))
     what = "a broadcast that only adds dimensions of size 1 copies nothing";
-    break;
-  default: return true;
-  }
+  else
+    return true;
   char from[128], to[128], msg[600];
-  ir_shape_format(&i->operands[0]->shape, false, from, sizeof from);
-  ir_shape_format(&i->shape, false, to, sizeof to);
+  ir_shape_format(&i->operands[0]->shape, laid, from, sizeof from);
+  ir_shape_format(&i->shape, laid, to, sizeof to);
   snprintf(msg, sizeof msg, "%s (%s %s -> %s) becomes a bitcast: %s, so it launches no kernel", i->name,
            ir_op_name(i->op), from, to, what);
   i->op = IR_OP_BITCAST;

@@ -161,7 +161,15 @@ static IrInstr *split_operand(Builder *b, IrInstr *op, int kd, int64_t split, in
     }
   }
   IrShape rs = ir_shape_array(&m->arena, s->type, n, nd);
-  return add(b, IR_OP_BITCAST, &rs, &op, 1, "bitcast"); /* row-major: a bitcast (XLA normalizes it to one) */
+  if (!ir_shape_default_layout(s)) {
+    /* an operand in a layout (a transposed weight layout-assignment made a bitcast): the split
+       dimension's two halves take its place in memory, so this is still a bitcast */
+    int major[IR_MAX_RANK], m2m[IR_MAX_RANK];
+    for (int k = 0; k < s->rank; k++) major[k] = s->minor_to_major[s->rank - 1 - k];
+    if (!simp_reshape_layout(s, major, &rs, m2m) || !rs.minor_to_major) return NULL;
+    memcpy(rs.minor_to_major, m2m, sizeof(int) * (size_t)rs.rank);
+  }
+  return add(b, IR_OP_BITCAST, &rs, &op, 1, "bitcast"); /* a bitcast (XLA normalizes it to one) */
 }
 
 static bool rewrite(IrInstr *dot, PassContext *cx, int sm, bool *changed) {

@@ -160,3 +160,37 @@ IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t
   }
   return r;
 }
+
+/* ShapeUtil::AlignLayouts, for one operand layout: the runs of dimensions of equal products. */
+bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m) {
+  int gi[IR_MAX_RANK + 1], gj[IR_MAX_RANK + 1], ng = 0, i = 0, j = 0;
+  while (i < in->rank || j < out->rank) {
+    if (i >= in->rank) return false; /* result dimensions made from nothing */
+    gi[ng] = i;
+    gj[ng] = j;
+    int64_t pi = in->dims[i++], pj = j < out->rank ? out->dims[j++] : 1;
+    while (pi != pj) {
+      if (pi < pj && i < in->rank) pi *= in->dims[i++];
+      else if (pj < pi && j < out->rank) pj *= out->dims[j++];
+      else return false;
+    }
+    ng++;
+  }
+  gi[ng] = i;
+  gj[ng] = j;
+  int pos[IR_MAX_RANK], major[IR_MAX_RANK], n = 0;
+  for (int k = 0; k < in->rank; k++) pos[in_major[k]] = k;
+  /* the groups in the operand's physical order */
+  for (int p = 0; p < in->rank;) {
+    int g = 0;
+    while (g < ng && gi[g] != in_major[p]) g++;
+    if (g == ng) return false; /* a group's first dimension is not where it begins in memory */
+    for (int d = gi[g]; d < gi[g + 1]; d++)
+      if (pos[d] != p + d - gi[g]) return false;
+    for (int d = gj[g]; d < gj[g + 1]; d++) major[n++] = d;
+    p += gi[g + 1] - gi[g];
+  }
+  if (n != out->rank) return false;
+  for (int k = 0; k < out->rank; k++) m2m[k] = major[out->rank - 1 - k];
+  return true;
+}

@@ -41,4 +41,11 @@ IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);
 
+/* The layout (minor_to_major, out->rank entries) that makes a reshape from `in` to `out` a bitcast
+ * when `in`'s elements lie in physical order in_major (its dimensions, major first): each run of
+ * input dimensions that becomes a run of output dimensions (equal products) must lie in memory
+ * together and in order, and the output's run takes its place (XLA's ShapeUtil::AlignLayouts).
+ * False when no layout does. */
+bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m);
+
 #endif

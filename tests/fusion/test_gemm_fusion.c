@@ -66,6 +66,18 @@ static const char *WEIGHT_GRAD =
     "  ROOT d = f32[192,192]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
     "}\n";
 
+/* The same contraction with b stored transposed and flattened for the matmul: layout-assignment
+ * makes b's transpose and reshape bitcasts (f32[6272,192]{0,1}), and the split stays a bitcast. */
+static const char *WEIGHT_GRAD_TRANSPOSED =
+    "HloModule grad_t\n"
+    "ENTRY main {\n"
+    "  a = f32[6272,192]{1,0} parameter(0)\n"
+    "  b0 = f32[192,32,196]{2,1,0} parameter(1)\n"
+    "  bt = f32[32,196,192]{2,1,0} transpose(b0), dimensions={1,2,0}\n"
+    "  b = f32[6272,192]{1,0} reshape(bt)\n"
+    "  ROOT d = f32[192,192]{1,0} dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+    "}\n";
+
 static const char *ATTN_VEC =
     "HloModule attn_vec\n"
     "ENTRY main {\n"
@@ -312,6 +324,24 @@ TEST(a_long_contraction_is_split_32_ways) {
   ir_module_free(m);
 }
 
+TEST(a_split_of_an_operand_in_a_layout_stays_a_bitcast) {
+  Seen s;
+  IrModule *m = run_to(WEIGHT_GRAD_TRANSPOSED, "h100", "splitk-rewriter", &s);
+  if (!m) return;
+  CHECK(m->entry->root->op == IR_OP_REDUCE && count_op(m->entry, IR_OP_TRANSPOSE) == 0);
+  const IrInstr *dot = m->entry->root->operands[0];
+  CHECK(dot->op == IR_OP_DOT && dot->noperands == 2);
+  if (dot->op == IR_OP_DOT && dot->noperands == 2) {
+    /* b is [6272,192]{0,1}: its split [32,196,192] keeps the 192 most major, {1,0,2} */
+    const IrShape *r = &dot->operands[1]->shape;
+    CHECK(dot->operands[1]->op == IR_OP_BITCAST && r->rank == 3 && r->dims[0] == 32 && r->dims[1] == 196);
+    CHECK(r->has_layout && r->minor_to_major[0] == 1 && r->minor_to_major[1] == 0 && r->minor_to_major[2] == 2);
+  }
+  CHECK_CONTAINS(s.last, "split 32 ways");
+  check_same_values(WEIGHT_GRAD_TRANSPOSED, m);
+  ir_module_free(m);
+}
+
 TEST(sorted_contracting_dimensions_need_no_transpose) {
   Seen s;
   IrModule *m = run_to(ATTN_VEC, "h100", "dot_decomposer", &s);
@@ -428,6 +458,7 @@ int main(void) {
   RUN(dense_layer_bias_and_relu_are_the_gemm_epilogue);
   RUN(no_triton_gemm_before_ampere);
   RUN(a_long_contraction_is_split_32_ways);
+  RUN(a_split_of_an_operand_in_a_layout_stays_a_bitcast);
   RUN(sorted_contracting_dimensions_need_no_transpose);
   RUN(vector_times_matrix_becomes_multiply_and_reduce);
   RUN(a_tiny_dot_stays_a_dot);

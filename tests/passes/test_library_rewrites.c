@@ -5,7 +5,9 @@
  * bias), dim_labels=b01f_o01i->b01f, custom_call_target="__cudnn$convBiasActivationForward"`, the
  * depthwise convolution's NCHW input transposed to NHWC and back), what they decide, and that the
  * rewritten module still computes what the original did (the interpreter runs the cuDNN calls).
- * And topk-specializer: the corpus' top-10 of 50,000 logits becomes XLA's __gpu$TopK call. */
+ * Layout-assignment's GEMM operands: a transposed weight only a GEMM reads becomes a bitcast
+ * ({0,1}, Gemma 3's MLP weights), one something else constrains still moves data. And
+ * topk-specializer: the corpus' top-10 of 50,000 logits becomes XLA's __gpu$TopK call. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +70,38 @@ static const char *LAYOUT_HINTS =
     "  s = bf16[12,64,128]{2,1,0} reshape(t)\n"
     "  u = bf16[1,12,64,128,1]{4,3,2,1,0} broadcast(s), dimensions={1,2,3}\n"
     "  ROOT e = bf16[1,12,64,128,1]{4,3,2,1,0} exponential(u)\n"
+    "}\n";
+
+/* Gemma 3's MLP weight as JAX reads it (`...F,NHF->...NH`): transposed and flattened for the
+ * matmul, and nothing else reads it. XLA's pre-fusion module: bitcast(w) : bf16[64,96]{0,1} into
+ * the GEMM fusion, no transpose. */
+static const char *TRANSPOSED_WEIGHT =
+    "HloModule mlp\n"
+    "ENTRY main {\n"
+    "  x = bf16[11,64]{1,0} parameter(0)\n"
+    "  w = bf16[2,48,64]{2,1,0} parameter(1)\n"
+    "  wt = bf16[64,2,48]{2,1,0} transpose(w), dimensions={2,0,1}\n"
+    "  wr = bf16[64,96]{1,0} reshape(wt)\n"
+    "  d = bf16[11,96]{1,0} dot(x, wr), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  ROOT e = bf16[11,96]{1,0} exponential(d)\n"
+    "}\n";
+
+/* Transposes a GEMM does not leave free: one an add also reads, one a batched dot reads
+ * (SetDotOperandLayout constrains a side with batch dimensions). */
+static const char *TRANSPOSE_NOT_FREE =
+    "HloModule notfree\n"
+    "ENTRY main {\n"
+    "  x = f32[11,64]{1,0} parameter(0)\n"
+    "  w = f32[96,64]{1,0} parameter(1)\n"
+    "  wt = f32[64,96]{1,0} transpose(w), dimensions={1,0}\n"
+    "  d = f32[11,96]{1,0} dot(x, wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  a = f32[64,96]{1,0} add(wt, wt)\n"
+    "  q = f32[2,8,16]{2,1,0} parameter(2)\n"
+    "  k = f32[2,8,16]{2,1,0} parameter(3)\n"
+    "  kt = f32[2,16,8]{2,1,0} transpose(k), dimensions={0,2,1}\n"
+    "  s = f32[2,8,8]{2,1,0} dot(q, kt), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+    "rhs_contracting_dims={1}\n"
+    "  ROOT r = (f32[11,96]{1,0}, f32[64,96]{1,0}, f32[2,8,8]{2,1,0}) tuple(d, a, s)\n"
     "}\n";
 
 /* The corpus' top-k (topk_logits_k10_1x50000_bf16), with the row length and k as parameters. */
@@ -318,6 +352,64 @@ TEST(layout_hints_are_dropped_and_reshapes_become_bitcasts) {
   ir_module_free(m);
 }
 
+static bool layout_is(const IrShape *s, const int *m2m) {
+  if (!s->has_layout) return false;
+  for (int k = 0; k < s->rank; k++)
+    if (s->minor_to_major[k] != m2m[k]) return false;
+  return true;
+}
+
+TEST(a_transposed_weight_only_a_gemm_reads_is_a_bitcast) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_passes(parse(TRANSPOSED_WEIGHT), "h100", passes, 2, &s);
+  if (!m) return;
+  IrInstr *wt = ir_computation_find_instr(m->entry, "wt"), *wr = ir_computation_find_instr(m->entry, "wr");
+  CHECK(wt && wr);
+  if (wt && wr) {
+    /* the layouts that leave w's bytes in place: wt [64,2,48] is w's [2,48,64] read with the 64
+       most minor, wr [64,96] the same bytes as {0,1} */
+    static const int wt_m2m[] = {0, 2, 1}, wr_m2m[] = {0, 1};
+    CHECK(wt->op == IR_OP_BITCAST && layout_is(&wt->shape, wt_m2m));
+    CHECK(wr->op == IR_OP_BITCAST && layout_is(&wr->shape, wr_m2m));
+  }
+  CHECK(count_op(m->entry, IR_OP_TRANSPOSE) == 0 && count_op(m->entry, IR_OP_COPY) == 0);
+  CHECK(s.accepted == 3); /* the layout, then each of the two bitcasts */
+  CHECK_CONTAINS(s.last, "becomes a bitcast");
+  check_same_values(TRANSPOSED_WEIGHT, m);
+  /* the GEMM fusion reads the weight through one bitcast outside it, as XLA's does */
+  static const char *const gemm[] = {"triton-gemm-rewriter", "hoist-fused-bitcasts"};
+  m = run_passes(m, "h100", gemm, 2, &s);
+  if (!m) return;
+  const IrInstr *f = m->entry->root;
+  const IrComputation *fc = f && f->op == IR_OP_FUSION ? ir_fused_computation(f) : NULL;
+  CHECK(fc != NULL && f->noperands == 2);
+  if (fc && f->noperands == 2) {
+    static const int kn[] = {0, 1};
+    const IrInstr *b = f->operands[1];
+    CHECK(b->op == IR_OP_BITCAST && strcmp(b->operands[0]->name, "w") == 0 && layout_is(&b->shape, kn));
+    CHECK(count_op(fc, IR_OP_BITCAST) == 0 && count_op(fc, IR_OP_TRANSPOSE) == 0 && count_op(fc, IR_OP_DOT) == 1);
+  }
+  check_same_values(TRANSPOSED_WEIGHT, m);
+  ir_module_free(m);
+}
+
+TEST(a_transpose_something_else_constrains_moves_data) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_passes(parse(TRANSPOSE_NOT_FREE), "h100", passes, 2, &s);
+  if (!m) return;
+  IrInstr *wt = ir_computation_find_instr(m->entry, "wt"), *kt = ir_computation_find_instr(m->entry, "kt");
+  CHECK(wt && kt);
+  if (wt && kt) {
+    CHECK(wt->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&wt->shape)); /* the add reads it too */
+    CHECK(kt->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&kt->shape)); /* a batched GEMM operand */
+  }
+  CHECK(s.accepted == 0);
+  check_same_values(TRANSPOSE_NOT_FREE, m);
+  ir_module_free(m);
+}
+
 TEST(small_topk_becomes_xlas_topk_kernel) {
   Seen s;
   static const char *const passes[] = {"topk-specializer"};
@@ -370,6 +462,8 @@ int main(void) {
   RUN(before_hopper_f32_convolutions_run_in_nchw);
   RUN(no_cudnn_on_the_host);
   RUN(layout_hints_are_dropped_and_reshapes_become_bitcasts);
+  RUN(a_transposed_weight_only_a_gemm_reads_is_a_bitcast);
+  RUN(a_transpose_something_else_constrains_moves_data);
   RUN(small_topk_becomes_xlas_topk_kernel);
   RUN(topk_xlas_kernel_cannot_take_stays_a_topk);
   return check_summary();
