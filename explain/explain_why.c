@@ -405,13 +405,16 @@ const char *explain_kernel_label(const PlanKernel *k, char *buf, size_t n) {
     snprintf(buf, n, "%s %s", library, what);
     return buf;
   }
+  if (k->kind == KERNEL_LIBRARY && i && plan_library_call(i, &library, &what)) {
+    /* a cuDNN or cuBLAS custom call, a Triton fusion (kernels.def) */
+    snprintf(buf, n, "%s %s", library, what);
+    return buf;
+  }
   if (k->kind == KERNEL_LIBRARY && i) {
     switch (i->op) {
     case IR_OP_CUSTOM_CALL: {
       const char *t = ir_attr_text(i, "custom_call_target");
       if (!t) return "custom call";
-      if (strstr(t, "cublas") || strstr(t, "gemm")) return "cuBLAS matmul";
-      if (strstr(t, "cudnn") && strstr(t, "conv")) return "cuDNN convolution";
       size_t len = strlen(t);
       if (len >= 2 && t[0] == '"' && t[len - 1] == '"') {
         t++;

@@ -710,9 +710,12 @@ bool explain_show_why_one(const ExplainOut *o, ExplainEngine *e, const char *nam
     else
       fprintf(o->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
     char lab[200];
-    if (kn && kn->instr == i && kn->nmembers <= 1 && kn->kind == KERNEL_LIBRARY)
-      fprintf(o->out, "  at stage %d (%s): its own library kernel, a %s\n", e->cur, pass,
-              explain_kernel_label(kn, lab, sizeof lab));
+    if (kn && kn->instr == i && kn->nmembers <= 1 && kn->kind == KERNEL_LIBRARY) {
+      explain_kernel_label(kn, lab, sizeof lab);
+      /* "an XLA top-k kernel", "a cuDNN convolution" */
+      fprintf(o->out, "  at stage %d (%s): its own library kernel, %s %s\n", e->cur, pass,
+              lab[0] && strchr("AEIOUaeiouX", lab[0]) ? "an" : "a", lab);
+    }
     else if (kn && kn->instr == i && kn->nmembers <= 1)
       fprintf(o->out, "  at stage %d (%s): its own %s kernel\n", e->cur, pass, plan_kernel_kind_name(kn->kind));
     else if (kn && kn->kind == KERNEL_CONTROL)

@@ -1563,6 +1563,11 @@ static bool instr_supported(const IrInstr *i, FxError *err, int depth) {
                                  IR_OP_RNG,     IR_OP_WHILE,   IR_OP_CALL,   IR_OP_CONDITIONAL, IR_OP_CUSTOM_CALL,
                                  IR_OP_FUSION,  IR_OP_COMPLEX, IR_OP_REAL,   IR_OP_IMAG,        IR_OP_TOPK,
                                  IR_OP_SELECT_AND_SCATTER, IR_OP_RNG_BIT_GENERATOR};
+  if (i->op == IR_OP_CUSTOM_CALL) { /* named by its target: __cudnn$convForward, __gpu$TopK, ... */
+    const char *t = ir_attr_text(i, "custom_call_target");
+    return fx_error_set(err, NULL, 0, 0, "%s: custom-call %s is not generated; it runs on the interpreter's implementation",
+                        i->name, t ? t : "(no target)");
+  }
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
     if (i->op == bad[k])
       return fx_error_set(err, NULL, 0, 0, "%s: %s is not generated; it runs on the interpreter's implementation", i->name,

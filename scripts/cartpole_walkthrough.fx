@@ -78,7 +78,7 @@ pipeline priority
 load scripts/cartpole.fx
 step all
 kernels
-why new_state
+why new_state state.130
 set device rtx2080ti
 pipeline classic
 

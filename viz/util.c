@@ -111,6 +111,7 @@ VizKernelKind viz_kernel_kind(const IrInstr *i) {
 const char *viz_library_name(const IrInstr *i, char *buf, size_t n) {
   const char *library, *what;
   if (plan_op_library(i->op, &library, &what)) return library;
+  if (plan_library_call(i, &library, &what)) return library; /* cuDNN, cuBLAS, Triton (kernels.def) */
   switch (i->op) {
     case IR_OP_CUSTOM_CALL: {
       const char *t = ir_attr_text(i, "custom_call_target");

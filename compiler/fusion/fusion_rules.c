@@ -140,6 +140,11 @@ const char *fusion_library_name(const IrInstr *i, char *buf, size_t n) {
   case IR_OP_RNG_GET_AND_UPDATE_STATE: snprintf(buf, n, "the cuRAND random-number kernel"); break;
   case IR_OP_SORT: snprintf(buf, n, "a library sort kernel"); break;
   case IR_OP_CUSTOM_CALL: {
+    const char *library, *what;
+    if (plan_library_call(i, &library, &what)) { /* cuDNN, cuBLAS (kernels.def) */
+      snprintf(buf, n, "a %s %s call", library, what);
+      break;
+    }
     const char *t = ir_attr_text(i, "custom_call_target");
     if (!t) t = "?";
     size_t len = strlen(t);

@@ -76,6 +76,21 @@ static const Pass *const registry[] = {
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
+    /* XLA:GPU's library and layout rewrites (priority pipeline) */
+    &pass_dot_dimension_sorter,
+    &pass_dot_decomposer,
+    &pass_topk_specializer,
+    &pass_dot_strength_reduction,
+    &pass_dot_merger,
+    &pass_transpose_folding,
+    &pass_conv_rewriter,
+    &pass_cudnn_fused_conv,
+    &pass_layout_assignment,
+    &pass_layout_normalization,
+    &pass_gemv_rewriter,
+    &pass_splitk_rewriter,
+    &pass_gemm_fusion,
+    &pass_hoist_fused_bitcasts,
     /* fusion (the duplicating instruction-fusion run shares its name: pipelines only) */
     &pass_instruction_fusion,
     &pass_fusion_merger,
@@ -127,14 +142,29 @@ static const Pass *const classic_passes[] = {
 
 /* priority: XLA GPU since 2024. */
 static const Pass *const priority_passes[] = {
-    /* simplification */
+    /* simplification (XLA canonicalizes dots first) */
     &pass_call_inliner,
+    &pass_dot_dimension_sorter,
+    &pass_dot_decomposer,
+    &pass_topk_specializer,
+    &pass_dot_strength_reduction,
     &pass_algsimp_current,
     &pass_constant_folding,
     &pass_while_simplifier,
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
+    /* XLA:GPU's library and layout rewrites: merged dots, cuDNN convolutions, layouts, bitcasts, Triton GEMMs */
+    &pass_dot_merger,
+    &pass_transpose_folding,
+    &pass_conv_rewriter,
+    &pass_cudnn_fused_conv,
+    &pass_layout_assignment,
+    &pass_layout_normalization,
+    &pass_gemv_rewriter,
+    &pass_splitk_rewriter,
+    &pass_gemm_fusion,
+    &pass_hoist_fused_bitcasts,
     /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,

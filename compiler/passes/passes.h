@@ -18,6 +18,22 @@ extern const Pass pass_constant_folding; /* pass_constant_folding.c: operations 
 extern const Pass pass_while_simplifier; /* pass_while_simplifier.c: dead loop state, zero-trip loops */
 extern const Pass pass_call_inliner;     /* pass_call_inliner.c: call -> the callee's instructions */
 
+/* XLA:GPU's library and layout rewrites before fusion (priority pipeline) */
+extern const Pass pass_dot_dimension_sorter;   /* pass_dot_dimension_sorter.c: contracting dims in order */
+extern const Pass pass_dot_decomposer;         /* pass_dot_decomposer.c: einsum dots -> matrix multiplications */
+extern const Pass pass_topk_specializer;       /* pass_topk_specializer.c: small topk -> __gpu$TopK */
+extern const Pass pass_dot_strength_reduction; /* pass_dot_strength_reduction.c: vector dots -> multiply + reduce */
+extern const Pass pass_dot_merger;             /* pass_dot_merger.c: dots sharing an operand -> one GEMM */
+extern const Pass pass_transpose_folding;      /* pass_transpose_folding.c: transposes into the dots they feed */
+extern const Pass pass_conv_rewriter;    /* pass_conv_rewriter.c: convolution -> __cudnn$convForward */
+extern const Pass pass_cudnn_fused_conv; /* pass_cudnn_fused_conv.c: scale, bias, side input, ReLU into the cuDNN call */
+extern const Pass pass_layout_assignment;    /* pass_layout_assignment.c: default layouts, cuDNN's NHWC/NCHW */
+extern const Pass pass_layout_normalization; /* pass_layout_normalization.c: physical order, bitcasts */
+extern const Pass pass_gemv_rewriter;         /* pass_gemv_rewriter.c: matrix-vector dots get a size-1 dimension */
+extern const Pass pass_splitk_rewriter;       /* pass_splitk_rewriter.c: long contractions split into a batch + reduce */
+extern const Pass pass_gemm_fusion;          /* ../fusion/pass_gemm_fusion.c: dots -> Triton GEMM fusions */
+extern const Pass pass_hoist_fused_bitcasts; /* ../fusion/pass_hoist_fused_bitcasts.c: their bitcasts out */
+
 /* fusion */
 extern const Pass pass_instruction_fusion;     /* pass_instruction_fusion.c: no duplication */
 extern const Pass pass_instruction_fusion_dup; /* pass_instruction_fusion.c: with duplication */

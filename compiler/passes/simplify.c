@@ -19,7 +19,8 @@ bool simp_is_pure(const IrInstr *i) {
   case IR_CAT_LIBRARY:
     /* dot, convolution, sort, fft... are pure; rng draws and custom calls may not be. */
     return i->op == IR_OP_DOT || i->op == IR_OP_CONVOLUTION || i->op == IR_OP_SORT || i->op == IR_OP_FFT ||
-           i->op == IR_OP_TOPK || i->op == IR_OP_CHOLESKY || i->op == IR_OP_TRIANGULAR_SOLVE;
+           i->op == IR_OP_TOPK || i->op == IR_OP_CHOLESKY || i->op == IR_OP_TRIANGULAR_SOLVE ||
+           plan_custom_call(i) != PLAN_CC_NONE; /* cuDNN and cuBLAS calls (kernels.def) */
   default:
     return false;
   }
@@ -128,4 +129,68 @@ int simp_callers(const IrModule *m, const IrComputation *c) {
     }
   }
   return n;
+}
+
+IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t, const char *base) {
+  IrComputation *r = ir_computation_new(m, ir_module_series_name(m, base, true));
+  if (!r) return NULL;
+  r->has_signature = true;
+  IrShape s = ir_shape_scalar(t);
+  IrInstr *p0 = ir_instr_new(r, IR_OP_PARAMETER, &s, NULL, 0, ir_module_series_name(m, "scalar_lhs", false));
+  IrInstr *p1 = p0 ? ir_instr_new(r, IR_OP_PARAMETER, &s, NULL, 0, ir_module_series_name(m, "scalar_rhs", false)) : NULL;
+  IrInstr *both[2] = {p0, p1};
+  IrInstr *sum = p1 ? ir_instr_new(r, IR_OP_ADD, &s, both, 2, ir_module_series_name(m, "add", false)) : NULL;
+  r->params = arena_alloc(&m->arena, sizeof(IrInstr *) * 2);
+  if (!sum || !r->params) return NULL;
+  p0->param_number = 0;
+  p1->param_number = 1;
+  r->params[0] = p0;
+  r->params[1] = p1;
+  r->nparams = 2;
+  ir_set_root(r, sum);
+  /* callees before callers */
+  int from = -1, to = -1;
+  for (int k = 0; k < m->ncomps; k++) {
+    if (m->comps[k] == r) from = k;
+    if (m->comps[k] == caller) to = k;
+  }
+  if (from > to && to >= 0) {
+    memmove(&m->comps[to + 1], &m->comps[to], sizeof(IrComputation *) * (size_t)(from - to));
+    m->comps[to] = r;
+  }
+  return r;
+}
+
+/* ShapeUtil::AlignLayouts, for one operand layout: the runs of dimensions of equal products. */
+bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m) {
+  int gi[IR_MAX_RANK + 1], gj[IR_MAX_RANK + 1], ng = 0, i = 0, j = 0;
+  while (i < in->rank || j < out->rank) {
+    if (i >= in->rank) return false; /* result dimensions made from nothing */
+    gi[ng] = i;
+    gj[ng] = j;
+    int64_t pi = in->dims[i++], pj = j < out->rank ? out->dims[j++] : 1;
+    while (pi != pj) {
+      if (pi < pj && i < in->rank) pi *= in->dims[i++];
+      else if (pj < pi && j < out->rank) pj *= out->dims[j++];
+      else return false;
+    }
+    ng++;
+  }
+  gi[ng] = i;
+  gj[ng] = j;
+  int pos[IR_MAX_RANK], major[IR_MAX_RANK], n = 0;
+  for (int k = 0; k < in->rank; k++) pos[in_major[k]] = k;
+  /* the groups in the operand's physical order */
+  for (int p = 0; p < in->rank;) {
+    int g = 0;
+    while (g < ng && gi[g] != in_major[p]) g++;
+    if (g == ng) return false; /* a group's first dimension is not where it begins in memory */
+    for (int d = gi[g]; d < gi[g + 1]; d++)
+      if (pos[d] != p + d - gi[g]) return false;
+    for (int d = gj[g]; d < gj[g + 1]; d++) major[n++] = d;
+    p += gi[g + 1] - gi[g];
+  }
+  if (n != out->rank) return false;
+  for (int k = 0; k < out->rank; k++) m2m[k] = major[out->rank - 1 - k];
+  return true;
 }

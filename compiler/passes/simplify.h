@@ -33,7 +33,19 @@ const char *simp_describe(const IrInstr *i, char *buf, size_t n);
 /* True for computations that are the body of a fusion (passes before fusion leave them alone). */
 bool simp_is_fused_computation(const IrComputation *c);
 
+/* A new reducer computation `base`(.N) adding two scalars of type t, placed before `caller` in
+ * m's computation order (callees first), as XLA's passes make them (CreateScalarAddComputation,
+ * MakeReduceHlo). NULL when out of memory. */
+IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t, const char *base);
+
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);
+
+/* The layout (minor_to_major, out->rank entries) that makes a reshape from `in` to `out` a bitcast
+ * when `in`'s elements lie in physical order in_major (its dimensions, major first): each run of
+ * input dimensions that becomes a run of output dimensions (equal products) must lie in memory
+ * together and in order, and the output's run takes its place (XLA's ShapeUtil::AlignLayouts).
+ * False when no layout does. */
+bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m);
 
 #endif

@@ -22,6 +22,7 @@
  * writes only the update). Time per launch = max(bytes / bandwidth, flops / peak) + launch
  * overhead. The plan points into the module: free it before the module. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,136 @@ bool plan_op_library(IrOpcode op, const char **library, const char **what) {
 #undef LIBRARY
   default: return false;
   }
+}
+
+static const struct {
+  const char *target, *library, *what;
+} custom_calls[PLAN_CC_COUNT] = {
+#define KIND(NAME, name, xla)
+#define LIBRARY(OP, library, what)
+#define CUSTOM_CALL(NAME, target, library, what) [PLAN_CC_##NAME] = {target, library, what},
+#include "kernels.def"
+#undef KIND
+#undef LIBRARY
+#undef CUSTOM_CALL
+};
+
+static const struct {
+  const char *kind, *library, *what;
+} fusion_backends[PLAN_FB_COUNT] = {
+#define KIND(NAME, name, xla)
+#define LIBRARY(OP, library, what)
+#define FUSION_BACKEND(NAME, kind, library, what) [PLAN_FB_##NAME] = {kind, library, what},
+#include "kernels.def"
+#undef KIND
+#undef LIBRARY
+#undef FUSION_BACKEND
+};
+
+/* Whether text (an attribute's value, quoted or not) is exactly s. */
+static bool text_is(const char *text, const char *s) {
+  size_t n = strlen(text), m = strlen(s);
+  if (n == m + 2 && text[0] == '"' && text[n - 1] == '"') return strncmp(text + 1, s, m) == 0;
+  return n == m && strcmp(text, s) == 0;
+}
+
+PlanCustomCall plan_custom_call(const IrInstr *i) {
+  if (!i || i->op != IR_OP_CUSTOM_CALL) return PLAN_CC_NONE;
+  const char *t = ir_attr_text(i, "custom_call_target");
+  for (int k = 1; t && k < PLAN_CC_COUNT; k++)
+    if (text_is(t, custom_calls[k].target)) return (PlanCustomCall)k;
+  return PLAN_CC_NONE;
+}
+
+const char *plan_custom_call_target(PlanCustomCall c) {
+  return c > PLAN_CC_NONE && c < PLAN_CC_COUNT ? custom_calls[c].target : NULL;
+}
+
+PlanFusionBackend plan_fusion_backend(const IrInstr *i) {
+  if (!i || i->op != IR_OP_FUSION) return PLAN_FB_NONE;
+  const char *bc = ir_attr_text(i, "backend_config");
+  const char *at = bc ? strstr(bc, "\"fusion_backend_config\"") : NULL;
+  const char *kind = at ? strstr(at, "\"kind\":\"") : NULL;
+  if (!kind) return PLAN_FB_NONE;
+  kind += strlen("\"kind\":\"");
+  for (int k = 1; k < PLAN_FB_COUNT; k++) {
+    size_t n = strlen(fusion_backends[k].kind);
+    if (strncmp(kind, fusion_backends[k].kind, n) == 0 && kind[n] == '"') return (PlanFusionBackend)k;
+  }
+  return PLAN_FB_NONE;
+}
+
+const char *plan_fusion_backend_kind(PlanFusionBackend b) {
+  return b > PLAN_FB_NONE && b < PLAN_FB_COUNT ? fusion_backends[b].kind : NULL;
+}
+
+bool plan_library_call(const IrInstr *i, const char **library, const char **what) {
+  PlanCustomCall c = plan_custom_call(i);
+  if (c != PLAN_CC_NONE) {
+    *library = custom_calls[c].library;
+    *what = custom_calls[c].what;
+    return true;
+  }
+  PlanFusionBackend b = plan_fusion_backend(i);
+  if (b != PLAN_FB_NONE) {
+    *library = fusion_backends[b].library;
+    *what = fusion_backends[b].what;
+    return true;
+  }
+  return false;
+}
+
+/* The number after "key": in a JSON text, or false. */
+static bool json_number(const char *text, const char *key, double *v) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *at = strstr(text, pat);
+  if (!at) return false;
+  char *end;
+  double x = strtod(at + strlen(pat), &end);
+  if (end == at + strlen(pat)) return false;
+  *v = x;
+  return true;
+}
+
+bool plan_conv_config(const IrInstr *i, PlanConvConfig *c) {
+  memset(c, 0, sizeof *c);
+  snprintf(c->activation, sizeof c->activation, "kNone");
+  c->conv_result_scale = 1;
+  PlanCustomCall cc = plan_custom_call(i);
+  if (cc != PLAN_CC_CUDNN_CONV && cc != PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION) return false;
+  const char *bc = ir_attr_text(i, "backend_config");
+  const char *cfg = bc ? strstr(bc, "\"cudnn_conv_backend_config\"") : NULL;
+  if (!cfg) return true;
+  const char *act = strstr(cfg, "\"activation_mode\":\"");
+  if (act) {
+    act += strlen("\"activation_mode\":\"");
+    size_t n = strcspn(act, "\"");
+    snprintf(c->activation, sizeof c->activation, "%.*s", (int)(n < 23 ? n : 23), act);
+  }
+  json_number(cfg, "conv_result_scale", &c->conv_result_scale);
+  json_number(cfg, "side_input_scale", &c->side_input_scale);
+  json_number(cfg, "leakyrelu_alpha", &c->leakyrelu_alpha);
+  static const char *const known[] = {"kNone", "kRelu", "kRelu6", "kElu", "kLeakyRelu", "kSigmoid", "kTanh"};
+  for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+    if (strcmp(c->activation, known[k]) == 0) return true;
+  return false;
+}
+
+/* The shortest of %.15g and %.17g that reads back as v. */
+static const char *shortest(double v, char *buf, size_t n) {
+  snprintf(buf, n, "%.15g", v);
+  if (strtod(buf, NULL) != v) snprintf(buf, n, "%.17g", v);
+  return buf;
+}
+
+void plan_conv_config_format(const PlanConvConfig *c, char *buf, size_t n) {
+  char a[32], b[32], d[32];
+  snprintf(buf, n,
+           "{\"cudnn_conv_backend_config\":{\"activation_mode\":\"%s\",\"conv_result_scale\":%s,"
+           "\"side_input_scale\":%s,\"leakyrelu_alpha\":%s}}",
+           c->activation, shortest(c->conv_result_scale, a, sizeof a), shortest(c->side_input_scale, b, sizeof b),
+           shortest(c->leakyrelu_alpha, d, sizeof d));
 }
 
 /* ---------- what launches what ---------- */
@@ -196,14 +327,21 @@ double plan_instr_flops(const IrInstr *i) {
           k *= (double)i->operands[0]->shape.dims[dd.lhs_contract[c]];
     return 2.0 * elems(&i->shape) * k;
   }
+  case IR_OP_CUSTOM_CALL:
+    /* cuDNN's convolutions (conv-rewriter's custom calls): the convolution's flops, on the
+       result, the first element of their (result, scratch) tuple */
+    if (plan_custom_call(i) != PLAN_CC_CUDNN_CONV && plan_custom_call(i) != PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION)
+      return 0;
+    /* fall through */
   case IR_OP_CONVOLUTION: {
     if (i->noperands < 2 || !i->operands[1]) return 0;
     const IrShape *ks = &i->operands[1]->shape;
+    const IrShape *rs = i->shape.type == IR_TUPLE && i->shape.ntuple > 0 ? &i->shape.tuple[0] : &i->shape;
     IrConvDims cd;
     int o = ir_conv_dims(i, &cd, NULL, 0) ? cd.k_out : ks->rank - 1;
     double out_features = ks->rank > 0 && o >= 0 ? (double)ks->dims[o] : 1;
     if (out_features <= 0) return 0;
-    return 2.0 * elems(&i->shape) * elems(ks) / out_features;
+    return 2.0 * elems(rs) * elems(ks) / out_features;
   }
   case IR_OP_REDUCE: {
     double in = 0;

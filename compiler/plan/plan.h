@@ -36,6 +36,58 @@ bool plan_op_library(IrOpcode op, const char **library, const char **what);
  * call and conditional, which run their computations). */
 bool plan_instr_kernel(const IrInstr *i, KernelKind *kind);
 
+/* The custom-call targets XLA:GPU's library rewriters make (kernels.def's CUSTOM_CALL lines):
+ * PLAN_CC_NONE for any other instruction. */
+typedef enum {
+  PLAN_CC_NONE,
+#define KIND(NAME, name, xla)
+#define LIBRARY(OP, library, what)
+#define CUSTOM_CALL(NAME, target, library, what) PLAN_CC_##NAME,
+#include "kernels.def"
+#undef KIND
+#undef LIBRARY
+#undef CUSTOM_CALL
+  PLAN_CC_COUNT
+} PlanCustomCall;
+/* Which known target custom-call i calls (PLAN_CC_NONE for another target or another op). */
+PlanCustomCall plan_custom_call(const IrInstr *i);
+/* The target's spelling ("__cudnn$convForward", without quotes); NULL for PLAN_CC_NONE. */
+const char *plan_custom_call_target(PlanCustomCall c);
+/* The backend kinds of kCustom fusions (kernels.def's FUSION_BACKEND lines). */
+typedef enum {
+  PLAN_FB_NONE,
+#define KIND(NAME, name, xla)
+#define LIBRARY(OP, library, what)
+#define FUSION_BACKEND(NAME, kind, library, what) PLAN_FB_##NAME,
+#include "kernels.def"
+#undef KIND
+#undef LIBRARY
+#undef FUSION_BACKEND
+  PLAN_FB_COUNT
+} PlanFusionBackend;
+/* The backend kind of fusion i (its backend_config's fusion_backend_config kind); PLAN_FB_NONE
+ * for another kind, no kind, or another op. */
+PlanFusionBackend plan_fusion_backend(const IrInstr *i);
+/* The kind's spelling ("__triton_gemm"); NULL for PLAN_FB_NONE. */
+const char *plan_fusion_backend_kind(PlanFusionBackend b);
+/* A cuDNN convolution call's backend_config (cudnn_conv_backend_config): the activation applied
+ * after the bias ("kNone", "kRelu", ...), the scale of the convolution's result and of the side
+ * input (operand 3), and LeakyReLU's slope. cuDNN computes
+ *   activation(conv_result_scale * conv(input, filter) + side_input_scale * side_input + bias). */
+typedef struct {
+  char activation[24];
+  double conv_result_scale, side_input_scale, leakyrelu_alpha;
+} PlanConvConfig;
+/* Reads i's config (absent fields keep the defaults kNone, 1, 0, 0); false when i is not a cuDNN
+ * convolution call or its activation is not one fxplain knows. */
+bool plan_conv_config(const IrInstr *i, PlanConvConfig *c);
+/* The backend_config text for c. */
+void plan_conv_config_format(const PlanConvConfig *c, char *buf, size_t n);
+
+/* The library a known custom call or kCustom fusion runs in and what it does there ("cuDNN",
+ * "convolution"; "Triton", "GEMM"); false for anything else. */
+bool plan_library_call(const IrInstr *i, const char **library, const char **what);
+
 typedef struct {
   const char *name;        /* the instruction that is the kernel (fusion or op) */
   IrInstr *instr;

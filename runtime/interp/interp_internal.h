@@ -101,6 +101,8 @@ bool rt_op_batch_norm_training(RtExec *x, const IrInstr *i, RtTensor **ops, RtTe
 bool rt_op_batch_norm_grad(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+/* __cudnn$convForward / __cudnn$convBiasActivationForward (kernels.def): n operands. */
+bool rt_op_cudnn_conv(RtExec *x, const IrInstr *i, RtTensor **ops, int n, RtTensor **out, FxError *err);
 /* interp_contract.c: dot and convolution with a real (non-complex) float result and real
  * operands, the same sums as the generic loops, laid out for speed. A dot is seen as
  * [nb][m][k] x [nb][n][k] -> [nb][m][n]: the left operand's element (b, i, c) sits at

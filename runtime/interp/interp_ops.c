@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "interp_internal.h"
+#include "../../compiler/plan/plan.h"
 
 static bool instr_error(const IrInstr *i, FxError *err, const char *msg) {
   return fx_error_set(err, i->loc.file, i->loc.line, i->loc.col, "%s: %s", i->name, msg);
@@ -958,7 +959,10 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
   ir_attr_int(i, "feature_group_count", &fgc);
   ir_attr_int(i, "batch_group_count", &bgc);
   if (fgc < 1 || bgc < 1) return instr_error(i, err, "convolution group counts must be positive");
-  RtTensor *r = out_tensor(i, err);
+  /* a cuDNN call (conv-rewriter's custom call) returns (result, scratch): the result is the first */
+  const IrShape *rs = i->shape.type == IR_TUPLE && i->shape.ntuple > 0 ? &i->shape.tuple[0] : &i->shape;
+  if (!ir_shape_is_array(rs)) return instr_error(i, err, "expected an array shape");
+  RtTensor *r = rt_tensor_new(rs->type, rs->rank, rs->dims, err);
   if (!r) return false;
   int64_t ist[IR_MAX_RANK], kst[IR_MAX_RANK], oidx[IR_MAX_RANK] = {0};
   rt_strides(in->rank, in->dims, ist);
@@ -1016,6 +1020,66 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
   }
   *out = r;
   return true;
+}
+
+/* cuDNN's forward convolution as XLA calls it (__cudnn$convForward and
+ * __cudnn$convBiasActivationForward, made by conv-rewriter and cudnn-fused-convolution-rewriter):
+ * activation(conv_result_scale * conv(input, filter) + side_input_scale * side_input + bias), each
+ * step rounded to the result's type as the instructions it replaced rounded it, and a tuple of
+ * the result and the (empty) scratch buffer. */
+bool rt_op_cudnn_conv(RtExec *x, const IrInstr *i, RtTensor **ops, int n, RtTensor **out, FxError *err) {
+  PlanConvConfig c;
+  if (!plan_conv_config(i, &c)) return instr_error(i, err, "the cuDNN convolution's activation is not one fxplain runs");
+  if (n < 2 || n > 4 || i->shape.type != IR_TUPLE || i->shape.ntuple != 2)
+    return instr_error(i, err, "a cuDNN convolution takes input, filter, bias and side input and returns (result, scratch)");
+  IrConvDims L;
+  char why[600];
+  if (!ir_conv_dims(i, &L, why, sizeof why)) return instr_error(i, err, why);
+  RtTensor *r = NULL;
+  if (!rt_op_convolution(x, i, ops, &r, err)) return false;
+  IrType t = r->type;
+  int64_t st[IR_MAX_RANK], features = r->dims[L.out_feature];
+  rt_strides(r->rank, r->dims, st);
+  if (n >= 3 && ops[2]->count != features) {
+    rt_tensor_unref(r);
+    return instr_error(i, err, "the bias of a cuDNN convolution has one value per output feature");
+  }
+  if (n == 4 && ops[3]->count != r->count) {
+    rt_tensor_unref(r);
+    return instr_error(i, err, "the side input of a cuDNN convolution has the result's shape");
+  }
+  bool relu = strcmp(c.activation, "kRelu") == 0, none = strcmp(c.activation, "kNone") == 0;
+  if (!relu && !none) {
+    rt_tensor_unref(r);
+    return instr_error(i, err, "the cuDNN convolution's activation needs cuDNN's runtime fusion, which fxplain does not run");
+  }
+  for (int64_t e = 0; n > 2 && e < r->count; e++) {
+    RtVal v = rt_val_load(r, e);
+    if (c.conv_result_scale != 1) v.f = rt_val_norm(t, (RtVal){.f = v.f * c.conv_result_scale}).f;
+    if (n == 4 && c.side_input_scale != 0) {
+      RtVal s = rt_val_load(ops[3], e);
+      v.f = rt_val_norm(t, (RtVal){.f = v.f + rt_val_norm(t, (RtVal){.f = s.f * c.side_input_scale}).f}).f;
+    }
+    RtVal b = rt_val_load(ops[2], (e / st[L.out_feature]) % features);
+    v.f = rt_val_norm(t, (RtVal){.f = v.f + b.f}).f;
+    if (relu && v.f < 0) v.f = 0;
+    rt_val_store(r, e, v);
+  }
+  if (n == 2 && relu)
+    for (int64_t e = 0; e < r->count; e++) {
+      RtVal v = rt_val_load(r, e);
+      if (v.f < 0) rt_val_store(r, e, (RtVal){.f = 0});
+    }
+  RtTensor *scratch = rt_tensor_for_shape(&i->shape.tuple[1], err);
+  if (!scratch) {
+    rt_tensor_unref(r);
+    return false;
+  }
+  RtTensor *parts[2] = {r, scratch};
+  *out = rt_tensor_tuple(parts, 2, err);
+  rt_tensor_unref(r);
+  rt_tensor_unref(scratch);
+  return *out != NULL;
 }
 
 /* ---------- gather and scatter ---------- */
@@ -1260,7 +1324,11 @@ bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxE
   (void)x;
   RtTensor *a = ops[0];
   int64_t kk = 0;
-  if (!ir_attr_int(i, "k", &kk) || a->rank < 1 || kk < 0 || kk > a->dims[a->rank - 1] || i->shape.type != IR_TUPLE ||
+  /* XLA's __gpu$TopK call (topk-specializer) has no k=: its values' last dimension is k */
+  bool call = i->op == IR_OP_CUSTOM_CALL && i->shape.type == IR_TUPLE && i->shape.ntuple == 2 &&
+              i->shape.tuple[0].rank == a->rank && a->rank >= 1;
+  if (call) kk = i->shape.tuple[0].dims[a->rank - 1];
+  if ((!call && !ir_attr_int(i, "k", &kk)) || a->rank < 1 || kk < 0 || kk > a->dims[a->rank - 1] || i->shape.type != IR_TUPLE ||
       i->shape.ntuple != 2)
     return instr_error(i, err, "topk needs k= no larger than the last dimension and a (values, indices) result");
   const char *lg = ir_attr_text(i, "largest");

@@ -1,0 +1,470 @@
+/* test_library_rewrites.c — the XLA:GPU library and layout rewrites of the priority pipeline
+ * (conv-rewriter, cudnn-fused-convolution-rewriter, layout-assignment, layout-normalization): the
+ * HLO each pass gets, what it must produce (the shapes of XLA's own pre-fusion modules, jaxlib
+ * 0.10.2, h100: resnet50's `(f32[1,112,112,64], u8[0]) custom-call(data, transpose(filter),
+ * bias), dim_labels=b01f_o01i->b01f, custom_call_target="__cudnn$convBiasActivationForward"`, the
+ * depthwise convolution's NCHW input transposed to NHWC and back), what they decide, and that the
+ * rewritten module still computes what the original did (the interpreter runs the cuDNN calls).
+ * Layout-assignment's GEMM operands: a transposed weight only a GEMM reads becomes a bitcast
+ * ({0,1}, Gemma 3's MLP weights), one something else constrains still moves data. And
+ * topk-specializer: the corpus' top-10 of 50,000 logits becomes XLA's __gpu$TopK call. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
+#include "../../compiler/plan/plan.h"
+#include "../../runtime/runtime.h"
+
+/* A ResNet block's convolution as JAX writes it: a zero pad, the convolution (NHWC input, HWIO
+ * filter), the bias broadcast through size-1 reshapes, then a ReLU. */
+static const char *CONV_BIAS_RELU =
+    "HloModule block\n"
+    "ENTRY main {\n"
+    "  x = f32[1,6,6,3]{3,2,1,0} parameter(0)\n"
+    "  k = f32[3,3,3,4]{3,2,1,0} parameter(1)\n"
+    "  b = f32[4]{0} parameter(2)\n"
+    "  zero = f32[] constant(0)\n"
+    "  padded = f32[1,8,8,3]{3,2,1,0} pad(x, zero), padding=0_0x1_1x1_1x0_0\n"
+    "  conv = f32[1,6,6,4]{3,2,1,0} convolution(padded, k), window={size=3x3}, dim_labels=b01f_01io->b01f\n"
+    "  b4 = f32[1,1,1,4]{3,2,1,0} reshape(b)\n"
+    "  b2 = f32[1,4]{1,0} reshape(b4)\n"
+    "  bb = f32[1,6,6,4]{3,2,1,0} broadcast(b2), dimensions={0,3}\n"
+    "  biased = f32[1,6,6,4]{3,2,1,0} add(conv, bb)\n"
+    "  zeros = f32[1,6,6,4]{3,2,1,0} broadcast(zero), dimensions={}\n"
+    "  ROOT relu = f32[1,6,6,4]{3,2,1,0} maximum(biased, zeros)\n"
+    "}\n";
+
+/* The corpus' depthwise convolution, smaller: bf16, NCHW, a constant filter. */
+static const char *DEPTHWISE =
+    "HloModule dw\n"
+    "ENTRY main {\n"
+    "  x = bf16[1,8,5,5]{3,2,1,0} parameter(0)\n"
+    "  c = bf16[] constant(0.125)\n"
+    "  w = bf16[8,1,3,3]{3,2,1,0} broadcast(c), dimensions={}\n"
+    "  ROOT conv = bf16[1,8,5,5]{3,2,1,0} convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, "
+    "feature_group_count=8\n"
+    "}\n";
+
+/* A residual add onto the convolution (a side input) and a scale by a constant. */
+static const char *SIDE_INPUT =
+    "HloModule side\n"
+    "ENTRY main {\n"
+    "  x = f32[2,4,4,3]{3,2,1,0} parameter(0)\n"
+    "  k = f32[1,1,3,3]{3,2,1,0} parameter(1)\n"
+    "  r = f32[2,4,4,3]{3,2,1,0} parameter(2)\n"
+    "  conv = f32[2,4,4,3]{3,2,1,0} convolution(x, k), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+    "  half = f32[] constant(0.5)\n"
+    "  hb = f32[2,4,4,3]{3,2,1,0} broadcast(half), dimensions={}\n"
+    "  scaled = f32[2,4,4,3]{3,2,1,0} multiply(conv, hb)\n"
+    "  ROOT sum = f32[2,4,4,3]{3,2,1,0} add(scaled, r)\n"
+    "}\n";
+
+/* What JAX writes around a matmul: a transpose whose layout makes it a relabelling, and reshapes. */
+static const char *LAYOUT_HINTS =
+    "HloModule hints\n"
+    "ENTRY main {\n"
+    "  k = bf16[1,12,128,64]{3,2,1,0} parameter(0)\n"
+    "  t = bf16[1,12,64,128]{2,3,1,0} transpose(k), dimensions={0,1,3,2}\n"
+    "  s = bf16[12,64,128]{2,1,0} reshape(t)\n"
+    "  u = bf16[1,12,64,128,1]{4,3,2,1,0} broadcast(s), dimensions={1,2,3}\n"
+    "  ROOT e = bf16[1,12,64,128,1]{4,3,2,1,0} exponential(u)\n"
+    "}\n";
+
+/* Gemma 3's MLP weight as JAX reads it (`...F,NHF->...NH`): transposed and flattened for the
+ * matmul, and nothing else reads it. XLA's pre-fusion module: bitcast(w) : bf16[64,96]{0,1} into
+ * the GEMM fusion, no transpose. */
+static const char *TRANSPOSED_WEIGHT =
+    "HloModule mlp\n"
+    "ENTRY main {\n"
+    "  x = bf16[11,64]{1,0} parameter(0)\n"
+    "  w = bf16[2,48,64]{2,1,0} parameter(1)\n"
+    "  wt = bf16[64,2,48]{2,1,0} transpose(w), dimensions={2,0,1}\n"
+    "  wr = bf16[64,96]{1,0} reshape(wt)\n"
+    "  d = bf16[11,96]{1,0} dot(x, wr), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  ROOT e = bf16[11,96]{1,0} exponential(d)\n"
+    "}\n";
+
+/* Transposes a GEMM does not leave free: one an add also reads, one a batched dot reads
+ * (SetDotOperandLayout constrains a side with batch dimensions). */
+static const char *TRANSPOSE_NOT_FREE =
+    "HloModule notfree\n"
+    "ENTRY main {\n"
+    "  x = f32[11,64]{1,0} parameter(0)\n"
+    "  w = f32[96,64]{1,0} parameter(1)\n"
+    "  wt = f32[64,96]{1,0} transpose(w), dimensions={1,0}\n"
+    "  d = f32[11,96]{1,0} dot(x, wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  a = f32[64,96]{1,0} add(wt, wt)\n"
+    "  q = f32[2,8,16]{2,1,0} parameter(2)\n"
+    "  k = f32[2,8,16]{2,1,0} parameter(3)\n"
+    "  kt = f32[2,16,8]{2,1,0} transpose(k), dimensions={0,2,1}\n"
+    "  s = f32[2,8,8]{2,1,0} dot(q, kt), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+    "rhs_contracting_dims={1}\n"
+    "  ROOT r = (f32[11,96]{1,0}, f32[64,96]{1,0}, f32[2,8,8]{2,1,0}) tuple(d, a, s)\n"
+    "}\n";
+
+/* The corpus' top-k (topk_logits_k10_1x50000_bf16), with the row length and k as parameters. */
+static char *topk_text(const char *type, int64_t n, int64_t k, const char *largest) {
+  static char buf[600];
+  snprintf(buf, sizeof buf,
+           "HloModule topk\n"
+           "ENTRY main {\n"
+           "  x = %s[2,%lld]{1,0} parameter(0)\n"
+           "  t = (%s[2,%lld]{1,0}, s32[2,%lld]{1,0}) topk(x), k=%lld, largest=%s\n"
+           "  v = %s[2,%lld]{1,0} get-tuple-element(t), index=0\n"
+           "  i = s32[2,%lld]{1,0} get-tuple-element(t), index=1\n"
+           "  ROOT r = (%s[2,%lld]{1,0}, s32[2,%lld]{1,0}) tuple(v, i)\n"
+           "}\n",
+           type, (long long)n, type, (long long)k, (long long)k, (long long)k, largest, type, (long long)k, (long long)k,
+           type, (long long)k, (long long)k);
+  return buf;
+}
+
+typedef struct {
+  int accepted, rejected;
+  char last[600];
+} Seen;
+
+static void emit(void *ctx, const PassDecision *d) {
+  Seen *s = ctx;
+  if (d->accepted) s->accepted++;
+  else s->rejected++;
+  snprintf(s->last, sizeof s->last, "%s", d->detail ? d->detail : "");
+}
+
+static IrModule *parse(const char *text) {
+  FxError e;
+  fx_error_clear(&e);
+  IrModule *m = hlo_parse(text, strlen(text), "<test>", &e);
+  if (!m) fprintf(stderr, "%s\n", e.msg);
+  CHECK(m != NULL);
+  return m;
+}
+
+/* Runs the named passes in order on m (freed) for device dev; the result. */
+static IrModule *run_passes(IrModule *m, const char *dev, const char *const *names, int n, Seen *seen) {
+  FxError err;
+  fx_error_clear(&err);
+  memset(seen, 0, sizeof *seen);
+  DecisionSink sink = {emit, seen};
+  PassSettings ps;
+  pass_settings_default(&ps);
+  for (int k = 0; k < n && m; k++) {
+    PassContext cx = {.sink = &sink, .device = device_lookup(dev), .settings = &ps, .err = &err, .pass = names[k]};
+    IrModule *out = NULL;
+    bool changed = false;
+    bool ok = pass_run_stage(pass_lookup(names[k]), m, &cx, &out, &changed);
+    if (!ok) fprintf(stderr, "%s: %s\n", names[k], err.msg);
+    CHECK(ok);
+    if (out) {
+      ir_module_free(m);
+      m = out;
+    }
+  }
+  return m;
+}
+
+static const char *const CONV_PASSES[] = {"conv-rewriter", "cudnn-fused-convolution-rewriter", "layout-assignment",
+                                          "layout-normalization"};
+
+static int count_op(const IrComputation *c, IrOpcode op) {
+  int n = 0;
+  for (int k = 0; k < c->ninstrs; k++) n += c->instrs[k]->op == op;
+  return n;
+}
+
+static IrInstr *find_call(const IrComputation *c, PlanCustomCall which) {
+  for (int k = 0; k < c->ninstrs; k++)
+    if (plan_custom_call(c->instrs[k]) == which) return c->instrs[k];
+  return NULL;
+}
+
+/* The interpreter's result of m on seeded arguments. */
+static RtTensor *evaluate(const IrModule *m) {
+  FxError e;
+  fx_error_clear(&e);
+  RtTensor *args[8];
+  int n = m->entry->nparams;
+  for (int k = 0; k < n; k++) {
+    args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &e);
+    rt_tensor_fill_random(args[k], 11, (uint64_t)k);
+  }
+  RtOptions o = {.seed = 1};
+  RtTensor *r = NULL;
+  bool ok = rt_interp_run(m, args, n, &o, &r, NULL, &e);
+  if (!ok) fprintf(stderr, "interp: %s\n", e.msg);
+  CHECK(ok);
+  for (int k = 0; k < n; k++) rt_tensor_unref(args[k]);
+  return r;
+}
+
+static void check_same_values(const char *text, const IrModule *rewritten) {
+  IrModule *orig = parse(text);
+  if (!orig) return;
+  RtTensor *want = evaluate(orig), *got = evaluate(rewritten);
+  if (want && got) {
+    RtCompare cmp;
+    rt_compare(got, want, &cmp);
+    if (!cmp.ok) fprintf(stderr, "%s\n", cmp.what);
+    CHECK(cmp.ok);
+  }
+  rt_tensor_unref(want);
+  rt_tensor_unref(got);
+  ir_module_free(orig);
+}
+
+TEST(convolution_becomes_a_cudnn_call_with_its_pad_folded) {
+  Seen s;
+  IrModule *m = run_passes(parse(CONV_BIAS_RELU), "h100", CONV_PASSES, 1, &s);
+  if (!m) return;
+  IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV);
+  CHECK(call != NULL);
+  CHECK(count_op(m->entry, IR_OP_CONVOLUTION) == 0 && count_op(m->entry, IR_OP_PAD) == 0);
+  if (call) {
+    /* the pad is the window's padding now; the result is (result, scratch) */
+    CHECK_STR(ir_attr_text(call, "window"), "{size=3x3 pad=1_1x1_1}");
+    CHECK(strcmp(call->operands[0]->name, "x") == 0);
+    CHECK(call->shape.type == IR_TUPLE && call->shape.ntuple == 2 && call->shape.tuple[1].type == IR_U8 &&
+          call->shape.tuple[1].dims[0] == 0);
+    CHECK(call->nusers == 1 && call->users[0]->op == IR_OP_GET_TUPLE_ELEMENT);
+  }
+  CHECK(s.accepted == 1);
+  CHECK_CONTAINS(s.last, "FoldConvInputPad");
+  check_same_values(CONV_BIAS_RELU, m);
+  ir_module_free(m);
+}
+
+TEST(bias_and_relu_go_into_the_cudnn_call) {
+  Seen s;
+  IrModule *m = run_passes(parse(CONV_BIAS_RELU), "h100", CONV_PASSES, 2, &s);
+  if (!m) return;
+  IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION);
+  CHECK(call != NULL);
+  /* the add and the maximum are gone: the root reads the call's result */
+  CHECK(count_op(m->entry, IR_OP_ADD) == 0 && count_op(m->entry, IR_OP_MAXIMUM) == 0);
+  if (call) {
+    PlanConvConfig c;
+    CHECK(plan_conv_config(call, &c));
+    CHECK_STR(c.activation, "kRelu");
+    /* the bias is b itself, found through its size-1 reshapes */
+    CHECK(call->noperands == 3 && strcmp(call->operands[2]->name, "b") == 0);
+  }
+  CHECK(s.accepted == 3); /* the rewrite, the bias, the ReLU */
+  check_same_values(CONV_BIAS_RELU, m);
+  ir_module_free(m);
+}
+
+TEST(scale_and_side_input) {
+  Seen s;
+  IrModule *m = run_passes(parse(SIDE_INPUT), "h100", CONV_PASSES, 2, &s);
+  if (!m) return;
+  IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION);
+  CHECK(call != NULL);
+  if (call) {
+    PlanConvConfig c;
+    CHECK(plan_conv_config(call, &c));
+    CHECK(c.conv_result_scale == 0.5 && c.side_input_scale == 1);
+    CHECK(call->noperands == 4 && strcmp(call->operands[3]->name, "r") == 0);
+  }
+  CHECK(count_op(m->entry, IR_OP_MULTIPLY) == 0 && count_op(m->entry, IR_OP_ADD) == 0);
+  check_same_values(SIDE_INPUT, m);
+  ir_module_free(m);
+}
+
+TEST(resnet_layouts_on_hopper_transpose_the_filter) {
+  Seen s;
+  IrModule *m = run_passes(parse(CONV_BIAS_RELU), "h100", CONV_PASSES, 4, &s);
+  if (!m) return;
+  IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION);
+  CHECK(call != NULL);
+  if (call) {
+    /* XLA's: the NHWC input as it is, the HWIO filter transposed into OHWI */
+    CHECK_STR(ir_attr_text(call, "dim_labels"), "b01f_o01i->b01f");
+    CHECK(strcmp(call->operands[0]->name, "x") == 0);
+    const IrInstr *t = call->operands[1];
+    CHECK(t->op == IR_OP_TRANSPOSE && strcmp(t->operands[0]->name, "k") == 0);
+    int64_t perm[4];
+    CHECK(ir_attr_dims(t, "dimensions", perm, 4) == 4 && perm[0] == 3 && perm[1] == 0 && perm[2] == 1 && perm[3] == 2);
+    CHECK(t->shape.dims[0] == 4 && t->shape.dims[3] == 3);
+  }
+  CHECK(count_op(m->entry, IR_OP_COPY) == 0);
+  check_same_values(CONV_BIAS_RELU, m);
+  ir_module_free(m);
+}
+
+TEST(depthwise_bf16_nchw_goes_through_nhwc_and_keeps_no_bias) {
+  Seen s;
+  IrModule *m = run_passes(parse(DEPTHWISE), "h100", CONV_PASSES, 4, &s);
+  if (!m) return;
+  /* depthwise: a plain forward convolution (the fused kernels are slower for those) */
+  IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV);
+  CHECK(call != NULL && !find_call(m->entry, PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION));
+  if (call) {
+    CHECK_STR(ir_attr_text(call, "dim_labels"), "b01f_o01i->b01f");
+    CHECK(call->operands[0]->op == IR_OP_TRANSPOSE); /* the NCHW image into NHWC */
+    CHECK(call->operands[1]->op == IR_OP_BROADCAST); /* the constant filter is made in OHWI */
+    CHECK(call->operands[1]->shape.dims[1] == 3 && call->operands[1]->shape.dims[3] == 1);
+  }
+  /* and the result transposed back for the program's NCHW result */
+  const IrInstr *root = m->entry->root;
+  CHECK(root->op == IR_OP_TRANSPOSE && root->operands[0]->op == IR_OP_GET_TUPLE_ELEMENT);
+  CHECK(count_op(m->entry, IR_OP_TRANSPOSE) == 2);
+  check_same_values(DEPTHWISE, m);
+  ir_module_free(m);
+}
+
+TEST(before_hopper_f32_convolutions_run_in_nchw) {
+  Seen s;
+  IrModule *m = run_passes(parse(CONV_BIAS_RELU), "a100", CONV_PASSES, 4, &s);
+  if (!m) return;
+  IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION);
+  CHECK(call != NULL);
+  if (call) CHECK_STR(ir_attr_text(call, "dim_labels"), "bf01_oi01->bf01");
+  CHECK(count_op(m->entry, IR_OP_TRANSPOSE) == 3); /* input and filter in, result out */
+  check_same_values(CONV_BIAS_RELU, m);
+  ir_module_free(m);
+}
+
+TEST(no_cudnn_on_the_host) {
+  Seen s;
+  IrModule *m = run_passes(parse(CONV_BIAS_RELU), "host", CONV_PASSES, 4, &s);
+  if (!m) return;
+  CHECK(count_op(m->entry, IR_OP_CONVOLUTION) == 1 && s.accepted == 0);
+  ir_module_free(m);
+}
+
+TEST(layout_hints_are_dropped_and_reshapes_become_bitcasts) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_passes(parse(LAYOUT_HINTS), "h100", passes, 2, &s);
+  if (!m) return;
+  IrInstr *t = ir_computation_find_instr(m->entry, "t");
+  IrInstr *sq = ir_computation_find_instr(m->entry, "s");
+  IrInstr *u = ir_computation_find_instr(m->entry, "u");
+  CHECK(t && sq && u);
+  if (t && sq && u) {
+    /* the transpose moves data now; the reshape and the size-1 broadcast are bitcasts */
+    CHECK(t->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&t->shape));
+    CHECK(sq->op == IR_OP_BITCAST && u->op == IR_OP_BITCAST);
+  }
+  check_same_values(LAYOUT_HINTS, m);
+  ir_module_free(m);
+}
+
+static bool layout_is(const IrShape *s, const int *m2m) {
+  if (!s->has_layout) return false;
+  for (int k = 0; k < s->rank; k++)
+    if (s->minor_to_major[k] != m2m[k]) return false;
+  return true;
+}
+
+TEST(a_transposed_weight_only_a_gemm_reads_is_a_bitcast) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_passes(parse(TRANSPOSED_WEIGHT), "h100", passes, 2, &s);
+  if (!m) return;
+  IrInstr *wt = ir_computation_find_instr(m->entry, "wt"), *wr = ir_computation_find_instr(m->entry, "wr");
+  CHECK(wt && wr);
+  if (wt && wr) {
+    /* the layouts that leave w's bytes in place: wt [64,2,48] is w's [2,48,64] read with the 64
+       most minor, wr [64,96] the same bytes as {0,1} */
+    static const int wt_m2m[] = {0, 2, 1}, wr_m2m[] = {0, 1};
+    CHECK(wt->op == IR_OP_BITCAST && layout_is(&wt->shape, wt_m2m));
+    CHECK(wr->op == IR_OP_BITCAST && layout_is(&wr->shape, wr_m2m));
+  }
+  CHECK(count_op(m->entry, IR_OP_TRANSPOSE) == 0 && count_op(m->entry, IR_OP_COPY) == 0);
+  CHECK(s.accepted == 3); /* the layout, then each of the two bitcasts */
+  CHECK_CONTAINS(s.last, "becomes a bitcast");
+  check_same_values(TRANSPOSED_WEIGHT, m);
+  /* the GEMM fusion reads the weight through one bitcast outside it, as XLA's does */
+  static const char *const gemm[] = {"triton-gemm-rewriter", "hoist-fused-bitcasts"};
+  m = run_passes(m, "h100", gemm, 2, &s);
+  if (!m) return;
+  const IrInstr *f = m->entry->root;
+  const IrComputation *fc = f && f->op == IR_OP_FUSION ? ir_fused_computation(f) : NULL;
+  CHECK(fc != NULL && f->noperands == 2);
+  if (fc && f->noperands == 2) {
+    static const int kn[] = {0, 1};
+    const IrInstr *b = f->operands[1];
+    CHECK(b->op == IR_OP_BITCAST && strcmp(b->operands[0]->name, "w") == 0 && layout_is(&b->shape, kn));
+    CHECK(count_op(fc, IR_OP_BITCAST) == 0 && count_op(fc, IR_OP_TRANSPOSE) == 0 && count_op(fc, IR_OP_DOT) == 1);
+  }
+  check_same_values(TRANSPOSED_WEIGHT, m);
+  ir_module_free(m);
+}
+
+TEST(a_transpose_something_else_constrains_moves_data) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_passes(parse(TRANSPOSE_NOT_FREE), "h100", passes, 2, &s);
+  if (!m) return;
+  IrInstr *wt = ir_computation_find_instr(m->entry, "wt"), *kt = ir_computation_find_instr(m->entry, "kt");
+  CHECK(wt && kt);
+  if (wt && kt) {
+    CHECK(wt->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&wt->shape)); /* the add reads it too */
+    CHECK(kt->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&kt->shape)); /* a batched GEMM operand */
+  }
+  CHECK(s.accepted == 0);
+  check_same_values(TRANSPOSE_NOT_FREE, m);
+  ir_module_free(m);
+}
+
+TEST(small_topk_becomes_xlas_topk_kernel) {
+  Seen s;
+  static const char *const passes[] = {"topk-specializer"};
+  const char *text = topk_text("bf16", 2048, 10, "true");
+  IrModule *m = run_passes(parse(text), "h100", passes, 1, &s);
+  if (!m) return;
+  IrInstr *call = find_call(m->entry, PLAN_CC_GPU_TOPK);
+  CHECK(call != NULL && count_op(m->entry, IR_OP_TOPK) == 0);
+  if (call) {
+    CHECK(call->noperands == 1 && strcmp(call->operands[0]->name, "x") == 0);
+    CHECK(call->shape.type == IR_TUPLE && call->shape.ntuple == 2 && call->shape.tuple[0].dims[1] == 10);
+    const char *lib = NULL, *what = NULL;
+    CHECK(plan_library_call(call, &lib, &what));
+  }
+  CHECK(s.accepted == 1);
+  CHECK_CONTAINS(s.last, "__gpu$TopK");
+  check_same_values(text, m); /* the interpreter runs the call as the topk it was */
+  ir_module_free(m);
+}
+
+TEST(topk_xlas_kernel_cannot_take_stays_a_topk) {
+  static const char *const passes[] = {"topk-specializer"};
+  struct {
+    const char *type, *largest, *dev, *why;
+    int64_t n, k;
+  } cases[] = {
+      {"bf16", "true", "h100", "larger than 16", 2048, 17},
+      {"f32", "true", "h100", "fewer than 1,024", 512, 4},
+      {"f16", "true", "h100", "f32 and bf16", 2048, 4},
+      {"f32", "false", "h100", "smallest", 2048, 4},
+      {"f32", "true", "host", NULL, 2048, 4},
+  };
+  for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
+    Seen s;
+    IrModule *m = run_passes(parse(topk_text(cases[q].type, cases[q].n, cases[q].k, cases[q].largest)), cases[q].dev,
+                             passes, 1, &s);
+    if (!m) return;
+    CHECK(count_op(m->entry, IR_OP_TOPK) == 1 && find_call(m->entry, PLAN_CC_GPU_TOPK) == NULL && s.accepted == 0);
+    if (cases[q].why) CHECK_CONTAINS(s.last, cases[q].why);
+    ir_module_free(m);
+  }
+}
+
+int main(void) {
+  RUN(convolution_becomes_a_cudnn_call_with_its_pad_folded);
+  RUN(bias_and_relu_go_into_the_cudnn_call);
+  RUN(scale_and_side_input);
+  RUN(resnet_layouts_on_hopper_transpose_the_filter);
+  RUN(depthwise_bf16_nchw_goes_through_nhwc_and_keeps_no_bias);
+  RUN(before_hopper_f32_convolutions_run_in_nchw);
+  RUN(no_cudnn_on_the_host);
+  RUN(layout_hints_are_dropped_and_reshapes_become_bitcasts);
+  RUN(a_transposed_weight_only_a_gemm_reads_is_a_bitcast);
+  RUN(a_transpose_something_else_constrains_moves_data);
+  RUN(small_topk_becomes_xlas_topk_kernel);
+  RUN(topk_xlas_kernel_cannot_take_stays_a_topk);
+  return check_summary();
+}
