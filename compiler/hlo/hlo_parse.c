@@ -11,7 +11,7 @@
  *                 { NUMBER (STRING | "{...}") }            -- kept verbatim
  *   computation = ["ENTRY"] NAME [signature] "{" { instruction } "}" [", " trailing]
  *   signature   = "(" [NAME ":" shape {"," NAME ":" shape}] ")" "->" shape
- *   instruction = ["ROOT"] NAME "=" shape OPCODE "(" operands ")" { "," KEY "=" value }
+ *   instruction = ["ROOT"] NAME "=" [shape] OPCODE "(" operands ")" { "," KEY "=" value }
  *   operands    = [[shape] NAME {"," [shape] NAME}]  |  literal (constant)  |  NUMBER (parameter)
  *   shape       = TYPE "[" [dim {"," dim}] "]" [layout] | "(" [shape {"," shape}] ")" | "token[]"
  *   dim         = ["<="] NUMBER;    layout = "{" [NUMBER {"," NUMBER}] [":" extra] "}" (no space
@@ -23,6 +23,10 @@
  * before it is defined.  Within a computation an operand may also be used before its definition:
  * instructions are created in a topological order (the text's order where it already is one), and
  * a cycle is an error.
+ *
+ * A shape may be left out where XLA's parser infers it (`ROOT add = add(lhs, rhs)`): for ops whose
+ * result follows from their operands and attributes; it is inferred (ir_infer_shape) once the
+ * called computations are resolved.
  *
  * Names: XLA's names are unique in a module.  Some hand-written dumps repeat a name in different
  * computations (each fused computation with its own %a); such a name is renamed consistently
@@ -38,6 +42,7 @@
 
 #include "hlo.h"
 #include "../ir/ir.h"
+#include "../ir/verify.h"
 
 /* ---------- parser state ---------- */
 
@@ -78,6 +83,7 @@ typedef struct {
   int lit_line, lit_col;
   int64_t param_number;
   const char *op_text; /* async syntax sugar (OP-start): as printed */
+  bool no_shape;       /* written without a shape: inferred after the module is read */
   IrInstr *made;
 } InstrRec;
 
@@ -91,6 +97,8 @@ typedef struct {
   Arena scratch;
   CompFixup *fixups;
   int nfixups, fixups_cap;
+  IrInstr **unshaped; /* instructions written without a shape, in the order they were made */
+  int nunshaped, unshaped_cap;
   bool failed;
 } P;
 
@@ -684,6 +692,37 @@ static bool async_sugar(P *p, size_t s, InstrRec *r) {
   return false;
 }
 
+/* Whether the instruction's shape was left out: at the cursor stands an opcode and its '(' (a
+ * shape is a type and '[', a '(' of a tuple, or `token[]`). */
+static bool shape_left_out(const P *p) {
+  size_t k = p->pos;
+  while (k < p->len && is_name_char(p->src[k]) && p->src[k] != '.') k++;
+  return k > p->pos && k < p->len && p->src[k] == '(';
+}
+
+/* The ops whose shape XLA's parser infers and fxplain's shape rules derive from the operands and
+ * attributes alone (ShapeInference): not a parameter, constant, iota, broadcast, reshape, convert,
+ * gather or library call, whose result is only known from the written shape. */
+static bool shape_inferable(IrOpcode op) {
+  switch (op) {
+  case IR_OP_CONVERT:
+  case IR_OP_BITCAST_CONVERT: return false;
+  case IR_OP_TRANSPOSE:
+  case IR_OP_SLICE:
+  case IR_OP_DYNAMIC_SLICE:
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+  case IR_OP_CONCATENATE:
+  case IR_OP_PAD:
+  case IR_OP_REVERSE:
+  case IR_OP_REDUCE:
+  case IR_OP_REDUCE_WINDOW:
+  case IR_OP_DOT:
+  case IR_OP_TUPLE:
+  case IR_OP_GET_TUPLE_ELEMENT: return true;
+  default: return ir_op_is_elementwise(op);
+  }
+}
+
 static bool parse_instr(P *p, InstrRec *r) {
   memset(r, 0, sizeof *r);
   r->param_number = -1;
@@ -693,7 +732,13 @@ static bool parse_instr(P *p, InstrRec *r) {
     if (!parse_name(p, &r->name, "an instruction name after ROOT")) return false;
   }
   if (!expect_char(p, '=', "'=' after the instruction name")) return false;
-  if (!parse_shape(p, &p->scratch, &r->shape, 0)) return false;
+  if (!ws(p)) return false;
+  if (shape_left_out(p)) {
+    r->no_shape = true;
+    r->shape = ir_shape_scalar(IR_TOKEN); /* a placeholder until it is inferred */
+  } else if (!parse_shape(p, &p->scratch, &r->shape, 0)) {
+    return false;
+  }
   if (!ws(p)) return false;
   r->op_line = p->line;
   r->op_col = p->col;
@@ -706,6 +751,10 @@ static bool parse_instr(P *p, InstrRec *r) {
   }
   if (!ir_op_lookup(p->src + s, p->pos - s, &r->op) && !async_sugar(p, s, r))
     return perr(p, r->op_line, r->op_col, "unknown opcode '%.*s'", (int)(p->pos - s > 60 ? 60 : p->pos - s), p->src + s);
+  if (r->no_shape && !shape_inferable(r->op))
+    return perr(p, r->op_line, r->op_col,
+                "'%%%.*s' has no shape: write it (the shape of a %s does not follow from its operands)", (int)r->name.len,
+                r->name.name, ir_op_name(r->op));
   if (!expect_char(p, '(', "'(' after the opcode")) return false;
   if (!ws(p)) return false;
   if (r->op == IR_OP_CONSTANT) {
@@ -981,6 +1030,11 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
     IrInstr *in = ir_instr_new(c, r->op, &r->shape, ops, r->nops, nb);
     if (!in) return oom(p);
     r->made = in;
+    if (r->no_shape) {
+      if (arena_grow(&p->scratch, (void **)&p->unshaped, &p->unshaped_cap, p->nunshaped + 1, sizeof(IrInstr *)))
+        return oom(p);
+      p->unshaped[p->nunshaped++] = in;
+    }
     in->loc.file = p->file;
     in->loc.line = r->name.line;
     in->loc.col = r->name.col;
@@ -1285,12 +1339,34 @@ static bool parse_module(P *p) {
     if (c == m->entry) return perr(p, f->ref.line, f->ref.col, "the entry computation '%%%s' cannot be called", nb);
     *f->slot = c;
   }
-  /* Fused computations know their fusion instruction. */
+  /* The shapes left out, from the operands (made before their users) and attributes. */
+  for (int k = 0; k < p->nunshaped; k++) {
+    IrInstr *i = p->unshaped[k];
+    /* A called computation written after its caller, whose root has no shape yet. */
+    for (int a = 0; a < i->nattrs; a++)
+      for (int j = 0; i->attrs[a].kind == IR_ATTR_COMP && j < i->attrs[a].ncomps; j++)
+        for (int q = k + 1; q < p->nunshaped; q++)
+          if (i->attrs[a].comps[j] && p->unshaped[q] == i->attrs[a].comps[j]->root)
+            return perr(p, i->loc.line, i->loc.col,
+                        "the shape of '%%%s' cannot be inferred: the root of '%%%s', written after it, has no shape",
+                        i->name, i->attrs[a].comps[j]->name);
+    IrShape s;
+    FxError e;
+    fx_error_clear(&e);
+    if (!ir_infer_shape(i, &s, &m->arena, &e))
+      return perr(p, i->loc.line, i->loc.col, "%s (its shape, left out, cannot be inferred)", e.msg);
+    i->shape = s;
+  }
+  /* Fused computations know their fusion instruction. A broadcast of a scalar written without
+   * `dimensions=` gets dimensions={}, as XLA's parser gives it. */
   for (int k = 0; k < m->ncomps; k++)
     for (int j = 0; j < m->comps[k]->ninstrs; j++) {
       IrInstr *i = m->comps[k]->instrs[j];
       IrComputation *fc = ir_fused_computation(i);
       if (fc && !fc->fusion_instr) fc->fusion_instr = i;
+      if (i->op == IR_OP_BROADCAST && i->noperands == 1 && ir_shape_is_scalar(&i->operands[0]->shape) &&
+          !ir_attr_text(i, "dimensions"))
+        ir_attr_set_dims(i, "dimensions", NULL, 0);
     }
   return true;
 }
