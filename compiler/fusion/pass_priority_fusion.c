@@ -357,6 +357,24 @@ static int subshape_count(const IrShape *sh) {
   return n;
 }
 
+/* XLA's CanEmitInputFusedScatter: nothing fuses into the output of a scatter, nor into (or reads)
+ * the buffer a scatter updates in place; its other operands fuse like any. */
+static bool can_emit_input_fused_scatter(const IrInstr *p, const IrInstr *c, FusionVerdict *v) {
+  if (fusion_fused_root(p)->op == IR_OP_SCATTER)
+    return fusion_refuse(v, FR_IN_PLACE, "%s is a scatter: XLA does not fuse into the output of scatter", p->name);
+  IrOpcode ipop = IR_OP_COUNT;
+  const IrInstr *buf = in_place_buffer(c, &ipop);
+  if (buf && ipop == IR_OP_SCATTER) {
+    if (buf == p)
+      return fusion_refuse(v, FR_IN_PLACE, "%s is the buffer %s scatters into in place: XLA does not fuse into the "
+                           "in-place operand of scatter", p->name, c->name);
+    if (fusion_reads(p, buf))
+      return fusion_refuse(v, FR_IN_PLACE, "%s reads %s, the buffer %s scatters into in place", p->name, buf->name,
+                           c->name);
+  }
+  return true;
+}
+
 /* ---------- XLA's CanFuse ---------- */
 
 static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
@@ -399,19 +417,7 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
   }
   if (c->op == IR_OP_BITCAST)
     return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a bitcast: XLA does not fuse into a single bitcast as consumer", c->name);
-  /* CanEmitInputFusedScatter. */
-  if (fusion_fused_root(p)->op == IR_OP_SCATTER)
-    return fusion_refuse(v, FR_IN_PLACE, "%s is a scatter: XLA does not fuse into the output of scatter", p->name);
-  IrOpcode ipop = IR_OP_COUNT;
-  const IrInstr *buf = in_place_buffer(c, &ipop);
-  if (buf && ipop == IR_OP_SCATTER) {
-    if (buf == p)
-      return fusion_refuse(v, FR_IN_PLACE, "%s is the buffer %s scatters into in place: XLA does not fuse into the "
-                           "in-place operand of scatter", p->name, c->name);
-    if (fusion_reads(p, buf))
-      return fusion_refuse(v, FR_IN_PLACE, "%s reads %s, the buffer %s scatters into in place", p->name, buf->name,
-                           c->name);
-  }
+  if (!can_emit_input_fused_scatter(p, c, v)) return false;
   if (significant_reduce(p) && significant_reduce(c))
     return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
                          "both %s and %s contain a reduction of 16 or more inputs per output: XLA does not fuse a "
@@ -738,7 +744,8 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
     for (int u = 0; u < nu && ok; u++) {
       IrInstr *user = users[u];
       if (user->dead || !(fusion_xla_fusible(user, cx->settings) || fusion_is_generic_triton(user))) continue;
-      if (fusion_fused_root(user)->op == IR_OP_SCATTER) continue;
+      FusionVerdict sv;
+      if (!can_emit_input_fused_scatter(k0, user, &sv)) continue;
       char cname[256];
       snprintf(cname, sizeof cname, "%s", k0->name);
       IrInstr *f = fusion_fuse(user, k0);
