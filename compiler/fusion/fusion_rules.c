@@ -172,10 +172,15 @@ static bool op_is_expensive(const IrInstr *i, const PassSettings *s) {
   switch (op) {
   case IR_OP_DIVIDE:
   case IR_OP_REMAINDER:
-    /* Single hardware instructions for f32/f16; integer division by a constant is a multiply. */
+    /* Single hardware instructions for f32/f16 (GpuInstructionFusion::IsExpensive); integer
+     * division by a constant, or a broadcast of one, is multiplies and shifts
+     * (InstructionFusion::IsExpensive: ConstantEffectiveScalar or Broadcast of one). */
     if (op == IR_OP_DIVIDE && (t == IR_F32 || t == IR_F16)) return false;
-    if (ir_type_is_int(t) && i->noperands == 2 && i->operands[1] && i->operands[1]->op == IR_OP_CONSTANT)
-      return false;
+    if (ir_type_is_int(t) && i->noperands == 2 && i->operands[1]) {
+      const IrInstr *d = i->operands[1];
+      if (d->op == IR_OP_BROADCAST && d->noperands == 1) d = d->operands[0];
+      if (d->op == IR_OP_CONSTANT && ir_shape_is_array(&d->shape) && ir_shape_elements(&d->shape) == 1) return false;
+    }
     return true;
   case IR_OP_RSQRT:
   case IR_OP_EXP: return !(t == IR_F32 || t == IR_F16);
@@ -331,7 +336,9 @@ static double inputs_per_output(const IrInstr *i) {
   return 0;
 }
 
-bool fusion_reuses_operand(const IrInstr *c, int k, double *times) {
+/* How many times consumer c reads each element of its operand k, roughly: the figure the
+ * explanations give (1 where XLA counts a use as reuse without repeated reads). */
+static double reuse_times(const IrInstr *c, int k) {
   double t = 1;
   bool reuse = false;
   const IrInstr *op = c->operands[k];
@@ -354,7 +361,7 @@ bool fusion_reuses_operand(const IrInstr *c, int k, double *times) {
         for (int j = 0; j < us->noperands; j++) {
           if (us->operands[j] != x) continue;
           double tt;
-          if (us->op != IR_OP_FUSION && fusion_reuses_operand(us, j, &tt)) {
+          if (us->op != IR_OP_FUSION && (tt = reuse_times(us, j)) > 1) {
             reuse = true;
             if (tt > t) t = tt;
           } else if (sp < 64) {
@@ -404,8 +411,86 @@ bool fusion_reuses_operand(const IrInstr *c, int k, double *times) {
     break;
   default: break;
   }
-  if (times) *times = t;
-  return reuse && t > 1;
+  return reuse && t > 1 ? t : 1;
+}
+
+
+/* XLA's HloInstruction::UseKind, in its order (std::min picks the stronger reuse). */
+typedef enum { USE_NONE, USE_REUSE, USE_PERMUTING, USE_ONCE } UseKind;
+
+/* XLA's HloInstruction::OperandElementUse (2021): how c uses the elements of its operand k.
+ * Data movement permutes them; pad and reduce reuse their padding and init values; a dot reuses
+ * both sides (but a matrix-vector product reads the matrix once); dynamic-update-slice reuses
+ * its start indices; gather permutes what it gathers from; every other op that is not
+ * elementwise (broadcast included, whatever its sizes) counts as reusing. */
+static UseKind operand_element_use(const IrInstr *c, int k);
+
+/* FusionReusesParamElements::ComputeInternal: how x, inside a fused body, uses parameter `param`:
+ * along each operand the weaker use of the two hops, and over several operands XLA's Plus (two
+ * different uses of one element are a reuse). memo holds each body instruction's answer + 1. */
+static UseKind fused_param_use(const IrInstr *x, int64_t param, int *memo, int depth) {
+  if (x->op == IR_OP_PARAMETER && x->param_number == param) return USE_ONCE;
+  int pos = x->aux ? (int)(intptr_t)x->aux - 1 : -1;
+  if (pos >= 0 && memo[pos]) return (UseKind)(memo[pos] - 1);
+  UseKind acc = USE_NONE;
+  if (depth < 512)
+    for (int j = 0; j < x->noperands; j++) {
+      UseKind a = operand_element_use(x, j), b = fused_param_use(x->operands[j], param, memo, depth + 1);
+      UseKind u = a < b ? a : b;
+      if (acc == USE_NONE) acc = u;
+      else if (u == USE_NONE) continue;
+      else if (acc == USE_REUSE || u == USE_REUSE || acc == USE_PERMUTING || u == USE_PERMUTING) acc = USE_REUSE;
+      else acc = USE_ONCE;
+    }
+  if (pos >= 0) memo[pos] = (int)acc + 1;
+  return acc;
+}
+
+static UseKind operand_element_use(const IrInstr *c, int k) {
+  switch (c->op) {
+  case IR_OP_BITCAST:
+  case IR_OP_CONCATENATE:
+  case IR_OP_RESHAPE:
+  case IR_OP_REVERSE:
+  case IR_OP_SLICE:
+  case IR_OP_TRANSPOSE: return USE_PERMUTING;
+  case IR_OP_PAD:
+  case IR_OP_REDUCE: return k > 0 && (c->op == IR_OP_PAD || k >= c->noperands / 2) ? USE_REUSE : USE_PERMUTING;
+  case IR_OP_DOT:
+    if (c->shape.rank == 2 && ((k == 0 && c->shape.dims[1] == 1) || (k == 1 && c->shape.dims[0] == 1))) return USE_ONCE;
+    return USE_REUSE;
+  case IR_OP_DYNAMIC_UPDATE_SLICE: return k <= 1 ? USE_ONCE : USE_REUSE;
+  case IR_OP_GATHER: return k == 0 ? USE_PERMUTING : USE_ONCE;
+  case IR_OP_FUSION: {
+    IrComputation *fc = ir_fused_computation(c);
+    if (!fc || !fc->root) return USE_REUSE;
+    int n = fc->ninstrs;
+    int *memo = fx_calloc((size_t)(n ? n : 1), sizeof(int));
+    void **saved = fx_malloc(sizeof(void *) * (size_t)(n ? n : 1));
+    if (!memo || !saved) {
+      fx_free(memo);
+      fx_free(saved);
+      return USE_REUSE;
+    }
+    for (int q = 0; q < n; q++) {
+      saved[q] = fc->instrs[q]->aux;
+      fc->instrs[q]->aux = (void *)(intptr_t)(q + 1);
+    }
+    UseKind u = fused_param_use(fc->root, k, memo, 0);
+    for (int q = 0; q < n; q++) fc->instrs[q]->aux = saved[q];
+    fx_free(memo);
+    fx_free(saved);
+    return u;
+  }
+  default: return ir_op_is_elementwise(c->op) ? USE_ONCE : USE_REUSE;
+  }
+}
+
+/* XLA's InstructionFusion::ReusesOperandElements (2021): OperandElementUse says kReuse. */
+bool fusion_reuses_operand(const IrInstr *c, int k, double *times) {
+  bool reuse = operand_element_use(c, k) == USE_REUSE;
+  if (times) *times = reuse ? reuse_times(c, k) : 1;
+  return reuse;
 }
 
 int fusion_user_count(const IrInstr *i) { return i->nusers; }
@@ -1018,10 +1103,16 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
   }
   if (reuse && exp) {
     fusion_verdict_metric(v, "reuse", times);
-    fusion_refuse(v, FR_EXPENSIVE_REUSE,
-                  "%s is expensive (%s) and %s reads each of its elements %.0f times; fused, %s would be "
-                  "recomputed %.0f times per element",
-                  p->name, ir_op_name(exp->op), c->name, times, ir_op_name(exp->op), times);
+    if (times > 1)
+      fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                    "%s is expensive (%s) and %s reads each of its elements %.0f times; fused, %s would be "
+                    "recomputed %.0f times per element",
+                    p->name, ir_op_name(exp->op), c->name, times, ir_op_name(exp->op), times);
+    else
+      fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                    "%s is expensive (%s) and %s (%s) reuses its operand's elements: XLA's OperandElementUse counts "
+                    "every %s as reusing, and keeps an expensive producer out of it",
+                    p->name, ir_op_name(exp->op), c->name, ir_op_name(c->op), ir_op_name(c->op));
     fusion_suggest(v, "if %s is cheap on your device, `set expensive %s off`", ir_op_name(exp->op),
                    ir_op_name(exp->op));
     return false;

@@ -107,7 +107,10 @@ bool fusion_is_input_fusible(const IrInstr *i);
 /* A reduce whose reduced or kept dimensions are contiguous in the layout (a row or column
  * reduction, emitted as an input fusion). */
 bool fusion_is_contiguous_reduction(const IrInstr *reduce);
-/* Whether `consumer` reads each element of operand `k` more than once, and how many times. */
+/* XLA's ReusesOperandElements (2021, HloInstruction::OperandElementUse): whether `consumer` counts
+ * as reusing the elements of operand `k` (every op that is not elementwise or data movement does,
+ * a broadcast whatever its sizes); *times says roughly how often it reads each (1 when the reuse
+ * is XLA's classification, not repeated reads). */
 bool fusion_reuses_operand(const IrInstr *consumer, int k, double *times);
 /* Real users: users other than get-tuple-element chains count once each. */
 int fusion_user_count(const IrInstr *i);

@@ -218,10 +218,16 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
         bool cheap_enough = nu == 1 || (ratio < 0.3 && cur > 1024);
         if (reuse) {
           fusion_verdict_metric(v, "reuse", times);
-          fusion_refuse(v, FR_EXPENSIVE_REUSE,
-                        "%s holds an expensive %s (%s) and %s reads each of its elements %.0f times; merged, it "
-                        "would be recomputed for every read",
-                        f->name, ir_op_name(exp->op), exp->name, users[u]->name, times);
+          if (times > 1)
+            fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                          "%s holds an expensive %s (%s) and %s reads each of its elements %.0f times; merged, it "
+                          "would be recomputed for every read",
+                          f->name, ir_op_name(exp->op), exp->name, users[u]->name, times);
+          else
+            fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                          "%s holds an expensive %s (%s) and %s reuses its elements (XLA's OperandElementUse); "
+                          "merged, it would be recomputed for every use",
+                          f->name, ir_op_name(exp->op), exp->name, users[u]->name);
           fusion_suggest(v, "if %s is cheap on your device, `set expensive %s off`", ir_op_name(exp->op),
                          ir_op_name(exp->op));
           all = false;
