@@ -1042,6 +1042,113 @@ bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContex
   return true;
 }
 
+/* The operands of c whose buffers it updates in place (HloDataflowAnalysis::
+ * GetInPlaceInputOutputPairs, 2021): operand 0 of a dynamic-update-slice or scatter, or the
+ * fusion parameter that is operand 0 of such a root (or of an element of the root tuple).
+ * Returns the count. */
+static int in_place_operands(const IrInstr *c, int *out, int max) {
+  if (c->op == IR_OP_DYNAMIC_UPDATE_SLICE || c->op == IR_OP_SCATTER) {
+    out[0] = 0;
+    return max > 0;
+  }
+  IrComputation *fc = ir_fused_computation(c);
+  if (!fc || !fc->root) return 0;
+  const IrInstr *r = fc->root;
+  int nr = r->op == IR_OP_TUPLE ? r->noperands : 1, n = 0;
+  for (int k = 0; k < nr && n < max; k++) {
+    const IrInstr *x = r->op == IR_OP_TUPLE ? r->operands[k] : r;
+    if ((x->op != IR_OP_DYNAMIC_UPDATE_SLICE && x->op != IR_OP_SCATTER) || x->noperands == 0) continue;
+    const IrInstr *b = x->operands[0];
+    if (b->op == IR_OP_PARAMETER && b->param_number >= 0 && b->param_number < c->noperands) out[n++] = (int)b->param_number;
+  }
+  return n;
+}
+
+/* XLA's ExtractInstruction: i itself when it matches, else the one matching instruction of its
+ * fused body (NULL when none or several). */
+static const IrInstr *extract_one(const IrInstr *i, bool (*match)(const IrInstr *)) {
+  if (match(i)) return i;
+  IrComputation *fc = ir_fused_computation(i);
+  const IrInstr *found = NULL;
+  for (int k = 0; fc && k < fc->ninstrs; k++)
+    if (match(fc->instrs[k])) {
+      if (found) return NULL;
+      found = fc->instrs[k];
+    }
+  return found;
+}
+
+static bool is_dus(const IrInstr *x) { return x->op == IR_OP_DYNAMIC_UPDATE_SLICE; }
+static bool is_non_elementwise(const IrInstr *x) { return x->op != IR_OP_FUSION && !ir_op_is_elementwise(x->op); }
+
+/* An index operand of a fused instruction as its owner sees it (a parameter is the operand). */
+static const IrInstr *owner_operand(const IrInstr *owner, const IrInstr *x) {
+  if (owner->op == IR_OP_FUSION && x->op == IR_OP_PARAMETER && x->param_number >= 0 && x->param_number < owner->noperands)
+    return owner->operands[x->param_number];
+  return x;
+}
+
+static bool first_integer(const IrInstr *x, int64_t *v) {
+  if (x->op != IR_OP_CONSTANT || !x->literal || !x->literal->values || x->literal->count < 1) return false;
+  *v = (int64_t)x->literal->values[0];
+  return true;
+}
+
+/* XLA's InstructionFusion::ShouldFuseInPlaceOp (2021): a consumer that updates a buffer in place
+ * takes a producer that is not elementwise and reads that same buffer only when the producer is
+ * a slice or dynamic-slice of exactly the region the consumer's one dynamic-update-slice writes
+ * (the update would change what the producer reads otherwise). An elementwise producer, or the
+ * buffer itself, fuses. */
+static bool classic_should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVerdict *v) {
+  if (ir_op_is_elementwise(p->op)) return true;
+  int idx[16];
+  int n = in_place_operands(c, idx, 16);
+  for (int k = 0; k < n; k++) {
+    const IrInstr *buf = c->operands[idx[k]];
+    bool reads = false;
+    for (int o = 0; o < p->noperands; o++) reads = reads || p->operands[o] == buf;
+    if (!reads) continue;
+    const IrInstr *dus = extract_one(c, is_dus), *pne = extract_one(p, is_non_elementwise);
+    if (!dus || !pne || dus->noperands < 2 || !ir_shape_equal(&pne->shape, &dus->operands[1]->shape))
+      return fusion_refuse(v, FR_IN_PLACE,
+                           "%s reads %s, which %s updates in place, through a %s that is not the region the update "
+                           "writes (XLA: the consumer is not a dus or the producer has several non-elementwise ops)",
+                           p->name, buf->name, c->name, ir_op_name(p->op));
+    int rank = dus->shape.rank;
+    if (pne->op == IR_OP_SLICE) {
+      int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
+      int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
+      for (int d = 0; d < rank; d++) {
+        int64_t cv;
+        if (d >= nd || 2 + d >= dus->noperands || !first_integer(owner_operand(c, dus->operands[2 + d]), &cv) ||
+            cv != st[d] || sd[d] != 1)
+          return fusion_refuse(v, FR_IN_PLACE,
+                               "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
+                               "mismatch)",
+                               p->name, buf->name, c->name);
+      }
+      continue;
+    }
+    if (pne->op == IR_OP_DYNAMIC_SLICE) {
+      for (int d = 0; d < rank && 1 + d < pne->noperands && 2 + d < dus->noperands; d++) {
+        const IrInstr *a = owner_operand(p, pne->operands[1 + d]), *b = owner_operand(c, dus->operands[2 + d]);
+        int64_t av = 0, bv = 0;
+        bool ac = first_integer(a, &av), bc = first_integer(b, &bv);
+        if (ac != bc || (ac && av != bv) || (!ac && a != b))
+          return fusion_refuse(v, FR_IN_PLACE,
+                               "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index mismatch)",
+                               p->name, buf->name, c->name);
+      }
+      continue;
+    }
+    return fusion_refuse(v, FR_IN_PLACE,
+                         "%s reads %s through a %s while %s updates it in place: the update would change what it "
+                         "reads",
+                         p->name, buf->name, ir_op_name(pne->op), c->name);
+  }
+  return true;
+}
+
 bool fusion_should_fuse_priority(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
   return fusion_should_fuse(p, c, cx, FUSION_MODE_PRIORITY, v);
 }
@@ -1128,23 +1235,7 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                            lr->name, inputs_per_output(lr), cr->name);
     }
   }
-  const IrInstr *cr = fused_root(c);
-  if ((cr->op == IR_OP_DYNAMIC_UPDATE_SLICE || cr->op == IR_OP_SCATTER) && k >= 0) {
-    bool in_place_operand = false;
-    if (c->op == IR_OP_FUSION) {
-      IrComputation *fc = ir_fused_computation(c);
-      for (int j = 0; j < c->noperands; j++)
-        if (c->operands[j] == p && fc && j < fc->nparams && cr->noperands > 0 && cr->operands[0] == fc->params[j])
-          in_place_operand = true;
-    } else {
-      in_place_operand = c->operands[0] == p;
-    }
-    if (in_place_operand)
-      return fusion_refuse(v, FR_IN_PLACE,
-                           "%s updates its operand 0 in place; fusing %s into that operand would make the kernel "
-                           "compute the whole buffer instead of writing only the updated %s",
-                           cr->name, p->name, cr->op == IR_OP_SCATTER ? "elements" : "slice");
-  }
+  if (!classic_should_fuse_in_place_op(p, c, v)) return false;
   if (!fusion_check_too_large(p, c, cx, false, v)) return false;
   if (mode == FUSION_MODE_PRIORITY) {
     int copies = fusion_emitted_copies(p, c);

@@ -11,7 +11,7 @@ set(FXPLAIN_CONFORMANCE_FLOORS
     # does (dropping the limit loses 457 of XLA's ineligible verdicts in tests/xla's replay).
     --at-least priority_fusion.txt=31
     --at-least multi_output_fusion.txt=45
-    --at-least instruction_fusion.txt=23
+    --at-least instruction_fusion.txt=24
     --at-least fusion_merger.txt=10
     --at-least multi_output_fusion_2021.txt=20
     --at-least horizontal_loop_fusion.txt=6

@@ -8,6 +8,7 @@
 
 #include "../check.h"
 #include "../../compiler/fusion/fusion.h"
+#include "../../compiler/hlo/hlo.h"
 #include "../../compiler/ir/ir.h"
 #include "../../compiler/passes/passes.h"
 #include "../../compiler/plan/plan.h"
@@ -702,22 +703,54 @@ TEST(root_and_near_miss) {
   t_free(t);
 }
 
-TEST(in_place_and_near_miss) {
+/* A T whose module is HLO text (its entry is t->c). */
+static T *t_parse(const char *text) {
   T *t = t_new();
-  IrInstr *buf = param(t, "buf", F32V(t, 64));
-  IrInstr *upd = param(t, "upd", F32V(t, 4));
-  IrInstr *i0 = param(t, "i", shp(t, IR_S32, 0, 0, 0, 0));
-  IrInstr *nb = op(t, IR_OP_NEGATE, "negate.1", F32V(t, 64), 1, buf);
-  IrInstr *nu = op(t, IR_OP_ABS, "abs.2", F32V(t, 4), 1, upd);
-  IrInstr *d = op(t, IR_OP_DYNAMIC_UPDATE_SLICE, "dynamic-update-slice.3", F32V(t, 64), 3, nb, nu, i0);
-  ir_set_root(t->c, d);
-  CHECK(run_pass(t, &pass_instruction_fusion));
-  const Rec *r = find(&t->log, "negate.1", "dynamic-update-slice.3");
-  CHECK(r && !r->accepted);
-  CHECK_STR(r ? r->reason : NULL, "in_place");
-  r = find(&t->log, "abs.2", "dynamic-update-slice.3");
-  CHECK(r && r->accepted);
-  t_free(t);
+  ir_module_free(t->m);
+  t->m = hlo_parse(text, strlen(text), "t.hlo", &t->err);
+  t->c = t->m ? t->m->entry : NULL;
+  return t;
+}
+
+/* XLA's ShouldFuseInPlaceOp (2021): a producer that reads the buffer a dynamic-update-slice updates
+ * in place fuses only when it reads exactly the region written (a slice at the update's indices);
+ * an elementwise producer of the buffer itself fuses. */
+TEST(in_place_and_near_miss) {
+  static const char *hlo =
+      "HloModule m\n"
+      "ENTRY e {\n"
+      "  p = f32[64] parameter(0)\n"
+      "  buf = f32[64] negate(p)\n"
+      "  i = s32[] constant(%d)\n"
+      "  slice.1 = f32[4] slice(buf), slice={[5:9]}\n"
+      "  abs.2 = f32[4] abs(slice.1)\n"
+      "  ROOT dynamic-update-slice.3 = f32[64] dynamic-update-slice(buf, abs.2, i)\n"
+      "}\n";
+  for (int same = 0; same < 2; same++) {
+    char text[512];
+    snprintf(text, sizeof text, hlo, same ? 5 : 3);
+    T *t = t_parse(text);
+    CHECK(t->m != NULL);
+    if (!t->m) {
+      t_free(t);
+      return;
+    }
+    CHECK(run_pass(t, &pass_instruction_fusion));
+    const Rec *r = find(&t->log, "slice.1", NULL);
+    CHECK(r != NULL);
+    if (!same) {
+      CHECK(r && !r->accepted);
+      CHECK_STR(r ? r->reason : NULL, "in_place");
+      CHECK_CONTAINS(r ? r->detail : NULL, "DUS and slice index mismatch");
+    } else {
+      CHECK(r && r->accepted); /* the region the update writes */
+    }
+    /* the buffer itself is elementwise: it fuses (the run with duplication takes it) */
+    CHECK(run_pass(t, &pass_instruction_fusion_dup));
+    r = find(&t->log, "buf", NULL);
+    CHECK(r && r->accepted);
+    t_free(t);
+  }
 }
 
 TEST(policy_pass_off_and_near_miss) {
