@@ -304,6 +304,26 @@ bool fusion_is_input_fusible(const IrInstr *i) {
   return (i->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(i)) || i->op == IR_OP_SCATTER;
 }
 
+bool fusion_is_input_fusible_reduction(const IrInstr *i) {
+  if (i->op == IR_OP_REDUCE) return fusion_is_contiguous_reduction(i);
+  if (i->op != IR_OP_FUSION || strcmp(fusion_kind_of(i), "kInput") != 0) return false;
+  const IrInstr *r = fused_root(i);
+  int n = r->op == IR_OP_TUPLE ? r->noperands : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = r->op == IR_OP_TUPLE ? r->operands[k] : r;
+    if (x->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(x)) return true;
+  }
+  return false;
+}
+
+bool fusion_layouts_reduce_friendly(const IrInstr *p) {
+  if (p->op == IR_OP_COPY) return false;
+  IrComputation *fc = ir_fused_computation(p);
+  for (int k = 0; fc && k < fc->ninstrs; k++)
+    if (fc->instrs[k]->op == IR_OP_COPY) return false;
+  return true;
+}
+
 /* Window sizes and strides of a reduce-window: "window={size=3x3 stride=2x2 ...}" (a malformed
  * window counts as one element). */
 static void window_numbers(const IrInstr *i, int64_t *size_prod, int64_t *stride_prod, bool *overlap) {
@@ -1235,6 +1255,13 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                            lr->name, inputs_per_output(lr), cr->name);
     }
   }
+  /* IsProducerConsumerFusible: no transposing copy into a reduction. */
+  if (fusion_is_input_fusible_reduction(c) && !fusion_layouts_reduce_friendly(p))
+    return fusion_refuse(v, FR_LAYOUT,
+                         "%s changes the layout (it %s a copy, which after layout assignment only transposes); %s "
+                         "is a reduction and would read its result out of order (XLA: the producer layout is not "
+                         "fusion-friendly for the consumer reduction)",
+                         p->name, p->op == IR_OP_COPY ? "is" : "holds", c->name);
   if (!classic_should_fuse_in_place_op(p, c, v)) return false;
   if (!fusion_check_too_large(p, c, cx, false, v)) return false;
   if (mode == FUSION_MODE_PRIORITY) {

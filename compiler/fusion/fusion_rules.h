@@ -107,6 +107,13 @@ bool fusion_is_input_fusible(const IrInstr *i);
 /* A reduce whose reduced or kept dimensions are contiguous in the layout (a row or column
  * reduction, emitted as an input fusion). */
 bool fusion_is_contiguous_reduction(const IrInstr *reduce);
+/* XLA's IsInputFusibleReduction (2021): a reduce from or to contiguous dimensions, or an input
+ * fusion with one among its roots. */
+bool fusion_is_input_fusible_reduction(const IrInstr *i);
+/* XLA's LayoutsAreReduceInputFusionFriendly (2021): false when the producer is a copy or a fusion
+ * holding one (after layout assignment a copy only ever transposes, and a reduction reading its
+ * result would read out of order). */
+bool fusion_layouts_reduce_friendly(const IrInstr *producer);
 /* XLA's ReusesOperandElements (2021, HloInstruction::OperandElementUse): whether `consumer` counts
  * as reusing the elements of operand `k` (every op that is not elementwise or data movement does,
  * a broadcast whatever its sizes); *times says roughly how often it reads each (1 when the reuse

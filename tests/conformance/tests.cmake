@@ -11,12 +11,12 @@ set(FXPLAIN_CONFORMANCE_FLOORS
     # does (dropping the limit loses 457 of XLA's ineligible verdicts in tests/xla's replay).
     --at-least priority_fusion.txt=31
     --at-least multi_output_fusion.txt=45
-    --at-least instruction_fusion.txt=24
+    --at-least instruction_fusion.txt=26
     --at-least fusion_merger.txt=10
     --at-least multi_output_fusion_2021.txt=20
     --at-least horizontal_loop_fusion.txt=6
     --at-least fusion_pipeline.txt=0
-    --at-least gpu_fusible_2021.txt=11
+    --at-least gpu_fusible_2021.txt=13
     --at-least gpu_fusible_today.txt=8)
 set(FXPLAIN_CONFORMANCE_FILES)
 file(GLOB FXPLAIN_CONFORMANCE_FILES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.txt)

@@ -272,7 +272,7 @@ TEST(diff_why_decisions) {
             "error: unknown reason code 'made_up' (codes: not_fusible, custom_call, expensive_duplication, "
             "expensive_reuse, code_duplication, reduce_into_reduce, reduce_epilogue, heavy_computation, "
             "operand_budget, shared_memory, registers, ir_size, unnested_reductions, bytes_increase, "
-            "slower_if_fused, cycle, shape_mismatch, root, in_place, policy)\n");
+            "slower_if_fused, cycle, shape_mismatch, root, in_place, policy, layout)\n");
   CHECK_STR(run(&t, "decisions --pass", &ok), "error: --pass needs a value\n");
   CHECK_STR(run(&t, "decisions --verbose", &ok),
             "error: unknown option '--verbose' (usage: decisions [--rejected | --accepted] [--reason CODE] [--pass "
