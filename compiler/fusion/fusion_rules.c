@@ -869,38 +869,83 @@ bool fusion_check_consumer(const IrInstr *c, const PassContext *cx, FusionVerdic
   return true;
 }
 
-/* Whether i (or its fused body) holds a reduce or reduce-window that XLA emits as a loop over
- * several inputs per output (a non-contiguous reduce, an overlapping window), with >= 16 inputs
- * per output. Returns it, or NULL. */
-static const IrInstr *loop_reduction(const IrInstr *i) {
+/* XLA's IfFusedReadsElementsMultipleTimes (2021): a reduce XLA emits as a loop (not from or to
+ * contiguous dimensions), or a reduce-window whose windows overlap (a size above its stride). */
+static bool reads_elements_multiple_times(const IrInstr *x) {
+  if (x->op == IR_OP_REDUCE) return !fusion_is_contiguous_reduction(x);
+  if (x->op != IR_OP_REDUCE_WINDOW) return false;
+  IrWindow w;
+  if (!ir_attr_window(x, -1, &w, NULL, 0)) return false;
+  for (int k = 0; k < w.rank; k++)
+    if (w.size[k] > w.stride[k]) return true;
+  return false;
+}
+
+/* The first instruction of i (i itself, or of its fused body) that reads elements several times. */
+static const IrInstr *loop_codegen(const IrInstr *i) {
   IrComputation *fc = ir_fused_computation(i);
-  int n = fc ? fc->ninstrs : 1;
-  for (int k = 0; k < n; k++) {
-    const IrInstr *x = fc ? fc->instrs[k] : i;
-    if (x->op == IR_OP_REDUCE || x->op == IR_OP_REDUCE_WINDOW) {
-      if (inputs_per_output(x) >= FUSION_REDUCE_MIN_ELEMENTS) return x;
-    }
-  }
+  if (!fc) return reads_elements_multiple_times(i) ? i : NULL;
+  for (int k = 0; k < fc->ninstrs; k++)
+    if (reads_elements_multiple_times(fc->instrs[k])) return fc->instrs[k];
   return NULL;
 }
 
-/* A reduce or reduce-window in the consumer reached from its operands equal to p. */
-static const IrInstr *consumer_reduction(const IrInstr *c, const IrInstr *p) {
+bool fusion_creates_nested_loop(const IrInstr *p, const IrInstr *c, const IrInstr **pl, const IrInstr **cl) {
+  const IrInstr *a = loop_codegen(p);
+  if (pl) *pl = a;
+  if (cl) *cl = NULL;
+  if (!a) return false;
   IrComputation *fc = ir_fused_computation(c);
-  if (!fc) return c->op == IR_OP_REDUCE || c->op == IR_OP_REDUCE_WINDOW ? c : NULL;
+  if (!fc) {
+    if (cl) *cl = c;
+    return reads_elements_multiple_times(c);
+  }
+  /* Whether p's value reaches, inside c, an instruction that reads elements several times. */
   for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
     if (c->operands[k] != p || !fc->params[k]) continue;
     const IrInstr *stack[256];
-    int sp = 0;
+    int sp = 0, guard = 0;
     stack[sp++] = fc->params[k];
-    int guard = 0;
     while (sp > 0 && guard++ < 100000) {
       const IrInstr *x = stack[--sp];
-      if (x->op == IR_OP_REDUCE || x->op == IR_OP_REDUCE_WINDOW) return x;
+      if (reads_elements_multiple_times(x)) {
+        if (cl) *cl = x;
+        return true;
+      }
       for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
     }
   }
-  return NULL;
+  return false;
+}
+
+bool fusion_producer_consumer_fusible(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  if (!fusion_check_consumer(c, cx, v)) return false;
+  if (!fusion_check_producer(p, cx, v)) return false;
+  const IrInstr *pl, *cl;
+  if (fusion_creates_nested_loop(p, c, &pl, &cl)) {
+    fusion_verdict_metric(v, "inputs_per_output", inputs_per_output(pl));
+    return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
+                         "both sides read elements several times: %s (a %s) would run as a loop inside %s's loop (a "
+                         "%s), a nested loop",
+                         pl->name, ir_op_name(pl->op), cl->name, ir_op_name(cl->op));
+  }
+  if (fusion_is_input_fusible_reduction(c) && !fusion_layouts_reduce_friendly(p))
+    return fusion_refuse(v, FR_LAYOUT,
+                         "%s changes the layout (it %s a copy, which after layout assignment only transposes); %s "
+                         "is a reduction and would read its result out of order (XLA: the producer layout is not "
+                         "fusion-friendly for the consumer reduction)",
+                         p->name, p->op == IR_OP_COPY ? "is" : "holds", c->name);
+  if (p->op == IR_OP_CONSTANT && ir_shape_elements(&p->shape) > 1)
+    return fusion_refuse(v, FR_NOT_FUSIBLE,
+                         "%s is a constant of %" PRId64 " elements: XLA keeps large constants in memory and fuses "
+                         "only scalar constants",
+                         p->name, ir_shape_elements(&p->shape));
+  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION)
+    return fusion_refuse(v, FR_NOT_FUSIBLE,
+                         "%s is a scalar constant; XLA fuses constants only into an existing fusion, and %s is "
+                         "not one yet",
+                         p->name, c->name);
+  return true;
 }
 
 /* Index of p among c's operands, or -1. */
@@ -1181,21 +1226,12 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
   memset(v, 0, sizeof *v);
   if (!fusion_check_consumer(c, cx, v)) return false;
   if (!fusion_check_producer(p, cx, v)) return false;
+  if (mode != FUSION_MODE_PRIORITY && !fusion_producer_consumer_fusible(p, c, cx, v)) return false;
   if (p->is_root)
     return fusion_refuse(v, FR_ROOT,
                          "%s is the root of %s: its value is the computation's output, so it is not fused into "
                          "%s",
                          p->name, p->parent ? p->parent->name : "its computation", c->name);
-  if (p->op == IR_OP_CONSTANT && ir_shape_elements(&p->shape) > 1)
-    return fusion_refuse(v, FR_NOT_FUSIBLE,
-                         "%s is a constant of %" PRId64 " elements: XLA keeps large constants in memory and fuses "
-                         "only scalar constants",
-                         p->name, ir_shape_elements(&p->shape));
-  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION && mode != FUSION_MODE_PRIORITY)
-    return fusion_refuse(v, FR_NOT_FUSIBLE,
-                         "%s is a scalar constant; XLA fuses constants only into an existing fusion, and %s is "
-                         "not one yet",
-                         p->name, c->name);
   int users = fusion_user_count(p);
   fusion_verdict_metric(v, "users", users);
   bool dup = users > 1 && !always_duplicable(p);
@@ -1244,24 +1280,6 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
                    ir_op_name(exp->op));
     return false;
   }
-  const IrInstr *lr = loop_reduction(p);
-  if (lr) {
-    const IrInstr *cr = consumer_reduction(c, p);
-    if (cr) {
-      fusion_verdict_metric(v, "inputs_per_output", inputs_per_output(lr));
-      return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
-                           "both sides contain a reduction: %s (%.0f inputs per output) would run as a loop inside "
-                           "%s's loop, a nested loop",
-                           lr->name, inputs_per_output(lr), cr->name);
-    }
-  }
-  /* IsProducerConsumerFusible: no transposing copy into a reduction. */
-  if (fusion_is_input_fusible_reduction(c) && !fusion_layouts_reduce_friendly(p))
-    return fusion_refuse(v, FR_LAYOUT,
-                         "%s changes the layout (it %s a copy, which after layout assignment only transposes); %s "
-                         "is a reduction and would read its result out of order (XLA: the producer layout is not "
-                         "fusion-friendly for the consumer reduction)",
-                         p->name, p->op == IR_OP_COPY ? "is" : "holds", c->name);
   if (!classic_should_fuse_in_place_op(p, c, v)) return false;
   if (!fusion_check_too_large(p, c, cx, false, v)) return false;
   if (mode == FUSION_MODE_PRIORITY) {

@@ -144,6 +144,17 @@ typedef enum {
   FUSION_MODE_PRIORITY,       /* priority-fusion: the cost model decides duplication */
 } FusionMode;
 
+/* XLA's CreatesNestedLoop (2021): the producer (or its fused body) holds an op that reads elements
+ * several times (a reduce emitted as a loop, an overlapping reduce-window), and so does the
+ * consumer (a plain one itself, a fusion along the producer's value). *pl and *cl (may be NULL)
+ * get the two ops. The two need not be linked: XLA's tests ask it of siblings too. */
+bool fusion_creates_nested_loop(const IrInstr *producer, const IrInstr *consumer, const IrInstr **pl,
+                                const IrInstr **cl);
+/* XLA's IsProducerConsumerFusible (2021): the kinds on each side, no multi-output producer, no
+ * nested loop, no layout-changing producer into a reduction, constants only scalar and only into
+ * an existing fusion. Asked by instruction-fusion and fusion-merger. */
+bool fusion_producer_consumer_fusible(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
+                                      FusionVerdict *v);
 /* Everything instruction-fusion asks before fusing producer into consumer (XLA's ShouldFuse):
  * kinds, root, duplication (by mode), expensive reuse, heavy computation, nested reductions,
  * in-place operands, size limits, code duplication. */

@@ -367,8 +367,17 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
     return false;
   }
+  if (strcmp(f, "nested-loop") == 0) { /* nested-loop P C yes|no: fxplain's CreatesNestedLoop (2021) */
+    NEED(4);
+    INST(ia, w[1], na);
+    INST(ib, w[2], nb);
+    bool want = strcmp(w[3], "yes") == 0, got = fusion_creates_nested_loop(ia[0], ib[0], NULL, NULL);
+    if (want == got) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
+    return false;
+  }
   if (strcmp(f, "should-fuse") == 0 || strcmp(f, "refusal") == 0 || strcmp(f, "no-refusal") == 0) {
-    /* should-fuse P C yes|no: fxplain's instruction-fusion verdict (may_duplicate) on P into C;
+    /* should-fuse P C yes|no: fxplain's IsProducerConsumerFusible (2021) on P into C;
      * refusal P C CODE / no-refusal P C CODE: whether that verdict refuses with CODE. */
     NEED(4);
     INST(ia, w[1], na);
@@ -381,7 +390,7 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     PassContext cx = {&none, device_default(), &st, 1, "instruction-fusion", &e, NULL};
     FusionVerdict v;
     memset(&v, 0, sizeof v);
-    bool ok = fusion_should_fuse(ia[0], ib[0], &cx, FUSION_MODE_DUPLICATION, &v);
+    bool ok = fusion_producer_consumer_fusible(ia[0], ib[0], &cx, &v);
     const char *code = ok ? "" : v.reason ? v.reason : "";
     bool holds = f[0] == 's' ? ok == (strcmp(w[3], "yes") == 0)
                  : f[0] == 'r' ? strcmp(code, w[3]) == 0
