@@ -97,6 +97,13 @@ static bool sibling_ok(Reach *r, const IrInstr *a, const IrInstr *b, const IrIns
   return true;
 }
 
+/* What a sibling decision calls a kernel: a fusion by its fused root (`why b c` finds the decision
+ * that put b and c in one kernel), a multi-output fusion or a plain instruction by its name. */
+static void sibling_label(const IrInstr *x, char *buf, size_t n) {
+  IrComputation *fc = ir_fused_computation(x);
+  snprintf(buf, n, "%s", fc && fc->root && fc->root->op != IR_OP_TUPLE ? fc->root->name : x->name);
+}
+
 /* Sibling fusion among the users of parent. Returns the number of merges. */
 static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
   IrInstr *sib[32];
@@ -117,8 +124,8 @@ static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairS
       FusionVerdict v;
       bool ok = sibling_ok(r, sib[i], sib[j], parent, cx, &v);
       char an[256], bn[256];
-      snprintf(an, sizeof an, "%s", sib[i]->name);
-      snprintf(bn, sizeof bn, "%s", sib[j]->name);
+      sibling_label(sib[i], an, sizeof an);
+      sibling_label(sib[j], bn, sizeof bn);
       if (!ok) {
         if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
         if (*oom) return merged;
