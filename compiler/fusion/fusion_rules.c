@@ -1065,28 +1065,74 @@ static bool check_registers(const IrInstr *p, const IrInstr *c, const DeviceProf
   return true;
 }
 
-bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContext *cx, bool mo, FusionVerdict *v) {
+int64_t fusion_shared_memory_2021(const IrInstr *i) {
+  if (i->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(i)) {
+    int eb = ir_type_bytes(elem_type(i));
+    if (eb <= 0) eb = 4;
+    return is_row_reduction(i) ? 32 * (int64_t)eb : 2 * 32 * 33 * (int64_t)eb;
+  }
+  IrComputation *fc = ir_fused_computation(i);
+  int64_t sum = 0;
+  for (int k = 0; fc && k < fc->ninstrs; k++) sum += fusion_shared_memory_2021(fc->instrs[k]);
+  return sum;
+}
+
+/* ShapeUtil::SubshapeCount: an array is one buffer; a tuple is itself plus each element's. */
+static int subshape_count(const IrShape *sh) {
+  if (sh->type != IR_TUPLE) return 1;
+  int n = 1;
+  for (int k = 0; k < sh->ntuple; k++) n += subshape_count(&sh->tuple[k]);
+  return n;
+}
+
+/* FusionWouldBeTooLarge's operand count (2021): the distinct operands of both, less the edge
+ * between them. */
+static int distinct_operands(const IrInstr *a, const IrInstr *b) {
+  const IrInstr *seen[512];
+  int n = 0, extra = 0;
+  const IrInstr *both[2] = {a, b};
+  for (int s = 0; s < 2; s++)
+    for (int k = 0; k < both[s]->noperands; k++) {
+      const IrInstr *op = both[s]->operands[k];
+      if (!op || op == a || op == b) continue;
+      bool dup = false;
+      for (int j = 0; j < n && !dup; j++) dup = seen[j] == op;
+      if (dup) continue;
+      if (n < 512) seen[n++] = op;
+      else extra++;
+    }
+  return n + extra;
+}
+
+bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionSizeFor how,
+                            FusionVerdict *v) {
   const PassSettings *s = cx ? cx->settings : NULL;
   const DeviceProfile *d = cx ? cx->device : NULL;
-  int ops = fusion_operands_and_outputs(p, c, mo);
+  bool mo = how == FUSION_SIZE_MULTI_OUTPUT;
+  int64_t smem = fusion_shared_memory_2021(p) + fusion_shared_memory_2021(c);
+  if (smem > FUSION_SHARED_MEMORY_BUDGET_2021) {
+    fusion_verdict_metric(v, "shared_bytes", (double)smem);
+    fusion_verdict_metric(v, "limit", FUSION_SHARED_MEMORY_BUDGET_2021);
+    return fusion_refuse(v, FR_SHARED_MEMORY,
+                         "the reductions of %s and %s together need %" PRId64 " B of shared memory per block, over "
+                         "the budget of %d B (XLA's kSharedMemoryBudgetInBytes, 2021)",
+                         p->name, c->name, smem, FUSION_SHARED_MEMORY_BUDGET_2021);
+  }
+  /* Operands plus output buffers (XLA counts both sides' outputs, a tuple and its elements), first
+   * by the quick bound, then exactly; fusing a producer into its consumer without adding operands
+   * never makes the consumer too large. */
   int budget = s && s->operand_budget > 0 ? s->operand_budget : 64;
-  fusion_verdict_metric(v, "operands", ops);
-  if (ops > budget) {
+  int outputs = subshape_count(&p->shape) + subshape_count(&c->shape);
+  int ops = distinct_operands(p, c);
+  fusion_verdict_metric(v, "operands", ops + outputs);
+  bool grows = how != FUSION_SIZE_PRODUCER_CONSUMER || ops > c->noperands;
+  if (p->noperands + c->noperands - 1 + outputs > budget && grows && ops + outputs > budget) {
     fusion_verdict_metric(v, "budget", budget);
     fusion_refuse(v, FR_OPERAND_BUDGET,
-                  "fusing %s with %s would give the kernel %d operands and outputs; budget %d", p->name, c->name,
-                  ops, budget);
-    fusion_suggest(v, "raise the budget with `set operand_budget %d`", ops > 96 ? ops : 96);
+                  "fusing %s with %s would give the kernel %d operands and %d output buffers; budget %d", p->name,
+                  c->name, ops, outputs, budget);
+    fusion_suggest(v, "raise the budget with `set operand_budget %d`", ops + outputs > 96 ? ops + outputs : 96);
     return false;
-  }
-  int64_t smem = fusion_shared_memory(p) + fusion_shared_memory(c);
-  if (d && d->is_gpu && d->shared_mem_per_block > 0 && smem > d->shared_mem_per_block) {
-    fusion_verdict_metric(v, "shared_bytes", (double)smem);
-    fusion_verdict_metric(v, "limit", d->shared_mem_per_block);
-    return fusion_refuse(v, FR_SHARED_MEMORY,
-                         "the reductions of %s and %s together need %" PRId64 " B of shared memory per block; "
-                         "%s has %d B",
-                         p->name, c->name, smem, d->name, d->shared_mem_per_block);
   }
   int red = fusion_unnested_reductions(p) + fusion_unnested_reductions(c);
   if (red > FUSION_MAX_UNNESTED_REDUCTIONS) {
@@ -1281,7 +1327,7 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
     return false;
   }
   if (!classic_should_fuse_in_place_op(p, c, v)) return false;
-  if (!fusion_check_too_large(p, c, cx, false, v)) return false;
+  if (!fusion_check_too_large(p, c, cx, FUSION_SIZE_PRODUCER_CONSUMER, v)) return false;
   if (mode == FUSION_MODE_PRIORITY) {
     int copies = fusion_emitted_copies(p, c);
     int limit = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;

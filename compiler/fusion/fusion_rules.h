@@ -165,11 +165,21 @@ bool fusion_should_fuse(const IrInstr *producer, const IrInstr *consumer, const 
  * loop fusions are ordinary producers. */
 bool fusion_should_fuse_priority(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
                                  FusionVerdict *v);
-/* The size limits of the fused kernel of producer + consumer (XLA's FusionWouldBeTooLarge plus
- * the registers hook): operand_budget, shared_memory, unnested_reductions, ir_size, registers.
- * `multi_output` counts the producer's value as an extra output. */
+/* Which pass asks whether a fusion would be too large: instruction-fusion fuses a producer into
+ * its consumer (XLA's is_consumer_producer_fusion: a fusion that does not grow the consumer's
+ * operands is never too large for them), fusion-merger merges a fusion into a user,
+ * multi_output_fusion makes one kernel with both outputs. */
+typedef enum { FUSION_SIZE_PRODUCER_CONSUMER, FUSION_SIZE_MERGE, FUSION_SIZE_MULTI_OUTPUT } FusionSizeFor;
+/* XLA's FusionWouldBeTooLarge (2021) for the kernel of producer + consumer, plus the registers
+ * hook and the IR size: operand_budget (operands plus output buffers, SubshapeCount of both),
+ * shared_memory (2021's SharedMemoryUsage against its 40,000 B budget), unnested_reductions,
+ * registers, ir_size. */
 bool fusion_check_too_large(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
-                            bool multi_output, FusionVerdict *v);
+                            FusionSizeFor how, FusionVerdict *v);
+/* 2021's SharedMemoryUsage: a row reduction 32 elements, a column reduction 2 x 32 x 33 (its
+ * tile, twice for x-tiling), of the reduce's element type; a fusion the sum over its body. */
+int64_t fusion_shared_memory_2021(const IrInstr *i);
+#define FUSION_SHARED_MEMORY_BUDGET_2021 40000 /* kSharedMemoryBudgetInBytes */
 /* Code duplication (XLA's CodeDuplicationTooHigh, with the paper's user limit as a setting). */
 bool fusion_check_code_duplication(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
                                    FusionVerdict *v);

@@ -114,7 +114,7 @@ static bool merge_outputs(IrInstr *f, PassContext *cx, int sweep, Touched *next,
     memset(&v, 0, sizeof v);
     fusion_verdict_metric(&v, "bytes_ratio", ratio);
     if (sweep > 1) fusion_verdict_metric(&v, "sweep", sweep);
-    bool fine = fusion_check_consumer(readers[q], cx, &v) && fusion_check_too_large(f, readers[q], cx, false, &v);
+    bool fine = fusion_check_consumer(readers[q], cx, &v) && fusion_check_too_large(f, readers[q], cx, FUSION_SIZE_MERGE, &v);
     if (fine && ratio > FUSION_MERGE_BYTES_RATIO) {
       char names[160] = "";
       size_t len = 0;
@@ -255,7 +255,7 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
         all = false;
         continue;
       }
-      if (!fusion_check_too_large(f, users[u], cx, false, v)) {
+      if (!fusion_check_too_large(f, users[u], cx, FUSION_SIZE_MERGE, v)) {
         all = false;
         continue;
       }

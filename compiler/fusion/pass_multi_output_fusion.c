@@ -91,7 +91,7 @@ static bool sibling_ok(Reach *r, const IrInstr *a, const IrInstr *b, const IrIns
     return fusion_refuse(v, FR_ROOT, "%s is the root of its computation; not fusing into the output of the root",
                          a->is_root ? a->name : b->name);
   if (!shapes_compatible(a, b, v)) return false;
-  if (!fusion_check_too_large(a, b, cx, true, v)) return false;
+  if (!fusion_check_too_large(a, b, cx, FUSION_SIZE_MULTI_OUTPUT, v)) return false;
   fusion_verdict_ok(v, "%s and %s both read %s: one kernel with both outputs reads it once", a->name, b->name,
                     parent->name);
   return true;
@@ -160,7 +160,7 @@ static bool producer_consumer_ok(Reach *r, IrInstr *p, IrInstr *c, const PassCon
                          "would introduce a cycle when fused",
                          p->name, c->name, p->name);
   if (!shapes_compatible(p, c, v)) return false;
-  if (!fusion_check_too_large(p, c, cx, true, v)) return false;
+  if (!fusion_check_too_large(p, c, cx, FUSION_SIZE_MULTI_OUTPUT, v)) return false;
   if (!fusion_check_code_duplication(p, c, cx, v)) return false;
   fusion_verdict_ok(v, "%s fuses into %s and stays an output for its %d other %s", p->name, c->name, p->nusers - 1,
                     p->nusers - 1 == 1 ? "user" : "users");

@@ -308,7 +308,7 @@ TEST(why_pair_final_outcome_first_and_decision_numbers) {
             "2 decisions between a and b; the final outcome (stage 11, fusion-merger): accepted\n"
             "#7  stage 11  fusion-merger  merge  a -> b => fusion.1  accepted\n"
             "    fusion (the fusion ending in a) merges into b (merged-to-current-bytes-ratio 0.50)\n"
-            "    metrics: users=2 bytes_ratio=0.5 copies=1 operands=2\n"
+            "    metrics: users=2 bytes_ratio=0.5 copies=1 operands=3\n"
             "superseded: 1 earlier decision, replaced by #7 at stage 11 (fusion-merger):\n"
             "#4  stage 9  instruction-fusion  fuse  a -> b  rejected [code_duplication]\n"
             "    a has 2 users; this run fuses only producers with one user, so fusing it would need a copy per "
@@ -324,10 +324,10 @@ TEST(why_pair_final_outcome_first_and_decision_numbers) {
   CHECK_STR(ok_run(&t, "decisions --stage 11"),
             "#7  stage 11  fusion-merger  merge  a -> b => fusion.1  accepted\n"
             "    fusion (the fusion ending in a) merges into b (merged-to-current-bytes-ratio 0.50)\n"
-            "    metrics: users=2 bytes_ratio=0.5 copies=1 operands=2\n"
+            "    metrics: users=2 bytes_ratio=0.5 copies=1 operands=3\n"
             "#8  stage 11  fusion-merger  merge  a -> c => fusion.2  accepted\n"
             "    fusion (the fusion ending in a) merges into c (merged-to-current-bytes-ratio 0.50)\n"
-            "    metrics: users=2 bytes_ratio=0.5 copies=1 operands=2\n"
+            "    metrics: users=2 bytes_ratio=0.5 copies=1 operands=3\n"
             "2 decisions\n");
   CHECK_CONTAINS(ok_run(&t, "decisions"), "#3  stage 9  instruction-fusion  fuse  a -> c  rejected [code_duplication]\n");
   /* render --decision N draws the decision listed as #N */
