@@ -189,6 +189,19 @@ int fusion_operands_and_outputs(const IrInstr *a, const IrInstr *b, bool multi_o
  * kernel would create a cycle). Both must be in the same computation. */
 bool fusion_path_exists(const IrInstr *from, const IrInstr *to, bool skip_direct);
 
+/* ---------- multi_output_fusion's predicates, 2021 (pass_multi_output_fusion.c) ---------- */
+
+/* IsFusibleAsMultiOutputFusionRoot (2021): a fusible contiguous reduction (or an input fusion
+ * rooted at one), a loop fusion, or an elementwise op. */
+bool fusion_mof_root_2021(const IrInstr *i, const PassSettings *s);
+/* ShapesCompatibleForMultiOutputFusion (2021): the two kernels' heroes iterate over the same loop
+ * (a contiguous reduction by its input, with consistent reductions; anything else by its output;
+ * dimensions and layout, not element type). */
+bool fusion_mof_shapes_compatible_2021(const IrInstr *a, const IrInstr *b, FusionVerdict *v);
+/* IsProducerConsumerMultiOutputFusible (2021). */
+bool fusion_mof_producer_consumer_2021(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
+                                       FusionVerdict *v);
+
 /* ---------- cost model (priority-fusion, fusion-merger) ---------- */
 
 /* Bytes a kernel made of i reads (its operands) and writes (its result), and its flops. */

@@ -13,7 +13,7 @@ set(FXPLAIN_CONFORMANCE_FLOORS
     --at-least multi_output_fusion.txt=45
     --at-least instruction_fusion.txt=26
     --at-least fusion_merger.txt=12
-    --at-least multi_output_fusion_2021.txt=21
+    --at-least multi_output_fusion_2021.txt=26
     --at-least horizontal_loop_fusion.txt=6
     --at-least fusion_pipeline.txt=1
     --at-least gpu_fusible_2021.txt=17
