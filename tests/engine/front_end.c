@@ -162,7 +162,7 @@ TEST(what_a_setting_changes) {
   ExplainComparison c;
   CHECK(explain_compare_settings(&e, &e.settings, &e.device, &after, &e.device, false, &c, &err));
   CHECK(c.kernels_before == 3 && c.kernels_after == 4);
-  CHECK(c.nchanges == 2 && c.one_run_only == 14);
+  CHECK(c.nchanges == 2 && c.one_run_only == 13);
   CHECK(e.nstages == 1); /* the engine's own stages are not touched */
   explain_comparison_free(&c);
   explain_engine_fini(&e);
