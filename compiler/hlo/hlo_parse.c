@@ -1427,6 +1427,11 @@ static bool build_async_wrappers(P *p) {
 }
 
 IrModule *hlo_parse(const char *text, size_t len, const char *filename, FxError *err) {
+  return hlo_parse_with(text, len, filename, NULL, err);
+}
+
+IrModule *hlo_parse_with(const char *text, size_t len, const char *filename, const IrVerifyOptions *opts,
+                         FxError *err) {
   P p;
   memset(&p, 0, sizeof p);
   p.err = err;
@@ -1451,7 +1456,7 @@ IrModule *hlo_parse(const char *text, size_t len, const char *filename, FxError 
   if (ok) {
     FxError verr;
     fx_error_clear(&verr);
-    if (!ir_verify(p.m, &verr)) {
+    if (!ir_verify_with(p.m, opts, &verr)) {
       ok = false;
       if (err && !err->set) {
         *err = verr;

@@ -186,6 +186,39 @@ static const Rec *last_refusal(const Log *l, char **names, int nnames) {
   return NULL;
 }
 
+/* The case's HLO text: a name the parser gave a repeated instruction (`add` of the entry becomes
+ * `add.13` when a reducer's root is `add` too) does not appear in it. */
+static const char *g_hlo;
+
+static bool name_in_text(const char *name) {
+  size_t n = strlen(name);
+  for (const char *q = g_hlo ? strstr(g_hlo, name) : NULL; q; q = strstr(q + 1, name)) {
+    bool start = q == g_hlo || !(isalnum((unsigned char)q[-1]) || q[-1] == '.' || q[-1] == '_' || q[-1] == '-');
+    char e = q[n];
+    if (start && !(isalnum((unsigned char)e) || e == '.' || e == '_' || e == '-')) return true;
+  }
+  return false;
+}
+
+/* The instruction a predicate fact asks about, as XLA's test picks it (from the entry's root): the
+ * entry's instruction of that name, or the one the parser renamed (NAME.N, not in the text), else
+ * the first instance anywhere. NULL when there is none. */
+static const IrInstr *subject(const IrModule *m, const char *name) {
+  const IrComputation *e = m->entry;
+  size_t n = strlen(name);
+  for (int k = 0; e && k < e->ninstrs; k++)
+    if (!e->instrs[k]->dead && strcmp(e->instrs[k]->name, name) == 0) return e->instrs[k];
+  for (int k = 0; e && k < e->ninstrs; k++) {
+    const char *x = e->instrs[k]->name;
+    if (e->instrs[k]->dead || strncmp(x, name, n) != 0 || x[n] != '.' || !isdigit((unsigned char)x[n + 1])) continue;
+    bool digits = true;
+    for (const char *q = x + n + 1; *q; q++) digits = digits && isdigit((unsigned char)*q);
+    if (digits && !name_in_text(x)) return e->instrs[k];
+  }
+  const IrInstr *any[MAX_INST];
+  return instances(m, name, any) > 0 ? any[0] : NULL;
+}
+
 /* Checks one fact; on failure writes why into why[] and returns false. */
 static bool check_fact(const IrModule *m, bool changed, const Log *log, const char *fact, char *why, size_t nw) {
   char buf[512];
@@ -206,6 +239,12 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
 #define INST(arr, name, n)                                                          \
   int n = instances(m, name, arr);                                                  \
   if (n == 0) {                                                                     \
+    snprintf(why, nw, "`%s`: no instruction %s in the result", fact, name);         \
+    return false;                                                                   \
+  }
+#define SUBJ(var, name)                                                             \
+  const IrInstr *var = subject(m, name);                                            \
+  if (!var) {                                                                       \
     snprintf(why, nw, "`%s`: no instruction %s in the result", fact, name);         \
     return false;                                                                   \
   }
@@ -343,35 +382,76 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
   }
   if (strcmp(f, "expensive") == 0) { /* expensive A yes|no: fxplain's IsExpensive for A */
     NEED(3);
-    INST(ia, w[1], na);
+    SUBJ(A, w[1]);
     PassSettings st;
     pass_settings_default(&st);
-    bool want = strcmp(w[2], "yes") == 0, got = fusion_is_expensive(ia[0], &st);
+    bool want = strcmp(w[2], "yes") == 0, got = fusion_is_expensive(A, &st);
     if (want == got) return true;
     snprintf(why, nw, "`%s`: fxplain counts %s as %s", fact, w[1], got ? "expensive" : "cheap");
     return false;
   }
   if (strcmp(f, "shared-memory") == 0) { /* shared-memory A N: bytes per block of A's kernel */
     NEED(3);
-    INST(ia, w[1], na);
-    long long got = (long long)fusion_shared_memory(kernel_of(ia[0]));
+    SUBJ(A, w[1]);
+    long long got = (long long)fusion_shared_memory(kernel_of(A));
     if (got == atoll(w[2])) return true;
     snprintf(why, nw, "`%s`: fxplain counts %lld bytes", fact, got);
     return false;
   }
   if (strcmp(f, "input-fusible") == 0) { /* input-fusible A yes|no: fxplain's IsInputFusible */
     NEED(3);
-    INST(ia, w[1], na);
-    bool want = strcmp(w[2], "yes") == 0, got = fusion_is_input_fusible(ia[0]);
+    SUBJ(A, w[1]);
+    bool want = strcmp(w[2], "yes") == 0, got = fusion_is_input_fusible(A);
     if (want == got) return true;
     snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
     return false;
   }
+  if (strcmp(f, "layout-friendly") == 0) { /* layout-friendly P C yes|no: LayoutsAreReduceInputFusionFriendly (2021) */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    bool want = strcmp(w[3], "yes") == 0, got = fusion_layouts_reduce_friendly(A);
+    if (want == got) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
+    return false;
+  }
+  if (strcmp(f, "mof-root-2021") == 0) { /* mof-root-2021 A yes|no: IsFusibleAsMultiOutputFusionRoot (2021) */
+    NEED(3);
+    SUBJ(A, w[1]);
+    PassSettings st;
+    pass_settings_default(&st);
+    bool want = strcmp(w[2], "yes") == 0, got = fusion_mof_root_2021(A, &st);
+    if (want == got) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
+    return false;
+  }
+  if (strcmp(f, "mof-shapes-2021") == 0 || strcmp(f, "mof-producer-consumer-2021") == 0) {
+    /* mof-shapes-2021 A B yes|no: ShapesCompatibleForMultiOutputFusion (2021);
+     * mof-producer-consumer-2021 P C yes|no: IsProducerConsumerMultiOutputFusible (2021) */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    PassSettings st;
+    pass_settings_default(&st);
+    FxError e;
+    fx_error_clear(&e);
+    DecisionSink none = {NULL, NULL};
+    PassContext cx = {&none, device_default(), &st, 1, "multi_output_fusion", &e, NULL};
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    bool got = f[4] == 's' ? fusion_mof_shapes_compatible_2021(A, B, &v)
+                           : fusion_mof_producer_consumer_2021(A, B, &cx, &v);
+    bool want = strcmp(w[3], "yes") == 0;
+    if (want == got) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s%s%s", fact, got ? "yes" : "no: ", got ? "" : v.reason ? v.reason : "",
+             got ? "" : "");
+    return false;
+  }
   if (strcmp(f, "nested-loop") == 0) { /* nested-loop P C yes|no: fxplain's CreatesNestedLoop (2021) */
     NEED(4);
-    INST(ia, w[1], na);
-    INST(ib, w[2], nb);
-    bool want = strcmp(w[3], "yes") == 0, got = fusion_creates_nested_loop(ia[0], ib[0], NULL, NULL);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    bool want = strcmp(w[3], "yes") == 0, got = fusion_creates_nested_loop(A, B, NULL, NULL);
     if (want == got) return true;
     snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
     return false;
@@ -380,8 +460,8 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     /* should-fuse P C yes|no: fxplain's IsProducerConsumerFusible (2021) on P into C;
      * refusal P C CODE / no-refusal P C CODE: whether that verdict refuses with CODE. */
     NEED(4);
-    INST(ia, w[1], na);
-    INST(ib, w[2], nb);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
     PassSettings st;
     pass_settings_default(&st);
     FxError e;
@@ -390,7 +470,7 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     PassContext cx = {&none, device_default(), &st, 1, "instruction-fusion", &e, NULL};
     FusionVerdict v;
     memset(&v, 0, sizeof v);
-    bool ok = fusion_producer_consumer_fusible(ia[0], ib[0], &cx, &v);
+    bool ok = fusion_producer_consumer_fusible(A, B, &cx, &v);
     const char *code = ok ? "" : v.reason ? v.reason : "";
     bool holds = f[0] == 's' ? ok == (strcmp(w[3], "yes") == 0)
                  : f[0] == 'r' ? strcmp(code, w[3]) == 0
@@ -434,6 +514,7 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
   return false;
 #undef NEED
 #undef INST
+#undef SUBJ
 }
 
 static const Pass *find_pass(const char *name) {
@@ -466,8 +547,11 @@ static int run_case(const char *file, const Case *c, bool verbose, char *why, si
       text = withheader;
     }
   }
-  IrModule *m = hlo_parse(text, len, file, &err);
+  /* XLA's tests parse with HloTestBase's verifier, which allows mixed precision. */
+  IrVerifyOptions vopts = {.allow_mixed_precision = true};
+  IrModule *m = hlo_parse_with(text, len, file, &vopts, &err);
   free(withheader);
+  g_hlo = c->hlo;
   if (!m) {
     snprintf(why, nw, "the HLO does not load: %s (its line %d)", err.msg, err.line);
     return 0;

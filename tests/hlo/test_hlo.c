@@ -251,6 +251,15 @@ TEST(xla_parser_shorthands) {
   CHECK(strstr(err.msg, "has no shape") != NULL);
   CHECK(parse("HloModule m\nENTRY e { p = f32[2] parameter(0)\n ROOT b = f32[2,2] broadcast(p) }\n", &err) == NULL);
   CHECK(strstr(err.msg, "needs the attribute 'dimensions'") != NULL);
+  /* XLA's verifier with allow_mixed_precision (its test base's) takes an f16 copy declared f32 */
+  static const char *mixed = "HloModule m\nENTRY e { p = f16[2] parameter(0)\n ROOT c = f32[2] copy(p) }\n";
+  CHECK(parse(mixed, &err) == NULL);
+  CHECK(strstr(err.msg, "shape mismatch") != NULL);
+  IrVerifyOptions lax = {.allow_mixed_precision = true};
+  fx_error_clear(&err);
+  IrModule *mm = hlo_parse_with(mixed, strlen(mixed), "t.hlo", &lax, &err);
+  CHECK(mm != NULL);
+  ir_module_free(mm);
 }
 
 TEST(operands_may_come_before_their_definition) {
