@@ -645,6 +645,15 @@ static void forget_fused(const IrInstr *f, const IrInstr *cons, const IrInstr *p
   for (int u = 0; u < p->nusers; u++) perf_cache_forget(p->users[u]);
 }
 
+/* PriorityFusion::ChooseKind: a fusion's kind follows the emitter XLA's fusion analysis picks for
+ * it: reduction, transpose, concatenate and scatter emitters make kInput, the loop emitter kLoop;
+ * Triton and custom fusions keep kCustom. */
+static void choose_kind(IrInstr *f) {
+  const char *k = ir_fusion_kind(f);
+  if (fusion_is_generic_triton(f) || (k && strcmp(k, "kCustom") == 0)) return;
+  ir_attr_set_text(f, "kind", fusion_emitter_kind(f) == FUSION_EMITTER_LOOP ? "kLoop" : "kInput");
+}
+
 static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
   Queue q;
   memset(&q, 0, sizeof q);
@@ -692,6 +701,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
         ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, pname);
         break;
       }
+      choose_kind(f);
       forget_fused(f, cons, p);
       FusionVerdict *v = &e.v[u];
       if (p->op == IR_OP_BITCAST)
@@ -753,6 +763,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
         ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, cname);
         break;
       }
+      choose_kind(f);
       (*fused)++;
     }
   }
