@@ -1,0 +1,364 @@
+/* gpu_fusible.c — today's gpu_fusible.cc: the predicates XLA's GPU fusion passes of the priority
+ * pipeline ask (multi_output_fusion above all), as XLA has them now (openxla/xla,
+ * xla/service/gpu/gpu_fusible.cc and ir_emission_utils.cc). The classic passes keep the 2021
+ * versions (fusion_rules.c, pass_multi_output_fusion.c).
+ *
+ * Layouts are read where XLA reads them: a shape without a written layout has the default one
+ * (row-major, minor_to_major = {rank-1, ..., 0}). */
+#include <string.h>
+
+#include "fusion_analysis.h"
+#include "gpu_fusible.h"
+
+/* The k-th most minor dimension of s. */
+static int minor(const IrShape *s, int k) {
+  return s->has_layout && s->minor_to_major ? s->minor_to_major[k] : s->rank - 1 - k;
+}
+
+/* ShapeUtil::TransposeIsBitcast: the transpose moves no element in memory (the input's
+ * minor-to-major order is the output's, mapped through the permutation). */
+static bool transpose_is_bitcast(const IrInstr *t) {
+  const IrShape *in = &t->operands[0]->shape, *out = &t->shape;
+  int64_t perm[IR_MAX_RANK];
+  if (in->type != out->type || ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != out->rank || in->rank != out->rank)
+    return false;
+  for (int k = 0; k < out->rank; k++)
+    if (perm[minor(out, k)] != minor(in, k)) return false;
+  return true;
+}
+
+bool fusion_physically_transposing(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  for (int k = 0; fc && k < fc->ninstrs; k++)
+    if (fusion_physically_transposing(fc->instrs[k])) return true;
+  return i->op == IR_OP_COPY || (i->op == IR_OP_TRANSPOSE && i->noperands == 1 && !transpose_is_bitcast(i));
+}
+
+/* MostMinorNonTrivialDimension: the most minor dimension of size > 1 and its position in the
+ * minor-to-major order (-1 and the rank when there is none). */
+static int most_minor_nontrivial(const IrShape *s, int *position) {
+  for (int k = 0; k < s->rank; k++)
+    if (s->dims[minor(s, k)] > 1) {
+      *position = k;
+      return minor(s, k);
+    }
+  *position = s->rank;
+  return -1;
+}
+
+bool fusion_transposes_minor_dimension(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (fc) {
+    for (int k = 0; k < fc->ninstrs; k++)
+      if (fusion_transposes_minor_dimension(fc->instrs[k])) return true;
+    return false;
+  }
+  int pos;
+  if (i->op == IR_OP_COPY && i->noperands == 1)
+    return most_minor_nontrivial(&i->operands[0]->shape, &pos) != most_minor_nontrivial(&i->shape, &pos);
+  if (i->op != IR_OP_TRANSPOSE || i->noperands != 1) return false;
+  const IrShape *in = &i->operands[0]->shape;
+  int64_t perm[IR_MAX_RANK];
+  if (ir_attr_dims(i, "dimensions", perm, IR_MAX_RANK) != i->shape.rank) return false;
+  int position_in_minor[IR_MAX_RANK];
+  for (int k = 0; k < in->rank; k++) position_in_minor[minor(in, k)] = k;
+  int first_nontrivial;
+  most_minor_nontrivial(in, &first_nontrivial);
+  for (int k = 0; k < i->shape.rank; k++) {
+    int out_dim = minor(&i->shape, k);
+    if (i->shape.dims[out_dim] == 1) continue;
+    int64_t in_dim = perm[out_dim];
+    /* whether an input dimension of size > 1 is more minor than the one that becomes the output's
+     * most minor non-trivial dimension */
+    return in_dim >= 0 && in_dim < in->rank && position_in_minor[in_dim] > first_nontrivial;
+  }
+  return false;
+}
+
+/* ShapeUtil::ReshapeIsBitcast / IsReshapeOrTransposeBitcast for two arrays: the same elements in
+ * the same physical order (the dimensions of size > 1, major to minor, agree after merging). */
+static bool same_physical_order(const IrShape *a, const IrShape *b) {
+  if (ir_shape_elements(a) != ir_shape_elements(b)) return false;
+  if (ir_shape_default_layout(a) && ir_shape_default_layout(b)) return true;
+  int64_t pa[IR_MAX_RANK], pb[IR_MAX_RANK];
+  int na = 0, nb = 0;
+  for (int k = a->rank - 1; k >= 0; k--)
+    if (a->dims[minor(a, k)] > 1) pa[na++] = a->dims[minor(a, k)];
+  for (int k = b->rank - 1; k >= 0; k--)
+    if (b->dims[minor(b, k)] > 1) pb[nb++] = b->dims[minor(b, k)];
+  return na == nb && memcmp(pa, pb, sizeof(int64_t) * (size_t)na) == 0;
+}
+
+/* ShapeUtil::EqualIgnoringElementType: dimensions and layout. */
+static bool equal_ignoring_type(const IrShape *a, const IrShape *b) {
+  if ((a->type == IR_TUPLE) != (b->type == IR_TUPLE)) return false;
+  if (a->type == IR_TUPLE) {
+    if (a->ntuple != b->ntuple) return false;
+    for (int k = 0; k < a->ntuple; k++)
+      if (!equal_ignoring_type(&a->tuple[k], &b->tuple[k])) return false;
+    return true;
+  }
+  if (!ir_shape_same_dims(a, b)) return false;
+  for (int k = 0; k < a->rank; k++)
+    if (minor(a, k) != minor(b, k)) return false;
+  return true;
+}
+
+/* IsIntermediate (ir_emission_utils.cc): an op of 1 to `allowed` operands that moves no element:
+ * elementwise (a copy only when it keeps the shape and layout), a bitcast, a reshape or transpose
+ * that is a bitcast. */
+static bool intermediate(const IrInstr *x, int allowed) {
+  if (x->noperands == 0 || x->noperands > allowed) return false;
+  if (ir_op_is_elementwise(x->op)) {
+    if (x->op == IR_OP_COPY) return equal_ignoring_type(&x->shape, &x->operands[0]->shape);
+    return true;
+  }
+  switch (x->op) {
+  case IR_OP_BITCAST: return true;
+  case IR_OP_RESHAPE: return same_physical_order(&x->operands[0]->shape, &x->shape);
+  case IR_OP_TRANSPOSE: return transpose_is_bitcast(x);
+  default: return false;
+  }
+}
+
+/* TransposeDescription::IsEquivalent: the same output dimensions and permutation. */
+static bool transposes_equivalent(const IrInstr *a, const IrInstr *b) {
+  if (!ir_shape_same_dims(&a->shape, &b->shape)) return false;
+  const char *pa = ir_attr_text(a, "dimensions"), *pb = ir_attr_text(b, "dimensions");
+  return pa && pb && strcmp(pa, pb) == 0;
+}
+
+/* FusionHeroesAreCompatible's check_path_of_intermediate_ops: from the fused parameter to the
+ * root only through intermediate ops, so a tiled transpose stays tiled. */
+static bool intermediate_path(const IrInstr *param) {
+  if (!param || param->nusers != 1) return false;
+  const IrInstr *x = param->users[0];
+  while (x->nusers > 0) {
+    if (!intermediate(x, 1)) return false;
+    x = x->users[0];
+  }
+  return true;
+}
+
+static int operand_number(const IrInstr *user, const IrInstr *op) {
+  for (int k = 0; k < user->noperands; k++)
+    if (user->operands[k] == op) return k;
+  return -1;
+}
+
+bool fusion_heroes_compatible(const IrInstr *h1, const IrInstr *h2, FusionVerdict *v) {
+  bool r1 = fusion_contiguous_reduce(h1), r2 = fusion_contiguous_reduce(h2);
+  bool t1 = fusion_tiled_transpose(h1), t2 = fusion_tiled_transpose(h2);
+  bool n1 = h1->op == IR_OP_TRANSPOSE && !t1, n2 = h2->op == IR_OP_TRANSPOSE && !t2;
+  if (r1 && r2) {
+    const char *d1 = ir_attr_text(h1, "dimensions"), *d2 = ir_attr_text(h2, "dimensions");
+    if (!equal_ignoring_type(&h1->operands[0]->shape, &h2->operands[0]->shape) ||
+        !equal_ignoring_type(&h1->shape, &h2->shape) || !d1 || !d2 || strcmp(d1, d2) != 0)
+      return fusion_refuse(v, FR_SHAPE_MISMATCH, "%s and %s are tiled reductions with different shapes", h1->name,
+                           h2->name);
+  } else if (t1 && t2 && !transposes_equivalent(h1, h2)) {
+    return fusion_refuse(v, FR_SHAPE_MISMATCH, "%s and %s are tiled transposes with different shapes", h1->name,
+                         h2->name);
+  } else if (((t1 || r1) && n2) || (n1 && (t2 || r2))) {
+    return fusion_refuse(v, FR_SHAPE_MISMATCH,
+                         "%s and %s: a nested transpose reads in another pattern than an unnested hero; XLA does not "
+                         "multi-output fuse them",
+                         h1->name, h2->name);
+  } else if ((t1 && r2) || (r1 && t2)) {
+    return fusion_refuse(v, FR_SHAPE_MISMATCH, "%s and %s: XLA does not multi-output fuse a transpose and a reduction",
+                         h1->name, h2->name);
+  }
+  if (t1 || t2) {
+    const IrInstr *f1 = h1->parent ? h1->parent->fusion_instr : NULL, *f2 = h2->parent ? h2->parent->fusion_instr : NULL;
+    if (f1 && f2) {
+      const IrInstr *user = NULL, *param = NULL;
+      if (t1 && operand_number(f2, f1) >= 0) user = f2, param = ir_fused_computation(f2)->params[operand_number(f2, f1)];
+      else if (t2 && operand_number(f1, f2) >= 0) user = f1, param = ir_fused_computation(f1)->params[operand_number(f1, f2)];
+      if (user && !intermediate_path(param))
+        return fusion_refuse(v, FR_SHAPE_MISMATCH,
+                             "%s reads the tiled transpose's result through an op that moves elements: the tiled "
+                             "transpose would become untiled",
+                             user->name);
+    }
+  }
+  return true;
+}
+
+/* GetRealHeroForMultiOutputFusion: an instruction itself; of a fusion the hero of its root when it
+ * is a reduction or tiled transpose, else the root; of a multi-output fusion the first such hero
+ * among its outputs, else its first output. */
+static const IrInstr *real_hero(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (!fc || !fc->root) return i;
+  const IrInstr *r = fc->root;
+  if (r->op != IR_OP_TUPLE) {
+    const IrInstr *h = fusion_hero(r);
+    return fusion_contiguous_reduce(h) || fusion_tiled_transpose(h) ? h : r;
+  }
+  for (int k = 0; k < r->noperands; k++) {
+    const IrInstr *h = fusion_hero(r->operands[k]);
+    if (fusion_contiguous_reduce(h) || fusion_tiled_transpose(h)) return h;
+  }
+  return r->noperands ? r->operands[0] : r;
+}
+
+/* The shape a hero's loop iterates over: a contiguous reduction's or tiled transpose's input. */
+static const IrShape *loop_shape(const IrInstr *h) {
+  const IrInstr *hero = h->parent && h->parent->fusion_instr ? fusion_hero(h) : h;
+  if (fusion_contiguous_reduce(h) || fusion_tiled_transpose(hero)) return &hero->operands[0]->shape;
+  return &h->shape;
+}
+
+bool fusion_mof_shapes_compatible(const IrInstr *a, const IrInstr *b, FusionVerdict *v) {
+  const IrInstr *ha = real_hero(a), *hb = real_hero(b);
+  if (!fusion_heroes_compatible(ha, hb, v)) return false;
+  const IrShape *la = loop_shape(ha), *lb = loop_shape(hb);
+  if (equal_ignoring_type(la, lb)) return true;
+  /* Unequal shapes are accepted when one is a bitcast of the other (IsReshapeOrTransposeBitcast). */
+  if (ir_shape_is_array(la) && ir_shape_is_array(lb) && same_physical_order(la, lb)) return true;
+  char fa[128], fb[128];
+  bool layouts = !ir_shape_default_layout(la) || !ir_shape_default_layout(lb);
+  ir_shape_format(la, layouts, fa, sizeof fa);
+  ir_shape_format(lb, layouts, fb, sizeof fb);
+  return fusion_refuse(v, FR_SHAPE_MISMATCH,
+                       "%s iterates over %s and %s over %s: different loop shapes cannot share one kernel", a->name, fa,
+                       b->name, fb);
+}
+
+static bool custom_fusion(const IrInstr *i) {
+  const char *k = i->op == IR_OP_FUSION ? ir_fusion_kind(i) : NULL;
+  return k && strcmp(k, "kCustom") == 0;
+}
+
+static bool fusible(const IrInstr *i, const PassSettings *s) {
+  return !fusion_op_never_fuses(i->op) && !fusion_is_library_call(i, s);
+}
+
+static bool is_loop_fusion(const IrInstr *i) {
+  const char *k = i->op == IR_OP_FUSION ? ir_fusion_kind(i) : NULL;
+  return k && strcmp(k, "kLoop") == 0;
+}
+
+/* The roots' heroes of a fusion (GetFusionRoots, FindNonTrivialHero). */
+static bool any_root_hero(const IrInstr *i, bool (*pred)(const IrInstr *)) {
+  IrComputation *fc = ir_fused_computation(i);
+  const IrInstr *roots[128];
+  int n = fc ? fusion_roots(fc, roots, 128) : 0;
+  for (int k = 0; k < n; k++)
+    if (pred(fusion_hero(roots[k]))) return true;
+  return false;
+}
+
+/* IsInputFusibleReduction, IsInputFusibleTranspose, IsInputFusibleScatter, IsInputFusible. */
+static bool input_fusible_reduction(const IrInstr *i) {
+  return i->op == IR_OP_FUSION ? any_root_hero(i, fusion_contiguous_reduce) : fusion_contiguous_reduce(i);
+}
+static bool input_fusible_transpose(const IrInstr *i) {
+  if (i->op == IR_OP_BITCAST || custom_fusion(i)) return false;
+  return i->op == IR_OP_FUSION ? any_root_hero(i, fusion_tiled_transpose) : fusion_tiled_transpose(i);
+}
+static bool input_fusible_scatter(const IrInstr *i) {
+  if (i->op == IR_OP_SCATTER) return true;
+  const char *k = i->op == IR_OP_FUSION ? ir_fusion_kind(i) : NULL;
+  return k && strcmp(k, "kInput") == 0 && fusion_fused_root(i)->op == IR_OP_SCATTER;
+}
+bool fusion_input_fusible(const IrInstr *i, const PassSettings *s) {
+  return fusible(i, s) && (input_fusible_reduction(i) || input_fusible_scatter(i) || input_fusible_transpose(i));
+}
+
+/* IsFusibleAsMultiOutputFusionRoot as jaxlib 0.10.2 has it: XLA's later sources also admit a
+ * concatenate fusion (IsConcatenateFusion), which the XLA of jaxlib 0.10.2 does not: it leaves
+ * sibling concatenate fusions apart on the corpus (tests/xla: nv_maxtext's rotary embeddings). */
+bool fusion_mof_root(const IrInstr *i, const PassSettings *s) {
+  if (!fusible(i, s) || custom_fusion(i)) return false;
+  return input_fusible_reduction(i) || input_fusible_transpose(i) || is_loop_fusion(i) ||
+         (i->op != IR_OP_FUSION && ir_op_is_elementwise(i->op));
+}
+
+/* Whether i (or its fused body) updates a buffer in place (GetInPlaceInputOutputPairs). */
+static bool in_place(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    if (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER) return true;
+  }
+  return false;
+}
+
+/* IsLoopFusibleAsProducer with IsUniversallyLoopFusible. */
+static bool loop_fusible_as_producer(const IrInstr *p, const PassSettings *s) {
+  if (!fusible(p, s)) return false;
+  if (p->op != IR_OP_FUSION && ir_op_is_elementwise(p->op) && p->noperands > 0 && p->op != IR_OP_COPY) return true;
+  switch (p->op) {
+  case IR_OP_IOTA:
+  case IR_OP_CONSTANT: return true;
+  case IR_OP_REDUCE: return p->shape.type != IR_TUPLE;
+  case IR_OP_COPY: return !fusion_tiled_transpose(p);
+  case IR_OP_FUSION: return is_loop_fusion(p);
+  case IR_OP_BITCAST: /* hlo_instruction_utils::KeepsBitwidth */
+    return p->noperands == 1 && ir_type_bytes(p->shape.type) == ir_type_bytes(p->operands[0]->shape.type);
+  case IR_OP_BROADCAST:
+  case IR_OP_CONCATENATE:
+  case IR_OP_DYNAMIC_SLICE:
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+  case IR_OP_GATHER:
+  case IR_OP_PAD:
+  case IR_OP_REDUCE_WINDOW:
+  case IR_OP_RESHAPE:
+  case IR_OP_REVERSE:
+  case IR_OP_SLICE:
+  case IR_OP_TRANSPOSE: return true;
+  default: return false;
+  }
+}
+
+bool fusion_producer_mof_fusible(const IrInstr *p, const PassSettings *s, FusionVerdict *v) {
+  IrComputation *fc = ir_fused_computation(p);
+  if (fc && fc->root && fc->root->op == IR_OP_TUPLE)
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a multi-output fusion (XLA: producer is a multi-output fusion)", p->name);
+  if (in_place(p))
+    return fusion_refuse(v, FR_IN_PLACE, "%s updates a buffer in place (XLA: in-place operations are present)", p->name);
+  if (!loop_fusible_as_producer(p, s))
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s (%s) is not loop-fusible as a producer", p->name, ir_op_name(p->op));
+  if (fusion_physically_transposing(p))
+    return fusion_refuse(v, FR_LAYOUT, "%s moves elements in memory (XLA: producer is physically transposing)", p->name);
+  return true;
+}
+
+const char *fusion_choose_kind(const IrInstr *p, const IrInstr *c, const PassSettings *s) {
+  return fusion_input_fusible(c, s) || fusion_input_fusible(p, s) ? "kInput" : "kLoop";
+}
+
+/* GetFusionRootsRec. */
+static void roots_rec(const IrInstr *r, const IrInstr **out, int max, int *n) {
+  if (r->op == IR_OP_GET_TUPLE_ELEMENT && r->noperands == 1 && r->operands[0]->op == IR_OP_TUPLE) {
+    int64_t idx = 0;
+    if (ir_attr_int(r, "index", &idx) && idx >= 0 && idx < r->operands[0]->noperands)
+      roots_rec(r->operands[0]->operands[idx], out, max, n);
+  } else if (r->op == IR_OP_GET_TUPLE_ELEMENT && r->noperands == 1) {
+    if (*n < max) out[(*n)++] = r->operands[0];
+  } else if (r->op == IR_OP_TUPLE) {
+    for (int k = 0; k < r->noperands; k++) roots_rec(r->operands[k], out, max, n);
+  } else if (*n < max) {
+    out[(*n)++] = r;
+  }
+}
+
+int fusion_roots(const IrComputation *c, const IrInstr **out, int max) {
+  int n = 0;
+  if (c && c->root) roots_rec(c->root, out, max, &n);
+  return n;
+}
+
+bool fusion_consumer_only_non_root_user(const IrInstr *i, const IrInstr *consumer) {
+  for (int u = 0; u < i->nusers; u++) {
+    const IrInstr *x = i->users[u];
+    if (x->op == IR_OP_GET_TUPLE_ELEMENT || x->op == IR_OP_BITCAST) {
+      if (!fusion_consumer_only_non_root_user(x, consumer)) return false;
+    } else if (x != consumer && !(x->parent && x->parent->root == x)) {
+      return false;
+    }
+  }
+  return true;
+}

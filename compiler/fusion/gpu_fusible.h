@@ -1,0 +1,42 @@
+/* gpu_fusible.h — today's gpu_fusible.cc predicates (gpu_fusible.c): what XLA's GPU fusion passes
+ * of the priority pipeline ask about layouts, heroes and multi-output fusion. The classic passes
+ * ask the 2021 versions in fusion_rules.h. */
+#ifndef FXPLAIN_GPU_FUSIBLE_H
+#define FXPLAIN_GPU_FUSIBLE_H
+
+#include "fusion_rules.h"
+
+/* IsPhysicallyTransposing: i (or an op of its fused body) is a copy, or a transpose that moves
+ * elements in memory (not ShapeUtil::TransposeIsBitcast under the shapes' layouts). */
+bool fusion_physically_transposing(const IrInstr *i);
+/* TransposesMinorDimension: a copy or transpose (in i or its body) changes which dimension of
+ * size > 1 is the most minor in memory. */
+bool fusion_transposes_minor_dimension(const IrInstr *i);
+/* FusionHeroesAreCompatible: two heroes one multi-output kernel can emit together (reductions of
+ * one shape, equivalent tiled transposes, no nested transpose beside an unnested hero, no
+ * transpose beside a reduction, a tiled transpose read by its consumer only through ops that move
+ * no element). Fills v when not. */
+bool fusion_heroes_compatible(const IrInstr *hero1, const IrInstr *hero2, FusionVerdict *v);
+/* ShapesCompatibleForMultiOutputFusion: the two kernels' real heroes are compatible and iterate
+ * over the same loop (a reduction's or tiled transpose's input, anything else by its output;
+ * dimensions and layout, or a bitcast of one another). */
+bool fusion_mof_shapes_compatible(const IrInstr *a, const IrInstr *b, FusionVerdict *v);
+/* IsFusibleAsMultiOutputFusionRoot: a reduction or tiled-transpose input fusion (or such an op),
+ * a loop fusion or an elementwise op; not a custom fusion. */
+bool fusion_mof_root(const IrInstr *i, const PassSettings *s);
+/* IsProducerMultiOutputFusible: not a multi-output fusion, no in-place op, loop-fusible as a
+ * producer (a bitcast only when it keeps the bit width), not physically transposing. */
+bool fusion_producer_mof_fusible(const IrInstr *producer, const PassSettings *s, FusionVerdict *v);
+/* IsInputFusible: a fusible reduction, scatter or tiled transpose (or an input fusion of one). */
+bool fusion_input_fusible(const IrInstr *i, const PassSettings *s);
+/* ChooseFusionKind: "kInput" when the consumer or the producer is input-fusible, else "kLoop". */
+const char *fusion_choose_kind(const IrInstr *producer, const IrInstr *consumer, const PassSettings *s);
+/* GetFusionRoots: a computation's outputs, through its root tuple and get-tuple-elements of
+ * tuples (a get-tuple-element of anything else stands for that op); duplicates kept. Returns the
+ * count (at most max). */
+int fusion_roots(const IrComputation *c, const IrInstr **out, int max);
+/* IsConsumerTheOnlyNonRootUser: every user of i (through get-tuple-elements and bitcasts) is the
+ * consumer or its computation's root. */
+bool fusion_consumer_only_non_root_user(const IrInstr *i, const IrInstr *consumer);
+
+#endif
