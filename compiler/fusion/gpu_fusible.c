@@ -269,19 +269,68 @@ bool fusion_input_fusible(const IrInstr *i, const PassSettings *s) {
 /* IsFusibleAsMultiOutputFusionRoot as jaxlib 0.10.2 has it: XLA's later sources also admit a
  * concatenate fusion (IsConcatenateFusion), which the XLA of jaxlib 0.10.2 does not: it leaves
  * sibling concatenate fusions apart on the corpus (tests/xla: nv_maxtext's rotary embeddings). */
+bool fusion_nestable_variadic_reduction(const IrInstr *i) {
+  if (i->shape.type != IR_TUPLE) return false;
+  if (i->op == IR_OP_REDUCE) return !fusion_contiguous_reduce(i);
+  return is_loop_fusion(i) && fusion_fused_root(i)->op == IR_OP_REDUCE;
+}
+
 bool fusion_mof_root(const IrInstr *i, const PassSettings *s) {
   if (!fusible(i, s) || custom_fusion(i)) return false;
   return input_fusible_reduction(i) || input_fusible_transpose(i) || is_loop_fusion(i) ||
          (i->op != IR_OP_FUSION && ir_op_is_elementwise(i->op));
 }
 
-/* Whether i (or its fused body) updates a buffer in place (GetInPlaceInputOutputPairs). */
+/* FollowTupleIndirection: through a tuple at index *idx (-1: the whole value) and back through
+ * get-tuple-elements, to the op that defines the value. */
+static const IrInstr *follow_tuple(const IrInstr *x, int *idx) {
+  if (x->op == IR_OP_TUPLE && *idx >= 0 && *idx < x->noperands) {
+    x = x->operands[*idx];
+    *idx = -1;
+  }
+  int64_t k;
+  while (x->op == IR_OP_GET_TUPLE_ELEMENT && x->noperands == 1 && *idx < 0 && ir_attr_int(x, "index", &k)) {
+    *idx = (int)k;
+    x = x->operands[0];
+    if (x->op == IR_OP_TUPLE && k >= 0 && k < x->noperands) {
+      x = x->operands[k];
+      *idx = -1;
+    }
+  }
+  return x;
+}
+
+/* The operand an in-place op x writes its output `idx` into (GetInPlaceInputOutputPairs of a
+ * dynamic-update-slice: operand 0; of a scatter of n operands: operand idx, or 0 when n is 1),
+ * or NULL. */
+static const IrInstr *in_place_operand(const IrInstr *x, int idx) {
+  if (x->op == IR_OP_DYNAMIC_UPDATE_SLICE && idx < 0 && x->noperands > 0) return x->operands[0];
+  if (x->op == IR_OP_SCATTER) {
+    int n = (x->noperands - 1) / 2;
+    if (n == 1 && idx < 0) return x->operands[0];
+    if (n > 1 && idx >= 0 && idx < n) return x->operands[idx];
+  }
+  return NULL;
+}
+
+/* GetInPlaceInputOutputPairs is not empty: an in-place op, or a fusion one of whose outputs is
+ * written by an in-place op straight into a fused parameter (through tuples, get-tuple-elements
+ * and one bitcast: GetFusionInstructionInPlaceInputOutputPairs). A chain of in-place ops whose
+ * first link reads the parameter does not count, as in XLA: only the output's own op is asked. */
 static bool in_place(const IrInstr *i) {
   IrComputation *fc = ir_fused_computation(i);
-  int n = fc ? fc->ninstrs : 1;
-  for (int k = 0; k < n; k++) {
-    const IrInstr *x = fc ? fc->instrs[k] : i;
-    if (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER) return true;
+  if (!fc) return in_place_operand(i, i->shape.type == IR_TUPLE ? 0 : -1) != NULL;
+  if (!fc->root) return false;
+  int nout = i->shape.type == IR_TUPLE ? i->shape.ntuple : 1;
+  for (int k = 0; k < nout; k++) {
+    int idx = i->shape.type == IR_TUPLE ? k : -1;
+    const IrInstr *src = follow_tuple(fc->root, &idx);
+    const IrInstr *in = in_place_operand(src, idx);
+    if (!in) continue;
+    int in_idx = -1;
+    in = follow_tuple(in, &in_idx);
+    if (in->op == IR_OP_BITCAST && in->noperands == 1) in = in->operands[0];
+    if (in->op == IR_OP_PARAMETER) return true;
   }
   return false;
 }

@@ -24,6 +24,9 @@ bool fusion_mof_shapes_compatible(const IrInstr *a, const IrInstr *b, FusionVerd
 /* IsFusibleAsMultiOutputFusionRoot: a reduction or tiled-transpose input fusion (or such an op),
  * a loop fusion or an elementwise op; not a custom fusion. */
 bool fusion_mof_root(const IrInstr *i, const PassSettings *s);
+/* IsNestableVariadicReduction: a variadic reduce the reduction emitter does not take, or a loop
+ * fusion rooted at one. */
+bool fusion_nestable_variadic_reduction(const IrInstr *i);
 /* IsProducerMultiOutputFusible: not a multi-output fusion, no in-place op, loop-fusible as a
  * producer (a bitcast only when it keeps the bit width), not physically transposing. */
 bool fusion_producer_mof_fusible(const IrInstr *producer, const PassSettings *s, FusionVerdict *v);

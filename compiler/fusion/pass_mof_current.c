@@ -42,8 +42,7 @@ static bool custom_fusion(const IrInstr *i) {
 
 /* IsSiblingFusionCandidate. */
 static bool sibling_candidate(const IrInstr *i, const PassSettings *s) {
-  if (i->nusers == 0 || !fusion_mof_root(i, s)) return false;
-  if (i->shape.type == IR_TUPLE && i->op == IR_OP_REDUCE && !fusion_contiguous_reduce(i)) return false;
+  if (i->nusers == 0 || !fusion_mof_root(i, s) || fusion_nestable_variadic_reduction(i)) return false;
   if (is_mof(i))
     for (int u = 0; u < i->nusers; u++)
       if (i->users[u]->op != IR_OP_GET_TUPLE_ELEMENT) return false;

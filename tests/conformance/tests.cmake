@@ -10,7 +10,7 @@ set(FXPLAIN_CONFORMANCE_FLOORS
     # corpus references were made with: it no longer limits basic-block splits, which 0.10.2 still
     # does (dropping the limit loses 457 of XLA's ineligible verdicts in tests/xla's replay).
     --at-least priority_fusion.txt=33
-    --at-least multi_output_fusion.txt=47
+    --at-least multi_output_fusion.txt=49
     --at-least instruction_fusion.txt=26
     --at-least fusion_merger.txt=12
     --at-least multi_output_fusion_2021.txt=26
