@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fusion_analysis.h"
+#include "gpu_fusible.h"
 #include "../plan/plan.h"
 
 /* ---------- what may fuse (XLA's priority_fusion.cc IsFusible) ---------- */
@@ -42,7 +43,6 @@ bool fusion_xla_fusible(const IrInstr *i, const PassSettings *s) {
   case IR_OP_IOTA:
   case IR_OP_CONSTANT:
   case IR_OP_REDUCE:
-  case IR_OP_BITCAST:
   case IR_OP_BROADCAST:
   case IR_OP_CONCATENATE:
   case IR_OP_DYNAMIC_SLICE:
@@ -55,6 +55,8 @@ bool fusion_xla_fusible(const IrInstr *i, const PassSettings *s) {
   case IR_OP_SCATTER:
   case IR_OP_SLICE:
   case IR_OP_TRANSPOSE: return true;
+  case IR_OP_BITCAST: /* IsFusibleBitcast: only one that keeps the bit width (KeepsBitwidth) */
+    return fusion_keeps_bitwidth(i);
   case IR_OP_DOT:
   case IR_OP_CONVOLUTION: return !fusion_is_library_call(i, s);
   default: return false;

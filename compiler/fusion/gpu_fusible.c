@@ -345,8 +345,7 @@ static bool loop_fusible_as_producer(const IrInstr *p, const PassSettings *s) {
   case IR_OP_REDUCE: return p->shape.type != IR_TUPLE;
   case IR_OP_COPY: return !fusion_tiled_transpose(p);
   case IR_OP_FUSION: return is_loop_fusion(p);
-  case IR_OP_BITCAST: /* hlo_instruction_utils::KeepsBitwidth */
-    return p->noperands == 1 && ir_type_bytes(p->shape.type) == ir_type_bytes(p->operands[0]->shape.type);
+  case IR_OP_BITCAST: return fusion_keeps_bitwidth(p);
   case IR_OP_BROADCAST:
   case IR_OP_CONCATENATE:
   case IR_OP_DYNAMIC_SLICE:
@@ -377,6 +376,15 @@ bool fusion_producer_mof_fusible(const IrInstr *p, const PassSettings *s, Fusion
 
 const char *fusion_choose_kind(const IrInstr *p, const IrInstr *c, const PassSettings *s) {
   return fusion_input_fusible(c, s) || fusion_input_fusible(p, s) ? "kInput" : "kLoop";
+}
+
+/* primitive_util::BitWidth: s4 and u4 take 4 bits, every other type 8 per byte (pred 8). */
+static int bit_width(IrType t) { return t == IR_S4 || t == IR_U4 ? 4 : 8 * ir_type_bytes(t); }
+
+bool fusion_keeps_bitwidth(const IrInstr *i) {
+  for (int k = 0; k < i->noperands; k++)
+    if (bit_width(i->operands[k]->shape.type) != bit_width(i->shape.type)) return false;
+  return true;
 }
 
 /* GetFusionRootsRec. */

@@ -34,6 +34,8 @@ bool fusion_producer_mof_fusible(const IrInstr *producer, const PassSettings *s,
 bool fusion_input_fusible(const IrInstr *i, const PassSettings *s);
 /* ChooseFusionKind: "kInput" when the consumer or the producer is input-fusible, else "kLoop". */
 const char *fusion_choose_kind(const IrInstr *producer, const IrInstr *consumer, const PassSettings *s);
+/* hlo_instruction_utils::KeepsBitwidth: every operand's element type has as many bits as i's. */
+bool fusion_keeps_bitwidth(const IrInstr *i);
 /* GetFusionRoots: a computation's outputs, through its root tuple and get-tuple-elements of
  * tuples (a get-tuple-element of anything else stands for that op); duplicates kept. Returns the
  * count (at most max). */

@@ -157,6 +157,11 @@ static bool refuse_unfusible(const IrInstr *i, const char *side, const PassConte
     return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a custom (%s) fusion built by an earlier pass; it takes no other %s",
                          i->name, ir_fusion_kind(i) ? ir_fusion_kind(i) : "kCustom",
                          strcmp(side, "a producer") == 0 ? "consumer" : "producer");
+  if (i->op == IR_OP_BITCAST)
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a bitcast from %s to %s: it changes the bit width, so XLA does not "
+                         "fuse it (IsFusibleBitcast): the %s is not fusible", i->name,
+                         ir_type_name(i->operands[0]->shape.type), ir_type_name(i->shape.type),
+                         strcmp(side, "a producer") == 0 ? "producer" : "consumer");
   return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a %s (%s), which is not fusible: the %s is not fusible", i->name,
                        ir_op_name(i->op), ir_op_info(i->op)->description,
                        strcmp(side, "a producer") == 0 ? "producer" : "consumer");
@@ -510,7 +515,9 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
     IrInstr *c = e->users[u];
     e->us_unfused += perf_exec_us(cx->device, c);
     e->us_fused += perf_fused_exec_us(cx->device, p, c);
-    if (c->op == IR_OP_BITCAST) {
+    /* Users that are bitcasts keeping the bit width are skipped (IsFusibleBitcast); any other
+     * bitcast is a consumer like the rest, and not a fusible one. */
+    if (c->op == IR_OP_BITCAST && fusion_xla_fusible(c, cx->settings)) {
       fusion_refuse(&e->v[u], FR_NOT_FUSIBLE, "%s is a bitcast: it is skipped, and takes %s only when %s's other users do",
                     c->name, p->name, p->name);
       e->v[u].ok = true; /* does not block the producer */
