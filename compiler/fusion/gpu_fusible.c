@@ -378,8 +378,8 @@ const char *fusion_choose_kind(const IrInstr *p, const IrInstr *c, const PassSet
   return fusion_input_fusible(c, s) || fusion_input_fusible(p, s) ? "kInput" : "kLoop";
 }
 
-/* primitive_util::BitWidth: s4 and u4 take 4 bits, every other type 8 per byte (pred 8). */
-static int bit_width(IrType t) { return t == IR_S4 || t == IR_U4 ? 4 : 8 * ir_type_bytes(t); }
+/* primitive_util::BitWidth: pred is 1 bit, s4 and u4 4, every other type 8 per byte. */
+static int bit_width(IrType t) { return t == IR_PRED ? 1 : t == IR_S4 || t == IR_U4 ? 4 : 8 * ir_type_bytes(t); }
 
 bool fusion_keeps_bitwidth(const IrInstr *i) {
   for (int k = 0; k < i->noperands; k++)
