@@ -6,7 +6,8 @@
  * every error names the offending token's place.  It is a recursive-descent reader of this
  * grammar (whitespace, `// ...` and `/ * ... * /` comments allowed between any two tokens):
  *
- *   module      = "HloModule" NAME header-rest NEWLINE { section | computation }
+ *   module      = ["HloModule" NAME header-rest NEWLINE] { section | computation }
+ *                 (without the header, as XLA's parser takes it, the module is named "_")
  *   section     = ("FileNames" | "FunctionNames" | "FileLocations" | "StackFrames")
  *                 { NUMBER (STRING | "{...}") }            -- kept verbatim
  *   computation = ["ENTRY"] NAME [signature] "{" { instruction } "}" [", " trailing]
@@ -1196,23 +1197,35 @@ static bool check_utf8(P *p) {
   return true;
 }
 
+static bool parse_computations(P *p, size_t header_end);
+
 static bool parse_module(P *p) {
   if (!check_utf8(p)) return false;
   if (!ws(p)) return false;
   Ref kw;
-  if (p->pos >= p->len) return perr(p, p->line, p->col, "empty input: expected 'HloModule'");
+  if (p->pos >= p->len) return perr(p, p->line, p->col, "empty input: expected 'HloModule' or a computation");
   int kl = p->line, kc = p->col;
-  if (!is_name_start(peek(p))) {
+  if (!is_name_start(peek(p)) && peek(p) != '%') {
     char b[64];
-    return perr(p, kl, kc, "expected 'HloModule', found %s", describe(p, b, sizeof b));
+    return perr(p, kl, kc, "expected 'HloModule' or a computation, found %s", describe(p, b, sizeof b));
   }
-  if (!parse_name(p, &kw, "'HloModule'")) return false;
-  if (!ref_is(&kw, "HloModule")) return perr(p, kl, kc, "expected 'HloModule', found '%.*s'", (int)(kw.len > 40 ? 40 : kw.len), kw.name);
+  size_t save = p->pos;
+  if (!parse_name(p, &kw, "'HloModule' or a computation")) return false;
+  IrModule *m = p->m;
+  if (!ref_is(&kw, "HloModule") || kw.name[-1] == '%') {
+    /* XLA's parser takes a module without its header: computations from the first line (the one
+     * marked ENTRY, else the last, is the entry); the module is then named "_". */
+    p->pos = save;
+    p->line = kl;
+    p->col = kc;
+    m->name = arena_strndup(&m->arena, "_", 1);
+    if (!m->name) return oom(p);
+    return parse_computations(p, p->pos);
+  }
   if (!ws_line(p)) return false;
   Ref mname;
   if (peek(p) == '\n' || p->pos >= p->len) return perr(p, p->line, p->col, "expected the module name after 'HloModule'");
   if (!parse_name(p, &mname, "the module name")) return false;
-  IrModule *m = p->m;
   m->name = arena_strndup(&m->arena, mname.name, mname.len);
   if (!m->name) return oom(p);
   /* Header attributes: the rest of the line (brackets may continue it onto later lines). */
@@ -1253,7 +1266,13 @@ static bool parse_module(P *p) {
     char b[64];
     return perr(p, p->line, p->col, "unexpected %s after the module header", describe(p, b, sizeof b));
   }
-  size_t header_end = p->pos;
+  return parse_computations(p, p->pos);
+}
+
+/* The module's sections, comments and computations after its header (which ends at header_end),
+ * then what ties them together: the entry, called computations, shapes left out. */
+static bool parse_computations(P *p, size_t header_end) {
+  IrModule *m = p->m;
   /* Sections, comments and computations. */
   bool seen_comp = false;
   size_t first_comp = 0;

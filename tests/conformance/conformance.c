@@ -534,23 +534,12 @@ static int run_case(const char *file, const Case *c, bool verbose, char *why, si
   }
   FxError err;
   fx_error_clear(&err);
-  /* XLA's test parser takes a module without its `HloModule NAME` line; so does this driver. */
+  /* A module without its `HloModule NAME` line loads as in XLA's parser. */
   const char *text = c->hlo ? c->hlo : "";
   size_t len = c->hlo_len;
-  char *withheader = NULL;
-  const char *s = text;
-  while (*s == ' ' || *s == '\n') s++;
-  if (strncmp(s, "HloModule", 9) != 0) {
-    withheader = malloc(len + 32);
-    if (withheader) {
-      len = (size_t)snprintf(withheader, len + 32, "HloModule m\n%s", text);
-      text = withheader;
-    }
-  }
   /* XLA's tests parse with HloTestBase's verifier, which allows mixed precision. */
   IrVerifyOptions vopts = {.allow_mixed_precision = true};
   IrModule *m = hlo_parse_with(text, len, file, &vopts, &err);
-  free(withheader);
   g_hlo = c->hlo;
   if (!m) {
     snprintf(why, nw, "the HLO does not load: %s (its line %d)", err.msg, err.line);

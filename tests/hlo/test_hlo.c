@@ -297,6 +297,17 @@ TEST(without_entry_keyword_the_last_computation_is_the_entry) {
   fx_free(s);
 }
 
+TEST(without_header_the_module_is_named_underscore) {
+  /* XLA's parser takes a module without `HloModule NAME` (its tests mostly write one so) */
+  char *s = roundtrip("f {\n ROOT a = f32[] parameter(0)\n}\ne {\n p = s8[] parameter(0)\n n = s8[] negate(p)\n}\n");
+  CHECK_STR(s, "HloModule _\n\n%f {\n  ROOT %a = f32[] parameter(0)\n}\n\nENTRY %e {\n  %p = s8[] parameter(0)\n"
+               "  ROOT %n = s8[] negate(%p)\n}\n");
+  fx_free(s);
+  char *t = roundtrip("// a comment first\nENTRY e {\n ROOT p = f32[] parameter(0)\n}\n");
+  CHECK_STR(t, "HloModule _\n\nENTRY %e {\n  ROOT %p = f32[] parameter(0)\n}\n");
+  fx_free(t);
+}
+
 TEST(comments_and_line_breaks_inside_instructions) {
   char *s = roundtrip("/* file comment */ HloModule m // trailing\n\nENTRY e {\n"
                       "  p = (f32[], /*index=1*/s32[]) parameter(0) // why\n"
@@ -415,6 +426,7 @@ int main(void) {
   RUN(operands_may_come_before_their_definition);
   RUN(repeated_names_across_computations_are_renamed);
   RUN(without_entry_keyword_the_last_computation_is_the_entry);
+  RUN(without_header_the_module_is_named_underscore);
   RUN(comments_and_line_breaks_inside_instructions);
   RUN(sections_after_computations_are_kept);
   RUN(print_to_file_matches_string);
