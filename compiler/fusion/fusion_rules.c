@@ -545,20 +545,6 @@ int fusion_unnested_reductions(const IrInstr *i) {
   return cnt;
 }
 
-int64_t fusion_shared_memory(const IrInstr *i) {
-  const IrInstr *roots[128];
-  int n = roots_of(i, roots, 128);
-  int64_t bytes = 0;
-  for (int k = 0; k < n; k++) {
-    const IrInstr *r = roots[k];
-    if (r->op != IR_OP_REDUCE || !fusion_is_contiguous_reduction(r)) continue;
-    int eb = ir_type_bytes(elem_type(r));
-    if (eb <= 0) eb = 4;
-    bytes += is_row_reduction(r) ? 32 * (int64_t)eb : 32 * (4 * 32 + 1) * (int64_t)eb;
-  }
-  return bytes;
-}
-
 /* ---------- emitted copies (XLA's fusion node indexing evaluation) ---------- */
 
 /* A small set of instruction indices (positions in the fused body, or -1 for the consumer). */

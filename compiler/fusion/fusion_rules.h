@@ -125,9 +125,6 @@ int fusion_user_count(const IrInstr *i);
 int fusion_body_size(const IrInstr *i);
 /* Reductions that would be fusion roots (unnested) in i. */
 int fusion_unnested_reductions(const IrInstr *i);
-/* Shared memory per block the reductions in i need, in bytes (row: 32 x elem; column:
- * 32 x 129 x elem). */
-int64_t fusion_shared_memory(const IrInstr *i);
 /* Estimated emitted copies of `producer` if fused into `consumer` (XLA's fusion node indexing
  * evaluation: every distinct index computation emits the producer again). */
 int fusion_emitted_copies(const IrInstr *producer, const IrInstr *consumer);

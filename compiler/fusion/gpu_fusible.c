@@ -419,3 +419,165 @@ bool fusion_consumer_only_non_root_user(const IrInstr *i, const IrInstr *consume
   }
   return true;
 }
+
+/* IsStreamAnnotatedComputation: a call carrying the frontend attribute _xla_stream_annotation. */
+static bool stream_annotated_call(const IrInstr *i) {
+  const char *fa = i->op == IR_OP_CALL ? ir_attr_text(i, "frontend_attributes") : NULL;
+  return fa && strstr(fa, "_xla_stream_annotation") != NULL;
+}
+
+int fusion_fusible_computations(const IrModule *m, IrComputation **out, int max) {
+  IrComputation *all[1024];
+  int n = ir_module_postorder(m, all, 1024);
+  if (n > 1024) n = 1024;
+  int count = 0;
+  for (int k = 0; k < n; k++) {
+    const IrComputation *c = all[k];
+    if (c->fusion_instr) continue;
+    bool called_by_op = false; /* Don't fuse within computations an op (not control flow) calls. */
+    for (int j = 0; j < n && !called_by_op; j++)
+      for (int q = 0; q < all[j]->ninstrs && !called_by_op; q++) {
+        const IrInstr *i = all[j]->instrs[q];
+        if (i->dead || i->op == IR_OP_WHILE || i->op == IR_OP_CONDITIONAL || i->op == IR_OP_FUSION ||
+            stream_annotated_call(i))
+          continue;
+        IrComputation *called[64];
+        int nc = ir_called_computations(i, called, 64);
+        for (int z = 0; z < nc && z < 64; z++) called_by_op = called_by_op || called[z] == c;
+      }
+    if (called_by_op) continue;
+    if (count < max) out[count] = all[k];
+    count++;
+  }
+  return count < max ? count : max;
+}
+
+bool fusion_may_cause_perf_drop_if_unrolled(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  int n = fc ? fc->ninstrs : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = fc ? fc->instrs[k] : i;
+    switch (x->op) {
+    case IR_OP_REDUCE_WINDOW: { /* one thread handles a whole window: kMaxReduceWindowSize 8 */
+      IrWindow w;
+      char why[128];
+      if (!ir_attr_window(x, -1, &w, why, sizeof why)) break;
+      int64_t size = 1;
+      for (int d = 0; d < w.rank; d++) size *= w.size[d];
+      if (size > 8) return true;
+      break;
+    }
+    case IR_OP_SORT:
+    case IR_OP_DOT: return true;
+    case IR_OP_CONCATENATE: /* kMaxConcatArgumentsForUnrolling */
+      if (x->noperands > 10) return true;
+      break;
+    case IR_OP_REDUCE:
+      if (x->shape.type == IR_TUPLE && x->shape.ntuple > 1) return true;
+      break;
+    default: break;
+    }
+  }
+  return false;
+}
+
+/* ---------- GetDescriptionForTiledTransposeEmitter and GetSharedMemoryUsage ---------- */
+
+/* GetBitwidth (ir_emission_utils.cc): a pred takes a byte; s4 and u4 4 bits. */
+static int emitter_bits(IrType t) { return t == IR_PRED ? 8 : bit_width(t); }
+
+/* CanEmitPackedTranspose: a normalized transpose (no two adjacent dimensions stay adjacent) of
+ * elements narrower than a shared-memory bank whose canonical [T2, A, T1, B] form
+ * (GetTransposeSpec) fills enough rows and columns of the packed tile
+ * (GetPackedTransposeTileSizes). */
+static bool can_emit_packed_transpose(const IrInstr *t, const int64_t *perm, int r) {
+  for (int k = 0; k + 1 < r; k++)
+    if (perm[k] + 1 == perm[k + 1]) return false;
+  int64_t cperm[IR_MAX_RANK + 2], cout[IR_MAX_RANK + 2];
+  int n = r;
+  for (int k = 0; k < r; k++) cperm[k] = perm[k], cout[k] = t->shape.dims[k];
+  if (cperm[n - 1] != n - 1) { /* the last dimension moves: a size-1 B dimension after it */
+    cperm[n] = r;
+    cout[n++] = 1;
+  }
+  int t1 = -1;
+  for (int k = n - 1; k >= 0; k--)
+    if (cperm[k] != k) {
+      t1 = k;
+      break;
+    }
+  if (t1 < 0 || n < 3) return false;
+  if (cperm[n - 3] != n - 3) { /* a size-1 A dimension at T1 */
+    for (int k = n; k > t1; k--) cout[k] = cout[k - 1];
+    cout[t1] = 1;
+    for (int k = 0; k < n; k++)
+      if (cperm[k] > n - 3) cperm[k]++;
+    for (int k = n; k > t1; k--) cperm[k] = cperm[k - 1];
+    cperm[t1] = t1;
+    n++;
+  }
+  int64_t cinv[IR_MAX_RANK + 2], cin[IR_MAX_RANK + 2];
+  for (int k = 0; k < n; k++) cinv[cperm[k]] = k;
+  for (int k = 0; k < n; k++) cin[k] = cout[cinv[k]];
+  int64_t dim_a = cin[n - 3], dim_b = cin[n - 1], dim_t1 = cin[n - 2], dim_t2 = cin[cperm[n - 2]];
+  int bits = emitter_bits(t->operands[0]->shape.type);
+  if (bits <= 0 || bits >= 32) return false; /* kBankBitwidth */
+  int64_t vec = 32 / bits, shmem_dim = 32 * vec;
+  int64_t tile_t1 = dim_t1 < shmem_dim ? dim_t1 : shmem_dim;
+  int64_t tile_a = dim_a < shmem_dim / tile_t1 ? dim_a : shmem_dim / tile_t1;
+  int64_t tile_t2 = dim_t2 < shmem_dim ? dim_t2 : shmem_dim;
+  int64_t rows = tile_t2, cols = tile_a * tile_t1;
+  if (cols < 10 * vec || rows < 10 * vec) return false;
+  return dim_b == 1 && rows % vec == 0 && cols % vec == 0 && dim_t2 % tile_t2 % vec == 0;
+}
+
+int64_t fusion_transpose_shmem(const IrInstr *t) {
+  if (t->op != IR_OP_TRANSPOSE || t->noperands != 1) return 0;
+  int64_t perm[IR_MAX_RANK];
+  int r = t->shape.rank;
+  if (r < 2 || ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != r) return 0;
+  const int64_t *dims = t->shape.dims, *in = t->operands[0]->shape.dims;
+  int64_t bytes = ir_type_bytes(t->shape.type);
+  if (can_emit_packed_transpose(t, perm, r)) return 32 * 4 * 32 * (int64_t)(32 / emitter_bits(t->shape.type));
+  if (perm[r - 1] == r - 1) { /* the minor dimension stays: at most 8 bytes of it (kMaxBytesInMostMinorDimension) */
+    int64_t omm = in[r - 2], m = omm < dims[r - 2] ? omm : dims[r - 2];
+    if (bytes * dims[r - 1] <= 8 && bytes * dims[r - 1] * m >= 16) return 32 * 33 * bytes * dims[r - 1];
+    return 0;
+  }
+  int64_t omm = in[r - 1], last = dims[r - 1];
+  /* kMinDimensionToTransposeTiled, kMinDimensionToTransposeTiled2, kMinTotalDimensionsToTransposeTiled */
+  if ((omm >= 16 && last >= 16) || (omm >= 8 && last >= 8 && omm * last >= 64 * 128)) return 32 * 33 * bytes;
+  return 0;
+}
+
+/* ReductionDimensions.is_row_reduction: the reduced dimensions include the most minor one of
+ * size > 1 (layout order). */
+static bool row_reduction(const IrInstr *r) {
+  const IrShape *in = &r->operands[0]->shape;
+  int64_t dims[IR_MAX_RANK];
+  int nd = ir_attr_dims(r, "dimensions", dims, IR_MAX_RANK);
+  for (int k = 0; k < in->rank; k++) {
+    int d = minor(in, k);
+    if (in->dims[d] == 1) continue;
+    for (int j = 0; j < nd; j++)
+      if (dims[j] == d) return true;
+    return false;
+  }
+  return true;
+}
+
+int64_t fusion_shared_memory(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (fc) {
+    int64_t sum = 0;
+    for (int k = 0; k < fc->ninstrs; k++) sum += fusion_shared_memory(fc->instrs[k]);
+    return sum;
+  }
+  if (i->op == IR_OP_REDUCE && fusion_contiguous_reduce(i)) {
+    /* one shared-memory buffer per input of a variadic reduction */
+    int64_t bytes = 0;
+    for (int k = 0; k < i->noperands / 2; k++) bytes += ir_type_bytes(i->operands[k]->shape.type);
+    return row_reduction(i) ? 32 * bytes : 32 * (4 * 32 + 1) * bytes; /* kMaxVectorSize 4 */
+  }
+  return fusion_transpose_shmem(i);
+}

@@ -43,5 +43,25 @@ int fusion_roots(const IrComputation *c, const IrInstr **out, int max);
 /* IsConsumerTheOnlyNonRootUser: every user of i (through get-tuple-elements and bitcasts) is the
  * consumer or its computation's root. */
 bool fusion_consumer_only_non_root_user(const IrInstr *i, const IrInstr *consumer);
+/* GetFusibleComputations: the computations fusion passes work in, callees first: not fused
+ * computations, and not those an op other than a while, a conditional, a fusion or a
+ * stream-annotated call (frontend attribute _xla_stream_annotation) calls (reducers, comparators,
+ * plain calls). Returns the count (at most max). */
+int fusion_fusible_computations(const IrModule *m, IrComputation **out, int max);
+/* MayCausePerformanceDropIfUnrolled: the loop emitter does not unroll a fusion holding a sort, a
+ * dot, a concatenate of more than 10 operands, a variadic reduce or a reduce-window whose window
+ * holds more than 8 elements. */
+bool fusion_may_cause_perf_drop_if_unrolled(const IrInstr *i);
+/* GetDescriptionForTiledTransposeEmitter's shared memory: the bytes the tiled (or packed)
+ * transpose emitter takes for the transpose t, or 0 when it does not take t. Today's rule reads the
+ * transpose as written (XLA's TransposeDimensionGrouper has normalized it before fusion): a packed
+ * transpose (CanEmitPackedTranspose) 32 x 4 x 32 x vector bytes; the minor dimension changing, with
+ * both minor dimensions >= 16 (or >= 8 and 8,192 elements), a 32 x 33 tile; the minor dimension
+ * staying, at most 8 bytes wide, a 32 x 33 tile of it. */
+int64_t fusion_transpose_shmem(const IrInstr *t);
+/* FusionInfoCache::GetSharedMemoryUsage (SharedMemoryUsageNoCache): over a fusion's body, a
+ * reduction from or to contiguous dimensions takes 32 elements of each input (a row) or 32 x 129
+ * (a column), a tiled transpose its tile. */
+int64_t fusion_shared_memory(const IrInstr *i);
 
 #endif

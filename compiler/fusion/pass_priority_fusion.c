@@ -38,6 +38,7 @@
 #include "fusion_analysis.h"
 #include "fusion_build.h"
 #include "fusion_rules.h"
+#include "gpu_fusible.h"
 #include "../passes/passes.h"
 #include "../plan/plan.h"
 

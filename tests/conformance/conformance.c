@@ -219,6 +219,41 @@ static const IrInstr *subject(const IrModule *m, const char *name) {
   return instances(m, name, any) > 0 ? any[0] : NULL;
 }
 
+/* A subject written as XLA's test reaches it: `@root` (the entry's root) or `@param:N` (the
+ * entry's parameter N), then steps `:N` (operand N) and `:fused` (a fusion's fused root); any
+ * other word is a name (subject()). NULL when the path leads nowhere. */
+static const IrInstr *resolve(const IrModule *m, const char *spec) {
+  if (spec[0] != '@') return subject(m, spec);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", spec + 1);
+  const IrInstr *x = NULL;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+    if (!x) {
+      if (strcmp(t, "root") == 0) {
+        x = m->entry ? m->entry->root : NULL;
+      } else if (strcmp(t, "param") == 0) {
+        char *k = strtok_r(NULL, ":", &save);
+        int n = k ? atoi(k) : -1;
+        x = m->entry && n >= 0 && n < m->entry->nparams ? m->entry->params[n] : NULL;
+      }
+      if (!x) return NULL;
+    } else if (strcmp(t, "fused") == 0) {
+      IrComputation *fc = ir_fused_computation(x);
+      x = fc ? fc->root : NULL;
+    } else if (isdigit((unsigned char)t[0])) {
+      int k = atoi(t);
+      x = k < x->noperands ? x->operands[k] : NULL;
+    } else {
+      return NULL;
+    }
+    if (!x) return NULL;
+  }
+  return x;
+}
+
+static bool yes(const char *w) { return strcmp(w, "yes") == 0; }
+
 /* Checks one fact; on failure writes why into why[] and returns false. */
 static bool check_fact(const IrModule *m, bool changed, const Log *log, const char *fact, char *why, size_t nw) {
   char buf[512];
@@ -243,7 +278,7 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     return false;                                                                   \
   }
 #define SUBJ(var, name)                                                             \
-  const IrInstr *var = subject(m, name);                                            \
+  const IrInstr *var = resolve(m, name);                                            \
   if (!var) {                                                                       \
     snprintf(why, nw, "`%s`: no instruction %s in the result", fact, name);         \
     return false;                                                                   \
@@ -508,6 +543,106 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     const IrInstr *r = m->entry ? m->entry->root : NULL;
     if (r && r->noperands <= atoi(w[1])) return true;
     snprintf(why, nw, "`%s`: the root has %d operands", fact, r ? r->noperands : -1);
+    return false;
+  }
+  if (strcmp(f, "op") == 0) { /* op A OPCODE: what the test asserts it picked (ASSERT_EQ opcode) */
+    NEED(3);
+    SUBJ(A, w[1]);
+    if (strcmp(ir_op_name(A->op), w[2]) == 0) return true;
+    snprintf(why, nw, "`%s`: %s is a %s", fact, A->name, ir_op_name(A->op));
+    return false;
+  }
+  if (strcmp(f, "distinct") == 0) { /* distinct A B: two instructions (EXPECT_NE) */
+    NEED(3);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    if (A != B) return true;
+    snprintf(why, nw, "`%s`: both are %s", fact, A->name);
+    return false;
+  }
+  /* Today's gpu_fusible.cc predicates (gpu_fusible.h). */
+  if (strcmp(f, "physically-transposing") == 0 || strcmp(f, "transposes-minor") == 0 || strcmp(f, "mof-root") == 0 ||
+      strcmp(f, "mof-producer") == 0 || strcmp(f, "may-cause-perf-drop") == 0) { /* FACT A yes|no */
+    NEED(3);
+    SUBJ(A, w[1]);
+    PassSettings st;
+    pass_settings_default(&st);
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    bool got = f[0] == 'p'   ? fusion_physically_transposing(A)
+               : f[0] == 't' ? fusion_transposes_minor_dimension(A)
+               : strcmp(f, "mof-root") == 0 ? fusion_mof_root(A, &st)
+               : strcmp(f, "mof-producer") == 0 ? fusion_producer_mof_fusible(A, &st, &v)
+                                                : fusion_may_cause_perf_drop_if_unrolled(A);
+    if (got == yes(w[2])) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s%s%s", fact, got ? "yes" : "no", v.reason ? ": " : "",
+             v.reason ? v.reason : "");
+    return false;
+  }
+  if (strcmp(f, "heroes-compatible") == 0 || strcmp(f, "mof-shapes") == 0) { /* FACT A B yes|no */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    bool got = f[0] == 'h' ? fusion_heroes_compatible(A, B, &v) : fusion_mof_shapes_compatible(A, B, &v);
+    if (got == yes(w[3])) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s%s%s", fact, got ? "yes" : "no", v.reason ? ": " : "",
+             v.reason ? v.reason : "");
+    return false;
+  }
+  if (strcmp(f, "choose-kind") == 0) { /* choose-kind P C KIND: ChooseFusionKind */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    PassSettings st;
+    pass_settings_default(&st);
+    const char *got = fusion_choose_kind(A, B, &st);
+    if (strcmp(got, w[3]) == 0) return true;
+    snprintf(why, nw, "`%s`: fxplain chooses %s", fact, got);
+    return false;
+  }
+  if (strcmp(f, "only-non-root-user") == 0) { /* only-non-root-user A C yes|no: IsConsumerTheOnlyNonRootUser */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    bool got = fusion_consumer_only_non_root_user(A, B);
+    if (got == yes(w[3])) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
+    return false;
+  }
+  if (strcmp(f, "fusion-roots") == 0) { /* fusion-roots A R...: GetFusionRoots of what A calls, in order */
+    NEED(2);
+    SUBJ(A, w[1]);
+    IrComputation *called[4];
+    if (ir_called_computations(A, called, 4) != 1) {
+      snprintf(why, nw, "`%s`: %s does not call one computation", fact, A->name);
+      return false;
+    }
+    const IrInstr *roots[64];
+    int n = fusion_roots(called[0], roots, 64);
+    bool same = n == nw_ - 2;
+    for (int k = 0; same && k < n; k++) {
+      const IrInstr *want = resolve(m, w[k + 2]);
+      same = want == roots[k];
+    }
+    if (same) return true;
+    int o = snprintf(why, nw, "`%s`: fxplain finds", fact);
+    for (int k = 0; k < n && o > 0 && (size_t)o < nw; k++) o += snprintf(why + o, nw - (size_t)o, " %s", roots[k]->name);
+    return false;
+  }
+  if (strcmp(f, "fusible-computations") == 0) { /* fusible-computations C...: GetFusibleComputations, any order */
+    IrComputation *comps[256];
+    int n = fusion_fusible_computations(m, comps, 256);
+    bool same = n == nw_ - 1;
+    for (int k = 1; same && k < nw_; k++) {
+      bool found = false;
+      for (int j = 0; j < n; j++) found = found || strcmp(comps[j]->name, w[k]) == 0;
+      same = found;
+    }
+    if (same) return true;
+    int o = snprintf(why, nw, "`%s`: fxplain finds", fact);
+    for (int k = 0; k < n && o > 0 && (size_t)o < nw; k++) o += snprintf(why + o, nw - (size_t)o, " %s", comps[k]->name);
     return false;
   }
   snprintf(why, nw, "unknown fact `%s`", fact);
