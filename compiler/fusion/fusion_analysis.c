@@ -470,22 +470,9 @@ typedef struct {
   int64_t blocks, threads;
 } Launch;
 
-/* MayPreventVectorization: ops after which the loop emitter does not unroll. */
+/* MayCausePerformanceDropIfUnrolled of the kernel i (with p fused in, when given). */
 static bool prevents_vectorization(const IrInstr *i, const IrInstr *p) {
-  const IrInstr *both[2] = {i, p};
-  for (int s2 = 0; s2 < 2; s2++) {
-    const IrInstr *x = both[s2];
-    if (!x) continue;
-    IrComputation *fc = x->op == IR_OP_FUSION ? ir_fused_computation(x) : NULL;
-    int n = fc ? fc->ninstrs : 1;
-    for (int k = 0; k < n; k++) {
-      const IrInstr *y = fc ? fc->instrs[k] : x;
-      if (y->op == IR_OP_DOT || y->op == IR_OP_SORT) return true;
-      if (y->op == IR_OP_CONCATENATE && y->noperands > 10) return true; /* kMaxConcatArgumentsForUnrolling */
-      if (y->op == IR_OP_REDUCE && y->shape.type == IR_TUPLE && y->shape.ntuple > 1) return true;
-    }
-  }
-  return false;
+  return fusion_may_cause_perf_drop_if_unrolled(i) || (p && fusion_may_cause_perf_drop_if_unrolled(p));
 }
 
 /* CalculateLaunchDimensions with ComputeLoopFusionConfig: 128 threads a block, each thread

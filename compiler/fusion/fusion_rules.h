@@ -123,8 +123,6 @@ bool fusion_reuses_operand(const IrInstr *consumer, int k, double *times);
 int fusion_user_count(const IrInstr *i);
 /* Instructions in the fused body (1 for a plain instruction). */
 int fusion_body_size(const IrInstr *i);
-/* Reductions that would be fusion roots (unnested) in i. */
-int fusion_unnested_reductions(const IrInstr *i);
 /* Estimated emitted copies of `producer` if fused into `consumer` (XLA's fusion node indexing
  * evaluation: every distinct index computation emits the producer again). */
 int fusion_emitted_copies(const IrInstr *producer, const IrInstr *consumer);

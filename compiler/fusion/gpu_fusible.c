@@ -427,28 +427,36 @@ static bool stream_annotated_call(const IrInstr *i) {
 }
 
 int fusion_fusible_computations(const IrModule *m, IrComputation **out, int max) {
-  IrComputation *all[1024];
-  int n = ir_module_postorder(m, all, 1024);
-  if (n > 1024) n = 1024;
+  int cap = m->ncomps + 1;
+  IrComputation **all = fx_malloc(sizeof(IrComputation *) * (size_t)cap);
+  char *not_to_fuse = fx_calloc((size_t)m->next_id + 1, 1);
+  if (!all || !not_to_fuse) {
+    fx_free(all);
+    fx_free(not_to_fuse);
+    return 0;
+  }
+  int n = ir_module_postorder(m, all, cap);
+  if (n > cap) n = cap;
+  /* Don't fuse within computations an op other than control flow calls. */
+  for (int j = 0; j < n; j++)
+    for (int q = 0; q < all[j]->ninstrs; q++) {
+      const IrInstr *i = all[j]->instrs[q];
+      if (i->dead || i->op == IR_OP_WHILE || i->op == IR_OP_CONDITIONAL || i->op == IR_OP_FUSION ||
+          stream_annotated_call(i))
+        continue;
+      IrComputation *called[64];
+      int nc = ir_called_computations(i, called, 64);
+      for (int z = 0; z < nc && z < 64; z++)
+        if (called[z]->id >= 0 && called[z]->id <= m->next_id) not_to_fuse[called[z]->id] = 1;
+    }
   int count = 0;
   for (int k = 0; k < n; k++) {
-    const IrComputation *c = all[k];
-    if (c->fusion_instr) continue;
-    bool called_by_op = false; /* Don't fuse within computations an op (not control flow) calls. */
-    for (int j = 0; j < n && !called_by_op; j++)
-      for (int q = 0; q < all[j]->ninstrs && !called_by_op; q++) {
-        const IrInstr *i = all[j]->instrs[q];
-        if (i->dead || i->op == IR_OP_WHILE || i->op == IR_OP_CONDITIONAL || i->op == IR_OP_FUSION ||
-            stream_annotated_call(i))
-          continue;
-        IrComputation *called[64];
-        int nc = ir_called_computations(i, called, 64);
-        for (int z = 0; z < nc && z < 64; z++) called_by_op = called_by_op || called[z] == c;
-      }
-    if (called_by_op) continue;
+    if (all[k]->fusion_instr || not_to_fuse[all[k]->id]) continue;
     if (count < max) out[count] = all[k];
     count++;
   }
+  fx_free(all);
+  fx_free(not_to_fuse);
   return count < max ? count : max;
 }
 
@@ -580,4 +588,12 @@ int64_t fusion_shared_memory(const IrInstr *i) {
     return row_reduction(i) ? 32 * bytes : 32 * (4 * 32 + 1) * bytes; /* kMaxVectorSize 4 */
   }
   return fusion_transpose_shmem(i);
+}
+
+int fusion_unnested_reductions(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (!fc) return i->op == IR_OP_REDUCE && fusion_contiguous_reduce(i);
+  int sum = 0;
+  for (int k = 0; k < fc->ninstrs; k++) sum += fusion_unnested_reductions(fc->instrs[k]);
+  return sum;
 }

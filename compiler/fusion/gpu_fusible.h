@@ -63,5 +63,8 @@ int64_t fusion_transpose_shmem(const IrInstr *t);
  * reduction from or to contiguous dimensions takes 32 elements of each input (a row) or 32 x 129
  * (a column), a tiled transpose its tile. */
 int64_t fusion_shared_memory(const IrInstr *i);
+/* NumUnnestedReductions: the reductions from or to contiguous dimensions in i's body (XLA caps a
+ * multi-output fusion at 8, kMaxUnnestedReductionOutputsPerFusion). */
+int fusion_unnested_reductions(const IrInstr *i);
 
 #endif

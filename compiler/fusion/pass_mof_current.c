@@ -271,7 +271,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (fusion_pass_disabled(cx, "multi_output_fusion")) return true;
   IrComputation *comps[1024];
-  int n = fusion_control_computations(m, comps, 1024);
+  int n = fusion_fusible_computations(m, comps, 1024);
   int count = 0;
   for (int k = 0; k < n; k++)
     if (!mof_computation(comps[k], cx, &count)) return false;

@@ -787,7 +787,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (fusion_pass_disabled(cx, "priority-fusion")) return true;
   IrComputation *comps[1024];
-  int n = fusion_control_computations(m, comps, 1024);
+  int n = fusion_fusible_computations(m, comps, 1024);
   int fused = 0;
   for (int k = 0; k < n && !pass_interrupted(cx); k++)
     if (!prio_computation(comps[k], cx, &fused)) return false;
