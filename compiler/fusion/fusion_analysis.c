@@ -1062,6 +1062,8 @@ static int normalized_transpose(const IrInstr *x, int64_t *dims, int *perm) {
   return n;
 }
 
+int fusion_normalized_transpose(const IrInstr *x, int64_t *dims, int *perm) { return normalized_transpose(x, dims, perm); }
+
 static bool big_enough(int64_t a, int64_t b) {
   /* kMinDimensionToTransposeTiled, kMinDimensionToTransposeTiled2, kMinTotalDimensionsToTransposeTiled */
   return (a >= 16 && b >= 16) || (a >= 8 && b >= 8 && a * b >= 64 * 128);

@@ -10,6 +10,12 @@
 #include "fusion_analysis.h"
 #include "gpu_fusible.h"
 
+/* primitive_util::BitWidth: pred is 1 bit, s4 and u4 4, every other type 8 per byte. */
+static int bit_width(IrType t) { return t == IR_PRED ? 1 : t == IR_S4 || t == IR_U4 ? 4 : 8 * ir_type_bytes(t); }
+
+/* GetBitwidth (ir_emission_utils.cc): a pred takes a byte; s4 and u4 4 bits. */
+static int emitter_bits(IrType t) { return t == IR_PRED ? 8 : bit_width(t); }
+
 /* The k-th most minor dimension of s. */
 static int minor(const IrShape *s, int k) {
   return s->has_layout && s->minor_to_major ? s->minor_to_major[k] : s->rank - 1 - k;
@@ -121,11 +127,17 @@ static bool intermediate(const IrInstr *x, int allowed) {
   }
 }
 
-/* TransposeDescription::IsEquivalent: the same output dimensions and permutation. */
+/* TransposeDescription::IsEquivalent: the same dimensions, permutation and element width. XLA
+ * describes transposes as TransposeDimensionGrouper left them; fxplain, which has no such pass,
+ * compares them normalized the same way (a [20,2,2,5] transpose by {1,2,3,0} is a 20x20 one). */
 static bool transposes_equivalent(const IrInstr *a, const IrInstr *b) {
-  if (!ir_shape_same_dims(&a->shape, &b->shape)) return false;
-  const char *pa = ir_attr_text(a, "dimensions"), *pb = ir_attr_text(b, "dimensions");
-  return pa && pb && strcmp(pa, pb) == 0;
+  int64_t da[IR_MAX_RANK], db[IR_MAX_RANK];
+  int pa[IR_MAX_RANK], pb[IR_MAX_RANK];
+  int na = fusion_normalized_transpose(a, da, pa), nb = fusion_normalized_transpose(b, db, pb);
+  if (na != nb || emitter_bits(a->shape.type) != emitter_bits(b->shape.type)) return false;
+  for (int k = 0; k < na; k++)
+    if (da[k] != db[k] || pa[k] != pb[k]) return false;
+  return true;
 }
 
 /* FusionHeroesAreCompatible's check_path_of_intermediate_ops: from the fused parameter to the
@@ -378,8 +390,6 @@ const char *fusion_choose_kind(const IrInstr *p, const IrInstr *c, const PassSet
   return fusion_input_fusible(c, s) || fusion_input_fusible(p, s) ? "kInput" : "kLoop";
 }
 
-/* primitive_util::BitWidth: pred is 1 bit, s4 and u4 4, every other type 8 per byte. */
-static int bit_width(IrType t) { return t == IR_PRED ? 1 : t == IR_S4 || t == IR_U4 ? 4 : 8 * ir_type_bytes(t); }
 
 bool fusion_keeps_bitwidth(const IrInstr *i) {
   for (int k = 0; k < i->noperands; k++)
@@ -491,8 +501,6 @@ bool fusion_may_cause_perf_drop_if_unrolled(const IrInstr *i) {
 
 /* ---------- GetDescriptionForTiledTransposeEmitter and GetSharedMemoryUsage ---------- */
 
-/* GetBitwidth (ir_emission_utils.cc): a pred takes a byte; s4 and u4 4 bits. */
-static int emitter_bits(IrType t) { return t == IR_PRED ? 8 : bit_width(t); }
 
 /* CanEmitPackedTranspose: a normalized transpose (no two adjacent dimensions stay adjacent) of
  * elements narrower than a shared-memory bank whose canonical [T2, A, T1, B] form
