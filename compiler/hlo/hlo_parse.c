@@ -69,7 +69,13 @@ typedef struct {
   int line, col;
 } AttrRec;
 
-typedef struct {
+typedef struct InstrRec InstrRec;
+struct InstrList {
+  InstrRec *v;
+  int n, cap;
+};
+
+struct InstrRec {
   Ref name;
   bool is_root;
   IrOpcode op;
@@ -86,7 +92,7 @@ typedef struct {
   const char *op_text; /* async syntax sugar (OP-start): as printed */
   bool no_shape;       /* written without a shape: inferred after the module is read */
   IrInstr *made;
-} InstrRec;
+};
 
 typedef struct {
   const char *src; /* NUL-terminated copy of the input */
@@ -100,6 +106,8 @@ typedef struct {
   int nfixups, fixups_cap;
   IrInstr **unshaped; /* instructions written without a shape, in the order they were made */
   int nunshaped, unshaped_cap;
+  struct InstrList *recs; /* the computation being read: where nested operand instructions go */
+  int nested;             /* how many nested instructions were named so far */
   bool failed;
 } P;
 
@@ -724,6 +732,8 @@ static bool shape_inferable(IrOpcode op) {
   }
 }
 
+static bool parse_rhs(P *p, InstrRec *r, bool attributes);
+
 static bool parse_instr(P *p, InstrRec *r) {
   memset(r, 0, sizeof *r);
   r->param_number = -1;
@@ -740,6 +750,47 @@ static bool parse_instr(P *p, InstrRec *r) {
   } else if (!parse_shape(p, &p->scratch, &r->shape, 0)) {
     return false;
   }
+  return parse_rhs(p, r, true);
+}
+
+/* An operand written as an instruction, `negate(f32[2] parameter(0))` (XLA's parser takes it,
+ * without attributes): read into a record of its own, named OPCODE.N, before the instruction
+ * that reads it. Its shape and opcode name are read already; `o` gets its name. */
+static bool parse_nested(P *p, const IrShape *shape, Ref *o) {
+  InstrRec nr;
+  memset(&nr, 0, sizeof nr);
+  nr.param_number = -1;
+  nr.shape = *shape;
+  p->pos = (size_t)(o->name - p->src); /* back to the opcode */
+  p->line = o->line;
+  p->col = o->col;
+  char *nm = NULL;
+  for (;;) { /* a name no instruction of the text has */
+    char buf[96];
+    int n = snprintf(buf, sizeof buf, "%.*s.%d", (int)(o->len > 60 ? 60 : o->len), o->name, ++p->nested);
+    bool used = false;
+    for (const char *q = strstr(p->src, buf); q && !used; q = strstr(q + 1, buf))
+      used = !is_name_char(q[n]) && (q == p->src || !is_name_char(q[-1]));
+    if (used) continue;
+    nm = arena_strndup(&p->scratch, buf, (size_t)n);
+    if (!nm) return oom(p);
+    nr.name.name = nm;
+    nr.name.len = (size_t)n;
+    nr.name.line = p->line;
+    nr.name.col = p->col;
+    break;
+  }
+  if (!parse_rhs(p, &nr, false)) return false;
+  struct InstrList *l = p->recs;
+  if (!l) return perr(p, nr.op_line, nr.op_col, "an operand written as an instruction outside a computation");
+  if (arena_grow(&p->scratch, (void **)&l->v, &l->cap, l->n + 1, sizeof(InstrRec))) return oom(p);
+  l->v[l->n++] = nr;
+  *o = nr.name;
+  return true;
+}
+
+/* The rest of an instruction after its shape: opcode, operands, attributes. */
+static bool parse_rhs(P *p, InstrRec *r, bool attributes) {
   if (!ws(p)) return false;
   r->op_line = p->line;
   r->op_col = p->col;
@@ -790,12 +841,11 @@ static bool parse_instr(P *p, InstrRec *r) {
           while (k < p->len && is_name_char(p->src[k])) k++;
           shaped = k < p->len && p->src[k] == '[';
         }
-        if (shaped) {
-          IrShape ignored;
-          if (!parse_shape(p, &p->scratch, &ignored, 0)) return false;
-        }
+        IrShape oshape;
+        if (shaped && !parse_shape(p, &p->scratch, &oshape, 0)) return false;
         Ref o;
         if (!parse_name(p, &o, "an operand name")) return false;
+        if (shaped && peek(p) == '(' && !parse_nested(p, &oshape, &o)) return false;
         if (!push_ref(p, &r->ops, &r->nops, &cap, &o)) return false;
         if (!ws(p)) return false;
         if (peek(p) == ',') {
@@ -807,7 +857,7 @@ static bool parse_instr(P *p, InstrRec *r) {
     }
     if (!expect_char(p, ')', "',' or ')' after an operand")) return false;
   }
-  return parse_attrs(p, r);
+  return attributes ? parse_attrs(p, r) : true;
 }
 
 /* ---------- computations ---------- */
@@ -944,19 +994,23 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
   if (!ws(p)) return false;
   int body_line = p->line, body_col = p->col;
   if (!expect_char(p, '{', "'{' to open the computation body")) return false;
-  /* Instructions. */
-  InstrRec *recs = NULL;
-  int n = 0, cap = 0;
+  /* Instructions (an operand written as an instruction goes in before its reader). */
+  struct InstrList list = {NULL, 0, 0};
+  p->recs = &list;
   for (;;) {
     if (!ws(p)) return false;
     if (p->pos >= p->len)
       return perr(p, p->line, p->col, "unexpected end of file: computation '%%%s' (opened at %d:%d) is not closed", name, body_line,
                   body_col);
     if (peek(p) == '}') break;
-    if (arena_grow(&p->scratch, (void **)&recs, &cap, n + 1, sizeof(InstrRec))) return oom(p);
-    if (!parse_instr(p, &recs[n])) return false;
-    n++;
+    InstrRec r;
+    if (!parse_instr(p, &r)) return false;
+    if (arena_grow(&p->scratch, (void **)&list.v, &list.cap, list.n + 1, sizeof(InstrRec))) return oom(p);
+    list.v[list.n++] = r;
   }
+  p->recs = NULL;
+  InstrRec *recs = list.v;
+  int n = list.n;
   adv(p); /* '}' */
   if (n == 0) return perr(p, cname.line, cname.col, "computation '%%%s' has no instructions", name);
   /* Trailing attributes on the closing line ("}, execution_thread=..."). */

@@ -308,6 +308,19 @@ TEST(without_header_the_module_is_named_underscore) {
   fx_free(t);
 }
 
+TEST(an_operand_may_be_written_as_an_instruction) {
+  /* XLA's parser takes `negate(s8[2] parameter(0))`: the operand is an instruction of its own */
+  char *s = roundtrip("e {\n  n = s8[2] negate(s8[2] parameter(0))\n  ROOT c = s8[4] concatenate(n, s8[2] abs(s8[2] "
+                      "parameter(1))), dimensions={0}\n}\n");
+  CHECK_STR(s, "HloModule _\n\nENTRY %e {\n  %parameter.1 = s8[2] parameter(0)\n  %n = s8[2] negate(%parameter.1)\n"
+               "  %parameter.3 = s8[2] parameter(1)\n  %abs.2 = s8[2] abs(%parameter.3)\n"
+               "  ROOT %c = s8[4] concatenate(%n, %abs.2), dimensions={0}\n}\n");
+  fx_free(s);
+  FxError err;
+  CHECK(parse("e {\n  ROOT n = f32[2] negate(f32[2] nosuchop(0))\n}\n", &err) == NULL);
+  CHECK(strstr(err.msg, "unknown opcode 'nosuchop'") != NULL);
+}
+
 TEST(comments_and_line_breaks_inside_instructions) {
   char *s = roundtrip("/* file comment */ HloModule m // trailing\n\nENTRY e {\n"
                       "  p = (f32[], /*index=1*/s32[]) parameter(0) // why\n"
@@ -427,6 +440,7 @@ int main(void) {
   RUN(repeated_names_across_computations_are_renamed);
   RUN(without_entry_keyword_the_last_computation_is_the_entry);
   RUN(without_header_the_module_is_named_underscore);
+  RUN(an_operand_may_be_written_as_an_instruction);
   RUN(comments_and_line_breaks_inside_instructions);
   RUN(sections_after_computations_are_kept);
   RUN(print_to_file_matches_string);
