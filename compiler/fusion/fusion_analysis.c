@@ -470,25 +470,12 @@ typedef struct {
   int64_t blocks, threads;
 } Launch;
 
-/* MayCausePerformanceDropIfUnrolled of the kernel i (with p fused in, when given). */
-static bool prevents_vectorization(const IrInstr *i, const IrInstr *p) {
-  return fusion_may_cause_perf_drop_if_unrolled(i) || (p && fusion_may_cause_perf_drop_if_unrolled(p));
-}
-
-/* CalculateLaunchDimensions with ComputeLoopFusionConfig: 128 threads a block, each thread
- * unrolled over up to 4 elements when the kernel has at least as many elements as the GPU has
- * threads; one thread for a single element. */
-static Launch loop_launch(const DeviceProfile *d, int64_t e, bool may_unroll) {
+/* CalculateLaunchDimensions: 128 threads a block, each thread unrolled over `unroll` elements
+ * (ComputeLoopFusionConfig, gpu_fusible.c); one thread for a single element. */
+static Launch loop_launch(int64_t e, int unroll) {
   Launch l = {1, 1};
   if (e <= 1) return l;
-  int64_t max_threads = d && d->max_threads_per_sm > 0 && d->sm_count > 0 ? (int64_t)d->max_threads_per_sm * d->sm_count : 0;
-  int unroll = 1;
-  if (may_unroll && max_threads > 0 && e >= max_threads)
-    for (int f = 4; f > 1; f /= 2)
-      if (e % f == 0) {
-        unroll = f;
-        break;
-      }
+  if (unroll < 1) unroll = 1;
   int64_t n = (e + unroll - 1) / unroll;
   l.threads = n < 128 ? n : 128;
   l.blocks = (n + l.threads - 1) / l.threads;
@@ -633,9 +620,9 @@ static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInst
       }
   }
   if (h->op == IR_OP_DYNAMIC_UPDATE_SLICE && h->noperands > 1)
-    return loop_launch(d, ir_shape_elements(&h->operands[1]->shape), false);
+    return loop_launch(ir_shape_elements(&h->operands[1]->shape), 1);
   if (h->op == IR_OP_SCATTER && h->noperands >= 3) /* the scatter emitter runs over the updates */
-    return loop_launch(d, ir_shape_elements(&h->operands[h->noperands - 1]->shape), false);
+    return loop_launch(ir_shape_elements(&h->operands[h->noperands - 1]->shape), 1);
   if (hero->op == IR_OP_CONCATENATE && hero->noperands <= 4 && !(i->op == IR_OP_FUSION && fusion_fused_root(i)->op == IR_OP_TUPLE)) {
     /* UseConcatenateFusion: one concatenate hero of at most 4 operands. */
     h = hero;
@@ -644,9 +631,10 @@ static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInst
       int64_t e = ir_shape_elements(&h->operands[k]->shape);
       largest = e > largest ? e : largest;
     }
-    return loop_launch(d, largest, !prevents_vectorization(i, p));
+    return loop_launch(largest, fusion_loop_unroll(d, 0, i, p, largest));
   }
-  return loop_launch(d, ir_shape_is_array(&h->shape) ? ir_shape_elements(&h->shape) : 1, !prevents_vectorization(i, p));
+  int64_t e = ir_shape_is_array(&h->shape) ? ir_shape_elements(&h->shape) : 1;
+  return loop_launch(e, fusion_loop_unroll(d, 0, i, p, e));
 }
 
 static int64_t launch_blocks(const DeviceProfile *d, const IrInstr *i, const IrInstr *p) { return launch_dims(d, i, p).blocks; }

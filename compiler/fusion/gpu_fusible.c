@@ -605,3 +605,106 @@ int fusion_unnested_reductions(const IrInstr *i) {
   for (int k = 0; k < fc->ninstrs; k++) sum += fusion_unnested_reductions(fc->instrs[k]);
   return sum;
 }
+
+/* ---------- ComputeLoopFusionConfig ---------- */
+
+/* The instructions of i's body (i itself when it is no fusion) and of p's, for the predicates
+ * below: any matches. */
+static bool any_in(const IrInstr *i, const IrInstr *p, bool (*pred)(const IrInstr *, int64_t), int64_t arg) {
+  const IrInstr *both[2] = {i, p};
+  for (int s2 = 0; s2 < 2; s2++) {
+    if (!both[s2]) continue;
+    IrComputation *fc = ir_fused_computation(both[s2]);
+    int n = fc ? fc->ninstrs : 1;
+    for (int k = 0; k < n; k++)
+      if (pred(fc ? fc->instrs[k] : both[s2], arg)) return true;
+  }
+  return false;
+}
+
+static bool is_pad(const IrInstr *x, int64_t unused) { return (void)unused, x->op == IR_OP_PAD; }
+static bool is_reduce(const IrInstr *x, int64_t unused) { return (void)unused, x->op == IR_OP_REDUCE; }
+
+/* ContainsTransposeWithSmallMostMinorDim: a transpose whose most minor dimension, normalized
+ * (GetNormalizedLogicalTransposeShape), is narrower than the unroll factor. */
+static bool small_minor_transpose(const IrInstr *x, int64_t unroll) {
+  if (x->op != IR_OP_TRANSPOSE) return false;
+  int64_t dims[IR_MAX_RANK];
+  int perm[IR_MAX_RANK];
+  int n = fusion_normalized_transpose(x, dims, perm);
+  return (n > 0 ? dims[n - 1] : x->shape.rank > 0 ? x->shape.dims[x->shape.rank - 1] : 1) < unroll;
+}
+
+static bool perf_drop(const IrInstr *x, int64_t unused) {
+  (void)unused;
+  return fusion_may_cause_perf_drop_if_unrolled(x);
+}
+
+/* The outputs of i (its fused roots, or itself). */
+static int outputs_of(const IrInstr *i, const IrInstr **out, int max) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (fc) return fusion_roots(fc, out, max);
+  out[0] = i;
+  return 1;
+}
+
+/* MaxUnrollFactor: 4, or on Blackwell (cuda_version: 12090 for CUDA 12.9, 0 unknown) up to a
+ * 128-bit (256-bit from CUDA 12.9) vector of the widest element for a loop, transpose or
+ * concatenate kernel of one output and no reduce whose narrowest output is narrower than a
+ * quarter of that vector; 8 at most with a pad, halved while a transpose's minor dimension is
+ * narrower, and then at least 8. */
+static int max_unroll_factor(const DeviceProfile *d, int cuda_version, const IrInstr *i, const IrInstr *p) {
+  bool blackwell = d && strncmp(d->arch, "sm_10", 5) == 0;
+  if (!blackwell) return 4;
+  FusionEmitter e = fusion_emitter_kind(i);
+  if (e != FUSION_EMITTER_LOOP && e != FUSION_EMITTER_TRANSPOSE && e != FUSION_EMITTER_CONCATENATE) return 4;
+  int vector_bits = cuda_version >= 12090 ? 256 : 128;
+  const IrInstr *outs[64];
+  int nout = outputs_of(i, outs, 64);
+  int smallest = 1 << 30, widest = 8;
+  for (int k = 0; k < nout; k++) {
+    int b = emitter_bits(outs[k]->shape.type);
+    smallest = b < smallest ? b : smallest;
+    widest = b > widest ? b : widest;
+  }
+  if (nout > 1 || smallest >= vector_bits / 4 || any_in(i, p, is_reduce, 0)) return 4;
+  IrComputation *fc = ir_fused_computation(i);
+  int nin = fc ? fc->nparams : i->noperands;
+  for (int k = 0; k < nin; k++) { /* sub-byte types are not unrolled further: at least 8 bits */
+    int b = emitter_bits(fc ? fc->params[k]->shape.type : i->operands[k]->shape.type);
+    widest = b > widest ? b : widest;
+  }
+  int unroll = vector_bits / widest;
+  if (unroll > 32) unroll = 32; /* xla_gpu_experimental_max_unroll_factor */
+  int pow2 = 1;
+  while (pow2 * 2 <= unroll) pow2 *= 2;
+  unroll = pow2;
+  if (any_in(i, p, is_pad, 0) && unroll > 8) unroll = 8;
+  while (unroll > 4 && any_in(i, p, small_minor_transpose, unroll)) unroll /= 2;
+  return unroll > 8 ? unroll : 8;
+}
+
+static int64_t gcd64(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
+int fusion_loop_unroll(const DeviceProfile *d, int cuda_version, const IrInstr *i, const IrInstr *p, int64_t elements) {
+  int unroll = 1;
+  int64_t threads = d && d->is_gpu ? (int64_t)d->max_threads_per_sm * d->sm_count : 0;
+  if (threads > 0 && elements >= threads && !any_in(i, p, perf_drop, 0))
+    unroll = (int)gcd64(elements, max_unroll_factor(d, cuda_version, i, p));
+  /* a byte holding several outputs is written by one thread */
+  const IrInstr *outs[64];
+  int nout = outputs_of(i, outs, 64), smallest = 1 << 30;
+  for (int k = 0; k < nout; k++) {
+    int b = emitter_bits(outs[k]->shape.type);
+    smallest = b > 0 && b < smallest ? b : smallest;
+  }
+  int bytes = smallest < 8 ? (8 + smallest - 1) / smallest : 1;
+  return unroll > bytes ? unroll : bytes;
+}

@@ -66,5 +66,11 @@ int64_t fusion_shared_memory(const IrInstr *i);
 /* NumUnnestedReductions: the reductions from or to contiguous dimensions in i's body (XLA caps a
  * multi-output fusion at 8, kMaxUnnestedReductionOutputsPerFusion). */
 int fusion_unnested_reductions(const IrInstr *i);
+/* ComputeLoopFusionConfig's unroll factor for the loop kernel i (with p fused in, when given)
+ * over `elements` on device d: gcd(elements, MaxUnrollFactor) when the kernel has at least as
+ * many elements as the GPU has threads and nothing that MayCausePerformanceDropIfUnrolled, else
+ * 1; at least the elements of a byte of the narrowest output. cuda_version (12090 for CUDA 12.9,
+ * 0 unknown) matters only on Blackwell. */
+int fusion_loop_unroll(const DeviceProfile *d, int cuda_version, const IrInstr *i, const IrInstr *p, int64_t elements);
 
 #endif

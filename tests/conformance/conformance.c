@@ -560,6 +560,26 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     snprintf(why, nw, "`%s`: both are %s", fact, A->name);
     return false;
   }
+  if (strcmp(f, "loop-unroll") == 0) { /* loop-unroll A DEVICE N: ComputeLoopFusionConfig(analysis of A, A's shape) */
+    NEED(4);
+    SUBJ(A, w[1]);
+    /* XLA's TestGpuDeviceInfo::B200SXMDeviceInfo (148 SMs of 2048 threads, compute capability
+     * 10.0) and the test's B200WithCUDA129 (the same, compiled with CUDA 12.9); fxplain's
+     * profiles have no Blackwell GPU. */
+    static const DeviceProfile b200 = {.name = "b200", .is_gpu = true, .sm_count = 148, .max_threads_per_sm = 2048,
+                                       .arch = "sm_100"};
+    const DeviceProfile *d = strncmp(w[2], "b200", 4) == 0 ? &b200 : device_lookup(w[2]);
+    int cuda = strcmp(w[2], "b200-cuda12.9") == 0 ? 12090 : 0;
+    if (!d) {
+      snprintf(why, nw, "`%s`: no device %s", fact, w[2]);
+      return false;
+    }
+    int64_t e = ir_shape_is_array(&A->shape) ? ir_shape_elements(&A->shape) : 1;
+    int got = fusion_loop_unroll(d, cuda, A, NULL, e);
+    if (got == atoi(w[3])) return true;
+    snprintf(why, nw, "`%s`: fxplain unrolls %d times", fact, got);
+    return false;
+  }
   /* Today's gpu_fusible.cc predicates (gpu_fusible.h). */
   if (strcmp(f, "physically-transposing") == 0 || strcmp(f, "transposes-minor") == 0 || strcmp(f, "mof-root") == 0 ||
       strcmp(f, "mof-producer") == 0 || strcmp(f, "may-cause-perf-drop") == 0) { /* FACT A yes|no */

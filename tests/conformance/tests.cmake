@@ -17,7 +17,7 @@ set(FXPLAIN_CONFORMANCE_FLOORS
     --at-least horizontal_loop_fusion.txt=9
     --at-least fusion_pipeline.txt=1
     --at-least gpu_fusible_2021.txt=42
-    --at-least gpu_fusible_today.txt=60)
+    --at-least gpu_fusible_today.txt=69)
 set(FXPLAIN_CONFORMANCE_FILES)
 file(GLOB FXPLAIN_CONFORMANCE_FILES CONFIGURE_DEPENDS ${CMAKE_CURRENT_LIST_DIR}/*.txt)
 add_test(NAME xla.conformance
