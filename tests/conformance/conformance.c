@@ -18,6 +18,7 @@
 #include "../../compiler/fusion/fusion.h"
 #include "../../compiler/hlo/hlo.h"
 #include "../../compiler/passes/passes.h"
+#include "../../runtime/cuda/cuda_report.h"
 
 /* ---------- the decision log: fxplain's refusals, to say why a fact fails ---------- */
 
@@ -550,6 +551,24 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     SUBJ(A, w[1]);
     if (strcmp(ir_op_name(A->op), w[2]) == 0) return true;
     snprintf(why, nw, "`%s`: %s is a %s", fact, A->name, ir_op_name(A->op));
+    return false;
+  }
+  if (strcmp(f, "kernel-source") == 0) { /* kernel-source A TEXT...: the CUDA fxplain emits for A's kernel holds TEXT */
+    NEED(3);
+    SUBJ(A, w[1]);
+    const char *text = strstr(fact, w[2]); /* the rest of the line, spaces kept */
+    KernelReport r;
+    FxError e;
+    fx_error_clear(&e);
+    if (!cuda_report_source(m, 0, kernel_of(A)->name, &r, &e)) {
+      snprintf(why, nw, "`%s`: %s", fact, e.msg);
+      return false;
+    }
+    bool found = false;
+    for (int k = 0; k < r.nrows && !found; k++) found = r.rows[k].source && strstr(r.rows[k].source, text);
+    kernel_report_free(&r);
+    if (found) return true;
+    snprintf(why, nw, "`%s`: not in the kernel's source (kernels --source %s)", fact, kernel_of(A)->name);
     return false;
   }
   if (strcmp(f, "distinct") == 0) { /* distinct A B: two instructions (EXPECT_NE) */
