@@ -11,6 +11,7 @@
  * Exits 1 when a file has fewer passing cases than its floor (a ratchet: the floors in
  * tests.cmake are the counts reached), or when a file does not parse; 0 otherwise. */
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "../../compiler/hlo/hlo.h"
 #include "../../compiler/passes/passes.h"
 #include "../../runtime/cuda/cuda_report.h"
+#include "../../runtime/runtime.h"
 
 /* ---------- the decision log: fxplain's refusals, to say why a fact fails ---------- */
 
@@ -254,6 +256,50 @@ static const IrInstr *resolve(const IrModule *m, const char *spec) {
 }
 
 static bool yes(const char *w) { return strcmp(w, "yes") == 0; }
+
+/* The case's module as loaded, before its passes (for same-numbers). */
+static const IrModule *g_input;
+
+/* XLA's ErrorSpec{abs, rel}: every element of got is within abs of want, or within rel of it (NaN where want is NaN)
+ * relatively (tuples element by element). Fills why at the first that is not. */
+static bool within(const RtTensor *got, const RtTensor *want, double abs_tol, double rel_tol, char *why, size_t nw) {
+  if (got->type != want->type || got->ntuple != want->ntuple || got->count != want->count) {
+    snprintf(why, nw, "the outputs differ in shape");
+    return false;
+  }
+  if (got->type == IR_TUPLE) {
+    for (int k = 0; k < got->ntuple; k++)
+      if (!within(got->tuple[k], want->tuple[k], abs_tol, rel_tol, why, nw)) return false;
+    return true;
+  }
+  for (int64_t k = 0; got->data && k < got->count; k++) {
+    double g = rt_get_f(got, k), w = rt_get_f(want, k), e = fabs(g - w);
+    if (g == w || (isnan(g) && isnan(w)) || e <= abs_tol || e <= rel_tol * fabs(w)) continue;
+    snprintf(why, nw, "element %lld is %.9g, the unfused module's %.9g", (long long)k, g, w);
+    return false;
+  }
+  return true;
+}
+
+/* Runs m on the interpreter with seeded random arguments. */
+static RtTensor *run_interp(const IrModule *m, FxError *e) {
+  const IrComputation *c = m->entry;
+  RtTensor *args[1024];
+  int n = c->nparams < 1024 ? c->nparams : 1024;
+  for (int k = 0; k < n; k++) {
+    args[k] = rt_tensor_for_shape(&c->params[k]->shape, e);
+    if (!args[k]) {
+      for (int j = 0; j < k; j++) rt_tensor_unref(args[j]);
+      return NULL;
+    }
+    if (args[k]->data) rt_tensor_fill_random(args[k], 42, (uint64_t)k);
+  }
+  RtOptions o = {.seed = 42};
+  RtTensor *out = NULL;
+  if (!rt_interp_run(m, args, n, &o, &out, NULL, e)) out = NULL;
+  for (int k = 0; k < n; k++) rt_tensor_unref(args[k]);
+  return out;
+}
 
 /* Checks one fact; on failure writes why into why[] and returns false. */
 static bool check_fact(const IrModule *m, bool changed, const Log *log, const char *fact, char *why, size_t nw) {
@@ -571,6 +617,17 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     snprintf(why, nw, "`%s`: not in the kernel's source (kernels --source %s)", fact, kernel_of(A)->name);
     return false;
   }
+  if (strcmp(f, "same-numbers") == 0) { /* same-numbers ABS REL: RunAndCompare(module, ErrorSpec{ABS, REL}) */
+    NEED(3);
+    FxError e;
+    fx_error_clear(&e);
+    RtTensor *want = g_input ? run_interp(g_input, &e) : NULL, *got = want ? run_interp(m, &e) : NULL;
+    bool ok = want && got && within(got, want, atof(w[1]), atof(w[2]), why, nw);
+    if (!want || !got) snprintf(why, nw, "`%s`: the interpreter fails: %s", fact, e.msg);
+    if (want) rt_tensor_unref(want);
+    if (got) rt_tensor_unref(got);
+    return ok;
+  }
   if (strcmp(f, "distinct") == 0) { /* distinct A B: two instructions (EXPECT_NE) */
     NEED(3);
     SUBJ(A, w[1]);
@@ -761,8 +818,10 @@ static int run_case(const char *file, const Case *c, bool verbose, char *why, si
       printf("  %s %s %s -> %s %s %s\n", log.r[k].pass, log.r[k].accepted ? "yes" : "no ", log.r[k].producer,
              log.r[k].consumer, log.r[k].reason, log.r[k].detail);
   }
+  g_input = m;
   for (int k = 0; k < c->nfacts && ok; k++)
     if (!check_fact(cur, changed_any, &log, c->facts[k], why, nw)) ok = 0;
+  g_input = NULL;
   if (cur != m) ir_module_free(cur);
   ir_module_free(m);
   free(log.r);

@@ -14,7 +14,7 @@ set(FXPLAIN_CONFORMANCE_FLOORS
     --at-least instruction_fusion.txt=26
     --at-least fusion_merger.txt=12
     --at-least multi_output_fusion_2021.txt=26
-    --at-least horizontal_loop_fusion.txt=9
+    --at-least horizontal_loop_fusion.txt=11
     --at-least fusion_pipeline.txt=3
     --at-least gpu_fusible_2021.txt=42
     --at-least gpu_fusible_today.txt=69)
