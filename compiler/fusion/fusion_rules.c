@@ -1167,14 +1167,13 @@ static const IrInstr *extract_one(const IrInstr *i, bool (*match)(const IrInstr 
 static bool is_dus(const IrInstr *x) { return x->op == IR_OP_DYNAMIC_UPDATE_SLICE; }
 static bool is_non_elementwise(const IrInstr *x) { return x->op != IR_OP_FUSION && !ir_op_is_elementwise(x->op); }
 
-/* An index operand of a fused instruction as its owner sees it (a parameter is the operand). */
-static const IrInstr *owner_operand(const IrInstr *owner, const IrInstr *x) {
+const IrInstr *fusion_outer_operand(const IrInstr *owner, const IrInstr *x) {
   if (owner->op == IR_OP_FUSION && x->op == IR_OP_PARAMETER && x->param_number >= 0 && x->param_number < owner->noperands)
     return owner->operands[x->param_number];
   return x;
 }
 
-static bool first_integer(const IrInstr *x, int64_t *v) {
+bool fusion_constant_int(const IrInstr *x, int64_t *v) {
   if (x->op != IR_OP_CONSTANT || !x->literal || !x->literal->values || x->literal->count < 1) return false;
   *v = (int64_t)x->literal->values[0];
   return true;
@@ -1206,7 +1205,7 @@ static bool classic_should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, 
       int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
       for (int d = 0; d < rank; d++) {
         int64_t cv;
-        if (d >= nd || 2 + d >= dus->noperands || !first_integer(owner_operand(c, dus->operands[2 + d]), &cv) ||
+        if (d >= nd || 2 + d >= dus->noperands || !fusion_constant_int(fusion_outer_operand(c, dus->operands[2 + d]), &cv) ||
             cv != st[d] || sd[d] != 1)
           return fusion_refuse(v, FR_IN_PLACE,
                                "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
@@ -1217,9 +1216,9 @@ static bool classic_should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, 
     }
     if (pne->op == IR_OP_DYNAMIC_SLICE) {
       for (int d = 0; d < rank && 1 + d < pne->noperands && 2 + d < dus->noperands; d++) {
-        const IrInstr *a = owner_operand(p, pne->operands[1 + d]), *b = owner_operand(c, dus->operands[2 + d]);
+        const IrInstr *a = fusion_outer_operand(p, pne->operands[1 + d]), *b = fusion_outer_operand(c, dus->operands[2 + d]);
         int64_t av = 0, bv = 0;
-        bool ac = first_integer(a, &av), bc = first_integer(b, &bv);
+        bool ac = fusion_constant_int(a, &av), bc = fusion_constant_int(b, &bv);
         if (ac != bc || (ac && av != bv) || (!ac && a != b))
           return fusion_refuse(v, FR_IN_PLACE,
                                "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index mismatch)",

@@ -119,6 +119,11 @@ bool fusion_layouts_reduce_friendly(const IrInstr *producer);
  * a broadcast whatever its sizes); *times says roughly how often it reads each (1 when the reuse
  * is XLA's classification, not repeated reads). */
 bool fusion_reuses_operand(const IrInstr *consumer, int k, double *times);
+/* What a fused instruction's operand x is outside the fusion owner (a parameter is owner's
+ * operand; anything else is itself). */
+const IrInstr *fusion_outer_operand(const IrInstr *owner, const IrInstr *x);
+/* The first value of the constant x as an integer; false when x is no constant. */
+bool fusion_constant_int(const IrInstr *x, int64_t *v);
 /* Real users: users other than get-tuple-element chains count once each. */
 int fusion_user_count(const IrInstr *i);
 /* Instructions in the fused body (1 for a plain instruction). */

@@ -241,19 +241,6 @@ static int extract(const IrInstr *i, bool (*match)(const IrInstr *), IrOpcode op
   return count;
 }
 
-/* What a fused instruction's operand is outside the fusion (a parameter maps to the operand). */
-static const IrInstr *real_operand(const IrInstr *owner, const IrInstr *x) {
-  if (owner->op == IR_OP_FUSION && x->op == IR_OP_PARAMETER && x->param_number >= 0 && x->param_number < owner->noperands)
-    return owner->operands[x->param_number];
-  return x;
-}
-
-static bool const_int(const IrInstr *x, int64_t *v) {
-  if (x->op != IR_OP_CONSTANT || !x->literal || !x->literal->values || x->literal->count < 1) return false;
-  *v = (int64_t)x->literal->values[0];
-  return true;
-}
-
 /* Whether a non-elementwise op of consumer fusion c (other than its in-place root) reads the
  * parameter through which c reads p. */
 static bool consumer_conflict(const IrInstr *c, const IrInstr *p) {
@@ -326,7 +313,7 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
       int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
       for (int d = 0; d < rank; d++) {
         int64_t cv;
-        if (d >= nd || !const_int(real_operand(c, dus->operands[2 + d]), &cv) || cv != st[d] || sd[d] != 1)
+        if (d >= nd || !fusion_constant_int(fusion_outer_operand(c, dus->operands[2 + d]), &cv) || cv != st[d] || sd[d] != 1)
           return fusion_refuse(v, FR_IN_PLACE,
                                "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
                                "mismatch)",
@@ -336,9 +323,9 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
     }
     if (pne->op == IR_OP_DYNAMIC_SLICE) {
       for (int d = 0; d < rank && 1 + d < pne->noperands; d++) {
-        const IrInstr *a = real_operand(p, pne->operands[1 + d]), *b = real_operand(c, dus->operands[2 + d]);
+        const IrInstr *a = fusion_outer_operand(p, pne->operands[1 + d]), *b = fusion_outer_operand(c, dus->operands[2 + d]);
         int64_t av = 0, bv = 0;
-        bool ac = const_int(a, &av), bc = const_int(b, &bv);
+        bool ac = fusion_constant_int(a, &av), bc = fusion_constant_int(b, &bv);
         if (ac != bc || (ac && av != bv) || (!ac && a != b))
           return fusion_refuse(v, FR_IN_PLACE,
                                "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index "
