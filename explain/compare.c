@@ -128,3 +128,24 @@ void explain_comparison_free(ExplainComparison *c) {
   fx_free(c->changes);
   memset(c, 0, sizeof *c);
 }
+
+bool explain_compare_sides(const ExplainEngine *e, char **w, int n, ExplainCompareSides *out, int *bad, FxError *err) {
+  out->before = out->after = e->settings;
+  out->dbefore = e->device.name[0] ? e->device : *device_default();
+  out->dafter = out->dbefore;
+  *bad = -1;
+  if (n == 0) {
+    if (!e->have_prev)
+      return fx_error_set(err, NULL, 0, 0, "no setting has changed yet: `set` one, or name it: compare-decisions dup_limit 3");
+    out->before = e->prev_settings;
+    out->dbefore = e->prev_device.name[0] ? e->prev_device : *device_default();
+    snprintf(out->what, sizeof out->what, "%s", e->last_change);
+    return true;
+  }
+  ExplainSettingChange ch;
+  if (!explain_setting_apply(&out->after, &out->dafter, w, &ch, bad, err)) return false;
+  out->what[0] = 0;
+  for (int k = 0; k < n; k++)
+    snprintf(out->what + strlen(out->what), sizeof out->what - strlen(out->what), "%s%s", k ? " " : "", w[k]);
+  return true;
+}

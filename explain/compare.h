@@ -42,4 +42,17 @@ bool explain_compare_settings(ExplainEngine *e, const PassSettings *before, cons
                               FxError *err);
 void explain_comparison_free(ExplainComparison *c);
 
+/* The two sides `compare-decisions` compares. */
+typedef struct {
+  PassSettings before, after;
+  DeviceProfile dbefore, dafter;
+  char what[200]; /* the change in words: "dup_limit 3" */
+} ExplainCompareSides;
+
+/* compare-decisions' sides: with n == 0 the engine's last change (the settings before it against
+ * the current ones); otherwise w[0..n) is `SETTING VALUE...` applied to a copy of the current
+ * settings (n must be 1 + explain_setting_words(SETTING)). False with err filled (no location)
+ * and *bad the index in w of the word at fault (-1: the command as a whole). */
+bool explain_compare_sides(const ExplainEngine *e, char **w, int n, ExplainCompareSides *out, int *bad, FxError *err);
+
 #endif

@@ -147,6 +147,42 @@ bool explain_engine_load_file(ExplainEngine *e, const char *path, FxError *err) 
   return true;
 }
 
+static bool shape_uncomputed(const IrShape *s, IrType *t) {
+  if (s->type == IR_TUPLE) {
+    for (int k = 0; k < s->ntuple; k++)
+      if (shape_uncomputed(&s->tuple[k], t)) return true;
+    return false;
+  }
+  *t = s->type;
+  return ir_type_is_uncomputed(s->type);
+}
+
+bool explain_module_uncomputed(const IrModule *m, char *why, size_t n) {
+  for (int c = -1; m && c < m->ncomps; c++) { /* the entry first: its parameters are the program's */
+    const IrComputation *comp = c < 0 ? m->entry : m->comps[c];
+    for (int k = 0; comp && k < comp->ninstrs; k++) {
+      const IrInstr *i = comp->instrs[k];
+      IrType t;
+      if (i->dead || !shape_uncomputed(&i->shape, &t)) continue;
+      snprintf(why, n, "%s is %s, an element type fxplain reads, prints, plans and fuses but computes no value of "
+               "(XLA's 1- and 2-bit integers and 4-bit float)", i->name, ir_type_name(t));
+      return true;
+    }
+  }
+  return false;
+}
+
+bool explain_engine_load_hlo(ExplainEngine *e, const char *path, const char *text, size_t len, FxError *err) {
+  IrModule *m = hlo_parse(text, len, path, err);
+  if (!m) {
+    if (!err->set) fx_error_set(err, path, 0, 0, "could not load the module");
+    return false;
+  }
+  explain_engine_set_input(e, m);
+  explain_engine_fx_clear(e);
+  return true;
+}
+
 void explain_engine_set_dump(ExplainEngine *e, IrModule *m0, XlaDump *d) {
   const Pipeline *prev = e->pipeline;
   if (e->xla && prev == xla_dump_pipeline(e->xla)) prev = e->xla->prev_pipeline;
@@ -526,6 +562,38 @@ bool explain_engine_stage_word(ExplainEngine *e, const char *w, int *out, char *
   }
   *out = k;
   return true;
+}
+
+bool explain_engine_back_target(ExplainEngine *e, const char *w, int *target, bool *clamped, char *why, size_t n) {
+  long long count = 1;
+  if (w && (!parse_count(w, &count) || count == 0)) {
+    snprintf(why, n, "expected a count of 1 or more, got '%s'", w);
+    return false;
+  }
+  *clamped = count > e->cur;
+  *target = *clamped ? 0 : e->cur - (int)count;
+  return true;
+}
+
+bool explain_engine_computed_stage(ExplainEngine *e, const char *w, int *out, char *why, size_t n) {
+  char *end;
+  long v = strtol(w, &end, 10);
+  if (*w && !*end) {
+    if (v < 0 || v >= e->nstages) {
+      snprintf(why, n, "stage %ld has not been computed (stages 0..%d exist: step there first)", v, e->nstages - 1);
+      return false;
+    }
+    *out = (int)v;
+    return true;
+  }
+  for (int k = 1; k < e->nstages; k++)
+    if (e->stages[k].pass && strcmp(e->stages[k].pass, w) == 0) {
+      *out = k;
+      return true;
+    }
+  snprintf(why, n, "no computed stage is '%s': give a stage number (0..%d) or the name of a pass that ran", w,
+           e->nstages - 1);
+  return false;
 }
 
 bool explain_engine_step_target(ExplainEngine *e, const char *w, int *target, bool *clamped, char *why, size_t n) {

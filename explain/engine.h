@@ -82,6 +82,13 @@ void explain_engine_set_input(ExplainEngine *e, IrModule *m);
 /* Loads a file as the input: an HLO module (first word HloModule, or named *.hlo) or a program of
  * .fx statements (no shell commands). False with a located err when it cannot be read or built. */
 bool explain_engine_load_file(ExplainEngine *e, const char *path, FxError *err);
+/* Whether m holds a value of a type fxplain computes no value of (ir_type_is_uncomputed: s1, u1,
+ * s2, u2, f4e2m1fn); then `why` names the first instruction and its type, for the front end's
+ * refusal to run or emit it. */
+bool explain_module_uncomputed(const IrModule *m, char *why, size_t n);
+/* Makes the HLO text read from `path` the input; the .fx definitions typed before are dropped
+ * (they belonged to the module it replaces). False with a located err when it does not parse. */
+bool explain_engine_load_hlo(ExplainEngine *e, const char *path, const char *text, size_t len, FxError *err);
 /* Whether a file is HLO: its text's first word (after blank lines and // comments) is HloModule,
  * or its name ends in .hlo. */
 bool explain_is_hlo(const char *path, const char *text, size_t len);
@@ -103,6 +110,8 @@ bool explain_engine_unfuse(ExplainEngine *e, int *n, int *kernels_before, int *k
 void explain_engine_truncate(ExplainEngine *e, int keep);
 /* True when an input is loaded. */
 bool explain_engine_loaded(const ExplainEngine *e);
+/* What every command that needs a module says when none is loaded. */
+#define EXPLAIN_NOTHING_LOADED "nothing is loaded: load a module (load FILE.hlo) or define one first"
 /* The module at stage k (NULL when there is no such stage); explain_engine_module(e, e->cur) is
  * the current one. */
 IrModule *explain_engine_module(const ExplainEngine *e, int k);
@@ -140,6 +149,12 @@ bool explain_engine_stage_word(ExplainEngine *e, const char *w, int *out, char *
 /* Where `step [N | PASS | all]` (w NULL: one stage) goes from the current stage; *clamped when a
  * count ran past the last stage (which is then the target). False with `why` filled. */
 bool explain_engine_step_target(ExplainEngine *e, const char *w, int *target, bool *clamped, char *why, size_t n);
+/* Where `back [N]` (w NULL: one stage) goes from the current stage; *clamped when N ran past
+ * stage 0 (which is then the target). False with `why` filled (not a count of 1 or more). */
+bool explain_engine_back_target(ExplainEngine *e, const char *w, int *target, bool *clamped, char *why, size_t n);
+/* A stage already computed, by number or by the name of the pass that made it (render --stage).
+ * False with `why` filled. */
+bool explain_engine_computed_stage(ExplainEngine *e, const char *w, int *out, char *why, size_t n);
 /* The latest stage <= upto whose module has an instruction `name`; -1 when none. */
 int explain_engine_stage_with(const ExplainEngine *e, const char *name, int upto);
 

@@ -86,7 +86,7 @@ bool explain_engine_find(ExplainEngine *e, const char *where, XlaFind *out, FxEr
   arena_init(&out->arena);
   out->stage = e->cur;
   IrModule *m = explain_engine_module(e, e->cur);
-  if (!m) return fx_error_set(err, NULL, 0, 0, "nothing is loaded (load a module first)");
+  if (!m) return fx_error_set(err, NULL, 0, 0, EXPLAIN_NOTHING_LOADED);
   int cap = ir_module_instr_count(m) + 1;
   out->found = arena_alloc(&out->arena, (size_t)cap * sizeof *out->found);
   out->kernels = arena_alloc(&out->arena, (size_t)cap * sizeof *out->kernels);
@@ -172,7 +172,7 @@ static bool exe_dir(char *buf, size_t n) {
 bool xla_run_prepare(const ExplainEngine *e, const char *device, XlaRun *run, FxError *err) {
   memset(run, 0, sizeof *run);
   run->device = device;
-  if (e->nstages == 0) return fx_error_set(err, NULL, 0, 0, "nothing is loaded (load a module first)");
+  if (e->nstages == 0) return fx_error_set(err, NULL, 0, 0, EXPLAIN_NOTHING_LOADED);
   char dir[PATH_MAX], script[PATH_MAX + 64];
   const char *env = getenv("FXPLAIN_XLA_REFERENCE");
   if (env) snprintf(script, sizeof script, "%s", env);

@@ -1004,6 +1004,37 @@ void explain_show_settings(const ExplainOut *out, ExplainEngine *e) {
   fprintf(o, "  registers         %s\n", fusion_registers_note());
 }
 
+void explain_show_all_settings(const ExplainOut *o, ExplainEngine *e, unsigned long long max_memory,
+                               const char *const *settable, int nsettable) {
+  if (o->json) {
+    JsonWriter w;
+    json_init(&w, o->out);
+    json_object_begin(&w);
+    json_key(&w, "settings");
+    json_object_begin(&w);
+    /* Every key is a name `set` accepts, with the value it takes. */
+    json_kv_str(&w, "pipeline", e->pipeline ? e->pipeline->name : NULL);
+    json_kv_str(&w, "device", e->device.name[0] ? e->device.name : NULL);
+    explain_settings_json(&w, &e->settings);
+    json_kv_str(&w, "pass", e->settings.disabled_passes);
+    json_kv_int(&w, "max_memory", (int64_t)max_memory);
+    json_object_end(&w);
+    json_key(&w, "settable");
+    json_array_begin(&w);
+    for (int i = 0; i < nsettable; i++) json_str(&w, settable[i]);
+    json_array_end(&w);
+    json_object_end(&w);
+    return;
+  }
+  /* The same table as `show settings`: each line named as `set` takes it. */
+  explain_show_settings(o, e);
+  if (max_memory) fprintf(o->out, "  max_memory        %llu bytes\n", max_memory);
+  else fprintf(o->out, "  max_memory        0 (unlimited)\n");
+  for (int i = 0; i < nsettable; i++)
+    fprintf(o->out, "%s%s%s", i ? ", " : "change with 'set WHAT VALUE'; WHAT is one of: ", settable[i],
+            i + 1 == nsettable ? "\n" : "");
+}
+
 void explain_show_setting_change(const ExplainOut *o, const ExplainSettingChange *ch, bool have_stages) {
   if (o->json) {
     JsonWriter w;
@@ -1059,14 +1090,18 @@ void explain_show_saved(const ExplainOut *o, const ExplainEngine *e, const char 
   }
 }
 
+void explain_json_loaded_begin(JsonWriter *w, FILE *f, const char *module) {
+  json_init(w, f);
+  json_object_begin(w);
+  json_key(w, "loaded");
+  json_object_begin(w);
+  json_kv_str(w, "module", module);
+}
+
 void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path) {
   if (o->json) {
     JsonWriter w;
-    json_init(&w, o->out);
-    json_object_begin(&w);
-    json_key(&w, "loaded");
-    json_object_begin(&w);
-    json_kv_str(&w, "module", m->name);
+    explain_json_loaded_begin(&w, o->out, m->name);
     json_kv_str(&w, "file", path);
     json_kv_int(&w, "computations", m->ncomps);
     json_kv_int(&w, "instructions", ir_module_instr_count(m));
@@ -1082,7 +1117,7 @@ void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *pat
 
 bool explain_show_hlo(const ExplainOut *o, const ExplainEngine *e, FxError *err) {
   const IrModule *m = explain_engine_module(e, e->cur);
-  if (!m) return fx_error_set(err, NULL, 0, 0, "no module is loaded; use 'load FILE' or type .fx statements");
+  if (!m) return fx_error_set(err, NULL, 0, 0, EXPLAIN_NOTHING_LOADED);
   if (o->json) {
     char *text = hlo_print_string(m);
     if (!text) return fx_error_set(err, NULL, 0, 0, "out of memory");

@@ -50,12 +50,22 @@ void explain_settings_json(JsonWriter *w, const PassSettings *ps);
 void explain_show_device(const ExplainOut *o, const DeviceProfile *d);
 /* `show settings`: the pipeline, device and every fusion knob. */
 void explain_show_settings(const ExplainOut *o, ExplainEngine *e);
+/* `set` alone: every setting by the name `set` takes, with its value (the engine's, then the run
+ * limit max_memory, which the front end reads from the runtime), and the names that can be set. */
+/* After `run`: the kernel plan's launches, bytes and estimated time for the stage that ran, on the
+ * device profile, to compare with what was measured (text only; nothing when the plan failed). */
+void explain_show_plan_line(const ExplainOut *o, ExplainEngine *e, int stage);
+void explain_show_all_settings(const ExplainOut *o, ExplainEngine *e, unsigned long long max_memory,
+                               const char *const *settable, int nsettable);
 /* `set NAME VALUE`: "dup_limit: 1 -> 3", with a word that the next step recomputes the stages when
  * have_stages; in JSON {"setting", "old", "new"}. */
 void explain_show_setting_change(const ExplainOut *o, const ExplainSettingChange *ch, bool have_stages);
 /* `show hlo`: the current stage as HLO text (in JSON with its module, stage and pass). */
 bool explain_show_hlo(const ExplainOut *o, const ExplainEngine *e, FxError *err);
 /* What `load` loaded: module, file, computations, instructions. */
+/* Opens the JSON answer of a load, {"loaded":{"module":NAME, ...: the caller writes the rest of
+ * what it loaded and closes both objects (explain_show_loaded, explain_show_xla_loaded). */
+void explain_json_loaded_begin(JsonWriter *w, FILE *f, const char *module);
 void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path);
 /* `save FILE`: the stage, pass and module written to path. */
 void explain_show_saved(const ExplainOut *o, const ExplainEngine *e, const char *path);

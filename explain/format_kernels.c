@@ -110,3 +110,14 @@ void explain_show_kernel_resources(const ExplainOut *o, const KernelReport *r) {
     json_object_end(&w);
   }
 }
+
+void explain_show_plan_line(const ExplainOut *o, ExplainEngine *e, int stage) {
+  FxError perr = {0};
+  const KernelPlan *plan = explain_engine_plan(e, stage, &perr);
+  if (!plan) return;
+  char pb[32], pt[32];
+  fx_format_bytes(pb, sizeof pb, (double)(plan->bytes_read + plan->bytes_written), FX_BYTES_RUN);
+  fx_format_time(pt, sizeof pt, plan->est_us * 1e3, FX_TIME_RUN);
+  fprintf(o->out, "kernel plan: %lld launches%s, %s moved, estimated %s on %s\n", (long long)plan->launches,
+          plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, e->device.name);
+}

@@ -63,11 +63,7 @@ void explain_show_xla_loaded(const ExplainOut *o, ExplainEngine *e, const char *
   int fs = xla_dump_fusion_stage(d);
   if (o->json) {
     JsonWriter w;
-    json_init(&w, o->out);
-    json_object_begin(&w);
-    json_key(&w, "loaded");
-    json_object_begin(&w);
-    json_kv_str(&w, "module", m->name);
+    explain_json_loaded_begin(&w, o->out, m->name);
     json_kv_str(&w, "id", m->id);
     json_kv_str(&w, "dump", path);
     json_kv_str(&w, "pipeline", "xla");

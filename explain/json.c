@@ -220,3 +220,27 @@ void json_kv_null(JsonWriter *w, const char *key) {
 }
 
 bool json_done(const JsonWriter *w) { return !w->broken && w->depth == 0 && !w->have_key; }
+
+void json_print_kv_str(FILE *f, const char *key, const char *v) {
+  JsonWriter w;
+  json_init(&w, f);
+  json_object_begin(&w);
+  json_kv_str(&w, key, v);
+  json_object_end(&w);
+}
+
+void json_print_kv_int(FILE *f, const char *key, long long v) {
+  JsonWriter w;
+  json_init(&w, f);
+  json_object_begin(&w);
+  json_kv_int(&w, key, v);
+  json_object_end(&w);
+}
+
+void json_print_kv_bool(FILE *f, const char *key, bool v) {
+  JsonWriter w;
+  json_init(&w, f);
+  json_object_begin(&w);
+  json_kv_bool(&w, key, v);
+  json_object_end(&w);
+}

@@ -65,6 +65,12 @@ void json_kv_double(JsonWriter *w, const char *key, double v);
 void json_kv_bool(JsonWriter *w, const char *key, bool v);
 void json_kv_null(JsonWriter *w, const char *key);
 
+/* A whole answer of one member, {"key":value} and its line end, for commands whose JSON form is
+ * one value. */
+void json_print_kv_str(FILE *f, const char *key, const char *v);
+void json_print_kv_int(FILE *f, const char *key, long long v);
+void json_print_kv_bool(FILE *f, const char *key, bool v);
+
 /* Writes s as a quoted, escaped JSON string to f (no writer state). */
 void json_write_string(FILE *f, const char *s, size_t n);
 

@@ -49,7 +49,7 @@ static bool save_to(const IrModule *m, const char *path, const struct stat *old,
 
 bool explain_engine_save(const ExplainEngine *e, int k, const char *path, FxError *err) {
   const IrModule *m = explain_engine_module(e, k);
-  if (!m) return fx_error_set(err, NULL, 0, 0, "no module is loaded; use 'load FILE' or type .fx statements");
+  if (!m) return fx_error_set(err, NULL, 0, 0, EXPLAIN_NOTHING_LOADED);
   char shown[160];
   fx_printable(shown, sizeof shown, path);
   char *real = NULL;

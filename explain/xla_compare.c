@@ -283,7 +283,8 @@ bool xla_compare_modules(const ExplainOut *o, const DeviceProfile *device, const
     if (m[k]) p[k] = plan_build(m[k], device, &e);
     if (!p[k]) {
       *bad = k + 1;
-      ok = fx_error_set(err, NULL, 0, 0, "%s", e.msg);
+      *err = e; /* where in the file, when it is a parse error */
+      ok = false;
     }
   }
   if (ok) {

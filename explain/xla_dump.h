@@ -57,6 +57,11 @@ void xla_fusion_log_free(XlaFusionLog *l);
 /* Every name the log uses must be an instruction of m (the module priority-fusion received) or a
  * fusion an earlier step made: otherwise one error naming the first stranger. */
 bool xla_fusion_log_check(const XlaFusionLog *l, const IrModule *m, FxError *err);
+/* The instruction of m (the module priority-fusion received) that `name` stands for before step
+ * `upto` of the log: name itself when m has it, else, for a fusion an earlier step made, the
+ * instruction at its root (the consumer it was made from, followed back); NULL when neither.
+ * Pictures draw a step's pair through it. The result points into the log or is name. */
+const char *xla_fusion_log_root(const XlaFusionLog *l, const IrModule *m, int upto, const char *name);
 /* fxplain's reason code for XLA's reason text (the vocabulary of compiler/fusion/reasons.def). */
 const char *xla_reason_code(const char *xla_text);
 /* Files XLA's decisions into sink (pass name `pass`): each fusion (accepted, with XLA's last

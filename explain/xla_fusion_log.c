@@ -217,6 +217,17 @@ static bool known(const XlaFusionLog *l, int k, const IrModule *m, const char *n
   return ir_module_find_instr(m, name) || made_before(l, k, name);
 }
 
+const char *xla_fusion_log_root(const XlaFusionLog *l, const IrModule *m, int upto, const char *name) {
+  while (name && !ir_module_find_instr(m, name)) {
+    int q = upto - 1;
+    while (q >= 0 && !(l->steps[q].kind == XLA_STEP_FUSION && strcmp(l->steps[q].fusion, name) == 0)) q--;
+    if (q < 0) return NULL;
+    name = l->steps[q].consumer; /* a fusion step's consumer is one name */
+    upto = q;
+  }
+  return name;
+}
+
 bool xla_fusion_log_check(const XlaFusionLog *l, const IrModule *m, FxError *err) {
   for (int k = 0; k < l->nsteps; k++) {
     const XlaStep *s = &l->steps[k];

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "../compiler/ir/ir.h"
 
@@ -154,6 +156,17 @@ bool repl_arg_error(Session *s, FxError *err, int argi, const char *fmt, ...) {
   return false;
 }
 
+bool repl_error_at(Session *s, FxError *err, int argi, const FxError *e) {
+  if (e->file[0] && e->line > 0) {
+    if (err != e) *err = *e;
+    return false;
+  }
+  FxError copy = *e;
+  fx_error_clear(err);
+  if (copy.file[0]) return repl_arg_error(s, err, argi, "%s: %s", copy.file, copy.msg);
+  return repl_arg_error(s, err, argi, "%s", copy.msg);
+}
+
 bool repl_check_argc(Session *s, int argc, char **argv, int min, int max, FxError *err) {
   int nargs = argc - 1;
   if (nargs >= min && (max < 0 || nargs <= max)) return true;
@@ -263,7 +276,22 @@ const char *repl_nearest_command(const char *word) {
   return n.best ? repl_nearest(word, cand, 1) : NULL;
 }
 
+ExplainOut repl_out(const Session *s) {
+  struct winsize ws;
+  int width = s->interactive && !s->json && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0
+                  ? ws.ws_col - 1 /* a full last column makes some terminals wrap again */
+                  : 0;
+  return (ExplainOut){s->out, s->json, width};
+}
+
+const IrModule *repl_computed_stage(Session *s, int stage, const char *what, FxError *err) {
+  const IrModule *m = repl_need_input(s, err) ? explain_engine_module(&s->eng, stage >= 0 ? stage : s->eng.cur) : NULL;
+  char why[400];
+  if (m && explain_module_uncomputed(m, why, sizeof why)) return repl_arg_error(s, err, 0, "%s: %s", what, why), NULL;
+  return m;
+}
+
 bool repl_need_input(Session *s, FxError *err) {
   if (explain_engine_loaded(&s->eng)) return true;
-  return repl_arg_error(s, err, 0, "nothing is loaded: load a module (load FILE.hlo) or define one first");
+  return repl_arg_error(s, err, 0, "%s", EXPLAIN_NOTHING_LOADED);
 }

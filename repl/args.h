@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "../explain/format.h"
 #include "session.h"
 
 typedef struct {
@@ -36,6 +37,11 @@ int repl_split_commands(const char *text, int *starts, int *lens, int max);
 bool repl_arg_error(Session *s, FxError *err, int argi, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Fills err with an error the engine reported (e, which knows no command line) placed at word argi:
+ * one located in a file (a line in it) is kept as it is; one that names only a file says
+ * "FILE: message" (fx_read_file's "cannot open it"); any other is the message at the word. */
+bool repl_error_at(Session *s, FxError *err, int argi, const FxError *e);
+
 /* Checks min <= argc-1 <= max (max < 0: no limit); otherwise fills err with "missing argument"
  * or "unexpected argument 'X'" and the command's usage line. */
 bool repl_check_argc(Session *s, int argc, char **argv, int min, int max, FxError *err);
@@ -54,6 +60,16 @@ const char *repl_nearest(const char *word, const char *const *cands, int n);
 /* The visible command nearest to word, or NULL. */
 const char *repl_nearest_command(const char *word);
 
+
+/* How the engine's answers are printed for this session (explain/format.h): its stream, text or
+ * JSON, and on a terminal its width, so that long sentences wrap between words there (0 in batch,
+ * JSON or a pipe). */
+ExplainOut repl_out(const Session *s);
+
+/* Stage `stage` (-1: the current one) for `run`, `profile` and the kernel views, which compute its
+ * values: NULL with err filled at the command ("WHAT: why") when nothing is loaded or it holds a
+ * type fxplain computes no value of (explain_module_uncomputed). */
+const IrModule *repl_computed_stage(Session *s, int stage, const char *what, FxError *err);
 
 /* True when an input is loaded; otherwise false with the error "nothing is loaded: ..." at the
  * command. */

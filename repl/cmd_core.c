@@ -23,9 +23,7 @@
 /* ---------- helpers ---------- */
 
 static IrModule *need_module(Session *s, FxError *err) {
-  IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
-  if (!m) repl_arg_error(s, err, 0, "no module is loaded; use 'load FILE' or type .fx statements");
-  return m;
+  return repl_need_input(s, err) ? explain_engine_module(&s->eng, s->eng.cur) : NULL;
 }
 
 /* Names of the hidden commands "PREFIXword", as a sorted list of "word" (plus `extra`, once). */
@@ -55,13 +53,6 @@ static void sub_names(SubNames *sn, const char *prefix, const char *const *extra
   for (int i = 0; extra && extra[i]; i++) add_name(sn, extra[i]);
   repl_command_foreach(collect_sub, sn);
   qsort(sn->names, (size_t)sn->n, sizeof sn->names[0], cmp_str);
-}
-
-static void join_names(const SubNames *sn, char *buf, size_t n) {
-  size_t o = 0;
-  buf[0] = 0;
-  for (int i = 0; i < sn->n && o < n; i++)
-    o += (size_t)snprintf(buf + o, n - o, "%s%s", i ? ", " : "", sn->names[i]);
 }
 
 /* Runs the hidden command PREFIX+argv[1] with the words after argv[1] as its arguments. */
@@ -110,9 +101,8 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   if (!ok) return false;
   IrModule *m = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   /* An HLO file reports itself; a script reports the module its definitions built. */
-  if (!is_hlo && m && m != before) {
-    repl_report_loaded(s, m, path);
-  }
+  ExplainOut o = repl_out(s);
+  if (!is_hlo && m && m != before) explain_show_loaded(&o, m, path);
   return true;
 }
 
@@ -122,8 +112,8 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
   if (!m) return false;
   FxError e = {0};
   if (!explain_engine_save(&s->eng, s->eng.cur, argv[1], &e))
-    return repl_arg_error(s, err, strcmp(e.msg, "out of memory") == 0 ? 0 : 1, "%s", e.msg);
-  ExplainOut o = {s->out, s->json, 0};
+    return repl_error_at(s, err, strcmp(e.msg, "out of memory") == 0 ? 0 : 1, &e);
+  ExplainOut o = repl_out(s);
   explain_show_saved(&o, &s->eng, argv[1]);
   return true;
 }
@@ -132,91 +122,50 @@ static bool cmd_save(Session *s, int argc, char **argv, FxError *err) {
 
 static const char *const show_builtin[] = {"hlo", "settings", NULL};
 
-static bool show_settings(Session *s, FxError *err) {
-  (void)err;
-  const PassSettings *ps = &s->eng.settings;
+static bool show_settings(Session *s) {
   SubNames sn;
   sub_names(&sn, "set-", NULL);
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_key(&w, "settings");
-    json_object_begin(&w);
-    /* Every key is a name `set` accepts, with the value it takes. */
-    json_kv_str(&w, "pipeline", s->eng.pipeline ? s->eng.pipeline->name : NULL);
-    json_kv_str(&w, "device", s->eng.device.name[0] ? s->eng.device.name : NULL);
-    explain_settings_json(&w, ps);
-    json_kv_str(&w, "pass", ps->disabled_passes);
-    json_kv_int(&w, "max_memory", (int64_t)rt_max_memory());
-    json_object_end(&w);
-    json_key(&w, "settable");
-    json_array_begin(&w);
-    for (int i = 0; i < sn.n; i++) json_str(&w, sn.names[i]);
-    json_array_end(&w);
-    json_object_end(&w);
-    return true;
-  }
-  /* The same table as `show settings`: each line named as `set` takes it. */
-  const ReplCommand *view = repl_command_lookup("show-settings");
-  if (view) {
-    char *argv1[] = {"show-settings", NULL};
-    if (!view->run(s, 1, argv1, err)) return false;
-  }
-  FILE *o = s->out;
-  if (rt_max_memory()) fprintf(o, "  max_memory        %llu bytes\n", (unsigned long long)rt_max_memory());
-  else fprintf(o, "  max_memory        0 (unlimited)\n");
-  if (sn.n > 0) {
-    char list[1024];
-    join_names(&sn, list, sizeof list);
-    fprintf(o, "change with 'set WHAT VALUE'; WHAT is one of: %s\n", list);
-  }
+  ExplainOut o = repl_out(s);
+  explain_show_all_settings(&o, &s->eng, (unsigned long long)rt_max_memory(), sn.names, sn.n);
   return true;
 }
 
 static bool show_hlo(Session *s, FxError *err) {
   if (!need_module(s, err)) return false;
-  ExplainOut o = {s->out, s->json, 0};
+  ExplainOut o = repl_out(s);
   FxError e = {0};
-  if (!explain_show_hlo(&o, &s->eng, &e)) return repl_arg_error(s, err, 0, "%s", e.msg);
+  if (!explain_show_hlo(&o, &s->eng, &e)) return repl_error_at(s, err, 0, &e);
   return true;
 }
 
-static bool cmd_show(Session *s, int argc, char **argv, FxError *err) {
-  if (argc == 1 || strcmp(argv[1], "hlo") == 0) {
-    if (argc > 2) return repl_check_argc(s, argc, argv, 0, 1, err);
-    return show_hlo(s, err);
-  }
+/* `show WHAT ...` and `set WHAT ...`: the hidden command PREFIX+WHAT, else a located error that
+ * names the nearest WHAT (`unknown` is the sentence before it: "cannot show 'x'"). */
+static bool dispatch_word(Session *s, const char *prefix, const char *const *extra, int argc, char **argv,
+                          const char *unknown, const char *help, FxError *err) {
   char name[128];
-  snprintf(name, sizeof name, "show-%s", argv[1]);
+  snprintf(name, sizeof name, "%s%s", prefix, argv[1]);
   const ReplCommand *sub = strlen(argv[1]) < 100 ? repl_command_lookup(name) : NULL;
   if (sub) return dispatch_sub(s, sub, argc, argv, err);
-  if (strcmp(argv[1], "settings") == 0) {
-    if (argc > 2) return repl_check_argc(s, argc, argv, 0, 1, err);
-    return show_settings(s, err);
-  }
   SubNames sn;
-  sub_names(&sn, "show-", show_builtin);
+  sub_names(&sn, prefix, extra);
   char shown[96];
   const char *near = repl_nearest(argv[1], sn.names, sn.n);
   fx_printable(shown, sizeof shown, argv[1]);
-  if (near) return repl_arg_error(s, err, 1, "cannot show '%s'; did you mean '%s'?", shown, near);
-  return repl_arg_error(s, err, 1, "cannot show '%s'; 'help show' lists the views", shown);
+  if (near) return repl_arg_error(s, err, 1, "%s '%s'; did you mean '%s'?", unknown, shown, near);
+  return repl_arg_error(s, err, 1, "%s '%s'; %s", unknown, shown, help);
+}
+
+static bool cmd_show(Session *s, int argc, char **argv, FxError *err) {
+  bool hlo = argc == 1 || strcmp(argv[1], "hlo") == 0, settings = !hlo && strcmp(argv[1], "settings") == 0;
+  if ((hlo || settings) && argc > 2) return repl_check_argc(s, argc, argv, 0, 1, err);
+  if (hlo) return show_hlo(s, err);
+  if (settings && !repl_command_lookup("show-settings")) return show_settings(s);
+  return dispatch_word(s, "show-", show_builtin, argc, argv, "cannot show", "'help show' lists the views", err);
 }
 
 static bool cmd_set(Session *s, int argc, char **argv, FxError *err) {
-  if (argc == 1) return show_settings(s, err);
-  char name[128];
-  snprintf(name, sizeof name, "set-%s", argv[1]);
-  const ReplCommand *sub = strlen(argv[1]) < 100 ? repl_command_lookup(name) : NULL;
-  if (sub) return dispatch_sub(s, sub, argc, argv, err);
-  SubNames sn;
-  sub_names(&sn, "set-", NULL);
-  char shown[96];
-  const char *near = repl_nearest(argv[1], sn.names, sn.n);
-  fx_printable(shown, sizeof shown, argv[1]);
-  if (near) return repl_arg_error(s, err, 1, "unknown setting '%s'; did you mean '%s'?", shown, near);
-  return repl_arg_error(s, err, 1, "unknown setting '%s'; 'help set' lists the settings", shown);
+  if (argc == 1) return show_settings(s);
+  return dispatch_word(s, "set-", NULL, argc, argv, "unknown setting", "'help set' lists the settings", err);
 }
 
 /* ---------- reset / echo / pause / quit ---------- */
@@ -231,15 +180,8 @@ static bool cmd_reset(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_echo(Session *s, int argc, char **argv, FxError *err) {
   (void)err;
   const char *text = argc > 1 ? argv[1] : "";
-  if (s->json) {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "echo", text);
-    json_object_end(&w);
-  } else {
-    fprintf(s->out, "%s\n", text);
-  }
+  if (s->json) json_print_kv_str(s->out, "echo", text);
+  else fprintf(s->out, "%s\n", text);
   return true;
 }
 
@@ -480,6 +422,6 @@ const ReplCommand repl_cmds_core[] = {
      "'help' lists every command by group; 'help CMD' shows its usage and full description.", cmd_help},
     {"quit", "quit", "leave fxplain (also 'exit', or Ctrl-D)",
      "Leaves fxplain. In a script, stops the script and every input after it.", cmd_quit},
-    {"exit", "exit", NULL, "Leaves fxplain, like 'quit'.", cmd_quit},
+    {"exit", "exit", NULL, "Leaves fxplain, like 'quit'; in a script, stops the script and every input after it.", cmd_quit},
     {0},
 };

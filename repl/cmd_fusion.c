@@ -43,8 +43,8 @@ static bool cmd_set_knob(Session *s, int argc, char **argv, FxError *err) {
   FxError e = {0};
   bool ok = explain_engine_set(&s->eng, argv, &ch, &bad, &e);
   argv[0] = (char *)name - strlen("set-");
-  if (!ok) return repl_arg_error(s, err, bad, "%s", e.msg);
-  ExplainOut out = {s->out, s->json, 0};
+  if (!ok) return repl_error_at(s, err, bad, &e);
+  ExplainOut out = repl_out(s);
   explain_show_setting_change(&out, &ch, s->eng.nstages >= 1);
   return true;
 }
@@ -52,7 +52,7 @@ static bool cmd_set_knob(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_show_device(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
-  ExplainOut out = {s->out, s->json, 0};
+  ExplainOut out = repl_out(s);
   explain_show_device(&out, s->eng.device.name[0] ? &s->eng.device : device_default());
   return true;
 }
@@ -66,7 +66,7 @@ static bool cmd_show_settings(Session *s, int argc, char **argv, FxError *err) {
     return repl_arg_error(s, err, 1, "unexpected argument '%s'; usage: %s", fx_printable(buf, sizeof buf, argv[1]),
                  show && show->usage ? show->usage : "show settings");
   }
-  ExplainOut out = {s->out, s->json, 0};
+  ExplainOut out = repl_out(s);
   explain_show_settings(&out, &s->eng);
   return true;
 }
@@ -79,7 +79,7 @@ static bool cmd_unfuse(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_need_input(s, err)) return false;
   int n, kernels_before, kernels_after;
   if (!explain_engine_unfuse(&s->eng, &n, &kernels_before, &kernels_after, err)) return false;
-  ExplainOut out = {s->out, s->json, 0};
+  ExplainOut out = repl_out(s);
   explain_show_unfused(&out, n, kernels_before, kernels_after);
   return true;
 }
@@ -92,16 +92,8 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
   if (all) argc--;
   if (argc != 1 && argc < 3)
     return fail(s, err, "usage: compare-decisions [SETTING VALUE...]  (no argument: the last `set` change)");
-  PassSettings before = s->eng.settings, after = s->eng.settings;
-  DeviceProfile dbefore = s->eng.device.name[0] ? s->eng.device : *device_default(), dafter = dbefore;
-  char what[200];
-  if (argc == 1) {
-    if (!s->eng.have_prev)
-      return fail(s, err, "no setting has changed yet: `set` one, or name it: compare-decisions dup_limit 3");
-    before = s->eng.prev_settings;
-    dbefore = s->eng.prev_device.name[0] ? s->eng.prev_device : *device_default();
-    snprintf(what, sizeof what, "%s", s->eng.last_change);
-  } else {
+  char **words = argv + 1;
+  if (argc > 1) {
     /* SETTING VALUE applied to a copy of the current settings */
     int n = explain_setting_words(argv[1]);
     char name[128];
@@ -110,22 +102,22 @@ static bool cmd_compare_decisions(Session *s, int argc, char **argv, FxError *er
       return repl_arg_error(s, err, 1, "'%.60s' changes no fusion decision; compare-decisions takes the fusion settings "
                             "(device, dup_limit, max_duplication, operand_budget, unroll, expensive, pass, library)", argv[1]);
     if (n < 0) return repl_arg_error(s, err, 1, "unknown setting '%.60s'", argv[1]);
-    char *words[64] = {name};
     if (argc > 64) argc = 64;
-    for (int k = 2; k < argc; k++) words[k - 1] = argv[k];
-    if (!repl_check_argc(s, argc - 1, words, n, n, err)) return false;
-    words[0] = argv[1];
-    ExplainSettingChange ch;
-    int bad;
-    FxError e = {0};
-    if (!explain_setting_apply(&after, &dafter, words, &ch, &bad, &e)) return repl_arg_error(s, err, bad, "%s", e.msg);
-    snprintf(what, sizeof what, "%s", argv[1]);
-    for (int k = 2; k < argc; k++) snprintf(what + strlen(what), sizeof what - strlen(what), " %s", argv[k]);
+    char *setting = argv[1];
+    argv[1] = name; /* its usage, in the count's error */
+    bool counted = repl_check_argc(s, argc - 1, argv + 1, n, n, err);
+    argv[1] = setting;
+    if (!counted) return false;
   }
+  ExplainCompareSides sides;
+  int bad;
+  FxError e = {0};
+  if (!explain_compare_sides(&s->eng, words, argc - 1, &sides, &bad, &e)) return repl_error_at(s, err, bad + 1, &e);
   ExplainComparison c;
-  if (!explain_compare_settings(&s->eng, &before, &dbefore, &after, &dafter, all, &c, err)) return false;
-  ExplainOut o = {s->out, s->json, 0};
-  explain_show_comparison(&o, &c, what);
+  if (!explain_compare_settings(&s->eng, &sides.before, &sides.dbefore, &sides.after, &sides.dafter, all, &c, err))
+    return false;
+  ExplainOut o = repl_out(s);
+  explain_show_comparison(&o, &c, sides.what);
   explain_comparison_free(&c);
   return true;
 }

@@ -15,6 +15,7 @@
 #include "../compiler/fusion/fusion.h"
 #include "../explain/format.h"
 #include "../runtime/cuda/cuda.h"
+#include "args.h"
 #include "session.h"
 
 #define MAX_GPUS 16
@@ -120,16 +121,10 @@ static bool cmd_devices(Session *s, int argc, char **argv, FxError *err) {
 }
 
 static bool cmd_set_gpu_arch(Session *s, int argc, char **argv, FxError *err) {
-  if (argc != 2) return fx_error_set(err, NULL, 0, 0, "usage: set gpu_arch sm_XX | auto");
+  if (argc != 2) return fx_error_set(err, NULL, 0, 0, "usage: set gpu_arch sm_XX|auto");
   if (!cuda_nvrtc_set_arch(argv[1], err)) return false;
   if (!s->json) fprintf(s->out, "gpu_arch = %s\n", cuda_nvrtc_default_arch());
-  else {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_str(&w, "gpu_arch", cuda_nvrtc_default_arch());
-    json_object_end(&w);
-  }
+  else json_print_kv_str(s->out, "gpu_arch", cuda_nvrtc_default_arch());
   return true;
 }
 
@@ -154,21 +149,14 @@ static bool cmd_show_gpu_arch(Session *s, int argc, char **argv, FxError *err) {
 
 /* ---------- kernel views ---------- */
 
-static const IrModule *current_module(Session *s, FxError *err) {
-  if (s->eng.nstages <= 0 || !s->eng.stages[s->eng.cur].module) {
-    fx_error_set(err, NULL, 0, 0, "nothing is loaded: load a .fx or .hlo file first");
-    return NULL;
-  }
-  return s->eng.stages[s->eng.cur].module;
-}
 
 static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) {
   const char *only = argc > 1 ? argv[1] : NULL;
   if (argc > 2) return fx_error_set(err, NULL, 0, 0, "usage: kernels --source [INSTRUCTION]");
-  const IrModule *m = current_module(s, err);
+  const IrModule *m = repl_computed_stage(s, -1, "no kernels", err);
   KernelReport r;
   if (!m || !cuda_report_source(m, s->eng.cur, only, &r, err)) return false;
-  ExplainOut o = {s->out, s->json, 0};
+  ExplainOut o = repl_out(s);
   explain_show_kernel_source(&o, &r, only != NULL);
   kernel_report_free(&r);
   return true;
@@ -177,10 +165,10 @@ static bool cmd_kernels_source(Session *s, int argc, char **argv, FxError *err) 
 static bool cmd_kernels_resources(Session *s, int argc, char **argv, FxError *err) {
   (void)argv;
   if (argc != 1) return fx_error_set(err, NULL, 0, 0, "usage: kernels --resources");
-  const IrModule *m = current_module(s, err);
+  const IrModule *m = repl_computed_stage(s, -1, "no kernels", err);
   KernelReport r;
   if (!m || !cuda_report_resources(m, s->eng.cur, &s->eng.device, &r, err)) return false;
-  ExplainOut o = {s->out, s->json, 0};
+  ExplainOut o = repl_out(s);
   explain_show_kernel_resources(&o, &r);
   kernel_report_free(&r);
   return true;
@@ -196,13 +184,7 @@ static bool cmd_set_ptxas(Session *s, int argc, char **argv, FxError *err) {
   if (!s->json)
     fprintf(s->out, "ptxas = %s (%s; it applies to the fusion passes run from now on)\n", argv[1],
             fusion_registers_note());
-  else {
-    JsonWriter w;
-    json_init(&w, s->out);
-    json_object_begin(&w);
-    json_kv_bool(&w, "ptxas", on);
-    json_object_end(&w);
-  }
+  else json_print_kv_bool(s->out, "ptxas", on);
   return true;
 }
 
@@ -216,8 +198,8 @@ const ReplCommand repl_cmds_gpu[] = {
      "  --use N: the device profile the fusion rules and the cost model use becomes GPU N's own\n"
      "  (SMs, registers, shared memory, bandwidth and FLOP/s from its clocks and bus).",
      cmd_devices},
-    {"set-gpu_arch", "set gpu_arch sm_XX | auto", NULL,
-     "set gpu_arch sm_XX | auto\n"
+    {"set-gpu_arch", "set gpu_arch sm_XX|auto", NULL,
+     "set gpu_arch sm_XX|auto\n"
      "  The architecture NVRTC compiles kernels for (sm_75, sm_80, sm_90, ...). auto: the GPU's own,\n"
      "  else sm_75 (the paper's RTX 2080 Ti).",
      cmd_set_gpu_arch},

@@ -16,11 +16,8 @@
  * the decision log, the plans) and prints its answer through explain/format.h. Stage 0 is the
  * input; stage k is the module after the pipeline's pass k-1; moving back and forth never re-runs
  * a pass, so every way of reaching a stage shows the same contents. */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include "../compiler/hlo/hlo.h"
 #include "../compiler/plan/plan.h"
@@ -31,63 +28,13 @@
 #include "repl.h"
 #include "session.h"
 
-/* ---------- errors and small helpers ---------- */
-
-/* An error about the command as a whole: the shell places it at the command. */
-static bool cmd_error(Session *s, FxError *err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* An error about word argi of the command (argi == argc: just past its end). */
-static bool arg_error(Session *s, FxError *err, int argi, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-static bool cmd_error(Session *s, FxError *err, const char *fmt, ...) {
-  (void)s;
-  char msg[sizeof err->msg];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return fx_error_set(err, NULL, 0, 0, "%s", msg);
-}
-
-static bool arg_error(Session *s, FxError *err, int argi, const char *fmt, ...) {
-  char msg[sizeof err->msg];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  return repl_arg_error(s, err, argi, "%s", msg);
-}
-
-static bool parse_count(const char *w, long long *out) {
-  if (!w || !*w) return false;
-  char *end;
-  long long v = strtoll(w, &end, 10);
-  if (*end || v < 0) return false;
-  *out = v;
-  return true;
-}
-
-/* The number `render --decision N` takes for a record: its place among every recorded decision,
- * in `decisions` order (stage, then the order the pass made them), from 1. */
-
-/* The terminal's width when the output goes to one (0 in batch, JSON or a pipe): long sentences
- * wrap between words there. */
-static int term_width(const Session *s) {
-  struct winsize ws;
-  return s->interactive && !s->json && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0
-             ? ws.ws_col - 1 /* a full last column makes some terminals wrap again */
-             : 0;
-}
-
-/* How the engine's answers are printed for this session. */
-static ExplainOut out_of(const Session *s) { return (ExplainOut){s->out, s->json, term_width(s)}; }
-
 /* ---------- stages ---------- */
 
 /* A stage number, or a pass name meaning its first stage (the engine reads the word). */
 static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
   char why[300];
   if (explain_engine_stage_word(&s->eng, w, out, why, sizeof why)) return true;
-  return arg_error(s, err, argi, "%s", why);
+  return repl_arg_error(s, err, argi, "%s", why);
 }
 
 /* ---------- pipeline, step, back, goto, stage ---------- */
@@ -100,11 +47,11 @@ static bool cmd_pipeline(Session *s, int argc, char **argv, FxError *err) {
       char names[256] = "";
       for (int k = 0; k < pipeline_count(); k++)
         snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "", pipeline_at(k)->name);
-      return arg_error(s, err, 1, "no pipeline named '%s' (pipelines: %s)", argv[1], names);
+      return repl_arg_error(s, err, 1, "no pipeline named '%s' (pipelines: %s)", argv[1], names);
     }
     explain_engine_set_pipeline(&s->eng, pl);
   }
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   explain_show_pipeline(&o, &s->eng);
   return true;
 }
@@ -112,7 +59,7 @@ static bool cmd_pipeline(Session *s, int argc, char **argv, FxError *err) {
 /* Moves to stage target one stage at a time, printing a line per stage (text) or an array of
  * moves (JSON). */
 static bool step_to(Session *s, int target, FxError *err) {
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   JsonWriter w;
   if (s->json) {
     json_init(&w, s->out);
@@ -141,9 +88,9 @@ static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
   bool clamped;
   char why[300];
   if (!explain_engine_step_target(&s->eng, argc == 2 ? argv[1] : NULL, &target, &clamped, why, sizeof why))
-    return arg_error(s, err, 1, "%s", why);
+    return repl_arg_error(s, err, 1, "%s", why);
   if (s->eng.cur >= explain_engine_last_stage(&s->eng))
-    return cmd_error(s, err, "already at the last stage (%d) of the %s pipeline", s->eng.cur, explain_engine_pipeline(&s->eng)->name);
+    return repl_arg_error(s, err, 0, "already at the last stage (%d) of the %s pipeline", s->eng.cur, explain_engine_pipeline(&s->eng)->name);
   int from = s->eng.cur;
   if (!step_to(s, target, err)) return false;
   /* A count past the end stops at the last stage, and says so (as back does at stage 0). */
@@ -156,18 +103,20 @@ static bool cmd_step(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_back(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
-  long long n = 1;
-  if (argc == 2 && (!parse_count(argv[1], &n) || n == 0))
-    return arg_error(s, err, 1, "expected a count of 1 or more, got '%s'", argv[1]);
-  if (s->eng.cur == 0) return cmd_error(s, err, "already at stage 0 (the input)");
+  int target;
+  bool clamped;
+  char why[300];
+  if (!explain_engine_back_target(&s->eng, argc == 2 ? argv[1] : NULL, &target, &clamped, why, sizeof why))
+    return repl_arg_error(s, err, 1, "%s", why);
+  if (s->eng.cur == 0) return repl_arg_error(s, err, 0, "already at stage 0 (the input)");
   int from = s->eng.cur;
-  s->eng.cur = n >= s->eng.cur ? 0 : s->eng.cur - (int)n;
-  ExplainOut o = out_of(s);
+  s->eng.cur = target;
+  ExplainOut o = repl_out(s);
   if (!explain_show_move(&o, &s->eng, s->eng.cur, NULL, err)) return false;
   /* A count past the input stops at stage 0, and says so (goto, an absolute stage, refuses one
    * that does not exist). */
-  if (n > from && !s->json)
-    fprintf(s->out, "(back %lld: only %d stage%s before stage %d; stopped at stage 0, the input)\n", n, from,
+  if (clamped && !s->json)
+    fprintf(s->out, "(back %s: only %d stage%s before stage %d; stopped at stage 0, the input)\n", argv[1], from,
             from == 1 ? "" : "s", from);
   return true;
 }
@@ -179,14 +128,14 @@ static bool cmd_goto(Session *s, int argc, char **argv, FxError *err) {
   if (!parse_stage(s, argv[1], 1, &target, err)) return false;
   if (!explain_engine_ensure(&s->eng, target, err)) return false;
   s->eng.cur = target;
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   return explain_show_move(&o, &s->eng, target, NULL, err);
 }
 
 static bool cmd_stage(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   return explain_show_stage(&o, &s->eng, err);
 }
 
@@ -196,10 +145,10 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
   bool only_changed = false;
   for (int k = 1; k < argc; k++) {
     if (strcmp(argv[k], "--changed") == 0) only_changed = true;
-    else return arg_error(s, err, k, "unknown option '%s' (usage: passes [--changed])", argv[k]);
+    else return repl_arg_error(s, err, k, "unknown option '%s' (usage: passes [--changed])", argv[k]);
   }
   if (!repl_need_input(s, err)) return false;
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   return explain_show_passes(&o, &s->eng, only_changed, err);
 }
 
@@ -208,7 +157,7 @@ static bool cmd_passes(Session *s, int argc, char **argv, FxError *err) {
 static bool stage_run(Session *s, const char *w, int argi, int *out, FxError *err) {
   if (!parse_stage(s, w, argi, out, err)) return false;
   if (*out >= s->eng.nstages)
-    return arg_error(s, err, argi, "stage %d has not been run yet (step or goto %d first)", *out, *out);
+    return repl_arg_error(s, err, argi, "stage %d has not been run yet (step or goto %d first)", *out, *out);
   return true;
 }
 
@@ -217,20 +166,20 @@ static bool cmd_diff(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 0, 2, err)) return false;
   int a, b;
   if (argc == 1) {
-    if (s->eng.cur == 0) return cmd_error(s, err, "at stage 0 (the input) there is no pass to compare: step first, or diff A B");
+    if (s->eng.cur == 0) return repl_arg_error(s, err, 0, "at stage 0 (the input) there is no pass to compare: step first, or diff A B");
     a = s->eng.cur - 1;
     b = s->eng.cur;
   } else if (argc == 2) {
     if (!stage_run(s, argv[1], 1, &a, err)) return false;
     b = s->eng.cur;
     if (a == b) {
-      if (a == 0) return cmd_error(s, err, "stage 0 is the input: give two stages to compare");
+      if (a == 0) return repl_arg_error(s, err, 0, "stage 0 is the input: give two stages to compare");
       a = b - 1;
     }
   } else {
     if (!stage_run(s, argv[1], 1, &a, err) || !stage_run(s, argv[2], 2, &b, err)) return false;
   }
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   return explain_show_diff(&o, &s->eng, a, b, err);
 }
 
@@ -241,10 +190,10 @@ static bool cmd_why(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 1, 2, err)) return false;
   const char *a = argv[1][0] == '%' ? argv[1] + 1 : argv[1];
   const char *b = argc == 2 ? NULL : argv[2][0] == '%' ? argv[2] + 1 : argv[2];
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   int unknown = 0;
   bool ok = b ? explain_show_why_pair(&o, &s->eng, a, b, &unknown, err) : explain_show_why_one(&o, &s->eng, a, &unknown, err);
-  if (unknown) return arg_error(s, err, unknown, "no instruction named '%s' at any stage", unknown == 1 ? a : b);
+  if (unknown) return repl_arg_error(s, err, unknown, "no instruction named '%s' at any stage", unknown == 1 ? a : b);
   if (!ok) return false;
   repl_xla_source_note(s, a, b); /* where they came from in the user's program, when XLA said */
   return true;
@@ -262,18 +211,18 @@ static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
     if (strcmp(o, "--rejected") == 0) f.verdict = 0;
     else if (strcmp(o, "--accepted") == 0) f.verdict = 1;
     else if (strcmp(o, "--reason") == 0 || strcmp(o, "--pass") == 0 || strcmp(o, "--stage") == 0) {
-      if (k + 1 >= argc) return arg_error(s, err, argc, "%s needs a value", o);
+      if (k + 1 >= argc) return repl_arg_error(s, err, argc, "%s needs a value", o);
       const char *v = argv[++k];
       if (strcmp(o, "--reason") == 0) {
         if (!explain_reason_meaning(v)) {
           char codes[600] = "";
           for (int r = 0; r < explain_reason_count(); r++)
             snprintf(codes + strlen(codes), sizeof codes - strlen(codes), "%s%s", r ? ", " : "", explain_reason_code(r));
-          return arg_error(s, err, k, "unknown reason code '%s' (codes: %s)", v, codes);
+          return repl_arg_error(s, err, k, "unknown reason code '%s' (codes: %s)", v, codes);
         }
         f.reason = v;
       } else if (strcmp(o, "--pass") == 0) {
-        if (!pass_lookup(v)) return arg_error(s, err, k, "no pass named '%s'", v);
+        if (!pass_lookup(v)) return repl_arg_error(s, err, k, "no pass named '%s'", v);
         f.pass = v;
       } else {
         int st;
@@ -281,11 +230,11 @@ static bool cmd_decisions(Session *s, int argc, char **argv, FxError *err) {
         f.stage = st;
       }
     } else {
-      return arg_error(s, err, k, "unknown option '%s' (usage: decisions [--rejected | --accepted] [--reason CODE] "
+      return repl_arg_error(s, err, k, "unknown option '%s' (usage: decisions [--rejected | --accepted] [--reason CODE] "
                        "[--pass NAME] [--stage S])", o);
     }
   }
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   return explain_show_decisions(&o, &s->eng, &f, err);
 }
 
@@ -300,14 +249,14 @@ static bool cmd_kernels(Session *s, int argc, char **argv, FxError *err) {
   }
   bool buffers = argc >= 2 && strcmp(argv[1], "--buffers") == 0;
   if (!repl_check_argc(s, argc, argv, 0, buffers ? 1 : 0, err)) return false;
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   return explain_show_kernels(&o, &s->eng, buffers, err);
 }
 
 static bool cmd_show_stats(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 0, err)) return false;
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   return explain_show_stats(&o, &s->eng, err);
 }
 

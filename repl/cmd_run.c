@@ -21,37 +21,9 @@
 #include "../runtime/backend.h"
 #include "../runtime/cuda/cuda.h"
 
-#define MAX_IO 32
-
-typedef struct {
-  const char *backend;
-  int stage;         /* -1: current */
-  uint64_t seed;
-  int repeat;
-  bool check;
-  RtNamedFile in[MAX_IO];
-  int save_arg[MAX_IO], trace_arg; /* their places on the command line */
-  int nin;
-  const char *save_name[MAX_IO], *save_file[MAX_IO];
-  int nsave;
-  const char *trace;
-  const char *stages; /* run --stages A,B: compare */
-  RtUniform uniform[MAX_IO]; /* --uniform PATTERN=LO:HI (inputs.c) */
-  int nuniform;
-} RunArgs;
-
 /* An option error, located at argument argi of the command (0: the command word). */
 static bool usage_error(Session *s, FxError *err, int argi, const char *msg, const char *arg) {
   return repl_arg_error(s, err, argi, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
-}
-
-/* An error about a file named in argument argi (writing a .npy), moved to that
- * argument so that it has the command's line, column and caret: "FILE: message". */
-static bool at_arg(Session *s, FxError *err, int argi) {
-  FxError e = *err;
-  fx_error_clear(err);
-  if (e.file[0] && e.line == 0) return repl_arg_error(s, err, argi, "%s: %s", e.file, e.msg);
-  return repl_arg_error(s, err, argi, "%s", e.msg);
 }
 
 static bool parse_int(const char *s, long long lo, long long hi, long long *out) {
@@ -72,7 +44,7 @@ static bool split_pair(char *arg, const char **name, const char **file) {
   return true;
 }
 
-static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxError *err) {
+bool repl_run_args(Session *s, int argc, char **argv, bool variants, RunArgs *a, FxError *err) {
   memset(a, 0, sizeof *a);
   a->backend = "auto";
   a->stage = -1;
@@ -81,6 +53,13 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
     const char *o = argv[k];
     bool has = k + 1 < argc;
     long long v;
+    if (variants && strcmp(o, "--run") == 0) continue;
+    if (variants && strcmp(o, "--check") != 0 && strcmp(o, "--backend") != 0 && strcmp(o, "--repeat") != 0 &&
+        strcmp(o, "--seed") != 0 && strcmp(o, "--uniform") != 0) {
+      char shown[64];
+      return repl_arg_error(s, err, k, "unknown option '%s' (variants --run [--backend B] [--repeat N] [--seed N] [--check] "
+                            "[--uniform PATTERN=LO:HI])", fx_printable(shown, sizeof shown, o));
+    }
     if (strcmp(o, "--check") == 0) a->check = true;
     else if (strcmp(o, "--backend") == 0 && has) {
       a->backend = argv[++k];
@@ -97,16 +76,16 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
       if (!parse_int(argv[++k], 1, 100000, &v)) return usage_error(s, err, k, "--repeat needs 1 to 100000", argv[k]);
       a->repeat = (int)v;
     } else if (strcmp(o, "--input") == 0 && has) {
-      if (a->nin == MAX_IO || !split_pair(argv[++k], &a->in[a->nin].name, &a->in[a->nin].file))
+      if (a->nin == REPL_MAX_IO || !split_pair(argv[++k], &a->in[a->nin].name, &a->in[a->nin].file))
         return usage_error(s, err, k, "--input needs NAME=FILE.npy", argv[k]);
       a->nin++;
     } else if (strcmp(o, "--save") == 0 && has) {
-      if (a->nsave == MAX_IO || !split_pair(argv[++k], &a->save_name[a->nsave], &a->save_file[a->nsave]))
+      if (a->nsave == REPL_MAX_IO || !split_pair(argv[++k], &a->save_name[a->nsave], &a->save_file[a->nsave]))
         return usage_error(s, err, k, "--save needs NAME=FILE.npy", argv[k]);
       a->save_arg[a->nsave] = k;
       a->nsave++;
     } else if (strcmp(o, "--uniform") == 0 && has) {
-      if (a->nuniform == MAX_IO) return usage_error(s, err, k + 1, "too many --uniform rules", argv[k + 1]);
+      if (a->nuniform == REPL_MAX_IO) return usage_error(s, err, k + 1, "too many --uniform rules", argv[k + 1]);
       if (!repl_uniform_parse(s, argv, ++k, &a->uniform[a->nuniform], err)) return false;
       a->nuniform++;
     } else if (strcmp(o, "--trace") == 0 && has) {
@@ -119,14 +98,6 @@ static bool parse_run_args(Session *s, int argc, char **argv, RunArgs *a, FxErro
   return true;
 }
 
-static const IrModule *stage_module(Session *s, int stage, FxError *err) {
-  if (!s->eng.nstages || !s->eng.stages) {
-    fx_error_set(err, NULL, 0, 0, "nothing is loaded: load a .fx or .hlo file first");
-    return NULL;
-  }
-  int k = stage >= 0 ? stage : s->eng.cur;
-  return s->eng.stages[k].module;
-}
 
 /* The entry's arguments: --input files by parameter, the rest random (--uniform rules checked). */
 static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError *err) {
@@ -143,11 +114,21 @@ static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **
   return ok;
 }
 
+/* The stage a.stage names (the current one by default), its inputs made and one run on the
+ * backend: false with err filled (and nothing to free) when any of it fails before the run. */
+static bool run_stage(Session *s, RunArgs *a, const IrModule **m, RtTensor ***args, RtStageRun *res, bool *ok,
+                      FxError *err) {
+  *m = repl_computed_stage(s, a->stage, "cannot run", err);
+  if (!*m || !(*args = make_inputs(s, *m, a, err))) return false;
+  *ok = execute(s, *m, a, *args, res, err);
+  return true;
+}
+
 static bool cmd_compare(Session *s, int argc, char **argv, FxError *err);
 
 static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
-  if (!parse_run_args(s, argc, argv, &a, err)) return false;
+  if (!repl_run_args(s, argc, argv, false, &a, err)) return false;
   if (a.trace) return usage_error(s, err, 0, "--trace belongs to `profile`", NULL);
   if (a.stages) {
     /* run --stages A,B is compare A B with the other options */
@@ -169,12 +150,11 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     }
     return cmd_compare(s, n, cargv, err);
   }
-  const IrModule *m = stage_module(s, a.stage, err);
-  if (!m) return false;
-  RtTensor **args = make_inputs(s, m, &a, err);
-  if (!args) return false;
+  const IrModule *m;
+  RtTensor **args;
   RtStageRun res;
-  bool ok = execute(s, m, &a, args, &res, err);
+  bool ok;
+  if (!run_stage(s, &a, &m, &args, &res, &ok, err)) return false;
   if (ok) {
     FILE *f = s->out;
     int stage = a.stage >= 0 ? a.stage : s->eng.cur;
@@ -191,17 +171,8 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     fx_format_time(tm, sizeof tm, res.median_ns, FX_TIME_RUN);
     fprintf(f, "kernels launched %lld, bytes read %s, written %s, time %s (median of %d)\n",
             (long long)res.stats.counters.launches, rb, wb, tm, a.repeat);
-    /* the kernel plan's figures for the same stage, for comparison with what was measured */
-    FxError perr = {0};
-    KernelPlan *plan = plan_build(m, &s->eng.device, &perr);
-    if (plan) {
-      char pb[32], pt[32];
-      fx_format_bytes(pb, sizeof pb, (double)(plan->bytes_read + plan->bytes_written), FX_BYTES_RUN);
-      fx_format_time(pt, sizeof pt, plan->est_us * 1e3, FX_TIME_RUN);
-      fprintf(f, "kernel plan: %lld launches%s, %s moved, estimated %s on %s\n", (long long)plan->launches,
-              plan->trip_counts_known ? "" : " (some loop trip counts unknown)", pb, pt, s->eng.device.name);
-      plan_free(plan);
-    }
+    ExplainOut eo = repl_out(s); /* the kernel plan's figures, for comparison with what was measured */
+    explain_show_plan_line(&eo, &s->eng, stage);
     if (res.stats.slot_outputs > 0) {
       char sb[32];
       fx_format_bytes(sb, sizeof sb, (double)res.stats.slot_bytes, FX_BYTES_RUN);
@@ -214,7 +185,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   for (int q = 0; ok && q < a.nsave; q++) {
     const RtTensor *t = rt_tensor_output(res.result, a.save_name[q]);
     if (!t) ok = fx_error_set(err, NULL, 0, 0, "--save %s: no such output (out, out.0, out.1, ...)", a.save_name[q]);
-    else if (!(ok = rt_npy_write(a.save_file[q], t, err))) at_arg(s, err, a.save_arg[q]);
+    else if (!(ok = rt_npy_write(a.save_file[q], t, err))) repl_error_at(s, err, a.save_arg[q], err); /* "FILE: message" at its --save word */
   }
   if (ok && a.check) {
     RtOptions o = {.seed = a.seed, .interrupted = s->interrupted};
@@ -249,13 +220,12 @@ static bool write_trace(const char *path, const RtRunStats *st) {
 
 static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
-  if (!parse_run_args(s, argc, argv, &a, err)) return false;
-  const IrModule *m = stage_module(s, a.stage, err);
-  if (!m) return false;
-  RtTensor **args = make_inputs(s, m, &a, err);
-  if (!args) return false;
+  if (!repl_run_args(s, argc, argv, false, &a, err)) return false;
+  const IrModule *m;
+  RtTensor **args;
   RtStageRun res;
-  bool ok = execute(s, m, &a, args, &res, err);
+  bool ok;
+  if (!run_stage(s, &a, &m, &args, &res, &ok, err)) return false;
   if (ok) {
     FILE *f = s->out;
     fprintf(f, "%-28s %-11s %9s %12s %12s %12s %9s  holds\n", "kernel", "how", "launches", "total", "mean", "bytes", "GB/s");
@@ -302,7 +272,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   int nr = 0;
   rest[nr++] = argv[0];
   for (int k = 3; k < argc && nr < 64; k++) rest[nr++] = argv[k];
-  if (!parse_run_args(s, nr, rest, &a, err)) return false;
+  if (!repl_run_args(s, nr, rest, false, &a, err)) return false;
   for (int q = 0; q < a.nuniform; q++) a.uniform[q].argi = 0; /* its word moved: point at the command */
   long long st[2];
   for (int q = 0; q < 2; q++)
@@ -311,7 +281,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   memset(res, 0, sizeof res);
   bool ok = true;
   for (int q = 0; q < 2 && ok; q++) {
-    const IrModule *m = stage_module(s, (int)st[q], err);
+    const IrModule *m = repl_computed_stage(s, (int)st[q], "cannot run", err);
     if (!m) return false;
     RtTensor **args = make_inputs(s, m, &a, err);
     if (!args) ok = false;
@@ -349,13 +319,11 @@ static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) 
   else if (*e == 'G' || *e == 'g') mul = 1024.0 * 1024 * 1024, e++;
   if (errno || *e || v < 0 || v * mul > 1.8e19) return usage_error(s, err, 1, "max_memory needs a byte count", argv[1]);
   rt_set_max_memory((uint64_t)(v * mul));
-  double b = v * mul;
-  if (b == 0) fprintf(s->out, "max_memory = 0 bytes (unlimited)\n");
-  else if (b >= 1024.0 * 1024 * 1024)
-    fprintf(s->out, "max_memory = %llu bytes (%.1f GiB)\n", (unsigned long long)b, b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) fprintf(s->out, "max_memory = %llu bytes (%.1f MiB)\n", (unsigned long long)b, b / (1024.0 * 1024));
-  else if (b >= 1024) fprintf(s->out, "max_memory = %llu bytes (%.1f KiB)\n", (unsigned long long)b, b / 1024);
-  else fprintf(s->out, "max_memory = %llu bytes\n", (unsigned long long)b);
+  char iec[32];
+  fx_format_bytes(iec, sizeof iec, v * mul, FX_BYTES_SHORT);
+  if (v * mul == 0) fprintf(s->out, "max_memory = 0 bytes (unlimited)\n");
+  else if (v * mul < 1024) fprintf(s->out, "max_memory = %llu bytes\n", (unsigned long long)(v * mul));
+  else fprintf(s->out, "max_memory = %llu bytes (%s)\n", (unsigned long long)(v * mul), iec);
   return true;
 }
 

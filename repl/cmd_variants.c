@@ -60,72 +60,20 @@ static bool cmd_variant(Session *s, int argc, char **argv, FxError *err) {
   int slot;
   bool replaced;
   if (!explain_variants_record(&s->variants, &s->eng, label, paper, &slot, &replaced, err)) return false;
-  ExplainOut o = {s->out, s->json, 0};
+  ExplainOut o = repl_out(s);
   explain_show_variant_recorded(&o, &s->variants->rows[slot], slot, replaced);
   return true;
 }
 
 /* ---------- variants --run ---------- */
 
-#define MAX_RULES EXPLAIN_RUN_RULES_MAX
-
-typedef struct {
-  const char *backend;
-  int repeat;
-  uint64_t seed;
-  bool check;
-  RtUniform rules[MAX_RULES];
-  int nrules;
-} RunOpts;
-
-static bool parse_run_opts(Session *s, int argc, char **argv, RunOpts *o, FxError *err) {
-  memset(o, 0, sizeof *o);
-  o->backend = "auto";
-  o->repeat = 1;
-  for (int k = 1; k < argc; k++) {
-    const char *a = argv[k];
-    bool has = k + 1 < argc;
-    long long v;
-    if (strcmp(a, "--run") == 0) continue;
-    if (strcmp(a, "--check") == 0) {
-      o->check = true;
-    } else if (strcmp(a, "--backend") == 0) {
-      if (!has) return repl_arg_error(s, err, k, "--backend needs interp, cpu, gpu or auto");
-      o->backend = argv[++k];
-      if (strcmp(o->backend, "auto") != 0 && strcmp(o->backend, "interp") != 0 && strcmp(o->backend, "cpu") != 0 &&
-          strcmp(o->backend, "gpu") != 0) {
-        char shown[64];
-        return repl_arg_error(s, err, k, "unknown backend '%s' (interp, cpu, gpu or auto)", fx_printable(shown, sizeof shown, o->backend));
-      }
-    } else if (strcmp(a, "--repeat") == 0) {
-      if (!has) return repl_arg_error(s, err, k, "--repeat needs a count, 1 to 1000");
-      if (!repl_parse_int(s, argv, ++k, 1, 1000, &v, err)) return false;
-      o->repeat = (int)v;
-    } else if (strcmp(a, "--seed") == 0) {
-      if (!has) return repl_arg_error(s, err, k, "--seed needs a non-negative integer");
-      if (!repl_parse_int(s, argv, ++k, 0, INT64_MAX, &v, err)) return false;
-      o->seed = (uint64_t)v;
-    } else if (strcmp(a, "--uniform") == 0) {
-      if (!has) return repl_arg_error(s, err, k, "--uniform needs PATTERN=LO:HI, e.g. --uniform 'actions=0:1'");
-      if (o->nrules == MAX_RULES) return repl_arg_error(s, err, k, "at most %d --uniform rules", MAX_RULES);
-      k++;
-      if (!repl_uniform_parse(s, argv, k, &o->rules[o->nrules], err)) return false;
-      o->nrules++;
-    } else {
-      char shown[64];
-      return repl_arg_error(s, err, k, "unknown option '%s' (variants --run [--backend B] [--repeat N] [--seed N] [--check] [--uniform PATTERN=LO:HI])",
-                   fx_printable(shown, sizeof shown, a));
-    }
-  }
-  return true;
-}
-
+/* ---------- variants --run ---------- */
 
 /* Runs v's stage `repeat` times on the backend (prepared for every row) and, with --check, the
  * interpreter on v's input. */
-static bool measure(Session *s, RtStageRun *run, const ExplainVariant *v, RunOpts *o, ExplainMeasured *out, FxError *err) {
+static bool measure(Session *s, RtStageRun *run, const ExplainVariant *v, RunArgs *o, ExplainMeasured *out, FxError *err) {
   const IrModule *m = v->stage;
-  RtTensor **args = rt_inputs_make(m, NULL, 0, o->seed, o->rules, o->nrules, NULL, false, err);
+  RtTensor **args = rt_inputs_make(m, NULL, 0, o->seed, o->uniform, o->nuniform, NULL, false, err);
   if (!args) return false;
   out->times_ns = fx_calloc((size_t)o->repeat, sizeof *out->times_ns);
   if (!out->times_ns) {
@@ -154,15 +102,21 @@ static bool measure(Session *s, RtStageRun *run, const ExplainVariant *v, RunOpt
 }
 
 static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
-  RunOpts o;
-  if (!parse_run_opts(s, argc, argv, &o, err)) return false;
+  RunArgs o;
+  if (!repl_run_args(s, argc, argv, true, &o, err)) return false;
+  if (o.nuniform > EXPLAIN_RUN_RULES_MAX) return repl_arg_error(s, err, 0, "at most %d --uniform rules", EXPLAIN_RUN_RULES_MAX);
   ExplainVariants *t = s->variants;
   if (!t || t->n == 0)
     return repl_arg_error(s, err, 0, "no variants recorded: step a program through the pipeline and record it with `variant NAME` first");
   const IrModule **mods = fx_calloc((size_t)t->n, sizeof *mods);
   if (!mods) return repl_arg_error(s, err, 0, "out of memory");
-  for (int k = 0; k < t->n; k++) mods[k] = t->rows[k].stage;
-  if (!repl_uniform_check(s, o.rules, o.nrules, mods, t->n, " of any variant", err)) {
+  char why[400];
+  for (int k = 0; k < t->n; k++)
+    if (explain_module_uncomputed(mods[k] = t->rows[k].stage, why, sizeof why)) {
+      fx_free(mods);
+      return repl_arg_error(s, err, 0, "cannot run variant %s: %s", t->rows[k].label, why);
+    }
+  if (!repl_uniform_check(s, o.uniform, o.nuniform, mods, t->n, " of any variant", err)) {
     fx_free(mods);
     return false;
   }
@@ -177,13 +131,13 @@ static bool run_variants(Session *s, int argc, char **argv, FxError *err) {
     *err = berr;
     return false;
   }
-  ExplainRunSpec spec = {run.backend->name, o.repeat, o.seed, o.check, o.nrules, {0}, {0}, {0}};
-  for (int r = 0; r < o.nrules; r++) {
-    spec.pattern[r] = o.rules[r].pattern;
-    spec.lo[r] = o.rules[r].lo;
-    spec.hi[r] = o.rules[r].hi;
+  ExplainRunSpec spec = {run.backend->name, o.repeat, o.seed, o.check, o.nuniform, {0}, {0}, {0}};
+  for (int r = 0; r < o.nuniform; r++) {
+    spec.pattern[r] = o.uniform[r].pattern;
+    spec.lo[r] = o.uniform[r].lo;
+    spec.hi[r] = o.uniform[r].hi;
   }
-  ExplainOut eo = {s->out, s->json, 0};
+  ExplainOut eo = repl_out(s);
   ExplainMeasured *ms = fx_calloc((size_t)t->n, sizeof *ms);
   bool ok = ms != NULL;
   if (!ok) fx_error_set(err, NULL, 0, 0, "out of memory");
@@ -220,15 +174,8 @@ static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
     int n = s->variants ? s->variants->n : 0;
     explain_variants_free(s->variants);
     s->variants = NULL;
-    if (s->json) {
-      JsonWriter w;
-      json_init(&w, s->out);
-      json_object_begin(&w);
-      json_kv_int(&w, "cleared", n);
-      json_object_end(&w);
-    } else {
-      fprintf(s->out, "variants: %d row%s cleared\n", n, n == 1 ? "" : "s");
-    }
+    if (s->json) json_print_kv_int(s->out, "cleared", n);
+    else fprintf(s->out, "variants: %d row%s cleared\n", n, n == 1 ? "" : "s");
     return true;
   }
   if (run) return run_variants(s, argc, argv, err);
@@ -236,7 +183,7 @@ static bool cmd_variants(Session *s, int argc, char **argv, FxError *err) {
     char shown[64];
     return repl_arg_error(s, err, 1, "unknown option '%s' (variants [--run [OPTIONS] | --clear])", fx_printable(shown, sizeof shown, argv[1]));
   }
-  ExplainOut o = {s->out, s->json, 0};
+  ExplainOut o = repl_out(s);
   explain_show_variants(&o, s->variants);
   return true;
 }

@@ -16,10 +16,6 @@
 #include "repl.h"
 #include "session.h"
 
-/* ---------- helpers ---------- */
-
-static ExplainOut out_of(const Session *s) { return (ExplainOut){s->out, s->json, 0}; }
-
 /* Gives an error filled by viz/ (which knows no input place) the place of word argi. */
 static void locate(Session *s, FxError *err, int argi) {
   if (err->file[0]) return;
@@ -47,23 +43,8 @@ static VizRenderer *renderer(FxError *err) {
 
 /* A computed stage, by number or by the name of the pass that produced it. */
 static bool parse_stage(Session *s, const char *w, int argi, int *out, FxError *err) {
-  char *end;
-  long v = strtol(w, &end, 10);
-  if (*w && !*end) {
-    if (v < 0 || v >= s->eng.nstages)
-      return repl_arg_error(s, err, argi, "stage %ld has not been computed (stages 0..%d exist: step there first)", v,
-                            s->eng.nstages - 1);
-    *out = (int)v;
-    return true;
-  }
-  for (int k = 1; k < s->eng.nstages; k++)
-    if (s->eng.stages[k].pass && strcmp(s->eng.stages[k].pass, w) == 0) {
-      *out = k;
-      return true;
-    }
-  return repl_arg_error(s, err, argi,
-                        "no computed stage is '%s': give a stage number (0..%d) or the name of a pass that ran", w,
-                        s->eng.nstages - 1);
+  char why[300];
+  return explain_engine_computed_stage(&s->eng, w, out, why, sizeof why) || repl_arg_error(s, err, argi, "%s", why);
 }
 
 static const char *ext_of(const char *path) {
@@ -142,7 +123,7 @@ static bool cmd_render(Session *s, int argc, char **argv, FxError *err) {
   VizAt at;
   bool ok = viz_engine_render(&s->eng, &rq, &r, &at, err);
   if (ok) {
-    ExplainOut o = out_of(s);
+    ExplainOut o = repl_out(s);
     viz_show_rendered(&o, &s->eng, &rq, &r);
   } else if (at != VIZ_AT_NONE) {
     /* Point at the word that named what is at fault. */
@@ -181,18 +162,18 @@ static bool render_scope(Session *s, int argc, char **argv, FxError *err) {
   const char *ext = file ? strrchr(file, '.') : NULL;
   if (format && !viz_format_lookup(format, &f)) return repl_arg_error(s, err, 0, "unknown format '%s'", format);
   if (!format && ext && !viz_format_lookup(ext + 1, &f)) f = VIZ_SVG;
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   FxError e;
   fx_error_clear(&e);
   VizScopePicture sp;
   VizGraph *g = viz_engine_scope_graph(&s->eng, (int)depth, f, file, &sp, &e);
-  if (!g) return repl_arg_error(s, err, 0, "%s", e.msg);
+  if (!g) return repl_error_at(s, err, 0, &e);
   viz_show_scope_levels(&o, &sp);
   VizRenderer *r = viz_renderer_new(&e);
   bool ok = r && viz_render_file(r, g, f, sp.path, &e);
   viz_renderer_free(r);
   viz_graph_free(g);
-  if (!ok) return repl_arg_error(s, err, 0, "%s", e.msg);
+  if (!ok) return repl_error_at(s, err, 0, &e);
   viz_show_scope_written(&o, &s->eng, &sp);
   return true;
 }
@@ -221,7 +202,7 @@ static bool cmd_report(Session *s, int argc, char **argv, FxError *err) {
     locate(s, err, at == VIZ_AT_FILE ? 1 : 0);
     return false;
   }
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   viz_show_report_written(&o, &s->eng, argv[1], &rw);
   return true;
 }
@@ -237,7 +218,7 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
     return false;
   }
   /* Where each kernel came from, when XLA's metadata says. */
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   if (argc == 1)
     explain_show_kernel_sources(&o, explain_engine_module(&s->eng, s->eng.cur),
                                 explain_engine_plan(&s->eng, s->eng.cur, err));

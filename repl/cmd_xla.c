@@ -19,8 +19,6 @@
 #include "args.h"
 #include "repl.h"
 
-static ExplainOut out_of(const Session *s) { return (ExplainOut){s->out, s->json, 0}; }
-
 /* ---------- load ---------- */
 
 bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handled) {
@@ -45,20 +43,15 @@ bool repl_xla_load(Session *s, int argc, char **argv, FxError *err, bool *handle
   FxError e;
   fx_error_clear(&e);
   const DeviceProfile *switched;
-  if (!explain_engine_load_xla(&s->eng, path, which, &switched, &e)) {
-    if (e.file[0] && e.line > 0) {
-      *err = e;
-      return false;
-    }
-    return repl_arg_error(s, err, which && strstr(e.msg, "no module") ? 3 : 1, "%s", e.msg);
-  }
-  ExplainOut o = out_of(s);
+  if (!explain_engine_load_xla(&s->eng, path, which, &switched, &e))
+    return repl_error_at(s, err, which && strstr(e.msg, "no module") ? 3 : 1, &e);
+  ExplainOut o = repl_out(s);
   explain_show_xla_loaded(&o, &s->eng, path, switched);
   return true;
 }
 
 void repl_xla_source_note(Session *s, const char *a, const char *b) {
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   explain_show_source_note(&o, &s->eng, a, b);
 }
 
@@ -70,10 +63,10 @@ static bool cmd_find(Session *s, int argc, char **argv, FxError *err) {
   FxError e;
   fx_error_clear(&e);
   bool ok = explain_engine_find(&s->eng, argv[1], &f, &e);
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   if (ok) explain_show_find(&o, &f, argv[1]);
   xla_find_free(&f);
-  return ok || repl_arg_error(s, err, 0, "%s", e.msg);
+  return ok || repl_error_at(s, err, 0, &e);
 }
 
 /* ---------- xla: real XLA:GPU ---------- */
@@ -89,13 +82,13 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
       return repl_arg_error(s, err, k, "unknown option '%s' (usage: xla [--device h100|a100])", argv[k]);
     }
   }
-  ExplainOut o = out_of(s);
+  ExplainOut o = repl_out(s);
   XlaRun run;
   FxError e;
   fx_error_clear(&e);
-  if (!xla_run_prepare(&s->eng, device, &run, &e)) return repl_arg_error(s, err, 0, "%s", e.msg);
+  if (!xla_run_prepare(&s->eng, device, &run, &e)) return repl_error_at(s, err, 0, &e);
   explain_show_xla_compiling(&o, &run);
-  if (!xla_run(&run, &e)) return repl_arg_error(s, err, 0, "%s", e.msg);
+  if (!xla_run(&run, &e)) return repl_error_at(s, err, 0, &e);
   char *args[] = {"load", run.dump, NULL};
   bool handled;
   if (!repl_xla_load(s, 2, args, err, &handled)) return false;
@@ -114,12 +107,12 @@ static bool cmd_xla(Session *s, int argc, char **argv, FxError *err) {
 
 static bool cmd_compare_modules(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_check_argc(s, argc, argv, 2, 2, err)) return false;
-  ExplainOut o = {s->out, s->json, 0};
+  ExplainOut o = repl_out(s);
   FxError e;
   fx_error_clear(&e);
   int bad = 0;
   if (xla_compare_modules(&o, &s->eng.device, argv[1], argv[2], &bad, &e)) return true;
-  return repl_arg_error(s, err, bad, "%s", e.msg);
+  return repl_error_at(s, err, bad, &e);
 }
 
 const ReplCommand repl_cmds_xla[] = {

@@ -113,38 +113,60 @@ static bool takes_file(const ReplCommand *c) {
   return c->usage && (strstr(c->usage, "FILE") || strstr(c->usage, "PATH") || strstr(c->usage, "DIR"));
 }
 
-/* Candidates for a word whose values are a fixed list: `set device`, `set library`, `set pass`,
- * `set expensive`, `pipeline`, `decisions --reason`/`--pass`, `render --format`. The lists come
- * from the tables that define them (devices, pipelines, passes, the reason vocabulary). */
-static void value_cands(const char *cmd, int nwords, const char *second, const char *last, const char *text) {
-  static const char *const on_off[] = {"on", "off", NULL};
-  if (strcmp(cmd, "set") == 0 && nwords == 2) {
-    if (strcmp(second, "device") == 0)
-      for (int i = 0; i < device_count(); i++) cands_add(&cands, device_at(i)->name, text);
-    else if (strcmp(second, "library") == 0)
-      for (const char *const *w = (const char *const[]){"dot", "conv", "rng", NULL}; *w; w++) cands_add(&cands, *w, text);
-    else if (strcmp(second, "pass") == 0)
+/* The values of a usage word: each lowercase alternative of "dot|conv|rng" or "[auto|dot|sfdp]"
+ * (a capitalised placeholder is not a value), and for the placeholders that name a vocabulary, its
+ * table: CODE (reason codes), PASS, STAGE and a pass NAME (pass names), OP (opcodes), sm_XX
+ * (architectures). */
+static void usage_values(const char *word, const char *prev, const char *text) {
+  char buf[160];
+  snprintf(buf, sizeof buf, "%s", word);
+  for (char *alt = strtok(buf, "|[]()"); alt; alt = strtok(NULL, "|[]()")) {
+    if (strcmp(alt, "CODE") == 0)
+      for (int i = 0; i < explain_reason_count(); i++) cands_add(&cands, explain_reason_code(i), text);
+    else if (strcmp(alt, "PASS") == 0 || strcmp(alt, "STAGE") == 0 || strcmp(alt, "S") == 0 ||
+             (strcmp(alt, "NAME") == 0 && strstr(prev, "pass")))
       for (int i = 0; i < pass_count(); i++) cands_add(&cands, pass_at(i)->name, text);
-    else if (strcmp(second, "expensive") == 0)
+    else if (strcmp(alt, "OP") == 0)
       for (int i = 0; i < IR_OP_COUNT; i++) cands_add(&cands, ir_op_name((IrOpcode)i), text);
-    else if (strcmp(second, "ptxas") == 0)
-      for (int i = 0; on_off[i]; i++) cands_add(&cands, on_off[i], text);
-    else if (strcmp(second, "gpu_arch") == 0)
-      for (const char *const *w = (const char *const[]){"auto", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90", NULL}; *w; w++)
+    else if (strcmp(alt, "sm_XX") == 0)
+      for (const char *const *w = (const char *const[]){"sm_75", "sm_80", "sm_86", "sm_89", "sm_90", NULL}; *w; w++)
         cands_add(&cands, *w, text);
-  } else if (strcmp(cmd, "set") == 0 && nwords == 3 &&
-             (strcmp(second, "library") == 0 || strcmp(second, "pass") == 0)) {
-    for (int i = 0; on_off[i]; i++) cands_add(&cands, on_off[i], text);
-  } else if (strcmp(cmd, "set") == 0 && nwords == 3 && strcmp(second, "expensive") == 0) {
-    for (const char *const *w = (const char *const[]){"on", "off", "default", NULL}; *w; w++) cands_add(&cands, *w, text);
-  } else if (strcmp(cmd, "pipeline") == 0 && nwords == 1) {
+    else if (alt[0] >= 'a' && alt[0] <= 'z' && strspn(alt, "abcdefghijklmnopqrstuvwxyz0123456789_-") == strlen(alt))
+      cands_add(&cands, alt, text);
+  }
+}
+
+/* Candidates for a word whose values are a fixed list, read from the usage line that documents them
+ * (`set vecmath sleef|libm`, `render ... [--layout auto|dot|sfdp]`): the setting's own usage for
+ * `set NAME ...`, the word after an option for `--option VALUE`, the command's usage otherwise;
+ * `set device` and `pipeline` from their tables. */
+static void value_cands(const ReplCommand *c, int nwords, const char *second, const char *last, const char *text) {
+  if (strcmp(c->name, "set") == 0 && nwords == 2 && strcmp(second, "device") == 0) {
+    for (int i = 0; i < device_count(); i++) cands_add(&cands, device_at(i)->name, text);
+    return;
+  }
+  if (strcmp(c->name, "pipeline") == 0 && nwords == 1) {
     for (int i = 0; i < pipeline_count(); i++) cands_add(&cands, pipeline_at(i)->name, text);
-  } else if (strcmp(last, "--reason") == 0) {
-    for (int i = 0; i < explain_reason_count(); i++) cands_add(&cands, explain_reason_code(i), text);
-  } else if (strcmp(last, "--pass") == 0) {
-    for (int i = 0; i < pass_count(); i++) cands_add(&cands, pass_at(i)->name, text);
-  } else if (strcmp(last, "--format") == 0) {
-    for (const char *const *w = (const char *const[]){"svg", "png", "pdf", "dot", NULL}; *w; w++) cands_add(&cands, *w, text);
+    return;
+  }
+  char name[96];
+  snprintf(name, sizeof name, "set-%.80s", second);
+  const ReplCommand *set = strcmp(c->name, "set") == 0 && nwords >= 2 ? repl_command_lookup(name) : NULL;
+  const char *usage = set ? set->usage : c->usage;
+  char text_u[512], words[32][64], prev[64] = "";
+  int n = 0, o = 0;
+  for (const char *p = usage ? usage : ""; *p && o + 1 < (int)sizeof text_u; p++) /* `[N | PASS | all]`: one word */
+    if (!(*p == ' ' && (p[1] == '|' || (o > 0 && text_u[o - 1] == '|')))) text_u[o++] = *p;
+  text_u[o] = 0;
+  for (char *w = strtok(text_u, " "); w && n < 32; w = strtok(NULL, " ")) snprintf(words[n++], sizeof words[0], "%s", w);
+  for (int k = 0; k + 1 < n; k++) /* `--option VALUE`: the word after the option */
+    if (last[0] == '-' && strcmp(words[k] + (words[k][0] == '['), last) == 0) {
+      usage_values(words[k + 1], last, text);
+      return;
+    }
+  if (last[0] != '-' && nwords < n && words[nwords][0] != '-' && words[nwords][1] != '-') {
+    if (nwords > 0) snprintf(prev, sizeof prev, "%s", words[nwords - 1]);
+    usage_values(words[nwords], prev, text);
   }
 }
 
@@ -201,7 +223,7 @@ static char **complete(const char *text, int start, int end) {
       rl_attempted_completion_over = 0;
       return NULL;
     }
-  } else if (c && takes_file(c)) {
+  } else if (c && takes_file(c) && (last_word[0] != '-' || (value_cands(c, nwords, second, last_word, text), !cands.n))) {
     rl_attempted_completion_over = 0; /* Readline's own file-name completion */
     return NULL;
   } else if (text[0] == '/' || text[0] == '.' || text[0] == '~') {
@@ -209,7 +231,7 @@ static char **complete(const char *text, int start, int end) {
     return NULL;
   }
   /* The values a setting or option takes, where they are a fixed list. */
-  if (c && cands.n == 0) value_cands(c->name, nwords, second, last_word, text);
+  if (c && cands.n == 0) value_cands(c, nwords, second, last_word, text);
   /* Instruction names of the current module (for every other argument). */
   if (nwords > 0 && cands.n == 0) {
     IrModule *m = cur_session ? explain_engine_module(&cur_session->eng, cur_session->eng.cur) : NULL;

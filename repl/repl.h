@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "../compiler/plan/plan.h"
+#include "../runtime/backend.h"
 #include "session.h"
 
 #define REPL_VERSION "0.1.0"
@@ -59,10 +60,6 @@ bool repl_sync_fx(Session *s, FxError *err);
  * definitions (the old ones return if it fails). With first_err NULL errors are printed and
  * --keep-going is honoured. Returns false when something failed; *is_hlo (may be NULL) tells which. */
 bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hlo);
-/* Prints what `load` loaded (text or JSON): module, file, computations, instructions. */
-void repl_report_loaded(Session *s, const IrModule *m, const char *path);
-/* Loads an HLO module file and makes it the session's input. */
-bool repl_load_hlo(Session *s, const char *path, FxError *err);
 /* Runs a script read from an open stream (stdin), printing errors. */
 bool repl_run_stream(Session *s, FILE *f, const char *name);
 /* Runs `-e` text. */
@@ -76,14 +73,34 @@ int repl_interactive(Session *s);
 void session_reset(Session *s);
 /* --uniform PATTERN=LO:HI (inputs.c; the rules are runtime.h's RtUniform): parses word argi into r,
  * a located error when it is malformed or LO >= HI. */
-struct RtUniform;
-bool repl_uniform_parse(Session *s, char **argv, int argi, struct RtUniform *r, FxError *err);
+bool repl_uniform_parse(Session *s, char **argv, int argi, RtUniform *r, FxError *err);
 /* Every rule must name a parameter of one of the modules' entries (a typo would silently leave
  * the inputs as they were): a located error at the first that names none ("... names no
  * parameter" + scope, e.g. " of any variant"). */
-bool repl_uniform_check(Session *s, struct RtUniform *rules, int n, const IrModule *const *mods, int nmods,
+bool repl_uniform_check(Session *s, RtUniform *rules, int n, const IrModule *const *mods, int nmods,
                         const char *scope, FxError *err);
 
+
+/* The options of the run commands (cmd_run.c): run, profile, compare and, with `variants`, the
+ * subset `variants --run` takes (--backend, --repeat, --seed, --check, --uniform). */
+#define REPL_MAX_IO 32
+typedef struct {
+  const char *backend;
+  int stage;         /* -1: current */
+  uint64_t seed;
+  int repeat;
+  bool check;
+  RtNamedFile in[REPL_MAX_IO];
+  int save_arg[REPL_MAX_IO], trace_arg; /* their places on the command line */
+  int nin;
+  const char *save_name[REPL_MAX_IO], *save_file[REPL_MAX_IO];
+  int nsave;
+  const char *trace;
+  const char *stages; /* run --stages A,B: compare */
+  RtUniform uniform[REPL_MAX_IO]; /* --uniform PATTERN=LO:HI (inputs.c) */
+  int nuniform;
+} RunArgs;
+bool repl_run_args(Session *s, int argc, char **argv, bool variants, RunArgs *a, FxError *err);
 
 /* XLA's dumps (cmd_xla.c). `load` hands its words to repl_xla_load first: a dump folder, a
  * --module option or a *.priority_fusion_dump.txt is loaded there (*handled set) and its snapshots

@@ -74,9 +74,6 @@ const ReplCommand *repl_line_command(const char *line) {
   return c;
 }
 
-/* Whether the .fx language takes the line as a statement. */
-static bool is_fx_statement(const char *line) { return fx_is_statement(line); }
-
 /* ---------- the .fx definitions ---------- */
 
 bool repl_sync_fx(Session *s, FxError *err) {
@@ -288,19 +285,8 @@ static bool check_text(Runner *r, const char *line, size_t len, int lineno, FxEr
   const unsigned char *p = (const unsigned char *)line;
   for (size_t i = 0; i < len;) {
     unsigned c = p[i];
-    size_t ul = 1;
-    bool bad = (c < 0x20 && c != '\t' && c != '\r') || c == 0x7F;
-    if (c >= 0x80) {
-      if (c >= 0xC2 && c <= 0xDF) ul = 2;
-      else if (c >= 0xE0 && c <= 0xEF) ul = 3;
-      else if (c >= 0xF0 && c <= 0xF4) ul = 4;
-      else bad = true;
-      if (!bad && i + ul > len) bad = true;
-      for (size_t k = 1; !bad && k < ul; k++)
-        if ((p[i + k] & 0xC0) != 0x80) bad = true;
-      if (!bad && ul == 3 && ((c == 0xE0 && p[i + 1] < 0xA0) || (c == 0xED && p[i + 1] >= 0xA0))) bad = true;
-      if (!bad && ul == 4 && ((c == 0xF0 && p[i + 1] < 0x90) || (c == 0xF4 && p[i + 1] >= 0x90))) bad = true;
-    }
+    size_t ul = fx_utf8_len(p + i, len - i);
+    bool bad = ul == 0 || (c < 0x20 && c != '\t' && c != '\r') || c == 0x7F;
     if (bad) {
       if (c == 0) fx_error_set(e, r->name, lineno, (int)i + 1, "NUL byte in the input");
       else if (c < 0x80) fx_error_set(e, r->name, lineno, (int)i + 1, "control character 0x%02x in the input", c);
@@ -335,8 +321,6 @@ static bool block_append(Runner *r, const char *line, size_t len) {
   return true;
 }
 
-static bool needs_more(const char *text) { return fx_needs_more(text); }
-
 /* Runs one unit (a command or a complete .fx statement) of the line `src` at column col0. */
 static bool run_unit(Runner *r, const char *unit, const char *src, int lineno, int col0) {
   Session *s = r->s;
@@ -350,7 +334,7 @@ static bool run_unit(Runner *r, const char *unit, const char *src, int lineno, i
     if (!run_command(s, unit, src, lineno, col0, &e)) return fail(r, &e);
     return true;
   }
-  if (!is_fx_statement(p)) {
+  if (!fx_is_statement(p)) {
     /* Neither a command nor a statement: most likely a mistyped command. */
     size_t n = strcspn(p, " \t\r");
     char word[64], shown[96];
@@ -395,7 +379,7 @@ bool runner_line(Runner *r, const char *line, size_t len, int lineno) {
     if (!block_append(r, copy, len)) {
       fx_error_set(&e, r->name, lineno, 1, "out of memory");
       ok = fail(r, &e);
-    } else if (!needs_more(r->block)) {
+    } else if (!fx_needs_more(r->block)) {
       char *block = r->block;
       r->block = NULL;
       r->block_len = r->block_cap = 0;
@@ -404,7 +388,7 @@ bool runner_line(Runner *r, const char *line, size_t len, int lineno) {
     }
   } else {
     const char *p = skip_blanks(copy);
-    if (*p && *p != '#' && !repl_line_command(p) && needs_more(copy)) {
+    if (*p && *p != '#' && !repl_line_command(p) && fx_needs_more(copy)) {
       r->block_line = lineno;
       if (!block_append(r, copy, len)) {
         fx_error_set(&e, r->name, lineno, 1, "out of memory");
@@ -482,15 +466,13 @@ static bool runner_end(Runner *r, bool ok) {
 
 /* ---------- files and streams ---------- */
 
-bool repl_load_hlo(Session *s, const char *path, FxError *err) {
-  IrModule *m = hlo_load_file(path, err);
-  if (!m) {
-    if (!err->set) fx_error_set(err, path, 0, 0, "could not load the module");
-    return false;
-  }
-  explain_engine_set_input(&s->eng, m);
-  explain_engine_fx_clear(&s->eng); /* .fx definitions typed before belong to the module just replaced */
-  return true;
+
+/* Ctrl-C between the lines of an input: the input stops there, with an error at the line. */
+static bool interrupted_at(Runner *r, const char *name, int lineno) {
+  FxError e;
+  fx_error_clear(&e);
+  fx_error_set(&e, name, lineno, 0, "interrupted");
+  return fail(r, &e);
 }
 
 /* Runs a script's text line by line. */
@@ -505,11 +487,7 @@ static bool run_script_text(Session *s, const char *text, size_t len, const char
     size_t n = nl ? (size_t)(nl - (text + i)) : len - i;
     lineno++;
     if (*s->interrupted) {
-      FxError e;
-      fx_error_clear(&e);
-      fx_error_set(&e, name, lineno, 0, "interrupted");
-      fail(&r, &e);
-      ok = false;
+      ok = interrupted_at(&r, name, lineno);
       break;
     }
     if (!runner_line(&r, text + i, n, lineno)) {
@@ -521,10 +499,6 @@ static bool run_script_text(Session *s, const char *text, size_t len, const char
   return runner_end(&r, ok);
 }
 
-void repl_report_loaded(Session *s, const IrModule *m, const char *path) {
-  ExplainOut o = {s->out, s->json, 0};
-  explain_show_loaded(&o, m, path);
-}
 
 bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hlo) {
   FxError e;
@@ -540,15 +514,11 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
   bool hlo = explain_is_hlo(path, text, len);
   if (is_hlo) *is_hlo = hlo;
   if (hlo) {
+    ok = explain_engine_load_hlo(&s->eng, path, text, len, err);
     fx_free(text);
-    ok = repl_load_hlo(s, path, err);
-    if (ok) {
-      IrModule *m = explain_engine_module(&s->eng, s->eng.cur);
-        repl_report_loaded(s, m, path);
-      fflush(s->out);
-    } else if (!first_err) {
-      repl_print_error(s, &e);
-    }
+    ExplainOut o = repl_out(s);
+    if (ok) explain_show_loaded(&o, explain_engine_module(&s->eng, s->eng.cur), path);
+    else if (!first_err) repl_print_error(s, &e);
     return ok;
   }
   if (s->script_depth >= REPL_MAX_SCRIPT_DEPTH) {
@@ -590,11 +560,7 @@ bool repl_run_stream(Session *s, FILE *f, const char *name) {
       if (!s->keep_going) break;
     }
     if (*s->interrupted) {
-      FxError e;
-      fx_error_clear(&e);
-      fx_error_set(&e, name, lineno, 0, "interrupted");
-      fail(&r, &e);
-      ok = false;
+      ok = interrupted_at(&r, name, lineno);
       break;
     }
   }

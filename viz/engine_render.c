@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../compiler/ir/ir.h"
+#include "../explain/xla_dump.h"
 #include "viz.h"
 
 /* ---------- render ---------- */
@@ -103,7 +104,7 @@ bool viz_engine_render(ExplainEngine *e, const VizRenderRequest *rq, VizRendered
   o.depth = rq->depth;
   o.collapse = rq->collapse;
   o.layout = rq->layout;
-  char title[512];
+  char title[512], drawn_as[1200];
   const IrModule *m = e->stages[stage].module;
   if (rq->decision) {
     if (rq->decision > nds) {
@@ -117,6 +118,22 @@ bool viz_engine_render(ExplainEngine *e, const VizRenderRequest *rq, VizRendered
     /* Drawn on the stage the pass looked at: the one before the decision's stage. */
     stage = o.decision->stage > 0 ? o.decision->stage - 1 : 0;
     m = e->stages[stage].module;
+    if (e->xla && e->xla->log && o.decision->stage == xla_dump_fusion_stage(e->xla)) {
+      /* One of XLA's steps may name a fusion it made earlier in the pass: drawn as its root. */
+      PassDecision *d = &ds[rq->decision - 1];
+      const char *pr = d->producer ? xla_fusion_log_root(e->xla->log, m, e->xla->log->nsteps, d->producer) : NULL;
+      const char *cr = d->consumer ? xla_fusion_log_root(e->xla->log, m, e->xla->log->nsteps, d->consumer) : NULL;
+      int dl = 0;
+      if (pr && strcmp(pr, d->producer) != 0) dl += snprintf(drawn_as + dl, sizeof drawn_as - (size_t)dl, "%s is drawn as %s, its root; ", d->producer, pr);
+      if (cr && strcmp(cr, d->consumer) != 0 && dl < (int)sizeof drawn_as)
+        dl += snprintf(drawn_as + dl, sizeof drawn_as - (size_t)dl, "%s is drawn as %s, its root; ", d->consumer, cr);
+      if (dl > 0 && dl < (int)sizeof drawn_as) {
+        snprintf(drawn_as + dl, sizeof drawn_as - (size_t)dl, "%s", d->detail ? d->detail : "");
+        d->detail = drawn_as;
+      }
+      if (pr) d->producer = pr;
+      if (cr) d->consumer = cr;
+    }
     if (!rq->computation && o.decision->producer) {
       const IrInstr *p = ir_module_find_instr(m, o.decision->producer);
       if (p && p->parent && !p->parent->is_entry && !p->parent->fusion_instr) o.computation = p->parent->name;

@@ -110,6 +110,13 @@ static int xla_steps(ExplainEngine *e, int k, VizXlaStep **out) {
     if (comma) *comma = 0;
     const IrInstr *ci = first[0] ? ir_module_find_instr(before, first) : NULL;
     if (ci) xla_user_name(ci, y->consumer_jax, sizeof y->consumer_jax);
+    /* What the step's picture draws: the names (a fusion made earlier in the pass, by its root). */
+    const char *root = xla_fusion_log_root(l, before, v->step, s->producer);
+    const IrInstr *ri = root ? ir_module_find_instr(before, root) : NULL;
+    y->producer_root = ri ? ri->name : NULL;
+    root = first[0] ? xla_fusion_log_root(l, before, v->step, first) : NULL;
+    ri = root ? ir_module_find_instr(before, root) : NULL;
+    y->consumer_root = ri ? ri->name : NULL;
     y->fusion = s->fusion;
     y->xla_reason = s->reason;
     /* A fusion's times: the producer's last priority update before it. */

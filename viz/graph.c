@@ -781,6 +781,52 @@ static Agraph_t *cluster_graph(Model *md, Agraph_t *root, int c) {
   return cl->ag;
 }
 
+/* Whether the values flow from node u to node v along drawn value edges (a refused candidate that
+ * follows the data: a producer and a consumer that reads it, perhaps through tuples and bitcasts).
+ * first/adj: the value edges by tail (CSR). Searches at most 512 nodes. */
+static bool flows(const Model *md, const int *first, const int *adj, int u, int v) {
+  int queue[512], n = 0;
+  queue[n++] = u;
+  for (int k = 0; k < n; k++)
+    for (int j = first[queue[k]]; j < first[queue[k] + 1]; j++) {
+      int w = adj[j];
+      if (w == v) return true;
+      bool seen = false;
+      for (int q = 0; q < n && !seen; q++) seen = queue[q] == w;
+      if (!seen && n < (int)(sizeof queue / sizeof queue[0])) queue[n++] = w;
+    }
+  (void)md;
+  return false;
+}
+
+/* The value edges (memory and register) by tail: first[v]..first[v+1] index adj. NULL when out of
+ * memory (the caller then leaves every candidate unconstrained). */
+static int *value_adjacency(const Model *md, int **adj_out) {
+  int *first = fx_calloc((size_t)md->nnodes + 2, sizeof *first);
+  int *adj = fx_malloc(sizeof *adj * ((size_t)md->nedges + 1));
+  if (!first || !adj) {
+    fx_free(first);
+    fx_free(adj);
+    return NULL;
+  }
+  for (int e = 0; e < md->nedges; e++)
+    if (md->edges[e].kind == E_MEMORY || md->edges[e].kind == E_REGISTER) first[md->edges[e].from + 1]++;
+  for (int v = 0; v < md->nnodes; v++) first[v + 1] += first[v];
+  int *fill = fx_calloc((size_t)md->nnodes + 1, sizeof *fill);
+  if (!fill) {
+    fx_free(first);
+    fx_free(adj);
+    return NULL;
+  }
+  for (int e = 0; e < md->nedges; e++) {
+    const Edge *ed = &md->edges[e];
+    if (ed->kind == E_MEMORY || ed->kind == E_REGISTER) adj[first[ed->from] + fill[ed->from]++] = ed->to;
+  }
+  fx_free(fill);
+  *adj_out = adj;
+  return first;
+}
+
 static bool emit(Model *md, VizGraph *vg, bool plain) {
   const VizOptions *o = md->o;
   Agraph_t *g = agopen((char *)(md->m->name ? md->m->name : "stage"), Agdirected, NULL);
@@ -866,6 +912,7 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
   }
   for (int c = 0; c < md->nclusters; c++)
     if (md->clusters[c].ag) vg->stats.clusters++;
+  int *adj = NULL, *first = value_adjacency(md, &adj);
   for (int e = 0; e < md->nedges; e++) {
     Edge *ed = &md->edges[e];
     if (!node_drawn(md, ed->from) || !node_drawn(md, ed->to)) continue;
@@ -874,7 +921,10 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
       continue;
     }
     Agedge_t *ae = agedge(g, md->nodes[ed->from].ag, md->nodes[ed->to].ag, NULL, 1);
-    if (!ae) return false;
+    if (!ae) {
+      b.failed = true;
+      break;
+    }
     vbuf_reset(&b);
     edge_label(&b, ed, plain);
     if (b.len && !b.failed) set(ae, "label", vbuf_str(&b));
@@ -894,7 +944,12 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
         set(ae, "fontcolor", acc ? "#2a7a2a" : "#d62728");
         set(ae, "style", acc ? "bold" : "dashed");
         set(ae, "penwidth", ed->kind == E_DECISION ? "2.5" : "1.5");
-        set(ae, "constraint", "false");
+        /* A candidate that follows the data (the consumer reads the producer) ranks like the value
+         * edge beside it, so dot routes it as one: through the gaps between the ranks, around the
+         * fusion boxes that hold neither end (unconstrained, its spline cut through them). Siblings
+         * and other pairs the data does not join stay out of the ranking, and so does every candidate
+         * of a large (plain) picture, whose layout time dot_work estimates without them. */
+        if (plain || !first || !flows(md, first, adj, ed->from, ed->to)) set(ae, "constraint", "false");
         set(ae, "arrowhead", "empty");
         /* Clip to a fusion's box only when the other end is outside it: an edge clipped to a box
          * holding both of its ends vanishes and leaves its label alone inside the box. */
@@ -922,6 +977,8 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
       }
     }
   }
+  fx_free(first);
+  fx_free(adj);
   bool failed = b.failed;
   vbuf_free(&b);
   if (o->legend) {

@@ -380,7 +380,8 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
       diff_text(&b, stages[s - 1].module, st->module);
     }
     vbuf_puts(&b, "</pre>\n");
-    if (st->nxla_steps > 0) viz_report_xla_steps(&b, st, s);
+    if (ok && st->nxla_steps > 0) ok = viz_report_xla_steps(&b, r, st, s > 0 ? stages[s - 1].module : NULL, s, o, err);
+    if (!ok) break;
     vbuf_puts(&b, "<h3>Decisions</h3>\n");
     decisions_table(&b, &st->decisions, st->first_number);
     vbuf_puts(&b, "<div class=\"nav\">");

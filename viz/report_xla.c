@@ -4,16 +4,32 @@
  * times), fxplain's verdict on the same pair beside it, and a DISAGREE mark where the two part.
  * What XLA's own fusion explorer shows, with every decision and its numbers, and offline: the
  * page steps through the table (buttons, [ and ], a slider), shows the current step in full,
- * and filters by kind or to the disagreements. Nothing is fetched. */
+ * and filters by kind or to the disagreements. Each step has its picture: the producer and the
+ * consumer highlighted in their neighbourhood of the module priority-fusion received (a fusion XLA
+ * made earlier in the pass drawn as the instruction at its root), and the steps are in the page as
+ * JSON too (a <script type="application/json" class="xla-steps-data"> block: every field the table
+ * shows, for a notebook or a script). Nothing is fetched. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "../explain/json.h"
 #include "viz_internal.h"
+
+/* Steps drawn: past this many a page of thousands of steps would hold megabytes of pictures (and
+ * take minutes to lay out), so a long log draws its first fusions and refusals only. */
+#define MAX_STEP_PICTURES 100
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 const char *const viz_report_xla_css =
     ".xla-steps{margin:10px 0}.xla-controls{font-size:13px;margin:6px 0}"
     ".xla-controls button{margin-right:6px}.xla-controls input[type=range]{width:260px;vertical-align:middle}"
     ".xla-current{background:#f4f7fc;border:1px solid #c9d6ea;border-radius:4px;padding:8px 12px;font-size:13px;"
     "min-height:3em}.xla-current b{font-size:14px}"
+    ".xla-picture{overflow:auto;max-height:60vh;border:1px solid #e3e3e3;margin-top:6px;background:#fff}"
+    ".xla-picture svg{max-width:100%;height:auto}.xla-picture p{margin:6px 10px;font-size:13px;color:#777}"
     ".xla-table-wrap{max-height:420px;overflow:auto;border:1px solid #e3e3e3;margin-top:6px}"
     "tr.xs.on td{background:#fff1b8}tr.xs{cursor:pointer}"
     ".disagree{color:#fff;background:#d62728;border-radius:3px;padding:0 4px;font-weight:bold;font-size:11px}"
@@ -28,6 +44,9 @@ const char *const viz_report_xla_js =
     "function show(i){if(!vis.length){card.textContent='no step matches the filter';pos.textContent='0 / 0';return;}"
     "if(i<0)i=0;if(i>=vis.length)i=vis.length-1;cur=i;rows.forEach(function(r){r.classList.remove('on');});"
     "var r=vis[i];r.classList.add('on');card.innerHTML=r.dataset.card;pos.textContent=(i+1)+' / '+vis.length;"
+    "var pic=box.querySelector('.xla-picture'),t=r.dataset.pic&&document.getElementById(box.id+'-pic-'+r.dataset.pic);"
+    "pic.innerHTML='';if(t)pic.appendChild(t.content.cloneNode(true));else{var p=document.createElement('p');"
+    "p.textContent=pic.dataset.none;pic.appendChild(p);}"
     "slider.max=vis.length-1;slider.value=i;var w=box.querySelector('.xla-table-wrap');"
     "if(w)w.scrollTop=r.offsetTop-w.clientHeight/2;}"
     "function filter(){vis=rows.filter(function(r){var ok=(kind.value==='all'||r.dataset.kind===kind.value)&&"
@@ -108,7 +127,117 @@ static void card(VizBuf *c, const VizXlaStep *x) {
   vbuf_puts(c, x->disagree ? "<br><span class=\"disagree\">DISAGREE</span>" : "<br><span class=\"agree\">agrees</span>");
 }
 
-void viz_report_xla_steps(VizBuf *b, const VizStage *st, int stage) {
+/* Step x drawn on `before` as one decision: producer and consumer (their roots) highlighted, with
+ * their neighbours, XLA's verdict and words in the title; its SVG appended to pics in a template
+ * the script shows with the step. False only when out of memory or interrupted; a step whose
+ * instructions are not in `before` has no picture (*drawn false). */
+static bool step_picture(VizBuf *pics, VizRenderer *r, const IrModule *before, int stage, const VizXlaStep *x,
+                         const char *box_id, int id, const VizReportOptions *o, bool *drawn, FxError *err) {
+  *drawn = false;
+  char detail[700];
+  const char *prod = x->producer_root, *cons = x->consumer_root;
+  size_t clen = x->consumer ? strcspn(x->consumer, ",") : 0; /* the first of a list of users */
+  const IrInstr *pi = prod ? ir_module_find_instr(before, prod) : NULL;
+  if (!pi || !pi->parent || (clen && !cons)) return true;
+  bool fused = strcmp(x->kind, "fusion") == 0 || (strcmp(x->kind, "update_priority") == 0 && x->us_fused < x->us_unfused);
+  int dl = snprintf(detail, sizeof detail, "XLA step %d: %s", x->step, x->kind);
+  if (x->fusion) dl += snprintf(detail + dl, sizeof detail - (size_t)dl, ", making %s", x->fusion);
+  if (x->xla_reason) dl += snprintf(detail + dl, sizeof detail - (size_t)dl, ": %s", x->xla_reason);
+  if (strcmp(prod, x->producer) != 0) dl += snprintf(detail + dl, sizeof detail - (size_t)dl, "; %s drawn as %s, its root", x->producer, prod);
+  if (cons && (strlen(cons) != clen || strncmp(cons, x->consumer, clen) != 0))
+    snprintf(detail + dl, sizeof detail - (size_t)dl, "; %.*s drawn as %s, its root", (int)clen, x->consumer, cons);
+  PassDecision d = {.stage = stage, .pass = "priority-fusion (XLA)", .action = x->kind, .producer = prod, .consumer = cons,
+                    .accepted = fused, .reason = NULL, .detail = detail};
+  VizOptions vo;
+  viz_options_default(&vo);
+  vo.computation = pi->parent->is_entry ? NULL : pi->parent->name;
+  vo.decision = &d;
+  vo.decision_number = x->number;
+  vo.depth = 1;
+  vo.legend = false;
+  FxError e;
+  fx_error_clear(&e);
+  VizGraph *g = viz_graph_build(before, &vo, &e);
+  if (!g) return true; /* not drawable here (another computation): the step has no picture */
+  char *svg = NULL;
+  size_t len = 0;
+  bool ok = viz_render_interruptible(r, g, VIZ_SVG, &svg, &len, o->interrupted, err);
+  viz_graph_free(g);
+  if (!ok) return false;
+  const char *start = strstr(svg, "<svg");
+  vbuf_printf(pics, "<template id=\"%s-pic-%d\">", box_id, id);
+  vbuf_puts(pics, start ? start : svg);
+  vbuf_puts(pics, "</template>\n");
+  fx_free(svg);
+  *drawn = true;
+  return true;
+}
+
+/* Every step as JSON in the page, escaped for a <script> element ("</" written "<\/"). */
+static void steps_json(VizBuf *b, const VizStage *st, const int *pic) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) {
+    b->failed = true;
+    return;
+  }
+  JsonWriter w;
+  json_init(&w, f);
+  json_array_begin(&w);
+  for (int k = 0; k < st->nxla_steps; k++) {
+    const VizXlaStep *x = &st->xla_steps[k];
+    json_object_begin(&w);
+    json_kv_int(&w, "step", x->step);
+    if (x->number) json_kv_int(&w, "decision", x->number);
+    else json_kv_null(&w, "decision");
+    json_kv_str(&w, "kind", x->kind);
+    json_kv_str(&w, "producer", x->producer);
+    json_kv_str(&w, "consumer", x->consumer);
+    json_kv_str(&w, "fusion", x->fusion);
+    json_kv_str(&w, "xla_reason", x->xla_reason);
+    json_key(&w, "xla_us");
+    if (x->has_times) {
+      json_object_begin(&w);
+      json_kv_double(&w, "fused", x->us_fused);
+      json_kv_double(&w, "unfused", x->us_unfused);
+      json_object_end(&w);
+    } else {
+      json_null(&w);
+    }
+    json_key(&w, "fxplain");
+    if (x->compared && strcmp(x->kind, "update_priority") != 0) {
+      json_object_begin(&w);
+      json_kv_str(&w, "verdict", x->own_verdict);
+      json_kv_str(&w, "reason", x->own_reason);
+      json_kv_str(&w, "detail", x->own_detail);
+      if (x->own_has_times) {
+        json_kv_double(&w, "us_fused", x->own_us_fused);
+        json_kv_double(&w, "us_unfused", x->own_us_unfused);
+      }
+      json_object_end(&w);
+    } else {
+      json_null(&w);
+    }
+    json_kv_bool(&w, "disagree", x->disagree);
+    json_kv_str(&w, "producer_jax", x->producer_jax[0] ? x->producer_jax : NULL);
+    json_kv_str(&w, "consumer_jax", x->consumer_jax[0] ? x->consumer_jax : NULL);
+    json_kv_bool(&w, "picture", pic[k] >= 0);
+    json_object_end(&w);
+  }
+  json_array_end(&w);
+  fclose(f);
+  vbuf_puts(b, "<script type=\"application/json\" class=\"xla-steps-data\">");
+  for (size_t k = 0; text && k < len; k++) {
+    if (text[k] == '<' && k + 1 < len && text[k + 1] == '/') vbuf_puts(b, "<\\");
+    else vbuf_putn(b, text + k, 1);
+  }
+  vbuf_puts(b, "</script>\n");
+  free(text);
+}
+
+bool viz_report_xla_steps(VizBuf *b, VizRenderer *r, const VizStage *st, const IrModule *before, int stage,
+                          const VizReportOptions *o, FxError *err) {
   int nd = 0, nfus = 0, nin = 0, npri = 0, nleft = 0;
   for (int k = 0; k < st->nxla_steps; k++) {
     const VizXlaStep *x = &st->xla_steps[k];
@@ -118,7 +247,30 @@ void viz_report_xla_steps(VizBuf *b, const VizStage *st, int stage) {
     npri += strcmp(x->kind, "update_priority") == 0;
     nleft += strcmp(x->kind, "left_unfused") == 0;
   }
-  vbuf_printf(b, "<h3>XLA's decisions, step by step</h3>\n<div class=\"xla-steps\" id=\"xla-steps-%d\">\n", stage);
+  /* The pictures: the steps in XLA's order (with a long log, only its fusions and refusals). */
+  int *pic = fx_malloc(sizeof *pic * (size_t)(st->nxla_steps + 1));
+  if (!pic) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  VizBuf pics = {0};
+  char box_id[32];
+  snprintf(box_id, sizeof box_id, "xla-steps-%d", stage);
+  int drawn = 0;
+  bool ok = true;
+  for (int k = 0; k < st->nxla_steps && ok; k++) {
+    const VizXlaStep *x = &st->xla_steps[k];
+    pic[k] = -1;
+    bool wanted = drawn < MAX_STEP_PICTURES && before &&
+                  (st->nxla_steps <= MAX_STEP_PICTURES || strcmp(x->kind, "update_priority") != 0);
+    bool got = false;
+    if (wanted && o->interrupted && *o->interrupted) ok = fx_error_set(err, NULL, 0, 0, "interrupted: the report was not written");
+    if (ok && wanted) ok = step_picture(&pics, r, before, stage, x, box_id, k, o, &got, err);
+    if (got) pic[k] = k, drawn++;
+  }
+  if (!ok) {
+    vbuf_free(&pics);
+    fx_free(pic);
+    return false;
+  }
+  vbuf_printf(b, "<h3>XLA's decisions, step by step</h3>\n<div class=\"xla-steps\" id=\"%s\">\n", box_id);
   vbuf_printf(b, "<p>XLA's own priority-fusion log: %d fusions, %d ineligible producers, %d priority updates", nfus,
               nin, npri);
   if (nleft) vbuf_printf(b, ", %d producers left unfused", nleft);
@@ -133,7 +285,11 @@ void viz_report_xla_steps(VizBuf *b, const VizStage *st, int stage) {
                "<option value=\"update_priority\">update_priority</option><option value=\"left_unfused\">left_unfused</option>"
                "</select> <label><input class=\"xs-dis\" type=\"checkbox\"> only where fxplain disagrees</label>"
                " &nbsp; <span class=\"unchanged\">[ and ] step</span></div>\n");
-  vbuf_puts(b, "<div class=\"xla-current\"></div>\n<div class=\"xla-table-wrap\"><table class=\"xla-table\"><thead><tr>"
+  vbuf_printf(b, "<div class=\"xla-current\"></div>\n<div class=\"xla-picture\" data-none=\"no picture for this step: %s\"></div>\n",
+              drawn == MAX_STEP_PICTURES ? "the page draws the first " STR(MAX_STEP_PICTURES) " (in the shell, render --decision N "
+                                           "draws any decision)"
+                                         : "its producer is not an instruction of the module priority-fusion received");
+  vbuf_puts(b, "<div class=\"xla-table-wrap\"><table class=\"xla-table\"><thead><tr>"
                "<th>step</th><th>#</th><th>kind</th><th>producer</th><th>consumer</th><th>XLA</th>"
                "<th>XLA us fused / unfused</th><th>fxplain</th><th>fxplain us fused / unfused</th><th></th></tr></thead><tbody>\n");
   VizBuf c = {0};
@@ -143,6 +299,7 @@ void viz_report_xla_steps(VizBuf *b, const VizStage *st, int stage) {
     card(&c, x);
     vbuf_puts(b, "<tr class=\"xs\" data-kind=\"");
     vbuf_html(b, x->kind);
+    if (pic[k] >= 0) vbuf_printf(b, "\" data-pic=\"%d", pic[k]);
     vbuf_printf(b, "\" data-dis=\"%d\" data-card=\"", x->disagree ? 1 : 0);
     vbuf_html(b, vbuf_str(&c));
     if (x->step) vbuf_printf(b, "\"><td class=\"num\">%d</td>", x->step);
@@ -184,5 +341,11 @@ void viz_report_xla_steps(VizBuf *b, const VizStage *st, int stage) {
     vbuf_puts(b, "</td></tr>\n");
   }
   vbuf_free(&c);
-  vbuf_puts(b, "</tbody></table></div>\n</div>\n");
+  vbuf_puts(b, "</tbody></table></div>\n");
+  vbuf_puts(b, vbuf_str(&pics));
+  steps_json(b, st, pic);
+  vbuf_puts(b, "</div>\n");
+  vbuf_free(&pics);
+  fx_free(pic);
+  return true;
 }

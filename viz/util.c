@@ -104,32 +104,8 @@ const char *viz_kernel_kind_name(VizKernelKind k) {
 }
 
 VizKernelKind viz_kernel_kind(const IrInstr *i) {
-  switch (i->op) {
-    case IR_OP_PARAMETER:
-    case IR_OP_CONSTANT:
-    case IR_OP_TUPLE:
-    case IR_OP_GET_TUPLE_ELEMENT:
-    case IR_OP_BITCAST:
-    case IR_OP_AFTER_ALL:
-    case IR_OP_OPT_BARRIER:
-    case IR_OP_ADD_DEPENDENCY:
-    case IR_OP_DOMAIN:
-    case IR_OP_PARTITION_ID:
-    case IR_OP_REPLICA_ID:
-      return VIZ_K_NONE;
-    case IR_OP_WHILE:
-    case IR_OP_CALL:
-    case IR_OP_CONDITIONAL:
-      return VIZ_K_CONTROL;
-    case IR_OP_FUSION: return (VizKernelKind)plan_fusion_kernel_kind(ir_fusion_kind(i));
-    default: break;
-  }
-  switch (ir_op_info(i->op)->category) {
-    case IR_CAT_LIBRARY: return VIZ_K_LIBRARY;
-    case IR_CAT_REDUCE: return VIZ_K_INPUT;
-    case IR_CAT_CONTROL: return VIZ_K_CONTROL;
-    default: return VIZ_K_LOOP;
-  }
+  KernelKind k;
+  return plan_instr_kernel(i, &k) ? (VizKernelKind)k : VIZ_K_NONE;
 }
 
 const char *viz_library_name(const IrInstr *i, char *buf, size_t n) {

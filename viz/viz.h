@@ -194,6 +194,10 @@ typedef struct {
   bool disagree;
   /* The names the user's JAX program gave producer and consumer (op_name), "" when unknown. */
   char producer_jax[96], consumer_jax[96];
+  /* The instructions of the module priority-fusion received that producer and (the first)
+   * consumer stand for (xla_fusion_log_root: a fusion XLA made earlier, its root), drawn in the
+   * step's picture; NULL when not in it. */
+  const char *producer_root, *consumer_root;
 } VizXlaStep;
 
 typedef struct {

@@ -43,8 +43,11 @@ struct VizGraph {
 static inline bool viz_live(const IrInstr *i) { return i && !i->dead; }
 
 /* report_xla.c: the report's step-by-step view of XLA's priority-fusion decisions (a stage's
- * xla_steps), and its style and script (inlined once per page). */
-void viz_report_xla_steps(VizBuf *b, const VizStage *st, int stage);
+ * xla_steps), each step's picture drawn on `before` (the module priority-fusion received) and the
+ * steps as JSON, and its style and script (inlined once per page). False with err filled when out
+ * of memory or interrupted. */
+bool viz_report_xla_steps(VizBuf *b, VizRenderer *r, const VizStage *st, const IrModule *before, int stage,
+                          const VizReportOptions *o, FxError *err);
 extern const char *const viz_report_xla_css;
 extern const char *const viz_report_xla_js;
 

@@ -2,6 +2,7 @@
  * an op fusible at all, which emitter a (hypothetical) fusion would get, what its hero is, and
  * how long its kernel would take by XLA's GpuPerformanceModel. Shared by priority-fusion and
  * today's multi_output_fusion; each function names the XLA function it follows. */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,7 +449,6 @@ static bool launches(const IrInstr *i) {
   }
 }
 
-static double bw_bytes_per_us(const DeviceProfile *d) { return (d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e3; }
 
 /* What XLA's emitter iterates over for i (with producer p fused in, when p is given): fills the
  * root h it writes and returns the hero that sets the launch (a reduction through p included). */
@@ -537,13 +537,12 @@ static int64_t ceil_div(int64_t a, int64_t b) { return b > 0 ? (a + b - 1) / b :
  * power-of-two rows, else row (16 reduced elements a thread, up to 1024 threads a row, rows packed
  * to 256 threads a block); small column when the minor kept extent divides a warp, else column
  * (32x32 threads, each block 32 x vector columns). */
-static Launch reduction_launch(const DeviceProfile *d, const IrInstr *r) {
+static Launch reduction_launch(const DeviceProfile *d, const IrInstr *r, int bits, int out_bits) {
   int64_t s[3];
   bool row = reduction_shape(r, s);
-  int bits = 8 * ir_type_bytes(r->operands[0]->shape.type);
-  int out_bits = 8 * ir_type_bytes(r->shape.type == IR_TUPLE && r->shape.ntuple ? r->shape.tuple[0].type : r->shape.type);
-  if (bits <= 0) bits = 32;
-  if (out_bits <= 0) out_bits = bits;
+  if (bits == INT_MAX) bits = out_bits; /* a fusion without inputs */
+  if (bits <= 0 || bits == INT_MAX) bits = 32;
+  if (out_bits <= 0 || out_bits == INT_MAX) out_bits = bits;
   int sms = d && d->sm_count > 0 ? d->sm_count : 1;
   Launch l;
   if (row) {
@@ -600,6 +599,31 @@ static Launch reduction_launch(const DeviceProfile *d, const IrInstr *r) {
   return l;
 }
 
+/* SmallestBitWidth of a shape's elements (a tuple's arrays; PRED counts 8 bits), folded into *bits. */
+static void smallest_bits(const IrShape *sh, int *bits) {
+  if (sh->type == IR_TUPLE) {
+    for (int k = 0; k < sh->ntuple; k++) smallest_bits(&sh->tuple[k], bits);
+    return;
+  }
+  int b = 8 * ir_type_bytes(sh->type);
+  if (b > 0 && b < *bits) *bits = b;
+}
+
+/* HloFusionAnalysis's InputOutputInfo for i with producer p fused in (p NULL: i alone): the
+ * smallest element width among the kernel's inputs (its parameters: the operands of p and of i,
+ * less p) and among its outputs (the roots). INT_MAX when there are none. */
+static void io_bits(const IrInstr *i, const IrInstr *p, int *in_bits, int *out_bits) {
+  *in_bits = *out_bits = INT_MAX;
+  for (int k = 0; k < i->noperands; k++)
+    if (i->operands[k] != p) smallest_bits(&i->operands[k]->shape, in_bits);
+  for (int k = 0; p && k < p->noperands; k++) smallest_bits(&p->operands[k]->shape, in_bits);
+  const IrInstr *r = fusion_fused_root(i);
+  if (r->op == IR_OP_TUPLE)
+    for (int k = 0; k < r->noperands; k++) smallest_bits(&r->operands[k]->shape, out_bits);
+  else
+    smallest_bits(&r->shape, out_bits);
+}
+
 /* The launch XLA's emitter would pick for i (with producer p fused in, when p is given):
  * a reduction's threads each sum some 32 inputs (a small reduction runs in one block); the
  * transpose emitter a block of 128 threads per 32x32 tile of the two swapped minor dimensions; the
@@ -608,7 +632,13 @@ static Launch reduction_launch(const DeviceProfile *d, const IrInstr *r) {
 static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInstr *p) {
   const IrInstr *h;
   const IrInstr *hero = launch_hero(i, p, &h);
-  if (fusion_contiguous_reduce(hero) && hero->noperands) return reduction_launch(d, hero);
+  if (fusion_contiguous_reduce(hero) && hero->noperands) {
+    /* The reduction emitters vectorize by the kernel's narrowest input (GetVectorSizeForMlir),
+     * the multi-row one by its narrowest input and output. */
+    int in_bits, out_bits;
+    io_bits(i, p, &in_bits, &out_bits);
+    return reduction_launch(d, hero, in_bits, out_bits);
+  }
   if (p ? pair_transpose_emitter(i, p) : fusion_emitter_kind(i) == FUSION_EMITTER_TRANSPOSE) {
     const IrInstr *t[64];
     Launch l;
@@ -619,8 +649,16 @@ static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInst
         return l;
       }
   }
-  if (h->op == IR_OP_DYNAMIC_UPDATE_SLICE && h->noperands > 1)
-    return loop_launch(ir_shape_elements(&h->operands[1]->shape), 1);
+  /* IsDynamicUpdateSliceFusion: a root that is a dynamic-update-slice, or a bitcast of one. */
+  const IrInstr *dus = h;
+  if (dus->op == IR_OP_BITCAST && dus->noperands == 1) {
+    dus = dus->operands[0];
+    if (dus->op == IR_OP_PARAMETER && i->op == IR_OP_FUSION && dus->param_number >= 0 && dus->param_number < i->noperands)
+      dus = i->operands[dus->param_number];
+    if (p && dus == p) dus = fusion_fused_root(p);
+  }
+  if (dus->op == IR_OP_DYNAMIC_UPDATE_SLICE && dus->noperands > 1)
+    return loop_launch(ir_shape_elements(&dus->operands[1]->shape), 1);
   if (h->op == IR_OP_SCATTER && h->noperands >= 3) /* the scatter emitter runs over the updates */
     return loop_launch(ir_shape_elements(&h->operands[h->noperands - 1]->shape), 1);
   if (hero->op == IR_OP_CONCATENATE && hero->noperands <= 4 && !(i->op == IR_OP_FUSION && fusion_fused_root(i)->op == IR_OP_TUPLE)) {
@@ -639,36 +677,89 @@ static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInst
 
 static int64_t launch_blocks(const DeviceProfile *d, const IrInstr *i, const IrInstr *p) { return launch_dims(d, i, p).blocks; }
 
-/* XLA's durations are absl::Durations: whole quarters of a nanosecond. */
-static double quarter_ns(double us) { return round(us * 4000.0) / 4000.0; }
+/* ---------- absl::Duration and the float arithmetic of XLA's cost model ----------
+ *
+ * XLA keeps every time as an absl::Duration, a whole number of quarter nanoseconds (ticks), and
+ * computes bandwidths and ratios in float (GpuPerformanceModelBase: AdjustBandwidth, ReadTime*,
+ * WriteTime, ComputeTime). Priority fusion breaks ties among equal priorities by instruction id,
+ * so a time one tick off reorders the queue: each piece is computed here with XLA's own types and
+ * roundings, and handed on as microseconds that are exact multiples of a tick. */
+#define TICKS_PER_SECOND 4000000000LL
 
-/* ComputeTime with the launch XLA's emitter picks: a small kernel keeps few lanes busy. Each
- * lane does clock x 2 flops a nanosecond (CalculateEffectiveFlopsPerNs). */
+static double ticks_us(int64_t t) { return (double)t / 4000.0; }
+static int64_t us_ticks(double us) { return llround(us * 4000.0); }
+
+/* absl::Seconds(double) of a non-negative time (MakePosDoubleDuration): whole seconds, then the
+ * fraction rounded to the nearest tick. */
+static int64_t seconds_ticks(double s) {
+  if (!(s >= 0) || !isfinite(s)) return s > 0 ? INT64_MAX / 2 : 0;
+  if (s >= 9.0e9) return INT64_MAX / 2;
+  int64_t secs = (int64_t)s;
+  return secs * TICKS_PER_SECOND + (int64_t)round((s - (double)secs) * (double)TICKS_PER_SECOND);
+}
+
+/* absl::Duration * double (ScaleDouble<std::multiplies>): seconds and ticks scaled apart, the
+ * fraction carried down and rounded to the nearest tick. */
+static int64_t ticks_scale(int64_t t, double r) {
+  if (t <= 0 || !(r >= 0) || !isfinite(r)) return 0;
+  double hi_int, lo_int;
+  double hi_frac = modf((double)(t / TICKS_PER_SECOND) * r, &hi_int);
+  double lo = (double)(t % TICKS_PER_SECOND) * r / (double)TICKS_PER_SECOND + hi_frac;
+  double lo_frac = modf(lo, &lo_int);
+  return ((int64_t)hi_int + (int64_t)lo_int) * TICKS_PER_SECOND + (int64_t)round(lo_frac * (double)TICKS_PER_SECOND);
+}
+
+/* DeviceDescription's numbers with their types: memory_bandwidth() an int64 of bytes a second,
+ * clock_rate_ghz() a float. */
+static int64_t dram_bytes_per_s(const DeviceProfile *d) { return llround((d && d->dram_gbps > 0 ? d->dram_gbps : 1000.0) * 1e9); }
+static float clock_ghz_f(const DeviceProfile *d) { return (float)(d && d->clock_ghz > 0 ? d->clock_ghz : 1.0); }
+
+/* CalculateEffectiveFlopsPerNs: each busy lane does clock x 2 flops a nanosecond (the float
+ * clock doubled, widened to double, times the lanes, cut to an integer). */
+static int64_t flops_per_ns(const DeviceProfile *d, int64_t threads, int64_t blocks) {
+  int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
+  int sms = d && d->sm_count > 0 ? d->sm_count : 1;
+  int64_t lanes = (threads < fpus ? threads : fpus) * (blocks < sms ? blocks : sms);
+  double per_fpu = (double)(clock_ghz_f(d) * 2.0f);
+  int64_t per_ns = (int64_t)(per_fpu * (double)lanes);
+  return per_ns < 1 ? 1 : per_ns;
+}
+
+/* ComputeTime: absl::Nanoseconds(1.0f * flops / flops_per_ns), a float quotient scaling one
+ * nanosecond. */
+static double compute_ticks_us(double flops, int64_t per_ns) {
+  if (flops <= 0) return 0;
+  float r = (float)(int64_t)flops / (float)per_ns;
+  return ticks_us(ticks_scale(4, (double)r));
+}
+
+/* ComputeTime with the launch XLA's emitter picks: a small kernel keeps few lanes busy. */
 static double compute_us(const DeviceProfile *d, const IrInstr *i, const IrInstr *p, double flops) {
   if (flops <= 0) return 0;
   Launch l = launch_dims(d, i, p);
-  int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
-  int sms = d && d->sm_count > 0 ? d->sm_count : 1;
-  double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
-  double lanes = (double)(l.threads < fpus ? l.threads : fpus) * (double)(l.blocks < sms ? l.blocks : sms);
-  int64_t per_ns = (int64_t)(clock * 2 * lanes); /* CalculateEffectiveFlopsPerNs returns an integer */
-  if (per_ns < 1) per_ns = 1;
-  return quarter_ns(flops / (double)per_ns / 1000.0);
+  return compute_ticks_us(flops, flops_per_ns(d, l.threads, l.blocks));
 }
 
-/* CombineComputeAndMemoryAccessTime: compute and memory overlap, but not perfectly. */
+/* CombineComputeAndMemoryAccessTime: compute and memory overlap, but not perfectly
+ * (kMemoryComputeParallelism of the shorter one is hidden). */
 static double combine(double compute, double memory) {
-  double lo = compute < memory ? compute : memory;
-  return compute + memory - quarter_ns(MEMORY_COMPUTE_PARALLELISM * lo);
+  int64_t c = us_ticks(compute), m = us_ticks(memory);
+  return ticks_us(c + m - ticks_scale(c < m ? c : m, MEMORY_COMPUTE_PARALLELISM));
 }
 
 /* AdjustBandwidth: a kernel of few blocks cannot use the whole memory system; each block moves at
- * most 32 bytes a clock. */
-static double adjust_bw(const DeviceProfile *d, double bw, int64_t blocks) {
-  double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
-  double max_bw = (double)blocks * clock * 1e3 * 32; /* bytes per us */
+ * most 32 bytes a clock. In float, as XLA. */
+static float adjust_bw(const DeviceProfile *d, float bw, int64_t blocks) {
+  float per_block = clock_ghz_f(d) * 1.0e9f * 32.0f;
+  float max_bw = (float)blocks * per_block;
   return bw < max_bw ? bw : max_bw;
 }
+
+/* WriteTime: absl::Seconds(1.0f * bytes / memory_bandwidth), in float. */
+static double write_us_at(double bytes, int64_t bytes_per_s) {
+  return ticks_us(seconds_ticks((double)((float)(int64_t)bytes / (float)bytes_per_s)));
+}
+static double write_time_us(const DeviceProfile *d, double bytes) { return write_us_at(bytes, dram_bytes_per_s(d)); }
 
 /* ReadTimeWithDRAMHeuristic: the first read of an operand comes from DRAM; re-reads (a broadcast
  * or a slice read by many threads) come from L2 (2.5x) or L1 (another 8x) when the operand fits.
@@ -685,18 +776,24 @@ static double read_us(const DeviceProfile *d, int64_t blocks, double net, double
   return read_us_rate(d, blocks, net, total, rate);
 }
 
-/* ReadTimeWithDRAMHeuristic with its hbm_bandwidth_utilization_rate. */
+/* ReadTimeWithDRAMHeuristic with its hbm_bandwidth_utilization_rate: bandwidths in float, the
+ * byte counts int64, each quotient a float. */
 static double read_us_rate(const DeviceProfile *d, int64_t blocks, double net, double total, double rate) {
-  double bw = bw_bytes_per_us(d);
-  double first = net < total ? net : total;
-  double rest_bw = bw;
-  if (d && d->l2_cache_bytes > 0 && net < (double)d->l2_cache_bytes) {
-    rest_bw *= 2.5; /* kL2CacheSpeedup */
-    if (d->l1_cache_bytes_per_sm > 0 && net < (double)d->l1_cache_bytes_per_sm * d->sm_count) rest_bw *= 8; /* kL1CacheSpeedup */
+  int64_t bw = dram_bytes_per_s(d);
+  int64_t n_net = (int64_t)net, n_total = (int64_t)total;
+  float dram_bw = (float)((double)bw * rate);
+  float rest_bw = (float)bw;
+  if (d && d->l2_cache_bytes > 0 && n_net < (int64_t)d->l2_cache_bytes) {
+    rest_bw *= 2.5f; /* kL2CacheSpeedup */
+    if (d->l1_cache_bytes_per_sm > 0 && n_net < (int64_t)d->l1_cache_bytes_per_sm * d->sm_count) rest_bw *= 8.0f; /* kL1CacheSpeedup */
   } else {
-    rest_bw *= rate;
+    rest_bw = (float)((double)rest_bw * rate);
   }
-  return quarter_ns(first / adjust_bw(d, bw * rate, blocks)) + quarter_ns((total - first) / adjust_bw(d, rest_bw, blocks));
+  dram_bw = adjust_bw(d, dram_bw, blocks);
+  rest_bw = adjust_bw(d, rest_bw, blocks);
+  int64_t first = n_net < n_total ? n_net : n_total;
+  return ticks_us(seconds_ticks((double)((float)first / dram_bw)) +
+                  seconds_ticks((double)((float)(n_total - first) / rest_bw)));
 }
 
 static double operand_size(const IrInstr *op) { return (double)ir_shape_bytes(&op->shape); }
@@ -852,9 +949,12 @@ static void cost_release(const HloCost *c, HloCost *tmp) {
 
 /* EstimateRunTimeForInstruction: every operand slot is read as its cost analysis says (a slot
  * that repeats an operand reads it again, as XLA counts it), the output written once. */
+static bool triton_config_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e);
+
 static void estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
   memset(e, 0, sizeof *e);
   if (!launches(i)) return;
+  if (fusion_is_generic_triton(i) && triton_config_estimate(d, i, e)) return;
   HloCost tmp;
   const HloCost *c = cost_get(d, i, false, &tmp);
   if (!c) return;
@@ -868,7 +968,7 @@ static void estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) 
     e->read_us += read_us(d, e->blocks, total < size ? total : size, total, i->operands[k], coalesced);
   }
   e->bytes_written = c->out_bytes;
-  e->write_us = quarter_ns(e->bytes_written / bw_bytes_per_us(d));
+  e->write_us = write_time_us(d, e->bytes_written);
   e->flops = c->flops;
   e->compute_us = compute_us(d, i, NULL, e->flops);
   e->exec_us = combine(e->compute_us, e->read_us + e->write_us);
@@ -999,8 +1099,16 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
         read += read_us(d, blocks, total < size ? total : size, total, op, coalesced);
       }
     }
-    double write = quarter_ns(cc.out_bytes / bw_bytes_per_us(d));
-    double flops = pc.flops * util + cc.flops;
+    double write = write_time_us(d, cc.out_bytes);
+    /* CombinedGpuPerformanceModel::EstimateRunTimeForFusionUncached: the producer's flops count
+     * once for every operand slot of c that reads it (multiply(x, x) computes x twice), its float
+     * utilizations summed; int64 flops = producer flops x that + consumer flops. */
+    float util_all = 0;
+    for (int k = 0; k < c->noperands && k < cc.n; k++)
+      if (c->operands[k] == p || (c->operands[k]->op == IR_OP_GET_TUPLE_ELEMENT && c->operands[k]->noperands == 1 &&
+                                  c->operands[k]->operands[0] == p))
+        util_all += (float)cc.op_util[k];
+    double flops = (double)(int64_t)((float)(int64_t)pc.flops * util_all + (float)(int64_t)cc.flops);
     t = combine(compute_us(d, c, p, flops), read + write);
   }
   if (pcp) cost_release(pcp, &ptmp);
@@ -1207,6 +1315,7 @@ typedef struct {
   bool unknown;                  /* an op fxplain does not tile: no verdict */
   const IrInstr *too_big;        /* the first tile over the limit */
   int64_t too_big_elems;
+  int warps;                     /* the block's warps from the fusion's own config; 0: GetNumWarps */
 } TileWalk;
 
 static int64_t pow2_ceil(int64_t v) {
@@ -1400,8 +1509,11 @@ static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank,
   }
   case IR_OP_BITCAST:
   case IR_OP_RESHAPE:
-    if (x->shape.type == IR_TUPLE || !reshape_tile(&x->shape, t, &x->operands[0]->shape, ot))
-      return w->unknown = true, false;
+    if (x->shape.type == IR_TUPLE) return w->unknown = true, false;
+    /* A tile that is no contiguous run of a reshape's group breaks the constraints its symbolic
+     * tile carries (the analysis itself succeeded: range_walk): SymbolicTileAnalysis::
+     * GetValidTilings leaves that tiling out, and the others are still tried. */
+    if (!reshape_tile(&x->shape, t, &x->operands[0]->shape, ot)) return false;
     return tile_visit_operand(w, x, 0, ot, x->operands[0]->shape.rank);
   default: return w->unknown = true, false;
   }
@@ -1665,8 +1777,8 @@ static double read_us_rate(const DeviceProfile *d, int64_t blocks, double net, d
  * padded elements (FlopsPerElement: indexing ops are free), each operand tile reads its
  * elements, at the bandwidth its contiguous run uses; the root is written once. The tiles are
  * those of the last walk (w->tiled). */
-static void tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrInstr *root, const int64_t *t, int rank,
-                           PerfEstimate *e) {
+static int tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrInstr *root, const int64_t *t, int rank,
+                          PerfEstimate *e) {
   memset(e, 0, sizeof *e);
   int64_t blocks = 1, largest = 1;
   for (int k = 0; k < rank; k++) blocks *= (root->shape.dims[k] + t[k] - 1) / t[k];
@@ -1675,7 +1787,7 @@ static void tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrIn
     for (int j = 0; j < w->tiled[k].rank; j++) padded *= pow2_ceil(w->tiled[k].t[j]);
     if (padded > largest) largest = padded;
   }
-  int warps = largest <= 256 ? 1 : largest <= 1024 ? 2 : largest <= 4096 ? 4 : 8;
+  int warps = w->warps > 0 ? w->warps : largest <= 256 ? 1 : largest <= 1024 ? 2 : largest <= 4096 ? 4 : 8;
   e->blocks = blocks;
   bool done[TILE_MAX_TILED] = {false};
   for (int k = 0; k < w->ntiled; k++) {
@@ -1715,21 +1827,14 @@ static void tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrIn
   }
   e->bytes_written = (double)ir_shape_bytes(&root->shape);
   double wrate = tile_bandwidth_rate(&root->shape, t, rank);
-  /* The effective bandwidth is an integer number of bytes a second. */
-  double eff = floor(wrate * bw_bytes_per_us(d) * 1e6) / 1e6;
-  e->write_us = quarter_ns(e->bytes_written / eff);
-  /* ComputeTime with the tiled launch. */
-  if (e->flops > 0) {
-    int fpus = d && d->fpus_per_sm > 0 ? d->fpus_per_sm : 128;
-    int sms = d && d->sm_count > 0 ? d->sm_count : 1;
-    double clock = d && d->clock_ghz > 0 ? d->clock_ghz : 1.0;
-    int threads = warps * 32;
-    double lanes = (double)(threads < fpus ? threads : fpus) * (double)(blocks < sms ? blocks : sms);
-    int64_t per_ns = (int64_t)(clock * 2 * lanes);
-    if (per_ns < 1) per_ns = 1;
-    e->compute_us = quarter_ns(e->flops / (double)per_ns / 1000.0);
-  }
+  /* The effective bandwidth is an integer number of bytes a second, and the write time a double
+   * quotient: absl::Seconds(1.0 * bytes / effective_bandwidth). */
+  int64_t eff = (int64_t)(wrate * (double)dram_bytes_per_s(d));
+  e->write_us = eff > 0 ? ticks_us(seconds_ticks(1.0 * e->bytes_written / (double)eff)) : 0;
+  /* ComputeTime with the tiled launch: num_warps x 32 threads a block. */
+  if (e->flops > 0) e->compute_us = compute_ticks_us(e->flops, flops_per_ns(d, (int64_t)warps * 32, blocks));
   e->exec_us = combine(e->compute_us, e->read_us + e->write_us);
+  return warps;
 }
 
 /* Whether one tiling of the root (tile sizes t) is valid; sets w->unknown when no verdict. */
@@ -1740,11 +1845,70 @@ static bool tiling_valid(TileWalk *w, const IrInstr *root, const int64_t *t, int
   return tile_walk(w, root, t, rank, true);
 }
 
+static int triton_tiling_warps(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
+                               int warps, TritonTiling *out);
+
 int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
                          TritonTiling *out) {
+  return triton_tiling_warps(d, p, c, only, 0, out);
+}
+
+/* The tiling a Triton fusion's backend config gives it (block_level_fusion_config: the first
+ * output tile's sizes and num_warps), as TritonFusion::GetLaunchConfig reads it. */
+static bool triton_config(const IrInstr *i, int64_t *tiles, int rank, int *warps) {
+  const char *bc = ir_attr_text(i, "backend_config");
+  const char *blk = bc ? strstr(bc, "\"block_level_fusion_config\"") : NULL;
+  if (!blk) return false;
+  const char *nw = strstr(blk, "\"num_warps\":");
+  *warps = 0;
+  if (nw) {
+    nw += strlen("\"num_warps\":");
+    while (*nw == '"' || *nw == ' ') nw++;
+    *warps = atoi(nw);
+  }
+  const char *sz = strstr(blk, "\"sizes\":[");
+  if (!sz) return false;
+  sz += strlen("\"sizes\":[");
+  int n = 0;
+  while (*sz && *sz != ']' && n < rank) {
+    while (*sz == '"' || *sz == ' ' || *sz == ',') sz++;
+    if (*sz < '0' || *sz > '9') break;
+    tiles[n++] = strtoll(sz, (char **)&sz, 10);
+  }
+  return n == rank;
+}
+
+/* EstimateRunTimeForTriton: a Triton fusion made earlier is timed with the tiling its backend
+ * config records (TritonFusion::GetLaunchConfig, then EstimateRunTimeForTiledFusion), not the
+ * best one. Returns false when it has none fxplain can read. */
+void fusion_triton_config_text(const TritonTiling *tt, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n,
+                              "{\"fusion_backend_config\":{\"kind\":\"__triton\",\"block_level_fusion_config\":{"
+                              "\"num_warps\":\"%d\",\"output_tiles\":[{\"sizes\":[",
+                              tt->warps);
+  for (int d = 0; d < tt->rank && k < n; d++)
+    k += (size_t)snprintf(buf + k, n - k, "%s\"%lld\"", d ? "," : "", (long long)tt->valid[d]);
+  if (k < n) snprintf(buf + k, n - k, "]}],\"num_ctas\":1,\"num_stages\":1}}}");
+}
+
+static bool triton_config_estimate(const DeviceProfile *d, const IrInstr *i, PerfEstimate *e) {
+  const IrInstr *root = fusion_fused_root(i);
+  int64_t tiles[IR_MAX_RANK];
+  int warps = 0;
+  if (root->shape.type == IR_TUPLE || root->shape.rank < 1 || !triton_config(i, tiles, root->shape.rank, &warps))
+    return false;
+  TritonTiling tt;
+  if (triton_tiling_warps(d, i, NULL, tiles, warps, &tt) != 1) return false;
+  *e = tt.best;
+  return true;
+}
+
+static int triton_tiling_warps(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
+                               int warps, TritonTiling *out) {
   memset(out, 0, sizeof *out);
   TileWalk *w = fx_calloc(1, sizeof *w);
   if (!w) return -1;
+  w->warps = warps;
   w->p = p;
   w->c = c;
   w->pbody = p->op == IR_OP_FUSION ? ir_fused_computation(p) : NULL;
@@ -1795,9 +1959,10 @@ int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr
     }
     if (ok) {
       PerfEstimate e;
-      tiled_estimate(d, w, root, t, rank, &e);
+      int warps = tiled_estimate(d, w, root, t, rank, &e);
       if (verdict == 0 || e.exec_us < out->best.exec_us) {
         out->best = e;
+        out->warps = warps;
         memcpy(out->valid, t, sizeof(int64_t) * (size_t)rank);
         out->rank = rank;
       }

@@ -121,6 +121,9 @@ typedef struct {
 /* What priority-fusion thinks of producer p right now (pass_priority_fusion.c). Returns false on
  * allocation failure. */
 bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement *out);
+/* The priority of a producer with these times: time unfused - time fused in whole quarter
+ * nanoseconds, as XLA's absl::Duration keeps it (equal times give exactly equal priorities). */
+double priority_fusion_priority(double us_unfused, double us_fused);
 
 /* ---------- Triton tiling (SymbolicTileAnalysis, TritonEmitterConstraints) ---------- */
 
@@ -135,6 +138,7 @@ typedef struct {
   const IrInstr *too_big;
   int64_t too_big_elems, max_elems;
   const IrInstr *untileable; /* a reshape whose symbolic tile XLA fails to compute */
+  int warps;                 /* the best tiling's num_warps (GetNumWarps) */
 } TritonTiling;
 /* Whether the Triton fusion made by fusing p into c (c NULL: p alone) has a valid tiling, as
  * TryFindTopKBestTilingsForFusion decides: 1 yes (best: the fastest tiling's estimate), 0 no
@@ -142,5 +146,10 @@ typedef struct {
  * `only`, that tiling of the root alone. */
 int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
                          TritonTiling *out);
+/* The backend config XLA gives a Triton fusion with the best tiling tt (GetTritonGpuBackendConfig:
+ * kind __triton and block_level_fusion_config with the root's tile sizes and num_warps), into
+ * buf. A Triton fusion made or grown by a pass carries it, and its estimate as one kernel uses
+ * that tiling (EstimateRunTimeForTriton). */
+void fusion_triton_config_text(const TritonTiling *tt, char *buf, size_t n);
 
 #endif

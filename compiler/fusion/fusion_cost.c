@@ -12,53 +12,85 @@
 #include "fusion_analysis.h"
 #include "../plan/plan.h"
 
-/* HloOpProfiles for sm_90 (xla/service/gpu/model/hlo_op_profiles_data.h, measured by XLA on an
- * H100): the clock cycles one element of an elementwise op takes, which GpuHloCostAnalysis counts
- * as its flops. Ops and types not measured cost kDefaultFlopsPerElement = 3, and so does every op
- * on a GPU this XLA has no profile for: its estimates for an A100 (sm_80) count 3 for an add, an
- * exp and an rsqrt alike. */
+/* HloOpProfiles (xla/service/gpu/model/hlo_op_profiles_data.h, measured by XLA on each GPU): the
+ * clock cycles one element of an elementwise op takes, which GpuHloCostAnalysis counts as its
+ * flops (GetFlopsPerElementwiseOpElement). The profile is the device's own, by its compute
+ * capability: sm_90 (H100) and sm_80 (A100) are the ones fxplain's GPU profiles need. An op and
+ * type the profile does not list costs kDefaultFlopsPerElement = 3: on an A100 that is most f32
+ * ops (add, exp, rsqrt, ...), while power (1221) and tanh (504) are listed. */
 typedef struct {
+  const char *arch;
   IrOpcode op;
-  short f16, f32, f64, s8_16, s32, s64; /* 0: not measured */
+  IrType type;
+  short cycles;
 } OpProfile;
 
 static const OpProfile op_profiles[] = {
-    {IR_OP_DIVIDE, 43, 19, 526, 356, 297, 685},
-    {IR_OP_MULTIPLY, 7, 3, 15, 7, 3, 11},
-    {IR_OP_POWER, 526, 510, 2205, 122, 71, 253},
-    {IR_OP_CBRT, 201, 178, 586, 0, 0, 0},
-    {IR_OP_COS, 997, 978, 558, 0, 0, 0},
-    {IR_OP_EXP, 102, 79, 376, 0, 0, 0},
-    {IR_OP_EXPM1, 217, 190, 712, 0, 0, 0},
-    {IR_OP_LOG, 182, 166, 815, 0, 0, 0},
-    {IR_OP_LOG1P, 245, 229, 1259, 0, 0, 0},
-    {IR_OP_RSQRT, 95, 75, 277, 0, 0, 0},
-    {IR_OP_SIN, 993, 958, 554, 0, 0, 0},
-    {IR_OP_SQRT, 95, 75, 332, 0, 0, 0},
-    {IR_OP_TANH, 502, 467, 431, 0, 0, 0},
-    {IR_OP_ADD, 7, 7, 15, 0, 0, 0},
-    {IR_OP_ATAN2, 451, 431, 930, 0, 0, 0},
-    {IR_OP_SUBTRACT, 7, 7, 15, 0, 0, 0},
+    {"sm_90", IR_OP_DIVIDE, IR_S8, 356}, {"sm_90", IR_OP_MULTIPLY, IR_S8, 7}, {"sm_90", IR_OP_POWER, IR_S8, 122},
+    {"sm_90", IR_OP_DIVIDE, IR_S16, 364}, {"sm_90", IR_OP_MULTIPLY, IR_S16, 7}, {"sm_90", IR_OP_POWER, IR_S16, 122},
+    {"sm_90", IR_OP_DIVIDE, IR_S32, 297}, {"sm_90", IR_OP_MULTIPLY, IR_S32, 3}, {"sm_90", IR_OP_POWER, IR_S32, 71},
+    {"sm_90", IR_OP_DIVIDE, IR_S64, 685}, {"sm_90", IR_OP_MULTIPLY, IR_S64, 11}, {"sm_90", IR_OP_POWER, IR_S64, 253},
+    {"sm_90", IR_OP_DIVIDE, IR_U8, 300}, {"sm_90", IR_OP_MULTIPLY, IR_U8, 7}, {"sm_90", IR_OP_POWER, IR_U8, 122},
+    {"sm_90", IR_OP_DIVIDE, IR_U16, 304}, {"sm_90", IR_OP_MULTIPLY, IR_U16, 7}, {"sm_90", IR_OP_POWER, IR_U16, 126},
+    {"sm_90", IR_OP_DIVIDE, IR_U32, 122}, {"sm_90", IR_OP_MULTIPLY, IR_U32, 3}, {"sm_90", IR_OP_POWER, IR_U32, 71},
+    {"sm_90", IR_OP_DIVIDE, IR_U64, 629}, {"sm_90", IR_OP_MULTIPLY, IR_U64, 11}, {"sm_90", IR_OP_POWER, IR_U64, 253},
+    {"sm_90", IR_OP_CBRT, IR_F16, 201}, {"sm_90", IR_OP_COS, IR_F16, 997}, {"sm_90", IR_OP_EXP, IR_F16, 102},
+    {"sm_90", IR_OP_EXPM1, IR_F16, 217}, {"sm_90", IR_OP_LOG, IR_F16, 182}, {"sm_90", IR_OP_LOG1P, IR_F16, 245},
+    {"sm_90", IR_OP_RSQRT, IR_F16, 95}, {"sm_90", IR_OP_SIN, IR_F16, 993}, {"sm_90", IR_OP_SQRT, IR_F16, 95},
+    {"sm_90", IR_OP_TANH, IR_F16, 502}, {"sm_90", IR_OP_ADD, IR_F16, 7}, {"sm_90", IR_OP_ATAN2, IR_F16, 451},
+    {"sm_90", IR_OP_DIVIDE, IR_F16, 43}, {"sm_90", IR_OP_MULTIPLY, IR_F16, 7}, {"sm_90", IR_OP_POWER, IR_F16, 526},
+    {"sm_90", IR_OP_SUBTRACT, IR_F16, 7},
+    {"sm_90", IR_OP_CBRT, IR_F32, 178}, {"sm_90", IR_OP_COS, IR_F32, 978}, {"sm_90", IR_OP_EXP, IR_F32, 79},
+    {"sm_90", IR_OP_EXPM1, IR_F32, 190}, {"sm_90", IR_OP_LOG, IR_F32, 166}, {"sm_90", IR_OP_LOG1P, IR_F32, 229},
+    {"sm_90", IR_OP_RSQRT, IR_F32, 75}, {"sm_90", IR_OP_SIN, IR_F32, 958}, {"sm_90", IR_OP_SQRT, IR_F32, 75},
+    {"sm_90", IR_OP_TANH, IR_F32, 467}, {"sm_90", IR_OP_ADD, IR_F32, 7}, {"sm_90", IR_OP_ATAN2, IR_F32, 431},
+    {"sm_90", IR_OP_DIVIDE, IR_F32, 19}, {"sm_90", IR_OP_MULTIPLY, IR_F32, 3}, {"sm_90", IR_OP_POWER, IR_F32, 510},
+    {"sm_90", IR_OP_SUBTRACT, IR_F32, 7},
+    {"sm_90", IR_OP_CBRT, IR_F64, 586}, {"sm_90", IR_OP_COS, IR_F64, 558}, {"sm_90", IR_OP_EXP, IR_F64, 376},
+    {"sm_90", IR_OP_EXPM1, IR_F64, 712}, {"sm_90", IR_OP_LOG, IR_F64, 815}, {"sm_90", IR_OP_LOG1P, IR_F64, 1259},
+    {"sm_90", IR_OP_RSQRT, IR_F64, 277}, {"sm_90", IR_OP_SIN, IR_F64, 554}, {"sm_90", IR_OP_SQRT, IR_F64, 332},
+    {"sm_90", IR_OP_TANH, IR_F64, 431}, {"sm_90", IR_OP_ADD, IR_F64, 15}, {"sm_90", IR_OP_ATAN2, IR_F64, 930},
+    {"sm_90", IR_OP_DIVIDE, IR_F64, 526}, {"sm_90", IR_OP_MULTIPLY, IR_F64, 15}, {"sm_90", IR_OP_POWER, IR_F64, 2205},
+    {"sm_90", IR_OP_SUBTRACT, IR_F64, 15},
+    {"sm_90", IR_OP_COS, IR_C64, 2415}, {"sm_90", IR_OP_EXP, IR_C64, 641}, {"sm_90", IR_OP_EXPM1, IR_C64, 2055},
+    {"sm_90", IR_OP_LOG, IR_C64, 756}, {"sm_90", IR_OP_LOG1P, IR_C64, 633}, {"sm_90", IR_OP_RSQRT, IR_C64, 3148},
+    {"sm_90", IR_OP_SIN, IR_C64, 2324}, {"sm_90", IR_OP_SQRT, IR_C64, 4344}, {"sm_90", IR_OP_TANH, IR_C64, 2379},
+    {"sm_90", IR_OP_ADD, IR_C64, 7}, {"sm_90", IR_OP_ATAN2, IR_C64, 6462}, {"sm_90", IR_OP_DIVIDE, IR_C64, 498},
+    {"sm_90", IR_OP_MULTIPLY, IR_C64, 79}, {"sm_90", IR_OP_POWER, IR_C64, 5532}, {"sm_90", IR_OP_SUBTRACT, IR_C64, 7},
+    {"sm_90", IR_OP_COS, IR_C128, 1750}, {"sm_90", IR_OP_EXP, IR_C128, 1342}, {"sm_90", IR_OP_EXPM1, IR_C128, 1275},
+    {"sm_90", IR_OP_LOG, IR_C128, 2455}, {"sm_90", IR_OP_LOG1P, IR_C128, 2403}, {"sm_90", IR_OP_RSQRT, IR_C128, 5500},
+    {"sm_90", IR_OP_SIN, IR_C128, 1999}, {"sm_90", IR_OP_SQRT, IR_C128, 6636}, {"sm_90", IR_OP_TANH, IR_C128, 4613},
+    {"sm_90", IR_OP_ADD, IR_C128, 15}, {"sm_90", IR_OP_ATAN2, IR_C128, 13131}, {"sm_90", IR_OP_DIVIDE, IR_C128, 2280},
+    {"sm_90", IR_OP_MULTIPLY, IR_C128, 39}, {"sm_90", IR_OP_POWER, IR_C128, 8363},
+    {"sm_90", IR_OP_SUBTRACT, IR_C128, 15},
+    {"sm_80", IR_OP_DIVIDE, IR_S8, 417},
+    {"sm_80", IR_OP_DIVIDE, IR_S16, 468},
+    {"sm_80", IR_OP_DIVIDE, IR_S64, 1094},
+    {"sm_80", IR_OP_DIVIDE, IR_U8, 420}, {"sm_80", IR_OP_POWER, IR_U8, 417},
+    {"sm_80", IR_OP_DIVIDE, IR_U16, 391}, {"sm_80", IR_OP_POWER, IR_U16, 454},
+    {"sm_80", IR_OP_DIVIDE, IR_U64, 908}, {"sm_80", IR_OP_POWER, IR_U64, 744},
+    {"sm_80", IR_OP_CBRT, IR_F16, 1195}, {"sm_80", IR_OP_LOG, IR_F16, 321}, {"sm_80", IR_OP_LOG1P, IR_F16, 346},
+    {"sm_80", IR_OP_SQRT, IR_F16, 124}, {"sm_80", IR_OP_TANH, IR_F16, 499},
+    {"sm_80", IR_OP_LOG, IR_F32, 259}, {"sm_80", IR_OP_TANH, IR_F32, 504}, {"sm_80", IR_OP_POWER, IR_F32, 1221},
+    {"sm_80", IR_OP_CBRT, IR_F64, 1638}, {"sm_80", IR_OP_EXPM1, IR_F64, 572}, {"sm_80", IR_OP_LOG, IR_F64, 699},
+    {"sm_80", IR_OP_LOG1P, IR_F64, 1223}, {"sm_80", IR_OP_RSQRT, IR_F64, 329}, {"sm_80", IR_OP_SIN, IR_F64, 597},
+    {"sm_80", IR_OP_SQRT, IR_F64, 397}, {"sm_80", IR_OP_TANH, IR_F64, 733}, {"sm_80", IR_OP_ATAN2, IR_F64, 1080},
+    {"sm_80", IR_OP_DIVIDE, IR_F64, 831}, {"sm_80", IR_OP_POWER, IR_F64, 1861},
+    {"sm_80", IR_OP_LOG, IR_C64, 1037}, {"sm_80", IR_OP_LOG1P, IR_C64, 1029}, {"sm_80", IR_OP_ATAN2, IR_C64, 6618},
+    {"sm_80", IR_OP_POWER, IR_C64, 4131},
+    {"sm_80", IR_OP_COS, IR_C128, 2309}, {"sm_80", IR_OP_LOG, IR_C128, 2371}, {"sm_80", IR_OP_LOG1P, IR_C128, 2405},
+    {"sm_80", IR_OP_RSQRT, IR_C128, 3945}, {"sm_80", IR_OP_SIN, IR_C128, 2284}, {"sm_80", IR_OP_SQRT, IR_C128, 5304},
+    {"sm_80", IR_OP_TANH, IR_C128, 3618}, {"sm_80", IR_OP_ATAN2, IR_C128, 13564},
+    {"sm_80", IR_OP_DIVIDE, IR_C128, 3037}, {"sm_80", IR_OP_POWER, IR_C128, 6054},
 };
 
 static int64_t flops_per_element(const DeviceProfile *d, IrOpcode op, IrType t) {
-  if (d && strcmp(d->arch, "sm_90") != 0) return 3;
+  const char *arch = d ? d->arch : "sm_90"; /* NULL: H100 */
   for (size_t k = 0; k < sizeof op_profiles / sizeof op_profiles[0]; k++) {
     const OpProfile *e = &op_profiles[k];
-    if (e->op != op) continue;
-    int v = 0;
-    switch (t) {
-    case IR_F16: v = e->f16; break;
-    case IR_F32: v = e->f32; break;
-    case IR_F64: v = e->f64; break;
-    case IR_S8: case IR_S16: case IR_U8: case IR_U16: v = e->s8_16; break;
-    case IR_S32: case IR_U32: v = e->s32; break;
-    case IR_S64: case IR_U64: v = e->s64; break;
-    default: v = 0;
-    }
-    return v > 0 ? v : 3;
+    if (e->op == op && e->type == t && strcmp(e->arch, arch) == 0) return e->cycles;
   }
-  return 3;
+  return 3; /* kDefaultFlopsPerElement */
 }
 
 static double elements(const IrShape *s) { return ir_shape_is_array(s) ? (double)ir_shape_elements(s) : 0; }

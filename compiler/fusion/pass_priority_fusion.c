@@ -49,28 +49,74 @@ typedef struct {
   IrInstr *instr;
 } HeapItem;
 
+/* GpuPerformanceModelCache's fused times of one producer: consumer id -> time. */
+typedef struct {
+  int cons;
+  double us;
+} PairTime;
+
+typedef struct {
+  PairTime *v;
+  int n, cap;
+} PairList;
+
+/* PriorityFusionQueue's state, per instruction id: the queue (a heap whose stale entries are
+ * skipped by version), the priority each queued producer holds (reverse_map_), and the
+ * performance model's cache as XLA keeps it (GpuPerformanceModelCache): each instruction's time
+ * as one kernel and each producer's fused time with each consumer, kept until XLA invalidates
+ * them (InvalidateCaches), stale or not. */
 typedef struct {
   HeapItem *h;
   int n, cap;
-  int *version; /* per instruction id */
+  int *version;     /* per instruction id */
   unsigned *logged; /* per instruction id: a hash of the last reported refusal (0: none) */
+  /* per instruction id: the times (in ticks) whose difference is the priority it is queued with:
+   * a full update sets them, an incremental one adds its changes */
+  int64_t *t_unfused, *t_fused;
+  unsigned char *queued;
+  double *exec;     /* per instruction id: EstimateRunTimeForInstruction's exec time */
+  unsigned char *exec_ok;
+  PairList *pairs;  /* per producer id */
   int nversion;
 } Queue;
+
+#define GROW(arr, type)                                                                                                \
+  do {                                                                                                                 \
+    type *nv_ = fx_realloc(q->arr, sizeof(type) * (size_t)nc);                                                         \
+    if (!nv_) return false;                                                                                            \
+    memset(nv_ + q->nversion, 0, sizeof(type) * (size_t)(nc - q->nversion));                                           \
+    q->arr = nv_;                                                                                                      \
+  } while (0)
 
 static bool q_version_ok(Queue *q, int id) {
   if (id < q->nversion) return true;
   int nc = q->nversion ? q->nversion : 256;
   while (nc <= id) nc *= 2;
-  int *nv = fx_realloc(q->version, sizeof(int) * (size_t)nc);
-  if (!nv) return false;
-  q->version = nv;
-  unsigned *nl = fx_realloc(q->logged, sizeof(unsigned) * (size_t)nc);
-  if (!nl) return false;
-  q->logged = nl;
-  memset(nv + q->nversion, 0, sizeof(int) * (size_t)(nc - q->nversion));
-  memset(nl + q->nversion, 0, sizeof(unsigned) * (size_t)(nc - q->nversion));
+  GROW(version, int);
+  GROW(logged, unsigned);
+  GROW(t_unfused, int64_t);
+  GROW(t_fused, int64_t);
+  GROW(queued, unsigned char);
+  GROW(exec, double);
+  GROW(exec_ok, unsigned char);
+  GROW(pairs, PairList);
   q->nversion = nc;
   return true;
+}
+#undef GROW
+
+static void q_free(Queue *q) {
+  for (int k = 0; k < q->nversion; k++) fx_free(q->pairs[k].v);
+  fx_free(q->h);
+  fx_free(q->version);
+  fx_free(q->logged);
+  fx_free(q->t_unfused);
+  fx_free(q->t_fused);
+  fx_free(q->queued);
+  fx_free(q->exec);
+  fx_free(q->exec_ok);
+  fx_free(q->pairs);
+  memset(q, 0, sizeof *q);
 }
 
 /* XLA's queue is a std::map keyed by (priority, unique id), taken from the largest end. */
@@ -88,6 +134,7 @@ static bool q_push(Queue *q, IrInstr *i, double prio) {
     q->cap = nc;
   }
   int k = q->n++;
+  q->queued[i->id] = 1;
   q->h[k] = (HeapItem){prio, i->id, q->version[i->id], i};
   while (k > 0) {
     int p = (k - 1) / 2;
@@ -264,6 +311,36 @@ static bool consumer_conflict(const IrInstr *c, const IrInstr *p) {
   return false;
 }
 
+/* IsSafeToFuseSliceIntoDusFusion's has_nonelementwise_uses_except_dus: whether x, or anything that
+ * uses x's value inside the fused computation, is a non-elementwise op other than the in-place
+ * dynamic-update-slice (a parameter passes its uses on; memo: 1 no, 2 yes, by body index). */
+static bool nonelementwise_use(const IrComputation *fc, const IrInstr *x, const IrInstr *dus, unsigned char *memo) {
+  int k = 0;
+  while (k < fc->ninstrs && fc->instrs[k] != x) k++;
+  if (k < fc->ninstrs && memo[k]) return memo[k] == 2;
+  bool v = x != dus && !ir_op_is_elementwise(x->op) && x->op != IR_OP_PARAMETER;
+  for (int u = 0; !v && u < x->nusers; u++) v = nonelementwise_use(fc, x->users[u], dus, memo);
+  if (k < fc->ninstrs) memo[k] = v ? 2 : 1;
+  return v;
+}
+
+/* IsSafeToFuseSliceIntoDusFusion: fusing a slice or dynamic-slice into a fusion that updates the
+ * same buffer in place is safe only when no other non-elementwise op of the fusion reads the
+ * slice's value: that op would then share its operand with the in-place buffer. */
+static bool safe_slice_into_dus_fusion(const IrInstr *p, const IrInstr *c, const IrInstr *dus) {
+  IrComputation *fc = ir_fused_computation(c);
+  if (!fc) return true;
+  unsigned char *memo = fx_calloc((size_t)(fc->ninstrs ? fc->ninstrs : 1), 1);
+  bool safe = true;
+  for (int k = 0; safe && k < c->noperands && k < fc->nparams; k++) {
+    if (c->operands[k] != p || !fc->params[k]) continue;
+    if (!memo) return false; /* out of memory: refuse, as the unsafe case */
+    safe = !nonelementwise_use(fc, fc->params[k], dus, memo);
+  }
+  fx_free(memo);
+  return safe;
+}
+
 /* XLA's InstructionFusion::ShouldFuseInPlaceOp: a consumer that updates a buffer in place takes a
  * producer that is (or reads) that buffer only when the producer is elementwise, or a single slice
  * or dynamic-slice of exactly the region the consumer's one dynamic-update-slice writes. */
@@ -319,6 +396,12 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
                                "mismatch)",
                                p->name, buf->name, c->name);
       }
+      if (c->op == IR_OP_FUSION && !safe_slice_into_dus_fusion(p, c, dus))
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s's slice would also reach another non-elementwise op of %s, which would then read the "
+                             "buffer %s updates in place (XLA: Fusing slice into DUS will also fuse another "
+                             "non-elementwise op with shared operand as DUS)",
+                             p->name, c->name, c->name);
       continue;
     }
     if (pne->op == IR_OP_DYNAMIC_SLICE) {
@@ -332,6 +415,12 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
                                "mismatch)",
                                p->name, buf->name, c->name);
       }
+      if (c->op == IR_OP_FUSION && !safe_slice_into_dus_fusion(p, c, dus))
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s's dynamic-slice would also reach another non-elementwise op of %s, which would then "
+                             "read the buffer %s updates in place (XLA: Fusing DS into DUS will also fuse another "
+                             "non-elementwise op with shared operand as DUS)",
+                             p->name, c->name, c->name);
       continue;
     }
     return fusion_refuse(v, FR_IN_PLACE,
@@ -485,10 +574,83 @@ static void eval_free(Eval *e) {
   memset(e, 0, sizeof *e);
 }
 
+/* ---------- GpuPerformanceModelCache ----------
+ *
+ * XLA asks its performance model through a cache (EstimateRunTimeForInstructionCached,
+ * EstimateRunTimeForFusionCached) and drops an entry only when priority fusion invalidates it:
+ * the producer it fused and the consumers it fused into (InvalidateCaches). Every other time
+ * stays as it was computed, even where a fresh estimate would now differ (a transpose's
+ * coalescing looks along its operand chain, which fusion may have changed), so the priorities
+ * XLA compares are made of those kept times, and so are fxplain's. With q NULL nothing is kept. */
+
+static double c_exec(Queue *q, const DeviceProfile *d, IrInstr *i) {
+  if (!q || !q_version_ok(q, i->id)) return perf_exec_us(d, i);
+  if (!q->exec_ok[i->id]) {
+    q->exec[i->id] = perf_exec_us(d, i);
+    q->exec_ok[i->id] = 1;
+  }
+  return q->exec[i->id];
+}
+
+static PairTime *pair_find(Queue *q, int p, int c) {
+  if (p >= q->nversion) return NULL;
+  PairList *l = &q->pairs[p];
+  for (int k = 0; k < l->n; k++)
+    if (l->v[k].cons == c) return &l->v[k];
+  return NULL;
+}
+
+static double c_fused(Queue *q, const DeviceProfile *d, IrInstr *p, IrInstr *c) {
+  if (!q || !q_version_ok(q, p->id)) return perf_fused_exec_us(d, p, c);
+  PairTime *t = pair_find(q, p->id, c->id);
+  if (t) return t->us;
+  double us = perf_fused_exec_us(d, p, c);
+  PairList *l = &q->pairs[p->id];
+  if (l->n == l->cap) {
+    int nc = l->cap ? l->cap * 2 : 4;
+    PairTime *nv = fx_realloc(l->v, sizeof(PairTime) * (size_t)nc);
+    if (!nv) return us; /* not kept: the next ask computes it again */
+    l->v = nv;
+    l->cap = nc;
+  }
+  l->v[l->n++] = (PairTime){c->id, us};
+  return us;
+}
+
+/* GpuPerformanceModelCache::Invalidate: x's own time, its fused times as a producer, and its
+ * fused times as the consumer of each operand (through a get-tuple-element, of the tuple). */
+static void c_invalidate(Queue *q, const IrInstr *x) {
+  if (x->id >= q->nversion) return;
+  q->exec_ok[x->id] = 0;
+  q->pairs[x->id].n = 0;
+  for (int k = 0; k < x->noperands; k++) {
+    const IrInstr *o = x->operands[k];
+    if (!o) continue;
+    if (o->op == IR_OP_GET_TUPLE_ELEMENT && o->noperands == 1) o = o->operands[0];
+    if (o->id >= q->nversion) continue;
+    PairList *l = &q->pairs[o->id];
+    for (int j = 0; j < l->n; j++)
+      if (l->v[j].cons == x->id) l->v[j--] = l->v[--l->n];
+  }
+}
+
+/* EstimateRunTimesForPriorityFusion over the given consumers: one launch per kernel, the producer
+ * and each consumer apart, against each consumer with the producer fused in. */
+static void run_times(Queue *q, const DeviceProfile *d, IrInstr *p, IrInstr **cons, int n, double *unfused,
+                      double *fused) {
+  *unfused = PERF_LAUNCH_US * (n + 1) + c_exec(q, d, p);
+  *fused = PERF_LAUNCH_US * n;
+  for (int u = 0; u < n; u++) {
+    *unfused += c_exec(q, d, cons[u]);
+    *fused += c_fused(q, d, p, cons[u]);
+  }
+}
+
 /* CanFuseWithAllNonBitcastUsers and EstimateRunTimesForPriorityFusion for producer p. Every
- * user's verdict is computed (XLA stops at the first refusal). Returns false on allocation
- * failure. */
-static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
+ * user's verdict is computed (XLA stops at the first refusal). XLA estimates the times only of a
+ * producer every user can take, through its cache (q); the times of a refused one are estimated
+ * here too, for the report, and not kept. Returns false on allocation failure. */
+static bool evaluate(const PassContext *cx, Queue *q, IrInstr *p, Eval *e, bool times) {
   memset(e, 0, sizeof *e);
   e->n = p->nusers;
   e->v = fx_calloc((size_t)(e->n ? e->n : 1), sizeof(FusionVerdict));
@@ -497,12 +659,8 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
   if (e->n) memcpy(e->users, p->users, sizeof(IrInstr *) * (size_t)e->n);
   fusion_memo_open(); /* nothing changes until it closes */
   e->all_ok = e->n > 0;
-  e->us_unfused = PERF_LAUNCH_US * (e->n + 1) + perf_exec_us(cx->device, p);
-  e->us_fused = PERF_LAUNCH_US * e->n;
   for (int u = 0; u < e->n; u++) {
     IrInstr *c = e->users[u];
-    e->us_unfused += perf_exec_us(cx->device, c);
-    e->us_fused += perf_fused_exec_us(cx->device, p, c);
     /* Users that are bitcasts keeping the bit width are skipped (IsFusibleBitcast); any other
      * bitcast is a consumer like the rest, and not a fusible one. */
     if (c->op == IR_OP_BITCAST && fusion_xla_fusible(c, cx->settings)) {
@@ -515,6 +673,7 @@ static bool evaluate(const PassContext *cx, IrInstr *p, Eval *e) {
     if (!can_fuse(p, c, cx, &e->v[u])) e->all_ok = false;
   }
   if (!e->any_non_bitcast) e->all_ok = false;
+  if (times) run_times(e->all_ok ? q : NULL, cx->device, p, e->users, e->n, &e->us_unfused, &e->us_fused);
   fusion_memo_close();
   return true;
 }
@@ -583,21 +742,63 @@ static bool queueable(const IrInstr *p, const PassSettings *s) {
   }
 }
 
-/* CalculateProducerPriority: computes p's priority and queues it when it is not negative. */
-static bool push_eval(PassContext *cx, Queue *q, IrInstr *p) {
+/* XLA's priority is an absl::Duration, a whole number of quarter nanoseconds, so equal times give
+ * exactly equal priorities and the tie goes to the instruction id; in microseconds as doubles,
+ * 2.002 - 1.002 and 2.001 - 1.001 differ in the last bit. The priority is kept in those quarters. */
+double priority_fusion_priority(double us_unfused, double us_fused) {
+  return (double)(llround(us_unfused * 4000.0) - llround(us_fused * 4000.0));
+}
+
+static int64_t ticks(double us) { return llround(us * 4000.0); }
+
+/* What one fusion step changed for one operand of the fusions it made (operands_to_new_consumers_
+ * and operands_to_removed_consumers_runtimes): the new fusions that read it, and, when it was
+ * queued, the times its old consumers (the fused producer and its users) added to its priority. */
+typedef struct {
+  IrInstr *op;
+  IrInstr **news;
+  int nnews, cap;
+  bool incremental;
+  int64_t rem_unfused, rem_fused;
+} OpUpdate;
+
+/* CalculateProducerPriority: computes p's priority and queues it when it is not negative. An
+ * incremental update (inc, for a producer already queued whose consumers a fusion replaced) adds
+ * to the priority it had the times of the new consumers less those of the replaced ones, as XLA
+ * does, instead of estimating every user again. */
+static bool push_eval(PassContext *cx, Queue *q, IrInstr *p, const OpUpdate *inc) {
   if (!q_version_ok(q, p->id)) return false;
+  bool was_queued = q->queued[p->id];
   q->version[p->id]++;
+  q->queued[p->id] = 0;
   if (p->dead || !queueable(p, cx->settings)) return true;
   if (p->op == IR_OP_BITCAST) return q_push(q, p, INFINITY);
+  bool incremental = inc && inc->incremental && was_queued;
   Eval e;
-  if (!evaluate(cx, p, &e)) {
+  if (!evaluate(cx, q, p, &e, !incremental)) {
     eval_free(&e);
     return false;
   }
   bool ok = true;
-  double prio = e.us_unfused - e.us_fused;
-  if (!e.all_ok) report_refusal(cx, q, p, &e, false);
-  else if (prio < 0) report_refusal(cx, q, p, &e, true);
+  if (!e.all_ok) {
+    if (incremental) run_times(NULL, cx->device, p, e.users, e.n, &e.us_unfused, &e.us_fused);
+    report_refusal(cx, q, p, &e, false);
+    eval_free(&e);
+    return true;
+  }
+  if (incremental) {
+    double nu, nf;
+    run_times(q, cx->device, p, inc->news, inc->nnews, &nu, &nf);
+    q->t_unfused[p->id] += ticks(nu) - inc->rem_unfused;
+    q->t_fused[p->id] += ticks(nf) - inc->rem_fused;
+    e.us_unfused = (double)q->t_unfused[p->id] / 4000.0;
+    e.us_fused = (double)q->t_fused[p->id] / 4000.0;
+  } else {
+    q->t_unfused[p->id] = ticks(e.us_unfused);
+    q->t_fused[p->id] = ticks(e.us_fused);
+  }
+  double prio = (double)(q->t_unfused[p->id] - q->t_fused[p->id]);
+  if (prio < 0) report_refusal(cx, q, p, &e, true);
   else ok = q_push(q, p, prio);
   eval_free(&e);
   return ok;
@@ -606,7 +807,7 @@ static bool push_eval(PassContext *cx, Queue *q, IrInstr *p) {
 bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement *out) {
   memset(out, 0, sizeof *out);
   Eval e;
-  if (!evaluate(cx, p, &e)) {
+  if (!evaluate(cx, NULL, p, &e, true)) {
     eval_free(&e);
     return false;
   }
@@ -649,6 +850,77 @@ static void choose_kind(IrInstr *f) {
   ir_attr_set_text(f, "kind", fusion_emitter_kind(f) == FUSION_EMITTER_LOOP ? "kLoop" : "kInput");
 }
 
+/* The OpUpdate of o among the n of this step, added when absent; NULL on allocation failure. */
+static OpUpdate *op_update(OpUpdate **ups, int *n, int *cap, IrInstr *o) {
+  for (int k = 0; k < *n; k++)
+    if ((*ups)[k].op == o) return &(*ups)[k];
+  if (*n == *cap) {
+    int nc = *cap ? *cap * 2 : 16;
+    OpUpdate *nv = fx_realloc(*ups, sizeof(OpUpdate) * (size_t)nc);
+    if (!nv) return NULL;
+    memset(nv + *cap, 0, sizeof(OpUpdate) * (size_t)(nc - *cap));
+    *ups = nv;
+    *cap = nc;
+  }
+  OpUpdate *u = &(*ups)[(*n)++];
+  IrInstr **keep = u->news;
+  int keep_cap = u->cap;
+  memset(u, 0, sizeof *u);
+  u->news = keep; /* the array is reused from step to step */
+  u->cap = keep_cap;
+  u->op = o;
+  return u;
+}
+
+static bool add_new_consumer(OpUpdate *u, IrInstr *f) {
+  for (int k = 0; k < u->nnews; k++)
+    if (u->news[k] == f) return true;
+  if (u->nnews == u->cap) {
+    int nc = u->cap ? u->cap * 2 : 4;
+    IrInstr **nv = fx_realloc(u->news, sizeof(IrInstr *) * (size_t)nc);
+    if (!nv) return false;
+    u->news = nv;
+    u->cap = nc;
+  }
+  u->news[u->nnews++] = f;
+  return true;
+}
+
+static bool add_touched(IrInstr ***t, int *n, int *cap, IrInstr *x) {
+  for (int k = 0; k < *n; k++)
+    if ((*t)[k] == x) return true;
+  if (*n == *cap) {
+    int nc = *cap ? *cap * 2 : 64;
+    IrInstr **nt = fx_realloc(*t, sizeof(IrInstr *) * (size_t)nc);
+    if (!nt) return false;
+    *t = nt;
+    *cap = nc;
+  }
+  (*t)[(*n)++] = x;
+  return true;
+}
+
+/* ComputeRuntimesOfRemovedConsumers: for each queued operand of this step's fusions, the times
+ * its replaced consumers (the users of producer p and p itself) added to its priority, as they
+ * were kept when it was last updated. */
+static void removed_runtimes(Queue *q, OpUpdate *ups, int nups, IrInstr *p, IrInstr **cur, int ncur) {
+  for (int k = 0; k < nups; k++) {
+    OpUpdate *u = &ups[k];
+    int o = u->op->id;
+    if (o >= q->nversion || !q->queued[o] || !q->exec_ok[o]) continue;
+    u->rem_unfused = ticks(q->exec[o]) + ticks(PERF_LAUNCH_US);
+    u->rem_fused = 0;
+    for (int j = 0; j <= ncur; j++) {
+      IrInstr *cons = j < ncur ? cur[j] : p;
+      PairTime *t = pair_find(q, o, cons->id);
+      if (!t) continue;
+      u->rem_fused += ticks(t->us);
+      if (cons->id < q->nversion && q->exec_ok[cons->id]) u->rem_unfused += ticks(q->exec[cons->id]);
+    }
+    u->incremental = true;
+  }
+}
+
 static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
   Queue q;
   memset(&q, 0, sizeof q);
@@ -660,23 +932,44 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
   /* The estimates of the fusions in c are kept until the constants are fused: only fusion_fuse
    * below changes c in between, and forget_fused drops what each call touches. */
   perf_cache_open();
-  for (int k = 0; k < n0 && ok; k++) ok = push_eval(cx, &q, initial[k]);
+  /* PriorityFusionQueue's constructor estimates every fusible instruction as one kernel first
+   * (UpdatePerformanceModelCache), then computes the priorities. */
+  for (int k = 0; k < n0; k++)
+    if (fusion_xla_fusible(initial[k], cx->settings) || fusion_is_generic_triton(initial[k]))
+      c_exec(&q, cx->device, initial[k]);
+  for (int k = 0; k < n0 && ok; k++) ok = push_eval(cx, &q, initial[k], NULL);
   fx_free(initial);
   HeapItem it;
-  IrInstr **touched = NULL;
-  int ntouched = 0, cap = 0;
+  IrInstr **touched = NULL, **cur = NULL;
+  int ntouched = 0, cap = 0, ncur = 0, curcap = 0;
+  OpUpdate *ups = NULL;
+  int nups = 0, upcap = 0;
   while (ok && !pass_interrupted(cx) && q_pop(&q, &it)) { /* Ctrl-C: stop at the next producer */
     IrInstr *p = it.instr;
     if (p->dead || p->parent != c) continue;
+    q.queued[p->id] = 0; /* dequeued */
     Eval e;
-    if (!evaluate(cx, p, &e)) {
+    if (!evaluate(cx, &q, p, &e, true)) {
       eval_free(&e);
       ok = false;
       break;
     }
     char pname[256];
     snprintf(pname, sizeof pname, "%s", p->name);
-    ntouched = 0;
+    ntouched = nups = ncur = 0;
+    /* current_consumers_: every user; of a bitcast, those that can take it (DequeueNextProducer). */
+    if (e.n > curcap) {
+      IrInstr **nc = fx_realloc(cur, sizeof(IrInstr *) * (size_t)e.n);
+      if (!nc) {
+        eval_free(&e);
+        ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+        break;
+      }
+      cur = nc;
+      curcap = e.n;
+    }
+    for (int u = 0; u < e.n; u++)
+      if (p->op != IR_OP_BITCAST || (e.users[u]->op != IR_OP_BITCAST && e.v[u].ok)) cur[ncur++] = e.users[u];
     int nfuse = 0;
     for (int u = 0; u < e.n; u++) nfuse += e.users[u]->op != IR_OP_BITCAST && (p->op != IR_OP_BITCAST || e.v[u].ok);
     bool dup = nfuse > 1 || (nfuse == 1 && e.n > 1);
@@ -691,11 +984,18 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
       }
       char label[256];
       snprintf(label, sizeof label, "%s", fusion_consumer_label(cons, p));
+      /* A Triton pair: CanFuseTriton's best tiling becomes the new fusion's backend config. */
+      char tconfig[512] = "";
+      if (fusion_is_generic_triton(p) || fusion_is_generic_triton(cons)) {
+        TritonTiling tt;
+        if (fusion_triton_tiling(cx->device, p, cons, NULL, &tt) == 1) fusion_triton_config_text(&tt, tconfig, sizeof tconfig);
+      }
       IrInstr *f = fusion_fuse(cons, p);
       if (!f) {
         ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, pname);
         break;
       }
+      if (tconfig[0]) ir_attr_set_text(f, "backend_config", tconfig);
       choose_kind(f);
       forget_fused(f, cons, p);
       FusionVerdict *v = &e.v[u];
@@ -708,46 +1008,68 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
       put_times(v, &e);
       fusion_verdict_emit(cx, dup ? "duplicate" : "fuse", pname, label, f->name, v);
       (*fused)++;
-      /* OnFusingInstruction: the new fusion and its operands get new priorities. */
-      int need = ntouched + f->noperands + 1;
-      if (need > cap) {
-        int nc = cap ? cap * 2 : 64;
-        while (nc < need) nc *= 2;
-        IrInstr **nt = fx_realloc(touched, sizeof(IrInstr *) * (size_t)nc);
-        if (!nt) {
-          ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-          break;
-        }
-        touched = nt;
-        cap = nc;
+      /* OnFusingInstruction: a consumer the fusion replaced leaves the queue; the new fusion and
+       * its operands get new priorities, and each operand learns its new consumer. */
+      if (f != cons && cons->id < q.nversion) {
+        q.version[cons->id]++;
+        q.queued[cons->id] = 0;
       }
-      touched[ntouched++] = f;
-      for (int o = 0; o < f->noperands; o++) {
+      for (int o = 0; o < f->noperands && ok; o++) {
         IrInstr *op = f->operands[o];
         if (op == p || op->op == IR_OP_CONSTANT || op->op == IR_OP_GET_TUPLE_ELEMENT) continue;
-        touched[ntouched++] = op;
+        OpUpdate *up = op_update(&ups, &nups, &upcap, op);
+        ok = up && add_new_consumer(up, f) && add_touched(&touched, &ntouched, &cap, op);
       }
+      ok = ok && add_touched(&touched, &ntouched, &cap, f);
+      if (!ok) fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
     }
     eval_free(&e);
+    if (!ok) break;
+    removed_runtimes(&q, ups, nups, p, cur, ncur);
+    /* InvalidateCaches: the producer once it is gone, and every consumer. */
+    if (p->dead || p->parent != c || p->nusers == 0) {
+      c_invalidate(&q, p);
+      q.version[p->id]++;
+      q.queued[p->id] = 0;
+    }
+    for (int k = 0; k < ncur; k++) c_invalidate(&q, cur[k]);
+    /* UpdatePriorities. */
     for (int k = 0; k < ntouched && ok; k++) {
-      bool seen = false;
-      for (int j = 0; j < k; j++) seen = seen || touched[j] == touched[k];
-      if (!seen && !touched[k]->dead && touched[k]->parent == c) ok = push_eval(cx, &q, touched[k]);
+      IrInstr *x = touched[k];
+      if (x->dead || x->parent != c) continue;
+      const OpUpdate *up = NULL;
+      for (int j = 0; j < nups && !up; j++)
+        if (ups[j].op == x) up = &ups[j];
+      ok = push_eval(cx, &q, x, up);
     }
   }
+  for (int k = 0; k < upcap; k++) fx_free(ups[k].news);
+  fx_free(ups);
+  fx_free(cur);
   fx_free(touched);
   perf_cache_close();
-  /* Small constants go into every fusible user last (XLA: "Fuse all constants"). */
-  for (int k = 0; k < c->ninstrs && ok; k++) {
+  /* Small constants go into every fusible user last (XLA: "Fuse all constants"): the constants
+   * are listed first, since fusing one into its last user takes it out of the computation. */
+  int nk = 0;
+  IrInstr **consts = ok ? fx_malloc(sizeof(IrInstr *) * (size_t)(c->ninstrs ? c->ninstrs : 1)) : NULL;
+  if (ok && !consts) ok = false;
+  for (int k = 0; ok && k < c->ninstrs; k++) {
     IrInstr *k0 = c->instrs[k];
-    if (k0->dead || k0->op != IR_OP_CONSTANT || !ir_shape_is_array(&k0->shape) || ir_shape_elements(&k0->shape) > 1)
-      continue;
+    if (!k0->dead && k0->op == IR_OP_CONSTANT && ir_shape_is_array(&k0->shape) && ir_shape_elements(&k0->shape) <= 1)
+      consts[nk++] = k0;
+  }
+  for (int k = 0; k < nk && ok; k++) {
+    IrInstr *k0 = consts[k];
     int nu = k0->nusers;
-    IrInstr *users[64];
-    if (nu > 64) nu = 64;
+    IrInstr **users = fx_malloc(sizeof(IrInstr *) * (size_t)(nu ? nu : 1));
+    if (!users) {
+      ok = false;
+      break;
+    }
     memcpy(users, k0->users, sizeof(IrInstr *) * (size_t)nu);
     for (int u = 0; u < nu && ok; u++) {
       IrInstr *user = users[u];
+      /* Into Triton fusions too (XLA's FuseSmallConstantIntoTritonFusion). */
       if (user->dead || !(fusion_xla_fusible(user, cx->settings) || fusion_is_generic_triton(user))) continue;
       FusionVerdict sv;
       if (!can_emit_input_fused_scatter(k0, user, &sv)) continue;
@@ -761,10 +1083,10 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
       choose_kind(f);
       (*fused)++;
     }
+    fx_free(users);
   }
-  fx_free(q.h);
-  fx_free(q.version);
-  fx_free(q.logged);
+  fx_free(consts);
+  q_free(&q);
   if (*fused) ir_computation_sort(c);
   if (!ok && !cx->err->set) fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   return ok;

@@ -429,7 +429,13 @@ static bool fuse_diamond(IrInstr *root, IrInstr *producer, PassContext *cx, bool
   }
   fx_free(body.v);
   if (!f) return fx_error_set(cx->err, NULL, 0, 0, "out of memory");
-  ir_attr_set_text(f, "backend_config", TRITON_BACKEND_CONFIG);
+  /* SoftmaxRewriterTriton records the best tiling in the fusion's backend config (its
+   * block_level_fusion_config), with which the cost model times it as one kernel. */
+  TritonTiling best;
+  char config[512];
+  if (fusion_triton_tiling(cx->device, f, NULL, NULL, &best) == 1) fusion_triton_config_text(&best, config, sizeof config);
+  else snprintf(config, sizeof config, "%s", TRITON_BACKEND_CONFIG);
+  ir_attr_set_text(f, "backend_config", config);
   ir_instr_rename(f, ir_module_series_name(f->parent->module, "triton_softmax", false));
   d.accepted = true;
   d.result = f->name;

@@ -109,6 +109,10 @@ typedef struct {
   struct InstrList *recs; /* the computation being read: where nested operand instructions go */
   int nested;             /* how many nested instructions were named so far */
   bool failed;
+  /* A module attribute's strings may span lines: XLA prints origin_recovery_table's modules
+   * (HloModule::ToString) as strings with their newlines. Anywhere else a newline ends an
+   * unterminated string, so that it is reported at its quote. */
+  bool strings_span_lines;
 } P;
 
 /* Replaces bytes that are not valid UTF-8 in the error's source line by '?' (one for one, so the
@@ -117,16 +121,9 @@ static void sanitize_source(FxError *e) {
   if (!e) return;
   unsigned char *s = (unsigned char *)e->source;
   for (size_t i = 0; s[i];) {
-    unsigned c = s[i];
-    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 && c >= 0xC2 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 && c <= 0xF4 ? 4 : 0;
-    bool ok = n > 0;
-    for (size_t k = 1; ok && k < n; k++)
-      if ((s[i + k] & 0xC0) != 0x80) ok = false;
-    if (!ok) {
-      s[i++] = '?';
-      continue;
-    }
-    i += n;
+    size_t n = fx_utf8_len(s + i, 4); /* the terminating NUL ends a sequence early */
+    if (n == 0) s[i++] = '?';
+    else i += n;
   }
 }
 
@@ -165,13 +162,14 @@ static void advn(P *p, size_t n) {
   while (n--) adv(p);
 }
 
-/* Skips spaces, newlines and comments.  Returns false on an unterminated block comment. */
-static bool ws(P *p) {
+/* Skips spaces and comments, and newlines unless a line ends the construct (ws_line); line
+ * comments only where newlines go too. Returns false on an unterminated block comment. */
+static bool skip_blanks(P *p, bool newlines) {
   for (;;) {
     char c = peek(p);
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+    if (c == ' ' || c == '\t' || c == '\r' || (newlines && c == '\n')) {
       adv(p);
-    } else if (c == '/' && peek_at(p, 1) == '/') {
+    } else if (newlines && c == '/' && peek_at(p, 1) == '/') {
       while (p->pos < p->len && peek(p) != '\n') adv(p);
     } else if (c == '/' && peek_at(p, 1) == '*') {
       int l = p->line, cl = p->col;
@@ -185,23 +183,8 @@ static bool ws(P *p) {
   }
 }
 
-/* Skips spaces and comments but not newlines (used where a line ends a construct). */
-static bool ws_line(P *p) {
-  for (;;) {
-    char c = peek(p);
-    if (c == ' ' || c == '\t' || c == '\r') {
-      adv(p);
-    } else if (c == '/' && peek_at(p, 1) == '*') {
-      int l = p->line, cl = p->col;
-      advn(p, 2);
-      while (p->pos < p->len && !(peek(p) == '*' && peek_at(p, 1) == '/')) adv(p);
-      if (p->pos >= p->len) return perr(p, l, cl, "unterminated comment");
-      advn(p, 2);
-    } else {
-      return true;
-    }
-  }
-}
+static bool ws(P *p) { return skip_blanks(p, true); }
+static bool ws_line(P *p) { return skip_blanks(p, false); }
 
 static bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 static bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9') || c == '.' || c == '-'; }
@@ -235,6 +218,13 @@ static bool expect_char(P *p, char c, const char *what) {
   char b[64];
   if (p->pos >= p->len) return perr(p, p->line, p->col, "unexpected end of file: expected %s", what);
   return perr(p, p->line, p->col, "expected %s, found %s", what, describe(p, b, sizeof b));
+}
+
+/* After an element of a list: a ',' announces another one (eaten); anything else ends the list. */
+static bool eat_comma(P *p) {
+  if (peek(p) != ',') return false;
+  adv(p);
+  return true;
 }
 
 /* NAME = ['%'] name-start {name-char}.  Fills r (without the '%'). */
@@ -307,12 +297,12 @@ static bool scan_raw(P *p, bool stop_at_space, char stop_close, size_t *s, size_
     if (c == '"') {
       int l = p->line, cl = p->col;
       adv(p);
-      while (p->pos < p->len && peek(p) != '"' && peek(p) != '\n') {
+      while (p->pos < p->len && peek(p) != '"' && (peek(p) != '\n' || p->strings_span_lines)) {
         if (peek(p) == '\\') adv(p);
         /* strings reach the terminal (errors, show hlo): raw control characters, such as the
            ESC of a terminal escape sequence, are refused; HLO text writes them as escapes */
         unsigned char b = (unsigned char)peek(p);
-        if ((b < 0x20 && b != '\t') || b == 0x7f)
+        if ((b < 0x20 && b != '\t' && !(p->strings_span_lines && (b == '\n' || b == '\r'))) || b == 0x7f)
           return perr(p, p->line, p->col, "control character 0x%02x in a string (write it as the escape \\x%02x)", b, b);
         adv(p);
       }
@@ -418,11 +408,7 @@ static bool parse_shape(P *p, Arena *a, IrShape *out, int depth) {
         }
         if (!parse_shape(p, a, &v[n++], depth + 1)) return false;
         if (!ws(p)) return false;
-        if (peek(p) == ',') {
-          adv(p);
-          continue;
-        }
-        break;
+        if (!eat_comma(p)) break;
       }
     }
     if (!expect_char(p, ')', "',' or ')' in a tuple shape")) return false;
@@ -481,11 +467,7 @@ static bool parse_shape(P *p, Arena *a, IrShape *out, int depth) {
       dyn[rank] = d;
       rank++;
       if (!ws(p)) return false;
-      if (peek(p) == ',') {
-        adv(p);
-        continue;
-      }
-      break;
+      if (!eat_comma(p)) break;
     }
   }
   if (peek(p) != ']') {
@@ -653,11 +635,7 @@ static bool parse_attrs(P *p, InstrRec *r) {
             if (!parse_name(p, &cr, "a computation name")) return false;
             if (!push_ref(p, &at->comps, &at->ncomps, &ccap, &cr)) return false;
             if (!ws(p)) return false;
-            if (peek(p) == ',') {
-              adv(p);
-              continue;
-            }
-            break;
+            if (!eat_comma(p)) break;
           }
         }
         if (!expect_char(p, '}', "',' or '}' in the computation list")) return false;
@@ -669,6 +647,14 @@ static bool parse_attrs(P *p, InstrRec *r) {
       at->kind = IR_ATTR_TEXT;
       size_t s, e;
       if (!scan_raw(p, true, 0, &s, &e)) return false;
+      /* A custom-call's literal is printed as its shape, a space and its value
+       * (HloCustomCallInstruction::PrintExtraAttributesImpl: `literal=s32[2]{0} {1, 2}`, `literal=f32[]
+       * 0.1`); a tuple literal comes whole in parentheses. */
+      if (kn == 7 && memcmp(at->key, "literal", 7) == 0 && e > s && p->src[s] != '(' && peek(p) == ' ') {
+        adv(p);
+        size_t s2;
+        if (!scan_raw(p, true, 0, &s2, &e)) return false;
+      }
       if (e == s) {
         char b[64];
         if (p->pos >= p->len) return perr(p, p->line, p->col, "unexpected end of file: expected a value for '%.*s'", (int)kn, at->key);
@@ -848,11 +834,7 @@ static bool parse_rhs(P *p, InstrRec *r, bool attributes) {
         if (shaped && peek(p) == '(' && !parse_nested(p, &oshape, &o)) return false;
         if (!push_ref(p, &r->ops, &r->nops, &cap, &o)) return false;
         if (!ws(p)) return false;
-        if (peek(p) == ',') {
-          adv(p);
-          continue;
-        }
-        break;
+        if (!eat_comma(p)) break;
       }
     }
     if (!expect_char(p, ')', "',' or ')' after an operand")) return false;
@@ -974,11 +956,7 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
         if (!expect_char(p, ':', "':' after the parameter name")) return false;
         if (!parse_shape(p, &p->scratch, &sp->shape, 0)) return false;
         if (!ws(p)) return false;
-        if (peek(p) == ',') {
-          adv(p);
-          continue;
-        }
-        break;
+        if (!eat_comma(p)) break;
       }
     }
     if (!expect_char(p, ')', "',' or ')' in the signature")) return false;
@@ -1224,18 +1202,8 @@ static bool check_utf8(P *p) {
   int line = 1, col = 1;
   for (size_t i = 0; i < p->len;) {
     unsigned c = s[i];
-    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    bool ok = n > 0 && i + n <= p->len && c != 0 && !(n == 2 && c < 0xC2) && !(n == 4 && c > 0xF4);
-    for (size_t k = 1; ok && k < n; k++)
-      if ((s[i + k] & 0xC0) != 0x80) ok = false;
-    if (ok && n == 3) {
-      unsigned v = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
-      if (v < 0x800 || (v >= 0xD800 && v <= 0xDFFF)) ok = false;
-    }
-    if (ok && n == 4) {
-      unsigned v = ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12);
-      if (v < 0x10000) ok = false;
-    }
+    size_t n = fx_utf8_len(s + i, p->len - i);
+    bool ok = n > 0 && c != 0;
     if (!ok) {
       if (c == 0) return perr(p, line, col, "NUL byte in the text");
       return perr(p, line, col, "invalid UTF-8 byte 0x%02x", c);
@@ -1303,7 +1271,10 @@ static bool parse_module(P *p) {
       }
       adv(p);
       size_t vs, ve;
-      if (!scan_raw(p, true, 0, &vs, &ve)) return false;
+      p->strings_span_lines = true;
+      bool scanned = scan_raw(p, true, 0, &vs, &ve);
+      p->strings_span_lines = false;
+      if (!scanned) return false;
       if (ve == vs) {
         char b[64];
         return perr(p, p->line, p->col, "expected a value for the module attribute '%.*s', found %s", (int)(p->pos - 1 - ks), p->src + ks,
@@ -1547,42 +1518,10 @@ IrModule *hlo_parse_with(const char *text, size_t len, const char *filename, con
 }
 
 IrModule *hlo_load_file(const char *path, FxError *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fx_error_set(err, path, 0, 0, "cannot open '%s': %s", path, strerror(errno));
-    return NULL;
-  }
-  size_t cap = 1 << 16, len = 0;
-  char *buf = fx_malloc(cap);
-  if (!buf) {
-    fclose(f);
-    fx_error_set(err, path, 0, 0, "out of memory reading '%s'", path);
-    return NULL;
-  }
-  for (;;) {
-    if (len == cap) {
-      char *nb = fx_realloc(buf, cap * 2);
-      if (!nb) {
-        fx_free(buf);
-        fclose(f);
-        fx_error_set(err, path, 0, 0, "out of memory reading '%s'", path);
-        return NULL;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t k = fread(buf + len, 1, cap - len, f);
-    len += k;
-    if (k == 0) break;
-  }
-  bool rerr = ferror(f);
-  fclose(f);
-  if (rerr) {
-    fx_free(buf);
-    fx_error_set(err, path, 0, 0, "cannot read '%s'", path);
-    return NULL;
-  }
-  IrModule *m = hlo_parse(buf, len, path, err);
-  fx_free(buf);
+  size_t len = 0;
+  char *text = fx_read_file(path, &len, err);
+  if (!text) return NULL;
+  IrModule *m = hlo_parse(text, len, path, err);
+  fx_free(text);
   return m;
 }

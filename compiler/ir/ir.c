@@ -71,10 +71,18 @@ bool ir_type_is_f8(IrType t) {
   return t == IR_F8E4M3FN || t == IR_F8E5M2 || t == IR_F8E4M3FNUZ || t == IR_F8E5M2FNUZ || t == IR_F8E4M3B11FNUZ ||
          t == IR_F8E4M3 || t == IR_F8E3M4 || t == IR_F8E8M0FNU;
 }
-bool ir_type_is_float(IrType t) { return t == IR_F16 || t == IR_BF16 || t == IR_F32 || t == IR_F64 || ir_type_is_f8(t); }
-bool ir_type_is_signed(IrType t) { return t == IR_S4 || t == IR_S8 || t == IR_S16 || t == IR_S32 || t == IR_S64; }
+bool ir_type_is_float(IrType t) {
+  return t == IR_F16 || t == IR_BF16 || t == IR_F32 || t == IR_F64 || ir_type_is_f8(t) || t == IR_F4E2M1FN;
+}
+bool ir_type_is_signed(IrType t) {
+  return t == IR_S1 || t == IR_S2 || t == IR_S4 || t == IR_S8 || t == IR_S16 || t == IR_S32 || t == IR_S64;
+}
 bool ir_type_is_int(IrType t) {
-  return ir_type_is_signed(t) || t == IR_U4 || t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64;
+  return ir_type_is_signed(t) || t == IR_U1 || t == IR_U2 || t == IR_U4 || t == IR_U8 || t == IR_U16 || t == IR_U32 ||
+         t == IR_U64;
+}
+bool ir_type_is_uncomputed(IrType t) {
+  return t == IR_S1 || t == IR_S2 || t == IR_U1 || t == IR_U2 || t == IR_F4E2M1FN;
 }
 bool ir_type_is_complex(IrType t) { return t == IR_C64 || t == IR_C128; }
 

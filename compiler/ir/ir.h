@@ -81,7 +81,8 @@ bool ir_op_is_elementwise(IrOpcode op);
   X(F8E4M3FNUZ, "f8e4m3fnuz", 1) X(F8E5M2FNUZ, "f8e5m2fnuz", 1) X(F8E4M3B11FNUZ, "f8e4m3b11fnuz", 1) \
   X(F8E4M3, "f8e4m3", 1) X(F8E3M4, "f8e3m4", 1) X(F8E8M0FNU, "f8e8m0fnu", 1) X(F16, "f16", 2)         \
   X(BF16, "bf16", 2) X(F32, "f32", 4) X(F64, "f64", 8) X(C64, "c64", 8) X(C128, "c128", 16)      \
-  X(TUPLE, "tuple", 0) X(TOKEN, "token", 0)
+  X(TUPLE, "tuple", 0) X(TOKEN, "token", 0)                                                       \
+  X(S1, "s1", 1) X(S2, "s2", 1) X(U1, "u1", 1) X(U2, "u2", 1) X(F4E2M1FN, "f4e2m1fn", 1)
 
 typedef enum {
 #define X(id, name, bytes) IR_##id,
@@ -98,6 +99,10 @@ bool ir_type_is_int(IrType t);      /* signed or unsigned integer (not pred) */
 bool ir_type_is_signed(IrType t);
 bool ir_type_is_complex(IrType t);
 bool ir_type_is_f8(IrType t);       /* the 8-bit floats (ml_dtypes' float8_* types) */
+/* XLA's 1- and 2-bit integers and its 4-bit float (s1, u1, s2, u2, f4e2m1fn): fxplain reads, prints,
+ * plans and fuses them (one byte an element, as XLA stores them unpacked) but computes no value of
+ * them; `run` says so (explain_module_uncomputed). */
+bool ir_type_is_uncomputed(IrType t);
 
 #define IR_MAX_RANK 16
 

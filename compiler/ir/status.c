@@ -102,6 +102,18 @@ void fx_error_print(FILE *f, const FxError *e) {
   }
 }
 
+size_t fx_utf8_len(const unsigned char *s, size_t avail) {
+  unsigned c = s[0];
+  if (c < 0x80) return 1;
+  size_t n = c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+  if (n == 0 || n > avail) return 0;
+  for (size_t k = 1; k < n; k++)
+    if ((s[k] & 0xC0) != 0x80) return 0;
+  if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0)) return 0; /* overlong, surrogate */
+  if ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90)) return 0; /* overlong, past U+10FFFF */
+  return n;
+}
+
 const char *fx_printable(char *buf, size_t n, const char *word) {
   size_t o = 0;
   const unsigned char *p = (const unsigned char *)word;
@@ -110,17 +122,7 @@ const char *fx_printable(char *buf, size_t n, const char *word) {
     char tmp[8];
     size_t tl;
     unsigned c = p[i];
-    size_t ul = 0;
-    if (c >= 0x80) {
-      /* Keep valid UTF-8 sequences whole. */
-      if (c >= 0xC2 && c <= 0xDF) ul = 2;
-      else if (c >= 0xE0 && c <= 0xEF) ul = 3;
-      else if (c >= 0xF0 && c <= 0xF4) ul = 4;
-      for (size_t k = 1; k < ul; k++)
-        if ((p[i + k] & 0xC0) != 0x80) ul = 0;
-      if (ul == 3 && ((c == 0xE0 && p[i + 1] < 0xA0) || (c == 0xED && p[i + 1] >= 0xA0))) ul = 0;
-      if (ul == 4 && ((c == 0xF0 && p[i + 1] < 0x90) || (c == 0xF4 && p[i + 1] >= 0x90))) ul = 0;
-    }
+    size_t ul = fx_utf8_len(p + i, 4); /* valid sequences kept whole (a NUL ends one early) */
     if (ul > 1) {
       memcpy(tmp, p + i, ul);
       tl = ul;

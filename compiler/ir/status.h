@@ -34,6 +34,11 @@ void fx_fputs_printable(FILE *f, const char *text);
 /* Writes word into buf (size n) in a printable form for messages: control characters and bytes
  * that are not UTF-8 become \xNN; long words are cut with "...". Returns buf. */
 const char *fx_printable(char *buf, size_t n, const char *word);
+/* The length of the UTF-8 character at s (avail bytes readable): 1 for ASCII (NUL and control
+ * bytes included: the caller decides about those), 2 to 4 for a valid multi-byte sequence, 0 when
+ * the bytes are not valid UTF-8 (a stray continuation byte, a truncated, overlong or surrogate
+ * sequence, or past U+10FFFF). */
+size_t fx_utf8_len(const unsigned char *s, size_t avail);
 /* Sizes in IEC units ("512 B", "1.5 KiB", "2.25 MiB"). The styles differ only in how far the units
  * go and how many decimals each shows, as the views that print them always have: */
 typedef enum {

@@ -158,6 +158,12 @@ static LaunchKind launch_kind(const IrInstr *i, KernelKind *kind) {
   return LAUNCH_KERNEL;
 }
 
+bool plan_instr_kernel(const IrInstr *i, KernelKind *kind) {
+  LaunchKind l = launch_kind(i, kind);
+  if (l == LAUNCH_WHILE || l == LAUNCH_CALL || l == LAUNCH_CONDITIONAL) *kind = KERNEL_CONTROL;
+  return l != LAUNCH_NOTHING;
+}
+
 /* ---------- flops ---------- */
 
 static double elems(const IrShape *s) {

@@ -30,6 +30,11 @@ KernelKind plan_fusion_kernel_kind(const char *xla_kind);
 /* The library that runs op (kernels.def): "cuBLAS", ... and what it does there ("matmul"; NULL
  * when the library's name says it); false for an op no library runs. */
 bool plan_op_library(IrOpcode op, const char **library, const char **what);
+/* The kernel an instruction of a computation becomes: false when it launches nothing (parameters,
+ * constants, tuples, bitcasts and the reshapes and transposes that only relabel memory, the
+ * halves of async pairs that wait), else true with *kind its kind (KERNEL_CONTROL for while,
+ * call and conditional, which run their computations). */
+bool plan_instr_kernel(const IrInstr *i, KernelKind *kind);
 
 typedef struct {
   const char *name;        /* the instruction that is the kernel (fusion or op) */

@@ -369,7 +369,9 @@ TEST(missing_file_is_an_error) {
   FxError err;
   fx_error_clear(&err);
   CHECK(hlo_load_file("tests/hlo/data/no-such-file.hlo", &err) == NULL);
-  CHECK_STR(err.msg, "cannot open 'tests/hlo/data/no-such-file.hlo': No such file or directory");
+  /* located at the file, as every file fxplain reads (fx_read_file) */
+  CHECK_STR(err.file, "tests/hlo/data/no-such-file.hlo");
+  CHECK_STR(err.msg, "cannot open it: No such file or directory");
 }
 
 /* Every prefix of a real module either loads or fails with one located error; none crashes. */

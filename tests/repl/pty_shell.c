@@ -186,6 +186,27 @@ int main(int argc, char **argv) {
   type("decisions --reason reduce_ep\t");
   expect("reduce_epilogue ", "reason code completion");
   type("\x15");
+  /* ... read from the usage line that documents them, for every setting and option with a fixed
+   * list: a run setting, an option of a command that also takes a FILE, a pass name. */
+  type("set vecmath li\t");
+  expect("libm ", "set vecmath value completion");
+  type("\x15");
+  type("render --layout sf\t");
+  expect("sfdp ", "render --layout value completion (not a file name)");
+  type("\x15");
+  type("step al\t\t");
+  expect("algsimp", "step: pass names listed");
+  expect("all", "step: all listed");
+  type("\x15");
+  type("goto fusion-mer\t");
+  expect("fusion-merger ", "goto pass name completion");
+  type("\x15");
+  type("set pass fusion-mer\t");
+  expect("fusion-merger ", "set pass name completion");
+  type("\x15");
+  type("set pass fusion-merger o\t\t");
+  expect("off", "set pass on|off listing");
+  type("\x15");
 
   /* Options complete from the command's usage and help. */
   type("variants --cl\t");
@@ -253,6 +274,8 @@ int main(int argc, char **argv) {
     expect("fx> ", "prompt after step 9");
     snprintf(keys, sizeof keys, "report %s/interrupted.html\r", dir);
     type(keys);
+    /* Long work says how far it is on a terminal. */
+    expect("report: drawing stage 1 of 10", "report's progress line");
     usleep(1500 * 1000);
     double t0 = now();
     type("\x03");
@@ -268,6 +291,7 @@ int main(int argc, char **argv) {
     expect("fx> ", "prompt after stage");
     /* `run`: making Gemma's inputs (gigabytes of seeded random data) stops within a second. */
     type("run --backend interp\r");
+    expect("run: making the inputs: ", "run's progress line");
     usleep(1500 * 1000);
     t0 = now();
     type("\x03");

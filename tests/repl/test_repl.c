@@ -304,7 +304,7 @@ TEST(session_stages) {
 
 typedef struct {
   const char *text;
-  int missing, hidden_shown, failed_help;
+  int missing, hidden_shown, failed_help, undescribed;
   Session *s;
 } HelpCheck;
 
@@ -318,6 +318,13 @@ static void check_listed(const ReplCommand *c, void *ctx) {
   }
   snprintf(line, sizeof line, "\n  %s ", c->name);
   if (!c->summary && strstr(h->text, line)) h->hidden_shown++;
+  /* Every command, view and setting has a usage line and a description of its own (not just the
+   * usage repeated): at least a sentence beyond the usage words. */
+  size_t ul = c->usage ? strlen(c->usage) : 0;
+  if (!c->usage || !c->help || strlen(c->help) < ul + 30) {
+    fprintf(stderr, "'%s' has no full description in its help\n", c->name);
+    h->undescribed++;
+  }
   /* `help NAME` works for every command, hidden ones included. */
   char *buf = NULL;
   size_t len = 0;
@@ -351,9 +358,10 @@ TEST(help_lists_every_visible_command) {
   s->out = stdout;
   CHECK_CONTAINS(buf, "\nSession\n");
   CHECK_CONTAINS(buf, "\n  help [CMD]");
-  HelpCheck h = {buf, 0, 0, 0, s};
+  HelpCheck h = {buf, 0, 0, 0, 0, s};
   repl_command_foreach(check_listed, &h);
   CHECK(h.missing == 0);
+  CHECK(h.undescribed == 0);
   CHECK(h.hidden_shown == 0);
   CHECK(h.failed_help == 0);
   free(buf);

@@ -51,4 +51,18 @@ size=$(wc -c < "$tmp/shot.png")
 [ "$size" -gt 20000 ] || { echo "screenshot too small ($size bytes)"; exit 1; }
 echo "screenshot: $size bytes; every stage has its picture"
 if [ -n "$keep" ]; then cp "$tmp/shot.png" "$keep"; echo "kept $keep"; fi
+# XLA's steps (a real dump's priority-fusion log): the page's script shows the current step's
+# picture, the pair highlighted, and stepping shows the next one's.
+if ! "$fx" -e "load tests/xla_dumps/data/mlp; goto priority-fusion; report $tmp/xla.html" > "$tmp/log" 2>&1; then
+  echo "fxplain failed on the XLA dump:"; cat "$tmp/log"; exit 1
+fi
+cat >> "$tmp/xla.html" <<'JS'
+<script>document.getElementById('xla-steps-2').querySelectorAll('.xs-next').forEach(function(b){for(var i=0;i<6;i++)b.click();});</script>
+JS
+timeout 120 "$browser" "${flags[@]}" --dump-dom "file://$tmp/xla.html" > "$tmp/xdom.html" 2>> "$tmp/chromium.log"
+shown=$(awk -v RS='<div class="xla-picture"' 'NR == 2' "$tmp/xdom.html" | awk -v RS='<div class="xla-table-wrap"' 'NR == 1')
+grep -q '<svg' <<<"$shown" || { echo "the XLA step's picture is not shown"; exit 1; }
+grep -q '7 / 9' "$tmp/xdom.html" || { echo "stepping to XLA's step 7 did not happen"; exit 1; }
+grep -q 'XLA step 7: fusion, making triton_softmax.2' <<<"$shown" || { echo "step 7 shows another step's picture"; exit 1; }
+echo "XLA's steps: step 7 shows its picture"
 exit 0

@@ -236,6 +236,18 @@ TEST(refused_candidates_last_decision_wins) {
   g = viz_graph_build(s.m, &o, &err);
   t = dot_text(g);
   CHECK(edge_has(t, "dot.1", "fusion.1", "custom_call"));
+  /* It follows the data (fusion.1 reads dot.1), so it ranks like the value edge beside it and dot
+   * routes it between the ranks, around other boxes. */
+  CHECK(!edge_has(t, "dot.1", "fusion.1", "constraint=false"));
+  free(t);
+  viz_graph_free(g);
+  /* Two siblings the data does not join stay out of the ranking. */
+  PassDecision sib = decision("multi_output_fusion", "x", "w", false, "different_loops");
+  o.decisions = (VizDecisions){&sib, 1};
+  g = viz_graph_build(s.m, &o, &err);
+  t = dot_text(g);
+  CHECK(edge_has(t, "x", "w", "different_loops"));
+  CHECK(edge_has(t, "x", "w", "constraint=false"));
   free(t);
   viz_graph_free(g);
   ir_module_free(s.m);

@@ -2,7 +2,8 @@
  * IR and asks fxplain's priority-fusion about every step XLA took, at the moment XLA took it:
  *
  *   - update_priority {producer, us_fused, us_unfused}: fxplain's cost model for the same producer
- *     against the same users; agreement when both times are within 10% of XLA's;
+ *     against the same users; agreement when both times are within 10% of XLA's, and "exact" when
+ *     both are XLA's to the quarter nanosecond (XLA's absl::Duration; the log keeps floats);
  *   - producer_ineligible {producer, reason}: fxplain must find the producer ineligible too; XLA's
  *     reason and fxplain's reason code are tallied side by side;
  *   - fusion {fusion_name, producer, consumer}: applied to the IR (the new fusion takes XLA's name),
@@ -11,12 +12,18 @@
  *     highest (priority, id) among eligible producers) is compared with XLA's (modules of at most
  *     3000 instructions: the check evaluates every producer).
  *
- * Usage: replay [--device NAME] [--quiet] [--reasons] [--floor-times F] [--floor-ineligible F]
- *               [--floor-fusible F] [--show NAME] [--estimates PRE_FUSION.hlo]
- *               PRE_FUSION.hlo DUMP.txt [PRE DUMP ...]
+ * Usage: replay [--device NAME] [--quiet] [--reasons] [--floor-times F] [--floor-exact F]
+ *               [--floor-ineligible F] [--floor-fusible F] [--floor-order F] [--show NAME]
+ *               [--estimates PRE_FUSION.hlo]
+ *               [--sequence] PRE_FUSION.hlo DUMP.txt [PRE DUMP ...]
  * Prints one line per module and the totals; the reason table with --reasons. Exit 0; 1 when the
  * share of agreeing steps falls below a floor; 2 on bad input. XLA logs an update of a producer
- * already in its queue as a change in time (incremental); those are counted, not compared. */
+ * already in its queue as a change in time (incremental); those are counted, not compared.
+ *
+ * --sequence instead runs fxplain's own priority-fusion on each module and walks its fusions beside
+ * XLA's log, producer by producer (with all the consumers it went into, fusions' names matched as
+ * both make them), and prints how many of XLA's fusions come in XLA's order before the first
+ * producer that differs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +34,7 @@
 #include "../../compiler/passes/passes.h"
 
 typedef struct {
-  long updates, updates_close, ineligible, ineligible_agree, fusions, fusions_applied, dequeues, dequeues_agree,
+  long updates, updates_close, updates_exact, ineligible, ineligible_agree, fusions, fusions_applied, dequeues, dequeues_agree,
       fusible, fusible_agree,
       unknown, incremental;
 } Tally;
@@ -119,7 +126,7 @@ static IrInstr *our_choice(PassContext *cx, IrModule *m, const char *comp_of) {
     if (p->op == IR_OP_BITCAST) {
       prio = INFINITY;
     } else {
-      prio = j.us_unfused - j.us_fused;
+      prio = priority_fusion_priority(j.us_unfused, j.us_fused);
       if (prio < 0) continue;
     }
     if (!best || prio > bestp || (prio == bestp && p->id > best->id)) {
@@ -186,6 +193,198 @@ static int estimates(const char *pre, const DeviceProfile *dev) {
   }
   ir_module_free(m);
   return 0;
+}
+
+/* The same time to the tick: XLA's log keeps its times as floats (FusionProcessDumpProto), so a
+ * long time matches when it rounds to the same float. */
+static bool same_time(double ours, double xla) {
+  return fabs(ours - xla) < 0.000126 || (float)ours == (float)xla;
+}
+
+/* ---------- --sequence: fxplain's own priority-fusion against XLA's order of fusions ---------- */
+
+typedef struct {
+  char producer[256], consumer[256], result[256];
+} Step;
+
+typedef struct {
+  Step *v;
+  int n, cap;
+} Steps;
+
+static void steps_add(Steps *s, const char *p, const char *c, const char *r) {
+  if (s->n == s->cap) {
+    s->cap = s->cap ? 2 * s->cap : 256;
+    s->v = realloc(s->v, sizeof(Step) * (size_t)s->cap);
+    if (!s->v) {
+      fprintf(stderr, "replay: out of memory\n");
+      exit(2);
+    }
+  }
+  Step *x = &s->v[s->n++];
+  snprintf(x->producer, sizeof x->producer, "%s", p ? p : "");
+  snprintf(x->consumer, sizeof x->consumer, "%s", c ? c : "");
+  snprintf(x->result, sizeof x->result, "%s", r ? r : "");
+}
+
+/* Names: fxplain's fusions are named by fxplain, XLA's by XLA; a name is mapped when both make
+ * their fusion from the same producer and consumer. */
+typedef struct {
+  char xla[256], ours[256];
+} NamePair;
+
+static NamePair *names;
+static int nnames, capnames;
+
+static const char *mapped(const char *xla) {
+  for (int k = nnames - 1; k >= 0; k--)
+    if (strcmp(names[k].xla, xla) == 0) return names[k].ours;
+  return xla;
+}
+
+/* The XLA name of one of fxplain's fusions (itself when not mapped). */
+static const char *xla_name(const char *ours) {
+  for (int k = nnames - 1; k >= 0; k--)
+    if (strcmp(names[k].ours, ours) == 0) return names[k].xla;
+  return ours;
+}
+
+static void map_name(const char *xla, const char *ours) {
+  if (strcmp(mapped(xla), ours) == 0) return;
+  if (nnames == capnames) {
+    capnames = capnames ? 2 * capnames : 256;
+    names = realloc(names, sizeof(NamePair) * (size_t)capnames);
+    if (!names) exit(2);
+  }
+  snprintf(names[nnames].xla, sizeof names[nnames].xla, "%s", xla);
+  snprintf(names[nnames].ours, sizeof names[nnames].ours, "%s", ours);
+  nnames++;
+}
+
+typedef struct {
+  Steps *steps;
+  IrModule *m;   /* the module as it was before the pass: which fusion names already existed */
+  char (*made)[256];
+  int nmade, capmade;
+} SeqSink;
+
+static bool seq_known(SeqSink *s, const char *name) {
+  if (ir_module_find_instr(s->m, name)) return true;
+  for (int k = 0; k < s->nmade; k++)
+    if (strcmp(s->made[k], name) == 0) return true;
+  return false;
+}
+
+/* fxplain's accepted fusions: the consumer before the step is the fusion that took the producer
+ * when that fusion existed already, else the instruction the fusion was made around. */
+static void seq_emit(void *ctx, const PassDecision *d) {
+  SeqSink *s = ctx;
+  if (!d->accepted || !d->result || (strcmp(d->action, "fuse") != 0 && strcmp(d->action, "duplicate") != 0)) return;
+  bool existed = seq_known(s, d->result);
+  steps_add(s->steps, d->producer, existed ? d->result : d->consumer, d->result);
+  if (!existed) {
+    if (s->nmade == s->capmade) {
+      s->capmade = s->capmade ? 2 * s->capmade : 256;
+      s->made = realloc(s->made, sizeof *s->made * (size_t)s->capmade);
+      if (!s->made) exit(2);
+    }
+    snprintf(s->made[s->nmade++], 256, "%s", d->result);
+  }
+}
+
+/* XLA's fusion steps, in its order. */
+static void xla_steps(char *text, Steps *out) {
+  char kind[32] = "", producer[256] = "", consumer[256] = "", fname[256] = "";
+  char *save = NULL;
+  for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    const char *s = line;
+    while (*s == ' ') s++;
+    if (strncmp(s, "fusion {", 8) == 0) {
+      snprintf(kind, sizeof kind, "fusion");
+      producer[0] = consumer[0] = fname[0] = 0;
+    } else if (strchr(s, '{') && strncmp(s, "fusion_steps", 12) != 0) {
+      kind[0] = 0;
+    } else if (kind[0] && strncmp(s, "producer_name:", 14) == 0) {
+      quoted(s, "producer_name:", producer, sizeof producer);
+    } else if (kind[0] && strncmp(s, "consumer_name:", 14) == 0) {
+      quoted(s, "consumer_name:", consumer, sizeof consumer);
+    } else if (kind[0] && strncmp(s, "fusion_name:", 12) == 0) {
+      quoted(s, "fusion_name:", fname, sizeof fname);
+    } else if (kind[0] && strcmp(s, "}") == 0) {
+      steps_add(out, producer, consumer, fname);
+      kind[0] = 0;
+    }
+  }
+}
+
+/* Runs fxplain's priority-fusion on PRE and walks its fusions beside XLA's, one producer (with
+ * all the consumers it went into) at a time, until the first producer that differs. Adds the
+ * steps that agree and the total to *same and *total; prints the first difference. */
+static bool sequence(const char *pre, const char *dump, const DeviceProfile *dev, bool quiet, long *same, long *total) {
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_load_file(pre, &err), *before = hlo_load_file(pre, &err);
+  size_t len;
+  char *text = read_all(dump, &len);
+  if (!m || !before || !text) {
+    if (err.set) fx_error_print(stderr, &err);
+    else fprintf(stderr, "replay: cannot read %s\n", dump);
+    free(text);
+    if (m) ir_module_free(m);
+    if (before) ir_module_free(before);
+    return false;
+  }
+  Steps xs = {0}, os = {0};
+  xla_steps(text, &xs);
+  free(text);
+  SeqSink ss = {&os, before, NULL, 0, 0};
+  DecisionSink sink = {seq_emit, &ss};
+  PassSettings st;
+  pass_settings_default(&st);
+  PassContext cx = {&sink, dev, &st, 1, "priority-fusion", &err, NULL};
+  bool changed = false;
+  if (!pass_priority_fusion.run(m, &cx, &changed)) {
+    fx_error_print(stderr, &err);
+    return false;
+  }
+  nnames = 0;
+  int i = 0, j = 0;
+  const char *base = strrchr(pre, '/');
+  base = base ? base + 1 : pre;
+  while (i < xs.n && j < os.n) {
+    /* One producer's batch on each side. */
+    int ie = i, je = j;
+    while (ie < xs.n && strcmp(xs.v[ie].producer, xs.v[i].producer) == 0) ie++;
+    while (je < os.n && strcmp(os.v[je].producer, os.v[j].producer) == 0) je++;
+    bool ok = strcmp(mapped(xs.v[i].producer), os.v[j].producer) == 0 && ie - i == je - j;
+    for (int a = i; ok && a < ie; a++) {
+      bool found = false;
+      for (int b = j; b < je && !found; b++)
+        if (strcmp(mapped(xs.v[a].consumer), os.v[b].consumer) == 0) {
+          found = true;
+          map_name(xs.v[a].result, os.v[b].result);
+        }
+      ok = found;
+    }
+    if (!ok) {
+      if (!quiet)
+        printf("  sequence %s: step %d: XLA fuses %s into %s (%d consumer%s), fxplain %s (XLA's %s) into %s (%d)\n",
+               base, i + 1, xs.v[i].producer, xs.v[i].consumer, ie - i, ie - i == 1 ? "" : "s", os.v[j].producer,
+               xla_name(os.v[j].producer), os.v[j].consumer, je - j);
+      break;
+    }
+    i = ie;
+    j = je;
+  }
+  printf("%-52s fusions in XLA's order: %d of %d%s\n", base, i, xs.n, i == xs.n && os.n == xs.n ? " (all)" : "");
+  *same += i;
+  *total += xs.n;
+  free(xs.v);
+  free(os.v);
+  free(ss.made);
+  ir_module_free(m);
+  ir_module_free(before);
+  return true;
 }
 
 static bool close_to(double ours, double xla) {
@@ -268,7 +467,17 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
       } else if (strcmp(kind, "update_priority") == 0 && !isnan(us_fused)) {
         t->updates++;
         if (p->id < nqueued) queued[p->id] = us_unfused - us_fused >= 0;
-        if (priority_fusion_judge(&cx, p, &j) && close_to(j.us_fused, us_fused) && close_to(j.us_unfused, us_unfused))
+        bool judged = priority_fusion_judge(&cx, p, &j);
+        if (show && strcmp(show, producer) == 0) {
+          printf("  update %-28s XLA %.4f/%.4f us, fxplain %.4f/%.4f us (fused/unfused)\n", producer, us_fused,
+                 us_unfused, j.us_fused, j.us_unfused);
+          show_pair(p);
+        }
+        if (judged && same_time(j.us_fused, us_fused) && same_time(j.us_unfused, us_unfused)) t->updates_exact++;
+        else if (getenv("REPLAY_INEXACT"))
+          printf("  inexact %-28s XLA %.5f/%.5f us, fxplain %.5f/%.5f us (fused/unfused)\n", producer, us_fused,
+                 us_unfused, j.us_fused, j.us_unfused);
+        if (judged && close_to(j.us_fused, us_fused) && close_to(j.us_unfused, us_unfused))
           t->updates_close++;
         else if (!quiet) {
           printf("  time   %-28s XLA %.3f/%.3f us, fxplain %.3f/%.3f us (fused/unfused)\n", producer, us_fused,
@@ -299,9 +508,12 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
           if (mine == p || (mine && mine->op == IR_OP_BITCAST && p->op == IR_OP_BITCAST)) t->dequeues_agree++;
           else if (!quiet) {
             PriorityJudgement jm;
+            PriorityJudgement jx;
+            bool have_x = priority_fusion_judge(&cx, p, &jx);
             if (mine && priority_fusion_judge(&cx, mine, &jm))
-              printf("  order  XLA fuses %s next, fxplain would take %s (%.3f/%.3f us fused/unfused)\n", producer,
-                     mine->name, jm.us_fused, jm.us_unfused);
+              printf("  order  XLA fuses %s (%.4f/%.4f) next, fxplain would take %s (%.4f/%.4f us fused/unfused)\n",
+                     producer, have_x ? jx.us_fused : NAN, have_x ? jx.us_unfused : NAN, mine->name, jm.us_fused,
+                     jm.us_unfused);
             else
               printf("  order  XLA fuses %s next, fxplain would take %s\n", producer, mine ? mine->name : "nothing");
           }
@@ -321,7 +533,13 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
         snprintf(last_producer, sizeof last_producer, "%s", producer);
         if (p->id < nqueued) queued[p->id] = false; /* dequeued */
         if (c) {
+          char tconfig[512] = "";
+          if (fusion_is_generic_triton(p) || fusion_is_generic_triton(c)) {
+            TritonTiling tt;
+            if (fusion_triton_tiling(dev, p, c, NULL, &tt) == 1) fusion_triton_config_text(&tt, tconfig, sizeof tconfig);
+          }
           IrInstr *f = fusion_fuse(c, p);
+          if (f && tconfig[0]) ir_attr_set_text(f, "backend_config", tconfig);
           if (f) {
             t->fusions_applied++;
             if (fname[0] && strcmp(f->name, fname) != 0) ir_instr_rename(f, fname);
@@ -338,9 +556,9 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
 }
 
 static void line(const char *name, const Tally *t) {
-  printf("%-52s times %ld/%ld (%.0f%%, %ld incremental)  ineligible %ld/%ld  fusible %ld/%ld  order %ld/%ld  fusions "
+  printf("%-52s exact %ld, times %ld/%ld (%.0f%%, %ld incremental)  ineligible %ld/%ld  fusible %ld/%ld  order %ld/%ld  fusions "
          "%ld/%ld%s\n",
-         name, t->updates_close, t->updates, t->updates ? 100.0 * t->updates_close / t->updates : 100.0, t->incremental,
+         name, t->updates_exact, t->updates_close, t->updates, t->updates ? 100.0 * t->updates_close / t->updates : 100.0, t->incremental,
          t->ineligible_agree, t->ineligible, t->fusible_agree, t->fusible, t->dequeues_agree, t->dequeues,
          t->fusions_applied, t->fusions,
          t->unknown ? " (steps naming unknown instructions skipped)" : "");
@@ -349,8 +567,8 @@ static void line(const char *name, const Tally *t) {
 int main(int argc, char **argv) {
   const DeviceProfile *dev = device_lookup("h100");
   show_dev = dev;
-  bool quiet = false, show_reasons = false;
-  double floor_times = -1, floor_inel = -1, floor_fusible = -1;
+  bool quiet = false, show_reasons = false, seq = false;
+  double floor_times = -1, floor_inel = -1, floor_fusible = -1, floor_exact = -1, floor_order = -1;
   Tally total = {0};
   int k = 1, failures = 0;
   for (; k < argc && argv[k][0] == '-'; k++) {
@@ -359,13 +577,25 @@ int main(int argc, char **argv) {
     else if (strcmp(argv[k], "--show") == 0 && k + 1 < argc) show = argv[++k];
     else if (strcmp(argv[k], "--estimates") == 0 && k + 1 < argc) return estimates(argv[k + 1], dev);
     else if (strcmp(argv[k], "--reasons") == 0) show_reasons = true;
+    else if (strcmp(argv[k], "--sequence") == 0) seq = true;
     else if (strcmp(argv[k], "--floor-times") == 0 && k + 1 < argc) floor_times = atof(argv[++k]);
     else if (strcmp(argv[k], "--floor-ineligible") == 0 && k + 1 < argc) floor_inel = atof(argv[++k]);
     else if (strcmp(argv[k], "--floor-fusible") == 0 && k + 1 < argc) floor_fusible = atof(argv[++k]);
+    else if (strcmp(argv[k], "--floor-exact") == 0 && k + 1 < argc) floor_exact = atof(argv[++k]);
+    else if (strcmp(argv[k], "--floor-order") == 0 && k + 1 < argc) floor_order = atof(argv[++k]);
   }
   if (!dev || (argc - k) < 2 || (argc - k) % 2) {
     fprintf(stderr, "usage: replay [--device NAME] [--quiet] [--reasons] PRE_FUSION.hlo DUMP.txt ...\n");
     return 2;
+  }
+  if (seq) {
+    long same = 0, total = 0;
+    for (; k + 1 < argc; k += 2)
+      if (!sequence(argv[k], argv[k + 1], dev, quiet, &same, &total)) failures++;
+    printf("%-52s fusions in XLA's order: %ld of %ld (%.1f%%)\n", "total", same, total,
+           total ? 100.0 * same / total : 100.0);
+    free(names);
+    return failures ? 2 : 0;
   }
   for (; k + 1 < argc; k += 2) {
     Tally t = {0};
@@ -375,7 +605,7 @@ int main(int argc, char **argv) {
       continue;
     }
     line(base ? base + 1 : argv[k], &t);
-    total.updates += t.updates, total.updates_close += t.updates_close, total.ineligible += t.ineligible;
+    total.updates += t.updates, total.updates_close += t.updates_close, total.updates_exact += t.updates_exact, total.ineligible += t.ineligible;
     total.ineligible_agree += t.ineligible_agree, total.fusions += t.fusions, total.fusions_applied += t.fusions_applied;
     total.dequeues += t.dequeues, total.dequeues_agree += t.dequeues_agree, total.unknown += t.unknown;
     total.incremental += t.incremental, total.fusible += t.fusible, total.fusible_agree += t.fusible_agree;
@@ -389,11 +619,14 @@ int main(int argc, char **argv) {
   double times = total.updates ? (double)total.updates_close / total.updates : 1;
   double inel = total.ineligible ? (double)total.ineligible_agree / total.ineligible : 1;
   double fus = total.fusible ? (double)total.fusible_agree / total.fusible : 1;
+  double exact = total.updates ? (double)total.updates_exact / total.updates : 1;
+  double order = total.dequeues ? (double)total.dequeues_agree / total.dequeues : 1;
   if ((floor_times >= 0 && times + 5e-4 < floor_times) || (floor_inel >= 0 && inel + 5e-4 < floor_inel) ||
-      (floor_fusible >= 0 && fus + 5e-4 < floor_fusible)) {
-    printf("replay: agreement fell below the floor (times %.3f, floor %.3f; ineligible %.3f, floor %.3f; fusible %.3f, "
-           "floor %.3f)\n",
-           times, floor_times, inel, floor_inel, fus, floor_fusible);
+      (floor_fusible >= 0 && fus + 5e-4 < floor_fusible) || (floor_exact >= 0 && exact + 5e-4 < floor_exact) ||
+      (floor_order >= 0 && order + 5e-4 < floor_order)) {
+    printf("replay: agreement fell below the floor (times %.3f, floor %.3f; exact %.3f, floor %.3f; ineligible %.3f, "
+           "floor %.3f; fusible %.3f, floor %.3f; next producer %.3f, floor %.3f)\n",
+           times, floor_times, exact, floor_exact, inel, floor_inel, fus, floor_fusible, order, floor_order);
     return 1;
   }
   return 0;

@@ -74,10 +74,42 @@ html=$(cat "$T/xla.html" 2>/dev/null)
 check report_steps "<h3>XLA's decisions, step by step</h3>" "$html"
 check report_counts "XLA's own priority-fusion log: 2 fusions, 4 ineligible producers, 3 priority updates. Beside each, fxplain's verdict on the same pair: 0 disagreements." "$html"
 check report_ineligible '<td>producer_ineligible</td><td><code>gemm_fusion_dot_general.1</code></td><td><code></code></td><td>the producer is not fusible</td>' "$html"
-check report_times '<td class="num">1.029 / 2.018</td><td>fuses</td><td class="num">1.029 / 2.034</td>' "$html"
+check report_times '<td class="num">1.029 / 2.018</td><td>fuses</td><td class="num">1.029 / 2.018</td>' "$html"
 n=$(grep -c 'class="xs"' <<<"$html")
 [ "$n" = 9 ] || { echo "FAIL report_rows: $n step rows, expected 9"; fail=1; }
 if grep -qE '(src|href)="https?:' <<<"$html"; then echo "FAIL report_offline: fetches something"; fail=1; fi
+# Each step has its picture (a template the page shows with the step): the pair highlighted on the
+# module priority-fusion received, a fusion XLA made earlier in the pass drawn as its root.
+n=$(grep -c '<template id="xla-steps-2-pic-' <<<"$html")
+[ "$n" = 9 ] || { echo "FAIL report_step_pictures: $n pictures, expected one per step (9)"; fail=1; }
+step7=$(sed -n '/<template id="xla-steps-2-pic-6">/,/<\/template>/p' <<<"$html")
+check report_step_title '>decision #10</text>' "$step7"
+check report_step_stage ' · stage 2 · priority&#45;fusion (XLA) · fusion</text>' "$step7"
+check report_step_root 'XLA step 7: fusion, making triton_softmax.2; fusion.5 drawn as exp.1.0, its root' "$step7"
+check report_step_highlight '<title>exp.1.0</title>' "$step7"
+grep -A8 '<title>exp.1.0</title>' <<<"$step7" | grep -q 'stroke="#2a7a2a" stroke-width="3"' ||
+  { echo "FAIL report_step_highlight: exp.1.0 is not drawn highlighted in step 7's picture"; fail=1; }
+# `render --decision N` draws one of XLA's steps that names a fusion made earlier in the pass.
+out=$("$FX" -e "load $D; goto priority-fusion; render $T/d10.dot --decision 10" 2>&1)
+check render_xla_step "d10.dot: decision #10 (stage 2, priority-fusion accepted)" "$out"
+check render_xla_step_root "fusion.5 is drawn as exp.1.0, its root; XLA fused fusion.5 into triton_softmax.2" "$(cat "$T/d10.dot" 2>/dev/null)"
+# The steps as JSON in the page: XLA's counts, its words and times, fxplain's verdict.
+python3 - "$T/xla.html" <<'PY' || fail=1
+import json, re, sys
+html = open(sys.argv[1]).read()
+m = re.search(r'<script type="application/json" class="xla-steps-data">(.*?)</script>', html, re.S)
+steps = json.loads(m.group(1)) if m else []
+kinds = [s["kind"] for s in steps]
+want = {"fusion": 2, "producer_ineligible": 4, "update_priority": 3}
+got = {k: kinds.count(k) for k in want}
+s7 = [s for s in steps if s["step"] == 7]
+ok = got == want and len(steps) == 9 and all(s["picture"] for s in steps) and s7 and s7[0]["fusion"] == "triton_softmax.2" \
+    and s7[0]["xla_us"] == {"fused": 1.02925, "unfused": 2.0185} and s7[0]["fxplain"]["verdict"] == "fuses" \
+    and not any(s["disagree"] for s in steps)
+if not ok:
+    print("FAIL report_steps_json:", got, s7)
+    sys.exit(1)
+PY
 out=$("$FX" -e "load $D; goto priority-fusion; render $T/scopes.dot --group scope; render $T/scopes1.dot --group scope --depth 1" 2>&1)
 check scope_render "stage 2 by JAX name scope, 3 scopes" "$out"
 check scope_dot "layer" "$(cat "$T/scopes.dot" 2>/dev/null)"

@@ -8,6 +8,7 @@ counts, `why` on XLA's first fusion shows XLA's verdict and fxplain's, and `find
 maps a Python line to its kernels; and the `xla` command compiles a module with real XLA and
 shows its kernels beside fxplain's. Exit 77 (skipped) without the jax wheels.
 """
+import json
 import os
 import re
 import subprocess
@@ -66,6 +67,22 @@ for line in r.stdout.splitlines():
         if rc != 0 or not re.search(rf"\d+ instructions? from {re.escape(base)}:{lineno} at stage \d+, in \d+ kernels?:", text):
             print(f"FAIL {name}: find {base}:{lineno} ({label}) maps to no kernel\n{text[-2000:]}")
             failed = True
+    if name == "block":
+        # The report steps through XLA's log with a picture per step and the steps as JSON.
+        html_path = os.path.join(out, name + ".html")
+        rc, text = run(f"load {dump}; goto priority-fusion; report {html_path}")
+        html = open(html_path).read() if rc == 0 else ""
+        m = re.search(r'<script type="application/json" class="xla-steps-data">(.*?)</script>', html, re.S)
+        js = json.loads(m.group(1)) if m else []
+        kinds = [x["kind"] for x in js]
+        counts = (f"{kinds.count('fusion')} fusions, {kinds.count('producer_ineligible')} ineligible producers, "
+                  f"{kinds.count('update_priority')} priority updates")
+        pictures = html.count('<template id="xla-steps-')
+        if rc != 0 or counts != want or pictures == 0 or pictures != sum(x["picture"] for x in js):
+            print(f"FAIL {name}: report: steps {counts} (want {want}), {pictures} pictures\n{text[-1500:]}")
+            failed = True
+        else:
+            print(f"{name}: report with {len(js)} steps as JSON, {pictures} drawn")
     print(f"{name}: {last + 1} stages, {want}")
 # The xla command: real XLA:GPU on a loaded module, its kernels beside fxplain's.
 p = subprocess.run([fx, "-e", "load tests/xla_driver/softmax.hlo; xla --device h100"], capture_output=True, text=True,
