@@ -1052,12 +1052,29 @@ int64_t fusion_shared_memory_2021(const IrInstr *i) {
   return sum;
 }
 
-/* ShapeUtil::SubshapeCount: an array is one buffer; a tuple is itself plus each element's. */
-static int subshape_count(const IrShape *sh) {
+int fusion_subshape_count(const IrShape *sh) {
   if (sh->type != IR_TUPLE) return 1;
   int n = 1;
-  for (int k = 0; k < sh->ntuple; k++) n += subshape_count(&sh->tuple[k]);
+  for (int k = 0; k < sh->ntuple; k++) n += fusion_subshape_count(&sh->tuple[k]);
   return n;
+}
+
+int fusion_mof_priority(const IrInstr *i) {
+  if (i->op != IR_OP_FUSION) return 0;
+  IrComputation *fc = ir_fused_computation(i);
+  return fc && fc->root && fc->root->op == IR_OP_TUPLE ? 2 : 1;
+}
+
+void fusion_sort_by_mof_priority(IrInstr **v, int n) {
+  for (int i = 1; i < n; i++) { /* insertion sort: stable */
+    IrInstr *x = v[i];
+    int j = i - 1;
+    while (j >= 0 && fusion_mof_priority(v[j]) < fusion_mof_priority(x)) {
+      v[j + 1] = v[j];
+      j--;
+    }
+    v[j + 1] = x;
+  }
 }
 
 /* FusionWouldBeTooLarge's operand count (2021): the distinct operands of both, less the edge
@@ -1097,7 +1114,7 @@ bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContex
    * by the quick bound, then exactly; fusing a producer into its consumer without adding operands
    * never makes the consumer too large. */
   int budget = s && s->operand_budget > 0 ? s->operand_budget : 64;
-  int outputs = subshape_count(&p->shape) + subshape_count(&c->shape);
+  int outputs = fusion_subshape_count(&p->shape) + fusion_subshape_count(&c->shape);
   int ops = distinct_operands(p, c);
   fusion_verdict_metric(v, "operands", ops + outputs);
   bool grows = how != FUSION_SIZE_PRODUCER_CONSUMER || ops > c->noperands;

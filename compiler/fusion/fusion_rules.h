@@ -124,6 +124,13 @@ bool fusion_reuses_operand(const IrInstr *consumer, int k, double *times);
 const IrInstr *fusion_outer_operand(const IrInstr *owner, const IrInstr *x);
 /* The first value of the constant x as an integer; false when x is no constant. */
 bool fusion_constant_int(const IrInstr *x, int64_t *v);
+/* ShapeUtil::SubshapeCount: an array is one buffer; a tuple is itself plus each element's. */
+int fusion_subshape_count(const IrShape *sh);
+/* XLA's FusionPriority (multi_output_fusion.cc, both eras): 2 for a multi-output fusion, 1 for
+ * another fusion, 0 for a plain op. */
+int fusion_mof_priority(const IrInstr *i);
+/* Sorts v stably by fusion_mof_priority, highest first (the order sibling candidates are tried). */
+void fusion_sort_by_mof_priority(IrInstr **v, int n);
 /* Real users: users other than get-tuple-element chains count once each. */
 int fusion_user_count(const IrInstr *i);
 /* Instructions in the fused body (1 for a plain instruction). */

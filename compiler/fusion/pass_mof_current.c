@@ -49,8 +49,6 @@ static bool sibling_candidate(const IrInstr *i, const PassSettings *s) {
   return true;
 }
 
-static int priority_of(const IrInstr *i) { return is_mof(i) ? 2 : i->op == IR_OP_FUSION ? 1 : 0; }
-
 /* FindUniqueSlice: the one slice through which i reads parent, or NULL. */
 static const IrInstr *unique_slice(const IrInstr *parent, const IrInstr *i) {
   if (i->op == IR_OP_SLICE) return i;
@@ -136,16 +134,7 @@ static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairS
   for (int u = 0; u < parent->nusers && n < 64; u++)
     if (parent->users[u]->parent == parent->parent && sibling_candidate(parent->users[u], cx->settings))
       sib[n++] = parent->users[u];
-  /* Stable sort: multi-output fusions, then fusions, then plain ops. */
-  for (int i = 1; i < n; i++) {
-    IrInstr *x = sib[i];
-    int j = i - 1;
-    while (j >= 0 && priority_of(sib[j]) < priority_of(x)) {
-      sib[j + 1] = sib[j];
-      j--;
-    }
-    sib[j + 1] = x;
-  }
+  fusion_sort_by_mof_priority(sib, n); /* multi-output fusions, then fusions, then plain ops */
   int merged = 0;
   for (int i = 0; i < n; i++) {
     if (!sib[i] || sib[i]->op != IR_OP_FUSION) continue;
@@ -241,7 +230,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
         continue;
       }
       /* SelectPreferredFusionCandidate: multi-output fusions, then fusions; the first of the best. */
-      if (!best || priority_of(cons) > priority_of(best)) {
+      if (!best || fusion_mof_priority(cons) > fusion_mof_priority(best)) {
         best = cons;
         bestv = v;
       }

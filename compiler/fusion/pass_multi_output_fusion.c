@@ -38,8 +38,6 @@ static bool is_loop_fusion(const IrInstr *i) {
   return k && strcmp(k, "kLoop") == 0;
 }
 
-/* FusionPriority: multi-output fusions, then fusions, then plain ops. */
-static int priority_of(const IrInstr *i) { return is_mof(i) ? 2 : i->op == IR_OP_FUSION ? 1 : 0; }
 
 /* IsFusibleAsMultiOutputFusionRoot (2021): a fusible reduction from or to contiguous dimensions
  * (or an input fusion rooted at one), a loop fusion, or an elementwise op. */
@@ -217,15 +215,7 @@ static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairS
     for (int q = 0; q < n && !seen; q++) seen = sib[q] == x;
     if (!seen && x->parent == parent->parent) sib[n++] = x;
   }
-  for (int i = 1; i < n; i++) { /* stable: multi-output fusions, fusions, plain ops */
-    IrInstr *x = sib[i];
-    int j = i - 1;
-    while (j >= 0 && priority_of(sib[j]) < priority_of(x)) {
-      sib[j + 1] = sib[j];
-      j--;
-    }
-    sib[j + 1] = x;
-  }
+  fusion_sort_by_mof_priority(sib, n); /* multi-output fusions, fusions, plain ops */
   int merged = 0;
   for (int i = 0; i < n; i++) {
     if (!sib[i] || sib[i]->op != IR_OP_FUSION || !sibling_candidate(sib[i], cx->settings)) continue;
@@ -316,7 +306,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
         continue;
       }
       /* SelectPreferredFusionCandidate: the first of the highest priority. */
-      if (!best || priority_of(cons) > priority_of(best)) {
+      if (!best || fusion_mof_priority(cons) > fusion_mof_priority(best)) {
         best = cons;
         bestv = v;
       }

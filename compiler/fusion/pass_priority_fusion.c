@@ -431,14 +431,6 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
   return true;
 }
 
-/* ShapeUtil::SubshapeCount: an array is one; a tuple is itself plus each element's count. */
-static int subshape_count(const IrShape *sh) {
-  if (sh->type != IR_TUPLE) return 1;
-  int n = 1;
-  for (int k = 0; k < sh->ntuple; k++) n += subshape_count(&sh->tuple[k]);
-  return n;
-}
-
 /* XLA's CanEmitInputFusedScatter: nothing fuses into the output of a scatter, nor into (or reads)
  * the buffer a scatter updates in place; its other operands fuse like any. */
 static bool can_emit_input_fused_scatter(const IrInstr *p, const IrInstr *c, FusionVerdict *v) {
@@ -514,7 +506,7 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
   /* FusionFitsInBudget(consumer, producer, is_consumer_producer_fusion): the distinct operands of
    * both (less the edge being fused) and the output buffers of both (SubshapeCount: a tuple counts
    * itself and its elements), unless the fusion has no more operands than the consumer had. */
-  int outs = subshape_count(&c->shape) + subshape_count(&p->shape);
+  int outs = fusion_subshape_count(&c->shape) + fusion_subshape_count(&p->shape);
   int nops = fusion_operands_and_outputs(p, c, false) - (c->shape.type == IR_TUPLE ? c->shape.ntuple : 1);
   int ops = nops + outs;
   int budget = s && s->operand_budget > 0 && s->operand_budget != 64 ? s->operand_budget : 96;

@@ -301,6 +301,21 @@ static RtTensor *run_interp(const IrModule *m, FxError *e) {
   return out;
 }
 
+/* What a predicate that takes a PassContext needs, with no decision log: default settings and
+ * the default device. */
+typedef struct {
+  PassSettings st;
+  FxError e;
+  DecisionSink none;
+} QuietPass;
+
+static PassContext quiet_pass(QuietPass *q, const char *pass) {
+  pass_settings_default(&q->st);
+  fx_error_clear(&q->e);
+  q->none = (DecisionSink){NULL, NULL};
+  return (PassContext){&q->none, device_default(), &q->st, 1, pass, &q->e, NULL};
+}
+
 /* Checks one fact; on failure writes why into why[] and returns false. */
 static bool check_fact(const IrModule *m, bool changed, const Log *log, const char *fact, char *why, size_t nw) {
   char buf[512];
@@ -513,12 +528,8 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     NEED(4);
     SUBJ(A, w[1]);
     SUBJ(B, w[2]);
-    PassSettings st;
-    pass_settings_default(&st);
-    FxError e;
-    fx_error_clear(&e);
-    DecisionSink none = {NULL, NULL};
-    PassContext cx = {&none, device_default(), &st, 1, "multi_output_fusion", &e, NULL};
+    QuietPass qp;
+    PassContext cx = quiet_pass(&qp, "multi_output_fusion");
     FusionVerdict v;
     memset(&v, 0, sizeof v);
     bool got = f[4] == 's' ? fusion_mof_shapes_compatible_2021(A, B, &v)
@@ -544,12 +555,8 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     NEED(4);
     SUBJ(A, w[1]);
     SUBJ(B, w[2]);
-    PassSettings st;
-    pass_settings_default(&st);
-    FxError e;
-    fx_error_clear(&e);
-    DecisionSink none = {NULL, NULL};
-    PassContext cx = {&none, device_default(), &st, 1, "instruction-fusion", &e, NULL};
+    QuietPass qp;
+    PassContext cx = quiet_pass(&qp, "instruction-fusion");
     FusionVerdict v;
     memset(&v, 0, sizeof v);
     bool ok = fusion_producer_consumer_fusible(A, B, &cx, &v);
