@@ -1232,9 +1232,10 @@ static bool parse_module(P *p) {
     return perr(p, kl, kc, "expected 'HloModule' or a computation, found %s", describe(p, b, sizeof b));
   }
   size_t save = p->pos;
+  bool sigil = peek(p) == '%'; /* %HloModule names a computation */
   if (!parse_name(p, &kw, "'HloModule' or a computation")) return false;
   IrModule *m = p->m;
-  if (!ref_is(&kw, "HloModule") || kw.name[-1] == '%') {
+  if (!ref_is(&kw, "HloModule") || sigil) {
     /* XLA's parser takes a module without its header: computations from the first line (the one
      * marked ENTRY, else the last, is the entry); the module is then named "_". */
     p->pos = save;
