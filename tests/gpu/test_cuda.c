@@ -802,11 +802,10 @@ TEST(run_backend_gpu_without_gpu) {
   IrModule *m = hlo_parse(text, sizeof text - 1, "t.hlo", &err);
   CHECK(m != NULL);
   if (!m) return;
-  ExplainStage st = {.module = m, .pass = "input"};
   Session s;
   memset(&s, 0, sizeof s);
-  s.eng.stages = &st;
-  s.eng.nstages = s.eng.stages_cap = 1;
+  CHECK(explain_engine_init(&s.eng));
+  explain_engine_set_input(&s.eng, m); /* the engine owns m, its stages and their plans */
   char *buf = NULL;
   size_t len = 0;
   s.out = open_memstream(&buf, &len);
@@ -829,7 +828,7 @@ TEST(run_backend_gpu_without_gpu) {
   }
   fclose(s.out);
   free(buf);
-  ir_module_free(m);
+  explain_engine_fini(&s.eng);
 }
 
 /* A stage's unit: each kernel classified, the generated ones compiled with their figures. */
@@ -993,11 +992,10 @@ TEST(kernel_views) {
   IrModule *m = hlo_load_file("tests/gpu/loop_dot_rng.hlo", &err);
   CHECK(m != NULL);
   if (!m) return;
-  ExplainStage st = {.module = m, .pass = "input"};
   Session s;
   memset(&s, 0, sizeof s);
-  s.eng.stages = &st;
-  s.eng.nstages = s.eng.stages_cap = 1;
+  CHECK(explain_engine_init(&s.eng));
+  explain_engine_set_input(&s.eng, m);
   s.eng.device = *device_lookup("rtx2080ti");
   char *buf = NULL;
   size_t len = 0;
@@ -1066,7 +1064,7 @@ TEST(kernel_views) {
   CHECK_STR(err.msg, "'nope' is not a kernel of stage 0");
   fclose(s.out);
   free(buf);
-  ir_module_free(m);
+  explain_engine_fini(&s.eng);
 }
 
 /* The GPU backend's plumbing over the fake driver: prepare compiles and loads the stage's unit,

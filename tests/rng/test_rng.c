@@ -380,13 +380,11 @@ TEST(run_prints_u64_bits_unsigned) {
                      "  ROOT r = (u64[2], u64[2]) rng-bit-generator(s), algorithm=rng_philox\n}\n";
   Session s;
   memset(&s, 0, sizeof s);
-  ExplainStage st = {.module = parse(text), .pass = "input"};
-  CHECK(st.module != NULL);
-  if (!st.module) return;
-  s.eng.stages = &st;
-  s.eng.nstages = s.eng.stages_cap = 1;
-  s.eng.device = *device_default();
-  pass_settings_default(&s.eng.settings);
+  IrModule *m = parse(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  CHECK(explain_engine_init(&s.eng));
+  explain_engine_set_input(&s.eng, m); /* the engine owns m, its stages and their plans */
   s.err = stderr;
   char *buf = NULL;
   size_t len = 0;
@@ -406,7 +404,7 @@ TEST(run_prints_u64_bits_unsigned) {
   CHECK_CONTAINS(buf, "out.0: u64[2]  min 5  max 8  mean 6.5  first 5 8\n");
   CHECK_CONTAINS(buf, want);
   free(buf);
-  ir_module_free(st.module);
+  explain_engine_fini(&s.eng);
 }
 
 int main(void) {
