@@ -39,7 +39,7 @@ bool rt_inputs_fill(const IrModule *m, RtTensor **args, uint64_t seed, RtUniform
 }
 
 /* Elements filled between two looks at the Ctrl-C flag: a few milliseconds of work. */
-#define FILL_PIECE (1 << 20)
+#define FILL_PIECE (1 << 18)
 
 /* Fills t (stream) in pieces; false when interrupted. */
 static bool fill_pieces(RtTensor *t, uint64_t seed, uint64_t stream, volatile int *interrupted, bool progress,
