@@ -29,10 +29,14 @@ why e
 render
 pause
 
-echo == multi_output_fusion: one kernel that writes both e and s ==
-step multi_output_fusion
+echo == fusion-merger: e's kernel goes into both of its users ==
+step fusion-merger
 show graph
-echo e is needed twice (by s and by y): the multi-output fusion writes it once, next to s.
+echo e is needed twice (by s and by y). exp is cheap, and computing e in both kernels moves half
+echo the bytes that writing it out and reading it back would, so fusion-merger merges it into both.
+decisions --stage fusion-merger
+step multi_output_fusion
+echo multi_output_fusion finds no pair to join: each kernel reads what another one writes.
 decisions --stage multi_output_fusion
 render --collapse
 step all

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fusion_analysis.h"
+#include "gpu_fusible.h"
 #include "../plan/plan.h"
 
 /* ---------- what may fuse (XLA's priority_fusion.cc IsFusible) ---------- */
@@ -43,7 +44,6 @@ bool fusion_xla_fusible(const IrInstr *i, const PassSettings *s) {
   case IR_OP_IOTA:
   case IR_OP_CONSTANT:
   case IR_OP_REDUCE:
-  case IR_OP_BITCAST:
   case IR_OP_BROADCAST:
   case IR_OP_CONCATENATE:
   case IR_OP_DYNAMIC_SLICE:
@@ -56,6 +56,8 @@ bool fusion_xla_fusible(const IrInstr *i, const PassSettings *s) {
   case IR_OP_SCATTER:
   case IR_OP_SLICE:
   case IR_OP_TRANSPOSE: return true;
+  case IR_OP_BITCAST: /* IsFusibleBitcast: only one that keeps the bit width (KeepsBitwidth) */
+    return fusion_keeps_bitwidth(i);
   case IR_OP_DOT:
   case IR_OP_CONVOLUTION: return !fusion_is_library_call(i, s);
   default: return false;
@@ -468,38 +470,12 @@ typedef struct {
   int64_t blocks, threads;
 } Launch;
 
-/* MayPreventVectorization: ops after which the loop emitter does not unroll. */
-static bool prevents_vectorization(const IrInstr *i, const IrInstr *p) {
-  const IrInstr *both[2] = {i, p};
-  for (int s2 = 0; s2 < 2; s2++) {
-    const IrInstr *x = both[s2];
-    if (!x) continue;
-    IrComputation *fc = x->op == IR_OP_FUSION ? ir_fused_computation(x) : NULL;
-    int n = fc ? fc->ninstrs : 1;
-    for (int k = 0; k < n; k++) {
-      const IrInstr *y = fc ? fc->instrs[k] : x;
-      if (y->op == IR_OP_DOT || y->op == IR_OP_SORT) return true;
-      if (y->op == IR_OP_CONCATENATE && y->noperands > 10) return true; /* kMaxConcatArgumentsForUnrolling */
-      if (y->op == IR_OP_REDUCE && y->shape.type == IR_TUPLE && y->shape.ntuple > 1) return true;
-    }
-  }
-  return false;
-}
-
-/* CalculateLaunchDimensions with ComputeLoopFusionConfig: 128 threads a block, each thread
- * unrolled over up to 4 elements when the kernel has at least as many elements as the GPU has
- * threads; one thread for a single element. */
-static Launch loop_launch(const DeviceProfile *d, int64_t e, bool may_unroll) {
+/* CalculateLaunchDimensions: 128 threads a block, each thread unrolled over `unroll` elements
+ * (ComputeLoopFusionConfig, gpu_fusible.c); one thread for a single element. */
+static Launch loop_launch(int64_t e, int unroll) {
   Launch l = {1, 1};
   if (e <= 1) return l;
-  int64_t max_threads = d && d->max_threads_per_sm > 0 && d->sm_count > 0 ? (int64_t)d->max_threads_per_sm * d->sm_count : 0;
-  int unroll = 1;
-  if (may_unroll && max_threads > 0 && e >= max_threads)
-    for (int f = 4; f > 1; f /= 2)
-      if (e % f == 0) {
-        unroll = f;
-        break;
-      }
+  if (unroll < 1) unroll = 1;
   int64_t n = (e + unroll - 1) / unroll;
   l.threads = n < 128 ? n : 128;
   l.blocks = (n + l.threads - 1) / l.threads;
@@ -682,9 +658,9 @@ static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInst
     if (p && dus == p) dus = fusion_fused_root(p);
   }
   if (dus->op == IR_OP_DYNAMIC_UPDATE_SLICE && dus->noperands > 1)
-    return loop_launch(d, ir_shape_elements(&dus->operands[1]->shape), false);
+    return loop_launch(ir_shape_elements(&dus->operands[1]->shape), 1);
   if (h->op == IR_OP_SCATTER && h->noperands >= 3) /* the scatter emitter runs over the updates */
-    return loop_launch(d, ir_shape_elements(&h->operands[h->noperands - 1]->shape), false);
+    return loop_launch(ir_shape_elements(&h->operands[h->noperands - 1]->shape), 1);
   if (hero->op == IR_OP_CONCATENATE && hero->noperands <= 4 && !(i->op == IR_OP_FUSION && fusion_fused_root(i)->op == IR_OP_TUPLE)) {
     /* UseConcatenateFusion: one concatenate hero of at most 4 operands. */
     h = hero;
@@ -693,9 +669,10 @@ static Launch launch_dims(const DeviceProfile *d, const IrInstr *i, const IrInst
       int64_t e = ir_shape_elements(&h->operands[k]->shape);
       largest = e > largest ? e : largest;
     }
-    return loop_launch(d, largest, !prevents_vectorization(i, p));
+    return loop_launch(largest, fusion_loop_unroll(d, 0, i, p, largest));
   }
-  return loop_launch(d, ir_shape_is_array(&h->shape) ? ir_shape_elements(&h->shape) : 1, !prevents_vectorization(i, p));
+  int64_t e = ir_shape_is_array(&h->shape) ? ir_shape_elements(&h->shape) : 1;
+  return loop_launch(e, fusion_loop_unroll(d, 0, i, p, e));
 }
 
 static int64_t launch_blocks(const DeviceProfile *d, const IrInstr *i, const IrInstr *p) { return launch_dims(d, i, p).blocks; }
@@ -1180,6 +1157,8 @@ static int normalized_transpose(const IrInstr *x, int64_t *dims, int *perm) {
   }
   return n;
 }
+
+int fusion_normalized_transpose(const IrInstr *x, int64_t *dims, int *perm) { return normalized_transpose(x, dims, perm); }
 
 static bool big_enough(int64_t a, int64_t b) {
   /* kMinDimensionToTransposeTiled, kMinDimensionToTransposeTiled2, kMinTotalDimensionsToTransposeTiled */

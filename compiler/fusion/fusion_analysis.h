@@ -24,6 +24,10 @@ const IrInstr *fusion_hero(const IrInstr *root);
 bool fusion_contiguous_reduce(const IrInstr *x);
 /* A transpose XLA emits with the tiled transpose emitter (GetDescriptionForTiledTransposeEmitter). */
 bool fusion_tiled_transpose(const IrInstr *x);
+/* ShapeUtil::GetNormalizedLogicalTransposeShape of the transpose x (what XLA's
+ * TransposeDimensionGrouper leaves): unit dimensions dropped, dimensions that stay together
+ * merged. Fills the output extents and the permutation; returns their count (0: no transpose). */
+int fusion_normalized_transpose(const IrInstr *x, int64_t *dims, int *perm);
 
 typedef enum {
   FUSION_EMITTER_LOOP,

@@ -177,10 +177,15 @@ static bool op_is_expensive(const IrInstr *i, const PassSettings *s) {
   switch (op) {
   case IR_OP_DIVIDE:
   case IR_OP_REMAINDER:
-    /* Single hardware instructions for f32/f16; integer division by a constant is a multiply. */
+    /* Single hardware instructions for f32/f16 (GpuInstructionFusion::IsExpensive); integer
+     * division by a constant, or a broadcast of one, is multiplies and shifts
+     * (InstructionFusion::IsExpensive: ConstantEffectiveScalar or Broadcast of one). */
     if (op == IR_OP_DIVIDE && (t == IR_F32 || t == IR_F16)) return false;
-    if (ir_type_is_int(t) && i->noperands == 2 && i->operands[1] && i->operands[1]->op == IR_OP_CONSTANT)
-      return false;
+    if (ir_type_is_int(t) && i->noperands == 2 && i->operands[1]) {
+      const IrInstr *d = i->operands[1];
+      if (d->op == IR_OP_BROADCAST && d->noperands == 1) d = d->operands[0];
+      if (d->op == IR_OP_CONSTANT && ir_shape_is_array(&d->shape) && ir_shape_elements(&d->shape) == 1) return false;
+    }
     return true;
   case IR_OP_RSQRT:
   case IR_OP_EXP: return !(t == IR_F32 || t == IR_F16);
@@ -304,6 +309,26 @@ bool fusion_is_input_fusible(const IrInstr *i) {
   return (i->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(i)) || i->op == IR_OP_SCATTER;
 }
 
+bool fusion_is_input_fusible_reduction(const IrInstr *i) {
+  if (i->op == IR_OP_REDUCE) return fusion_is_contiguous_reduction(i);
+  if (i->op != IR_OP_FUSION || strcmp(fusion_kind_of(i), "kInput") != 0) return false;
+  const IrInstr *r = fused_root(i);
+  int n = r->op == IR_OP_TUPLE ? r->noperands : 1;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = r->op == IR_OP_TUPLE ? r->operands[k] : r;
+    if (x->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(x)) return true;
+  }
+  return false;
+}
+
+bool fusion_layouts_reduce_friendly(const IrInstr *p) {
+  if (p->op == IR_OP_COPY) return false;
+  IrComputation *fc = ir_fused_computation(p);
+  for (int k = 0; fc && k < fc->ninstrs; k++)
+    if (fc->instrs[k]->op == IR_OP_COPY) return false;
+  return true;
+}
+
 /* Window sizes and strides of a reduce-window: "window={size=3x3 stride=2x2 ...}" (a malformed
  * window counts as one element). */
 static void window_numbers(const IrInstr *i, int64_t *size_prod, int64_t *stride_prod, bool *overlap) {
@@ -336,7 +361,9 @@ static double inputs_per_output(const IrInstr *i) {
   return 0;
 }
 
-bool fusion_reuses_operand(const IrInstr *c, int k, double *times) {
+/* How many times consumer c reads each element of its operand k, roughly: the figure the
+ * explanations give (1 where XLA counts a use as reuse without repeated reads). */
+static double reuse_times(const IrInstr *c, int k) {
   double t = 1;
   bool reuse = false;
   const IrInstr *op = c->operands[k];
@@ -359,7 +386,7 @@ bool fusion_reuses_operand(const IrInstr *c, int k, double *times) {
         for (int j = 0; j < us->noperands; j++) {
           if (us->operands[j] != x) continue;
           double tt;
-          if (us->op != IR_OP_FUSION && fusion_reuses_operand(us, j, &tt)) {
+          if (us->op != IR_OP_FUSION && (tt = reuse_times(us, j)) > 1) {
             reuse = true;
             if (tt > t) t = tt;
           } else if (sp < 64) {
@@ -409,8 +436,86 @@ bool fusion_reuses_operand(const IrInstr *c, int k, double *times) {
     break;
   default: break;
   }
-  if (times) *times = t;
-  return reuse && t > 1;
+  return reuse && t > 1 ? t : 1;
+}
+
+
+/* XLA's HloInstruction::UseKind, in its order (std::min picks the stronger reuse). */
+typedef enum { USE_NONE, USE_REUSE, USE_PERMUTING, USE_ONCE } UseKind;
+
+/* XLA's HloInstruction::OperandElementUse (2021): how c uses the elements of its operand k.
+ * Data movement permutes them; pad and reduce reuse their padding and init values; a dot reuses
+ * both sides (but a matrix-vector product reads the matrix once); dynamic-update-slice reuses
+ * its start indices; gather permutes what it gathers from; every other op that is not
+ * elementwise (broadcast included, whatever its sizes) counts as reusing. */
+static UseKind operand_element_use(const IrInstr *c, int k);
+
+/* FusionReusesParamElements::ComputeInternal: how x, inside a fused body, uses parameter `param`:
+ * along each operand the weaker use of the two hops, and over several operands XLA's Plus (two
+ * different uses of one element are a reuse). memo holds each body instruction's answer + 1. */
+static UseKind fused_param_use(const IrInstr *x, int64_t param, int *memo, int depth) {
+  if (x->op == IR_OP_PARAMETER && x->param_number == param) return USE_ONCE;
+  int pos = x->aux ? (int)(intptr_t)x->aux - 1 : -1;
+  if (pos >= 0 && memo[pos]) return (UseKind)(memo[pos] - 1);
+  UseKind acc = USE_NONE;
+  if (depth < 512)
+    for (int j = 0; j < x->noperands; j++) {
+      UseKind a = operand_element_use(x, j), b = fused_param_use(x->operands[j], param, memo, depth + 1);
+      UseKind u = a < b ? a : b;
+      if (acc == USE_NONE) acc = u;
+      else if (u == USE_NONE) continue;
+      else if (acc == USE_REUSE || u == USE_REUSE || acc == USE_PERMUTING || u == USE_PERMUTING) acc = USE_REUSE;
+      else acc = USE_ONCE;
+    }
+  if (pos >= 0) memo[pos] = (int)acc + 1;
+  return acc;
+}
+
+static UseKind operand_element_use(const IrInstr *c, int k) {
+  switch (c->op) {
+  case IR_OP_BITCAST:
+  case IR_OP_CONCATENATE:
+  case IR_OP_RESHAPE:
+  case IR_OP_REVERSE:
+  case IR_OP_SLICE:
+  case IR_OP_TRANSPOSE: return USE_PERMUTING;
+  case IR_OP_PAD:
+  case IR_OP_REDUCE: return k > 0 && (c->op == IR_OP_PAD || k >= c->noperands / 2) ? USE_REUSE : USE_PERMUTING;
+  case IR_OP_DOT:
+    if (c->shape.rank == 2 && ((k == 0 && c->shape.dims[1] == 1) || (k == 1 && c->shape.dims[0] == 1))) return USE_ONCE;
+    return USE_REUSE;
+  case IR_OP_DYNAMIC_UPDATE_SLICE: return k <= 1 ? USE_ONCE : USE_REUSE;
+  case IR_OP_GATHER: return k == 0 ? USE_PERMUTING : USE_ONCE;
+  case IR_OP_FUSION: {
+    IrComputation *fc = ir_fused_computation(c);
+    if (!fc || !fc->root) return USE_REUSE;
+    int n = fc->ninstrs;
+    int *memo = fx_calloc((size_t)(n ? n : 1), sizeof(int));
+    void **saved = fx_malloc(sizeof(void *) * (size_t)(n ? n : 1));
+    if (!memo || !saved) {
+      fx_free(memo);
+      fx_free(saved);
+      return USE_REUSE;
+    }
+    for (int q = 0; q < n; q++) {
+      saved[q] = fc->instrs[q]->aux;
+      fc->instrs[q]->aux = (void *)(intptr_t)(q + 1);
+    }
+    UseKind u = fused_param_use(fc->root, k, memo, 0);
+    for (int q = 0; q < n; q++) fc->instrs[q]->aux = saved[q];
+    fx_free(memo);
+    fx_free(saved);
+    return u;
+  }
+  default: return ir_op_is_elementwise(c->op) ? USE_ONCE : USE_REUSE;
+  }
+}
+
+/* XLA's InstructionFusion::ReusesOperandElements (2021): OperandElementUse says kReuse. */
+bool fusion_reuses_operand(const IrInstr *c, int k, double *times) {
+  bool reuse = operand_element_use(c, k) == USE_REUSE;
+  if (times) *times = reuse ? reuse_times(c, k) : 1;
+  return reuse;
 }
 
 int fusion_user_count(const IrInstr *i) { return i->nusers; }
@@ -424,39 +529,14 @@ int fusion_body_size(const IrInstr *i) {
   return n;
 }
 
-/* Calls f on every output-producing root of i: the instruction itself, the fused root, or each
- * operand of a fused root tuple. */
-static int roots_of(const IrInstr *i, const IrInstr **out, int max) {
-  const IrInstr *r = fused_root(i);
-  if (i->op == IR_OP_FUSION && r->op == IR_OP_TUPLE) {
-    int n = 0;
-    for (int k = 0; k < r->noperands && n < max; k++) out[n++] = r->operands[k];
-    return n;
-  }
-  out[0] = r;
-  return 1;
-}
-
-int fusion_unnested_reductions(const IrInstr *i) {
-  const IrInstr *roots[128];
-  int n = roots_of(i, roots, 128), cnt = 0;
-  for (int k = 0; k < n; k++)
-    if (roots[k]->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(roots[k])) cnt++;
-  return cnt;
-}
-
-int64_t fusion_shared_memory(const IrInstr *i) {
-  const IrInstr *roots[128];
-  int n = roots_of(i, roots, 128);
-  int64_t bytes = 0;
-  for (int k = 0; k < n; k++) {
-    const IrInstr *r = roots[k];
-    if (r->op != IR_OP_REDUCE || !fusion_is_contiguous_reduction(r)) continue;
-    int eb = ir_type_bytes(elem_type(r));
-    if (eb <= 0) eb = 4;
-    bytes += is_row_reduction(r) ? 32 * (int64_t)eb : 32 * (4 * 32 + 1) * (int64_t)eb;
-  }
-  return bytes;
+/* NumUnnestedReductions as of 2021: the reductions from or to contiguous dimensions (the 2021
+ * rule) in i's body. */
+static int unnested_reductions_2021(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (!fc) return i->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(i);
+  int sum = 0;
+  for (int k = 0; k < fc->ninstrs; k++) sum += unnested_reductions_2021(fc->instrs[k]);
+  return sum;
 }
 
 /* ---------- emitted copies (XLA's fusion node indexing evaluation) ---------- */
@@ -769,38 +849,83 @@ bool fusion_check_consumer(const IrInstr *c, const PassContext *cx, FusionVerdic
   return true;
 }
 
-/* Whether i (or its fused body) holds a reduce or reduce-window that XLA emits as a loop over
- * several inputs per output (a non-contiguous reduce, an overlapping window), with >= 16 inputs
- * per output. Returns it, or NULL. */
-static const IrInstr *loop_reduction(const IrInstr *i) {
+/* XLA's IfFusedReadsElementsMultipleTimes (2021): a reduce XLA emits as a loop (not from or to
+ * contiguous dimensions), or a reduce-window whose windows overlap (a size above its stride). */
+static bool reads_elements_multiple_times(const IrInstr *x) {
+  if (x->op == IR_OP_REDUCE) return !fusion_is_contiguous_reduction(x);
+  if (x->op != IR_OP_REDUCE_WINDOW) return false;
+  IrWindow w;
+  if (!ir_attr_window(x, -1, &w, NULL, 0)) return false;
+  for (int k = 0; k < w.rank; k++)
+    if (w.size[k] > w.stride[k]) return true;
+  return false;
+}
+
+/* The first instruction of i (i itself, or of its fused body) that reads elements several times. */
+static const IrInstr *loop_codegen(const IrInstr *i) {
   IrComputation *fc = ir_fused_computation(i);
-  int n = fc ? fc->ninstrs : 1;
-  for (int k = 0; k < n; k++) {
-    const IrInstr *x = fc ? fc->instrs[k] : i;
-    if (x->op == IR_OP_REDUCE || x->op == IR_OP_REDUCE_WINDOW) {
-      if (inputs_per_output(x) >= FUSION_REDUCE_MIN_ELEMENTS) return x;
-    }
-  }
+  if (!fc) return reads_elements_multiple_times(i) ? i : NULL;
+  for (int k = 0; k < fc->ninstrs; k++)
+    if (reads_elements_multiple_times(fc->instrs[k])) return fc->instrs[k];
   return NULL;
 }
 
-/* A reduce or reduce-window in the consumer reached from its operands equal to p. */
-static const IrInstr *consumer_reduction(const IrInstr *c, const IrInstr *p) {
+bool fusion_creates_nested_loop(const IrInstr *p, const IrInstr *c, const IrInstr **pl, const IrInstr **cl) {
+  const IrInstr *a = loop_codegen(p);
+  if (pl) *pl = a;
+  if (cl) *cl = NULL;
+  if (!a) return false;
   IrComputation *fc = ir_fused_computation(c);
-  if (!fc) return c->op == IR_OP_REDUCE || c->op == IR_OP_REDUCE_WINDOW ? c : NULL;
+  if (!fc) {
+    if (cl) *cl = c;
+    return reads_elements_multiple_times(c);
+  }
+  /* Whether p's value reaches, inside c, an instruction that reads elements several times. */
   for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
     if (c->operands[k] != p || !fc->params[k]) continue;
     const IrInstr *stack[256];
-    int sp = 0;
+    int sp = 0, guard = 0;
     stack[sp++] = fc->params[k];
-    int guard = 0;
     while (sp > 0 && guard++ < 100000) {
       const IrInstr *x = stack[--sp];
-      if (x->op == IR_OP_REDUCE || x->op == IR_OP_REDUCE_WINDOW) return x;
+      if (reads_elements_multiple_times(x)) {
+        if (cl) *cl = x;
+        return true;
+      }
       for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
     }
   }
-  return NULL;
+  return false;
+}
+
+bool fusion_producer_consumer_fusible(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  if (!fusion_check_consumer(c, cx, v)) return false;
+  if (!fusion_check_producer(p, cx, v)) return false;
+  const IrInstr *pl, *cl;
+  if (fusion_creates_nested_loop(p, c, &pl, &cl)) {
+    fusion_verdict_metric(v, "inputs_per_output", inputs_per_output(pl));
+    return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
+                         "both sides read elements several times: %s (a %s) would run as a loop inside %s's loop (a "
+                         "%s), a nested loop",
+                         pl->name, ir_op_name(pl->op), cl->name, ir_op_name(cl->op));
+  }
+  if (fusion_is_input_fusible_reduction(c) && !fusion_layouts_reduce_friendly(p))
+    return fusion_refuse(v, FR_LAYOUT,
+                         "%s changes the layout (it %s a copy, which after layout assignment only transposes); %s "
+                         "is a reduction and would read its result out of order (XLA: the producer layout is not "
+                         "fusion-friendly for the consumer reduction)",
+                         p->name, p->op == IR_OP_COPY ? "is" : "holds", c->name);
+  if (p->op == IR_OP_CONSTANT && ir_shape_elements(&p->shape) > 1)
+    return fusion_refuse(v, FR_NOT_FUSIBLE,
+                         "%s is a constant of %" PRId64 " elements: XLA keeps large constants in memory and fuses "
+                         "only scalar constants",
+                         p->name, ir_shape_elements(&p->shape));
+  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION)
+    return fusion_refuse(v, FR_NOT_FUSIBLE,
+                         "%s is a scalar constant; XLA fuses constants only into an existing fusion, and %s is "
+                         "not one yet",
+                         p->name, c->name);
+  return true;
 }
 
 /* Index of p among c's operands, or -1. */
@@ -920,30 +1045,93 @@ static bool check_registers(const IrInstr *p, const IrInstr *c, const DeviceProf
   return true;
 }
 
-bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContext *cx, bool mo, FusionVerdict *v) {
+int64_t fusion_shared_memory_2021(const IrInstr *i) {
+  if (i->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(i)) {
+    int eb = ir_type_bytes(elem_type(i));
+    if (eb <= 0) eb = 4;
+    return is_row_reduction(i) ? 32 * (int64_t)eb : 2 * 32 * 33 * (int64_t)eb;
+  }
+  IrComputation *fc = ir_fused_computation(i);
+  int64_t sum = 0;
+  for (int k = 0; fc && k < fc->ninstrs; k++) sum += fusion_shared_memory_2021(fc->instrs[k]);
+  return sum;
+}
+
+int fusion_subshape_count(const IrShape *sh) {
+  if (sh->type != IR_TUPLE) return 1;
+  int n = 1;
+  for (int k = 0; k < sh->ntuple; k++) n += fusion_subshape_count(&sh->tuple[k]);
+  return n;
+}
+
+int fusion_mof_priority(const IrInstr *i) {
+  if (i->op != IR_OP_FUSION) return 0;
+  IrComputation *fc = ir_fused_computation(i);
+  return fc && fc->root && fc->root->op == IR_OP_TUPLE ? 2 : 1;
+}
+
+void fusion_sort_by_mof_priority(IrInstr **v, int n) {
+  for (int i = 1; i < n; i++) { /* insertion sort: stable */
+    IrInstr *x = v[i];
+    int j = i - 1;
+    while (j >= 0 && fusion_mof_priority(v[j]) < fusion_mof_priority(x)) {
+      v[j + 1] = v[j];
+      j--;
+    }
+    v[j + 1] = x;
+  }
+}
+
+/* FusionWouldBeTooLarge's operand count (2021): the distinct operands of both, less the edge
+ * between them. */
+static int distinct_operands(const IrInstr *a, const IrInstr *b) {
+  const IrInstr *seen[512];
+  int n = 0, extra = 0;
+  const IrInstr *both[2] = {a, b};
+  for (int s = 0; s < 2; s++)
+    for (int k = 0; k < both[s]->noperands; k++) {
+      const IrInstr *op = both[s]->operands[k];
+      if (!op || op == a || op == b) continue;
+      bool dup = false;
+      for (int j = 0; j < n && !dup; j++) dup = seen[j] == op;
+      if (dup) continue;
+      if (n < 512) seen[n++] = op;
+      else extra++;
+    }
+  return n + extra;
+}
+
+bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionSizeFor how,
+                            FusionVerdict *v) {
   const PassSettings *s = cx ? cx->settings : NULL;
   const DeviceProfile *d = cx ? cx->device : NULL;
-  int ops = fusion_operands_and_outputs(p, c, mo);
+  bool mo = how == FUSION_SIZE_MULTI_OUTPUT;
+  int64_t smem = fusion_shared_memory_2021(p) + fusion_shared_memory_2021(c);
+  if (smem > FUSION_SHARED_MEMORY_BUDGET_2021) {
+    fusion_verdict_metric(v, "shared_bytes", (double)smem);
+    fusion_verdict_metric(v, "limit", FUSION_SHARED_MEMORY_BUDGET_2021);
+    return fusion_refuse(v, FR_SHARED_MEMORY,
+                         "the reductions of %s and %s together need %" PRId64 " B of shared memory per block, over "
+                         "the budget of %d B (XLA's kSharedMemoryBudgetInBytes, 2021)",
+                         p->name, c->name, smem, FUSION_SHARED_MEMORY_BUDGET_2021);
+  }
+  /* Operands plus output buffers (XLA counts both sides' outputs, a tuple and its elements), first
+   * by the quick bound, then exactly; fusing a producer into its consumer without adding operands
+   * never makes the consumer too large. */
   int budget = s && s->operand_budget > 0 ? s->operand_budget : 64;
-  fusion_verdict_metric(v, "operands", ops);
-  if (ops > budget) {
+  int outputs = fusion_subshape_count(&p->shape) + fusion_subshape_count(&c->shape);
+  int ops = distinct_operands(p, c);
+  fusion_verdict_metric(v, "operands", ops + outputs);
+  bool grows = how != FUSION_SIZE_PRODUCER_CONSUMER || ops > c->noperands;
+  if (p->noperands + c->noperands - 1 + outputs > budget && grows && ops + outputs > budget) {
     fusion_verdict_metric(v, "budget", budget);
     fusion_refuse(v, FR_OPERAND_BUDGET,
-                  "fusing %s with %s would give the kernel %d operands and outputs; budget %d", p->name, c->name,
-                  ops, budget);
-    fusion_suggest(v, "raise the budget with `set operand_budget %d`", ops > 96 ? ops : 96);
+                  "fusing %s with %s would give the kernel %d operands and %d output buffers; budget %d", p->name,
+                  c->name, ops, outputs, budget);
+    fusion_suggest(v, "raise the budget with `set operand_budget %d`", ops + outputs > 96 ? ops + outputs : 96);
     return false;
   }
-  int64_t smem = fusion_shared_memory(p) + fusion_shared_memory(c);
-  if (d && d->is_gpu && d->shared_mem_per_block > 0 && smem > d->shared_mem_per_block) {
-    fusion_verdict_metric(v, "shared_bytes", (double)smem);
-    fusion_verdict_metric(v, "limit", d->shared_mem_per_block);
-    return fusion_refuse(v, FR_SHARED_MEMORY,
-                         "the reductions of %s and %s together need %" PRId64 " B of shared memory per block; "
-                         "%s has %d B",
-                         p->name, c->name, smem, d->name, d->shared_mem_per_block);
-  }
-  int red = fusion_unnested_reductions(p) + fusion_unnested_reductions(c);
+  int red = unnested_reductions_2021(p) + unnested_reductions_2021(c);
   if (red > FUSION_MAX_UNNESTED_REDUCTIONS) {
     fusion_verdict_metric(v, "reductions", red);
     fusion_verdict_metric(v, "limit", FUSION_MAX_UNNESTED_REDUCTIONS);
@@ -962,6 +1150,112 @@ bool fusion_check_too_large(const IrInstr *p, const IrInstr *c, const PassContex
   return true;
 }
 
+/* The operands of c whose buffers it updates in place (HloDataflowAnalysis::
+ * GetInPlaceInputOutputPairs, 2021): operand 0 of a dynamic-update-slice or scatter, or the
+ * fusion parameter that is operand 0 of such a root (or of an element of the root tuple).
+ * Returns the count. */
+static int in_place_operands(const IrInstr *c, int *out, int max) {
+  if (c->op == IR_OP_DYNAMIC_UPDATE_SLICE || c->op == IR_OP_SCATTER) {
+    out[0] = 0;
+    return max > 0;
+  }
+  IrComputation *fc = ir_fused_computation(c);
+  if (!fc || !fc->root) return 0;
+  const IrInstr *r = fc->root;
+  int nr = r->op == IR_OP_TUPLE ? r->noperands : 1, n = 0;
+  for (int k = 0; k < nr && n < max; k++) {
+    const IrInstr *x = r->op == IR_OP_TUPLE ? r->operands[k] : r;
+    if ((x->op != IR_OP_DYNAMIC_UPDATE_SLICE && x->op != IR_OP_SCATTER) || x->noperands == 0) continue;
+    const IrInstr *b = x->operands[0];
+    if (b->op == IR_OP_PARAMETER && b->param_number >= 0 && b->param_number < c->noperands) out[n++] = (int)b->param_number;
+  }
+  return n;
+}
+
+/* XLA's ExtractInstruction: i itself when it matches, else the one matching instruction of its
+ * fused body (NULL when none or several). */
+static const IrInstr *extract_one(const IrInstr *i, bool (*match)(const IrInstr *)) {
+  if (match(i)) return i;
+  IrComputation *fc = ir_fused_computation(i);
+  const IrInstr *found = NULL;
+  for (int k = 0; fc && k < fc->ninstrs; k++)
+    if (match(fc->instrs[k])) {
+      if (found) return NULL;
+      found = fc->instrs[k];
+    }
+  return found;
+}
+
+static bool is_dus(const IrInstr *x) { return x->op == IR_OP_DYNAMIC_UPDATE_SLICE; }
+static bool is_non_elementwise(const IrInstr *x) { return x->op != IR_OP_FUSION && !ir_op_is_elementwise(x->op); }
+
+const IrInstr *fusion_outer_operand(const IrInstr *owner, const IrInstr *x) {
+  if (owner->op == IR_OP_FUSION && x->op == IR_OP_PARAMETER && x->param_number >= 0 && x->param_number < owner->noperands)
+    return owner->operands[x->param_number];
+  return x;
+}
+
+bool fusion_constant_int(const IrInstr *x, int64_t *v) {
+  if (x->op != IR_OP_CONSTANT || !x->literal || !x->literal->values || x->literal->count < 1) return false;
+  *v = (int64_t)x->literal->values[0];
+  return true;
+}
+
+/* XLA's InstructionFusion::ShouldFuseInPlaceOp (2021): a consumer that updates a buffer in place
+ * takes a producer that is not elementwise and reads that same buffer only when the producer is
+ * a slice or dynamic-slice of exactly the region the consumer's one dynamic-update-slice writes
+ * (the update would change what the producer reads otherwise). An elementwise producer, or the
+ * buffer itself, fuses. */
+static bool classic_should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVerdict *v) {
+  if (ir_op_is_elementwise(p->op)) return true;
+  int idx[16];
+  int n = in_place_operands(c, idx, 16);
+  for (int k = 0; k < n; k++) {
+    const IrInstr *buf = c->operands[idx[k]];
+    bool reads = false;
+    for (int o = 0; o < p->noperands; o++) reads = reads || p->operands[o] == buf;
+    if (!reads) continue;
+    const IrInstr *dus = extract_one(c, is_dus), *pne = extract_one(p, is_non_elementwise);
+    if (!dus || !pne || dus->noperands < 2 || !ir_shape_equal(&pne->shape, &dus->operands[1]->shape))
+      return fusion_refuse(v, FR_IN_PLACE,
+                           "%s reads %s, which %s updates in place, through a %s that is not the region the update "
+                           "writes (XLA: the consumer is not a dus or the producer has several non-elementwise ops)",
+                           p->name, buf->name, c->name, ir_op_name(p->op));
+    int rank = dus->shape.rank;
+    if (pne->op == IR_OP_SLICE) {
+      int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
+      int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
+      for (int d = 0; d < rank; d++) {
+        int64_t cv;
+        if (d >= nd || 2 + d >= dus->noperands || !fusion_constant_int(fusion_outer_operand(c, dus->operands[2 + d]), &cv) ||
+            cv != st[d] || sd[d] != 1)
+          return fusion_refuse(v, FR_IN_PLACE,
+                               "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
+                               "mismatch)",
+                               p->name, buf->name, c->name);
+      }
+      continue;
+    }
+    if (pne->op == IR_OP_DYNAMIC_SLICE) {
+      for (int d = 0; d < rank && 1 + d < pne->noperands && 2 + d < dus->noperands; d++) {
+        const IrInstr *a = fusion_outer_operand(p, pne->operands[1 + d]), *b = fusion_outer_operand(c, dus->operands[2 + d]);
+        int64_t av = 0, bv = 0;
+        bool ac = fusion_constant_int(a, &av), bc = fusion_constant_int(b, &bv);
+        if (ac != bc || (ac && av != bv) || (!ac && a != b))
+          return fusion_refuse(v, FR_IN_PLACE,
+                               "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index mismatch)",
+                               p->name, buf->name, c->name);
+      }
+      continue;
+    }
+    return fusion_refuse(v, FR_IN_PLACE,
+                         "%s reads %s through a %s while %s updates it in place: the update would change what it "
+                         "reads",
+                         p->name, buf->name, ir_op_name(pne->op), c->name);
+  }
+  return true;
+}
+
 bool fusion_should_fuse_priority(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
   return fusion_should_fuse(p, c, cx, FUSION_MODE_PRIORITY, v);
 }
@@ -974,21 +1268,12 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
   memset(v, 0, sizeof *v);
   if (!fusion_check_consumer(c, cx, v)) return false;
   if (!fusion_check_producer(p, cx, v)) return false;
+  if (mode != FUSION_MODE_PRIORITY && !fusion_producer_consumer_fusible(p, c, cx, v)) return false;
   if (p->is_root)
     return fusion_refuse(v, FR_ROOT,
                          "%s is the root of %s: its value is the computation's output, so it is not fused into "
                          "%s",
                          p->name, p->parent ? p->parent->name : "its computation", c->name);
-  if (p->op == IR_OP_CONSTANT && ir_shape_elements(&p->shape) > 1)
-    return fusion_refuse(v, FR_NOT_FUSIBLE,
-                         "%s is a constant of %" PRId64 " elements: XLA keeps large constants in memory and fuses "
-                         "only scalar constants",
-                         p->name, ir_shape_elements(&p->shape));
-  if (p->op == IR_OP_CONSTANT && c->op != IR_OP_FUSION && mode != FUSION_MODE_PRIORITY)
-    return fusion_refuse(v, FR_NOT_FUSIBLE,
-                         "%s is a scalar constant; XLA fuses constants only into an existing fusion, and %s is "
-                         "not one yet",
-                         p->name, c->name);
   int users = fusion_user_count(p);
   fusion_verdict_metric(v, "users", users);
   bool dup = users > 1 && !always_duplicable(p);
@@ -1023,43 +1308,22 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
   }
   if (reuse && exp) {
     fusion_verdict_metric(v, "reuse", times);
-    fusion_refuse(v, FR_EXPENSIVE_REUSE,
-                  "%s is expensive (%s) and %s reads each of its elements %.0f times; fused, %s would be "
-                  "recomputed %.0f times per element",
-                  p->name, ir_op_name(exp->op), c->name, times, ir_op_name(exp->op), times);
+    if (times > 1)
+      fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                    "%s is expensive (%s) and %s reads each of its elements %.0f times; fused, %s would be "
+                    "recomputed %.0f times per element",
+                    p->name, ir_op_name(exp->op), c->name, times, ir_op_name(exp->op), times);
+    else
+      fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                    "%s is expensive (%s) and %s (%s) reuses its operand's elements: XLA's OperandElementUse counts "
+                    "every %s as reusing, and keeps an expensive producer out of it",
+                    p->name, ir_op_name(exp->op), c->name, ir_op_name(c->op), ir_op_name(c->op));
     fusion_suggest(v, "if %s is cheap on your device, `set expensive %s off`", ir_op_name(exp->op),
                    ir_op_name(exp->op));
     return false;
   }
-  const IrInstr *lr = loop_reduction(p);
-  if (lr) {
-    const IrInstr *cr = consumer_reduction(c, p);
-    if (cr) {
-      fusion_verdict_metric(v, "inputs_per_output", inputs_per_output(lr));
-      return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
-                           "both sides contain a reduction: %s (%.0f inputs per output) would run as a loop inside "
-                           "%s's loop, a nested loop",
-                           lr->name, inputs_per_output(lr), cr->name);
-    }
-  }
-  const IrInstr *cr = fused_root(c);
-  if ((cr->op == IR_OP_DYNAMIC_UPDATE_SLICE || cr->op == IR_OP_SCATTER) && k >= 0) {
-    bool in_place_operand = false;
-    if (c->op == IR_OP_FUSION) {
-      IrComputation *fc = ir_fused_computation(c);
-      for (int j = 0; j < c->noperands; j++)
-        if (c->operands[j] == p && fc && j < fc->nparams && cr->noperands > 0 && cr->operands[0] == fc->params[j])
-          in_place_operand = true;
-    } else {
-      in_place_operand = c->operands[0] == p;
-    }
-    if (in_place_operand)
-      return fusion_refuse(v, FR_IN_PLACE,
-                           "%s updates its operand 0 in place; fusing %s into that operand would make the kernel "
-                           "compute the whole buffer instead of writing only the updated %s",
-                           cr->name, p->name, cr->op == IR_OP_SCATTER ? "elements" : "slice");
-  }
-  if (!fusion_check_too_large(p, c, cx, false, v)) return false;
+  if (!classic_should_fuse_in_place_op(p, c, v)) return false;
+  if (!fusion_check_too_large(p, c, cx, FUSION_SIZE_PRODUCER_CONSUMER, v)) return false;
   if (mode == FUSION_MODE_PRIORITY) {
     int copies = fusion_emitted_copies(p, c);
     int limit = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;

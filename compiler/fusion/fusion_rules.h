@@ -107,17 +107,34 @@ bool fusion_is_input_fusible(const IrInstr *i);
 /* A reduce whose reduced or kept dimensions are contiguous in the layout (a row or column
  * reduction, emitted as an input fusion). */
 bool fusion_is_contiguous_reduction(const IrInstr *reduce);
-/* Whether `consumer` reads each element of operand `k` more than once, and how many times. */
+/* XLA's IsInputFusibleReduction (2021): a reduce from or to contiguous dimensions, or an input
+ * fusion with one among its roots. */
+bool fusion_is_input_fusible_reduction(const IrInstr *i);
+/* XLA's LayoutsAreReduceInputFusionFriendly (2021): false when the producer is a copy or a fusion
+ * holding one (after layout assignment a copy only ever transposes, and a reduction reading its
+ * result would read out of order). */
+bool fusion_layouts_reduce_friendly(const IrInstr *producer);
+/* XLA's ReusesOperandElements (2021, HloInstruction::OperandElementUse): whether `consumer` counts
+ * as reusing the elements of operand `k` (every op that is not elementwise or data movement does,
+ * a broadcast whatever its sizes); *times says roughly how often it reads each (1 when the reuse
+ * is XLA's classification, not repeated reads). */
 bool fusion_reuses_operand(const IrInstr *consumer, int k, double *times);
+/* What a fused instruction's operand x is outside the fusion owner (a parameter is owner's
+ * operand; anything else is itself). */
+const IrInstr *fusion_outer_operand(const IrInstr *owner, const IrInstr *x);
+/* The first value of the constant x as an integer; false when x is no constant. */
+bool fusion_constant_int(const IrInstr *x, int64_t *v);
+/* ShapeUtil::SubshapeCount: an array is one buffer; a tuple is itself plus each element's. */
+int fusion_subshape_count(const IrShape *sh);
+/* XLA's FusionPriority (multi_output_fusion.cc, both eras): 2 for a multi-output fusion, 1 for
+ * another fusion, 0 for a plain op. */
+int fusion_mof_priority(const IrInstr *i);
+/* Sorts v stably by fusion_mof_priority, highest first (the order sibling candidates are tried). */
+void fusion_sort_by_mof_priority(IrInstr **v, int n);
 /* Real users: users other than get-tuple-element chains count once each. */
 int fusion_user_count(const IrInstr *i);
 /* Instructions in the fused body (1 for a plain instruction). */
 int fusion_body_size(const IrInstr *i);
-/* Reductions that would be fusion roots (unnested) in i. */
-int fusion_unnested_reductions(const IrInstr *i);
-/* Shared memory per block the reductions in i need, in bytes (row: 32 x elem; column:
- * 32 x 129 x elem). */
-int64_t fusion_shared_memory(const IrInstr *i);
 /* Estimated emitted copies of `producer` if fused into `consumer` (XLA's fusion node indexing
  * evaluation: every distinct index computation emits the producer again). */
 int fusion_emitted_copies(const IrInstr *producer, const IrInstr *consumer);
@@ -134,6 +151,17 @@ typedef enum {
   FUSION_MODE_PRIORITY,       /* priority-fusion: the cost model decides duplication */
 } FusionMode;
 
+/* XLA's CreatesNestedLoop (2021): the producer (or its fused body) holds an op that reads elements
+ * several times (a reduce emitted as a loop, an overlapping reduce-window), and so does the
+ * consumer (a plain one itself, a fusion along the producer's value). *pl and *cl (may be NULL)
+ * get the two ops. The two need not be linked: XLA's tests ask it of siblings too. */
+bool fusion_creates_nested_loop(const IrInstr *producer, const IrInstr *consumer, const IrInstr **pl,
+                                const IrInstr **cl);
+/* XLA's IsProducerConsumerFusible (2021): the kinds on each side, no multi-output producer, no
+ * nested loop, no layout-changing producer into a reduction, constants only scalar and only into
+ * an existing fusion. Asked by instruction-fusion and fusion-merger. */
+bool fusion_producer_consumer_fusible(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
+                                      FusionVerdict *v);
 /* Everything instruction-fusion asks before fusing producer into consumer (XLA's ShouldFuse):
  * kinds, root, duplication (by mode), expensive reuse, heavy computation, nested reductions,
  * in-place operands, size limits, code duplication. */
@@ -144,11 +172,21 @@ bool fusion_should_fuse(const IrInstr *producer, const IrInstr *consumer, const 
  * loop fusions are ordinary producers. */
 bool fusion_should_fuse_priority(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
                                  FusionVerdict *v);
-/* The size limits of the fused kernel of producer + consumer (XLA's FusionWouldBeTooLarge plus
- * the registers hook): operand_budget, shared_memory, unnested_reductions, ir_size, registers.
- * `multi_output` counts the producer's value as an extra output. */
+/* Which pass asks whether a fusion would be too large: instruction-fusion fuses a producer into
+ * its consumer (XLA's is_consumer_producer_fusion: a fusion that does not grow the consumer's
+ * operands is never too large for them), fusion-merger merges a fusion into a user,
+ * multi_output_fusion makes one kernel with both outputs. */
+typedef enum { FUSION_SIZE_PRODUCER_CONSUMER, FUSION_SIZE_MERGE, FUSION_SIZE_MULTI_OUTPUT } FusionSizeFor;
+/* XLA's FusionWouldBeTooLarge (2021) for the kernel of producer + consumer, plus the registers
+ * hook and the IR size: operand_budget (operands plus output buffers, SubshapeCount of both),
+ * shared_memory (2021's SharedMemoryUsage against its 40,000 B budget), unnested_reductions,
+ * registers, ir_size. */
 bool fusion_check_too_large(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
-                            bool multi_output, FusionVerdict *v);
+                            FusionSizeFor how, FusionVerdict *v);
+/* 2021's SharedMemoryUsage: a row reduction 32 elements, a column reduction 2 x 32 x 33 (its
+ * tile, twice for x-tiling), of the reduce's element type; a fusion the sum over its body. */
+int64_t fusion_shared_memory_2021(const IrInstr *i);
+#define FUSION_SHARED_MEMORY_BUDGET_2021 40000 /* kSharedMemoryBudgetInBytes */
 /* Code duplication (XLA's CodeDuplicationTooHigh, with the paper's user limit as a setting). */
 bool fusion_check_code_duplication(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
                                    FusionVerdict *v);
@@ -157,6 +195,19 @@ int fusion_operands_and_outputs(const IrInstr *a, const IrInstr *b, bool multi_o
 /* True when b is reachable from a through a path of length >= 2 (so fusing a and b into one
  * kernel would create a cycle). Both must be in the same computation. */
 bool fusion_path_exists(const IrInstr *from, const IrInstr *to, bool skip_direct);
+
+/* ---------- multi_output_fusion's predicates, 2021 (pass_multi_output_fusion.c) ---------- */
+
+/* IsFusibleAsMultiOutputFusionRoot (2021): a fusible contiguous reduction (or an input fusion
+ * rooted at one), a loop fusion, or an elementwise op. */
+bool fusion_mof_root_2021(const IrInstr *i, const PassSettings *s);
+/* ShapesCompatibleForMultiOutputFusion (2021): the two kernels' heroes iterate over the same loop
+ * (a contiguous reduction by its input, with consistent reductions; anything else by its output;
+ * dimensions and layout, not element type). */
+bool fusion_mof_shapes_compatible_2021(const IrInstr *a, const IrInstr *b, FusionVerdict *v);
+/* IsProducerConsumerMultiOutputFusible (2021). */
+bool fusion_mof_producer_consumer_2021(const IrInstr *producer, const IrInstr *consumer, const PassContext *cx,
+                                       FusionVerdict *v);
 
 /* ---------- cost model (priority-fusion, fusion-merger) ---------- */
 

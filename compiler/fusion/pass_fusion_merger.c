@@ -1,13 +1,15 @@
 /* pass_fusion_merger.c — XLA's fusion-merger (2021): merge a loop fusion into all of its users, or
  * into none.
  *
- * Runs after the two instruction-fusion runs. For each loop fusion with users, in post-order:
- * every user must be a fusion that can take it; an expensive body is merged only into a single
- * user that does not reuse its elements (or when merging moves far fewer bytes); the merged /
- * current bytes transferred must stay at most 1.10 (XLA's "merged-to-current-bytes-ratio");
- * no merge may be too large or duplicate code beyond the limits (the paper's concatenate, which
- * CodeDuplicationTooHigh kept apart). Every user's verdict is reported; a merge is reported once
- * per user with action "merge".
+ * Runs after the two instruction-fusion runs. For each loop fusion with users, in post-order, XLA's
+ * FusionInstructionMerger::HandleFusion checks in its order: every user must be able to take it
+ * (IsProducerConsumerFusible, not a bitcast; a user that is no fusion yet is wrapped in one, as
+ * the reduce of WillMergeIntoUnfusedConsumer); the merged / current bytes transferred must stay at
+ * most 1.10 (XLA's "merged-to-current-bytes-ratio"); an expensive body is merged only into a
+ * single user that does not reuse its elements (or when merging moves far fewer bytes); no merge
+ * may duplicate code beyond the limits (the paper's concatenate, which CodeDuplicationTooHigh kept
+ * apart) or be too large. Every user's verdict is reported; a merge is reported once per user with
+ * action "merge".
  *
  * XLA runs its fusion passes in a loop until nothing changes, so a fusion refused because it had
  * several readers is tried again once those readers have merged into one. Here the pass sweeps the
@@ -74,16 +76,12 @@ static const char *kib(double bytes, char *buf, size_t n) {
   return buf;
 }
 
-/* Evaluates one user; fills v. */
-static bool user_ok(const IrInstr *u, const PassContext *cx, FusionVerdict *v) {
+/* Evaluates one user (XLA 2021: IsProducerConsumerFusible and not a bitcast; a user that is not a
+ * fusion yet is wrapped in one); fills v. */
+static bool user_ok(const IrInstr *f, const IrInstr *u, const PassContext *cx, FusionVerdict *v) {
   if (u->op == IR_OP_BITCAST)
     return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a bitcast; fusion-merger does not merge into bitcasts", u->name);
-  if (!fusion_check_consumer(u, cx, v)) return false;
-  if (u->op != IR_OP_FUSION)
-    return fusion_refuse(v, FR_NOT_FUSIBLE,
-                         "%s is not a fusion (nothing fused into it), and fusion-merger merges only into fusions",
-                         u->name);
-  return true;
+  return fusion_producer_consumer_fusible(f, u, cx, v);
 }
 
 /* A multi-output fusion whose every output is read by one and the same fusion merges into it:
@@ -116,7 +114,7 @@ static bool merge_outputs(IrInstr *f, PassContext *cx, int sweep, Touched *next,
     memset(&v, 0, sizeof v);
     fusion_verdict_metric(&v, "bytes_ratio", ratio);
     if (sweep > 1) fusion_verdict_metric(&v, "sweep", sweep);
-    bool fine = fusion_check_consumer(readers[q], cx, &v) && fusion_check_too_large(f, readers[q], cx, false, &v);
+    bool fine = fusion_check_consumer(readers[q], cx, &v) && fusion_check_too_large(f, readers[q], cx, FUSION_SIZE_MERGE, &v);
     if (fine && ratio > FUSION_MERGE_BYTES_RATIO) {
       char names[160] = "";
       size_t len = 0;
@@ -206,7 +204,17 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
       fusion_verdict_metric(v, "users", nu);
       fusion_verdict_metric(v, "bytes_ratio", ratio);
       if (sweep > 1) fusion_verdict_metric(v, "sweep", sweep);
-      if (!user_ok(users[u], cx, v)) {
+      if (!user_ok(f, users[u], cx, v)) {
+        all = false;
+        continue;
+      }
+      if (ratio > FUSION_MERGE_BYTES_RATIO) {
+        fusion_verdict_metric(v, "limit", FUSION_MERGE_BYTES_RATIO);
+        fusion_refuse(v, FR_BYTES_INCREASE,
+                      "merged-to-current-bytes-ratio of %.2f is not favorable: merging %s into its %d %s would "
+                      "move %s instead of %s (limit %.2f)",
+                      ratio, f->name, nu, nu == 1 ? "user" : "users", kib(mer, b1, sizeof b1),
+                      kib(cur, b2, sizeof b2), FUSION_MERGE_BYTES_RATIO);
         all = false;
         continue;
       }
@@ -218,10 +226,16 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
         bool cheap_enough = nu == 1 || (ratio < 0.3 && cur > 1024);
         if (reuse) {
           fusion_verdict_metric(v, "reuse", times);
-          fusion_refuse(v, FR_EXPENSIVE_REUSE,
-                        "%s holds an expensive %s (%s) and %s reads each of its elements %.0f times; merged, it "
-                        "would be recomputed for every read",
-                        f->name, ir_op_name(exp->op), exp->name, users[u]->name, times);
+          if (times > 1)
+            fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                          "%s holds an expensive %s (%s) and %s reads each of its elements %.0f times; merged, it "
+                          "would be recomputed for every read",
+                          f->name, ir_op_name(exp->op), exp->name, users[u]->name, times);
+          else
+            fusion_refuse(v, FR_EXPENSIVE_REUSE,
+                          "%s holds an expensive %s (%s) and %s reuses its elements (XLA's OperandElementUse); "
+                          "merged, it would be recomputed for every use",
+                          f->name, ir_op_name(exp->op), exp->name, users[u]->name);
           fusion_suggest(v, "if %s is cheap on your device, `set expensive %s off`", ir_op_name(exp->op),
                          ir_op_name(exp->op));
           all = false;
@@ -237,21 +251,11 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
           continue;
         }
       }
-      if (ratio > FUSION_MERGE_BYTES_RATIO) {
-        fusion_verdict_metric(v, "limit", FUSION_MERGE_BYTES_RATIO);
-        fusion_refuse(v, FR_BYTES_INCREASE,
-                      "merged-to-current-bytes-ratio of %.2f is not favorable: merging %s into its %d %s would "
-                      "move %s instead of %s (limit %.2f)",
-                      ratio, f->name, nu, nu == 1 ? "user" : "users", kib(mer, b1, sizeof b1),
-                      kib(cur, b2, sizeof b2), FUSION_MERGE_BYTES_RATIO);
-        all = false;
-        continue;
-      }
-      if (!fusion_check_too_large(f, users[u], cx, false, v)) {
-        all = false;
-        continue;
-      }
       if (!fusion_check_code_duplication(f, users[u], cx, v)) {
+        all = false;
+        continue;
+      }
+      if (!fusion_check_too_large(f, users[u], cx, FUSION_SIZE_MERGE, v)) {
         all = false;
         continue;
       }

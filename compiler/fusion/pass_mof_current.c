@@ -22,6 +22,7 @@
 
 #include "fusion_analysis.h"
 #include "fusion_build.h"
+#include "gpu_fusible.h"
 #include "../passes/passes.h"
 #include "reachability.h"
 
@@ -39,74 +40,13 @@ static bool custom_fusion(const IrInstr *i) {
   return k && strcmp(k, "kCustom") == 0;
 }
 
-/* IsFusibleAsMultiOutputFusionRoot. */
-static bool mof_root(const IrInstr *i, const PassSettings *s) {
-  if (!fusion_xla_fusible(i, s) || custom_fusion(i)) return false;
-  if (i->op == IR_OP_FUSION) {
-    FusionEmitter e = fusion_emitter_kind(i);
-    return e == FUSION_EMITTER_REDUCTION || e == FUSION_EMITTER_TRANSPOSE || e == FUSION_EMITTER_LOOP;
-  }
-  return fusion_contiguous_reduce(i) || fusion_tiled_transpose(i) ||
-         (ir_op_is_elementwise(i->op) && i->noperands > 0);
-}
-
 /* IsSiblingFusionCandidate. */
 static bool sibling_candidate(const IrInstr *i, const PassSettings *s) {
-  if (i->nusers == 0 || !mof_root(i, s)) return false;
-  if (i->shape.type == IR_TUPLE && i->op == IR_OP_REDUCE && !fusion_contiguous_reduce(i)) return false;
+  if (i->nusers == 0 || !fusion_mof_root(i, s) || fusion_nestable_variadic_reduction(i)) return false;
   if (is_mof(i))
     for (int u = 0; u < i->nusers; u++)
       if (i->users[u]->op != IR_OP_GET_TUPLE_ELEMENT) return false;
   return true;
-}
-
-static int priority_of(const IrInstr *i) { return is_mof(i) ? 2 : i->op == IR_OP_FUSION ? 1 : 0; }
-
-/* GetRealHeroForMultiOutputFusion. */
-static const IrInstr *real_hero(const IrInstr *i) {
-  if (i->op != IR_OP_FUSION) return i;
-  const IrInstr *r = fusion_fused_root(i);
-  if (r->op != IR_OP_TUPLE) {
-    const IrInstr *h = fusion_hero(r);
-    return fusion_contiguous_reduce(h) || fusion_tiled_transpose(h) ? h : r;
-  }
-  for (int k = 0; k < r->noperands; k++) {
-    const IrInstr *h = fusion_hero(r->operands[k]);
-    if (fusion_contiguous_reduce(h) || fusion_tiled_transpose(h)) return h;
-  }
-  return r->noperands ? r->operands[0] : r;
-}
-
-/* ShapesCompatibleForMultiOutputFusion: the two kernels share one parallel loop. */
-static bool shapes_compatible(const IrInstr *a, const IrInstr *b, FusionVerdict *v) {
-  const IrInstr *ha = real_hero(a), *hb = real_hero(b);
-  bool ra = fusion_contiguous_reduce(ha), rb = fusion_contiguous_reduce(hb);
-  bool ta = fusion_tiled_transpose(ha), tb = fusion_tiled_transpose(hb);
-  if (ra && rb) {
-    const char *da = ir_attr_text(ha, "dimensions"), *db = ir_attr_text(hb, "dimensions");
-    if (!ir_shape_same_dims(&ha->operands[0]->shape, &hb->operands[0]->shape) || !da || !db || strcmp(da, db) != 0)
-      return fusion_refuse(v, FR_SHAPE_MISMATCH, "%s and %s are tiled reductions with different shapes", ha->name,
-                           hb->name);
-  } else if ((ra && tb) || (ta && rb)) {
-    return fusion_refuse(v, FR_SHAPE_MISMATCH, "%s and %s: XLA does not multi-output fuse a transpose and a reduction",
-                         a->name, b->name);
-  } else if (ta && tb && !ir_shape_same_dims(&ha->shape, &hb->shape)) {
-    return fusion_refuse(v, FR_SHAPE_MISMATCH, "%s and %s are tiled transposes with different shapes", a->name, b->name);
-  }
-  const IrShape *la = ra || ta ? &ha->operands[0]->shape : &ha->shape;
-  const IrShape *lb = rb || tb ? &hb->operands[0]->shape : &hb->shape;
-  if (ir_shape_same_dims(la, lb)) return true;
-  /* Unequal shapes are accepted when one is a bitcast of the other (IsReshapeOrTransposeBitcast):
-   * with row-major layouts, any two arrays of as many elements. */
-  if (ir_shape_is_array(la) && ir_shape_is_array(lb) && ir_shape_default_layout(la) && ir_shape_default_layout(lb) &&
-      ir_shape_elements(la) == ir_shape_elements(lb))
-    return true;
-  char fa[128], fb[128];
-  ir_shape_format(la, false, fa, sizeof fa);
-  ir_shape_format(lb, false, fb, sizeof fb);
-  return fusion_refuse(v, FR_SHAPE_MISMATCH,
-                       "%s iterates over %s and %s over %s: different loop shapes cannot share one kernel", a->name, fa,
-                       b->name, fb);
 }
 
 /* FindUniqueSlice: the one slice through which i reads parent, or NULL. */
@@ -176,7 +116,7 @@ static bool can_fuse_siblings(Reach *r, const IrInstr *a, const IrInstr *b, cons
     return fusion_refuse(v, FR_CYCLE, "%s and %s are connected (%s reaches %s): fusing them would introduce a cycle",
                          a->name, b->name, from->name, to->name);
   }
-  if (!shapes_compatible(a, b, v)) return false;
+  if (!fusion_mof_shapes_compatible(a, b, v)) return false;
   if (!slices_overlap(a, b, parent, v)) return false;
   if (dus_root(a) || dus_root(b))
     return fusion_refuse(v, FR_IN_PLACE, "%s updates a buffer in place: XLA can't fuse multiple DUSs as siblings",
@@ -194,16 +134,7 @@ static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairS
   for (int u = 0; u < parent->nusers && n < 64; u++)
     if (parent->users[u]->parent == parent->parent && sibling_candidate(parent->users[u], cx->settings))
       sib[n++] = parent->users[u];
-  /* Stable sort: multi-output fusions, then fusions, then plain ops. */
-  for (int i = 1; i < n; i++) {
-    IrInstr *x = sib[i];
-    int j = i - 1;
-    while (j >= 0 && priority_of(sib[j]) < priority_of(x)) {
-      sib[j + 1] = sib[j];
-      j--;
-    }
-    sib[j + 1] = x;
-  }
+  fusion_sort_by_mof_priority(sib, n); /* multi-output fusions, then fusions, then plain ops */
   int merged = 0;
   for (int i = 0; i < n; i++) {
     if (!sib[i] || sib[i]->op != IR_OP_FUSION) continue;
@@ -234,66 +165,12 @@ static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairS
   return merged;
 }
 
-static bool in_place(const IrInstr *i) {
-  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
-  int n = fc ? fc->ninstrs : 1;
-  for (int k = 0; k < n; k++) {
-    const IrInstr *x = fc ? fc->instrs[k] : i;
-    if (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER) return true;
-  }
-  return false;
-}
-
-static bool physically_transposing(const IrInstr *i) {
-  IrComputation *fc = i->op == IR_OP_FUSION ? ir_fused_computation(i) : NULL;
-  int n = fc ? fc->ninstrs : 1;
-  for (int k = 0; k < n; k++) {
-    const IrInstr *x = fc ? fc->instrs[k] : i;
-    if (x->op == IR_OP_COPY) return true;
-    if (x->op == IR_OP_TRANSPOSE) {
-      int64_t perm[IR_MAX_RANK];
-      int r = ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK);
-      /* A transpose is a bitcast when it moves only dimensions of size 1 (row-major layouts). */
-      int64_t last = -1;
-      for (int d = 0; d < r; d++) {
-        if (x->operands[0]->shape.dims[perm[d]] == 1) continue;
-        if (perm[d] < last) return true;
-        last = perm[d];
-      }
-    }
-  }
-  return false;
-}
-
-/* IsProducerMultiOutputFusible (with IsLoopFusibleAsProducer). */
-static bool producer_ok(const IrInstr *p, const PassSettings *s) {
-  if (is_mof(p) || in_place(p) || !fusion_xla_fusible(p, s) || physically_transposing(p)) return false;
-  if (p->op == IR_OP_FUSION) return fusion_emitter_kind(p) == FUSION_EMITTER_LOOP;
-  switch (p->op) {
-  case IR_OP_IOTA:
-  case IR_OP_CONSTANT: return true;
-  case IR_OP_REDUCE: return p->shape.type != IR_TUPLE;
-  case IR_OP_BITCAST:
-  case IR_OP_BROADCAST:
-  case IR_OP_CONCATENATE:
-  case IR_OP_DYNAMIC_SLICE:
-  case IR_OP_GATHER:
-  case IR_OP_PAD:
-  case IR_OP_REDUCE_WINDOW:
-  case IR_OP_RESHAPE:
-  case IR_OP_REVERSE:
-  case IR_OP_SLICE:
-  case IR_OP_TRANSPOSE: return true;
-  default: return ir_op_is_elementwise(p->op) && p->noperands > 0;
-  }
-}
-
 /* ProducerCandidateIsFusible. */
 static bool consumer_ok(Reach *r, const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
   memset(v, 0, sizeof *v);
-  if (!mof_root(c, cx->settings))
+  if (!fusion_mof_root(c, cx->settings))
     return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is not eligible as a multi-output fusion root", c->name);
-  if (!shapes_compatible(c, p, v)) return false;
+  if (!fusion_mof_shapes_compatible(c, p, v)) return false;
   for (int k = 0; k < c->noperands; k++) {
     const IrInstr *o = c->operands[k];
     if (o != p && o->parent == p->parent && reach_path(r, p, o, false))
@@ -335,7 +212,9 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
     if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT || custom_fusion(p)) continue;
     *count += fuse_siblings(&reach, p, cx, &refused, &oom);
     if (oom || p->dead || p->parent != c) continue;
-    if (!producer_ok(p, cx->settings) || p->op == IR_OP_PARAMETER) continue;
+    FusionVerdict pv;
+    memset(&pv, 0, sizeof pv);
+    if (!fusion_producer_mof_fusible(p, cx->settings, &pv) || p->op == IR_OP_PARAMETER) continue;
     if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) continue;
     IrInstr *best = NULL;
     FusionVerdict bestv;
@@ -351,7 +230,7 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
         continue;
       }
       /* SelectPreferredFusionCandidate: multi-output fusions, then fusions; the first of the best. */
-      if (!best || priority_of(cons) > priority_of(best)) {
+      if (!best || fusion_mof_priority(cons) > fusion_mof_priority(best)) {
         best = cons;
         bestv = v;
       }
@@ -381,7 +260,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (fusion_pass_disabled(cx, "multi_output_fusion")) return true;
   IrComputation *comps[1024];
-  int n = fusion_control_computations(m, comps, 1024);
+  int n = fusion_fusible_computations(m, comps, 1024);
   int count = 0;
   for (int k = 0; k < n; k++)
     if (!mof_computation(comps[k], cx, &count)) return false;

@@ -1,14 +1,25 @@
 /* pass_multi_output_fusion.c — XLA's multi_output_fusion (GPU, 2021): sibling fusion first, then
- * producer–consumer multi-output fusion.
+ * producer–consumer multi-output fusion. The priority pipeline runs today's rules
+ * (pass_mof_current.c).
  *
- * Producers are visited uses-before-defs (from the root back). For each, its consumers that can
- * be multi-output roots (loop or input fusions, fusible ops) are tried in pairs as siblings: two
- * kernels reading the same operand become one kernel with two outputs, so the operand is read
- * once. A pair is refused when one reaches the other (a cycle), when their iteration spaces
- * differ (shape_mismatch), when the merged kernel would be too large. Then the producer itself is
- * fused into one of its consumers while staying an output (so its other users still read it):
- * refused on cycles, shapes and size. Constants are never multi-output fused. Siblings and
- * producer–consumer candidates are reported with actions "sibling" and "multi-output". */
+ * Follows XLA's GpuMultiOutputFusion::DoMultiOutputFusion as of 2021 and the gpu_fusible.cc
+ * predicates it calls:
+ *
+ *   - producers are visited uses before defs; constants are never multi-output fused;
+ *   - FuseSiblings: the users of a producer that is not a scalar constant (IsProfitableOperand),
+ *     multi-output fusions first, then fusions, then plain ops; each fusion takes every later
+ *     sibling that is a multi-output root (IsSiblingFusionCandidate), is not connected to it,
+ *     iterates over the same loop (ShapesCompatibleForMultiOutputFusion: a reduction from or to
+ *     contiguous dimensions by its input and its dimensions, anything else by its output shape,
+ *     layout included) and is legal to fuse (LegalToFuse: fusions of one kind only, no
+ *     reduction joining a loop fusion, no dynamic-update-slice root, not too large);
+ *   - then producer-consumer: a producer with more than one user (or a multi-output user) goes
+ *     into the preferred consumer that can take it (IsProducerConsumerMultiOutputFusible: no
+ *     multi-output producer, a loop-fusible producer, no nested loop, compatible shapes, no
+ *     layout-changing copy; no cycle, not too large, no overly large code duplication); a
+ *     consumer that is no fusion yet is wrapped in one (ChooseFusionKind).
+ *
+ * Every pair judged is reported: "sibling" and "multi-output" decisions with XLA's reason. */
 #include <stdint.h>
 #include <string.h>
 
@@ -17,57 +28,155 @@
 #include "../passes/passes.h"
 #include "reachability.h"
 
-/* The shape a kernel iterates over: a reduction's input, otherwise the (first) output. */
-static const IrShape *loop_shape(const IrInstr *i, const IrInstr **reduce_out) {
-  IrInstr *outs[64];
-  const IrInstr *r = i;
-  if (i->op == IR_OP_FUSION) {
-    int n = fusion_outputs(i, outs, 64);
-    if (n <= 0) return &i->shape;
-    r = outs[0];
-    for (int k = 0; k < n && k < 64; k++)
-      if (outs[k]->op == IR_OP_REDUCE) {
-        r = outs[k];
-        break;
-      }
-  }
-  if (reduce_out) *reduce_out = r->op == IR_OP_REDUCE ? r : NULL;
-  if (r->op == IR_OP_REDUCE && r->noperands > 0) return &r->operands[0]->shape;
-  if (r->shape.type == IR_TUPLE && r->shape.ntuple > 0) return &r->shape.tuple[0];
-  return &r->shape;
+static bool is_mof(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  return fc && fc->root && fc->root->op == IR_OP_TUPLE;
 }
 
-static bool shapes_compatible(const IrInstr *a, const IrInstr *b, FusionVerdict *v) {
-  const IrInstr *ra, *rb;
-  const IrShape *sa = loop_shape(a, &ra), *sb = loop_shape(b, &rb);
-  char fa[128], fb[128];
-  ir_shape_format(sa, false, fa, sizeof fa);
-  ir_shape_format(sb, false, fb, sizeof fb);
-  if (!ir_shape_same_dims(sa, sb))
-    return fusion_refuse(v, FR_SHAPE_MISMATCH,
-                         "%s iterates over %s and %s over %s: different loop shapes cannot share one kernel",
-                         a->name, fa, b->name, fb);
-  if (ra && rb) {
-    const char *da = ir_attr_text(ra, "dimensions"), *db = ir_attr_text(rb, "dimensions");
-    if (da && db && strcmp(da, db) != 0)
-      return fusion_refuse(v, FR_SHAPE_MISMATCH,
-                           "%s and %s are tiled reductions over different dimensions (%s vs %s) of %s", ra->name,
-                           rb->name, da, db, fa);
+static bool is_loop_fusion(const IrInstr *i) {
+  const char *k = i->op == IR_OP_FUSION ? ir_fusion_kind(i) : NULL;
+  return k && strcmp(k, "kLoop") == 0;
+}
+
+
+/* IsFusibleAsMultiOutputFusionRoot (2021): a fusible reduction from or to contiguous dimensions
+ * (or an input fusion rooted at one), a loop fusion, or an elementwise op. */
+bool fusion_mof_root_2021(const IrInstr *i, const PassSettings *s) {
+  if (fusion_op_never_fuses(i->op) || fusion_is_library_call(i, s)) return false;
+  return fusion_is_input_fusible_reduction(i) || is_loop_fusion(i) ||
+         (i->op != IR_OP_FUSION && ir_op_is_elementwise(i->op));
+}
+
+/* IsSiblingFusionCandidate: a multi-output root with users, all of them get-tuple-elements when
+ * it is a multi-output fusion. */
+static bool sibling_candidate(const IrInstr *i, const PassSettings *s) {
+  if (i->nusers == 0 || !fusion_mof_root_2021(i, s)) return false;
+  if (is_mof(i))
+    for (int u = 0; u < i->nusers; u++)
+      if (i->users[u]->op != IR_OP_GET_TUPLE_ELEMENT) return false;
+  return true;
+}
+
+/* GetRealHeroForMultiOutputFusion (2021): an instruction itself; a fusion's root; of a
+ * multi-output fusion the first output that is a contiguous reduction, else the first output. */
+static const IrInstr *real_hero(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  if (!fc || !fc->root) return i;
+  const IrInstr *r = fc->root;
+  if (r->op != IR_OP_TUPLE) return r;
+  for (int k = 0; k < r->noperands; k++)
+    if (r->operands[k]->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(r->operands[k])) return r->operands[k];
+  return r->noperands ? r->operands[0] : r;
+}
+
+static bool contiguous_reduce(const IrInstr *x) { return x->op == IR_OP_REDUCE && fusion_is_contiguous_reduction(x); }
+
+/* ShapeUtil::Equal (with element types) or EqualIgnoringElementType: dims and layout. */
+static bool shapes_equal(const IrShape *a, const IrShape *b, bool with_type) {
+  if ((a->type == IR_TUPLE) != (b->type == IR_TUPLE)) return false;
+  if (a->type == IR_TUPLE) {
+    if (a->ntuple != b->ntuple) return false;
+    for (int k = 0; k < a->ntuple; k++)
+      if (!shapes_equal(&a->tuple[k], &b->tuple[k], with_type)) return false;
+    return true;
+  }
+  if (with_type && a->type != b->type) return false;
+  if (!ir_shape_same_dims(a, b)) return false;
+  for (int k = 0; k < a->rank; k++) {
+    int ma = a->has_layout && a->minor_to_major ? a->minor_to_major[k] : a->rank - 1 - k;
+    int mb = b->has_layout && b->minor_to_major ? b->minor_to_major[k] : b->rank - 1 - k;
+    if (ma != mb) return false;
   }
   return true;
 }
 
-/* Whether i can be a root of a multi-output fusion. */
-static bool mof_root_ok(const IrInstr *i, const PassContext *cx) {
-  if (i->op == IR_OP_FUSION) {
-    const char *k = ir_fusion_kind(i);
-    return k && (strcmp(k, "kLoop") == 0 || strcmp(k, "kInput") == 0);
-  }
-  return fusion_is_loop_fusible(i, cx->settings) || fusion_is_input_fusible(i);
+/* AreFusedReductionOutputsConsistent for two reductions: the same output, input and init shapes
+ * (element types and layouts included) and the same reduced dimensions. */
+static bool reductions_consistent(const IrInstr *a, const IrInstr *b) {
+  if (!shapes_equal(&a->shape, &b->shape, true) || a->noperands != b->noperands) return false;
+  for (int k = 0; k < a->noperands; k++)
+    if (!shapes_equal(&a->operands[k]->shape, &b->operands[k]->shape, true)) return false;
+  const char *da = ir_attr_text(a, "dimensions"), *db = ir_attr_text(b, "dimensions");
+  return da && db && strcmp(da, db) == 0;
 }
 
-static bool is_kernel_op(const IrInstr *i) {
-  return i->op != IR_OP_CONSTANT && i->op != IR_OP_BITCAST && i->op != IR_OP_IOTA && i->op != IR_OP_PARAMETER;
+/* The shape a kernel's loop iterates over: a contiguous reduction's input, else the output. */
+static const IrShape *loop_shape(const IrInstr *h) { return contiguous_reduce(h) ? &h->operands[0]->shape : &h->shape; }
+
+bool fusion_mof_shapes_compatible_2021(const IrInstr *a, const IrInstr *b, FusionVerdict *v) {
+  const IrInstr *ha = real_hero(a), *hb = real_hero(b);
+  if (contiguous_reduce(ha) && contiguous_reduce(hb) && !reductions_consistent(ha, hb))
+    return fusion_refuse(v, FR_SHAPE_MISMATCH,
+                         "%s and %s are tiled reductions with different shapes or dimensions: one kernel cannot tile "
+                         "both",
+                         ha->name, hb->name);
+  const IrShape *sa = loop_shape(ha), *sb = loop_shape(hb);
+  if (shapes_equal(sa, sb, false)) return true;
+  char fa[128], fb[128];
+  bool layouts = !ir_shape_default_layout(sa) || !ir_shape_default_layout(sb); /* say them where they differ */
+  ir_shape_format(sa, layouts, fa, sizeof fa);
+  ir_shape_format(sb, layouts, fb, sizeof fb);
+  return fusion_refuse(v, FR_SHAPE_MISMATCH,
+                       "%s iterates over %s and %s over %s: different loop shapes cannot share one kernel", a->name, fa,
+                       b->name, fb);
+}
+
+/* IsProducerConsumerMultiOutputFusible (2021). */
+bool fusion_mof_producer_consumer_2021(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+  if (is_mof(p))
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a multi-output fusion: XLA does not fuse one into another kernel",
+                         p->name);
+  if (!fusion_is_loop_fusible(p, cx->settings) || fusion_op_never_fuses(p->op))
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s (%s) is not loop-fusible, so it cannot join %s's kernel", p->name,
+                         ir_op_name(p->op), c->name);
+  if (!fusion_mof_root_2021(c, cx->settings))
+    return fusion_refuse(v, FR_NOT_FUSIBLE,
+                         "%s cannot be the root of a multi-output fusion (XLA takes reductions, loop fusions and "
+                         "elementwise ops)",
+                         c->name);
+  const IrInstr *pl, *cl;
+  if (fusion_creates_nested_loop(p, c, &pl, &cl))
+    return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
+                         "both sides read elements several times: %s would run as a loop inside %s's loop, a nested "
+                         "loop",
+                         pl->name, cl->name);
+  if (!fusion_mof_shapes_compatible_2021(p, c, v)) return false;
+  if (!fusion_layouts_reduce_friendly(p))
+    return fusion_refuse(v, FR_LAYOUT,
+                         "%s changes the layout (it %s a copy, which after layout assignment only transposes): XLA "
+                         "keeps it out of a multi-output fusion",
+                         p->name, p->op == IR_OP_COPY ? "is" : "holds");
+  return true;
+}
+
+static bool dus_root(const IrInstr *i) {
+  IrComputation *fc = ir_fused_computation(i);
+  return fc && fc->root && fc->root->op == IR_OP_DYNAMIC_UPDATE_SLICE;
+}
+
+/* LegalToFuse (2021): a fusion a and a sibling b. */
+static bool legal_to_fuse(const IrInstr *a, const IrInstr *b, const PassContext *cx, FusionVerdict *v) {
+  if (b->op == IR_OP_FUSION && strcmp(ir_fusion_kind(a) ? ir_fusion_kind(a) : "", ir_fusion_kind(b) ? ir_fusion_kind(b) : "") != 0)
+    return fusion_refuse(v, FR_SHAPE_MISMATCH,
+                         "%s is a %s fusion and %s a %s one: XLA multi-output fuses fusions of one kind only", a->name,
+                         ir_fusion_kind(a), b->name, ir_fusion_kind(b));
+  if (contiguous_reduce(b) && is_loop_fusion(a))
+    return fusion_refuse(v, FR_SHAPE_MISMATCH,
+                         "%s is a reduction and %s a loop fusion: XLA does not put a reduction into a loop fusion (it "
+                         "would have to become an input fusion)",
+                         b->name, a->name);
+  if (dus_root(a) || dus_root(b))
+    return fusion_refuse(v, FR_IN_PLACE,
+                         "%s updates a buffer in place (a dynamic-update-slice root): XLA does not sibling-fuse it",
+                         dus_root(a) ? a->name : b->name);
+  return fusion_check_too_large(a, b, cx, FUSION_SIZE_MULTI_OUTPUT, v);
+}
+
+/* What a sibling decision calls a kernel: a fusion by its fused root (`why b c` finds the decision
+ * that put b and c in one kernel), a multi-output fusion or a plain instruction by its name. */
+static void sibling_label(const IrInstr *x, char *buf, size_t n) {
+  IrComputation *fc = ir_fused_computation(x);
+  snprintf(buf, n, "%s", fc && fc->root && fc->root->op != IR_OP_TUPLE ? fc->root->name : x->name);
 }
 
 static bool sibling_ok(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *parent, const PassContext *cx,
@@ -87,38 +196,36 @@ static bool sibling_ok(Reach *r, const IrInstr *a, const IrInstr *b, const IrIns
                          "fused",
                          from->name, to->name);
   }
-  if ((a->is_root && a->shape.type == IR_TUPLE) || (b->is_root && b->shape.type == IR_TUPLE))
-    return fusion_refuse(v, FR_ROOT, "%s is the root of its computation; not fusing into the output of the root",
-                         a->is_root ? a->name : b->name);
-  if (!shapes_compatible(a, b, v)) return false;
-  if (!fusion_check_too_large(a, b, cx, true, v)) return false;
+  if (!fusion_mof_shapes_compatible_2021(a, b, v)) return false;
+  if (!legal_to_fuse(a, b, cx, v)) return false;
   fusion_verdict_ok(v, "%s and %s both read %s: one kernel with both outputs reads it once", a->name, b->name,
                     parent->name);
   return true;
 }
 
-/* Sibling fusion among the users of parent. Returns the number of merges. */
+/* FuseSiblings: among the users of parent. Returns the number of merges. */
 static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
-  IrInstr *sib[32];
+  /* IsProfitableOperand: reading a scalar constant costs nothing. */
+  if (parent->op == IR_OP_CONSTANT && ir_shape_elements(&parent->shape) <= 1) return 0;
+  IrInstr *sib[64];
   int n = 0;
-  /* Reading a constant scalar or a broadcast scalar costs nothing: no profit in sharing it. */
-  if ((parent->op == IR_OP_CONSTANT && ir_shape_elements(&parent->shape) <= 1) ||
-      (parent->op == IR_OP_BROADCAST && parent->noperands == 1 && ir_shape_elements(&parent->operands[0]->shape) <= 1))
-    return 0;
-  for (int u = 0; u < parent->nusers && n < 32; u++) {
+  for (int u = 0; u < parent->nusers && n < 64; u++) {
     IrInstr *x = parent->users[u];
-    if (x->parent == parent->parent && is_kernel_op(x) && mof_root_ok(x, cx)) sib[n++] = x;
+    bool seen = false;
+    for (int q = 0; q < n && !seen; q++) seen = sib[q] == x;
+    if (!seen && x->parent == parent->parent) sib[n++] = x;
   }
+  fusion_sort_by_mof_priority(sib, n); /* multi-output fusions, fusions, plain ops */
   int merged = 0;
   for (int i = 0; i < n; i++) {
-    if (!sib[i]) continue;
+    if (!sib[i] || sib[i]->op != IR_OP_FUSION || !sibling_candidate(sib[i], cx->settings)) continue;
     for (int j = i + 1; j < n; j++) {
-      if (!sib[j] || !sib[i]) continue;
+      if (!sib[j] || !sibling_candidate(sib[j], cx->settings)) continue;
       FusionVerdict v;
       bool ok = sibling_ok(r, sib[i], sib[j], parent, cx, &v);
       char an[256], bn[256];
-      snprintf(an, sizeof an, "%s", sib[i]->name);
-      snprintf(bn, sizeof bn, "%s", sib[j]->name);
+      sibling_label(sib[i], an, sizeof an);
+      sibling_label(sib[j], bn, sizeof bn);
       if (!ok) {
         if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
         if (*oom) return merged;
@@ -140,24 +247,29 @@ static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairS
   return merged;
 }
 
+/* A consumer candidate of GetProducerConsumerMultiOutputFusionCandidates. */
 static bool producer_consumer_ok(Reach *r, IrInstr *p, IrInstr *c, const PassContext *cx, FusionVerdict *v) {
   memset(v, 0, sizeof *v);
-  if (!fusion_check_producer(p, cx, v)) return false;
-  if (!mof_root_ok(c, cx)) return fusion_check_consumer(c, cx, v) ? fusion_refuse(v, FR_NOT_FUSIBLE, "%s cannot be a multi-output root", c->name) : false;
-  if (p->is_root)
-    return fusion_refuse(v, FR_ROOT, "%s is the root of %s; not fusing into the output of the root instruction",
-                         p->name, p->parent->name);
-  if (reach_path(r, p, c, true))
-    return fusion_refuse(v, FR_CYCLE,
-                         "%s also reaches %s through its other users; keeping %s as an output of the fused kernel "
-                         "would introduce a cycle when fused",
-                         p->name, c->name, p->name);
-  if (!shapes_compatible(p, c, v)) return false;
-  if (!fusion_check_too_large(p, c, cx, true, v)) return false;
+  if (!fusion_mof_producer_consumer_2021(p, c, cx, v)) return false;
+  for (int k = 0; k < c->noperands; k++) {
+    const IrInstr *o = c->operands[k];
+    if (o != p && o->parent == p->parent && reach_path(r, p, o, false))
+      return fusion_refuse(v, FR_CYCLE,
+                           "%s also reaches %s, another operand of %s; keeping %s as an output of the fused kernel "
+                           "would introduce a cycle when fused",
+                           p->name, o->name, c->name, p->name);
+  }
+  if (!fusion_check_too_large(p, c, cx, FUSION_SIZE_MULTI_OUTPUT, v)) return false;
   if (!fusion_check_code_duplication(p, c, cx, v)) return false;
   fusion_verdict_ok(v, "%s fuses into %s and stays an output for its %d other %s", p->name, c->name, p->nusers - 1,
                     p->nusers - 1 == 1 ? "user" : "users");
   return true;
+}
+
+/* Users worth a word when they cannot take the producer: kernels, not memory names. */
+static bool reportable_consumer(const IrInstr *c, const PassSettings *s) {
+  return !fusion_op_never_fuses(c->op) && !fusion_is_library_call(c, s) && c->op != IR_OP_CONSTANT &&
+         c->op != IR_OP_BITCAST;
 }
 
 static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
@@ -171,16 +283,13 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
   reach_init(&reach, c);
   for (int k = n - 1; k >= 0 && !oom && !pass_interrupted(cx); k--) {
     IrInstr *p = order[k];
+    /* Never multi-output fuse constants. */
     if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT) continue;
-    if (p->nusers < 2) continue;
     *count += fuse_siblings(&reach, p, cx, &refused, &oom);
     if (oom || p->dead || p->parent != c) continue;
-    /* Producer-consumer: only producers that still have several users (a single-user producer
-     * was fusion's business) and are kernels themselves. */
-    if (p->nusers < 2 || !is_kernel_op(p) || p->op == IR_OP_GET_TUPLE_ELEMENT || p->op == IR_OP_TUPLE) continue;
-    if (!fusion_is_loop_fusible(p, cx->settings) || fusion_op_never_fuses(p->op) ||
-        fusion_is_library_call(p, cx->settings))
-      continue;
+    /* One user that is not a multi-output fusion: fusion-merger already judged the pair. */
+    if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) continue;
+    if (!fusion_is_loop_fusible(p, cx->settings) || fusion_op_never_fuses(p->op)) continue;
     IrInstr *best = NULL;
     FusionVerdict bestv;
     IrInstr *users[64];
@@ -188,20 +297,18 @@ static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
     memcpy(users, p->users, sizeof(IrInstr *) * (size_t)nu);
     for (int u = 0; u < nu; u++) {
       IrInstr *cons = users[u];
-      if (cons->parent != c || !is_kernel_op(cons) || fusion_op_never_fuses(cons->op) ||
-          fusion_is_library_call(cons, cx->settings))
-        continue;
+      bool seen = false;
+      for (int q = 0; q < u && !seen; q++) seen = users[q] == cons;
+      if (seen || cons->parent != c || !reportable_consumer(cons, cx->settings)) continue;
       FusionVerdict v;
-      bool ok = producer_consumer_ok(&reach, p, cons, cx, &v);
-      /* Prefer a reduction (input) consumer, as XLA does. */
-      if (ok && (!best || (fusion_is_input_fusible(cons) && !fusion_is_input_fusible(best)))) {
-        if (best) fusion_verdict_emit(cx, "multi-output", p->name, fusion_consumer_label(best, p), NULL, &bestv);
+      if (!producer_consumer_ok(&reach, p, cons, cx, &v)) {
+        fusion_verdict_emit(cx, "multi-output", p->name, fusion_consumer_label(cons, p), NULL, &v);
+        continue;
+      }
+      /* SelectPreferredFusionCandidate: the first of the highest priority. */
+      if (!best || fusion_mof_priority(cons) > fusion_mof_priority(best)) {
         best = cons;
         bestv = v;
-      } else if (ok) {
-        /* XLA fuses the producer into one consumer per round; the others are not candidates. */
-      } else {
-        fusion_verdict_emit(cx, "multi-output", p->name, fusion_consumer_label(cons, p), NULL, &v);
       }
     }
     if (!best) continue;

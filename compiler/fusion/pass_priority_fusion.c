@@ -38,6 +38,7 @@
 #include "fusion_analysis.h"
 #include "fusion_build.h"
 #include "fusion_rules.h"
+#include "gpu_fusible.h"
 #include "../passes/passes.h"
 #include "../plan/plan.h"
 
@@ -204,6 +205,11 @@ static bool refuse_unfusible(const IrInstr *i, const char *side, const PassConte
     return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a custom (%s) fusion built by an earlier pass; it takes no other %s",
                          i->name, ir_fusion_kind(i) ? ir_fusion_kind(i) : "kCustom",
                          strcmp(side, "a producer") == 0 ? "consumer" : "producer");
+  if (i->op == IR_OP_BITCAST)
+    return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a bitcast from %s to %s: it changes the bit width, so XLA does not "
+                         "fuse it (IsFusibleBitcast): the %s is not fusible", i->name,
+                         ir_type_name(i->operands[0]->shape.type), ir_type_name(i->shape.type),
+                         strcmp(side, "a producer") == 0 ? "producer" : "consumer");
   return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a %s (%s), which is not fusible: the %s is not fusible", i->name,
                        ir_op_name(i->op), ir_op_info(i->op)->description,
                        strcmp(side, "a producer") == 0 ? "producer" : "consumer");
@@ -280,19 +286,6 @@ static int extract(const IrInstr *i, bool (*match)(const IrInstr *), IrOpcode op
     if (!count++) *first = x;
   }
   return count;
-}
-
-/* What a fused instruction's operand is outside the fusion (a parameter maps to the operand). */
-static const IrInstr *real_operand(const IrInstr *owner, const IrInstr *x) {
-  if (owner->op == IR_OP_FUSION && x->op == IR_OP_PARAMETER && x->param_number >= 0 && x->param_number < owner->noperands)
-    return owner->operands[x->param_number];
-  return x;
-}
-
-static bool const_int(const IrInstr *x, int64_t *v) {
-  if (x->op != IR_OP_CONSTANT || !x->literal || !x->literal->values || x->literal->count < 1) return false;
-  *v = (int64_t)x->literal->values[0];
-  return true;
 }
 
 /* Whether a non-elementwise op of consumer fusion c (other than its in-place root) reads the
@@ -397,7 +390,7 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
       int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
       for (int d = 0; d < rank; d++) {
         int64_t cv;
-        if (d >= nd || !const_int(real_operand(c, dus->operands[2 + d]), &cv) || cv != st[d] || sd[d] != 1)
+        if (d >= nd || !fusion_constant_int(fusion_outer_operand(c, dus->operands[2 + d]), &cv) || cv != st[d] || sd[d] != 1)
           return fusion_refuse(v, FR_IN_PLACE,
                                "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
                                "mismatch)",
@@ -413,9 +406,9 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
     }
     if (pne->op == IR_OP_DYNAMIC_SLICE) {
       for (int d = 0; d < rank && 1 + d < pne->noperands; d++) {
-        const IrInstr *a = real_operand(p, pne->operands[1 + d]), *b = real_operand(c, dus->operands[2 + d]);
+        const IrInstr *a = fusion_outer_operand(p, pne->operands[1 + d]), *b = fusion_outer_operand(c, dus->operands[2 + d]);
         int64_t av = 0, bv = 0;
-        bool ac = const_int(a, &av), bc = const_int(b, &bv);
+        bool ac = fusion_constant_int(a, &av), bc = fusion_constant_int(b, &bv);
         if (ac != bc || (ac && av != bv) || (!ac && a != b))
           return fusion_refuse(v, FR_IN_PLACE,
                                "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index "
@@ -438,12 +431,22 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
   return true;
 }
 
-/* ShapeUtil::SubshapeCount: an array is one; a tuple is itself plus each element's count. */
-static int subshape_count(const IrShape *sh) {
-  if (sh->type != IR_TUPLE) return 1;
-  int n = 1;
-  for (int k = 0; k < sh->ntuple; k++) n += subshape_count(&sh->tuple[k]);
-  return n;
+/* XLA's CanEmitInputFusedScatter: nothing fuses into the output of a scatter, nor into (or reads)
+ * the buffer a scatter updates in place; its other operands fuse like any. */
+static bool can_emit_input_fused_scatter(const IrInstr *p, const IrInstr *c, FusionVerdict *v) {
+  if (fusion_fused_root(p)->op == IR_OP_SCATTER)
+    return fusion_refuse(v, FR_IN_PLACE, "%s is a scatter: XLA does not fuse into the output of scatter", p->name);
+  IrOpcode ipop = IR_OP_COUNT;
+  const IrInstr *buf = in_place_buffer(c, &ipop);
+  if (buf && ipop == IR_OP_SCATTER) {
+    if (buf == p)
+      return fusion_refuse(v, FR_IN_PLACE, "%s is the buffer %s scatters into in place: XLA does not fuse into the "
+                           "in-place operand of scatter", p->name, c->name);
+    if (fusion_reads(p, buf))
+      return fusion_refuse(v, FR_IN_PLACE, "%s reads %s, the buffer %s scatters into in place", p->name, buf->name,
+                           c->name);
+  }
+  return true;
 }
 
 /* ---------- XLA's CanFuse ---------- */
@@ -488,19 +491,7 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
   }
   if (c->op == IR_OP_BITCAST)
     return fusion_refuse(v, FR_NOT_FUSIBLE, "%s is a bitcast: XLA does not fuse into a single bitcast as consumer", c->name);
-  /* CanEmitInputFusedScatter. */
-  if (fusion_fused_root(p)->op == IR_OP_SCATTER)
-    return fusion_refuse(v, FR_IN_PLACE, "%s is a scatter: XLA does not fuse into the output of scatter", p->name);
-  IrOpcode ipop = IR_OP_COUNT;
-  const IrInstr *buf = in_place_buffer(c, &ipop);
-  if (buf && ipop == IR_OP_SCATTER) {
-    if (buf == p)
-      return fusion_refuse(v, FR_IN_PLACE, "%s is the buffer %s scatters into in place: XLA does not fuse into the "
-                           "in-place operand of scatter", p->name, c->name);
-    if (fusion_reads(p, buf))
-      return fusion_refuse(v, FR_IN_PLACE, "%s reads %s, the buffer %s scatters into in place", p->name, buf->name,
-                           c->name);
-  }
+  if (!can_emit_input_fused_scatter(p, c, v)) return false;
   if (significant_reduce(p) && significant_reduce(c))
     return fusion_refuse(v, FR_REDUCE_INTO_REDUCE,
                          "both %s and %s contain a reduction of 16 or more inputs per output: XLA does not fuse a "
@@ -515,7 +506,7 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
   /* FusionFitsInBudget(consumer, producer, is_consumer_producer_fusion): the distinct operands of
    * both (less the edge being fused) and the output buffers of both (SubshapeCount: a tuple counts
    * itself and its elements), unless the fusion has no more operands than the consumer had. */
-  int outs = subshape_count(&c->shape) + subshape_count(&p->shape);
+  int outs = fusion_subshape_count(&c->shape) + fusion_subshape_count(&p->shape);
   int nops = fusion_operands_and_outputs(p, c, false) - (c->shape.type == IR_TUPLE ? c->shape.ntuple : 1);
   int ops = nops + outs;
   int budget = s && s->operand_budget > 0 && s->operand_budget != 64 ? s->operand_budget : 96;
@@ -662,7 +653,9 @@ static bool evaluate(const PassContext *cx, Queue *q, IrInstr *p, Eval *e, bool 
   e->all_ok = e->n > 0;
   for (int u = 0; u < e->n; u++) {
     IrInstr *c = e->users[u];
-    if (c->op == IR_OP_BITCAST) {
+    /* Users that are bitcasts keeping the bit width are skipped (IsFusibleBitcast); any other
+     * bitcast is a consumer like the rest, and not a fusible one. */
+    if (c->op == IR_OP_BITCAST && fusion_xla_fusible(c, cx->settings)) {
       fusion_refuse(&e->v[u], FR_NOT_FUSIBLE, "%s is a bitcast: it is skipped, and takes %s only when %s's other users do",
                     c->name, p->name, p->name);
       e->v[u].ok = true; /* does not block the producer */
@@ -840,6 +833,15 @@ static void forget_fused(const IrInstr *f, const IrInstr *cons, const IrInstr *p
   for (int u = 0; u < p->nusers; u++) perf_cache_forget(p->users[u]);
 }
 
+/* PriorityFusion::ChooseKind: a fusion's kind follows the emitter XLA's fusion analysis picks for
+ * it: reduction, transpose, concatenate and scatter emitters make kInput, the loop emitter kLoop;
+ * Triton and custom fusions keep kCustom. */
+static void choose_kind(IrInstr *f) {
+  const char *k = ir_fusion_kind(f);
+  if (fusion_is_generic_triton(f) || (k && strcmp(k, "kCustom") == 0)) return;
+  ir_attr_set_text(f, "kind", fusion_emitter_kind(f) == FUSION_EMITTER_LOOP ? "kLoop" : "kInput");
+}
+
 /* The OpUpdate of o among the n of this step, added when absent; NULL on allocation failure. */
 static OpUpdate *op_update(OpUpdate **ups, int *n, int *cap, IrInstr *o) {
   for (int k = 0; k < *n; k++)
@@ -986,6 +988,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
         break;
       }
       if (tconfig[0]) ir_attr_set_text(f, "backend_config", tconfig);
+      choose_kind(f);
       forget_fused(f, cons, p);
       FusionVerdict *v = &e.v[u];
       if (p->op == IR_OP_BITCAST)
@@ -1060,7 +1063,8 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
       IrInstr *user = users[u];
       /* Into Triton fusions too (XLA's FuseSmallConstantIntoTritonFusion). */
       if (user->dead || !(fusion_xla_fusible(user, cx->settings) || fusion_is_generic_triton(user))) continue;
-      if (fusion_fused_root(user)->op == IR_OP_SCATTER) continue;
+      FusionVerdict sv;
+      if (!can_emit_input_fused_scatter(k0, user, &sv)) continue;
       char cname[256];
       snprintf(cname, sizeof cname, "%s", k0->name);
       IrInstr *f = fusion_fuse(user, k0);
@@ -1068,6 +1072,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
         ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory fusing %s", cx->pass, cname);
         break;
       }
+      choose_kind(f);
       (*fused)++;
     }
     fx_free(users);
@@ -1083,7 +1088,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (fusion_pass_disabled(cx, "priority-fusion")) return true;
   IrComputation *comps[1024];
-  int n = fusion_control_computations(m, comps, 1024);
+  int n = fusion_fusible_computations(m, comps, 1024);
   int fused = 0;
   for (int k = 0; k < n && !pass_interrupted(cx); k++)
     if (!prio_computation(comps[k], cx, &fused)) return false;

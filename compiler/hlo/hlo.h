@@ -16,11 +16,15 @@
 #include <stdio.h>
 
 #include "../ir/ir.h"
+#include "../ir/verify.h"
 
 /* Parses `len` bytes of HLO text (need not be NUL-terminated) and verifies the result.
  * `filename` names the text in errors and becomes IrInstr.loc.file and IrModule.source_file.
  * Returns a module the caller frees with ir_module_free, or NULL with *err filled. */
 IrModule *hlo_parse(const char *text, size_t len, const char *filename, FxError *err);
+/* hlo_parse with the verifier's options (NULL: as hlo_parse). */
+IrModule *hlo_parse_with(const char *text, size_t len, const char *filename, const IrVerifyOptions *opts,
+                         FxError *err);
 /* Reads the file at `path`, then hlo_parse.  Returns NULL with *err filled on failure. */
 IrModule *hlo_load_file(const char *path, FxError *err);
 

@@ -6,12 +6,13 @@
  * every error names the offending token's place.  It is a recursive-descent reader of this
  * grammar (whitespace, `// ...` and `/ * ... * /` comments allowed between any two tokens):
  *
- *   module      = "HloModule" NAME header-rest NEWLINE { section | computation }
+ *   module      = ["HloModule" NAME header-rest NEWLINE] { section | computation }
+ *                 (without the header, as XLA's parser takes it, the module is named "_")
  *   section     = ("FileNames" | "FunctionNames" | "FileLocations" | "StackFrames")
  *                 { NUMBER (STRING | "{...}") }            -- kept verbatim
  *   computation = ["ENTRY"] NAME [signature] "{" { instruction } "}" [", " trailing]
  *   signature   = "(" [NAME ":" shape {"," NAME ":" shape}] ")" "->" shape
- *   instruction = ["ROOT"] NAME "=" shape OPCODE "(" operands ")" { "," KEY "=" value }
+ *   instruction = ["ROOT"] NAME "=" [shape] OPCODE "(" operands ")" { "," KEY "=" value }
  *   operands    = [[shape] NAME {"," [shape] NAME}]  |  literal (constant)  |  NUMBER (parameter)
  *   shape       = TYPE "[" [dim {"," dim}] "]" [layout] | "(" [shape {"," shape}] ")" | "token[]"
  *   dim         = ["<="] NUMBER;    layout = "{" [NUMBER {"," NUMBER}] [":" extra] "}" (no space
@@ -23,6 +24,10 @@
  * before it is defined.  Within a computation an operand may also be used before its definition:
  * instructions are created in a topological order (the text's order where it already is one), and
  * a cycle is an error.
+ *
+ * A shape may be left out where XLA's parser infers it (`ROOT add = add(lhs, rhs)`): for ops whose
+ * result follows from their operands and attributes; it is inferred (ir_infer_shape) once the
+ * called computations are resolved.
  *
  * Names: XLA's names are unique in a module.  Some hand-written dumps repeat a name in different
  * computations (each fused computation with its own %a); such a name is renamed consistently
@@ -38,6 +43,7 @@
 
 #include "hlo.h"
 #include "../ir/ir.h"
+#include "../ir/verify.h"
 
 /* ---------- parser state ---------- */
 
@@ -63,7 +69,13 @@ typedef struct {
   int line, col;
 } AttrRec;
 
-typedef struct {
+typedef struct InstrRec InstrRec;
+struct InstrList {
+  InstrRec *v;
+  int n, cap;
+};
+
+struct InstrRec {
   Ref name;
   bool is_root;
   IrOpcode op;
@@ -78,8 +90,9 @@ typedef struct {
   int lit_line, lit_col;
   int64_t param_number;
   const char *op_text; /* async syntax sugar (OP-start): as printed */
+  bool no_shape;       /* written without a shape: inferred after the module is read */
   IrInstr *made;
-} InstrRec;
+};
 
 typedef struct {
   const char *src; /* NUL-terminated copy of the input */
@@ -91,6 +104,10 @@ typedef struct {
   Arena scratch;
   CompFixup *fixups;
   int nfixups, fixups_cap;
+  IrInstr **unshaped; /* instructions written without a shape, in the order they were made */
+  int nunshaped, unshaped_cap;
+  struct InstrList *recs; /* the computation being read: where nested operand instructions go */
+  int nested;             /* how many nested instructions were named so far */
   bool failed;
   /* A module attribute's strings may span lines: XLA prints origin_recovery_table's modules
    * (HloModule::ToString) as strings with their newlines. Anywhere else a newline ends an
@@ -670,6 +687,39 @@ static bool async_sugar(P *p, size_t s, InstrRec *r) {
   return false;
 }
 
+/* Whether the instruction's shape was left out: at the cursor stands an opcode and its '(' (a
+ * shape is a type and '[', a '(' of a tuple, or `token[]`). */
+static bool shape_left_out(const P *p) {
+  size_t k = p->pos;
+  while (k < p->len && is_name_char(p->src[k]) && p->src[k] != '.') k++;
+  return k > p->pos && k < p->len && p->src[k] == '(';
+}
+
+/* The ops whose shape XLA's parser infers and fxplain's shape rules derive from the operands and
+ * attributes alone (ShapeInference): not a parameter, constant, iota, broadcast, reshape, convert,
+ * gather or library call, whose result is only known from the written shape. */
+static bool shape_inferable(IrOpcode op) {
+  switch (op) {
+  case IR_OP_CONVERT:
+  case IR_OP_BITCAST_CONVERT: return false;
+  case IR_OP_TRANSPOSE:
+  case IR_OP_SLICE:
+  case IR_OP_DYNAMIC_SLICE:
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+  case IR_OP_CONCATENATE:
+  case IR_OP_PAD:
+  case IR_OP_REVERSE:
+  case IR_OP_REDUCE:
+  case IR_OP_REDUCE_WINDOW:
+  case IR_OP_DOT:
+  case IR_OP_TUPLE:
+  case IR_OP_GET_TUPLE_ELEMENT: return true;
+  default: return ir_op_is_elementwise(op);
+  }
+}
+
+static bool parse_rhs(P *p, InstrRec *r, bool attributes);
+
 static bool parse_instr(P *p, InstrRec *r) {
   memset(r, 0, sizeof *r);
   r->param_number = -1;
@@ -679,7 +729,54 @@ static bool parse_instr(P *p, InstrRec *r) {
     if (!parse_name(p, &r->name, "an instruction name after ROOT")) return false;
   }
   if (!expect_char(p, '=', "'=' after the instruction name")) return false;
-  if (!parse_shape(p, &p->scratch, &r->shape, 0)) return false;
+  if (!ws(p)) return false;
+  if (shape_left_out(p)) {
+    r->no_shape = true;
+    r->shape = ir_shape_scalar(IR_TOKEN); /* a placeholder until it is inferred */
+  } else if (!parse_shape(p, &p->scratch, &r->shape, 0)) {
+    return false;
+  }
+  return parse_rhs(p, r, true);
+}
+
+/* An operand written as an instruction, `negate(f32[2] parameter(0))` (XLA's parser takes it,
+ * without attributes): read into a record of its own, named OPCODE.N, before the instruction
+ * that reads it. Its shape and opcode name are read already; `o` gets its name. */
+static bool parse_nested(P *p, const IrShape *shape, Ref *o) {
+  InstrRec nr;
+  memset(&nr, 0, sizeof nr);
+  nr.param_number = -1;
+  nr.shape = *shape;
+  p->pos = (size_t)(o->name - p->src); /* back to the opcode */
+  p->line = o->line;
+  p->col = o->col;
+  char *nm = NULL;
+  for (;;) { /* a name no instruction of the text has */
+    char buf[96];
+    int n = snprintf(buf, sizeof buf, "%.*s.%d", (int)(o->len > 60 ? 60 : o->len), o->name, ++p->nested);
+    bool used = false;
+    for (const char *q = strstr(p->src, buf); q && !used; q = strstr(q + 1, buf))
+      used = !is_name_char(q[n]) && (q == p->src || !is_name_char(q[-1]));
+    if (used) continue;
+    nm = arena_strndup(&p->scratch, buf, (size_t)n);
+    if (!nm) return oom(p);
+    nr.name.name = nm;
+    nr.name.len = (size_t)n;
+    nr.name.line = p->line;
+    nr.name.col = p->col;
+    break;
+  }
+  if (!parse_rhs(p, &nr, false)) return false;
+  struct InstrList *l = p->recs;
+  if (!l) return perr(p, nr.op_line, nr.op_col, "an operand written as an instruction outside a computation");
+  if (arena_grow(&p->scratch, (void **)&l->v, &l->cap, l->n + 1, sizeof(InstrRec))) return oom(p);
+  l->v[l->n++] = nr;
+  *o = nr.name;
+  return true;
+}
+
+/* The rest of an instruction after its shape: opcode, operands, attributes. */
+static bool parse_rhs(P *p, InstrRec *r, bool attributes) {
   if (!ws(p)) return false;
   r->op_line = p->line;
   r->op_col = p->col;
@@ -692,6 +789,10 @@ static bool parse_instr(P *p, InstrRec *r) {
   }
   if (!ir_op_lookup(p->src + s, p->pos - s, &r->op) && !async_sugar(p, s, r))
     return perr(p, r->op_line, r->op_col, "unknown opcode '%.*s'", (int)(p->pos - s > 60 ? 60 : p->pos - s), p->src + s);
+  if (r->no_shape && !shape_inferable(r->op))
+    return perr(p, r->op_line, r->op_col,
+                "'%%%.*s' has no shape: write it (the shape of a %s does not follow from its operands)", (int)r->name.len,
+                r->name.name, ir_op_name(r->op));
   if (!expect_char(p, '(', "'(' after the opcode")) return false;
   if (!ws(p)) return false;
   if (r->op == IR_OP_CONSTANT) {
@@ -726,12 +827,11 @@ static bool parse_instr(P *p, InstrRec *r) {
           while (k < p->len && is_name_char(p->src[k])) k++;
           shaped = k < p->len && p->src[k] == '[';
         }
-        if (shaped) {
-          IrShape ignored;
-          if (!parse_shape(p, &p->scratch, &ignored, 0)) return false;
-        }
+        IrShape oshape;
+        if (shaped && !parse_shape(p, &p->scratch, &oshape, 0)) return false;
         Ref o;
         if (!parse_name(p, &o, "an operand name")) return false;
+        if (shaped && peek(p) == '(' && !parse_nested(p, &oshape, &o)) return false;
         if (!push_ref(p, &r->ops, &r->nops, &cap, &o)) return false;
         if (!ws(p)) return false;
         if (!eat_comma(p)) break;
@@ -739,7 +839,7 @@ static bool parse_instr(P *p, InstrRec *r) {
     }
     if (!expect_char(p, ')', "',' or ')' after an operand")) return false;
   }
-  return parse_attrs(p, r);
+  return attributes ? parse_attrs(p, r) : true;
 }
 
 /* ---------- computations ---------- */
@@ -872,19 +972,23 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
   if (!ws(p)) return false;
   int body_line = p->line, body_col = p->col;
   if (!expect_char(p, '{', "'{' to open the computation body")) return false;
-  /* Instructions. */
-  InstrRec *recs = NULL;
-  int n = 0, cap = 0;
+  /* Instructions (an operand written as an instruction goes in before its reader). */
+  struct InstrList list = {NULL, 0, 0};
+  p->recs = &list;
   for (;;) {
     if (!ws(p)) return false;
     if (p->pos >= p->len)
       return perr(p, p->line, p->col, "unexpected end of file: computation '%%%s' (opened at %d:%d) is not closed", name, body_line,
                   body_col);
     if (peek(p) == '}') break;
-    if (arena_grow(&p->scratch, (void **)&recs, &cap, n + 1, sizeof(InstrRec))) return oom(p);
-    if (!parse_instr(p, &recs[n])) return false;
-    n++;
+    InstrRec r;
+    if (!parse_instr(p, &r)) return false;
+    if (arena_grow(&p->scratch, (void **)&list.v, &list.cap, list.n + 1, sizeof(InstrRec))) return oom(p);
+    list.v[list.n++] = r;
   }
+  p->recs = NULL;
+  InstrRec *recs = list.v;
+  int n = list.n;
   adv(p); /* '}' */
   if (n == 0) return perr(p, cname.line, cname.col, "computation '%%%s' has no instructions", name);
   /* Trailing attributes on the closing line ("}, execution_thread=..."). */
@@ -959,6 +1063,11 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
     IrInstr *in = ir_instr_new(c, r->op, &r->shape, ops, r->nops, nb);
     if (!in) return oom(p);
     r->made = in;
+    if (r->no_shape) {
+      if (arena_grow(&p->scratch, (void **)&p->unshaped, &p->unshaped_cap, p->nunshaped + 1, sizeof(IrInstr *)))
+        return oom(p);
+      p->unshaped[p->nunshaped++] = in;
+    }
     in->loc.file = p->file;
     in->loc.line = r->name.line;
     in->loc.col = r->name.col;
@@ -1110,23 +1219,36 @@ static bool check_utf8(P *p) {
   return true;
 }
 
+static bool parse_computations(P *p, size_t header_end);
+
 static bool parse_module(P *p) {
   if (!check_utf8(p)) return false;
   if (!ws(p)) return false;
   Ref kw;
-  if (p->pos >= p->len) return perr(p, p->line, p->col, "empty input: expected 'HloModule'");
+  if (p->pos >= p->len) return perr(p, p->line, p->col, "empty input: expected 'HloModule' or a computation");
   int kl = p->line, kc = p->col;
-  if (!is_name_start(peek(p))) {
+  if (!is_name_start(peek(p)) && peek(p) != '%') {
     char b[64];
-    return perr(p, kl, kc, "expected 'HloModule', found %s", describe(p, b, sizeof b));
+    return perr(p, kl, kc, "expected 'HloModule' or a computation, found %s", describe(p, b, sizeof b));
   }
-  if (!parse_name(p, &kw, "'HloModule'")) return false;
-  if (!ref_is(&kw, "HloModule")) return perr(p, kl, kc, "expected 'HloModule', found '%.*s'", (int)(kw.len > 40 ? 40 : kw.len), kw.name);
+  size_t save = p->pos;
+  bool sigil = peek(p) == '%'; /* %HloModule names a computation */
+  if (!parse_name(p, &kw, "'HloModule' or a computation")) return false;
+  IrModule *m = p->m;
+  if (!ref_is(&kw, "HloModule") || sigil) {
+    /* XLA's parser takes a module without its header: computations from the first line (the one
+     * marked ENTRY, else the last, is the entry); the module is then named "_". */
+    p->pos = save;
+    p->line = kl;
+    p->col = kc;
+    m->name = arena_strndup(&m->arena, "_", 1);
+    if (!m->name) return oom(p);
+    return parse_computations(p, p->pos);
+  }
   if (!ws_line(p)) return false;
   Ref mname;
   if (peek(p) == '\n' || p->pos >= p->len) return perr(p, p->line, p->col, "expected the module name after 'HloModule'");
   if (!parse_name(p, &mname, "the module name")) return false;
-  IrModule *m = p->m;
   m->name = arena_strndup(&m->arena, mname.name, mname.len);
   if (!m->name) return oom(p);
   /* Header attributes: the rest of the line (brackets may continue it onto later lines). */
@@ -1170,7 +1292,13 @@ static bool parse_module(P *p) {
     char b[64];
     return perr(p, p->line, p->col, "unexpected %s after the module header", describe(p, b, sizeof b));
   }
-  size_t header_end = p->pos;
+  return parse_computations(p, p->pos);
+}
+
+/* The module's sections, comments and computations after its header (which ends at header_end),
+ * then what ties them together: the entry, called computations, shapes left out. */
+static bool parse_computations(P *p, size_t header_end) {
+  IrModule *m = p->m;
   /* Sections, comments and computations. */
   bool seen_comp = false;
   size_t first_comp = 0;
@@ -1256,12 +1384,34 @@ static bool parse_module(P *p) {
     if (c == m->entry) return perr(p, f->ref.line, f->ref.col, "the entry computation '%%%s' cannot be called", nb);
     *f->slot = c;
   }
-  /* Fused computations know their fusion instruction. */
+  /* The shapes left out, from the operands (made before their users) and attributes. */
+  for (int k = 0; k < p->nunshaped; k++) {
+    IrInstr *i = p->unshaped[k];
+    /* A called computation written after its caller, whose root has no shape yet. */
+    for (int a = 0; a < i->nattrs; a++)
+      for (int j = 0; i->attrs[a].kind == IR_ATTR_COMP && j < i->attrs[a].ncomps; j++)
+        for (int q = k + 1; q < p->nunshaped; q++)
+          if (i->attrs[a].comps[j] && p->unshaped[q] == i->attrs[a].comps[j]->root)
+            return perr(p, i->loc.line, i->loc.col,
+                        "the shape of '%%%s' cannot be inferred: the root of '%%%s', written after it, has no shape",
+                        i->name, i->attrs[a].comps[j]->name);
+    IrShape s;
+    FxError e;
+    fx_error_clear(&e);
+    if (!ir_infer_shape(i, &s, &m->arena, &e))
+      return perr(p, i->loc.line, i->loc.col, "%s (its shape, left out, cannot be inferred)", e.msg);
+    i->shape = s;
+  }
+  /* Fused computations know their fusion instruction. A broadcast of a scalar written without
+   * `dimensions=` gets dimensions={}, as XLA's parser gives it. */
   for (int k = 0; k < m->ncomps; k++)
     for (int j = 0; j < m->comps[k]->ninstrs; j++) {
       IrInstr *i = m->comps[k]->instrs[j];
       IrComputation *fc = ir_fused_computation(i);
       if (fc && !fc->fusion_instr) fc->fusion_instr = i;
+      if (i->op == IR_OP_BROADCAST && i->noperands == 1 && ir_shape_is_scalar(&i->operands[0]->shape) &&
+          !ir_attr_text(i, "dimensions"))
+        ir_attr_set_dims(i, "dimensions", NULL, 0);
     }
   return true;
 }
@@ -1322,6 +1472,11 @@ static bool build_async_wrappers(P *p) {
 }
 
 IrModule *hlo_parse(const char *text, size_t len, const char *filename, FxError *err) {
+  return hlo_parse_with(text, len, filename, NULL, err);
+}
+
+IrModule *hlo_parse_with(const char *text, size_t len, const char *filename, const IrVerifyOptions *opts,
+                         FxError *err) {
   P p;
   memset(&p, 0, sizeof p);
   p.err = err;
@@ -1346,7 +1501,7 @@ IrModule *hlo_parse(const char *text, size_t len, const char *filename, FxError 
   if (ok) {
     FxError verr;
     fx_error_clear(&verr);
-    if (!ir_verify(p.m, &verr)) {
+    if (!ir_verify_with(p.m, opts, &verr)) {
       ok = false;
       if (err && !err->set) {
         *err = verr;

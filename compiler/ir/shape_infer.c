@@ -248,6 +248,9 @@ static bool infer_elementwise(const IrInstr *i, IrShape *out, Arena *a, FxError 
   return make_array(i, rt, s0->rank, s0->dims, out, a);
 }
 
+/* XLA's ShapeVerifier::HandleBroadcast: operand dimension k goes to result dimension
+ * dimensions[k], of the same size. The dimensions need not increase (a broadcast may also
+ * transpose); XLA's verifier does not ask it, only its client-side builder does. */
 static bool infer_broadcast(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
   char b1[200], b2[200];
   if (!need_operands(i, 1, 1, err) || !need_array(i, 0, err)) return false;
@@ -255,7 +258,8 @@ static bool infer_broadcast(const IrInstr *i, IrShape *out, Arena *a, FxError *e
   if (!ir_shape_is_array(o)) return ierr(i, err, "broadcast must produce an array");
   int64_t d[IR_MAX_RANK];
   bool ok;
-  int n = dims_attr(i, "dimensions", d, IR_MAX_RANK, true, err, &ok);
+  /* XLA's parser: `dimensions` may be left out when the operand is a scalar (it is then {}). */
+  int n = dims_attr(i, "dimensions", d, IR_MAX_RANK, in->rank > 0, err, &ok);
   if (!ok) return false;
   if (n != in->rank)
     return ierr(i, err, "broadcast of a rank-%d operand needs %d entr%s in dimensions, not %d", in->rank, in->rank,
@@ -265,7 +269,6 @@ static bool infer_broadcast(const IrInstr *i, IrShape *out, Arena *a, FxError *e
     if (o->dims[d[k]] != in->dims[k])
       return ierr(i, err, "broadcast maps operand dimension %d (size %" PRId64 ") to result dimension %" PRId64 " (size %" PRId64 "): %s -> %s",
                   k, in->dims[k], d[k], o->dims[d[k]], shp(in, b1, sizeof b1), shp(o, b2, sizeof b2));
-    if (k > 0 && d[k] <= d[k - 1]) return ierr(i, err, "broadcast dimensions must be strictly increasing");
   }
   return make_array(i, in->type, o->rank, o->dims, out, a);
 }

@@ -360,7 +360,19 @@ static bool check_call_cycles(const IrModule *m, FxError *err) {
   return ok;
 }
 
-static bool check_shapes(const IrModule *m, FxError *err) {
+/* ShapeUtil::CompatibleIgnoringFpPrecision: equal but for floating-point element types. */
+static bool equal_ignoring_fp(const IrShape *a, const IrShape *b) {
+  if (a->type == IR_TUPLE || b->type == IR_TUPLE) {
+    if (a->type != b->type || a->ntuple != b->ntuple) return false;
+    for (int k = 0; k < a->ntuple; k++)
+      if (!equal_ignoring_fp(&a->tuple[k], &b->tuple[k])) return false;
+    return true;
+  }
+  if (a->type != b->type && !(ir_type_is_float(a->type) && ir_type_is_float(b->type))) return false;
+  return ir_shape_same_dims(a, b);
+}
+
+static bool check_shapes(const IrModule *m, const IrVerifyOptions *opts, FxError *err) {
   Arena a;
   arena_init(&a);
   char b1[256], b2[256];
@@ -375,7 +387,8 @@ static bool check_shapes(const IrModule *m, FxError *err) {
         ok = false;
         break;
       }
-      if (!ir_shape_equal(&s, &i->shape)) {
+      bool same = opts && opts->allow_mixed_precision ? equal_ignoring_fp(&s, &i->shape) : ir_shape_equal(&s, &i->shape);
+      if (!same) {
         ir_shape_format(&i->shape, false, b1, sizeof b1);
         ir_shape_format(&s, false, b2, sizeof b2);
         char ops[300];
@@ -399,13 +412,15 @@ static bool check_shapes(const IrModule *m, FxError *err) {
   return ok;
 }
 
-bool ir_verify(const IrModule *m, FxError *err) {
+bool ir_verify(const IrModule *m, FxError *err) { return ir_verify_with(m, NULL, err); }
+
+bool ir_verify_with(const IrModule *m, const IrVerifyOptions *opts, FxError *err) {
   if (!m) return fx_error_set(err, NULL, 0, 0, "no module");
   int npos = m->next_id + 1;
   int *pos = fx_malloc(sizeof(int) * (size_t)npos);
   if (!pos) return fx_error_set(err, m->source_file, 0, 0, "out of memory verifying module '%s'", m->name);
   for (int k = 0; k < npos; k++) pos[k] = -1;
-  bool ok = check_structure(m, err, pos, npos) && check_call_cycles(m, err) && check_shapes(m, err);
+  bool ok = check_structure(m, err, pos, npos) && check_call_cycles(m, err) && check_shapes(m, opts, err);
   fx_free(pos);
   return ok;
 }

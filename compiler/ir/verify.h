@@ -22,6 +22,14 @@
  * first problem. */
 bool ir_verify(const IrModule *m, FxError *err);
 
+/* How strict ir_verify_with is. allow_mixed_precision: a declared shape may differ from the
+ * inferred one in its floating-point element type (f16 for f32, ...), as XLA's verifier allows
+ * with allow_mixed_precision (its test base turns it on: XLA's unit tests write such modules). */
+typedef struct {
+  bool allow_mixed_precision;
+} IrVerifyOptions;
+bool ir_verify_with(const IrModule *m, const IrVerifyOptions *opts, FxError *err);
+
 /* Infers the shape of i from its operands' shapes and its attributes (called computations
  * included) into *out (arrays allocated in a).  For the few opcodes whose result cannot be
  * derived (custom-call, collectives, rng, the declared type of convert, the output dims of

@@ -11,6 +11,7 @@
  * Exits 1 when a file has fewer passing cases than its floor (a ratchet: the floors in
  * tests.cmake are the counts reached), or when a file does not parse; 0 otherwise. */
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 #include "../../compiler/fusion/fusion.h"
 #include "../../compiler/hlo/hlo.h"
 #include "../../compiler/passes/passes.h"
+#include "../../runtime/cuda/cuda_report.h"
+#include "../../runtime/runtime.h"
 
 /* ---------- the decision log: fxplain's refusals, to say why a fact fails ---------- */
 
@@ -186,6 +189,133 @@ static const Rec *last_refusal(const Log *l, char **names, int nnames) {
   return NULL;
 }
 
+/* The case's HLO text: a name the parser gave a repeated instruction (`add` of the entry becomes
+ * `add.13` when a reducer's root is `add` too) does not appear in it. */
+static const char *g_hlo;
+
+static bool name_in_text(const char *name) {
+  size_t n = strlen(name);
+  for (const char *q = g_hlo ? strstr(g_hlo, name) : NULL; q; q = strstr(q + 1, name)) {
+    bool start = q == g_hlo || !(isalnum((unsigned char)q[-1]) || q[-1] == '.' || q[-1] == '_' || q[-1] == '-');
+    char e = q[n];
+    if (start && !(isalnum((unsigned char)e) || e == '.' || e == '_' || e == '-')) return true;
+  }
+  return false;
+}
+
+/* The instruction a predicate fact asks about, as XLA's test picks it (from the entry's root): the
+ * entry's instruction of that name, or the one the parser renamed (NAME.N, not in the text), else
+ * the first instance anywhere. NULL when there is none. */
+static const IrInstr *subject(const IrModule *m, const char *name) {
+  const IrComputation *e = m->entry;
+  size_t n = strlen(name);
+  for (int k = 0; e && k < e->ninstrs; k++)
+    if (!e->instrs[k]->dead && strcmp(e->instrs[k]->name, name) == 0) return e->instrs[k];
+  for (int k = 0; e && k < e->ninstrs; k++) {
+    const char *x = e->instrs[k]->name;
+    if (e->instrs[k]->dead || strncmp(x, name, n) != 0 || x[n] != '.' || !isdigit((unsigned char)x[n + 1])) continue;
+    bool digits = true;
+    for (const char *q = x + n + 1; *q; q++) digits = digits && isdigit((unsigned char)*q);
+    if (digits && !name_in_text(x)) return e->instrs[k];
+  }
+  const IrInstr *any[MAX_INST];
+  return instances(m, name, any) > 0 ? any[0] : NULL;
+}
+
+/* A subject written as XLA's test reaches it: `@root` (the entry's root) or `@param:N` (the
+ * entry's parameter N), then steps `:N` (operand N) and `:fused` (a fusion's fused root); any
+ * other word is a name (subject()). NULL when the path leads nowhere. */
+static const IrInstr *resolve(const IrModule *m, const char *spec) {
+  if (spec[0] != '@') return subject(m, spec);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", spec + 1);
+  const IrInstr *x = NULL;
+  char *save = NULL;
+  for (char *t = strtok_r(buf, ":", &save); t; t = strtok_r(NULL, ":", &save)) {
+    if (!x) {
+      if (strcmp(t, "root") == 0) {
+        x = m->entry ? m->entry->root : NULL;
+      } else if (strcmp(t, "param") == 0) {
+        char *k = strtok_r(NULL, ":", &save);
+        int n = k ? atoi(k) : -1;
+        x = m->entry && n >= 0 && n < m->entry->nparams ? m->entry->params[n] : NULL;
+      }
+      if (!x) return NULL;
+    } else if (strcmp(t, "fused") == 0) {
+      IrComputation *fc = ir_fused_computation(x);
+      x = fc ? fc->root : NULL;
+    } else if (isdigit((unsigned char)t[0])) {
+      int k = atoi(t);
+      x = k < x->noperands ? x->operands[k] : NULL;
+    } else {
+      return NULL;
+    }
+    if (!x) return NULL;
+  }
+  return x;
+}
+
+static bool yes(const char *w) { return strcmp(w, "yes") == 0; }
+
+/* The case's module as loaded, before its passes (for same-numbers). */
+static const IrModule *g_input;
+
+/* XLA's ErrorSpec{abs, rel}: every element of got is within abs of want, or within rel of it (NaN where want is NaN)
+ * relatively (tuples element by element). Fills why at the first that is not. */
+static bool within(const RtTensor *got, const RtTensor *want, double abs_tol, double rel_tol, char *why, size_t nw) {
+  if (got->type != want->type || got->ntuple != want->ntuple || got->count != want->count) {
+    snprintf(why, nw, "the outputs differ in shape");
+    return false;
+  }
+  if (got->type == IR_TUPLE) {
+    for (int k = 0; k < got->ntuple; k++)
+      if (!within(got->tuple[k], want->tuple[k], abs_tol, rel_tol, why, nw)) return false;
+    return true;
+  }
+  for (int64_t k = 0; got->data && k < got->count; k++) {
+    double g = rt_get_f(got, k), w = rt_get_f(want, k), e = fabs(g - w);
+    if (g == w || (isnan(g) && isnan(w)) || e <= abs_tol || e <= rel_tol * fabs(w)) continue;
+    snprintf(why, nw, "element %lld is %.9g, the unfused module's %.9g", (long long)k, g, w);
+    return false;
+  }
+  return true;
+}
+
+/* Runs m on the interpreter with seeded random arguments. */
+static RtTensor *run_interp(const IrModule *m, FxError *e) {
+  const IrComputation *c = m->entry;
+  RtTensor *args[1024];
+  int n = c->nparams < 1024 ? c->nparams : 1024;
+  for (int k = 0; k < n; k++) {
+    args[k] = rt_tensor_for_shape(&c->params[k]->shape, e);
+    if (!args[k]) {
+      for (int j = 0; j < k; j++) rt_tensor_unref(args[j]);
+      return NULL;
+    }
+    if (args[k]->data) rt_tensor_fill_random(args[k], 42, (uint64_t)k);
+  }
+  RtOptions o = {.seed = 42};
+  RtTensor *out = NULL;
+  if (!rt_interp_run(m, args, n, &o, &out, NULL, e)) out = NULL;
+  for (int k = 0; k < n; k++) rt_tensor_unref(args[k]);
+  return out;
+}
+
+/* What a predicate that takes a PassContext needs, with no decision log: default settings and
+ * the default device. */
+typedef struct {
+  PassSettings st;
+  FxError e;
+  DecisionSink none;
+} QuietPass;
+
+static PassContext quiet_pass(QuietPass *q, const char *pass) {
+  pass_settings_default(&q->st);
+  fx_error_clear(&q->e);
+  q->none = (DecisionSink){NULL, NULL};
+  return (PassContext){&q->none, device_default(), &q->st, 1, pass, &q->e, NULL};
+}
+
 /* Checks one fact; on failure writes why into why[] and returns false. */
 static bool check_fact(const IrModule *m, bool changed, const Log *log, const char *fact, char *why, size_t nw) {
   char buf[512];
@@ -206,6 +336,12 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
 #define INST(arr, name, n)                                                          \
   int n = instances(m, name, arr);                                                  \
   if (n == 0) {                                                                     \
+    snprintf(why, nw, "`%s`: no instruction %s in the result", fact, name);         \
+    return false;                                                                   \
+  }
+#define SUBJ(var, name)                                                             \
+  const IrInstr *var = resolve(m, name);                                            \
+  if (!var) {                                                                       \
     snprintf(why, nw, "`%s`: no instruction %s in the result", fact, name);         \
     return false;                                                                   \
   }
@@ -343,45 +479,87 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
   }
   if (strcmp(f, "expensive") == 0) { /* expensive A yes|no: fxplain's IsExpensive for A */
     NEED(3);
-    INST(ia, w[1], na);
+    SUBJ(A, w[1]);
     PassSettings st;
     pass_settings_default(&st);
-    bool want = strcmp(w[2], "yes") == 0, got = fusion_is_expensive(ia[0], &st);
+    bool want = strcmp(w[2], "yes") == 0, got = fusion_is_expensive(A, &st);
     if (want == got) return true;
     snprintf(why, nw, "`%s`: fxplain counts %s as %s", fact, w[1], got ? "expensive" : "cheap");
     return false;
   }
   if (strcmp(f, "shared-memory") == 0) { /* shared-memory A N: bytes per block of A's kernel */
     NEED(3);
-    INST(ia, w[1], na);
-    long long got = (long long)fusion_shared_memory(kernel_of(ia[0]));
+    SUBJ(A, w[1]);
+    long long got = (long long)fusion_shared_memory(kernel_of(A));
     if (got == atoll(w[2])) return true;
     snprintf(why, nw, "`%s`: fxplain counts %lld bytes", fact, got);
     return false;
   }
   if (strcmp(f, "input-fusible") == 0) { /* input-fusible A yes|no: fxplain's IsInputFusible */
     NEED(3);
-    INST(ia, w[1], na);
-    bool want = strcmp(w[2], "yes") == 0, got = fusion_is_input_fusible(ia[0]);
+    SUBJ(A, w[1]);
+    bool want = strcmp(w[2], "yes") == 0, got = fusion_is_input_fusible(A);
+    if (want == got) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
+    return false;
+  }
+  if (strcmp(f, "layout-friendly") == 0) { /* layout-friendly P C yes|no: LayoutsAreReduceInputFusionFriendly (2021) */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    bool want = strcmp(w[3], "yes") == 0, got = fusion_layouts_reduce_friendly(A);
+    if (want == got) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
+    return false;
+  }
+  if (strcmp(f, "mof-root-2021") == 0) { /* mof-root-2021 A yes|no: IsFusibleAsMultiOutputFusionRoot (2021) */
+    NEED(3);
+    SUBJ(A, w[1]);
+    PassSettings st;
+    pass_settings_default(&st);
+    bool want = strcmp(w[2], "yes") == 0, got = fusion_mof_root_2021(A, &st);
+    if (want == got) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
+    return false;
+  }
+  if (strcmp(f, "mof-shapes-2021") == 0 || strcmp(f, "mof-producer-consumer-2021") == 0) {
+    /* mof-shapes-2021 A B yes|no: ShapesCompatibleForMultiOutputFusion (2021);
+     * mof-producer-consumer-2021 P C yes|no: IsProducerConsumerMultiOutputFusible (2021) */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    QuietPass qp;
+    PassContext cx = quiet_pass(&qp, "multi_output_fusion");
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    bool got = f[4] == 's' ? fusion_mof_shapes_compatible_2021(A, B, &v)
+                           : fusion_mof_producer_consumer_2021(A, B, &cx, &v);
+    bool want = strcmp(w[3], "yes") == 0;
+    if (want == got) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s%s%s", fact, got ? "yes" : "no: ", got ? "" : v.reason ? v.reason : "",
+             got ? "" : "");
+    return false;
+  }
+  if (strcmp(f, "nested-loop") == 0) { /* nested-loop P C yes|no: fxplain's CreatesNestedLoop (2021) */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    bool want = strcmp(w[3], "yes") == 0, got = fusion_creates_nested_loop(A, B, NULL, NULL);
     if (want == got) return true;
     snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
     return false;
   }
   if (strcmp(f, "should-fuse") == 0 || strcmp(f, "refusal") == 0 || strcmp(f, "no-refusal") == 0) {
-    /* should-fuse P C yes|no: fxplain's instruction-fusion verdict (may_duplicate) on P into C;
+    /* should-fuse P C yes|no: fxplain's IsProducerConsumerFusible (2021) on P into C;
      * refusal P C CODE / no-refusal P C CODE: whether that verdict refuses with CODE. */
     NEED(4);
-    INST(ia, w[1], na);
-    INST(ib, w[2], nb);
-    PassSettings st;
-    pass_settings_default(&st);
-    FxError e;
-    fx_error_clear(&e);
-    DecisionSink none = {NULL, NULL};
-    PassContext cx = {&none, device_default(), &st, 1, "instruction-fusion", &e, NULL};
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    QuietPass qp;
+    PassContext cx = quiet_pass(&qp, "instruction-fusion");
     FusionVerdict v;
     memset(&v, 0, sizeof v);
-    bool ok = fusion_should_fuse(ia[0], ib[0], &cx, FUSION_MODE_DUPLICATION, &v);
+    bool ok = fusion_producer_consumer_fusible(A, B, &cx, &v);
     const char *code = ok ? "" : v.reason ? v.reason : "";
     bool holds = f[0] == 's' ? ok == (strcmp(w[3], "yes") == 0)
                  : f[0] == 'r' ? strcmp(code, w[3]) == 0
@@ -421,10 +599,160 @@ static bool check_fact(const IrModule *m, bool changed, const Log *log, const ch
     snprintf(why, nw, "`%s`: the root has %d operands", fact, r ? r->noperands : -1);
     return false;
   }
+  if (strcmp(f, "op") == 0) { /* op A OPCODE: what the test asserts it picked (ASSERT_EQ opcode) */
+    NEED(3);
+    SUBJ(A, w[1]);
+    if (strcmp(ir_op_name(A->op), w[2]) == 0) return true;
+    snprintf(why, nw, "`%s`: %s is a %s", fact, A->name, ir_op_name(A->op));
+    return false;
+  }
+  if (strcmp(f, "kernel-source") == 0) { /* kernel-source A TEXT...: the CUDA fxplain emits for A's kernel holds TEXT */
+    NEED(3);
+    SUBJ(A, w[1]);
+    const char *text = strstr(fact, w[2]); /* the rest of the line, spaces kept */
+    KernelReport r;
+    FxError e;
+    fx_error_clear(&e);
+    if (!cuda_report_source(m, 0, kernel_of(A)->name, &r, &e)) {
+      snprintf(why, nw, "`%s`: %s", fact, e.msg);
+      return false;
+    }
+    bool found = false;
+    for (int k = 0; k < r.nrows && !found; k++) found = r.rows[k].source && strstr(r.rows[k].source, text);
+    kernel_report_free(&r);
+    if (found) return true;
+    snprintf(why, nw, "`%s`: not in the kernel's source (kernels --source %s)", fact, kernel_of(A)->name);
+    return false;
+  }
+  if (strcmp(f, "same-numbers") == 0) { /* same-numbers ABS REL: RunAndCompare(module, ErrorSpec{ABS, REL}) */
+    NEED(3);
+    FxError e;
+    fx_error_clear(&e);
+    RtTensor *want = g_input ? run_interp(g_input, &e) : NULL, *got = want ? run_interp(m, &e) : NULL;
+    bool ok = want && got && within(got, want, atof(w[1]), atof(w[2]), why, nw);
+    if (!want || !got) snprintf(why, nw, "`%s`: the interpreter fails: %s", fact, e.msg);
+    if (want) rt_tensor_unref(want);
+    if (got) rt_tensor_unref(got);
+    return ok;
+  }
+  if (strcmp(f, "distinct") == 0) { /* distinct A B: two instructions (EXPECT_NE) */
+    NEED(3);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    if (A != B) return true;
+    snprintf(why, nw, "`%s`: both are %s", fact, A->name);
+    return false;
+  }
+  if (strcmp(f, "loop-unroll") == 0) { /* loop-unroll A DEVICE N: ComputeLoopFusionConfig(analysis of A, A's shape) */
+    NEED(4);
+    SUBJ(A, w[1]);
+    /* XLA's TestGpuDeviceInfo::B200SXMDeviceInfo (148 SMs of 2048 threads, compute capability
+     * 10.0) and the test's B200WithCUDA129 (the same, compiled with CUDA 12.9); fxplain's
+     * profiles have no Blackwell GPU. */
+    static const DeviceProfile b200 = {.name = "b200", .is_gpu = true, .sm_count = 148, .max_threads_per_sm = 2048,
+                                       .arch = "sm_100"};
+    const DeviceProfile *d = strncmp(w[2], "b200", 4) == 0 ? &b200 : device_lookup(w[2]);
+    int cuda = strcmp(w[2], "b200-cuda12.9") == 0 ? 12090 : 0;
+    if (!d) {
+      snprintf(why, nw, "`%s`: no device %s", fact, w[2]);
+      return false;
+    }
+    int64_t e = ir_shape_is_array(&A->shape) ? ir_shape_elements(&A->shape) : 1;
+    int got = fusion_loop_unroll(d, cuda, A, NULL, e);
+    if (got == atoi(w[3])) return true;
+    snprintf(why, nw, "`%s`: fxplain unrolls %d times", fact, got);
+    return false;
+  }
+  /* Today's gpu_fusible.cc predicates (gpu_fusible.h). */
+  if (strcmp(f, "physically-transposing") == 0 || strcmp(f, "transposes-minor") == 0 || strcmp(f, "mof-root") == 0 ||
+      strcmp(f, "mof-producer") == 0 || strcmp(f, "may-cause-perf-drop") == 0) { /* FACT A yes|no */
+    NEED(3);
+    SUBJ(A, w[1]);
+    PassSettings st;
+    pass_settings_default(&st);
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    bool got = f[0] == 'p'   ? fusion_physically_transposing(A)
+               : f[0] == 't' ? fusion_transposes_minor_dimension(A)
+               : strcmp(f, "mof-root") == 0 ? fusion_mof_root(A, &st)
+               : strcmp(f, "mof-producer") == 0 ? fusion_producer_mof_fusible(A, &st, &v)
+                                                : fusion_may_cause_perf_drop_if_unrolled(A);
+    if (got == yes(w[2])) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s%s%s", fact, got ? "yes" : "no", v.reason ? ": " : "",
+             v.reason ? v.reason : "");
+    return false;
+  }
+  if (strcmp(f, "heroes-compatible") == 0 || strcmp(f, "mof-shapes") == 0) { /* FACT A B yes|no */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    FusionVerdict v;
+    memset(&v, 0, sizeof v);
+    bool got = f[0] == 'h' ? fusion_heroes_compatible(A, B, &v) : fusion_mof_shapes_compatible(A, B, &v);
+    if (got == yes(w[3])) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s%s%s", fact, got ? "yes" : "no", v.reason ? ": " : "",
+             v.reason ? v.reason : "");
+    return false;
+  }
+  if (strcmp(f, "choose-kind") == 0) { /* choose-kind P C KIND: ChooseFusionKind */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    PassSettings st;
+    pass_settings_default(&st);
+    const char *got = fusion_choose_kind(A, B, &st);
+    if (strcmp(got, w[3]) == 0) return true;
+    snprintf(why, nw, "`%s`: fxplain chooses %s", fact, got);
+    return false;
+  }
+  if (strcmp(f, "only-non-root-user") == 0) { /* only-non-root-user A C yes|no: IsConsumerTheOnlyNonRootUser */
+    NEED(4);
+    SUBJ(A, w[1]);
+    SUBJ(B, w[2]);
+    bool got = fusion_consumer_only_non_root_user(A, B);
+    if (got == yes(w[3])) return true;
+    snprintf(why, nw, "`%s`: fxplain says %s", fact, got ? "yes" : "no");
+    return false;
+  }
+  if (strcmp(f, "fusion-roots") == 0) { /* fusion-roots A R...: GetFusionRoots of what A calls, in order */
+    NEED(2);
+    SUBJ(A, w[1]);
+    IrComputation *called[4];
+    if (ir_called_computations(A, called, 4) != 1) {
+      snprintf(why, nw, "`%s`: %s does not call one computation", fact, A->name);
+      return false;
+    }
+    const IrInstr *roots[64];
+    int n = fusion_roots(called[0], roots, 64);
+    bool same = n == nw_ - 2;
+    for (int k = 0; same && k < n; k++) {
+      const IrInstr *want = resolve(m, w[k + 2]);
+      same = want == roots[k];
+    }
+    if (same) return true;
+    int o = snprintf(why, nw, "`%s`: fxplain finds", fact);
+    for (int k = 0; k < n && o > 0 && (size_t)o < nw; k++) o += snprintf(why + o, nw - (size_t)o, " %s", roots[k]->name);
+    return false;
+  }
+  if (strcmp(f, "fusible-computations") == 0) { /* fusible-computations C...: GetFusibleComputations, any order */
+    IrComputation *comps[256];
+    int n = fusion_fusible_computations(m, comps, 256);
+    bool same = n == nw_ - 1;
+    for (int k = 1; same && k < nw_; k++) {
+      bool found = false;
+      for (int j = 0; j < n; j++) found = found || strcmp(comps[j]->name, w[k]) == 0;
+      same = found;
+    }
+    if (same) return true;
+    int o = snprintf(why, nw, "`%s`: fxplain finds", fact);
+    for (int k = 0; k < n && o > 0 && (size_t)o < nw; k++) o += snprintf(why + o, nw - (size_t)o, " %s", comps[k]->name);
+    return false;
+  }
   snprintf(why, nw, "unknown fact `%s`", fact);
   return false;
 #undef NEED
 #undef INST
+#undef SUBJ
 }
 
 static const Pass *find_pass(const char *name) {
@@ -444,21 +772,13 @@ static int run_case(const char *file, const Case *c, bool verbose, char *why, si
   }
   FxError err;
   fx_error_clear(&err);
-  /* XLA's test parser takes a module without its `HloModule NAME` line; so does this driver. */
+  /* A module without its `HloModule NAME` line loads as in XLA's parser. */
   const char *text = c->hlo ? c->hlo : "";
   size_t len = c->hlo_len;
-  char *withheader = NULL;
-  const char *s = text;
-  while (*s == ' ' || *s == '\n') s++;
-  if (strncmp(s, "HloModule", 9) != 0) {
-    withheader = malloc(len + 32);
-    if (withheader) {
-      len = (size_t)snprintf(withheader, len + 32, "HloModule m\n%s", text);
-      text = withheader;
-    }
-  }
-  IrModule *m = hlo_parse(text, len, file, &err);
-  free(withheader);
+  /* XLA's tests parse with HloTestBase's verifier, which allows mixed precision. */
+  IrVerifyOptions vopts = {.allow_mixed_precision = true};
+  IrModule *m = hlo_parse_with(text, len, file, &vopts, &err);
+  g_hlo = c->hlo;
   if (!m) {
     snprintf(why, nw, "the HLO does not load: %s (its line %d)", err.msg, err.line);
     return 0;
@@ -505,8 +825,10 @@ static int run_case(const char *file, const Case *c, bool verbose, char *why, si
       printf("  %s %s %s -> %s %s %s\n", log.r[k].pass, log.r[k].accepted ? "yes" : "no ", log.r[k].producer,
              log.r[k].consumer, log.r[k].reason, log.r[k].detail);
   }
+  g_input = m;
   for (int k = 0; k < c->nfacts && ok; k++)
     if (!check_fact(cur, changed_any, &log, c->facts[k], why, nw)) ok = 0;
+  g_input = NULL;
   if (cur != m) ir_module_free(cur);
   ir_module_free(m);
   free(log.r);

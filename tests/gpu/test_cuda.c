@@ -928,7 +928,7 @@ TEST(registers_rule_refuses_a_spilling_fusion) {
   memset(&v, 0, sizeof v);
   cuda_registers_install(true, turing);
   CHECK(fusion_register_hook_installed());
-  bool ok = fusion_check_too_large(a, b, &cx, false, &v);
+  bool ok = fusion_check_too_large(a, b, &cx, FUSION_SIZE_PRODUCER_CONSUMER, &v);
   cuda_registers_install(false, NULL);
   CHECK(!fusion_register_hook_installed());
   CHECK(!ok);

@@ -219,6 +219,49 @@ TEST(all_ops_load_verify_and_print_back) {
   free(text);
 }
 
+/* What XLA's parser takes besides the full form: an instruction without a shape (inferred from its
+ * operands), a broadcast of a scalar without dimensions= (they are {}), broadcast dimensions that do
+ * not increase (a transposing broadcast: XLA's verifier asks only that sizes match). */
+TEST(xla_parser_shorthands) {
+  FxError err;
+  IrModule *m = parse("HloModule m\n"
+                      "add { lhs = f32[] parameter(0)\n rhs = f32[] parameter(1)\n ROOT add = add(lhs, rhs) }\n"
+                      "ENTRY e { p = f32[2,3]{0,1} parameter(0)\n z = f32[] constant(0)\n"
+                      " b = f32[3,2] broadcast(z)\n t = transpose(p), dimensions={1,0}\n s = add(t, b)\n"
+                      " w = f32[2,2,3] broadcast(s), dimensions={2,0}\n"
+                      " ROOT r = reduce(w, z), dimensions={0,1}, to_apply=add }\n",
+                      &err);
+  CHECK(m != NULL);
+  if (!m) {
+    fx_error_print(stderr, &err);
+    return;
+  }
+  static const char *const want[][2] = {{"add", "f32[]"}, {"t", "f32[3,2]"}, {"s", "f32[3,2]"}, {"r", "f32[3]"}};
+  for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+    IrInstr *x = ir_module_find_instr(m, want[k][0]);
+    char buf[64] = "";
+    if (x) ir_shape_format(&x->shape, false, buf, sizeof buf);
+    CHECK_STR(buf, want[k][1]);
+  }
+  IrInstr *b = ir_module_find_instr(m, "b");
+  CHECK_STR(b ? ir_attr_text(b, "dimensions") : NULL, "{}");
+  ir_module_free(m);
+  /* and what it still refuses: a shape that does not follow from the operands */
+  CHECK(parse("HloModule m\nENTRY e { p = f32[2] parameter(0)\n ROOT c = convert(p) }\n", &err) == NULL);
+  CHECK(strstr(err.msg, "has no shape") != NULL);
+  CHECK(parse("HloModule m\nENTRY e { p = f32[2] parameter(0)\n ROOT b = f32[2,2] broadcast(p) }\n", &err) == NULL);
+  CHECK(strstr(err.msg, "needs the attribute 'dimensions'") != NULL);
+  /* XLA's verifier with allow_mixed_precision (its test base's) takes an f16 copy declared f32 */
+  static const char *mixed = "HloModule m\nENTRY e { p = f16[2] parameter(0)\n ROOT c = f32[2] copy(p) }\n";
+  CHECK(parse(mixed, &err) == NULL);
+  CHECK(strstr(err.msg, "shape mismatch") != NULL);
+  IrVerifyOptions lax = {.allow_mixed_precision = true};
+  fx_error_clear(&err);
+  IrModule *mm = hlo_parse_with(mixed, strlen(mixed), "t.hlo", &lax, &err);
+  CHECK(mm != NULL);
+  ir_module_free(mm);
+}
+
 TEST(operands_may_come_before_their_definition) {
   char *s = roundtrip("HloModule m\n\nENTRY e {\n  ROOT r = f32[2] add(n, p)\n  n = f32[2] negate(p)\n  p = f32[2] parameter(0)\n}\n");
   CHECK_STR(s, "HloModule m\n\nENTRY %e {\n  %p = f32[2] parameter(0)\n  %n = f32[2] negate(%p)\n  ROOT %r = f32[2] add(%n, %p)\n}\n");
@@ -252,6 +295,30 @@ TEST(without_entry_keyword_the_last_computation_is_the_entry) {
   char *s = roundtrip("HloModule m\nf {\n ROOT a = f32[] parameter(0)\n}\ng {\n ROOT b = s32[] parameter(0)\n}\n");
   CHECK_STR(s, "HloModule m\n\n%f {\n  ROOT %a = f32[] parameter(0)\n}\n\nENTRY %g {\n  ROOT %b = s32[] parameter(0)\n}\n");
   fx_free(s);
+}
+
+TEST(without_header_the_module_is_named_underscore) {
+  /* XLA's parser takes a module without `HloModule NAME` (its tests mostly write one so) */
+  char *s = roundtrip("f {\n ROOT a = f32[] parameter(0)\n}\ne {\n p = s8[] parameter(0)\n n = s8[] negate(p)\n}\n");
+  CHECK_STR(s, "HloModule _\n\n%f {\n  ROOT %a = f32[] parameter(0)\n}\n\nENTRY %e {\n  %p = s8[] parameter(0)\n"
+               "  ROOT %n = s8[] negate(%p)\n}\n");
+  fx_free(s);
+  char *t = roundtrip("// a comment first\nENTRY e {\n ROOT p = f32[] parameter(0)\n}\n");
+  CHECK_STR(t, "HloModule _\n\nENTRY %e {\n  ROOT %p = f32[] parameter(0)\n}\n");
+  fx_free(t);
+}
+
+TEST(an_operand_may_be_written_as_an_instruction) {
+  /* XLA's parser takes `negate(s8[2] parameter(0))`: the operand is an instruction of its own */
+  char *s = roundtrip("e {\n  n = s8[2] negate(s8[2] parameter(0))\n  ROOT c = s8[4] concatenate(n, s8[2] abs(s8[2] "
+                      "parameter(1))), dimensions={0}\n}\n");
+  CHECK_STR(s, "HloModule _\n\nENTRY %e {\n  %parameter.1 = s8[2] parameter(0)\n  %n = s8[2] negate(%parameter.1)\n"
+               "  %parameter.3 = s8[2] parameter(1)\n  %abs.2 = s8[2] abs(%parameter.3)\n"
+               "  ROOT %c = s8[4] concatenate(%n, %abs.2), dimensions={0}\n}\n");
+  fx_free(s);
+  FxError err;
+  CHECK(parse("e {\n  ROOT n = f32[2] negate(f32[2] nosuchop(0))\n}\n", &err) == NULL);
+  CHECK(strstr(err.msg, "unknown opcode 'nosuchop'") != NULL);
 }
 
 TEST(comments_and_line_breaks_inside_instructions) {
@@ -370,9 +437,12 @@ int main(void) {
   RUN(format_instr_line);
   RUN(error_is_located_with_source);
   RUN(all_ops_load_verify_and_print_back);
+  RUN(xla_parser_shorthands);
   RUN(operands_may_come_before_their_definition);
   RUN(repeated_names_across_computations_are_renamed);
   RUN(without_entry_keyword_the_last_computation_is_the_entry);
+  RUN(without_header_the_module_is_named_underscore);
+  RUN(an_operand_may_be_written_as_an_instruction);
   RUN(comments_and_line_breaks_inside_instructions);
   RUN(sections_after_computations_are_kept);
   RUN(print_to_file_matches_string);

@@ -281,6 +281,28 @@ TEST(data_movement_matches_index_formulas) {
   ir_module_free(m);
 }
 
+/* A broadcast whose dimensions do not increase also transposes (XLA's verifier accepts it): operand
+   dimension k goes to result dimension dimensions[k], so o[a][b][c] = q[c][a]. */
+TEST(broadcast_with_decreasing_dimensions_transposes) {
+  IrModule *m = parse("HloModule bt\n"
+                      "ENTRY e { q = f32[2,4] parameter(0)\n ROOT o = f32[4,3,2] broadcast(q), dimensions={2,0} }\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  int64_t qd[2] = {2, 4};
+  double qv[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  RtTensor *args[1] = {arr(IR_F32, 2, qd, qv)};
+  FxError e = {0};
+  RtTensor *o = run(m, args, 1, &e);
+  CHECK(o != NULL && o->count == 24);
+  int bad = 0;
+  for (int64_t a = 0; o && a < 4; a++)
+    for (int64_t b = 0; b < 3; b++)
+      for (int64_t c = 0; c < 2; c++) bad += rt_get_f(o, (a * 3 + b) * 2 + c) != qv[c * 4 + a];
+  CHECK(bad == 0);
+  rt_tensor_unref(o);
+  ir_module_free(m);
+}
+
 /* ---------- values that do not change between calls ---------- */
 
 /* A loop body that calls a computation rebuilding iota(1000) and summing its squares on every
@@ -796,6 +818,7 @@ int main(void) {
   RUN(contractions_fast_layout_equals_generic_loops);
   RUN(invariant_values_are_computed_once_and_rng_is_not);
   RUN(data_movement_matches_index_formulas);
+  RUN(broadcast_with_decreasing_dimensions_transposes);
   RUN(select_and_scatter);
   RUN(variadic_reduce_window_argmax);
   RUN(f8_conversions);

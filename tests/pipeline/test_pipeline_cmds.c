@@ -272,7 +272,7 @@ TEST(diff_why_decisions) {
             "error: unknown reason code 'made_up' (codes: not_fusible, custom_call, expensive_duplication, "
             "expensive_reuse, code_duplication, reduce_into_reduce, reduce_epilogue, heavy_computation, "
             "operand_budget, shared_memory, registers, ir_size, unnested_reductions, bytes_increase, "
-            "slower_if_fused, cycle, shape_mismatch, root, in_place, policy)\n");
+            "slower_if_fused, cycle, shape_mismatch, root, in_place, policy, layout)\n");
   CHECK_STR(run(&t, "decisions --pass", &ok), "error: --pass needs a value\n");
   CHECK_STR(run(&t, "decisions --verbose", &ok),
             "error: unknown option '--verbose' (usage: decisions [--rejected | --accepted] [--reason CODE] [--pass "
@@ -284,9 +284,10 @@ TEST(diff_why_decisions) {
 }
 
 /* a = x * 2 read by sin and cos: the first instruction-fusion run refuses a -> b (two users, no
- * duplication in that run); fusion-merger merges a into b's kernel at stage 15. `why a b` puts
- * that final outcome first and lists the stage 9 refusal as superseded; every listed decision
- * carries the number `render --decision N` draws. */
+ * duplication in that run); fusion-merger merges a's fusion into b and c (XLA 2021 merges into users
+ * that are no fusion yet, wrapping each) at stage 11, and multi_output_fusion makes the two one
+ * kernel. `why a b` puts that final outcome first and lists the stage 9 refusal as superseded; every
+ * listed decision carries the number `render --decision N` draws. */
 static const char *const fan_text = "HloModule fan\n"
                                     "\n"
                                     "ENTRY %main (x: f32[1024]) -> (f32[1024], f32[1024]) {\n"
@@ -304,11 +305,11 @@ TEST(why_pair_final_outcome_first_and_decision_numbers) {
   sess_init_with(&t, false, fan_text, pipeline_lookup("classic"));
   ok_run(&t, "step all");
   CHECK_STR(ok_run(&t, "why a b"),
-            "2 decisions between a and b; the final outcome (stage 15, fusion-merger): accepted\n"
-            "#9  stage 15  fusion-merger  merge  a -> b => fusion.1  accepted\n"
-            "    fusion (the fusion ending in a) merges into fusion.1 (merged-to-current-bytes-ratio 0.33)\n"
-            "    metrics: users=1 bytes_ratio=0.3333 operands=3 copies=1\n"
-            "superseded: 1 earlier decision, replaced by #9 at stage 15 (fusion-merger):\n"
+            "2 decisions between a and b; the final outcome (stage 11, fusion-merger): accepted\n"
+            "#7  stage 11  fusion-merger  merge  a -> b => fusion.1  accepted\n"
+            "    fusion (the fusion ending in a) merges into b (merged-to-current-bytes-ratio 0.50)\n"
+            "    metrics: users=2 bytes_ratio=0.5 copies=1 operands=3\n"
+            "superseded: 1 earlier decision, replaced by #7 at stage 11 (fusion-merger):\n"
             "#4  stage 9  instruction-fusion  fuse  a -> b  rejected [code_duplication]\n"
             "    a has 2 users; this run fuses only producers with one user, so fusing it would need a copy per "
             "user (the next run may duplicate it)\n"
@@ -316,16 +317,18 @@ TEST(why_pair_final_outcome_first_and_decision_numbers) {
   /* a single decision has nothing superseded */
   CHECK_STR(ok_run(&t, "why b c"), "1 decision between b and c; the final outcome (stage 12, multi_output_fusion): "
                                    "accepted\n"
-                                   "#8  stage 12  multi_output_fusion  sibling  b -> c => fusion.1  accepted\n"
-                                   "    b and c both read fusion: one kernel with both outputs reads it once\n"
+                                   "#9  stage 12  multi_output_fusion  sibling  b -> c => fusion.1  accepted\n"
+                                   "    fusion.1 and fusion.2 both read x: one kernel with both outputs reads it once\n"
                                    "    metrics: operands=3 outputs=2\n");
   /* numbers are global: a filtered list keeps them */
   CHECK_STR(ok_run(&t, "decisions --stage 11"),
-            "#7  stage 11  fusion-merger  merge  a -> c  rejected [not_fusible]\n"
-            "    c is not a fusion (nothing fused into it), and fusion-merger merges only into fusions; so fusion is "
-            "merged into none of its 2 users\n"
-            "    metrics: users=2 bytes_ratio=0.5\n"
-            "1 decision\n");
+            "#7  stage 11  fusion-merger  merge  a -> b => fusion.1  accepted\n"
+            "    fusion (the fusion ending in a) merges into b (merged-to-current-bytes-ratio 0.50)\n"
+            "    metrics: users=2 bytes_ratio=0.5 copies=1 operands=3\n"
+            "#8  stage 11  fusion-merger  merge  a -> c => fusion.2  accepted\n"
+            "    fusion (the fusion ending in a) merges into c (merged-to-current-bytes-ratio 0.50)\n"
+            "    metrics: users=2 bytes_ratio=0.5 copies=1 operands=3\n"
+            "2 decisions\n");
   CHECK_CONTAINS(ok_run(&t, "decisions"), "#3  stage 9  instruction-fusion  fuse  a -> c  rejected [code_duplication]\n");
   /* render --decision N draws the decision listed as #N */
   char dot[] = "/tmp/fxplain_test_decisionXXXXXX";
@@ -334,14 +337,14 @@ TEST(why_pair_final_outcome_first_and_decision_numbers) {
   if (fd >= 0) close(fd);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "render %s --decision 7 --format dot", dot);
-  CHECK_CONTAINS(ok_run(&t, cmd), "decision #7 (stage 11, fusion-merger rejected)");
+  CHECK_CONTAINS(ok_run(&t, cmd), "decision #7 (stage 11, fusion-merger accepted)");
   unlink(dot);
   sess_free(&t);
   Sess j;
   sess_init_with(&j, true, fan_text, pipeline_lookup("classic"));
   ok_run(&j, "step all");
   const char *out = ok_run(&j, "why a b");
-  CHECK_CONTAINS(out, "\"final\":9,\"superseded\":[4],\"relation\":null}");
+  CHECK_CONTAINS(out, "\"final\":7,\"superseded\":[4],\"relation\":null}");
   CHECK_CONTAINS(out, "\"decisions\":[{\"number\":4,\"stage\":9,");
   sess_free(&j);
 }
