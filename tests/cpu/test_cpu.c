@@ -756,7 +756,10 @@ TEST(sorts_are_generated_and_stable) {
 /* A while loop of generated kernels runs compiled (one call, kernels over a table of buffers):
    a body with a dynamic-update-slice into the state, a multi-output fusion, an element passed
    through, two elements swapped and a constant as the next state; the results are the
-   interpreter's, the launches and bytes counted as the walker counts them. */
+   interpreter's, the launches and bytes counted as the walker counts them. It runs three ways:
+   through its C driver (written into the kernels' unit at prepare), walked step by step from its
+   plan (a second prepare of the same module finds every kernel compiled already, so its unit
+   holds no driver), and on the interpreter's walker (host_loops). */
 static const char *compiled_loop_module =
     "HloModule cl\n"
     "upd { buf = f32[8,3] parameter(0)\n i = s32[] parameter(1)\n v = f32[3] parameter(2)\n z = s32[] constant(0)\n"
@@ -789,38 +792,49 @@ TEST(while_loops_of_generated_kernels_run_compiled) {
   CHECK(interp == 0);
   CHECK(c.ok);
   FxError e = {0};
-  RtRunStats st[2];
-  int64_t launches[2] = {0, 0}, bytes[2] = {0, 0};
-  bool loop_seen[2] = {false, false};
-  for (int host = 0; host < 2; host++) {
-    memset(&st[host], 0, sizeof st[host]);
+  RtRunStats st[3];
+  int64_t launches[3] = {0, 0, 0}, bytes[3] = {0, 0, 0};
+  bool loop_seen[3] = {false, false, false};
+  RtTensor *res[3] = {NULL, NULL, NULL};
+  RtTensor **args = random_args(m, 5);
+  for (int way = 0; way < 3; way++) { /* 0 driver, 1 walked plan, 2 host */
+    memset(&st[way], 0, sizeof st[way]);
     void *be = rt_backend_cpu.create(&e);
-    CpuOptions o = {.opt = "-O1", .host_loops = host == 1};
+    CpuOptions o = {.opt = "-O1", .host_loops = way == 2};
     cpu_set_options(be, &o);
     CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
-    RtTensor **args = random_args(m, 5);
-    RtTensor *got = NULL;
+    if (way == 0) CHECK_CONTAINS(cpu_last_source(be), "int fx_loop_");
+    if (way == 1) {
+      CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+      CHECK(strstr(cpu_last_source(be), "fx_loop_") == NULL);
+    }
     RtOptions ro = {.seed = 3};
-    CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &got, &st[host], &e));
-    launches[host] = st[host].counters.launches;
-    bytes[host] = st[host].counters.bytes_read + st[host].counters.bytes_written;
-    for (int q = 0; q < st[host].nkernels; q++)
-      if (st[host].kernels[q].how && strcmp(st[host].kernels[q].how, "loop") == 0) loop_seen[host] = true;
-    CHECK(st[host].counters.while_iterations == 8);
-    rt_run_stats_free(&st[host]);
-    rt_tensor_unref(got);
-    for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
-    free(args);
+    CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &res[way], &st[way], &e));
+    launches[way] = st[way].counters.launches;
+    bytes[way] = st[way].counters.bytes_read + st[way].counters.bytes_written;
+    for (int q = 0; q < st[way].nkernels; q++)
+      if (st[way].kernels[q].how && strcmp(st[way].kernels[q].how, "loop") == 0) loop_seen[way] = true;
+    CHECK(st[way].counters.while_iterations == 8);
+    rt_run_stats_free(&st[way]);
     rt_backend_cpu.destroy(be);
   }
-  CHECK(loop_seen[0] && !loop_seen[1]);
-  CHECK(launches[0] == launches[1] && launches[0] == 9 + 8 * 3);
-  CHECK(bytes[0] == bytes[1]);
+  CHECK(loop_seen[0] && loop_seen[1] && !loop_seen[2]);
+  CHECK(launches[0] == launches[2] && launches[1] == launches[2] && launches[0] == 9 + 8 * 3);
+  CHECK(bytes[0] == bytes[2] && bytes[1] == bytes[2]);
+  for (int way = 0; way < 2; way++) {
+    RtCompare c2;
+    rt_compare(res[way], res[2], &c2);
+    CHECK(c2.ok && c2.err == 0);
+  }
+  for (int way = 0; way < 3; way++) rt_tensor_unref(res[way]);
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  free(args);
   ir_module_free(m);
 }
 
-/* A loop nested in a compiled loop's body runs compiled inside it (its state copied in from the
-   outer loop's buffers and out again), with the walker's results and launch counts. */
+/* A loop nested in a compiled loop's body runs compiled inside it, in the outer loop's driver (its
+   state copied in from the outer loop's buffers and out again), with the walker's results and
+   launch counts. */
 static const char *nested_loop_module =
     "HloModule nl\n"
     "icond { s = (s32[], f32[2]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n n = s32[] constant(4)\n"
@@ -849,6 +863,7 @@ TEST(nested_loops_run_compiled) {
   CpuOptions o = {.opt = "-O1"};
   cpu_set_options(be, &o);
   CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+  CHECK_CONTAINS(cpu_last_source(be), "/* nested loop */"); /* inside the outer loop's driver */
   RtTensor **args = random_args(m, 5);
   RtTensor *got = NULL;
   RtOptions ro = {.seed = 3};

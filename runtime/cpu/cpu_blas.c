@@ -1,0 +1,624 @@
+/* cpu_blas.c — the CPU backend's dots and convolutions: gemm on BLAS (OpenBLAS), split over the
+ * backend's own threads, and convolution as im2col + gemm, or directly for a depthwise one.
+ *
+ * Each takes its operands and a description (CpuGemm, RtConvMap), not an instruction, so that a
+ * custom call that is a gemm or a convolution (cuBLAS's, cuDNN's) can run on the CPU through the
+ * same code; cpu_gemm_of_dot and cpu_conv_of describe an HLO dot and convolution.
+ *
+ * Threads: BLAS's own threads are turned off (openblas_set_num_threads(1), looked up at run time:
+ * the BLAS may not be OpenBLAS) and every large gemm is split into blocks of rows (or of columns,
+ * or batches) that the backend's pool runs, one single-threaded gemm each: two pools on a shared
+ * machine made OpenBLAS's threads spin against the kernels' and against other processes (a 25
+ * MFLOP product took 3 to 14 ms at load 10). `set threads` counts for both.
+ *
+ * Numbers: f32 on sgemm, f64 on dgemm; bf16 and f16 through double copies and dgemm, summed in
+ * double and rounded once, as the interpreter does (summed in float, the last bits of a sum differ
+ * often enough to flip a bf16 rounding, and a deep bf16 network amplified those flips past
+ * --check's tolerance). A depthwise convolution (one input feature per group) is summed directly
+ * in double in the interpreter's order, input feature then window position: its results are the
+ * interpreter's bit for bit. */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef FXPLAIN_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+#include "cpu_internal.h"
+
+/* ---------- gemm ---------- */
+
+bool cpu_gemm_of_dot(const IrInstr *i, CpuGemm *g) {
+  IrDotDims dd;
+  if (!ir_dot_dims(i, &dd) || i->noperands != 2) return false;
+  const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
+  int nb = dd.nlhs_batch;
+  if (dd.nrhs_batch != nb || dd.nlhs_contract != 1 || dd.nrhs_contract != 1 || a->rank < nb + 1 || b->rank < nb + 1) return false;
+  g->batch = 1;
+  for (int k = 0; k < nb; k++) {
+    if (dd.lhs_batch[k] != k || dd.rhs_batch[k] != k || a->dims[k] != b->dims[k]) return false;
+    g->batch *= a->dims[k];
+  }
+  int ca = (int)dd.lhs_contract[0], cb = (int)dd.rhs_contract[0];
+  if ((ca != nb && ca != a->rank - 1) || (cb != nb && cb != b->rank - 1)) return false;
+  g->k = a->dims[ca];
+  if (b->dims[cb] != g->k) return false;
+  g->m = g->n = 1;
+  for (int d = nb; d < a->rank; d++)
+    if (d != ca) g->m *= a->dims[d];
+  for (int d = nb; d < b->rank; d++)
+    if (d != cb) g->n *= b->dims[d];
+  g->trans_a = ca == nb && a->rank > nb + 1;
+  g->trans_b = cb == b->rank - 1 && b->rank > nb + 1;
+  return g->m <= INT32_MAX && g->n <= INT32_MAX && g->k <= INT32_MAX && cpu_gemm_types_ok(a->type, b->type, i->shape.type);
+}
+
+bool cpu_gemm_types_ok(IrType a, IrType b, IrType r) {
+#ifdef FXPLAIN_HAVE_BLAS
+  return (r == IR_F32 || r == IR_F64 || r == IR_BF16 || r == IR_F16) && a == r && b == r;
+#else
+  (void)a;
+  (void)b;
+  (void)r;
+  return false;
+#endif
+}
+
+void cpu_blas_single_threaded(void) {
+  static bool done;
+  if (done) return;
+  done = true;
+  void *f = dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+  if (f) {
+    void (*set)(int);
+    memcpy(&set, &f, sizeof f);
+    set(1);
+  }
+}
+
+/* Elements [lo, hi) of a bf16/f16 tensor as doubles, and back (rounded through float, as the
+ * interpreter stores them). */
+typedef struct {
+  const RtTensor *t;
+  double *d;
+} HalfCopy;
+
+static void half_in(void *ctx, int64_t lo, int64_t hi) {
+  const HalfCopy *c = ctx;
+  const uint16_t *h = c->t->data;
+  bool bf = c->t->type == IR_BF16;
+  for (int64_t e = lo; e < hi; e++) c->d[e] = bf ? rt_bf16_to_f32(h[e]) : rt_f16_to_f32(h[e]);
+}
+
+static void half_out(void *ctx, int64_t lo, int64_t hi) {
+  const HalfCopy *c = ctx;
+  uint16_t *h = c->t->data;
+  bool bf = c->t->type == IR_BF16;
+  for (int64_t e = lo; e < hi; e++) h[e] = bf ? rt_f32_to_bf16((float)c->d[e]) : rt_f32_to_f16((float)c->d[e]);
+}
+
+enum { HALF_CHUNK = 1 << 16, GEMM_PARALLEL_MACS = 1 << 20 };
+
+/* A double copy of half tensor t (NULL when out of memory). */
+static double *half_copy(CpuBackend *b, const RtTensor *t) {
+  double *d = fx_malloc(sizeof *d * (size_t)(t->count ? t->count : 1));
+  if (!d) return NULL;
+  HalfCopy c = {.t = t, .d = d};
+  cpu_parallel(b, half_in, &c, t->count, HALF_CHUNK);
+  return d;
+}
+
+/* One block of a gemm: batch q, rows [m0, m1), columns [n0, n1). */
+typedef struct {
+  const CpuGemm *g;
+  bool dbl;
+  const char *a, *b;
+  char *c;
+  int64_t ldc;       /* C's row stride (elements); g->n for a plain product */
+  int64_t blocks;    /* per batch */
+  int64_t bsize;     /* rows (or columns, when split_n) per block */
+  bool split_n;
+} GemmTask;
+
+static void gemm_task(void *ctx, int64_t lo, int64_t hi) {
+#ifdef FXPLAIN_HAVE_BLAS
+  const GemmTask *t = ctx;
+  const CpuGemm *g = t->g;
+  int64_t M = g->m, N = g->n, K = g->k, es = t->dbl ? 8 : 4;
+  for (int64_t u = lo; u < hi; u++) {
+    int64_t q = u / t->blocks, blk = u % t->blocks;
+    int64_t m0 = 0, m1 = M, n0 = 0, n1 = N;
+    if (t->split_n) {
+      n0 = blk * t->bsize;
+      n1 = n0 + t->bsize < N ? n0 + t->bsize : N;
+    } else {
+      m0 = blk * t->bsize;
+      m1 = m0 + t->bsize < M ? m0 + t->bsize : M;
+    }
+    if (m1 <= m0 || n1 <= n0) continue;
+    const char *a = t->a + es * (q * M * K + (g->trans_a ? m0 : m0 * K));
+    const char *b = t->b + es * (q * K * N + (g->trans_b ? n0 * K : n0));
+    char *c = t->c + es * (q * M * t->ldc + m0 * t->ldc + n0);
+    int lda = (int)(g->trans_a ? M : K), ldb = (int)(g->trans_b ? K : N);
+    CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
+    if (t->dbl)
+      cblas_dgemm(CblasRowMajor, ta, tb, (int)(m1 - m0), (int)(n1 - n0), (int)K, 1.0, (const double *)a, lda,
+                  (const double *)b, ldb, 0.0, (double *)c, (int)t->ldc);
+    else
+      cblas_sgemm(CblasRowMajor, ta, tb, (int)(m1 - m0), (int)(n1 - n0), (int)K, 1.0f, (const float *)a, lda,
+                  (const float *)b, ldb, 0.0f, (float *)c, (int)t->ldc);
+  }
+#else
+  (void)ctx;
+  (void)lo;
+  (void)hi;
+#endif
+}
+
+/* C = A x B over raw arrays of floats (dbl: doubles), C's rows ldc apart, split over the pool
+ * when large. */
+static void gemm_raw(CpuBackend *b, const CpuGemm *g, bool dbl, const void *A, const void *B, void *C, int64_t ldc) {
+  GemmTask t = {.g = g, .dbl = dbl, .a = A, .b = B, .c = C, .ldc = ldc, .blocks = 1, .bsize = g->m};
+  int nt = cpu_threads(b);
+  double macs = (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
+  if (nt > 1 && macs >= GEMM_PARALLEL_MACS && g->batch < 2 * nt) {
+    /* blocks of rows (or of columns, when there are few rows), two per thread and batch */
+    int64_t want = (2 * nt + g->batch - 1) / g->batch;
+    t.split_n = g->m < 2 * want && g->n > g->m;
+    int64_t len = t.split_n ? g->n : g->m;
+    t.bsize = (len + want - 1) / want;
+    if (t.bsize < 1) t.bsize = 1;
+    t.blocks = (len + t.bsize - 1) / t.bsize;
+  }
+  int64_t units = g->batch * t.blocks;
+  if (nt > 1 && macs >= GEMM_PARALLEL_MACS) cpu_parallel(b, gemm_task, &t, units, 1);
+  else gemm_task(&t, 0, units);
+}
+
+bool cpu_gemm(CpuBackend *b, const CpuGemm *g, const RtTensor *a, const RtTensor *bt, RtTensor *r, FxError *err) {
+  cpu_blas_single_threaded();
+  bool half = r->type == IR_BF16 || r->type == IR_F16;
+  if (!half) {
+    gemm_raw(b, g, r->type == IR_F64, a->data, bt->data, r->data, g->n);
+    return true;
+  }
+  double *fa = half_copy(b, a), *fb = half_copy(b, bt), *fr = fx_malloc(sizeof *fr * (size_t)(r->count ? r->count : 1));
+  bool ok = fa && fb && fr;
+  if (ok) {
+    gemm_raw(b, g, true, fa, fb, fr, g->n);
+    HalfCopy c = {.t = r, .d = fr};
+    cpu_parallel(b, half_out, &c, r->count, HALF_CHUNK);
+  }
+  fx_free(fa);
+  fx_free(fb);
+  fx_free(fr);
+  return ok || fx_error_set(err, NULL, 0, 0, "out of memory for a gemm's double copies");
+}
+
+/* ---------- convolution ---------- */
+
+bool cpu_conv_of(const IrInstr *i, IrConvDims *d, IrWindow *w, RtConvMap *c) {
+  char why[400];
+  if (i->op != IR_OP_CONVOLUTION || i->noperands != 2 || !ir_conv_dims(i, d, why, sizeof why)) return false;
+  if (!ir_attr_window(i, d->nspatial, w, why, sizeof why)) return false;
+  int64_t fgc = 1, bgc = 1;
+  ir_attr_int(i, "feature_group_count", &fgc);
+  ir_attr_int(i, "batch_group_count", &bgc);
+  c->dims = d;
+  c->window = w;
+  c->feature_groups = fgc;
+  c->batch_groups = bgc;
+  return true;
+}
+
+/* Sizes of a convolution, from its operands' shapes. */
+typedef struct {
+  int ns;
+  int64_t nb, cin, kin, kout, groups, opg; /* batch, input features, per group in, out, groups, out per group */
+  int64_t isz[IR_MAX_RANK], ksz[IR_MAX_RANK], osz[IR_MAX_RANK];
+  int64_t kvol, osp, isp;
+  int64_t ist[IR_MAX_RANK], kst[IR_MAX_RANK], rst[IR_MAX_RANK]; /* strides of input, kernel, output */
+} ConvSizes;
+
+static void strides(int rank, const int64_t *dims, int64_t *st) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    st[d] = s;
+    s *= dims[d];
+  }
+}
+
+static bool conv_sizes(const RtConvMap *c, const IrShape *in, const IrShape *k, const IrShape *r, ConvSizes *z) {
+  const IrConvDims *L = c->dims;
+  if (in->rank != L->rank || k->rank != L->rank || r->rank != L->rank || c->batch_groups != 1 || c->feature_groups < 1)
+    return false;
+  z->ns = L->nspatial;
+  z->nb = in->dims[L->in_batch];
+  z->cin = in->dims[L->in_feature];
+  z->kin = k->dims[L->k_in];
+  z->kout = k->dims[L->k_out];
+  z->groups = c->feature_groups;
+  if (z->cin != z->kin * z->groups || z->kout % z->groups || r->dims[L->out_batch] != z->nb || r->dims[L->out_feature] != z->kout)
+    return false;
+  z->opg = z->kout / z->groups;
+  z->kvol = z->osp = z->isp = 1;
+  for (int s = 0; s < z->ns; s++) {
+    z->isp *= (z->isz[s] = in->dims[L->in_spatial[s]]);
+    z->kvol *= (z->ksz[s] = k->dims[L->k_spatial[s]]);
+    z->osp *= (z->osz[s] = r->dims[L->out_spatial[s]]);
+  }
+  strides(in->rank, in->dims, z->ist);
+  strides(k->rank, k->dims, z->kst);
+  strides(r->rank, r->dims, z->rst);
+  return true;
+}
+
+/* A depthwise convolution, computed directly: one input feature per group and one output
+ * feature per group (depth multiplier 1). */
+static bool depthwise(const ConvSizes *z, const RtConvMap *c) {
+  (void)c;
+  return z->kin == 1 && z->opg == 1;
+}
+
+/* Its features are contiguous in input and output (b01f): each output position's features are
+ * summed side by side; otherwise (bf01) each line of the last spatial dim's outputs is. */
+static bool features_inner(const ConvSizes *z, const RtConvMap *c) {
+  const IrConvDims *L = c->dims;
+  return z->ist[L->in_feature] == 1 && z->rst[L->out_feature] == 1;
+}
+
+bool cpu_conv_is_depthwise(const RtConvMap *c, const IrShape *in, const IrShape *k, const IrShape *r) {
+  ConvSizes z;
+  return cpu_conv_ok(c, in, k, r) && conv_sizes(c, in, k, r, &z) && depthwise(&z, c);
+}
+
+bool cpu_conv_ok(const RtConvMap *c, const IrShape *in, const IrShape *k, const IrShape *r) {
+  ConvSizes z;
+  IrType t = r->type;
+  if (in->type != t || k->type != t || !(t == IR_F32 || t == IR_F64 || t == IR_BF16 || t == IR_F16)) return false;
+  if (!conv_sizes(c, in, k, r, &z)) return false;
+  if (depthwise(&z, c)) return true;
+#ifdef FXPLAIN_HAVE_BLAS
+  /* a product worth a gemm: enough of a sum per output, and groups that are not tiny (each group
+     gathers its own columns) */
+  return z.kin * z.kvol >= 8 && (z.groups == 1 || z.kin >= 4) && z.osp * z.nb > 0;
+#else
+  return false;
+#endif
+}
+
+/* Where window position widx (per spatial dim) of output position opos lands in the input:
+ * its offset from the batch's and feature's, or -1 when in the padding. */
+static int64_t window_source(const ConvSizes *z, const RtConvMap *c, const int64_t *opos, const int64_t *widx) {
+  const IrConvDims *L = c->dims;
+  int64_t off = 0;
+  for (int s = 0; s < z->ns; s++) {
+    int64_t p;
+    if (!rt_window_source(c->window, s, opos[s], widx[s], z->isz[s], &p)) return -1;
+    off += p * z->ist[L->in_spatial[s]];
+  }
+  return off;
+}
+
+/* Reads element o of t (any float type) as a double. */
+static inline double elem(const RtTensor *t, int64_t o) {
+  switch (t->type) {
+  case IR_F32: return ((const float *)t->data)[o];
+  case IR_F64: return ((const double *)t->data)[o];
+  case IR_BF16: return rt_bf16_to_f32(((const uint16_t *)t->data)[o]);
+  default: return rt_f16_to_f32(((const uint16_t *)t->data)[o]);
+  }
+}
+
+static inline void set_elem(RtTensor *t, int64_t o, double v) {
+  switch (t->type) {
+  case IR_F32: ((float *)t->data)[o] = (float)v; break;
+  case IR_F64: ((double *)t->data)[o] = v; break;
+  case IR_BF16: ((uint16_t *)t->data)[o] = rt_f32_to_bf16((float)v); break;
+  default: ((uint16_t *)t->data)[o] = rt_f32_to_f16((float)v); break;
+  }
+}
+
+typedef struct {
+  const ConvSizes *z;
+  const RtConvMap *c;
+  const RtTensor *in, *k;
+  RtTensor *r;
+  double *kd; /* the kernel as doubles, [window position][feature], reversed where the window says */
+} DepthTask;
+
+/* Output positions [lo, hi) (batch-major over the output's spatial positions) of a depthwise
+ * convolution: per position, every feature's sum in one pass over the window. */
+static void depth_task(void *ctx, int64_t lo, int64_t hi) {
+  const DepthTask *t = ctx;
+  const ConvSizes *z = t->z;
+  const IrConvDims *L = t->c->dims;
+  int64_t C = z->kout;
+  double *acc = fx_malloc(sizeof *acc * (size_t)C), *x = fx_malloc(sizeof *x * (size_t)C);
+  if (!acc || !x) { /* cannot happen in practice; the kernel then computes nothing and the check would say so */
+    fx_free(acc);
+    fx_free(x);
+    return;
+  }
+  for (int64_t u = lo; u < hi; u++) {
+    int64_t b = u / z->osp, p = u % z->osp, opos[IR_MAX_RANK], widx[IR_MAX_RANK] = {0}, rest = p;
+    for (int s = z->ns - 1; s >= 0; s--) {
+      opos[s] = rest % z->osz[s];
+      rest /= z->osz[s];
+    }
+    memset(acc, 0, sizeof *acc * (size_t)C);
+    for (int64_t q = 0; q < z->kvol; q++) {
+      int64_t src = window_source(z, t->c, opos, widx);
+      if (src >= 0) {
+        int64_t base = b * z->ist[L->in_batch] + src;
+        const double *kq = t->kd + q * C;
+        switch (t->in->type) {
+        case IR_F32: {
+          const float *ip = (const float *)t->in->data + base;
+          for (int64_t f = 0; f < C; f++) x[f] = ip[f];
+          break;
+        }
+        case IR_BF16: {
+          const uint16_t *ip = (const uint16_t *)t->in->data + base;
+          for (int64_t f = 0; f < C; f++) x[f] = rt_bf16_to_f32(ip[f]);
+          break;
+        }
+        default:
+          for (int64_t f = 0; f < C; f++) x[f] = elem(t->in, base + f);
+        }
+        for (int64_t f = 0; f < C; f++) acc[f] += x[f] * kq[f];
+      }
+      for (int s = z->ns - 1; s >= 0; s--) { /* the next window position, row-major */
+        if (++widx[s] < z->ksz[s]) break;
+        widx[s] = 0;
+      }
+    }
+    int64_t obase = b * z->rst[L->out_batch];
+    for (int s = 0; s < z->ns; s++) obase += opos[s] * z->rst[L->out_spatial[s]];
+    for (int64_t f = 0; f < C; f++) set_elem(t->r, obase + f, acc[f]);
+  }
+  fx_free(acc);
+  fx_free(x);
+}
+
+/* Lines [lo, hi) of a depthwise convolution whose features are not innermost: a line is the
+ * outputs along the last spatial dim at one batch, feature and position of the other spatial dims
+ * (batch-major, then feature); per window position, its products are added to the whole line.
+ * Each output's sum still takes the window positions in row-major order, as the interpreter's. */
+static void depth_line_task(void *ctx, int64_t lo, int64_t hi) {
+  const DepthTask *t = ctx;
+  const ConvSizes *z = t->z;
+  const IrConvDims *L = t->c->dims;
+  const IrWindow *w = t->c->window;
+  int ns = z->ns, last = ns - 1;
+  int64_t C = z->kout, OW = z->osz[last], IW = z->isz[last], lines_per_f = z->osp / OW;
+  int64_t ilast = z->ist[L->in_spatial[last]], olast = z->rst[L->out_spatial[last]];
+  double *acc = fx_malloc(sizeof *acc * (size_t)OW), *xrow = fx_malloc(sizeof *xrow * (size_t)(IW ? IW : 1));
+  if (!acc || !xrow) {
+    fx_free(acc);
+    fx_free(xrow);
+    return;
+  }
+  for (int64_t u = lo; u < hi; u++) {
+    int64_t xoff = -1; /* the input line in xrow */
+    int64_t b = u / (C * lines_per_f), f = (u / lines_per_f) % C, rest = u % lines_per_f;
+    int64_t opos[IR_MAX_RANK] = {0}, widx[IR_MAX_RANK] = {0};
+    for (int s = last - 1; s >= 0; s--) {
+      opos[s] = rest % z->osz[s];
+      rest /= z->osz[s];
+    }
+    memset(acc, 0, sizeof *acc * (size_t)OW);
+    for (int64_t q = 0; q < z->kvol; q++) {
+      /* the other spatial dims' source (the last dim's varies along the line) */
+      int64_t off = b * z->ist[L->in_batch] + f * z->ist[L->in_feature];
+      bool inside = true;
+      for (int s = 0; s < last && inside; s++) {
+        int64_t p;
+        inside = rt_window_source(w, s, opos[s], widx[s], z->isz[s], &p);
+        off += p * z->ist[L->in_spatial[s]];
+      }
+      if (inside) {
+        double kq = t->kd[q * C + f];
+        int64_t st = w->stride[last], wo = widx[last] * w->rhs_dilate[last] - w->pad_lo[last];
+        if (w->lhs_dilate[last] == 1) {
+          if (off != xoff) { /* the input line as doubles, once for the window positions that share it */
+            if (ilast == 1 && t->in->type == IR_BF16) {
+              const uint16_t *ip = (const uint16_t *)t->in->data + off;
+              for (int64_t p = 0; p < IW; p++) xrow[p] = rt_bf16_to_f32(ip[p]);
+            } else if (ilast == 1 && t->in->type == IR_F32) {
+              const float *ip = (const float *)t->in->data + off;
+              for (int64_t p = 0; p < IW; p++) xrow[p] = ip[p];
+            } else {
+              for (int64_t p = 0; p < IW; p++) xrow[p] = elem(t->in, off + p * ilast);
+            }
+            xoff = off;
+          }
+          /* the outputs whose source p = ow * st + wo lies in [0, IW) */
+          int64_t a = wo >= 0 ? 0 : (-wo + st - 1) / st, e = IW - 1 - wo < 0 ? 0 : (IW - 1 - wo) / st + 1;
+          if (e > OW) e = OW;
+          if (st == 1)
+            for (int64_t ow = a; ow < e; ow++) acc[ow] += xrow[ow + wo] * kq;
+          else
+            for (int64_t ow = a; ow < e; ow++) acc[ow] += xrow[ow * st + wo] * kq;
+        } else {
+          for (int64_t ow = 0; ow < OW; ow++) {
+            int64_t p;
+            if (rt_window_source(w, last, ow, widx[last], IW, &p)) acc[ow] += elem(t->in, off + p * ilast) * kq;
+          }
+        }
+      }
+      for (int s = ns - 1; s >= 0; s--) {
+        if (++widx[s] < z->ksz[s]) break;
+        widx[s] = 0;
+      }
+    }
+    int64_t obase = b * z->rst[L->out_batch] + f * z->rst[L->out_feature];
+    for (int s = 0; s < last; s++) obase += opos[s] * z->rst[L->out_spatial[s]];
+    for (int64_t ow = 0; ow < OW; ow++) set_elem(t->r, obase + ow * olast, acc[ow]);
+  }
+  fx_free(acc);
+  fx_free(xrow);
+}
+
+/* The kernel's elements as doubles, [window position (reversed where the window says)][in feature
+ * of the group][out feature] (the gemm's B for kin * kvol rows and kout columns). */
+static double *kernel_matrix(const ConvSizes *z, const RtConvMap *c, const RtTensor *k) {
+  const IrConvDims *L = c->dims;
+  double *kd = fx_malloc(sizeof *kd * (size_t)(k->count ? k->count : 1));
+  if (!kd) return NULL;
+  int64_t idx[IR_MAX_RANK] = {0};
+  for (int64_t e = 0; e < k->count; e++) {
+    int64_t q = 0;
+    for (int s = 0; s < z->ns; s++) {
+      int64_t v = idx[L->k_spatial[s]];
+      q = q * z->ksz[s] + (c->window->reversal[s] ? z->ksz[s] - 1 - v : v);
+    }
+    kd[(q * z->kin + idx[L->k_in]) * z->kout + idx[L->k_out]] = elem(k, e);
+    for (int d = k->rank - 1; d >= 0; d--) {
+      if (++idx[d] < k->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return kd;
+}
+
+/* im2col + gemm: for each group, the rows are output positions (batch-major), the columns window
+ * position x input feature of the group; a block of rows at a time is gathered and multiplied by
+ * the kernel matrix, and the product stored into the output. */
+typedef struct {
+  CpuBackend *b;
+  const ConvSizes *z;
+  const RtConvMap *c;
+  const RtTensor *in;
+  RtTensor *r;
+  bool dbl;          /* the gemm in double (f64, bf16, f16) */
+  const void *kmat;  /* [kvol * kin][kout] floats or doubles */
+  int64_t rows, block;
+  int64_t g;         /* the group */
+  bool direct_out;   /* the output is [rows][kout] row-major: the gemm writes it (f32, f64) */
+} Im2colTask;
+
+static void im2col_task(void *ctx, int64_t lo, int64_t hi) {
+  const Im2colTask *t = ctx;
+  const ConvSizes *z = t->z;
+  const IrConvDims *L = t->c->dims;
+  int64_t cols = z->kvol * z->kin, es = t->dbl ? 8 : 4;
+  int64_t fst = z->ist[L->in_feature];
+  for (int64_t blk = lo; blk < hi; blk++) {
+    int64_t r0 = blk * t->block, r1 = r0 + t->block < t->rows ? r0 + t->block : t->rows, nr = r1 - r0;
+    if (nr <= 0) continue;
+    char *A = fx_malloc((size_t)(nr * cols * es)), *Cb = t->direct_out ? NULL : fx_malloc((size_t)(nr * z->opg * es));
+    if (!A || (!t->direct_out && !Cb)) {
+      fx_free(A);
+      fx_free(Cb);
+      continue; /* see depth_task: out of memory leaves the block unwritten */
+    }
+    for (int64_t row = r0; row < r1; row++) {
+      int64_t b = row / z->osp, rest = row % z->osp, opos[IR_MAX_RANK], widx[IR_MAX_RANK] = {0};
+      for (int s = z->ns - 1; s >= 0; s--) {
+        opos[s] = rest % z->osz[s];
+        rest /= z->osz[s];
+      }
+      for (int64_t q = 0; q < z->kvol; q++) {
+        int64_t src = window_source(z, t->c, opos, widx);
+        int64_t base = b * z->ist[L->in_batch] + src + t->g * z->kin * fst;
+        char *dst = A + ((row - r0) * cols + q * z->kin) * es;
+        if (src < 0) memset(dst, 0, (size_t)(z->kin * es));
+        else if (!t->dbl && fst == 1) memcpy(dst, (const float *)t->in->data + base, (size_t)(z->kin * 4));
+        else if (!t->dbl)
+          for (int64_t f = 0; f < z->kin; f++) ((float *)dst)[f] = ((const float *)t->in->data)[base + f * fst];
+        else
+          for (int64_t f = 0; f < z->kin; f++) ((double *)dst)[f] = elem(t->in, base + f * fst);
+        for (int s = z->ns - 1; s >= 0; s--) {
+          if (++widx[s] < z->ksz[s]) break;
+          widx[s] = 0;
+        }
+      }
+    }
+    CpuGemm g = {.batch = 1, .m = nr, .n = z->opg, .k = cols};
+    const char *B = (const char *)t->kmat + t->g * z->opg * es; /* the group's columns, rows kout apart */
+    char *C = t->direct_out ? (char *)t->r->data + (r0 * z->kout + t->g * z->opg) * es : Cb;
+    int64_t ldc = t->direct_out ? z->kout : z->opg;
+#ifdef FXPLAIN_HAVE_BLAS
+    if (t->dbl)
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.m, (int)g.n, (int)g.k, 1.0, (const double *)A, (int)cols,
+                  (const double *)B, (int)z->kout, 0.0, (double *)C, (int)ldc);
+    else
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.m, (int)g.n, (int)g.k, 1.0f, (const float *)A, (int)cols,
+                  (const float *)B, (int)z->kout, 0.0f, (float *)C, (int)ldc);
+#endif
+    if (!t->direct_out) {
+      for (int64_t row = r0; row < r1; row++) {
+        int64_t b = row / z->osp, rest = row % z->osp, obase = b * z->rst[L->out_batch];
+        for (int s = z->ns - 1; s >= 0; s--) {
+          obase += (rest % z->osz[s]) * z->rst[L->out_spatial[s]];
+          rest /= z->osz[s];
+        }
+        for (int64_t o = 0; o < z->opg; o++) {
+          double v = t->dbl ? ((const double *)Cb)[(row - r0) * z->opg + o] : ((const float *)Cb)[(row - r0) * z->opg + o];
+          set_elem(t->r, obase + (t->g * z->opg + o) * z->rst[L->out_feature], v);
+        }
+      }
+    }
+    fx_free(A);
+    fx_free(Cb);
+  }
+}
+
+bool cpu_conv(CpuBackend *b, const RtConvMap *c, const RtTensor *in, const RtTensor *k, RtTensor *r, FxError *err) {
+  int64_t di[IR_MAX_RANK], dk[IR_MAX_RANK], dr[IR_MAX_RANK];
+  memcpy(di, in->dims, sizeof di);
+  memcpy(dk, k->dims, sizeof dk);
+  memcpy(dr, r->dims, sizeof dr);
+  IrShape si = {.type = in->type, .rank = in->rank, .dims = di}, sk = {.type = k->type, .rank = k->rank, .dims = dk},
+          sr = {.type = r->type, .rank = r->rank, .dims = dr};
+  ConvSizes z;
+  if (!cpu_conv_ok(c, &si, &sk, &sr) || !conv_sizes(c, &si, &sk, &sr, &z))
+    return fx_error_set(err, NULL, 0, 0, "this convolution is not one the CPU backend computes");
+  if (r->count == 0) return true;
+  const IrConvDims *L = c->dims;
+  int nt = cpu_threads(b);
+  double *kd = kernel_matrix(&z, c, k);
+  if (!kd) return fx_error_set(err, NULL, 0, 0, "out of memory for a convolution's kernel");
+  bool ok = true;
+  if (depthwise(&z, c) && (features_inner(&z, c) || z.ns == 0)) {
+    DepthTask t = {.z = &z, .c = c, .in = in, .k = k, .r = r, .kd = kd};
+    int64_t units = z.nb * z.osp;
+    cpu_parallel(b, depth_task, &t, units, units / (4 * nt) > 16 ? units / (4 * nt) : 16);
+  } else if (depthwise(&z, c)) {
+    DepthTask t = {.z = &z, .c = c, .in = in, .k = k, .r = r, .kd = kd};
+    int64_t units = z.nb * z.kout * (z.osp / z.osz[z.ns - 1]);
+    cpu_parallel(b, depth_line_task, &t, units, units / (4 * nt) > 4 ? units / (4 * nt) : 4);
+  } else {
+    cpu_blas_single_threaded();
+    bool dbl = r->type != IR_F32;
+    float *kf = NULL;
+    if (!dbl) { /* sgemm's B: the kernel matrix in float */
+      kf = fx_malloc(sizeof *kf * (size_t)(k->count ? k->count : 1));
+      if (!kf) ok = false;
+      for (int64_t e = 0; ok && e < k->count; e++) kf[e] = (float)kd[e];
+    }
+    /* the output written by the gemm itself when it is [batch][positions][features] row-major */
+    bool canon = (r->type == IR_F32 || r->type == IR_F64) && z.rst[L->out_feature] == 1 && z.rst[L->out_batch] == z.osp * z.kout;
+    for (int s = 0; canon && s < z.ns; s++) {
+      int64_t want = z.kout;
+      for (int s2 = s + 1; s2 < z.ns; s2++) want *= z.osz[s2];
+      canon = z.rst[L->out_spatial[s]] == want;
+    }
+    int64_t rows = z.nb * z.osp, cols = z.kvol * z.kin, es = dbl ? 8 : 4;
+    /* blocks: a few per thread, and at most 32 MB of gathered rows each */
+    int64_t block = (rows + 4 * nt - 1) / (4 * nt);
+    int64_t maxrows = (32 << 20) / (cols * es) > 1 ? (32 << 20) / (cols * es) : 1;
+    if (block > maxrows) block = maxrows;
+    if (block < 1) block = 1;
+    for (int64_t g = 0; ok && g < z.groups; g++) {
+      Im2colTask t = {.b = b, .z = &z, .c = c, .in = in, .r = r, .dbl = dbl, .kmat = dbl ? (const void *)kd : (const void *)kf,
+                      .rows = rows, .block = block, .g = g, .direct_out = canon};
+      cpu_parallel(b, im2col_task, &t, (rows + block - 1) / block, 1);
+    }
+    fx_free(kf);
+  }
+  fx_free(kd);
+  return ok || fx_error_set(err, NULL, 0, 0, "out of memory for a convolution");
+}
