@@ -115,7 +115,7 @@ typedef struct {
   bool dbl;
   const char *a, *b;
   char *c;
-  int64_t ldc;       /* C's row stride (elements); g->n for a plain product */
+  int64_t ldb, ldc;  /* B's and C's row strides (elements) */
   int64_t blocks;    /* per batch */
   int64_t bsize;     /* rows (or columns, when split_n) per block */
   bool split_n;
@@ -138,9 +138,9 @@ static void gemm_task(void *ctx, int64_t lo, int64_t hi) {
     }
     if (m1 <= m0 || n1 <= n0) continue;
     const char *a = t->a + es * (q * M * K + (g->trans_a ? m0 : m0 * K));
-    const char *b = t->b + es * (q * K * N + (g->trans_b ? n0 * K : n0));
+    const char *b = t->b + es * (q * K * N + (g->trans_b ? n0 * t->ldb : n0));
     char *c = t->c + es * (q * M * t->ldc + m0 * t->ldc + n0);
-    int lda = (int)(g->trans_a ? M : K), ldb = (int)(g->trans_b ? K : N);
+    int lda = (int)(g->trans_a ? M : K), ldb = (int)t->ldb;
     CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans, tb = g->trans_b ? CblasTrans : CblasNoTrans;
     if (t->dbl)
       cblas_dgemm(CblasRowMajor, ta, tb, (int)(m1 - m0), (int)(n1 - n0), (int)K, 1.0, (const double *)a, lda,
@@ -156,20 +156,29 @@ static void gemm_task(void *ctx, int64_t lo, int64_t hi) {
 #endif
 }
 
-/* C = A x B over raw arrays of floats (dbl: doubles), C's rows ldc apart, split over the pool
- * when large. */
-static void gemm_raw(CpuBackend *b, const CpuGemm *g, bool dbl, const void *A, const void *B, void *C, int64_t ldc) {
-  GemmTask t = {.g = g, .dbl = dbl, .a = A, .b = B, .c = C, .ldc = ldc, .blocks = 1, .bsize = g->m};
+/* C = A x B over raw arrays of floats (dbl: doubles), B's rows ldb apart (0: as g says), C's ldc
+ * apart, split over the pool when large. Each block's gemm packs its own part of A and B again, so
+ * blocks of rows are kept at least GEMM_MIN_ROWS tall, and a product with few rows is split by
+ * columns instead (the right operand, a convolution's weights say, is then packed once in all). */
+enum { GEMM_MIN_ROWS = 128, GEMM_MIN_COLS = 32 };
+
+static void gemm_raw(CpuBackend *b, const CpuGemm *g, bool dbl, const void *A, const void *B, int64_t ldb, void *C,
+                     int64_t ldc) {
+  if (!ldb) ldb = g->trans_b ? g->k : g->n;
+  GemmTask t = {.g = g, .dbl = dbl, .a = A, .b = B, .c = C, .ldb = ldb, .ldc = ldc, .blocks = 1, .bsize = g->m};
   int nt = cpu_threads(b);
   double macs = (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
   if (nt > 1 && macs >= GEMM_PARALLEL_MACS && g->batch < 2 * nt) {
-    /* blocks of rows (or of columns, when there are few rows), two per thread and batch */
-    int64_t want = (2 * nt + g->batch - 1) / g->batch;
-    t.split_n = g->m < 2 * want && g->n > g->m;
-    int64_t len = t.split_n ? g->n : g->m;
-    t.bsize = (len + want - 1) / want;
-    if (t.bsize < 1) t.bsize = 1;
-    t.blocks = (len + t.bsize - 1) / t.bsize;
+    /* two blocks per thread and batch: of rows, or of columns when the rows are few */
+    int64_t want = (2 * nt + g->batch - 1) / g->batch, len = 0;
+    if (g->m >= GEMM_MIN_ROWS * want) len = g->m;
+    else if (g->n >= GEMM_MIN_COLS * want) t.split_n = true, len = g->n;
+    else if (g->m >= 2 * GEMM_MIN_ROWS) len = g->m, want = g->m / GEMM_MIN_ROWS;
+    if (len) {
+      t.bsize = (len + want - 1) / want;
+      if (t.split_n && t.bsize > 16) t.bsize = (t.bsize + 15) / 16 * 16; /* whole vectors of columns */
+      t.blocks = (len + t.bsize - 1) / t.bsize;
+    }
   }
   int64_t units = g->batch * t.blocks;
   if (nt > 1 && macs >= GEMM_PARALLEL_MACS) cpu_parallel(b, gemm_task, &t, units, 1);
@@ -180,13 +189,13 @@ bool cpu_gemm(CpuBackend *b, const CpuGemm *g, const RtTensor *a, const RtTensor
   cpu_blas_single_threaded();
   bool half = r->type == IR_BF16 || r->type == IR_F16;
   if (!half) {
-    gemm_raw(b, g, r->type == IR_F64, a->data, bt->data, r->data, g->n);
+    gemm_raw(b, g, r->type == IR_F64, a->data, bt->data, 0, r->data, g->n);
     return true;
   }
   double *fa = half_copy(b, a), *fb = half_copy(b, bt), *fr = fx_malloc(sizeof *fr * (size_t)(r->count ? r->count : 1));
   bool ok = fa && fb && fr;
   if (ok) {
-    gemm_raw(b, g, true, fa, fb, fr, g->n);
+    gemm_raw(b, g, true, fa, fb, 0, fr, g->n);
     HalfCopy c = {.t = r, .d = fr};
     cpu_parallel(b, half_out, &c, r->count, HALF_CHUNK);
   }
@@ -484,86 +493,99 @@ static double *kernel_matrix(const ConvSizes *z, const RtConvMap *c, const RtTen
 }
 
 /* im2col + gemm: for each group, the rows are output positions (batch-major), the columns window
- * position x input feature of the group; a block of rows at a time is gathered and multiplied by
- * the kernel matrix, and the product stored into the output. */
+ * position x input feature of the group. The rows are gathered (a chunk of at most 32 MB at a time,
+ * blocks of rows in parallel), multiplied by the kernel matrix in one gemm that gemm_raw splits
+ * over the threads, and the product stored into the output (the gemm writes the output itself
+ * when it is [batch][positions][features] row-major). */
 typedef struct {
-  CpuBackend *b;
   const ConvSizes *z;
   const RtConvMap *c;
   const RtTensor *in;
-  RtTensor *r;
-  bool dbl;          /* the gemm in double (f64, bf16, f16) */
-  const void *kmat;  /* [kvol * kin][kout] floats or doubles */
-  int64_t rows, block;
-  int64_t g;         /* the group */
-  bool direct_out;   /* the output is [rows][kout] row-major: the gemm writes it (f32, f64) */
-} Im2colTask;
+  bool dbl;       /* A in double (f64, bf16, f16) */
+  char *A;        /* the chunk's rows, [rows][kvol * kin] */
+  int64_t r0;     /* the chunk's first row */
+  int64_t g;      /* the group */
+} GatherTask;
 
-static void im2col_task(void *ctx, int64_t lo, int64_t hi) {
-  const Im2colTask *t = ctx;
+static void gather_task(void *ctx, int64_t lo, int64_t hi) {
+  const GatherTask *t = ctx;
   const ConvSizes *z = t->z;
   const IrConvDims *L = t->c->dims;
-  int64_t cols = z->kvol * z->kin, es = t->dbl ? 8 : 4;
-  int64_t fst = z->ist[L->in_feature];
-  for (int64_t blk = lo; blk < hi; blk++) {
-    int64_t r0 = blk * t->block, r1 = r0 + t->block < t->rows ? r0 + t->block : t->rows, nr = r1 - r0;
-    if (nr <= 0) continue;
-    char *A = fx_malloc((size_t)(nr * cols * es)), *Cb = t->direct_out ? NULL : fx_malloc((size_t)(nr * z->opg * es));
-    if (!A || (!t->direct_out && !Cb)) {
-      fx_free(A);
-      fx_free(Cb);
-      continue; /* see depth_task: out of memory leaves the block unwritten */
+  int64_t cols = z->kvol * z->kin, es = t->dbl ? 8 : 4, fst = z->ist[L->in_feature];
+  for (int64_t row = t->r0 + lo; row < t->r0 + hi; row++) {
+    int64_t b = row / z->osp, rest = row % z->osp, opos[IR_MAX_RANK], widx[IR_MAX_RANK] = {0};
+    for (int s = z->ns - 1; s >= 0; s--) {
+      opos[s] = rest % z->osz[s];
+      rest /= z->osz[s];
     }
-    for (int64_t row = r0; row < r1; row++) {
-      int64_t b = row / z->osp, rest = row % z->osp, opos[IR_MAX_RANK], widx[IR_MAX_RANK] = {0};
+    for (int64_t q = 0; q < z->kvol; q++) {
+      int64_t src = window_source(z, t->c, opos, widx);
+      int64_t base = b * z->ist[L->in_batch] + src + t->g * z->kin * fst;
+      char *dst = t->A + ((row - t->r0) * cols + q * z->kin) * es;
+      if (src < 0) memset(dst, 0, (size_t)(z->kin * es));
+      else if (!t->dbl && fst == 1) memcpy(dst, (const float *)t->in->data + base, (size_t)(z->kin * 4));
+      else if (!t->dbl)
+        for (int64_t f = 0; f < z->kin; f++) ((float *)dst)[f] = ((const float *)t->in->data)[base + f * fst];
+      else
+        for (int64_t f = 0; f < z->kin; f++) ((double *)dst)[f] = elem(t->in, base + f * fst);
       for (int s = z->ns - 1; s >= 0; s--) {
-        opos[s] = rest % z->osz[s];
-        rest /= z->osz[s];
-      }
-      for (int64_t q = 0; q < z->kvol; q++) {
-        int64_t src = window_source(z, t->c, opos, widx);
-        int64_t base = b * z->ist[L->in_batch] + src + t->g * z->kin * fst;
-        char *dst = A + ((row - r0) * cols + q * z->kin) * es;
-        if (src < 0) memset(dst, 0, (size_t)(z->kin * es));
-        else if (!t->dbl && fst == 1) memcpy(dst, (const float *)t->in->data + base, (size_t)(z->kin * 4));
-        else if (!t->dbl)
-          for (int64_t f = 0; f < z->kin; f++) ((float *)dst)[f] = ((const float *)t->in->data)[base + f * fst];
-        else
-          for (int64_t f = 0; f < z->kin; f++) ((double *)dst)[f] = elem(t->in, base + f * fst);
-        for (int s = z->ns - 1; s >= 0; s--) {
-          if (++widx[s] < z->ksz[s]) break;
-          widx[s] = 0;
-        }
+        if (++widx[s] < z->ksz[s]) break;
+        widx[s] = 0;
       }
     }
-    CpuGemm g = {.batch = 1, .m = nr, .n = z->opg, .k = cols};
-    const char *B = (const char *)t->kmat + t->g * z->opg * es; /* the group's columns, rows kout apart */
-    char *C = t->direct_out ? (char *)t->r->data + (r0 * z->kout + t->g * z->opg) * es : Cb;
-    int64_t ldc = t->direct_out ? z->kout : z->opg;
-#ifdef FXPLAIN_HAVE_BLAS
-    if (t->dbl)
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.m, (int)g.n, (int)g.k, 1.0, (const double *)A, (int)cols,
-                  (const double *)B, (int)z->kout, 0.0, (double *)C, (int)ldc);
-    else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)g.m, (int)g.n, (int)g.k, 1.0f, (const float *)A, (int)cols,
-                  (const float *)B, (int)z->kout, 0.0f, (float *)C, (int)ldc);
-#endif
-    if (!t->direct_out) {
-      for (int64_t row = r0; row < r1; row++) {
-        int64_t b = row / z->osp, rest = row % z->osp, obase = b * z->rst[L->out_batch];
-        for (int s = z->ns - 1; s >= 0; s--) {
-          obase += (rest % z->osz[s]) * z->rst[L->out_spatial[s]];
-          rest /= z->osz[s];
-        }
-        for (int64_t o = 0; o < z->opg; o++) {
-          double v = t->dbl ? ((const double *)Cb)[(row - r0) * z->opg + o] : ((const float *)Cb)[(row - r0) * z->opg + o];
-          set_elem(t->r, obase + (t->g * z->opg + o) * z->rst[L->out_feature], v);
-        }
-      }
-    }
-    fx_free(A);
-    fx_free(Cb);
   }
+}
+
+/* Stores rows [r0, r0 + nr) of group g's product C ([nr][opg]) into the output. */
+static void store_rows(const ConvSizes *z, const RtConvMap *c, RtTensor *r, bool dbl, const char *C, int64_t r0, int64_t nr,
+                       int64_t g) {
+  const IrConvDims *L = c->dims;
+  for (int64_t row = r0; row < r0 + nr; row++) {
+    int64_t b = row / z->osp, rest = row % z->osp, obase = b * z->rst[L->out_batch];
+    for (int s = z->ns - 1; s >= 0; s--) {
+      obase += (rest % z->osz[s]) * z->rst[L->out_spatial[s]];
+      rest /= z->osz[s];
+    }
+    for (int64_t o = 0; o < z->opg; o++) {
+      double v = dbl ? ((const double *)C)[(row - r0) * z->opg + o] : ((const float *)C)[(row - r0) * z->opg + o];
+      set_elem(r, obase + (g * z->opg + o) * z->rst[L->out_feature], v);
+    }
+  }
+}
+
+/* The im2col path: kmat is [kvol * kin][kout] of the gemm's type. */
+static bool conv_im2col(CpuBackend *b, const ConvSizes *z, const RtConvMap *c, const RtTensor *in, RtTensor *r, bool dbl,
+                        const void *kmat) {
+  const IrConvDims *L = c->dims;
+  int nt = cpu_threads(b);
+  /* the gemm writes the output itself when it is [batch][positions][features] row-major */
+  bool direct = (r->type == IR_F32 || r->type == IR_F64) && z->rst[L->out_feature] == 1 && z->rst[L->out_batch] == z->osp * z->kout;
+  for (int s = 0; direct && s < z->ns; s++) {
+    int64_t want = z->kout;
+    for (int s2 = s + 1; s2 < z->ns; s2++) want *= z->osz[s2];
+    direct = z->rst[L->out_spatial[s]] == want;
+  }
+  int64_t rows = z->nb * z->osp, cols = z->kvol * z->kin, es = dbl ? 8 : 4;
+  int64_t chunk = (32 << 20) / (cols * es);
+  if (chunk < 1) chunk = 1;
+  if (chunk > rows) chunk = rows;
+  char *A = fx_malloc((size_t)(chunk * cols * es)), *C = direct ? NULL : fx_malloc((size_t)(chunk * z->opg * es));
+  bool ok = A && (direct || C);
+  for (int64_t g = 0; ok && g < z->groups; g++)
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      int64_t nr = rows - r0 < chunk ? rows - r0 : chunk;
+      GatherTask t = {.z = z, .c = c, .in = in, .dbl = dbl, .A = A, .r0 = r0, .g = g};
+      int64_t per = nr / (4 * nt) > 16 ? nr / (4 * nt) : 16;
+      cpu_parallel(b, gather_task, &t, nr, per);
+      CpuGemm gm = {.batch = 1, .m = nr, .n = z->opg, .k = cols};
+      const char *B = (const char *)kmat + g * z->opg * es; /* the group's columns, rows kout apart */
+      char *out = direct ? (char *)r->data + (r0 * z->kout + g * z->opg) * es : C;
+      gemm_raw(b, &gm, dbl, A, B, z->kout, out, direct ? z->kout : z->opg);
+      if (!direct) store_rows(z, c, r, dbl, C, r0, nr, g);
+    }
+  fx_free(A);
+  fx_free(C);
+  return ok;
 }
 
 bool cpu_conv(CpuBackend *b, const RtConvMap *c, const RtTensor *in, const RtTensor *k, RtTensor *r, FxError *err) {
@@ -579,8 +601,14 @@ bool cpu_conv(CpuBackend *b, const RtConvMap *c, const RtTensor *in, const RtTen
   if (r->count == 0) return true;
   const IrConvDims *L = c->dims;
   int nt = cpu_threads(b);
-  double *kd = kernel_matrix(&z, c, k);
-  if (!kd) return fx_error_set(err, NULL, 0, 0, "out of memory for a convolution's kernel");
+  bool dbl = r->type != IR_F32;
+  /* the kernel is the gemm's B as it is when it is [window...][in][out] row-major, unreversed, and
+     of the gemm's type: no copy */
+  bool kcanon = k->type == IR_F32 || k->type == IR_F64;
+  for (int s = 0; kcanon && s < z.ns; s++) kcanon = L->k_spatial[s] == s && !c->window->reversal[s];
+  kcanon = kcanon && L->k_in == z.ns && L->k_out == z.ns + 1 && !depthwise(&z, c);
+  double *kd = kcanon ? NULL : kernel_matrix(&z, c, k);
+  if (!kcanon && !kd) return fx_error_set(err, NULL, 0, 0, "out of memory for a convolution's kernel");
   bool ok = true;
   if (depthwise(&z, c) && (features_inner(&z, c) || z.ns == 0)) {
     DepthTask t = {.z = &z, .c = c, .in = in, .k = k, .r = r, .kd = kd};
@@ -592,31 +620,14 @@ bool cpu_conv(CpuBackend *b, const RtConvMap *c, const RtTensor *in, const RtTen
     cpu_parallel(b, depth_line_task, &t, units, units / (4 * nt) > 4 ? units / (4 * nt) : 4);
   } else {
     cpu_blas_single_threaded();
-    bool dbl = r->type != IR_F32;
     float *kf = NULL;
-    if (!dbl) { /* sgemm's B: the kernel matrix in float */
+    if (!dbl && !kcanon) { /* sgemm's B: the kernel matrix in float */
       kf = fx_malloc(sizeof *kf * (size_t)(k->count ? k->count : 1));
       if (!kf) ok = false;
       for (int64_t e = 0; ok && e < k->count; e++) kf[e] = (float)kd[e];
     }
-    /* the output written by the gemm itself when it is [batch][positions][features] row-major */
-    bool canon = (r->type == IR_F32 || r->type == IR_F64) && z.rst[L->out_feature] == 1 && z.rst[L->out_batch] == z.osp * z.kout;
-    for (int s = 0; canon && s < z.ns; s++) {
-      int64_t want = z.kout;
-      for (int s2 = s + 1; s2 < z.ns; s2++) want *= z.osz[s2];
-      canon = z.rst[L->out_spatial[s]] == want;
-    }
-    int64_t rows = z.nb * z.osp, cols = z.kvol * z.kin, es = dbl ? 8 : 4;
-    /* blocks: a few per thread, and at most 32 MB of gathered rows each */
-    int64_t block = (rows + 4 * nt - 1) / (4 * nt);
-    int64_t maxrows = (32 << 20) / (cols * es) > 1 ? (32 << 20) / (cols * es) : 1;
-    if (block > maxrows) block = maxrows;
-    if (block < 1) block = 1;
-    for (int64_t g = 0; ok && g < z.groups; g++) {
-      Im2colTask t = {.b = b, .z = &z, .c = c, .in = in, .r = r, .dbl = dbl, .kmat = dbl ? (const void *)kd : (const void *)kf,
-                      .rows = rows, .block = block, .g = g, .direct_out = canon};
-      cpu_parallel(b, im2col_task, &t, (rows + block - 1) / block, 1);
-    }
+    const void *kmat = kcanon ? (const void *)k->data : dbl ? (const void *)kd : (const void *)kf;
+    if (ok) ok = conv_im2col(b, &z, c, in, r, dbl, kmat);
     fx_free(kf);
   }
   fx_free(kd);
