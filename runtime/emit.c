@@ -707,7 +707,9 @@ static bool gen_load(Gen *g, const IrInstr *i, int in, Val *idx, Val *out) {
  * operand's innermost (contiguous) dim in that many independent accumulators that the compiler
  * keeps in one vector register, combined at the end, as XLA:CPU's vectorized reductions do. The
  * sum of floats is then added in another order than the interpreter's one by one, within
- * `--check`'s tolerance. f16 and bf16 round after every step and stay sequential. 0: no lanes. */
+ * `--check`'s tolerance. f16 and bf16 round after every step, so their sums and products stay
+ * sequential; their maximum and minimum take lanes: the result is one of the elements whatever
+ * the order (NaN if any is, +0 over -0), the interpreter's exactly. 0: no lanes. */
 static int reduce_lanes(const IrInstr *i, const IrComputation *f) {
   if (i->noperands != 2 || !f || !f->root || f->nparams != 2 || f->ninstrs != 3) return 0;
   const IrInstr *r = f->root;
@@ -719,7 +721,9 @@ static int reduce_lanes(const IrInstr *i, const IrComputation *f) {
         (r->operands[0] == f->params[1] && r->operands[1] == f->params[0])))
     return 0;
   IrType t = r->shape.type;
-  if (t != i->shape.type || t == IR_F16 || t == IR_BF16 || ir_type_is_complex(t) || !emit_storage_type(t)) return 0;
+  bool half = t == IR_F16 || t == IR_BF16;
+  if (half && r->op != IR_OP_MAXIMUM && r->op != IR_OP_MINIMUM) return 0;
+  if (t != i->shape.type || ir_type_is_complex(t) || !emit_storage_type(t)) return 0;
   return ir_type_bytes(t) >= 8 ? 8 : 16;
 }
 

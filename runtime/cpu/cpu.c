@@ -637,6 +637,10 @@ struct CpuPool {
   pthread_mutex_t mu;
   pthread_cond_t wake, idle;
   pthread_t th[CPU_MAX_THREADS];
+  struct PoolWorker {
+    struct CpuPool *pool;
+    int tid;
+  } who[CPU_MAX_THREADS];
   int nworkers, active; /* active: workers inside a launch (under mu) */
   uint64_t gen;         /* launches published; a worker joins each new one */
   bool quit;
@@ -646,18 +650,19 @@ struct CpuPool {
   _Atomic int64_t next, done; /* next chunk's start; elements finished */
 };
 
-static void run_chunks(CpuPool *p, CpuTask task, void *ctx, int64_t outer, int64_t chunk) {
+static void run_chunks(CpuPool *p, CpuTask task, void *ctx, int64_t outer, int64_t chunk, int tid) {
   for (;;) {
     int64_t lo = atomic_fetch_add(&p->next, chunk);
     if (lo >= outer) return;
     int64_t hi = lo + chunk < outer ? lo + chunk : outer;
-    task(ctx, lo, hi);
+    task(ctx, lo, hi, tid);
     atomic_fetch_add(&p->done, hi - lo);
   }
 }
 
 static void *worker_main(void *arg) {
-  CpuPool *p = arg;
+  CpuPool *p = ((struct PoolWorker *)arg)->pool;
+  int tid = ((struct PoolWorker *)arg)->tid;
   pthread_mutex_lock(&p->mu);
   uint64_t seen = p->gen;
   for (;;) {
@@ -669,7 +674,7 @@ static void *worker_main(void *arg) {
     void *ctx = p->ctx;
     int64_t outer = p->outer, chunk = p->chunk;
     pthread_mutex_unlock(&p->mu);
-    run_chunks(p, task, ctx, outer, chunk);
+    run_chunks(p, task, ctx, outer, chunk, tid);
     pthread_mutex_lock(&p->mu);
     if (--p->active == 0) pthread_cond_signal(&p->idle);
   }
@@ -685,7 +690,9 @@ static CpuPool *pool_start(int nt) {
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->idle, NULL);
   for (int t = 0; t < nt - 1 && t < CPU_MAX_THREADS; t++) {
-    if (pthread_create(&p->th[t], NULL, worker_main, p) != 0) break;
+    p->who[t].pool = p;
+    p->who[t].tid = t + 1; /* the calling thread is 0 */
+    if (pthread_create(&p->th[t], NULL, worker_main, &p->who[t]) != 0) break;
     p->nworkers++;
   }
   return p;
@@ -716,7 +723,7 @@ static void pool_run(CpuPool *p, CpuTask task, void *ctx, int64_t outer, int64_t
   p->gen++;
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
-  run_chunks(p, task, ctx, outer, chunk);
+  run_chunks(p, task, ctx, outer, chunk, 0);
   /* the chunks the workers claimed: they are running, so this wait is short */
   for (unsigned spins = 0; atomic_load(&p->done) < outer; spins++)
     if (spins > 1000) sched_yield();
@@ -733,7 +740,7 @@ bool cpu_parallel(CpuBackend *b, CpuTask task, void *ctx, int64_t n, int64_t chu
       return true;
     }
   }
-  task(ctx, 0, n);
+  task(ctx, 0, n, 0);
   return false;
 }
 
@@ -742,7 +749,8 @@ typedef struct {
   char *const *bufs;
 } KernelTask;
 
-static void kernel_task(void *ctx, int64_t lo, int64_t hi) {
+static void kernel_task(void *ctx, int64_t lo, int64_t hi, int tid) {
+  (void)tid;
   const KernelTask *t = ctx;
   t->fn(t->bufs, lo, hi);
 }
@@ -752,8 +760,8 @@ enum { ADAPT_MAX_GAP = 1 << 16 };
 static void adapt_mean(double *m, double ns) { *m = *m == 0 ? ns : 0.75 * *m + 0.25 * ns; }
 
 bool cpu_adapt_split(CpuAdapt *a) {
-  if (a->split_ns == 0) return true; /* try each way once, the split first */
-  if (a->serial_ns == 0) return false;
+  if (a->serial_ns == 0) return false; /* try each way once, one thread first */
+  if (a->split_ns == 0) return true;
   bool best = a->split_ns <= a->serial_ns;
   if (a->launches >= a->next_try) return !best; /* now and then, the other way again */
   return best;

@@ -77,36 +77,109 @@ void cpu_blas_single_threaded(void) {
   }
 }
 
-/* Elements [lo, hi) of a bf16/f16 tensor as doubles, and back (rounded through float, as the
- * interpreter stores them). */
+/* bf16 and f16 elements as floats and back, inline (rt_f32_to_bf16's rounding: nearest even,
+ * NaN kept quiet). */
+static inline double half_get(const uint16_t *h, int64_t e, bool bf) { return bf ? rt_bf16_to_f32(h[e]) : rt_f16_to_f32(h[e]); }
+
+static inline uint16_t f32_to_bf16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+  return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+}
+
+enum { GEMM_PARALLEL_MACS = 1 << 20 };
+
+/* A bf16 or f16 gemm. No operand is ever held in double as a whole (a 262144-column embedding
+ * would take 2.4 GB): each task converts the block of A (MB rows) and of B (NB columns) it
+ * multiplies into scratch of its thread, multiplies them in double, and rounds its block of C
+ * into the output. A product of at most GEMV_ROWS rows (a decoding step) streams B's rows
+ * instead: each output's sum over k in order, in double, exactly the interpreter's sum; larger
+ * ones use dgemm on the blocks. */
+enum { GEMV_ROWS = 16 };
+
 typedef struct {
-  const RtTensor *t;
-  double *d;
-} HalfCopy;
+  const CpuGemm *g;
+  const RtTensor *a, *bt;
+  RtTensor *r;
+  int64_t mb, nb;          /* block sizes */
+  int64_t mblocks, nblocks; /* per batch */
+  double **scratch;        /* per thread: mb * k + k * nb + mb * nb doubles */
+} HalfGemmTask;
 
-static void half_in(void *ctx, int64_t lo, int64_t hi) {
-  const HalfCopy *c = ctx;
-  const uint16_t *h = c->t->data;
-  bool bf = c->t->type == IR_BF16;
-  for (int64_t e = lo; e < hi; e++) c->d[e] = bf ? rt_bf16_to_f32(h[e]) : rt_f16_to_f32(h[e]);
+static void half_gemm_task(void *ctx, int64_t lo, int64_t hi, int tid) {
+  const HalfGemmTask *t = ctx;
+  const CpuGemm *g = t->g;
+  int64_t M = g->m, N = g->n, K = g->k;
+  bool bf = t->r->type == IR_BF16;
+  double *Ab = t->scratch[tid], *Bb = Ab + t->mb * K, *Cb = Bb + K * t->nb;
+  for (int64_t u = lo; u < hi; u++) {
+    int64_t q = u / (t->mblocks * t->nblocks), rest = u % (t->mblocks * t->nblocks);
+    int64_t m0 = (rest / t->nblocks) * t->mb, n0 = (rest % t->nblocks) * t->nb;
+    int64_t mr = M - m0 < t->mb ? M - m0 : t->mb, nr = N - n0 < t->nb ? N - n0 : t->nb;
+    const uint16_t *A = (const uint16_t *)t->a->data + q * M * K, *B = (const uint16_t *)t->bt->data + q * K * N;
+    /* the rows of A as [mr][K] */
+    for (int64_t m = 0; m < mr; m++)
+      for (int64_t k = 0; k < K; k++) Ab[m * K + k] = half_get(A, g->trans_a ? k * M + m0 + m : (m0 + m) * K + k, bf);
+    if (M <= GEMV_ROWS && !g->trans_b) {
+      memset(Cb, 0, sizeof *Cb * (size_t)(mr * nr));
+      for (int64_t k = 0; k < K; k++) {
+        const uint16_t *brow = B + k * N + n0;
+        if (bf)
+          for (int64_t j = 0; j < nr; j++) Bb[j] = rt_bf16_to_f32(brow[j]);
+        else
+          for (int64_t j = 0; j < nr; j++) Bb[j] = rt_f16_to_f32(brow[j]);
+        for (int64_t m = 0; m < mr; m++) {
+          double av = Ab[m * K + k], *c = Cb + m * nr;
+          for (int64_t j = 0; j < nr; j++) c[j] += av * Bb[j];
+        }
+      }
+    } else {
+#ifdef FXPLAIN_HAVE_BLAS
+      if (!g->trans_b)
+        for (int64_t k = 0; k < K; k++)
+          for (int64_t j = 0; j < nr; j++) Bb[k * nr + j] = half_get(B, k * N + n0 + j, bf);
+      else
+        for (int64_t j = 0; j < nr; j++)
+          for (int64_t k = 0; k < K; k++) Bb[j * K + k] = half_get(B, (n0 + j) * K + k, bf);
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans, (int)mr, (int)nr, (int)K, 1.0, Ab,
+                  (int)K, Bb, (int)(g->trans_b ? K : nr), 0.0, Cb, (int)nr);
+#endif
+    }
+    uint16_t *R = (uint16_t *)t->r->data + q * M * N;
+    for (int64_t m = 0; m < mr; m++)
+      for (int64_t j = 0; j < nr; j++) {
+        double v = Cb[m * nr + j];
+        R[(m0 + m) * N + n0 + j] = bf ? f32_to_bf16((float)v) : rt_f32_to_f16((float)v);
+      }
+  }
 }
 
-static void half_out(void *ctx, int64_t lo, int64_t hi) {
-  const HalfCopy *c = ctx;
-  uint16_t *h = c->t->data;
-  bool bf = c->t->type == IR_BF16;
-  for (int64_t e = lo; e < hi; e++) h[e] = bf ? rt_f32_to_bf16((float)c->d[e]) : rt_f32_to_f16((float)c->d[e]);
-}
-
-enum { HALF_CHUNK = 1 << 16, GEMM_PARALLEL_MACS = 1 << 20 };
-
-/* A double copy of half tensor t (NULL when out of memory). */
-static double *half_copy(CpuBackend *b, const RtTensor *t) {
-  double *d = fx_malloc(sizeof *d * (size_t)(t->count ? t->count : 1));
-  if (!d) return NULL;
-  HalfCopy c = {.t = t, .d = d};
-  cpu_parallel(b, half_in, &c, t->count, HALF_CHUNK);
-  return d;
+static bool gemm_half(CpuBackend *b, const CpuGemm *g, const RtTensor *a, const RtTensor *bt, RtTensor *r, FxError *err) {
+  int64_t K = g->k ? g->k : 1;
+  /* blocks: B's block about 4 MB, A's about 8 MB, whole vectors of columns */
+  int64_t nb = (512 << 10) / K;
+  nb = nb > 512 ? 512 : nb < 16 ? 16 : nb - nb % 16;
+  if (nb > g->n) nb = g->n ? g->n : 1;
+  int64_t mb = g->m <= GEMV_ROWS ? g->m : (1 << 20) / K;
+  mb = mb > 2048 ? 2048 : mb < 16 ? 16 : mb;
+  if (mb > g->m) mb = g->m ? g->m : 1;
+  HalfGemmTask t = {.g = g, .a = a, .bt = bt, .r = r, .mb = mb, .nb = nb};
+  t.mblocks = (g->m + mb - 1) / mb;
+  t.nblocks = (g->n + nb - 1) / nb;
+  int nt = cpu_threads(b);
+  t.scratch = fx_calloc((size_t)nt, sizeof *t.scratch);
+  bool ok = t.scratch != NULL;
+  for (int q = 0; ok && q < nt; q++) ok = (t.scratch[q] = fx_malloc(sizeof(double) * (size_t)(mb * K + K * nb + mb * nb))) != NULL;
+  if (ok) {
+    int64_t units = g->batch * t.mblocks * t.nblocks;
+    double macs = (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
+    if (macs >= GEMM_PARALLEL_MACS) cpu_parallel(b, half_gemm_task, &t, units, 1);
+    else half_gemm_task(&t, 0, units, 0);
+  }
+  for (int q = 0; t.scratch && q < nt; q++) fx_free(t.scratch[q]);
+  fx_free(t.scratch);
+  return ok || fx_error_set(err, NULL, 0, 0, "out of memory for a gemm's blocks");
 }
 
 /* One block of a gemm: batch q, rows [m0, m1), columns [n0, n1). */
@@ -121,7 +194,8 @@ typedef struct {
   bool split_n;
 } GemmTask;
 
-static void gemm_task(void *ctx, int64_t lo, int64_t hi) {
+static void gemm_task(void *ctx, int64_t lo, int64_t hi, int tid) {
+  (void)tid;
 #ifdef FXPLAIN_HAVE_BLAS
   const GemmTask *t = ctx;
   const CpuGemm *g = t->g;
@@ -182,27 +256,14 @@ static void gemm_raw(CpuBackend *b, const CpuGemm *g, bool dbl, const void *A, c
   }
   int64_t units = g->batch * t.blocks;
   if (nt > 1 && macs >= GEMM_PARALLEL_MACS) cpu_parallel(b, gemm_task, &t, units, 1);
-  else gemm_task(&t, 0, units);
+  else gemm_task(&t, 0, units, 0);
 }
 
 bool cpu_gemm(CpuBackend *b, const CpuGemm *g, const RtTensor *a, const RtTensor *bt, RtTensor *r, FxError *err) {
   cpu_blas_single_threaded();
-  bool half = r->type == IR_BF16 || r->type == IR_F16;
-  if (!half) {
-    gemm_raw(b, g, r->type == IR_F64, a->data, bt->data, 0, r->data, g->n);
-    return true;
-  }
-  double *fa = half_copy(b, a), *fb = half_copy(b, bt), *fr = fx_malloc(sizeof *fr * (size_t)(r->count ? r->count : 1));
-  bool ok = fa && fb && fr;
-  if (ok) {
-    gemm_raw(b, g, true, fa, fb, 0, fr, g->n);
-    HalfCopy c = {.t = r, .d = fr};
-    cpu_parallel(b, half_out, &c, r->count, HALF_CHUNK);
-  }
-  fx_free(fa);
-  fx_free(fb);
-  fx_free(fr);
-  return ok || fx_error_set(err, NULL, 0, 0, "out of memory for a gemm's double copies");
+  if (r->type == IR_BF16 || r->type == IR_F16) return gemm_half(b, g, a, bt, r, err);
+  gemm_raw(b, g, r->type == IR_F64, a->data, bt->data, 0, r->data, g->n);
+  return true;
 }
 
 /* ---------- convolution ---------- */
@@ -335,21 +396,17 @@ typedef struct {
   const RtTensor *in, *k;
   RtTensor *r;
   double *kd; /* the kernel as doubles, [window position][feature], reversed where the window says */
+  double **scratch; /* per thread: the accumulators and a converted line */
 } DepthTask;
 
 /* Output positions [lo, hi) (batch-major over the output's spatial positions) of a depthwise
  * convolution: per position, every feature's sum in one pass over the window. */
-static void depth_task(void *ctx, int64_t lo, int64_t hi) {
+static void depth_task(void *ctx, int64_t lo, int64_t hi, int tid) {
   const DepthTask *t = ctx;
   const ConvSizes *z = t->z;
   const IrConvDims *L = t->c->dims;
   int64_t C = z->kout;
-  double *acc = fx_malloc(sizeof *acc * (size_t)C), *x = fx_malloc(sizeof *x * (size_t)C);
-  if (!acc || !x) { /* cannot happen in practice; the kernel then computes nothing and the check would say so */
-    fx_free(acc);
-    fx_free(x);
-    return;
-  }
+  double *acc = t->scratch[tid], *x = acc + C;
   for (int64_t u = lo; u < hi; u++) {
     int64_t b = u / z->osp, p = u % z->osp, opos[IR_MAX_RANK], widx[IR_MAX_RANK] = {0}, rest = p;
     for (int s = z->ns - 1; s >= 0; s--) {
@@ -387,15 +444,13 @@ static void depth_task(void *ctx, int64_t lo, int64_t hi) {
     for (int s = 0; s < z->ns; s++) obase += opos[s] * z->rst[L->out_spatial[s]];
     for (int64_t f = 0; f < C; f++) set_elem(t->r, obase + f, acc[f]);
   }
-  fx_free(acc);
-  fx_free(x);
 }
 
 /* Lines [lo, hi) of a depthwise convolution whose features are not innermost: a line is the
  * outputs along the last spatial dim at one batch, feature and position of the other spatial dims
  * (batch-major, then feature); per window position, its products are added to the whole line.
  * Each output's sum still takes the window positions in row-major order, as the interpreter's. */
-static void depth_line_task(void *ctx, int64_t lo, int64_t hi) {
+static void depth_line_task(void *ctx, int64_t lo, int64_t hi, int tid) {
   const DepthTask *t = ctx;
   const ConvSizes *z = t->z;
   const IrConvDims *L = t->c->dims;
@@ -403,12 +458,7 @@ static void depth_line_task(void *ctx, int64_t lo, int64_t hi) {
   int ns = z->ns, last = ns - 1;
   int64_t C = z->kout, OW = z->osz[last], IW = z->isz[last], lines_per_f = z->osp / OW;
   int64_t ilast = z->ist[L->in_spatial[last]], olast = z->rst[L->out_spatial[last]];
-  double *acc = fx_malloc(sizeof *acc * (size_t)OW), *xrow = fx_malloc(sizeof *xrow * (size_t)(IW ? IW : 1));
-  if (!acc || !xrow) {
-    fx_free(acc);
-    fx_free(xrow);
-    return;
-  }
+  double *acc = t->scratch[tid], *xrow = acc + OW;
   for (int64_t u = lo; u < hi; u++) {
     int64_t xoff = -1; /* the input line in xrow */
     int64_t b = u / (C * lines_per_f), f = (u / lines_per_f) % C, rest = u % lines_per_f;
@@ -466,8 +516,6 @@ static void depth_line_task(void *ctx, int64_t lo, int64_t hi) {
     for (int s = 0; s < last; s++) obase += opos[s] * z->rst[L->out_spatial[s]];
     for (int64_t ow = 0; ow < OW; ow++) set_elem(t->r, obase + ow * olast, acc[ow]);
   }
-  fx_free(acc);
-  fx_free(xrow);
 }
 
 /* The kernel's elements as doubles, [window position (reversed where the window says)][in feature
@@ -507,7 +555,8 @@ typedef struct {
   int64_t g;      /* the group */
 } GatherTask;
 
-static void gather_task(void *ctx, int64_t lo, int64_t hi) {
+static void gather_task(void *ctx, int64_t lo, int64_t hi, int tid) {
+  (void)tid;
   const GatherTask *t = ctx;
   const ConvSizes *z = t->z;
   const IrConvDims *L = t->c->dims;
@@ -610,14 +659,22 @@ bool cpu_conv(CpuBackend *b, const RtConvMap *c, const RtTensor *in, const RtTen
   double *kd = kcanon ? NULL : kernel_matrix(&z, c, k);
   if (!kcanon && !kd) return fx_error_set(err, NULL, 0, 0, "out of memory for a convolution's kernel");
   bool ok = true;
-  if (depthwise(&z, c) && (features_inner(&z, c) || z.ns == 0)) {
-    DepthTask t = {.z = &z, .c = c, .in = in, .k = k, .r = r, .kd = kd};
-    int64_t units = z.nb * z.osp;
-    cpu_parallel(b, depth_task, &t, units, units / (4 * nt) > 16 ? units / (4 * nt) : 16);
-  } else if (depthwise(&z, c)) {
-    DepthTask t = {.z = &z, .c = c, .in = in, .k = k, .r = r, .kd = kd};
-    int64_t units = z.nb * z.kout * (z.osp / z.osz[z.ns - 1]);
-    cpu_parallel(b, depth_line_task, &t, units, units / (4 * nt) > 4 ? units / (4 * nt) : 4);
+  if (depthwise(&z, c)) {
+    /* per thread: accumulators and a converted line (features, or the last spatial dim's) */
+    bool inner = features_inner(&z, c) || z.ns == 0;
+    int64_t per = inner ? 2 * z.kout : z.osz[z.ns - 1] + z.isz[z.ns - 1];
+    DepthTask t = {.z = &z, .c = c, .in = in, .k = k, .r = r, .kd = kd, .scratch = fx_calloc((size_t)nt, sizeof(double *))};
+    ok = t.scratch != NULL;
+    for (int q = 0; ok && q < nt; q++) ok = (t.scratch[q] = fx_malloc(sizeof(double) * (size_t)(per ? per : 1))) != NULL;
+    if (ok && inner) {
+      int64_t units = z.nb * z.osp;
+      cpu_parallel(b, depth_task, &t, units, units / (4 * nt) > 16 ? units / (4 * nt) : 16);
+    } else if (ok) {
+      int64_t units = z.nb * z.kout * (z.osp / z.osz[z.ns - 1]);
+      cpu_parallel(b, depth_line_task, &t, units, units / (4 * nt) > 4 ? units / (4 * nt) : 4);
+    }
+    for (int q = 0; t.scratch && q < nt; q++) fx_free(t.scratch[q]);
+    fx_free(t.scratch);
   } else {
     cpu_blas_single_threaded();
     float *kf = NULL;

@@ -24,8 +24,9 @@ typedef enum { K_GENERATED, K_BLAS, K_DIRECT, K_INTERP } KernelHow;
 
 /* Whether a kernel's launches split over the threads, learnt from their times: on a shared
  * machine a worker that the scheduler runs late makes a split launch slower than one thread, and
- * on a quiet one the split wins. The launcher tries both ways, then takes the faster by the mean
- * of recent launches, trying the other way again now and then (less often each time it loses). */
+ * on a quiet one the split wins. The launcher tries both ways (one thread first), then takes the
+ * faster by the mean of recent launches, trying the other way again now and then (less often each
+ * time it loses, and the more it loses by). */
 typedef struct {
   double serial_ns, split_ns; /* moving means of a launch's wall time each way (0: not tried) */
   uint32_t launches, next_try, gap;
@@ -84,8 +85,9 @@ typedef struct {
 
 /* cpu.c */
 CpuKernel *cpu_kernel(CpuBackend *b, const IrInstr *i);
-/* A piece of parallel work: [lo, hi) of its range. */
-typedef void (*CpuTask)(void *ctx, int64_t lo, int64_t hi);
+/* A piece of parallel work: [lo, hi) of its range, on thread tid (0: the calling thread; below
+ * cpu_threads(b)), so that a task can use scratch memory its caller made per thread. */
+typedef void (*CpuTask)(void *ctx, int64_t lo, int64_t hi, int tid);
 /* Runs task over [0, n) in chunks of `chunk` claimed one at a time by the calling thread and the
  * pool's workers (started at the first use; `set threads`), or all on the calling thread when
  * there is one thread or one chunk. Returns whether the pool took part. */

@@ -692,18 +692,21 @@ TEST(innermost_reductions_run_in_lanes) {
 /* A reduce over dims other than its operand's innermost (pooling, column sums) runs with its loops
    swapped: the reduction loops outside, a tile of outputs along the innermost dim inside,
    vectorized; each output still sums in the interpreter's order, so the results are its bits
-   exactly (bf16 rounding after each step included), across a tile boundary (300 > 256 outputs). */
+   exactly (bf16 rounding after each step included), across a tile boundary (300 > 256 outputs).
+   A bf16 maximum over the innermost dim runs in lanes, and is exact too. */
 static const char *column_reduce_module =
     "HloModule colr\n"
     "addb { x = bf16[] parameter(0)\n y = bf16[] parameter(1)\n ROOT s = bf16[] add(x, y) }\n"
     "mx { x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] maximum(x, y) }\n"
+    "mxb { x = bf16[] parameter(0)\n y = bf16[] parameter(1)\n ROOT s = bf16[] maximum(x, y) }\n"
     "f1 { a = bf16[6,5,300] parameter(0)\n e = bf16[6,5,300] exponential(a)\n z = bf16[] constant(0)\n"
     " ROOT r = bf16[5,300] reduce(e, z), dimensions={0}, to_apply=addb }\n"
     "f2 { c = f32[4,7,3,40] parameter(0)\n n = f32[] constant(-inf)\n"
     " ROOT r = f32[7,40] reduce(c, n), dimensions={0,2}, to_apply=mx }\n"
     "ENTRY main { a = bf16[6,5,300] parameter(0)\n c = f32[4,7,3,40] parameter(1)\n"
     " r1 = bf16[5,300] fusion(a), kind=kInput, calls=f1\n r2 = f32[7,40] fusion(c), kind=kInput, calls=f2\n"
-    " ROOT o = (bf16[5,300], f32[7,40]) tuple(r1, r2) }\n";
+    " nb = bf16[] constant(-inf)\n r3 = bf16[6,5] reduce(a, nb), dimensions={2}, to_apply=mxb\n"
+    " ROOT o = (bf16[5,300], f32[7,40], bf16[6,5]) tuple(r1, r2, r3) }\n";
 
 TEST(outer_reductions_swap_loops) {
   IrModule *m = parse(column_reduce_module);
@@ -713,9 +716,12 @@ TEST(outer_reductions_swap_loops) {
   int gen = 0, interp = 0;
   RtCompare c;
   CHECK(cpu_matches_src(m, &gen, &interp, &c, src, sizeof src));
-  CHECK(gen == 2 && interp == 0);
+  CHECK(gen == 3 && interp == 0);
   CHECK(c.ok && c.err == 0);
   CHECK_CONTAINS(src, "fx_acc[256]");
+  static char k[1 << 16];
+  kernel_source(src, "r3", k, sizeof k); /* a bf16 maximum takes lanes: exact in any order */
+  CHECK_CONTAINS(k, "[16];");
   ir_module_free(m);
 }
 
@@ -750,6 +756,55 @@ TEST(bf16_dot_on_gemm_and_reshape_groups) {
   kernel_source(src, "f", k, sizeof k);
   CHECK(k[0] && strstr(k, " / 8ll") == NULL); /* [1,2,8,4] -> [2,8,4]: dim by dim */
   CHECK_CONTAINS(k, " % 4ll");                /* [2,8,4] -> [2,1,32]: 32 splits into 8 x 4 */
+  ir_module_free(m);
+}
+
+/* bf16 and f16 dots on the CPU backend's blocked gemm: a few rows (a decoding step; the lhs
+   transposed too) streamed over the rhs in column blocks, summed in double in order: the
+   interpreter's sums exactly; more rows on dgemm over converted blocks (the rhs transposed, a
+   batch), within --check's tolerance. None is interpreted. */
+static const char *half_dot_module =
+    "HloModule hdot\n"
+    "ENTRY main { a = bf16[3,200] parameter(0)\n b = bf16[200,700] parameter(1)\n"
+    " d0 = bf16[3,700] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    " c = bf16[256,5] parameter(2)\n e = bf16[256,300] parameter(3)\n"
+    " d1 = bf16[5,300] dot(c, e), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+    " f = bf16[40,96] parameter(4)\n g = bf16[300,96] parameter(5)\n"
+    " d2 = bf16[40,300] dot(f, g), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+    " h = f16[2,40,64] parameter(6)\n k = f16[2,64,48] parameter(7)\n"
+    " d3 = f16[2,40,48] dot(h, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+    " ROOT o = (bf16[3,700], bf16[5,300], bf16[40,300], f16[2,40,48]) tuple(d0, d1, d2, d3) }\n";
+
+TEST(half_dots_in_blocks) {
+  IrModule *m = parse(half_dot_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  FxError e = {0};
+  void *be = rt_backend_cpu.create(&e);
+  CpuOptions o = {.opt = "-O1", .threads = 2};
+  cpu_set_options(be, &o);
+  CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+  RtTensor **args = random_args(m, 9);
+  RtOptions ro = {.seed = 3};
+  RtTensor *want = NULL, *got = NULL;
+  CHECK(rt_interp_run(m, args, m->entry->nparams, &ro, &want, NULL, &e));
+  RtRunStats st = {0};
+  CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &got, &st, &e));
+  int blas = 0;
+  for (int q = 0; q < st.nkernels; q++) blas += st.kernels[q].how && strcmp(st.kernels[q].how, "blas") == 0;
+  CHECK(blas == 4);
+  for (int r = 0; got && want && r < 4; r++) {
+    RtCompare c;
+    rt_compare(got->tuple[r], want->tuple[r], &c);
+    CHECK(c.ok);
+    if (r < 2) CHECK(c.err == 0); /* streamed: the interpreter's sums */
+  }
+  rt_run_stats_free(&st);
+  rt_tensor_unref(got);
+  rt_tensor_unref(want);
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  free(args);
+  rt_backend_cpu.destroy(be);
   ir_module_free(m);
 }
 
@@ -1108,6 +1163,7 @@ int main(void) {
   RUN(innermost_reductions_run_in_lanes);
   RUN(outer_reductions_swap_loops);
   RUN(bf16_dot_on_gemm_and_reshape_groups);
+  RUN(half_dots_in_blocks);
   RUN(sorts_are_generated_and_stable);
   RUN(while_loops_of_generated_kernels_run_compiled);
   RUN(nested_loops_run_compiled);
