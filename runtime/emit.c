@@ -280,7 +280,21 @@ typedef struct {
   int nest;                   /* gen_which calls in progress (see pregen) */
   FxError *err;
   bool fail;
+  /* loop-invariant values (see "hoisting" below) */
+  struct {
+    size_t at;  /* where the loop's `for` line starts in b: values of lower levels go there */
+    int indent;
+  } loops[64];
+  int nloops;       /* loops open: the level of the code being written */
+  int floor;        /* no value moves above this level (a branch or an inlined computation) */
+  int floors[256];  /* floor saved per open scope */
+  int *vlevel;      /* per variable number: the level where it is defined, or LEVEL_MUTABLE */
+  int capvlevel;
 } Gen;
+
+/* A variable that changes within its scope (an accumulator, a branch's result, a loop counter
+ * outside its loop): what reads it stays where it is. */
+enum { LEVEL_MUTABLE = 1 << 20 };
 
 static bool gen_fail(Gen *g, const IrInstr *i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool gen_fail(Gen *g, const IrInstr *i, const char *fmt, ...) {
@@ -304,7 +318,10 @@ static void line(Gen *g, const char *fmt, ...) {
   emit_printf(g->b, "%*s%s\n", g->indent, "", buf);
 }
 
+/* A scope that is not a loop (a branch): values inside stay inside it. */
 static void open_scope(Gen *g) {
+  if (g->depth >= 0 && g->depth < 256) g->floors[g->depth] = g->floor;
+  g->floor = g->nloops;
   g->depth++;
   g->indent += 2;
 }
@@ -327,12 +344,156 @@ static void close_scope(Gen *g) {
   memo_pop_scope(g);
   g->depth--;
   g->indent -= 2;
+  if (g->depth >= 0 && g->depth < 256) g->floor = g->floors[g->depth];
 }
 
+static void set_level(Gen *g, int var, int level) {
+  if (var < 0) return;
+  if (var >= g->capvlevel) {
+    int nc = g->capvlevel ? g->capvlevel * 2 : 256;
+    while (nc <= var) nc *= 2;
+    int *nl = fx_realloc(g->vlevel, sizeof *nl * (size_t)nc);
+    if (!nl) {
+      g->b->oom = true;
+      return;
+    }
+    g->vlevel = nl;
+    g->capvlevel = nc;
+  }
+  g->vlevel[var] = level;
+}
+
+static int var_number(const Val *v) {
+  const char *p = v->s;
+  while (*p >= 'a' && *p <= 'z') p++;
+  return *p >= '0' && *p <= '9' ? atoi(p) : -1;
+}
+
+/* Accumulators, branch results, lane arrays and loop counters change within their scope; other
+ * variables are defined once where they are written (def, idxvar, gen_load may move them up). */
 static Val newvar(Gen *g, const char *prefix) {
   Val v;
-  snprintf(v.s, sizeof v.s, "%s%d", prefix, g->nvar++);
+  int n = g->nvar++;
+  snprintf(v.s, sizeof v.s, "%s%d", prefix, n);
+  static const char *const mutable[] = {"acc", "b", "lv", "r", "l", "w", "u"};
+  bool mut = false;
+  for (size_t q = 0; q < sizeof mutable / sizeof *mutable; q++) mut = mut || strcmp(prefix, mutable[q]) == 0;
+  set_level(g, n, mut ? LEVEL_MUTABLE : g->nloops);
   return v;
+}
+
+/* ---------- hoisting ----------
+ *
+ * A value computed inside a loop (a reduction's, a dot's, a window's) that does not depend on
+ * the loop's variables is written before the loop instead, at the deepest loop level its
+ * operands allow: the broadcast operands of a softmax's exp(x - max) are read once per row, not
+ * once per element, and the compiler can vectorize the loop (gcc could not if-convert the
+ * NaN select of a loop-invariant maximum inside it). The level of an expression is the highest
+ * level of the variables it reads; kernel inputs, constant tables and the wrapper's indices are
+ * level 0; anything the generator does not know (an output, a scratch array) keeps it in place.
+ * Values never move out of a branch or an inlined computation (the floor). The memo still forgets
+ * a moved value when the scope that made it closes, so a later use makes its own: it is defined
+ * in an enclosing scope, never used outside where it is defined. */
+
+/* Marks the start of a loop whose `for` line is written next. */
+static void loop_begin(Gen *g) {
+  if (g->nloops < 64) {
+    g->loops[g->nloops].at = g->b->len;
+    g->loops[g->nloops].indent = g->indent;
+  }
+  g->nloops++;
+}
+
+/* The loop's scope, after its `for` line: loop_var (may be NULL) is defined at the new level. */
+static void loop_open(Gen *g, const Val *loop_var) {
+  if (g->depth >= 0 && g->depth < 256) g->floors[g->depth] = g->floor;
+  g->depth++;
+  g->indent += 2;
+  if (loop_var) set_level(g, var_number(loop_var), g->nloops);
+}
+
+static void loop_close(Gen *g, const Val *loop_var) {
+  close_scope(g);
+  g->nloops--;
+  if (loop_var) set_level(g, var_number(loop_var), LEVEL_MUTABLE);
+}
+
+static bool keyword(const char *q, size_t n) {
+  static const char *const kw[] = {"float", "double", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+                                   "uint32_t", "uint64_t", "int", "long", "unsigned", "char", "short", "signed", "const"};
+  for (size_t k = 0; k < sizeof kw / sizeof *kw; k++)
+    if (strlen(kw[k]) == n && strncmp(q, kw[k], n) == 0) return true;
+  return false;
+}
+
+/* The level an expression can be computed at (see above). */
+static int expr_level(Gen *g, const char *e) {
+  int level = 0;
+  size_t kn = strlen(g->k->name);
+  for (const char *q = e; *q;) {
+    if ((*q >= '0' && *q <= '9') || (*q == '.' && q[1] >= '0' && q[1] <= '9')) { /* a number, with its suffix */
+      const char *s0 = q;
+      while (*q && ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '.' || *q == '_' ||
+                    ((*q == '+' || *q == '-') && q > s0 && (q[-1] == 'e' || q[-1] == 'E' || q[-1] == 'p' || q[-1] == 'P'))))
+        q++;
+      continue;
+    }
+    if (!ident_char(*q)) {
+      q++;
+      continue;
+    }
+    const char *s0 = q;
+    while (ident_char(*q)) q++;
+    size_t n = (size_t)(q - s0);
+    const char *after = q;
+    while (*after == ' ') after++;
+    if (*after == '(' || keyword(s0, n)) continue; /* a function, a type */
+    size_t a = 0;
+    while (a < n && s0[a] >= 'a' && s0[a] <= 'z') a++;
+    bool digits = a > 0 && a < n;
+    for (size_t d = a; d < n && digits; d++) digits = s0[d] >= '0' && s0[d] <= '9';
+    int lv = g->nloops; /* unknown: stays in place */
+    if (digits && ((a == 1 && s0[0] == 'i') || (a == 2 && strncmp(s0, "in", 2) == 0))) lv = 0; /* indices, inputs */
+    else if (digits) {
+      static const char *const prefixes[] = {"v", "j", "acc", "r", "l", "lv", "b", "w", "u"};
+      bool known = false;
+      for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++) known = known || (strlen(prefixes[k]) == a && strncmp(s0, prefixes[k], a) == 0);
+      int num = atoi(s0 + a);
+      if (known && num < g->nvar && num < g->capvlevel) lv = g->vlevel[num];
+    } else if (n > kn + 2 && strncmp(s0, g->k->name, kn) == 0 && s0[kn] == '_' && s0[kn + 1] == 'c') {
+      lv = 0; /* a constant table */
+    }
+    if (lv > level) level = lv;
+    if (level >= g->nloops) return g->nloops;
+  }
+  return level;
+}
+
+/* Writes the definition `text` of variable v, whose value is expression e: before the loop of the
+ * level e allows, or here. */
+static void define(Gen *g, const Val *v, const char *text, const char *e) {
+  int lv = g->nloops > 0 ? expr_level(g, e) : 0;
+  if (lv < g->floor) lv = g->floor;
+  if (lv >= g->nloops || lv >= 64) {
+    emit_printf(g->b, "%*s%s\n", g->indent, "", text);
+    set_level(g, var_number(v), g->nloops);
+    return;
+  }
+  char buf[2200];
+  int n = snprintf(buf, sizeof buf, "%*s%s\n", g->loops[lv].indent, "", text);
+  if (n < 0 || (size_t)n >= sizeof buf) { /* too long to move: stays */
+    emit_printf(g->b, "%*s%s\n", g->indent, "", text);
+    set_level(g, var_number(v), g->nloops);
+    return;
+  }
+  EmitBuf *b = g->b;
+  size_t at = g->loops[lv].at;
+  emit_printf(b, "%s", buf); /* room at the end, then moved into place */
+  if (b->oom) return;
+  memmove(b->s + at + n, b->s + at, b->len - (size_t)n - at);
+  memcpy(b->s + at, buf, (size_t)n);
+  for (int q = lv; q < g->nloops && q < 64; q++) g->loops[q].at += (size_t)n;
+  set_level(g, var_number(v), lv);
 }
 
 static void memo_key(char *key, size_t n, int rank, Val *idx) {
@@ -392,7 +553,9 @@ static Val idxvar(Gen *g, const char *fmt, ...) {
   Val *m = cse ? memo_find(g, NULL, -1, expr) : NULL;
   if (m) return *m;
   Val v = newvar(g, "j");
-  line(g, "const int64_t %s = %s;", v.s, expr);
+  char text[600];
+  snprintf(text, sizeof text, "const int64_t %s = %s;", v.s, expr);
+  define(g, &v, text, expr);
   if (cse) memo_put(g, NULL, -1, expr, v);
   return v;
 }
@@ -444,9 +607,11 @@ static Val def(Gen *g, IrType t, const char *expr) {
   }
   Val v = newvar(g, "v");
   const char *ct = emit_compute_type(t);
-  if (t == IR_F16) line(g, "const float %s = fx_rh(%s);", v.s, expr);
-  else if (t == IR_BF16) line(g, "const float %s = fx_rbf(%s);", v.s, expr);
-  else line(g, "const %s %s = (%s)(%s);", ct, v.s, ct, expr);
+  char text[2048];
+  if (t == IR_F16) snprintf(text, sizeof text, "const float %s = fx_rh(%s);", v.s, expr);
+  else if (t == IR_BF16) snprintf(text, sizeof text, "const float %s = fx_rbf(%s);", v.s, expr);
+  else snprintf(text, sizeof text, "const %s %s = (%s)(%s);", ct, v.s, ct, expr);
+  define(g, &v, text, expr);
   if (cse) memo_put(g, NULL, (int)t, expr, v);
   return v;
 }
@@ -507,7 +672,10 @@ static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int n
     g->binds[g->nbinds].v = args[k];
     g->nbinds++;
   }
-  /* values of the inlined computation are private to this use: a scope of their own */
+  /* values of the inlined computation are private to this use: a scope of their own, which they
+     do not leave */
+  int floor = g->floor;
+  g->floor = g->nloops;
   g->depth++;
   bool ok = true;
   if (c->root->op == IR_OP_TUPLE) {
@@ -517,6 +685,7 @@ static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int n
   }
   memo_pop_scope(g);
   g->depth--;
+  g->floor = floor;
   g->nbinds = save;
   return ok;
 }
@@ -696,7 +865,9 @@ static bool gen_load(Gen *g, const IrInstr *i, int in, Val *idx, Val *out) {
     return true;
   }
   Val v = newvar(g, "v");
-  line(g, "const %s %s = %s;", emit_compute_type(s->type), v.s, ld);
+  char text[800];
+  snprintf(text, sizeof text, "const %s %s = %s;", emit_compute_type(s->type), v.s, ld);
+  define(g, &v, text, ld);
   if (cse) memo_put(g, NULL, 1000 + (int)s->type, ld, v);
   *out = v;
   return true;
@@ -737,18 +908,21 @@ static bool gen_reduce_lanes(Gen *g, const IrInstr *i, const IrComputation *f, V
   Val lv = newvar(g, "lv"), l = newvar(g, "l"), rv = newvar(g, "r"), e, args[2], res;
   line(g, "%s %s[%d];", ct, lv.s, lanes);
   /* the first group sets the lanes */
+  loop_begin(g);
   line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
-  open_scope(g);
+  loop_open(g, &l);
   full[last] = l;
   if (!gen(g, i->operands[0], full, &e)) return false;
   line(g, "%s[%s] = %s;", lv.s, l.s, e.s);
-  close_scope(g);
+  loop_close(g, &l);
   line(g, "}");
   line(g, "int64_t %s = %d;", rv.s, lanes);
+  loop_begin(g);
   line(g, "for (; %s + %d <= %lldll; %s += %d) {", rv.s, lanes, (long long)n, rv.s, lanes);
-  open_scope(g);
+  loop_open(g, &rv);
+  loop_begin(g);
   line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
-  open_scope(g);
+  loop_open(g, &l);
   full[last] = idxvar(g, "%s + %s", rv.s, l.s);
   if (!gen(g, i->operands[0], full, &e)) return false;
   args[0] = newvar(g, "v");
@@ -756,29 +930,31 @@ static bool gen_reduce_lanes(Gen *g, const IrInstr *i, const IrComputation *f, V
   args[1] = e;
   if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
   line(g, "%s[%s] = %s;", lv.s, l.s, res.s);
-  close_scope(g);
+  loop_close(g, &l);
   line(g, "}");
-  close_scope(g);
+  loop_close(g, &rv);
   line(g, "}");
   /* the rest, one by one */
+  loop_begin(g);
   line(g, "for (; %s < %lldll; %s++) {", rv.s, (long long)n, rv.s);
-  open_scope(g);
+  loop_open(g, &rv);
   full[last] = rv;
   if (!gen(g, i->operands[0], full, &e)) return false;
   args[0] = acc;
   args[1] = e;
   if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
   line(g, "%s = %s;", acc.s, res.s);
-  close_scope(g);
+  loop_close(g, &rv);
   line(g, "}");
+  loop_begin(g);
   line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
-  open_scope(g);
+  loop_open(g, &l);
   args[0] = acc;
   args[1] = newvar(g, "v");
   line(g, "const %s %s = %s[%s];", ct, args[1].s, lv.s, l.s);
   if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
   line(g, "%s = %s;", acc.s, res.s);
-  close_scope(g);
+  loop_close(g, &l);
   line(g, "}");
   return true;
 }
@@ -807,7 +983,7 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
      innermost dim, when reduced with an associative reducer, in lanes (gen_reduce_lanes) */
   int last = is->rank - 1, lanes = g->t == EMIT_TARGET_C ? reduce_lanes(i, f) : 0; /* CUDA: a thread per output */
   if (lanes > 0 && (last < 0 || !red[last] || is->dims[last] < 2 * lanes)) lanes = 0;
-  Val full[IR_MAX_RANK];
+  Val full[IR_MAX_RANK], loopv[IR_MAX_RANK];
   int kept = 0;
   int opened = 0;
   for (int d = 0; d < is->rank; d++) {
@@ -815,9 +991,10 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
       full[d] = lit_idx(0); /* gen_reduce_lanes loops over it */
     } else if (red[d]) {
       Val r = newvar(g, "r");
+      loop_begin(g);
       line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", r.s, r.s, (long long)is->dims[d], r.s);
-      open_scope(g);
-      opened++;
+      loop_open(g, &r);
+      loopv[opened++] = r;
       full[d] = r;
     } else {
       full[d] = idx ? idx[kept] : lit_idx(0);
@@ -835,8 +1012,8 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
     if (!inline_scalar(g, f, args, 2 * n, res, n)) return false;
     for (int k = 0; k < n; k++) line(g, "%s = %s;", acc[k].s, res[k].s);
   }
-  for (int k = 0; k < opened; k++) {
-    close_scope(g);
+  for (int k = opened - 1; k >= 0; k--) {
+    loop_close(g, &loopv[k]);
     line(g, "}");
   }
   for (int k = 0; k < n; k++) {
@@ -865,11 +1042,13 @@ static bool gen_reduce_window(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   if (!gen(g, i->operands[1], NULL, &init)) return false;
   IrType et = is->type;
   line(g, "%s %s = %s;", emit_compute_type(et), acc.s, init.s);
-  Val pos[IR_MAX_RANK];
+  Val pos[IR_MAX_RANK], wv[IR_MAX_RANK];
   for (int d = 0; d < is->rank; d++) {
     Val w = newvar(g, "w");
+    loop_begin(g);
     line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", w.s, w.s, (long long)size[d], w.s);
-    open_scope(g);
+    loop_open(g, &w);
+    wv[d] = w;
     Val p = idxvar(g, "%s * %lldll + %s * %lldll - %lldll", idx[d].s, (long long)stride[d], w.s, (long long)wd[d],
                    (long long)lo[d]);
     if (ld[d] > 1) {
@@ -885,8 +1064,8 @@ static bool gen_reduce_window(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   if (!gen(g, i->operands[0], pos, &args[1])) return false;
   if (!inline_scalar(g, ir_attr_comp(i, "to_apply"), args, 2, &res, 1)) return false;
   line(g, "%s = %s;", acc.s, res.s);
-  for (int d = 0; d < is->rank; d++) {
-    close_scope(g);
+  for (int d = is->rank - 1; d >= 0; d--) {
+    loop_close(g, &wv[d]);
     line(g, "}");
   }
   Val v = newvar(g, "v");
@@ -1117,7 +1296,9 @@ static bool gen_constant(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   snprintf(ref, sizeof ref, "%s_c%d[%s]", g->k->name, i->id, lin);
   from_storage(ld, sizeof ld, t, ref);
   Val v = newvar(g, "v");
-  line(g, "const %s %s = %s;", emit_compute_type(t), v.s, ld);
+  char text[1000];
+  snprintf(text, sizeof text, "const %s %s = %s;", emit_compute_type(t), v.s, ld);
+  define(g, &v, text, ld);
   *out = v;
   return true;
 }
@@ -1763,8 +1944,9 @@ static bool gen_scatter_updates(Gen *g, const IrInstr *r) {
   Val u[IR_MAX_RANK];
   for (int d = 0; d < us->rank; d++) {
     u[d] = newvar(g, "u");
+    loop_begin(g);
     line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", u[d].s, u[d].s, (long long)us->dims[d], u[d].s);
-    open_scope(g);
+    loop_open(g, &u[d]);
   }
   /* the scatter dims of the update index, in order, are the index tensor's dims but ivd */
   Val sdv[IR_MAX_RANK];
@@ -1813,8 +1995,8 @@ static bool gen_scatter_updates(Gen *g, const IrInstr *r) {
   line(g, "out0[%s] = %s;", lin, st);
   close_scope(g);
   line(g, "}");
-  for (int d = 0; d < us->rank; d++) {
-    close_scope(g);
+  for (int d = us->rank - 1; d >= 0; d--) {
+    loop_close(g, &u[d]);
     line(g, "}");
   }
   return true;
@@ -1833,8 +2015,9 @@ static bool gen_dus_inplace(Gen *g, const IrInstr *r) {
   }
   for (int d = 0; d < rank; d++) {
     u[d] = newvar(g, "u");
+    loop_begin(g);
     line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", u[d].s, u[d].s, (long long)us->dims[d], u[d].s);
-    open_scope(g);
+    loop_open(g, &u[d]);
     pos[d] = idxvar(g, "%s + %s", st[d].s, u[d].s);
   }
   Val v;
@@ -1843,8 +2026,8 @@ static bool gen_dus_inplace(Gen *g, const IrInstr *r) {
   linear(lin, sizeof lin, rank, as->dims, pos);
   to_storage(sto, sizeof sto, as->type, v.s);
   line(g, "out0[%s] = %s;", lin, sto);
-  for (int d = 0; d < rank; d++) {
-    close_scope(g);
+  for (int d = rank - 1; d >= 0; d--) {
+    loop_close(g, &u[d]);
     line(g, "}");
   }
   return true;
@@ -1871,6 +2054,7 @@ static void gen_init(Gen *g, EmitBuf *b, const EmitKernel *k, int indent, FxErro
 }
 
 static bool gen_done(Gen *g, bool ok) {
+  fx_free(g->vlevel);
   fx_free(g->memo);
   fx_free(g->heads);
   if (ok && g->b->oom) ok = fx_error_set(g->err, NULL, 0, 0, "out of memory generating %s", g->k->name);
@@ -1962,17 +2146,20 @@ static bool gen_dot(Gen *g, const IrInstr *i, Val *idx, Val *out) {
     if (!ub[d]) bi[d] = idx[q++];
   Val acc = newvar(g, "acc");
   line(g, "double %s = 0;", acc.s);
+  Val rv[IR_MAX_RANK];
   for (int k = 0; k < dd.nlhs_contract; k++) {
     Val r = newvar(g, "r");
+    loop_begin(g);
     line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", r.s, r.s, (long long)as->dims[dd.lhs_contract[k]], r.s);
-    open_scope(g);
+    loop_open(g, &r);
+    rv[k] = r;
     ai[dd.lhs_contract[k]] = bi[dd.rhs_contract[k]] = r;
   }
   Val x, y;
   if (!gen(g, i->operands[0], as->rank ? ai : NULL, &x) || !gen(g, i->operands[1], bs->rank ? bi : NULL, &y)) return false;
   line(g, "%s += (double)%s * (double)%s;", acc.s, x.s, y.s);
-  for (int k = 0; k < dd.nlhs_contract; k++) {
-    close_scope(g);
+  for (int k = dd.nlhs_contract - 1; k >= 0; k--) {
+    loop_close(g, &rv[k]);
     line(g, "}");
   }
   char e[64];
@@ -2054,6 +2241,7 @@ static bool emit_sort_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
   if (ok) line(&g, "return %s != 0;", res.s);
   fx_free(g.memo);
   fx_free(g.heads);
+  fx_free(g.vlevel);
   if (!ok || g.fail) return false;
   emit_printf(b, "}\n");
   emit_printf(b, "void %s_p0(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name);
@@ -2154,6 +2342,7 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
   }
   fx_free(g.memo);
   fx_free(g.heads);
+  fx_free(g.vlevel);
   if (ok && b->oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating %s", k->name);
   return ok;
 }
@@ -2339,6 +2528,32 @@ static bool emit_column_reduce(EmitBuf *b, const EmitKernel *k, int part, const 
   return gen_done(&g, ok);
 }
 
+/* Transposes: a part that reads an input through a transpose moving its innermost dim (Gemma 3's
+ * bf16[262144, 1152] embedding to [1152, 262144]) walks the input with a stride of a whole row
+ * per output element: every read a cache miss. The wrapper tiles such a part instead: TRANSPOSE_TILE
+ * x TRANSPOSE_TILE blocks of (the output dim that is the input's innermost, the output's
+ * innermost), so that a block's input rows stay in cache while its output rows are written. The
+ * iterations are independent, so the order changes nothing but the time. */
+enum { TRANSPOSE_TILE = 32 };
+
+/* The output dim of part p to tile with its innermost (a transpose in the kernel whose result has
+ * the part's dims reads its input's innermost dim at that output dim), or -1. */
+static int transpose_tile_dim(const EmitKernel *k, const EmitPart *p) {
+  if (p->rank < 2 || k->sort_len || k->scatter) return -1;
+  const IrComputation *f = ir_fused_computation(k->instr);
+  int n = f ? f->ninstrs : 1;
+  for (int q = 0; q < n; q++) {
+    const IrInstr *t = f ? f->instrs[q] : k->instr;
+    if (t->op != IR_OP_TRANSPOSE || t->shape.rank != p->rank) continue;
+    if (memcmp(t->shape.dims, p->dims, sizeof(int64_t) * (size_t)p->rank) != 0) continue;
+    int64_t perm[IR_MAX_RANK];
+    if (ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != p->rank) continue;
+    for (int a = 0; a < p->rank - 1; a++)
+      if (perm[a] == p->rank - 1 && p->dims[a] > 1 && a >= p->nsplit - 1) return a;
+  }
+  return -1;
+}
+
 bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
   if (k->sort_len > 0) return emit_sort_wrapper(b, k, err);
   if (k->scatter) return emit_scatter_wrapper(b, k, err);
@@ -2356,6 +2571,8 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
   /* the body's indent; the closing loop below counts down */
   int ind = p->rank == 0 ? 4 : p->nsplit >= 2 ? 6 + 2 * (p->rank - p->nsplit) : 2 + 2 * p->rank;
   const IrInstr *colr = column_reduce(k, p);
+  int tile = colr ? -1 : transpose_tile_dim(k, p);
+  if (tile >= 0) ind += 4; /* the two block loops */
   EmitBuf body;
   emit_buf_init(&body);
   if ((!colr && !emit_body(&body, k, part, EMIT_TARGET_C, ind, err)) || body.oom) {
@@ -2390,15 +2607,33 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
       closes++;
     }
     for (int d = ns - 1; d < inner; d++) {
-      if (d == ns - 1 && ns >= 2) emit_printf(b, "%*sfor (int64_t i%d = fx_c0; i%d < fx_c1; i%d++) {\n", in, "", d, d, d);
-      else if (d == 0) emit_printf(b, "%*sfor (int64_t i0 = lo; i0 < hi; i0++) {\n", in, "");
-      else emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", in, "", d, d, (long long)p->dims[d], d);
+      char dlo[32], dhi[32];
+      if (d == ns - 1 && ns >= 2) snprintf(dlo, sizeof dlo, "fx_c0"), snprintf(dhi, sizeof dhi, "fx_c1");
+      else if (d == 0) snprintf(dlo, sizeof dlo, "lo"), snprintf(dhi, sizeof dhi, "hi");
+      else snprintf(dlo, sizeof dlo, "0"), snprintf(dhi, sizeof dhi, "%lldll", (long long)p->dims[d]);
+      if (d == tile) { /* the blocks of (this dim, the innermost), then this dim within its block */
+        emit_printf(b, "%*sfor (int64_t fx_ab = %s; fx_ab < %s; fx_ab += %d) {\n", in, "", dlo, dhi, TRANSPOSE_TILE);
+        emit_printf(b, "%*s  const int64_t fx_ae = fx_ab + %d < %s ? fx_ab + %d : %s;\n", in, "", TRANSPOSE_TILE, dhi,
+                    TRANSPOSE_TILE, dhi);
+        emit_printf(b, "%*s  for (int64_t fx_ib = 0; fx_ib < %lldll; fx_ib += %d) {\n", in, "", (long long)p->dims[inner],
+                    TRANSPOSE_TILE);
+        emit_printf(b, "%*s    const int64_t fx_ie = fx_ib + %d < %lldll ? fx_ib + %d : %lldll;\n", in, "", TRANSPOSE_TILE,
+                    (long long)p->dims[inner], TRANSPOSE_TILE, (long long)p->dims[inner]);
+        in += 4;
+        closes += 2;
+        snprintf(dlo, sizeof dlo, "fx_ab");
+        snprintf(dhi, sizeof dhi, "fx_ae");
+      }
+      emit_printf(b, "%*sfor (int64_t i%d = %s; i%d < %s; i%d++) {\n", in, "", d, dlo, d, dhi, d);
       in += 2;
       closes++;
     }
     if (inner == ns - 1) {
       snprintf(lo, sizeof lo, "%s", ns >= 2 ? "fx_c0" : "lo");
       snprintf(hi, sizeof hi, "%s", ns >= 2 ? "fx_c1" : "hi");
+    } else if (tile >= 0) {
+      snprintf(lo, sizeof lo, "fx_ib");
+      snprintf(hi, sizeof hi, "fx_ie");
     } else {
       snprintf(lo, sizeof lo, "0");
       snprintf(hi, sizeof hi, "%lldll", (long long)p->dims[inner]);

@@ -808,6 +808,35 @@ TEST(half_dots_in_blocks) {
   ir_module_free(m);
 }
 
+/* A kernel that reads its input through a transpose of the innermost dim walks it in 32 x 32
+   blocks (a bf16 transpose alone, and an f32 one fused with an add over a rank-3 iteration space
+   with a dim between the two tiled ones, sizes not multiples of 32): the results are the
+   interpreter's exactly. */
+static const char *transpose_module =
+    "HloModule tr\n"
+    "f { p = f32[33,5,70] parameter(0)\n q = f32[70,5,33] parameter(1)\n t = f32[70,5,33] transpose(p), dimensions={2,1,0}\n"
+    " ROOT s = f32[70,5,33] add(t, q) }\n"
+    "ENTRY main { a = bf16[300,70] parameter(0)\n tr = bf16[70,300] transpose(a), dimensions={1,0}\n"
+    " p = f32[33,5,70] parameter(1)\n q = f32[70,5,33] parameter(2)\n u = f32[70,5,33] fusion(p, q), kind=kLoop, calls=f\n"
+    " ROOT o = (bf16[70,300], f32[70,5,33]) tuple(tr, u) }\n";
+
+TEST(transposes_walk_in_blocks) {
+  IrModule *m = parse(transpose_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  static char src[1 << 18], k[1 << 16];
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches_src(m, &gen, &interp, &c, src, sizeof src));
+  CHECK(gen == 2 && interp == 0);
+  CHECK(c.ok && c.err == 0);
+  kernel_source(src, "tr", k, sizeof k);
+  CHECK_CONTAINS(k, "fx_ab += 32");
+  kernel_source(src, "u", k, sizeof k);
+  CHECK_CONTAINS(k, "fx_ab += 32");
+  ir_module_free(m);
+}
+
 /* A sort is generated: a stable merge sort per line with the comparator inlined; ties keep their
    order (keys of few distinct values), over the outer dim of a [37, 3] pair (strided lines) and
    the inner dim of a bf16 [4, 100]; both agree with the interpreter exactly. */
@@ -1164,6 +1193,7 @@ int main(void) {
   RUN(outer_reductions_swap_loops);
   RUN(bf16_dot_on_gemm_and_reshape_groups);
   RUN(half_dots_in_blocks);
+  RUN(transposes_walk_in_blocks);
   RUN(sorts_are_generated_and_stable);
   RUN(while_loops_of_generated_kernels_run_compiled);
   RUN(nested_loops_run_compiled);
