@@ -41,16 +41,22 @@ bool cpu_gemm_of_dot(const IrInstr *i, CpuGemm *g) {
     g->batch *= a->dims[k];
   }
   int ca = (int)dd.lhs_contract[0], cb = (int)dd.rhs_contract[0];
-  if ((ca != nb && ca != a->rank - 1) || (cb != nb && cb != b->rank - 1)) return false;
   g->k = a->dims[ca];
-  if (b->dims[cb] != g->k) return false;
-  g->m = g->n = 1;
+  if (b->dims[cb] != g->k || ca < nb || cb < nb) return false;
+  /* each side's free dims before (l1, r1) and after (l2, r2) its contracting dim */
+  int64_t l1 = 1, l2 = 1, r1 = 1, r2 = 1;
   for (int d = nb; d < a->rank; d++)
-    if (d != ca) g->m *= a->dims[d];
+    if (d < ca) l1 *= a->dims[d];
+    else if (d > ca) l2 *= a->dims[d];
   for (int d = nb; d < b->rank; d++)
-    if (d != cb) g->n *= b->dims[d];
-  g->trans_a = ca == nb && a->rank > nb + 1;
-  g->trans_b = cb == b->rank - 1 && b->rank > nb + 1;
+    if (d < cb) r1 *= b->dims[d];
+    else if (d > cb) r2 *= b->dims[d];
+  g->trans_a = l2 > 1;
+  g->m = l2 > 1 ? l2 : l1;
+  g->ga = l1 > 1 && l2 > 1 ? l1 : 1;
+  g->trans_b = r2 == 1 && r1 > 1;
+  g->n = r2 > 1 ? r2 : r1;
+  g->gb = r1 > 1 && r2 > 1 ? r1 : 1;
   return g->m <= INT32_MAX && g->n <= INT32_MAX && g->k <= INT32_MAX && cpu_gemm_types_ok(a->type, b->type, i->shape.type);
 }
 
@@ -98,10 +104,62 @@ enum { GEMM_PARALLEL_MACS = 1 << 20 };
  * ones use dgemm on the blocks. */
 enum { GEMV_ROWS = 16 };
 
+/* The streamed product of rows A ([mr][K], doubles) and columns [0, nr) of the bf16/f16 rows of
+ * B (row stride ldb) into C ([mr][nr]): four rows of B converted at a time (into Bb, 4 * nr), each
+ * output's sum taken over k in order. Where gcc can, it is compiled for AVX-512 and AVX2 as well,
+ * chosen when the program starts by what the processor has (fxplain itself is built for any
+ * x86-64; the C unit of the kernels is built for the machine). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define FX_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define FX_CLONES
+#endif
+
+FX_CLONES static void gemv_block(const double *A, int64_t mr, int64_t K, const uint16_t *B, int64_t ldb, int64_t nr, bool bf,
+                                 double *Bb, double *C) {
+  memset(C, 0, sizeof *C * (size_t)(mr * nr));
+  int64_t k = 0;
+  for (; k + 4 <= K; k += 4) {
+    for (int q = 0; q < 4; q++) {
+      const uint16_t *brow = B + (k + q) * ldb;
+      double *dst = Bb + q * nr;
+      if (bf)
+        for (int64_t j = 0; j < nr; j++) {
+          uint32_t u = (uint32_t)brow[j] << 16;
+          float f;
+          memcpy(&f, &u, 4);
+          dst[j] = f;
+        }
+      else
+        for (int64_t j = 0; j < nr; j++) dst[j] = rt_f16_to_f32(brow[j]);
+    }
+    const double *b0 = Bb, *b1 = Bb + nr, *b2 = Bb + 2 * nr, *b3 = Bb + 3 * nr;
+    for (int64_t m = 0; m < mr; m++) {
+      const double a0 = A[m * K + k], a1 = A[m * K + k + 1], a2 = A[m * K + k + 2], a3 = A[m * K + k + 3];
+      double *c = C + m * nr;
+      for (int64_t j = 0; j < nr; j++) {
+        double t = c[j] + a0 * b0[j];
+        t = t + a1 * b1[j];
+        t = t + a2 * b2[j];
+        c[j] = t + a3 * b3[j];
+      }
+    }
+  }
+  for (; k < K; k++) {
+    const uint16_t *brow = B + k * ldb;
+    for (int64_t j = 0; j < nr; j++) Bb[j] = bf ? rt_bf16_to_f32(brow[j]) : rt_f16_to_f32(brow[j]);
+    for (int64_t m = 0; m < mr; m++) {
+      double av = A[m * K + k], *c = C + m * nr;
+      for (int64_t j = 0; j < nr; j++) c[j] += av * Bb[j];
+    }
+  }
+}
+
 typedef struct {
   const CpuGemm *g;
   const RtTensor *a, *bt;
   RtTensor *r;
+  int64_t a0, b0, r0, ldc;  /* where the product's operands and result start (elements); the result's row stride */
   int64_t mb, nb;          /* block sizes */
   int64_t mblocks, nblocks; /* per batch */
   double **scratch;        /* per thread: mb * k + k * nb + mb * nb doubles */
@@ -112,28 +170,17 @@ static void half_gemm_task(void *ctx, int64_t lo, int64_t hi, int tid) {
   const CpuGemm *g = t->g;
   int64_t M = g->m, N = g->n, K = g->k;
   bool bf = t->r->type == IR_BF16;
-  double *Ab = t->scratch[tid], *Bb = Ab + t->mb * K, *Cb = Bb + K * t->nb;
+  double *Ab = t->scratch[tid], *Bb = Ab + t->mb * K, *Cb = Bb + (K * t->nb > 4 * t->nb ? K * t->nb : 4 * t->nb);
   for (int64_t u = lo; u < hi; u++) {
     int64_t q = u / (t->mblocks * t->nblocks), rest = u % (t->mblocks * t->nblocks);
     int64_t m0 = (rest / t->nblocks) * t->mb, n0 = (rest % t->nblocks) * t->nb;
     int64_t mr = M - m0 < t->mb ? M - m0 : t->mb, nr = N - n0 < t->nb ? N - n0 : t->nb;
-    const uint16_t *A = (const uint16_t *)t->a->data + q * M * K, *B = (const uint16_t *)t->bt->data + q * K * N;
+    const uint16_t *A = (const uint16_t *)t->a->data + t->a0 + q * M * K, *B = (const uint16_t *)t->bt->data + t->b0 + q * K * N;
     /* the rows of A as [mr][K] */
     for (int64_t m = 0; m < mr; m++)
       for (int64_t k = 0; k < K; k++) Ab[m * K + k] = half_get(A, g->trans_a ? k * M + m0 + m : (m0 + m) * K + k, bf);
     if (M <= GEMV_ROWS && !g->trans_b) {
-      memset(Cb, 0, sizeof *Cb * (size_t)(mr * nr));
-      for (int64_t k = 0; k < K; k++) {
-        const uint16_t *brow = B + k * N + n0;
-        if (bf)
-          for (int64_t j = 0; j < nr; j++) Bb[j] = rt_bf16_to_f32(brow[j]);
-        else
-          for (int64_t j = 0; j < nr; j++) Bb[j] = rt_f16_to_f32(brow[j]);
-        for (int64_t m = 0; m < mr; m++) {
-          double av = Ab[m * K + k], *c = Cb + m * nr;
-          for (int64_t j = 0; j < nr; j++) c[j] += av * Bb[j];
-        }
-      }
+      gemv_block(Ab, mr, K, B + n0, N, nr, bf, Bb, Cb);
     } else {
 #ifdef FXPLAIN_HAVE_BLAS
       if (!g->trans_b)
@@ -146,16 +193,17 @@ static void half_gemm_task(void *ctx, int64_t lo, int64_t hi, int tid) {
                   (int)K, Bb, (int)(g->trans_b ? K : nr), 0.0, Cb, (int)nr);
 #endif
     }
-    uint16_t *R = (uint16_t *)t->r->data + q * M * N;
+    uint16_t *R = (uint16_t *)t->r->data + t->r0 + q * M * t->ldc;
     for (int64_t m = 0; m < mr; m++)
       for (int64_t j = 0; j < nr; j++) {
         double v = Cb[m * nr + j];
-        R[(m0 + m) * N + n0 + j] = bf ? f32_to_bf16((float)v) : rt_f32_to_f16((float)v);
+        R[(m0 + m) * t->ldc + n0 + j] = bf ? f32_to_bf16((float)v) : rt_f32_to_f16((float)v);
       }
   }
 }
 
-static bool gemm_half(CpuBackend *b, const CpuGemm *g, const RtTensor *a, const RtTensor *bt, RtTensor *r, FxError *err) {
+static bool gemm_half(CpuBackend *b, const CpuGemm *g, const RtTensor *a, int64_t a0, const RtTensor *bt, int64_t b0,
+                      RtTensor *r, int64_t r0, int64_t ldc, FxError *err) {
   int64_t K = g->k ? g->k : 1;
   /* blocks: B's block about 4 MB, A's about 8 MB, whole vectors of columns */
   int64_t nb = (512 << 10) / K;
@@ -164,13 +212,15 @@ static bool gemm_half(CpuBackend *b, const CpuGemm *g, const RtTensor *a, const 
   int64_t mb = g->m <= GEMV_ROWS ? g->m : (1 << 20) / K;
   mb = mb > 2048 ? 2048 : mb < 16 ? 16 : mb;
   if (mb > g->m) mb = g->m ? g->m : 1;
-  HalfGemmTask t = {.g = g, .a = a, .bt = bt, .r = r, .mb = mb, .nb = nb};
+  HalfGemmTask t = {.g = g, .a = a, .bt = bt, .r = r, .a0 = a0, .b0 = b0, .r0 = r0, .ldc = ldc, .mb = mb, .nb = nb};
   t.mblocks = (g->m + mb - 1) / mb;
   t.nblocks = (g->n + nb - 1) / nb;
   int nt = cpu_threads(b);
   t.scratch = fx_calloc((size_t)nt, sizeof *t.scratch);
   bool ok = t.scratch != NULL;
-  for (int q = 0; ok && q < nt; q++) ok = (t.scratch[q] = fx_malloc(sizeof(double) * (size_t)(mb * K + K * nb + mb * nb))) != NULL;
+  /* per thread: A's block, B's block (at least four rows of it), C's block */
+  int64_t bsize = K * nb > 4 * nb ? K * nb : 4 * nb;
+  for (int q = 0; ok && q < nt; q++) ok = (t.scratch[q] = fx_malloc(sizeof(double) * (size_t)(mb * K + bsize + mb * nb))) != NULL;
   if (ok) {
     int64_t units = g->batch * t.mblocks * t.nblocks;
     double macs = (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
@@ -261,8 +311,30 @@ static void gemm_raw(CpuBackend *b, const CpuGemm *g, bool dbl, const void *A, c
 
 bool cpu_gemm(CpuBackend *b, const CpuGemm *g, const RtTensor *a, const RtTensor *bt, RtTensor *r, FxError *err) {
   cpu_blas_single_threaded();
-  if (r->type == IR_BF16 || r->type == IR_F16) return gemm_half(b, g, a, bt, r, err);
-  gemm_raw(b, g, r->type == IR_F64, a->data, bt->data, 0, r->data, g->n);
+  bool half = r->type == IR_BF16 || r->type == IR_F16;
+  int64_t ga = g->ga > 1 ? g->ga : 1, gb = g->gb > 1 ? g->gb : 1;
+  if (ga == 1 && gb == 1) {
+    if (half) return gemm_half(b, g, a, 0, bt, 0, r, 0, g->n, err);
+    gemm_raw(b, g, r->type == IR_F64, a->data, bt->data, 0, r->data, g->n);
+    return true;
+  }
+  /* groups: a product per (lhs leading free index, rhs leading free index), its rows and columns
+     at their places in the result: [l1][m][r1][n] */
+  CpuGemm one = *g;
+  one.batch = 1;
+  one.ga = one.gb = 1;
+  int64_t M = g->m, N = g->n, K = g->k, es = ir_type_bytes(r->type), ldc = gb * N;
+  for (int64_t q = 0; q < g->batch; q++)
+    for (int64_t l1 = 0; l1 < ga; l1++)
+      for (int64_t r1 = 0; r1 < gb; r1++) {
+        int64_t a0 = (q * ga + l1) * M * K, b0 = (q * gb + r1) * K * N, r0 = q * ga * M * ldc + l1 * M * ldc + r1 * N;
+        if (half) {
+          if (!gemm_half(b, &one, a, a0, bt, b0, r, r0, ldc, err)) return false;
+        } else {
+          gemm_raw(b, &one, r->type == IR_F64, (const char *)a->data + a0 * es, (const char *)bt->data + b0 * es, 0,
+                   (char *)r->data + r0 * es, ldc);
+        }
+      }
   return true;
 }
 

@@ -107,14 +107,17 @@ double cpu_now_ns(void);
  * instruction, so that a custom call that is a gemm or a convolution can run through them too.
  *
  * A gemm: for q < batch, r[q] = op(a[q]) x op(b[q]), row-major m x k by k x n, lhs stored [k, m]
- * when trans_a, rhs stored [n, k] when trans_b; f32 on sgemm, f64 on dgemm, bf16 and f16 through
- * double copies and dgemm (summed in double, rounded once, as the interpreter). */
+ * when trans_a, rhs stored [n, k] when trans_b; f32 on sgemm, f64 on dgemm, bf16 and f16 in double
+ * (summed in double, rounded once, as the interpreter). Groups: with ga > 1 the lhs of each batch
+ * is [ga][k][m] (free dims on both sides of its contracting dim), with gb > 1 the rhs is
+ * [gb][k][n], and the result [ga][m][gb][n]: a product per (lhs group, rhs group). 0 or 1: none. */
 typedef struct {
   int64_t batch, m, n, k;
   bool trans_a, trans_b;
+  int64_t ga, gb;
 } CpuGemm;
-/* Dot i as a gemm (batch dims leading on both sides, one contracting dim first or last after them,
- * the free dims collapsed), when its dims and types allow one. */
+/* Dot i as a gemm (batch dims leading on both sides, one contracting dim anywhere after them, the
+ * free dims before and after it collapsed), when its dims and types allow one. */
 bool cpu_gemm_of_dot(const IrInstr *i, CpuGemm *g);
 bool cpu_gemm_types_ok(IrType a, IrType b, IrType r);
 /* r = a x bt as g says, split over the backend's threads when large. */
