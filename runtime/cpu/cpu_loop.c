@@ -52,6 +52,7 @@ typedef struct {
   int nb;         /* inputs then outputs */
   int *cells;     /* nb cell indices */
   bool inplace;   /* the kernel's in-place variant, updating its input's buffer (a state element) */
+  bool *alias;    /* a nested loop's elements that it passes through: read in the outer cell */
   bool hoisted;   /* loop-invariant: run once before the first trip */
   int gid;        /* its number among the steps of its outermost loop's nest */
 } LoopStep;
@@ -75,7 +76,9 @@ struct CpuLoop {
   int *copy_from;         /* per element: a cell copied into its other buffer after the body, or -1 */
   bool *changes;          /* per element: swapped after the body */
   bool *passed;           /* per element: never written (the body passes it through): the outermost
-                             loop reads it where the caller's state holds it, and returns that */
+                             loop reads it where the caller's state holds it, and returns that; a
+                             nested loop reads it in the outer loop's cell, and its users there
+                             read that cell (no copy in or out) */
   const IrInstr **consts; /* the constants, and their cells */
   int *const_cell;
   int nconsts;
@@ -101,6 +104,7 @@ static void loop_free(CpuLoop *l) {
   for (int q = 0; q < l->ncond + l->nbody; q++) {
     LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
     fx_free(st->cells);
+    fx_free(st->alias);
     loop_free(st->inner);
   }
   fx_free(l->cond);
@@ -134,6 +138,7 @@ void cpu_loops_clear(CpuBackend *b) {
 typedef struct {
   CpuLoop *l;
   PtrMap cellof; /* IrInstr* -> cell + 1 (array values); a kernel's tuple result: first output cell + 1 */
+  PtrMap nested; /* a nested while IrInstr* -> its LoopStep */
   int capcells;
 } LoopBuild;
 
@@ -199,7 +204,10 @@ static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, Loo
       } else { /* of a multi-output kernel or of a nested loop: consecutive cells */
         int first = cell_of(lb, t);
         if (first < 0 || t->shape.type != IR_TUPLE || idx >= t->shape.ntuple) return false;
-        if (!set_cell(lb, i, first + (int)idx)) return false;
+        const LoopStep *ns = t->op == IR_OP_WHILE ? ptrmap_get(&lb->nested, t) : NULL;
+        /* an element a nested loop passes through is where it came from */
+        int cl = ns && ns->alias[idx] ? ns->cells[idx] : first + (int)idx;
+        if (!set_cell(lb, i, cl)) return false;
       }
       continue;
     }
@@ -235,6 +243,9 @@ static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, Loo
         st->cells[inner->ne + e] = cl;
       }
       if (!set_cell(lb, i, st->cells[inner->ne])) return false;
+      st->alias = fx_calloc((size_t)inner->ne, sizeof *st->alias);
+      if (!st->alias || !ptrmap_put(&lb->nested, i, st)) return false;
+      for (int e = 0; e < inner->ne; e++) st->alias[e] = inner->passed[e];
       continue;
     }
     default: break;
@@ -365,6 +376,10 @@ static CpuLoop *loop_plan(CpuBackend *b, const IrInstr *w) {
     for (int j = nin; j < st->nb; j++) inv[st->cells[j]] = true;
   }
   fx_free(inv);
+  if (ok) ok = (l->passed = fx_calloc((size_t)ne, sizeof *l->passed)) != NULL;
+  for (int e = 0; ok && e < ne; e++) l->passed[e] = !l->changes[e] && l->copy_from[e] < 0;
+  for (int q = 0; ok && q < l->nbody; q++)
+    if (l->body[q].inplace) l->passed[l->body[q].cells[l->body[q].nb - 1]] = false;
   /* memory: two buffers per element, then the scratch cells, 64-byte aligned */
   int64_t total = 0;
   for (int c = 0; ok && c < l->ncells; c++) {
@@ -373,6 +388,7 @@ static CpuLoop *loop_plan(CpuBackend *b, const IrInstr *w) {
   }
   if (ok && total > LOOP_MAX_SCRATCH) ok = false;
   ptrmap_free(&lb.cellof);
+  ptrmap_free(&lb.nested);
   if (!ok) {
     loop_free(l);
     return NULL;
@@ -494,6 +510,12 @@ static void emit_loop_code(EmitBuf *u, const CpuLoop *l, int ind, const CpuLoop 
   int id = l->nid, ne = l->ne;
   char r1[32], r2[32];
   emit_printf(u, "%*schar **c%d = tables[%d];\n", ind, "", id, id);
+  /* a nested loop's pass-through elements: read where the outer loop has them */
+  for (int e = 0; outer && e < ne; e++)
+    if (at->alias[e]) {
+      cellref(r2, sizeof r2, outer, at->cells[e]);
+      emit_printf(u, "%*sc%d[%d] = %s;\n", ind, "", id, e, r2);
+    }
   bool *used = fx_calloc((size_t)l->ncells, sizeof *used);
   if (!used) {
     u->oom = true;
@@ -505,6 +527,7 @@ static void emit_loop_code(EmitBuf *u, const CpuLoop *l, int ind, const CpuLoop 
     if (used[k] && !(k < 2 * ne && swapped(l, k % ne))) emit_printf(u, "%*schar *const x%d_%d = c%d[%d];\n", ind, "", id, k, id, k);
   fx_free(used);
   for (int e = 0; outer && e < ne; e++) {
+    if (at->alias[e]) continue;
     cellref(r1, sizeof r1, l, e);
     cellref(r2, sizeof r2, outer, at->cells[e]);
     emit_printf(u, "%*smemcpy(%s, %s, %lld);\n", ind, "", r1, r2, (long long)l->ebytes[e]);
@@ -542,6 +565,7 @@ static void emit_loop_code(EmitBuf *u, const CpuLoop *l, int ind, const CpuLoop 
   emit_printf(u, "%*scounts[%d] += t%d; counts[%d] += 1; if (t%d > 1) counts[%d] += t%d - 1;\n", ind, "", 3 * id, id,
               3 * id + 1, id, 3 * id + 2, id);
   for (int e = 0; outer && e < ne; e++) {
+    if (at->alias[e]) continue;
     cellref(r1, sizeof r1, outer, at->cells[ne + e]);
     cellref(r2, sizeof r2, l, e);
     emit_printf(u, "%*smemcpy(%s, %s, %lld);\n", ind, "", r1, r2, (long long)l->ebytes[e]);
@@ -658,10 +682,6 @@ static bool materialize(RtExec *x, CpuLoop *top) {
     }
     for (int q = 0; q < l->nbody; q++)
       if (l->body[q].inplace && !l->body[q].k->ip) return false;
-    if (!(l->passed = fx_calloc((size_t)ne, sizeof *l->passed))) return false;
-    for (int e = 0; e < ne; e++) l->passed[e] = !l->changes[e] && l->copy_from[e] < 0;
-    for (int q = 0; q < l->nbody; q++)
-      if (l->body[q].inplace) l->passed[l->body[q].cells[l->body[q].nb - 1]] = false;
     int64_t total = 0;
     for (int c = 0; c < l->ncells; c++) {
       int64_t want = c < 2 * ne ? l->ebytes[c % ne] : l->cbytes[c];
@@ -687,9 +707,12 @@ static bool walk(CpuBackend *b, RtExec *x, CpuLoop *top, CpuLoop *l, FxError *er
 static bool walk_step(CpuBackend *b, RtExec *x, CpuLoop *top, const CpuLoop *l, const LoopStep *st, FxError *err) {
   if (st->inner) {
     CpuLoop *in = st->inner;
-    for (int e = 0; e < in->ne; e++) memcpy(in->cell[e], l->cell[st->cells[e]], (size_t)in->ebytes[e]);
+    for (int e = 0; e < in->ne; e++)
+      if (st->alias[e]) in->cell[e] = l->cell[st->cells[e]]; /* passed through: read where it is */
+      else memcpy(in->cell[e], l->cell[st->cells[e]], (size_t)in->ebytes[e]);
     if (!walk(b, x, top, in, err)) return false;
-    for (int e = 0; e < in->ne; e++) memcpy(l->cell[st->cells[in->ne + e]], in->cell[e], (size_t)in->ebytes[e]);
+    for (int e = 0; e < in->ne; e++)
+      if (!st->alias[e]) memcpy(l->cell[st->cells[in->ne + e]], in->cell[e], (size_t)in->ebytes[e]);
     return true;
   }
   char *bufs[2 * EMIT_MAX_BUFFERS];
