@@ -79,7 +79,9 @@ RtKernelStat *cpu_stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
   int idx = k ? k->stat : -1;
   if (idx < 0 || idx >= s->nkernels || s->kernels[idx].instr != i) {
     idx = -1;
-    for (int q = 0; q < s->nkernels; q++)
+    /* a kernel's row is made at its first launch of the run (cpu_run clears k->stat): only a
+       row without a kernel (a loop's) is looked for */
+    for (int q = 0; !k && q < s->nkernels; q++)
       if (s->kernels[q].instr == i) idx = q;
     if (idx < 0) {
       if (!rt_run_stats_add(s, i)) return NULL;
@@ -404,6 +406,7 @@ static void free_slots(CpuBackend *b);
 static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxError *err) {
   CpuBackend *b = vb;
   cpu_loops_clear(b); /* planned again from this prepare's kernels */
+  b->ndrivers = 0;
   free_slots(b);     /* assigned again at the next run */
   b->compiled = b->cached = b->nkernels = b->ninterp = 0;
   b->unit++;
@@ -551,11 +554,13 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
       }
     }
   }
-  /* the while loops whose kernels are all generated: their drivers go into the same unit */
+  /* the while loops whose kernels are all generated, and entry computations that are nothing
+     else: their drivers go into the same unit */
   for (int m = 0; ok && nseen > 0 && m < nmods; m++) {
     const IrComputation *comps[256];
     int nc = mods[m]->entry ? rt_host_computations(mods[m]->entry, comps, 256) : 0;
     ok = cpu_loops_plan(b, comps, nc, &unit, err);
+    if (ok && !b->host_loops) ok = cpu_entry_plan(b, mods[m]->entry, &unit, err);
   }
   uint64_t uh = 0;
   if (ok && nseen > 0) {
@@ -793,6 +798,12 @@ void cpu_launch_part(CpuBackend *b, CpuKernel *k, int part, char *const *bufs) {
   /* threads can pay off for kernels that are large, or that took long on one thread */
   bool big = count >= CPU_PARALLEL_MIN || a->serial_ns >= CPU_PARALLEL_MIN_NS;
   int nt = cpu_threads(b);
+  /* a kernel whose first launches were short never splits: it is no longer timed (a clock read
+     costs about 20 ns on this kind of VM, as much as a small kernel) */
+  if (!big && a->launches >= 8 && a->serial_ns < CPU_PARALLEL_MIN_NS / 4) {
+    fn(bufs, 0, outer);
+    return;
+  }
   double t0 = cpu_now_ns();
   if (nt > 1 && big && outer >= 2 * nt && cpu_adapt_split(a)) {
     /* a few chunks per thread, so that a late or slow one costs little; multiples of 16 (one
@@ -1030,11 +1041,20 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
   return true;
 }
 
+/* The entry computation as one call, when it has a driver (cpu_loop.c). */
+static bool cpu_comp_hook(void *ctx, RtExec *x, const IrComputation *c, RtTensor **args, int nargs, RtTensor **out,
+                          bool *handled, FxError *err) {
+  CpuBackend *b = ctx;
+  *handled = false;
+  if (b->interp_only || b->no_cache || b->host_loops) return true;
+  return cpu_entry_hook(b, x, c, args, nargs, out, handled, err);
+}
+
 static bool cpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, const RtOptions *o, RtTensor **out,
                     RtRunStats *stats, FxError *err) {
   CpuBackend *b = vb;
   RtOptions ro = o ? *o : (RtOptions){0};
-  RtHooks hooks = {.exec = cpu_hook, .ctx = b};
+  RtHooks hooks = {.exec = cpu_hook, .computation = cpu_comp_hook, .ctx = b};
   ro.hooks = &hooks;
   ro.count_kernels = false;
   b->stats = stats;
@@ -1091,6 +1111,7 @@ static void cpu_destroy(void *vb) {
   if (!b) return;
   pool_stop(b->pool);
   cpu_loops_clear(b);
+  fx_free(b->drivers);
   free_slots(b);
   for (size_t q = 0; q < b->kernels.cap; q++)
     if (b->kernels.keys[q]) fx_free(b->kernels.vals[q]);

@@ -80,7 +80,9 @@ typedef struct {
   int64_t slots_total;  /* the slots' bytes */
   bool host_loops;      /* CpuOptions.host_loops */
   PtrMap loops;         /* while IrInstr* -> CpuLoop* (planned at prepare, or at its first run), or the
-                           marker of a loop that runs on the host */
+                           marker of a loop that runs on the host; an entry IrComputation* -> its plan */
+  uint64_t *drivers;    /* hashes of the drivers in the unit being generated (each written once) */
+  int ndrivers, capdrivers;
 } CpuBackend;
 
 /* cpu.c */
@@ -142,6 +144,11 @@ bool cpu_conv(CpuBackend *b, const RtConvMap *c, const RtTensor *in, const RtTen
  * loop w from its state ops[0] into *out when it has a plan (*handled), else leaves it to the
  * host (*handled false). */
 bool cpu_loops_plan(CpuBackend *b, const IrComputation *const *comps, int n, EmitBuf *unit, FxError *err);
+/* The same for a module's entry computation as a whole (cpu_loop.c, "the entry computation"): its
+ * plan and driver at prepare, and its run (*handled) when the walker is about to walk it. */
+bool cpu_entry_plan(CpuBackend *b, const IrComputation *entry, EmitBuf *unit, FxError *err);
+bool cpu_entry_hook(CpuBackend *b, RtExec *x, const IrComputation *c, RtTensor **args, int nargs, RtTensor **out,
+                    bool *handled, FxError *err);
 void cpu_loops_bind(CpuBackend *b, void *handle);
 void cpu_loops_clear(CpuBackend *b);
 bool cpu_loop_hook(CpuBackend *b, RtExec *x, const IrInstr *w, RtTensor **ops, RtTensor **out, bool *handled, FxError *err);

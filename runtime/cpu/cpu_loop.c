@@ -95,6 +95,15 @@ struct CpuLoop {
   char sym[48];           /* its driver in the unit, or "" */
   LoopDriver fn;
   const IrComputation *body_comp; /* while planning */
+  /* the entry computation as one call (see "the entry computation" below): */
+  bool entry;
+  int nparams;            /* cells 0..nparams-1: the parameters */
+  int64_t *pbytes;        /* per parameter */
+  int *out_cells;         /* the root's arrays (or the root) */
+  int nout;
+  CpuKernel **cell_k;     /* per cell: the kernel whose output it is (NULL: none), and which output; */
+  int *cell_o;            /* an output the kernel plan gives a buffer slot is written there */
+  bool *slotted;          /* per cell: in a slot (set at the first run) */
 };
 
 static char loop_none; /* the loops map's value for a loop that runs on the host */
@@ -124,6 +133,11 @@ static void loop_free(CpuLoop *l) {
   fx_free(l->steps);
   fx_free(l->tables);
   fx_free(l->counts);
+  fx_free(l->pbytes);
+  fx_free(l->out_cells);
+  fx_free(l->cell_k);
+  fx_free(l->cell_o);
+  fx_free(l->slotted);
   fx_free(l);
 }
 
@@ -140,6 +154,7 @@ typedef struct {
   PtrMap cellof; /* IrInstr* -> cell + 1 (array values); a kernel's tuple result: first output cell + 1 */
   PtrMap nested; /* a nested while IrInstr* -> its LoopStep */
   int capcells;
+  bool entry;    /* planning an entry computation: its parameters are cells 0..nparams-1 */
 } LoopBuild;
 
 static int new_cell(LoopBuild *lb, int64_t bytes) {
@@ -191,6 +206,11 @@ static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, Loo
     const IrInstr *i = c->instrs[q];
     switch (i->op) {
     case IR_OP_PARAMETER:
+      if (lb->entry) {
+        if (!plain_array(&i->shape) || i->param_number < 0 || i->param_number >= l->nparams) return false;
+        if (!set_cell(lb, i, (int)i->param_number)) return false;
+        continue;
+      }
       if (i->param_number != 0) return false;
       continue;
     case IR_OP_GET_TUPLE_ELEMENT: {
@@ -589,7 +609,24 @@ static uint64_t text_hash(const char *s, size_t n) {
 }
 
 /* Appends top's driver to unit (once per distinct text) and names it in top->sym. */
-static bool emit_driver(CpuLoop *top, EmitBuf *unit, uint64_t *done, int *ndone) {
+/* Whether driver text h is in the unit already (several stages prepared together can have the same
+ * loop); notes it when not. False when out of memory. */
+static bool driver_seen(CpuBackend *b, uint64_t h, bool *seen) {
+  *seen = false;
+  for (int q = 0; q < b->ndrivers; q++) *seen = *seen || b->drivers[q] == h;
+  if (*seen) return true;
+  if (b->ndrivers == b->capdrivers) {
+    int nc = b->capdrivers ? b->capdrivers * 2 : 16;
+    uint64_t *nd = fx_realloc(b->drivers, sizeof *nd * (size_t)nc);
+    if (!nd) return false;
+    b->drivers = nd;
+    b->capdrivers = nc;
+  }
+  b->drivers[b->ndrivers++] = h;
+  return true;
+}
+
+static bool emit_driver(CpuBackend *b, CpuLoop *top, EmitBuf *unit) {
   EmitBuf d;
   emit_buf_init(&d);
   emit_printf(&d, "{\n");
@@ -601,15 +638,132 @@ static bool emit_driver(CpuLoop *top, EmitBuf *unit, uint64_t *done, int *ndone)
   }
   uint64_t h = text_hash(d.s, d.len);
   snprintf(top->sym, sizeof top->sym, "fx_loop_%016llx", (unsigned long long)h);
-  bool seen = false;
-  for (int q = 0; q < *ndone; q++) seen = seen || done[q] == h;
-  if (!seen) {
+  bool seen;
+  bool ok = driver_seen(b, h, &seen);
+  if (ok && !seen)
     emit_printf(unit, "/* while loop */\nint %s(char ***tables, int64_t *counts, void *ctx, void (*launch)(void *, int, char *const *), "
                       "int (*poll)(void *))\n%s",
                 top->sym, d.s);
-    done[(*ndone)++] = h;
-  }
   emit_buf_free(&d);
+  return ok;
+}
+
+/* ---------- the entry computation ----------
+ *
+ * A module's entry computation whose instructions are all generated kernels, while loops planned
+ * as above and free ops runs as one call too, as XLA:CPU runs a program: the walker's half a
+ * microsecond per instruction (the outputs' tensors, the reference counts, the hook) was most of a
+ * small module's time (104 kernels of a few elements each). It is planned as a loop body run once:
+ * the parameters are cells 0..nparams-1 (pointed at the arguments' data each run, never written),
+ * every kernel output has a scratch cell of its own (at most LOOP_MAX_SCRATCH in all: a large
+ * model keeps the walker, whose buffer slots reuse memory), and the root's arrays are copied into
+ * the run's result (an argument returned as it is is returned by reference). */
+
+static CpuLoop *plan_entry(CpuBackend *b, const IrComputation *c) {
+  if (!c->root) return NULL;
+  CpuLoop *l = fx_calloc(1, sizeof *l);
+  LoopBuild lb = {.l = l, .entry = true};
+  bool ok = l != NULL;
+  if (ok) {
+    l->entry = true;
+    l->nparams = c->nparams;
+    l->body_comp = c;
+    l->pbytes = fx_calloc((size_t)(c->nparams ? c->nparams : 1), sizeof *l->pbytes);
+    ok = l->pbytes != NULL;
+  }
+  for (int p = 0; ok && p < c->nparams; p++) {
+    ok = new_cell(&lb, 0) == p && c->params[p] && plain_array(&c->params[p]->shape);
+    if (ok) l->pbytes[p] = ir_shape_bytes(&c->params[p]->shape);
+  }
+  if (ok) ok = loop_steps(b, &lb, c, &l->body, &l->nbody);
+  const IrInstr *root = c->root;
+  int nout = root->op == IR_OP_TUPLE ? root->noperands : 1;
+  if (ok) ok = nout >= 1 && (l->out_cells = fx_calloc((size_t)nout, sizeof *l->out_cells)) != NULL;
+  for (int j = 0; ok && j < nout; j++) {
+    const IrInstr *o = root->op == IR_OP_TUPLE ? root->operands[j] : root;
+    ok = plain_array(&o->shape) && (l->out_cells[j] = cell_of(&lb, o)) >= 0;
+  }
+  l->nout = ok ? nout : 0;
+  /* the kernels' outputs, for the buffer slots (the scratch limit is checked at the first run,
+     when the slots are known) */
+  if (ok) {
+    l->cell_k = fx_calloc((size_t)l->ncells, sizeof *l->cell_k);
+    l->cell_o = fx_calloc((size_t)l->ncells, sizeof *l->cell_o);
+    l->slotted = fx_calloc((size_t)l->ncells, sizeof *l->slotted);
+    ok = l->cell_k && l->cell_o && l->slotted;
+  }
+  for (int q = 0; ok && q < l->nbody; q++) {
+    const LoopStep *st = &l->body[q];
+    if (!st->k) continue;
+    int nin = st->k->instr->noperands;
+    for (int o = 0; o < st->nb - nin; o++) {
+      l->cell_k[st->cells[nin + o]] = st->k;
+      l->cell_o[st->cells[nin + o]] = o;
+    }
+  }
+  if (ok) ok = (l->passed = fx_calloc(1, sizeof *l->passed)) != NULL;
+  ptrmap_free(&lb.cellof);
+  ptrmap_free(&lb.nested);
+  if (ok) ok = number_nest(l, l);
+  if (ok) {
+    l->tables = fx_calloc((size_t)l->nloops, sizeof *l->tables);
+    l->counts = fx_calloc((size_t)(3 * l->nloops), sizeof *l->counts);
+    ok = l->tables && l->counts;
+  }
+  if (!ok) {
+    loop_free(l);
+    return NULL;
+  }
+  l->body_comp = NULL;
+  return l;
+}
+
+/* The entry's driver: every step once, in order. */
+static bool emit_entry_driver(CpuBackend *b, CpuLoop *top, EmitBuf *unit) {
+  EmitBuf d;
+  emit_buf_init(&d);
+  emit_printf(&d, "{\n  char **c0 = tables[0];\n");
+  bool *used = fx_calloc((size_t)top->ncells, sizeof *used);
+  if (!used) {
+    emit_buf_free(&d);
+    return false;
+  }
+  mark_cells(top, used);
+  for (int j = 0; j < top->nout; j++) used[top->out_cells[j]] = true;
+  for (int k = 0; k < top->ncells; k++)
+    if (used[k]) emit_printf(&d, "  char *const x0_%d = c0[%d];\n", k, k);
+  fx_free(used);
+  emit_printf(&d, "  if (poll(ctx)) return 1;\n");
+  for (int q = 0; q < top->nbody; q++) emit_step(&d, top, &top->body[q], 2);
+  emit_printf(&d, "  counts[0] += 1; counts[1] += 1;\n  (void)launch;\n  return 0;\n}\n\n");
+  if (d.oom) {
+    emit_buf_free(&d);
+    return false;
+  }
+  uint64_t h = text_hash(d.s, d.len);
+  snprintf(top->sym, sizeof top->sym, "fx_entry_%016llx", (unsigned long long)h);
+  bool seen;
+  bool ok = driver_seen(b, h, &seen);
+  if (ok && !seen)
+    emit_printf(unit, "/* entry computation */\nint %s(char ***tables, int64_t *counts, void *ctx, void (*launch)(void *, int, char *const *), "
+                      "int (*poll)(void *))\n%s",
+                top->sym, d.s);
+  emit_buf_free(&d);
+  return ok;
+}
+
+bool cpu_entry_plan(CpuBackend *b, const IrComputation *entry, EmitBuf *unit, FxError *err) {
+  if (!entry || ptrmap_get(&b->loops, entry)) return true;
+  CpuLoop *l = plan_entry(b, entry);
+  if (l && !nest_in_unit(b, l)) {
+    loop_free(l);
+    l = NULL;
+  }
+  if (!ptrmap_put(&b->loops, entry, l ? (void *)l : (void *)&loop_none)) {
+    loop_free(l);
+    return fx_error_set(err, NULL, 0, 0, "out of memory planning the entry computation");
+  }
+  if (l && !emit_entry_driver(b, l, unit)) return fx_error_set(err, NULL, 0, 0, "out of memory writing the entry's driver");
   return true;
 }
 
@@ -635,18 +789,15 @@ bool cpu_loops_plan(CpuBackend *b, const IrComputation *const *comps, int n, Emi
     const CpuLoop *l = b->loops.vals[q];
     for (int k = 1; ok && k < l->nloops; k++) ok = ptrmap_put(&nested, l->nest[k]->w, (void *)1);
   }
-  uint64_t *done = ok ? fx_malloc(sizeof *done * (size_t)nwhile) : NULL;
-  int ndone = 0;
-  if (!done) ok = false;
+
   /* in the computations' order, so that the unit's text (and its cache entry) is the same each time */
   for (int c = 0; ok && c < n; c++)
     for (int q = 0; ok && q < comps[c]->ninstrs; q++) {
       const IrInstr *w = comps[c]->instrs[q];
       CpuLoop *l = w->op == IR_OP_WHILE ? ptrmap_get(&b->loops, w) : NULL;
       if (!l || (void *)l == &loop_none || l->sym[0] || ptrmap_get(&nested, w) || !nest_in_unit(b, l)) continue;
-      ok = emit_driver(l, unit, done, &ndone);
+      ok = emit_driver(b, l, unit);
     }
-  fx_free(done);
   ptrmap_free(&nested);
   if (!ok) return fx_error_set(err, NULL, 0, 0, "out of memory writing while loops' drivers");
   return true;
@@ -665,10 +816,26 @@ void cpu_loops_bind(CpuBackend *b, void *handle) {
 /* ---------- running ---------- */
 
 /* The memory and constants of every loop of top's nest. */
-static bool materialize(RtExec *x, CpuLoop *top) {
+/* Whether kernel output o of k has a buffer slot of the plan in this run, and which. */
+static int slot_of(const CpuBackend *b, const CpuKernel *k, int o, int64_t bytes) {
+  if (!k || o >= CPU_MAX_SLOTTED) return -1;
+  int sl = k->slot[o];
+  if (sl < 0 || sl >= b->nslots || !b->slots || !b->slots[sl] || (int64_t)b->slots[sl]->bytes < bytes) return -1;
+  return sl;
+}
+
+static bool materialize(CpuBackend *b, RtExec *x, CpuLoop *top) {
   for (int n = 0; n < top->nloops; n++) {
     CpuLoop *l = top->nest[n];
     int ne = l->ne;
+    if (l->entry) { /* outputs with a slot take no scratch; the rest must fit the limit */
+      int64_t total = 0;
+      for (int c = 0; c < l->ncells; c++) {
+        l->slotted[c] = slot_of(b, l->cell_k[c], l->cell_o[c], l->cbytes[c]) >= 0;
+        if (!l->slotted[c]) total += (l->cbytes[c] + 63) / 64 * 64;
+      }
+      if (total > LOOP_MAX_SCRATCH) return false;
+    }
     if (l->nconsts) {
       l->const_vals = fx_calloc((size_t)l->nconsts, sizeof *l->const_vals);
       if (!l->const_vals) return false;
@@ -684,13 +851,13 @@ static bool materialize(RtExec *x, CpuLoop *top) {
       if (l->body[q].inplace && !l->body[q].k->ip) return false;
     int64_t total = 0;
     for (int c = 0; c < l->ncells; c++) {
-      int64_t want = c < 2 * ne ? l->ebytes[c % ne] : l->cbytes[c];
+      int64_t want = c < 2 * ne ? l->ebytes[c % ne] : l->entry && l->slotted[c] ? 0 : l->cbytes[c];
       total += (want + 63) / 64 * 64;
     }
     if (!(l->mem = fx_malloc((size_t)(total ? total : 64) + 64))) return false;
     char *p = (char *)(((uintptr_t)l->mem + 63) & ~(uintptr_t)63);
     for (int c = 0; c < l->ncells; c++) {
-      int64_t want = c < 2 * ne ? l->ebytes[c % ne] : l->cbytes[c];
+      int64_t want = c < 2 * ne ? l->ebytes[c % ne] : l->entry && l->slotted[c] ? 0 : l->cbytes[c];
       if (c < 2 * ne || want > 0) {
         l->cell[c] = p;
         p += (want + 63) / 64 * 64;
@@ -787,7 +954,7 @@ static void account(CpuBackend *b, RtExec *x, const CpuLoop *top) {
   for (int n = 0; n < top->nloops; n++) {
     const CpuLoop *l = top->nest[n];
     int64_t trips = top->counts[3 * n], runs = top->counts[3 * n + 1], saved = top->counts[3 * n + 2];
-    c->while_iterations += trips;
+    if (!l->entry) c->while_iterations += trips;
     for (int q = 0; q < l->ncond + l->nbody; q++) {
       const LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
       if (!st->k) continue; /* a nested loop counts itself */
@@ -859,7 +1026,7 @@ bool cpu_loop_hook(CpuBackend *b, RtExec *x, const IrInstr *w, RtTensor **ops, R
   }
   if (v == &loop_none) return true;
   CpuLoop *l = v;
-  if (!l->ready && !materialize(x, l)) { /* a constant the interpreter cannot make, no memory: the host's way */
+  if (!l->ready && !materialize(b, x, l)) { /* a constant the interpreter cannot make, no memory: the host's way */
     loop_free(l);
     ptrmap_put(&b->loops, w, &loop_none);
     return true;
@@ -874,6 +1041,73 @@ bool cpu_loop_hook(CpuBackend *b, RtExec *x, const IrInstr *w, RtTensor **ops, R
     s->native = true;
     s->how = "loop";
     s->why = NULL;
+  }
+  return true;
+}
+
+bool cpu_entry_hook(CpuBackend *b, RtExec *x, const IrComputation *c, RtTensor **args, int nargs, RtTensor **out,
+                    bool *handled, FxError *err) {
+  void *v = ptrmap_get(&b->loops, c);
+  if (!v || v == &loop_none) return true;
+  CpuLoop *l = v;
+  if (!l->entry || !l->fn || nargs != l->nparams) return true;
+  for (int p = 0; p < nargs; p++)
+    if (!args[p] || args[p]->type == IR_TUPLE || (int64_t)args[p]->bytes != l->pbytes[p]) return true;
+  if (!l->ready && !materialize(b, x, l)) { /* a constant the interpreter cannot make, no memory: the walker */
+    loop_free(l);
+    ptrmap_put(&b->loops, c, &loop_none);
+    return true;
+  }
+  /* the outputs in the plan's buffer slots, as the walker places them (a slot cached from the
+     previous run may have been replaced) */
+  int nslotted = 0;
+  for (int q = 0; q < l->ncells; q++) {
+    if (!l->slotted[q]) continue;
+    int sl = slot_of(b, l->cell_k[q], l->cell_o[q], l->cbytes[q]);
+    if (sl < 0) return true; /* not this run: the walker */
+    l->cell[q] = b->slots[sl]->data;
+    nslotted++;
+  }
+  if (b->stats) b->stats->slot_outputs += nslotted;
+  /* the profile's row for the whole entry, under its root's name: made before the kernels' own
+     rows (the root may be one of them) */
+  const IrInstr *root = c->root;
+  RtKernelStat *st = cpu_stat_for(b->stats, NULL, root);
+  int strow = st && b->stats ? (int)(st - b->stats->kernels) : -1;
+  double t0 = cpu_now_ns();
+  for (int p = 0; p < nargs; p++) l->cell[p] = args[p]->data;
+  memset(l->counts, 0, sizeof *l->counts * (size_t)(3 * l->nloops));
+  DriverCtx ctx = {.b = b, .x = x, .top = l, .err = err};
+  if (l->fn(l->tables, l->counts, &ctx, driver_launch, driver_poll) != 0) return false;
+  account(b, x, l);
+  RtTensor *stackel[16];
+  RtTensor **el = l->nout <= 16 ? stackel : fx_calloc((size_t)l->nout, sizeof *el);
+  if (!el) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  int made = 0;
+  for (; made < l->nout; made++) {
+    int cl = l->out_cells[made];
+    const IrShape *os = root->op == IR_OP_TUPLE ? &root->operands[made]->shape : &root->shape;
+    if (cl < l->nparams && rt_tensor_matches(args[cl], os)) { /* an argument, returned as it is */
+      el[made] = rt_tensor_ref(args[cl]);
+      continue;
+    }
+    if (!(el[made] = rt_tensor_for_shape_uninit(os, err))) break;
+    memcpy(el[made]->data, l->cell[cl], el[made]->bytes);
+  }
+  bool ok = made == l->nout;
+  if (ok && root->op == IR_OP_TUPLE) ok = (*out = rt_tensor_tuple(el, l->nout, err)) != NULL;
+  else if (ok) *out = rt_tensor_ref(el[0]);
+  for (int q = 0; q < made; q++) rt_tensor_unref(el[q]);
+  if (el != stackel) fx_free(el);
+  if (!ok) return false;
+  *handled = true;
+  st = strow >= 0 ? &b->stats->kernels[strow] : NULL; /* the rows may have moved */
+  if (st) {
+    st->launches++;
+    st->total_ns += cpu_now_ns() - t0;
+    st->native = true;
+    st->how = "entry";
+    st->why = NULL;
   }
   return true;
 }

@@ -1108,6 +1108,65 @@ TEST(loop_invariant_kernels_run_once) {
   ir_module_free(m);
 }
 
+/* An entry computation of generated kernels, a while loop and free ops runs as one call of its C
+   driver: the kernels write scratch cells, the root's arrays are copied out (a parameter passed
+   through is returned by reference, a constant copied), and the results, launches and bytes are
+   the walker's (host_loops, which walks the entry kernel by kernel). */
+static const char *entry_module =
+    "HloModule en\n"
+    "cond { s = (s32[], f32[4]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n n = s32[] constant(5)\n"
+    " ROOT lt = pred[] compare(i, n), direction=LT }\n"
+    "body { s = (s32[], f32[4]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n v = f32[4] get-tuple-element(s), index=1\n"
+    " one = s32[] constant(1)\n i2 = s32[] add(i, one)\n h = f32[4] sine(v)\n ROOT r = (s32[], f32[4]) tuple(i2, h) }\n"
+    "f { a = f32[4] parameter(0)\n b = f32[4] parameter(1)\n m = f32[4] multiply(a, b)\n ROOT e = f32[4] exponential(m) }\n"
+    "ENTRY main { x = f32[4] parameter(0)\n y = f32[4] parameter(1)\n k = s32[3] parameter(2)\n"
+    " u = f32[4] fusion(x, y), kind=kLoop, calls=f\n z = s32[] constant(0)\n init = (s32[], f32[4]) tuple(z, u)\n"
+    " w = (s32[], f32[4]) while(init), condition=cond, body=body\n wv = f32[4] get-tuple-element(w), index=1\n"
+    " c = f32[2] constant({1.5, -2})\n t = f32[4] add(wv, y)\n"
+    " ROOT o = (f32[4], s32[3], f32[2], f32[4]) tuple(t, k, c, wv) }\n";
+
+TEST(entry_runs_as_one_call) {
+  IrModule *m = parse(entry_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  FxError e = {0};
+  RtTensor **args = random_args(m, 5);
+  RtTensor *res[2] = {NULL, NULL};
+  int64_t launches[2] = {0, 0}, bytes[2] = {0, 0};
+  bool entry_seen[2] = {false, false};
+  for (int way = 0; way < 2; way++) { /* 0 the entry's driver, 1 the walker */
+    void *be = rt_backend_cpu.create(&e);
+    CpuOptions o = {.opt = "-O1", .host_loops = way == 1};
+    cpu_set_options(be, &o);
+    CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+    if (way == 0) CHECK_CONTAINS(cpu_last_source(be), "int fx_entry_");
+    RtOptions ro = {.seed = 3};
+    for (int rep = 0; rep < 2; rep++) { /* the second run reuses the scratch */
+      RtRunStats st = {0};
+      rt_tensor_unref(res[way]);
+      res[way] = NULL;
+      CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &res[way], &st, &e));
+      launches[way] = st.counters.launches;
+      bytes[way] = st.counters.bytes_read + st.counters.bytes_written;
+      for (int q = 0; q < st.nkernels; q++)
+        if (st.kernels[q].how && strcmp(st.kernels[q].how, "entry") == 0) entry_seen[way] = true;
+      rt_run_stats_free(&st);
+    }
+    rt_backend_cpu.destroy(be);
+  }
+  CHECK(entry_seen[0] && !entry_seen[1]);
+  CHECK(launches[0] == launches[1] && launches[0] == 2 + 6 + 5 * 2);
+  CHECK(bytes[0] == bytes[1]);
+  RtCompare c;
+  rt_compare(res[0], res[1], &c);
+  CHECK(c.ok && c.err == 0);
+  CHECK(res[0] && res[0]->ntuple == 4 && res[0]->tuple[1] == args[2]); /* k, passed through */
+  for (int w = 0; w < 2; w++) rt_tensor_unref(res[w]);
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  free(args);
+  ir_module_free(m);
+}
+
 /* Convolutions run on the CPU backend's own kernels, not the interpreter's: as im2col + gemm
  * (b01f and bf01 layouts, strides, padding, window and base dilation, a reversed window, feature
  * groups, f32 on sgemm within --check's tolerance and f64 on dgemm), or a depthwise one directly
@@ -1205,6 +1264,7 @@ int main(void) {
   RUN(scatter_dot_and_in_place_loop_updates);
   RUN(loop_invariant_kernels_run_once);
   RUN(convolutions_run_on_gemm_or_directly);
+  RUN(entry_runs_as_one_call);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;
