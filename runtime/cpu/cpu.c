@@ -736,6 +736,17 @@ static void pool_run(CpuPool *p, CpuTask task, void *ctx, int64_t outer, int64_t
 
 int cpu_threads(const CpuBackend *b) { return b->threads < CPU_MAX_THREADS ? b->threads : CPU_MAX_THREADS; }
 
+void *cpu_scratch(CpuBackend *b, int slot, size_t bytes) {
+  if (slot < 0 || slot >= CPU_MAX_THREADS + 3) return NULL;
+  if (b->scratch_cap[slot] < bytes || !b->scratch[slot]) {
+    fx_free(b->scratch[slot]);
+    b->scratch_cap[slot] = 0;
+    if (!(b->scratch[slot] = fx_malloc(bytes ? bytes : 1))) return NULL;
+    b->scratch_cap[slot] = bytes;
+  }
+  return b->scratch[slot];
+}
+
 bool cpu_parallel(CpuBackend *b, CpuTask task, void *ctx, int64_t n, int64_t chunk) {
   if (chunk < 1) chunk = 1;
   if (!b->serial && cpu_threads(b) > 1 && n > chunk) {
@@ -1112,6 +1123,7 @@ static void cpu_destroy(void *vb) {
   pool_stop(b->pool);
   cpu_loops_clear(b);
   fx_free(b->drivers);
+  for (int q = 0; q < CPU_MAX_THREADS + 3; q++) fx_free(b->scratch[q]);
   free_slots(b);
   for (size_t q = 0; q < b->kernels.cap; q++)
     if (b->kernels.keys[q]) fx_free(b->kernels.vals[q]);

@@ -96,12 +96,15 @@ static inline uint16_t f32_to_bf16(float f) {
 
 enum { GEMM_PARALLEL_MACS = 1 << 20 };
 
-/* A bf16 or f16 gemm. No operand is ever held in double as a whole (a 262144-column embedding
- * would take 2.4 GB): each task converts the block of A (MB rows) and of B (NB columns) it
- * multiplies into scratch of its thread, multiplies them in double, and rounds its block of C
- * into the output. A product of at most GEMV_ROWS rows (a decoding step) streams B's rows
- * instead: each output's sum over k in order, in double, exactly the interpreter's sum; larger
- * ones use dgemm on the blocks. */
+/* A bf16 or f16 gemm. No operand is ever held converted as a whole (a 262144-column embedding
+ * would take 2.4 GB in double): each task converts the blocks it multiplies into scratch of its
+ * thread and rounds its block of C into the output. A product of at most GEMV_ROWS rows (a
+ * decoding step) streams B's rows over A's (HALF_ROWS), one of at most GEMV_ROWS columns whose lhs
+ * is stored transposed streams B^T's over A^T's (HALF_COLS): each output's sum over k in order,
+ * in double, exactly the interpreter's sum, which a deep network (Gemma 3's 26 layers of decoding
+ * steps) needs to stay within --check's tolerance. Larger products (attention's 128 x 128 blocks)
+ * run in float on sgemm, as XLA:CPU runs them: the products are exact in float, the sums are
+ * rounded in float, and the result is rounded to bf16 or f16 once. */
 enum { GEMV_ROWS = 16 };
 
 /* The streamed product of rows A ([mr][K], doubles) and columns [0, nr) of the bf16/f16 rows of
@@ -155,8 +158,39 @@ FX_CLONES static void gemv_block(const double *A, int64_t mr, int64_t K, const u
   }
 }
 
+/* n bf16/f16 elements `stride` apart as floats or doubles (exact). */
+FX_CLONES static void half_to_f32(const uint16_t *src, int64_t stride, int64_t n, bool bf, float *dst) {
+  if (bf && stride == 1)
+    for (int64_t j = 0; j < n; j++) {
+      uint32_t u = (uint32_t)src[j] << 16;
+      memcpy(&dst[j], &u, 4);
+    }
+  else if (bf)
+    for (int64_t j = 0; j < n; j++) {
+      uint32_t u = (uint32_t)src[j * stride] << 16;
+      memcpy(&dst[j], &u, 4);
+    }
+  else
+    for (int64_t j = 0; j < n; j++) dst[j] = rt_f16_to_f32(src[j * stride]);
+}
+
+FX_CLONES static void half_to_f64(const uint16_t *src, int64_t stride, int64_t n, bool bf, double *dst) {
+  if (bf && stride == 1)
+    for (int64_t j = 0; j < n; j++) {
+      uint32_t u = (uint32_t)src[j] << 16;
+      float f;
+      memcpy(&f, &u, 4);
+      dst[j] = f;
+    }
+  else
+    for (int64_t j = 0; j < n; j++) dst[j] = half_get(src, j * stride, bf);
+}
+
+typedef enum { HALF_ROWS, HALF_COLS, HALF_SGEMM } HalfMode;
+
 typedef struct {
   const CpuGemm *g;
+  HalfMode mode;
   const RtTensor *a, *bt;
   RtTensor *r;
   int64_t a0, b0, r0, ldc;  /* where the product's operands and result start (elements); the result's row stride */
@@ -174,61 +208,83 @@ static void half_gemm_task(void *ctx, int64_t lo, int64_t hi, int tid) {
   for (int64_t u = lo; u < hi; u++) {
     int64_t q = u / (t->mblocks * t->nblocks), rest = u % (t->mblocks * t->nblocks);
     int64_t m0 = (rest / t->nblocks) * t->mb, n0 = (rest % t->nblocks) * t->nb;
-    int64_t mr = M - m0 < t->mb ? M - m0 : t->mb, nr = N - n0 < t->nb ? N - n0 : t->nb;
+    int64_t wide = t->mode == HALF_COLS ? M : N; /* what the column blocks run over */
+    int64_t mr = M - m0 < t->mb ? M - m0 : t->mb, nr = wide - n0 < t->nb ? wide - n0 : t->nb;
     const uint16_t *A = (const uint16_t *)t->a->data + t->a0 + q * M * K, *B = (const uint16_t *)t->bt->data + t->b0 + q * K * N;
-    /* the rows of A as [mr][K] */
-    for (int64_t m = 0; m < mr; m++)
-      for (int64_t k = 0; k < K; k++) Ab[m * K + k] = half_get(A, g->trans_a ? k * M + m0 + m : (m0 + m) * K + k, bf);
-    if (M <= GEMV_ROWS && !g->trans_b) {
-      gemv_block(Ab, mr, K, B + n0, N, nr, bf, Bb, Cb);
-    } else {
-#ifdef FXPLAIN_HAVE_BLAS
-      if (!g->trans_b)
-        for (int64_t k = 0; k < K; k++)
-          for (int64_t j = 0; j < nr; j++) Bb[k * nr + j] = half_get(B, k * N + n0 + j, bf);
-      else
-        for (int64_t j = 0; j < nr; j++)
-          for (int64_t k = 0; k < K; k++) Bb[j * K + k] = half_get(B, (n0 + j) * K + k, bf);
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans, (int)mr, (int)nr, (int)K, 1.0, Ab,
-                  (int)K, Bb, (int)(g->trans_b ? K : nr), 0.0, Cb, (int)nr);
-#endif
-    }
     uint16_t *R = (uint16_t *)t->r->data + t->r0 + q * M * t->ldc;
+    if (t->mode == HALF_COLS) {
+      /* few columns: rows of B^T streamed over A^T, a block of columns of A^T ([K][M], the lhs
+         stored transposed) at a time; C^T's block stored transposed */
+      for (int64_t n = 0; n < N; n++) half_to_f64(B + (g->trans_b ? n * K : n), g->trans_b ? 1 : N, K, bf, Ab + n * K);
+      gemv_block(Ab, N, K, A + n0, M, nr, bf, Bb, Cb);
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t j = 0; j < nr; j++) {
+          double v = Cb[n * nr + j];
+          R[(n0 + j) * t->ldc + n] = bf ? f32_to_bf16((float)v) : rt_f32_to_f16((float)v);
+        }
+      continue;
+    }
+    if (t->mode == HALF_ROWS) {
+      for (int64_t m = 0; m < mr; m++)
+        half_to_f64(A + (g->trans_a ? m0 + m : (m0 + m) * K), g->trans_a ? M : 1, K, bf, Ab + m * K);
+      gemv_block(Ab, mr, K, B + n0, N, nr, bf, Bb, Cb);
+      for (int64_t m = 0; m < mr; m++)
+        for (int64_t j = 0; j < nr; j++) {
+          double v = Cb[m * nr + j];
+          R[(m0 + m) * t->ldc + n0 + j] = bf ? f32_to_bf16((float)v) : rt_f32_to_f16((float)v);
+        }
+      continue;
+    }
+#ifdef FXPLAIN_HAVE_BLAS
+    /* many rows and columns: in float on sgemm, as XLA:CPU computes a bf16 product (the products
+       are exact in float, the sums rounded in float) */
+    float *Af = (float *)Ab, *Bf = (float *)Bb, *Cf = (float *)Cb;
+    for (int64_t m = 0; m < mr; m++)
+      half_to_f32(A + (g->trans_a ? m0 + m : (m0 + m) * K), g->trans_a ? M : 1, K, bf, Af + m * K);
+    if (!g->trans_b)
+      for (int64_t k = 0; k < K; k++) half_to_f32(B + k * N + n0, 1, nr, bf, Bf + k * nr);
+    else
+      for (int64_t j = 0; j < nr; j++) half_to_f32(B + (n0 + j) * K, 1, K, bf, Bf + j * K);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans, (int)mr, (int)nr, (int)K, 1.0f, Af, (int)K,
+                Bf, (int)(g->trans_b ? K : nr), 0.0f, Cf, (int)nr);
     for (int64_t m = 0; m < mr; m++)
       for (int64_t j = 0; j < nr; j++) {
-        double v = Cb[m * nr + j];
-        R[(m0 + m) * t->ldc + n0 + j] = bf ? f32_to_bf16((float)v) : rt_f32_to_f16((float)v);
+        float v = Cf[m * nr + j];
+        R[(m0 + m) * t->ldc + n0 + j] = bf ? f32_to_bf16(v) : rt_f32_to_f16(v);
       }
+#endif
   }
 }
 
 static bool gemm_half(CpuBackend *b, const CpuGemm *g, const RtTensor *a, int64_t a0, const RtTensor *bt, int64_t b0,
                       RtTensor *r, int64_t r0, int64_t ldc, FxError *err) {
   int64_t K = g->k ? g->k : 1;
-  /* blocks: B's block about 4 MB, A's about 8 MB, whole vectors of columns */
-  int64_t nb = (512 << 10) / K;
+  HalfMode mode = g->m <= GEMV_ROWS && !g->trans_b ? HALF_ROWS : g->n <= GEMV_ROWS && g->trans_a ? HALF_COLS : HALF_SGEMM;
+  /* blocks: B's block about 4 MB, A's about 8 MB, whole vectors of columns. HALF_COLS streams
+     B^T's few rows over blocks of A^T's columns: the blocks run over m, and N rows are converted */
+  int64_t wide = mode == HALF_COLS ? g->m : g->n, nb = (512 << 10) / K;
   nb = nb > 512 ? 512 : nb < 16 ? 16 : nb - nb % 16;
-  if (nb > g->n) nb = g->n ? g->n : 1;
-  int64_t mb = g->m <= GEMV_ROWS ? g->m : (1 << 20) / K;
-  mb = mb > 2048 ? 2048 : mb < 16 ? 16 : mb;
-  if (mb > g->m) mb = g->m ? g->m : 1;
-  HalfGemmTask t = {.g = g, .a = a, .bt = bt, .r = r, .a0 = a0, .b0 = b0, .r0 = r0, .ldc = ldc, .mb = mb, .nb = nb};
-  t.mblocks = (g->m + mb - 1) / mb;
-  t.nblocks = (g->n + nb - 1) / nb;
+  if (nb > wide) nb = wide ? wide : 1;
+  int64_t mb = mode == HALF_ROWS ? g->m : mode == HALF_COLS ? g->n : (1 << 20) / K;
+  if (mode == HALF_SGEMM) mb = mb > 2048 ? 2048 : mb < 16 ? 16 : mb;
+  if (mode != HALF_COLS && mb > g->m) mb = g->m ? g->m : 1;
+  if (mb < 1) mb = 1;
+  HalfGemmTask t = {.g = g, .mode = mode, .a = a, .bt = bt, .r = r, .a0 = a0, .b0 = b0, .r0 = r0, .ldc = ldc, .mb = mb, .nb = nb};
+  t.mblocks = mode == HALF_COLS ? 1 : (g->m + mb - 1) / mb;
+  t.nblocks = (wide + nb - 1) / nb;
   int nt = cpu_threads(b);
-  t.scratch = fx_calloc((size_t)nt, sizeof *t.scratch);
-  bool ok = t.scratch != NULL;
+  double *sp[CPU_MAX_THREADS];
+  t.scratch = sp;
+  bool ok = true;
   /* per thread: A's block, B's block (at least four rows of it), C's block */
   int64_t bsize = K * nb > 4 * nb ? K * nb : 4 * nb;
-  for (int q = 0; ok && q < nt; q++) ok = (t.scratch[q] = fx_malloc(sizeof(double) * (size_t)(mb * K + bsize + mb * nb))) != NULL;
+  for (int q = 0; ok && q < nt; q++) ok = (sp[q] = cpu_scratch(b, q, sizeof(double) * (size_t)(mb * K + bsize + mb * nb))) != NULL;
   if (ok) {
     int64_t units = g->batch * t.mblocks * t.nblocks;
     double macs = (double)g->batch * (double)g->m * (double)g->n * (double)g->k;
     if (macs >= GEMM_PARALLEL_MACS) cpu_parallel(b, half_gemm_task, &t, units, 1);
     else half_gemm_task(&t, 0, units, 0);
   }
-  for (int q = 0; t.scratch && q < nt; q++) fx_free(t.scratch[q]);
-  fx_free(t.scratch);
   return ok || fx_error_set(err, NULL, 0, 0, "out of memory for a gemm's blocks");
 }
 
@@ -690,7 +746,7 @@ static bool conv_im2col(CpuBackend *b, const ConvSizes *z, const RtConvMap *c, c
   int64_t chunk = (32 << 20) / (cols * es);
   if (chunk < 1) chunk = 1;
   if (chunk > rows) chunk = rows;
-  char *A = fx_malloc((size_t)(chunk * cols * es)), *C = direct ? NULL : fx_malloc((size_t)(chunk * z->opg * es));
+  char *A = cpu_scratch(b, CPU_SCRATCH_A, (size_t)(chunk * cols * es)), *C = direct ? NULL : cpu_scratch(b, CPU_SCRATCH_C, (size_t)(chunk * z->opg * es));
   bool ok = A && (direct || C);
   for (int64_t g = 0; ok && g < z->groups; g++)
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
@@ -704,8 +760,6 @@ static bool conv_im2col(CpuBackend *b, const ConvSizes *z, const RtConvMap *c, c
       gemm_raw(b, &gm, dbl, A, B, z->kout, out, direct ? z->kout : z->opg);
       if (!direct) store_rows(z, c, r, dbl, C, r0, nr, g);
     }
-  fx_free(A);
-  fx_free(C);
   return ok;
 }
 
@@ -735,9 +789,9 @@ bool cpu_conv(CpuBackend *b, const RtConvMap *c, const RtTensor *in, const RtTen
     /* per thread: accumulators and a converted line (features, or the last spatial dim's) */
     bool inner = features_inner(&z, c) || z.ns == 0;
     int64_t per = inner ? 2 * z.kout : z.osz[z.ns - 1] + z.isz[z.ns - 1];
-    DepthTask t = {.z = &z, .c = c, .in = in, .k = k, .r = r, .kd = kd, .scratch = fx_calloc((size_t)nt, sizeof(double *))};
-    ok = t.scratch != NULL;
-    for (int q = 0; ok && q < nt; q++) ok = (t.scratch[q] = fx_malloc(sizeof(double) * (size_t)(per ? per : 1))) != NULL;
+    double *sp[CPU_MAX_THREADS];
+    DepthTask t = {.z = &z, .c = c, .in = in, .k = k, .r = r, .kd = kd, .scratch = sp};
+    for (int q = 0; ok && q < nt; q++) ok = (sp[q] = cpu_scratch(b, q, sizeof(double) * (size_t)(per ? per : 1))) != NULL;
     if (ok && inner) {
       int64_t units = z.nb * z.osp;
       cpu_parallel(b, depth_task, &t, units, units / (4 * nt) > 16 ? units / (4 * nt) : 16);
@@ -745,8 +799,6 @@ bool cpu_conv(CpuBackend *b, const RtConvMap *c, const RtTensor *in, const RtTen
       int64_t units = z.nb * z.kout * (z.osp / z.osz[z.ns - 1]);
       cpu_parallel(b, depth_line_task, &t, units, units / (4 * nt) > 4 ? units / (4 * nt) : 4);
     }
-    for (int q = 0; t.scratch && q < nt; q++) fx_free(t.scratch[q]);
-    fx_free(t.scratch);
   } else {
     cpu_blas_single_threaded();
     float *kf = NULL;

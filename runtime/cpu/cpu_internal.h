@@ -83,6 +83,8 @@ typedef struct {
                            marker of a loop that runs on the host; an entry IrComputation* -> its plan */
   uint64_t *drivers;    /* hashes of the drivers in the unit being generated (each written once) */
   int ndrivers, capdrivers;
+  void *scratch[CPU_MAX_THREADS + 3]; /* cpu_scratch's buffers, kept from call to call */
+  size_t scratch_cap[CPU_MAX_THREADS + 3];
 } CpuBackend;
 
 /* cpu.c */
@@ -95,6 +97,11 @@ typedef void (*CpuTask)(void *ctx, int64_t lo, int64_t hi, int tid);
  * there is one thread or one chunk. Returns whether the pool took part. */
 bool cpu_parallel(CpuBackend *b, CpuTask task, void *ctx, int64_t n, int64_t chunk);
 int cpu_threads(const CpuBackend *b);
+/* Scratch memory of at least `bytes`, kept by the backend from call to call (a fresh allocation of
+ * a few hundred KB each time cost page faults on every run): slot t < CPU_MAX_THREADS is thread
+ * t's, CPU_SCRATCH_A.. are the caller's. Contents are not kept. NULL when out of memory. */
+enum { CPU_SCRATCH_A = CPU_MAX_THREADS, CPU_SCRATCH_C, CPU_SCRATCH_K };
+void *cpu_scratch(CpuBackend *b, int slot, size_t bytes);
 /* Whether the next launch whose times a tracks should split over the threads; and its time. */
 bool cpu_adapt_split(CpuAdapt *a);
 void cpu_adapt_record(CpuAdapt *a, bool split, double ns);
