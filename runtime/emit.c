@@ -290,6 +290,8 @@ typedef struct {
   int floors[256];  /* floor saved per open scope */
   int *vlevel;      /* per variable number: the level where it is defined, or LEVEL_MUTABLE */
   int capvlevel;
+  const IrInstr *pick; /* a concatenate whose operand pick_k alone is generated (a wrapper that */
+  int pick_k;          /* loops over each operand's range of the concatenated dim: no branches) */
 } Gen;
 
 /* A variable that changes within its scope (an accumulator, a branch's result, a loop counter
@@ -1133,6 +1135,14 @@ static bool gen_concat(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   int64_t dim;
   if (ir_attr_dims(i, "dimensions", &dim, 1) != 1 || dim < 0 || dim >= i->shape.rank)
     return gen_fail(g, i, "concatenate needs dimensions={d}");
+  if (g->pick == i) { /* the wrapper's loop covers operand pick_k's range only */
+    int64_t off = 0;
+    for (int k = 0; k < g->pick_k; k++) off += oshape(i, k)->dims[dim];
+    Val sub[IR_MAX_RANK];
+    for (int d = 0; d < i->shape.rank; d++) sub[d] = idx[d];
+    sub[dim] = off ? idxvar(g, "%s - %lldll", idx[dim].s, (long long)off) : idx[dim];
+    return gen(g, i->operands[g->pick_k], sub, out);
+  }
   Val res = branch_var(g, i->shape.type);
   int64_t off = 0;
   for (int k = 0; k < i->noperands; k++) {
@@ -2314,7 +2324,8 @@ bool emit_globals(EmitBuf *b, const EmitKernel *k, EmitTarget t, FxError *err) {
   return !b->oom;
 }
 
-bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int indent, FxError *err) {
+static bool body_pick(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int indent, const IrInstr *pick, int pick_k,
+                      FxError *err) {
   if (part < 0 || part >= k->nparts) return fx_error_set(err, NULL, 0, 0, "no part %d", part);
   Gen g;
   memset(&g, 0, sizeof g);
@@ -2324,6 +2335,8 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
   g.indent = indent;
   g.err = err;
   g.fcomp = ir_fused_computation(k->instr);
+  g.pick = pick;
+  g.pick_k = pick_k;
   const EmitPart *p = &k->parts[part];
   Val idx[IR_MAX_RANK];
   for (int d = 0; d < p->rank; d++) snprintf(idx[d].s, sizeof idx[d].s, "i%d", d);
@@ -2345,6 +2358,10 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
   fx_free(g.vlevel);
   if (ok && b->oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating %s", k->name);
   return ok;
+}
+
+bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int indent, FxError *err) {
+  return body_pick(b, k, part, t, indent, NULL, 0, err);
 }
 
 /* ---------- lanes: several elements' bodies interleaved ---------- */
@@ -2554,28 +2571,47 @@ static int transpose_tile_dim(const EmitKernel *k, const EmitPart *p) {
   return -1;
 }
 
-bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
-  if (k->sort_len > 0) return emit_sort_wrapper(b, k, err);
-  if (k->scatter) return emit_scatter_wrapper(b, k, err);
+/* Concatenates: a part whose output is a concatenate (of dynamic slices, of a rotary embedding's
+ * halves) would test, per element, which operand the element comes from: a chain of branches in
+ * the innermost loop that keeps it scalar (64 slices: 64 tests for the last). The wrapper runs the
+ * loop nest once per operand instead, the concatenated dim looping over that operand's range only,
+ * with the concatenate generating that operand alone. The dim must be one the nest loops over
+ * (not one decomposed from the flattened range the threads split). */
+enum { CONCAT_MAX_SPLIT = 64 };
+
+static const IrInstr *concat_split(const EmitKernel *k, const EmitPart *p, int *dim) {
+  if (p->noutputs != 1 || p->rank < 1 || k->sort_len || k->scatter) return NULL;
+  int which;
+  const IrInstr *r = output_instr(k, p->outputs[0], &which);
+  int64_t d;
+  if (!r || r->op != IR_OP_CONCATENATE || r->noperands < 2 || r->noperands > CONCAT_MAX_SPLIT || r->shape.rank != p->rank ||
+      memcmp(r->shape.dims, p->dims, sizeof(int64_t) * (size_t)p->rank) != 0)
+    return NULL;
+  if (ir_attr_dims(r, "dimensions", &d, 1) != 1 || d < 0 || d >= p->rank || d < p->nsplit - 1) return NULL;
+  *dim = (int)d;
+  return r;
+}
+
+/* Writes `e` clipped to [lo, hi) of a cut (or e itself when the cut is another dim's). */
+static void cut_bound(char *out, size_t n, const char *e, bool low, bool cut, int64_t v) {
+  if (!cut) snprintf(out, n, "%s", e);
+  else if (low) snprintf(out, n, "(%s > %lldll ? %s : %lldll)", e, (long long)v, e, (long long)v);
+  else snprintf(out, n, "(%s < %lldll ? %s : %lldll)", e, (long long)v, e, (long long)v);
+}
+
+/* The loop nest of part p and its body (pick: a concatenate's operand alone, see above), dim
+ * cut_dim (-1: none) limited to [cut_lo, cut_hi). */
+static bool emit_nest(EmitBuf *b, const EmitKernel *k, int part, const IrInstr *pick, int pick_k, int cut_dim, int64_t cut_lo,
+                      int64_t cut_hi, FxError *err) {
   const EmitPart *p = &k->parts[part];
-  emit_printf(b, "void %s_p%d(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name, part);
-  for (int j = 0; j < k->ninputs; j++)
-    emit_printf(b, "  const %s *restrict in%d = (const %s *)bufs[%d];\n", emit_storage_type(k->in_types[j]), j,
-                emit_storage_type(k->in_types[j]), j);
-  for (int q = 0; q < p->noutputs; q++) {
-    int o = p->outputs[q];
-    emit_printf(b, "  %s *restrict out%d = (%s *)bufs[%d];\n", emit_storage_type(k->out_types[o]), o,
-                emit_storage_type(k->out_types[o]), k->ninputs + o);
-  }
-  emit_printf(b, "  (void)bufs; (void)lo; (void)hi;\n");
   /* the body's indent; the closing loop below counts down */
   int ind = p->rank == 0 ? 4 : p->nsplit >= 2 ? 6 + 2 * (p->rank - p->nsplit) : 2 + 2 * p->rank;
   const IrInstr *colr = column_reduce(k, p);
-  int tile = colr ? -1 : transpose_tile_dim(k, p);
+  int tile = colr || cut_dim >= 0 ? -1 : transpose_tile_dim(k, p);
   if (tile >= 0) ind += 4; /* the two block loops */
   EmitBuf body;
   emit_buf_init(&body);
-  if ((!colr && !emit_body(&body, k, part, EMIT_TARGET_C, ind, err)) || body.oom) {
+  if ((!colr && !body_pick(&body, k, part, EMIT_TARGET_C, ind, pick, pick_k, err)) || body.oom) {
     if (body.oom) fx_error_set(err, NULL, 0, 0, "out of memory generating kernel source");
     emit_buf_free(&body);
     return false;
@@ -2589,7 +2625,7 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
        flattened range [lo, hi), one contiguous run of dim ns-1 at a time (the dims before it
        decomposed once per run). Then the middle dims fully, and the innermost loop. */
     int inner = p->rank - 1, ns = p->nsplit, in = 2;
-    char ivar[16], lo[32], hi[32];
+    char ivar[16], lo[80], hi[80];
     snprintf(ivar, sizeof ivar, "i%d", inner);
     if (ns >= 2) {
       int64_t dl = p->dims[ns - 1];
@@ -2607,10 +2643,12 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
       closes++;
     }
     for (int d = ns - 1; d < inner; d++) {
-      char dlo[32], dhi[32];
-      if (d == ns - 1 && ns >= 2) snprintf(dlo, sizeof dlo, "fx_c0"), snprintf(dhi, sizeof dhi, "fx_c1");
-      else if (d == 0) snprintf(dlo, sizeof dlo, "lo"), snprintf(dhi, sizeof dhi, "hi");
-      else snprintf(dlo, sizeof dlo, "0"), snprintf(dhi, sizeof dhi, "%lldll", (long long)p->dims[d]);
+      char dlo[80], dhi[80], e0[32], e1[32];
+      if (d == ns - 1 && ns >= 2) snprintf(e0, sizeof e0, "fx_c0"), snprintf(e1, sizeof e1, "fx_c1");
+      else if (d == 0) snprintf(e0, sizeof e0, "lo"), snprintf(e1, sizeof e1, "hi");
+      else snprintf(e0, sizeof e0, "0"), snprintf(e1, sizeof e1, "%lldll", (long long)p->dims[d]);
+      cut_bound(dlo, sizeof dlo, e0, true, d == cut_dim, cut_lo);
+      cut_bound(dhi, sizeof dhi, e1, false, d == cut_dim, cut_hi);
       if (d == tile) { /* the blocks of (this dim, the innermost), then this dim within its block */
         emit_printf(b, "%*sfor (int64_t fx_ab = %s; fx_ab < %s; fx_ab += %d) {\n", in, "", dlo, dhi, TRANSPOSE_TILE);
         emit_printf(b, "%*s  const int64_t fx_ae = fx_ab + %d < %s ? fx_ab + %d : %s;\n", in, "", TRANSPOSE_TILE, dhi,
@@ -2628,16 +2666,19 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
       in += 2;
       closes++;
     }
+    char e0[32], e1[32];
     if (inner == ns - 1) {
-      snprintf(lo, sizeof lo, "%s", ns >= 2 ? "fx_c0" : "lo");
-      snprintf(hi, sizeof hi, "%s", ns >= 2 ? "fx_c1" : "hi");
+      snprintf(e0, sizeof e0, "%s", ns >= 2 ? "fx_c0" : "lo");
+      snprintf(e1, sizeof e1, "%s", ns >= 2 ? "fx_c1" : "hi");
     } else if (tile >= 0) {
-      snprintf(lo, sizeof lo, "fx_ib");
-      snprintf(hi, sizeof hi, "fx_ie");
+      snprintf(e0, sizeof e0, "fx_ib");
+      snprintf(e1, sizeof e1, "fx_ie");
     } else {
-      snprintf(lo, sizeof lo, "0");
-      snprintf(hi, sizeof hi, "%lldll", (long long)p->dims[inner]);
+      snprintf(e0, sizeof e0, "0");
+      snprintf(e1, sizeof e1, "%lldll", (long long)p->dims[inner]);
     }
+    cut_bound(lo, sizeof lo, e0, true, inner == cut_dim, cut_lo);
+    cut_bound(hi, sizeof hi, e1, false, inner == cut_dim, cut_hi);
     if (colr) {
       /* the reduction loops outside, the tile of outputs inside: a block with no loop left open */
       if (!emit_column_reduce(b, k, part, colr, ivar, lo, hi, in, err)) {
@@ -2672,6 +2713,36 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
     ind -= 2;
     emit_printf(b, "%*s}\n", ind, "");
   }
-  emit_printf(b, "}\n\n");
   return !b->oom;
+}
+
+bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
+  if (k->sort_len > 0) return emit_sort_wrapper(b, k, err);
+  if (k->scatter) return emit_scatter_wrapper(b, k, err);
+  const EmitPart *p = &k->parts[part];
+  emit_printf(b, "void %s_p%d(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name, part);
+  for (int j = 0; j < k->ninputs; j++)
+    emit_printf(b, "  const %s *restrict in%d = (const %s *)bufs[%d];\n", emit_storage_type(k->in_types[j]), j,
+                emit_storage_type(k->in_types[j]), j);
+  for (int q = 0; q < p->noutputs; q++) {
+    int o = p->outputs[q];
+    emit_printf(b, "  %s *restrict out%d = (%s *)bufs[%d];\n", emit_storage_type(k->out_types[o]), o,
+                emit_storage_type(k->out_types[o]), k->ninputs + o);
+  }
+  emit_printf(b, "  (void)bufs; (void)lo; (void)hi;\n");
+  int cd;
+  const IrInstr *cat = concat_split(k, p, &cd);
+  bool ok = true;
+  if (cat) { /* the nest once per operand, over its range of the concatenated dim */
+    int64_t off = 0;
+    for (int q = 0; ok && q < cat->noperands; q++) {
+      int64_t sz = cat->operands[q]->shape.dims[cd];
+      if (sz > 0) ok = emit_nest(b, k, part, cat, q, cd, off, off + sz, err);
+      off += sz;
+    }
+  } else {
+    ok = emit_nest(b, k, part, NULL, 0, -1, 0, 0, err);
+  }
+  emit_printf(b, "}\n\n");
+  return ok && !b->oom;
 }
