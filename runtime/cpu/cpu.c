@@ -640,7 +640,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
  * the next one, so no worker runs one launch's function over another's range. */
 struct CpuPool {
   pthread_mutex_t mu;
-  pthread_cond_t wake, idle;
+  pthread_cond_t wake, idle, finished;
   pthread_t th[CPU_MAX_THREADS];
   struct PoolWorker {
     struct CpuPool *pool;
@@ -661,7 +661,12 @@ static void run_chunks(CpuPool *p, CpuTask task, void *ctx, int64_t outer, int64
     if (lo >= outer) return;
     int64_t hi = lo + chunk < outer ? lo + chunk : outer;
     task(ctx, lo, hi, tid);
-    atomic_fetch_add(&p->done, hi - lo);
+    if (atomic_fetch_add(&p->done, hi - lo) + (hi - lo) >= outer && tid != 0) {
+      /* the last chunk: the caller may be asleep waiting for it */
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->finished);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
 }
 
@@ -694,6 +699,7 @@ static CpuPool *pool_start(int nt) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->idle, NULL);
+  pthread_cond_init(&p->finished, NULL);
   for (int t = 0; t < nt - 1 && t < CPU_MAX_THREADS; t++) {
     p->who[t].pool = p;
     p->who[t].tid = t + 1; /* the calling thread is 0 */
@@ -713,6 +719,7 @@ static void pool_stop(CpuPool *p) {
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->wake);
   pthread_cond_destroy(&p->idle);
+  pthread_cond_destroy(&p->finished);
   fx_free(p);
 }
 
@@ -729,9 +736,16 @@ static void pool_run(CpuPool *p, CpuTask task, void *ctx, int64_t outer, int64_t
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   run_chunks(p, task, ctx, outer, chunk, 0);
-  /* the chunks the workers claimed: they are running, so this wait is short */
-  for (unsigned spins = 0; atomic_load(&p->done) < outer; spins++)
-    if (spins > 1000) sched_yield();
+  /* the chunks the workers claimed: a short spin (they are usually running), then sleep until the
+     last one signals (on a loaded machine a worker can wait milliseconds for a core, and a caller
+     spinning or yielding meanwhile takes the core from it) */
+  for (unsigned spins = 0; spins < 2000 && atomic_load(&p->done) < outer; spins++) {
+  }
+  if (atomic_load(&p->done) < outer) {
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load(&p->done) < outer) pthread_cond_wait(&p->finished, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+  }
 }
 
 int cpu_threads(const CpuBackend *b) { return b->threads < CPU_MAX_THREADS ? b->threads : CPU_MAX_THREADS; }
