@@ -292,6 +292,11 @@ typedef struct {
   int capvlevel;
   const IrInstr *pick; /* a concatenate whose operand pick_k alone is generated (a wrapper that */
   int pick_k;          /* loops over each operand's range of the concatenated dim: no branches) */
+  int part_rank;       /* the wrapper's index variables i0..: 0 when not writing a C wrapper's body */
+  int tile_hint;       /* a wrapper index to tile with the innermost (a load read through a
+                          transpose, see transposed_load), or -1 */
+  char **jexpr;        /* per variable number: an index variable's expression (transposed_load) */
+  int capjexpr;
 } Gen;
 
 /* A variable that changes within its scope (an accumulator, a branch's result, a loop counter
@@ -559,6 +564,20 @@ static Val idxvar(Gen *g, const char *fmt, ...) {
   snprintf(text, sizeof text, "const int64_t %s = %s;", v.s, expr);
   define(g, &v, text, expr);
   if (cse) memo_put(g, NULL, -1, expr, v);
+  int n = var_number(&v);
+  if (g->part_rank > 0 && n >= 0) { /* kept for transposed_load */
+    if (n >= g->capjexpr) {
+      int nc = g->capjexpr ? g->capjexpr * 2 : 256;
+      while (nc <= n) nc *= 2;
+      char **nj = fx_realloc(g->jexpr, sizeof *nj * (size_t)nc);
+      if (nj) {
+        memset(nj + g->capjexpr, 0, sizeof *nj * (size_t)(nc - g->capjexpr));
+        g->jexpr = nj;
+        g->capjexpr = nc;
+      }
+    }
+    if (n < g->capjexpr && !g->jexpr[n]) g->jexpr[n] = fx_strdup(expr);
+  }
   return v;
 }
 
@@ -854,8 +873,53 @@ static bool gen_compare(Gen *g, const IrInstr *i, Val a, Val b, Val *out) {
 static const IrShape *oshape(const IrInstr *i, int k) { return &i->operands[k]->shape; }
 
 /* value of a kernel input at idx */
+/* Whether index expression e (expanding index variables through their expressions) mentions
+ * wrapper index i<var>; with `bare`, only as a term of its own (not scaled): `i1 + i0*20ll` has
+ * i1 bare. */
+static bool index_mentions(const Gen *g, const char *e, int var, bool bare, int depth) {
+  if (depth > 8) return !bare; /* too deep to tell: assume it does (no hint) */
+  for (const char *q = e; *q;) {
+    if (!ident_char(*q)) {
+      q++;
+      continue;
+    }
+    const char *s0 = q;
+    while (ident_char(*q)) q++;
+    size_t n = (size_t)(q - s0);
+    bool term = (s0 == e || s0[-1] == ' ' || s0[-1] == '(') && (*q == 0 || *q == ' ' || *q == ')');
+    if (n >= 2 && s0[0] == 'i' && s0[1] >= '0' && s0[1] <= '9' && atoi(s0 + 1) == var) {
+      if (!bare || term) return true;
+    } else if (n >= 2 && s0[0] == 'j' && s0[1] >= '0' && s0[1] <= '9') {
+      int num = atoi(s0 + 1);
+      if (num < g->capjexpr && g->jexpr && g->jexpr[num] && (!bare || term) && index_mentions(g, g->jexpr[num], var, bare, depth + 1))
+        return true;
+      if (!bare && !(num < g->capjexpr && g->jexpr && g->jexpr[num])) return true; /* unknown */
+    }
+  }
+  return false;
+}
+
+/* A load of input `in` (rank r) at idx: when its innermost index does not move with the wrapper's
+ * innermost index while another of its indices does, the kernel reads this input transposed;
+ * the wrapper index that moves its innermost index one to one is noted as the one to tile with
+ * (gpu_hlo's transpose seen through a reshape: out[i0][i1][i2] = in[i2][i0 * 20 + i1]). */
+static void transposed_load(Gen *g, int r, Val *idx) {
+  if (g->part_rank < 2 || g->tile_hint >= 0 || r < 2) return;
+  int inner = g->part_rank - 1;
+  if (index_mentions(g, idx[r - 1].s, inner, false, 0)) return;
+  bool moves = false;
+  for (int d = 0; d < r - 1 && !moves; d++) moves = index_mentions(g, idx[d].s, inner, false, 0);
+  if (!moves) return;
+  for (int a = 0; a < inner; a++)
+    if (index_mentions(g, idx[r - 1].s, a, true, 0)) {
+      g->tile_hint = a;
+      return;
+    }
+}
+
 static bool gen_load(Gen *g, const IrInstr *i, int in, Val *idx, Val *out) {
   const IrShape *s = &i->shape;
+  transposed_load(g, s->rank, idx);
   char lin[600], ld[700], ref[700];
   linear(lin, sizeof lin, s->rank, s->dims, idx);
   snprintf(ref, sizeof ref, "in%d[%s]", in, lin);
@@ -2325,7 +2389,7 @@ bool emit_globals(EmitBuf *b, const EmitKernel *k, EmitTarget t, FxError *err) {
 }
 
 static bool body_pick(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int indent, const IrInstr *pick, int pick_k,
-                      FxError *err) {
+                      int *tile_hint, FxError *err) {
   if (part < 0 || part >= k->nparts) return fx_error_set(err, NULL, 0, 0, "no part %d", part);
   Gen g;
   memset(&g, 0, sizeof g);
@@ -2337,6 +2401,8 @@ static bool body_pick(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, i
   g.fcomp = ir_fused_computation(k->instr);
   g.pick = pick;
   g.pick_k = pick_k;
+  g.part_rank = tile_hint ? k->parts[part].rank : 0;
+  g.tile_hint = -1;
   const EmitPart *p = &k->parts[part];
   Val idx[IR_MAX_RANK];
   for (int d = 0; d < p->rank; d++) snprintf(idx[d].s, sizeof idx[d].s, "i%d", d);
@@ -2356,12 +2422,15 @@ static bool body_pick(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, i
   fx_free(g.memo);
   fx_free(g.heads);
   fx_free(g.vlevel);
+  for (int q = 0; q < g.capjexpr; q++) fx_free(g.jexpr[q]);
+  fx_free(g.jexpr);
+  if (tile_hint) *tile_hint = g.tile_hint;
   if (ok && b->oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating %s", k->name);
   return ok;
 }
 
 bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int indent, FxError *err) {
-  return body_pick(b, k, part, t, indent, NULL, 0, err);
+  return body_pick(b, k, part, t, indent, NULL, 0, NULL, err);
 }
 
 /* ---------- lanes: several elements' bodies interleaved ---------- */
@@ -2607,15 +2676,17 @@ static bool emit_nest(EmitBuf *b, const EmitKernel *k, int part, const IrInstr *
   /* the body's indent; the closing loop below counts down */
   int ind = p->rank == 0 ? 4 : p->nsplit >= 2 ? 6 + 2 * (p->rank - p->nsplit) : 2 + 2 * p->rank;
   const IrInstr *colr = column_reduce(k, p);
-  int tile = colr || cut_dim >= 0 ? -1 : transpose_tile_dim(k, p);
+  int tile = colr || cut_dim >= 0 ? -1 : transpose_tile_dim(k, p), hint = -1;
   if (tile >= 0) ind += 4; /* the two block loops */
   EmitBuf body;
   emit_buf_init(&body);
-  if ((!colr && !body_pick(&body, k, part, EMIT_TARGET_C, ind, pick, pick_k, err)) || body.oom) {
+  if ((!colr && !body_pick(&body, k, part, EMIT_TARGET_C, ind, pick, pick_k, &hint, err)) || body.oom) {
     if (body.oom) fx_error_set(err, NULL, 0, 0, "out of memory generating kernel source");
     emit_buf_free(&body);
     return false;
   }
+  /* a load the body reads transposed (through a reshape, say) names the dim to tile too */
+  if (tile < 0 && !colr && cut_dim < 0 && hint >= p->nsplit - 1 && hint < p->rank - 1 && p->dims[hint] > 1) tile = hint;
   const char *text = body.s ? body.s : "";
   int closes = 1;
   if (p->rank == 0) {

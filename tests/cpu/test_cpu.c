@@ -814,16 +814,19 @@ TEST(half_dots_in_blocks) {
 }
 
 /* A kernel that reads its input through a transpose of the innermost dim walks it in 32 x 32
-   blocks (a bf16 transpose alone, and an f32 one fused with an add over a rank-3 iteration space
-   with a dim between the two tiled ones, sizes not multiples of 32): the results are the
-   interpreter's exactly. */
+   blocks (a bf16 transpose alone, an f32 one fused with an add over a rank-3 iteration space with
+   a dim between the two tiled ones, sizes not multiples of 32, and one seen through a reshape,
+   found from the loads' indices): the results are the interpreter's exactly. */
 static const char *transpose_module =
     "HloModule tr\n"
     "f { p = f32[33,5,70] parameter(0)\n q = f32[70,5,33] parameter(1)\n t = f32[70,5,33] transpose(p), dimensions={2,1,0}\n"
     " ROOT s = f32[70,5,33] add(t, q) }\n"
+    "g { p = f32[50,60] parameter(0)\n t = f32[60,50] transpose(p), dimensions={1,0}\n"
+    " ROOT r = f32[3,20,50] reshape(t) }\n"
     "ENTRY main { a = bf16[300,70] parameter(0)\n tr = bf16[70,300] transpose(a), dimensions={1,0}\n"
     " p = f32[33,5,70] parameter(1)\n q = f32[70,5,33] parameter(2)\n u = f32[70,5,33] fusion(p, q), kind=kLoop, calls=f\n"
-    " ROOT o = (bf16[70,300], f32[70,5,33]) tuple(tr, u) }\n";
+    " w = f32[50,60] parameter(3)\n v = f32[3,20,50] fusion(w), kind=kLoop, calls=g\n"
+    " ROOT o = (bf16[70,300], f32[70,5,33], f32[3,20,50]) tuple(tr, u, v) }\n";
 
 TEST(transposes_walk_in_blocks) {
   IrModule *m = parse(transpose_module);
@@ -833,12 +836,13 @@ TEST(transposes_walk_in_blocks) {
   int gen = 0, interp = 0;
   RtCompare c;
   CHECK(cpu_matches_src(m, &gen, &interp, &c, src, sizeof src));
-  CHECK(gen == 2 && interp == 0);
+  CHECK(gen == 3 && interp == 0);
   CHECK(c.ok && c.err == 0);
-  kernel_source(src, "tr", k, sizeof k);
-  CHECK_CONTAINS(k, "fx_ab += 32");
-  kernel_source(src, "u", k, sizeof k);
-  CHECK_CONTAINS(k, "fx_ab += 32");
+  const char *names[] = {"tr", "u", "v"};
+  for (int q = 0; q < 3; q++) {
+    kernel_source(src, names[q], k, sizeof k);
+    CHECK_CONTAINS(k, "fx_ab += 32");
+  }
   ir_module_free(m);
 }
 
