@@ -33,24 +33,41 @@ bool cpu_gemm_of_dot(const IrInstr *i, CpuGemm *g) {
   IrDotDims dd;
   if (!ir_dot_dims(i, &dd) || i->noperands != 2) return false;
   const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
-  int nb = dd.nlhs_batch;
-  if (dd.nrhs_batch != nb || dd.nlhs_contract != 1 || dd.nrhs_contract != 1 || a->rank < nb + 1 || b->rank < nb + 1) return false;
+  int nb = dd.nlhs_batch, nc = dd.nlhs_contract;
+  if (dd.nrhs_batch != nb || nc < 1 || dd.nrhs_contract != nc || a->rank < nb + 1 || b->rank < nb + 1) return false;
   g->batch = 1;
   for (int k = 0; k < nb; k++) {
     if (dd.lhs_batch[k] != k || dd.rhs_batch[k] != k || a->dims[k] != b->dims[k]) return false;
     g->batch *= a->dims[k];
   }
-  int ca = (int)dd.lhs_contract[0], cb = (int)dd.rhs_contract[0];
-  g->k = a->dims[ca];
-  if (b->dims[cb] != g->k || ca < nb || cb < nb) return false;
-  /* each side's free dims before (l1, r1) and after (l2, r2) its contracting dim */
+  /* several contracting dims: consecutive on each side, paired in the same order (in memory
+     order they are then one contracting dim of their product; the interpreter sums them in the
+     order listed, so a double sum can differ from it in its last bits, far below a bf16, f16 or
+     f32 result's precision) */
+  int64_t pa[IR_MAX_RANK], pb[IR_MAX_RANK];
+  for (int c = 0; c < nc; c++) pa[c] = dd.lhs_contract[c], pb[c] = dd.rhs_contract[c];
+  for (int c = 1; c < nc; c++)
+    for (int c2 = c; c2 > 0 && pa[c2 - 1] > pa[c2]; c2--) {
+      int64_t t = pa[c2];
+      pa[c2] = pa[c2 - 1], pa[c2 - 1] = t;
+      t = pb[c2];
+      pb[c2] = pb[c2 - 1], pb[c2 - 1] = t;
+    }
+  g->k = 1;
+  for (int c = 0; c < nc; c++) {
+    if (pa[c] < nb || pb[c] < nb || a->dims[pa[c]] != b->dims[pb[c]]) return false;
+    if (c > 0 && (pa[c] != pa[c - 1] + 1 || pb[c] != pb[c - 1] + 1)) return false;
+    g->k *= a->dims[pa[c]];
+  }
+  int ca = (int)pa[0], cae = (int)pa[nc - 1], cb = (int)pb[0], cbe = (int)pb[nc - 1];
+  /* each side's free dims before (l1, r1) and after (l2, r2) its contracting dims */
   int64_t l1 = 1, l2 = 1, r1 = 1, r2 = 1;
   for (int d = nb; d < a->rank; d++)
     if (d < ca) l1 *= a->dims[d];
-    else if (d > ca) l2 *= a->dims[d];
+    else if (d > cae) l2 *= a->dims[d];
   for (int d = nb; d < b->rank; d++)
     if (d < cb) r1 *= b->dims[d];
-    else if (d > cb) r2 *= b->dims[d];
+    else if (d > cbe) r2 *= b->dims[d];
   g->trans_a = l2 > 1;
   g->m = l2 > 1 ? l2 : l1;
   g->ga = l1 > 1 && l2 > 1 ? l1 : 1;
