@@ -118,10 +118,10 @@ enum { GEMM_PARALLEL_MACS = 1 << 20 };
  * thread and rounds its block of C into the output. A product of at most GEMV_ROWS rows (a
  * decoding step) streams B's rows over A's (HALF_ROWS), one of at most GEMV_ROWS columns whose lhs
  * is stored transposed streams B^T's over A^T's (HALF_COLS): each output's sum over k in order,
- * in double, exactly the interpreter's sum, which a deep network (Gemma 3's 26 layers of decoding
- * steps) needs to stay within --check's tolerance. Larger products (attention's 128 x 128 blocks)
- * run in float on sgemm, as XLA:CPU runs them: the products are exact in float, the sums are
- * rounded in float, and the result is rounded to bf16 or f16 once. */
+ * in double, exactly the interpreter's sum. Larger products (attention's 128 x 128 blocks) run
+ * on dgemm over the blocks converted to double: summed in double, as the interpreter sums, and
+ * rounded once (in float, as XLA:CPU sums them, Gemma 3's 26 layers amplified the flipped bf16
+ * roundings past --check's tolerance). */
 enum { GEMV_ROWS = 16 };
 
 /* The streamed product of rows A ([mr][K], doubles) and columns [0, nr) of the bf16/f16 rows of
@@ -175,22 +175,7 @@ FX_CLONES static void gemv_block(const double *A, int64_t mr, int64_t K, const u
   }
 }
 
-/* n bf16/f16 elements `stride` apart as floats or doubles (exact). */
-FX_CLONES static void half_to_f32(const uint16_t *src, int64_t stride, int64_t n, bool bf, float *dst) {
-  if (bf && stride == 1)
-    for (int64_t j = 0; j < n; j++) {
-      uint32_t u = (uint32_t)src[j] << 16;
-      memcpy(&dst[j], &u, 4);
-    }
-  else if (bf)
-    for (int64_t j = 0; j < n; j++) {
-      uint32_t u = (uint32_t)src[j * stride] << 16;
-      memcpy(&dst[j], &u, 4);
-    }
-  else
-    for (int64_t j = 0; j < n; j++) dst[j] = rt_f16_to_f32(src[j * stride]);
-}
-
+/* n bf16/f16 elements `stride` apart as doubles (exact). */
 FX_CLONES static void half_to_f64(const uint16_t *src, int64_t stride, int64_t n, bool bf, double *dst) {
   if (bf && stride == 1)
     for (int64_t j = 0; j < n; j++) {
@@ -203,7 +188,7 @@ FX_CLONES static void half_to_f64(const uint16_t *src, int64_t stride, int64_t n
     for (int64_t j = 0; j < n; j++) dst[j] = half_get(src, j * stride, bf);
 }
 
-typedef enum { HALF_ROWS, HALF_COLS, HALF_SGEMM } HalfMode;
+typedef enum { HALF_ROWS, HALF_COLS, HALF_GEMM } HalfMode;
 
 typedef struct {
   const CpuGemm *g;
@@ -253,21 +238,21 @@ static void half_gemm_task(void *ctx, int64_t lo, int64_t hi, int tid) {
       continue;
     }
 #ifdef FXPLAIN_HAVE_BLAS
-    /* many rows and columns: in float on sgemm, as XLA:CPU computes a bf16 product (the products
-       are exact in float, the sums rounded in float) */
-    float *Af = (float *)Ab, *Bf = (float *)Bb, *Cf = (float *)Cb;
+    /* many rows and columns: the blocks in double on dgemm, summed in double as the interpreter
+       sums (in float, the last bits of a sum differ often enough to flip a bf16 rounding, and
+       Gemma 3's 26 layers amplified those flips past --check's tolerance) */
     for (int64_t m = 0; m < mr; m++)
-      half_to_f32(A + (g->trans_a ? m0 + m : (m0 + m) * K), g->trans_a ? M : 1, K, bf, Af + m * K);
+      half_to_f64(A + (g->trans_a ? m0 + m : (m0 + m) * K), g->trans_a ? M : 1, K, bf, Ab + m * K);
     if (!g->trans_b)
-      for (int64_t k = 0; k < K; k++) half_to_f32(B + k * N + n0, 1, nr, bf, Bf + k * nr);
+      for (int64_t k = 0; k < K; k++) half_to_f64(B + k * N + n0, 1, nr, bf, Bb + k * nr);
     else
-      for (int64_t j = 0; j < nr; j++) half_to_f32(B + (n0 + j) * K, 1, K, bf, Bf + j * K);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans, (int)mr, (int)nr, (int)K, 1.0f, Af, (int)K,
-                Bf, (int)(g->trans_b ? K : nr), 0.0f, Cf, (int)nr);
+      for (int64_t j = 0; j < nr; j++) half_to_f64(B + (n0 + j) * K, 1, K, bf, Bb + j * K);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, g->trans_b ? CblasTrans : CblasNoTrans, (int)mr, (int)nr, (int)K, 1.0, Ab, (int)K,
+                Bb, (int)(g->trans_b ? K : nr), 0.0, Cb, (int)nr);
     for (int64_t m = 0; m < mr; m++)
       for (int64_t j = 0; j < nr; j++) {
-        float v = Cf[m * nr + j];
-        R[(m0 + m) * t->ldc + n0 + j] = bf ? f32_to_bf16(v) : rt_f32_to_f16(v);
+        double v = Cb[m * nr + j];
+        R[(m0 + m) * t->ldc + n0 + j] = bf ? f32_to_bf16((float)v) : rt_f32_to_f16((float)v);
       }
 #endif
   }
@@ -276,14 +261,14 @@ static void half_gemm_task(void *ctx, int64_t lo, int64_t hi, int tid) {
 static bool gemm_half(CpuBackend *b, const CpuGemm *g, const RtTensor *a, int64_t a0, const RtTensor *bt, int64_t b0,
                       RtTensor *r, int64_t r0, int64_t ldc, FxError *err) {
   int64_t K = g->k ? g->k : 1;
-  HalfMode mode = g->m <= GEMV_ROWS && !g->trans_b ? HALF_ROWS : g->n <= GEMV_ROWS && g->trans_a ? HALF_COLS : HALF_SGEMM;
+  HalfMode mode = g->m <= GEMV_ROWS && !g->trans_b ? HALF_ROWS : g->n <= GEMV_ROWS && g->trans_a ? HALF_COLS : HALF_GEMM;
   /* blocks: B's block about 4 MB, A's about 8 MB, whole vectors of columns. HALF_COLS streams
      B^T's few rows over blocks of A^T's columns: the blocks run over m, and N rows are converted */
   int64_t wide = mode == HALF_COLS ? g->m : g->n, nb = (512 << 10) / K;
   nb = nb > 512 ? 512 : nb < 16 ? 16 : nb - nb % 16;
   if (nb > wide) nb = wide ? wide : 1;
   int64_t mb = mode == HALF_ROWS ? g->m : mode == HALF_COLS ? g->n : (1 << 20) / K;
-  if (mode == HALF_SGEMM) mb = mb > 2048 ? 2048 : mb < 16 ? 16 : mb;
+  if (mode == HALF_GEMM) mb = mb > 2048 ? 2048 : mb < 16 ? 16 : mb;
   if (mode != HALF_COLS && mb > g->m) mb = g->m ? g->m : 1;
   if (mb < 1) mb = 1;
   HalfGemmTask t = {.g = g, .mode = mode, .a = a, .bt = bt, .r = r, .a0 = a0, .b0 = b0, .r0 = r0, .ldc = ldc, .mb = mb, .nb = nb};
