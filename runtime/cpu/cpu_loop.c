@@ -151,8 +151,8 @@ void cpu_loops_clear(CpuBackend *b) {
 
 typedef struct {
   CpuLoop *l;
-  PtrMap cellof; /* IrInstr* -> cell + 1 (array values); a kernel's tuple result: first output cell + 1 */
-  PtrMap nested; /* a nested while IrInstr* -> its LoopStep */
+  PtrMap cellof; /* IrInstr* -> cell + 1 (array values); a tuple result: its first output's cell + 1 */
+  PtrMap nested; /* a nested while or a multi-output kernel (IrInstr*) -> its LoopStep */
   int capcells;
   bool entry;    /* planning an entry computation: its parameters are cells 0..nparams-1 */
 } LoopBuild;
@@ -221,12 +221,14 @@ static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, Loo
       if (t->op == IR_OP_PARAMETER) {
         if (idx >= l->ne) return false;
         if (!set_cell(lb, i, (int)idx)) return false;
-      } else { /* of a multi-output kernel or of a nested loop: consecutive cells */
-        int first = cell_of(lb, t);
-        if (first < 0 || t->shape.type != IR_TUPLE || idx >= t->shape.ntuple) return false;
-        const LoopStep *ns = t->op == IR_OP_WHILE ? ptrmap_get(&lb->nested, t) : NULL;
-        /* an element a nested loop passes through is where it came from */
-        int cl = ns && ns->alias[idx] ? ns->cells[idx] : first + (int)idx;
+      } else { /* of a multi-output kernel or of a nested loop: the cell of that output */
+        const LoopStep *ns = ptrmap_get(&lb->nested, t);
+        if (!ns || cell_of(lb, t) < 0 || t->shape.type != IR_TUPLE || idx >= t->shape.ntuple) return false;
+        int cl;
+        if (ns->inner) /* an element a nested loop passes through is where it came from */
+          cl = ns->alias[idx] ? ns->cells[idx] : ns->cells[ns->inner->ne + idx];
+        else
+          cl = ns->cells[t->noperands + idx];
         if (!set_cell(lb, i, cl)) return false;
       }
       continue;
@@ -280,26 +282,33 @@ static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, Loo
     if (!st->cells || st->nb > 2 * EMIT_MAX_BUFFERS) return false;
     for (int j = 0; j < i->noperands; j++)
       if ((st->cells[j] = cell_of(lb, i->operands[j])) < 0) return false;
-    int first = -1;
     for (int o = 0; o < nout; o++) {
       const IrShape *os = i->shape.type == IR_TUPLE ? &i->shape.tuple[o] : &i->shape;
       if (!plain_array(os)) return false;
       int cl = -1;
-      /* the body's root takes this output as element e: write it into e's other buffer */
-      if (root->op == IR_OP_TUPLE && c == l->body_comp && i->shape.type != IR_TUPLE)
-        for (int e = 0; e < root->noperands && e < l->ne && cl < 0; e++)
-          if (root->operands[e] == i && l->copy_from[e] == -2) {
+      /* the body's root takes this output (the kernel's array, or a get-tuple-element of one of
+         its outputs: a multi-output kernel computing several state elements, as CartPole's four
+         arrays) as element e: write it into e's other buffer, not into scratch copied there */
+      if (root->op == IR_OP_TUPLE && c == l->body_comp)
+        for (int e = 0; e < root->noperands && e < l->ne && cl < 0; e++) {
+          const IrInstr *r = root->operands[e];
+          int64_t ri = -1;
+          bool takes = i->shape.type != IR_TUPLE
+                           ? r == i
+                           : r->op == IR_OP_GET_TUPLE_ELEMENT && r->operands[0] == i &&
+                                 ir_attr_int(r, "index", &ri) && ri == o;
+          if (takes && l->copy_from[e] == -2) {
             cl = l->ne + e;
             l->copy_from[e] = -1;
             l->changes[e] = true;
           }
+        }
       if (cl < 0) cl = new_cell(lb, ir_shape_bytes(os));
       if (cl < 0) return false;
       st->cells[i->noperands + o] = cl;
-      if (o == 0) first = cl;
-      else if (cl != first + o) return false; /* a tuple's outputs are consecutive cells */
     }
-    if (!set_cell(lb, i, first)) return false;
+    if (!set_cell(lb, i, st->cells[i->noperands])) return false;
+    if (i->shape.type == IR_TUPLE && !ptrmap_put(&lb->nested, i, st)) return false;
   }
   return true;
 }
