@@ -11,8 +11,9 @@
  * The hand-written C must compute the four-array stage's numbers (same inputs, same f32
  * operations): when it does not, or a variant fails to run, the bench says so and exits 1.
  *
- * The best four-array variant is then timed against the hand-written C in back-to-back pairs
- * (--pairs, default 5), whose median ratio a shared machine's load moves much less.
+ * The best four-array variant is then timed against the hand-written C and JAX/XLA in back-to-back
+ * rounds (--pairs, default 5; JAX runs as a server compiled once, cartpole_jax.py --serve), whose
+ * median ratios a shared machine's load moves much less than the table's medians taken apart.
  *
  *   bench_cartpole [--steps N] [--repeat R] [--pairs P] [--threads N] [--libm] [--quick]
  *   (run from the repository root; --threads: `set threads`, --libm: `set vecmath libm`) */
@@ -21,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../compiler/fx/fx.h"
 #include "../compiler/hlo/hlo.h"
@@ -207,14 +211,82 @@ static bool run_variant(const IrModule *m, int repeat, Row *row, RtTensor **out_
   return ok;
 }
 
-/* Back-to-back pairs on a shared machine: one run of fused module m, then one run of the
- * hand-written C on the same inputs, `pairs` times; the median of the per-pair ratios (fused /
- * hand) moves much less with the machine's load than the ratio of two medians taken apart. */
-static bool paired_ratio(const IrModule *m, int n, int steps, int pool, int pairs, double *med, double *lo,
-                         double *hi, double *cpu_med) {
+/* JAX/XLA on the CPU as a server (cartpole_jax.py --serve): compiled once, one run per request,
+ * so that its runs can sit between the fused and hand-written runs of each round. */
+typedef struct {
+  pid_t pid;
+  FILE *to, *from;
+} JaxServer;
+
+static bool jax_start(JaxServer *j, int n, int steps) {
+  int in[2], out[2];
+  memset(j, 0, sizeof *j);
+  if (pipe(in) != 0) return false;
+  if (pipe(out) != 0) {
+    close(in[0]);
+    close(in[1]);
+    return false;
+  }
+  pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0) dup2(devnull, 2);
+    close(in[1]);
+    close(out[0]);
+    char ns[32], ss[32];
+    snprintf(ns, sizeof ns, "%d", n);
+    snprintf(ss, sizeof ss, "%d", steps);
+    execlp("python3", "python3", "bench/cartpole_jax.py", ns, ss, "1", "--serve", (char *)NULL);
+    _exit(127);
+  }
+  close(in[0]);
+  close(out[1]);
+  j->pid = pid;
+  j->to = fdopen(in[1], "w");
+  j->from = fdopen(out[0], "r");
+  char line[64];
+  if (!j->to || !j->from || !fgets(line, sizeof line, j->from) || strncmp(line, "ready", 5) != 0) {
+    if (j->to) fclose(j->to);
+    if (j->from) fclose(j->from);
+    waitpid(pid, NULL, 0);
+    memset(j, 0, sizeof *j);
+    return false;
+  }
+  return true;
+}
+
+static double jax_run(JaxServer *j) {
+  char line[64];
+  double secs = -1;
+  if (fputs("run\n", j->to) < 0 || fflush(j->to) != 0 || !fgets(line, sizeof line, j->from) || sscanf(line, "%lf", &secs) != 1)
+    return -1;
+  return secs;
+}
+
+static void jax_stop(JaxServer *j) {
+  if (!j->pid) return;
+  fclose(j->to);
+  fclose(j->from);
+  waitpid(j->pid, NULL, 0);
+}
+
+/* Back-to-back rounds on a shared machine: one run of fused module m, one of the hand-written C on
+ * the same inputs and, when jax is there, one of JAX/XLA, in an order that rotates from round to
+ * round, `pairs` times; the medians of the per-round ratios move much less with the machine's
+ * load than ratios of medians taken seconds apart. *med, *lo, *hi: fused / hand; *cpu_med: the
+ * same in the calling thread's CPU time; *jax_med, *jax_lo, *jax_hi: fused / JAX (0 without jax). */
+typedef struct {
+  double med, lo, hi, cpu_med, jax_med, jax_lo, jax_hi;
+} Rounds;
+
+static bool paired_ratio(const IrModule *m, int n, int steps, int pool, int pairs, Rounds *out) {
   static const char *const names[9] = {"x0",     "x_dot0",      "theta0",      "theta_dot0",     "actions",
                                        "fresh_x", "fresh_x_dot", "fresh_theta", "fresh_theta_dot"};
   int idx[9];
+  memset(out, 0, sizeof *out);
   for (int q = 0; q < 9; q++)
     if ((idx[q] = param_named(m, names[q])) < 0) return false;
   FxError e = {0};
@@ -230,38 +302,58 @@ static bool paired_ratio(const IrModule *m, int n, int steps, int pool, int pair
   for (int q = 0; q < 4; q++) fresh[q] = args[idx[5 + q]]->data;
   float *st[4];
   for (int q = 0; q < 4; q++) st[q] = malloc(sizeof(float) * (size_t)n);
-  double ratio[64], cpu_ratio[64];
+  double ratio[64], cpu_ratio[64], jratio[64];
+  JaxServer jx;
+  bool have_jax = jax_start(&jx, n, steps);
   bool ok = true;
   RtOptions o = {.seed = 1};
   for (int r = 0; r < pairs && ok; r++) {
-    RtTensor *res = NULL;
-    RtRunStats rs = {0};
-    double t0 = now_s(), c0 = cpu_s();
-    ok = rt_backend_cpu.run(be, m, args, np, &o, &res, &rs, &e);
-    double tf = now_s() - t0, cf = cpu_s() - c0;
-    if (ok && getenv("FX_BENCH_PROFILE")) {
-      double kern = 0;
-      for (int q = 0; q < rs.nkernels; q++) kern += rs.kernels[q].total_ns;
-      fprintf(stderr, "  pair %d: run %.3f s, in kernels %.3f s, outside kernels %.2f us per step\n", r, tf, kern / 1e9,
-              (tf - kern / 1e9) / steps * 1e6);
+    double tf = 0, cf = 0, th = 0, ch = 0, tj = -1;
+    for (int k = 0; k < 3 && ok; k++) {
+      int which = (r + k) % 3; /* 0 fused, 1 hand, 2 jax: each goes first in a third of the rounds */
+      if (which == 0) {
+        RtTensor *res = NULL;
+        RtRunStats rs = {0};
+        double t0 = now_s(), c0 = cpu_s();
+        ok = rt_backend_cpu.run(be, m, args, np, &o, &res, &rs, &e);
+        tf = now_s() - t0, cf = cpu_s() - c0;
+        if (ok && getenv("FX_BENCH_PROFILE")) {
+          double kern = 0;
+          for (int q = 0; q < rs.nkernels; q++) kern += rs.kernels[q].total_ns;
+          fprintf(stderr, "  round %d: run %.3f s, in kernels %.3f s, outside kernels %.2f us per step\n", r, tf, kern / 1e9,
+                  (tf - kern / 1e9) / steps * 1e6);
+        }
+        rt_tensor_unref(res);
+        rt_run_stats_free(&rs);
+      } else if (which == 1) {
+        for (int q = 0; q < 4; q++) memcpy(st[q], args[idx[q]]->data, sizeof(float) * (size_t)n);
+        double c1 = cpu_s();
+        th = cartpole_hand(n, steps, pool, args[idx[4]]->data, fresh, st[0], st[1], st[2], st[3]);
+        ch = cpu_s() - c1;
+      } else if (have_jax) {
+        tj = jax_run(&jx);
+      }
     }
-    rt_tensor_unref(res);
-    rt_run_stats_free(&rs);
-    for (int q = 0; q < 4; q++) memcpy(st[q], args[idx[q]]->data, sizeof(float) * (size_t)n);
-    double c1 = cpu_s();
-    double th = cartpole_hand(n, steps, pool, args[idx[4]]->data, fresh, st[0], st[1], st[2], st[3]);
-    double ch = cpu_s() - c1;
     ratio[r] = tf / th;
     cpu_ratio[r] = ch > 0 ? cf / ch : 0;
+    jratio[r] = tj > 0 ? tf / tj : 0;
+    if (tj <= 0) have_jax = false;
   }
   if (ok) {
     qsort(ratio, (size_t)pairs, sizeof ratio[0], cmpd);
-    *med = ratio[pairs / 2];
-    *lo = ratio[0];
-    *hi = ratio[pairs - 1];
+    out->med = ratio[pairs / 2];
+    out->lo = ratio[0];
+    out->hi = ratio[pairs - 1];
     qsort(cpu_ratio, (size_t)pairs, sizeof cpu_ratio[0], cmpd);
-    *cpu_med = cpu_ratio[pairs / 2];
+    out->cpu_med = cpu_ratio[pairs / 2];
+    if (have_jax) {
+      qsort(jratio, (size_t)pairs, sizeof jratio[0], cmpd);
+      out->jax_med = jratio[pairs / 2];
+      out->jax_lo = jratio[0];
+      out->jax_hi = jratio[pairs - 1];
+    }
   }
+  jax_stop(&jx);
   for (int q = 0; q < 4; q++) free(st[q]);
   for (int k = 0; k < np; k++) rt_tensor_unref(args[k]);
   rt_backend_cpu.destroy(be);
@@ -550,10 +642,17 @@ int main(int argc, char **argv) {
     int bk = -1;
     for (int k = 0; k < 3; k++)
       if (cand[k] && rows[4 + k].ok && (bk < 0 || rows[4 + k].secs < rows[4 + bk].secs)) bk = k;
-    double med = 0, lo = 0, hi = 0, cmed = 0;
-    if (bk >= 0 && paired_ratio(cand[bk], n, steps, pool, pairs, &med, &lo, &hi, &cmed))
-      printf("%s / hand-written C in %d back-to-back pairs: median %.2fx (%.2fx to %.2fx); in CPU time %.2fx\n",
-             rows[4 + bk].name, pairs, med, lo, hi, cmed);
+    Rounds rd;
+    if (bk >= 0 && paired_ratio(cand[bk], n, steps, pool, pairs, &rd)) {
+      printf("%s / hand-written C in %d back-to-back rounds: median %.2fx (%.2fx to %.2fx); in CPU time %.2fx\n",
+             rows[4 + bk].name, pairs, rd.med, rd.lo, rd.hi, rd.cpu_med);
+      if (rd.jax_med > 0)
+        printf("%s / JAX/XLA on the CPU in the same rounds: median %.2fx (%.2fx to %.2fx)\n", rows[4 + bk].name, rd.jax_med,
+               rd.jax_lo, rd.jax_hi);
+      printf("in the rounds: %.2fx faster than the hand-written C", 1 / rd.med);
+      if (rd.jax_med > 0) printf(", %.2fx faster than JAX/XLA on the CPU", 1 / rd.jax_med);
+      printf(" (the goals: 4x and 3x)\n");
+    }
   }
   rt_tensor_unref(sep_out);
   rt_tensor_unref(vec_out);

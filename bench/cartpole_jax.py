@@ -3,7 +3,9 @@
 The same simulation as scripts/cartpole_separate.fx (four state arrays, random numbers precomputed
 in a pool of 100 steps, reused cyclically), jitted with lax.fori_loop and run on the CPU backend
 of XLA. Prints the median wall time in seconds of REPEAT runs (compilation excluded).
-Usage: python3 cartpole_jax.py N STEPS REPEAT. Exits 1 when jax is not installed."""
+Usage: python3 cartpole_jax.py N STEPS REPEAT [--serve]. Exits 1 when jax is not installed.
+With --serve it compiles, prints "ready", then runs once and prints the time for every line it
+reads on stdin (bench_cartpole's back-to-back rounds), until stdin closes."""
 import sys
 import time
 
@@ -56,6 +58,13 @@ state = [jax.random.uniform(k[q], (n,), jnp.float32, -0.05, 0.05) for q in range
 actions = jax.random.uniform(k[4], (pool, n), jnp.float32)
 fresh = jax.random.uniform(k[5], (pool, n, 4), jnp.float32, -0.05, 0.05)
 jax.block_until_ready(run(*state, actions, fresh))  # compile
+if "--serve" in sys.argv[4:]:
+    print("ready", flush=True)
+    for _ in sys.stdin:
+        t0 = time.perf_counter()
+        jax.block_until_ready(run(*state, actions, fresh))
+        print(f"{time.perf_counter() - t0:.6f}", flush=True)
+    sys.exit(0)
 times = []
 for _ in range(repeat):
     t0 = time.perf_counter()

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """corpus_cpu.py — fxplain's CPU backend against XLA:CPU on every corpus module both can run.
 
-    python3 bench/corpus_cpu.py [--fxplain build/fxplain] [--corpus tests/data/hlo-corpus]
-                                [--pipeline priority] [--repeat 5] [--timeout 300] [--only NAME]
-                                [--markdown FILE]
+    python3 bench/corpus_cpu.py [--fxplain build/fxplain] [--before OLD_FXPLAIN]
+                                [--corpus tests/data/hlo-corpus] [--pipeline priority] [--repeat 5]
+                                [--timeout 300] [--only NAME] [--markdown FILE]
 
 For each module of the corpus (smallest file first):
   * XLA:CPU (jax's own CPU client, in a child process: XLA may abort) parses the HLO text,
@@ -19,6 +19,9 @@ For each module of the corpus (smallest file first):
   Inputs on both sides are seeded random data of the same kind (floats in [-1, 1), integers in
   [0, 16), booleans), not the same values: bf16 and the f8 types have no NumPy dtype to hand
   fxplain a file in. Every module here has trip counts fixed by the program, not by the data.
+With --before, an older build of fxplain (e.g. main's) runs each module too, right after the
+current one, and the table shows both and the ratio of each to XLA:CPU: before/after side by side
+under the same load.
 A module either side cannot run (an XLA parse or compile error, fxplain refusing an op, more
 memory than the machine has, past --timeout) is listed with the reason. Both sides use every core
 (XLA:CPU's thread pool; `set threads 0`). Prints the table (markdown with --markdown FILE too),
@@ -146,6 +149,7 @@ def fmt_t(s):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fxplain", default="build/fxplain")
+    ap.add_argument("--before", default="", help="an older fxplain to run each module with too")
     ap.add_argument("--corpus", default=os.environ.get("FXPLAIN_HLO_CORPUS") or "tests/data/hlo-corpus")
     ap.add_argument("--pipeline", default="priority")
     ap.add_argument("--repeat", type=int, default=5)
@@ -165,29 +169,52 @@ def main():
         x, xerr = run_xla(path, a.repeat, a.timeout)
         y, yerr, wall = run_fxplain(a.fxplain, path, a.pipeline, a.repeat, a.timeout)
         ratio = x["median_s"] / y["median_s"] if x and y and y["median_s"] > 0 else None
+        bratio, b = None, None
+        if a.before:
+            b, berr, _ = run_fxplain(a.before, path, a.pipeline, a.repeat, a.timeout)
+            bratio = x["median_s"] / b["median_s"] if x and b and b["median_s"] > 0 else None
         why = "; ".join(e for e in (xerr, yerr) if e)
-        rows.append((f, x, y, ratio, why))
+        rows.append((f, x, y, ratio, why, b, bratio))
+        before = f"  before {fmt_t(b and b['median_s']):>10s} {('%.2fx' % bratio) if bratio else '-':>7s}" if a.before else ""
         print(f"{f:58s} XLA {fmt_t(x and x['median_s']):>10s}  fxplain {fmt_t(y and y['median_s']):>10s}  "
-              f"{('%.2fx' % ratio) if ratio else '':>7s}  {why}{(' ' + y['notes']) if y and y['notes'] else ''}",
+              f"{('%.2fx' % ratio) if ratio else '':>7s}{before}  {why}{(' ' + y['notes']) if y and y['notes'] else ''}",
               flush=True)
     both = [r for r in rows if r[3]]
     gm = math.exp(sum(math.log(r[3]) for r in both) / len(both)) if both else None
     end_load = load()
     summary = (f"{len(both)} of {len(rows)} modules ran on both; geometric mean of XLA:CPU time / fxplain time: "
                f"{gm:.2f}x" if gm else "no module ran on both")
+    bsummary = ""
+    if a.before:
+        bboth = [r for r in rows if r[3] and r[6]]
+        if bboth:
+            g_after = math.exp(sum(math.log(r[3]) for r in bboth) / len(bboth))
+            g_before = math.exp(sum(math.log(r[6]) for r in bboth) / len(bboth))
+            bsummary = (f"over the {len(bboth)} modules both builds ran: {g_before:.2f}x before ({a.before}), "
+                        f"{g_after:.2f}x after; faster than before on "
+                        f"{sum(1 for r in bboth if r[2]['median_s'] < r[5]['median_s'])}")
     print(summary)
+    if bsummary:
+        print(bsummary)
     wins = sum(1 for r in both if r[3] >= 1)
     print(f"fxplain faster on {wins}, XLA:CPU faster on {len(both) - wins}")
     print(f"load average at end: {' '.join(end_load)}")
     if a.markdown:
         with open(a.markdown, "w") as out:
-            out.write("| module | XLA:CPU | fxplain CPU | XLA / fxplain | why not both |\n")
-            out.write("| --- | ---: | ---: | ---: | --- |\n")
-            for f, x, y, ratio, why in rows:
+            if a.before:
+                out.write("| module | XLA:CPU | fxplain CPU | XLA / fxplain | before | XLA / before | why not both |\n")
+                out.write("| --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+            else:
+                out.write("| module | XLA:CPU | fxplain CPU | XLA / fxplain | why not both |\n")
+                out.write("| --- | ---: | ---: | ---: | --- |\n")
+            for f, x, y, ratio, why, b, bratio in rows:
+                before = f" {fmt_t(b and b['median_s'])} | {('%.2fx' % bratio) if bratio else '-'} |" if a.before else ""
                 out.write(f"| `{f}` | {fmt_t(x and x['median_s'])} | {fmt_t(y and y['median_s'])} | "
-                          f"{('%.2fx' % ratio) if ratio else '-'} | {why}{(' ' + y['notes']) if y and y['notes'] else ''} |\n")
+                          f"{('%.2fx' % ratio) if ratio else '-'} |{before} {why}{(' ' + y['notes']) if y and y['notes'] else ''} |\n")
             out.write(f"\n{summary}; fxplain faster on {wins}, XLA:CPU faster on {len(both) - wins}. "
                       f"Load average {' '.join(start_load)} at start, {' '.join(end_load)} at end.\n")
+            if bsummary:
+                out.write(f"\n{bsummary}.\n")
 
 
 if __name__ == "__main__":

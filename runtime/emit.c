@@ -280,7 +280,28 @@ typedef struct {
   int nest;                   /* gen_which calls in progress (see pregen) */
   FxError *err;
   bool fail;
+  /* loop-invariant values (see "hoisting" below) */
+  struct {
+    size_t at;  /* where the loop's `for` line starts in b: values of lower levels go there */
+    int indent;
+  } loops[64];
+  int nloops;       /* loops open: the level of the code being written */
+  int floor;        /* no value moves above this level (a branch or an inlined computation) */
+  int floors[256];  /* floor saved per open scope */
+  int *vlevel;      /* per variable number: the level where it is defined, or LEVEL_MUTABLE */
+  int capvlevel;
+  const IrInstr *pick; /* a concatenate whose operand pick_k alone is generated (a wrapper that */
+  int pick_k;          /* loops over each operand's range of the concatenated dim: no branches) */
+  int part_rank;       /* the wrapper's index variables i0..: 0 when not writing a C wrapper's body */
+  int tile_hint;       /* a wrapper index to tile with the innermost (a load read through a
+                          transpose, see transposed_load), or -1 */
+  char **jexpr;        /* per variable number: an index variable's expression (transposed_load) */
+  int capjexpr;
 } Gen;
+
+/* A variable that changes within its scope (an accumulator, a branch's result, a loop counter
+ * outside its loop): what reads it stays where it is. */
+enum { LEVEL_MUTABLE = 1 << 20 };
 
 static bool gen_fail(Gen *g, const IrInstr *i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool gen_fail(Gen *g, const IrInstr *i, const char *fmt, ...) {
@@ -304,7 +325,10 @@ static void line(Gen *g, const char *fmt, ...) {
   emit_printf(g->b, "%*s%s\n", g->indent, "", buf);
 }
 
+/* A scope that is not a loop (a branch): values inside stay inside it. */
 static void open_scope(Gen *g) {
+  if (g->depth >= 0 && g->depth < 256) g->floors[g->depth] = g->floor;
+  g->floor = g->nloops;
   g->depth++;
   g->indent += 2;
 }
@@ -327,12 +351,156 @@ static void close_scope(Gen *g) {
   memo_pop_scope(g);
   g->depth--;
   g->indent -= 2;
+  if (g->depth >= 0 && g->depth < 256) g->floor = g->floors[g->depth];
 }
 
+static void set_level(Gen *g, int var, int level) {
+  if (var < 0) return;
+  if (var >= g->capvlevel) {
+    int nc = g->capvlevel ? g->capvlevel * 2 : 256;
+    while (nc <= var) nc *= 2;
+    int *nl = fx_realloc(g->vlevel, sizeof *nl * (size_t)nc);
+    if (!nl) {
+      g->b->oom = true;
+      return;
+    }
+    g->vlevel = nl;
+    g->capvlevel = nc;
+  }
+  g->vlevel[var] = level;
+}
+
+static int var_number(const Val *v) {
+  const char *p = v->s;
+  while (*p >= 'a' && *p <= 'z') p++;
+  return *p >= '0' && *p <= '9' ? atoi(p) : -1;
+}
+
+/* Accumulators, branch results, lane arrays and loop counters change within their scope; other
+ * variables are defined once where they are written (def, idxvar, gen_load may move them up). */
 static Val newvar(Gen *g, const char *prefix) {
   Val v;
-  snprintf(v.s, sizeof v.s, "%s%d", prefix, g->nvar++);
+  int n = g->nvar++;
+  snprintf(v.s, sizeof v.s, "%s%d", prefix, n);
+  static const char *const mutable[] = {"acc", "b", "lv", "r", "l", "w", "u"};
+  bool mut = false;
+  for (size_t q = 0; q < sizeof mutable / sizeof *mutable; q++) mut = mut || strcmp(prefix, mutable[q]) == 0;
+  set_level(g, n, mut ? LEVEL_MUTABLE : g->nloops);
   return v;
+}
+
+/* ---------- hoisting ----------
+ *
+ * A value computed inside a loop (a reduction's, a dot's, a window's) that does not depend on
+ * the loop's variables is written before the loop instead, at the deepest loop level its
+ * operands allow: the broadcast operands of a softmax's exp(x - max) are read once per row, not
+ * once per element, and the compiler can vectorize the loop (gcc could not if-convert the
+ * NaN select of a loop-invariant maximum inside it). The level of an expression is the highest
+ * level of the variables it reads; kernel inputs, constant tables and the wrapper's indices are
+ * level 0; anything the generator does not know (an output, a scratch array) keeps it in place.
+ * Values never move out of a branch or an inlined computation (the floor). The memo still forgets
+ * a moved value when the scope that made it closes, so a later use makes its own: it is defined
+ * in an enclosing scope, never used outside where it is defined. */
+
+/* Marks the start of a loop whose `for` line is written next. */
+static void loop_begin(Gen *g) {
+  if (g->nloops < 64) {
+    g->loops[g->nloops].at = g->b->len;
+    g->loops[g->nloops].indent = g->indent;
+  }
+  g->nloops++;
+}
+
+/* The loop's scope, after its `for` line: loop_var (may be NULL) is defined at the new level. */
+static void loop_open(Gen *g, const Val *loop_var) {
+  if (g->depth >= 0 && g->depth < 256) g->floors[g->depth] = g->floor;
+  g->depth++;
+  g->indent += 2;
+  if (loop_var) set_level(g, var_number(loop_var), g->nloops);
+}
+
+static void loop_close(Gen *g, const Val *loop_var) {
+  close_scope(g);
+  g->nloops--;
+  if (loop_var) set_level(g, var_number(loop_var), LEVEL_MUTABLE);
+}
+
+static bool keyword(const char *q, size_t n) {
+  static const char *const kw[] = {"float", "double", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+                                   "uint32_t", "uint64_t", "int", "long", "unsigned", "char", "short", "signed", "const"};
+  for (size_t k = 0; k < sizeof kw / sizeof *kw; k++)
+    if (strlen(kw[k]) == n && strncmp(q, kw[k], n) == 0) return true;
+  return false;
+}
+
+/* The level an expression can be computed at (see above). */
+static int expr_level(Gen *g, const char *e) {
+  int level = 0;
+  size_t kn = strlen(g->k->name);
+  for (const char *q = e; *q;) {
+    if ((*q >= '0' && *q <= '9') || (*q == '.' && q[1] >= '0' && q[1] <= '9')) { /* a number, with its suffix */
+      const char *s0 = q;
+      while (*q && ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || *q == '.' || *q == '_' ||
+                    ((*q == '+' || *q == '-') && q > s0 && (q[-1] == 'e' || q[-1] == 'E' || q[-1] == 'p' || q[-1] == 'P'))))
+        q++;
+      continue;
+    }
+    if (!ident_char(*q)) {
+      q++;
+      continue;
+    }
+    const char *s0 = q;
+    while (ident_char(*q)) q++;
+    size_t n = (size_t)(q - s0);
+    const char *after = q;
+    while (*after == ' ') after++;
+    if (*after == '(' || keyword(s0, n)) continue; /* a function, a type */
+    size_t a = 0;
+    while (a < n && s0[a] >= 'a' && s0[a] <= 'z') a++;
+    bool digits = a > 0 && a < n;
+    for (size_t d = a; d < n && digits; d++) digits = s0[d] >= '0' && s0[d] <= '9';
+    int lv = g->nloops; /* unknown: stays in place */
+    if (digits && ((a == 1 && s0[0] == 'i') || (a == 2 && strncmp(s0, "in", 2) == 0))) lv = 0; /* indices, inputs */
+    else if (digits) {
+      static const char *const prefixes[] = {"v", "j", "acc", "r", "l", "lv", "b", "w", "u"};
+      bool known = false;
+      for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++) known = known || (strlen(prefixes[k]) == a && strncmp(s0, prefixes[k], a) == 0);
+      int num = atoi(s0 + a);
+      if (known && num < g->nvar && num < g->capvlevel) lv = g->vlevel[num];
+    } else if (n > kn + 2 && strncmp(s0, g->k->name, kn) == 0 && s0[kn] == '_' && s0[kn + 1] == 'c') {
+      lv = 0; /* a constant table */
+    }
+    if (lv > level) level = lv;
+    if (level >= g->nloops) return g->nloops;
+  }
+  return level;
+}
+
+/* Writes the definition `text` of variable v, whose value is expression e: before the loop of the
+ * level e allows, or here. */
+static void define(Gen *g, const Val *v, const char *text, const char *e) {
+  int lv = g->nloops > 0 ? expr_level(g, e) : 0;
+  if (lv < g->floor) lv = g->floor;
+  if (lv >= g->nloops || lv >= 64) {
+    emit_printf(g->b, "%*s%s\n", g->indent, "", text);
+    set_level(g, var_number(v), g->nloops);
+    return;
+  }
+  char buf[2200];
+  int n = snprintf(buf, sizeof buf, "%*s%s\n", g->loops[lv].indent, "", text);
+  if (n < 0 || (size_t)n >= sizeof buf) { /* too long to move: stays */
+    emit_printf(g->b, "%*s%s\n", g->indent, "", text);
+    set_level(g, var_number(v), g->nloops);
+    return;
+  }
+  EmitBuf *b = g->b;
+  size_t at = g->loops[lv].at;
+  emit_printf(b, "%s", buf); /* room at the end, then moved into place */
+  if (b->oom) return;
+  memmove(b->s + at + n, b->s + at, b->len - (size_t)n - at);
+  memcpy(b->s + at, buf, (size_t)n);
+  for (int q = lv; q < g->nloops && q < 64; q++) g->loops[q].at += (size_t)n;
+  set_level(g, var_number(v), lv);
 }
 
 static void memo_key(char *key, size_t n, int rank, Val *idx) {
@@ -392,8 +560,24 @@ static Val idxvar(Gen *g, const char *fmt, ...) {
   Val *m = cse ? memo_find(g, NULL, -1, expr) : NULL;
   if (m) return *m;
   Val v = newvar(g, "j");
-  line(g, "const int64_t %s = %s;", v.s, expr);
+  char text[600];
+  snprintf(text, sizeof text, "const int64_t %s = %s;", v.s, expr);
+  define(g, &v, text, expr);
   if (cse) memo_put(g, NULL, -1, expr, v);
+  int n = var_number(&v);
+  if (g->part_rank > 0 && n >= 0) { /* kept for transposed_load */
+    if (n >= g->capjexpr) {
+      int nc = g->capjexpr ? g->capjexpr * 2 : 256;
+      while (nc <= n) nc *= 2;
+      char **nj = fx_realloc(g->jexpr, sizeof *nj * (size_t)nc);
+      if (nj) {
+        memset(nj + g->capjexpr, 0, sizeof *nj * (size_t)(nc - g->capjexpr));
+        g->jexpr = nj;
+        g->capjexpr = nc;
+      }
+    }
+    if (n < g->capjexpr && !g->jexpr[n]) g->jexpr[n] = fx_strdup(expr);
+  }
   return v;
 }
 
@@ -444,9 +628,11 @@ static Val def(Gen *g, IrType t, const char *expr) {
   }
   Val v = newvar(g, "v");
   const char *ct = emit_compute_type(t);
-  if (t == IR_F16) line(g, "const float %s = fx_rh(%s);", v.s, expr);
-  else if (t == IR_BF16) line(g, "const float %s = fx_rbf(%s);", v.s, expr);
-  else line(g, "const %s %s = (%s)(%s);", ct, v.s, ct, expr);
+  char text[2048];
+  if (t == IR_F16) snprintf(text, sizeof text, "const float %s = fx_rh(%s);", v.s, expr);
+  else if (t == IR_BF16) snprintf(text, sizeof text, "const float %s = fx_rbf(%s);", v.s, expr);
+  else snprintf(text, sizeof text, "const %s %s = (%s)(%s);", ct, v.s, ct, expr);
+  define(g, &v, text, expr);
   if (cse) memo_put(g, NULL, (int)t, expr, v);
   return v;
 }
@@ -507,7 +693,10 @@ static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int n
     g->binds[g->nbinds].v = args[k];
     g->nbinds++;
   }
-  /* values of the inlined computation are private to this use: a scope of their own */
+  /* values of the inlined computation are private to this use: a scope of their own, which they
+     do not leave */
+  int floor = g->floor;
+  g->floor = g->nloops;
   g->depth++;
   bool ok = true;
   if (c->root->op == IR_OP_TUPLE) {
@@ -517,6 +706,7 @@ static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int n
   }
   memo_pop_scope(g);
   g->depth--;
+  g->floor = floor;
   g->nbinds = save;
   return ok;
 }
@@ -683,8 +873,53 @@ static bool gen_compare(Gen *g, const IrInstr *i, Val a, Val b, Val *out) {
 static const IrShape *oshape(const IrInstr *i, int k) { return &i->operands[k]->shape; }
 
 /* value of a kernel input at idx */
+/* Whether index expression e (expanding index variables through their expressions) mentions
+ * wrapper index i<var>; with `bare`, only as a term of its own (not scaled): `i1 + i0*20ll` has
+ * i1 bare. */
+static bool index_mentions(const Gen *g, const char *e, int var, bool bare, int depth) {
+  if (depth > 8) return !bare; /* too deep to tell: assume it does (no hint) */
+  for (const char *q = e; *q;) {
+    if (!ident_char(*q)) {
+      q++;
+      continue;
+    }
+    const char *s0 = q;
+    while (ident_char(*q)) q++;
+    size_t n = (size_t)(q - s0);
+    bool term = (s0 == e || s0[-1] == ' ' || s0[-1] == '(') && (*q == 0 || *q == ' ' || *q == ')');
+    if (n >= 2 && s0[0] == 'i' && s0[1] >= '0' && s0[1] <= '9' && atoi(s0 + 1) == var) {
+      if (!bare || term) return true;
+    } else if (n >= 2 && s0[0] == 'j' && s0[1] >= '0' && s0[1] <= '9') {
+      int num = atoi(s0 + 1);
+      if (num < g->capjexpr && g->jexpr && g->jexpr[num] && (!bare || term) && index_mentions(g, g->jexpr[num], var, bare, depth + 1))
+        return true;
+      if (!bare && !(num < g->capjexpr && g->jexpr && g->jexpr[num])) return true; /* unknown */
+    }
+  }
+  return false;
+}
+
+/* A load of input `in` (rank r) at idx: when its innermost index does not move with the wrapper's
+ * innermost index while another of its indices does, the kernel reads this input transposed;
+ * the wrapper index that moves its innermost index one to one is noted as the one to tile with
+ * (gpu_hlo's transpose seen through a reshape: out[i0][i1][i2] = in[i2][i0 * 20 + i1]). */
+static void transposed_load(Gen *g, int r, Val *idx) {
+  if (g->part_rank < 2 || g->tile_hint >= 0 || r < 2) return;
+  int inner = g->part_rank - 1;
+  if (index_mentions(g, idx[r - 1].s, inner, false, 0)) return;
+  bool moves = false;
+  for (int d = 0; d < r - 1 && !moves; d++) moves = index_mentions(g, idx[d].s, inner, false, 0);
+  if (!moves) return;
+  for (int a = 0; a < inner; a++)
+    if (index_mentions(g, idx[r - 1].s, a, true, 0)) {
+      g->tile_hint = a;
+      return;
+    }
+}
+
 static bool gen_load(Gen *g, const IrInstr *i, int in, Val *idx, Val *out) {
   const IrShape *s = &i->shape;
+  transposed_load(g, s->rank, idx);
   char lin[600], ld[700], ref[700];
   linear(lin, sizeof lin, s->rank, s->dims, idx);
   snprintf(ref, sizeof ref, "in%d[%s]", in, lin);
@@ -696,7 +931,9 @@ static bool gen_load(Gen *g, const IrInstr *i, int in, Val *idx, Val *out) {
     return true;
   }
   Val v = newvar(g, "v");
-  line(g, "const %s %s = %s;", emit_compute_type(s->type), v.s, ld);
+  char text[800];
+  snprintf(text, sizeof text, "const %s %s = %s;", emit_compute_type(s->type), v.s, ld);
+  define(g, &v, text, ld);
   if (cse) memo_put(g, NULL, 1000 + (int)s->type, ld, v);
   *out = v;
   return true;
@@ -707,7 +944,9 @@ static bool gen_load(Gen *g, const IrInstr *i, int in, Val *idx, Val *out) {
  * operand's innermost (contiguous) dim in that many independent accumulators that the compiler
  * keeps in one vector register, combined at the end, as XLA:CPU's vectorized reductions do. The
  * sum of floats is then added in another order than the interpreter's one by one, within
- * `--check`'s tolerance. f16 and bf16 round after every step and stay sequential. 0: no lanes. */
+ * `--check`'s tolerance. f16 and bf16 round after every step, so their sums and products stay
+ * sequential; their maximum and minimum take lanes: the result is one of the elements whatever
+ * the order (NaN if any is, +0 over -0), the interpreter's exactly. 0: no lanes. */
 static int reduce_lanes(const IrInstr *i, const IrComputation *f) {
   if (i->noperands != 2 || !f || !f->root || f->nparams != 2 || f->ninstrs != 3) return 0;
   const IrInstr *r = f->root;
@@ -719,7 +958,9 @@ static int reduce_lanes(const IrInstr *i, const IrComputation *f) {
         (r->operands[0] == f->params[1] && r->operands[1] == f->params[0])))
     return 0;
   IrType t = r->shape.type;
-  if (t != i->shape.type || t == IR_F16 || t == IR_BF16 || ir_type_is_complex(t) || !emit_storage_type(t)) return 0;
+  bool half = t == IR_F16 || t == IR_BF16;
+  if (half && r->op != IR_OP_MAXIMUM && r->op != IR_OP_MINIMUM) return 0;
+  if (t != i->shape.type || ir_type_is_complex(t) || !emit_storage_type(t)) return 0;
   return ir_type_bytes(t) >= 8 ? 8 : 16;
 }
 
@@ -733,18 +974,21 @@ static bool gen_reduce_lanes(Gen *g, const IrInstr *i, const IrComputation *f, V
   Val lv = newvar(g, "lv"), l = newvar(g, "l"), rv = newvar(g, "r"), e, args[2], res;
   line(g, "%s %s[%d];", ct, lv.s, lanes);
   /* the first group sets the lanes */
+  loop_begin(g);
   line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
-  open_scope(g);
+  loop_open(g, &l);
   full[last] = l;
   if (!gen(g, i->operands[0], full, &e)) return false;
   line(g, "%s[%s] = %s;", lv.s, l.s, e.s);
-  close_scope(g);
+  loop_close(g, &l);
   line(g, "}");
   line(g, "int64_t %s = %d;", rv.s, lanes);
+  loop_begin(g);
   line(g, "for (; %s + %d <= %lldll; %s += %d) {", rv.s, lanes, (long long)n, rv.s, lanes);
-  open_scope(g);
+  loop_open(g, &rv);
+  loop_begin(g);
   line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
-  open_scope(g);
+  loop_open(g, &l);
   full[last] = idxvar(g, "%s + %s", rv.s, l.s);
   if (!gen(g, i->operands[0], full, &e)) return false;
   args[0] = newvar(g, "v");
@@ -752,29 +996,31 @@ static bool gen_reduce_lanes(Gen *g, const IrInstr *i, const IrComputation *f, V
   args[1] = e;
   if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
   line(g, "%s[%s] = %s;", lv.s, l.s, res.s);
-  close_scope(g);
+  loop_close(g, &l);
   line(g, "}");
-  close_scope(g);
+  loop_close(g, &rv);
   line(g, "}");
   /* the rest, one by one */
+  loop_begin(g);
   line(g, "for (; %s < %lldll; %s++) {", rv.s, (long long)n, rv.s);
-  open_scope(g);
+  loop_open(g, &rv);
   full[last] = rv;
   if (!gen(g, i->operands[0], full, &e)) return false;
   args[0] = acc;
   args[1] = e;
   if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
   line(g, "%s = %s;", acc.s, res.s);
-  close_scope(g);
+  loop_close(g, &rv);
   line(g, "}");
+  loop_begin(g);
   line(g, "for (int64_t %s = 0; %s < %d; %s++) {", l.s, l.s, lanes, l.s);
-  open_scope(g);
+  loop_open(g, &l);
   args[0] = acc;
   args[1] = newvar(g, "v");
   line(g, "const %s %s = %s[%s];", ct, args[1].s, lv.s, l.s);
   if (!inline_scalar(g, f, args, 2, &res, 1)) return false;
   line(g, "%s = %s;", acc.s, res.s);
-  close_scope(g);
+  loop_close(g, &l);
   line(g, "}");
   return true;
 }
@@ -803,7 +1049,7 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
      innermost dim, when reduced with an associative reducer, in lanes (gen_reduce_lanes) */
   int last = is->rank - 1, lanes = g->t == EMIT_TARGET_C ? reduce_lanes(i, f) : 0; /* CUDA: a thread per output */
   if (lanes > 0 && (last < 0 || !red[last] || is->dims[last] < 2 * lanes)) lanes = 0;
-  Val full[IR_MAX_RANK];
+  Val full[IR_MAX_RANK], loopv[IR_MAX_RANK];
   int kept = 0;
   int opened = 0;
   for (int d = 0; d < is->rank; d++) {
@@ -811,9 +1057,10 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
       full[d] = lit_idx(0); /* gen_reduce_lanes loops over it */
     } else if (red[d]) {
       Val r = newvar(g, "r");
+      loop_begin(g);
       line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", r.s, r.s, (long long)is->dims[d], r.s);
-      open_scope(g);
-      opened++;
+      loop_open(g, &r);
+      loopv[opened++] = r;
       full[d] = r;
     } else {
       full[d] = idx ? idx[kept] : lit_idx(0);
@@ -831,8 +1078,8 @@ static bool gen_reduce(Gen *g, const IrInstr *i, int which, Val *idx, Val *out) 
     if (!inline_scalar(g, f, args, 2 * n, res, n)) return false;
     for (int k = 0; k < n; k++) line(g, "%s = %s;", acc[k].s, res[k].s);
   }
-  for (int k = 0; k < opened; k++) {
-    close_scope(g);
+  for (int k = opened - 1; k >= 0; k--) {
+    loop_close(g, &loopv[k]);
     line(g, "}");
   }
   for (int k = 0; k < n; k++) {
@@ -861,11 +1108,13 @@ static bool gen_reduce_window(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   if (!gen(g, i->operands[1], NULL, &init)) return false;
   IrType et = is->type;
   line(g, "%s %s = %s;", emit_compute_type(et), acc.s, init.s);
-  Val pos[IR_MAX_RANK];
+  Val pos[IR_MAX_RANK], wv[IR_MAX_RANK];
   for (int d = 0; d < is->rank; d++) {
     Val w = newvar(g, "w");
+    loop_begin(g);
     line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", w.s, w.s, (long long)size[d], w.s);
-    open_scope(g);
+    loop_open(g, &w);
+    wv[d] = w;
     Val p = idxvar(g, "%s * %lldll + %s * %lldll - %lldll", idx[d].s, (long long)stride[d], w.s, (long long)wd[d],
                    (long long)lo[d]);
     if (ld[d] > 1) {
@@ -881,8 +1130,8 @@ static bool gen_reduce_window(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   if (!gen(g, i->operands[0], pos, &args[1])) return false;
   if (!inline_scalar(g, ir_attr_comp(i, "to_apply"), args, 2, &res, 1)) return false;
   line(g, "%s = %s;", acc.s, res.s);
-  for (int d = 0; d < is->rank; d++) {
-    close_scope(g);
+  for (int d = is->rank - 1; d >= 0; d--) {
+    loop_close(g, &wv[d]);
     line(g, "}");
   }
   Val v = newvar(g, "v");
@@ -950,6 +1199,14 @@ static bool gen_concat(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   int64_t dim;
   if (ir_attr_dims(i, "dimensions", &dim, 1) != 1 || dim < 0 || dim >= i->shape.rank)
     return gen_fail(g, i, "concatenate needs dimensions={d}");
+  if (g->pick == i) { /* the wrapper's loop covers operand pick_k's range only */
+    int64_t off = 0;
+    for (int k = 0; k < g->pick_k; k++) off += oshape(i, k)->dims[dim];
+    Val sub[IR_MAX_RANK];
+    for (int d = 0; d < i->shape.rank; d++) sub[d] = idx[d];
+    sub[dim] = off ? idxvar(g, "%s - %lldll", idx[dim].s, (long long)off) : idx[dim];
+    return gen(g, i->operands[g->pick_k], sub, out);
+  }
   Val res = branch_var(g, i->shape.type);
   int64_t off = 0;
   for (int k = 0; k < i->noperands; k++) {
@@ -1113,7 +1370,9 @@ static bool gen_constant(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   snprintf(ref, sizeof ref, "%s_c%d[%s]", g->k->name, i->id, lin);
   from_storage(ld, sizeof ld, t, ref);
   Val v = newvar(g, "v");
-  line(g, "const %s %s = %s;", emit_compute_type(t), v.s, ld);
+  char text[1000];
+  snprintf(text, sizeof text, "const %s %s = %s;", emit_compute_type(t), v.s, ld);
+  define(g, &v, text, ld);
   *out = v;
   return true;
 }
@@ -1764,8 +2023,9 @@ static bool gen_scatter_updates(Gen *g, const IrInstr *r) {
   Val u[IR_MAX_RANK];
   for (int d = 0; d < us->rank; d++) {
     u[d] = newvar(g, "u");
+    loop_begin(g);
     line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", u[d].s, u[d].s, (long long)us->dims[d], u[d].s);
-    open_scope(g);
+    loop_open(g, &u[d]);
   }
   /* the scatter dims of the update index, in order, are the index tensor's dims but ivd */
   Val sdv[IR_MAX_RANK];
@@ -1814,8 +2074,8 @@ static bool gen_scatter_updates(Gen *g, const IrInstr *r) {
   line(g, "out0[%s] = %s;", lin, st);
   close_scope(g);
   line(g, "}");
-  for (int d = 0; d < us->rank; d++) {
-    close_scope(g);
+  for (int d = us->rank - 1; d >= 0; d--) {
+    loop_close(g, &u[d]);
     line(g, "}");
   }
   return true;
@@ -1834,8 +2094,9 @@ static bool gen_dus_inplace(Gen *g, const IrInstr *r) {
   }
   for (int d = 0; d < rank; d++) {
     u[d] = newvar(g, "u");
+    loop_begin(g);
     line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", u[d].s, u[d].s, (long long)us->dims[d], u[d].s);
-    open_scope(g);
+    loop_open(g, &u[d]);
     pos[d] = idxvar(g, "%s + %s", st[d].s, u[d].s);
   }
   Val v;
@@ -1844,8 +2105,8 @@ static bool gen_dus_inplace(Gen *g, const IrInstr *r) {
   linear(lin, sizeof lin, rank, as->dims, pos);
   to_storage(sto, sizeof sto, as->type, v.s);
   line(g, "out0[%s] = %s;", lin, sto);
-  for (int d = 0; d < rank; d++) {
-    close_scope(g);
+  for (int d = rank - 1; d >= 0; d--) {
+    loop_close(g, &u[d]);
     line(g, "}");
   }
   return true;
@@ -1872,6 +2133,7 @@ static void gen_init(Gen *g, EmitBuf *b, const EmitKernel *k, int indent, FxErro
 }
 
 static bool gen_done(Gen *g, bool ok) {
+  fx_free(g->vlevel);
   fx_free(g->memo);
   fx_free(g->heads);
   if (ok && g->b->oom) ok = fx_error_set(g->err, NULL, 0, 0, "out of memory generating %s", g->k->name);
@@ -1963,17 +2225,20 @@ static bool gen_dot(Gen *g, const IrInstr *i, Val *idx, Val *out) {
     if (!ub[d]) bi[d] = idx[q++];
   Val acc = newvar(g, "acc");
   line(g, "double %s = 0;", acc.s);
+  Val rv[IR_MAX_RANK];
   for (int k = 0; k < dd.nlhs_contract; k++) {
     Val r = newvar(g, "r");
+    loop_begin(g);
     line(g, "for (int64_t %s = 0; %s < %lldll; %s++) {", r.s, r.s, (long long)as->dims[dd.lhs_contract[k]], r.s);
-    open_scope(g);
+    loop_open(g, &r);
+    rv[k] = r;
     ai[dd.lhs_contract[k]] = bi[dd.rhs_contract[k]] = r;
   }
   Val x, y;
   if (!gen(g, i->operands[0], as->rank ? ai : NULL, &x) || !gen(g, i->operands[1], bs->rank ? bi : NULL, &y)) return false;
   line(g, "%s += (double)%s * (double)%s;", acc.s, x.s, y.s);
-  for (int k = 0; k < dd.nlhs_contract; k++) {
-    close_scope(g);
+  for (int k = dd.nlhs_contract - 1; k >= 0; k--) {
+    loop_close(g, &rv[k]);
     line(g, "}");
   }
   char e[64];
@@ -2055,6 +2320,7 @@ static bool emit_sort_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
   if (ok) line(&g, "return %s != 0;", res.s);
   fx_free(g.memo);
   fx_free(g.heads);
+  fx_free(g.vlevel);
   if (!ok || g.fail) return false;
   emit_printf(b, "}\n");
   emit_printf(b, "void %s_p0(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name);
@@ -2127,7 +2393,8 @@ bool emit_globals(EmitBuf *b, const EmitKernel *k, EmitTarget t, FxError *err) {
   return !b->oom;
 }
 
-bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int indent, FxError *err) {
+static bool body_pick(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int indent, const IrInstr *pick, int pick_k,
+                      int *tile_hint, FxError *err) {
   if (part < 0 || part >= k->nparts) return fx_error_set(err, NULL, 0, 0, "no part %d", part);
   Gen g;
   memset(&g, 0, sizeof g);
@@ -2137,6 +2404,10 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
   g.indent = indent;
   g.err = err;
   g.fcomp = ir_fused_computation(k->instr);
+  g.pick = pick;
+  g.pick_k = pick_k;
+  g.part_rank = tile_hint ? k->parts[part].rank : 0;
+  g.tile_hint = -1;
   const EmitPart *p = &k->parts[part];
   Val idx[IR_MAX_RANK];
   for (int d = 0; d < p->rank; d++) snprintf(idx[d].s, sizeof idx[d].s, "i%d", d);
@@ -2155,8 +2426,16 @@ bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int inde
   }
   fx_free(g.memo);
   fx_free(g.heads);
+  fx_free(g.vlevel);
+  for (int q = 0; q < g.capjexpr; q++) fx_free(g.jexpr[q]);
+  fx_free(g.jexpr);
+  if (tile_hint) *tile_hint = g.tile_hint;
   if (ok && b->oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating %s", k->name);
   return ok;
+}
+
+bool emit_body(EmitBuf *b, const EmitKernel *k, int part, EmitTarget t, int indent, FxError *err) {
+  return body_pick(b, k, part, t, indent, NULL, 0, NULL, err);
 }
 
 /* ---------- lanes: several elements' bodies interleaved ---------- */
@@ -2242,29 +2521,177 @@ static void emit_lanes(EmitBuf *b, const char *body, int lanes, const char *ivar
 
 #define EMIT_LANES 4
 
-bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
-  if (k->sort_len > 0) return emit_sort_wrapper(b, k, err);
-  if (k->scatter) return emit_scatter_wrapper(b, k, err);
+/* ---------- reductions of outer dims: the loops swapped ----------
+ *
+ * A part that computes one reduce of one operand whose innermost dim is kept (a sum over the
+ * spatial positions of [1, 7, 7, 2048], a mean over the rows of [4096, 1024]) would, element by
+ * element, run each output's reduction loops inside the loop over the innermost output dim: the
+ * compiler cannot vectorize that (an inner loop nest). The wrapper swaps them instead: per tile of
+ * COLUMN_TILE outputs along the innermost dim, accumulators are set to the init value, the
+ * reduction loops run outside and the tile's outputs inside (contiguous, vectorized), then the
+ * accumulators are stored. Each output still takes its operand's elements in the same order, so
+ * the results are the element-by-element loop's, bit for bit. */
+enum { COLUMN_TILE = 256 };
+
+/* The reduce that part p computes and stores as it is, when it reduces dims other than its
+ * operand's innermost; NULL otherwise. */
+static const IrInstr *column_reduce(const EmitKernel *k, const EmitPart *p) {
+  if (p->noutputs != 1 || p->rank < 1 || k->sort_len || k->scatter) return NULL;
+  int which;
+  const IrInstr *r = output_instr(k, p->outputs[0], &which);
+  if (!r || r->op != IR_OP_REDUCE || r->noperands != 2 || r->shape.type == IR_TUPLE || r->shape.rank != p->rank) return NULL;
+  const IrShape *is = oshape(r, 0);
+  int64_t rd[IR_MAX_RANK];
+  int nr = ir_attr_dims(r, "dimensions", rd, IR_MAX_RANK);
+  if (nr < 1 || is->rank < 2) return NULL;
+  for (int q = 0; q < nr; q++)
+    if (rd[q] < 0 || rd[q] >= is->rank || rd[q] == is->rank - 1) return NULL;
+  if (!ir_attr_comp(r, "to_apply") || !emit_storage_type(r->shape.type)) return NULL;
+  return r;
+}
+
+/* The loops of column reduce r for the innermost output index `ivar` over [lo, hi), at indent
+ * `ind`, the outer index variables already set. */
+static bool emit_column_reduce(EmitBuf *b, const EmitKernel *k, int part, const IrInstr *r, const char *ivar,
+                               const char *lo, const char *hi, int ind, FxError *err) {
   const EmitPart *p = &k->parts[part];
-  emit_printf(b, "void %s_p%d(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name, part);
-  for (int j = 0; j < k->ninputs; j++)
-    emit_printf(b, "  const %s *restrict in%d = (const %s *)bufs[%d];\n", emit_storage_type(k->in_types[j]), j,
-                emit_storage_type(k->in_types[j]), j);
-  for (int q = 0; q < p->noutputs; q++) {
-    int o = p->outputs[q];
-    emit_printf(b, "  %s *restrict out%d = (%s *)bufs[%d];\n", emit_storage_type(k->out_types[o]), o,
-                emit_storage_type(k->out_types[o]), k->ninputs + o);
+  int o = p->outputs[0];
+  Gen g;
+  gen_init(&g, b, k, ind, err);
+  IrType t = r->shape.type;
+  const char *ct = emit_compute_type(t);
+  const IrShape *is = oshape(r, 0);
+  int64_t rd[IR_MAX_RANK];
+  int nr = ir_attr_dims(r, "dimensions", rd, IR_MAX_RANK);
+  bool red[IR_MAX_RANK] = {0};
+  for (int q = 0; q < nr; q++) red[rd[q]] = true;
+  Val idx[IR_MAX_RANK], full[IR_MAX_RANK], init, e, args[2], res;
+  for (int d = 0; d < p->rank; d++) snprintf(idx[d].s, sizeof idx[d].s, "i%d", d);
+  line(&g, "for (int64_t fx_t0 = %s; fx_t0 < %s; fx_t0 += %d) {", lo, hi, COLUMN_TILE);
+  open_scope(&g);
+  line(&g, "const int64_t fx_t1 = fx_t0 + %d < %s ? fx_t0 + %d : %s;", COLUMN_TILE, hi, COLUMN_TILE, hi);
+  line(&g, "%s fx_acc[%d];", ct, COLUMN_TILE);
+  line(&g, "for (int64_t %s = fx_t0; %s < fx_t1; %s++) {", ivar, ivar, ivar);
+  open_scope(&g);
+  bool ok = gen(&g, r->operands[1], NULL, &init);
+  if (ok) line(&g, "fx_acc[%s - fx_t0] = %s;", ivar, init.s);
+  close_scope(&g);
+  line(&g, "}");
+  int kept = 0, opened = 0;
+  for (int d = 0; ok && d < is->rank; d++) {
+    if (!red[d]) {
+      full[d] = idx[kept++];
+      continue;
+    }
+    Val rv = newvar(&g, "r");
+    line(&g, "for (int64_t %s = 0; %s < %lldll; %s++) {", rv.s, rv.s, (long long)is->dims[d], rv.s);
+    open_scope(&g);
+    opened++;
+    full[d] = rv;
   }
-  emit_printf(b, "  (void)bufs; (void)lo; (void)hi;\n");
+  if (ok) {
+    line(&g, "#pragma GCC ivdep");
+    line(&g, "for (int64_t %s = fx_t0; %s < fx_t1; %s++) {", ivar, ivar, ivar);
+    open_scope(&g);
+    ok = gen(&g, r->operands[0], full, &e);
+    snprintf(args[0].s, sizeof args[0].s, "fx_acc[%s - fx_t0]", ivar);
+    args[1] = e;
+    if (ok) ok = inline_scalar(&g, ir_attr_comp(r, "to_apply"), args, 2, &res, 1);
+    if (ok) line(&g, "fx_acc[%s - fx_t0] = %s;", ivar, res.s);
+    close_scope(&g);
+    line(&g, "}");
+  }
+  for (int q = 0; q < opened; q++) {
+    close_scope(&g);
+    line(&g, "}");
+  }
+  if (ok) {
+    char lin[600], acc[40], st[700];
+    line(&g, "for (int64_t %s = fx_t0; %s < fx_t1; %s++) {", ivar, ivar, ivar);
+    linear(lin, sizeof lin, p->rank, p->dims, idx);
+    snprintf(acc, sizeof acc, "fx_acc[%s - fx_t0]", ivar);
+    to_storage(st, sizeof st, k->out_types[o], acc);
+    line(&g, "  out%d[%s] = %s;", o, lin, st);
+    line(&g, "}");
+  }
+  close_scope(&g);
+  line(&g, "}");
+  return gen_done(&g, ok);
+}
+
+/* Transposes: a part that reads an input through a transpose moving its innermost dim (Gemma 3's
+ * bf16[262144, 1152] embedding to [1152, 262144]) walks the input with a stride of a whole row
+ * per output element: every read a cache miss. The wrapper tiles such a part instead: TRANSPOSE_TILE
+ * x TRANSPOSE_TILE blocks of (the output dim that is the input's innermost, the output's
+ * innermost), so that a block's input rows stay in cache while its output rows are written. The
+ * iterations are independent, so the order changes nothing but the time. */
+enum { TRANSPOSE_TILE = 32 };
+
+/* The output dim of part p to tile with its innermost (a transpose in the kernel whose result has
+ * the part's dims reads its input's innermost dim at that output dim), or -1. */
+static int transpose_tile_dim(const EmitKernel *k, const EmitPart *p) {
+  if (p->rank < 2 || k->sort_len || k->scatter) return -1;
+  const IrComputation *f = ir_fused_computation(k->instr);
+  int n = f ? f->ninstrs : 1;
+  for (int q = 0; q < n; q++) {
+    const IrInstr *t = f ? f->instrs[q] : k->instr;
+    if (t->op != IR_OP_TRANSPOSE || t->shape.rank != p->rank) continue;
+    if (memcmp(t->shape.dims, p->dims, sizeof(int64_t) * (size_t)p->rank) != 0) continue;
+    int64_t perm[IR_MAX_RANK];
+    if (ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != p->rank) continue;
+    for (int a = 0; a < p->rank - 1; a++)
+      if (perm[a] == p->rank - 1 && p->dims[a] > 1 && a >= p->nsplit - 1) return a;
+  }
+  return -1;
+}
+
+/* Concatenates: a part whose output is a concatenate (of dynamic slices, of a rotary embedding's
+ * halves) would test, per element, which operand the element comes from: a chain of branches in
+ * the innermost loop that keeps it scalar (64 slices: 64 tests for the last). The wrapper runs the
+ * loop nest once per operand instead, the concatenated dim looping over that operand's range only,
+ * with the concatenate generating that operand alone. The dim must be one the nest loops over
+ * (not one decomposed from the flattened range the threads split). */
+enum { CONCAT_MAX_SPLIT = 64 };
+
+static const IrInstr *concat_split(const EmitKernel *k, const EmitPart *p, int *dim) {
+  if (p->noutputs != 1 || p->rank < 1 || k->sort_len || k->scatter) return NULL;
+  int which;
+  const IrInstr *r = output_instr(k, p->outputs[0], &which);
+  int64_t d;
+  if (!r || r->op != IR_OP_CONCATENATE || r->noperands < 2 || r->noperands > CONCAT_MAX_SPLIT || r->shape.rank != p->rank ||
+      memcmp(r->shape.dims, p->dims, sizeof(int64_t) * (size_t)p->rank) != 0)
+    return NULL;
+  if (ir_attr_dims(r, "dimensions", &d, 1) != 1 || d < 0 || d >= p->rank || d < p->nsplit - 1) return NULL;
+  *dim = (int)d;
+  return r;
+}
+
+/* Writes `e` clipped to [lo, hi) of a cut (or e itself when the cut is another dim's). */
+static void cut_bound(char *out, size_t n, const char *e, bool low, bool cut, int64_t v) {
+  if (!cut) snprintf(out, n, "%s", e);
+  else if (low) snprintf(out, n, "(%s > %lldll ? %s : %lldll)", e, (long long)v, e, (long long)v);
+  else snprintf(out, n, "(%s < %lldll ? %s : %lldll)", e, (long long)v, e, (long long)v);
+}
+
+/* The loop nest of part p and its body (pick: a concatenate's operand alone, see above), dim
+ * cut_dim (-1: none) limited to [cut_lo, cut_hi). */
+static bool emit_nest(EmitBuf *b, const EmitKernel *k, int part, const IrInstr *pick, int pick_k, int cut_dim, int64_t cut_lo,
+                      int64_t cut_hi, FxError *err) {
+  const EmitPart *p = &k->parts[part];
   /* the body's indent; the closing loop below counts down */
   int ind = p->rank == 0 ? 4 : p->nsplit >= 2 ? 6 + 2 * (p->rank - p->nsplit) : 2 + 2 * p->rank;
+  const IrInstr *colr = column_reduce(k, p);
+  int tile = colr || cut_dim >= 0 ? -1 : transpose_tile_dim(k, p), hint = -1;
+  if (tile >= 0) ind += 4; /* the two block loops */
   EmitBuf body;
   emit_buf_init(&body);
-  if (!emit_body(&body, k, part, EMIT_TARGET_C, ind, err) || body.oom) {
+  if ((!colr && !body_pick(&body, k, part, EMIT_TARGET_C, ind, pick, pick_k, &hint, err)) || body.oom) {
     if (body.oom) fx_error_set(err, NULL, 0, 0, "out of memory generating kernel source");
     emit_buf_free(&body);
     return false;
   }
+  /* a load the body reads transposed (through a reshape, say) names the dim to tile too */
+  if (tile < 0 && !colr && cut_dim < 0 && hint >= p->nsplit - 1 && hint < p->rank - 1 && p->dims[hint] > 1) tile = hint;
   const char *text = body.s ? body.s : "";
   int closes = 1;
   if (p->rank == 0) {
@@ -2274,7 +2701,7 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
        flattened range [lo, hi), one contiguous run of dim ns-1 at a time (the dims before it
        decomposed once per run). Then the middle dims fully, and the innermost loop. */
     int inner = p->rank - 1, ns = p->nsplit, in = 2;
-    char ivar[16], lo[32], hi[32];
+    char ivar[16], lo[80], hi[80];
     snprintf(ivar, sizeof ivar, "i%d", inner);
     if (ns >= 2) {
       int64_t dl = p->dims[ns - 1];
@@ -2292,20 +2719,50 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
       closes++;
     }
     for (int d = ns - 1; d < inner; d++) {
-      if (d == ns - 1 && ns >= 2) emit_printf(b, "%*sfor (int64_t i%d = fx_c0; i%d < fx_c1; i%d++) {\n", in, "", d, d, d);
-      else if (d == 0) emit_printf(b, "%*sfor (int64_t i0 = lo; i0 < hi; i0++) {\n", in, "");
-      else emit_printf(b, "%*sfor (int64_t i%d = 0; i%d < %lldll; i%d++) {\n", in, "", d, d, (long long)p->dims[d], d);
+      char dlo[80], dhi[80], e0[32], e1[32];
+      if (d == ns - 1 && ns >= 2) snprintf(e0, sizeof e0, "fx_c0"), snprintf(e1, sizeof e1, "fx_c1");
+      else if (d == 0) snprintf(e0, sizeof e0, "lo"), snprintf(e1, sizeof e1, "hi");
+      else snprintf(e0, sizeof e0, "0"), snprintf(e1, sizeof e1, "%lldll", (long long)p->dims[d]);
+      cut_bound(dlo, sizeof dlo, e0, true, d == cut_dim, cut_lo);
+      cut_bound(dhi, sizeof dhi, e1, false, d == cut_dim, cut_hi);
+      if (d == tile) { /* the blocks of (this dim, the innermost), then this dim within its block */
+        emit_printf(b, "%*sfor (int64_t fx_ab = %s; fx_ab < %s; fx_ab += %d) {\n", in, "", dlo, dhi, TRANSPOSE_TILE);
+        emit_printf(b, "%*s  const int64_t fx_ae = fx_ab + %d < %s ? fx_ab + %d : %s;\n", in, "", TRANSPOSE_TILE, dhi,
+                    TRANSPOSE_TILE, dhi);
+        emit_printf(b, "%*s  for (int64_t fx_ib = 0; fx_ib < %lldll; fx_ib += %d) {\n", in, "", (long long)p->dims[inner],
+                    TRANSPOSE_TILE);
+        emit_printf(b, "%*s    const int64_t fx_ie = fx_ib + %d < %lldll ? fx_ib + %d : %lldll;\n", in, "", TRANSPOSE_TILE,
+                    (long long)p->dims[inner], TRANSPOSE_TILE, (long long)p->dims[inner]);
+        in += 4;
+        closes += 2;
+        snprintf(dlo, sizeof dlo, "fx_ab");
+        snprintf(dhi, sizeof dhi, "fx_ae");
+      }
+      emit_printf(b, "%*sfor (int64_t i%d = %s; i%d < %s; i%d++) {\n", in, "", d, dlo, d, dhi, d);
       in += 2;
       closes++;
     }
+    char e0[32], e1[32];
     if (inner == ns - 1) {
-      snprintf(lo, sizeof lo, "%s", ns >= 2 ? "fx_c0" : "lo");
-      snprintf(hi, sizeof hi, "%s", ns >= 2 ? "fx_c1" : "hi");
+      snprintf(e0, sizeof e0, "%s", ns >= 2 ? "fx_c0" : "lo");
+      snprintf(e1, sizeof e1, "%s", ns >= 2 ? "fx_c1" : "hi");
+    } else if (tile >= 0) {
+      snprintf(e0, sizeof e0, "fx_ib");
+      snprintf(e1, sizeof e1, "fx_ie");
     } else {
-      snprintf(lo, sizeof lo, "0");
-      snprintf(hi, sizeof hi, "%lldll", (long long)p->dims[inner]);
+      snprintf(e0, sizeof e0, "0");
+      snprintf(e1, sizeof e1, "%lldll", (long long)p->dims[inner]);
     }
-    if (body_wants_lanes(text) && p->dims[inner] >= EMIT_LANES) {
+    cut_bound(lo, sizeof lo, e0, true, inner == cut_dim, cut_lo);
+    cut_bound(hi, sizeof hi, e1, false, inner == cut_dim, cut_hi);
+    if (colr) {
+      /* the reduction loops outside, the tile of outputs inside: a block with no loop left open */
+      if (!emit_column_reduce(b, k, part, colr, ivar, lo, hi, in, err)) {
+        emit_buf_free(&body);
+        return false;
+      }
+      closes--;
+    } else if (body_wants_lanes(text) && p->dims[inner] >= EMIT_LANES) {
       /* With vector math the compiler vectorizes the plain loop (lanes would only stand in its
        * way); without it, EMIT_LANES elements interleaved, then the rest one by one */
       emit_printf(b, "#if defined(FX_VECMATH) && FX_VECMATH\n%*s_Pragma(\"omp simd\")\n", in, "");
@@ -2318,6 +2775,11 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
       emit_printf(b, "%*sfor (; %s < %s; %s++) {\n%s", in, "", ivar, hi, ivar, text);
       emit_printf(b, "#endif\n"); /* either branch leaves one loop open, closed below */
     } else {
+      /* The iterations are independent (each writes its own elements; the buffers are restrict).
+       * gcc honours restrict on these locals only partly: with more than a few inputs it wanted
+       * more run-time alias checks than it makes (10) and left the loop scalar (ResNet's
+       * batch-norm epilogue, 12 inputs). ivdep tells it there is no dependence to check. */
+      emit_printf(b, "%*s#pragma GCC ivdep\n", in, "");
       emit_printf(b, "%*sfor (int64_t %s = %s; %s < %s; %s++) {\n%s", in, "", ivar, lo, ivar, hi, ivar, text);
     }
     ind = in + 2;
@@ -2327,6 +2789,36 @@ bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
     ind -= 2;
     emit_printf(b, "%*s}\n", ind, "");
   }
-  emit_printf(b, "}\n\n");
   return !b->oom;
+}
+
+bool emit_c_wrapper(EmitBuf *b, const EmitKernel *k, int part, FxError *err) {
+  if (k->sort_len > 0) return emit_sort_wrapper(b, k, err);
+  if (k->scatter) return emit_scatter_wrapper(b, k, err);
+  const EmitPart *p = &k->parts[part];
+  emit_printf(b, "void %s_p%d(char *const *bufs, int64_t lo, int64_t hi) {\n", k->name, part);
+  for (int j = 0; j < k->ninputs; j++)
+    emit_printf(b, "  const %s *restrict in%d = (const %s *)bufs[%d];\n", emit_storage_type(k->in_types[j]), j,
+                emit_storage_type(k->in_types[j]), j);
+  for (int q = 0; q < p->noutputs; q++) {
+    int o = p->outputs[q];
+    emit_printf(b, "  %s *restrict out%d = (%s *)bufs[%d];\n", emit_storage_type(k->out_types[o]), o,
+                emit_storage_type(k->out_types[o]), k->ninputs + o);
+  }
+  emit_printf(b, "  (void)bufs; (void)lo; (void)hi;\n");
+  int cd;
+  const IrInstr *cat = concat_split(k, p, &cd);
+  bool ok = true;
+  if (cat) { /* the nest once per operand, over its range of the concatenated dim */
+    int64_t off = 0;
+    for (int q = 0; ok && q < cat->noperands; q++) {
+      int64_t sz = cat->operands[q]->shape.dims[cd];
+      if (sz > 0) ok = emit_nest(b, k, part, cat, q, cd, off, off + sz, err);
+      off += sz;
+    }
+  } else {
+    ok = emit_nest(b, k, part, NULL, 0, -1, 0, 0, err);
+  }
+  emit_printf(b, "}\n\n");
+  return ok && !b->oom;
 }

@@ -119,6 +119,10 @@ typedef struct RtExec RtExec;
 typedef struct {
   bool (*exec)(void *ctx, RtExec *x, const IrInstr *i, RtTensor **operands, RtTensor **out,
                bool *handled, FxError *err);
+  /* Optional: called before a computation is walked; a backend that runs the whole of c itself
+   * (the CPU backend's compiled entry) fills *out and sets *handled. */
+  bool (*computation)(void *ctx, RtExec *x, const IrComputation *c, RtTensor **args, int nargs, RtTensor **out,
+                      bool *handled, FxError *err);
   void *ctx;
 } RtHooks;
 

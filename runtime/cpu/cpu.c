@@ -14,8 +14,8 @@
  *
  * run: the kernel plan's buffer assignment (compiler/plan/plan.c) gives one allocation per memory slot
  * for the whole run; the interpreter's walker drives the module (calls, conditionals, and while
- * loops that cannot run compiled: a while loop of generated kernels runs here in one call, see
- * "compiled while loops" below); a hook takes over every kernel: it places the outputs in their
+ * loops that cannot run compiled: a while loop of generated kernels runs in one call of its C
+ * driver, see cpu_loop.c); a hook takes over every kernel: it places the outputs in their
  * slots (a loop's results alternate between two; fresh memory for what goes to the caller, for
  * interpreted kernels, or when a slot is still held), launches the compiled parts (the outer loop
  * split over a pool of threads, `set threads N`, when the kernel is large or was slow on one
@@ -41,70 +41,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef FXPLAIN_HAVE_BLAS
-#include <cblas.h>
-#endif
-
 #include "../../compiler/plan/plan.h"
-#include "../../compiler/ir/ir.h"
 #include "../cuda/cuda.h"
-#include "../backend.h"
-#include "../emit.h"
-#include "../interp/interp_internal.h"
-
-typedef void (*KernelFn)(char *const *bufs, int64_t lo, int64_t hi);
-
-typedef enum { K_GENERATED, K_BLAS, K_INTERP } KernelHow;
-
-#define CPU_MAX_SLOTTED 8 /* outputs of one kernel that can live in plan slots */
-
-typedef struct {
-  const IrInstr *instr;
-  KernelHow how;
-  char sym[40];         /* fx_<hash> */
-  int nparts;
-  KernelFn fns[EMIT_MAX_PARTS];
-  int64_t outer[EMIT_MAX_PARTS], count[EMIT_MAX_PARTS];
-  double serial_ns[EMIT_MAX_PARTS]; /* the last launch's time on one thread (0: none yet) */
-  int stat;             /* index into the run's stats, -1 before the first launch */
-  char why[200];        /* why it is interpreted */
-  int64_t rbytes, wbytes; /* per launch, from the kernel plan (plan_kernel_bytes) */
-  int slot[CPU_MAX_SLOTTED];  /* per output: the plan's memory slot during a run; -1: fresh memory */
-  int slot2[CPU_MAX_SLOTTED]; /* a loop body's result: the slot it alternates with; -1: none */
-  void (*ip)(char *const *bufs); /* the in-place variant (emit_inplace), or NULL */
-  int ip_input;                  /* the input it updates */
-} CpuKernel;
+#include "cpu_internal.h"
 
 enum { CPU_MAX_KERNEL_SOURCE = 256 * 1024 }; /* bytes of C per generated kernel */
-
-typedef struct CpuPool CpuPool;
-
-typedef struct {
-  char cache[512];
-  CpuOptions opt;
-  char cc[128], flags[256];
-  char vflags[512]; /* vector math: -DFX_VECMATH=1, the -fno-builtin-* flags and the library; "" for libm */
-  int threads;
-  CpuPool *pool; /* the workers large kernels split over; started at the first such launch */
-  /* kernels keyed by instruction */
-  PtrMap kernels; /* IrInstr* -> CpuKernel* */
-  void **handles;
-  int nhandles, caphandles;
-  EmitBuf last_source;
-  int compiled, cached, nkernels, ninterp;
-  /* during a run */
-  RtRunStats *stats;
-  bool interp_only;
-  bool no_cache;        /* the cache directory is unusable: every kernel runs on the interpreter */
-  char note[700];       /* why kernels fell back to the interpreter (cpu_note), or "" */
-  RtTensor **slots;     /* the run's buffer slots (from the kernel plan's assignment); NULL: unused */
-  RtTensor **views;     /* per slot: the view last written into it (reused while nobody else holds it) */
-  int nslots;
-  bool host_loops;      /* CpuOptions.host_loops */
-  PtrMap loops;         /* while IrInstr* -> CpuLoop* (built at its first run), or &loop_none: runs on the host */
-} CpuBackend;
-
-static void loops_clear(CpuBackend *b);
 
 /* ---------- stats ---------- */
 
@@ -127,18 +68,20 @@ void rt_run_stats_free(RtRunStats *s) {
   memset(s, 0, sizeof *s);
 }
 
-static double now_ns(void) {
+double cpu_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-static RtKernelStat *stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
+RtKernelStat *cpu_stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
   if (!s) return NULL;
   int idx = k ? k->stat : -1;
   if (idx < 0 || idx >= s->nkernels || s->kernels[idx].instr != i) {
     idx = -1;
-    for (int q = 0; q < s->nkernels; q++)
+    /* a kernel's row is made at its first launch of the run (cpu_run clears k->stat): only a
+       row without a kernel (a loop's) is looked for */
+    for (int q = 0; !k && q < s->nkernels; q++)
       if (s->kernels[q].instr == i) idx = q;
     if (idx < 0) {
       if (!rt_run_stats_add(s, i)) return NULL;
@@ -151,11 +94,11 @@ static RtKernelStat *stat_for(RtRunStats *s, CpuKernel *k, const IrInstr *i) {
 
 /* ---------- kernel map ---------- */
 
-static CpuKernel *kmap_get(CpuBackend *b, const IrInstr *i) { return ptrmap_get(&b->kernels, i); }
+CpuKernel *cpu_kernel(CpuBackend *b, const IrInstr *i) { return ptrmap_get(&b->kernels, i); }
 
 /* Maps i to k, freeing the kernel it had. */
 static bool kmap_put(CpuBackend *b, const IrInstr *i, CpuKernel *k) {
-  CpuKernel *old = kmap_get(b, i);
+  CpuKernel *old = cpu_kernel(b, i);
   if (!ptrmap_put(&b->kernels, i, k)) return false;
   fx_free(old);
   return true;
@@ -278,7 +221,10 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
   int argc = 0;
   argv[argc++] = b->cc;
   for (char *t = strtok(flags, " "); t && argc < 36; t = strtok(NULL, " ")) argv[argc++] = t;
-  char *fixed[] = {"-fPIC", "-shared", "-ffp-contract=off", "-fno-math-errno", "-w", "-o", (char *)so, (char *)src};
+  /* -fno-semantic-interposition: a kernel's function may be inlined into a loop's driver in the
+     same unit (no shared object interposes them) */
+  char *fixed[] = {"-fPIC", "-shared", "-fno-semantic-interposition", "-ffp-contract=off", "-fno-math-errno", "-w",
+                   "-o", (char *)so, (char *)src};
   for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) argv[argc++] = fixed[k];
   /* vector math: its flags, and its library before libm so that the vector variants bind to it */
   char vflags[512];
@@ -440,8 +386,6 @@ static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void 
 
 /* ---------- prepare ---------- */
 
-static bool blas_dot_ok(const IrInstr *i);
-
 enum { CPU_SMALL_DOT_MACS = 1 << 16 };
 
 /* The multiply-adds of dot i. */
@@ -457,10 +401,15 @@ typedef struct {
   uint64_t h;
 } SeenHash;
 
+static void free_slots(CpuBackend *b);
+
 static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxError *err) {
   CpuBackend *b = vb;
-  loops_clear(b); /* built again at their first run, from this prepare's kernels */
+  cpu_loops_clear(b); /* planned again from this prepare's kernels */
+  b->ndrivers = 0;
+  free_slots(b);     /* assigned again at the next run */
   b->compiled = b->cached = b->nkernels = b->ninterp = 0;
+  b->unit++;
   if (!b->no_cache) b->note[0] = 0;
   EmitBuf unit;
   emit_buf_init(&unit);
@@ -482,7 +431,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
     for (int c = 0; ok && c < nc; c++) {
       for (int q = 0; ok && q < comps[c]->ninstrs; q++) {
         const IrInstr *i = comps[c]->instrs[q];
-        if (rt_instr_is_free(i) || kmap_get(b, i)) continue;
+        if (rt_instr_is_free(i) || cpu_kernel(b, i)) continue;
         CpuKernel *k = fx_calloc(1, sizeof *k);
         if (!k || !kmap_put(b, i, k)) {
           fx_free(k);
@@ -506,8 +455,18 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         }
         /* gemm for a dot, but a small one (a vector dot in a loop) is generated: a call to the
            library costs more than it, and a loop of generated kernels can run compiled */
-        if (i->op == IR_OP_DOT && blas_dot_ok(i) && !(dot_macs(i) <= CPU_SMALL_DOT_MACS && emit_dot_kernel_init(ek, i, &(FxError){0}))) {
+        CpuGemm gm;
+        if (i->op == IR_OP_DOT && cpu_gemm_of_dot(i, &gm) && !(dot_macs(i) <= CPU_SMALL_DOT_MACS && emit_dot_kernel_init(ek, i, &(FxError){0}))) {
           k->how = K_BLAS;
+          continue;
+        }
+        /* convolution: im2col + gemm, or a depthwise one directly */
+        IrConvDims cd;
+        IrWindow cw;
+        RtConvMap cm;
+        if (i->op == IR_OP_CONVOLUTION && cpu_conv_of(i, &cd, &cw, &cm) &&
+            cpu_conv_ok(&cm, &i->operands[0]->shape, &i->operands[1]->shape, &i->shape)) {
+          k->how = cpu_conv_is_depthwise(&cm, &i->operands[0]->shape, &i->operands[1]->shape, &i->shape) ? K_DIRECT : K_BLAS;
           continue;
         }
         FxError why = {0};
@@ -566,6 +525,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           cappending = ncap;
         }
         pending[npending++] = k;
+        k->unit = b->unit;
         bool dup = false;
         for (int s = 0; s < nseen; s++)
           if (seen[s].h == h) dup = true;
@@ -594,6 +554,14 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
       }
     }
   }
+  /* the while loops whose kernels are all generated, and entry computations that are nothing
+     else: their drivers go into the same unit */
+  for (int m = 0; ok && nseen > 0 && m < nmods; m++) {
+    const IrComputation *comps[256];
+    int nc = mods[m]->entry ? rt_host_computations(mods[m]->entry, comps, 256) : 0;
+    ok = cpu_loops_plan(b, comps, nc, &unit, err);
+    if (ok && !b->host_loops) ok = cpu_entry_plan(b, mods[m]->entry, &unit, err);
+  }
   uint64_t uh = 0;
   if (ok && nseen > 0) {
     uh = fnv(unit.s, unit.len, 0xcbf29ce484222325ULL);
@@ -616,6 +584,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
       }
       b->ninterp += npending;
       npending = 0;
+      cpu_loops_clear(b); /* planned over kernels that will not run */
     } else if (ok) {
       if (b->nhandles == b->caphandles) {
         int nc = b->caphandles ? b->caphandles * 2 : 8;
@@ -645,10 +614,13 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           if (fn) memcpy(&k->ip, &fn, sizeof fn);
         }
       }
+      if (ok) cpu_loops_bind(b, h);
     }
   }
-  if (!ok) /* kernels not compiled must not be launched */
+  if (!ok) { /* kernels not compiled must not be launched */
     for (int q = 0; q < npending; q++) pending[q]->how = K_INTERP;
+    cpu_loops_clear(b);
+  }
   emit_buf_free(&b->last_source);
   b->last_source = unit;
   emit_buf_free(&kb);
@@ -668,29 +640,39 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
  * the next one, so no worker runs one launch's function over another's range. */
 struct CpuPool {
   pthread_mutex_t mu;
-  pthread_cond_t wake, idle;
+  pthread_cond_t wake, idle, finished;
   pthread_t th[CPU_MAX_THREADS];
+  struct PoolWorker {
+    struct CpuPool *pool;
+    int tid;
+  } who[CPU_MAX_THREADS];
   int nworkers, active; /* active: workers inside a launch (under mu) */
   uint64_t gen;         /* launches published; a worker joins each new one */
   bool quit;
-  KernelFn fn;
-  char *const *bufs;
+  CpuTask task;
+  void *ctx;
   int64_t outer, chunk;
   _Atomic int64_t next, done; /* next chunk's start; elements finished */
 };
 
-static void run_chunks(CpuPool *p, KernelFn fn, char *const *bufs, int64_t outer, int64_t chunk) {
+static void run_chunks(CpuPool *p, CpuTask task, void *ctx, int64_t outer, int64_t chunk, int tid) {
   for (;;) {
     int64_t lo = atomic_fetch_add(&p->next, chunk);
     if (lo >= outer) return;
     int64_t hi = lo + chunk < outer ? lo + chunk : outer;
-    fn(bufs, lo, hi);
-    atomic_fetch_add(&p->done, hi - lo);
+    task(ctx, lo, hi, tid);
+    if (atomic_fetch_add(&p->done, hi - lo) + (hi - lo) >= outer && tid != 0) {
+      /* the last chunk: the caller may be asleep waiting for it */
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->finished);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
 }
 
 static void *worker_main(void *arg) {
-  CpuPool *p = arg;
+  CpuPool *p = ((struct PoolWorker *)arg)->pool;
+  int tid = ((struct PoolWorker *)arg)->tid;
   pthread_mutex_lock(&p->mu);
   uint64_t seen = p->gen;
   for (;;) {
@@ -698,11 +680,11 @@ static void *worker_main(void *arg) {
     if (p->quit) break;
     seen = p->gen;
     p->active++;
-    KernelFn fn = p->fn;
-    char *const *bufs = p->bufs;
+    CpuTask task = p->task;
+    void *ctx = p->ctx;
     int64_t outer = p->outer, chunk = p->chunk;
     pthread_mutex_unlock(&p->mu);
-    run_chunks(p, fn, bufs, outer, chunk);
+    run_chunks(p, task, ctx, outer, chunk, tid);
     pthread_mutex_lock(&p->mu);
     if (--p->active == 0) pthread_cond_signal(&p->idle);
   }
@@ -717,8 +699,11 @@ static CpuPool *pool_start(int nt) {
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->idle, NULL);
+  pthread_cond_init(&p->finished, NULL);
   for (int t = 0; t < nt - 1 && t < CPU_MAX_THREADS; t++) {
-    if (pthread_create(&p->th[t], NULL, worker_main, p) != 0) break;
+    p->who[t].pool = p;
+    p->who[t].tid = t + 1; /* the calling thread is 0 */
+    if (pthread_create(&p->th[t], NULL, worker_main, &p->who[t]) != 0) break;
     p->nworkers++;
   }
   return p;
@@ -734,19 +719,15 @@ static void pool_stop(CpuPool *p) {
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->wake);
   pthread_cond_destroy(&p->idle);
+  pthread_cond_destroy(&p->finished);
   fx_free(p);
 }
 
-static void pool_run(CpuPool *p, KernelFn fn, char *const *bufs, int64_t outer, int nt) {
-  /* a few chunks per thread, so that a late or slow one costs little; multiples of 16 (one
-   * AVX-512 vector of floats) when the loop is long enough */
-  int64_t chunk = outer / (4 * nt);
-  if (chunk >= 16) chunk -= chunk % 16;
-  if (chunk < 1) chunk = 1;
+static void pool_run(CpuPool *p, CpuTask task, void *ctx, int64_t outer, int64_t chunk) {
   pthread_mutex_lock(&p->mu);
   while (p->active > 0) pthread_cond_wait(&p->idle, &p->mu);
-  p->fn = fn;
-  p->bufs = bufs;
+  p->task = task;
+  p->ctx = ctx;
   p->outer = outer;
   p->chunk = chunk;
   atomic_store(&p->next, 0);
@@ -754,140 +735,113 @@ static void pool_run(CpuPool *p, KernelFn fn, char *const *bufs, int64_t outer, 
   p->gen++;
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
-  run_chunks(p, fn, bufs, outer, chunk);
-  /* the chunks the workers claimed: they are running, so this wait is short */
-  for (unsigned spins = 0; atomic_load(&p->done) < outer; spins++)
-    if (spins > 1000) sched_yield();
+  run_chunks(p, task, ctx, outer, chunk, 0);
+  /* the chunks the workers claimed: a short spin (they are usually running), then sleep until the
+     last one signals (on a loaded machine a worker can wait milliseconds for a core, and a caller
+     spinning or yielding meanwhile takes the core from it) */
+  for (unsigned spins = 0; spins < 2000 && atomic_load(&p->done) < outer; spins++) {
+  }
+  if (atomic_load(&p->done) < outer) {
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load(&p->done) < outer) pthread_cond_wait(&p->finished, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+  }
 }
 
-static void launch_part(CpuBackend *b, CpuKernel *k, int part, char *const *bufs) {
+int cpu_threads(const CpuBackend *b) { return b->threads < CPU_MAX_THREADS ? b->threads : CPU_MAX_THREADS; }
+
+void *cpu_scratch(CpuBackend *b, int slot, size_t bytes) {
+  if (slot < 0 || slot >= CPU_MAX_THREADS + 3) return NULL;
+  if (b->scratch_cap[slot] < bytes || !b->scratch[slot]) {
+    fx_free(b->scratch[slot]);
+    b->scratch_cap[slot] = 0;
+    if (!(b->scratch[slot] = fx_malloc(bytes ? bytes : 1))) return NULL;
+    b->scratch_cap[slot] = bytes;
+  }
+  return b->scratch[slot];
+}
+
+bool cpu_parallel(CpuBackend *b, CpuTask task, void *ctx, int64_t n, int64_t chunk) {
+  if (chunk < 1) chunk = 1;
+  if (!b->serial && cpu_threads(b) > 1 && n > chunk) {
+    if (!b->pool) b->pool = pool_start(cpu_threads(b));
+    if (b->pool && b->pool->nworkers > 0) {
+      pool_run(b->pool, task, ctx, n, chunk);
+      return true;
+    }
+  }
+  task(ctx, 0, n, 0);
+  return false;
+}
+
+typedef struct {
+  KernelFn fn;
+  char *const *bufs;
+} KernelTask;
+
+static void kernel_task(void *ctx, int64_t lo, int64_t hi, int tid) {
+  (void)tid;
+  const KernelTask *t = ctx;
+  t->fn(t->bufs, lo, hi);
+}
+
+enum { ADAPT_MAX_GAP = 1 << 16 };
+
+static void adapt_mean(double *m, double ns) { *m = *m == 0 ? ns : 0.75 * *m + 0.25 * ns; }
+
+bool cpu_adapt_split(CpuAdapt *a) {
+  if (a->serial_ns == 0) return false; /* try each way once, one thread first */
+  if (a->split_ns == 0) return true;
+  bool best = a->split_ns <= a->serial_ns;
+  if (a->launches >= a->next_try) return !best; /* now and then, the other way again */
+  return best;
+}
+
+void cpu_adapt_record(CpuAdapt *a, bool split, double ns) {
+  bool before = a->split_ns != 0 && a->serial_ns != 0 && a->split_ns <= a->serial_ns;
+  bool tried = a->split_ns != 0 && a->serial_ns != 0 && a->launches >= a->next_try;
+  adapt_mean(split ? &a->split_ns : &a->serial_ns, ns);
+  a->launches++;
+  if (tried || a->gap == 0) {
+    bool after = a->split_ns <= a->serial_ns;
+    /* the other way lost again: try it less often; it won: watch closely. A try of the losing way
+       costs what it loses, so the tries are at least 50 x (loser / winner - 1) launches apart: they
+       cost at most 2% (on a loaded machine a split launch waited milliseconds for a worker, and
+       tries every 256 launches of a 6 us kernel doubled CartPole's run) */
+    uint32_t gap = a->gap == 0 || after != before ? 4 : a->gap * 2;
+    double win = after ? a->split_ns : a->serial_ns, lose = after ? a->serial_ns : a->split_ns;
+    if (win > 0 && lose > win && 50.0 * (lose / win - 1.0) > gap) gap = 50.0 * (lose / win - 1.0) < ADAPT_MAX_GAP ? (uint32_t)(50.0 * (lose / win - 1.0)) : ADAPT_MAX_GAP;
+    a->gap = gap > ADAPT_MAX_GAP ? ADAPT_MAX_GAP : gap;
+    a->next_try = a->launches + a->gap;
+  }
+}
+
+void cpu_launch_part(CpuBackend *b, CpuKernel *k, int part, char *const *bufs) {
   KernelFn fn = k->fns[part];
   int64_t outer = k->outer[part], count = k->count[part];
-  int nt = b->threads < CPU_MAX_THREADS ? b->threads : CPU_MAX_THREADS;
-  /* threads pay off for kernels that are large, or that took long on one thread last time */
-  bool big = count >= CPU_PARALLEL_MIN || k->serial_ns[part] >= CPU_PARALLEL_MIN_NS;
-  if (nt > 1 && big && outer >= 2 * nt) {
-    if (!b->pool) b->pool = pool_start(nt);
-    if (b->pool && b->pool->nworkers > 0) {
-      pool_run(b->pool, fn, bufs, outer, b->pool->nworkers + 1);
-      return;
-    }
+  CpuAdapt *a = &k->adapt[part];
+  /* threads can pay off for kernels that are large, or that took long on one thread */
+  bool big = count >= CPU_PARALLEL_MIN || a->serial_ns >= CPU_PARALLEL_MIN_NS;
+  int nt = cpu_threads(b);
+  /* a kernel whose first launches were short never splits: it is no longer timed (a clock read
+     costs about 20 ns on this kind of VM, as much as a small kernel) */
+  if (!big && a->launches >= 8 && a->serial_ns < CPU_PARALLEL_MIN_NS / 4) {
+    fn(bufs, 0, outer);
+    return;
   }
-  double t0 = now_ns();
+  double t0 = cpu_now_ns();
+  if (nt > 1 && big && outer >= 2 * nt && cpu_adapt_split(a)) {
+    /* a few chunks per thread, so that a late or slow one costs little; multiples of 16 (one
+     * AVX-512 vector of floats) when the loop is long enough */
+    int64_t chunk = outer / (4 * nt);
+    if (chunk >= 16) chunk -= chunk % 16;
+    KernelTask t = {.fn = fn, .bufs = bufs};
+    bool split = cpu_parallel(b, kernel_task, &t, outer, chunk);
+    cpu_adapt_record(a, split, cpu_now_ns() - t0);
+    return;
+  }
   fn(bufs, 0, outer);
-  k->serial_ns[part] = now_ns() - t0;
-}
-
-/* A dot as batched gemm: batch dims leading on both sides (0..nb-1), one contracting dim on each
- * side, first or last after the batch dims, the free dims around it collapsed (row-major, so
- * [1, 11, K] x [K, N] is an 11 x K by K x N product). */
-typedef struct {
-  int64_t batch, M, N, K;
-  bool ta, tb; /* lhs stored [K, M], rhs stored [N, K] */
-} BlasShape;
-
-static bool blas_shape(const IrInstr *i, BlasShape *g) {
-  IrDotDims dd;
-  if (!ir_dot_dims(i, &dd) || i->noperands != 2) return false;
-  const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
-  int nb = dd.nlhs_batch;
-  if (dd.nrhs_batch != nb || dd.nlhs_contract != 1 || dd.nrhs_contract != 1 || a->rank < nb + 1 || b->rank < nb + 1) return false;
-  g->batch = 1;
-  for (int k = 0; k < nb; k++) {
-    if (dd.lhs_batch[k] != k || dd.rhs_batch[k] != k || a->dims[k] != b->dims[k]) return false;
-    g->batch *= a->dims[k];
-  }
-  int ca = (int)dd.lhs_contract[0], cb = (int)dd.rhs_contract[0];
-  if ((ca != nb && ca != a->rank - 1) || (cb != nb && cb != b->rank - 1)) return false;
-  g->K = a->dims[ca];
-  if (b->dims[cb] != g->K) return false;
-  g->M = g->N = 1;
-  for (int d = nb; d < a->rank; d++)
-    if (d != ca) g->M *= a->dims[d];
-  for (int d = nb; d < b->rank; d++)
-    if (d != cb) g->N *= b->dims[d];
-  g->ta = ca == nb && a->rank > nb + 1;
-  g->tb = cb == b->rank - 1 && b->rank > nb + 1;
-  return g->M <= INT32_MAX && g->N <= INT32_MAX && g->K <= INT32_MAX;
-}
-
-static bool blas_dot_ok(const IrInstr *i) {
-#ifdef FXPLAIN_HAVE_BLAS
-  BlasShape g;
-  if (!blas_shape(i, &g)) return false;
-  const IrShape *a = &i->operands[0]->shape, *b = &i->operands[1]->shape;
-  IrType t = i->shape.type;
-  if ((t != IR_F32 && t != IR_F64 && t != IR_BF16 && t != IR_F16) || a->type != t || b->type != t) return false;
-  return true;
-#else
-  (void)i;
-  return false;
-#endif
-}
-
-#ifdef FXPLAIN_HAVE_BLAS
-/* A bf16/f16 tensor's elements as doubles in fresh memory (NULL when out of memory). */
-static double *half_to_double(const RtTensor *t) {
-  double *f = fx_malloc(sizeof *f * (size_t)(t->count ? t->count : 1));
-  if (!f) return NULL;
-  const uint16_t *h = t->data;
-  for (int64_t e = 0; e < t->count; e++) f[e] = t->type == IR_BF16 ? rt_bf16_to_f32(h[e]) : rt_f16_to_f32(h[e]);
-  return f;
-}
-#endif
-
-/* r = dot(a, bt) by gemm. bf16 and f16 operands go through double copies and dgemm, the product
- * accumulated in double and rounded once at the end, as the interpreter's dot: accumulated in
- * float, a sum's last bits differ often enough to flip a bf16 rounding, and a deep bf16 network
- * (Gemma 3's 26 layers) amplifies those flips past `--check`'s tolerance. Returns false when out
- * of memory. */
-static bool blas_dot(const IrInstr *i, RtTensor *a, RtTensor *bt, RtTensor *r, FxError *err) {
-#ifdef FXPLAIN_HAVE_BLAS
-  BlasShape g;
-  blas_shape(i, &g);
-  int64_t batch = g.batch, M = g.M, N = g.N, K = g.K;
-  bool ta = g.ta, tb = g.tb;
-  int64_t lda = ta ? M : K, ldb = tb ? K : N;
-  bool half = r->type == IR_BF16 || r->type == IR_F16;
-  double *fa = NULL, *fb = NULL, *fr = NULL;
-  if (half) {
-    fa = half_to_double(a);
-    fb = half_to_double(bt);
-    fr = fx_malloc(sizeof *fr * (size_t)(r->count ? r->count : 1));
-    if (!fa || !fb || !fr) {
-      fx_free(fa);
-      fx_free(fb);
-      fx_free(fr);
-      return fx_error_set(err, NULL, 0, 0, "out of memory");
-    }
-  }
-  for (int64_t q = 0; q < batch; q++) {
-    if (r->type == IR_F64 || half)
-      cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
-                  1.0, (half ? fa : (const double *)a->data) + q * M * K, (int)lda,
-                  (half ? fb : (const double *)bt->data) + q * K * N, (int)ldb, 0.0,
-                  (half ? fr : (double *)r->data) + q * M * N, (int)N);
-    else
-      cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
-                  1.0f, (const float *)a->data + q * M * K, (int)lda, (const float *)bt->data + q * K * N, (int)ldb, 0.0f,
-                  (float *)r->data + q * M * N, (int)N);
-  }
-  if (half) {
-    uint16_t *h = r->data;
-    for (int64_t e = 0; e < r->count; e++) h[e] = r->type == IR_BF16 ? rt_f32_to_bf16((float)fr[e]) : rt_f32_to_f16((float)fr[e]);
-    fx_free(fa);
-    fx_free(fb);
-    fx_free(fr);
-  }
-  return true;
-#else
-  (void)i;
-  (void)a;
-  (void)bt;
-  (void)r;
-  (void)err;
-  return true;
-#endif
+  cpu_adapt_record(a, false, cpu_now_ns() - t0);
 }
 
 /* Is slot sl free: nothing but the backend holds its memory (its last occupant is dead)? The
@@ -956,12 +910,45 @@ static RtTensor *output_tensor(CpuBackend *b, const CpuKernel *k, const IrInstr 
   return r;
 }
 
-/* Takes the kernel plan's buffer assignment for m: one allocation per slot for the whole run, and
- * each generated kernel's outputs pointed at their slots; a loop body's results alternate between
- * two slots across iterations. Buffers that go to the caller (live-out) and outputs of interpreted
- * kernels keep fresh memory. Without a plan, every output is fresh. A slot is a tensor that the
- * views written into it reference, so a result that leaves the run keeps its memory. */
+static void free_slots(CpuBackend *b) {
+  for (int q = 0; q < b->nslots; q++) {
+    if (b->views) rt_tensor_unref(b->views[q]);
+    if (b->slots) rt_tensor_unref(b->slots[q]);
+  }
+  fx_free(b->slots);
+  fx_free(b->views);
+  fx_free(b->slot_size);
+  b->slots = NULL;
+  b->views = NULL;
+  b->slot_size = NULL;
+  b->nslots = 0;
+  b->slots_for = NULL;
+  b->slots_total = 0;
+}
+
+/* Takes the kernel plan's buffer assignment for m: one allocation per slot, and each generated
+ * kernel's outputs pointed at their slots; a loop body's results alternate between two slots
+ * across iterations. Buffers that go to the caller (live-out) and outputs of interpreted kernels
+ * keep fresh memory. Without a plan, every output is fresh. A slot is a tensor that the views
+ * written into it reference, so a result that leaves the run keeps its memory.
+ *
+ * The assignment and the slots are kept for the next run of the same module (`run --repeat`),
+ * as a compiled program keeps its buffer assignment: a slot that something outside the backend
+ * still holds is replaced by fresh memory, the others are reused as they are. */
 static bool setup_slots(CpuBackend *b, const IrModule *m, FxError *err) {
+  if (b->slots_for == m && m) {
+    for (int sl = 0; sl < b->nslots; sl++) {
+      if (!b->slots[sl] || slot_free(b, sl)) continue;
+      rt_tensor_unref(b->views[sl]);
+      rt_tensor_unref(b->slots[sl]);
+      b->views[sl] = NULL;
+      b->slots[sl] = rt_tensor_new_uninit(IR_U8, 1, &b->slot_size[sl], err);
+      if (!b->slots[sl]) return false;
+    }
+    if (b->stats) b->stats->slot_bytes += b->slots_total;
+    return true;
+  }
+  free_slots(b);
   for (size_t q = 0; q < b->kernels.cap; q++)
     if (b->kernels.keys[q])
       for (int o = 0; o < CPU_MAX_SLOTTED; o++)
@@ -974,14 +961,15 @@ static bool setup_slots(CpuBackend *b, const IrModule *m, FxError *err) {
   if (p->nslots > 0) {
     b->slots = fx_calloc((size_t)p->nslots, sizeof *b->slots);
     b->views = fx_calloc((size_t)p->nslots, sizeof *b->views);
-    if (!b->slots || !b->views) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+    b->slot_size = fx_calloc((size_t)p->nslots, sizeof *b->slot_size);
+    if (!b->slots || !b->views || !b->slot_size) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
     else b->nslots = p->nslots;
   }
   for (int q = 0; ok && q < p->nbuffers; q++) {
     const PlanBuffer *bf = &p->buffers[q];
     if (bf->live_out && bf->slot2 < 0) continue;
     int o = bf->output < 0 ? 0 : bf->output;
-    CpuKernel *k = kmap_get(b, bf->producer);
+    CpuKernel *k = cpu_kernel(b, bf->producer);
     if (!k || k->how == K_INTERP || o >= CPU_MAX_SLOTTED) continue;
     int want[2] = {bf->slot, bf->slot2};
     for (int w = 0; ok && w < 2; w++) {
@@ -989,499 +977,31 @@ static bool setup_slots(CpuBackend *b, const IrModule *m, FxError *err) {
       if (sl < 0 || b->slots[sl]) continue;
       int64_t sz = p->slot_bytes[sl];
       b->slots[sl] = rt_tensor_new_uninit(IR_U8, 1, &sz, err);
+      b->slot_size[sl] = sz;
       if (!b->slots[sl]) ok = false;
-      else if (b->stats) b->stats->slot_bytes += sz;
+      else b->slots_total += sz;
     }
     k->slot[o] = bf->slot;
     k->slot2[o] = bf->slot2;
   }
   plan_free(p);
-  return ok;
-}
-
-static void free_slots(CpuBackend *b) {
-  for (int q = 0; q < b->nslots; q++) {
-    if (b->views) rt_tensor_unref(b->views[q]);
-    if (b->slots) rt_tensor_unref(b->slots[q]);
-  }
-  fx_free(b->slots);
-  fx_free(b->views);
-  b->slots = NULL;
-  b->views = NULL;
-  b->nslots = 0;
-}
-
-
-/* ---------- compiled while loops ----------
- *
- * A while loop whose condition and body are nothing but generated kernels (and the free ops
- * around them: the state's get-tuple-elements, bitcasts, reshapes, constants, the body's root
- * tuple) runs here in one call instead of through the interpreter's walker: per iteration, a list
- * of kernel calls over a table of buffer pointers ("cells"), as XLA:CPU runs a loop's body as
- * compiled code. The walker costs ~0.5 us per instruction; a loop of tiny kernels (a scan step,
- * a binary search) is all walker.
- *
- * Cells 0..ne-1 point to the state elements' current buffers, ne..2ne-1 to their other buffers.
- * A body kernel whose output is root element e writes into e's other buffer (nobody reads it
- * during the iteration: the body's parameter is the current state); root elements that are
- * another element, a constant or a value used twice are copied there after the body; then the
- * two buffers of each changed element swap. Every other kernel output has a scratch buffer of its
- * own for the loop's lifetime. */
-
-typedef struct CpuLoop CpuLoop;
-
-typedef struct {
-  CpuKernel *k; /* a kernel, or */
-  CpuLoop *inner; /* a loop nested in this one: its state copied in from cells, out to cells */
-  int nb;      /* inputs then outputs */
-  int *cells;  /* nb cell indices */
-  bool inplace; /* the kernel's in-place variant, updating its input's buffer (a state element) */
-  bool hoisted; /* loop-invariant: run once before the first trip */
-} LoopStep;
-
-struct CpuLoop {
-  int ne;                 /* state elements */
-  int64_t *ebytes;        /* per element */
-  int ncells;
-  char **cell;            /* the pointer table */
-  LoopStep *cond, *body;
-  int ncond, nbody;
-  int cond_cell;          /* the condition's pred[] */
-  int *copy_from;         /* per element: a cell copied into its other buffer after the body, or -1 */
-  bool *changes;          /* per element: swapped after the body */
-  char *mem;              /* state double buffers and scratch, one allocation */
-  RtTensor **consts;      /* constants' values, held for the loop's lifetime */
-  int nconsts;
-  const IrComputation *body_comp; /* while building */
-};
-
-static char loop_none; /* the loops map's value for a loop that runs on the host */
-
-static void loop_free(CpuLoop *l) {
-  if (!l) return;
-  for (int q = 0; q < l->ncond + l->nbody; q++) {
-    LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
-    fx_free(st->cells);
-    loop_free(st->inner);
-  }
-  fx_free(l->cond);
-  fx_free(l->body);
-  for (int q = 0; q < l->nconsts; q++) rt_tensor_unref(l->consts[q]);
-  fx_free(l->consts);
-  fx_free(l->ebytes);
-  fx_free(l->cell);
-  fx_free(l->copy_from);
-  fx_free(l->changes);
-  fx_free(l->mem);
-  fx_free(l);
-}
-
-static void loops_clear(CpuBackend *b) {
-  for (size_t q = 0; q < b->loops.cap; q++)
-    if (b->loops.keys[q] && b->loops.vals[q] != &loop_none) loop_free(b->loops.vals[q]);
-  ptrmap_free(&b->loops);
-}
-
-enum { LOOP_MAX_SCRATCH = 64 << 20, LOOP_MAX_CELLS = 1 << 16 };
-
-typedef struct {
-  CpuLoop *l;
-  PtrMap cellof;        /* IrInstr* -> cell + 1 (array values); a kernel's tuple result: first output cell + 1 */
-  int64_t *cbytes;      /* per cell: scratch bytes wanted (0: none) */
-  int capcells;
-  RtExec *x;
-  FxError *err;
-} LoopBuild;
-
-static int new_cell(LoopBuild *lb, int64_t bytes) {
-  CpuLoop *l = lb->l;
-  if (l->ncells >= LOOP_MAX_CELLS) return -1;
-  if (l->ncells == lb->capcells) {
-    int nc = lb->capcells ? lb->capcells * 2 : 64;
-    int64_t *nb = fx_realloc(lb->cbytes, sizeof *nb * (size_t)nc);
-    if (nb) lb->cbytes = nb;
-    char **ncell = nb ? fx_realloc(l->cell, sizeof *ncell * (size_t)nc) : NULL;
-    if (!ncell) return -1;
-    l->cell = ncell;
-    lb->capcells = nc;
-  }
-  lb->cbytes[l->ncells] = bytes;
-  l->cell[l->ncells] = NULL;
-  return l->ncells++;
-}
-
-static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *err);
-
-static int cell_of(LoopBuild *lb, const IrInstr *i) { return (int)(uintptr_t)ptrmap_get(&lb->cellof, i) - 1; }
-static bool set_cell(LoopBuild *lb, const IrInstr *i, int c) { return ptrmap_put(&lb->cellof, i, (void *)(uintptr_t)(c + 1)); }
-
-static bool plain_array(const IrShape *s) {
-  return s->type != IR_TUPLE && s->type != IR_TOKEN && !ir_type_is_complex(s->type) && ir_type_bytes(s->type) > 0;
-}
-
-/* The steps of computation c (the condition or the body): false when an instruction is not one a
- * compiled loop runs. In the body, a kernel whose (array) output is the root's element e writes
- * into e's other buffer. */
-static bool loop_steps(CpuBackend *b, LoopBuild *lb, const IrComputation *c, LoopStep **steps, int *nsteps) {
-  CpuLoop *l = lb->l;
-  *steps = fx_calloc((size_t)(c->ninstrs ? c->ninstrs : 1), sizeof **steps);
-  if (!*steps) return false;
-  const IrInstr *root = c->root;
-  for (int q = 0; q < c->ninstrs; q++) {
-    const IrInstr *i = c->instrs[q];
-    switch (i->op) {
-    case IR_OP_PARAMETER:
-      if (i->param_number != 0) return false;
-      continue;
-    case IR_OP_GET_TUPLE_ELEMENT: {
-      const IrInstr *t = i->operands[0];
-      int64_t idx = -1;
-      ir_attr_int(i, "index", &idx);
-      if (!plain_array(&i->shape) || idx < 0) return false;
-      if (t->op == IR_OP_PARAMETER) {
-        if (idx >= l->ne) return false;
-        if (!set_cell(lb, i, (int)idx)) return false;
-      } else { /* of a multi-output kernel or of a nested loop: consecutive cells */
-        int first = cell_of(lb, t);
-        if (first < 0 || t->shape.type != IR_TUPLE || idx >= t->shape.ntuple) return false;
-        if (!set_cell(lb, i, first + (int)idx)) return false;
-      }
-      continue;
-    }
-    case IR_OP_BITCAST: case IR_OP_RESHAPE: {
-      int src = cell_of(lb, i->operands[0]);
-      if (src < 0 || !plain_array(&i->shape)) return false;
-      if (!set_cell(lb, i, src)) return false;
-      continue;
-    }
-    case IR_OP_CONSTANT: {
-      if (!plain_array(&i->shape)) return false;
-      RtTensor *v = NULL;
-      if (!rt_exec_instr(lb->x, i, NULL, &v, lb->err)) return false;
-      RtTensor **nc = fx_realloc(l->consts, sizeof *nc * (size_t)(l->nconsts + 1));
-      if (!nc) {
-        rt_tensor_unref(v);
-        return false;
-      }
-      l->consts = nc;
-      l->consts[l->nconsts++] = v;
-      int cl = new_cell(lb, 0);
-      if (cl < 0 || !set_cell(lb, i, cl)) return false;
-      l->cell[cl] = v->data;
-      continue;
-    }
-    case IR_OP_TUPLE: /* the root, or a nested loop's initial state (any other use finds no cell) */
-      continue;
-    case IR_OP_WHILE: {
-      const IrInstr *t = i->operands[0];
-      if (t->op != IR_OP_TUPLE) return false;
-      CpuLoop *inner = loop_build(b, lb->x, i, lb->err);
-      if (!inner) return false;
-      LoopStep *st = &(*steps)[(*nsteps)++];
-      st->inner = inner;
-      st->nb = 2 * inner->ne;
-      st->cells = fx_malloc(sizeof *st->cells * (size_t)st->nb);
-      if (!st->cells || t->noperands != inner->ne) return false;
-      for (int e = 0; e < inner->ne; e++)
-        if ((st->cells[e] = cell_of(lb, t->operands[e])) < 0) return false;
-      for (int e = 0; e < inner->ne; e++) {
-        int cl = new_cell(lb, inner->ebytes[e]);
-        if (cl < 0 || (e > 0 && cl != st->cells[inner->ne] + e)) return false;
-        st->cells[inner->ne + e] = cl;
-      }
-      if (!set_cell(lb, i, st->cells[inner->ne])) return false;
-      continue;
-    }
-    default: break;
-    }
-    CpuKernel *k = kmap_get(b, i);
-    if (!k || k->how != K_GENERATED) return false;
-    int nout = i->shape.type == IR_TUPLE ? i->shape.ntuple : 1;
-    LoopStep *st = &(*steps)[(*nsteps)++];
-    st->k = k;
-    st->nb = i->noperands + nout;
-    st->cells = fx_malloc(sizeof *st->cells * (size_t)st->nb);
-    if (!st->cells) return false;
-    for (int j = 0; j < i->noperands; j++)
-      if ((st->cells[j] = cell_of(lb, i->operands[j])) < 0) return false;
-    int first = -1;
-    for (int o = 0; o < nout; o++) {
-      const IrShape *os = i->shape.type == IR_TUPLE ? &i->shape.tuple[o] : &i->shape;
-      if (!plain_array(os)) return false;
-      int cl = -1;
-      /* the body's root takes this output as element e: write it into e's other buffer */
-      if (root->op == IR_OP_TUPLE && c == l->body_comp && i->shape.type != IR_TUPLE)
-        for (int e = 0; e < root->noperands && e < l->ne && cl < 0; e++)
-          if (root->operands[e] == i && l->copy_from[e] == -2) {
-            cl = l->ne + e;
-            l->copy_from[e] = -1;
-            l->changes[e] = true;
-          }
-      if (cl < 0) cl = new_cell(lb, ir_shape_bytes(os));
-      if (cl < 0) return false;
-      st->cells[i->noperands + o] = cl;
-      if (o == 0) first = cl;
-      else if (cl != first + o) return false; /* a tuple's outputs are consecutive cells */
-    }
-    if (!set_cell(lb, i, first)) return false;
-  }
-  return true;
-}
-
-/* The compiled form of while loop w, or NULL when it runs on the host (the reason is not kept:
- * the host's way is always right). */
-static CpuLoop *loop_build(CpuBackend *b, RtExec *x, const IrInstr *w, FxError *err) {
-  const IrComputation *cond = ir_attr_comp(w, "condition"), *body = ir_attr_comp(w, "body");
-  const IrShape *ss = &w->shape;
-  if (!cond || !body || w->noperands != 1 || ss->type != IR_TUPLE || ss->ntuple < 1 || !body->root ||
-      body->root->op != IR_OP_TUPLE || body->root->noperands != ss->ntuple || !cond->root)
-    return NULL;
-  for (int e = 0; e < ss->ntuple; e++)
-    if (!plain_array(&ss->tuple[e])) return NULL;
-  CpuLoop *l = fx_calloc(1, sizeof *l);
-  LoopBuild lb = {.l = l, .x = x, .err = err};
-  FxError ignore = {0};
-  lb.err = &ignore;
-  bool ok = l != NULL;
-  int ne = ss->ntuple;
-  if (ok) {
-    l->ne = ne;
-    l->body_comp = body;
-    l->ebytes = fx_calloc((size_t)ne, sizeof *l->ebytes);
-    l->copy_from = fx_malloc(sizeof *l->copy_from * (size_t)ne);
-    l->changes = fx_calloc((size_t)ne, sizeof *l->changes);
-    ok = l->ebytes && l->copy_from && l->changes;
-  }
-  for (int e = 0; ok && e < 2 * ne; e++) ok = new_cell(&lb, 0) == e;
-  for (int e = 0; ok && e < ne; e++) {
-    l->ebytes[e] = ir_shape_bytes(&ss->tuple[e]);
-    l->copy_from[e] = -2; /* not decided */
-  }
-  if (ok) ok = loop_steps(b, &lb, cond, &l->cond, &l->ncond);
-  if (ok) {
-    l->cond_cell = cell_of(&lb, cond->root);
-    ok = l->cond_cell >= 0 && cond->root->shape.type == IR_PRED && ir_shape_elements(&cond->root->shape) == 1;
-  }
-  /* a new map for the body: its parameter is a different instruction, its values its own */
-  ptrmap_free(&lb.cellof);
-  if (ok) ok = loop_steps(b, &lb, body, &l->body, &l->nbody);
-  for (int e = 0; ok && e < ne; e++) {
-    if (l->copy_from[e] != -2) continue; /* written directly */
-    const IrInstr *r = body->root->operands[e];
-    int c = cell_of(&lb, r);
-    if (c < 0) ok = false;
-    else if (c == e) l->copy_from[e] = -1; /* unchanged */
-    else {
-      l->copy_from[e] = c;
-      l->changes[e] = true;
-    }
-  }
-  /* In place: a body kernel with an in-place variant whose output is the next value of element e
-     and whose updated input is e's current value updates e's buffer, when nothing after it reads
-     e's current value (later steps, the root's copies): a dynamic-update-slice or scatter into
-     the loop state then writes its slice, not the whole buffer, and e's buffers do not swap. */
-  for (int q = 0; ok && q < l->nbody; q++) {
-    LoopStep *st = &l->body[q];
-    if (!st->k || !st->k->ip || st->nb != st->k->instr->noperands + 1) continue;
-    int nin = st->k->instr->noperands, oc = st->cells[nin], e = st->cells[st->k->ip_input];
-    if (e < 0 || e >= ne || oc != ne + e) continue;
-    bool read = false;
-    for (int r = q + 1; r < l->nbody && !read; r++)
-      for (int j = 0; j < l->body[r].nb && !read; j++) read = l->body[r].cells[j] == e;
-    for (int f = 0; f < ne && !read; f++) read = l->copy_from[f] == e;
-    for (int j = 0; j < nin && !read; j++) read = j != st->k->ip_input && st->cells[j] == e;
-    if (read) continue;
-    for (int r = q + 1; r < l->nbody; r++)
-      for (int j = 0; j < l->body[r].nb; j++)
-        if (l->body[r].cells[j] == ne + e) l->body[r].cells[j] = e;
-    for (int f = 0; f < ne; f++)
-      if (l->copy_from[f] == ne + e) l->copy_from[f] = e;
-    st->cells[nin] = e;
-    st->inplace = true;
-    l->changes[e] = false;
-  }
-  /* Loop-invariant body kernels (inputs that are constants, elements the body passes through
-     unchanged, or other invariant values; an iota-only kernel has none) run once before the first
-     trip, as XLA hoists them: a million-trip loop recomputed a million-element reduce every trip. */
-  bool *inv = ok ? fx_calloc((size_t)l->ncells, sizeof *inv) : NULL;
-  if (ok && !inv) ok = false;
-  for (int e = 0; ok && e < ne; e++) inv[e] = !l->changes[e] && l->copy_from[e] == -1;
-  for (int q = 0; ok && q < l->nbody; q++)
-    if (l->body[q].inplace) inv[l->body[q].cells[l->body[q].nb - 1]] = false;
-  for (int c = 2 * ne; ok && c < l->ncells; c++) inv[c] = l->cell[c] != NULL; /* the constants, so far */
-  for (int q = 0; ok && q < l->nbody; q++) {
-    LoopStep *st = &l->body[q];
-    if (!st->k || st->inplace) continue;
-    int nin = st->k->instr->noperands;
-    bool all = true;
-    for (int j = 0; j < nin && all; j++) all = inv[st->cells[j]];
-    for (int j = nin; j < st->nb && all; j++) all = st->cells[j] >= 2 * ne;
-    if (!all) continue;
-    st->hoisted = true;
-    for (int j = nin; j < st->nb; j++) inv[st->cells[j]] = true;
-  }
-  fx_free(inv);
-  /* memory: two buffers per element, then the scratch cells, 64-byte aligned */
-  int64_t total = 0;
-  for (int c = 0; ok && c < l->ncells; c++) {
-    int64_t want = c < 2 * ne ? l->ebytes[c % ne] : lb.cbytes[c];
-    total += (want + 63) / 64 * 64;
-  }
-  if (ok && total > LOOP_MAX_SCRATCH) ok = false;
-  if (ok) ok = (l->mem = fx_malloc((size_t)(total ? total : 64) + 64)) != NULL;
-  if (ok) {
-    char *p = (char *)(((uintptr_t)l->mem + 63) & ~(uintptr_t)63);
-    for (int c = 0; c < l->ncells; c++) {
-      int64_t want = c < 2 * ne ? l->ebytes[c % ne] : lb.cbytes[c];
-      if (c < 2 * ne || want > 0) {
-        l->cell[c] = p;
-        p += (want + 63) / 64 * 64;
-      }
-    }
-  }
-  ptrmap_free(&lb.cellof);
-  fx_free(lb.cbytes);
   if (!ok) {
-    loop_free(l);
-    return NULL;
+    free_slots(b);
+    return false;
   }
-  l->body_comp = NULL;
-  return l;
-}
-
-static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err);
-
-static bool loop_launch(CpuBackend *b, RtExec *x, const CpuLoop *l, const LoopStep *st, FxError *err) {
-  if (st->inner) {
-    CpuLoop *in = st->inner;
-    for (int e = 0; e < in->ne; e++) memcpy(in->cell[e], l->cell[st->cells[e]], (size_t)in->ebytes[e]);
-    if (!loop_exec(b, x, in, err)) return false;
-    for (int e = 0; e < in->ne; e++) memcpy(l->cell[st->cells[in->ne + e]], in->cell[e], (size_t)in->ebytes[e]);
-    return true;
-  }
-  char *bufs[2 * EMIT_MAX_BUFFERS];
-  for (int j = 0; j < st->nb; j++) bufs[j] = l->cell[st->cells[j]];
-  CpuKernel *k = st->k;
-  if (st->inplace) {
-    k->ip(bufs);
-    return true;
-  }
-  for (int p = 0; p < k->nparts; p++) {
-    /* tiny kernels called directly; larger ones as the host launches them: timed, and split over
-       the threads when large or slow (CartPole's steps over 2048 environments) */
-    if (k->count[p] >= 1024) launch_part(b, k, p, bufs);
-    else k->fns[p](bufs, 0, k->outer[p]);
-  }
+  b->slots_for = m;
+  if (b->stats) b->stats->slot_bytes += b->slots_total;
   return true;
 }
 
-/* Runs loop l from the state in its current cells to the end; counts what ran. */
-static bool loop_exec(CpuBackend *b, RtExec *x, CpuLoop *l, FxError *err) {
-  int ne = l->ne;
-  int64_t trips = 0;
-  for (int q = 0; q < l->nbody; q++)
-    if (l->body[q].hoisted && !loop_launch(b, x, l, &l->body[q], err)) return false;
-  for (;;) {
-    if ((trips & 1023) == 0 && !rt_exec_poll(x, err)) return false;
-    for (int q = 0; q < l->ncond; q++)
-      if (!loop_launch(b, x, l, &l->cond[q], err)) return false;
-    if (!*(const uint8_t *)l->cell[l->cond_cell]) break;
-    for (int q = 0; q < l->nbody; q++)
-      if (!l->body[q].hoisted && !loop_launch(b, x, l, &l->body[q], err)) return false;
-    for (int e = 0; e < ne; e++)
-      if (l->copy_from[e] >= 0) memcpy(l->cell[ne + e], l->cell[l->copy_from[e]], (size_t)l->ebytes[e]);
-    for (int e = 0; e < ne; e++)
-      if (l->changes[e]) {
-        char *t = l->cell[e];
-        l->cell[e] = l->cell[ne + e];
-        l->cell[ne + e] = t;
-      }
-    trips++;
-  }
-  /* the counters and the profile: every kernel launch as the host would have made it, so the
-     run's figures stay the kernel plan's */
-  RtCounters *c = rt_exec_counters(x);
-  c->while_iterations += trips;
-  for (int q = 0; q < l->ncond + l->nbody; q++) {
-    const LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
-    if (!st->k) continue; /* a nested loop counted itself */
-    /* a hoisted kernel counts every trip, as the kernel plan counts it (it ran once) */
-    int64_t n = q < l->ncond ? trips + 1 : trips;
-    if (st->hoisted && trips > 1 && b->stats) b->stats->hoisted_launches += trips - 1;
-    c->launches += n;
-    c->bytes_read += n * st->k->rbytes;
-    c->bytes_written += n * st->k->wbytes;
-    if (st->inplace && b->stats) b->stats->inplace_updates += n;
-    RtKernelStat *s = stat_for(b->stats, st->k, st->k->instr);
-    if (s) {
-      s->launches += n;
-      s->bytes += n * (st->k->rbytes + st->k->wbytes);
-      s->native = true;
-      s->how = "generated";
-    }
-  }
-  return true;
-}
-
-/* Runs compiled loop l from state `init` into a new tuple *out. */
-static bool loop_run(CpuBackend *b, RtExec *x, CpuLoop *l, const IrInstr *w, RtTensor *init, RtTensor **out, FxError *err) {
-  int ne = l->ne;
-  if (init->type != IR_TUPLE || init->ntuple != ne) return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
-  for (int e = 0; e < ne; e++) {
-    if ((int64_t)init->tuple[e]->bytes != l->ebytes[e])
-      return fx_error_set(err, NULL, 0, 0, "%s: a loop state of the wrong shape", w->name);
-    memcpy(l->cell[e], init->tuple[e]->data, (size_t)l->ebytes[e]);
-  }
-  if (!loop_exec(b, x, l, err)) return false;
-  RtTensor *stackel[16];
-  RtTensor **el = ne <= 16 ? stackel : fx_calloc((size_t)ne, sizeof *el);
-  if (!el) return fx_error_set(err, NULL, 0, 0, "out of memory");
-  int made = 0;
-  for (; made < ne; made++) {
-    if (!(el[made] = rt_tensor_for_shape_uninit(&w->shape.tuple[made], err))) break;
-    memcpy(el[made]->data, l->cell[made], (size_t)l->ebytes[made]);
-  }
-  *out = made == ne ? rt_tensor_tuple(el, ne, err) : NULL;
-  for (int q = 0; q < made; q++) rt_tensor_unref(el[q]);
-  if (el != stackel) fx_free(el);
-  return *out != NULL;
-}
-
-/* The hook's part for a while loop: runs it compiled when it can (*handled), else leaves it to
- * the host. */
-static bool loop_hook(CpuBackend *b, RtExec *x, const IrInstr *w, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
-  void *v = ptrmap_get(&b->loops, w);
-  if (!v) {
-    FxError why = {0};
-    CpuLoop *l = loop_build(b, x, w, &why);
-    v = l ? (void *)l : (void *)&loop_none;
-    if (!ptrmap_put(&b->loops, w, v)) {
-      loop_free(l);
-      return true;
-    }
-  }
-  if (v == &loop_none) return true;
-  double t0 = now_ns();
-  if (!loop_run(b, x, v, w, ops[0], out, err)) return false;
-  *handled = true;
-  RtKernelStat *s = stat_for(b->stats, NULL, w);
-  if (s) {
-    s->launches++;
-    s->total_ns += now_ns() - t0;
-    s->native = true;
-    s->how = "loop";
-    s->why = NULL;
-  }
-  return true;
-}
 
 static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, bool *handled, FxError *err) {
   CpuBackend *b = ctx;
   *handled = false;
-  if (i->op == IR_OP_WHILE && !b->interp_only && !b->no_cache && !b->host_loops) return loop_hook(b, x, i, ops, out, handled, err);
-  CpuKernel *k = kmap_get(b, i);
+  if (i->op == IR_OP_WHILE && !b->interp_only && !b->no_cache && !b->host_loops) return cpu_loop_hook(b, x, i, ops, out, handled, err);
+  CpuKernel *k = cpu_kernel(b, i);
   if (!k) return true; /* free ops, and instructions inside fused or called computations */
-  double t0 = now_ns();
+  double t0 = cpu_now_ns();
   bool ok = true;
   if (k->how == K_INTERP) {
     ok = rt_exec_instr(x, i, ops, out, err);
@@ -1489,9 +1009,25 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
     /* generated kernels and gemm write every element: no need to zero the outputs */
     RtTensor *r = output_tensor(b, k, i, err);
     if (!r) return false;
-    if (k->how == K_BLAS) {
-      if (!blas_dot(i, ops[0], ops[1], r, err)) {
+    if (k->how == K_BLAS || k->how == K_DIRECT) {
+      /* split over the threads or not, as the kernel's times say (cpu_adapt_split) */
+      bool split = cpu_adapt_split(&k->adapt[0]), done;
+      b->serial = !split;
+      double ts = cpu_now_ns();
+      if (i->op == IR_OP_DOT) {
+        CpuGemm gm;
+        done = cpu_gemm_of_dot(i, &gm) && cpu_gemm(b, &gm, ops[0], ops[1], r, err);
+      } else {
+        IrConvDims cd;
+        IrWindow cw;
+        RtConvMap cm;
+        done = cpu_conv_of(i, &cd, &cw, &cm) && cpu_conv(b, &cm, ops[0], ops[1], r, err);
+      }
+      b->serial = false;
+      if (cpu_threads(b) > 1) cpu_adapt_record(&k->adapt[0], split, cpu_now_ns() - ts);
+      if (!done) {
         rt_tensor_unref(r);
+        if (!err->msg[0]) fx_error_set(err, NULL, 0, 0, "%s: its gemm could not run", i->name);
         return false;
       }
     } else {
@@ -1505,50 +1041,58 @@ static bool cpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
       }
       for (int j = 0; j < i->noperands; j++) bufs[j] = ops[j]->data;
       for (int o = 0; o < nout; o++) bufs[i->noperands + o] = r->type == IR_TUPLE ? r->tuple[o]->data : r->data;
-      for (int p = 0; p < k->nparts; p++) launch_part(b, k, p, bufs);
+      for (int p = 0; p < k->nparts; p++) cpu_launch_part(b, k, p, bufs);
       if (bufs != stackb) fx_free(bufs);
     }
     *out = r;
   }
   if (!ok) return false;
   *handled = true;
-  double dt = now_ns() - t0;
+  double dt = cpu_now_ns() - t0;
   RtCounters *c = rt_exec_counters(x);
   int64_t rb = k->rbytes, wb = k->wbytes; /* the kernel plan's figures: one place counts bytes */
   c->launches++;
   c->bytes_read += rb;
   c->bytes_written += wb;
-  RtKernelStat *s = stat_for(b->stats, k, i);
+  RtKernelStat *s = cpu_stat_for(b->stats, k, i);
   if (s) {
     s->launches++;
     s->total_ns += dt;
     s->bytes += rb + wb;
     s->native = k->how != K_INTERP;
-    s->how = k->how == K_GENERATED ? "generated" : k->how == K_BLAS ? "blas" : "interpreter";
+    s->how = k->how == K_GENERATED ? "generated" : k->how == K_BLAS ? "blas" : k->how == K_DIRECT ? "direct" : "interpreter";
     s->why = k->why[0] ? k->why : NULL;
   }
   return true;
+}
+
+/* The entry computation as one call, when it has a driver (cpu_loop.c). */
+static bool cpu_comp_hook(void *ctx, RtExec *x, const IrComputation *c, RtTensor **args, int nargs, RtTensor **out,
+                          bool *handled, FxError *err) {
+  CpuBackend *b = ctx;
+  *handled = false;
+  if (b->interp_only || b->no_cache || b->host_loops) return true;
+  return cpu_entry_hook(b, x, c, args, nargs, out, handled, err);
 }
 
 static bool cpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, const RtOptions *o, RtTensor **out,
                     RtRunStats *stats, FxError *err) {
   CpuBackend *b = vb;
   RtOptions ro = o ? *o : (RtOptions){0};
-  RtHooks hooks = {.exec = cpu_hook, .ctx = b};
+  RtHooks hooks = {.exec = cpu_hook, .computation = cpu_comp_hook, .ctx = b};
   ro.hooks = &hooks;
   ro.count_kernels = false;
   b->stats = stats;
   if (stats)
     for (size_t q = 0; q < b->kernels.cap; q++)
       if (b->kernels.keys[q]) ((CpuKernel *)b->kernels.vals[q])->stat = -1;
-  double t0 = now_ns();
+  double t0 = cpu_now_ns();
   RtCounters c = {0};
   bool ok = setup_slots(b, m, err);
   if (ok) ok = rt_interp_run(m, args, nargs, &ro, out, &c, err);
-  free_slots(b);
   if (stats) {
     stats->counters = c;
-    stats->total_ns = now_ns() - t0;
+    stats->total_ns = cpu_now_ns() - t0;
   }
   b->stats = NULL;
   return ok;
@@ -1591,7 +1135,10 @@ static void cpu_destroy(void *vb) {
   CpuBackend *b = vb;
   if (!b) return;
   pool_stop(b->pool);
-  loops_clear(b);
+  cpu_loops_clear(b);
+  fx_free(b->drivers);
+  for (int q = 0; q < CPU_MAX_THREADS + 3; q++) fx_free(b->scratch[q]);
+  free_slots(b);
   for (size_t q = 0; q < b->kernels.cap; q++)
     if (b->kernels.keys[q]) fx_free(b->kernels.vals[q]);
   ptrmap_free(&b->kernels);

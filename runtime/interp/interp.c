@@ -1048,6 +1048,11 @@ bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int
                          FxError *err) {
   *out = NULL;
   if (x->depth > 200) return fx_error_set(err, NULL, 0, 0, "%s: calls nest too deeply", c->name);
+  if (x->o.hooks && x->o.hooks->computation) {
+    bool handled = false;
+    if (!x->o.hooks->computation(x->o.hooks->ctx, x, c, args, nargs, out, &handled, err)) return false;
+    if (handled) return true;
+  }
   CompInfo *ci = comp_info(x, c, err);
   if (!ci) return false;
   if (!c->root) return fx_error_set(err, NULL, 0, 0, "computation %s has no root", c->name);

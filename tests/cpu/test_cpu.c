@@ -689,6 +689,42 @@ TEST(innermost_reductions_run_in_lanes) {
   ir_module_free(m);
 }
 
+/* A reduce over dims other than its operand's innermost (pooling, column sums) runs with its loops
+   swapped: the reduction loops outside, a tile of outputs along the innermost dim inside,
+   vectorized; each output still sums in the interpreter's order, so the results are its bits
+   exactly (bf16 rounding after each step included), across a tile boundary (300 > 256 outputs).
+   A bf16 maximum over the innermost dim runs in lanes, and is exact too. */
+static const char *column_reduce_module =
+    "HloModule colr\n"
+    "addb { x = bf16[] parameter(0)\n y = bf16[] parameter(1)\n ROOT s = bf16[] add(x, y) }\n"
+    "mx { x = f32[] parameter(0)\n y = f32[] parameter(1)\n ROOT s = f32[] maximum(x, y) }\n"
+    "mxb { x = bf16[] parameter(0)\n y = bf16[] parameter(1)\n ROOT s = bf16[] maximum(x, y) }\n"
+    "f1 { a = bf16[6,5,300] parameter(0)\n e = bf16[6,5,300] exponential(a)\n z = bf16[] constant(0)\n"
+    " ROOT r = bf16[5,300] reduce(e, z), dimensions={0}, to_apply=addb }\n"
+    "f2 { c = f32[4,7,3,40] parameter(0)\n n = f32[] constant(-inf)\n"
+    " ROOT r = f32[7,40] reduce(c, n), dimensions={0,2}, to_apply=mx }\n"
+    "ENTRY main { a = bf16[6,5,300] parameter(0)\n c = f32[4,7,3,40] parameter(1)\n"
+    " r1 = bf16[5,300] fusion(a), kind=kInput, calls=f1\n r2 = f32[7,40] fusion(c), kind=kInput, calls=f2\n"
+    " nb = bf16[] constant(-inf)\n r3 = bf16[6,5] reduce(a, nb), dimensions={2}, to_apply=mxb\n"
+    " ROOT o = (bf16[5,300], f32[7,40], bf16[6,5]) tuple(r1, r2, r3) }\n";
+
+TEST(outer_reductions_swap_loops) {
+  IrModule *m = parse(column_reduce_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  static char src[1 << 18];
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches_src(m, &gen, &interp, &c, src, sizeof src));
+  CHECK(gen == 3 && interp == 0);
+  CHECK(c.ok && c.err == 0);
+  CHECK_CONTAINS(src, "fx_acc[256]");
+  static char k[1 << 16];
+  kernel_source(src, "r3", k, sizeof k); /* a bf16 maximum takes lanes: exact in any order */
+  CHECK_CONTAINS(k, "[16];");
+  ir_module_free(m);
+}
+
 /* A bf16 batched dot runs on gemm through double copies, an f32 dot of rank-3 operands on gemm with
    their free dims collapsed ([4, 16, 64] x [2, 40, 64]: 64 x 64 by 64 x 80), both agreeing with
    the interpreter's; a
@@ -720,6 +756,136 @@ TEST(bf16_dot_on_gemm_and_reshape_groups) {
   kernel_source(src, "f", k, sizeof k);
   CHECK(k[0] && strstr(k, " / 8ll") == NULL); /* [1,2,8,4] -> [2,8,4]: dim by dim */
   CHECK_CONTAINS(k, " % 4ll");                /* [2,8,4] -> [2,1,32]: 32 splits into 8 x 4 */
+  ir_module_free(m);
+}
+
+/* bf16 and f16 dots on the CPU backend's blocked gemm: a few rows (a decoding step; the lhs
+   transposed too) streamed over the rhs in column blocks, summed in double in order: the
+   interpreter's sums exactly; more rows on dgemm over converted blocks (the rhs transposed, a
+   batch), within --check's tolerance; dots whose contracting dim has free dims on both sides
+   (Gemma's einsums: a product per leading free index), bf16 and f32; and one with two contracting
+   dims listed out of memory order (Gemma 3's attention output einsum). None is interpreted. */
+static const char *half_dot_module =
+    "HloModule hdot\n"
+    "ENTRY main { a = bf16[3,200] parameter(0)\n b = bf16[200,700] parameter(1)\n"
+    " d0 = bf16[3,700] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    " c = bf16[256,5] parameter(2)\n e = bf16[256,300] parameter(3)\n"
+    " d1 = bf16[5,300] dot(c, e), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n"
+    " f = bf16[40,96] parameter(4)\n g = bf16[300,96] parameter(5)\n"
+    " d2 = bf16[40,300] dot(f, g), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+    " h = f16[2,40,64] parameter(6)\n k = f16[2,64,48] parameter(7)\n"
+    " d3 = f16[2,40,48] dot(h, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+    " x = bf16[4,64,30] parameter(8)\n y = bf16[64,40] parameter(9)\n"
+    " d4 = bf16[4,30,40] dot(x, y), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    " u = f32[30,128] parameter(10)\n v = f32[6,128,20] parameter(11)\n"
+    " d5 = f32[30,6,20] dot(u, v), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+    " p = bf16[1,11,4,64] parameter(12)\n q = bf16[4,64,96] parameter(13)\n"
+    " d6 = bf16[1,11,96] dot(p, q), lhs_contracting_dims={3,2}, rhs_contracting_dims={1,0}\n"
+    " ROOT o = (bf16[3,700], bf16[5,300], bf16[40,300], f16[2,40,48], bf16[4,30,40], f32[30,6,20], bf16[1,11,96])"
+    " tuple(d0, d1, d2, d3, d4, d5, d6) }\n";
+
+TEST(half_dots_in_blocks) {
+  IrModule *m = parse(half_dot_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  FxError e = {0};
+  void *be = rt_backend_cpu.create(&e);
+  CpuOptions o = {.opt = "-O1", .threads = 2};
+  cpu_set_options(be, &o);
+  CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+  RtTensor **args = random_args(m, 9);
+  RtOptions ro = {.seed = 3};
+  RtTensor *want = NULL, *got = NULL;
+  CHECK(rt_interp_run(m, args, m->entry->nparams, &ro, &want, NULL, &e));
+  RtRunStats st = {0};
+  CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &got, &st, &e));
+  int blas = 0;
+  for (int q = 0; q < st.nkernels; q++) blas += st.kernels[q].how && strcmp(st.kernels[q].how, "blas") == 0;
+  CHECK(blas == 7);
+  for (int r = 0; got && want && r < 7; r++) {
+    RtCompare c;
+    rt_compare(got->tuple[r], want->tuple[r], &c);
+    CHECK(c.ok);
+    if (r < 2) CHECK(c.err == 0); /* streamed: the interpreter's sums */
+  }
+  rt_run_stats_free(&st);
+  rt_tensor_unref(got);
+  rt_tensor_unref(want);
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  free(args);
+  rt_backend_cpu.destroy(be);
+  ir_module_free(m);
+}
+
+/* A kernel that reads its input through a transpose of the innermost dim walks it in 32 x 32
+   blocks (a bf16 transpose alone, an f32 one fused with an add over a rank-3 iteration space with
+   a dim between the two tiled ones, sizes not multiples of 32, and one seen through a reshape,
+   found from the loads' indices): the results are the interpreter's exactly. */
+static const char *transpose_module =
+    "HloModule tr\n"
+    "f { p = f32[33,5,70] parameter(0)\n q = f32[70,5,33] parameter(1)\n t = f32[70,5,33] transpose(p), dimensions={2,1,0}\n"
+    " ROOT s = f32[70,5,33] add(t, q) }\n"
+    "g { p = f32[50,60] parameter(0)\n t = f32[60,50] transpose(p), dimensions={1,0}\n"
+    " ROOT r = f32[3,20,50] reshape(t) }\n"
+    "ENTRY main { a = bf16[300,70] parameter(0)\n tr = bf16[70,300] transpose(a), dimensions={1,0}\n"
+    " p = f32[33,5,70] parameter(1)\n q = f32[70,5,33] parameter(2)\n u = f32[70,5,33] fusion(p, q), kind=kLoop, calls=f\n"
+    " w = f32[50,60] parameter(3)\n v = f32[3,20,50] fusion(w), kind=kLoop, calls=g\n"
+    " ROOT o = (bf16[70,300], f32[70,5,33], f32[3,20,50]) tuple(tr, u, v) }\n";
+
+TEST(transposes_walk_in_blocks) {
+  IrModule *m = parse(transpose_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  static char src[1 << 18], k[1 << 16];
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches_src(m, &gen, &interp, &c, src, sizeof src));
+  CHECK(gen == 3 && interp == 0);
+  CHECK(c.ok && c.err == 0);
+  const char *names[] = {"tr", "u", "v"};
+  for (int q = 0; q < 3; q++) {
+    kernel_source(src, names[q], k, sizeof k);
+    CHECK_CONTAINS(k, "fx_ab += 32");
+  }
+  ir_module_free(m);
+}
+
+/* A kernel whose output is a concatenate runs its loop nest once per operand, over that
+   operand's range of the concatenated dim, without a branch per element: along the outer dim
+   (the one the threads split), a middle dim (of dynamic slices) and the innermost (a rotary
+   embedding's halves, one negated). The results are the interpreter's exactly. */
+static const char *concat_module =
+    "HloModule cat\n"
+    "f0 { a = f32[10,40] parameter(0)\n b = f32[20,40] parameter(1)\n e = f32[20,40] multiply(b, b)\n"
+    " ROOT c = f32[30,40] concatenate(a, e), dimensions={0} }\n"
+    "f1 { x = bf16[4,64,32] parameter(0)\n i = s32[] parameter(1)\n z = s32[] constant(0)\n"
+    " s0 = bf16[4,8,32] dynamic-slice(x, z, i, z), dynamic_slice_sizes={4,8,32}\n"
+    " s1 = bf16[4,8,32] dynamic-slice(x, z, z, z), dynamic_slice_sizes={4,8,32}\n"
+    " ROOT c = bf16[4,16,32] concatenate(s0, s1), dimensions={1} }\n"
+    "f2 { x = f32[6,20] parameter(0)\n lo = f32[6,10] slice(x), slice={[0:6], [0:10]}\n"
+    " hi = f32[6,10] slice(x), slice={[0:6], [10:20]}\n n = f32[6,10] negate(hi)\n"
+    " ROOT c = f32[6,20] concatenate(n, lo), dimensions={1} }\n"
+    "ENTRY main { a = f32[10,40] parameter(0)\n b = f32[20,40] parameter(1)\n x = bf16[4,64,32] parameter(2)\n"
+    " i = s32[] parameter(3)\n y = f32[6,20] parameter(4)\n"
+    " c0 = f32[30,40] fusion(a, b), kind=kLoop, calls=f0\n c1 = bf16[4,16,32] fusion(x, i), kind=kLoop, calls=f1\n"
+    " c2 = f32[6,20] fusion(y), kind=kLoop, calls=f2\n"
+    " ROOT o = (f32[30,40], bf16[4,16,32], f32[6,20]) tuple(c0, c1, c2) }\n";
+
+TEST(concatenates_loop_per_operand) {
+  IrModule *m = parse(concat_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  static char src[1 << 18], k[1 << 16];
+  int gen = 0, interp = 0;
+  RtCompare c;
+  CHECK(cpu_matches_src(m, &gen, &interp, &c, src, sizeof src));
+  CHECK(gen == 3 && interp == 0);
+  CHECK(c.ok && c.err == 0);
+  const char *names[] = {"c0", "c1", "c2"};
+  for (int q = 0; q < 3; q++) {
+    kernel_source(src, names[q], k, sizeof k);
+    CHECK(k[0] && strstr(k, "else") == NULL && strstr(k, "if (i") == NULL); /* no branch chain */
+  }
   ir_module_free(m);
 }
 
@@ -756,7 +922,10 @@ TEST(sorts_are_generated_and_stable) {
 /* A while loop of generated kernels runs compiled (one call, kernels over a table of buffers):
    a body with a dynamic-update-slice into the state, a multi-output fusion, an element passed
    through, two elements swapped and a constant as the next state; the results are the
-   interpreter's, the launches and bytes counted as the walker counts them. */
+   interpreter's, the launches and bytes counted as the walker counts them. It runs three ways:
+   through its C driver (written into the kernels' unit at prepare), walked step by step from its
+   plan (a second prepare of the same module finds every kernel compiled already, so its unit
+   holds no driver), and on the interpreter's walker (host_loops). */
 static const char *compiled_loop_module =
     "HloModule cl\n"
     "upd { buf = f32[8,3] parameter(0)\n i = s32[] parameter(1)\n v = f32[3] parameter(2)\n z = s32[] constant(0)\n"
@@ -789,38 +958,108 @@ TEST(while_loops_of_generated_kernels_run_compiled) {
   CHECK(interp == 0);
   CHECK(c.ok);
   FxError e = {0};
-  RtRunStats st[2];
-  int64_t launches[2] = {0, 0}, bytes[2] = {0, 0};
-  bool loop_seen[2] = {false, false};
-  for (int host = 0; host < 2; host++) {
-    memset(&st[host], 0, sizeof st[host]);
+  RtRunStats st[3];
+  int64_t launches[3] = {0, 0, 0}, bytes[3] = {0, 0, 0};
+  bool loop_seen[3] = {false, false, false};
+  RtTensor *res[3] = {NULL, NULL, NULL};
+  RtTensor **args = random_args(m, 5);
+  for (int way = 0; way < 3; way++) { /* 0 driver, 1 walked plan, 2 host */
+    memset(&st[way], 0, sizeof st[way]);
     void *be = rt_backend_cpu.create(&e);
-    CpuOptions o = {.opt = "-O1", .host_loops = host == 1};
+    CpuOptions o = {.opt = "-O1", .host_loops = way == 2};
     cpu_set_options(be, &o);
     CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
-    RtTensor **args = random_args(m, 5);
-    RtTensor *got = NULL;
+    if (way == 0) CHECK_CONTAINS(cpu_last_source(be), "int fx_loop_");
+    if (way == 1) {
+      CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+      CHECK(strstr(cpu_last_source(be), "fx_loop_") == NULL);
+    }
     RtOptions ro = {.seed = 3};
-    CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &got, &st[host], &e));
-    launches[host] = st[host].counters.launches;
-    bytes[host] = st[host].counters.bytes_read + st[host].counters.bytes_written;
-    for (int q = 0; q < st[host].nkernels; q++)
-      if (st[host].kernels[q].how && strcmp(st[host].kernels[q].how, "loop") == 0) loop_seen[host] = true;
-    CHECK(st[host].counters.while_iterations == 8);
-    rt_run_stats_free(&st[host]);
-    rt_tensor_unref(got);
-    for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
-    free(args);
+    CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &res[way], &st[way], &e));
+    launches[way] = st[way].counters.launches;
+    bytes[way] = st[way].counters.bytes_read + st[way].counters.bytes_written;
+    for (int q = 0; q < st[way].nkernels; q++)
+      if (st[way].kernels[q].how && strcmp(st[way].kernels[q].how, "loop") == 0) loop_seen[way] = true;
+    CHECK(st[way].counters.while_iterations == 8);
+    rt_run_stats_free(&st[way]);
     rt_backend_cpu.destroy(be);
   }
-  CHECK(loop_seen[0] && !loop_seen[1]);
-  CHECK(launches[0] == launches[1] && launches[0] == 9 + 8 * 3);
-  CHECK(bytes[0] == bytes[1]);
+  CHECK(loop_seen[0] && loop_seen[1] && !loop_seen[2]);
+  CHECK(launches[0] == launches[2] && launches[1] == launches[2] && launches[0] == 9 + 8 * 3);
+  CHECK(bytes[0] == bytes[2] && bytes[1] == bytes[2]);
+  for (int way = 0; way < 2; way++) {
+    RtCompare c2;
+    rt_compare(res[way], res[2], &c2);
+    CHECK(c2.ok && c2.err == 0);
+  }
+  for (int way = 0; way < 3; way++) rt_tensor_unref(res[way]);
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  free(args);
   ir_module_free(m);
 }
 
-/* A loop nested in a compiled loop's body runs compiled inside it (its state copied in from the
-   outer loop's buffers and out again), with the walker's results and launch counts. */
+/* A multi-output fusion in a compiled loop's body writes each output the body's root takes as a
+   state element straight into that element's other buffer, in whatever order the root takes them
+   (CartPole's four arrays: each step copied them out of scratch before); an output the root takes
+   twice is written once and copied once, and a kernel after it reads it where it was written. The
+   results are the interpreter's walker's, bit for bit. */
+static const char *multi_output_loop_module =
+    "HloModule mo\n"
+    "three { x = f32[64] parameter(0)\n y = f32[64] parameter(1)\n s = f32[64] sine(x)\n c = f32[64] cosine(y)\n"
+    " a = f32[64] add(x, y)\n ROOT t = (f32[64], f32[64], f32[64]) tuple(s, c, a) }\n"
+    "cond { s = (s32[], f32[64], f32[64], f32[64], f32[64], f32[64]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n"
+    " n = s32[] constant(5)\n ROOT lt = pred[] compare(i, n), direction=LT }\n"
+    "body { s = (s32[], f32[64], f32[64], f32[64], f32[64], f32[64]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n"
+    " x = f32[64] get-tuple-element(s), index=1\n y = f32[64] get-tuple-element(s), index=2\n"
+    " z = f32[64] get-tuple-element(s), index=3\n one = s32[] constant(1)\n i2 = s32[] add(i, one)\n"
+    " t = (f32[64], f32[64], f32[64]) fusion(x, y), kind=kLoop, calls=three\n"
+    " t0 = f32[64] get-tuple-element(t), index=0\n t1 = f32[64] get-tuple-element(t), index=1\n"
+    " t2 = f32[64] get-tuple-element(t), index=2\n m = f32[64] multiply(t1, z)\n"
+    " ROOT r = (s32[], f32[64], f32[64], f32[64], f32[64], f32[64]) tuple(i2, t2, t0, m, t1, t0) }\n"
+    "ENTRY main { x = f32[64] parameter(0)\n y = f32[64] parameter(1)\n z = f32[64] parameter(2)\n"
+    " w0 = f32[64] parameter(3)\n z0 = s32[] constant(0)\n"
+    " init = (s32[], f32[64], f32[64], f32[64], f32[64], f32[64]) tuple(z0, x, y, z, w0, w0)\n"
+    " ROOT w = (s32[], f32[64], f32[64], f32[64], f32[64], f32[64]) while(init), condition=cond, body=body }\n";
+
+TEST(multi_output_kernels_write_loop_state_in_place) {
+  IrModule *m = parse(multi_output_loop_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  FxError e = {0};
+  RtTensor *res[2] = {NULL, NULL};
+  RtTensor **args = random_args(m, 7);
+  for (int way = 0; way < 2; way++) { /* 0 driver, 1 host */
+    RtRunStats st;
+    memset(&st, 0, sizeof st);
+    void *be = rt_backend_cpu.create(&e);
+    CpuOptions o = {.opt = "-O1", .host_loops = way == 1};
+    cpu_set_options(be, &o);
+    CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+    if (way == 0) { /* one copy of 256 bytes in the driver: the element the root takes twice */
+      const char *src = cpu_last_source(be), *d = src ? strstr(src, "int fx_loop_") : NULL;
+      CHECK(d != NULL);
+      int copies = 0;
+      for (const char *p = d; p && (p = strstr(p, ", 256);")) != NULL; p++) copies++;
+      CHECK(copies == 1);
+    }
+    RtOptions ro = {.seed = 3};
+    CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &res[way], &st, &e));
+    CHECK(st.counters.while_iterations == 5);
+    rt_run_stats_free(&st);
+    rt_backend_cpu.destroy(be);
+  }
+  RtCompare c;
+  rt_compare(res[0], res[1], &c);
+  CHECK(c.ok && c.err == 0);
+  for (int way = 0; way < 2; way++) rt_tensor_unref(res[way]);
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  free(args);
+  ir_module_free(m);
+}
+
+/* A loop nested in a compiled loop's body runs compiled inside it, in the outer loop's driver (its
+   state copied in from the outer loop's buffers and out again), with the walker's results and
+   launch counts. */
 static const char *nested_loop_module =
     "HloModule nl\n"
     "icond { s = (s32[], f32[2]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n n = s32[] constant(4)\n"
@@ -849,6 +1088,7 @@ TEST(nested_loops_run_compiled) {
   CpuOptions o = {.opt = "-O1"};
   cpu_set_options(be, &o);
   CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+  CHECK_CONTAINS(cpu_last_source(be), "/* nested loop */"); /* inside the outer loop's driver */
   RtTensor **args = random_args(m, 5);
   RtTensor *got = NULL;
   RtOptions ro = {.seed = 3};
@@ -974,6 +1214,134 @@ TEST(loop_invariant_kernels_run_once) {
   ir_module_free(m);
 }
 
+/* An entry computation of generated kernels, a while loop and free ops runs as one call of its C
+   driver: the kernels write scratch cells, the root's arrays are copied out (a parameter passed
+   through is returned by reference, a constant copied), and the results, launches and bytes are
+   the walker's (host_loops, which walks the entry kernel by kernel). */
+static const char *entry_module =
+    "HloModule en\n"
+    "cond { s = (s32[], f32[4]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n n = s32[] constant(5)\n"
+    " ROOT lt = pred[] compare(i, n), direction=LT }\n"
+    "body { s = (s32[], f32[4]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n v = f32[4] get-tuple-element(s), index=1\n"
+    " one = s32[] constant(1)\n i2 = s32[] add(i, one)\n h = f32[4] sine(v)\n ROOT r = (s32[], f32[4]) tuple(i2, h) }\n"
+    "f { a = f32[4] parameter(0)\n b = f32[4] parameter(1)\n m = f32[4] multiply(a, b)\n ROOT e = f32[4] exponential(m) }\n"
+    "ENTRY main { x = f32[4] parameter(0)\n y = f32[4] parameter(1)\n k = s32[3] parameter(2)\n"
+    " u = f32[4] fusion(x, y), kind=kLoop, calls=f\n z = s32[] constant(0)\n init = (s32[], f32[4]) tuple(z, u)\n"
+    " w = (s32[], f32[4]) while(init), condition=cond, body=body\n wv = f32[4] get-tuple-element(w), index=1\n"
+    " c = f32[2] constant({1.5, -2})\n t = f32[4] add(wv, y)\n"
+    " ROOT o = (f32[4], s32[3], f32[2], f32[4]) tuple(t, k, c, wv) }\n";
+
+TEST(entry_runs_as_one_call) {
+  IrModule *m = parse(entry_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  FxError e = {0};
+  RtTensor **args = random_args(m, 5);
+  RtTensor *res[2] = {NULL, NULL};
+  int64_t launches[2] = {0, 0}, bytes[2] = {0, 0};
+  bool entry_seen[2] = {false, false};
+  for (int way = 0; way < 2; way++) { /* 0 the entry's driver, 1 the walker */
+    void *be = rt_backend_cpu.create(&e);
+    CpuOptions o = {.opt = "-O1", .host_loops = way == 1};
+    cpu_set_options(be, &o);
+    CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+    if (way == 0) CHECK_CONTAINS(cpu_last_source(be), "int fx_entry_");
+    RtOptions ro = {.seed = 3};
+    for (int rep = 0; rep < 2; rep++) { /* the second run reuses the scratch */
+      RtRunStats st = {0};
+      rt_tensor_unref(res[way]);
+      res[way] = NULL;
+      CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &res[way], &st, &e));
+      launches[way] = st.counters.launches;
+      bytes[way] = st.counters.bytes_read + st.counters.bytes_written;
+      for (int q = 0; q < st.nkernels; q++)
+        if (st.kernels[q].how && strcmp(st.kernels[q].how, "entry") == 0) entry_seen[way] = true;
+      rt_run_stats_free(&st);
+    }
+    rt_backend_cpu.destroy(be);
+  }
+  CHECK(entry_seen[0] && !entry_seen[1]);
+  CHECK(launches[0] == launches[1] && launches[0] == 2 + 6 + 5 * 2);
+  CHECK(bytes[0] == bytes[1]);
+  RtCompare c;
+  rt_compare(res[0], res[1], &c);
+  CHECK(c.ok && c.err == 0);
+  CHECK(res[0] && res[0]->ntuple == 4 && res[0]->tuple[1] == args[2]); /* k, passed through */
+  for (int w = 0; w < 2; w++) rt_tensor_unref(res[w]);
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  free(args);
+  ir_module_free(m);
+}
+
+/* Convolutions run on the CPU backend's own kernels, not the interpreter's: as im2col + gemm
+ * (b01f and bf01 layouts, strides, padding, window and base dilation, a reversed window, feature
+ * groups, f32 on sgemm within --check's tolerance and f64 on dgemm), or a depthwise one directly
+ * (features innermost, or lines of the last spatial dim) in the interpreter's order, bit for bit. */
+static const char *conv_module =
+    "HloModule cv\n"
+    "ENTRY main {\n"
+    "  a = f32[2,9,9,8] parameter(0)\n  ka = f32[3,3,8,16] parameter(1)\n"
+    "  c0 = f32[2,9,9,16] convolution(a, ka), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n"
+    "  c1 = f32[2,5,5,16] convolution(a, ka), window={size=3x3 stride=2x2 pad=2_2x2_2 rhs_dilate=2x2}, dim_labels=b01f_01io->b01f\n"
+    "  b = f32[1,8,7,7] parameter(2)\n  kb = f32[8,4,3,3] parameter(3)\n"
+    "  c2 = f32[1,8,5,5] convolution(b, kb), window={size=3x3}, dim_labels=bf01_oi01->bf01, feature_group_count=2\n"
+    "  d = bf16[1,6,6,8] parameter(4)\n  kd = bf16[3,3,1,8] parameter(5)\n"
+    "  c3 = bf16[1,6,6,8] convolution(d, kd), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, feature_group_count=8\n"
+    "  e = bf16[1,4,9,9] parameter(6)\n  ke = bf16[4,1,3,3] parameter(7)\n"
+    "  c4 = bf16[1,4,5,5] convolution(e, ke), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, feature_group_count=4\n"
+    "  f = f64[1,5,5,8] parameter(8)\n  kf = f64[1,1,8,6] parameter(9)\n"
+    "  c5 = f64[1,5,5,6] convolution(f, kf), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+    "  g = f32[1,4,4,8] parameter(10)\n  kg = f32[3,3,8,4] parameter(11)\n"
+    "  c6 = f32[1,7,7,4] convolution(g, kg), window={size=3x3 pad=1_1x1_1 lhs_dilate=2x2}, dim_labels=b01f_01io->b01f\n"
+    "  c7 = f32[1,4,4,4] convolution(g, kg), window={size=3x3 pad=1_1x1_1 rhs_reversal=1x1}, dim_labels=b01f_01io->b01f\n"
+    "  ROOT t = (f32[2,9,9,16], f32[2,5,5,16], f32[1,8,5,5], bf16[1,6,6,8], bf16[1,4,5,5], f64[1,5,5,6], f32[1,7,7,4], f32[1,4,4,4])"
+    " tuple(c0, c1, c2, c3, c4, c5, c6, c7)\n"
+    "}\n";
+
+TEST(convolutions_run_on_gemm_or_directly) {
+  IrModule *m = parse(conv_module);
+  CHECK(m != NULL);
+  if (!m) return;
+  FxError e = {0};
+  void *be = rt_backend_cpu.create(&e);
+  CpuOptions o = {.opt = "-O1", .threads = 2};
+  cpu_set_options(be, &o);
+  CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+  RtTensor **args = random_args(m, 7);
+  RtOptions ro = {.seed = 3};
+  RtTensor *want = NULL;
+  CHECK(rt_interp_run(m, args, m->entry->nparams, &ro, &want, NULL, &e));
+  int blas = 0, direct = 0, interp = 0;
+  for (int rep = 0; rep < 3; rep++) { /* the threads' choice changes between runs: each way agrees */
+    RtTensor *got = NULL;
+    RtRunStats st = {0};
+    bool ok = rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &got, &st, &e);
+    CHECK(ok);
+    if (!ok) fprintf(stderr, "cpu run: %s\n", e.msg);
+    for (int q = 0; q < st.nkernels; q++) {
+      const char *how = st.kernels[q].how ? st.kernels[q].how : "";
+      blas += strcmp(how, "blas") == 0;
+      direct += strcmp(how, "direct") == 0;
+      interp += strcmp(how, "interpreter") == 0;
+    }
+    for (int r = 0; ok && want && r < 8; r++) {
+      RtCompare c;
+      rt_compare(got->tuple[r], want->tuple[r], &c);
+      CHECK(c.ok);
+      if (!c.ok) fprintf(stderr, "convolution %d: %s\n", r, c.what);
+      if (r == 3 || r == 4) CHECK(c.err == 0); /* depthwise: the interpreter's sums exactly */
+    }
+    rt_tensor_unref(got);
+    rt_run_stats_free(&st);
+  }
+  CHECK(blas == 3 * 6 && direct == 3 * 2 && interp == 0);
+  rt_tensor_unref(want);
+  for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
+  free(args);
+  rt_backend_cpu.destroy(be);
+  ir_module_free(m);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxcpuXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -992,12 +1360,19 @@ int main(void) {
   RUN(vector_math_with_clang_takes_the_libm_path);
   RUN(large_kernels_split_over_threads);
   RUN(innermost_reductions_run_in_lanes);
+  RUN(outer_reductions_swap_loops);
   RUN(bf16_dot_on_gemm_and_reshape_groups);
+  RUN(half_dots_in_blocks);
+  RUN(transposes_walk_in_blocks);
+  RUN(concatenates_loop_per_operand);
   RUN(sorts_are_generated_and_stable);
   RUN(while_loops_of_generated_kernels_run_compiled);
+  RUN(multi_output_kernels_write_loop_state_in_place);
   RUN(nested_loops_run_compiled);
   RUN(scatter_dot_and_in_place_loop_updates);
   RUN(loop_invariant_kernels_run_once);
+  RUN(convolutions_run_on_gemm_or_directly);
+  RUN(entry_runs_as_one_call);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;
