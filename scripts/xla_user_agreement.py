@@ -2,22 +2,47 @@
 """How close fxplain comes to XLA:GPU from what a user dumps: the module as JAX wrote it.
 
     xla_user_agreement.py CORPUS_DIR REFDIR [--fxplain build/fxplain] [--device h100] [--only S]
-                          [--min-f1 X] [--same-count]
+                          [--min-f1 X] [--min-kernel-f1 X] [--min-structure-f1 X] [--at-least N]
+                          [--max-pre-distance X] [--same-count] [--json] [--markdown] [--keep DIR]
 
 For each CORPUS_DIR/NAME.hlo with XLA's results in REFDIR (NAME.pre_fusion.hlo and
 NAME.after_multi_output_fusion.hlo, from scripts/xla_reference.py), fxplain runs its whole
 priority pipeline, simplification included, on the module as written, and its kernels are compared
-with the kernels XLA built from the same module.
+with the kernels XLA built from the same module. The two compilations simplify differently, so
+these measures are reported per module:
 
-The two compilations simplify differently, so only the instructions both keep are compared: XLA
-appends `.0` to the names of the instructions its priority-fusion receives, and fxplain keeps the
-names it loaded (a duplicated copy is `NAME.clone`). An instruction of the user's module counts
-when both end with it inside (or as) a kernel. Prints per module the kernel counts of both, how
-many of the user's instructions were compared, and the pair F1 over them. With --min-f1 or
---same-count, exits 1 when the mean pair F1 is below X or a module's kernel counts differ.
+  - *kernel F1*, on every module: each kernel is described by what it computes, and the two
+    multisets of descriptions are matched. A kernel's description is its kind (a fusion; a
+    `kCustom` fusion with its backend, e.g. `kCustom/__triton`; an unfused instruction's opcode, a
+    custom call's target; kLoop and kInput are not told apart, a reduction among the instructions
+    says it), its outputs (element types and sizes), and the multiset of the instructions it
+    computes, each as (opcode, element type, number of elements). Instructions that compute
+    nothing or only reinterpret memory (parameter, constant, tuple, get-tuple-element, bitcast,
+    reshape, copy) are left out, so names, layouts and XLA's reshape-to-bitcast rewrites do not
+    count. Kernel F1 = 2 * matched / (kernels XLA + kernels fxplain): 1.0 exactly when both build
+    the same kernels, up to names and layouts.
+  - *structure F1*: the same over coarser descriptions (the kind, the outputs, and the
+    instructions that are not elementwise: reductions, data movement, library calls), so a kernel
+    with one more convert, or a multiply where the other has a divide, still matches.
+  - *pair F1*, where names survive: XLA appends `.0` to the names of the instructions its
+    priority-fusion receives, and fxplain keeps the names it loaded (a duplicated copy is
+    `NAME.clone`). Over the user's instructions both end with inside (or as) a kernel, the pairs
+    that share a kernel are compared ("n/a" when fewer than two survive in both).
+  - *pre-fusion distance*: fxplain's stage just before priority-fusion against the module XLA's
+    priority-fusion received (NAME.pre_fusion.hlo): the opcode histograms of both (fusion bodies
+    counted, reshape and bitcast counted as one, parameters, constants, tuples and
+    get-tuple-elements left out), distance = sum |XLA - fxplain| / sum (XLA + fxplain), 0 when the
+    same. The opcodes that differ most are named: they point at the pass that is missing.
+
+Exit status 1 when a floor is not met: --min-f1 (mean pair F1 over the modules that have one),
+--min-kernel-f1 and --min-structure-f1 (mean over every module), --at-least (modules with kernel
+F1 1.0), --max-pre-distance (mean pre-fusion distance), --same-count (every module's kernel counts
+equal).
 """
 import argparse
+import collections
 import glob
+import json
 import os
 import re
 import subprocess
@@ -29,41 +54,131 @@ import xla_compare  # noqa: E402
 from xla_agreement import find, plain  # noqa: E402
 
 CLONE = re.compile(r"(\.clone(\.\d+)?)+$")
+# Left out of a kernel's description: they compute nothing, or only reinterpret memory (XLA turns
+# reshapes into bitcasts and inserts copies as its layouts require).
+NOT_COMPUTE = xla_compare.NO_KERNEL | {"reshape", "copy"}
+# Left out of the pre-fusion histogram: plumbing, and constants (how many there are says more about
+# CSE's bookkeeping than about a missing pass).
+NOT_COUNTED = {"parameter", "constant", "tuple", "get-tuple-element"}
+# Elementwise instructions (and broadcast and iota, which feed them): what the structure measure
+# leaves out, so a convert XLA adds (bf16 arithmetic done in f32) or a divide it turns into a
+# multiply does not make a kernel another one.
+ELEMENTWISE = {
+    "abs", "add", "and", "atan2", "bitcast-convert", "broadcast", "cbrt", "ceil", "clamp", "clz", "compare",
+    "complex", "convert", "cosine", "divide", "erf", "exp", "exponential-minus-one", "floor", "imag", "iota",
+    "is-finite", "log", "log-plus-one", "logistic", "maximum", "minimum", "multiply", "negate", "not", "or",
+    "popcnt", "power", "real", "reduce-precision", "remainder", "round-nearest-afz", "round-nearest-even",
+    "rsqrt", "select", "shift-left", "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "sqrt",
+    "stochastic-convert", "subtract", "tan", "tanh", "xor"}
+FUSION_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*?\sfusion\(")
+FUSION_KIND = re.compile(r"\bkind=(k\w+)")
+BACKEND_KIND = re.compile(r'"fusion_backend_config"\s*:\s*\{\s*"kind"\s*:\s*"([^"]+)"')
+ARRAY = re.compile(r"([a-z]+\d*)\[([\d,]*)\]")
 
 
 def user_name_of_xla(name):
     return name[:-2] if name.endswith(".0") else name
 
 
-def our_kernels(path):
-    """fxplain's kernels by name: kernel -> set of user instruction names."""
+# ---------- the modules ----------
+
+def load(path):
+    """An HLO module (xla_compare's reading) with each fusion's kind and backend by name."""
     mod = xla_compare.load(path)
-    comps = mod["comps"]
-    ks = {}
+    kinds = {}
+    for line in xla_compare.read_text(path).split("\n"):
+        m = FUSION_LINE.match(line)
+        if m:
+            k, b = FUSION_KIND.search(line), BACKEND_KIND.search(line)
+            # kLoop, kInput and kOutput follow from what the fusion computes (a reduction hero
+            # makes kInput), which the description already holds; a kCustom fusion is its backend.
+            kind = k.group(1) if k else "kLoop"
+            kinds[m.group(1)] = f"{kind}/{b.group(1) if b else '?'}" if kind == "kCustom" else ""
+    mod["fusion_kinds"] = kinds
+    return mod
+
+
+def shape_key(shape):
+    """A shape as element type and number of elements (a tuple: each element's), layout-free."""
+    parts = []
+    for ty, dims in ARRAY.findall(shape):
+        n = 1
+        for d in dims.split(","):
+            if d:
+                n *= int(d)
+        parts.append(f"{ty}:{n}")
+    return ",".join(parts)
+
+
+def fused_instructions(mod, fusion):
+    """Every instruction a fusion computes, nested fusions inlined."""
+    comps, out, stack = mod["comps"], [], list(fusion["calls"])
+    while stack:
+        body = comps.get(stack.pop())
+        if not body:
+            continue
+        for x in body["instrs"]:
+            if x["op"] == "fusion":
+                stack += x["calls"]
+            else:
+                out.append(x)
+    return out
+
+
+def opname(ins):
+    if ins["op"] == "custom-call":
+        m = re.match(r'\s*"([^"]*)"', dict(ins["attrs"]).get("custom_call_target", ""))
+        return f"custom-call:{m.group(1) if m else '?'}"
+    return ins["op"]
+
+
+def kernel_instructions(mod):
+    """The kernels of a module: (name, top-level instruction, instructions it computes)."""
+    comps, out = mod["comps"], []
     for cname in xla_compare.control_computations(mod):
         for ins in comps[cname]["instrs"]:
             op = ins["op"]
             if op in xla_compare.NO_KERNEL or op in xla_compare.CONTROL:
                 continue
-            members = set()
-            if op == "fusion":
-                stack = list(ins["calls"])
-                while stack:
-                    body = comps.get(stack.pop())
-                    if not body:
-                        continue
-                    for x in body["instrs"]:
-                        if x["op"] == "fusion":
-                            stack += x["calls"]
-                        elif x["op"] not in xla_compare.NO_KERNEL:
-                            members.add(CLONE.sub("", x["name"]))
-            else:
-                members.add(CLONE.sub("", ins["name"]))
-            ks[ins["name"]] = members
-    return ks
+            out.append((ins["name"], ins, fused_instructions(mod, ins) if op == "fusion" else [ins]))
+    return out
 
 
-def f1(ka, kb, universe):
+def descriptor(mod, ins, members):
+    """What a kernel computes, as a hashable value (see the module's docstring)."""
+    kind = ("fusion " + mod["fusion_kinds"].get(ins["name"], "")).strip() if ins["op"] == "fusion" else opname(ins)
+    ops = collections.Counter((opname(x), shape_key(x["shape"])) for x in members if x["op"] not in NOT_COMPUTE)
+    return (kind, shape_key(ins["shape"]), tuple(sorted(ops.items())))
+
+
+def structure(mod, ins, members):
+    """A kernel's coarser description: its kind, outputs and the instructions that are not
+    elementwise (reductions, data movement, library calls: what decides the emitter)."""
+    kind = ("fusion " + mod["fusion_kinds"].get(ins["name"], "")).strip() if ins["op"] == "fusion" else opname(ins)
+    heroes = collections.Counter((opname(x), shape_key(x["shape"])) for x in members
+                                 if x["op"] not in NOT_COMPUTE and x["op"] not in ELEMENTWISE)
+    return (kind, shape_key(ins["shape"]), tuple(sorted(heroes.items())))
+
+
+def descriptors(mod, how=descriptor):
+    return collections.Counter(how(mod, ins, members) for _, ins, members in kernel_instructions(mod))
+
+
+def kernel_f1(dx, do):
+    nx, no = sum(dx.values()), sum(do.values())
+    matched = sum((dx & do).values())
+    return (1.0 if nx + no == 0 else 2 * matched / (nx + no)), matched
+
+
+# ---------- pair F1 over the user's names ----------
+
+def named_kernels(mod, rename):
+    """kernel -> set of user instruction names it computes."""
+    return {name: {rename(x["name"]) for x in members if x["op"] not in xla_compare.NO_KERNEL}
+            for name, _, members in kernel_instructions(mod)}
+
+
+def pair_f1(ka, kb, universe):
     def pairs(ks):
         ps = set()
         for m in ks.values():
@@ -76,6 +191,110 @@ def f1(ka, kb, universe):
     return 1.0 if not pa and not pb else 2 * len(pa & pb) / (len(pa) + len(pb))
 
 
+# ---------- the pre-fusion histogram ----------
+
+def histogram(mod):
+    h = collections.Counter()
+    for _, ins, members in kernel_instructions(mod):
+        for x in members:
+            if x["op"] not in NOT_COUNTED:
+                h["reshape/bitcast" if x["op"] in ("reshape", "bitcast") else opname(x)] += 1
+    for cname in xla_compare.control_computations(mod):  # loops, conditionals, calls themselves
+        for ins in mod["comps"][cname]["instrs"]:
+            if ins["op"] in xla_compare.CONTROL:
+                h[ins["op"]] += 1
+            elif ins["op"] == "bitcast":
+                h["reshape/bitcast"] += 1
+    return h
+
+
+def pre_distance(hx, ho):
+    total = sum(hx.values()) + sum(ho.values())
+    diff = sum(abs(hx[k] - ho[k]) for k in set(hx) | set(ho))
+    more_x = sorted(((hx[k] - ho[k], k) for k in hx if hx[k] > ho[k]), reverse=True)
+    more_o = sorted(((ho[k] - hx[k], k) for k in ho if ho[k] > hx[k]), reverse=True)
+    return (diff / total if total else 0.0), more_x, more_o
+
+
+def top(diffs, n=3):
+    return ", ".join(f"{k} +{d}" for d, k in diffs[:n]) or "nothing"
+
+
+# ---------- running fxplain ----------
+
+def before_priority_fusion(fxplain):
+    """The priority pipeline's stage number just before priority-fusion."""
+    r = subprocess.run([fxplain, "-e", "pipeline priority"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, FXPLAIN_HISTORY="/dev/null"))
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*(\d+)\s+priority-fusion\b", line)
+        if m:
+            return int(m.group(1)) - 1
+    raise RuntimeError("fxplain's priority pipeline has no priority-fusion stage")
+
+
+def run_fxplain(fxplain, module, device, pre_stage, pre_out, out):
+    cmds = [f"load {module}", f"set device {device}", "pipeline priority", f"goto {pre_stage}",
+            f"save {pre_out}", "step all", f"save {out}"]
+    r = subprocess.run([fxplain, "-e", "; ".join(cmds)], capture_output=True, text=True, timeout=900,
+                       env=dict(os.environ, FXPLAIN_HISTORY="/dev/null"))
+    if r.returncode != 0:
+        msg = (r.stderr or r.stdout).strip().splitlines()
+        raise RuntimeError(msg[0] if msg else f"fxplain exited with {r.returncode}")
+
+
+def compare_module(a, n, tmp, pre_stage):
+    pre, xla = find(a.refdir, n, "pre_fusion"), find(a.refdir, n, "after_multi_output_fusion")
+    if not pre or not xla:
+        return None
+    ours, ours_pre = os.path.join(tmp, n + ".fxplain.hlo"), os.path.join(tmp, n + ".fxplain_pre.hlo")
+    if a.keep:
+        os.makedirs(a.keep, exist_ok=True)
+        ours, ours_pre = os.path.join(a.keep, n + ".fxplain.hlo"), os.path.join(a.keep, n + ".fxplain_pre.hlo")
+    run_fxplain(a.fxplain, os.path.join(a.corpus, n + ".hlo"), a.device, pre_stage, ours_pre, ours)
+    xmod, omod, xpre = load(xla), load(ours), load(plain(pre, tmp))
+    kf1, matched = kernel_f1(descriptors(xmod), descriptors(omod))
+    sf1, smatched = kernel_f1(descriptors(xmod, structure), descriptors(omod, structure))
+    # Pair F1 under the user's names: only XLA's instructions that are originals of its
+    # pre-fusion module (found by signature) keep a user's name.
+    sig_owner, _ = xla_compare.originals(xpre)
+    xk_raw, _ = xla_compare.kernels(xmod, sig_owner)
+    xk = {k: {user_name_of_xla(x) for x in m} for k, m in xk_raw.items()}
+    ok = named_kernels(omod, lambda s: CLONE.sub("", s))
+    universe = set().union(*xk.values()) & set().union(*ok.values()) if xk and ok else set()
+    pf1 = pair_f1(xk, ok, universe) if len(universe) >= 2 else None
+    dist, more_x, more_o = pre_distance(histogram(xpre), histogram(load(ours_pre)))
+    nx, no = len(kernel_instructions(xmod)), len(kernel_instructions(omod))
+    return {"module": n, "xla_kernels": nx, "fxplain_kernels": no, "kernel_f1": kf1, "matched": matched,
+            "structure_f1": sf1, "structure_matched": smatched,
+            "compared": len(universe), "pair_f1": pf1, "pre_distance": dist,
+            "pre_xla_more": [[k, d] for d, k in more_x], "pre_fxplain_more": [[k, d] for d, k in more_o]}
+
+
+def line(r):
+    pf = f"{r['pair_f1']:.3f} over {r['compared']} names" if r["pair_f1"] is not None else "n/a"
+    return (f"{r['module']}: kernels XLA {r['xla_kernels']}, fxplain {r['fxplain_kernels']}; kernel F1 "
+            f"{r['kernel_f1']:.3f} ({r['matched']} the same), structure {r['structure_f1']:.3f}; pair F1 {pf}; pre-fusion distance "
+            f"{r['pre_distance']:.3f} (XLA more: {top([(d, k) for k, d in r['pre_xla_more']])}; fxplain more: "
+            f"{top([(d, k) for k, d in r['pre_fxplain_more']])})")
+
+
+def summary(rows):
+    n = len(rows)
+    scored = [r for r in rows if r["pair_f1"] is not None]
+    out = {"modules": n,
+           "mean_kernel_f1": sum(r["kernel_f1"] for r in rows) / n if n else 0.0,
+           "same_kernels": sum(1 for r in rows if r["kernel_f1"] == 1.0),
+           "mean_structure_f1": sum(r["structure_f1"] for r in rows) / n if n else 0.0,
+           "xla_kernels": sum(r["xla_kernels"] for r in rows),
+           "fxplain_kernels": sum(r["fxplain_kernels"] for r in rows),
+           "matched": sum(r["matched"] for r in rows),
+           "pair_f1_modules": len(scored),
+           "mean_pair_f1": sum(r["pair_f1"] for r in scored) / len(scored) if scored else None,
+           "mean_pre_distance": sum(r["pre_distance"] for r in rows) / n if n else 0.0}
+    return out
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus")
@@ -83,49 +302,76 @@ def main(argv):
     ap.add_argument("--fxplain", default=os.path.join(os.path.dirname(__file__), "..", "build", "fxplain"))
     ap.add_argument("--device", default="h100")
     ap.add_argument("--only", action="append", default=[])
-    ap.add_argument("--min-f1", type=float)
-    ap.add_argument("--same-count", action="store_true")
+    ap.add_argument("--min-f1", type=float, help="floor: mean pair F1 over the modules that have one")
+    ap.add_argument("--min-kernel-f1", type=float, help="floor: mean kernel F1 over every module")
+    ap.add_argument("--min-structure-f1", type=float, help="floor: mean structure F1 over every module")
+    ap.add_argument("--at-least", type=int, help="floor: modules whose kernels are all the same (kernel F1 1.0)")
+    ap.add_argument("--max-pre-distance", type=float, help="ceiling: mean pre-fusion distance")
+    ap.add_argument("--same-count", action="store_true", help="every module's kernel counts must be equal")
+    ap.add_argument("--json", action="store_true", help="one JSON object: the rows and the summary")
+    ap.add_argument("--markdown", action="store_true", help="a README table after the lines")
+    ap.add_argument("--keep", help="keep fxplain's two stages per module in this folder")
     a = ap.parse_args(argv)
     names = sorted(os.path.basename(p)[:-4] for p in glob.glob(os.path.join(a.corpus, "*.hlo")))
     if a.only:
         names = [n for n in names if any(s in n for s in a.only)]
-    rows = []
+    rows, failed = [], 0
+    pre_stage = before_priority_fusion(a.fxplain)
     with tempfile.TemporaryDirectory() as tmp:
         for n in names:
-            pre, xla = find(a.refdir, n, "pre_fusion"), find(a.refdir, n, "after_multi_output_fusion")
-            if not pre or not xla:
+            try:
+                r = compare_module(a, n, tmp, pre_stage)
+            except (RuntimeError, xla_compare.HloError, subprocess.TimeoutExpired) as e:
+                print(f"{n}: fxplain failed: {e}", flush=True)
+                failed += 1
                 continue
-            ours = os.path.join(tmp, n + ".fxplain.hlo")
-            cmds = f"load {os.path.join(a.corpus, n + '.hlo')}; set device {a.device}; pipeline priority; step all; save {ours}"
-            r = subprocess.run([a.fxplain, "-e", cmds], capture_output=True, text=True, timeout=900)
-            if r.returncode != 0:
-                print(f"{n}: fxplain failed: {(r.stderr or r.stdout).strip().splitlines()[:1]}")
+            if r is None:
                 continue
-            pre_p = plain(pre, tmp)
-            sig_owner, _ = xla_compare.originals(xla_compare.load(pre_p))
-            xk_raw, _ = xla_compare.kernels(xla_compare.load(xla), sig_owner)
-            xk = {k: {user_name_of_xla(x) for x in m} for k, m in xk_raw.items()}
-            ok = our_kernels(ours)
-            universe = set().union(*xk.values()) & set().union(*ok.values()) if xk and ok else set()
-            score = f1(xk, ok, universe) if len(universe) >= 2 else None
-            rows.append((n, len(xk), len(ok), len(universe), score))
-            print(f"{n}: kernels XLA {len(xk)}, fxplain {len(ok)}; {len(universe)} of the user's instructions in "
-                  f"both; pair F1 " + (f"{score:.3f}" if score is not None else "n/a (XLA renamed them)"), flush=True)
-    scored = [r for r in rows if r[4] is not None]
-    if scored:
-        print(f"mean pair F1 {sum(r[4] for r in scored) / len(scored):.3f} over the {len(scored)} modules where "
-              f"both keep two or more of the user's instructions; kernels in all {len(rows)} modules: XLA "
-              f"{sum(r[1] for r in rows)}, fxplain {sum(r[2] for r in rows)}")
-    if not rows and (a.min_f1 is not None or a.same_count):
+            rows.append(r)
+            if not a.json:
+                print(line(r), flush=True)
+    s = summary(rows)
+    if a.json:
+        print(json.dumps({"rows": rows, "summary": s}))
+    elif rows:
+        print(f"kernel F1 {s['mean_kernel_f1']:.3f}, structure {s['mean_structure_f1']:.3f} (means over "
+              f"{s['modules']} modules; {s['same_kernels']} build "
+              f"the same kernels); kernels XLA {s['xla_kernels']}, fxplain {s['fxplain_kernels']}, "
+              f"{s['matched']} the same")
+        if s["mean_pair_f1"] is not None:
+            print(f"mean pair F1 {s['mean_pair_f1']:.3f} over the {s['pair_f1_modules']} modules where both keep two "
+                  f"or more of the user's instructions")
+        print(f"mean pre-fusion distance {s['mean_pre_distance']:.3f}")
+    if a.markdown and rows:
+        print("\n| module | kernels XLA / fxplain | kernel F1 | structure F1 | pair F1 | pre-fusion distance |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for r in rows:
+            pf = f"{r['pair_f1']:.3f}" if r["pair_f1"] is not None else "n/a"
+            print(f"| {r['module']} | {r['xla_kernels']} / {r['fxplain_kernels']} | {r['kernel_f1']:.3f} | "
+                  f"{r['structure_f1']:.3f} | {pf} | "
+                  f"{r['pre_distance']:.3f} |")
+    floors = [a.min_f1, a.min_kernel_f1, a.min_structure_f1, a.at_least, a.max_pre_distance]
+    if not rows and (any(f is not None for f in floors) or a.same_count):
         print("no module was compared")
         return 1
-    if a.min_f1 is not None and (not scored or sum(r[4] for r in scored) / len(scored) < a.min_f1):
-        print(f"below the floor: mean pair F1 under {a.min_f1}")
-        return 1
-    if a.same_count and any(r[1] != r[2] for r in rows):
-        print("kernel counts differ")
-        return 1
-    return 0
+    bad = []
+    if failed:
+        bad.append(f"fxplain failed on {failed} module(s)")
+    if a.min_f1 is not None and (s["mean_pair_f1"] is None or s["mean_pair_f1"] < a.min_f1):
+        bad.append(f"mean pair F1 under {a.min_f1}")
+    if a.min_kernel_f1 is not None and s["mean_kernel_f1"] < a.min_kernel_f1:
+        bad.append(f"mean kernel F1 under {a.min_kernel_f1}")
+    if a.min_structure_f1 is not None and s["mean_structure_f1"] < a.min_structure_f1:
+        bad.append(f"mean structure F1 under {a.min_structure_f1}")
+    if a.at_least is not None and s["same_kernels"] < a.at_least:
+        bad.append(f"fewer than {a.at_least} modules build the same kernels")
+    if a.max_pre_distance is not None and s["mean_pre_distance"] > a.max_pre_distance:
+        bad.append(f"mean pre-fusion distance over {a.max_pre_distance}")
+    if a.same_count and any(r["xla_kernels"] != r["fxplain_kernels"] for r in rows):
+        bad.append("kernel counts differ")
+    for b in bad:
+        print(f"below the floor: {b}")
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

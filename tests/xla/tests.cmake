@@ -64,3 +64,17 @@ if(FXPLAIN_PYTHON)
                    ${CMAKE_CURRENT_LIST_DIR}/cartpole_fx --fxplain $<TARGET_FILE:fxplain> --same-count --min-f1 1.0)
   set_tests_properties(xla.cartpole_fx_user_vs_xla PROPERTIES LABELS "xla" TIMEOUT 300)
 endif()
+
+# Every corpus module as JAX wrote it (tests/data/hlo-corpus), through fxplain's whole priority
+# pipeline, against XLA's kernels (tests/xla/h100): kernel F1 (kernels matched by what they
+# compute), its structure-only form, pair F1 where the user's names survive, the modules that build
+# exactly XLA's kernels, and the distance of fxplain's stage before priority-fusion from XLA's
+# pre-fusion module. The floors are what is reached today: raise them as the passes before fusion
+# come closer to XLA's.
+if(FXPLAIN_PYTHON)
+  add_test(NAME xla.user_modules_vs_xla
+           COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_user_agreement.py ${CMAKE_SOURCE_DIR}/tests/data/hlo-corpus
+                   ${CMAKE_CURRENT_LIST_DIR}/h100 --fxplain $<TARGET_FILE:fxplain>
+                   --min-kernel-f1 0.271 --min-structure-f1 0.392 --min-f1 0.920 --at-least 3 --max-pre-distance 0.231)
+  set_tests_properties(xla.user_modules_vs_xla PROPERTIES LABELS "xla;slow" TIMEOUT 900)
+endif()
