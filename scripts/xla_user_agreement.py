@@ -18,7 +18,7 @@ these measures are reported per module:
     says it), its outputs (element types and sizes), and the multiset of the instructions it
     computes, each as (opcode, element type, number of elements). Instructions that compute
     nothing or only reinterpret memory (parameter, constant, tuple, get-tuple-element, bitcast,
-    reshape, copy) are left out, so names, layouts and XLA's reshape-to-bitcast rewrites do not
+    reshape, copy, a bitcast-convert between types of one width) are left out, so names, layouts and XLA's reshape-to-bitcast rewrites do not
     count. Kernel F1 = 2 * matched / (kernels XLA + kernels fxplain): 1.0 exactly when both build
     the same kernels, up to names and layouts.
   - *structure F1*: the same over coarser descriptions (the kind, the outputs, and the
@@ -30,7 +30,7 @@ these measures are reported per module:
     that share a kernel are compared ("n/a" when fewer than two survive in both).
   - *pre-fusion distance*: fxplain's stage just before priority-fusion against the module XLA's
     priority-fusion received (NAME.pre_fusion.hlo): the opcode histograms of both (fusion bodies
-    counted, reshape and bitcast counted as one, parameters, constants, tuples and
+    counted, reshape, bitcast and same-width bitcast-convert counted as one, parameters, constants, tuples and
     get-tuple-elements left out), distance = sum |XLA - fxplain| / sum (XLA + fxplain), 0 when the
     same. The opcodes that differ most are named: they point at the pass that is missing.
 
@@ -125,6 +125,24 @@ def fused_instructions(mod, fusion):
     return out
 
 
+WIDTH = {"pred": 1, "s4": 1, "u4": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4,
+         "f32": 4, "s64": 8, "u64": 8, "f64": 8, "c64": 8, "c128": 16}
+
+
+def reinterprets(mod, x):
+    """A bitcast-convert between types of one width: memory read as another type (XLA prints it
+    as a bitcast once layouts are assigned)."""
+    if x["op"] != "bitcast-convert" or not x["operands"]:
+        return False
+    src = mod["comps"][x["comp"]]["by_name"].get(x["operands"][0])
+    a, b = ARRAY.match(x["shape"]), ARRAY.match(src["shape"]) if src else None
+    return bool(a and b and a.group(2) == b.group(2) and WIDTH.get(a.group(1), 0) == WIDTH.get(b.group(1), -1))
+
+
+def computes(mod, x):
+    return x["op"] not in NOT_COMPUTE and not reinterprets(mod, x)
+
+
 def opname(ins):
     if ins["op"] == "custom-call":
         m = re.match(r'\s*"([^"]*)"', dict(ins["attrs"]).get("custom_call_target", ""))
@@ -147,7 +165,7 @@ def kernel_instructions(mod):
 def descriptor(mod, ins, members):
     """What a kernel computes, as a hashable value (see the module's docstring)."""
     kind = ("fusion " + mod["fusion_kinds"].get(ins["name"], "")).strip() if ins["op"] == "fusion" else opname(ins)
-    ops = collections.Counter((opname(x), shape_key(x["shape"])) for x in members if x["op"] not in NOT_COMPUTE)
+    ops = collections.Counter((opname(x), shape_key(x["shape"])) for x in members if computes(mod, x))
     return (kind, shape_key(ins["shape"]), tuple(sorted(ops.items())))
 
 
@@ -156,7 +174,7 @@ def structure(mod, ins, members):
     elementwise (reductions, data movement, library calls: what decides the emitter)."""
     kind = ("fusion " + mod["fusion_kinds"].get(ins["name"], "")).strip() if ins["op"] == "fusion" else opname(ins)
     heroes = collections.Counter((opname(x), shape_key(x["shape"])) for x in members
-                                 if x["op"] not in NOT_COMPUTE and x["op"] not in ELEMENTWISE)
+                                 if computes(mod, x) and x["op"] not in ELEMENTWISE)
     return (kind, shape_key(ins["shape"]), tuple(sorted(heroes.items())))
 
 
@@ -198,7 +216,7 @@ def histogram(mod):
     for _, ins, members in kernel_instructions(mod):
         for x in members:
             if x["op"] not in NOT_COUNTED:
-                h["reshape/bitcast" if x["op"] in ("reshape", "bitcast") else opname(x)] += 1
+                h["reshape/bitcast" if x["op"] in ("reshape", "bitcast") or reinterprets(mod, x) else opname(x)] += 1
     for cname in xla_compare.control_computations(mod):  # loops, conditionals, calls themselves
         for ins in mod["comps"][cname]["instrs"]:
             if ins["op"] in xla_compare.CONTROL:
