@@ -76,6 +76,8 @@ static const Pass *const registry[] = {
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
+    &pass_sharding_remover,
+    &pass_while_constant_sinking,
     /* fusion (the duplicating instruction-fusion run shares its name: pipelines only) */
     &pass_instruction_fusion,
     &pass_fusion_merger,
@@ -127,14 +129,24 @@ static const Pass *const classic_passes[] = {
 
 /* priority: XLA GPU since 2024. */
 static const Pass *const priority_passes[] = {
-    /* simplification */
+    /* simplification, in the order of XLA:GPU's passes before fusion; XLA repeats its
+       simplification passes until nothing changes, and two rounds reach that on the corpus */
     &pass_call_inliner,
+    &pass_sharding_remover,
     &pass_algsimp_current,
-    &pass_constant_folding,
-    &pass_while_simplifier,
-    &pass_cse,
-    &pass_dce,
     &pass_tuple_simplifier,
+    &pass_while_constant_sinking,
+    &pass_while_simplifier_current,
+    &pass_constant_folding,
+    &pass_cse_current,
+    &pass_dce,
+    &pass_algsimp_current,
+    &pass_tuple_simplifier,
+    &pass_while_constant_sinking,
+    &pass_while_simplifier_current,
+    &pass_constant_folding,
+    &pass_cse_current,
+    &pass_dce,
     /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,

@@ -17,6 +17,11 @@ extern const Pass pass_algsimp_current;  /* pass_algsimp.c: the same, with today
 extern const Pass pass_constant_folding; /* pass_constant_folding.c: operations on constants */
 extern const Pass pass_while_simplifier; /* pass_while_simplifier.c: dead loop state, zero-trip loops */
 extern const Pass pass_call_inliner;     /* pass_call_inliner.c: call -> the callee's instructions */
+/* today's XLA before fusion (priority pipeline) */
+extern const Pass pass_sharding_remover;         /* pass_sharding_remover.c: JAX's Sharding custom calls */
+extern const Pass pass_cse_current;              /* pass_cse.c: also loops, calls, conditionals */
+extern const Pass pass_while_constant_sinking;   /* pass_while_constant_sinking.c */
+extern const Pass pass_while_simplifier_current; /* pass_while_simplifier_current.c: XLA's WhileLoopSimplifier */
 
 /* fusion */
 extern const Pass pass_instruction_fusion;     /* pass_instruction_fusion.c: no duplication */

@@ -36,4 +36,11 @@ bool simp_is_fused_computation(const IrComputation *c);
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);
 
+/* Copies computation c's instructions into the computation of `at`, just before it, with c's
+ * parameter p read as args[p] (XLA's CallInliner: call-inliner inlines calls with it,
+ * while-loop-simplifier a loop that runs once, conditional-simplifier a branch known to run).
+ * The copies keep c's names as their base and c's locations. *copied counts them. Returns the
+ * copy of c's root, or NULL when out of memory (what was copied stays, unused). */
+IrInstr *simp_inline(IrInstr *at, IrComputation *c, IrInstr *const *args, int nargs, int *copied);
+
 #endif

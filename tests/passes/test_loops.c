@@ -1,0 +1,381 @@
+/* test_loops.c — what today's XLA does to loops and JAX's annotations before fusion, pass by pass
+ * (priority pipeline): sharding-remover, while-loop-constant-sinking, today's
+ * while-loop-simplifier (repeated, constant and propagated elements, one-trip loops, merged
+ * induction variables) and today's cse (loops over identical bodies). Each test gives the HLO a
+ * pass gets, checks the exact rewrites it reports and what it leaves, and that the reference
+ * interpreter computes the same numbers before and after. */
+#include "pass_check.h"
+
+/* A loop over x: counter i (element 0, the condition's), a second counter j that starts where i
+ * does and steps by 1 (as JAX's fori_loop keeps besides the loop's own), and x += j + 1. */
+static const char *const two_counters =
+    "HloModule iv\n\n"
+    "body {\n"
+    "  p = (s32[], s32[], f32[4]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  j = s32[] get-tuple-element(p), index=1\n"
+    "  x = f32[4] get-tuple-element(p), index=2\n"
+    "  one = s32[] constant(1)\n"
+    "  i1 = s32[] add(i, one)\n"
+    "  j1 = s32[] add(j, one)\n"
+    "  jf = f32[] convert(j1)\n"
+    "  jb = f32[4] broadcast(jf), dimensions={}\n"
+    "  x1 = f32[4] add(x, jb)\n"
+    "  ROOT t = (s32[], s32[], f32[4]) tuple(i1, j1, x1)\n"
+    "}\n\n"
+    "cond {\n"
+    "  p = (s32[], s32[], f32[4]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  n = s32[] constant(5)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  x = f32[4] parameter(0)\n"
+    "  zero = s32[] constant(0)\n"
+    "  init = (s32[], s32[], f32[4]) tuple(zero, zero, x)\n"
+    "  w = (s32[], s32[], f32[4]) while(init), condition=cond, body=body\n"
+    "  jout = s32[] get-tuple-element(w), index=1\n"
+    "  xo = f32[4] get-tuple-element(w), index=2\n"
+    "  ROOT r = (f32[4], s32[]) tuple(xo, jout)\n"
+    "}\n";
+
+TEST(merge_induction_variables) {
+  IrModule *m = hlo(two_counters);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_while_simplifier_current, m, &log));
+  /* j becomes 0 + i * 1 everywhere, then a constant element (0, never changed), then dead. */
+  CHECK_STR(log.buf,
+            "while-loop-simplifier rewrite: merged the induction variable element 1 (steps by 1) of w into its trip "
+            "counter (element 0): each is read as its start + counter x step, and no longer changes\n"
+            "while-loop-simplifier rewrite: element 1 of w starts as the constant zero and never changes: the body and "
+            "the condition read the constant\n"
+            "while-loop-simplifier remove: element 1 of w is the constant zero: it starts as it and the body sets it to "
+            "it again, so it leaves the loop's state\n");
+  IrInstr *w = ir_module_find_instr(m, "w");
+  CHECK(w && w->shape.ntuple == 2);
+  /* The body computes j from i (i * 1 + 0: algsimp folds it), and still its own x. */
+  CHECK_STR(line_of(m, "p.value"), "%p.value = s32[] add(%zero.37, %p.steps)");
+  CHECK_STR(line_of(m, "p.steps"), "%p.steps = s32[] multiply(%get-tuple-element.26, %one.28)");
+  /* After the loop, j is read the same way from the loop's counter. */
+  CHECK_STR(line_of(m, "r"), "%r = (f32[4], s32[]) tuple(%xo, %w.value)");
+  /* Nothing is left to do. */
+  Log again = {{0}, 0};
+  CHECK(!run_pass(&pass_while_simplifier_current, m, &again));
+  ir_module_free(m);
+}
+
+/* The classic pass (the paper's pipeline) keeps both counters. */
+TEST(classic_keeps_both_counters) {
+  IrModule *m = hlo(two_counters);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(!run_pass(&pass_while_simplifier, m, &log));
+  CHECK(ir_module_find_instr(m, "w")->shape.ntuple == 3);
+  ir_module_free(m);
+}
+
+/* Elements 1 and 2 both start as x and pass through: one element. Element 3 starts as 7 and the
+ * body sets it to 7: the constant. */
+TEST(repeated_and_constant_elements) {
+  IrModule *m = hlo("HloModule rep\n\n"
+                    "body {\n"
+                    "  p = (s32[], f32[4], f32[4], s32[], f32[4]) parameter(0)\n"
+                    "  i = s32[] get-tuple-element(p), index=0\n"
+                    "  a = f32[4] get-tuple-element(p), index=1\n"
+                    "  b = f32[4] get-tuple-element(p), index=2\n"
+                    "  k = s32[] get-tuple-element(p), index=3\n"
+                    "  acc = f32[4] get-tuple-element(p), index=4\n"
+                    "  one = s32[] constant(1)\n"
+                    "  i1 = s32[] add(i, one)\n"
+                    "  seven = s32[] constant(7)\n"
+                    "  kf = f32[] convert(k)\n"
+                    "  kb = f32[4] broadcast(kf), dimensions={}\n"
+                    "  ab = f32[4] multiply(a, b)\n"
+                    "  abk = f32[4] add(ab, kb)\n"
+                    "  acc1 = f32[4] add(acc, abk)\n"
+                    "  ROOT t = (s32[], f32[4], f32[4], s32[], f32[4]) tuple(i1, a, b, seven, acc1)\n"
+                    "}\n\n"
+                    "cond {\n"
+                    "  p = (s32[], f32[4], f32[4], s32[], f32[4]) parameter(0)\n"
+                    "  i = s32[] get-tuple-element(p), index=0\n"
+                    "  n = s32[] constant(20)\n"
+                    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4] parameter(0)\n"
+                    "  zero = s32[] constant(0)\n"
+                    "  c7 = s32[] constant(7)\n"
+                    "  init = (s32[], f32[4], f32[4], s32[], f32[4]) tuple(zero, x, x, c7, x)\n"
+                    "  w = (s32[], f32[4], f32[4], s32[], f32[4]) while(init), condition=cond, body=body\n"
+                    "  b = f32[4] get-tuple-element(w), index=2\n"
+                    "  k = s32[] get-tuple-element(w), index=3\n"
+                    "  acc = f32[4] get-tuple-element(w), index=4\n"
+                    "  ROOT r = (f32[4], s32[], f32[4]) tuple(b, k, acc)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_while_simplifier_current, m, &log));
+  CHECK_STR(log.buf,
+            "while-loop-simplifier remove: element 2 of w is element 1: both start as x and the body passes both "
+            "through unchanged, so element 2 goes and its reads read element 1 (after the loop, x)\n"
+            "while-loop-simplifier remove: element 2 of w is the constant c7: it starts as it and the body sets it to "
+            "it again, so it leaves the loop's state\n");
+  /* What is left: the counter, x and the sum. */
+  IrInstr *w = ir_module_find_instr(m, "w");
+  CHECK(w && w->shape.ntuple == 3);
+  CHECK_STR(line_of(m, "r"), "%r = (f32[4], s32[], f32[4]) tuple(%x, %c7, %acc.30)");
+  CHECK_STR(line_of(m, "ab"), "%ab = f32[4] multiply(%a, %a)");
+  CHECK_STR(line_of(m, "kf"), "%kf = f32[] convert(%c7.33)");
+  ir_module_free(m);
+}
+
+/* A scalar element that starts as a constant and passes through is read as the constant. */
+TEST(propagated_constant) {
+  IrModule *m = hlo("HloModule prop\n\n"
+                    "body {\n"
+                    "  p = (s32[], f32[], f32[4]) parameter(0)\n"
+                    "  i = s32[] get-tuple-element(p), index=0\n"
+                    "  s = f32[] get-tuple-element(p), index=1\n"
+                    "  x = f32[4] get-tuple-element(p), index=2\n"
+                    "  one = s32[] constant(1)\n"
+                    "  i1 = s32[] add(i, one)\n"
+                    "  sb = f32[4] broadcast(s), dimensions={}\n"
+                    "  x1 = f32[4] multiply(x, sb)\n"
+                    "  ROOT t = (s32[], f32[], f32[4]) tuple(i1, s, x1)\n"
+                    "}\n\n"
+                    "cond {\n"
+                    "  p = (s32[], f32[], f32[4]) parameter(0)\n"
+                    "  i = s32[] get-tuple-element(p), index=0\n"
+                    "  n = s32[] constant(3)\n"
+                    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4] parameter(0)\n"
+                    "  zero = s32[] constant(0)\n"
+                    "  half = f32[] constant(0.5)\n"
+                    "  init = (s32[], f32[], f32[4]) tuple(zero, half, x)\n"
+                    "  w = (s32[], f32[], f32[4]) while(init), condition=cond, body=body\n"
+                    "  ROOT xo = f32[4] get-tuple-element(w), index=2\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_while_simplifier_current, m, &log));
+  CHECK_STR(log.buf,
+            "while-loop-simplifier rewrite: element 1 of w starts as the constant half and never changes: the body "
+            "and the condition read the constant\n"
+            "while-loop-simplifier remove: removed element 1 (f32[]) of w: neither the condition, the other carried "
+            "values nor the code after the loop read it\n");
+  CHECK_STR(line_of(m, "sb"), "%sb = f32[4] broadcast(%half.23), dimensions={}");
+  CHECK(ir_module_find_instr(m, "w")->shape.ntuple == 2);
+  ir_module_free(m);
+}
+
+/* A loop that runs once is its body. */
+TEST(one_trip_loop) {
+  IrModule *m = hlo("HloModule once\n\n"
+                    "body {\n"
+                    "  p = (s32[], f32[4]) parameter(0)\n"
+                    "  i = s32[] get-tuple-element(p), index=0\n"
+                    "  x = f32[4] get-tuple-element(p), index=1\n"
+                    "  one = s32[] constant(1)\n"
+                    "  i1 = s32[] add(i, one)\n"
+                    "  e = f32[4] exponential(x)\n"
+                    "  ROOT t = (s32[], f32[4]) tuple(i1, e)\n"
+                    "}\n\n"
+                    "cond {\n"
+                    "  p = (s32[], f32[4]) parameter(0)\n"
+                    "  i = s32[] get-tuple-element(p), index=0\n"
+                    "  n = s32[] constant(1)\n"
+                    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4] parameter(0)\n"
+                    "  zero = s32[] constant(0)\n"
+                    "  init = (s32[], f32[4]) tuple(zero, x)\n"
+                    "  w = (s32[], f32[4]) while(init), condition=cond, body=body\n"
+                    "  ROOT xo = f32[4] get-tuple-element(w), index=1\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_while_simplifier_current, m, &log));
+  CHECK_CONTAINS(log.buf, "while-loop-simplifier inline: w runs once: replaced by a copy of its body body (6 instructions) reading its initial value init\n");
+  CHECK(count_op(m, IR_OP_WHILE) == 0);
+  CHECK(m->ncomps == 1);
+  CHECK_STR(line_of(m, "e.24"), "%e.24 = f32[4] exponential(%x.21)");
+  CHECK_STR(line_of(m, "xo"), "%xo = f32[4] get-tuple-element(%t.25), index=1");
+  ir_module_free(m);
+}
+
+/* Twenty searches over one table: twenty loops over copies of one body. */
+static const char *const twin_loops =
+    "HloModule twins\n\n"
+    "body_a {\n"
+    "  p = (s32[], f32[4]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  x = f32[4] get-tuple-element(p), index=1\n"
+    "  one = s32[] constant(1)\n"
+    "  i1 = s32[] add(i, one)\n"
+    "  x1 = f32[4] sine(x)\n"
+    "  ROOT t = (s32[], f32[4]) tuple(i1, x1)\n"
+    "}\n\n"
+    "cond_a {\n"
+    "  p = (s32[], f32[4]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  n = s32[] constant(8)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+    "}\n\n"
+    "body_b {\n"
+    "  p = (s32[], f32[4]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  x = f32[4] get-tuple-element(p), index=1\n"
+    "  one = s32[] constant(1)\n"
+    "  i1 = s32[] add(i, one)\n"
+    "  x1 = f32[4] sine(x)\n"
+    "  ROOT t = (s32[], f32[4]) tuple(i1, x1)\n"
+    "}\n\n"
+    "cond_b {\n"
+    "  p = (s32[], f32[4]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  n = s32[] constant(8)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  x = f32[4] parameter(0)\n"
+    "  zero = s32[] constant(0)\n"
+    "  init = (s32[], f32[4]) tuple(zero, x)\n"
+    "  wa = (s32[], f32[4]) while(init), condition=cond_a, body=body_a\n"
+    "  wb = (s32[], f32[4]) while(init), condition=cond_b, body=body_b\n"
+    "  a = f32[4] get-tuple-element(wa), index=1\n"
+    "  b = f32[4] get-tuple-element(wb), index=1\n"
+    "  ROOT s = f32[4] add(a, b)\n"
+    "}\n";
+
+TEST(cse_merges_loops_over_identical_bodies) {
+  IrModule *m = hlo(twin_loops);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_cse_current, m, &log));
+  CHECK_CONTAINS(log.buf, "cse rewrite: replaced wb by wa: the same while of the same operands\n");
+  CHECK(count_op(m, IR_OP_WHILE) == 1);
+  CHECK(ir_module_find_computation(m, "body_b") == NULL);
+  /* The classic pipeline's cse leaves loops alone. */
+  IrModule *c = hlo(twin_loops);
+  Log log2 = {{0}, 0};
+  run_pass(&pass_cse, c, &log2);
+  CHECK(count_op(c, IR_OP_WHILE) == 2);
+  ir_module_free(c);
+  ir_module_free(m);
+}
+
+/* Loops whose bodies differ in one constant stay two. */
+TEST(cse_keeps_loops_that_differ) {
+  char text[4096];
+  snprintf(text, sizeof text, "%s", twin_loops);
+  char *p = strstr(text, "cond_b {");
+  CHECK(p != NULL);
+  if (!p) return;
+  p = strstr(p, "constant(8)");
+  CHECK(p != NULL);
+  if (!p) return;
+  p[9] = '9';
+  IrModule *m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  run_pass(&pass_cse_current, m, &log);
+  CHECK(count_op(m, IR_OP_WHILE) == 2);
+  ir_module_free(m);
+}
+
+/* A loop that carries a table it only reads: the reads use a copy of the table inside the loop. */
+TEST(constant_sinking) {
+  IrModule *m = hlo("HloModule sink\n\n"
+                    "body {\n"
+                    "  p = (s32[], f32[], f32[4]) parameter(0)\n"
+                    "  i = s32[] get-tuple-element(p), index=0\n"
+                    "  acc = f32[] get-tuple-element(p), index=1\n"
+                    "  tab = f32[4] get-tuple-element(p), index=2\n"
+                    "  one = s32[] constant(1)\n"
+                    "  i1 = s32[] add(i, one)\n"
+                    "  d = f32[1] dynamic-slice(tab, i), dynamic_slice_sizes={1}\n"
+                    "  v = f32[] reshape(d)\n"
+                    "  acc1 = f32[] add(acc, v)\n"
+                    "  ROOT t = (s32[], f32[], f32[4]) tuple(i1, acc1, tab)\n"
+                    "}\n\n"
+                    "cond {\n"
+                    "  p = (s32[], f32[], f32[4]) parameter(0)\n"
+                    "  i = s32[] get-tuple-element(p), index=0\n"
+                    "  n = s32[] constant(4)\n"
+                    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  a = f32[] parameter(0)\n"
+                    "  zero = s32[] constant(0)\n"
+                    "  table = f32[4] constant({1, 2, 4, 8})\n"
+                    "  init = (s32[], f32[], f32[4]) tuple(zero, a, table)\n"
+                    "  w = (s32[], f32[], f32[4]) while(init), condition=cond, body=body\n"
+                    "  ROOT r = f32[] get-tuple-element(w), index=1\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_while_constant_sinking, m, &log));
+  CHECK_STR(log.buf,
+            "while-loop-constant-sinking rewrite: sank table (f32[4]) into the body of w: element 2 never changes, so "
+            "its 1 read uses a copy of the constant\n");
+  CHECK_STR(line_of(m, "d"), "%d = f32[1] dynamic-slice(%table.sunk, %i), dynamic_slice_sizes={1}");
+  /* The element stays (the body passes it through) until while-loop-simplifier finds it unread. */
+  CHECK(ir_module_find_instr(m, "w")->shape.ntuple == 3);
+  Log log2 = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_while_simplifier_current, m, &log2));
+  CHECK(ir_module_find_instr(m, "w")->shape.ntuple == 2);
+  /* Nothing left to sink. */
+  Log log3 = {{0}, 0};
+  CHECK(!run_pass(&pass_while_constant_sinking, m, &log3));
+  ir_module_free(m);
+}
+
+TEST(sharding_remover) {
+  IrModule *m = hlo("HloModule shard\n\n"
+                    "ENTRY main {\n"
+                    "  k = u32[2] parameter(0)\n"
+                    "  s = u32[2] custom-call(k), custom_call_target=\"Sharding\", sharding={replicated}\n"
+                    "  a = u32[2] add(s, s)\n"
+                    "  f = u32[2] custom-call(a), custom_call_target=\"SPMDFullToShardShape\", sharding={manual}\n"
+                    "  o = u32[2] custom-call(f), custom_call_target=\"my_kernel\"\n"
+                    "  ROOT r = u32[2] multiply(o, a)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass(&pass_sharding_remover, m, &log));
+  CHECK_STR(log.buf,
+            "sharding-remover remove: removed f (custom_call_target=\"SPMDFullToShardShape\"): a sharding hint; one "
+            "device has nothing to partition, so its users read a\n"
+            "sharding-remover remove: removed s (custom_call_target=\"Sharding\"): a sharding hint; one device has "
+            "nothing to partition, so its users read k\n");
+  CHECK_STR(line_of(m, "a"), "%a = u32[2] add(%k, %k)");
+  CHECK_STR(line_of(m, "o"), "%o = u32[2] custom-call(%a), custom_call_target=\"my_kernel\"");
+  CHECK(count_op(m, IR_OP_CUSTOM_CALL) == 1);
+  ir_module_free(m);
+}
+
+int main(void) {
+  RUN(merge_induction_variables);
+  RUN(classic_keeps_both_counters);
+  RUN(repeated_and_constant_elements);
+  RUN(propagated_constant);
+  RUN(one_trip_loop);
+  RUN(cse_merges_loops_over_identical_bodies);
+  RUN(cse_keeps_loops_that_differ);
+  RUN(constant_sinking);
+  RUN(sharding_remover);
+  return check_summary();
+}
