@@ -14,6 +14,9 @@
  *   (A % B) % B -> A % B;  A % 2^k -> A & (2^k - 1), with the sign (signed)  HandleRemainder
  *   iota % N -> iota when N exceeds the iota's count
  *   max(x, lowest) -> x;  min(x, highest) -> x              HandleMaximum, HandleMinimum
+ *   reduce over dimensions of size 1 -> reshape              HandleReduce
+ *   constant of one value -> broadcast(scalar); 0, 1, 2, ... -> iota   HandleConstant
+ *   reshape/transpose/reverse/slice/dynamic-slice(broadcast(scalar)) -> broadcast(scalar)
  *   broadcast(iota) -> iota                                    HandleBroadcast
  *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
  *                               TryToSinkBroadcastAfterOpWithUniqueNonScalarOperand
@@ -402,10 +405,13 @@ static bool sinkable_user(const IrInstr *u) {
 }
 
 /* broadcast(x) feeding an elementwise op whose other operands are scalar broadcasts (or the same
- * broadcast of a like value): the op runs on x's elements, then its result is broadcast. */
+ * broadcast of a like value): the op runs on x's elements, then its result is broadcast. A
+ * scalar x too: op(broadcast(a), broadcast(b)) becomes broadcast(op(a, b)), which constant
+ * folding then folds when a and b are constants. */
 static bool sink_broadcast(Simp *s, IrInstr *b) {
-  if (ir_shape_is_scalar(&b->shape) || ir_shape_is_scalar(&b->operands[0]->shape)) return false;
+  if (ir_shape_is_scalar(&b->shape)) return false;
   IrInstr *x = b->operands[0];
+  bool scalar = ir_shape_is_scalar(&x->shape);
   for (int k = 0; k < b->nusers; k++) {
     IrInstr *u = b->users[k];
     if (u->dead || (u->nusers == 0 && !u->is_root) || !sinkable_user(u)) continue;
@@ -419,7 +425,7 @@ static bool sink_broadcast(Simp *s, IrInstr *b) {
     bool built = true;
     for (int o = 0; o < u->noperands && built; o++) {
       IrInstr *uo = u->operands[o];
-      if (same_broadcast(uo, b)) {
+      if (same_broadcast(uo, b) || (scalar && is_scalar_broadcast(uo))) {
         ops[o] = uo->operands[0];
       } else {
         IrShape sh = with_type(ar, &x->shape, uo->shape.type);
@@ -437,15 +443,39 @@ static bool sink_broadcast(Simp *s, IrInstr *b) {
     IrInstr *nb = ir_instr_new_before(u->parent, u, IR_OP_BROADCAST, &u->shape, &nu, 1, b->name);
     if (!nb) return false;
     ir_attr_set_text(nb, "dimensions", ir_attr_text(b, "dimensions") ? ir_attr_text(b, "dimensions") : "{}");
-    char msg[600];
+    char msg[600], on[300];
+    if (scalar) snprintf(on, sizeof on, "the scalar %s", x->name);
+    else snprintf(on, sizeof on, "%s's %" PRId64 " elements", x->name, ir_shape_elements(&x->shape));
     snprintf(msg, sizeof msg,
-             "%s of broadcast %s now runs on %s's %" PRId64 " elements (as %s) and %s broadcasts the result: an "
-             "elementwise operation commutes with a broadcast",
-             u->name, b->name, x->name, ir_shape_elements(&x->shape), nu->name, nb->name);
+             "%s of broadcast %s now runs on %s (as %s) and %s broadcasts the result: an elementwise operation "
+             "commutes with a broadcast",
+             u->name, b->name, on, nu->name, nb->name);
     algsimp_report(s, "rewrite", b, u, nb->name, msg);
     simp_replace(u, nb);
     ir_computation_sort(nb->parent);
     return true;
+  }
+  return false;
+}
+
+/* A scalar broadcast feeding an instruction that only permutes or selects its elements (reshape,
+ * transpose, reverse, slice, dynamic-slice) is a broadcast to that instruction's shape
+ * (HandleBroadcast). */
+static bool scalar_broadcast_through(Simp *s, IrInstr *b) {
+  IrInstr *x = b->operands[0];
+  if (!ir_shape_is_scalar(&x->shape)) return false;
+  for (int k = 0; k < b->nusers; k++) {
+    IrInstr *u = b->users[k];
+    if (u->dead || u->noperands < 1 || u->operands[0] != b || !ir_shape_is_array(&u->shape)) continue;
+    if (!(u->op == IR_OP_RESHAPE || u->op == IR_OP_TRANSPOSE || u->op == IR_OP_REVERSE || u->op == IR_OP_SLICE ||
+          u->op == IR_OP_DYNAMIC_SLICE))
+      continue;
+    IrInstr *nb = add_before(u, IR_OP_BROADCAST, &u->shape, &x, 1, b->name);
+    if (!nb) return false;
+    ir_attr_set_text(nb, "dimensions", "{}");
+    char why[300];
+    snprintf(why, sizeof why, "a %s of a broadcast scalar is a broadcast of the scalar", ir_op_name(u->op));
+    return algsimp_forward(s, u, nb, why);
   }
   return false;
 }
@@ -463,7 +493,38 @@ static bool broadcast(Simp *s, IrInstr *i) {
     ir_attr_set_text(io, "iota_dimension", buf);
     return algsimp_forward(s, i, io, "a broadcast of an iota is an iota");
   }
-  return sink_broadcast(s, i);
+  return scalar_broadcast_through(s, i) || sink_broadcast(s, i);
+}
+
+/* ---------- constant ---------- */
+
+/* A constant array of more than one element, all of one value, is a broadcast of a scalar; 0,
+ * 1, 2, ... is an iota (HandleConstant). Elided values ({...}) are unknown here: left alone. */
+static bool constant(Simp *s, IrInstr *i) {
+  const IrLiteral *l = i->literal;
+  int64_t n = ir_shape_elements(&i->shape);
+  if (!l || i->shape.rank == 0 || n < 2 || i->nusers == 0) return false;
+  if (l->elided || !l->values || l->count != n) return false;
+  double first = l->values[0];
+  bool same = true;
+  for (int64_t k = 1; k < n && same; k++) same = l->values[k] == first || (isnan(first) && isnan(l->values[k]));
+  if (same) {
+    IrShape sc = ir_shape_scalar(i->shape.type);
+    IrInstr *c = constant_before(i, &sc, &first, 1, i->name);
+    IrInstr *b = c ? add_before(i, IR_OP_BROADCAST, &i->shape, &c, 1, i->name) : NULL;
+    if (!b) return false;
+    ir_attr_set_text(b, "dimensions", "{}");
+    return algsimp_forward(s, i, b, "every element is the same: a broadcast scalar");
+  }
+  if (i->shape.rank == 1 && n > 1 && (ir_type_is_int(i->shape.type) || ir_type_is_float(i->shape.type))) {
+    for (int64_t k = 0; k < n; k++)
+      if (l->values[k] != (double)k) return false;
+    IrInstr *io = add_before(i, IR_OP_IOTA, &i->shape, NULL, 0, i->name);
+    if (!io) return false;
+    ir_attr_set_text(io, "iota_dimension", "0");
+    return algsimp_forward(s, i, io, "its values are 0, 1, 2, ...: an iota");
+  }
+  return false;
 }
 
 /* ---------- maximum, minimum ---------- */
@@ -495,6 +556,18 @@ static bool min_max(Simp *s, IrInstr *i) {
   return false;
 }
 
+/* ---------- reduce ---------- */
+
+/* A reduction over dimensions of size 1 reduces nothing: the init value is the reduction's
+ * identity (HLO's contract), so the result is the operand reshaped (HandleReduce). */
+static bool reduce(Simp *s, IrInstr *i) {
+  if (i->noperands != 2 || !ir_shape_is_array(&i->shape)) return false;
+  IrInstr *x = i->operands[0];
+  if (ir_shape_elements(&i->shape) != ir_shape_elements(&x->shape) || i->shape.type != x->shape.type) return false;
+  IrInstr *r = add_before(i, IR_OP_RESHAPE, &i->shape, &x, 1, "reshape");
+  return r && algsimp_forward(s, i, r, "the reduced dimensions have size 1: nothing is reduced, the operand is reshaped");
+}
+
 bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
   if (!i->parent || !ir_shape_is_array(&i->shape)) return false;
   switch (i->op) {
@@ -509,6 +582,10 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
   case IR_OP_MAXIMUM:
   case IR_OP_MINIMUM:
     return i->noperands == 2 && min_max(s, i);
+  case IR_OP_REDUCE:
+    return reduce(s, i);
+  case IR_OP_CONSTANT:
+    return constant(s, i);
   default:
     return false;
   }

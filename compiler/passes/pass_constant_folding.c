@@ -9,7 +9,14 @@
  * are left alone: their rounding is not modelled here). Elided constants ({...}) are unknown.
  *
  * The folded instruction becomes a constant in place, keeping its name and its users; operands
- * left unused are removed. Each fold is reported: "folded add.3(2, 3) to constant 5". */
+ * left unused are removed. Each fold is reported: "folded add.3(2, 3) to constant 5".
+ *
+ * In the priority pipeline, today's XLA (HloConstantFolding): an operation is folded when at
+ * least one operand is a constant and every operand is a constant, a broadcast of one or an iota
+ * (an operation of broadcasts alone waits for algsimp to sink the broadcast); slices fold too;
+ * and data movement (slice, reshape, transpose, reverse) of a constant whose values the text
+ * elided ({...}, as XLA's dumps print large constants) is a constant of elided values too: XLA
+ * folds the same text (jax.issue.33666 reads scalars out of elided tables inside its loops). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -60,14 +67,14 @@ static void strides(const IrShape *s, int64_t *st) {
 
 /* Evaluates i's value into out (ir_shape_elements(&i->shape) doubles). Returns false when i is
  * not a constant expression the evaluator knows. depth bounds the recursion. */
-static bool eval(const IrInstr *i, double *out, int depth);
+static bool eval(const IrInstr *i, double *out, int depth, bool current);
 
-static bool eval_operand(const IrInstr *o, double **buf, int depth) {
+static bool eval_operand(const IrInstr *o, double **buf, int depth, bool current) {
   int64_t n = ir_shape_elements(&o->shape);
   if (!ir_shape_is_array(&o->shape) || n > FOLD_MAX_ELEMENTS || !foldable_type(o->shape.type)) return false;
   *buf = fx_malloc(sizeof(double) * (size_t)(n ? n : 1));
   if (!*buf) return false;
-  if (!eval(o, *buf, depth + 1)) {
+  if (!eval(o, *buf, depth + 1, current)) {
     fx_free(*buf);
     *buf = NULL;
     return false;
@@ -149,7 +156,7 @@ static double binary(IrOpcode op, IrType in, double a, double b, const char *dir
   return 0;
 }
 
-static bool eval(const IrInstr *i, double *out, int depth) {
+static bool eval(const IrInstr *i, double *out, int depth, bool current) {
   const IrShape *s = &i->shape;
   int64_t n = ir_shape_elements(s);
   if (depth > 24 || !ir_shape_is_array(s) || n > FOLD_MAX_ELEMENTS || !foldable_type(s->type)) return false;
@@ -174,12 +181,29 @@ static bool eval(const IrInstr *i, double *out, int depth) {
   double *a = NULL, *b = NULL, *c = NULL;
   bool ok = true;
   IrOpcode op = i->op;
+  if (current && op == IR_OP_SLICE) {
+    /* Today's XLA folds any operation of constants (HloConstantFolding): slices too. */
+    const IrInstr *x = i->operands[0];
+    int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK], str[IR_MAX_RANK], ost[IR_MAX_RANK], ist[IR_MAX_RANK];
+    if (i->noperands != 1 || x->shape.type != s->type || ir_attr_slice(i, st, lim, str, IR_MAX_RANK) != s->rank ||
+        x->shape.rank != s->rank || !eval_operand(x, &a, depth, current))
+      return false;
+    strides(s, ost);
+    strides(&x->shape, ist);
+    for (int64_t k = 0; k < n; k++) {
+      int64_t src = 0;
+      for (int d = 0; d < s->rank; d++) src += (st[d] + ((k / ost[d]) % s->dims[d]) * str[d]) * ist[d];
+      out[k] = a[src];
+    }
+    fx_free(a);
+    return true;
+  }
   if (op == IR_OP_BROADCAST || op == IR_OP_RESHAPE || op == IR_OP_BITCAST || op == IR_OP_TRANSPOSE) {
     if (i->noperands != 1) return false;
     const IrInstr *x = i->operands[0];
     if (x->shape.type != s->type && op != IR_OP_BITCAST) return false;
     if (op == IR_OP_BITCAST && x->shape.type != s->type) return false;
-    if (!eval_operand(x, &a, depth)) return false;
+    if (!eval_operand(x, &a, depth, current)) return false;
     if (op == IR_OP_RESHAPE || op == IR_OP_BITCAST) {
       if (ir_shape_elements(&x->shape) != n) ok = false;
       else memcpy(out, a, sizeof(double) * (size_t)n);
@@ -224,7 +248,7 @@ static bool eval(const IrInstr *i, double *out, int depth) {
   if (cat == IR_CAT_UNARY) {
     if (i->noperands != 1) return false;
     const IrInstr *x = i->operands[0];
-    if (!ir_shape_same_dims(&x->shape, s) || !eval_operand(x, &a, depth)) return false;
+    if (!ir_shape_same_dims(&x->shape, s) || !eval_operand(x, &a, depth, current)) return false;
     IrType in = x->shape.type;
     if (op == IR_OP_CONVERT) {
       for (int64_t k = 0; k < n; k++) {
@@ -253,8 +277,8 @@ static bool eval(const IrInstr *i, double *out, int depth) {
     const IrInstr *x = i->operands[0], *y = i->operands[1];
     if (!ir_shape_same_dims(&x->shape, s) || !ir_shape_same_dims(&y->shape, s) || x->shape.type != y->shape.type) return false;
     if (op != IR_OP_COMPARE && x->shape.type != s->type) return false;
-    if (!eval_operand(x, &a, depth)) return false;
-    if (!eval_operand(y, &b, depth)) {
+    if (!eval_operand(x, &a, depth, current)) return false;
+    if (!eval_operand(y, &b, depth, current)) {
       fx_free(a);
       return false;
     }
@@ -271,8 +295,8 @@ static bool eval(const IrInstr *i, double *out, int depth) {
       bool scalar_ok = op == IR_OP_CLAMP && k != 1 && os->rank == 0;
       if (!ir_shape_same_dims(os, s) && !scalar_ok) return false;
     }
-    if (!eval_operand(i->operands[0], &a, depth)) return false;
-    if (!eval_operand(i->operands[1], &b, depth) || !eval_operand(i->operands[2], &c, depth)) {
+    if (!eval_operand(i->operands[0], &a, depth, current)) return false;
+    if (!eval_operand(i->operands[1], &b, depth, current) || !eval_operand(i->operands[2], &c, depth, current)) {
       fx_free(a);
       fx_free(b);
       return false;
@@ -303,29 +327,142 @@ static bool fold_candidate(const IrInstr *i) {
          i->op == IR_OP_TRANSPOSE || i->op == IR_OP_BITCAST;
 }
 
-static bool run_constant_folding(IrModule *m, PassContext *cx, bool *changed) {
+/* Today's XLA (HloConstantFolding::Run, IsFoldable): any operation but a broadcast, an iota, an
+ * FFT, a loop, or one with a side effect, when at least one operand is a constant and every
+ * operand is a constant, a broadcast of one, or an iota. */
+static bool fold_candidate_current(const IrInstr *i) {
+  if (i->noperands == 0 || i->op == IR_OP_BROADCAST || i->op == IR_OP_IOTA || i->op == IR_OP_FFT || i->op == IR_OP_TUPLE ||
+      i->op == IR_OP_BITCAST_CONVERT)
+    return false;
+  IrCategory cat = ir_op_info(i->op)->category;
+  if (!(cat == IR_CAT_UNARY || cat == IR_CAT_BINARY || cat == IR_CAT_TERNARY || cat == IR_CAT_DATA ||
+        cat == IR_CAT_REDUCE || i->op == IR_OP_DOT))
+    return false;
+  bool any_constant = false;
+  for (int o = 0; o < i->noperands; o++) {
+    const IrInstr *x = i->operands[o];
+    if (!x) return false;
+    any_constant = any_constant || x->op == IR_OP_CONSTANT;
+    if (!(x->op == IR_OP_CONSTANT || x->op == IR_OP_IOTA ||
+          (x->op == IR_OP_BROADCAST && x->noperands == 1 && x->operands[0] && x->operands[0]->op == IR_OP_CONSTANT)))
+      return false;
+  }
+  return any_constant && ir_shape_is_array(&i->shape);
+}
+
+/* Data movement of a constant whose values the text elided ({...}): the result's values are
+ * elided too (the same unknown values, moved; the interpreter reads both as zeros). XLA folds
+ * these (jax.issue.33666 slices scalars out of elided tables). */
+static bool moves_elided(const IrInstr *i) {
+  if (i->noperands != 1 || !i->operands[0] || i->operands[0]->op != IR_OP_CONSTANT) return false;
+  const IrLiteral *l = i->operands[0]->literal;
+  if (!l || !l->elided || i->shape.type != i->operands[0]->shape.type) return false;
+  return i->op == IR_OP_SLICE || i->op == IR_OP_RESHAPE || i->op == IR_OP_TRANSPOSE || i->op == IR_OP_REVERSE ||
+         i->op == IR_OP_BITCAST;
+}
+
+static IrLiteral *elided_literal(Arena *a) {
+  IrLiteral *l = arena_alloc(a, sizeof *l);
+  if (!l) return NULL;
+  memset(l, 0, sizeof *l);
+  l->elided = true;
+  l->text = "{...}";
+  return l;
+}
+
+/* What an elided fold was: the data movement (op, its elided source, its shape and its slice or
+ * dimensions text), and the constant it became. */
+typedef struct {
+  IrOpcode op;
+  const IrInstr *src;
+  const IrShape *shape;
+  const char *attr;
+  IrInstr *result;
+} ElidedFold;
+
+static const char *movement_attr(const IrInstr *i) {
+  return ir_attr_text(i, i->op == IR_OP_SLICE ? "slice" : "dimensions");
+}
+
+/* The constant an earlier identical data movement of the same elided constant was folded into, so
+ * that one value does not become two constants cse could not tell apart (elided values are never
+ * equal to cse). */
+static IrInstr *same_fold(const ElidedFold *memo, int n, const IrInstr *i) {
+  const char *b = movement_attr(i);
+  for (int k = 0; k < n; k++) {
+    const ElidedFold *f = &memo[k];
+    if (f->op != i->op || f->src != i->operands[0] || !ir_shape_equal(f->shape, &i->shape)) continue;
+    if ((f->attr == NULL) == (b == NULL) && (!b || strcmp(f->attr, b) == 0)) return f->result;
+  }
+  return NULL;
+}
+
+#define ELIDED_MEMO 4096
+
+static bool run(IrModule *m, PassContext *cx, bool *changed, bool current) {
   int folds = 0;
   double *vals = fx_malloc(sizeof(double) * FOLD_MAX_ELEMENTS);
-  if (!vals) return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
+  ElidedFold *memo = current ? fx_malloc(sizeof(ElidedFold) * ELIDED_MEMO) : NULL;
+  if (!vals || (current && !memo)) {
+    fx_free(vals);
+    fx_free(memo);
+    return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
+  }
   for (int c = 0; c < m->ncomps; c++) {
     IrComputation *comp = m->comps[c];
     if (simp_is_fused_computation(comp)) continue;
+    int nmemo = 0;
     for (int k = 0; k < comp->ninstrs; k++) {
       IrInstr *i = comp->instrs[k];
-      if (i->dead || !fold_candidate(i)) continue;
-      /* Every operand must itself be a constant expression (constant, or broadcast/iota/... of one). */
-      bool all_const = true;
-      for (int o = 0; o < i->noperands && all_const; o++) {
-        const IrInstr *op = i->operands[o];
-        all_const = op && (op->op == IR_OP_CONSTANT || op->op == IR_OP_IOTA || op->op == IR_OP_BROADCAST ||
-                           op->op == IR_OP_RESHAPE || op->op == IR_OP_TRANSPOSE || op->op == IR_OP_BITCAST);
-      }
-      if (!all_const) continue;
+      if (i->dead) continue;
       int64_t n = ir_shape_elements(&i->shape);
-      if (!ir_shape_is_array(&i->shape) || n > FOLD_MAX_ELEMENTS || !eval(i, vals, 0)) continue;
-      IrLiteral *lit = ir_literal_new(&m->arena, vals, n, i->shape.type, &i->shape);
+      IrLiteral *lit = NULL;
+      if (current) {
+        if (!fold_candidate_current(i)) continue;
+        if (moves_elided(i)) {
+          IrInstr *prior = same_fold(memo, nmemo, i);
+          if (prior) {
+            char why[300];
+            snprintf(why, sizeof why, "replaced %s by %s: the same %s of the elided constant %s", i->name, prior->name,
+                     ir_op_name(i->op), i->operands[0]->name);
+            PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "fold", .producer = i->name,
+                              .result = prior->name, .accepted = true};
+            pass_emit(cx->sink, &d, "%s", why);
+            int n0 = comp->ninstrs;
+            simp_replace(i, prior);
+            k -= n0 - comp->ninstrs;
+            if (k < -1) k = -1;
+            folds++;
+            continue;
+          }
+          lit = elided_literal(&m->arena);
+          IrShape *sh = lit ? arena_alloc(&m->arena, sizeof *sh) : NULL;
+          if (!sh || !ir_shape_copy(&m->arena, sh, &i->shape)) {
+            fx_free(vals);
+            fx_free(memo);
+            return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
+          }
+          /* i becomes the constant in place below: remember what it was. */
+          if (nmemo < ELIDED_MEMO) memo[nmemo++] = (ElidedFold){i->op, i->operands[0], sh, movement_attr(i), i};
+        }
+      } else {
+        if (!fold_candidate(i)) continue;
+        /* Every operand must itself be a constant expression (constant, or broadcast/iota/... of one). */
+        bool all_const = true;
+        for (int o = 0; o < i->noperands && all_const; o++) {
+          const IrInstr *op = i->operands[o];
+          all_const = op && (op->op == IR_OP_CONSTANT || op->op == IR_OP_IOTA || op->op == IR_OP_BROADCAST ||
+                             op->op == IR_OP_RESHAPE || op->op == IR_OP_TRANSPOSE || op->op == IR_OP_BITCAST);
+        }
+        if (!all_const) continue;
+      }
+      if (!lit) {
+        if (!ir_shape_is_array(&i->shape) || n > FOLD_MAX_ELEMENTS || !eval(i, vals, 0, current)) continue;
+        lit = ir_literal_new(&m->arena, vals, n, i->shape.type, &i->shape);
+      }
       if (!lit) {
         fx_free(vals);
+        fx_free(memo);
         return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
       }
       char desc[256];
@@ -360,10 +497,19 @@ static bool run_constant_folding(IrModule *m, PassContext *cx, bool *changed) {
     }
   }
   fx_free(vals);
+  fx_free(memo);
   *changed = folds > 0;
   return true;
 }
 
+static bool run_constant_folding(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false); }
+static bool run_constant_folding_current(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true); }
+
 const Pass pass_constant_folding = {"constant-folding",
                                     "evaluates operations on constants (results up to 1024 elements)",
                                     run_constant_folding};
+const Pass pass_constant_folding_current = {
+    "constant-folding",
+    "evaluates operations on constants as today's XLA (at least one operand a constant, slices too, data movement "
+    "of elided constants; results up to 1024 elements)",
+    run_constant_folding_current};

@@ -19,7 +19,9 @@ extern const Pass pass_while_simplifier; /* pass_while_simplifier.c: dead loop s
 extern const Pass pass_call_inliner;     /* pass_call_inliner.c: call -> the callee's instructions */
 /* today's XLA before fusion (priority pipeline) */
 extern const Pass pass_sharding_remover;         /* pass_sharding_remover.c: JAX's Sharding custom calls */
+extern const Pass pass_comparison_expander;      /* pass_comparison_expander.c: total-order float compares */
 extern const Pass pass_cse_current;              /* pass_cse.c: also loops, calls, conditionals */
+extern const Pass pass_constant_folding_current; /* pass_constant_folding.c: XLA's operand rule, slices, elided */
 extern const Pass pass_while_constant_sinking;   /* pass_while_constant_sinking.c */
 extern const Pass pass_while_simplifier_current; /* pass_while_simplifier_current.c: XLA's WhileLoopSimplifier */
 

@@ -1,0 +1,339 @@
+/* test_simplify_current.c — the priority pipeline's simplification as today's XLA does it:
+ * algsimp's rewrites (compiler/passes/algsimp_current.c), comparison-expander, and
+ * constant-folding's today rules. Each test gives the HLO the pass gets, checks the rewrites it
+ * reports and the instructions it leaves, that the reference interpreter computes the same
+ * numbers before and after, and that the classic pipeline's pass leaves the same module alone. */
+#include "pass_check.h"
+
+/* The classic algsimp makes none of today's rewrites on text. */
+static void classic_leaves_alone(const char *text) {
+  IrModule *m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(!run_pass(&pass_algsimp, m, &log));
+  ir_module_free(m);
+}
+
+static const char *const arithmetic =
+    "HloModule arith\n\n"
+    "ENTRY main {\n"
+    "  x = f32[8] parameter(0)\n"
+    "  y = f32[8] parameter(1)\n"
+    "  one = f32[] constant(1)\n"
+    "  b1 = f32[8] broadcast(one), dimensions={}\n"
+    "  sub = f32[8] subtract(x, b1)\n"
+    "  four = f32[] constant(4)\n"
+    "  b4 = f32[8] broadcast(four), dimensions={}\n"
+    "  div = f32[8] divide(sub, b4)\n"
+    "  ay = f32[8] abs(y)\n"
+    "  sq = f32[8] sqrt(ay)\n"
+    "  dsq = f32[8] divide(div, sq)\n"
+    "  e = f32[8] exponential(y)\n"
+    "  de = f32[8] divide(dsq, e)\n"
+    "  ninf = f32[] constant(-inf)\n"
+    "  bn = f32[8] broadcast(ninf), dimensions={}\n"
+    "  mx = f32[8] maximum(de, bn)\n"
+    "  ROOT r = f32[8] add(mx, y)\n"
+    "}\n";
+
+TEST(arithmetic_canonical_forms) {
+  IrModule *m = hlo(arithmetic);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced sub(x, 1) by sub(x, -1): subtracting a constant is adding its negation\n"
+            "algsimp rewrite: replaced div(sub, 4) by div(sub, 0.25): dividing by a constant is multiplying by its "
+            "reciprocal\n"
+            "algsimp rewrite: replaced dsq(div, sq) by dsq(div, rsqrt): dividing by sqrt(B) is multiplying by "
+            "rsqrt(B)\n"
+            "algsimp rewrite: replaced de(dsq, e) by de(dsq, e.25): dividing by exp(B) is multiplying by exp(-B)\n"
+            "algsimp rewrite: replaced mx(de, -inf) by de: the maximum with the lowest value of the type is the other "
+            "operand\n");
+  CHECK_STR(line_of(m, "sub"), "%sub = f32[8] add(%x, %negate.20)");
+  CHECK_STR(line_of(m, "negate"), "%negate = f32[] constant(-1)");
+  CHECK_STR(line_of(m, "div"), "%div = f32[8] multiply(%sub, %reciprocal.22)");
+  CHECK_STR(line_of(m, "reciprocal"), "%reciprocal = f32[] constant(0.25)");
+  CHECK_STR(line_of(m, "dsq"), "%dsq = f32[8] multiply(%div, %rsqrt)");
+  CHECK_STR(line_of(m, "rsqrt"), "%rsqrt = f32[8] rsqrt(%ay)");
+  CHECK_STR(line_of(m, "de"), "%de = f32[8] multiply(%dsq, %e.25)");
+  CHECK_STR(line_of(m, "r"), "%r = f32[8] add(%de, %y)");
+  CHECK(count_op(m, IR_OP_DIVIDE) == 0 && count_op(m, IR_OP_SQRT) == 0 && count_op(m, IR_OP_MAXIMUM) == 0);
+  /* A second run has nothing left to do. */
+  Log again = {{0}, 0};
+  CHECK(!run_pass(&pass_algsimp_current, m, &again));
+  ir_module_free(m);
+  classic_leaves_alone(arithmetic);
+}
+
+/* Integer division and remainder by powers of two: shifts and masks, the sign kept for signed
+ * integers (JAX's floor_divide and % by 2 in a binary search, as jax.issue.33666 lowers it). */
+static const char *const powers_of_two =
+    "HloModule pow2\n\n"
+    "ENTRY main {\n"
+    "  a = s32[16] parameter(0)\n"
+    "  u = u32[16] parameter(1)\n"
+    "  two = s32[] constant(2)\n"
+    "  b2 = s32[16] broadcast(two), dimensions={}\n"
+    "  q = s32[16] divide(a, b2)\n"
+    "  r = s32[16] remainder(a, b2)\n"
+    "  eight = u32[] constant(8)\n"
+    "  b8 = u32[16] broadcast(eight), dimensions={}\n"
+    "  uq = u32[16] divide(u, b8)\n"
+    "  ur = u32[16] remainder(u, b8)\n"
+    "  ROOT t = (s32[16], s32[16], u32[16], u32[16]) tuple(q, r, uq, ur)\n"
+    "}\n";
+
+TEST(integer_powers_of_two) {
+  IrModule *m = hlo(powers_of_two);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced q(a, 2) by q.22: dividing a signed integer by a power of two is a shift of its "
+            "magnitude, with its sign\n"
+            "algsimp rewrite: replaced r(a, 2) by r.32: a signed integer modulo a power of two is the low bits of its "
+            "magnitude, with its sign\n"
+            "algsimp rewrite: replaced uq(u, 8) by uq(u, 3): dividing an unsigned integer by a power of two is a right "
+            "shift\n"
+            "algsimp rewrite: replaced ur(u, 8) by ur(u, 7): an unsigned integer modulo a power of two is its low "
+            "bits\n");
+  CHECK_STR(line_of(m, "q.22"), "%q.22 = s32[16] select(%dividend_is_negative, %negated_quotient, %quotient)");
+  CHECK_STR(line_of(m, "quotient"), "%quotient = s32[16] shift-right-logical(%abs_dividend, %shift.14)");
+  CHECK_STR(line_of(m, "abs_dividend"), "%abs_dividend = s32[16] select(%dividend_is_negative, %negated_dividend, %a)");
+  CHECK_STR(line_of(m, "uq"), "%uq = u32[16] shift-right-logical(%u, %shift.34)");
+  CHECK_STR(line_of(m, "ur"), "%ur = u32[16] and(%u, %mask.36)");
+  CHECK(count_op(m, IR_OP_DIVIDE) == 0 && count_op(m, IR_OP_REMAINDER) == 0);
+  ir_module_free(m);
+  classic_leaves_alone(powers_of_two);
+}
+
+/* broadcast(iota) is an iota; a broadcast sinks below the elementwise ops that read it with
+ * scalar broadcasts, so they run on the smaller shape. */
+static const char *const broadcasts =
+    "HloModule bcast\n\n"
+    "ENTRY main {\n"
+    "  x = f32[16] parameter(0)\n"
+    "  io = u64[16] iota(), iota_dimension=0\n"
+    "  bio = u64[16,16] broadcast(io), dimensions={1}\n"
+    "  bx = f32[16,16] broadcast(x), dimensions={0}\n"
+    "  three = f32[] constant(3)\n"
+    "  b3 = f32[16,16] broadcast(three), dimensions={}\n"
+    "  m = f32[16,16] multiply(bx, b3)\n"
+    "  e = f32[16,16] exponential(m)\n"
+    "  c = f32[16,16] convert(bio)\n"
+    "  ROOT s = f32[16,16] add(e, c)\n"
+    "}\n";
+
+TEST(broadcast_rewrites) {
+  IrModule *m = hlo(broadcasts);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced bio(io) by io.12: a broadcast of an iota is an iota\n"
+            "algsimp rewrite: m of broadcast bx now runs on x's 16 elements (as m.14) and bx.15 broadcasts the result: an "
+            "elementwise operation commutes with a broadcast\n"
+            "algsimp rewrite: e of broadcast bx.15 now runs on m.14's 16 elements (as e.16) and bx.17 broadcasts the result: "
+            "an elementwise operation commutes with a broadcast\n");
+  CHECK_STR(line_of(m, "io.12"), "%io.12 = u64[16,16] iota(), iota_dimension=1");
+  CHECK_STR(line_of(m, "m.14"), "%m.14 = f32[16] multiply(%x, %b3.13)");
+  CHECK_STR(line_of(m, "e.16"), "%e.16 = f32[16] exponential(%m.14)");
+  CHECK_STR(line_of(m, "bx.17"), "%bx.17 = f32[16,16] broadcast(%e.16), dimensions={0}");
+  CHECK_STR(line_of(m, "s"), "%s = f32[16,16] add(%bx.17, %c)");
+  ir_module_free(m);
+  classic_leaves_alone(broadcasts);
+}
+
+/* A division by a non-constant stays (integers too: XLA does not simplify integer division
+ * further). */
+TEST(what_stays) {
+  IrModule *m = hlo("HloModule stay\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4] parameter(0)\n"
+                    "  y = f32[4] parameter(1)\n"
+                    "  a = s32[4] parameter(2)\n"
+                    "  d = f32[4] divide(x, y)\n"
+                    "  three = s32[] constant(3)\n"
+                    "  b3 = s32[4] broadcast(three), dimensions={}\n"
+                    "  q = s32[4] divide(a, b3)\n"
+                    "  c = f32[] constant(2)\n"
+                    "  bc = f32[4] broadcast(c), dimensions={}\n"
+                    "  k = f32[4] subtract(bc, x)\n"
+                    "  ROOT t = (f32[4], s32[4], f32[4]) tuple(d, q, k)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(!run_pass(&pass_algsimp_current, m, &log));
+  CHECK(log.n == 0);
+  ir_module_free(m);
+}
+
+/* A reduction over dimensions of size 1 is a reshape (argsort's reduce_and over [N,M,1]). */
+TEST(reduce_of_unit_dimensions) {
+  IrModule *m = hlo("HloModule red\n\n"
+                    "and_pred {\n"
+                    "  a = pred[] parameter(0)\n"
+                    "  b = pred[] parameter(1)\n"
+                    "  ROOT c = pred[] and(a, b)\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4,3,1] parameter(0)\n"
+                    "  z = f32[] constant(0)\n"
+                    "  b = f32[4,3,1] broadcast(z), dimensions={}\n"
+                    "  g = pred[4,3,1] compare(x, b), direction=GT\n"
+                    "  t = pred[] constant(true)\n"
+                    "  r = pred[4,3] reduce(g, t), dimensions={2}, to_apply=and_pred\n"
+                    "  s = pred[4] reduce(r, t), dimensions={1}, to_apply=and_pred\n"
+                    "  ROOT o = (pred[4,3], pred[4]) tuple(r, s)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf, "algsimp rewrite: replaced r(g, 1) by reshape: the reduced dimensions have size 1: nothing is "
+                     "reduced, the operand is reshaped\n");
+  CHECK_STR(line_of(m, "s"), "%s = pred[4] reduce(%reshape, %t), dimensions={1}, to_apply=%and_pred");
+  ir_module_free(m);
+}
+
+/* Total-order float comparisons (sort comparators) become integer comparisons; -0 < 0, and NaNs
+ * order after +inf (before -inf when negative), as before. */
+TEST(comparison_expander) {
+  const char *text = "HloModule cmp\n\n"
+                     "ENTRY main {\n"
+                     "  x = f32[8] parameter(0)\n"
+                     "  k = f32[8] constant({-0, 0, nan, -inf, inf, -1.5, 2.25, 0})\n"
+                     "  lt = pred[8] compare(x, k), direction=LT, type=TOTALORDER\n"
+                     "  ge = pred[8] compare(k, x), direction=GE, type=TOTALORDER\n"
+                     "  h = bf16[8] convert(x)\n"
+                     "  kh = bf16[8] convert(k)\n"
+                     "  hl = pred[8] compare(kh, h), direction=LT, type=TOTALORDER\n"
+                     "  plain = pred[8] compare(x, k), direction=LT\n"
+                     "  ROOT t = (pred[8], pred[8], pred[8], pred[8]) tuple(lt, ge, hl, plain)\n"
+                     "}\n";
+  IrModule *m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_comparison_expander, m, &log));
+  CHECK_STR(log.buf,
+            "comparison-expander rewrite: lt compares x and k as s32 integers (select LT select.22): a total-order "
+            "comparison of f32; each side is its bits as a signed integer, the magnitude bits flipped when negative, "
+            "so the integers order as the floats\n"
+            "comparison-expander rewrite: ge compares k and x as s32 integers (select.30 GE select.34): a total-order "
+            "comparison of f32; each side is its bits as a signed integer, the magnitude bits flipped when negative, "
+            "so the integers order as the floats\n"
+            "comparison-expander rewrite: hl compares kh and h as s32 integers (select.44 LT select.48): a total-order "
+            "comparison of bf16; each side is its bits as a signed integer, the magnitude bits flipped when negative, "
+            "so the integers order as the floats\n");
+  CHECK_STR(line_of(m, "lt"), "%lt = pred[8] compare(%select, %select.22), direction=LT");
+  CHECK_STR(line_of(m, "select"), "%select = s32[8] select(%compare, %xor, %bitcast)");
+  CHECK_STR(line_of(m, "bitcast"), "%bitcast = s32[8] bitcast-convert(%x)");
+  CHECK_STR(line_of(m, "plain"), "%plain = pred[8] compare(%x, %k), direction=LT");
+  ir_module_free(m);
+}
+
+/* Constants of one value become broadcasts, 0, 1, 2, ... an iota; a broadcast scalar feeding a
+ * slice or reshape is a broadcast to its shape; an op of scalar broadcasts is a broadcast of the
+ * op on the scalars. */
+static const char *const constants =
+    "HloModule consts\n\n"
+    "ENTRY main {\n"
+    "  x = f32[4] parameter(0)\n"
+    "  twos = f32[4] constant({2, 2, 2, 2})\n"
+    "  idx = s32[4] constant({0, 1, 2, 3})\n"
+    "  one = f32[1] constant({1})\n"
+    "  m = f32[4] multiply(x, twos)\n"
+    "  c = f32[4] convert(idx)\n"
+    "  h = f32[] constant(0.5)\n"
+    "  bh = f32[2,4] broadcast(h), dimensions={}\n"
+    "  sl = f32[1,4] slice(bh), slice={[1:2], [0:4]}\n"
+    "  rs = f32[4] reshape(sl)\n"
+    "  t = f32[] constant(3)\n"
+    "  bt = f32[4] broadcast(t), dimensions={}\n"
+    "  e = f32[4] exponential(bt)\n"
+    "  a = f32[4] add(m, c)\n"
+    "  b = f32[4] add(a, rs)\n"
+    "  ROOT r = (f32[4], f32[4], f32[1]) tuple(b, e, one)\n"
+    "}\n";
+
+TEST(constants_and_scalar_broadcasts) {
+  IrModule *m = hlo(constants);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced twos() by twos.19: every element is the same: a broadcast scalar\n"
+            "algsimp rewrite: replaced idx() by idx.20: its values are 0, 1, 2, ...: an iota\n"
+            "algsimp rewrite: replaced sl(0.5) by bh.21: a slice of a broadcast scalar is a broadcast of the scalar\n"
+            "algsimp rewrite: replaced rs(0.5) by bh.22: a reshape of a broadcast scalar is a broadcast of the scalar\n"
+            "algsimp rewrite: e of broadcast bt now runs on the scalar t (as e.23) and bt.24 broadcasts the result: an "
+            "elementwise operation commutes with a broadcast\n");
+  CHECK_STR(line_of(m, "twos.19"), "%twos.19 = f32[4] broadcast(%twos.18), dimensions={}");
+  CHECK_STR(line_of(m, "idx.20"), "%idx.20 = s32[4] iota(), iota_dimension=0");
+  CHECK_STR(line_of(m, "e.23"), "%e.23 = f32[] exponential(%t)");
+  /* A one-element array stays a constant (it is a scalar in all but shape). */
+  CHECK_STR(line_of(m, "one"), "%one = f32[1] constant({1})");
+  CHECK(count_op(m, IR_OP_SLICE) == 0 && count_op(m, IR_OP_RESHAPE) == 0);
+  ir_module_free(m);
+  classic_leaves_alone(constants);
+}
+
+/* Today's folding: an op with a constant operand folds (slices too); an op of broadcasts alone
+ * waits for algsimp; slices and reshapes of an elided constant are elided constants, one per
+ * distinct slice. */
+TEST(constant_folding_today) {
+  IrModule *m = hlo("HloModule fold\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[] parameter(0)\n"
+                    "  tab = f32[8] constant({1, 2, 3, 4, 5, 6, 7, 8})\n"
+                    "  s = f32[1] slice(tab), slice={[2:3]}\n"
+                    "  v = f32[] reshape(s)\n"
+                    "  big = f32[20,200] constant({...})\n"
+                    "  r0 = f32[1,200] slice(big), slice={[0:1], [0:200]}\n"
+                    "  r1 = f32[1,200] slice(big), slice={[0:1], [0:200]}\n"
+                    "  q0 = f32[200] reshape(r0)\n"
+                    "  q1 = f32[200] reshape(r1)\n"
+                    "  k = f32[] constant(2)\n"
+                    "  bk = f32[200] broadcast(k), dimensions={}\n"
+                    "  e = f32[200] add(bk, bk)\n"
+                    "  y = f32[] add(x, v)\n"
+                    "  ROOT t = (f32[], f32[200], f32[200], f32[200]) tuple(y, q0, q1, e)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass(&pass_constant_folding_current, m, &log));
+  CHECK_STR(log.buf,
+            "constant-folding fold: folded s(tab) to constant {3}\n"
+            "constant-folding fold: folded v(3) to constant 3\n"
+            "constant-folding fold: folded r0(big) to constant {...}\n"
+            "constant-folding fold: replaced r1 by r0: the same slice of the elided constant big\n"
+            "constant-folding fold: folded q0(r0) to constant {...}\n"
+            "constant-folding fold: replaced q1 by q0: the same reshape of the elided constant r0\n");
+  CHECK_STR(line_of(m, "y"), "%y = f32[] add(%x, %v)");
+  CHECK_STR(line_of(m, "v"), "%v = f32[] constant(3)");
+  CHECK_STR(line_of(m, "t"), "%t = (f32[], f32[200], f32[200], f32[200]) tuple(%y, %q0, %q0, %e)");
+  /* add(broadcast, broadcast) has no constant operand: left to algsimp. */
+  CHECK_STR(line_of(m, "e"), "%e = f32[200] add(%bk, %bk)");
+  ir_module_free(m);
+}
+
+int main(void) {
+  RUN(arithmetic_canonical_forms);
+  RUN(integer_powers_of_two);
+  RUN(broadcast_rewrites);
+  RUN(what_stays);
+  RUN(reduce_of_unit_dimensions);
+  RUN(comparison_expander);
+  RUN(constants_and_scalar_broadcasts);
+  RUN(constant_folding_today);
+  return check_summary();
+}
