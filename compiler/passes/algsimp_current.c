@@ -17,6 +17,8 @@
  *   reduce over dimensions of size 1 -> reshape              HandleReduce
  *   constant of one value -> broadcast(scalar); 0, 1, 2, ... -> iota   HandleConstant
  *   reshape/transpose/reverse/slice/dynamic-slice(broadcast(scalar)) -> broadcast(scalar)
+ *   dynamic-update-slice(broadcast(s), u, constant starts) -> pad(u, s)   HandleDynamicUpdateSlice
+ *   dynamic-update-slice(x, u) with u the whole of x -> u
  *   broadcast(iota) -> iota                                    HandleBroadcast
  *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
  *                               TryToSinkBroadcastAfterOpWithUniqueNonScalarOperand
@@ -496,6 +498,37 @@ static bool broadcast(Simp *s, IrInstr *i) {
   return scalar_broadcast_through(s, i) || sink_broadcast(s, i);
 }
 
+/* ---------- dynamic-update-slice ---------- */
+
+/* A dynamic-update-slice of an update into a broadcast scalar, at constant starts, is the update
+ * padded with the scalar (HandleDynamicUpdateSlice); one whose update is the whole operand is the
+ * update. Starts are clamped to [0, dim - size], as the operation clamps them. */
+static bool dynamic_update_slice(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0], *u = i->operands[1];
+  int r = i->shape.rank;
+  if (i->noperands != 2 + r || u->shape.rank != r) return false;
+  if (ir_shape_same_dims(&u->shape, &i->shape) && u->shape.type == i->shape.type)
+    return algsimp_forward(s, i, u, "the update covers the whole operand");
+  if (!is_scalar_broadcast(x)) return false;
+  int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK];
+  for (int d = 0; d < r; d++) {
+    int64_t st;
+    if (!int_splat(i->operands[2 + d], &st) || !ir_shape_is_scalar(&i->operands[2 + d]->shape)) return false;
+    int64_t max = i->shape.dims[d] - u->shape.dims[d];
+    st = st < 0 ? 0 : st > max ? max : st;
+    lo[d] = st;
+    hi[d] = max - st;
+  }
+  char cfg[IR_MAX_RANK * 48 + 4];
+  size_t len = 0;
+  for (int d = 0; d < r; d++) len += (size_t)snprintf(cfg + len, sizeof cfg - len, "%s%" PRId64 "_%" PRId64, d ? "x" : "", lo[d], hi[d]);
+  IrInstr *ops[2] = {u, x->operands[0]};
+  IrInstr *p = add_before(i, IR_OP_PAD, &i->shape, ops, 2, "pad");
+  if (!p) return false;
+  ir_attr_set_text(p, "padding", cfg);
+  return algsimp_forward(s, i, p, "writing into a broadcast scalar at constant starts is padding the update with the scalar");
+}
+
 /* ---------- constant ---------- */
 
 /* A constant array of more than one element, all of one value, is a broadcast of a scalar; 0,
@@ -586,6 +619,8 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
     return reduce(s, i);
   case IR_OP_CONSTANT:
     return constant(s, i);
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+    return dynamic_update_slice(s, i);
   default:
     return false;
   }

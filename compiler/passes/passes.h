@@ -20,6 +20,9 @@ extern const Pass pass_call_inliner;     /* pass_call_inliner.c: call -> the cal
 /* today's XLA before fusion (priority pipeline) */
 extern const Pass pass_sharding_remover;         /* pass_sharding_remover.c: JAX's Sharding custom calls */
 extern const Pass pass_comparison_expander;      /* pass_comparison_expander.c: total-order float compares */
+extern const Pass pass_scatter_expander;         /* pass_scatter_expander.c: one-window scatters */
+extern const Pass pass_slice_sinker;             /* pass_slice_sinker.c: op(slices) -> slices(op) */
+extern const Pass pass_reshape_mover;            /* pass_reshape_mover.c: op(reshape) -> reshape(op) */
 extern const Pass pass_cse_current;              /* pass_cse.c: also loops, calls, conditionals */
 extern const Pass pass_constant_folding_current; /* pass_constant_folding.c: XLA's operand rule, slices, elided */
 extern const Pass pass_while_constant_sinking;   /* pass_while_constant_sinking.c */

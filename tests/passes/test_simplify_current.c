@@ -326,6 +326,113 @@ TEST(constant_folding_today) {
   ir_module_free(m);
 }
 
+/* x.at[i].set(v) and x.at[i].add(v): scatters that write one window become dynamic-update-slices
+ * (the bounds check kept for a dynamic index); with constant indices into zeros, algsimp and
+ * constant folding leave a pad. */
+static const char *const scatters =
+    "HloModule scat\n\n"
+    "set {\n"
+    "  a = f32[] parameter(0)\n"
+    "  ROOT b = f32[] parameter(1)\n"
+    "}\n\n"
+    "add {\n"
+    "  a = f32[] parameter(0)\n"
+    "  b = f32[] parameter(1)\n"
+    "  ROOT r = f32[] add(a, b)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  x = f32[10] parameter(0)\n"
+    "  i = s32[] parameter(1)\n"
+    "  v = f32[] parameter(2)\n"
+    "  ix = s32[1] reshape(i)\n"
+    "  s1 = f32[10] scatter(x, ix, v), update_window_dims={}, inserted_window_dims={0}, "
+    "scatter_dims_to_operand_dims={0}, index_vector_dim=0, to_apply=add\n"
+    "  z = f32[] constant(0)\n"
+    "  zs = f32[4,4] broadcast(z), dimensions={}\n"
+    "  ij = s32[2] constant({1, 2})\n"
+    "  s2 = f32[4,4] scatter(zs, ij, v), update_window_dims={}, inserted_window_dims={0,1}, "
+    "scatter_dims_to_operand_dims={0,1}, index_vector_dim=0, to_apply=set\n"
+    "  ROOT t = (f32[10], f32[4,4]) tuple(s1, s2)\n"
+    "}\n";
+
+TEST(scatter_expander) {
+  IrModule *m = hlo(scatters);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_scatter_expander, m, &log));
+  CHECK_STR(log.buf,
+            "scatter-expander rewrite: s1 writes one window (f32[1] at 1 index): it is dynamic-update-slice, a "
+            "dynamic-update-slice of x with add(old window, update), the old window kept where the index is out of bounds\n"
+            "scatter-expander rewrite: s2 writes one window (f32[1,1] at 2 indices): it is dynamic-update-slice.50, a "
+            "dynamic-update-slice of zs with the update, the old window kept where the index is out of bounds\n");
+  CHECK(count_op(m, IR_OP_SCATTER) == 0);
+  CHECK_STR(line_of(m, "dynamic-update-slice"),
+            "%dynamic-update-slice = f32[10] dynamic-update-slice(%x, %select, %reshape)");
+  CHECK_STR(line_of(m, "select"), "%select = f32[1]{0} select(%broadcast, %r.28, %dynamic-slice)");
+  /* The constant-index scatter into zeros folds down to a pad, as XLA's does. */
+  Log l2 = {{0}, 0};
+  run_pass_same_numbers(&pass_constant_folding_current, m, &l2);
+  run_pass_same_numbers(&pass_algsimp_current, m, &l2);
+  CHECK_CONTAINS(l2.buf, "writing into a broadcast scalar at constant starts is padding the update with the scalar");
+  CHECK(count_op(m, IR_OP_PAD) == 1);
+  ir_module_free(m);
+}
+
+/* cos(q[i]) for each i: reshape-mover moves the squeezes below the cosines, slice-sinker makes the
+ * cosines one over q. */
+TEST(reshape_mover_and_slice_sinker) {
+  IrModule *m = hlo("HloModule sinks\n\n"
+                    "ENTRY main {\n"
+                    "  q = f32[3] parameter(0)\n"
+                    "  s0 = f32[1] slice(q), slice={[0:1]}\n"
+                    "  r0 = f32[] reshape(s0)\n"
+                    "  c0 = f32[] cosine(r0)\n"
+                    "  s1 = f32[1] slice(q), slice={[1:2]}\n"
+                    "  r1 = f32[] reshape(s1)\n"
+                    "  c1 = f32[] cosine(r1)\n"
+                    "  s2 = f32[1] slice(q), slice={[2:3]}\n"
+                    "  r2 = f32[] reshape(s2)\n"
+                    "  c2 = f32[] cosine(r2)\n"
+                    "  two = f32[] constant(2)\n"
+                    "  a0 = f32[] add(c0, two)\n"
+                    "  ROOT t = (f32[], f32[], f32[]) tuple(a0, c1, c2)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(!run_pass(&pass_slice_sinker, m, &log)); /* the cosines read reshapes, not slices */
+  CHECK(run_pass_same_numbers(&pass_reshape_mover, m, &log));
+  CHECK_STR(log.buf,
+            "reshape-mover rewrite: c0 now runs before the reshape r0 (on f32[1], as c0.15) and r0.16 reshapes its result\n"
+            "reshape-mover rewrite: c1 now runs before the reshape r1 (on f32[1], as c1.17) and r1.18 reshapes its result\n"
+            "reshape-mover rewrite: c2 now runs before the reshape r2 (on f32[1], as c2.19) and r2.20 reshapes its result\n");
+  Log l2 = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_slice_sinker, m, &l2));
+  CHECK_STR(l2.buf, "slice-sinker rewrite: cosine of 3 slices of q runs once on q (as c0.21) and each result is a slice "
+                    "of it\n");
+  CHECK_STR(line_of(m, "c0.21"), "%c0.21 = f32[3] cosine(%q)");
+  CHECK(count_op(m, IR_OP_COS) == 1);
+  ir_module_free(m);
+  /* Three slices of one element each cover q's three; two would not: computing cosine over all
+   * of q would be more work than before (XLA's ShouldTransform). */
+  IrModule *two = hlo("HloModule two\n\n"
+                      "ENTRY main {\n"
+                      "  q = f32[3] parameter(0)\n"
+                      "  s0 = f32[1] slice(q), slice={[0:1]}\n"
+                      "  c0 = f32[1] cosine(s0)\n"
+                      "  s1 = f32[1] slice(q), slice={[1:2]}\n"
+                      "  c1 = f32[1] cosine(s1)\n"
+                      "  ROOT t = (f32[1], f32[1]) tuple(c0, c1)\n"
+                      "}\n");
+  CHECK(two != NULL);
+  if (!two) return;
+  Log l3 = {{0}, 0};
+  CHECK(!run_pass(&pass_slice_sinker, two, &l3));
+  CHECK(count_op(two, IR_OP_COS) == 2);
+  ir_module_free(two);
+}
+
 int main(void) {
   RUN(arithmetic_canonical_forms);
   RUN(integer_powers_of_two);
@@ -335,5 +442,7 @@ int main(void) {
   RUN(comparison_expander);
   RUN(constants_and_scalar_broadcasts);
   RUN(constant_folding_today);
+  RUN(scatter_expander);
+  RUN(reshape_mover_and_slice_sinker);
   return check_summary();
 }
