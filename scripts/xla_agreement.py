@@ -31,7 +31,7 @@ import xla_compare  # noqa: E402
 # XLA's pipeline has run every simplification before priority-fusion sees the module.
 SIMPLIFICATION = ["call-inliner", "sharding-remover", "comparison-expander", "scatter-expander", "slice-sinker",
                   "reshape-mover", "algsimp", "constant-folding", "while-loop-constant-sinking",
-                  "while-loop-simplifier", "cse",
+                  "while-loop-simplifier", "conditional-simplifier", "cse",
                   "dce", "tuple-simplifier", "while-loop-unroll"]
 
 

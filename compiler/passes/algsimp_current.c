@@ -22,6 +22,7 @@
  *   broadcast(iota) -> iota                                    HandleBroadcast
  *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
  *                               TryToSinkBroadcastAfterOpWithUniqueNonScalarOperand
+ *   conditional(convert(pred p), b0, b1) -> conditional(p, true=b1, false=b0)
  *
  * These change what a kernel computes, and so what fusion costs and decides: XLA's kernels read
  * `x * 0.5` where the program wrote `x / 2`, shift where it divided by 2. A rewrite keeps the
@@ -601,7 +602,42 @@ static bool reduce(Simp *s, IrInstr *i) {
   return r && algsimp_forward(s, i, r, "the reduced dimensions have size 1: nothing is reduced, the operand is reshaped");
 }
 
+/* ---------- conditional ---------- */
+
+/* conditional(convert(p), b0, b1) with p a pred[] and two branch computations ->
+ * conditional(p, true=b1, false=b0): index 1 is p true. XLA's algsimp makes this rewrite on a
+ * conditional JAX wrote for lax.cond (seen in jaxlib 0.10.2's pass log); the pred form is the
+ * one conditional-simplifier may turn into selects. */
+static bool conditional_index(Simp *s, IrInstr *i) {
+  const IrAttr *bc = ir_attr_get(i, "branch_computations");
+  if (!bc || bc->kind != IR_ATTR_COMP || bc->ncomps != 2 || i->noperands != 3 || !bc->comps[0] || !bc->comps[1]) return false;
+  IrInstr *idx = i->operands[0];
+  if (!idx || idx->op != IR_OP_CONVERT || idx->noperands != 1 || !idx->operands[0]) return false;
+  IrInstr *p = idx->operands[0];
+  if (p->shape.type != IR_PRED || !ir_shape_is_scalar(&p->shape)) return false;
+  IrComputation *b0 = bc->comps[0], *b1 = bc->comps[1];
+  char before[256];
+  simp_describe(i, before, sizeof before);
+  IrInstr *x0 = i->operands[1], *x1 = i->operands[2];
+  ir_set_operand(i, 0, p);
+  ir_set_operand(i, 1, x1);
+  ir_set_operand(i, 2, x0);
+  ir_attr_remove(i, "branch_computations");
+  ir_attr_set_comp(i, "true_computation", b1);
+  ir_attr_set_comp(i, "false_computation", b0);
+  simp_drop_dead(idx);
+  char after[256], msg[900];
+  simp_describe(i, after, sizeof after);
+  snprintf(msg, sizeof msg,
+           "replaced %s by %s: indexed by convert(%s) of a pred, it runs %s when %s is true and %s when false "
+           "(true_computation=%s, false_computation=%s)",
+           before, after, p->name, b1->name, p->name, b0->name, b1->name, b0->name);
+  algsimp_report(s, "rewrite", i, NULL, i->name, msg);
+  return true;
+}
+
 bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
+  if (i->parent && i->op == IR_OP_CONDITIONAL) return conditional_index(s, i);
   if (!i->parent || !ir_shape_is_array(&i->shape)) return false;
   switch (i->op) {
   case IR_OP_SUBTRACT:

@@ -82,6 +82,7 @@ static const Pass *const registry[] = {
     &pass_slice_sinker,
     &pass_reshape_mover,
     &pass_while_constant_sinking,
+    &pass_conditional_simplifier,
     /* fusion (the duplicating instruction-fusion run shares its name: pipelines only) */
     &pass_instruction_fusion,
     &pass_fusion_merger,
@@ -146,6 +147,7 @@ static const Pass *const priority_passes[] = {
     &pass_slice_sinker,
     &pass_reshape_mover,
     &pass_constant_folding_current,
+    &pass_conditional_simplifier,
     &pass_cse_current,
     &pass_dce,
     &pass_algsimp_current,
@@ -155,6 +157,7 @@ static const Pass *const priority_passes[] = {
     &pass_slice_sinker,
     &pass_reshape_mover,
     &pass_constant_folding_current,
+    &pass_conditional_simplifier,
     &pass_cse_current,
     &pass_dce,
     /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */

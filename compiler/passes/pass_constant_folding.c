@@ -13,7 +13,8 @@
  *
  * In the priority pipeline, today's XLA (HloConstantFolding): an operation is folded when at
  * least one operand is a constant and every operand is a constant, a broadcast of one or an iota
- * (an operation of broadcasts alone waits for algsimp to sink the broadcast); slices fold too;
+ * (an operation of broadcasts alone waits for algsimp to sink the broadcast); slices and
+ * reduces (whose reducer is one binary operation) fold too;
  * and data movement (slice, reshape, transpose, reverse) of a constant whose values the text
  * elided ({...}, as XLA's dumps print large constants) is a constant of elided values too: XLA
  * folds the same text (jax.issue.33666 reads scalars out of elided tables inside its loops). */
@@ -156,6 +157,19 @@ static double binary(IrOpcode op, IrType in, double a, double b, const char *dir
   return 0;
 }
 
+/* The operation of a reducer that is one binary operation of its two parameters (*swapped when
+ * it reads them in the other order); IR_OP_COUNT otherwise. */
+static IrOpcode reducer_op(const IrComputation *f, bool *swapped) {
+  if (!f || f->nparams != 2 || !f->params[0] || !f->params[1] || !f->root || f->ninstrs != 3) return IR_OP_COUNT;
+  const IrInstr *r = f->root;
+  if (r->noperands != 2 || ir_op_info(r->op)->category != IR_CAT_BINARY || r->op == IR_OP_COMPARE || r->op == IR_OP_COMPLEX ||
+      r->op == IR_OP_SHL || r->op == IR_OP_SHRA || r->op == IR_OP_SHRL)
+    return IR_OP_COUNT;
+  *swapped = r->operands[0] == f->params[1] && r->operands[1] == f->params[0];
+  if (!*swapped && !(r->operands[0] == f->params[0] && r->operands[1] == f->params[1])) return IR_OP_COUNT;
+  return r->op;
+}
+
 static bool eval(const IrInstr *i, double *out, int depth, bool current) {
   const IrShape *s = &i->shape;
   int64_t n = ir_shape_elements(s);
@@ -197,6 +211,46 @@ static bool eval(const IrInstr *i, double *out, int depth, bool current) {
     }
     fx_free(a);
     return true;
+  }
+  if (current && op == IR_OP_REDUCE) {
+    /* A reduce of constants (HloEvaluator's HandleReduce: each result element starts at the
+     * initial value and combines the reduced elements in row-major order), when the reducer is
+     * one binary operation of its two parameters. */
+    if (i->noperands != 2) return false;
+    const IrInstr *x = i->operands[0], *init = i->operands[1];
+    bool swapped = false;
+    IrOpcode rop = reducer_op(ir_attr_comp(i, "to_apply"), &swapped);
+    int64_t rd[IR_MAX_RANK];
+    int nr = ir_attr_dims(i, "dimensions", rd, IR_MAX_RANK);
+    if (rop == IR_OP_COUNT || x->shape.type != s->type || init->shape.type != s->type || init->shape.rank != 0 || nr < 0 ||
+        x->shape.rank != s->rank + nr)
+      return false;
+    bool reduced[IR_MAX_RANK] = {false};
+    for (int d = 0; d < nr; d++) {
+      if (rd[d] < 0 || rd[d] >= x->shape.rank || reduced[rd[d]]) return false;
+      reduced[rd[d]] = true;
+    }
+    for (int d = 0, o = 0; d < x->shape.rank; d++)
+      if (!reduced[d] && x->shape.dims[d] != s->dims[o++]) return false;
+    if (!eval_operand(x, &a, depth, current)) return false;
+    if (!eval_operand(init, &b, depth, current)) {
+      fx_free(a);
+      return false;
+    }
+    for (int64_t k = 0; k < n; k++) out[k] = b[0];
+    int64_t xs[IR_MAX_RANK], os[IR_MAX_RANK], xn = ir_shape_elements(&x->shape);
+    strides(&x->shape, xs);
+    strides(s, os);
+    for (int64_t q = 0; ok && q < xn; q++) {
+      int64_t dst = 0;
+      for (int d = 0, o = 0; d < x->shape.rank; d++)
+        if (!reduced[d]) dst += ((q / xs[d]) % x->shape.dims[d]) * os[o++];
+      double acc = out[dst];
+      out[dst] = to_type(s->type, swapped ? binary(rop, s->type, a[q], acc, NULL, &ok) : binary(rop, s->type, acc, a[q], NULL, &ok));
+    }
+    fx_free(a);
+    fx_free(b);
+    return ok;
   }
   if (op == IR_OP_BROADCAST || op == IR_OP_RESHAPE || op == IR_OP_BITCAST || op == IR_OP_TRANSPOSE) {
     if (i->noperands != 1) return false;

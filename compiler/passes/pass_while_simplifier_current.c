@@ -80,28 +80,6 @@ static bool read_loop(IrInstr *w, const int *callers, Loop *l) {
 /* Whether element i passes through the body unchanged. */
 static bool passes_through(const Loop *l, int i) { return param_element(l->root->operands[i], l->body) == i; }
 
-static bool comp_has_side_effect(const IrComputation *c, int depth);
-
-static bool instr_has_side_effect(const IrInstr *i, int depth) {
-  if (i->op == IR_OP_WHILE || i->op == IR_OP_CALL || i->op == IR_OP_CONDITIONAL) {
-    IrComputation *callees[64];
-    int n = ir_called_computations(i, callees, 64);
-    if (n > 64 || depth > 32) return true;
-    for (int k = 0; k < n; k++)
-      if (comp_has_side_effect(callees[k], depth + 1)) return true;
-    return false;
-  }
-  if (i->op == IR_OP_PARAMETER || i->op == IR_OP_RNG_BIT_GENERATOR) return false;
-  return !simp_is_pure(i) && i->op != IR_OP_FUSION;
-}
-
-static bool comp_has_side_effect(const IrComputation *c, int depth) {
-  if (!c) return true;
-  for (int k = 0; k < c->ninstrs; k++)
-    if (instr_has_side_effect(c->instrs[k], depth)) return true;
-  return false;
-}
-
 /* ---------- editing a loop's state ---------- */
 
 /* The shape of a tuple without element j (drop >= 0), or with `add` appended (drop < 0). */
@@ -325,7 +303,7 @@ static int propagate_constants(Loop *l, PassContext *cx) {
 /* TryRemoveWhileLoop, trip count 1: the loop becomes a copy of its body. */
 static int run_once(Loop *l, PassContext *cx) {
   if (plan_while_trip_count(l->w) != 1) return 0;
-  if (comp_has_side_effect(l->body, 0) || comp_has_side_effect(l->cond, 0) || l->w == l->w->parent->root) return 0;
+  if (simp_comp_has_side_effect(l->body) || simp_comp_has_side_effect(l->cond) || l->w == l->w->parent->root) return 0;
   int copied = 0;
   IrInstr *w = l->w;
   IrInstr *result = simp_inline(w, l->body, &l->init, 1, &copied);

@@ -25,6 +25,32 @@ bool simp_is_pure(const IrInstr *i) {
   }
 }
 
+static bool comp_side_effect(const IrComputation *c, int depth);
+
+static bool instr_side_effect(const IrInstr *i, int depth) {
+  if (i->op == IR_OP_WHILE || i->op == IR_OP_CALL || i->op == IR_OP_CONDITIONAL) {
+    IrComputation *callees[64];
+    int n = ir_called_computations(i, callees, 64);
+    if (n > 64 || depth > 32) return true;
+    for (int k = 0; k < n; k++)
+      if (comp_side_effect(callees[k], depth + 1)) return true;
+    return false;
+  }
+  if (i->op == IR_OP_PARAMETER || i->op == IR_OP_RNG_BIT_GENERATOR) return false;
+  return !simp_is_pure(i) && i->op != IR_OP_FUSION;
+}
+
+static bool comp_side_effect(const IrComputation *c, int depth) {
+  if (!c) return true;
+  for (int k = 0; k < c->ninstrs; k++)
+    if (instr_side_effect(c->instrs[k], depth)) return true;
+  return false;
+}
+
+bool simp_has_side_effect(const IrInstr *i) { return instr_side_effect(i, 0); }
+
+bool simp_comp_has_side_effect(const IrComputation *c) { return comp_side_effect(c, 0); }
+
 /* Whether i can go now: dead code that nothing uses. */
 static bool droppable(const IrInstr *i) {
   return !i->dead && i->nusers == 0 && i->parent && i != i->parent->root && simp_is_pure(i);

@@ -12,6 +12,12 @@
  * parameter. Control flow counts as pure only when its callees are (checked shallowly). */
 bool simp_is_pure(const IrInstr *i);
 
+/* Whether running i (or computation c) can do more than compute its value: an instruction that
+ * is not pure (simp_is_pure), looking into what loops, calls and conditionals run (XLA's
+ * HasSideEffect). Parameters and random-bit generation count as pure here. */
+bool simp_has_side_effect(const IrInstr *i);
+bool simp_comp_has_side_effect(const IrComputation *c);
+
 /* Removes i when it is unused, pure and not its computation's root, then its operands that
  * became unused, transitively. Returns how many instructions were removed. */
 int simp_drop_dead(IrInstr *i);

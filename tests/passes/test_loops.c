@@ -1,7 +1,8 @@
 /* test_loops.c — what today's XLA does to loops and JAX's annotations before fusion, pass by pass
  * (priority pipeline): sharding-remover, while-loop-constant-sinking, today's
  * while-loop-simplifier (repeated, constant and propagated elements, one-trip loops, merged
- * induction variables) and today's cse (loops over identical bodies). Each test gives the HLO a
+ * induction variables), today's cse (loops over identical bodies) and conditional-simplifier
+ * (with algsimp's pred form of a conditional). Each test gives the HLO a
  * pass gets, checks the exact rewrites it reports and what it leaves, and that the reference
  * interpreter computes the same numbers before and after. */
 #include "pass_check.h"
@@ -342,6 +343,169 @@ TEST(constant_sinking) {
   ir_module_free(m);
 }
 
+/* Three branches on an s32 index; branch b1 doubles, b0 negates, b2 adds one. */
+static const char *const three_branches =
+    "HloModule cond3\n\n"
+    "b0 {\n"
+    "  p = f32[4] parameter(0)\n"
+    "  ROOT n = f32[4] negate(p)\n"
+    "}\n\n"
+    "b1 {\n"
+    "  p = f32[4] parameter(0)\n"
+    "  ROOT d = f32[4] add(p, p)\n"
+    "}\n\n"
+    "b2 {\n"
+    "  p = f32[4] parameter(0)\n"
+    "  one = f32[] constant(1)\n"
+    "  ob = f32[4] broadcast(one), dimensions={}\n"
+    "  ROOT a = f32[4] add(p, ob)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  x = f32[4] parameter(0)\n"
+    "  k = s32[] constant(INDEX)\n"
+    "  c = f32[4] conditional(k, x, x, x), branch_computations={b0, b1, b2}\n"
+    "  ROOT r = f32[4] multiply(c, x)\n"
+    "}\n";
+
+static IrModule *three_branches_at(const char *index) {
+  char text[2048];
+  const char *at = strstr(three_branches, "INDEX");
+  snprintf(text, sizeof text, "%.*s%s%s", (int)(at - three_branches), three_branches, index, at + 5);
+  return hlo(text);
+}
+
+/* A constant index names the branch that runs: the conditional becomes a copy of it. */
+TEST(conditional_constant_index) {
+  IrModule *m = three_branches_at("1");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_conditional_simplifier, m, &log));
+  CHECK_STR(log.buf, "conditional-simplifier inline: c always runs b1 (its index is the constant 1): replaced by a "
+                     "copy of it (1 instruction)\n");
+  CHECK(count_op(m, IR_OP_CONDITIONAL) == 0);
+  CHECK_STR(line_of(m, "r"), "%r = f32[4] multiply(%d.17, %x)");
+  /* The branches nothing calls any more are gone. */
+  CHECK(m->ncomps == 1);
+  ir_module_free(m);
+}
+
+/* An index out of range runs the last branch (HLO's rule). */
+TEST(conditional_index_out_of_range) {
+  IrModule *m = three_branches_at("7");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_conditional_simplifier, m, &log));
+  CHECK_STR(log.buf, "conditional-simplifier inline: c always runs b2 (its index is the constant 7, out of range: the "
+                     "last branch runs): replaced by a copy of it (3 instructions)\n");
+  CHECK_STR(line_of(m, "r"), "%r = f32[4] multiply(%a.19, %x)");
+  ir_module_free(m);
+}
+
+/* JAX's lax.cond: an s32 index converted from a pred, two branches returning a tuple. algsimp
+ * makes it a pred conditional; conditional-simplifier then runs both cheap branches and selects,
+ * element by element. */
+static const char *const cond_on_pred =
+    "HloModule condp\n\n"
+    "on_false {\n"
+    "  p = (f32[4], f32[]) parameter(0)\n"
+    "  x = f32[4] get-tuple-element(p), index=0\n"
+    "  s = f32[] get-tuple-element(p), index=1\n"
+    "  n = f32[4] negate(x)\n"
+    "  ROOT t = (f32[4], f32[]) tuple(n, s)\n"
+    "}\n\n"
+    "on_true {\n"
+    "  p = (f32[4], f32[]) parameter(0)\n"
+    "  x = f32[4] get-tuple-element(p), index=0\n"
+    "  s = f32[] get-tuple-element(p), index=1\n"
+    "  e = f32[4] exponential(x)\n"
+    "  h = f32[] multiply(s, s)\n"
+    "  ROOT t = (f32[4], f32[]) tuple(e, h)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  x = f32[4] parameter(0)\n"
+    "  s = f32[] parameter(1)\n"
+    "  zero = f32[] constant(0)\n"
+    "  q = pred[] compare(s, zero), direction=GT\n"
+    "  k = s32[] convert(q)\n"
+    "  arg = (f32[4], f32[]) tuple(x, s)\n"
+    "  c = (f32[4], f32[]) conditional(k, arg, arg), branch_computations={on_false, on_true}\n"
+    "  c0 = f32[4] get-tuple-element(c), index=0\n"
+    "  c1 = f32[] get-tuple-element(c), index=1\n"
+    "  c1b = f32[4] broadcast(c1), dimensions={}\n"
+    "  ROOT r = f32[4] add(c0, c1b)\n"
+    "}\n";
+
+TEST(conditional_on_pred_becomes_select) {
+  IrModule *m = hlo(cond_on_pred);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK(strstr(log.buf, "algsimp rewrite: replaced c(k, arg, arg) by c(q, arg, arg): indexed by convert(q) of a pred, it runs "
+                        "on_true when q is true and on_false when false (true_computation=on_true, "
+                        "false_computation=on_false)\n") !=
+        NULL);
+  CHECK_STR(line_of(m, "c"), "%c = (f32[4], f32[]) conditional(%q, %arg, %arg), true_computation=%on_true, "
+                             "false_computation=%on_false");
+  Log log2 = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_conditional_simplifier, m, &log2));
+  CHECK(strstr(log2.buf, "conditional-simplifier rewrite: c runs two cheap branches (on_true, on_false) on q: replaced by "
+                         "both (9 instructions) and a select of their results (tuple)\n") != NULL);
+  CHECK(count_op(m, IR_OP_CONDITIONAL) == 0);
+  /* One select per element: the array's reads q broadcast, the scalar's reads q itself. */
+  CHECK(count_op(m, IR_OP_SELECT) == 2);
+  CHECK(count_op(m, IR_OP_EXP) == 1 && count_op(m, IR_OP_NEGATE) == 1);
+  CHECK(m->ncomps == 1);
+  ir_module_free(m);
+}
+
+/* The classic pipeline's algsimp (the paper's XLA) leaves the s32 index alone. */
+TEST(classic_algsimp_keeps_conditional_index) {
+  IrModule *m = hlo(cond_on_pred);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  run_pass(&pass_algsimp, m, &log);
+  CHECK(strstr(line_of(m, "c"), "branch_computations={%on_false, %on_true}") != NULL);
+  ir_module_free(m);
+}
+
+/* A branch with a dot is too costly to run always; a branch that only passes its operand through
+ * costs less than a select. Both conditionals stay, and say why. */
+TEST(conditional_kept) {
+  IrModule *m = hlo("HloModule keep\n\n"
+                    "mm {\n"
+                    "  p = f32[4,4] parameter(0)\n"
+                    "  ROOT d = f32[4,4] dot(p, p), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                    "}\n\n"
+                    "neg {\n"
+                    "  p = f32[4,4] parameter(0)\n"
+                    "  ROOT n = f32[4,4] negate(p)\n"
+                    "}\n\n"
+                    "same {\n"
+                    "  ROOT p = f32[4,4] parameter(0)\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4,4] parameter(0)\n"
+                    "  q = pred[] parameter(1)\n"
+                    "  c1 = f32[4,4] conditional(q, x, x), true_computation=mm, false_computation=neg\n"
+                    "  ROOT c2 = f32[4,4] conditional(q, c1, c1), true_computation=neg, false_computation=same\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(!run_pass(&pass_conditional_simplifier, m, &log));
+  CHECK_STR(log.buf,
+            "conditional-simplifier keep: kept c1: its pred q is not a constant and branch mm computes d (dot), too "
+            "costly to run always\n"
+            "conditional-simplifier keep: kept c2: branch same only passes values through: running it costs less than "
+            "a select\n");
+  CHECK(count_op(m, IR_OP_CONDITIONAL) == 2);
+  ir_module_free(m);
+}
+
 TEST(sharding_remover) {
   IrModule *m = hlo("HloModule shard\n\n"
                     "ENTRY main {\n"
@@ -377,5 +541,10 @@ int main(void) {
   RUN(cse_keeps_loops_that_differ);
   RUN(constant_sinking);
   RUN(sharding_remover);
+  RUN(conditional_constant_index);
+  RUN(conditional_index_out_of_range);
+  RUN(conditional_on_pred_becomes_select);
+  RUN(classic_algsimp_keeps_conditional_index);
+  RUN(conditional_kept);
   return check_summary();
 }

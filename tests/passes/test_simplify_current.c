@@ -326,6 +326,59 @@ TEST(constant_folding_today) {
   ir_module_free(m);
 }
 
+/* A reduce of constants folds when its reducer is one binary operation (or, add, max: row by row
+ * in order); one with another reducer stays, and so does the classic pass's. */
+static const char *const reduces_of_constants =
+    "HloModule fred\n\n"
+    "or_ {\n"
+    "  a = pred[] parameter(0)\n"
+    "  b = pred[] parameter(1)\n"
+    "  ROOT r = pred[] or(a, b)\n"
+    "}\n\n"
+    "add_ {\n"
+    "  a = f32[] parameter(0)\n"
+    "  b = f32[] parameter(1)\n"
+    "  ROOT r = f32[] add(b, a)\n"
+    "}\n\n"
+    "twice {\n"
+    "  a = f32[] parameter(0)\n"
+    "  b = f32[] parameter(1)\n"
+    "  s = f32[] add(a, b)\n"
+    "  ROOT r = f32[] add(s, b)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  x = f32[] parameter(0)\n"
+    "  flags = pred[4] constant({false, true, false, false})\n"
+    "  no = pred[] constant(false)\n"
+    "  any = pred[] reduce(flags, no), dimensions={0}, to_apply=or_\n"
+    "  m = f32[2,3] constant({{1, 2, 3}, {10, 20, 30}})\n"
+    "  zero = f32[] constant(0)\n"
+    "  rows = f32[2] reduce(m, zero), dimensions={1}, to_apply=add_\n"
+    "  cols = f32[3] reduce(m, zero), dimensions={0}, to_apply=add_\n"
+    "  odd = f32[2] reduce(m, zero), dimensions={1}, to_apply=twice\n"
+    "  y = f32[] select(any, x, zero)\n"
+    "  ROOT t = (f32[], f32[2], f32[3], f32[2]) tuple(y, rows, cols, odd)\n"
+    "}\n";
+
+TEST(constant_folding_reduces) {
+  IrModule *m = hlo(reduces_of_constants);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_constant_folding_current, m, &log));
+  CHECK_STR(log.buf, "constant-folding fold: folded any(flags, 0) to constant true\n"
+                     "constant-folding fold: folded rows(m, 0) to constant {6, 60}\n"
+                     "constant-folding fold: folded cols(m, 0) to constant {11, 22, 33}\n");
+  CHECK_STR(line_of(m, "odd"), "%odd = f32[2] reduce(%m, %zero), dimensions={1}, to_apply=%twice");
+  IrModule *c = hlo(reduces_of_constants);
+  CHECK(c != NULL);
+  if (!c) return;
+  Log log2 = {{0}, 0};
+  CHECK(!run_pass(&pass_constant_folding, c, &log2));
+  ir_module_free(c);
+  ir_module_free(m);
+}
+
 /* x.at[i].set(v) and x.at[i].add(v): scatters that write one window become dynamic-update-slices
  * (the bounds check kept for a dynamic index); with constant indices into zeros, algsimp and
  * constant folding leave a pad. */
@@ -442,6 +495,7 @@ int main(void) {
   RUN(comparison_expander);
   RUN(constants_and_scalar_broadcasts);
   RUN(constant_folding_today);
+  RUN(constant_folding_reduces);
   RUN(scatter_expander);
   RUN(reshape_mover_and_slice_sinker);
   return check_summary();
