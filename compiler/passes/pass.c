@@ -83,6 +83,7 @@ static const Pass *const registry[] = {
     &pass_reshape_mover,
     &pass_while_constant_sinking,
     &pass_conditional_simplifier,
+    &pass_tree_reduction,
     /* fusion (the duplicating instruction-fusion run shares its name: pipelines only) */
     &pass_instruction_fusion,
     &pass_fusion_merger,
@@ -160,6 +161,8 @@ static const Pass *const priority_passes[] = {
     &pass_conditional_simplifier,
     &pass_cse_current,
     &pass_dce,
+    /* after layout assignment, XLA splits reductions too large for one race-free kernel */
+    &pass_tree_reduction,
     /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,

@@ -1,6 +1,7 @@
 /* test_simplify_current.c — the priority pipeline's simplification as today's XLA does it:
- * algsimp's rewrites (compiler/passes/algsimp_current.c), comparison-expander, and
- * constant-folding's today rules. Each test gives the HLO the pass gets, checks the rewrites it
+ * algsimp's rewrites (compiler/passes/algsimp_current.c), comparison-expander,
+ * constant-folding's today rules, scatter-expander, reshape-mover, slice-sinker and
+ * tree-reduction-rewriter. Each test gives the HLO the pass gets, checks the rewrites it
  * reports and the instructions it leaves, that the reference interpreter computes the same
  * numbers before and after, and that the classic pipeline's pass leaves the same module alone. */
 #include "pass_check.h"
@@ -379,6 +380,58 @@ TEST(constant_folding_reduces) {
   ir_module_free(m);
 }
 
+/* tree-reduction-rewriter: reductions too large for one race-free kernel become two. */
+static const char *const big_reductions =
+    "HloModule tree\n\n"
+    "add {\n"
+    "  a = s32[] parameter(0)\n"
+    "  b = s32[] parameter(1)\n"
+    "  ROOT r = s32[] add(a, b)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  i = s32[1000000] iota(), iota_dimension=0\n"
+    "  sq = s32[1000000] multiply(i, i)\n"
+    "  zero = s32[] constant(0)\n"
+    "  all = s32[] reduce(sq, zero), dimensions={0}, to_apply=add\n"
+    "  c = s32[1,6272,1,192] parameter(0)\n"
+    "  cols = s32[1,192] reduce(c, zero), dimensions={0,1}, to_apply=add\n"
+    "  p = s32[20011] parameter(1)\n"
+    "  odd = s32[] reduce(p, zero), dimensions={0}, to_apply=add\n"
+    "  b = s32[16,4,32] parameter(2)\n"
+    "  batch = s32[4] reduce(b, zero), dimensions={0,2}, to_apply=add\n"
+    "  f = s32[8,4096] parameter(3)\n"
+    "  fits = s32[8] reduce(f, zero), dimensions={1}, to_apply=add\n"
+    "  ROOT t = (s32[], s32[1,192], s32[], s32[4], s32[8]) tuple(all, cols, odd, batch, fits)\n"
+    "}\n";
+
+TEST(tree_reduction_rewriter) {
+  IrModule *m = hlo(big_reductions);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_tree_reduction, m, &log));
+  CHECK_STR(log.buf,
+            /* 1,000,000 = 1000 x 1000, as XLA splits jax.b380442861's sum */
+            "tree-reduction-rewriter rewrite: split all (a row reduction of 1000000 elements: more than 16384 are not "
+            "race free; 1000000 = 1000 x 1000) into all.inner (s32[1000,1000] -> s32[1000]) and all.outer (-> s32[])\n"
+            /* units dropped, 6272 = 64 x 98 (no padding; 64 a power of two), swapped for a column */
+            "tree-reduction-rewriter rewrite: split cols (a column reduction of 6272 elements: more than 4096 are not "
+            "race free; 6272 = 64 x 98) into cols.inner (s32[64,98,192] -> s32[64,192]) and cols.outer (-> s32[192])\n"
+            /* 20011 is not a product of two near its root: padded by 5 with the initial value */
+            "tree-reduction-rewriter rewrite: split odd (a row reduction of 20011 elements: more than 16384 are not "
+            "race free; 20016 = 144 x 139, padded) into odd.inner (s32[144,139] -> s32[144]) and odd.outer (-> s32[])\n"
+            "tree-reduction-rewriter rewrite: split batch (a row reduction over 16 major rows: more than 8 are not race "
+            "free) into batch.inner (s32[16,4,32] -> s32[16,4]) and batch.outer (-> s32[4])\n");
+  /* Each result is read in the reduction's own shape. */
+  CHECK_STR(line_of(m, "t"), "%t = (s32[], s32[1,192], s32[], s32[4], s32[8]) tuple(%all.outer, %cols.26, %odd.outer, "
+                             "%batch.outer, %fits)");
+  CHECK_STR(line_of(m, "odd.padded"), "%odd.padded = s32[20016]{0} pad(%p, %zero), padding=0_5");
+  /* Every reduction left is race free: nothing more to split. */
+  Log again = {{0}, 0};
+  CHECK(!run_pass(&pass_tree_reduction, m, &again));
+  ir_module_free(m);
+}
+
 /* x.at[i].set(v) and x.at[i].add(v): scatters that write one window become dynamic-update-slices
  * (the bounds check kept for a dynamic index); with constant indices into zeros, algsimp and
  * constant folding leave a pad. */
@@ -496,6 +549,7 @@ int main(void) {
   RUN(constants_and_scalar_broadcasts);
   RUN(constant_folding_today);
   RUN(constant_folding_reduces);
+  RUN(tree_reduction_rewriter);
   RUN(scatter_expander);
   RUN(reshape_mover_and_slice_sinker);
   return check_summary();
