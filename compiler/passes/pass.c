@@ -167,6 +167,7 @@ static const Pass *const priority_passes[] = {
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,
     &pass_priority_fusion,
+    &pass_cse_fusions,
     &pass_multi_output_fusion_current,
 };
 

@@ -12,7 +12,13 @@
  * loops, calls and conditionals are merged too when nothing they call has a side effect and what
  * they call is structurally the same computation, of any size: JAX's searchsorted lowered twenty
  * times over the same operands is twenty while loops with twenty copies of one body, and XLA
- * keeps one. The classic pipeline keeps the paper's behaviour. */
+ * keeps one. As in XLA's HloCSE, an iota is never merged itself (nor is anything else without
+ * operands but constants), but two iotas of one shape and dimension count as the same operand
+ * of their users. The classic pipeline keeps the paper's behaviour.
+ *
+ * After priority-fusion, XLA's fusion pipeline runs the same CSE on the fused computations only
+ * (pass_cse_fusions): a producer fused into one kernel once for each of its users there becomes
+ * one instruction again. */
 #include <stdint.h>
 #include <string.h>
 
@@ -113,6 +119,7 @@ static bool has_side_effect(const IrInstr *i, int depth) {
 static bool eligible(const IrInstr *i, bool current) {
   if (current && (i->op == IR_OP_WHILE || i->op == IR_OP_CALL || i->op == IR_OP_CONDITIONAL))
     return !has_side_effect(i, 0);
+  if (current && i->op == IR_OP_IOTA) return false;
   switch (i->op) {
   case IR_OP_PARAMETER:
   case IR_OP_RNG:
@@ -215,15 +222,27 @@ static bool comps_identical(const IrComputation *a, const IrComputation *b, int 
   return true;
 }
 
+/* Today's XLA never merges an iota itself (HloCSE skips instructions without operands), but
+ * counts two iotas of one shape and dimension as the same operand (its eq_instructions). */
+static bool same_iota(const IrInstr *x, const IrInstr *y) {
+  int64_t dx, dy;
+  return x && y && x->op == IR_OP_IOTA && y->op == IR_OP_IOTA && ir_attr_int(x, "iota_dimension", &dx) &&
+         ir_attr_int(y, "iota_dimension", &dy) && dx == dy && shape_identical(&x->shape, &y->shape);
+}
+
+static bool same_operand(const IrInstr *x, const IrInstr *y, bool current) {
+  return x == y || (current && same_iota(x, y));
+}
+
 static bool identical(const IrInstr *a, const IrInstr *b, bool current) {
   if (a->op != b->op || a->noperands != b->noperands || !shape_identical(&a->shape, &b->shape)) return false;
   if (a->noperands == 2 && is_commutative(a)) {
-    if (!((a->operands[0] == b->operands[0] && a->operands[1] == b->operands[1]) ||
-          (a->operands[0] == b->operands[1] && a->operands[1] == b->operands[0])))
+    if (!((same_operand(a->operands[0], b->operands[0], current) && same_operand(a->operands[1], b->operands[1], current)) ||
+          (same_operand(a->operands[0], b->operands[1], current) && same_operand(a->operands[1], b->operands[0], current))))
       return false;
   } else {
     for (int k = 0; k < a->noperands; k++)
-      if (a->operands[k] != b->operands[k]) return false;
+      if (!same_operand(a->operands[k], b->operands[k], current)) return false;
   }
   if (a->op == IR_OP_CONSTANT && strcmp(a->literal->text, b->literal->text) != 0) return false;
   return attrs_identical(a, b, 0, current);
@@ -231,15 +250,27 @@ static bool identical(const IrInstr *a, const IrInstr *b, bool current) {
 
 static uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 1099511628211ull; }
 
-static uint64_t hash_instr(const IrInstr *i) {
+/* What an operand contributes to its user's hash: its identity, or for an iota (today's XLA) its
+ * shape and dimension, so users of two equal iotas meet. */
+static uint64_t operand_key(const IrInstr *x, bool current) {
+  if (!x) return 0;
+  if (!current || x->op != IR_OP_IOTA) return (uint64_t)x->id;
+  int64_t d = 0;
+  ir_attr_int(x, "iota_dimension", &d);
+  uint64_t h = mix(0x9e3779b97f4a7c15ull, (uint64_t)x->shape.type);
+  for (int k = 0; k < x->shape.rank; k++) h = mix(h, (uint64_t)x->shape.dims[k]);
+  return mix(h, (uint64_t)d) | 1ull << 63;
+}
+
+static uint64_t hash_instr(const IrInstr *i, bool current) {
   uint64_t h = 1469598103934665603ull;
   h = mix(h, (uint64_t)i->op);
   h = mix(h, (uint64_t)i->shape.type);
   for (int d = 0; d < i->shape.rank; d++) h = mix(h, (uint64_t)i->shape.dims[d]);
   if (i->noperands == 2 && is_commutative(i)) {
-    h = mix(h, (uint64_t)i->operands[0]->id + (uint64_t)i->operands[1]->id);
+    h = mix(h, operand_key(i->operands[0], current) + operand_key(i->operands[1], current));
   } else {
-    for (int k = 0; k < i->noperands; k++) h = mix(h, i->operands[k] ? (uint64_t)i->operands[k]->id : 0);
+    for (int k = 0; k < i->noperands; k++) h = mix(h, operand_key(i->operands[k], current));
   }
   if (i->op == IR_OP_CONSTANT)
     for (const char *p = i->literal->text; *p; p++) h = mix(h, (unsigned char)*p);
@@ -251,6 +282,25 @@ static void unlink(IrInstr *i) {
   for (int o = 0; o < i->noperands; o++)
     if (i->operands[o]) ir_set_operand(i, o, NULL);
   i->dead = true;
+}
+
+/* Two equal iotas read by one instruction: it reads the first twice (HloCSE, today). */
+static int same_iota_operands(IrInstr *i, PassContext *cx) {
+  int done = 0;
+  for (int a = 0; a < i->noperands; a++)
+    for (int b = a + 1; b < i->noperands; b++) {
+      IrInstr *x = i->operands[a], *y = i->operands[b];
+      if (x == y || !same_iota(x, y)) continue;
+      PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rewrite", .producer = y->name,
+                        .consumer = i->name, .result = x->name, .accepted = true};
+      pass_emit(cx->sink, &d, "%s reads %s where it reads the same iota %s", i->name, x->name, y->name);
+      ir_set_operand(i, b, x);
+      if (y->nusers == 0 && y != y->parent->root) {
+        unlink(y);
+      }
+      done++;
+    }
+  return done;
 }
 
 static int cse_computation(IrComputation *c, PassContext *cx, bool current, bool *oom) {
@@ -268,7 +318,7 @@ static int cse_computation(IrComputation *c, PassContext *cx, bool current, bool
     bool operands_ok = true;
     for (int o = 0; o < i->noperands; o++) operands_ok = operands_ok && i->operands[o];
     if (!operands_ok) continue;
-    size_t slot = hash_instr(i) & (cap - 1);
+    size_t slot = hash_instr(i, current) & (cap - 1);
     IrInstr *found = NULL;
     while (table[slot]) {
       if (identical(table[slot], i, current)) {
@@ -279,6 +329,7 @@ static int cse_computation(IrComputation *c, PassContext *cx, bool current, bool
     }
     if (!found) {
       table[slot] = i;
+      if (current) merged += same_iota_operands(i, cx);
       continue;
     }
     PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rewrite", .producer = i->name,
@@ -316,6 +367,20 @@ static bool run(IrModule *m, PassContext *cx, bool *changed, bool current) {
 }
 
 static bool run_cse(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false); }
+
+/* XLA's fusion pipeline runs HloCSE(only_fusion_computations) right after priority-fusion: the
+ * copies of a producer that fusion put into one kernel for each of its users there become one. */
+static bool run_cse_fusions(IrModule *m, PassContext *cx, bool *changed) {
+  int merged = 0;
+  bool oom = false;
+  for (int k = 0; k < m->ncomps && !oom; k++)
+    if (simp_is_fused_computation(m->comps[k])) merged += cse_computation(m->comps[k], cx, true, &oom);
+  for (int k = 0; k < m->ncomps; k++)
+    for (int j = 0; j < m->comps[k]->ninstrs; j++) m->comps[k]->instrs[j]->aux = NULL;
+  if (oom) return fx_error_set(cx->err, NULL, 0, 0, "cse: out of memory");
+  *changed = merged > 0;
+  return true;
+}
 static bool run_cse_current(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true); }
 
 const Pass pass_cse = {"cse", "common subexpression elimination: identical instructions become one", run_cse};
@@ -323,3 +388,6 @@ const Pass pass_cse_current = {"cse",
                                "common subexpression elimination: identical instructions become one, loops, calls "
                                "and conditionals of identical computations too",
                                run_cse_current};
+const Pass pass_cse_fusions = {"cse", "common subexpression elimination inside fusions: the copies of an instruction "
+                                      "one kernel computes become one",
+                               run_cse_fusions};

@@ -28,6 +28,7 @@ extern const Pass pass_constant_folding_current; /* pass_constant_folding.c: XLA
 extern const Pass pass_while_constant_sinking;   /* pass_while_constant_sinking.c */
 extern const Pass pass_while_simplifier_current; /* pass_while_simplifier_current.c: XLA's WhileLoopSimplifier */
 extern const Pass pass_conditional_simplifier;   /* pass_conditional_simplifier.c: known or cheap branches */
+extern const Pass pass_cse_fusions;              /* pass_cse.c: inside fusions, after priority-fusion */
 extern const Pass pass_tree_reduction;           /* pass_tree_reduction.c: reductions too large for one kernel */
 
 /* fusion */

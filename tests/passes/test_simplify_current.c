@@ -1,7 +1,7 @@
 /* test_simplify_current.c — the priority pipeline's simplification as today's XLA does it:
  * algsimp's rewrites (compiler/passes/algsimp_current.c), comparison-expander,
- * constant-folding's today rules, scatter-expander, reshape-mover, slice-sinker and
- * tree-reduction-rewriter. Each test gives the HLO the pass gets, checks the rewrites it
+ * constant-folding's today rules, scatter-expander, reshape-mover, slice-sinker,
+ * tree-reduction-rewriter and today's CSE (iotas; inside fusions after priority-fusion). Each test gives the HLO the pass gets, checks the rewrites it
  * reports and the instructions it leaves, that the reference interpreter computes the same
  * numbers before and after, and that the classic pipeline's pass leaves the same module alone. */
 #include "pass_check.h"
@@ -432,6 +432,66 @@ TEST(tree_reduction_rewriter) {
   ir_module_free(m);
 }
 
+/* Today's CSE never merges an iota itself, but users of two equal iotas are the same, and an
+ * instruction reading both reads one. */
+TEST(cse_and_iotas) {
+  IrModule *m = hlo("HloModule iotas\n\n"
+                    "ENTRY main {\n"
+                    "  x = s32[8] parameter(0)\n"
+                    "  i1 = s32[8] iota(), iota_dimension=0\n"
+                    "  i2 = s32[8] iota(), iota_dimension=0\n"
+                    "  a1 = s32[8] add(x, i1)\n"
+                    "  a2 = s32[8] add(x, i2)\n"
+                    "  sq = s32[8] multiply(i1, i2)\n"
+                    "  ROOT t = (s32[8], s32[8], s32[8]) tuple(a1, a2, sq)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_cse_current, m, &log));
+  CHECK_STR(log.buf, "cse rewrite: replaced a2 by a1: the same add of the same operands\n"
+                     "cse rewrite: sq reads i1 where it reads the same iota i2\n");
+  CHECK_STR(line_of(m, "t"), "%t = (s32[8], s32[8], s32[8]) tuple(%a1, %a1, %sq)");
+  CHECK_STR(line_of(m, "sq"), "%sq = s32[8] multiply(%i1, %i1)");
+  /* The classic CSE (the paper's pipeline) merges the iotas themselves. */
+  IrModule *c = hlo("HloModule iotas\n\nENTRY main {\n  i1 = s32[8] iota(), iota_dimension=0\n"
+                    "  i2 = s32[8] iota(), iota_dimension=0\n  ROOT t = (s32[8], s32[8]) tuple(i1, i2)\n}\n");
+  CHECK(c != NULL);
+  if (!c) return;
+  Log log2 = {{0}, 0};
+  CHECK(run_pass(&pass_cse, c, &log2));
+  CHECK_STR(log2.buf, "cse rewrite: replaced i2 by i1: the same iota of the same operands\n");
+  ir_module_free(c);
+  ir_module_free(m);
+}
+
+/* After priority-fusion, CSE runs inside the fused computations only: the copy of exp(p) fusion
+ * made for a second user in the same kernel becomes one; the entry computation is left alone. */
+TEST(cse_inside_fusions) {
+  IrModule *m = hlo("HloModule fcse\n\n"
+                    "fused {\n"
+                    "  p = f32[4] parameter(0)\n"
+                    "  e = f32[4] exponential(p)\n"
+                    "  e.clone = f32[4] exponential(p)\n"
+                    "  ROOT r = f32[4] add(e, e.clone)\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4] parameter(0)\n"
+                    "  n1 = f32[4] negate(x)\n"
+                    "  n2 = f32[4] negate(x)\n"
+                    "  f = f32[4] fusion(n1), kind=kLoop, calls=fused\n"
+                    "  ROOT t = (f32[4], f32[4]) tuple(f, n2)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_cse_fusions, m, &log));
+  CHECK_STR(log.buf, "cse rewrite: replaced e.clone by e: the same exponential of the same operands\n");
+  CHECK_STR(line_of(m, "r"), "%r = f32[4] add(%e, %e)");
+  CHECK(ir_module_find_instr(m, "n2") != NULL);
+  ir_module_free(m);
+}
+
 /* x.at[i].set(v) and x.at[i].add(v): scatters that write one window become dynamic-update-slices
  * (the bounds check kept for a dynamic index); with constant indices into zeros, algsimp and
  * constant folding leave a pad. */
@@ -550,6 +610,8 @@ int main(void) {
   RUN(constant_folding_today);
   RUN(constant_folding_reduces);
   RUN(tree_reduction_rewriter);
+  RUN(cse_and_iotas);
+  RUN(cse_inside_fusions);
   RUN(scatter_expander);
   RUN(reshape_mover_and_slice_sinker);
   return check_summary();
