@@ -32,7 +32,8 @@ import xla_compare  # noqa: E402
 SIMPLIFICATION = ["call-inliner", "sharding-remover", "comparison-expander", "scatter-expander", "slice-sinker",
                   "reshape-mover", "algsimp", "constant-folding", "while-loop-constant-sinking",
                   "while-loop-simplifier", "conditional-simplifier", "cse",
-                  "dce", "tuple-simplifier", "tree-reduction-rewriter", "while-loop-unroll"]
+                  "dce", "tuple-simplifier", "tree-reduction-rewriter", "float-normalization-bf16",
+                  "simplify-fp-conversions", "while-loop-unroll"]
 
 
 def find(refdir, name, what):

@@ -84,6 +84,8 @@ static const Pass *const registry[] = {
     &pass_while_constant_sinking,
     &pass_conditional_simplifier,
     &pass_tree_reduction,
+    &pass_float_normalization,
+    &pass_simplify_fp_conversions,
     /* fusion (the duplicating instruction-fusion run shares its name: pipelines only) */
     &pass_instruction_fusion,
     &pass_fusion_merger,
@@ -161,11 +163,15 @@ static const Pass *const priority_passes[] = {
     &pass_conditional_simplifier,
     &pass_cse_current,
     &pass_dce,
-    /* after layout assignment, XLA splits reductions too large for one race-free kernel */
-    &pass_tree_reduction,
-    /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
+    /* after layout assignment, XLA makes normalization diamonds Triton fusions (Ampere+), splits
+       reductions too large for one race-free kernel, and computes in f32 what the GPU has no bf16
+       instruction for; fusion (priority-fusion, multi_output_fusion) after unrolling loops when
+       `set unroll N` asks */
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,
+    &pass_tree_reduction,
+    &pass_float_normalization,
+    &pass_simplify_fp_conversions,
     &pass_priority_fusion,
     &pass_cse_fusions,
     &pass_multi_output_fusion_current,

@@ -29,6 +29,8 @@ extern const Pass pass_while_constant_sinking;   /* pass_while_constant_sinking.
 extern const Pass pass_while_simplifier_current; /* pass_while_simplifier_current.c: XLA's WhileLoopSimplifier */
 extern const Pass pass_conditional_simplifier;   /* pass_conditional_simplifier.c: known or cheap branches */
 extern const Pass pass_cse_fusions;              /* pass_cse.c: inside fusions, after priority-fusion */
+extern const Pass pass_float_normalization;      /* pass_float_normalization.c: bf16 ops the GPU lacks, in f32 */
+extern const Pass pass_simplify_fp_conversions;  /* pass_simplify_fp_conversions.c: convert chains */
 extern const Pass pass_tree_reduction;           /* pass_tree_reduction.c: reductions too large for one kernel */
 
 /* fusion */

@@ -23,14 +23,15 @@ static inline void log_emit(void *ctx, const PassDecision *d) {
   l->n++;
 }
 
-/* Runs pass p on m in place; returns whether it changed m. The module must verify after. */
-static inline bool run_pass(const Pass *p, IrModule *m, Log *log) {
+/* Runs pass p on m in place for device dev (NULL: none); returns whether it changed m. The
+ * module must verify after. */
+static inline bool run_pass_for(const Pass *p, IrModule *m, Log *log, const DeviceProfile *dev) {
   DecisionSink sink = {log_emit, log};
   PassSettings settings;
   pass_settings_default(&settings);
   FxError err;
   fx_error_clear(&err);
-  PassContext cx = {&sink, NULL, &settings, 1, p->name, &err, NULL};
+  PassContext cx = {&sink, dev, &settings, 1, p->name, &err, NULL};
   bool changed = false;
   bool ok = p->run(m, &cx, &changed);
   if (!ok) fx_error_print(stderr, &err);
@@ -42,6 +43,8 @@ static inline bool run_pass(const Pass *p, IrModule *m, Log *log) {
   CHECK(v);
   return changed;
 }
+
+static inline bool run_pass(const Pass *p, IrModule *m, Log *log) { return run_pass_for(p, m, log, NULL); }
 
 static inline IrModule *hlo(const char *text) {
   FxError err;
@@ -101,10 +104,11 @@ static inline RtTensor *interp(const IrModule *m) {
   return out;
 }
 
-/* Runs pass p and checks the result agrees with the module before it, on the interpreter. */
-static inline bool run_pass_same_numbers(const Pass *p, IrModule *m, Log *log) {
+/* Runs pass p (for device dev) and checks the result agrees with the module before it, on the
+ * interpreter. */
+static inline bool run_pass_same_numbers_for(const Pass *p, IrModule *m, Log *log, const DeviceProfile *dev) {
   RtTensor *before = interp(m);
-  bool changed = run_pass(p, m, log);
+  bool changed = run_pass_for(p, m, log, dev);
   RtTensor *after = interp(m);
   CHECK(before && after);
   if (before && after) {
@@ -116,6 +120,10 @@ static inline bool run_pass_same_numbers(const Pass *p, IrModule *m, Log *log) {
   rt_tensor_unref(before);
   rt_tensor_unref(after);
   return changed;
+}
+
+static inline bool run_pass_same_numbers(const Pass *p, IrModule *m, Log *log) {
+  return run_pass_same_numbers_for(p, m, log, NULL);
 }
 
 #endif

@@ -1,7 +1,8 @@
 /* test_simplify_current.c — the priority pipeline's simplification as today's XLA does it:
  * algsimp's rewrites (compiler/passes/algsimp_current.c), comparison-expander,
  * constant-folding's today rules, scatter-expander, reshape-mover, slice-sinker,
- * tree-reduction-rewriter and today's CSE (iotas; inside fusions after priority-fusion). Each test gives the HLO the pass gets, checks the rewrites it
+ * tree-reduction-rewriter, today's CSE (iotas; inside fusions after priority-fusion),
+ * float-normalization-bf16 and simplify-fp-conversions. Each test gives the HLO the pass gets, checks the rewrites it
  * reports and the instructions it leaves, that the reference interpreter computes the same
  * numbers before and after, and that the classic pipeline's pass leaves the same module alone. */
 #include "pass_check.h"
@@ -492,6 +493,97 @@ TEST(cse_inside_fusions) {
   ir_module_free(m);
 }
 
+/* float-normalization-bf16: what the GPU has no bf16 instruction for computes in f32, by compute
+ * capability; simplify-fp-conversions then removes the converts left back to back. */
+static const char *const bf16_ops =
+    "HloModule fnorm\n\n"
+    "ENTRY main {\n"
+    "  x = bf16[8] parameter(0)\n"
+    "  y = bf16[8] parameter(1)\n"
+    "  d = bf16[8] divide(x, y)\n"
+    "  s = bf16[8] sqrt(d)\n"
+    "  a = bf16[8] add(s, x)\n"
+    "  e = bf16[8] exponential(a)\n"
+    "  ROOT r = bf16[8] maximum(e, y)\n"
+    "}\n";
+
+TEST(float_normalization) {
+  IrModule *m = hlo(bf16_ops);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers_for(&pass_float_normalization, m, &log, device_lookup("h100")));
+  CHECK_STR(log.buf, "float-normalization-bf16 rewrite: d computes in f32: the GPU (sm_90) has no bf16 divide; its "
+                     "operands and result are converted\n"
+                     "float-normalization-bf16 rewrite: s computes in f32: the GPU (sm_90) has no bf16 sqrt; its "
+                     "operands and result are converted\n");
+  CHECK_STR(line_of(m, "d"), "%d = f32[8] divide(%convert, %convert.10)");
+  /* s reads d through f32 -> bf16 -> f32: one chain simplify-fp-conversions removes. */
+  Log log2 = {{0}, 0};
+  CHECK(run_pass_same_numbers_for(&pass_simplify_fp_conversions, m, &log2, device_lookup("h100")));
+  CHECK_STR(log2.buf, "simplify-fp-conversions rewrite: convert.12 ends 2 conversions of d and has its type (f32): it "
+                      "is d\n");
+  CHECK_STR(line_of(m, "s"), "%s = f32[8] sqrt(%d)");
+  CHECK_STR(line_of(m, "a"), "%a = bf16[8] add(%convert.13, %x)");
+  ir_module_free(m);
+
+  /* An A100 has no bf16 add either; a Turing GPU no bf16 maximum; a device without an sm_
+   * architecture changes nothing. */
+  const char *const devs[] = {"a100", "rtx2080ti"};
+  const int expect[] = {3, 4};
+  for (int k = 0; k < 2; k++) {
+    IrModule *d = hlo(bf16_ops);
+    CHECK(d != NULL);
+    if (!d) return;
+    Log l = {{0}, 0};
+    CHECK(run_pass_same_numbers_for(&pass_float_normalization, d, &l, device_lookup(devs[k])));
+    CHECK(l.n == expect[k]);
+    ir_module_free(d);
+  }
+  IrModule *none = hlo(bf16_ops);
+  CHECK(none != NULL);
+  if (!none) return;
+  Log l3 = {{0}, 0};
+  CHECK(!run_pass(&pass_float_normalization, none, &l3));
+  ir_module_free(none);
+}
+
+/* A reduce whose computation adds in bf16 on an A100: the reduce works in f32 with an f32 copy of
+ * its computation. */
+TEST(float_normalization_reduce) {
+  IrModule *m = hlo("HloModule fred\n\n"
+                    "add {\n"
+                    "  a = bf16[] parameter(0)\n"
+                    "  b = bf16[] parameter(1)\n"
+                    "  ROOT s = bf16[] add(a, b)\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = bf16[4,16] parameter(0)\n"
+                    "  z = bf16[] constant(0)\n"
+                    "  ROOT r = bf16[4] reduce(x, z), dimensions={1}, to_apply=add\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers_for(&pass_float_normalization, m, &log, device_lookup("a100")));
+  CHECK(strstr(log.buf, "float-normalization-bf16 rewrite: r computes in f32: the GPU (sm_80) has no bf16 reduce; its "
+                        "operands, its result and its computation are converted\n") != NULL);
+  IrInstr *r = ir_module_find_instr(m, "r");
+  CHECK(r && r->shape.type == IR_F32);
+  IrComputation *f = r ? ir_attr_comp(r, "to_apply") : NULL;
+  CHECK(f && strcmp(f->name, "add") != 0 && f->root && f->root->shape.type == IR_F32 && f->params[0]->shape.type == IR_F32);
+  /* On an H100 the bf16 add is supported: nothing changes. */
+  IrModule *h = hlo("HloModule fred\n\nadd {\n  a = bf16[] parameter(0)\n  b = bf16[] parameter(1)\n"
+                    "  ROOT s = bf16[] add(a, b)\n}\n\nENTRY main {\n  x = bf16[4,16] parameter(0)\n"
+                    "  z = bf16[] constant(0)\n  ROOT r = bf16[4] reduce(x, z), dimensions={1}, to_apply=add\n}\n");
+  CHECK(h != NULL);
+  if (!h) return;
+  Log log2 = {{0}, 0};
+  CHECK(!run_pass_for(&pass_float_normalization, h, &log2, device_lookup("h100")));
+  ir_module_free(h);
+  ir_module_free(m);
+}
+
 /* x.at[i].set(v) and x.at[i].add(v): scatters that write one window become dynamic-update-slices
  * (the bounds check kept for a dynamic index); with constant indices into zeros, algsimp and
  * constant folding leave a pad. */
@@ -612,6 +704,8 @@ int main(void) {
   RUN(tree_reduction_rewriter);
   RUN(cse_and_iotas);
   RUN(cse_inside_fusions);
+  RUN(float_normalization);
+  RUN(float_normalization_reduce);
   RUN(scatter_expander);
   RUN(reshape_mover_and_slice_sinker);
   return check_summary();
