@@ -222,27 +222,12 @@ static int try_remove(IrInstr *i, PassContext *cx) {
 
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   /* The conditionals first (XLA gathers them ahead too): removing one adds instructions. */
-  int n = 0, cap = 0;
-  IrInstr **conds = NULL;
-  for (int c = 0; c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    for (int k = 0; k < comp->ninstrs; k++) {
-      if (comp->instrs[k]->dead || comp->instrs[k]->op != IR_OP_CONDITIONAL) continue;
-      if (n == cap) {
-        cap = cap ? 2 * cap : 16;
-        IrInstr **g = fx_realloc(conds, sizeof *g * (size_t)cap);
-        if (!g) {
-          fx_free(conds);
-          return fx_error_set(cx->err, NULL, 0, 0, "conditional-simplifier: out of memory");
-        }
-        conds = g;
-      }
-      conds[n++] = comp->instrs[k];
-    }
-  }
+  int n;
+  IrInstr **conds = simp_collect(m, IR_OP_CONDITIONAL, &n);
+  if (!conds) return fx_error_set(cx->err, NULL, 0, 0, "conditional-simplifier: out of memory");
   int removed = 0;
   for (int k = 0; k < n && !pass_interrupted(cx); k++) {
+    if (conds[k]->dead) continue;
     int r = try_remove(conds[k], cx);
     if (r < 0) {
       fx_free(conds);

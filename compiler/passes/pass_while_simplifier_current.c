@@ -544,25 +544,9 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   int edits = 0;
   for (int round = 0; round < 256 && !pass_interrupted(cx); round++) {
     /* The loops as the round starts (rewrites add and remove instructions around them). */
-    int nloops = 0, cap = 0;
-    IrInstr **loops = NULL;
-    for (int c = 0; c < m->ncomps; c++) {
-      IrComputation *comp = m->comps[c];
-      if (simp_is_fused_computation(comp)) continue;
-      for (int k = 0; k < comp->ninstrs; k++) {
-        if (comp->instrs[k]->op != IR_OP_WHILE) continue;
-        if (nloops == cap) {
-          cap = cap ? 2 * cap : 16;
-          IrInstr **g = fx_realloc(loops, sizeof *g * (size_t)cap);
-          if (!g) {
-            fx_free(loops);
-            return fx_error_set(cx->err, NULL, 0, 0, "while-loop-simplifier: out of memory");
-          }
-          loops = g;
-        }
-        loops[nloops++] = comp->instrs[k];
-      }
-    }
+    int nloops = 0;
+    IrInstr **loops = simp_collect(m, IR_OP_WHILE, &nloops);
+    if (!loops) return fx_error_set(cx->err, NULL, 0, 0, "while-loop-simplifier: out of memory");
     int *callers = count_callers(m);
     if (!callers) {
       fx_free(loops);

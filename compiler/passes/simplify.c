@@ -155,3 +155,28 @@ int simp_callers(const IrModule *m, const IrComputation *c) {
   }
   return n;
 }
+
+IrInstr **simp_collect(const IrModule *m, IrOpcode op, int *n) {
+  int cap = 16;
+  IrInstr **out = fx_malloc(sizeof *out * (size_t)cap);
+  *n = 0;
+  if (!out) return NULL;
+  for (int c = 0; c < m->ncomps; c++) {
+    const IrComputation *comp = m->comps[c];
+    if (simp_is_fused_computation(comp)) continue;
+    for (int k = 0; k < comp->ninstrs; k++) {
+      if (comp->instrs[k]->dead || comp->instrs[k]->op != op) continue;
+      if (*n == cap) {
+        cap *= 2;
+        IrInstr **g = fx_realloc(out, sizeof *g * (size_t)cap);
+        if (!g) {
+          fx_free(out);
+          return NULL;
+        }
+        out = g;
+      }
+      out[(*n)++] = comp->instrs[k];
+    }
+  }
+  return out;
+}

@@ -39,6 +39,11 @@ const char *simp_describe(const IrInstr *i, char *buf, size_t n);
 /* True for computations that are the body of a fusion (passes before fusion leave them alone). */
 bool simp_is_fused_computation(const IrComputation *c);
 
+/* The instructions of opcode op in m's computations (fusion bodies aside), in order, as an
+ * fx_malloc'd array (*n of them; the caller frees it): a pass that rewrites them one by one
+ * works from this list, not from computations its rewrites change. NULL when out of memory. */
+IrInstr **simp_collect(const IrModule *m, IrOpcode op, int *n);
+
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);
 
