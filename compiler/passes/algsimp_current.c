@@ -4,6 +4,7 @@
  *
  *   A - A -> 0 (integers)                        HandleSubtract
  *   A - C -> A + (-C)   (C a constant, or a broadcast of one)
+ *   0 * A -> 0;  A * 0 -> 0   (integers: a float NaN times 0 is NaN)   HandleMultiply
  *   A / 2^k -> A >> k (unsigned), with the sign (signed)      HandleDivide / TryDivideToShift
  *   exp(A) / exp(B) -> exp(A - B);  A / exp(B) -> A * exp(-B)
  *   A / pow(B, C) -> A * pow(B, -C)
@@ -206,6 +207,20 @@ static bool subtract(Simp *s, IrInstr *i) {
   become(i, IR_OP_ADD, a, neg);
   rewritten(s, i, before, "subtracting a constant is adding its negation");
   return true;
+}
+
+/* ---------- multiply ---------- */
+
+/* 0 * A and A * 0 are the zero operand, for integers only: a float NaN or infinity times zero is
+ * NaN (XLA's HandleMultiply, "0*A => 0. Only applies for integral types"). */
+static bool multiply(Simp *s, IrInstr *i) {
+  if (!ir_type_is_int(i->shape.type)) return false;
+  double v;
+  for (int k = 0; k < 2; k++) {
+    IrInstr *z = i->operands[k];
+    if (simp_splat_value(z, &v) && v == 0 && algsimp_forward(s, i, z, "an integer times zero is zero")) return true;
+  }
+  return false;
 }
 
 /* ---------- divide ---------- */
@@ -642,6 +657,8 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
   switch (i->op) {
   case IR_OP_SUBTRACT:
     return i->noperands == 2 && subtract(s, i);
+  case IR_OP_MULTIPLY:
+    return i->noperands == 2 && multiply(s, i);
   case IR_OP_DIVIDE:
     return i->noperands == 2 && divide(s, i);
   case IR_OP_REMAINDER:

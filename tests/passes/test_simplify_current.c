@@ -70,6 +70,39 @@ TEST(arithmetic_canonical_forms) {
   classic_leaves_alone(arithmetic);
 }
 
+/* An integer times zero is zero, and what only fed it is gone (in_place_dynamic_update_slice's
+ * random index: a while loop whose result was multiplied by 0); a float times zero stays (NaN). */
+static const char *const times_zero =
+    "HloModule times_zero\n\n"
+    "ENTRY main {\n"
+    "  a = u32[] parameter(0)\n"
+    "  b = u32[] parameter(1)\n"
+    "  f = f32[4] parameter(2)\n"
+    "  x = u32[] xor(a, b)\n"
+    "  zero = u32[] constant(0)\n"
+    "  m = u32[] multiply(x, zero)\n"
+    "  s = u32[] add(m, b)\n"
+    "  fz = f32[] constant(0)\n"
+    "  bz = f32[4] broadcast(fz), dimensions={}\n"
+    "  fm = f32[4] multiply(bz, f)\n"
+    "  ROOT t = (u32[], f32[4]) tuple(s, fm)\n"
+    "}\n";
+
+TEST(integer_times_zero) {
+  IrModule *m = hlo(times_zero);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf, "algsimp rewrite: replaced m(x, 0) by zero: an integer times zero is zero\n"
+                     "algsimp rewrite: replaced s(0, b) by b: adding zero\n");
+  CHECK_STR(line_of(m, "x"), "(none)");
+  CHECK_STR(line_of(m, "fm"), "%fm = f32[4] multiply(%bz, %f)");
+  CHECK(count_op(m, IR_OP_XOR) == 0 && count_op(m, IR_OP_MULTIPLY) == 1);
+  ir_module_free(m);
+  classic_leaves_alone(times_zero);
+}
+
 /* Integer division and remainder by powers of two: shifts and masks, the sign kept for signed
  * integers (JAX's floor_divide and % by 2 in a binary search, as jax.issue.33666 lowers it). */
 static const char *const powers_of_two =
@@ -693,6 +726,7 @@ TEST(reshape_mover_and_slice_sinker) {
 
 int main(void) {
   RUN(arithmetic_canonical_forms);
+  RUN(integer_times_zero);
   RUN(integer_powers_of_two);
   RUN(broadcast_rewrites);
   RUN(what_stays);
