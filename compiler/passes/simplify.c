@@ -51,9 +51,14 @@ bool simp_has_side_effect(const IrInstr *i) { return instr_side_effect(i, 0); }
 
 bool simp_comp_has_side_effect(const IrComputation *c) { return comp_side_effect(c, 0); }
 
-/* Whether i can go now: dead code that nothing uses. */
+/* Whether i can go now: dead code that nothing uses. A loop, call or conditional whose
+ * computations have no side effect goes too, as XLA's RemoveInstructionAndUnusedOperands removes
+ * whatever is dead and not HasSideEffect (a rewrite that stops reading a loop's result removes
+ * the loop). */
 static bool droppable(const IrInstr *i) {
-  return !i->dead && i->nusers == 0 && i->parent && i != i->parent->root && simp_is_pure(i);
+  if (i->dead || i->nusers != 0 || !i->parent || i == i->parent->root) return false;
+  if (i->op == IR_OP_WHILE || i->op == IR_OP_CALL || i->op == IR_OP_CONDITIONAL) return !simp_has_side_effect(i);
+  return simp_is_pure(i);
 }
 
 /* Removes i if droppable, then its operands that became droppable, and so on: with a worklist,

@@ -18,8 +18,9 @@ bool simp_is_pure(const IrInstr *i);
 bool simp_has_side_effect(const IrInstr *i);
 bool simp_comp_has_side_effect(const IrComputation *c);
 
-/* Removes i when it is unused, pure and not its computation's root, then its operands that
- * became unused, transitively. Returns how many instructions were removed. */
+/* Removes i when it is unused, pure (a loop, call or conditional: when nothing it runs has a
+ * side effect) and not its computation's root, then its operands that became unused,
+ * transitively. Returns how many instructions were removed. */
 int simp_drop_dead(IrInstr *i);
 
 /* Replaces every use of old by repl (the root too), then drops old and whatever became dead. */

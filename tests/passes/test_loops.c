@@ -531,8 +531,67 @@ TEST(sharding_remover) {
   ir_module_free(m);
 }
 
+/* A loop whose result only a multiplication by zero read: once algsimp makes that product the
+ * zero, nothing reads the loop and it goes with what fed only it (XLA's
+ * RemoveInstructionAndUnusedOperands); with a side effect in its body it stays. */
+static const char *dead_loop(const char *effect) {
+  static char buf[2048];
+  snprintf(buf, sizeof buf,
+           "HloModule dead_loop\n\n"
+           "body {\n"
+           "  p = (s32[], u32[]) parameter(0)\n"
+           "  i = s32[] get-tuple-element(p), index=0\n"
+           "  v = u32[] get-tuple-element(p), index=1\n"
+           "  one = s32[] constant(1)\n"
+           "  i1 = s32[] add(i, one)\n"
+           "  v1 = u32[] %s(v, v)\n"
+           "  ROOT t = (s32[], u32[]) tuple(i1, v1)\n"
+           "}\n\n"
+           "cond {\n"
+           "  p = (s32[], u32[]) parameter(0)\n"
+           "  i = s32[] get-tuple-element(p), index=0\n"
+           "  n = s32[] constant(5)\n"
+           "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+           "}\n\n"
+           "ENTRY main {\n"
+           "  a = u32[] parameter(0)\n"
+           "  b = u32[] parameter(1)\n"
+           "  zero = s32[] constant(0)\n"
+           "  init = (s32[], u32[]) tuple(zero, a)\n"
+           "  w = (s32[], u32[]) while(init), condition=cond, body=body\n"
+           "  r = u32[] get-tuple-element(w), index=1\n"
+           "  z = u32[] constant(0)\n"
+           "  m = u32[] multiply(r, z)\n"
+           "  ROOT s = u32[] add(m, b)\n"
+           "}\n",
+           effect);
+  return buf;
+}
+
+TEST(unread_loop_goes) {
+  IrModule *m = hlo(dead_loop("xor"));
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf, "algsimp rewrite: replaced m(r, 0) by z: an integer times zero is zero\n"
+                     "algsimp rewrite: replaced s(0, b) by b: adding zero\n");
+  CHECK(count_op(m, IR_OP_WHILE) == 0 && count_op(m, IR_OP_TUPLE) == 1);
+  CHECK_STR(line_of(m, "init"), "(none)");
+  ir_module_free(m);
+  /* A custom call may do more than compute its value: the loop stays. */
+  m = hlo(dead_loop("custom-call"));
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log2 = {{0}, 0};
+  CHECK(run_pass(&pass_algsimp_current, m, &log2));
+  CHECK(count_op(m, IR_OP_WHILE) == 1);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(merge_induction_variables);
+  RUN(unread_loop_goes);
   RUN(classic_keeps_both_counters);
   RUN(repeated_and_constant_elements);
   RUN(propagated_constant);
