@@ -5,6 +5,8 @@
  *   A - A -> 0 (integers)                        HandleSubtract
  *   A - C -> A + (-C)   (C a constant, or a broadcast of one)
  *   0 * A -> 0;  A * 0 -> 0   (integers: a float NaN times 0 is NaN)   HandleMultiply
+ *   A < 0 -> false, 0 > A -> false, A >= 0 -> true, 0 <= A -> true  (A known >= 0: abs, A * A,
+ *   max with a value >= 0, ...)                   HandleCompare / IsNonNegative
  *   A / 2^k -> A >> k (unsigned), with the sign (signed)      HandleDivide / TryDivideToShift
  *   exp(A) / exp(B) -> exp(A - B);  A / exp(B) -> A * exp(-B)
  *   A / pow(B, C) -> A * pow(B, -C)
@@ -221,6 +223,62 @@ static bool multiply(Simp *s, IrInstr *i) {
     if (simp_splat_value(z, &v) && v == 0 && algsimp_forward(s, i, z, "an integer times zero is zero")) return true;
   }
   return false;
+}
+
+/* ---------- compare ---------- */
+
+/* Whether every element of x is known to be >= 0 (XLA's IsNonNegative, which HandleCompare
+ * asks): an unsigned integer, abs, x * x, a constant >= 0 (or a broadcast of one), the maximum
+ * of anything with a non-negative value, the minimum of two, a select between two. */
+static bool non_negative(const IrInstr *x, int depth) {
+  if (!x || depth > 16) return false;
+  IrType t = x->shape.type;
+  if (t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64) return true;
+  double v;
+  switch (x->op) {
+  case IR_OP_ABS:
+    return true;
+  case IR_OP_MULTIPLY:
+    return x->noperands == 2 && x->operands[0] == x->operands[1];
+  case IR_OP_CONSTANT:
+    return simp_splat_value(x, &v) && v >= 0;
+  case IR_OP_BROADCAST:
+    return x->noperands == 1 && non_negative(x->operands[0], depth + 1);
+  case IR_OP_MAXIMUM:
+    return x->noperands == 2 && (non_negative(x->operands[0], depth + 1) || non_negative(x->operands[1], depth + 1));
+  case IR_OP_MINIMUM:
+    return x->noperands == 2 && non_negative(x->operands[0], depth + 1) && non_negative(x->operands[1], depth + 1);
+  case IR_OP_SELECT:
+    return x->noperands == 3 && non_negative(x->operands[1], depth + 1) && non_negative(x->operands[2], depth + 1);
+  default:
+    return false;
+  }
+}
+
+/* x < 0 and 0 > x are false, x >= 0 and 0 <= x true, when x is known non-negative (XLA's
+ * HandleCompare with IsNonNegative): `index < 0 ? index + n : index` on a clamped index
+ * reads the index. */
+static bool compare(Simp *s, IrInstr *i) {
+  const char *dir = ir_attr_text(i, "direction");
+  if (!dir || i->shape.type != IR_PRED) return false;
+  double v;
+  IrInstr *a = i->operands[0], *b = i->operands[1];
+  int result = -1;
+  const IrInstr *x = NULL;
+  if (simp_splat_value(b, &v) && v == 0 && (strcmp(dir, "LT") == 0 || strcmp(dir, "GE") == 0)) {
+    x = a;
+    result = strcmp(dir, "GE") == 0;
+  } else if (simp_splat_value(a, &v) && v == 0 && (strcmp(dir, "GT") == 0 || strcmp(dir, "LE") == 0)) {
+    x = b;
+    result = strcmp(dir, "LE") == 0;
+  }
+  if (result < 0 || !non_negative(x, 0)) return false;
+  IrInstr *k = scalar_like(i, &i->shape, result, result ? "true" : "false");
+  if (!k) return false;
+  char why[300];
+  snprintf(why, sizeof why, "%s is never negative, so the comparison with 0 is always %s", x->name,
+           result ? "true" : "false");
+  return algsimp_forward(s, i, k, why);
 }
 
 /* ---------- divide ---------- */
@@ -659,6 +717,8 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
     return i->noperands == 2 && subtract(s, i);
   case IR_OP_MULTIPLY:
     return i->noperands == 2 && multiply(s, i);
+  case IR_OP_COMPARE:
+    return i->noperands == 2 && compare(s, i);
   case IR_OP_DIVIDE:
     return i->noperands == 2 && divide(s, i);
   case IR_OP_REMAINDER:

@@ -103,6 +103,63 @@ TEST(integer_times_zero) {
   classic_leaves_alone(times_zero);
 }
 
+/* Comparisons with 0 of values known to be >= 0 (each case as XLA:GPU's algsimp treats it, run on
+ * jaxlib 0.10.2): a clamped index's `i < 0 ? i + n : i` reads i; a minimum with an unknown
+ * value, a maximum with -1, and `x > 0` stay. */
+static const char *const never_negative =
+    "HloModule never_negative\n\n"
+    "ENTRY main {\n"
+    "  x = s32[] parameter(0)\n"
+    "  t = f32[200] parameter(1)\n"
+    "  y = f32[] parameter(2)\n"
+    "  u = u32[] parameter(3)\n"
+    "  zero = s32[] constant(0)\n"
+    "  mone = s32[] constant(-1)\n"
+    "  hi = s32[] constant(199)\n"
+    "  n = s32[] constant(200)\n"
+    "  mx = s32[] maximum(zero, x)\n"
+    "  m = s32[] minimum(hi, mx)\n"
+    "  neg = pred[] compare(m, zero), direction=LT\n"
+    "  wrapped = s32[] add(m, n)\n"
+    "  idx = s32[] select(neg, wrapped, m)\n"
+    "  d = f32[1] dynamic-slice(t, idx), dynamic_slice_sizes={1}\n"
+    "  m2 = s32[] minimum(hi, x)\n"
+    "  keep1 = pred[] compare(m2, zero), direction=LT\n"
+    "  mx3 = s32[] maximum(mone, x)\n"
+    "  keep2 = pred[] compare(mx3, zero), direction=LT\n"
+    "  ax = s32[] abs(x)\n"
+    "  keep3 = pred[] compare(ax, zero), direction=GT\n"
+    "  gt = pred[] compare(zero, ax), direction=GT\n"
+    "  fz = f32[] constant(0)\n"
+    "  ay = f32[] abs(y)\n"
+    "  ge = pred[] compare(ay, fz), direction=GE\n"
+    "  uz = u32[] constant(0)\n"
+    "  ult = pred[] compare(u, uz), direction=LT\n"
+    "  ROOT r = (f32[1], pred[], pred[], pred[], pred[], pred[], pred[]) tuple(d, keep1, keep2, keep3, gt, ge, ult)\n"
+    "}\n";
+
+TEST(compare_never_negative) {
+  IrModule *m = hlo(never_negative);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced neg(m, 0) by false: m is never negative, so the comparison with 0 is always "
+            "false\n"
+            "algsimp rewrite: replaced idx(0, wrapped, m) by m: the condition is always false\n"
+            "algsimp rewrite: replaced gt(0, ax) by false.30: ax is never negative, so the comparison with 0 is "
+            "always false\n"
+            "algsimp rewrite: replaced ge(ay, 0) by true: ay is never negative, so the comparison with 0 is always "
+            "true\n"
+            "algsimp rewrite: replaced ult(u, 0) by false.32: u is never negative, so the comparison with 0 is always "
+            "false\n");
+  CHECK_STR(line_of(m, "d"), "%d = f32[1] dynamic-slice(%t, %m), dynamic_slice_sizes={1}");
+  CHECK(count_op(m, IR_OP_COMPARE) == 3 && count_op(m, IR_OP_SELECT) == 0);
+  ir_module_free(m);
+  classic_leaves_alone(never_negative);
+}
+
 /* Integer division and remainder by powers of two: shifts and masks, the sign kept for signed
  * integers (JAX's floor_divide and % by 2 in a binary search, as jax.issue.33666 lowers it). */
 static const char *const powers_of_two =
@@ -727,6 +784,7 @@ TEST(reshape_mover_and_slice_sinker) {
 int main(void) {
   RUN(arithmetic_canonical_forms);
   RUN(integer_times_zero);
+  RUN(compare_never_negative);
   RUN(integer_powers_of_two);
   RUN(broadcast_rewrites);
   RUN(what_stays);
