@@ -14,7 +14,7 @@
  * In the priority pipeline, today's XLA (HloConstantFolding): an operation is folded when at
  * least one operand is a constant and every operand is a constant, a broadcast of one or an iota
  * (an operation of broadcasts alone waits for algsimp to sink the broadcast); slices and
- * reduces (whose reducer is one binary operation) fold too;
+ * reduces (whose reducer is one binary operation) and concatenates fold too;
  * and data movement (slice, reshape, transpose, reverse) of a constant whose values the text
  * elided ({...}, as XLA's dumps print large constants) is a constant of elided values too: XLA
  * folds the same text (jax.issue.33666 reads scalars out of elided tables inside its loops). */
@@ -211,6 +211,35 @@ static bool eval(const IrInstr *i, double *out, int depth, bool current) {
     }
     fx_free(a);
     return true;
+  }
+  if (current && op == IR_OP_CONCATENATE) {
+    /* A concatenate of constants (today's XLA folds any operation of constants). */
+    int64_t cd;
+    int64_t dims1[1];
+    if (ir_attr_dims(i, "dimensions", dims1, 1) != 1) return false;
+    cd = dims1[0];
+    if (cd < 0 || cd >= s->rank || i->noperands < 1) return false;
+    int64_t ost[IR_MAX_RANK];
+    strides(s, ost);
+    int64_t offset = 0;
+    for (int o = 0; o < i->noperands && ok; o++) {
+      const IrInstr *x = i->operands[o];
+      if (x->shape.type != s->type || x->shape.rank != s->rank || !eval_operand(x, &a, depth, current)) return false;
+      int64_t ist[IR_MAX_RANK], xn = ir_shape_elements(&x->shape);
+      strides(&x->shape, ist);
+      for (int64_t q = 0; q < xn; q++) {
+        int64_t dst = 0;
+        for (int d = 0; d < s->rank; d++) {
+          int64_t c = (q / ist[d]) % x->shape.dims[d];
+          dst += (d == cd ? c + offset : c) * ost[d];
+        }
+        out[dst] = a[q];
+      }
+      offset += x->shape.dims[cd];
+      fx_free(a);
+      a = NULL;
+    }
+    return ok && offset == s->dims[cd];
   }
   if (current && op == IR_OP_REDUCE) {
     /* A reduce of constants (HloEvaluator's HandleReduce: each result element starts at the

@@ -14,7 +14,8 @@
  *   new      = combine(old, reshape(update))               the computation inlined: the update
  *                                                           itself for `set`, op(old, update)
  *                                                           for a binary op
- *   valid    = AND_d (0 <= start_d && start_d <= dim_d - window_d)
+ *   valid    = reduce-and(0 <= start && start <= dims - window)   over the start as one vector in
+ *                                                           operand space (XLA's CheckIndexValidity)
  *   result   = dynamic-update-slice(operand, select(broadcast(valid), new, old), start...)
  *
  * With constant indices, constant folding and algsimp reduce it further (the bounds check to
@@ -68,6 +69,85 @@ static bool has_dim(const int64_t *v, int n, int64_t d) {
   return false;
 }
 
+/* A computation and(lhs, rhs) over pred scalars, for the reduce of the bounds check, placed
+ * before the computation of `at`. */
+static IrComputation *and_computation(IrInstr *at) {
+  IrModule *m = at->parent->module;
+  const char *name = ir_module_series_name(m, "and.reduce_sub_computation", true);
+  IrComputation *c = name ? ir_computation_new(m, name) : NULL;
+  if (!c || !(c->params = arena_alloc(&m->arena, sizeof(IrInstr *) * 2))) return NULL;
+  IrShape ps = ir_shape_scalar(IR_PRED);
+  IrInstr *p0 = ir_instr_new(c, IR_OP_PARAMETER, &ps, NULL, 0, "lhs");
+  IrInstr *p1 = p0 ? ir_instr_new(c, IR_OP_PARAMETER, &ps, NULL, 0, "rhs") : NULL;
+  IrInstr *both[2] = {p0, p1};
+  IrInstr *root = p1 ? ir_instr_new(c, IR_OP_AND, &ps, both, 2, "and") : NULL;
+  if (!root) return NULL;
+  p0->param_number = 0;
+  p1->param_number = 1;
+  c->params[0] = p0;
+  c->params[1] = p1;
+  c->nparams = 2;
+  c->has_signature = true;
+  ir_set_root(c, root);
+  /* Callees print before their callers. */
+  int from = m->ncomps - 1, to = -1;
+  for (int k = 0; k < m->ncomps; k++)
+    if (m->comps[k] == at->parent) to = k;
+  if (to >= 0 && to < from && m->comps[from] == c) {
+    memmove(&m->comps[to + 1], &m->comps[to], sizeof(IrComputation *) * (size_t)(from - to));
+    m->comps[to] = c;
+  }
+  return c;
+}
+
+/* XLA's CheckIndexValidity: the window's start in operand space (starts[0..r-1], as one vector)
+ * is in bounds when 0 <= start and start <= dim - window in every dimension; the vector of checks
+ * is reduced with `and` and broadcast to the window's shape. NULL when out of memory. */
+static IrInstr *index_validity(IrInstr *at, IrInstr *const *starts, int r, const int64_t *dims, const int64_t *window) {
+  Arena *a = &at->parent->module->arena;
+  IrType it = starts[0]->shape.type;
+  int64_t one = 1, rr = r;
+  IrShape s1 = ir_shape_array(a, it, 1, &one), sv = ir_shape_array(a, it, 1, &rr);
+  IrShape pv = ir_shape_array(a, IR_PRED, 1, &rr), ps = ir_shape_scalar(IR_PRED);
+  IrInstr *pieces[MAX_DIMS];
+  for (int d = 0; d < r; d++)
+    if (!(pieces[d] = add_before(at, IR_OP_RESHAPE, &s1, &starts[d], 1, "reshape"))) return NULL;
+  IrInstr *index = pieces[0];
+  if (r > 1) {
+    if (!(index = add_before(at, IR_OP_CONCATENATE, &sv, pieces, r, "concatenate"))) return NULL;
+    ir_attr_set_text(index, "dimensions", "{0}");
+  }
+  IrInstr *zero = scalar_before(at, it, 0, "constant");
+  IrInstr *zeros = zero ? add_before(at, IR_OP_BROADCAST, &sv, &zero, 1, "broadcast") : NULL;
+  if (!zeros) return NULL;
+  ir_attr_set_text(zeros, "dimensions", "{}");
+  double maxv[MAX_DIMS];
+  for (int d = 0; d < r; d++) maxv[d] = (double)(dims[d] - window[d]);
+  IrInstr *maxc = add_before(at, IR_OP_CONSTANT, &sv, NULL, 0, "constant");
+  if (!maxc || !(maxc->literal = ir_literal_new(a, maxv, r, it, &sv))) return NULL;
+  IrInstr *lo[2] = {zeros, index}, *hi[2] = {maxc, index};
+  IrInstr *ge0 = add_before(at, IR_OP_COMPARE, &pv, lo, 2, "compare");
+  IrInstr *lemax = ge0 ? add_before(at, IR_OP_COMPARE, &pv, hi, 2, "compare") : NULL;
+  if (!lemax) return NULL;
+  ir_attr_set_text(ge0, "direction", "LE");
+  ir_attr_set_text(lemax, "direction", "GE");
+  IrInstr *both[2] = {ge0, lemax};
+  IrInstr *ok = add_before(at, IR_OP_AND, &pv, both, 2, "and");
+  double t = 1;
+  IrInstr *init = ok ? add_before(at, IR_OP_CONSTANT, &ps, NULL, 0, "constant") : NULL;
+  if (!init || !(init->literal = ir_literal_new(a, &t, 1, IR_PRED, &ps))) return NULL;
+  IrComputation *andc = and_computation(at);
+  IrInstr *rops[2] = {ok, init};
+  IrInstr *red = andc ? add_before(at, IR_OP_REDUCE, &ps, rops, 2, "reduce") : NULL;
+  if (!red) return NULL;
+  ir_attr_set_text(red, "dimensions", "{0}");
+  ir_attr_set_comp(red, "to_apply", andc);
+  IrShape wp = ir_shape_array(a, IR_PRED, r, window);
+  IrInstr *vb = add_before(at, IR_OP_BROADCAST, &wp, &red, 1, "broadcast");
+  if (vb) ir_attr_set_text(vb, "dimensions", "{}");
+  return vb;
+}
+
 /* Expands scatter i when it writes one window. 1 done, 0 left alone, -1 out of memory. */
 static int expand(IrInstr *i, PassContext *cx) {
   if (i->op != IR_OP_SCATTER || i->noperands != 3 || !ir_shape_is_array(&i->shape)) return 0;
@@ -103,10 +183,10 @@ static int expand(IrInstr *i, PassContext *cx) {
   }
   Arena *a = &i->parent->module->arena;
   IrType it = indices->shape.type;
-  IrShape ss = ir_shape_scalar(it), ps = ir_shape_scalar(IR_PRED);
+  IrShape ss = ir_shape_scalar(it);
   IrShape ws = ir_shape_array(a, operand->shape.type, r, window);
   /* Each operand dimension's start: the index component scattered to it, else 0. */
-  IrInstr *starts[MAX_DIMS], *valid = NULL, *zero = scalar_before(i, it, 0, "zero");
+  IrInstr *starts[MAX_DIMS], *zero = scalar_before(i, it, 0, "zero");
   if (!zero) return -1;
   for (int d = 0; d < r; d++) {
     int k = -1;
@@ -139,23 +219,9 @@ static int expand(IrInstr *i, PassContext *cx) {
       if (!comp_k) return -1;
     }
     starts[d] = comp_k;
-    /* In bounds: 0 <= start and start <= dim - window. */
-    IrInstr *maxc = scalar_before(i, it, (double)(operand->shape.dims[d] - window[d]), "constant");
-    IrInstr *lo[2] = {zero, comp_k}, *hi[2] = {maxc, comp_k};
-    IrInstr *ge0 = maxc ? add_before(i, IR_OP_COMPARE, &ps, lo, 2, "compare") : NULL;
-    IrInstr *lemax = ge0 ? add_before(i, IR_OP_COMPARE, &ps, hi, 2, "compare") : NULL;
-    if (!lemax) return -1;
-    ir_attr_set_text(ge0, "direction", "LE");
-    ir_attr_set_text(lemax, "direction", "GE");
-    IrInstr *both[2] = {ge0, lemax};
-    IrInstr *ok = add_before(i, IR_OP_AND, &ps, both, 2, "and");
-    if (!ok) return -1;
-    if (valid) {
-      IrInstr *acc[2] = {valid, ok};
-      if (!(ok = add_before(i, IR_OP_AND, &ps, acc, 2, "and"))) return -1;
-    }
-    valid = ok;
   }
+  IrInstr *valid = r > 0 ? index_validity(i, starts, r, operand->shape.dims, window) : NULL;
+  if (r > 0 && !valid) return -1;
   /* old window, new window, and the write. */
   IrInstr *dsops[1 + MAX_DIMS];
   dsops[0] = operand;
@@ -172,11 +238,7 @@ static int expand(IrInstr *i, PassContext *cx) {
   }
   IrInstr *sel = neww;
   if (valid) {
-    IrShape wp = ir_shape_array(a, IR_PRED, r, window);
-    IrInstr *vb = add_before(i, IR_OP_BROADCAST, &wp, &valid, 1, "broadcast");
-    if (!vb) return -1;
-    ir_attr_set_text(vb, "dimensions", "{}");
-    IrInstr *sops[3] = {vb, neww, old};
+    IrInstr *sops[3] = {valid, neww, old};
     if (!(sel = add_before(i, IR_OP_SELECT, &ws, sops, 3, "select"))) return -1;
   }
   IrInstr *dops[2 + MAX_DIMS];

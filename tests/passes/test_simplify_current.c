@@ -452,6 +452,33 @@ static const char *const reduces_of_constants =
     "  ROOT t = (f32[], f32[2], f32[3], f32[2]) tuple(y, rows, cols, odd)\n"
     "}\n";
 
+/* A concatenate of constants (a constant and a broadcast of one) folds, as today's XLA folds any
+ * operation of constants: scatter-expander's bounds check on constant indices becomes constant. */
+TEST(constant_folding_concatenate) {
+  static const char *const text = "HloModule cat\n\n"
+                                  "ENTRY main {\n"
+                                  "  a = s32[2,1] constant({{0}, {1}})\n"
+                                  "  z = s32[] constant(3)\n"
+                                  "  b = s32[2,2] broadcast(z), dimensions={}\n"
+                                  "  c = s32[2,3] concatenate(a, b), dimensions={1}\n"
+                                  "  x = s32[2,3] parameter(0)\n"
+                                  "  ROOT r = s32[2,3] add(c, x)\n"
+                                  "}\n";
+  IrModule *m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_constant_folding_current, m, &log));
+  CHECK_STR(log.buf, "constant-folding fold: folded c(a, 3) to constant {{0, 3, 3}, {1, 3, 3}}\n");
+  ir_module_free(m);
+  m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log classic = {{0}, 0};
+  CHECK(!run_pass(&pass_constant_folding, m, &classic));
+  ir_module_free(m);
+}
+
 TEST(constant_folding_reduces) {
   IrModule *m = hlo(reduces_of_constants);
   CHECK(m != NULL);
@@ -712,12 +739,20 @@ TEST(scatter_expander) {
   CHECK_STR(log.buf,
             "scatter-expander rewrite: s1 writes one window (f32[1] at 1 index): it is dynamic-update-slice, a "
             "dynamic-update-slice of x with add(old window, update), the old window kept where the index is out of bounds\n"
-            "scatter-expander rewrite: s2 writes one window (f32[1,1] at 2 indices): it is dynamic-update-slice.50, a "
+            "scatter-expander rewrite: s2 writes one window (f32[1,1] at 2 indices): it is dynamic-update-slice.65, a "
             "dynamic-update-slice of zs with the update, the old window kept where the index is out of bounds\n");
   CHECK(count_op(m, IR_OP_SCATTER) == 0);
   CHECK_STR(line_of(m, "dynamic-update-slice"),
             "%dynamic-update-slice = f32[10] dynamic-update-slice(%x, %select, %reshape)");
-  CHECK_STR(line_of(m, "select"), "%select = f32[1]{0} select(%broadcast, %r.28, %dynamic-slice)");
+  CHECK_STR(line_of(m, "select"), "%select = f32[1]{0} select(%broadcast.35, %r.38, %dynamic-slice)");
+  /* The bounds check as XLA's CheckIndexValidity builds it: one vector compare each way, reduced
+   * with `and`, broadcast to the window. */
+  CHECK_STR(line_of(m, "broadcast.35"), "%broadcast.35 = pred[1]{0} broadcast(%reduce), dimensions={}");
+  CHECK_STR(line_of(m, "reduce"),
+            "%reduce = pred[] reduce(%and, %constant.29), dimensions={0}, to_apply=%and.reduce_sub_computation");
+  CHECK_STR(line_of(m, "and"), "%and = pred[1]{0} and(%compare, %compare.27)");
+  CHECK_STR(line_of(m, "compare.27"), "%compare.27 = pred[1]{0} compare(%constant.25, %reshape.22), direction=GE");
+  CHECK_STR(line_of(m, "constant.25"), "%constant.25 = s32[1]{0} constant({9})");
   /* The constant-index scatter into zeros folds down to a pad, as XLA's does. */
   Log l2 = {{0}, 0};
   run_pass_same_numbers(&pass_constant_folding_current, m, &l2);
@@ -793,6 +828,7 @@ int main(void) {
   RUN(constants_and_scalar_broadcasts);
   RUN(constant_folding_today);
   RUN(constant_folding_reduces);
+  RUN(constant_folding_concatenate);
   RUN(tree_reduction_rewriter);
   RUN(cse_and_iotas);
   RUN(cse_inside_fusions);
