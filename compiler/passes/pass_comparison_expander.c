@@ -95,21 +95,20 @@ static int expand(IrInstr *i, PassContext *cx) {
 }
 
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
-  int n = 0;
-  for (int c = 0; c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    for (int k = 0; k < comp->ninstrs; k++) {
-      IrInstr *i = comp->instrs[k];
-      if (i->dead || i->op != IR_OP_COMPARE) continue;
-      int r = expand(i, cx);
-      if (r < 0) return fx_error_set(cx->err, NULL, 0, 0, "comparison-expander: out of memory");
-      if (r > 0) {
-        n++;
-        k = ir_computation_index(comp, i); /* the new instructions went before it */
-      }
+  int n = 0, ncmp = 0;
+  /* The comparisons as the pass starts (the integer comparisons it writes need nothing). */
+  IrInstr **cmps = simp_collect(m, IR_OP_COMPARE, &ncmp);
+  if (!cmps) return fx_error_set(cx->err, NULL, 0, 0, "comparison-expander: out of memory");
+  for (int k = 0; k < ncmp; k++) {
+    if (cmps[k]->dead) continue;
+    int r = expand(cmps[k], cx);
+    if (r < 0) {
+      fx_free(cmps);
+      return fx_error_set(cx->err, NULL, 0, 0, "comparison-expander: out of memory");
     }
+    n += r;
   }
+  fx_free(cmps);
   *changed = n > 0;
   return true;
 }

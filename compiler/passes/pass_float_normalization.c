@@ -212,14 +212,8 @@ static IrComputation *clone_computation(IrModule *m, IrComputation *src) {
   for (int k = 0; k < n; k++) src->instrs[k]->aux = NULL;
   fx_free(map);
   if (!ok) return NULL;
-  /* Callees print before their callers: move the copy to where src is. */
-  int from = m->ncomps - 1, to = -1;
-  for (int k = 0; k < m->ncomps; k++)
-    if (m->comps[k] == src) to = k;
-  if (to >= 0 && m->comps[from] == dc) {
-    memmove(&m->comps[to + 1], &m->comps[to], sizeof(IrComputation *) * (size_t)(from - to));
-    m->comps[to] = dc;
-  }
+  /* Callees print before their callers: the copy goes where src is. */
+  simp_place_before(m, dc, src);
   return dc;
 }
 

@@ -89,14 +89,7 @@ static IrComputation *and_computation(IrInstr *at) {
   c->nparams = 2;
   c->has_signature = true;
   ir_set_root(c, root);
-  /* Callees print before their callers. */
-  int from = m->ncomps - 1, to = -1;
-  for (int k = 0; k < m->ncomps; k++)
-    if (m->comps[k] == at->parent) to = k;
-  if (to >= 0 && to < from && m->comps[from] == c) {
-    memmove(&m->comps[to + 1], &m->comps[to], sizeof(IrComputation *) * (size_t)(from - to));
-    m->comps[to] = c;
-  }
+  simp_place_before(m, c, at->parent);
   return c;
 }
 
@@ -263,21 +256,19 @@ static int expand(IrInstr *i, PassContext *cx) {
 }
 
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
-  int n = 0;
-  for (int c = 0; c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    for (int k = 0; k < comp->ninstrs; k++) {
-      IrInstr *i = comp->instrs[k];
-      if (i->dead || i->op != IR_OP_SCATTER) continue;
-      int r = expand(i, cx);
-      if (r < 0) return fx_error_set(cx->err, NULL, 0, 0, "scatter-expander: out of memory");
-      if (r > 0) {
-        n++;
-        k = -1; /* the computation changed around it: look again from the start */
-      }
+  int n = 0, nscat = 0;
+  IrInstr **scatters = simp_collect(m, IR_OP_SCATTER, &nscat);
+  if (!scatters) return fx_error_set(cx->err, NULL, 0, 0, "scatter-expander: out of memory");
+  for (int k = 0; k < nscat; k++) {
+    if (scatters[k]->dead) continue;
+    int r = expand(scatters[k], cx);
+    if (r < 0) {
+      fx_free(scatters);
+      return fx_error_set(cx->err, NULL, 0, 0, "scatter-expander: out of memory");
     }
+    n += r;
   }
+  fx_free(scatters);
   if (n) ir_module_remove_unreachable(m);
   *changed = n > 0;
   return true;

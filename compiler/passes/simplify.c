@@ -161,6 +161,17 @@ int simp_callers(const IrModule *m, const IrComputation *c) {
   return n;
 }
 
+void simp_place_before(IrModule *m, IrComputation *c, const IrComputation *before) {
+  int from = -1, to = -1;
+  for (int k = 0; k < m->ncomps; k++) {
+    if (m->comps[k] == c) from = k;
+    if (m->comps[k] == before) to = k;
+  }
+  if (from < 0 || to < 0 || to >= from) return;
+  memmove(&m->comps[to + 1], &m->comps[to], sizeof(IrComputation *) * (size_t)(from - to));
+  m->comps[to] = c;
+}
+
 IrInstr **simp_collect(const IrModule *m, IrOpcode op, int *n) {
   int cap = 16;
   IrInstr **out = fx_malloc(sizeof *out * (size_t)cap);

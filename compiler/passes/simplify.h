@@ -45,6 +45,10 @@ bool simp_is_fused_computation(const IrComputation *c);
  * works from this list, not from computations its rewrites change. NULL when out of memory. */
 IrInstr **simp_collect(const IrModule *m, IrOpcode op, int *n);
 
+/* Moves computation c, when it comes after `before` in m's order, to just before it: callees
+ * print before their callers (a pass that adds a computation calls this with its caller's). */
+void simp_place_before(IrModule *m, IrComputation *c, const IrComputation *before);
+
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);
 
