@@ -283,6 +283,31 @@ static bool compare(Simp *s, IrInstr *i) {
 
 /* ---------- divide ---------- */
 
+/* A signed integer's division or remainder by a power of two as XLA's TryDivideToShift and
+ * HandleRemainder write it: op (a right shift or a mask) on the magnitude of i's first operand,
+ * the sign given back: select(a < 0, -(op(|a|, k)), op(|a|, k)). The new instructions are named
+ * after `what` ("quotient": quotient, negated_quotient; "remainder": remainder_bits,
+ * negated_remainder). */
+static bool with_sign(Simp *s, IrInstr *i, IrOpcode op, IrInstr *k, const char *what, const char *why) {
+  IrInstr *a = i->operands[0];
+  bool quotient = strcmp(what, "quotient") == 0;
+  IrShape ps = with_type(&i->parent->module->arena, &a->shape, IR_PRED);
+  IrInstr *zero = scalar_like(i, &a->shape, 0, "zero");
+  IrInstr *cops[2] = {a, zero};
+  IrInstr *is_neg = zero ? add_before(i, IR_OP_COMPARE, &ps, cops, 2, "dividend_is_negative") : NULL;
+  if (!is_neg) return false;
+  ir_attr_set_text(is_neg, "direction", "LT");
+  IrInstr *neg_a = add_before(i, IR_OP_NEGATE, &a->shape, &a, 1, "negated_dividend");
+  IrInstr *sops[3] = {is_neg, neg_a, a};
+  IrInstr *abs_a = neg_a ? add_before(i, IR_OP_SELECT, &a->shape, sops, 3, "abs_dividend") : NULL;
+  IrInstr *qops[2] = {abs_a, k};
+  IrInstr *q = abs_a ? add_before(i, op, &i->shape, qops, 2, quotient ? "quotient" : "remainder_bits") : NULL;
+  IrInstr *neg_q = q ? add_before(i, IR_OP_NEGATE, &i->shape, &q, 1, quotient ? "negated_quotient" : "negated_remainder") : NULL;
+  IrInstr *fops[3] = {is_neg, neg_q, q};
+  IrInstr *sel = neg_q ? add_before(i, IR_OP_SELECT, &i->shape, fops, 3, i->name) : NULL;
+  return sel && algsimp_forward(s, i, sel, why);
+}
+
 /* Integer division by a power of two (XLA's TryDivideToShift). */
 static bool divide_to_shift(Simp *s, IrInstr *i, const char *before) {
   IrInstr *a = i->operands[0], *b = i->operands[1];
@@ -299,21 +324,8 @@ static bool divide_to_shift(Simp *s, IrInstr *i, const char *before) {
     return true;
   }
   /* Signed: shift the magnitude, then give back the sign. */
-  IrShape ps = with_type(&i->parent->module->arena, &a->shape, IR_PRED);
-  IrInstr *zero = scalar_like(i, &a->shape, 0, "zero");
-  IrInstr *cops[2] = {a, zero};
-  IrInstr *is_neg = zero ? add_before(i, IR_OP_COMPARE, &ps, cops, 2, "dividend_is_negative") : NULL;
-  if (!is_neg) return false;
-  ir_attr_set_text(is_neg, "direction", "LT");
-  IrInstr *neg_a = add_before(i, IR_OP_NEGATE, &a->shape, &a, 1, "negated_dividend");
-  IrInstr *sops[3] = {is_neg, neg_a, a};
-  IrInstr *abs_a = neg_a ? add_before(i, IR_OP_SELECT, &a->shape, sops, 3, "abs_dividend") : NULL;
-  IrInstr *qops[2] = {abs_a, amount};
-  IrInstr *q = abs_a ? add_before(i, IR_OP_SHRL, &i->shape, qops, 2, "quotient") : NULL;
-  IrInstr *neg_q = q ? add_before(i, IR_OP_NEGATE, &i->shape, &q, 1, "negated_quotient") : NULL;
-  IrInstr *fops[3] = {is_neg, neg_q, q};
-  IrInstr *sel = neg_q ? add_before(i, IR_OP_SELECT, &i->shape, fops, 3, i->name) : NULL;
-  return sel && algsimp_forward(s, i, sel, "dividing a signed integer by a power of two is a shift of its magnitude, with its sign");
+  return with_sign(s, i, IR_OP_SHRL, amount, "quotient",
+                   "dividing a signed integer by a power of two is a shift of its magnitude, with its sign");
 }
 
 static bool single_use(const IrInstr *x) { return x->nusers == 1 && !x->is_root; }
@@ -436,21 +448,8 @@ static bool modulo(Simp *s, IrInstr *i) {
       rewritten(s, i, before, "an unsigned integer modulo a power of two is its low bits");
       return true;
     }
-    IrShape ps = with_type(&i->parent->module->arena, &a->shape, IR_PRED);
-    IrInstr *zero = scalar_like(i, &a->shape, 0, "zero");
-    IrInstr *cops[2] = {a, zero};
-    IrInstr *is_neg = zero ? add_before(i, IR_OP_COMPARE, &ps, cops, 2, "dividend_is_negative") : NULL;
-    if (!is_neg) return false;
-    ir_attr_set_text(is_neg, "direction", "LT");
-    IrInstr *neg_a = add_before(i, IR_OP_NEGATE, &a->shape, &a, 1, "negated_dividend");
-    IrInstr *sops[3] = {is_neg, neg_a, a};
-    IrInstr *abs_a = neg_a ? add_before(i, IR_OP_SELECT, &a->shape, sops, 3, "abs_dividend") : NULL;
-    IrInstr *qops[2] = {abs_a, mask};
-    IrInstr *q = abs_a ? add_before(i, IR_OP_AND, &i->shape, qops, 2, "remainder_bits") : NULL;
-    IrInstr *neg_q = q ? add_before(i, IR_OP_NEGATE, &i->shape, &q, 1, "negated_remainder") : NULL;
-    IrInstr *fops[3] = {is_neg, neg_q, q};
-    IrInstr *sel = neg_q ? add_before(i, IR_OP_SELECT, &i->shape, fops, 3, i->name) : NULL;
-    return sel && algsimp_forward(s, i, sel, "a signed integer modulo a power of two is the low bits of its magnitude, with its sign");
+    return with_sign(s, i, IR_OP_AND, mask, "remainder",
+                     "a signed integer modulo a power of two is the low bits of its magnitude, with its sign");
   }
   /* iota % N -> iota when N is at least the iota's count */
   int64_t dim;
