@@ -29,8 +29,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import xla_compare  # noqa: E402
 
 # XLA's pipeline has run every simplification before priority-fusion sees the module.
-SIMPLIFICATION = ["call-inliner", "algsimp", "constant-folding", "while-loop-simplifier", "cse",
-                  "dce", "tuple-simplifier", "while-loop-unroll"]
+SIMPLIFICATION = ["call-inliner", "sharding-remover", "comparison-expander", "scatter-expander", "slice-sinker",
+                  "reshape-mover", "algsimp", "constant-folding", "while-loop-constant-sinking",
+                  "while-loop-simplifier", "conditional-simplifier", "cse",
+                  "dce", "tuple-simplifier", "tree-reduction-rewriter", "float-normalization-bf16",
+                  "simplify-fp-conversions", "while-loop-unroll"]
 
 
 def find(refdir, name, what):

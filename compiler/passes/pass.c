@@ -76,6 +76,16 @@ static const Pass *const registry[] = {
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
+    &pass_sharding_remover,
+    &pass_comparison_expander,
+    &pass_scatter_expander,
+    &pass_slice_sinker,
+    &pass_reshape_mover,
+    &pass_while_constant_sinking,
+    &pass_conditional_simplifier,
+    &pass_tree_reduction,
+    &pass_float_normalization,
+    &pass_simplify_fp_conversions,
     /* XLA:GPU's library and layout rewrites (priority pipeline) */
     &pass_dot_dimension_sorter,
     &pass_dot_decomposer,
@@ -142,18 +152,37 @@ static const Pass *const classic_passes[] = {
 
 /* priority: XLA GPU since 2024. */
 static const Pass *const priority_passes[] = {
-    /* simplification (XLA canonicalizes dots first) */
+    /* simplification, in the order of XLA:GPU's passes before fusion (XLA canonicalizes dots
+       first); XLA repeats its simplification passes until nothing changes, and two rounds reach
+       that on the corpus */
     &pass_call_inliner,
+    &pass_sharding_remover,
     &pass_dot_dimension_sorter,
     &pass_dot_decomposer,
     &pass_topk_specializer,
     &pass_dot_strength_reduction,
+    &pass_comparison_expander,
+    &pass_scatter_expander,
     &pass_algsimp_current,
-    &pass_constant_folding,
-    &pass_while_simplifier,
-    &pass_cse,
-    &pass_dce,
     &pass_tuple_simplifier,
+    &pass_while_constant_sinking,
+    &pass_while_simplifier_current,
+    &pass_slice_sinker,
+    &pass_reshape_mover,
+    &pass_constant_folding_current,
+    &pass_conditional_simplifier,
+    &pass_cse_current,
+    &pass_dce,
+    &pass_algsimp_current,
+    &pass_tuple_simplifier,
+    &pass_while_constant_sinking,
+    &pass_while_simplifier_current,
+    &pass_slice_sinker,
+    &pass_reshape_mover,
+    &pass_constant_folding_current,
+    &pass_conditional_simplifier,
+    &pass_cse_current,
+    &pass_dce,
     /* XLA:GPU's library and layout rewrites: merged dots, cuDNN convolutions, layouts, bitcasts, Triton GEMMs */
     &pass_dot_merger,
     &pass_transpose_folding,
@@ -165,10 +194,17 @@ static const Pass *const priority_passes[] = {
     &pass_splitk_rewriter,
     &pass_gemm_fusion,
     &pass_hoist_fused_bitcasts,
-    /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
+    /* after layout assignment, XLA makes normalization diamonds Triton fusions (Ampere+), splits
+       reductions too large for one race-free kernel, and computes in f32 what the GPU has no bf16
+       instruction for; fusion (priority-fusion, multi_output_fusion) after unrolling loops when
+       `set unroll N` asks */
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,
+    &pass_tree_reduction,
+    &pass_float_normalization,
+    &pass_simplify_fp_conversions,
     &pass_priority_fusion,
+    &pass_cse_fusions,
     &pass_multi_output_fusion_current,
 };
 

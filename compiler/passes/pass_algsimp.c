@@ -19,6 +19,9 @@
  * The paper's XLA (classic pipeline) did not: the CartPole's `done` check read the concatenated
  * state through its transpose, which is what made the concatenate a fusion boundary.
  *   concatenate(x)                                      -> x
+ * The priority pipeline's algsimp also makes today's arithmetic and broadcast rewrites
+ * (algsimp_current.c: subtraction and division by constants, powers of two, broadcasts sunk
+ * below elementwise operations, ...).
  *
  * A rewrite that composes two instructions edits the outer one in place (it keeps its name, so
  * `why y` still finds it); one that removes an instruction forwards its users to the survivor.
@@ -27,17 +30,12 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "algsimp.h"
 #include "passes.h"
 #include "simplify.h"
 
-typedef struct {
-  PassContext *cx;
-  int rewrites;
-  bool current; /* today's XLA: also what its layout assignment makes of transposes */
-} Simp;
-
-static void report(Simp *s, const char *action, const IrInstr *producer, const IrInstr *consumer, const char *result,
-                   const char *fmt_detail) {
+void algsimp_report(Simp *s, const char *action, const IrInstr *producer, const IrInstr *consumer, const char *result,
+                    const char *fmt_detail) {
   PassDecision d = {.pass = s->cx->pass, .stage = s->cx->stage, .action = action, .accepted = true};
   d.producer = producer ? producer->name : NULL;
   d.consumer = consumer ? consumer->name : NULL;
@@ -46,14 +44,13 @@ static void report(Simp *s, const char *action, const IrInstr *producer, const I
   s->rewrites++;
 }
 
-/* Forwards i's users to x (same shape) and reports it. */
-static bool forward(Simp *s, IrInstr *i, IrInstr *x, const char *why) {
+bool algsimp_forward(Simp *s, IrInstr *i, IrInstr *x, const char *why) {
   if (!ir_shape_equal(&i->shape, &x->shape)) return false;
   char desc[256], msg[512];
   simp_describe(i, desc, sizeof desc);
   snprintf(msg, sizeof msg, "replaced %s by %s%s%s", desc, x->name, why ? ": " : "", why ? why : "");
   const char *xname = x->name;
-  report(s, "rewrite", x, i, xname, msg);
+  algsimp_report(s, "rewrite", x, i, xname, msg);
   simp_replace(i, x);
   return true;
 }
@@ -74,17 +71,17 @@ static bool try_arith(Simp *s, IrInstr *i) {
   IrInstr *a = i->operands[0], *b = i->operands[1];
   switch (i->op) {
   case IR_OP_ADD:
-    if (is_splat(b, 0) && forward(s, i, a, "adding zero")) return true;
-    if (is_splat(a, 0) && forward(s, i, b, "adding zero")) return true;
+    if (is_splat(b, 0) && algsimp_forward(s, i, a, "adding zero")) return true;
+    if (is_splat(a, 0) && algsimp_forward(s, i, b, "adding zero")) return true;
     return false;
   case IR_OP_SUBTRACT:
-    return is_splat(b, 0) && forward(s, i, a, "subtracting zero");
+    return is_splat(b, 0) && algsimp_forward(s, i, a, "subtracting zero");
   case IR_OP_MULTIPLY:
-    if (is_splat(b, 1) && forward(s, i, a, "multiplying by one")) return true;
-    if (is_splat(a, 1) && forward(s, i, b, "multiplying by one")) return true;
+    if (is_splat(b, 1) && algsimp_forward(s, i, a, "multiplying by one")) return true;
+    if (is_splat(a, 1) && algsimp_forward(s, i, b, "multiplying by one")) return true;
     return false;
   case IR_OP_DIVIDE:
-    return is_splat(b, 1) && forward(s, i, a, "dividing by one");
+    return is_splat(b, 1) && algsimp_forward(s, i, a, "dividing by one");
   default:
     return false;
   }
@@ -92,15 +89,15 @@ static bool try_arith(Simp *s, IrInstr *i) {
 
 static bool try_reshape(Simp *s, IrInstr *i) {
   IrInstr *x = i->operands[0];
-  if (ir_shape_equal(&i->shape, &x->shape)) return forward(s, i, x, "the reshape keeps the dimensions");
+  if (ir_shape_equal(&i->shape, &x->shape)) return algsimp_forward(s, i, x, "the reshape keeps the dimensions");
   if (x->op == IR_OP_RESHAPE && x->noperands == 1) {
     char msg[512];
     snprintf(msg, sizeof msg, "reshape of reshape: %s now reshapes %s directly (skipping %s)", i->name, x->operands[0]->name,
              x->name);
-    report(s, "rewrite", x, i, i->name, msg);
+    algsimp_report(s, "rewrite", x, i, i->name, msg);
     ir_set_operand(i, 0, x->operands[0]);
     simp_drop_dead(x);
-    if (ir_shape_equal(&i->shape, &i->operands[0]->shape)) forward(s, i, i->operands[0], "the reshapes cancel");
+    if (ir_shape_equal(&i->shape, &i->operands[0]->shape)) algsimp_forward(s, i, i->operands[0], "the reshapes cancel");
     return true;
   }
   return false;
@@ -124,13 +121,13 @@ static bool try_transpose(Simp *s, IrInstr *i) {
   int64_t p[IR_MAX_RANK], q[IR_MAX_RANK];
   int n = ir_attr_dims(i, "dimensions", p, IR_MAX_RANK);
   if (n != i->shape.rank) return false;
-  if (identity_perm(p, n)) return forward(s, i, x, "the permutation is the identity");
+  if (identity_perm(p, n)) return algsimp_forward(s, i, x, "the permutation is the identity");
   if (s->current && moves_only_unit_dims(x, p, n) && i->parent) {
     IrInstr *r = ir_instr_new_before(i->parent, i, IR_OP_RESHAPE, &i->shape, &x, 1, NULL);
     if (!r) return false;
     char msg[512];
     snprintf(msg, sizeof msg, "%s only moves dimensions of size 1: a reshape", i->name);
-    return forward(s, i, r, msg);
+    return algsimp_forward(s, i, r, msg);
   }
   if (x->op != IR_OP_TRANSPOSE || x->noperands != 1) return false;
   if (ir_attr_dims(x, "dimensions", q, IR_MAX_RANK) != n) return false;
@@ -144,10 +141,10 @@ static bool try_transpose(Simp *s, IrInstr *i) {
   IrInstr *y = x->operands[0];
   if (identity_perm(r, n)) {
     snprintf(msg, sizeof msg, "transpose of transpose: the permutations of %s and %s cancel", x->name, i->name);
-    return forward(s, i, y, msg);
+    return algsimp_forward(s, i, y, msg);
   }
   snprintf(msg, sizeof msg, "transpose of transpose: %s now transposes %s directly (skipping %s)", i->name, y->name, x->name);
-  report(s, "rewrite", x, i, i->name, msg);
+  algsimp_report(s, "rewrite", x, i, i->name, msg);
   ir_set_operand(i, 0, y);
   ir_attr_set_dims(i, "dimensions", r, n);
   simp_drop_dead(x);
@@ -161,7 +158,7 @@ static bool try_broadcast(Simp *s, IrInstr *i) {
   if (n < 0) n = 0; /* dimensions={} */
   if (n != x->shape.rank) return false;
   if (x->shape.rank == i->shape.rank && identity_perm(d, n) && ir_shape_equal(&i->shape, &x->shape))
-    return forward(s, i, x, "the broadcast adds nothing");
+    return algsimp_forward(s, i, x, "the broadcast adds nothing");
   if (x->op != IR_OP_BROADCAST || x->noperands != 1) return false;
   IrInstr *y = x->operands[0];
   int m = ir_attr_dims(x, "dimensions", e, IR_MAX_RANK);
@@ -175,7 +172,7 @@ static bool try_broadcast(Simp *s, IrInstr *i) {
   }
   char msg[512];
   snprintf(msg, sizeof msg, "broadcast of broadcast: %s now broadcasts %s directly (skipping %s)", i->name, y->name, x->name);
-  report(s, "rewrite", x, i, i->name, msg);
+  algsimp_report(s, "rewrite", x, i, i->name, msg);
   ir_set_operand(i, 0, y);
   ir_attr_set_dims(i, "dimensions", r, m);
   simp_drop_dead(x);
@@ -203,7 +200,7 @@ static bool try_slice(Simp *s, IrInstr *i) {
   if (ir_shape_equal(&i->shape, &x->shape)) {
     bool full = true;
     for (int d = 0; d < n; d++) full = full && st[d] == 0 && (str[d] == 1 || x->shape.dims[d] <= 1);
-    if (full) return forward(s, i, x, "the slice takes everything");
+    if (full) return algsimp_forward(s, i, x, "the slice takes everything");
   }
   char msg[512];
   if (x->op == IR_OP_SLICE && x->noperands == 1) {
@@ -217,7 +214,7 @@ static bool try_slice(Simp *s, IrInstr *i) {
       nlim[d] = cnt > 0 ? nst[d] + (cnt - 1) * nstr[d] + 1 : nst[d];
     }
     snprintf(msg, sizeof msg, "slice of slice: %s now slices %s directly (skipping %s)", i->name, x->operands[0]->name, x->name);
-    report(s, "rewrite", x, i, i->name, msg);
+    algsimp_report(s, "rewrite", x, i, i->name, msg);
     ir_set_operand(i, 0, x->operands[0]);
     set_slice(i, nst, nlim, nstr, n);
     simp_drop_dead(x);
@@ -249,7 +246,7 @@ static bool try_slice(Simp *s, IrInstr *i) {
     ir_attr_set_dims(t, "dimensions", perm, n);
     snprintf(msg, sizeof msg, "slice of transpose: %s now slices %s before transposing it (as %s of %s)", i->name,
              y->name, t->name, ns->name);
-    bool ok = forward(s, i, t, msg);
+    bool ok = algsimp_forward(s, i, t, msg);
     simp_drop_dead(x);
     return ok;
   }
@@ -272,7 +269,7 @@ static bool try_slice(Simp *s, IrInstr *i) {
         nst[cd] -= off;
         nlim[cd] = last - off + 1;
         snprintf(msg, sizeof msg, "slice of concatenate: %s takes only operand %d (%s) of %s", i->name, k, o->name, x->name);
-        report(s, "rewrite", x, i, i->name, msg);
+        algsimp_report(s, "rewrite", x, i, i->name, msg);
         ir_set_operand(i, 0, o);
         set_slice(i, nst, nlim, str, n);
         simp_drop_dead(x);
@@ -285,10 +282,7 @@ static bool try_slice(Simp *s, IrInstr *i) {
   return false;
 }
 
-static bool try_one(Simp *s, IrInstr *i) {
-  if (i->dead) return false;
-  for (int k = 0; k < i->noperands; k++)
-    if (!i->operands[k]) return false;
+static bool try_classic(Simp *s, IrInstr *i) {
   switch (i->op) {
   case IR_OP_ADD:
   case IR_OP_SUBTRACT:
@@ -297,17 +291,17 @@ static bool try_one(Simp *s, IrInstr *i) {
     return try_arith(s, i);
   case IR_OP_NEGATE:
     if (i->noperands == 1 && i->operands[0]->op == IR_OP_NEGATE && i->operands[0]->noperands == 1)
-      return forward(s, i, i->operands[0]->operands[0], "negate of negate");
+      return algsimp_forward(s, i, i->operands[0]->operands[0], "negate of negate");
     return false;
   case IR_OP_SELECT: {
     if (i->noperands != 3) return false;
     double v;
     if (!simp_splat_value(i->operands[0], &v)) return false;
-    return forward(s, i, v != 0 ? i->operands[1] : i->operands[2], v != 0 ? "the condition is always true" : "the condition is always false");
+    return algsimp_forward(s, i, v != 0 ? i->operands[1] : i->operands[2], v != 0 ? "the condition is always true" : "the condition is always false");
   }
   case IR_OP_CONVERT:
     if (i->noperands == 1 && i->operands[0]->shape.type == i->shape.type)
-      return forward(s, i, i->operands[0], "converting to the same type");
+      return algsimp_forward(s, i, i->operands[0], "converting to the same type");
     return false;
   case IR_OP_RESHAPE:
     return i->noperands == 1 && try_reshape(s, i);
@@ -318,11 +312,19 @@ static bool try_one(Simp *s, IrInstr *i) {
   case IR_OP_SLICE:
     return i->noperands == 1 && try_slice(s, i);
   case IR_OP_CONCATENATE:
-    if (i->noperands == 1) return forward(s, i, i->operands[0], "concatenate of one operand");
+    if (i->noperands == 1) return algsimp_forward(s, i, i->operands[0], "concatenate of one operand");
     return false;
   default:
     return false;
   }
+}
+
+static bool try_one(Simp *s, IrInstr *i) {
+  if (i->dead) return false;
+  for (int k = 0; k < i->noperands; k++)
+    if (!i->operands[k]) return false;
+  if (try_classic(s, i)) return true;
+  return s->current && !i->dead && algsimp_current_rewrite(s, i);
 }
 
 static bool run(IrModule *m, PassContext *cx, bool *changed, bool current) {

@@ -13,13 +13,12 @@
 #include "passes.h"
 #include "simplify.h"
 
-/* Copies callee c's instructions before `call` in its computation; returns the copy of c's root. */
-static IrInstr *inline_one(IrInstr *call, IrComputation *c, int *copied) {
+IrInstr *simp_inline(IrInstr *call, IrComputation *c, IrInstr *const *args, int nargs, int *copied) {
   IrComputation *caller = call->parent;
   /* Map callee instruction -> caller instruction through aux (restored afterwards). */
   for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = NULL;
   for (int p = 0; p < c->nparams; p++)
-    if (c->params[p] && p < call->noperands) c->params[p]->aux = call->operands[p];
+    if (c->params[p] && p < nargs) c->params[p]->aux = args[p];
   IrInstr *root = NULL;
   IrInstr **ops = NULL;
   int ops_cap = 0;
@@ -81,7 +80,7 @@ static bool run_call_inliner(IrModule *m, PassContext *cx, bool *changed) {
       if (!ir_shape_equal(&callee->root->shape, &call->shape)) continue;
       int copied = 0;
       int n0 = comp->ninstrs;
-      IrInstr *root = inline_one(call, callee, &copied);
+      IrInstr *root = simp_inline(call, callee, call->operands, call->noperands, &copied);
       if (!root) {
         fx_free(order);
         return fx_error_set(cx->err, NULL, 0, 0, "call-inliner: could not copy %s into %s (out of memory)", callee->name,

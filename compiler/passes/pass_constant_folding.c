@@ -9,7 +9,15 @@
  * are left alone: their rounding is not modelled here). Elided constants ({...}) are unknown.
  *
  * The folded instruction becomes a constant in place, keeping its name and its users; operands
- * left unused are removed. Each fold is reported: "folded add.3(2, 3) to constant 5". */
+ * left unused are removed. Each fold is reported: "folded add.3(2, 3) to constant 5".
+ *
+ * In the priority pipeline, today's XLA (HloConstantFolding): an operation is folded when at
+ * least one operand is a constant and every operand is a constant, a broadcast of one or an iota
+ * (an operation of broadcasts alone waits for algsimp to sink the broadcast); slices and
+ * reduces (whose reducer is one binary operation) and concatenates fold too;
+ * and data movement (slice, reshape, transpose, reverse) of a constant whose values the text
+ * elided ({...}, as XLA's dumps print large constants) is a constant of elided values too: XLA
+ * folds the same text (jax.issue.33666 reads scalars out of elided tables inside its loops). */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -60,14 +68,14 @@ static void strides(const IrShape *s, int64_t *st) {
 
 /* Evaluates i's value into out (ir_shape_elements(&i->shape) doubles). Returns false when i is
  * not a constant expression the evaluator knows. depth bounds the recursion. */
-static bool eval(const IrInstr *i, double *out, int depth);
+static bool eval(const IrInstr *i, double *out, int depth, bool current);
 
-static bool eval_operand(const IrInstr *o, double **buf, int depth) {
+static bool eval_operand(const IrInstr *o, double **buf, int depth, bool current) {
   int64_t n = ir_shape_elements(&o->shape);
   if (!ir_shape_is_array(&o->shape) || n > FOLD_MAX_ELEMENTS || !foldable_type(o->shape.type)) return false;
   *buf = fx_malloc(sizeof(double) * (size_t)(n ? n : 1));
   if (!*buf) return false;
-  if (!eval(o, *buf, depth + 1)) {
+  if (!eval(o, *buf, depth + 1, current)) {
     fx_free(*buf);
     *buf = NULL;
     return false;
@@ -149,7 +157,20 @@ static double binary(IrOpcode op, IrType in, double a, double b, const char *dir
   return 0;
 }
 
-static bool eval(const IrInstr *i, double *out, int depth) {
+/* The operation of a reducer that is one binary operation of its two parameters (*swapped when
+ * it reads them in the other order); IR_OP_COUNT otherwise. */
+static IrOpcode reducer_op(const IrComputation *f, bool *swapped) {
+  if (!f || f->nparams != 2 || !f->params[0] || !f->params[1] || !f->root || f->ninstrs != 3) return IR_OP_COUNT;
+  const IrInstr *r = f->root;
+  if (r->noperands != 2 || ir_op_info(r->op)->category != IR_CAT_BINARY || r->op == IR_OP_COMPARE || r->op == IR_OP_COMPLEX ||
+      r->op == IR_OP_SHL || r->op == IR_OP_SHRA || r->op == IR_OP_SHRL)
+    return IR_OP_COUNT;
+  *swapped = r->operands[0] == f->params[1] && r->operands[1] == f->params[0];
+  if (!*swapped && !(r->operands[0] == f->params[0] && r->operands[1] == f->params[1])) return IR_OP_COUNT;
+  return r->op;
+}
+
+static bool eval(const IrInstr *i, double *out, int depth, bool current) {
   const IrShape *s = &i->shape;
   int64_t n = ir_shape_elements(s);
   if (depth > 24 || !ir_shape_is_array(s) || n > FOLD_MAX_ELEMENTS || !foldable_type(s->type)) return false;
@@ -174,12 +195,98 @@ static bool eval(const IrInstr *i, double *out, int depth) {
   double *a = NULL, *b = NULL, *c = NULL;
   bool ok = true;
   IrOpcode op = i->op;
+  if (current && op == IR_OP_SLICE) {
+    /* Today's XLA folds any operation of constants (HloConstantFolding): slices too. */
+    const IrInstr *x = i->operands[0];
+    int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK], str[IR_MAX_RANK], ost[IR_MAX_RANK], ist[IR_MAX_RANK];
+    if (i->noperands != 1 || x->shape.type != s->type || ir_attr_slice(i, st, lim, str, IR_MAX_RANK) != s->rank ||
+        x->shape.rank != s->rank || !eval_operand(x, &a, depth, current))
+      return false;
+    strides(s, ost);
+    strides(&x->shape, ist);
+    for (int64_t k = 0; k < n; k++) {
+      int64_t src = 0;
+      for (int d = 0; d < s->rank; d++) src += (st[d] + ((k / ost[d]) % s->dims[d]) * str[d]) * ist[d];
+      out[k] = a[src];
+    }
+    fx_free(a);
+    return true;
+  }
+  if (current && op == IR_OP_CONCATENATE) {
+    /* A concatenate of constants (today's XLA folds any operation of constants). */
+    int64_t cd;
+    int64_t dims1[1];
+    if (ir_attr_dims(i, "dimensions", dims1, 1) != 1) return false;
+    cd = dims1[0];
+    if (cd < 0 || cd >= s->rank || i->noperands < 1) return false;
+    int64_t ost[IR_MAX_RANK];
+    strides(s, ost);
+    int64_t offset = 0;
+    for (int o = 0; o < i->noperands && ok; o++) {
+      const IrInstr *x = i->operands[o];
+      if (x->shape.type != s->type || x->shape.rank != s->rank || !eval_operand(x, &a, depth, current)) return false;
+      int64_t ist[IR_MAX_RANK], xn = ir_shape_elements(&x->shape);
+      strides(&x->shape, ist);
+      for (int64_t q = 0; q < xn; q++) {
+        int64_t dst = 0;
+        for (int d = 0; d < s->rank; d++) {
+          int64_t c = (q / ist[d]) % x->shape.dims[d];
+          dst += (d == cd ? c + offset : c) * ost[d];
+        }
+        out[dst] = a[q];
+      }
+      offset += x->shape.dims[cd];
+      fx_free(a);
+      a = NULL;
+    }
+    return ok && offset == s->dims[cd];
+  }
+  if (current && op == IR_OP_REDUCE) {
+    /* A reduce of constants (HloEvaluator's HandleReduce: each result element starts at the
+     * initial value and combines the reduced elements in row-major order), when the reducer is
+     * one binary operation of its two parameters. */
+    if (i->noperands != 2) return false;
+    const IrInstr *x = i->operands[0], *init = i->operands[1];
+    bool swapped = false;
+    IrOpcode rop = reducer_op(ir_attr_comp(i, "to_apply"), &swapped);
+    int64_t rd[IR_MAX_RANK];
+    int nr = ir_attr_dims(i, "dimensions", rd, IR_MAX_RANK);
+    if (rop == IR_OP_COUNT || x->shape.type != s->type || init->shape.type != s->type || init->shape.rank != 0 || nr < 0 ||
+        x->shape.rank != s->rank + nr)
+      return false;
+    bool reduced[IR_MAX_RANK] = {false};
+    for (int d = 0; d < nr; d++) {
+      if (rd[d] < 0 || rd[d] >= x->shape.rank || reduced[rd[d]]) return false;
+      reduced[rd[d]] = true;
+    }
+    for (int d = 0, o = 0; d < x->shape.rank; d++)
+      if (!reduced[d] && x->shape.dims[d] != s->dims[o++]) return false;
+    if (!eval_operand(x, &a, depth, current)) return false;
+    if (!eval_operand(init, &b, depth, current)) {
+      fx_free(a);
+      return false;
+    }
+    for (int64_t k = 0; k < n; k++) out[k] = b[0];
+    int64_t xs[IR_MAX_RANK], os[IR_MAX_RANK], xn = ir_shape_elements(&x->shape);
+    strides(&x->shape, xs);
+    strides(s, os);
+    for (int64_t q = 0; ok && q < xn; q++) {
+      int64_t dst = 0;
+      for (int d = 0, o = 0; d < x->shape.rank; d++)
+        if (!reduced[d]) dst += ((q / xs[d]) % x->shape.dims[d]) * os[o++];
+      double acc = out[dst];
+      out[dst] = to_type(s->type, swapped ? binary(rop, s->type, a[q], acc, NULL, &ok) : binary(rop, s->type, acc, a[q], NULL, &ok));
+    }
+    fx_free(a);
+    fx_free(b);
+    return ok;
+  }
   if (op == IR_OP_BROADCAST || op == IR_OP_RESHAPE || op == IR_OP_BITCAST || op == IR_OP_TRANSPOSE) {
     if (i->noperands != 1) return false;
     const IrInstr *x = i->operands[0];
     if (x->shape.type != s->type && op != IR_OP_BITCAST) return false;
     if (op == IR_OP_BITCAST && x->shape.type != s->type) return false;
-    if (!eval_operand(x, &a, depth)) return false;
+    if (!eval_operand(x, &a, depth, current)) return false;
     if (op == IR_OP_RESHAPE || op == IR_OP_BITCAST) {
       if (ir_shape_elements(&x->shape) != n) ok = false;
       else memcpy(out, a, sizeof(double) * (size_t)n);
@@ -224,7 +331,7 @@ static bool eval(const IrInstr *i, double *out, int depth) {
   if (cat == IR_CAT_UNARY) {
     if (i->noperands != 1) return false;
     const IrInstr *x = i->operands[0];
-    if (!ir_shape_same_dims(&x->shape, s) || !eval_operand(x, &a, depth)) return false;
+    if (!ir_shape_same_dims(&x->shape, s) || !eval_operand(x, &a, depth, current)) return false;
     IrType in = x->shape.type;
     if (op == IR_OP_CONVERT) {
       for (int64_t k = 0; k < n; k++) {
@@ -253,8 +360,8 @@ static bool eval(const IrInstr *i, double *out, int depth) {
     const IrInstr *x = i->operands[0], *y = i->operands[1];
     if (!ir_shape_same_dims(&x->shape, s) || !ir_shape_same_dims(&y->shape, s) || x->shape.type != y->shape.type) return false;
     if (op != IR_OP_COMPARE && x->shape.type != s->type) return false;
-    if (!eval_operand(x, &a, depth)) return false;
-    if (!eval_operand(y, &b, depth)) {
+    if (!eval_operand(x, &a, depth, current)) return false;
+    if (!eval_operand(y, &b, depth, current)) {
       fx_free(a);
       return false;
     }
@@ -271,8 +378,8 @@ static bool eval(const IrInstr *i, double *out, int depth) {
       bool scalar_ok = op == IR_OP_CLAMP && k != 1 && os->rank == 0;
       if (!ir_shape_same_dims(os, s) && !scalar_ok) return false;
     }
-    if (!eval_operand(i->operands[0], &a, depth)) return false;
-    if (!eval_operand(i->operands[1], &b, depth) || !eval_operand(i->operands[2], &c, depth)) {
+    if (!eval_operand(i->operands[0], &a, depth, current)) return false;
+    if (!eval_operand(i->operands[1], &b, depth, current) || !eval_operand(i->operands[2], &c, depth, current)) {
       fx_free(a);
       fx_free(b);
       return false;
@@ -303,29 +410,142 @@ static bool fold_candidate(const IrInstr *i) {
          i->op == IR_OP_TRANSPOSE || i->op == IR_OP_BITCAST;
 }
 
-static bool run_constant_folding(IrModule *m, PassContext *cx, bool *changed) {
+/* Today's XLA (HloConstantFolding::Run, IsFoldable): any operation but a broadcast, an iota, an
+ * FFT, a loop, or one with a side effect, when at least one operand is a constant and every
+ * operand is a constant, a broadcast of one, or an iota. */
+static bool fold_candidate_current(const IrInstr *i) {
+  if (i->noperands == 0 || i->op == IR_OP_BROADCAST || i->op == IR_OP_IOTA || i->op == IR_OP_FFT || i->op == IR_OP_TUPLE ||
+      i->op == IR_OP_BITCAST_CONVERT)
+    return false;
+  IrCategory cat = ir_op_info(i->op)->category;
+  if (!(cat == IR_CAT_UNARY || cat == IR_CAT_BINARY || cat == IR_CAT_TERNARY || cat == IR_CAT_DATA ||
+        cat == IR_CAT_REDUCE || i->op == IR_OP_DOT))
+    return false;
+  bool any_constant = false;
+  for (int o = 0; o < i->noperands; o++) {
+    const IrInstr *x = i->operands[o];
+    if (!x) return false;
+    any_constant = any_constant || x->op == IR_OP_CONSTANT;
+    if (!(x->op == IR_OP_CONSTANT || x->op == IR_OP_IOTA ||
+          (x->op == IR_OP_BROADCAST && x->noperands == 1 && x->operands[0] && x->operands[0]->op == IR_OP_CONSTANT)))
+      return false;
+  }
+  return any_constant && ir_shape_is_array(&i->shape);
+}
+
+/* Data movement of a constant whose values the text elided ({...}): the result's values are
+ * elided too (the same unknown values, moved; the interpreter reads both as zeros). XLA folds
+ * these (jax.issue.33666 slices scalars out of elided tables). */
+static bool moves_elided(const IrInstr *i) {
+  if (i->noperands != 1 || !i->operands[0] || i->operands[0]->op != IR_OP_CONSTANT) return false;
+  const IrLiteral *l = i->operands[0]->literal;
+  if (!l || !l->elided || i->shape.type != i->operands[0]->shape.type) return false;
+  return i->op == IR_OP_SLICE || i->op == IR_OP_RESHAPE || i->op == IR_OP_TRANSPOSE || i->op == IR_OP_REVERSE ||
+         i->op == IR_OP_BITCAST;
+}
+
+static IrLiteral *elided_literal(Arena *a) {
+  IrLiteral *l = arena_alloc(a, sizeof *l);
+  if (!l) return NULL;
+  memset(l, 0, sizeof *l);
+  l->elided = true;
+  l->text = "{...}";
+  return l;
+}
+
+/* What an elided fold was: the data movement (op, its elided source, its shape and its slice or
+ * dimensions text), and the constant it became. */
+typedef struct {
+  IrOpcode op;
+  const IrInstr *src;
+  const IrShape *shape;
+  const char *attr;
+  IrInstr *result;
+} ElidedFold;
+
+static const char *movement_attr(const IrInstr *i) {
+  return ir_attr_text(i, i->op == IR_OP_SLICE ? "slice" : "dimensions");
+}
+
+/* The constant an earlier identical data movement of the same elided constant was folded into, so
+ * that one value does not become two constants cse could not tell apart (elided values are never
+ * equal to cse). */
+static IrInstr *same_fold(const ElidedFold *memo, int n, const IrInstr *i) {
+  const char *b = movement_attr(i);
+  for (int k = 0; k < n; k++) {
+    const ElidedFold *f = &memo[k];
+    if (f->op != i->op || f->src != i->operands[0] || !ir_shape_equal(f->shape, &i->shape)) continue;
+    if ((f->attr == NULL) == (b == NULL) && (!b || strcmp(f->attr, b) == 0)) return f->result;
+  }
+  return NULL;
+}
+
+#define ELIDED_MEMO 4096
+
+static bool run(IrModule *m, PassContext *cx, bool *changed, bool current) {
   int folds = 0;
   double *vals = fx_malloc(sizeof(double) * FOLD_MAX_ELEMENTS);
-  if (!vals) return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
+  ElidedFold *memo = current ? fx_malloc(sizeof(ElidedFold) * ELIDED_MEMO) : NULL;
+  if (!vals || (current && !memo)) {
+    fx_free(vals);
+    fx_free(memo);
+    return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
+  }
   for (int c = 0; c < m->ncomps; c++) {
     IrComputation *comp = m->comps[c];
     if (simp_is_fused_computation(comp)) continue;
+    int nmemo = 0;
     for (int k = 0; k < comp->ninstrs; k++) {
       IrInstr *i = comp->instrs[k];
-      if (i->dead || !fold_candidate(i)) continue;
-      /* Every operand must itself be a constant expression (constant, or broadcast/iota/... of one). */
-      bool all_const = true;
-      for (int o = 0; o < i->noperands && all_const; o++) {
-        const IrInstr *op = i->operands[o];
-        all_const = op && (op->op == IR_OP_CONSTANT || op->op == IR_OP_IOTA || op->op == IR_OP_BROADCAST ||
-                           op->op == IR_OP_RESHAPE || op->op == IR_OP_TRANSPOSE || op->op == IR_OP_BITCAST);
-      }
-      if (!all_const) continue;
+      if (i->dead) continue;
       int64_t n = ir_shape_elements(&i->shape);
-      if (!ir_shape_is_array(&i->shape) || n > FOLD_MAX_ELEMENTS || !eval(i, vals, 0)) continue;
-      IrLiteral *lit = ir_literal_new(&m->arena, vals, n, i->shape.type, &i->shape);
+      IrLiteral *lit = NULL;
+      if (current) {
+        if (!fold_candidate_current(i)) continue;
+        if (moves_elided(i)) {
+          IrInstr *prior = same_fold(memo, nmemo, i);
+          if (prior) {
+            char why[300];
+            snprintf(why, sizeof why, "replaced %s by %s: the same %s of the elided constant %s", i->name, prior->name,
+                     ir_op_name(i->op), i->operands[0]->name);
+            PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "fold", .producer = i->name,
+                              .result = prior->name, .accepted = true};
+            pass_emit(cx->sink, &d, "%s", why);
+            int n0 = comp->ninstrs;
+            simp_replace(i, prior);
+            k -= n0 - comp->ninstrs;
+            if (k < -1) k = -1;
+            folds++;
+            continue;
+          }
+          lit = elided_literal(&m->arena);
+          IrShape *sh = lit ? arena_alloc(&m->arena, sizeof *sh) : NULL;
+          if (!sh || !ir_shape_copy(&m->arena, sh, &i->shape)) {
+            fx_free(vals);
+            fx_free(memo);
+            return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
+          }
+          /* i becomes the constant in place below: remember what it was. */
+          if (nmemo < ELIDED_MEMO) memo[nmemo++] = (ElidedFold){i->op, i->operands[0], sh, movement_attr(i), i};
+        }
+      } else {
+        if (!fold_candidate(i)) continue;
+        /* Every operand must itself be a constant expression (constant, or broadcast/iota/... of one). */
+        bool all_const = true;
+        for (int o = 0; o < i->noperands && all_const; o++) {
+          const IrInstr *op = i->operands[o];
+          all_const = op && (op->op == IR_OP_CONSTANT || op->op == IR_OP_IOTA || op->op == IR_OP_BROADCAST ||
+                             op->op == IR_OP_RESHAPE || op->op == IR_OP_TRANSPOSE || op->op == IR_OP_BITCAST);
+        }
+        if (!all_const) continue;
+      }
+      if (!lit) {
+        if (!ir_shape_is_array(&i->shape) || n > FOLD_MAX_ELEMENTS || !eval(i, vals, 0, current)) continue;
+        lit = ir_literal_new(&m->arena, vals, n, i->shape.type, &i->shape);
+      }
       if (!lit) {
         fx_free(vals);
+        fx_free(memo);
         return fx_error_set(cx->err, NULL, 0, 0, "constant-folding: out of memory");
       }
       char desc[256];
@@ -360,10 +580,19 @@ static bool run_constant_folding(IrModule *m, PassContext *cx, bool *changed) {
     }
   }
   fx_free(vals);
+  fx_free(memo);
   *changed = folds > 0;
   return true;
 }
 
+static bool run_constant_folding(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false); }
+static bool run_constant_folding_current(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true); }
+
 const Pass pass_constant_folding = {"constant-folding",
                                     "evaluates operations on constants (results up to 1024 elements)",
                                     run_constant_folding};
+const Pass pass_constant_folding_current = {
+    "constant-folding",
+    "evaluates operations on constants as today's XLA (at least one operand a constant, slices too, data movement "
+    "of elided constants; results up to 1024 elements)",
+    run_constant_folding_current};

@@ -17,6 +17,21 @@ extern const Pass pass_algsimp_current;  /* pass_algsimp.c: the same, with today
 extern const Pass pass_constant_folding; /* pass_constant_folding.c: operations on constants */
 extern const Pass pass_while_simplifier; /* pass_while_simplifier.c: dead loop state, zero-trip loops */
 extern const Pass pass_call_inliner;     /* pass_call_inliner.c: call -> the callee's instructions */
+/* today's XLA before fusion (priority pipeline) */
+extern const Pass pass_sharding_remover;         /* pass_sharding_remover.c: JAX's Sharding custom calls */
+extern const Pass pass_comparison_expander;      /* pass_comparison_expander.c: total-order float compares */
+extern const Pass pass_scatter_expander;         /* pass_scatter_expander.c: one-window scatters */
+extern const Pass pass_slice_sinker;             /* pass_slice_sinker.c: op(slices) -> slices(op) */
+extern const Pass pass_reshape_mover;            /* pass_reshape_mover.c: op(reshape) -> reshape(op) */
+extern const Pass pass_cse_current;              /* pass_cse.c: also loops, calls, conditionals */
+extern const Pass pass_constant_folding_current; /* pass_constant_folding.c: XLA's operand rule, slices, elided */
+extern const Pass pass_while_constant_sinking;   /* pass_while_constant_sinking.c */
+extern const Pass pass_while_simplifier_current; /* pass_while_simplifier_current.c: XLA's WhileLoopSimplifier */
+extern const Pass pass_conditional_simplifier;   /* pass_conditional_simplifier.c: known or cheap branches */
+extern const Pass pass_cse_fusions;              /* pass_cse.c: inside fusions, after priority-fusion */
+extern const Pass pass_float_normalization;      /* pass_float_normalization.c: bf16 ops the GPU lacks, in f32 */
+extern const Pass pass_simplify_fp_conversions;  /* pass_simplify_fp_conversions.c: convert chains */
+extern const Pass pass_tree_reduction;           /* pass_tree_reduction.c: reductions too large for one kernel */
 
 /* XLA:GPU's library and layout rewrites before fusion (priority pipeline) */
 extern const Pass pass_dot_dimension_sorter;   /* pass_dot_dimension_sorter.c: contracting dims in order */

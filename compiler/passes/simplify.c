@@ -26,9 +26,40 @@ bool simp_is_pure(const IrInstr *i) {
   }
 }
 
-/* Whether i can go now: dead code that nothing uses. */
+static bool comp_side_effect(const IrComputation *c, int depth);
+
+static bool instr_side_effect(const IrInstr *i, int depth) {
+  if (i->op == IR_OP_WHILE || i->op == IR_OP_CALL || i->op == IR_OP_CONDITIONAL) {
+    IrComputation *callees[64];
+    int n = ir_called_computations(i, callees, 64);
+    if (n > 64 || depth > 32) return true;
+    for (int k = 0; k < n; k++)
+      if (comp_side_effect(callees[k], depth + 1)) return true;
+    return false;
+  }
+  if (i->op == IR_OP_PARAMETER || i->op == IR_OP_RNG_BIT_GENERATOR) return false;
+  return !simp_is_pure(i) && i->op != IR_OP_FUSION;
+}
+
+static bool comp_side_effect(const IrComputation *c, int depth) {
+  if (!c) return true;
+  for (int k = 0; k < c->ninstrs; k++)
+    if (instr_side_effect(c->instrs[k], depth)) return true;
+  return false;
+}
+
+bool simp_has_side_effect(const IrInstr *i) { return instr_side_effect(i, 0); }
+
+bool simp_comp_has_side_effect(const IrComputation *c) { return comp_side_effect(c, 0); }
+
+/* Whether i can go now: dead code that nothing uses. A loop, call or conditional whose
+ * computations have no side effect goes too, as XLA's RemoveInstructionAndUnusedOperands removes
+ * whatever is dead and not HasSideEffect (a rewrite that stops reading a loop's result removes
+ * the loop). */
 static bool droppable(const IrInstr *i) {
-  return !i->dead && i->nusers == 0 && i->parent && i != i->parent->root && simp_is_pure(i);
+  if (i->dead || i->nusers != 0 || !i->parent || i == i->parent->root) return false;
+  if (i->op == IR_OP_WHILE || i->op == IR_OP_CALL || i->op == IR_OP_CONDITIONAL) return !simp_has_side_effect(i);
+  return simp_is_pure(i);
 }
 
 /* Removes i if droppable, then its operands that became droppable, and so on: with a worklist,
@@ -148,16 +179,7 @@ IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t
   r->params[1] = p1;
   r->nparams = 2;
   ir_set_root(r, sum);
-  /* callees before callers */
-  int from = -1, to = -1;
-  for (int k = 0; k < m->ncomps; k++) {
-    if (m->comps[k] == r) from = k;
-    if (m->comps[k] == caller) to = k;
-  }
-  if (from > to && to >= 0) {
-    memmove(&m->comps[to + 1], &m->comps[to], sizeof(IrComputation *) * (size_t)(from - to));
-    m->comps[to] = r;
-  }
+  simp_place_before(m, r, caller); /* callees before callers */
   return r;
 }
 
@@ -193,4 +215,40 @@ bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *
   if (n != out->rank) return false;
   for (int k = 0; k < out->rank; k++) m2m[k] = major[out->rank - 1 - k];
   return true;
+}
+
+void simp_place_before(IrModule *m, IrComputation *c, const IrComputation *before) {
+  int from = -1, to = -1;
+  for (int k = 0; k < m->ncomps; k++) {
+    if (m->comps[k] == c) from = k;
+    if (m->comps[k] == before) to = k;
+  }
+  if (from < 0 || to < 0 || to >= from) return;
+  memmove(&m->comps[to + 1], &m->comps[to], sizeof(IrComputation *) * (size_t)(from - to));
+  m->comps[to] = c;
+}
+
+IrInstr **simp_collect(const IrModule *m, IrOpcode op, int *n) {
+  int cap = 16;
+  IrInstr **out = fx_malloc(sizeof *out * (size_t)cap);
+  *n = 0;
+  if (!out) return NULL;
+  for (int c = 0; c < m->ncomps; c++) {
+    const IrComputation *comp = m->comps[c];
+    if (simp_is_fused_computation(comp)) continue;
+    for (int k = 0; k < comp->ninstrs; k++) {
+      if (comp->instrs[k]->dead || comp->instrs[k]->op != op) continue;
+      if (*n == cap) {
+        cap *= 2;
+        IrInstr **g = fx_realloc(out, sizeof *g * (size_t)cap);
+        if (!g) {
+          fx_free(out);
+          return NULL;
+        }
+        out = g;
+      }
+      out[(*n)++] = comp->instrs[k];
+    }
+  }
+  return out;
 }

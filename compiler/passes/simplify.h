@@ -12,8 +12,15 @@
  * parameter. Control flow counts as pure only when its callees are (checked shallowly). */
 bool simp_is_pure(const IrInstr *i);
 
-/* Removes i when it is unused, pure and not its computation's root, then its operands that
- * became unused, transitively. Returns how many instructions were removed. */
+/* Whether running i (or computation c) can do more than compute its value: an instruction that
+ * is not pure (simp_is_pure), looking into what loops, calls and conditionals run (XLA's
+ * HasSideEffect). Parameters and random-bit generation count as pure here. */
+bool simp_has_side_effect(const IrInstr *i);
+bool simp_comp_has_side_effect(const IrComputation *c);
+
+/* Removes i when it is unused, pure (a loop, call or conditional: when nothing it runs has a
+ * side effect) and not its computation's root, then its operands that became unused,
+ * transitively. Returns how many instructions were removed. */
 int simp_drop_dead(IrInstr *i);
 
 /* Replaces every use of old by repl (the root too), then drops old and whatever became dead. */
@@ -38,6 +45,15 @@ bool simp_is_fused_computation(const IrComputation *c);
  * MakeReduceHlo). NULL when out of memory. */
 IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t, const char *base);
 
+/* The instructions of opcode op in m's computations (fusion bodies aside), in order, as an
+ * fx_malloc'd array (*n of them; the caller frees it): a pass that rewrites them one by one
+ * works from this list, not from computations its rewrites change. NULL when out of memory. */
+IrInstr **simp_collect(const IrModule *m, IrOpcode op, int *n);
+
+/* Moves computation c, when it comes after `before` in m's order, to just before it: callees
+ * print before their callers (a pass that adds a computation calls this with its caller's). */
+void simp_place_before(IrModule *m, IrComputation *c, const IrComputation *before);
+
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);
 
@@ -47,5 +63,12 @@ int simp_callers(const IrModule *m, const IrComputation *c);
  * together and in order, and the output's run takes its place (XLA's ShapeUtil::AlignLayouts).
  * False when no layout does. */
 bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m);
+
+/* Copies computation c's instructions into the computation of `at`, just before it, with c's
+ * parameter p read as args[p] (XLA's CallInliner: call-inliner inlines calls with it,
+ * while-loop-simplifier a loop that runs once, conditional-simplifier a branch known to run).
+ * The copies keep c's names as their base and c's locations. *copied counts them. Returns the
+ * copy of c's root, or NULL when out of memory (what was copied stays, unused). */
+IrInstr *simp_inline(IrInstr *at, IrComputation *c, IrInstr *const *args, int nargs, int *copied);
 
 #endif

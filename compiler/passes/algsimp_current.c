@@ -1,0 +1,739 @@
+/* algsimp_current.c — the rewrites of today's XLA AlgebraicSimplifier (and its GPU variant) that
+ * the priority pipeline's algsimp makes besides the classic ones (pass_algsimp.c). Each follows
+ * the XLA handler named beside it:
+ *
+ *   A - A -> 0 (integers)                        HandleSubtract
+ *   A - C -> A + (-C)   (C a constant, or a broadcast of one)
+ *   0 * A -> 0;  A * 0 -> 0   (integers: a float NaN times 0 is NaN)   HandleMultiply
+ *   A < 0 -> false, 0 > A -> false, A >= 0 -> true, 0 <= A -> true  (A known >= 0: abs, A * A,
+ *   max with a value >= 0, ...)                   HandleCompare / IsNonNegative
+ *   A / 2^k -> A >> k (unsigned), with the sign (signed)      HandleDivide / TryDivideToShift
+ *   exp(A) / exp(B) -> exp(A - B);  A / exp(B) -> A * exp(-B)
+ *   A / pow(B, C) -> A * pow(B, -C)
+ *   A / sqrt(B) -> A * rsqrt(B);  A / rsqrt(B) -> A * sqrt(B)   (the root read only there)
+ *   A / C -> A * (1 / C)   (floating point; C a constant, or a broadcast of one)
+ *   (A / B) / (C / D) -> (A * D) / (B * C);  (A / B) / C -> A / (B * C);  A / (B / C) -> (A * C) / B
+ *   convert(pred X) / broadcast(Y) -> broadcast(1 / Y) * X
+ *   (A % B) % B -> A % B;  A % 2^k -> A & (2^k - 1), with the sign (signed)  HandleRemainder
+ *   iota % N -> iota when N exceeds the iota's count
+ *   max(x, lowest) -> x;  min(x, highest) -> x              HandleMaximum, HandleMinimum
+ *   reduce over dimensions of size 1 -> reshape              HandleReduce
+ *   constant of one value -> broadcast(scalar); 0, 1, 2, ... -> iota   HandleConstant
+ *   reshape/transpose/reverse/slice/dynamic-slice(broadcast(scalar)) -> broadcast(scalar)
+ *   dynamic-update-slice(broadcast(s), u, constant starts) -> pad(u, s)   HandleDynamicUpdateSlice
+ *   dynamic-update-slice(x, u) with u the whole of x -> u
+ *   broadcast(iota) -> iota                                    HandleBroadcast
+ *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
+ *                               TryToSinkBroadcastAfterOpWithUniqueNonScalarOperand
+ *   conditional(convert(pred p), b0, b1) -> conditional(p, true=b1, false=b0)
+ *
+ * These change what a kernel computes, and so what fusion costs and decides: XLA's kernels read
+ * `x * 0.5` where the program wrote `x / 2`, shift where it divided by 2. A rewrite keeps the
+ * rewritten instruction's name when it stays (the outer operation of the new form), so `why`
+ * still finds it; new instructions take names made from it. New constants are computed here in
+ * the element type (f32 and f64, bf16 rounded to nearest even, integers up to 32 bits; other
+ * types keep their instruction). Every rewrite is reported: "replaced sub(x, 1) by add(x, -1):
+ * subtracting a constant is adding its negation". */
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "algsimp.h"
+#include "passes.h"
+#include "simplify.h"
+
+/* ---------- building ---------- */
+
+/* A new instruction just before `at`, named after `base` (made unique). */
+static IrInstr *add_before(IrInstr *at, IrOpcode op, const IrShape *shape, IrInstr *const *ops, int n, const char *base) {
+  return ir_instr_new_before(at->parent, at, op, shape, ops, n, base);
+}
+
+/* The array shape s (dimensions and layout) with element type t. */
+static IrShape with_type(Arena *a, const IrShape *s, IrType t) {
+  IrShape r;
+  if (!ir_shape_copy(a, &r, s)) return ir_shape_array(a, t, s->rank, s->dims);
+  r.type = t;
+  return r;
+}
+
+/* A constant of values (count of them) with shape `shape`, before `at`. */
+static IrInstr *constant_before(IrInstr *at, const IrShape *shape, const double *values, int64_t count, const char *base) {
+  IrInstr *c = add_before(at, IR_OP_CONSTANT, shape, NULL, 0, base);
+  if (!c) return NULL;
+  c->literal = ir_literal_new(&at->parent->module->arena, values, count, shape->type, shape);
+  return c->literal ? c : NULL;
+}
+
+/* The scalar v of type t broadcast to `shape` (the scalar itself when shape is a scalar): XLA's
+ * MakeScalarLike. */
+static IrInstr *scalar_like(IrInstr *at, const IrShape *shape, double v, const char *base) {
+  IrShape s = ir_shape_scalar(shape->type);
+  IrInstr *c = constant_before(at, &s, &v, 1, base);
+  if (!c || ir_shape_is_scalar(shape)) return c;
+  IrInstr *b = add_before(at, IR_OP_BROADCAST, shape, &c, 1, base);
+  if (b) ir_attr_set_text(b, "dimensions", "{}");
+  return b;
+}
+
+/* Whether the element type's values are exact in a double and this file can compute in it. */
+static bool computable(IrType t) {
+  switch (t) {
+  case IR_S8: case IR_S16: case IR_S32: case IR_U8: case IR_U16: case IR_U32: case IR_F32: case IR_F64: case IR_BF16:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* v rounded to the element type (floats to nearest even, integers wrapped). */
+static double round_to(IrType t, double v) {
+  if (t == IR_F64) return v;
+  if (t == IR_F32) return (double)(float)v;
+  if (t == IR_BF16) {
+    float f = (float)v;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    if ((bits & 0x7f800000u) != 0x7f800000u) bits += 0x7fffu + ((bits >> 16) & 1u);
+    bits &= 0xffff0000u;
+    memcpy(&f, &bits, sizeof f);
+    return (double)f;
+  }
+  int bits = ir_type_bytes(t) * 8;
+  double m = ldexp(1, bits), r = fmod(trunc(v), m);
+  if (r < 0) r += m;
+  if (ir_type_is_signed(t) && r >= m / 2) r -= m;
+  return r;
+}
+
+/* When x is a constant (known values) or a broadcast of one: the constant, and *bcast says which.
+ * XLA's m::Constant / m::Broadcast(m::Constant). */
+static IrInstr *constant_operand(IrInstr *x, bool *bcast) {
+  *bcast = false;
+  if (x->op == IR_OP_BROADCAST && x->noperands == 1 && x->operands[0] && x->operands[0]->op == IR_OP_CONSTANT) {
+    *bcast = true;
+    x = x->operands[0];
+  }
+  if (x->op != IR_OP_CONSTANT || !x->literal || x->literal->elided || !x->literal->values ||
+      x->literal->count != ir_shape_elements(&x->shape) || !computable(x->shape.type))
+    return NULL;
+  return x;
+}
+
+/* A copy of constant c with each value v replaced by f(v), as the same shape (broadcast like b
+ * when bcast: the same dimensions), before `at`. */
+static IrInstr *mapped_constant(IrInstr *at, IrInstr *b, IrInstr *c, bool bcast, double (*f)(IrType, double),
+                                const char *base) {
+  const IrLiteral *l = c->literal;
+  double *v = fx_malloc(sizeof(double) * (size_t)(l->count ? l->count : 1));
+  if (!v) return NULL;
+  for (int64_t k = 0; k < l->count; k++) v[k] = round_to(c->shape.type, f(c->shape.type, l->values[k]));
+  IrInstr *nc = constant_before(at, &c->shape, v, l->count, base);
+  fx_free(v);
+  if (!nc || !bcast) return nc;
+  IrInstr *nb = add_before(at, IR_OP_BROADCAST, &b->shape, &nc, 1, base);
+  if (!nb) return NULL;
+  const char *dims = ir_attr_text(b, "dimensions");
+  ir_attr_set_text(nb, "dimensions", dims ? dims : "{}");
+  return nb;
+}
+
+static double negated(IrType t, double v) {
+  (void)t;
+  return -v;
+}
+
+static double inverted(IrType t, double v) {
+  if (t == IR_F32 || t == IR_BF16) return (double)(1.0f / (float)v);
+  return 1.0 / v;
+}
+
+/* Makes i the binary op `op` of a and b in place (same name, shape and users). */
+static void become(IrInstr *i, IrOpcode op, IrInstr *a, IrInstr *b) {
+  IrInstr *olds[3];
+  int n = i->noperands < 3 ? i->noperands : 3;
+  for (int k = 0; k < n; k++) olds[k] = i->operands[k];
+  if (i->noperands >= 2) {
+    ir_set_operand(i, 0, a);
+    ir_set_operand(i, 1, b);
+  }
+  for (int k = 2; k < i->noperands; k++) ir_set_operand(i, k, NULL);
+  i->noperands = 2;
+  i->op = op;
+  for (int k = 0; k < n; k++)
+    if (olds[k] && olds[k] != a && olds[k] != b) simp_drop_dead(olds[k]);
+}
+
+static void rewritten(Simp *s, IrInstr *i, const char *before, const char *why) {
+  char after[256], msg[700];
+  simp_describe(i, after, sizeof after);
+  snprintf(msg, sizeof msg, "replaced %s by %s: %s", before, after, why);
+  algsimp_report(s, "rewrite", i, NULL, i->name, msg);
+}
+
+/* The scalar integer value of c when every element of x is that constant (x a constant or a
+ * broadcast of one; XLA's ConstantEffectiveScalar). */
+static bool int_splat(const IrInstr *x, int64_t *v) {
+  double d;
+  if (!simp_splat_value(x, &d) || d != trunc(d) || fabs(d) > 9.0e15) return false;
+  *v = (int64_t)d;
+  return true;
+}
+
+static int log2_exact(uint64_t v) {
+  if (v == 0 || (v & (v - 1)) != 0) return -1;
+  int k = 0;
+  while (v > 1) {
+    v >>= 1;
+    k++;
+  }
+  return k;
+}
+
+/* ---------- subtract ---------- */
+
+static bool subtract(Simp *s, IrInstr *i) {
+  IrInstr *a = i->operands[0], *b = i->operands[1];
+  char before[256];
+  simp_describe(i, before, sizeof before);
+  if (a == b && (ir_type_is_int(i->shape.type) || i->shape.type == IR_PRED) && computable(i->shape.type)) {
+    IrInstr *z = scalar_like(i, &i->shape, 0, "zero");
+    return z && algsimp_forward(s, i, z, "a value minus itself is zero (integers)");
+  }
+  bool bcast;
+  IrInstr *c = constant_operand(b, &bcast);
+  if (!c || a->op == IR_OP_CONSTANT || !(ir_type_is_float(c->shape.type) || ir_type_is_int(c->shape.type))) return false;
+  IrInstr *neg = mapped_constant(i, b, c, bcast, negated, "negate");
+  if (!neg) return false;
+  become(i, IR_OP_ADD, a, neg);
+  rewritten(s, i, before, "subtracting a constant is adding its negation");
+  return true;
+}
+
+/* ---------- multiply ---------- */
+
+/* 0 * A and A * 0 are the zero operand, for integers only: a float NaN or infinity times zero is
+ * NaN (XLA's HandleMultiply, "0*A => 0. Only applies for integral types"). */
+static bool multiply(Simp *s, IrInstr *i) {
+  if (!ir_type_is_int(i->shape.type)) return false;
+  double v;
+  for (int k = 0; k < 2; k++) {
+    IrInstr *z = i->operands[k];
+    if (simp_splat_value(z, &v) && v == 0 && algsimp_forward(s, i, z, "an integer times zero is zero")) return true;
+  }
+  return false;
+}
+
+/* ---------- compare ---------- */
+
+/* Whether every element of x is known to be >= 0 (XLA's IsNonNegative, which HandleCompare
+ * asks): an unsigned integer, abs, x * x, a constant >= 0 (or a broadcast of one), the maximum
+ * of anything with a non-negative value, the minimum of two, a select between two. */
+static bool non_negative(const IrInstr *x, int depth) {
+  if (!x || depth > 16) return false;
+  IrType t = x->shape.type;
+  if (t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64) return true;
+  double v;
+  switch (x->op) {
+  case IR_OP_ABS:
+    return true;
+  case IR_OP_MULTIPLY:
+    return x->noperands == 2 && x->operands[0] == x->operands[1];
+  case IR_OP_CONSTANT:
+    return simp_splat_value(x, &v) && v >= 0;
+  case IR_OP_BROADCAST:
+    return x->noperands == 1 && non_negative(x->operands[0], depth + 1);
+  case IR_OP_MAXIMUM:
+    return x->noperands == 2 && (non_negative(x->operands[0], depth + 1) || non_negative(x->operands[1], depth + 1));
+  case IR_OP_MINIMUM:
+    return x->noperands == 2 && non_negative(x->operands[0], depth + 1) && non_negative(x->operands[1], depth + 1);
+  case IR_OP_SELECT:
+    return x->noperands == 3 && non_negative(x->operands[1], depth + 1) && non_negative(x->operands[2], depth + 1);
+  default:
+    return false;
+  }
+}
+
+/* x < 0 and 0 > x are false, x >= 0 and 0 <= x true, when x is known non-negative (XLA's
+ * HandleCompare with IsNonNegative): `index < 0 ? index + n : index` on a clamped index
+ * reads the index. */
+static bool compare(Simp *s, IrInstr *i) {
+  const char *dir = ir_attr_text(i, "direction");
+  if (!dir || i->shape.type != IR_PRED) return false;
+  double v;
+  IrInstr *a = i->operands[0], *b = i->operands[1];
+  int result = -1;
+  const IrInstr *x = NULL;
+  if (simp_splat_value(b, &v) && v == 0 && (strcmp(dir, "LT") == 0 || strcmp(dir, "GE") == 0)) {
+    x = a;
+    result = strcmp(dir, "GE") == 0;
+  } else if (simp_splat_value(a, &v) && v == 0 && (strcmp(dir, "GT") == 0 || strcmp(dir, "LE") == 0)) {
+    x = b;
+    result = strcmp(dir, "LE") == 0;
+  }
+  if (result < 0 || !non_negative(x, 0)) return false;
+  IrInstr *k = scalar_like(i, &i->shape, result, result ? "true" : "false");
+  if (!k) return false;
+  char why[300];
+  snprintf(why, sizeof why, "%s is never negative, so the comparison with 0 is always %s", x->name,
+           result ? "true" : "false");
+  return algsimp_forward(s, i, k, why);
+}
+
+/* ---------- divide ---------- */
+
+/* A signed integer's division or remainder by a power of two as XLA's TryDivideToShift and
+ * HandleRemainder write it: op (a right shift or a mask) on the magnitude of i's first operand,
+ * the sign given back: select(a < 0, -(op(|a|, k)), op(|a|, k)). The new instructions are named
+ * after `what` ("quotient": quotient, negated_quotient; "remainder": remainder_bits,
+ * negated_remainder). */
+static bool with_sign(Simp *s, IrInstr *i, IrOpcode op, IrInstr *k, const char *what, const char *why) {
+  IrInstr *a = i->operands[0];
+  bool quotient = strcmp(what, "quotient") == 0;
+  IrShape ps = with_type(&i->parent->module->arena, &a->shape, IR_PRED);
+  IrInstr *zero = scalar_like(i, &a->shape, 0, "zero");
+  IrInstr *cops[2] = {a, zero};
+  IrInstr *is_neg = zero ? add_before(i, IR_OP_COMPARE, &ps, cops, 2, "dividend_is_negative") : NULL;
+  if (!is_neg) return false;
+  ir_attr_set_text(is_neg, "direction", "LT");
+  IrInstr *neg_a = add_before(i, IR_OP_NEGATE, &a->shape, &a, 1, "negated_dividend");
+  IrInstr *sops[3] = {is_neg, neg_a, a};
+  IrInstr *abs_a = neg_a ? add_before(i, IR_OP_SELECT, &a->shape, sops, 3, "abs_dividend") : NULL;
+  IrInstr *qops[2] = {abs_a, k};
+  IrInstr *q = abs_a ? add_before(i, op, &i->shape, qops, 2, quotient ? "quotient" : "remainder_bits") : NULL;
+  IrInstr *neg_q = q ? add_before(i, IR_OP_NEGATE, &i->shape, &q, 1, quotient ? "negated_quotient" : "negated_remainder") : NULL;
+  IrInstr *fops[3] = {is_neg, neg_q, q};
+  IrInstr *sel = neg_q ? add_before(i, IR_OP_SELECT, &i->shape, fops, 3, i->name) : NULL;
+  return sel && algsimp_forward(s, i, sel, why);
+}
+
+/* Integer division by a power of two (XLA's TryDivideToShift). */
+static bool divide_to_shift(Simp *s, IrInstr *i, const char *before) {
+  IrInstr *a = i->operands[0], *b = i->operands[1];
+  IrType t = i->shape.type;
+  int64_t bv;
+  if (!ir_type_is_int(t) || !computable(t) || !int_splat(b, &bv) || bv <= 0) return false;
+  int k = log2_exact((uint64_t)bv);
+  if (k < 0) return false;
+  IrInstr *amount = scalar_like(i, &a->shape, k, "shift");
+  if (!amount) return false;
+  if (!ir_type_is_signed(t)) {
+    become(i, IR_OP_SHRL, a, amount);
+    rewritten(s, i, before, "dividing an unsigned integer by a power of two is a right shift");
+    return true;
+  }
+  /* Signed: shift the magnitude, then give back the sign. */
+  return with_sign(s, i, IR_OP_SHRL, amount, "quotient",
+                   "dividing a signed integer by a power of two is a shift of its magnitude, with its sign");
+}
+
+static bool single_use(const IrInstr *x) { return x->nusers == 1 && !x->is_root; }
+
+static bool divide(Simp *s, IrInstr *i) {
+  IrInstr *a = i->operands[0], *b = i->operands[1];
+  char before[256];
+  simp_describe(i, before, sizeof before);
+  if (divide_to_shift(s, i, before)) return true;
+  const IrShape *sh = &i->shape;
+  /* exp(A) / exp(B) -> exp(A - B) */
+  if (a->op == IR_OP_EXP && b->op == IR_OP_EXP && a->noperands == 1 && b->noperands == 1) {
+    IrInstr *ops[2] = {a->operands[0], b->operands[0]};
+    IrInstr *d = add_before(i, IR_OP_SUBTRACT, sh, ops, 2, "subtract");
+    IrInstr *e = d ? add_before(i, IR_OP_EXP, sh, &d, 1, i->name) : NULL;
+    return e && algsimp_forward(s, i, e, "exp(A) / exp(B) is exp(A - B)");
+  }
+  /* A / exp(B) -> A * exp(-B) */
+  if (b->op == IR_OP_EXP && b->noperands == 1) {
+    IrInstr *x = b->operands[0];
+    IrInstr *n = add_before(i, IR_OP_NEGATE, sh, &x, 1, "negate");
+    IrInstr *e = n ? add_before(i, IR_OP_EXP, sh, &n, 1, b->name) : NULL;
+    if (!e) return false;
+    become(i, IR_OP_MULTIPLY, a, e);
+    rewritten(s, i, before, "dividing by exp(B) is multiplying by exp(-B)");
+    return true;
+  }
+  /* A / pow(B, C) -> A * pow(B, -C) */
+  if (b->op == IR_OP_POWER && b->noperands == 2) {
+    IrInstr *base = b->operands[0], *c = b->operands[1];
+    IrInstr *n = add_before(i, IR_OP_NEGATE, &c->shape, &c, 1, "negate");
+    IrInstr *pops[2] = {base, n};
+    IrInstr *p = n ? add_before(i, IR_OP_POWER, &base->shape, pops, 2, b->name) : NULL;
+    if (!p) return false;
+    become(i, IR_OP_MULTIPLY, a, p);
+    rewritten(s, i, before, "dividing by pow(B, C) is multiplying by pow(B, -C)");
+    return true;
+  }
+  /* A / sqrt(B) -> A * rsqrt(B); A / rsqrt(B) -> A * sqrt(B) (the root read only here) */
+  if ((b->op == IR_OP_SQRT || b->op == IR_OP_RSQRT) && b->noperands == 1 && single_use(b)) {
+    bool sq = b->op == IR_OP_SQRT;
+    IrInstr *x = b->operands[0];
+    IrInstr *r = add_before(i, sq ? IR_OP_RSQRT : IR_OP_SQRT, sh, &x, 1, sq ? "rsqrt" : "sqrt");
+    if (!r) return false;
+    become(i, IR_OP_MULTIPLY, a, r);
+    rewritten(s, i, before, sq ? "dividing by sqrt(B) is multiplying by rsqrt(B)" : "dividing by rsqrt(B) is multiplying by sqrt(B)");
+    return true;
+  }
+  if (!ir_type_is_float(sh->type)) return false;
+  /* A / C -> A * (1 / C) */
+  bool bcast;
+  IrInstr *c = constant_operand(b, &bcast);
+  if (c && a->op != IR_OP_CONSTANT && ir_type_is_float(c->shape.type)) {
+    IrInstr *inv = mapped_constant(i, b, c, bcast, inverted, "reciprocal");
+    if (!inv) return false;
+    become(i, IR_OP_MULTIPLY, a, inv);
+    rewritten(s, i, before, "dividing by a constant is multiplying by its reciprocal");
+    return true;
+  }
+  /* (A / B) / (C / D) -> (A * D) / (B * C) */
+  if (a->op == IR_OP_DIVIDE && b->op == IR_OP_DIVIDE) {
+    IrInstr *ad[2] = {a->operands[0], b->operands[1]}, *bc[2] = {a->operands[1], b->operands[0]};
+    IrInstr *x = add_before(i, IR_OP_MULTIPLY, sh, ad, 2, "multiply");
+    IrInstr *y = x ? add_before(i, IR_OP_MULTIPLY, sh, bc, 2, "multiply") : NULL;
+    if (!y) return false;
+    become(i, IR_OP_DIVIDE, x, y);
+    rewritten(s, i, before, "(A / B) / (C / D) is (A * D) / (B * C)");
+    return true;
+  }
+  /* (A / B) / C -> A / (B * C) */
+  if (a->op == IR_OP_DIVIDE) {
+    IrInstr *bc[2] = {a->operands[1], b};
+    IrInstr *y = add_before(i, IR_OP_MULTIPLY, sh, bc, 2, "multiply");
+    if (!y) return false;
+    become(i, IR_OP_DIVIDE, a->operands[0], y);
+    rewritten(s, i, before, "(A / B) / C is A / (B * C)");
+    return true;
+  }
+  /* A / (B / C) -> (A * C) / B */
+  if (b->op == IR_OP_DIVIDE) {
+    IrInstr *ac[2] = {a, b->operands[1]};
+    IrInstr *x = add_before(i, IR_OP_MULTIPLY, sh, ac, 2, "multiply");
+    if (!x) return false;
+    become(i, IR_OP_DIVIDE, x, b->operands[0]);
+    rewritten(s, i, before, "A / (B / C) is (A * C) / B");
+    return true;
+  }
+  /* convert(pred X) / broadcast(scalar Y) -> broadcast(1 / Y) * X */
+  if (a->op == IR_OP_CONVERT && a->noperands == 1 && a->operands[0]->shape.type == IR_PRED && b->op == IR_OP_BROADCAST &&
+      b->noperands == 1 && ir_shape_is_scalar(&b->operands[0]->shape)) {
+    IrInstr *y = b->operands[0];
+    IrInstr *one = scalar_like(i, &y->shape, 1, "one");
+    IrInstr *rops[2] = {one, y};
+    IrInstr *r = one ? add_before(i, IR_OP_DIVIDE, &y->shape, rops, 2, "reciprocal") : NULL;
+    IrInstr *rb = r ? add_before(i, IR_OP_BROADCAST, sh, &r, 1, "broadcast") : NULL;
+    if (!rb) return false;
+    ir_attr_set_text(rb, "dimensions", "{}");
+    become(i, IR_OP_MULTIPLY, rb, a);
+    rewritten(s, i, before, "a 0/1 value divided by Y is the value times 1 / Y");
+    return true;
+  }
+  return false;
+}
+
+/* ---------- remainder ---------- */
+
+static bool modulo(Simp *s, IrInstr *i) {
+  IrInstr *a = i->operands[0], *b = i->operands[1];
+  char before[256];
+  simp_describe(i, before, sizeof before);
+  if (a->op == IR_OP_REMAINDER && a->noperands == 2 && a->operands[1] == b)
+    return algsimp_forward(s, i, a, "(A % B) % B is A % B");
+  IrType t = i->shape.type;
+  int64_t bv;
+  if (ir_type_is_int(t) && computable(t) && int_splat(b, &bv) && bv > 0 && log2_exact((uint64_t)bv) >= 0) {
+    IrInstr *mask = scalar_like(i, &a->shape, (double)(bv - 1), "mask");
+    if (!mask) return false;
+    if (!ir_type_is_signed(t)) {
+      become(i, IR_OP_AND, a, mask);
+      rewritten(s, i, before, "an unsigned integer modulo a power of two is its low bits");
+      return true;
+    }
+    return with_sign(s, i, IR_OP_AND, mask, "remainder",
+                     "a signed integer modulo a power of two is the low bits of its magnitude, with its sign");
+  }
+  /* iota % N -> iota when N is at least the iota's count */
+  int64_t dim;
+  if (a->op == IR_OP_IOTA && b->op == IR_OP_BROADCAST && int_splat(b, &bv) && ir_attr_int(a, "iota_dimension", &dim) &&
+      dim >= 0 && dim < a->shape.rank && bv >= a->shape.dims[dim])
+    return algsimp_forward(s, i, a, "an iota modulo a number at least its count is the iota");
+  return false;
+}
+
+/* ---------- broadcast ---------- */
+
+static bool is_scalar_broadcast(const IrInstr *x) {
+  return x->op == IR_OP_BROADCAST && x->noperands == 1 && x->operands[0] && ir_shape_is_scalar(&x->operands[0]->shape);
+}
+
+static bool same_broadcast(const IrInstr *x, const IrInstr *b) {
+  if (x == b) return true;
+  if (x->op != IR_OP_BROADCAST || x->noperands != 1 || !x->operands[0]) return false;
+  const char *dx = ir_attr_text(x, "dimensions"), *db = ir_attr_text(b, "dimensions");
+  return dx && db && strcmp(dx, db) == 0 && ir_shape_same_dims(&x->operands[0]->shape, &b->operands[0]->shape);
+}
+
+/* Elementwise ops (XLA's IsElementwise: converts, selects and clamps too), but copies and
+ * bitcast-converts, whose shapes follow the element width. */
+static bool sinkable_user(const IrInstr *u) {
+  return ir_shape_is_array(&u->shape) && u->op != IR_OP_COPY && u->op != IR_OP_BITCAST_CONVERT &&
+         ir_op_is_elementwise(u->op);
+}
+
+/* broadcast(x) feeding an elementwise op whose other operands are scalar broadcasts (or the same
+ * broadcast of a like value): the op runs on x's elements, then its result is broadcast. A
+ * scalar x too: op(broadcast(a), broadcast(b)) becomes broadcast(op(a, b)), which constant
+ * folding then folds when a and b are constants. */
+static bool sink_broadcast(Simp *s, IrInstr *b) {
+  if (ir_shape_is_scalar(&b->shape)) return false;
+  IrInstr *x = b->operands[0];
+  bool scalar = ir_shape_is_scalar(&x->shape);
+  for (int k = 0; k < b->nusers; k++) {
+    IrInstr *u = b->users[k];
+    if (u->dead || (u->nusers == 0 && !u->is_root) || !sinkable_user(u)) continue;
+    bool ok = u->noperands > 0;
+    for (int o = 0; o < u->noperands && ok; o++)
+      ok = u->operands[o] && (is_scalar_broadcast(u->operands[o]) || same_broadcast(u->operands[o], b));
+    if (!ok) continue;
+    Arena *ar = &u->parent->module->arena;
+    IrInstr **ops = fx_malloc(sizeof(IrInstr *) * (size_t)u->noperands);
+    if (!ops) return false;
+    bool built = true;
+    for (int o = 0; o < u->noperands && built; o++) {
+      IrInstr *uo = u->operands[o];
+      if (same_broadcast(uo, b) || (scalar && is_scalar_broadcast(uo))) {
+        ops[o] = uo->operands[0];
+      } else {
+        IrShape sh = with_type(ar, &x->shape, uo->shape.type);
+        ops[o] = add_before(u, IR_OP_BROADCAST, &sh, &uo->operands[0], 1, uo->name);
+        if (ops[o]) ir_attr_set_text(ops[o], "dimensions", "{}");
+        built = ops[o] != NULL;
+      }
+    }
+    IrShape nsh = with_type(ar, &x->shape, u->shape.type);
+    /* The op keeps its name and attributes, on x's dimensions; a new broadcast takes its users. */
+    IrInstr *nu = built ? ir_instr_copy(u->parent, u, ops, u->name) : NULL;
+    fx_free(ops);
+    if (!nu) return false;
+    ir_shape_copy(ar, &nu->shape, &nsh);
+    IrInstr *nb = ir_instr_new_before(u->parent, u, IR_OP_BROADCAST, &u->shape, &nu, 1, b->name);
+    if (!nb) return false;
+    ir_attr_set_text(nb, "dimensions", ir_attr_text(b, "dimensions") ? ir_attr_text(b, "dimensions") : "{}");
+    char msg[600], on[300];
+    if (scalar) snprintf(on, sizeof on, "the scalar %s", x->name);
+    else snprintf(on, sizeof on, "%s's %" PRId64 " elements", x->name, ir_shape_elements(&x->shape));
+    snprintf(msg, sizeof msg,
+             "%s of broadcast %s now runs on %s (as %s) and %s broadcasts the result: an elementwise operation "
+             "commutes with a broadcast",
+             u->name, b->name, on, nu->name, nb->name);
+    algsimp_report(s, "rewrite", b, u, nb->name, msg);
+    simp_replace(u, nb);
+    ir_computation_sort(nb->parent);
+    return true;
+  }
+  return false;
+}
+
+/* A scalar broadcast feeding an instruction that only permutes or selects its elements (reshape,
+ * transpose, reverse, slice, dynamic-slice) is a broadcast to that instruction's shape
+ * (HandleBroadcast). */
+static bool scalar_broadcast_through(Simp *s, IrInstr *b) {
+  IrInstr *x = b->operands[0];
+  if (!ir_shape_is_scalar(&x->shape)) return false;
+  for (int k = 0; k < b->nusers; k++) {
+    IrInstr *u = b->users[k];
+    if (u->dead || u->noperands < 1 || u->operands[0] != b || !ir_shape_is_array(&u->shape)) continue;
+    if (!(u->op == IR_OP_RESHAPE || u->op == IR_OP_TRANSPOSE || u->op == IR_OP_REVERSE || u->op == IR_OP_SLICE ||
+          u->op == IR_OP_DYNAMIC_SLICE))
+      continue;
+    IrInstr *nb = add_before(u, IR_OP_BROADCAST, &u->shape, &x, 1, b->name);
+    if (!nb) return false;
+    ir_attr_set_text(nb, "dimensions", "{}");
+    char why[300];
+    snprintf(why, sizeof why, "a %s of a broadcast scalar is a broadcast of the scalar", ir_op_name(u->op));
+    return algsimp_forward(s, u, nb, why);
+  }
+  return false;
+}
+
+static bool broadcast(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0];
+  int64_t dims[IR_MAX_RANK], d;
+  int n = ir_attr_dims(i, "dimensions", dims, IR_MAX_RANK);
+  /* broadcast(iota) -> iota along the dimension the iota's lands on */
+  if (x->op == IR_OP_IOTA && ir_attr_int(x, "iota_dimension", &d) && n == x->shape.rank && d >= 0 && d < n) {
+    IrInstr *io = add_before(i, IR_OP_IOTA, &i->shape, NULL, 0, x->name);
+    if (!io) return false;
+    char buf[24];
+    snprintf(buf, sizeof buf, "%" PRId64, dims[d]);
+    ir_attr_set_text(io, "iota_dimension", buf);
+    return algsimp_forward(s, i, io, "a broadcast of an iota is an iota");
+  }
+  return scalar_broadcast_through(s, i) || sink_broadcast(s, i);
+}
+
+/* ---------- dynamic-update-slice ---------- */
+
+/* A dynamic-update-slice of an update into a broadcast scalar, at constant starts, is the update
+ * padded with the scalar (HandleDynamicUpdateSlice); one whose update is the whole operand is the
+ * update. Starts are clamped to [0, dim - size], as the operation clamps them. */
+static bool dynamic_update_slice(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0], *u = i->operands[1];
+  int r = i->shape.rank;
+  if (i->noperands != 2 + r || u->shape.rank != r) return false;
+  if (ir_shape_same_dims(&u->shape, &i->shape) && u->shape.type == i->shape.type)
+    return algsimp_forward(s, i, u, "the update covers the whole operand");
+  if (!is_scalar_broadcast(x)) return false;
+  int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK];
+  for (int d = 0; d < r; d++) {
+    int64_t st;
+    if (!int_splat(i->operands[2 + d], &st) || !ir_shape_is_scalar(&i->operands[2 + d]->shape)) return false;
+    int64_t max = i->shape.dims[d] - u->shape.dims[d];
+    st = st < 0 ? 0 : st > max ? max : st;
+    lo[d] = st;
+    hi[d] = max - st;
+  }
+  char cfg[IR_MAX_RANK * 48 + 4];
+  size_t len = 0;
+  for (int d = 0; d < r; d++) len += (size_t)snprintf(cfg + len, sizeof cfg - len, "%s%" PRId64 "_%" PRId64, d ? "x" : "", lo[d], hi[d]);
+  IrInstr *ops[2] = {u, x->operands[0]};
+  IrInstr *p = add_before(i, IR_OP_PAD, &i->shape, ops, 2, "pad");
+  if (!p) return false;
+  ir_attr_set_text(p, "padding", cfg);
+  return algsimp_forward(s, i, p, "writing into a broadcast scalar at constant starts is padding the update with the scalar");
+}
+
+/* ---------- constant ---------- */
+
+/* A constant array of more than one element, all of one value, is a broadcast of a scalar; 0,
+ * 1, 2, ... is an iota (HandleConstant). Elided values ({...}) are unknown here: left alone. */
+static bool constant(Simp *s, IrInstr *i) {
+  const IrLiteral *l = i->literal;
+  int64_t n = ir_shape_elements(&i->shape);
+  if (!l || i->shape.rank == 0 || n < 2 || i->nusers == 0) return false;
+  if (l->elided || !l->values || l->count != n) return false;
+  double first = l->values[0];
+  bool same = true;
+  for (int64_t k = 1; k < n && same; k++) same = l->values[k] == first || (isnan(first) && isnan(l->values[k]));
+  if (same) {
+    IrShape sc = ir_shape_scalar(i->shape.type);
+    IrInstr *c = constant_before(i, &sc, &first, 1, i->name);
+    IrInstr *b = c ? add_before(i, IR_OP_BROADCAST, &i->shape, &c, 1, i->name) : NULL;
+    if (!b) return false;
+    ir_attr_set_text(b, "dimensions", "{}");
+    return algsimp_forward(s, i, b, "every element is the same: a broadcast scalar");
+  }
+  if (i->shape.rank == 1 && n > 1 && (ir_type_is_int(i->shape.type) || ir_type_is_float(i->shape.type))) {
+    for (int64_t k = 0; k < n; k++)
+      if (l->values[k] != (double)k) return false;
+    IrInstr *io = add_before(i, IR_OP_IOTA, &i->shape, NULL, 0, i->name);
+    if (!io) return false;
+    ir_attr_set_text(io, "iota_dimension", "0");
+    return algsimp_forward(s, i, io, "its values are 0, 1, 2, ...: an iota");
+  }
+  return false;
+}
+
+/* ---------- maximum, minimum ---------- */
+
+/* The lowest (want_max false: highest) value of the element type: -inf / +inf for floats. */
+static bool extreme(IrType t, bool lowest, double *v) {
+  if (ir_type_is_float(t)) {
+    *v = lowest ? -INFINITY : INFINITY;
+    return true;
+  }
+  if (!ir_type_is_int(t) || ir_type_bytes(t) > 4) return false;
+  int bits = ir_type_bytes(t) * 8;
+  if (ir_type_is_signed(t)) *v = lowest ? -ldexp(1, bits - 1) : ldexp(1, bits - 1) - 1;
+  else *v = lowest ? 0 : ldexp(1, bits) - 1;
+  return true;
+}
+
+/* max(x, lowest) -> x; min(x, highest) -> x (HandleMaximum, HandleMinimum; XLA:GPU propagates
+ * NaN through min and max, which these keep). */
+static bool min_max(Simp *s, IrInstr *i) {
+  bool is_max = i->op == IR_OP_MAXIMUM;
+  double e, v;
+  if (!extreme(i->shape.type, is_max, &e)) return false;
+  for (int k = 0; k < 2; k++)
+    if (simp_splat_value(i->operands[k], &v) && v == e)
+      return algsimp_forward(s, i, i->operands[1 - k],
+                             is_max ? "the maximum with the lowest value of the type is the other operand"
+                                    : "the minimum with the highest value of the type is the other operand");
+  return false;
+}
+
+/* ---------- reduce ---------- */
+
+/* A reduction over dimensions of size 1 reduces nothing: the init value is the reduction's
+ * identity (HLO's contract), so the result is the operand reshaped (HandleReduce). */
+static bool reduce(Simp *s, IrInstr *i) {
+  if (i->noperands != 2 || !ir_shape_is_array(&i->shape)) return false;
+  IrInstr *x = i->operands[0];
+  if (ir_shape_elements(&i->shape) != ir_shape_elements(&x->shape) || i->shape.type != x->shape.type) return false;
+  IrInstr *r = add_before(i, IR_OP_RESHAPE, &i->shape, &x, 1, "reshape");
+  return r && algsimp_forward(s, i, r, "the reduced dimensions have size 1: nothing is reduced, the operand is reshaped");
+}
+
+/* ---------- conditional ---------- */
+
+/* conditional(convert(p), b0, b1) with p a pred[] and two branch computations ->
+ * conditional(p, true=b1, false=b0): index 1 is p true. XLA's algsimp makes this rewrite on a
+ * conditional JAX wrote for lax.cond (seen in jaxlib 0.10.2's pass log); the pred form is the
+ * one conditional-simplifier may turn into selects. */
+static bool conditional_index(Simp *s, IrInstr *i) {
+  const IrAttr *bc = ir_attr_get(i, "branch_computations");
+  if (!bc || bc->kind != IR_ATTR_COMP || bc->ncomps != 2 || i->noperands != 3 || !bc->comps[0] || !bc->comps[1]) return false;
+  IrInstr *idx = i->operands[0];
+  if (!idx || idx->op != IR_OP_CONVERT || idx->noperands != 1 || !idx->operands[0]) return false;
+  IrInstr *p = idx->operands[0];
+  if (p->shape.type != IR_PRED || !ir_shape_is_scalar(&p->shape)) return false;
+  IrComputation *b0 = bc->comps[0], *b1 = bc->comps[1];
+  char before[256];
+  simp_describe(i, before, sizeof before);
+  IrInstr *x0 = i->operands[1], *x1 = i->operands[2];
+  ir_set_operand(i, 0, p);
+  ir_set_operand(i, 1, x1);
+  ir_set_operand(i, 2, x0);
+  ir_attr_remove(i, "branch_computations");
+  ir_attr_set_comp(i, "true_computation", b1);
+  ir_attr_set_comp(i, "false_computation", b0);
+  simp_drop_dead(idx);
+  char after[256], msg[900];
+  simp_describe(i, after, sizeof after);
+  snprintf(msg, sizeof msg,
+           "replaced %s by %s: indexed by convert(%s) of a pred, it runs %s when %s is true and %s when false "
+           "(true_computation=%s, false_computation=%s)",
+           before, after, p->name, b1->name, p->name, b0->name, b1->name, b0->name);
+  algsimp_report(s, "rewrite", i, NULL, i->name, msg);
+  return true;
+}
+
+bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
+  if (i->parent && i->op == IR_OP_CONDITIONAL) return conditional_index(s, i);
+  if (!i->parent || !ir_shape_is_array(&i->shape)) return false;
+  switch (i->op) {
+  case IR_OP_SUBTRACT:
+    return i->noperands == 2 && subtract(s, i);
+  case IR_OP_MULTIPLY:
+    return i->noperands == 2 && multiply(s, i);
+  case IR_OP_COMPARE:
+    return i->noperands == 2 && compare(s, i);
+  case IR_OP_DIVIDE:
+    return i->noperands == 2 && divide(s, i);
+  case IR_OP_REMAINDER:
+    return i->noperands == 2 && modulo(s, i);
+  case IR_OP_BROADCAST:
+    return i->noperands == 1 && broadcast(s, i);
+  case IR_OP_MAXIMUM:
+  case IR_OP_MINIMUM:
+    return i->noperands == 2 && min_max(s, i);
+  case IR_OP_REDUCE:
+    return reduce(s, i);
+  case IR_OP_CONSTANT:
+    return constant(s, i);
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+    return dynamic_update_slice(s, i);
+  default:
+    return false;
+  }
+}

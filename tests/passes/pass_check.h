@@ -1,0 +1,129 @@
+/* pass_check.h — what the pass tests share: a decision log, running one pass on a module (which
+ * must verify after), parsing HLO and .fx text, the reference interpreter's result before and
+ * after a pass, an instruction's printed line, and opcode counts. Included by tests/passes/test_*.c. */
+#ifndef FXPLAIN_PASS_CHECK_H
+#define FXPLAIN_PASS_CHECK_H
+
+#include "../check.h"
+#include "../../compiler/fx/fx.h"
+#include "../../compiler/hlo/hlo.h"
+#include "../../compiler/passes/passes.h"
+#include "../../runtime/runtime.h"
+#include "../../compiler/ir/ir.h"
+
+typedef struct {
+  char buf[16384];
+  int n;
+} Log;
+
+static inline void log_emit(void *ctx, const PassDecision *d) {
+  Log *l = ctx;
+  size_t len = strlen(l->buf);
+  snprintf(l->buf + len, sizeof l->buf - len, "%s %s: %s\n", d->pass, d->action, d->detail);
+  l->n++;
+}
+
+/* Runs pass p on m in place for device dev (NULL: none); returns whether it changed m. The
+ * module must verify after. */
+static inline bool run_pass_for(const Pass *p, IrModule *m, Log *log, const DeviceProfile *dev) {
+  DecisionSink sink = {log_emit, log};
+  PassSettings settings;
+  pass_settings_default(&settings);
+  FxError err;
+  fx_error_clear(&err);
+  PassContext cx = {&sink, dev, &settings, 1, p->name, &err, NULL};
+  bool changed = false;
+  bool ok = p->run(m, &cx, &changed);
+  if (!ok) fx_error_print(stderr, &err);
+  CHECK(ok);
+  FxError verr;
+  fx_error_clear(&verr);
+  bool v = ir_verify(m, &verr);
+  if (!v) fx_error_print(stderr, &verr);
+  CHECK(v);
+  return changed;
+}
+
+static inline bool run_pass(const Pass *p, IrModule *m, Log *log) { return run_pass_for(p, m, log, NULL); }
+
+static inline IrModule *hlo(const char *text) {
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, strlen(text), "t.hlo", &err);
+  if (!m) fx_error_print(stderr, &err);
+  return m;
+}
+
+static inline IrModule *fx(const char *text) {
+  FxState *st = fx_state_new();
+  FxError e;
+  fx_error_clear(&e);
+  IrModule *m = NULL;
+  if (fx_feed(st, text, "t.fx", 1, &e)) m = fx_build_module(st, "t", &e);
+  if (!m) fx_error_print(stderr, &e);
+  fx_state_free(st);
+  return m;
+}
+
+static inline const char *line_of(const IrModule *m, const char *name) {
+  static char buf[1024];
+  IrInstr *i = ir_module_find_instr(m, name);
+  if (!i) return "(none)";
+  hlo_format_instr(i, buf, sizeof buf);
+  return buf;
+}
+
+static inline int count_op(const IrModule *m, IrOpcode op) {
+  int n = 0;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) n += m->comps[c]->instrs[k]->op == op;
+  return n;
+}
+
+/* Runs m on the interpreter with arguments filled from a fixed seed; returns the result. */
+static inline RtTensor *interp(const IrModule *m) {
+  FxError e;
+  fx_error_clear(&e);
+  int np = m->entry->nparams;
+  RtTensor *args[16];
+  for (int k = 0; k < np && k < 16; k++) {
+    args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &e);
+    if (args[k]) rt_tensor_fill_random(args[k], 7, (uint64_t)k);
+  }
+  RtOptions o;
+  memset(&o, 0, sizeof o);
+  o.seed = 1;
+  RtCounters cnt;
+  memset(&cnt, 0, sizeof cnt);
+  RtTensor *out = NULL;
+  if (!rt_interp_run(m, args, np, &o, &out, &cnt, &e)) {
+    fx_error_print(stderr, &e);
+    out = NULL;
+  }
+  for (int k = 0; k < np && k < 16; k++) rt_tensor_unref(args[k]);
+  return out;
+}
+
+/* Runs pass p (for device dev) and checks the result agrees with the module before it, on the
+ * interpreter. */
+static inline bool run_pass_same_numbers_for(const Pass *p, IrModule *m, Log *log, const DeviceProfile *dev) {
+  RtTensor *before = interp(m);
+  bool changed = run_pass_for(p, m, log, dev);
+  RtTensor *after = interp(m);
+  CHECK(before && after);
+  if (before && after) {
+    RtCompare c;
+    rt_compare(after, before, &c);
+    if (!c.ok) fprintf(stderr, "%s changed the numbers: %s\n", p->name, c.what);
+    CHECK(c.ok);
+  }
+  rt_tensor_unref(before);
+  rt_tensor_unref(after);
+  return changed;
+}
+
+static inline bool run_pass_same_numbers(const Pass *p, IrModule *m, Log *log) {
+  return run_pass_same_numbers_for(p, m, log, NULL);
+}
+
+#endif

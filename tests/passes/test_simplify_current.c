@@ -1,0 +1,840 @@
+/* test_simplify_current.c — the priority pipeline's simplification as today's XLA does it:
+ * algsimp's rewrites (compiler/passes/algsimp_current.c), comparison-expander,
+ * constant-folding's today rules, scatter-expander, reshape-mover, slice-sinker,
+ * tree-reduction-rewriter, today's CSE (iotas; inside fusions after priority-fusion),
+ * float-normalization-bf16 and simplify-fp-conversions. Each test gives the HLO the pass gets, checks the rewrites it
+ * reports and the instructions it leaves, that the reference interpreter computes the same
+ * numbers before and after, and that the classic pipeline's pass leaves the same module alone. */
+#include "pass_check.h"
+
+/* The classic algsimp makes none of today's rewrites on text. */
+static void classic_leaves_alone(const char *text) {
+  IrModule *m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(!run_pass(&pass_algsimp, m, &log));
+  ir_module_free(m);
+}
+
+static const char *const arithmetic =
+    "HloModule arith\n\n"
+    "ENTRY main {\n"
+    "  x = f32[8] parameter(0)\n"
+    "  y = f32[8] parameter(1)\n"
+    "  one = f32[] constant(1)\n"
+    "  b1 = f32[8] broadcast(one), dimensions={}\n"
+    "  sub = f32[8] subtract(x, b1)\n"
+    "  four = f32[] constant(4)\n"
+    "  b4 = f32[8] broadcast(four), dimensions={}\n"
+    "  div = f32[8] divide(sub, b4)\n"
+    "  ay = f32[8] abs(y)\n"
+    "  sq = f32[8] sqrt(ay)\n"
+    "  dsq = f32[8] divide(div, sq)\n"
+    "  e = f32[8] exponential(y)\n"
+    "  de = f32[8] divide(dsq, e)\n"
+    "  ninf = f32[] constant(-inf)\n"
+    "  bn = f32[8] broadcast(ninf), dimensions={}\n"
+    "  mx = f32[8] maximum(de, bn)\n"
+    "  ROOT r = f32[8] add(mx, y)\n"
+    "}\n";
+
+TEST(arithmetic_canonical_forms) {
+  IrModule *m = hlo(arithmetic);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced sub(x, 1) by sub(x, -1): subtracting a constant is adding its negation\n"
+            "algsimp rewrite: replaced div(sub, 4) by div(sub, 0.25): dividing by a constant is multiplying by its "
+            "reciprocal\n"
+            "algsimp rewrite: replaced dsq(div, sq) by dsq(div, rsqrt): dividing by sqrt(B) is multiplying by "
+            "rsqrt(B)\n"
+            "algsimp rewrite: replaced de(dsq, e) by de(dsq, e.25): dividing by exp(B) is multiplying by exp(-B)\n"
+            "algsimp rewrite: replaced mx(de, -inf) by de: the maximum with the lowest value of the type is the other "
+            "operand\n");
+  CHECK_STR(line_of(m, "sub"), "%sub = f32[8] add(%x, %negate.20)");
+  CHECK_STR(line_of(m, "negate"), "%negate = f32[] constant(-1)");
+  CHECK_STR(line_of(m, "div"), "%div = f32[8] multiply(%sub, %reciprocal.22)");
+  CHECK_STR(line_of(m, "reciprocal"), "%reciprocal = f32[] constant(0.25)");
+  CHECK_STR(line_of(m, "dsq"), "%dsq = f32[8] multiply(%div, %rsqrt)");
+  CHECK_STR(line_of(m, "rsqrt"), "%rsqrt = f32[8] rsqrt(%ay)");
+  CHECK_STR(line_of(m, "de"), "%de = f32[8] multiply(%dsq, %e.25)");
+  CHECK_STR(line_of(m, "r"), "%r = f32[8] add(%de, %y)");
+  CHECK(count_op(m, IR_OP_DIVIDE) == 0 && count_op(m, IR_OP_SQRT) == 0 && count_op(m, IR_OP_MAXIMUM) == 0);
+  /* A second run has nothing left to do. */
+  Log again = {{0}, 0};
+  CHECK(!run_pass(&pass_algsimp_current, m, &again));
+  ir_module_free(m);
+  classic_leaves_alone(arithmetic);
+}
+
+/* An integer times zero is zero, and what only fed it is gone (in_place_dynamic_update_slice's
+ * random index: a while loop whose result was multiplied by 0); a float times zero stays (NaN). */
+static const char *const times_zero =
+    "HloModule times_zero\n\n"
+    "ENTRY main {\n"
+    "  a = u32[] parameter(0)\n"
+    "  b = u32[] parameter(1)\n"
+    "  f = f32[4] parameter(2)\n"
+    "  x = u32[] xor(a, b)\n"
+    "  zero = u32[] constant(0)\n"
+    "  m = u32[] multiply(x, zero)\n"
+    "  s = u32[] add(m, b)\n"
+    "  fz = f32[] constant(0)\n"
+    "  bz = f32[4] broadcast(fz), dimensions={}\n"
+    "  fm = f32[4] multiply(bz, f)\n"
+    "  ROOT t = (u32[], f32[4]) tuple(s, fm)\n"
+    "}\n";
+
+TEST(integer_times_zero) {
+  IrModule *m = hlo(times_zero);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf, "algsimp rewrite: replaced m(x, 0) by zero: an integer times zero is zero\n"
+                     "algsimp rewrite: replaced s(0, b) by b: adding zero\n");
+  CHECK_STR(line_of(m, "x"), "(none)");
+  CHECK_STR(line_of(m, "fm"), "%fm = f32[4] multiply(%bz, %f)");
+  CHECK(count_op(m, IR_OP_XOR) == 0 && count_op(m, IR_OP_MULTIPLY) == 1);
+  ir_module_free(m);
+  classic_leaves_alone(times_zero);
+}
+
+/* Comparisons with 0 of values known to be >= 0 (each case as XLA:GPU's algsimp treats it, run on
+ * jaxlib 0.10.2): a clamped index's `i < 0 ? i + n : i` reads i; a minimum with an unknown
+ * value, a maximum with -1, and `x > 0` stay. */
+static const char *const never_negative =
+    "HloModule never_negative\n\n"
+    "ENTRY main {\n"
+    "  x = s32[] parameter(0)\n"
+    "  t = f32[200] parameter(1)\n"
+    "  y = f32[] parameter(2)\n"
+    "  u = u32[] parameter(3)\n"
+    "  zero = s32[] constant(0)\n"
+    "  mone = s32[] constant(-1)\n"
+    "  hi = s32[] constant(199)\n"
+    "  n = s32[] constant(200)\n"
+    "  mx = s32[] maximum(zero, x)\n"
+    "  m = s32[] minimum(hi, mx)\n"
+    "  neg = pred[] compare(m, zero), direction=LT\n"
+    "  wrapped = s32[] add(m, n)\n"
+    "  idx = s32[] select(neg, wrapped, m)\n"
+    "  d = f32[1] dynamic-slice(t, idx), dynamic_slice_sizes={1}\n"
+    "  m2 = s32[] minimum(hi, x)\n"
+    "  keep1 = pred[] compare(m2, zero), direction=LT\n"
+    "  mx3 = s32[] maximum(mone, x)\n"
+    "  keep2 = pred[] compare(mx3, zero), direction=LT\n"
+    "  ax = s32[] abs(x)\n"
+    "  keep3 = pred[] compare(ax, zero), direction=GT\n"
+    "  gt = pred[] compare(zero, ax), direction=GT\n"
+    "  fz = f32[] constant(0)\n"
+    "  ay = f32[] abs(y)\n"
+    "  ge = pred[] compare(ay, fz), direction=GE\n"
+    "  uz = u32[] constant(0)\n"
+    "  ult = pred[] compare(u, uz), direction=LT\n"
+    "  ROOT r = (f32[1], pred[], pred[], pred[], pred[], pred[], pred[]) tuple(d, keep1, keep2, keep3, gt, ge, ult)\n"
+    "}\n";
+
+TEST(compare_never_negative) {
+  IrModule *m = hlo(never_negative);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced neg(m, 0) by false: m is never negative, so the comparison with 0 is always "
+            "false\n"
+            "algsimp rewrite: replaced idx(0, wrapped, m) by m: the condition is always false\n"
+            "algsimp rewrite: replaced gt(0, ax) by false.30: ax is never negative, so the comparison with 0 is "
+            "always false\n"
+            "algsimp rewrite: replaced ge(ay, 0) by true: ay is never negative, so the comparison with 0 is always "
+            "true\n"
+            "algsimp rewrite: replaced ult(u, 0) by false.32: u is never negative, so the comparison with 0 is always "
+            "false\n");
+  CHECK_STR(line_of(m, "d"), "%d = f32[1] dynamic-slice(%t, %m), dynamic_slice_sizes={1}");
+  CHECK(count_op(m, IR_OP_COMPARE) == 3 && count_op(m, IR_OP_SELECT) == 0);
+  ir_module_free(m);
+  classic_leaves_alone(never_negative);
+}
+
+/* Integer division and remainder by powers of two: shifts and masks, the sign kept for signed
+ * integers (JAX's floor_divide and % by 2 in a binary search, as jax.issue.33666 lowers it). */
+static const char *const powers_of_two =
+    "HloModule pow2\n\n"
+    "ENTRY main {\n"
+    "  a = s32[16] parameter(0)\n"
+    "  u = u32[16] parameter(1)\n"
+    "  two = s32[] constant(2)\n"
+    "  b2 = s32[16] broadcast(two), dimensions={}\n"
+    "  q = s32[16] divide(a, b2)\n"
+    "  r = s32[16] remainder(a, b2)\n"
+    "  eight = u32[] constant(8)\n"
+    "  b8 = u32[16] broadcast(eight), dimensions={}\n"
+    "  uq = u32[16] divide(u, b8)\n"
+    "  ur = u32[16] remainder(u, b8)\n"
+    "  ROOT t = (s32[16], s32[16], u32[16], u32[16]) tuple(q, r, uq, ur)\n"
+    "}\n";
+
+TEST(integer_powers_of_two) {
+  IrModule *m = hlo(powers_of_two);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced q(a, 2) by q.22: dividing a signed integer by a power of two is a shift of its "
+            "magnitude, with its sign\n"
+            "algsimp rewrite: replaced r(a, 2) by r.32: a signed integer modulo a power of two is the low bits of its "
+            "magnitude, with its sign\n"
+            "algsimp rewrite: replaced uq(u, 8) by uq(u, 3): dividing an unsigned integer by a power of two is a right "
+            "shift\n"
+            "algsimp rewrite: replaced ur(u, 8) by ur(u, 7): an unsigned integer modulo a power of two is its low "
+            "bits\n");
+  CHECK_STR(line_of(m, "q.22"), "%q.22 = s32[16] select(%dividend_is_negative, %negated_quotient, %quotient)");
+  CHECK_STR(line_of(m, "quotient"), "%quotient = s32[16] shift-right-logical(%abs_dividend, %shift.14)");
+  CHECK_STR(line_of(m, "abs_dividend"), "%abs_dividend = s32[16] select(%dividend_is_negative, %negated_dividend, %a)");
+  CHECK_STR(line_of(m, "uq"), "%uq = u32[16] shift-right-logical(%u, %shift.34)");
+  CHECK_STR(line_of(m, "ur"), "%ur = u32[16] and(%u, %mask.36)");
+  CHECK(count_op(m, IR_OP_DIVIDE) == 0 && count_op(m, IR_OP_REMAINDER) == 0);
+  ir_module_free(m);
+  classic_leaves_alone(powers_of_two);
+}
+
+/* broadcast(iota) is an iota; a broadcast sinks below the elementwise ops that read it with
+ * scalar broadcasts, so they run on the smaller shape. */
+static const char *const broadcasts =
+    "HloModule bcast\n\n"
+    "ENTRY main {\n"
+    "  x = f32[16] parameter(0)\n"
+    "  io = u64[16] iota(), iota_dimension=0\n"
+    "  bio = u64[16,16] broadcast(io), dimensions={1}\n"
+    "  bx = f32[16,16] broadcast(x), dimensions={0}\n"
+    "  three = f32[] constant(3)\n"
+    "  b3 = f32[16,16] broadcast(three), dimensions={}\n"
+    "  m = f32[16,16] multiply(bx, b3)\n"
+    "  e = f32[16,16] exponential(m)\n"
+    "  c = f32[16,16] convert(bio)\n"
+    "  ROOT s = f32[16,16] add(e, c)\n"
+    "}\n";
+
+TEST(broadcast_rewrites) {
+  IrModule *m = hlo(broadcasts);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced bio(io) by io.12: a broadcast of an iota is an iota\n"
+            "algsimp rewrite: m of broadcast bx now runs on x's 16 elements (as m.14) and bx.15 broadcasts the result: an "
+            "elementwise operation commutes with a broadcast\n"
+            "algsimp rewrite: e of broadcast bx.15 now runs on m.14's 16 elements (as e.16) and bx.17 broadcasts the result: "
+            "an elementwise operation commutes with a broadcast\n");
+  CHECK_STR(line_of(m, "io.12"), "%io.12 = u64[16,16] iota(), iota_dimension=1");
+  CHECK_STR(line_of(m, "m.14"), "%m.14 = f32[16] multiply(%x, %b3.13)");
+  CHECK_STR(line_of(m, "e.16"), "%e.16 = f32[16] exponential(%m.14)");
+  CHECK_STR(line_of(m, "bx.17"), "%bx.17 = f32[16,16] broadcast(%e.16), dimensions={0}");
+  CHECK_STR(line_of(m, "s"), "%s = f32[16,16] add(%bx.17, %c)");
+  ir_module_free(m);
+  classic_leaves_alone(broadcasts);
+}
+
+/* A division by a non-constant stays (integers too: XLA does not simplify integer division
+ * further). */
+TEST(what_stays) {
+  IrModule *m = hlo("HloModule stay\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4] parameter(0)\n"
+                    "  y = f32[4] parameter(1)\n"
+                    "  a = s32[4] parameter(2)\n"
+                    "  d = f32[4] divide(x, y)\n"
+                    "  three = s32[] constant(3)\n"
+                    "  b3 = s32[4] broadcast(three), dimensions={}\n"
+                    "  q = s32[4] divide(a, b3)\n"
+                    "  c = f32[] constant(2)\n"
+                    "  bc = f32[4] broadcast(c), dimensions={}\n"
+                    "  k = f32[4] subtract(bc, x)\n"
+                    "  ROOT t = (f32[4], s32[4], f32[4]) tuple(d, q, k)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(!run_pass(&pass_algsimp_current, m, &log));
+  CHECK(log.n == 0);
+  ir_module_free(m);
+}
+
+/* A reduction over dimensions of size 1 is a reshape (argsort's reduce_and over [N,M,1]). */
+TEST(reduce_of_unit_dimensions) {
+  IrModule *m = hlo("HloModule red\n\n"
+                    "and_pred {\n"
+                    "  a = pred[] parameter(0)\n"
+                    "  b = pred[] parameter(1)\n"
+                    "  ROOT c = pred[] and(a, b)\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4,3,1] parameter(0)\n"
+                    "  z = f32[] constant(0)\n"
+                    "  b = f32[4,3,1] broadcast(z), dimensions={}\n"
+                    "  g = pred[4,3,1] compare(x, b), direction=GT\n"
+                    "  t = pred[] constant(true)\n"
+                    "  r = pred[4,3] reduce(g, t), dimensions={2}, to_apply=and_pred\n"
+                    "  s = pred[4] reduce(r, t), dimensions={1}, to_apply=and_pred\n"
+                    "  ROOT o = (pred[4,3], pred[4]) tuple(r, s)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf, "algsimp rewrite: replaced r(g, 1) by reshape: the reduced dimensions have size 1: nothing is "
+                     "reduced, the operand is reshaped\n");
+  CHECK_STR(line_of(m, "s"), "%s = pred[4] reduce(%reshape, %t), dimensions={1}, to_apply=%and_pred");
+  ir_module_free(m);
+}
+
+/* Total-order float comparisons (sort comparators) become integer comparisons; -0 < 0, and NaNs
+ * order after +inf (before -inf when negative), as before. */
+TEST(comparison_expander) {
+  const char *text = "HloModule cmp\n\n"
+                     "ENTRY main {\n"
+                     "  x = f32[8] parameter(0)\n"
+                     "  k = f32[8] constant({-0, 0, nan, -inf, inf, -1.5, 2.25, 0})\n"
+                     "  lt = pred[8] compare(x, k), direction=LT, type=TOTALORDER\n"
+                     "  ge = pred[8] compare(k, x), direction=GE, type=TOTALORDER\n"
+                     "  h = bf16[8] convert(x)\n"
+                     "  kh = bf16[8] convert(k)\n"
+                     "  hl = pred[8] compare(kh, h), direction=LT, type=TOTALORDER\n"
+                     "  plain = pred[8] compare(x, k), direction=LT\n"
+                     "  ROOT t = (pred[8], pred[8], pred[8], pred[8]) tuple(lt, ge, hl, plain)\n"
+                     "}\n";
+  IrModule *m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_comparison_expander, m, &log));
+  CHECK_STR(log.buf,
+            "comparison-expander rewrite: lt compares x and k as s32 integers (select LT select.22): a total-order "
+            "comparison of f32; each side is its bits as a signed integer, the magnitude bits flipped when negative, "
+            "so the integers order as the floats\n"
+            "comparison-expander rewrite: ge compares k and x as s32 integers (select.30 GE select.34): a total-order "
+            "comparison of f32; each side is its bits as a signed integer, the magnitude bits flipped when negative, "
+            "so the integers order as the floats\n"
+            "comparison-expander rewrite: hl compares kh and h as s32 integers (select.44 LT select.48): a total-order "
+            "comparison of bf16; each side is its bits as a signed integer, the magnitude bits flipped when negative, "
+            "so the integers order as the floats\n");
+  CHECK_STR(line_of(m, "lt"), "%lt = pred[8] compare(%select, %select.22), direction=LT");
+  CHECK_STR(line_of(m, "select"), "%select = s32[8] select(%compare, %xor, %bitcast)");
+  CHECK_STR(line_of(m, "bitcast"), "%bitcast = s32[8] bitcast-convert(%x)");
+  CHECK_STR(line_of(m, "plain"), "%plain = pred[8] compare(%x, %k), direction=LT");
+  ir_module_free(m);
+}
+
+/* Constants of one value become broadcasts, 0, 1, 2, ... an iota; a broadcast scalar feeding a
+ * slice or reshape is a broadcast to its shape; an op of scalar broadcasts is a broadcast of the
+ * op on the scalars. */
+static const char *const constants =
+    "HloModule consts\n\n"
+    "ENTRY main {\n"
+    "  x = f32[4] parameter(0)\n"
+    "  twos = f32[4] constant({2, 2, 2, 2})\n"
+    "  idx = s32[4] constant({0, 1, 2, 3})\n"
+    "  one = f32[1] constant({1})\n"
+    "  m = f32[4] multiply(x, twos)\n"
+    "  c = f32[4] convert(idx)\n"
+    "  h = f32[] constant(0.5)\n"
+    "  bh = f32[2,4] broadcast(h), dimensions={}\n"
+    "  sl = f32[1,4] slice(bh), slice={[1:2], [0:4]}\n"
+    "  rs = f32[4] reshape(sl)\n"
+    "  t = f32[] constant(3)\n"
+    "  bt = f32[4] broadcast(t), dimensions={}\n"
+    "  e = f32[4] exponential(bt)\n"
+    "  a = f32[4] add(m, c)\n"
+    "  b = f32[4] add(a, rs)\n"
+    "  ROOT r = (f32[4], f32[4], f32[1]) tuple(b, e, one)\n"
+    "}\n";
+
+TEST(constants_and_scalar_broadcasts) {
+  IrModule *m = hlo(constants);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_STR(log.buf,
+            "algsimp rewrite: replaced twos() by twos.19: every element is the same: a broadcast scalar\n"
+            "algsimp rewrite: replaced idx() by idx.20: its values are 0, 1, 2, ...: an iota\n"
+            "algsimp rewrite: replaced sl(0.5) by bh.21: a slice of a broadcast scalar is a broadcast of the scalar\n"
+            "algsimp rewrite: replaced rs(0.5) by bh.22: a reshape of a broadcast scalar is a broadcast of the scalar\n"
+            "algsimp rewrite: e of broadcast bt now runs on the scalar t (as e.23) and bt.24 broadcasts the result: an "
+            "elementwise operation commutes with a broadcast\n");
+  CHECK_STR(line_of(m, "twos.19"), "%twos.19 = f32[4] broadcast(%twos.18), dimensions={}");
+  CHECK_STR(line_of(m, "idx.20"), "%idx.20 = s32[4] iota(), iota_dimension=0");
+  CHECK_STR(line_of(m, "e.23"), "%e.23 = f32[] exponential(%t)");
+  /* A one-element array stays a constant (it is a scalar in all but shape). */
+  CHECK_STR(line_of(m, "one"), "%one = f32[1] constant({1})");
+  CHECK(count_op(m, IR_OP_SLICE) == 0 && count_op(m, IR_OP_RESHAPE) == 0);
+  ir_module_free(m);
+  classic_leaves_alone(constants);
+}
+
+/* Today's folding: an op with a constant operand folds (slices too); an op of broadcasts alone
+ * waits for algsimp; slices and reshapes of an elided constant are elided constants, one per
+ * distinct slice. */
+TEST(constant_folding_today) {
+  IrModule *m = hlo("HloModule fold\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[] parameter(0)\n"
+                    "  tab = f32[8] constant({1, 2, 3, 4, 5, 6, 7, 8})\n"
+                    "  s = f32[1] slice(tab), slice={[2:3]}\n"
+                    "  v = f32[] reshape(s)\n"
+                    "  big = f32[20,200] constant({...})\n"
+                    "  r0 = f32[1,200] slice(big), slice={[0:1], [0:200]}\n"
+                    "  r1 = f32[1,200] slice(big), slice={[0:1], [0:200]}\n"
+                    "  q0 = f32[200] reshape(r0)\n"
+                    "  q1 = f32[200] reshape(r1)\n"
+                    "  k = f32[] constant(2)\n"
+                    "  bk = f32[200] broadcast(k), dimensions={}\n"
+                    "  e = f32[200] add(bk, bk)\n"
+                    "  y = f32[] add(x, v)\n"
+                    "  ROOT t = (f32[], f32[200], f32[200], f32[200]) tuple(y, q0, q1, e)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass(&pass_constant_folding_current, m, &log));
+  CHECK_STR(log.buf,
+            "constant-folding fold: folded s(tab) to constant {3}\n"
+            "constant-folding fold: folded v(3) to constant 3\n"
+            "constant-folding fold: folded r0(big) to constant {...}\n"
+            "constant-folding fold: replaced r1 by r0: the same slice of the elided constant big\n"
+            "constant-folding fold: folded q0(r0) to constant {...}\n"
+            "constant-folding fold: replaced q1 by q0: the same reshape of the elided constant r0\n");
+  CHECK_STR(line_of(m, "y"), "%y = f32[] add(%x, %v)");
+  CHECK_STR(line_of(m, "v"), "%v = f32[] constant(3)");
+  CHECK_STR(line_of(m, "t"), "%t = (f32[], f32[200], f32[200], f32[200]) tuple(%y, %q0, %q0, %e)");
+  /* add(broadcast, broadcast) has no constant operand: left to algsimp. */
+  CHECK_STR(line_of(m, "e"), "%e = f32[200] add(%bk, %bk)");
+  ir_module_free(m);
+}
+
+/* A reduce of constants folds when its reducer is one binary operation (or, add, max: row by row
+ * in order); one with another reducer stays, and so does the classic pass's. */
+static const char *const reduces_of_constants =
+    "HloModule fred\n\n"
+    "or_ {\n"
+    "  a = pred[] parameter(0)\n"
+    "  b = pred[] parameter(1)\n"
+    "  ROOT r = pred[] or(a, b)\n"
+    "}\n\n"
+    "add_ {\n"
+    "  a = f32[] parameter(0)\n"
+    "  b = f32[] parameter(1)\n"
+    "  ROOT r = f32[] add(b, a)\n"
+    "}\n\n"
+    "twice {\n"
+    "  a = f32[] parameter(0)\n"
+    "  b = f32[] parameter(1)\n"
+    "  s = f32[] add(a, b)\n"
+    "  ROOT r = f32[] add(s, b)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  x = f32[] parameter(0)\n"
+    "  flags = pred[4] constant({false, true, false, false})\n"
+    "  no = pred[] constant(false)\n"
+    "  any = pred[] reduce(flags, no), dimensions={0}, to_apply=or_\n"
+    "  m = f32[2,3] constant({{1, 2, 3}, {10, 20, 30}})\n"
+    "  zero = f32[] constant(0)\n"
+    "  rows = f32[2] reduce(m, zero), dimensions={1}, to_apply=add_\n"
+    "  cols = f32[3] reduce(m, zero), dimensions={0}, to_apply=add_\n"
+    "  odd = f32[2] reduce(m, zero), dimensions={1}, to_apply=twice\n"
+    "  y = f32[] select(any, x, zero)\n"
+    "  ROOT t = (f32[], f32[2], f32[3], f32[2]) tuple(y, rows, cols, odd)\n"
+    "}\n";
+
+/* A concatenate of constants (a constant and a broadcast of one) folds, as today's XLA folds any
+ * operation of constants: scatter-expander's bounds check on constant indices becomes constant. */
+TEST(constant_folding_concatenate) {
+  static const char *const text = "HloModule cat\n\n"
+                                  "ENTRY main {\n"
+                                  "  a = s32[2,1] constant({{0}, {1}})\n"
+                                  "  z = s32[] constant(3)\n"
+                                  "  b = s32[2,2] broadcast(z), dimensions={}\n"
+                                  "  c = s32[2,3] concatenate(a, b), dimensions={1}\n"
+                                  "  x = s32[2,3] parameter(0)\n"
+                                  "  ROOT r = s32[2,3] add(c, x)\n"
+                                  "}\n";
+  IrModule *m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_constant_folding_current, m, &log));
+  CHECK_STR(log.buf, "constant-folding fold: folded c(a, 3) to constant {{0, 3, 3}, {1, 3, 3}}\n");
+  ir_module_free(m);
+  m = hlo(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log classic = {{0}, 0};
+  CHECK(!run_pass(&pass_constant_folding, m, &classic));
+  ir_module_free(m);
+}
+
+TEST(constant_folding_reduces) {
+  IrModule *m = hlo(reduces_of_constants);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_constant_folding_current, m, &log));
+  CHECK_STR(log.buf, "constant-folding fold: folded any(flags, 0) to constant true\n"
+                     "constant-folding fold: folded rows(m, 0) to constant {6, 60}\n"
+                     "constant-folding fold: folded cols(m, 0) to constant {11, 22, 33}\n");
+  CHECK_STR(line_of(m, "odd"), "%odd = f32[2] reduce(%m, %zero), dimensions={1}, to_apply=%twice");
+  IrModule *c = hlo(reduces_of_constants);
+  CHECK(c != NULL);
+  if (!c) return;
+  Log log2 = {{0}, 0};
+  CHECK(!run_pass(&pass_constant_folding, c, &log2));
+  ir_module_free(c);
+  ir_module_free(m);
+}
+
+/* tree-reduction-rewriter: reductions too large for one race-free kernel become two. */
+static const char *const big_reductions =
+    "HloModule tree\n\n"
+    "add {\n"
+    "  a = s32[] parameter(0)\n"
+    "  b = s32[] parameter(1)\n"
+    "  ROOT r = s32[] add(a, b)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  i = s32[1000000] iota(), iota_dimension=0\n"
+    "  sq = s32[1000000] multiply(i, i)\n"
+    "  zero = s32[] constant(0)\n"
+    "  all = s32[] reduce(sq, zero), dimensions={0}, to_apply=add\n"
+    "  c = s32[1,6272,1,192] parameter(0)\n"
+    "  cols = s32[1,192] reduce(c, zero), dimensions={0,1}, to_apply=add\n"
+    "  p = s32[20011] parameter(1)\n"
+    "  odd = s32[] reduce(p, zero), dimensions={0}, to_apply=add\n"
+    "  b = s32[16,4,32] parameter(2)\n"
+    "  batch = s32[4] reduce(b, zero), dimensions={0,2}, to_apply=add\n"
+    "  f = s32[8,4096] parameter(3)\n"
+    "  fits = s32[8] reduce(f, zero), dimensions={1}, to_apply=add\n"
+    "  ROOT t = (s32[], s32[1,192], s32[], s32[4], s32[8]) tuple(all, cols, odd, batch, fits)\n"
+    "}\n";
+
+TEST(tree_reduction_rewriter) {
+  IrModule *m = hlo(big_reductions);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_tree_reduction, m, &log));
+  CHECK_STR(log.buf,
+            /* 1,000,000 = 1000 x 1000, as XLA splits jax.b380442861's sum */
+            "tree-reduction-rewriter rewrite: split all (a row reduction of 1000000 elements: more than 16384 are not "
+            "race free; 1000000 = 1000 x 1000) into all.inner (s32[1000,1000] -> s32[1000]) and all.outer (-> s32[])\n"
+            /* units dropped, 6272 = 64 x 98 (no padding; 64 a power of two), swapped for a column */
+            "tree-reduction-rewriter rewrite: split cols (a column reduction of 6272 elements: more than 4096 are not "
+            "race free; 6272 = 64 x 98) into cols.inner (s32[64,98,192] -> s32[64,192]) and cols.outer (-> s32[192])\n"
+            /* 20011 is not a product of two near its root: padded by 5 with the initial value */
+            "tree-reduction-rewriter rewrite: split odd (a row reduction of 20011 elements: more than 16384 are not "
+            "race free; 20016 = 144 x 139, padded) into odd.inner (s32[144,139] -> s32[144]) and odd.outer (-> s32[])\n"
+            "tree-reduction-rewriter rewrite: split batch (a row reduction over 16 major rows: more than 8 are not race "
+            "free) into batch.inner (s32[16,4,32] -> s32[16,4]) and batch.outer (-> s32[4])\n");
+  /* Each result is read in the reduction's own shape. */
+  CHECK_STR(line_of(m, "t"), "%t = (s32[], s32[1,192], s32[], s32[4], s32[8]) tuple(%all.outer, %cols.26, %odd.outer, "
+                             "%batch.outer, %fits)");
+  CHECK_STR(line_of(m, "odd.padded"), "%odd.padded = s32[20016]{0} pad(%p, %zero), padding=0_5");
+  /* Every reduction left is race free: nothing more to split. */
+  Log again = {{0}, 0};
+  CHECK(!run_pass(&pass_tree_reduction, m, &again));
+  ir_module_free(m);
+}
+
+/* Today's CSE never merges an iota itself, but users of two equal iotas are the same, and an
+ * instruction reading both reads one. */
+TEST(cse_and_iotas) {
+  IrModule *m = hlo("HloModule iotas\n\n"
+                    "ENTRY main {\n"
+                    "  x = s32[8] parameter(0)\n"
+                    "  i1 = s32[8] iota(), iota_dimension=0\n"
+                    "  i2 = s32[8] iota(), iota_dimension=0\n"
+                    "  a1 = s32[8] add(x, i1)\n"
+                    "  a2 = s32[8] add(x, i2)\n"
+                    "  sq = s32[8] multiply(i1, i2)\n"
+                    "  ROOT t = (s32[8], s32[8], s32[8]) tuple(a1, a2, sq)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_cse_current, m, &log));
+  CHECK_STR(log.buf, "cse rewrite: replaced a2 by a1: the same add of the same operands\n"
+                     "cse rewrite: sq reads i1 where it reads the same iota i2\n");
+  CHECK_STR(line_of(m, "t"), "%t = (s32[8], s32[8], s32[8]) tuple(%a1, %a1, %sq)");
+  CHECK_STR(line_of(m, "sq"), "%sq = s32[8] multiply(%i1, %i1)");
+  /* The classic CSE (the paper's pipeline) merges the iotas themselves. */
+  IrModule *c = hlo("HloModule iotas\n\nENTRY main {\n  i1 = s32[8] iota(), iota_dimension=0\n"
+                    "  i2 = s32[8] iota(), iota_dimension=0\n  ROOT t = (s32[8], s32[8]) tuple(i1, i2)\n}\n");
+  CHECK(c != NULL);
+  if (!c) return;
+  Log log2 = {{0}, 0};
+  CHECK(run_pass(&pass_cse, c, &log2));
+  CHECK_STR(log2.buf, "cse rewrite: replaced i2 by i1: the same iota of the same operands\n");
+  ir_module_free(c);
+  ir_module_free(m);
+}
+
+/* After priority-fusion, CSE runs inside the fused computations only: the copy of exp(p) fusion
+ * made for a second user in the same kernel becomes one; the entry computation is left alone. */
+TEST(cse_inside_fusions) {
+  IrModule *m = hlo("HloModule fcse\n\n"
+                    "fused {\n"
+                    "  p = f32[4] parameter(0)\n"
+                    "  e = f32[4] exponential(p)\n"
+                    "  e.clone = f32[4] exponential(p)\n"
+                    "  ROOT r = f32[4] add(e, e.clone)\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4] parameter(0)\n"
+                    "  n1 = f32[4] negate(x)\n"
+                    "  n2 = f32[4] negate(x)\n"
+                    "  f = f32[4] fusion(n1), kind=kLoop, calls=fused\n"
+                    "  ROOT t = (f32[4], f32[4]) tuple(f, n2)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_cse_fusions, m, &log));
+  CHECK_STR(log.buf, "cse rewrite: replaced e.clone by e: the same exponential of the same operands\n");
+  CHECK_STR(line_of(m, "r"), "%r = f32[4] add(%e, %e)");
+  CHECK(ir_module_find_instr(m, "n2") != NULL);
+  ir_module_free(m);
+}
+
+/* float-normalization-bf16: what the GPU has no bf16 instruction for computes in f32, by compute
+ * capability; simplify-fp-conversions then removes the converts left back to back. */
+static const char *const bf16_ops =
+    "HloModule fnorm\n\n"
+    "ENTRY main {\n"
+    "  x = bf16[8] parameter(0)\n"
+    "  y = bf16[8] parameter(1)\n"
+    "  d = bf16[8] divide(x, y)\n"
+    "  s = bf16[8] sqrt(d)\n"
+    "  a = bf16[8] add(s, x)\n"
+    "  e = bf16[8] exponential(a)\n"
+    "  ROOT r = bf16[8] maximum(e, y)\n"
+    "}\n";
+
+TEST(float_normalization) {
+  IrModule *m = hlo(bf16_ops);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers_for(&pass_float_normalization, m, &log, device_lookup("h100")));
+  CHECK_STR(log.buf, "float-normalization-bf16 rewrite: d computes in f32: the GPU (sm_90) has no bf16 divide; its "
+                     "operands and result are converted\n"
+                     "float-normalization-bf16 rewrite: s computes in f32: the GPU (sm_90) has no bf16 sqrt; its "
+                     "operands and result are converted\n");
+  CHECK_STR(line_of(m, "d"), "%d = f32[8] divide(%convert, %convert.10)");
+  /* s reads d through f32 -> bf16 -> f32: one chain simplify-fp-conversions removes. */
+  Log log2 = {{0}, 0};
+  CHECK(run_pass_same_numbers_for(&pass_simplify_fp_conversions, m, &log2, device_lookup("h100")));
+  CHECK_STR(log2.buf, "simplify-fp-conversions rewrite: convert.12 ends 2 conversions of d and has its type (f32): it "
+                      "is d\n");
+  CHECK_STR(line_of(m, "s"), "%s = f32[8] sqrt(%d)");
+  CHECK_STR(line_of(m, "a"), "%a = bf16[8] add(%convert.13, %x)");
+  ir_module_free(m);
+
+  /* An A100 has no bf16 add either; a Turing GPU no bf16 maximum; a device without an sm_
+   * architecture changes nothing. */
+  const char *const devs[] = {"a100", "rtx2080ti"};
+  const int expect[] = {3, 4};
+  for (int k = 0; k < 2; k++) {
+    IrModule *d = hlo(bf16_ops);
+    CHECK(d != NULL);
+    if (!d) return;
+    Log l = {{0}, 0};
+    CHECK(run_pass_same_numbers_for(&pass_float_normalization, d, &l, device_lookup(devs[k])));
+    CHECK(l.n == expect[k]);
+    ir_module_free(d);
+  }
+  IrModule *none = hlo(bf16_ops);
+  CHECK(none != NULL);
+  if (!none) return;
+  Log l3 = {{0}, 0};
+  CHECK(!run_pass(&pass_float_normalization, none, &l3));
+  ir_module_free(none);
+}
+
+/* A reduce whose computation adds in bf16 on an A100: the reduce works in f32 with an f32 copy of
+ * its computation. */
+TEST(float_normalization_reduce) {
+  IrModule *m = hlo("HloModule fred\n\n"
+                    "add {\n"
+                    "  a = bf16[] parameter(0)\n"
+                    "  b = bf16[] parameter(1)\n"
+                    "  ROOT s = bf16[] add(a, b)\n"
+                    "}\n\n"
+                    "ENTRY main {\n"
+                    "  x = bf16[4,16] parameter(0)\n"
+                    "  z = bf16[] constant(0)\n"
+                    "  ROOT r = bf16[4] reduce(x, z), dimensions={1}, to_apply=add\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers_for(&pass_float_normalization, m, &log, device_lookup("a100")));
+  CHECK(strstr(log.buf, "float-normalization-bf16 rewrite: r computes in f32: the GPU (sm_80) has no bf16 reduce; its "
+                        "operands, its result and its computation are converted\n") != NULL);
+  IrInstr *r = ir_module_find_instr(m, "r");
+  CHECK(r && r->shape.type == IR_F32);
+  IrComputation *f = r ? ir_attr_comp(r, "to_apply") : NULL;
+  CHECK(f && strcmp(f->name, "add") != 0 && f->root && f->root->shape.type == IR_F32 && f->params[0]->shape.type == IR_F32);
+  /* On an H100 the bf16 add is supported: nothing changes. */
+  IrModule *h = hlo("HloModule fred\n\nadd {\n  a = bf16[] parameter(0)\n  b = bf16[] parameter(1)\n"
+                    "  ROOT s = bf16[] add(a, b)\n}\n\nENTRY main {\n  x = bf16[4,16] parameter(0)\n"
+                    "  z = bf16[] constant(0)\n  ROOT r = bf16[4] reduce(x, z), dimensions={1}, to_apply=add\n}\n");
+  CHECK(h != NULL);
+  if (!h) return;
+  Log log2 = {{0}, 0};
+  CHECK(!run_pass_for(&pass_float_normalization, h, &log2, device_lookup("h100")));
+  ir_module_free(h);
+  ir_module_free(m);
+}
+
+/* x.at[i].set(v) and x.at[i].add(v): scatters that write one window become dynamic-update-slices
+ * (the bounds check kept for a dynamic index); with constant indices into zeros, algsimp and
+ * constant folding leave a pad. */
+static const char *const scatters =
+    "HloModule scat\n\n"
+    "set {\n"
+    "  a = f32[] parameter(0)\n"
+    "  ROOT b = f32[] parameter(1)\n"
+    "}\n\n"
+    "add {\n"
+    "  a = f32[] parameter(0)\n"
+    "  b = f32[] parameter(1)\n"
+    "  ROOT r = f32[] add(a, b)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  x = f32[10] parameter(0)\n"
+    "  i = s32[] parameter(1)\n"
+    "  v = f32[] parameter(2)\n"
+    "  ix = s32[1] reshape(i)\n"
+    "  s1 = f32[10] scatter(x, ix, v), update_window_dims={}, inserted_window_dims={0}, "
+    "scatter_dims_to_operand_dims={0}, index_vector_dim=0, to_apply=add\n"
+    "  z = f32[] constant(0)\n"
+    "  zs = f32[4,4] broadcast(z), dimensions={}\n"
+    "  ij = s32[2] constant({1, 2})\n"
+    "  s2 = f32[4,4] scatter(zs, ij, v), update_window_dims={}, inserted_window_dims={0,1}, "
+    "scatter_dims_to_operand_dims={0,1}, index_vector_dim=0, to_apply=set\n"
+    "  ROOT t = (f32[10], f32[4,4]) tuple(s1, s2)\n"
+    "}\n";
+
+TEST(scatter_expander) {
+  IrModule *m = hlo(scatters);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_scatter_expander, m, &log));
+  CHECK_STR(log.buf,
+            "scatter-expander rewrite: s1 writes one window (f32[1] at 1 index): it is dynamic-update-slice, a "
+            "dynamic-update-slice of x with add(old window, update), the old window kept where the index is out of bounds\n"
+            "scatter-expander rewrite: s2 writes one window (f32[1,1] at 2 indices): it is dynamic-update-slice.65, a "
+            "dynamic-update-slice of zs with the update, the old window kept where the index is out of bounds\n");
+  CHECK(count_op(m, IR_OP_SCATTER) == 0);
+  CHECK_STR(line_of(m, "dynamic-update-slice"),
+            "%dynamic-update-slice = f32[10] dynamic-update-slice(%x, %select, %reshape)");
+  CHECK_STR(line_of(m, "select"), "%select = f32[1]{0} select(%broadcast.35, %r.38, %dynamic-slice)");
+  /* The bounds check as XLA's CheckIndexValidity builds it: one vector compare each way, reduced
+   * with `and`, broadcast to the window. */
+  CHECK_STR(line_of(m, "broadcast.35"), "%broadcast.35 = pred[1]{0} broadcast(%reduce), dimensions={}");
+  CHECK_STR(line_of(m, "reduce"),
+            "%reduce = pred[] reduce(%and, %constant.29), dimensions={0}, to_apply=%and.reduce_sub_computation");
+  CHECK_STR(line_of(m, "and"), "%and = pred[1]{0} and(%compare, %compare.27)");
+  CHECK_STR(line_of(m, "compare.27"), "%compare.27 = pred[1]{0} compare(%constant.25, %reshape.22), direction=GE");
+  CHECK_STR(line_of(m, "constant.25"), "%constant.25 = s32[1]{0} constant({9})");
+  /* The constant-index scatter into zeros folds down to a pad, as XLA's does. */
+  Log l2 = {{0}, 0};
+  run_pass_same_numbers(&pass_constant_folding_current, m, &l2);
+  run_pass_same_numbers(&pass_algsimp_current, m, &l2);
+  CHECK_CONTAINS(l2.buf, "writing into a broadcast scalar at constant starts is padding the update with the scalar");
+  CHECK(count_op(m, IR_OP_PAD) == 1);
+  ir_module_free(m);
+}
+
+/* cos(q[i]) for each i: reshape-mover moves the squeezes below the cosines, slice-sinker makes the
+ * cosines one over q. */
+TEST(reshape_mover_and_slice_sinker) {
+  IrModule *m = hlo("HloModule sinks\n\n"
+                    "ENTRY main {\n"
+                    "  q = f32[3] parameter(0)\n"
+                    "  s0 = f32[1] slice(q), slice={[0:1]}\n"
+                    "  r0 = f32[] reshape(s0)\n"
+                    "  c0 = f32[] cosine(r0)\n"
+                    "  s1 = f32[1] slice(q), slice={[1:2]}\n"
+                    "  r1 = f32[] reshape(s1)\n"
+                    "  c1 = f32[] cosine(r1)\n"
+                    "  s2 = f32[1] slice(q), slice={[2:3]}\n"
+                    "  r2 = f32[] reshape(s2)\n"
+                    "  c2 = f32[] cosine(r2)\n"
+                    "  two = f32[] constant(2)\n"
+                    "  a0 = f32[] add(c0, two)\n"
+                    "  ROOT t = (f32[], f32[], f32[]) tuple(a0, c1, c2)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(!run_pass(&pass_slice_sinker, m, &log)); /* the cosines read reshapes, not slices */
+  CHECK(run_pass_same_numbers(&pass_reshape_mover, m, &log));
+  CHECK_STR(log.buf,
+            "reshape-mover rewrite: c0 now runs before the reshape r0 (on f32[1], as c0.15) and r0.16 reshapes its result\n"
+            "reshape-mover rewrite: c1 now runs before the reshape r1 (on f32[1], as c1.17) and r1.18 reshapes its result\n"
+            "reshape-mover rewrite: c2 now runs before the reshape r2 (on f32[1], as c2.19) and r2.20 reshapes its result\n");
+  Log l2 = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_slice_sinker, m, &l2));
+  CHECK_STR(l2.buf, "slice-sinker rewrite: cosine of 3 slices of q runs once on q (as c0.21) and each result is a slice "
+                    "of it\n");
+  CHECK_STR(line_of(m, "c0.21"), "%c0.21 = f32[3] cosine(%q)");
+  CHECK(count_op(m, IR_OP_COS) == 1);
+  ir_module_free(m);
+  /* Three slices of one element each cover q's three; two would not: computing cosine over all
+   * of q would be more work than before (XLA's ShouldTransform). */
+  IrModule *two = hlo("HloModule two\n\n"
+                      "ENTRY main {\n"
+                      "  q = f32[3] parameter(0)\n"
+                      "  s0 = f32[1] slice(q), slice={[0:1]}\n"
+                      "  c0 = f32[1] cosine(s0)\n"
+                      "  s1 = f32[1] slice(q), slice={[1:2]}\n"
+                      "  c1 = f32[1] cosine(s1)\n"
+                      "  ROOT t = (f32[1], f32[1]) tuple(c0, c1)\n"
+                      "}\n");
+  CHECK(two != NULL);
+  if (!two) return;
+  Log l3 = {{0}, 0};
+  CHECK(!run_pass(&pass_slice_sinker, two, &l3));
+  CHECK(count_op(two, IR_OP_COS) == 2);
+  ir_module_free(two);
+}
+
+int main(void) {
+  RUN(arithmetic_canonical_forms);
+  RUN(integer_times_zero);
+  RUN(compare_never_negative);
+  RUN(integer_powers_of_two);
+  RUN(broadcast_rewrites);
+  RUN(what_stays);
+  RUN(reduce_of_unit_dimensions);
+  RUN(comparison_expander);
+  RUN(constants_and_scalar_broadcasts);
+  RUN(constant_folding_today);
+  RUN(constant_folding_reduces);
+  RUN(constant_folding_concatenate);
+  RUN(tree_reduction_rewriter);
+  RUN(cse_and_iotas);
+  RUN(cse_inside_fusions);
+  RUN(float_normalization);
+  RUN(float_normalization_reduce);
+  RUN(scatter_expander);
+  RUN(reshape_mover_and_slice_sinker);
+  return check_summary();
+}
