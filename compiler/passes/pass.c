@@ -83,6 +83,8 @@ static const Pass *const registry[] = {
     &pass_horizontal_fusion,
     &pass_softmax_rewriter,
     &pass_priority_fusion,
+    &pass_fusion_cse,
+    &pass_fusion_dce,
     &pass_while_loop_unroll,
 };
 
@@ -135,11 +137,17 @@ static const Pass *const priority_passes[] = {
     &pass_cse,
     &pass_dce,
     &pass_tuple_simplifier,
-    /* fusion (priority-fusion, multi_output_fusion), after unrolling loops when `set unroll N` asks */
+    /* fusion, after unrolling loops when `set unroll N` asks: XLA's fusion pipeline
+       (FusionPipeline in fusion_pipeline.cc) runs priority-fusion, then cse and dce, then
+       multi_output_fusion, then cse and dce again */
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,
     &pass_priority_fusion,
+    &pass_fusion_cse,
+    &pass_fusion_dce,
     &pass_multi_output_fusion_current,
+    &pass_fusion_cse,
+    &pass_fusion_dce,
 };
 
 #define PIPELINE(name, desc, list) {name, desc, (int)(sizeof list / sizeof list[0]), list}

@@ -6,7 +6,13 @@
  * earlier one and the later one is removed. Operands of commutative ops (add, multiply, maximum,
  * minimum, and, or, xor, compare EQ/NE) match in either order. Never merged: parameters, ops
  * with side effects, random numbers (rng, rng-bit-generator), control flow and collectives.
- * Each merge is reported: "cse: replaced multiply.9 by multiply.4". */
+ * Each merge is reported: "cse: replaced multiply.9 by multiply.4".
+ *
+ * fusion-cse is the same search limited to fused computations, as XLA's fusion pipeline runs it
+ * after priority-fusion and after multi_output_fusion (FusionPipeline in fusion_pipeline.cc:
+ * HloCSE, layout-sensitive, with should_eliminate_computation = HloComputation::
+ * IsFusionComputation): identical instructions inside one kernel become one, the kernels
+ * themselves are left as they are. */
 #include <string.h>
 
 #include "passes.h"
@@ -225,13 +231,20 @@ static int cse_computation(IrComputation *c, PassContext *cx, bool *oom) {
   return merged;
 }
 
-static bool run_cse(IrModule *m, PassContext *cx, bool *changed) {
+static bool cse_module(IrModule *m, PassContext *cx, bool *changed, bool fused_only) {
   int merged = 0;
   bool oom = false;
-  for (int k = 0; k < m->ncomps && !oom; k++) merged += cse_computation(m->comps[k], cx, &oom);
+  for (int k = 0; k < m->ncomps && !oom; k++)
+    if (!fused_only || m->comps[k]->fusion_instr) merged += cse_computation(m->comps[k], cx, &oom);
   if (oom) return fx_error_set(cx->err, NULL, 0, 0, "cse: out of memory");
   *changed = merged > 0;
   return true;
 }
 
+static bool run_cse(IrModule *m, PassContext *cx, bool *changed) { return cse_module(m, cx, changed, false); }
+static bool run_fusion_cse(IrModule *m, PassContext *cx, bool *changed) { return cse_module(m, cx, changed, true); }
+
 const Pass pass_cse = {"cse", "common subexpression elimination: identical instructions become one", run_cse};
+const Pass pass_fusion_cse = {"fusion-cse",
+                              "XLA's cse after fusion: identical instructions inside one fused computation become one",
+                              run_fusion_cse};

@@ -11,6 +11,8 @@
 /* simplification (run before fusion, paper §III-A) */
 extern const Pass pass_cse;              /* pass_cse.c: common subexpression elimination */
 extern const Pass pass_dce;              /* pass_dce.c: dead code elimination */
+extern const Pass pass_fusion_cse;       /* pass_cse.c: cse inside fused computations, after fusion */
+extern const Pass pass_fusion_dce;       /* pass_dce.c: dce after fusion */
 extern const Pass pass_tuple_simplifier; /* pass_tuple_simplifier.c: gte(tuple) and tuple(gte...) */
 extern const Pass pass_algsimp;          /* pass_algsimp.c: identities, reshape/transpose/slice chains */
 extern const Pass pass_algsimp_current;  /* pass_algsimp.c: the same, with today's layout-aware rewrites */
