@@ -129,9 +129,13 @@ void xla_dump_side_by_side(XlaDump *d, const DeviceProfile *device, const PassSe
   fx_error_clear(&e3);
   IrModule *xfin = last > 0 ? xla_dump_stage(d, last, NULL, &e3) : NULL;
   IrModule *mine = fs0 > 0 ? xla_dump_stage(d, fs0 - 1, NULL, &e3) : NULL;
-  static const char *const passes[] = {"priority-fusion", "multi_output_fusion"};
-  for (int k = 0; mine && k < 2; k++) {
-    const Pass *p = pass_lookup(passes[k]);
+  /* The priority pipeline from priority-fusion on: XLA's fusion pipeline (priority-fusion, cse and
+   * dce, multi_output_fusion, cse and dce). */
+  const Pipeline *pl = pipeline_lookup("priority");
+  int first = 0;
+  while (pl && first < pl->npasses && strcmp(pl->passes[first]->name, "priority-fusion") != 0) first++;
+  for (int k = 0; mine && pl && first + k < pl->npasses; k++) {
+    const Pass *p = pl->passes[first + k];
     ExplainLog *scratch = explain_log_new();
     if (!p || !scratch) {
       explain_log_free(scratch);

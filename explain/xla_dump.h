@@ -181,8 +181,9 @@ typedef struct {
  * fx_malloc'd (the caller fx_frees it; names point into the modules); *nmine gets mine's kernel
  * count. Returns XLA's kernel count, or -1 when out of memory. */
 int xla_kernels_match(const IrModule *xla, const IrModule *mine, XlaKernelPair **out, int *nmine);
-/* XLA's kernels after its last dumped pass beside fxplain's priority-fusion and
- * multi_output_fusion run (on device and settings) on the very module XLA's priority-fusion
+/* XLA's kernels after its last dumped pass beside fxplain's priority pipeline from priority-fusion
+ * on (priority-fusion, fusion-cse, fusion-dce, multi_output_fusion, fusion-cse, fusion-dce, as
+ * XLA's fusion pipeline) run (on device and settings) on the very module XLA's priority-fusion
  * received, matched as xla_kernels_match does. nxla is -1 when the dump has no such stages or
  * memory runs out. The pairs' names point into the two modules it holds: free it with
  * xla_side_by_side_free. */

@@ -57,7 +57,8 @@ def run_fxplain(fxplain, pre, out, device, timeout, stage="multi_output_fusion")
     cmds = [f"load {pre}", f"set device {device}", "pipeline priority"]
     cmds += [f"set pass {p} off" for p in SIMPLIFICATION]
     if stage == "priority_fusion":
-        cmds.append("set pass multi_output_fusion off")
+        # XLA's after_priority_fusion module is written before the fusion pipeline's cse and dce.
+        cmds += [f"set pass {p} off" for p in ("fusion-cse", "fusion-dce", "multi_output_fusion")]
     cmds += ["step all", f"save {out}"]
     t0 = time.time()
     r = subprocess.run([fxplain, "-e", "; ".join(cmds)], capture_output=True, text=True,

@@ -108,6 +108,8 @@ static const Pass *const registry[] = {
     &pass_horizontal_fusion,
     &pass_softmax_rewriter,
     &pass_priority_fusion,
+    &pass_fusion_cse,
+    &pass_fusion_dce,
     &pass_while_loop_unroll,
 };
 
@@ -196,16 +198,20 @@ static const Pass *const priority_passes[] = {
     &pass_hoist_fused_bitcasts,
     /* after layout assignment, XLA makes normalization diamonds Triton fusions (Ampere+), splits
        reductions too large for one race-free kernel, and computes in f32 what the GPU has no bf16
-       instruction for; fusion (priority-fusion, multi_output_fusion) after unrolling loops when
-       `set unroll N` asks */
+       instruction for; then fusion, after unrolling loops when `set unroll N` asks:
+       XLA's fusion pipeline (FusionPipeline in fusion_pipeline.cc) runs priority-fusion, then cse
+       and dce, then multi_output_fusion, then cse and dce again */
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,
     &pass_tree_reduction,
     &pass_float_normalization,
     &pass_simplify_fp_conversions,
     &pass_priority_fusion,
-    &pass_cse_fusions,
+    &pass_fusion_cse,
+    &pass_fusion_dce,
     &pass_multi_output_fusion_current,
+    &pass_fusion_cse,
+    &pass_fusion_dce,
 };
 
 #define PIPELINE(name, desc, list) {name, desc, (int)(sizeof list / sizeof list[0]), list}

@@ -16,9 +16,11 @@
  * operands but constants), but two iotas of one shape and dimension count as the same operand
  * of their users. The classic pipeline keeps the paper's behaviour.
  *
- * After priority-fusion, XLA's fusion pipeline runs the same CSE on the fused computations only
- * (pass_cse_fusions): a producer fused into one kernel once for each of its users there becomes
- * one instruction again. */
+ * fusion-cse is the same search limited to fused computations, as XLA's fusion pipeline runs it
+ * after priority-fusion and after multi_output_fusion (FusionPipeline in fusion_pipeline.cc:
+ * HloCSE, layout-sensitive, with should_eliminate_computation = HloComputation::
+ * IsFusionComputation): a producer fused into one kernel once for each of its users there becomes
+ * one instruction again; the kernels themselves are left as they are. */
 #include <stdint.h>
 #include <string.h>
 
@@ -368,9 +370,9 @@ static bool run(IrModule *m, PassContext *cx, bool *changed, bool current) {
 
 static bool run_cse(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false); }
 
-/* XLA's fusion pipeline runs HloCSE(only_fusion_computations) right after priority-fusion: the
- * copies of a producer that fusion put into one kernel for each of its users there become one. */
-static bool run_cse_fusions(IrModule *m, PassContext *cx, bool *changed) {
+/* fusion-cse: XLA's fusion pipeline runs HloCSE on the fused computations only, after
+ * priority-fusion and after multi_output_fusion. */
+static bool run_fusion_cse(IrModule *m, PassContext *cx, bool *changed) {
   int merged = 0;
   bool oom = false;
   for (int k = 0; k < m->ncomps && !oom; k++)
@@ -388,6 +390,6 @@ const Pass pass_cse_current = {"cse",
                                "common subexpression elimination: identical instructions become one, loops, calls "
                                "and conditionals of identical computations too",
                                run_cse_current};
-const Pass pass_cse_fusions = {"cse", "common subexpression elimination inside fusions: the copies of an instruction "
-                                      "one kernel computes become one",
-                               run_cse_fusions};
+const Pass pass_fusion_cse = {"fusion-cse",
+                              "XLA's cse after fusion: identical instructions inside one fused computation become one",
+                              run_fusion_cse};

@@ -4,7 +4,12 @@
  * is not its computation's root or a parameter, and has no side effect (a side-effecting
  * custom-call, infeed/outfeed, send/recv, or a while/call/conditional whose callee has one).
  * Then computations no longer reachable from the entry are dropped. Every removal is reported:
- * "dce: removed add.7 (no users)". */
+ * "dce: removed add.7 (no users)".
+ *
+ * fusion-dce is the same pass where XLA's fusion pipeline runs HloDCE after fusion (FusionPipeline
+ * in fusion_pipeline.cc: after priority-fusion and after multi_output_fusion): a fusion nobody
+ * reads, made from dead code, is no kernel. It has its own name so that switching off the dce
+ * that runs before fusion (`set pass dce off`) leaves this one on. */
 #include <string.h>
 
 #include "passes.h"
@@ -134,3 +139,5 @@ static bool run_dce(IrModule *m, PassContext *cx, bool *changed) {
 }
 
 const Pass pass_dce = {"dce", "dead code elimination: removes unused instructions and computations", run_dce};
+const Pass pass_fusion_dce = {"fusion-dce", "XLA's dce after fusion: removes fusions and instructions nobody uses",
+                              run_dce};

@@ -11,6 +11,8 @@
 /* simplification (run before fusion, paper §III-A) */
 extern const Pass pass_cse;              /* pass_cse.c: common subexpression elimination */
 extern const Pass pass_dce;              /* pass_dce.c: dead code elimination */
+extern const Pass pass_fusion_cse;       /* pass_cse.c: cse inside fused computations, after fusion */
+extern const Pass pass_fusion_dce;       /* pass_dce.c: dce after fusion */
 extern const Pass pass_tuple_simplifier; /* pass_tuple_simplifier.c: gte(tuple) and tuple(gte...) */
 extern const Pass pass_algsimp;          /* pass_algsimp.c: identities, reshape/transpose/slice chains */
 extern const Pass pass_algsimp_current;  /* pass_algsimp.c: the same, with today's layout-aware rewrites */
@@ -28,7 +30,6 @@ extern const Pass pass_constant_folding_current; /* pass_constant_folding.c: XLA
 extern const Pass pass_while_constant_sinking;   /* pass_while_constant_sinking.c */
 extern const Pass pass_while_simplifier_current; /* pass_while_simplifier_current.c: XLA's WhileLoopSimplifier */
 extern const Pass pass_conditional_simplifier;   /* pass_conditional_simplifier.c: known or cheap branches */
-extern const Pass pass_cse_fusions;              /* pass_cse.c: inside fusions, after priority-fusion */
 extern const Pass pass_float_normalization;      /* pass_float_normalization.c: bf16 ops the GPU lacks, in f32 */
 extern const Pass pass_simplify_fp_conversions;  /* pass_simplify_fp_conversions.c: convert chains */
 extern const Pass pass_tree_reduction;           /* pass_tree_reduction.c: reductions too large for one kernel */

@@ -1168,6 +1168,33 @@ TEST(slower_if_fused_and_near_miss) {
   t_free(t);
 }
 
+/* Equal priorities go to the larger instruction id first (PriorityFusionQueue's key is (priority,
+ * unique_id), taken from the largest end). XLA numbers a module parsed from text in the order the
+ * text lists its instructions (HloModule::AddComputationInternal gives each instruction of
+ * computation->instructions() the next id), and so does fxplain: of two bitcasts (each of infinite
+ * priority) the one listed later is fused first. */
+TEST(priority_ties_follow_text_order) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 64));
+  IrInstr *y = param(t, "y", F32V(t, 64));
+  IrInstr *b1 = op(t, IR_OP_BITCAST, "bitcast.1", F32V(t, 64), 1, x);
+  IrInstr *b2 = op(t, IR_OP_BITCAST, "bitcast.2", F32V(t, 64), 1, y);
+  IrInstr *n1 = op(t, IR_OP_NEGATE, "negate.3", F32V(t, 64), 1, b1);
+  IrInstr *n2 = op(t, IR_OP_NEGATE, "negate.4", F32V(t, 64), 1, b2);
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, n1, n2));
+  CHECK(b1->id < b2->id);
+  CHECK(run_pass(t, &pass_priority_fusion));
+  int first = -1, second = -1;
+  for (int k = 0; k < t->log.n; k++) {
+    const Rec *r = &t->log.r[k];
+    if (!r->accepted) continue;
+    if (strcmp(r->producer, "bitcast.2") == 0 && first < 0) first = k;
+    if (strcmp(r->producer, "bitcast.1") == 0 && second < 0) second = k;
+  }
+  CHECK(first >= 0 && second >= 0 && first < second);
+  t_free(t);
+}
+
 TEST(priority_reports_every_consumer) {
   T *t = t_new();
   IrInstr *x = param(t, "x", F32V(t, 64));
@@ -1395,6 +1422,7 @@ int main(void) {
   RUN(producer_consumer_multi_output);
   RUN(horizontal_small_independent_kernels);
   RUN(slower_if_fused_and_near_miss);
+  RUN(priority_ties_follow_text_order);
   RUN(priority_reports_every_consumer);
   RUN(unroll_with_and_without_remainder);
   RUN(merger_multi_output_into_its_only_reader);

@@ -603,8 +603,8 @@ TEST(cse_inside_fusions) {
   CHECK(m != NULL);
   if (!m) return;
   Log log = {{0}, 0};
-  CHECK(run_pass_same_numbers(&pass_cse_fusions, m, &log));
-  CHECK_STR(log.buf, "cse rewrite: replaced e.clone by e: the same exponential of the same operands\n");
+  CHECK(run_pass_same_numbers(&pass_fusion_cse, m, &log));
+  CHECK_STR(log.buf, "fusion-cse rewrite: replaced e.clone by e: the same exponential of the same operands\n");
   CHECK_STR(line_of(m, "r"), "%r = f32[4] add(%e, %e)");
   CHECK(ir_module_find_instr(m, "n2") != NULL);
   ir_module_free(m);

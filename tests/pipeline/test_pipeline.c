@@ -95,6 +95,13 @@ TEST(registry_and_pipelines) {
     if (c->passes[k] == &pass_tuple_simplifier) ituple = k;
   }
   CHECK(icse >= 0 && icse < idce && idce < ituple);
+  /* The priority pipeline ends as XLA's fusion pipeline does (FusionPipeline): priority-fusion,
+   * cse and dce, multi_output_fusion, cse and dce; the cleanup after fusion has its own names. */
+  CHECK(pass_lookup("fusion-cse") == &pass_fusion_cse && pass_lookup("fusion-dce") == &pass_fusion_dce);
+  const char *tail[] = {"priority-fusion", "fusion-cse", "fusion-dce", "multi_output_fusion", "fusion-cse", "fusion-dce"};
+  CHECK(p->npasses >= 6);
+  for (int k = 0; k < 6 && p->npasses >= 6; k++) CHECK_STR(p->passes[p->npasses - 6 + k]->name, tail[k]);
+  for (int k = 0; k < c->npasses; k++) CHECK(c->passes[k] != &pass_fusion_cse && c->passes[k] != &pass_fusion_dce);
 }
 
 TEST(settings) {
@@ -111,6 +118,8 @@ TEST(settings) {
   CHECK(pass_settings_is_disabled(&s, "cse"));
   CHECK(!pass_settings_is_disabled(&s, "cs"));
   CHECK(!pass_settings_is_disabled(&s, "tuple-simplifier"));
+  /* Switching off the simplification before fusion leaves the cleanup after fusion on. */
+  CHECK(!pass_settings_is_disabled(&s, "fusion-cse") && !pass_settings_is_disabled(&s, "fusion-dce"));
 }
 
 TEST(devices) {
@@ -205,6 +214,52 @@ TEST(dce_dead_loops) {
                      "dce remove pure: removed computation pure (3 instructions): no longer called\n");
   CHECK(!live(m, "w1") && live(m, "w2") && live(m, "log"));
   CHECK(ir_module_find_computation(m, "effect") && ir_module_find_computation(m, "cond"));
+  CHECK(ir_verify(m, &err));
+  ir_module_free(m);
+}
+
+/* After fusion: fusion-cse merges identical instructions inside a fused computation only (XLA's
+ * HloCSE with should_eliminate_computation = IsFusionComputation), fusion-dce removes a fusion
+ * nobody reads and its fused computation. */
+TEST(cleanup_after_fusion) {
+  const char *text =
+      "HloModule after_fusion\n"
+      "%fused_computation (p0: f32[8]) -> f32[8] {\n"
+      "  %p0 = f32[8]{0} parameter(0)\n"
+      "  %exp.1 = f32[8]{0} exponential(%p0)\n"
+      "  %exp.2 = f32[8]{0} exponential(%p0)\n"
+      "  ROOT %add.3 = f32[8]{0} add(%exp.1, %exp.2)\n"
+      "}\n"
+      "%fused_computation.1 (p1: f32[8]) -> f32[8] {\n"
+      "  %p1 = f32[8]{0} parameter(0)\n"
+      "  ROOT %neg.4 = f32[8]{0} negate(%p1)\n"
+      "}\n"
+      "ENTRY %main (x: f32[8]) -> (f32[8], f32[8], f32[8]) {\n"
+      "  %x = f32[8]{0} parameter(0)\n"
+      "  %fusion = f32[8]{0} fusion(%x), kind=kLoop, calls=%fused_computation\n"
+      "  %fusion.1 = f32[8]{0} fusion(%x), kind=kLoop, calls=%fused_computation.1\n"
+      "  %sine.5 = f32[8]{0} sine(%x)\n"
+      "  %sine.6 = f32[8]{0} sine(%x)\n"
+      "  ROOT %t = (f32[8]{0}, f32[8]{0}, f32[8]{0}) tuple(%fusion, %sine.5, %sine.6)\n"
+      "}\n";
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, strlen(text), "after_fusion.hlo", &err);
+  if (!m) fx_error_print(stderr, &err);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {0};
+  bool changed = false;
+  CHECK(run_pass("fusion-cse", m, &log, &changed));
+  CHECK(changed);
+  CHECK_STR(log.buf, "fusion-cse rewrite exp.2 -> exp.1: replaced exp.2 by exp.1: the same exponential of the same operands\n");
+  CHECK(!live(m, "exp.2") && live(m, "sine.5") && live(m, "sine.6"));
+  Log log2 = {0};
+  CHECK(run_pass("fusion-dce", m, &log2, &changed));
+  CHECK(changed);
+  CHECK_STR(log2.buf, "fusion-dce remove fusion.1: removed fusion.1 (fusion in main): no users and no side effects\n"
+                      "fusion-dce remove fused_computation.1: removed computation fused_computation.1 (2 instructions): no longer called\n");
+  CHECK(live(m, "fusion") && !live(m, "fusion.1"));
   CHECK(ir_verify(m, &err));
   ir_module_free(m);
 }
@@ -469,6 +524,7 @@ int main(void) {
   RUN(devices);
   RUN(dce_removes_dead_chain_and_uncalled_computation);
   RUN(dce_dead_loops);
+  RUN(cleanup_after_fusion);
   RUN(cse_merges_identical_keeps_distinct);
   RUN(cse_respects_side_effects_and_shapes);
   RUN(tuple_simplifier_rewrites);

@@ -20,7 +20,7 @@ if(FXPLAIN_PYTHON)
                    --fxplain $<TARGET_FILE:fxplain> --device a100 --stage priority_fusion --at-least 32 --min-f1 0.999)
   add_test(NAME xla.fusion_pipeline_vs_xla_a100
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/a100
-                   --fxplain $<TARGET_FILE:fxplain> --device a100 --at-least 30 --min-f1 0.997)
+                   --fxplain $<TARGET_FILE:fxplain> --device a100 --at-least 31 --min-f1 0.998)
   set_tests_properties(xla.compare_self_test xla.priority_fusion_vs_xla xla.fusion_pipeline_vs_xla
                        xla.priority_fusion_vs_xla_a100 xla.fusion_pipeline_vs_xla_a100
                        PROPERTIES LABELS "xla;slow" TIMEOUT 900)
