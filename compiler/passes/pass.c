@@ -123,6 +123,11 @@ const Pass *pass_lookup(const char *name) {
 int pass_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
 const Pass *pass_at(int i) { return i >= 0 && i < pass_count() ? registry[i] : NULL; }
 
+/* The passes that drop a rounding step on purpose, as XLA does where excess precision is allowed
+ * (xla_allow_excess_precision, on by default): simplify-fp-conversions reads f32 where the
+ * program rounded it to bf16 or f16 and back. */
+bool pass_excess_precision(const Pass *p) { return p == &pass_simplify_fp_conversions; }
+
 /* ---------- the pipelines ---------- */
 
 /* classic: XLA GPU as the paper saw it (2017 - early 2024). */

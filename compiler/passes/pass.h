@@ -95,6 +95,9 @@ typedef struct {
 const Pass *pass_lookup(const char *name);
 int pass_count(void);
 const Pass *pass_at(int i);
+/* Whether the pass may drop a rounding step (excess precision, as XLA allows by default): its
+ * stage computes at least the precision of the one before, not bit for bit the same numbers. */
+bool pass_excess_precision(const Pass *p);
 
 typedef struct {
   const char *name;        /* "classic", "priority" */
