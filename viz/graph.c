@@ -829,7 +829,7 @@ static int *value_adjacency(const Model *md, int **adj_out) {
 
 static bool emit(Model *md, VizGraph *vg, bool plain) {
   const VizOptions *o = md->o;
-  Agraph_t *g = agopen((char *)(md->m->name ? md->m->name : "stage"), Agdirected, NULL);
+  Agraph_t *g = viz_agopen(md->m->name ? md->m->name : "stage");
   if (!g) return false;
   vg->g = g;
   agattr(g, AGRAPH, "fontname", "Helvetica,Arial,sans-serif");

@@ -127,3 +127,65 @@ const char *viz_library_name(const IrInstr *i, char *buf, size_t n) {
     default: return "library";
   }
 }
+
+/* ---------- graphs whose order does not depend on memory ---------- */
+
+/* cgraph keeps a graph's subgraphs ordered by their ids, and its default id discipline makes a
+ * named object's id the address of its name: the clusters of a picture came out (and were laid
+ * out) in an order that changed from run to run. This discipline maps no name itself, so cgraph
+ * keeps the names in its own map and takes every id from the counter below: ids, and with them
+ * the order of subgraphs, follow creation. */
+static IDTYPE next_id = 1;
+
+static void *id_open(Agraph_t *g, Agdisc_t *disc) {
+  (void)disc;
+  return g;
+}
+
+static long id_map(void *state, int objtype, char *str, IDTYPE *id, int createflag) {
+  (void)state;
+  (void)objtype;
+  (void)createflag;
+  if (str) return 0; /* cgraph's own name map holds it, with an id from below */
+  *id = next_id;
+  next_id += 2;
+  return 1;
+}
+
+static long id_alloc(void *state, int objtype, IDTYPE request) {
+  (void)state;
+  (void)objtype;
+  (void)request;
+  return 0; /* no object is asked for by id */
+}
+
+static void id_free(void *state, int objtype, IDTYPE id) {
+  (void)state;
+  (void)objtype;
+  (void)id;
+}
+
+static char *id_print(void *state, int objtype, IDTYPE id) {
+  (void)state;
+  (void)objtype;
+  (void)id;
+  return NULL; /* names come from cgraph's own map */
+}
+
+static void id_close(void *state) { (void)state; }
+
+static void id_register(void *state, int objtype, void *obj) {
+  (void)state;
+  (void)objtype;
+  (void)obj;
+}
+
+static Agiddisc_t creation_order_ids = {id_open, id_map, id_alloc, id_free, id_print, id_close, id_register};
+
+Agraph_t *viz_agopen(const char *name) {
+  static Agdisc_t disc;
+  disc.mem = &AgMemDisc;
+  disc.id = &creation_order_ids;
+  disc.io = &AgIoDisc;
+  return agopen((char *)name, Agdirected, &disc);
+}

@@ -131,6 +131,41 @@ bool viz_render_interruptible(VizRenderer *r, VizGraph *g, VizFormat f, char **d
 /* Same, written to path. */
 bool viz_render_file(VizRenderer *r, VizGraph *g, VizFormat f, const char *path, FxError *err);
 
+/* Many pictures at once (render_batch.c): each item's graph rendered in format f into its data
+ * (fx_malloc'd, NUL-terminated, len bytes; the caller frees them). A picture identical to an
+ * earlier one is a copy of its bytes; one that differs from an earlier one only in tooltips is
+ * rendered from that one's layout (the same bytes as its own layout would give); the layouts left
+ * are shared among `workers` child processes, which Ctrl-C (*interrupted) kills within a tenth of
+ * a second. The graphs are left as they were. False with err filled (and no data kept) when a picture fails, or with
+ * "interrupted". */
+typedef struct {
+  VizGraph *graph; /* the picture to render */
+  char *data;      /* what it became */
+  size_t len;
+} VizBatchItem;
+
+/* Processes laying out at once, at most (one per core by default). */
+#define VIZ_MAX_WORKERS 8
+
+typedef struct {
+  int workers;               /* 0: one per core, at most VIZ_MAX_WORKERS; with 1 and no
+                                `interrupted`, everything is done in this process */
+  volatile int *interrupted; /* NULL: nothing stops it */
+  /* Called as each picture is done: its item, how many are done, of how many; NULL: none. */
+  void (*progress)(void *ctx, int item, int done, int total);
+  void *progress_ctx;
+} VizBatchOptions;
+
+typedef struct {
+  int pictures; /* rendered, copies included */
+  int layouts;  /* laid out: the others shared a layout or were copies */
+  int copies;   /* identical to an earlier picture */
+  int workers;  /* child processes that laid them out (0: this process) */
+} VizBatchStats;
+
+bool viz_render_batch(VizRenderer *r, VizBatchItem *items, int n, VizFormat f, const VizBatchOptions *o,
+                      VizBatchStats *stats, FxError *err);
+
 /* A stage drawn by JAX name scope (render --group scope, viz/scope.c): one node per scope of the
  * entry's instructions (from XLA's metadata op_name, its first `depth` levels; 0: all), in boxes
  * of their parent scopes, with edges counting the values and bytes flowing between scopes. */
@@ -229,9 +264,11 @@ typedef struct {
   int collapse_above;
   /* Set (by Ctrl-C) while writing: the report stops between pictures with "interrupted". */
   volatile int *interrupted;
-  /* Called before each stage is drawn (done stages of total), e.g. for a progress line; NULL: none. */
+  /* Called as the drawing goes on (the first stage whose pictures are not all drawn yet, of total),
+   * e.g. for a progress line; NULL: none. */
   void (*progress)(void *ctx, int done, int total);
   void *progress_ctx;
+  int workers; /* processes laying out the pictures at once (VizBatchOptions); 0: one per core */
 } VizReportOptions;
 
 /* Writes one self-contained HTML page (inline SVG, CSS and a little JS; nothing fetched) with a
