@@ -46,6 +46,15 @@ const char *viz_layout_name(VizLayout l);
  * VIZ_DOT_MAX_WORK: measured in bench/viz_render.md, dot needs seconds beyond these. */
 #define VIZ_DOT_MAX_NODES 1500
 #define VIZ_DOT_MAX_WORK 20000
+/* Below AUTO's choice of engine, the style of a dot picture by the same estimate (labels as
+ * nodes double the ranks every edge crosses): edge labels drawn as nodes of their own while the
+ * work with them is at most VIZ_LABEL_MAX_WORK; beside their edges (xlabel), with network
+ * simplex held to about VIZ_NS_BUDGET node visits, while the work without them is at most
+ * VIZ_XLABEL_MAX_WORK; else the plain style. Measured in bench/viz_render.md: past these,
+ * each style takes dot more than about a second. */
+#define VIZ_LABEL_MAX_WORK 2000
+#define VIZ_XLABEL_MAX_WORK 10000
+#define VIZ_NS_BUDGET 3000000
 
 /* Decisions to draw: every decision recorded up to the drawn stage (any order; for each
  * producer/consumer pair the last one counts, so a candidate refused by one pass and accepted by a
@@ -91,6 +100,7 @@ typedef struct {
   int hidden;           /* instructions of the computation left out by --focus */
   int total;            /* instructions the computation has (fused bodies counted) */
   bool plain;           /* the faster, plainer drawing was used */
+  bool xlabels;         /* edge labels drawn beside their edges, not as nodes of their own */
   VizLayout layout;     /* the engine that lays it out: VIZ_LAYOUT_DOT or VIZ_LAYOUT_SFDP */
   bool layout_chosen;   /* AUTO chose it (rather than the caller) */
   long long dot_work;   /* dot's estimated work: nodes + rank-crossing edge segments */
