@@ -20,8 +20,9 @@
  *     laying out (ranks by longest path, as dot's own are at most), and the picture is drawn:
  *     with its labels as nodes up to VIZ_LABEL_MAX_WORK; with each label beside its edge (xlabel,
  *     placed after the layout) and network simplex given a bounded number of steps up to
- *     VIZ_XLABEL_MAX_WORK; past that, or past 600 nodes, in the plain style (no value labels,
- *     straight edges, few iterations). Past VIZ_DOT_MAX_NODES nodes, or VIZ_DOT_MAX_WORK, it is
+ *     VIZ_XLABEL_MAX_WORK; past that, still beside their edges, with straight edges and few
+ *     iterations (quick); past 600 nodes in the plain style (no value labels, straight edges,
+ *     few iterations). Past VIZ_DOT_MAX_NODES nodes, or VIZ_DOT_MAX_WORK, it is
  *     laid out with sfdp instead, and nodes without any drawn edge (unused parameters) are left
  *     out of it and counted.
  *  5. Emit. Nodes, clusters and edges go to libcgraph with their styles; a legend and a title are
@@ -426,10 +427,14 @@ static bool choose_layout(Model *md, VizGraphStats *st, int kept) {
   const VizOptions *o = md->o;
   Work w = layout_work(md);
   if (!st->plain && w.labelled > VIZ_LABEL_MAX_WORK) {
-    if (w.xlabels <= VIZ_XLABEL_MAX_WORK) st->xlabels = true;
-    else st->plain = true;
+    /* Past VIZ_XLABEL_MAX_WORK the labels stay (beside their edges) and dot gets the plain
+     * style's few iterations: the picture says all it said, only less tidily. */
+    st->xlabels = true;
+    st->quick = w.xlabels > VIZ_XLABEL_MAX_WORK;
   }
-  st->dot_work = st->plain ? w.plain : st->xlabels ? w.xlabels : w.labelled;
+  /* A quick picture's engine is chosen as a plain one's: dot unless the value edges alone are
+   * too much for it (sfdp would lose the fusion boxes). */
+  st->dot_work = st->plain || st->quick ? w.plain : st->xlabels ? w.xlabels : w.labelled;
   st->layout = o->layout == VIZ_LAYOUT_SFDP ? VIZ_LAYOUT_SFDP : VIZ_LAYOUT_DOT;
   if (o->layout == VIZ_LAYOUT_AUTO) {
     if (kept > VIZ_DOT_MAX_NODES) {
@@ -907,7 +912,7 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
   agattr(g, AGEDGE, "style", "solid");
   agattr(g, AGEDGE, "label", "");
   agattr(g, AGEDGE, "constraint", "true");
-  if (plain) {
+  if (plain || vg->stats.quick) {
     /* dot's time goes to crossing minimisation and to network simplex placing nodes across each
      * rank; few iterations of each keep a few thousand nodes to seconds (measured in bench/). */
     set(g, "splines", "line");
@@ -917,7 +922,7 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
     set(g, "searchsize", "10");
     set(g, "remincross", "false");
   }
-  if (vg->stats.xlabels && vg->stats.layout == VIZ_LAYOUT_DOT) {
+  if (vg->stats.xlabels && !vg->stats.quick && vg->stats.layout == VIZ_LAYOUT_DOT) {
     /* Network simplex places the nodes across each rank; it walks every virtual node at every
      * step and may take thousands of steps, so it gets as many as fit in about
      * VIZ_NS_BUDGET node visits (nslimit counts steps per node of the graph): a layout close

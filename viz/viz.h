@@ -50,7 +50,8 @@ const char *viz_layout_name(VizLayout l);
  * nodes double the ranks every edge crosses): edge labels drawn as nodes of their own while the
  * work with them is at most VIZ_LABEL_MAX_WORK; beside their edges (xlabel), with network
  * simplex held to about VIZ_NS_BUDGET node visits, while the work without them is at most
- * VIZ_XLABEL_MAX_WORK; else the plain style. Measured in bench/viz_render.md: past these,
+ * VIZ_XLABEL_MAX_WORK; past it, still beside their edges, with dot held to the plain style's few
+ * iterations (nothing is left out). Measured in bench/viz_render.md: past these,
  * each style takes dot more than about a second. */
 #define VIZ_LABEL_MAX_WORK 2000
 #define VIZ_XLABEL_MAX_WORK 10000
@@ -101,6 +102,7 @@ typedef struct {
   int total;            /* instructions the computation has (fused bodies counted) */
   bool plain;           /* the faster, plainer drawing was used */
   bool xlabels;         /* edge labels drawn beside their edges, not as nodes of their own */
+  bool quick;           /* laid out with the plain style's few iterations, labels kept */
   VizLayout layout;     /* the engine that lays it out: VIZ_LAYOUT_DOT or VIZ_LAYOUT_SFDP */
   bool layout_chosen;   /* AUTO chose it (rather than the caller) */
   long long dot_work;   /* dot's estimated work: nodes + rank-crossing edge segments */
