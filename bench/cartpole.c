@@ -612,7 +612,7 @@ int main(int argc, char **argv) {
   for (int k = 0; k < nrows; k++) {
     Row *w = &rows[k];
     char by[32] = "-", tm[32] = "-", su[32] = "-", pa[32] = "-";
-    if (w->bytes) snprintf(by, sizeof by, "%.1f MB", (double)w->bytes / 1e6);
+    if (w->bytes) snprintf(by, sizeof by, "%.1f MiB", (double)w->bytes / (1024.0 * 1024.0));
     if (w->ok) snprintf(tm, sizeof tm, "%.3f s", w->secs);
     if (w->ok && bt > 0) snprintf(su, sizeof su, "%.2fx", bt / w->secs);
     if (w->paper > 0) snprintf(pa, sizeof pa, "%.2fx", w->paper);

@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
       snprintf(note, sizeof note, "paper: %.2fx over baseline", v->paper);
     }
     if (regs >= 0) snprintf(rg, sizeof rg, "%d", regs);
-    snprintf(by, sizeof by, "%.1f MB", (double)(p->bytes_read + p->bytes_written) / 1e6);
+    snprintf(by, sizeof by, "%.1f MiB", (double)(p->bytes_read + p->bytes_written) / (1024.0 * 1024.0));
     printf("%-22s %-20s %8lld %10lld %8.2f %10s %8.1f ms %10s %5s  %d / %d / %d%s%s\n", v->name, settings,
            (long long)per_iteration(p), (long long)launches, (double)launches / steps, by, p->est_us / 1e3, meas, rg,
            gen, lib, host, note[0] ? "; " : "", note);

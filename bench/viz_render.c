@@ -93,7 +93,7 @@ static void run_case(VizRenderer *r, const IrModule *m, const char *what, const 
   size_t len = 0;
   double lay = timed_render(r, g, 300, &len, why, sizeof why);
   printf("%-58s %6d nodes %-5s build %6.3f s  layout+svg ", what, st->nodes, viz_layout_name(st->layout), build);
-  if (lay >= 0) printf("%7.3f s (cpu %6.3f) %6.1f MB", lay, last_cpu, (double)len / 1e6);
+  if (lay >= 0) printf("%7.3f s (cpu %6.3f) %6.1f MiB", lay, last_cpu, (double)len / (1024.0 * 1024.0));
   else printf("%s", lay == -1 ? "stopped after 300 s" : why);
   summary.cases++;
   double total = build + (lay >= 0 ? lay : 300);

@@ -12,15 +12,21 @@
  *     the reason code.
  *  3. View. --focus keeps the nodes within --depth edges of the focus (a fusion's members count as
  *     one step from each other); a kept node notes how many neighbours were left out.
- *  4. Layout engine. dot draws a dataflow graph best (layered, top to bottom), but its time grows
- *     with the nodes and with the long edges it must route through every rank between their ends
- *     (each crossing is a virtual node it places). Past VIZ_DOT_MAX_NODES nodes, or
- *     VIZ_DOT_MAX_WORK nodes plus crossings (ranks by longest path, as dot's own are at most),
- *     the picture is laid out with sfdp instead, and nodes without any drawn edge (unused
- *     parameters) are left out of it and counted.
+ *  4. Style and layout engine. dot draws a dataflow graph best (layered, top to bottom), but its
+ *     time grows with the nodes and, faster than linearly, with the long edges it must route
+ *     through every rank between their ends (each crossing is a virtual node it places, and its
+ *     network simplex walks them all at every step). An edge label is a node of its own in a rank
+ *     of its own, which doubles the ranks every edge crosses. So the work is estimated before
+ *     laying out (ranks by longest path, as dot's own are at most), and the picture is drawn:
+ *     with its labels as nodes up to VIZ_LABEL_MAX_WORK; with each label beside its edge (xlabel,
+ *     placed after the layout) and network simplex given a bounded number of steps up to
+ *     VIZ_XLABEL_MAX_WORK; past that, still beside their edges, with straight edges and few
+ *     iterations (quick); past 600 nodes in the plain style (no value labels, straight edges,
+ *     few iterations). Past VIZ_DOT_MAX_NODES nodes, or VIZ_DOT_MAX_WORK, it is
+ *     laid out with sfdp instead, and nodes without any drawn edge (unused parameters) are left
+ *     out of it and counted.
  *  5. Emit. Nodes, clusters and edges go to libcgraph with their styles; a legend and a title are
- *     added. Large pictures use a plainer style (no edge labels, straight edges) so that they lay
- *     out in seconds. */
+ *     added. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,6 +62,7 @@ typedef struct {
   const IrShape *shape;
   const PassDecision *d;
   int tail_cluster, head_cluster; /* a decision about a whole fusion: the edge ends at its box */
+  bool constrained; /* a candidate dot ranks like a value (it follows the data) */
 } Edge;
 
 typedef struct {
@@ -105,7 +112,7 @@ static int add_cluster(Model *md, const IrInstr *f, int parent) {
 
 static int add_edge(Model *md, int from, int to, int kind, const IrShape *shape, const PassDecision *d) {
   GROW(md->edges, md->nedges, md->cap_edges);
-  md->edges[md->nedges] = (Edge){from, to, kind, shape, d, -1, -1};
+  md->edges[md->nedges] = (Edge){from, to, kind, shape, d, -1, -1, false};
   return md->nedges++;
 }
 
@@ -373,33 +380,61 @@ static bool node_kept(const Model *md, int v) { return md->nodes[v].dist >= 0; }
 /* Kept and drawn: an sfdp picture leaves out the nodes that have no drawn edge. */
 static bool node_drawn(const Model *md, int v) { return node_kept(md, v) && !md->nodes[v].unconnected; }
 
-/* dot's work for the kept picture: its nodes plus, for every value edge, the ranks it crosses
- * (dot puts a virtual node on each). Ranks are longest paths from the sources, following the
- * node order (operands before users: computations are in topological order and a fused body is
- * added where its fusion stands). */
-static long long dot_work(const Model *md) {
+/* dot's work for the kept picture, in the three styles: its nodes plus, for every edge it ranks,
+ * the ranks the edge crosses (dot puts a virtual node on each). Ranks are longest paths from the
+ * sources over the value edges, following the node order (operands before users: computations
+ * are in topological order and a fused body is added where its fusion stands); a candidate that
+ * follows the data adds no rank of its own. With labels as nodes every rank is doubled: an edge
+ * over L ranks crosses 2L - 1. */
+typedef struct {
+  long long plain;    /* value edges only (the plain style leaves candidates unranked) */
+  long long xlabels;  /* value edges and the candidates that follow the data */
+  long long labelled; /* the same, with every rank doubled by the labels */
+} Work;
+
+static Work layout_work(const Model *md) {
+  Work w = {0, 0, 0};
   int *rank = fx_calloc((size_t)md->nnodes + 1, sizeof(int));
-  if (!rank) return 0;
-  long long work = 0;
-  for (int v = 0; v < md->nnodes; v++) work += node_kept(md, v);
+  if (!rank) return w;
+  long long kept = 0;
+  for (int v = 0; v < md->nnodes; v++) kept += node_kept(md, v);
+  w = (Work){kept, kept, kept};
   for (int e = 0; e < md->nedges; e++) {
     const Edge *ed = &md->edges[e];
-    if (ed->kind == E_REFUSED || ed->from >= ed->to || !node_kept(md, ed->from) || !node_kept(md, ed->to)) continue;
+    if (ed->kind == E_REFUSED || ed->kind == E_DECISION || ed->from >= ed->to || !node_kept(md, ed->from) ||
+        !node_kept(md, ed->to))
+      continue;
     if (rank[ed->to] < rank[ed->from] + 1) rank[ed->to] = rank[ed->from] + 1;
   }
   for (int e = 0; e < md->nedges; e++) {
     const Edge *ed = &md->edges[e];
-    if (ed->kind == E_REFUSED || ed->from >= ed->to || !node_kept(md, ed->from) || !node_kept(md, ed->to)) continue;
-    work += rank[ed->to] - rank[ed->from] - 1;
+    bool value = ed->kind == E_MEMORY || ed->kind == E_REGISTER;
+    if (!(value || ed->constrained) || ed->from >= ed->to || !node_kept(md, ed->from) || !node_kept(md, ed->to)) continue;
+    long long span = rank[ed->to] - rank[ed->from];
+    if (span < 1) span = 1;
+    if (value) w.plain += span - 1;
+    w.xlabels += span - 1;
+    w.labelled += 2 * span - 1;
   }
   fx_free(rank);
-  return work;
+  return w;
 }
 
-/* Picks the layout engine (o->layout, or by size) and, for sfdp, marks the nodes without edges. */
+/* Picks the style (labels as nodes, labels beside their edges, or plain: st->plain was set by
+ * size) and the layout engine (o->layout, or by size and work), and, for sfdp, marks the nodes
+ * without edges. */
 static bool choose_layout(Model *md, VizGraphStats *st, int kept) {
   const VizOptions *o = md->o;
-  st->dot_work = dot_work(md);
+  Work w = layout_work(md);
+  if (!st->plain && w.labelled > VIZ_LABEL_MAX_WORK) {
+    /* Past VIZ_XLABEL_MAX_WORK the labels stay (beside their edges) and dot gets the plain
+     * style's few iterations: the picture says all it said, only less tidily. */
+    st->xlabels = true;
+    st->quick = w.xlabels > VIZ_XLABEL_MAX_WORK;
+  }
+  /* A quick picture's engine is chosen as a plain one's: dot unless the value edges alone are
+   * too much for it (sfdp would lose the fusion boxes). */
+  st->dot_work = st->plain || st->quick ? w.plain : st->xlabels ? w.xlabels : w.labelled;
   st->layout = o->layout == VIZ_LAYOUT_SFDP ? VIZ_LAYOUT_SFDP : VIZ_LAYOUT_DOT;
   if (o->layout == VIZ_LAYOUT_AUTO) {
     if (kept > VIZ_DOT_MAX_NODES) {
@@ -827,9 +862,27 @@ static int *value_adjacency(const Model *md, int **adj_out) {
   return first;
 }
 
+/* Marks the candidates dot ranks like the value beside them: those the data follows (the consumer
+ * reads the producer, perhaps through others), so that dot routes them as one, through the gaps
+ * between the ranks and around the fusion boxes that hold neither end (unconstrained, a candidate's
+ * spline cut through them). Siblings and other pairs the data does not join stay out of the
+ * ranking; so does every candidate of a plain picture (emit). False when out of memory. */
+static bool mark_constrained(Model *md) {
+  int *adj = NULL, *first = value_adjacency(md, &adj);
+  if (!first) return false;
+  for (int e = 0; e < md->nedges; e++) {
+    Edge *ed = &md->edges[e];
+    if ((ed->kind == E_REFUSED || ed->kind == E_DECISION) && node_kept(md, ed->from) && node_kept(md, ed->to))
+      ed->constrained = flows(md, first, adj, ed->from, ed->to);
+  }
+  fx_free(first);
+  fx_free(adj);
+  return true;
+}
+
 static bool emit(Model *md, VizGraph *vg, bool plain) {
   const VizOptions *o = md->o;
-  Agraph_t *g = agopen((char *)(md->m->name ? md->m->name : "stage"), Agdirected, NULL);
+  Agraph_t *g = viz_agopen(md->m->name ? md->m->name : "stage");
   if (!g) return false;
   vg->g = g;
   agattr(g, AGRAPH, "fontname", "Helvetica,Arial,sans-serif");
@@ -859,7 +912,7 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
   agattr(g, AGEDGE, "style", "solid");
   agattr(g, AGEDGE, "label", "");
   agattr(g, AGEDGE, "constraint", "true");
-  if (plain) {
+  if (plain || vg->stats.quick) {
     /* dot's time goes to crossing minimisation and to network simplex placing nodes across each
      * rank; few iterations of each keep a few thousand nodes to seconds (measured in bench/). */
     set(g, "splines", "line");
@@ -868,6 +921,19 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
     set(g, "mclimit", "0.05");
     set(g, "searchsize", "10");
     set(g, "remincross", "false");
+  }
+  if (vg->stats.xlabels && !vg->stats.quick && vg->stats.layout == VIZ_LAYOUT_DOT) {
+    /* Network simplex places the nodes across each rank; it walks every virtual node at every
+     * step and may take thousands of steps, so it gets as many as fit in about
+     * VIZ_NS_BUDGET node visits (nslimit counts steps per node of the graph): a layout close
+     * to its best in a fraction of a second. */
+    char lim[32];
+    int drawn = 0;
+    for (int v = 0; v < md->nnodes; v++) drawn += node_drawn(md, v);
+    double steps = (double)VIZ_NS_BUDGET / (double)(vg->stats.dot_work > 1 ? vg->stats.dot_work : 1);
+    double per_node = steps / (double)(drawn > 1 ? drawn : 1);
+    snprintf(lim, sizeof lim, "%.2f", per_node < 0.05 ? 0.05 : per_node > 10 ? 10 : per_node);
+    set(g, "nslimit", lim);
   }
   if (vg->stats.layout == VIZ_LAYOUT_SFDP) {
     /* sfdp: components packed in a grid (its default, polyomino packing, takes seconds for the
@@ -912,7 +978,6 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
   }
   for (int c = 0; c < md->nclusters; c++)
     if (md->clusters[c].ag) vg->stats.clusters++;
-  int *adj = NULL, *first = value_adjacency(md, &adj);
   for (int e = 0; e < md->nedges; e++) {
     Edge *ed = &md->edges[e];
     if (!node_drawn(md, ed->from) || !node_drawn(md, ed->to)) continue;
@@ -927,7 +992,9 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
     }
     vbuf_reset(&b);
     edge_label(&b, ed, plain);
-    if (b.len && !b.failed) set(ae, "label", vbuf_str(&b));
+    /* Beside the edge (xlabel) the label takes no rank of its own: dot places it after the layout. */
+    const char *label_attr = vg->stats.xlabels ? "xlabel" : "label";
+    if (b.len && !b.failed) set(ae, label_attr, vbuf_str(&b));
     switch (ed->kind) {
       case E_MEMORY: vg->stats.memory_edges++; break;
       case E_REGISTER:
@@ -944,12 +1011,9 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
         set(ae, "fontcolor", acc ? "#2a7a2a" : "#d62728");
         set(ae, "style", acc ? "bold" : "dashed");
         set(ae, "penwidth", ed->kind == E_DECISION ? "2.5" : "1.5");
-        /* A candidate that follows the data (the consumer reads the producer) ranks like the value
-         * edge beside it, so dot routes it as one: through the gaps between the ranks, around the
-         * fusion boxes that hold neither end (unconstrained, its spline cut through them). Siblings
-         * and other pairs the data does not join stay out of the ranking, and so does every candidate
-         * of a large (plain) picture, whose layout time dot_work estimates without them. */
-        if (plain || !first || !flows(md, first, adj, ed->from, ed->to)) set(ae, "constraint", "false");
+        /* Ranked like the value beside it when the data follows it (mark_constrained); never in a
+         * plain picture, whose layout work counts values only. */
+        if (plain || !ed->constrained) set(ae, "constraint", "false");
         set(ae, "arrowhead", "empty");
         /* Clip to a fusion's box only when the other end is outside it: an edge clipped to a box
          * holding both of its ends vanishes and leaves its label alone inside the box. */
@@ -962,7 +1026,7 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
         /* dot places a label at the middle of the unclipped edge, which may lie inside the box it
          * was clipped to: put the reason at the end that stays outside instead. */
         if ((tail_ok || head_ok) && b.len && !b.failed) {
-          set(ae, "label", "");
+          set(ae, label_attr, "");
           set(ae, head_ok ? "taillabel" : "headlabel", vbuf_str(&b));
           set(ae, "labeldistance", "2.5");
         }
@@ -977,8 +1041,6 @@ static bool emit(Model *md, VizGraph *vg, bool plain) {
       }
     }
   }
-  fx_free(first);
-  fx_free(adj);
   bool failed = b.failed;
   vbuf_free(&b);
   if (o->legend) {
@@ -1118,7 +1180,7 @@ VizGraph *viz_graph_build(const IrModule *m, const VizOptions *o, FxError *err) 
     if (md.edges[e].kind != E_REFUSED && node_kept(&md, md.edges[e].from) && node_kept(&md, md.edges[e].to)) value_edges++;
   vg->stats.plain = kept > plain_above || value_edges > 2 * plain_above || md.contract;
   vg->stats.total = total;
-  if (!choose_layout(&md, &vg->stats, kept)) goto oom;
+  if (!mark_constrained(&md) || !choose_layout(&md, &vg->stats, kept)) goto oom;
   vg->stats.hidden = total - kept + vg->stats.unconnected;
   if (!emit(&md, vg, vg->stats.plain)) goto oom;
   fx_free(md.map);

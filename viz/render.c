@@ -7,12 +7,8 @@
  * problems through its error callback; they are collected here and returned as an FxError. */
 #include <errno.h>
 #include <gvc.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "viz_internal.h"
 
@@ -128,10 +124,7 @@ static bool write_dot(VizGraph *g, char **data, size_t *len, FxError *err) {
   return true;
 }
 
-bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len, FxError *err) {
-  *data = NULL;
-  *len = 0;
-  if (f == VIZ_DOT) return write_dot(g, data, len, err);
+bool viz_layout_graph(VizRenderer *r, VizGraph *g, FxError *err) {
   const char *engine = g->stats.layout == VIZ_LAYOUT_SFDP ? "sfdp" : "dot";
   /* Only a picture forced to dot gets here this large (AUTO takes sfdp past VIZ_DOT_MAX_NODES). */
   if (g->stats.layout != VIZ_LAYOUT_SFDP && g->stats.nodes > VIZ_MAX_LAYOUT_NODES)
@@ -142,12 +135,18 @@ bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *l
                         g->stats.nodes, VIZ_MAX_LAYOUT_NODES);
   gv_errors[0] = 0;
   agseterrf(capture_error);
-  if (gvLayout(r->gvc, g->g, engine) != 0) {
+  if (gvLayout(r->gvc, g->g, engine) != 0)
     return fx_error_set(err, NULL, 0, 0, "Graphviz could not lay out the graph%s%s", gv_errors[0] ? ": " : "",
                         gv_errors);
-  }
+  return true;
+}
+
+bool viz_render_laid_out(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len, FxError *err) {
+  *data = NULL;
+  *len = 0;
   char *out = NULL;
   unsigned int n = 0;
+  gv_errors[0] = 0;
   int rc = gvRenderData(r->gvc, g->g, viz_format_name(f), &out, &n);
   bool ok = rc == 0 && out;
   if (ok) {
@@ -165,118 +164,19 @@ bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *l
                  gv_errors);
   }
   if (out) gvFreeRenderData(out);
-  gvFreeLayout(r->gvc, g->g);
   return ok;
 }
 
-/* Writes all of buf to fd; false on error. */
-static bool write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n > 0) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
-}
+void viz_free_layout(VizRenderer *r, VizGraph *g) { gvFreeLayout(r->gvc, g->g); }
 
-bool viz_render_interruptible(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len,
-                              volatile int *interrupted, FxError *err) {
-  /* DOT text needs no layout: fast, nothing to stop. */
-  if (!interrupted || f == VIZ_DOT) return viz_render(r, g, f, data, len, err);
+bool viz_render(VizRenderer *r, VizGraph *g, VizFormat f, char **data, size_t *len, FxError *err) {
   *data = NULL;
   *len = 0;
-  if (*interrupted) return fx_error_set(err, NULL, 0, 0, "interrupted");
-  int fds[2];
-  if (pipe(fds) != 0) return viz_render(r, g, f, data, len, err);
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return viz_render(r, g, f, data, len, err);
-  }
-  if (pid == 0) {
-    /* The child lays out and renders, then sends a status byte, the length and the bytes (or
-     * the error message) and leaves without running the parent's exit handlers. */
-    close(fds[0]);
-    signal(SIGINT, SIG_IGN);
-    char *out = NULL;
-    size_t n = 0;
-    FxError e;
-    fx_error_clear(&e);
-    bool ok = viz_render(r, g, f, &out, &n, &e);
-    char status = ok ? 1 : 0;
-    const char *body = ok ? out : e.msg;
-    size_t blen = ok ? n : strlen(e.msg);
-    bool sent = write_all(fds[1], &status, 1) && write_all(fds[1], &blen, sizeof blen) && write_all(fds[1], body, blen);
-    _exit(sent ? 0 : 1);
-  }
-  close(fds[1]);
-  char *buf = NULL;
-  size_t have = 0, cap = 0;
-  bool stopped = false, failed = false;
-  for (;;) {
-    if (*interrupted) {
-      stopped = true;
-      break;
-    }
-    struct pollfd pf = {fds[0], POLLIN, 0};
-    int pr = poll(&pf, 1, 100);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr <= 0) continue;
-    if (have + 65536 > cap) {
-      size_t ncap = cap ? cap * 2 : 1 << 20;
-      char *grown = fx_realloc(buf, ncap);
-      if (!grown) {
-        failed = true;
-        break;
-      }
-      buf = grown;
-      cap = ncap;
-    }
-    ssize_t rd = read(fds[0], buf + have, cap - have);
-    if (rd < 0 && errno == EINTR) continue;
-    if (rd <= 0) break;
-    have += (size_t)rd;
-  }
-  close(fds[0]);
-  if (stopped || failed) kill(pid, SIGKILL);
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  if (stopped) {
-    fx_free(buf);
-    return fx_error_set(err, NULL, 0, 0, "interrupted");
-  }
-  size_t blen = 0;
-  if (failed || have < 1 + sizeof blen) {
-    fx_free(buf);
-    return fx_error_set(err, NULL, 0, 0, "the picture could not be rendered (its process ended early)");
-  }
-  memcpy(&blen, buf + 1, sizeof blen);
-  if (have < 1 + sizeof blen + blen) {
-    fx_free(buf);
-    return fx_error_set(err, NULL, 0, 0, "the picture could not be rendered (its process ended early)");
-  }
-  const char *body = buf + 1 + sizeof blen;
-  if (buf[0] != 1) {
-    bool r2 = fx_error_set(err, NULL, 0, 0, "%.*s", (int)(blen < 400 ? blen : 400), body);
-    fx_free(buf);
-    return r2;
-  }
-  *data = fx_malloc(blen + 1);
-  if (!*data) {
-    fx_free(buf);
-    return fx_error_set(err, NULL, 0, 0, "out of memory rendering the picture");
-  }
-  memcpy(*data, body, blen);
-  (*data)[blen] = 0;
-  *len = blen;
-  fx_free(buf);
-  return true;
+  if (f == VIZ_DOT) return write_dot(g, data, len, err);
+  if (!viz_layout_graph(r, g, err)) return false;
+  bool ok = viz_render_laid_out(r, g, f, data, len, err);
+  viz_free_layout(r, g);
+  return ok;
 }
 
 bool viz_render_file(VizRenderer *r, VizGraph *g, VizFormat f, const char *path, FxError *err) {

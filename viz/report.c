@@ -72,6 +72,94 @@ static const char *js =
     "b.textContent=p.classList.contains('fit')?'actual size':'fit to width';});});"
     "})();";
 
+/* ---------- a page whose pictures are laid out at the end, all at once ---------- */
+
+bool viz_page_picture(VizPage *p, VizGraph *g, int stage) {
+  if (p->n == p->cap) {
+    int ncap = p->cap ? 2 * p->cap : 64;
+    VizBatchItem *items = fx_realloc(p->items, sizeof *items * (size_t)ncap);
+    if (items) p->items = items;
+    size_t *at = items ? fx_realloc(p->at, sizeof *at * (size_t)ncap) : NULL;
+    if (at) p->at = at;
+    int *stages = at ? fx_realloc(p->stage, sizeof *stages * (size_t)ncap) : NULL;
+    if (stages) p->stage = stages;
+    if (!stages) {
+      viz_graph_free(g);
+      return false;
+    }
+    p->cap = ncap;
+  }
+  p->items[p->n] = (VizBatchItem){.graph = g};
+  p->at[p->n] = p->text.len;
+  p->stage[p->n] = stage;
+  p->n++;
+  return true;
+}
+
+void viz_page_free(VizPage *p) {
+  for (int k = 0; k < p->n; k++) {
+    viz_graph_free(p->items[k].graph);
+    fx_free(p->items[k].data);
+  }
+  fx_free(p->items);
+  fx_free(p->at);
+  fx_free(p->stage);
+  vbuf_free(&p->text);
+  memset(p, 0, sizeof *p);
+}
+
+/* The progress of the batch told by stage: the first stage with a picture still to draw. */
+typedef struct {
+  const VizPage *page;
+  int *left; /* pictures left per stage */
+  int nstages, shown;
+  const VizReportOptions *o;
+} StageProgress;
+
+static void stage_progress(void *ctx, int item, int done, int total) {
+  (void)done;
+  (void)total;
+  StageProgress *sp = ctx;
+  sp->left[sp->page->stage[item]]--;
+  int s = 0;
+  while (s < sp->nstages && sp->left[s] == 0) s++;
+  if (s < sp->nstages && s != sp->shown) {
+    sp->shown = s;
+    sp->o->progress(sp->o->progress_ctx, s, sp->nstages);
+  }
+}
+
+/* Lays out every picture of the page (viz_render_batch) and writes it to out, each SVG without
+ * its XML prologue at its place. */
+static bool page_write(VizPage *p, FILE *out, VizRenderer *r, int nstages, const VizReportOptions *o, FxError *err) {
+  if (p->text.failed) return fx_error_set(err, NULL, 0, 0, "out of memory writing the report");
+  StageProgress sp = {p, fx_calloc((size_t)nstages + 1, sizeof(int)), nstages, -1, o};
+  if (!sp.left) return fx_error_set(err, NULL, 0, 0, "out of memory writing the report");
+  for (int k = 0; k < p->n; k++) sp.left[p->stage[k]]++;
+  VizBatchOptions bo = {.workers = o->workers, .interrupted = o->interrupted,
+                        .progress = o->progress ? stage_progress : NULL, .progress_ctx = &sp};
+  bool ok = viz_render_batch(r, p->items, p->n, VIZ_SVG, &bo, NULL, err);
+  fx_free(sp.left);
+  if (!ok) {
+    if (strcmp(err->msg, "interrupted") == 0) fx_error_set(err, NULL, 0, 0, "interrupted: the report was not written");
+    return false;
+  }
+  size_t from = 0;
+  bool wrote = true;
+  for (int k = 0; k < p->n && wrote; k++) {
+    const char *svg = p->items[k].data;
+    const char *start = strstr(svg, "<svg");
+    if (!start) start = svg;
+    wrote = fwrite(p->text.s + from, 1, p->at[k] - from, out) == p->at[k] - from;
+    size_t n = p->items[k].len - (size_t)(start - svg);
+    wrote = wrote && fwrite(start, 1, n, out) == n;
+    from = p->at[k];
+  }
+  wrote = wrote && fwrite(p->text.s + from, 1, p->text.len - from, out) == p->text.len - from;
+  if (!wrote) return fx_error_set(err, NULL, 0, 0, "could not write the report");
+  return true;
+}
+
 static void fmt_us(double us, char *out, size_t n) {
   if (us >= 1e6) snprintf(out, n, "%.2f s", us / 1e6);
   else if (us >= 1e3) snprintf(out, n, "%.2f ms", us / 1e3);
@@ -115,9 +203,11 @@ static int pictured_comps(const IrModule *m, const IrComputation **out, int max)
   return n;
 }
 
-/* A stage's picture of one computation as inline SVG (the XML prologue dropped). */
-static bool picture(VizBuf *b, VizRenderer *r, const VizStage *st, int stage, const IrComputation *c,
-                    const VizDecisions *all, int upto, const VizReportOptions *o, FxError *err) {
+/* A stage's picture of one computation, inline SVG put in the page once every picture is laid out.
+ * False only when out of memory. */
+static bool picture(VizPage *page, const VizStage *st, int stage, const IrComputation *c, const VizDecisions *all,
+                    int upto, const VizReportOptions *o, FxError *err) {
+  VizBuf *b = &page->text;
   VizOptions vo;
   viz_options_default(&vo);
   vo.computation = c->is_entry ? NULL : c->name;
@@ -143,16 +233,9 @@ static bool picture(VizBuf *b, VizRenderer *r, const VizStage *st, int stage, co
     viz_graph_free(g);
     return true;
   }
-  char *svg;
-  size_t len;
-  bool ok = viz_render_interruptible(r, g, VIZ_SVG, &svg, &len, o->interrupted, err);
-  viz_graph_free(g);
-  if (!ok) return false;
-  const char *start = strstr(svg, "<svg");
   vbuf_printf(b, "<div class=\"picture fit\" data-stage=\"%d\">\n", stage);
-  vbuf_puts(b, start ? start : svg);
+  if (!viz_page_picture(page, g, stage)) return fx_error_set(err, NULL, 0, 0, "out of memory writing the report");
   vbuf_puts(b, "</div>\n");
-  fx_free(svg);
   return true;
 }
 
@@ -284,41 +367,42 @@ static void numbers_cells(VizBuf *b, const VizStage *s) {
 
 bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nstages, const VizDecisions *all,
                       const VizReportOptions *o, FxError *err) {
-  VizBuf b = {0};
+  VizPage page = {0};
+  VizBuf *b = &page.text;
   const char *title = o->title ? o->title : "fxplain";
   /* XLA's steps' style and script only on a page that shows them. */
   bool xla = false;
   for (int s = 0; s < nstages; s++) xla = xla || stages[s].nxla_steps > 0;
-  vbuf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>fxplain \xc2\xb7 ");
-  vbuf_html(&b, title);
-  vbuf_printf(&b, "</title>\n<style>%s%s</style>\n</head>\n<body>\n<header><h1>", css, xla ? viz_report_xla_css : "");
-  vbuf_html(&b, title);
-  vbuf_puts(&b, "</h1><p>");
-  vbuf_printf(&b, "%d stage%s", nstages, nstages == 1 ? "" : "s");
+  vbuf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>fxplain \xc2\xb7 ");
+  vbuf_html(b, title);
+  vbuf_printf(b, "</title>\n<style>%s%s</style>\n</head>\n<body>\n<header><h1>", css, xla ? viz_report_xla_css : "");
+  vbuf_html(b, title);
+  vbuf_puts(b, "</h1><p>");
+  vbuf_printf(b, "%d stage%s", nstages, nstages == 1 ? "" : "s");
   if (o->pipeline) {
-    vbuf_puts(&b, " of the <b>");
-    vbuf_html(&b, o->pipeline);
-    vbuf_puts(&b, "</b> pipeline");
+    vbuf_puts(b, " of the <b>");
+    vbuf_html(b, o->pipeline);
+    vbuf_puts(b, "</b> pipeline");
   }
   if (o->device) {
-    vbuf_puts(&b, " \xc2\xb7 device profile <b>");
-    vbuf_html(&b, o->device);
-    vbuf_puts(&b, "</b>");
+    vbuf_puts(b, " \xc2\xb7 device profile <b>");
+    vbuf_html(b, o->device);
+    vbuf_puts(b, "</b>");
   }
-  vbuf_puts(&b, " \xc2\xb7 \xe2\x86\x90 \xe2\x86\x92 (or j / k) move between stages</p></header>\n<main>\n");
+  vbuf_puts(b, " \xc2\xb7 \xe2\x86\x90 \xe2\x86\x92 (or j / k) move between stages</p></header>\n<main>\n");
 
   /* Summary table. */
-  vbuf_puts(&b, "<h2>Stages</h2>\n<table id=\"summary\"><thead><tr><th>stage</th><th>pass</th><th>changed</th>"
+  vbuf_puts(b, "<h2>Stages</h2>\n<table id=\"summary\"><thead><tr><th>stage</th><th>pass</th><th>changed</th>"
                 "<th>instructions</th><th>kernels</th><th>launches</th><th>bytes</th><th>est. time</th><th>decisions</th></tr></thead><tbody>\n");
   for (int s = 0; s < nstages; s++) {
     const VizStage *st = &stages[s];
     int acc, rej;
     count_decisions(&st->decisions, &acc, &rej);
-    vbuf_printf(&b, "<tr><td class=\"num\"><a href=\"#stage-%d\">%d</a></td><td><a href=\"#stage-%d\">", s, s, s);
-    vbuf_html(&b, st->pass ? st->pass : "?");
-    vbuf_printf(&b, "</a></td><td>%s</td><td class=\"num\">%d</td>", s == 0 ? "" : (st->changed ? "yes" : "no"),
+    vbuf_printf(b, "<tr><td class=\"num\"><a href=\"#stage-%d\">%d</a></td><td><a href=\"#stage-%d\">", s, s, s);
+    vbuf_html(b, st->pass ? st->pass : "?");
+    vbuf_printf(b, "</a></td><td>%s</td><td class=\"num\">%d</td>", s == 0 ? "" : (st->changed ? "yes" : "no"),
                 stage_instrs(st));
-    numbers_cells(&b, st);
+    numbers_cells(b, st);
     if (st->nxla_steps > 0) {
       /* XLA's decisions and fxplain's own on the same input, counted apart. */
       int fus = 0, inel = 0, dis = 0;
@@ -327,14 +411,15 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
         inel += strcmp(st->xla_steps[k].kind, "producer_ineligible") == 0;
         dis += st->xla_steps[k].disagree;
       }
-      vbuf_printf(&b, "<td>XLA: %d fused, %d ineligible; fxplain disagrees on %d</td></tr>\n", fus, inel, dis);
+      vbuf_printf(b, "<td>XLA: %d fused, %d ineligible; fxplain disagrees on %d</td></tr>\n", fus, inel, dis);
     } else {
-      vbuf_printf(&b, "<td>%d accepted, %d rejected</td></tr>\n", acc, rej);
+      vbuf_printf(b, "<td>%d accepted, %d rejected</td></tr>\n", acc, rej);
     }
   }
-  vbuf_puts(&b, "</tbody></table>\n");
+  vbuf_puts(b, "</tbody></table>\n");
 
   /* One section per stage. */
+  if (o->progress) o->progress(o->progress_ctx, 0, nstages);
   bool ok = true;
   for (int s = 0; s < nstages && ok; s++) {
     const VizStage *st = &stages[s];
@@ -342,65 +427,56 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
       ok = fx_error_set(err, NULL, 0, 0, "interrupted: the report was not written");
       break;
     }
-    if (o->progress) o->progress(o->progress_ctx, s, nstages);
-    vbuf_printf(&b, "<section class=\"stage\" id=\"stage-%d\" data-title=\"stage %d \xc2\xb7 ", s, s);
-    vbuf_html(&b, st->pass ? st->pass : "?");
-    vbuf_printf(&b, "\">\n<h2>Stage %d \xc2\xb7 ", s);
-    vbuf_html(&b, st->pass ? st->pass : "?");
-    if (s > 0 && !st->changed) vbuf_puts(&b, " <span class=\"unchanged\">(changed nothing)</span>");
-    vbuf_puts(&b, "</h2>\n");
+    vbuf_printf(b, "<section class=\"stage\" id=\"stage-%d\" data-title=\"stage %d \xc2\xb7 ", s, s);
+    vbuf_html(b, st->pass ? st->pass : "?");
+    vbuf_printf(b, "\">\n<h2>Stage %d \xc2\xb7 ", s);
+    vbuf_html(b, st->pass ? st->pass : "?");
+    if (s > 0 && !st->changed) vbuf_puts(b, " <span class=\"unchanged\">(changed nothing)</span>");
+    vbuf_puts(b, "</h2>\n");
     if (st->summary) {
-      vbuf_puts(&b, "<p>");
-      vbuf_html(&b, st->summary);
-      vbuf_puts(&b, "</p>\n");
+      vbuf_puts(b, "<p>");
+      vbuf_html(b, st->summary);
+      vbuf_puts(b, "</p>\n");
     }
-    vbuf_printf(&b, "<div class=\"numbers\"><span><b>%d</b> instructions</span>", stage_instrs(st));
+    vbuf_printf(b, "<div class=\"numbers\"><span><b>%d</b> instructions</span>", stage_instrs(st));
     if (st->have_numbers) {
       char bytes[32], us[32];
       viz_fmt_bytes(st->bytes, bytes, sizeof bytes);
       fmt_us(st->est_us, us, sizeof us);
-      vbuf_printf(&b, "<span><b>%lld</b> kernels</span><span><b>%lld</b> kernel launches</span><span><b>%s</b> moved</span>"
+      vbuf_printf(b, "<span><b>%lld</b> kernels</span><span><b>%lld</b> kernel launches</span><span><b>%s</b> moved</span>"
                   "<span><b>%s</b> estimated</span>",
                   (long long)st->nkernels, (long long)st->kernels, bytes, us);
     }
-    vbuf_puts(&b, "</div>\n");
+    vbuf_puts(b, "</div>\n");
     if (st->module) {
       const IrComputation *comps[MAX_PICTURES_PER_STAGE];
       int nc = pictured_comps(st->module, comps, MAX_PICTURES_PER_STAGE);
-      for (int k = 0; k < nc && ok; k++) ok = picture(&b, r, st, s, comps[k], all, s, o, err);
+      for (int k = 0; k < nc && ok; k++) ok = picture(&page, st, s, comps[k], all, s, o, err);
     }
-    vbuf_puts(&b, "<h3>What the pass changed</h3>\n<pre class=\"changes\">");
+    vbuf_puts(b, "<h3>What the pass changed</h3>\n<pre class=\"changes\">");
     if (s == 0) {
-      vbuf_puts(&b, "the module as loaded");
+      vbuf_puts(b, "the module as loaded");
     } else if (st->changes) {
-      vbuf_html(&b, st->changes);
+      vbuf_html(b, st->changes);
     } else if (!st->changed) {
-      vbuf_puts(&b, "nothing");
+      vbuf_puts(b, "nothing");
     } else if (stages[s - 1].module && st->module) {
-      diff_text(&b, stages[s - 1].module, st->module);
+      diff_text(b, stages[s - 1].module, st->module);
     }
-    vbuf_puts(&b, "</pre>\n");
-    if (ok && st->nxla_steps > 0) ok = viz_report_xla_steps(&b, r, st, s > 0 ? stages[s - 1].module : NULL, s, o, err);
+    vbuf_puts(b, "</pre>\n");
+    if (ok && st->nxla_steps > 0) ok = viz_report_xla_steps(&page, st, s > 0 ? stages[s - 1].module : NULL, s, o, err);
     if (!ok) break;
-    vbuf_puts(&b, "<h3>Decisions</h3>\n");
-    decisions_table(&b, &st->decisions, st->first_number);
-    vbuf_puts(&b, "<div class=\"nav\">");
-    if (s > 0) vbuf_printf(&b, "<a href=\"#stage-%d\">\xe2\x86\x90 stage %d</a>", s - 1, s - 1);
-    vbuf_puts(&b, "<a href=\"#summary\">all stages</a>");
-    if (s + 1 < nstages) vbuf_printf(&b, "<a href=\"#stage-%d\">stage %d \xe2\x86\x92</a>", s + 1, s + 1);
-    vbuf_puts(&b, "</div>\n</section>\n");
+    vbuf_puts(b, "<h3>Decisions</h3>\n");
+    decisions_table(b, &st->decisions, st->first_number);
+    vbuf_puts(b, "<div class=\"nav\">");
+    if (s > 0) vbuf_printf(b, "<a href=\"#stage-%d\">\xe2\x86\x90 stage %d</a>", s - 1, s - 1);
+    vbuf_puts(b, "<a href=\"#summary\">all stages</a>");
+    if (s + 1 < nstages) vbuf_printf(b, "<a href=\"#stage-%d\">stage %d \xe2\x86\x92</a>", s + 1, s + 1);
+    vbuf_puts(b, "</div>\n</section>\n");
   }
-  if (!ok) {
-    vbuf_free(&b);
-    return false;
-  }
-  vbuf_printf(&b, "</main>\n<div id=\"keys\">\xe2\x86\x90 \xe2\x86\x92 <span id=\"keys-stage\"></span></div>\n<script>%s%s</script>\n</body></html>\n", js, xla ? viz_report_xla_js : "");
-  if (b.failed) {
-    vbuf_free(&b);
-    return fx_error_set(err, NULL, 0, 0, "out of memory writing the report");
-  }
-  bool wrote = fwrite(b.s, 1, b.len, out) == b.len;
-  vbuf_free(&b);
-  if (!wrote) return fx_error_set(err, NULL, 0, 0, "could not write the report");
-  return true;
+  vbuf_printf(b, "</main>\n<div id=\"keys\">\xe2\x86\x90 \xe2\x86\x92 <span id=\"keys-stage\"></span></div>\n<script>%s%s</script>\n</body></html>\n", js, xla ? viz_report_xla_js : "");
+  /* Every picture laid out at once, then the page written. */
+  if (ok) ok = page_write(&page, out, r, nstages, o, err);
+  viz_page_free(&page);
+  return ok;
 }

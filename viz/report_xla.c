@@ -128,17 +128,14 @@ static void card(VizBuf *c, const VizXlaStep *x) {
 }
 
 /* Step x drawn on `before` as one decision: producer and consumer (their roots) highlighted, with
- * their neighbours, XLA's verdict and words in the title; its SVG appended to pics in a template
- * the script shows with the step. False only when out of memory or interrupted; a step whose
- * instructions are not in `before` has no picture (*drawn false). */
-static bool step_picture(VizBuf *pics, VizRenderer *r, const IrModule *before, int stage, const VizXlaStep *x,
-                         const char *box_id, int id, const VizReportOptions *o, bool *drawn, FxError *err) {
-  *drawn = false;
+ * their neighbours, XLA's verdict and words in the title. NULL when the step's instructions are
+ * not in `before` (the step has no picture). */
+static VizGraph *step_picture(const IrModule *before, int stage, const VizXlaStep *x) {
   char detail[700];
   const char *prod = x->producer_root, *cons = x->consumer_root;
   size_t clen = x->consumer ? strcspn(x->consumer, ",") : 0; /* the first of a list of users */
   const IrInstr *pi = prod ? ir_module_find_instr(before, prod) : NULL;
-  if (!pi || !pi->parent || (clen && !cons)) return true;
+  if (!pi || !pi->parent || (clen && !cons)) return NULL;
   bool fused = strcmp(x->kind, "fusion") == 0 || (strcmp(x->kind, "update_priority") == 0 && x->us_fused < x->us_unfused);
   int dl = snprintf(detail, sizeof detail, "XLA step %d: %s", x->step, x->kind);
   if (x->fusion) dl += snprintf(detail + dl, sizeof detail - (size_t)dl, ", making %s", x->fusion);
@@ -157,20 +154,7 @@ static bool step_picture(VizBuf *pics, VizRenderer *r, const IrModule *before, i
   vo.legend = false;
   FxError e;
   fx_error_clear(&e);
-  VizGraph *g = viz_graph_build(before, &vo, &e);
-  if (!g) return true; /* not drawable here (another computation): the step has no picture */
-  char *svg = NULL;
-  size_t len = 0;
-  bool ok = viz_render_interruptible(r, g, VIZ_SVG, &svg, &len, o->interrupted, err);
-  viz_graph_free(g);
-  if (!ok) return false;
-  const char *start = strstr(svg, "<svg");
-  vbuf_printf(pics, "<template id=\"%s-pic-%d\">", box_id, id);
-  vbuf_puts(pics, start ? start : svg);
-  vbuf_puts(pics, "</template>\n");
-  fx_free(svg);
-  *drawn = true;
-  return true;
+  return viz_graph_build(before, &vo, &e); /* NULL: not drawable here (another computation) */
 }
 
 /* Every step as JSON in the page, escaped for a <script> element ("</" written "<\/"). */
@@ -236,8 +220,9 @@ static void steps_json(VizBuf *b, const VizStage *st, const int *pic) {
   free(text);
 }
 
-bool viz_report_xla_steps(VizBuf *b, VizRenderer *r, const VizStage *st, const IrModule *before, int stage,
+bool viz_report_xla_steps(VizPage *page, const VizStage *st, const IrModule *before, int stage,
                           const VizReportOptions *o, FxError *err) {
+  VizBuf *b = &page->text;
   int nd = 0, nfus = 0, nin = 0, npri = 0, nleft = 0;
   for (int k = 0; k < st->nxla_steps; k++) {
     const VizXlaStep *x = &st->xla_steps[k];
@@ -247,10 +232,15 @@ bool viz_report_xla_steps(VizBuf *b, VizRenderer *r, const VizStage *st, const I
     npri += strcmp(x->kind, "update_priority") == 0;
     nleft += strcmp(x->kind, "left_unfused") == 0;
   }
-  /* The pictures: the steps in XLA's order (with a long log, only its fusions and refusals). */
+  /* The pictures: the steps in XLA's order (with a long log, only its fusions and refusals),
+   * laid out with the page's other pictures. */
   int *pic = fx_malloc(sizeof *pic * (size_t)(st->nxla_steps + 1));
-  if (!pic) return fx_error_set(err, NULL, 0, 0, "out of memory");
-  VizBuf pics = {0};
+  VizGraph **graphs = fx_calloc((size_t)st->nxla_steps + 1, sizeof *graphs);
+  if (!pic || !graphs) {
+    fx_free(pic);
+    fx_free(graphs);
+    return fx_error_set(err, NULL, 0, 0, "out of memory");
+  }
   char box_id[32];
   snprintf(box_id, sizeof box_id, "xla-steps-%d", stage);
   int drawn = 0;
@@ -260,13 +250,13 @@ bool viz_report_xla_steps(VizBuf *b, VizRenderer *r, const VizStage *st, const I
     pic[k] = -1;
     bool wanted = drawn < MAX_STEP_PICTURES && before &&
                   (st->nxla_steps <= MAX_STEP_PICTURES || strcmp(x->kind, "update_priority") != 0);
-    bool got = false;
     if (wanted && o->interrupted && *o->interrupted) ok = fx_error_set(err, NULL, 0, 0, "interrupted: the report was not written");
-    if (ok && wanted) ok = step_picture(&pics, r, before, stage, x, box_id, k, o, &got, err);
-    if (got) pic[k] = k, drawn++;
+    if (ok && wanted) graphs[k] = step_picture(before, stage, x);
+    if (graphs[k]) pic[k] = k, drawn++;
   }
   if (!ok) {
-    vbuf_free(&pics);
+    for (int k = 0; k < st->nxla_steps; k++) viz_graph_free(graphs[k]);
+    fx_free(graphs);
     fx_free(pic);
     return false;
   }
@@ -342,10 +332,17 @@ bool viz_report_xla_steps(VizBuf *b, VizRenderer *r, const VizStage *st, const I
   }
   vbuf_free(&c);
   vbuf_puts(b, "</tbody></table></div>\n");
-  vbuf_puts(b, vbuf_str(&pics));
+  for (int k = 0; k < st->nxla_steps; k++) {
+    if (!graphs[k]) continue;
+    vbuf_printf(b, "<template id=\"%s-pic-%d\">", box_id, k);
+    if (ok) ok = viz_page_picture(page, graphs[k], stage); /* it frees the graph when it fails */
+    else viz_graph_free(graphs[k]);
+    vbuf_puts(b, "</template>\n");
+  }
   steps_json(b, st, pic);
   vbuf_puts(b, "</div>\n");
-  vbuf_free(&pics);
+  fx_free(graphs);
   fx_free(pic);
+  if (!ok) return fx_error_set(err, NULL, 0, 0, "out of memory");
   return true;
 }

@@ -163,7 +163,7 @@ VizGraph *viz_scope_graph_build(const IrModule *m, int depth, const char *title,
     }
   }
   for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = NULL;
-  Agraph_t *g = ok ? agopen((char *)(m->name ? m->name : "stage"), Agdirected, NULL) : NULL;
+  Agraph_t *g = ok ? viz_agopen(m->name ? m->name : "stage") : NULL;
   if (g) {
     vg->g = g;
     agattr(g, AGRAPH, "fontname", "Helvetica,Arial,sans-serif");

@@ -46,6 +46,16 @@ const char *viz_layout_name(VizLayout l);
  * VIZ_DOT_MAX_WORK: measured in bench/viz_render.md, dot needs seconds beyond these. */
 #define VIZ_DOT_MAX_NODES 1500
 #define VIZ_DOT_MAX_WORK 20000
+/* Below AUTO's choice of engine, the style of a dot picture by the same estimate (labels as
+ * nodes double the ranks every edge crosses): edge labels drawn as nodes of their own while the
+ * work with them is at most VIZ_LABEL_MAX_WORK; beside their edges (xlabel), with network
+ * simplex held to about VIZ_NS_BUDGET node visits, while the work without them is at most
+ * VIZ_XLABEL_MAX_WORK; past it, still beside their edges, with dot held to the plain style's few
+ * iterations (nothing is left out). Measured in bench/viz_render.md: past these,
+ * each style takes dot more than about a second. */
+#define VIZ_LABEL_MAX_WORK 2000
+#define VIZ_XLABEL_MAX_WORK 10000
+#define VIZ_NS_BUDGET 3000000
 
 /* Decisions to draw: every decision recorded up to the drawn stage (any order; for each
  * producer/consumer pair the last one counts, so a candidate refused by one pass and accepted by a
@@ -91,6 +101,8 @@ typedef struct {
   int hidden;           /* instructions of the computation left out by --focus */
   int total;            /* instructions the computation has (fused bodies counted) */
   bool plain;           /* the faster, plainer drawing was used */
+  bool xlabels;         /* edge labels drawn beside their edges, not as nodes of their own */
+  bool quick;           /* laid out with the plain style's few iterations, labels kept */
   VizLayout layout;     /* the engine that lays it out: VIZ_LAYOUT_DOT or VIZ_LAYOUT_SFDP */
   bool layout_chosen;   /* AUTO chose it (rather than the caller) */
   long long dot_work;   /* dot's estimated work: nodes + rank-crossing edge segments */
@@ -130,6 +142,41 @@ bool viz_render_interruptible(VizRenderer *r, VizGraph *g, VizFormat f, char **d
                               volatile int *interrupted, FxError *err);
 /* Same, written to path. */
 bool viz_render_file(VizRenderer *r, VizGraph *g, VizFormat f, const char *path, FxError *err);
+
+/* Many pictures at once (render_batch.c): each item's graph rendered in format f into its data
+ * (fx_malloc'd, NUL-terminated, len bytes; the caller frees them). A picture identical to an
+ * earlier one is a copy of its bytes; one that differs from an earlier one only in tooltips is
+ * rendered from that one's layout (the same bytes as its own layout would give); the layouts left
+ * are shared among `workers` child processes, which Ctrl-C (*interrupted) kills within a tenth of
+ * a second. The graphs are left as they were. False with err filled (and no data kept) when a picture fails, or with
+ * "interrupted". */
+typedef struct {
+  VizGraph *graph; /* the picture to render */
+  char *data;      /* what it became */
+  size_t len;
+} VizBatchItem;
+
+/* Processes laying out at once, at most (one per core by default). */
+#define VIZ_MAX_WORKERS 8
+
+typedef struct {
+  int workers;               /* 0: one per core, at most VIZ_MAX_WORKERS; with 1 and no
+                                `interrupted`, everything is done in this process */
+  volatile int *interrupted; /* NULL: nothing stops it */
+  /* Called as each picture is done: its item, how many are done, of how many; NULL: none. */
+  void (*progress)(void *ctx, int item, int done, int total);
+  void *progress_ctx;
+} VizBatchOptions;
+
+typedef struct {
+  int pictures; /* rendered, copies included */
+  int layouts;  /* laid out: the others shared a layout or were copies */
+  int copies;   /* identical to an earlier picture */
+  int workers;  /* child processes that laid them out (0: this process) */
+} VizBatchStats;
+
+bool viz_render_batch(VizRenderer *r, VizBatchItem *items, int n, VizFormat f, const VizBatchOptions *o,
+                      VizBatchStats *stats, FxError *err);
 
 /* A stage drawn by JAX name scope (render --group scope, viz/scope.c): one node per scope of the
  * entry's instructions (from XLA's metadata op_name, its first `depth` levels; 0: all), in boxes
@@ -229,9 +276,11 @@ typedef struct {
   int collapse_above;
   /* Set (by Ctrl-C) while writing: the report stops between pictures with "interrupted". */
   volatile int *interrupted;
-  /* Called before each stage is drawn (done stages of total), e.g. for a progress line; NULL: none. */
+  /* Called as the drawing goes on (the first stage whose pictures are not all drawn yet, of total),
+   * e.g. for a progress line; NULL: none. */
   void (*progress)(void *ctx, int done, int total);
   void *progress_ctx;
+  int workers; /* processes laying out the pictures at once (VizBatchOptions); 0: one per core */
 } VizReportOptions;
 
 /* Writes one self-contained HTML page (inline SVG, CSS and a little JS; nothing fetched) with a

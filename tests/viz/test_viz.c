@@ -430,6 +430,60 @@ TEST(render_svg_png_pdf) {
   ir_module_free(s.m);
 }
 
+/* Many pictures at once: what each becomes is what rendering it alone gives, byte for byte,
+ * whether it is laid out, drawn from another's layout (only its tooltips differ) or copied (the
+ * same picture), in this process or in two children; the plan says which. */
+TEST(render_batch_same_bytes) {
+  Small a = small(), b = small(), c = small();
+  c.exp->loc = (IrLoc){"elsewhere.hlo", 7, 3}; /* only c's tooltip of exponential.1 differs */
+  IrModule *u = unfused();
+  FxError err = {0};
+  VizRenderer *r = viz_renderer_new(&err);
+  CHECK(r != NULL);
+  VizOptions o;
+  viz_options_default(&o);
+  const IrModule *mods[5] = {a.m, u, b.m, c.m, u};
+  VizBatchItem items[5];
+  char *alone[5];
+  size_t alone_len[5];
+  for (int k = 0; k < 5; k++) {
+    VizGraph *g = viz_graph_build(mods[k], &o, &err);
+    CHECK(g != NULL);
+    CHECK(viz_render(r, g, VIZ_SVG, &alone[k], &alone_len[k], &err));
+    items[k] = (VizBatchItem){.graph = g};
+  }
+  CHECK(strcmp(alone[0], alone[3]) != 0);
+  CHECK_CONTAINS(alone[3], "elsewhere.hlo:7:3");
+  for (int workers = 1; workers <= 2; workers++) {
+    volatile int stop = 0;
+    VizBatchOptions bo = {.workers = workers, .interrupted = workers == 2 ? &stop : NULL};
+    VizBatchStats st;
+    CHECK(viz_render_batch(r, items, 5, VIZ_SVG, &bo, &st, &err));
+    CHECK(st.pictures == 5 && st.layouts == 2 && st.copies == 2);
+    CHECK(st.workers == (workers == 2 ? 2 : 0));
+    for (int k = 0; k < 5; k++) {
+      CHECK(items[k].len == alone_len[k]);
+      CHECK(items[k].data && memcmp(items[k].data, alone[k], alone_len[k]) == 0);
+      fx_free(items[k].data);
+    }
+  }
+  /* Ctrl-C before it starts: nothing is drawn. */
+  volatile int stop = 1;
+  VizBatchOptions bo = {.workers = 2, .interrupted = &stop};
+  CHECK(!viz_render_batch(r, items, 5, VIZ_SVG, &bo, NULL, &err));
+  CHECK_STR(err.msg, "interrupted");
+  for (int k = 0; k < 5; k++) {
+    CHECK(items[k].data == NULL);
+    viz_graph_free(items[k].graph);
+    fx_free(alone[k]);
+  }
+  viz_renderer_free(r);
+  ir_module_free(a.m);
+  ir_module_free(b.m);
+  ir_module_free(c.m);
+  ir_module_free(u);
+}
+
 TEST(formats) {
   VizFormat f;
   CHECK(viz_format_lookup("png", &f) && f == VIZ_PNG);
@@ -563,6 +617,7 @@ int main(void) {
   RUN(fused_computation_on_its_own);
   RUN(decision_view);
   RUN(render_svg_png_pdf);
+  RUN(render_batch_same_bytes);
   RUN(formats);
   RUN(text_picture);
   RUN(report_page);

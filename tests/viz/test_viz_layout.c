@@ -135,6 +135,34 @@ TEST(long_edges_choose_sfdp) {
   ir_module_free(m);
 }
 
+TEST(much_work_keeps_the_labels) {
+  /* 161 nodes, every link reading x: past VIZ_XLABEL_MAX_WORK but within dot's reach. The
+   * picture keeps every value label (beside its edge) and is laid out with few iterations; it
+   * is not the plain style, which drops the labels. */
+  IrModule *m = chain_module(160, 0, true);
+  VizOptions o;
+  viz_options_default(&o);
+  FxError err;
+  fx_error_clear(&err);
+  VizGraph *g = viz_graph_build(m, &o, &err);
+  CHECK(g != NULL);
+  const VizGraphStats *st = viz_graph_stats(g);
+  CHECK(st->dot_work == 161 + 159 * 160 / 2);
+  CHECK(st->dot_work > VIZ_XLABEL_MAX_WORK && st->dot_work <= VIZ_DOT_MAX_WORK);
+  CHECK(st->layout == VIZ_LAYOUT_DOT);
+  CHECK(!st->plain && st->xlabels && st->quick);
+  char *d = dot_text(g);
+  CHECK(strstr(d, "mclimit=0.05") != NULL);
+  CHECK(strstr(d, "splines=line") != NULL);
+  /* c1 reads x, each later link x and the one before it: at least 319 labelled value edges */
+  int labels = 0;
+  for (const char *p = d; (p = strstr(p, "xlabel=")); p++) labels++;
+  CHECK(labels >= 319);
+  fx_free(d);
+  viz_graph_free(g);
+  ir_module_free(m);
+}
+
 TEST(the_layout_can_be_forced) {
   IrModule *m = chain_module(VIZ_DOT_MAX_NODES + 100, 5, false);
   VizOptions o;
@@ -224,6 +252,7 @@ int main(void) {
   RUN(small_pictures_stay_with_dot);
   RUN(many_nodes_choose_sfdp_and_say_so);
   RUN(long_edges_choose_sfdp);
+  RUN(much_work_keeps_the_labels);
   RUN(the_layout_can_be_forced);
   RUN(render_states_the_choice);
   return check_summary();
