@@ -3,7 +3,9 @@
 # dynamic-reshape, f8e8m0fnu, async-start/-update/-done with calls=, one value for a whole constant,
 # names with several dots, a custom-call's literal=SHAPE VALUE, a module attribute whose string
 # spans lines (origin_recovery_table), the s1/u1/s2/u2/f4e2m1fn types,
-# stochastic-convert, ragged-all-to-all, scan): each loads, prints back to a fixed point, runs through the priority pipeline,
+# stochastic-convert, ragged-all-to-all, scan, a computation written in its caller's braces
+# (to_apply={...}, branch_computations={{...}, {...}}), `HloModule NAME:`, a module header that goes
+# on after a comma on the next line, replica groups over a mesh's axes): each loads, prints back to a fixed point, runs through the priority pipeline,
 # and runs, or says by name what fxplain cannot run. Where jax is installed, XLA's own parser
 # (jaxlib's hlo_module_from_text) must accept each form too: they are XLA's, not ours.
 set -u
