@@ -1401,6 +1401,9 @@ static bool build_async_wrappers(P *p) {
       IrInstr *root = ir_instr_new(w, op, &i->shape.tuple[1], ops, i->noperands,
                                    ir_module_unique_name(m, ir_op_name(op)));
       if (!root) return oom(p);
+      root->loc = i->loc; /* what the verifier finds in it is at the start's line */
+      for (int j = 0; j < i->noperands; j++) w->params[j]->loc = i->loc;
+      w->loc = i->loc;
       for (int a = 0; a < i->nattrs; a++) {
         const IrAttr *at = &i->attrs[a];
         if (at->kind == IR_ATTR_TEXT) ir_attr_set_text(root, at->key, at->text);
