@@ -423,6 +423,8 @@ static bool parse_shape(P *p, Arena *a, IrShape *out, int depth) {
   }
   if (!ir_type_lookup(p->src + s, tl, &out->type) || out->type == IR_TUPLE || out->type == IR_TOKEN)
     return perr(p, l, c, "unknown element type '%.*s'", (int)(tl > 40 ? 40 : tl), p->src + s);
+  /* The type and its '[' are two tokens to XLA's lexer: `s32 [5696,10,4]` is a shape too. */
+  while (peek(p) == ' ' || peek(p) == '\t') adv(p);
   if (peek(p) != '[') {
     if (p->pos >= p->len) return perr(p, p->line, p->col, "unexpected end of file: expected '[' after the element type");
     return perr(p, p->line, p->col, "expected '[' after the element type, found %s", describe(p, b, sizeof b));
@@ -786,6 +788,7 @@ static bool parse_instr(P *p, InstrRec *r) {
           /* Names never contain '[': "xyz[" can only be a shape (perhaps with a bad type). */
           size_t k = p->pos;
           while (k < p->len && is_name_char(p->src[k])) k++;
+          while (k < p->len && (p->src[k] == ' ' || p->src[k] == '\t')) k++;
           shaped = k < p->len && p->src[k] == '[';
         }
         if (shaped) {
@@ -935,7 +938,10 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
         if (arena_grow(&p->scratch, (void **)&sig, &sigcap, nsig + 1, sizeof(SigParam))) return oom(p);
         SigParam *sp = &sig[nsig++];
         if (!parse_name(p, &sp->name, "a parameter name")) return false;
-        if (!expect_char(p, ':', "':' after the parameter name")) return false;
+        /* XLA's lexer makes `a:` one name token and its parser reads a name then a shape
+         * (HloParserImpl::ParseParamListToShape): the ':' may be left out, `(a f32[])`. */
+        if (!ws(p)) return false;
+        if (peek(p) == ':') adv(p);
         if (!parse_shape(p, &p->scratch, &sp->shape, 0)) return false;
         if (!ws(p)) return false;
         if (!eat_comma(p)) break;

@@ -5,7 +5,8 @@
 # spans lines (origin_recovery_table), the s1/u1/s2/u2/f4e2m1fn types,
 # stochastic-convert, ragged-all-to-all, scan, a computation written in its caller's braces
 # (to_apply={...}, branch_computations={{...}, {...}}), `HloModule NAME:`, a module header that goes
-# on after a comma on the next line, replica groups over a mesh's axes): each loads, prints back to a fixed point, runs through the priority pipeline,
+# on after a comma on the next line, replica groups over a mesh's axes, a signature without its
+# colons and a space between a type and its dimensions, `(x f32 [4,8])`): each loads, prints back to a fixed point, runs through the priority pipeline,
 # and runs, or says by name what fxplain cannot run. Where jax is installed, XLA's own parser
 # (jaxlib's hlo_module_from_text) must accept each form too: they are XLA's, not ours.
 set -u
