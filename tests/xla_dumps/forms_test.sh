@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# forms_test.sh FXPLAIN — the HLO forms XLA prints that fxplain once refused (ragged-dot,
+# forms_test.sh FXPLAIN — the HLO forms XLA prints that fxplain once refused (ragged-dot, scaled-dot,
 # dynamic-reshape, f8e8m0fnu, async-start/-update/-done with calls=, one value for a whole constant,
 # names with several dots, a custom-call's literal=SHAPE VALUE, a module attribute whose string
 # spans lines (origin_recovery_table), the s1/u1/s2/u2/f4e2m1fn types,
@@ -23,6 +23,7 @@ for f in tests/xla_dumps/data/forms/*.hlo; do
   out=$("$FX" -e "load $f; pipeline priority; step all; kernels; run" 2>&1)
   case $n in
     ragged_dot) want="the interpreter does not implement ragged-dot" ;;
+    scaled_dot) want="the interpreter does not implement scaled-dot" ;;
     dynamic_reshape) want="the interpreter does not implement dynamic-reshape" ;;
     stochastic_convert) want="the interpreter does not implement stochastic-convert" ;;
     ragged_all_to_all) want="the interpreter does not implement ragged-all-to-all" ;;
