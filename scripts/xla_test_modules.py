@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """xla_test_modules.py: how many of the HLO modules in XLA's own test files fxplain reads.
 
-Usage: xla_test_modules.py FXPLAIN TEST.cc... [--work DIR] [--no-xla] [--list]
+Usage: xla_test_modules.py FXPLAIN TEST.cc... [--work DIR] [--jobs N] [--no-xla] [--list]
 
 Every raw string (R"(...)" or R"hlo(...)hlo") in the given XLA test sources that starts with
 `HloModule` is one module. Modules in a test that expects XLA to refuse the text (EXPECT_FALSE on a
@@ -17,6 +17,7 @@ openxla/xla: xla/hlo/parser/hlo_parser_test.cc, the GPU fusion tests
 (xla/backends/gpu/transforms/priority_fusion_test.cc, multi_output_fusion_test.cc, ...), the
 simplifier tests (xla/hlo/transforms/simplifiers/*_test.cc). The figures in the README were
 measured so (README, "Every module XLA prints loads")."""
+import concurrent.futures
 import hashlib
 import os
 import re
@@ -96,6 +97,10 @@ def main():
     use_xla = "--no-xla" not in args
     listing = "--list" in args
     work = None
+    jobs = 1
+    if "--jobs" in args:
+        jobs = max(1, int(args[args.index("--jobs") + 1]))
+        del args[args.index("--jobs"):args.index("--jobs") + 2]
     if "--work" in args:
         work = args[args.index("--work") + 1]
         del args[args.index("--work"):args.index("--work") + 2]
@@ -126,9 +131,9 @@ def main():
         xla_refused = [(p, v) for p, v in zip(mods, verdict) if v]
         mods = [p for p, v in zip(mods, verdict) if not v]
     n = len(mods)
-    parsed = fixed = passes = 0
-    fails = []
-    for p in mods:
+
+    def one(p):
+        """(parsed, passes, fixed point, failures) of one module"""
         a, b = p[:-4] + ".1.out", p[:-4] + ".2.out"
         for f in (a, b):
             if os.path.exists(f):
@@ -136,20 +141,29 @@ def main():
         # one run loads, prints and goes through the passes; the printed file says how far it got
         ok, out = fx(fxplain, "load %s; save %s; pipeline priority; step all" % (p, a))
         if not os.path.exists(a):
-            fails.append((p, "parse", first_error(out)))
-            continue
-        parsed += 1
-        if not ok:
-            fails.append((p, "passes", first_error(out)))
+            return 0, 0, 0, [(p, "parse", first_error(out))]
+        got, bad = [1, 0, 0], []
+        if ok:
+            got[1] = 1
         else:
-            passes += 1
+            bad.append((p, "passes", first_error(out)))
         ok, out = fx(fxplain, "load %s; save %s" % (a, b))
         if not ok:
-            fails.append((p, "reload", first_error(out)))
+            bad.append((p, "reload", first_error(out)))
         elif open(a).read() != open(b).read():
-            fails.append((p, "fixed point", "the printed text changes when printed again"))
+            bad.append((p, "fixed point", "the printed text changes when printed again"))
         else:
-            fixed += 1
+            got[2] = 1
+        return got[0], got[1], got[2], bad
+
+    parsed = fixed = passes = 0
+    fails = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        for a, b, c, bad in pool.map(one, mods):
+            parsed += a
+            passes += b
+            fixed += c
+            fails += bad
     for p, stage, msg in fails:
         print("FAIL %-10s %s: %s" % (stage, os.path.basename(p), msg))
     if listing:

@@ -22,9 +22,9 @@
  * IR_ATTR_COMP pointers resolved once the whole module is read, so a computation may be used
  * before it is defined.  Such a value may also be a computation written in place, its instructions
  * in braces (`to_apply={ ... }`, as XLA's parser takes it); it becomes a computation of the module
- * named "_" (then "_.1", ...), placed before its caller.  Within a computation an operand may also be used before its definition:
- * instructions are created in a topological order (the text's order where it already is one), and
- * a cycle is an error.
+ * named "_" (then "_.1", ...), placed before its caller.  Within a computation an operand may also
+ * be used before its definition: instructions are created in a topological order (the text's order
+ * where it already is one), and a cycle is an error.
  *
  * Names: XLA's names are unique in a module.  Some hand-written dumps repeat a name in different
  * computations (each fused computation with its own %a); such a name is renamed consistently
