@@ -6,7 +6,7 @@
  * every error names the offending token's place.  It is a recursive-descent reader of this
  * grammar (whitespace, `// ...` and `/ * ... * /` comments allowed between any two tokens):
  *
- *   module      = ["HloModule" NAME header-rest NEWLINE] { section | computation }
+ *   module      = ["HloModule" NAME [":"] header-rest NEWLINE] { section | computation }
  *                 (without the header, as XLA's parser takes it, the module is named "_")
  *   section     = ("FileNames" | "FunctionNames" | "FileLocations" | "StackFrames")
  *                 { NUMBER (STRING | "{...}") }            -- kept verbatim
@@ -21,9 +21,11 @@
  * Attribute values are kept as their verbatim text (IR_ATTR_TEXT), except the ones that name
  * computations (to_apply, calls, condition, body, branch_computations, ...), which become
  * IR_ATTR_COMP pointers resolved once the whole module is read, so a computation may be used
- * before it is defined.  Within a computation an operand may also be used before its definition:
- * instructions are created in a topological order (the text's order where it already is one), and
- * a cycle is an error.
+ * before it is defined.  Such a value may also be a computation written in place, its instructions
+ * in braces (`to_apply={ ... }`, as XLA's parser takes it); it becomes a computation of the module
+ * named "_" (then "_.1", ...), placed before its caller.  Within a computation an operand may also
+ * be used before its definition: instructions are created in a topological order (the text's order
+ * where it already is one), and a cycle is an error.
  *
  * A shape may be left out where XLA's parser infers it (`ROOT add = add(lhs, rhs)`): for ops whose
  * result follows from their operands and attributes; it is inferred (ir_infer_shape) once the
@@ -109,6 +111,7 @@ typedef struct {
   struct InstrList *recs; /* the computation being read: where nested operand instructions go */
   int nested;             /* how many nested instructions were named so far */
   bool failed;
+  int nested_depth; /* nested computations (to_apply={...}) being read */
   /* A module attribute's strings may span lines: XLA prints origin_recovery_table's modules
    * (HloModule::ToString) as strings with their newlines. Anywhere else a newline ends an
    * unterminated string, so that it is reported at its quote. */
@@ -437,6 +440,8 @@ static bool parse_shape(P *p, Arena *a, IrShape *out, int depth) {
   }
   if (!ir_type_lookup(p->src + s, tl, &out->type) || out->type == IR_TUPLE || out->type == IR_TOKEN)
     return perr(p, l, c, "unknown element type '%.*s'", (int)(tl > 40 ? 40 : tl), p->src + s);
+  /* The type and its '[' are two tokens to XLA's lexer: `s32 [5696,10,4]` is a shape too. */
+  while (peek(p) == ' ' || peek(p) == '\t') adv(p);
   if (peek(p) != '[') {
     if (p->pos >= p->len) return perr(p, p->line, p->col, "unexpected end of file: expected '[' after the element type");
     return perr(p, p->line, p->col, "expected '[' after the element type, found %s", describe(p, b, sizeof b));
@@ -594,6 +599,42 @@ static bool push_ref(P *p, Ref **v, int *n, int *cap, const Ref *r) {
   return true;
 }
 
+static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col, Ref *nested);
+
+/* Whether a computation's instruction list stands at the cursor, just after a '{' (XLA's parser
+ * takes a computation attribute's value as either a name or an instruction list in braces:
+ * HloParserImpl::ParseHloComputation): an instruction name and its '=', or ROOT. */
+static bool nested_body_ahead(const P *p) {
+  size_t k = p->pos;
+  if (k < p->len && p->src[k] == '%') k++;
+  size_t s = k;
+  while (k < p->len && is_name_char(p->src[k])) k++;
+  if (k == s) return false;
+  if (k - s == 4 && memcmp(p->src + s, "ROOT", 4) == 0 && p->src[s - 1] != '%') return true;
+  while (k < p->len && (p->src[k] == ' ' || p->src[k] == '\t')) k++;
+  return k < p->len && p->src[k] == '=';
+}
+
+static bool parse_nested_computation(P *p, int line, int col, Ref *cr) {
+  p->nested_depth++;
+  bool ok = parse_computation(p, false, line, col, cr);
+  p->nested_depth--;
+  return ok;
+}
+
+/* One computation named by an attribute: its name, or a nested computation in braces, which is
+ * read here and named as XLA's parser names it ("_", then "_.1", ... where that is taken). */
+static bool parse_comp_ref(P *p, Ref *cr) {
+  if (!ws(p)) return false;
+  if (peek(p) == '{') {
+    int l = p->line, c = p->col;
+    adv(p);
+    if (!ws(p)) return false;
+    return parse_nested_computation(p, l, c, cr);
+  }
+  return parse_name(p, cr, "a computation name");
+}
+
 static bool parse_attrs(P *p, InstrRec *r) {
   int cap = 0;
   for (;;) {
@@ -626,13 +667,21 @@ static bool parse_attrs(P *p, InstrRec *r) {
       at->kind = IR_ATTR_COMP;
       int ccap = 0;
       Ref cr;
+      size_t brace = p->pos;
+      int bl = p->line, bc = p->col;
       if (peek(p) == '{') {
-        at->braced = true;
         adv(p);
         if (!ws(p)) return false;
+      }
+      if (p->pos != brace && nested_body_ahead(p)) {
+        /* to_apply={ p0 = f32[] parameter(0) ... }: one nested computation */
+        if (!parse_nested_computation(p, bl, bc, &cr)) return false;
+        if (!push_ref(p, &at->comps, &at->ncomps, &ccap, &cr)) return false;
+      } else if (p->pos != brace) {
+        at->braced = true;
         if (peek(p) != '}') {
           for (;;) {
-            if (!parse_name(p, &cr, "a computation name")) return false;
+            if (!parse_comp_ref(p, &cr)) return false;
             if (!push_ref(p, &at->comps, &at->ncomps, &ccap, &cr)) return false;
             if (!ws(p)) return false;
             if (!eat_comma(p)) break;
@@ -640,7 +689,7 @@ static bool parse_attrs(P *p, InstrRec *r) {
         }
         if (!expect_char(p, '}', "',' or '}' in the computation list")) return false;
       } else {
-        if (!parse_name(p, &cr, "a computation name")) return false;
+        if (!parse_comp_ref(p, &cr)) return false;
         if (!push_ref(p, &at->comps, &at->ncomps, &ccap, &cr)) return false;
       }
     } else {
@@ -654,6 +703,21 @@ static bool parse_attrs(P *p, InstrRec *r) {
         adv(p);
         size_t s2;
         if (!scan_raw(p, true, 0, &s2, &e)) return false;
+      }
+      /* Replica groups over a mesh's axes are printed as the mesh, a space and the axes
+       * (MeshAxesReplicaGroupList::ToString: `mesh['x'=2,'y'=2] {'y'}`); a mesh with its own
+       * device order writes it after a comma (Mesh::ToString: `mesh['a'=4], device_ids=(...)`). */
+      if (kn == 14 && memcmp(at->key, "replica_groups", 14) == 0 &&
+          ((e - s > 5 && memcmp(p->src + s, "mesh[", 5) == 0) || (e - s > 13 && memcmp(p->src + s, "maximal_mesh[", 13) == 0))) {
+        size_t s2;
+        if (p->len - p->pos > 13 && memcmp(p->src + p->pos, ", device_ids=", 13) == 0) {
+          advn(p, 13);
+          if (!scan_raw(p, true, 0, &s2, &e)) return false;
+        }
+        if (peek(p) == ' ' && peek_at(p, 1) == '{') {
+          adv(p);
+          if (!scan_raw(p, true, 0, &s2, &e)) return false;
+        }
       }
       if (e == s) {
         char b[64];
@@ -742,7 +806,7 @@ static bool parse_instr(P *p, InstrRec *r) {
 /* An operand written as an instruction, `negate(f32[2] parameter(0))` (XLA's parser takes it,
  * without attributes): read into a record of its own, named OPCODE.N, before the instruction
  * that reads it. Its shape and opcode name are read already; `o` gets its name. */
-static bool parse_nested(P *p, const IrShape *shape, Ref *o) {
+static bool parse_nested_instr(P *p, const IrShape *shape, Ref *o) {
   InstrRec nr;
   memset(&nr, 0, sizeof nr);
   nr.param_number = -1;
@@ -825,13 +889,14 @@ static bool parse_rhs(P *p, InstrRec *r, bool attributes) {
           /* Names never contain '[': "xyz[" can only be a shape (perhaps with a bad type). */
           size_t k = p->pos;
           while (k < p->len && is_name_char(p->src[k])) k++;
+          while (k < p->len && (p->src[k] == ' ' || p->src[k] == '\t')) k++;
           shaped = k < p->len && p->src[k] == '[';
         }
         IrShape oshape;
         if (shaped && !parse_shape(p, &p->scratch, &oshape, 0)) return false;
         Ref o;
         if (!parse_name(p, &o, "an operand name")) return false;
-        if (shaped && peek(p) == '(' && !parse_nested(p, &oshape, &o)) return false;
+        if (shaped && peek(p) == '(' && !parse_nested_instr(p, &oshape, &o)) return false;
         if (!push_ref(p, &r->ops, &r->nops, &cap, &o)) return false;
         if (!ws(p)) return false;
         if (!eat_comma(p)) break;
@@ -925,24 +990,44 @@ typedef struct {
   IrShape shape;
 } SigParam;
 
-static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col) {
+/* Reads one computation.  With `nested`, the cursor stands in a computation attribute's braces,
+ * past the '{' (at entry_line:entry_col): the computation has no name or signature in the text, gets
+ * the first free name of "_", "_.1", ... (XLA's parser names it "_" and its module makes the name
+ * unique), its closing '}' ends the attribute value, and *nested is set to its name. */
+static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col, Ref *nested) {
   Ref cname;
-  if (!parse_name(p, &cname, "a computation name")) return false;
-  char *name = arena_strndup(&p->m->arena, cname.name, cname.len);
-  if (!name) return oom(p);
+  char *name;
+  if (nested) {
+    if (p->nested_depth > HLO_MAX_NESTING)
+      return perr(p, entry_line, entry_col, "computations nested deeper than %d levels", HLO_MAX_NESTING);
+    char nb[32] = "_";
+    for (int k = 1; ir_module_find_computation(p->m, nb); k++) snprintf(nb, sizeof nb, "_.%d", k);
+    name = arena_strndup(&p->m->arena, nb, strlen(nb));
+    if (!name) return oom(p);
+    cname.name = name;
+    cname.len = strlen(name);
+    cname.line = entry_line;
+    cname.col = entry_col;
+    *nested = cname;
+  } else {
+    if (!parse_name(p, &cname, "a computation name")) return false;
+    name = arena_strndup(&p->m->arena, cname.name, cname.len);
+    if (!name) return oom(p);
+  }
   if (ir_module_find_computation(p->m, name)) return perr(p, cname.line, cname.col, "duplicate computation name '%%%s'", name);
   IrComputation *c = ir_computation_new(p->m, name);
   if (!c) return oom(p);
+  int index = p->m->ncomps - 1;
   c->loc.file = p->file;
-  c->loc.line = is_entry ? entry_line : cname.line;
-  c->loc.col = is_entry ? entry_col : cname.col;
+  c->loc.line = is_entry || nested ? entry_line : cname.line;
+  c->loc.col = is_entry || nested ? entry_col : cname.col;
   c->is_entry = is_entry;
   /* Signature. */
   SigParam *sig = NULL;
   int nsig = 0, sigcap = 0, sig_line = 0, sig_col = 0;
   IrShape sig_result;
   if (!ws(p)) return false;
-  if (peek(p) == '(') {
+  if (peek(p) == '(' && !nested) {
     c->has_signature = true;
     sig_line = p->line;
     sig_col = p->col;
@@ -953,7 +1038,10 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
         if (arena_grow(&p->scratch, (void **)&sig, &sigcap, nsig + 1, sizeof(SigParam))) return oom(p);
         SigParam *sp = &sig[nsig++];
         if (!parse_name(p, &sp->name, "a parameter name")) return false;
-        if (!expect_char(p, ':', "':' after the parameter name")) return false;
+        /* XLA's lexer makes `a:` one name token and its parser reads a name then a shape
+         * (HloParserImpl::ParseParamListToShape): the ':' may be left out, `(a f32[])`. */
+        if (!ws(p)) return false;
+        if (peek(p) == ':') adv(p);
         if (!parse_shape(p, &p->scratch, &sp->shape, 0)) return false;
         if (!ws(p)) return false;
         if (!eat_comma(p)) break;
@@ -971,9 +1059,17 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
   }
   if (!ws(p)) return false;
   int body_line = p->line, body_col = p->col;
-  if (!expect_char(p, '{', "'{' to open the computation body")) return false;
-  /* Instructions (an operand written as an instruction goes in before its reader). */
+  if (nested) {
+    body_line = entry_line;
+    body_col = entry_col;
+  } else if (!expect_char(p, '{', "'{' to open the computation body")) {
+    return false;
+  }
+  /* Instructions (an operand written as an instruction goes in before its reader). A nested
+   * computation (to_apply={...}) is read inside its caller's instruction: the caller's list is
+   * put back when it ends. */
   struct InstrList list = {NULL, 0, 0};
+  struct InstrList *outer_recs = p->recs;
   p->recs = &list;
   for (;;) {
     if (!ws(p)) return false;
@@ -986,14 +1082,15 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
     if (arena_grow(&p->scratch, (void **)&list.v, &list.cap, list.n + 1, sizeof(InstrRec))) return oom(p);
     list.v[list.n++] = r;
   }
-  p->recs = NULL;
+  p->recs = outer_recs;
   InstrRec *recs = list.v;
   int n = list.n;
   adv(p); /* '}' */
   if (n == 0) return perr(p, cname.line, cname.col, "computation '%%%s' has no instructions", name);
-  /* Trailing attributes on the closing line ("}, execution_thread=..."). */
+  /* Trailing attributes on the closing line ("}, execution_thread=..."); after a nested
+   * computation the line goes on with the instruction's attributes. */
   if (!ws_line(p)) return false;
-  if (peek(p) == ',') {
+  if (peek(p) == ',' && !nested) {
     size_t s = p->pos;
     while (p->pos < p->len && peek(p) != '\n') adv(p);
     size_t e = p->pos;
@@ -1153,6 +1250,13 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
       return perr(p, sig_line, sig_col, "signature of '%%%s' returns %s but its root '%%%s' is %s", name, b1, c->root->name, b2);
     }
   }
+  /* The nested computations read inside it were added after it; it goes after them, so the
+   * module keeps callees before callers (XLA prints and reads them in that order). */
+  IrModule *m = p->m;
+  if (m->ncomps - 1 > index) {
+    memmove(&m->comps[index], &m->comps[index + 1], sizeof(IrComputation *) * (size_t)(m->ncomps - 1 - index));
+    m->comps[m->ncomps - 1] = c;
+  }
   return true;
 }
 
@@ -1249,6 +1353,9 @@ static bool parse_module(P *p) {
   Ref mname;
   if (peek(p) == '\n' || p->pos >= p->len) return perr(p, p->line, p->col, "expected the module name after 'HloModule'");
   if (!parse_name(p, &mname, "the module name")) return false;
+  /* XLA's lexer reads `NAME:` as a name token too (kName), and its parser takes either after
+   * HloModule (HloParserImpl::ParseName): `HloModule no_entry:` names the module no_entry. */
+  if (peek(p) == ':') adv(p);
   m->name = arena_strndup(&m->arena, mname.name, mname.len);
   if (!m->name) return oom(p);
   /* Header attributes: the rest of the line (brackets may continue it onto later lines). */
@@ -1257,7 +1364,9 @@ static bool parse_module(P *p) {
     size_t hs = p->pos;
     while (peek(p) == ',') {
       adv(p);
-      if (!ws_line(p)) return false;
+      /* after a comma the header may go on on the next line (XLA's lexer takes a newline as
+       * any other space: `HloModule t,` NEWLINE `entry_computation_layout=...`) */
+      if (!ws(p)) return false;
       int al = p->line, ac = p->col;
       size_t ks = p->pos;
       while (is_name_char(peek(p))) adv(p);
@@ -1351,7 +1460,7 @@ static bool parse_computations(P *p, size_t header_end) {
       Ref dummy;
       if (!parse_name(p, &dummy, "ENTRY")) return false;
     }
-    if (!parse_computation(p, is_entry, sl, sc)) return false;
+    if (!parse_computation(p, is_entry, sl, sc, NULL)) return false;
     if (is_entry) {
       IrComputation *c = m->comps[m->ncomps - 1];
       if (entry)
@@ -1451,6 +1560,9 @@ static bool build_async_wrappers(P *p) {
       IrInstr *root = ir_instr_new(w, op, &i->shape.tuple[1], ops, i->noperands,
                                    ir_module_unique_name(m, ir_op_name(op)));
       if (!root) return oom(p);
+      root->loc = i->loc; /* what the verifier finds in it is at the start's line */
+      for (int j = 0; j < i->noperands; j++) w->params[j]->loc = i->loc;
+      w->loc = i->loc;
       for (int a = 0; a < i->nattrs; a++) {
         const IrAttr *at = &i->attrs[a];
         if (at->kind == IR_ATTR_TEXT) ir_attr_set_text(root, at->key, at->text);

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# forms_test.sh FXPLAIN — the HLO forms XLA prints that fxplain once refused (ragged-dot,
+# forms_test.sh FXPLAIN — the HLO forms XLA prints that fxplain once refused (ragged-dot, scaled-dot,
 # dynamic-reshape, f8e8m0fnu, async-start/-update/-done with calls=, one value for a whole constant,
 # names with several dots, a custom-call's literal=SHAPE VALUE, a module attribute whose string
 # spans lines (origin_recovery_table), the s1/u1/s2/u2/f4e2m1fn types,
-# stochastic-convert, ragged-all-to-all, scan): each loads, prints back to a fixed point, runs through the priority pipeline,
+# stochastic-convert, ragged-all-to-all, scan, a computation written in its caller's braces
+# (to_apply={...}, branch_computations={{...}, {...}}), `HloModule NAME:`, a module header that goes
+# on after a comma on the next line, replica groups over a mesh's axes, a signature without its
+# colons and a space between a type and its dimensions, `(x f32 [4,8])`): each loads, prints back to a fixed point, runs through the priority pipeline,
 # and runs, or says by name what fxplain cannot run. Where jax is installed, XLA's own parser
 # (jaxlib's hlo_module_from_text) must accept each form too: they are XLA's, not ours.
 set -u
@@ -20,6 +23,7 @@ for f in tests/xla_dumps/data/forms/*.hlo; do
   out=$("$FX" -e "load $f; pipeline priority; step all; kernels; run" 2>&1)
   case $n in
     ragged_dot) want="the interpreter does not implement ragged-dot" ;;
+    scaled_dot) want="the interpreter does not implement scaled-dot" ;;
     dynamic_reshape) want="the interpreter does not implement dynamic-reshape" ;;
     stochastic_convert) want="the interpreter does not implement stochastic-convert" ;;
     ragged_all_to_all) want="the interpreter does not implement ragged-all-to-all" ;;
