@@ -124,9 +124,11 @@ int pass_count(void) { return (int)(sizeof registry / sizeof registry[0]); }
 const Pass *pass_at(int i) { return i >= 0 && i < pass_count() ? registry[i] : NULL; }
 
 /* The passes that drop a rounding step on purpose, as XLA does where excess precision is allowed
- * (xla_allow_excess_precision, on by default): simplify-fp-conversions reads f32 where the
- * program rounded it to bf16 or f16 and back. */
-bool pass_excess_precision(const Pass *p) { return p == &pass_simplify_fp_conversions; }
+ * (xla_allow_excess_precision, on by default): float-normalization-bf16 computes in f32 what the
+ * GPU has no bf16 instruction for (a reduction's sum accumulates in f32, not rounded to bf16 at
+ * each step), simplify-fp-conversions reads f32 where the program rounded it to bf16 or f16 and
+ * back. */
+bool pass_excess_precision(const Pass *p) { return p == &pass_simplify_fp_conversions || p == &pass_float_normalization; }
 
 /* ---------- the pipelines ---------- */
 

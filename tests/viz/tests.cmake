@@ -9,6 +9,6 @@ set_tests_properties(viz.report_chromium PROPERTIES LABELS "viz" SKIP_RETURN_COD
 # of 16 pictures (teaching scripts, real modules, both pipelines): at most 12 cross one (33 before
 # the candidates that follow the data were ranked with it).
 add_test(NAME viz.refused_edges_around_boxes
-         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/refused_edges.sh $<TARGET_FILE:fxplain> 1
+         COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/refused_edges.sh $<TARGET_FILE:fxplain> 5
          WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(viz.refused_edges_around_boxes PROPERTIES LABELS "viz" TIMEOUT 300)
