@@ -148,6 +148,20 @@ const char *simp_describe(const IrInstr *i, char *buf, size_t n) {
 
 bool simp_is_fused_computation(const IrComputation *c) { return c->fusion_instr != NULL; }
 
+int *simp_count_callers(const IrModule *m) {
+  int *n = fx_calloc((size_t)m->next_id + 1, sizeof(int));
+  if (!n) return NULL;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+      const IrInstr *i = m->comps[c]->instrs[k];
+      for (int a = 0; a < i->nattrs; a++)
+        if (i->attrs[a].kind == IR_ATTR_COMP)
+          for (int q = 0; q < i->attrs[a].ncomps; q++)
+            if (i->attrs[a].comps[q] && i->attrs[a].comps[q]->id <= m->next_id) n[i->attrs[a].comps[q]->id]++;
+    }
+  return n;
+}
+
 int simp_callers(const IrModule *m, const IrComputation *c) {
   int n = 0;
   for (int k = 0; k < m->ncomps; k++) {

@@ -75,6 +75,10 @@ IrInstr *simp_add_like(IrComputation *c, IrInstr *before, IrOpcode op, const IrS
  * print before their callers (a pass that adds a computation calls this with its caller's). */
 void simp_place_before(IrModule *m, IrComputation *c, const IrComputation *before);
 
+/* How many instructions call each computation of m, indexed by computation id, as an fx_calloc'd
+ * array (the caller frees it). NULL when out of memory. */
+int *simp_count_callers(const IrModule *m);
+
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);
 
