@@ -78,16 +78,6 @@ static bool depends(const IrComputation *c, IrInstr *to, const IrInstr *from, ui
 }
 
 
-static void set_slice(IrInstr *i, const int64_t *st, const int64_t *lim, int n) {
-  char buf[IR_MAX_RANK * 48 + 4];
-  size_t len = 0;
-  buf[len++] = '{';
-  for (int d = 0; d < n; d++)
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[%" PRId64 ":%" PRId64 "]", d ? ", " : "", st[d], lim[d]);
-  snprintf(buf + len, sizeof buf - len, "}");
-  ir_attr_set_text(i, "slice", buf);
-}
-
 static const char OOM[] = "out of memory";
 
 /* TryMergeSameOperand: the merged dot, NULL when a and b do not merge (*why says why; OOM when
@@ -203,12 +193,12 @@ static IrInstr *merge(IrInstr *a, IrInstr *b, bool a_is_merged, IrInstr **stale,
       *why = OOM;
       return NULL;
     }
-    set_slice(sa, st, lim, rank);
+    ir_attr_set_slice(sa, st, lim, NULL, rank);
   }
   st[slice_dim] = lim[slice_dim];
   lim[slice_dim] = nd[slice_dim];
   IrInstr *sb = simp_add_like(c, later, IR_OP_SLICE, &b->shape, &dot, 1, "slice", b);
-  if (sb) set_slice(sb, st, lim, rank);
+  if (sb) ir_attr_set_slice(sb, st, lim, NULL, rank);
   if (!sb) {
     *why = OOM;
     return NULL;
