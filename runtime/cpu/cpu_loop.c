@@ -451,11 +451,10 @@ static bool number_nest(CpuLoop *top, CpuLoop *l) {
   return true;
 }
 
-/* The plan of outermost loop w with its nest numbered, or NULL. */
-static CpuLoop *plan_outermost(CpuBackend *b, const IrInstr *w) {
-  CpuLoop *l = loop_plan(b, w);
-  if (!l) return NULL;
-  bool ok = number_nest(l, l);
+/* Numbers the nest under outermost loop l and gives it its driver's tables and counters. When
+ * ok is false or that fails, frees l and returns NULL. */
+static CpuLoop *outermost_ready(CpuLoop *l, bool ok) {
+  if (ok) ok = number_nest(l, l);
   if (ok) {
     l->tables = fx_calloc((size_t)l->nloops, sizeof *l->tables);
     l->counts = fx_calloc((size_t)(3 * l->nloops), sizeof *l->counts);
@@ -466,6 +465,13 @@ static CpuLoop *plan_outermost(CpuBackend *b, const IrInstr *w) {
     return NULL;
   }
   return l;
+}
+
+/* The plan of outermost loop w with its nest numbered, or NULL. */
+static CpuLoop *plan_outermost(CpuBackend *b, const IrInstr *w) {
+  CpuLoop *l = loop_plan(b, w);
+  if (!l) return NULL;
+  return outermost_ready(l, true);
 }
 
 /* ---------- the driver (C source) ---------- */
@@ -719,16 +725,7 @@ static CpuLoop *plan_entry(CpuBackend *b, const IrComputation *c) {
   if (ok) ok = (l->passed = fx_calloc(1, sizeof *l->passed)) != NULL;
   ptrmap_free(&lb.cellof);
   ptrmap_free(&lb.nested);
-  if (ok) ok = number_nest(l, l);
-  if (ok) {
-    l->tables = fx_calloc((size_t)l->nloops, sizeof *l->tables);
-    l->counts = fx_calloc((size_t)(3 * l->nloops), sizeof *l->counts);
-    ok = l->tables && l->counts;
-  }
-  if (!ok) {
-    loop_free(l);
-    return NULL;
-  }
+  if (!(l = outermost_ready(l, ok))) return NULL;
   l->body_comp = NULL;
   return l;
 }
