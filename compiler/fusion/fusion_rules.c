@@ -870,6 +870,29 @@ static const IrInstr *loop_codegen(const IrInstr *i) {
   return NULL;
 }
 
+const IrInstr *fusion_find_in_uses(const IrInstr *c, const IrComputation *fc, const IrInstr *p,
+                                   bool (*hit)(const IrInstr *x, const IrInstr *param, const void *ctx),
+                                   const void *ctx) {
+  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
+    if (c->operands[k] != p || !fc->params[k]) continue;
+    const IrInstr *stack[256];
+    int sp = 0, guard = 0;
+    stack[sp++] = fc->params[k];
+    while (sp > 0 && guard++ < 100000) {
+      const IrInstr *x = stack[--sp];
+      if (hit(x, fc->params[k], ctx)) return x;
+      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
+    }
+  }
+  return NULL;
+}
+
+static bool multi_read(const IrInstr *x, const IrInstr *param, const void *ctx) {
+  (void)param;
+  (void)ctx;
+  return reads_elements_multiple_times(x);
+}
+
 bool fusion_creates_nested_loop(const IrInstr *p, const IrInstr *c, const IrInstr **pl, const IrInstr **cl) {
   const IrInstr *a = loop_codegen(p);
   if (pl) *pl = a;
@@ -881,21 +904,9 @@ bool fusion_creates_nested_loop(const IrInstr *p, const IrInstr *c, const IrInst
     return reads_elements_multiple_times(c);
   }
   /* Whether p's value reaches, inside c, an instruction that reads elements several times. */
-  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
-    if (c->operands[k] != p || !fc->params[k]) continue;
-    const IrInstr *stack[256];
-    int sp = 0, guard = 0;
-    stack[sp++] = fc->params[k];
-    while (sp > 0 && guard++ < 100000) {
-      const IrInstr *x = stack[--sp];
-      if (reads_elements_multiple_times(x)) {
-        if (cl) *cl = x;
-        return true;
-      }
-      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
-    }
-  }
-  return false;
+  const IrInstr *x = fusion_find_in_uses(c, fc, p, multi_read, NULL);
+  if (x && cl) *cl = x;
+  return x != NULL;
 }
 
 bool fusion_producer_consumer_fusible(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {

@@ -290,25 +290,17 @@ static int extract(const IrInstr *i, bool (*match)(const IrInstr *), IrOpcode op
 
 /* Whether a non-elementwise op of consumer fusion c (other than its in-place root) reads the
  * parameter through which c reads p. */
+static bool conflicts(const IrInstr *x, const IrInstr *param, const void *ctx) {
+  const IrInstr *root = ctx;
+  return x != param && x != root && non_elementwise(x) &&
+         !(root->op == IR_OP_TUPLE && fusion_reads(root, x) &&
+           (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER));
+}
+
 static bool consumer_conflict(const IrInstr *c, const IrInstr *p) {
   IrComputation *fc = ir_fused_computation(c);
   if (!fc) return false;
-  const IrInstr *root = fusion_fused_root(c);
-  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
-    if (c->operands[k] != p || !fc->params[k]) continue;
-    const IrInstr *stack[256];
-    int sp = 0, guard = 0;
-    stack[sp++] = fc->params[k];
-    while (sp > 0 && guard++ < 100000) {
-      const IrInstr *x = stack[--sp];
-      if (x != fc->params[k] && x != root && non_elementwise(x) &&
-          !(root->op == IR_OP_TUPLE && fusion_reads(root, x) &&
-            (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER)))
-        return true;
-      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
-    }
-  }
-  return false;
+  return fusion_find_in_uses(c, fc, p, conflicts, fusion_fused_root(c)) != NULL;
 }
 
 /* IsSafeToFuseSliceIntoDusFusion's has_nonelementwise_uses_except_dus: whether x, or anything that
