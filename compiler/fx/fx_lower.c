@@ -78,10 +78,7 @@ IrInstr *fx_emit(FxLower *L, IrOpcode op, const IrShape *shape, IrInstr *const *
 
 IrInstr *fx_emit_gte(FxLower *L, const IrShape *shape, IrInstr *tuple, int index, const char *name) {
   IrInstr *g = fx_emit(L, IR_OP_GET_TUPLE_ELEMENT, shape, &tuple, 1, name);
-  if (!g) return NULL;
-  char idx[24];
-  snprintf(idx, sizeof idx, "%d", index);
-  ir_attr_set_text(g, "index", idx);
+  if (g) ir_attr_set_int(g, "index", index);
   return g;
 }
 

@@ -909,6 +909,12 @@ const IrAttr *ir_attr_get(const IrInstr *i, const char *key) {
   return NULL;
 }
 
+void ir_attr_set_int(IrInstr *i, const char *key, int64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%" PRId64, v);
+  ir_attr_set_text(i, key, buf);
+}
+
 const char *ir_custom_call_target(const IrInstr *i, size_t *len) {
   const char *t = ir_attr_text(i, "custom_call_target");
   if (!t) return NULL;

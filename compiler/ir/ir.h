@@ -333,6 +333,8 @@ const char *ir_attr_text(const IrInstr *i, const char *key); /* NULL when absent
  * characters long. NULL when i has none. */
 const char *ir_custom_call_target(const IrInstr *i, size_t *len);
 void ir_attr_set_text(IrInstr *i, const char *key, const char *text);
+/* Sets key to the integer v in decimal (a get-tuple-element's index=2). */
+void ir_attr_set_int(IrInstr *i, const char *key, int64_t v);
 void ir_attr_set_comp(IrInstr *i, const char *key, IrComputation *comp);
 void ir_attr_set_comps(IrInstr *i, const char *key, IrComputation **comps, int n, bool braced);
 void ir_attr_remove(IrInstr *i, const char *key);
