@@ -413,13 +413,9 @@ const char *explain_kernel_label(const PlanKernel *k, char *buf, size_t n) {
   if (k->kind == KERNEL_LIBRARY && i) {
     switch (i->op) {
     case IR_OP_CUSTOM_CALL: {
-      const char *t = ir_attr_text(i, "custom_call_target");
+      size_t len;
+      const char *t = ir_custom_call_target(i, &len);
       if (!t) return "custom call";
-      size_t len = strlen(t);
-      if (len >= 2 && t[0] == '"' && t[len - 1] == '"') {
-        t++;
-        len -= 2;
-      }
       /* JAX's random numbers on a GPU: the threefry (or philox) kernel, an RNG library call. */
       bool rng = strstr(t, "threefry") || strstr(t, "philox") || strstr(t, "rng");
       snprintf(buf, n, "%s %.*s", rng ? "RNG kernel, custom call" : "custom call", (int)(len > 120 ? 120 : len), t);

@@ -681,6 +681,26 @@ static bool gen(Gen *g, const IrInstr *i, Val *idx, Val *out);
 static bool gen_which(Gen *g, const IrInstr *i, int which, Val *idx, Val *out);
 static bool gen_dot(Gen *g, const IrInstr *i, Val *idx, Val *out);
 
+/* `res = cond ? t : e` as an if/else in which each branch computes only its own value: t at
+ * index tidx, e at eidx. */
+static bool gen_if_else(Gen *g, const char *cond, const IrInstr *t, Val *tidx, const IrInstr *e, Val *eidx, Val res,
+                        Val *out) {
+  Val a;
+  line(g, "if (%s) {", cond);
+  open_scope(g);
+  if (!gen(g, t, tidx, &a)) return false;
+  line(g, "%s = %s;", res.s, a.s);
+  close_scope(g);
+  line(g, "} else {");
+  open_scope(g);
+  if (!gen(g, e, eidx, &a)) return false;
+  line(g, "%s = %s;", res.s, a.s);
+  close_scope(g);
+  line(g, "}");
+  *out = res;
+  return true;
+}
+
 /* Inlines scalar computation c with its parameters bound to args; fills outs (one per root tuple
  * element, or one). */
 static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int nargs, Val *outs, int nouts) {
@@ -1179,20 +1199,7 @@ static bool gen_pad(Gen *g, const IrInstr *i, Val *idx, Val *out) {
                               (long long)is->dims[d]);
     }
   }
-  line(g, "if (%s) {", r ? cond : "1");
-  open_scope(g);
-  Val a, pv;
-  if (!gen(g, i->operands[0], src, &a)) return false;
-  line(g, "%s = %s;", res.s, a.s);
-  close_scope(g);
-  line(g, "} else {");
-  open_scope(g);
-  if (!gen(g, i->operands[1], NULL, &pv)) return false;
-  line(g, "%s = %s;", res.s, pv.s);
-  close_scope(g);
-  line(g, "}");
-  *out = res;
-  return true;
+  return gen_if_else(g, r ? cond : "1", i->operands[0], src, i->operands[1], NULL, res, out);
 }
 
 static bool gen_concat(Gen *g, const IrInstr *i, Val *idx, Val *out) {
@@ -1332,20 +1339,8 @@ static bool gen_dus(Gen *g, const IrInstr *i, Val *idx, Val *out) {
     len += (size_t)snprintf(cond + len, sizeof cond - len, "%s%s >= 0 && %s < %lldll", d ? " && " : "", sub[d].s, sub[d].s,
                             (long long)us->dims[d]);
   }
-  Val res = branch_var(g, i->shape.type), a;
-  line(g, "if (%s) {", r ? cond : "1");
-  open_scope(g);
-  if (!gen(g, i->operands[1], sub, &a)) return false;
-  line(g, "%s = %s;", res.s, a.s);
-  close_scope(g);
-  line(g, "} else {");
-  open_scope(g);
-  if (!gen(g, i->operands[0], idx, &a)) return false;
-  line(g, "%s = %s;", res.s, a.s);
-  close_scope(g);
-  line(g, "}");
-  *out = res;
-  return true;
+  Val res = branch_var(g, i->shape.type);
+  return gen_if_else(g, r ? cond : "1", i->operands[1], sub, i->operands[0], idx, res, out);
 }
 
 static bool gen_constant(Gen *g, const IrInstr *i, Val *idx, Val *out) {

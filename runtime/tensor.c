@@ -277,22 +277,36 @@ static RtTensor *for_shape(const IrShape *s, bool zero, FxError *err);
 RtTensor *rt_tensor_for_shape(const IrShape *s, FxError *err) { return for_shape(s, true, err); }
 RtTensor *rt_tensor_for_shape_uninit(const IrShape *s, FxError *err) { return for_shape(s, false, err); }
 
-static RtTensor *for_shape(const IrShape *s, bool zero, FxError *err) {
-  if (s->type == IR_TUPLE) {
-    RtTensor **el = fx_calloc((size_t)(s->ntuple > 0 ? s->ntuple : 1), sizeof *el);
-    if (!el) {
-      fx_error_set(err, NULL, 0, 0, "out of memory");
-      return NULL;
-    }
-    RtTensor *r = NULL;
-    int k = 0;
-    for (; k < s->ntuple; k++)
-      if (!(el[k] = for_shape(&s->tuple[k], zero, err))) break;
-    if (k == s->ntuple) r = rt_tensor_tuple(el, s->ntuple, err);
-    for (int j = 0; j < k; j++) rt_tensor_unref(el[j]);
-    fx_free(el);
-    return r;
+/* A tuple of n new elements, element k made by elem(src, k, zero, err); NULL (err set) when one
+ * of them or the tuple cannot be made. */
+static RtTensor *new_tuple(int n, RtTensor *(*elem)(const void *src, int k, bool zero, FxError *err), const void *src,
+                           bool zero, FxError *err) {
+  RtTensor **el = fx_calloc((size_t)(n > 0 ? n : 1), sizeof *el);
+  if (!el) {
+    fx_error_set(err, NULL, 0, 0, "out of memory");
+    return NULL;
   }
+  RtTensor *r = NULL;
+  int k = 0;
+  for (; k < n; k++)
+    if (!(el[k] = elem(src, k, zero, err))) break;
+  if (k == n) r = rt_tensor_tuple(el, n, err);
+  for (int j = 0; j < k; j++) rt_tensor_unref(el[j]);
+  fx_free(el);
+  return r;
+}
+
+static RtTensor *shape_elem(const void *src, int k, bool zero, FxError *err) {
+  return for_shape(&((const IrShape *)src)->tuple[k], zero, err);
+}
+
+static RtTensor *clone_elem(const void *src, int k, bool zero, FxError *err) {
+  (void)zero;
+  return rt_tensor_clone(((const RtTensor *)src)->tuple[k], err);
+}
+
+static RtTensor *for_shape(const IrShape *s, bool zero, FxError *err) {
+  if (s->type == IR_TUPLE) return new_tuple(s->ntuple, shape_elem, s, zero, err);
   if (s->type == IR_TOKEN) return rt_tensor_new(IR_TOKEN, 0, NULL, err);
   return tensor_new(s->type, s->rank, s->dims, zero, false, err);
 }
@@ -316,21 +330,7 @@ void rt_tensor_unref(RtTensor *t) {
 }
 
 RtTensor *rt_tensor_clone(const RtTensor *t, FxError *err) {
-  if (t->type == IR_TUPLE) {
-    RtTensor **el = fx_calloc((size_t)(t->ntuple > 0 ? t->ntuple : 1), sizeof *el);
-    if (!el) {
-      fx_error_set(err, NULL, 0, 0, "out of memory");
-      return NULL;
-    }
-    RtTensor *r = NULL;
-    int k = 0;
-    for (; k < t->ntuple; k++)
-      if (!(el[k] = rt_tensor_clone(t->tuple[k], err))) break;
-    if (k == t->ntuple) r = rt_tensor_tuple(el, t->ntuple, err);
-    for (int j = 0; j < k; j++) rt_tensor_unref(el[j]);
-    fx_free(el);
-    return r;
-  }
+  if (t->type == IR_TUPLE) return new_tuple(t->ntuple, clone_elem, t, false, err);
   RtTensor *r = rt_tensor_new(t->type, t->rank, t->dims, err);
   if (r && t->bytes) memcpy(r->data, t->data, t->bytes);
   return r;
@@ -487,25 +487,7 @@ void rt_set_i(RtTensor *t, int64_t i, int64_t v) {
 
 /* ---------- threefry and random fill ---------- */
 
-static uint32_t rotl32(uint32_t x, int r) { return (x << r) | (x >> (32 - r)); }
-
-void rt_threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, uint32_t out[2]) {
-  static const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
-  uint32_t ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
-  uint32_t x0 = c0 + ks[0], x1 = c1 + ks[1];
-  for (int r = 0; r < 20; r++) {
-    x0 += x1;
-    x1 = rotl32(x1, rot[r % 8]);
-    x1 ^= x0;
-    if (r % 4 == 3) {
-      int s = r / 4 + 1;
-      x0 += ks[s % 3];
-      x1 += ks[(s + 1) % 3] + (uint32_t)s;
-    }
-  }
-  out[0] = x0;
-  out[1] = x1;
-}
+/* rt_threefry2x32 is in rng_stream.c, next to the other random streams. */
 
 void rt_tensor_fill_random(RtTensor *t, uint64_t seed, uint64_t stream) {
   rt_tensor_fill_random_range(t, seed, stream, 0, t->count);

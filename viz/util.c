@@ -114,13 +114,9 @@ const char *viz_library_name(const IrInstr *i, char *buf, size_t n) {
   if (plan_library_call(i, &library, &what)) return library; /* cuDNN, cuBLAS, Triton (kernels.def) */
   switch (i->op) {
     case IR_OP_CUSTOM_CALL: {
-      const char *t = ir_attr_text(i, "custom_call_target");
+      size_t len;
+      const char *t = ir_custom_call_target(i, &len);
       if (!t) return "custom call";
-      size_t len = strlen(t);
-      if (len >= 2 && t[0] == '"' && t[len - 1] == '"') {
-        t++;
-        len -= 2;
-      }
       snprintf(buf, n, "%.*s", (int)len, t);
       return buf;
     }

@@ -1368,6 +1368,25 @@ static bool tile_visit_operand(TileWalk *w, const IrInstr *x, int k, const int64
   return tile_walk(w, o, t, rank, inside);
 }
 
+/* The next group of a reshape's dimensions with equal running products: advances *pi over the
+ * output's dimensions and *pj over the operand's to the group's end, trailing dimensions of size 1
+ * taken in on either side. False when the products never meet. */
+static bool reshape_group(const IrShape *out, const IrShape *in, int *pi, int *pj) {
+  int i = *pi, j = *pj;
+  int64_t pa = i < out->rank ? out->dims[i++] : 1, pb = j < in->rank ? in->dims[j++] : 1;
+  while (pa != pb) {
+    if (pa < pb && i < out->rank) pa *= out->dims[i++];
+    else if (j < in->rank) pb *= in->dims[j++];
+    else if (i < out->rank) pa *= out->dims[i++];
+    else return false;
+  }
+  while (i < out->rank && out->dims[i] == 1 && (j >= in->rank || in->dims[j] != 1)) i++;
+  while (j < in->rank && in->dims[j] == 1 && (i >= out->rank || out->dims[i] != 1)) j++;
+  *pi = i;
+  *pj = j;
+  return true;
+}
+
 /* Maps a tile of a reshape's output onto its operand (the symbolic tile of a reshape's indexing
  * map): within each group of dimensions with equal running products, the tile must be a
  * contiguous run (dimensions minor to the first partial one whole, those major to it 1), and its
@@ -1376,16 +1395,7 @@ static bool reshape_tile(const IrShape *out, const int64_t *t, const IrShape *in
   int i = 0, j = 0;
   while (i < out->rank || j < in->rank) {
     int i0 = i, j0 = j;
-    int64_t pa = i < out->rank ? out->dims[i++] : 1, pb = j < in->rank ? in->dims[j++] : 1;
-    while (pa != pb) {
-      if (pa < pb && i < out->rank) pa *= out->dims[i++];
-      else if (j < in->rank) pb *= in->dims[j++];
-      else if (i < out->rank) pa *= out->dims[i++];
-      else return false;
-    }
-    /* Take in trailing dimensions of size 1 on either side. */
-    while (i < out->rank && out->dims[i] == 1 && (j >= in->rank || in->dims[j] != 1)) i++;
-    while (j < in->rank && in->dims[j] == 1 && (i >= out->rank || out->dims[i] != 1)) j++;
+    if (!reshape_group(out, in, &i, &j)) return false;
     /* The run's length: from the minor end, whole dimensions, then one partial, then ones. */
     int64_t len = 1;
     bool partial = false;
@@ -1550,15 +1560,7 @@ static int reshape_range(const IrShape *out, const IndexRange *r, const IrShape 
   int i = 0, j = 0;
   while (i < out->rank || j < in->rank) {
     int i0 = i, j0 = j;
-    int64_t pa = i < out->rank ? out->dims[i++] : 1, pb = j < in->rank ? in->dims[j++] : 1;
-    while (pa != pb) {
-      if (pa < pb && i < out->rank) pa *= out->dims[i++];
-      else if (j < in->rank) pb *= in->dims[j++];
-      else if (i < out->rank) pa *= out->dims[i++];
-      else return -1;
-    }
-    while (i < out->rank && out->dims[i] == 1 && (j >= in->rank || in->dims[j] != 1)) i++;
-    while (j < in->rank && in->dims[j] == 1 && (i >= out->rank || out->dims[i] != 1)) j++;
+    if (!reshape_group(out, in, &i, &j)) return -1;
     /* The output side, minor to major: a dimension read partly, with a more major one read at
      * several indices, is no strided interval. */
     int64_t off = 0, len = 1, stride = 1;

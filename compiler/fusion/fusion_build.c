@@ -380,10 +380,7 @@ static IrInstr *new_gte(IrComputation *c, IrInstr *tuple_value, int index) {
   char nm[32];
   snprintf(nm, sizeof nm, "get-tuple-element");
   IrInstr *g = ir_instr_new(c, IR_OP_GET_TUPLE_ELEMENT, es, &tuple_value, 1, nm);
-  if (!g) return NULL;
-  char idx[24];
-  snprintf(idx, sizeof idx, "%d", index);
-  ir_attr_set_text(g, "index", idx);
+  if (g) ir_attr_set_int(g, "index", index);
   return g;
 }
 

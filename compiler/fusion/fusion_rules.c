@@ -870,6 +870,29 @@ static const IrInstr *loop_codegen(const IrInstr *i) {
   return NULL;
 }
 
+const IrInstr *fusion_find_in_uses(const IrInstr *c, const IrComputation *fc, const IrInstr *p,
+                                   bool (*hit)(const IrInstr *x, const IrInstr *param, const void *ctx),
+                                   const void *ctx) {
+  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
+    if (c->operands[k] != p || !fc->params[k]) continue;
+    const IrInstr *stack[256];
+    int sp = 0, guard = 0;
+    stack[sp++] = fc->params[k];
+    while (sp > 0 && guard++ < 100000) {
+      const IrInstr *x = stack[--sp];
+      if (hit(x, fc->params[k], ctx)) return x;
+      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
+    }
+  }
+  return NULL;
+}
+
+static bool multi_read(const IrInstr *x, const IrInstr *param, const void *ctx) {
+  (void)param;
+  (void)ctx;
+  return reads_elements_multiple_times(x);
+}
+
 bool fusion_creates_nested_loop(const IrInstr *p, const IrInstr *c, const IrInstr **pl, const IrInstr **cl) {
   const IrInstr *a = loop_codegen(p);
   if (pl) *pl = a;
@@ -881,21 +904,9 @@ bool fusion_creates_nested_loop(const IrInstr *p, const IrInstr *c, const IrInst
     return reads_elements_multiple_times(c);
   }
   /* Whether p's value reaches, inside c, an instruction that reads elements several times. */
-  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
-    if (c->operands[k] != p || !fc->params[k]) continue;
-    const IrInstr *stack[256];
-    int sp = 0, guard = 0;
-    stack[sp++] = fc->params[k];
-    while (sp > 0 && guard++ < 100000) {
-      const IrInstr *x = stack[--sp];
-      if (reads_elements_multiple_times(x)) {
-        if (cl) *cl = x;
-        return true;
-      }
-      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
-    }
-  }
-  return false;
+  const IrInstr *x = fusion_find_in_uses(c, fc, p, multi_read, NULL);
+  if (x && cl) *cl = x;
+  return x != NULL;
 }
 
 bool fusion_producer_consumer_fusible(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
@@ -1201,6 +1212,35 @@ bool fusion_constant_int(const IrInstr *x, int64_t *v) {
   return true;
 }
 
+bool fusion_slice_matches_dus(const IrInstr *p, const IrInstr *pne, const IrInstr *buf, const IrInstr *c,
+                              const IrInstr *dus, FusionVerdict *v) {
+  int rank = dus->shape.rank;
+  if (pne->op == IR_OP_SLICE) {
+    int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
+    int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
+    for (int d = 0; d < rank; d++) {
+      int64_t cv;
+      if (d >= nd || 2 + d >= dus->noperands || !fusion_constant_int(fusion_outer_operand(c, dus->operands[2 + d]), &cv) ||
+          cv != st[d] || sd[d] != 1)
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
+                             "mismatch)",
+                             p->name, buf->name, c->name);
+    }
+  } else if (pne->op == IR_OP_DYNAMIC_SLICE) {
+    for (int d = 0; d < rank && 1 + d < pne->noperands && 2 + d < dus->noperands; d++) {
+      const IrInstr *a = fusion_outer_operand(p, pne->operands[1 + d]), *b = fusion_outer_operand(c, dus->operands[2 + d]);
+      int64_t av = 0, bv = 0;
+      bool ac = fusion_constant_int(a, &av), bc = fusion_constant_int(b, &bv);
+      if (ac != bc || (ac && av != bv) || (!ac && a != b))
+        return fusion_refuse(v, FR_IN_PLACE,
+                             "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index mismatch)",
+                             p->name, buf->name, c->name);
+    }
+  }
+  return true;
+}
+
 /* XLA's InstructionFusion::ShouldFuseInPlaceOp (2021): a consumer that updates a buffer in place
  * takes a producer that is not elementwise and reads that same buffer only when the producer is
  * a slice or dynamic-slice of exactly the region the consumer's one dynamic-update-slice writes
@@ -1221,31 +1261,8 @@ static bool classic_should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, 
                            "%s reads %s, which %s updates in place, through a %s that is not the region the update "
                            "writes (XLA: the consumer is not a dus or the producer has several non-elementwise ops)",
                            p->name, buf->name, c->name, ir_op_name(p->op));
-    int rank = dus->shape.rank;
-    if (pne->op == IR_OP_SLICE) {
-      int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
-      int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
-      for (int d = 0; d < rank; d++) {
-        int64_t cv;
-        if (d >= nd || 2 + d >= dus->noperands || !fusion_constant_int(fusion_outer_operand(c, dus->operands[2 + d]), &cv) ||
-            cv != st[d] || sd[d] != 1)
-          return fusion_refuse(v, FR_IN_PLACE,
-                               "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
-                               "mismatch)",
-                               p->name, buf->name, c->name);
-      }
-      continue;
-    }
-    if (pne->op == IR_OP_DYNAMIC_SLICE) {
-      for (int d = 0; d < rank && 1 + d < pne->noperands && 2 + d < dus->noperands; d++) {
-        const IrInstr *a = fusion_outer_operand(p, pne->operands[1 + d]), *b = fusion_outer_operand(c, dus->operands[2 + d]);
-        int64_t av = 0, bv = 0;
-        bool ac = fusion_constant_int(a, &av), bc = fusion_constant_int(b, &bv);
-        if (ac != bc || (ac && av != bv) || (!ac && a != b))
-          return fusion_refuse(v, FR_IN_PLACE,
-                               "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index mismatch)",
-                               p->name, buf->name, c->name);
-      }
+    if (pne->op == IR_OP_SLICE || pne->op == IR_OP_DYNAMIC_SLICE) {
+      if (!fusion_slice_matches_dus(p, pne, buf, c, dus, v)) return false;
       continue;
     }
     return fusion_refuse(v, FR_IN_PLACE,

@@ -124,6 +124,18 @@ bool fusion_reuses_operand(const IrInstr *consumer, int k, double *times);
 const IrInstr *fusion_outer_operand(const IrInstr *owner, const IrInstr *x);
 /* The first value of the constant x as an integer; false when x is no constant. */
 bool fusion_constant_int(const IrInstr *x, int64_t *v);
+/* Searches, inside c's fused computation fc, what p's value reaches: from each parameter that is
+ * p, its uses depth first (bounded), the first x for which hit(x, that parameter, ctx) holds.
+ * NULL when none. */
+const IrInstr *fusion_find_in_uses(const IrInstr *c, const IrComputation *fc, const IrInstr *p,
+                                   bool (*hit)(const IrInstr *x, const IrInstr *param, const void *ctx),
+                                   const void *ctx);
+/* ShouldFuseInPlaceOp's index check: whether the slice or dynamic-slice pne in producer p reads
+ * buf at exactly the indices the dynamic-update-slice dus in consumer c writes (the same constant
+ * starts, or the same start instructions). Refuses in v (FR_IN_PLACE) when not; true for any
+ * other op. */
+bool fusion_slice_matches_dus(const IrInstr *p, const IrInstr *pne, const IrInstr *buf, const IrInstr *c,
+                              const IrInstr *dus, FusionVerdict *v);
 /* ShapeUtil::SubshapeCount: an array is one buffer; a tuple is itself plus each element's. */
 int fusion_subshape_count(const IrShape *sh);
 /* XLA's FusionPriority (multi_output_fusion.cc, both eras): 2 for a multi-output fusion, 1 for

@@ -46,6 +46,7 @@
 #include "fusion_build.h"
 #include "fusion_rules.h"
 #include "../passes/passes.h"
+#include "../passes/simplify.h"
 
 #define GF_MAX_FRAGS 24 /* fragments of one tensor */
 #define GF_MAX_DIMS 16  /* dot dimensions a tensor's fragments belong to */
@@ -973,14 +974,10 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
       for (int q = 0; q < m->comps[k]->ninstrs && !fused_body; q++)
         fused_body = m->comps[k]->instrs[q]->op == IR_OP_FUSION && ir_fused_computation(m->comps[k]->instrs[q]) == comp;
     if (fused_body) continue;
-    int n = 0;
-    for (int k = 0; k < comp->ninstrs; k++) n += comp->instrs[k]->op == IR_OP_DOT;
+    int n;
+    IrInstr **dots = simp_comp_collect(comp, IR_OP_DOT, &n);
+    if (n < 0) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
     if (!n) continue;
-    IrInstr **dots = fx_malloc(sizeof *dots * (size_t)n);
-    if (!dots) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-    n = 0;
-    for (int k = 0; k < comp->ninstrs; k++)
-      if (comp->instrs[k]->op == IR_OP_DOT) dots[n++] = comp->instrs[k];
     bool ok = true;
     for (int k = 0; ok && k < n && !pass_interrupted(cx); k++)
       if (!dots[k]->dead && dots[k]->parent == comp) ok = gemm_fuse(&g, dots[k]);

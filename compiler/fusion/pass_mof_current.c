@@ -21,10 +21,9 @@
 #include <string.h>
 
 #include "fusion_analysis.h"
-#include "fusion_build.h"
 #include "gpu_fusible.h"
+#include "mof_steps.h"
 #include "../passes/passes.h"
-#include "reachability.h"
 
 static bool effective_scalar(const IrShape *s) {
   if (!ir_shape_is_array(s)) return false;
@@ -127,6 +126,9 @@ static bool can_fuse_siblings(Reach *r, const IrInstr *a, const IrInstr *b, cons
   return true;
 }
 
+/* A sibling decision names each kernel by its name. */
+static void kernel_name(const IrInstr *x, char *buf, size_t n) { snprintf(buf, n, "%s", x->name); }
+
 static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
   if (effective_scalar(&parent->shape)) return 0;
   IrInstr *sib[64];
@@ -134,35 +136,7 @@ static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairS
   for (int u = 0; u < parent->nusers && n < 64; u++)
     if (parent->users[u]->parent == parent->parent && sibling_candidate(parent->users[u], cx->settings))
       sib[n++] = parent->users[u];
-  fusion_sort_by_mof_priority(sib, n); /* multi-output fusions, then fusions, then plain ops */
-  int merged = 0;
-  for (int i = 0; i < n; i++) {
-    if (!sib[i] || sib[i]->op != IR_OP_FUSION) continue;
-    for (int j = i + 1; j < n; j++) {
-      if (!sib[j]) continue;
-      FusionVerdict v;
-      char an[256], bn[256];
-      snprintf(an, sizeof an, "%s", sib[i]->name);
-      snprintf(bn, sizeof bn, "%s", sib[j]->name);
-      if (!can_fuse_siblings(r, sib[i], sib[j], parent, cx, &v)) {
-        if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
-        if (*oom) return merged;
-        continue;
-      }
-      IrInstr *f = fusion_merge_siblings(sib[i], sib[j], NULL);
-      if (!f) {
-        *oom = true;
-        return merged;
-      }
-      reach_update(r, f);
-      fusion_verdict_metric(&v, "outputs", f->shape.type == IR_TUPLE ? f->shape.ntuple : 1);
-      fusion_verdict_emit(cx, "sibling", an, bn, f->name, &v);
-      sib[i] = f;
-      sib[j] = NULL;
-      merged++;
-    }
-  }
-  return merged;
+  return mof_fuse_siblings(r, parent, sib, n, cx, refused, oom, NULL, can_fuse_siblings, kernel_name);
 }
 
 /* ProducerCandidateIsFusible. */
@@ -198,74 +172,22 @@ static bool consumer_ok(Reach *r, const IrInstr *p, const IrInstr *c, const Pass
   return true;
 }
 
-static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
-  int n = c->ninstrs;
-  IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1));
-  if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-  memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
-  bool oom = false;
-  FusionPairSet refused = {0};
-  Reach reach;
-  reach_init(&reach, c);
-  for (int k = n - 1; k >= 0 && !oom && !pass_interrupted(cx); k--) {
-    IrInstr *p = order[k];
-    if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT || custom_fusion(p)) continue;
-    *count += fuse_siblings(&reach, p, cx, &refused, &oom);
-    if (oom || p->dead || p->parent != c) continue;
-    FusionVerdict pv;
-    memset(&pv, 0, sizeof pv);
-    if (!fusion_producer_mof_fusible(p, cx->settings, &pv) || p->op == IR_OP_PARAMETER) continue;
-    if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) continue;
-    IrInstr *best = NULL;
-    FusionVerdict bestv;
-    IrInstr *users[64];
-    int nu = p->nusers < 64 ? p->nusers : 64;
-    memcpy(users, p->users, sizeof(IrInstr *) * (size_t)nu);
-    for (int u = 0; u < nu; u++) {
-      IrInstr *cons = users[u];
-      if (cons->parent != c) continue;
-      FusionVerdict v;
-      if (!consumer_ok(&reach, p, cons, cx, &v)) {
-        fusion_verdict_emit(cx, "multi-output", p->name, fusion_consumer_label(cons, p), NULL, &v);
-        continue;
-      }
-      /* SelectPreferredFusionCandidate: multi-output fusions, then fusions; the first of the best. */
-      if (!best || fusion_mof_priority(cons) > fusion_mof_priority(best)) {
-        best = cons;
-        bestv = v;
-      }
-    }
-    if (!best) continue;
-    char pn[256], cl[256];
-    snprintf(pn, sizeof pn, "%s", p->name);
-    snprintf(cl, sizeof cl, "%s", fusion_consumer_label(best, p));
-    IrInstr *f = fusion_fuse_multi_output(best, p);
-    if (!f) {
-      oom = true;
-      break;
-    }
-    reach_update(&reach, f);
-    fusion_verdict_emit(cx, "multi-output", pn, cl, f->name, &bestv);
-    (*count)++;
-  }
-  fx_free(order);
-  fusion_pair_set_free(&refused);
-  reach_free(&reach);
-  if (oom) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-  if (*count) ir_computation_sort(c);
-  return true;
+/* The consumers p may go into: p may stay an output (IsProducerMultiOutputFusible, no parameter)
+ * and has more than one user or a multi-output user. */
+static int consumers(const IrInstr *p, const IrComputation *c, const PassSettings *s, IrInstr **out) {
+  FusionVerdict pv;
+  memset(&pv, 0, sizeof pv);
+  if (!fusion_producer_mof_fusible(p, s, &pv) || p->op == IR_OP_PARAMETER) return 0;
+  if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) return 0;
+  int n = 0;
+  for (int u = 0; u < p->nusers && u < 64; u++)
+    if (p->users[u]->parent == c) out[n++] = p->users[u];
+  return n;
 }
 
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
-  *changed = false;
-  if (fusion_pass_disabled(cx, "multi_output_fusion")) return true;
-  IrComputation *comps[1024];
-  int n = fusion_fusible_computations(m, comps, 1024);
-  int count = 0;
-  for (int k = 0; k < n; k++)
-    if (!mof_computation(comps[k], cx, &count)) return false;
-  *changed = count > 0;
-  return true;
+  static const MofEra era = {fusion_fusible_computations, custom_fusion, fuse_siblings, consumers, consumer_ok};
+  return mof_run(m, cx, changed, &era);
 }
 
 const Pass pass_multi_output_fusion_current = {

@@ -23,10 +23,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fusion_build.h"
-#include "fusion_rules.h"
+#include "mof_steps.h"
 #include "../passes/passes.h"
-#include "reachability.h"
 
 static bool is_mof(const IrInstr *i) {
   IrComputation *fc = ir_fused_computation(i);
@@ -215,40 +213,11 @@ static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairS
     for (int q = 0; q < n && !seen; q++) seen = sib[q] == x;
     if (!seen && x->parent == parent->parent) sib[n++] = x;
   }
-  fusion_sort_by_mof_priority(sib, n); /* multi-output fusions, fusions, plain ops */
-  int merged = 0;
-  for (int i = 0; i < n; i++) {
-    if (!sib[i] || sib[i]->op != IR_OP_FUSION || !sibling_candidate(sib[i], cx->settings)) continue;
-    for (int j = i + 1; j < n; j++) {
-      if (!sib[j] || !sibling_candidate(sib[j], cx->settings)) continue;
-      FusionVerdict v;
-      bool ok = sibling_ok(r, sib[i], sib[j], parent, cx, &v);
-      char an[256], bn[256];
-      sibling_label(sib[i], an, sizeof an);
-      sibling_label(sib[j], bn, sizeof bn);
-      if (!ok) {
-        if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
-        if (*oom) return merged;
-        continue;
-      }
-      IrInstr *f = fusion_merge_siblings(sib[i], sib[j], NULL);
-      if (!f) {
-        *oom = true;
-        return merged;
-      }
-      reach_update(r, f);
-      fusion_verdict_metric(&v, "outputs", f->shape.type == IR_TUPLE ? f->shape.ntuple : 1);
-      fusion_verdict_emit(cx, "sibling", an, bn, f->name, &v);
-      sib[i] = f;
-      sib[j] = NULL;
-      merged++;
-    }
-  }
-  return merged;
+  return mof_fuse_siblings(r, parent, sib, n, cx, refused, oom, sibling_candidate, sibling_ok, sibling_label);
 }
 
 /* A consumer candidate of GetProducerConsumerMultiOutputFusionCandidates. */
-static bool producer_consumer_ok(Reach *r, IrInstr *p, IrInstr *c, const PassContext *cx, FusionVerdict *v) {
+static bool producer_consumer_ok(Reach *r, const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
   memset(v, 0, sizeof *v);
   if (!fusion_mof_producer_consumer_2021(p, c, cx, v)) return false;
   for (int k = 0; k < c->noperands; k++) {
@@ -272,76 +241,25 @@ static bool reportable_consumer(const IrInstr *c, const PassSettings *s) {
          c->op != IR_OP_BITCAST;
 }
 
-static bool mof_computation(IrComputation *c, PassContext *cx, int *count) {
-  int n = c->ninstrs;
-  IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1));
-  if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-  memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
-  bool oom = false;
-  FusionPairSet refused = {0};
-  Reach reach;
-  reach_init(&reach, c);
-  for (int k = n - 1; k >= 0 && !oom && !pass_interrupted(cx); k--) {
-    IrInstr *p = order[k];
-    /* Never multi-output fuse constants. */
-    if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT) continue;
-    *count += fuse_siblings(&reach, p, cx, &refused, &oom);
-    if (oom || p->dead || p->parent != c) continue;
-    /* One user that is not a multi-output fusion: fusion-merger already judged the pair. */
-    if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) continue;
-    if (!fusion_is_loop_fusible(p, cx->settings) || fusion_op_never_fuses(p->op)) continue;
-    IrInstr *best = NULL;
-    FusionVerdict bestv;
-    IrInstr *users[64];
-    int nu = p->nusers < 64 ? p->nusers : 64;
-    memcpy(users, p->users, sizeof(IrInstr *) * (size_t)nu);
-    for (int u = 0; u < nu; u++) {
-      IrInstr *cons = users[u];
-      bool seen = false;
-      for (int q = 0; q < u && !seen; q++) seen = users[q] == cons;
-      if (seen || cons->parent != c || !reportable_consumer(cons, cx->settings)) continue;
-      FusionVerdict v;
-      if (!producer_consumer_ok(&reach, p, cons, cx, &v)) {
-        fusion_verdict_emit(cx, "multi-output", p->name, fusion_consumer_label(cons, p), NULL, &v);
-        continue;
-      }
-      /* SelectPreferredFusionCandidate: the first of the highest priority. */
-      if (!best || fusion_mof_priority(cons) > fusion_mof_priority(best)) {
-        best = cons;
-        bestv = v;
-      }
-    }
-    if (!best) continue;
-    char pn[256], cl[256];
-    snprintf(pn, sizeof pn, "%s", p->name);
-    snprintf(cl, sizeof cl, "%s", fusion_consumer_label(best, p));
-    IrInstr *f = fusion_fuse_multi_output(best, p);
-    if (!f) {
-      oom = true;
-      break;
-    }
-    reach_update(&reach, f);
-    fusion_verdict_emit(cx, "multi-output", pn, cl, f->name, &bestv);
-    (*count)++;
+/* The consumers p may go into: p has more than one user or a multi-output user, and is
+ * loop-fusible; each consumer once. */
+static int consumers(const IrInstr *p, const IrComputation *c, const PassSettings *s, IrInstr **out) {
+  /* One user that is not a multi-output fusion: fusion-merger already judged the pair. */
+  if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) return 0;
+  if (!fusion_is_loop_fusible(p, s) || fusion_op_never_fuses(p->op)) return 0;
+  int n = 0;
+  for (int u = 0; u < p->nusers && u < 64; u++) {
+    IrInstr *cons = p->users[u];
+    bool seen = false;
+    for (int q = 0; q < u && !seen; q++) seen = p->users[q] == cons;
+    if (!seen && cons->parent == c && reportable_consumer(cons, s)) out[n++] = cons;
   }
-  fx_free(order);
-  fusion_pair_set_free(&refused);
-  reach_free(&reach);
-  if (oom) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-  if (*count) ir_computation_sort(c);
-  return true;
+  return n;
 }
 
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
-  *changed = false;
-  if (fusion_pass_disabled(cx, "multi_output_fusion")) return true;
-  IrComputation *comps[1024];
-  int n = fusion_control_computations(m, comps, 1024);
-  int count = 0;
-  for (int k = 0; k < n; k++)
-    if (!mof_computation(comps[k], cx, &count)) return false;
-  *changed = count > 0;
-  return true;
+  static const MofEra era = {fusion_control_computations, NULL, fuse_siblings, consumers, producer_consumer_ok};
+  return mof_run(m, cx, changed, &era);
 }
 
 const Pass pass_multi_output_fusion = {

@@ -290,25 +290,17 @@ static int extract(const IrInstr *i, bool (*match)(const IrInstr *), IrOpcode op
 
 /* Whether a non-elementwise op of consumer fusion c (other than its in-place root) reads the
  * parameter through which c reads p. */
+static bool conflicts(const IrInstr *x, const IrInstr *param, const void *ctx) {
+  const IrInstr *root = ctx;
+  return x != param && x != root && non_elementwise(x) &&
+         !(root->op == IR_OP_TUPLE && fusion_reads(root, x) &&
+           (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER));
+}
+
 static bool consumer_conflict(const IrInstr *c, const IrInstr *p) {
   IrComputation *fc = ir_fused_computation(c);
   if (!fc) return false;
-  const IrInstr *root = fusion_fused_root(c);
-  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
-    if (c->operands[k] != p || !fc->params[k]) continue;
-    const IrInstr *stack[256];
-    int sp = 0, guard = 0;
-    stack[sp++] = fc->params[k];
-    while (sp > 0 && guard++ < 100000) {
-      const IrInstr *x = stack[--sp];
-      if (x != fc->params[k] && x != root && non_elementwise(x) &&
-          !(root->op == IR_OP_TUPLE && fusion_reads(root, x) &&
-            (x->op == IR_OP_DYNAMIC_UPDATE_SLICE || x->op == IR_OP_SCATTER)))
-        return true;
-      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
-    }
-  }
-  return false;
+  return fusion_find_in_uses(c, fc, p, conflicts, fusion_fused_root(c)) != NULL;
 }
 
 /* IsSafeToFuseSliceIntoDusFusion's has_nonelementwise_uses_except_dus: whether x, or anything that
@@ -385,42 +377,15 @@ static bool should_fuse_in_place_op(const IrInstr *p, const IrInstr *c, FusionVe
                              "%s's %s has another shape than the update %s writes in place", p->name,
                              ir_op_name(pne->op), dus->name);
     }
-    if (pne->op == IR_OP_SLICE) {
-      int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK];
-      int nd = ir_attr_slice(pne, st, li, sd, IR_MAX_RANK);
-      for (int d = 0; d < rank; d++) {
-        int64_t cv;
-        if (d >= nd || !fusion_constant_int(fusion_outer_operand(c, dus->operands[2 + d]), &cv) || cv != st[d] || sd[d] != 1)
-          return fusion_refuse(v, FR_IN_PLACE,
-                               "%s slices %s at other indices than %s updates in place (XLA: DUS and slice index "
-                               "mismatch)",
-                               p->name, buf->name, c->name);
-      }
+    if (pne->op == IR_OP_SLICE || pne->op == IR_OP_DYNAMIC_SLICE) {
+      if (!fusion_slice_matches_dus(p, pne, buf, c, dus, v)) return false;
+      bool slice = pne->op == IR_OP_SLICE;
       if (c->op == IR_OP_FUSION && !safe_slice_into_dus_fusion(p, c, dus))
         return fusion_refuse(v, FR_IN_PLACE,
-                             "%s's slice would also reach another non-elementwise op of %s, which would then read the "
-                             "buffer %s updates in place (XLA: Fusing slice into DUS will also fuse another "
+                             "%s's %s would also reach another non-elementwise op of %s, which would then read the "
+                             "buffer %s updates in place (XLA: Fusing %s into DUS will also fuse another "
                              "non-elementwise op with shared operand as DUS)",
-                             p->name, c->name, c->name);
-      continue;
-    }
-    if (pne->op == IR_OP_DYNAMIC_SLICE) {
-      for (int d = 0; d < rank && 1 + d < pne->noperands; d++) {
-        const IrInstr *a = fusion_outer_operand(p, pne->operands[1 + d]), *b = fusion_outer_operand(c, dus->operands[2 + d]);
-        int64_t av = 0, bv = 0;
-        bool ac = fusion_constant_int(a, &av), bc = fusion_constant_int(b, &bv);
-        if (ac != bc || (ac && av != bv) || (!ac && a != b))
-          return fusion_refuse(v, FR_IN_PLACE,
-                               "%s reads %s at other indices than %s updates in place (XLA: DUS and DS index "
-                               "mismatch)",
-                               p->name, buf->name, c->name);
-      }
-      if (c->op == IR_OP_FUSION && !safe_slice_into_dus_fusion(p, c, dus))
-        return fusion_refuse(v, FR_IN_PLACE,
-                             "%s's dynamic-slice would also reach another non-elementwise op of %s, which would then "
-                             "read the buffer %s updates in place (XLA: Fusing DS into DUS will also fuse another "
-                             "non-elementwise op with shared operand as DUS)",
-                             p->name, c->name, c->name);
+                             p->name, slice ? "slice" : "dynamic-slice", c->name, c->name, slice ? "slice" : "DS");
       continue;
     }
     return fusion_refuse(v, FR_IN_PLACE,

@@ -76,6 +76,12 @@ IrInstr *fx_emit(FxLower *L, IrOpcode op, const IrShape *shape, IrInstr *const *
   return i;
 }
 
+IrInstr *fx_emit_gte(FxLower *L, const IrShape *shape, IrInstr *tuple, int index, const char *name) {
+  IrInstr *g = fx_emit(L, IR_OP_GET_TUPLE_ELEMENT, shape, &tuple, 1, name);
+  if (g) ir_attr_set_int(g, "index", index);
+  return g;
+}
+
 const char *fx_unique_comp_name(IrModule *m, const char *base) {
   if (!ir_module_find_computation(m, base)) return arena_strdup(&m->arena, base);
   for (int k = 1;; k++) {
@@ -139,12 +145,9 @@ static IrInstr *capture(FxLower *L, FxFrame *f, IrInstr *v) {
   f->cap_cap = cap1 < cap2 ? cap1 : cap2;
   FxFrame *saved = L->frame;
   L->frame = f;
-  IrInstr *g = fx_emit(L, IR_OP_GET_TUPLE_ELEMENT, &outer->shape, &f->param, 1, outer->name);
+  IrInstr *g = fx_emit_gte(L, &outer->shape, f->param, f->nslots + f->ncap, outer->name);
   L->frame = saved;
   if (!g) return NULL;
-  char idx[24];
-  snprintf(idx, sizeof idx, "%d", f->nslots + f->ncap);
-  ir_attr_set_text(g, "index", idx);
   f->cap_outer[f->ncap] = outer;
   f->cap_inner[f->ncap] = g;
   f->ncap++;
@@ -297,11 +300,8 @@ static bool lower_loop(FxLower *L, const FxStmt *s) {
     saved_nbinds_index = 1;
   }
   for (int k = 0; k < nc; k++) {
-    IrInstr *g = fx_emit(L, IR_OP_GET_TUPLE_ELEMENT, &init[k]->shape, &body.param, 1, s->names[k]);
+    IrInstr *g = fx_emit_gte(L, &init[k]->shape, body.param, k + 1, s->names[k]);
     if (!g) goto done;
-    char idx[24];
-    snprintf(idx, sizeof idx, "%d", k + 1);
-    ir_attr_set_text(g, "index", idx);
     FxValue v = {0};
     v.kind = V_TENSOR;
     v.t = g;
@@ -424,11 +424,8 @@ static bool lower_loop(FxLower *L, const FxStmt *s) {
     snprintf(cfg, sizeof cfg, "{\"known_trip_count\":{\"n\":\"%" PRId64 "\"}}", trips);
     ir_attr_set_text(w, "backend_config", cfg);
     for (int k = 0; k < nc; k++) {
-      IrInstr *g = fx_emit(L, IR_OP_GET_TUPLE_ELEMENT, &init[k]->shape, &w, 1, s->names[k]);
+      IrInstr *g = fx_emit_gte(L, &init[k]->shape, w, k + 1, s->names[k]);
       if (!g) goto done;
-      char idx[24];
-      snprintf(idx, sizeof idx, "%d", k + 1);
-      ir_attr_set_text(g, "index", idx);
       FxValue v = {0};
       v.kind = V_TENSOR;
       v.t = g;
@@ -598,11 +595,8 @@ bool fx_call_def(FxLower *L, const FxStmt *def, FxValue *args, int nargs, FxPos 
       }
       for (int k = 0; k < inst->nresults; k++) {
         const char *nm = k < L->nmulti_names ? L->multi_names[k] : NULL;
-        IrInstr *g = fx_emit(L, IR_OP_GET_TUPLE_ELEMENT, &call->shape.tuple[k], &call, 1, nm);
+        IrInstr *g = fx_emit_gte(L, &call->shape.tuple[k], call, k, nm);
         if (!g) goto out;
-        char idx[24];
-        snprintf(idx, sizeof idx, "%d", k);
-        ir_attr_set_text(g, "index", idx);
         out->items[k].kind = V_TENSOR;
         out->items[k].pos = pos;
         out->items[k].t = g;

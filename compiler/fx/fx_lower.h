@@ -103,6 +103,8 @@ typedef struct {
 bool fx_oom(FxLower *L);
 /* Appends an instruction to the current frame's computation with the statement's loc. */
 IrInstr *fx_emit(FxLower *L, IrOpcode op, const IrShape *shape, IrInstr *const *ops, int n, const char *name);
+/* Element `index` of tuple as a get-tuple-element (fx_emit's naming); NULL when out of memory. */
+IrInstr *fx_emit_gte(FxLower *L, const IrShape *shape, IrInstr *tuple, int index, const char *name);
 IrShape fx_shape(FxLower *L, IrType t, int rank, const int64_t *dims);
 /* Deep-copies a shape into the module; false (out of memory reported) when a copy fell short. */
 bool fx_copy_shape(FxLower *L, IrShape *dst, const IrShape *src);

@@ -632,16 +632,7 @@ static bool lower_index(FxLower *L, const FxExpr *e, const char *hint, FxValue *
     IrShape ss = fx_shape(L, s->type, rank, sdims);
     r = fx_emit(L, IR_OP_SLICE, &ss, &x, 1, any_dropped ? NULL : hint);
     if (!r) return false;
-    char buf[IR_MAX_RANK * 70 + 4];
-    size_t len = 0;
-    buf[len++] = '{';
-    for (int d = 0; d < rank; d++) {
-      len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[%" PRId64 ":%" PRId64, d ? ", " : "", start[d], limit[d]);
-      if (stride[d] != 1) len += (size_t)snprintf(buf + len, sizeof buf - len, ":%" PRId64, stride[d]);
-      len += (size_t)snprintf(buf + len, sizeof buf - len, "]");
-    }
-    snprintf(buf + len, sizeof buf - len, "}");
-    ir_attr_set_text(r, "slice", buf);
+    ir_attr_set_slice(r, start, limit, stride, rank);
   }
   if (any_dropped) {
     IrShape rs = nout ? fx_shape(L, s->type, nout, out_dims) : ir_shape_scalar(s->type);

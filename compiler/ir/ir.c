@@ -909,6 +909,23 @@ const IrAttr *ir_attr_get(const IrInstr *i, const char *key) {
   return NULL;
 }
 
+void ir_attr_set_int(IrInstr *i, const char *key, int64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%" PRId64, v);
+  ir_attr_set_text(i, key, buf);
+}
+
+const char *ir_custom_call_target(const IrInstr *i, size_t *len) {
+  const char *t = ir_attr_text(i, "custom_call_target");
+  if (!t) return NULL;
+  *len = strlen(t);
+  if (*len >= 2 && t[0] == '"' && t[*len - 1] == '"') {
+    t++;
+    *len -= 2;
+  }
+  return t;
+}
+
 const char *ir_attr_text(const IrInstr *i, const char *key) {
   const IrAttr *a = ir_attr_get(i, key);
   return a && a->kind == IR_ATTR_TEXT ? a->text : NULL;
@@ -1003,6 +1020,19 @@ bool ir_attr_int(const IrInstr *i, const char *key, int64_t *out) {
 IrComputation *ir_attr_comp(const IrInstr *i, const char *key) {
   const IrAttr *a = ir_attr_get(i, key);
   return a && a->kind == IR_ATTR_COMP && a->ncomps > 0 ? a->comps[0] : NULL;
+}
+
+void ir_attr_set_slice(IrInstr *i, const int64_t *start, const int64_t *limit, const int64_t *stride, int n) {
+  char buf[IR_MAX_RANK * 70 + 4];
+  size_t len = 0;
+  buf[len++] = '{';
+  for (int d = 0; d < n && d < IR_MAX_RANK; d++) {
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[%" PRId64 ":%" PRId64, d ? ", " : "", start[d], limit[d]);
+    if (stride && stride[d] != 1) len += (size_t)snprintf(buf + len, sizeof buf - len, ":%" PRId64, stride[d]);
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "]");
+  }
+  snprintf(buf + len, sizeof buf - len, "}");
+  ir_attr_set_text(i, "slice", buf);
 }
 
 int ir_attr_slice(const IrInstr *i, int64_t *start, int64_t *limit, int64_t *stride, int max) {

@@ -329,7 +329,12 @@ int ir_module_remove_unreachable(IrModule *m);
 /* Attributes. */
 const IrAttr *ir_attr_get(const IrInstr *i, const char *key);
 const char *ir_attr_text(const IrInstr *i, const char *key); /* NULL when absent */
+/* A custom call's target without its quotes: the text from after the opening quote, *len
+ * characters long. NULL when i has none. */
+const char *ir_custom_call_target(const IrInstr *i, size_t *len);
 void ir_attr_set_text(IrInstr *i, const char *key, const char *text);
+/* Sets key to the integer v in decimal (a get-tuple-element's index=2). */
+void ir_attr_set_int(IrInstr *i, const char *key, int64_t v);
 void ir_attr_set_comp(IrInstr *i, const char *key, IrComputation *comp);
 void ir_attr_set_comps(IrInstr *i, const char *key, IrComputation **comps, int n, bool braced);
 void ir_attr_remove(IrInstr *i, const char *key);
@@ -343,6 +348,8 @@ IrComputation *ir_attr_comp(const IrInstr *i, const char *key);
 
 /* Slice attribute: slice={[0:2], [1:5:2]}. Returns rank or -1. */
 int ir_attr_slice(const IrInstr *i, int64_t *start, int64_t *limit, int64_t *stride, int max);
+/* Sets it: slice={[start:limit], ...}, with :stride where a stride (NULL: none) is not 1. */
+void ir_attr_set_slice(IrInstr *i, const int64_t *start, const int64_t *limit, const int64_t *stride, int n);
 /* Comparison direction for compare: "EQ","NE","LT","LE","GT","GE"; NULL when absent. */
 const char *ir_compare_direction(const IrInstr *i);
 

@@ -179,19 +179,6 @@ static bool try_broadcast(Simp *s, IrInstr *i) {
   return true;
 }
 
-static void set_slice(IrInstr *i, const int64_t *st, const int64_t *lim, const int64_t *str, int n) {
-  char buf[IR_MAX_RANK * 70 + 4];
-  size_t len = 0;
-  buf[len++] = '{';
-  for (int d = 0; d < n; d++) {
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[%" PRId64 ":%" PRId64, d ? ", " : "", st[d], lim[d]);
-    if (str[d] != 1) len += (size_t)snprintf(buf + len, sizeof buf - len, ":%" PRId64, str[d]);
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "]");
-  }
-  snprintf(buf + len, sizeof buf - len, "}");
-  ir_attr_set_text(i, "slice", buf);
-}
-
 static bool try_slice(Simp *s, IrInstr *i) {
   IrInstr *x = i->operands[0];
   int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK], str[IR_MAX_RANK];
@@ -216,7 +203,7 @@ static bool try_slice(Simp *s, IrInstr *i) {
     snprintf(msg, sizeof msg, "slice of slice: %s now slices %s directly (skipping %s)", i->name, x->operands[0]->name, x->name);
     algsimp_report(s, "rewrite", x, i, i->name, msg);
     ir_set_operand(i, 0, x->operands[0]);
-    set_slice(i, nst, nlim, nstr, n);
+    ir_attr_set_slice(i, nst, nlim, nstr, n);
     simp_drop_dead(x);
     return true;
   }
@@ -240,7 +227,7 @@ static bool try_slice(Simp *s, IrInstr *i) {
     sh.minor_to_major = NULL;
     IrInstr *ns = ir_instr_new_before(i->parent, i, IR_OP_SLICE, &sh, &y, 1, NULL);
     if (!ns) return false;
-    set_slice(ns, yst, ylim, ystr, n);
+    ir_attr_set_slice(ns, yst, ylim, ystr, n);
     IrInstr *t = ir_instr_new_before(i->parent, i, IR_OP_TRANSPOSE, &i->shape, &ns, 1, NULL);
     if (!t) return false;
     ir_attr_set_dims(t, "dimensions", perm, n);
@@ -271,7 +258,7 @@ static bool try_slice(Simp *s, IrInstr *i) {
         snprintf(msg, sizeof msg, "slice of concatenate: %s takes only operand %d (%s) of %s", i->name, k, o->name, x->name);
         algsimp_report(s, "rewrite", x, i, i->name, msg);
         ir_set_operand(i, 0, o);
-        set_slice(i, nst, nlim, str, n);
+        ir_attr_set_slice(i, nst, nlim, str, n);
         simp_drop_dead(x);
         try_slice(s, i); /* may now take all of o */
         return true;

@@ -156,7 +156,8 @@ static void copy_attrs(IrInstr *call, const IrInstr *conv) {
   }
 }
 
-static bool rewrite(IrInstr *conv, PassContext *cx, bool *changed) {
+static bool rewrite(IrInstr *conv, PassContext *cx, void *arg, bool *changed) {
+  (void)arg;
   IrComputation *c = conv->parent;
   IrModule *m = c->module;
   char why[600];
@@ -228,28 +229,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (cx->device && !cx->device->is_gpu) return true; /* XLA:GPU's rewrite: nothing for the host */
   if (cx->settings && !cx->settings->conv_is_library) return true; /* `set library conv off` */
-  for (int c = 0; c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    /* the convolutions first: a rewrite inserts and removes instructions */
-    int n = 0;
-    for (int k = 0; k < comp->ninstrs; k++) n += comp->instrs[k]->op == IR_OP_CONVOLUTION;
-    if (!n) continue;
-    IrInstr **convs = fx_malloc(sizeof *convs * (size_t)n);
-    if (!convs) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-    n = 0;
-    for (int k = 0; k < comp->ninstrs; k++)
-      if (comp->instrs[k]->op == IR_OP_CONVOLUTION) convs[n++] = comp->instrs[k];
-    bool ok = true, here = false;
-    for (int k = 0; ok && k < n && !pass_interrupted(cx); k++) ok = rewrite(convs[k], cx, &here);
-    fx_free(convs);
-    if (!ok) return false;
-    if (here) {
-      ir_computation_sort(comp);
-      *changed = true;
-    }
-  }
-  return true;
+  return simp_rewrite_each(m, cx, IR_OP_CONVOLUTION, rewrite, NULL, true, changed);
 }
 
 const Pass pass_conv_rewriter = {

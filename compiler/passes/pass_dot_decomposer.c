@@ -41,13 +41,7 @@ static bool contains(const int64_t *v, int n, int64_t x) {
 
 static IrInstr *add(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *s, IrInstr *operand,
                     const char *base, const IrInstr *from) {
-  IrInstr *x = ir_instr_new_before(c, before, op, s, &operand, 1, ir_module_series_name(c->module, base, false));
-  if (x) {
-    const char *meta = ir_attr_text(from, "metadata");
-    if (meta) ir_attr_set_text(x, "metadata", meta);
-    x->loc = from->loc;
-  }
-  return x;
+  return simp_add_like(c, before, op, s, &operand, 1, base, from);
 }
 
 /* CanonicalizeOperand: operand k of dot as [batch..., NC, K] (lhs) or [batch..., K, NC] (rhs),
@@ -102,7 +96,8 @@ static IrInstr *canonical_operand(IrInstr *dot, int k, const IrDotDims *dd, int6
   return add(c, dot, IR_OP_RESHAPE, &rs, v, "reshape", dot);
 }
 
-static bool decompose(IrInstr *dot, PassContext *cx, bool *changed) {
+static bool decompose(IrInstr *dot, PassContext *cx, void *arg, bool *changed) {
+  (void)arg;
   IrDotDims dd;
   if (dot->noperands != 2 || !ir_dot_dims(dot, &dd) || matrix_like(dot, &dd)) return true;
   IrComputation *c = dot->parent;
@@ -151,27 +146,7 @@ static bool decompose(IrInstr *dot, PassContext *cx, bool *changed) {
 
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
-  for (int c = 0; c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    int n = 0;
-    for (int k = 0; k < comp->ninstrs; k++) n += comp->instrs[k]->op == IR_OP_DOT;
-    if (!n) continue;
-    IrInstr **dots = fx_malloc(sizeof *dots * (size_t)n);
-    if (!dots) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-    n = 0;
-    for (int k = 0; k < comp->ninstrs; k++)
-      if (comp->instrs[k]->op == IR_OP_DOT) dots[n++] = comp->instrs[k];
-    bool ok = true, here = false;
-    for (int k = 0; ok && k < n && !pass_interrupted(cx); k++) ok = decompose(dots[k], cx, &here);
-    fx_free(dots);
-    if (!ok) return false;
-    if (here) {
-      ir_computation_sort(comp);
-      *changed = true;
-    }
-  }
-  return true;
+  return simp_rewrite_each(m, cx, IR_OP_DOT, decompose, NULL, true, changed);
 }
 
 const Pass pass_dot_decomposer = {

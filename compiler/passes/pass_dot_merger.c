@@ -77,26 +77,6 @@ static bool depends(const IrComputation *c, IrInstr *to, const IrInstr *from, ui
   return found;
 }
 
-static IrInstr *add(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *s, IrInstr **ops, int n,
-                    const char *base, const IrInstr *like) {
-  IrInstr *x = ir_instr_new_before(c, before, op, s, ops, n, ir_module_series_name(c->module, base, false));
-  if (x) {
-    const char *meta = ir_attr_text(like, "metadata");
-    if (meta) ir_attr_set_text(x, "metadata", meta);
-    x->loc = like->loc;
-  }
-  return x;
-}
-
-static void set_slice(IrInstr *i, const int64_t *st, const int64_t *lim, int n) {
-  char buf[IR_MAX_RANK * 48 + 4];
-  size_t len = 0;
-  buf[len++] = '{';
-  for (int d = 0; d < n; d++)
-    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s[%" PRId64 ":%" PRId64 "]", d ? ", " : "", st[d], lim[d]);
-  snprintf(buf + len, sizeof buf - len, "}");
-  ir_attr_set_text(i, "slice", buf);
-}
 
 static const char OOM[] = "out of memory";
 
@@ -172,7 +152,7 @@ static IrInstr *merge(IrInstr *a, IrInstr *b, bool a_is_merged, IrInstr **stale,
   else
     parts[nparts++] = oa;
   parts[nparts++] = ob;
-  IrInstr *cat = add(c, later, IR_OP_CONCATENATE, &cs, parts, nparts, "concatenate", a);
+  IrInstr *cat = simp_add_like(c, later, IR_OP_CONCATENATE, &cs, parts, nparts, "concatenate", a);
   if (!cat) {
     *why = OOM;
     return NULL;
@@ -191,7 +171,7 @@ static IrInstr *merge(IrInstr *a, IrInstr *b, bool a_is_merged, IrInstr **stale,
   nd[slice_dim] = a->shape.dims[slice_dim] + b->shape.dims[slice_dim];
   IrShape ds = ir_shape_array(&m->arena, a->shape.type, rank, nd);
   IrInstr *ops[2] = {lhs_same ? shared : cat, lhs_same ? cat : shared};
-  IrInstr *dot = add(c, later, IR_OP_DOT, &ds, ops, 2, "dot", a);
+  IrInstr *dot = simp_add_like(c, later, IR_OP_DOT, &ds, ops, 2, "dot", a);
   if (!dot) {
     *why = OOM;
     return NULL;
@@ -208,17 +188,17 @@ static IrInstr *merge(IrInstr *a, IrInstr *b, bool a_is_merged, IrInstr **stale,
     while (a->nusers) ir_set_operand(a->users[0], 0, dot);
     if (oa != parts[0]) *stale = oa; /* the old concatenate goes with a */
   } else {
-    sa = add(c, later, IR_OP_SLICE, &a->shape, &dot, 1, "slice", a);
+    sa = simp_add_like(c, later, IR_OP_SLICE, &a->shape, &dot, 1, "slice", a);
     if (!sa) {
       *why = OOM;
       return NULL;
     }
-    set_slice(sa, st, lim, rank);
+    ir_attr_set_slice(sa, st, lim, NULL, rank);
   }
   st[slice_dim] = lim[slice_dim];
   lim[slice_dim] = nd[slice_dim];
-  IrInstr *sb = add(c, later, IR_OP_SLICE, &b->shape, &dot, 1, "slice", b);
-  if (sb) set_slice(sb, st, lim, rank);
+  IrInstr *sb = simp_add_like(c, later, IR_OP_SLICE, &b->shape, &dot, 1, "slice", b);
+  if (sb) ir_attr_set_slice(sb, st, lim, NULL, rank);
   if (!sb) {
     *why = OOM;
     return NULL;

@@ -150,7 +150,8 @@ static IrInstr *spread(Builder *b, IrInstr *dot, int k, Side *s, const Side *oth
   return bc;
 }
 
-static bool reduce_dot(IrInstr *dot, PassContext *cx, bool *changed) {
+static bool reduce_dot(IrInstr *dot, PassContext *cx, void *arg, bool *changed) {
+  (void)arg;
   IrDotDims dd;
   if (dot->noperands != 2 || !ir_dot_dims(dot, &dd)) return true;
   Side l, r;
@@ -211,28 +212,7 @@ static bool reduce_dot(IrInstr *dot, PassContext *cx, bool *changed) {
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (cx->device && !cx->device->is_gpu) return true; /* XLA:GPU's */
-  int ncomps = m->ncomps;
-  for (int c = 0; c < ncomps && c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    int n = 0;
-    for (int k = 0; k < comp->ninstrs; k++) n += comp->instrs[k]->op == IR_OP_DOT;
-    if (!n) continue;
-    IrInstr **dots = fx_malloc(sizeof *dots * (size_t)n);
-    if (!dots) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-    n = 0;
-    for (int k = 0; k < comp->ninstrs; k++)
-      if (comp->instrs[k]->op == IR_OP_DOT) dots[n++] = comp->instrs[k];
-    bool ok = true, here = false;
-    for (int k = 0; ok && k < n && !pass_interrupted(cx); k++) ok = reduce_dot(dots[k], cx, &here);
-    fx_free(dots);
-    if (!ok) return false;
-    if (here) {
-      ir_computation_sort(comp);
-      *changed = true;
-    }
-  }
-  return true;
+  return simp_rewrite_each(m, cx, IR_OP_DOT, reduce_dot, NULL, true, changed);
 }
 
 const Pass pass_dot_strength_reduction = {

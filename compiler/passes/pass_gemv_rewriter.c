@@ -19,16 +19,6 @@
 #include "passes.h"
 #include "simplify.h"
 
-static IrInstr *add(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *s, IrInstr **ops, int n,
-                    const char *base, const IrInstr *like) {
-  IrInstr *x = ir_instr_new_before(c, before, op, s, ops, n, ir_module_series_name(c->module, base, false));
-  if (x) {
-    const char *meta = ir_attr_text(like, "metadata");
-    if (meta) ir_attr_set_text(x, "metadata", meta);
-    x->loc = like->loc;
-  }
-  return x;
-}
 
 /* The operand with a size-1 dimension appended. */
 static IrInstr *widen(IrComputation *c, IrInstr *dot, IrInstr *x) {
@@ -36,10 +26,11 @@ static IrInstr *widen(IrComputation *c, IrInstr *dot, IrInstr *x) {
   memcpy(d, x->shape.dims, sizeof(int64_t) * (size_t)x->shape.rank);
   d[x->shape.rank] = 1;
   IrShape s = ir_shape_array(&c->module->arena, x->shape.type, x->shape.rank + 1, d);
-  return add(c, dot, IR_OP_BITCAST, &s, &x, 1, "bitcast", dot);
+  return simp_add_like(c, dot, IR_OP_BITCAST, &s, &x, 1, "bitcast", dot);
 }
 
-static bool rewrite(IrInstr *dot, PassContext *cx, bool *changed) {
+static bool rewrite(IrInstr *dot, PassContext *cx, void *arg, bool *changed) {
+  (void)arg;
   IrComputation *c = dot->parent;
   IrDotDims dd;
   if (dot->noperands != 2 || !ir_dot_dims(dot, &dd) || !ir_shape_is_array(&dot->shape) ||
@@ -67,11 +58,11 @@ static bool rewrite(IrInstr *dot, PassContext *cx, bool *changed) {
     od[rank] = 1;
   }
   IrShape os = ir_shape_array(&c->module->arena, dot->shape.type, rank + 1, od);
-  IrInstr *nd = add(c, dot, IR_OP_DOT, &os, ops, 2, "dot", dot);
+  IrInstr *nd = simp_add_like(c, dot, IR_OP_DOT, &os, ops, 2, "dot", dot);
   if (!nd) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   for (int k = 0; k < dot->nattrs; k++) /* dimension numbers, precision, metadata */
     if (dot->attrs[k].kind == IR_ATTR_TEXT) ir_attr_set_text(nd, dot->attrs[k].key, dot->attrs[k].text);
-  IrInstr *back = add(c, dot, IR_OP_BITCAST, &dot->shape, &nd, 1, "bitcast", dot);
+  IrInstr *back = simp_add_like(c, dot, IR_OP_BITCAST, &dot->shape, &nd, 1, "bitcast", dot);
   if (!back) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   char dname[256], shape[160];
   snprintf(dname, sizeof dname, "%s", dot->name);
@@ -91,23 +82,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   const char *arch = cx->device ? cx->device->arch : "";
   int sm = strncmp(arch, "sm_", 3) == 0 ? atoi(arch + 3) : 0;
   if (sm < 80 || (cx->settings && !cx->settings->dot_is_library)) return true; /* where XLA runs Triton GEMMs */
-  for (int c = 0; c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    int n = 0;
-    for (int k = 0; k < comp->ninstrs; k++) n += comp->instrs[k]->op == IR_OP_DOT;
-    if (!n) continue;
-    IrInstr **dots = fx_malloc(sizeof *dots * (size_t)n);
-    if (!dots) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-    n = 0;
-    for (int k = 0; k < comp->ninstrs; k++)
-      if (comp->instrs[k]->op == IR_OP_DOT) dots[n++] = comp->instrs[k];
-    bool ok = true;
-    for (int k = 0; ok && k < n && !pass_interrupted(cx); k++) ok = rewrite(dots[k], cx, changed);
-    fx_free(dots);
-    if (!ok) return false;
-  }
-  return true;
+  return simp_rewrite_each(m, cx, IR_OP_DOT, rewrite, NULL, false, changed);
 }
 
 const Pass pass_gemv_rewriter = {

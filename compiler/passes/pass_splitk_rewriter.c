@@ -172,7 +172,8 @@ static IrInstr *split_operand(Builder *b, IrInstr *op, int kd, int64_t split, in
   return add(b, IR_OP_BITCAST, &rs, &op, 1, "bitcast"); /* a bitcast (XLA normalizes it to one) */
 }
 
-static bool rewrite(IrInstr *dot, PassContext *cx, int sm, bool *changed) {
+static bool rewrite(IrInstr *dot, PassContext *cx, void *arg, bool *changed) {
+  int sm = *(const int *)arg;
   IrDotDims dd;
   if (dot->noperands != 2 || !ir_dot_dims(dot, &dd) || dd.nlhs_contract != 1 || dd.nrhs_contract != 1) return true;
   for (int k = 0; k < 2; k++)
@@ -267,28 +268,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   const char *arch = cx->device ? cx->device->arch : "";
   int sm = strncmp(arch, "sm_", 3) == 0 ? atoi(arch + 3) : 0;
   if (sm < 80 || cx->device->sm_count <= 0) return true;
-  int ncomps = m->ncomps;
-  for (int c = 0; c < ncomps && c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    int n = 0;
-    for (int k = 0; k < comp->ninstrs; k++) n += comp->instrs[k]->op == IR_OP_DOT;
-    if (!n) continue;
-    IrInstr **dots = fx_malloc(sizeof *dots * (size_t)n);
-    if (!dots) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-    n = 0;
-    for (int k = 0; k < comp->ninstrs; k++)
-      if (comp->instrs[k]->op == IR_OP_DOT) dots[n++] = comp->instrs[k];
-    bool ok = true, here = false;
-    for (int k = 0; ok && k < n && !pass_interrupted(cx); k++) ok = rewrite(dots[k], cx, sm, &here);
-    fx_free(dots);
-    if (!ok) return false;
-    if (here) {
-      ir_computation_sort(comp);
-      *changed = true;
-    }
-  }
-  return true;
+  return simp_rewrite_each(m, cx, IR_OP_DOT, rewrite, &sm, true, changed);
 }
 
 const Pass pass_splitk_rewriter = {

@@ -41,7 +41,8 @@ static const char *not_specializable(const IrInstr *t, int64_t *k, int64_t *n) {
   return NULL;
 }
 
-static bool specialize(IrInstr *t, PassContext *cx, bool *changed) {
+static bool specialize(IrInstr *t, PassContext *cx, void *arg, bool *changed) {
+  (void)arg;
   IrComputation *c = t->parent;
   IrModule *m = c->module;
   int64_t k, n;
@@ -77,23 +78,7 @@ static bool specialize(IrInstr *t, PassContext *cx, bool *changed) {
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (cx->device && !cx->device->is_gpu) return true; /* XLA:GPU's rewrite: nothing for the host */
-  for (int c = 0; c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    int n = 0;
-    for (int k = 0; k < comp->ninstrs; k++) n += comp->instrs[k]->op == IR_OP_TOPK;
-    if (!n) continue;
-    IrInstr **tops = fx_malloc(sizeof *tops * (size_t)n);
-    if (!tops) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-    n = 0;
-    for (int k = 0; k < comp->ninstrs; k++)
-      if (comp->instrs[k]->op == IR_OP_TOPK) tops[n++] = comp->instrs[k];
-    bool ok = true;
-    for (int k = 0; ok && k < n && !pass_interrupted(cx); k++) ok = specialize(tops[k], cx, changed);
-    fx_free(tops);
-    if (!ok) return false;
-  }
-  return true;
+  return simp_rewrite_each(m, cx, IR_OP_TOPK, specialize, NULL, false, changed);
 }
 
 const Pass pass_topk_specializer = {

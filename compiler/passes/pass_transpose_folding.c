@@ -94,7 +94,8 @@ static void format_dims(const int64_t *v, int n, char *buf, size_t size) {
   snprintf(buf + len, len < size ? size - len : 0, "}");
 }
 
-static bool fold(IrInstr *dot, PassContext *cx, bool *changed) {
+static bool fold(IrInstr *dot, PassContext *cx, void *arg, bool *changed) {
+  (void)arg;
   IrDotDims dd;
   if (dot->noperands != 2 || !ir_dot_dims(dot, &dd)) return true;
   if (dot->operands[0]->shape.rank < 2 || dot->operands[1]->shape.rank < 2) return true; /* a 1-D operand */
@@ -129,23 +130,7 @@ static bool fold(IrInstr *dot, PassContext *cx, bool *changed) {
 
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
-  for (int c = 0; c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
-    if (simp_is_fused_computation(comp)) continue;
-    int n = 0;
-    for (int k = 0; k < comp->ninstrs; k++) n += comp->instrs[k]->op == IR_OP_DOT;
-    if (!n) continue;
-    IrInstr **dots = fx_malloc(sizeof *dots * (size_t)n);
-    if (!dots) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-    n = 0;
-    for (int k = 0; k < comp->ninstrs; k++)
-      if (comp->instrs[k]->op == IR_OP_DOT) dots[n++] = comp->instrs[k];
-    bool ok = true;
-    for (int k = 0; ok && k < n && !pass_interrupted(cx); k++) ok = fold(dots[k], cx, changed);
-    fx_free(dots);
-    if (!ok) return false;
-  }
-  return true;
+  return simp_rewrite_each(m, cx, IR_OP_DOT, fold, NULL, false, changed);
 }
 
 const Pass pass_transpose_folding = {

@@ -230,24 +230,10 @@ out:
   return result;
 }
 
-/* How many instructions call each computation (indexed by computation id). */
-static int *count_callers(const IrModule *m) {
-  int *n = fx_calloc((size_t)m->next_id + 1, sizeof(int));
-  if (!n) return NULL;
-  for (int c = 0; c < m->ncomps; c++)
-    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
-      const IrInstr *i = m->comps[c]->instrs[k];
-      for (int a = 0; a < i->nattrs; a++)
-        if (i->attrs[a].kind == IR_ATTR_COMP)
-          for (int q = 0; q < i->attrs[a].ncomps; q++)
-            if (i->attrs[a].comps[q] && i->attrs[a].comps[q]->id <= m->next_id) n[i->attrs[a].comps[q]->id]++;
-    }
-  return n;
-}
 
 static bool run_while_simplifier(IrModule *m, PassContext *cx, bool *changed) {
   int edits = 0;
-  int *callers = count_callers(m);
+  int *callers = simp_count_callers(m);
   if (!callers) return fx_error_set(cx->err, NULL, 0, 0, "while-loop-simplifier: out of memory");
   for (int c = 0; c < m->ncomps; c++) {
     IrComputation *comp = m->comps[c];

@@ -507,19 +507,6 @@ static int merge_induction_variables(IrModule *m, Loop *l, IrType t, PassContext
 
 /* ---------- the pass ---------- */
 
-static int *count_callers(const IrModule *m) {
-  int *n = fx_calloc((size_t)m->next_id + 1, sizeof(int));
-  if (!n) return NULL;
-  for (int c = 0; c < m->ncomps; c++)
-    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
-      const IrInstr *i = m->comps[c]->instrs[k];
-      for (int a = 0; a < i->nattrs; a++)
-        if (i->attrs[a].kind == IR_ATTR_COMP)
-          for (int q = 0; q < i->attrs[a].ncomps; q++)
-            if (i->attrs[a].comps[q] && i->attrs[a].comps[q]->id <= m->next_id) n[i->attrs[a].comps[q]->id]++;
-    }
-  return n;
-}
 
 /* One rewrite on one loop, XLA's order. Returns 1 when something changed, 0 when nothing
  * applies, -1 when out of memory. */
@@ -547,7 +534,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
     int nloops = 0;
     IrInstr **loops = simp_collect(m, IR_OP_WHILE, &nloops);
     if (!loops) return fx_error_set(cx->err, NULL, 0, 0, "while-loop-simplifier: out of memory");
-    int *callers = count_callers(m);
+    int *callers = simp_count_callers(m);
     if (!callers) {
       fx_free(loops);
       return fx_error_set(cx->err, NULL, 0, 0, "while-loop-simplifier: out of memory");

@@ -148,6 +148,20 @@ const char *simp_describe(const IrInstr *i, char *buf, size_t n) {
 
 bool simp_is_fused_computation(const IrComputation *c) { return c->fusion_instr != NULL; }
 
+int *simp_count_callers(const IrModule *m) {
+  int *n = fx_calloc((size_t)m->next_id + 1, sizeof(int));
+  if (!n) return NULL;
+  for (int c = 0; c < m->ncomps; c++)
+    for (int k = 0; k < m->comps[c]->ninstrs; k++) {
+      const IrInstr *i = m->comps[c]->instrs[k];
+      for (int a = 0; a < i->nattrs; a++)
+        if (i->attrs[a].kind == IR_ATTR_COMP)
+          for (int q = 0; q < i->attrs[a].ncomps; q++)
+            if (i->attrs[a].comps[q] && i->attrs[a].comps[q]->id <= m->next_id) n[i->attrs[a].comps[q]->id]++;
+    }
+  return n;
+}
+
 int simp_callers(const IrModule *m, const IrComputation *c) {
   int n = 0;
   for (int k = 0; k < m->ncomps; k++) {
@@ -226,6 +240,54 @@ void simp_place_before(IrModule *m, IrComputation *c, const IrComputation *befor
   if (from < 0 || to < 0 || to >= from) return;
   memmove(&m->comps[to + 1], &m->comps[to], sizeof(IrComputation *) * (size_t)(from - to));
   m->comps[to] = c;
+}
+
+IrInstr **simp_comp_collect(const IrComputation *c, IrOpcode op, int *n) {
+  *n = 0;
+  for (int k = 0; k < c->ninstrs; k++) *n += c->instrs[k]->op == op;
+  if (!*n) return NULL;
+  IrInstr **out = fx_malloc(sizeof *out * (size_t)*n);
+  if (!out) {
+    *n = -1;
+    return NULL;
+  }
+  *n = 0;
+  for (int k = 0; k < c->ninstrs; k++)
+    if (c->instrs[k]->op == op) out[(*n)++] = c->instrs[k];
+  return out;
+}
+
+bool simp_rewrite_each(IrModule *m, PassContext *cx, IrOpcode op, SimpRewrite fn, void *arg, bool sort,
+                       bool *changed) {
+  int ncomps = m->ncomps;
+  for (int c = 0; c < ncomps && c < m->ncomps; c++) {
+    IrComputation *comp = m->comps[c];
+    if (simp_is_fused_computation(comp)) continue;
+    int n;
+    IrInstr **v = simp_comp_collect(comp, op, &n);
+    if (n < 0) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+    if (!n) continue;
+    bool ok = true, here = false;
+    for (int k = 0; ok && k < n && !pass_interrupted(cx); k++) ok = fn(v[k], cx, arg, &here);
+    fx_free(v);
+    if (!ok) return false;
+    if (here) {
+      if (sort) ir_computation_sort(comp);
+      *changed = true;
+    }
+  }
+  return true;
+}
+
+IrInstr *simp_add_like(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *s, IrInstr **ops, int n,
+                       const char *base, const IrInstr *like) {
+  IrInstr *x = ir_instr_new_before(c, before, op, s, ops, n, ir_module_series_name(c->module, base, false));
+  if (x) {
+    const char *meta = ir_attr_text(like, "metadata");
+    if (meta) ir_attr_set_text(x, "metadata", meta);
+    x->loc = like->loc;
+  }
+  return x;
 }
 
 IrInstr **simp_collect(const IrModule *m, IrOpcode op, int *n) {

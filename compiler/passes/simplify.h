@@ -50,9 +50,34 @@ IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t
  * works from this list, not from computations its rewrites change. NULL when out of memory. */
 IrInstr **simp_collect(const IrModule *m, IrOpcode op, int *n);
 
+/* The instructions of opcode op in computation c (dead ones too), in order, as an fx_malloc'd
+ * array (*n of them; the caller frees it). NULL with *n 0 when there are none, NULL with *n -1
+ * when out of memory. */
+IrInstr **simp_comp_collect(const IrComputation *c, IrOpcode op, int *n);
+
+/* Rewrites one instruction; sets *changed when it did. arg is the pass's own. */
+typedef bool (*SimpRewrite)(IrInstr *i, PassContext *cx, void *arg, bool *changed);
+/* The walk of the passes that rewrite one kind of instruction (dot, convolution, topk) the way
+ * XLA's visitors do: in each computation that is not a fusion body, the instructions of opcode
+ * op are gathered first (a rewrite inserts and removes instructions), then fn rewrites each in
+ * order until it fails or the session is interrupted; with `sort`, a computation fn changed is
+ * re-sorted. Computations added by fn are not visited. Returns false (the error set) when fn
+ * failed or out of memory. */
+bool simp_rewrite_each(IrModule *m, PassContext *cx, IrOpcode op, SimpRewrite fn, void *arg, bool sort,
+                       bool *changed);
+
+/* A new instruction `base`(.N) before `before` in c, with like's metadata and location (an
+ * instruction a rewrite adds in place of like). NULL when out of memory. */
+IrInstr *simp_add_like(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *s, IrInstr **ops, int n,
+                       const char *base, const IrInstr *like);
+
 /* Moves computation c, when it comes after `before` in m's order, to just before it: callees
  * print before their callers (a pass that adds a computation calls this with its caller's). */
 void simp_place_before(IrModule *m, IrComputation *c, const IrComputation *before);
+
+/* How many instructions call each computation of m, indexed by computation id, as an fx_calloc'd
+ * array (the caller frees it). NULL when out of memory. */
+int *simp_count_callers(const IrModule *m);
 
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);

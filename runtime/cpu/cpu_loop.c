@@ -451,11 +451,10 @@ static bool number_nest(CpuLoop *top, CpuLoop *l) {
   return true;
 }
 
-/* The plan of outermost loop w with its nest numbered, or NULL. */
-static CpuLoop *plan_outermost(CpuBackend *b, const IrInstr *w) {
-  CpuLoop *l = loop_plan(b, w);
-  if (!l) return NULL;
-  bool ok = number_nest(l, l);
+/* Numbers the nest under outermost loop l and gives it its driver's tables and counters. When
+ * ok is false or that fails, frees l and returns NULL. */
+static CpuLoop *outermost_ready(CpuLoop *l, bool ok) {
+  if (ok) ok = number_nest(l, l);
   if (ok) {
     l->tables = fx_calloc((size_t)l->nloops, sizeof *l->tables);
     l->counts = fx_calloc((size_t)(3 * l->nloops), sizeof *l->counts);
@@ -466,6 +465,13 @@ static CpuLoop *plan_outermost(CpuBackend *b, const IrInstr *w) {
     return NULL;
   }
   return l;
+}
+
+/* The plan of outermost loop w with its nest numbered, or NULL. */
+static CpuLoop *plan_outermost(CpuBackend *b, const IrInstr *w) {
+  CpuLoop *l = loop_plan(b, w);
+  if (!l) return NULL;
+  return outermost_ready(l, true);
 }
 
 /* ---------- the driver (C source) ---------- */
@@ -635,26 +641,32 @@ static bool driver_seen(CpuBackend *b, uint64_t h, bool *seen) {
   return true;
 }
 
+/* Names driver d (its body) after its text's hash, prefix_HASH, and adds it to unit under the
+ * comment `what` unless an identical one is there already. Frees d. */
+static bool add_driver(CpuBackend *b, CpuLoop *top, EmitBuf *d, EmitBuf *unit, const char *prefix, const char *what) {
+  if (d->oom) {
+    emit_buf_free(d);
+    return false;
+  }
+  uint64_t h = text_hash(d->s, d->len);
+  snprintf(top->sym, sizeof top->sym, "%s_%016llx", prefix, (unsigned long long)h);
+  bool seen;
+  bool ok = driver_seen(b, h, &seen);
+  if (ok && !seen)
+    emit_printf(unit, "/* %s */\nint %s(char ***tables, int64_t *counts, void *ctx, void (*launch)(void *, int, char *const *), "
+                      "int (*poll)(void *))\n%s",
+                what, top->sym, d->s);
+  emit_buf_free(d);
+  return ok;
+}
+
 static bool emit_driver(CpuBackend *b, CpuLoop *top, EmitBuf *unit) {
   EmitBuf d;
   emit_buf_init(&d);
   emit_printf(&d, "{\n");
   emit_loop_code(&d, top, 2, NULL, NULL);
   emit_printf(&d, "  (void)launch;\n  return 0;\n}\n\n");
-  if (d.oom) {
-    emit_buf_free(&d);
-    return false;
-  }
-  uint64_t h = text_hash(d.s, d.len);
-  snprintf(top->sym, sizeof top->sym, "fx_loop_%016llx", (unsigned long long)h);
-  bool seen;
-  bool ok = driver_seen(b, h, &seen);
-  if (ok && !seen)
-    emit_printf(unit, "/* while loop */\nint %s(char ***tables, int64_t *counts, void *ctx, void (*launch)(void *, int, char *const *), "
-                      "int (*poll)(void *))\n%s",
-                top->sym, d.s);
-  emit_buf_free(&d);
-  return ok;
+  return add_driver(b, top, &d, unit, "fx_loop", "while loop");
 }
 
 /* ---------- the entry computation ----------
@@ -713,16 +725,7 @@ static CpuLoop *plan_entry(CpuBackend *b, const IrComputation *c) {
   if (ok) ok = (l->passed = fx_calloc(1, sizeof *l->passed)) != NULL;
   ptrmap_free(&lb.cellof);
   ptrmap_free(&lb.nested);
-  if (ok) ok = number_nest(l, l);
-  if (ok) {
-    l->tables = fx_calloc((size_t)l->nloops, sizeof *l->tables);
-    l->counts = fx_calloc((size_t)(3 * l->nloops), sizeof *l->counts);
-    ok = l->tables && l->counts;
-  }
-  if (!ok) {
-    loop_free(l);
-    return NULL;
-  }
+  if (!(l = outermost_ready(l, ok))) return NULL;
   l->body_comp = NULL;
   return l;
 }
@@ -745,20 +748,7 @@ static bool emit_entry_driver(CpuBackend *b, CpuLoop *top, EmitBuf *unit) {
   emit_printf(&d, "  if (poll(ctx)) return 1;\n");
   for (int q = 0; q < top->nbody; q++) emit_step(&d, top, &top->body[q], 2);
   emit_printf(&d, "  counts[0] += 1; counts[1] += 1;\n  (void)launch;\n  return 0;\n}\n\n");
-  if (d.oom) {
-    emit_buf_free(&d);
-    return false;
-  }
-  uint64_t h = text_hash(d.s, d.len);
-  snprintf(top->sym, sizeof top->sym, "fx_entry_%016llx", (unsigned long long)h);
-  bool seen;
-  bool ok = driver_seen(b, h, &seen);
-  if (ok && !seen)
-    emit_printf(unit, "/* entry computation */\nint %s(char ***tables, int64_t *counts, void *ctx, void (*launch)(void *, int, char *const *), "
-                      "int (*poll)(void *))\n%s",
-                top->sym, d.s);
-  emit_buf_free(&d);
-  return ok;
+  return add_driver(b, top, &d, unit, "fx_entry", "entry computation");
 }
 
 bool cpu_entry_plan(CpuBackend *b, const IrComputation *entry, EmitBuf *unit, FxError *err) {

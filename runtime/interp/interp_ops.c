@@ -851,6 +851,18 @@ static void mac_store(const Mac *m, RtTensor *r, int64_t o) {
   else rt_set_i(r, o, m->i);
 }
 
+/* Stores output element o, steps oidx to the next one and, every 4096 elements, lets an interrupt
+ * in: then r is dropped and the result is false. */
+static bool mac_next(RtExec *x, const Mac *acc, RtTensor *r, int64_t o, int64_t *oidx, FxError *err) {
+  mac_store(acc, r, o);
+  rt_next_index(r->rank, r->dims, oidx);
+  if ((o & 0xfff) == 0 && !rt_exec_poll(x, err)) {
+    rt_tensor_unref(r);
+    return false;
+  }
+  return true;
+}
+
 /* The real-valued dot through rt_dot_real: the offsets of each batch, free and contracting index. */
 static bool dot_real(RtExec *x, const RtTensor *a, const RtTensor *b, RtTensor *r, const IrDotDims *dd, int naf,
                      const int64_t *afree, int nbf, const int64_t *bfree, const int64_t *ast, const int64_t *bst,
@@ -934,12 +946,7 @@ bool rt_op_dot(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxEr
       mac_add(&acc, r, a, aoff, b, boff);
       rt_next_index(dd.nlhs_contract, cdims, cidx);
     }
-    mac_store(&acc, r, o);
-    rt_next_index(r->rank, r->dims, oidx);
-    if ((o & 0xfff) == 0 && !rt_exec_poll(x, err)) {
-      rt_tensor_unref(r);
-      return false;
-    }
+    if (!mac_next(x, &acc, r, o, oidx, err)) return false;
   }
   *out = r;
   return true;
@@ -1011,12 +1018,7 @@ bool rt_op_convolution(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
         if (!rt_next_index(L.nspatial, ksz, kidx)) break;
       }
     }
-    mac_store(&acc, r, o);
-    rt_next_index(r->rank, r->dims, oidx);
-    if ((o & 0xfff) == 0 && !rt_exec_poll(x, err)) {
-      rt_tensor_unref(r);
-      return false;
-    }
+    if (!mac_next(x, &acc, r, o, oidx, err)) return false;
   }
   *out = r;
   return true;

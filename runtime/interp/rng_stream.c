@@ -186,7 +186,7 @@ static void put_bits(void *bits, int bytes, int64_t e, uint64_t v) {
   }
 }
 
-static void threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, uint32_t out[2]) {
+void rt_threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, uint32_t out[2]) {
   static const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
   uint32_t ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
   uint32_t x0 = c0 + ks[0], x1 = c1 + ks[1];
@@ -219,7 +219,7 @@ static void threefry_bits(const uint64_t *state, int rank, const int64_t *dims, 
     for (int64_t e = 0; e < n; e++) {
       uint64_t c = ctr + (uint64_t)e;
       uint32_t o[2];
-      threefry2x32(k0, k1, (uint32_t)c, (uint32_t)(c >> 32), o);
+      rt_threefry2x32(k0, k1, (uint32_t)c, (uint32_t)(c >> 32), o);
       put_bits(bits, 8, e, (uint64_t)o[0] | ((uint64_t)o[1] << 32));
     }
     new_state[1] = ctr + (uint64_t)n;
@@ -227,7 +227,7 @@ static void threefry_bits(const uint64_t *state, int rank, const int64_t *dims, 
   }
   if (rank == 0) { /* half shape [1]: one block, its first word */
     uint32_t o[2];
-    threefry2x32(k0, k1, (uint32_t)ctr, (uint32_t)(ctr >> 32), o);
+    rt_threefry2x32(k0, k1, (uint32_t)ctr, (uint32_t)(ctr >> 32), o);
     put_bits(bits, bytes, 0, o[0]);
     new_state[1] = ctr + 1;
     return;
@@ -247,7 +247,7 @@ static void threefry_bits(const uint64_t *state, int rank, const int64_t *dims, 
         int64_t j = i / 2, h = i % 2;
         uint64_t c = ctr + (uint64_t)((o * half_split + j) * inner + q);
         uint32_t w[2];
-        threefry2x32(k0, k1, (uint32_t)c, (uint32_t)(c >> 32), w);
+        rt_threefry2x32(k0, k1, (uint32_t)c, (uint32_t)(c >> 32), w);
         put_bits(bits, bytes, (o * dims[split] + i) * inner + q, w[h]);
       }
   new_state[1] = ctr + (uint64_t)(outer * half_split * inner);

@@ -29,6 +29,10 @@ extern "C" {
  * (x, y, z, w). */
 void rt_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
 
+/* Threefry-2x32 with 20 rounds (Random123's, as JAX's threefry2x32 and XLA's rng-bit-generator
+ * use it): out = Threefry(key, counter). Also declared in runtime.h. */
+void rt_threefry2x32(uint32_t key0, uint32_t key1, uint32_t ctr0, uint32_t ctr1, uint32_t out[2]);
+
 /* The part of curandStatePhilox4_32_10_t that curand4 uses. */
 typedef struct {
   uint32_t ctr[4];
