@@ -245,6 +245,12 @@ static bool constrain_conv(Assigner *a, IrInstr *conv) {
   if (conv->noperands < 2 || conv->shape.type != IR_TUPLE || conv->shape.ntuple < 1 ||
       !ir_conv_dims(conv, &cd, NULL, 0))
     return true;
+  /* A vectorized integer convolution (int8x4 or int8x32: one more, minor dimension than its
+   * dim_labels name, as XLA's CudnnVectorizeConvolutions writes it) already has cuDNN's layout:
+   * its operands are left as they are. */
+  for (int k = 0; k < conv->noperands && k < 4; k++)
+    if (k != 2 && conv->operands[k]->shape.rank != cd.rank) return true;
+  if (conv->shape.tuple[0].rank != cd.rank) return true;
   const char *why;
   bool nhwc = wants_nhwc(conv, &cd, a->cx->device, &why);
   int in[IR_MAX_RANK], filt[IR_MAX_RANK], out[IR_MAX_RANK];
