@@ -159,6 +159,13 @@ static const Pass *const classic_passes[] = {
     &pass_horizontal_fusion,
 };
 
+/* One round of XLA:GPU's simplification passes before fusion, in its order (XLA repeats the round
+ * until nothing changes; two rounds reach that on the corpus). */
+#define SIMPLIFICATION_ROUND                                                                       \
+  &pass_algsimp_current, &pass_tuple_simplifier, &pass_while_constant_sinking,                     \
+      &pass_while_simplifier_current, &pass_slice_sinker, &pass_reshape_mover,                     \
+      &pass_constant_folding_current, &pass_conditional_simplifier, &pass_cse_current, &pass_dce
+
 /* priority: XLA GPU since 2024. */
 static const Pass *const priority_passes[] = {
     /* simplification, in the order of XLA:GPU's passes before fusion (XLA canonicalizes dots
@@ -172,26 +179,8 @@ static const Pass *const priority_passes[] = {
     &pass_dot_strength_reduction,
     &pass_comparison_expander,
     &pass_scatter_expander,
-    &pass_algsimp_current,
-    &pass_tuple_simplifier,
-    &pass_while_constant_sinking,
-    &pass_while_simplifier_current,
-    &pass_slice_sinker,
-    &pass_reshape_mover,
-    &pass_constant_folding_current,
-    &pass_conditional_simplifier,
-    &pass_cse_current,
-    &pass_dce,
-    &pass_algsimp_current,
-    &pass_tuple_simplifier,
-    &pass_while_constant_sinking,
-    &pass_while_simplifier_current,
-    &pass_slice_sinker,
-    &pass_reshape_mover,
-    &pass_constant_folding_current,
-    &pass_conditional_simplifier,
-    &pass_cse_current,
-    &pass_dce,
+    SIMPLIFICATION_ROUND,
+    SIMPLIFICATION_ROUND,
     /* XLA:GPU's library and layout rewrites: merged dots, cuDNN convolutions, layouts, bitcasts, Triton GEMMs */
     &pass_dot_merger,
     &pass_transpose_folding,

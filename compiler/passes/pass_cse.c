@@ -353,37 +353,28 @@ static int cse_computation(IrComputation *c, PassContext *cx, bool current, bool
   return merged;
 }
 
-static bool run(IrModule *m, PassContext *cx, bool *changed, bool current) {
+/* current: today's rules (loops and calls of identical computations merged too). fused_only:
+ * fusion-cse, the fused computations alone (XLA's fusion pipeline runs HloCSE so, after
+ * priority-fusion and after multi_output_fusion); the computations themselves stay. */
+static bool run(IrModule *m, PassContext *cx, bool *changed, bool current, bool fused_only) {
   int merged = 0;
   bool oom = false;
   /* Callees first (the module's printing order), so bodies are merged inside before loops that
    * call them are compared. */
-  for (int k = 0; k < m->ncomps && !oom; k++) merged += cse_computation(m->comps[k], cx, current, &oom);
+  for (int k = 0; k < m->ncomps && !oom; k++)
+    if (!fused_only || simp_is_fused_computation(m->comps[k])) merged += cse_computation(m->comps[k], cx, current, &oom);
   if (current)
     for (int k = 0; k < m->ncomps; k++)
       for (int j = 0; j < m->comps[k]->ninstrs; j++) m->comps[k]->instrs[j]->aux = NULL;
-  if (merged && current) ir_module_remove_unreachable(m); /* the bodies of merged loops */
+  if (merged && current && !fused_only) ir_module_remove_unreachable(m); /* the bodies of merged loops */
   if (oom) return fx_error_set(cx->err, NULL, 0, 0, "cse: out of memory");
   *changed = merged > 0;
   return true;
 }
 
-static bool run_cse(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false); }
-
-/* fusion-cse: XLA's fusion pipeline runs HloCSE on the fused computations only, after
- * priority-fusion and after multi_output_fusion. */
-static bool run_fusion_cse(IrModule *m, PassContext *cx, bool *changed) {
-  int merged = 0;
-  bool oom = false;
-  for (int k = 0; k < m->ncomps && !oom; k++)
-    if (simp_is_fused_computation(m->comps[k])) merged += cse_computation(m->comps[k], cx, true, &oom);
-  for (int k = 0; k < m->ncomps; k++)
-    for (int j = 0; j < m->comps[k]->ninstrs; j++) m->comps[k]->instrs[j]->aux = NULL;
-  if (oom) return fx_error_set(cx->err, NULL, 0, 0, "cse: out of memory");
-  *changed = merged > 0;
-  return true;
-}
-static bool run_cse_current(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true); }
+static bool run_cse(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false, false); }
+static bool run_cse_current(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true, false); }
+static bool run_fusion_cse(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true, true); }
 
 const Pass pass_cse = {"cse", "common subexpression elimination: identical instructions become one", run_cse};
 const Pass pass_cse_current = {"cse",
