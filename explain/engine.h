@@ -19,6 +19,7 @@
 
 #include <stdbool.h>
 
+#include "../compiler/hlo/hlo.h"
 #include "../compiler/plan/plan.h"
 #include "../compiler/ir/ir.h"
 #include "../compiler/passes/passes.h"
@@ -65,6 +66,9 @@ typedef struct ExplainEngine {
   struct FxState *fx;
   bool fx_dirty;
   const void *fx_built;
+  /* The last HLO file loaded: XLA's proto dump beside it, whose instruction ids it was given
+   * (hlo_proto_apply_sibling_ids; ids.path empty when there was none). */
+  HloProtoIds ids;
 } ExplainEngine;
 
 /* ---------- life, input, stages ---------- */
@@ -87,8 +91,12 @@ bool explain_engine_load_file(ExplainEngine *e, const char *path, FxError *err);
  * refusal to run or emit it. */
 bool explain_module_uncomputed(const IrModule *m, char *why, size_t n);
 /* Makes the HLO text read from `path` the input; the .fx definitions typed before are dropped
- * (they belonged to the module it replaces). False with a located err when it does not parse. */
+ * (they belonged to the module it replaces). When XLA's proto dump of the same module lies beside
+ * it (STEM.hlo.pb, --xla_dump_hlo_as_proto), the module takes XLA's instruction ids from it
+ * (e->ids says so). False with a located err when it does not parse or the proto cannot be read.
+ * explain_engine_load_hlo_file reads the text from path first. */
 bool explain_engine_load_hlo(ExplainEngine *e, const char *path, const char *text, size_t len, FxError *err);
+bool explain_engine_load_hlo_file(ExplainEngine *e, const char *path, FxError *err);
 /* Whether a file is HLO: its text's first word (after blank lines and // comments) is HloModule,
  * or its name ends in .hlo. */
 bool explain_is_hlo(const char *path, const char *text, size_t len);

@@ -1101,13 +1101,23 @@ void explain_json_loaded_begin(JsonWriter *w, FILE *f, const char *module) {
   json_kv_str(w, "module", module);
 }
 
-void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path) {
+void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path, const HloProtoIds *ids) {
+  bool have_ids = ids && ids->path[0];
   if (o->json) {
     JsonWriter w;
     explain_json_loaded_begin(&w, o->out, m->name);
     json_kv_str(&w, "file", path);
     json_kv_int(&w, "computations", m->ncomps);
     json_kv_int(&w, "instructions", ir_module_instr_count(m));
+    if (have_ids) {
+      json_key(&w, "xla_ids");
+      json_object_begin(&w);
+      json_kv_str(&w, "file", ids->path);
+      json_kv_bool(&w, "applied", ids->applied);
+      json_kv_int(&w, "matched", ids->matched);
+      json_kv_int(&w, "in_proto", ids->in_proto);
+      json_object_end(&w);
+    }
     json_object_end(&w);
     json_object_end(&w);
   } else {
@@ -1115,6 +1125,14 @@ void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *pat
     char shown[1100];
     fprintf(o->out, "loaded %s from %s: %d computations, %d instructions\n", m->name,
             fx_printable(shown, sizeof shown, path), m->ncomps, ir_module_instr_count(m));
+    if (have_ids && ids->applied)
+      fprintf(o->out, "  instruction ids: XLA's own, from %s (priority-fusion breaks ties by them, as XLA)\n",
+              fx_printable(shown, sizeof shown, ids->path));
+    else if (have_ids)
+      fprintf(o->out, "  %s beside it is not a dump of this module (%d of its %d instructions match the %d here%s%s): "
+              "instruction ids follow the text, as when XLA parses it\n",
+              fx_printable(shown, sizeof shown, ids->path), ids->matched, ids->in_proto, ids->in_module,
+              ids->first_missing[0] ? "; it lacks " : "", ids->first_missing);
   }
 }
 

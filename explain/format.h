@@ -66,7 +66,8 @@ bool explain_show_hlo(const ExplainOut *o, const ExplainEngine *e, FxError *err)
 /* Opens the JSON answer of a load, {"loaded":{"module":NAME, ...: the caller writes the rest of
  * what it loaded and closes both objects (explain_show_loaded, explain_show_xla_loaded). */
 void explain_json_loaded_begin(JsonWriter *w, FILE *f, const char *module);
-void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path);
+/* ids (may be NULL): XLA's proto dump found beside the file, and whether its ids were taken. */
+void explain_show_loaded(const ExplainOut *o, const IrModule *m, const char *path, const HloProtoIds *ids);
 /* `save FILE`: the stage, pass and module written to path. */
 void explain_show_saved(const ExplainOut *o, const ExplainEngine *e, const char *path);
 /* `unfuse`: how many fusions were inlined and the kernels before and after. */

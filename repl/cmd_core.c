@@ -102,7 +102,7 @@ static bool cmd_load(Session *s, int argc, char **argv, FxError *err) {
   IrModule *m = s->eng.nstages > 0 ? s->eng.stages[0].module : NULL;
   /* An HLO file reports itself; a script reports the module its definitions built. */
   ExplainOut o = repl_out(s);
-  if (!is_hlo && m && m != before) explain_show_loaded(&o, m, path);
+  if (!is_hlo && m && m != before) explain_show_loaded(&o, m, path, NULL);
   return true;
 }
 

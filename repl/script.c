@@ -517,7 +517,7 @@ bool repl_run_path(Session *s, const char *path, FxError *first_err, bool *is_hl
     ok = explain_engine_load_hlo(&s->eng, path, text, len, err);
     fx_free(text);
     ExplainOut o = repl_out(s);
-    if (ok) explain_show_loaded(&o, explain_engine_module(&s->eng, s->eng.cur), path);
+    if (ok) explain_show_loaded(&o, explain_engine_module(&s->eng, s->eng.cur), path, &s->eng.ids);
     else if (!first_err) repl_print_error(s, &e);
     return ok;
   }

@@ -6,7 +6,9 @@
 
 REFDIR holds XLA's results for each module NAME (as scripts/xla_reference.py writes them):
 NAME.pre_fusion.hlo (what XLA's priority-fusion received) and NAME.after_multi_output_fusion.hlo
-(the end of XLA's fusion pipeline); either may be gzip-compressed. For each module, fxplain
+(the end of XLA's fusion pipeline); either may be gzip-compressed. NAME.pre_fusion.hlo.pb, XLA's
+proto dump of the pre-fusion module, when there, gives fxplain XLA's instruction ids (XLA breaks
+ties in priority-fusion's queue by them; the text does not print them). For each module, fxplain
 loads the pre-fusion module, runs its priority pipeline with the simplification passes off (XLA
 has already run them), saves the last stage, and scripts/xla_compare.py compares the kernels.
 
@@ -53,6 +55,24 @@ def plain(path, tmp):
     return out
 
 
+def place_ids(refdir, name, pre_p, tmp):
+    """XLA's proto dump of the pre-fusion module (NAME.pre_fusion.hlo.pb, for XLA's instruction
+    ids, which break the priority queue's ties) goes beside the text, where fxplain looks for it.
+    Returns the text's path to load, or pre_p when there is no proto dump."""
+    for p in (f"{refdir}/{name}.pre_fusion.hlo.pb", f"{refdir}/{name}.pre_fusion.hlo.pb.gz"):
+        if not os.path.exists(p):
+            continue
+        text = pre_p
+        if os.path.dirname(os.path.abspath(pre_p)) != os.path.abspath(tmp):
+            text = os.path.join(tmp, os.path.basename(pre_p))
+            shutil.copyfile(pre_p, text)
+        opener = gzip.open if p.endswith(".gz") else open
+        with opener(p, "rb") as f, open(text + ".pb", "wb") as g:
+            shutil.copyfileobj(f, g)
+        return text
+    return pre_p
+
+
 def run_fxplain(fxplain, pre, out, device, timeout, stage="multi_output_fusion"):
     cmds = [f"load {pre}", f"set device {device}", "pipeline priority"]
     cmds += [f"set pass {p} off" for p in SIMPLIFICATION]
@@ -85,13 +105,17 @@ def main(argv):
                     help="and the mean pair F1 is at least this")
     ap.add_argument("--stage", choices=["multi_output_fusion", "priority_fusion"], default="multi_output_fusion",
                     help="compare the end of the fusion pipeline (default) or priority-fusion alone")
+    ap.add_argument("--no-ids", dest="ids", action="store_false",
+                    help="leave out XLA's instruction ids (NAME.pre_fusion.hlo.pb): fxplain then numbers the "
+                         "module in the order of its text")
     ap.add_argument("--readme", action="store_true",
                     help="print the README's table: both stages side by side, in Markdown")
     a = ap.parse_args(argv)
     if a.readme:
         return readme_table(a, argv)
     names = sorted(os.path.basename(p).split(".pre_fusion.hlo")[0]
-                   for p in glob.glob(os.path.join(a.refdir, "*.pre_fusion.hlo*")))
+                   for p in glob.glob(os.path.join(a.refdir, "*.pre_fusion.hlo"))
+                   + glob.glob(os.path.join(a.refdir, "*.pre_fusion.hlo.gz")))
     if a.only:
         names = [n for n in names if any(s in n for s in a.only)]
     if not names:
@@ -108,6 +132,8 @@ def main(argv):
                 if not xla:
                     raise RuntimeError(f"no after_{a.stage} reference")
                 pre_p = plain(pre, tmp)
+                if a.ids:
+                    pre_p = place_ids(a.refdir, n, pre_p, tmp)
                 ours = os.path.join(outdir, n + ".fxplain.hlo")
                 row["seconds"] = run_fxplain(a.fxplain, pre_p, ours, a.device, a.timeout, a.stage)
                 r = xla_compare.compare(pre_p, xla, ours)

@@ -6,6 +6,8 @@ for the GPU a target config describes, and keeps XLA's own stages of the module 
 
   NAME.pre_fusion.hlo                 the module priority-fusion received (after layout assignment,
                                       algsimp and every earlier pass)
+  NAME.pre_fusion.hlo.pb              the same module as XLA's HloProto, with XLA's instruction ids
+                                      (fxplain takes them from it when it loads NAME.pre_fusion.hlo)
   NAME.after_priority_fusion.hlo      right after priority-fusion
   NAME.after_multi_output_fusion.hlo  right after multi_output_fusion (the fusion pipeline's kernels)
   NAME.after_opt.hlo                  the final optimized module
@@ -322,7 +324,7 @@ def last_error_line(stderr):
 def compile_once(args, path, dump, do_unfuse, disabled):
     shutil.rmtree(dump, ignore_errors=True)
     os.makedirs(dump)
-    flags = [f"--xla_dump_to={dump}", "--xla_dump_hlo_as_text",
+    flags = [f"--xla_dump_to={dump}", "--xla_dump_hlo_as_text", "--xla_dump_hlo_as_proto",
              f"--xla_dump_hlo_pass_re={DUMP_PASSES}", "--xla_dump_hlo_pipeline_re=^fusion$"]
     if disabled:
         flags.append("--xla_disable_hlo_passes=" + ",".join(disabled))
@@ -432,6 +434,12 @@ def reference(args, path, outdir, name):
                         put(f, os.path.join(outdir, f"{name}.{stage}.hlo"), not args.no_gzip))
                     nf, nc = count_kernels(open(f).read())
                     record["fusions"][stage], record["custom_calls"][stage] = nf, nc
+                    # The same snapshot as XLA's proto: its instruction ids, which the text does
+                    # not print and XLA breaks priority-fusion's ties by.
+                    pb = f[:-len(".txt")] + ".hlo.pb"
+                    if stage == "pre_fusion" and os.path.exists(pb):
+                        record["files"]["pre_fusion_ids"] = os.path.basename(
+                            put(pb, os.path.join(outdir, f"{name}.pre_fusion.hlo.pb"), not args.no_gzip))
             log = glob.glob(os.path.join(dump, "module_*.priority_fusion_dump.txt"))
             if log:
                 record["files"]["priority_fusion_dump"] = os.path.basename(

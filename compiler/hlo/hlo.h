@@ -28,6 +28,26 @@ IrModule *hlo_parse_with(const char *text, size_t len, const char *filename, con
 /* Reads the file at `path`, then hlo_parse.  Returns NULL with *err filled on failure. */
 IrModule *hlo_load_file(const char *path, FxError *err);
 
+/* XLA's own instruction ids (hlo_proto.c): XLA orders ties by them, and a module it dumps in the
+ * middle of its pipeline carries ids its text does not print. With
+ * XLA_FLAGS=--xla_dump_hlo_as_proto, XLA writes STEM.hlo.pb beside STEM.txt.
+ * hlo_proto_sibling: the proto dump beside a text file (STEM.txt or STEM.hlo -> STEM.hlo.pb) into
+ * buf when that file exists. hlo_proto_apply_ids: reads an HloProto (or HloModuleProto) and,
+ * when it names exactly the module's instructions, renumbers the module in XLA's order
+ * (ir_module_renumber); info says how many matched and whether it was applied (a proto of another
+ * module is not: false only for an unreadable file or no memory, with *err filled).
+ * hlo_proto_apply_sibling_ids: the same for the sibling of text_path; info->path is empty when
+ * there is none (true). */
+typedef struct {
+  char path[1024];
+  int in_proto, in_module, matched;
+  bool applied;
+  char first_missing[128]; /* an instruction of the module the proto does not name */
+} HloProtoIds;
+bool hlo_proto_sibling(const char *text_path, char *buf, size_t n);
+bool hlo_proto_apply_ids(IrModule *m, const char *pb_path, HloProtoIds *info, FxError *err);
+bool hlo_proto_apply_sibling_ids(IrModule *m, const char *text_path, HloProtoIds *info, FxError *err);
+
 /* Prints the module as HLO text.  Returns false (with *err filled) when writing fails. */
 bool hlo_print(FILE *f, const IrModule *m, FxError *err);
 /* The module as HLO text, fx_malloc'd (the caller fx_frees it); NULL on allocation failure. */

@@ -829,6 +829,42 @@ static int heap_pop(int *h, int *n) {
   return top;
 }
 
+typedef struct {
+  IrInstr *i;
+  int64_t key;
+  int pos;
+  bool keyed;
+} RenumberItem;
+
+static int renumber_cmp(const void *a, const void *b) {
+  const RenumberItem *x = a, *y = b;
+  if (x->keyed != y->keyed) return x->keyed ? -1 : 1;
+  if (x->keyed && x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->pos - y->pos;
+}
+
+bool ir_module_renumber(IrModule *m, const int64_t *key, const bool *has) {
+  int most = 0;
+  for (int k = 0; k < m->ncomps; k++)
+    if (m->comps[k]->ninstrs > most) most = m->comps[k]->ninstrs;
+  RenumberItem *v = fx_malloc(sizeof *v * (size_t)(most + 1));
+  if (!v) return false;
+  int next = 0;
+  for (int k = 0; k < m->ncomps; k++) {
+    IrComputation *c = m->comps[k];
+    for (int j = 0; j < c->ninstrs; j++) {
+      IrInstr *i = c->instrs[j];
+      v[j] = (RenumberItem){i, has[i->id] ? key[i->id] : 0, j, has[i->id]};
+    }
+    qsort(v, (size_t)c->ninstrs, sizeof *v, renumber_cmp);
+    c->id = next++;
+    for (int j = 0; j < c->ninstrs; j++) v[j].i->id = next++;
+  }
+  fx_free(v);
+  m->next_id = next;
+  return true;
+}
+
 void ir_computation_sort(IrComputation *c) {
   /* Kahn's algorithm over in-computation operands, always taking the earliest-positioned ready
    * instruction (a heap of positions), so the existing order is kept wherever it is already

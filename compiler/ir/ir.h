@@ -285,6 +285,14 @@ IrInstr **ir_remap_operands(const IrInstr *x, const IrComputation *from, IrInstr
 void ir_remap_release(IrInstr **ops, IrInstr **small);
 IrInstr *ir_instr_copy(IrComputation *dst, const IrInstr *i, IrInstr **ops, const char *name);
 
+/* Gives the module's computations and instructions new ids: computation by computation (in
+ * m->comps order), each computation's id, then its instructions in increasing key[old id] (ties
+ * and instructions whose has[old id] is false after the keyed ones, in their current order).
+ * For a module loaded with XLA's own unique ids (hlo_proto_apply_ids): XLA breaks ties by them
+ * (priority-fusion's queue), and new instructions (next_id onwards) come after, as in XLA.
+ * Only for a module no snapshot shares yet (right after loading). False when out of memory
+ * (the ids are then unchanged). */
+bool ir_module_renumber(IrModule *m, const int64_t *key, const bool *has);
 IrComputation *ir_computation_new(IrModule *m, const char *name);
 IrComputation *ir_module_find_computation(const IrModule *m, const char *name);
 /* Adds c (already in m->comps) to the computation-name index; false when out of memory. */

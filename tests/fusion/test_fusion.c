@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "../check.h"
 #include "../../compiler/fusion/fusion.h"
@@ -1195,6 +1196,112 @@ TEST(priority_ties_follow_text_order) {
   t_free(t);
 }
 
+/* Protobuf's wire format, for writing the proto dump XLA would (--xla_dump_hlo_as_proto): an
+ * HloProto whose hlo_module (1) has computations (3), each a name (1) and instructions (2), each
+ * a name (1) and an id (35). */
+typedef struct {
+  unsigned char b[4096];
+  size_t n;
+} Pb;
+
+static void pb_varint(Pb *p, uint64_t v) {
+  do {
+    p->b[p->n++] = (unsigned char)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+    v >>= 7;
+  } while (v);
+}
+
+static void pb_bytes(Pb *p, int field, const void *data, size_t len) {
+  pb_varint(p, (uint64_t)field << 3 | 2);
+  pb_varint(p, len);
+  memcpy(p->b + p->n, data, len);
+  p->n += len;
+}
+
+/* A computation named `comp` whose instructions names[k] have the local ids ids[k]. */
+static void pb_computation(Pb *out, const char *comp, int64_t comp_uid, const char *const *names, const int *ids, int n) {
+  Pb c = {.n = 0};
+  pb_bytes(&c, 1, comp, strlen(comp));
+  for (int k = 0; k < n; k++) {
+    Pb i = {.n = 0};
+    pb_bytes(&i, 1, names[k], strlen(names[k]));
+    pb_varint(&i, 35 << 3 | 0);
+    pb_varint(&i, (uint64_t)(comp_uid << 32 | ids[k]));
+    pb_bytes(&c, 2, i.b, i.n);
+  }
+  Pb m = {.n = 0};
+  pb_bytes(&m, 3, c.b, c.n);
+  pb_bytes(out, 1, m.b, m.n);
+}
+
+static bool write_file(const char *path, const void *data, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return false;
+  bool ok = fwrite(data, 1, n, f) == n;
+  return fclose(f) == 0 && ok;
+}
+
+/* A module XLA dumps in mid-pipeline carries the ids of its history, which its text does not
+ * print; XLA's proto dump of it does (hlo_proto.c). Given them, the tie goes the other way: here
+ * XLA made bitcast.1 after bitcast.2 (a larger local id), so bitcast.1 is fused first. */
+TEST(priority_ties_follow_xla_ids) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 64));
+  IrInstr *y = param(t, "y", F32V(t, 64));
+  IrInstr *b1 = op(t, IR_OP_BITCAST, "bitcast.1", F32V(t, 64), 1, x);
+  IrInstr *b2 = op(t, IR_OP_BITCAST, "bitcast.2", F32V(t, 64), 1, y);
+  IrInstr *n1 = op(t, IR_OP_NEGATE, "negate.3", F32V(t, 64), 1, b1);
+  IrInstr *n2 = op(t, IR_OP_NEGATE, "negate.4", F32V(t, 64), 1, b2);
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, n1, n2));
+  static const char *const names[] = {"x", "y", "bitcast.2", "bitcast.1", "negate.3", "negate.4", "tuple.5"};
+  static const int ids[] = {0, 1, 7, 9, 10, 11, 12};
+  char dir[] = "/tmp/fxplain_ids_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char pb[300], short_pb[300], junk[300];
+  snprintf(pb, sizeof pb, "%s/m.hlo.pb", dir);
+  snprintf(short_pb, sizeof short_pb, "%s/short.hlo.pb", dir);
+  snprintf(junk, sizeof junk, "%s/junk.hlo.pb", dir);
+  Pb whole = {.n = 0}, part = {.n = 0};
+  pb_computation(&whole, "main", 3, names, ids, 7);
+  pb_computation(&part, "main", 3, names, ids, 6); /* another module: no tuple.5 */
+  CHECK(write_file(pb, whole.b, whole.n));
+  CHECK(write_file(short_pb, part.b, part.n));
+  CHECK(write_file(junk, "\xff\xff\xff", 3));
+
+  /* A proto that does not name exactly the module's instructions is not applied. */
+  HloProtoIds info;
+  FxError err = {0};
+  CHECK(hlo_proto_apply_ids(t->m, short_pb, &info, &err));
+  CHECK(!info.applied);
+  CHECK(info.matched == 6);
+  CHECK_STR(info.first_missing, "tuple.5");
+  CHECK(b1->id < b2->id);
+  /* A file that is no HloProto is an error naming it. */
+  CHECK(!hlo_proto_apply_ids(t->m, junk, &info, &err));
+  CHECK_CONTAINS(err.msg, "not an XLA HloProto");
+  CHECK(b1->id < b2->id);
+
+  fx_error_clear(&err);
+  CHECK(hlo_proto_apply_ids(t->m, pb, &info, &err));
+  CHECK(info.applied);
+  CHECK(info.matched == 7);
+  CHECK(b1->id > b2->id && n1->id > b1->id && x->id < y->id);
+  CHECK(run_pass(t, &pass_priority_fusion));
+  int first = -1, second = -1;
+  for (int k = 0; k < t->log.n; k++) {
+    const Rec *r = &t->log.r[k];
+    if (!r->accepted) continue;
+    if (strcmp(r->producer, "bitcast.1") == 0 && first < 0) first = k;
+    if (strcmp(r->producer, "bitcast.2") == 0 && second < 0) second = k;
+  }
+  CHECK(first >= 0 && second >= 0 && first < second);
+  remove(pb);
+  remove(short_pb);
+  remove(junk);
+  rmdir(dir);
+  t_free(t);
+}
+
 TEST(priority_reports_every_consumer) {
   T *t = t_new();
   IrInstr *x = param(t, "x", F32V(t, 64));
@@ -1423,6 +1530,7 @@ int main(void) {
   RUN(horizontal_small_independent_kernels);
   RUN(slower_if_fused_and_near_miss);
   RUN(priority_ties_follow_text_order);
+  RUN(priority_ties_follow_xla_ids);
   RUN(priority_reports_every_consumer);
   RUN(unroll_with_and_without_remainder);
   RUN(merger_multi_output_into_its_only_reader);

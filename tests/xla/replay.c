@@ -45,6 +45,18 @@ typedef struct {
   long n;
 } ReasonPair;
 
+/* The pre-fusion module, with XLA's instruction ids when its proto dump lies beside it
+ * (PRE.pb: scripts/xla_reference.py writes NAME.pre_fusion.hlo.pb), as fxplain's load does. */
+static IrModule *load_pre(const char *pre, FxError *err) {
+  IrModule *m = hlo_load_file(pre, err);
+  HloProtoIds ids;
+  if (m && !hlo_proto_apply_sibling_ids(m, pre, &ids, err)) {
+    ir_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
 static ReasonPair reasons[256];
 static int nreasons;
 
@@ -179,7 +191,7 @@ static void show_pair(const IrInstr *p) {
 static int estimates(const char *pre, const DeviceProfile *dev) {
   FxError err;
   fx_error_clear(&err);
-  IrModule *m = hlo_load_file(pre, &err);
+  IrModule *m = load_pre(pre, &err);
   if (!m) {
     fx_error_print(stderr, &err);
     return 2;
@@ -323,7 +335,7 @@ static void xla_steps(char *text, Steps *out) {
 static bool sequence(const char *pre, const char *dump, const DeviceProfile *dev, bool quiet, long *same, long *total) {
   FxError err;
   fx_error_clear(&err);
-  IrModule *m = hlo_load_file(pre, &err), *before = hlo_load_file(pre, &err);
+  IrModule *m = load_pre(pre, &err), *before = load_pre(pre, &err);
   size_t len;
   char *text = read_all(dump, &len);
   if (!m || !before || !text) {
@@ -395,7 +407,7 @@ static bool close_to(double ours, double xla) {
 static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, bool quiet, Tally *t) {
   FxError err;
   fx_error_clear(&err);
-  IrModule *m = hlo_load_file(pre, &err);
+  IrModule *m = load_pre(pre, &err);
   if (!m) {
     fx_error_print(stderr, &err);
     return false;
