@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what fxplain needs to build and test, from Debian's packages. Skips the install when
 # everything is already there. libsleef-dev gives the generated CPU kernels vector math (sin, cos,
-# exp at the widest SIMD); without it they call libm. The CUDA toolkit is optional (found at
+# exp at the widest SIMD); without it they call libm. protobuf-c reads XLA's proto dumps (*.hlo.pb: XLA's
+# instruction ids). The CUDA toolkit is optional (found at
 # /usr/local/cuda if present).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libreadline-dev libgraphviz-dev graphviz libopenblas-dev clang
-      libclang-rt-14-dev libsleef-dev)
+      libclang-rt-14-dev libsleef-dev libprotobuf-c-dev protobuf-c-compiler)
 # Chromium runs the test of the HTML walkthrough (headless); FXPLAIN_WITH_CHROMIUM=0 leaves it out
 # (the test then reports itself skipped).
 if [ "${FXPLAIN_WITH_CHROMIUM:-1}" = 1 ] && ! command -v chromium >/dev/null 2>&1; then pkgs+=(chromium); fi
