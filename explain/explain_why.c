@@ -144,10 +144,14 @@ static void set_add(NameSet *st, const char *name) {
 }
 
 /* Does the record (its producer, consumer names or result) name a member of the set? */
+/* A "duplicate" decision put a copy of its producer into the result and left the original where
+ * it was (for its other users): the producer's name joins nobody's kernel through it. */
+static int rec_first_list(const ExplainRecord *r) { return r->action && strcmp(r->action, "duplicate") == 0 ? 1 : 0; }
+
 static bool rec_touches(const ExplainRecord *r, const NameSet *st) {
   char buf[512];
   const char *lists[3] = {r->producer, r->consumer, r->result};
-  for (int l = 0; l < 3; l++)
+  for (int l = rec_first_list(r); l < 3; l++)
     for (const char *q = next_name(lists[l], buf, sizeof buf); q; q = next_name(q, buf, sizeof buf))
       if (set_has(st, buf)) return true;
   return false;
@@ -156,8 +160,20 @@ static bool rec_touches(const ExplainRecord *r, const NameSet *st) {
 static void rec_add_all(const ExplainRecord *r, NameSet *st) {
   char buf[512];
   const char *lists[3] = {r->producer, r->consumer, r->result};
-  for (int l = 0; l < 3; l++)
+  for (int l = rec_first_list(r); l < 3; l++)
     for (const char *q = next_name(lists[l], buf, sizeof buf); q; q = next_name(q, buf, sizeof buf)) set_add(st, buf);
+}
+
+/* The set gained the kernel r made (its result): the names earlier decisions of the same stage had
+ * already put into that kernel belong to it too (a fusion grows one decision at a time, and a
+ * later decision names the kernel by its root: "merge xc -> y" for fusion.2 ending in xc). */
+static void add_kernel_members(const ExplainStageView *v, int k, NameSet *st) {
+  const ExplainRecord *r = v->recs[k].r;
+  for (int j = k - 1; j >= 0 && !st->full; j--) {
+    const ExplainRecord *q = v->recs[j].r;
+    if (q->stage != r->stage) break;
+    if (q->accepted && q->result && strcmp(q->result, r->result) == 0) rec_add_all(q, st);
+  }
 }
 
 static const ExplainRecord *replay_join(const ExplainStageView *v, const char *a, const char *b) {
@@ -170,6 +186,8 @@ static const ExplainRecord *replay_join(const ExplainStageView *v, const char *a
       const ExplainRecord *r = v->recs[k].r;
       if (!r->accepted || !r->result) continue;
       bool ta = rec_touches(r, sa), tb = rec_touches(r, sb);
+      if (ta && !set_has(sa, r->result)) add_kernel_members(v, k, sa);
+      if (tb && !set_has(sb, r->result)) add_kernel_members(v, k, sb);
       if (ta) rec_add_all(r, sa);
       if (tb) rec_add_all(r, sb);
       if (!ta && !tb) continue;

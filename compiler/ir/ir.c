@@ -673,12 +673,15 @@ static int add_user(IrModule *m, IrInstr *op, IrInstr *user) {
 }
 
 static void remove_user(IrInstr *op, IrInstr *user) {
-  /* Only drop the edge when user no longer references op through any operand slot. */
+  /* Only drop the edge when user no longer references op through any operand slot. The last user
+   * takes the removed one's place, as in XLA (HloInstruction::Users::RemoveUser): the passes that
+   * walk a value's users in order (multi-output fusion's siblings, fusion's consumers) see them in
+   * XLA's order. */
   for (int k = 0; k < user->noperands; k++)
     if (user->operands[k] == op) return;
   for (int i = 0; i < op->nusers; i++) {
     if (op->users[i] == user) {
-      memmove(&op->users[i], &op->users[i + 1], sizeof(IrInstr *) * (size_t)(op->nusers - i - 1));
+      op->users[i] = op->users[op->nusers - 1];
       op->nusers--;
       return;
     }

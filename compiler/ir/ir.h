@@ -190,7 +190,8 @@ struct IrInstr {
   IrShape shape;
   IrInstr **operands;
   int noperands;
-  IrInstr **users; /* maintained by the ir_* functions; distinct users, in insertion order */
+  IrInstr **users; /* maintained by the ir_* functions; distinct users, in XLA's order: appended when
+                    * added; a removed user's place goes to the last one */
   int nusers, users_cap;
   IrComputation *parent;
   IrAttr *attrs;

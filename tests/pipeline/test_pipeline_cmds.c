@@ -314,11 +314,12 @@ TEST(why_pair_final_outcome_first_and_decision_numbers) {
             "    a has 2 users; this run fuses only producers with one user, so fusing it would need a copy per "
             "user (the next run may duplicate it)\n"
             "    metrics: users=2\n");
-  /* a single decision has nothing superseded */
+  /* a single decision has nothing superseded; the siblings come in the order of x's users, as XLA
+   * keeps them (a user removed gives its place to the last one: fusion.2 came before fusion.1) */
   CHECK_STR(ok_run(&t, "why b c"), "1 decision between b and c; the final outcome (stage 12, multi_output_fusion): "
                                    "accepted\n"
-                                   "#9  stage 12  multi_output_fusion  sibling  b -> c => fusion.1  accepted\n"
-                                   "    fusion.1 and fusion.2 both read x: one kernel with both outputs reads it once\n"
+                                   "#9  stage 12  multi_output_fusion  sibling  c -> b => fusion.2  accepted\n"
+                                   "    fusion.2 and fusion.1 both read x: one kernel with both outputs reads it once\n"
                                    "    metrics: operands=3 outputs=2\n");
   /* numbers are global: a filtered list keeps them */
   CHECK_STR(ok_run(&t, "decisions --stage 11"),
