@@ -386,13 +386,16 @@ const ReplCommand repl_cmds_core[] = {
      "Loads FILE. A file whose text starts with 'HloModule' (or named *.hlo) is XLA HLO text: it\n"
      "becomes the input (stage 0) and earlier stages are dropped. Any other file is a .fx script:\n"
      "its statements start a fresh set of definitions, which become the input; commands in it run\n"
-     "in order. If anything in FILE fails, the session keeps what it had.\n"
+     "in order. If anything in FILE fails, the session keeps what it had. XLA's proto dump of the\n"
+     "same module beside it (STEM.hlo.pb, from --xla_dump_hlo_as_proto) gives the module XLA's own\n"
+     "instruction ids, by which XLA breaks ties; load says when it took them.\n"
      "A folder is an XLA dump (XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text\n"
-     "--xla_dump_hlo_pass_re=.*): its modules are listed (id, name, instructions, passes dumped) and\n"
-     "one is loaded (--module NAME|ID; by default the one with the most snapshots). Its per-pass\n"
-     "snapshots become the stages of the pipeline `xla`, and its priority_fusion_dump.txt the\n"
-     "decisions of the priority-fusion stage, beside fxplain's own verdict on each pair. A\n"
-     "*.priority_fusion_dump.txt alone loads the module it holds, with XLA's fusions replayed.",
+     "--xla_dump_hlo_pass_re=.*, best with --xla_dump_hlo_as_proto): its modules are listed (id,\n"
+     "name, instructions, passes dumped) and one is loaded (--module NAME|ID; by default the one\n"
+     "with the most snapshots). Its per-pass snapshots become the stages of the pipeline `xla`,\n"
+     "and its priority_fusion_dump.txt the decisions of the priority-fusion stage, beside\n"
+     "fxplain's own verdict on each pair. A *.priority_fusion_dump.txt alone loads the module it\n"
+     "holds, with XLA's fusions replayed.",
      cmd_load},
     {"save", "save FILE", "write the current stage as HLO text",
      "Writes the current stage's module to FILE as HLO text, in the form 'load' reads back:\n"
