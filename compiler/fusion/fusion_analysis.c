@@ -822,6 +822,10 @@ typedef struct {
   bool have_cost, have_est;
   HloCost cost;
   PerfEstimate est;
+  bool have_fact[PERF_NFACTS];
+  int64_t fact[PERF_NFACTS];
+  bool have_ir_size;
+  double ir_size; /* fusion_ir_size's sum over the body */
 } CacheEntry;
 
 static _Thread_local struct {
@@ -894,6 +898,24 @@ static CacheEntry *cache_entry(const IrInstr *i) {
     e->noperands = i->noperands;
   }
   return e;
+}
+
+int64_t perf_cache_fact(const IrInstr *i, PerfFact f, int64_t (*compute)(const IrInstr *)) {
+  CacheEntry *e = i->op == IR_OP_FUSION ? cache_entry(i) : NULL;
+  if (e && e->have_fact[f]) {
+    if (cache.check && compute(i) != e->fact[f]) {
+      fprintf(stderr, "perf cache: stale fusion fact %d of %s\n", (int)f, i->name);
+      abort(); /* FXPLAIN_PERF_CACHE_CHECK only */
+    }
+    return e->fact[f];
+  }
+  int64_t v = compute(i);
+  e = i->op == IR_OP_FUSION ? cache_entry(i) : NULL; /* compute may have asked the cache too */
+  if (e) {
+    e->fact[f] = v;
+    e->have_fact[f] = true;
+  }
+  return v;
 }
 
 static bool same_doubles(const double *a, const double *b, int n) {
@@ -1250,8 +1272,23 @@ bool fusion_ir_size(const IrInstr *i, double *size, const IrInstr *param_of, dou
   HloCost tmp;
   const HloCost *c = cost_get(NULL, i, true, &tmp);
   if (!c) return false;
-  *size = 0;
-  for (int k = 0; k < fc->ninstrs; k++) *size += c->times[k];
+  /* The sum over the body is kept with the fusion's analysis: every candidate pair asks it of
+   * both sides, and a fusion grows. */
+  CacheEntry *e = cache_entry(i);
+  if (e && e->have_cost && e->have_ir_size && !cache.check) {
+    *size = e->ir_size;
+  } else {
+    *size = 0;
+    for (int k = 0; k < fc->ninstrs; k++) *size += c->times[k];
+    if (e && e->have_cost && e->have_ir_size && *size != e->ir_size) {
+      fprintf(stderr, "perf cache: stale IR size of %s\n", i->name);
+      abort(); /* FXPLAIN_PERF_CACHE_CHECK only */
+    }
+    if (e && e->have_cost && c == &e->cost) {
+      e->ir_size = *size;
+      e->have_ir_size = true;
+    }
+  }
   if (param_of && param_size) {
     double rep = 0;
     for (int o = 0; o < i->noperands && o < fc->nparams; o++)

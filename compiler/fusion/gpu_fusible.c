@@ -470,7 +470,7 @@ int fusion_fusible_computations(const IrModule *m, IrComputation **out, int max)
   return count < max ? count : max;
 }
 
-bool fusion_may_cause_perf_drop_if_unrolled(const IrInstr *i) {
+static int64_t perf_drop_walk(const IrInstr *i) {
   IrComputation *fc = ir_fused_computation(i);
   int n = fc ? fc->ninstrs : 1;
   for (int k = 0; k < n; k++) {
@@ -497,6 +497,10 @@ bool fusion_may_cause_perf_drop_if_unrolled(const IrInstr *i) {
     }
   }
   return false;
+}
+
+bool fusion_may_cause_perf_drop_if_unrolled(const IrInstr *i) {
+  return perf_cache_fact(i, PERF_FACT_PERF_DROP_IF_UNROLLED, perf_drop_walk) != 0;
 }
 
 /* ---------- GetDescriptionForTiledTransposeEmitter and GetSharedMemoryUsage ---------- */
@@ -582,7 +586,7 @@ static bool row_reduction(const IrInstr *r) {
   return true;
 }
 
-int64_t fusion_shared_memory(const IrInstr *i) {
+static int64_t shared_memory_walk(const IrInstr *i) {
   IrComputation *fc = ir_fused_computation(i);
   if (fc) {
     int64_t sum = 0;
@@ -598,12 +602,23 @@ int64_t fusion_shared_memory(const IrInstr *i) {
   return fusion_transpose_shmem(i);
 }
 
-int fusion_unnested_reductions(const IrInstr *i) {
+/* FusionInfoCache::GetSharedMemoryUsage: a fusion's sum is kept while the cache is open. */
+int64_t fusion_shared_memory(const IrInstr *i) {
+  return i->op == IR_OP_FUSION ? perf_cache_fact(i, PERF_FACT_SHARED_MEMORY, shared_memory_walk) : shared_memory_walk(i);
+}
+
+static int64_t unnested_reductions_walk(const IrInstr *i) {
   IrComputation *fc = ir_fused_computation(i);
   if (!fc) return i->op == IR_OP_REDUCE && fusion_contiguous_reduce(i);
   int sum = 0;
   for (int k = 0; k < fc->ninstrs; k++) sum += fusion_unnested_reductions(fc->instrs[k]);
   return sum;
+}
+
+/* FusionInfoCache::GetNumUnnestedReductions: a fusion's count is kept while the cache is open. */
+int fusion_unnested_reductions(const IrInstr *i) {
+  return (int)(i->op == IR_OP_FUSION ? perf_cache_fact(i, PERF_FACT_UNNESTED_REDUCTIONS, unnested_reductions_walk)
+                                     : unnested_reductions_walk(i));
 }
 
 /* ---------- ComputeLoopFusionConfig ---------- */
@@ -635,9 +650,21 @@ static bool small_minor_transpose(const IrInstr *x, int64_t unroll) {
   return (n > 0 ? dims[n - 1] : x->shape.rank > 0 ? x->shape.dims[x->shape.rank - 1] : 1) < unroll;
 }
 
-static bool perf_drop(const IrInstr *x, int64_t unused) {
-  (void)unused;
-  return fusion_may_cause_perf_drop_if_unrolled(x);
+/* Whether any instruction of x's body (x itself when it is no fusion) may be slower unrolled,
+ * each asked as fusion_may_cause_perf_drop_if_unrolled (a nested fusion for its own body). */
+static int64_t perf_drop_in_walk(const IrInstr *x) {
+  IrComputation *fc = ir_fused_computation(x);
+  if (!fc) return fusion_may_cause_perf_drop_if_unrolled(x);
+  for (int k = 0; k < fc->ninstrs; k++)
+    if (fusion_may_cause_perf_drop_if_unrolled(fc->instrs[k])) return 1;
+  return 0;
+}
+
+/* The same, kept per fusion while the cache is open: every candidate pair's launch asks it of
+ * both sides. */
+static bool perf_drop_in(const IrInstr *x) {
+  return x && (x->op == IR_OP_FUSION ? perf_cache_fact(x, PERF_FACT_PERF_DROP_IN_BODY, perf_drop_in_walk)
+                                     : perf_drop_in_walk(x)) != 0;
 }
 
 /* The outputs of i (its fused roots, or itself). */
@@ -696,7 +723,7 @@ static int64_t gcd64(int64_t a, int64_t b) {
 int fusion_loop_unroll(const DeviceProfile *d, int cuda_version, const IrInstr *i, const IrInstr *p, int64_t elements) {
   int unroll = 1;
   int64_t threads = d && d->is_gpu ? (int64_t)d->max_threads_per_sm * d->sm_count : 0;
-  if (threads > 0 && elements >= threads && !any_in(i, p, perf_drop, 0))
+  if (threads > 0 && elements >= threads && !perf_drop_in(i) && !perf_drop_in(p))
     unroll = (int)gcd64(elements, max_unroll_factor(d, cuda_version, i, p));
   /* a byte holding several outputs is written by one thread */
   const IrInstr *outs[64];

@@ -630,7 +630,9 @@ static bool evaluate(const PassContext *cx, Queue *q, IrInstr *p, Eval *e, bool 
     if (!can_fuse(p, c, cx, &e->v[u])) e->all_ok = false;
   }
   if (!e->any_non_bitcast) e->all_ok = false;
-  if (times) run_times(e->all_ok ? q : NULL, cx->device, p, e->users, e->n, &e->us_unfused, &e->us_fused);
+  /* In the pass (q set), a refused producer's times are only for its report: push_eval
+   * estimates them when the report is written, not at every evaluation. */
+  if (times && (e->all_ok || !q)) run_times(e->all_ok ? q : NULL, cx->device, p, e->users, e->n, &e->us_unfused, &e->us_fused);
   fusion_memo_close();
   return true;
 }
@@ -650,13 +652,15 @@ static unsigned refusal_hash(const Eval *e, bool slower) {
   return h ? h : 1u;
 }
 
+/* Whether report_refusal would write p's refusal: its verdict changed since the last report. */
+static bool refusal_is_new(const Queue *q, const IrInstr *p, const Eval *e, bool slower) {
+  return p->id >= q->nversion || q->logged[p->id] != refusal_hash(e, slower);
+}
+
 /* Reports a refused producer: every consumer's reason, once per change of verdict. */
 static void report_refusal(PassContext *cx, Queue *q, IrInstr *p, Eval *e, bool slower) {
-  unsigned h = refusal_hash(e, slower);
-  if (p->id < q->nversion) {
-    if (q->logged[p->id] == h) return;
-    q->logged[p->id] = h;
-  }
+  if (!refusal_is_new(q, p, e, slower)) return;
+  if (p->id < q->nversion) q->logged[p->id] = refusal_hash(e, slower);
   const char *first_bad = NULL;
   for (int u = 0; u < e->n; u++)
     if (!e->v[u].ok && !first_bad) first_bad = e->users[u]->name;
@@ -738,7 +742,9 @@ static bool push_eval(PassContext *cx, Queue *q, IrInstr *p, const OpUpdate *inc
   }
   bool ok = true;
   if (!e.all_ok) {
-    if (incremental) run_times(NULL, cx->device, p, e.users, e.n, &e.us_unfused, &e.us_fused);
+    /* the times the report shows, estimated only when it is written (no cache: XLA keeps no
+       times for a producer it refused) */
+    if (refusal_is_new(q, p, &e, false)) run_times(NULL, cx->device, p, e.users, e.n, &e.us_unfused, &e.us_fused);
     report_refusal(cx, q, p, &e, false);
     eval_free(&e);
     return true;

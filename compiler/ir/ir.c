@@ -808,6 +808,54 @@ int ir_computation_remove_dead(IrComputation *c) {
   return removed;
 }
 
+void ir_computation_sort_last(IrComputation *c) {
+  /* What ir_computation_sort's Kahn order gives when only the last instruction is out of place:
+   * the earliest-positioned ready instruction is taken every time, so every instruction that
+   * does not depend on the last one comes out first, in its order; then the last one; then its
+   * dependents, in their order. One forward pass marks the dependents (an instruction's operands
+   * other than the last one are earlier, by the precondition) and a stable partition moves them. */
+  int n = c->ninstrs;
+  if (n <= 1) return;
+  IrInstr *last = c->instrs[n - 1];
+  static char dep_mark;
+  int first = -1;
+  for (int k = 0; k < n - 1; k++) {
+    IrInstr *i = c->instrs[k];
+    for (int j = 0; j < i->noperands; j++) {
+      const IrInstr *op = i->operands[j];
+      if (op && op->parent == c && !op->dead && (op == last || op->aux == &dep_mark)) {
+        i->aux = &dep_mark;
+        if (first < 0) first = k;
+        break;
+      }
+    }
+  }
+  if (first < 0) return; /* already in order */
+  /* Dependents go to the end, after the last instruction; the others close up, in order. */
+  int ndep = 0;
+  for (int k = first; k < n - 1; k++)
+    if (c->instrs[k]->aux == &dep_mark) ndep++;
+  IrInstr **deps = fx_malloc(sizeof(IrInstr *) * (size_t)ndep);
+  if (!deps) {
+    for (int k = first; k < n - 1; k++) c->instrs[k]->aux = NULL;
+    ir_computation_sort(c);
+    return;
+  }
+  int w = first, d = 0;
+  for (int k = first; k < n - 1; k++) {
+    IrInstr *i = c->instrs[k];
+    if (i->aux == &dep_mark) {
+      i->aux = NULL;
+      deps[d++] = i;
+    } else {
+      c->instrs[w++] = i;
+    }
+  }
+  c->instrs[w++] = last;
+  memcpy(c->instrs + w, deps, sizeof(IrInstr *) * (size_t)ndep);
+  fx_free(deps);
+}
+
 /* A binary min-heap of instruction positions: the ready instructions of ir_computation_sort. */
 static void heap_push(int *h, int *n, int v) {
   int k = (*n)++;

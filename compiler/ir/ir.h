@@ -332,6 +332,9 @@ int ir_computation_remove_dead(IrComputation *c);
 int ir_computation_index(const IrComputation *c, const IrInstr *i);
 /* Re-sorts c->instrs topologically (stable w.r.t. current order where possible). */
 void ir_computation_sort(IrComputation *c);
+/* The same order ir_computation_sort gives, in one linear pass, for a computation that is in order
+ * but for its last instruction (a new instruction ir_instr_new appended that earlier ones now use). */
+void ir_computation_sort_last(IrComputation *c);
 /* Removes computations no longer called from the entry (transitively). Returns count removed. */
 int ir_module_remove_unreachable(IrModule *m);
 

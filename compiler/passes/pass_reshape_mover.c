@@ -139,7 +139,7 @@ static IrInstr *inverse(IrInstr *i, const IrInstr *r, IrInstr *x) {
 
 /* SinkRearrangeOperands: i runs on the values before its rearrange; a new rearrange of its
  * result takes its users. Returns false when out of memory. */
-static bool sink(IrInstr *i, PassContext *cx, int *moved) {
+static bool sink(IrInstr *i, PassContext *cx, int *moved, bool *in_order) {
   const IrInstr *r = first_rearrange(i);
   if (!r) return true;
   IrInstr *ops[IR_REMAP_SMALL];
@@ -168,7 +168,14 @@ static bool sink(IrInstr *i, PassContext *cx, int *moved) {
   pass_emit(cx->sink, &d, "%s now runs before the %s %s (on %s, as %s) and %s %ss its result", i->name, ir_op_name(r->op),
             r->name, shape, e->name, nr->name, ir_op_name(r->op));
   simp_replace(i, nr);
-  ir_computation_sort(nr->parent);
+  /* e is the one instruction out of place (ir_instr_copy appended it; nr, before i, reads it).
+   * Once the computation has been sorted, sorting it again after a sink is a linear partition. */
+  if (*in_order) {
+    ir_computation_sort_last(nr->parent);
+  } else {
+    ir_computation_sort(nr->parent);
+    *in_order = true;
+  }
   (*moved)++;
   return true;
 }
@@ -215,10 +222,11 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
         }
       }
     }
+    bool in_order = false;
     for (int k = 0; k < nc; k++) {
       IrInstr *i = cands[k];
       if (i->id > ids || !in[i->id] || i->dead) continue;
-      if (!sink(i, cx, &moved)) {
+      if (!sink(i, cx, &moved, &in_order)) {
         fx_free(cands);
         fx_free(in);
         return fx_error_set(cx->err, NULL, 0, 0, "reshape-mover: out of memory");

@@ -77,38 +77,74 @@ static void drop_unused_reads(IrInstr *v, int64_t j) {
   }
 }
 
-/* Marks (in mark[], indexed by position in c) everything that depends on the parameter's
- * element j, and sets *feeds_other when a root operand other than j depends on it. Returns false
- * when a dependent has side effects or the walk is malformed. */
-static bool dependents(const IrComputation *c, const IrInstr *param, int64_t j, char *mark, bool *feeds_other) {
+/* Which carried elements each instruction of the body depends on: one bit per element, a row of
+ * words per position in c (a get-tuple-element of the parameter carries its element's bit, any
+ * other instruction the union of its operands'): one walk for all elements instead of one walk
+ * of the body per element. Returns NULL when out of memory. */
+static uint64_t *element_deps(const IrComputation *c, const IrInstr *param, int n, int *words) {
+  int w = (n + 63) / 64;
+  *words = w;
+  uint64_t *bits = fx_calloc((size_t)c->ninstrs * (size_t)w + 1, sizeof(uint64_t));
+  if (!bits) return NULL;
   for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = (void *)(intptr_t)(k + 1);
-  bool ok = true;
-  for (int k = 0; k < c->ninstrs && ok; k++) {
+  for (int k = 0; k < c->ninstrs; k++) {
     IrInstr *i = c->instrs[k];
-    bool dep = false;
+    uint64_t *row = bits + (size_t)k * (size_t)w;
     if (i->op == IR_OP_GET_TUPLE_ELEMENT && i->operands[0] == param) {
       int64_t idx;
-      dep = ir_attr_int(i, "index", &idx) && idx == j;
-    } else {
-      for (int o = 0; o < i->noperands && !dep; o++) {
-        const IrInstr *op = i->operands[o];
-        if (!op || op->parent != c) continue;
-        intptr_t pos = (intptr_t)op->aux - 1;
-        dep = pos >= 0 && pos < c->ninstrs && mark[pos];
-      }
+      if (ir_attr_int(i, "index", &idx) && idx >= 0 && idx < n) row[idx / 64] |= 1ull << (idx % 64);
+      continue;
     }
-    mark[k] = dep;
-    if (dep && i != c->root && !simp_is_pure(i)) ok = false;
-  }
-  *feeds_other = false;
-  for (int k = 0; k < c->root->noperands && ok; k++) {
-    const IrInstr *o = c->root->operands[k];
-    if (k == j || !o || o->parent != c) continue;
-    intptr_t pos = (intptr_t)o->aux - 1;
-    if (pos >= 0 && pos < c->ninstrs && mark[pos]) *feeds_other = true;
+    for (int o = 0; o < i->noperands; o++) {
+      const IrInstr *op = i->operands[o];
+      if (!op || op->parent != c) continue;
+      intptr_t pos = (intptr_t)op->aux - 1;
+      if (pos < 0 || pos >= c->ninstrs) continue;
+      const uint64_t *from = bits + (size_t)pos * (size_t)w;
+      for (int q = 0; q < w; q++) row[q] |= from[q];
+    }
   }
   for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = NULL;
-  return ok;
+  return bits;
+}
+
+static bool has_bit(const uint64_t *bits, int words, int pos, int64_t j) {
+  return (bits[(size_t)pos * (size_t)words + (size_t)(j / 64)] >> (j % 64)) & 1u;
+}
+
+/* Whether the root's operand j (in c) depends on element j. */
+static bool root_operand_depends(const IrComputation *c, const uint64_t *bits, int words, int64_t j) {
+  const IrInstr *o = c->root->operands[j];
+  if (!o || o->parent != c) return false;
+  int pos = ir_computation_index(c, o);
+  return pos >= 0 && has_bit(bits, words, pos, j);
+}
+
+/* Marks (in mark[], indexed by position in c) everything that depends on the parameter's
+ * element j. Returns false when a dependent other than the root has side effects. */
+static bool dependents(const IrComputation *c, const uint64_t *bits, int words, int64_t j, char *mark) {
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *i = c->instrs[k];
+    mark[k] = has_bit(bits, words, k, j);
+    if (mark[k] && i != c->root && !simp_is_pure(i)) return false;
+  }
+  return true;
+}
+
+/* feeds[j]: how many operands of the body's root depend on element j (each operand slot once). */
+static int *root_feeds(const IrComputation *c, const uint64_t *bits, int words, int n) {
+  int *feeds = fx_calloc((size_t)n + 1, sizeof(int));
+  if (!feeds) return NULL;
+  for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = (void *)(intptr_t)(k + 1);
+  for (int k = 0; k < c->root->noperands; k++) {
+    const IrInstr *o = c->root->operands[k];
+    intptr_t pos = o && o->parent == c ? (intptr_t)o->aux - 1 : -1;
+    if (pos < 0 || pos >= c->ninstrs) continue;
+    for (int j = 0; j < n; j++)
+      if (has_bit(bits, words, (int)pos, j)) feeds[j]++;
+  }
+  for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = NULL;
+  return feeds;
 }
 
 static IrShape tuple_without(Arena *a, const IrShape *t, int j, bool *ok) {
@@ -157,6 +193,8 @@ static int remove_dead_element(IrModule *m, IrInstr *w, PassContext *cx, const i
   bool *used_after = fx_calloc((size_t)n, sizeof(bool)), *cond_reads = fx_calloc((size_t)n, sizeof(bool)),
        *body_reads = fx_calloc((size_t)n, sizeof(bool));
   char *mark = fx_calloc((size_t)body->ninstrs + 1, 1);
+  uint64_t *bits = NULL;
+  int *feeds = NULL;
   int result = 0;
   if (!used_after || !cond_reads || !body_reads || !mark) {
     result = -1;
@@ -165,11 +203,19 @@ static int remove_dead_element(IrModule *m, IrInstr *w, PassContext *cx, const i
   if (!element_reads(w, used_after, n) || !element_reads(cond->params[0], cond_reads, n) ||
       !element_reads(body->params[0], body_reads, n))
     goto out;
+  int words = 0;
+  bits = element_deps(body, body->params[0], n, &words);
+  feeds = bits ? root_feeds(body, bits, words, n) : NULL;
+  if (!feeds) {
+    result = -1;
+    goto out;
+  }
   for (int j = n - 1; j >= 0; j--) {
     if (used_after[j] || cond_reads[j]) continue;
-    /* No other element's next value may depend on element j. */
-    bool feeds_other = false;
-    if (!dependents(body, body->params[0], j, mark, &feeds_other) || feeds_other) continue;
+    /* No other element's next value may depend on element j: of the root's operands, at most
+       operand j itself does. */
+    int own = feeds[j] > 0 && root_operand_depends(body, bits, words, j);
+    if (feeds[j] - own > 0 || !dependents(body, bits, words, j, mark)) continue;
     /* Element j is dead: edit the loop. Collect what depends on it first (positions move as
      * instructions go). */
     IrInstr **deps = fx_calloc((size_t)body->ninstrs + 1, sizeof(IrInstr *));
@@ -227,6 +273,8 @@ out:
   fx_free(cond_reads);
   fx_free(body_reads);
   fx_free(mark);
+  fx_free(bits);
+  fx_free(feeds);
   return result;
 }
 
