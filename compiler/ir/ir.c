@@ -742,6 +742,18 @@ void ir_set_operand(IrInstr *i, int idx, IrInstr *nop) {
   if (nop) add_user(i->parent->module, nop, i);
 }
 
+bool ir_computation_set_params(IrComputation *c, IrInstr *const *params, int n) {
+  IrInstr **v = arena_alloc(&c->module->arena, sizeof(IrInstr *) * (size_t)(n > 0 ? n : 1));
+  if (!v) return false;
+  for (int k = 0; k < n; k++) {
+    params[k]->param_number = k;
+    v[k] = params[k];
+  }
+  c->params = v;
+  c->nparams = n;
+  return true;
+}
+
 void ir_set_root(IrComputation *c, IrInstr *root) {
   if (c->root) c->root->is_root = false;
   c->root = root;

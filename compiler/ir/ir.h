@@ -314,6 +314,9 @@ bool ir_instr_rename(IrInstr *i, const char *name);
 void ir_set_operand(IrInstr *i, int idx, IrInstr *new_operand);
 void ir_replace_all_uses(IrInstr *old, IrInstr *repl);  /* also moves root */
 void ir_set_root(IrComputation *c, IrInstr *root);
+/* Makes params[0..n) c's parameters in that order (parameter numbers 0, 1, ...); false when out
+ * of memory (c unchanged). */
+bool ir_computation_set_params(IrComputation *c, IrInstr *const *params, int n);
 /* Removes i from its computation (it must have no users); unlinks from its operands. */
 void ir_instr_remove(IrInstr *i);
 /* Removes instructions that have no users and are not the root or parameters, transitively. */
