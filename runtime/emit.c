@@ -1387,20 +1387,13 @@ static bool has_dim(const int64_t *v, int n, int64_t x) {
  * whole slice is in bounds (XLA's semantics, as the interpreter's rt_op_gather) */
 static bool gen_gather(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   const IrShape *as = oshape(i, 0), *is = oshape(i, 1);
-  int64_t offd[IR_MAX_RANK], coll[IR_MAX_RANK], smap[IR_MAX_RANK], ssz[IR_MAX_RANK], obd[IR_MAX_RANK], ibd[IR_MAX_RANK];
-  int noff = dims_attr(i, "offset_dims", offd), ncoll = dims_attr(i, "collapsed_slice_dims", coll);
-  int nsm = dims_attr(i, "start_index_map", smap), nss = dims_attr(i, "slice_sizes", ssz);
-  int nob = dims_attr(i, "operand_batching_dims", obd), nib = dims_attr(i, "start_indices_batching_dims", ibd);
-  int64_t ivd = is->rank;
-  ir_attr_int(i, "index_vector_dim", &ivd);
-  if (nss != as->rank) return gen_fail(g, i, "gather slice_sizes do not match the operand");
-  int64_t bdims[IR_MAX_RANK], wdims[IR_MAX_RANK];
-  int nbd = 0, nwd = 0;
-  for (int d = 0; d < i->shape.rank; d++)
-    if (!has_dim(offd, noff, d)) bdims[nbd++] = d;
-  for (int d = 0; d < as->rank; d++)
-    if (!has_dim(coll, ncoll, d) && !has_dim(obd, nob, d)) wdims[nwd++] = d;
-  if (nwd != noff) return gen_fail(g, i, "gather offset_dims do not match the slice");
+  IrGatherDims gd;
+  ir_gather_dims(i, &gd);
+  const int64_t *offd = gd.offset, *smap = gd.start_map, *ssz = gd.slice_sizes, *obd = gd.operand_batching;
+  const int64_t *ibd = gd.indices_batching, *bdims = gd.batch, *wdims = gd.window, ivd = gd.index_vector_dim;
+  int noff = gd.noffset, nsm = gd.nstart_map, nob = gd.noperand_batching, nib = gd.nindices_batching, nbd = gd.nbatch;
+  if (gd.nslice_sizes != as->rank) return gen_fail(g, i, "gather slice_sizes do not match the operand");
+  if (gd.nwindow != noff) return gen_fail(g, i, "gather offset_dims do not match the slice");
   Val sidx[IR_MAX_RANK];
   for (int d = 0, b = 0; d < is->rank; d++) {
     if (d == ivd) continue;

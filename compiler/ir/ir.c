@@ -1008,6 +1008,35 @@ int ir_attr_dims(const IrInstr *i, const char *key, int64_t *out, int max) {
   return parse_int_list(t, out, max);
 }
 
+static int dims_or_none(const IrInstr *i, const char *key, int64_t *out) {
+  int n = ir_attr_dims(i, key, out, IR_MAX_RANK);
+  return n < 0 ? 0 : n;
+}
+
+static bool has_dim(const int64_t *v, int n, int64_t x) {
+  for (int k = 0; k < n; k++)
+    if (v[k] == x) return true;
+  return false;
+}
+
+void ir_gather_dims(const IrInstr *i, IrGatherDims *g) {
+  g->noffset = dims_or_none(i, "offset_dims", g->offset);
+  g->ncollapsed = dims_or_none(i, "collapsed_slice_dims", g->collapsed);
+  g->nstart_map = dims_or_none(i, "start_index_map", g->start_map);
+  g->nslice_sizes = dims_or_none(i, "slice_sizes", g->slice_sizes);
+  g->noperand_batching = dims_or_none(i, "operand_batching_dims", g->operand_batching);
+  g->nindices_batching = dims_or_none(i, "start_indices_batching_dims", g->indices_batching);
+  g->index_vector_dim = i->noperands > 1 ? i->operands[1]->shape.rank : 0;
+  ir_attr_int(i, "index_vector_dim", &g->index_vector_dim);
+  g->nbatch = g->nwindow = 0;
+  for (int d = 0; d < i->shape.rank; d++)
+    if (!has_dim(g->offset, g->noffset, d)) g->batch[g->nbatch++] = d;
+  int arank = i->noperands > 0 ? i->operands[0]->shape.rank : 0;
+  for (int d = 0; d < arank; d++)
+    if (!has_dim(g->collapsed, g->ncollapsed, d) && !has_dim(g->operand_batching, g->noperand_batching, d))
+      g->window[g->nwindow++] = d;
+}
+
 void ir_attr_set_dims(IrInstr *i, const char *key, const int64_t *v, int n) {
   char buf[IR_MAX_RANK * 24 + 4];
   size_t len = 0;

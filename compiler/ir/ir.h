@@ -346,6 +346,19 @@ int ir_attr_dims(const IrInstr *i, const char *key, int64_t *out, int max);
 void ir_attr_set_dims(IrInstr *i, const char *key, const int64_t *v, int n);
 /* Parses a plain integer attribute (index=3, iota_dimension=0). */
 bool ir_attr_int(const IrInstr *i, const char *key, int64_t *out);
+/* A gather's dimension numbers (XLA's GatherDimensionNumbers) as its attributes give them (a list
+ * that is absent or malformed is empty; index_vector_dim defaults to the indices' rank), with the
+ * two lists every gather derives from them: batch, the output dimensions not in offset_dims (they
+ * index start_indices), and window, the operand dimensions neither collapsed nor batching (the
+ * offset dimensions walk them, in order). No check: shape inference has made them consistent
+ * where the module came through it, and each reader checks what it relies on. */
+typedef struct {
+  int64_t offset[IR_MAX_RANK], collapsed[IR_MAX_RANK], start_map[IR_MAX_RANK], slice_sizes[IR_MAX_RANK];
+  int64_t operand_batching[IR_MAX_RANK], indices_batching[IR_MAX_RANK], batch[IR_MAX_RANK], window[IR_MAX_RANK];
+  int noffset, ncollapsed, nstart_map, nslice_sizes, noperand_batching, nindices_batching, nbatch, nwindow;
+  int64_t index_vector_dim;
+} IrGatherDims;
+void ir_gather_dims(const IrInstr *gather, IrGatherDims *g);
 /* The single computation of an IR_ATTR_COMP attribute (to_apply, calls, body, condition). */
 IrComputation *ir_attr_comp(const IrInstr *i, const char *key);
 

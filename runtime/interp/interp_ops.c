@@ -1102,27 +1102,17 @@ static bool contains(const int64_t *v, int n, int64_t x) {
 bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
   (void)x;
   RtTensor *a = ops[0], *ind = ops[1];
-  int64_t offd[IR_MAX_RANK], coll[IR_MAX_RANK], smap[IR_MAX_RANK], ssz[IR_MAX_RANK], obd[IR_MAX_RANK], ibd[IR_MAX_RANK];
-  int noff = dims_attr(i, "offset_dims", offd), ncoll = dims_attr(i, "collapsed_slice_dims", coll);
-  int nsm = dims_attr(i, "start_index_map", smap), nss = dims_attr(i, "slice_sizes", ssz);
-  int nob = dims_attr(i, "operand_batching_dims", obd), nib = dims_attr(i, "start_indices_batching_dims", ibd);
-  int64_t ivd = ind->rank;
-  ir_attr_int(i, "index_vector_dim", &ivd);
-  if (nss != a->rank) return instr_error(i, err, "gather slice_sizes must have one entry per operand dimension");
+  /* batch: the output dims not in offset_dims, in order; they index start_indices with the index
+     vector dim removed. window: the operand dims the offset dims walk (not collapsed, not batching) */
+  IrGatherDims gd;
+  ir_gather_dims(i, &gd);
+  const int64_t *offd = gd.offset, *smap = gd.start_map, *ssz = gd.slice_sizes, *obd = gd.operand_batching;
+  const int64_t *ibd = gd.indices_batching, *bdims = gd.batch, *wdims = gd.window, ivd = gd.index_vector_dim;
+  int noff = gd.noffset, nsm = gd.nstart_map, nob = gd.noperand_batching, nib = gd.nindices_batching;
+  if (gd.nslice_sizes != a->rank) return instr_error(i, err, "gather slice_sizes must have one entry per operand dimension");
   RtTensor *r = out_tensor(i, err);
   if (!r) return false;
-  /* batch dims of the output = output dims not in offset_dims, in order; they index start_indices
-     with the index vector dim removed */
-  int64_t bdims[IR_MAX_RANK];
-  int nbd = 0;
-  for (int d = 0; d < r->rank; d++)
-    if (!contains(offd, noff, d)) bdims[nbd++] = d;
-  /* operand dims that appear in the output's offset dims (not collapsed, not batching) */
-  int64_t wdims[IR_MAX_RANK];
-  int nwd = 0;
-  for (int d = 0; d < a->rank; d++)
-    if (!contains(coll, ncoll, d) && !contains(obd, nob, d)) wdims[nwd++] = d;
-  if (nwd != noff) {
+  if (gd.nwindow != noff) {
     rt_tensor_unref(r);
     return instr_error(i, err, "gather offset_dims do not match the slice's kept dimensions");
   }
