@@ -1008,32 +1008,32 @@ int ir_attr_dims(const IrInstr *i, const char *key, int64_t *out, int max) {
   return parse_int_list(t, out, max);
 }
 
-static int dims_or_none(const IrInstr *i, const char *key, int64_t *out) {
+int ir_attr_dims_or_empty(const IrInstr *i, const char *key, int64_t *out) {
   int n = ir_attr_dims(i, key, out, IR_MAX_RANK);
   return n < 0 ? 0 : n;
 }
 
-static bool has_dim(const int64_t *v, int n, int64_t x) {
+bool ir_dims_contain(const int64_t *v, int n, int64_t x) {
   for (int k = 0; k < n; k++)
     if (v[k] == x) return true;
   return false;
 }
 
 void ir_gather_dims(const IrInstr *i, IrGatherDims *g) {
-  g->noffset = dims_or_none(i, "offset_dims", g->offset);
-  g->ncollapsed = dims_or_none(i, "collapsed_slice_dims", g->collapsed);
-  g->nstart_map = dims_or_none(i, "start_index_map", g->start_map);
-  g->nslice_sizes = dims_or_none(i, "slice_sizes", g->slice_sizes);
-  g->noperand_batching = dims_or_none(i, "operand_batching_dims", g->operand_batching);
-  g->nindices_batching = dims_or_none(i, "start_indices_batching_dims", g->indices_batching);
+  g->noffset = ir_attr_dims_or_empty(i, "offset_dims", g->offset);
+  g->ncollapsed = ir_attr_dims_or_empty(i, "collapsed_slice_dims", g->collapsed);
+  g->nstart_map = ir_attr_dims_or_empty(i, "start_index_map", g->start_map);
+  g->nslice_sizes = ir_attr_dims_or_empty(i, "slice_sizes", g->slice_sizes);
+  g->noperand_batching = ir_attr_dims_or_empty(i, "operand_batching_dims", g->operand_batching);
+  g->nindices_batching = ir_attr_dims_or_empty(i, "start_indices_batching_dims", g->indices_batching);
   g->index_vector_dim = i->noperands > 1 ? i->operands[1]->shape.rank : 0;
   ir_attr_int(i, "index_vector_dim", &g->index_vector_dim);
   g->nbatch = g->nwindow = 0;
   for (int d = 0; d < i->shape.rank; d++)
-    if (!has_dim(g->offset, g->noffset, d)) g->batch[g->nbatch++] = d;
+    if (!ir_dims_contain(g->offset, g->noffset, d)) g->batch[g->nbatch++] = d;
   int arank = i->noperands > 0 ? i->operands[0]->shape.rank : 0;
   for (int d = 0; d < arank; d++)
-    if (!has_dim(g->collapsed, g->ncollapsed, d) && !has_dim(g->operand_batching, g->noperand_batching, d))
+    if (!ir_dims_contain(g->collapsed, g->ncollapsed, d) && !ir_dims_contain(g->operand_batching, g->noperand_batching, d))
       g->window[g->nwindow++] = d;
 }
 

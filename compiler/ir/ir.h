@@ -343,6 +343,10 @@ void ir_attr_set_comps(IrInstr *i, const char *key, IrComputation **comps, int n
 void ir_attr_remove(IrInstr *i, const char *key);
 /* Parses "{0,1,2}" style lists. Returns count (>=0) or -1 when absent/malformed. */
 int ir_attr_dims(const IrInstr *i, const char *key, int64_t *out, int max);
+/* The same for a list of at most IR_MAX_RANK entries read where absent means none: 0 then. */
+int ir_attr_dims_or_empty(const IrInstr *i, const char *key, int64_t *out);
+/* Whether x is one of v[0..n) (a dimension in a dimension list). */
+bool ir_dims_contain(const int64_t *v, int n, int64_t x);
 void ir_attr_set_dims(IrInstr *i, const char *key, const int64_t *v, int n);
 /* Parses a plain integer attribute (index=3, iota_dimension=0). */
 bool ir_attr_int(const IrInstr *i, const char *key, int64_t *out);

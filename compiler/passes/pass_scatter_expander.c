@@ -63,12 +63,6 @@ static IrOpcode combiner(const IrComputation *c, bool *swapped, const char **dir
   return IR_OP_COUNT;
 }
 
-static bool has_dim(const int64_t *v, int n, int64_t d) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == d) return true;
-  return false;
-}
-
 /* A computation and(lhs, rhs) over pred scalars, for the reduce of the bounds check, placed
  * before the computation of `at`. */
 static IrComputation *and_computation(IrInstr *at) {
@@ -161,7 +155,7 @@ static int expand(IrInstr *i, PassContext *cx) {
   /* The window: inserted dimensions have size 1, the others the update's window sizes in order. */
   int64_t window[MAX_DIMS];
   for (int d = 0, w = 0; d < r; d++) {
-    if (has_dim(iw, niw, d)) {
+    if (ir_dims_contain(iw, niw, d)) {
       window[d] = 1;
     } else {
       if (w >= nuw || uw[w] < 0 || uw[w] >= update->shape.rank) return 0;
