@@ -114,14 +114,28 @@ static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **
   return ok;
 }
 
+/* One run of a stage: the module, the inputs made for it, what the backend returned, and
+ * whether the run itself succeeded. */
+typedef struct {
+  const IrModule *m;
+  RtTensor **args;
+  RtStageRun res;
+  bool ok;
+} StageRun;
+
 /* The stage a.stage names (the current one by default), its inputs made and one run on the
- * backend: false with err filled (and nothing to free) when any of it fails before the run. */
-static bool run_stage(Session *s, RunArgs *a, const IrModule **m, RtTensor ***args, RtStageRun *res, bool *ok,
-                      FxError *err) {
-  *m = repl_computed_stage(s, a->stage, "cannot run", err);
-  if (!*m || !(*args = make_inputs(s, *m, a, err))) return false;
-  *ok = execute(s, *m, a, *args, res, err);
+ * backend: false with err filled (and nothing to free) when any of it fails before the run;
+ * otherwise r->ok says how the run went and stage_run_free releases it. */
+static bool run_stage(Session *s, RunArgs *a, StageRun *r, FxError *err) {
+  r->m = repl_computed_stage(s, a->stage, "cannot run", err);
+  if (!r->m || !(r->args = make_inputs(s, r->m, a, err))) return false;
+  r->ok = execute(s, r->m, a, r->args, &r->res, err);
   return true;
+}
+
+static void stage_run_free(StageRun *r) {
+  rt_stage_run_free(&r->res);
+  rt_inputs_free(r->m, r->args);
 }
 
 static bool cmd_compare(Session *s, int argc, char **argv, FxError *err);
@@ -150,52 +164,49 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     }
     return cmd_compare(s, n, cargv, err);
   }
-  const IrModule *m;
-  RtTensor **args;
-  RtStageRun res;
-  bool ok;
-  if (!run_stage(s, &a, &m, &args, &res, &ok, err)) return false;
+  StageRun r;
+  if (!run_stage(s, &a, &r, err)) return false;
+  bool ok = r.ok;
   if (ok) {
     FILE *f = s->out;
     int stage = a.stage >= 0 ? a.stage : s->eng.cur;
-    fprintf(f, "stage %d on %s:\n", stage, res.backend->name);
-    if (res.backend == &rt_backend_cpu) {
+    fprintf(f, "stage %d on %s:\n", stage, r.res.backend->name);
+    if (r.res.backend == &rt_backend_cpu) {
       char d[300];
       cpu_vecmath_describe(d, sizeof d);
       fprintf(f, "cpu: %d threads, vector math %s\n", cpu_default_threads(), d);
     }
-    rt_tensor_print_summary(f, "out", res.result);
+    rt_tensor_print_summary(f, "out", r.res.result);
     char rb[32], wb[32], tm[32];
-    fx_format_bytes(rb, sizeof rb, (double)res.stats.counters.bytes_read, FX_BYTES_RUN);
-    fx_format_bytes(wb, sizeof wb, (double)res.stats.counters.bytes_written, FX_BYTES_RUN);
-    fx_format_time(tm, sizeof tm, res.median_ns, FX_TIME_RUN);
+    fx_format_bytes(rb, sizeof rb, (double)r.res.stats.counters.bytes_read, FX_BYTES_RUN);
+    fx_format_bytes(wb, sizeof wb, (double)r.res.stats.counters.bytes_written, FX_BYTES_RUN);
+    fx_format_time(tm, sizeof tm, r.res.median_ns, FX_TIME_RUN);
     fprintf(f, "kernels launched %lld, bytes read %s, written %s, time %s (median of %d)\n",
-            (long long)res.stats.counters.launches, rb, wb, tm, a.repeat);
+            (long long)r.res.stats.counters.launches, rb, wb, tm, a.repeat);
     ExplainOut eo = repl_out(s); /* the kernel plan's figures, for comparison with what was measured */
     explain_show_plan_line(&eo, &s->eng, stage);
-    if (res.stats.slot_outputs > 0) {
+    if (r.res.stats.slot_outputs > 0) {
       char sb[32];
-      fx_format_bytes(sb, sizeof sb, (double)res.stats.slot_bytes, FX_BYTES_RUN);
+      fx_format_bytes(sb, sizeof sb, (double)r.res.stats.slot_bytes, FX_BYTES_RUN);
       fprintf(f,
               "buffers: %lld kernel outputs went into %s of buffer slots, reused across the run "
               "(the plan's buffer assignment)\n",
-              (long long)res.stats.slot_outputs, sb);
+              (long long)r.res.stats.slot_outputs, sb);
     }
   }
   for (int q = 0; ok && q < a.nsave; q++) {
-    const RtTensor *t = rt_tensor_output(res.result, a.save_name[q]);
+    const RtTensor *t = rt_tensor_output(r.res.result, a.save_name[q]);
     if (!t) ok = fx_error_set(err, NULL, 0, 0, "--save %s: no such output (out, out.0, out.1, ...)", a.save_name[q]);
     else if (!(ok = rt_npy_write(a.save_file[q], t, err))) repl_error_at(s, err, a.save_arg[q], err); /* "FILE: message" at its --save word */
   }
   if (ok && a.check) {
     RtOptions o = {.seed = a.seed, .interrupted = s->interrupted};
     RtCheck c;
-    ok = rt_check_with_interp(m, m, args, res.result, &o, &c, err);
+    ok = rt_check_with_interp(r.m, r.m, r.args, r.res.result, &o, &c, err);
     if (ok && !c.agrees) ok = fx_error_set(err, NULL, 0, 0, "check failed: %s", c.differs);
     else if (ok) fprintf(s->out, "check: every output agrees with the reference interpreter (worst error %.3g)\n", c.worst);
   }
-  rt_stage_run_free(&res);
-  rt_inputs_free(m, args);
+  stage_run_free(&r);
   return ok;
 }
 
@@ -221,16 +232,14 @@ static bool write_trace(const char *path, const RtRunStats *st) {
 static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
   if (!repl_run_args(s, argc, argv, false, &a, err)) return false;
-  const IrModule *m;
-  RtTensor **args;
-  RtStageRun res;
-  bool ok;
-  if (!run_stage(s, &a, &m, &args, &res, &ok, err)) return false;
+  StageRun r;
+  if (!run_stage(s, &a, &r, err)) return false;
+  bool ok = r.ok;
   if (ok) {
     FILE *f = s->out;
     fprintf(f, "%-28s %-11s %9s %12s %12s %12s %9s  holds\n", "kernel", "how", "launches", "total", "mean", "bytes", "GB/s");
-    for (int k = 0; k < res.stats.nkernels; k++) {
-      const RtKernelStat *ks = &res.stats.kernels[k];
+    for (int k = 0; k < r.res.stats.nkernels; k++) {
+      const RtKernelStat *ks = &r.res.stats.kernels[k];
       char tot[32], mean[32], by[32];
       fx_format_time(tot, sizeof tot, ks->total_ns, FX_TIME_RUN);
       fx_format_time(mean, sizeof mean, ks->launches ? ks->total_ns / (double)ks->launches : 0, FX_TIME_RUN);
@@ -254,14 +263,13 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
       if (ks->why) fprintf(f, "    (not generated: %s)\n", ks->why);
     }
     char tm[32];
-    fx_format_time(tm, sizeof tm, res.median_ns, FX_TIME_RUN);
-    fprintf(f, "total %s, %lld launches\n", tm, (long long)res.stats.counters.launches);
-    if (a.trace && !write_trace(a.trace, &res.stats))
+    fx_format_time(tm, sizeof tm, r.res.median_ns, FX_TIME_RUN);
+    fprintf(f, "total %s, %lld launches\n", tm, (long long)r.res.stats.counters.launches);
+    if (a.trace && !write_trace(a.trace, &r.res.stats))
       ok = repl_arg_error(s, err, a.trace_arg, "cannot write the trace %s: %s", a.trace, strerror(errno));
     else if (a.trace) fprintf(f, "trace written to %s (open it in Perfetto or chrome://tracing)\n", a.trace);
   }
-  rt_stage_run_free(&res);
-  rt_inputs_free(m, args);
+  stage_run_free(&r);
   return ok;
 }
 

@@ -1372,35 +1372,17 @@ static bool gen_constant(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   return true;
 }
 
-static int dims_attr(const IrInstr *i, const char *key, int64_t *out) {
-  int n = ir_attr_dims(i, key, out, IR_MAX_RANK);
-  return n < 0 ? 0 : n;
-}
-
-static bool has_dim(const int64_t *v, int n, int64_t x) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == x) return true;
-  return false;
-}
-
 /* gather: each output element reads operand[start(batch index) + offset], starts clamped so the
  * whole slice is in bounds (XLA's semantics, as the interpreter's rt_op_gather) */
 static bool gen_gather(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   const IrShape *as = oshape(i, 0), *is = oshape(i, 1);
-  int64_t offd[IR_MAX_RANK], coll[IR_MAX_RANK], smap[IR_MAX_RANK], ssz[IR_MAX_RANK], obd[IR_MAX_RANK], ibd[IR_MAX_RANK];
-  int noff = dims_attr(i, "offset_dims", offd), ncoll = dims_attr(i, "collapsed_slice_dims", coll);
-  int nsm = dims_attr(i, "start_index_map", smap), nss = dims_attr(i, "slice_sizes", ssz);
-  int nob = dims_attr(i, "operand_batching_dims", obd), nib = dims_attr(i, "start_indices_batching_dims", ibd);
-  int64_t ivd = is->rank;
-  ir_attr_int(i, "index_vector_dim", &ivd);
-  if (nss != as->rank) return gen_fail(g, i, "gather slice_sizes do not match the operand");
-  int64_t bdims[IR_MAX_RANK], wdims[IR_MAX_RANK];
-  int nbd = 0, nwd = 0;
-  for (int d = 0; d < i->shape.rank; d++)
-    if (!has_dim(offd, noff, d)) bdims[nbd++] = d;
-  for (int d = 0; d < as->rank; d++)
-    if (!has_dim(coll, ncoll, d) && !has_dim(obd, nob, d)) wdims[nwd++] = d;
-  if (nwd != noff) return gen_fail(g, i, "gather offset_dims do not match the slice");
+  IrGatherDims gd;
+  ir_gather_dims(i, &gd);
+  const int64_t *offd = gd.offset, *smap = gd.start_map, *ssz = gd.slice_sizes, *obd = gd.operand_batching;
+  const int64_t *ibd = gd.indices_batching, *bdims = gd.batch, *wdims = gd.window, ivd = gd.index_vector_dim;
+  int noff = gd.noffset, nsm = gd.nstart_map, nob = gd.noperand_batching, nib = gd.nindices_batching, nbd = gd.nbatch;
+  if (gd.nslice_sizes != as->rank) return gen_fail(g, i, "gather slice_sizes do not match the operand");
+  if (gd.nwindow != noff) return gen_fail(g, i, "gather offset_dims do not match the slice");
   Val sidx[IR_MAX_RANK];
   for (int d = 0, b = 0; d < is->rank; d++) {
     if (d == ivd) continue;
@@ -1956,13 +1938,13 @@ static int inplace_operand(const IrInstr *k, const IrInstr *root) {
 static bool scatter_ok(const IrInstr *r, FxError *err) {
   int64_t ibd[IR_MAX_RANK];
   if (r->noperands != 3 || r->shape.type == IR_TUPLE || !emit_storage_type(r->shape.type) ||
-      dims_attr(r, "input_batching_dims", ibd) > 0)
+      ir_attr_dims_or_empty(r, "input_batching_dims", ibd) > 0)
     return fx_error_set(err, NULL, 0, 0, "%s: a scatter of several operands or with batching dims is not generated", r->name);
   const IrComputation *f = ir_attr_comp(r, "to_apply");
   if (!f || !f->root) return fx_error_set(err, NULL, 0, 0, "%s: scatter needs to_apply=", r->name);
   if (!check_supported(f, NULL, err, 1)) return false;
   int64_t uwd[IR_MAX_RANK], iwd[IR_MAX_RANK];
-  int nuw = dims_attr(r, "update_window_dims", uwd), niw = dims_attr(r, "inserted_window_dims", iwd);
+  int nuw = ir_attr_dims_or_empty(r, "update_window_dims", uwd), niw = ir_attr_dims_or_empty(r, "inserted_window_dims", iwd);
   if (nuw < 0) nuw = 0;
   if (niw < 0) niw = 0;
   if (nuw + niw != r->operands[0]->shape.rank)
@@ -2008,8 +1990,8 @@ static bool gen_scatter_updates(Gen *g, const IrInstr *r) {
   const IrInstr *ind = r->operands[1], *upd = r->operands[2];
   const IrShape *as = &r->shape, *is = &ind->shape, *us = &upd->shape;
   int64_t uwd[IR_MAX_RANK], iwd[IR_MAX_RANK], sdod[IR_MAX_RANK];
-  int nuw = dims_attr(r, "update_window_dims", uwd), niw = dims_attr(r, "inserted_window_dims", iwd);
-  int nsd = dims_attr(r, "scatter_dims_to_operand_dims", sdod);
+  int nuw = ir_attr_dims_or_empty(r, "update_window_dims", uwd), niw = ir_attr_dims_or_empty(r, "inserted_window_dims", iwd);
+  int nsd = ir_attr_dims_or_empty(r, "scatter_dims_to_operand_dims", sdod);
   if (nuw < 0) nuw = 0;
   if (niw < 0) niw = 0;
   if (nsd < 0) nsd = 0;
@@ -2026,7 +2008,7 @@ static bool gen_scatter_updates(Gen *g, const IrInstr *r) {
   Val sdv[IR_MAX_RANK];
   int nsc = 0;
   for (int d = 0; d < us->rank; d++)
-    if (!has_dim(uwd, nuw, d)) sdv[nsc++] = u[d];
+    if (!ir_dims_contain(uwd, nuw, d)) sdv[nsc++] = u[d];
   char start[IR_MAX_RANK][40];
   for (int d = 0; d < as->rank; d++) snprintf(start[d], sizeof start[d], "0ll");
   for (int k = 0; k < nsd; k++) {
@@ -2041,7 +2023,7 @@ static bool gen_scatter_updates(Gen *g, const IrInstr *r) {
   cond[0] = 0;
   Val pos[IR_MAX_RANK];
   for (int d = 0, w = 0; d < as->rank; d++) {
-    if (has_dim(iwd, niw, d)) {
+    if (ir_dims_contain(iwd, niw, d)) {
       len += (size_t)snprintf(cond + len, sizeof cond - len, "%s%s >= 0 && %s < %lldll", len ? " && " : "", start[d], start[d],
                               (long long)as->dims[d]);
       pos[d] = idxvar(g, "%s", start[d]);

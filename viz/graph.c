@@ -569,22 +569,16 @@ static void node_label(VizBuf *b, const Node *n, bool plain) {
   const IrInstr *i = n->instr;
   char shape[96];
   viz_fmt_shape(&i->shape, shape, sizeof shape, plain ? 28 : 44);
-  vbuf_puts(b, "<<B>");
-  vbuf_html(b, i->name);
-  vbuf_puts(b, "</B>");
+  vbuf_html_between(b, "<<B>", i->name, "</B>");
   if (i->is_root && n->cluster < 0) vbuf_puts(b, " <FONT POINT-SIZE=\"8\" COLOR=\"#b03030\">ROOT</FONT>");
   vbuf_puts(b, "<BR/><FONT POINT-SIZE=\"9\">");
   node_what(b, i);
-  vbuf_puts(b, "</FONT><BR/><FONT POINT-SIZE=\"9\" COLOR=\"#444444\">");
-  vbuf_html(b, shape);
-  vbuf_puts(b, "</FONT>");
+  vbuf_html_between(b, "</FONT><BR/><FONT POINT-SIZE=\"9\" COLOR=\"#444444\">", shape, "</FONT>");
   char loc[200];
   if (!plain && i->parent) {
     xla_source_short(i->parent->module, i, loc, sizeof loc);
     if (loc[0]) {
-      vbuf_puts(b, "<BR/><FONT POINT-SIZE=\"8\" COLOR=\"#2a6a2a\">");
-      vbuf_html(b, loc);
-      vbuf_puts(b, "</FONT>");
+      vbuf_html_between(b, "<BR/><FONT POINT-SIZE=\"8\" COLOR=\"#2a6a2a\">", loc, "</FONT>");
     }
   }
   if (n->hidden_in || n->hidden_out) {

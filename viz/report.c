@@ -308,9 +308,7 @@ static void decisions_table(VizBuf *b, const VizDecisions *d, int first_number) 
                "<option value=\"accepted\">accepted</option><option value=\"rejected\">rejected</option></select>"
                "reason<select class=\"f-reason\"><option value=\"all\">all</option>");
   for (int j = 0; j < nreasons; j++) {
-    vbuf_puts(b, "<option value=\"");
-    vbuf_html(b, reasons[j]);
-    vbuf_puts(b, "\">");
+    vbuf_html_between(b, "<option value=\"", reasons[j], "\">");
     vbuf_html(b, reasons[j]);
     vbuf_puts(b, "</option>");
   }
@@ -324,9 +322,7 @@ static void decisions_table(VizBuf *b, const VizDecisions *d, int first_number) 
     vbuf_html(b, x->reason ? x->reason : "");
     vbuf_printf(b, "\"><td class=\"num\">%d</td><td>", first_number + k);
     vbuf_html(b, x->pass);
-    vbuf_puts(b, "</td><td>");
-    vbuf_html(b, x->action);
-    vbuf_puts(b, "</td><td><code>");
+    vbuf_html_between(b, "</td><td>", x->action, "</td><td><code>");
     vbuf_html(b, x->producer);
     vbuf_puts(b, "</code></td><td><code>");
     vbuf_html(b, x->consumer);
@@ -343,9 +339,7 @@ static void decisions_table(VizBuf *b, const VizDecisions *d, int first_number) 
       }
       vbuf_puts(b, ")</span>");
     }
-    vbuf_puts(b, "</td><td>");
-    vbuf_html(b, x->suggestion);
-    vbuf_puts(b, "</td></tr>\n");
+    vbuf_html_between(b, "</td><td>", x->suggestion, "</td></tr>\n");
   }
   vbuf_puts(b, "</tbody></table>\n");
   if (d->count > MAX_DECISIONS_LISTED)
@@ -380,14 +374,10 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
   vbuf_puts(b, "</h1><p>");
   vbuf_printf(b, "%d stage%s", nstages, nstages == 1 ? "" : "s");
   if (o->pipeline) {
-    vbuf_puts(b, " of the <b>");
-    vbuf_html(b, o->pipeline);
-    vbuf_puts(b, "</b> pipeline");
+    vbuf_html_between(b, " of the <b>", o->pipeline, "</b> pipeline");
   }
   if (o->device) {
-    vbuf_puts(b, " \xc2\xb7 device profile <b>");
-    vbuf_html(b, o->device);
-    vbuf_puts(b, "</b>");
+    vbuf_html_between(b, " \xc2\xb7 device profile <b>", o->device, "</b>");
   }
   vbuf_puts(b, " \xc2\xb7 \xe2\x86\x90 \xe2\x86\x92 (or j / k) move between stages</p></header>\n<main>\n");
 
@@ -434,9 +424,7 @@ bool viz_report_write(FILE *out, VizRenderer *r, const VizStage *stages, int nst
     if (s > 0 && !st->changed) vbuf_puts(b, " <span class=\"unchanged\">(changed nothing)</span>");
     vbuf_puts(b, "</h2>\n");
     if (st->summary) {
-      vbuf_puts(b, "<p>");
-      vbuf_html(b, st->summary);
-      vbuf_puts(b, "</p>\n");
+      vbuf_html_between(b, "<p>", st->summary, "</p>\n");
     }
     vbuf_printf(b, "<div class=\"numbers\"><span><b>%d</b> instructions</span>", stage_instrs(st));
     if (st->have_numbers) {

@@ -69,33 +69,21 @@ static void card(VizBuf *c, const VizXlaStep *x) {
   if (x->step) vbuf_printf(c, "<b>XLA step %d</b> ", x->step);
   else vbuf_puts(c, "<b>after the last step</b> ");
   if (x->number) vbuf_printf(c, "(decision #%d) ", x->number);
-  vbuf_puts(c, "&middot; ");
-  vbuf_html(c, x->kind);
-  vbuf_puts(c, "<br>XLA: ");
+  vbuf_html_between(c, "&middot; ", x->kind, "<br>XLA: ");
   if (strcmp(x->kind, "fusion") == 0) {
-    vbuf_puts(c, "fused <code>");
-    vbuf_html(c, x->producer);
-    vbuf_puts(c, "</code> into <code>");
+    vbuf_html_between(c, "fused <code>", x->producer, "</code> into <code>");
     vbuf_html(c, x->consumer);
-    vbuf_puts(c, "</code>, making <code>");
-    vbuf_html(c, x->fusion);
-    vbuf_puts(c, "</code>");
+    vbuf_html_between(c, "</code>, making <code>", x->fusion, "</code>");
   } else if (strcmp(x->kind, "producer_ineligible") == 0) {
-    vbuf_puts(c, "<code>");
-    vbuf_html(c, x->producer);
-    vbuf_puts(c, "</code> is not fused: &ldquo;");
+    vbuf_html_between(c, "<code>", x->producer, "</code> is not fused: &ldquo;");
     vbuf_html(c, x->xla_reason ? x->xla_reason : "?");
     vbuf_puts(c, "&rdquo;");
   } else if (strcmp(x->kind, "update_priority") == 0) {
-    vbuf_puts(c, "its cost model for <code>");
-    vbuf_html(c, x->producer);
-    vbuf_puts(c, "</code> into <code>");
+    vbuf_html_between(c, "its cost model for <code>", x->producer, "</code> into <code>");
     vbuf_html(c, x->consumer);
     vbuf_printf(c, "</code>: %s", x->us_fused < x->us_unfused ? "worth fusing" : "fusing is slower");
   } else {
-    vbuf_puts(c, "left <code>");
-    vbuf_html(c, x->producer);
-    vbuf_puts(c, "</code> unfused: its cost model's last word said fusing is slower");
+    vbuf_html_between(c, "left <code>", x->producer, "</code> unfused: its cost model's last word said fusing is slower");
   }
   if (x->has_times) vbuf_printf(c, " (%.4g us fused vs %.4g us unfused)", x->us_fused, x->us_unfused);
   if (x->producer_jax[0] || x->consumer_jax[0]) {
@@ -115,9 +103,7 @@ static void card(VizBuf *c, const VizXlaStep *x) {
     vbuf_html(c, x->own_verdict);
     vbuf_puts(c, " it");
     if (x->own_reason) {
-      vbuf_puts(c, " [");
-      vbuf_html(c, x->own_reason);
-      vbuf_puts(c, "]");
+      vbuf_html_between(c, " [", x->own_reason, "]");
     }
     if (x->own_detail) {
       vbuf_puts(c, ": ");
@@ -297,15 +283,11 @@ bool viz_report_xla_steps(VizPage *page, const VizStage *st, const IrModule *bef
     if (x->number) vbuf_printf(b, "<td class=\"num\">%d</td><td>", x->number);
     else vbuf_puts(b, "<td></td><td>");
     vbuf_html(b, x->kind);
-    vbuf_puts(b, "</td><td><code>");
-    vbuf_html(b, x->producer);
-    vbuf_puts(b, "</code></td><td><code>");
+    vbuf_html_between(b, "</td><td><code>", x->producer, "</code></td><td><code>");
     vbuf_html(b, x->consumer);
     vbuf_puts(b, "</code></td><td>");
     if (strcmp(x->kind, "fusion") == 0) {
-      vbuf_puts(b, "fused &rArr; <code>");
-      vbuf_html(b, x->fusion);
-      vbuf_puts(b, "</code>");
+      vbuf_html_between(b, "fused &rArr; <code>", x->fusion, "</code>");
     } else if (x->xla_reason) {
       vbuf_html(b, x->xla_reason);
     } else if (strcmp(x->kind, "update_priority") == 0) {
@@ -319,9 +301,7 @@ bool viz_report_xla_steps(VizPage *page, const VizStage *st, const IrModule *bef
     if (x->compared && strcmp(x->kind, "update_priority") != 0) {
       vbuf_html(b, x->own_verdict ? x->own_verdict : "no decision");
       if (x->own_reason) {
-        vbuf_puts(b, " <code>");
-        vbuf_html(b, x->own_reason);
-        vbuf_puts(b, "</code>");
+        vbuf_html_between(b, " <code>", x->own_reason, "</code>");
       }
     }
     vbuf_puts(b, "</td><td class=\"num\">");

@@ -95,9 +95,7 @@ static Agraph_t *scope_box(Agraph_t *root, const char *path, VizBuf *b) {
   box = agsubg(up, cname, 1);
   if (!box) return up;
   vbuf_reset(b);
-  vbuf_puts(b, "<B>");
-  vbuf_html(b, slash ? path + (slash - parent) + 1 : path);
-  vbuf_puts(b, "</B>");
+  vbuf_html_between(b, "<B>", slash ? path + (slash - parent) + 1 : path, "</B>");
   set_html(root, box, "label", vbuf_str(b));
   set(box, "style", "rounded");
   set(box, "color", "#7a8fa8");

@@ -69,6 +69,12 @@ void vbuf_html(VizBuf *b, const char *s) {
   vbuf_putn(b, run, (size_t)(s - run));
 }
 
+void vbuf_html_between(VizBuf *b, const char *before, const char *s, const char *after) {
+  vbuf_puts(b, before);
+  vbuf_html(b, s);
+  vbuf_puts(b, after);
+}
+
 void vbuf_free(VizBuf *b) {
   fx_free(b->s);
   *b = (VizBuf){0};

@@ -20,6 +20,8 @@ void vbuf_putn(VizBuf *b, const char *s, size_t n);
 void vbuf_printf(VizBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s with &, <, >, " escaped (HTML text and attribute values). */
 void vbuf_html(VizBuf *b, const char *s);
+/* before, then s escaped as vbuf_html does, then after: markup around a user's text. */
+void vbuf_html_between(VizBuf *b, const char *before, const char *s, const char *after);
 void vbuf_free(VizBuf *b);
 /* Empties the buffer, keeping its memory. */
 static inline void vbuf_reset(VizBuf *b) {

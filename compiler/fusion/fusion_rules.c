@@ -959,19 +959,29 @@ static bool cache_invalidating(IrOpcode op) {
          op == IR_OP_REDUCE || op == IR_OP_REDUCE_WINDOW;
 }
 
+/* XLA's FusionNodeIndexingEvaluation::CodeDuplicationTooHigh (fusion_node_indexing_evaluation.cc):
+ * fusing p into c emits p once per distinct index computation of it in c; more copies than the
+ * session's limit (kAllowedCodeDuplication, FUSION_MAX_DUPLICATION, by default) refuses. The count
+ * goes to *copies_out (when given) for the cache-invalidating check that follows. */
+static bool check_emitted_copies(const IrInstr *p, const IrInstr *c, const PassSettings *s, FusionVerdict *v,
+                                 int *copies_out) {
+  int copies = fusion_emitted_copies(p, c);
+  if (copies_out) *copies_out = copies;
+  int limit = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;
+  fusion_verdict_metric(v, "copies", copies);
+  if (copies <= limit) return true;
+  fusion_verdict_metric(v, "limit", limit);
+  return fusion_refuse(v, FR_CODE_DUPLICATION,
+                       "fusing %s into %s would emit it %d times (once per distinct index computation); "
+                       "limit %d copies",
+                       p->name, c->name, copies, limit);
+}
+
 bool fusion_check_code_duplication(const IrInstr *p, const IrInstr *c, const PassContext *cx, FusionVerdict *v) {
   const PassSettings *s = cx ? cx->settings : NULL;
   if (p->op == IR_OP_BROADCAST) return true;
-  int copies = fusion_emitted_copies(p, c);
-  int limit_copies = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;
-  fusion_verdict_metric(v, "copies", copies);
-  if (copies > limit_copies) {
-    fusion_verdict_metric(v, "limit", limit_copies);
-    return fusion_refuse(v, FR_CODE_DUPLICATION,
-                         "fusing %s into %s would emit it %d times (once per distinct index computation); "
-                         "limit %d copies",
-                         p->name, c->name, copies, limit_copies);
-  }
+  int copies;
+  if (!check_emitted_copies(p, c, s, v, &copies)) return false;
   const IrInstr *r = fused_root(p);
   if (cache_invalidating(r->op)) {
     int users = fusion_user_count(p);
@@ -1342,16 +1352,7 @@ bool fusion_should_fuse(const IrInstr *p, const IrInstr *c, const PassContext *c
   if (!classic_should_fuse_in_place_op(p, c, v)) return false;
   if (!fusion_check_too_large(p, c, cx, FUSION_SIZE_PRODUCER_CONSUMER, v)) return false;
   if (mode == FUSION_MODE_PRIORITY) {
-    int copies = fusion_emitted_copies(p, c);
-    int limit = s && s->max_duplication > 0 ? s->max_duplication : FUSION_MAX_DUPLICATION;
-    fusion_verdict_metric(v, "copies", copies);
-    if (copies > limit) {
-      fusion_verdict_metric(v, "limit", limit);
-      return fusion_refuse(v, FR_CODE_DUPLICATION,
-                           "fusing %s into %s would emit it %d times (once per distinct index computation); "
-                           "limit %d copies",
-                           p->name, c->name, copies, limit);
-    }
+    if (!check_emitted_copies(p, c, s, v, NULL)) return false;
   } else if (may_dup || c->op == IR_OP_FUSION) {
     if (!fusion_check_code_duplication(p, c, cx, v)) return false;
   }

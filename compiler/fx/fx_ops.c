@@ -1000,17 +1000,11 @@ static IrComputation *reducer(FxLower *L, int kind, IrType t) {
   IrInstr *p1 = p0 ? fx_emit(L, IR_OP_PARAMETER, &s, NULL, 0, "rhs") : NULL;
   IrInstr *both[2] = {p0, p1};
   IrInstr *r = p1 ? fx_emit(L, ops[kind], &s, both, 2, NULL) : NULL;
-  c->params = arena_alloc(&L->m->arena, sizeof(IrInstr *) * 2);
   L->frame = saved;
-  if (!r || !c->params) {
+  if (!r || !ir_computation_set_params(c, both, 2)) {
     fx_oom(L);
     return NULL;
   }
-  p0->param_number = 0;
-  p1->param_number = 1;
-  c->params[0] = p0;
-  c->params[1] = p1;
-  c->nparams = 2;
   ir_set_root(c, r);
   L->reducers[kind][t] = c;
   return c;

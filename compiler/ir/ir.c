@@ -745,6 +745,18 @@ void ir_set_operand(IrInstr *i, int idx, IrInstr *nop) {
   if (nop) add_user(i->parent->module, nop, i);
 }
 
+bool ir_computation_set_params(IrComputation *c, IrInstr *const *params, int n) {
+  IrInstr **v = arena_alloc(&c->module->arena, sizeof(IrInstr *) * (size_t)(n > 0 ? n : 1));
+  if (!v) return false;
+  for (int k = 0; k < n; k++) {
+    params[k]->param_number = k;
+    v[k] = params[k];
+  }
+  c->params = v;
+  c->nparams = n;
+  return true;
+}
+
 void ir_set_root(IrComputation *c, IrInstr *root) {
   if (c->root) c->root->is_root = false;
   c->root = root;
@@ -1081,6 +1093,35 @@ int ir_attr_dims(const IrInstr *i, const char *key, int64_t *out, int max) {
   const char *t = ir_attr_text(i, key);
   if (!t) return -1;
   return parse_int_list(t, out, max);
+}
+
+int ir_attr_dims_or_empty(const IrInstr *i, const char *key, int64_t *out) {
+  int n = ir_attr_dims(i, key, out, IR_MAX_RANK);
+  return n < 0 ? 0 : n;
+}
+
+bool ir_dims_contain(const int64_t *v, int n, int64_t x) {
+  for (int k = 0; k < n; k++)
+    if (v[k] == x) return true;
+  return false;
+}
+
+void ir_gather_dims(const IrInstr *i, IrGatherDims *g) {
+  g->noffset = ir_attr_dims_or_empty(i, "offset_dims", g->offset);
+  g->ncollapsed = ir_attr_dims_or_empty(i, "collapsed_slice_dims", g->collapsed);
+  g->nstart_map = ir_attr_dims_or_empty(i, "start_index_map", g->start_map);
+  g->nslice_sizes = ir_attr_dims_or_empty(i, "slice_sizes", g->slice_sizes);
+  g->noperand_batching = ir_attr_dims_or_empty(i, "operand_batching_dims", g->operand_batching);
+  g->nindices_batching = ir_attr_dims_or_empty(i, "start_indices_batching_dims", g->indices_batching);
+  g->index_vector_dim = i->noperands > 1 ? i->operands[1]->shape.rank : 0;
+  ir_attr_int(i, "index_vector_dim", &g->index_vector_dim);
+  g->nbatch = g->nwindow = 0;
+  for (int d = 0; d < i->shape.rank; d++)
+    if (!ir_dims_contain(g->offset, g->noffset, d)) g->batch[g->nbatch++] = d;
+  int arank = i->noperands > 0 ? i->operands[0]->shape.rank : 0;
+  for (int d = 0; d < arank; d++)
+    if (!ir_dims_contain(g->collapsed, g->ncollapsed, d) && !ir_dims_contain(g->operand_batching, g->noperand_batching, d))
+      g->window[g->nwindow++] = d;
 }
 
 void ir_attr_set_dims(IrInstr *i, const char *key, const int64_t *v, int n) {

@@ -323,6 +323,9 @@ bool ir_instr_rename(IrInstr *i, const char *name);
 void ir_set_operand(IrInstr *i, int idx, IrInstr *new_operand);
 void ir_replace_all_uses(IrInstr *old, IrInstr *repl);  /* also moves root */
 void ir_set_root(IrComputation *c, IrInstr *root);
+/* Makes params[0..n) c's parameters in that order (parameter numbers 0, 1, ...); false when out
+ * of memory (c unchanged). */
+bool ir_computation_set_params(IrComputation *c, IrInstr *const *params, int n);
 /* Removes i from its computation (it must have no users); unlinks from its operands. */
 void ir_instr_remove(IrInstr *i);
 /* Removes instructions that have no users and are not the root or parameters, transitively. */
@@ -352,9 +355,26 @@ void ir_attr_set_comps(IrInstr *i, const char *key, IrComputation **comps, int n
 void ir_attr_remove(IrInstr *i, const char *key);
 /* Parses "{0,1,2}" style lists. Returns count (>=0) or -1 when absent/malformed. */
 int ir_attr_dims(const IrInstr *i, const char *key, int64_t *out, int max);
+/* The same for a list of at most IR_MAX_RANK entries read where absent means none: 0 then. */
+int ir_attr_dims_or_empty(const IrInstr *i, const char *key, int64_t *out);
+/* Whether x is one of v[0..n) (a dimension in a dimension list). */
+bool ir_dims_contain(const int64_t *v, int n, int64_t x);
 void ir_attr_set_dims(IrInstr *i, const char *key, const int64_t *v, int n);
 /* Parses a plain integer attribute (index=3, iota_dimension=0). */
 bool ir_attr_int(const IrInstr *i, const char *key, int64_t *out);
+/* A gather's dimension numbers (XLA's GatherDimensionNumbers) as its attributes give them (a list
+ * that is absent or malformed is empty; index_vector_dim defaults to the indices' rank), with the
+ * two lists every gather derives from them: batch, the output dimensions not in offset_dims (they
+ * index start_indices), and window, the operand dimensions neither collapsed nor batching (the
+ * offset dimensions walk them, in order). No check: shape inference has made them consistent
+ * where the module came through it, and each reader checks what it relies on. */
+typedef struct {
+  int64_t offset[IR_MAX_RANK], collapsed[IR_MAX_RANK], start_map[IR_MAX_RANK], slice_sizes[IR_MAX_RANK];
+  int64_t operand_batching[IR_MAX_RANK], indices_batching[IR_MAX_RANK], batch[IR_MAX_RANK], window[IR_MAX_RANK];
+  int noffset, ncollapsed, nstart_map, nslice_sizes, noperand_batching, nindices_batching, nbatch, nwindow;
+  int64_t index_vector_dim;
+} IrGatherDims;
+void ir_gather_dims(const IrInstr *gather, IrGatherDims *g);
 /* The single computation of an IR_ATTR_COMP attribute (to_apply, calls, body, condition). */
 IrComputation *ir_attr_comp(const IrInstr *i, const char *key);
 

@@ -615,12 +615,6 @@ static bool infer_convolution(const IrInstr *i, IrShape *out, Arena *a, FxError 
  * none repeated, the lists that partition the operand's dimensions disjoint and complete, and the
  * sizes that must agree equal. The result shape is then computed, not taken as declared. */
 
-static bool has(const int64_t *v, int n, int64_t x) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == x) return true;
-  return false;
-}
-
 /* A dimension-number list: every entry in [0, bound), none repeated, ascending when `sorted`. */
 static bool dim_list(const IrInstr *i, const char *key, const int64_t *v, int n, int bound, bool sorted, FxError *err) {
   for (int k = 0; k < n; k++) {
@@ -700,8 +694,8 @@ static bool infer_gather(const IrInstr *i, IrShape *out, Arena *a, FxError *err)
   if (nsm != exp[ivd])
     return ierr(i, err, "start_index_map has %d entries but dimension index_vector_dim=%" PRId64 " of the indices has size %" PRId64, nsm, ivd, exp[ivd]);
   for (int k = 0; k < nob; k++) {
-    if (has(coll, ncoll, ob[k])) return ierr(i, err, "dimension %" PRId64 " is both collapsed and a batching dimension", ob[k]);
-    if (has(smap, nsm, ob[k])) return ierr(i, err, "batching dimension %" PRId64 " must not be in start_index_map", ob[k]);
+    if (ir_dims_contain(coll, ncoll, ob[k])) return ierr(i, err, "dimension %" PRId64 " is both collapsed and a batching dimension", ob[k]);
+    if (ir_dims_contain(smap, nsm, ob[k])) return ierr(i, err, "batching dimension %" PRId64 " must not be in start_index_map", ob[k]);
   }
   if (noff + ncoll + nob != in->rank)
     return ierr(i, err, "offset_dims (%d), collapsed_slice_dims (%d) and operand_batching_dims (%d) must cover the %d operand dimensions", noff,
@@ -716,8 +710,8 @@ static bool infer_gather(const IrInstr *i, IrShape *out, Arena *a, FxError *err)
   int64_t od[IR_MAX_RANK];
   int seen_off = 0, seen_idx = 0;
   for (int d = 0; d < batch + noff; d++) {
-    if (has(off, noff, d)) {
-      while (has(coll, ncoll, seen_off) || has(ob, nob, seen_off)) seen_off++;
+    if (ir_dims_contain(off, noff, d)) {
+      while (ir_dims_contain(coll, ncoll, seen_off) || ir_dims_contain(ob, nob, seen_off)) seen_off++;
       od[d] = ss[seen_off++];
     } else {
       if (seen_idx == ivd) seen_idx++;
@@ -760,8 +754,8 @@ static bool infer_scatter(const IrInstr *i, IrShape *out, Arena *a, FxError *err
     return ierr(i, err, "scatter_dims_to_operand_dims has %d entries but dimension index_vector_dim=%" PRId64 " of the indices has size %" PRId64,
                 nsd, ivd, exp[ivd]);
   for (int k = 0; k < nob; k++) {
-    if (has(iw, niw, ob[k])) return ierr(i, err, "dimension %" PRId64 " is both an inserted window and a batching dimension", ob[k]);
-    if (has(sd, nsd, ob[k])) return ierr(i, err, "batching dimension %" PRId64 " must not be in scatter_dims_to_operand_dims", ob[k]);
+    if (ir_dims_contain(iw, niw, ob[k])) return ierr(i, err, "dimension %" PRId64 " is both an inserted window and a batching dimension", ob[k]);
+    if (ir_dims_contain(sd, nsd, ob[k])) return ierr(i, err, "batching dimension %" PRId64 " must not be in scatter_dims_to_operand_dims", ob[k]);
   }
   if (nuw + niw + nob != in->rank)
     return ierr(i, err, "update_window_dims (%d), inserted_window_dims (%d) and input_batching_dims (%d) must cover the %d operand dimensions", nuw,
@@ -770,7 +764,7 @@ static bool infer_scatter(const IrInstr *i, IrShape *out, Arena *a, FxError *err
   int64_t wmax[IR_MAX_RANK];
   int nw = 0;
   for (int d = 0; d < in->rank; d++)
-    if (!has(iw, niw, d) && !has(ob, nob, d)) wmax[nw++] = in->dims[d];
+    if (!ir_dims_contain(iw, niw, d) && !ir_dims_contain(ob, nob, d)) wmax[nw++] = in->dims[d];
   for (int k = 0; k < n; k++) {
     const IrShape *up = opsh(i, n + 1 + k);
     if (up->rank != nexp - 1 + nuw)
@@ -781,7 +775,7 @@ static bool infer_scatter(const IrInstr *i, IrShape *out, Arena *a, FxError *err
         return ierr(i, err, "scatter update %d: window dimension %" PRId64 " has size %" PRId64 ", more than the operand's %" PRId64, k, uw[w],
                     up->dims[uw[w]], wmax[w]);
     for (int d = 0, seen = 0; d < up->rank; d++) {
-      if (has(uw, nuw, d)) continue;
+      if (ir_dims_contain(uw, nuw, d)) continue;
       if (seen == ivd) seen++;
       if (up->dims[d] != exp[seen])
         return ierr(i, err, "scatter update %d: scatter dimension %d has size %" PRId64 " but the indices' dimension %d has %" PRId64, k, d,

@@ -296,32 +296,21 @@ static bool eval(const IrInstr *i, double *out, int depth, bool current) {
       if (nd < 0) nd = 0;
       strides(s, ost);
       strides(&x->shape, ist);
-      if (op == IR_OP_BROADCAST) {
-        if (nd != x->shape.rank) ok = false;
-        for (int64_t k = 0; ok && k < n; k++) {
-          int64_t src = 0;
-          for (int j = 0; j < nd; j++) {
-            if (dims[j] < 0 || dims[j] >= s->rank) {
-              ok = false;
-              break;
-            }
-            src += ((k / ost[dims[j]]) % s->dims[dims[j]]) * ist[j];
+      /* Output dimension od walks input dimension id: a broadcast's dimensions[j] names the
+       * output dimension of input dimension j, a transpose's the input dimension of output j. */
+      bool bcast = op == IR_OP_BROADCAST;
+      if (nd != (bcast ? x->shape.rank : s->rank)) ok = false;
+      for (int64_t k = 0; ok && k < n; k++) {
+        int64_t src = 0;
+        for (int j = 0; j < nd; j++) {
+          if (dims[j] < 0 || dims[j] >= s->rank) {
+            ok = false;
+            break;
           }
-          if (ok) out[k] = a[src];
+          int64_t od = bcast ? dims[j] : j, id = bcast ? j : dims[j];
+          src += ((k / ost[od]) % s->dims[od]) * ist[id];
         }
-      } else {
-        if (nd != s->rank) ok = false;
-        for (int64_t k = 0; ok && k < n; k++) {
-          int64_t src = 0;
-          for (int j = 0; j < nd; j++) {
-            if (dims[j] < 0 || dims[j] >= s->rank) {
-              ok = false;
-              break;
-            }
-            src += ((k / ost[j]) % s->dims[j]) * ist[dims[j]];
-          }
-          if (ok) out[k] = a[src];
-        }
+        if (ok) out[k] = a[src];
       }
     }
     fx_free(a);

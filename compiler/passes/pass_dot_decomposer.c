@@ -33,12 +33,6 @@ static bool matrix_like(const IrInstr *dot, const IrDotDims *dd) {
   return true;
 }
 
-static bool contains(const int64_t *v, int n, int64_t x) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == x) return true;
-  return false;
-}
-
 static IrInstr *add(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *s, IrInstr *operand,
                     const char *base, const IrInstr *from) {
   return simp_add_like(c, before, op, s, &operand, 1, base, from);
@@ -55,8 +49,8 @@ static IrInstr *canonical_operand(IrInstr *dot, int k, const IrDotDims *dd, int6
   int np = 0, nnc = 0;
   int64_t csize = 1, ncsize = 1;
   for (int d = 0; d < s->rank; d++) {
-    if (contains(contract, nc, d)) csize *= s->dims[d];
-    else if (!contains(batch, nb, d)) {
+    if (ir_dims_contain(contract, nc, d)) csize *= s->dims[d];
+    else if (!ir_dims_contain(batch, nb, d)) {
       ncdims[nnc++] = d;
       ncsize *= s->dims[d];
     }

@@ -27,12 +27,6 @@
 
 #define MERGE_MAX_BYTES (INT64_C(32) << 20) /* xla_gpu_dot_merger_threshold_mb */
 
-static bool contains(const int64_t *v, int n, int64_t x) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == x) return true;
-  return false;
-}
-
 static bool same_list(const int64_t *a, int na, const int64_t *b, int nb) {
   if (na != nb) return false;
   for (int k = 0; k < na; k++)
@@ -122,7 +116,7 @@ static IrInstr *merge(IrInstr *a, IrInstr *b, bool a_is_merged, IrInstr **stale,
   int nuc = lhs_same ? da.nrhs_contract : da.nlhs_contract, nub = lhs_same ? da.nrhs_batch : da.nlhs_batch;
   int nused = 0, outer = -1;
   for (int d = 0; d < oa->shape.rank; d++) {
-    if (contains(used_c, nuc, d) || contains(used_b, nub, d)) nused++;
+    if (ir_dims_contain(used_c, nuc, d) || ir_dims_contain(used_b, nub, d)) nused++;
     else if (outer < 0) outer = d;
   }
   if (nused + 1 != oa->shape.rank || outer < 0) {

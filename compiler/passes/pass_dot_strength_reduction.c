@@ -28,12 +28,6 @@ typedef struct {
   int64_t ncsize, csize;
 } Side;
 
-static bool contains(const int64_t *v, int n, int64_t x) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == x) return true;
-  return false;
-}
-
 static void side_of(const IrInstr *dot, const IrDotDims *dd, int k, Side *s) {
   const IrShape *sh = &dot->operands[k]->shape;
   memset(s, 0, sizeof *s);
@@ -43,8 +37,8 @@ static void side_of(const IrInstr *dot, const IrDotDims *dd, int k, Side *s) {
   memcpy(s->contract, k ? dd->rhs_contract : dd->lhs_contract, sizeof(int64_t) * (size_t)s->nc);
   s->ncsize = s->csize = 1;
   for (int d = 0; d < sh->rank; d++) {
-    if (contains(s->contract, s->nc, d)) s->csize *= sh->dims[d];
-    else if (!contains(s->batch, s->nb, d)) {
+    if (ir_dims_contain(s->contract, s->nc, d)) s->csize *= sh->dims[d];
+    else if (!ir_dims_contain(s->batch, s->nb, d)) {
       s->noncontract[s->nnc++] = d;
       s->ncsize *= sh->dims[d];
     }

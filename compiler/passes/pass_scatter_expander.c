@@ -63,30 +63,19 @@ static IrOpcode combiner(const IrComputation *c, bool *swapped, const char **dir
   return IR_OP_COUNT;
 }
 
-static bool has_dim(const int64_t *v, int n, int64_t d) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == d) return true;
-  return false;
-}
-
 /* A computation and(lhs, rhs) over pred scalars, for the reduce of the bounds check, placed
  * before the computation of `at`. */
 static IrComputation *and_computation(IrInstr *at) {
   IrModule *m = at->parent->module;
   const char *name = ir_module_series_name(m, "and.reduce_sub_computation", true);
   IrComputation *c = name ? ir_computation_new(m, name) : NULL;
-  if (!c || !(c->params = arena_alloc(&m->arena, sizeof(IrInstr *) * 2))) return NULL;
+  if (!c) return NULL;
   IrShape ps = ir_shape_scalar(IR_PRED);
   IrInstr *p0 = ir_instr_new(c, IR_OP_PARAMETER, &ps, NULL, 0, "lhs");
   IrInstr *p1 = p0 ? ir_instr_new(c, IR_OP_PARAMETER, &ps, NULL, 0, "rhs") : NULL;
   IrInstr *both[2] = {p0, p1};
   IrInstr *root = p1 ? ir_instr_new(c, IR_OP_AND, &ps, both, 2, "and") : NULL;
-  if (!root) return NULL;
-  p0->param_number = 0;
-  p1->param_number = 1;
-  c->params[0] = p0;
-  c->params[1] = p1;
-  c->nparams = 2;
+  if (!root || !ir_computation_set_params(c, both, 2)) return NULL;
   c->has_signature = true;
   ir_set_root(c, root);
   simp_place_before(m, c, at->parent);
@@ -166,7 +155,7 @@ static int expand(IrInstr *i, PassContext *cx) {
   /* The window: inserted dimensions have size 1, the others the update's window sizes in order. */
   int64_t window[MAX_DIMS];
   for (int d = 0, w = 0; d < r; d++) {
-    if (has_dim(iw, niw, d)) {
+    if (ir_dims_contain(iw, niw, d)) {
       window[d] = 1;
     } else {
       if (w >= nuw || uw[w] < 0 || uw[w] >= update->shape.rank) return 0;

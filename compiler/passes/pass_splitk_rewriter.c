@@ -78,12 +78,6 @@ static int64_t choose(const DotSize *g, int sm, int cores, double *best_cost, do
   return best;
 }
 
-static bool contains(const int64_t *v, int n, int64_t x) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == x) return true;
-  return false;
-}
-
 /* The element size XLA assumes a side is read in: up a chain of unary elementwise ops (a convert
  * in front of the dot is fused into the GEMM). */
 static int side_bits(const IrInstr *i) {
@@ -97,12 +91,12 @@ static void dot_size(const IrInstr *dot, const IrDotDims *dd, DotSize *g) {
   const IrShape *l = &dot->operands[0]->shape, *r = &dot->operands[1]->shape;
   g->b = g->m = g->n = g->k = 1;
   for (int d = 0; d < l->rank; d++) {
-    if (contains(dd->lhs_batch, dd->nlhs_batch, d)) g->b *= l->dims[d];
-    else if (contains(dd->lhs_contract, dd->nlhs_contract, d)) g->k *= l->dims[d];
+    if (ir_dims_contain(dd->lhs_batch, dd->nlhs_batch, d)) g->b *= l->dims[d];
+    else if (ir_dims_contain(dd->lhs_contract, dd->nlhs_contract, d)) g->k *= l->dims[d];
     else g->m *= l->dims[d];
   }
   for (int d = 0; d < r->rank; d++)
-    if (!contains(dd->rhs_batch, dd->nrhs_batch, d) && !contains(dd->rhs_contract, dd->nrhs_contract, d))
+    if (!ir_dims_contain(dd->rhs_batch, dd->nrhs_batch, d) && !ir_dims_contain(dd->rhs_contract, dd->nrhs_contract, d))
       g->n *= r->dims[d];
   g->lhs_bits = side_bits(dot->operands[0]);
   g->rhs_bits = side_bits(dot->operands[1]);

@@ -18,12 +18,6 @@
 #include "passes.h"
 #include "simplify.h"
 
-static bool contains(const int64_t *v, int n, int64_t x) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == x) return true;
-  return false;
-}
-
 /* Checks that dims (in logical order, the last most minor) sit next to each other in the
  * row-major layout, ending at position *i of the minor-to-major walk; advances *i. */
 static bool sequential(const int64_t *dims, int n, int rank, int *i) {
@@ -69,7 +63,7 @@ static bool can_fold(const IrInstr *dot, const IrDotDims *dd, int k, const int64
   int64_t noncontract[IR_MAX_RANK], tb[IR_MAX_RANK], tc[IR_MAX_RANK], tn[IR_MAX_RANK];
   int nn = 0;
   for (int d = 0; d < rank; d++)
-    if (!contains(batch, nb, d) && !contains(contract, nc, d)) noncontract[nn++] = d;
+    if (!ir_dims_contain(batch, nb, d) && !ir_dims_contain(contract, nc, d)) noncontract[nn++] = d;
   for (int q = 0; q < nb; q++) tb[q] = perm[batch[q]];
   for (int q = 0; q < nc; q++) tc[q] = perm[contract[q]];
   for (int q = 0; q < nn; q++) tn[q] = perm[noncontract[q]];

@@ -185,13 +185,7 @@ IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t
   IrInstr *p1 = p0 ? ir_instr_new(r, IR_OP_PARAMETER, &s, NULL, 0, ir_module_series_name(m, "scalar_rhs", false)) : NULL;
   IrInstr *both[2] = {p0, p1};
   IrInstr *sum = p1 ? ir_instr_new(r, IR_OP_ADD, &s, both, 2, ir_module_series_name(m, "add", false)) : NULL;
-  r->params = arena_alloc(&m->arena, sizeof(IrInstr *) * 2);
-  if (!sum || !r->params) return NULL;
-  p0->param_number = 0;
-  p1->param_number = 1;
-  r->params[0] = p0;
-  r->params[1] = p1;
-  r->nparams = 2;
+  if (!sum || !ir_computation_set_params(r, both, 2)) return NULL;
   ir_set_root(r, sum);
   simp_place_before(m, r, caller); /* callees before callers */
   return r;

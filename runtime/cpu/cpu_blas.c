@@ -135,23 +135,22 @@ enum { GEMV_ROWS = 16 };
 #define FX_CLONES
 #endif
 
+/* n contiguous bf16/f16 elements as doubles (exact); inlined into each clone of its callers, so
+ * the bf16 widening (a 16-bit shift, rt_bf16_to_f32) vectorizes there. */
+static inline void widen_row(const uint16_t *src, int64_t n, bool bf, double *dst) {
+  if (bf)
+    for (int64_t j = 0; j < n; j++) dst[j] = rt_bf16_to_f32(src[j]);
+  else
+    for (int64_t j = 0; j < n; j++) dst[j] = rt_f16_to_f32(src[j]);
+}
+
 FX_CLONES static void gemv_block(const double *A, int64_t mr, int64_t K, const uint16_t *B, int64_t ldb, int64_t nr, bool bf,
                                  double *Bb, double *C) {
   memset(C, 0, sizeof *C * (size_t)(mr * nr));
   int64_t k = 0;
   for (; k + 4 <= K; k += 4) {
     for (int q = 0; q < 4; q++) {
-      const uint16_t *brow = B + (k + q) * ldb;
-      double *dst = Bb + q * nr;
-      if (bf)
-        for (int64_t j = 0; j < nr; j++) {
-          uint32_t u = (uint32_t)brow[j] << 16;
-          float f;
-          memcpy(&f, &u, 4);
-          dst[j] = f;
-        }
-      else
-        for (int64_t j = 0; j < nr; j++) dst[j] = rt_f16_to_f32(brow[j]);
+      widen_row(B + (k + q) * ldb, nr, bf, Bb + q * nr);
     }
     const double *b0 = Bb, *b1 = Bb + nr, *b2 = Bb + 2 * nr, *b3 = Bb + 3 * nr;
     for (int64_t m = 0; m < mr; m++) {
@@ -166,8 +165,7 @@ FX_CLONES static void gemv_block(const double *A, int64_t mr, int64_t K, const u
     }
   }
   for (; k < K; k++) {
-    const uint16_t *brow = B + k * ldb;
-    for (int64_t j = 0; j < nr; j++) Bb[j] = bf ? rt_bf16_to_f32(brow[j]) : rt_f16_to_f32(brow[j]);
+    widen_row(B + k * ldb, nr, bf, Bb);
     for (int64_t m = 0; m < mr; m++) {
       double av = A[m * K + k], *c = C + m * nr;
       for (int64_t j = 0; j < nr; j++) c[j] += av * Bb[j];
@@ -177,13 +175,7 @@ FX_CLONES static void gemv_block(const double *A, int64_t mr, int64_t K, const u
 
 /* n bf16/f16 elements `stride` apart as doubles (exact). */
 FX_CLONES static void half_to_f64(const uint16_t *src, int64_t stride, int64_t n, bool bf, double *dst) {
-  if (bf && stride == 1)
-    for (int64_t j = 0; j < n; j++) {
-      uint32_t u = (uint32_t)src[j] << 16;
-      float f;
-      memcpy(&f, &u, 4);
-      dst[j] = f;
-    }
+  if (stride == 1) widen_row(src, n, bf, dst);
   else
     for (int64_t j = 0; j < n; j++) dst[j] = half_get(src, j * stride, bf);
 }

@@ -1086,43 +1086,22 @@ bool rt_op_cudnn_conv(RtExec *x, const IrInstr *i, RtTensor **ops, int n, RtTens
 
 /* ---------- gather and scatter ---------- */
 
-static int dims_attr(const IrInstr *i, const char *key, int64_t *out) {
-  int n = ir_attr_dims(i, key, out, IR_MAX_RANK);
-  return n < 0 ? 0 : n;
-}
-
 static int64_t clamp64_(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
-
-static bool contains(const int64_t *v, int n, int64_t x) {
-  for (int k = 0; k < n; k++)
-    if (v[k] == x) return true;
-  return false;
-}
 
 bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err) {
   (void)x;
   RtTensor *a = ops[0], *ind = ops[1];
-  int64_t offd[IR_MAX_RANK], coll[IR_MAX_RANK], smap[IR_MAX_RANK], ssz[IR_MAX_RANK], obd[IR_MAX_RANK], ibd[IR_MAX_RANK];
-  int noff = dims_attr(i, "offset_dims", offd), ncoll = dims_attr(i, "collapsed_slice_dims", coll);
-  int nsm = dims_attr(i, "start_index_map", smap), nss = dims_attr(i, "slice_sizes", ssz);
-  int nob = dims_attr(i, "operand_batching_dims", obd), nib = dims_attr(i, "start_indices_batching_dims", ibd);
-  int64_t ivd = ind->rank;
-  ir_attr_int(i, "index_vector_dim", &ivd);
-  if (nss != a->rank) return instr_error(i, err, "gather slice_sizes must have one entry per operand dimension");
+  /* batch: the output dims not in offset_dims, in order; they index start_indices with the index
+     vector dim removed. window: the operand dims the offset dims walk (not collapsed, not batching) */
+  IrGatherDims gd;
+  ir_gather_dims(i, &gd);
+  const int64_t *offd = gd.offset, *smap = gd.start_map, *ssz = gd.slice_sizes, *obd = gd.operand_batching;
+  const int64_t *ibd = gd.indices_batching, *bdims = gd.batch, *wdims = gd.window, ivd = gd.index_vector_dim;
+  int noff = gd.noffset, nsm = gd.nstart_map, nob = gd.noperand_batching, nib = gd.nindices_batching;
+  if (gd.nslice_sizes != a->rank) return instr_error(i, err, "gather slice_sizes must have one entry per operand dimension");
   RtTensor *r = out_tensor(i, err);
   if (!r) return false;
-  /* batch dims of the output = output dims not in offset_dims, in order; they index start_indices
-     with the index vector dim removed */
-  int64_t bdims[IR_MAX_RANK];
-  int nbd = 0;
-  for (int d = 0; d < r->rank; d++)
-    if (!contains(offd, noff, d)) bdims[nbd++] = d;
-  /* operand dims that appear in the output's offset dims (not collapsed, not batching) */
-  int64_t wdims[IR_MAX_RANK];
-  int nwd = 0;
-  for (int d = 0; d < a->rank; d++)
-    if (!contains(coll, ncoll, d) && !contains(obd, nob, d)) wdims[nwd++] = d;
-  if (nwd != noff) {
+  if (gd.nwindow != noff) {
     rt_tensor_unref(r);
     return instr_error(i, err, "gather offset_dims do not match the slice's kept dimensions");
   }
@@ -1163,9 +1142,9 @@ bool rt_op_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
   if (!f) return instr_error(i, err, "scatter needs to_apply=");
   RtTensor *ind = ops[n];
   int64_t uwd[IR_MAX_RANK], iwd[IR_MAX_RANK], sdod[IR_MAX_RANK], ibd[IR_MAX_RANK], sibd[IR_MAX_RANK];
-  int nuw = dims_attr(i, "update_window_dims", uwd), niw = dims_attr(i, "inserted_window_dims", iwd);
-  int nsd = dims_attr(i, "scatter_dims_to_operand_dims", sdod);
-  int nib = dims_attr(i, "input_batching_dims", ibd), nsib = dims_attr(i, "scatter_indices_batching_dims", sibd);
+  int nuw = ir_attr_dims_or_empty(i, "update_window_dims", uwd), niw = ir_attr_dims_or_empty(i, "inserted_window_dims", iwd);
+  int nsd = ir_attr_dims_or_empty(i, "scatter_dims_to_operand_dims", sdod);
+  int nib = ir_attr_dims_or_empty(i, "input_batching_dims", ibd), nsib = ir_attr_dims_or_empty(i, "scatter_indices_batching_dims", sibd);
   int64_t ivd = ind->rank;
   ir_attr_int(i, "index_vector_dim", &ivd);
   RtTensor *res[16] = {0};
@@ -1178,11 +1157,11 @@ bool rt_op_scatter(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
   int64_t wdims[IR_MAX_RANK]; /* operand dims the update window covers, in order */
   int nwd = 0;
   for (int d = 0; d < a->rank; d++)
-    if (!contains(iwd, niw, d) && !contains(ibd, nib, d)) wdims[nwd++] = d;
+    if (!ir_dims_contain(iwd, niw, d) && !ir_dims_contain(ibd, nib, d)) wdims[nwd++] = d;
   int64_t sdims[IR_MAX_RANK]; /* update dims that are scatter (not window) dims */
   int nsc = 0;
   for (int d = 0; d < u0->rank; d++)
-    if (!contains(uwd, nuw, d)) sdims[nsc++] = d;
+    if (!ir_dims_contain(uwd, nuw, d)) sdims[nsc++] = d;
   bool ok = nwd == nuw;
   if (!ok) instr_error(i, err, "scatter update_window_dims do not match the operand's window dimensions");
   int64_t ast[IR_MAX_RANK], ist[IR_MAX_RANK], uidx[IR_MAX_RANK] = {0};

@@ -1,6 +1,7 @@
-/* pass_check.h — what the pass tests share: a decision log, running one pass on a module (which
- * must verify after), parsing HLO and .fx text, the reference interpreter's result before and
- * after a pass, an instruction's printed line, and opcode counts. Included by tests/passes/test_*.c. */
+/* pass_check.h — what the pass tests share: a decision log and a decision count, running one pass
+ * on a module (which must verify after) or as a pipeline stage, parsing HLO and .fx text, the
+ * reference interpreter's result before and after a pass, an instruction's printed line, and
+ * opcode counts. Included by tests/passes/test_*.c and tests/fusion/test_gemm_fusion.c. */
 #ifndef FXPLAIN_PASS_CHECK_H
 #define FXPLAIN_PASS_CHECK_H
 
@@ -46,6 +47,39 @@ static inline bool run_pass_for(const Pass *p, IrModule *m, Log *log, const Devi
 
 static inline bool run_pass(const Pass *p, IrModule *m, Log *log) { return run_pass_for(p, m, log, NULL); }
 
+/* A decision count: accepted and rejected, the last decision's detail and the last accepted one's. */
+typedef struct {
+  int accepted, rejected;
+  char last[800], last_accepted[800];
+} Seen;
+
+static inline void seen_emit(void *ctx, const PassDecision *d) {
+  Seen *s = ctx;
+  if (d->accepted) s->accepted++;
+  else s->rejected++;
+  snprintf(s->last, sizeof s->last, "%s", d->detail ? d->detail : "");
+  if (d->accepted) snprintf(s->last_accepted, sizeof s->last_accepted, "%s", s->last);
+}
+
+/* Runs pass p as a pipeline stage on m for device dev, decisions to sink; the stage's module (m
+ * itself, or its replacement with m freed). The pass must succeed. */
+static inline IrModule *run_stage(const Pass *p, IrModule *m, const DeviceProfile *dev, DecisionSink *sink,
+                                  PassSettings *settings) {
+  FxError err;
+  fx_error_clear(&err);
+  PassContext cx = {.sink = sink, .device = dev, .settings = settings, .err = &err, .pass = p->name};
+  IrModule *out = NULL;
+  bool changed = false;
+  bool ok = pass_run_stage(p, m, &cx, &out, &changed);
+  if (!ok) fprintf(stderr, "%s: %s\n", p->name, err.msg);
+  CHECK(ok);
+  if (out) {
+    ir_module_free(m);
+    m = out;
+  }
+  return m;
+}
+
 static inline IrModule *hlo(const char *text) {
   FxError err;
   fx_error_clear(&err);
@@ -65,6 +99,13 @@ static inline IrModule *fx(const char *text) {
   return m;
 }
 
+/* HLO text that must parse. */
+static inline IrModule *hlo_ok(const char *text) {
+  IrModule *m = hlo(text);
+  CHECK(m != NULL);
+  return m;
+}
+
 static inline const char *line_of(const IrModule *m, const char *name) {
   static char buf[1024];
   IrInstr *i = ir_module_find_instr(m, name);
@@ -73,22 +114,29 @@ static inline const char *line_of(const IrModule *m, const char *name) {
   return buf;
 }
 
-static inline int count_op(const IrModule *m, IrOpcode op) {
+/* Instructions with opcode op: in computation c (count_op_in), in the whole module (count_op). */
+static inline int count_op_in(const IrComputation *c, IrOpcode op) {
   int n = 0;
-  for (int c = 0; c < m->ncomps; c++)
-    for (int k = 0; k < m->comps[c]->ninstrs; k++) n += m->comps[c]->instrs[k]->op == op;
+  for (int k = 0; k < c->ninstrs; k++) n += c->instrs[k]->op == op;
   return n;
 }
 
-/* Runs m on the interpreter with arguments filled from a fixed seed; returns the result. */
-static inline RtTensor *interp(const IrModule *m) {
+static inline int count_op(const IrModule *m, IrOpcode op) {
+  int n = 0;
+  for (int c = 0; c < m->ncomps; c++) n += count_op_in(m->comps[c], op);
+  return n;
+}
+
+/* Runs m on the interpreter with arguments filled from seed (interp: seed 7); returns the
+ * result, NULL (the error printed) when the run fails. */
+static inline RtTensor *interp_seeded(const IrModule *m, uint64_t seed) {
   FxError e;
   fx_error_clear(&e);
   int np = m->entry->nparams;
   RtTensor *args[16];
   for (int k = 0; k < np && k < 16; k++) {
     args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &e);
-    if (args[k]) rt_tensor_fill_random(args[k], 7, (uint64_t)k);
+    if (args[k]) rt_tensor_fill_random(args[k], seed, (uint64_t)k);
   }
   RtOptions o;
   memset(&o, 0, sizeof o);
@@ -102,6 +150,26 @@ static inline RtTensor *interp(const IrModule *m) {
   }
   for (int k = 0; k < np && k < 16; k++) rt_tensor_unref(args[k]);
   return out;
+}
+
+static inline RtTensor *interp(const IrModule *m) { return interp_seeded(m, 7); }
+
+/* The interpreter's results of the HLO text and of rewritten (its rewrite) agree, on arguments
+ * filled from seed. */
+static inline void check_same_values(const char *text, const IrModule *rewritten, uint64_t seed) {
+  IrModule *orig = hlo_ok(text);
+  if (!orig) return;
+  RtTensor *want = interp_seeded(orig, seed), *got = interp_seeded(rewritten, seed);
+  CHECK(want && got);
+  if (want && got) {
+    RtCompare cmp;
+    rt_compare(got, want, &cmp);
+    if (!cmp.ok) fprintf(stderr, "%s\n", cmp.what);
+    CHECK(cmp.ok);
+  }
+  rt_tensor_unref(want);
+  rt_tensor_unref(got);
+  ir_module_free(orig);
 }
 
 /* Runs pass p (for device dev) and checks the result agrees with the module before it, on the
