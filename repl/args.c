@@ -182,15 +182,12 @@ bool repl_parse_int(Session *s, char **argv, int argi, long long lo, long long h
                     FxError *err) {
   const char *w = argv[argi];
   char buf[80];
-  errno = 0;
-  char *end = NULL;
-  long long v = strtoll(w, &end, 0);
-  if (!*w || *end || w[0] == ' ' || w[0] == '\t')
+  int r = fx_parse_int(w, 0, lo, hi, out);
+  if (r == FX_NOT_A_NUMBER)
     return repl_arg_error(s, err, argi, "expected an integer, got '%s'", fx_printable(buf, sizeof buf, w));
-  if (errno == ERANGE || v < lo || v > hi)
+  if (r == FX_OUT_OF_RANGE)
     return repl_arg_error(s, err, argi, "%s is out of range (%lld to %lld)", fx_printable(buf, sizeof buf, w),
                           lo, hi);
-  *out = v;
   return true;
 }
 

@@ -26,14 +26,7 @@ static bool usage_error(Session *s, FxError *err, int argi, const char *msg, con
   return repl_arg_error(s, err, argi, "%s%s%s", msg, arg ? ": " : "", arg ? arg : "");
 }
 
-static bool parse_int(const char *s, long long lo, long long hi, long long *out) {
-  char *e;
-  errno = 0;
-  long long v = strtoll(s, &e, 10);
-  if (errno || *e || e == s || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
+static bool parse_int(const char *s, long long lo, long long hi, long long *out) { return fx_parse_int(s, 10, lo, hi, out) == 0; }
 
 static bool split_pair(char *arg, const char **name, const char **file) {
   char *eq = strchr(arg, '=');
@@ -318,20 +311,14 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
 
 static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) {
   if (argc != 2) return usage_error(s, err, 0, "usage: set max_memory BYTES (K, M, G suffixes: KiB, MiB, GiB; 0 = unlimited)", NULL);
-  char *e;
-  errno = 0;
-  double v = strtod(argv[1], &e);
-  double mul = 1;
-  if (*e == 'K' || *e == 'k') mul = 1024, e++;
-  else if (*e == 'M' || *e == 'm') mul = 1024.0 * 1024, e++;
-  else if (*e == 'G' || *e == 'g') mul = 1024.0 * 1024 * 1024, e++;
-  if (errno || *e || v < 0 || v * mul > 1.8e19) return usage_error(s, err, 1, "max_memory needs a byte count", argv[1]);
-  rt_set_max_memory((uint64_t)(v * mul));
+  double v;
+  if (!fx_parse_bytes(argv[1], &v)) return usage_error(s, err, 1, "max_memory needs a byte count", argv[1]);
+  rt_set_max_memory((uint64_t)v);
   char iec[32];
-  fx_format_bytes(iec, sizeof iec, v * mul, FX_BYTES_SHORT);
-  if (v * mul == 0) fprintf(s->out, "max_memory = 0 bytes (unlimited)\n");
-  else if (v * mul < 1024) fprintf(s->out, "max_memory = %llu bytes\n", (unsigned long long)(v * mul));
-  else fprintf(s->out, "max_memory = %llu bytes (%s)\n", (unsigned long long)(v * mul), iec);
+  fx_format_bytes(iec, sizeof iec, v, FX_BYTES_SHORT);
+  if (v == 0) fprintf(s->out, "max_memory = 0 bytes (unlimited)\n");
+  else if (v < 1024) fprintf(s->out, "max_memory = %llu bytes\n", (unsigned long long)v);
+  else fprintf(s->out, "max_memory = %llu bytes (%s)\n", (unsigned long long)v, iec);
   return true;
 }
 

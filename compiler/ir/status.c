@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "arena.h"
@@ -240,4 +241,26 @@ void fx_format_count(char *buf, size_t n, long long v) {
     if ((len - k - 1) % 3 == 0 && k + 1 < len && o + 1 < n) buf[o++] = ',';
   }
   buf[o] = 0;
+}
+
+int fx_parse_int(const char *s, int base, long long lo, long long hi, long long *out) {
+  char *end = NULL;
+  errno = 0;
+  long long v = strtoll(s, &end, base);
+  if (!*s || *end || s[0] == ' ' || s[0] == '\t') return FX_NOT_A_NUMBER;
+  if (errno == ERANGE || v < lo || v > hi) return FX_OUT_OF_RANGE;
+  *out = v;
+  return 0;
+}
+
+bool fx_parse_bytes(const char *s, double *out) {
+  char *e;
+  errno = 0;
+  double v = strtod(s, &e), mul = 1;
+  if (*e == 'K' || *e == 'k') mul = 1024, e++;
+  else if (*e == 'M' || *e == 'm') mul = 1024.0 * 1024, e++;
+  else if (*e == 'G' || *e == 'g') mul = 1024.0 * 1024 * 1024, e++;
+  if (errno || e == s || *e || v < 0 || v * mul > 1.8e19) return false;
+  *out = v * mul;
+  return true;
 }

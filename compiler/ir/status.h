@@ -54,6 +54,12 @@ typedef enum { FX_TIME_RUN, FX_TIME_TABLE } FxTimeStyle;
 void fx_format_time(char *buf, size_t n, double ns, FxTimeStyle style);
 /* A count with thousands separators: 1,234,567. */
 void fx_format_count(char *buf, size_t n, long long v);
+/* Reading numbers typed by a user. fx_parse_int: a whole word in base `base` (0: C's prefixes)
+ * from lo to hi: 0, or FX_NOT_A_NUMBER, or FX_OUT_OF_RANGE. fx_parse_bytes: a byte count, with an
+ * optional K, M or G (KiB, MiB, GiB) suffix, from 0 to 2^64: false when it is not one. */
+enum { FX_NOT_A_NUMBER = -1, FX_OUT_OF_RANGE = -2 };
+int fx_parse_int(const char *s, int base, long long lo, long long hi, long long *out);
+bool fx_parse_bytes(const char *s, double *out);
 /* Reads a whole file (at most 1 GiB) into a NUL-terminated buffer from fx_malloc; *len excludes
  * the NUL. NULL with err filled (the file, printable, and why) when it cannot be read. */
 char *fx_read_file(const char *path, size_t *len, FxError *err);
