@@ -142,6 +142,11 @@ TEST(memory_budget_stops_a_run) {
   CHECK_STR(outbuf, "max_memory = 40 bytes\n");
   CHECK(!cmd(&s, "run --backend interp", &e));
   CHECK_CONTAINS(e.msg, "out of memory budget");
+  CHECK(cmd(&s, "set-max_memory 1.5K", &e));
+  CHECK_STR(outbuf, "max_memory = 1536 bytes (1.5 KiB)\n");
+  CHECK(!cmd(&s, "set-max_memory 2X", &e));
+  CHECK_STR(e.msg, "max_memory needs a byte count: 2X");
+  CHECK(!cmd(&s, "set-max_memory -1", &e));
   CHECK(cmd(&s, "set-max_memory 0", &e));
   CHECK(cmd(&s, "run --backend interp", &e));
   CHECK(rt_live_bytes() == 0);
