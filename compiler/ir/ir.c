@@ -57,6 +57,19 @@ static const struct {
 const char *ir_type_name(IrType t) { return t < IR_TYPE_COUNT ? type_table[t].name : "invalid"; }
 int ir_type_bytes(IrType t) { return t < IR_TYPE_COUNT ? type_table[t].bytes : 0; }
 
+int ir_type_bits(IrType t) {
+  switch (t) {
+  case IR_S1:
+  case IR_U1: return 1;
+  case IR_S2:
+  case IR_U2: return 2;
+  case IR_S4:
+  case IR_U4:
+  case IR_F4E2M1FN: return 4;
+  default: return 8 * ir_type_bytes(t);
+  }
+}
+
 bool ir_type_lookup(const char *s, size_t len, IrType *out) {
   for (int i = 1; i < IR_TYPE_COUNT; i++) {
     if (strlen(type_table[i].name) == len && memcmp(type_table[i].name, s, len) == 0) {
