@@ -353,6 +353,11 @@ static bool scan_raw(P *p, bool stop_at_space, char stop_close, size_t *s, size_
 
 static bool parse_shape(P *p, Arena *a, IrShape *out, int depth);
 
+/* At the cursor stands `b(`, which opens a buffer shape: no opcode is named `b`. */
+static bool buffer_shape_ahead(const P *p) {
+  return peek(p) == 'b' && peek_at(p, 1) == '(';
+}
+
 static bool parse_layout(P *p, Arena *a, IrShape *s) {
   int l = p->line, c = p->col;
   adv(p); /* '{' */
@@ -431,6 +436,14 @@ static bool parse_shape(P *p, Arena *a, IrShape *out, int depth) {
       if (!out->tuple) return oom(p);
       memcpy(out->tuple, v, sizeof(IrShape) * (size_t)n);
     }
+    return true;
+  }
+  if (buffer_shape_ahead(p)) { /* b(T[dims]): XLA's buffer shape (HloParserImpl::ParseShape) */
+    advn(p, 2);
+    if (!parse_shape(p, a, out, depth + 1)) return false;
+    if (!ir_shape_is_array(out) || out->buffer) return perr(p, l, c, "a buffer shape b(...) holds an array");
+    if (!ws(p) || !expect_char(p, ')', "')' after the buffer shape's array")) return false;
+    out->buffer = true;
     return true;
   }
   size_t s = p->pos;
@@ -764,6 +777,7 @@ static bool async_sugar(P *p, size_t s, InstrRec *r) {
 /* Whether the instruction's shape was left out: at the cursor stands an opcode and its '(' (a
  * shape is a type and '[', a '(' of a tuple, or `token[]`). */
 static bool shape_left_out(const P *p) {
+  if (buffer_shape_ahead(p)) return false;
   size_t k = p->pos;
   while (k < p->len && is_name_char(p->src[k]) && p->src[k] != '.') k++;
   return k > p->pos && k < p->len && p->src[k] == '(';
@@ -912,7 +926,7 @@ static bool parse_rhs(P *p, InstrRec *r, bool attributes) {
         if (!ws(p)) return false;
         /* An operand may carry its shape: "f32[2]{0} %a" or "(f32[], s32[]) %t". */
         char c = peek(p);
-        bool shaped = c == '(';
+        bool shaped = c == '(' || buffer_shape_ahead(p);
         if (!shaped && is_name_start(c)) {
           /* Names never contain '[': "xyz[" can only be a shape (perhaps with a bad type). */
           size_t k = p->pos;

@@ -133,7 +133,7 @@ bool ir_shape_same_dims(const IrShape *a, const IrShape *b) {
 }
 
 bool ir_shape_equal(const IrShape *a, const IrShape *b) {
-  if (a->type != b->type) return false;
+  if (a->type != b->type || a->buffer != b->buffer) return false;
   if (a->type == IR_TUPLE) {
     if (a->ntuple != b->ntuple) return false;
     for (int i = 0; i < a->ntuple; i++)
@@ -256,6 +256,7 @@ static void shape_fmt(Out *o, const IrShape *s, bool with_layout) {
     outf(o, "token[]");
     return;
   }
+  if (s->buffer) outf(o, "b(");
   outf(o, "%s[", ir_type_name(s->type));
   for (int i = 0; i < s->rank; i++) {
     if (i) outf(o, ",");
@@ -269,6 +270,7 @@ static void shape_fmt(Out *o, const IrShape *s, bool with_layout) {
     if (s->layout_extra) outf(o, ":%s", s->layout_extra);
     outf(o, "}");
   }
+  if (s->buffer) outf(o, ")");
 }
 
 int ir_shape_format(const IrShape *s, bool with_layout, char *buf, size_t n) {

@@ -122,6 +122,10 @@ struct IrShape {
   /* tuples */
   int ntuple;
   IrShape *tuple;
+  /* XLA's buffer shape, written b(s32[2]): the array held in a buffer that custom-calls pin and
+   * update in place (ShapeUtil::MakeBufferShape). Everything else reads it as the array it holds;
+   * it prints back as b(...) and two shapes are equal only when both are buffers or neither is. */
+  bool buffer;
 };
 
 /* Number of elements (1 for scalars; 0 for tuples). Saturates at INT64_MAX on overflow. */

@@ -10,7 +10,7 @@
 # without their shape, a convolution/while/conditional/call/map whose shape is left out, a
 # signature whose parameters disagree with its body (XLA keeps only its result), a reducer's
 # 1-tuple, a bitcast-convert across bit widths, the short async form with its own calls=, a space
-# after a module attribute's '=', and the gathers XLA's rules take that no backend here computes):
+# after a module attribute's '=', the buffer shape b(s32[2]), and the gathers XLA's rules take that no backend here computes):
 # each loads, prints back to a fixed point, runs through the priority pipeline,
 # and runs, or says by name what fxplain cannot run. Where jax is installed, XLA's own parser
 # (jaxlib's hlo_module_from_text) must accept each form too: they are XLA's, not ours.
@@ -38,6 +38,7 @@ for f in tests/xla_dumps/data/forms/*.hlo; do
     narrow_types) want="cannot run: a is s2, an element type fxplain reads, prints, plans and fuses but computes no value of" ;;
     gather_empty_slice) want="cannot run: g is a gather that XLA takes but fxplain computes no value of: its collapsed_slice_dims 0 has slice size 0" ;;
     gather_batching_in_map) want="cannot run: g is a gather that XLA takes but fxplain computes no value of: its batching dimension 0 is also in start_index_map" ;;
+    buffer_shape) want="pinned: custom-call target \"Pin\" is not known to the interpreter" ;;
     bitcast_convert_s4) want="packed: bitcast-convert from s4 to s8 packs 4-bit values; the interpreter does not compute it" ;;
     *) want="kernel plan:" ;;
   esac
@@ -55,6 +56,8 @@ out=$("$FX" -e "load tests/xla_dumps/data/forms/reduce_tuple1.hlo; show" 2>&1)
 grep -qF '%w = (f32[4,6]) reduce-window' <<<"$out" || { echo "FAIL reduce_tuple1: the reduce-window's result is a 1-tuple"; fail=1; }
 out=$("$FX" -e "load tests/xla_dumps/data/forms/async_sugar_calls.hlo; show" 2>&1)
 grep -qF 'fusion-start(%p0.5), kind=kLoop, calls=%op' <<<"$out" || { echo "FAIL async_sugar_calls prints the fusion's calls= back"; fail=1; }
+out=$("$FX" -e "load tests/xla_dumps/data/forms/buffer_shape.hlo; show" 2>&1)
+grep -qF '%loop = (s32[], b(s32[2])) while' <<<"$out" || { echo "FAIL buffer_shape prints b(s32[2]) back"; fail=1; }
 out=$("$FX" -e "load tests/xla_dumps/data/forms/splat_constant.hlo; show" 2>&1)
 grep -qF "constant(0)" <<<"$out" || { echo "FAIL splat_constant prints back as constant(0)"; fail=1; }
 out=$("$FX" -e "load tests/xla_dumps/data/forms/custom_call_literal.hlo; show" 2>&1)
