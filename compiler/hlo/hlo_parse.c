@@ -13,8 +13,10 @@
  *   computation = ["ENTRY"] NAME [signature] "{" { instruction } "}" [", " trailing]
  *   signature   = "(" [NAME ":" shape {"," NAME ":" shape}] ")" "->" shape
  *   instruction = ["ROOT"] NAME "=" [shape] OPCODE "(" operands ")" { "," KEY "=" value }
- *   operands    = [[shape] NAME {"," [shape] NAME}]  |  literal (constant)  |  NUMBER (parameter)
+ *   operands    = [operand {"," operand}]  |  literal (constant)  |  NUMBER (parameter)
+ *   operand     = [shape] NAME  |  [shape] OPCODE "(" operands ")"   (an instruction of its own)
  *   shape       = TYPE "[" [dim {"," dim}] "]" [layout] | "(" [shape {"," shape}] ")" | "token[]"
+ *                 | "b(" shape ")"                                   (a buffer of an array)
  *   dim         = ["<="] NUMBER;    layout = "{" [NUMBER {"," NUMBER}] [":" extra] "}" (no space
  *                 before "{": `-> f32[] {` opens a body, `f32[]{}` is a layout)
  *
@@ -1032,10 +1034,6 @@ typedef struct {
   IrShape shape;
 } SigParam;
 
-/* Reads one computation.  With `nested`, the cursor stands in a computation attribute's braces,
- * past the '{' (at entry_line:entry_col): the computation has no name or signature in the text, gets
- * the first free name of "_", "_.1", ... (XLA's parser names it "_" and its module makes the name
- * unique), its closing '}' ends the attribute value, and *nested is set to its name. */
 /* A signature's result and its computation's root have the same shape (XLA's ParseComputation
  * checks ShapeUtil::Compatible of the two). */
 static bool sig_result_agrees(P *p, const IrComputation *c, const IrShape *result, int line, int col) {
@@ -1046,6 +1044,10 @@ static bool sig_result_agrees(P *p, const IrComputation *c, const IrShape *resul
   return perr(p, line, col, "signature of '%%%s' returns %s but its root '%%%s' is %s", c->name, b1, c->root->name, b2);
 }
 
+/* Reads one computation.  With `nested`, the cursor stands in a computation attribute's braces,
+ * past the '{' (at entry_line:entry_col): the computation has no name or signature in the text, gets
+ * the first free name of "_", "_.1", ... (XLA's parser names it "_" and its module makes the name
+ * unique), its closing '}' ends the attribute value, and *nested is set to its name. */
 static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col, Ref *nested) {
   Ref cname;
   char *name;

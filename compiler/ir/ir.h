@@ -117,15 +117,16 @@ struct IrShape {
    * layout_extra keeps whatever followed ':' in the layout (tiles T(8,128), element size,
    * memory space S(1), ...) verbatim, without the ':'; NULL when none. */
   bool has_layout;
+  /* XLA's buffer shape, written b(s32[2]): the array held in a buffer that custom-calls pin and
+   * update in place (ShapeUtil::MakeBufferShape). Everything else reads it as the array it holds;
+   * it prints back as b(...) and two shapes are equal only when both are buffers or neither is.
+   * (Beside has_layout, in its padding: a shape stays 64 bytes.) */
+  bool buffer;
   int *minor_to_major;
   char *layout_extra;
   /* tuples */
   int ntuple;
   IrShape *tuple;
-  /* XLA's buffer shape, written b(s32[2]): the array held in a buffer that custom-calls pin and
-   * update in place (ShapeUtil::MakeBufferShape). Everything else reads it as the array it holds;
-   * it prints back as b(...) and two shapes are equal only when both are buffers or neither is. */
-  bool buffer;
 };
 
 /* Number of elements (1 for scalars; 0 for tuples). Saturates at INT64_MAX on overflow. */

@@ -534,7 +534,8 @@ bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
       res.im = b.f;
       ok = is_c(r->type) && is_f(t0);
       break;
-    case IR_OP_REDUCE_PRECISION: res = rt_ew_reduce_precision(r->type, a, (int)eb, (int)mb); break;
+    /* bits past any type's own (64) change nothing: clamped before they become an int */
+    case IR_OP_REDUCE_PRECISION: res = rt_ew_reduce_precision(r->type, a, (int)(eb < 64 ? eb : 64), (int)(mb < 64 ? mb : 64)); break;
     default:
       if (n == 1) ok = rt_ew_unary(op, t0, r->type, a, &res);
       else if (n == 2) ok = rt_ew_binary(op, t0, a, b, &res);
