@@ -165,6 +165,11 @@ bool explain_module_uncomputed(const IrModule *m, char *why, size_t n) {
     for (int k = 0; comp && k < comp->ninstrs; k++) {
       const IrInstr *i = comp->instrs[k];
       IrType t;
+      char g[200];
+      if (!i->dead && ir_gather_uncomputed(i, g, sizeof g)) {
+        snprintf(why, n, "%s is a gather that XLA takes but fxplain computes no value of: %s", i->name, g);
+        return true;
+      }
       if (i->dead || !shape_uncomputed(&i->shape, &t)) continue;
       snprintf(why, n, "%s is %s, an element type fxplain reads, prints, plans and fuses but computes no value of "
                "(XLA's 1- and 2-bit integers and 4-bit float)", i->name, ir_type_name(t));

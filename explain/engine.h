@@ -87,8 +87,8 @@ void explain_engine_set_input(ExplainEngine *e, IrModule *m);
  * .fx statements (no shell commands). False with a located err when it cannot be read or built. */
 bool explain_engine_load_file(ExplainEngine *e, const char *path, FxError *err);
 /* Whether m holds a value of a type fxplain computes no value of (ir_type_is_uncomputed: s1, u1,
- * s2, u2, f4e2m1fn); then `why` names the first instruction and its type, for the front end's
- * refusal to run or emit it. */
+ * s2, u2, f4e2m1fn) or a gather that no backend computes (ir_gather_uncomputed); then
+ * `why` names the first such instruction and why, for the front end's refusal to run or emit it. */
 bool explain_module_uncomputed(const IrModule *m, char *why, size_t n);
 /* Makes the HLO text read from `path` the input; the .fx definitions typed before are dropped
  * (they belonged to the module it replaces). When XLA's proto dump of the same module lies beside

@@ -13,8 +13,10 @@
  *   computation = ["ENTRY"] NAME [signature] "{" { instruction } "}" [", " trailing]
  *   signature   = "(" [NAME ":" shape {"," NAME ":" shape}] ")" "->" shape
  *   instruction = ["ROOT"] NAME "=" [shape] OPCODE "(" operands ")" { "," KEY "=" value }
- *   operands    = [[shape] NAME {"," [shape] NAME}]  |  literal (constant)  |  NUMBER (parameter)
+ *   operands    = [operand {"," operand}]  |  literal (constant)  |  NUMBER (parameter)
+ *   operand     = [shape] NAME  |  [shape] OPCODE "(" operands ")"   (an instruction of its own)
  *   shape       = TYPE "[" [dim {"," dim}] "]" [layout] | "(" [shape {"," shape}] ")" | "token[]"
+ *                 | "b(" shape ")"                                   (a buffer of an array)
  *   dim         = ["<="] NUMBER;    layout = "{" [NUMBER {"," NUMBER}] [":" extra] "}" (no space
  *                 before "{": `-> f32[] {` opens a body, `f32[]{}` is a layout)
  *
@@ -96,6 +98,14 @@ struct InstrRec {
   IrInstr *made;
 };
 
+/* A signature's result to check against its computation's root once that root's shape, left out,
+ * is inferred. */
+typedef struct {
+  IrComputation *comp;
+  IrShape result; /* scratch */
+  int line, col;
+} SigCheck;
+
 typedef struct {
   const char *src; /* NUL-terminated copy of the input */
   size_t len, pos;
@@ -108,6 +118,8 @@ typedef struct {
   int nfixups, fixups_cap;
   IrInstr **unshaped; /* instructions written without a shape, in the order they were made */
   int nunshaped, unshaped_cap;
+  SigCheck *sigchecks; /* signatures whose root has no shape yet */
+  int nsigchecks, sigchecks_cap;
   struct InstrList *recs; /* the computation being read: where nested operand instructions go */
   int nested;             /* how many nested instructions were named so far */
   bool failed;
@@ -343,6 +355,11 @@ static bool scan_raw(P *p, bool stop_at_space, char stop_close, size_t *s, size_
 
 static bool parse_shape(P *p, Arena *a, IrShape *out, int depth);
 
+/* At the cursor stands `b(`, which opens a buffer shape: no opcode is named `b`. */
+static bool buffer_shape_ahead(const P *p) {
+  return peek(p) == 'b' && peek_at(p, 1) == '(';
+}
+
 static bool parse_layout(P *p, Arena *a, IrShape *s) {
   int l = p->line, c = p->col;
   adv(p); /* '{' */
@@ -421,6 +438,14 @@ static bool parse_shape(P *p, Arena *a, IrShape *out, int depth) {
       if (!out->tuple) return oom(p);
       memcpy(out->tuple, v, sizeof(IrShape) * (size_t)n);
     }
+    return true;
+  }
+  if (buffer_shape_ahead(p)) { /* b(T[dims]): XLA's buffer shape (HloParserImpl::ParseShape) */
+    advn(p, 2);
+    if (!parse_shape(p, a, out, depth + 1)) return false;
+    if (!ir_shape_is_array(out) || out->buffer) return perr(p, l, c, "a buffer shape b(...) holds an array");
+    if (!ws(p) || !expect_char(p, ')', "')' after the buffer shape's array")) return false;
+    out->buffer = true;
     return true;
   }
   size_t s = p->pos;
@@ -754,18 +779,29 @@ static bool async_sugar(P *p, size_t s, InstrRec *r) {
 /* Whether the instruction's shape was left out: at the cursor stands an opcode and its '(' (a
  * shape is a type and '[', a '(' of a tuple, or `token[]`). */
 static bool shape_left_out(const P *p) {
+  if (buffer_shape_ahead(p)) return false;
   size_t k = p->pos;
   while (k < p->len && is_name_char(p->src[k]) && p->src[k] != '.') k++;
   return k > p->pos && k < p->len && p->src[k] == '(';
 }
 
-/* The ops whose shape XLA's parser infers and fxplain's shape rules derive from the operands and
- * attributes alone (ShapeInference): not a parameter, constant, iota, broadcast, reshape, convert,
- * gather or library call, whose result is only known from the written shape. */
+/* The ops whose shape XLA's parser infers (CanInferShape in hlo_parser.cc, then ShapeInference)
+ * and fxplain's shape rules derive from the operands, attributes and called computations alone:
+ * not a parameter, constant, iota, broadcast, reshape, convert, gather or library call, whose
+ * result is only known from the written shape. */
 static bool shape_inferable(IrOpcode op) {
   switch (op) {
   case IR_OP_CONVERT:
   case IR_OP_BITCAST_CONVERT: return false;
+  case IR_OP_CONVOLUTION:
+  case IR_OP_WHILE:
+  case IR_OP_CALL:
+  case IR_OP_CONDITIONAL:
+  case IR_OP_MAP:
+  case IR_OP_SORT:
+  case IR_OP_SCATTER:
+  case IR_OP_SELECT_AND_SCATTER:
+  case IR_OP_AFTER_ALL:
   case IR_OP_TRANSPOSE:
   case IR_OP_SLICE:
   case IR_OP_DYNAMIC_SLICE:
@@ -803,14 +839,22 @@ static bool parse_instr(P *p, InstrRec *r) {
   return parse_rhs(p, r, true);
 }
 
-/* An operand written as an instruction, `negate(f32[2] parameter(0))` (XLA's parser takes it,
- * without attributes): read into a record of its own, named OPCODE.N, before the instruction
- * that reads it. Its shape and opcode name are read already; `o` gets its name. */
+/* An operand written as an instruction, `negate(f32[2] parameter(0))` or, its shape left out,
+ * `add(multiply(a, b), c)` (XLA's parser takes both, without attributes: HloParserImpl::
+ * ParseOperands tries a name first, then ParseInstructionRhs): read into a record of its own,
+ * named OPCODE.N, before the instruction that reads it. Its shape (NULL where it was left out, to
+ * be inferred as a top-level instruction's is) and opcode name are read already; `o` gets its
+ * name. */
 static bool parse_nested_instr(P *p, const IrShape *shape, Ref *o) {
   InstrRec nr;
   memset(&nr, 0, sizeof nr);
   nr.param_number = -1;
-  nr.shape = *shape;
+  if (shape) {
+    nr.shape = *shape;
+  } else {
+    nr.no_shape = true;
+    nr.shape = ir_shape_scalar(IR_TOKEN); /* a placeholder until it is inferred */
+  }
   p->pos = (size_t)(o->name - p->src); /* back to the opcode */
   p->line = o->line;
   p->col = o->col;
@@ -884,7 +928,7 @@ static bool parse_rhs(P *p, InstrRec *r, bool attributes) {
         if (!ws(p)) return false;
         /* An operand may carry its shape: "f32[2]{0} %a" or "(f32[], s32[]) %t". */
         char c = peek(p);
-        bool shaped = c == '(';
+        bool shaped = c == '(' || buffer_shape_ahead(p);
         if (!shaped && is_name_start(c)) {
           /* Names never contain '[': "xyz[" can only be a shape (perhaps with a bad type). */
           size_t k = p->pos;
@@ -896,7 +940,7 @@ static bool parse_rhs(P *p, InstrRec *r, bool attributes) {
         if (shaped && !parse_shape(p, &p->scratch, &oshape, 0)) return false;
         Ref o;
         if (!parse_name(p, &o, "an operand name")) return false;
-        if (shaped && peek(p) == '(' && !parse_nested_instr(p, &oshape, &o)) return false;
+        if (peek(p) == '(' && o.name[-1] != '%' && !parse_nested_instr(p, shaped ? &oshape : NULL, &o)) return false;
         if (!push_ref(p, &r->ops, &r->nops, &cap, &o)) return false;
         if (!ws(p)) return false;
         if (!eat_comma(p)) break;
@@ -989,6 +1033,16 @@ typedef struct {
   Ref name;
   IrShape shape;
 } SigParam;
+
+/* A signature's result and its computation's root have the same shape (XLA's ParseComputation
+ * checks ShapeUtil::Compatible of the two). */
+static bool sig_result_agrees(P *p, const IrComputation *c, const IrShape *result, int line, int col) {
+  if (ir_shape_equal(result, &c->root->shape)) return true;
+  char b1[160], b2[160];
+  ir_shape_format(result, false, b1, sizeof b1);
+  ir_shape_format(&c->root->shape, false, b2, sizeof b2);
+  return perr(p, line, col, "signature of '%%%s' returns %s but its root '%%%s' is %s", c->name, b1, c->root->name, b2);
+}
 
 /* Reads one computation.  With `nested`, the cursor stands in a computation attribute's braces,
  * past the '{' (at entry_line:entry_col): the computation has no name or signature in the text, gets
@@ -1231,23 +1285,15 @@ static bool parse_computation(P *p, bool is_entry, int entry_line, int entry_col
                         recs[j].param_number, k, name);
       }
   }
-  /* The signature must agree with the parameters and the root. */
+  /* The signature's result must be its root's shape. Its parameters are read and ignored, as
+   * XLA's parser does (HloParserImpl::ParseComputation checks only the result against the root;
+   * the parameters are the body's parameter instructions, and the signature is printed from them). */
   if (c->has_signature) {
-    if (nsig != c->nparams)
-      return perr(p, sig_line, sig_col, "signature of '%%%s' lists %d parameter%s but the body has %d", name, nsig, nsig == 1 ? "" : "s",
-                  c->nparams);
-    char b1[160], b2[160];
-    for (int k = 0; k < nsig; k++)
-      if (!ir_shape_equal(&sig[k].shape, &c->params[k]->shape)) {
-        ir_shape_format(&sig[k].shape, false, b1, sizeof b1);
-        ir_shape_format(&c->params[k]->shape, false, b2, sizeof b2);
-        return perr(p, sig[k].name.line, sig[k].name.col, "signature gives parameter %d the shape %s but '%%%s' is %s", k, b1,
-                    c->params[k]->name, b2);
-      }
-    if (!ir_shape_equal(&sig_result, &c->root->shape)) {
-      ir_shape_format(&sig_result, false, b1, sizeof b1);
-      ir_shape_format(&c->root->shape, false, b2, sizeof b2);
-      return perr(p, sig_line, sig_col, "signature of '%%%s' returns %s but its root '%%%s' is %s", name, b1, c->root->name, b2);
+    if (recs[root].no_shape) { /* checked once the root's shape is inferred */
+      if (arena_grow(&p->scratch, (void **)&p->sigchecks, &p->sigchecks_cap, p->nsigchecks + 1, sizeof(SigCheck))) return oom(p);
+      p->sigchecks[p->nsigchecks++] = (SigCheck){c, sig_result, sig_line, sig_col};
+    } else if (!sig_result_agrees(p, c, &sig_result, sig_line, sig_col)) {
+      return false;
     }
   }
   /* The nested computations read inside it were added after it; it goes after them, so the
@@ -1374,12 +1420,15 @@ static bool parse_module(P *p) {
         char b[64];
         return perr(p, al, ac, "expected a module attribute, found %s", describe(p, b, sizeof b));
       }
+      size_t ke = p->pos;
+      if (!ws_line(p)) return false; /* XLA's lexer takes spaces around the '=' (`input_output_alias= { ... }`) */
       if (peek(p) != '=') {
         char b[64];
-        return perr(p, p->line, p->col, "expected '=' after the module attribute '%.*s', found %s", (int)(p->pos - ks), p->src + ks,
+        return perr(p, p->line, p->col, "expected '=' after the module attribute '%.*s', found %s", (int)(ke - ks), p->src + ks,
                     describe(p, b, sizeof b));
       }
       adv(p);
+      if (!ws_line(p)) return false;
       size_t vs, ve;
       p->strings_span_lines = true;
       bool scanned = scan_raw(p, true, 0, &vs, &ve);
@@ -1387,7 +1436,7 @@ static bool parse_module(P *p) {
       if (!scanned) return false;
       if (ve == vs) {
         char b[64];
-        return perr(p, p->line, p->col, "expected a value for the module attribute '%.*s', found %s", (int)(p->pos - 1 - ks), p->src + ks,
+        return perr(p, p->line, p->col, "expected a value for the module attribute '%.*s', found %s", (int)(ke - ks), p->src + ks,
                     describe(p, b, sizeof b));
       }
       if (!ws_line(p)) return false;
@@ -1511,6 +1560,10 @@ static bool parse_computations(P *p, size_t header_end) {
       return perr(p, i->loc.line, i->loc.col, "%s (its shape, left out, cannot be inferred)", e.msg);
     i->shape = s;
   }
+  for (int k = 0; k < p->nsigchecks; k++) {
+    const SigCheck *sc = &p->sigchecks[k];
+    if (!sig_result_agrees(p, sc->comp, &sc->result, sc->line, sc->col)) return false;
+  }
   /* Fused computations know their fusion instruction. A broadcast of a scalar written without
    * `dimensions=` gets dimensions={}, as XLA's parser gives it. */
   for (int k = 0; k < m->ncomps; k++)
@@ -1535,7 +1588,9 @@ static bool build_async_wrappers(P *p) {
     IrComputation *comp = m->comps[c];
     for (int k = 0; k < comp->ninstrs; k++) {
       IrInstr *i = comp->instrs[k];
-      if (i->op != IR_OP_ASYNC_START || !i->op_text || ir_attr_comp(i, "calls")) continue;
+      /* In the short form a calls= is the wrapped instruction's (`fusion-start(p0), kind=kLoop,
+       * calls=op1` wraps a fusion of op1), as XLA's parser reads it; it moves to the root. */
+      if (i->op != IR_OP_ASYNC_START || !i->op_text) continue;
       IrOpcode op;
       size_t n = strlen(i->op_text) - strlen("-start");
       if (!ir_op_lookup(i->op_text, n, &op)) continue;

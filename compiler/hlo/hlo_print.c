@@ -86,7 +86,12 @@ static void instr_line(Str *s, const IrInstr *i) {
   puts_(s, ")");
   for (int k = 0; k < i->nattrs; k++) {
     const IrAttr *a = &i->attrs[k];
-    if (i->op_text && a->kind == IR_ATTR_COMP && strcmp(a->key, "calls") == 0) continue; /* async sugar */
+    if (i->op_text && a->kind == IR_ATTR_COMP && strcmp(a->key, "calls") == 0) {
+      /* async sugar: the wrapper is not printed, the wrapped instruction's own calls= is */
+      const IrComputation *w = a->ncomps == 1 ? a->comps[0] : NULL;
+      a = w && w->async_wrapped && w->root ? ir_attr_get(w->root, "calls") : NULL;
+      if (!a || a->kind != IR_ATTR_COMP) continue;
+    }
     puts_(s, ", ");
     puts_(s, a->key);
     puts_(s, "=");

@@ -57,6 +57,19 @@ static const struct {
 const char *ir_type_name(IrType t) { return t < IR_TYPE_COUNT ? type_table[t].name : "invalid"; }
 int ir_type_bytes(IrType t) { return t < IR_TYPE_COUNT ? type_table[t].bytes : 0; }
 
+int ir_type_bits(IrType t) {
+  switch (t) {
+  case IR_S1:
+  case IR_U1: return 1;
+  case IR_S2:
+  case IR_U2: return 2;
+  case IR_S4:
+  case IR_U4:
+  case IR_F4E2M1FN: return 4;
+  default: return 8 * ir_type_bytes(t);
+  }
+}
+
 bool ir_type_lookup(const char *s, size_t len, IrType *out) {
   for (int i = 1; i < IR_TYPE_COUNT; i++) {
     if (strlen(type_table[i].name) == len && memcmp(type_table[i].name, s, len) == 0) {
@@ -120,7 +133,7 @@ bool ir_shape_same_dims(const IrShape *a, const IrShape *b) {
 }
 
 bool ir_shape_equal(const IrShape *a, const IrShape *b) {
-  if (a->type != b->type) return false;
+  if (a->type != b->type || a->buffer != b->buffer) return false;
   if (a->type == IR_TUPLE) {
     if (a->ntuple != b->ntuple) return false;
     for (int i = 0; i < a->ntuple; i++)
@@ -243,6 +256,7 @@ static void shape_fmt(Out *o, const IrShape *s, bool with_layout) {
     outf(o, "token[]");
     return;
   }
+  if (s->buffer) outf(o, "b(");
   outf(o, "%s[", ir_type_name(s->type));
   for (int i = 0; i < s->rank; i++) {
     if (i) outf(o, ",");
@@ -256,6 +270,7 @@ static void shape_fmt(Out *o, const IrShape *s, bool with_layout) {
     if (s->layout_extra) outf(o, ":%s", s->layout_extra);
     outf(o, "}");
   }
+  if (s->buffer) outf(o, ")");
 }
 
 int ir_shape_format(const IrShape *s, bool with_layout, char *buf, size_t n) {

@@ -93,6 +93,7 @@ typedef enum {
 
 const char *ir_type_name(IrType t);
 int ir_type_bytes(IrType t); /* bytes per element; 0 for tuple/token */
+int ir_type_bits(IrType t);  /* XLA's BitWidth: s4 is 4 bits, pred 8; 0 for tuple/token */
 bool ir_type_lookup(const char *s, size_t len, IrType *out);
 bool ir_type_is_float(IrType t);
 bool ir_type_is_int(IrType t);      /* signed or unsigned integer (not pred) */
@@ -116,6 +117,11 @@ struct IrShape {
    * layout_extra keeps whatever followed ':' in the layout (tiles T(8,128), element size,
    * memory space S(1), ...) verbatim, without the ':'; NULL when none. */
   bool has_layout;
+  /* XLA's buffer shape, written b(s32[2]): the array held in a buffer that custom-calls pin and
+   * update in place (ShapeUtil::MakeBufferShape). Everything else reads it as the array it holds;
+   * it prints back as b(...) and two shapes are equal only when both are buffers or neither is.
+   * (Beside has_layout, in its padding: a shape stays 64 bytes.) */
+  bool buffer;
   int *minor_to_major;
   char *layout_extra;
   /* tuples */
@@ -408,6 +414,11 @@ typedef struct {
  * then a rank-0 window). Returns false for an absent (rank > 0) or malformed window, with a
  * sentence in why[n] (without the instruction's name); sizes may be 0, the rest must be positive. */
 bool ir_attr_window(const IrInstr *i, int rank, IrWindow *w, char *why, size_t n);
+/* Whether i is a gather, with a non-empty result, that XLA's shape rules take but no backend here
+ * computes: one that collapses (or batches) a dimension of slice size 0, whose every element would
+ * read from an empty slice, or one whose batching dimension is also in start_index_map. Then
+ * why[n] says which (without the instruction's name), for `run`'s refusal. */
+bool ir_gather_uncomputed(const IrInstr *i, char *why, size_t n);
 
 /* Convolution dimension numbers from dim_labels=b01f_01io->b01f: where batch, feature and each
  * spatial dimension sit in the input (lhs), kernel (rhs) and output. */

@@ -108,7 +108,8 @@ static bool check_called(const IrInstr *i, const char *key, const IrComputation 
 
 /* A reducer (reduce, reduce-window, scatter, all-reduce): 2n scalar parameters of the given
  * types, returning one scalar (n == 1) or a tuple of n scalars. */
-static bool check_reducer(const IrInstr *i, const char *key, const IrType *types, int n, Arena *a, FxError *err) {
+/* `tuple1`: a reducer of one value may return it in a 1-tuple (reduce and reduce-window). */
+static bool check_reducer(const IrInstr *i, const char *key, const IrType *types, int n, bool tuple1, Arena *a, FxError *err) {
   IrComputation *c = ir_attr_comp(i, key);
   if (!c) return ierr(i, err, "%s needs a computation in '%s'", ir_op_name(i->op), key);
   const IrShape *ps[2 * 16] = {0};
@@ -120,7 +121,7 @@ static bool check_reducer(const IrInstr *i, const char *key, const IrType *types
   char b1[200];
   const IrShape *r = &c->root->shape;
   bool ok;
-  if (n == 1) {
+  if (n == 1 && !(tuple1 && r->type == IR_TUPLE)) {
     ok = ir_shape_equal(r, &sc[0]);
   } else {
     ok = r->type == IR_TUPLE && r->ntuple == n;
@@ -215,15 +216,30 @@ static bool infer_elementwise(const IrInstr *i, IrShape *out, Arena *a, FxError 
     }
     break;
   case IR_OP_BITCAST_CONVERT: {
-    int from = ir_type_bytes(t), to = ir_type_bytes(i->shape.type);
+    /* XLA's ShapeInference::InferBitcastConvertShape, by bit width (s4 is 4 bits, though stored
+     * in a byte): the same width keeps the dimensions; a wider input gains a minor dimension of
+     * from/to elements, a narrower one loses its minor dimension, which must be to/from. */
+    int from = ir_type_bits(t), to = ir_type_bits(i->shape.type);
     if (from == to) {
       rt = i->shape.type;
       break;
     }
-    /* Different widths add or drop a minor dimension: trust the declared shape, check bytes. */
-    if (ir_shape_bytes(&i->shape) != ir_shape_bytes(s0))
-      return ierr(i, err, "bitcast-convert from %s to %s changes the size in bytes", shp(s0, b1, sizeof b1), shp(&i->shape, b2, sizeof b2));
-    return declared(i, out, a);
+    if (!from || !to || (from > to ? from % to : to % from))
+      return ierr(i, err, "bitcast-convert from %s to %s: the bit widths do not divide", shp(s0, b1, sizeof b1), ir_type_name(i->shape.type));
+    int64_t d[IR_MAX_RANK];
+    int r = s0->rank;
+    memcpy(d, s0->dims, sizeof(int64_t) * (size_t)r);
+    if (from > to) {
+      if (r >= IR_MAX_RANK) return ierr(i, err, "bitcast-convert to a narrower type needs a dimension more than %d", IR_MAX_RANK);
+      d[r++] = from / to;
+    } else if (r == 0 || d[r - 1] != to / from) {
+      return ierr(i, err, "bitcast-convert from %s to %s: its last dimension must be %d, the ratio of the bit widths", shp(s0, b1, sizeof b1),
+                  ir_type_name(i->shape.type), to / from);
+    } else {
+      r--;
+    }
+    (void)b2;
+    return make_array(i, i->shape.type, r, d, out, a);
   }
   case IR_OP_COMPLEX:
     if (t != opsh(i, 1)->type) return ierr(i, err, "complex needs operands of one type");
@@ -491,12 +507,14 @@ static bool infer_reduce(const IrInstr *i, IrShape *out, Arena *a, FxError *err)
     if (red[d[k]]) return ierr(i, err, "reduce dimension %" PRId64 " is listed twice", d[k]);
     red[d[k]] = true;
   }
-  if (!check_reducer(i, "to_apply", types, n, a, err)) return false;
+  if (!check_reducer(i, "to_apply", types, n, true, a, err)) return false;
   int64_t od[IR_MAX_RANK];
   int r = 0;
   for (int k = 0; k < in0->rank; k++)
     if (!red[k]) od[r++] = in0->dims[k];
-  if (n == 1) return make_array(i, types[0], r, od, out, a);
+  /* A reducer that returns a tuple, even of one value, makes the reduce's result a tuple (XLA's
+   * ShapeInference::InferReduceShape follows to_apply's result). */
+  if (n == 1 && ir_attr_comp(i, "to_apply")->root->shape.type != IR_TUPLE) return make_array(i, types[0], r, od, out, a);
   IrShape el[16];
   for (int k = 0; k < n; k++) el[k] = ir_shape_array(a, types[k], r, od);
   (void)b2;
@@ -523,11 +541,12 @@ static bool infer_reduce_window(const IrInstr *i, IrShape *out, Arena *a, FxErro
   }
   IrWindow w;
   if (!parse_window(i, in0->rank, &w, err)) return false;
-  if (!check_reducer(i, "to_apply", types, n, a, err)) return false;
+  if (!check_reducer(i, "to_apply", types, n, true, a, err)) return false;
   int64_t od[IR_MAX_RANK];
   for (int k = 0; k < in0->rank; k++)
     if ((od[k] = window_out(in0->dims[k], &w, k)) < 0) return ierr(i, err, "window sizes overflow in dimension %d", k);
-  if (n == 1) return make_array(i, types[0], in0->rank, od, out, a);
+  /* as for reduce: a reducer's 1-tuple makes the result a tuple (InferReduceWindowShape) */
+  if (n == 1 && ir_attr_comp(i, "to_apply")->root->shape.type != IR_TUPLE) return make_array(i, types[0], in0->rank, od, out, a);
   IrShape el[16];
   for (int k = 0; k < n; k++) el[k] = ir_shape_array(a, types[k], in0->rank, od);
   return tuple_of(el, n, out, a, &i->shape);
@@ -695,17 +714,19 @@ static bool infer_gather(const IrInstr *i, IrShape *out, Arena *a, FxError *err)
     return ierr(i, err, "start_index_map has %d entries but dimension index_vector_dim=%" PRId64 " of the indices has size %" PRId64, nsm, ivd, exp[ivd]);
   for (int k = 0; k < nob; k++) {
     if (ir_dims_contain(coll, ncoll, ob[k])) return ierr(i, err, "dimension %" PRId64 " is both collapsed and a batching dimension", ob[k]);
-    if (ir_dims_contain(smap, nsm, ob[k])) return ierr(i, err, "batching dimension %" PRId64 " must not be in start_index_map", ob[k]);
   }
   if (noff + ncoll + nob != in->rank)
     return ierr(i, err, "offset_dims (%d), collapsed_slice_dims (%d) and operand_batching_dims (%d) must cover the %d operand dimensions", noff,
                 ncoll, nob, in->rank);
-  /* XLA also accepts 0 here, but then each result element would read from an empty slice (the
-     interpreter read past the operand): only 1 is accepted */
+  /* 1 or 0, as XLA's ShapeInference::InferGatherShape and its verifier take them (0 even where
+     the operand's dimension is not empty; `run` refuses such a gather by name, see
+     ir_gather_uncomputed, as the interpreter would read past the operand). XLA's
+     rules also let a batching dimension be in start_index_map (StableHLO's do not): taken, and
+     refused by `run` the same way. */
   for (int k = 0; k < ncoll; k++)
-    if (ss[coll[k]] != 1) return ierr(i, err, "collapsed dimension %" PRId64 " has slice size %" PRId64 "; it must be 1", coll[k], ss[coll[k]]);
+    if (ss[coll[k]] > 1) return ierr(i, err, "collapsed dimension %" PRId64 " has slice size %" PRId64 "; it must be 1 or 0", coll[k], ss[coll[k]]);
   for (int k = 0; k < nob; k++)
-    if (ss[ob[k]] != 1) return ierr(i, err, "batching dimension %" PRId64 " has slice size %" PRId64 "; it must be 1", ob[k], ss[ob[k]]);
+    if (ss[ob[k]] > 1) return ierr(i, err, "batching dimension %" PRId64 " has slice size %" PRId64 "; it must be 1 or 0", ob[k], ss[ob[k]]);
   /* the result: offset dims take the kept slice sizes in order, the others the indices' dims */
   int64_t od[IR_MAX_RANK];
   int seen_off = 0, seen_idx = 0;
@@ -783,7 +804,7 @@ static bool infer_scatter(const IrInstr *i, IrShape *out, Arena *a, FxError *err
       seen++;
     }
   }
-  if (!check_reducer(i, "to_apply", types, n, a, err)) return false;
+  if (!check_reducer(i, "to_apply", types, n, false, a, err)) return false;
   if (n == 1) return make_array(i, types[0], el[0].rank, el[0].dims, out, a);
   return tuple_of(el, n, out, a, &i->shape);
 }
@@ -1034,4 +1055,27 @@ bool ir_infer_shape(const IrInstr *i, IrShape *out, Arena *a, FxError *err) {
   /* Library calls, collectives, asynchronous and host ops: the declared shape, after arity. */
   if (info->arity >= 0 && !need_operands(i, info->arity, info->arity, err)) return false;
   return declared(i, out, a);
+}
+
+bool ir_gather_uncomputed(const IrInstr *i, char *why, size_t n) {
+  if (i->op != IR_OP_GATHER || i->noperands < 1 || !i->operands[0] || !ir_shape_is_array(&i->shape) || ir_shape_elements(&i->shape) == 0)
+    return false;
+  int64_t ss[IR_MAX_RANK], d[IR_MAX_RANK], smap[IR_MAX_RANK];
+  int nss = ir_attr_dims(i, "slice_sizes", ss, IR_MAX_RANK), nsm = ir_attr_dims(i, "start_index_map", smap, IR_MAX_RANK);
+  static const char *const keys[] = {"collapsed_slice_dims", "operand_batching_dims"};
+  for (int k = 0; k < 2; k++) {
+    int nd = ir_attr_dims(i, keys[k], d, IR_MAX_RANK);
+    for (int j = 0; j < nd; j++) {
+      if (d[j] >= 0 && d[j] < nss && ss[d[j]] == 0) {
+        snprintf(why, n, "its %s %" PRId64 " has slice size 0: each element would read from an empty slice", keys[k], d[j]);
+        return true;
+      }
+      for (int q = 0; k == 1 && q < nsm; q++)
+        if (smap[q] == d[j]) {
+          snprintf(why, n, "its batching dimension %" PRId64 " is also in start_index_map, which only XLA's rules allow", d[j]);
+          return true;
+        }
+    }
+  }
+  return false;
 }

@@ -454,7 +454,7 @@ bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
   if (!r) return false;
   int n = i->noperands;
   for (int j = 0; j < n; j++)
-    if (ops[j]->count != r->count && ops[j]->count != 1) {
+    if (ops[j]->count != r->count && ops[j]->count != 1 && i->op != IR_OP_BITCAST_CONVERT) {
       rt_tensor_unref(r);
       return instr_error(i, err, "operand shapes differ from the result's");
     }
@@ -495,6 +495,15 @@ bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
     ir_attr_int(i, "mantissa_bits", &mb);
   }
   if (op == IR_OP_BITCAST_CONVERT) {
+    /* A type under 8 bits is held a byte an element: the bits XLA packs are not laid out so. */
+    int fb = ir_type_bits(ops[0]->type), tb = ir_type_bits(i->shape.type);
+    if (fb != tb && (fb < 8 || tb < 8)) {
+      rt_tensor_unref(r);
+      char msg[160];
+      snprintf(msg, sizeof msg, "bitcast-convert from %s to %s packs %d-bit values; the interpreter does not compute it",
+               ir_type_name(ops[0]->type), ir_type_name(i->shape.type), fb < tb ? fb : tb);
+      return instr_error(i, err, msg);
+    }
     if (ops[0]->bytes != r->bytes) {
       rt_tensor_unref(r);
       return instr_error(i, err, "bitcast-convert changes the size of the buffer");
@@ -525,7 +534,8 @@ bool rt_op_elementwise(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **o
       res.im = b.f;
       ok = is_c(r->type) && is_f(t0);
       break;
-    case IR_OP_REDUCE_PRECISION: res = rt_ew_reduce_precision(r->type, a, (int)eb, (int)mb); break;
+    /* bits past any type's own (64) change nothing: clamped before they become an int */
+    case IR_OP_REDUCE_PRECISION: res = rt_ew_reduce_precision(r->type, a, (int)(eb < 64 ? eb : 64), (int)(mb < 64 ? mb : 64)); break;
     default:
       if (n == 1) ok = rt_ew_unary(op, t0, r->type, a, &res);
       else if (n == 2) ok = rt_ew_binary(op, t0, a, b, &res);
@@ -714,13 +724,15 @@ bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor *
     if (ops[k]->rank != in->rank || memcmp(ops[k]->dims, in->dims, sizeof(int64_t) * (size_t)in->rank))
       return instr_error(i, err, "reduce-window inputs differ in shape");
   const IrShape *rs = &i->shape;
-  if ((n > 1) != (rs->type == IR_TUPLE) || (n > 1 && rs->ntuple != n))
+  /* several inputs give a tuple; one gives an array, or a 1-tuple where its reducer returns one */
+  bool tupled = rs->type == IR_TUPLE;
+  if (tupled ? rs->ntuple != n : n > 1)
     return instr_error(i, err, "reduce-window with several inputs returns a tuple of as many arrays");
   IrWindow w;
   if (!rt_parse_window(i, in->rank, &w, err)) return false;
   RtTensor *res[16] = {0};
   for (int k = 0; k < n; k++) {
-    const IrShape *s = n > 1 ? &rs->tuple[k] : rs;
+    const IrShape *s = tupled ? &rs->tuple[k] : rs;
     if (!(res[k] = rt_tensor_new(s->type, s->rank, s->dims, err)) || res[k]->rank != in->rank) {
       if (res[k]) instr_error(i, err, "reduce-window result rank differs from its input's");
       for (int j = 0; j <= k; j++) rt_tensor_unref(res[j]);
@@ -745,7 +757,7 @@ bool rt_op_reduce_window(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor *
     if (!err->set) instr_error(i, err, "the reducer is not defined for this element type");
     return false;
   }
-  return finish_results(res, n, n > 1, out, err);
+  return finish_results(res, n, tupled, out, err);
 }
 
 /* ---------- select-and-scatter ---------- */
@@ -1099,6 +1111,8 @@ bool rt_op_gather(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, F
   const int64_t *ibd = gd.indices_batching, *bdims = gd.batch, *wdims = gd.window, ivd = gd.index_vector_dim;
   int noff = gd.noffset, nsm = gd.nstart_map, nob = gd.noperand_batching, nib = gd.nindices_batching;
   if (gd.nslice_sizes != a->rank) return instr_error(i, err, "gather slice_sizes must have one entry per operand dimension");
+  char why[200];
+  if (ir_gather_uncomputed(i, why, sizeof why)) return instr_error(i, err, why); /* it would read past the operand */
   RtTensor *r = out_tensor(i, err);
   if (!r) return false;
   if (gd.nwindow != noff) {
