@@ -332,6 +332,11 @@ int ir_computation_remove_dead(IrComputation *c);
 int ir_computation_index(const IrComputation *c, const IrInstr *i);
 /* Re-sorts c->instrs topologically (stable w.r.t. current order where possible). */
 void ir_computation_sort(IrComputation *c);
+/* XLA's HloComputation::MakeInstructionPostOrder: from each instruction without users (c->instrs
+ * order), a depth-first walk with an explicit stack that pushes the operands last to first, so the
+ * first operand is visited first; an instruction is written when it is popped the second time.
+ * Fills out (room for c->ninstrs) and returns the count, or -1 when out of memory. */
+int ir_computation_post_order(const IrComputation *c, IrInstr **out);
 /* Removes computations no longer called from the entry (transitively). Returns count removed. */
 int ir_module_remove_unreachable(IrModule *m);
 
