@@ -73,7 +73,13 @@ static bool mof_computation(IrComputation *c, PassContext *cx, const MofEra *era
   int n = c->ninstrs;
   IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1));
   if (!order) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-  memcpy(order, c->instrs, sizeof(IrInstr *) * (size_t)n);
+  /* MultiOutputFusion::DoMultiOutputFusion walks computation_->MakeInstructionPostOrder() from
+   * the end, uses before defs, as it stood before the first fusion: which parent is visited first
+   * decides which siblings end up together. */
+  if (ir_computation_post_order(c, order) != n) {
+    fx_free(order);
+    return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+  }
   bool oom = false;
   FusionPairSet refused = {0};
   Reach reach;

@@ -780,15 +780,25 @@ void ir_set_root(IrComputation *c, IrInstr *root) {
 
 void ir_replace_all_uses(IrInstr *old, IrInstr *repl) {
   if (old == repl) return;
-  while (old->nusers > 0) {
-    IrInstr *u = old->users[0];
+  /* As XLA's HloInstruction::ReplaceAllUsesWithDifferentShape: old's users join repl's in old's
+   * order (one repl already has keeps its place), then old has none; repl itself, when it reads
+   * old, keeps reading it and stays its only user. (Taking the first user and swap-removing it
+   * would move the last user up and reverse the rest.) */
+  bool repl_uses = false;
+  for (int i = 0; i < old->nusers; i++) {
+    IrInstr *u = old->users[i];
+    if (u == repl) {
+      repl_uses = true;
+      continue;
+    }
     for (int k = 0; k < u->noperands; k++)
       if (u->operands[k] == old) {
         u->operands[k] = repl;
         add_user(u->parent->module, repl, u);
       }
-    remove_user(old, u);
   }
+  old->nusers = 0;
+  if (repl_uses) old->users[old->nusers++] = repl;
   if (old->parent && old->parent->root == old) ir_set_root(old->parent, repl);
 }
 
@@ -1011,6 +1021,60 @@ out:
   fx_free(pending);
   fx_free(heap);
   fx_free(stamp);
+}
+
+int ir_computation_post_order(const IrComputation *c, IrInstr **out) {
+  int n = c->ninstrs;
+  if (n == 0) return 0;
+  /* 0 new, 1 visiting, 2 visited (XLA's VisitState), kept by position; aux holds position + 1. */
+  unsigned char *state = fx_calloc((size_t)n, 1);
+  /* Each instruction is pushed at most once per operand edge that names it, plus once as a root. */
+  size_t cap = (size_t)n;
+  for (int k = 0; k < n; k++) cap += (size_t)c->instrs[k]->noperands;
+  IrInstr **stack = fx_malloc(sizeof(IrInstr *) * cap);
+  if (!state || !stack) {
+    fx_free(state);
+    fx_free(stack);
+    return -1;
+  }
+  for (int k = 0; k < n; k++) c->instrs[k]->aux = (void *)(intptr_t)(k + 1);
+  int nout = 0;
+  for (int r = 0; r < n; r++) {
+    IrInstr *root = c->instrs[r];
+    bool used = false;
+    for (int u = 0; u < root->nusers && !used; u++) used = root->users[u]->parent == c;
+    if (used || state[r] == 2) continue;
+    size_t top = 0;
+    stack[top++] = root;
+    while (top > 0) {
+      IrInstr *cur = stack[top - 1];
+      int pos = (int)(intptr_t)cur->aux - 1;
+      if (state[pos] != 0) {
+        top--;
+        if (state[pos] == 1) {
+          state[pos] = 2;
+          out[nout++] = cur;
+        }
+        continue;
+      }
+      state[pos] = 1;
+      /* XLA pushes the operands in reverse order so the first operand is processed first (this
+       * IR has no control predecessors, which XLA pushes after them). */
+      for (int j = cur->noperands - 1; j >= 0; j--) {
+        IrInstr *op = cur->operands[j];
+        if (!op || op->parent != c || op->dead) continue;
+        int q = (int)(intptr_t)op->aux - 1;
+        if (q >= 0 && q < n && c->instrs[q] == op && state[q] != 2) stack[top++] = op;
+      }
+    }
+  }
+  /* Anything no root reaches (a cycle, which the verifier reports) keeps its place at the end. */
+  for (int k = 0; k < n; k++)
+    if (state[k] != 2) out[nout++] = c->instrs[k];
+  for (int k = 0; k < n; k++) c->instrs[k]->aux = NULL;
+  fx_free(state);
+  fx_free(stack);
+  return nout;
 }
 
 /* ---------- attributes ---------- */

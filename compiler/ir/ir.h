@@ -344,6 +344,11 @@ void ir_computation_sort(IrComputation *c);
 /* The same order ir_computation_sort gives, in one linear pass, for a computation that is in order
  * but for its last instruction (a new instruction ir_instr_new appended that earlier ones now use). */
 void ir_computation_sort_last(IrComputation *c);
+/* XLA's HloComputation::MakeInstructionPostOrder: from each instruction without users (c->instrs
+ * order), a depth-first walk with an explicit stack that pushes the operands last to first, so the
+ * first operand is visited first; an instruction is written when it is popped the second time.
+ * Fills out (room for c->ninstrs) and returns the count, or -1 when out of memory. */
+int ir_computation_post_order(const IrComputation *c, IrInstr **out);
 /* Removes computations no longer called from the entry (transitively). Returns count removed. */
 int ir_module_remove_unreachable(IrModule *m);
 

@@ -151,6 +151,55 @@ TEST(math_table) {
   CHECK(ir_math_eval(IR_OP_EXP, 1.0, false, &r) && r == exp(1.0));
 }
 
+/* ir_replace_all_uses hands the users over in their order, as XLA's ReplaceAllUsesWith does
+ * (multi-output fusion walks a value's users in this order), and a replacement that reads the old
+ * value keeps reading it. */
+TEST(replace_all_uses_keeps_user_order) {
+  IrInstr *p, *a;
+  IrModule *m = small(&p, &a);
+  IrComputation *c = m->entry;
+  IrInstr *ops[1] = {p};
+  IrInstr *n[4];
+  for (int k = 0; k < 4; k++) n[k] = ir_instr_new(c, k % 2 ? IR_OP_ABS : IR_OP_NEGATE, &p->shape, ops, 1, NULL);
+  IrInstr *e = ir_instr_new(c, IR_OP_EXP, &p->shape, ops, 1, NULL);
+  CHECK(p->nusers == 6);
+  ir_replace_all_uses(p, e);
+  /* a (the add) was x's first user; the four unary users follow in the order they were added. */
+  CHECK(e->nusers == 5);
+  CHECK(e->users[0] == a);
+  for (int k = 0; k < 4; k++) CHECK(e->users[k + 1] == n[k] && n[k]->operands[0] == e);
+  CHECK(e->operands[0] == p);
+  CHECK(p->nusers == 1 && p->users[0] == e);
+  ir_module_free(m);
+}
+
+/* XLA's MakeInstructionPostOrder: from each instruction without users, in list order, operands
+ * first to last, each written after its operands; not the list order kept by ir_computation_sort. */
+TEST(post_order_is_xla_walk) {
+  IrModule *m = ir_module_new("t");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d[1] = {4};
+  IrShape s = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrInstr *x = ir_instr_new(c, IR_OP_PARAMETER, &s, NULL, 0, "x");
+  IrInstr *ops[2] = {x, NULL};
+  IrInstr *unused = ir_instr_new(c, IR_OP_ABS, &s, ops, 1, "unused");
+  IrInstr *a = ir_instr_new(c, IR_OP_NEGATE, &s, ops, 1, "a");
+  IrInstr *b = ir_instr_new(c, IR_OP_EXP, &s, ops, 1, "b");
+  ops[0] = b;
+  ops[1] = a;
+  IrInstr *r = ir_instr_new(c, IR_OP_ADD, &s, ops, 2, "r");
+  ir_set_root(c, r);
+  IrInstr *order[8];
+  CHECK(ir_computation_post_order(c, order) == 5);
+  IrInstr *want[5] = {x, unused, b, a, r};
+  for (int k = 0; k < 5; k++) CHECK(order[k] == want[k]);
+  /* The walk leaves the list as it was. */
+  CHECK(c->instrs[2] == a && c->instrs[3] == b);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(build_and_format);
   RUN(unique_names_never_reused);
@@ -161,5 +210,7 @@ int main(void) {
   RUN(bytes_formatted_in_each_style);
   RUN(pointer_map);
   RUN(math_table);
+  RUN(replace_all_uses_keeps_user_order);
+  RUN(post_order_is_xla_walk);
   return check_summary();
 }

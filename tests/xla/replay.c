@@ -431,6 +431,7 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
   char kind[32] = "", producer[256] = "", consumer[256] = "", fname[256] = "", reason[200] = "", last_producer[256] = "";
   double us_fused = NAN, us_unfused = NAN;
   int nconsumers = 0;
+  char cnames[64][128];
   char *save = NULL;
   for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
     const char *s = line;
@@ -445,7 +446,10 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
     }
     if (!kind[0]) continue;
     if (strncmp(s, "producer_name:", 14) == 0) quoted(s, "producer_name:", producer, sizeof producer);
-    else if (strncmp(s, "consumer_names:", 15) == 0) nconsumers++;
+    else if (strncmp(s, "consumer_names:", 15) == 0) {
+      if (nconsumers < 64) quoted(s, "consumer_names:", cnames[nconsumers], sizeof cnames[0]);
+      nconsumers++;
+    }
     else if (strncmp(s, "consumer_name:", 14) == 0) quoted(s, "consumer_name:", consumer, sizeof consumer);
     else if (strncmp(s, "fusion_name:", 12) == 0) quoted(s, "fusion_name:", fname, sizeof fname);
     else if (strncmp(s, "reason:", 7) == 0) quoted(s, "reason:", reason, sizeof reason);
@@ -471,6 +475,20 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
         }
       }
       bool was_queued = p->id < nqueued && queued[p->id];
+      /* REPLAY_USERS=1 prints each producer whose users fxplain holds in another order than the
+       * consumers XLA's update lists (producer->users(), the order multi-output fusion's siblings
+       * and a producer's consumers are walked in). */
+      if (getenv("REPLAY_USERS") && strcmp(kind, "update_priority") == 0 && nconsumers == p->nusers && nconsumers <= 64) {
+        bool same = true;
+        for (int u = 0; u < p->nusers && same; u++) same = strcmp(p->users[u]->name, cnames[u]) == 0;
+        if (!same) {
+          printf("  users  %s: XLA", producer);
+          for (int u = 0; u < nconsumers; u++) printf(" %s", cnames[u]);
+          printf("; fxplain");
+          for (int u = 0; u < p->nusers; u++) printf(" %s", p->users[u]->name);
+          printf("\n");
+        }
+      }
       if (strcmp(kind, "update_priority") == 0 && !isnan(us_fused) && (nconsumers < non_bitcast || was_queued)) {
         /* An incremental update: a producer already in XLA's queue gets only the change in time
          * from its changed consumers added to its old priority, and that change is what it logs. */

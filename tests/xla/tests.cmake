@@ -14,7 +14,7 @@ if(FXPLAIN_PYTHON)
                    --fxplain $<TARGET_FILE:fxplain> --stage priority_fusion --at-least 33 --min-f1 0.999)
   add_test(NAME xla.fusion_pipeline_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
-                   --fxplain $<TARGET_FILE:fxplain> --at-least 32 --min-f1 0.999)
+                   --fxplain $<TARGET_FILE:fxplain> --at-least 33 --min-f1 0.999)
   add_test(NAME xla.priority_fusion_vs_xla_a100
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/a100
                    --fxplain $<TARGET_FILE:fxplain> --device a100 --stage priority_fusion --at-least 34 --min-f1 1.0)
