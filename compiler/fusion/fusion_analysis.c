@@ -1094,6 +1094,10 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
     const IrInstr *both[2] = {p, c};
     for (int s2 = 0; s2 < 2; s2++) {
       const IrInstr *x = both[s2];
+      /* A consumer that reads nothing (a root tuple of thousands of outputs) adds no read time for
+       * an operand the producer does not read, and every one the producer reads is in `seen`
+       * (it had fewer than 512): the walk over its operands would skip each, so it is left out. */
+      if (s2 == 1 && cc.reads_nothing && nseen < 512 && isfinite(util) && blocks > 0) break;
       for (int k = 0; k < x->noperands; k++) {
         const IrInstr *op = x->operands[k];
         if (op == p) continue;

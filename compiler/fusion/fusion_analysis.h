@@ -73,6 +73,7 @@ typedef struct {
   int *param_index; /* body index of each parameter */
   int root_index;   /* body index of the root, -1 when none */
   int nbody;        /* body->ninstrs when analysed (the length of the per-body arrays) */
+  bool reads_nothing; /* no operand slot reads a byte (a tuple's): non-fusions only */
 } HloCost;
 /* Fills c for i on device d (its op profile; NULL: H100's); false on allocation failure (c is
  * then safe to free). */

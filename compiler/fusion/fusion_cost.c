@@ -370,7 +370,11 @@ bool hlo_cost_analyze(const DeviceProfile *d, const IrInstr *i, HloCost *c) {
   if (!fc) {
     c->flops = hlo_cost_instr_flops(d, i);
     c->out_bytes = output_access(i);
-    for (int k = 0; k < i->noperands; k++) operand_access(i, k, &c->op_bytes[k], &c->op_util[k]);
+    c->reads_nothing = true;
+    for (int k = 0; k < i->noperands; k++) {
+      operand_access(i, k, &c->op_bytes[k], &c->op_util[k]);
+      c->reads_nothing = c->reads_nothing && c->op_bytes[k] == 0;
+    }
     return true;
   }
   c->body = fc;
