@@ -130,8 +130,9 @@ bool explain_engine_load_file(ExplainEngine *e, const char *path, FxError *err) 
   if (!text) return false;
   IrModule *m = NULL;
   if (explain_is_hlo(path, text, len)) {
+    bool ok = explain_engine_load_hlo(e, path, text, len, err);
     fx_free(text);
-    return explain_engine_load_hlo_file(e, path, err);
+    return ok;
   } else {
     FxState *st = fx_state_new();
     char name[128];
@@ -180,12 +181,8 @@ bool explain_module_uncomputed(const IrModule *m, char *why, size_t n) {
 }
 
 bool explain_engine_load_hlo(ExplainEngine *e, const char *path, const char *text, size_t len, FxError *err) {
-  IrModule *m = hlo_parse(text, len, path, err);
   HloProtoIds ids;
-  if (m && !hlo_proto_apply_sibling_ids(m, path, &ids, err)) {
-    ir_module_free(m);
-    m = NULL;
-  }
+  IrModule *m = hlo_parse_with_ids(text, len, path, &ids, err);
   if (!m) {
     if (!err->set) fx_error_set(err, path, 0, 0, "could not load the module");
     return false;
@@ -194,15 +191,6 @@ bool explain_engine_load_hlo(ExplainEngine *e, const char *path, const char *tex
   e->ids = ids;
   explain_engine_fx_clear(e);
   return true;
-}
-
-bool explain_engine_load_hlo_file(ExplainEngine *e, const char *path, FxError *err) {
-  size_t len = 0;
-  char *text = fx_read_file(path, &len, err);
-  if (!text) return false;
-  bool ok = explain_engine_load_hlo(e, path, text, len, err);
-  fx_free(text);
-  return ok;
 }
 
 void explain_engine_set_dump(ExplainEngine *e, IrModule *m0, XlaDump *d) {

@@ -93,10 +93,8 @@ bool explain_module_uncomputed(const IrModule *m, char *why, size_t n);
 /* Makes the HLO text read from `path` the input; the .fx definitions typed before are dropped
  * (they belonged to the module it replaces). When XLA's proto dump of the same module lies beside
  * it (STEM.hlo.pb, --xla_dump_hlo_as_proto), the module takes XLA's instruction ids from it
- * (e->ids says so). False with a located err when it does not parse or the proto cannot be read.
- * explain_engine_load_hlo_file reads the text from path first. */
+ * (e->ids says so). False with a located err when it does not parse or the proto cannot be read. */
 bool explain_engine_load_hlo(ExplainEngine *e, const char *path, const char *text, size_t len, FxError *err);
-bool explain_engine_load_hlo_file(ExplainEngine *e, const char *path, FxError *err);
 /* Whether a file is HLO: its text's first word (after blank lines and // comments) is HloModule,
  * or its name ends in .hlo. */
 bool explain_is_hlo(const char *path, const char *text, size_t len);

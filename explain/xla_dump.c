@@ -305,14 +305,10 @@ IrModule *xla_dump_stage(const XlaDump *d, int k, const IrModule *prev, FxError 
   if (k == 0) file = m->before ? m->before : m->nsnaps ? m->snaps[0].file : m->after;
   else if (m->nsnaps == 0) file = m->after;
   else file = m->snaps[k - 1].file;
-  IrModule *mod = hlo_load_file(file, err);
   /* With --xla_dump_hlo_as_proto XLA wrote the snapshot as a proto too (STEM.hlo.pb): XLA's
    * instruction ids, by which fxplain's own priority-fusion on it breaks ties as XLA's did. */
   HloProtoIds ids;
-  if (mod && !hlo_proto_apply_sibling_ids(mod, file, &ids, err)) {
-    ir_module_free(mod);
-    mod = NULL;
-  }
+  IrModule *mod = hlo_load_file_with_ids(file, &ids, err);
   if (!mod && err->set) {
     FxError was = *err;
     fx_error_clear(err);

@@ -36,8 +36,9 @@ IrModule *hlo_load_file(const char *path, FxError *err);
  * when it names exactly the module's instructions, renumbers the module in XLA's order
  * (ir_module_renumber); info says how many matched and whether it was applied (a proto of another
  * module is not: false only for an unreadable file or no memory, with *err filled).
- * hlo_proto_apply_sibling_ids: the same for the sibling of text_path; info->path is empty when
- * there is none (true). */
+ * hlo_parse_with_ids / hlo_load_file_with_ids: hlo_parse / hlo_load_file, then the ids of the
+ * proto dump beside `path` when there is one (info->path is empty when there is none); NULL with
+ * *err filled when the text does not parse or that proto cannot be read. */
 typedef struct {
   char path[1024];
   int in_proto, in_module, matched;
@@ -46,7 +47,8 @@ typedef struct {
 } HloProtoIds;
 bool hlo_proto_sibling(const char *text_path, char *buf, size_t n);
 bool hlo_proto_apply_ids(IrModule *m, const char *pb_path, HloProtoIds *info, FxError *err);
-bool hlo_proto_apply_sibling_ids(IrModule *m, const char *text_path, HloProtoIds *info, FxError *err);
+IrModule *hlo_parse_with_ids(const char *text, size_t len, const char *path, HloProtoIds *info, FxError *err);
+IrModule *hlo_load_file_with_ids(const char *path, HloProtoIds *info, FxError *err);
 
 /* Prints the module as HLO text.  Returns false (with *err filled) when writing fails. */
 bool hlo_print(FILE *f, const IrModule *m, FxError *err);

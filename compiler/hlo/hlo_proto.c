@@ -103,9 +103,28 @@ bool hlo_proto_apply_ids(IrModule *m, const char *pb_path, HloProtoIds *info, Fx
   return ok;
 }
 
-bool hlo_proto_apply_sibling_ids(IrModule *m, const char *text_path, HloProtoIds *info, FxError *err) {
+/* The ids of the proto dump beside text_path, when there is one (info->path empty otherwise). */
+static bool apply_sibling_ids(IrModule *m, const char *text_path, HloProtoIds *info, FxError *err) {
   memset(info, 0, sizeof *info);
   char path[sizeof info->path];
   if (!hlo_proto_sibling(text_path, path, sizeof path)) return true;
   return hlo_proto_apply_ids(m, path, info, err);
+}
+
+IrModule *hlo_parse_with_ids(const char *text, size_t len, const char *path, HloProtoIds *info, FxError *err) {
+  IrModule *m = hlo_parse(text, len, path, err);
+  if (m && !apply_sibling_ids(m, path, info, err)) {
+    ir_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+IrModule *hlo_load_file_with_ids(const char *path, HloProtoIds *info, FxError *err) {
+  size_t len = 0;
+  char *text = fx_read_file(path, &len, err);
+  if (!text) return NULL;
+  IrModule *m = hlo_parse_with_ids(text, len, path, info, err);
+  fx_free(text);
+  return m;
 }

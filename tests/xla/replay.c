@@ -48,13 +48,8 @@ typedef struct {
 /* The pre-fusion module, with XLA's instruction ids when its proto dump lies beside it
  * (PRE.pb: scripts/xla_reference.py writes NAME.pre_fusion.hlo.pb), as fxplain's load does. */
 static IrModule *load_pre(const char *pre, FxError *err) {
-  IrModule *m = hlo_load_file(pre, err);
   HloProtoIds ids;
-  if (m && !hlo_proto_apply_sibling_ids(m, pre, &ids, err)) {
-    ir_module_free(m);
-    return NULL;
-  }
-  return m;
+  return hlo_load_file_with_ids(pre, &ids, err);
 }
 
 static ReasonPair reasons[256];
