@@ -1169,6 +1169,33 @@ TEST(slower_if_fused_and_near_miss) {
   t_free(t);
 }
 
+/* Two bitcasts of equal (infinite) priority, each feeding a negate, both negates the root tuple's. */
+typedef struct {
+  IrInstr *x, *y, *b1, *b2, *n1, *n2;
+} TieModule;
+
+static void tie_module(T *t, TieModule *m) {
+  m->x = param(t, "x", F32V(t, 64));
+  m->y = param(t, "y", F32V(t, 64));
+  m->b1 = op(t, IR_OP_BITCAST, "bitcast.1", F32V(t, 64), 1, m->x);
+  m->b2 = op(t, IR_OP_BITCAST, "bitcast.2", F32V(t, 64), 1, m->y);
+  m->n1 = op(t, IR_OP_NEGATE, "negate.3", F32V(t, 64), 1, m->b1);
+  m->n2 = op(t, IR_OP_NEGATE, "negate.4", F32V(t, 64), 1, m->b2);
+  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, m->n1, m->n2));
+}
+
+/* Whether producers a and b were both fused, a first. */
+static bool fused_before(const Log *l, const char *a, const char *b) {
+  int first = -1, second = -1;
+  for (int k = 0; k < l->n; k++) {
+    const Rec *r = &l->r[k];
+    if (!r->accepted) continue;
+    if (strcmp(r->producer, a) == 0 && first < 0) first = k;
+    if (strcmp(r->producer, b) == 0 && second < 0) second = k;
+  }
+  return first >= 0 && second >= 0 && first < second;
+}
+
 /* Equal priorities go to the larger instruction id first (PriorityFusionQueue's key is (priority,
  * unique_id), taken from the largest end). XLA numbers a module parsed from text in the order the
  * text lists its instructions (HloModule::AddComputationInternal gives each instruction of
@@ -1176,23 +1203,11 @@ TEST(slower_if_fused_and_near_miss) {
  * priority) the one listed later is fused first. */
 TEST(priority_ties_follow_text_order) {
   T *t = t_new();
-  IrInstr *x = param(t, "x", F32V(t, 64));
-  IrInstr *y = param(t, "y", F32V(t, 64));
-  IrInstr *b1 = op(t, IR_OP_BITCAST, "bitcast.1", F32V(t, 64), 1, x);
-  IrInstr *b2 = op(t, IR_OP_BITCAST, "bitcast.2", F32V(t, 64), 1, y);
-  IrInstr *n1 = op(t, IR_OP_NEGATE, "negate.3", F32V(t, 64), 1, b1);
-  IrInstr *n2 = op(t, IR_OP_NEGATE, "negate.4", F32V(t, 64), 1, b2);
-  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, n1, n2));
-  CHECK(b1->id < b2->id);
+  TieModule m;
+  tie_module(t, &m);
+  CHECK(m.b1->id < m.b2->id);
   CHECK(run_pass(t, &pass_priority_fusion));
-  int first = -1, second = -1;
-  for (int k = 0; k < t->log.n; k++) {
-    const Rec *r = &t->log.r[k];
-    if (!r->accepted) continue;
-    if (strcmp(r->producer, "bitcast.2") == 0 && first < 0) first = k;
-    if (strcmp(r->producer, "bitcast.1") == 0 && second < 0) second = k;
-  }
-  CHECK(first >= 0 && second >= 0 && first < second);
+  CHECK(fused_before(&t->log, "bitcast.2", "bitcast.1"));
   t_free(t);
 }
 
@@ -1246,13 +1261,8 @@ static bool write_file(const char *path, const void *data, size_t n) {
  * XLA made bitcast.1 after bitcast.2 (a larger local id), so bitcast.1 is fused first. */
 TEST(priority_ties_follow_xla_ids) {
   T *t = t_new();
-  IrInstr *x = param(t, "x", F32V(t, 64));
-  IrInstr *y = param(t, "y", F32V(t, 64));
-  IrInstr *b1 = op(t, IR_OP_BITCAST, "bitcast.1", F32V(t, 64), 1, x);
-  IrInstr *b2 = op(t, IR_OP_BITCAST, "bitcast.2", F32V(t, 64), 1, y);
-  IrInstr *n1 = op(t, IR_OP_NEGATE, "negate.3", F32V(t, 64), 1, b1);
-  IrInstr *n2 = op(t, IR_OP_NEGATE, "negate.4", F32V(t, 64), 1, b2);
-  ir_set_root(t->c, op(t, IR_OP_TUPLE, "tuple.5", ir_shape_scalar(IR_F32), 2, n1, n2));
+  TieModule m;
+  tie_module(t, &m);
   static const char *const names[] = {"x", "y", "bitcast.2", "bitcast.1", "negate.3", "negate.4", "tuple.5"};
   static const int ids[] = {0, 1, 7, 9, 10, 11, 12};
   char dir[] = "/tmp/fxplain_ids_XXXXXX";
@@ -1275,26 +1285,19 @@ TEST(priority_ties_follow_xla_ids) {
   CHECK(!info.applied);
   CHECK(info.matched == 6);
   CHECK_STR(info.first_missing, "tuple.5");
-  CHECK(b1->id < b2->id);
+  CHECK(m.b1->id < m.b2->id);
   /* A file that is no HloProto is an error naming it. */
   CHECK(!hlo_proto_apply_ids(t->m, junk, &info, &err));
   CHECK_CONTAINS(err.msg, "not an XLA HloProto");
-  CHECK(b1->id < b2->id);
+  CHECK(m.b1->id < m.b2->id);
 
   fx_error_clear(&err);
   CHECK(hlo_proto_apply_ids(t->m, pb, &info, &err));
   CHECK(info.applied);
   CHECK(info.matched == 7);
-  CHECK(b1->id > b2->id && n1->id > b1->id && x->id < y->id);
+  CHECK(m.b1->id > m.b2->id && m.n1->id > m.b1->id && m.x->id < m.y->id);
   CHECK(run_pass(t, &pass_priority_fusion));
-  int first = -1, second = -1;
-  for (int k = 0; k < t->log.n; k++) {
-    const Rec *r = &t->log.r[k];
-    if (!r->accepted) continue;
-    if (strcmp(r->producer, "bitcast.1") == 0 && first < 0) first = k;
-    if (strcmp(r->producer, "bitcast.2") == 0 && second < 0) second = k;
-  }
-  CHECK(first >= 0 && second >= 0 && first < second);
+  CHECK(fused_before(&t->log, "bitcast.1", "bitcast.2"));
   remove(pb);
   remove(short_pb);
   remove(junk);
