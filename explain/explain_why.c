@@ -143,11 +143,11 @@ static void set_add(NameSet *st, const char *name) {
   st->n++;
 }
 
-/* Does the record (its producer, consumer names or result) name a member of the set? */
 /* A "duplicate" decision put a copy of its producer into the result and left the original where
  * it was (for its other users): the producer's name joins nobody's kernel through it. */
 static int rec_first_list(const ExplainRecord *r) { return r->action && strcmp(r->action, "duplicate") == 0 ? 1 : 0; }
 
+/* Does the record (its producer, consumer names or result) name a member of the set? */
 static bool rec_touches(const ExplainRecord *r, const NameSet *st) {
   char buf[512];
   const char *lists[3] = {r->producer, r->consumer, r->result};
