@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../check.h"
+#include "../passes/pass_check.h"
 #include "../../compiler/fx/fx.h"
 #include "../../compiler/hlo/hlo.h"
 #include "../../runtime/runtime.h"
@@ -26,13 +27,7 @@ static char *read_file(const char *path) {
 
 /* Feeds text, builds and verifies; NULL (with the error printed) on failure. */
 static IrModule *build(const char *text) {
-  FxState *st = fx_state_new();
-  FxError e;
-  fx_error_clear(&e);
-  IrModule *m = NULL;
-  if (fx_feed(st, text, "t.fx", 1, &e)) m = fx_build_module(st, "t", &e);
-  if (!m) fx_error_print(stderr, &e);
-  fx_state_free(st);
+  IrModule *m = fx(text);
   if (m) {
     FxError ve;
     fx_error_clear(&ve);
@@ -61,20 +56,6 @@ static const char *error_of(const char *text) {
   }
   ir_module_free(m);
   fx_state_free(st);
-  return buf;
-}
-
-static int count_op(const IrComputation *c, IrOpcode op) {
-  int n = 0;
-  for (int k = 0; k < c->ninstrs; k++) n += c->instrs[k]->op == op;
-  return n;
-}
-
-static const char *line_of(const IrModule *m, const char *name) {
-  static char buf[1024];
-  IrInstr *i = ir_module_find_instr(m, name);
-  if (!i) return "(none)";
-  hlo_format_instr(i, buf, sizeof buf);
   return buf;
 }
 
@@ -426,7 +407,7 @@ TEST(cartpole_scripts) {
     for (int i = 0; i < m->entry->ninstrs; i++)
       if (m->entry->instrs[i]->op == IR_OP_WHILE) w = m->entry->instrs[i];
     CHECK_STR(ir_attr_text(w, "backend_config"), "{\"known_trip_count\":{\"n\":\"10000\"}}");
-    int rng = count_op(body, IR_OP_CUSTOM_CALL), cat = 0, cat_users = 0;
+    int rng = count_op_in(body, IR_OP_CUSTOM_CALL), cat = 0, cat_users = 0;
     for (int i = 0; i < body->ninstrs; i++)
       if (body->instrs[i]->op == IR_OP_CONCATENATE && body->instrs[i]->shape.rank == 2 && body->instrs[i]->shape.dims[1] == 4) {
         cat++;
@@ -441,7 +422,7 @@ TEST(cartpole_scripts) {
       if (tf) CHECK_STR(ir_attr_text(tf, "custom_call_target"), "\"cuda_threefry2x32\"");
     } else if (f == 1) {
       CHECK(rng == 0);
-      CHECK(count_op(body, IR_OP_RNG) == 0);
+      CHECK(count_op_in(body, IR_OP_RNG) == 0);
       CHECK(cat == 1 && cat_users == 2);
     } else {
       CHECK(cat == 0);
