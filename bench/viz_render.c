@@ -26,6 +26,7 @@
 #include "../compiler/hlo/hlo.h"
 #include "../compiler/passes/passes.h"
 #include "../viz/viz.h"
+#include "load_line.h"
 
 static double now(void) {
   struct timespec t;
@@ -204,16 +205,6 @@ static void focus_views(VizRenderer *r, const IrModule *m, const char *label, in
   }
 }
 
-static void load_line(const char *when) {
-  FILE *f = fopen("/proc/loadavg", "r");
-  double a = 0, b = 0, c = 0;
-  if (f) {
-    if (fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3) a = b = c = 0;
-    fclose(f);
-  }
-  printf("load average %s: %.2f %.2f %.2f (%ld cores)\n", when, a, b, c, sysconf(_SC_NPROCESSORS_ONLN));
-}
-
 int main(int argc, char **argv) {
   const char *path = "tests/data/hlo-corpus/hlo_gemma4_2b_bf16.hlo", *pipelines = "classic,priority";
   int dot_cap = 30;
@@ -228,7 +219,7 @@ int main(int argc, char **argv) {
   }
   signal(SIGALRM, on_alarm);
   setvbuf(stdout, NULL, _IOLBF, 0);
-  load_line("at start");
+  bench_load_line("at start");
   FxError err;
   fx_error_clear(&err);
   double t0 = now();
@@ -295,7 +286,7 @@ int main(int argc, char **argv) {
          "dot alone, as before: %d refused (over %d nodes), %d stopped after %d s\n",
          summary.cases, summary.sfdp, summary.worst, summary.worst_cpu, summary.worst_what, summary.over5,
          summary.dot_refused, VIZ_MAX_LAYOUT_NODES, summary.dot_stopped, dot_cap);
-  load_line("at end");
+  bench_load_line("at end");
   viz_renderer_free(r);
   ir_module_free(m);
   return 0;

@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "load_line.h"
+
 static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -151,16 +153,6 @@ static Run run_report(const char *bin, const char *script, const char *page, int
   return r;
 }
 
-static void load_line(const char *when) {
-  FILE *f = fopen("/proc/loadavg", "r");
-  double a = 0, b = 0, c = 0;
-  if (f) {
-    if (fscanf(f, "%lf %lf %lf", &a, &b, &c) != 3) a = b = c = 0;
-    fclose(f);
-  }
-  printf("load average %s: %.2f %.2f %.2f (%ld cores)\n", when, a, b, c, sysconf(_SC_NPROCESSORS_ONLN));
-}
-
 static void show(const Run *r, int cap) {
   if (r->stopped) printf(" %16s", "> cap");
   else if (!r->ok) printf(" %16s", "failed");
@@ -246,7 +238,7 @@ int main(int argc, char **argv) {
   }
   for (int k = 0; k < nextra; k++) all[nall++] = mods[k];
   setvbuf(stdout, NULL, _IOLBF, 0);
-  load_line("at start");
+  bench_load_line("at start");
   printf("before: %s\nafter:  %s\n", before ? before : "(none)", after);
   printf("report time in seconds, wall (cpu: fxplain and its layout processes); capped at %d s\n\n", cap);
   printf("%-52s %-9s %17s %17s %8s %10s %10s%s\n", "module", "pipeline", "before", "after", "speedup", "page MiB",
@@ -308,7 +300,7 @@ int main(int argc, char **argv) {
     printf("before: %d reports in %.1f s wall, %.1f s cpu; %d stopped at the %d s cap\n", nb, tb, cb, stopped_b, cap);
   printf("after:  %d reports in %.1f s wall, %.1f s cpu; the slowest %.2f s, %s\n", na, ta, ca, worst, worst_what);
   if (compare && before) printf("pages that differ: %d\n", differ);
-  load_line("at end");
+  bench_load_line("at end");
   char cmd[200];
   snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
   if (system(cmd) != 0) return 1;
