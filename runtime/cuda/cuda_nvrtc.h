@@ -36,6 +36,7 @@ typedef struct {
   const char *arch;   /* "sm_80"; NULL or "" uses cuda_nvrtc_default_arch() */
   int max_registers;  /* --maxrregcount; 0 leaves it to ptxas */
   bool no_cache;      /* compile even when a cached cubin exists (and don't store) */
+  bool want_ptx;      /* also keep the PTX NVRTC made (implies no_cache) */
 } CudaCompileOptions;
 
 typedef struct {
@@ -46,6 +47,7 @@ typedef struct {
   uint64_t hash;      /* the cache key */
   bool cached;        /* came from the cache */
   CudaResources res;  /* of the requested kernel */
+  char *ptx;          /* the PTX, fx_malloc'd, when CudaCompileOptions.want_ptx asked for it */
 } CudaCubin;
 
 /* Whether this build has NVRTC (FXPLAIN_HAVE_NVRTC). */
