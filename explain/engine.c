@@ -384,6 +384,8 @@ const KernelPlan *explain_engine_plan(ExplainEngine *e, int k, FxError *err) {
     fx_error_set(err, NULL, 0, 0, "no stage %d", k);
     return NULL;
   }
+  /* A stage whose pass changed nothing shares the previous stage's module, and so its plan. */
+  while (k > 0 && e->stages[k].shared) k--;
   ExplainStage *st = &e->stages[k];
   /* A plan is the module's kernels on one device: another device (set device, a GPU's own
    * figures) builds it again. */
