@@ -7,8 +7,9 @@
 
 For each CORPUS_DIR/NAME.hlo with XLA's results in REFDIR (NAME.pre_fusion.hlo and
 NAME.after_multi_output_fusion.hlo, from scripts/xla_reference.py), fxplain runs its whole
-priority pipeline, simplification included, on the module as written, and its kernels are compared
-with the kernels XLA built from the same module. The two compilations simplify differently, so
+priority pipeline, simplification included, on the module as written, and its kernels after
+multi_output_fusion (the point XLA's reference is dumped at, before the CSE that follows) are
+compared with the kernels XLA built from the same module. The two compilations simplify differently, so
 these measures are reported per module:
 
   - *kernel F1*, on every module: each kernel is described by what it computes, and the two
@@ -254,7 +255,7 @@ def before_priority_fusion(fxplain):
 
 def run_fxplain(fxplain, module, device, pre_stage, pre_out, out):
     cmds = [f"load {module}", f"set device {device}", "pipeline priority", f"goto {pre_stage}",
-            f"save {pre_out}", "step all", f"save {out}"]
+            f"save {pre_out}", "step all", "goto multi_output_fusion", f"save {out}"]
     r = subprocess.run([fxplain, "-e", "; ".join(cmds)], capture_output=True, text=True, timeout=900,
                        env=dict(os.environ, FXPLAIN_HISTORY="/dev/null"))
     if r.returncode != 0:
