@@ -555,8 +555,13 @@ static bool scalar_broadcast_through(Simp *s, IrInstr *b) {
   return false;
 }
 
+/* In HandleBroadcast's order: the broadcast sinks below its elementwise users first
+ * (TryToSinkBroadcastAfterElementwiseOps), then a scalar's goes through permuting users, and only
+ * then does a broadcast of an iota become an iota; so op(broadcast(iota), broadcast(c)) becomes
+ * broadcast(op(iota, c)), as in XLA's modules. */
 static bool broadcast(Simp *s, IrInstr *i) {
   IrInstr *x = i->operands[0];
+  if (sink_broadcast(s, i) || scalar_broadcast_through(s, i)) return true;
   int64_t dims[IR_MAX_RANK], d;
   int n = ir_attr_dims(i, "dimensions", dims, IR_MAX_RANK);
   /* broadcast(iota) -> iota along the dimension the iota's lands on */
@@ -568,7 +573,7 @@ static bool broadcast(Simp *s, IrInstr *i) {
     ir_attr_set_text(io, "iota_dimension", buf);
     return algsimp_forward(s, i, io, "a broadcast of an iota is an iota");
   }
-  return scalar_broadcast_through(s, i) || sink_broadcast(s, i);
+  return false;
 }
 
 /* ---------- dynamic-update-slice ---------- */

@@ -203,20 +203,29 @@ TEST(integer_powers_of_two) {
   classic_leaves_alone(powers_of_two);
 }
 
-/* broadcast(iota) is an iota; a broadcast sinks below the elementwise ops that read it with
- * scalar broadcasts, so they run on the smaller shape. */
+/* In XLA's HandleBroadcast order: a broadcast first sinks below the elementwise ops that read it
+ * with scalar broadcasts (or the same broadcast of a like value), so they run on the smaller shape;
+ * only a broadcast of an iota that cannot sink becomes an iota. So iota * 16, as jax writes
+ * iota_2x32_shape, stays a multiply of the small iota (as in XLA's modules), and the iota that is
+ * added to it along the other dimension becomes an iota of the large shape. */
 static const char *const broadcasts =
     "HloModule bcast\n\n"
     "ENTRY main {\n"
     "  x = f32[16] parameter(0)\n"
     "  io = u64[16] iota(), iota_dimension=0\n"
     "  bio = u64[16,16] broadcast(io), dimensions={1}\n"
+    "  io2 = u64[16] iota(), iota_dimension=0\n"
+    "  bio2 = u64[16,16] broadcast(io2), dimensions={0}\n"
+    "  k = u64[] constant(16)\n"
+    "  bk = u64[16,16] broadcast(k), dimensions={}\n"
+    "  mk = u64[16,16] multiply(bio2, bk)\n"
+    "  a = u64[16,16] add(mk, bio)\n"
     "  bx = f32[16,16] broadcast(x), dimensions={0}\n"
     "  three = f32[] constant(3)\n"
     "  b3 = f32[16,16] broadcast(three), dimensions={}\n"
     "  m = f32[16,16] multiply(bx, b3)\n"
     "  e = f32[16,16] exponential(m)\n"
-    "  c = f32[16,16] convert(bio)\n"
+    "  c = f32[16,16] convert(a)\n"
     "  ROOT s = f32[16,16] add(e, c)\n"
     "}\n";
 
@@ -227,16 +236,20 @@ TEST(broadcast_rewrites) {
   Log log = {{0}, 0};
   CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
   CHECK_STR(log.buf,
-            "algsimp rewrite: replaced bio(io) by io.12: a broadcast of an iota is an iota\n"
-            "algsimp rewrite: m of broadcast bx now runs on x's 16 elements (as m.14) and bx.15 broadcasts the result: an "
+            "algsimp rewrite: replaced bio(io) by io.18: a broadcast of an iota is an iota\n"
+            "algsimp rewrite: mk of broadcast bio2 now runs on io2's 16 elements (as mk.20) and bio2.21 broadcasts the "
+            "result: an elementwise operation commutes with a broadcast\n"
+            "algsimp rewrite: m of broadcast bx now runs on x's 16 elements (as m.23) and bx.24 broadcasts the result: an "
             "elementwise operation commutes with a broadcast\n"
-            "algsimp rewrite: e of broadcast bx.15 now runs on m.14's 16 elements (as e.16) and bx.17 broadcasts the result: "
-            "an elementwise operation commutes with a broadcast\n");
-  CHECK_STR(line_of(m, "io.12"), "%io.12 = u64[16,16] iota(), iota_dimension=1");
-  CHECK_STR(line_of(m, "m.14"), "%m.14 = f32[16] multiply(%x, %b3.13)");
-  CHECK_STR(line_of(m, "e.16"), "%e.16 = f32[16] exponential(%m.14)");
-  CHECK_STR(line_of(m, "bx.17"), "%bx.17 = f32[16,16] broadcast(%e.16), dimensions={0}");
-  CHECK_STR(line_of(m, "s"), "%s = f32[16,16] add(%bx.17, %c)");
+            "algsimp rewrite: e of broadcast bx.24 now runs on m.23's 16 elements (as e.25) and bx.26 broadcasts the "
+            "result: an elementwise operation commutes with a broadcast\n");
+  CHECK_STR(line_of(m, "io.18"), "%io.18 = u64[16,16] iota(), iota_dimension=1");
+  CHECK_STR(line_of(m, "mk.20"), "%mk.20 = u64[16] multiply(%io2, %bk.19)");
+  CHECK_STR(line_of(m, "bio2.21"), "%bio2.21 = u64[16,16] broadcast(%mk.20), dimensions={0}");
+  CHECK_STR(line_of(m, "a"), "%a = u64[16,16] add(%bio2.21, %io.18)");
+  CHECK_STR(line_of(m, "m.23"), "%m.23 = f32[16] multiply(%x, %b3.22)");
+  CHECK_STR(line_of(m, "e.25"), "%e.25 = f32[16] exponential(%m.23)");
+  CHECK_STR(line_of(m, "s"), "%s = f32[16,16] add(%bx.26, %c)");
   ir_module_free(m);
   classic_leaves_alone(broadcasts);
 }
