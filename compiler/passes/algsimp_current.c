@@ -227,23 +227,42 @@ static bool multiply(Simp *s, IrInstr *i) {
 
 /* ---------- compare ---------- */
 
+/* XLA's IsPositive, which IsNonNegative falls back on: a power, abs, square root or reciprocal
+ * square root of a positive value, a positive value squared. (Its one positive leaf, a cuDNN
+ * batch-norm's variance, fxplain never builds.) */
+static bool positive(const IrInstr *x, int depth) {
+  if (!x || depth > 16 || ir_type_is_complex(x->shape.type)) return false;
+  switch (x->op) {
+  case IR_OP_POWER: case IR_OP_ABS: case IR_OP_RSQRT: case IR_OP_SQRT:
+    return x->noperands >= 1 && positive(x->operands[0], depth + 1);
+  case IR_OP_MULTIPLY:
+    return x->noperands == 2 && x->operands[0] == x->operands[1] && positive(x->operands[0], depth + 1);
+  default:
+    return false;
+  }
+}
+
 /* Whether every element of x is known to be >= 0 (XLA's IsNonNegative, which HandleCompare
- * asks): an unsigned integer, abs, x * x, a constant >= 0 (or a broadcast of one), the maximum
- * of anything with a non-negative value, the minimum of two, a select between two. */
+ * asks): abs, exp, iota, x * x, a scalar constant that is neither negative, -0 nor NaN (or a
+ * broadcast of one), a power of a non-negative value, the maximum of anything with a
+ * non-negative value, the minimum of two, a select between two, else IsPositive. An unsigned
+ * value too: HandleCompare's unsigned comparisons with 0 (X u< 0 is false). */
 static bool non_negative(const IrInstr *x, int depth) {
-  if (!x || depth > 16) return false;
+  if (!x || depth > 16 || ir_type_is_complex(x->shape.type)) return false;
   IrType t = x->shape.type;
   if (t == IR_U8 || t == IR_U16 || t == IR_U32 || t == IR_U64) return true;
   double v;
   switch (x->op) {
-  case IR_OP_ABS:
+  case IR_OP_ABS: case IR_OP_EXP: case IR_OP_IOTA:
     return true;
   case IR_OP_MULTIPLY:
     return x->noperands == 2 && x->operands[0] == x->operands[1];
   case IR_OP_CONSTANT:
-    return simp_splat_value(x, &v) && v >= 0;
+    return ir_shape_elements(&x->shape) == 1 && simp_splat_value(x, &v) && !signbit(v) && !isnan(v);
   case IR_OP_BROADCAST:
     return x->noperands == 1 && non_negative(x->operands[0], depth + 1);
+  case IR_OP_POWER:
+    return x->noperands == 2 && non_negative(x->operands[0], depth + 1);
   case IR_OP_MAXIMUM:
     return x->noperands == 2 && (non_negative(x->operands[0], depth + 1) || non_negative(x->operands[1], depth + 1));
   case IR_OP_MINIMUM:
@@ -251,7 +270,7 @@ static bool non_negative(const IrInstr *x, int depth) {
   case IR_OP_SELECT:
     return x->noperands == 3 && non_negative(x->operands[1], depth + 1) && non_negative(x->operands[2], depth + 1);
   default:
-    return false;
+    return positive(x, depth);
   }
 }
 
