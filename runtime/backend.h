@@ -129,6 +129,8 @@ void cpu_set_default_threads(int n);
 int cpu_default_threads(void);
 void cpu_set_default_vecmath(bool on);
 bool cpu_default_vecmath(void);
+/* Whether kernels compiled now call SLEEF: it is wanted and its library was found. */
+bool cpu_vecmath_is_sleef(void);
 /* One line saying which math the generated kernels use: SLEEF (and its path) or libm, and why. */
 void cpu_vecmath_describe(char *out, size_t n);
 /* The cache directory in use (after create), and how many kernels the last prepare compiled

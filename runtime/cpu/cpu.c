@@ -169,6 +169,8 @@ static const char *vecmath_library(void) {
   return *p && access(p, R_OK) == 0 ? p : NULL;
 }
 
+bool cpu_vecmath_is_sleef(void) { return default_vecmath && vecmath_library() != NULL; }
+
 void cpu_vecmath_describe(char *out, size_t n) {
   const char *lib = vecmath_library();
   if (!default_vecmath) snprintf(out, n, "libm (scalar: set vecmath libm)");

@@ -9,6 +9,7 @@
 #include "../check.h"
 #include "../../compiler/hlo/hlo.h"
 #include "../../repl/session.h"
+#include "../../runtime/backend.h"
 #include "../../runtime/runtime.h"
 
 static const char *const module_text =
@@ -177,6 +178,49 @@ TEST(threads_and_vecmath_settings) {
   sess_free(&s);
 }
 
+/* x <- sin(997 x), 60 times: each step multiplies a difference in the last bit by about 1000, so
+ * SLEEF's sin (within 1 ulp) and libm's part ways; --check then runs the stage again with libm,
+ * which agrees, and says so instead of failing. */
+static const char *const chaotic_text =
+    "HloModule chaotic\n\n"
+    "cond {\n  s = (s32[], f32[64]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+    "  n = s32[] constant(60)\n  ROOT lt = pred[] compare(i, n), direction=LT\n}\n\n"
+    "body {\n  s = (s32[], f32[64]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+    "  x = f32[64] get-tuple-element(s), index=1\n  one = s32[] constant(1)\n  i2 = s32[] add(i, one)\n"
+    "  k = f32[] constant(997)\n  kb = f32[64] broadcast(k), dimensions={}\n  y = f32[64] multiply(x, kb)\n"
+    "  z = f32[64] sine(y)\n  ROOT out = (s32[], f32[64]) tuple(i2, z)\n}\n\n"
+    "ENTRY main {\n  x0 = f32[64] parameter(0)\n  zero = s32[] constant(0)\n"
+    "  init = (s32[], f32[64]) tuple(zero, x0)\n  w = (s32[], f32[64]) while(init), condition=cond, body=body\n"
+    "  ROOT r = f32[64] get-tuple-element(w), index=1\n}\n";
+
+TEST(check_tells_sleef_drift_from_wrong_kernels) {
+  Session s;
+  memset(&s, 0, sizeof s);
+  explain_engine_init(&s.eng);
+  s.input_name = "<test>";
+  s.err = stderr;
+  FxError e = {0};
+  IrModule *m = hlo_parse(chaotic_text, strlen(chaotic_text), "chaotic.hlo", &e);
+  CHECK(m != NULL);
+  if (!m) return;
+  explain_engine_set_input(&s.eng, m);
+  CHECK(cmd(&s, "set-vecmath libm", &e));
+  CHECK(cmd(&s, "run --backend cpu --check", &e));
+  CHECK_CONTAINS(outbuf, "check: every output agrees with the reference interpreter (worst error 0)");
+  CHECK(cmd(&s, "set-vecmath sleef", &e));
+  if (cpu_vecmath_is_sleef()) {
+    bool ok = cmd(&s, "run --backend cpu --check", &e);
+    if (!ok) fprintf(stderr, "%s\n", e.msg);
+    CHECK(ok);
+    CHECK_CONTAINS(outbuf, "check: with SLEEF's vector math out element [");
+    CHECK_CONTAINS(outbuf, "run again with libm (as the interpreter computes), every output agrees (worst error 0)");
+    CHECK(cpu_vecmath_is_sleef()); /* the setting is back */
+  } else {
+    printf("SLEEF not installed: its part of check_tells_sleef_drift_from_wrong_kernels skipped\n");
+  }
+  explain_engine_fini(&s.eng);
+}
+
 TEST(profile_trace_and_compare) {
   Session s;
   sess_init(&s);
@@ -216,6 +260,7 @@ int main(void) {
   RUN(run_errors);
   RUN(memory_budget_stops_a_run);
   RUN(threads_and_vecmath_settings);
+  RUN(check_tells_sleef_drift_from_wrong_kernels);
   RUN(profile_trace_and_compare);
   free(outbuf);
   char cmdl[128];
