@@ -8,6 +8,7 @@
 #include "../../compiler/hlo/hlo.h"
 #include "../../compiler/ir/ir.h"
 #include "../../compiler/passes/passes.h"
+#include "../../runtime/runtime.h"
 
 /* A sink that appends "action producer->result: detail" lines to a buffer. */
 typedef struct {
@@ -261,6 +262,78 @@ TEST(cleanup_after_fusion) {
                       "fusion-dce remove fused_computation.1: removed computation fused_computation.1 (2 instructions): no longer called\n");
   CHECK(live(m, "fusion") && !live(m, "fusion.1"));
   CHECK(ir_verify(m, &err));
+  ir_module_free(m);
+}
+
+/* A multi-output fusion writes only the outputs somebody reads (XLA's HloDCE,
+ * RemoveMultiOutputFusionsUnusedOutputs): three outputs with the middle one unread keep two, the
+ * reader of the last reads index 1; two outputs with one read make an array fusion that its reader
+ * reads directly; a fusion that is its computation's root keeps all. The result computes the same. */
+TEST(dce_prunes_unread_fusion_outputs) {
+  const char *text =
+      "HloModule prune\n"
+      "%f3 (p0: f32[8]) -> (f32[8], f32[8], f32[8]) {\n"
+      "  %p0 = f32[8]{0} parameter(0)\n"
+      "  %a = f32[8]{0} exponential(%p0)\n"
+      "  %b = f32[8]{0} negate(%a)\n"
+      "  %c = f32[8]{0} sine(%b)\n"
+      "  ROOT %t3 = (f32[8]{0}, f32[8]{0}, f32[8]{0}) tuple(%a, %b, %c)\n"
+      "}\n"
+      "%f2 (q0: f32[8]) -> (f32[8], f32[8]) {\n"
+      "  %q0 = f32[8]{0} parameter(0)\n"
+      "  %d = f32[8]{0} cosine(%q0)\n"
+      "  %e = f32[8]{0} abs(%d)\n"
+      "  ROOT %t2 = (f32[8]{0}, f32[8]{0}) tuple(%d, %e)\n"
+      "}\n"
+      "ENTRY %main (x: f32[8]) -> (f32[8], f32[8], f32[8]) {\n"
+      "  %x = f32[8]{0} parameter(0)\n"
+      "  %fa = (f32[8]{0}, f32[8]{0}, f32[8]{0}) fusion(%x), kind=kLoop, calls=%f3\n"
+      "  %g0 = f32[8]{0} get-tuple-element(%fa), index=0\n"
+      "  %g2 = f32[8]{0} get-tuple-element(%fa), index=2\n"
+      "  %fb = (f32[8]{0}, f32[8]{0}) fusion(%x), kind=kLoop, calls=%f2\n"
+      "  %h1 = f32[8]{0} get-tuple-element(%fb), index=1\n"
+      "  ROOT %t = (f32[8]{0}, f32[8]{0}, f32[8]{0}) tuple(%g0, %g2, %h1)\n"
+      "}\n";
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, strlen(text), "prune.hlo", &err);
+  if (!m) fx_error_print(stderr, &err);
+  CHECK(m != NULL);
+  if (!m) return;
+  IrModule *before = ir_module_clone(m);
+  Log log = {0};
+  bool changed = false;
+  CHECK(run_pass("fusion-dce", m, &log, &changed));
+  CHECK(changed);
+  CHECK_CONTAINS(log.buf, "fusion-dce remove fa: fa wrote 3 outputs and 2 are read: it writes only those now (1 removed)\n");
+  CHECK_CONTAINS(log.buf, "fusion-dce remove fb: fb wrote 2 outputs and 1 is read: it writes only that one now (1 removed)\n");
+  CHECK(ir_verify(m, &err));
+  IrInstr *fa = ir_module_find_instr(m, "fa"), *fb = ir_module_find_instr(m, "fb"), *g2 = ir_module_find_instr(m, "g2");
+  CHECK(fa && fa->shape.type == IR_TUPLE && fa->shape.ntuple == 2);
+  int64_t idx = -1;
+  CHECK(g2 && ir_attr_int(g2, "index", &idx) && idx == 1);
+  CHECK(fb && fb->shape.type == IR_F32 && fb->shape.rank == 1);
+  CHECK(!live(m, "h1"));
+  IrInstr *root = m->entry->root;
+  CHECK(root && root->noperands == 3 && root->operands[2] == fb);
+  /* the same values before and after */
+  FxError e2 = {0};
+  int64_t n = 8;
+  RtTensor *x = rt_tensor_new(IR_F32, 1, &n, &e2);
+  rt_tensor_fill_random(x, 3, 0);
+  RtTensor *want = NULL, *got = NULL;
+  RtOptions o = {0};
+  CHECK(rt_interp_run(before, &x, 1, &o, &want, NULL, &e2));
+  CHECK(rt_interp_run(m, &x, 1, &o, &got, NULL, &e2));
+  RtCompare cmp;
+  if (want && got) {
+    rt_compare(got, want, &cmp);
+    CHECK(cmp.ok);
+  }
+  rt_tensor_unref(want);
+  rt_tensor_unref(got);
+  rt_tensor_unref(x);
+  ir_module_free(before);
   ir_module_free(m);
 }
 
@@ -525,6 +598,7 @@ int main(void) {
   RUN(dce_removes_dead_chain_and_uncalled_computation);
   RUN(dce_dead_loops);
   RUN(cleanup_after_fusion);
+  RUN(dce_prunes_unread_fusion_outputs);
   RUN(cse_merges_identical_keeps_distinct);
   RUN(cse_respects_side_effects_and_shapes);
   RUN(tuple_simplifier_rewrites);
