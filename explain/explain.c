@@ -296,7 +296,7 @@ static const char *done_word(const char *action) {
                {"multi-output", "multi-output fused"}, {"sibling", "sibling fused"},
                {"horizontal", "horizontally fused"}, {"rewrite", "rewritten"}, {"remove", "removed"},
                {"inline", "inlined"},      {"fold", "folded"},          {"unroll", "unrolled"},
-               {"skip", "skipped"},         {"hoist", "hoisted"}};
+               {"skip", "skipped"},         {"hoist", "hoisted"},         {"repeat", "more rounds"}};
   for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
     if (strcmp(words[k].action, action) == 0) return words[k].word;
   return NULL;

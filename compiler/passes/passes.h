@@ -10,6 +10,7 @@
 
 /* simplification (run before fusion, paper §III-A) */
 extern const Pass pass_cse;              /* pass_cse.c: common subexpression elimination */
+extern const Pass pass_simplification_fixpoint; /* pass.c: the simplification round until it changes nothing */
 extern const Pass pass_dce;              /* pass_dce.c: dead code elimination */
 extern const Pass pass_fusion_cse;       /* pass_cse.c: cse inside fused computations, after fusion */
 extern const Pass pass_fusion_dce;       /* pass_dce.c: dce after fusion */
