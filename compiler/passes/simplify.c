@@ -253,24 +253,33 @@ IrInstr **simp_comp_collect(const IrComputation *c, IrOpcode op, int *n) {
 
 bool simp_rewrite_each(IrModule *m, PassContext *cx, IrOpcode op, SimpRewrite fn, void *arg, bool sort,
                        bool *changed) {
+  /* The computations as they are now: a rewrite may add computations (a reduce's adder) anywhere in
+   * the module's list, which must neither hide one still to visit nor be visited itself. */
   int ncomps = m->ncomps;
-  for (int c = 0; c < ncomps && c < m->ncomps; c++) {
-    IrComputation *comp = m->comps[c];
+  IrComputation **comps = fx_malloc(sizeof *comps * (size_t)(ncomps + 1));
+  if (!comps) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+  memcpy(comps, m->comps, sizeof *comps * (size_t)ncomps);
+  bool ok = true;
+  for (int c = 0; ok && c < ncomps; c++) {
+    IrComputation *comp = comps[c];
     if (simp_is_fused_computation(comp)) continue;
     int n;
     IrInstr **v = simp_comp_collect(comp, op, &n);
-    if (n < 0) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+    if (n < 0) {
+      ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
+      break;
+    }
     if (!n) continue;
-    bool ok = true, here = false;
+    bool here = false;
     for (int k = 0; ok && k < n && !pass_interrupted(cx); k++) ok = fn(v[k], cx, arg, &here);
     fx_free(v);
-    if (!ok) return false;
-    if (here) {
+    if (ok && here) {
       if (sort) ir_computation_sort(comp);
       *changed = true;
     }
   }
-  return true;
+  fx_free(comps);
+  return ok;
 }
 
 IrInstr *simp_add_like(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *s, IrInstr **ops, int n,

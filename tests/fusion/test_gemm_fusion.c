@@ -251,6 +251,42 @@ TEST(a_long_contraction_is_split_32_ways) {
   ir_module_free(m);
 }
 
+/* A dot in a loop body and one in the entry: splitting the first adds its reduce's adder to the
+ * module's computations (before the body), which once hid the entry from the pass; Gemma 2's
+ * prefill projections, in its entry, were left unsplit while XLA split them 4 ways. */
+static const char *const TWO_PLACES =
+    "HloModule two_places\n\n"
+    "cond {\n  s = (s32[], f32[11,1152], f32[1152,1024], f32[11,1024]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(s), index=0\n  n = s32[] constant(2)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n}\n\n"
+    "body {\n  s = (s32[], f32[11,1152], f32[1152,1024], f32[11,1024]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(s), index=0\n  a = f32[11,1152] get-tuple-element(s), index=1\n"
+    "  b = f32[1152,1024] get-tuple-element(s), index=2\n  one = s32[] constant(1)\n  i2 = s32[] add(i, one)\n"
+    "  d = f32[11,1024] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  ROOT t = (s32[], f32[11,1152], f32[1152,1024], f32[11,1024]) tuple(i2, a, b, d)\n}\n\n"
+    "ENTRY main {\n  a0 = f32[11,1152] parameter(0)\n  b0 = f32[1152,1024] parameter(1)\n"
+    "  z = s32[] constant(0)\n  zf = f32[] constant(0)\n  d0 = f32[11,1024] broadcast(zf), dimensions={}\n"
+    "  init = (s32[], f32[11,1152], f32[1152,1024], f32[11,1024]) tuple(z, a0, b0, d0)\n"
+    "  w = (s32[], f32[11,1152], f32[1152,1024], f32[11,1024]) while(init), condition=cond, body=body\n"
+    "  dl = f32[11,1024] get-tuple-element(w), index=3\n"
+    "  de = f32[11,1024] dot(a0, b0), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  ROOT r = f32[11,1024] add(dl, de)\n}\n";
+
+TEST(every_computation_is_split_even_after_a_split_adds_one) {
+  Seen s;
+  IrModule *m = run_to(TWO_PLACES, "h100", "splitk-rewriter", &s);
+  if (!m) return;
+  IrComputation *body = NULL;
+  for (int c = 0; c < m->ncomps; c++)
+    if (strcmp(m->comps[c]->name, "body") == 0) body = m->comps[c];
+  CHECK(body != NULL);
+  if (body) CHECK(count_op_in(body, IR_OP_REDUCE) == 1);
+  CHECK(count_op_in(m->entry, IR_OP_REDUCE) == 1);
+  CHECK(s.accepted == 2);
+  check_same_values(TWO_PLACES, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 TEST(a_split_of_an_operand_in_a_layout_stays_a_bitcast) {
   Seen s;
   IrModule *m = run_to(WEIGHT_GRAD_TRANSPOSED, "h100", "splitk-rewriter", &s);
@@ -386,6 +422,7 @@ int main(void) {
   RUN(no_triton_gemm_before_ampere);
   RUN(a_long_contraction_is_split_32_ways);
   RUN(a_split_of_an_operand_in_a_layout_stays_a_bitcast);
+  RUN(every_computation_is_split_even_after_a_split_adds_one);
   RUN(sorted_contracting_dimensions_need_no_transpose);
   RUN(vector_times_matrix_becomes_multiply_and_reduce);
   RUN(a_tiny_dot_stays_a_dot);
