@@ -5,6 +5,7 @@
  *   A - A -> 0 (integers)                        HandleSubtract
  *   A - C -> A + (-C)   (C a constant, or a broadcast of one)
  *   0 * A -> 0;  A * 0 -> 0   (integers: a float NaN times 0 is NaN)   HandleMultiply
+ *   (a * c) * broadcast(b) -> a * broadcast(b * c);  (A * C1) * C2 -> A * (C1 * C2)
  *   A < 0 -> false, 0 > A -> false, A >= 0 -> true, 0 <= A -> true  (A known >= 0: abs, A * A,
  *   max with a value >= 0, ...)                   HandleCompare / IsNonNegative
  *   A / 2^k -> A >> k (unsigned), with the sign (signed)      HandleDivide / TryDivideToShift
@@ -213,16 +214,99 @@ static bool subtract(Simp *s, IrInstr *i) {
 
 /* ---------- multiply ---------- */
 
-/* 0 * A and A * 0 are the zero operand, for integers only: a float NaN or infinity times zero is
- * NaN (XLA's HandleMultiply, "0*A => 0. Only applies for integral types"). */
-static bool multiply(Simp *s, IrInstr *i) {
-  if (!ir_type_is_int(i->shape.type)) return false;
-  double v;
+static bool is_bcast_of(const IrInstr *x, bool constant) {
+  return x->op == IR_OP_BROADCAST && x->noperands == 1 && x->operands[0] &&
+         (x->operands[0]->op == IR_OP_CONSTANT) == constant;
+}
+
+/* m::MultiplyAnyOrder(m::NonConstant(&a), C) where C is m::Constant (bcast false) or
+ * m::Broadcast(m::Constant) (bcast true); *c gets the constant itself. */
+static bool mul_by_constant(IrInstr *x, bool bcast, IrInstr **a, IrInstr **c) {
+  if (x->op != IR_OP_MULTIPLY || x->noperands != 2) return false;
   for (int k = 0; k < 2; k++) {
+    IrInstr *v = x->operands[k], *w = x->operands[1 - k];
+    if (v->op == IR_OP_CONSTANT) continue;
+    if (!bcast && w->op == IR_OP_CONSTANT) {
+      *a = v, *c = w;
+      return true;
+    }
+    if (bcast && is_bcast_of(w, true)) {
+      *a = v, *c = w->operands[0];
+      return true;
+    }
+  }
+  return false;
+}
+
+/* XLA's HandleMultiply, after its identities:
+ *   Mul(Mul(a, constant1), Broadcast(b)) => Mul(a, Broadcast(Mul(b, constant1)))   (constant1 a
+ *   scalar, or a broadcast of one; b not a constant): the scalars meet before the broadcast, as an
+ *   optimizer's learning rate times its scale does;
+ *   (A * C1) * C2 => A * (C1 * C2)   (C1, C2 scalar constants broadcast, or constants).
+ * The pattern is matched as XLA matches it: the first assignment that fits is kept, and its checks
+ * then decide. */
+static bool multiply_constants(Simp *s, IrInstr *i) {
+  char before[256];
+  IrInstr *a = NULL, *c = NULL, *op = NULL;
+  for (int form = 0; form < 2 && !op; form++)
+    for (int k = 0; k < 2 && !op; k++)
+      if (mul_by_constant(i->operands[k], form == 1, &a, &c)) op = i->operands[1 - k];
+  if (op && ir_shape_is_scalar(&c->shape) && is_bcast_of(op, false)) {
+    simp_describe(i, before, sizeof before);
+    IrInstr *b = op->operands[0], *k = c;
+    if (!ir_shape_is_scalar(&b->shape)) {
+      IrShape bs;
+      if (!ir_shape_copy(&i->parent->module->arena, &bs, &b->shape)) return false;
+      bs.type = c->shape.type;
+      k = add_before(i, IR_OP_BROADCAST, &bs, &c, 1, "broadcast");
+      if (!k) return false;
+      ir_attr_set_text(k, "dimensions", "{}");
+    }
+    IrInstr *ops[2] = {b, k};
+    IrInstr *nm = add_before(i, IR_OP_MULTIPLY, &b->shape, ops, 2, "multiply");
+    IrInstr *nb = nm ? add_before(i, IR_OP_BROADCAST, &i->shape, &nm, 1, "broadcast") : NULL;
+    if (!nb) return false;
+    const char *dims = ir_attr_text(op, "dimensions");
+    ir_attr_set_text(nb, "dimensions", dims ? dims : "{}");
+    become(i, IR_OP_MULTIPLY, a, nb);
+    rewritten(s, i, before, "the scalar factors meet before the broadcast (Mul(Mul(a, c), Broadcast(b)))");
+    return true;
+  }
+  /* (A * C1) * C2: m::Multiply, operands in this order only */
+  IrInstr *in = i->operands[0], *c2 = i->operands[1];
+  if (in->op != IR_OP_MULTIPLY || in->noperands != 2) return false;
+  IrInstr *x = in->operands[0], *c1 = in->operands[1], *k1 = NULL, *k2 = NULL;
+  if (x->op != IR_OP_CONSTANT && c1->op == IR_OP_CONSTANT && c2->op == IR_OP_CONSTANT) {
+    k1 = c1, k2 = c2;
+  } else if (is_bcast_of(c1, true) && is_bcast_of(c2, true) && ir_shape_is_scalar(&c1->operands[0]->shape) &&
+             ir_shape_is_scalar(&c2->operands[0]->shape)) {
+    k1 = c1->operands[0], k2 = c2->operands[0];
+  }
+  if (!k1 || !ir_shape_equal(&k1->shape, &k2->shape)) return false;
+  simp_describe(i, before, sizeof before);
+  IrInstr *ks[2] = {k1, k2};
+  IrInstr *prod = add_before(i, IR_OP_MULTIPLY, &k1->shape, ks, 2, "multiply");
+  if (!prod) return false;
+  if (ir_shape_is_scalar(&prod->shape) && !ir_shape_is_scalar(&i->shape)) {
+    prod = add_before(i, IR_OP_BROADCAST, &i->shape, &prod, 1, "broadcast");
+    if (!prod) return false;
+    ir_attr_set_text(prod, "dimensions", "{}");
+  }
+  become(i, IR_OP_MULTIPLY, x, prod);
+  rewritten(s, i, before, "the constants are multiplied first ((A * C1) * C2 => A * (C1 * C2))");
+  return true;
+}
+
+/* 0 * A and A * 0 are the zero operand, for integers only: a float NaN or infinity times zero is
+ * NaN (XLA's HandleMultiply, "0*A => 0. Only applies for integral types"); then the constant
+ * reassociations. */
+static bool multiply(Simp *s, IrInstr *i) {
+  double v;
+  for (int k = 0; ir_type_is_int(i->shape.type) && k < 2; k++) {
     IrInstr *z = i->operands[k];
     if (simp_splat_value(z, &v) && v == 0 && algsimp_forward(s, i, z, "an integer times zero is zero")) return true;
   }
-  return false;
+  return multiply_constants(s, i);
 }
 
 /* ---------- compare ---------- */

@@ -218,6 +218,47 @@ TEST(integer_powers_of_two) {
   classic_leaves_alone(powers_of_two);
 }
 
+/* XLA's HandleMultiply: Mul(Mul(a, broadcast(c)), broadcast(s)) with s not a constant becomes
+ * Mul(a, broadcast(Mul(s, c))) (an optimizer's learning rate times its scale, as dlrm's Adam step
+ * writes it); (A * C1) * C2 with scalar constants becomes A * (C1 * C2). Values unchanged. */
+static const char *const mul_constants =
+    "HloModule mulc\n\n"
+    "ENTRY main {\n"
+    "  w = f32[8,4] parameter(0)\n"
+    "  lr = f32[] parameter(1)\n"
+    "  c = f32[] constant(0.5)\n"
+    "  bc = f32[8,4] broadcast(c), dimensions={}\n"
+    "  m1 = f32[8,4] multiply(w, bc)\n"
+    "  blr = f32[8,4] broadcast(lr), dimensions={}\n"
+    "  m2 = f32[8,4] multiply(m1, blr)\n"
+    "  d = f32[] constant(3)\n"
+    "  bd = f32[8,4] broadcast(d), dimensions={}\n"
+    "  m3 = f32[8,4] multiply(w, bc)\n"
+    "  m4 = f32[8,4] multiply(m3, bd)\n"
+    "  ROOT r = (f32[8,4], f32[8,4]) tuple(m2, m4)\n"
+    "}\n";
+
+TEST(multiply_constants_reassociate) {
+  IrModule *m = hlo(mul_constants);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_CONTAINS(log.buf, "replaced m2(m1, blr) by m2(w, broadcast):");
+  CHECK_CONTAINS(log.buf, "the scalar factors meet before the broadcast");
+  CHECK_CONTAINS(log.buf, "replaced m4(m3, 3) by m4(w, broadcast.17):");
+  CHECK_CONTAINS(log.buf, "the constants are multiplied first");
+  IrInstr *m2 = ir_module_find_instr(m, "m2");
+  CHECK(m2 && m2->operands[0] == ir_module_find_instr(m, "w") && m2->operands[1]->op == IR_OP_BROADCAST);
+  if (m2) {
+    const IrInstr *inner = m2->operands[1]->operands[0];
+    CHECK(inner->op == IR_OP_MULTIPLY && ir_shape_is_scalar(&inner->shape) &&
+          inner->operands[0] == ir_module_find_instr(m, "lr") && inner->operands[1] == ir_module_find_instr(m, "c"));
+  }
+  check_same_values(mul_constants, m, 7);
+  ir_module_free(m);
+}
+
 /* In XLA's HandleBroadcast order: a broadcast first sinks below the elementwise ops that read it
  * with scalar broadcasts (or the same broadcast of a like value), so they run on the smaller shape;
  * only a broadcast of an iota that cannot sink becomes an iota. So iota * 16, as jax writes
@@ -849,6 +890,7 @@ int main(void) {
   RUN(integer_times_zero);
   RUN(compare_never_negative);
   RUN(integer_powers_of_two);
+  RUN(multiply_constants_reassociate);
   RUN(broadcast_rewrites);
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
