@@ -6,6 +6,7 @@
  *   A - C -> A + (-C)   (C a constant, or a broadcast of one)
  *   0 * A -> 0;  A * 0 -> 0   (integers: a float NaN times 0 is NaN)   HandleMultiply
  *   (a * c) * broadcast(b) -> a * broadcast(b * c);  (A * C1) * C2 -> A * (C1 * C2)
+ *   reduce-precision to the operand's own precision -> the operand   HandleReducePrecision
  *   A < 0 -> false, 0 > A -> false, A >= 0 -> true, 0 <= A -> true  (A known >= 0: abs, A * A,
  *   max with a value >= 0, ...)                   HandleCompare / IsNonNegative
  *   A / 2^k -> A >> k (unsigned), with the sign (signed)      HandleDivide / TryDivideToShift
@@ -816,6 +817,38 @@ static bool conditional_index(Simp *s, IrInstr *i) {
   return true;
 }
 
+/* ---------- reduce-precision ---------- */
+
+/* The exponent width and the significand width (the mantissa's bits plus the implicit one) of a
+ * floating-point type, as XLA's primitive_util gives them; false for other types. */
+static bool float_widths(IrType t, int *exponent, int *significand) {
+  switch (t) {
+  case IR_F64: *exponent = 11, *significand = 53; return true;
+  case IR_F32: *exponent = 8, *significand = 24; return true;
+  case IR_BF16: *exponent = 8, *significand = 8; return true;
+  case IR_F16: *exponent = 5, *significand = 11; return true;
+  case IR_F8E4M3FN: case IR_F8E4M3FNUZ: case IR_F8E4M3B11FNUZ: case IR_F8E4M3: *exponent = 4, *significand = 4; return true;
+  case IR_F8E5M2: case IR_F8E5M2FNUZ: *exponent = 5, *significand = 3; return true;
+  case IR_F8E3M4: *exponent = 3, *significand = 5; return true;
+  case IR_F8E8M0FNU: *exponent = 8, *significand = 1; return true;
+  case IR_F4E2M1FN: *exponent = 2, *significand = 2; return true;
+  default: return false;
+  }
+}
+
+/* A reduce-precision to exactly its operand's own precision changes nothing (XLA's
+ * HandleReducePrecision, with enable_remove_no_op_reduce_precision as XLA:GPU sets it): MaxText's
+ * bf16 GEMM outputs carry one each. */
+static bool reduce_precision(Simp *s, IrInstr *i) {
+  int e, m;
+  int64_t eb, mb;
+  IrInstr *x = i->operands[0];
+  if (!float_widths(x->shape.type, &e, &m) || !ir_attr_int(i, "exponent_bits", &eb) ||
+      !ir_attr_int(i, "mantissa_bits", &mb) || eb != e || mb + 1 != m)
+    return false;
+  return algsimp_forward(s, i, x, "a reduce-precision to its operand's own precision changes nothing");
+}
+
 bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
   if (i->parent && i->op == IR_OP_CONDITIONAL) return conditional_index(s, i);
   if (!i->parent || !ir_shape_is_array(&i->shape)) return false;
@@ -841,6 +874,8 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
     return constant(s, i);
   case IR_OP_DYNAMIC_UPDATE_SLICE:
     return dynamic_update_slice(s, i);
+  case IR_OP_REDUCE_PRECISION:
+    return i->noperands == 1 && reduce_precision(s, i);
   default:
     return false;
   }

@@ -259,6 +259,32 @@ TEST(multiply_constants_reassociate) {
   ir_module_free(m);
 }
 
+/* A reduce-precision to its operand's own precision is its operand (bf16 to 8 exponent and 7
+ * mantissa bits); to fewer bits than the type has (f32 to bf16's), it rounds and stays. */
+static const char *const reduce_precisions =
+    "HloModule rp\n\n"
+    "ENTRY main {\n"
+    "  b = bf16[16] parameter(0)\n"
+    "  f = f32[16] parameter(1)\n"
+    "  rb = bf16[16] reduce-precision(b), exponent_bits=8, mantissa_bits=7\n"
+    "  rf = f32[16] reduce-precision(f), exponent_bits=8, mantissa_bits=7\n"
+    "  rf2 = f32[16] reduce-precision(f), exponent_bits=8, mantissa_bits=23\n"
+    "  ROOT r = (bf16[16], f32[16], f32[16]) tuple(rb, rf, rf2)\n"
+    "}\n";
+
+TEST(no_op_reduce_precision_goes) {
+  IrModule *m = hlo(reduce_precisions);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_CONTAINS(log.buf, "replaced rb(b) by b: a reduce-precision to its operand's own precision changes nothing");
+  CHECK_CONTAINS(log.buf, "replaced rf2(f) by f:");
+  CHECK(count_op(m, IR_OP_REDUCE_PRECISION) == 1 && ir_module_find_instr(m, "rf") != NULL);
+  check_same_values(reduce_precisions, m, 7);
+  ir_module_free(m);
+}
+
 /* In XLA's HandleBroadcast order: a broadcast first sinks below the elementwise ops that read it
  * with scalar broadcasts (or the same broadcast of a like value), so they run on the smaller shape;
  * only a broadcast of an iota that cannot sink becomes an iota. So iota * 16, as jax writes
@@ -891,6 +917,7 @@ int main(void) {
   RUN(compare_never_negative);
   RUN(integer_powers_of_two);
   RUN(multiply_constants_reassociate);
+  RUN(no_op_reduce_precision_goes);
   RUN(broadcast_rewrites);
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
