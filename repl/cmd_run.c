@@ -256,14 +256,25 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   if (ok) {
     FILE *f = s->out;
     fprintf(f, "%-28s %-11s %9s %12s %12s %12s %9s  holds\n", "kernel", "how", "launches", "total", "mean", "bytes", "GB/s");
+    int untimed = 0;
     for (int k = 0; k < r.res.stats.nkernels; k++) {
       const RtKernelStat *ks = &r.res.stats.kernels[k];
-      char tot[32], mean[32], by[32];
+      char tot[32], mean[32], by[32], gb[32];
+      /* A kernel the backend ran inside a compiled entry or loop was counted but not timed on its
+       * own (a clock read per launch would cost as much as a small kernel): its time is in that
+       * row, and this one says so rather than 0. */
+      bool timed = ks->total_ns > 0 || ks->launches == 0;
+      untimed += !timed;
       fx_format_time(tot, sizeof tot, ks->total_ns, FX_TIME_RUN);
       fx_format_time(mean, sizeof mean, ks->launches ? ks->total_ns / (double)ks->launches : 0, FX_TIME_RUN);
       fx_format_bytes(by, sizeof by, (double)ks->bytes, FX_BYTES_RUN);
-      double gbs = ks->total_ns > 0 ? (double)ks->bytes / ks->total_ns : 0;
-      fprintf(f, "%-28s %-11s %9lld %12s %12s %12s %9.2f  ", ks->instr->name, ks->how, (long long)ks->launches, tot, mean, by, gbs);
+      snprintf(gb, sizeof gb, "%.2f", ks->total_ns > 0 ? (double)ks->bytes / ks->total_ns : 0);
+      if (!timed) {
+        snprintf(tot, sizeof tot, "-");
+        snprintf(mean, sizeof mean, "-");
+        snprintf(gb, sizeof gb, "-");
+      }
+      fprintf(f, "%-28s %-11s %9lld %12s %12s %12s %9s  ", ks->instr->name, ks->how, (long long)ks->launches, tot, mean, by, gb);
       const IrComputation *fc = ir_fused_computation(ks->instr);
       if (fc) {
         int shown = 0;
@@ -283,6 +294,9 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
     char tm[32];
     fx_format_time(tm, sizeof tm, r.res.median_ns, FX_TIME_RUN);
     fprintf(f, "total %s, %lld launches\n", tm, (long long)r.res.stats.counters.launches);
+    if (untimed)
+      fprintf(f, "'-': %d kernel%s ran inside the compiled stage or a compiled loop and %s not timed alone; "
+                 "their time is in the entry and loop rows\n", untimed, untimed == 1 ? "" : "s", untimed == 1 ? "was" : "were");
     if (a.trace && !write_trace(a.trace, &r.res.stats))
       ok = repl_arg_error(s, err, a.trace_arg, "cannot write the trace %s: %s", a.trace, strerror(errno));
     else if (a.trace) fprintf(f, "trace written to %s (open it in Perfetto or chrome://tracing)\n", a.trace);
