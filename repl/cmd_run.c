@@ -135,17 +135,21 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err);
 
 /* The CPU backend's kernels call SLEEF (within 1 ulp per call) where the interpreter calls libm,
  * so a long computation can drift past --check's tolerance with every kernel right: a chaotic
- * simulation loop over 10,000 steps does. When the check fails with SLEEF, the stage runs again
- * on the same inputs with libm; if that agrees, the kernels are right and the output says what
- * differed and why; if not, the check fails as it would have. */
-static bool check_with_libm(Session *s, RunArgs *a, const RtOptions *o, const RtCheck *sleef, FxError *err) {
+ * simulation loop over 10,000 steps does. When the check fails with SLEEF, the stage runs once
+ * more on the same inputs with libm and is compared with the same reference; if that agrees, the
+ * kernels are right and the output says what differed and why; if not, the check fails as it
+ * would have. */
+static bool check_with_libm(Session *s, const RunArgs *a, const StageRun *r, const RtTensor *want,
+                            const RtCheck *sleef, FxError *err) {
+  RunArgs once = *a;
+  once.repeat = 1;
   cpu_set_default_vecmath(false);
-  StageRun r2 = {0};
-  bool ok = run_stage(s, a, &r2, err) && r2.ok;
-  RtCheck c2 = {0};
-  if (ok) ok = rt_check_with_interp(r2.m, r2.m, r2.args, r2.res.result, o, &c2, err);
+  RtStageRun res;
+  bool ok = execute(s, r->m, &once, r->args, &res, err);
   cpu_set_default_vecmath(true);
-  if (r2.m) stage_run_free(&r2);
+  RtCheck c2 = {0};
+  if (ok) rt_check_against(res.result, want, &c2);
+  rt_stage_run_free(&res);
   if (!ok) return false;
   if (!c2.agrees) return fx_error_set(err, NULL, 0, 0, "check failed: %s", sleef->differs);
   fprintf(s->out,
@@ -218,11 +222,14 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   if (ok && a.check) {
     RtOptions o = {.seed = a.seed, .interrupted = s->interrupted};
     RtCheck c;
-    ok = rt_check_with_interp(r.m, r.m, r.args, r.res.result, &o, &c, err);
+    RtTensor *want = NULL;
+    ok = rt_check_reference(r.m, r.m, r.args, &o, &want, err);
+    if (ok) rt_check_against(r.res.result, want, &c);
     if (ok && !c.agrees && r.res.backend == &rt_backend_cpu && cpu_vecmath_is_sleef())
-      ok = check_with_libm(s, &a, &o, &c, err);
+      ok = check_with_libm(s, &a, &r, want, &c, err);
     else if (ok && !c.agrees) ok = fx_error_set(err, NULL, 0, 0, "check failed: %s", c.differs);
     else if (ok) fprintf(s->out, "check: every output agrees with the reference interpreter (worst error %.3g)\n", c.worst);
+    rt_tensor_unref(want);
   }
   stage_run_free(&r);
   return ok;

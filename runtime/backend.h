@@ -106,6 +106,11 @@ typedef struct {
 } RtCheck;
 bool rt_check_with_interp(const IrModule *ref, const IrModule *m, RtTensor **args, const RtTensor *got,
                           const RtOptions *o, RtCheck *c, FxError *err);
+/* Its two halves, for comparing several results with one reference: the interpreter's result
+ * (*want, the caller's to unref), and the comparison of got with it. */
+bool rt_check_reference(const IrModule *ref, const IrModule *m, RtTensor **args, const RtOptions *o, RtTensor **want,
+                        FxError *err);
+void rt_check_against(const RtTensor *got, const RtTensor *want, RtCheck *c);
 
 /* CPU backend settings. */
 typedef struct {

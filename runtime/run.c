@@ -103,15 +103,18 @@ void rt_stage_run_free(RtStageRun *r) {
   memset(r, 0, sizeof *r);
 }
 
-bool rt_check_with_interp(const IrModule *ref, const IrModule *m, RtTensor **args, const RtTensor *got,
-                          const RtOptions *o, RtCheck *c, FxError *err) {
-  memset(c, 0, sizeof *c);
+bool rt_check_reference(const IrModule *ref, const IrModule *m, RtTensor **args, const RtOptions *o, RtTensor **want,
+                        FxError *err) {
+  *want = NULL;
   /* ref when its parameters are the stage's; otherwise the stage itself (a pass changed them) */
   bool same = ref && ref->entry->nparams == m->entry->nparams;
   for (int k = 0; same && k < m->entry->nparams; k++) same = rt_tensor_matches(args[k], &ref->entry->params[k]->shape);
   if (!same) ref = m;
-  RtTensor *want = NULL;
-  if (!rt_interp_run(ref, args, ref->entry->nparams, o, &want, NULL, err)) return false;
+  return rt_interp_run(ref, args, ref->entry->nparams, o, want, NULL, err);
+}
+
+void rt_check_against(const RtTensor *got, const RtTensor *want, RtCheck *c) {
+  memset(c, 0, sizeof *c);
   RtCompare cmp;
   rt_compare(got, want, &cmp);
   c->agrees = cmp.ok;
@@ -120,6 +123,14 @@ bool rt_check_with_interp(const IrModule *ref, const IrModule *m, RtTensor **arg
     if (cmp.tuple_index >= 0) snprintf(c->differs, sizeof c->differs, "out.%d %s", cmp.tuple_index, cmp.what);
     else snprintf(c->differs, sizeof c->differs, "out %s", cmp.what);
   }
+}
+
+bool rt_check_with_interp(const IrModule *ref, const IrModule *m, RtTensor **args, const RtTensor *got,
+                          const RtOptions *o, RtCheck *c, FxError *err) {
+  memset(c, 0, sizeof *c);
+  RtTensor *want = NULL;
+  if (!rt_check_reference(ref, m, args, o, &want, err)) return false;
+  rt_check_against(got, want, c);
   rt_tensor_unref(want);
   return true;
 }
