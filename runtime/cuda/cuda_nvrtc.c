@@ -340,6 +340,21 @@ static bool nvrtc_failed(nvrtcResult r, const char *what, FxError *err) {
       goto done;                                                            \
     }                                                                       \
   } while (0)
+
+/* A text NVRTC holds for prog (its log, its PTX), read with its size and get functions into a
+ * fresh, terminated buffer. */
+static bool nvrtc_text(nvrtcProgram prog, nvrtcResult (*size_fn)(nvrtcProgram, size_t *), const char *size_name,
+                       nvrtcResult (*get_fn)(nvrtcProgram, char *), const char *get_name, const char *what, char **out,
+                       FxError *err) {
+  size_t n = 0;
+  nvrtcResult r = size_fn(prog, &n);
+  if (r != NVRTC_SUCCESS) return nvrtc_failed(r, size_name, err);
+  if (!(*out = fx_malloc(n + 1))) return fx_error_set(err, NULL, 0, 0, "out of memory reading %s", what);
+  (*out)[0] = 0;
+  if ((r = get_fn(prog, *out)) != NVRTC_SUCCESS) return nvrtc_failed(r, get_name, err);
+  (*out)[n] = 0;
+  return true;
+}
 #endif
 
 bool cuda_nvrtc_compile(const char *source, const char *file, const char *kernel,
@@ -409,16 +424,9 @@ bool cuda_nvrtc_compile(const char *source, const char *file, const char *kernel
   nvrtcProgram prog = NULL;
   NVRTC_CHECK(err, nvrtcCreateProgram(&prog, source, file ? file : "kernel.cu", 0, NULL, NULL));
   nvrtcResult cr = nvrtcCompileProgram(prog, nopts, opts);
-  size_t lsize = 0;
-  NVRTC_CHECK(err, nvrtcGetProgramLogSize(prog, &lsize));
-  out->log = fx_malloc(lsize + 1);
-  if (!out->log) {
-    ok = fx_error_set(err, NULL, 0, 0, "out of memory reading the NVRTC log");
+  if (!(ok = nvrtc_text(prog, nvrtcGetProgramLogSize, "nvrtcGetProgramLogSize(prog, &lsize)", nvrtcGetProgramLog,
+                        "nvrtcGetProgramLog(prog, out->log)", "the NVRTC log", &out->log, err)))
     goto done;
-  }
-  out->log[0] = 0;
-  NVRTC_CHECK(err, nvrtcGetProgramLog(prog, out->log));
-  out->log[lsize] = 0;
   if (cr != NVRTC_SUCCESS) {
     /* The first "error" line of the log says what went wrong in the source. */
     const char *e = strstr(out->log, "error");
@@ -436,17 +444,9 @@ bool cuda_nvrtc_compile(const char *source, const char *file, const char *kernel
     goto done;
   }
   NVRTC_CHECK(err, nvrtcGetCUBIN(prog, out->cubin));
-  if (opt->want_ptx) {
-    size_t psize = 0;
-    NVRTC_CHECK(err, nvrtcGetPTXSize(prog, &psize));
-    out->ptx = fx_malloc(psize + 1);
-    if (!out->ptx) {
-      ok = fx_error_set(err, NULL, 0, 0, "out of memory reading the PTX");
-      goto done;
-    }
-    NVRTC_CHECK(err, nvrtcGetPTX(prog, out->ptx));
-    out->ptx[psize] = 0;
-  }
+  if (opt->want_ptx && !(ok = nvrtc_text(prog, nvrtcGetPTXSize, "nvrtcGetPTXSize(prog, &psize)", nvrtcGetPTX,
+                                          "nvrtcGetPTX(prog, out->ptx)", "the PTX", &out->ptx, err)))
+    goto done;
   cuda_ptxas_parse(out->log, kernel, &out->res);
   if (use_cache) {
     write_all(lpath, out->log, strlen(out->log));
