@@ -2229,23 +2229,45 @@ bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   k->instr = i;
   k->inplace_input = -1;
   snprintf(k->name, sizeof k->name, "fx_sort_%d", i->id);
-  int n = i->noperands;
-  const IrComputation *cmp = ir_attr_comp(i, "to_apply");
+  /* sort-iota-fusion's kCustom fusion: a sort of the fusion's parameters and of iotas */
+  const IrInstr *sort = i;
+  if (i->op == IR_OP_FUSION) {
+    const IrComputation *fc = ir_fused_computation(i);
+    sort = fc && fc->root && fc->root->op == IR_OP_SORT ? fc->root : NULL;
+    for (int q = 0; sort && q < fc->ninstrs; q++) {
+      const IrInstr *x = fc->instrs[q];
+      if (x != sort && x->op != IR_OP_PARAMETER && x->op != IR_OP_IOTA) sort = NULL;
+    }
+    if (!sort) return fx_error_set(err, NULL, 0, 0, "%s: not a fusion of a sort and its iotas", i->name);
+  }
+  int n = sort->noperands;
+  const IrComputation *cmp = ir_attr_comp(sort, "to_apply");
   int64_t dim = 0;
-  if (i->op != IR_OP_SORT || n < 1 || n > 16 || !cmp || !cmp->root)
+  if (sort->op != IR_OP_SORT || n < 1 || n > 16 || !cmp || !cmp->root)
     return fx_error_set(err, NULL, 0, 0, "%s: not a sort with a comparator", i->name);
-  const IrShape *s0 = &i->operands[0]->shape;
-  if (ir_attr_dims(i, "dimensions", &dim, 1) != 1 || dim < 0 || dim >= (s0->rank ? s0->rank : 1) || s0->rank == 0)
+  const IrShape *s0 = &sort->operands[0]->shape;
+  if (ir_attr_dims(sort, "dimensions", &dim, 1) != 1 || dim < 0 || dim >= (s0->rank ? s0->rank : 1) || s0->rank == 0)
     return fx_error_set(err, NULL, 0, 0, "%s: a sort needs dimensions={d} within its operands' rank", i->name);
   for (int j = 0; j < n; j++) {
-    const IrShape *s = &i->operands[j]->shape;
+    const IrInstr *o = sort->operands[j];
+    const IrShape *s = &o->shape;
     if (s->type == IR_TUPLE || !emit_storage_type(s->type) || !ir_shape_same_dims(s, s0) || !default_layout(s))
       return fx_error_set(err, NULL, 0, 0, "%s: sort operand %d is not generated", i->name, j);
-    k->in_types[j] = k->out_types[j] = s->type;
-    k->out_shapes[j] = n > 1 ? &i->shape.tuple[j] : &i->shape;
+    int64_t d = 0;
+    if (o->op == IR_OP_IOTA && sort != i) {
+      if (!ir_attr_int(o, "iota_dimension", &d) || d < 0 || d >= s->rank || !ir_type_is_int(s->type))
+        return fx_error_set(err, NULL, 0, 0, "%s: sort operand %d is an iota that is not generated", i->name, j);
+      k->sort_src[j] = -1 - (int)d;
+    } else {
+      k->sort_src[j] = sort == i ? j : (int)o->param_number;
+    }
+    k->out_types[j] = s->type;
+    k->out_shapes[j] = n > 1 ? &sort->shape.tuple[j] : &sort->shape;
     k->out_tuple_index[j] = n > 1 ? j : -1;
   }
-  if ((n > 1 && (i->shape.type != IR_TUPLE || i->shape.ntuple != n)) || (n == 1 && i->shape.type == IR_TUPLE))
+  k->ninputs = sort == i ? n : i->noperands;
+  for (int j = 0; j < k->ninputs; j++) k->in_types[j] = i->operands[j]->shape.type;
+  if ((n > 1 && (sort->shape.type != IR_TUPLE || sort->shape.ntuple != n)) || (n == 1 && sort->shape.type == IR_TUPLE))
     return fx_error_set(err, NULL, 0, 0, "%s: the sort's result does not match its operands", i->name);
   if (!check_supported(cmp, NULL, err, 1)) return false;
   int64_t len = s0->dims[dim], stride = 1, count = ir_shape_elements(s0);
@@ -2253,7 +2275,7 @@ bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   if (len < 1 || len > EMIT_SORT_MAX_LEN)
     return fx_error_set(err, NULL, 0, 0, "%s: a sort of lines of %lld elements is not generated (at most %d)", i->name,
                         (long long)len, EMIT_SORT_MAX_LEN);
-  k->ninputs = k->noutputs = n;
+  k->noutputs = n;
   k->sort_len = len;
   k->sort_stride = stride;
   k->nparts = 1;
@@ -2266,13 +2288,29 @@ bool emit_sort_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err) {
   return true;
 }
 
+/* The value of sort operand j at flat position `pos` (a C expression) as storage text: a load of
+ * its input, or an iota's coordinate along its dimension. */
+static void sort_operand_at(char *out, size_t n, const EmitKernel *k, const IrShape *s, int j, const char *pos) {
+  const char *st = emit_storage_type(k->out_types[j]);
+  if (k->sort_src[j] >= 0) {
+    snprintf(out, n, "((const %s *)bufs[%d])[%s]", st, k->sort_src[j], pos);
+    return;
+  }
+  int d = -1 - k->sort_src[j];
+  int64_t inner = 1;
+  for (int q = d + 1; q < s->rank; q++) inner *= s->dims[q];
+  snprintf(out, n, "((%s)(((%s) / %lldll) %% %lldll))", st, pos, (long long)inner, (long long)s->dims[d]);
+}
+
 /* The sort kernel's wrapper (see emit_sort_kernel_init): a comparator function over two positions
  * of a line, and per line an insertion sort of runs of 16 then a bottom-up merge, both stable
  * (an element moves before another only when the comparator says it goes first). */
 static bool emit_sort_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
   const IrInstr *i = k->instr;
+  if (i->op == IR_OP_FUSION) i = ir_fused_computation(i)->root;
   const IrComputation *cmp = ir_attr_comp(i, "to_apply");
-  int n = k->ninputs;
+  const IrShape *s0 = &i->operands[0]->shape;
+  int n = k->noutputs, nin = k->ninputs;
   long long len = (long long)k->sort_len, stride = (long long)k->sort_stride;
   emit_printf(b, "static inline int %s_less(char *const *bufs, int64_t base, int64_t a, int64_t c) {\n", k->name);
   Gen g;
@@ -2284,13 +2322,13 @@ static bool emit_sort_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
   g.err = err;
   Val args[32], res;
   for (int j = 0; j < n; j++) {
-    const char *st = emit_storage_type(k->in_types[j]);
-    char ld[160], v[200];
+    char pos[96], ld[200], v[260];
     for (int side = 0; side < 2; side++) {
-      snprintf(ld, sizeof ld, "((const %s *)bufs[%d])[base + %s * %lldll]", st, j, side ? "c" : "a", stride);
-      from_storage(v, sizeof v, k->in_types[j], ld);
+      snprintf(pos, sizeof pos, "base + %s * %lldll", side ? "c" : "a", stride);
+      sort_operand_at(ld, sizeof ld, k, s0, j, pos);
+      from_storage(v, sizeof v, k->out_types[j], ld);
       args[2 * j + side] = newvar(&g, "v");
-      line(&g, "const %s %s = %s;", emit_compute_type(k->in_types[j]), args[2 * j + side].s, v);
+      line(&g, "const %s %s = %s;", emit_compute_type(k->out_types[j]), args[2 * j + side].s, v);
     }
   }
   bool ok = inline_scalar(&g, cmp, args, 2 * n, &res, 1);
@@ -2321,10 +2359,12 @@ static bool emit_sort_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
   emit_printf(b, "        while (a < m) t[o++] = v[a++];\n        while (c < e) t[o++] = v[c++];\n      }\n");
   emit_printf(b, "      int32_t *x = v; v = t; t = x;\n    }\n");
   for (int j = 0; j < n; j++) {
-    const char *st = emit_storage_type(k->in_types[j]);
+    const char *st = emit_storage_type(k->out_types[j]);
+    char pos[96], ld[200];
+    snprintf(pos, sizeof pos, "base + v[q] * %lldll", stride);
+    sort_operand_at(ld, sizeof ld, k, s0, j, pos);
     emit_printf(b, "    for (int64_t q = 0; q < %lldll; q++)\n", len);
-    emit_printf(b, "      ((%s *)bufs[%d])[base + q * %lldll] = ((const %s *)bufs[%d])[base + v[q] * %lldll];\n", st, n + j, stride,
-                st, j, stride);
+    emit_printf(b, "      ((%s *)bufs[%d])[base + q * %lldll] = %s;\n", st, nin + j, stride, ld);
   }
   emit_printf(b, "  }\n}\n\n");
   return !b->oom;

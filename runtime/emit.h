@@ -64,6 +64,7 @@ typedef struct {
   int nparts;
   EmitPart parts[EMIT_MAX_PARTS];
   int64_t sort_len, sort_stride;     /* a sort kernel (emit_sort_kernel_init): its lines; 0 otherwise */
+  int sort_src[16];                  /* its operand j: input sort_src[j], or (-1 - d) an iota along d */
   bool scatter;                      /* a scatter kernel (emit_scatter_kernel_init) */
   int inplace_input;                 /* the input an in-place variant updates (emit_inplace), or -1 */
 } EmitKernel;
@@ -73,9 +74,10 @@ typedef struct {
  * run the kernel through rt_exec_instr. */
 bool emit_kernel_init(EmitKernel *k, const IrInstr *i, FxError *err);
 
-/* A sort (unfused, on the CPU) as a kernel: its one part ranges over the lines to sort (every
- * position but the sorted dim's), and emit_c_wrapper makes a stable merge sort of each line with
- * the comparator inlined, then moves every operand's elements into place. Lines longer than
+/* A sort (unfused, or sort-iota-fusion's fusion of a sort with the iotas it reads, on the CPU) as a
+ * kernel: its one part ranges over the lines to sort (every position but the sorted dim's), and
+ * emit_c_wrapper makes a stable merge sort of each line with the comparator inlined (an iota
+ * operand computed from the position), then moves every operand's elements into place. Lines longer than
  * EMIT_SORT_MAX_LEN (the wrapper keeps two index arrays of a line on the stack) are refused, as
  * are comparators the emitter cannot generate. Returns false with the reason in err. */
 #define EMIT_SORT_MAX_LEN 65536

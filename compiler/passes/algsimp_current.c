@@ -25,6 +25,7 @@
  *   dynamic-update-slice(broadcast(s), u, constant starts) -> pad(u, s)   HandleDynamicUpdateSlice
  *   dynamic-update-slice(x, u) with u the whole of x -> u
  *   broadcast(iota) -> iota                                    HandleBroadcast
+ *   reshape(iota) -> iota (or a sum of iotas)                  HandleReshape
  *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
  *                               TryToSinkBroadcastAfterOpWithUniqueNonScalarOperand
  *   conditional(convert(pred p), b0, b1) -> conditional(p, true=b1, false=b0)
@@ -680,6 +681,90 @@ static bool broadcast(Simp *s, IrInstr *i) {
   return false;
 }
 
+/* ---------- reshape ---------- */
+
+/* XLA's CommonFactors (util.cc): the pairs (i, j) where the first i dimensions of a and the first j
+ * of b hold the same number of elements, as XLA lists them (ones and zeros included). Returns how
+ * many pairs were written to out (at most 2 * (na + nb) + 2). */
+static int common_factors(const int64_t *a, int na, const int64_t *b, int nb, int (*out)[2]) {
+  int n = 0;
+  bool equal = na == nb;
+  for (int k = 0; equal && k < na; k++) equal = a[k] == b[k];
+  if (equal) {
+    for (int k = 0; k <= na; k++) out[n][0] = out[n][1] = k, n++;
+    return n;
+  }
+  int i = 0, j = 0, pi = -1, pj = -1;
+  while (i < na && j < nb && a[i] == b[j]) {
+    pi = i, pj = j;
+    out[n][0] = i++, out[n][1] = j++, n++;
+  }
+  int64_t ra = 1, rb = 1;
+  for (int k = i; k < na; k++) ra *= a[k];
+  for (int k = j; k < nb; k++) rb *= b[k];
+  if (ra != rb) {
+    out[0][0] = out[0][1] = 0, out[1][0] = na, out[1][1] = nb;
+    return 2;
+  }
+  if (ra == 0) {
+    out[n][0] = i, out[n][1] = j, n++;
+    out[n][0] = na, out[n][1] = nb, n++;
+    return n;
+  }
+  for (int64_t sa = 1, sb = 1;;) {
+    if (sa == sb && (i > pi || j > pj)) {
+      pi = i, pj = j;
+      out[n][0] = i, out[n][1] = j, n++;
+      continue;
+    }
+    bool ia = i < na, ib = j < nb;
+    if (!ia && !ib) break;
+    bool next_a = sa < sb || (ia && (!ib || (sa == sb && a[i] <= b[j])));
+    bool next_b = sb < sa || (ib && (!ia || (sb == sa && b[j] <= a[i])));
+    if (next_a) sa *= a[i++];
+    if (next_b) sb *= b[j++];
+  }
+  return n;
+}
+
+/* reshape(iota) -> iota, or the mixed-radix sum of iotas when the iota's dimension splits into
+ * several (HandleReshape): s32[2,3,4] reshape(s32[24] iota) is iota(2) + 4 * iota(1) + 12 * iota(0). */
+static bool reshape_iota(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0];
+  int64_t d;
+  if (x->op != IR_OP_IOTA || !ir_attr_int(x, "iota_dimension", &d)) return false;
+  int f[4 * IR_MAX_RANK + 4][2];
+  int nf = common_factors(x->shape.dims, x->shape.rank, i->shape.dims, i->shape.rank, f);
+  int at = -1, next = -1;
+  for (int k = 0; k < nf && at < 0; k++)
+    if (f[k][0] == d && i->shape.dims[f[k][1]] > 1) at = k;
+  for (int k = 0; k < nf && next < 0; k++)
+    if (f[k][0] == d + 1) next = k;
+  if (at < 0 || next < 0 || at + 1 >= nf) return false;
+  IrInstr *sum = NULL;
+  int64_t multiplier = 1;
+  for (int dim = f[at + 1][1] - 1; dim >= f[at][1]; dim--) {
+    IrInstr *io = add_before(i, IR_OP_IOTA, &i->shape, NULL, 0, "iota");
+    if (!io) return false;
+    ir_attr_set_int(io, "iota_dimension", dim);
+    if (sum) {
+      IrInstr *k = scalar_like(i, &i->shape, (double)multiplier, "constant");
+      IrInstr *mops[2] = {io, k};
+      IrInstr *mul = k ? add_before(i, IR_OP_MULTIPLY, &i->shape, mops, 2, "multiply") : NULL;
+      IrInstr *aops[2] = {sum, mul};
+      sum = mul ? add_before(i, IR_OP_ADD, &i->shape, aops, 2, "add") : NULL;
+      if (!sum) return false;
+    } else {
+      sum = io;
+    }
+    multiplier *= i->shape.dims[dim];
+  }
+  if (!sum) return false;
+  return algsimp_forward(s, i, sum, sum->op == IR_OP_IOTA ? "a reshape of an iota is an iota"
+                                                          : "a reshape of an iota is a sum of iotas, one per dimension "
+                                                            "its dimension splits into");
+}
+
 /* ---------- dynamic-update-slice ---------- */
 
 /* A dynamic-update-slice of an update into a broadcast scalar, at constant starts, is the update
@@ -876,6 +961,8 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
     return dynamic_update_slice(s, i);
   case IR_OP_REDUCE_PRECISION:
     return i->noperands == 1 && reduce_precision(s, i);
+  case IR_OP_RESHAPE:
+    return i->noperands == 1 && reshape_iota(s, i);
   default:
     return false;
   }

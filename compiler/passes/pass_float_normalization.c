@@ -185,38 +185,6 @@ static bool convert_output(IrInstr *h) {
   return true;
 }
 
-/* A copy of computation src, placed just before it in the module's order. */
-static IrComputation *clone_computation(IrModule *m, IrComputation *src) {
-  const char *name = ir_module_series_name(m, src->name, true);
-  IrComputation *dc = name ? ir_computation_new(m, name) : NULL;
-  if (!dc) return NULL;
-  int n = src->ninstrs;
-  IrInstr **map = fx_calloc((size_t)n + 1, sizeof(IrInstr *));
-  dc->params = arena_alloc(&m->arena, sizeof(IrInstr *) * (size_t)(src->nparams ? src->nparams : 1));
-  dc->nparams = src->nparams;
-  bool ok = map && dc->params;
-  for (int k = 0; k < n; k++) src->instrs[k]->aux = (void *)(intptr_t)(k + 1);
-  for (int k = 0; k < n && ok; k++) {
-    IrInstr *x = src->instrs[k];
-    IrInstr *ops[IR_REMAP_SMALL], **opv = ir_remap_operands(x, src, map, ops);
-    IrInstr *y = opv ? ir_instr_copy(dc, x, opv, x->name) : NULL;
-    if (opv) ir_remap_release(opv, ops);
-    if (!y) {
-      ok = false;
-      break;
-    }
-    if (x->op == IR_OP_PARAMETER && x->param_number >= 0 && x->param_number < dc->nparams) dc->params[x->param_number] = y;
-    map[k] = y;
-  }
-  if (ok && src->root) ir_set_root(dc, map[(int)(intptr_t)src->root->aux - 1]);
-  for (int k = 0; k < n; k++) src->instrs[k]->aux = NULL;
-  fx_free(map);
-  if (!ok) return NULL;
-  /* Callees print before their callers: the copy goes where src is. */
-  simp_place_before(m, dc, src);
-  return dc;
-}
-
 /* ConvertCalledComputations: h's computation with bf16 parameters or result works in f32. */
 static bool convert_called(Norm *n, IrInstr *h) {
   IrComputation *c = ir_attr_comp(h, "to_apply");
@@ -224,7 +192,7 @@ static bool convert_called(Norm *n, IrInstr *h) {
   bool low = count_type(&c->root->shape, IR_BF16) > 0;
   for (int p = 0; p < c->nparams; p++) low = low || (c->params[p] && count_type(&c->params[p]->shape, IR_BF16) > 0);
   if (!low) return true;
-  IrComputation *f = clone_computation(n->m, c);
+  IrComputation *f = simp_clone_computation(n->m, c);
   if (!f) return false;
   ir_attr_set_comp(h, "to_apply", f);
   IrInstr *root = f->root;

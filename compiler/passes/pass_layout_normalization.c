@@ -14,6 +14,7 @@
  *                                          operand: layout-assignment chose that layout)
  *   broadcast that only adds size-1 dimensions  -> bitcast
  *   copy into the layout it already has -> its operand
+ *   bitcast-convert between types of one width -> bitcast
  *
  * So ResNet's filters (01io, parameters) reach cuDNN through one transpose each into o01i, a
  * bf16 NCHW image through a transpose into NHWC and its result through one back, and JAX's
@@ -298,11 +299,29 @@ static bool reshape_keeps_bytes(const IrInstr *r) {
   return true;
 }
 
+/* XLA's HandleBitcastConvert with rewrite_no_op_bitcast_convert_to_bitcast (XLA:GPU sets it): a
+ * bitcast-convert whose result has its operand's dimensions and layout reads the same bytes as
+ * another type of the same width. */
+static bool same_bytes_other_type(const IrInstr *i) {
+  const IrShape *a = &i->shape, *b = &i->operands[0]->shape;
+  if (i->op != IR_OP_BITCAST_CONVERT || !ir_shape_is_array(b) || !ir_shape_same_dims(a, b) ||
+      ir_type_bits(a->type) != ir_type_bits(b->type) || is_default(a) != is_default(b))
+    return false;
+  for (int k = 0; !is_default(a) && k < a->rank; k++)
+    if (a->minor_to_major[k] != b->minor_to_major[k]) return false;
+  return true;
+}
+
 static bool to_bitcast(Normalizer *n, IrInstr *i) {
-  if (i->noperands != 1 || !ir_shape_is_array(&i->shape) || i->shape.type != i->operands[0]->shape.type) return true;
+  if (i->noperands != 1 || !ir_shape_is_array(&i->shape)) return true;
   const char *what = NULL;
   bool laid = !is_default(&i->shape); /* the layout layout-assignment chose for a GEMM operand */
-  if (laid && i->op == IR_OP_TRANSPOSE && transpose_keeps_bytes(i))
+  if (same_bytes_other_type(i))
+    what = "it reads the same bytes as another type of the same width (the layout-sensitive simplifier's no-op "
+           "bitcast-convert)";
+  else if (i->shape.type != i->operands[0]->shape.type)
+    return true;
+  else if (laid && i->op == IR_OP_TRANSPOSE && transpose_keeps_bytes(i))
     what = "its layout leaves the bytes where they are (the layout-sensitive simplifier's transpose-is-bitcast)";
   else if (laid && i->op == IR_OP_RESHAPE && reshape_keeps_bytes(i))
     what = "its layout keeps the elements in their order in memory";

@@ -38,6 +38,10 @@ extern const Pass pass_tree_reduction;           /* pass_tree_reduction.c: reduc
 /* XLA:GPU's library and layout rewrites before fusion (priority pipeline) */
 extern const Pass pass_dot_dimension_sorter;   /* pass_dot_dimension_sorter.c: contracting dims in order */
 extern const Pass pass_dot_decomposer;         /* pass_dot_decomposer.c: einsum dots -> matrix multiplications */
+extern const Pass pass_batched_gather_scatter; /* pass_batched_gather_scatter.c: batching dims -> iota indices */
+extern const Pass pass_sort_rewriter;          /* pass_sort_rewriter.c: sorts CUB does faster -> CUB calls */
+extern const Pass pass_stable_sort_expander;   /* pass_stable_sort_expander.c: is_stable -> iota tie-breaker */
+extern const Pass pass_sort_iota_fusion;       /* ../fusion/pass_sort_iota_fusion.c: sort + its iotas -> kCustom */
 extern const Pass pass_topk_specializer;       /* pass_topk_specializer.c: small topk -> __gpu$TopK */
 extern const Pass pass_dot_strength_reduction; /* pass_dot_strength_reduction.c: vector dots -> multiply + reduce */
 extern const Pass pass_dot_merger;             /* pass_dot_merger.c: dots sharing an operand -> one GEMM */

@@ -71,6 +71,10 @@ bool simp_rewrite_each(IrModule *m, PassContext *cx, IrOpcode op, SimpRewrite fn
 IrInstr *simp_add_like(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *s, IrInstr **ops, int n,
                        const char *base, const IrInstr *like);
 
+/* A copy of computation src (its instructions and itself named after src's, made unique in the
+ * module), placed just before src in m's order. NULL when out of memory. */
+IrComputation *simp_clone_computation(IrModule *m, IrComputation *src);
+
 /* Moves computation c, when it comes after `before` in m's order, to just before it: callees
  * print before their callers (a pass that adds a computation calls this with its caller's). */
 void simp_place_before(IrModule *m, IrComputation *c, const IrComputation *before);

@@ -474,7 +474,7 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         FxError why = {0};
         const IrComputation *fc = ir_fused_computation(i);
         const IrInstr *root = fc ? fc->root : i;
-        if (!emit_kernel_init(ek, i, &why) && !(i->op == IR_OP_SORT && emit_sort_kernel_init(ek, i, &why)) &&
+        if (!emit_kernel_init(ek, i, &why) && !((i->op == IR_OP_SORT || i->op == IR_OP_FUSION) && emit_sort_kernel_init(ek, i, &why)) &&
             !(root && root->op == IR_OP_SCATTER && emit_scatter_kernel_init(ek, i, &why)) &&
             !(i->op == IR_OP_DOT && emit_dot_kernel_init(ek, i, &why))) {
           k->how = K_INTERP;

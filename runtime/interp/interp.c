@@ -1017,6 +1017,7 @@ bool rt_exec_instr(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, 
     PlanCustomCall cc = plan_custom_call(i);
     if (cc == PLAN_CC_CUDNN_CONV || cc == PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION) return rt_op_cudnn_conv(x, i, ops, n, out, err);
     if (cc == PLAN_CC_GPU_TOPK && n == 1) return rt_op_topk(x, i, ops, out, err); /* topk-specializer's call */
+    if (cc == PLAN_CC_CUB_SORT_KEYS || cc == PLAN_CC_CUB_SORT_PAIRS) return rt_op_cub_sort(x, i, ops, n, out, err);
     char msg[320];
     snprintf(msg, sizeof msg, "custom-call target %s is not known to the interpreter", t ? t : "(none)");
     return instr_error(i, err, msg);

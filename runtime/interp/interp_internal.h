@@ -133,6 +133,8 @@ bool rt_op_sort(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxE
 bool rt_op_rng(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_rng_bit_generator(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 bool rt_op_map(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
+/* sort-rewriter's CUB radix sort calls (xla.gpu.ext.cub_sort_keys / _pairs) */
+bool rt_op_cub_sort(RtExec *x, const IrInstr *i, RtTensor **ops, int n, RtTensor **out, FxError *err);
 bool rt_op_topk(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxError *err);
 
 /* Evaluates a scalar computation (reduce's to_apply, a comparator, a combiner) on scalar values

@@ -1311,6 +1311,69 @@ bool rt_op_sort(RtExec *x, const IrInstr *i, RtTensor **ops, RtTensor **out, FxE
   return finish_results(res, n, i->shape.type == IR_TUPLE, out, err);
 }
 
+/* CUB's radix sort (sort-rewriter's custom calls xla.gpu.ext.cub_sort_keys and _pairs): each row of
+ * the keys' last dimension sorted by the keys' bits as CUB orders them (unsigned as they are, signed
+ * with the sign bit flipped, floats with the sign bit flipped when positive and every bit when
+ * negative: -NaN first, +NaN last, -0 before +0), stable, ascending or (backend_config descending =
+ * true) descending; the values move with their keys. The last output is CUB's scratch buffer. */
+typedef struct {
+  uint64_t key;
+  int64_t at;
+} RadixItem;
+
+static int radix_item_cmp(const void *pa, const void *pb) {
+  const RadixItem *a = pa, *b = pb;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return a->at < b->at ? -1 : a->at > b->at;
+}
+
+static uint64_t radix_key(const RtTensor *t, int64_t k) {
+  int bytes = ir_type_bytes(t->type);
+  uint64_t v = 0;
+  memcpy(&v, (const char *)t->data + (size_t)k * (size_t)bytes, (size_t)bytes); /* little-endian */
+  uint64_t sign = (uint64_t)1 << (bytes * 8 - 1), mask = bytes == 8 ? ~(uint64_t)0 : (sign << 1) - 1;
+  if (ir_type_is_float(t->type)) return (v & sign) ? ~v & mask : v | sign;
+  if (ir_type_is_signed(t->type)) return v ^ sign;
+  return v;
+}
+
+bool rt_op_cub_sort(RtExec *x, const IrInstr *i, RtTensor **ops, int n, RtTensor **out, FxError *err) {
+  const IrShape *s = &i->shape;
+  if (n < 1 || n > 2 || s->type != IR_TUPLE || s->ntuple != n + 1 || ops[0]->rank < 1 ||
+      (n == 2 && ops[1]->count != ops[0]->count) || ir_type_bytes(ops[0]->type) < 1 || ir_type_bytes(ops[0]->type) > 8)
+    return instr_error(i, err, "a CUB sort takes keys (and values of the same shape) and returns them with a scratch buffer");
+  const char *cfg = ir_attr_text(i, "backend_config");
+  bool desc = cfg && strstr(cfg, "descending = true") != NULL;
+  RtTensor *keys = ops[0];
+  int64_t len = keys->dims[keys->rank - 1], rows = len ? keys->count / len : 0;
+  RtTensor *res[3] = {0};
+  bool ok = true;
+  for (int k = 0; k <= n && ok; k++) ok = (res[k] = rt_tensor_for_shape(&s->tuple[k], err)) != NULL;
+  RadixItem *items = ok ? fx_malloc(sizeof *items * (size_t)(len ? len : 1)) : NULL;
+  if (ok && !items) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+  for (int64_t r = 0; ok && r < rows; r++) {
+    for (int64_t k = 0; k < len; k++) {
+      uint64_t key = radix_key(keys, r * len + k);
+      items[k].key = desc ? ~key : key;
+      items[k].at = r * len + k;
+    }
+    qsort(items, (size_t)len, sizeof *items, radix_item_cmp);
+    for (int q = 0; q < n; q++) {
+      size_t eb = (size_t)ir_type_bytes(ops[q]->type);
+      for (int64_t k = 0; k < len; k++)
+        memcpy((char *)res[q]->data + (size_t)(r * len + k) * eb, (const char *)ops[q]->data + (size_t)items[k].at * eb, eb);
+    }
+    if ((r & 0xff) == 0 && !rt_exec_poll(x, err)) ok = false;
+  }
+  fx_free(items);
+  if (!ok) {
+    for (int k = 0; k <= n; k++)
+      if (res[k]) rt_tensor_unref(res[k]);
+    return false;
+  }
+  return finish_results(res, n + 1, true, out, err);
+}
+
 /* Stable, largest first (NaN counts as largest, as XLA's): c goes before an earlier q only when
  * strictly better. */
 static bool topk_before(bool largest, double c, double q) { return largest ? c > q || (c != c && q == q) : c < q; }

@@ -19,6 +19,11 @@ target_link_libraries(runtime_corpus PRIVATE fxrepl)
 add_test(NAME runtime.corpus_check COMMAND runtime_corpus WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(runtime.corpus_check PROPERTIES LABELS "runtime;slow"
                      ENVIRONMENT "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache" TIMEOUT 3600)
+# The same check on tests/xla/programs: sorts made CUB calls (their synthetic keys, packed argsort
+# pairs), stable sorts with their tie-breaking iota fused in, vmapped gathers and scatters.
+add_test(NAME runtime.programs_check COMMAND runtime_corpus tests/xla/programs WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(runtime.programs_check PROPERTIES LABELS "runtime"
+                     ENVIRONMENT "FXPLAIN_CACHE_DIR=${CMAKE_BINARY_DIR}/kernel-cache" TIMEOUT 600)
 
 # Every teaching script runs with --check on the CPU (the last stage of both pipelines against the
 # interpreter; the CartPole programs at 40 steps). A few minutes in Release: labelled slow.

@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Writes the programs of tests/xla/programs as JAX lowers them (HLO text before XLA's passes).
+
+    JAX_PLATFORMS=cpu python3 tests/xla/programs/make_programs.py tests/xla/programs
+
+Each is a small JAX program a user writes, for the passes the HLO corpus does not reach: sorts
+(jnp.sort, jnp.argsort, lax.sort_key_val, lax.sort of three operands) at sizes on both sides of
+XLA:GPU's choice between its own sort kernel and CUB's radix sort (SortRewriter's per-GPU
+thresholds), and vmapped indexing (batched gathers and scatters). XLA's references for them come
+from scripts/xla_reference.py (see SOURCE.md here)."""
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+f32, bf16, s32 = jnp.float32, jnp.bfloat16, jnp.int32
+
+
+def spec(shape, dtype):
+    return jax.ShapeDtypeStruct(shape, dtype)
+
+
+PROGRAMS = {
+    # jnp.sort of f32 rows: NaN-last comparator, one operand
+    "sort_rows_f32_64x32768": (lambda x: jnp.sort(x, axis=-1), [spec((64, 32768), f32)]),
+    "sort_rows_f32_8x256": (lambda x: jnp.sort(x, axis=-1), [spec((8, 256), f32)]),
+    # along a dimension that is not the minor one
+    "sort_cols_f32_2048x64": (lambda x: jnp.sort(x, axis=0), [spec((2048, 64), f32)]),
+    # argsort: keys and an iota of indices
+    "argsort_f32_1x100000": (lambda x: jnp.argsort(x, axis=-1), [spec((1, 100000), f32)]),
+    "argsort_bf16_1x65536": (lambda x: jnp.argsort(x, axis=-1), [spec((1, 65536), bf16)]),
+    # integer keys: a plain less-than comparator
+    "sort_s32_1x50000": (lambda x: lax.sort(x, dimension=1), [spec((1, 50000), s32)]),
+    "sort_key_val_s32_f32_1x65536": (lambda k, v: lax.sort_key_val(k, v, dimension=1),
+                                     [spec((1, 65536), s32), spec((1, 65536), f32)]),
+    # three operands, one key
+    "sort_three_f32_16x1024": (lambda k, a, b: lax.sort((k, a, b), dimension=1, num_keys=1),
+                               [spec((16, 1024), f32), spec((16, 1024), f32), spec((16, 1024), s32)]),
+    # vmapped indexing: gathers and scatters with batching dimensions
+    "vmap_gather_f32_16x64": (jax.vmap(lambda x, i: x[i]), [spec((16, 64), f32), spec((16, 8), s32)]),
+    "vmap_scatter_add_f32_8x128": (jax.vmap(lambda x, i, u: x.at[i].add(u)),
+                                   [spec((8, 128), f32), spec((8, 4), s32), spec((8, 4), f32)]),
+}
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    for name, (fn, args) in PROGRAMS.items():
+        text = jax.jit(fn).lower(*args).as_text(dialect="hlo")
+        with open(os.path.join(out, name + ".hlo"), "w") as f:
+            f.write(text)
+        print("wrote", name + ".hlo")
+
+
+if __name__ == "__main__":
+    main()
