@@ -18,6 +18,8 @@
  *   convert(pred X) / broadcast(Y) -> broadcast(1 / Y) * X
  *   (A % B) % B -> A % B;  A % 2^k -> A & (2^k - 1), with the sign (signed)  HandleRemainder
  *   iota % N -> iota when N exceeds the iota's count
+ *   C + A -> A + C;  (A + C1) + C2 -> A + (C1 + C2);  (C1 - A) + C2 -> (C1 + C2) - A   HandleAdd
+ *   A + (B - A) -> B   (integers)
  *   max(x, lowest) -> x;  min(x, highest) -> x              HandleMaximum, HandleMinimum
  *   reduce over dimensions of size 1 -> reshape              HandleReduce
  *   constant of one value -> broadcast(scalar); 0, 1, 2, ... -> iota   HandleConstant
@@ -212,6 +214,68 @@ static bool subtract(Simp *s, IrInstr *i) {
   become(i, IR_OP_ADD, a, neg);
   rewritten(s, i, before, "subtracting a constant is adding its negation");
   return true;
+}
+
+/* ---------- add ---------- */
+
+/* m::Broadcast(m::ConstantScalar(&c)): a broadcast of a scalar constant; c gets the constant. */
+static bool bcast_scalar_constant(IrInstr *x, IrInstr **c) {
+  if (x->op != IR_OP_BROADCAST || x->noperands != 1 || !x->operands[0] || x->operands[0]->op != IR_OP_CONSTANT ||
+      !ir_shape_is_scalar(&x->operands[0]->shape))
+    return false;
+  *c = x->operands[0];
+  return true;
+}
+
+/* XLA's HandleAdd after its identities with zero, in its order:
+ *   C + A => A + C   (a constant first, a non-constant second: constants go on the right);
+ *   (A + C1) + C2 => A + (C1 + C2);   (C1 - A) + C2 => (C1 + C2) - A
+ *     (C1, C2 constants, or broadcasts of scalar constants: the sum is made of the scalars and
+ *     broadcast; constant-folding then folds it);
+ *   A + (B - A) => B;  (B - A) + A => B   (integers only: exact). */
+static bool add(Simp *s, IrInstr *i) {
+  IrInstr *a = i->operands[0], *b = i->operands[1];
+  char before[256];
+  simp_describe(i, before, sizeof before);
+  if (a->op == IR_OP_CONSTANT && b->op != IR_OP_CONSTANT) {
+    become(i, IR_OP_ADD, b, a);
+    rewritten(s, i, before, "constants go on the right of an add (XLA's canonical form, which its reassociations match)");
+    return true;
+  }
+  /* (A + C1) + C2 and (C1 - A) + C2 */
+  for (int form = 0; form < 2; form++) {
+    IrOpcode inner_op = form == 0 ? IR_OP_ADD : IR_OP_SUBTRACT;
+    if (a->op != inner_op || a->noperands != 2) continue;
+    IrInstr *x = form == 0 ? a->operands[0] : a->operands[1], *k1 = form == 0 ? a->operands[1] : a->operands[0];
+    IrInstr *c1 = NULL, *c2 = NULL;
+    bool plain = x->op != IR_OP_CONSTANT && k1->op == IR_OP_CONSTANT && b->op == IR_OP_CONSTANT;
+    bool bcast = !plain && x->op != IR_OP_CONSTANT && bcast_scalar_constant(k1, &c1) && bcast_scalar_constant(b, &c2);
+    if (!plain && !bcast) continue;
+    if (plain) c1 = k1, c2 = b;
+    IrInstr *cops[2] = {c1, c2};
+    IrInstr *sum = add_before(i, IR_OP_ADD, &c1->shape, cops, 2, "add");
+    if (!sum) return false;
+    if (ir_shape_is_scalar(&sum->shape) && !ir_shape_is_scalar(&i->shape)) {
+      sum = add_before(i, IR_OP_BROADCAST, &i->shape, &sum, 1, "broadcast");
+      if (!sum) return false;
+      ir_attr_set_text(sum, "dimensions", "{}");
+    }
+    if (form == 0) become(i, IR_OP_ADD, x, sum);
+    else become(i, IR_OP_SUBTRACT, sum, x);
+    rewritten(s, i, before,
+              form == 0 ? "(A + C1) + C2 is A + (C1 + C2): the constants meet and fold"
+                        : "(C1 - A) + C2 is (C1 + C2) - A: the constants meet and fold");
+    return true;
+  }
+  /* A + (B - A) => B */
+  if (ir_type_is_int(i->shape.type)) {
+    for (int k = 0; k < 2; k++) {
+      IrInstr *x = i->operands[k], *d = i->operands[1 - k];
+      if (d->op == IR_OP_SUBTRACT && d->noperands == 2 && d->operands[1] == x && ir_shape_equal(&d->operands[0]->shape, &i->shape))
+        return algsimp_forward(s, i, d->operands[0], "A + (B - A) is B (integers: exact)");
+    }
+  }
+  return false;
 }
 
 /* ---------- multiply ---------- */
@@ -940,6 +1004,8 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
   switch (i->op) {
   case IR_OP_SUBTRACT:
     return i->noperands == 2 && subtract(s, i);
+  case IR_OP_ADD:
+    return i->noperands == 2 && add(s, i);
   case IR_OP_MULTIPLY:
     return i->noperands == 2 && multiply(s, i);
   case IR_OP_COMPARE:

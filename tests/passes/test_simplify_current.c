@@ -336,6 +336,94 @@ TEST(broadcast_rewrites) {
   classic_leaves_alone(broadcasts);
 }
 
+/* MaxText's loop index arithmetic: (8 - i) - 1, then + 8 where it wrapped. XLA's pre-fusion module
+ * has 7 - i and 15 - i: subtracting 1 becomes adding -1, then (C1 - A) + C2 becomes (C1 + C2) - A
+ * and constant-folding folds the sums. A constant first in an add goes second; (A + C1) + C2 of
+ * broadcast scalars becomes A + broadcast(C1 + C2); an integer A + (B - A) is B. */
+static const char *const adds =
+    "HloModule adds\n\n"
+    "ENTRY main {\n"
+    "  i = s32[] parameter(0)\n"
+    "  x = f32[8] parameter(1)\n"
+    "  n = s32[4] parameter(2)\n"
+    "  eight = s32[] constant(8)\n"
+    "  one = s32[] constant(1)\n"
+    "  d = s32[] subtract(eight, i)\n"
+    "  d1 = s32[] subtract(d, one)\n"
+    "  w = s32[] add(d1, eight)\n"
+    "  two = f32[] constant(2)\n"
+    "  b2 = f32[8] broadcast(two), dimensions={}\n"
+    "  three = f32[] constant(3)\n"
+    "  b3 = f32[8] broadcast(three), dimensions={}\n"
+    "  x2 = f32[8] add(x, b2)\n"
+    "  x3 = f32[8] add(x2, b3)\n"
+    "  c = s32[4] constant({1, 2, 3, 4})\n"
+    "  cn = s32[4] add(c, n)\n"
+    "  m = s32[4] subtract(cn, n)\n"
+    "  back = s32[4] add(n, m)\n"
+    "  ROOT t = (s32[], s32[], f32[8], s32[4]) tuple(d1, w, x3, back)\n"
+    "}\n";
+
+TEST(add_reassociates_constants) {
+  IrModule *m = hlo(adds);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_CONTAINS(log.buf, "(C1 - A) + C2 is (C1 + C2) - A");
+  CHECK_CONTAINS(log.buf, "(A + C1) + C2 is A + (C1 + C2)");
+  CHECK_CONTAINS(log.buf, "constants go on the right of an add");
+  CHECK_CONTAINS(log.buf, "A + (B - A) is B");
+  IrInstr *d1 = ir_module_find_instr(m, "d1"), *w = ir_module_find_instr(m, "w"), *x3 = ir_module_find_instr(m, "x3");
+  CHECK(d1 && d1->op == IR_OP_SUBTRACT && d1->operands[1] == ir_module_find_instr(m, "i") &&
+        d1->operands[0]->op == IR_OP_ADD);
+  CHECK(x3 && x3->op == IR_OP_ADD && x3->operands[0] == ir_module_find_instr(m, "x") &&
+        x3->operands[1]->op == IR_OP_BROADCAST && x3->operands[1]->operands[0]->op == IR_OP_ADD);
+  /* w's inner constant is a sum until constant-folding folds it; the next round reassociates w,
+     as XLA's simplification repeats until nothing changes: 7 - i and 15 - i, as in XLA's module */
+  Log fold = {{0}, 0};
+  CHECK(run_pass(&pass_constant_folding_current, m, &fold));
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &fold));
+  CHECK(run_pass(&pass_constant_folding_current, m, &fold));
+  CHECK(w && w->op == IR_OP_SUBTRACT && w->operands[1] == ir_module_find_instr(m, "i"));
+  CHECK(d1 && d1->operands[0]->op == IR_OP_CONSTANT && d1->operands[0]->literal->values[0] == 7);
+  CHECK(w && w->operands[0]->op == IR_OP_CONSTANT && w->operands[0]->literal->values[0] == 15);
+  IrInstr *root = m->entry->root;
+  CHECK(root->operands[3] == ir_module_find_instr(m, "cn")); /* n + ((c + n) - n) is c + n */
+  check_same_values(adds, m, 4);
+  ir_module_free(m);
+  classic_leaves_alone(adds);
+}
+
+/* A reshape of an iota is an iota when the iota's dimension stays one dimension (argsort's
+ * s32[65536] iota reshaped to [1,65536]), or the mixed-radix sum of iotas when it splits. */
+static const char *const reshaped_iotas =
+    "HloModule ri\n\n"
+    "ENTRY main {\n"
+    "  io = s32[65536] iota(), iota_dimension=0\n"
+    "  r = s32[1,65536] reshape(io)\n"
+    "  io2 = s32[24] iota(), iota_dimension=0\n"
+    "  r2 = s32[2,3,4] reshape(io2)\n"
+    "  ROOT t = (s32[1,65536], s32[2,3,4]) tuple(r, r2)\n"
+    "}\n";
+
+TEST(reshape_of_iota) {
+  IrModule *m = hlo(reshaped_iotas);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_CONTAINS(log.buf, "a reshape of an iota is an iota");
+  CHECK_CONTAINS(log.buf, "a reshape of an iota is a sum of iotas");
+  IrInstr *root = m->entry->root;
+  CHECK(root->operands[0]->op == IR_OP_IOTA && strcmp(ir_attr_text(root->operands[0], "iota_dimension"), "1") == 0);
+  /* iota(2) + 4 * iota(1) + 12 * iota(0) */
+  CHECK(root->operands[1]->op == IR_OP_ADD && count_op(m, IR_OP_IOTA) == 4 && count_op(m, IR_OP_MULTIPLY) == 2);
+  check_same_values(reshaped_iotas, m, 4);
+  ir_module_free(m);
+  classic_leaves_alone(reshaped_iotas);
+}
+
 /* A division by a non-constant stays (integers too: XLA does not simplify integer division
  * further). */
 TEST(what_stays) {
@@ -919,6 +1007,8 @@ int main(void) {
   RUN(multiply_constants_reassociate);
   RUN(no_op_reduce_precision_goes);
   RUN(broadcast_rewrites);
+  RUN(add_reassociates_constants);
+  RUN(reshape_of_iota);
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
   RUN(comparison_expander);
