@@ -35,7 +35,8 @@ SIMPLIFICATION = ["call-inliner", "sharding-remover", "comparison-expander", "sc
                   "reshape-mover", "algsimp", "constant-folding", "while-loop-constant-sinking",
                   "while-loop-simplifier", "conditional-simplifier", "cse",
                   "dce", "tuple-simplifier", "tree-reduction-rewriter", "float-normalization-bf16",
-                  "simplify-fp-conversions", "while-loop-unroll", "simplification-fixpoint"]
+                  "simplify-fp-conversions", "while-loop-unroll", "simplification-fixpoint", "convert-mover",
+                  "simplification-2"]
 
 
 def find(refdir, name, what):

@@ -76,6 +76,8 @@ static const Pass *const registry[] = {
     &pass_cse,
     &pass_dce,
     &pass_simplification_fixpoint,
+    &pass_convert_mover,
+    &pass_simplification_2,
     &pass_tuple_simplifier,
     &pass_sharding_remover,
     &pass_comparison_expander,
@@ -97,6 +99,7 @@ static const Pass *const registry[] = {
     &pass_dot_strength_reduction,
     &pass_dot_merger,
     &pass_transpose_folding,
+    &pass_simplification_2,
     &pass_conv_rewriter,
     &pass_cudnn_fused_conv,
     &pass_layout_assignment,
@@ -179,14 +182,17 @@ static const Pass *const classic_passes[] = {
 static const Pass *const simplification_round[] = {SIMPLIFICATION_ROUND};
 enum { SIMPLIFICATION_MAX_ROUNDS = 25 };
 
-static bool run_simplification_fixpoint(IrModule *m, PassContext *cx, bool *changed) {
+/* Runs the passes of `round` (n of them) in place until a whole round changes nothing, rounds
+ * `first` to SIMPLIFICATION_MAX_ROUNDS, each decision under the pass that made it; a round that
+ * changed something is reported under the stage's own pass. */
+static bool run_fixpoint(IrModule *m, PassContext *cx, const Pass *const *round, int n, int first, const char *what,
+                         bool *changed) {
   const char *own = cx->pass;
-  int nround = (int)(sizeof simplification_round / sizeof simplification_round[0]);
   *changed = false;
-  for (int round = 3; round <= SIMPLIFICATION_MAX_ROUNDS; round++) {
+  for (int r = first; r <= SIMPLIFICATION_MAX_ROUNDS; r++) {
     bool round_changed = false;
-    for (int q = 0; q < nround; q++) {
-      const Pass *p = simplification_round[q];
+    for (int q = 0; q < n; q++) {
+      const Pass *p = round[q];
       if (pass_interrupted(cx)) break;
       if (pass_settings_is_disabled(cx->settings, p->name)) continue;
       bool ch = false;
@@ -200,16 +206,34 @@ static bool run_simplification_fixpoint(IrModule *m, PassContext *cx, bool *chan
     if (!round_changed) break;
     *changed = true;
     PassDecision d = {.pass = own, .stage = cx->stage, .action = "repeat", .accepted = true};
-    pass_emit(cx->sink, &d, "simplification round %d changed the module: XLA runs the round again until one changes "
-              "nothing", round);
+    pass_emit(cx->sink, &d, "%s round %d changed the module: XLA runs the round again until one changes nothing", what, r);
   }
   return true;
+}
+
+static bool run_simplification_fixpoint(IrModule *m, PassContext *cx, bool *changed) {
+  return run_fixpoint(m, cx, simplification_round, (int)(sizeof simplification_round / sizeof simplification_round[0]), 3,
+                      "simplification", changed);
 }
 
 const Pass pass_simplification_fixpoint = {
     "simplification-fixpoint",
     "the simplification round again and again until it changes nothing (XLA's HloPassFix), after the first two",
     run_simplification_fixpoint};
+
+/* XLA:GPU's "simplification-2" (after dot-merger and transpose-folding, before layout assignment):
+ * ConvertMover and algsimp in an HloPassFix, "as a compromise" with reshape-mover, which the first
+ * simplification fixpoint ran to its end. Both run in place until a round changes nothing. */
+static const Pass *const simplification_2_round[] = {&pass_convert_mover, &pass_algsimp_current};
+
+static bool run_simplification_2(IrModule *m, PassContext *cx, bool *changed) {
+  return run_fixpoint(m, cx, simplification_2_round, 2, 1, "simplification-2", changed);
+}
+
+const Pass pass_simplification_2 = {
+    "simplification-2",
+    "convert-mover and algsimp again and again until they change nothing (XLA's simplification-2 pipeline)",
+    run_simplification_2};
 
 /* priority: XLA GPU since 2024. */
 static const Pass *const priority_passes[] = {
@@ -235,6 +259,7 @@ static const Pass *const priority_passes[] = {
     /* XLA:GPU's library and layout rewrites: merged dots, cuDNN convolutions, layouts, bitcasts, Triton GEMMs */
     &pass_dot_merger,
     &pass_transpose_folding,
+    &pass_simplification_2,
     &pass_conv_rewriter,
     &pass_cudnn_fused_conv,
     &pass_layout_assignment,

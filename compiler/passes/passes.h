@@ -12,6 +12,8 @@
 extern const Pass pass_cse;              /* pass_cse.c: common subexpression elimination */
 extern const Pass pass_simplification_fixpoint; /* pass.c: the simplification round until it changes nothing */
 extern const Pass pass_dce;              /* pass_dce.c: dead code elimination */
+extern const Pass pass_convert_mover;    /* pass_convert_mover.c: converts across data movement */
+extern const Pass pass_simplification_2; /* pass.c: convert-mover and algsimp until they change nothing */
 extern const Pass pass_fusion_cse;       /* pass_cse.c: cse inside fused computations, after fusion */
 extern const Pass pass_fusion_dce;       /* pass_dce.c: dce after fusion */
 extern const Pass pass_tuple_simplifier; /* pass_tuple_simplifier.c: gte(tuple) and tuple(gte...) */

@@ -424,6 +424,56 @@ TEST(reshape_of_iota) {
   classic_leaves_alone(reshaped_iotas);
 }
 
+/* convert-mover: a widening convert moves down through a concatenate with a constant that bf16
+ * holds exactly (the constant is converted instead; constant-folding folds it), a narrowing convert
+ * moves up through a transpose and then a slice; a constant bf16 cannot hold stops the move down,
+ * and a convert whose operand has another reader does not move up. */
+static const char *const converts =
+    "HloModule cm\n\n"
+    "ENTRY main {\n"
+    "  a = bf16[4,8] parameter(0)\n"
+    "  w = f32[8,16] parameter(1)\n"
+    "  ca = f32[4,8] convert(a)\n"
+    "  k = f32[2,8] constant({{1, 2, 3, 4, 5, 6, 7, 0.5}, {-1, -2, -3, -4, -5, -6, -7, 0.25}})\n"
+    "  cat = f32[6,8] concatenate(ca, k), dimensions={0}\n"
+    "  cb = f32[4,8] convert(a)\n"
+    "  bad = f32[1,8] constant({{0.1, 0, 0, 0, 0, 0, 0, 0}})\n"
+    "  cat2 = f32[5,8] concatenate(cb, bad), dimensions={0}\n"
+    "  s = f32[8,8] slice(w), slice={[0:8], [0:8]}\n"
+    "  t = f32[8,8] transpose(s), dimensions={1,0}\n"
+    "  n = bf16[8,8] convert(t)\n"
+    "  w2 = f32[8,16] parameter(2)\n"
+    "  t2 = f32[16,8] transpose(w2), dimensions={1,0}\n"
+    "  n2 = bf16[16,8] convert(t2)\n"
+    "  ROOT r = (f32[6,8], f32[5,8], bf16[8,8], bf16[16,8], f32[16,8]) tuple(cat, cat2, n, n2, t2)\n"
+    "}\n";
+
+TEST(convert_mover) {
+  IrModule *m = hlo(converts);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_convert_mover, m, &log));
+  IrInstr *root = m->entry->root;
+  /* cat: convert(concatenate(a, convert(k))) */
+  const IrInstr *c0 = root->operands[0];
+  CHECK(c0->op == IR_OP_CONVERT && c0->operands[0]->op == IR_OP_CONCATENATE && c0->operands[0]->shape.type == IR_BF16);
+  CHECK(c0->operands[0]->operands[1]->op == IR_OP_CONVERT && c0->operands[0]->operands[1]->operands[0]->op == IR_OP_CONSTANT);
+  /* cat2 stays: 0.1 is not a bf16 value */
+  CHECK(root->operands[1]->op == IR_OP_CONCATENATE && root->operands[1]->shape.type == IR_F32);
+  /* n: transpose(slice(convert(w))) in bf16 */
+  const IrInstr *t = root->operands[2];
+  CHECK(t->op == IR_OP_TRANSPOSE && t->shape.type == IR_BF16 && t->operands[0]->op == IR_OP_SLICE &&
+        t->operands[0]->shape.type == IR_BF16 && t->operands[0]->operands[0]->op == IR_OP_CONVERT);
+  /* n2 stays after t2, which the tuple reads too */
+  CHECK(root->operands[3]->op == IR_OP_CONVERT && root->operands[3]->operands[0] == root->operands[4]);
+  CHECK_CONTAINS(log.buf, "the narrower type moves fewer bytes");
+  Log again = {{0}, 0};
+  CHECK(!run_pass(&pass_convert_mover, m, &again));
+  check_same_values(converts, m, 5);
+  ir_module_free(m);
+}
+
 /* A division by a non-constant stays (integers too: XLA does not simplify integer division
  * further). */
 TEST(what_stays) {
@@ -1009,6 +1059,7 @@ int main(void) {
   RUN(broadcast_rewrites);
   RUN(add_reassociates_constants);
   RUN(reshape_of_iota);
+  RUN(convert_mover);
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
   RUN(comparison_expander);
