@@ -116,18 +116,66 @@ static bool moves_only_unit_dims(const IrInstr *x, const int64_t *p, int n) {
   return true;
 }
 
+/* XLA's HandleTranspose, do_transpose_of_dot (GPU dots are canonical): transpose(dot(a, b)) that
+ * swaps the dot's two non-batch dimensions is dot(b, a), the contracting dimensions swapped, when
+ * the transpose is the dot's only reader and the dot is "somewhat canonical" (the same batch
+ * dimensions first on both sides, one non-contracting dimension each). */
+static bool transpose_of_dot(Simp *s, IrInstr *i, const int64_t *p, int n) {
+  IrInstr *dot = i->operands[0];
+  IrDotDims d;
+  if (dot->op != IR_OP_DOT || dot->noperands != 2 || dot->nusers != 1 || dot->is_root || !ir_dot_dims(dot, &d)) return false;
+  IrInstr *lhs = dot->operands[0], *rhs = dot->operands[1];
+  int nb = d.nlhs_batch;
+  if (nb != d.nrhs_batch || d.nlhs_contract == 0 || d.nrhs_contract == 0 || n != dot->shape.rank || n < 2) return false;
+  bool seen[IR_MAX_RANK] = {false};
+  for (int k = 0; k < nb; k++) {
+    if (d.lhs_batch[k] != d.rhs_batch[k] || d.lhs_batch[k] < 0 || d.lhs_batch[k] >= nb || seen[d.lhs_batch[k]]) return false;
+    seen[d.lhs_batch[k]] = true;
+  }
+  if (d.nlhs_contract + nb + 1 != lhs->shape.rank || d.nrhs_contract + nb + 1 != rhs->shape.rank) return false;
+  for (int k = 0; k < n; k++)
+    if (p[k] != (k == n - 2 ? n - 1 : k == n - 1 ? n - 2 : k)) return false;
+  IrInstr *ops[2] = {rhs, lhs};
+  IrInstr *nd = ir_instr_new_before(i->parent, i, IR_OP_DOT, &i->shape, ops, 2,
+                                    ir_module_series_name(i->parent->module, "dot", false));
+  if (!nd) return false;
+  for (int k = 0; k < dot->nattrs; k++)
+    if (dot->attrs[k].kind == IR_ATTR_TEXT) ir_attr_set_text(nd, dot->attrs[k].key, dot->attrs[k].text);
+  nd->loc = dot->loc;
+  ir_attr_set_dims(nd, "lhs_contracting_dims", d.rhs_contract, d.nrhs_contract);
+  ir_attr_set_dims(nd, "rhs_contracting_dims", d.lhs_contract, d.nlhs_contract);
+  const char *prec = ir_attr_text(dot, "operand_precision");
+  if (prec) {
+    /* {A,B} -> {B,A} (SwapOperandsInDotPrecisionConfig) */
+    char a[64], b[64], buf[140];
+    if (sscanf(prec, "{%63[^,],%63[^}]}", a, b) == 2) {
+      snprintf(buf, sizeof buf, "{%s,%s}", b, a);
+      ir_attr_set_text(nd, "operand_precision", buf);
+    }
+  }
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s swaps the two non-batch dimensions of %s, its only reader: %s computes dot(%s, %s) "
+           "with the operands swapped instead", i->name, dot->name, nd->name, rhs->name, lhs->name);
+  return algsimp_forward(s, i, nd, msg);
+}
+
 static bool try_transpose(Simp *s, IrInstr *i) {
   IrInstr *x = i->operands[0];
   int64_t p[IR_MAX_RANK], q[IR_MAX_RANK];
   int n = ir_attr_dims(i, "dimensions", p, IR_MAX_RANK);
   if (n != i->shape.rank) return false;
   if (identity_perm(p, n)) return algsimp_forward(s, i, x, "the permutation is the identity");
-  if (s->current && moves_only_unit_dims(x, p, n) && i->parent) {
-    IrInstr *r = ir_instr_new_before(i->parent, i, IR_OP_RESHAPE, &i->shape, &x, 1, NULL);
-    if (!r) return false;
-    char msg[512];
-    snprintf(msg, sizeof msg, "%s only moves dimensions of size 1: a reshape", i->name);
-    return algsimp_forward(s, i, r, msg);
+  /* today's order (HandleTranspose): transpose of transpose, transpose of dot, then one that only
+     moves dimensions of size 1 */
+  if (s->current && x->op != IR_OP_TRANSPOSE && i->parent) {
+    if (transpose_of_dot(s, i, p, n)) return true;
+    if (moves_only_unit_dims(x, p, n)) {
+      IrInstr *r = ir_instr_new_before(i->parent, i, IR_OP_RESHAPE, &i->shape, &x, 1, NULL);
+      if (!r) return false;
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s only moves dimensions of size 1: a reshape", i->name);
+      return algsimp_forward(s, i, r, msg);
+    }
   }
   if (x->op != IR_OP_TRANSPOSE || x->noperands != 1) return false;
   if (ir_attr_dims(x, "dimensions", q, IR_MAX_RANK) != n) return false;

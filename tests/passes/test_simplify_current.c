@@ -474,6 +474,41 @@ TEST(convert_mover) {
   ir_module_free(m);
 }
 
+/* transpose(dot(a, b)) swapping the two non-batch dimensions is dot(b, a) (DLRM's gradients: XLA's
+ * pre-fusion module has the swapped dot and no transpose); not when the dot has another reader,
+ * nor when the transpose moves a batch dimension. */
+static const char *const dot_transposes =
+    "HloModule dt\n\n"
+    "ENTRY main {\n"
+    "  a = f32[4,8,16] parameter(0)\n"
+    "  b = f32[4,16,32] parameter(1)\n"
+    "  d = f32[4,8,32] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+    "  t = f32[4,32,8] transpose(d), dimensions={0,2,1}\n"
+    "  d2 = f32[4,8,32] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+    "  t2 = f32[32,8,4] transpose(d2), dimensions={2,1,0}\n"
+    "  d3 = f32[4,8,32] dot(a, b), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}\n"
+    "  t3 = f32[4,32,8] transpose(d3), dimensions={0,2,1}\n"
+    "  ROOT r = (f32[4,32,8], f32[32,8,4], f32[4,32,8], f32[4,8,32]) tuple(t, t2, t3, d3)\n"
+    "}\n";
+
+TEST(transpose_of_dot_swaps_operands) {
+  IrModule *m = hlo(dot_transposes);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  const IrInstr *r = m->entry->root;
+  const IrInstr *t = r->operands[0];
+  CHECK(t->op == IR_OP_DOT && t->operands[0] == ir_module_find_instr(m, "b") && t->operands[1] == ir_module_find_instr(m, "a"));
+  CHECK(t->op == IR_OP_DOT && strcmp(ir_attr_text(t, "lhs_contracting_dims"), "{1}") == 0 &&
+        strcmp(ir_attr_text(t, "rhs_contracting_dims"), "{2}") == 0);
+  CHECK(r->operands[1]->op == IR_OP_TRANSPOSE && r->operands[2]->op == IR_OP_TRANSPOSE);
+  CHECK_CONTAINS(log.buf, "with the operands swapped instead");
+  check_same_values(dot_transposes, m, 6);
+  ir_module_free(m);
+  classic_leaves_alone(dot_transposes);
+}
+
 /* A division by a non-constant stays (integers too: XLA does not simplify integer division
  * further). */
 TEST(what_stays) {
@@ -1060,6 +1095,7 @@ int main(void) {
   RUN(add_reassociates_constants);
   RUN(reshape_of_iota);
   RUN(convert_mover);
+  RUN(transpose_of_dot_swaps_operands);
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
   RUN(comparison_expander);
