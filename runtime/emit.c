@@ -701,10 +701,10 @@ static bool gen_if_else(Gen *g, const char *cond, const IrInstr *t, Val *tidx, c
   return true;
 }
 
-/* Inlines scalar computation c with its parameters bound to args; fills outs (one per root tuple
- * element, or one). */
-static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int nargs, Val *outs, int nouts) {
-  if (!c || !c->root) return gen_fail(g, NULL, "a called computation has no root");
+/* Inlines values (instructions of scalar computation c, n of them) with c's parameters bound to
+ * args; fills outs, one per value. */
+static bool inline_values(Gen *g, const IrComputation *c, IrInstr *const *values, int n, const Val *args, int nargs,
+                          Val *outs) {
   if (g->nbinds + nargs > 256) return gen_fail(g, NULL, "scalar computation nests too deeply");
   int save = g->nbinds;
   for (int k = 0; k < c->nparams && k < nargs; k++) {
@@ -719,16 +719,21 @@ static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int n
   g->floor = g->nloops;
   g->depth++;
   bool ok = true;
-  if (c->root->op == IR_OP_TUPLE) {
-    for (int k = 0; k < nouts && k < c->root->noperands && ok; k++) ok = gen(g, c->root->operands[k], NULL, &outs[k]);
-  } else {
-    ok = gen(g, c->root, NULL, &outs[0]);
-  }
+  for (int k = 0; k < n && ok; k++) ok = gen(g, values[k], NULL, &outs[k]);
   memo_pop_scope(g);
   g->depth--;
   g->floor = floor;
   g->nbinds = save;
   return ok;
+}
+
+/* Inlines scalar computation c with its parameters bound to args; fills outs (one per root tuple
+ * element, or one). */
+static bool inline_scalar(Gen *g, const IrComputation *c, const Val *args, int nargs, Val *outs, int nouts) {
+  if (!c || !c->root) return gen_fail(g, NULL, "a called computation has no root");
+  if (c->root->op != IR_OP_TUPLE) return inline_values(g, c, &c->root, 1, args, nargs, outs);
+  int n = nouts < c->root->noperands ? nouts : c->root->noperands;
+  return inline_values(g, c, c->root->operands, n, args, nargs, outs);
 }
 
 /* ---------- per-op generation ---------- */
@@ -2302,6 +2307,51 @@ static void sort_operand_at(char *out, size_t n, const EmitKernel *k, const IrSh
   snprintf(out, n, "((%s)(((%s) / %lldll) %% %lldll))", st, pos, (long long)inner, (long long)s->dims[d]);
 }
 
+/* Whether b computes a with each pair of comparator parameters swapped (parameter 2i read where a
+ * reads 2i + 1 and the reverse), instruction by instruction. */
+static bool swapped_copy(const IrInstr *a, const IrInstr *b, int depth) {
+  if (a == b) return a->op != IR_OP_PARAMETER;
+  if (depth > 64 || a->op != b->op || a->noperands != b->noperands || !ir_shape_equal(&a->shape, &b->shape)) return false;
+  if (a->op == IR_OP_PARAMETER) return a->param_number == (b->param_number ^ 1);
+  if (a->op == IR_OP_CONSTANT) return a->literal && b->literal && a->literal->text && b->literal->text &&
+                                      strcmp(a->literal->text, b->literal->text) == 0;
+  if (a->nattrs != b->nattrs) return false;
+  for (int k = 0; k < a->nattrs; k++) {
+    const char *t = ir_attr_text(b, a->attrs[k].key);
+    if (a->attrs[k].kind != IR_ATTR_TEXT || !t || strcmp(t, a->attrs[k].text) != 0) return false;
+  }
+  for (int k = 0; k < a->noperands; k++)
+    if (!swapped_copy(a->operands[k], b->operands[k], depth + 1)) return false;
+  return true;
+}
+
+/* stable-sort-expander's tie-breaker: a comparator select(cmp(a, b) == cmp(b, a), i_a < i_b,
+ * cmp(a, b)) whose i is an iota along the sorted dimension, and cmp a strict (LT or GT) comparison,
+ * orders exactly as cmp does in a stable sort (equal keys keep their index order, which the iota
+ * is). Returns cmp(a, b) for the stable merge sort to compare with alone, or NULL. */
+static IrInstr *stable_core(const EmitKernel *k, const IrInstr *sort, const IrComputation *cmp, int64_t dim) {
+  const IrInstr *r = cmp->root;
+  if (!r || r->op != IR_OP_SELECT || r->noperands != 3) return NULL;
+  const IrInstr *same = r->operands[0], *tie = r->operands[1];
+  IrInstr *core = r->operands[2];
+  const char *sd = ir_compare_direction(same), *td = ir_compare_direction(tie), *cd = ir_compare_direction(core);
+  if (same->op != IR_OP_COMPARE || !sd || strcmp(sd, "EQ") != 0 || same->operands[0] != core) return NULL;
+  if (core->op != IR_OP_COMPARE || !cd || (strcmp(cd, "LT") != 0 && strcmp(cd, "GT") != 0)) return NULL;
+  if (tie->op != IR_OP_COMPARE || !td || strcmp(td, "LT") != 0) return NULL;
+  const IrInstr *pl = tie->operands[0], *pr = tie->operands[1];
+  if (pl->op != IR_OP_PARAMETER || pr->op != IR_OP_PARAMETER || pl->param_number % 2 != 0 ||
+      pr->param_number != pl->param_number + 1)
+    return NULL;
+  int t = (int)(pl->param_number / 2);
+  if (t >= sort->noperands) return NULL;
+  const IrInstr *o = sort->operands[t];
+  int64_t d = -1;
+  bool iota = k->sort_src[t] == -1 - (int)dim ||
+              (o->op == IR_OP_IOTA && ir_attr_int(o, "iota_dimension", &d) && d == dim);
+  if (!iota || !swapped_copy(core, same->operands[1], 0)) return NULL;
+  return core;
+}
+
 /* The sort kernel's wrapper (see emit_sort_kernel_init): a comparator function over two positions
  * of a line, and per line an insertion sort of runs of 16 then a bottom-up merge, both stable
  * (an element moves before another only when the comparator says it goes first). */
@@ -2331,7 +2381,10 @@ static bool emit_sort_wrapper(EmitBuf *b, const EmitKernel *k, FxError *err) {
       line(&g, "const %s %s = %s;", emit_compute_type(k->out_types[j]), args[2 * j + side].s, v);
     }
   }
-  bool ok = inline_scalar(&g, cmp, args, 2 * n, &res, 1);
+  int64_t dim = 0;
+  ir_attr_dims(i, "dimensions", &dim, 1);
+  IrInstr *core = stable_core(k, i, cmp, dim);
+  bool ok = core ? inline_values(&g, cmp, &core, 1, args, 2 * n, &res) : inline_scalar(&g, cmp, args, 2 * n, &res, 1);
   if (ok) line(&g, "return %s != 0;", res.s);
   fx_free(g.memo);
   fx_free(g.heads);
