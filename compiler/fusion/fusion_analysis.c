@@ -807,10 +807,11 @@ static double operand_size(const IrInstr *op) { return (double)ir_shape_bytes(&o
  * fusion are kept by instruction id. An analysis depends on the instruction (a fusion's body and
  * kind included) and its operands' shapes only, and so does a fusion's estimate (heroes,
  * coalescing and launch dimensions are found inside the body), so the pass that mutates the IR
- * must forget every instruction a mutation touches, and their users (perf_cache_forget); as a
- * second guard an entry is also dropped when its body, root, or operand and parameter counts
- * differ from when it was made. A lone instruction's estimate is not kept: its coalescing check
- * looks along its operands' operands.
+ * must forget every instruction a mutation touches, and their users (perf_cache_forget; a user
+ * that is no fusion only when the shape of its operand changed: its analysis reads nothing else
+ * of its operands, and its estimate is not kept); as a second guard an entry is also dropped
+ * when its body, root, or operand and parameter counts differ from when it was made. A lone
+ * instruction's estimate is not kept: its coalescing check looks along its operands' operands.
  * FXPLAIN_PERF_CACHE_CHECK=1 recomputes every hit and aborts on a difference (for tests). */
 
 typedef struct {
@@ -861,7 +862,9 @@ void perf_cache_close(void) {
 }
 
 void perf_cache_forget(const IrInstr *i) {
-  if (i && cache.depth > 0 && i->id >= 0 && i->id < cache.n && cache.by_id[i->id]) entry_clear(cache.by_id[i->id]);
+  /* An entry already forgotten (instr NULL) is all zeros: nothing to clear. */
+  if (i && cache.depth > 0 && i->id >= 0 && i->id < cache.n && cache.by_id[i->id] && cache.by_id[i->id]->instr)
+    entry_clear(cache.by_id[i->id]);
 }
 
 /* The entry of fusion i, emptied when it no longer matches i; NULL when the cache is closed, i

@@ -101,7 +101,9 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
 /* GpuPerformanceModelCache: while open (calls nest), the cost analysis of every instruction and
  * the estimate of every fusion asked about are kept, by instruction id, until perf_cache_forget
  * or the last close. Whoever opens it must forget each instruction whose body, kind or operands
- * it changes, and each user of an instruction it changes, before asking again; per thread. */
+ * it changes, and each user of an instruction it changes, before asking again; per thread. A
+ * user that is no fusion keeps only its cost analysis, which reads nothing of its operands but
+ * their shapes: it may stay when an operand is replaced by one of the same shape. */
 /* While open (calls nest), the heroes of each producer-consumer pair asked about are kept (the
  * last 32 pairs). Only for a caller that changes no instruction until it closes it. */
 void fusion_memo_open(void);

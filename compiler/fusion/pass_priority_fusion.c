@@ -792,15 +792,30 @@ bool priority_fusion_judge(const PassContext *cx, IrInstr *p, PriorityJudgement 
 }
 
 /* What fusing a producer into a consumer changed, for the estimate cache: the fusion (the
- * consumer itself, or the fusion that took its place), the producer, and the users of both (an
- * operand of theirs changed). The fusion's other operands are untouched: they only gained a
- * user, which no estimate depends on. */
+ * consumer itself, or the fusion that took its place), the producer, and the users of the fusion
+ * (an operand of theirs changed). The fusion's other operands are untouched: they only gained a
+ * user, which no estimate depends on. A user that is no fusion keeps only its cost analysis,
+ * which reads its operands' shapes and nothing else of them, so it stays when the fusion has the
+ * shape of the consumer it replaced (always, as priority fusion makes no multi-output fusion):
+ * a root tuple of thousands of outputs is then not analysed again after every fusion that feeds
+ * it. The producer's users are forgotten once its step is over (forget_producer_users). */
 static void forget_fused(const IrInstr *f, const IrInstr *cons, const IrInstr *p) {
   perf_cache_forget(f);
   perf_cache_forget(cons);
   perf_cache_forget(p);
-  for (int u = 0; u < f->nusers; u++) perf_cache_forget(f->users[u]);
-  for (int u = 0; u < cons->nusers; u++) perf_cache_forget(cons->users[u]);
+  bool same_shape = f == cons || ir_shape_equal(&f->shape, &cons->shape);
+  for (int u = 0; u < f->nusers; u++)
+    if (!same_shape || f->users[u]->op == IR_OP_FUSION) perf_cache_forget(f->users[u]);
+  if (f != cons)
+    for (int u = 0; u < cons->nusers; u++) perf_cache_forget(cons->users[u]);
+}
+
+/* After a producer went into its consumers: the producer and the users it has left. Its users
+ * did not change (it only lost some of them), so forgetting them once the step is over, rather
+ * than after each consumer, is enough: a broadcast fused into its thousands of users would
+ * otherwise forget every user once per user. */
+static void forget_producer_users(const IrInstr *p) {
+  perf_cache_forget(p);
   for (int u = 0; u < p->nusers; u++) perf_cache_forget(p->users[u]);
 }
 
@@ -988,6 +1003,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
     }
     eval_free(&e);
     if (!ok) break;
+    forget_producer_users(p);
     removed_runtimes(&q, ups, nups, p, cur, ncur);
     /* InvalidateCaches: the producer once it is gone, and every consumer. */
     if (p->dead || p->parent != c || p->nusers == 0) {
