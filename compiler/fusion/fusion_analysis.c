@@ -1077,8 +1077,24 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
   double t = 0;
   if (pcp && ccp) {
     const HloCost pc = *pcp, cc = *ccp;
-    int pk = hlo_cost_operand_index(c, p);
+    /* The slots of c that read p (directly, or an element of p's tuple through a
+     * get-tuple-element, which only a tuple-shaped p can have), in one walk: the first one's
+     * utilization, and the flops below count each (multiply(x, x) computes x twice), their float
+     * utilizations summed in slot order. */
+    int pk = -1;
+    float util_all = 0;
+    bool p_tuple = p->shape.type == IR_TUPLE;
+    for (int k = 0; k < c->noperands; k++) {
+      const IrInstr *o = c->operands[k];
+      if (o != p && !(p_tuple && o->op == IR_OP_GET_TUPLE_ELEMENT && o->noperands == 1 && o->operands[0] == p)) continue;
+      if (pk < 0 && o == p) pk = k;
+      if (k < cc.n) util_all += (float)cc.op_util[k];
+    }
     double util = pk >= 0 ? cc.op_util[pk] : 0;
+    /* Which slot of c reads an operand of p matters for what c reads of it and for the elements
+     * both read: a consumer that reads no byte and is neither a fusion nor elementwise (a root
+     * tuple of thousands of outputs) has neither, so its slots are not looked up. */
+    bool c_slots = !(cc.reads_nothing && !cc.body && !ir_op_is_elementwise(c->op));
     /* Wide instructions (a root tuple of thousands of outputs) look their operands up by id
      * instead of by scans: the same first slots, the same first 512 distinct operands. */
     static _Thread_local IdMap slot_p, slot_c, seen_ids;
@@ -1087,7 +1103,7 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
       int need = module_ids(p) > module_ids(c) ? module_ids(p) : module_ids(c);
       wide = idmap_begin(&slot_p, need) && idmap_begin(&slot_c, need) && idmap_begin(&seen_ids, need);
       for (int k = 0; wide && k < p->noperands; k++) wide = idmap_put(&slot_p, p->operands[k], k);
-      for (int k = 0; wide && k < c->noperands; k++) wide = idmap_put(&slot_c, c->operands[k], k);
+      for (int k = 0; wide && c_slots && k < c->noperands; k++) wide = idmap_put(&slot_c, c->operands[k], k);
     }
     int64_t blocks = launch_blocks(d, c, p);
     bool coalesced = reads_coalesced(c, p);
@@ -1117,7 +1133,7 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
         }
         int kp = -1, kc = -1;
         if (!wide || idmap_get(&slot_p, op, &kp) < 0) kp = hlo_cost_operand_index(p, op);
-        if (!wide || idmap_get(&slot_c, op, &kc) < 0) kc = hlo_cost_operand_index(c, op);
+        if (c_slots && (!wide || idmap_get(&slot_c, op, &kc) < 0)) kc = hlo_cost_operand_index(c, op);
         double by_p = kp >= 0 ? pc.op_bytes[kp] : 0, by_c = kc >= 0 ? cc.op_bytes[kc] : 0;
         double common = kp >= 0 ? common_utilization(&pc, kp, &cc, kc, pk) : 0;
         /* Nothing read (a tuple's operands): the read time is a zero, which leaves the sum as it
@@ -1130,13 +1146,8 @@ double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInst
     }
     double write = write_time_us(d, cc.out_bytes);
     /* CombinedGpuPerformanceModel::EstimateRunTimeForFusionUncached: the producer's flops count
-     * once for every operand slot of c that reads it (multiply(x, x) computes x twice), its float
-     * utilizations summed; int64 flops = producer flops x that + consumer flops. */
-    float util_all = 0;
-    for (int k = 0; k < c->noperands && k < cc.n; k++)
-      if (c->operands[k] == p || (c->operands[k]->op == IR_OP_GET_TUPLE_ELEMENT && c->operands[k]->noperands == 1 &&
-                                  c->operands[k]->operands[0] == p))
-        util_all += (float)cc.op_util[k];
+     * once for every operand slot of c that reads it (util_all, above); int64 flops = producer
+     * flops x that + consumer flops. */
     double flops = (double)(int64_t)((float)(int64_t)pc.flops * util_all + (float)(int64_t)cc.flops);
     t = combine(compute_us(d, c, p, flops), read + write);
   }
