@@ -834,7 +834,11 @@ static _Thread_local struct {
   CacheEntry **by_id;
   int n;
   int check;       /* -1: not read yet */
-} cache = {0, NULL, 0, -1};
+  /* The device of the last analysis asked for one: an analysis asked for any device is made for
+   * it, so that the estimates asking next for that device find it kept. */
+  const DeviceProfile *last_d;
+  bool have_last_d;
+} cache = {0, NULL, 0, -1, NULL, false};
 
 void perf_cache_open(void) {
   if (cache.check < 0) {
@@ -859,6 +863,8 @@ void perf_cache_close(void) {
   fx_free(cache.by_id);
   cache.by_id = NULL;
   cache.n = 0;
+  cache.last_d = NULL;
+  cache.have_last_d = false;
 }
 
 void perf_cache_forget(const IrInstr *i) {
@@ -954,6 +960,13 @@ static const HloCost *cost_get(const DeviceProfile *d, const IrInstr *i, bool an
   if (e && e->have_cost && (any_device || e->cost_d == d)) {
     if (cache.check) check_cost(e->cost_d, i, &e->cost);
     return &e->cost;
+  }
+  /* IR sizes ask first for any device; priority fusion's estimates then ask for its device. */
+  if (!any_device) {
+    cache.last_d = d;
+    cache.have_last_d = true;
+  } else if (e && cache.have_last_d) {
+    d = cache.last_d;
   }
   if (!hlo_cost_analyze(d, i, tmp)) {
     hlo_cost_free(tmp);
