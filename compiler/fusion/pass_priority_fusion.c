@@ -77,6 +77,11 @@ typedef struct {
   double *exec;     /* per instruction id: EstimateRunTimeForInstruction's exec time */
   unsigned char *exec_ok;
   PairList *pairs;  /* per producer id */
+  /* per instruction id, for the fusion step under way (step): the step in which it joined the
+   * step's touched list, and in which it got an OpUpdate, at up_at[id] (so a broadcast fused into
+   * thousands of users finds its operands' entries without scanning the lists) */
+  int *touched_step, *up_step, *up_at;
+  int step;
   int nversion;
 } Queue;
 
@@ -100,6 +105,9 @@ static bool q_version_ok(Queue *q, int id) {
   GROW(exec, double);
   GROW(exec_ok, unsigned char);
   GROW(pairs, PairList);
+  GROW(touched_step, int);
+  GROW(up_step, int);
+  GROW(up_at, int);
   q->nversion = nc;
   return true;
 }
@@ -116,6 +124,9 @@ static void q_free(Queue *q) {
   fx_free(q->exec);
   fx_free(q->exec_ok);
   fx_free(q->pairs);
+  fx_free(q->touched_step);
+  fx_free(q->up_step);
+  fx_free(q->up_at);
   memset(q, 0, sizeof *q);
 }
 
@@ -828,10 +839,16 @@ static void choose_kind(IrInstr *f) {
   ir_attr_set_text(f, "kind", fusion_emitter_kind(f) == FUSION_EMITTER_LOOP ? "kLoop" : "kInput");
 }
 
+/* The OpUpdate of o in this step, or NULL. */
+static OpUpdate *op_update_of(const Queue *q, OpUpdate *ups, const IrInstr *o) {
+  return o->id < q->nversion && q->up_step[o->id] == q->step ? &ups[q->up_at[o->id]] : NULL;
+}
+
 /* The OpUpdate of o among the n of this step, added when absent; NULL on allocation failure. */
-static OpUpdate *op_update(OpUpdate **ups, int *n, int *cap, IrInstr *o) {
-  for (int k = 0; k < *n; k++)
-    if ((*ups)[k].op == o) return &(*ups)[k];
+static OpUpdate *op_update(Queue *q, OpUpdate **ups, int *n, int *cap, IrInstr *o) {
+  OpUpdate *had = op_update_of(q, *ups, o);
+  if (had) return had;
+  if (!q_version_ok(q, o->id)) return NULL;
   if (*n == *cap) {
     int nc = *cap ? *cap * 2 : 16;
     OpUpdate *nv = fx_realloc(*ups, sizeof(OpUpdate) * (size_t)nc);
@@ -847,12 +864,15 @@ static OpUpdate *op_update(OpUpdate **ups, int *n, int *cap, IrInstr *o) {
   u->news = keep; /* the array is reused from step to step */
   u->cap = keep_cap;
   u->op = o;
+  q->up_step[o->id] = q->step;
+  q->up_at[o->id] = *n - 1;
   return u;
 }
 
+/* Each new fusion is added to its operands' entries right after it is made, so one already
+ * there is the last one added. */
 static bool add_new_consumer(OpUpdate *u, IrInstr *f) {
-  for (int k = 0; k < u->nnews; k++)
-    if (u->news[k] == f) return true;
+  if (u->nnews > 0 && u->news[u->nnews - 1] == f) return true;
   if (u->nnews == u->cap) {
     int nc = u->cap ? u->cap * 2 : 4;
     IrInstr **nv = fx_realloc(u->news, sizeof(IrInstr *) * (size_t)nc);
@@ -864,9 +884,10 @@ static bool add_new_consumer(OpUpdate *u, IrInstr *f) {
   return true;
 }
 
-static bool add_touched(IrInstr ***t, int *n, int *cap, IrInstr *x) {
-  for (int k = 0; k < *n; k++)
-    if ((*t)[k] == x) return true;
+static bool add_touched(Queue *q, IrInstr ***t, int *n, int *cap, IrInstr *x) {
+  if (!q_version_ok(q, x->id)) return false;
+  if (q->touched_step[x->id] == q->step) return true;
+  q->touched_step[x->id] = q->step;
   if (*n == *cap) {
     int nc = *cap ? *cap * 2 : 64;
     IrInstr **nt = fx_realloc(*t, sizeof(IrInstr *) * (size_t)nc);
@@ -935,6 +956,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
     char pname[256];
     snprintf(pname, sizeof pname, "%s", p->name);
     ntouched = nups = ncur = 0;
+    q.step++; /* the per-id marks of the last step no longer count */
     /* current_consumers_: every user; of a bitcast, those that can take it (DequeueNextProducer). */
     if (e.n > curcap) {
       IrInstr **nc = fx_realloc(cur, sizeof(IrInstr *) * (size_t)e.n);
@@ -995,10 +1017,10 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
       for (int o = 0; o < f->noperands && ok; o++) {
         IrInstr *op = f->operands[o];
         if (op == p || op->op == IR_OP_CONSTANT || op->op == IR_OP_GET_TUPLE_ELEMENT) continue;
-        OpUpdate *up = op_update(&ups, &nups, &upcap, op);
-        ok = up && add_new_consumer(up, f) && add_touched(&touched, &ntouched, &cap, op);
+        OpUpdate *up = op_update(&q, &ups, &nups, &upcap, op);
+        ok = up && add_new_consumer(up, f) && add_touched(&q, &touched, &ntouched, &cap, op);
       }
-      ok = ok && add_touched(&touched, &ntouched, &cap, f);
+      ok = ok && add_touched(&q, &touched, &ntouched, &cap, f);
       if (!ok) fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
     }
     eval_free(&e);
@@ -1016,10 +1038,7 @@ static bool prio_computation(IrComputation *c, PassContext *cx, int *fused) {
     for (int k = 0; k < ntouched && ok; k++) {
       IrInstr *x = touched[k];
       if (x->dead || x->parent != c) continue;
-      const OpUpdate *up = NULL;
-      for (int j = 0; j < nups && !up; j++)
-        if (ups[j].op == x) up = &ups[j];
-      ok = push_eval(cx, &q, x, up);
+      ok = push_eval(cx, &q, x, op_update_of(&q, ups, x));
     }
   }
   for (int k = 0; k < upcap; k++) fx_free(ups[k].news);
