@@ -855,12 +855,25 @@ void ir_computation_sort_last(IrComputation *c) {
   if (n <= 1) return;
   IrInstr *last = c->instrs[n - 1];
   static char dep_mark;
+  /* Every dependent comes after the earliest reader of the last instruction (the order is valid
+   * but for it), so the marking starts there: found through its few users, near where the caller
+   * just inserted them, instead of by looking at every operand of the whole computation. */
+  int start = 0;
+  if (last->nusers <= 8) {
+    start = n - 1;
+    for (int u = 0; u < last->nusers && start > 0; u++) {
+      const IrInstr *us = last->users[u];
+      int pos = us->parent == c ? ir_computation_index(c, us) : -1;
+      if (pos >= 0 && pos < start) start = pos;
+      if (us->parent == c && pos < 0) start = 0; /* not listed: look everywhere */
+    }
+  }
   int first = -1;
-  for (int k = 0; k < n - 1; k++) {
+  for (int k = start; k < n - 1; k++) {
     IrInstr *i = c->instrs[k];
     for (int j = 0; j < i->noperands; j++) {
       const IrInstr *op = i->operands[j];
-      if (op && op->parent == c && !op->dead && (op == last || op->aux == &dep_mark)) {
+      if (op && (op == last || op->aux == &dep_mark) && op->parent == c && !op->dead) {
         i->aux = &dep_mark;
         if (first < 0) first = k;
         break;

@@ -200,6 +200,48 @@ TEST(post_order_is_xla_walk) {
   ir_module_free(m);
 }
 
+/* ir_computation_sort_last gives ir_computation_sort's order for a computation in order but for
+ * its last instruction: read here by an instruction in the middle (the marking starts at its
+ * earliest reader), then by more readers than it looks up one by one. */
+static void check_sort_last(int nreaders) {
+  IrModule *m = ir_module_new("t");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d[1] = {4};
+  IrShape s = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrInstr *x = ir_instr_new(c, IR_OP_PARAMETER, &s, NULL, 0, "x");
+  IrInstr *ops[2] = {x, NULL};
+  IrInstr *a = ir_instr_new(c, IR_OP_NEGATE, &s, ops, 1, "a");
+  IrInstr *readers[12];
+  for (int k = 0; k < nreaders; k++) readers[k] = ir_instr_new(c, IR_OP_ABS, &s, ops, 1, "reader");
+  ir_instr_new(c, IR_OP_SQRT, &s, ops, 1, "independent");
+  ops[0] = readers[0];
+  ops[1] = a;
+  IrInstr *r = ir_instr_new(c, IR_OP_ADD, &s, ops, 2, "r");
+  ir_instr_new(c, IR_OP_EXP, &s, &a, 1, "after");
+  ir_set_root(c, r);
+  IrInstr *last = ir_instr_new(c, IR_OP_TANH, &s, &x, 1, "last");
+  for (int k = 0; k < nreaders; k++) ir_set_operand(readers[k], 0, last);
+  IrModule *want = ir_module_clone(m);
+  CHECK(want != NULL);
+  ir_computation_sort(want->entry);
+  ir_computation_sort_last(c);
+  CHECK(c->ninstrs == want->entry->ninstrs);
+  for (int k = 0; k < c->ninstrs; k++) CHECK_STR(c->instrs[k]->name, want->entry->instrs[k]->name);
+  /* What does not depend on it first, in order; then it; then its dependents. */
+  CHECK_STR(c->instrs[2]->name, "independent");
+  CHECK_STR(c->instrs[3]->name, "after");
+  CHECK(c->instrs[4] == last && c->instrs[5] == readers[0] && c->instrs[c->ninstrs - 1] == r);
+  ir_module_free(want);
+  ir_module_free(m);
+}
+
+TEST(sort_last_is_sort) {
+  check_sort_last(1);
+  check_sort_last(12);
+}
+
 int main(void) {
   RUN(build_and_format);
   RUN(unique_names_never_reused);
@@ -212,5 +254,6 @@ int main(void) {
   RUN(math_table);
   RUN(replace_all_uses_keeps_user_order);
   RUN(post_order_is_xla_walk);
+  RUN(sort_last_is_sort);
   return check_summary();
 }
