@@ -845,6 +845,8 @@ int ir_computation_remove_dead(IrComputation *c) {
   return removed;
 }
 
+static void sort_kahn(IrComputation *c);
+
 void ir_computation_sort_last(IrComputation *c) {
   /* What ir_computation_sort's Kahn order gives when only the last instruction is out of place:
    * the earliest-positioned ready instruction is taken every time, so every instruction that
@@ -881,14 +883,18 @@ void ir_computation_sort_last(IrComputation *c) {
     }
   }
   if (first < 0) return; /* already in order */
+  /* A last instruction that reads one of its dependents closes a cycle: Kahn's order leaves the
+   * cycle where it is, for the verifier to report. */
+  bool cycle = false;
+  for (int j = 0; j < last->noperands && !cycle; j++) cycle = last->operands[j] && last->operands[j]->aux == &dep_mark;
   /* Dependents go to the end, after the last instruction; the others close up, in order. */
   int ndep = 0;
   for (int k = first; k < n - 1; k++)
     if (c->instrs[k]->aux == &dep_mark) ndep++;
-  IrInstr **deps = fx_malloc(sizeof(IrInstr *) * (size_t)ndep);
+  IrInstr **deps = cycle ? NULL : fx_malloc(sizeof(IrInstr *) * (size_t)ndep);
   if (!deps) {
     for (int k = first; k < n - 1; k++) c->instrs[k]->aux = NULL;
-    ir_computation_sort(c);
+    sort_kahn(c);
     return;
   }
   int w = first, d = 0;
@@ -967,26 +973,37 @@ bool ir_module_renumber(IrModule *m, const int64_t *key, const bool *has) {
 }
 
 void ir_computation_sort(IrComputation *c) {
-  /* Kahn's algorithm over in-computation operands, always taking the earliest-positioned ready
-   * instruction (a heap of positions), so the existing order is kept wherever it is already
-   * valid. O((n + edges) log n): the fusion passes sort after every fusion, and the linear scans
-   * this replaced made long chains quadratic per sort. */
+  /* The order sort_kahn gives (below). */
   int n = c->ninstrs;
   if (n <= 1) return;
-  /* Already in order (the common case after a fusion): nothing to do, and no allocation. */
+  /* Already in order (the common case after a fusion): nothing to do, and no allocation. In
+   * order but for the last instruction, which earlier ones read (the next most common: a rewrite
+   * appended a new instruction and made one in the middle read it): the same order in one linear
+   * pass (ir_computation_sort_last). */
   for (int k = 0; k < n; k++) c->instrs[k]->aux = (void *)(intptr_t)(k + 1);
-  bool sorted = true;
-  for (int k = 0; k < n && sorted; k++) {
+  const IrInstr *last = c->instrs[n - 1];
+  bool sorted = true, only_last = true;
+  for (int k = 0; k < n && only_last; k++) {
     const IrInstr *i = c->instrs[k];
-    for (int j = 0; j < i->noperands && sorted; j++) {
+    for (int j = 0; j < i->noperands && only_last; j++) {
       const IrInstr *op = i->operands[j];
-      if (op && op->parent == c && !op->dead) sorted = (int)(intptr_t)op->aux - 1 < k;
+      if (op && op->parent == c && !op->dead && (int)(intptr_t)op->aux - 1 >= k) {
+        sorted = false;
+        only_last = op == last;
+      }
     }
   }
-  if (sorted) {
-    for (int k = 0; k < n; k++) c->instrs[k]->aux = NULL;
-    return;
-  }
+  for (int k = 0; k < n; k++) c->instrs[k]->aux = NULL;
+  if (!only_last) sort_kahn(c);
+  else if (!sorted) ir_computation_sort_last(c);
+}
+
+/* Kahn's algorithm over in-computation operands, always taking the earliest-positioned ready
+ * instruction (a heap of positions), so the existing order is kept wherever it is already
+ * valid. O((n + edges) log n): the fusion passes sort after every fusion, and the linear scans
+ * this replaced made long chains quadratic per sort. */
+static void sort_kahn(IrComputation *c) {
+  int n = c->ninstrs;
   IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)n);
   int *pending = fx_calloc((size_t)n, sizeof(int));
   int *heap = fx_malloc(sizeof(int) * (size_t)n);
