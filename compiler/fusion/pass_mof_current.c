@@ -110,8 +110,9 @@ static bool dus_root(const IrInstr *i) {
 static bool can_fuse_siblings(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *parent, const PassContext *cx,
                               FusionVerdict *v) {
   memset(v, 0, sizeof *v);
-  if (reach_path(r, a, b, false) || reach_path(r, b, a, false)) {
-    const IrInstr *from = reach_path(r, a, b, false) ? a : b, *to = from == a ? b : a;
+  bool a_to_b = reach_path(r, a, b, false); /* searched once: along a long chain the search is the cost */
+  if (a_to_b || reach_path(r, b, a, false)) {
+    const IrInstr *from = a_to_b ? a : b, *to = from == a ? b : a;
     return fusion_refuse(v, FR_CYCLE, "%s and %s are connected (%s reaches %s): fusing them would introduce a cycle",
                          a->name, b->name, from->name, to->name);
   }

@@ -180,8 +180,9 @@ static void sibling_label(const IrInstr *x, char *buf, size_t n) {
 static bool sibling_ok(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *parent, const PassContext *cx,
                        FusionVerdict *v) {
   memset(v, 0, sizeof *v);
-  if (reach_path(r, a, b, false) || reach_path(r, b, a, false)) {
-    const IrInstr *from = reach_path(r, a, b, false) ? a : b, *to = from == a ? b : a;
+  bool a_to_b = reach_path(r, a, b, false); /* searched once: along a long chain the search is the cost */
+  if (a_to_b || reach_path(r, b, a, false)) {
+    const IrInstr *from = a_to_b ? a : b, *to = from == a ? b : a;
     bool direct = false;
     for (int k = 0; k < to->noperands; k++) direct = direct || to->operands[k] == from;
     if (direct)
