@@ -368,16 +368,17 @@ static bool rewrite(IrInstr *sort, PassContext *cx, void *arg, bool *changed) {
   if (sort->noperands != 1 && sort->noperands != 2) return keep(cx, sort, "CUB sorts one or two operands only");
   if (!cmp || !cmp->root) return true;
   int64_t dim = -1;
-  if (ir_attr_dims(sort, "dimensions", &dim, 1) != 1 || !s0 || dim != s0->rank - 1)
+  if (ir_attr_dims(sort, "dimensions", &dim, 1) != 1 || !s0 || s0->rank < 1 || dim != s0->rank - 1)
     return keep(cx, sort, "it sorts along a dimension that is not the minor one");
+  int64_t len = s0->dims[s0->rank - 1];
+  if (len == 0) return keep(cx, sort, "its rows are empty: there is nothing to sort");
+  int64_t rows = ir_shape_elements(s0) / len;
   const char *which = NULL;
   bool faster = pays(sort, dev, &which);
   char why[320];
   if (!faster) {
-    snprintf(why, sizeof why, "%lld row%s of %lld %d-bit elements is too small for CUB to be faster (%s)",
-             (long long)(ir_shape_elements(s0) / (s0->rank ? s0->dims[s0->rank - 1] : 1)),
-             ir_shape_elements(s0) / (s0->rank ? s0->dims[s0->rank - 1] : 1) == 1 ? "" : "s",
-             (long long)(s0->rank ? s0->dims[s0->rank - 1] : 1), ir_type_bits(s0->type), which);
+    snprintf(why, sizeof why, "%lld row%s of %lld %d-bit elements is too small for CUB to be faster (%s)", (long long)rows,
+             rows == 1 ? "" : "s", (long long)len, ir_type_bits(s0->type), which ? which : "XLA's thresholds");
     return keep(cx, sort, why);
   }
   SortAnalysis a = {0};

@@ -324,10 +324,16 @@ TEST(sorts_cub_cannot_take_stay_sorts_with_the_reason) {
       "cmp {\n  a = s32[] parameter(0)\n  b = s32[] parameter(1)\n  ROOT r = pred[] compare(a, b), direction=EQ\n}\n"
       "ENTRY main {\n  x = s32[1,30000]{1,0} parameter(0)\n"
       "  ROOT s = s32[1,30000]{1,0} sort(x), dimensions={1}, to_apply=cmp\n}\n";
+  static const char *const empty =
+      "HloModule z\n"
+      "cmp {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = pred[] compare(a, b), direction=LT\n}\n"
+      "ENTRY main {\n  x = f32[4,0]{1,0} parameter(0)\n"
+      "  ROOT s = f32[4,0]{1,0} sort(x), dimensions={1}, to_apply=cmp\n}\n";
   struct {
     const char *text, *why;
   } cases[] = {
       {sort_text("f32", 8, 256), "too small for CUB to be faster"},
+      {empty, "nothing to sort"},
       {three, "one or two operands"},
       {columns, "not the minor one"},
       {crossed, "does not compare the two values of one operand"},
