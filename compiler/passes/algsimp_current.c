@@ -801,7 +801,7 @@ static bool reshape_iota(Simp *s, IrInstr *i) {
   int nf = common_factors(x->shape.dims, x->shape.rank, i->shape.dims, i->shape.rank, f);
   int at = -1, next = -1;
   for (int k = 0; k < nf && at < 0; k++)
-    if (f[k][0] == d && i->shape.dims[f[k][1]] > 1) at = k;
+    if (f[k][0] == d && f[k][1] < i->shape.rank && i->shape.dims[f[k][1]] > 1) at = k;
   for (int k = 0; k < nf && next < 0; k++)
     if (f[k][0] == d + 1) next = k;
   if (at < 0 || next < 0 || at + 1 >= nf) return false;

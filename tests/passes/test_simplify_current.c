@@ -404,7 +404,9 @@ static const char *const reshaped_iotas =
     "  r = s32[1,65536] reshape(io)\n"
     "  io2 = s32[24] iota(), iota_dimension=0\n"
     "  r2 = s32[2,3,4] reshape(io2)\n"
-    "  ROOT t = (s32[1,65536], s32[2,3,4]) tuple(r, r2)\n"
+    "  io3 = s32[1] iota(), iota_dimension=0\n"
+    "  r3 = s32[] reshape(io3)\n"
+    "  ROOT t = (s32[1,65536], s32[2,3,4], s32[]) tuple(r, r2, r3)\n"
     "}\n";
 
 TEST(reshape_of_iota) {
@@ -418,7 +420,9 @@ TEST(reshape_of_iota) {
   IrInstr *root = m->entry->root;
   CHECK(root->operands[0]->op == IR_OP_IOTA && strcmp(ir_attr_text(root->operands[0], "iota_dimension"), "1") == 0);
   /* iota(2) + 4 * iota(1) + 12 * iota(0) */
-  CHECK(root->operands[1]->op == IR_OP_ADD && count_op(m, IR_OP_IOTA) == 4 && count_op(m, IR_OP_MULTIPLY) == 2);
+  CHECK(root->operands[1]->op == IR_OP_ADD && count_op(m, IR_OP_IOTA) == 5 && count_op(m, IR_OP_MULTIPLY) == 2);
+  /* a reshape of a one-element iota to a scalar has no dimension to carry it: it stays */
+  CHECK(root->operands[2]->op == IR_OP_RESHAPE);
   check_same_values(reshaped_iotas, m, 4);
   ir_module_free(m);
   classic_leaves_alone(reshaped_iotas);
