@@ -55,14 +55,6 @@ static IrInstr *add_before(IrInstr *at, IrOpcode op, const IrShape *shape, IrIns
   return ir_instr_new_before(at->parent, at, op, shape, ops, n, base);
 }
 
-/* The array shape s (dimensions and layout) with element type t. */
-static IrShape with_type(Arena *a, const IrShape *s, IrType t) {
-  IrShape r;
-  if (!ir_shape_copy(a, &r, s)) return ir_shape_array(a, t, s->rank, s->dims);
-  r.type = t;
-  return r;
-}
-
 /* A constant of values (count of them) with shape `shape`, before `at`. */
 static IrInstr *constant_before(IrInstr *at, const IrShape *shape, const double *values, int64_t count, const char *base) {
   IrInstr *c = add_before(at, IR_OP_CONSTANT, shape, NULL, 0, base);
@@ -460,7 +452,7 @@ static bool compare(Simp *s, IrInstr *i) {
 static bool with_sign(Simp *s, IrInstr *i, IrOpcode op, IrInstr *k, const char *what, const char *why) {
   IrInstr *a = i->operands[0];
   bool quotient = strcmp(what, "quotient") == 0;
-  IrShape ps = with_type(&i->parent->module->arena, &a->shape, IR_PRED);
+  IrShape ps = simp_shape_retyped(&i->parent->module->arena, &a->shape, IR_PRED);
   IrInstr *zero = scalar_like(i, &a->shape, 0, "zero");
   IrInstr *cops[2] = {a, zero};
   IrInstr *is_neg = zero ? add_before(i, IR_OP_COMPARE, &ps, cops, 2, "dividend_is_negative") : NULL;
@@ -672,13 +664,13 @@ static bool sink_broadcast(Simp *s, IrInstr *b) {
       if (same_broadcast(uo, b) || (scalar && is_scalar_broadcast(uo))) {
         ops[o] = uo->operands[0];
       } else {
-        IrShape sh = with_type(ar, &x->shape, uo->shape.type);
+        IrShape sh = simp_shape_retyped(ar, &x->shape, uo->shape.type);
         ops[o] = add_before(u, IR_OP_BROADCAST, &sh, &uo->operands[0], 1, uo->name);
         if (ops[o]) ir_attr_set_text(ops[o], "dimensions", "{}");
         built = ops[o] != NULL;
       }
     }
-    IrShape nsh = with_type(ar, &x->shape, u->shape.type);
+    IrShape nsh = simp_shape_retyped(ar, &x->shape, u->shape.type);
     /* The op keeps its name and attributes, on x's dimensions; a new broadcast takes its users. */
     IrInstr *nu = built ? ir_instr_copy(u->parent, u, ops, u->name) : NULL;
     fx_free(ops);

@@ -86,6 +86,14 @@ static IrInstr *concat_indices(IrInstr *at, IrInstr *indices, int64_t ivd, const
   return cat;
 }
 
+/* XLA's GetUpdatedIndicesAreSorted: the copy keeps indices_are_sorted only when the batching
+ * dimensions and the new index map are both in ascending order (each iota is). */
+static void keep_sorted_flag(const IrInstr *old, IrInstr *now, const int64_t *bdims, int nb, const int64_t *map, int nmap) {
+  const char *sorted = ir_attr_text(old, "indices_are_sorted");
+  if (sorted && strcmp(sorted, "true") == 0 && !(ascending(bdims, nb) && ascending(map, nmap)))
+    ir_attr_remove(now, "indices_are_sorted");
+}
+
 static void report(PassContext *cx, const char *was, IrInstr *now, const IrInstr *cat, const char *what, int nb) {
   PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rewrite", .producer = was, .consumer = now->name,
                     .result = now->name, .accepted = true};
@@ -121,10 +129,7 @@ static bool normalize_gather(IrInstr *g, PassContext *cx, void *arg, bool *chang
   ir_attr_remove(ng, "start_indices_batching_dims");
   ir_attr_set_dims(ng, "collapsed_slice_dims", collapsed, ncol);
   ir_attr_set_dims(ng, "start_index_map", map, nmap);
-  const char *sorted = ir_attr_text(g, "indices_are_sorted");
-  if (sorted && strcmp(sorted, "true") == 0 &&
-      !(ascending(d.indices_batching, d.nindices_batching) && ascending(map, nmap)))
-    ir_attr_remove(ng, "indices_are_sorted");
+  keep_sorted_flag(g, ng, d.indices_batching, d.nindices_batching, map, nmap);
   char was[256];
   snprintf(was, sizeof was, "%s", g->name);
   simp_replace(g, ng);
@@ -164,9 +169,7 @@ static bool normalize_scatter(IrInstr *s, PassContext *cx, void *arg, bool *chan
   ir_attr_remove(ns, "scatter_indices_batching_dims");
   ir_attr_set_dims(ns, "inserted_window_dims", inserted, nins);
   ir_attr_set_dims(ns, "scatter_dims_to_operand_dims", newmap, nmap);
-  const char *sorted = ir_attr_text(s, "indices_are_sorted");
-  if (sorted && strcmp(sorted, "true") == 0 && !(ascending(sib, nsib) && ascending(newmap, nmap)))
-    ir_attr_remove(ns, "indices_are_sorted");
+  keep_sorted_flag(s, ns, sib, nsib, newmap, nmap);
   char was[256];
   snprintf(was, sizeof was, "%s", s->name);
   simp_replace(s, ns);

@@ -46,13 +46,6 @@ static IrInstr *ordered_int(IrInstr *at, IrInstr *x, const IrShape *is, const Ir
   return flip ? ir_instr_new_before(c, at, IR_OP_SELECT, is, sops, 3, "select") : NULL;
 }
 
-static IrShape retyped(Arena *a, const IrShape *s, IrType t) {
-  IrShape r;
-  if (!ir_shape_copy(a, &r, s)) return ir_shape_array(a, t, s->rank, s->dims);
-  r.type = t;
-  return r;
-}
-
 /* Expands compare i; returns 1 when done, 0 when it is not a total-order float comparison, -1
  * when out of memory. */
 static int expand(IrInstr *i, PassContext *cx) {
@@ -63,14 +56,14 @@ static int expand(IrInstr *i, PassContext *cx) {
   if (!ir_type_is_float(ft) || ir_type_is_f8(ft) || !ir_shape_is_array(&l->shape)) return 0;
   Arena *a = &i->parent->module->arena;
   if (ft == IR_BF16) {
-    IrShape f32 = retyped(a, &l->shape, IR_F32);
+    IrShape f32 = simp_shape_retyped(a, &l->shape, IR_F32);
     l = ir_instr_new_before(i->parent, i, IR_OP_CONVERT, &f32, &l, 1, "convert");
     r = l ? ir_instr_new_before(i->parent, i, IR_OP_CONVERT, &f32, &r, 1, "convert") : NULL;
     if (!r) return -1;
     ft = IR_F32;
   }
   IrType it = signed_of(ir_type_bytes(ft));
-  IrShape is = retyped(a, &l->shape, it), ps = retyped(a, &l->shape, IR_PRED);
+  IrShape is = simp_shape_retyped(a, &l->shape, it), ps = simp_shape_retyped(a, &l->shape, IR_PRED);
   double imax = ldexp(1, ir_type_bytes(ft) * 8 - 1) - 1;
   IrInstr *zero = splat(i, &is, it, 0, "constant");
   IrInstr *max = zero ? splat(i, &is, it, imax, "constant") : NULL;

@@ -62,13 +62,6 @@ static bool lossless(const IrInstr *c, IrType to) {
   return true;
 }
 
-static IrShape retyped(IrModule *m, const IrShape *s, IrType t) {
-  IrShape r;
-  if (!ir_shape_copy(&m->arena, &r, s)) return ir_shape_array(&m->arena, t, s->rank, s->dims);
-  r.type = t;
-  return r;
-}
-
 typedef struct {
   PassContext *cx;
   int moved;
@@ -111,7 +104,7 @@ static bool move_down(Mover *mv, IrInstr *i) {
     if (o->op == IR_OP_CONVERT) {
       ops[k] = o->operands[0];
     } else {
-      IrShape s = retyped(m, &o->shape, src);
+      IrShape s = simp_shape_retyped(&m->arena, &o->shape, src);
       ops[k] = simp_add_like(c, i, IR_OP_CONVERT, &s, &o, 1, "convert", o);
       ok = ops[k] != NULL;
     }
@@ -119,7 +112,7 @@ static bool move_down(Mover *mv, IrInstr *i) {
   IrInstr *narrow = ok ? ir_instr_copy(c, i, ops, i->name) : NULL;
   if (ops != small) fx_free(ops);
   if (!narrow) return false;
-  narrow->shape = retyped(m, &i->shape, src);
+  narrow->shape = simp_shape_retyped(&m->arena, &i->shape, src);
   IrInstr *wide = ir_instr_new(c, IR_OP_CONVERT, &i->shape, &narrow, 1, "convert");
   if (!wide) return false;
   wide->loc = i->loc;
@@ -150,7 +143,7 @@ static bool move_up(Mover *mv, IrInstr *cv, IrInstr **added, int *nadded, int ma
   bool ok = true;
   for (int k = 0; k < x->noperands && ok; k++) {
     IrInstr *o = x->operands[k];
-    IrShape s = retyped(m, &o->shape, dst);
+    IrShape s = simp_shape_retyped(&m->arena, &o->shape, dst);
     ops[k] = simp_add_like(c, cv, IR_OP_CONVERT, &s, &o, 1, "convert", cv);
     ok = ops[k] != NULL;
     if (ok) added[(*nadded)++] = ops[k];
@@ -158,7 +151,7 @@ static bool move_up(Mover *mv, IrInstr *cv, IrInstr **added, int *nadded, int ma
   IrInstr *nx = ok ? ir_instr_copy(c, x, ops, x->name) : NULL;
   if (ops != small) fx_free(ops);
   if (!nx) return false;
-  nx->shape = retyped(m, &x->shape, dst);
+  nx->shape = simp_shape_retyped(&m->arena, &x->shape, dst);
   char name[256], what[600];
   snprintf(name, sizeof name, "%s", cv->name);
   snprintf(what, sizeof what,

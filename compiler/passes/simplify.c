@@ -349,3 +349,10 @@ IrComputation *simp_clone_computation(IrModule *m, IrComputation *src) {
   simp_place_before(m, dc, src);
   return dc;
 }
+
+IrShape simp_shape_retyped(Arena *a, const IrShape *s, IrType t) {
+  IrShape r;
+  if (!ir_shape_copy(a, &r, s)) return ir_shape_array(a, t, s->rank, s->dims);
+  r.type = t;
+  return r;
+}

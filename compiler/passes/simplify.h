@@ -71,6 +71,10 @@ bool simp_rewrite_each(IrModule *m, PassContext *cx, IrOpcode op, SimpRewrite fn
 IrInstr *simp_add_like(IrComputation *c, IrInstr *before, IrOpcode op, const IrShape *s, IrInstr **ops, int n,
                        const char *base, const IrInstr *like);
 
+/* s (an array: dimensions and layout) with element type t, in arena a (XLA's
+ * ShapeUtil::ChangeElementType); without its layout if copying it fails. */
+IrShape simp_shape_retyped(Arena *a, const IrShape *s, IrType t);
+
 /* A copy of computation src (its instructions and itself named after src's, made unique in the
  * module), placed just before src in m's order. NULL when out of memory. */
 IrComputation *simp_clone_computation(IrModule *m, IrComputation *src);

@@ -11,6 +11,7 @@
 #include "../../compiler/passes/passes.h"
 #include "../../runtime/runtime.h"
 #include "../../compiler/ir/ir.h"
+#include "../../compiler/plan/plan.h"
 
 typedef struct {
   char buf[16384];
@@ -80,6 +81,24 @@ static inline IrModule *run_stage(const Pass *p, IrModule *m, const DeviceProfil
   return m;
 }
 
+/* Runs the named passes in order as pipeline stages on m (freed) for device dev, their decisions
+ * counted in seen; the last stage's module. */
+static inline IrModule *run_named_passes(IrModule *m, const char *dev, const char *const *names, int n, Seen *seen) {
+  memset(seen, 0, sizeof *seen);
+  DecisionSink sink = {seen_emit, seen};
+  PassSettings ps;
+  pass_settings_default(&ps);
+  for (int k = 0; k < n && m; k++) m = run_stage(pass_lookup(names[k]), m, device_lookup(dev), &sink, &ps);
+  return m;
+}
+
+/* The first call in c to the known custom-call target `which`; NULL when none. */
+static inline IrInstr *find_call(const IrComputation *c, PlanCustomCall which) {
+  for (int k = 0; k < c->ninstrs; k++)
+    if (plan_custom_call(c->instrs[k]) == which) return c->instrs[k];
+  return NULL;
+}
+
 static inline IrModule *hlo(const char *text) {
   FxError err;
   fx_error_clear(&err);
@@ -127,16 +146,16 @@ static inline int count_op(const IrModule *m, IrOpcode op) {
   return n;
 }
 
-/* Runs m on the interpreter with arguments filled from seed (interp: seed 7); returns the
+/* Runs m on the interpreter with each argument k filled by fill(argument, seed, k); returns the
  * result, NULL (the error printed) when the run fails. */
-static inline RtTensor *interp_seeded(const IrModule *m, uint64_t seed) {
+static inline RtTensor *interp_filled(const IrModule *m, void (*fill)(RtTensor *, uint64_t, uint64_t), uint64_t seed) {
   FxError e;
   fx_error_clear(&e);
   int np = m->entry->nparams;
   RtTensor *args[16];
   for (int k = 0; k < np && k < 16; k++) {
     args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &e);
-    if (args[k]) rt_tensor_fill_random(args[k], seed, (uint64_t)k);
+    if (args[k]) fill(args[k], seed, (uint64_t)k);
   }
   RtOptions o;
   memset(&o, 0, sizeof o);
@@ -151,6 +170,10 @@ static inline RtTensor *interp_seeded(const IrModule *m, uint64_t seed) {
   for (int k = 0; k < np && k < 16; k++) rt_tensor_unref(args[k]);
   return out;
 }
+
+/* Runs m on the interpreter with arguments filled from seed (interp: seed 7); returns the
+ * result, NULL (the error printed) when the run fails. */
+static inline RtTensor *interp_seeded(const IrModule *m, uint64_t seed) { return interp_filled(m, rt_tensor_fill_random, seed); }
 
 static inline RtTensor *interp(const IrModule *m) { return interp_seeded(m, 7); }
 

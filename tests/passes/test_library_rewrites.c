@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "pass_check.h"
-#include "../../compiler/plan/plan.h"
 
 /* A ResNet block's convolution as JAX writes it: a zero pad, the convolution (NHWC input, HWIO
  * filter), the bias broadcast through size-1 reshapes, then a ReLU. */
@@ -118,31 +117,16 @@ static char *topk_text(const char *type, int64_t n, int64_t k, const char *large
   return buf;
 }
 
-/* Runs the named passes in order on m (freed) for device dev; the result. */
-static IrModule *run_passes(IrModule *m, const char *dev, const char *const *names, int n, Seen *seen) {
-  memset(seen, 0, sizeof *seen);
-  DecisionSink sink = {seen_emit, seen};
-  PassSettings ps;
-  pass_settings_default(&ps);
-  for (int k = 0; k < n && m; k++) m = run_stage(pass_lookup(names[k]), m, device_lookup(dev), &sink, &ps);
-  return m;
-}
-
 static const char *const CONV_PASSES[] = {"conv-rewriter", "cudnn-fused-convolution-rewriter", "layout-assignment",
                                           "layout-normalization"};
 
 /* The seed of the arguments the interpreter checks a rewrite on. */
 static const uint64_t INPUT_SEED = 11;
 
-static IrInstr *find_call(const IrComputation *c, PlanCustomCall which) {
-  for (int k = 0; k < c->ninstrs; k++)
-    if (plan_custom_call(c->instrs[k]) == which) return c->instrs[k];
-  return NULL;
-}
 
 TEST(convolution_becomes_a_cudnn_call_with_its_pad_folded) {
   Seen s;
-  IrModule *m = run_passes(hlo_ok(CONV_BIAS_RELU), "h100", CONV_PASSES, 1, &s);
+  IrModule *m = run_named_passes(hlo_ok(CONV_BIAS_RELU), "h100", CONV_PASSES, 1, &s);
   if (!m) return;
   IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV);
   CHECK(call != NULL);
@@ -163,7 +147,7 @@ TEST(convolution_becomes_a_cudnn_call_with_its_pad_folded) {
 
 TEST(bias_and_relu_go_into_the_cudnn_call) {
   Seen s;
-  IrModule *m = run_passes(hlo_ok(CONV_BIAS_RELU), "h100", CONV_PASSES, 2, &s);
+  IrModule *m = run_named_passes(hlo_ok(CONV_BIAS_RELU), "h100", CONV_PASSES, 2, &s);
   if (!m) return;
   IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION);
   CHECK(call != NULL);
@@ -183,7 +167,7 @@ TEST(bias_and_relu_go_into_the_cudnn_call) {
 
 TEST(scale_and_side_input) {
   Seen s;
-  IrModule *m = run_passes(hlo_ok(SIDE_INPUT), "h100", CONV_PASSES, 2, &s);
+  IrModule *m = run_named_passes(hlo_ok(SIDE_INPUT), "h100", CONV_PASSES, 2, &s);
   if (!m) return;
   IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION);
   CHECK(call != NULL);
@@ -200,7 +184,7 @@ TEST(scale_and_side_input) {
 
 TEST(resnet_layouts_on_hopper_transpose_the_filter) {
   Seen s;
-  IrModule *m = run_passes(hlo_ok(CONV_BIAS_RELU), "h100", CONV_PASSES, 4, &s);
+  IrModule *m = run_named_passes(hlo_ok(CONV_BIAS_RELU), "h100", CONV_PASSES, 4, &s);
   if (!m) return;
   IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION);
   CHECK(call != NULL);
@@ -221,7 +205,7 @@ TEST(resnet_layouts_on_hopper_transpose_the_filter) {
 
 TEST(depthwise_bf16_nchw_goes_through_nhwc_and_keeps_no_bias) {
   Seen s;
-  IrModule *m = run_passes(hlo_ok(DEPTHWISE), "h100", CONV_PASSES, 4, &s);
+  IrModule *m = run_named_passes(hlo_ok(DEPTHWISE), "h100", CONV_PASSES, 4, &s);
   if (!m) return;
   /* depthwise: a plain forward convolution (the fused kernels are slower for those) */
   IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV);
@@ -242,7 +226,7 @@ TEST(depthwise_bf16_nchw_goes_through_nhwc_and_keeps_no_bias) {
 
 TEST(before_hopper_f32_convolutions_run_in_nchw) {
   Seen s;
-  IrModule *m = run_passes(hlo_ok(CONV_BIAS_RELU), "a100", CONV_PASSES, 4, &s);
+  IrModule *m = run_named_passes(hlo_ok(CONV_BIAS_RELU), "a100", CONV_PASSES, 4, &s);
   if (!m) return;
   IrInstr *call = find_call(m->entry, PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION);
   CHECK(call != NULL);
@@ -254,7 +238,7 @@ TEST(before_hopper_f32_convolutions_run_in_nchw) {
 
 TEST(no_cudnn_on_the_host) {
   Seen s;
-  IrModule *m = run_passes(hlo_ok(CONV_BIAS_RELU), "host", CONV_PASSES, 4, &s);
+  IrModule *m = run_named_passes(hlo_ok(CONV_BIAS_RELU), "host", CONV_PASSES, 4, &s);
   if (!m) return;
   CHECK(count_op_in(m->entry, IR_OP_CONVOLUTION) == 1 && s.accepted == 0);
   ir_module_free(m);
@@ -263,7 +247,7 @@ TEST(no_cudnn_on_the_host) {
 TEST(layout_hints_are_dropped_and_reshapes_become_bitcasts) {
   Seen s;
   static const char *const passes[] = {"layout-assignment", "layout-normalization"};
-  IrModule *m = run_passes(hlo_ok(LAYOUT_HINTS), "h100", passes, 2, &s);
+  IrModule *m = run_named_passes(hlo_ok(LAYOUT_HINTS), "h100", passes, 2, &s);
   if (!m) return;
   IrInstr *t = ir_computation_find_instr(m->entry, "t");
   IrInstr *sq = ir_computation_find_instr(m->entry, "s");
@@ -288,7 +272,7 @@ static bool layout_is(const IrShape *s, const int *m2m) {
 TEST(a_transposed_weight_only_a_gemm_reads_is_a_bitcast) {
   Seen s;
   static const char *const passes[] = {"layout-assignment", "layout-normalization"};
-  IrModule *m = run_passes(hlo_ok(TRANSPOSED_WEIGHT), "h100", passes, 2, &s);
+  IrModule *m = run_named_passes(hlo_ok(TRANSPOSED_WEIGHT), "h100", passes, 2, &s);
   if (!m) return;
   IrInstr *wt = ir_computation_find_instr(m->entry, "wt"), *wr = ir_computation_find_instr(m->entry, "wr");
   CHECK(wt && wr);
@@ -305,7 +289,7 @@ TEST(a_transposed_weight_only_a_gemm_reads_is_a_bitcast) {
   check_same_values(TRANSPOSED_WEIGHT, m, INPUT_SEED);
   /* the GEMM fusion reads the weight through one bitcast outside it, as XLA's does */
   static const char *const gemm[] = {"triton-gemm-rewriter", "hoist-fused-bitcasts"};
-  m = run_passes(m, "h100", gemm, 2, &s);
+  m = run_named_passes(m, "h100", gemm, 2, &s);
   if (!m) return;
   const IrInstr *f = m->entry->root;
   const IrComputation *fc = f && f->op == IR_OP_FUSION ? ir_fused_computation(f) : NULL;
@@ -323,7 +307,7 @@ TEST(a_transposed_weight_only_a_gemm_reads_is_a_bitcast) {
 TEST(a_transpose_something_else_constrains_moves_data) {
   Seen s;
   static const char *const passes[] = {"layout-assignment", "layout-normalization"};
-  IrModule *m = run_passes(hlo_ok(TRANSPOSE_NOT_FREE), "h100", passes, 2, &s);
+  IrModule *m = run_named_passes(hlo_ok(TRANSPOSE_NOT_FREE), "h100", passes, 2, &s);
   if (!m) return;
   IrInstr *wt = ir_computation_find_instr(m->entry, "wt"), *kt = ir_computation_find_instr(m->entry, "kt");
   CHECK(wt && kt);
@@ -340,7 +324,7 @@ TEST(small_topk_becomes_xlas_topk_kernel) {
   Seen s;
   static const char *const passes[] = {"topk-specializer"};
   const char *text = topk_text("bf16", 2048, 10, "true");
-  IrModule *m = run_passes(hlo_ok(text), "h100", passes, 1, &s);
+  IrModule *m = run_named_passes(hlo_ok(text), "h100", passes, 1, &s);
   if (!m) return;
   IrInstr *call = find_call(m->entry, PLAN_CC_GPU_TOPK);
   CHECK(call != NULL && count_op_in(m->entry, IR_OP_TOPK) == 0);
@@ -370,7 +354,7 @@ TEST(topk_xlas_kernel_cannot_take_stays_a_topk) {
   };
   for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
     Seen s;
-    IrModule *m = run_passes(hlo_ok(topk_text(cases[q].type, cases[q].n, cases[q].k, cases[q].largest)), cases[q].dev,
+    IrModule *m = run_named_passes(hlo_ok(topk_text(cases[q].type, cases[q].n, cases[q].k, cases[q].largest)), cases[q].dev,
                              passes, 1, &s);
     if (!m) return;
     CHECK(count_op_in(m->entry, IR_OP_TOPK) == 1 && find_call(m->entry, PLAN_CC_GPU_TOPK) == NULL && s.accepted == 0);

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "pass_check.h"
-#include "../../compiler/plan/plan.h"
 
 /* JAX's comparator for jnp.sort / jnp.argsort of type T (NumPy's order: -0 as 0, NaNs last), with
  * `extra` more operands of type U (ignored), comparing with direction DIR. */
@@ -93,8 +92,8 @@ static char *key_val_text(int64_t n, const char *dir) {
 }
 
 /* Keys that order badly: NaN, -NaN, -0, +0, infinities, and repeats among random values. */
-static void fill_hostile(RtTensor *t, uint64_t seed) {
-  rt_tensor_fill_random(t, seed, 0);
+static void fill_hostile(RtTensor *t, uint64_t seed, uint64_t stream) {
+  rt_tensor_fill_random(t, seed, stream);
   for (int64_t e = 0; e < t->count; e++) {
     uint32_t bits;
     int m = (int)(e % 29);
@@ -145,33 +144,11 @@ static bool same_bits(const RtTensor *a, const RtTensor *b) {
   return a->bytes == b->bytes && memcmp(a->data, b->data, a->bytes) == 0;
 }
 
-static RtTensor *run_hostile(const IrModule *m) {
-  FxError e;
-  fx_error_clear(&e);
-  int np = m->entry->nparams;
-  RtTensor *args[4] = {0};
-  for (int k = 0; k < np && k < 4; k++) {
-    args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &e);
-    if (args[k]) fill_hostile(args[k], 5 + (uint64_t)k);
-  }
-  RtOptions o;
-  memset(&o, 0, sizeof o);
-  RtCounters cnt;
-  memset(&cnt, 0, sizeof cnt);
-  RtTensor *out = NULL;
-  if (!rt_interp_run(m, args, np, &o, &out, &cnt, &e)) {
-    fx_error_print(stderr, &e);
-    out = NULL;
-  }
-  for (int k = 0; k < np && k < 4; k++) rt_tensor_unref(args[k]);
-  return out;
-}
-
 /* The rewritten module gives the original's bits on hostile keys. */
 static void check_same_bits(const char *text, const IrModule *rewritten) {
   IrModule *orig = hlo_ok(text);
   if (!orig) return;
-  RtTensor *want = run_hostile(orig), *got = run_hostile(rewritten);
+  RtTensor *want = interp_filled(orig, fill_hostile, 5), *got = interp_filled(rewritten, fill_hostile, 5);
   CHECK(want && got);
   CHECK(same_bits(want, got));
   rt_tensor_unref(want);
@@ -179,27 +156,14 @@ static void check_same_bits(const char *text, const IrModule *rewritten) {
   ir_module_free(orig);
 }
 
-static IrModule *run_passes(IrModule *m, const char *dev, const char *const *names, int n, Seen *seen) {
-  memset(seen, 0, sizeof *seen);
-  DecisionSink sink = {seen_emit, seen};
-  PassSettings ps;
-  pass_settings_default(&ps);
-  for (int k = 0; k < n && m; k++) m = run_stage(pass_lookup(names[k]), m, device_lookup(dev), &sink, &ps);
-  return m;
-}
 
-static IrInstr *find_call(const IrComputation *c, PlanCustomCall which) {
-  for (int k = 0; k < c->ninstrs; k++)
-    if (plan_custom_call(c->instrs[k]) == which) return c->instrs[k];
-  return NULL;
-}
 
 static const char *const REWRITER[] = {"sort-rewriter"};
 
 TEST(numpy_sort_of_long_rows_becomes_cub_pairs_with_synthetic_keys) {
   Seen s;
   const char *text = sort_text("f32", 1, 30000);
-  IrModule *m = run_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
+  IrModule *m = run_named_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
   if (!m) return;
   IrInstr *call = find_call(m->entry, PLAN_CC_CUB_SORT_PAIRS);
   CHECK(call != NULL && count_op_in(m->entry, IR_OP_SORT) == 0 && s.accepted == 1);
@@ -223,7 +187,7 @@ TEST(argsort_packs_key_and_index_and_stays_stable) {
   for (int q = 0; q < 2; q++) {
     Seen s;
     const char *text = argsort_text("f32", 30000, dirs[q]);
-    IrModule *m = run_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
+    IrModule *m = run_named_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
     if (!m) return;
     IrInstr *call = find_call(m->entry, PLAN_CC_CUB_SORT_PAIRS);
     CHECK(call != NULL && s.accepted == 1);
@@ -239,7 +203,7 @@ TEST(argsort_packs_key_and_index_and_stays_stable) {
   /* bf16 keys with s32 indices: 48 bits, still u64 */
   Seen s;
   const char *text = argsort_text("bf16", 30000, "LT");
-  IrModule *m = run_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
+  IrModule *m = run_named_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
   if (!m) return;
   IrInstr *call = find_call(m->entry, PLAN_CC_CUB_SORT_PAIRS);
   CHECK(call != NULL && call->shape.tuple[0].type == IR_U16 && call->shape.tuple[1].type == IR_U64);
@@ -252,7 +216,7 @@ TEST(integer_keys_in_the_default_order_and_keys_second) {
   for (int q = 0; q < 2; q++) {
     Seen s;
     const char *text = key_val_text(30000, dirs[q]);
-    IrModule *m = run_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
+    IrModule *m = run_named_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
     if (!m) return;
     IrInstr *call = find_call(m->entry, PLAN_CC_CUB_SORT_PAIRS);
     CHECK(call != NULL && s.accepted == 1);
@@ -272,7 +236,7 @@ TEST(float_keys_in_the_default_order_go_to_cub_as_they_are) {
       "ENTRY main {\n  x = f32[1,30000]{1,0} parameter(0)\n"
       "  ROOT s = f32[1,30000]{1,0} sort(x), dimensions={1}, to_apply=cmp\n}\n";
   Seen s;
-  IrModule *m = run_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
+  IrModule *m = run_named_passes(hlo_ok(text), "h100", REWRITER, 1, &s);
   if (!m) return;
   IrInstr *call = find_call(m->entry, PLAN_CC_CUB_SORT_KEYS);
   CHECK(call != NULL && call->shape.ntuple == 2 && strcmp(call->operands[0]->name, "x") == 0);
@@ -291,7 +255,7 @@ TEST(thresholds_differ_per_gpu) {
   } cases[] = {{"h100", true, "H100"}, {"a100", false, "A100"}, {"rtx2080ti", true, "16,384"}, {"host", false, NULL}};
   for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
     Seen s;
-    IrModule *m = run_passes(hlo_ok(argsort_text("bf16", 65536, "LT")), cases[q].dev, REWRITER, 1, &s);
+    IrModule *m = run_named_passes(hlo_ok(argsort_text("bf16", 65536, "LT")), cases[q].dev, REWRITER, 1, &s);
     if (!m) return;
     CHECK((find_call(m->entry, PLAN_CC_CUB_SORT_PAIRS) != NULL) == cases[q].cub);
     CHECK(count_op_in(m->entry, IR_OP_SORT) == (cases[q].cub ? 0 : 1));
@@ -341,7 +305,7 @@ TEST(sorts_cub_cannot_take_stay_sorts_with_the_reason) {
   };
   for (size_t q = 0; q < sizeof cases / sizeof cases[0]; q++) {
     Seen s;
-    IrModule *m = run_passes(hlo_ok(cases[q].text), "h100", REWRITER, 1, &s);
+    IrModule *m = run_named_passes(hlo_ok(cases[q].text), "h100", REWRITER, 1, &s);
     if (!m) return;
     CHECK(count_op_in(m->entry, IR_OP_SORT) == 1 && s.accepted == 0 && s.rejected == 1);
     CHECK_CONTAINS(s.last, cases[q].why);
@@ -353,7 +317,7 @@ TEST(a_stable_sort_gets_an_iota_tie_breaker) {
   static const char *const passes[] = {"stable-sort-expander"};
   Seen s;
   const char *text = sort_text("f32", 4, 64);
-  IrModule *m = run_passes(hlo_ok(text), "h100", passes, 1, &s);
+  IrModule *m = run_named_passes(hlo_ok(text), "h100", passes, 1, &s);
   if (!m) return;
   IrInstr *sort = NULL;
   for (int k = 0; k < m->entry->ninstrs; k++)
@@ -370,7 +334,7 @@ TEST(a_stable_sort_gets_an_iota_tie_breaker) {
   ir_module_free(m);
   /* an argsort's own iota along the sorted dimension breaks the ties: no new operand */
   text = argsort_text("f32", 64, "LT");
-  m = run_passes(hlo_ok(text), "h100", passes, 1, &s);
+  m = run_named_passes(hlo_ok(text), "h100", passes, 1, &s);
   if (!m) return;
   CHECK(count_op_in(m->entry, IR_OP_IOTA) == 1 && s.accepted == 1);
   CHECK_CONTAINS(s.last_accepted, "its own operand i");
@@ -382,7 +346,7 @@ TEST(a_sort_and_its_iotas_become_one_kcustom_fusion) {
   static const char *const passes[] = {"stable-sort-expander", "sort-iota-fusion"};
   Seen s;
   const char *text = argsort_text("f32", 64, "LT");
-  IrModule *m = run_passes(hlo_ok(text), "h100", passes, 2, &s);
+  IrModule *m = run_named_passes(hlo_ok(text), "h100", passes, 2, &s);
   if (!m) return;
   IrInstr *f = NULL;
   for (int k = 0; k < m->entry->ninstrs; k++)
@@ -419,7 +383,7 @@ TEST(batched_gather_and_scatter_become_ordinary_ones) {
   const char *folded[] = {"collapsed_slice_dims", "inserted_window_dims"};
   for (int q = 0; q < 2; q++) {
     Seen s;
-    IrModule *m = run_passes(hlo_ok(texts[q]), "h100", passes, 1, &s);
+    IrModule *m = run_named_passes(hlo_ok(texts[q]), "h100", passes, 1, &s);
     if (!m) return;
     IrInstr *x = m->entry->root;
     CHECK(s.accepted == 1 && x->op == (q ? IR_OP_SCATTER : IR_OP_GATHER));
