@@ -123,6 +123,11 @@ typedef struct {
    * (the CPU backend's compiled entry) fills *out and sets *handled. */
   bool (*computation)(void *ctx, RtExec *x, const IrComputation *c, RtTensor **args, int nargs, RtTensor **out,
                       bool *handled, FxError *err);
+  /* Optional: called before the walker reads t's values on the host (an operand of an instruction
+   * it runs itself, a while condition's pred, a conditional's selector), for a backend that keeps
+   * results in its own memory and fills t->data only when asked (the GPU backend). Values that are
+   * only passed along (tuple, get-tuple-element, while's state, call arguments) are not read. */
+  bool (*host_read)(void *ctx, RtTensor *t, FxError *err);
   void *ctx;
 } RtHooks;
 

@@ -18,6 +18,19 @@ struct CudaBackend {
   CUcontext ctx;
   bool timing;
   CUevent start, stop;
+  /* deferred timing (cuda_backend_defer_timing): launches record a pair of events and go on;
+   * the times are read at the next collection */
+  CudaTimeFn on_time;
+  void *on_time_ctx;
+  int tag;
+  CUevent open; /* cuda_timer_start's event while deferred */
+  struct {
+    CUevent a, b;
+    int tag;
+  } *pend;
+  int npend, cappend;
+  CUevent *events; /* spare events */
+  int nevents, capevents;
   CUdeviceptr *bufs; /* live allocations */
   int nbufs, bufs_cap;
   CUmodule *mods;
@@ -73,10 +86,18 @@ void cuda_backend_close(CudaBackend *b) {
     for (int i = 0; i < b->nmods; i++) a->cuModuleUnload(b->mods[i]);
     if (b->start) a->cuEventDestroy(b->start);
     if (b->stop) a->cuEventDestroy(b->stop);
+    for (int i = 0; i < b->npend; i++) {
+      a->cuEventDestroy(b->pend[i].a);
+      a->cuEventDestroy(b->pend[i].b);
+    }
+    for (int i = 0; i < b->nevents; i++) a->cuEventDestroy(b->events[i]);
+    if (b->open) a->cuEventDestroy(b->open);
     a->cuDevicePrimaryCtxRelease(b->device);
   }
   fx_free(b->bufs);
   fx_free(b->mods);
+  fx_free(b->pend);
+  fx_free(b->events);
   fx_free(b);
 }
 
@@ -193,13 +214,112 @@ bool cuda_module_kernel(CudaBackend *b, CUmodule m, const char *name, const Cuda
   return true;
 }
 
+/* ---------- deferred timing ---------- */
+
+static bool event_get(CudaBackend *b, CUevent *e, FxError *err) {
+  if (b->nevents > 0) {
+    *e = b->events[--b->nevents];
+    return true;
+  }
+  CU_CHECK(err, b->api->cuEventCreate(e, 0));
+  return true;
+}
+
+static bool event_put(CudaBackend *b, CUevent e, FxError *err) {
+  if (!track((void **)&b->events, &b->nevents, &b->capevents, sizeof e, &e, err)) {
+    b->api->cuEventDestroy(e);
+    return false;
+  }
+  return true;
+}
+
+void cuda_backend_defer_timing(CudaBackend *b, CudaTimeFn fn, void *ctx) {
+  b->on_time = fn;
+  b->on_time_ctx = ctx;
+}
+
+void cuda_backend_set_tag(CudaBackend *b, int tag) { b->tag = tag; }
+
+bool cuda_timings_collect(CudaBackend *b, FxError *err) {
+  if (b->npend == 0) return true;
+  const CudaApi *a = b->api;
+  CU_CHECK(err, a->cuEventSynchronize(b->pend[b->npend - 1].b));
+  bool ok = true;
+  for (int i = 0; i < b->npend; i++) {
+    float ms = 0;
+    if (ok) {
+      CUresult r = a->cuEventElapsedTime(&ms, b->pend[i].a, b->pend[i].b);
+      if (r != FX_CUDA_SUCCESS) ok = cuda_check_failed(r, "cuEventElapsedTime", err);
+      else if (b->on_time) b->on_time(b->on_time_ctx, b->pend[i].tag, ms);
+    }
+    if (!event_put(b, b->pend[i].a, err)) ok = false;
+    if (!event_put(b, b->pend[i].b, err)) ok = false;
+  }
+  b->npend = 0;
+  return ok;
+}
+
+/* Records the pair (start, a new stop event) for the current tag; collects when many wait. */
+static bool pend_push(CudaBackend *b, CUevent start, FxError *err) {
+  CUevent stop;
+  if (!event_get(b, &stop, err)) {
+    event_put(b, start, err);
+    return false;
+  }
+  CUresult r = b->api->cuEventRecord(stop, NULL);
+  if (r != FX_CUDA_SUCCESS) {
+    event_put(b, start, err);
+    event_put(b, stop, err);
+    return cuda_check_failed(r, "cuEventRecord", err);
+  }
+  if (b->npend == b->cappend) {
+    int nc = b->cappend ? b->cappend * 2 : 64;
+    void *np = fx_realloc(b->pend, sizeof *b->pend * (size_t)nc);
+    if (!np) {
+      event_put(b, start, err);
+      event_put(b, stop, err);
+      return fx_error_set(err, NULL, 0, 0, "out of memory timing GPU kernels");
+    }
+    b->pend = np;
+    b->cappend = nc;
+  }
+  b->pend[b->npend].a = start;
+  b->pend[b->npend].b = stop;
+  b->pend[b->npend].tag = b->tag;
+  b->npend++;
+  /* (a few hundred launches in flight: one wait for all of them) */
+  return b->npend < 512 || cuda_timings_collect(b, err);
+}
+
+static bool deferred_start(CudaBackend *b, CUevent *e, FxError *err) {
+  if (!event_get(b, e, err)) return false;
+  CUresult r = b->api->cuEventRecord(*e, NULL);
+  if (r != FX_CUDA_SUCCESS) {
+    event_put(b, *e, err);
+    *e = NULL;
+    return cuda_check_failed(r, "cuEventRecord", err);
+  }
+  return true;
+}
+
 bool cuda_timer_start(CudaBackend *b, FxError *err) {
+  if (b->timing && b->on_time) {
+    if (b->open) event_put(b, b->open, err);
+    b->open = NULL;
+    return deferred_start(b, &b->open, err);
+  }
   if (b->timing) CU_CHECK(err, b->api->cuEventRecord(b->start, NULL));
   return true;
 }
 
 bool cuda_timer_stop(CudaBackend *b, double *ms, FxError *err) {
   *ms = 0;
+  if (b->timing && b->on_time) {
+    if (!b->open) return true;
+    CUevent start = b->open;
+    b->open = NULL;
+    return pend_push(b, start, err);
+  }
   if (!b->timing) return true;
   float f = 0;
   CU_CHECK(err, b->api->cuEventRecord(b->stop, NULL));
@@ -230,6 +350,17 @@ bool cuda_launch(CudaBackend *b, CudaKernel *k, int64_t n, void **params, FxErro
   if (b->dev.max_grid_x > 0 && grid > b->dev.max_grid_x)
     return fx_error_set(err, NULL, 0, 0, "kernel %s: %lld elements need %lld blocks; the device allows %d", k->name,
                         (long long)n, (long long)grid, b->dev.max_grid_x);
+  if (b->timing && b->on_time) {
+    CUevent start;
+    if (!deferred_start(b, &start, err)) return false;
+    CUresult r = b->api->cuLaunchKernel(k->fn, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, 0, NULL, params, NULL);
+    if (r != FX_CUDA_SUCCESS) {
+      event_put(b, start, err);
+      return cuda_check_failed(r, "cuLaunchKernel", err);
+    }
+    k->launches++;
+    return pend_push(b, start, err);
+  }
   if (b->timing) CU_CHECK(err, b->api->cuEventRecord(b->start, NULL));
   CU_CHECK(err, b->api->cuLaunchKernel(k->fn, (unsigned)grid, 1, 1, (unsigned)block, 1, 1, 0, NULL, params, NULL));
   k->launches++;

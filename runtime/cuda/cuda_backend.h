@@ -3,7 +3,8 @@
  * The GPU backend's primitives: a context on one device (its primary context), buffers from
  * cuMemAlloc (never managed memory), uploads and downloads, kernels compiled by NVRTC
  * (cuda_nvrtc.h) and loaded from cubin, launches with a block size chosen within the device's
- * limits and the kernel's register use, CUDA events around every launch for per-kernel times,
+ * limits and the kernel's register use, CUDA events around every launch for per-kernel times
+ * (waited for at once, or read in batches: cuda_backend_defer_timing),
  * and while loops driven from the host the way XLA drives them: the condition's kernels write a
  * pred on the device, the host reads it back after each iteration and launches the body again.
  * Library kernels go through cuda_libs.h. */
@@ -40,6 +41,16 @@ const CudaDeviceInfo *cuda_backend_device(const CudaBackend *b);
 /* Event-time every launch (per-kernel times for `run` and `profile`). On by default. */
 void cuda_backend_set_timing(CudaBackend *b, bool on);
 
+/* Deferred timing: with fn set, launches and timer start/stop record CUDA events and return
+ * without waiting; each timed piece of work is reported later as fn(ctx, tag, ms) with the tag
+ * set when it was launched (cuda_backend_set_tag), at cuda_timings_collect (which waits for the
+ * last recorded event) or when many are pending. NULL fn: every launch waits for its own time
+ * (last_ms). Collect before turning it off. */
+typedef void (*CudaTimeFn)(void *ctx, int tag, double ms);
+void cuda_backend_defer_timing(CudaBackend *b, CudaTimeFn fn, void *ctx);
+void cuda_backend_set_tag(CudaBackend *b, int tag);
+bool cuda_timings_collect(CudaBackend *b, FxError *err);
+
 /* Device memory: cuMemAlloc'd, zero bytes allowed (gets a 1-byte allocation). */
 bool cuda_buffer_alloc(CudaBackend *b, size_t bytes, CUdeviceptr *out, FxError *err);
 bool cuda_buffer_free(CudaBackend *b, CUdeviceptr p, FxError *err);
@@ -64,7 +75,8 @@ bool cuda_timer_stop(CudaBackend *b, double *ms, FxError *err);
  * of the warp size, at most 256, within max threads per block and registers per block. */
 int cuda_block_size(int regs, const CudaDeviceInfo *d, int64_t n);
 /* Launches k over n elements (grid = ceil(n / block)) with the kernel parameters `params`
- * (pointers to each argument, as cuLaunchKernel takes them); waits for it when timing. */
+ * (pointers to each argument, as cuLaunchKernel takes them); waits for it when timing and not
+ * deferred. */
 bool cuda_launch(CudaBackend *b, CudaKernel *k, int64_t n, void **params, FxError *err);
 bool cuda_sync(CudaBackend *b, FxError *err);
 

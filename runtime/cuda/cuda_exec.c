@@ -5,12 +5,17 @@
  * compiled by NVRTC for the device's architecture, loaded, and each kernel part looked up.
  * run: the interpreter's walker drives the module from the host (tuples, while, call,
  * conditional), as XLA's host does; every kernel it reaches is taken over here: operands are made
- * resident on the device (uploaded once, then kept while their tensor lives in the cache),
- * outputs are allocated with cuMemAlloc, the kernel is launched (generated code, cuBLAS, cuDNN or
- * the rng kernel) and timed with CUDA events, and its results are read back so the host can use
- * them. A while loop's condition is therefore computed on the device and read back each
- * iteration. Instructions the emitter does not generate run on the interpreter's implementation
- * and are reported as such in `profile`. */
+ * resident on the device (uploaded once, then kept while their tensor lives), outputs get device
+ * buffers (reused from a pool of freed ones, as an allocator does, rather than a cuMemAlloc and
+ * a cuMemFree per launch) and the kernel is launched (generated code, cuBLAS, cuDNN or the rng
+ * kernel) without waiting for it. A result stays on the device until the host needs its values:
+ * the walker asks through RtHooks.host_read (a while condition's pred, a conditional's selector,
+ * an instruction the host runs itself, the run's result), and only then is it read back, which
+ * waits for the kernels before it. A while loop's condition is therefore computed on the device
+ * and read back each iteration, as XLA's host-driven loops do, and nothing else waits. Kernel
+ * times come from CUDA events read in batches (cuda_backend_defer_timing). Instructions the
+ * emitter does not generate run on the interpreter's implementation and are reported as such in
+ * `profile`. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +26,7 @@
 #include "cuda_kernels.h"
 #include "cuda_libs.h"
 #include "../interp/rng_stream.h"
+#include "../../compiler/ir/ptrmap.h"
 
 typedef struct {
   const IrInstr *instr;
@@ -36,51 +42,148 @@ typedef struct {
 } GpuKernel;
 
 typedef struct {
-  RtTensor *t; /* a reference held while cached */
+  RtTensor *t;  /* a reference held while resident */
   CUdeviceptr p;
+  bool stale;   /* the device holds the values; t->data does not yet */
 } Resident;
+
+typedef struct {
+  CUdeviceptr p;
+  size_t bytes;
+} FreeBuffer;
 
 typedef struct {
   CudaBackend *cb;
   GpuKernel **kernels;
   int nkernels, capkernels;
+  PtrMap by_instr; /* IrInstr* -> GpuKernel* */
+  PtrMap consts;   /* constant IrInstr* -> its RtTensor, made once per run (and uploaded once) */
   CudaKernel rng[2][IR_TYPE_COUNT]; /* [normal][type], loaded on first use */
   CudaKernel permute[IR_TYPE_COUNT];
   Resident *res;
   int nres, capres;
   size_t res_bytes, res_limit;
+  FreeBuffer *pool; /* device buffers no tensor uses, kept for the next output of their size */
+  int npool, cappool;
+  size_t pool_bytes;
   RtRunStats *stats;
+  int64_t readbacks; /* results read back to the host during the run */
 } GpuBackend;
 
 #define RESIDENT_MAX 4096
+#define POOL_MAX 256
 
-static GpuKernel *kernel_of(GpuBackend *g, const IrInstr *i) {
-  for (int q = 0; q < g->nkernels; q++)
-    if (g->kernels[q]->instr == i) return g->kernels[q];
-  return NULL;
+static GpuKernel *kernel_of(GpuBackend *g, const IrInstr *i) { return ptrmap_get(&g->by_instr, i); }
+
+/* ---------- device buffers ---------- */
+
+static void buffer_release(GpuBackend *g, CUdeviceptr p, size_t bytes) {
+  FxError ignore;
+  fx_error_clear(&ignore);
+  if (g->npool < POOL_MAX && g->pool_bytes + bytes <= g->res_limit) {
+    if (g->npool == g->cappool) {
+      int nc = g->cappool ? g->cappool * 2 : 32;
+      FreeBuffer *np = fx_realloc(g->pool, sizeof *np * (size_t)nc);
+      if (np) {
+        g->pool = np;
+        g->cappool = nc;
+      }
+    }
+    if (g->npool < g->cappool) {
+      g->pool[g->npool++] = (FreeBuffer){p, bytes};
+      g->pool_bytes += bytes;
+      return;
+    }
+  }
+  cuda_buffer_free(g->cb, p, &ignore);
+}
+
+/* A device buffer of `bytes`: a pooled one of that size (work on the one stream is ordered, so a
+ * kernel that still reads its old contents finishes before a later kernel writes it), else a new
+ * allocation. */
+static bool buffer_get(GpuBackend *g, size_t bytes, CUdeviceptr *p, FxError *err) {
+  for (int q = g->npool - 1; q >= 0; q--)
+    if (g->pool[q].bytes == bytes) {
+      *p = g->pool[q].p;
+      g->pool_bytes -= bytes;
+      g->pool[q] = g->pool[--g->npool];
+      return true;
+    }
+  return cuda_buffer_alloc(g->cb, bytes, p, err);
+}
+
+static void pool_drain(GpuBackend *g) {
+  FxError ignore;
+  fx_error_clear(&ignore);
+  for (int q = 0; q < g->npool; q++) cuda_buffer_free(g->cb, g->pool[q].p, &ignore);
+  g->npool = 0;
+  g->pool_bytes = 0;
 }
 
 /* ---------- residency ---------- */
 
-static void drop_resident(GpuBackend *g, int idx) {
-  FxError ignore;
-  fx_error_clear(&ignore);
-  cuda_buffer_free(g->cb, g->res[idx].p, &ignore);
-  g->res_bytes -= g->res[idx].t->bytes;
-  rt_tensor_unref(g->res[idx].t);
-  memmove(&g->res[idx], &g->res[idx + 1], sizeof *g->res * (size_t)(g->nres - idx - 1));
-  g->nres--;
+static int resident_index(GpuBackend *g, const RtTensor *t) {
+  for (int q = g->nres - 1; q >= 0; q--)
+    if (g->res[q].t == t) return q;
+  return -1;
 }
 
-static void evict(GpuBackend *g, size_t incoming) {
-  while (g->nres > 0 && (g->nres >= RESIDENT_MAX || g->res_bytes + incoming > g->res_limit)) drop_resident(g, 0);
+/* Makes the host copy of a resident current (reads it back, waiting for the kernels before). */
+static bool make_host_current(GpuBackend *g, Resident *r, FxError *err) {
+  if (!r->stale) return true;
+  if (!cuda_download(g->cb, r->t->data, r->p, r->t->bytes, err)) return false;
+  r->stale = false;
+  g->readbacks++;
+  return true;
+}
+
+/* Forgets resident idx; a stale one is read back first when someone else still holds it. */
+static bool drop_resident(GpuBackend *g, int idx, FxError *err) {
+  Resident *r = &g->res[idx];
+  bool ok = r->t->refs <= 1 || make_host_current(g, r, err);
+  buffer_release(g, r->p, r->t->bytes);
+  g->res_bytes -= r->t->bytes;
+  rt_tensor_unref(r->t);
+  memmove(&g->res[idx], &g->res[idx + 1], sizeof *g->res * (size_t)(g->nres - idx - 1));
+  g->nres--;
+  return ok;
+}
+
+/* Drops the residents whose tensor nobody else holds any more (the walker dropped its value):
+ * their buffers go back to the pool. */
+static void sweep(GpuBackend *g) {
+  int w = 0;
+  for (int q = 0; q < g->nres; q++) {
+    Resident *r = &g->res[q];
+    if (r->t->refs <= 1) {
+      buffer_release(g, r->p, r->t->bytes);
+      g->res_bytes -= r->t->bytes;
+      rt_tensor_unref(r->t);
+    } else {
+      g->res[w++] = *r;
+    }
+  }
+  g->nres = w;
+}
+
+static bool evict(GpuBackend *g, size_t incoming, FxError *err) {
+  sweep(g);
+  while (g->nres > 0 && (g->nres >= RESIDENT_MAX || g->res_bytes + incoming > g->res_limit))
+    if (!drop_resident(g, 0, err)) return false;
+  return true;
 }
 
 static void drop_all(GpuBackend *g) {
-  while (g->nres > 0) drop_resident(g, g->nres - 1);
+  FxError ignore;
+  fx_error_clear(&ignore);
+  for (size_t q = 0; q < g->consts.cap; q++)
+    if (g->consts.keys[q]) rt_tensor_unref(g->consts.vals[q]);
+  ptrmap_free(&g->consts);
+  while (g->nres > 0) drop_resident(g, g->nres - 1, &ignore);
+  pool_drain(g);
 }
 
-static bool remember(GpuBackend *g, RtTensor *t, CUdeviceptr p, FxError *err) {
+static bool remember(GpuBackend *g, RtTensor *t, CUdeviceptr p, bool stale, FxError *err) {
   if (g->nres == g->capres) {
     int nc = g->capres ? g->capres * 2 : 64;
     Resident *nr = fx_realloc(g->res, sizeof *nr * (size_t)nc);
@@ -88,27 +191,39 @@ static bool remember(GpuBackend *g, RtTensor *t, CUdeviceptr p, FxError *err) {
     g->res = nr;
     g->capres = nc;
   }
-  g->res[g->nres++] = (Resident){rt_tensor_ref(t), p};
+  g->res[g->nres++] = (Resident){rt_tensor_ref(t), p, stale};
   g->res_bytes += t->bytes;
   return true;
 }
 
 /* The device copy of an array tensor, uploading it when it is not resident. */
 static bool on_device(GpuBackend *g, RtTensor *t, CUdeviceptr *p, FxError *err) {
-  for (int q = g->nres - 1; q >= 0; q--)
-    if (g->res[q].t == t) {
-      *p = g->res[q].p;
-      return true;
-    }
-  if (!cuda_buffer_alloc(g->cb, t->bytes, p, err)) return false;
-  if (!cuda_upload(g->cb, *p, t->data, t->bytes, err) || !remember(g, t, *p, err)) {
-    FxError ignore;
-    fx_error_clear(&ignore);
-    cuda_buffer_free(g->cb, *p, &ignore);
+  int q = resident_index(g, t);
+  if (q >= 0) {
+    *p = g->res[q].p;
+    return true;
+  }
+  if (!buffer_get(g, t->bytes, p, err)) return false;
+  if (!cuda_upload(g->cb, *p, t->data, t->bytes, err) || !remember(g, t, *p, false, err)) {
+    buffer_release(g, *p, t->bytes);
     return false;
   }
   return true;
 }
+
+/* RtHooks.host_read: t's values (every element of a tuple) on the host. */
+static bool host_current(GpuBackend *g, RtTensor *t, FxError *err) {
+  if (!t) return true;
+  if (t->type == IR_TUPLE) {
+    for (int k = 0; k < t->ntuple; k++)
+      if (!host_current(g, t->tuple[k], err)) return false;
+    return true;
+  }
+  int q = resident_index(g, t);
+  return q < 0 || make_host_current(g, &g->res[q], err);
+}
+
+static bool gpu_host_read(void *ctx, RtTensor *t, FxError *err) { return host_current(ctx, t, err); }
 
 /* ---------- prepare ---------- */
 
@@ -158,6 +273,11 @@ static bool gpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
     }
     if (!ok) {
       fx_free(k);
+      break;
+    }
+    if (!ptrmap_put(&g->by_instr, k->instr, k)) {
+      fx_free(k);
+      ok = fx_error_set(err, NULL, 0, 0, "out of memory");
       break;
     }
     g->kernels[g->nkernels++] = k;
@@ -232,10 +352,10 @@ static bool launch_kernel(GpuBackend *g, RtExec *x, GpuKernel *k, RtTensor **ops
       CudaPermute pm;
       cuda_conv_filter_permute(&k->conv, &pm);
       long long n = ops[1]->count;
-      if (!cuda_buffer_alloc(g->cb, ops[1]->bytes, &tmp, err)) return false;
+      if (!buffer_get(g, ops[1]->bytes, &tmp, err)) return false;
       void *params[] = {&in[1], &tmp, &n, &pm};
       if (!cuda_launch(g->cb, &g->permute[t], n, params, err)) {
-        cuda_buffer_free(g->cb, tmp, err);
+        buffer_release(g, tmp, ops[1]->bytes);
         return false;
       }
       *ms += g->permute[t].last_ms;
@@ -245,11 +365,7 @@ static bool launch_kernel(GpuBackend *g, RtExec *x, GpuKernel *k, RtTensor **ops
     bool ok = cuda_timer_start(g->cb, err) && cuda_dnn_conv(&k->conv, in[0], w, outs[0], err) &&
               cuda_timer_stop(g->cb, &cms, err);
     *ms += cms;
-    if (tmp) {
-      FxError ignore;
-      fx_error_clear(&ignore);
-      cuda_buffer_free(g->cb, tmp, &ignore);
-    }
+    if (tmp) buffer_release(g, tmp, ops[1]->bytes); /* (stream order: the convolution reads it first) */
     return ok;
   }
   case CUDA_K_RNG: {
@@ -277,19 +393,38 @@ static bool gpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
   GpuBackend *g = ctx;
   *handled = false;
   GpuKernel *k = kernel_of(g, i);
+  if (!k && i->op == IR_OP_CONSTANT && i->shape.type != IR_TUPLE) {
+    /* the same tensor each time a loop body reaches it, so it is uploaded once */
+    RtTensor *c = ptrmap_get(&g->consts, i);
+    if (!c) {
+      if (!rt_exec_instr(x, i, ops, &c, err)) return false;
+      if (!ptrmap_put(&g->consts, i, c)) {
+        rt_tensor_unref(c);
+        return fx_error_set(err, NULL, 0, 0, "out of memory");
+      }
+    }
+    *out = rt_tensor_ref(c);
+    *handled = true;
+    return true;
+  }
   if (!k) return true; /* free ops, and instructions inside fused or called computations */
   bool device = k->how != CUDA_K_HOST;
   for (int j = 0; device && j < i->noperands; j++) device = ops[j]->type != IR_TUPLE && ops[j]->type != IR_TOKEN;
+  RtKernelStat *s = stat_for(g->stats, k);
   double ms = 0;
   if (!device) {
+    for (int j = 0; j < i->noperands; j++)
+      if (!host_current(g, ops[j], err)) return false;
     double t0 = host_ns();
     if (!rt_exec_instr(x, i, ops, out, err)) return false;
     ms = (host_ns() - t0) / 1e6;
   } else {
+    /* the rng kernel takes its bounds as values */
+    if (k->how == CUDA_K_RNG && (!host_current(g, ops[0], err) || !host_current(g, ops[1], err))) return false;
     size_t need = 0;
     for (int j = 0; j < i->noperands; j++) need += ops[j]->bytes;
-    evict(g, need);
-    RtTensor *r = rt_tensor_for_shape(&i->shape, err);
+    if (!evict(g, need, err)) return false;
+    RtTensor *r = rt_tensor_for_shape_uninit(&i->shape, err);
     if (!r) return false;
     int nout = r->type == IR_TUPLE ? r->ntuple : 1;
     CUdeviceptr in[EMIT_MAX_BUFFERS], outs[EMIT_MAX_BUFFERS];
@@ -299,21 +434,16 @@ static bool gpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
     int nalloc = 0;
     for (int o = 0; ok && o < nout; o++) {
       RtTensor *t = r->type == IR_TUPLE ? r->tuple[o] : r;
-      ok = cuda_buffer_alloc(g->cb, t->bytes, &outs[o], err);
+      ok = buffer_get(g, t->bytes, &outs[o], err);
       if (ok) nalloc++;
     }
+    cuda_backend_set_tag(g->cb, s ? (int)(s - g->stats->kernels) : -1);
     if (ok) ok = launch_kernel(g, x, k, ops, in, outs, &ms, err);
-    /* Read the results back: the host walker may use them (a while condition's pred, a tuple
-     * element); their device copies stay resident for the kernels that consume them. */
+    /* The results stay on the device (stale on the host) until the host reads them. */
     for (int o = 0; o < nalloc; o++) {
       RtTensor *t = r->type == IR_TUPLE ? r->tuple[o] : r;
-      if (ok) ok = cuda_download(g->cb, t->data, outs[o], t->bytes, err);
-      if (ok) ok = remember(g, t, outs[o], err);
-      else {
-        FxError ignore;
-        fx_error_clear(&ignore);
-        cuda_buffer_free(g->cb, outs[o], &ignore);
-      }
+      if (ok) ok = remember(g, t, outs[o], true, err);
+      else buffer_release(g, outs[o], t->bytes);
     }
     if (!ok) {
       rt_tensor_unref(r);
@@ -328,15 +458,20 @@ static bool gpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
   c->launches++;
   c->bytes_read += rb;
   c->bytes_written += wb;
-  RtKernelStat *s = stat_for(g->stats, k);
   if (s) {
     s->launches++;
-    s->total_ns += ms * 1e6;
+    s->total_ns += ms * 1e6; /* device kernels: 0 here, their event times arrive in on_time */
     s->bytes += rb + wb;
     s->native = device;
     s->how = device ? cuda_kernel_how_name(k->how) : "interpreter";
   }
   return true;
+}
+
+/* cuda_backend_defer_timing's report: a device kernel's time, tagged with its stat's index. */
+static void on_time(void *ctx, int tag, double ms) {
+  GpuBackend *g = ctx;
+  if (g->stats && tag >= 0 && tag < g->stats->nkernels) g->stats->kernels[tag].total_ns += ms * 1e6;
 }
 
 static bool gpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, const RtOptions *o, RtTensor **out,
@@ -350,19 +485,33 @@ static bool gpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, con
     if (!known && !gpu_prepare(g, mods, 1, err)) return false;
   }
   RtOptions ro = o ? *o : (RtOptions){0};
-  RtHooks hooks = {.exec = gpu_hook, .ctx = g};
+  RtHooks hooks = {.exec = gpu_hook, .host_read = gpu_host_read, .ctx = g};
   ro.hooks = &hooks;
   ro.count_kernels = false;
   g->stats = stats;
+  g->readbacks = 0;
   for (int q = 0; q < g->nkernels; q++) g->kernels[q]->stat = -1;
+  /* kernel times only when someone reads them, and then without waiting per launch */
+  cuda_backend_set_timing(g->cb, stats != NULL);
+  cuda_backend_defer_timing(g->cb, on_time, g);
   double t0 = host_ns();
   RtCounters c;
   bool ok = rt_interp_run(m, args, nargs, &ro, out, &c, err);
-  if (ok) ok = cuda_sync(g->cb, err);
+  if (ok) ok = host_current(g, *out, err); /* the result, read back */
+  if (!ok && *out) {
+    rt_tensor_unref(*out);
+    *out = NULL;
+  }
+  FxError terr;
+  fx_error_clear(&terr);
+  bool timed = cuda_timings_collect(g->cb, ok ? err : &terr);
+  if (ok) ok = timed && cuda_sync(g->cb, err);
   if (stats) {
     stats->counters = c;
     stats->total_ns = host_ns() - t0;
   }
+  cuda_backend_defer_timing(g->cb, NULL, NULL);
+  cuda_backend_set_timing(g->cb, true);
   g->stats = NULL;
   drop_all(g);
   return ok;
@@ -396,7 +545,9 @@ static void gpu_destroy(void *vb) {
   drop_all(g);
   for (int q = 0; q < g->nkernels; q++) fx_free(g->kernels[q]);
   fx_free(g->kernels);
+  ptrmap_free(&g->by_instr);
   fx_free(g->res);
+  fx_free(g->pool);
   cuda_backend_close(g->cb); /* unloads every module and frees every buffer */
   fx_free(g);
 }

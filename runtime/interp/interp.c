@@ -713,6 +713,23 @@ static bool call_comp(RtExec *x, const IrInstr *i, const char *key, RtTensor **o
   return rt_exec_computation(x, c, ops, nops, out, err);
 }
 
+/* The backend's copy of t's values, on the host (RtHooks.host_read). */
+static bool host_read(RtExec *x, RtTensor *t, FxError *err) {
+  return !x->o.hooks || !x->o.hooks->host_read || x->o.hooks->host_read(x->o.hooks->ctx, t, err);
+}
+
+/* Whether running i on the host reads its operands' values (not only passes the references on). */
+static bool reads_operands(const IrInstr *i) {
+  switch (i->op) {
+  case IR_OP_TUPLE: case IR_OP_GET_TUPLE_ELEMENT: case IR_OP_WHILE: case IR_OP_CALL: case IR_OP_OPT_BARRIER:
+  case IR_OP_DOMAIN: case IR_OP_ADD_DEPENDENCY: case IR_OP_AFTER_ALL: case IR_OP_PARTITION_ID:
+  case IR_OP_REPLICA_ID: case IR_OP_GET_DIMENSION_SIZE:
+    return false;
+  case IR_OP_CONDITIONAL: return false; /* the selector is read in op_conditional */
+  default: return true;
+  }
+}
+
 static bool op_while(RtExec *x, const IrInstr *i, RtTensor *init, RtTensor **out, FxError *err) {
   IrComputation *cond = ir_attr_comp(i, "condition"), *body = ir_attr_comp(i, "body");
   if (!cond || !body) return instr_error(i, err, "while needs condition= and body=");
@@ -721,6 +738,10 @@ static bool op_while(RtExec *x, const IrInstr *i, RtTensor *init, RtTensor **out
     if (!rt_exec_poll(x, err)) break;
     RtTensor *p = NULL;
     if (!rt_exec_computation(x, cond, &state, 1, &p, err)) break;
+    if (!host_read(x, p, err)) {
+      rt_tensor_unref(p);
+      break;
+    }
     bool go = p->type == IR_PRED && p->count == 1 && ((uint8_t *)p->data)[0];
     bool bad = p->type != IR_PRED || p->count != 1;
     rt_tensor_unref(p);
@@ -756,6 +777,7 @@ static bool op_conditional(RtExec *x, const IrInstr *i, RtTensor **ops, int nops
     nb = 2;
   }
   RtTensor *sel = ops[0];
+  if (!host_read(x, sel, err)) return false;
   int64_t b;
   if (sel->type == IR_PRED) b = ((uint8_t *)sel->data)[0] ? 0 : 1;
   else {
@@ -1113,6 +1135,7 @@ bool rt_exec_computation(RtExec *x, const IrComputation *c, RtTensor **args, int
     if (ok) {
       bool handled = false;
       if (x->o.hooks) ok = x->o.hooks->exec(x->o.hooks->ctx, x, in, ops, &vals[k], &handled, err);
+      for (int j = 0; ok && !handled && j < in->noperands && reads_operands(in); j++) ok = host_read(x, ops[j], err);
       if (ok && !handled) {
         ok = rt_exec_instr(x, in, ops, &vals[k], err);
         if (ok && x->o.count_kernels) count_kernel(x, in);
