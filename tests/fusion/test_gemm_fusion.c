@@ -115,6 +115,22 @@ static const char *PROJECTIONS =
     "  ROOT t = (f32[32,64]{1,0}, f32[32,64]{1,0}, f32[32,64]{1,0}) tuple(k, v, s)\n"
     "}\n";
 
+/* XLA's TryMergeLHSWithRHSOperand example: a reads x as its left operand, b reads it transposed
+ * as its right one (rank 2, no batch dimensions, DotDecomposer's contracting {1} x {0}). */
+static const char *LHS_RHS =
+    "HloModule lhs_rhs\n"
+    "ENTRY main {\n"
+    "  x = f32[24,16]{1,0} parameter(0)\n"
+    "  wa = f32[16,8]{1,0} parameter(1)\n"
+    "  wb = f32[12,16]{1,0} parameter(2)\n"
+    "  a = f32[24,8]{1,0} dot(x, wa), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  xt = f32[16,24]{1,0} transpose(x), dimensions={1,0}\n"
+    "  b = f32[12,24]{1,0} dot(wb, xt), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  ea = f32[24,8]{1,0} exponential(a)\n"
+    "  eb = f32[12,24]{1,0} exponential(b)\n"
+    "  ROOT t = (f32[24,8]{1,0}, f32[12,24]{1,0}) tuple(ea, eb)\n"
+    "}\n";
+
 static const char *GEMV =
     "HloModule gemv\n"
     "ENTRY main {\n"
@@ -356,6 +372,27 @@ TEST(projections_of_one_activation_become_one_gemm) {
   ir_module_free(m);
 }
 
+TEST(an_operand_read_left_and_transposed_right_merges) {
+  Seen s;
+  IrModule *m = run_to(LHS_RHS, "h100", "dot-merger", &s);
+  if (!m) return;
+  /* one dot(x, concatenate(wa, transpose(wb))) : [24, 20]; a is its slice [:, 0:8], b the
+     transpose of its slice [:, 8:20] */
+  CHECK(count_op_in(m->entry, IR_OP_DOT) == 1 && count_op_in(m->entry, IR_OP_CONCATENATE) == 1 &&
+        count_op_in(m->entry, IR_OP_SLICE) == 2);
+  for (int k = 0; k < m->entry->ninstrs; k++) {
+    const IrInstr *d = m->entry->instrs[k];
+    if (d->op != IR_OP_DOT) continue;
+    CHECK(d->shape.rank == 2 && d->shape.dims[0] == 24 && d->shape.dims[1] == 20);
+    CHECK(d->operands[0]->op == IR_OP_PARAMETER && d->operands[1]->op == IR_OP_CONCATENATE);
+    CHECK(d->operands[1]->operands[1]->op == IR_OP_TRANSPOSE);
+  }
+  CHECK(s.accepted == 1);
+  CHECK_CONTAINS(s.last_accepted, "transposed");
+  check_same_values(LHS_RHS, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 TEST(a_large_vector_matrix_product_gets_a_unit_dimension) {
   Seen s;
   IrModule *m = run_to(GEMV, "h100", "gemv-rewriter", &s);
@@ -427,6 +464,7 @@ int main(void) {
   RUN(vector_times_matrix_becomes_multiply_and_reduce);
   RUN(a_tiny_dot_stays_a_dot);
   RUN(projections_of_one_activation_become_one_gemm);
+  RUN(an_operand_read_left_and_transposed_right_merges);
   RUN(a_large_vector_matrix_product_gets_a_unit_dimension);
   RUN(bitcasts_leave_the_gemm_fusions);
   return check_summary();
