@@ -28,6 +28,7 @@
  *   dynamic-update-slice(x, u) with u the whole of x -> u
  *   broadcast(iota) -> iota                                    HandleBroadcast
  *   reshape(iota) -> iota (or a sum of iotas)                  HandleReshape
+ *   dot with size-1 dimensions -> reshape(dot without them)    HandleDot (RemoveDegenerateDimensionFromDot)
  *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
  *                               TryToSinkBroadcastAfterOpWithUniqueNonScalarOperand
  *   conditional(convert(pred p), b0, b1) -> conditional(p, true=b1, false=b0)
@@ -737,6 +738,89 @@ static bool broadcast(Simp *s, IrInstr *i) {
   return false;
 }
 
+/* ---------- dot ---------- */
+
+/* XLA's RemoveDegenerateDimensionFromDot (HandleDot, GPU: after the rewrites GPU options leave off):
+ * size-1 dimensions of either operand are reshaped away, the dimension numbers renumbered, and the
+ * result reshaped back when its shape changed: dot(x[1,2048], W[2048,1000]) -> reshape(dot(x'[2048], W)).
+ * A vector dot then becomes what dot-strength-reduction takes (XLA runs it in the same round). */
+static bool drop_degenerate(const IrShape *s, int64_t *map, int64_t *dims, int *rank) {
+  int n = 0, gone = 0;
+  for (int k = 0; k < s->rank; k++) {
+    if (s->dims[k] == 1) {
+      map[k] = -1;
+      gone++;
+    } else {
+      map[k] = n;
+      dims[n++] = s->dims[k];
+    }
+  }
+  *rank = n;
+  return gone > 0;
+}
+
+static int remap(const int64_t *in, int n, const int64_t *map, int64_t *out) {
+  int m = 0;
+  for (int k = 0; k < n; k++)
+    if (map[in[k]] >= 0) out[m++] = map[in[k]];
+  return m;
+}
+
+static bool dot_degenerate(Simp *s, IrInstr *i) {
+  IrDotDims d;
+  if (i->noperands != 2 || !ir_dot_dims(i, &d)) return false;
+  IrInstr *l = i->operands[0], *r = i->operands[1];
+  if (!ir_shape_is_array(&l->shape) || !ir_shape_is_array(&r->shape) || ir_shape_elements(&i->shape) == 0) return false;
+  int64_t lmap[IR_MAX_RANK], rmap[IR_MAX_RANK], ld[IR_MAX_RANK], rd[IR_MAX_RANK];
+  int lr, rr;
+  bool lg = drop_degenerate(&l->shape, lmap, ld, &lr), rg = drop_degenerate(&r->shape, rmap, rd, &rr);
+  if (!lg && !rg) return false;
+  IrDotDims n;
+  memset(&n, 0, sizeof n);
+  n.nlhs_batch = remap(d.lhs_batch, d.nlhs_batch, lmap, n.lhs_batch);
+  n.nrhs_batch = remap(d.rhs_batch, d.nrhs_batch, rmap, n.rhs_batch);
+  n.nlhs_contract = remap(d.lhs_contract, d.nlhs_contract, lmap, n.lhs_contract);
+  n.nrhs_contract = remap(d.rhs_contract, d.nrhs_contract, rmap, n.rhs_contract);
+  if (n.nlhs_batch != n.nrhs_batch || n.nlhs_contract != n.nrhs_contract) return false;
+  Arena *a = &i->parent->module->arena;
+  IrInstr *nl = l, *nr = r;
+  if (lg) {
+    IrShape ls = ir_shape_array(a, l->shape.type, lr, ld);
+    if (!(nl = add_before(i, IR_OP_RESHAPE, &ls, &l, 1, "reshape"))) return false;
+  }
+  if (rg) {
+    IrShape rs = ir_shape_array(a, r->shape.type, rr, rd);
+    if (!(nr = add_before(i, IR_OP_RESHAPE, &rs, &r, 1, "reshape"))) return false;
+  }
+  /* MakeDotHlo's shape: batch, then the lhs's free dimensions, then the rhs's */
+  int64_t od[IR_MAX_RANK];
+  int on = 0;
+  for (int k = 0; k < n.nlhs_batch; k++) od[on++] = nl->shape.dims[n.lhs_batch[k]];
+  for (int k = 0; k < lr; k++)
+    if (!ir_dims_contain(n.lhs_batch, n.nlhs_batch, k) && !ir_dims_contain(n.lhs_contract, n.nlhs_contract, k)) od[on++] = ld[k];
+  for (int k = 0; k < rr; k++)
+    if (!ir_dims_contain(n.rhs_batch, n.nrhs_batch, k) && !ir_dims_contain(n.rhs_contract, n.nrhs_contract, k)) od[on++] = rd[k];
+  IrShape ds = ir_shape_array(a, i->shape.type, on, od);
+  IrInstr *ops[2] = {nl, nr};
+  IrInstr *nd = add_before(i, IR_OP_DOT, &ds, ops, 2, "dot");
+  if (!nd) return false;
+  for (int k = 0; k < i->nattrs; k++)
+    if (i->attrs[k].kind == IR_ATTR_TEXT) ir_attr_set_text(nd, i->attrs[k].key, i->attrs[k].text);
+  ir_attr_set_dims(nd, "lhs_batch_dims", n.lhs_batch, n.nlhs_batch);
+  ir_attr_set_dims(nd, "rhs_batch_dims", n.rhs_batch, n.nrhs_batch);
+  ir_attr_set_dims(nd, "lhs_contracting_dims", n.lhs_contract, n.nlhs_contract);
+  ir_attr_set_dims(nd, "rhs_contracting_dims", n.rhs_contract, n.nrhs_contract);
+  if (n.nlhs_batch == 0) {
+    ir_attr_remove(nd, "lhs_batch_dims");
+    ir_attr_remove(nd, "rhs_batch_dims");
+  }
+  nd->loc = i->loc;
+  IrInstr *res = nd;
+  if (!ir_shape_same_dims(&nd->shape, &i->shape) && !(res = add_before(i, IR_OP_RESHAPE, &i->shape, &nd, 1, "reshape")))
+    return false;
+  return algsimp_forward(s, i, res, "its size-1 dimensions are reshaped away (a dot on the dimensions that count)");
+}
+
 /* ---------- reshape ---------- */
 
 /* XLA's CommonFactors (util.cc): the pairs (i, j) where the first i dimensions of a and the first j
@@ -1021,6 +1105,8 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
     return i->noperands == 1 && reduce_precision(s, i);
   case IR_OP_RESHAPE:
     return i->noperands == 1 && reshape_iota(s, i);
+  case IR_OP_DOT:
+    return dot_degenerate(s, i);
   default:
     return false;
   }

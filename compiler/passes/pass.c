@@ -170,7 +170,7 @@ static const Pass *const classic_passes[] = {
 /* One round of XLA:GPU's simplification passes before fusion, in its order (XLA repeats the round
  * until nothing changes: see simplification-fixpoint). */
 #define SIMPLIFICATION_ROUND                                                                       \
-  &pass_algsimp_current, &pass_tuple_simplifier, &pass_while_constant_sinking,                     \
+  &pass_dot_strength_reduction, &pass_algsimp_current, &pass_tuple_simplifier, &pass_while_constant_sinking,                     \
       &pass_while_simplifier_current, &pass_slice_sinker, &pass_reshape_mover,                     \
       &pass_constant_folding_current, &pass_conditional_simplifier, &pass_cse_current, &pass_dce
 
@@ -246,7 +246,6 @@ static const Pass *const priority_passes[] = {
     &pass_dot_dimension_sorter,
     &pass_dot_decomposer,
     &pass_topk_specializer,
-    &pass_dot_strength_reduction,
     /* XLA's SortRewriter runs before the comparison expander rewrites the comparators it reads,
        StableSortExpander after both */
     &pass_sort_rewriter,

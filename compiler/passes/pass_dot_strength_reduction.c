@@ -6,14 +6,14 @@
  *   dot(v[2048], W[2048,1000]) -> reduce(multiply(broadcast(v), transpose(W)), add), dims={last}
  *
  * Which dots (InstructionMatchesPattern): one operand is a vector (only batch and contracting
- * dimensions; fxplain also counts non-contracting dimensions of size 1, which XLA's simplifier has
- * removed by then), or an s32 dot contracting the right operand's dimension 1; and then both are
+ * dimensions: a [1,K] row is one once algsimp has reshaped its size-1 dimension away), or an s32 dot contracting the right operand's dimension 1; and then both are
  * vectors, or (rows + columns) x contraction is under 10,000,000
  * (IsMatrixMultiplicationTooSmallForRewriting), or Triton's GEMM emitter cannot take it. The
  * expansion (ExpandInstruction): both operands converted to the result's type and transposed to
  * [batch, non-contracting, contracting], broadcast to [batch, left rows, right columns,
  * contracting], multiplied, summed over the contracting dimensions in the GEMM accumulator type
- * (f32 for f16 and bf16) and converted back. Fused computations are left alone. */
+ * (f32 for f16 and bf16) and converted back. XLA runs it in its simplification round, right before
+ * algsimp, so it runs again in each round here. Fused computations are left alone. */
 #include <stdio.h>
 #include <string.h>
 
@@ -45,11 +45,13 @@ static void side_of(const IrInstr *dot, const IrDotDims *dd, int k, Side *s) {
   }
 }
 
-/* A vector: nothing but batch and contracting dimensions (size-1 others count as absent). */
+/* A vector: nothing but batch and contracting dimensions (a size-1 one is a dimension here too:
+ * algsimp, which runs right after in the same round, reshapes those away, and the next round
+ * finds the vector). */
 static bool is_vector(const IrInstr *dot, const Side *s, int k) {
-  for (int q = 0; q < s->nnc; q++)
-    if (dot->operands[k]->shape.dims[s->noncontract[q]] != 1) return false;
-  return true;
+  (void)dot;
+  (void)k;
+  return s->nnc == 0;
 }
 
 /* legacy CanTritonHandleGEMM: the types and at most one batch dimension. */

@@ -513,6 +513,47 @@ TEST(transpose_of_dot_swaps_operands) {
   classic_leaves_alone(dot_transposes);
 }
 
+/* XLA's RemoveDegenerateDimensionFromDot: size-1 dimensions are reshaped away from both operands
+ * (a size-1 batch dimension too), the dimension numbers renumbered, the result reshaped back. */
+static const char *dot_degenerate_hlo =
+    "HloModule degenerate\n\n"
+    "ENTRY main {\n"
+    "  x = f32[1,64] parameter(0)\n"
+    "  w = f32[64,32] parameter(1)\n"
+    "  d = f32[1,32] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "  q = f32[1,8,16] parameter(2)\n"
+    "  k = f32[1,12,16] parameter(3)\n"
+    "  s = f32[1,8,12] dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}\n"
+    "  ROOT t = (f32[1,32], f32[1,8,12]) tuple(d, s)\n"
+    "}\n";
+
+TEST(dot_drops_size_one_dimensions) {
+  IrModule *m = hlo(dot_degenerate_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  const IrInstr *r = m->entry->root;
+  const IrInstr *d = r->operands[0], *s = r->operands[1];
+  CHECK(d->op == IR_OP_RESHAPE && d->operands[0]->op == IR_OP_DOT);
+  if (d->op == IR_OP_RESHAPE) {
+    const IrInstr *nd = d->operands[0];
+    CHECK(nd->shape.rank == 1 && nd->shape.dims[0] == 32 && nd->operands[0]->shape.rank == 1);
+    CHECK(strcmp(ir_attr_text(nd, "lhs_contracting_dims"), "{0}") == 0);
+  }
+  CHECK(s->op == IR_OP_RESHAPE && s->operands[0]->op == IR_OP_DOT);
+  if (s->op == IR_OP_RESHAPE) {
+    const IrInstr *nd = s->operands[0];
+    CHECK(nd->shape.rank == 2 && nd->shape.dims[0] == 8 && nd->shape.dims[1] == 12);
+    CHECK(ir_attr_text(nd, "lhs_batch_dims") == NULL);
+    CHECK(strcmp(ir_attr_text(nd, "lhs_contracting_dims"), "{1}") == 0 &&
+          strcmp(ir_attr_text(nd, "rhs_contracting_dims"), "{1}") == 0);
+  }
+  CHECK_CONTAINS(log.buf, "size-1 dimensions");
+  check_same_values(dot_degenerate_hlo, m, 9);
+  ir_module_free(m);
+}
+
 /* A division by a non-constant stays (integers too: XLA does not simplify integer division
  * further). */
 TEST(what_stays) {
@@ -1100,6 +1141,7 @@ int main(void) {
   RUN(reshape_of_iota);
   RUN(convert_mover);
   RUN(transpose_of_dot_swaps_operands);
+  RUN(dot_drops_size_one_dimensions);
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
   RUN(comparison_expander);
