@@ -295,7 +295,7 @@ static const char *done_word(const char *action) {
   } words[] = {{"fuse", "fused"},          {"duplicate", "duplicated"}, {"merge", "merged"},
                {"multi-output", "multi-output fused"}, {"sibling", "sibling fused"},
                {"horizontal", "horizontally fused"}, {"rewrite", "rewritten"}, {"remove", "removed"},
-               {"inline", "inlined"},      {"fold", "folded"},          {"unroll", "unrolled"},
+               {"inline", "inlined"},      {"rename", "renamed"},       {"fold", "folded"},          {"unroll", "unrolled"},
                {"skip", "skipped"},         {"hoist", "hoisted"},         {"repeat", "more rounds"}};
   for (size_t k = 0; k < sizeof words / sizeof words[0]; k++)
     if (strcmp(words[k].action, action) == 0) return words[k].word;

@@ -23,7 +23,7 @@ typedef struct {
   int stage;             /* filled by the pipeline: the stage this pass produces */
   const char *pass;      /* "instruction-fusion", "algsimp", ... */
   const char *action;    /* "fuse", "duplicate", "merge", "multi-output", "sibling", "horizontal",
-                            "rewrite", "remove", "inline", "fold", "unroll" */
+                            "rewrite", "remove", "inline", "rename", "fold", "unroll" */
   const char *producer;  /* instruction name, or NULL */
   const char *consumer;  /* instruction name, or NULL (or a group: "a,b,c") */
   bool accepted;

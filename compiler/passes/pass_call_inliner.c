@@ -7,13 +7,49 @@
  * becomes `t.41` in the caller: a removed name is never reused) and the callee's locations; the
  * call's users then read the copy of the callee's root. A computation no longer called from
  * anywhere is removed. Each inlining is reported:
- * "inlined call.9 (to_apply=f, 3 instructions) into main". */
+ * "inlined call.9 (to_apply=f, 3 instructions) into main"; when the callee has that one call
+ * (JAX's jitted functions), so is each copy that took another name than its original
+ * ("rename t => t.41"), so that `why t` finds t.41 (a function called four times has four copies
+ * of t, none of them the answer). */
 #include <string.h>
 
+#include <stdint.h>
+
+#include "../ir/ptrmap.h"
 #include "passes.h"
 #include "simplify.h"
 
 IrInstr *simp_inline(IrInstr *call, IrComputation *c, IrInstr *const *args, int nargs, int *copied) {
+  return simp_inline_mapped(call, c, args, nargs, copied, NULL);
+}
+
+int simp_computation_uses(const IrModule *m, const IrComputation *c) {
+  int n = 0;
+  for (int q = 0; q < m->ncomps; q++) {
+    const IrComputation *x = m->comps[q];
+    for (int k = 0; k < x->ninstrs; k++) {
+      const IrInstr *i = x->instrs[k];
+      if (i->dead) continue;
+      for (int a = 0; a < i->nattrs; a++)
+        if (i->attrs[a].kind == IR_ATTR_COMP)
+          for (int j = 0; j < i->attrs[a].ncomps; j++) n += i->attrs[a].comps[j] == c;
+    }
+  }
+  return n;
+}
+
+void simp_report_renames(PassContext *cx, const IrComputation *c, IrInstr *const *copies, const char *how) {
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *src = c->instrs[k], *dst = copies[k];
+    if (!dst || strcmp(src->name, dst->name) == 0) continue;
+    PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rename", .producer = src->name,
+                      .result = dst->name, .accepted = true};
+    pass_emit(cx->sink, &d, "%s (in %s) is %s in %s: %s", src->name, c->name, dst->name, dst->parent->name, how);
+  }
+}
+
+IrInstr *simp_inline_mapped(IrInstr *call, IrComputation *c, IrInstr *const *args, int nargs, int *copied,
+                            IrInstr **copies) {
   IrComputation *caller = call->parent;
   /* Map callee instruction -> caller instruction through aux (restored afterwards). */
   for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = NULL;
@@ -58,15 +94,37 @@ IrInstr *simp_inline(IrInstr *call, IrComputation *c, IrInstr *const *args, int 
     (*copied)++;
   }
   if (ok && c->root) root = c->root->aux;
-  for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = NULL;
+  for (int k = 0; k < c->ninstrs; k++) {
+    if (copies) copies[k] = ok && c->instrs[k]->op != IR_OP_PARAMETER ? c->instrs[k]->aux : NULL;
+    c->instrs[k]->aux = NULL;
+  }
   fx_free(ops);
   return ok ? root : NULL;
 }
 
 static bool run_call_inliner(IrModule *m, PassContext *cx, bool *changed) {
   int inlined = 0;
+  /* computation -> the instructions that name it: only the copy of a computation used once is an
+     unambiguous successor of its names */
+  PtrMap uses = {0};
+  for (int q = 0; q < m->ncomps; q++)
+    for (int k = 0; k < m->comps[q]->ninstrs; k++) {
+      const IrInstr *i = m->comps[q]->instrs[k];
+      for (int a = 0; a < i->nattrs; a++)
+        if (i->attrs[a].kind == IR_ATTR_COMP)
+          for (int j = 0; j < i->attrs[a].ncomps; j++) {
+            IrComputation *t = i->attrs[a].comps[j];
+            if (!ptrmap_put(&uses, t, (void *)((uintptr_t)ptrmap_get(&uses, t) + 1))) {
+              ptrmap_free(&uses);
+              return fx_error_set(cx->err, NULL, 0, 0, "call-inliner: out of memory");
+            }
+          }
+    }
   IrComputation **order = fx_malloc(sizeof(IrComputation *) * (size_t)(m->ncomps + 1));
-  if (!order) return fx_error_set(cx->err, NULL, 0, 0, "call-inliner: out of memory");
+  if (!order) {
+    ptrmap_free(&uses);
+    return fx_error_set(cx->err, NULL, 0, 0, "call-inliner: out of memory");
+  }
   int n = ir_module_postorder(m, order, m->ncomps + 1);
   if (n > m->ncomps) n = m->ncomps;
   for (int ci = 0; ci < n; ci++) {
@@ -80,9 +138,12 @@ static bool run_call_inliner(IrModule *m, PassContext *cx, bool *changed) {
       if (!ir_shape_equal(&callee->root->shape, &call->shape)) continue;
       int copied = 0;
       int n0 = comp->ninstrs;
-      IrInstr *root = simp_inline(call, callee, call->operands, call->noperands, &copied);
+      IrInstr **copies = fx_calloc((size_t)callee->ninstrs + 1, sizeof *copies);
+      IrInstr *root = copies ? simp_inline_mapped(call, callee, call->operands, call->noperands, &copied, copies) : NULL;
       if (!root) {
+        fx_free(copies);
         fx_free(order);
+        ptrmap_free(&uses);
         return fx_error_set(cx->err, NULL, 0, 0, "call-inliner: could not copy %s into %s (out of memory)", callee->name,
                             comp->name);
       }
@@ -91,6 +152,12 @@ static bool run_call_inliner(IrModule *m, PassContext *cx, bool *changed) {
       pass_metric(&d, "instructions", copied);
       pass_emit(cx->sink, &d, "inlined %s (to_apply=%s, %d instruction%s) into %s", call->name, callee->name, copied,
                 copied == 1 ? "" : "s", comp->name);
+      if ((uintptr_t)ptrmap_get(&uses, callee) == 1) {
+        char how[320];
+        snprintf(how, sizeof how, "%s was inlined there (%s)", callee->name, call->name);
+        simp_report_renames(cx, callee, copies, how);
+      }
+      fx_free(copies);
       ir_replace_all_uses(call, root);
       for (int o = 0; o < call->noperands; o++) ir_set_operand(call, o, NULL);
       ir_instr_remove(call);
@@ -100,6 +167,7 @@ static bool run_call_inliner(IrModule *m, PassContext *cx, bool *changed) {
     }
   }
   fx_free(order);
+  ptrmap_free(&uses);
   if (inlined) {
     int before = m->ncomps;
     IrComputation **old = fx_malloc(sizeof(IrComputation *) * (size_t)(before + 1));

@@ -127,11 +127,23 @@ static void report_kept(PassContext *cx, const IrInstr *i, const char *why) {
   pass_emit(cx->sink, &d, "kept %s: %s", i->name, why);
 }
 
-/* Replaces conditional i by the copy of branch b reading its operand. Returns the copy's root,
- * NULL when out of memory. */
-static IrInstr *inline_branch(IrInstr *i, IrComputation *b, int k, int *copied) {
+/* Copies branch b (k) of conditional i before it, reading its operand; *copies gets the copy of
+ * each of b's instructions (for renames_after; the caller frees it). Returns the copy's root, NULL
+ * when out of memory. */
+static IrInstr *inline_branch(IrInstr *i, IrComputation *b, int k, int *copied, IrInstr ***copies) {
   IrInstr *arg = i->operands[1 + k];
-  return simp_inline(i, b, &arg, 1, copied);
+  *copies = fx_calloc((size_t)b->ninstrs + 1, sizeof **copies);
+  return *copies ? simp_inline_mapped(i, b, &arg, 1, copied, *copies) : NULL;
+}
+
+/* After the decision that copied branch b: the copies that took other names (b used once only). */
+static void renames_after(PassContext *cx, IrInstr *i, IrComputation *b, IrInstr **copies) {
+  if (copies && simp_computation_uses(i->parent->module, b) == 1) {
+    char how[320];
+    snprintf(how, sizeof how, "branch %s of %s was copied there", b->name, i->name);
+    simp_report_renames(cx, b, copies, how);
+  }
+  fx_free(copies);
 }
 
 static void remove_conditional(IrInstr *i, IrInstr *repl) {
@@ -173,14 +185,19 @@ static int try_remove(IrInstr *i, PassContext *cx) {
   }
   if (chosen >= 0) {
     int copied = 0;
-    IrInstr *root = inline_branch(i, br[chosen], chosen, &copied);
-    if (!root) return -1;
+    IrInstr **copies = NULL;
+    IrInstr *root = inline_branch(i, br[chosen], chosen, &copied, &copies);
+    if (!root) {
+      fx_free(copies);
+      return -1;
+    }
     PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "inline", .producer = i->name,
                       .consumer = br[chosen]->name, .result = root->name, .accepted = true};
     pass_metric(&d, "branch", chosen);
     pass_metric(&d, "instructions", copied);
     pass_emit(cx->sink, &d, "%s always runs %s (%s): replaced by a copy of it (%d instruction%s)", i->name,
               br[chosen]->name, why, copied, copied == 1 ? "" : "s");
+    renames_after(cx, i, br[chosen], copies);
     remove_conditional(i, root);
     return 1;
   }
@@ -205,10 +222,15 @@ static int try_remove(IrInstr *i, PassContext *cx) {
       return 0;
     }
   int copied = 0;
-  IrInstr *t = inline_branch(i, br[0], 0, &copied);
-  IrInstr *f = t ? inline_branch(i, br[1], 1, &copied) : NULL;
+  IrInstr **ct = NULL, **cf = NULL;
+  IrInstr *t = inline_branch(i, br[0], 0, &copied, &ct);
+  IrInstr *f = t ? inline_branch(i, br[1], 1, &copied, &cf) : NULL;
   IrInstr *s = f ? select_of(i, sel, t, f, &i->shape, 0) : NULL;
-  if (!s) return -1;
+  if (!s) {
+    fx_free(ct);
+    fx_free(cf);
+    return -1;
+  }
   PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rewrite", .producer = i->name, .result = s->name,
                     .accepted = true};
   pass_metric(&d, "instructions", copied);
@@ -216,6 +238,8 @@ static int try_remove(IrInstr *i, PassContext *cx) {
             "%s runs two cheap branches (%s, %s) on %s: replaced by both (%d instructions) and a select of their "
             "results (%s)",
             i->name, br[0]->name, br[1]->name, sel->name, copied, s->name);
+  renames_after(cx, i, br[0], ct);
+  renames_after(cx, i, br[1], cf);
   remove_conditional(i, s);
   return 1;
 }

@@ -306,8 +306,12 @@ static int run_once(Loop *l, PassContext *cx) {
   if (simp_comp_has_side_effect(l->body) || simp_comp_has_side_effect(l->cond) || l->w == l->w->parent->root) return 0;
   int copied = 0;
   IrInstr *w = l->w;
-  IrInstr *result = simp_inline(w, l->body, &l->init, 1, &copied);
-  if (!result) return -1;
+  IrInstr **copies = fx_calloc((size_t)l->body->ninstrs + 1, sizeof *copies);
+  IrInstr *result = copies ? simp_inline_mapped(w, l->body, &l->init, 1, &copied, copies) : NULL;
+  if (!result) {
+    fx_free(copies);
+    return -1;
+  }
   char msg[512];
   snprintf(msg, sizeof msg, "%s runs once: replaced by a copy of its body %s (%d instructions) reading its initial value %s",
            w->name, l->body->name, copied, l->init->name);
@@ -316,6 +320,10 @@ static int run_once(Loop *l, PassContext *cx) {
   pass_metric(&d, "trip_count", 1);
   pass_metric(&d, "instructions", copied);
   pass_emit(cx->sink, &d, "%s", msg);
+  char how[320];
+  snprintf(how, sizeof how, "%s runs once and became a copy of its body", w->name);
+  if (simp_computation_uses(w->parent->module, l->body) == 1) simp_report_renames(cx, l->body, copies, how);
+  fx_free(copies);
   ir_replace_all_uses(w, result);
   ir_set_operand(w, 0, NULL);
   ir_instr_remove(w);

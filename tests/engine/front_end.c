@@ -232,9 +232,48 @@ TEST(an_xla_dump_and_its_source_lines) {
   explain_engine_fini(&e);
 }
 
+/* A name from the user's dump inside a jitted function (a computation called once) is followed
+ * through the call-inliner's copy to the kernel it ends in. */
+TEST(why_follows_a_name_through_inlining) {
+  static const char text[] =
+      "HloModule jit_f\n\n"
+      "inner.2 {\n"
+      "  x.3 = f32[64] parameter(0)\n"
+      "  sine.4 = f32[64] sine(x.3)\n"
+      "  ROOT mul.5 = f32[64] multiply(sine.4, x.3)\n"
+      "}\n\n"
+      "ENTRY main.6 {\n"
+      "  a.7 = f32[64] parameter(0)\n"
+      "  jit_inner.8 = f32[64] call(a.7), to_apply=inner.2\n"
+      "  ROOT neg.9 = f32[64] negate(jit_inner.8)\n"
+      "}\n";
+  ExplainEngine e;
+  CHECK(explain_engine_init(&e));
+  FxError err;
+  fx_error_clear(&err);
+  CHECK(explain_engine_load_hlo(&e, "inline.hlo", text, sizeof text - 1, &err));
+  int last = explain_engine_last_stage(&e);
+  CHECK(explain_engine_ensure(&e, last, &err));
+  e.cur = last;
+  ExplainWhyOne w;
+  int unknown = 0;
+  CHECK(explain_engine_why_one(&e, "sine.4", &w, &unknown, &err));
+  /* gone from the last stage, but what it became is in the one kernel with neg.9 */
+  CHECK(w.instr == NULL && w.became != NULL && w.became_kernel != NULL);
+  const IrInstr *neg = ir_module_find_instr(explain_engine_module(&e, last), "neg.9");
+  const KernelPlan *p = explain_engine_plan(&e, last, &err);
+  CHECK(neg && p && w.became_kernel == plan_kernel_of(p, neg));
+  bool renamed = false;
+  for (int k = 0; k < w.n; k++) renamed = renamed || strcmp(w.decisions[k]->action, "rename") == 0;
+  CHECK(renamed);
+  explain_why_one_free(&w);
+  explain_engine_fini(&e);
+}
+
 int main(void) {
   RUN(load_run_and_kernels);
   RUN(why_a_pair_and_a_name);
+  RUN(why_follows_a_name_through_inlining);
   RUN(decisions_as_json);
   RUN(what_a_setting_changes);
   RUN(a_broken_program_is_a_located_error);

@@ -284,10 +284,14 @@ TEST(call_inliner) {
   CHECK(run_pass_same_numbers(&pass_call_inliner, m, &log));
   CHECK_STR(log.buf,
             "call-inliner inline: inlined call.8 (to_apply=f, 3 instructions) into main\n"
+            "call-inliner rename: multiply.5 (in f) is multiply.20 in main: f was inlined there (call.8)\n"
+            "call-inliner rename: add.6 (in f) is add.21 in main: f was inlined there (call.8)\n"
+            "call-inliner rename: tuple.7 (in f) is tuple.22 in main: f was inlined there (call.8)\n"
             "call-inliner inline: inlined u (to_apply=g, 3 instructions) into main\n"
             "call-inliner inline: inlined w (to_apply=g, 3 instructions) into main\n"
             "call-inliner remove: removed computation f: every call to it was inlined\n"
             "call-inliner remove: removed computation g: every call to it was inlined\n");
+  /* (g is called twice: its two copies of t are both "what t became", so neither is reported) */
   CHECK(count_op(m, IR_OP_CALL) == 0);
   CHECK(m->ncomps == 1);
   /* Copies are named after the callee's instructions, never reusing a name. */
