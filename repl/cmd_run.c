@@ -101,7 +101,7 @@ static RtTensor **make_inputs(Session *s, const IrModule *m, RunArgs *a, FxError
 
 static bool execute(Session *s, const IrModule *m, const RunArgs *a, RtTensor **args, RtStageRun *res, FxError *err) {
   memset(res, 0, sizeof *res);
-  RtOptions o = {.seed = a->seed, .interrupted = s->interrupted};
+  RtOptions o = {.seed = a->seed, .interrupted = s->interrupted, .kernel_times = a->kernel_times};
   bool ok = rt_stage_run(a->backend, m, args, &o, a->repeat, NULL, res, err);
   if (res->note && res->note[0] && !s->json) fprintf(s->out, "note: %s\n", res->note);
   return ok;
@@ -257,6 +257,7 @@ static bool write_trace(const char *path, const RtRunStats *st) {
 static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
   if (!repl_run_args(s, argc, argv, false, &a, err)) return false;
+  a.kernel_times = true;
   StageRun r;
   if (!run_stage(s, &a, &r, err)) return false;
   bool ok = r.ok;

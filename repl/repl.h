@@ -96,6 +96,7 @@ typedef struct {
   const char *save_name[REPL_MAX_IO], *save_file[REPL_MAX_IO];
   int nsave;
   const char *trace;
+  bool kernel_times;  /* profile: every kernel timed on its device (CUDA events on a GPU) */
   const char *stages; /* run --stages A,B: compare */
   RtUniform uniform[REPL_MAX_IO]; /* --uniform PATTERN=LO:HI (inputs.c) */
   int nuniform;

@@ -136,6 +136,8 @@ typedef struct {
   volatile int *interrupted;  /* polled; when it becomes nonzero execution stops with an error */
   const RtHooks *hooks;       /* NULL for the plain interpreter */
   bool count_kernels;         /* interpreter: count each kernel-forming instruction as a launch */
+  bool kernel_times;          /* every kernel's own time is wanted (`profile`): the GPU backend records
+                                 CUDA events around each launch only then */
 } RtOptions;
 
 /* Counters of one execution: what ran and what it moved. */

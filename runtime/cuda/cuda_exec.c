@@ -30,6 +30,7 @@
 
 typedef struct {
   const IrInstr *instr;
+  int64_t read_bytes, written_bytes; /* per launch, the kernel plan's figures (made once) */
   CudaKernelHow how;
   int nparts;
   CudaKernel parts[EMIT_MAX_PARTS];
@@ -173,6 +174,8 @@ static bool evict(GpuBackend *g, size_t incoming, FxError *err) {
   return true;
 }
 
+/* The end of a run: every resident's buffer goes back to the pool, which the next run (a
+ * `--repeat`, a bench's next round) takes its buffers from; destroy frees it. */
 static void drop_all(GpuBackend *g) {
   FxError ignore;
   fx_error_clear(&ignore);
@@ -180,7 +183,6 @@ static void drop_all(GpuBackend *g) {
     if (g->consts.keys[q]) rt_tensor_unref(g->consts.vals[q]);
   ptrmap_free(&g->consts);
   while (g->nres > 0) drop_resident(g, g->nres - 1, &ignore);
-  pool_drain(g);
 }
 
 static bool remember(GpuBackend *g, RtTensor *t, CUdeviceptr p, bool stale, FxError *err) {
@@ -247,6 +249,7 @@ static bool gpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
       break;
     }
     k->instr = ki->instr;
+    plan_kernel_bytes(ki->instr, &k->read_bytes, &k->written_bytes);
     k->how = ki->how;
     k->stat = -1;
     k->nparts = ki->nparts;
@@ -453,8 +456,7 @@ static bool gpu_hook(void *ctx, RtExec *x, const IrInstr *i, RtTensor **ops, RtT
   }
   *handled = true;
   RtCounters *c = rt_exec_counters(x);
-  int64_t rb, wb; /* the kernel plan's figures: one place counts bytes */
-  plan_kernel_bytes(i, &rb, &wb);
+  int64_t rb = k->read_bytes, wb = k->written_bytes; /* the kernel plan's figures: one place counts bytes */
   c->launches++;
   c->bytes_read += rb;
   c->bytes_written += wb;
@@ -491,8 +493,8 @@ static bool gpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, con
   g->stats = stats;
   g->readbacks = 0;
   for (int q = 0; q < g->nkernels; q++) g->kernels[q]->stat = -1;
-  /* kernel times only when someone reads them, and then without waiting per launch */
-  cuda_backend_set_timing(g->cb, stats != NULL);
+  /* kernel times only when someone reads them (`profile`), and then without waiting per launch */
+  cuda_backend_set_timing(g->cb, stats != NULL && o && o->kernel_times);
   cuda_backend_defer_timing(g->cb, on_time, g);
   double t0 = host_ns();
   RtCounters c;
@@ -543,6 +545,7 @@ static void gpu_destroy(void *vb) {
   GpuBackend *g = vb;
   if (!g) return;
   drop_all(g);
+  pool_drain(g);
   for (int q = 0; q < g->nkernels; q++) fx_free(g->kernels[q]);
   fx_free(g->kernels);
   ptrmap_free(&g->by_instr);

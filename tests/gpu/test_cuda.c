@@ -30,7 +30,7 @@ typedef struct {
 static FakeFn fake_fns[] = {{"fx_cond"}, {"fx_body"}, {"fx_axpb"}};
 static FakeFn fake_generic = {"generic"}; /* any other kernel: launched, computes nothing */
 static bool fake_accept_any;
-static int fake_live_allocs, fake_launches, fake_fail_alloc, fake_loaded;
+static int fake_live_allocs, fake_launches, fake_fail_alloc, fake_loaded, fake_dtoh, fake_alloc_calls;
 static unsigned fake_last_block, fake_last_grid;
 
 static CUresult f_init(unsigned fl) { (void)fl; return 0; }
@@ -76,6 +76,7 @@ static CUresult f_setcur(CUcontext c) { (void)c; return 0; }
 static CUresult f_sync(void) { return 0; }
 static CUresult f_alloc(CUdeviceptr *p, size_t n) {
   if (fake_fail_alloc) return 2;
+  fake_alloc_calls++;
   void *m = calloc(1, n);
   *p = (CUdeviceptr)(uintptr_t)m;
   fake_live_allocs++;
@@ -83,7 +84,11 @@ static CUresult f_alloc(CUdeviceptr *p, size_t n) {
 }
 static CUresult f_free(CUdeviceptr p) { free((void *)(uintptr_t)p); fake_live_allocs--; return 0; }
 static CUresult f_htod(CUdeviceptr d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return 0; }
-static CUresult f_dtoh(void *d, CUdeviceptr s, size_t n) { memcpy(d, (void *)(uintptr_t)s, n); return 0; }
+static CUresult f_dtoh(void *d, CUdeviceptr s, size_t n) {
+  memcpy(d, (void *)(uintptr_t)s, n);
+  fake_dtoh++;
+  return 0;
+}
 static CUresult f_dtod(CUdeviceptr d, CUdeviceptr s, size_t n) { memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }
 static CUresult f_memset(CUdeviceptr d, unsigned char v, size_t n) { memset((void *)(uintptr_t)d, v, n); return 0; }
 static CUresult f_modload(CUmodule *m, const void *img) {
@@ -1134,15 +1139,27 @@ TEST(gpu_backend_plumbing_on_fake_driver) {
       args[k] = rt_tensor_for_shape(&m->entry->params[k]->shape, &err);
       rt_tensor_fill_random(args[k], 3, (uint64_t)k);
     }
-    RtOptions o = {.seed = 5};
+    RtOptions o = {.seed = 5, .kernel_times = true};
     RtRunStats st = {0};
     RtTensor *out = NULL;
     fake_launches = 0;
+    fake_dtoh = 0;
     bool ok = rt_backend_gpu.run(be, m, args, 2, &o, &out, &st, &err);
     if (!ok) fprintf(stderr, "%s\n", err.msg);
     CHECK(ok);
     CHECK(st.counters.launches == 3);  /* add, exponential, rng: three kernels, none fused yet */
     CHECK(fake_launches == 3);
+    /* results stay on the device until the host needs them: the two outputs of the run are read
+       back, a (read only by the exponential's kernel) never is */
+    CHECK(fake_dtoh == 2);
+    /* a second run takes its buffers from the pool the first one left: no new allocation */
+    RtTensor *out2 = NULL;
+    RtRunStats st2 = {0};
+    int allocs = fake_alloc_calls;
+    CHECK(rt_backend_gpu.run(be, m, args, 2, &o, &out2, &st2, &err));
+    CHECK(fake_alloc_calls == allocs);
+    rt_tensor_unref(out2);
+    rt_run_stats_free(&st2);
     CHECK(st.nkernels == 3);
     for (int q = 0; q < st.nkernels; q++) {
       CHECK(st.kernels[q].native && st.kernels[q].launches == 1);
