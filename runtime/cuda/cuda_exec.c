@@ -12,8 +12,9 @@
  * the walker asks through RtHooks.host_read (a while condition's pred, a conditional's selector,
  * an instruction the host runs itself, the run's result), and only then is it read back, which
  * waits for the kernels before it. A while loop's condition is therefore computed on the device
- * and read back each iteration, as XLA's host-driven loops do, and nothing else waits. Kernel
- * times come from CUDA events read in batches (cuda_backend_defer_timing). Instructions the
+ * and read back each iteration, as XLA's host-driven loops do, and nothing else waits. When
+ * `profile` asks for kernel times (RtOptions.kernel_times), they come from CUDA events around each
+ * launch, read in batches (cuda_backend_defer_timing). Instructions the
  * emitter does not generate run on the interpreter's implementation and are reported as such in
  * `profile`. */
 #include <stdio.h>
