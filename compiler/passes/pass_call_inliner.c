@@ -44,7 +44,11 @@ void simp_report_renames(PassContext *cx, const IrComputation *c, IrInstr *const
     if (!dst || strcmp(src->name, dst->name) == 0) continue;
     PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rename", .producer = src->name,
                       .result = dst->name, .accepted = true};
-    pass_emit(cx->sink, &d, "%s (in %s) is %s in %s: %s", src->name, c->name, dst->name, dst->parent->name, how);
+    if (src->op == IR_OP_PARAMETER)
+      pass_emit(cx->sink, &d, "parameter %s of %s is %s in %s, the value passed in: %s", src->name, c->name, dst->name,
+                dst->parent->name, how);
+    else
+      pass_emit(cx->sink, &d, "%s (in %s) is %s in %s: %s", src->name, c->name, dst->name, dst->parent->name, how);
   }
 }
 
@@ -95,7 +99,7 @@ IrInstr *simp_inline_mapped(IrInstr *call, IrComputation *c, IrInstr *const *arg
   }
   if (ok && c->root) root = c->root->aux;
   for (int k = 0; k < c->ninstrs; k++) {
-    if (copies) copies[k] = ok && c->instrs[k]->op != IR_OP_PARAMETER ? c->instrs[k]->aux : NULL;
+    if (copies) copies[k] = ok ? c->instrs[k]->aux : NULL; /* (a parameter: the argument it reads) */
     c->instrs[k]->aux = NULL;
   }
   fx_free(ops);

@@ -103,12 +103,12 @@ bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *
  * The copies keep c's names as their base and c's locations. *copied counts them. Returns the
  * copy of c's root, or NULL when out of memory (what was copied stays, unused). */
 IrInstr *simp_inline(IrInstr *at, IrComputation *c, IrInstr *const *args, int nargs, int *copied);
-/* The same, and copies[k] (an array of c->ninstrs, or NULL) gets the copy of c->instrs[k] (NULL
- * for a parameter). */
+/* The same, and copies[k] (an array of c->ninstrs, or NULL) gets the copy of c->instrs[k] (for a
+ * parameter, the argument it reads). */
 IrInstr *simp_inline_mapped(IrInstr *at, IrComputation *c, IrInstr *const *args, int nargs, int *copied,
                             IrInstr **copies);
 /* Reports, for each instruction of c whose copy (copies[k], from simp_inline_mapped) took another
- * name, a "rename" decision old -> new, so that a question about a name from the user's dump
+ * name (a parameter: the argument passed in), a "rename" decision old -> new, so that a question about a name from the user's dump
  * (sort.11) finds what it became once inlined (sort.58): `why` follows it. `how` says why the copy
  * was made ("argsort.2 was inlined into main.5"). */
 void simp_report_renames(PassContext *cx, const IrComputation *c, IrInstr *const *copies, const char *how);

@@ -267,6 +267,10 @@ TEST(why_follows_a_name_through_inlining) {
   for (int k = 0; k < w.n; k++) renamed = renamed || strcmp(w.decisions[k]->action, "rename") == 0;
   CHECK(renamed);
   explain_why_one_free(&w);
+  /* the function's parameter is the value the call passed in */
+  CHECK(explain_engine_why_one(&e, "x.3", &w, &unknown, &err));
+  CHECK(w.instr == NULL && w.became != NULL && strcmp(w.became->name, "a.7") == 0);
+  explain_why_one_free(&w);
   explain_engine_fini(&e);
 }
 

@@ -384,6 +384,8 @@ TEST(conditional_constant_index) {
   /* and the copy's new name, so that `why d` finds d.17 */
   CHECK_STR(log.buf, "conditional-simplifier inline: c always runs b1 (its index is the constant 1): replaced by a "
                      "copy of it (1 instruction)\n"
+                     "conditional-simplifier rename: parameter p.5 of b1 is x in main, the value passed in: branch b1 of "
+                     "c was copied there\n"
                      "conditional-simplifier rename: d (in b1) is d.17 in main: branch b1 of c was copied there\n");
   CHECK(count_op(m, IR_OP_CONDITIONAL) == 0);
   CHECK_STR(line_of(m, "r"), "%r = f32[4] multiply(%d.17, %x)");
@@ -401,6 +403,8 @@ TEST(conditional_index_out_of_range) {
   CHECK(run_pass_same_numbers(&pass_conditional_simplifier, m, &log));
   CHECK_STR(log.buf, "conditional-simplifier inline: c always runs b2 (its index is the constant 7, out of range: the "
                      "last branch runs): replaced by a copy of it (3 instructions)\n"
+                     "conditional-simplifier rename: parameter p.8 of b2 is x in main, the value passed in: branch b2 of "
+                     "c was copied there\n"
                      "conditional-simplifier rename: one (in b2) is one.17 in main: branch b2 of c was copied there\n"
                      "conditional-simplifier rename: ob (in b2) is ob.18 in main: branch b2 of c was copied there\n"
                      "conditional-simplifier rename: a (in b2) is a.19 in main: branch b2 of c was copied there\n");

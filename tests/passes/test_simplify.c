@@ -284,6 +284,8 @@ TEST(call_inliner) {
   CHECK(run_pass_same_numbers(&pass_call_inliner, m, &log));
   CHECK_STR(log.buf,
             "call-inliner inline: inlined call.8 (to_apply=f, 3 instructions) into main\n"
+            "call-inliner rename: parameter a of f is x in main, the value passed in: f was inlined there (call.8)\n"
+            "call-inliner rename: parameter b of f is x in main, the value passed in: f was inlined there (call.8)\n"
             "call-inliner rename: multiply.5 (in f) is multiply.20 in main: f was inlined there (call.8)\n"
             "call-inliner rename: add.6 (in f) is add.21 in main: f was inlined there (call.8)\n"
             "call-inliner rename: tuple.7 (in f) is tuple.22 in main: f was inlined there (call.8)\n"
