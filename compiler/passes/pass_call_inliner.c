@@ -13,29 +13,11 @@
  * of t, none of them the answer). */
 #include <string.h>
 
-#include <stdint.h>
-
-#include "../ir/ptrmap.h"
 #include "passes.h"
 #include "simplify.h"
 
 IrInstr *simp_inline(IrInstr *call, IrComputation *c, IrInstr *const *args, int nargs, int *copied) {
   return simp_inline_mapped(call, c, args, nargs, copied, NULL);
-}
-
-int simp_computation_uses(const IrModule *m, const IrComputation *c) {
-  int n = 0;
-  for (int q = 0; q < m->ncomps; q++) {
-    const IrComputation *x = m->comps[q];
-    for (int k = 0; k < x->ninstrs; k++) {
-      const IrInstr *i = x->instrs[k];
-      if (i->dead) continue;
-      for (int a = 0; a < i->nattrs; a++)
-        if (i->attrs[a].kind == IR_ATTR_COMP)
-          for (int j = 0; j < i->attrs[a].ncomps; j++) n += i->attrs[a].comps[j] == c;
-    }
-  }
-  return n;
 }
 
 void simp_report_renames(PassContext *cx, const IrComputation *c, IrInstr *const *copies, const char *how) {
@@ -108,25 +90,13 @@ IrInstr *simp_inline_mapped(IrInstr *call, IrComputation *c, IrInstr *const *arg
 
 static bool run_call_inliner(IrModule *m, PassContext *cx, bool *changed) {
   int inlined = 0;
-  /* computation -> the instructions that name it: only the copy of a computation used once is an
+  /* the instructions that name each computation: only the copy of a computation used once is an
      unambiguous successor of its names */
-  PtrMap uses = {0};
-  for (int q = 0; q < m->ncomps; q++)
-    for (int k = 0; k < m->comps[q]->ninstrs; k++) {
-      const IrInstr *i = m->comps[q]->instrs[k];
-      for (int a = 0; a < i->nattrs; a++)
-        if (i->attrs[a].kind == IR_ATTR_COMP)
-          for (int j = 0; j < i->attrs[a].ncomps; j++) {
-            IrComputation *t = i->attrs[a].comps[j];
-            if (!ptrmap_put(&uses, t, (void *)((uintptr_t)ptrmap_get(&uses, t) + 1))) {
-              ptrmap_free(&uses);
-              return fx_error_set(cx->err, NULL, 0, 0, "call-inliner: out of memory");
-            }
-          }
-    }
+  int *uses = simp_count_callers(m);
+  if (!uses) return fx_error_set(cx->err, NULL, 0, 0, "call-inliner: out of memory");
   IrComputation **order = fx_malloc(sizeof(IrComputation *) * (size_t)(m->ncomps + 1));
   if (!order) {
-    ptrmap_free(&uses);
+    fx_free(uses);
     return fx_error_set(cx->err, NULL, 0, 0, "call-inliner: out of memory");
   }
   int n = ir_module_postorder(m, order, m->ncomps + 1);
@@ -147,7 +117,7 @@ static bool run_call_inliner(IrModule *m, PassContext *cx, bool *changed) {
       if (!root) {
         fx_free(copies);
         fx_free(order);
-        ptrmap_free(&uses);
+        fx_free(uses);
         return fx_error_set(cx->err, NULL, 0, 0, "call-inliner: could not copy %s into %s (out of memory)", callee->name,
                             comp->name);
       }
@@ -156,7 +126,7 @@ static bool run_call_inliner(IrModule *m, PassContext *cx, bool *changed) {
       pass_metric(&d, "instructions", copied);
       pass_emit(cx->sink, &d, "inlined %s (to_apply=%s, %d instruction%s) into %s", call->name, callee->name, copied,
                 copied == 1 ? "" : "s", comp->name);
-      if ((uintptr_t)ptrmap_get(&uses, callee) == 1) {
+      if (callee->id >= 0 && callee->id <= m->next_id && uses[callee->id] == 1) {
         char how[320];
         snprintf(how, sizeof how, "%s was inlined there (%s)", callee->name, call->name);
         simp_report_renames(cx, callee, copies, how);
@@ -171,7 +141,7 @@ static bool run_call_inliner(IrModule *m, PassContext *cx, bool *changed) {
     }
   }
   fx_free(order);
-  ptrmap_free(&uses);
+  fx_free(uses);
   if (inlined) {
     int before = m->ncomps;
     IrComputation **old = fx_malloc(sizeof(IrComputation *) * (size_t)(before + 1));

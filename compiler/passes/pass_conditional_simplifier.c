@@ -138,7 +138,7 @@ static IrInstr *inline_branch(IrInstr *i, IrComputation *b, int k, int *copied, 
 
 /* After the decision that copied branch b: the copies that took other names (b used once only). */
 static void renames_after(PassContext *cx, IrInstr *i, IrComputation *b, IrInstr **copies) {
-  if (copies && simp_computation_uses(i->parent->module, b) == 1) {
+  if (copies && simp_callers(i->parent->module, b) == 1) {
     char how[320];
     snprintf(how, sizeof how, "branch %s of %s was copied there", b->name, i->name);
     simp_report_renames(cx, b, copies, how);

@@ -294,22 +294,21 @@ static bool reads_key(const IrInstr *d, const IrInstr *x) {
   return false;
 }
 
+/* Appends d to dots[0..*n) when it is a live dot not there yet. */
+static void add_dot(IrInstr *d, IrInstr **dots, int *n) {
+  bool have = d->op != IR_OP_DOT || d->dead;
+  for (int q = 0; q < *n && !have; q++) have = dots[q] == d;
+  if (!have) dots[(*n)++] = d;
+}
+
 /* Appends x's dots (read directly or through a transpose) not yet in dots[0..*n). */
 static void gather_dots(IrInstr *x, IrInstr **dots, int *n) {
   for (int u = 0; u < x->nusers; u++) {
     IrInstr *d = x->users[u];
-    if (d->op == IR_OP_TRANSPOSE) {
-      for (int v = 0; v < d->nusers; v++) {
-        IrInstr *e = d->users[v];
-        bool have = e->op != IR_OP_DOT || e->dead;
-        for (int q = 0; q < *n && !have; q++) have = dots[q] == e;
-        if (!have) dots[(*n)++] = e;
-      }
-      continue;
-    }
-    bool have = d->op != IR_OP_DOT || d->dead;
-    for (int q = 0; q < *n && !have; q++) have = dots[q] == d;
-    if (!have) dots[(*n)++] = d;
+    if (d->op == IR_OP_TRANSPOSE)
+      for (int v = 0; v < d->nusers; v++) add_dot(d->users[v], dots, n);
+    else
+      add_dot(d, dots, n);
   }
 }
 

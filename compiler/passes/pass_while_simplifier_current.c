@@ -322,7 +322,7 @@ static int run_once(Loop *l, PassContext *cx) {
   pass_emit(cx->sink, &d, "%s", msg);
   char how[320];
   snprintf(how, sizeof how, "%s runs once and became a copy of its body", w->name);
-  if (simp_computation_uses(w->parent->module, l->body) == 1) simp_report_renames(cx, l->body, copies, how);
+  if (simp_callers(w->parent->module, l->body) == 1) simp_report_renames(cx, l->body, copies, how);
   fx_free(copies);
   ir_replace_all_uses(w, result);
   ir_set_operand(w, 0, NULL);

@@ -112,8 +112,5 @@ IrInstr *simp_inline_mapped(IrInstr *at, IrComputation *c, IrInstr *const *args,
  * (sort.11) finds what it became once inlined (sort.58): `why` follows it. `how` says why the copy
  * was made ("argsort.2 was inlined into main.5"). */
 void simp_report_renames(PassContext *cx, const IrComputation *c, IrInstr *const *copies, const char *how);
-/* How many instruction attributes name computation c in m (calls, branches, loops, reducers): a
- * copy of c is an unambiguous successor of c's names only when c has one use. */
-int simp_computation_uses(const IrModule *m, const IrComputation *c);
 
 #endif

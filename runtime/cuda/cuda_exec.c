@@ -140,12 +140,17 @@ static bool make_host_current(GpuBackend *g, Resident *r, FxError *err) {
 }
 
 /* Forgets resident idx; a stale one is read back first when someone else still holds it. */
-static bool drop_resident(GpuBackend *g, int idx, FxError *err) {
-  Resident *r = &g->res[idx];
-  bool ok = r->t->refs <= 1 || make_host_current(g, r, err);
+/* Gives r's buffer back to the pool and its reference to the tensor (the entry itself stays). */
+static void release_resident(GpuBackend *g, Resident *r) {
   buffer_release(g, r->p, r->t->bytes);
   g->res_bytes -= r->t->bytes;
   rt_tensor_unref(r->t);
+}
+
+static bool drop_resident(GpuBackend *g, int idx, FxError *err) {
+  Resident *r = &g->res[idx];
+  bool ok = r->t->refs <= 1 || make_host_current(g, r, err);
+  release_resident(g, r);
   memmove(&g->res[idx], &g->res[idx + 1], sizeof *g->res * (size_t)(g->nres - idx - 1));
   g->nres--;
   return ok;
@@ -157,13 +162,8 @@ static void sweep(GpuBackend *g) {
   int w = 0;
   for (int q = 0; q < g->nres; q++) {
     Resident *r = &g->res[q];
-    if (r->t->refs <= 1) {
-      buffer_release(g, r->p, r->t->bytes);
-      g->res_bytes -= r->t->bytes;
-      rt_tensor_unref(r->t);
-    } else {
-      g->res[w++] = *r;
-    }
+    if (r->t->refs <= 1) release_resident(g, r);
+    else g->res[w++] = *r;
   }
   g->nres = w;
 }
