@@ -409,6 +409,63 @@ static bool gemm_operand_layouts(Assigner *a, IrComputation *c) {
   return true;
 }
 
+/* ---------- a GEMM's result read through a transpose ---------- */
+
+/* GpuLayoutAssignment::AddBackendConstraints for a kTranspose whose operand is a dot read by
+ * nothing else: the dot writes its result in the layout that makes the transpose a bitcast (major
+ * to minor the transpose's permutation) when the GEMM can write that layout
+ * (DotCanSupportShapeWithLayout: MatrixLayout::For over the result's batch, row and column
+ * dimensions). The transpose's result keeps the default layout, so layout-normalization makes it
+ * a bitcast: the GEMM writes the transposed matrix itself and no kernel moves it. */
+static bool dot_result_layouts(Assigner *a, IrComputation *c) {
+  for (int k = 0; k < c->ninstrs; k++) {
+    IrInstr *t = c->instrs[k];
+    if (t->op != IR_OP_TRANSPOSE || t->noperands != 1 || !ir_shape_is_array(&t->shape) || t->shape.rank < 2 ||
+        !ir_shape_default_layout(&t->shape))
+      continue;
+    IrInstr *d = t->operands[0];
+    IrDotDims dd;
+    if (d->op != IR_OP_DOT || d->nusers != 1 || d->is_root || d->noperands != 2 || !ir_shape_is_array(&d->shape) ||
+        !ir_shape_default_layout(&d->shape) || !ir_dot_dims(d, &dd))
+      continue;
+    int r = d->shape.rank;
+    int64_t perm[IR_MAX_RANK];
+    if (ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != r) continue;
+    int m2m[IR_MAX_RANK];
+    bool identity = true, valid = true;
+    for (int j = 0; j < r; j++) {
+      if (perm[j] < 0 || perm[j] >= r) {
+        valid = false;
+        break;
+      }
+      m2m[r - 1 - j] = (int)perm[j]; /* LayoutUtil::MakeLayoutFromMajorToMinor(dimensions) */
+      identity = identity && perm[j] == j;
+    }
+    if (!valid || identity) continue;
+    /* the result's dimensions: batch, then the left side's free ones (rows), then the right's
+       (columns) */
+    int nb = dd.nlhs_batch > dd.nrhs_batch ? dd.nlhs_batch : dd.nrhs_batch;
+    int nrows = d->operands[0]->shape.rank - dd.nlhs_contract - dd.nlhs_batch;
+    int ncols = d->operands[1]->shape.rank - dd.nrhs_contract - dd.nrhs_batch;
+    if (nb + nrows + ncols != r) continue;
+    int64_t dims[IR_MAX_RANK];
+    for (int j = 0; j < r; j++) dims[j] = j;
+    if (!simp_matrix_layout(r, m2m, dims, nb, dims + nb, nrows, dims + nb + nrows, ncols)) continue;
+    IrShape s;
+    if (!relaid(a->m, &d->shape, m2m, &s)) return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+    d->shape = s;
+    a->relaid++;
+    char lay[128];
+    layout_text(&d->shape, lay, sizeof lay);
+    PassDecision dec = {.pass = a->cx->pass, .stage = a->cx->stage, .action = "rewrite", .producer = d->name,
+                        .consumer = t->name, .accepted = true};
+    pass_emit(a->cx->sink, &dec, "%s writes its result in layout %s, the order %s reads it in: only that transpose "
+              "reads the GEMM's result and a GEMM writes either order of a matrix, so the transpose is a bitcast",
+              d->name, lay, t->name);
+  }
+  return true;
+}
+
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (cx->device && !cx->device->is_gpu) return true;
@@ -428,7 +485,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
       PlanCustomCall cc = plan_custom_call(i);
       if ((cc == PLAN_CC_CUDNN_CONV || cc == PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION) && !constrain_conv(&a, i)) return false;
     }
-    if (!gemm_operand_layouts(&a, c)) return false;
+    if (!dot_result_layouts(&a, c) || !gemm_operand_layouts(&a, c)) return false;
     ir_computation_sort(c);
   }
   *changed = a.relaid > 0 || a.copies > 0;

@@ -270,18 +270,20 @@ static bool broadcast_is_bitcast(const IrInstr *b) {
   return true;
 }
 
-/* Whether a transpose's layout undoes its permutation (layout-assignment gives a GEMM's
- * transposed operand such a layout): its bytes are its operand's (ShapeUtil::TransposeIsBitcast). */
+/* Whether a transpose's layouts undo its permutation (layout-assignment gives a GEMM's transposed
+ * operand such a layout, or a GEMM's result read only through the transpose): its bytes are its
+ * operand's (ShapeUtil::TransposeIsBitcast). */
 static bool transpose_keeps_bytes(const IrInstr *t) {
   const IrShape *in = &t->operands[0]->shape, *out = &t->shape;
   int64_t perm[IR_MAX_RANK];
-  if (!ir_shape_is_array(out) || !is_default(in) || is_default(out) || in->rank != out->rank ||
-      ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != out->rank)
+  if (!ir_shape_is_array(out) || !ir_shape_is_array(in) || (is_default(in) && is_default(out)) ||
+      in->rank != out->rank || ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != out->rank)
     return false;
-  int major[IR_MAX_RANK];
-  major_order(out, major);
+  int out_major[IR_MAX_RANK] = {0}, in_major[IR_MAX_RANK] = {0};
+  major_order(out, out_major);
+  major_order(in, in_major);
   for (int k = 0; k < out->rank; k++)
-    if (perm[major[k]] != k) return false;
+    if (perm[out_major[k]] != in_major[k]) return false;
   return true;
 }
 
@@ -325,6 +327,9 @@ static bool to_bitcast(Normalizer *n, IrInstr *i) {
     what = "its layout leaves the bytes where they are (the layout-sensitive simplifier's transpose-is-bitcast)";
   else if (laid && i->op == IR_OP_RESHAPE && reshape_keeps_bytes(i))
     what = "its layout keeps the elements in their order in memory";
+  else if (i->op == IR_OP_TRANSPOSE && !is_default(&i->operands[0]->shape) && transpose_keeps_bytes(i))
+    what = "its operand's layout already holds the elements in its order (the layout-sensitive simplifier's "
+           "transpose-is-bitcast)";
   else if (laid || !is_default(&i->operands[0]->shape))
     return true;
   else if (i->op == IR_OP_RESHAPE)

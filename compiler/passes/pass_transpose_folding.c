@@ -18,42 +18,6 @@
 #include "passes.h"
 #include "simplify.h"
 
-/* Checks that dims (in logical order, the last most minor) sit next to each other in the
- * row-major layout, ending at position *i of the minor-to-major walk; advances *i. */
-static bool sequential(const int64_t *dims, int n, int rank, int *i) {
-  for (int k = n - 1; k >= 0; k--, (*i)++)
-    if (*i >= rank || dims[k] != rank - 1 - *i) return false;
-  return true;
-}
-
-/* MatrixLayout::For(shape, batch, rows, cols) on a row-major shape: whether a GEMM can read it. */
-static bool matrix_layout(int rank, const int64_t *batch, int nb, const int64_t *rows, int nr, const int64_t *cols,
-                          int nc) {
-  int order[3], no = 0, i = 0;
-  while (i < rank) {
-    int64_t dim = rank - 1 - i;
-    if (nr && dim == rows[nr - 1]) {
-      order[no++] = 1;
-      if (!sequential(rows, nr, rank, &i)) return false;
-    } else if (nc && dim == cols[nc - 1]) {
-      order[no++] = 2;
-      if (!sequential(cols, nc, rank, &i)) return false;
-    } else if (nb && dim == batch[nb - 1]) {
-      order[no++] = 0;
-      if (!sequential(batch, nb, rank, &i)) return false;
-    } else {
-      return false;
-    }
-    if (no > 3) return false;
-  }
-  if (!nc) order[no++] = 2;
-  if (!nr) order[no++] = 1;
-  if (!nb) order[no++] = 0;
-  if (no != 3) return false;
-  int code = 64 * order[2] + 8 * order[1] + order[0];
-  return code == 012 || code == 021 || code == 0102 || code == 0201;
-}
-
 /* CanFoldTransposeOperandIntoDot for operand k (a transpose with permutation perm). */
 static bool can_fold(const IrInstr *dot, const IrDotDims *dd, int k, const int64_t *perm) {
   const IrInstr *t = dot->operands[k];
@@ -70,7 +34,7 @@ static bool can_fold(const IrInstr *dot, const IrDotDims *dd, int k, const int64
   /* the non-contracting dimensions keep their relative order */
   for (int q = 1; q < nn; q++)
     if (tn[q] < tn[q - 1]) return false;
-  return matrix_layout(rank, tb, nb, tc, nc, tn, nn);
+  return simp_matrix_layout(rank, NULL, tb, nb, tc, nc, tn, nn);
 }
 
 static bool is_nonidentity_transpose(const IrInstr *t, int64_t *perm) {

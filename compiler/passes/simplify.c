@@ -192,6 +192,44 @@ IrComputation *simp_add_computation(IrModule *m, IrComputation *caller, IrType t
 }
 
 /* ShapeUtil::AlignLayouts, for one operand layout: the runs of dimensions of equal products. */
+/* Checks that dims (in logical order, the last most minor) sit next to each other in memory,
+ * ending at position *i of the minor-to-major walk; advances *i (GetBatchRowColumnShape's
+ * check_physically_sequential). */
+static bool physically_sequential(const int64_t *dims, int n, int rank, const int *m2m, int *i) {
+  for (int k = n - 1; k >= 0; k--, (*i)++)
+    if (*i >= rank || dims[k] != (m2m ? m2m[*i] : rank - 1 - *i)) return false;
+  return true;
+}
+
+bool simp_matrix_layout(int rank, const int *m2m, const int64_t *batch, int nb, const int64_t *rows, int nr,
+                        const int64_t *cols, int nc) {
+  int order[3], no = 0, i = 0;
+  while (i < rank) {
+    int64_t dim = m2m ? m2m[i] : rank - 1 - i;
+    if (no >= 3) return false;
+    if (nr && dim == rows[nr - 1]) {
+      order[no++] = 1;
+      if (!physically_sequential(rows, nr, rank, m2m, &i)) return false;
+    } else if (nc && dim == cols[nc - 1]) {
+      order[no++] = 2;
+      if (!physically_sequential(cols, nc, rank, m2m, &i)) return false;
+    } else if (nb && dim == batch[nb - 1]) {
+      order[no++] = 0;
+      if (!physically_sequential(batch, nb, rank, m2m, &i)) return false;
+    } else {
+      return false;
+    }
+  }
+  if (!nc && no < 3) order[no++] = 2;
+  if (!nr && no < 3) order[no++] = 1;
+  if (!nb && no < 3) order[no++] = 0;
+  if (no != 3) return false;
+  /* MatrixLayout::For on the [batch, rows, cols] shape: (B,R,C), (B,C,R), (R,B,C) or (C,B,R) major
+     to minor; the batch most minor is not a matrix */
+  int code = 64 * order[2] + 8 * order[1] + order[0];
+  return code == 012 || code == 021 || code == 0102 || code == 0201;
+}
+
 bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m) {
   int gi[IR_MAX_RANK + 1], gj[IR_MAX_RANK + 1], ng = 0, i = 0, j = 0;
   while (i < in->rank || j < out->rank) {

@@ -90,6 +90,13 @@ int *simp_count_callers(const IrModule *m);
 /* Number of instructions anywhere in m that call computation c. */
 int simp_callers(const IrModule *m, const IrComputation *c);
 
+/* XLA:GPU's MatrixLayout::For(shape, batch_dims, row_dims, col_dims) (matmul_utils.cc): whether a
+ * GEMM reads or writes an array of `rank` dimensions in layout m2m (minor_to_major; NULL for
+ * row-major) with those dimension groups: each group's dimensions lie next to each other in memory
+ * in their logical order, and the batch group is not the most minor of the three. */
+bool simp_matrix_layout(int rank, const int *m2m, const int64_t *batch, int nb, const int64_t *rows, int nr,
+                        const int64_t *cols, int nc);
+
 /* The layout (minor_to_major, out->rank entries) that makes a reshape from `in` to `out` a bitcast
  * when `in`'s elements lie in physical order in_major (its dimensions, major first): each run of
  * input dimensions that becomes a run of output dimensions (equal products) must lie in memory

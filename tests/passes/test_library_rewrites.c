@@ -100,6 +100,26 @@ static const char *TRANSPOSE_NOT_FREE =
     "  ROOT r = (f32[11,96]{1,0}, f32[64,96]{1,0}, f32[2,8,8]{2,1,0}) tuple(d, a, s)\n"
     "}\n";
 
+/* GEMM results read through a transpose: p's only reader is the transpose (so the dot writes it
+ * transposed), d2's is too but no GEMM writes the batch most minor, and d3 has another reader. */
+static const char *TRANSPOSED_RESULT =
+    "HloModule tres\n"
+    "ENTRY main {\n"
+    "  q = f32[2,8,16]{2,1,0} parameter(0)\n"
+    "  k = f32[2,16,4]{2,1,0} parameter(1)\n"
+    "  p = f32[2,8,4]{2,1,0} dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+    "rhs_contracting_dims={1}\n"
+    "  pt = f32[2,4,8]{2,1,0} transpose(p), dimensions={0,2,1}\n"
+    "  d2 = f32[2,8,4]{2,1,0} dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+    "rhs_contracting_dims={1}\n"
+    "  t2 = f32[8,4,2]{2,1,0} transpose(d2), dimensions={1,2,0}\n"
+    "  d3 = f32[2,8,4]{2,1,0} dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+    "rhs_contracting_dims={1}\n"
+    "  t3 = f32[2,4,8]{2,1,0} transpose(d3), dimensions={0,2,1}\n"
+    "  e3 = f32[2,8,4]{2,1,0} exponential(d3)\n"
+    "  ROOT r = (f32[2,4,8]{2,1,0}, f32[8,4,2]{2,1,0}, f32[2,4,8]{2,1,0}, f32[2,8,4]{2,1,0}) tuple(pt, t2, t3, e3)\n"
+    "}\n";
+
 /* The corpus' top-k (topk_logits_k10_1x50000_bf16), with the row length and k as parameters. */
 static char *topk_text(const char *type, int64_t n, int64_t k, const char *largest) {
   static char buf[600];
@@ -320,6 +340,29 @@ TEST(a_transpose_something_else_constrains_moves_data) {
   ir_module_free(m);
 }
 
+TEST(a_gemm_result_only_a_transpose_reads_is_written_transposed) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_named_passes(hlo_ok(TRANSPOSED_RESULT), "h100", passes, 2, &s);
+  if (!m) return;
+  IrInstr *p = ir_computation_find_instr(m->entry, "p"), *pt = ir_computation_find_instr(m->entry, "pt");
+  IrInstr *d2 = ir_computation_find_instr(m->entry, "d2"), *t2 = ir_computation_find_instr(m->entry, "t2");
+  IrInstr *d3 = ir_computation_find_instr(m->entry, "d3"), *t3 = ir_computation_find_instr(m->entry, "t3");
+  CHECK(p && pt && d2 && t2 && d3 && t3);
+  if (p && pt && d2 && t2 && d3 && t3) {
+    /* p [2,8,4] written batch, then columns, then rows (major to minor 0,2,1): pt's order */
+    static const int p_m2m[] = {1, 2, 0};
+    CHECK(layout_is(&p->shape, p_m2m) && pt->op == IR_OP_BITCAST && ir_shape_default_layout(&pt->shape));
+    /* {1,2,0} would put the batch most minor: no GEMM writes that */
+    CHECK(ir_shape_default_layout(&d2->shape) && t2->op == IR_OP_TRANSPOSE);
+    /* the exponential reads d3 too */
+    CHECK(ir_shape_default_layout(&d3->shape) && t3->op == IR_OP_TRANSPOSE);
+  }
+  CHECK(s.accepted == 2); /* p's layout, then pt's bitcast */
+  check_same_values(TRANSPOSED_RESULT, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 TEST(small_topk_becomes_xlas_topk_kernel) {
   Seen s;
   static const char *const passes[] = {"topk-specializer"};
@@ -374,6 +417,7 @@ int main(void) {
   RUN(layout_hints_are_dropped_and_reshapes_become_bitcasts);
   RUN(a_transposed_weight_only_a_gemm_reads_is_a_bitcast);
   RUN(a_transpose_something_else_constrains_moves_data);
+  RUN(a_gemm_result_only_a_transpose_reads_is_written_transposed);
   RUN(small_topk_becomes_xlas_topk_kernel);
   RUN(topk_xlas_kernel_cannot_take_stays_a_topk);
   return check_summary();
