@@ -469,6 +469,9 @@ int64_t plan_while_trip_count(const IrInstr *w) {
   if (!init || init->op != IR_OP_TUPLE || k >= init->noperands ||
       !scalar_const(loop_value(init->operands[k], NULL), &start))
     return -1;
+  /* Only an integer counter, as XLA's ComputeWhileLoopTripCount: the count must be exact, and a
+     float counter's rounding (0.1 added ten times) is not the arithmetic below. */
+  if (!ir_type_is_int(init->operands[k]->shape.type)) return -1;
   /* Step: the body's new counter is counter + c (or counter - c). */
   const IrInstr *broot = body->root;
   if (broot->op != IR_OP_TUPLE || k >= broot->noperands) return -1;

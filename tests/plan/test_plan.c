@@ -250,6 +250,18 @@ TEST(trip_counts) {
   ir_module_free(m);
 }
 
+/* A float counter is not counted (XLA's ComputeWhileLoopTripCount reads integer counters only):
+ * 0.0 < 10.0 by 1.0 would be 10, but a trip count must be exact. */
+TEST(trip_count_needs_an_integer_counter) {
+  IrInstr *w;
+  IrModule *m = counted_loop(0, 10, "LT", &w);
+  CHECK(plan_while_trip_count(w) == 10);
+  IrShape f32 = ir_shape_scalar(IR_F32);
+  ir_module_find_instr(m, "constant.start")->shape = f32;
+  CHECK(plan_while_trip_count(w) == -1);
+  ir_module_free(m);
+}
+
 /* Fusion passes fuse a loop's compare and its counter increment: the trip count is still found. */
 TEST(trip_count_through_fusions) {
   IrInstr *w;
@@ -557,6 +569,7 @@ int main(void) {
   RUN(fusion_is_one_kernel_of_its_kind);
   RUN(while_loop_multiplies_out_and_counts_control);
   RUN(trip_counts);
+  RUN(trip_count_needs_an_integer_counter);
   RUN(trip_count_through_fusions);
   RUN(trip_count_through_a_multi_output_fusion);
   RUN(library_calls_slices_and_in_place_updates);
