@@ -76,11 +76,13 @@ static IrModule *classic(const IrModule *m0, const PassSettings *set, const Devi
   return cur ? cur : ir_module_clone(m0);
 }
 
-/* Kernels launched by one iteration of the (first) while loop's body and condition. */
+/* Kernels launched by one iteration of the loop: its body's and, only when its trip count is
+ * unknown, its condition's (a loop with a known trip count runs as a for loop, as XLA:GPU runs it,
+ * and never launches its condition: the plan lists those kernels with 0 launches). */
 static int64_t per_iteration(const KernelPlan *p) {
   int64_t n = 0;
   for (int k = 0; k < p->nkernels; k++)
-    if (p->kernels[k].comp && !p->kernels[k].comp->is_entry) n++;
+    if (p->kernels[k].comp && !p->kernels[k].comp->is_entry && p->kernels[k].launches > 0) n++;
   return n;
 }
 

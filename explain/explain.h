@@ -102,6 +102,11 @@ const ExplainRecord *explain_record_by_number(const ExplainLog *log, int n);
 /* What a kernel is, in words a user knows: "cuBLAS matmul", "cuDNN convolution", "cuRAND RNG",
  * "custom call TARGET", "loop fusion", "input fusion", "unfused reduce", ... Written into buf. */
 const char *explain_kernel_label(const PlanKernel *k, char *buf, size_t n);
+/* How XLA:GPU runs while loop k (its control entry) in words, into buf: "loop while.3: known trip
+ * count 10000, run as a for loop (XLA:GPU runs the body 10000 times and never evaluates the
+ * condition)", or, when the trip count is unknown, that the condition runs and its result is read
+ * back to the host every iteration. Returns buf. */
+const char *explain_loop_control(const PlanKernel *k, char *buf, size_t n);
 
 /* A stage seen through its kernel plan and the decision log up to that stage: which kernel every
  * instruction runs in, which kernels feed which, and, for every record, the kernels the names it

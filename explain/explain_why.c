@@ -449,6 +449,20 @@ const char *explain_kernel_label(const PlanKernel *k, char *buf, size_t n) {
   return buf;
 }
 
+const char *explain_loop_control(const PlanKernel *k, char *buf, size_t n) {
+  if (k->for_loop)
+    snprintf(buf, n,
+             "loop %s: known trip count %lld, run as a for loop (XLA:GPU runs the body %lld time%s and never "
+             "evaluates the condition)",
+             k->name, (long long)k->trip_count, (long long)k->trip_count, k->trip_count == 1 ? "" : "s");
+  else
+    snprintf(buf, n,
+             "loop %s: trip count not known at compile time, counted as 1 (XLA:GPU runs the condition every "
+             "iteration and once more, and reads its result back to the host each time)",
+             k->name);
+  return buf;
+}
+
 /* ---------- boundaries ---------- */
 
 static bool rec_has(const RecKernels *rk, int k) {

@@ -554,6 +554,14 @@ bool explain_show_kernels(const ExplainOut *o, ExplainEngine *e, bool buffers, F
       json_kv_int(&w, "bytes_written", (long long)kn->bytes_written);
       json_kv_double(&w, "flops", kn->flops);
       json_kv_double(&w, "est_us", kn->est_us);
+      if (kn->kind == KERNEL_CONTROL && kn->instr->op == IR_OP_WHILE) {
+        /* how XLA:GPU runs the loop: a for loop when the trip count is known */
+        if (kn->for_loop) json_kv_int(&w, "trip_count", (long long)kn->trip_count);
+        else json_kv_null(&w, "trip_count");
+        json_kv_bool(&w, "for_loop", kn->for_loop);
+        explain_loop_control(kn, buf, sizeof buf);
+        json_kv_str(&w, "loop", buf);
+      }
       json_object_end(&w);
     }
     json_array_end(&w);
@@ -576,9 +584,12 @@ bool explain_show_kernels(const ExplainOut *o, ExplainEngine *e, bool buffers, F
     fprintf(o->out, "%3d  %-28s %-8s x%-8lld in %s\n", k + 1, kn->name, plan_kernel_kind_name(kn->kind),
             (long long)kn->launches, kn->comp ? kn->comp->name : "?");
     if (kn->kind == KERNEL_CONTROL) {
-      fprintf(o->out, "       %s\n", kn->instr->op == IR_OP_WHILE
-                                          ? "loop control: the condition's result is read back to the host each iteration"
-                                          : "branch control: the branch index is read back to the host");
+      if (kn->instr->op == IR_OP_WHILE) {
+        explain_loop_control(kn, buf, sizeof buf);
+        fprintf(o->out, "       %s\n", buf);
+      } else {
+        fputs("       branch control: the branch index is read back to the host\n", o->out);
+      }
       continue;
     }
     if (kn->nmembers > 1 || kn->instr->op == IR_OP_FUSION) {
@@ -709,7 +720,7 @@ bool explain_show_why_one(const ExplainOut *o, ExplainEngine *e, const char *nam
       fprintf(o->out, "%s (JAX: %s): %s %s in %s\n", name, jax, ir_op_name(i->op), shape, i->parent->name);
     else
       fprintf(o->out, "%s: %s %s in %s\n", name, ir_op_name(i->op), shape, i->parent->name);
-    char lab[200];
+    char lab[400];
     if (kn && kn->instr == i && kn->nmembers <= 1 && kn->kind == KERNEL_LIBRARY) {
       explain_kernel_label(kn, lab, sizeof lab);
       /* "an XLA top-k kernel", "a cuDNN convolution" */
@@ -718,9 +729,11 @@ bool explain_show_why_one(const ExplainOut *o, ExplainEngine *e, const char *nam
     }
     else if (kn && kn->instr == i && kn->nmembers <= 1)
       fprintf(o->out, "  at stage %d (%s): its own %s kernel\n", e->cur, pass, plan_kernel_kind_name(kn->kind));
-    else if (kn && kn->kind == KERNEL_CONTROL)
-      fprintf(o->out, "  at stage %d (%s): runs on the host; its loop control reads the condition back every iteration\n",
-              e->cur, pass);
+    else if (kn && kn->kind == KERNEL_CONTROL && i->op == IR_OP_WHILE) {
+      explain_loop_control(kn, lab, sizeof lab);
+      fprintf(o->out, "  at stage %d (%s): runs on the host; %s\n", e->cur, pass, lab);
+    } else if (kn && kn->kind == KERNEL_CONTROL)
+      fprintf(o->out, "  at stage %d (%s): runs on the host; its branch index is read back\n", e->cur, pass);
     else if (kn)
       fprintf(o->out, "  at stage %d (%s): in kernel %s (%s, %d instructions)\n", e->cur, pass, kn->name,
               plan_kernel_kind_name(kn->kind), kn->nmembers);

@@ -34,8 +34,9 @@ static int64_t input_steps(const IrModule *m) {
 }
 
 /* The kernel launches one run of the plan's module makes, and the bytes they move, to compare with
- * what a backend counts: the plan's totals (the condition counted once more than the loop
- * iterates, and the read-backs, which launch nothing, left out). */
+ * what a backend counts: the plan's totals (a loop with a known trip count runs as a for loop and
+ * never launches its condition; an unknown one's condition is counted once more than the loop
+ * iterates; the read-backs, which launch nothing, left out). */
 static void plan_kernel_run(const KernelPlan *p, int64_t *launches, int64_t *bytes) {
   *launches = p->launches;
   *bytes = p->bytes_read + p->bytes_written;

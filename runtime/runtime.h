@@ -129,6 +129,12 @@ typedef struct {
    * only passed along (tuple, get-tuple-element, while's state, call arguments) are not read. */
   bool (*host_read)(void *ctx, RtTensor *t, FxError *err);
   void *ctx;
+  /* Run a while loop whose trip count is known at compile time (plan_while_for_loop) as XLA:GPU
+   * runs it: the body N times, the condition never evaluated and its pred never read back
+   * (XLA's ForThunk, today WhileThunk given the trip count). The backends set it, so that they
+   * launch what the kernel plan counts; the reference interpreter (no hooks) always evaluates the
+   * condition, which is what checks the trip count. */
+  bool for_loops;
 } RtHooks;
 
 typedef struct {

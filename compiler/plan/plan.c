@@ -8,13 +8,21 @@
  *     else a loop kernel;
  *   - parameters, constants, tuples, get-tuple-element, bitcasts (and reshapes or transposes
  *     that are bitcasts) launch nothing;
- *   - a while loop runs its body kernels once per iteration and its condition kernels once more
- *     (the test that ends the loop), each followed by a control entry: the predicate read back to
- *     the host, which decides whether to go on (the loop's tuple stays in memory: the paper's
- *     first boundary). A control entry is priced in the time (on a GPU a read-back costs about a
- *     launch) but is not a kernel: it is not counted in launches or bytes moved. The trip count comes from
- *     backend_config's known_trip_count, or from the condition comparing the counter with a
- *     constant; otherwise 1, and the plan says trip counts are not known;
+ *   - a while loop runs its body kernels once per iteration (the loop's tuple stays in memory: the
+ *     paper's first boundary). How its condition runs depends on whether the trip count is known
+ *     at compile time, as in XLA:GPU: the trip count comes from backend_config's known_trip_count
+ *     (XLA's WhileLoopTripCountAnnotator writes it before fusion) or from the condition comparing
+ *     an integer counter with a constant (the counted-loop pattern that annotator finds, XLA's
+ *     ComputeWhileLoopTripCount). A loop with a known trip count runs as a for loop: XLA's
+ *     IrEmitterUnnested::HandleWhile built a ForThunk for it (2018-2023) and today's WhileThunk is
+ *     given the trip count; either way the body runs N times and the condition is never evaluated
+ *     and nothing is read back, so its condition kernels are listed with 0 launches and its control
+ *     entry costs nothing. Only a loop whose trip count is unknown (WhileThunk without one) runs its
+ *     condition kernels every iteration and once more (the test that ends the loop), each time
+ *     followed by the predicate's read-back to the host (a device-to-host copy and a wait), which
+ *     decides whether to go on; its trip count is then taken as 1 and the plan says trip counts
+ *     are not known. A control entry is priced in the time (on a GPU a read-back costs about a
+ *     launch) but is not a kernel: it is not counted in launches or bytes moved;
  *   - call walks into its callee; conditional reads its branch index back (a control kernel)
  *     and counts its costliest branch (the others are listed with 0 launches).
  * Bytes: a kernel reads its boundary inputs (each distinct operand once; a slice, dynamic-slice
@@ -469,6 +477,9 @@ int64_t plan_while_trip_count(const IrInstr *w) {
   if (!init || init->op != IR_OP_TUPLE || k >= init->noperands ||
       !scalar_const(loop_value(init->operands[k], NULL), &start))
     return -1;
+  /* Only an integer counter, as XLA's ComputeWhileLoopTripCount: the count must be exact, and a
+     float counter's rounding (0.1 added ten times) is not the arithmetic below. */
+  if (!ir_type_is_int(init->operands[k]->shape.type)) return -1;
   /* Step: the body's new counter is counter + c (or counter - c). */
   const IrInstr *broot = body->root;
   if (broot->op != IR_OP_TUPLE || k >= broot->noperands) return -1;
@@ -498,6 +509,12 @@ int64_t plan_while_trip_count(const IrInstr *w) {
   if (n < 0) n = 0;
   if (n > 9.0e15) return -1;
   return (int64_t)n;
+}
+
+bool plan_while_for_loop(const IrInstr *w, int64_t *trips) {
+  int64_t n = plan_while_trip_count(w);
+  if (trips) *trips = n;
+  return n >= 0;
 }
 
 /* ---------- building ---------- */
@@ -534,6 +551,7 @@ static PlanKernel *new_kernel(Builder *b, IrInstr *i, KernelKind kind, int64_t l
   k->comp = i->parent;
   k->kind = kind;
   k->launches = launches;
+  k->trip_count = -1;
   return k;
 }
 
@@ -704,11 +722,12 @@ int64_t plan_bytes_written(const IrInstr *i) {
   return ir_shape_bytes(&i->shape);
 }
 
-static void add_control_kernel(Builder *b, IrInstr *i, int64_t launches, int64_t bytes_read) {
+static PlanKernel *add_control_kernel(Builder *b, IrInstr *i, int64_t launches, int64_t bytes_read) {
   PlanKernel *k = new_kernel(b, i, KERNEL_CONTROL, launches);
-  if (!k) return;
+  if (!k) return NULL;
   k->bytes_read = bytes_read;
   cost(b, k);
+  return k;
 }
 
 static bool walk(Builder *b, IrComputation *c, int64_t mult, int depth);
@@ -731,18 +750,25 @@ static bool walk(Builder *b, IrComputation *c, int64_t mult, int depth) {
       add_compute_kernel(b, i, kind, mult);
       break;
     case LAUNCH_WHILE: {
-      int64_t trip = plan_while_trip_count(i);
-      if (trip < 0) {
-        trip = 1;
+      int64_t trips;
+      bool for_loop = plan_while_for_loop(i, &trips);
+      if (!for_loop) {
+        trips = 1;
         b->p->trip_counts_known = false;
       }
-      /* the body runs trip times; the condition (and its read-back) once more: the test that ends
-         the loop */
-      int64_t n = sat_mul(mult, trip), ncond = sat_mul(mult, trip + 1);
+      /* The body runs trips times. A for loop (known trip count: XLA's ForThunk, or WhileThunk
+         given the trip count) never runs its condition and reads nothing back; a loop whose trip
+         count is unknown (WhileThunk without one) runs the condition and its read-back once more
+         than the body: the test that ends the loop. */
+      int64_t n = sat_mul(mult, trips), ncond = for_loop ? 0 : sat_mul(mult, trips + 1);
       IrComputation *cond = ir_attr_comp(i, "condition"), *body = ir_attr_comp(i, "body");
       if (cond && !walk(b, cond, ncond, depth + 1)) return false;
       if (body && !walk(b, body, n, depth + 1)) return false;
-      add_control_kernel(b, i, ncond, 1);
+      PlanKernel *k = add_control_kernel(b, i, ncond, for_loop ? 0 : 1);
+      if (k) {
+        k->trip_count = for_loop ? trips : -1;
+        k->for_loop = for_loop;
+      }
       break;
     }
     case LAUNCH_CALL: {

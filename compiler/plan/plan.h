@@ -1,8 +1,9 @@
 /* plan.h — the kernel plan of a stage and its cost: what every stage's numbers come from.
  *
  * Every fusion is one kernel, every unfused compute instruction is one kernel, library calls are
- * opaque kernels, while loops run on the host with their condition and body kernels per iteration
- * (trip counts multiplied out where known). Values that cross a kernel boundary live in memory;
+ * opaque kernels, while loops run on the host: the body's kernels per iteration and, only when
+ * the trip count is not known at compile time, the condition's kernels and a read-back of its
+ * result per iteration (a known trip count runs as XLA:GPU's for loop: no condition at all). Values that cross a kernel boundary live in memory;
  * values inside a fusion do not. Parameters, tuples, get-tuple-element, bitcasts and constants
  * launch nothing. */
 #ifndef FXPLAIN_PLAN_H
@@ -101,6 +102,12 @@ typedef struct {
   double flops;            /* per launch */
   int64_t launches;        /* per execution of the module (trip counts multiplied out) */
   double est_us;           /* per launch, on the profile: max(memory, compute) + launch */
+  /* A while loop's control entry: */
+  int64_t trip_count;      /* the loop's trip count per execution of the loop; -1 when unknown
+                              (and for every other entry) */
+  bool for_loop;           /* the trip count is known: run as a for loop (XLA's ForThunk, or
+                              WhileThunk given the trip count): the body trip_count times, the
+                              condition never, nothing read back (launches 0) */
 } PlanKernel;
 
 /* A buffer that crosses a kernel boundary: one output of a kernel (an array result, or one element
@@ -153,6 +160,14 @@ KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err
 void plan_free(KernelPlan *p);
 /* Trip count of a while loop when it can be read from the condition or backend_config; -1 if not. */
 int64_t plan_while_trip_count(const IrInstr *w);
+/* Whether XLA:GPU runs while loop w as a for loop: its trip count is known at compile time
+ * (backend_config's known_trip_count, which XLA's WhileLoopTripCountAnnotator writes, or the
+ * counted-loop pattern plan_while_trip_count reads), so the body runs *trips times and the
+ * condition is never evaluated (IrEmitterUnnested::HandleWhile's ForThunk, 2018-2023; today's
+ * WhileThunk given the trip count). The kernel plan and the CPU and GPU backends all ask this one
+ * function; the reference interpreter evaluates the condition regardless. *trips (may be NULL)
+ * gets the trip count, -1 when false. */
+bool plan_while_for_loop(const IrInstr *w, int64_t *trips);
 /* The kernel an instruction runs in (the fusion holding it, or its own kernel); NULL when it
  * launches nothing (parameters, tuples, bitcasts, ...). For a while or conditional: its control
  * kernel. */

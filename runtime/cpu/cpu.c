@@ -1081,7 +1081,10 @@ static bool cpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, con
                     RtRunStats *stats, FxError *err) {
   CpuBackend *b = vb;
   RtOptions ro = o ? *o : (RtOptions){0};
-  RtHooks hooks = {.exec = cpu_hook, .computation = cpu_comp_hook, .ctx = b};
+  /* for_loops: loops with a known trip count on the walker (host loops, the interp backend) run
+     their body N times without the condition, as the compiled loops (cpu_loop.c) and the kernel
+     plan do */
+  RtHooks hooks = {.exec = cpu_hook, .computation = cpu_comp_hook, .ctx = b, .for_loops = true};
   ro.hooks = &hooks;
   ro.count_kernels = false;
   b->stats = stats;

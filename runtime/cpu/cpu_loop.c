@@ -21,8 +21,10 @@
  * that runs the whole nest. Per trip: the condition's kernels, the test, the body's kernels, called
  * directly, so that the C compiler inlines the small ones (a scalar kernel then costs a few
  * instructions instead of a call through a table of pointers; XLA:CPU compiles a loop and its
- * kernels into one function in the same way), the copies and the swaps. A nested loop is inlined
- * too, its state copied in from the outer loop's cells and out again. Kernels large enough to be
+ * kernels into one function in the same way), the copies and the swaps. A loop whose trip count
+ * is known (plan_while_for_loop) runs as XLA:GPU runs it, as a for loop: the body's kernels that
+ * many times and never the condition's. A nested loop is inlined too, its state copied in from
+ * the outer loop's cells and out again. Kernels large enough to be
  * worth the threads (a part of at least LOOP_LAUNCH_MIN elements) go through a callback to the
  * backend's launcher, which times them and splits them over the pool. Every 1024 trips (and at
  * the first) the driver asks whether Ctrl-C was pressed. A loop without a driver (one met only at
@@ -38,6 +40,7 @@
 #include <string.h>
 
 #include "cpu_internal.h"
+#include "../../compiler/plan/plan.h"
 
 enum { LOOP_MAX_SCRATCH = 64 << 20, LOOP_MAX_CELLS = 1 << 16, LOOP_MAX_NEST = 4096 };
 /* A kernel with a part of at least this many elements is launched by the backend (timed, and
@@ -73,6 +76,10 @@ struct CpuLoop {
   LoopStep *cond, *body;
   int ncond, nbody;
   int cond_cell;          /* the condition's pred[] */
+  bool for_loop;          /* the trip count is known (plan_while_for_loop): for_trips trips and the
+                             condition never run, as XLA:GPU's ForThunk (today WhileThunk given the
+                             trip count) and the kernel plan count it */
+  int64_t for_trips;
   int *copy_from;         /* per element: a cell copied into its other buffer after the body, or -1 */
   bool *changes;          /* per element: swapped after the body */
   bool *passed;           /* per element: never written (the body passes it through): the outermost
@@ -330,6 +337,7 @@ static CpuLoop *loop_plan(CpuBackend *b, const IrInstr *w) {
   if (ok) {
     l->w = w;
     l->ne = ne;
+    l->for_loop = plan_while_for_loop(w, &l->for_trips);
     l->body_comp = body;
     l->ebytes = fx_calloc((size_t)ne, sizeof *l->ebytes);
     l->copy_from = fx_malloc(sizeof *l->copy_from * (size_t)ne);
@@ -570,11 +578,16 @@ static void emit_loop_code(EmitBuf *u, const CpuLoop *l, int ind, const CpuLoop 
   emit_printf(u, "%*sint64_t t%d = 0;\n", ind, "", id);
   for (int q = 0; q < l->nbody; q++)
     if (l->body[q].hoisted) emit_step(u, l, &l->body[q], ind);
-  emit_printf(u, "%*sfor (;; t%d++) {\n", ind, "", id);
-  emit_printf(u, "%*s  if ((t%d & 1023) == 0 && poll(ctx)) return 1;\n", ind, "", id);
-  for (int q = 0; q < l->ncond; q++) emit_step(u, l, &l->cond[q], ind + 2);
-  cellref(r1, sizeof r1, l, l->cond_cell);
-  emit_printf(u, "%*s  if (!*(const uint8_t *)%s) break;\n", ind, "", r1);
+  if (l->for_loop) { /* a known trip count: the body for_trips times, no condition */
+    emit_printf(u, "%*sfor (; t%d < %lldLL; t%d++) {\n", ind, "", id, (long long)l->for_trips, id);
+    emit_printf(u, "%*s  if ((t%d & 1023) == 0 && poll(ctx)) return 1;\n", ind, "", id);
+  } else {
+    emit_printf(u, "%*sfor (;; t%d++) {\n", ind, "", id);
+    emit_printf(u, "%*s  if ((t%d & 1023) == 0 && poll(ctx)) return 1;\n", ind, "", id);
+    for (int q = 0; q < l->ncond; q++) emit_step(u, l, &l->cond[q], ind + 2);
+    cellref(r1, sizeof r1, l, l->cond_cell);
+    emit_printf(u, "%*s  if (!*(const uint8_t *)%s) break;\n", ind, "", r1);
+  }
   for (int q = 0; q < l->nbody; q++)
     if (!l->body[q].hoisted) emit_step(u, l, &l->body[q], ind + 2);
   /* the next state: every new value into its element's other buffer first (an element may be
@@ -906,9 +919,13 @@ static bool walk(CpuBackend *b, RtExec *x, CpuLoop *top, CpuLoop *l, FxError *er
     if (l->body[q].hoisted && !walk_step(b, x, top, l, &l->body[q], err)) return false;
   for (;;) {
     if ((trips & 1023) == 0 && !rt_exec_poll(x, err)) return false;
-    for (int q = 0; q < l->ncond; q++)
-      if (!walk_step(b, x, top, l, &l->cond[q], err)) return false;
-    if (!*(const uint8_t *)l->cell[l->cond_cell]) break;
+    if (l->for_loop) { /* a known trip count: no condition */
+      if (trips >= l->for_trips) break;
+    } else {
+      for (int q = 0; q < l->ncond; q++)
+        if (!walk_step(b, x, top, l, &l->cond[q], err)) return false;
+      if (!*(const uint8_t *)l->cell[l->cond_cell]) break;
+    }
     for (int q = 0; q < l->nbody; q++)
       if (!l->body[q].hoisted && !walk_step(b, x, top, l, &l->body[q], err)) return false;
     for (int e = 0; e < ne; e++)
@@ -957,9 +974,10 @@ static void account(CpuBackend *b, RtExec *x, const CpuLoop *top) {
     for (int q = 0; q < l->ncond + l->nbody; q++) {
       const LoopStep *st = q < l->ncond ? &l->cond[q] : &l->body[q - l->ncond];
       if (!st->k) continue; /* a nested loop counts itself */
-      /* the condition runs once more than the body per run; a hoisted kernel counts every trip,
-         as the kernel plan counts it (it ran once per run) */
-      int64_t launches = q < l->ncond ? trips + runs : trips;
+      /* the condition runs once more than the body per run, and never in a for loop (a known trip
+         count); a hoisted kernel counts every trip, as the kernel plan counts it (it ran once per
+         run) */
+      int64_t launches = q < l->ncond ? (l->for_loop ? 0 : trips + runs) : trips;
       if (st->hoisted && b->stats) b->stats->hoisted_launches += saved;
       c->launches += launches;
       c->bytes_read += launches * st->k->rbytes;

@@ -11,8 +11,10 @@
  * kernel) without waiting for it. A result stays on the device until the host needs its values:
  * the walker asks through RtHooks.host_read (a while condition's pred, a conditional's selector,
  * an instruction the host runs itself, the run's result), and only then is it read back, which
- * waits for the kernels before it. A while loop's condition is therefore computed on the device
- * and read back each iteration, as XLA's host-driven loops do, and nothing else waits. When
+ * waits for the kernels before it. A while loop whose trip count is unknown therefore computes its
+ * condition on the device and reads it back each iteration, as XLA's host-driven loops do, and
+ * nothing else waits; a loop whose trip count is known (plan_while_for_loop) runs its body N times
+ * and never its condition, as XLA:GPU's ForThunk (today WhileThunk given the trip count) does. When
  * `profile` asks for kernel times (RtOptions.kernel_times), they come from CUDA events around each
  * launch, read in batches (cuda_backend_defer_timing). Instructions the
  * emitter does not generate run on the interpreter's implementation and are reported as such in
@@ -488,7 +490,9 @@ static bool gpu_run(void *vb, const IrModule *m, RtTensor **args, int nargs, con
     if (!known && !gpu_prepare(g, mods, 1, err)) return false;
   }
   RtOptions ro = o ? *o : (RtOptions){0};
-  RtHooks hooks = {.exec = gpu_hook, .host_read = gpu_host_read, .ctx = g};
+  /* for_loops: a loop with a known trip count runs its body N times and never its condition, and
+     nothing is read back per iteration, as XLA:GPU's ForThunk (today WhileThunk given the count) */
+  RtHooks hooks = {.exec = gpu_hook, .host_read = gpu_host_read, .ctx = g, .for_loops = true};
   ro.hooks = &hooks;
   ro.count_kernels = false;
   g->stats = stats;

@@ -460,8 +460,9 @@ TEST(runs_reuse_plan_buffers_and_count_plan_bytes) {
      their own: row is read through the reshape by d, a through the tuple by c; d then takes a's
      memory, e row's); in each of the 3 iterations the body's h and h2 go into their slots and
      i2 and h3 (the next state) into whichever of their two alternating slots the state does not
-     hold; lt, evaluated 4 times, alternates too; only y (the caller's) takes fresh memory */
-  CHECK(st.slot_outputs == 6 + 3 * 4 + 4);
+     hold; lt is never evaluated: the trip count (3) is known, so the loop runs as XLA:GPU runs
+     it, as a for loop; only y (the caller's) takes fresh memory */
+  CHECK(st.slot_outputs == 6 + 3 * 4);
   FxError pe = {0};
   KernelPlan *plan = plan_build(m, device_default(), &pe);
   CHECK(plan != NULL);
@@ -482,7 +483,8 @@ TEST(runs_reuse_plan_buffers_and_count_plan_bytes) {
       if (strcmp(pk->name, "row") == 0) CHECK(pk->bytes_read == 256 * 4 + 4 + 4);
       checked++;
     }
-    CHECK(checked == 12); /* row, a, b, c, d, e, y; lt; i2, h, h2, h3 (the reshape is a bitcast) */
+    CHECK(checked == 11); /* row, a, b, c, d, e, y; i2, h, h2, h3 (the reshape is a bitcast; lt never ran) */
+    CHECK(st.counters.launches == plan->launches);
     plan_free(plan);
   }
   rt_run_stats_free(&st);
@@ -948,8 +950,10 @@ static const char *compiled_loop_module =
     " init = (s32[], f32[8,3], f32[3], f32[3], f32[3], f32[2], f32[]) tuple(z, buf, v, a, b, k, f)\n"
     " ROOT w = (s32[], f32[8,3], f32[3], f32[3], f32[3], f32[2], f32[]) while(init), condition=cond, body=body }\n";
 
-TEST(while_loops_of_generated_kernels_run_compiled) {
-  IrModule *m = parse(compiled_loop_module);
+/* Runs `text` (compiled_loop_module or a variant) the three ways; every way launches `want`
+   kernels, the kernel plan's count when the trip count is `known`. */
+static void run_compiled_loop(const char *text, int64_t want, bool known) {
+  IrModule *m = parse(text);
   CHECK(m != NULL);
   if (!m) return;
   int gen = 0, interp = 0;
@@ -985,8 +989,14 @@ TEST(while_loops_of_generated_kernels_run_compiled) {
     rt_backend_cpu.destroy(be);
   }
   CHECK(loop_seen[0] && loop_seen[1] && !loop_seen[2]);
-  CHECK(launches[0] == launches[2] && launches[1] == launches[2] && launches[0] == 9 + 8 * 3);
+  CHECK(launches[0] == launches[2] && launches[1] == launches[2] && launches[0] == want);
   CHECK(bytes[0] == bytes[2] && bytes[1] == bytes[2]);
+  FxError pe = {0};
+  KernelPlan *plan = plan_build(m, device_default(), &pe);
+  /* a known trip count: the plan's count is the run's; an unknown one the plan counts as 1 trip */
+  CHECK(plan && plan->trip_counts_known == known);
+  if (plan && known) CHECK(plan->launches == want && plan->bytes_read + plan->bytes_written == bytes[0]);
+  plan_free(plan);
   for (int way = 0; way < 2; way++) {
     RtCompare c2;
     rt_compare(res[way], res[2], &c2);
@@ -996,6 +1006,21 @@ TEST(while_loops_of_generated_kernels_run_compiled) {
   for (int k = 0; k < m->entry->nparams; k++) rt_tensor_unref(args[k]);
   free(args);
   ir_module_free(m);
+}
+
+/* The loop counts 0..8: its trip count is known, so it runs as XLA:GPU runs it, as a for loop:
+   the body's 3 kernels 8 times, the condition never. With a limit the trip-count analysis cannot
+   read (n computed by an add), the condition's 2 kernels run 9 times, as XLA's host-driven loop
+   runs them. The results are the interpreter's either way. */
+TEST(while_loops_of_generated_kernels_run_compiled) {
+  run_compiled_loop(compiled_loop_module, 8 * 3, true);
+  char unknown[4096];
+  const char *at = strstr(compiled_loop_module, " n = s32[] constant(8)\n");
+  CHECK(at != NULL);
+  if (!at) return;
+  snprintf(unknown, sizeof unknown, "%.*s n0 = s32[] constant(4)\n n = s32[] add(n0, n0)\n%s",
+           (int)(at - compiled_loop_module), compiled_loop_module, at + strlen(" n = s32[] constant(8)\n"));
+  run_compiled_loop(unknown, 9 * 2 + 8 * 3, false);
 }
 
 /* A multi-output fusion in a compiled loop's body writes each output the body's root takes as a
@@ -1094,8 +1119,9 @@ TEST(nested_loops_run_compiled) {
   RtOptions ro = {.seed = 3};
   RtRunStats st = {0};
   CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &got, &st, &e));
-  /* outer: 4 conditions, 3 x (cosine, add); inner: 3 x (5 conditions, 4 x (add, sine)) */
-  CHECK(st.counters.launches == 4 + 3 * 2 + 3 * (5 + 4 * 2));
+  /* both trip counts are known, so no condition runs (for loops, as in XLA:GPU): outer 3 x
+     (cosine, add); inner 3 x 4 x (add, sine) */
+  CHECK(st.counters.launches == 3 * 2 + 3 * (4 * 2));
   CHECK(st.counters.while_iterations == 3 + 3 * 4);
   int loops = 0;
   for (int q = 0; q < st.nkernels; q++)
@@ -1203,8 +1229,8 @@ TEST(loop_invariant_kernels_run_once) {
   RtRunStats st = {0};
   CHECK(rt_backend_cpu.run(be, m, args, m->entry->nparams, &ro, &got, &st, &e));
   /* t, kk and u ran once (invariant), a2 and i2 every trip; the counters count as the plan does:
-     11 conditions and 5 kernels a trip */
-  CHECK(st.counters.launches == 11 + 5 * 10);
+     5 kernels a trip, and no condition (a known trip count: a for loop) */
+  CHECK(st.counters.launches == 5 * 10);
   CHECK(st.hoisted_launches == 3 * 9);
   rt_run_stats_free(&st);
   rt_tensor_unref(got);
@@ -1261,7 +1287,7 @@ TEST(entry_runs_as_one_call) {
     rt_backend_cpu.destroy(be);
   }
   CHECK(entry_seen[0] && !entry_seen[1]);
-  CHECK(launches[0] == launches[1] && launches[0] == 2 + 6 + 5 * 2);
+  CHECK(launches[0] == launches[1] && launches[0] == 2 + 5 * 2); /* u, t; 5 x (i2, h); no condition */
   CHECK(bytes[0] == bytes[1]);
   RtCompare c;
   rt_compare(res[0], res[1], &c);

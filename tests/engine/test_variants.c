@@ -419,9 +419,9 @@ TEST(walkthrough_variants_run_and_check) {
   plan_rows(s, 50, l50, p50);
 
   /* The same walkthrough at 20 steps. Against the plan at both step counts: the plan counts the
-   * body's kernels once per loop iteration and the condition's once more (the test that ends the
-   * loop), as a run launches them; the read-back of the condition launches nothing. So launches =
-   * plan launches at both step counts, and they differ by the kernels per iteration. */
+   * body's kernels once per loop iteration and, the trip count being known, the condition's never
+   * (a for loop, as XLA:GPU runs it), as a run launches them. So launches = plan launches at both
+   * step counts, and they differ by the kernels per iteration. */
   Session *s20 = walkthrough_session(20, run_line, sizeof run_line);
   check_run_json(s20, run_line, 20, l20);
   plan_rows(s20, 20, l20, p20);
@@ -451,8 +451,9 @@ TEST(variant_rows_and_errors) {
   char again[512];
   snprintf(again, sizeof again, "load %s/cartpole_separate.fx; step all; variant separate-values --paper 9", tmpdir);
   CHECK(run(s, again));
-  /* 3 kernels per step, and the condition once more: (3 * 20 + 1) / 20 */
-  CHECK_CONTAINS(outbuf, "separate-values: 3.05 launches and ");
+  /* 2 kernels per step (the simulation and the counter); the loop's trip count is known, so it
+     runs as XLA:GPU runs it, as a for loop, and the condition's kernel never runs: 2 * 20 / 20 */
+  CHECK_CONTAINS(outbuf, "separate-values: 2.00 launches and ");
   CHECK_CONTAINS(outbuf, "(20 steps, stage 17) (replaces the row of that name)\n");
   s->json = true;
   CHECK(run(s, "variants"));

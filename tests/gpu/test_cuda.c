@@ -1180,6 +1180,85 @@ TEST(gpu_backend_plumbing_on_fake_driver) {
   if (m) ir_module_free(m);
 }
 
+/* Runs `text` on the GPU backend over the fake driver (kernels compute nothing); the launches,
+ * device-to-host copies and loop iterations of the run. */
+static bool fake_gpu_run(const char *text, int *launches, int *dtoh, int64_t *iterations) {
+  FxError err;
+  fx_error_clear(&err);
+  IrModule *m = hlo_parse(text, strlen(text), "loop.hlo", &err);
+  CHECK(m != NULL);
+  void *be = m ? rt_backend_gpu.create(&err) : NULL;
+  CHECK(be != NULL);
+  bool ok = false;
+  if (m && be) {
+    const IrModule *mods[1] = {m};
+    CHECK(rt_backend_gpu.prepare(be, mods, 1, &err));
+    RtTensor *arg = rt_tensor_for_shape(&m->entry->params[0]->shape, &err);
+    rt_tensor_fill_random(arg, 3, 0);
+    RtOptions o = {.seed = 5};
+    RtRunStats st = {0};
+    RtTensor *out = NULL;
+    fake_launches = 0;
+    fake_dtoh = 0;
+    ok = rt_backend_gpu.run(be, m, &arg, 1, &o, &out, &st, &err);
+    if (!ok) fprintf(stderr, "%s\n", err.msg);
+    *launches = fake_launches;
+    *dtoh = fake_dtoh;
+    *iterations = st.counters.while_iterations;
+    CHECK(st.counters.launches == fake_launches);
+    rt_tensor_unref(out);
+    rt_run_stats_free(&st);
+    rt_tensor_unref(arg);
+  }
+  if (be) rt_backend_gpu.destroy(be);
+  if (m) ir_module_free(m);
+  return ok;
+}
+
+/* A loop whose trip count is known runs as XLA:GPU runs it, as a for loop (ForThunk; today
+ * WhileThunk given the trip count): the body's kernels 5 times, the condition's kernel never, and
+ * nothing is read back but the result. A loop whose trip count is unknown (its limit computed by
+ * an add) launches its condition's kernels and reads the pred back (the fake's memory starts at
+ * zero, so the pred says stop at once: the two condition kernels, one read-back, no body). Without
+ * for loops the known loop would launch 6 compares and read 6 preds back. */
+TEST(gpu_backend_runs_known_trip_counts_as_for_loops) {
+  if (!cuda_nvrtc_built_in()) return;
+  use_temp_cache();
+  cuda_driver_install(&fake_api);
+  fake_accept_any = true;
+  static const char known[] =
+      "HloModule fl\n"
+      "cond { s = (s32[], f32[1000]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n n = s32[] constant(5)\n"
+      " ROOT lt = pred[] compare(i, n), direction=LT }\n"
+      "body { s = (s32[], f32[1000]) parameter(0)\n i = s32[] get-tuple-element(s), index=0\n"
+      " v = f32[1000] get-tuple-element(s), index=1\n one = s32[] constant(1)\n i2 = s32[] add(i, one)\n"
+      " h = f32[1000] sine(v)\n ROOT r = (s32[], f32[1000]) tuple(i2, h) }\n"
+      "ENTRY main { x = f32[1000] parameter(0)\n z = s32[] constant(0)\n init = (s32[], f32[1000]) tuple(z, x)\n"
+      " w = (s32[], f32[1000]) while(init), condition=cond, body=body\n"
+      " ROOT v = f32[1000] get-tuple-element(w), index=1 }\n";
+  int launches = -1, dtoh = -1;
+  int64_t iterations = -1;
+  CHECK(fake_gpu_run(known, &launches, &dtoh, &iterations));
+  CHECK(launches == 5 * 2); /* add and sine, 5 times; the compare never */
+  CHECK(dtoh == 1);         /* the result only: no pred read back */
+  CHECK(iterations == 5);
+  char unknown[sizeof known + 64];
+  const char *at = strstr(known, " n = s32[] constant(5)\n");
+  CHECK(at != NULL);
+  if (at) {
+    snprintf(unknown, sizeof unknown, "%.*s n0 = s32[] constant(3)\n n = s32[] add(n0, n0)\n%s", (int)(at - known),
+             known, at + strlen(" n = s32[] constant(5)\n"));
+    CHECK(fake_gpu_run(unknown, &launches, &dtoh, &iterations));
+    CHECK(launches == 2); /* the condition's add and compare */
+    CHECK(dtoh == 1);     /* the pred (the result is the argument, passed through untouched) */
+    CHECK(iterations == 0);
+  }
+  fake_accept_any = false;
+  cuda_driver_install(NULL);
+  CHECK(fake_live_allocs == 0);
+  CHECK(fake_loaded == 0);
+}
+
 int main(void) {
   RUN(driver_missing_is_explained);
   RUN(fake_driver_lists_device_and_profile);
@@ -1207,6 +1286,7 @@ int main(void) {
   RUN(kernel_views);
   RUN(kernel_report_two_rng_kernels);
   RUN(gpu_backend_plumbing_on_fake_driver);
+  RUN(gpu_backend_runs_known_trip_counts_as_for_loops);
   if (cache_dir[0]) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", cache_dir);

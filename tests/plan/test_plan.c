@@ -197,10 +197,15 @@ static IrModule *counted_loop(int64_t start, double limit, const char *dir, IrIn
   return m;
 }
 
-TEST(while_loop_multiplies_out_and_counts_control) {
+/* A counted loop's trip count is known at compile time (XLA's WhileLoopTripCountAnnotator finds
+ * the same pattern), so XLA:GPU runs it as a for loop (ForThunk; today WhileThunk given the trip
+ * count): the body 10 times, the condition never, nothing read back. */
+TEST(while_loop_with_a_known_trip_count_runs_as_a_for_loop) {
   IrInstr *w;
   IrModule *m = counted_loop(0, 10, "LT", &w);
   CHECK(plan_while_trip_count(w) == 10);
+  int64_t trips = 0;
+  CHECK(plan_while_for_loop(w, &trips) && trips == 10);
   KernelPlan *p = plan(m);
   CHECK(p && p->nkernels == 4 && p->ncompute == 3 && p->trip_counts_known);
   CHECK_STR(p->kernels[0].name, "compare.1");
@@ -208,19 +213,54 @@ TEST(while_loop_multiplies_out_and_counts_control) {
   CHECK_STR(p->kernels[2].name, "negate.3");
   CHECK_STR(p->kernels[3].name, "while.6");
   CHECK(p->kernels[3].kind == KERNEL_CONTROL);
-  /* the condition and its read-back run once more than the body: the test that ends the loop */
-  CHECK(p->kernels[0].launches == 11 && p->kernels[3].launches == 11);
+  CHECK(p->kernels[3].for_loop && p->kernels[3].trip_count == 10);
+  /* the condition's kernel is listed, never launched; no read-back */
+  CHECK(p->kernels[0].launches == 0 && p->kernels[3].launches == 0);
   CHECK(p->kernels[1].launches == 10 && p->kernels[2].launches == 10);
-  /* the read-back launches nothing: 11 compares + 10 adds + 10 negates */
-  CHECK(p->launches == 31);
-  /* compare reads 4+4 writes 1 (11 times); add reads 4+4 writes 4 and negate 1024/1024 (10 times);
-     the read-back's byte is not a kernel's */
-  CHECK(p->bytes_read == 11 * 8 + 10 * (8 + 1024));
-  CHECK(p->bytes_written == 11 * 1 + 10 * (4 + 1024));
-  /* ... but it is priced: est_us covers 11 read-backs */
-  double kernels_us = 11 * p->kernels[0].est_us + 10 * (p->kernels[1].est_us + p->kernels[2].est_us);
-  CHECK(p->est_us > kernels_us + 10 * p->kernels[3].est_us);
+  /* 10 adds + 10 negates */
+  CHECK(p->launches == 20);
+  /* add reads 4+4 writes 4 and negate 1024/1024 (10 times); the compare moves nothing */
+  CHECK(p->bytes_read == 10 * (8 + 1024));
+  CHECK(p->bytes_written == 10 * (4 + 1024));
+  /* and the time is the body's kernels alone: no read-back priced */
+  double kernels_us = 10 * (p->kernels[1].est_us + p->kernels[2].est_us);
+  CHECK_NEAR(p->est_us, kernels_us, 1e-9);
   CHECK(plan_kernel_of(p, w) == &p->kernels[3]);
+  plan_free(p);
+  ir_module_free(m);
+}
+
+/* A loop whose trip count is not known at compile time (here: the limit is a parameter) runs its
+ * condition every iteration and once more, and reads its result back each time (WhileThunk
+ * without a trip count); the plan counts it as one iteration. */
+TEST(while_loop_with_an_unknown_trip_count_counts_condition_and_read_back) {
+  IrInstr *w;
+  IrModule *m = counted_loop(0, 10, "LT", &w);
+  /* compare(counter, counter): no limit to read, so no trip count */
+  IrComputation *cond = ir_attr_comp(w, "condition");
+  IrInstr *cmp = cond->root;
+  IrInstr *ci = ir_module_find_instr(m, "gte.c0");
+  ir_set_operand(cmp, 1, ci);
+  CHECK(plan_while_trip_count(w) == -1);
+  int64_t trips = 0;
+  CHECK(!plan_while_for_loop(w, &trips) && trips == -1);
+  KernelPlan *p = plan(m);
+  CHECK(p && p->nkernels == 4 && p->ncompute == 3 && !p->trip_counts_known);
+  CHECK(p->kernels[3].kind == KERNEL_CONTROL && !p->kernels[3].for_loop && p->kernels[3].trip_count == -1);
+  /* counted as one iteration: the condition and its read-back twice (the test that goes on, the
+     test that ends the loop), the body once */
+  CHECK(p->kernels[0].launches == 2 && p->kernels[3].launches == 2);
+  CHECK(p->kernels[1].launches == 1 && p->kernels[2].launches == 1);
+  /* the read-back launches nothing: 2 compares + 1 add + 1 negate */
+  CHECK(p->launches == 4);
+  /* compare reads its one operand, 4 bytes, and writes 1 (twice); add reads 4+4 writes 4 and
+     negate 1024/1024 (once); the read-back's byte is not a kernel's */
+  CHECK(p->bytes_read == 2 * 4 + (8 + 1024));
+  CHECK(p->bytes_written == 2 * 1 + (4 + 1024));
+  /* ... but it is priced: est_us covers 2 read-backs */
+  double kernels_us = 2 * p->kernels[0].est_us + p->kernels[1].est_us + p->kernels[2].est_us;
+  CHECK(p->est_us > kernels_us + p->kernels[3].est_us);
+  CHECK_NEAR(p->est_us, kernels_us + 2 * p->kernels[3].est_us, 1e-9);
   plan_free(p);
   ir_module_free(m);
 }
@@ -241,12 +281,28 @@ TEST(trip_counts) {
   KernelPlan *p = plan(m);
   CHECK(p && !p->trip_counts_known && p->launches == 2 + 1 + 1); /* counted once: compare twice */
   plan_free(p);
-  /* XLA's own annotation wins */
+  /* XLA's own annotation wins, and makes the loop a for loop: the condition never runs */
   ir_attr_set_text(w, "backend_config", "{\"known_trip_count\":{\"n\":\"7\"}}");
   CHECK(plan_while_trip_count(w) == 7);
   p = plan(m);
-  CHECK(p && p->trip_counts_known && p->launches == 8 + 7 + 7);
+  CHECK(p && p->trip_counts_known && p->launches == 7 + 7);
   plan_free(p);
+  ir_attr_set_text(w, "backend_config", "{\"known_trip_count\":{\"n\":\"0\"}}");
+  p = plan(m);
+  CHECK(p && p->trip_counts_known && p->launches == 0 && p->est_us == 0);
+  plan_free(p);
+  ir_module_free(m);
+}
+
+/* A float counter is not counted (XLA's ComputeWhileLoopTripCount reads integer counters only):
+ * 0.0 < 10.0 by 1.0 would be 10, but a trip count must be exact. */
+TEST(trip_count_needs_an_integer_counter) {
+  IrInstr *w;
+  IrModule *m = counted_loop(0, 10, "LT", &w);
+  CHECK(plan_while_trip_count(w) == 10);
+  IrShape f32 = ir_shape_scalar(IR_F32);
+  ir_module_find_instr(m, "constant.start")->shape = f32;
+  CHECK(plan_while_trip_count(w) == -1);
   ir_module_free(m);
 }
 
@@ -286,7 +342,8 @@ TEST(trip_count_through_fusions) {
   ir_instr_remove(inc);
   CHECK(plan_while_trip_count(w) == 25);
   KernelPlan *p = plan(m);
-  CHECK(p && p->trip_counts_known && p->launches == 26 + 25 + 25);
+  /* a for loop: the fused compare never runs */
+  CHECK(p && p->trip_counts_known && p->launches == 25 + 25);
   plan_free(p);
   ir_module_free(m);
 }
@@ -327,9 +384,10 @@ TEST(trip_count_through_a_multi_output_fusion) {
   /* 3, 5, ..., 39: 19 iterations */
   CHECK(plan_while_trip_count(w) == 19);
   KernelPlan *p = plan(m);
-  /* compare (20 times: once more than the loop iterates), the multi-output fusion (19), and the
+  /* compare (never: a known trip count runs as a for loop), the multi-output fusion (19), and the
      control entry, which launches nothing */
-  CHECK(p && p->trip_counts_known && p->nkernels == 3 && p->launches == 20 + 19);
+  CHECK(p && p->trip_counts_known && p->nkernels == 3 && p->launches == 19);
+  CHECK(p->kernels[0].launches == 0 && p->kernels[2].for_loop && p->kernels[2].trip_count == 19);
   plan_free(p);
   /* A counter the fusion does not add a constant to is not a counted loop. */
   ir_set_operand(fadd, 1, fi);
@@ -555,8 +613,10 @@ int main(void) {
   RUN(unfused_elementwise_and_free_ops);
   RUN(same_operand_twice_is_read_once_and_layouts_matter);
   RUN(fusion_is_one_kernel_of_its_kind);
-  RUN(while_loop_multiplies_out_and_counts_control);
+  RUN(while_loop_with_a_known_trip_count_runs_as_a_for_loop);
+  RUN(while_loop_with_an_unknown_trip_count_counts_condition_and_read_back);
   RUN(trip_counts);
+  RUN(trip_count_needs_an_integer_counter);
   RUN(trip_count_through_fusions);
   RUN(trip_count_through_a_multi_output_fusion);
   RUN(library_calls_slices_and_in_place_updates);
