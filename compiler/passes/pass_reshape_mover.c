@@ -132,6 +132,24 @@ static IrInstr *inverse(IrInstr *i, const IrInstr *r, IrInstr *x) {
   IrShape ns;
   if (!ir_shape_copy(a, &ns, &r->operands[0]->shape)) return NULL;
   ns.type = x->shape.type;
+  /* a broadcast the transpose keeps in order is made again in the operand's order: its dimension
+     bd[k] sits at p[bd[k]] before the transpose (ApplyInverseRearrange's kBroadcast case) */
+  int64_t bd[IR_MAX_RANK];
+  int nb = x->op == IR_OP_BROADCAST && x->noperands == 1 ? ir_attr_dims(x, "dimensions", bd, IR_MAX_RANK) : -1;
+  if (nb >= 0 && nb == x->operands[0]->shape.rank) {
+    int64_t moved[IR_MAX_RANK];
+    bool ok = true;
+    for (int k = 0; k < nb; k++) {
+      ok = ok && bd[k] >= 0 && bd[k] < n;
+      moved[k] = ok ? p[bd[k]] : 0;
+    }
+    if (ok && sorted(moved, nb)) {
+      IrInstr *src = x->operands[0];
+      IrInstr *b = ir_instr_new_before(i->parent, i, IR_OP_BROADCAST, &ns, &src, 1, x->name);
+      if (b) ir_attr_set_dims(b, "dimensions", moved, nb);
+      return b;
+    }
+  }
   IrInstr *t = ir_instr_new_before(i->parent, i, IR_OP_TRANSPOSE, &ns, &x, 1, x->name);
   if (t) ir_attr_set_dims(t, "dimensions", inv, n);
   return t;

@@ -1075,6 +1075,43 @@ TEST(scatter_expander) {
   ir_module_free(m);
 }
 
+/* DLRM's gradient: a vector broadcast along the rows, transposed into the product. Moving the
+ * transpose below the multiply makes the broadcast again in the operand's order (XLA's
+ * ApplyInverseRearrange for a broadcast), not a transpose of it. */
+static const char *const transposed_broadcast_hlo =
+    "HloModule tb\n\n"
+    "ENTRY main {\n"
+    "  v = f32[6] parameter(0)\n"
+    "  x = f32[6,4] parameter(1)\n"
+    "  b = f32[4,6] broadcast(v), dimensions={1}\n"
+    "  bt = f32[6,4] transpose(b), dimensions={1,0}\n"
+    "  xt = f32[4,6] transpose(x), dimensions={1,0}\n"
+    "  m = f32[4,6] multiply(b, xt)\n"
+    "  ROOT r = (f32[4,6], f32[6,4]) tuple(m, bt)\n"
+    "}\n";
+
+TEST(reshape_mover_makes_a_broadcast_again) {
+  IrModule *m = hlo(transposed_broadcast_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_reshape_mover, m, &log));
+  const IrInstr *t = m->entry->root->operands[0];
+  CHECK(t->op == IR_OP_TRANSPOSE && t->operands[0]->op == IR_OP_MULTIPLY);
+  if (t->op == IR_OP_TRANSPOSE && t->operands[0]->op == IR_OP_MULTIPLY) {
+    const IrInstr *mul = t->operands[0], *nb = mul->operands[0];
+    /* v along dimension 0 of the [6,4] operand order */
+    CHECK(nb->op == IR_OP_BROADCAST && strcmp(nb->operands[0]->name, "v") == 0 &&
+          strcmp(ir_attr_text(nb, "dimensions"), "{0}") == 0);
+  }
+  /* nothing transposes the broadcast but the input's own bt (the rearrange's operand gets its
+     inverse transpose, which algsimp folds) */
+  const IrInstr *b = ir_computation_find_instr(m->entry, "b");
+  CHECK(b && b->nusers == 1 && strcmp(b->users[0]->name, "bt") == 0);
+  check_same_values(transposed_broadcast_hlo, m, 6);
+  ir_module_free(m);
+}
+
 /* cos(q[i]) for each i: reshape-mover moves the squeezes below the cosines, slice-sinker makes the
  * cosines one over q. */
 TEST(reshape_mover_and_slice_sinker) {
@@ -1156,5 +1193,6 @@ int main(void) {
   RUN(float_normalization_reduce);
   RUN(scatter_expander);
   RUN(reshape_mover_and_slice_sinker);
+  RUN(reshape_mover_makes_a_broadcast_again);
   return check_summary();
 }
