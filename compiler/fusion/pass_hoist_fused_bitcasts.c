@@ -179,7 +179,7 @@ static bool plan_set(Planner *pl, IrInstr *i, const int64_t *dims, int rank) {
   p->instr = i;
   p->set = true;
   p->rank = rank;
-  memcpy(p->dims, dims, sizeof(int64_t) * (size_t)rank);
+  if (rank > 0) memcpy(p->dims, dims, sizeof(int64_t) * (size_t)rank);
   return true;
 }
 

@@ -27,6 +27,7 @@
  *   dynamic-update-slice(broadcast(s), u, constant starts) -> pad(u, s)   HandleDynamicUpdateSlice
  *   dynamic-update-slice(x, u) with u the whole of x -> u
  *   broadcast(iota) -> iota                                    HandleBroadcast
+ *   broadcast(x with size-1 dimensions) -> broadcast(reshape(x) without them)   HandleBroadcast
  *   reshape(iota) -> iota (or a sum of iotas)                  HandleReshape
  *   dot with size-1 dimensions -> reshape(dot without them)    HandleDot (RemoveDegenerateDimensionFromDot)
  *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
@@ -734,6 +735,28 @@ static bool broadcast(Simp *s, IrInstr *i) {
     snprintf(buf, sizeof buf, "%" PRId64, dims[d]);
     ir_attr_set_text(io, "iota_dimension", buf);
     return algsimp_forward(s, i, io, "a broadcast of an iota is an iota");
+  }
+  /* HandleBroadcast, last (not layout-sensitive): an operand with dimensions of size 1 is reshaped
+     to drop them, and the broadcast maps only the others: broadcast(x[1,1], {0,1}) ->
+     broadcast(reshape(x) [], {}). A scalar broadcast then passes through the reshapes and
+     transposes that read it, and reshape-mover can move those past the broadcast's users. */
+  if (n == x->shape.rank && ir_shape_is_array(&x->shape) && x->shape.rank > 0) {
+    int64_t kept[IR_MAX_RANK], kdims[IR_MAX_RANK];
+    int nk = 0;
+    for (int k = 0; k < x->shape.rank; k++)
+      if (x->shape.dims[k] != 1) {
+        kept[nk] = x->shape.dims[k];
+        kdims[nk++] = dims[k];
+      }
+    if (nk < x->shape.rank) {
+      IrShape rs = ir_shape_array(&i->parent->module->arena, x->shape.type, nk, kept);
+      IrInstr *r = add_before(i, IR_OP_RESHAPE, &rs, &x, 1, "reshape");
+      IrInstr *nb = r ? add_before(i, IR_OP_BROADCAST, &i->shape, &r, 1, i->name) : NULL;
+      if (!nb) return false;
+      ir_attr_set_dims(nb, "dimensions", kdims, nk);
+      return algsimp_forward(s, i, nb, "its operand's dimensions of size 1 are reshaped away: the broadcast maps only "
+                             "the others");
+    }
   }
   return false;
 }

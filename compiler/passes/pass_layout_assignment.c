@@ -1,13 +1,36 @@
-/* pass_layout_assignment.c — XLA:GPU's layout assignment (GpuLayoutAssignment, layout_assignment.cc;
- * the layout_assignment pipeline, after conv canonicalization): every value gets a physical layout.
+/* pass_layout_assignment.c — XLA:GPU's layout assignment (LayoutAssignment with GpuLayoutAssignment's
+ * backend constraints, layout_assignment.cc; the layout_assignment pipeline, after conv
+ * canonicalization): every value gets a physical layout.
  *
  * The layouts a JAX dump carries on its instructions are hints XLA does not keep: layout
- * assignment chooses them again. Apart from the entry computation's parameters and result (the
- * program's interface, entry_computation_layout) and the operands and results of library calls
- * that constrain them, every value gets the default, row-major layout ({rank-1,...,1,0}). So a
- * transpose JAX wrote with a layout that made it a mere relabelling (`transpose(k){2,3,1,0}`)
- * moves data again, and every reshape between row-major values is a bitcast (layout-normalization
- * makes it one).
+ * assignment chooses them again, by propagating constraints (LayoutAssignment::PropagateConstraints):
+ *   - fixed: the entry computation's parameters keep the layout they arrive in and its result is
+ *     row-major; GEMMs constrain their operands and results (AddDotBackendConstraints: a side with
+ *     batch dimensions, or more than one contracting or free dimension, is read row-major when a
+ *     GEMM can read that, SetDotOperandLayout; a batched result is written row-major, SetDotLayout;
+ *     a plain matrix product's operands and result are free, and a dot read only by a transpose
+ *     writes its result in the transpose's order, the kTranspose constraint);
+ *   - propagated, depth first, from each constrained value to its operands and readers:
+ *     elementwise operations take one layout for their result and operands
+ *     (InstructionCanChangeLayout is false), a transpose and a reshape take the layout that makes
+ *     them bitcasts (ChooseOperandLayoutFromOutputLayout, ChooseOutputLayoutFromOperandLayout;
+ *     forward through a transpose it is mandatory), a reduce prefers an operand layout that makes
+ *     it a row reduction (PropagateReductionLayoutToOperand) and a broadcast of a scalar is made in
+ *     its result's layout. A mandatory layout replaces another, a preferred one only fills a
+ *     value nothing constrained (NegotiateLayout declines);
+ *   - what is left gets the default layout, first value first, and that propagates too
+ *     (AssignLayoutsToUnconstrainedBuffers);
+ *   - wherever a reader needs an operand in another layout than it has, a copy in that layout is
+ *     inserted (CopyOperandIfLayoutsDiffer; layout-normalization makes it a transpose), and a
+ *     reshape that no layout makes a bitcast reads row-major and is copied after (ReshapeDecomposer).
+ * So a weight JAX transposes for a matmul reaches the GEMM as bitcast(w): [K,N]{0,1}, and a value
+ * transposed and then reduced is reduced where it lies, with no kernel moving it.
+ *
+ * fxplain lets layouts flow only through what layout-normalization rewrites on physical shapes
+ * (elementwise operations, transposes, reshapes, reduces, GEMMs, scalar broadcasts); every other
+ * value and its operands keep the default layout, and so do the parameters and results of
+ * computations other than the entry (XLA also lets slices, concatenates or a loop's state carry
+ * another layout). Propagation order follows XLA's: mandatory constraints first, then depth first.
  *
  * cuDNN's convolutions (AddBackendConstraintsToDnnConvCustomCall, HeuristicLayoutAssignment)
  * take their input, filter and output in the layouts the device prefers: on Hopper (sm_90) and
@@ -19,12 +42,6 @@
  * result is copied back to row-major for its readers, and a side input (operand 3) takes the
  * output's layout. XLA propagates such constraints further through elementwise producers and
  * consumers; fxplain places the copy next to the call, which makes the same transposes.
- *
- * GEMMs leave an operand's layout free when that side has no batch dimension and one contracting
- * and at most one non-contracting dimension (AddBackendConstraints constrains only the others,
- * SetDotOperandLayout). A transpose only such GEMMs read, directly or through reshapes, then takes
- * the layout that makes it a bitcast of its operand, as XLA's propagation gives it, and so do the
- * reshapes: Gemma's weights reach their GEMMs as bitcast(w): [K,N]{0,1}, no kernel moving them.
  *
  * Runs only for GPU device profiles; fused computations (none exist yet before fusion) are left
  * alone. */
@@ -307,169 +324,505 @@ static bool constrain_conv(Assigner *a, IrInstr *conv) {
   return true;
 }
 
-/* ---------- GEMM operands ---------- */
+/* ---------- propagation: LayoutAssignment's constraint propagation ---------- */
 
-/* Whether dot d leaves the layout of its operand `side` free (GpuLayoutAssignment::
- * AddBackendConstraints for a kDot): it constrains an operand only when that side has batch
- * dimensions or more than one contracting or non-contracting dimension (SetDotOperandLayout), or
- * for s8 x s8 -> s32 and FP8 before Blackwell (SetDotOperandLayoutToMinorContracting). */
-static bool dot_operand_free(const IrInstr *d, int side) {
-  IrDotDims dd;
-  if (d->op != IR_OP_DOT || d->noperands != 2 || d->operands[0] == d->operands[1] || !ir_dot_dims(d, &dd)) return false;
-  IrType lt = d->operands[0]->shape.type, rt = d->operands[1]->shape.type;
-  if (!ir_type_is_float(lt) || !ir_type_is_float(rt) || ir_type_is_f8(lt) || ir_type_is_f8(rt)) return false;
-  int nbatch = side ? dd.nrhs_batch : dd.nlhs_batch, ncontract = side ? dd.nrhs_contract : dd.nlhs_contract;
-  int rank = d->operands[side]->shape.rank;
-  return nbatch == 0 && ncontract == 1 && rank - ncontract <= 1;
-}
+/* How a layout flows through an instruction (LayoutAssignment::InstructionCanChangeLayout and the
+ * Choose*Layout* functions). fxplain lets layouts flow through the instructions layout-normalization
+ * rewrites on physical shapes; every other array instruction and its array operands keep the
+ * default layout (where XLA would let some of them, such as slices, concatenates or a while loop's
+ * state, carry another one). */
+typedef enum {
+  FLOW_FIXED,       /* its result and array operands have the default layout (or, an entry parameter, its own) */
+  FLOW_ELEMENTWISE, /* cannot change layout: operands of its rank and result share one */
+  FLOW_TRANSPOSE,   /* the layout that makes it a bitcast, both ways */
+  FLOW_RESHAPE,     /* the layout that makes it a bitcast (ShapeUtil::AlignLayouts), when one does */
+  FLOW_REDUCE,      /* result row-major; its operand's layout is free (a row reduction preferred) */
+  FLOW_DOT,         /* GpuLayoutAssignment's GEMM constraints; result row-major unless a transpose reads it */
+  FLOW_BROADCAST,   /* of a scalar: made in its result's layout */
+} Flow;
 
 typedef struct {
-  IrInstr *i;
   int m2m[IR_MAX_RANK];
-} Relayout;
+  bool set, mandatory, fixed;
+  int updates;
+} Lay;
 
-/* Whether x, given layout m2m, is read only by GEMMs that leave its layout free, directly or
- * through reshapes that stay bitcasts; the reshapes' layouts are added to plan. */
-static bool gemm_only(IrInstr *x, const int *m2m, Relayout *plan, int *nplan, int depth) {
-  if (x->nusers == 0 || x->is_root || depth > 8) return false;
+typedef struct {
+  Flow flow;
+  Lay out;
+  Lay *ops; /* noperands */
+} Node;
+
+typedef struct {
+  int node, operand; /* operand -1: the node's result */
+} Work;
+
+typedef struct {
+  Assigner *a;
+  IrComputation *c;
+  IrInstr **order; /* the computation's instructions as they were: node k is order[k] */
+  Node *nodes;
+  Work *work;
+  int nwork, capwork;
+  bool oom;
+} Prop;
+
+static int node_of(const IrInstr *i) { return (int)(intptr_t)i->aux - 1; }
+
+static bool is_array2(const IrShape *s) { return ir_shape_is_array(s) && s->type != IR_TOKEN && s->rank >= 2; }
+
+static Flow flow_of(const IrInstr *i) {
+  if (!ir_shape_is_array(&i->shape) || i->shape.type == IR_TOKEN) return FLOW_FIXED;
+  if (ir_op_is_elementwise(i->op) && i->op != IR_OP_BITCAST_CONVERT) {
+    for (int k = 0; k < i->noperands; k++) {
+      const IrShape *o = &i->operands[k]->shape;
+      if (!ir_shape_is_array(o) || (o->rank != i->shape.rank && o->rank != 0)) return FLOW_FIXED;
+    }
+    return FLOW_ELEMENTWISE;
+  }
+  switch (i->op) {
+  case IR_OP_TRANSPOSE:
+    return i->noperands == 1 ? FLOW_TRANSPOSE : FLOW_FIXED;
+  case IR_OP_RESHAPE:
+    return i->noperands == 1 && ir_shape_is_array(&i->operands[0]->shape) ? FLOW_RESHAPE : FLOW_FIXED;
+  case IR_OP_REDUCE:
+    return i->noperands == 2 && ir_shape_is_array(&i->operands[0]->shape) ? FLOW_REDUCE : FLOW_FIXED;
+  case IR_OP_DOT:
+    return i->noperands == 2 ? FLOW_DOT : FLOW_FIXED;
+  case IR_OP_BROADCAST:
+    return i->noperands == 1 && ir_shape_is_scalar(&i->operands[0]->shape) ? FLOW_BROADCAST : FLOW_FIXED;
+  default:
+    return FLOW_FIXED;
+  }
+}
+
+static bool same_lay(const Lay *l, const int *m2m, int rank) {
+  for (int k = 0; k < rank; k++)
+    if (l->m2m[k] != m2m[k]) return false;
+  return true;
+}
+
+static void push(Prop *p, int node, int operand) {
+  if (p->nwork == p->capwork) {
+    int cap = p->capwork ? 2 * p->capwork : 256;
+    Work *w = fx_realloc(p->work, sizeof *w * (size_t)cap);
+    if (!w) {
+      p->oom = true;
+      return;
+    }
+    p->work = w;
+    p->capwork = cap;
+  }
+  p->work[p->nwork++] = (Work){node, operand};
+}
+
+/* SetBufferLayout: a mandatory layout replaces another (a bounded number of times); a preferred
+ * one only fills an unconstrained result (NegotiateLayout declines the rest). */
+static void set_buffer(Prop *p, int n, const int *m2m, bool mandatory) {
+  IrInstr *i = p->order[n];
+  Lay *l = &p->nodes[n].out;
+  int rank = i->shape.rank;
+  if (l->set) {
+    if (same_lay(l, m2m, rank)) {
+      l->mandatory |= mandatory;
+      return;
+    }
+    if (l->fixed || !mandatory || l->updates >= 4) return;
+    l->updates++;
+  }
+  memcpy(l->m2m, m2m, sizeof(int) * (size_t)rank);
+  l->set = true;
+  l->mandatory = mandatory;
+  push(p, n, -1);
+}
+
+/* SetOperandLayout: the same rules for what instruction n needs operand k in. */
+static void set_operand(Prop *p, int n, int k, const int *m2m, bool mandatory) {
+  Node *nd = &p->nodes[n];
+  if (!nd->ops) return;
+  Lay *l = &nd->ops[k];
+  int rank = p->order[n]->operands[k]->shape.rank;
+  if (l->set) {
+    if (same_lay(l, m2m, rank)) return;
+    if (l->fixed || !mandatory || l->updates >= 4) return;
+    l->updates++;
+  }
+  memcpy(l->m2m, m2m, sizeof(int) * (size_t)rank);
+  l->set = true;
+  l->mandatory = mandatory;
+  push(p, n, k);
+}
+
+static void major_of(const int *m2m, int rank, int *major) {
+  for (int k = 0; k < rank; k++) major[k] = m2m[rank - 1 - k];
+}
+
+/* ChooseOperandLayoutFromOutputLayout / ChooseOutputLayoutFromOperandLayout for a reshape: the
+ * layout of `to` that keeps the bytes of `from` in layout m2m (ShapeUtil::AlignLayouts). */
+static bool aligned(const IrShape *from, const int *m2m, const IrShape *to, int *out) {
   int major[IR_MAX_RANK];
-  for (int k = 0; k < x->shape.rank; k++) major[k] = m2m[x->shape.rank - 1 - k];
-  for (int u = 0; u < x->nusers; u++) {
-    IrInstr *r = x->users[u];
-    if (r->op == IR_OP_DOT) {
-      if (r->noperands != 2 || !((r->operands[0] == x && dot_operand_free(r, 0)) ||
-                                 (r->operands[1] == x && dot_operand_free(r, 1))))
-        return false;
-      continue;
-    }
-    bool seen = false; /* a reshape met twice (it reads x once) */
-    for (int q = 0; q < *nplan; q++) seen = seen || plan[q].i == r;
-    if (seen) continue;
-    if (r->op != IR_OP_RESHAPE || !ir_shape_is_array(&r->shape) || !ir_shape_default_layout(&r->shape) ||
-        *nplan >= 16)
-      return false;
-    Relayout *e = &plan[(*nplan)++];
-    e->i = r;
-    if (!simp_reshape_layout(&x->shape, major, &r->shape, e->m2m)) return false;
+  major_of(m2m, from->rank, major);
+  return simp_reshape_layout(from, major, to, out);
+}
+
+/* PropagateBufferConstraint: node n's result has its layout; its operands and readers learn it. */
+static void propagate_result(Prop *p, int n) {
+  IrInstr *i = p->order[n];
+  Node *nd = &p->nodes[n];
+  const int *L = nd->out.m2m;
+  int rank = i->shape.rank;
+  if (rank < 2) return;
+  /* to its operands (PropagateBufferConstraintToOperands) */
+  for (int k = 0; k < i->noperands; k++) {
+    IrInstr *x = i->operands[k];
+    if (!is_array2(&x->shape)) continue;
     int m[IR_MAX_RANK];
-    memcpy(m, e->m2m, sizeof m);
-    if (!gemm_only(r, m, plan, nplan, depth + 1)) return false;
+    switch (nd->flow) {
+    case FLOW_ELEMENTWISE:
+      if (x->shape.rank == rank) set_operand(p, n, k, L, true);
+      break;
+    case FLOW_TRANSPOSE: {
+      int64_t perm[IR_MAX_RANK];
+      if (ir_attr_dims(i, "dimensions", perm, IR_MAX_RANK) != rank) break;
+      for (int q = 0; q < rank; q++) m[q] = (int)perm[L[q]];
+      set_operand(p, n, k, m, false);
+      break;
+    }
+    case FLOW_RESHAPE:
+      if (aligned(&i->shape, L, &x->shape, m)) set_operand(p, n, k, m, false);
+      break;
+    case FLOW_REDUCE: {
+      /* GpuLayoutAssignment::PropagateReductionLayoutToOperand: the operand layout that makes it a
+         row reduction (the reduced dimensions most minor, the kept ones in the result's order),
+         when the row-reduction emitter beats a loop (IsUnnestedReductionFasterThanElemental:
+         the reduced size at least a warp, or dividing one) */
+      int64_t dims[IR_MAX_RANK];
+      int nd = ir_attr_dims(i, "dimensions", dims, IR_MAX_RANK), q = 0;
+      if (k != 0 || nd < 0 || nd + rank != x->shape.rank) break;
+      int64_t reduced = 1;
+      for (int t = 0; t < nd; t++) reduced *= x->shape.dims[dims[t]];
+      if (reduced < 32 && 32 % (reduced > 0 ? reduced : 1) != 0) break;
+      int kept[IR_MAX_RANK], nk = 0;
+      for (int d = 0; d < x->shape.rank; d++)
+        if (!ir_dims_contain(dims, nd, d)) kept[nk++] = d;
+      for (int t = nd - 1; t >= 0; t--) m[q++] = (int)dims[t];
+      for (int t = 0; t < rank; t++) m[q++] = kept[L[t]];
+      set_operand(p, n, k, m, false);
+      break;
+    }
+    default:
+      break;
+    }
   }
-  return true;
+  /* to its readers (PropagateBufferConstraintToUses) */
+  for (int u = 0; u < i->nusers; u++) {
+    IrInstr *r = i->users[u];
+    int rn = node_of(r);
+    if (rn < 0 || p->nodes[rn].flow == FLOW_FIXED) continue;
+    for (int k = 0; k < r->noperands; k++)
+      if (r->operands[k] == i) set_operand(p, rn, k, L, false);
+  }
 }
 
-/* A transpose that only GEMMs read (directly or through reshapes), each leaving the layout of
- * what it reads free, gets the layout that makes it a bitcast of its operand (LayoutAssignment's
- * propagation from operand to user where nothing constrains the user; the layout-sensitive
- * simplifier then makes it a bitcast, which layout-normalization does here), and so do the
- * reshapes in between: the GEMM reads the weights where they are, transposed by its operand's
- * layout ({0,1}), and no kernel moves them. A transpose with any other reader keeps the default
- * layout and moves data. */
-static bool gemm_operand_layouts(Assigner *a, IrComputation *c) {
-  for (int k = 0; k < c->ninstrs; k++) {
-    IrInstr *t = c->instrs[k];
-    if (t->op != IR_OP_TRANSPOSE || t->noperands != 1 || !ir_shape_is_array(&t->shape) || t->shape.rank < 2 ||
-        !ir_shape_default_layout(&t->shape) || !ir_shape_default_layout(&t->operands[0]->shape))
-      continue;
+/* PropagateOperandConstraint: what node n needs operand k in goes to the operand's producer, to
+ * the other operands and to n's own result. */
+static void propagate_operand(Prop *p, int n, int k) {
+  IrInstr *i = p->order[n], *x = i->operands[k];
+  Node *nd = &p->nodes[n];
+  const int *C = nd->ops[k].m2m;
+  if (!is_array2(&x->shape)) return;
+  int xn = node_of(x);
+  if (xn >= 0) set_buffer(p, xn, C, false); /* PropagateUseConstraintToDefs */
+  int m[IR_MAX_RANK];
+  switch (nd->flow) {
+  case FLOW_ELEMENTWISE:
+    for (int j = 0; j < i->noperands; j++)
+      if (j != k && i->operands[j]->shape.rank == x->shape.rank) set_operand(p, n, j, C, true);
+    if (i->shape.rank == x->shape.rank) set_buffer(p, n, C, true);
+    break;
+  case FLOW_TRANSPOSE: {
     int64_t perm[IR_MAX_RANK];
-    int r = t->shape.rank;
-    if (ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != r) continue;
-    /* output dimension j holds operand dimension perm[j]: in the operand's physical order
-       (major first 0..r-1), output dimension j sits where perm[j] does */
-    int major[IR_MAX_RANK], m2m[IR_MAX_RANK];
-    bool identity = true;
-    for (int j = 0; j < r; j++) {
-      if (perm[j] < 0 || perm[j] >= r) identity = false;
-      else major[perm[j]] = j;
-      identity = identity && perm[j] == j;
-    }
-    if (identity) continue;
-    order_to_m2m(major, r, m2m);
-    Relayout plan[16];
-    int nplan = 0;
-    if (!gemm_only(t, m2m, plan, &nplan, 0)) continue;
-    IrShape s;
-    if (!relaid(a->m, &t->shape, m2m, &s)) return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
-    t->shape = s;
-    for (int q = 0; q < nplan; q++) {
-      if (!relaid(a->m, &plan[q].i->shape, plan[q].m2m, &s))
-        return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
-      plan[q].i->shape = s;
-    }
-    a->relaid += 1 + nplan;
-    char lay[128];
-    layout_text(&t->shape, lay, sizeof lay);
-    PassDecision d = {.pass = a->cx->pass, .stage = a->cx->stage, .action = "rewrite", .producer = t->name,
-                      .consumer = t->users[0]->name, .accepted = true};
-    pass_emit(a->cx->sink, &d, "%s gets layout %s, the one that leaves %s's bytes where they are%s: only GEMMs read it "
-              "(%s%s), and a GEMM takes either order of a matrix, so the transpose is a bitcast", t->name, lay,
-              t->operands[0]->name, nplan ? ", and so do the reshapes between it and the GEMMs" : "",
-              t->users[0]->name, t->nusers > 1 ? ", ..." : "");
+    int rank = i->shape.rank, inv[IR_MAX_RANK];
+    if (ir_attr_dims(i, "dimensions", perm, IR_MAX_RANK) != rank) break;
+    for (int q = 0; q < rank; q++) inv[perm[q]] = q;
+    for (int q = 0; q < rank; q++) m[q] = inv[C[q]];
+    set_buffer(p, n, m, true); /* OperandLayoutAlwaysPropagateForward(transpose) */
+    break;
   }
-  return true;
+  case FLOW_RESHAPE:
+    if (is_array2(&i->shape) && aligned(&x->shape, C, &i->shape, m)) set_buffer(p, n, m, false);
+    break;
+  default:
+    break;
+  }
 }
 
-/* ---------- a GEMM's result read through a transpose ---------- */
+static void drain(Prop *p) {
+  while (p->nwork > 0 && !p->oom) {
+    Work w = p->work[--p->nwork];
+    if (w.operand < 0) propagate_result(p, w.node);
+    else propagate_operand(p, w.node, w.operand);
+  }
+}
 
-/* GpuLayoutAssignment::AddBackendConstraints for a kTranspose whose operand is a dot read by
- * nothing else: the dot writes its result in the layout that makes the transpose a bitcast (major
- * to minor the transpose's permutation) when the GEMM can write that layout
- * (DotCanSupportShapeWithLayout: MatrixLayout::For over the result's batch, row and column
- * dimensions). The transpose's result keeps the default layout, so layout-normalization makes it
- * a bitcast: the GEMM writes the transposed matrix itself and no kernel moves it. */
-static bool dot_result_layouts(Assigner *a, IrComputation *c) {
-  for (int k = 0; k < c->ninstrs; k++) {
-    IrInstr *t = c->instrs[k];
-    if (t->op != IR_OP_TRANSPOSE || t->noperands != 1 || !ir_shape_is_array(&t->shape) || t->shape.rank < 2 ||
-        !ir_shape_default_layout(&t->shape))
-      continue;
-    IrInstr *d = t->operands[0];
-    IrDotDims dd;
-    if (d->op != IR_OP_DOT || d->nusers != 1 || d->is_root || d->noperands != 2 || !ir_shape_is_array(&d->shape) ||
-        !ir_shape_default_layout(&d->shape) || !ir_dot_dims(d, &dd))
-      continue;
-    int r = d->shape.rank;
+static void fix_default(Prop *p, int n, int k) {
+  IrInstr *i = p->order[n];
+  int m[IR_MAX_RANK];
+  if (k < 0) {
+    default_order(i->shape.rank, m);
+    set_buffer(p, n, m, true);
+    p->nodes[n].out.fixed = true;
+  } else {
+    default_order(i->operands[k]->shape.rank, m);
+    set_operand(p, n, k, m, true);
+    p->nodes[n].ops[k].fixed = true;
+  }
+}
+
+/* GpuLayoutAssignment::AddDotBackendConstraints: a side with batch dimensions or more than one
+ * contracting or free dimension is read row-major when a GEMM can read that (SetDotOperandLayout),
+ * else batch, contracting, free; the result is row-major when the dot has batch dimensions or more
+ * than one free dimension on a side (SetDotLayout), unless a transpose that alone reads it takes
+ * it in its own order (the kTranspose constraint). The other sides and results are free. */
+static void dot_constraints(Prop *p, int n) {
+  IrInstr *d = p->order[n];
+  IrDotDims dd;
+  if (!ir_dot_dims(d, &dd)) {
+    fix_default(p, n, -1);
+    for (int k = 0; k < d->noperands; k++)
+      if (is_array2(&d->operands[k]->shape)) fix_default(p, n, k);
+    return;
+  }
+  IrType lt = d->operands[0]->shape.type, rt = d->operands[1]->shape.type;
+  bool minor_contracting = (lt == IR_S8 && rt == IR_S8 && d->shape.type == IR_S32) || ir_type_is_f8(lt) || ir_type_is_f8(rt);
+  int nfree[2];
+  for (int side = 0; side < 2; side++) {
+    const IrShape *s = &d->operands[side]->shape;
+    const int64_t *batch = side ? dd.rhs_batch : dd.lhs_batch, *contract = side ? dd.rhs_contract : dd.lhs_contract;
+    int nb = side ? dd.nrhs_batch : dd.nlhs_batch, nc = side ? dd.nrhs_contract : dd.nlhs_contract;
+    int64_t fr[IR_MAX_RANK];
+    int nf = 0;
+    for (int q = 0; q < s->rank; q++)
+      if (!ir_dims_contain(batch, nb, q) && !ir_dims_contain(contract, nc, q)) fr[nf++] = q;
+    nfree[side] = nf;
+    if (!is_array2(s)) continue;
+    if (!minor_contracting && nb == 0 && nc <= 1 && nf <= 1) continue; /* free */
+    int m[IR_MAX_RANK];
+    if (!minor_contracting && simp_matrix_layout(s->rank, NULL, batch, nb, contract, nc, fr, nf)) {
+      default_order(s->rank, m);
+    } else { /* major to minor: batch, then contracting or free (minor-contracting: free, contracting) */
+      int major[IR_MAX_RANK], q = 0;
+      for (int t = 0; t < nb; t++) major[q++] = (int)batch[t];
+      const int64_t *g1 = minor_contracting ? fr : contract, *g2 = minor_contracting ? contract : fr;
+      int n1 = minor_contracting ? nf : nc, n2 = minor_contracting ? nc : nf;
+      for (int t = 0; t < n1; t++) major[q++] = (int)g1[t];
+      for (int t = 0; t < n2; t++) major[q++] = (int)g2[t];
+      order_to_m2m(major, s->rank, m);
+    }
+    set_operand(p, n, side, m, true);
+    p->nodes[n].ops[side].fixed = true;
+  }
+  if (!is_array2(&d->shape)) return;
+  /* the kTranspose constraint: a transpose alone reads d */
+  if (d->nusers == 1 && !d->is_root && d->users[0]->op == IR_OP_TRANSPOSE) {
+    IrInstr *t = d->users[0];
     int64_t perm[IR_MAX_RANK];
-    if (ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != r) continue;
-    int m2m[IR_MAX_RANK];
-    bool identity = true, valid = true;
-    for (int j = 0; j < r; j++) {
-      if (perm[j] < 0 || perm[j] >= r) {
-        valid = false;
+    int r = d->shape.rank, m[IR_MAX_RANK];
+    if (ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) == r) {
+      for (int j = 0; j < r; j++) m[r - 1 - j] = (int)perm[j];
+      int nb = dd.nlhs_batch > dd.nrhs_batch ? dd.nlhs_batch : dd.nrhs_batch;
+      int64_t dims[IR_MAX_RANK];
+      for (int j = 0; j < r; j++) dims[j] = j;
+      if (nb + nfree[0] + nfree[1] == r &&
+          simp_matrix_layout(r, m, dims, nb, dims + nb, nfree[0], dims + nb + nfree[0], nfree[1])) {
+        set_buffer(p, n, m, true);
+        p->nodes[n].out.fixed = true;
+        return;
+      }
+    }
+  }
+  /* SetDotLayout for batched or multi-dimensional sides (a user's layout when the GEMM can write it
+     is not looked for: row-major); a plain matrix product's result is free */
+  if (dd.nlhs_batch > 0 || nfree[0] > 1 || nfree[1] > 1) fix_default(p, n, -1);
+}
+
+/* Lays out computation c: constraints, propagation, defaults for what is left, then the layouts
+ * written into the shapes and a copy wherever an operand's layout is not the one its reader
+ * needs (AssignLayouts' CopyOperandIfLayoutsDiffer). */
+static bool propagate_layouts(Assigner *a, IrComputation *c) {
+  int n = c->ninstrs;
+  Prop p = {a, c, fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1)), fx_calloc((size_t)(n ? n : 1), sizeof(Node)),
+            NULL, 0, 0, false};
+  if (!p.nodes || !p.order) {
+    fx_free(p.nodes);
+    fx_free(p.order);
+    return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+  }
+  memcpy(p.order, c->instrs, sizeof(IrInstr *) * (size_t)n);
+  bool ok = true;
+  for (int k = 0; k < n; k++) {
+    IrInstr *i = p.order[k];
+    i->aux = (void *)(intptr_t)(k + 1);
+    p.nodes[k].flow = flow_of(i);
+    if (i->noperands && !(p.nodes[k].ops = fx_calloc((size_t)i->noperands, sizeof(Lay)))) p.oom = true;
+  }
+  /* mandatory constraints: an entry parameter keeps the layout it arrives in, everything that
+     cannot take another layout the default one */
+  for (int k = 0; k < n && !p.oom; k++) {
+    IrInstr *i = p.order[k];
+    Node *nd = &p.nodes[k];
+    if (nd->flow == FLOW_DOT) {
+      dot_constraints(&p, k);
+      continue;
+    }
+    if (nd->flow != FLOW_FIXED) continue;
+    if (is_array2(&i->shape)) {
+      if (i->op == IR_OP_PARAMETER && c->is_entry && i->shape.has_layout) {
+        set_buffer(&p, k, i->shape.minor_to_major, true);
+        nd->out.fixed = true;
+      } else {
+        fix_default(&p, k, -1);
+      }
+    }
+    for (int q = 0; q < i->noperands; q++)
+      if (is_array2(&i->operands[q]->shape)) fix_default(&p, k, q);
+  }
+  /* the computation's result: row-major */
+  if (c->root && is_array2(&c->root->shape) && node_of(c->root) >= 0) {
+    int m[IR_MAX_RANK];
+    default_order(c->root->shape.rank, m);
+    set_buffer(&p, node_of(c->root), m, false);
+  }
+  drain(&p);
+  /* AssignLayoutsToUnconstrainedBuffers: the first unconstrained result gets the default layout,
+     and that propagates, until none is left */
+  for (int k = 0; k < n && !p.oom; k++) {
+    IrInstr *i = p.order[k];
+    if (!is_array2(&i->shape) || p.nodes[k].out.set) continue;
+    int m[IR_MAX_RANK];
+    default_order(i->shape.rank, m);
+    set_buffer(&p, k, m, false);
+    drain(&p);
+  }
+  if (p.oom) ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+  /* AssignLayouts */
+  for (int k = 0; ok && k < n; k++) {
+    IrInstr *i = p.order[k];
+    if (!is_array2(&i->shape)) continue;
+    if (!same_order(&i->shape, p.nodes[k].out.m2m) || !i->shape.has_layout) {
+      IrShape s;
+      if (!relaid(a->m, &i->shape, p.nodes[k].out.m2m, &s)) {
+        ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
         break;
       }
-      m2m[r - 1 - j] = (int)perm[j]; /* LayoutUtil::MakeLayoutFromMajorToMinor(dimensions) */
-      identity = identity && perm[j] == j;
+      bool was_default = ir_shape_default_layout(&i->shape);
+      i->shape = s;
+      if (was_default != ir_shape_default_layout(&i->shape) || !was_default) a->relaid++;
     }
-    if (!valid || identity) continue;
-    /* the result's dimensions: batch, then the left side's free ones (rows), then the right's
-       (columns) */
-    int nb = dd.nlhs_batch > dd.nrhs_batch ? dd.nlhs_batch : dd.nrhs_batch;
-    int nrows = d->operands[0]->shape.rank - dd.nlhs_contract - dd.nlhs_batch;
-    int ncols = d->operands[1]->shape.rank - dd.nrhs_contract - dd.nrhs_batch;
-    if (nb + nrows + ncols != r) continue;
-    int64_t dims[IR_MAX_RANK];
-    for (int j = 0; j < r; j++) dims[j] = j;
-    if (!simp_matrix_layout(r, m2m, dims, nb, dims + nb, nrows, dims + nb + nrows, ncols)) continue;
-    IrShape s;
-    if (!relaid(a->m, &d->shape, m2m, &s)) return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
-    d->shape = s;
-    a->relaid++;
-    char lay[128];
-    layout_text(&d->shape, lay, sizeof lay);
-    PassDecision dec = {.pass = a->cx->pass, .stage = a->cx->stage, .action = "rewrite", .producer = d->name,
-                        .consumer = t->name, .accepted = true};
-    pass_emit(a->cx->sink, &dec, "%s writes its result in layout %s, the order %s reads it in: only that transpose "
-              "reads the GEMM's result and a GEMM writes either order of a matrix, so the transpose is a bitcast",
-              d->name, lay, t->name);
   }
-  return true;
+  /* a reshape reads its operand in the layout that keeps the bytes of its result's (a bitcast);
+     where none does, it reads it row-major and a copy after it makes its result's layout
+     (ReshapeDecomposer's bitcast and copy) */
+  for (int k = 0; ok && k < n; k++) {
+    IrInstr *i = p.order[k];
+    Node *nd = &p.nodes[k];
+    if (nd->flow != FLOW_RESHAPE || !nd->ops || !is_array2(&i->operands[0]->shape) || !ir_shape_is_array(&i->shape))
+      continue;
+    IrInstr *x = i->operands[0];
+    int want[IR_MAX_RANK], out[IR_MAX_RANK];
+    if (i->shape.rank >= 2 ? aligned(&i->shape, nd->out.m2m, &x->shape, want) : (default_order(x->shape.rank, want), true)) {
+      memcpy(nd->ops[0].m2m, want, sizeof(int) * (size_t)x->shape.rank);
+      nd->ops[0].set = true;
+      continue;
+    }
+    default_order(x->shape.rank, nd->ops[0].m2m);
+    nd->ops[0].set = true;
+    int d[IR_MAX_RANK];
+    default_order(x->shape.rank, d);
+    if (!aligned(&x->shape, d, &i->shape, out)) continue;
+    IrShape rs, cs = i->shape;
+    if (!relaid(a->m, &i->shape, out, &rs)) {
+      ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+      break;
+    }
+    i->shape = rs;
+    IrInstr *copy = ir_instr_new_before(c, NULL, IR_OP_COPY, &cs, &i, 1, ir_module_series_name(a->m, "copy", false));
+    if (!copy) {
+      ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+      break;
+    }
+    for (int u = i->nusers - 1; u >= 0; u--) {
+      IrInstr *r = i->users[u];
+      if (r == copy) continue;
+      for (int o = 0; o < r->noperands; o++)
+        if (r->operands[o] == i) ir_set_operand(r, o, copy);
+    }
+    if (c->root == i) ir_set_root(c, copy);
+    a->copies++;
+  }
+  for (int k = 0; ok && k < n; k++) {
+    IrInstr *i = p.order[k];
+    Node *nd = &p.nodes[k];
+    for (int q = 0; q < i->noperands && nd->ops; q++) {
+      IrInstr *x = i->operands[q];
+      if (!nd->ops[q].set || !is_array2(&x->shape) || same_order(&x->shape, nd->ops[q].m2m)) continue;
+      IrShape s;
+      if (!relaid(a->m, &x->shape, nd->ops[q].m2m, &s)) {
+        ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+        break;
+      }
+      IrInstr *copy = ir_instr_new_before(c, i, IR_OP_COPY, &s, &x, 1, ir_module_series_name(a->m, "copy", false));
+      if (!copy) {
+        ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+        break;
+      }
+      ir_set_operand(i, q, copy);
+      a->copies++;
+      char lay[128], was[128];
+      layout_text(&s, lay, sizeof lay);
+      layout_text(&x->shape, was, sizeof was);
+      PassDecision d = {.pass = a->cx->pass, .stage = a->cx->stage, .action = "rewrite", .producer = x->name,
+                        .consumer = i->name, .result = copy->name, .accepted = true};
+      pass_emit(a->cx->sink, &d, "%s copies %s from layout %s into %s, the layout %s reads it in", copy->name, x->name,
+                was, lay, i->name);
+    }
+  }
+  if (ok && c->root && is_array2(&c->root->shape) && !ir_shape_default_layout(&c->root->shape)) {
+    IrInstr *r = c->root;
+    IrShape s;
+    IrInstr *copy = relaid(a->m, &r->shape, NULL, &s)
+                        ? ir_instr_new_before(c, NULL, IR_OP_COPY, &s, &r, 1, ir_module_series_name(a->m, "copy", false))
+                        : NULL;
+    if (!copy) ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+    else {
+      ir_set_root(c, copy);
+      a->copies++;
+    }
+  }
+  for (int k = 0; k < n; k++) {
+    p.order[k]->aux = NULL;
+    fx_free(p.nodes[k].ops);
+  }
+  fx_free(p.nodes);
+  fx_free(p.order);
+  fx_free(p.work);
+  if (ok) ir_computation_sort(c);
+  return ok;
 }
 
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (cx->device && !cx->device->is_gpu) return true;
   Assigner a = {cx, m, 0, 0};
+  /* bitcasts exist only after layout assignment (XLA's refuses them): a module that has them was
+     laid out already (XLA's own pre-fusion module, an optimized dump), and its values only get the
+     default layout back where nothing needs another */
+  bool laid_out = false;
+  for (int k = 0; k < m->ncomps && !laid_out; k++) {
+    IrComputation *c = m->comps[k];
+    for (int q = 0; !simp_is_fused_computation(c) && q < c->ninstrs && !laid_out; q++)
+      laid_out = c->instrs[q]->op == IR_OP_BITCAST;
+  }
   for (int k = 0; k < m->ncomps; k++) {
     IrComputation *c = m->comps[k];
     if (simp_is_fused_computation(c)) continue;
@@ -479,13 +832,13 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   for (int k = 0; k < m->ncomps; k++) {
     IrComputation *c = m->comps[k];
     if (simp_is_fused_computation(c)) continue;
+    if (!laid_out && !propagate_layouts(&a, c)) return false;
     /* a constrained call gets copies inserted before it: it is met again, and is then done */
     for (int q = 0; q < c->ninstrs; q++) {
       IrInstr *i = c->instrs[q];
       PlanCustomCall cc = plan_custom_call(i);
       if ((cc == PLAN_CC_CUDNN_CONV || cc == PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION) && !constrain_conv(&a, i)) return false;
     }
-    if (!dot_result_layouts(&a, c) || !gemm_operand_layouts(&a, c)) return false;
     ir_computation_sort(c);
   }
   *changed = a.relaid > 0 || a.copies > 0;
@@ -494,7 +847,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
 
 const Pass pass_layout_assignment = {
     "layout-assignment",
-    "every value gets the default row-major layout except where cuDNN wants another (copies); XLA:GPU's "
-    "GpuLayoutAssignment",
+    "every value gets a physical layout: constraints (parameters, the result, GEMMs, cuDNN) propagate through "
+    "elementwise ops, transposes, reshapes and reduces, copies where two disagree (XLA:GPU's GpuLayoutAssignment)",
     run,
 };

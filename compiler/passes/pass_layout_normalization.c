@@ -15,6 +15,14 @@
  *   broadcast that only adds size-1 dimensions  -> bitcast
  *   copy into the layout it already has -> its operand
  *   bitcast-convert between types of one width -> bitcast
+ *   an elementwise op in a layout       -> the same op on its operands' physical values
+ *   a transpose between laid-out values -> a transpose of physical orders, or a bitcast when the
+ *                                          layouts keep the bytes where they are
+ *   a reshape whose layouts keep the bytes -> bitcast
+ *   a reduce of a laid-out operand      -> a reduce over the physical positions of its dimensions
+ *   any other reader of a laid-out value -> reads it through one bitcast back into its layout
+ *                                          (LayoutNormalization's DefaultAction)
+ *   bitcast(bitcast(x))                 -> bitcast(x); a bitcast to x's own shape -> x
  *
  * So ResNet's filters (01io, parameters) reach cuDNN through one transpose each into o01i, a
  * bf16 NCHW image through a transpose into NHWC and its result through one back, and JAX's
@@ -25,12 +33,16 @@
 #include <string.h>
 
 #include "passes.h"
+#include "../ir/ptrmap.h"
 #include "simplify.h"
 
 typedef struct {
   PassContext *cx;
   IrModule *m;
   int rewrites;
+  /* the instructions normalize_laid rewrote: their replacements take their names once they go */
+  IrInstr **laid;
+  int nlaid, caplaid;
 } Normalizer;
 
 /* ---------- physical order ---------- */
@@ -154,6 +166,149 @@ static bool normalize_source(Normalizer *n, IrInstr *i) {
   char msg[400];
   snprintf(msg, sizeof msg, "%s is made in physical order as %s", i->name, x->name);
   report(n, i->name, x->name, msg);
+  return true;
+}
+
+/* ---------- values layout-assignment laid out ---------- */
+
+/* Positions of s's dimensions in its physical order. */
+static void positions(const IrShape *s, int *pos) {
+  int major[IR_MAX_RANK];
+  major_order(s, major);
+  for (int k = 0; k < s->rank; k++) pos[major[k]] = k;
+}
+
+static bool laid_out(const IrInstr *x) { return x->aux || (ir_shape_is_array(&x->shape) && !is_default(&x->shape)); }
+
+/* The instruction i becomes on physical shapes (LayoutNormalization's handlers): an elementwise op
+ * on its operands' physical values, a transpose that permutes physical orders (or nothing), a
+ * reshape of size-1 dimensions or one that keeps the bytes (a bitcast), a reduce over the physical
+ * positions of its dimensions. Its replacement is i->aux, or i itself is replaced when the result is
+ * row-major. False only when out of memory; an instruction it cannot rewrite is left as it is. */
+static bool normalize_laid(Normalizer *n, IrInstr *i) {
+  bool any = !is_default(&i->shape);
+  for (int k = 0; k < i->noperands; k++) any = any || laid_out(i->operands[k]);
+  if (!any || !ir_shape_is_array(&i->shape)) return true;
+  IrInstr *ops[8];
+  if (i->noperands > 8) return true;
+  for (int k = 0; k < i->noperands; k++) {
+    ops[k] = norm(i->operands[k]);
+    if (!ir_shape_is_array(&ops[k]->shape) || !is_default(&ops[k]->shape)) return true;
+  }
+  IrShape ps = physical(n->m, &i->shape);
+  IrInstr *x = NULL;
+  char msg[400];
+  if (ir_op_is_elementwise(i->op) && i->op != IR_OP_BITCAST_CONVERT) {
+    for (int k = 0; k < i->noperands; k++) {
+      const IrShape *o = &i->operands[k]->shape;
+      if (o->rank != 0 && (o->rank != i->shape.rank || !ir_shape_same_dims(&ops[k]->shape, &ps))) return true;
+    }
+    x = ir_instr_copy(i->parent, i, ops, ir_module_series_name(n->m, ir_op_name(i->op), false));
+    if (!x) return oom(n);
+    x->shape = ps;
+    snprintf(msg, sizeof msg, "%s computes on its operands' physical order as %s", i->name, x->name);
+  } else if (i->op == IR_OP_TRANSPOSE) {
+    int64_t perm[IR_MAX_RANK], np[IR_MAX_RANK];
+    int r = i->shape.rank, pin[IR_MAX_RANK], mout[IR_MAX_RANK];
+    if (ir_attr_dims(i, "dimensions", perm, IR_MAX_RANK) != r) return true;
+    positions(&i->operands[0]->shape, pin);
+    major_order(&i->shape, mout);
+    bool identity = true;
+    for (int k = 0; k < r; k++) {
+      np[k] = pin[perm[mout[k]]];
+      identity = identity && np[k] == k;
+    }
+    if (identity) {
+      x = ir_instr_new_before(i->parent, i, IR_OP_BITCAST, &ps, &ops[0], 1, i->name);
+      snprintf(msg, sizeof msg, "%s (transpose) becomes a bitcast: its layouts keep the bytes where they are, so it "
+               "launches no kernel", i->name);
+    } else {
+      x = ir_instr_new_before(i->parent, i, IR_OP_TRANSPOSE, &ps, &ops[0], 1, i->name);
+      if (x) ir_attr_set_dims(x, "dimensions", np, r);
+      snprintf(msg, sizeof msg, "%s transposes physical orders", i->name);
+    }
+    if (!x) return oom(n);
+  } else if (i->op == IR_OP_RESHAPE) {
+    const IrShape *in = &i->operands[0]->shape;
+    int major[IR_MAX_RANK], m2m[IR_MAX_RANK];
+    major_order(in, major);
+    if (!simp_reshape_layout(in, major, &i->shape, m2m)) return true;
+    for (int k = 0; k < i->shape.rank; k++)
+      if (m2m[k] != (i->shape.has_layout ? i->shape.minor_to_major[k] : i->shape.rank - 1 - k)) return true;
+    x = ir_instr_new_before(i->parent, i, IR_OP_BITCAST, &ps, &ops[0], 1, i->name);
+    if (!x) return oom(n);
+    snprintf(msg, sizeof msg, "%s (reshape) becomes a bitcast: its layouts keep the elements in their order in memory",
+             i->name);
+  } else if (i->op == IR_OP_REDUCE && i->noperands == 2 && is_default(&i->shape)) {
+    const IrShape *in = &i->operands[0]->shape;
+    int64_t dims[IR_MAX_RANK], nd[IR_MAX_RANK];
+    int cnt = ir_attr_dims(i, "dimensions", dims, IR_MAX_RANK), pin[IR_MAX_RANK], min[IR_MAX_RANK];
+    if (cnt < 0) return true;
+    positions(in, pin);
+    major_order(in, min);
+    for (int k = 0; k < cnt; k++) nd[k] = pin[dims[k]];
+    for (int a = 1; a < cnt; a++) /* ascending */
+      for (int b = a; b > 0 && nd[b] < nd[b - 1]; b--) {
+        int64_t t = nd[b];
+        nd[b] = nd[b - 1];
+        nd[b - 1] = t;
+      }
+    /* the kept dimensions in physical order must be the result's own order */
+    int last = -1;
+    for (int k = 0; k < in->rank; k++) {
+      int d = min[k];
+      if (ir_dims_contain(dims, cnt, d)) continue;
+      if (d < last) return true;
+      last = d;
+    }
+    x = ir_instr_copy(i->parent, i, ops, ir_module_series_name(n->m, "reduce", false));
+    if (!x) return oom(n);
+    ir_attr_set_dims(x, "dimensions", nd, cnt);
+    snprintf(msg, sizeof msg, "%s reduces its operand's physical dimensions as %s", i->name, x->name);
+  } else {
+    return true;
+  }
+  const char *meta = ir_attr_text(i, "metadata");
+  if (meta && !ir_attr_text(x, "metadata")) ir_attr_set_text(x, "metadata", meta);
+  x->loc = i->loc;
+  char name[256];
+  snprintf(name, sizeof name, "%s", i->name);
+  if (is_default(&i->shape) && ir_shape_same_dims(&x->shape, &i->shape)) {
+    x->shape = i->shape;
+    report(n, name, x->name, msg);
+    simp_replace(i, x);
+    ir_instr_rename(x, name); /* `why` still finds it */
+    return true;
+  }
+  i->aux = x;
+  if (n->nlaid == n->caplaid) {
+    int cap = n->caplaid ? 2 * n->caplaid : 64;
+    IrInstr **l = fx_realloc(n->laid, sizeof *l * (size_t)cap);
+    if (!l) return oom(n);
+    n->laid = l;
+    n->caplaid = cap;
+  }
+  n->laid[n->nlaid++] = i;
+  report(n, name, x->name, msg);
+  return true;
+}
+
+/* A reader left as it is reads a rewritten value through a bitcast back into its logical shape
+ * and layout (LayoutNormalization's DefaultAction). */
+static bool reread(Normalizer *n, IrInstr *u, PtrMap *made) {
+  for (int k = 0; k < u->noperands; k++) {
+    IrInstr *x = u->operands[k];
+    if (!x->aux) continue;
+    IrInstr *b = ptrmap_get(made, x); /* one bitcast for all readers of x */
+    if (!b) {
+      IrInstr *v = (IrInstr *)x->aux;
+      while (v->op == IR_OP_BITCAST && v->noperands == 1) v = v->operands[0]; /* bitcast(bitcast(y)) is bitcast(y) */
+      b = ir_instr_new_before(u->parent, u, IR_OP_BITCAST, &x->shape, &v, 1,
+                              ir_module_series_name(n->m, "bitcast", false));
+      if (!b || !ptrmap_put(made, x, b)) return oom(n);
+    }
+    ir_set_operand(u, k, b);
+  }
   return true;
 }
 
@@ -369,7 +524,17 @@ static bool normalize(Normalizer *n, IrComputation *c) {
     if (i->op == IR_OP_COPY && i->noperands == 1 && ir_shape_is_array(&i->shape)) ok = normalize_copy(n, i);
     else if (cc == PLAN_CC_CUDNN_CONV || cc == PLAN_CC_CUDNN_CONV_BIAS_ACTIVATION) ok = normalize_conv(n, i);
     else if ((i->op == IR_OP_BROADCAST || i->op == IR_OP_IOTA) && !is_default(&i->shape)) ok = normalize_source(n, i);
+    else ok = normalize_laid(n, i);
   }
+  /* readers left as they are read rewritten values through bitcasts */
+  cnt = c->ninstrs;
+  PtrMap made;
+  memset(&made, 0, sizeof made);
+  for (int k = 0; ok && k < cnt; k++) {
+    IrInstr *u = c->instrs[k];
+    if (!u->dead && !u->aux && u->op != IR_OP_COPY) ok = reread(n, u, &made);
+  }
+  ptrmap_free(&made);
   fx_free(order);
   if (!ok) return false;
   /* what was replaced goes once nothing reads it */
@@ -377,6 +542,11 @@ static bool normalize(Normalizer *n, IrComputation *c) {
     IrInstr *i = c->instrs[k];
     if (i->aux && !i->dead && i->nusers == 0 && i != c->root) simp_drop_dead(i);
   }
+  for (int k = 0; k < n->nlaid; k++) {
+    IrInstr *i = n->laid[k];
+    if (i->dead && i->aux) ir_instr_rename((IrInstr *)i->aux, i->name);
+  }
+  n->nlaid = 0;
   for (int k = 0; k < c->ninstrs; k++) c->instrs[k]->aux = NULL;
   /* step two: what only reinterprets memory */
   cnt = c->ninstrs;
@@ -396,6 +566,23 @@ static bool normalize(Normalizer *n, IrComputation *c) {
     }
     if (!to_bitcast(n, i)) return false;
   }
+  /* the layout-sensitive simplifier's HandleBitcast: a bitcast of a bitcast reads the first one's
+     operand, and a bitcast to its operand's shape and layout is its operand */
+  for (int k = 0; k < c->ninstrs; k++) {
+    IrInstr *i = c->instrs[k];
+    if (i->dead || i->op != IR_OP_BITCAST || i->noperands != 1) continue;
+    IrInstr *x = i->operands[0];
+    while (x->op == IR_OP_BITCAST && x->noperands == 1) x = x->operands[0];
+    if (x != i->operands[0]) ir_set_operand(i, 0, x);
+    bool same = ir_shape_equal(&i->shape, &x->shape) && is_default(&i->shape) == is_default(&x->shape);
+    for (int q = 0; same && !is_default(&i->shape) && q < i->shape.rank; q++)
+      same = i->shape.minor_to_major[q] == x->shape.minor_to_major[q];
+    if (same && !i->is_root) simp_replace(i, x);
+  }
+  for (int k = c->ninstrs - 1; k >= 0; k--) {
+    IrInstr *i = c->instrs[k];
+    if (!i->dead && i->op == IR_OP_BITCAST && i->nusers == 0 && i != c->root) simp_drop_dead(i);
+  }
   ir_computation_sort(c);
   return true;
 }
@@ -403,15 +590,17 @@ static bool normalize(Normalizer *n, IrComputation *c) {
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (cx->device && !cx->device->is_gpu) return true;
-  Normalizer n = {cx, m, 0};
-  for (int k = 0; k < m->ncomps; k++) {
-    if (pass_interrupted(cx)) return true;
+  Normalizer n = {cx, m, 0, NULL, 0, 0};
+  bool ok = true;
+  for (int k = 0; ok && k < m->ncomps; k++) {
+    if (pass_interrupted(cx)) break;
     IrComputation *c = m->comps[k];
     if (simp_is_fused_computation(c)) continue;
-    if (!normalize(&n, c)) return false;
+    ok = normalize(&n, c);
   }
+  fx_free(n.laid);
   *changed = n.rewrites > 0;
-  return true;
+  return ok;
 }
 
 const Pass pass_layout_normalization = {

@@ -100,6 +100,36 @@ static const char *TRANSPOSE_NOT_FREE =
     "  ROOT r = (f32[11,96]{1,0}, f32[64,96]{1,0}, f32[2,8,8]{2,1,0}) tuple(d, a, s)\n"
     "}\n";
 
+/* Gemma 4's optimizer step: a scaled weight, transposed and converted, then reduced. The
+ * parameter's layout propagates forward through the transpose (a bitcast) and the convert, and the
+ * reduce sums the physical major dimension: XLA's module has reduce(...), dimensions={0} and no
+ * transpose. */
+static const char *TRANSPOSED_THEN_REDUCED =
+    "HloModule tred\n"
+    "ENTRY main {\n"
+    "  w = bf16[48,16]{1,0} parameter(0)\n"
+    "  sc = bf16[48] parameter(1)\n"
+    "  b = bf16[48,16]{1,0} broadcast(sc), dimensions={0}\n"
+    "  m = bf16[48,16]{1,0} multiply(b, w)\n"
+    "  t = bf16[16,48]{1,0} transpose(m), dimensions={1,0}\n"
+    "  c = f32[16,48]{1,0} convert(t)\n"
+    "  z = f32[] constant(0)\n"
+    "  ROOT r = f32[16]{0} reduce(c, z), dimensions={1}, to_apply=add\n"
+    "}\n"
+    "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n";
+
+/* A reshape no layout makes a bitcast of its operand's: x's layout comes from the transpose
+ * (a bitcast of p), and [8,6] -> [48] of a column-major [8,6] moves data: the reshape reads it
+ * row-major (one copy) and is a bitcast then. */
+static const char *RESHAPE_NEEDS_A_COPY =
+    "HloModule rcopy\n"
+    "ENTRY main {\n"
+    "  p = f32[6,8]{1,0} parameter(0)\n"
+    "  t = f32[8,6]{1,0} transpose(p), dimensions={1,0}\n"
+    "  e = f32[8,6]{1,0} exponential(t)\n"
+    "  ROOT r = f32[48]{0} reshape(e)\n"
+    "}\n";
+
 /* GEMM results read through a transpose: p's only reader is the transpose (so the dot writes it
  * transposed), d2's is too but no GEMM writes the batch most minor, and d3 has another reader. */
 static const char *TRANSPOSED_RESULT =
@@ -269,15 +299,12 @@ TEST(layout_hints_are_dropped_and_reshapes_become_bitcasts) {
   static const char *const passes[] = {"layout-assignment", "layout-normalization"};
   IrModule *m = run_named_passes(hlo_ok(LAYOUT_HINTS), "h100", passes, 2, &s);
   if (!m) return;
-  IrInstr *t = ir_computation_find_instr(m->entry, "t");
-  IrInstr *sq = ir_computation_find_instr(m->entry, "s");
+  /* JAX's {2,3,1,0} on t is dropped: the result is row-major, so the layouts propagate back from
+     it and the transpose moves data once; the reshape and the size-1 broadcast are bitcasts */
   IrInstr *u = ir_computation_find_instr(m->entry, "u");
-  CHECK(t && sq && u);
-  if (t && sq && u) {
-    /* the transpose moves data now; the reshape and the size-1 broadcast are bitcasts */
-    CHECK(t->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&t->shape));
-    CHECK(sq->op == IR_OP_BITCAST && u->op == IR_OP_BITCAST);
-  }
+  CHECK(u && u->op == IR_OP_BITCAST);
+  CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 1 && count_op_in(m->entry, IR_OP_COPY) == 0);
+  CHECK(count_op_in(m->entry, IR_OP_RESHAPE) == 0 && count_op_in(m->entry, IR_OP_BROADCAST) == 0);
   check_same_values(LAYOUT_HINTS, m, INPUT_SEED);
   ir_module_free(m);
 }
@@ -294,17 +321,16 @@ TEST(a_transposed_weight_only_a_gemm_reads_is_a_bitcast) {
   static const char *const passes[] = {"layout-assignment", "layout-normalization"};
   IrModule *m = run_named_passes(hlo_ok(TRANSPOSED_WEIGHT), "h100", passes, 2, &s);
   if (!m) return;
-  IrInstr *wt = ir_computation_find_instr(m->entry, "wt"), *wr = ir_computation_find_instr(m->entry, "wr");
-  CHECK(wt && wr);
-  if (wt && wr) {
-    /* the layouts that leave w's bytes in place: wt [64,2,48] is w's [2,48,64] read with the 64
-       most minor, wr [64,96] the same bytes as {0,1} */
-    static const int wt_m2m[] = {0, 2, 1}, wr_m2m[] = {0, 1};
-    CHECK(wt->op == IR_OP_BITCAST && layout_is(&wt->shape, wt_m2m));
-    CHECK(wr->op == IR_OP_BITCAST && layout_is(&wr->shape, wr_m2m));
+  /* w's layout propagates forward: the transpose and the reshape keep its bytes where they are,
+     and the GEMM reads them as [64,96]{0,1} through one bitcast */
+  IrInstr *d = ir_computation_find_instr(m->entry, "d");
+  CHECK(d && d->op == IR_OP_DOT);
+  if (d && d->op == IR_OP_DOT) {
+    static const int wr_m2m[] = {0, 1};
+    const IrInstr *b = d->operands[1];
+    CHECK(b->op == IR_OP_BITCAST && strcmp(b->operands[0]->name, "w") == 0 && layout_is(&b->shape, wr_m2m));
   }
   CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 0 && count_op_in(m->entry, IR_OP_COPY) == 0);
-  CHECK(s.accepted == 3); /* the layout, then each of the two bitcasts */
   CHECK_CONTAINS(s.last, "becomes a bitcast");
   check_same_values(TRANSPOSED_WEIGHT, m, INPUT_SEED);
   /* the GEMM fusion reads the weight through one bitcast outside it, as XLA's does */
@@ -329,13 +355,15 @@ TEST(a_transpose_something_else_constrains_moves_data) {
   static const char *const passes[] = {"layout-assignment", "layout-normalization"};
   IrModule *m = run_named_passes(hlo_ok(TRANSPOSE_NOT_FREE), "h100", passes, 2, &s);
   if (!m) return;
-  IrInstr *wt = ir_computation_find_instr(m->entry, "wt"), *kt = ir_computation_find_instr(m->entry, "kt");
-  CHECK(wt && kt);
-  if (wt && kt) {
-    CHECK(wt->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&wt->shape)); /* the add reads it too */
-    CHECK(kt->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&kt->shape)); /* a batched GEMM operand */
+  /* the add reads wt row-major (the result is row-major), and the batched dot reads k's transpose
+     row-major (SetDotOperandLayout): each is one transpose that moves data */
+  CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 2 && count_op_in(m->entry, IR_OP_COPY) == 0);
+  IrInstr *a = ir_computation_find_instr(m->entry, "a"), *sd = ir_computation_find_instr(m->entry, "s");
+  CHECK(a && sd);
+  if (a && sd) {
+    CHECK(a->operands[0]->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&a->operands[0]->shape));
+    CHECK(sd->operands[1]->op == IR_OP_TRANSPOSE && ir_shape_default_layout(&sd->operands[1]->shape));
   }
-  CHECK(s.accepted == 0);
   check_same_values(TRANSPOSE_NOT_FREE, m, INPUT_SEED);
   ir_module_free(m);
 }
@@ -346,20 +374,50 @@ TEST(a_gemm_result_only_a_transpose_reads_is_written_transposed) {
   IrModule *m = run_named_passes(hlo_ok(TRANSPOSED_RESULT), "h100", passes, 2, &s);
   if (!m) return;
   IrInstr *p = ir_computation_find_instr(m->entry, "p"), *pt = ir_computation_find_instr(m->entry, "pt");
-  IrInstr *d2 = ir_computation_find_instr(m->entry, "d2"), *t2 = ir_computation_find_instr(m->entry, "t2");
-  IrInstr *d3 = ir_computation_find_instr(m->entry, "d3"), *t3 = ir_computation_find_instr(m->entry, "t3");
-  CHECK(p && pt && d2 && t2 && d3 && t3);
-  if (p && pt && d2 && t2 && d3 && t3) {
+  IrInstr *d2 = ir_computation_find_instr(m->entry, "d2"), *d3 = ir_computation_find_instr(m->entry, "d3");
+  CHECK(p && pt && d2 && d3);
+  if (p && pt && d2 && d3) {
     /* p [2,8,4] written batch, then columns, then rows (major to minor 0,2,1): pt's order */
     static const int p_m2m[] = {1, 2, 0};
     CHECK(layout_is(&p->shape, p_m2m) && pt->op == IR_OP_BITCAST && ir_shape_default_layout(&pt->shape));
-    /* {1,2,0} would put the batch most minor: no GEMM writes that */
-    CHECK(ir_shape_default_layout(&d2->shape) && t2->op == IR_OP_TRANSPOSE);
-    /* the exponential reads d3 too */
-    CHECK(ir_shape_default_layout(&d3->shape) && t3->op == IR_OP_TRANSPOSE);
+    /* {1,2,0} would put the batch most minor: no GEMM writes that; the exponential reads d3 too */
+    CHECK(ir_shape_default_layout(&d2->shape) && ir_shape_default_layout(&d3->shape));
+    CHECK(d2->nusers == 1 && d2->users[0]->op == IR_OP_TRANSPOSE);
+    CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 2);
   }
-  CHECK(s.accepted == 2); /* p's layout, then pt's bitcast */
   check_same_values(TRANSPOSED_RESULT, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
+TEST(a_transposed_value_is_reduced_where_it_lies) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_named_passes(hlo_ok(TRANSPOSED_THEN_REDUCED), "h100", passes, 2, &s);
+  if (!m) return;
+  CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 0 && count_op_in(m->entry, IR_OP_COPY) == 0);
+  const IrInstr *r = m->entry->root;
+  CHECK(r->op == IR_OP_REDUCE);
+  if (r->op == IR_OP_REDUCE) {
+    /* the convert computes on [48,16] (physical order) and the reduce sums its dimension 0 */
+    const IrInstr *c = r->operands[0];
+    CHECK(c->op == IR_OP_CONVERT && c->shape.dims[0] == 48 && c->shape.dims[1] == 16 &&
+          ir_shape_default_layout(&c->shape));
+    CHECK_STR(ir_attr_text(r, "dimensions"), "{0}");
+  }
+  check_same_values(TRANSPOSED_THEN_REDUCED, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
+TEST(a_reshape_no_layout_makes_a_bitcast_reads_row_major) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_named_passes(hlo_ok(RESHAPE_NEEDS_A_COPY), "h100", passes, 2, &s);
+  if (!m) return;
+  /* the exponential runs on p's bytes ([6,8] physical), one transpose makes the row-major [8,6]
+     the reshape reads, and the reshape is a bitcast */
+  CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 1 && count_op_in(m->entry, IR_OP_COPY) == 0);
+  CHECK(m->entry->root->op == IR_OP_BITCAST && m->entry->root->operands[0]->op == IR_OP_TRANSPOSE);
+  check_same_values(RESHAPE_NEEDS_A_COPY, m, INPUT_SEED);
   ir_module_free(m);
 }
 
@@ -418,6 +476,8 @@ int main(void) {
   RUN(a_transposed_weight_only_a_gemm_reads_is_a_bitcast);
   RUN(a_transpose_something_else_constrains_moves_data);
   RUN(a_gemm_result_only_a_transpose_reads_is_written_transposed);
+  RUN(a_transposed_value_is_reduced_where_it_lies);
+  RUN(a_reshape_no_layout_makes_a_bitcast_reads_row_major);
   RUN(small_topk_becomes_xlas_topk_kernel);
   RUN(topk_xlas_kernel_cannot_take_stays_a_topk);
   return check_summary();

@@ -554,6 +554,47 @@ TEST(dot_drops_size_one_dimensions) {
   ir_module_free(m);
 }
 
+/* A broadcast's operand loses its size-1 dimensions (HandleBroadcast): Gemma's attention mask,
+ * a pred[1,1] reduce broadcast and reshaped, becomes a broadcast of a scalar, which the reshape
+ * then reads as a broadcast itself; a [3,1] operand keeps its 3. */
+static const char *const degenerate_broadcast_hlo =
+    "HloModule degb\n\n"
+    "ENTRY main {\n"
+    "  p = pred[1,1] parameter(0)\n"
+    "  b = pred[1,1,8,4] broadcast(p), dimensions={0,1}\n"
+    "  r = pred[1,1,4,2,4] reshape(b)\n"
+    "  x = f32[1,1,4,2,4] parameter(1)\n"
+    "  c = f32[] constant(0)\n"
+    "  bc = f32[1,1,4,2,4] broadcast(c), dimensions={}\n"
+    "  s = f32[1,1,4,2,4] select(r, bc, x)\n"
+    "  y = f32[3,1] parameter(2)\n"
+    "  by = f32[3,5,1] broadcast(y), dimensions={0,2}\n"
+    "  ROOT t = (f32[1,1,4,2,4], f32[3,5,1]) tuple(s, by)\n"
+    "}\n";
+
+TEST(broadcast_drops_size_one_operand_dimensions) {
+  IrModule *m = hlo(degenerate_broadcast_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  const IrInstr *root = m->entry->root;
+  const IrInstr *sel = root->operands[0], *by = root->operands[1];
+  CHECK(sel->op == IR_OP_SELECT);
+  if (sel->op == IR_OP_SELECT) {
+    const IrInstr *mask = sel->operands[0];
+    CHECK(mask->op == IR_OP_BROADCAST && ir_shape_is_scalar(&mask->operands[0]->shape));
+    CHECK(mask->op == IR_OP_BROADCAST && mask->operands[0]->op == IR_OP_RESHAPE &&
+          strcmp(mask->operands[0]->operands[0]->name, "p") == 0);
+  }
+  CHECK(by->op == IR_OP_BROADCAST && by->operands[0]->op == IR_OP_RESHAPE && by->operands[0]->shape.rank == 1 &&
+        strcmp(ir_attr_text(by, "dimensions"), "{0}") == 0);
+  CHECK_CONTAINS(log.buf, "dimensions of size 1 are reshaped away");
+  check_same_values(degenerate_broadcast_hlo, m, 5);
+  classic_leaves_alone(degenerate_broadcast_hlo);
+  ir_module_free(m);
+}
+
 /* A division by a non-constant stays (integers too: XLA does not simplify integer division
  * further). */
 TEST(what_stays) {
@@ -1179,6 +1220,7 @@ int main(void) {
   RUN(convert_mover);
   RUN(transpose_of_dot_swaps_operands);
   RUN(dot_drops_size_one_dimensions);
+  RUN(broadcast_drops_size_one_operand_dimensions);
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
   RUN(comparison_expander);
