@@ -15,8 +15,8 @@
  *     (InstructionCanChangeLayout is false), a transpose and a reshape take the layout that makes
  *     them bitcasts (ChooseOperandLayoutFromOutputLayout, ChooseOutputLayoutFromOperandLayout;
  *     forward through a transpose it is mandatory), a reduce prefers an operand layout that makes
- *     it a row reduction (PropagateReductionLayoutToOperand) and a broadcast of a scalar is made in
- *     its result's layout. A mandatory layout replaces another, a preferred one only fills a
+ *     it a row reduction (PropagateReductionLayoutToOperand) and a broadcast of a scalar or a vector
+ *     is made in its result's layout. A mandatory layout replaces another, a preferred one only fills a
  *     value nothing constrained (NegotiateLayout declines);
  *   - what is left gets the default layout, first value first, and that propagates too
  *     (AssignLayoutsToUnconstrainedBuffers);
@@ -27,7 +27,7 @@
  * transposed and then reduced is reduced where it lies, with no kernel moving it.
  *
  * fxplain lets layouts flow only through what layout-normalization rewrites on physical shapes
- * (elementwise operations, transposes, reshapes, reduces, GEMMs, scalar broadcasts); every other
+ * (elementwise operations, transposes, reshapes, reduces, GEMMs, broadcasts of scalars and vectors); every other
  * value and its operands keep the default layout, and so do the parameters and results of
  * computations other than the entry (XLA also lets slices, concatenates or a loop's state carry
  * another layout). Propagation order follows XLA's: mandatory constraints first, then depth first.
@@ -338,7 +338,7 @@ typedef enum {
   FLOW_RESHAPE,     /* the layout that makes it a bitcast (ShapeUtil::AlignLayouts), when one does */
   FLOW_REDUCE,      /* result row-major; its operand's layout is free (a row reduction preferred) */
   FLOW_DOT,         /* GpuLayoutAssignment's GEMM constraints; result row-major unless a transpose reads it */
-  FLOW_BROADCAST,   /* of a scalar: made in its result's layout */
+  FLOW_BROADCAST,   /* of a scalar or a vector: made in its result's layout */
 } Flow;
 
 typedef struct {
@@ -390,7 +390,9 @@ static Flow flow_of(const IrInstr *i) {
   case IR_OP_DOT:
     return i->noperands == 2 ? FLOW_DOT : FLOW_FIXED;
   case IR_OP_BROADCAST:
-    return i->noperands == 1 && ir_shape_is_scalar(&i->operands[0]->shape) ? FLOW_BROADCAST : FLOW_FIXED;
+    return i->noperands == 1 && ir_shape_is_array(&i->operands[0]->shape) && i->operands[0]->shape.rank <= 1
+               ? FLOW_BROADCAST
+               : FLOW_FIXED;
   default:
     return FLOW_FIXED;
   }

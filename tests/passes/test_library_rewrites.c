@@ -130,6 +130,20 @@ static const char *RESHAPE_NEEDS_A_COPY =
     "  ROOT r = f32[48]{0} reshape(e)\n"
     "}\n";
 
+/* A bias vector added to a transposed value: the broadcast takes the layout its reader needs
+ * (a broadcast can change layout), so nothing copies it; and two transposes in a row, as a copy
+ * into a layout and a transpose out of it make them, are one (HandleTranspose). */
+static const char *BIAS_ON_TRANSPOSED =
+    "HloModule bias\n"
+    "ENTRY main {\n"
+    "  p = f32[6,8]{1,0} parameter(0)\n"
+    "  v = f32[8] parameter(1)\n"
+    "  t = f32[8,6]{1,0} transpose(p), dimensions={1,0}\n"
+    "  b = f32[8,6]{1,0} broadcast(v), dimensions={0}\n"
+    "  a = f32[8,6]{1,0} add(t, b)\n"
+    "  ROOT r = f32[6,8]{1,0} transpose(a), dimensions={1,0}\n"
+    "}\n";
+
 /* GEMM results read through a transpose: p's only reader is the transpose (so the dot writes it
  * transposed), d2's is too but no GEMM writes the batch most minor, and d3 has another reader. */
 static const char *TRANSPOSED_RESULT =
@@ -421,6 +435,24 @@ TEST(a_reshape_no_layout_makes_a_bitcast_reads_row_major) {
   ir_module_free(m);
 }
 
+TEST(a_vector_broadcast_takes_its_readers_layout) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_named_passes(hlo_ok(BIAS_ON_TRANSPOSED), "h100", passes, 2, &s);
+  if (!m) return;
+  /* p's layout flows through t (a bitcast), the add and r (a bitcast back): no data moves; the
+     bias is broadcast along p's physical dimension 1 */
+  CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 0 && count_op_in(m->entry, IR_OP_COPY) == 0);
+  const IrInstr *a = ir_computation_find_instr(m->entry, "a");
+  CHECK(a && a->op == IR_OP_ADD && a->shape.dims[0] == 6 && a->shape.dims[1] == 8);
+  if (a && a->op == IR_OP_ADD) {
+    const IrInstr *b = a->operands[1];
+    CHECK(b->op == IR_OP_BROADCAST && strcmp(ir_attr_text(b, "dimensions"), "{1}") == 0);
+  }
+  check_same_values(BIAS_ON_TRANSPOSED, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 TEST(small_topk_becomes_xlas_topk_kernel) {
   Seen s;
   static const char *const passes[] = {"topk-specializer"};
@@ -478,6 +510,7 @@ int main(void) {
   RUN(a_gemm_result_only_a_transpose_reads_is_written_transposed);
   RUN(a_transposed_value_is_reduced_where_it_lies);
   RUN(a_reshape_no_layout_makes_a_bitcast_reads_row_major);
+  RUN(a_vector_broadcast_takes_its_readers_layout);
   RUN(small_topk_becomes_xlas_topk_kernel);
   RUN(topk_xlas_kernel_cannot_take_stays_a_topk);
   return check_summary();
