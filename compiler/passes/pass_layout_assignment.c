@@ -26,11 +26,17 @@
  * So a weight JAX transposes for a matmul reaches the GEMM as bitcast(w): [K,N]{0,1}, and a value
  * transposed and then reduced is reduced where it lies, with no kernel moving it.
  *
+ * Loops: a loop's body is laid out first with its state free, so the state's elements take what
+ * their uses want, then again with its state fixed to the layouts its result got (XLA's second
+ * round resets a body's parameter layout to its result layout); the condition gets the same state,
+ * the loop's tuple those layouts, and the caller copies the initial values into them.
+ *
  * fxplain lets layouts flow only through what layout-normalization rewrites on physical shapes
- * (elementwise operations, transposes, reshapes, reduces, GEMMs, broadcasts of scalars and vectors); every other
- * value and its operands keep the default layout, and so do the parameters and results of
- * computations other than the entry (XLA also lets slices, concatenates or a loop's state carry
- * another layout). Propagation order follows XLA's: mandatory constraints first, then depth first.
+ * (elementwise operations, slices, dynamic slices and updates, concatenates, transposes, reshapes,
+ * reduces, GEMMs, broadcasts of scalars and vectors) and through loops whose body and condition
+ * only that loop runs; every other value and its operands keep the default layout, and so do the
+ * parameters and results of other computations. Propagation order follows XLA's: mandatory
+ * constraints first, then depth first.
  *
  * cuDNN's convolutions (AddBackendConstraintsToDnnConvCustomCall, HeuristicLayoutAssignment)
  * take their input, filter and output in the layouts the device prefers: on Hopper (sm_90) and
@@ -49,6 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/ptrmap.h"
 #include "passes.h"
 #include "simplify.h"
 
@@ -333,7 +340,8 @@ static bool constrain_conv(Assigner *a, IrInstr *conv) {
  * state, carry another one). */
 typedef enum {
   FLOW_FIXED,       /* its result and array operands have the default layout (or, an entry parameter, its own) */
-  FLOW_ELEMENTWISE, /* cannot change layout: operands of its rank and result share one */
+  FLOW_ELEMENTWISE, /* cannot change layout (elementwise ops, slices, dynamic slices and updates,
+                       concatenates): operands of its rank and result share one */
   FLOW_TRANSPOSE,   /* the layout that makes it a bitcast, both ways */
   FLOW_RESHAPE,     /* the layout that makes it a bitcast (ShapeUtil::AlignLayouts), when one does */
   FLOW_REDUCE,      /* result row-major; its operand's layout is free (a row reduction preferred) */
@@ -381,6 +389,16 @@ static Flow flow_of(const IrInstr *i) {
     return FLOW_ELEMENTWISE;
   }
   switch (i->op) {
+  case IR_OP_SLICE:
+  case IR_OP_DYNAMIC_SLICE:
+  case IR_OP_DYNAMIC_UPDATE_SLICE:
+  case IR_OP_CONCATENATE:
+    /* data movement that cannot change layout: its array operands and result share one */
+    for (int k = 0; k < i->noperands; k++) {
+      const IrShape *o = &i->operands[k]->shape;
+      if (!ir_shape_is_array(o) || (o->rank != i->shape.rank && o->rank != 0)) return FLOW_FIXED;
+    }
+    return i->noperands > 0 ? FLOW_ELEMENTWISE : FLOW_FIXED;
   case IR_OP_TRANSPOSE:
     return i->noperands == 1 ? FLOW_TRANSPOSE : FLOW_FIXED;
   case IR_OP_RESHAPE:
@@ -648,10 +666,42 @@ static void dot_constraints(Prop *p, int n) {
   if (dd.nlhs_batch > 0 || nfree[0] > 1 || nfree[1] > 1) fix_default(p, n, -1);
 }
 
+/* The layouts of a loop's state, element by element (an element not set keeps the default). */
+typedef struct {
+  int n;
+  Lay *elem;
+} LoopLayout;
+
+/* What a computation's interface fixes: the entry's parameters and result; a loop body's state,
+ * free in the first round (its elements take what their uses want), then fixed to the layouts its
+ * result got (LayoutAssignment's second round: the body's parameter layout is reset to its result
+ * layout); a loop condition's state as its body's. */
+typedef struct {
+  const LoopLayout *state; /* fixed layouts of the tuple parameter's elements and of the root tuple's */
+  bool state_free;         /* first round of a loop body */
+  bool apply;              /* false: only compute (root_out) */
+  LoopLayout *root_out;    /* the layouts the root tuple's elements got */
+  PtrMap *loops;           /* body computation -> LoopLayout, for the loops c runs */
+} Iface;
+
+static const LoopLayout *loop_of(const Iface *f, const IrInstr *w) {
+  if (!f || !f->loops || w->op != IR_OP_WHILE) return NULL;
+  return ptrmap_get(f->loops, ir_attr_comp(w, "body"));
+}
+
+/* Element k of c's tuple parameter read by gte g, or -1. */
+static int param_element(const IrComputation *c, const IrInstr *g) {
+  int64_t k;
+  if (g->op != IR_OP_GET_TUPLE_ELEMENT || g->noperands != 1 || g->operands[0]->op != IR_OP_PARAMETER ||
+      g->operands[0]->shape.type != IR_TUPLE || c->is_entry || !ir_attr_int(g, "index", &k))
+    return -1;
+  return (int)k;
+}
+
 /* Lays out computation c: constraints, propagation, defaults for what is left, then the layouts
  * written into the shapes and a copy wherever an operand's layout is not the one its reader
  * needs (AssignLayouts' CopyOperandIfLayoutsDiffer). */
-static bool propagate_layouts(Assigner *a, IrComputation *c) {
+static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
   int n = c->ninstrs;
   Prop p = {a, c, fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1)), fx_calloc((size_t)(n ? n : 1), sizeof(Node)),
             NULL, 0, 0, false};
@@ -678,16 +728,50 @@ static bool propagate_layouts(Assigner *a, IrComputation *c) {
       continue;
     }
     if (nd->flow != FLOW_FIXED) continue;
+    /* a loop state element read in a body or condition: free in a body's first round, else its
+       loop's layout */
+    int pe = f && (f->state || f->state_free) ? param_element(c, i) : -1;
+    const LoopLayout *ll = NULL;
+    int we = -1;
+    if (i->op == IR_OP_GET_TUPLE_ELEMENT && i->noperands == 1 && (ll = loop_of(f, i->operands[0]))) {
+      int64_t idx;
+      we = ir_attr_int(i, "index", &idx) && idx >= 0 && idx < ll->n ? (int)idx : -1;
+    }
     if (is_array2(&i->shape)) {
       if (i->op == IR_OP_PARAMETER && c->is_entry && i->shape.has_layout) {
         set_buffer(&p, k, i->shape.minor_to_major, true);
+        nd->out.fixed = true;
+      } else if (pe >= 0 && f->state_free) {
+        /* nothing fixes it */
+      } else if (pe >= 0 && pe < f->state->n && f->state->elem[pe].set) {
+        set_buffer(&p, k, f->state->elem[pe].m2m, true);
+        nd->out.fixed = true;
+      } else if (we >= 0 && ll->elem[we].set) {
+        set_buffer(&p, k, ll->elem[we].m2m, true);
         nd->out.fixed = true;
       } else {
         fix_default(&p, k, -1);
       }
     }
-    for (int q = 0; q < i->noperands; q++)
-      if (is_array2(&i->operands[q]->shape)) fix_default(&p, k, q);
+    /* the tuple a loop starts from, and a body's result: its loop's layouts (free in a body's
+       first round) */
+    const LoopLayout *tl = NULL;
+    bool tfree = false;
+    if (i->op == IR_OP_TUPLE && i == c->root && f && (f->state || f->state_free)) {
+      tl = f->state;
+      tfree = f->state_free;
+    } else if (i->op == IR_OP_TUPLE && i->nusers == 1) {
+      tl = loop_of(f, i->users[0]);
+    }
+    for (int q = 0; q < i->noperands; q++) {
+      if (!is_array2(&i->operands[q]->shape) || tfree) continue;
+      if (tl && q < tl->n && tl->elem[q].set) {
+        set_operand(&p, k, q, tl->elem[q].m2m, true);
+        nd->ops[q].fixed = true;
+      } else {
+        fix_default(&p, k, q);
+      }
+    }
   }
   /* the computation's result: row-major */
   if (c->root && is_array2(&c->root->shape) && node_of(c->root) >= 0) {
@@ -707,6 +791,26 @@ static bool propagate_layouts(Assigner *a, IrComputation *c) {
     drain(&p);
   }
   if (p.oom) ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+  if (ok && f && f->root_out && c->root && c->root->op == IR_OP_TUPLE) {
+    LoopLayout *ro = f->root_out;
+    for (int q = 0; q < c->root->noperands && q < ro->n; q++) {
+      IrInstr *x = c->root->operands[q];
+      int xn = node_of(x);
+      if (!is_array2(&x->shape) || xn < 0 || !p.nodes[xn].out.set) continue;
+      ro->elem[q] = p.nodes[xn].out;
+      ro->elem[q].fixed = ro->elem[q].mandatory = false;
+    }
+  }
+  if (ok && f && !f->apply) {
+    for (int k = 0; k < n; k++) {
+      p.order[k]->aux = NULL;
+      fx_free(p.nodes[k].ops);
+    }
+    fx_free(p.nodes);
+    fx_free(p.order);
+    fx_free(p.work);
+    return true;
+  }
   /* AssignLayouts */
   for (int k = 0; ok && k < n; k++) {
     IrInstr *i = p.order[k];
@@ -812,6 +916,114 @@ static bool propagate_layouts(Assigner *a, IrComputation *c) {
   return ok;
 }
 
+/* ---------- loops ---------- */
+
+/* t with the array elements ll lays out in their layouts (a copy in m's arena). */
+static bool tuple_relaid(IrModule *m, const IrShape *t, const LoopLayout *ll, IrShape *out) {
+  if (!ir_shape_copy(&m->arena, out, t)) return false;
+  if (out->type != IR_TUPLE) return true;
+  for (int k = 0; k < out->ntuple && k < ll->n; k++) {
+    if (!ll->elem[k].set || !is_array2(&out->tuple[k])) continue;
+    IrShape e;
+    if (!relaid(m, &out->tuple[k], ll->elem[k].m2m, &e)) return false;
+    out->tuple[k] = e;
+  }
+  return true;
+}
+
+static bool relay_tuple(Assigner *a, IrInstr *i, const LoopLayout *ll) {
+  IrShape s;
+  if (!tuple_relaid(a->m, &i->shape, ll, &s)) return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
+  i->shape = s;
+  return true;
+}
+
+typedef struct {
+  Assigner *a;
+  PtrMap loops; /* body -> LoopLayout */
+  PtrMap done;  /* computations laid out */
+  LoopLayout **owned;
+  int nowned, capowned;
+} Driver;
+
+static LoopLayout *new_loop_layout(Driver *d, int n) {
+  LoopLayout *ll = fx_calloc(1, sizeof *ll);
+  if (ll) ll->elem = fx_calloc((size_t)(n > 0 ? n : 1), sizeof(Lay));
+  if (ll && ll->elem && d->nowned == d->capowned) {
+    int cap = d->capowned ? 2 * d->capowned : 16;
+    LoopLayout **o = fx_realloc(d->owned, sizeof *o * (size_t)cap);
+    if (o) {
+      d->owned = o;
+      d->capowned = cap;
+    }
+  }
+  if (!ll || !ll->elem || d->nowned == d->capowned) {
+    if (ll) fx_free(ll->elem);
+    fx_free(ll);
+    return NULL;
+  }
+  ll->n = n;
+  d->owned[d->nowned++] = ll;
+  return ll;
+}
+
+static bool lay_out(Driver *d, IrComputation *c, const LoopLayout *state);
+
+/* The loops computation c runs are laid out before it: each body twice (its state free, then fixed
+ * to the layouts its result got), its condition with the same state. A loop whose body or condition
+ * another instruction also calls, or that starts from anything but a tuple only it reads, keeps its
+ * state row-major. */
+static bool lay_out_loops(Driver *d, IrComputation *c) {
+  for (int k = 0; k < c->ninstrs; k++) {
+    IrInstr *w = c->instrs[k];
+    if (w->op != IR_OP_WHILE || w->noperands != 1) continue;
+    IrComputation *body = ir_attr_comp(w, "body"), *cond = ir_attr_comp(w, "condition");
+    if (!body || !cond || ptrmap_get(&d->loops, body)) continue;
+    int n = w->shape.type == IR_TUPLE ? w->shape.ntuple : 0;
+    LoopLayout *ll = new_loop_layout(d, n);
+    if (!ll) return fx_error_set(d->a->cx->err, NULL, 0, 0, "%s: out of memory", d->a->cx->pass);
+    IrInstr *init = w->operands[0];
+    bool free_state = n > 0 && init->op == IR_OP_TUPLE && init->nusers == 1 && body->root &&
+                      body->root->op == IR_OP_TUPLE && body->nparams == 1 && cond->nparams == 1 &&
+                      simp_callers(d->a->m, body) == 1 && simp_callers(d->a->m, cond) == 1 &&
+                      !ptrmap_get(&d->done, body) && !ptrmap_get(&d->done, cond);
+    if (free_state) {
+      if (!lay_out_loops(d, body)) return false;
+      Iface first = {NULL, true, false, ll, &d->loops};
+      if (!propagate_layouts(d->a, body, &first)) return false;
+    }
+    if (!ptrmap_put(&d->loops, body, ll)) return fx_error_set(d->a->cx->err, NULL, 0, 0, "%s: out of memory", d->a->cx->pass);
+    if (!ptrmap_get(&d->done, body) && !lay_out(d, body, ll)) return false;
+    if (!ptrmap_get(&d->done, cond) && !lay_out(d, cond, ll)) return false;
+  }
+  return true;
+}
+
+/* Lays out c (its loops first); state: the layouts of its loop state when c is a body or a
+ * condition. */
+static bool lay_out(Driver *d, IrComputation *c, const LoopLayout *state) {
+  if (!ptrmap_put(&d->done, c, c)) return fx_error_set(d->a->cx->err, NULL, 0, 0, "%s: out of memory", d->a->cx->pass);
+  if (!lay_out_loops(d, c)) return false;
+  Iface f = {state, false, true, NULL, &d->loops};
+  if (!propagate_layouts(d->a, c, &f)) return false;
+  /* the tuple shapes that carry the state */
+  if (state) {
+    for (int k = 0; k < c->nparams; k++)
+      if (c->params[k] && c->params[k]->shape.type == IR_TUPLE && !relay_tuple(d->a, c->params[k], state)) return false;
+    if (c->root && c->root->op == IR_OP_TUPLE && c->root->shape.type == IR_TUPLE && !relay_tuple(d->a, c->root, state))
+      return false;
+  }
+  for (int k = 0; k < c->ninstrs; k++) {
+    IrInstr *w = c->instrs[k];
+    const LoopLayout *ll = w->op == IR_OP_WHILE ? ptrmap_get(&d->loops, ir_attr_comp(w, "body")) : NULL;
+    if (!ll) continue;
+    if (!relay_tuple(d->a, w, ll)) return false;
+    if (w->operands[0]->op == IR_OP_TUPLE && w->operands[0]->nusers == 1 && !relay_tuple(d->a, w->operands[0], ll))
+      return false;
+  }
+  return true;
+}
+
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (cx->device && !cx->device->is_gpu) return true;
@@ -831,10 +1043,25 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
     if (!default_layouts(&a, c)) return false;
   }
   if (m->entry && !copy_parameters(&a, m->entry)) return false;
+  Driver d;
+  memset(&d, 0, sizeof d);
+  d.a = &a;
+  bool ok = laid_out || !m->entry || lay_out(&d, m->entry, NULL);
+  for (int k = 0; ok && k < m->ncomps; k++) {
+    IrComputation *c = m->comps[k];
+    if (!simp_is_fused_computation(c) && !laid_out && !ptrmap_get(&d.done, c)) ok = lay_out(&d, c, NULL);
+  }
+  for (int k = 0; k < d.nowned; k++) {
+    fx_free(d.owned[k]->elem);
+    fx_free(d.owned[k]);
+  }
+  fx_free(d.owned);
+  ptrmap_free(&d.loops);
+  ptrmap_free(&d.done);
+  if (!ok) return false;
   for (int k = 0; k < m->ncomps; k++) {
     IrComputation *c = m->comps[k];
     if (simp_is_fused_computation(c)) continue;
-    if (!laid_out && !propagate_layouts(&a, c)) return false;
     /* a constrained call gets copies inserted before it: it is met again, and is then done */
     for (int q = 0; q < c->ninstrs; q++) {
       IrInstr *i = c->instrs[q];

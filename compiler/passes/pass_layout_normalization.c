@@ -16,6 +16,10 @@
  *   copy into the layout it already has -> its operand
  *   bitcast-convert between types of one width -> bitcast
  *   an elementwise op in a layout       -> the same op on its operands' physical values
+ *   a slice, dynamic slice or update, concatenate in a layout -> the same on physical shapes (its
+ *                                          per-dimension attributes and index operands reordered)
+ *   a value in a layout left as it is (a loop's state, a GEMM's result) -> read in physical order
+ *                                          through one bitcast
  *   a transpose between laid-out values -> a transpose of physical orders, or a bitcast when the
  *                                          layouts keep the bytes where they are
  *   a reshape whose layouts keep the bytes -> bitcast
@@ -43,6 +47,9 @@ typedef struct {
   /* the instructions normalize_laid rewrote: their replacements take their names once they go */
   IrInstr **laid;
   int nlaid, caplaid;
+  /* a value in a layout that is not rewritten (a loop's state, a GEMM's result) -> the bitcast
+     that reads it in physical order */
+  PtrMap views;
 } Normalizer;
 
 /* ---------- physical order ---------- */
@@ -76,6 +83,19 @@ static void report(Normalizer *n, const char *producer, const char *result, cons
  * else x itself. */
 static IrInstr *norm(IrInstr *x) { return x->aux ? (IrInstr *)x->aux : x; }
 
+/* x in physical order: its rewrite, or for a value in a layout that stays as it is (a loop's
+ * state element, a GEMM's result), one bitcast into its physical shape (LayoutNormalization reads
+ * such a value through a bitcast); NULL when out of memory. */
+static IrInstr *physical_view(Normalizer *n, IrInstr *x) {
+  if (x->aux || !ir_shape_is_array(&x->shape) || is_default(&x->shape)) return norm(x);
+  IrInstr *v = ptrmap_get(&n->views, x);
+  if (v) return v;
+  IrShape ps = physical(n->m, &x->shape);
+  v = ir_instr_new_before(x->parent, NULL, IR_OP_BITCAST, &ps, &x, 1, ir_module_series_name(n->m, "bitcast", false));
+  if (v && !ptrmap_put(&n->views, x, v)) return NULL;
+  return v;
+}
+
 /* ---------- values in a layout ---------- */
 
 /* copy(x): a transpose from x's physical order into the copy's; nothing when they agree. */
@@ -86,7 +106,7 @@ static bool normalize_copy(Normalizer *n, IrInstr *copy) {
   /* A value that arrives in a layout (an entry parameter) is not rewritten: XLA reads it through a
      bitcast into its physical order, which is not a reshape of its logical values, the only
      bitcast fxplain's runtime knows. Its copy stays a copy: a kernel that changes the layout. */
-  if (!is_default(from) && !x->aux) return true;
+  if (!is_default(from) && !x->aux && x->op == IR_OP_PARAMETER && x->parent->is_entry) return true;
   int src[IR_MAX_RANK], dst[IR_MAX_RANK];
   int64_t perm[IR_MAX_RANK];
   major_order(from, src);
@@ -98,7 +118,8 @@ static bool normalize_copy(Normalizer *n, IrInstr *copy) {
       if (src[q] == dst[k]) perm[k] = q;
     identity &= perm[k] == k;
   }
-  IrInstr *v = norm(x);
+  IrInstr *v = physical_view(n, x);
+  if (!v) return oom(n);
   char cname[256], msg[600];
   snprintf(cname, sizeof cname, "%s", copy->name);
   if (!identity) {
@@ -189,10 +210,10 @@ static bool normalize_laid(Normalizer *n, IrInstr *i) {
   bool any = !is_default(&i->shape);
   for (int k = 0; k < i->noperands; k++) any = any || laid_out(i->operands[k]);
   if (!any || !ir_shape_is_array(&i->shape)) return true;
-  IrInstr *ops[8];
-  if (i->noperands > 8) return true;
+  IrInstr *ops[IR_MAX_RANK + 2];
+  if (i->noperands > IR_MAX_RANK + 2) return true;
   for (int k = 0; k < i->noperands; k++) {
-    ops[k] = norm(i->operands[k]);
+    if (!(ops[k] = physical_view(n, i->operands[k]))) return oom(n);
     if (!ir_shape_is_array(&ops[k]->shape) || !is_default(&ops[k]->shape)) return true;
   }
   IrShape ps = physical(n->m, &i->shape);
@@ -207,6 +228,63 @@ static bool normalize_laid(Normalizer *n, IrInstr *i) {
     if (!x) return oom(n);
     x->shape = ps;
     snprintf(msg, sizeof msg, "%s computes on its operands' physical order as %s", i->name, x->name);
+  } else if (i->op == IR_OP_SLICE || i->op == IR_OP_DYNAMIC_SLICE || i->op == IR_OP_DYNAMIC_UPDATE_SLICE ||
+             i->op == IR_OP_CONCATENATE) {
+    /* the same data movement on physical shapes: its per-dimension attributes and index operands
+       in physical order (every array operand has the result's layout) */
+    int r = i->shape.rank, major[IR_MAX_RANK], pos[IR_MAX_RANK];
+    int narr = i->op == IR_OP_DYNAMIC_UPDATE_SLICE ? 2 : i->op == IR_OP_CONCATENATE ? i->noperands : 1;
+    for (int k = 0; k < narr; k++) {
+      const IrShape *o = &i->operands[k]->shape;
+      IrShape po = physical(n->m, o);
+      if (o->rank != r || !ir_shape_same_dims(&ops[k]->shape, &po)) return true;
+      for (int q = 0; q < r && o->has_layout && i->shape.has_layout; q++)
+        if (o->minor_to_major[q] != i->shape.minor_to_major[q]) return true;
+    }
+    major_order(&i->shape, major);
+    for (int k = 0; k < r; k++) pos[major[k]] = k;
+    IrInstr *nops[IR_MAX_RANK + 2];
+    int nn = i->noperands;
+    if (i->op == IR_OP_DYNAMIC_SLICE || i->op == IR_OP_DYNAMIC_UPDATE_SLICE) {
+      if (nn != narr + r) return true;
+      for (int k = 0; k < narr; k++) nops[k] = ops[k];
+      for (int k = 0; k < r; k++) nops[narr + k] = ops[narr + major[k]];
+    } else {
+      for (int k = 0; k < nn; k++) nops[k] = ops[k];
+    }
+    x = ir_instr_copy(i->parent, i, nops, ir_module_series_name(n->m, ir_op_name(i->op), false));
+    if (!x) return oom(n);
+    x->shape = ps;
+    if (i->op == IR_OP_SLICE) {
+      int64_t st[IR_MAX_RANK], li[IR_MAX_RANK], sd[IR_MAX_RANK], nst[IR_MAX_RANK], nli[IR_MAX_RANK], nsd[IR_MAX_RANK];
+      if (ir_attr_slice(i, st, li, sd, IR_MAX_RANK) != r) {
+        ir_instr_remove(x);
+        return true;
+      }
+      for (int k = 0; k < r; k++) {
+        nst[k] = st[major[k]];
+        nli[k] = li[major[k]];
+        nsd[k] = sd[major[k]];
+      }
+      ir_attr_set_slice(x, nst, nli, nsd, r);
+    } else if (i->op == IR_OP_DYNAMIC_SLICE) {
+      int64_t sz[IR_MAX_RANK], nsz[IR_MAX_RANK];
+      if (ir_attr_dims(i, "dynamic_slice_sizes", sz, IR_MAX_RANK) != r) {
+        ir_instr_remove(x);
+        return true;
+      }
+      for (int k = 0; k < r; k++) nsz[k] = sz[major[k]];
+      ir_attr_set_dims(x, "dynamic_slice_sizes", nsz, r);
+    } else if (i->op == IR_OP_CONCATENATE) {
+      int64_t d;
+      if (ir_attr_dims(i, "dimensions", &d, 1) != 1 || d < 0 || d >= r) {
+        ir_instr_remove(x);
+        return true;
+      }
+      int64_t nd = pos[d];
+      ir_attr_set_dims(x, "dimensions", &nd, 1);
+    }
+    snprintf(msg, sizeof msg, "%s moves its operands' physical values as %s", i->name, x->name);
   } else if (i->op == IR_OP_TRANSPOSE) {
     int64_t perm[IR_MAX_RANK], np[IR_MAX_RANK];
     int r = i->shape.rank, pin[IR_MAX_RANK], mout[IR_MAX_RANK];
@@ -590,7 +668,7 @@ static bool normalize(Normalizer *n, IrComputation *c) {
 static bool run(IrModule *m, PassContext *cx, bool *changed) {
   *changed = false;
   if (cx->device && !cx->device->is_gpu) return true;
-  Normalizer n = {cx, m, 0, NULL, 0, 0};
+  Normalizer n = {cx, m, 0, NULL, 0, 0, {0}};
   bool ok = true;
   for (int k = 0; ok && k < m->ncomps; k++) {
     if (pass_interrupted(cx)) break;
@@ -599,6 +677,7 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
     ok = normalize(&n, c);
   }
   fx_free(n.laid);
+  ptrmap_free(&n.views);
   *changed = n.rewrites > 0;
   return ok;
 }

@@ -144,6 +144,34 @@ static const char *BIAS_ON_TRANSPOSED =
     "  ROOT r = f32[6,8]{1,0} transpose(a), dimensions={1,0}\n"
     "}\n";
 
+/* A KV-cache-like loop: each step writes a transposed row block into the cache with a
+ * dynamic-update-slice and reads one back with a dynamic-slice. x's layout flows through the
+ * transpose into the update, the cache (a dynamic-update-slice cannot change layout) and so the
+ * loop's state: the body runs twice (its state free, then fixed to what its result got), the loop
+ * carries the cache in that layout and the entry copies its initial value into it once. */
+static const char *LOOP_STATE_LAYOUT =
+    "HloModule kv\n"
+    "cond {\n  s = (s32[], f32[6,8], f32[4,8,6], f32[1,8,6]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(s), index=0\n  n = s32[] constant(4)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+    "body {\n  s = (s32[], f32[6,8], f32[4,8,6], f32[1,8,6]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(s), index=0\n  x = f32[6,8] get-tuple-element(s), index=1\n"
+    "  cache = f32[4,8,6] get-tuple-element(s), index=2\n"
+    "  xt = f32[8,6] transpose(x), dimensions={1,0}\n  e = f32[8,6] exponential(xt)\n"
+    "  u = f32[1,8,6] reshape(e)\n  z = s32[] constant(0)\n"
+    "  c2 = f32[4,8,6] dynamic-update-slice(cache, u, i, z, z)\n"
+    "  r = f32[1,8,6] dynamic-slice(c2, i, z, z), dynamic_slice_sizes={1,8,6}\n"
+    "  h = f32[1,4,6] slice(r), slice={[0:1], [2:6], [0:6]}\n"
+    "  h2 = f32[1,8,6] concatenate(h, h), dimensions={1}\n"
+    "  a = f32[1,8,6] add(r, h2)\n"
+    "  one = s32[] constant(1)\n  i2 = s32[] add(i, one)\n"
+    "  ROOT t = (s32[], f32[6,8], f32[4,8,6], f32[1,8,6]) tuple(i2, x, c2, a)\n}\n"
+    "ENTRY main {\n  x0 = f32[6,8] parameter(0)\n  c0 = f32[4,8,6] parameter(1)\n"
+    "  z = s32[] constant(0)\n  zf = f32[] constant(0)\n  a0 = f32[1,8,6] broadcast(zf), dimensions={}\n"
+    "  init = (s32[], f32[6,8], f32[4,8,6], f32[1,8,6]) tuple(z, x0, c0, a0)\n"
+    "  w = (s32[], f32[6,8], f32[4,8,6], f32[1,8,6]) while(init), condition=cond, body=body\n"
+    "  ROOT out = f32[4,8,6] get-tuple-element(w), index=2\n}\n";
+
 /* GEMM results read through a transpose: p's only reader is the transpose (so the dot writes it
  * transposed), d2's is too but no GEMM writes the batch most minor, and d3 has another reader. */
 static const char *TRANSPOSED_RESULT =
@@ -453,6 +481,29 @@ TEST(a_vector_broadcast_takes_its_readers_layout) {
   ir_module_free(m);
 }
 
+TEST(a_loop_carries_its_state_in_the_layout_its_body_gives_it) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_named_passes(hlo_ok(LOOP_STATE_LAYOUT), "h100", passes, 2, &s);
+  if (!m) return;
+  IrInstr *w = NULL;
+  for (int k = 0; k < m->entry->ninstrs; k++)
+    if (m->entry->instrs[k]->op == IR_OP_WHILE) w = m->entry->instrs[k];
+  CHECK(w && w->shape.type == IR_TUPLE && w->shape.ntuple == 4);
+  if (w && w->shape.type == IR_TUPLE && w->shape.ntuple == 4) {
+    /* the cache in the update's layout (x's bytes, transposed by a bitcast), x row-major: the
+       state elements take layouts in their order, as XLA's buffers do */
+    CHECK(!ir_shape_default_layout(&w->shape.tuple[2]) && ir_shape_default_layout(&w->shape.tuple[1]));
+    IrComputation *body = ir_attr_comp(w, "body");
+    /* in the body nothing moves data but the copy back of x's row block: the transpose is a
+       bitcast, the dynamic-update-slice and dynamic-slice work on physical shapes */
+    CHECK(body && count_op_in(body, IR_OP_COPY) == 0);
+    CHECK(body && count_op_in(body, IR_OP_DYNAMIC_UPDATE_SLICE) == 1);
+  }
+  check_same_values(LOOP_STATE_LAYOUT, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 TEST(small_topk_becomes_xlas_topk_kernel) {
   Seen s;
   static const char *const passes[] = {"topk-specializer"};
@@ -511,6 +562,7 @@ int main(void) {
   RUN(a_transposed_value_is_reduced_where_it_lies);
   RUN(a_reshape_no_layout_makes_a_bitcast_reads_row_major);
   RUN(a_vector_broadcast_takes_its_readers_layout);
+  RUN(a_loop_carries_its_state_in_the_layout_its_body_gives_it);
   RUN(small_topk_becomes_xlas_topk_kernel);
   RUN(topk_xlas_kernel_cannot_take_stays_a_topk);
   return check_summary();
