@@ -15,8 +15,8 @@
  *     (InstructionCanChangeLayout is false), a transpose and a reshape take the layout that makes
  *     them bitcasts (ChooseOperandLayoutFromOutputLayout, ChooseOutputLayoutFromOperandLayout;
  *     forward through a transpose it is mandatory), a reduce prefers an operand layout that makes
- *     it a row reduction (PropagateReductionLayoutToOperand) and a broadcast of a scalar or a vector
- *     is made in its result's layout. A mandatory layout replaces another, a preferred one only fills a
+ *     it a row reduction (PropagateReductionLayoutToOperand) and a broadcast is made in its result's
+ *     layout, its operand in the same order. A mandatory layout replaces another, a preferred one only fills a
  *     value nothing constrained (NegotiateLayout declines);
  *   - what is left gets the default layout, first value first, and that propagates too
  *     (AssignLayoutsToUnconstrainedBuffers);
@@ -33,7 +33,7 @@
  *
  * fxplain lets layouts flow only through what layout-normalization rewrites on physical shapes
  * (elementwise operations, slices, dynamic slices and updates, concatenates, transposes, reshapes,
- * reduces, GEMMs, broadcasts of scalars and vectors) and through loops whose body and condition
+ * reduces, GEMMs, broadcasts) and through loops whose body and condition
  * only that loop runs; every other value and its operands keep the default layout, and so do the
  * parameters and results of other computations. Propagation order follows XLA's: mandatory
  * constraints first, then depth first.
@@ -346,7 +346,7 @@ typedef enum {
   FLOW_RESHAPE,     /* the layout that makes it a bitcast (ShapeUtil::AlignLayouts), when one does */
   FLOW_REDUCE,      /* result row-major; its operand's layout is free (a row reduction preferred) */
   FLOW_DOT,         /* GpuLayoutAssignment's GEMM constraints; result row-major unless a transpose reads it */
-  FLOW_BROADCAST,   /* of a scalar or a vector: made in its result's layout */
+  FLOW_BROADCAST,   /* made in its result's layout; its operand in the same order (GetBroadcastLayoutFromOutput) */
 } Flow;
 
 typedef struct {
@@ -408,9 +408,7 @@ static Flow flow_of(const IrInstr *i) {
   case IR_OP_DOT:
     return i->noperands == 2 ? FLOW_DOT : FLOW_FIXED;
   case IR_OP_BROADCAST:
-    return i->noperands == 1 && ir_shape_is_array(&i->operands[0]->shape) && i->operands[0]->shape.rank <= 1
-               ? FLOW_BROADCAST
-               : FLOW_FIXED;
+    return i->noperands == 1 && ir_shape_is_array(&i->operands[0]->shape) ? FLOW_BROADCAST : FLOW_FIXED;
   default:
     return FLOW_FIXED;
   }
@@ -511,6 +509,18 @@ static void propagate_result(Prop *p, int n) {
     case FLOW_RESHAPE:
       if (aligned(&i->shape, L, &x->shape, m)) set_operand(p, n, k, m, false);
       break;
+    case FLOW_BROADCAST: {
+      /* GetBroadcastLayoutFromOutput: the operand's dimensions in the order their result
+         dimensions have (mandatory) */
+      int64_t bd[IR_MAX_RANK];
+      int nb = ir_attr_dims(i, "dimensions", bd, IR_MAX_RANK), q = 0;
+      if (nb != x->shape.rank) break;
+      for (int t = 0; t < rank; t++)
+        for (int j = 0; j < nb; j++)
+          if (bd[j] == L[t]) m[q++] = j;
+      if (q == nb) set_operand(p, n, k, m, true);
+      break;
+    }
     case FLOW_REDUCE: {
       /* GpuLayoutAssignment::PropagateReductionLayoutToOperand: the operand layout that makes it a
          row reduction (the reduced dimensions most minor, the kept ones in the result's order),

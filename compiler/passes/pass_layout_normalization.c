@@ -156,14 +156,20 @@ static bool normalize_source(Normalizer *n, IrInstr *i) {
   major_order(&i->shape, major);
   for (int k = 0; k < i->shape.rank; k++) pos[major[k]] = k;
   IrShape s = physical(n->m, &i->shape);
-  IrInstr *ops[1] = {i->noperands ? i->operands[0] : NULL};
+  IrInstr *ops[1] = {i->noperands ? physical_view(n, i->operands[0]) : NULL};
+  if (i->noperands && !ops[0]) return oom(n);
   IrInstr *x = ir_instr_new_before(i->parent, i, i->op, &s, ops, i->noperands, ir_module_series_name(n->m, ir_op_name(i->op), false));
   if (!x) return oom(n);
   if (i->op == IR_OP_BROADCAST) {
     int64_t d[IR_MAX_RANK], nd[IR_MAX_RANK];
-    int cnt = ir_attr_dims(i, "dimensions", d, IR_MAX_RANK);
+    int cnt = ir_attr_dims(i, "dimensions", d, IR_MAX_RANK), omaj[IR_MAX_RANK];
+    if (cnt != i->operands[0]->shape.rank) {
+      ir_instr_remove(x);
+      return true;
+    }
+    major_order(&i->operands[0]->shape, omaj); /* the operand is read in its physical order */
     for (int k = 0; k < cnt; k++) {
-      nd[k] = pos[d[k]];
+      nd[k] = pos[d[omaj[k]]];
       if (k && nd[k] <= nd[k - 1]) {
         ir_instr_remove(x); /* operand dimensions out of order: left as it is */
         return true;

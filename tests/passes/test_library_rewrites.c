@@ -172,6 +172,20 @@ static const char *LOOP_STATE_LAYOUT =
     "  w = (s32[], f32[6,8], f32[4,8,6], f32[1,8,6]) while(init), condition=cond, body=body\n"
     "  ROOT out = f32[4,8,6] get-tuple-element(w), index=2\n}\n";
 
+/* A matrix broadcast along a new dimension, added to a value laid out by a transpose: the
+ * broadcast is made in its reader's layout and its operand read in the same order
+ * (GetBroadcastLayoutFromOutput), so the small operand moves, not the broadcast result. */
+static const char *BROADCAST_OF_A_MATRIX =
+    "HloModule bm\n"
+    "ENTRY main {\n"
+    "  p = f32[3,6,8]{2,1,0} parameter(0)\n"
+    "  y = f32[8,6]{1,0} parameter(1)\n"
+    "  t = f32[8,6,3]{2,1,0} transpose(p), dimensions={2,1,0}\n"
+    "  b = f32[8,6,3]{2,1,0} broadcast(y), dimensions={0,1}\n"
+    "  a = f32[8,6,3]{2,1,0} add(t, b)\n"
+    "  ROOT r = f32[3,6,8]{2,1,0} transpose(a), dimensions={2,1,0}\n"
+    "}\n";
+
 /* GEMM results read through a transpose: p's only reader is the transpose (so the dot writes it
  * transposed), d2's is too but no GEMM writes the batch most minor, and d3 has another reader. */
 static const char *TRANSPOSED_RESULT =
@@ -504,6 +518,21 @@ TEST(a_loop_carries_its_state_in_the_layout_its_body_gives_it) {
   ir_module_free(m);
 }
 
+TEST(a_matrix_broadcast_moves_its_operand_not_its_result) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "layout-normalization"};
+  IrModule *m = run_named_passes(hlo_ok(BROADCAST_OF_A_MATRIX), "h100", passes, 2, &s);
+  if (!m) return;
+  /* one transpose, of y's 48 elements; the add and the broadcast work on p's physical order */
+  CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 1 && count_op_in(m->entry, IR_OP_COPY) == 0);
+  for (int k = 0; k < m->entry->ninstrs; k++) {
+    const IrInstr *i = m->entry->instrs[k];
+    if (i->op == IR_OP_TRANSPOSE) CHECK(ir_shape_elements(&i->shape) == 48 && strcmp(i->operands[0]->name, "y") == 0);
+  }
+  check_same_values(BROADCAST_OF_A_MATRIX, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 TEST(small_topk_becomes_xlas_topk_kernel) {
   Seen s;
   static const char *const passes[] = {"topk-specializer"};
@@ -563,6 +592,7 @@ int main(void) {
   RUN(a_reshape_no_layout_makes_a_bitcast_reads_row_major);
   RUN(a_vector_broadcast_takes_its_readers_layout);
   RUN(a_loop_carries_its_state_in_the_layout_its_body_gives_it);
+  RUN(a_matrix_broadcast_moves_its_operand_not_its_result);
   RUN(small_topk_becomes_xlas_topk_kernel);
   RUN(topk_xlas_kernel_cannot_take_stays_a_topk);
   return check_summary();
