@@ -708,6 +708,17 @@ static int param_element(const IrComputation *c, const IrInstr *g) {
   return (int)k;
 }
 
+/* Gives back what propagation held: the instructions' node indices (aux) and its tables. */
+static void prop_release(Prop *p, int n) {
+  for (int k = 0; k < n; k++) {
+    p->order[k]->aux = NULL;
+    fx_free(p->nodes[k].ops);
+  }
+  fx_free(p->nodes);
+  fx_free(p->order);
+  fx_free(p->work);
+}
+
 /* Lays out computation c: constraints, propagation, defaults for what is left, then the layouts
  * written into the shapes and a copy wherever an operand's layout is not the one its reader
  * needs (AssignLayouts' CopyOperandIfLayoutsDiffer). */
@@ -812,13 +823,7 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
     }
   }
   if (ok && f && !f->apply) {
-    for (int k = 0; k < n; k++) {
-      p.order[k]->aux = NULL;
-      fx_free(p.nodes[k].ops);
-    }
-    fx_free(p.nodes);
-    fx_free(p.order);
-    fx_free(p.work);
+    prop_release(&p, n);
     return true;
   }
   /* AssignLayouts */
@@ -915,13 +920,7 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
       a->copies++;
     }
   }
-  for (int k = 0; k < n; k++) {
-    p.order[k]->aux = NULL;
-    fx_free(p.nodes[k].ops);
-  }
-  fx_free(p.nodes);
-  fx_free(p.order);
-  fx_free(p.work);
+  prop_release(&p, n);
   if (ok) ir_computation_sort(c);
   return ok;
 }
