@@ -349,10 +349,15 @@ typedef enum {
   FLOW_BROADCAST,   /* made in its result's layout; its operand in the same order (GetBroadcastLayoutFromOutput) */
 } Flow;
 
+/* Where a value's layout came from, for the decision that reports it. */
+typedef enum { WHY_DEFAULT, WHY_FIXED, WHY_OPERAND, WHY_READER, WHY_GEMM, WHY_LOOP } Why;
+
 typedef struct {
   int m2m[IR_MAX_RANK];
   bool set, mandatory, fixed;
   int updates;
+  Why why;
+  int from; /* the node whose layout this one follows, or -1 */
 } Lay;
 
 typedef struct {
@@ -373,6 +378,8 @@ typedef struct {
   Work *work;
   int nwork, capwork;
   bool oom;
+  Why why; /* what the next set_buffer records */
+  int from;
 } Prop;
 
 static int node_of(const IrInstr *i) { return (int)(intptr_t)i->aux - 1; }
@@ -451,7 +458,15 @@ static void set_buffer(Prop *p, int n, const int *m2m, bool mandatory) {
   memcpy(l->m2m, m2m, sizeof(int) * (size_t)rank);
   l->set = true;
   l->mandatory = mandatory;
+  l->why = p->why;
+  l->from = p->from;
   push(p, n, -1);
+}
+
+static void set_buffer_why(Prop *p, int n, const int *m2m, bool mandatory, Why why, int from) {
+  p->why = why;
+  p->from = from;
+  set_buffer(p, n, m2m, mandatory);
 }
 
 /* SetOperandLayout: the same rules for what instruction n needs operand k in. */
@@ -562,13 +577,13 @@ static void propagate_operand(Prop *p, int n, int k) {
   const int *C = nd->ops[k].m2m;
   if (!is_array2(&x->shape)) return;
   int xn = node_of(x);
-  if (xn >= 0) set_buffer(p, xn, C, false); /* PropagateUseConstraintToDefs */
+  if (xn >= 0) set_buffer_why(p, xn, C, false, WHY_READER, n); /* PropagateUseConstraintToDefs */
   int m[IR_MAX_RANK];
   switch (nd->flow) {
   case FLOW_ELEMENTWISE:
     for (int j = 0; j < i->noperands; j++)
       if (j != k && i->operands[j]->shape.rank == x->shape.rank) set_operand(p, n, j, C, true);
-    if (i->shape.rank == x->shape.rank) set_buffer(p, n, C, true);
+    if (i->shape.rank == x->shape.rank) set_buffer_why(p, n, C, true, WHY_OPERAND, xn);
     break;
   case FLOW_TRANSPOSE: {
     int64_t perm[IR_MAX_RANK];
@@ -576,11 +591,11 @@ static void propagate_operand(Prop *p, int n, int k) {
     if (ir_attr_dims(i, "dimensions", perm, IR_MAX_RANK) != rank) break;
     for (int q = 0; q < rank; q++) inv[perm[q]] = q;
     for (int q = 0; q < rank; q++) m[q] = inv[C[q]];
-    set_buffer(p, n, m, true); /* OperandLayoutAlwaysPropagateForward(transpose) */
+    set_buffer_why(p, n, m, true, WHY_OPERAND, xn); /* OperandLayoutAlwaysPropagateForward(transpose) */
     break;
   }
   case FLOW_RESHAPE:
-    if (is_array2(&i->shape) && aligned(&x->shape, C, &i->shape, m)) set_buffer(p, n, m, false);
+    if (is_array2(&i->shape) && aligned(&x->shape, C, &i->shape, m)) set_buffer_why(p, n, m, false, WHY_OPERAND, xn);
     break;
   default:
     break;
@@ -600,7 +615,7 @@ static void fix_default(Prop *p, int n, int k) {
   int m[IR_MAX_RANK];
   if (k < 0) {
     default_order(i->shape.rank, m);
-    set_buffer(p, n, m, true);
+    set_buffer_why(p, n, m, true, WHY_FIXED, -1);
     p->nodes[n].out.fixed = true;
   } else {
     default_order(i->operands[k]->shape.rank, m);
@@ -665,7 +680,7 @@ static void dot_constraints(Prop *p, int n) {
       for (int j = 0; j < r; j++) dims[j] = j;
       if (nb + nfree[0] + nfree[1] == r &&
           simp_matrix_layout(r, m, dims, nb, dims + nb, nfree[0], dims + nb + nfree[0], nfree[1])) {
-        set_buffer(p, n, m, true);
+        set_buffer_why(p, n, m, true, WHY_GEMM, node_of(t));
         p->nodes[n].out.fixed = true;
         return;
       }
@@ -708,6 +723,42 @@ static int param_element(const IrComputation *c, const IrInstr *g) {
   return (int)k;
 }
 
+/* The decision that says where a value's layout (not the default) came from. */
+static void report_layout(Assigner *a, const Prop *p, int k) {
+  const IrInstr *i = p->order[k];
+  const Lay *l = &p->nodes[k].out;
+  const IrInstr *src = l->from >= 0 ? p->order[l->from] : NULL;
+  char lay[128];
+  layout_text(&i->shape, lay, sizeof lay);
+  PassDecision d = {.pass = a->cx->pass, .stage = a->cx->stage, .action = "rewrite", .producer = i->name,
+                    .consumer = src ? src->name : NULL, .accepted = true};
+  switch (l->why) {
+  case WHY_OPERAND:
+    if (i->op == IR_OP_TRANSPOSE || i->op == IR_OP_RESHAPE)
+      pass_emit(a->cx->sink, &d, "%s gets layout %s, the one that leaves %s's bytes where they are: the %s is a bitcast",
+                i->name, lay, src ? src->name : "its operand", ir_op_name(i->op));
+    else
+      pass_emit(a->cx->sink, &d, "%s gets layout %s from its operand %s: a %s cannot change layout", i->name, lay,
+                src ? src->name : "?", ir_op_name(i->op));
+    break;
+  case WHY_READER:
+    pass_emit(a->cx->sink, &d, "%s is made in layout %s, the layout %s reads it in", i->name, lay, src ? src->name : "its reader");
+    break;
+  case WHY_GEMM:
+    pass_emit(a->cx->sink, &d, "%s writes its result in layout %s, the order %s reads it in: only that transpose reads "
+              "the GEMM's result and a GEMM writes either order of a matrix, so the transpose is a bitcast",
+              i->name, lay, src ? src->name : "its transpose");
+    break;
+  case WHY_LOOP:
+    pass_emit(a->cx->sink, &d, "%s, part of a loop's state, has layout %s: the layout the loop's body gives that element",
+              i->name, lay);
+    break;
+  default:
+    pass_emit(a->cx->sink, &d, "%s gets layout %s", i->name, lay);
+    break;
+  }
+}
+
 /* Gives back what propagation held: the instructions' node indices (aux) and its tables. */
 static void prop_release(Prop *p, int n) {
   for (int k = 0; k < n; k++) {
@@ -725,7 +776,7 @@ static void prop_release(Prop *p, int n) {
 static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
   int n = c->ninstrs;
   Prop p = {a, c, fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1)), fx_calloc((size_t)(n ? n : 1), sizeof(Node)),
-            NULL, 0, 0, false};
+            NULL, 0, 0, false, WHY_DEFAULT, -1};
   if (!p.nodes || !p.order) {
     fx_free(p.nodes);
     fx_free(p.order);
@@ -760,15 +811,15 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
     }
     if (is_array2(&i->shape)) {
       if (i->op == IR_OP_PARAMETER && c->is_entry && i->shape.has_layout) {
-        set_buffer(&p, k, i->shape.minor_to_major, true);
+        set_buffer_why(&p, k, i->shape.minor_to_major, true, WHY_FIXED, -1);
         nd->out.fixed = true;
       } else if (pe >= 0 && f->state_free) {
         /* nothing fixes it */
       } else if (pe >= 0 && pe < f->state->n && f->state->elem[pe].set) {
-        set_buffer(&p, k, f->state->elem[pe].m2m, true);
+        set_buffer_why(&p, k, f->state->elem[pe].m2m, true, WHY_LOOP, -1);
         nd->out.fixed = true;
       } else if (we >= 0 && ll->elem[we].set) {
-        set_buffer(&p, k, ll->elem[we].m2m, true);
+        set_buffer_why(&p, k, ll->elem[we].m2m, true, WHY_LOOP, -1);
         nd->out.fixed = true;
       } else {
         fix_default(&p, k, -1);
@@ -798,7 +849,7 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
   if (c->root && is_array2(&c->root->shape) && node_of(c->root) >= 0) {
     int m[IR_MAX_RANK];
     default_order(c->root->shape.rank, m);
-    set_buffer(&p, node_of(c->root), m, false);
+    set_buffer_why(&p, node_of(c->root), m, false, WHY_FIXED, -1);
   }
   drain(&p);
   /* AssignLayoutsToUnconstrainedBuffers: the first unconstrained result gets the default layout,
@@ -808,7 +859,7 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
     if (!is_array2(&i->shape) || p.nodes[k].out.set) continue;
     int m[IR_MAX_RANK];
     default_order(i->shape.rank, m);
-    set_buffer(&p, k, m, false);
+    set_buffer_why(&p, k, m, false, WHY_DEFAULT, -1);
     drain(&p);
   }
   if (p.oom) ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
@@ -840,6 +891,7 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
       i->shape = s;
       if (was_default != ir_shape_default_layout(&i->shape) || !was_default) a->relaid++;
     }
+    if (!ir_shape_default_layout(&i->shape) && !(i->op == IR_OP_PARAMETER && c->is_entry)) report_layout(a, &p, k);
   }
   /* a reshape reads its operand in the layout that keeps the bytes of its result's (a bitcast);
      where none does, it reads it row-major and a copy after it makes its result's layout

@@ -464,6 +464,17 @@ TEST(a_transposed_value_is_reduced_where_it_lies) {
   ir_module_free(m);
 }
 
+TEST(layout_assignment_says_where_a_layout_came_from) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment"};
+  IrModule *m = run_named_passes(hlo_ok(TRANSPOSED_THEN_REDUCED), "h100", passes, 1, &s);
+  if (!m) return;
+  /* t and c are laid out (the parameter's order): one decision each, the convert's last */
+  CHECK(s.accepted == 2);
+  CHECK_STR(s.last, "c gets layout {0,1} from its operand t: a convert cannot change layout");
+  ir_module_free(m);
+}
+
 TEST(a_reshape_no_layout_makes_a_bitcast_reads_row_major) {
   Seen s;
   static const char *const passes[] = {"layout-assignment", "layout-normalization"};
@@ -589,6 +600,7 @@ int main(void) {
   RUN(a_transpose_something_else_constrains_moves_data);
   RUN(a_gemm_result_only_a_transpose_reads_is_written_transposed);
   RUN(a_transposed_value_is_reduced_where_it_lies);
+  RUN(layout_assignment_says_where_a_layout_came_from);
   RUN(a_reshape_no_layout_makes_a_bitcast_reads_row_major);
   RUN(a_vector_broadcast_takes_its_readers_layout);
   RUN(a_loop_carries_its_state_in_the_layout_its_body_gives_it);
