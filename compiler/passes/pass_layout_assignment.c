@@ -354,7 +354,7 @@ typedef enum { WHY_DEFAULT, WHY_FIXED, WHY_OPERAND, WHY_READER, WHY_GEMM, WHY_LO
 
 typedef struct {
   int m2m[IR_MAX_RANK];
-  bool set, mandatory, fixed;
+  bool set, fixed;
   int updates;
   Why why;
   int from; /* the node whose layout this one follows, or -1 */
@@ -386,26 +386,26 @@ static int node_of(const IrInstr *i) { return (int)(intptr_t)i->aux - 1; }
 
 static bool is_array2(const IrShape *s) { return ir_shape_is_array(s) && s->type != IR_TOKEN && s->rank >= 2; }
 
+/* Whether every operand of i is an array of i's rank or a scalar (index operands). */
+static bool operands_of_its_rank(const IrInstr *i) {
+  for (int k = 0; k < i->noperands; k++) {
+    const IrShape *o = &i->operands[k]->shape;
+    if (!ir_shape_is_array(o) || (o->rank != i->shape.rank && o->rank != 0)) return false;
+  }
+  return true;
+}
+
 static Flow flow_of(const IrInstr *i) {
   if (!ir_shape_is_array(&i->shape) || i->shape.type == IR_TOKEN) return FLOW_FIXED;
-  if (ir_op_is_elementwise(i->op) && i->op != IR_OP_BITCAST_CONVERT) {
-    for (int k = 0; k < i->noperands; k++) {
-      const IrShape *o = &i->operands[k]->shape;
-      if (!ir_shape_is_array(o) || (o->rank != i->shape.rank && o->rank != 0)) return FLOW_FIXED;
-    }
-    return FLOW_ELEMENTWISE;
-  }
+  if (ir_op_is_elementwise(i->op) && i->op != IR_OP_BITCAST_CONVERT)
+    return operands_of_its_rank(i) ? FLOW_ELEMENTWISE : FLOW_FIXED;
   switch (i->op) {
   case IR_OP_SLICE:
   case IR_OP_DYNAMIC_SLICE:
   case IR_OP_DYNAMIC_UPDATE_SLICE:
   case IR_OP_CONCATENATE:
     /* data movement that cannot change layout: its array operands and result share one */
-    for (int k = 0; k < i->noperands; k++) {
-      const IrShape *o = &i->operands[k]->shape;
-      if (!ir_shape_is_array(o) || (o->rank != i->shape.rank && o->rank != 0)) return FLOW_FIXED;
-    }
-    return i->noperands > 0 ? FLOW_ELEMENTWISE : FLOW_FIXED;
+    return i->noperands > 0 && operands_of_its_rank(i) ? FLOW_ELEMENTWISE : FLOW_FIXED;
   case IR_OP_TRANSPOSE:
     return i->noperands == 1 ? FLOW_TRANSPOSE : FLOW_FIXED;
   case IR_OP_RESHAPE:
@@ -441,23 +441,24 @@ static void push(Prop *p, int node, int operand) {
   p->work[p->nwork++] = (Work){node, operand};
 }
 
-/* SetBufferLayout: a mandatory layout replaces another (a bounded number of times); a preferred
- * one only fills an unconstrained result (NegotiateLayout declines the rest). */
-static void set_buffer(Prop *p, int n, const int *m2m, bool mandatory) {
-  IrInstr *i = p->order[n];
-  Lay *l = &p->nodes[n].out;
-  int rank = i->shape.rank;
+/* The rule SetBufferLayout and SetOperandLayout share: a mandatory layout replaces another (a
+ * bounded number of times), a preferred one only fills an unconstrained one (NegotiateLayout
+ * declines the rest). True when l took m2m. */
+static bool update_lay(Lay *l, const int *m2m, int rank, bool mandatory) {
   if (l->set) {
-    if (same_lay(l, m2m, rank)) {
-      l->mandatory |= mandatory;
-      return;
-    }
-    if (l->fixed || !mandatory || l->updates >= 4) return;
+    if (same_lay(l, m2m, rank)) return false;
+    if (l->fixed || !mandatory || l->updates >= 4) return false;
     l->updates++;
   }
   memcpy(l->m2m, m2m, sizeof(int) * (size_t)rank);
   l->set = true;
-  l->mandatory = mandatory;
+  return true;
+}
+
+/* SetBufferLayout: node n's result. */
+static void set_buffer(Prop *p, int n, const int *m2m, bool mandatory) {
+  Lay *l = &p->nodes[n].out;
+  if (!update_lay(l, m2m, p->order[n]->shape.rank, mandatory)) return;
   l->why = p->why;
   l->from = p->from;
   push(p, n, -1);
@@ -469,21 +470,10 @@ static void set_buffer_why(Prop *p, int n, const int *m2m, bool mandatory, Why w
   set_buffer(p, n, m2m, mandatory);
 }
 
-/* SetOperandLayout: the same rules for what instruction n needs operand k in. */
+/* SetOperandLayout: what instruction n needs operand k in. */
 static void set_operand(Prop *p, int n, int k, const int *m2m, bool mandatory) {
   Node *nd = &p->nodes[n];
-  if (!nd->ops) return;
-  Lay *l = &nd->ops[k];
-  int rank = p->order[n]->operands[k]->shape.rank;
-  if (l->set) {
-    if (same_lay(l, m2m, rank)) return;
-    if (l->fixed || !mandatory || l->updates >= 4) return;
-    l->updates++;
-  }
-  memcpy(l->m2m, m2m, sizeof(int) * (size_t)rank);
-  l->set = true;
-  l->mandatory = mandatory;
-  push(p, n, k);
+  if (nd->ops && update_lay(&nd->ops[k], m2m, p->order[n]->operands[k]->shape.rank, mandatory)) push(p, n, k);
 }
 
 static void major_of(const int *m2m, int rank, int *major) {
@@ -870,7 +860,7 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
       int xn = node_of(x);
       if (!is_array2(&x->shape) || xn < 0 || !p.nodes[xn].out.set) continue;
       ro->elem[q] = p.nodes[xn].out;
-      ro->elem[q].fixed = ro->elem[q].mandatory = false;
+      ro->elem[q].fixed = false;
     }
   }
   if (ok && f && !f->apply) {

@@ -70,6 +70,13 @@ static IrShape physical(IrModule *m, const IrShape *s) {
   return ir_shape_array(&m->arena, s->type, s->rank, dims);
 }
 
+/* Positions of s's dimensions in its physical order. */
+static void positions(const IrShape *s, int *pos) {
+  int major[IR_MAX_RANK];
+  major_order(s, major);
+  for (int k = 0; k < s->rank; k++) pos[major[k]] = k;
+}
+
 static bool oom(Normalizer *n) { return fx_error_set(n->cx->err, NULL, 0, 0, "%s: out of memory", n->cx->pass); }
 
 static void report(Normalizer *n, const char *producer, const char *result, const char *fmt_detail) {
@@ -152,9 +159,8 @@ static bool normalize_copy(Normalizer *n, IrInstr *copy) {
 
 /* A broadcast or iota made in a layout: the same op in physical order. */
 static bool normalize_source(Normalizer *n, IrInstr *i) {
-  int major[IR_MAX_RANK], pos[IR_MAX_RANK];
-  major_order(&i->shape, major);
-  for (int k = 0; k < i->shape.rank; k++) pos[major[k]] = k;
+  int pos[IR_MAX_RANK];
+  positions(&i->shape, pos);
   IrShape s = physical(n->m, &i->shape);
   IrInstr *ops[1] = {i->noperands ? physical_view(n, i->operands[0]) : NULL};
   if (i->noperands && !ops[0]) return oom(n);
@@ -198,11 +204,18 @@ static bool normalize_source(Normalizer *n, IrInstr *i) {
 
 /* ---------- values layout-assignment laid out ---------- */
 
-/* Positions of s's dimensions in its physical order. */
-static void positions(const IrShape *s, int *pos) {
-  int major[IR_MAX_RANK];
-  major_order(s, major);
-  for (int k = 0; k < s->rank; k++) pos[major[k]] = k;
+/* Whether a reshape between laid-out values keeps every element where it is: its layout (none
+ * given: row-major) is the one simp_reshape_layout derives from its operand's
+ * (ShapeUtil::ReshapeIsBitcast). */
+static bool reshape_keeps_bytes(const IrInstr *r) {
+  const IrShape *in = &r->operands[0]->shape, *out = &r->shape;
+  if (!ir_shape_is_array(in)) return false;
+  int major[IR_MAX_RANK], m2m[IR_MAX_RANK];
+  major_order(in, major);
+  if (!simp_reshape_layout(in, major, out, m2m)) return false;
+  for (int k = 0; k < out->rank; k++)
+    if (m2m[k] != (out->has_layout ? out->minor_to_major[k] : out->rank - 1 - k)) return false;
+  return true;
 }
 
 static bool laid_out(const IrInstr *x) { return x->aux || (ir_shape_is_array(&x->shape) && !is_default(&x->shape)); }
@@ -248,7 +261,7 @@ static bool normalize_laid(Normalizer *n, IrInstr *i) {
         if (o->minor_to_major[q] != i->shape.minor_to_major[q]) return true;
     }
     major_order(&i->shape, major);
-    for (int k = 0; k < r; k++) pos[major[k]] = k;
+    positions(&i->shape, pos);
     IrInstr *nops[IR_MAX_RANK + 2];
     int nn = i->noperands;
     if (i->op == IR_OP_DYNAMIC_SLICE || i->op == IR_OP_DYNAMIC_UPDATE_SLICE) {
@@ -313,12 +326,7 @@ static bool normalize_laid(Normalizer *n, IrInstr *i) {
     }
     if (!x) return oom(n);
   } else if (i->op == IR_OP_RESHAPE) {
-    const IrShape *in = &i->operands[0]->shape;
-    int major[IR_MAX_RANK], m2m[IR_MAX_RANK];
-    major_order(in, major);
-    if (!simp_reshape_layout(in, major, &i->shape, m2m)) return true;
-    for (int k = 0; k < i->shape.rank; k++)
-      if (m2m[k] != (i->shape.has_layout ? i->shape.minor_to_major[k] : i->shape.rank - 1 - k)) return true;
+    if (!reshape_keeps_bytes(i)) return true;
     x = ir_instr_new_before(i->parent, i, IR_OP_BITCAST, &ps, &ops[0], 1, i->name);
     if (!x) return oom(n);
     snprintf(msg, sizeof msg, "%s (reshape) becomes a bitcast: its layouts keep the elements in their order in memory",
@@ -385,8 +393,7 @@ static bool reread(Normalizer *n, IrInstr *u, PtrMap *made) {
     if (!x->aux) continue;
     IrInstr *b = ptrmap_get(made, x); /* one bitcast for all readers of x */
     if (!b) {
-      IrInstr *v = (IrInstr *)x->aux;
-      while (v->op == IR_OP_BITCAST && v->noperands == 1) v = v->operands[0]; /* bitcast(bitcast(y)) is bitcast(y) */
+      IrInstr *v = (IrInstr *)x->aux; /* a bitcast of a bitcast folds in step two (HandleBitcast) */
       b = ir_instr_new_before(u->parent, u, IR_OP_BITCAST, &x->shape, &v, 1,
                               ir_module_series_name(n->m, "bitcast", false));
       if (!b || !ptrmap_put(made, x, b)) return oom(n);
@@ -509,37 +516,6 @@ static bool broadcast_is_bitcast(const IrInstr *b) {
   return true;
 }
 
-/* Whether a transpose's layouts undo its permutation (layout-assignment gives a GEMM's transposed
- * operand such a layout, or a GEMM's result read only through the transpose): its bytes are its
- * operand's (ShapeUtil::TransposeIsBitcast). */
-static bool transpose_keeps_bytes(const IrInstr *t) {
-  const IrShape *in = &t->operands[0]->shape, *out = &t->shape;
-  int64_t perm[IR_MAX_RANK];
-  if (!ir_shape_is_array(out) || !ir_shape_is_array(in) || (is_default(in) && is_default(out)) ||
-      in->rank != out->rank || ir_attr_dims(t, "dimensions", perm, IR_MAX_RANK) != out->rank)
-    return false;
-  int out_major[IR_MAX_RANK] = {0}, in_major[IR_MAX_RANK] = {0};
-  major_order(out, out_major);
-  major_order(in, in_major);
-  for (int k = 0; k < out->rank; k++)
-    if (perm[out_major[k]] != in_major[k]) return false;
-  return true;
-}
-
-/* Whether a reshape between laid-out values keeps every element where it is: its layout is the
- * one simp_reshape_layout derives from its operand's (ShapeUtil::ReshapeIsBitcast, for the
- * reshapes layout-assignment lays out). */
-static bool reshape_keeps_bytes(const IrInstr *r) {
-  const IrShape *in = &r->operands[0]->shape, *out = &r->shape;
-  if (!ir_shape_is_array(in) || !out->has_layout) return false;
-  int major[IR_MAX_RANK], m2m[IR_MAX_RANK];
-  major_order(in, major);
-  if (!simp_reshape_layout(in, major, out, m2m)) return false;
-  for (int k = 0; k < out->rank; k++)
-    if (out->minor_to_major[k] != m2m[k]) return false;
-  return true;
-}
-
 /* XLA's HandleBitcastConvert with rewrite_no_op_bitcast_convert_to_bitcast (XLA:GPU sets it): a
  * bitcast-convert whose result has its operand's dimensions and layout reads the same bytes as
  * another type of the same width. */
@@ -562,14 +538,7 @@ static bool to_bitcast(Normalizer *n, IrInstr *i) {
            "bitcast-convert)";
   else if (i->shape.type != i->operands[0]->shape.type)
     return true;
-  else if (laid && i->op == IR_OP_TRANSPOSE && transpose_keeps_bytes(i))
-    what = "its layout leaves the bytes where they are (the layout-sensitive simplifier's transpose-is-bitcast)";
-  else if (laid && i->op == IR_OP_RESHAPE && reshape_keeps_bytes(i))
-    what = "its layout keeps the elements in their order in memory";
-  else if (i->op == IR_OP_TRANSPOSE && !is_default(&i->operands[0]->shape) && transpose_keeps_bytes(i))
-    what = "its operand's layout already holds the elements in its order (the layout-sensitive simplifier's "
-           "transpose-is-bitcast)";
-  else if (laid || !is_default(&i->operands[0]->shape))
+  else if (laid || !is_default(&i->operands[0]->shape)) /* normalize_laid rewrote what keeps its bytes */
     return true;
   else if (i->op == IR_OP_RESHAPE)
     what = "a reshape between row-major values only renames dimensions";
