@@ -310,13 +310,7 @@ static bool constrain_conv(Assigner *a, IrInstr *conv) {
       copy = ir_instr_new_before(gte->parent, NULL, IR_OP_COPY, &gte->shape, &gte, 1,
                                  ir_module_series_name(a->m, "copy", false));
       if (!copy) return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
-      for (int v = gte->nusers - 1; v >= 0; v--) {
-        IrInstr *user = gte->users[v];
-        if (user == copy) continue;
-        for (int o = 0; o < user->noperands; o++)
-          if (user->operands[o] == gte) ir_set_operand(user, o, copy);
-      }
-      if (gte->is_root) ir_set_root(gte->parent, copy);
+      ir_replace_all_uses(gte, copy); /* its readers and the root read the copy; the copy reads gte */
     }
     IrShape gs;
     if (!relaid(a->m, &gte->shape, mout, &gs)) return fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
@@ -914,13 +908,7 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
       ok = fx_error_set(a->cx->err, NULL, 0, 0, "%s: out of memory", a->cx->pass);
       break;
     }
-    for (int u = i->nusers - 1; u >= 0; u--) {
-      IrInstr *r = i->users[u];
-      if (r == copy) continue;
-      for (int o = 0; o < r->noperands; o++)
-        if (r->operands[o] == i) ir_set_operand(r, o, copy);
-    }
-    if (c->root == i) ir_set_root(c, copy);
+    ir_replace_all_uses(i, copy); /* its readers and the root read the copy; the copy reads i */
     a->copies++;
   }
   for (int k = 0; ok && k < n; k++) {
