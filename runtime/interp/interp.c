@@ -734,41 +734,34 @@ static bool op_while(RtExec *x, const IrInstr *i, RtTensor *init, RtTensor **out
   IrComputation *cond = ir_attr_comp(i, "condition"), *body = ir_attr_comp(i, "body");
   if (!cond || !body) return instr_error(i, err, "while needs condition= and body=");
   RtTensor *state = rt_tensor_ref(init);
-  int64_t trips;
-  if (x->o.hooks && x->o.hooks->for_loops && plan_while_for_loop(i, &trips)) {
-    /* A backend running a loop whose trip count is known as XLA:GPU does (ForThunk; WhileThunk
-       given the trip count): the body trips times, the condition never. */
-    for (int64_t t = 0; t < trips; t++) {
-      RtTensor *next = NULL;
-      if (!rt_exec_poll(x, err) || !rt_exec_computation(x, body, &state, 1, &next, err)) {
-        rt_tensor_unref(state);
-        return false;
-      }
-      rt_tensor_unref(state);
-      state = next;
-      x->c.while_iterations++;
-    }
-    *out = state;
-    return true;
-  }
-  for (;;) {
-    if (!rt_exec_poll(x, err)) break;
-    RtTensor *p = NULL;
-    if (!rt_exec_computation(x, cond, &state, 1, &p, err)) break;
-    if (!host_read(x, p, err)) {
-      rt_tensor_unref(p);
-      break;
-    }
-    bool go = p->type == IR_PRED && p->count == 1 && ((uint8_t *)p->data)[0];
-    bool bad = p->type != IR_PRED || p->count != 1;
-    rt_tensor_unref(p);
-    if (bad) {
-      instr_error(i, err, "the loop condition does not return pred[]");
-      break;
-    }
-    if (!go) {
+  /* A backend runs a loop whose trip count is known as XLA:GPU does (ForThunk; WhileThunk given the
+     trip count): the body trips times, the condition never. */
+  int64_t trips = 0;
+  bool for_loop = x->o.hooks && x->o.hooks->for_loops && plan_while_for_loop(i, &trips);
+  for (int64_t t = 0;; t++) {
+    if (for_loop && t >= trips) {
       *out = state;
       return true;
+    }
+    if (!rt_exec_poll(x, err)) break;
+    if (!for_loop) {
+      RtTensor *p = NULL;
+      if (!rt_exec_computation(x, cond, &state, 1, &p, err)) break;
+      if (!host_read(x, p, err)) {
+        rt_tensor_unref(p);
+        break;
+      }
+      bool go = p->type == IR_PRED && p->count == 1 && ((uint8_t *)p->data)[0];
+      bool bad = p->type != IR_PRED || p->count != 1;
+      rt_tensor_unref(p);
+      if (bad) {
+        instr_error(i, err, "the loop condition does not return pred[]");
+        break;
+      }
+      if (!go) {
+        *out = state;
+        return true;
+      }
     }
     RtTensor *next = NULL;
     if (!rt_exec_computation(x, body, &state, 1, &next, err)) break;
