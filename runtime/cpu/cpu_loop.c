@@ -578,12 +578,12 @@ static void emit_loop_code(EmitBuf *u, const CpuLoop *l, int ind, const CpuLoop 
   emit_printf(u, "%*sint64_t t%d = 0;\n", ind, "", id);
   for (int q = 0; q < l->nbody; q++)
     if (l->body[q].hoisted) emit_step(u, l, &l->body[q], ind);
-  if (l->for_loop) { /* a known trip count: the body for_trips times, no condition */
+  if (l->for_loop) /* a known trip count: the body for_trips times, no condition */
     emit_printf(u, "%*sfor (; t%d < %lldLL; t%d++) {\n", ind, "", id, (long long)l->for_trips, id);
-    emit_printf(u, "%*s  if ((t%d & 1023) == 0 && poll(ctx)) return 1;\n", ind, "", id);
-  } else {
+  else
     emit_printf(u, "%*sfor (;; t%d++) {\n", ind, "", id);
-    emit_printf(u, "%*s  if ((t%d & 1023) == 0 && poll(ctx)) return 1;\n", ind, "", id);
+  emit_printf(u, "%*s  if ((t%d & 1023) == 0 && poll(ctx)) return 1;\n", ind, "", id);
+  if (!l->for_loop) {
     for (int q = 0; q < l->ncond; q++) emit_step(u, l, &l->cond[q], ind + 2);
     cellref(r1, sizeof r1, l, l->cond_cell);
     emit_printf(u, "%*s  if (!*(const uint8_t *)%s) break;\n", ind, "", r1);
