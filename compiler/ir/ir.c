@@ -1292,6 +1292,45 @@ int ir_attr_slice(const IrInstr *i, int64_t *start, int64_t *limit, int64_t *str
   return n > max ? -1 : n;
 }
 
+int ir_attr_padding(const IrInstr *i, int64_t *lo, int64_t *hi, int64_t *interior, int max) {
+  const char *t = ir_attr_text(i, "padding");
+  if (!t) t = ir_attr_text(i, "padding_config");
+  if (!t || !*t) return -1;
+  int n = 0;
+  for (;;) {
+    long long v[3] = {0, 0, 0};
+    int m = 0;
+    for (;;) {
+      char *e;
+      long long x = strtoll(t, &e, 10);
+      if (e == t || m >= 3) return -1;
+      v[m++] = x;
+      t = e;
+      if (*t != '_') break;
+      t++;
+    }
+    if (m < 2 || n >= max) return -1;
+    lo[n] = v[0];
+    hi[n] = v[1];
+    interior[n] = v[2];
+    n++;
+    if (*t == '\0') return n;
+    if (*t != 'x') return -1;
+    t++;
+  }
+}
+
+void ir_attr_set_padding(IrInstr *i, const int64_t *lo, const int64_t *hi, const int64_t *interior, int n) {
+  char buf[IR_MAX_RANK * 70 + 4];
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int d = 0; d < n && d < IR_MAX_RANK; d++) {
+    len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%" PRId64 "_%" PRId64, d ? "x" : "", lo[d], hi[d]);
+    if (interior && interior[d] != 0) len += (size_t)snprintf(buf + len, sizeof buf - len, "_%" PRId64, interior[d]);
+  }
+  ir_attr_set_text(i, "padding", buf);
+}
+
 const char *ir_compare_direction(const IrInstr *i) { return ir_attr_text(i, "direction"); }
 
 bool ir_dot_dims(const IrInstr *i, IrDotDims *d) {

@@ -393,6 +393,11 @@ IrComputation *ir_attr_comp(const IrInstr *i, const char *key);
 int ir_attr_slice(const IrInstr *i, int64_t *start, int64_t *limit, int64_t *stride, int max);
 /* Sets it: slice={[start:limit], ...}, with :stride where a stride (NULL: none) is not 1. */
 void ir_attr_set_slice(IrInstr *i, const int64_t *start, const int64_t *limit, const int64_t *stride, int n);
+/* A pad's padding=0_1x2_3_1 (low_high[_interior] per dimension; padding_config= as some writers
+ * name it): returns the rank and fills lo, hi and interior, or -1 when absent or malformed. */
+int ir_attr_padding(const IrInstr *i, int64_t *lo, int64_t *hi, int64_t *interior, int max);
+/* Sets padding= from lo, hi and interior (NULL: none) for n dimensions. */
+void ir_attr_set_padding(IrInstr *i, const int64_t *lo, const int64_t *hi, const int64_t *interior, int n);
 /* Comparison direction for compare: "EQ","NE","LT","LE","GT","GE"; NULL when absent. */
 const char *ir_compare_direction(const IrInstr *i);
 

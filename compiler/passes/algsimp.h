@@ -10,6 +10,9 @@ typedef struct {
   PassContext *cx;
   int rewrites;
   bool current; /* today's XLA (priority pipeline): also algsimp_current_rewrite */
+  /* after layout assignment and normalization (XLA's layout-sensitive simplifier): only rewrites
+     that keep every value's layout, none that makes a reshape or transpose */
+  bool layout_sensitive;
 } Simp;
 
 /* Reports one rewrite (action "rewrite", "fold", ...) with its sentence, and counts it. */

@@ -26,6 +26,16 @@
  *   reshape/transpose/reverse/slice/dynamic-slice(broadcast(scalar)) -> broadcast(scalar)
  *   dynamic-update-slice(broadcast(s), u, constant starts) -> pad(u, s)   HandleDynamicUpdateSlice
  *   dynamic-update-slice(x, u) with u the whole of x -> u
+ *   slice(pad(x)): padding only -> broadcast(value); x back -> x; inside x -> slice(x)   HandleSlice
+ *   slice(broadcast(x)) -> broadcast(x) or broadcast(slice(x))
+ *   slice(concatenate(a, b, c, d)) over b and c -> slice(concatenate(b, c))
+ *   slice(reshape(x)) of leading rows -> reshape(slice(x))     TryToReorderSliceAndReshape
+ *   slice(reverse(x)) -> reverse(slice(x))                     TryToReorderSliceAndReverse
+ *   a stride reaching past the limit -> stride 1               RemoveRedundantStride
+ *   dynamic-slice of a scalar or of all of x -> x             HandleDynamicSlice
+ *   a dimension a dynamic slice takes whole starts at 0
+ *   dynamic-slice(broadcast / unit-dimension reshape / transpose of x) -> the same of dynamic-slice(x)
+ *   dynamic-slice at constant starts -> slice (starts clamped as the operation clamps them)
  *   broadcast(iota) -> iota                                    HandleBroadcast
  *   broadcast(x with size-1 dimensions) -> broadcast(reshape(x) without them)   HandleBroadcast
  *   reshape(iota) -> iota (or a sum of iotas)                  HandleReshape
@@ -33,6 +43,9 @@
  *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
  *                               TryToSinkBroadcastAfterOpWithUniqueNonScalarOperand
  *   conditional(convert(pred p), b0, b1) -> conditional(p, true=b1, false=b0)
+ *
+ * After layout normalization (XLA's layout-sensitive simplifier, Simp.layout_sensitive) the rules
+ * that would make a reshape or transpose are off, as XLA has them.
  *
  * These change what a kernel computes, and so what fusion costs and decides: XLA's kernels read
  * `x * 0.5` where the program wrote `x / 2`, shift where it divided by 2. A rewrite keeps the
@@ -740,7 +753,7 @@ static bool broadcast(Simp *s, IrInstr *i) {
      to drop them, and the broadcast maps only the others: broadcast(x[1,1], {0,1}) ->
      broadcast(reshape(x) [], {}). A scalar broadcast then passes through the reshapes and
      transposes that read it, and reshape-mover can move those past the broadcast's users. */
-  if (n == x->shape.rank && ir_shape_is_array(&x->shape) && x->shape.rank > 0) {
+  if (!s->layout_sensitive && n == x->shape.rank && ir_shape_is_array(&x->shape) && x->shape.rank > 0) {
     int64_t kept[IR_MAX_RANK], kdims[IR_MAX_RANK];
     int nk = 0;
     for (int k = 0; k < x->shape.rank; k++)
@@ -959,6 +972,360 @@ static bool dynamic_update_slice(Simp *s, IrInstr *i) {
   return algsimp_forward(s, i, p, "writing into a broadcast scalar at constant starts is padding the update with the scalar");
 }
 
+/* ---------- slice ---------- */
+
+/* An array shape of type t with dimensions dims[0..n), in i's module. */
+static IrShape shape_of(const IrInstr *i, IrType t, int n, const int64_t *dims) {
+  return ir_shape_array(&i->parent->module->arena, t, n, dims);
+}
+
+/* A new slice of x before `at`, bounds st/lim/str (str NULL: unit strides), named after base. */
+static IrInstr *slice_before(IrInstr *at, IrInstr *x, const int64_t *st, const int64_t *lim, const int64_t *str,
+                             const char *base) {
+  int n = x->shape.rank;
+  int64_t dims[IR_MAX_RANK];
+  for (int d = 0; d < n; d++) {
+    int64_t k = str ? str[d] : 1;
+    dims[d] = lim[d] > st[d] ? (lim[d] - st[d] + k - 1) / k : 0;
+  }
+  IrShape sh = shape_of(at, x->shape.type, n, dims);
+  IrInstr *ns = add_before(at, IR_OP_SLICE, &sh, &x, 1, base);
+  if (ns) ir_attr_set_slice(ns, st, lim, str, n);
+  return ns;
+}
+
+/* Whether the reshape from `from` to `to` only inserts or deletes dimensions of size 1 (XLA's
+ * ReshapeMerelyInsertsOrDeletes1SizedDimensions); then out_dim[k] is the result dimension that
+ * from's dimension k (of size other than 1) becomes, -1 for one of size 1. */
+static bool only_unit_dims_change(const IrShape *from, const IrShape *to, int64_t *out_dim) {
+  int o = 0;
+  for (int k = 0; k < from->rank; k++) {
+    out_dim[k] = -1;
+    if (from->dims[k] == 1) continue;
+    while (o < to->rank && to->dims[o] == 1) o++;
+    if (o >= to->rank || to->dims[o] != from->dims[k]) return false;
+    out_dim[k] = o++;
+  }
+  while (o < to->rank && to->dims[o] == 1) o++;
+  return o == to->rank;
+}
+
+/* slice(pad(y, v)) (HandleSlice): a slice that reads only padding is a broadcast of the value, one
+ * that takes exactly y back is y, one inside y (no interior padding) is a slice of y. */
+static bool slice_of_pad(Simp *s, IrInstr *i, const int64_t *st, const int64_t *lim, const int64_t *str) {
+  IrInstr *pad = i->operands[0], *y = pad->operands[0];
+  int n = i->shape.rank;
+  int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], in[IR_MAX_RANK], nst[IR_MAX_RANK], nlim[IR_MAX_RANK];
+  if (pad->noperands != 2 || ir_attr_padding(pad, lo, hi, in, IR_MAX_RANK) != n || y->shape.rank != n) return false;
+  bool undoes = true, inside = true, in_padding = false;
+  for (int d = 0; d < n; d++) {
+    int64_t edge = pad->shape.dims[d] - hi[d];
+    if (lim[d] <= lo[d] || st[d] >= edge) {
+      in_padding = true;
+      break;
+    }
+    if (st[d] != lo[d] || str[d] - 1 != in[d]) undoes = false;
+    if (st[d] < lo[d] || lim[d] > edge || in[d] != 0 || str[d] != 1) inside = false;
+    nst[d] = st[d] - lo[d];
+    nlim[d] = lim[d] - lo[d];
+  }
+  if (in_padding) {
+    IrInstr *v = pad->operands[1];
+    IrInstr *b = add_before(i, IR_OP_BROADCAST, &i->shape, &v, 1, i->name);
+    if (!b) return false;
+    ir_attr_set_text(b, "dimensions", "{}");
+    return algsimp_forward(s, i, b, "the slice reads only the pad's padding: it is the padding value broadcast");
+  }
+  if (undoes && ir_shape_equal(&y->shape, &i->shape))
+    return algsimp_forward(s, i, y, "the slice takes back exactly what was padded");
+  if (!inside) return false;
+  IrInstr *ns = slice_before(i, y, nst, nlim, str, i->name);
+  return ns && algsimp_forward(s, i, ns, "the slice lies inside the padded operand: it slices the operand");
+}
+
+/* slice(broadcast(y)) (HandleSlice): a slice that keeps every dimension the broadcast maps from y
+ * whole is a broadcast of y; otherwise the slice moves onto y and the broadcast after it. */
+static bool slice_of_broadcast(Simp *s, IrInstr *i, const int64_t *st, const int64_t *lim, const int64_t *str) {
+  IrInstr *b = i->operands[0], *y = b->operands[0];
+  int64_t dims[IR_MAX_RANK];
+  int nd = ir_attr_dims_or_empty(b, "dimensions", dims);
+  if (nd != y->shape.rank) return false;
+  bool only_broadcast_dims = true;
+  for (int k = 0; k < nd; k++) {
+    int64_t d = dims[k];
+    if (d < 0 || d >= i->shape.rank) return false;
+    if (st[d] != 0 || str[d] != 1 || lim[d] != b->shape.dims[d]) only_broadcast_dims = false;
+  }
+  IrInstr *src = y;
+  if (!only_broadcast_dims) {
+    int64_t yst[IR_MAX_RANK], ylim[IR_MAX_RANK], ystr[IR_MAX_RANK];
+    for (int k = 0; k < nd; k++) {
+      yst[k] = st[dims[k]];
+      ylim[k] = lim[dims[k]];
+      ystr[k] = str[dims[k]];
+    }
+    src = slice_before(i, y, yst, ylim, ystr, y->name);
+    if (!src) return false;
+  }
+  IrInstr *nb = add_before(i, IR_OP_BROADCAST, &i->shape, &src, 1, i->name);
+  if (!nb) return false;
+  ir_attr_set_dims(nb, "dimensions", dims, nd);
+  return algsimp_forward(s, i, nb,
+                         only_broadcast_dims ? "the slice keeps what the broadcast reads whole: it is a smaller broadcast"
+                                             : "the slice moves onto the broadcast's operand, before the broadcast");
+}
+
+/* slice(concatenate(a, b, c, ...)) unstrided, spanning some operands but not all (HandleSlice):
+ * a slice of the concatenate of just those (one operand: the classic rule already took it). */
+static bool slice_of_concatenate(Simp *s, IrInstr *i, const int64_t *st, const int64_t *lim, const int64_t *str) {
+  IrInstr *c = i->operands[0];
+  int64_t cd;
+  int n = i->shape.rank;
+  if (!ir_attr_int(c, "dimensions", &cd) && ir_attr_dims(c, "dimensions", &cd, 1) != 1) return false;
+  if (cd < 0 || cd >= n) return false;
+  for (int d = 0; d < n; d++)
+    if (str[d] != 1) return false;
+  int first = -1, last = -1;
+  int64_t off = 0, first_off = 0;
+  for (int k = 0; k < c->noperands; k++) {
+    int64_t len = c->operands[k]->shape.dims[cd];
+    if (first < 0 && off <= st[cd] && off + len > st[cd]) {
+      first = k;
+      first_off = off;
+    }
+    off += len;
+    if (last < 0 && off >= lim[cd]) {
+      last = k + 1;
+      break;
+    }
+  }
+  if (first < 0 || last < 0 || last - first < 2 || last - first >= c->noperands) return false;
+  int64_t dims[IR_MAX_RANK];
+  for (int d = 0; d < n; d++) dims[d] = c->shape.dims[d];
+  dims[cd] = 0;
+  for (int k = first; k < last; k++) dims[cd] += c->operands[k]->shape.dims[cd];
+  IrShape sh = shape_of(i, c->shape.type, n, dims);
+  IrInstr *nc = add_before(i, IR_OP_CONCATENATE, &sh, &c->operands[first], last - first, c->name);
+  if (!nc) return false;
+  ir_attr_set_dims(nc, "dimensions", &cd, 1);
+  int64_t nst[IR_MAX_RANK], nlim[IR_MAX_RANK];
+  memcpy(nst, st, sizeof(int64_t) * (size_t)n);
+  memcpy(nlim, lim, sizeof(int64_t) * (size_t)n);
+  nst[cd] -= first_off;
+  nlim[cd] = nst[cd] + i->shape.dims[cd];
+  IrInstr *ns = slice_before(i, nc, nst, nlim, NULL, i->name);
+  char why[200];
+  snprintf(why, sizeof why, "the slice reads only operands %d to %d of %s: it slices their concatenate", first, last - 1,
+           c->name);
+  return ns && algsimp_forward(s, i, ns, why);
+}
+
+/* slice(reshape(y)) that cuts only a leading part of dimension 0 (TryToReorderSliceAndReshape,
+ * before layout assignment): the same elements are a leading part of y in row-major order, so
+ * the slice moves onto y, sliced from its last dimension up, and the reshape comes after. */
+static bool slice_of_reshape(Simp *s, IrInstr *i, const int64_t *st, const int64_t *lim, const int64_t *str) {
+  IrInstr *r = i->operands[0], *y = r->operands[0];
+  int n = i->shape.rank;
+  if (!ir_shape_is_array(&y->shape) || y->shape.rank == 0) return false;
+  int nsliced = 0, sliced = -1;
+  for (int d = 0; d < n; d++) {
+    if (str[d] != 1) return false;
+    if (st[d] != 0 || lim[d] != r->shape.dims[d]) {
+      nsliced++;
+      sliced = d;
+    }
+  }
+  if (nsliced != 1 || sliced != 0 || st[0] != 0) return false;
+  int yr = y->shape.rank;
+  int64_t yst[IR_MAX_RANK] = {0}, ylim[IR_MAX_RANK];
+  int64_t left = ir_shape_elements(&i->shape);
+  for (int d = 0; d < yr; d++) ylim[d] = y->shape.dims[d];
+  for (int d = yr - 1; d >= 0; d--) {
+    if (left >= ylim[d]) {
+      if (ylim[d] == 0 || left % ylim[d] != 0) return false;
+      left /= ylim[d];
+    } else {
+      ylim[d] = left;
+      left = 1;
+    }
+  }
+  IrInstr *ns = slice_before(i, y, yst, ylim, NULL, i->name);
+  IrInstr *nr = ns ? add_before(i, IR_OP_RESHAPE, &i->shape, &ns, 1, r->name) : NULL;
+  return nr && algsimp_forward(s, i, nr, "a slice of the leading rows of a reshape is a reshape of a slice of its operand");
+}
+
+/* slice(reverse(y)) (TryToReorderSliceAndReverse): the slice moves onto y, its bounds mirrored in
+ * the reversed dimensions, and the reverse comes after. */
+static bool slice_of_reverse(Simp *s, IrInstr *i, const int64_t *st, const int64_t *lim, const int64_t *str) {
+  IrInstr *rv = i->operands[0], *y = rv->operands[0];
+  int n = i->shape.rank;
+  int64_t rd[IR_MAX_RANK], nst[IR_MAX_RANK], nlim[IR_MAX_RANK];
+  int nr = ir_attr_dims_or_empty(rv, "dimensions", rd);
+  if (nr < 0 || y->shape.rank != n) return false;
+  memcpy(nst, st, sizeof(int64_t) * (size_t)n);
+  memcpy(nlim, lim, sizeof(int64_t) * (size_t)n);
+  for (int k = 0; k < nr; k++) {
+    int64_t d = rd[k];
+    if (d < 0 || d >= n || lim[d] <= st[d]) return false;
+    int64_t last = st[d] + (lim[d] - st[d] - 1) / str[d] * str[d];
+    int64_t size = rv->shape.dims[d];
+    nst[d] = size - st[d] - (last + 1 - st[d]);
+    nlim[d] = size - st[d];
+  }
+  IrInstr *ns = slice_before(i, y, nst, nlim, str, i->name);
+  IrInstr *nrv = ns ? add_before(i, IR_OP_REVERSE, &i->shape, &ns, 1, rv->name) : NULL;
+  if (!nrv) return false;
+  ir_attr_set_dims(nrv, "dimensions", rd, nr);
+  return algsimp_forward(s, i, nrv, "a slice of a reverse is the reverse of a slice");
+}
+
+/* Today's HandleSlice rules the classic pass lacks, in XLA's order; last RemoveRedundantStride:
+ * a stride that reaches past the limit from the start takes one element, stride 1. */
+static bool slice_current(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0];
+  int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK], str[IR_MAX_RANK];
+  int n = ir_attr_slice(i, st, lim, str, IR_MAX_RANK);
+  if (n != i->shape.rank || n != x->shape.rank || !ir_shape_is_array(&x->shape)) return false;
+  for (int d = 0; d < n; d++)
+    if (str[d] < 1) return false;
+  if (x->op == IR_OP_PAD && slice_of_pad(s, i, st, lim, str)) return true;
+  if (x->op == IR_OP_BROADCAST && x->noperands == 1 && slice_of_broadcast(s, i, st, lim, str)) return true;
+  if (x->op == IR_OP_CONCATENATE && slice_of_concatenate(s, i, st, lim, str)) return true;
+  if (x->op == IR_OP_RESHAPE && x->noperands == 1 && !s->layout_sensitive && slice_of_reshape(s, i, st, lim, str))
+    return true;
+  if (x->op == IR_OP_REVERSE && x->noperands == 1 && slice_of_reverse(s, i, st, lim, str)) return true;
+  bool redundant = false;
+  for (int d = 0; d < n; d++)
+    if (str[d] != 1 && (str[d] >= lim[d] || st[d] + str[d] >= lim[d])) {
+      lim[d] = st[d] + 1;
+      str[d] = 1;
+      redundant = true;
+    }
+  if (!redundant) return false;
+  IrInstr *ns = slice_before(i, x, st, lim, str, i->name);
+  return ns && algsimp_forward(s, i, ns, "a stride that reaches past the slice's end takes one element: stride 1");
+}
+
+/* ---------- dynamic-slice ---------- */
+
+/* Whether x is a constant scalar integer (its value in *v). */
+static bool const_index(const IrInstr *x, int64_t *v) {
+  return x->op == IR_OP_CONSTANT && ir_shape_is_scalar(&x->shape) && ir_type_is_int(x->shape.type) && int_splat(x, v);
+}
+
+/* HandleDynamicSlice's rules, in its order: a scalar or whole-operand dynamic slice is its
+ * operand; a dimension taken whole starts at 0; a dynamic slice of a broadcast, of a reshape that
+ * only adds or drops dimensions of size 1, or of a transpose moves onto their operand; constant
+ * starts make it a slice (clamped as the operation clamps them). One start operand per
+ * dimension; the old form with one vector of starts is left alone. */
+static bool dynamic_slice(Simp *s, IrInstr *i) {
+  IrInstr *x = i->operands[0];
+  int r = x->shape.rank;
+  if (!ir_shape_is_array(&x->shape) || i->noperands != 1 + r || i->shape.rank != r) return false;
+  for (int d = 0; d < r; d++)
+    if (!ir_shape_is_scalar(&i->operands[1 + d]->shape)) return false;
+  if (ir_shape_equal(&i->shape, &x->shape))
+    return algsimp_forward(s, i, x, r == 0 ? "a dynamic slice of a scalar is the scalar"
+                                           : "the dynamic slice takes the whole operand");
+  bool zeroed = false;
+  for (int d = 0; d < r; d++) {
+    int64_t v;
+    IrInstr *idx = i->operands[1 + d];
+    if (x->shape.dims[d] != i->shape.dims[d] || (const_index(idx, &v) && v == 0)) continue;
+    IrInstr *z = scalar_like(i, &i->operands[1]->shape, 0, "constant");
+    if (!z) return false;
+    ir_set_operand(i, 1 + d, z);
+    simp_drop_dead(idx);
+    zeroed = true;
+  }
+  if (zeroed) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s takes whole dimensions of %s: their starts are 0", i->name, x->name);
+    algsimp_report(s, "rewrite", x, i, i->name, msg);
+    return true;
+  }
+  IrInstr *starts[IR_MAX_RANK];
+  for (int d = 0; d < r; d++) starts[d] = i->operands[1 + d];
+  if (x->op == IR_OP_BROADCAST && x->noperands == 1) {
+    IrInstr *y = x->operands[0];
+    int64_t dims[IR_MAX_RANK], sizes[IR_MAX_RANK];
+    int nd = ir_attr_dims_or_empty(x, "dimensions", dims);
+    if (nd != y->shape.rank) return false;
+    IrInstr *ops[1 + IR_MAX_RANK] = {y};
+    for (int k = 0; k < nd; k++) {
+      if (dims[k] < 0 || dims[k] >= r) return false;
+      ops[1 + k] = starts[dims[k]];
+      sizes[k] = i->shape.dims[dims[k]];
+    }
+    IrInstr *src = y;
+    if (nd > 0) {
+      IrShape sh = shape_of(i, y->shape.type, nd, sizes);
+      src = add_before(i, IR_OP_DYNAMIC_SLICE, &sh, ops, 1 + nd, i->name);
+      if (!src) return false;
+      ir_attr_set_dims(src, "dynamic_slice_sizes", sizes, nd);
+    }
+    IrInstr *nb = add_before(i, IR_OP_BROADCAST, &i->shape, &src, 1, x->name);
+    if (!nb) return false;
+    ir_attr_set_dims(nb, "dimensions", dims, nd);
+    return algsimp_forward(s, i, nb, "a dynamic slice of a broadcast is a broadcast of the dynamic slice of its operand");
+  }
+  if (x->op == IR_OP_RESHAPE && x->noperands == 1 && !s->layout_sensitive && ir_shape_is_array(&x->operands[0]->shape)) {
+    IrInstr *y = x->operands[0];
+    int64_t out_dim[IR_MAX_RANK], sizes[IR_MAX_RANK];
+    if (!only_unit_dims_change(&y->shape, &x->shape, out_dim)) goto not_reshape;
+    IrInstr *ops[1 + IR_MAX_RANK] = {y};
+    IrInstr *z = NULL;
+    for (int k = 0; k < y->shape.rank; k++) {
+      if (out_dim[k] >= 0) {
+        ops[1 + k] = starts[out_dim[k]];
+        sizes[k] = i->shape.dims[out_dim[k]];
+        continue;
+      }
+      if (!z && !(z = scalar_like(i, &starts[0]->shape, 0, "constant"))) return false;
+      ops[1 + k] = z;
+      sizes[k] = 1;
+    }
+    IrShape sh = shape_of(i, y->shape.type, y->shape.rank, sizes);
+    IrInstr *nd = add_before(i, IR_OP_DYNAMIC_SLICE, &sh, ops, 1 + y->shape.rank, i->name);
+    if (!nd) return false;
+    ir_attr_set_dims(nd, "dynamic_slice_sizes", sizes, y->shape.rank);
+    IrInstr *nr = add_before(i, IR_OP_RESHAPE, &i->shape, &nd, 1, x->name);
+    return nr && algsimp_forward(s, i, nr, "a dynamic slice of a reshape that only adds or drops dimensions of size 1 is "
+                                           "that reshape of a dynamic slice of its operand");
+  }
+not_reshape:
+  if (x->op == IR_OP_TRANSPOSE && x->noperands == 1 && !s->layout_sensitive) {
+    IrInstr *y = x->operands[0];
+    int64_t perm[IR_MAX_RANK], sizes[IR_MAX_RANK];
+    if (ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK) != r || y->shape.rank != r) return false;
+    IrInstr *ops[1 + IR_MAX_RANK] = {y};
+    for (int d = 0; d < r; d++) {
+      if (perm[d] < 0 || perm[d] >= r) return false;
+      ops[1 + perm[d]] = starts[d];
+      sizes[perm[d]] = i->shape.dims[d];
+    }
+    IrShape sh = shape_of(i, y->shape.type, r, sizes);
+    IrInstr *nd = add_before(i, IR_OP_DYNAMIC_SLICE, &sh, ops, 1 + r, i->name);
+    if (!nd) return false;
+    ir_attr_set_dims(nd, "dynamic_slice_sizes", sizes, r);
+    IrInstr *nt = add_before(i, IR_OP_TRANSPOSE, &i->shape, &nd, 1, x->name);
+    if (!nt) return false;
+    ir_attr_set_dims(nt, "dimensions", perm, r);
+    return algsimp_forward(s, i, nt, "a dynamic slice of a transpose is the transpose of a dynamic slice of its operand");
+  }
+  if (x->op == IR_OP_CONSTANT) return false;
+  int64_t st[IR_MAX_RANK], lim[IR_MAX_RANK];
+  for (int d = 0; d < r; d++) {
+    int64_t v;
+    if (!const_index(starts[d], &v) || v < 0) return false;
+    int64_t max = x->shape.dims[d] - i->shape.dims[d];
+    st[d] = v < max ? v : max;
+    lim[d] = st[d] + i->shape.dims[d];
+  }
+  IrInstr *ns = slice_before(i, x, st, lim, NULL, i->name);
+  return ns && algsimp_forward(s, i, ns, "its starts are constants: a dynamic slice at constant starts is a slice");
+}
+
 /* ---------- constant ---------- */
 
 /* A constant array of more than one element, all of one value, is a broadcast of a scalar; 0,
@@ -1124,6 +1491,10 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
     return constant(s, i);
   case IR_OP_DYNAMIC_UPDATE_SLICE:
     return dynamic_update_slice(s, i);
+  case IR_OP_SLICE:
+    return i->noperands == 1 && slice_current(s, i);
+  case IR_OP_DYNAMIC_SLICE:
+    return i->noperands >= 1 && dynamic_slice(s, i);
   case IR_OP_REDUCE_PRECISION:
     return i->noperands == 1 && reduce_precision(s, i);
   case IR_OP_RESHAPE:

@@ -11,13 +11,14 @@
  *   slice(slice(x)) -> one slice; a slice that takes everything -> x
  *   slice(concatenate(a, b, ...)) inside one operand   -> slice of that operand (or the operand)
  *
- * In the priority pipeline (today's XLA) also what XLA's layout assignment and its layout-aware
- * simplifier make of transposes: a transpose becomes a bitcast when it only changes the layout,
- * so a slice of it reaches through to what was transposed (and from there into a concatenate):
- *   slice(transpose(x))                                 -> transpose(slice(x))
+ * In the priority pipeline (today's XLA) also
  *   a transpose that moves only dimensions of size 1    -> reshape
- * The paper's XLA (classic pipeline) did not: the CartPole's `done` check read the concatenated
- * state through its transpose, which is what made the concatenate a fusion boundary.
+ * and, after layout normalization (pass_algsimp_post_layout, XLA's layout-sensitive simplifier),
+ * the same rules on what normalization left: a slice of a transpose that only changed the layout
+ * is by then a slice of its operand, and a slice of a concatenate inside one operand is that
+ * operand. The paper's XLA (classic pipeline) did not: the CartPole's `done` check read the
+ * concatenated state through its transpose, which made the concatenate a fusion boundary.
+ * Both pipelines:
  *   concatenate(x)                                      -> x
  * The priority pipeline's algsimp also makes today's arithmetic and broadcast rewrites
  * (algsimp_current.c: subtraction and division by constants, powers of two, broadcasts sunk
@@ -255,36 +256,6 @@ static bool try_slice(Simp *s, IrInstr *i) {
     simp_drop_dead(x);
     return true;
   }
-  if (s->current && x->op == IR_OP_TRANSPOSE && x->noperands == 1 && i->parent) {
-    /* slice(transpose(y)) = transpose(slice(y)): output dimension d of the transpose is y's
-     * dimension perm[d], so the bounds move there. */
-    int64_t perm[IR_MAX_RANK];
-    IrInstr *y = x->operands[0];
-    if (ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK) != n || y->shape.rank != n) return false;
-    int64_t yst[IR_MAX_RANK], ylim[IR_MAX_RANK], ystr[IR_MAX_RANK], ydims[IR_MAX_RANK];
-    for (int d = 0; d < n; d++) {
-      if (perm[d] < 0 || perm[d] >= n) return false;
-      yst[perm[d]] = st[d];
-      ylim[perm[d]] = lim[d];
-      ystr[perm[d]] = str[d];
-      ydims[perm[d]] = i->shape.dims[d];
-    }
-    IrShape sh = i->shape;
-    sh.dims = ydims;
-    sh.has_layout = false;
-    sh.minor_to_major = NULL;
-    IrInstr *ns = ir_instr_new_before(i->parent, i, IR_OP_SLICE, &sh, &y, 1, NULL);
-    if (!ns) return false;
-    ir_attr_set_slice(ns, yst, ylim, ystr, n);
-    IrInstr *t = ir_instr_new_before(i->parent, i, IR_OP_TRANSPOSE, &i->shape, &ns, 1, NULL);
-    if (!t) return false;
-    ir_attr_set_dims(t, "dimensions", perm, n);
-    snprintf(msg, sizeof msg, "slice of transpose: %s now slices %s before transposing it (as %s of %s)", i->name,
-             y->name, t->name, ns->name);
-    bool ok = algsimp_forward(s, i, t, msg);
-    simp_drop_dead(x);
-    return ok;
-  }
   if (x->op == IR_OP_CONCATENATE && x->noperands >= 1) {
     int64_t cd;
     int64_t dims[1];
@@ -354,16 +325,32 @@ static bool try_classic(Simp *s, IrInstr *i) {
   }
 }
 
+/* Whether a layout-sensitive rewrite may look at i: i and its operands are arrays in the default
+ * layout, the form layout normalization leaves (a value it left laid out is read through a
+ * bitcast, which no rewrite here touches). */
+static bool default_layouts(const IrInstr *i) {
+  if (!ir_shape_is_array(&i->shape) || !ir_shape_default_layout(&i->shape)) return false;
+  for (int k = 0; k < i->noperands; k++)
+    if (ir_shape_is_array(&i->operands[k]->shape) && !ir_shape_default_layout(&i->operands[k]->shape)) return false;
+  return true;
+}
+
 static bool try_one(Simp *s, IrInstr *i) {
   if (i->dead) return false;
   for (int k = 0; k < i->noperands; k++)
     if (!i->operands[k]) return false;
+  if (s->layout_sensitive) {
+    if (!default_layouts(i)) return false;
+    /* XLA's layout-sensitive simplifier changes a reshape or transpose only into a bitcast,
+       which layout normalization has already made of them */
+    if (i->op == IR_OP_RESHAPE || i->op == IR_OP_TRANSPOSE || i->op == IR_OP_DOT || i->op == IR_OP_REDUCE) return false;
+  }
   if (try_classic(s, i)) return true;
   return s->current && !i->dead && algsimp_current_rewrite(s, i);
 }
 
-static bool run(IrModule *m, PassContext *cx, bool *changed, bool current) {
-  Simp s = {cx, 0, current};
+static bool run(IrModule *m, PassContext *cx, bool *changed, bool current, bool layout_sensitive) {
+  Simp s = {cx, 0, current, layout_sensitive};
   for (int c = 0; c < m->ncomps; c++) {
     IrComputation *comp = m->comps[c];
     if (simp_is_fused_computation(comp)) continue;
@@ -387,13 +374,21 @@ static bool run(IrModule *m, PassContext *cx, bool *changed, bool current) {
   return true;
 }
 
-static bool run_algsimp(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false); }
-static bool run_algsimp_current(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true); }
+static bool run_algsimp(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, false, false); }
+static bool run_algsimp_current(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true, false); }
+static bool run_algsimp_post_layout(IrModule *m, PassContext *cx, bool *changed) { return run(m, cx, changed, true, true); }
 
 const Pass pass_algsimp = {"algsimp",
                            "algebraic simplifier: identities (x*1, x+0, ...) and reshape/transpose/broadcast/slice chains",
                            run_algsimp};
 const Pass pass_algsimp_current = {"algsimp",
                                    "algebraic simplifier as today's XLA runs it: identities, data-movement chains, "
-                                   "and slices reaching through transposes that only change the layout",
+                                   "arithmetic with constants, slices and dynamic slices moved onto what they read",
                                    run_algsimp_current};
+/* XLA:GPU's layout_normalization pipeline ends with the simplifier, layout-sensitive: what layout
+ * normalization made of transposes and reshapes (slices of a concatenate read through a bitcast,
+ * now slices of the concatenate itself) simplifies again. */
+const Pass pass_algsimp_post_layout = {"algsimp",
+                                       "algebraic simplifier after layout normalization (XLA's layout-sensitive "
+                                       "simplifier): what the bitcasts opened up, every layout kept",
+                                       run_algsimp_post_layout};

@@ -75,31 +75,6 @@ static void format_window(const IrWindow *w, char *buf, size_t n) {
 
 /* ---------- FoldConvInputPad ---------- */
 
-/* The pad's padding= as low, high and interior per dimension; false when malformed. */
-static bool pad_config(const IrInstr *pad, int64_t *lo, int64_t *hi, int64_t *interior) {
-  const char *t = ir_attr_text(pad, "padding");
-  int rank = pad->shape.rank;
-  if (!t) return false;
-  for (int d = 0; d < rank; d++) {
-    long long a, b, c = 0;
-    int used = 0;
-    if (sscanf(t, "%lld_%lld%n", &a, &b, &used) != 2) return false;
-    t += used;
-    if (*t == '_') {
-      if (sscanf(t, "_%lld%n", &c, &used) != 1) return false;
-      t += used;
-    }
-    lo[d] = a;
-    hi[d] = b;
-    interior[d] = c;
-    if (d < rank - 1) {
-      if (*t != 'x') return false;
-      t++;
-    }
-  }
-  return *t == '\0';
-}
-
 /* FoldConvInputPad: conv(pad(x, 0), k) -> conv(x, k) with the pad's spatial edges added to the
  * window's padding. Only zero edge padding of the spatial dimensions, onto a window with no base
  * dilation (XLA also composes interior padding with a padless window; JAX does not write that).
@@ -109,7 +84,7 @@ static IrInstr *foldable_pad(const IrInstr *conv, const IrConvDims *cd, IrWindow
   double v;
   if (pad->op != IR_OP_PAD || pad->noperands != 2 || !simp_splat_value(pad->operands[1], &v) || v != 0) return NULL;
   int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], in[IR_MAX_RANK];
-  if (pad->shape.rank != cd->rank || !pad_config(pad, lo, hi, in)) return NULL;
+  if (pad->shape.rank != cd->rank || ir_attr_padding(pad, lo, hi, in, IR_MAX_RANK) != pad->shape.rank) return NULL;
   for (int d = 0; d < cd->rank; d++) {
     if (in[d] != 0 || lo[d] < 0 || hi[d] < 0) return NULL;
     if ((d == cd->in_batch || d == cd->in_feature) && (lo[d] || hi[d])) return NULL;

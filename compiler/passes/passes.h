@@ -19,6 +19,7 @@ extern const Pass pass_fusion_dce;       /* pass_dce.c: dce after fusion */
 extern const Pass pass_tuple_simplifier; /* pass_tuple_simplifier.c: gte(tuple) and tuple(gte...) */
 extern const Pass pass_algsimp;          /* pass_algsimp.c: identities, reshape/transpose/slice chains */
 extern const Pass pass_algsimp_current;  /* pass_algsimp.c: the same, with today's layout-aware rewrites */
+extern const Pass pass_algsimp_post_layout;     /* pass_algsimp.c: the simplifier again after layout normalization */
 extern const Pass pass_constant_folding; /* pass_constant_folding.c: operations on constants */
 extern const Pass pass_while_simplifier; /* pass_while_simplifier.c: dead loop state, zero-trip loops */
 extern const Pass pass_call_inliner;     /* pass_call_inliner.c: call -> the callee's instructions */

@@ -595,6 +595,173 @@ TEST(broadcast_drops_size_one_operand_dimensions) {
   ir_module_free(m);
 }
 
+/* Today's HandleSlice rules: a slice of a pad (only padding; exactly the operand; inside the
+ * operand), of a broadcast (reading its operand whole; cut), of a concatenate over two of its
+ * four operands, of the leading rows of a reshape (TryToReorderSliceAndReshape), of a reverse
+ * (TryToReorderSliceAndReverse), and a stride that reaches past the end (RemoveRedundantStride). */
+static const char *const slices_hlo =
+    "HloModule slices\n\n"
+    "ENTRY main {\n"
+    "  x = f32[4,6] parameter(0)\n"
+    "  v = f32[] parameter(1)\n"
+    "  p = f32[8,9] pad(x, v), padding=2_2x1_2\n"
+    "  in_padding = f32[2,9] slice(p), slice={[0:2], [0:9]}\n"
+    "  undone = f32[4,6] slice(p), slice={[2:6], [1:7]}\n"
+    "  inside = f32[2,3] slice(p), slice={[3:5], [2:5]}\n"
+    "  y = f32[5] parameter(2)\n"
+    "  b = f32[5,7] broadcast(y), dimensions={0}\n"
+    "  whole = f32[5,3] slice(b), slice={[0:5], [2:5]}\n"
+    "  cut = f32[2,7] slice(b), slice={[1:3], [0:7]}\n"
+    "  z = f32[4,6] parameter(3)\n"
+    "  c = f32[4,24] concatenate(x, z, x, z), dimensions={1}\n"
+    "  middle = f32[4,6] slice(c), slice={[0:4], [8:14]}\n"
+    "  w = f32[6,4] parameter(4)\n"
+    "  r = f32[3,8] reshape(w)\n"
+    "  lead = f32[2,8] slice(r), slice={[0:2], [0:8]}\n"
+    "  rv = f32[4,6] reverse(x), dimensions={1}\n"
+    "  sr = f32[4,2] slice(rv), slice={[0:4], [1:5:2]}\n"
+    "  one = f32[4,1] slice(x), slice={[0:4], [2:6:5]}\n"
+    "  ROOT t = (f32[2,9], f32[4,6], f32[2,3], f32[5,3], f32[2,7], f32[4,6], f32[2,8], f32[4,2], f32[4,1]) "
+    "tuple(in_padding, undone, inside, whole, cut, middle, lead, sr, one)\n"
+    "}\n";
+
+TEST(slices_move_onto_what_they_read) {
+  IrModule *m = hlo(slices_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  const IrInstr *root = m->entry->root;
+  CHECK(root->noperands == 9);
+  if (root->noperands != 9) return;
+  const IrInstr *const *o = (const IrInstr *const *)root->operands;
+  CHECK(o[0]->op == IR_OP_BROADCAST && strcmp(o[0]->operands[0]->name, "v") == 0);
+  CHECK(strcmp(o[1]->name, "x") == 0);
+  CHECK(o[2]->op == IR_OP_SLICE && strcmp(o[2]->operands[0]->name, "x") == 0 &&
+        strcmp(ir_attr_text(o[2], "slice"), "{[1:3], [1:4]}") == 0);
+  CHECK(o[3]->op == IR_OP_BROADCAST && strcmp(o[3]->operands[0]->name, "y") == 0);
+  CHECK(o[4]->op == IR_OP_BROADCAST && o[4]->operands[0]->op == IR_OP_SLICE &&
+        strcmp(o[4]->operands[0]->operands[0]->name, "y") == 0 &&
+        strcmp(ir_attr_text(o[4]->operands[0], "slice"), "{[1:3]}") == 0);
+  CHECK(o[5]->op == IR_OP_SLICE && o[5]->operands[0]->op == IR_OP_CONCATENATE && o[5]->operands[0]->noperands == 2 &&
+        strcmp(o[5]->operands[0]->operands[0]->name, "z") == 0 && strcmp(ir_attr_text(o[5], "slice"), "{[0:4], [2:8]}") == 0);
+  CHECK(o[6]->op == IR_OP_RESHAPE && o[6]->operands[0]->op == IR_OP_SLICE &&
+        strcmp(o[6]->operands[0]->operands[0]->name, "w") == 0 &&
+        strcmp(ir_attr_text(o[6]->operands[0], "slice"), "{[0:4], [0:4]}") == 0);
+  CHECK(o[7]->op == IR_OP_REVERSE && o[7]->operands[0]->op == IR_OP_SLICE &&
+        strcmp(o[7]->operands[0]->operands[0]->name, "x") == 0 &&
+        strcmp(ir_attr_text(o[7]->operands[0], "slice"), "{[0:4], [2:5:2]}") == 0);
+  CHECK(o[8]->op == IR_OP_SLICE && strcmp(ir_attr_text(o[8], "slice"), "{[0:4], [2:3]}") == 0);
+  CHECK_CONTAINS(log.buf, "reads only the pad's padding");
+  CHECK_CONTAINS(log.buf, "takes back exactly what was padded");
+  CHECK_CONTAINS(log.buf, "reads only operands 1 to 2 of c");
+  CHECK_CONTAINS(log.buf, "leading rows of a reshape");
+  CHECK_CONTAINS(log.buf, "stride 1");
+  check_same_values(slices_hlo, m, 5);
+  ir_module_free(m);
+}
+
+/* Today's HandleDynamicSlice rules: a dynamic slice of all of its operand is the operand; a
+ * dimension taken whole starts at 0; dynamic slices of a broadcast, a unit-dimension reshape and
+ * a transpose move onto their operand; constant starts make a slice, clamped as the operation
+ * clamps them (start 7 of 6 columns, 3 taken: column 3). */
+static const char *const dynamic_slices_hlo =
+    "HloModule ds\n\n"
+    "ENTRY main {\n"
+    "  x = f32[4,6] parameter(0)\n"
+    "  i = s32[] parameter(1)\n"
+    "  j = s32[] parameter(2)\n"
+    "  all = f32[4,6] dynamic-slice(x, i, j), dynamic_slice_sizes={4,6}\n"
+    "  rows = f32[2,6] dynamic-slice(x, i, j), dynamic_slice_sizes={2,6}\n"
+    "  y = f32[5] parameter(3)\n"
+    "  b = f32[5,7] broadcast(y), dimensions={0}\n"
+    "  db = f32[2,3] dynamic-slice(b, i, j), dynamic_slice_sizes={2,3}\n"
+    "  w = f32[4,1,6] parameter(4)\n"
+    "  r = f32[4,6] reshape(w)\n"
+    "  dr = f32[2,3] dynamic-slice(r, i, j), dynamic_slice_sizes={2,3}\n"
+    "  t = f32[6,4] transpose(x), dimensions={1,0}\n"
+    "  dt = f32[3,2] dynamic-slice(t, i, j), dynamic_slice_sizes={3,2}\n"
+    "  k1 = s32[] constant(1)\n"
+    "  k7 = s32[] constant(7)\n"
+    "  dc = f32[2,3] dynamic-slice(x, k1, k7), dynamic_slice_sizes={2,3}\n"
+    "  ROOT out = (f32[4,6], f32[2,6], f32[2,3], f32[2,3], f32[3,2], f32[2,3]) tuple(all, rows, db, dr, dt, dc)\n"
+    "}\n";
+
+TEST(dynamic_slices_move_onto_what_they_read) {
+  IrModule *m = hlo(dynamic_slices_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  const IrInstr *root = m->entry->root;
+  CHECK(root->noperands == 6);
+  if (root->noperands != 6) return;
+  const IrInstr *const *o = (const IrInstr *const *)root->operands;
+  double v = -1;
+  CHECK(strcmp(o[0]->name, "x") == 0);
+  CHECK(o[1]->op == IR_OP_DYNAMIC_SLICE && strcmp(o[1]->operands[1]->name, "i") == 0 &&
+        o[1]->operands[2]->op == IR_OP_CONSTANT && simp_splat_value(o[1]->operands[2], &v) && v == 0);
+  CHECK(o[2]->op == IR_OP_BROADCAST && o[2]->operands[0]->op == IR_OP_DYNAMIC_SLICE &&
+        strcmp(o[2]->operands[0]->operands[0]->name, "y") == 0 && strcmp(o[2]->operands[0]->operands[1]->name, "i") == 0);
+  CHECK(o[3]->op == IR_OP_RESHAPE && o[3]->operands[0]->op == IR_OP_DYNAMIC_SLICE &&
+        strcmp(o[3]->operands[0]->operands[0]->name, "w") == 0 && o[3]->operands[0]->shape.rank == 3 &&
+        strcmp(o[3]->operands[0]->operands[3]->name, "j") == 0);
+  CHECK(o[4]->op == IR_OP_TRANSPOSE && o[4]->operands[0]->op == IR_OP_DYNAMIC_SLICE &&
+        strcmp(o[4]->operands[0]->operands[0]->name, "x") == 0 && strcmp(o[4]->operands[0]->operands[1]->name, "j") == 0 &&
+        strcmp(o[4]->operands[0]->operands[2]->name, "i") == 0);
+  CHECK(o[5]->op == IR_OP_SLICE && strcmp(o[5]->operands[0]->name, "x") == 0 &&
+        strcmp(ir_attr_text(o[5], "slice"), "{[1:3], [3:6]}") == 0);
+  CHECK_CONTAINS(log.buf, "the dynamic slice takes the whole operand");
+  CHECK_CONTAINS(log.buf, "their starts are 0");
+  CHECK_CONTAINS(log.buf, "a dynamic slice at constant starts is a slice");
+  check_same_values(dynamic_slices_hlo, m, 5);
+  classic_leaves_alone(dynamic_slices_hlo);
+  ir_module_free(m);
+}
+
+/* After layout normalization the simplifier runs again, layout-sensitive (XLA's
+ * layout_normalization pipeline, and again after float-normalization-bf16): a slice of a
+ * concatenate inside one operand is the operand (the CartPole's `done` check, once its transpose
+ * became a bitcast), a convert of a broadcast scalar converts the scalar (what float
+ * normalization's converts become), but a slice of a reshape stays where it is: reordering them
+ * is off after layout assignment, as in XLA. */
+static const char *const post_layout_hlo =
+    "HloModule post\n\n"
+    "ENTRY main {\n"
+    "  a = f32[8,1]{1,0} parameter(0)\n"
+    "  b = f32[8,3]{1,0} parameter(1)\n"
+    "  c = f32[8,4]{1,0} concatenate(a, b), dimensions={1}\n"
+    "  s = f32[8,1]{1,0} slice(c), slice={[0:8], [0:1]}\n"
+    "  r = f32[4,8]{1,0} reshape(c)\n"
+    "  lead = f32[2,8]{1,0} slice(r), slice={[0:2], [0:8]}\n"
+    "  h = bf16[] parameter(2)\n"
+    "  hb = bf16[8,4]{1,0} broadcast(h), dimensions={}\n"
+    "  hc = f32[8,4]{1,0} convert(hb)\n"
+    "  ROOT t = (f32[8,1]{1,0}, f32[2,8]{1,0}, f32[8,4]{1,0}) tuple(s, lead, hc)\n"
+    "}\n";
+
+TEST(after_layout_normalization_slices_simplify_again) {
+  IrModule *m = hlo(post_layout_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_post_layout, m, &log));
+  const IrInstr *root = m->entry->root;
+  CHECK(strcmp(root->operands[0]->name, "a") == 0);
+  CHECK(root->operands[1]->op == IR_OP_SLICE && root->operands[1]->operands[0]->op == IR_OP_RESHAPE);
+  CHECK(root->operands[2]->op == IR_OP_BROADCAST && root->operands[2]->operands[0]->op == IR_OP_CONVERT &&
+        ir_shape_is_scalar(&root->operands[2]->operands[0]->shape));
+  CHECK_CONTAINS(log.buf, "slice of concatenate");
+  ir_module_free(m);
+  /* before layout assignment the reshape and the slice swap */
+  m = hlo(post_layout_hlo);
+  if (!m) return;
+  Log log2 = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log2));
+  CHECK(m->entry->root->operands[1]->op == IR_OP_RESHAPE);
+  ir_module_free(m);
+}
+
 /* A division by a non-constant stays (integers too: XLA does not simplify integer division
  * further). */
 TEST(what_stays) {
@@ -1221,6 +1388,9 @@ int main(void) {
   RUN(transpose_of_dot_swaps_operands);
   RUN(dot_drops_size_one_dimensions);
   RUN(broadcast_drops_size_one_operand_dimensions);
+  RUN(slices_move_onto_what_they_read);
+  RUN(dynamic_slices_move_onto_what_they_read);
+  RUN(after_layout_normalization_slices_simplify_again);
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
   RUN(comparison_expander);
