@@ -369,8 +369,11 @@ typedef struct {
   IrComputation *c;
   IrInstr **order; /* the computation's instructions as they were: node k is order[k] */
   Node *nodes;
-  Work *work;
+  Work *work; /* depth first: the last pushed is taken first */
   int nwork, capwork;
+  Work *queue; /* breadth first: taken in order once nothing depth first is left */
+  int qhead, qtail, capqueue;
+  bool bfs;    /* the next push goes to the queue */
   bool oom;
   Why why; /* what the next set_buffer records */
   int from;
@@ -421,18 +424,27 @@ static bool same_lay(const Lay *l, const int *m2m, int rank) {
   return true;
 }
 
+/* LayoutAssignment's worklist is a deque: a constraint that propagates depth first (dfs) goes to
+ * its front, one that does not to its back, and the front is taken first. So what a reduce or a
+ * broadcast would like its operand in, and what a reshape that is no mere unit-dimension change
+ * would, waits until the depth-first propagation before it has run out
+ * (InstructionShouldPropagateDepthFirst). */
 static void push(Prop *p, int node, int operand) {
-  if (p->nwork == p->capwork) {
-    int cap = p->capwork ? 2 * p->capwork : 256;
-    Work *w = fx_realloc(p->work, sizeof *w * (size_t)cap);
+  bool bfs = p->bfs;
+  p->bfs = false;
+  Work **arr = bfs ? &p->queue : &p->work;
+  int *len = bfs ? &p->qtail : &p->nwork, *cap = bfs ? &p->capqueue : &p->capwork;
+  if (*len == *cap) {
+    int ncap = *cap ? 2 * *cap : 256;
+    Work *w = fx_realloc(*arr, sizeof *w * (size_t)ncap);
     if (!w) {
       p->oom = true;
       return;
     }
-    p->work = w;
-    p->capwork = cap;
+    *arr = w;
+    *cap = ncap;
   }
-  p->work[p->nwork++] = (Work){node, operand};
+  (*arr)[(*len)++] = (Work){node, operand};
 }
 
 /* The rule SetBufferLayout and SetOperandLayout share: a mandatory layout replaces another (a
@@ -468,6 +480,34 @@ static void set_buffer_why(Prop *p, int n, const int *m2m, bool mandatory, Why w
 static void set_operand(Prop *p, int n, int k, const int *m2m, bool mandatory) {
   Node *nd = &p->nodes[n];
   if (nd->ops && update_lay(&nd->ops[k], m2m, p->order[n]->operands[k]->shape.rank, mandatory)) push(p, n, k);
+}
+
+/* set_operand or set_buffer_why for a constraint that does not propagate depth first: it waits
+ * in the queue (LayoutAssignment's dfs=false). */
+static void set_operand_later(Prop *p, int n, int k, const int *m2m, bool mandatory) {
+  p->bfs = true;
+  set_operand(p, n, k, m2m, mandatory);
+  p->bfs = false;
+}
+
+static void set_buffer_later(Prop *p, int n, const int *m2m, bool mandatory, Why why, int from) {
+  p->bfs = true;
+  set_buffer_why(p, n, m2m, mandatory, why, from);
+  p->bfs = false;
+}
+
+/* InstructionShouldPropagateDepthFirst for a reshape: one of a vector, or one that only adds or
+ * drops dimensions of size 1. */
+static bool reshape_depth_first(const IrInstr *r) {
+  const IrShape *x = &r->operands[0]->shape, *y = &r->shape;
+  if (x->rank == 1) return true;
+  int a = 0, b = 0;
+  for (;;) {
+    while (a < x->rank && x->dims[a] == 1) a++;
+    while (b < y->rank && y->dims[b] == 1) b++;
+    if (a == x->rank || b == y->rank) return a == x->rank && b == y->rank;
+    if (x->dims[a++] != y->dims[b++]) return false;
+  }
 }
 
 static void major_of(const int *m2m, int rank, int *major) {
@@ -506,7 +546,9 @@ static void propagate_result(Prop *p, int n) {
       break;
     }
     case FLOW_RESHAPE:
-      if (aligned(&i->shape, L, &x->shape, m)) set_operand(p, n, k, m, false);
+      if (!aligned(&i->shape, L, &x->shape, m)) break;
+      if (reshape_depth_first(i)) set_operand(p, n, k, m, false);
+      else set_operand_later(p, n, k, m, false);
       break;
     case FLOW_BROADCAST: {
       /* GetBroadcastLayoutFromOutput: the operand's dimensions in the order their result
@@ -517,7 +559,7 @@ static void propagate_result(Prop *p, int n) {
       for (int t = 0; t < rank; t++)
         for (int j = 0; j < nb; j++)
           if (bd[j] == L[t]) m[q++] = j;
-      if (q == nb) set_operand(p, n, k, m, true);
+      if (q == nb) set_operand_later(p, n, k, m, true);
       break;
     }
     case FLOW_REDUCE: {
@@ -536,7 +578,7 @@ static void propagate_result(Prop *p, int n) {
         if (!ir_dims_contain(dims, nd, d)) kept[nk++] = d;
       for (int t = nd - 1; t >= 0; t--) m[q++] = (int)dims[t];
       for (int t = 0; t < rank; t++) m[q++] = kept[L[t]];
-      set_operand(p, n, k, m, false);
+      set_operand_later(p, n, k, m, false);
       break;
     }
     default:
@@ -579,7 +621,9 @@ static void propagate_operand(Prop *p, int n, int k) {
     break;
   }
   case FLOW_RESHAPE:
-    if (is_array2(&i->shape) && aligned(&x->shape, C, &i->shape, m)) set_buffer_why(p, n, m, false, WHY_OPERAND, xn);
+    if (!is_array2(&i->shape) || !aligned(&x->shape, C, &i->shape, m)) break;
+    if (reshape_depth_first(i)) set_buffer_why(p, n, m, false, WHY_OPERAND, xn);
+    else set_buffer_later(p, n, m, false, WHY_OPERAND, xn);
     break;
   default:
     break;
@@ -587,11 +631,12 @@ static void propagate_operand(Prop *p, int n, int k) {
 }
 
 static void drain(Prop *p) {
-  while (p->nwork > 0 && !p->oom) {
-    Work w = p->work[--p->nwork];
+  while ((p->nwork > 0 || p->qhead < p->qtail) && !p->oom) {
+    Work w = p->nwork > 0 ? p->work[--p->nwork] : p->queue[p->qhead++];
     if (w.operand < 0) propagate_result(p, w.node);
     else propagate_operand(p, w.node, w.operand);
   }
+  p->qhead = p->qtail = 0;
 }
 
 static void fix_default(Prop *p, int n, int k) {
@@ -752,6 +797,7 @@ static void prop_release(Prop *p, int n) {
   fx_free(p->nodes);
   fx_free(p->order);
   fx_free(p->work);
+  fx_free(p->queue);
 }
 
 /* Lays out computation c: constraints, propagation, defaults for what is left, then the layouts
@@ -759,8 +805,12 @@ static void prop_release(Prop *p, int n) {
  * needs (AssignLayouts' CopyOperandIfLayoutsDiffer). */
 static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
   int n = c->ninstrs;
-  Prop p = {a, c, fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1)), fx_calloc((size_t)(n ? n : 1), sizeof(Node)),
-            NULL, 0, 0, false, WHY_DEFAULT, -1};
+  Prop p = {.a = a,
+            .c = c,
+            .order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1)),
+            .nodes = fx_calloc((size_t)(n ? n : 1), sizeof(Node)),
+            .why = WHY_DEFAULT,
+            .from = -1};
   if (!p.nodes || !p.order) {
     fx_free(p.nodes);
     fx_free(p.order);

@@ -53,6 +53,7 @@ extern const Pass pass_conv_rewriter;    /* pass_conv_rewriter.c: convolution ->
 extern const Pass pass_cudnn_fused_conv; /* pass_cudnn_fused_conv.c: scale, bias, side input, ReLU into the cuDNN call */
 extern const Pass pass_layout_assignment;    /* pass_layout_assignment.c: default layouts, cuDNN's NHWC/NCHW */
 extern const Pass pass_layout_normalization; /* pass_layout_normalization.c: physical order, bitcasts */
+extern const Pass pass_move_copy_to_users;  /* pass_move_copy_to_users.c: copies sink below layout-agnostic ops */
 extern const Pass pass_gemv_rewriter;         /* pass_gemv_rewriter.c: matrix-vector dots get a size-1 dimension */
 extern const Pass pass_splitk_rewriter;       /* pass_splitk_rewriter.c: long contractions split into a batch + reduce */
 extern const Pass pass_gemm_fusion;          /* ../fusion/pass_gemm_fusion.c: dots -> Triton GEMM fusions */

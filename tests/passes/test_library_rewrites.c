@@ -118,6 +118,69 @@ static const char *TRANSPOSED_THEN_REDUCED =
     "}\n"
     "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n";
 
+/* A weight reduced along its middle dimension, in a loop and outside one (Gemma 2's attention
+ * weights). XLA's layout assignment lets the parameter's layout reach the multiply first, depth
+ * first, and only then what the reduce would prefer (a row reduction: its operand's constraint
+ * waits, breadth first); so the reduce reads a copy, and MoveCopyToUsers removes it: a column
+ * reduction of the weight as it lies, no transpose. */
+static const char *REDUCED_WHERE_IT_LIES =
+    "HloModule rw\n"
+    "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n"
+    "body {\n"
+    "  p = (s32[], f32[2,64,8], f32[2,8]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  w = f32[2,64,8] get-tuple-element(p), index=1\n"
+    "  acc = f32[2,8] get-tuple-element(p), index=2\n"
+    "  c2 = f32[] constant(2)\n"
+    "  b = f32[2,64,8] broadcast(c2), dimensions={}\n"
+    "  m = f32[2,64,8] multiply(w, b)\n"
+    "  z = f32[] constant(0)\n"
+    "  r = f32[2,8] reduce(m, z), dimensions={1}, to_apply=add\n"
+    "  a2 = f32[2,8] add(acc, r)\n"
+    "  one = s32[] constant(1)\n"
+    "  i2 = s32[] add(i, one)\n"
+    "  ROOT t = (s32[], f32[2,64,8], f32[2,8]) tuple(i2, w, a2)\n"
+    "}\n"
+    "cond {\n"
+    "  p = (s32[], f32[2,64,8], f32[2,8]) parameter(0)\n"
+    "  i = s32[] get-tuple-element(p), index=0\n"
+    "  n = s32[] constant(3)\n"
+    "  ROOT lt = pred[] compare(i, n), direction=LT\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  w0 = f32[2,64,8]{2,1,0} parameter(0)\n"
+    "  e = f32[2,64,8] exponential(w0)\n"
+    "  zf = f32[] constant(0)\n"
+    "  re = f32[2,8] reduce(e, zf), dimensions={1}, to_apply=add\n"
+    "  z0 = s32[] constant(0)\n"
+    "  t0 = (s32[], f32[2,64,8], f32[2,8]) tuple(z0, w0, re)\n"
+    "  wl = (s32[], f32[2,64,8], f32[2,8]) while(t0), condition=cond, body=body\n"
+    "  ROOT out = f32[2,8] get-tuple-element(wl), index=2\n"
+    "}\n";
+
+/* Copies layout assignment made, read by operations that work in any layout: MoveCopyToUsers
+ * moves each below them (slice, dynamic-slice, unary and binary elementwise, concatenate) or drops
+ * it (reduce). */
+static const char *COPIES_TO_USERS =
+    "HloModule mc\n"
+    "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n"
+    "ENTRY main {\n"
+    "  x = f32[8,16]{0,1} parameter(0)\n"
+    "  y = f32[8,16]{0,1} parameter(1)\n"
+    "  i = s32[] parameter(2)\n"
+    "  cx = f32[8,16]{1,0} copy(x)\n"
+    "  cy = f32[8,16]{1,0} copy(y)\n"
+    "  sl = f32[4,16]{1,0} slice(cx), slice={[0:4], [0:16]}\n"
+    "  ds = f32[2,16]{1,0} dynamic-slice(cx, i, i), dynamic_slice_sizes={2,16}\n"
+    "  e = f32[8,16]{1,0} exponential(cy)\n"
+    "  a = f32[8,16]{1,0} add(cx, cy)\n"
+    "  cc = f32[16,16]{1,0} concatenate(cx, cy), dimensions={0}\n"
+    "  z = f32[] constant(0)\n"
+    "  r = f32[16]{0} reduce(cx, z), dimensions={0}, to_apply=add\n"
+    "  ROOT t = (f32[4,16]{1,0}, f32[2,16]{1,0}, f32[8,16]{1,0}, f32[8,16]{1,0}, f32[16,16]{1,0}, f32[16]{0}) "
+    "tuple(sl, ds, e, a, cc, r)\n"
+    "}\n";
+
 /* A reshape no layout makes a bitcast of its operand's: x's layout comes from the transpose
  * (a bitcast of p), and [8,6] -> [48] of a column-major [8,6] moves data: the reshape reads it
  * row-major (one copy) and is a bitcast then. */
@@ -464,6 +527,61 @@ TEST(a_transposed_value_is_reduced_where_it_lies) {
   ir_module_free(m);
 }
 
+TEST(a_reduce_reads_a_weight_where_its_parameter_laid_it) {
+  Seen s;
+  static const char *const la[] = {"layout-assignment"};
+  IrModule *m = run_named_passes(hlo_ok(REDUCED_WHERE_IT_LIES), "h100", la, 1, &s);
+  if (!m) return;
+  /* layout assignment alone: each reduce reads a copy in the row-reduction layout */
+  IrComputation *body = ir_module_find_computation(m, "body");
+  CHECK(body && count_op_in(body, IR_OP_COPY) == 1 && count_op_in(m->entry, IR_OP_COPY) == 1);
+  IrInstr *r = body ? ir_computation_find_instr(body, "r") : NULL;
+  CHECK(r && r->operands[0]->op == IR_OP_COPY);
+  IrInstr *w = body ? ir_computation_find_instr(body, "w") : NULL;
+  CHECK(w && ir_shape_default_layout(&w->shape)); /* the state keeps the parameter's layout */
+  ir_module_free(m);
+  static const char *const passes[] = {"layout-assignment", "move-copy-to-users", "layout-normalization"};
+  m = run_named_passes(hlo_ok(REDUCED_WHERE_IT_LIES), "h100", passes, 3, &s);
+  if (!m) return;
+  body = ir_module_find_computation(m, "body");
+  CHECK(body && count_op_in(body, IR_OP_COPY) == 0 && count_op_in(body, IR_OP_TRANSPOSE) == 0);
+  CHECK(count_op_in(m->entry, IR_OP_COPY) == 0 && count_op_in(m->entry, IR_OP_TRANSPOSE) == 0);
+  r = body ? ir_computation_find_instr(body, "r") : NULL;
+  CHECK(r && r->operands[0]->op == IR_OP_MULTIPLY);
+  if (r) CHECK_STR(ir_attr_text(r, "dimensions"), "{1}");
+  CHECK_CONTAINS(s.last, "a reduction reads its operand in any layout");
+  check_same_values(REDUCED_WHERE_IT_LIES, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
+TEST(copies_move_below_what_works_in_any_layout) {
+  Seen s;
+  static const char *const passes[] = {"move-copy-to-users"};
+  IrModule *m = run_named_passes(hlo_ok(COPIES_TO_USERS), "h100", passes, 1, &s);
+  if (!m) return;
+  static const int col[] = {0, 1};
+  const IrInstr *t = m->entry->root;
+  CHECK(t->noperands == 6);
+  if (t->noperands != 6) return;
+  /* slice, dynamic-slice, exponential, add, concatenate: each runs on the parameter as it lies
+     (column-major) and a copy after it makes the row-major result its reader was given */
+  for (int k = 0; k < 5; k++) {
+    const IrInstr *c = t->operands[k];
+    CHECK(c->op == IR_OP_COPY && ir_shape_default_layout(&c->shape));
+    if (c->op != IR_OP_COPY) continue;
+    const IrInstr *op = c->operands[0];
+    CHECK(layout_is(&op->shape, col));
+    for (int q = 0; q < op->noperands; q++)
+      if (op->operands[q]->shape.rank == 2) CHECK(op->operands[q]->op == IR_OP_PARAMETER);
+  }
+  CHECK_STR(t->operands[0]->operands[0]->name, "sl"); /* the moved slice keeps its name */
+  /* the reduce reads x itself */
+  CHECK(t->operands[5]->op == IR_OP_REDUCE && t->operands[5]->operands[0]->op == IR_OP_PARAMETER);
+  CHECK(count_op_in(m->entry, IR_OP_COPY) == 5);
+  check_same_values(COPIES_TO_USERS, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 TEST(layout_assignment_says_where_a_layout_came_from) {
   Seen s;
   static const char *const passes[] = {"layout-assignment"};
@@ -596,6 +714,8 @@ int main(void) {
   RUN(before_hopper_f32_convolutions_run_in_nchw);
   RUN(no_cudnn_on_the_host);
   RUN(layout_hints_are_dropped_and_reshapes_become_bitcasts);
+  RUN(a_reduce_reads_a_weight_where_its_parameter_laid_it);
+  RUN(copies_move_below_what_works_in_any_layout);
   RUN(a_transposed_weight_only_a_gemm_reads_is_a_bitcast);
   RUN(a_transpose_something_else_constrains_moves_data);
   RUN(a_gemm_result_only_a_transpose_reads_is_written_transposed);
