@@ -22,6 +22,10 @@
  *   A + (B - A) -> B   (integers)
  *   max(x, lowest) -> x;  min(x, highest) -> x              HandleMaximum, HandleMinimum
  *   reduce over dimensions of size 1 -> reshape              HandleReduce
+ *   sum of negate(x) -> negate(sum of x);  reduce(transpose(x)) -> reduce(x) (then a transpose if
+ *   the kept dimensions come out reordered);  reduce(reduce(x)), one reducer and init -> one
+ *   reduce;  reduce(reshape(x)) changing only reduced dimensions -> reduce(x), only kept ones ->
+ *   reshape(reduce(x))
  *   constant of one value -> broadcast(scalar); 0, 1, 2, ... -> iota   HandleConstant
  *   reshape/transpose/reverse/slice/dynamic-slice(broadcast(scalar)) -> broadcast(scalar)
  *   dynamic-update-slice(broadcast(s), u, constant starts) -> pad(u, s)   HandleDynamicUpdateSlice
@@ -972,11 +976,24 @@ static bool dynamic_update_slice(Simp *s, IrInstr *i) {
   return algsimp_forward(s, i, p, "writing into a broadcast scalar at constant starts is padding the update with the scalar");
 }
 
+/* algsimp_forward, and the replacement (an instruction of i's kind made for it) takes i's name, so
+ * `why` keeps finding it. */
+static bool forward_keep_name(Simp *s, IrInstr *i, IrInstr *x, const char *why) {
+  char name[256];
+  snprintf(name, sizeof name, "%s", i->name);
+  if (!algsimp_forward(s, i, x, why)) return false;
+  ir_instr_rename(x, name);
+  return true;
+}
+
 /* ---------- slice ---------- */
 
 /* An array shape of type t with dimensions dims[0..n), in i's module. */
 static IrShape shape_of(const IrInstr *i, IrType t, int n, const int64_t *dims) {
-  return ir_shape_array(&i->parent->module->arena, t, n, dims);
+  IrShape sh = ir_shape_array(&i->parent->module->arena, t, n, dims);
+  sh.has_layout = false; /* the default layout, as every shape before layout assignment */
+  sh.minor_to_major = NULL;
+  return sh;
 }
 
 /* A new slice of x before `at`, bounds st/lim/str (str NULL: unit strides), named after base. */
@@ -1040,7 +1057,7 @@ static bool slice_of_pad(Simp *s, IrInstr *i, const int64_t *st, const int64_t *
     return algsimp_forward(s, i, y, "the slice takes back exactly what was padded");
   if (!inside) return false;
   IrInstr *ns = slice_before(i, y, nst, nlim, str, i->name);
-  return ns && algsimp_forward(s, i, ns, "the slice lies inside the padded operand: it slices the operand");
+  return ns && forward_keep_name(s, i, ns, "the slice lies inside the padded operand: it slices the operand");
 }
 
 /* slice(broadcast(y)) (HandleSlice): a slice that keeps every dimension the broadcast maps from y
@@ -1117,7 +1134,7 @@ static bool slice_of_concatenate(Simp *s, IrInstr *i, const int64_t *st, const i
   char why[200];
   snprintf(why, sizeof why, "the slice reads only operands %d to %d of %s: it slices their concatenate", first, last - 1,
            c->name);
-  return ns && algsimp_forward(s, i, ns, why);
+  return ns && forward_keep_name(s, i, ns, why);
 }
 
 /* slice(reshape(y)) that cuts only a leading part of dimension 0 (TryToReorderSliceAndReshape,
@@ -1203,7 +1220,7 @@ static bool slice_current(Simp *s, IrInstr *i) {
     }
   if (!redundant) return false;
   IrInstr *ns = slice_before(i, x, st, lim, str, i->name);
-  return ns && algsimp_forward(s, i, ns, "a stride that reaches past the slice's end takes one element: stride 1");
+  return ns && forward_keep_name(s, i, ns, "a stride that reaches past the slice's end takes one element: stride 1");
 }
 
 /* ---------- dynamic-slice ---------- */
@@ -1388,14 +1405,168 @@ static bool min_max(Simp *s, IrInstr *i) {
 
 /* ---------- reduce ---------- */
 
-/* A reduction over dimensions of size 1 reduces nothing: the init value is the reduction's
- * identity (HLO's contract), so the result is the operand reshaped (HandleReduce). */
+/* A new reduce of x with init, reducer f, over dims[0..nd) (sorted here), before `at`, named base. */
+static IrInstr *reduce_before(IrInstr *at, IrInstr *x, IrInstr *init, IrComputation *f, const int64_t *dims, int nd,
+                              const char *base) {
+  int64_t sd[IR_MAX_RANK], kept[IR_MAX_RANK];
+  int nk = 0;
+  memcpy(sd, dims, sizeof(int64_t) * (size_t)nd);
+  for (int a = 1; a < nd; a++)
+    for (int b = a; b > 0 && sd[b - 1] > sd[b]; b--) {
+      int64_t t = sd[b];
+      sd[b] = sd[b - 1];
+      sd[b - 1] = t;
+    }
+  for (int d = 0; d < x->shape.rank; d++)
+    if (!ir_dims_contain(sd, nd, d)) kept[nk++] = x->shape.dims[d];
+  IrShape sh = shape_of(at, at->shape.type, nk, kept);
+  IrInstr *ops[2] = {x, init};
+  IrInstr *r = add_before(at, IR_OP_REDUCE, &sh, ops, 2, base);
+  if (!r) return NULL;
+  ir_attr_set_dims(r, "dimensions", sd, nd);
+  ir_attr_set_comp(r, "to_apply", f);
+  return r;
+}
+
+/* XLA's ReductionComputationsEquivalent: the same computation, or two that apply the same
+ * commutative operation (add, multiply, and, or) to their parameters. */
+static bool same_reducer(const IrComputation *a, const IrComputation *b) {
+  if (a == b) return true;
+  bool sa, sb;
+  IrOpcode oa = simp_reducer_op(a, &sa), ob = simp_reducer_op(b, &sb);
+  return oa == ob && (oa == IR_OP_ADD || oa == IR_OP_MULTIPLY || oa == IR_OP_AND || oa == IR_OP_OR) &&
+         a->params[0]->shape.type == b->params[0]->shape.type;
+}
+
+/* Two constants of one scalar value (HloInstruction::Identical for a reduce's init). */
+static bool same_constant(const IrInstr *a, const IrInstr *b) {
+  double va, vb;
+  if (a == b) return true;
+  return a->op == IR_OP_CONSTANT && b->op == IR_OP_CONSTANT && a->shape.type == b->shape.type &&
+         ir_shape_is_scalar(&a->shape) && ir_shape_is_scalar(&b->shape) && simp_splat_value(a, &va) &&
+         simp_splat_value(b, &vb) && (va == vb || (isnan(va) && isnan(vb)));
+}
+
+static bool only_reduces_read(const IrInstr *x) {
+  for (int u = 0; u < x->nusers; u++)
+    if (x->users[u]->op != IR_OP_REDUCE) return false;
+  return true;
+}
+
+/* HandleReduce's rules, in its order: a reduction over dimensions of size 1 reduces nothing (the
+ * init value is the reduction's identity, HLO's contract): the operand reshaped; a sum of a
+ * negation is the negation of the sum; a reduce of a transpose reduces the transpose's operand
+ * (permuted dimensions, a transpose after it when the kept ones come out in another order); a
+ * reduce of a reduce with the same reducer and init is one reduce; a reduce of a reshape that
+ * changes only reduced dimensions reduces the reshape's operand, one that changes only kept ones
+ * reduces first and reshapes after. */
 static bool reduce(Simp *s, IrInstr *i) {
   if (i->noperands != 2 || !ir_shape_is_array(&i->shape)) return false;
-  IrInstr *x = i->operands[0];
-  if (ir_shape_elements(&i->shape) != ir_shape_elements(&x->shape) || i->shape.type != x->shape.type) return false;
-  IrInstr *r = add_before(i, IR_OP_RESHAPE, &i->shape, &x, 1, "reshape");
-  return r && algsimp_forward(s, i, r, "the reduced dimensions have size 1: nothing is reduced, the operand is reshaped");
+  IrInstr *x = i->operands[0], *init = i->operands[1];
+  IrComputation *f = ir_attr_comp(i, "to_apply");
+  if (ir_shape_elements(&i->shape) == ir_shape_elements(&x->shape) && i->shape.type == x->shape.type) {
+    IrInstr *r = add_before(i, IR_OP_RESHAPE, &i->shape, &x, 1, "reshape");
+    return r && algsimp_forward(s, i, r, "the reduced dimensions have size 1: nothing is reduced, the operand is reshaped");
+  }
+  int64_t dims[IR_MAX_RANK];
+  int nd = ir_attr_dims(i, "dimensions", dims, IR_MAX_RANK);
+  if (!f || nd < 0 || !ir_shape_is_array(&x->shape) || nd + i->shape.rank != x->shape.rank) return false;
+  bool swapped;
+  IrOpcode op = simp_reducer_op(f, &swapped);
+  double v;
+  char msg[400];
+  if (ir_type_is_float(i->shape.type) && x->op == IR_OP_NEGATE && x->noperands == 1 && op == IR_OP_ADD &&
+      init->op == IR_OP_CONSTANT && simp_splat_value(init, &v) && v == 0) {
+    IrInstr *y = x->operands[0];
+    IrInstr *nr = reduce_before(i, y, init, f, dims, nd, i->name);
+    IrInstr *ng = nr ? add_before(i, IR_OP_NEGATE, &i->shape, &nr, 1, x->name) : NULL;
+    return ng && algsimp_forward(s, i, ng, "the sum of a negation is the negation of the sum");
+  }
+  if (x->op == IR_OP_TRANSPOSE && x->noperands == 1 && (i->shape.rank < 2 || x->nusers == 1 || only_reduces_read(x))) {
+    int64_t perm[IR_MAX_RANK], nrd[IR_MAX_RANK], keep[IR_MAX_RANK];
+    int r = x->shape.rank, nk = 0;
+    if (ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK) != r) return false;
+    for (int k = 0; k < nd; k++) nrd[k] = perm[dims[k]];
+    for (int k = 0; k < r; k++)
+      if (!ir_dims_contain(nrd, nd, perm[k])) keep[nk++] = perm[k];
+    bool sorted = true;
+    for (int k = 1; k < nk; k++) sorted = sorted && keep[k - 1] < keep[k];
+    IrInstr *nr = reduce_before(i, x->operands[0], init, f, nrd, nd, i->name);
+    if (!nr) return false;
+    if (sorted) return forward_keep_name(s, i, nr, "a reduce of a transpose reduces the transposed value: the kept dimensions "
+                                                 "come out in the same order");
+    for (int k = 0; k < nk; k++) {
+      int64_t d = keep[k];
+      for (int q = 0; q < nd; q++)
+        if (d > nrd[q]) keep[k]--;
+    }
+    IrInstr *t = add_before(i, IR_OP_TRANSPOSE, &i->shape, &nr, 1, x->name);
+    if (!t) return false;
+    ir_attr_set_dims(t, "dimensions", keep, nk);
+    return algsimp_forward(s, i, t, "a reduce of a transpose reduces the transposed value and transposes the smaller "
+                                    "result");
+  }
+  if (x->op == IR_OP_REDUCE && x->noperands == 2 && same_constant(init, x->operands[1]) &&
+      same_reducer(f, ir_attr_comp(x, "to_apply"))) {
+    int64_t inner[IR_MAX_RANK], outer[IR_MAX_RANK], all[2 * IR_MAX_RANK];
+    int ni = ir_attr_dims(x, "dimensions", inner, IR_MAX_RANK);
+    if (ni < 0 || !ir_shape_is_array(&x->operands[0]->shape)) return false;
+    memcpy(outer, dims, sizeof(int64_t) * (size_t)nd);
+    /* XLA's MergeReduces: both lists sorted, the outer one moved past each inner dimension */
+    for (int a = 1; a < ni; a++)
+      for (int b = a; b > 0 && inner[b - 1] > inner[b]; b--) { int64_t t = inner[b]; inner[b] = inner[b - 1]; inner[b - 1] = t; }
+    for (int a = 1; a < nd; a++)
+      for (int b = a; b > 0 && outer[b - 1] > outer[b]; b--) { int64_t t = outer[b]; outer[b] = outer[b - 1]; outer[b - 1] = t; }
+    for (int a = 0; a < ni; a++)
+      for (int b = 0; b < nd; b++)
+        if (outer[b] >= inner[a]) outer[b]++;
+    int na = 0;
+    for (int a = 0; a < ni; a++) all[na++] = inner[a];
+    for (int b = 0; b < nd; b++) all[na++] = outer[b];
+    if (na > IR_MAX_RANK) return false;
+    IrInstr *nr = reduce_before(i, x->operands[0], init, f, all, na, i->name);
+    snprintf(msg, sizeof msg, "a reduce of %s (the same reducer and init) is one reduce of its operand", x->name);
+    return nr && ir_shape_same_dims(&nr->shape, &i->shape) && forward_keep_name(s, i, nr, msg);
+  }
+  if (x->op == IR_OP_RESHAPE && x->noperands == 1 && ir_shape_is_array(&x->operands[0]->shape)) {
+    IrInstr *y = x->operands[0];
+    int f2[4 * IR_MAX_RANK + 4][2];
+    int nf = common_factors(y->shape.dims, y->shape.rank, x->shape.dims, x->shape.rank, f2);
+    /* DimensionsUnmodifiedByReshape: the common factors one dimension wide on both sides */
+    int in_of_out[IR_MAX_RANK];
+    for (int d = 0; d < x->shape.rank; d++) in_of_out[d] = -1;
+    for (int k = 0; k + 1 < nf; k++)
+      if (f2[k + 1][0] - f2[k][0] == 1 && f2[k + 1][1] - f2[k][1] == 1) in_of_out[f2[k][1]] = f2[k][0];
+    bool kept_unmodified = true, reduced_unmodified = true;
+    for (int d = 0; d < x->shape.rank; d++) {
+      bool reduced = ir_dims_contain(dims, nd, d);
+      if (!reduced && in_of_out[d] < 0) kept_unmodified = false;
+      if (reduced && in_of_out[d] < 0) reduced_unmodified = false;
+    }
+    if (kept_unmodified) {
+      int64_t nrd[IR_MAX_RANK];
+      int n = 0;
+      for (int yd = 0; yd < y->shape.rank; yd++) {
+        bool kept = false;
+        for (int d = 0; d < x->shape.rank; d++)
+          if (in_of_out[d] == yd && !ir_dims_contain(dims, nd, d)) kept = true;
+        if (!kept) nrd[n++] = yd;
+      }
+      IrInstr *nr = reduce_before(i, y, init, f, nrd, n, i->name);
+      return nr && ir_shape_same_dims(&nr->shape, &i->shape) &&
+             forward_keep_name(s, i, nr, "the reshape it reduces changes only reduced dimensions: it reduces the reshape's "
+                                       "operand");
+    }
+    if (reduced_unmodified && x->nusers == 1) {
+      int64_t nrd[IR_MAX_RANK];
+      for (int k = 0; k < nd; k++) nrd[k] = in_of_out[dims[k]];
+      IrInstr *nr = reduce_before(i, y, init, f, nrd, nd, i->name);
+      IrInstr *rs = nr ? add_before(i, IR_OP_RESHAPE, &i->shape, &nr, 1, x->name) : NULL;
+      return rs && algsimp_forward(s, i, rs, "the reshape it reduces changes only kept dimensions: it reduces first and "
+                                             "reshapes the smaller result");
+    }
+  }
+  return false;
 }
 
 /* ---------- conditional ---------- */

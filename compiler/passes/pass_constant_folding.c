@@ -157,19 +157,6 @@ static double binary(IrOpcode op, IrType in, double a, double b, const char *dir
   return 0;
 }
 
-/* The operation of a reducer that is one binary operation of its two parameters (*swapped when
- * it reads them in the other order); IR_OP_COUNT otherwise. */
-static IrOpcode reducer_op(const IrComputation *f, bool *swapped) {
-  if (!f || f->nparams != 2 || !f->params[0] || !f->params[1] || !f->root || f->ninstrs != 3) return IR_OP_COUNT;
-  const IrInstr *r = f->root;
-  if (r->noperands != 2 || ir_op_info(r->op)->category != IR_CAT_BINARY || r->op == IR_OP_COMPARE || r->op == IR_OP_COMPLEX ||
-      r->op == IR_OP_SHL || r->op == IR_OP_SHRA || r->op == IR_OP_SHRL)
-    return IR_OP_COUNT;
-  *swapped = r->operands[0] == f->params[1] && r->operands[1] == f->params[0];
-  if (!*swapped && !(r->operands[0] == f->params[0] && r->operands[1] == f->params[1])) return IR_OP_COUNT;
-  return r->op;
-}
-
 static bool eval(const IrInstr *i, double *out, int depth, bool current) {
   const IrShape *s = &i->shape;
   int64_t n = ir_shape_elements(s);
@@ -248,7 +235,7 @@ static bool eval(const IrInstr *i, double *out, int depth, bool current) {
     if (i->noperands != 2) return false;
     const IrInstr *x = i->operands[0], *init = i->operands[1];
     bool swapped = false;
-    IrOpcode rop = reducer_op(ir_attr_comp(i, "to_apply"), &swapped);
+    IrOpcode rop = simp_reducer_op(ir_attr_comp(i, "to_apply"), &swapped);
     int64_t rd[IR_MAX_RANK];
     int nr = ir_attr_dims(i, "dimensions", rd, IR_MAX_RANK);
     if (rop == IR_OP_COUNT || x->shape.type != s->type || init->shape.type != s->type || init->shape.rank != 0 || nr < 0 ||

@@ -394,3 +394,14 @@ IrShape simp_shape_retyped(Arena *a, const IrShape *s, IrType t) {
   r.type = t;
   return r;
 }
+
+IrOpcode simp_reducer_op(const IrComputation *f, bool *swapped) {
+  if (!f || f->nparams != 2 || !f->params[0] || !f->params[1] || !f->root || f->ninstrs != 3) return IR_OP_COUNT;
+  const IrInstr *r = f->root;
+  if (r->noperands != 2 || ir_op_info(r->op)->category != IR_CAT_BINARY || r->op == IR_OP_COMPARE || r->op == IR_OP_COMPLEX ||
+      r->op == IR_OP_SHL || r->op == IR_OP_SHRA || r->op == IR_OP_SHRL)
+    return IR_OP_COUNT;
+  *swapped = r->operands[0] == f->params[1] && r->operands[1] == f->params[0];
+  if (!*swapped && !(r->operands[0] == f->params[0] && r->operands[1] == f->params[1])) return IR_OP_COUNT;
+  return r->op;
+}

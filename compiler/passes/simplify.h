@@ -37,6 +37,10 @@ void simp_remove_operand(IrInstr *i, int k);
  * operands are shown by value. */
 const char *simp_describe(const IrInstr *i, char *buf, size_t n);
 
+/* The operation of a reducer that is one binary operation of its two parameters (*swapped when
+ * it reads them in the other order); IR_OP_COUNT otherwise. */
+IrOpcode simp_reducer_op(const IrComputation *f, bool *swapped);
+
 /* True for computations that are the body of a fusion (passes before fusion leave them alone). */
 bool simp_is_fused_computation(const IrComputation *c);
 

