@@ -44,6 +44,7 @@
  *   broadcast(x with size-1 dimensions) -> broadcast(reshape(x) without them)   HandleBroadcast
  *   reshape(iota) -> iota (or a sum of iotas)                  HandleReshape
  *   dot with size-1 dimensions -> reshape(dot without them)    HandleDot (RemoveDegenerateDimensionFromDot)
+ *   dot contracting nothing -> multiply(broadcast(lhs), broadcast(rhs))   HandleDot
  *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
  *                               TryToSinkBroadcastAfterOpWithUniqueNonScalarOperand
  *   conditional(convert(pred p), b0, b1) -> conditional(p, true=b1, false=b0)
@@ -1525,8 +1526,13 @@ static bool reduce(Simp *s, IrInstr *i) {
     for (int b = 0; b < nd; b++) all[na++] = outer[b];
     if (na > IR_MAX_RANK) return false;
     IrInstr *nr = reduce_before(i, x->operands[0], init, f, all, na, i->name);
+    if (!nr) return false;
+    if (!ir_shape_equal(&nr->shape, &i->shape)) { /* not expected: leave nothing behind */
+      simp_drop_dead(nr);
+      return false;
+    }
     snprintf(msg, sizeof msg, "a reduce of %s (the same reducer and init) is one reduce of its operand", x->name);
-    return nr && ir_shape_same_dims(&nr->shape, &i->shape) && forward_keep_name(s, i, nr, msg);
+    return forward_keep_name(s, i, nr, msg);
   }
   if (x->op == IR_OP_RESHAPE && x->noperands == 1 && ir_shape_is_array(&x->operands[0]->shape)) {
     IrInstr *y = x->operands[0];
@@ -1553,9 +1559,13 @@ static bool reduce(Simp *s, IrInstr *i) {
         if (!kept) nrd[n++] = yd;
       }
       IrInstr *nr = reduce_before(i, y, init, f, nrd, n, i->name);
-      return nr && ir_shape_same_dims(&nr->shape, &i->shape) &&
-             forward_keep_name(s, i, nr, "the reshape it reduces changes only reduced dimensions: it reduces the reshape's "
-                                       "operand");
+      if (!nr) return false;
+      if (!ir_shape_equal(&nr->shape, &i->shape)) {
+        simp_drop_dead(nr);
+        return false;
+      }
+      return forward_keep_name(s, i, nr, "the reshape it reduces changes only reduced dimensions: it reduces the "
+                                         "reshape's operand");
     }
     if (reduced_unmodified && x->nusers == 1) {
       int64_t nrd[IR_MAX_RANK];
@@ -1635,6 +1645,68 @@ static bool reduce_precision(Simp *s, IrInstr *i) {
   return algsimp_forward(s, i, x, "a reduce-precision to its operand's own precision changes nothing");
 }
 
+/* A dot with no contracting dimension (an outer product, batched or not) multiplies broadcasts
+ * (HandleDot's RewriteAsMultiplyDotWithZeroLhsContractingDim): each side transposed to batch
+ * dimensions first (NormalizeDotOperandToBatchMajorAndContractingMinor), converted to the dot's
+ * type, and broadcast to the result: lhs onto the batch and its own dimensions, rhs onto the
+ * batch and the last ones. A dot with an algorithm set is left alone. */
+static bool dot_outer_product(Simp *s, IrInstr *i) {
+  IrDotDims d;
+  if (i->noperands != 2 || !ir_dot_dims(i, &d) || d.nlhs_contract != 0 || ir_attr_text(i, "algorithm")) return false;
+  IrInstr *side[2] = {i->operands[0], i->operands[1]};
+  int nb = d.nlhs_batch, rank = i->shape.rank, lrank = side[0]->shape.rank;
+  if (!ir_shape_is_array(&side[0]->shape) || !ir_shape_is_array(&side[1]->shape) ||
+      lrank + side[1]->shape.rank - nb != rank || d.nrhs_batch != nb)
+    return false;
+  for (int k = 0; k < 2; k++) {
+    IrInstr *x = side[k];
+    const int64_t *batch = k ? d.rhs_batch : d.lhs_batch;
+    int r = x->shape.rank;
+    if (!ir_shape_is_array(&x->shape)) return false;
+    int64_t perm[IR_MAX_RANK], dims[IR_MAX_RANK];
+    int q = 0;
+    for (int t = 0; t < nb; t++) perm[q++] = batch[t];
+    for (int t = 0; t < r; t++)
+      if (!ir_dims_contain(batch, nb, t)) perm[q++] = t;
+    bool identity = true;
+    for (int t = 0; t < r; t++) {
+      identity = identity && perm[t] == t;
+      dims[t] = x->shape.dims[perm[t]];
+    }
+    if (!identity) {
+      IrShape ts = shape_of(i, x->shape.type, r, dims);
+      IrInstr *t = add_before(i, IR_OP_TRANSPOSE, &ts, &x, 1, x->name);
+      if (!t) return false;
+      ir_attr_set_dims(t, "dimensions", perm, r);
+      x = t;
+    }
+    if (x->shape.type != i->shape.type) {
+      IrShape cs = shape_of(i, i->shape.type, r, x->shape.dims);
+      IrInstr *c = add_before(i, IR_OP_CONVERT, &cs, &x, 1, x->name);
+      if (!c) return false;
+      x = c;
+    }
+    if (rank != r) {
+      int64_t bd[IR_MAX_RANK];
+      int n = 0;
+      if (k == 0)
+        for (int t = 0; t < r; t++) bd[n++] = t;
+      else {
+        for (int t = 0; t < nb; t++) bd[n++] = t;
+        for (int t = lrank; t < rank; t++) bd[n++] = t;
+      }
+      if (n != r) return false;
+      IrInstr *b = add_before(i, IR_OP_BROADCAST, &i->shape, &x, 1, x->name);
+      if (!b) return false;
+      ir_attr_set_dims(b, "dimensions", bd, n);
+      x = b;
+    }
+    side[k] = x;
+  }
+  IrInstr *m = add_before(i, IR_OP_MULTIPLY, &i->shape, side, 2, i->name);
+  return m && forward_keep_name(s, i, m, "it contracts no dimension: an outer product is a multiply of broadcasts");
+}
+
 bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
   if (i->parent && i->op == IR_OP_CONDITIONAL) return conditional_index(s, i);
   if (!i->parent || !ir_shape_is_array(&i->shape)) return false;
@@ -1671,7 +1743,7 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
   case IR_OP_RESHAPE:
     return i->noperands == 1 && reshape_iota(s, i);
   case IR_OP_DOT:
-    return dot_degenerate(s, i);
+    return dot_degenerate(s, i) || (!i->dead && dot_outer_product(s, i));
   default:
     return false;
   }

@@ -354,12 +354,20 @@ static bool run(IrModule *m, PassContext *cx, bool *changed, bool current, bool 
   for (int c = 0; c < m->ncomps; c++) {
     IrComputation *comp = m->comps[c];
     if (simp_is_fused_computation(comp)) continue;
-    /* Repeat until nothing changes: one rewrite can enable another (reshape chains of three). */
+    /* Repeat until nothing changes: one rewrite can enable another (reshape chains of three). A
+       rewrite adds a few instructions for each one it replaces; a computation that keeps growing
+       far past that means a rewrite that undoes another, and the pass stops rather than run out of
+       memory. */
+    int64_t limit = 16 * (int64_t)comp->ninstrs + 100000;
     for (int round = 0; round < 8; round++) {
       int before = s.rewrites;
       for (int k = 0; k < comp->ninstrs; k++) {
         IrInstr *i = comp->instrs[k];
         int n0 = comp->ninstrs;
+        if (n0 > limit)
+          return fx_error_set(cx->err, NULL, 0, 0, "%s: computation %s grew to %d instructions without settling: two "
+                              "rewrites undo each other (an fxplain bug; please report it with the module)",
+                              cx->pass, comp->name, n0);
         try_one(&s, i);
         /* Removals shift the order: step back over what vanished before this position. */
         if (comp->ninstrs < n0) {

@@ -826,6 +826,41 @@ TEST(reduces_move_onto_what_they_read) {
   ir_module_free(m);
 }
 
+/* A dot that contracts nothing is an outer product: XLA multiplies broadcasts (HandleDot's
+ * RewriteAsMultiplyDotWithZeroLhsContractingDim): DLRM's gradient of a [6272,1] x [1,192] dense
+ * layer, and a batched one whose batch dimension is not first on the right. */
+static const char *const outer_products_hlo =
+    "HloModule outer\n\n"
+    "ENTRY main {\n"
+    "  a = f32[8,1] parameter(0)\n"
+    "  b = f32[4,1] parameter(1)\n"
+    "  d = f32[8,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n"
+    "  x = f32[2,3] parameter(2)\n"
+    "  y = f32[5,2] parameter(3)\n"
+    "  e = f32[2,3,5] dot(x, y), lhs_batch_dims={0}, rhs_batch_dims={1}\n"
+    "  ROOT t = (f32[8,4], f32[2,3,5]) tuple(d, e)\n"
+    "}\n";
+
+TEST(outer_products_multiply_broadcasts) {
+  IrModule *m = hlo(outer_products_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  const IrInstr *t = m->entry->root;
+  for (int k = 0; k < 2; k++) {
+    const IrInstr *mul = t->operands[k];
+    CHECK(mul->op == IR_OP_MULTIPLY && mul->operands[0]->op == IR_OP_BROADCAST && mul->operands[1]->op == IR_OP_BROADCAST);
+  }
+  /* y is transposed to batch first, [2,5], and broadcast onto dimensions 0 and 2 */
+  const IrInstr *by = t->operands[1]->operands[1];
+  CHECK(by->operands[0]->op == IR_OP_TRANSPOSE && strcmp(ir_attr_text(by, "dimensions"), "{0,2}") == 0);
+  CHECK(count_op(m, IR_OP_DOT) == 0);
+  CHECK_CONTAINS(log.buf, "an outer product is a multiply of broadcasts");
+  check_same_values(outer_products_hlo, m, 5);
+  ir_module_free(m);
+}
+
 /* A division by a non-constant stays (integers too: XLA does not simplify integer division
  * further). */
 TEST(what_stays) {
@@ -1461,6 +1496,7 @@ int main(void) {
   RUN(what_stays);
   RUN(reduce_of_unit_dimensions);
   RUN(reduces_move_onto_what_they_read);
+  RUN(outer_products_multiply_broadcasts);
   RUN(comparison_expander);
   RUN(constants_and_scalar_broadcasts);
   RUN(constant_folding_today);

@@ -75,12 +75,13 @@ endif()
 # pre-fusion module. The floors are what is reached today: raise them as the passes before fusion
 # come closer to XLA's. (The structure floor went from 0.975 to 0.972 once algsimp made XLA's
 # reduce-of-reshape rewrite: Gemma 3's norms then simplify exactly as in XLA's module, and its
-# kernels show a later difference fxplain does not model yet; kernel F1 rose 0.964 -> 0.965.)
+# kernels show a later difference fxplain does not model yet; kernel F1 rose 0.964 -> 0.965. The
+# outer-product rewrite then took it to 0.973, kernel F1 0.966.)
 if(FXPLAIN_PYTHON)
   add_test(NAME xla.user_modules_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_user_agreement.py ${CMAKE_SOURCE_DIR}/tests/data/hlo-corpus
                    ${CMAKE_CURRENT_LIST_DIR}/h100 --fxplain $<TARGET_FILE:fxplain>
-                   --min-kernel-f1 0.965 --min-structure-f1 0.972 --min-f1 0.992 --at-least 26 --max-pre-distance 0.026)
+                   --min-kernel-f1 0.966 --min-structure-f1 0.973 --min-f1 0.993 --at-least 26 --max-pre-distance 0.026)
   set_tests_properties(xla.user_modules_vs_xla PROPERTIES LABELS "xla;slow" TIMEOUT 900)
 endif()
 
