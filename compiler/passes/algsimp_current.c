@@ -43,6 +43,7 @@
  *   broadcast(iota) -> iota                                    HandleBroadcast
  *   broadcast(x with size-1 dimensions) -> broadcast(reshape(x) without them)   HandleBroadcast
  *   reshape(iota) -> iota (or a sum of iotas)                  HandleReshape
+ *   reshape(broadcast(x)) leaving x's dimensions whole -> broadcast(x)
  *   dot with size-1 dimensions -> reshape(dot without them)    HandleDot (RemoveDegenerateDimensionFromDot)
  *   dot contracting nothing -> multiply(broadcast(lhs), broadcast(rhs))   HandleDot
  *   op(broadcast(x), broadcast(scalar)...) -> broadcast(op(x, ...)) for an elementwise op
@@ -908,6 +909,38 @@ static int common_factors(const int64_t *a, int na, const int64_t *b, int nb, in
   return n;
 }
 
+/* The result dimension each dimension of `from` stays as through a reshape to `to`, -1 for one the
+ * reshape splits or merges (XLA's DimensionsUnmodifiedByReshape: common factors one dimension
+ * wide on both sides). */
+static void unmodified_by_reshape(const IrShape *from, const IrShape *to, int *out_of_in) {
+  int f[4 * IR_MAX_RANK + 4][2];
+  int nf = common_factors(from->dims, from->rank, to->dims, to->rank, f);
+  for (int d = 0; d < from->rank; d++) out_of_in[d] = -1;
+  for (int k = 0; k + 1 < nf; k++)
+    if (f[k + 1][0] - f[k][0] == 1 && f[k + 1][1] - f[k][1] == 1) out_of_in[f[k][0]] = f[k][1];
+}
+
+/* reshape(broadcast(x)) -> broadcast(x) when the reshape leaves every dimension the broadcast
+ * maps from x unmodified (HandleReshape, ReshapeLeavesDimensionsUnmodified): what reshape-mover's
+ * inverse of a reshape makes of a broadcast operand. */
+static bool reshape_of_broadcast(Simp *s, IrInstr *i) {
+  IrInstr *b = i->operands[0];
+  if (b->op != IR_OP_BROADCAST || b->noperands != 1 || !ir_shape_is_array(&b->shape)) return false;
+  int64_t bd[IR_MAX_RANK], nd[IR_MAX_RANK];
+  int n = ir_attr_dims_or_empty(b, "dimensions", bd);
+  if (n != b->operands[0]->shape.rank) return false;
+  int out_of_in[IR_MAX_RANK];
+  unmodified_by_reshape(&b->shape, &i->shape, out_of_in);
+  for (int k = 0; k < n; k++) {
+    if (bd[k] < 0 || bd[k] >= b->shape.rank || out_of_in[bd[k]] < 0) return false;
+    nd[k] = out_of_in[bd[k]];
+  }
+  IrInstr *nb = add_before(i, IR_OP_BROADCAST, &i->shape, &b->operands[0], 1, b->name);
+  if (!nb) return false;
+  ir_attr_set_dims(nb, "dimensions", nd, n);
+  return algsimp_forward(s, i, nb, "the reshape leaves the broadcast operand's dimensions whole: it is a broadcast");
+}
+
 /* reshape(iota) -> iota, or the mixed-radix sum of iotas when the iota's dimension splits into
  * several (HandleReshape): s32[2,3,4] reshape(s32[24] iota) is iota(2) + 4 * iota(1) + 12 * iota(0). */
 static bool reshape_iota(Simp *s, IrInstr *i) {
@@ -1741,7 +1774,7 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
   case IR_OP_REDUCE_PRECISION:
     return i->noperands == 1 && reduce_precision(s, i);
   case IR_OP_RESHAPE:
-    return i->noperands == 1 && reshape_iota(s, i);
+    return i->noperands == 1 && (reshape_of_broadcast(s, i) || (!i->dead && reshape_iota(s, i)));
   case IR_OP_DOT:
     return dot_degenerate(s, i) || (!i->dead && dot_outer_product(s, i));
   default:

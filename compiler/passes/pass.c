@@ -279,8 +279,10 @@ static const Pass *const priority_passes[] = {
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,
     &pass_tree_reduction,
+    /* XLA runs its simplifier once more between these two (post-layout_assignment); fxplain
+       leaves it out for now: with it, the CPU backend's result for Gemma 3 on the default
+       profile differed from the interpreter's by 2% in one bf16 element, not yet explained */
     &pass_float_normalization,
-    &pass_algsimp_post_layout,
     &pass_simplify_fp_conversions,
     &pass_cse_current,
     &pass_sort_iota_fusion,

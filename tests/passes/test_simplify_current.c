@@ -720,7 +720,7 @@ TEST(dynamic_slices_move_onto_what_they_read) {
 }
 
 /* After layout normalization the simplifier runs again, layout-sensitive (XLA's
- * layout_normalization pipeline, and again after float-normalization-bf16): a slice of a
+ * layout_normalization pipeline): a slice of a
  * concatenate inside one operand is the operand (the CartPole's `done` check, once its transpose
  * became a bitcast), a convert of a broadcast scalar converts the scalar (what float
  * normalization's converts become), but a slice of a reshape stays where it is: reordering them
@@ -858,6 +858,37 @@ TEST(outer_products_multiply_broadcasts) {
   CHECK(count_op(m, IR_OP_DOT) == 0);
   CHECK_CONTAINS(log.buf, "an outer product is a multiply of broadcasts");
   check_same_values(outer_products_hlo, m, 5);
+  ir_module_free(m);
+}
+
+/* A reshape of a broadcast that leaves the broadcast operand's dimensions whole is a broadcast
+ * (HandleReshape): what reshape-mover's inverse reshape of a broadcast operand becomes, so the
+ * weight of Gemma 2's attention reaches the multiply through one transpose only. One that splits
+ * an operand dimension stays. */
+static const char *const reshaped_broadcasts_hlo =
+    "HloModule rb\n\n"
+    "ENTRY main {\n"
+    "  x = f32[6] parameter(0)\n"
+    "  b = f32[6,8] broadcast(x), dimensions={0}\n"
+    "  r = f32[6,2,4] reshape(b)\n"
+    "  y = f32[8] parameter(1)\n"
+    "  c = f32[6,8] broadcast(y), dimensions={1}\n"
+    "  q = f32[6,2,4] reshape(c)\n"
+    "  ROOT t = (f32[6,2,4], f32[6,2,4]) tuple(r, q)\n"
+    "}\n";
+
+TEST(reshape_of_broadcast_is_a_broadcast) {
+  IrModule *m = hlo(reshaped_broadcasts_hlo);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  const IrInstr *t = m->entry->root;
+  CHECK(t->operands[0]->op == IR_OP_BROADCAST && strcmp(t->operands[0]->operands[0]->name, "x") == 0 &&
+        strcmp(ir_attr_text(t->operands[0], "dimensions"), "{0}") == 0);
+  CHECK(t->operands[1]->op == IR_OP_RESHAPE && t->operands[1]->operands[0]->op == IR_OP_BROADCAST);
+  CHECK_CONTAINS(log.buf, "leaves the broadcast operand's dimensions whole");
+  check_same_values(reshaped_broadcasts_hlo, m, 5);
   ir_module_free(m);
 }
 
@@ -1497,6 +1528,7 @@ int main(void) {
   RUN(reduce_of_unit_dimensions);
   RUN(reduces_move_onto_what_they_read);
   RUN(outer_products_multiply_broadcasts);
+  RUN(reshape_of_broadcast_is_a_broadcast);
   RUN(comparison_expander);
   RUN(constants_and_scalar_broadcasts);
   RUN(constant_folding_today);
