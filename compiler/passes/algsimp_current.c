@@ -1264,6 +1264,14 @@ static bool const_index(const IrInstr *x, int64_t *v) {
   return x->op == IR_OP_CONSTANT && ir_shape_is_scalar(&x->shape) && ir_type_is_int(x->shape.type) && int_splat(x, v);
 }
 
+/* A new dynamic slice of ops[0] at starts ops[1..n], sizes[0..n), before `at`, named base. */
+static IrInstr *dynamic_slice_before(IrInstr *at, IrInstr **ops, const int64_t *sizes, int n, const char *base) {
+  IrShape sh = shape_of(at, ops[0]->shape.type, n, sizes);
+  IrInstr *ds = add_before(at, IR_OP_DYNAMIC_SLICE, &sh, ops, 1 + n, base);
+  if (ds) ir_attr_set_dims(ds, "dynamic_slice_sizes", sizes, n);
+  return ds;
+}
+
 /* HandleDynamicSlice's rules, in its order: a scalar or whole-operand dynamic slice is its
  * operand; a dimension taken whole starts at 0; a dynamic slice of a broadcast, of a reshape that
  * only adds or drops dimensions of size 1, or of a transpose moves onto their operand; constant
@@ -1308,13 +1316,8 @@ static bool dynamic_slice(Simp *s, IrInstr *i) {
       ops[1 + k] = starts[dims[k]];
       sizes[k] = i->shape.dims[dims[k]];
     }
-    IrInstr *src = y;
-    if (nd > 0) {
-      IrShape sh = shape_of(i, y->shape.type, nd, sizes);
-      src = add_before(i, IR_OP_DYNAMIC_SLICE, &sh, ops, 1 + nd, i->name);
-      if (!src) return false;
-      ir_attr_set_dims(src, "dynamic_slice_sizes", sizes, nd);
-    }
+    IrInstr *src = nd > 0 ? dynamic_slice_before(i, ops, sizes, nd, i->name) : y;
+    if (!src) return false;
     IrInstr *nb = add_before(i, IR_OP_BROADCAST, &i->shape, &src, 1, x->name);
     if (!nb) return false;
     ir_attr_set_dims(nb, "dimensions", dims, nd);
@@ -1336,10 +1339,8 @@ static bool dynamic_slice(Simp *s, IrInstr *i) {
       ops[1 + k] = z;
       sizes[k] = 1;
     }
-    IrShape sh = shape_of(i, y->shape.type, y->shape.rank, sizes);
-    IrInstr *nd = add_before(i, IR_OP_DYNAMIC_SLICE, &sh, ops, 1 + y->shape.rank, i->name);
+    IrInstr *nd = dynamic_slice_before(i, ops, sizes, y->shape.rank, i->name);
     if (!nd) return false;
-    ir_attr_set_dims(nd, "dynamic_slice_sizes", sizes, y->shape.rank);
     IrInstr *nr = add_before(i, IR_OP_RESHAPE, &i->shape, &nd, 1, x->name);
     return nr && algsimp_forward(s, i, nr, "a dynamic slice of a reshape that only adds or drops dimensions of size 1 is "
                                            "that reshape of a dynamic slice of its operand");
@@ -1355,10 +1356,8 @@ not_reshape:
       ops[1 + perm[d]] = starts[d];
       sizes[perm[d]] = i->shape.dims[d];
     }
-    IrShape sh = shape_of(i, y->shape.type, r, sizes);
-    IrInstr *nd = add_before(i, IR_OP_DYNAMIC_SLICE, &sh, ops, 1 + r, i->name);
+    IrInstr *nd = dynamic_slice_before(i, ops, sizes, r, i->name);
     if (!nd) return false;
-    ir_attr_set_dims(nd, "dynamic_slice_sizes", sizes, r);
     IrInstr *nt = add_before(i, IR_OP_TRANSPOSE, &i->shape, &nd, 1, x->name);
     if (!nt) return false;
     ir_attr_set_dims(nt, "dimensions", perm, r);
