@@ -1175,19 +1175,8 @@ static Val branch_var(Gen *g, IrType t) {
 static bool gen_pad(Gen *g, const IrInstr *i, Val *idx, Val *out) {
   const IrShape *is = oshape(i, 0);
   int r = is->rank;
-  int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], in[IR_MAX_RANK];
-  const char *t = (ir_attr_text(i, "padding") ? ir_attr_text(i, "padding") : ir_attr_text(i, "padding_config"));
-  for (int d = 0; d < r; d++) {
-    char *e;
-    if (!t) return gen_fail(g, i, "pad needs padding_config");
-    lo[d] = strtoll(t, &e, 10);
-    if (*e != '_') return gen_fail(g, i, "bad padding_config");
-    hi[d] = strtoll(e + 1, &e, 10);
-    (void)hi[d]; /* the result shape already accounts for the high padding */
-    in[d] = 0;
-    if (*e == '_') in[d] = strtoll(e + 1, &e, 10);
-    t = *e == 'x' ? e + 1 : e;
-  }
+  int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], in[IR_MAX_RANK]; /* hi: the result shape accounts for it */
+  if (r > 0 && ir_attr_padding(i, lo, hi, in, IR_MAX_RANK) != r) return gen_fail(g, i, "bad padding_config");
   Val res = branch_var(g, i->shape.type), src[IR_MAX_RANK];
   char cond[2048];
   size_t len = 0;

@@ -1215,6 +1215,15 @@ bool ir_dims_contain(const int64_t *v, int n, int64_t x) {
   return false;
 }
 
+void ir_dims_sort(int64_t *v, int n) {
+  for (int a = 1; a < n; a++)
+    for (int b = a; b > 0 && v[b] < v[b - 1]; b--) {
+      int64_t t = v[b];
+      v[b] = v[b - 1];
+      v[b - 1] = t;
+    }
+}
+
 void ir_gather_dims(const IrInstr *i, IrGatherDims *g) {
   g->noffset = ir_attr_dims_or_empty(i, "offset_dims", g->offset);
   g->ncollapsed = ir_attr_dims_or_empty(i, "collapsed_slice_dims", g->collapsed);

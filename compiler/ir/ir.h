@@ -370,6 +370,8 @@ int ir_attr_dims(const IrInstr *i, const char *key, int64_t *out, int max);
 int ir_attr_dims_or_empty(const IrInstr *i, const char *key, int64_t *out);
 /* Whether x is one of v[0..n) (a dimension in a dimension list). */
 bool ir_dims_contain(const int64_t *v, int n, int64_t x);
+/* Sorts a dimension list in place, ascending (a few entries: insertion sort). */
+void ir_dims_sort(int64_t *v, int n);
 void ir_attr_set_dims(IrInstr *i, const char *key, const int64_t *v, int n);
 /* Parses a plain integer attribute (index=3, iota_dimension=0). */
 bool ir_attr_int(const IrInstr *i, const char *key, int64_t *out);

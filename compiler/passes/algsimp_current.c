@@ -1000,13 +1000,10 @@ static bool dynamic_update_slice(Simp *s, IrInstr *i) {
     lo[d] = st;
     hi[d] = max - st;
   }
-  char cfg[IR_MAX_RANK * 48 + 4];
-  size_t len = 0;
-  for (int d = 0; d < r; d++) len += (size_t)snprintf(cfg + len, sizeof cfg - len, "%s%" PRId64 "_%" PRId64, d ? "x" : "", lo[d], hi[d]);
   IrInstr *ops[2] = {u, x->operands[0]};
   IrInstr *p = add_before(i, IR_OP_PAD, &i->shape, ops, 2, "pad");
   if (!p) return false;
-  ir_attr_set_text(p, "padding", cfg);
+  ir_attr_set_padding(p, lo, hi, NULL, r);
   return algsimp_forward(s, i, p, "writing into a broadcast scalar at constant starts is padding the update with the scalar");
 }
 
@@ -1043,22 +1040,6 @@ static IrInstr *slice_before(IrInstr *at, IrInstr *x, const int64_t *st, const i
   IrInstr *ns = add_before(at, IR_OP_SLICE, &sh, &x, 1, base);
   if (ns) ir_attr_set_slice(ns, st, lim, str, n);
   return ns;
-}
-
-/* Whether the reshape from `from` to `to` only inserts or deletes dimensions of size 1 (XLA's
- * ReshapeMerelyInsertsOrDeletes1SizedDimensions); then out_dim[k] is the result dimension that
- * from's dimension k (of size other than 1) becomes, -1 for one of size 1. */
-static bool only_unit_dims_change(const IrShape *from, const IrShape *to, int64_t *out_dim) {
-  int o = 0;
-  for (int k = 0; k < from->rank; k++) {
-    out_dim[k] = -1;
-    if (from->dims[k] == 1) continue;
-    while (o < to->rank && to->dims[o] == 1) o++;
-    if (o >= to->rank || to->dims[o] != from->dims[k]) return false;
-    out_dim[k] = o++;
-  }
-  while (o < to->rank && to->dims[o] == 1) o++;
-  return o == to->rank;
 }
 
 /* slice(pad(y, v)) (HandleSlice): a slice that reads only padding is a broadcast of the value, one
@@ -1326,7 +1307,7 @@ static bool dynamic_slice(Simp *s, IrInstr *i) {
   if (x->op == IR_OP_RESHAPE && x->noperands == 1 && !s->layout_sensitive && ir_shape_is_array(&x->operands[0]->shape)) {
     IrInstr *y = x->operands[0];
     int64_t out_dim[IR_MAX_RANK], sizes[IR_MAX_RANK];
-    if (!only_unit_dims_change(&y->shape, &x->shape, out_dim)) goto not_reshape;
+    if (!simp_reshape_only_unit_dims(&y->shape, &x->shape, out_dim)) goto not_reshape;
     IrInstr *ops[1 + IR_MAX_RANK] = {y};
     IrInstr *z = NULL;
     for (int k = 0; k < y->shape.rank; k++) {
@@ -1444,12 +1425,7 @@ static IrInstr *reduce_before(IrInstr *at, IrInstr *x, IrInstr *init, IrComputat
   int64_t sd[IR_MAX_RANK], kept[IR_MAX_RANK];
   int nk = 0;
   memcpy(sd, dims, sizeof(int64_t) * (size_t)nd);
-  for (int a = 1; a < nd; a++)
-    for (int b = a; b > 0 && sd[b - 1] > sd[b]; b--) {
-      int64_t t = sd[b];
-      sd[b] = sd[b - 1];
-      sd[b - 1] = t;
-    }
+  ir_dims_sort(sd, nd);
   for (int d = 0; d < x->shape.rank; d++)
     if (!ir_dims_contain(sd, nd, d)) kept[nk++] = x->shape.dims[d];
   IrShape sh = shape_of(at, at->shape.type, nk, kept);
@@ -1546,10 +1522,8 @@ static bool reduce(Simp *s, IrInstr *i) {
     if (ni < 0 || !ir_shape_is_array(&x->operands[0]->shape)) return false;
     memcpy(outer, dims, sizeof(int64_t) * (size_t)nd);
     /* XLA's MergeReduces: both lists sorted, the outer one moved past each inner dimension */
-    for (int a = 1; a < ni; a++)
-      for (int b = a; b > 0 && inner[b - 1] > inner[b]; b--) { int64_t t = inner[b]; inner[b] = inner[b - 1]; inner[b - 1] = t; }
-    for (int a = 1; a < nd; a++)
-      for (int b = a; b > 0 && outer[b - 1] > outer[b]; b--) { int64_t t = outer[b]; outer[b] = outer[b - 1]; outer[b - 1] = t; }
+    ir_dims_sort(inner, ni);
+    ir_dims_sort(outer, nd);
     for (int a = 0; a < ni; a++)
       for (int b = 0; b < nd; b++)
         if (outer[b] >= inner[a]) outer[b]++;
@@ -1568,13 +1542,13 @@ static bool reduce(Simp *s, IrInstr *i) {
   }
   if (x->op == IR_OP_RESHAPE && x->noperands == 1 && ir_shape_is_array(&x->operands[0]->shape)) {
     IrInstr *y = x->operands[0];
-    int f2[4 * IR_MAX_RANK + 4][2];
-    int nf = common_factors(y->shape.dims, y->shape.rank, x->shape.dims, x->shape.rank, f2);
-    /* DimensionsUnmodifiedByReshape: the common factors one dimension wide on both sides */
-    int in_of_out[IR_MAX_RANK];
+    /* DimensionsUnmodifiedByReshape, seen from the reshape's result: the operand dimension each
+       result dimension stays, -1 for one the reshape splits or merges */
+    int out_of_in[IR_MAX_RANK], in_of_out[IR_MAX_RANK];
+    unmodified_by_reshape(&y->shape, &x->shape, out_of_in);
     for (int d = 0; d < x->shape.rank; d++) in_of_out[d] = -1;
-    for (int k = 0; k + 1 < nf; k++)
-      if (f2[k + 1][0] - f2[k][0] == 1 && f2[k + 1][1] - f2[k][1] == 1) in_of_out[f2[k][1]] = f2[k][0];
+    for (int yd = 0; yd < y->shape.rank; yd++)
+      if (out_of_in[yd] >= 0) in_of_out[out_of_in[yd]] = yd;
     bool kept_unmodified = true, reduced_unmodified = true;
     for (int d = 0; d < x->shape.rank; d++) {
       bool reduced = ir_dims_contain(dims, nd, d);

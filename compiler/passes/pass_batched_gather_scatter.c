@@ -32,15 +32,6 @@ static bool ascending(const int64_t *v, int n) {
   return true;
 }
 
-static void sort_dims(int64_t *v, int n) {
-  for (int a = 1; a < n; a++)
-    for (int b = a; b > 0 && v[b] < v[b - 1]; b--) {
-      int64_t t = v[b];
-      v[b] = v[b - 1];
-      v[b - 1] = t;
-    }
-}
-
 /* XLA's PromoteTypeForSize: an integer type in which `size` does not fit becomes s32 or s64. */
 static IrType promote_for_size(IrType t, int64_t size) {
   if (!ir_type_is_int(t)) return t;
@@ -121,7 +112,7 @@ static bool normalize_gather(IrInstr *g, PassContext *cx, void *arg, bool *chang
   for (int k = 0; k < d.nstart_map; k++) map[nmap++] = d.start_map[k];
   for (int k = 0; k < d.ncollapsed; k++) collapsed[ncol++] = d.collapsed[k];
   for (int k = 0; k < d.noperand_batching; k++) collapsed[ncol++] = d.operand_batching[k];
-  sort_dims(collapsed, ncol);
+  ir_dims_sort(collapsed, ncol);
   IrInstr *ops[2] = {g->operands[0], cat};
   IrInstr *ng = ir_instr_copy(g->parent, g, ops, ir_module_series_name(g->parent->module, "gather", false));
   if (!ng) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
@@ -157,7 +148,7 @@ static bool normalize_scatter(IrInstr *s, PassContext *cx, void *arg, bool *chan
   for (int k = 0; k < nib; k++) newmap[nmap++] = ib[k];
   for (int k = 0; k < nmap0; k++) newmap[nmap++] = map[k];
   for (int k = 0; k < nib; k++) inserted[nins++] = ib[k];
-  sort_dims(inserted, nins);
+  ir_dims_sort(inserted, nins);
   IrInstr *small[IR_REMAP_SMALL], **ops = s->noperands <= IR_REMAP_SMALL ? small : fx_malloc(sizeof *ops * (size_t)s->noperands);
   if (!ops) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
   memcpy(ops, s->operands, sizeof *ops * (size_t)s->noperands);

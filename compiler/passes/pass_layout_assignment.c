@@ -499,15 +499,7 @@ static void set_buffer_later(Prop *p, int n, const int *m2m, bool mandatory, Why
 /* InstructionShouldPropagateDepthFirst for a reshape: one of a vector, or one that only adds or
  * drops dimensions of size 1. */
 static bool reshape_depth_first(const IrInstr *r) {
-  const IrShape *x = &r->operands[0]->shape, *y = &r->shape;
-  if (x->rank == 1) return true;
-  int a = 0, b = 0;
-  for (;;) {
-    while (a < x->rank && x->dims[a] == 1) a++;
-    while (b < y->rank && y->dims[b] == 1) b++;
-    if (a == x->rank || b == y->rank) return a == x->rank && b == y->rank;
-    if (x->dims[a++] != y->dims[b++]) return false;
-  }
+  return r->operands[0]->shape.rank == 1 || simp_reshape_only_unit_dims(&r->operands[0]->shape, &r->shape, NULL);
 }
 
 static void major_of(const int *m2m, int rank, int *major) {

@@ -26,9 +26,9 @@
 
 static bool is_copy(const IrInstr *x) { return x && x->op == IR_OP_COPY && x->noperands == 1 && ir_shape_is_array(&x->shape); }
 
-/* Same element type, dimensions and layout (XLA's Shape equality). */
-static bool same_shape_and_layout(const IrShape *a, const IrShape *b) {
-  if (!ir_shape_equal(a, b)) return false;
+/* Whether two arrays of one rank have the same layout. */
+static bool same_layout(const IrShape *a, const IrShape *b) {
+  if (a->rank != b->rank) return false;
   bool da = ir_shape_default_layout(a), db = ir_shape_default_layout(b);
   if (da || db) return da == db;
   return memcmp(a->minor_to_major, b->minor_to_major, sizeof(int) * (size_t)a->rank) == 0;
@@ -57,15 +57,10 @@ static bool copies_move_below(const IrInstr *i) {
     return i->noperands >= 1 && is_copy(i->operands[0]);
   case IR_OP_CONCATENATE: {
     if (i->noperands < 1 || !is_copy(i->operands[0])) return false;
-    const IrShape *l = &i->operands[0]->operands[0]->shape;
-    for (int k = 1; k < i->noperands; k++) {
-      if (!is_copy(i->operands[k])) return false;
-      const IrShape *o = &i->operands[k]->operands[0]->shape;
-      IrShape a = *l, b = *o; /* the layouts alone: dimensions differ along the concatenated one */
-      if (a.rank != b.rank || ir_shape_default_layout(&a) != ir_shape_default_layout(&b)) return false;
-      if (!ir_shape_default_layout(&a) && memcmp(a.minor_to_major, b.minor_to_major, sizeof(int) * (size_t)a.rank) != 0)
+    /* the layouts alone: the dimensions differ along the concatenated one */
+    for (int k = 1; k < i->noperands; k++)
+      if (!is_copy(i->operands[k]) || !same_layout(&i->operands[0]->operands[0]->shape, &i->operands[k]->operands[0]->shape))
         return false;
-    }
     return true;
   }
   case IR_OP_COPY:
@@ -79,7 +74,8 @@ static bool copies_move_below(const IrInstr *i) {
   if (i->noperands == 1) return is_copy(i->operands[0]);
   if (i->noperands == 2)
     return is_copy(i->operands[0]) && is_copy(i->operands[1]) &&
-           same_shape_and_layout(&i->operands[0]->operands[0]->shape, &i->operands[1]->operands[0]->shape);
+           ir_shape_equal(&i->operands[0]->operands[0]->shape, &i->operands[1]->operands[0]->shape) &&
+           same_layout(&i->operands[0]->operands[0]->shape, &i->operands[1]->operands[0]->shape);
   return false;
 }
 
@@ -130,17 +126,15 @@ static bool run(IrModule *m, PassContext *cx, bool *changed) {
   for (int ci = 0; ci < m->ncomps; ci++) {
     IrComputation *c = m->comps[ci];
     if (simp_is_fused_computation(c)) continue;
-    /* XLA runs the pass until it changes nothing; each sweep visits the computation in order, so a
-       copy sinks through a chain in one sweep */
+    /* XLA runs the pass until it changes nothing; a move re-sorts the computation, so the walk
+       starts over after each */
     for (bool again = true; again;) {
       again = false;
-      for (int k = 0; k < c->ninstrs; k++) {
+      for (int k = 0; k < c->ninstrs && !again; k++) {
         IrInstr *i = c->instrs[k];
         if (i->dead || !copies_move_below(i)) continue;
         if (!move(i, cx)) return false;
         *changed = again = true;
-        k = -1; /* the order changed: start over */
-        break;
       }
     }
   }

@@ -136,11 +136,9 @@ static IrInstr *split_operand(Builder *b, IrInstr *op, int kd, int64_t split, in
     IrInstr *ops[2] = {op, zero};
     IrInstr *pad = add(b, IR_OP_PAD, &ps, ops, 2, "pad");
     if (!pad) return NULL;
-    char cfg[256];
-    size_t len = 0;
-    for (int d = 0; d < s->rank; d++)
-      len += (size_t)snprintf(cfg + len, sizeof cfg - len, "%s0_%lld", d ? "x" : "", (long long)(d == kd ? padded_k - s->dims[d] : 0));
-    ir_attr_set_text(pad, "padding", cfg);
+    int64_t lo[IR_MAX_RANK] = {0}, hi[IR_MAX_RANK] = {0};
+    hi[kd] = padded_k - s->dims[kd];
+    ir_attr_set_padding(pad, lo, hi, NULL, s->rank);
     op = pad;
     s = &op->shape;
   }

@@ -219,11 +219,9 @@ static int rewrite(IrInstr *r, PassContext *cx) {
       snprintf(name, sizeof name, "%s.padded", r->name);
       px = add_before(r, IR_OP_PAD, &ps, ops, 2, name);
       if (!px) return -1;
-      char cfg[IR_MAX_RANK * 48];
-      size_t len = 0;
-      for (int q = 0; q < g.n; q++)
-        len += (size_t)snprintf(cfg + len, sizeof cfg - len, "%s0_%" PRId64, q ? "x" : "", q == dim ? k1 * k2 - k : 0);
-      ir_attr_set_text(px, "padding", cfg);
+      int64_t lo[IR_MAX_RANK] = {0}, hi[IR_MAX_RANK] = {0};
+      hi[dim] = k1 * k2 - k;
+      ir_attr_set_padding(px, lo, hi, NULL, g.n);
     }
     if (g.n + 1 > IR_MAX_RANK) return 0;
     int64_t sd[IR_MAX_RANK];

@@ -405,3 +405,17 @@ IrOpcode simp_reducer_op(const IrComputation *f, bool *swapped) {
   if (!*swapped && !(r->operands[0] == f->params[0] && r->operands[1] == f->params[1])) return IR_OP_COUNT;
   return r->op;
 }
+
+bool simp_reshape_only_unit_dims(const IrShape *from, const IrShape *to, int64_t *out_dim) {
+  int o = 0;
+  for (int k = 0; k < from->rank; k++) {
+    if (out_dim) out_dim[k] = -1;
+    if (from->dims[k] == 1) continue;
+    while (o < to->rank && to->dims[o] == 1) o++;
+    if (o >= to->rank || to->dims[o] != from->dims[k]) return false;
+    if (out_dim) out_dim[k] = o;
+    o++;
+  }
+  while (o < to->rank && to->dims[o] == 1) o++;
+  return o == to->rank;
+}

@@ -41,6 +41,11 @@ const char *simp_describe(const IrInstr *i, char *buf, size_t n);
  * it reads them in the other order); IR_OP_COUNT otherwise. */
 IrOpcode simp_reducer_op(const IrComputation *f, bool *swapped);
 
+/* Whether a reshape from `from` to `to` only inserts or deletes dimensions of size 1 (XLA's
+ * ReshapeMerelyInsertsOrDeletes1SizedDimensions); then out_dim[k] (when out_dim is not NULL) is the
+ * result dimension from's dimension k becomes, -1 for one of size 1. */
+bool simp_reshape_only_unit_dims(const IrShape *from, const IrShape *to, int64_t *out_dim);
+
 /* True for computations that are the body of a fusion (passes before fusion leave them alone). */
 bool simp_is_fused_computation(const IrComputation *c);
 

@@ -382,27 +382,9 @@ static bool op_concatenate(const IrInstr *i, RtTensor **ops, int nops, RtTensor 
   return true;
 }
 
-static bool parse_padding(const IrInstr *i, int rank, int64_t *lo, int64_t *hi, int64_t *in) {
-  const char *t = (ir_attr_text(i, "padding") ? ir_attr_text(i, "padding") : ir_attr_text(i, "padding_config"));
-  if (!t) return false;
-  for (int d = 0; d < rank; d++) {
-    char *e;
-    lo[d] = strtoll(t, &e, 10);
-    if (*e != '_') return false;
-    hi[d] = strtoll(e + 1, &e, 10);
-    in[d] = 0;
-    if (*e == '_') in[d] = strtoll(e + 1, &e, 10);
-    if (d + 1 < rank) {
-      if (*e != 'x') return false;
-      t = e + 1;
-    }
-  }
-  return true;
-}
-
 static bool op_pad(const IrInstr *i, RtTensor *a, RtTensor *pv, RtTensor **out, FxError *err) {
   int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], in[IR_MAX_RANK], ast[IR_MAX_RANK], idx[IR_MAX_RANK] = {0};
-  if (a->rank > 0 && !parse_padding(i, a->rank, lo, hi, in)) return instr_error(i, err, "pad needs padding_config=LO_HI[_INTERIOR]x...");
+  if (a->rank > 0 && ir_attr_padding(i, lo, hi, in, IR_MAX_RANK) != a->rank) return instr_error(i, err, "pad needs padding_config=LO_HI[_INTERIOR]x...");
   RtTensor *r = new_like_shape(i, err);
   if (!r) return false;
   rt_strides(a->rank, a->dims, ast);
