@@ -213,9 +213,9 @@ static bool reshape_keeps_bytes(const IrInstr *r) {
   int major[IR_MAX_RANK], m2m[IR_MAX_RANK];
   major_order(in, major);
   if (!simp_reshape_layout(in, major, out, m2m)) return false;
-  for (int k = 0; k < out->rank; k++)
-    if (m2m[k] != (out->has_layout ? out->minor_to_major[k] : out->rank - 1 - k)) return false;
-  return true;
+  int given[IR_MAX_RANK];
+  for (int k = 0; k < out->rank; k++) given[k] = out->has_layout ? out->minor_to_major[k] : out->rank - 1 - k;
+  return simp_same_layout_but_units(out, m2m, given);
 }
 
 static bool laid_out(const IrInstr *x) { return x->aux || (ir_shape_is_array(&x->shape) && !is_default(&x->shape)); }

@@ -230,7 +230,8 @@ bool simp_matrix_layout(int rank, const int *m2m, const int64_t *batch, int nb, 
   return code == 012 || code == 021 || code == 0102 || code == 0201;
 }
 
-bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m) {
+/* ShapeUtil::AlignLayouts on shapes without dimensions of size 1. */
+static bool align_layouts(const IrShape *in, const int *in_major, const IrShape *out, int *m2m) {
   int gi[IR_MAX_RANK + 1], gj[IR_MAX_RANK + 1], ng = 0, i = 0, j = 0;
   while (i < in->rank || j < out->rank) {
     if (i >= in->rank) return false; /* result dimensions made from nothing */
@@ -261,6 +262,47 @@ bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *
   if (n != out->rank) return false;
   for (int k = 0; k < out->rank; k++) m2m[k] = major[out->rank - 1 - k];
   return true;
+}
+
+bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m) {
+  /* ShapeUtil::AlignLayouts: a dimension of size 1 can go anywhere, so both shapes lose theirs,
+     the rest is aligned, and the result's own size-1 dimensions are put back as its most major
+     ones, the last dimension outermost ("descending layouts reduce the copies layout assignment
+     inserts") */
+  bool unit = false;
+  for (int k = 0; k < in->rank; k++) unit = unit || in->dims[k] == 1;
+  for (int k = 0; k < out->rank; k++) unit = unit || out->dims[k] == 1;
+  if (!unit) return align_layouts(in, in_major, out, m2m);
+  int64_t di[IR_MAX_RANK], dout[IR_MAX_RANK];
+  int newi[IR_MAX_RANK], omap[IR_MAX_RANK], major[IR_MAX_RANK] = {0}, ni = 0, no = 0, nm = 0, sm[IR_MAX_RANK];
+  for (int k = 0; k < in->rank; k++) {
+    newi[k] = in->dims[k] == 1 ? -1 : ni;
+    if (in->dims[k] != 1) di[ni++] = in->dims[k];
+  }
+  for (int k = 0; k < out->rank; k++)
+    if (out->dims[k] != 1) {
+      omap[no] = k;
+      dout[no++] = out->dims[k];
+    }
+  for (int k = 0; k < in->rank; k++)
+    if (newi[in_major[k]] >= 0) major[nm++] = newi[in_major[k]];
+  IrShape si = {.type = in->type, .rank = ni, .dims = di}, so = {.type = out->type, .rank = no, .dims = dout};
+  if (!align_layouts(&si, major, &so, sm)) return false;
+  int q = 0;
+  for (int k = 0; k < no; k++) m2m[q++] = omap[sm[k]];
+  for (int k = out->rank - 1; k >= 0; k--)
+    if (out->dims[k] == 1) m2m[q++] = k;
+  return q == out->rank;
+}
+
+bool simp_same_layout_but_units(const IrShape *s, const int *a, const int *b) {
+  int i = 0, j = 0;
+  for (;;) {
+    while (i < s->rank && s->dims[a[i]] == 1) i++;
+    while (j < s->rank && s->dims[b[j]] == 1) j++;
+    if (i == s->rank || j == s->rank) return i == s->rank && j == s->rank;
+    if (a[i++] != b[j++]) return false;
+  }
 }
 
 void simp_place_before(IrModule *m, IrComputation *c, const IrComputation *before) {

@@ -112,6 +112,9 @@ bool simp_matrix_layout(int rank, const int *m2m, const int64_t *batch, int nb, 
  * together and in order, and the output's run takes its place (XLA's ShapeUtil::AlignLayouts).
  * False when no layout does. */
 bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m);
+/* Whether minor-to-major orders a and b of s agree once its dimensions of size 1 are left out (where
+ * those lie moves no element). */
+bool simp_same_layout_but_units(const IrShape *s, const int *a, const int *b);
 
 /* Copies computation c's instructions into the computation of `at`, just before it, with c's
  * parameter p read as args[p] (XLA's CallInliner: call-inliner inlines calls with it,

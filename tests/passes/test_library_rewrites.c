@@ -118,6 +118,77 @@ static const char *TRANSPOSED_THEN_REDUCED =
     "}\n"
     "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n";
 
+/* A value transposed and then reshaped by dropping a size-1 dimension, read by a plain matrix
+ * product (Gemma 3's keys). XLA's AlignLayouts leaves the size-1 dimensions out when it lines up a
+ * reshape's layouts, so the reshape takes the transpose's layout and the GEMM reads the
+ * concatenate's bytes as [256,11]{0,1}: no transpose, no copy. */
+static const char *UNIT_RESHAPE_TO_GEMM =
+    "HloModule ug\n"
+    "ENTRY main {\n"
+    "  p0 = bf16[1,11,128] parameter(0)\n"
+    "  p1 = bf16[1,11,128] parameter(1)\n"
+    "  a = bf16[44,256] parameter(2)\n"
+    "  c = bf16[1,11,256] concatenate(p0, p1), dimensions={2}\n"
+    "  t = bf16[1,256,11] transpose(c), dimensions={0,2,1}\n"
+    "  r = bf16[256,11] reshape(t)\n"
+    "  ROOT d = bf16[44,11] dot(a, r), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "}\n";
+
+/* Which constraint propagates first (XLA's argsort): the gather's indices keep the default layout
+ * (a backend constraint, made last, propagated first), so the concatenate and the reshape that
+ * adds a size-1 dimension are row-major; the computation's result, made before them, comes later
+ * and its size-1 reshape reads through a bitcast. Result first would lay the reshape out with its
+ * size-1 dimension most major, and the concatenate would need a transpose. */
+static const char *CONSTRAINT_ORDER =
+    "HloModule co\n"
+    "ENTRY main {\n"
+    "  x = f32[64,32] parameter(0)\n"
+    "  s = s32[64,32] parameter(1)\n"
+    "  one = s32[] constant(1)\n"
+    "  ob = s32[64,32] broadcast(one), dimensions={}\n"
+    "  s2 = s32[64,32] add(s, ob)\n"
+    "  r = s32[64,32,1] reshape(s2)\n"
+    "  io = s32[64,32,1] iota(), iota_dimension=0\n"
+    "  c = s32[64,32,2] concatenate(io, r), dimensions={2}\n"
+    "  g = f32[64,32] gather(x, c), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={0,1}, "
+    "index_vector_dim=2, slice_sizes={1,1}\n"
+    "  z = s32[] constant(0)\n"
+    "  zb = s32[64,32,1] broadcast(z), dimensions={}\n"
+    "  ge = pred[64,32,1] compare(r, zb), direction=GE\n"
+    "  pr = pred[64,32] reshape(ge)\n"
+    "  nan = f32[] constant(nan)\n"
+    "  nb = f32[64,32] broadcast(nan), dimensions={}\n"
+    "  ROOT sel = f32[64,32] select(pr, g, nb)\n"
+    "}\n";
+
+/* Gemma 4's rotary embedding: halves of a row-major value each get a size-1 dimension and are
+ * concatenated along it. AlignLayouts alone would put that dimension outermost ([1,1,8,1,128]
+ * {4,2,3,1,0}), and after the concatenate gives it size 2 the multiply and the reshape back would
+ * need transposes; real XLA keeps the row-major layout because it is a bitcast too, and its
+ * module has no copy here. */
+static const char *ROTARY_HALVES =
+    "HloModule rh\n"
+    "ENTRY main {\n"
+    "  x = bf16[1,1,8,256] parameter(0)\n"
+    "  w = bf16[256,256] parameter(1)\n"
+    "  sp1 = bf16[1,1,8,128] slice(x), slice={[0:1], [0:1], [0:8], [128:256]}\n"
+    "  ng = bf16[1,1,8,128] negate(sp1)\n"
+    "  b1 = bf16[1,1,8,1,128] reshape(ng)\n"
+    "  sp0 = bf16[1,1,8,128] slice(x), slice={[0:1], [0:1], [0:8], [0:128]}\n"
+    "  b0 = bf16[1,1,8,1,128] reshape(sp0)\n"
+    "  cc = bf16[1,1,8,2,128] concatenate(b1, b0), dimensions={3}\n"
+    "  io = f32[256] iota(), iota_dimension=0\n"
+    "  sn = f32[256] sine(io)\n"
+    "  snb = bf16[256] convert(sn)\n"
+    "  sb = bf16[1,1,8,256] broadcast(snb), dimensions={3}\n"
+    "  sr = bf16[1,1,8,2,128] reshape(sb)\n"
+    "  m = bf16[1,1,8,2,128] multiply(cc, sr)\n"
+    "  mr = bf16[1,1,8,256] reshape(m)\n"
+    "  a = bf16[1,1,8,256] add(x, mr)\n"
+    "  ar = bf16[8,256] reshape(a)\n"
+    "  ROOT d = bf16[8,256] dot(ar, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+    "}\n";
+
 /* A weight reduced along its middle dimension, in a loop and outside one (Gemma 2's attention
  * weights). XLA's layout assignment lets the parameter's layout reach the multiply first, depth
  * first, and only then what the reduce would prefer (a row reduction: its operand's constraint
@@ -554,6 +625,58 @@ TEST(a_reduce_reads_a_weight_where_its_parameter_laid_it) {
   ir_module_free(m);
 }
 
+TEST(a_gemm_reads_through_a_reshape_of_size_one_dimensions) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "move-copy-to-users", "layout-normalization"};
+  IrModule *m = run_named_passes(hlo_ok(UNIT_RESHAPE_TO_GEMM), "h100", passes, 3, &s);
+  if (!m) return;
+  CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 0 && count_op_in(m->entry, IR_OP_COPY) == 0);
+  const IrInstr *d = m->entry->root;
+  static const int cm[] = {0, 1};
+  CHECK(d->op == IR_OP_DOT && d->noperands == 2);
+  if (d->op == IR_OP_DOT && d->noperands == 2) {
+    const IrInstr *b = d->operands[1];
+    CHECK(b->op == IR_OP_BITCAST && layout_is(&b->shape, cm));
+    /* the bitcasts lead straight to the concatenate */
+    while (b->op == IR_OP_BITCAST) b = b->operands[0];
+    CHECK(b->op == IR_OP_CONCATENATE);
+  }
+  check_same_values(UNIT_RESHAPE_TO_GEMM, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
+TEST(constraints_propagate_in_the_order_xla_makes_them) {
+  Seen s;
+  static const char *const passes[] = {"layout-assignment", "move-copy-to-users", "layout-normalization"};
+  IrModule *m = run_named_passes(hlo_ok(CONSTRAINT_ORDER), "h100", passes, 3, &s);
+  if (!m) return;
+  CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 0 && count_op_in(m->entry, IR_OP_COPY) == 0);
+  IrInstr *c = ir_computation_find_instr(m->entry, "c");
+  CHECK(c && c->op == IR_OP_CONCATENATE && ir_shape_default_layout(&c->shape) && c->shape.dims[2] == 2);
+  check_same_values(CONSTRAINT_ORDER, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
+TEST(a_size_one_dimension_added_to_a_row_major_value_stays_row_major) {
+  Seen s;
+  static const char *const la[] = {"layout-assignment"};
+  IrModule *m = run_named_passes(hlo_ok(ROTARY_HALVES), "h100", la, 1, &s);
+  if (!m) return;
+  static const char *const names[] = {"b0", "b1", "cc", "m", "sr"};
+  for (int k = 0; k < 5; k++) {
+    IrInstr *i = ir_computation_find_instr(m->entry, names[k]);
+    CHECK(i && ir_shape_default_layout(&i->shape));
+  }
+  CHECK(count_op_in(m->entry, IR_OP_COPY) == 0);
+  ir_module_free(m);
+  static const char *const passes[] = {"layout-assignment", "move-copy-to-users", "layout-normalization"};
+  m = run_named_passes(hlo_ok(ROTARY_HALVES), "h100", passes, 3, &s);
+  if (!m) return;
+  CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 0 && count_op_in(m->entry, IR_OP_COPY) == 0);
+  check_same_values(ROTARY_HALVES, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 TEST(copies_move_below_what_works_in_any_layout) {
   Seen s;
   static const char *const passes[] = {"move-copy-to-users"};
@@ -716,6 +839,9 @@ int main(void) {
   RUN(layout_hints_are_dropped_and_reshapes_become_bitcasts);
   RUN(a_reduce_reads_a_weight_where_its_parameter_laid_it);
   RUN(copies_move_below_what_works_in_any_layout);
+  RUN(a_gemm_reads_through_a_reshape_of_size_one_dimensions);
+  RUN(constraints_propagate_in_the_order_xla_makes_them);
+  RUN(a_size_one_dimension_added_to_a_row_major_value_stays_row_major);
   RUN(a_transposed_weight_only_a_gemm_reads_is_a_bitcast);
   RUN(a_transpose_something_else_constrains_moves_data);
   RUN(a_gemm_result_only_a_transpose_reads_is_written_transposed);
