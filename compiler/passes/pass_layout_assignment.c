@@ -507,20 +507,11 @@ static void major_of(const int *m2m, int rank, int *major) {
 }
 
 /* ChooseOperandLayoutFromOutputLayout / ChooseOutputLayoutFromOperandLayout for a reshape: the
- * layout of `to` that keeps the bytes of `from` in layout m2m (ShapeUtil::AlignLayouts, which puts
- * `to`'s size-1 dimensions outermost). From a row-major layout, the row-major one wherever that is
- * a bitcast too ("if the layout is the default layout, try if the reshape is a bitcast when using
- * the same layout"): [1,1,8,128] -> [1,1,8,1,128] stays row-major, as real XLA lays it out. */
+ * layout of `to` that keeps the bytes of `from` in layout m2m (ShapeUtil::AlignLayouts). */
 static bool aligned(const IrShape *from, const int *m2m, const IrShape *to, int *out) {
-  int major[IR_MAX_RANK], d[IR_MAX_RANK];
+  int major[IR_MAX_RANK];
   major_of(m2m, from->rank, major);
-  if (!simp_reshape_layout(from, major, to, out)) return false;
-  default_order(from->rank, d);
-  if (memcmp(d, m2m, sizeof(int) * (size_t)from->rank) == 0) {
-    default_order(to->rank, d);
-    if (simp_same_layout_but_units(to, out, d)) memcpy(out, d, sizeof(int) * (size_t)to->rank);
-  }
-  return true;
+  return simp_reshape_layout(from, major, to, out);
 }
 
 /* PropagateBufferConstraint: node n's result has its layout; its operands and readers learn it. */
@@ -825,24 +816,11 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
     p.nodes[k].flow = flow_of(i);
     if (i->noperands && !(p.nodes[k].ops = fx_calloc((size_t)i->noperands, sizeof(Lay)))) p.oom = true;
   }
-  /* The constraints are made in XLA's order: the parameters' (AddMandatoryConstraints), then the
-     computation's result (row-major; "finally set the result layout"), then the backend's
-     (AddBackendConstraints: GEMMs, and everything that cannot take another layout keeps the default
-     one). XLA's worklist takes the constraints made together from the front of its deque, the last
-     made first, and so does the stack here: the backend's propagate first, the parameters' last. */
-  for (int k = 0, round = 0; round < 2 && !p.oom; k++) {
-    if (k == n) {
-      if (++round == 2) break;
-      k = 0;
-      if (c->root && is_array2(&c->root->shape) && node_of(c->root) >= 0) {
-        int m[IR_MAX_RANK];
-        default_order(c->root->shape.rank, m);
-        set_buffer_why(&p, node_of(c->root), m, false, WHY_FIXED, -1);
-      }
-    }
+  /* mandatory constraints: an entry parameter keeps the layout it arrives in, everything that
+     cannot take another layout the default one */
+  for (int k = 0; k < n && !p.oom; k++) {
     IrInstr *i = p.order[k];
     Node *nd = &p.nodes[k];
-    if ((i->op == IR_OP_PARAMETER) != (round == 0)) continue;
     if (nd->flow == FLOW_DOT) {
       dot_constraints(&p, k);
       continue;
@@ -892,6 +870,12 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
         fix_default(&p, k, q);
       }
     }
+  }
+  /* the computation's result: row-major */
+  if (c->root && is_array2(&c->root->shape) && node_of(c->root) >= 0) {
+    int m[IR_MAX_RANK];
+    default_order(c->root->shape.rank, m);
+    set_buffer_why(&p, node_of(c->root), m, false, WHY_FIXED, -1);
   }
   drain(&p);
   /* AssignLayoutsToUnconstrainedBuffers: the first unconstrained result gets the default layout,

@@ -119,9 +119,9 @@ static const char *TRANSPOSED_THEN_REDUCED =
     "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n";
 
 /* A value transposed and then reshaped by dropping a size-1 dimension, read by a plain matrix
- * product (Gemma 3's keys). XLA's AlignLayouts leaves the size-1 dimensions out when it lines up a
- * reshape's layouts, so the reshape takes the transpose's layout and the GEMM reads the
- * concatenate's bytes as [256,11]{0,1}: no transpose, no copy. */
+ * product (Gemma 3's keys). In XLA's AlignLayouts a size-1 dimension joins the part after it
+ * ([1,256] -> [256]), so the reshape takes the transpose's layout and the GEMM reads the
+ * concatenate's bytes as [256,11]{0,1}: no transpose, no copy (real XLA's module on this input). */
 static const char *UNIT_RESHAPE_TO_GEMM =
     "HloModule ug\n"
     "ENTRY main {\n"
@@ -134,12 +134,11 @@ static const char *UNIT_RESHAPE_TO_GEMM =
     "  ROOT d = bf16[44,11] dot(a, r), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
     "}\n";
 
-/* Which constraint propagates first (XLA's argsort): the gather's indices keep the default layout
- * (a backend constraint, made last, propagated first), so the concatenate and the reshape that
- * adds a size-1 dimension are row-major; the computation's result, made before them, comes later
- * and its size-1 reshape reads through a bitcast. Result first would lay the reshape out with its
- * size-1 dimension most major, and the concatenate would need a transpose. */
-static const char *CONSTRAINT_ORDER =
+/* XLA's argsort: a reshape that adds a size-1 dimension to a row-major value, concatenated into a
+ * gather's indices. AlignLayouts joins the new dimension to the part before it (512 -> 512,1), so
+ * the reshape stays row-major from whichever side its layout comes, and the concatenate needs no
+ * transpose (laying the dimension outermost, as a strip-the-ones rule would, makes one). */
+static const char *UNIT_INDEX_RESHAPE =
     "HloModule co\n"
     "ENTRY main {\n"
     "  x = f32[64,32] parameter(0)\n"
@@ -162,10 +161,10 @@ static const char *CONSTRAINT_ORDER =
     "}\n";
 
 /* Gemma 4's rotary embedding: halves of a row-major value each get a size-1 dimension and are
- * concatenated along it. AlignLayouts alone would put that dimension outermost ([1,1,8,1,128]
- * {4,2,3,1,0}), and after the concatenate gives it size 2 the multiply and the reshape back would
- * need transposes; real XLA keeps the row-major layout because it is a bitcast too, and its
- * module has no copy here. */
+ * concatenated along it. XLA's AlignLayouts joins that dimension to the 128 after it, so
+ * [1,1,8,1,128] is row-major ({4,3,2,1,0}, as real XLA lays it out); putting it outermost
+ * ({4,2,3,1,0}) would make the concatenate, whose dimension there has size 2, a transposed
+ * value, and the multiply and the reshape back would need transposes. */
 static const char *ROTARY_HALVES =
     "HloModule rh\n"
     "ENTRY main {\n"
@@ -645,15 +644,15 @@ TEST(a_gemm_reads_through_a_reshape_of_size_one_dimensions) {
   ir_module_free(m);
 }
 
-TEST(constraints_propagate_in_the_order_xla_makes_them) {
+TEST(a_reshape_adding_a_size_one_dimension_keeps_its_operands_order) {
   Seen s;
   static const char *const passes[] = {"layout-assignment", "move-copy-to-users", "layout-normalization"};
-  IrModule *m = run_named_passes(hlo_ok(CONSTRAINT_ORDER), "h100", passes, 3, &s);
+  IrModule *m = run_named_passes(hlo_ok(UNIT_INDEX_RESHAPE), "h100", passes, 3, &s);
   if (!m) return;
   CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 0 && count_op_in(m->entry, IR_OP_COPY) == 0);
   IrInstr *c = ir_computation_find_instr(m->entry, "c");
   CHECK(c && c->op == IR_OP_CONCATENATE && ir_shape_default_layout(&c->shape) && c->shape.dims[2] == 2);
-  check_same_values(CONSTRAINT_ORDER, m, INPUT_SEED);
+  check_same_values(UNIT_INDEX_RESHAPE, m, INPUT_SEED);
   ir_module_free(m);
 }
 
@@ -675,6 +674,45 @@ TEST(a_size_one_dimension_added_to_a_row_major_value_stays_row_major) {
   CHECK(count_op_in(m->entry, IR_OP_TRANSPOSE) == 0 && count_op_in(m->entry, IR_OP_COPY) == 0);
   check_same_values(ROTARY_HALVES, m, INPUT_SEED);
   ir_module_free(m);
+}
+
+/* XLA's own choices (tests/passes/align_layouts_xla.txt, read from its layout-assignment log):
+ * simp_reshape_layout gives every one of them. */
+static int parse_dims(const char *t, int64_t *d) {
+  int n = 0;
+  if (strcmp(t, "-") == 0) return 0;
+  for (const char *c = t; *c && n < IR_MAX_RANK;) {
+    d[n++] = strtoll(c, NULL, 10);
+    c = strchr(c, ',');
+    if (!c) break;
+    c++;
+  }
+  return n;
+}
+
+TEST(reshapes_are_laid_out_as_xla_laid_them_out) {
+  FILE *f = fopen("tests/passes/align_layouts_xla.txt", "r");
+  CHECK(f != NULL);
+  if (!f) return;
+  char line[512], kind[8], a[128], al[128], b[128], want[128];
+  int cases = 0, agree = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#' || sscanf(line, "%7s %127s %127s %127s %127s", kind, a, al, b, want) != 5) continue;
+    int64_t ad[IR_MAX_RANK], alay[IR_MAX_RANK], bd[IR_MAX_RANK], w[IR_MAX_RANK];
+    int na = parse_dims(a, ad), nal = parse_dims(al, alay), nb = parse_dims(b, bd), nw = parse_dims(want, w);
+    cases++;
+    if (na != nal || nb != nw) continue;
+    IrShape in = {.type = IR_F32, .rank = na, .dims = ad}, out = {.type = IR_F32, .rank = nb, .dims = bd};
+    int major[IR_MAX_RANK], got[IR_MAX_RANK];
+    for (int k = 0; k < na; k++) major[k] = (int)alay[na - 1 - k];
+    bool same = simp_reshape_layout(&in, major, &out, got);
+    for (int k = 0; same && k < nb; k++) same = got[k] == (int)w[k];
+    if (same) agree++;
+    else fprintf(stderr, "  %s [%s]{%s} -> [%s]: XLA {%s}\n", kind, a, al, b, want);
+  }
+  fclose(f);
+  CHECK(cases == 106);
+  CHECK(agree == cases);
 }
 
 TEST(copies_move_below_what_works_in_any_layout) {
@@ -840,8 +878,9 @@ int main(void) {
   RUN(a_reduce_reads_a_weight_where_its_parameter_laid_it);
   RUN(copies_move_below_what_works_in_any_layout);
   RUN(a_gemm_reads_through_a_reshape_of_size_one_dimensions);
-  RUN(constraints_propagate_in_the_order_xla_makes_them);
+  RUN(a_reshape_adding_a_size_one_dimension_keeps_its_operands_order);
   RUN(a_size_one_dimension_added_to_a_row_major_value_stays_row_major);
+  RUN(reshapes_are_laid_out_as_xla_laid_them_out);
   RUN(a_transposed_weight_only_a_gemm_reads_is_a_bitcast);
   RUN(a_transpose_something_else_constrains_moves_data);
   RUN(a_gemm_result_only_a_transpose_reads_is_written_transposed);

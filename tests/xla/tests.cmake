@@ -80,13 +80,13 @@ endif()
 # 0.975 and 0.967, while the pre-fusion distance rose 0.0254 -> 0.0261, ceiling 0.027: Gemma 4's
 # stage before fusion now has 525 fewer bitcasts than XLA's, which normalizes laid-out broadcasts
 # into broadcast + bitcast; Gemma 2's distance fell 0.025 -> 0.009. Layout assignment's reshape
-# rule as real XLA applies it, size-1 dimensions left out and the row-major layout kept where it is
-# a bitcast too, took kernel F1 to 0.971 and structure to 0.979.)
+# rule as real XLA's log shows it (AlignLayouts: a size-1 dimension joins the part after it) took
+# kernel F1 to 0.972 and structure to 0.980.)
 if(FXPLAIN_PYTHON)
   add_test(NAME xla.user_modules_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_user_agreement.py ${CMAKE_SOURCE_DIR}/tests/data/hlo-corpus
                    ${CMAKE_CURRENT_LIST_DIR}/h100 --fxplain $<TARGET_FILE:fxplain>
-                   --min-kernel-f1 0.970 --min-structure-f1 0.978 --min-f1 0.993 --at-least 26 --max-pre-distance 0.027)
+                   --min-kernel-f1 0.971 --min-structure-f1 0.979 --min-f1 0.993 --at-least 26 --max-pre-distance 0.027)
   set_tests_properties(xla.user_modules_vs_xla PROPERTIES LABELS "xla;slow" TIMEOUT 900)
 endif()
 
