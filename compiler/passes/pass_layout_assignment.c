@@ -817,14 +817,10 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
     if (i->noperands && !(p.nodes[k].ops = fx_calloc((size_t)i->noperands, sizeof(Lay)))) p.oom = true;
   }
   /* mandatory constraints: an entry parameter keeps the layout it arrives in, everything that
-     cannot take another layout the default one */
+     cannot take another layout the default one (the GEMMs' come after the result's, below) */
   for (int k = 0; k < n && !p.oom; k++) {
     IrInstr *i = p.order[k];
     Node *nd = &p.nodes[k];
-    if (nd->flow == FLOW_DOT) {
-      dot_constraints(&p, k);
-      continue;
-    }
     if (nd->flow != FLOW_FIXED) continue;
     /* a loop state element read in a body or condition: free in a body's first round, else its
        loop's layout */
@@ -871,12 +867,20 @@ static bool propagate_layouts(Assigner *a, IrComputation *c, const Iface *f) {
       }
     }
   }
-  /* the computation's result: row-major */
+  /* the computation's result: row-major, the last of AddMandatoryConstraints */
   if (c->root && is_array2(&c->root->shape) && node_of(c->root) >= 0) {
     int m[IR_MAX_RANK];
     default_order(c->root->shape.rank, m);
     set_buffer_why(&p, node_of(c->root), m, false, WHY_FIXED, -1);
   }
+  /* then the backend's, GpuLayoutAssignment::AddBackendConstraints: the GEMMs in reverse post order
+     ("that the earliest ... layout propagates first"). The constraints made together propagate the
+     last made first, as XLA's worklist takes them from the front of its deque: the earliest GEMM's,
+     then the result's, then the parameters'. Which GEMM reaches a value first decides its layout
+     where two disagree: Gemma 2's key/value cache is laid out for its first layer's q.K product, as
+     in XLA's module, not for the last layer's attention-weighted values. */
+  for (int k = n - 1; k >= 0 && !p.oom; k--)
+    if (p.nodes[k].flow == FLOW_DOT) dot_constraints(&p, k);
   drain(&p);
   /* AssignLayoutsToUnconstrainedBuffers: the first unconstrained result gets the default layout,
      and that propagates, until none is left */

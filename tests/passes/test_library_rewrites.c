@@ -188,6 +188,30 @@ static const char *ROTARY_HALVES =
     "  ROOT d = bf16[8,256] dot(ar, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
     "}\n";
 
+/* Gemma 2's key/value cache: one value read by two batched GEMMs that want it in different layouts
+ * (q.K reads it [4,31,256], the attention-weighted values [4,256,31]), each through a transpose and
+ * a reshape that transpose folding cannot remove. XLA makes the GEMMs' constraints in reverse post
+ * order so that the earliest propagates first: v is laid out for d1, and d2 reads a copy. Real XLA's
+ * layout assignment on this module gives exactly these layouts. */
+static const char *TWO_GEMMS_ONE_VALUE =
+    "HloModule gemms\n"
+    "ENTRY main {\n"
+    "  a = f32[1,31,4,256] parameter(0)\n"
+    "  b = f32[1,31,4,256] parameter(1)\n"
+    "  q = f32[4,256,2] parameter(2)\n"
+    "  pw = f32[4,31,2] parameter(3)\n"
+    "  v = f32[1,31,4,256] add(a, b)\n"
+    "  tk = f32[1,4,31,256] transpose(v), dimensions={0,2,1,3}\n"
+    "  k = f32[4,31,256] reshape(tk)\n"
+    "  d1 = f32[4,31,2] dot(k, q), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+    "rhs_contracting_dims={1}\n"
+    "  tv = f32[1,4,256,31] transpose(v), dimensions={0,2,3,1}\n"
+    "  vt = f32[4,256,31] reshape(tv)\n"
+    "  d2 = f32[4,256,2] dot(vt, pw), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, "
+    "rhs_contracting_dims={1}\n"
+    "  ROOT r = (f32[4,31,2], f32[4,256,2]) tuple(d1, d2)\n"
+    "}\n";
+
 /* A weight reduced along its middle dimension, in a loop and outside one (Gemma 2's attention
  * weights). XLA's layout assignment lets the parameter's layout reach the multiply first, depth
  * first, and only then what the reduce would prefer (a row reduction: its operand's constraint
@@ -715,6 +739,26 @@ TEST(reshapes_are_laid_out_as_xla_laid_them_out) {
   CHECK(agree == cases);
 }
 
+TEST(the_earliest_gemm_lays_out_a_value_two_gemms_read) {
+  Seen s;
+  static const char *const la[] = {"layout-assignment"};
+  IrModule *m = run_named_passes(hlo_ok(TWO_GEMMS_ONE_VALUE), "h100", la, 1, &s);
+  if (!m) return;
+  static const int vlay[] = {3, 1, 2, 0}, tklay[] = {3, 2, 1, 0};
+  IrInstr *v = ir_computation_find_instr(m->entry, "v"), *tk = ir_computation_find_instr(m->entry, "tk");
+  IrInstr *d1 = ir_computation_find_instr(m->entry, "d1"), *d2 = ir_computation_find_instr(m->entry, "d2");
+  CHECK(v && layout_is(&v->shape, vlay));
+  CHECK(tk && layout_is(&tk->shape, tklay)); /* a bitcast: q.K reads k where it lies */
+  CHECK(d1 && d1->operands[0]->op == IR_OP_RESHAPE);
+  CHECK(d2 && d2->operands[0]->op == IR_OP_COPY);
+  ir_module_free(m);
+  static const char *const passes[] = {"layout-assignment", "move-copy-to-users", "layout-normalization"};
+  m = run_named_passes(hlo_ok(TWO_GEMMS_ONE_VALUE), "h100", passes, 3, &s);
+  if (!m) return;
+  check_same_values(TWO_GEMMS_ONE_VALUE, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 TEST(copies_move_below_what_works_in_any_layout) {
   Seen s;
   static const char *const passes[] = {"move-copy-to-users"};
@@ -881,6 +925,7 @@ int main(void) {
   RUN(a_reshape_adding_a_size_one_dimension_keeps_its_operands_order);
   RUN(a_size_one_dimension_added_to_a_row_major_value_stays_row_major);
   RUN(reshapes_are_laid_out_as_xla_laid_them_out);
+  RUN(the_earliest_gemm_lays_out_a_value_two_gemms_read);
   RUN(a_transposed_weight_only_a_gemm_reads_is_a_bitcast);
   RUN(a_transpose_something_else_constrains_moves_data);
   RUN(a_gemm_result_only_a_transpose_reads_is_written_transposed);

@@ -81,12 +81,13 @@ endif()
 # stage before fusion now has 525 fewer bitcasts than XLA's, which normalizes laid-out broadcasts
 # into broadcast + bitcast; Gemma 2's distance fell 0.025 -> 0.009. Layout assignment's reshape
 # rule as real XLA's log shows it (AlignLayouts: a size-1 dimension joins the part after it) took
-# kernel F1 to 0.972 and structure to 0.980.)
+# kernel F1 to 0.972 and structure to 0.980; the GEMM constraints in XLA's order (reverse post
+# order, after the result's) to 0.974 and 0.982.)
 if(FXPLAIN_PYTHON)
   add_test(NAME xla.user_modules_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_user_agreement.py ${CMAKE_SOURCE_DIR}/tests/data/hlo-corpus
                    ${CMAKE_CURRENT_LIST_DIR}/h100 --fxplain $<TARGET_FILE:fxplain>
-                   --min-kernel-f1 0.971 --min-structure-f1 0.979 --min-f1 0.993 --at-least 26 --max-pre-distance 0.027)
+                   --min-kernel-f1 0.973 --min-structure-f1 0.981 --min-f1 0.993 --at-least 26 --max-pre-distance 0.027)
   set_tests_properties(xla.user_modules_vs_xla PROPERTIES LABELS "xla;slow" TIMEOUT 900)
 endif()
 
