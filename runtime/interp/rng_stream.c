@@ -186,23 +186,24 @@ static void put_bits(void *bits, int bytes, int64_t e, uint64_t v) {
   }
 }
 
+/* Threefry2x32 with 20 rounds (Random123's threefry2x32_20, as XLA's): rotations 13 15 26 6 and
+ * 17 29 16 24 in turn, the key injected after every 4 rounds. Written out round by round: it is
+ * the inner loop of every random input and of rng-bit-generator. */
+#define TF_ROUND(r) x0 += x1, x1 = (x1 << (r)) | (x1 >> (32 - (r))), x1 ^= x0
+#define TF_INJECT(a, b, s) x0 += (a), x1 += (b) + (uint32_t)(s)
 void rt_threefry2x32(uint32_t k0, uint32_t k1, uint32_t c0, uint32_t c1, uint32_t out[2]) {
-  static const int rot[8] = {13, 15, 26, 6, 17, 29, 16, 24};
-  uint32_t ks[3] = {k0, k1, 0x1BD11BDAu ^ k0 ^ k1};
-  uint32_t x0 = c0 + ks[0], x1 = c1 + ks[1];
-  for (int r = 0; r < 20; r++) {
-    x0 += x1;
-    x1 = (x1 << rot[r % 8]) | (x1 >> (32 - rot[r % 8]));
-    x1 ^= x0;
-    if (r % 4 == 3) {
-      int s = r / 4 + 1;
-      x0 += ks[s % 3];
-      x1 += ks[(s + 1) % 3] + (uint32_t)s;
-    }
-  }
+  const uint32_t k2 = 0x1BD11BDAu ^ k0 ^ k1;
+  uint32_t x0 = c0 + k0, x1 = c1 + k1;
+  TF_ROUND(13), TF_ROUND(15), TF_ROUND(26), TF_ROUND(6), TF_INJECT(k1, k2, 1);
+  TF_ROUND(17), TF_ROUND(29), TF_ROUND(16), TF_ROUND(24), TF_INJECT(k2, k0, 2);
+  TF_ROUND(13), TF_ROUND(15), TF_ROUND(26), TF_ROUND(6), TF_INJECT(k0, k1, 3);
+  TF_ROUND(17), TF_ROUND(29), TF_ROUND(16), TF_ROUND(24), TF_INJECT(k1, k2, 4);
+  TF_ROUND(13), TF_ROUND(15), TF_ROUND(26), TF_ROUND(6), TF_INJECT(k2, k0, 5);
   out[0] = x0;
   out[1] = x1;
 }
+#undef TF_ROUND
+#undef TF_INJECT
 
 /* XLA's ThreeFryBitGenerator: key = state[0], counter = state[1] + element index. 64-bit
  * elements take both output words; narrower ones split the shape in halves along its first even

@@ -3,6 +3,7 @@
  * convolution, sort with a comparator, while loops, rng determinism and the interrupt flag. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../runtime/runtime.h"
 #include "../check.h"
@@ -462,6 +463,35 @@ TEST(compare_scales_with_the_output) {
   rt_tensor_unref(ref);
 }
 
+/* Random inputs: a large range is filled by the CPUs side by side, each element's value only a
+ * function of its index. Filled in one call or in small pieces (one thread each), every type gives
+ * the same bytes, and element i is Threefry2x32 of (seed, stream) at counter i. */
+TEST(random_inputs_are_the_same_filled_side_by_side) {
+  const IrType types[] = {IR_F32, IR_BF16, IR_S32, IR_PRED, IR_C64};
+  int64_t n = 300000;
+  for (size_t k = 0; k < sizeof types / sizeof types[0]; k++) {
+    FxError e = {0};
+    RtTensor *a = rt_tensor_new(types[k], 1, &n, &e), *b = rt_tensor_new(types[k], 1, &n, &e);
+    CHECK(a && b);
+    if (!a || !b) {
+      rt_tensor_unref(a);
+      rt_tensor_unref(b);
+      continue;
+    }
+    rt_tensor_fill_random_range(a, 42, 7, 0, n);
+    for (int64_t at = 0; at < n; at += 1000) rt_tensor_fill_random_range(b, 42, 7, at, at + 1000 < n ? at + 1000 : n);
+    CHECK(memcmp(a->data, b->data, (size_t)a->bytes) == 0);
+    if (types[k] == IR_F32) {
+      uint32_t o[2];
+      int64_t i = 123457;
+      rt_threefry2x32(42, 0 ^ 7u * 0x9E3779B9u, (uint32_t)i, 0, o);
+      CHECK(((float *)a->data)[i] == (float)((double)(o[0] >> 8) * 0x1p-23 - 1.0));
+    }
+    rt_tensor_unref(a);
+    rt_tensor_unref(b);
+  }
+}
+
 int main(void) {
   RUN(f16_rounding);
   RUN(add_f16_rounds_each_op);
@@ -476,6 +506,7 @@ int main(void) {
   RUN(interrupt_stops_a_long_loop);
   RUN(rng_is_deterministic_per_seed);
   RUN(threefry_known_answers);
+  RUN(random_inputs_are_the_same_filled_side_by_side);
   RUN(memory_budget_and_overflow);
   RUN(compare_reports_worst_element);
   RUN(compare_scales_with_the_output);
