@@ -1,9 +1,12 @@
 /* cpu.c — the native CPU backend, and the interpreter wrapped as a backend.
  *
  * prepare: every kernel of the given modules (fusions and unfused compute ops in the entry and in
- * while/call/conditional bodies) goes through the emitter (emit.c) into ONE C translation unit;
+ * while/call/conditional bodies) goes through the emitter (emit.c) into C translation units;
  * identical kernels (same generated text, e.g. a fusion unchanged between two stages) appear once.
- * The unit is compiled with the system C compiler (-O3 -march=native -fPIC -shared) into a shared
+ * The loops' and the entry's drivers and every kernel they call share one unit (so the compiler
+ * inlines them); the other kernels go into that unit too, or, past CPU_UNIT_SPLIT_BYTES of C per
+ * process, into up to one unit per thread (`set threads`), compiled side by side. Each unit is
+ * compiled with the system C compiler (-O3 -march=native -fPIC -shared) into a shared
  * object cached in the user's cache directory under the hash of its source and flags, written
  * atomically (temporary file + rename), and loaded with dlopen; an entry that fails to load or
  * lacks its marker symbol is treated as corrupt and rebuilt. Sorts (a merge sort per line with the
@@ -215,8 +218,9 @@ static bool write_file_atomic(const char *path, const char *data, size_t n, FxEr
 static volatile int *cc_interrupt;
 void rt_set_interrupt_flag(volatile int *flag) { cc_interrupt = flag; }
 
-/* Runs the compiler without a shell; its messages go to logpath. */
-static bool run_compiler(CpuBackend *b, const char *src, const char *so, const char *logpath, FxError *err) {
+/* Starts the compiler on src, without a shell, writing so; its messages go to logpath. The pid, or
+ * -1 with err set. */
+static pid_t start_compiler(CpuBackend *b, const char *src, const char *so, const char *logpath, FxError *err) {
   char flags[256];
   snprintf(flags, sizeof flags, "%s", b->flags);
   char *argv[64];
@@ -235,7 +239,10 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
   argv[argc++] = "-lm";
   argv[argc] = NULL;
   pid_t pid = fork();
-  if (pid < 0) return fx_error_set(err, NULL, 0, 0, "cannot start the C compiler: %s", strerror(errno));
+  if (pid < 0) {
+    fx_error_set(err, NULL, 0, 0, "cannot start the C compiler: %s", strerror(errno));
+    return -1;
+  }
   if (pid == 0) {
     /* a process group of its own, so that a time limit or Ctrl-C stops the compiler's own
        children (cc1, as, ld) too: killing the driver alone left cc1 running for minutes */
@@ -249,33 +256,60 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
     execvp(argv[0], argv);
     _exit(127);
   }
-  /* The compiler gets a time limit ($FXPLAIN_CC_TIMEOUT seconds, default 120): a huge unit
-     (stack([x]*10000) made 1.9 MB of C) must not hang the session; past it the compiler is killed
-     and the kernels run on the interpreter (compile_unit's caller says so). */
+  setpgid(pid, pid); /* as the child does: whichever runs first */
+  return pid;
+}
+
+/* How one compiler process ended. */
+typedef struct {
+  pid_t pid;
+  int status;
+  bool done, timed_out, interrupted;
+} CcRun;
+
+/* Waits for the compilers in runs (pid > 0), all under one time limit ($FXPLAIN_CC_TIMEOUT seconds,
+ * default 120): a huge unit (stack([x]*10000) made 1.9 MB of C) must not hang the session; past it,
+ * or at Ctrl-C, the compilers still running are killed and their kernels run on the interpreter
+ * (the caller says so). False only when waiting itself fails. */
+static bool wait_compilers(CcRun *runs, int n, FxError *err) {
   const char *lim = getenv("FXPLAIN_CC_TIMEOUT");
   double limit = lim && atof(lim) > 0 ? atof(lim) : 120.0;
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  setpgid(pid, pid); /* as the child does: whichever runs first */
-  int status = 0;
-  bool timed_out = false, interrupted = false;
   for (;;) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return fx_error_set(err, NULL, 0, 0, "waiting for the C compiler failed: %s", strerror(errno));
+    int left = 0;
+    for (int k = 0; k < n; k++) {
+      CcRun *r = &runs[k];
+      if (r->pid <= 0 || r->done) continue;
+      pid_t w = waitpid(r->pid, &r->status, WNOHANG);
+      if (w == r->pid) {
+        r->done = true;
+        continue;
+      }
+      if (w < 0 && errno != EINTR) return fx_error_set(err, NULL, 0, 0, "waiting for the C compiler failed: %s", strerror(errno));
+      left++;
+    }
+    if (!left) return true;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     bool over = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 >= limit;
     bool stop = cc_interrupt && *cc_interrupt;
-    if ((over || stop) && !timed_out && !interrupted) {
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      timed_out = over && !stop;
-      interrupted = stop;
+    for (int k = 0; (over || stop) && k < n; k++) {
+      CcRun *r = &runs[k];
+      if (r->pid <= 0 || r->done || r->timed_out || r->interrupted) continue;
+      kill(-r->pid, SIGKILL);
+      kill(r->pid, SIGKILL);
+      r->timed_out = over && !stop;
+      r->interrupted = stop;
     }
     struct timespec ts = {0, 10 * 1000 * 1000};
     nanosleep(&ts, NULL);
   }
-  if (!timed_out && !interrupted && WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+}
+
+/* True when run r compiled src; else err says how it ended, with the first line of its messages. */
+static bool compiler_result(CpuBackend *b, const CcRun *r, const char *src, const char *logpath, FxError *err) {
+  double limit = getenv("FXPLAIN_CC_TIMEOUT") && atof(getenv("FXPLAIN_CC_TIMEOUT")) > 0 ? atof(getenv("FXPLAIN_CC_TIMEOUT")) : 120.0;
+  if (!r->timed_out && !r->interrupted && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
   char msg[400] = "";
   FILE *f = fopen(logpath, "r");
   if (f) {
@@ -286,11 +320,11 @@ static bool run_compiler(CpuBackend *b, const char *src, const char *so, const c
   /* the first line of its own message, and how it ended */
   msg[strcspn(msg, "\n")] = 0;
   char how[80];
-  if (interrupted) snprintf(how, sizeof how, "interrupted (Ctrl-C)");
-  else if (timed_out) snprintf(how, sizeof how, "stopped after the %.0f s time limit", limit);
-  else if (WIFSIGNALED(status)) snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
-  else if (WEXITSTATUS(status) == 127) snprintf(how, sizeof how, "could not be run");
-  else snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+  if (r->interrupted) snprintf(how, sizeof how, "interrupted (Ctrl-C)");
+  else if (r->timed_out) snprintf(how, sizeof how, "stopped after the %.0f s time limit", limit);
+  else if (WIFSIGNALED(r->status)) snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(r->status));
+  else if (WEXITSTATUS(r->status) == 127) snprintf(how, sizeof how, "could not be run");
+  else snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(r->status));
   return fx_error_set(err, NULL, 0, 0, "the C compiler (%s) failed on generated kernels (%s): %s%s%s", b->cc, src, how, msg[0] ? ": " : "", msg);
 }
 
@@ -341,49 +375,100 @@ static bool load_unit(CpuBackend *b, const char *so, const char *marker, void **
   return true;
 }
 
-/* Compiles (or finds in the cache) the unit in src; returns its handle. */
-static bool compile_unit(CpuBackend *b, const EmitBuf *src, uint64_t hash, void **handle, FxError *err) {
+/* One unit of generated C: its text and hash, and after compile_units its handle (NULL when it
+ * could not be compiled; err says why). */
+typedef struct {
+  EmitBuf src;
+  uint64_t hash;
+  void *handle;
+  FxError err;
+} CpuUnit;
+
+/* The cache entry's paths of a unit. */
+typedef struct {
   char base[600], cpath[640], so[640], sumpath[640], log[640], tmpso[680], marker[64];
-  snprintf(base, sizeof base, "%s/fx_%016llx", b->cache, (unsigned long long)hash);
-  snprintf(cpath, sizeof cpath, "%s.c", base);
-  snprintf(so, sizeof so, "%s.so", base);
-  snprintf(sumpath, sizeof sumpath, "%s.so.sum", base);
-  snprintf(log, sizeof log, "%s.log", base);
-  snprintf(marker, sizeof marker, "fx_unit_%016llx", (unsigned long long)hash);
-  if (access(so, R_OK) == 0) {
-    if (entry_valid(so, sumpath) && load_unit(b, so, marker, handle)) {
-      b->cached++;
-      return true;
-    }
-    unlink(so); /* truncated, corrupt or stale: rebuild */
-  }
-  if (!write_file_atomic(cpath, src->s, src->len, err)) return false;
-  snprintf(tmpso, sizeof tmpso, "%s.so.tmp.%d", base, (int)getpid());
-  if (!run_compiler(b, cpath, tmpso, log, err)) {
-    unlink(tmpso);
-    return false;
-  }
+} UnitPaths;
+
+static void unit_paths(const CpuBackend *b, uint64_t hash, UnitPaths *p) {
+  snprintf(p->base, sizeof p->base, "%s/fx_%016llx", b->cache, (unsigned long long)hash);
+  snprintf(p->cpath, sizeof p->cpath, "%s.c", p->base);
+  snprintf(p->so, sizeof p->so, "%s.so", p->base);
+  snprintf(p->sumpath, sizeof p->sumpath, "%s.so.sum", p->base);
+  snprintf(p->log, sizeof p->log, "%s.log", p->base);
+  snprintf(p->tmpso, sizeof p->tmpso, "%s.so.tmp.%d", p->base, (int)getpid());
+  snprintf(p->marker, sizeof p->marker, "fx_unit_%016llx", (unsigned long long)hash);
+}
+
+/* The compiled unit at p->tmpso checked, recorded and moved into the cache, then loaded. */
+static bool store_unit(CpuBackend *b, const UnitPaths *p, void **handle, FxError *err) {
   uint64_t size, sum;
   char line[128];
-  if (!file_sum(tmpso, &size, &sum)) {
-    unlink(tmpso);
-    return fx_error_set(err, tmpso, 0, 0, "cannot read the compiled kernels: %s", strerror(errno));
+  if (!file_sum(p->tmpso, &size, &sum)) {
+    unlink(p->tmpso);
+    return fx_error_set(err, p->tmpso, 0, 0, "cannot read the compiled kernels: %s", strerror(errno));
   }
   int ln = snprintf(line, sizeof line, "fxplain-kernel-cache 1 size %llu fnv1a %016llx\n", (unsigned long long)size,
                     (unsigned long long)sum);
-  if (!write_file_atomic(sumpath, line, (size_t)ln, err)) {
-    unlink(tmpso);
+  if (!write_file_atomic(p->sumpath, line, (size_t)ln, err)) {
+    unlink(p->tmpso);
     return false;
   }
-  if (rename(tmpso, so) != 0) {
-    unlink(tmpso);
-    return fx_error_set(err, so, 0, 0, "cannot store the compiled kernels: %s", strerror(errno));
+  if (rename(p->tmpso, p->so) != 0) {
+    unlink(p->tmpso);
+    return fx_error_set(err, p->so, 0, 0, "cannot store the compiled kernels: %s", strerror(errno));
   }
-  unlink(log);
-  if (!load_unit(b, so, marker, handle))
-    return fx_error_set(err, so, 0, 0, "cannot load the compiled kernels: %s", dlerror());
+  unlink(p->log);
+  if (!load_unit(b, p->so, p->marker, handle))
+    return fx_error_set(err, p->so, 0, 0, "cannot load the compiled kernels: %s", dlerror());
   b->compiled++;
   return true;
+}
+
+/* Compiles (or finds in the cache) each of the n units, the compilers running side by side, one
+ * process each, under one time limit. A unit that fails keeps handle NULL and its err. */
+static void compile_units(CpuBackend *b, CpuUnit *units, int n) {
+  UnitPaths *paths = fx_calloc((size_t)(n ? n : 1), sizeof *paths);
+  CcRun *runs = fx_calloc((size_t)(n ? n : 1), sizeof *runs);
+  if (!paths || !runs) {
+    for (int k = 0; k < n; k++) fx_error_set(&units[k].err, NULL, 0, 0, "out of memory");
+    fx_free(paths);
+    fx_free(runs);
+    return;
+  }
+  for (int k = 0; k < n; k++) {
+    CpuUnit *u = &units[k];
+    UnitPaths *p = &paths[k];
+    u->handle = NULL;
+    unit_paths(b, u->hash, p);
+    if (access(p->so, R_OK) == 0) {
+      if (entry_valid(p->so, p->sumpath) && load_unit(b, p->so, p->marker, &u->handle)) {
+        b->cached++;
+        continue;
+      }
+      unlink(p->so); /* truncated, corrupt or stale: rebuild */
+    }
+    if (!write_file_atomic(p->cpath, u->src.s, u->src.len, &u->err)) continue;
+    runs[k].pid = start_compiler(b, p->cpath, p->tmpso, p->log, &u->err);
+  }
+  FxError werr;
+  fx_error_clear(&werr);
+  bool waited = wait_compilers(runs, n, &werr);
+  for (int k = 0; k < n; k++) {
+    CpuUnit *u = &units[k];
+    if (runs[k].pid <= 0) continue;
+    if (!waited) {
+      u->err = werr;
+      unlink(paths[k].tmpso);
+      continue;
+    }
+    if (!compiler_result(b, &runs[k], paths[k].cpath, paths[k].log, &u->err)) {
+      unlink(paths[k].tmpso);
+      continue;
+    }
+    store_unit(b, &paths[k], &u->handle, &u->err);
+  }
+  fx_free(paths);
+  fx_free(runs);
 }
 
 /* ---------- prepare ---------- */
@@ -399,9 +484,17 @@ static int64_t dot_macs(const IrInstr *i) {
   return n;
 }
 
+/* A distinct kernel's text (by hash), and the unit it goes into. */
 typedef struct {
   uint64_t h;
+  char sym[24];
+  EmitBuf text;
+  int unit;
 } SeenHash;
+
+/* Below this much C the kernels stay in one unit: a compiler process of its own costs more than
+ * compiling them side by side saves. */
+enum { CPU_UNIT_SPLIT_BYTES = 64 * 1024 };
 
 static void free_slots(CpuBackend *b);
 
@@ -413,12 +506,10 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
   b->compiled = b->cached = b->nkernels = b->ninterp = 0;
   b->unit++;
   if (!b->no_cache) b->note[0] = 0;
-  EmitBuf unit;
-  emit_buf_init(&unit);
-  emit_prelude(&unit, EMIT_TARGET_C);
   SeenHash *seen = NULL;
   int nseen = 0, capseen = 0;
   CpuKernel **pending = NULL;
+  int *pend_seen = NULL; /* each pending kernel's text, in seen */
   int npending = 0, cappending = 0;
   bool ok = true;
   EmitBuf kb;
@@ -519,19 +610,24 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
         if (npending == cappending) {
           int ncap = cappending ? cappending * 2 : 64;
           CpuKernel **np = fx_realloc(pending, sizeof *np * (size_t)ncap);
-          if (!np) {
+          int *ps = np ? fx_realloc(pend_seen, sizeof *ps * (size_t)ncap) : NULL;
+          if (np) pending = np;
+          if (!np || !ps) {
             ok = fx_error_set(err, NULL, 0, 0, "out of memory");
             break;
           }
-          pending = np;
+          pend_seen = ps;
           cappending = ncap;
         }
-        pending[npending++] = k;
+        pending[npending] = k;
         k->unit = b->unit;
-        bool dup = false;
-        for (int s = 0; s < nseen; s++)
-          if (seen[s].h == h) dup = true;
-        if (dup) continue;
+        int dup = -1;
+        for (int s = 0; s < nseen && dup < 0; s++)
+          if (seen[s].h == h) dup = s;
+        if (dup >= 0) {
+          pend_seen[npending++] = dup;
+          continue;
+        }
         if (nseen == capseen) {
           int ncap = capseen ? capseen * 2 : 64;
           SeenHash *ns = fx_realloc(seen, sizeof *ns * (size_t)ncap);
@@ -542,93 +638,145 @@ static bool cpu_prepare(void *vb, const IrModule *const *mods, int nmods, FxErro
           seen = ns;
           capseen = ncap;
         }
-        seen[nseen++].h = h;
+        pend_seen[npending++] = nseen;
+        SeenHash *sh = &seen[nseen++];
+        sh->h = h;
+        sh->unit = 0;
+        snprintf(sh->sym, sizeof sh->sym, "%s", k->sym);
+        emit_buf_init(&sh->text);
         /* the only user text in the unit: the sanitized instruction name, in a comment */
         char san[120];
         emit_sanitize(i->name, san, sizeof san);
-        emit_printf(&unit, "/* kernel %s */\n", san);
+        emit_printf(&sh->text, "/* kernel %s */\n", san);
         /* replace the placeholder */
         const char *p = kb.s;
         for (const char *f; (f = strstr(p, "fxK")) != NULL; p = f + 3) {
-          emit_printf(&unit, "%.*s%s", (int)(f - p), p, k->sym);
+          emit_printf(&sh->text, "%.*s%s", (int)(f - p), p, k->sym);
         }
-        emit_printf(&unit, "%s", p);
+        emit_printf(&sh->text, "%s", p);
+        if (sh->text.oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating kernels");
       }
     }
   }
   /* the while loops whose kernels are all generated, and entry computations that are nothing
-     else: their drivers go into the same unit */
+     else: their drivers go into the unit of the kernels they call */
+  EmitBuf drv;
+  emit_buf_init(&drv);
   for (int m = 0; ok && nseen > 0 && m < nmods; m++) {
     const IrComputation *comps[256];
     int nc = mods[m]->entry ? rt_host_computations(mods[m]->entry, comps, 256) : 0;
-    ok = cpu_loops_plan(b, comps, nc, &unit, err);
-    if (ok && !b->host_loops) ok = cpu_entry_plan(b, mods[m]->entry, &unit, err);
+    ok = cpu_loops_plan(b, comps, nc, &drv, err);
+    if (ok && !b->host_loops) ok = cpu_entry_plan(b, mods[m]->entry, &drv, err);
   }
-  uint64_t uh = 0;
-  if (ok && nseen > 0) {
-    uh = fnv(unit.s, unit.len, 0xcbf29ce484222325ULL);
+  if (drv.oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory writing loop drivers");
+  /* The units: the first holds the drivers and every kernel they call (so that the compiler can
+     inline them), the others the remaining kernels, split so that one compiler process per thread
+     (`set threads`) works on them side by side: Gemma 4's 1,451 kernels are 1.4 MB of C, minutes
+     for one process. Below CPU_UNIT_SPLIT_BYTES of C per process the kernels stay in one unit. */
+  size_t rest = 0;
+  bool main_used = drv.len > 0;
+  for (int q = 0; q < nseen; q++) {
+    seen[q].unit = drv.len && strstr(drv.s, seen[q].sym) ? 0 : -1;
+    if (seen[q].unit < 0) rest += seen[q].text.len;
+    else main_used = true;
+  }
+  int nt = cpu_threads(b), nsplit = (int)((rest + CPU_UNIT_SPLIT_BYTES - 1) / CPU_UNIT_SPLIT_BYTES);
+  if (nsplit > nt) nsplit = nt;
+  if (nsplit < 2) nsplit = 0;
+  int first = nsplit && main_used ? 1 : 0; /* the drivers' unit, when there is one beside the split */
+  size_t filled = 0;
+  for (int q = 0; q < nseen; q++) {
+    if (seen[q].unit >= 0) continue;
+    seen[q].unit = nsplit ? first + (int)(filled * (size_t)nsplit / (rest ? rest : 1)) : 0;
+    filled += seen[q].text.len;
+  }
+  int nunits = nseen > 0 ? (nsplit ? first + nsplit : 1) : 0;
+  CpuUnit *units = nunits ? fx_calloc((size_t)nunits, sizeof *units) : NULL;
+  if (nunits && !units) ok = fx_error_set(err, NULL, 0, 0, "out of memory");
+  for (int u = 0; ok && u < nunits; u++) {
+    EmitBuf *src = &units[u].src;
+    emit_buf_init(src);
+    emit_prelude(src, EMIT_TARGET_C);
+    for (int q = 0; q < nseen; q++)
+      if (seen[q].unit == u) emit_printf(src, "%s", seen[q].text.s);
+    if (u == 0 && drv.len) emit_printf(src, "%s", drv.s);
+    uint64_t uh = fnv(src->s, src->len, 0xcbf29ce484222325ULL);
     uh = fnv(b->cc, strlen(b->cc), uh);
     uh = fnv(b->flags, strlen(b->flags), uh);
     uh = fnv(b->vflags, strlen(b->vflags), uh);
-    emit_printf(&unit, "int fx_unit_%016llx(void) { return 1; }\n", (unsigned long long)uh);
-    if (unit.oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating kernels");
-    void *h = NULL;
-    FxError cerr;
-    fx_error_clear(&cerr);
-    if (ok && !compile_unit(b, &unit, uh, &h, &cerr)) {
+    units[u].hash = uh;
+    emit_printf(src, "int fx_unit_%016llx(void) { return 1; }\n", (unsigned long long)uh);
+    if (src->oom) ok = fx_error_set(err, NULL, 0, 0, "out of memory generating kernels");
+  }
+  if (ok && nunits) compile_units(b, units, nunits);
+  for (int u = 0; ok && u < nunits; u++) {
+    if (!units[u].handle) {
       /* a cache that cannot be written (read-only, full), a compiler that fails or is stopped:
-         the kernels run on the interpreter's implementation, and the run says why */
-      snprintf(b->note, sizeof b->note, "generated kernels could not be compiled (%s%s%.400s): they run on the interpreter's implementation",
-               cerr.file[0] ? cerr.file : "", cerr.file[0] ? ": " : "", cerr.msg);
-      for (int q = 0; q < npending; q++) {
-        pending[q]->how = K_INTERP;
-        snprintf(pending[q]->why, sizeof pending[q]->why, "the generated code could not be compiled");
+         the unit's kernels run on the interpreter's implementation, and the run says why */
+      FxError *ce = &units[u].err;
+      if (!b->note[0])
+        snprintf(b->note, sizeof b->note, "generated kernels could not be compiled (%s%s%.400s): they run on the interpreter's implementation",
+                 ce->file[0] ? ce->file : "", ce->file[0] ? ": " : "", ce->msg);
+      cpu_loops_clear(b); /* planned over kernels that may not run */
+      continue;
+    }
+    if (b->nhandles == b->caphandles) {
+      int nc = b->caphandles ? b->caphandles * 2 : 8;
+      void **nh = fx_realloc(b->handles, sizeof *nh * (size_t)nc);
+      if (nh) {
+        b->handles = nh;
+        b->caphandles = nc;
       }
-      b->ninterp += npending;
-      npending = 0;
-      cpu_loops_clear(b); /* planned over kernels that will not run */
-    } else if (ok) {
-      if (b->nhandles == b->caphandles) {
-        int nc = b->caphandles ? b->caphandles * 2 : 8;
-        void **nh = fx_realloc(b->handles, sizeof *nh * (size_t)nc);
-        if (nh) {
-          b->handles = nh;
-          b->caphandles = nc;
-        }
+    }
+    if (b->nhandles < b->caphandles) b->handles[b->nhandles++] = units[u].handle;
+  }
+  for (int q = 0; ok && q < npending; q++) {
+    CpuKernel *k = pending[q];
+    void *h = units ? units[seen[pend_seen[q]].unit].handle : NULL;
+    if (!h) {
+      k->how = K_INTERP;
+      snprintf(k->why, sizeof k->why, "the generated code could not be compiled");
+      b->ninterp++;
+      continue;
+    }
+    for (int p = 0; p < k->nparts; p++) {
+      char sym[64];
+      snprintf(sym, sizeof sym, "%s_p%d", k->sym, p);
+      void *fn = dlsym(h, sym);
+      if (!fn) {
+        ok = fx_error_set(err, NULL, 0, 0, "compiled kernels lack %s", sym);
+        break;
       }
-      if (b->nhandles < b->caphandles) b->handles[b->nhandles++] = h;
-      for (int q = 0; ok && q < npending; q++) {
-        CpuKernel *k = pending[q];
-        for (int p = 0; p < k->nparts; p++) {
-          char sym[64];
-          snprintf(sym, sizeof sym, "%s_p%d", k->sym, p);
-          void *fn = dlsym(h, sym);
-          if (!fn) {
-            ok = fx_error_set(err, NULL, 0, 0, "compiled kernels lack %s", sym);
-            break;
-          }
-          memcpy(&k->fns[p], &fn, sizeof fn);
-        }
-        if (ok && k->ip_input >= 0) {
-          char sym[64];
-          snprintf(sym, sizeof sym, "%s_ip", k->sym);
-          void *fn = dlsym(h, sym);
-          if (fn) memcpy(&k->ip, &fn, sizeof fn);
-        }
-      }
-      if (ok) cpu_loops_bind(b, h);
+      memcpy(&k->fns[p], &fn, sizeof fn);
+    }
+    if (ok && k->ip_input >= 0) {
+      char sym[64];
+      snprintf(sym, sizeof sym, "%s_ip", k->sym);
+      void *fn = dlsym(h, sym);
+      if (fn) memcpy(&k->ip, &fn, sizeof fn);
     }
   }
+  if (ok && units && main_used && units[0].handle) cpu_loops_bind(b, units[0].handle);
   if (!ok) { /* kernels not compiled must not be launched */
     for (int q = 0; q < npending; q++) pending[q]->how = K_INTERP;
     cpu_loops_clear(b);
   }
+  /* what `show` prints as the generated source: the units one after another */
   emit_buf_free(&b->last_source);
-  b->last_source = unit;
+  emit_buf_init(&b->last_source);
+  if (!nunits) emit_prelude(&b->last_source, EMIT_TARGET_C);
+  for (int u = 0; u < nunits; u++) {
+    if (units[u].src.s) emit_printf(&b->last_source, "%s", units[u].src.s);
+    emit_buf_free(&units[u].src);
+  }
+  fx_free(units);
+  emit_buf_free(&drv);
+  for (int q = 0; q < nseen; q++) emit_buf_free(&seen[q].text);
   emit_buf_free(&kb);
   fx_free(ek);
   fx_free(seen);
   fx_free(pending);
+  fx_free(pend_seen);
   return ok;
 }
 

@@ -647,6 +647,70 @@ TEST(large_kernels_split_over_threads) {
   ir_module_free(m);
 }
 
+/* Many kernels are compiled by one compiler process per thread, side by side: the kernels that no
+ * driver calls are split into units of at least CPU_UNIT_SPLIT_BYTES of C, one per thread at most.
+ * A module of 160 distinct elementwise kernels (and a GEMM, so that no entry driver calls them
+ * all): with 3 threads three units are compiled, with 1 thread one; both agree with the
+ * interpreter, and a second backend finds all three units in the cache. */
+TEST(many_kernels_compile_side_by_side) {
+  enum { NK = 160 };
+  size_t cap = 400 * NK + 4096, len = 0;
+  char *text = malloc(cap);
+  CHECK(text != NULL);
+  if (!text) return;
+  len += (size_t)snprintf(text + len, cap - len, "HloModule many\n");
+  for (int k = 0; k < NK; k++)
+    len += (size_t)snprintf(text + len, cap - len,
+                            "f%d {\n  p = f32[64,64] parameter(0)\n  c = f32[] constant(%d.25)\n"
+                            "  b = f32[64,64] broadcast(c), dimensions={}\n  m = f32[64,64] multiply(p, b)\n"
+                            "  t = f32[64,64] tanh(m)\n  ROOT a = f32[64,64] add(t, p)\n}\n",
+                            k, k);
+  len += (size_t)snprintf(text + len, cap - len, "ENTRY main {\n  x0 = f32[64,64] parameter(0)\n");
+  for (int k = 0; k < NK; k++)
+    len += (size_t)snprintf(text + len, cap - len, "  x%d = f32[64,64] fusion(x%d), kind=kLoop, calls=f%d\n", k + 1, k, k);
+  len += (size_t)snprintf(text + len, cap - len,
+                          "  ROOT d = f32[64,64] dot(x%d, x0), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n", NK);
+  CHECK(len < cap);
+  IrModule *m = parse(text);
+  free(text);
+  CHECK(m != NULL);
+  if (!m) return;
+  RtTensor **args = random_args(m, 5);
+  RtTensor *want = NULL;
+  RtOptions ro = {.seed = 1};
+  FxError e = {0};
+  CHECK(rt_interp_run(m, args, 1, &ro, &want, NULL, &e));
+  const int threads[] = {3, 1, 3}, want_compiled[] = {3, 1, 0}, want_cached[] = {0, 0, 3};
+  for (int t = 0; t < 3; t++) {
+    void *be = rt_backend_cpu.create(&e);
+    CHECK(be != NULL);
+    if (!be) break;
+    CpuOptions o = {.opt = "-O0 -g0", .threads = threads[t]};
+    cpu_set_options(be, &o);
+    CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
+    int compiled = -1, cached = -1, kernels = -1, interp = -1;
+    cpu_prepare_counts(be, &compiled, &cached, &kernels, &interp);
+    CHECK(compiled == want_compiled[t] && cached == want_cached[t]);
+    CHECK(interp == 0);
+    RtTensor *got = NULL;
+    RtRunStats st = {0};
+    bool ok = rt_backend_cpu.run(be, m, args, 1, &ro, &got, &st, &e);
+    CHECK(ok);
+    if (ok && want) {
+      RtCompare c;
+      rt_compare(got, want, &c);
+      CHECK(c.ok);
+    }
+    rt_tensor_unref(got);
+    rt_run_stats_free(&st);
+    rt_backend_cpu.destroy(be);
+  }
+  rt_tensor_unref(want);
+  rt_tensor_unref(args[0]);
+  free(args);
+  ir_module_free(m);
+}
+
 /* A reduce over the operand's innermost dim with an associative reducer (add, max, integer add)
    runs in lanes that the compiler vectorizes, and agrees with the interpreter within tolerance
    (the float sum in another order); a reduce over an outer dim keeps one accumulator. The split
@@ -1385,6 +1449,7 @@ int main(void) {
   RUN(without_sleef_kernels_call_libm);
   RUN(vector_math_with_clang_takes_the_libm_path);
   RUN(large_kernels_split_over_threads);
+  RUN(many_kernels_compile_side_by_side);
   RUN(innermost_reductions_run_in_lanes);
   RUN(outer_reductions_swap_loops);
   RUN(bf16_dot_on_gemm_and_reshape_groups);
