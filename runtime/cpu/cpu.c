@@ -260,6 +260,12 @@ static pid_t start_compiler(CpuBackend *b, const char *src, const char *so, cons
   return pid;
 }
 
+/* The compilers' time limit: $FXPLAIN_CC_TIMEOUT seconds, default 120. */
+static double cc_time_limit(void) {
+  const char *lim = getenv("FXPLAIN_CC_TIMEOUT");
+  return lim && atof(lim) > 0 ? atof(lim) : 120.0;
+}
+
 /* How one compiler process ended. */
 typedef struct {
   pid_t pid;
@@ -267,13 +273,11 @@ typedef struct {
   bool done, timed_out, interrupted;
 } CcRun;
 
-/* Waits for the compilers in runs (pid > 0), all under one time limit ($FXPLAIN_CC_TIMEOUT seconds,
- * default 120): a huge unit (stack([x]*10000) made 1.9 MB of C) must not hang the session; past it,
+/* Waits for the compilers in runs (pid > 0), all under one time limit (cc_time_limit): a huge unit (stack([x]*10000) made 1.9 MB of C) must not hang the session; past it,
  * or at Ctrl-C, the compilers still running are killed and their kernels run on the interpreter
  * (the caller says so). False only when waiting itself fails. */
 static bool wait_compilers(CcRun *runs, int n, FxError *err) {
-  const char *lim = getenv("FXPLAIN_CC_TIMEOUT");
-  double limit = lim && atof(lim) > 0 ? atof(lim) : 120.0;
+  double limit = cc_time_limit();
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
@@ -308,7 +312,6 @@ static bool wait_compilers(CcRun *runs, int n, FxError *err) {
 
 /* True when run r compiled src; else err says how it ended, with the first line of its messages. */
 static bool compiler_result(CpuBackend *b, const CcRun *r, const char *src, const char *logpath, FxError *err) {
-  double limit = getenv("FXPLAIN_CC_TIMEOUT") && atof(getenv("FXPLAIN_CC_TIMEOUT")) > 0 ? atof(getenv("FXPLAIN_CC_TIMEOUT")) : 120.0;
   if (!r->timed_out && !r->interrupted && WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0) return true;
   char msg[400] = "";
   FILE *f = fopen(logpath, "r");
@@ -321,7 +324,7 @@ static bool compiler_result(CpuBackend *b, const CcRun *r, const char *src, cons
   msg[strcspn(msg, "\n")] = 0;
   char how[80];
   if (r->interrupted) snprintf(how, sizeof how, "interrupted (Ctrl-C)");
-  else if (r->timed_out) snprintf(how, sizeof how, "stopped after the %.0f s time limit", limit);
+  else if (r->timed_out) snprintf(how, sizeof how, "stopped after the %.0f s time limit", cc_time_limit());
   else if (WIFSIGNALED(r->status)) snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(r->status));
   else if (WEXITSTATUS(r->status) == 127) snprintf(how, sizeof how, "could not be run");
   else snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(r->status));

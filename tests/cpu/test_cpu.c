@@ -603,6 +603,20 @@ TEST(without_sleef_kernels_call_libm) {
   cpu_set_default_vecmath(true);
 }
 
+/* Runs m on a prepared CPU backend and compares the result with want (the interpreter's). False
+ * when the run fails or there is nothing to compare with. */
+static bool run_against(void *be, IrModule *m, RtTensor **args, int nargs, const RtOptions *ro, const RtTensor *want,
+                        RtCompare *c) {
+  RtTensor *got = NULL;
+  RtRunStats st = {0};
+  FxError e = {0};
+  bool ok = rt_backend_cpu.run(be, m, args, nargs, ro, &got, &st, &e) && want;
+  if (ok) rt_compare(got, want, c);
+  rt_tensor_unref(got);
+  rt_run_stats_free(&st);
+  return ok;
+}
+
 /* A kernel above CPU_PARALLEL_MIN elements runs over the thread pool: its chunks together write
  * every element once, launch after launch (the pool is reused), with 2 and 3 threads. */
 TEST(large_kernels_split_over_threads) {
@@ -627,17 +641,8 @@ TEST(large_kernels_split_over_threads) {
     cpu_set_options(be, &o);
     CHECK(rt_backend_cpu.prepare(be, (const IrModule *const *)&m, 1, &e));
     for (int rep = 0; rep < 3; rep++) {
-      RtTensor *got = NULL;
-      RtRunStats st = {0};
-      bool ok = rt_backend_cpu.run(be, m, args, 2, &ro, &got, &st, &e);
-      CHECK(ok);
-      if (ok && want) {
-        RtCompare c;
-        rt_compare(got, want, &c);
-        CHECK(c.ok && c.err == 0);
-      }
-      rt_tensor_unref(got);
-      rt_run_stats_free(&st);
+      RtCompare c;
+      CHECK(run_against(be, m, args, 2, &ro, want, &c) && c.ok && c.err == 0);
     }
     rt_backend_cpu.destroy(be);
   }
@@ -692,17 +697,8 @@ TEST(many_kernels_compile_side_by_side) {
     cpu_prepare_counts(be, &compiled, &cached, &kernels, &interp);
     CHECK(compiled == want_compiled[t] && cached == want_cached[t]);
     CHECK(interp == 0);
-    RtTensor *got = NULL;
-    RtRunStats st = {0};
-    bool ok = rt_backend_cpu.run(be, m, args, 1, &ro, &got, &st, &e);
-    CHECK(ok);
-    if (ok && want) {
-      RtCompare c;
-      rt_compare(got, want, &c);
-      CHECK(c.ok);
-    }
-    rt_tensor_unref(got);
-    rt_run_stats_free(&st);
+    RtCompare c;
+    CHECK(run_against(be, m, args, 1, &ro, want, &c) && c.ok);
     rt_backend_cpu.destroy(be);
   }
   rt_tensor_unref(want);
