@@ -109,8 +109,9 @@ bool simp_matrix_layout(int rank, const int *m2m, const int64_t *batch, int nb, 
 /* The layout (minor_to_major, out->rank entries) that makes a reshape from `in` to `out` a bitcast
  * when `in`'s elements lie in physical order in_major (its dimensions, major first): each run of
  * input dimensions that becomes a run of output dimensions (equal products) must lie in memory
- * together and in order, and the output's run takes its place (XLA's ShapeUtil::AlignLayouts).
- * False when no layout does. */
+ * together and in order, and the output's run takes its place (XLA's ShapeUtil::AlignLayouts, as
+ * the references' XLA runs it: a size-1 dimension joins the run after it, and output dimensions
+ * after the last run go innermost). False when no layout does. */
 bool simp_reshape_layout(const IrShape *in, const int *in_major, const IrShape *out, int *m2m);
 /* Whether minor-to-major orders a and b of s agree once its dimensions of size 1 are left out (where
  * those lie moves no element). */
