@@ -228,7 +228,7 @@ static bool infer_elementwise(const IrInstr *i, IrShape *out, Arena *a, FxError 
       return ierr(i, err, "bitcast-convert from %s to %s: the bit widths do not divide", shp(s0, b1, sizeof b1), ir_type_name(i->shape.type));
     int64_t d[IR_MAX_RANK];
     int r = s0->rank;
-    memcpy(d, s0->dims, sizeof(int64_t) * (size_t)r);
+    if (r) memcpy(d, s0->dims, sizeof(int64_t) * (size_t)r); /* a scalar has no dims array */
     if (from > to) {
       if (r >= IR_MAX_RANK) return ierr(i, err, "bitcast-convert to a narrower type needs a dimension more than %d", IR_MAX_RANK);
       d[r++] = from / to;
@@ -662,7 +662,7 @@ static bool index_vector_dim(const IrInstr *i, const IrShape *ix, int64_t *ivd, 
   if (*ivd < 0 || *ivd > ix->rank)
     return ierr(i, err, "index_vector_dim=%" PRId64 " is out of range [0, %d] for indices of rank %d", *ivd, ix->rank, ix->rank);
   if (ix->rank >= IR_MAX_RANK && *ivd == ix->rank) return ierr(i, err, "indices of rank %d have no room for an index vector dimension", ix->rank);
-  memcpy(exp, ix->dims, sizeof(int64_t) * (size_t)ix->rank);
+  if (ix->rank) memcpy(exp, ix->dims, sizeof(int64_t) * (size_t)ix->rank); /* scalar indices have no dims array */
   *nexp = ix->rank;
   if (*ivd == ix->rank) exp[(*nexp)++] = 1;
   return true;
