@@ -4,6 +4,7 @@
  * today's multi_output_fusion; each function names the XLA function it follows. */
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,6 +274,64 @@ static const IrInstr *find_unique_hero(const IrInstr *h, const PairBodies *b, bo
 static bool is_tiled_transpose(const IrInstr *x) { return tiled_transpose(x, NULL); }
 static bool is_concatenate(const IrInstr *x) { return x->op == IR_OP_CONCATENATE; }
 
+/* Both searches of find_hero in one walk: the unique tiled transpose (*t) and the unique
+ * concatenate (*cat) reachable from h. Neither kind is an intermediate the searches pass through
+ * (a concatenate never is; a tiled transpose that is one makes this return false, and the caller
+ * then searches twice), so the two searches visit the same instructions and one walk finds both.
+ * False too when out of memory. */
+static bool find_unique_heroes(const IrInstr *h, const PairBodies *b, const IrInstr **t, const IrInstr **cat) {
+  const IrInstr *stack_buf[256];
+  const IrInstr **queue = stack_buf;
+  int cap = 256, head = 0, tail = 0;
+  const IrInstr *ft = NULL, *fc = NULL;
+  bool multi_t = false, multi_c = false, ok = true;
+  bool stamps = queued_begin(b->c, b->p);
+  queue[tail++] = h;
+  if (stamps) queued_add(h);
+  while (head < tail && ok && !(multi_t && multi_c)) {
+    const IrInstr *x = queue[head++];
+    bool mt = is_tiled_transpose(x), mc = is_concatenate(x);
+    if (mt) {
+      if (intermediate(x, 3)) {
+        ok = false;
+        break;
+      }
+      if (ft && ft != x) multi_t = true;
+      ft = x;
+    }
+    if (mc) {
+      if (fc && fc != x) multi_c = true;
+      fc = x;
+    }
+    if (mt || mc || !intermediate(x, 3)) continue;
+    for (int k = 0; k < x->noperands; k++) {
+      const IrInstr *o = fused_operand(x, k, b);
+      if (!o) continue;
+      int has = stamps ? queued_has(o) : -1;
+      bool seen = has == 1;
+      for (int q = 0; has < 0 && q < tail && !seen; q++) seen = queue[q] == o;
+      if (seen) continue;
+      if (tail == cap) {
+        const IrInstr **nq = fx_malloc(sizeof *nq * (size_t)cap * 2);
+        if (!nq) {
+          ok = false;
+          break;
+        }
+        memcpy(nq, queue, sizeof *nq * (size_t)tail);
+        if (queue != stack_buf) fx_free(queue);
+        queue = nq;
+        cap *= 2;
+      }
+      queue[tail++] = o;
+      if (stamps) queued_add(o);
+    }
+  }
+  if (queue != stack_buf) fx_free(queue);
+  *t = multi_t ? NULL : ft;
+  *cat = multi_c ? NULL : fc;
+  return ok;
+}
+
 /* FindNonTrivialHero: up the chain of single-operand intermediates; then a unique tiled transpose
  * or concatenate through elementwise ops of up to 3 operands (the shared-memory transpose and
  * concatenate emitters take those); a reduce at the end of the chain; else the root itself. */
@@ -284,10 +343,13 @@ static const IrInstr *find_hero(const IrInstr *root, const IrInstr *c, const IrI
     if (!o) break;
     h = o;
   }
-  const IrInstr *t = find_unique_hero(h, &b, is_tiled_transpose);
+  const IrInstr *t = NULL, *cat = NULL;
+  if (!find_unique_heroes(h, &b, &t, &cat)) {
+    t = find_unique_hero(h, &b, is_tiled_transpose);
+    cat = t ? NULL : find_unique_hero(h, &b, is_concatenate);
+  }
   if (t) return t;
-  t = find_unique_hero(h, &b, is_concatenate);
-  if (t) return t;
+  if (cat) return cat;
   return h->op == IR_OP_REDUCE ? h : root;
 }
 
@@ -1274,19 +1336,27 @@ bool fusion_contiguous_reduce(const IrInstr *x) {
   return !elemental;
 }
 
-FusionEmitter fusion_emitter_kind(const IrInstr *i) {
-  if (i->op == IR_OP_FUSION && kind_is(i, "kCustom")) return FUSION_EMITTER_CUSTOM;
-  const IrInstr *roots[64];
+/* The emitter of i's body by its roots' heroes (each root's hero searched once). */
+static int64_t emitter_by_heroes(const IrInstr *i) {
+  const IrInstr *roots[64], *heroes[64];
   int n = roots_of(i, roots, 64);
+  for (int k = 0; k < n; k++) heroes[k] = fusion_hero(roots[k]);
   for (int k = 0; k < n; k++)
-    if (fusion_contiguous_reduce(fusion_hero(roots[k]))) return FUSION_EMITTER_REDUCTION;
+    if (fusion_contiguous_reduce(heroes[k])) return FUSION_EMITTER_REDUCTION;
   for (int k = 0; k < n; k++)
-    if (fusion_tiled_transpose(fusion_hero(roots[k]))) return FUSION_EMITTER_TRANSPOSE;
-  if (n == 1 && roots[0]->op != IR_OP_TUPLE && fusion_hero(roots[0])->op == IR_OP_CONCATENATE &&
-      fusion_hero(roots[0])->noperands <= 4)
+    if (fusion_tiled_transpose(heroes[k])) return FUSION_EMITTER_TRANSPOSE;
+  if (n == 1 && roots[0]->op != IR_OP_TUPLE && heroes[0]->op == IR_OP_CONCATENATE && heroes[0]->noperands <= 4)
     return FUSION_EMITTER_CONCATENATE;
   if (n == 1 && roots[0]->op == IR_OP_SCATTER) return FUSION_EMITTER_SCATTER;
   return FUSION_EMITTER_LOOP;
+}
+
+FusionEmitter fusion_emitter_kind(const IrInstr *i) {
+  if (i->op == IR_OP_FUSION && kind_is(i, "kCustom")) return FUSION_EMITTER_CUSTOM;
+  /* A fusion's is kept with its other facts: every launch estimate asks for it, and each hero
+   * search may walk a large body. */
+  return (FusionEmitter)(i->op == IR_OP_FUSION ? perf_cache_fact(i, PERF_FACT_EMITTER, emitter_by_heroes)
+                                               : emitter_by_heroes(i));
 }
 
 /* ---------- IR size (GpuHloCostAnalysis::FusionCalculateUtilizations) ---------- */
@@ -1364,6 +1434,7 @@ bool fusion_merged_too_large(const IrInstr *p, const IrInstr *c, double *merged)
 
 #define TILE_MAX_VISITS 4096
 #define TILE_MAX_TILED 384
+#define TILE_HASH 1024 /* a power of two above twice TILE_MAX_TILED */
 
 /* One tiled instruction of the fused computation (TiledHloInstruction): inside it, or an operand
  * of the fusion (then x is that operand, outside). */
@@ -1380,6 +1451,13 @@ typedef struct {
   double max_elems;              /* register limit, in elements */
   TiledInstr tiled[TILE_MAX_TILED];
   int ntiled, visits;
+  /* The tiled instructions of the current walk by instruction, so each visit finds its earlier
+   * tiles without a scan of the list: bucket heads (index + 1, valid when stamped with `walk`)
+   * and a chain through the list. */
+  short head[TILE_HASH];
+  unsigned head_walk[TILE_HASH];
+  short next[TILE_MAX_TILED];
+  unsigned walk;
   bool unknown;                  /* an op fxplain does not tile: no verdict */
   const IrInstr *too_big;        /* the first tile over the limit */
   int64_t too_big_elems;
@@ -1387,9 +1465,9 @@ typedef struct {
 } TileWalk;
 
 static int64_t pow2_ceil(int64_t v) {
-  int64_t r = 1;
-  while (r < v) r <<= 1;
-  return r;
+  if (v <= 1) return 1;
+  if (v > (INT64_C(1) << 62)) return INT64_C(1) << 62; /* no tile is this large; stays positive */
+  return INT64_C(1) << (64 - __builtin_clzll((unsigned long long)(v - 1)));
 }
 
 /* The instruction that operand k of x reads in the fused computation of p into c, and whether it
@@ -1501,11 +1579,16 @@ static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank,
   const IrInstr *key = inside ? x : tile_outer(w, x);
   int64_t padded = 1;
   for (int d = 0; d < rank; d++) padded *= pow2_ceil(t[d]);
-  for (int k = 0; k < w->ntiled; k++)
+  unsigned b = (unsigned)(((uintptr_t)key >> 4) * 2654435761u) & (TILE_HASH - 1);
+  int first = w->head_walk[b] == w->walk ? w->head[b] - 1 : -1;
+  for (int k = first; k >= 0; k = w->next[k])
     if (w->tiled[k].x == key && w->tiled[k].rank == rank && w->tiled[k].inside == inside &&
         memcmp(w->tiled[k].t, t, sizeof(int64_t) * (size_t)rank) == 0)
       return true;
   if (w->ntiled >= TILE_MAX_TILED) return w->unknown = true, false;
+  w->next[w->ntiled] = (short)first;
+  w->head[b] = (short)(w->ntiled + 1);
+  w->head_walk[b] = w->walk;
   TiledInstr *ti = &w->tiled[w->ntiled++];
   ti->x = key;
   ti->inside = inside;
@@ -1912,6 +1995,10 @@ static bool tiling_valid(TileWalk *w, const IrInstr *root, const int64_t *t, int
   w->ntiled = 0;
   w->visits = 0;
   w->too_big = NULL;
+  if (++w->walk == 0) { /* wrapped: old stamps could match again */
+    memset(w->head_walk, 0, sizeof w->head_walk);
+    w->walk = 1;
+  }
   return tile_walk(w, root, t, rank, true);
 }
 

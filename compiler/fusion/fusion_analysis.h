@@ -112,12 +112,13 @@ void perf_cache_open(void);
 void perf_cache_close(void);
 void perf_cache_forget(const IrInstr *i);
 /* Facts about a fusion's body that the checks ask of both sides of every candidate pair: its
- * shared memory and unnested reductions (what XLA's FusionInfoCache keeps per fusion), and whether
- * unrolling may slow it (asked by every launch estimate). Kept with the fusion's entry in the
- * same cache, forgotten with it, checked under FXPLAIN_PERF_CACHE_CHECK. perf_cache_fact returns
- * the kept value of fusion i, else compute(i), kept while the cache is open. */
+ * shared memory and unnested reductions (what XLA's FusionInfoCache keeps per fusion), whether
+ * unrolling may slow it (asked by every launch estimate), and its emitter (fusion_emitter_kind).
+ * Kept with the fusion's entry in the same cache, forgotten with it, checked under
+ * FXPLAIN_PERF_CACHE_CHECK. perf_cache_fact returns the kept value of fusion i, else compute(i),
+ * kept while the cache is open. */
 typedef enum { PERF_FACT_SHARED_MEMORY, PERF_FACT_UNNESTED_REDUCTIONS, PERF_FACT_PERF_DROP_IF_UNROLLED,
-              PERF_FACT_PERF_DROP_IN_BODY, PERF_NFACTS } PerfFact;
+              PERF_FACT_PERF_DROP_IN_BODY, PERF_FACT_EMITTER, PERF_NFACTS } PerfFact;
 int64_t perf_cache_fact(const IrInstr *i, PerfFact f, int64_t (*compute)(const IrInstr *));
 
 /* ---------- priority-fusion's judgement, for replaying XLA's decision log ---------- */

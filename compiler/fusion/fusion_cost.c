@@ -6,6 +6,7 @@
  * count_multiple_input_accesses on, so a broadcast reads its operand once per output element.
  * Each function names the XLA handler it follows. */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -84,13 +85,29 @@ static const OpProfile op_profiles[] = {
     {"sm_80", IR_OP_DIVIDE, IR_C128, 3037}, {"sm_80", IR_OP_POWER, IR_C128, 6054},
 };
 
+/* The profile of the architecture asked for last, as a table by opcode and type (the cost
+ * model asks for every elementwise instruction of every tiling it times). */
+static _Thread_local struct {
+  bool built;
+  char arch[32];
+  short cycles[IR_OP_COUNT][IR_TYPE_COUNT];
+} profile;
+
 static int64_t flops_per_element(const DeviceProfile *d, IrOpcode op, IrType t) {
   const char *arch = d ? d->arch : "sm_90"; /* NULL: H100 */
-  for (size_t k = 0; k < sizeof op_profiles / sizeof op_profiles[0]; k++) {
-    const OpProfile *e = &op_profiles[k];
-    if (e->op == op && e->type == t && strcmp(e->arch, arch) == 0) return e->cycles;
+  if ((unsigned)op >= IR_OP_COUNT || (unsigned)t >= IR_TYPE_COUNT) return 3;
+  if (!profile.built || strncmp(profile.arch, arch, sizeof profile.arch) != 0) {
+    for (int o = 0; o < IR_OP_COUNT; o++)
+      for (int y = 0; y < IR_TYPE_COUNT; y++) profile.cycles[o][y] = 3; /* kDefaultFlopsPerElement */
+    /* The table's first entry for an op and type counts, as a scan from its start would find. */
+    for (size_t k = sizeof op_profiles / sizeof op_profiles[0]; k-- > 0;) {
+      const OpProfile *e = &op_profiles[k];
+      if (strcmp(e->arch, arch) == 0) profile.cycles[e->op][e->type] = e->cycles;
+    }
+    snprintf(profile.arch, sizeof profile.arch, "%s", arch);
+    profile.built = true;
   }
-  return 3; /* kDefaultFlopsPerElement */
+  return profile.cycles[op][t];
 }
 
 static double elements(const IrShape *s) { return ir_shape_is_array(s) ? (double)ir_shape_elements(s) : 0; }
