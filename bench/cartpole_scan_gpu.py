@@ -7,7 +7,9 @@ written as a scan unrolled 10 times: the issue 16 case that took priority-fusion
 
 Usage: python3 bench/cartpole_scan_gpu.py OUT.hlo [TXTPB]
 Writes OUT.hlo (XLA's priority-fusion input, from its pass dump) and prints XLA's whole compile
-time in seconds (dumps included, so a little more than a plain compile). Needs jax with the jax-cuda plugin (no GPU). Exits 1 when that is missing.
+time in seconds (dumps included, so a little more than a plain compile). With OUT.hlo "-" nothing
+is dumped or written: a plain compile, timed (run it with TF_CPP_VMODULE=hlo_pass_pipeline=1 and
+read XLA's own pass times from its log with `bench/xla_pass_times.py --log`). Needs jax with the jax-cuda plugin (no GPU). Exits 1 when that is missing.
 """
 import glob
 import math
@@ -21,8 +23,9 @@ out = sys.argv[1]
 here = os.path.dirname(os.path.abspath(__file__))
 txtpb = sys.argv[2] if len(sys.argv) > 2 else os.path.join(here, "..", "scripts", "xla", "h100.txtpb")
 dump = tempfile.mkdtemp(prefix="cartpole_scan_")
-os.environ["XLA_FLAGS"] = (f"--xla_dump_to={dump} --xla_dump_hlo_as_text --xla_dump_hlo_pass_re=.* "
-                           "--xla_dump_hlo_pipeline_re=^fusion$")
+if out != "-":
+    os.environ["XLA_FLAGS"] = (f"--xla_dump_to={dump} --xla_dump_hlo_as_text --xla_dump_hlo_pass_re=.* "
+                               "--xla_dump_hlo_pipeline_re=^fusion$")
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 try:
     import jax
@@ -72,6 +75,10 @@ args = (jax.ShapeDtypeStruct((2,), jnp.uint32, sharding=sh),
 t0 = time.perf_counter()
 jax.jit(rollout).lower(*args).compile()
 seconds = time.perf_counter() - t0
+if out == "-":
+    shutil.rmtree(dump, ignore_errors=True)
+    print(f"{seconds:.2f}")
+    sys.exit(0)
 # the fusion pipeline's snapshots: the last one before priority-fusion ran (passes that changed
 # nothing write none, so that is the pipeline's start when variadic-op-splitter kept the module)
 snaps = sorted(glob.glob(os.path.join(dump, "*.fusion.after_*.txt")))
