@@ -7,6 +7,7 @@
  * kernel's neighbourhood, not the computation. */
 #include "reachability.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +29,41 @@ static bool work_push(Reach *r, const IrInstr *x) {
   return true;
 }
 
+static void session_free(ReachSession *s) {
+  fx_free(s->seen);
+  fx_free(s->stack);
+  fx_free(s->wait);
+  memset(s, 0, sizeof *s);
+}
+
+static bool session_alloc(ReachSession *s, size_t old_cap, size_t cap) {
+  uint32_t *sn = fx_realloc(s->seen, sizeof(uint32_t) * cap);
+  if (!sn) return false;
+  s->seen = sn;
+  for (size_t k = old_cap; k < cap; k++) sn[k] = 0;
+  const IrInstr **st = fx_realloc(s->stack, sizeof(IrInstr *) * cap);
+  if (!st) return false;
+  s->stack = st;
+  ReachWaiting *w = fx_realloc(s->wait, sizeof(ReachWaiting) * cap);
+  if (!w) return false;
+  s->wait = w;
+  return true;
+}
+
+/* Grows a session's arrays from old_cap to cap entries (reached marks of new ids start clear);
+ * a session never used has none: they are made by its first search (most computations a pass
+ * visits never ask). */
+static bool session_reserve(ReachSession *s, size_t old_cap, size_t cap) {
+  if (!s->seen) return true;
+  return session_alloc(s, old_cap, cap);
+}
+
+
 static bool reserve(Reach *r) {
   size_t need = (size_t)r->c->module->next_id + 1;
   if (need <= r->cap) return true;
   size_t cap = need + need / 2 + 64;
+  if (!session_reserve(&r->fwd, r->cap, cap) || !session_reserve(&r->bwd, r->cap, cap)) return false;
   int32_t *lv = fx_realloc(r->level, sizeof(int32_t) * cap);
   if (!lv) return false;
   r->level = lv;
@@ -106,6 +138,8 @@ void reach_init(Reach *r, IrComputation *c) {
 }
 
 void reach_free(Reach *r) {
+  session_free(&r->fwd);
+  session_free(&r->bwd);
   fx_free(r->level);
   fx_free(r->stamp);
   fx_free(r->stack);
@@ -114,6 +148,7 @@ void reach_free(Reach *r) {
 }
 
 void reach_update(Reach *r, const IrInstr *x) {
+  r->epoch++; /* the kept searches saw the computation before this change */
   if (r->broken || !x || x->parent != r->c) return;
   if (!reserve(r)) return set_broken(r);
   for (int k = 0; k < x->noperands && !r->broken; k++)
@@ -182,12 +217,126 @@ static bool bounded_path(Reach *r, const IrInstr *from, const IrInstr *to, bool 
   return false;
 }
 
+/* ---------- kept searches ---------- */
+
+/* The heap key of x in a session: its level, an unknown one (-1) counted as the nearest, so a
+ * forward search expands it at once and a backward one too (never skipped for its level). */
+static int32_t wait_key(const Reach *r, const ReachSession *s, const IrInstr *x) {
+  int32_t lv = r->level[x->id];
+  if (s->forward) return lv;                 /* -1 sorts first: expanded by every query */
+  return lv < 0 ? INT32_MIN : -lv;           /* a max-heap of levels, unknown first */
+}
+
+static void wait_push(ReachSession *s, const IrInstr *x, int32_t key) {
+  size_t h = s->nwait++;
+  s->wait[h].x = x;
+  s->wait[h].key = key;
+  while (h > 0 && s->wait[(h - 1) / 2].key > s->wait[h].key) {
+    ReachWaiting t = s->wait[h];
+    s->wait[h] = s->wait[(h - 1) / 2];
+    s->wait[(h - 1) / 2] = t;
+    h = (h - 1) / 2;
+  }
+}
+
+static const IrInstr *wait_pop(ReachSession *s) {
+  const IrInstr *x = s->wait[0].x;
+  s->wait[0] = s->wait[--s->nwait];
+  for (size_t h = 0;;) {
+    size_t l = 2 * h + 1, rr = l + 1, m = h;
+    if (l < s->nwait && s->wait[l].key < s->wait[m].key) m = l;
+    if (rr < s->nwait && s->wait[rr].key < s->wait[m].key) m = rr;
+    if (m == h) break;
+    ReachWaiting t = s->wait[h];
+    s->wait[h] = s->wait[m];
+    s->wait[m] = t;
+    h = m;
+  }
+  return x;
+}
+
+static bool session_start(Reach *r, ReachSession *s, const IrInstr *anchor, bool forward) {
+  if (!s->seen && !session_alloc(s, 0, r->cap)) {
+    session_free(s);
+    return false;
+  }
+  s->valid = true;
+  s->forward = forward;
+  s->anchor = anchor;
+  s->epoch = r->epoch;
+  if (++s->gen == 0) {
+    memset(s->seen, 0, sizeof(uint32_t) * r->cap);
+    s->gen = 1;
+  }
+  s->seen[anchor->id] = s->gen;
+  s->stack[0] = anchor;
+  s->nstack = 1;
+  s->nwait = 0;
+  return true;
+}
+
+/* Whether the session's search reaches `target` (its other end): continues the kept search as far
+ * as this query's level allows, and stops at `target`. Forward, an instruction can lie on a path
+ * to target only below target's level; backward, only above the start's. Everything reached and
+ * not expanded stays on the stack or waits for a later query that allows its level. */
+static bool session_query(Reach *r, ReachSession *s, const IrInstr *target) {
+  if (s->seen[target->id] == s->gen) return true;
+  const IrComputation *c = r->c;
+  /* forward: expand keys < bound; backward (keys are negated levels): expand keys < -level */
+  int32_t bound = s->forward ? r->level[target->id] : -r->level[target->id];
+  while (s->nwait > 0 && s->wait[0].key < bound) s->stack[s->nstack++] = wait_pop(s);
+  while (s->nstack > 0) {
+    const IrInstr *x = s->stack[--s->nstack];
+    if (x != s->anchor && wait_key(r, s, x) >= bound) {
+      wait_push(s, x, wait_key(r, s, x));
+      continue;
+    }
+    /* x's neighbours all get reached (a later query may need any of them), then the answer */
+    bool found = false;
+    int n = s->forward ? x->nusers : x->noperands;
+    for (int k = 0; k < n; k++) {
+      const IrInstr *y = s->forward ? x->users[k] : x->operands[k];
+      if (!y || y->parent != c || (size_t)y->id >= r->cap || s->seen[y->id] == s->gen) continue;
+      s->seen[y->id] = s->gen;
+      s->stack[s->nstack++] = y;
+      found = found || y == target;
+    }
+    if (found) return true;
+  }
+  return false;
+}
+
+/* The kept search a query continues or starts: the forward one from `from`, the backward one
+ * from `to`, whichever shares its end; a new one from the end the last query shared. */
+static bool kept_path(Reach *r, const IrInstr *from, const IrInstr *to) {
+  const IrComputation *c = from->parent;
+  if (!c || to->parent != c) return false;
+  if (!known(r, to)) compute(r, to);
+  if (!known(r, from)) compute(r, from);
+  if (r->broken) return fusion_path_exists(from, to, false);
+  if (r->level[from->id] >= r->level[to->id]) return false;
+  ReachSession *fw = &r->fwd, *bw = &r->bwd;
+  bool fw_ok = fw->valid && fw->epoch == r->epoch && fw->anchor == from;
+  bool bw_ok = bw->valid && bw->epoch == r->epoch && bw->anchor == to;
+  const IrInstr *last = r->last_from;
+  r->last_from = from;
+  if (fw_ok) return session_query(r, fw, to);
+  if (bw_ok) return session_query(r, bw, from);
+  /* reach(a, b) then reach(b, a): `a` is the end the next queries share, here as `to` */
+  if (to == last) {
+    if (!session_start(r, bw, to, false)) return bounded_path(r, from, to, false);
+    return session_query(r, bw, from);
+  }
+  if (!session_start(r, fw, from, true)) return bounded_path(r, from, to, false);
+  return session_query(r, fw, to);
+}
+
 bool reach_path(Reach *r, const IrInstr *from, const IrInstr *to, bool skip_direct) {
   if (r->broken || from->parent != r->c || !reserve(r)) {
     if (!r->broken && from->parent == r->c) set_broken(r);
     return fusion_path_exists(from, to, skip_direct);
   }
-  bool found = bounded_path(r, from, to, skip_direct);
+  bool found = skip_direct ? bounded_path(r, from, to, skip_direct) : kept_path(r, from, to);
   if (r->check && found != fusion_path_exists(from, to, skip_direct)) {
     fprintf(stderr, "FXPLAIN_REACH_CHECK: %s -> %s%s: kept levels say %s, a full search says %s\n", from->name,
             to->name, skip_direct ? " (not directly)" : "", found ? "a path" : "no path", found ? "none" : "a path");

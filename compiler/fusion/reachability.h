@@ -26,6 +26,27 @@ typedef struct {
   int next; /* the next operand to look at */
 } ReachFrame;
 
+/* A search kept between queries that share one end (a consumer asked about each of its siblings
+ * in turn, a producer about each operand of its consumer): a forward search from `anchor` along
+ * users, or a backward one from it along operands. What it has reached stays marked; what it has
+ * queued but not yet expanded waits, by level, for a query that needs it. */
+typedef struct {
+  const IrInstr *x;
+  int32_t key; /* the level, as the heap orders it */
+} ReachWaiting;
+
+typedef struct {
+  bool valid, forward;
+  const IrInstr *anchor;
+  uint32_t epoch;   /* the map's epoch it was started in: any reach_update ends it */
+  uint32_t *seen;   /* reached, by instruction id, stamped with gen */
+  uint32_t gen;
+  const IrInstr **stack; /* reached, not yet expanded */
+  size_t nstack;
+  ReachWaiting *wait;    /* reached, level beyond the queries so far: a heap, nearest level first */
+  size_t nwait;
+} ReachSession;
+
 typedef struct {
   IrComputation *c;
   int32_t *level; /* by instruction id; -1 unknown */
@@ -37,6 +58,9 @@ typedef struct {
   size_t nwork, work_cap;
   bool broken;  /* an allocation failed: every query goes to fusion_path_exists */
   bool check;   /* FXPLAIN_REACH_CHECK */
+  uint32_t epoch; /* counts reach_update calls: a kept search is valid only within one epoch */
+  ReachSession fwd, bwd;
+  const IrInstr *last_from; /* the last query's start */
 } Reach;
 
 /* Levels for every instruction of c. Never fails: out of memory, the map answers by full search. */
@@ -49,7 +73,9 @@ void reach_update(Reach *r, const IrInstr *x);
 
 /* Whether a chain of users leads from `from` to `to` inside r's computation; with skip_direct,
  * not counting `to` as a direct user of `from` (another path must exist). Same answer as
- * fusion_path_exists(from, to, skip_direct). */
+ * fusion_path_exists(from, to, skip_direct). Queries that share an end with the one before (the
+ * pair checks ask a sibling about every other sibling, both ways) continue one kept search instead
+ * of starting again: along a long chain of blocks that search is the cost. */
 bool reach_path(Reach *r, const IrInstr *from, const IrInstr *to, bool skip_direct);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include "../check.h"
 #include "../../compiler/fusion/fusion.h"
+#include "../../compiler/fusion/reachability.h"
 #include "../../compiler/hlo/hlo.h"
 #include "../../compiler/ir/ir.h"
 #include "../../compiler/passes/passes.h"
@@ -1499,6 +1500,77 @@ TEST(vocabulary_complete) {
   }
 }
 
+/* The kept searches of reachability.c (a sibling asked about every other sibling, both ways; a
+ * producer about every operand of its consumer) answer as the full search does, on a chain of
+ * blocks every block of which reads the parameter, side values off the chain, and after an edit
+ * that opens a new path (reach_update must end the searches started before it). */
+static unsigned lcg(unsigned *s) { return *s = *s * 1103515245u + 12345u; }
+
+TEST(reach_kept_searches_agree_with_full_search) {
+  IrModule *m = ir_module_new("reach");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d[1] = {4};
+  IrShape v = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, &v, NULL, 0, "p");
+  p->param_number = 0;
+  IrInstr **params = arena_alloc(&m->arena, sizeof *params);
+  params[0] = p;
+  c->params = params;
+  c->nparams = 1;
+  enum { BLOCKS = 40 };
+  IrInstr *cur = p, *side[BLOCKS], *chain[BLOCKS];
+  for (int b = 0; b < BLOCKS; b++) {
+    IrInstr *a = ir_instr_new(c, IR_OP_ADD, &v, (IrInstr *[]){cur, p}, 2, "add");
+    IrInstr *n = ir_instr_new(c, IR_OP_NEGATE, &v, &a, 1, "negate");
+    side[b] = ir_instr_new(c, IR_OP_EXP, &v, &p, 1, "exponential");
+    IrInstr *t = ir_instr_new(c, IR_OP_TANH, &v, &side[b], 1, "tanh");
+    cur = chain[b] = ir_instr_new(c, IR_OP_MULTIPLY, &v, (IrInstr *[]){n, b % 3 ? cur : t}, 2, "multiply");
+  }
+  ir_set_root(c, cur);
+  CHECK(ir_verify(m, &(FxError){0}));
+  Reach r;
+  reach_init(&r, c);
+  int n = c->ninstrs, wrong = 0, asked = 0, yes = 0;
+  IrInstr **all = c->instrs;
+  /* every pair, in the siblings' order: a fixed end against each other one, both ways */
+  for (int i = 0; i < n; i++)
+    for (int j = i + 1; j < n; j++) {
+      const IrInstr *a = all[(i * 7) % n], *b = all[(j * 13) % n];
+      if (a == b) continue;
+      bool ab = reach_path(&r, a, b, false), ba = reach_path(&r, b, a, false);
+      wrong += ab != fusion_path_exists(a, b, false);
+      wrong += ba != fusion_path_exists(b, a, false);
+      yes += ab + ba;
+      asked += 2;
+    }
+  /* and pairs at random */
+  unsigned seed = 7;
+  for (int q = 0; q < 4000; q++) {
+    const IrInstr *a = all[lcg(&seed) % (unsigned)n], *b = all[lcg(&seed) % (unsigned)n];
+    if (a == b) continue;
+    wrong += reach_path(&r, a, b, false) != fusion_path_exists(a, b, false);
+    asked++;
+  }
+  CHECK(wrong == 0);
+  CHECK(yes > asked / 8); /* the chain connects many pairs: both answers were asked for */
+  /* side[4] feeds nothing on the chain (a block's tanh is read only when its number is a multiple
+   * of 3): no way to chain[30], until an edit makes one. */
+  const IrInstr *from = side[4], *to = chain[30];
+  CHECK(!reach_path(&r, from, to, false));
+  CHECK(!fusion_path_exists(from, to, false));
+  /* chain[30] now reads a new instruction of side[4]: a path, after reach_update */
+  IrInstr *x = ir_instr_new(c, IR_OP_NEGATE, &v, &side[4], 1, "negate");
+  ir_computation_sort(c);
+  ir_set_operand(chain[30], 0, x);
+  reach_update(&r, x);
+  CHECK(reach_path(&r, from, to, false));
+  CHECK(fusion_path_exists(from, to, false));
+  reach_free(&r);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(wrap_fuse_unfuse);
   RUN(duplicate_keeps_original_until_last_user);
@@ -1530,6 +1602,7 @@ int main(void) {
   RUN(shared_memory_and_near_miss);
   RUN(unnested_reductions_and_near_miss);
   RUN(producer_consumer_multi_output);
+  RUN(reach_kept_searches_agree_with_full_search);
   RUN(horizontal_small_independent_kernels);
   RUN(slower_if_fused_and_near_miss);
   RUN(priority_ties_follow_text_order);
