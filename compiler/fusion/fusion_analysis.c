@@ -376,8 +376,13 @@ static _Thread_local struct {
 
 void fusion_memo_open(void) { hero_memo.depth++; }
 
+static void tiling_memo_clear(void);
+
 void fusion_memo_close(void) {
-  if (hero_memo.depth > 0 && --hero_memo.depth == 0) hero_memo.n = 0;
+  if (hero_memo.depth > 0 && --hero_memo.depth == 0) {
+    hero_memo.n = 0;
+    tiling_memo_clear();
+  }
 }
 
 static int pair_heroes(const IrInstr *c, const IrInstr *p, const IrInstr **out, int max) {
@@ -1443,7 +1448,61 @@ typedef struct {
   bool inside;
   int rank;
   int64_t t[IR_MAX_RANK];
+  int64_t padded; /* the tile's elements, each size padded to a power of 2 */
 } TiledInstr;
+
+/* What the tiling search asks of an instruction at every tiling (the dimensions attribute of a
+ * broadcast, transpose or reduce; the flops per element and the bytes of a fusion operand), read
+ * once per search: a search tries up to thousands of tilings of the same instructions. Keyed by
+ * instruction, valid for the search stamped `search`; a full table just answers afresh. */
+#define TILE_FACTS 1024
+typedef struct {
+  const IrInstr *x;
+  unsigned search;
+  bool have_dims, have_per, have_size;
+  int ndims;
+  int64_t dims[IR_MAX_RANK];
+  double per, size;
+} TileFact;
+static _Thread_local struct {
+  unsigned search;
+  TileFact e[TILE_FACTS];
+} tile_facts;
+
+static void tile_facts_begin(void) {
+  if (++tile_facts.search == 0) { /* wrapped: old stamps could match again */
+    for (int k = 0; k < TILE_FACTS; k++) tile_facts.e[k].search = 0;
+    tile_facts.search = 1;
+  }
+}
+
+/* x's entry in this search (made empty when new), or NULL when the table is full. */
+static TileFact *tile_fact(const IrInstr *x) {
+  unsigned h = (unsigned)(((uintptr_t)x >> 4) * 2654435761u) & (TILE_FACTS - 1);
+  for (int probe = 0; probe < 64; probe++, h = (h + 1) & (TILE_FACTS - 1)) {
+    TileFact *f = &tile_facts.e[h];
+    if (f->search != tile_facts.search) {
+      memset(f, 0, sizeof *f);
+      f->x = x;
+      f->search = tile_facts.search;
+      return f;
+    }
+    if (f->x == x) return f;
+  }
+  return NULL;
+}
+
+/* ir_attr_dims(x, "dimensions", out, IR_MAX_RANK), read once per search. */
+static int tile_dims(const IrInstr *x, int64_t *out) {
+  TileFact *f = tile_fact(x);
+  if (!f) return ir_attr_dims(x, "dimensions", out, IR_MAX_RANK);
+  if (!f->have_dims) {
+    f->ndims = ir_attr_dims(x, "dimensions", f->dims, IR_MAX_RANK);
+    f->have_dims = true;
+  }
+  if (f->ndims > 0) memcpy(out, f->dims, sizeof(int64_t) * (size_t)(f->ndims < IR_MAX_RANK ? f->ndims : IR_MAX_RANK));
+  return f->ndims;
+}
 
 typedef struct {
   const IrInstr *p, *c;          /* the producer and consumer (c NULL: p alone) */
@@ -1593,6 +1652,7 @@ static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank,
   ti->x = key;
   ti->inside = inside;
   ti->rank = rank;
+  ti->padded = padded;
   memcpy(ti->t, t, sizeof(int64_t) * (size_t)rank);
   /* DoesTileFitsInRegisters and kMaxTensorNumElements, for every tiled instruction, the fusion's
    * operands included. */
@@ -1614,7 +1674,7 @@ static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank,
   case IR_OP_BROADCAST: {
     int64_t dims[IR_MAX_RANK];
     int r = x->operands[0]->shape.rank;
-    if (ir_attr_dims(x, "dimensions", dims, IR_MAX_RANK) != r) return w->unknown = true, false;
+    if (tile_dims(x, dims) != r) return w->unknown = true, false;
     for (int d = 0; d < r; d++) {
       if (dims[d] < 0 || dims[d] >= rank) return w->unknown = true, false;
       ot[d] = t[dims[d]];
@@ -1623,7 +1683,7 @@ static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank,
   }
   case IR_OP_TRANSPOSE: {
     int64_t perm[IR_MAX_RANK];
-    if (ir_attr_dims(x, "dimensions", perm, IR_MAX_RANK) != rank) return w->unknown = true, false;
+    if (tile_dims(x, perm) != rank) return w->unknown = true, false;
     for (int d = 0; d < rank; d++) {
       if (perm[d] < 0 || perm[d] >= rank) return w->unknown = true, false;
       ot[perm[d]] = t[d];
@@ -1638,7 +1698,7 @@ static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank,
     int n = x->noperands / 2;
     if (n < 1) return w->unknown = true, false;
     const IrShape *in = &x->operands[0]->shape;
-    int nd = ir_attr_dims(x, "dimensions", dims, IR_MAX_RANK);
+    int nd = tile_dims(x, dims);
     if (nd < 0) return w->unknown = true, false;
     int kept = 0;
     for (int d = 0; d < in->rank; d++) {
@@ -1935,11 +1995,8 @@ static int tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrIns
   memset(e, 0, sizeof *e);
   int64_t blocks = 1, largest = 1;
   for (int k = 0; k < rank; k++) blocks *= (root->shape.dims[k] + t[k] - 1) / t[k];
-  for (int k = 0; k < w->ntiled; k++) {
-    int64_t padded = 1;
-    for (int j = 0; j < w->tiled[k].rank; j++) padded *= pow2_ceil(w->tiled[k].t[j]);
-    if (padded > largest) largest = padded;
-  }
+  for (int k = 0; k < w->ntiled; k++)
+    if (w->tiled[k].padded > largest) largest = w->tiled[k].padded;
   int warps = w->warps > 0 ? w->warps : largest <= 256 ? 1 : largest <= 1024 ? 2 : largest <= 4096 ? 4 : 8;
   e->blocks = blocks;
   bool done[TILE_MAX_TILED] = {false};
@@ -1953,28 +2010,50 @@ static int tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrIns
       case IR_OP_PARAMETER: case IR_OP_SLICE: case IR_OP_TRANSPOSE: case IR_OP_TUPLE: continue;
       default: break;
       }
-      const IrShape *sh = x->shape.type == IR_TUPLE && x->shape.ntuple ? &x->shape.tuple[0] : &x->shape;
-      double n = (double)ir_shape_elements(sh);
-      double per = n > 0 ? round(hlo_cost_instr_flops(d, x) / n) : 0;
-      int64_t padded = 1;
-      for (int j = 0; j < ti->rank; j++) padded *= pow2_ceil(ti->t[j]);
-      e->flops += per * (double)blocks * (double)padded;
+      TileFact *f = tile_fact(x);
+      double per;
+      if (f && f->have_per) {
+        per = f->per;
+      } else {
+        const IrShape *sh = x->shape.type == IR_TUPLE && x->shape.ntuple ? &x->shape.tuple[0] : &x->shape;
+        double n = (double)ir_shape_elements(sh);
+        per = n > 0 ? round(hlo_cost_instr_flops(d, x) / n) : 0;
+        if (f) {
+          f->per = per;
+          f->have_per = true;
+        }
+      }
+      e->flops += per * (double)blocks * (double)ti->padded;
       continue;
     }
     if (done[k]) continue;
-    /* n_bytes_total_map: every tile of one operand together, at the lowest rate among them. */
+    /* n_bytes_total_map: every tile of one operand together, at the lowest rate among them, in
+     * the order they were tiled. The tiles of one operand share its hash chain (newest first). */
+    int same[TILE_MAX_TILED], nsame = 0;
+    unsigned b = (unsigned)(((uintptr_t)ti->x >> 4) * 2654435761u) & (TILE_HASH - 1);
+    for (int j = w->head_walk[b] == w->walk ? w->head[b] - 1 : -1; j >= k; j = w->next[j])
+      if (!w->tiled[j].inside && w->tiled[j].x == ti->x) same[nsame++] = j;
     double total = 0, rate = 1;
-    for (int j = k; j < w->ntiled; j++) {
-      const TiledInstr *tj = &w->tiled[j];
-      if (tj->inside || tj->x != ti->x) continue;
-      done[j] = true;
+    for (int q = nsame - 1; q >= 0; q--) {
+      const TiledInstr *tj = &w->tiled[same[q]];
+      done[same[q]] = true;
       int64_t elems = 1;
-      for (int q = 0; q < tj->rank; q++) elems *= tj->t[q];
+      for (int z = 0; z < tj->rank; z++) elems *= tj->t[z];
       total += (double)ir_type_bytes(tj->x->shape.type) * (double)blocks * (double)elems;
       double r = tile_bandwidth_rate(&tj->x->shape, tj->t, tj->rank);
       if (r < rate) rate = r;
     }
-    double size = operand_size(ti->x);
+    TileFact *f = tile_fact(ti->x);
+    double size;
+    if (f && f->have_size) {
+      size = f->size;
+    } else {
+      size = operand_size(ti->x);
+      if (f) {
+        f->size = size;
+        f->have_size = true;
+      }
+    }
     e->bytes_read += total;
     e->read_us += read_us_rate(d, blocks, total < size ? total : size, total, rate);
   }
@@ -2005,9 +2084,39 @@ static bool tiling_valid(TileWalk *w, const IrInstr *root, const int64_t *t, int
 static int triton_tiling_warps(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
                                int warps, TritonTiling *out);
 
+/* While the memo is open (fusion_memo_open: nothing changes), the search's result for each pair
+ * asked about is kept: priority-fusion asks it of a pair in CanFuse and again for the pair's time,
+ * as XLA's CanFuseTriton keeps the best tiling for EstimateRunTimesForPriorityFusion. */
+#define TILING_MEMO 8
+static _Thread_local struct {
+  int n;
+  struct {
+    const DeviceProfile *d;
+    const IrInstr *p, *c;
+    int verdict;
+    TritonTiling t;
+  } e[TILING_MEMO];
+} tiling_memo;
+
+static void tiling_memo_clear(void) { tiling_memo.n = 0; }
+
 int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
                          TritonTiling *out) {
-  return triton_tiling_warps(d, p, c, only, 0, out);
+  if (only || hero_memo.depth <= 0) return triton_tiling_warps(d, p, c, only, 0, out);
+  int used = tiling_memo.n < TILING_MEMO ? tiling_memo.n : TILING_MEMO;
+  for (int k = 0; k < used; k++)
+    if (tiling_memo.e[k].d == d && tiling_memo.e[k].p == p && tiling_memo.e[k].c == c) {
+      *out = tiling_memo.e[k].t;
+      return tiling_memo.e[k].verdict;
+    }
+  int verdict = triton_tiling_warps(d, p, c, NULL, 0, out);
+  int slot = tiling_memo.n++ % TILING_MEMO; /* the oldest goes when full */
+  tiling_memo.e[slot].d = d;
+  tiling_memo.e[slot].p = p;
+  tiling_memo.e[slot].c = c;
+  tiling_memo.e[slot].verdict = verdict;
+  tiling_memo.e[slot].t = *out;
+  return verdict;
 }
 
 /* The tiling a Triton fusion's backend config gives it (block_level_fusion_config: the first
@@ -2063,6 +2172,7 @@ static bool triton_config_estimate(const DeviceProfile *d, const IrInstr *i, Per
 static int triton_tiling_warps(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
                                int warps, TritonTiling *out) {
   memset(out, 0, sizeof *out);
+  tile_facts_begin();
   TileWalk *w = fx_calloc(1, sizeof *w);
   if (!w) return -1;
   w->warps = warps;
