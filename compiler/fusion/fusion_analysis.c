@@ -2082,7 +2082,7 @@ static bool tiling_valid(TileWalk *w, const IrInstr *root, const int64_t *t, int
 }
 
 static int triton_tiling_warps(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
-                               int warps, TritonTiling *out);
+                               int warps, bool first_valid, TritonTiling *out);
 
 /* While the memo is open (fusion_memo_open: nothing changes), the search's result for each pair
  * asked about is kept: priority-fusion asks it of a pair in CanFuse and again for the pair's time,
@@ -2094,29 +2094,43 @@ static _Thread_local struct {
     const DeviceProfile *d;
     const IrInstr *p, *c;
     int verdict;
+    bool complete; /* every tiling tried (else it stopped at the first valid one) */
     TritonTiling t;
   } e[TILING_MEMO];
 } tiling_memo;
 
 static void tiling_memo_clear(void) { tiling_memo.n = 0; }
 
-int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
-                         TritonTiling *out) {
-  if (only || hero_memo.depth <= 0) return triton_tiling_warps(d, p, c, only, 0, out);
+static int memo_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, bool first_valid,
+                       TritonTiling *out) {
+  if (hero_memo.depth <= 0) return triton_tiling_warps(d, p, c, NULL, 0, first_valid, out);
   int used = tiling_memo.n < TILING_MEMO ? tiling_memo.n : TILING_MEMO;
   for (int k = 0; k < used; k++)
-    if (tiling_memo.e[k].d == d && tiling_memo.e[k].p == p && tiling_memo.e[k].c == c) {
+    if (tiling_memo.e[k].d == d && tiling_memo.e[k].p == p && tiling_memo.e[k].c == c &&
+        (tiling_memo.e[k].complete || first_valid)) {
       *out = tiling_memo.e[k].t;
       return tiling_memo.e[k].verdict;
     }
-  int verdict = triton_tiling_warps(d, p, c, NULL, 0, out);
+  int verdict = triton_tiling_warps(d, p, c, NULL, 0, first_valid, out);
   int slot = tiling_memo.n++ % TILING_MEMO; /* the oldest goes when full */
   tiling_memo.e[slot].d = d;
   tiling_memo.e[slot].p = p;
   tiling_memo.e[slot].c = c;
   tiling_memo.e[slot].verdict = verdict;
+  /* a search that found no valid tiling tried them all */
+  tiling_memo.e[slot].complete = !first_valid || verdict != 1;
   tiling_memo.e[slot].t = *out;
   return verdict;
+}
+
+int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
+                         TritonTiling *out) {
+  if (only) return triton_tiling_warps(d, p, c, only, 0, false, out);
+  return memo_tiling(d, p, c, false, out);
+}
+
+int fusion_triton_can_tile(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, TritonTiling *out) {
+  return memo_tiling(d, p, c, true, out);
 }
 
 /* The tiling a Triton fusion's backend config gives it (block_level_fusion_config: the first
@@ -2164,13 +2178,13 @@ static bool triton_config_estimate(const DeviceProfile *d, const IrInstr *i, Per
   if (root->shape.type == IR_TUPLE || root->shape.rank < 1 || !triton_config(i, tiles, root->shape.rank, &warps))
     return false;
   TritonTiling tt;
-  if (triton_tiling_warps(d, i, NULL, tiles, warps, &tt) != 1) return false;
+  if (triton_tiling_warps(d, i, NULL, tiles, warps, false, &tt) != 1) return false;
   *e = tt.best;
   return true;
 }
 
 static int triton_tiling_warps(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
-                               int warps, TritonTiling *out) {
+                               int warps, bool first_valid, TritonTiling *out) {
   memset(out, 0, sizeof *out);
   tile_facts_begin();
   TileWalk *w = fx_calloc(1, sizeof *w);
@@ -2234,6 +2248,7 @@ static int triton_tiling_warps(const DeviceProfile *d, const IrInstr *p, const I
         out->rank = rank;
       }
       verdict = 1;
+      if (first_valid) break;
     } else if (w->too_big && !out->too_big) {
       out->too_big = w->too_big;
       out->too_big_elems = w->too_big_elems;

@@ -158,6 +158,10 @@ typedef struct {
  * `only`, that tiling of the root alone. */
 int fusion_triton_tiling(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, const int64_t *only,
                          TritonTiling *out);
+/* Whether the fusion can be tiled, as CanFuseTriton asks: the same verdict as fusion_triton_tiling
+ * (0 with the same account of why), but it stops at the first valid tiling, so `best` is then
+ * that tiling's and not the fastest's. */
+int fusion_triton_can_tile(const DeviceProfile *d, const IrInstr *p, const IrInstr *c, TritonTiling *out);
 /* The backend config XLA gives a Triton fusion with the best tiling tt (GetTritonGpuBackendConfig:
  * kind __triton and block_level_fusion_config with the root's tile sizes and num_warps), into
  * buf. A Triton fusion made or grown by a pass carries it, and its estimate as one kernel uses

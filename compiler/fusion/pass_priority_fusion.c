@@ -442,7 +442,7 @@ static bool can_fuse(const IrInstr *p, const IrInstr *c, const PassContext *cx, 
     /* XLA decides a Triton fusion by whether it can be tiled (CanFuseTriton) and checks nothing
      * else: SymbolicTileAnalysis::AnalyzeFusion, then TryFindTopKBestTilingsForFusion. */
     TritonTiling tt;
-    int tiled = fusion_triton_tiling(cx->device, p, c, NULL, &tt);
+    int tiled = fusion_triton_can_tile(cx->device, p, c, &tt);
     if (tiled == 0 && tt.untileable)
       return fusion_refuse(v, FR_NOT_FUSIBLE,
                            "%s merges dimensions of which the fused Triton kernel of %s into %s reads only part of "
