@@ -47,7 +47,18 @@ enum { ARENA_BLOCK = 64 * 1024 };
  * every pass copies the module it edits into a new arena and frees a stage's, and blocks handed
  * back to the system came back as fresh pages, each zeroed by the kernel on its first touch (a
  * seventh of a pipeline's time on the largest corpus module). */
+#if defined(__SANITIZE_ADDRESS__)
+#define FX_ARENA_KEEPS_NO_BLOCKS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FX_ARENA_KEEPS_NO_BLOCKS 1
+#endif
+#endif
+#ifdef FX_ARENA_KEEPS_NO_BLOCKS
+enum { ARENA_SPARE_MAX = 0 }; /* under AddressSanitizer every freed block goes back, so a use after free is seen */
+#else
 enum { ARENA_SPARE_MAX = 512 };
+#endif
 static struct {
   pthread_mutex_t lock;
   ArenaBlock *head;
