@@ -673,17 +673,124 @@ int ir_computation_index(const IrComputation *c, const IrInstr *i) {
   return found;
 }
 
+/* ---------- users ----------
+ *
+ * A value's users are a list in XLA's order. Adding one checks it is not there yet, removing one
+ * finds it: for a value read by thousands of instructions both were scans, and a pass that
+ * rewires each reader in turn quadratic. Above USER_INDEX_MIN users an index from user to place
+ * is kept beside the list (XLA's HloInstruction::Users keeps a map above 16), in the module's
+ * arena. It is valid only for the list it was made for (`users`, `n`): every change here updates
+ * it or drops it, and a list changed any other way (or copied into a snapshot) is indexed anew
+ * when next asked. */
+enum { USER_INDEX_MIN = 16 };
+
+struct IrUserIndex {
+  IrInstr **users; /* the list indexed, and its length */
+  int n;
+  int cap;         /* slots, a power of 2, at least twice n */
+  IrInstr **key;
+  int *pos;
+};
+
+static unsigned user_slot(const struct IrUserIndex *x, const IrInstr *u) {
+  return (unsigned)(((uintptr_t)u >> 4) * 2654435761u) & (unsigned)(x->cap - 1);
+}
+
+static int uidx_find(const struct IrUserIndex *x, const IrInstr *u) {
+  for (unsigned h = user_slot(x, u);; h = (h + 1) & (unsigned)(x->cap - 1)) {
+    if (!x->key[h]) return -1;
+    if (x->key[h] == u) return x->pos[h];
+  }
+}
+
+static void uidx_put(struct IrUserIndex *x, IrInstr *u, int pos) {
+  unsigned h = user_slot(x, u);
+  while (x->key[h] && x->key[h] != u) h = (h + 1) & (unsigned)(x->cap - 1);
+  x->key[h] = u;
+  x->pos[h] = pos;
+}
+
+/* Linear probing's deletion: later entries of the run move back into the gap. */
+static void uidx_del(struct IrUserIndex *x, const IrInstr *u) {
+  unsigned mask = (unsigned)(x->cap - 1), h = user_slot(x, u);
+  while (x->key[h] && x->key[h] != u) h = (h + 1) & mask;
+  if (!x->key[h]) return;
+  x->key[h] = NULL;
+  for (unsigned j = (h + 1) & mask; x->key[j]; j = (j + 1) & mask) {
+    unsigned home = user_slot(x, x->key[j]);
+    /* the entry at j may fill the gap at h unless its home lies in (h, j] (cyclically) */
+    bool stays = h <= j ? (home > h && home <= j) : (home > h || home <= j);
+    if (stays) continue;
+    x->key[h] = x->key[j];
+    x->pos[h] = x->pos[j];
+    x->key[j] = NULL;
+    h = j;
+  }
+}
+
+/* op's index, made when missing or stale; NULL for a short list or when out of memory (the
+ * callers then scan the list). */
+static struct IrUserIndex *user_index(IrInstr *op) {
+  if (op->nusers < USER_INDEX_MIN || !op->parent || !op->parent->module) return NULL;
+  struct IrUserIndex *x = op->users_index;
+  if (x && x->users == op->users && x->n == op->nusers) return x;
+  Arena *a = &op->parent->module->arena;
+  int cap = 64;
+  while (cap < 2 * (op->nusers + 1)) cap *= 2;
+  x = arena_alloc(a, sizeof *x);
+  IrInstr **key = x ? arena_alloc(a, sizeof(IrInstr *) * (size_t)cap) : NULL;
+  int *pos = key ? arena_alloc(a, sizeof(int) * (size_t)cap) : NULL;
+  if (!pos) {
+    op->users_index = NULL;
+    return NULL;
+  }
+  x->users = op->users;
+  x->n = op->nusers;
+  x->cap = cap;
+  x->key = key;
+  x->pos = pos;
+  for (int i = 0; i < op->nusers; i++) uidx_put(x, op->users[i], i);
+  op->users_index = x;
+  return x;
+}
+
+/* After appending op->users[op->nusers - 1] (the list may have moved): the index follows, or goes
+ * when it would be over half full. */
+static void user_appended(IrInstr *op, struct IrUserIndex *x) {
+  if (!x) {
+    op->users_index = NULL;
+    return;
+  }
+  if (2 * (op->nusers + 1) > x->cap) {
+    op->users_index = NULL; /* made again, larger, when next asked */
+    return;
+  }
+  x->users = op->users;
+  uidx_put(x, op->users[op->nusers - 1], op->nusers - 1);
+  x->n = op->nusers;
+}
+
 static int append_user(IrModule *m, IrInstr *op, IrInstr *user) {
+  struct IrUserIndex *x = op->users_index && op->users_index->users == op->users && op->users_index->n == op->nusers
+                              ? op->users_index
+                              : NULL;
   if (arena_grow(&m->arena, (void **)&op->users, &op->users_cap, op->nusers + 1, sizeof(IrInstr *))) return -1;
   op->users[op->nusers++] = user;
+  user_appended(op, x);
   return 0;
 }
 
 static int add_user(IrModule *m, IrInstr *op, IrInstr *user) {
-  for (int i = 0; i < op->nusers; i++)
-    if (op->users[i] == user) return 0;
+  struct IrUserIndex *x = user_index(op);
+  if (x) {
+    if (uidx_find(x, user) >= 0) return 0;
+  } else {
+    for (int i = 0; i < op->nusers; i++)
+      if (op->users[i] == user) return 0;
+  }
   if (arena_grow(&m->arena, (void **)&op->users, &op->users_cap, op->nusers + 1, sizeof(IrInstr *))) return -1;
   op->users[op->nusers++] = user;
+  user_appended(op, x);
   return 0;
 }
 
@@ -694,12 +801,23 @@ static void remove_user(IrInstr *op, IrInstr *user) {
    * XLA's order. */
   for (int k = 0; k < user->noperands; k++)
     if (user->operands[k] == op) return;
-  for (int i = 0; i < op->nusers; i++) {
-    if (op->users[i] == user) {
-      op->users[i] = op->users[op->nusers - 1];
-      op->nusers--;
-      return;
-    }
+  struct IrUserIndex *x = user_index(op);
+  int i = -1;
+  if (x) {
+    i = uidx_find(x, user);
+  } else {
+    op->users_index = NULL;
+    for (int k = 0; k < op->nusers && i < 0; k++)
+      if (op->users[k] == user) i = k;
+  }
+  if (i < 0) return;
+  IrInstr *last = op->users[op->nusers - 1];
+  op->users[i] = last;
+  op->nusers--;
+  if (x) {
+    uidx_del(x, user);
+    if (last != user) uidx_put(x, last, i);
+    x->n = op->nusers;
   }
 }
 
@@ -798,6 +916,7 @@ void ir_replace_all_uses(IrInstr *old, IrInstr *repl) {
       }
   }
   old->nusers = 0;
+  old->users_index = NULL;
   if (repl_uses) old->users[old->nusers++] = repl;
   if (old->parent && old->parent->root == old) ir_set_root(old->parent, repl);
 }

@@ -212,6 +212,8 @@ struct IrInstr {
   bool is_root;  /* mirror of parent->root == this */
   bool dead;     /* removed from its computation */
   void *aux;     /* scratch for a pass; never persists across passes */
+  struct IrUserIndex *users_index; /* private to ir.c: where each user sits in `users`, for a value
+                                    * with many users (XLA's Users keeps one above 16) */
 };
 
 struct IrComputation {

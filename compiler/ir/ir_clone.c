@@ -102,6 +102,7 @@ static IrModule *copy_module(const IrModule *m, bool share) {
       IrInstr *di = arena_alloc(a, sizeof *di);
       if (!di) goto fail;
       *di = *si;
+      di->users_index = NULL; /* the source's indexes its own users array */
       di->parent = dc;
       di->name = text(&cx, si->name);
       di->aux = NULL;

@@ -249,6 +249,87 @@ TEST(sort_last_is_sort) {
   check_sort_last(12);
 }
 
+/* A value with many users: its user list stays in XLA's order (appended when added; a removed
+ * user's place goes to the last one) through thousands of rewirings, with and without the index
+ * ir.c keeps for long lists, and across a snapshot (whose lists are indexed anew). Checked against
+ * a model of the list after every edit. */
+static unsigned next_rand(unsigned *s) { return *s = *s * 1103515245u + 12345u; }
+
+static bool users_match(const IrInstr *v, IrInstr *const *model, int n) {
+  if (v->nusers != n) return false;
+  for (int k = 0; k < n; k++)
+    if (v->users[k] != model[k]) return false;
+  return true;
+}
+
+static void model_remove(IrInstr **model, int *n, const IrInstr *u) {
+  for (int k = 0; k < *n; k++)
+    if (model[k] == u) {
+      model[k] = model[*n - 1];
+      (*n)--;
+      return;
+    }
+}
+
+TEST(wide_user_lists_keep_xla_order) {
+  enum { N = 600 };
+  IrModule *m = ir_module_new("wide");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d[1] = {4};
+  IrShape s = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrInstr *v = ir_instr_new(c, IR_OP_PARAMETER, &s, NULL, 0, "v");
+  IrInstr *w = ir_instr_new(c, IR_OP_PARAMETER, &s, NULL, 0, "w");
+  v->param_number = 0;
+  w->param_number = 1;
+  IrInstr **params = arena_alloc(&m->arena, 2 * sizeof *params);
+  params[0] = v;
+  params[1] = w;
+  c->params = params;
+  c->nparams = 2;
+  IrInstr *readers[N], *model_v[N], *model_w[N];
+  int nv = 0, nw = 0;
+  for (int k = 0; k < N; k++) {
+    readers[k] = ir_instr_new(c, IR_OP_NEGATE, &s, &v, 1, "negate");
+    model_v[nv++] = readers[k];
+  }
+  CHECK(users_match(v, model_v, nv));
+  ir_set_root(c, readers[0]);
+  unsigned seed = 11;
+  bool ok = true;
+  for (int step = 0; step < 6000 && ok; step++) {
+    IrInstr *r = readers[next_rand(&seed) % N];
+    IrInstr *to = r->operands[0] == v ? w : v;
+    /* move r to the other value, now and then back and forth at once */
+    model_remove(to == w ? model_v : model_w, to == w ? &nv : &nw, r);
+    if (to == w) model_w[nw++] = r;
+    else model_v[nv++] = r;
+    ir_set_operand(r, 0, to);
+    ok = users_match(v, model_v, nv) && users_match(w, model_w, nw);
+    if (step == 3000) {
+      /* a snapshot's lists are the same, and edits to it go on in the same order */
+      IrModule *snap = ir_module_snapshot(m);
+      ok = ok && snap && ir_verify(snap, &(FxError){0});
+      ir_module_free(snap);
+    }
+  }
+  CHECK(ok);
+  /* all readers onto w and back: the list empties and refills in order */
+  for (int k = 0; k < N; k++) {
+    if (readers[k]->operands[0] != v) continue;
+    model_remove(model_v, &nv, readers[k]);
+    model_w[nw++] = readers[k];
+    ir_set_operand(readers[k], 0, w);
+  }
+  CHECK(v->nusers == 0 && users_match(w, model_w, nw) && nw == N);
+  ir_replace_all_uses(w, v);
+  CHECK(w->nusers == 0 && v->nusers == N);
+  for (int k = 0; k < N; k++) CHECK(v->users[k] == model_w[k]);
+  CHECK(ir_verify(m, &(FxError){0}));
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(build_and_format);
   RUN(unique_names_never_reused);
@@ -262,5 +343,6 @@ int main(void) {
   RUN(replace_all_uses_keeps_user_order);
   RUN(post_order_is_xla_walk);
   RUN(sort_last_is_sort);
+  RUN(wide_user_lists_keep_xla_order);
   return check_summary();
 }
