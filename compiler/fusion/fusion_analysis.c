@@ -221,65 +221,13 @@ static void queued_add(const IrInstr *x) {
   queued.who[x->id] = x;
 }
 
-/* FindNonTrivialHero(root, predicate): the one instruction matching pred reachable from h through
- * intermediates of up to 3 operands (breadth first, not past a match); NULL when none or two. */
-static const IrInstr *find_unique_hero(const IrInstr *h, const PairBodies *b, bool (*pred)(const IrInstr *)) {
-  const IrInstr *c = b->c, *p = b->p;
-  const IrInstr *stack_buf[256];
-  const IrInstr **queue = stack_buf;
-  int cap = 256, head = 0, tail = 0;
-  const IrInstr *found = NULL;
-  bool stamps = queued_begin(c, p);
-  queue[tail++] = h;
-  if (stamps) queued_add(h);
-  bool ok = true;
-  while (head < tail && ok) {
-    const IrInstr *x = queue[head++];
-    if (pred(x)) {
-      if (found && found != x) {
-        found = NULL;
-        break;
-      }
-      found = x;
-      continue;
-    }
-    if (!intermediate(x, 3)) continue;
-    for (int k = 0; k < x->noperands; k++) {
-      const IrInstr *o = fused_operand(x, k, b);
-      if (!o) continue;
-      int has = stamps ? queued_has(o) : -1;
-      bool seen = has == 1;
-      for (int q = 0; has < 0 && q < tail && !seen; q++) seen = queue[q] == o;
-      if (seen) continue;
-      if (tail == cap) {
-        const IrInstr **nq = fx_malloc(sizeof *nq * (size_t)cap * 2);
-        if (!nq) {
-          ok = false;
-          found = NULL;
-          break;
-        }
-        memcpy(nq, queue, sizeof *nq * (size_t)tail);
-        if (queue != stack_buf) fx_free(queue);
-        queue = nq;
-        cap *= 2;
-      }
-      queue[tail++] = o;
-      if (stamps) queued_add(o);
-    }
-  }
-  if (queue != stack_buf) fx_free(queue);
-  return found;
-}
-
-static bool is_tiled_transpose(const IrInstr *x) { return tiled_transpose(x, NULL); }
-static bool is_concatenate(const IrInstr *x) { return x->op == IR_OP_CONCATENATE; }
-
-/* Both searches of find_hero in one walk: the unique tiled transpose (*t) and the unique
- * concatenate (*cat) reachable from h. Neither kind is an intermediate the searches pass through
- * (a concatenate never is; a tiled transpose that is one makes this return false, and the caller
- * then searches twice), so the two searches visit the same instructions and one walk finds both.
- * False too when out of memory. */
-static bool find_unique_heroes(const IrInstr *h, const PairBodies *b, const IrInstr **t, const IrInstr **cat) {
+/* FindNonTrivialHero's two searches in one walk: the one tiled transpose (*t) and the one
+ * concatenate (*cat) reachable from h through intermediates of up to 3 operands (breadth first, not
+ * past a match); NULL where there is none or there are two. Neither kind is an intermediate (a
+ * concatenate never is; a tiled transpose's normalized form has two dimensions or more, an
+ * intermediate transpose's at most one), so both searches visit the same instructions. Out of
+ * memory, both are NULL. */
+static void find_unique_heroes(const IrInstr *h, const PairBodies *b, const IrInstr **t, const IrInstr **cat) {
   const IrInstr *stack_buf[256];
   const IrInstr **queue = stack_buf;
   int cap = 256, head = 0, tail = 0;
@@ -290,12 +238,8 @@ static bool find_unique_heroes(const IrInstr *h, const PairBodies *b, const IrIn
   if (stamps) queued_add(h);
   while (head < tail && ok && !(multi_t && multi_c)) {
     const IrInstr *x = queue[head++];
-    bool mt = is_tiled_transpose(x), mc = is_concatenate(x);
+    bool mt = tiled_transpose(x, NULL), mc = x->op == IR_OP_CONCATENATE;
     if (mt) {
-      if (intermediate(x, 3)) {
-        ok = false;
-        break;
-      }
       if (ft && ft != x) multi_t = true;
       ft = x;
     }
@@ -327,9 +271,8 @@ static bool find_unique_heroes(const IrInstr *h, const PairBodies *b, const IrIn
     }
   }
   if (queue != stack_buf) fx_free(queue);
-  *t = multi_t ? NULL : ft;
-  *cat = multi_c ? NULL : fc;
-  return ok;
+  *t = ok && !multi_t ? ft : NULL;
+  *cat = ok && !multi_c ? fc : NULL;
 }
 
 /* FindNonTrivialHero: up the chain of single-operand intermediates; then a unique tiled transpose
@@ -343,11 +286,8 @@ static const IrInstr *find_hero(const IrInstr *root, const IrInstr *c, const IrI
     if (!o) break;
     h = o;
   }
-  const IrInstr *t = NULL, *cat = NULL;
-  if (!find_unique_heroes(h, &b, &t, &cat)) {
-    t = find_unique_hero(h, &b, is_tiled_transpose);
-    cat = t ? NULL : find_unique_hero(h, &b, is_concatenate);
-  }
+  const IrInstr *t, *cat;
+  find_unique_heroes(h, &b, &t, &cat);
   if (t) return t;
   if (cat) return cat;
   return h->op == IR_OP_REDUCE ? h : root;
