@@ -728,12 +728,18 @@ static void uidx_del(struct IrUserIndex *x, const IrInstr *u) {
   }
 }
 
+/* op's index when it is there and indexes op's list as it is now, else NULL. */
+static struct IrUserIndex *kept_index(const IrInstr *op) {
+  struct IrUserIndex *x = op->users_index;
+  return x && x->users == op->users && x->n == op->nusers ? x : NULL;
+}
+
 /* op's index, made when missing or stale; NULL for a short list or when out of memory (the
  * callers then scan the list). */
 static struct IrUserIndex *user_index(IrInstr *op) {
   if (op->nusers < USER_INDEX_MIN || !op->parent || !op->parent->module) return NULL;
-  struct IrUserIndex *x = op->users_index;
-  if (x && x->users == op->users && x->n == op->nusers) return x;
+  struct IrUserIndex *x = kept_index(op);
+  if (x) return x;
   Arena *a = &op->parent->module->arena;
   int cap = 64;
   while (cap < 2 * (op->nusers + 1)) cap *= 2;
@@ -771,9 +777,7 @@ static void user_appended(IrInstr *op, struct IrUserIndex *x) {
 }
 
 static int append_user(IrModule *m, IrInstr *op, IrInstr *user) {
-  struct IrUserIndex *x = op->users_index && op->users_index->users == op->users && op->users_index->n == op->nusers
-                              ? op->users_index
-                              : NULL;
+  struct IrUserIndex *x = kept_index(op);
   if (arena_grow(&m->arena, (void **)&op->users, &op->users_cap, op->nusers + 1, sizeof(IrInstr *))) return -1;
   op->users[op->nusers++] = user;
   user_appended(op, x);
