@@ -1514,11 +1514,7 @@ TEST(reach_kept_searches_agree_with_full_search) {
   int64_t d[1] = {4};
   IrShape v = ir_shape_array(&m->arena, IR_F32, 1, d);
   IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, &v, NULL, 0, "p");
-  p->param_number = 0;
-  IrInstr **params = arena_alloc(&m->arena, sizeof *params);
-  params[0] = p;
-  c->params = params;
-  c->nparams = 1;
+  CHECK(ir_computation_set_params(c, &p, 1));
   enum { BLOCKS = 40 };
   IrInstr *cur = p, *side[BLOCKS], *chain[BLOCKS];
   for (int b = 0; b < BLOCKS; b++) {

@@ -173,15 +173,23 @@ TEST(replace_all_uses_keeps_user_order) {
   ir_module_free(m);
 }
 
+/* A module named `name` whose entry computation `main` (*c) is still empty, and f32[4] (*s). */
+static IrModule *entry_module(const char *name, IrComputation **c, IrShape *s) {
+  IrModule *m = ir_module_new(name);
+  *c = ir_computation_new(m, "main");
+  (*c)->is_entry = true;
+  m->entry = *c;
+  int64_t d[1] = {4};
+  *s = ir_shape_array(&m->arena, IR_F32, 1, d);
+  return m;
+}
+
 /* XLA's MakeInstructionPostOrder: from each instruction without users, in list order, operands
  * first to last, each written after its operands; not the list order kept by ir_computation_sort. */
 TEST(post_order_is_xla_walk) {
-  IrModule *m = ir_module_new("t");
-  IrComputation *c = ir_computation_new(m, "main");
-  c->is_entry = true;
-  m->entry = c;
-  int64_t d[1] = {4};
-  IrShape s = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrComputation *c;
+  IrShape s;
+  IrModule *m = entry_module("t", &c, &s);
   IrInstr *x = ir_instr_new(c, IR_OP_PARAMETER, &s, NULL, 0, "x");
   IrInstr *ops[2] = {x, NULL};
   IrInstr *unused = ir_instr_new(c, IR_OP_ABS, &s, ops, 1, "unused");
@@ -273,21 +281,12 @@ static void model_remove(IrInstr **model, int *n, const IrInstr *u) {
 
 TEST(wide_user_lists_keep_xla_order) {
   enum { N = 600 };
-  IrModule *m = ir_module_new("wide");
-  IrComputation *c = ir_computation_new(m, "main");
-  c->is_entry = true;
-  m->entry = c;
-  int64_t d[1] = {4};
-  IrShape s = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrComputation *c;
+  IrShape s;
+  IrModule *m = entry_module("wide", &c, &s);
   IrInstr *v = ir_instr_new(c, IR_OP_PARAMETER, &s, NULL, 0, "v");
   IrInstr *w = ir_instr_new(c, IR_OP_PARAMETER, &s, NULL, 0, "w");
-  v->param_number = 0;
-  w->param_number = 1;
-  IrInstr **params = arena_alloc(&m->arena, 2 * sizeof *params);
-  params[0] = v;
-  params[1] = w;
-  c->params = params;
-  c->nparams = 2;
+  CHECK(ir_computation_set_params(c, (IrInstr *[]){v, w}, 2));
   IrInstr *readers[N], *model_v[N], *model_w[N];
   int nv = 0, nw = 0;
   for (int k = 0; k < N; k++) {
