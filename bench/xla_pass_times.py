@@ -36,11 +36,12 @@ TIMED = re.compile(r"^\S+ \S+\s+(\d+) hlo_pass_pipeline\.cc:\d+\] HLO pass: (\S+
 
 
 def parse(log):
-    """Per-pass microseconds of the first module the log names (the one compiled)."""
-    main = None
-    pipelines = set()
-    current = {}       # thread -> (module, pipeline) last started on it
-    order = []         # (pass, us, pipeline) on the main module, in order
+    """Per-pass microseconds of the first module the log names (the one compiled), and the
+    microseconds of its passes up to the end of its fusion pipeline."""
+    compiled = None
+    pipelines = set()  # the compiled module's pipelines
+    current = {}       # thread -> the module whose pipeline last started on it
+    timed = []         # (pass, us) on the compiled module, in order
     after_fusion = False
     through_fusion = 0
     for line in log.splitlines():
@@ -48,29 +49,26 @@ def parse(log):
         if m:
             module, pipeline = m.group(1), m.group(2)
             thread = line.split()[2] if len(line.split()) > 2 else ""
-            current[thread] = (module, pipeline)
-            if main is None:
-                main = module
-            if module == main:
+            current[thread] = module
+            if compiled is None:
+                compiled = module
+            if module == compiled:
                 pipelines.add(pipeline)
                 if pipeline != "fusion" and "fusion" in pipelines:
                     after_fusion = True
             continue
         m = TIMED.match(line)
-        if not m:
+        if not m or current.get(m.group(1)) != compiled:
             continue
-        thread, name, us = m.group(1), m.group(2), int(m.group(3))
-        module, pipeline = current.get(thread, (None, None))
-        if module != main:
-            continue
-        order.append((name, us, pipeline))
+        name, us = m.group(2), int(m.group(3))
+        timed.append((name, us))
         if not after_fusion and name not in pipelines:
             through_fusion += us
     totals = collections.Counter()
-    for name, us, _ in order:
+    for name, us in timed:
         if name not in pipelines:  # a pipeline timed as a pass holds passes already counted
             totals[name] += us
-    return main, totals, through_fusion
+    return totals, through_fusion
 
 
 def main(argv):
@@ -106,7 +104,7 @@ def main(argv):
         if logs:
             try:
                 with open(path, errors="replace") as f:
-                    module, totals, to_fusion = parse(f.read())
+                    totals, to_fusion = parse(f.read())
             except OSError as e:
                 print(f"xla_pass_times: {path}: {e.strerror}", file=sys.stderr)
                 status = 1
@@ -126,7 +124,7 @@ def main(argv):
             print("xla_pass_times: the pinned jax wheels are missing (scripts/test.sh installs them)",
                   file=sys.stderr)
             return 3
-        module, totals, to_fusion = parse(err)
+        totals, to_fusion = parse(err)
         if not totals:
             last = err.strip().splitlines()[-1] if err.strip() else f"exit status {rc}"
             print(f"{name:44} no pass times (rc {rc}): {last[:120]}")
