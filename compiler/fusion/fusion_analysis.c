@@ -1463,6 +1463,11 @@ typedef struct {
   int warps;                     /* the block's warps from the fusion's own config; 0: GetNumWarps */
 } TileWalk;
 
+/* The bucket of the tile hash an instruction's tiles chain from. */
+static unsigned tile_bucket(const IrInstr *x) {
+  return (unsigned)(((uintptr_t)x >> 4) * 2654435761u) & (TILE_HASH - 1);
+}
+
 static int64_t pow2_ceil(int64_t v) {
   if (v <= 1) return 1;
   if (v > (INT64_C(1) << 62)) return INT64_C(1) << 62; /* no tile is this large; stays positive */
@@ -1578,7 +1583,7 @@ static bool tile_walk(TileWalk *w, const IrInstr *x, const int64_t *t, int rank,
   const IrInstr *key = inside ? x : tile_outer(w, x);
   int64_t padded = 1;
   for (int d = 0; d < rank; d++) padded *= pow2_ceil(t[d]);
-  unsigned b = (unsigned)(((uintptr_t)key >> 4) * 2654435761u) & (TILE_HASH - 1);
+  unsigned b = tile_bucket(key);
   int first = w->head_walk[b] == w->walk ? w->head[b] - 1 : -1;
   for (int k = first; k >= 0; k = w->next[k])
     if (w->tiled[k].x == key && w->tiled[k].rank == rank && w->tiled[k].inside == inside &&
@@ -1970,7 +1975,7 @@ static int tiled_estimate(const DeviceProfile *d, const TileWalk *w, const IrIns
     /* n_bytes_total_map: every tile of one operand together, at the lowest rate among them, in
      * the order they were tiled. The tiles of one operand share its hash chain (newest first). */
     int same[TILE_MAX_TILED], nsame = 0;
-    unsigned b = (unsigned)(((uintptr_t)ti->x >> 4) * 2654435761u) & (TILE_HASH - 1);
+    unsigned b = tile_bucket(ti->x);
     for (int j = w->head_walk[b] == w->walk ? w->head[b] - 1 : -1; j >= k; j = w->next[j])
       if (!w->tiled[j].inside && w->tiled[j].x == ti->x) same[nsame++] = j;
     double total = 0, rate = 1;
