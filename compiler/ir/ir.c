@@ -310,7 +310,7 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-static bool ix_put_hashed(IrNameIndex *ix, const char *name, uint32_t h, void *v);
+static bool ix_put_rekey(IrNameIndex *ix, const char *name, uint32_t h, void *v, bool rekey);
 
 static bool ix_rehash(IrNameIndex *ix, size_t cap) {
   const char **ok = ix->keys;
@@ -332,19 +332,22 @@ static bool ix_rehash(IrNameIndex *ix, size_t cap) {
   ix->cap = cap;
   ix->count = 0;
   for (size_t i = 0; i < ocap; i++)
-    if (ok[i]) ix_put_hashed(ix, ok[i], oh[i], ov[i]);
+    if (ok[i]) ix_put_rekey(ix, ok[i], oh[i], ov[i], false);
   fx_free(ok);
   fx_free(ov);
   fx_free(oh);
   return true;
 }
 
-static bool ix_put_hashed(IrNameIndex *ix, const char *name, uint32_t h, void *v) {
+/* rekey: a name already there takes name's pointer as its key (the instruction index: a slot's key
+ * is then the very string its instruction is named by, see ir_module_names_indexed). */
+static bool ix_put_rekey(IrNameIndex *ix, const char *name, uint32_t h, void *v, bool rekey) {
   if ((ix->count + 1) * 2 > ix->cap && !ix_rehash(ix, ix->cap ? ix->cap * 2 : 256)) return false;
   size_t i = h & (ix->cap - 1);
   while (ix->keys[i]) {
     if (ix->hashes[i] == h && strcmp(ix->keys[i], name) == 0) {
       ix->vals[i] = v;
+      if (rekey) ix->keys[i] = name;
       return true;
     }
     i = (i + 1) & (ix->cap - 1);
@@ -354,6 +357,10 @@ static bool ix_put_hashed(IrNameIndex *ix, const char *name, uint32_t h, void *v
   ix->hashes[i] = h;
   ix->count++;
   return true;
+}
+
+static bool ix_put_hashed(IrNameIndex *ix, const char *name, uint32_t h, void *v) {
+  return ix_put_rekey(ix, name, h, v, false);
 }
 
 static bool ix_put(IrNameIndex *ix, const char *name, void *v) {
@@ -386,9 +393,34 @@ static void ix_free(IrNameIndex *ix) {
   fx_free(ix);
 }
 
-static bool index_put(IrModule *m, const char *name, IrInstr *v) { return ix_put(m->names, name, v); }
+/* The instruction index's values are ids plus one (0: a reserved name), looked up in by_id: an
+ * id stays valid in every copy of the module, so a snapshot copies the index without a pass
+ * over its slots (one that mapped each old instruction to its copy was the larger half of
+ * copying a 100,000-instruction stage). */
+static IrInstr *by_id_get(const IrModule *m, const void *v) {
+  intptr_t id = (intptr_t)v - 1;
+  return id >= 0 && id < m->by_cap ? m->by_id[id] : NULL;
+}
+
+static bool by_id_set(IrModule *m, IrInstr *i) {
+  if (i->id >= m->by_cap) {
+    int cap = m->by_cap ? m->by_cap : 256;
+    while (cap <= i->id) cap *= 2;
+    IrInstr **n = fx_realloc(m->by_id, sizeof *n * (size_t)cap);
+    if (!n) return false;
+    memset(n + m->by_cap, 0, sizeof *n * (size_t)(cap - m->by_cap));
+    m->by_id = n;
+    m->by_cap = cap;
+  }
+  m->by_id[i->id] = i;
+  return true;
+}
+
+static bool index_put(IrModule *m, const char *name, IrInstr *v) {
+  return ix_put_rekey(m->names, name, (uint32_t)hash_str(name), v ? (void *)(intptr_t)(v->id + 1) : NULL, true);
+}
 static IrInstr *index_get(const IrModule *m, const char *name, bool *present) {
-  return ix_get(m->names, name, present);
+  return by_id_get(m, ix_get(m->names, name, present));
 }
 
 bool ir_module_reindex(IrModule *m, const IrModule *reserved_from) {
@@ -421,14 +453,12 @@ bool ir_module_reindex_from(IrModule *m, const IrModule *reserved_from, bool sha
   return true;
 }
 
-bool ir_module_copy_names(IrModule *d, const IrModule *m, IrInstr *const *imap, size_t nmap, bool share_names) {
+bool ir_module_copy_names(IrModule *d, const IrModule *m, bool share_names) {
   const IrNameIndex *rx = m->names;
   IrNameIndex *ix = d->names;
   if (!rx || !rx->cap || ix->cap) return ir_module_reindex_from(d, m, share_names);
-  size_t live = 0;
-  for (int k = 0; k < d->ncomps; k++) live += (size_t)d->comps[k]->ninstrs;
   const char **keys = fx_malloc(sizeof *keys * rx->cap);
-  void **vals = fx_calloc(rx->cap, sizeof *vals);
+  void **vals = fx_malloc(sizeof *vals * rx->cap);
   uint32_t *hashes = fx_malloc(sizeof *hashes * rx->cap);
   if (!keys || !vals || !hashes) {
     fx_free(keys);
@@ -436,38 +466,47 @@ bool ir_module_copy_names(IrModule *d, const IrModule *m, IrInstr *const *imap, 
     fx_free(hashes);
     return false;
   }
+  memcpy(keys, rx->keys, sizeof *keys * rx->cap);
+  memcpy(vals, rx->vals, sizeof *vals * rx->cap);
   memcpy(hashes, rx->hashes, sizeof *hashes * rx->cap);
-  /* A slot keeps its key; its value becomes the copy of the instruction it named when that one is
-   * in d under the same name, NULL (a reserved name) otherwise. */
-  size_t mapped = 0;
+  /* A deep copy keeps no pointer into m: a slot's key becomes the name of the copy it names, or
+   * a copy of its own (a reserved name, or an instruction m had removed). */
   bool ok = true;
-  for (size_t i = 0; i < rx->cap && ok; i++) {
-    const char *key = rx->keys[i];
-    keys[i] = key;
-    if (!key) continue;
-    const IrInstr *v = rx->vals[i];
-    IrInstr *dv = v && v->id >= 0 && (size_t)v->id < nmap ? imap[v->id] : NULL;
-    if (dv && (dv->name == key || strcmp(dv->name, key) == 0)) {
-      vals[i] = dv;
-      keys[i] = dv->name;
-      mapped++;
-    } else if (!share_names) {
-      ok = (keys[i] = arena_strdup(&d->arena, key)) != NULL;
-    }
-  }
-  /* Each mapped slot holds a different live instruction (its key is that one's name); as many as
-   * there are live instructions means every one is indexed, and the two ways agree. */
-  if (!ok || mapped != live) {
-    fx_free(keys);
-    fx_free(vals);
-    fx_free(hashes);
-    return ok && ir_module_reindex_from(d, m, share_names);
+  for (size_t i = 0; i < rx->cap && ok && !share_names; i++) {
+    if (!keys[i]) continue;
+    const IrInstr *v = by_id_get(d, vals[i]);
+    ok = (keys[i] = v ? v->name : arena_strdup(&d->arena, keys[i])) != NULL;
   }
   ix->keys = keys;
   ix->vals = vals;
   ix->hashes = hashes;
   ix->cap = rx->cap;
   ix->count = rx->count;
+  return ok;
+}
+
+bool ir_module_names_indexed(const IrModule *m, const char **seen, size_t nseen, const IrInstr **missing) {
+  const IrNameIndex *ix = m->names;
+  *missing = NULL;
+  memset(seen, 0, sizeof *seen * nseen);
+  const uint32_t empty = (uint32_t)hash_str("");
+  /* seen[id]: the name string the index files instruction id under (the slot arrays are read in
+   * order; no instruction and no name is read here) */
+  for (size_t s = 0; ix && s < ix->cap; s++) {
+    intptr_t id = (intptr_t)ix->vals[s] - 1;
+    if (id < 0 || (size_t)id >= nseen) continue;
+    if (ix->hashes[s] == empty && !ix->keys[s][0]) return false;
+    seen[id] = ix->keys[s];
+  }
+  for (int k = 0; k < m->ncomps; k++)
+    for (int j = 0; j < m->comps[k]->ninstrs; j++) {
+      const IrInstr *i = m->comps[k]->instrs[j];
+      if (i->id < 0 || (size_t)i->id >= nseen || seen[i->id] != i->name || i->id >= m->by_cap || m->by_id[i->id] != i) {
+        *missing = i;
+        return false;
+      }
+      seen[i->id] = NULL; /* taken: an instruction listed twice is not found the second time */
+    }
   return true;
 }
 
@@ -526,6 +565,7 @@ void ir_module_free(IrModule *m) {
   ix_free(m->names);
   ix_free(m->comp_names);
   ix_free(m->series);
+  fx_free(m->by_id);
   for (int k = 0; k < m->nborrowed; k++) ir_lender_release(m->borrowed[k]);
   fx_free(m->borrowed);
   if (m->lender) {
@@ -545,6 +585,7 @@ static size_t ix_bytes(const IrNameIndex *ix) {
 size_t ir_module_bytes(const IrModule *m) {
   if (!m) return 0;
   return sizeof *m + m->arena.total + ix_bytes(m->names) + ix_bytes(m->comp_names) + ix_bytes(m->series) +
+         sizeof *m->by_id * (size_t)m->by_cap +
          sizeof(struct IrLender *) * (size_t)m->nborrowed;
 }
 
@@ -831,6 +872,7 @@ IrInstr *ir_instr_new_before(IrComputation *c, IrInstr *before, IrOpcode op, con
   IrInstr *in = arena_alloc(&m->arena, sizeof *in);
   if (!in) return NULL;
   in->id = m->next_id++;
+  if (!by_id_set(m, in)) return NULL;
   in->op = op;
   in->parent = c;
   in->param_number = -1;
@@ -1092,7 +1134,22 @@ bool ir_module_renumber(IrModule *m, const int64_t *key, const bool *has) {
   }
   fx_free(v);
   m->next_id = next;
-  return true;
+  /* The new ids, by id and in the name index; a removed instruction keeps its name reserved. */
+  IrInstr **old = m->by_id;
+  int old_cap = m->by_cap;
+  m->by_id = NULL;
+  m->by_cap = 0;
+  bool ok = true;
+  for (int k = 0; k < m->ncomps && ok; k++)
+    for (int j = 0; j < m->comps[k]->ninstrs && ok; j++) ok = by_id_set(m, m->comps[k]->instrs[j]);
+  IrNameIndex *ix = m->names;
+  for (size_t s = 0; s < ix->cap && ok; s++) {
+    intptr_t id = (intptr_t)ix->vals[s] - 1;
+    IrInstr *i = id >= 0 && id < old_cap ? old[id] : NULL;
+    ix->vals[s] = i && !i->dead ? (void *)(intptr_t)(i->id + 1) : NULL;
+  }
+  fx_free(old);
+  return ok;
 }
 
 void ir_computation_sort(IrComputation *c) {

@@ -247,7 +247,12 @@ struct IrModule {
   IrComputation *entry;
   int next_id;
   const char *source_file;  /* where it was loaded from, or "<repl>" */
-  struct IrNameIndex *names; /* name -> instruction, private to ir.c */
+  struct IrNameIndex *names; /* name -> instruction id, private to ir.c */
+  /* Private to ir.c and ir_clone.c: the module's instructions by id, by_cap entries (NULL where an
+   * id is a computation's or names no instruction of this module). The name index holds ids, not
+   * pointers, so a snapshot copies it as it is. */
+  IrInstr **by_id;
+  int by_cap;
   struct IrNameIndex *comp_names; /* name -> computation, private to ir.c */
   struct IrNameIndex *series;     /* name series -> next free number, private to ir.c */
   /* Sharing between snapshots (ir_module_snapshot), private to ir.c and ir_clone.c: `lender` is

@@ -159,8 +159,11 @@ static IrModule *copy_module(const IrModule *m, bool share) {
     }
   }
   d->next_id = m->next_id;
-  if (!ir_module_copy_names(d, m, cx.imap, n, share)) goto fail;
-  fx_free(cx.imap);
+  /* The map from id to copy is the new module's table of instructions by id. */
+  d->by_id = cx.imap;
+  d->by_cap = (int)n;
+  cx.imap = NULL;
+  if (!ir_module_copy_names(d, m, share)) goto fail;
   fx_free(cx.cmap);
   return d;
 fail:

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "verify.h"
+#include "ir_internal.h"
 
 static const char *file_of(const IrModule *m, const IrLoc *l) { return l->file ? l->file : m->source_file; }
 
@@ -161,14 +162,25 @@ static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos)
   if (!entry_listed) return verr(m, NULL, err, "the entry computation is not part of module '%s'", m->name);
   if (entries != 1) return verr(m, NULL, err, "module '%s' has %d ENTRY computations", m->name, entries);
 
-  int total = ir_module_instr_count(m);
-  size_t cap = 16;
-  while (cap < (size_t)total * 2) cap *= 2;
-  NameSet ns = {fx_calloc(cap, sizeof(const IrInstr *)), fx_malloc(sizeof(uint64_t) * cap), cap};
-  if (!ns.slots || !ns.hashes) {
-    fx_free(ns.slots);
-    fx_free(ns.hashes);
-    return verr(m, NULL, err, "out of memory verifying module '%s'", m->name);
+  /* Names: the module's name index proves them distinct and non-empty without reading them (a
+   * name lives wherever the stage that made it put it, so reading them all was a cache miss per
+   * instruction and the verifier's largest cost after fusion). Where it cannot, each name is
+   * hashed into a set of its own, and the first listed instruction at fault is reported. */
+  const char **seen = fx_malloc(sizeof *seen * (size_t)npos);
+  const IrInstr *unindexed = NULL;
+  bool indexed = seen && ir_module_names_indexed(m, seen, (size_t)npos, &unindexed);
+  fx_free(seen);
+  NameSet ns = {NULL, NULL, 0};
+  if (!indexed) {
+    int total = ir_module_instr_count(m);
+    size_t cap = 16;
+    while (cap < (size_t)total * 2) cap *= 2;
+    ns = (NameSet){fx_calloc(cap, sizeof(const IrInstr *)), fx_malloc(sizeof(uint64_t) * cap), cap};
+    if (!ns.slots || !ns.hashes) {
+      fx_free(ns.slots);
+      fx_free(ns.hashes);
+      return verr(m, NULL, err, "out of memory verifying module '%s'", m->name);
+    }
   }
   bool ok = true;
   for (int k = 0; ok && k < m->ncomps; k++) {
@@ -184,17 +196,19 @@ static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos)
         break;
       }
       pos[i->id] = j;
-      if (!i->name || !i->name[0]) ok = verr(m, &i->loc, err, "an instruction in '%%%s' has no name", c->name);
+      if (!i->name || (!indexed && !i->name[0])) ok = verr(m, &i->loc, err, "an instruction in '%%%s' has no name", c->name);
       else if (i->parent != c) ok = verr(m, &i->loc, err, "'%%%s' is listed in '%%%s' but belongs to another computation", i->name, c->name);
       else if (i->dead) ok = verr(m, &i->loc, err, "'%%%s' was removed but is still listed in '%%%s'", i->name, c->name);
       if (!ok) break;
-      const IrInstr *dup = nameset_add(&ns, i);
+      const IrInstr *dup = indexed ? NULL : nameset_add(&ns, i);
       if (dup) ok = verr(m, &i->loc, err, "duplicate instruction name '%%%s' (also in '%%%s')", i->name, dup->parent->name);
     }
   }
   fx_free(ns.slots);
   fx_free(ns.hashes);
   if (!ok) return false;
+  /* Distinct names, but one the module cannot find its instruction by (`why NAME` would not). */
+  if (unindexed) return verr(m, &unindexed->loc, err, "'%%%s' cannot be found by its name in module '%s'", unindexed->name, m->name);
 
   /* Operand/user links in both directions, in time linear in the number of edges (a value with
      100,000 users made the obvious scans quadratic). Two lists by instruction id: claimed[u] holds

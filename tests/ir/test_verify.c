@@ -158,7 +158,19 @@ TEST(catches_order_links_names_and_shapes) {
   const char *old = n->name;
   n->name = "p0";
   CHECK_STR(verify_msg(m, b, sizeof b), "0:0: duplicate instruction name '%p0' (also in '%e')");
+  n->name = "";
+  CHECK_STR(verify_msg(m, b, sizeof b), "0:0: an instruction in '%e' has no name");
+  /* A name of its own, but set behind ir.c's back: the module cannot find it by that name. */
+  n->name = "renamed";
+  CHECK_STR(verify_msg(m, b, sizeof b), "0:0: '%renamed' cannot be found by its name in module 't'");
+  CHECK(ir_module_find_instr(m, "renamed") == NULL);
   n->name = old;
+  /* Listed twice: the second listing is a second instruction of the same name. */
+  CHECK(e->ninstrs < e->instrs_cap);
+  if (e->ninstrs < e->instrs_cap) e->instrs[e->ninstrs++] = n;
+  CHECK_STR(verify_msg(m, b, sizeof b), "0:0: duplicate instruction name '%neg' (also in '%e')");
+  e->ninstrs--;
+  CHECK_STR(verify_msg(m, b, sizeof b), "ok");
   /* A declared shape that is not the inferred one. */
   n->shape.dims[0] = 5;
   CHECK_STR(verify_msg(m, b, sizeof b), "0:0: shape mismatch: '%neg' is declared f32[5] but negate(f32[4]) gives f32[4]");
@@ -176,6 +188,45 @@ TEST(catches_order_links_names_and_shapes) {
   CHECK_STR(verify_msg(m, b, sizeof b), "10:3: parameter '%p0' (number 0) is not registered in '%e'");
   e->nparams = 1;
   CHECK_STR(verify_msg(m, b, sizeof b), "ok");
+  ir_module_free(m);
+}
+
+/* Renaming through ir.c keeps the index exact, in the module and in its snapshots: a name given
+ * to a new instruction after its first owner was removed (the passes' `why` still finds it), a
+ * removed instruction's name stays reserved, and a snapshot's index finds each copy. */
+TEST(renamed_instructions_stay_indexed) {
+  IrInstr *p, *n, *a;
+  char b[512];
+  IrModule *m = built(&p, &n, &a);
+  if (!m) return;
+  IrInstr *ops[1] = {p};
+  IrInstr *neg2 = ir_instr_new_before(m->entry, a, IR_OP_NEGATE, &n->shape, ops, 1, "neg2");
+  CHECK(neg2 != NULL);
+  if (!neg2) return;
+  ir_replace_all_uses(n, neg2);
+  ir_instr_remove(n);
+  CHECK(ir_module_find_instr(m, "neg") == NULL);
+  CHECK(ir_instr_rename(neg2, "neg"));
+  CHECK(ir_module_find_instr(m, "neg") == neg2 && ir_module_find_instr(m, "neg2") == NULL);
+  CHECK_STR(verify_msg(m, b, sizeof b), "ok");
+  IrModule *s = ir_module_snapshot(m);
+  IrModule *d = ir_module_clone(m);
+  CHECK(s && d);
+  if (s && d) {
+    CHECK_STR(verify_msg(s, b, sizeof b), "ok");
+    CHECK_STR(verify_msg(d, b, sizeof b), "ok");
+    IrInstr *sn = ir_module_find_instr(s, "neg"), *dn = ir_module_find_instr(d, "neg");
+    CHECK(sn && sn != neg2 && sn->id == neg2->id && sn->parent == s->entry);
+    CHECK(dn && dn != neg2 && dn->id == neg2->id && dn->parent == d->entry);
+    CHECK(ir_module_find_instr(s, "neg2") == NULL);
+    /* "neg2" stays reserved in the copies: a new instruction asking for it gets another name. */
+    IrInstr *sops[1] = {s->entry->params[0]};
+    IrInstr *x = ir_instr_new_before(s->entry, s->entry->root, IR_OP_NEGATE, &sn->shape, sops, 1, "neg2");
+    CHECK(x && strcmp(x->name, "neg2") != 0 && ir_module_find_instr(s, x->name) == x);
+    CHECK_STR(verify_msg(s, b, sizeof b), "ok");
+  }
+  ir_module_free(s);
+  ir_module_free(d);
   ir_module_free(m);
 }
 
@@ -213,6 +264,7 @@ int main(void) {
   RUN(inference_rules);
   RUN(built_module_verifies);
   RUN(catches_order_links_names_and_shapes);
+  RUN(renamed_instructions_stay_indexed);
   RUN(catches_bad_calls);
   return check_summary();
 }
