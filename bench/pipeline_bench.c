@@ -2,8 +2,9 @@
  *
  * Runs a whole pipeline (default classic) stage by stage, exactly as `step all` does (copy the
  * previous stage, run the pass, verify, share the snapshot when nothing changed, record the
- * decisions in an ExplainLog), then builds every stage's kernel plan as `passes` does. Reports
- * time per pass, time per instruction, decisions, and the bytes each stage's snapshot holds.
+ * decisions in an ExplainLog), then builds every stage's kernel plan as `step` and `passes` do.
+ * Reports time per pass, time per instruction, decisions, and the bytes each stage's snapshot
+ * holds.
  *
  * Times are CPU seconds of this process (the pipeline is single-threaded), so a loaded machine
  * does not inflate them.
@@ -108,12 +109,13 @@ static bool run_pipeline(const Pipeline *pl, IrModule *input, Run *r, bool quiet
     r->snap_s[k] = (copied - b) + (r->changed[k] ? now_s() - freed : freed - copied);
     r->snap_total_s += r->snap_s[k];
   }
-  /* `passes` builds every stage's kernel plan. */
+  /* `step` and `passes` build every stage's kernel plan, its buffers left for when a command
+   * reads them. */
   double a = now_s();
   for (int k = 0; k < n && ok; k++) {
     FxError err;
     fx_error_clear(&err);
-    KernelPlan *plan = plan_build(stages[k], bench_device, &err);
+    KernelPlan *plan = plan_build_kernels(stages[k], bench_device, &err);
     if (!plan) ok = false;
     plan_free(plan);
   }

@@ -379,7 +379,9 @@ int explain_engine_stage_with(const ExplainEngine *e, const char *name, int upto
 
 /* ---------- kernel plans and decisions ---------- */
 
-const KernelPlan *explain_engine_plan(ExplainEngine *e, int k, FxError *err) {
+/* Stage k's plan as kept: built without buffers; explain_engine_plan assigns them when first
+ * asked (the kernel counts `step` shows do not need them: half of building a plan). */
+static KernelPlan *stage_plan(ExplainEngine *e, int k, FxError *err) {
   if (k < 0 || k >= e->nstages) {
     fx_error_set(err, NULL, 0, 0, "no stage %d", k);
     return NULL;
@@ -394,11 +396,18 @@ const KernelPlan *explain_engine_plan(ExplainEngine *e, int k, FxError *err) {
     st->plan = NULL;
   }
   if (!st->plan) {
-    st->plan = plan_build(st->module, &e->device, err);
+    st->plan = plan_build_kernels(st->module, &e->device, err);
     if (st->plan) st->plan_device = e->device;
   }
   return st->plan;
 }
+
+const KernelPlan *explain_engine_plan(ExplainEngine *e, int k, FxError *err) {
+  KernelPlan *p = stage_plan(e, k, err);
+  return p && plan_assign_buffers(p, err) ? p : NULL;
+}
+
+const KernelPlan *explain_engine_kernels(ExplainEngine *e, int k, FxError *err) { return stage_plan(e, k, err); }
 
 int explain_engine_number(const ExplainEngine *e, const ExplainRecord *r) { return explain_record_number(e->log, r); }
 

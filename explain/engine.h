@@ -34,7 +34,8 @@ typedef struct {
   /* True when the pass changed nothing and `module` is the previous stage's snapshot, shared to
    * save memory: it is freed only by the stage that does not share it. */
   bool shared;
-  /* The stage's kernel plan, built on first request for `plan_device` (explain_engine_plan). */
+  /* The stage's kernel plan, built on first request for `plan_device` (explain_engine_kernels),
+   * its buffers assigned on the first explain_engine_plan. */
   KernelPlan *plan;
   DeviceProfile plan_device;
 } ExplainStage;
@@ -212,6 +213,9 @@ bool explain_engine_set(ExplainEngine *e, char **w, ExplainSettingChange *ch, in
 /* Stage k's kernel plan on the engine's device, built once and kept with the stage (the engine
  * owns it: do not free). NULL with err filled when it cannot be built. */
 const KernelPlan *explain_engine_plan(ExplainEngine *e, int k, FxError *err);
+/* The same plan, its buffers perhaps not assigned yet (buffers_assigned): for what reads only its
+ * kernels and totals (`step`'s kernel count, `passes`), which then need no buffer assignment. */
+const KernelPlan *explain_engine_kernels(ExplainEngine *e, int k, FxError *err);
 /* The number every front end shows for a record (`decisions`, `why`, `render --decision N`). */
 int explain_engine_number(const ExplainEngine *e, const ExplainRecord *r);
 /* Bytes held by the distinct snapshots of the stages; *distinct receives their count. */

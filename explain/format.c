@@ -36,7 +36,7 @@ static void print_record(const ExplainOut *o, ExplainEngine *e, const ExplainRec
 
 /* "stage 3  dce: 5 removed → 12 kernels"; in JSON an object, written into `into` when given. */
 bool explain_show_move(const ExplainOut *o, ExplainEngine *e, int stage, JsonWriter *into, FxError *err) {
-  const KernelPlan *p = explain_engine_plan(e, stage, err);
+  const KernelPlan *p = explain_engine_kernels(e, stage, err);
   if (!p) return false;
   const char *pass = explain_engine_stage_pass(e, stage);
   char what[256];
@@ -349,7 +349,7 @@ bool explain_show_passes(const ExplainOut *o, ExplainEngine *e, bool only_change
     const char *pass = k == 0 ? "input" : pl->passes[k - 1]->name;
     const KernelPlan *p = NULL;
     if (run) {
-      p = explain_engine_plan(e, k, err);
+      p = explain_engine_kernels(e, k, err);
       if (!p) {
         ok = false;
         break;

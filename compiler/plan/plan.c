@@ -1022,7 +1022,7 @@ const PlanBuffer *plan_buffer_of(const KernelPlan *p, const IrInstr *i, int outp
   return NULL;
 }
 
-KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err) {
+static KernelPlan *build(const IrModule *m, const DeviceProfile *dev, bool buffers, FxError *err) {
   if (!m || !m->entry) {
     fx_error_set(err, NULL, 0, 0, "kernel plan: the module has no entry computation");
     return NULL;
@@ -1036,7 +1036,8 @@ KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err
   p->trip_counts_known = true;
   Builder b = {p, dev ? dev : device_default(), 0, err, false};
   bool ok = walk(&b, m->entry, 1, 0);
-  if (ok && !b.oom && !assign_all_buffers(p)) b.oom = true;
+  if (ok && !b.oom && buffers && !assign_all_buffers(p)) b.oom = true;
+  p->buffers_assigned = buffers;
   if (ok && b.oom) ok = fx_error_set(err, NULL, 0, 0, "kernel plan: out of memory");
   if (!ok) {
     plan_free(p);
@@ -1052,6 +1053,26 @@ KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err
     p->bytes_written = sat_bytes(p->bytes_written, sat_mul(kn->bytes_written, kn->launches));
   }
   return p;
+}
+
+KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err) { return build(m, dev, true, err); }
+
+KernelPlan *plan_build_kernels(const IrModule *m, const DeviceProfile *dev, FxError *err) {
+  return build(m, dev, false, err);
+}
+
+bool plan_assign_buffers(KernelPlan *p, FxError *err) {
+  if (p->buffers_assigned) return true;
+  if (!assign_all_buffers(p)) {
+    /* what a half-done assignment left is not a result */
+    p->buffers = NULL;
+    p->nbuffers = p->nslots = 0;
+    p->slot_bytes = NULL;
+    p->buffer_bytes = p->slot_total = 0;
+    return fx_error_set(err, NULL, 0, 0, "kernel plan: out of memory");
+  }
+  p->buffers_assigned = true;
+  return true;
 }
 
 void plan_free(KernelPlan *p) {

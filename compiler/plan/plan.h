@@ -153,10 +153,18 @@ typedef struct {
   int64_t bytes_read, bytes_written; /* total per execution, by the kernels */
   double est_us;                     /* total per execution, control read-backs included */
   bool trip_counts_known;            /* false when some loop's trip count was guessed (1) */
+  bool buffers_assigned;             /* the buffer fields above are filled (plan_assign_buffers) */
 } KernelPlan;
 
-/* Builds the plan of m on dev. Returns NULL and fills err on failure. */
+/* Builds the plan of m on dev, its buffers assigned. Returns NULL and fills err on failure. */
 KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err);
+/* The same plan without buffer assignment (buffers_assigned false, no buffers or slots): its
+ * kernels and totals are plan_build's. What a stage's kernel count needs; plan_assign_buffers
+ * completes it. m must outlive the plan, as for plan_build. */
+KernelPlan *plan_build_kernels(const IrModule *m, const DeviceProfile *dev, FxError *err);
+/* Assigns p's buffers if they are not yet (plan_build's result, the same either way). False and
+ * err on running out of memory, the plan then still without buffers. */
+bool plan_assign_buffers(KernelPlan *p, FxError *err);
 void plan_free(KernelPlan *p);
 /* Trip count of a while loop when it can be read from the condition or backend_config; -1 if not. */
 int64_t plan_while_trip_count(const IrInstr *w);

@@ -1,6 +1,8 @@
 /* pipeline_corpus.c — every real module in the corpus goes through whole pipelines, stage by
- * stage as `step all` does: every stage verifies, and every stage's kernel plan builds. Prints one
- * line per module and pipeline: instructions and kernels at the input and at the end, launches.
+ * stage as `step all` does: every stage verifies, and every stage's kernel plan builds, the same
+ * whether its buffers are assigned at once or later (as `step` builds it and `kernels --buffers`
+ * completes it). Prints one line per module and pipeline: instructions and kernels at the input
+ * and at the end, launches.
  *
  * Usage: pipeline_corpus [DIR] [PIPELINE...]   (DIR default: $FXPLAIN_HLO_CORPUS, else
  * tests/data/hlo-corpus from the repository root; pipelines default: classic priority).
@@ -15,6 +17,37 @@
 #include "../../compiler/plan/plan.h"
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Where a plan built without buffers and completed by plan_assign_buffers differs from
+ * plan_build's (the REPL's `step` builds the first, `kernels --buffers` completes it); NULL when
+ * it does not. */
+static const char *lazy_plan_differs(const IrModule *m, const KernelPlan *full) {
+  static char why[160];
+  FxError err;
+  fx_error_clear(&err);
+  KernelPlan *k = plan_build_kernels(m, device_default(), &err);
+  const char *d = NULL;
+  if (!k) d = "it did not build";
+  else if (k->buffers_assigned || k->nbuffers || k->nslots || !full->buffers_assigned) d = "buffers before assignment";
+  else if (k->nkernels != full->nkernels || k->ncompute != full->ncompute || k->launches != full->launches ||
+           k->bytes_read != full->bytes_read || k->bytes_written != full->bytes_written || k->est_us != full->est_us)
+    d = "kernels or totals";
+  else if (!plan_assign_buffers(k, &err)) d = err.msg;
+  else if (!k->buffers_assigned || k->nbuffers != full->nbuffers || k->nslots != full->nslots ||
+           k->buffer_bytes != full->buffer_bytes || k->slot_total != full->slot_total)
+    d = "buffer totals";
+  for (int q = 0; !d && q < k->nbuffers; q++) {
+    const PlanBuffer *a = &k->buffers[q], *b = &full->buffers[q];
+    if (a->producer != b->producer || a->output != b->output || a->comp != b->comp || a->bytes != b->bytes ||
+        a->def != b->def || a->last_use != b->last_use || a->live_out != b->live_out || a->slot != b->slot ||
+        a->slot2 != b->slot2 || a->reuses != b->reuses || k->slot_bytes[a->slot] != full->slot_bytes[b->slot]) {
+      snprintf(why, sizeof why, "buffer %d (of %%%s)", q, b->producer ? b->producer->name : "?");
+      d = why;
+    }
+  }
+  plan_free(k);
+  return d;
+}
 
 /* Runs pipeline pl on m; returns false after printing the first failure. */
 static bool run(const char *name, const Pipeline *pl, IrModule *input) {
@@ -41,8 +74,13 @@ static bool run(const char *name, const Pipeline *pl, IrModule *input) {
     }
     if (out) {
       KernelPlan *kp = plan_build(out, device_default(), &err);
+      const char *lazy = kp ? lazy_plan_differs(out, kp) : NULL;
       if (!kp) {
         printf("FAIL %s %s stage %d (%s): kernel plan: %s\n", name, pl->name, k + 1, p->name, err.msg);
+        ok = false;
+      } else if (lazy) {
+        printf("FAIL %s %s stage %d (%s): the plan whose buffers are assigned later differs: %s\n", name, pl->name, k + 1,
+               p->name, lazy);
         ok = false;
       }
       plan_free(kp);
