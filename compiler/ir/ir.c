@@ -342,7 +342,7 @@ static bool ix_rehash(IrNameIndex *ix, size_t cap) {
 /* rekey: a name already there takes name's pointer as its key (the instruction index: a slot's key
  * is then the very string its instruction is named by, see ir_module_names_indexed). */
 static bool ix_put_rekey(IrNameIndex *ix, const char *name, uint32_t h, void *v, bool rekey) {
-  if ((ix->count + 1) * 2 > ix->cap && !ix_rehash(ix, ix->cap ? ix->cap * 2 : 256)) return false;
+  if ((ix->count + 1) * 4 > ix->cap * 3 && !ix_rehash(ix, ix->cap ? ix->cap * 2 : 256)) return false;
   size_t i = h & (ix->cap - 1);
   while (ix->keys[i]) {
     if (ix->hashes[i] == h && strcmp(ix->keys[i], name) == 0) {
