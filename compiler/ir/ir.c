@@ -833,10 +833,7 @@ static int add_user(IrModule *m, IrInstr *op, IrInstr *user) {
     for (int i = 0; i < op->nusers; i++)
       if (op->users[i] == user) return 0;
   }
-  if (arena_grow(&m->arena, (void **)&op->users, &op->users_cap, op->nusers + 1, sizeof(IrInstr *))) return -1;
-  op->users[op->nusers++] = user;
-  user_appended(op, x);
-  return 0;
+  return append_user(m, op, user);
 }
 
 static void remove_user(IrInstr *op, IrInstr *user) {

@@ -1022,7 +1022,7 @@ const PlanBuffer *plan_buffer_of(const KernelPlan *p, const IrInstr *i, int outp
   return NULL;
 }
 
-static KernelPlan *build(const IrModule *m, const DeviceProfile *dev, bool buffers, FxError *err) {
+KernelPlan *plan_build_kernels(const IrModule *m, const DeviceProfile *dev, FxError *err) {
   if (!m || !m->entry) {
     fx_error_set(err, NULL, 0, 0, "kernel plan: the module has no entry computation");
     return NULL;
@@ -1036,8 +1036,6 @@ static KernelPlan *build(const IrModule *m, const DeviceProfile *dev, bool buffe
   p->trip_counts_known = true;
   Builder b = {p, dev ? dev : device_default(), 0, err, false};
   bool ok = walk(&b, m->entry, 1, 0);
-  if (ok && !b.oom && buffers && !assign_all_buffers(p)) b.oom = true;
-  p->buffers_assigned = buffers;
   if (ok && b.oom) ok = fx_error_set(err, NULL, 0, 0, "kernel plan: out of memory");
   if (!ok) {
     plan_free(p);
@@ -1055,12 +1053,6 @@ static KernelPlan *build(const IrModule *m, const DeviceProfile *dev, bool buffe
   return p;
 }
 
-KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err) { return build(m, dev, true, err); }
-
-KernelPlan *plan_build_kernels(const IrModule *m, const DeviceProfile *dev, FxError *err) {
-  return build(m, dev, false, err);
-}
-
 bool plan_assign_buffers(KernelPlan *p, FxError *err) {
   if (p->buffers_assigned) return true;
   if (!assign_all_buffers(p)) {
@@ -1073,6 +1065,15 @@ bool plan_assign_buffers(KernelPlan *p, FxError *err) {
   }
   p->buffers_assigned = true;
   return true;
+}
+
+KernelPlan *plan_build(const IrModule *m, const DeviceProfile *dev, FxError *err) {
+  KernelPlan *p = plan_build_kernels(m, dev, err);
+  if (p && !plan_assign_buffers(p, err)) {
+    plan_free(p);
+    return NULL;
+  }
+  return p;
 }
 
 void plan_free(KernelPlan *p) {

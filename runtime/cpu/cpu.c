@@ -273,9 +273,10 @@ typedef struct {
   bool done, timed_out, interrupted;
 } CcRun;
 
-/* Waits for the compilers in runs (pid > 0), all under one time limit (cc_time_limit): a huge unit (stack([x]*10000) made 1.9 MB of C) must not hang the session; past it,
- * or at Ctrl-C, the compilers still running are killed and their kernels run on the interpreter
- * (the caller says so). False only when waiting itself fails. */
+/* Waits for the compilers in runs (pid > 0), all under one time limit (cc_time_limit): a huge
+ * unit (stack([x]*10000) made 1.9 MB of C) must not hang the session; past it, or at Ctrl-C, the
+ * compilers still running are killed and their kernels run on the interpreter (the caller says
+ * so). False only when waiting itself fails. */
 static bool wait_compilers(CcRun *runs, int n, FxError *err) {
   double limit = cc_time_limit();
   struct timespec t0, t1;
