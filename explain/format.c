@@ -342,10 +342,17 @@ bool explain_show_passes(const ExplainOut *o, ExplainEngine *e, bool only_change
             "kernels", "launches", "bytes", "est. time");
   }
   bool ok = true;
+  int hidden_same = 0, hidden_not_run = 0;
   for (int k = 0; k <= pl->npasses && ok; k++) {
     bool run = k < e->nstages;
     bool changed = run && e->stages[k].changed;
-    if (only_changed && k > 0 && run && !changed) continue;
+    /* --changed: the stages that changed the module (and the input they started from); a stage
+     * not run yet has changed nothing so far. */
+    if (only_changed && k > 0 && !changed) {
+      if (run) hidden_same++;
+      else hidden_not_run++;
+      continue;
+    }
     const char *pass = k == 0 ? "input" : pl->passes[k - 1]->name;
     const KernelPlan *p = NULL;
     if (run) {
@@ -385,6 +392,9 @@ bool explain_show_passes(const ExplainOut *o, ExplainEngine *e, bool only_change
     }
   }
   if (o->json) json_array_end(&w);
+  else if (ok && only_changed && (hidden_same || hidden_not_run))
+    fprintf(o->out, "    (hidden: %d stage%s that changed nothing, %d not run yet)\n", hidden_same, hidden_same == 1 ? "" : "s",
+            hidden_not_run);
   return ok;
 }
 

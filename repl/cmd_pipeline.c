@@ -270,7 +270,8 @@ const ReplCommand repl_cmds_pipeline[] = {
      "passes              one row per stage: the pass, whether it changed the module, instructions,\n"
      "                    kernels, launches per execution, bytes moved and estimated time on the\n"
      "                    device profile. Stages not run yet are listed as such.\n"
-     "passes --changed    hides the passes that changed nothing.\n"
+     "passes --changed    only the stages that changed the module (and the input), and how many\n"
+     "                    stages it hid: those whose pass changed nothing and those not run yet.\n"
      "With --json: one object per stage {stage, pass, changed, instructions, kernels, bytes, est_us}.",
      cmd_passes},
     {"step", "step [N | PASS | all]", "run the next pass (or N, up to PASS, or all)",

@@ -198,10 +198,39 @@ TEST(passes_table) {
             "{\"stage\":1,\"pass\":\"cse\",\"changed\":true,\"instructions\":8,\"kernels\":3,\"bytes\":128,"
             "\"est_us\":15.000207792207792},"
             "{\"stage\":2,\"pass\":\"dce\",\"changed\":true,\"instructions\":7,\"kernels\":2,\"bytes\":96,"
+            "\"est_us\":10.000155844155843}]\n");
+  CHECK_STR(ok_run(&j, "passes"), /* without --changed, the stage not run yet is listed */
+            "[{\"stage\":0,\"pass\":\"input\",\"changed\":false,\"instructions\":9,\"kernels\":4,\"bytes\":176,"
+            "\"est_us\":20.000285714285713},"
+            "{\"stage\":1,\"pass\":\"cse\",\"changed\":true,\"instructions\":8,\"kernels\":3,\"bytes\":128,"
+            "\"est_us\":15.000207792207792},"
+            "{\"stage\":2,\"pass\":\"dce\",\"changed\":true,\"instructions\":7,\"kernels\":2,\"bytes\":96,"
             "\"est_us\":10.000155844155843},"
             "{\"stage\":3,\"pass\":\"tuple-simplifier\",\"changed\":null,\"instructions\":null,\"kernels\":null,"
             "\"bytes\":null,\"est_us\":null}]\n");
   sess_free(&j);
+  sess_free(&t);
+}
+
+/* passes --changed leaves out the stages whose pass changed nothing and those not run yet, and
+ * says how many it left out. */
+TEST(passes_changed_hides_unchanged_and_not_run) {
+  static const Pass *const passes[] = {&pass_dce, &pass_dce, &pass_cse, &pass_tuple_simplifier};
+  static const Pipeline pl = {"test2", "dce, dce, cse, tuple-simplifier", 4, passes};
+  Sess t;
+  sess_init_with(&t, false, module_text, &pl);
+  ok_run(&t, "step 2");
+  CHECK_STR(ok_run(&t, "passes --changed"),
+            "pipeline test2 on rtx2080ti\n"
+            "    stage pass                     changed instructions  kernels   launches       bytes    est. time\n"
+            "    0     input                                       9        4          4       176 B     20.00 us\n"
+            "    1     dce                      yes                8        3          3       144 B     15.00 us\n"
+            "    (hidden: 1 stage that changed nothing, 2 not run yet)\n");
+  ok_run(&t, "step all");
+  const char *out = ok_run(&t, "passes --changed");
+  CHECK(strstr(out, "  > 4     tuple-simplifier         yes") != NULL);
+  CHECK(strstr(out, "    2     dce") == NULL);
+  CHECK(strstr(out, "(hidden: 1 stage that changed nothing, 0 not run yet)\n") != NULL);
   sess_free(&t);
 }
 
@@ -546,6 +575,7 @@ int main(void) {
   RUN(any_path_gives_the_same_stages);
   RUN(unchanged_stages_share_snapshots);
   RUN(passes_table);
+  RUN(passes_changed_hides_unchanged_and_not_run);
   RUN(diff_why_decisions);
   RUN(why_pair_final_outcome_first_and_decision_numbers);
   RUN(kernels_and_stats);
