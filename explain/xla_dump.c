@@ -316,6 +316,7 @@ IrModule *xla_dump_stage(const XlaDump *d, int k, const IrModule *prev, FxError 
     fx_error_set(err, was.file[0] ? was.file : NULL, was.line, was.col, "XLA's snapshot %s does not load (line %d): %s",
                  base ? base + 1 : file, was.line, was.msg);
     memcpy(err->source, was.source, sizeof err->source);
+    err->caret = was.caret;
   }
   return mod;
 }

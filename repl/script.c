@@ -292,11 +292,7 @@ static bool check_text(Runner *r, const char *line, size_t len, int lineno, FxEr
       else if (c < 0x80) fx_error_set(e, r->name, lineno, (int)i + 1, "control character 0x%02x in the input", c);
       else fx_error_set(e, r->name, lineno, (int)i + 1, "invalid UTF-8 byte 0x%02x in the input", c);
       /* Show the line up to the bad byte only, so the terminal gets nothing undecodable. */
-      size_t n = i < sizeof e->source - 1 ? i : sizeof e->source - 1;
-      memcpy(e->source, line, n);
-      e->source[n] = 0;
-      for (size_t k = 0; k < n; k++)
-        if ((unsigned char)e->source[k] < 0x20 && e->source[k] != '\t') e->source[k] = '?';
+      fx_error_source_window(e, line, i);
       return false;
     }
     i += ul;

@@ -19,6 +19,7 @@ bool fx_error_set(FxError *e, const char *file, int line, int col, const char *f
   e->line = line;
   e->col = col;
   e->source[0] = 0;
+  e->caret = 0;
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(e->msg, sizeof e->msg, fmt, ap);
@@ -31,12 +32,44 @@ void fx_error_set_source(FxError *e, const char *text, int line) {
   const char *p = text;
   for (int l = 1; l < line && *p; p++)
     if (*p == '\n') l++;
-  size_t n = strcspn(p, "\n");
-  if (n >= sizeof e->source) n = sizeof e->source - 1;
-  memcpy(e->source, p, n);
-  e->source[n] = 0;
+  fx_error_source_window(e, p, strcspn(p, "\n"));
+}
+
+void fx_error_source_window(FxError *e, const char *p, size_t n) {
+  if (!e || !p) return;
+  const size_t cap = sizeof e->source - 1;
+  size_t from = 0, len = n;
+  bool cut_end = false;
+  e->caret = 0;
+  if (n > cap) {
+    /* An HLO line with its metadata runs to hundreds of columns: keep the column the error names
+     * in view, with some of what leads up to it, and say where the line was cut. */
+    size_t at = e->col > 0 ? (size_t)e->col - 1 : 0;
+    if (at + 40 > cap - 3) from = at > 80 ? at - 80 : 0;
+    while (from > 0 && from < n && ((unsigned char)p[from] & 0xC0) == 0x80) from++; /* not inside a UTF-8 character */
+    size_t room = cap - (from ? 3 : 0) - 3;
+    len = n - from;
+    if (len > room) {
+      len = room;
+      cut_end = true;
+      while (len > 0 && ((unsigned char)p[from + len] & 0xC0) == 0x80) len--;
+    }
+    if (from && e->col > 0) e->caret = (int)(at - from) + 1 + 3;
+  }
+  size_t o = 0;
+  if (from) {
+    memcpy(e->source, "...", 3);
+    o = 3;
+  }
+  memcpy(e->source + o, p + from, len);
+  o += len;
+  if (cut_end) {
+    memcpy(e->source + o, "...", 3);
+    o += 3;
+  }
+  e->source[o] = 0;
   /* Keep the printed line on one terminal line and free of control bytes. */
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < o; i++)
     if ((unsigned char)e->source[i] < 0x20 && e->source[i] != '\t') e->source[i] = '?';
 }
 
@@ -89,10 +122,11 @@ void fx_error_print(FILE *f, const FxError *e) {
     fputs("  ", f);
     fx_fputs_printable(f, e->source);
     fputc('\n', f);
-    if (e->col > 0) {
+    int col = e->caret > 0 ? e->caret : e->col;
+    if (col > 0) {
       fputs("  ", f);
       const unsigned char *s = (const unsigned char *)e->source;
-      for (size_t k = 0; k + 1 < (size_t)e->col && s[k];) {
+      for (size_t k = 0; k + 1 < (size_t)col && s[k];) {
         int n = escaped_len(s, k);
         if (s[k] == '\t') fputc('\t', f);
         else fputs(n == 1 ? "    " : " ", f); /* a UTF-8 character is one column */

@@ -16,7 +16,9 @@ typedef struct {
   bool set;
   char file[256];  /* "" when there is no place */
   int line, col;   /* 1-based; 0 when unknown */
-  char source[256]; /* the offending source line, "" when unknown */
+  char source[256]; /* the offending source line, "" when unknown; a longer line is cut to the
+                     * part around col, with "..." where it was cut */
+  int caret;        /* where col falls in source (1-based byte) when the line was cut; else 0 */
   char msg[768];
 } FxError;
 
@@ -26,6 +28,9 @@ bool fx_error_set(FxError *e, const char *file, int line, int col, const char *f
     __attribute__((format(printf, 5, 6)));
 /* Copies the source line `line` (1-based) out of text into e->source. */
 void fx_error_set_source(FxError *e, const char *text, int line);
+/* Copies the n bytes at p (one line) into e->source: the whole line when it fits, else the part
+ * around e->col, so the caret stays under the column the error names. */
+void fx_error_source_window(FxError *e, const char *p, size_t n);
 /* "FILE:LINE:COL: error: MSG\n  SOURCE\n  ^\n" (place parts omitted when unknown). */
 void fx_error_print(FILE *f, const FxError *e);
 /* Writes text with control characters (and bytes that are not valid UTF-8) as \xNN, so that no

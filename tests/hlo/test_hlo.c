@@ -127,6 +127,63 @@ TEST(error_is_located_with_source) {
 }
 
 
+/* How fx_error_print shows err (the message, the source line and the caret). */
+static char *printed(const FxError *err) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  fx_error_print(f, err);
+  fclose(f);
+  return buf;
+}
+
+/* A line longer than the error's source buffer is cut around the column, on UTF-8 character
+ * boundaries, with "..." where it was cut, and the caret stays under the column. */
+TEST(long_source_lines_are_cut_around_the_column) {
+  char line[1200];
+  size_t n = 0;
+  for (int k = 0; k < 300; k++) n += (size_t)snprintf(line + n, sizeof line - n, "\xc3\xa9"); /* 300 x U+00E9, 2 bytes each */
+  n += (size_t)snprintf(line + n, sizeof line - n, " BAD tail");
+  FxError err;
+  fx_error_clear(&err);
+  fx_error_set(&err, "t.hlo", 3, 602, "here"); /* 'B' is byte 602 */
+  fx_error_source_window(&err, line, n);
+  CHECK(strncmp(err.source, "...", 3) == 0);
+  CHECK(((unsigned char)err.source[3] & 0xC0) != 0x80); /* not cut inside a character */
+  CHECK(strstr(err.source, " BAD tail") != NULL);
+  CHECK(err.caret > 0 && strncmp(err.source + err.caret - 1, "BAD", 3) == 0);
+  char *out = printed(&err);
+  /* The caret line: two spaces of indent, then one column per character before 'B'. */
+  const char *caret_line = strrchr(out, '\n');
+  while (caret_line > out && caret_line[-1] != '\n') caret_line--;
+  const char *src_line = strchr(out, '\n') + 1;
+  size_t cols = 0;
+  for (const char *c = src_line + 2; *c && strncmp(c, "BAD", 3) != 0; c++)
+    if (((unsigned char)*c & 0xC0) != 0x80) cols++;
+  CHECK(strspn(caret_line, " ") == 2 + cols && caret_line[2 + cols] == '^');
+  free(out);
+
+  /* An error early in a long line keeps the line's start, cut at its end. */
+  fx_error_clear(&err);
+  fx_error_set(&err, "t.hlo", 3, 5, "early");
+  fx_error_source_window(&err, line, n);
+  CHECK(err.caret == 0);
+  CHECK(strncmp(err.source, "\xc3\xa9\xc3\xa9", 4) == 0);
+  size_t sl = strlen(err.source);
+  CHECK(sl < sizeof err.source && strcmp(err.source + sl - 3, "...") == 0);
+  CHECK((unsigned char)err.source[sl - 4] == 0xA9); /* the last character before "..." is whole */
+  out = printed(&err);
+  CHECK(strstr(out, "\n    ^\n") != NULL); /* byte 5 starts the third character: indent of 2, then 2 */
+  free(out);
+
+  /* A short line is kept whole, the caret at the column. */
+  fx_error_clear(&err);
+  fx_error_set(&err, "t.hlo", 1, 3, "short");
+  fx_error_source_window(&err, "ab?cd", 5);
+  CHECK_STR(err.source, "ab?cd");
+  CHECK(err.caret == 0);
+}
+
 static char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -436,6 +493,7 @@ int main(void) {
   RUN(prints_canonical_form);
   RUN(format_instr_line);
   RUN(error_is_located_with_source);
+  RUN(long_source_lines_are_cut_around_the_column);
   RUN(all_ops_load_verify_and_print_back);
   RUN(xla_parser_shorthands);
   RUN(operands_may_come_before_their_definition);
