@@ -702,7 +702,25 @@ static int edit_distance(const char *a, const char *b) {
   return d[la][lb];
 }
 
+/* What the same thing is called in TensorFlow, JAX/NumPy or PyTorch, for "did you mean": those
+ * names are too far from ours for the edit distance to find. */
+static const struct {
+  const char *theirs, *ours;
+} foreign_fns[] = {
+    {"reduce_sum", "sum"},   {"reduce_max", "max"},     {"reduce_min", "min"},       {"reduce_mean", "mean"},
+    {"reduce_prod", "prod"}, {"amax", "max"},           {"amin", "min"},             {"dot", "matmul"},
+    {"einsum", "matmul"},    {"mm", "matmul"},          {"bmm", "matmul"},           {"concatenate", "concat"},
+    {"cat", "concat"},       {"power", "pow"},          {"astype", "cast"},          {"convert", "cast"},
+    {"sigmoid", "logistic"}, {"expit", "logistic"},     {"neg", "negate"},           {"negative", "negate"},
+    {"absolute", "abs"},     {"fmod", "remainder"},     {"mod", "remainder"},        {"arctan2", "atan2"},
+    {"permute", "transpose"}, {"view", "reshape"},      {"broadcast_to", "broadcast"}, {"arange", "iota"},
+    {"zeros_like", "zeros"}, {"ones_like", "ones"},     {"full_like", "full"},       {"clip", "clamp"},
+    {"rint", "round"},       {"isfinite", "is_finite"}, {"conv", "conv2d"},          {"conv_general_dilated", "conv2d"},
+};
+
 static const char *suggest_fn(const char *name) {
+  for (size_t k = 0; k < sizeof foreign_fns / sizeof *foreign_fns; k++)
+    if (strcmp(name, foreign_fns[k].theirs) == 0) return foreign_fns[k].ours;
   const char *best = NULL;
   int bd = 3;
   for (size_t k = 0; k < sizeof unary_fns / sizeof *unary_fns; k++) {
