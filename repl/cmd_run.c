@@ -133,6 +133,14 @@ static void stage_run_free(StageRun *r) {
 
 static bool cmd_compare(Session *s, int argc, char **argv, FxError *err);
 
+/* What --check found: every output within the tolerance (worst: the worst element's error), and
+ * whether that took a second run with libm (sleef_differs: what differed with SLEEF). */
+typedef struct {
+  bool done, libm;
+  double worst;
+  char sleef_differs[600];
+} RunCheck;
+
 /* The CPU backend's kernels call SLEEF (within 1 ulp per call) where the interpreter calls libm,
  * so a long computation can drift past --check's tolerance with every kernel right: a chaotic
  * simulation loop over 10,000 steps does. When the check fails with SLEEF, the stage runs once
@@ -140,7 +148,7 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err);
  * kernels are right and the output says what differed and why; if not, the check fails as it
  * would have. */
 static bool check_with_libm(Session *s, const RunArgs *a, const StageRun *r, const RtTensor *want,
-                            const RtCheck *sleef, FxError *err) {
+                            const RtCheck *sleef, RunCheck *out, FxError *err) {
   RunArgs once = *a;
   once.repeat = 1;
   cpu_set_default_vecmath(false);
@@ -152,12 +160,143 @@ static bool check_with_libm(Session *s, const RunArgs *a, const StageRun *r, con
   rt_stage_run_free(&res);
   if (!ok) return false;
   if (!c2.agrees) return fx_error_set(err, NULL, 0, 0, "check failed: %s", sleef->differs);
-  fprintf(s->out,
-          "check: with SLEEF's vector math %s; run again with libm (as the interpreter computes), every output "
-          "agrees (worst error %.3g): the kernels are right, and the difference is SLEEF's rounding (at most 1 ulp "
-          "per call) grown by the computation that follows (`set vecmath libm` to run that way)\n",
-          sleef->differs, c2.worst);
+  out->libm = true;
+  out->worst = c2.worst;
+  snprintf(out->sleef_differs, sizeof out->sleef_differs, "%s", sleef->differs);
   return true;
+}
+
+/* --check: the reference interpreter on the same inputs; false with err filled when an output
+ * differs beyond the tolerance. */
+static bool run_check(Session *s, const RunArgs *a, const StageRun *r, RunCheck *out, FxError *err) {
+  RtOptions o = {.seed = a->seed, .interrupted = s->interrupted};
+  RtCheck c;
+  RtTensor *want = NULL;
+  bool ok = rt_check_reference(r->m, r->m, r->args, &o, &want, err);
+  if (ok) rt_check_against(r->res.result, want, &c);
+  if (ok && !c.agrees && r->res.backend == &rt_backend_cpu && cpu_vecmath_is_sleef())
+    ok = check_with_libm(s, a, r, want, &c, out, err);
+  else if (ok && !c.agrees) ok = fx_error_set(err, NULL, 0, 0, "check failed: %s", c.differs);
+  else if (ok) out->worst = c.worst;
+  out->done = ok;
+  rt_tensor_unref(want);
+  return ok;
+}
+
+static void print_check(FILE *f, const RunCheck *c) {
+  if (!c->done) return;
+  if (c->libm)
+    fprintf(f,
+            "check: with SLEEF's vector math %s; run again with libm (as the interpreter computes), every output "
+            "agrees (worst error %.3g): the kernels are right, and the difference is SLEEF's rounding (at most 1 ulp "
+            "per call) grown by the computation that follows (`set vecmath libm` to run that way)\n",
+            c->sleef_differs, c->worst);
+  else
+    fprintf(f, "check: every output agrees with the reference interpreter (worst error %.3g)\n", c->worst);
+}
+
+/* ---------- JSON forms ---------- */
+
+/* One object per output array (a tuple's elements as NAME.0, NAME.1, ...). */
+static void json_outputs(JsonWriter *w, const char *name, const RtTensor *t) {
+  if (t->type == IR_TUPLE) {
+    for (int k = 0; k < t->ntuple; k++) {
+      char sub[64];
+      snprintf(sub, sizeof sub, "%s.%d", name, k);
+      json_outputs(w, sub, t->tuple[k]);
+    }
+    return;
+  }
+  RtSummary u;
+  rt_tensor_summarize(t, &u);
+  json_object_begin(w);
+  json_kv_str(w, "name", name);
+  json_kv_str(w, "shape", u.desc);
+  json_kv_int(w, "elements", u.has_values ? (long long)t->count : 0);
+  if (u.has_values) {
+    json_kv_bool(w, "complex", u.is_complex);
+    json_kv_double(w, u.is_complex ? "min_abs" : "min", u.min);
+    json_kv_double(w, u.is_complex ? "max_abs" : "max", u.max);
+    json_key(w, "mean");
+    if (u.is_complex) {
+      json_array_begin(w);
+      json_double(w, u.mean);
+      json_double(w, u.mean_im);
+      json_array_end(w);
+    } else {
+      json_double(w, u.mean);
+    }
+    json_key(w, "first");
+    json_array_begin(w);
+    for (int k = 0; k < u.nfirst; k++) {
+      if (u.is_complex) {
+        json_array_begin(w);
+        json_double(w, u.first[k]);
+        json_double(w, u.first_im[k]);
+        json_array_end(w);
+      } else if (u.is_float) {
+        json_double(w, u.first[k]);
+      } else if (u.first_u64) {
+        json_uint(w, (unsigned long long)(uint64_t)u.first_int[k]);
+      } else {
+        json_int(w, (long long)u.first_int[k]);
+      }
+    }
+    json_array_end(w);
+  }
+  json_object_end(w);
+}
+
+/* What the backend counted and how long it took: the members every run form shares. */
+static void json_measured(JsonWriter *w, const RtStageRun *res, int repeat) {
+  json_kv_int(w, "launches", (long long)res->stats.counters.launches);
+  json_kv_int(w, "bytes_read", (long long)res->stats.counters.bytes_read);
+  json_kv_int(w, "bytes_written", (long long)res->stats.counters.bytes_written);
+  json_kv_double(w, "time_ns", res->median_ns);
+  json_kv_int(w, "repeat", repeat);
+}
+
+static void json_backend(JsonWriter *w, const RtStageRun *res) {
+  json_kv_str(w, "backend", res->backend ? res->backend->name : NULL);
+  if (res->backend == &rt_backend_cpu) {
+    char d[300];
+    cpu_vecmath_describe(d, sizeof d);
+    json_kv_int(w, "threads", cpu_default_threads());
+    json_kv_str(w, "vecmath", d);
+  }
+  json_kv_str(w, "note", res->note && res->note[0] ? res->note : NULL);
+}
+
+/* The kernel plan's figures for the stage, beside what was measured. */
+static void json_plan(JsonWriter *w, Session *s, int stage) {
+  FxError perr = {0};
+  const KernelPlan *plan = explain_engine_plan(&s->eng, stage, &perr);
+  json_key(w, "plan");
+  if (!plan) {
+    json_null(w);
+    return;
+  }
+  json_object_begin(w);
+  json_kv_str(w, "device", s->eng.device.name);
+  json_kv_int(w, "launches", (long long)plan->launches);
+  json_kv_int(w, "bytes", (long long)(plan->bytes_read + plan->bytes_written));
+  json_kv_double(w, "est_us", plan->est_us);
+  json_kv_bool(w, "trip_counts_known", plan->trip_counts_known);
+  json_object_end(w);
+}
+
+static void json_check(JsonWriter *w, const RunCheck *c) {
+  json_key(w, "check");
+  if (!c->done) {
+    json_null(w);
+    return;
+  }
+  json_object_begin(w);
+  json_kv_bool(w, "agrees", true);
+  json_kv_double(w, "worst_error", c->worst);
+  json_kv_str(w, "with", c->libm ? "libm" : NULL);
+  json_kv_str(w, "detail", c->libm ? c->sleef_differs : NULL);
+  json_object_end(w);
 }
 
 static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
@@ -187,9 +326,9 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
   StageRun r;
   if (!run_stage(s, &a, &r, err)) return false;
   bool ok = r.ok;
-  if (ok) {
+  int stage = a.stage >= 0 ? a.stage : s->eng.cur;
+  if (ok && !s->json) {
     FILE *f = s->out;
-    int stage = a.stage >= 0 ? a.stage : s->eng.cur;
     fprintf(f, "stage %d on %s:\n", stage, r.res.backend->name);
     if (r.res.backend == &rt_backend_cpu) {
       char d[300];
@@ -219,17 +358,34 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     if (!t) ok = fx_error_set(err, NULL, 0, 0, "--save %s: no such output (out, out.0, out.1, ...)", a.save_name[q]);
     else if (!(ok = rt_npy_write(a.save_file[q], t, err))) repl_error_at(s, err, a.save_arg[q], err); /* "FILE: message" at its --save word */
   }
-  if (ok && a.check) {
-    RtOptions o = {.seed = a.seed, .interrupted = s->interrupted};
-    RtCheck c;
-    RtTensor *want = NULL;
-    ok = rt_check_reference(r.m, r.m, r.args, &o, &want, err);
-    if (ok) rt_check_against(r.res.result, want, &c);
-    if (ok && !c.agrees && r.res.backend == &rt_backend_cpu && cpu_vecmath_is_sleef())
-      ok = check_with_libm(s, &a, &r, want, &c, err);
-    else if (ok && !c.agrees) ok = fx_error_set(err, NULL, 0, 0, "check failed: %s", c.differs);
-    else if (ok) fprintf(s->out, "check: every output agrees with the reference interpreter (worst error %.3g)\n", c.worst);
-    rt_tensor_unref(want);
+  RunCheck ck = {0};
+  if (ok && a.check) ok = run_check(s, &a, &r, &ck, err);
+  if (ok && !s->json) print_check(s->out, &ck);
+  if (ok && s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_int(&w, "stage", stage);
+    json_backend(&w, &r.res);
+    json_key(&w, "outputs");
+    json_array_begin(&w);
+    json_outputs(&w, "out", r.res.result);
+    json_array_end(&w);
+    json_measured(&w, &r.res, a.repeat);
+    json_plan(&w, s, stage);
+    json_kv_int(&w, "buffer_slot_outputs", (long long)r.res.stats.slot_outputs);
+    json_kv_int(&w, "buffer_slot_bytes", (long long)r.res.stats.slot_bytes);
+    json_key(&w, "saved");
+    json_array_begin(&w);
+    for (int q = 0; q < a.nsave; q++) {
+      json_object_begin(&w);
+      json_kv_str(&w, "output", a.save_name[q]);
+      json_kv_str(&w, "file", a.save_file[q]);
+      json_object_end(&w);
+    }
+    json_array_end(&w);
+    json_check(&w, &ck);
+    json_object_end(&w);
   }
   stage_run_free(&r);
   return ok;
@@ -254,6 +410,53 @@ static bool write_trace(const char *path, const RtRunStats *st) {
   return fclose(t) == 0;
 }
 
+/* profile --json: one object per kernel, as the table has them; a kernel run inside a compiled
+ * entry or loop has null times (its time is in that row). */
+static bool profile_json(Session *s, const RunArgs *a, const StageRun *r, FxError *err) {
+  if (a->trace && !write_trace(a->trace, &r->res.stats))
+    return repl_arg_error(s, err, a->trace_arg, "cannot write the trace %s: %s", a->trace, strerror(errno));
+  JsonWriter w;
+  json_init(&w, s->out);
+  json_object_begin(&w);
+  json_kv_int(&w, "stage", a->stage >= 0 ? a->stage : s->eng.cur);
+  json_backend(&w, &r->res);
+  json_key(&w, "kernels");
+  json_array_begin(&w);
+  for (int k = 0; k < r->res.stats.nkernels; k++) {
+    const RtKernelStat *ks = &r->res.stats.kernels[k];
+    bool timed = ks->total_ns > 0 || ks->launches == 0;
+    json_object_begin(&w);
+    json_kv_str(&w, "name", ks->instr->name);
+    json_kv_str(&w, "how", ks->how);
+    json_kv_str(&w, "op", ir_op_name(ks->instr->op));
+    json_kv_int(&w, "launches", (long long)ks->launches);
+    if (timed) {
+      json_kv_double(&w, "total_ns", ks->total_ns);
+      json_kv_double(&w, "mean_ns", ks->launches ? ks->total_ns / (double)ks->launches : 0);
+      json_kv_double(&w, "gb_per_s", ks->total_ns > 0 ? (double)ks->bytes / ks->total_ns : 0);
+    } else {
+      json_kv_null(&w, "total_ns");
+      json_kv_null(&w, "mean_ns");
+      json_kv_null(&w, "gb_per_s");
+    }
+    json_kv_int(&w, "bytes", (long long)ks->bytes);
+    json_key(&w, "holds");
+    json_array_begin(&w);
+    const IrComputation *fc = ir_fused_computation(ks->instr);
+    for (int q = 0; fc && q < fc->ninstrs; q++)
+      if (fc->instrs[q]->op != IR_OP_PARAMETER) json_str(&w, ir_op_name(fc->instrs[q]->op));
+    if (!fc) json_str(&w, ir_op_name(ks->instr->op));
+    json_array_end(&w);
+    json_kv_str(&w, "not_generated", ks->why);
+    json_object_end(&w);
+  }
+  json_array_end(&w);
+  json_measured(&w, &r->res, a->repeat);
+  json_kv_str(&w, "trace", a->trace);
+  json_object_end(&w);
+  return true;
+}
+
 static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   RunArgs a;
   if (!repl_run_args(s, argc, argv, false, &a, err)) return false;
@@ -261,7 +464,9 @@ static bool cmd_profile(Session *s, int argc, char **argv, FxError *err) {
   StageRun r;
   if (!run_stage(s, &a, &r, err)) return false;
   bool ok = r.ok;
-  if (ok) {
+  if (ok && s->json) {
+    ok = profile_json(s, &a, &r, err);
+  } else if (ok) {
     FILE *f = s->out;
     fprintf(f, "%-28s %-11s %9s %12s %12s %12s %9s  holds\n", "kernel", "how", "launches", "total", "mean", "bytes", "GB/s");
     int untimed = 0;
@@ -336,7 +541,27 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
     else ok = execute(s, m, &a, args, &res[q], err);
     rt_inputs_free(m, args);
   }
-  if (ok) {
+  if (ok && s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_backend(&w, &res[0]);
+    json_key(&w, "stages");
+    json_array_begin(&w);
+    for (int q = 0; q < 2; q++) {
+      json_object_begin(&w);
+      json_kv_int(&w, "stage", st[q]);
+      json_measured(&w, &res[q], a.repeat);
+      json_object_end(&w);
+    }
+    json_array_end(&w);
+    if (res[1].median_ns > 0) json_kv_double(&w, "speedup", res[0].median_ns / res[1].median_ns);
+    else json_kv_null(&w, "speedup");
+    RtCompare c;
+    rt_compare(res[1].result, res[0].result, &c);
+    json_kv_str(&w, "outputs_differ", c.ok ? NULL : c.what);
+    json_object_end(&w);
+  } else if (ok) {
     FILE *f = s->out;
     fprintf(f, "%-10s %12s %14s %14s %12s\n", "stage", "kernels", "bytes read", "bytes written", "time");
     for (int q = 0; q < 2; q++) {

@@ -235,8 +235,21 @@ void rt_inputs_free(const IrModule *m, RtTensor **args);
 
 /* ---------- results as `run` shows them (tensor.c) ---------- */
 
-/* One line per array (a tuple's elements as NAME.0, NAME.1, ...): its type and shape, min, max,
- * mean and first values (complex: by magnitude, values as (re, im)). */
+/* What `run` shows of one array: its type and shape as text; for an array with elements, the
+ * smallest, largest and mean value and the first (up to 4) values. Complex: min and max of the
+ * magnitudes, mean and first values as (re, im). Integers keep their exact values in first_int
+ * (u64 as its bits: first_u64 says to read them unsigned). */
+typedef struct {
+  char desc[128];
+  bool has_values; /* an array with elements (not a token, not empty) */
+  bool is_complex, is_float, first_u64;
+  double min, max, mean, mean_im;
+  int nfirst;
+  double first[4], first_im[4];
+  int64_t first_int[4];
+} RtSummary;
+void rt_tensor_summarize(const RtTensor *t, RtSummary *s);
+/* One line per array (a tuple's elements as NAME.0, NAME.1, ...), as rt_tensor_summarize has it. */
 void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t);
 /* A result's part by name: "out", "out.1", "out.1.0" (tuple elements); NULL when there is none. */
 const RtTensor *rt_tensor_output(const RtTensor *r, const char *name);

@@ -696,23 +696,14 @@ void rt_compare(const RtTensor *got, const RtTensor *want, RtCompare *c) {
 
 /* ---------- results as `run` shows them ---------- */
 
-void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t) {
-  if (t->type == IR_TUPLE) {
-    for (int k = 0; k < t->ntuple; k++) {
-      char sub[64];
-      snprintf(sub, sizeof sub, "%s.%d", name, k);
-      rt_tensor_print_summary(f, sub, t->tuple[k]);
-    }
-    return;
-  }
-  char desc[128];
-  rt_tensor_describe(t, desc, sizeof desc);
-  if (t->type == IR_TOKEN || t->count == 0) {
-    fprintf(f, "%s: %s\n", name, desc);
-    return;
-  }
+void rt_tensor_summarize(const RtTensor *t, RtSummary *s) {
+  memset(s, 0, sizeof *s);
+  rt_tensor_describe(t, s->desc, sizeof s->desc);
+  if (t->type == IR_TUPLE || t->type == IR_TOKEN || t->count == 0) return;
+  s->has_values = true;
+  s->nfirst = t->count < 4 ? (int)t->count : 4;
   if (ir_type_is_complex(t->type)) {
-    /* complex: the smallest and largest magnitude, the mean and the first values as (re, im) */
+    s->is_complex = true;
     double mn = INFINITY, mx = -INFINITY, sr = 0, si = 0, re, im;
     for (int64_t k = 0; k < t->count; k++) {
       rt_get_c(t, k, &re, &im);
@@ -722,13 +713,11 @@ void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t) {
       sr += re;
       si += im;
     }
-    fprintf(f, "%s: %s  min |z| %.6g  max |z| %.6g  mean (%.6g, %.6g)  first", name, desc, mn, mx, sr / (double)t->count,
-            si / (double)t->count);
-    for (int64_t k = 0; k < t->count && k < 4; k++) {
-      rt_get_c(t, k, &re, &im);
-      fprintf(f, " (%.6g, %.6g)", re, im);
-    }
-    fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
+    s->min = mn;
+    s->max = mx;
+    s->mean = sr / (double)t->count;
+    s->mean_im = si / (double)t->count;
+    for (int k = 0; k < s->nfirst; k++) rt_get_c(t, k, &s->first[k], &s->first_im[k]);
     return;
   }
   double mn = INFINITY, mx = -INFINITY, sum = 0;
@@ -739,11 +728,46 @@ void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t) {
     if (v > mx) mx = v;
     sum += v;
   }
-  fprintf(f, "%s: %s  min %.6g  max %.6g  mean %.6g  first", name, desc, mn, mx, sum / (double)t->count);
-  for (int64_t k = 0; k < t->count && k < 4; k++) {
-    if (fl) fprintf(f, " %.6g", rt_get_f(t, k));
-    else if (u64) fprintf(f, " %llu", (unsigned long long)(uint64_t)rt_get_i(t, k));
-    else fprintf(f, " %lld", (long long)rt_get_i(t, k));
+  s->is_float = fl;
+  s->first_u64 = u64;
+  s->min = mn;
+  s->max = mx;
+  s->mean = sum / (double)t->count;
+  for (int k = 0; k < s->nfirst; k++) {
+    if (fl) {
+      s->first[k] = rt_get_f(t, k);
+    } else {
+      s->first_int[k] = rt_get_i(t, k);
+      s->first[k] = u64 ? (double)(uint64_t)s->first_int[k] : (double)s->first_int[k];
+    }
+  }
+}
+
+void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t) {
+  if (t->type == IR_TUPLE) {
+    for (int k = 0; k < t->ntuple; k++) {
+      char sub[64];
+      snprintf(sub, sizeof sub, "%s.%d", name, k);
+      rt_tensor_print_summary(f, sub, t->tuple[k]);
+    }
+    return;
+  }
+  RtSummary s;
+  rt_tensor_summarize(t, &s);
+  if (!s.has_values) {
+    fprintf(f, "%s: %s\n", name, s.desc);
+    return;
+  }
+  if (s.is_complex) {
+    fprintf(f, "%s: %s  min |z| %.6g  max |z| %.6g  mean (%.6g, %.6g)  first", name, s.desc, s.min, s.max, s.mean, s.mean_im);
+    for (int k = 0; k < s.nfirst; k++) fprintf(f, " (%.6g, %.6g)", s.first[k], s.first_im[k]);
+  } else {
+    fprintf(f, "%s: %s  min %.6g  max %.6g  mean %.6g  first", name, s.desc, s.min, s.max, s.mean);
+    for (int k = 0; k < s.nfirst; k++) {
+      if (s.is_float) fprintf(f, " %.6g", s.first[k]);
+      else if (s.first_u64) fprintf(f, " %llu", (unsigned long long)(uint64_t)s.first_int[k]);
+      else fprintf(f, " %lld", (long long)s.first_int[k]);
+    }
   }
   fprintf(f, "%s\n", t->count > 4 ? " ..." : "");
 }

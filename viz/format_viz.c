@@ -86,6 +86,19 @@ void viz_show_scope_written(const ExplainOut *o, ExplainEngine *e, const VizScop
 void viz_show_report_written(const ExplainOut *o, ExplainEngine *e, const char *path, const VizReportWritten *rw) {
   const Pipeline *pl = e->pipeline;
   int n = rw->stages, nds = rw->decisions;
+  if (o->json) {
+    JsonWriter w;
+    json_init(&w, o->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "file", path);
+    json_kv_int(&w, "stages", n);
+    json_kv_int(&w, "decisions", nds);
+    json_kv_int(&w, "bytes", (long long)rw->bytes);
+    json_kv_str(&w, "pipeline", pl ? pl->name : NULL);
+    json_kv_int(&w, "pipeline_stages", pl ? pl->npasses + 1 : n);
+    json_object_end(&w);
+    return;
+  }
   fprintf(o->out, "wrote %s: %d stage%s, %d decision%s, %zu bytes", path, n, n == 1 ? "" : "s", nds,
           nds == 1 ? "" : "s", rw->bytes);
   if (pl && n - 1 < pl->npasses)

@@ -4,6 +4,7 @@
  * session runs its own three-pass pipeline so the tests do not depend on which passes the real
  * pipelines hold. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../check.h"
@@ -376,6 +377,23 @@ TEST(why_pair_final_outcome_first_and_decision_numbers) {
   Sess j;
   sess_init_with(&j, true, fan_text, pipeline_lookup("classic"));
   ok_run(&j, "step all");
+  /* report --json: what was written, in numbers */
+  char html[] = "/tmp/fxplain_test_reportXXXXXX";
+  fd = mkstemp(html);
+  CHECK(fd >= 0);
+  if (fd >= 0) close(fd);
+  snprintf(cmd, sizeof cmd, "report %s", html);
+  const char *rep = ok_run(&j, cmd);
+  char want[160];
+  snprintf(want, sizeof want, "{\"file\":\"%s\",\"stages\":18,\"decisions\":", html);
+  CHECK(strncmp(rep, want, strlen(want)) == 0);
+  CHECK_CONTAINS(rep, ",\"pipeline\":\"classic\",\"pipeline_stages\":18}\n");
+  struct stat sb;
+  char bytes[64];
+  CHECK(stat(html, &sb) == 0 && sb.st_size > 0);
+  snprintf(bytes, sizeof bytes, ",\"bytes\":%lld,", (long long)sb.st_size);
+  CHECK_CONTAINS(rep, bytes);
+  unlink(html);
   const char *out = ok_run(&j, "why a b");
   CHECK_CONTAINS(out, "\"final\":7,\"superseded\":[4],\"relation\":null}");
   CHECK_CONTAINS(out, "\"decisions\":[{\"number\":4,\"stage\":9,");

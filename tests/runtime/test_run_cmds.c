@@ -255,6 +255,58 @@ TEST(profile_trace_and_compare) {
   sess_free(&s);
 }
 
+static bool starts_with(const char *s, const char *prefix) { return s && strncmp(s, prefix, strlen(prefix)) == 0; }
+
+/* With --json, run, profile and compare print one JSON object each, with the same figures the
+ * text shows (times vary: only their presence is checked). */
+TEST(json_forms_of_run_profile_and_compare) {
+  Session s;
+  sess_init(&s);
+  s.json = true;
+  FxError e;
+  const float x[4] = {1, 2, 3, 4}, y[4] = {0.5f, 1, -1, 2};
+  write_vec("jx.npy", x);
+  write_vec("jy.npy", y);
+  char line[400], want[400];
+  snprintf(line, sizeof line, "run --backend cpu --input x=%s/jx.npy --input y=%s/jy.npy --check --save out=%s/jo.npy", dir, dir,
+           dir);
+  CHECK(cmd(&s, line, &e));
+  CHECK(starts_with(outbuf, "{\"stage\":0,\"backend\":\"cpu\",\"threads\":"));
+  CHECK(strchr(outbuf, '\n') == outbuf + outlen - 1); /* one line */
+  CHECK_CONTAINS(outbuf, "\"outputs\":[{\"name\":\"out\",\"shape\":\"f32[4]\",\"elements\":4,\"complex\":false,"
+                         "\"min\":0.75,\"max\":12,\"mean\":5.9375,\"first\":[0.75,3,8,12]}]");
+  CHECK_CONTAINS(outbuf, "\"launches\":3,\"bytes_read\":96,\"bytes_written\":48,\"time_ns\":");
+  CHECK_CONTAINS(outbuf, "\"repeat\":1,\"plan\":{\"device\":\"rtx2080ti\",\"launches\":3,\"bytes\":144,\"est_us\":");
+  CHECK_CONTAINS(outbuf, "\"buffer_slot_outputs\":2,\"buffer_slot_bytes\":32,");
+  snprintf(want, sizeof want, "\"saved\":[{\"output\":\"out\",\"file\":\"%s/jo.npy\"}]", dir);
+  CHECK_CONTAINS(outbuf, want);
+  CHECK_CONTAINS(outbuf, "\"check\":{\"agrees\":true,\"worst_error\":0,\"with\":null,\"detail\":null}}\n");
+  /* without --check, check is null; the interpreter has no threads or vector math */
+  snprintf(line, sizeof line, "run --backend interp --input x=%s/jx.npy --input y=%s/jy.npy", dir, dir);
+  CHECK(cmd(&s, line, &e));
+  CHECK(starts_with(outbuf, "{\"stage\":0,\"backend\":\"interp\",\"note\":null,\"outputs\":"));
+  CHECK_CONTAINS(outbuf, "\"saved\":[],\"check\":null}\n");
+  /* a failed check is an error, not a JSON answer */
+  CHECK(!cmd(&s, "run --backend cpu --save nope=x.npy", &e));
+  CHECK_STR(e.msg, "--save nope: no such output (out, out.0, out.1, ...)");
+
+  CHECK(cmd(&s, "profile --backend cpu", &e));
+  CHECK(starts_with(outbuf, "{\"stage\":0,\"backend\":\"cpu\","));
+  /* kernels run inside the compiled stage have null times */
+  CHECK_CONTAINS(outbuf, "{\"name\":\"m\",\"how\":\"generated\",\"op\":\"multiply\",\"launches\":1,\"total_ns\":null,"
+                         "\"mean_ns\":null,\"gb_per_s\":null,\"bytes\":48,\"holds\":[\"multiply\"],\"not_generated\":null}");
+  CHECK_CONTAINS(outbuf, "\"launches\":3,\"bytes_read\":96,\"bytes_written\":48,\"time_ns\":");
+  CHECK_CONTAINS(outbuf, "\"trace\":null}\n");
+
+  CHECK(cmd(&s, "compare 0 0 --backend interp --repeat 2", &e));
+  CHECK(starts_with(outbuf, "{\"backend\":\"interp\",\"note\":null,\"stages\":[{\"stage\":0,\"launches\":3,\"bytes_read\":96,"
+                        "\"bytes_written\":48,\"time_ns\":"));
+  CHECK_CONTAINS(outbuf, "\"repeat\":2},{\"stage\":0,\"launches\":3,");
+  CHECK_CONTAINS(outbuf, "\"speedup\":");
+  CHECK_CONTAINS(outbuf, "\"outputs_differ\":null}\n");
+  sess_free(&s);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/fxrunXXXXXX");
   if (!mkdtemp(dir)) return 1;
@@ -267,6 +319,7 @@ int main(void) {
   RUN(threads_and_vecmath_settings);
   RUN(check_tells_sleef_drift_from_wrong_kernels);
   RUN(profile_trace_and_compare);
+  RUN(json_forms_of_run_profile_and_compare);
   free(outbuf);
   char cmdl[128];
   snprintf(cmdl, sizeof cmdl, "rm -rf %s", dir);
