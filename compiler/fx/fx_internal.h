@@ -130,4 +130,8 @@ bool fx_parse(FxChunk *ch, FxError *err);
 /* True for the reserved words of the language. */
 bool fx_is_keyword(const char *s, int len);
 
+/* An element type as NumPy, JAX, PyTorch or C names it ("int32", "i32", "float", "bool"): its .fx
+ * (and XLA) name ("s32", "f32", "pred"); NULL for any other word. */
+const char *fx_foreign_type(const char *name, size_t len);
+
 #endif

@@ -114,10 +114,32 @@ static bool is_type_name(const FxToken *t) {
   return t->kind == T_NAME && ir_type_lookup(t->start, (size_t)t->len, &ty) && ty != IR_TUPLE && ty != IR_TOKEN;
 }
 
+/* Element types as NumPy, JAX, PyTorch and C spell them, and as XLA (and .fx) does. */
+static const struct {
+  const char *theirs, *ours;
+} foreign_types[] = {
+    {"i8", "s8"},         {"i16", "s16"},     {"i32", "s32"},        {"i64", "s64"},      {"int8", "s8"},
+    {"int16", "s16"},     {"int32", "s32"},   {"int64", "s64"},      {"int", "s32"},      {"uint8", "u8"},
+    {"uint16", "u16"},    {"uint32", "u32"},  {"uint64", "u64"},     {"float16", "f16"},  {"half", "f16"},
+    {"float32", "f32"},   {"float", "f32"},   {"float64", "f64"},    {"double", "f64"},   {"bfloat16", "bf16"},
+    {"bool", "pred"},     {"complex64", "c64"}, {"complex128", "c128"},
+};
+
+const char *fx_foreign_type(const char *name, size_t len) {
+  for (size_t k = 0; k < sizeof foreign_types / sizeof *foreign_types; k++)
+    if (len == strlen(foreign_types[k].theirs) && strncmp(name, foreign_types[k].theirs, len) == 0) return foreign_types[k].ours;
+  return NULL;
+}
+
 /* type = TYPENAME ("[" (expr ("," expr)*)? "]")? */
 static FxExpr *type_expr(Parser *p, bool dims_allowed) {
   FxToken *t = peek(p);
   if (!is_type_name(t)) {
+    const char *ours = t->kind == T_NAME ? fx_foreign_type(t->start, (size_t)t->len) : NULL;
+    if (ours) {
+      fx_err_at(p->err, t->pos, "expected an element type, found '%.*s': XLA (and .fx) spell it '%s'", t->len, t->start, ours);
+      return NULL;
+    }
     unexpected(p, "an element type (f32, s32, pred, ...)");
     return NULL;
   }

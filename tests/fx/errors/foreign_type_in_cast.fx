@@ -1,0 +1,2 @@
+param x: f32[4]
+y = cast(x, float16)

@@ -1,0 +1,2 @@
+# not a type in any spelling
+param x: f33[4]
