@@ -626,9 +626,11 @@ const ReplCommand repl_cmds_run[] = {
      "the shell pattern from [LO, HI) instead (the first matching rule wins). Prints each output's shape,\n"
      "min, max, mean and first values, then kernels launched, bytes moved and the median time of\n"
      "--repeat runs, and the kernel plan's launches, bytes and estimated time for the device profile.\n"
-     "--check compares every output with the reference interpreter (exact for integers,\n"
-     "relative 1e-5 for f32) and fails with the worst element; on the CPU with SLEEF, a stage that\n"
-     "differs runs again with libm, and agreement then is reported as SLEEF's rounding, not a failure.\n"
+     "--check runs the same stage on the same inputs in the reference interpreter and compares every\n"
+     "output (exact for integers, relative 1e-5 for f32): it checks the backend's kernels, and fails\n"
+     "with the worst element; on the CPU with SLEEF, a stage that differs runs again with libm, and\n"
+     "agreement then is reported as SLEEF's rounding, not a failure. Whether the passes kept the\n"
+     "program's meaning: `compare 0 S` says when two stages' outputs differ.\n"
      "--save out=FILE.npy (out.0, out.1 for tuple results) writes outputs.",
      cmd_run},
     {"profile", "profile [--trace FILE.json] [run options]", "per-kernel launches, time, bytes and GB/s of a stage",
@@ -638,8 +640,8 @@ const ReplCommand repl_cmds_run[] = {
      cmd_profile},
     {"compare", "compare STAGE_A STAGE_B [run options]", "two stages' kernels, bytes and measured time side by side",
      "Runs both stages on the same inputs (same backend, seed and repeats) and prints kernels launched,\n"
-     "bytes read and written and the median time of each, then the speedup. `run --stages A,B` is the\n"
-     "same.",
+     "bytes read and written and the median time of each, then the speedup, and a note when their\n"
+     "outputs differ beyond --check's tolerance. `run --stages A,B` is the same.",
      cmd_compare},
     {"set-max_memory", "set max_memory BYTES", NULL,
      "set max_memory BYTES\n  The most memory `run` may allocate for tensors (K, M, G suffixes are KiB, MiB, GiB; 0 is\n"
