@@ -213,10 +213,11 @@ static bool cmd_show_graph(Session *s, int argc, char **argv, FxError *err) {
   if (!repl_need_input(s, err)) return false;
   if (!repl_check_argc(s, argc, argv, 0, 1, err)) return false;
   VizAt at;
-  if (!viz_engine_text_graph(s->out, &s->eng, argc == 2 ? argv[1] : NULL, &at, err)) {
+  if (!viz_engine_text_graph(s->out, &s->eng, argc == 2 ? argv[1] : NULL, s->json, &at, err)) {
     if (at != VIZ_AT_NONE) locate(s, err, at == VIZ_AT_COMPUTATION ? 1 : 0);
     return false;
   }
+  if (s->json) return true; /* `kernels` has the sources in JSON */
   /* Where each kernel came from, when XLA's metadata says. */
   ExplainOut o = repl_out(s);
   if (argc == 1)

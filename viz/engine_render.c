@@ -260,8 +260,9 @@ typedef struct {
 } EdgeTagCtx;
 
 /* "#13 reduce_epilogue": the decision at the boundary between the two kernels. */
-static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *buf, size_t n) {
+static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *buf, size_t n, int *decision) {
   EdgeTagCtx *c = ctx;
+  *decision = -1;
   const PlanKernel *kf = explain_view_kernel(c->view, from), *kt = explain_view_kernel(c->view, to);
   if (!kf || !kt || kf == kt) return false;
   ExplainBoundary bd;
@@ -278,13 +279,14 @@ static bool edge_tag(void *ctx, const IrInstr *from, const IrInstr *to, char *bu
   /* A library call is named as what it is (cuBLAS matmul, cuDNN convolution), not "custom call". */
   const PlanKernel *lib = kf->kind == KERNEL_LIBRARY ? kf : kt->kind == KERNEL_LIBRARY ? kt : NULL;
   int num = explain_record_number(c->log, bd.decision);
+  *decision = num;
   if (lib && strcmp(reason, "custom_call") == 0)
     snprintf(buf, n, "#%d %s: %s", num, reason, explain_kernel_label(lib, lb, sizeof lb));
   else snprintf(buf, n, "#%d %s", num, reason);
   return true;
 }
 
-bool viz_engine_text_graph(FILE *out, ExplainEngine *e, const char *comp, VizAt *at, FxError *err) {
+bool viz_engine_text_graph(FILE *out, ExplainEngine *e, const char *comp, bool json, VizAt *at, FxError *err) {
   *at = VIZ_AT_NONE;
   const IrModule *m = e->stages[e->cur].module;
   const KernelPlan *p = explain_engine_plan(e, e->cur, err);
@@ -301,7 +303,7 @@ bool viz_engine_text_graph(FILE *out, ExplainEngine *e, const char *comp, VizAt 
   ExplainStageView *view = e->log ? explain_view_new(e->log, e->cur, m, p) : NULL;
   EdgeTagCtx tc = {e->log, view};
   VizNumbers nums = {kn, p->nkernels, view ? edge_tag : NULL, &tc};
-  bool ok = viz_text_graph(out, m, comp, &nums, 100, err);
+  bool ok = json ? viz_json_graph(out, m, comp, &nums, err) : viz_text_graph(out, m, comp, &nums, 100, err);
   if (!ok) *at = VIZ_AT_COMPUTATION;
   explain_view_free(view);
   fx_free(kn);

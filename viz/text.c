@@ -8,6 +8,7 @@
  * the ones listed (with their bytes, launches and estimated time). */
 #include <string.h>
 
+#include "../explain/json.h"
 #include "../explain/xla_dump.h"
 #include "viz_internal.h"
 
@@ -56,15 +57,19 @@ static void wrap_word(Wrap *w, const char *word) {
 }
 
 /* A kernel's instructions by the names the user's JAX program gave them (XLA's op_name, without
- * jit(...)), distinct, in order: "JAX names: layer/dot_general layer/add layer/tanh mul". Nothing
- * for a module without that metadata. */
-static void jax_names(FILE *out, const IrInstr *k, Wrap *wr) {
+ * jit(...)), distinct, in order, up to 12 (*more: how many others); none for a module without
+ * that metadata. */
+typedef struct {
+  char names[12][96];
+  int n, more;
+} JaxNames;
+
+static void collect_jax_names(const IrInstr *k, JaxNames *jn) {
   const IrComputation *body = ir_fused_computation(k);
   const IrInstr *one[1] = {k};
   const IrInstr *const *list = body ? (const IrInstr *const *)body->instrs : one;
   int n = body ? body->ninstrs : 1;
-  char seen[12][96];
-  int ns = 0, more = 0;
+  jn->n = jn->more = 0;
   for (int j = 0; j < n; j++) {
     const IrInstr *b = list[j];
     if (!viz_live(b) || b->op == IR_OP_PARAMETER) continue;
@@ -72,34 +77,56 @@ static void jax_names(FILE *out, const IrInstr *k, Wrap *wr) {
     xla_user_name(b, name, sizeof name);
     if (!name[0]) continue;
     bool dup = false;
-    for (int q = 0; q < ns && !dup; q++) dup = strcmp(seen[q], name) == 0;
+    for (int q = 0; q < jn->n && !dup; q++) dup = strcmp(jn->names[q], name) == 0;
     if (dup) continue;
-    if (ns == 12) {
-      more++;
+    if (jn->n == 12) {
+      jn->more++;
       continue;
     }
-    snprintf(seen[ns++], sizeof seen[0], "%s", name);
+    snprintf(jn->names[jn->n++], sizeof jn->names[0], "%s", name);
   }
-  if (!ns) return;
+}
+
+/* "JAX names: layer/dot_general layer/add layer/tanh mul". */
+static void jax_names(FILE *out, const IrInstr *k, Wrap *wr) {
+  JaxNames jn;
+  collect_jax_names(k, &jn);
+  if (!jn.n) return;
   fprintf(out, "        ");
   wr->col = 8;
   wrap_word(wr, "JAX names:");
-  for (int q = 0; q < ns; q++) wrap_word(wr, seen[q]);
-  if (more) {
+  for (int q = 0; q < jn.n; q++) wrap_word(wr, jn.names[q]);
+  if (jn.more) {
     char word[32];
-    snprintf(word, sizeof word, "(+%d more)", more);
+    snprintf(word, sizeof word, "(+%d more)", jn.more);
     wrap_word(wr, word);
   }
   fputc('\n', out);
 }
 
+/* Numbers the kernels of c (knum[id] = 1, 2, ... in order; 0 for the rest): with the plan's
+ * numbers, its kernels are the kernels (a reshape that is only a new view of a buffer launches
+ * nothing there). counts: kernels, fusions, library calls, loop control. */
+static void number_kernels(const IrComputation *c, const VizNumbers *numbers, int *knum, int nmap, int counts[4]) {
+  counts[0] = counts[1] = counts[2] = counts[3] = 0;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *i = c->instrs[k];
+    if (!viz_live(i) || viz_kernel_kind(i) == VIZ_K_NONE) continue;
+    if (numbers && !numbers_of(numbers, i->name)) continue;
+    if (i->id >= 0 && i->id < nmap) knum[i->id] = ++counts[0];
+    VizKernelKind kk = viz_kernel_kind(i);
+    if (ir_instr_is_fusion(i)) counts[1]++;
+    else if (kk == VIZ_K_LIBRARY) counts[2]++;
+    else if (kk == VIZ_K_CONTROL) counts[3]++;
+  }
+}
+
+static const IrComputation *graph_computation(const IrModule *m, const char *comp, FxError *err);
+
 bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNumbers *numbers, int width,
                     FxError *err) {
-  const IrComputation *c = comp ? ir_module_find_computation(m, comp) : m->entry;
-  if (!c) {
-    if (comp) return fx_error_set(err, NULL, 0, 0, "no computation named '%s' in module %s", comp, m->name);
-    return fx_error_set(err, NULL, 0, 0, "module %s has no entry computation", m->name);
-  }
+  const IrComputation *c = graph_computation(m, comp, err);
+  if (!c) return false;
   if (width <= 0) width = 100;
   if (c->fusion_instr) {
     /* A fused body: one kernel; list its instructions and what each reads. */
@@ -131,19 +158,9 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
   int nmap = m->next_id + 1;
   int *knum = fx_calloc((size_t)nmap, sizeof(int));
   if (!knum) return fx_error_set(err, NULL, 0, 0, "out of memory");
-  int nk = 0, nfusion = 0, nlib = 0, nctl = 0;
-  for (int k = 0; k < c->ninstrs; k++) {
-    const IrInstr *i = c->instrs[k];
-    if (!viz_live(i) || viz_kernel_kind(i) == VIZ_K_NONE) continue;
-    /* With the plan's numbers, its kernels are the kernels (a reshape that is only a new view of
-     * a buffer launches nothing there). */
-    if (numbers && !numbers_of(numbers, i->name)) continue;
-    if (i->id >= 0 && i->id < nmap) knum[i->id] = ++nk;
-    VizKernelKind kk = viz_kernel_kind(i);
-    if (ir_instr_is_fusion(i)) nfusion++;
-    else if (kk == VIZ_K_LIBRARY) nlib++;
-    else if (kk == VIZ_K_CONTROL) nctl++;
-  }
+  int counts[4];
+  number_kernels(c, numbers, knum, nmap, counts);
+  int nk = counts[0], nfusion = counts[1], nlib = counts[2], nctl = counts[3];
   fprintf(out, "%s \xc2\xb7 %s: %d kernel%s (%d fusion%s, %d library call%s, %d loop control, %d unfused)\n",
           m->name ? m->name : "module", c->name, nk, nk == 1 ? "" : "s", nfusion, nfusion == 1 ? "" : "s", nlib,
           nlib == 1 ? "" : "s", nctl, nk - nfusion - nlib - nctl);
@@ -241,7 +258,8 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
       if (ncross <= MAX_KERNELS_SHOWN) {
         viz_fmt_bytes(b, bytes, sizeof bytes);
         char tag[160];
-        bool tagged = numbers && numbers->edge_tag && numbers->edge_tag(numbers->edge_ctx, src, i, tag, sizeof tag);
+        int decision;
+        bool tagged = numbers && numbers->edge_tag && numbers->edge_tag(numbers->edge_ctx, src, i, tag, sizeof tag, &decision);
         fprintf(out, "  #%d %s \xe2\x94\x80\xe2\x94\x80 %s \xe2\x94\x80\xe2\x96\xb6 #%d %s%s%s\n", knum[src->id],
                 src->name, bytes, knum[i->id], i->name, tagged ? "   " : "", tagged ? tag : "");
       }
@@ -272,6 +290,188 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
     }
     fputc('\n', out);
   }
+  fx_free(knum);
+  return true;
+}
+
+/* ---------- the same as JSON ---------- */
+
+static const IrComputation *graph_computation(const IrModule *m, const char *comp, FxError *err) {
+  const IrComputation *c = comp ? ir_module_find_computation(m, comp) : m->entry;
+  if (!c && comp) fx_error_set(err, NULL, 0, 0, "no computation named '%s' in module %s", comp, m->name);
+  else if (!c) fx_error_set(err, NULL, 0, 0, "module %s has no entry computation", m->name);
+  return c;
+}
+
+/* A fused body: its instructions, each with what it reads (a parameter as the value it stands for). */
+static void json_body(JsonWriter *w, const IrComputation *c) {
+  const IrInstr *f = c->fusion_instr;
+  json_kv_str(w, "body_of", f->name);
+  json_kv_str(w, "kind", viz_kernel_kind_name(viz_kernel_kind(f)));
+  json_key(w, "instructions");
+  json_array_begin(w);
+  char shape[64];
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *i = c->instrs[k];
+    if (!viz_live(i) || i->op == IR_OP_PARAMETER) continue;
+    json_object_begin(w);
+    json_kv_str(w, "name", i->name);
+    json_kv_str(w, "op", ir_op_name(i->op));
+    viz_fmt_shape(&i->shape, shape, sizeof shape, 40);
+    json_kv_str(w, "shape", shape);
+    json_key(w, "reads");
+    json_array_begin(w);
+    for (int j = 0; j < i->noperands; j++) {
+      const IrInstr *o = i->operands[j];
+      json_object_begin(w);
+      json_kv_str(w, "name", o->name);
+      bool outside = o->op == IR_OP_PARAMETER && o->param_number < f->noperands;
+      json_kv_str(w, "from_memory", outside ? f->operands[o->param_number]->name : NULL);
+      json_object_end(w);
+    }
+    json_array_end(w);
+    json_object_end(w);
+  }
+  json_array_end(w);
+}
+
+bool viz_json_graph(FILE *out, const IrModule *m, const char *comp, const VizNumbers *numbers, FxError *err) {
+  const IrComputation *c = graph_computation(m, comp, err);
+  if (!c) return false;
+  JsonWriter w;
+  json_init(&w, out);
+  json_object_begin(&w);
+  json_kv_str(&w, "module", m->name);
+  json_kv_str(&w, "computation", c->name);
+  if (c->fusion_instr) {
+    json_body(&w, c);
+    json_object_end(&w);
+    return true;
+  }
+  int nmap = m->next_id + 1;
+  int *knum = fx_calloc((size_t)nmap, sizeof(int));
+  if (!knum) return fx_error_set(err, NULL, 0, 0, "out of memory");
+  int counts[4];
+  number_kernels(c, numbers, knum, nmap, counts);
+  json_kv_int(&w, "fusions", counts[1]);
+  json_kv_int(&w, "library_calls", counts[2]);
+  json_kv_int(&w, "loop_control", counts[3]);
+  json_kv_int(&w, "unfused", counts[0] - counts[1] - counts[2] - counts[3]);
+  json_key(&w, "kernels");
+  json_array_begin(&w);
+  char shape[64], lib[128];
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *i = c->instrs[k];
+    if (!viz_live(i) || i->id < 0 || i->id >= nmap || !knum[i->id]) continue;
+    VizKernelKind kk = viz_kernel_kind(i);
+    json_object_begin(&w);
+    json_kv_int(&w, "number", knum[i->id]);
+    json_kv_str(&w, "name", i->name);
+    json_kv_str(&w, "op", ir_op_name(i->op));
+    json_kv_str(&w, "kind", kk == VIZ_K_CONTROL ? "control" : viz_kernel_kind_name(kk));
+    json_kv_str(&w, "fusion_kind", ir_instr_is_fusion(i) ? ir_fusion_kind(i) : NULL);
+    json_kv_str(&w, "library", kk == VIZ_K_LIBRARY ? viz_library_name(i, lib, sizeof lib) : NULL);
+    viz_fmt_shape(&i->shape, shape, sizeof shape, 40);
+    json_kv_str(&w, "shape", shape);
+    const VizKernelNumbers *kn = numbers_of(numbers, i->name);
+    if (kn) {
+      json_kv_int(&w, "bytes_read", (long long)kn->bytes_read);
+      json_kv_int(&w, "bytes_written", (long long)kn->bytes_written);
+      json_kv_double(&w, "est_us", kn->est_us);
+      json_kv_int(&w, "launches", (long long)kn->launches);
+    }
+    json_key(&w, "members");
+    json_array_begin(&w);
+    const IrComputation *body = ir_fused_computation(i);
+    for (int j = 0; body && j < body->ninstrs; j++)
+      if (viz_live(body->instrs[j]) && body->instrs[j]->op != IR_OP_PARAMETER) json_str(&w, body->instrs[j]->name);
+    json_array_end(&w);
+    JaxNames jn;
+    collect_jax_names(i, &jn);
+    json_key(&w, "jax_names");
+    json_array_begin(&w);
+    for (int q = 0; q < jn.n; q++) json_str(&w, jn.names[q]);
+    json_array_end(&w);
+    if (kk == VIZ_K_CONTROL) {
+      IrComputation *called[8];
+      int nc = ir_called_computations(i, called, 8);
+      json_key(&w, "runs");
+      json_array_begin(&w);
+      for (int j = 0; j < nc && j < 8; j++) {
+        json_object_begin(&w);
+        json_kv_str(&w, "computation", called[j]->name);
+        json_kv_int(&w, "kernels", count_kernels(called[j]));
+        json_object_end(&w);
+      }
+      json_array_end(&w);
+    }
+    json_key(&w, "reads");
+    json_array_begin(&w);
+    for (int j = 0; j < i->noperands; j++) {
+      const IrInstr *o = i->operands[j], *src = source_of(o);
+      json_object_begin(&w);
+      json_kv_str(&w, "name", o->name);
+      json_kv_int(&w, "bytes", (long long)ir_shape_bytes(&o->shape));
+      if (src && src->id >= 0 && src->id < nmap && knum[src->id] && src->parent == c) json_kv_int(&w, "kernel", knum[src->id]);
+      else json_kv_null(&w, "kernel");
+      json_object_end(&w);
+    }
+    json_array_end(&w);
+    json_object_end(&w);
+  }
+  json_array_end(&w);
+  /* Values crossing between kernels, as the text lists them. */
+  json_key(&w, "between_kernels");
+  json_array_begin(&w);
+  long long total = 0;
+  for (int k = 0; k < c->ninstrs; k++) {
+    const IrInstr *i = c->instrs[k];
+    if (!viz_live(i) || i->id < 0 || i->id >= nmap || !knum[i->id]) continue;
+    for (int j = 0; j < i->noperands; j++) {
+      const IrInstr *src = source_of(i->operands[j]);
+      if (!src || src->parent != c || src->id < 0 || src->id >= nmap || !knum[src->id] || src == i) continue;
+      bool dup = false;
+      for (int q = 0; q < j; q++)
+        if (source_of(i->operands[q]) == src) dup = true;
+      if (dup) continue;
+      int64_t b = ir_shape_bytes(&i->operands[j]->shape);
+      total += b;
+      char tag[160];
+      int decision = -1;
+      bool tagged = numbers && numbers->edge_tag && numbers->edge_tag(numbers->edge_ctx, src, i, tag, sizeof tag, &decision);
+      json_object_begin(&w);
+      json_kv_int(&w, "from", knum[src->id]);
+      json_kv_str(&w, "from_name", src->name);
+      json_kv_int(&w, "to", knum[i->id]);
+      json_kv_str(&w, "to_name", i->name);
+      json_kv_int(&w, "bytes", (long long)b);
+      if (decision >= 0) json_kv_int(&w, "decision", decision);
+      else json_kv_null(&w, "decision");
+      json_kv_str(&w, "why", tagged ? tag : NULL);
+      json_object_end(&w);
+    }
+  }
+  json_array_end(&w);
+  json_kv_int(&w, "between_kernels_bytes", total);
+  json_key(&w, "result");
+  if (c->root) {
+    const IrInstr *r = c->root;
+    json_object_begin(&w);
+    json_kv_str(&w, "name", r->name);
+    json_key(&w, "kernels");
+    json_array_begin(&w);
+    int n = r->op == IR_OP_TUPLE ? r->noperands : 1;
+    for (int j = 0; j < n; j++) {
+      const IrInstr *src = r->op == IR_OP_TUPLE ? source_of(r->operands[j]) : r;
+      if (src && src->id >= 0 && src->id < nmap && knum[src->id] && src->parent == c) json_int(&w, knum[src->id]);
+      else json_null(&w);
+    }
+    json_array_end(&w);
+    json_object_end(&w);
+  } else {
+    json_null(&w);
+  }
+  json_object_end(&w);
   fx_free(knum);
   return true;
 }

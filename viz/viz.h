@@ -199,8 +199,9 @@ typedef struct {
   int count;
   /* Optional: the words that tag a value crossing from kernel instruction `from` to kernel
    * instruction `to` ("#13 reduce_epilogue": the decision that kept it in memory), written into
-   * buf; false when there is none. */
-  bool (*edge_tag)(void *ctx, const IrInstr *from, const IrInstr *to, char *buf, size_t n);
+   * buf, and that decision's number in *decision (-1 when the words name none); false when there
+   * is nothing to say. */
+  bool (*edge_tag)(void *ctx, const IrInstr *from, const IrInstr *to, char *buf, size_t n, int *decision);
   void *edge_ctx;
 } VizNumbers;
 
@@ -209,6 +210,8 @@ typedef struct {
  * computation does not exist. */
 bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNumbers *numbers,
                     int width, FxError *err);
+/* The same as one JSON object (`show graph` with --json): every kernel, not the first 400. */
+bool viz_json_graph(FILE *out, const IrModule *m, const char *comp, const VizNumbers *numbers, FxError *err);
 
 /* What the pictures and text call a kernel: a fusion, a library call, an unfused compute op.
  * Parameters, constants, tuples, get-tuple-element and bitcasts launch nothing; while, call and
@@ -366,7 +369,7 @@ bool viz_engine_report_file(const char *path, VizRenderer *r, ExplainEngine *e, 
                             VizAt *at, FxError *err);
 /* `show graph [COMP]`: viz_text_graph of the current stage with its plan's figures, each value
  * crossing kernels tagged with the decision that kept it in memory ("#13 reduce_epilogue"). */
-bool viz_engine_text_graph(FILE *out, ExplainEngine *e, const char *comp, VizAt *at, FxError *err);
+bool viz_engine_text_graph(FILE *out, ExplainEngine *e, const char *comp, bool json, VizAt *at, FxError *err);
 
 /* What they did, printed as text or JSON (format_viz.c). */
 struct ExplainOut;
