@@ -581,13 +581,28 @@ static bool cmd_compare(Session *s, int argc, char **argv, FxError *err) {
   return ok;
 }
 
+/* `set NAME VALUE` with --json, for the run settings: {"setting":NAME,"old":N,"new":N}, as the
+ * fusion knobs answer. */
+static bool json_setting(Session *s, const char *name, long long old, long long now) {
+  JsonWriter w;
+  json_init(&w, s->out);
+  json_object_begin(&w);
+  json_kv_str(&w, "setting", name);
+  json_kv_int(&w, "old", old);
+  json_kv_int(&w, "new", now);
+  json_object_end(&w);
+  return true;
+}
+
 static bool cmd_set_max_memory(Session *s, int argc, char **argv, FxError *err) {
   if (argc != 2) return usage_error(s, err, 0, "usage: set max_memory BYTES (K, M, G suffixes: KiB, MiB, GiB; 0 = unlimited)", NULL);
   double v;
   if (!fx_parse_bytes(argv[1], &v)) return usage_error(s, err, 1, "max_memory needs a byte count", argv[1]);
+  uint64_t old = rt_max_memory();
   rt_set_max_memory((uint64_t)v);
   char iec[32];
   fx_format_bytes(iec, sizeof iec, v, FX_BYTES_SHORT);
+  if (s->json) return json_setting(s, "max_memory", (long long)old, (long long)rt_max_memory());
   if (v == 0) fprintf(s->out, "max_memory = 0 bytes (unlimited)\n");
   else if (v < 1024) fprintf(s->out, "max_memory = %llu bytes\n", (unsigned long long)v);
   else fprintf(s->out, "max_memory = %llu bytes (%s)\n", (unsigned long long)v, iec);
@@ -600,7 +615,9 @@ static bool cmd_set_threads(Session *s, int argc, char **argv, FxError *err) {
   errno = 0;
   long v = strtol(argv[1], &e, 10);
   if (errno || *e || e == argv[1] || v < 0 || v > 64) return usage_error(s, err, 1, "threads needs a count from 0 to 64", argv[1]);
+  int old = cpu_default_threads();
   cpu_set_default_threads((int)v);
+  if (s->json) return json_setting(s, "threads", old, cpu_default_threads());
   fprintf(s->out, "threads = %d%s: kernels of at least %d elements, or that took %.0f us on one thread, split over them\n",
           cpu_default_threads(), v == 0 ? " (every core)" : "", CPU_PARALLEL_MIN, CPU_PARALLEL_MIN_NS / 1e3);
   return true;
@@ -609,9 +626,21 @@ static bool cmd_set_threads(Session *s, int argc, char **argv, FxError *err) {
 static bool cmd_set_vecmath(Session *s, int argc, char **argv, FxError *err) {
   if (argc != 2 || (strcmp(argv[1], "sleef") != 0 && strcmp(argv[1], "libm") != 0))
     return usage_error(s, err, argc == 2 ? 1 : 0, "usage: set vecmath sleef|libm", argc == 2 ? argv[1] : NULL);
+  bool was = cpu_vecmath_is_sleef();
   cpu_set_default_vecmath(strcmp(argv[1], "sleef") == 0);
   char d[300];
   cpu_vecmath_describe(d, sizeof d);
+  if (s->json) {
+    JsonWriter w;
+    json_init(&w, s->out);
+    json_object_begin(&w);
+    json_kv_str(&w, "setting", "vecmath");
+    json_kv_str(&w, "old", was ? "sleef" : "libm");
+    json_kv_str(&w, "new", cpu_vecmath_is_sleef() ? "sleef" : "libm");
+    json_kv_str(&w, "detail", d);
+    json_object_end(&w);
+    return true;
+  }
   fprintf(s->out, "vector math: %s\n", d);
   return true;
 }

@@ -23,6 +23,8 @@ static const char *const module_text =
     "}\n";
 
 static char dir[64];
+
+static bool starts_with(const char *s, const char *prefix) { return s && strncmp(s, prefix, strlen(prefix)) == 0; }
 static char *outbuf;
 static size_t outlen;
 
@@ -175,6 +177,24 @@ TEST(threads_and_vecmath_settings) {
   CHECK_CONTAINS(outbuf, "vector math: ");
   CHECK(cmd(&s, "run --backend cpu --check", &e));
   CHECK_CONTAINS(outbuf, "check: every output agrees with the reference interpreter");
+  /* with --json, each answers with the old and the new value, as the fusion knobs do */
+  s.json = true;
+  int before = cpu_default_threads();
+  CHECK(cmd(&s, "set-threads 1", &e));
+  char want[96];
+  snprintf(want, sizeof want, "{\"setting\":\"threads\",\"old\":%d,\"new\":1}\n", before);
+  CHECK_STR(outbuf, want);
+  CHECK(cmd(&s, "set-threads 0", &e));
+  CHECK_CONTAINS(outbuf, "{\"setting\":\"threads\",\"old\":1,\"new\":");
+  CHECK(cmd(&s, "set-vecmath libm", &e));
+  CHECK(starts_with(outbuf, "{\"setting\":\"vecmath\",\"old\":"));
+  CHECK_CONTAINS(outbuf, ",\"new\":\"libm\",\"detail\":\"libm (scalar: set vecmath libm)\"}\n");
+  CHECK(cmd(&s, "set-vecmath sleef", &e));
+  CHECK(cmd(&s, "set-max_memory 1M", &e));
+  CHECK_CONTAINS(outbuf, ",\"new\":1048576}\n");
+  CHECK(cmd(&s, "set-max_memory 0", &e));
+  CHECK_STR(outbuf, "{\"setting\":\"max_memory\",\"old\":1048576,\"new\":0}\n");
+  s.json = false;
   sess_free(&s);
 }
 
@@ -215,6 +235,10 @@ TEST(check_tells_sleef_drift_from_wrong_kernels) {
     CHECK_CONTAINS(outbuf, "check: with SLEEF's vector math out element [");
     CHECK_CONTAINS(outbuf, "run again with libm (as the interpreter computes), every output agrees (worst error 0)");
     CHECK(cpu_vecmath_is_sleef()); /* the setting is back */
+    s.json = true; /* the same outcome as JSON */
+    CHECK(cmd(&s, "run --backend cpu --check", &e));
+    CHECK_CONTAINS(outbuf, "\"check\":{\"agrees\":true,\"worst_error\":0,\"with\":\"libm\",\"detail\":\"out element [");
+    s.json = false;
   } else {
     printf("SLEEF not installed: its part of check_tells_sleef_drift_from_wrong_kernels skipped\n");
   }
@@ -254,8 +278,6 @@ TEST(profile_trace_and_compare) {
   CHECK_STR(e.msg, "--stages needs A,B: 0");
   sess_free(&s);
 }
-
-static bool starts_with(const char *s, const char *prefix) { return s && strncmp(s, prefix, strlen(prefix)) == 0; }
 
 /* With --json, run, profile and compare print one JSON object each, with the same figures the
  * text shows (times vary: only their presence is checked). */
