@@ -197,16 +197,9 @@ static void print_check(FILE *f, const RunCheck *c) {
 
 /* ---------- JSON forms ---------- */
 
-/* One object per output array (a tuple's elements as NAME.0, NAME.1, ...). */
-static void json_outputs(JsonWriter *w, const char *name, const RtTensor *t) {
-  if (t->type == IR_TUPLE) {
-    for (int k = 0; k < t->ntuple; k++) {
-      char sub[64];
-      snprintf(sub, sizeof sub, "%s.%d", name, k);
-      json_outputs(w, sub, t->tuple[k]);
-    }
-    return;
-  }
+/* One object per output array (rt_tensor_each_output's, with a tuple's elements as out.0, ...). */
+static void json_output(void *ctx, const char *name, const RtTensor *t) {
+  JsonWriter *w = ctx;
   RtSummary u;
   rt_tensor_summarize(t, &u);
   json_object_begin(w);
@@ -369,7 +362,7 @@ static bool cmd_run(Session *s, int argc, char **argv, FxError *err) {
     json_backend(&w, &r.res);
     json_key(&w, "outputs");
     json_array_begin(&w);
-    json_outputs(&w, "out", r.res.result);
+    rt_tensor_each_output(r.res.result, "out", json_output, &w);
     json_array_end(&w);
     json_measured(&w, &r.res, a.repeat);
     json_plan(&w, s, stage);

@@ -249,6 +249,10 @@ typedef struct {
   int64_t first_int[4];
 } RtSummary;
 void rt_tensor_summarize(const RtTensor *t, RtSummary *s);
+/* Calls fn on each array of a result, named as `run` names them: `name` for an array, name.0,
+ * name.1, ... for a tuple's elements (name.1.0 inside those). */
+void rt_tensor_each_output(const RtTensor *t, const char *name, void (*fn)(void *ctx, const char *name, const RtTensor *t),
+                           void *ctx);
 /* One line per array (a tuple's elements as NAME.0, NAME.1, ...), as rt_tensor_summarize has it. */
 void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t);
 /* A result's part by name: "out", "out.1", "out.1.0" (tuple elements); NULL when there is none. */

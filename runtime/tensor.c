@@ -743,15 +743,25 @@ void rt_tensor_summarize(const RtTensor *t, RtSummary *s) {
   }
 }
 
-void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t) {
-  if (t->type == IR_TUPLE) {
-    for (int k = 0; k < t->ntuple; k++) {
-      char sub[64];
-      snprintf(sub, sizeof sub, "%s.%d", name, k);
-      rt_tensor_print_summary(f, sub, t->tuple[k]);
-    }
+void rt_tensor_each_output(const RtTensor *t, const char *name, void (*fn)(void *ctx, const char *name, const RtTensor *t),
+                           void *ctx) {
+  if (t->type != IR_TUPLE) {
+    fn(ctx, name, t);
     return;
   }
+  for (int k = 0; k < t->ntuple; k++) {
+    char sub[64];
+    snprintf(sub, sizeof sub, "%s.%d", name, k);
+    rt_tensor_each_output(t->tuple[k], sub, fn, ctx);
+  }
+}
+
+static void print_one(void *ctx, const char *name, const RtTensor *t);
+
+void rt_tensor_print_summary(FILE *f, const char *name, const RtTensor *t) { rt_tensor_each_output(t, name, print_one, f); }
+
+static void print_one(void *ctx, const char *name, const RtTensor *t) {
+  FILE *f = ctx;
   RtSummary s;
   rt_tensor_summarize(t, &s);
   if (!s.has_values) {

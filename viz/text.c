@@ -104,6 +104,20 @@ static void jax_names(FILE *out, const IrInstr *k, Wrap *wr) {
   fputc('\n', out);
 }
 
+/* The kernel whose output operand j of kernel i (in c) reads from memory, when that value crosses
+ * between two kernels of c: through get-tuple-element and bitcast, the first operand of i to
+ * read it (a value crosses once per pair). NULL otherwise. */
+static const IrInstr *crossing_source(const IrComputation *c, const int *knum, int nmap, const IrInstr *i, int j) {
+  const IrInstr *src = source_of(i->operands[j]);
+  if (!src || src->parent != c || src->id < 0 || src->id >= nmap || !knum[src->id] || src == i) return NULL;
+  for (int q = 0; q < j; q++)
+    if (source_of(i->operands[q]) == src) return NULL;
+  return src;
+}
+
+/* Whether i is one of the kernels knum numbers. */
+static bool numbered(const int *knum, int nmap, const IrInstr *i) { return viz_live(i) && i->id >= 0 && i->id < nmap && knum[i->id]; }
+
 /* Numbers the kernels of c (knum[id] = 1, 2, ... in order; 0 for the rest): with the plan's
  * numbers, its kernels are the kernels (a reshape that is only a new view of a buffer launches
  * nothing there). counts: kernels, fusions, library calls, loop control. */
@@ -168,7 +182,7 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
   char shape[64], bytes[32], word[320], lib[128];
   for (int k = 0; k < c->ninstrs; k++) {
     const IrInstr *i = c->instrs[k];
-    if (!viz_live(i) || i->id < 0 || i->id >= nmap || !knum[i->id]) continue;
+    if (!numbered(knum, nmap, i)) continue;
     if (++shown > MAX_KERNELS_SHOWN) continue;
     VizKernelKind kk = viz_kernel_kind(i);
     char kind[160];
@@ -244,14 +258,10 @@ bool viz_text_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
   int64_t total = 0;
   for (int k = 0; k < c->ninstrs; k++) {
     const IrInstr *i = c->instrs[k];
-    if (!viz_live(i) || i->id < 0 || i->id >= nmap || !knum[i->id]) continue;
+    if (!numbered(knum, nmap, i)) continue;
     for (int j = 0; j < i->noperands; j++) {
-      const IrInstr *src = source_of(i->operands[j]);
-      if (!src || src->parent != c || src->id < 0 || src->id >= nmap || !knum[src->id] || src == i) continue;
-      bool dup = false;
-      for (int q = 0; q < j; q++)
-        if (source_of(i->operands[q]) == src) dup = true;
-      if (dup) continue;
+      const IrInstr *src = crossing_source(c, knum, nmap, i, j);
+      if (!src) continue;
       int64_t b = ir_shape_bytes(&i->operands[j]->shape);
       total += b;
       if (ncross++ == 0) fprintf(out, "between kernels (written to memory, read back):\n");
@@ -362,7 +372,7 @@ bool viz_json_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
   char shape[64], lib[128];
   for (int k = 0; k < c->ninstrs; k++) {
     const IrInstr *i = c->instrs[k];
-    if (!viz_live(i) || i->id < 0 || i->id >= nmap || !knum[i->id]) continue;
+    if (!numbered(knum, nmap, i)) continue;
     VizKernelKind kk = viz_kernel_kind(i);
     json_object_begin(&w);
     json_kv_int(&w, "number", knum[i->id]);
@@ -426,14 +436,10 @@ bool viz_json_graph(FILE *out, const IrModule *m, const char *comp, const VizNum
   long long total = 0;
   for (int k = 0; k < c->ninstrs; k++) {
     const IrInstr *i = c->instrs[k];
-    if (!viz_live(i) || i->id < 0 || i->id >= nmap || !knum[i->id]) continue;
+    if (!numbered(knum, nmap, i)) continue;
     for (int j = 0; j < i->noperands; j++) {
-      const IrInstr *src = source_of(i->operands[j]);
-      if (!src || src->parent != c || src->id < 0 || src->id >= nmap || !knum[src->id] || src == i) continue;
-      bool dup = false;
-      for (int q = 0; q < j; q++)
-        if (source_of(i->operands[q]) == src) dup = true;
-      if (dup) continue;
+      const IrInstr *src = crossing_source(c, knum, nmap, i, j);
+      if (!src) continue;
       int64_t b = ir_shape_bytes(&i->operands[j]->shape);
       total += b;
       char tag[160];
