@@ -266,6 +266,41 @@ static void nearest_visit(const ReplCommand *c, void *ctx) {
   if (d < n->bestd) n->bestd = d, n->best = c->name;
 }
 
+/* Whether a and b differ only in where they put '.', '_' and '-'. */
+static bool same_but_separators(const char *a, const char *b) {
+  for (;;) {
+    while (*a == '.' || *a == '_' || *a == '-') a++;
+    while (*b == '.' || *b == '_' || *b == '-') b++;
+    if (*a != *b) return false;
+    if (!*a) return true;
+    a++, b++;
+  }
+}
+
+const char *repl_nearest_instruction(Session *s, const char *word) {
+  if (s->eng.nstages <= 0) return NULL;
+  const IrModule *mods[2] = {explain_engine_module(&s->eng, s->eng.cur), explain_engine_module(&s->eng, 0)};
+  size_t wl = strlen(word);
+  const char *best = NULL;
+  int bestd = 1000;
+  for (int q = 0; q < 2; q++) {
+    const IrModule *m = mods[q];
+    if (!m || (q == 1 && m == mods[0])) continue;
+    for (int k = 0; k < m->ncomps; k++)
+      for (int j = 0; j < m->comps[k]->ninstrs; j++) {
+        const char *name = m->comps[k]->instrs[j]->name;
+        size_t nl = strlen(name);
+        if (nl + 2 < wl || wl + 2 < nl) continue; /* more than two edits apart */
+        /* The same name but for its separators (reduce_sum14, reduce_sum.14) comes first. */
+        int d = same_but_separators(word, name) ? 0 : edit_distance(word, name);
+        if (d < bestd) bestd = d, best = name;
+      }
+  }
+  if (bestd == 0) return best;
+  const char *cand[1] = {best};
+  return best ? repl_nearest(word, cand, 1) : NULL;
+}
+
 const char *repl_nearest_command(const char *word) {
   Nearest n = {word, NULL, 1000};
   repl_command_foreach(nearest_visit, &n);

@@ -59,6 +59,9 @@ bool repl_parse_bool(Session *s, char **argv, int argi, bool *out, FxError *err)
 const char *repl_nearest(const char *word, const char *const *cands, int n);
 /* The visible command nearest to word, or NULL. */
 const char *repl_nearest_command(const char *word);
+/* The instruction name nearest to word in the current stage or the input (a name typed with a
+ * typo: reduce_sum14 for reduce_sum.14), or NULL. */
+const char *repl_nearest_instruction(Session *s, const char *word);
 
 
 /* How the engine's answers are printed for this session (explain/format.h): its stream, text or

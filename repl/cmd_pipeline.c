@@ -193,7 +193,11 @@ static bool cmd_why(Session *s, int argc, char **argv, FxError *err) {
   ExplainOut o = repl_out(s);
   int unknown = 0;
   bool ok = b ? explain_show_why_pair(&o, &s->eng, a, b, &unknown, err) : explain_show_why_one(&o, &s->eng, a, &unknown, err);
-  if (unknown) return repl_arg_error(s, err, unknown, "no instruction named '%s' at any stage", unknown == 1 ? a : b);
+  if (unknown) {
+    const char *name = unknown == 1 ? a : b, *near = repl_nearest_instruction(s, name);
+    if (near) return repl_arg_error(s, err, unknown, "no instruction named '%s' at any stage (did you mean '%s'?)", name, near);
+    return repl_arg_error(s, err, unknown, "no instruction named '%s' at any stage", name);
+  }
   if (!ok) return false;
   repl_xla_source_note(s, a, b); /* where they came from in the user's program, when XLA said */
   return true;
