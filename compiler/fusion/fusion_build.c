@@ -12,30 +12,8 @@
 
 /* ---------- small graph helpers ---------- */
 
-/* i's index in c, searched outwards from where the last search in c found one (a few
- * computations remembered): the passes move neighbouring instructions one after the other, so
- * this is near, where a scan from the start made every fusion cost the whole computation. */
-static _Thread_local struct {
-  const IrComputation *c;
-  int hint;
-} index_hints[4];
-
-static int index_in(IrComputation *c, const IrInstr *i) {
-  int slot = 0;
-  while (slot < 3 && index_hints[slot].c != c) slot++;
-  int n = c->ninstrs, h = index_hints[slot].c == c ? index_hints[slot].hint : n - 1;
-  if (h >= n) h = n - 1;
-  if (index_hints[slot].c != c) { /* forget the oldest */
-    memmove(&index_hints[1], &index_hints[0], sizeof index_hints[0] * 3);
-    slot = 0;
-    index_hints[0].c = c;
-  }
-  for (int d = 0; h - d >= 0 || h + d < n; d++) {
-    if (h - d >= 0 && c->instrs[h - d] == i) return index_hints[slot].hint = h - d;
-    if (h + d < n && c->instrs[h + d] == i) return index_hints[slot].hint = h + d;
-  }
-  return -1;
-}
+/* i's index in c (ir_computation_index: where i was last seen, then around the last finds). */
+static int index_in(IrComputation *c, const IrInstr *i) { return ir_computation_index(c, i); }
 
 static void detach(IrInstr *i) {
   IrComputation *c = i->parent;
@@ -52,6 +30,7 @@ static bool insert_at(IrComputation *c, int pos, IrInstr *i) {
   if (pos < 0 || pos > c->ninstrs) pos = c->ninstrs;
   memmove(&c->instrs[pos + 1], &c->instrs[pos], sizeof(IrInstr *) * (size_t)(c->ninstrs - pos));
   c->instrs[pos] = i;
+  i->pos = pos;
   c->ninstrs++;
   i->parent = c;
   return true;
@@ -65,6 +44,7 @@ static bool take_place(IrComputation *c, IrInstr *i, IrInstr *f) {
   int k = index_in(c, i);
   if (k < 0) return false;
   c->instrs[k] = f;
+  f->pos = k;
   c->ninstrs--;
   return true;
 }

@@ -685,10 +685,17 @@ static _Thread_local struct {
 } index_hints[4];
 
 int ir_computation_index(const IrComputation *c, const IrInstr *i) {
-  if (!c || c->ninstrs <= 0) return -1;
+  if (!c || c->ninstrs <= 0 || !i) return -1;
   int n = c->ninstrs;
+  /* Where it was last seen, and around it: the inserts and removals since then moved it by as
+   * many places at most (the hint is a cache on the instruction, not part of the IR). */
+  int h = i->pos < 0 ? 0 : i->pos >= n ? n - 1 : i->pos;
+  for (int d = 0; d <= 8; d++) {
+    if (h - d >= 0 && c->instrs[h - d] == i) return ((IrInstr *)i)->pos = h - d;
+    if (d && h + d < n && c->instrs[h + d] == i) return ((IrInstr *)i)->pos = h + d;
+  }
   for (int k = n - 1; k >= 0 && k >= n - 4; k--) /* just appended (a placeholder, a get-tuple-element) */
-    if (c->instrs[k] == i) return k;
+    if (c->instrs[k] == i) return ((IrInstr *)i)->pos = k;
   int slot = 0;
   while (slot < 3 && index_hints[slot].c != c) slot++;
   if (index_hints[slot].c != c) { /* forget the oldest */
@@ -710,6 +717,7 @@ int ir_computation_index(const IrComputation *c, const IrInstr *i) {
   if (found >= 0) {
     index_hints[slot].hint[1] = h0;
     index_hints[slot].hint[0] = found;
+    ((IrInstr *)i)->pos = found;
   }
   return found;
 }
@@ -904,6 +912,7 @@ IrInstr *ir_instr_new_before(IrComputation *c, IrInstr *before, IrOpcode op, con
   }
   memmove(&c->instrs[pos + 1], &c->instrs[pos], sizeof(IrInstr *) * (size_t)(c->ninstrs - pos));
   c->instrs[pos] = in;
+  in->pos = pos;
   c->ninstrs++;
   return in;
 }

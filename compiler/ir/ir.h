@@ -211,6 +211,8 @@ struct IrInstr {
   IrLoc loc;
   bool is_root;  /* mirror of parent->root == this */
   bool dead;     /* removed from its computation */
+  int pos;       /* where it was last seen in parent->instrs: where ir_computation_index looks
+                  * first (a hint only: inserts and removals before it move it a little) */
   void *aux;     /* scratch for a pass; never persists across passes */
   struct IrUserIndex *users_index; /* private to ir.c: where each user sits in `users`, for a value
                                     * with many users (XLA's Users keeps one above 16) */

@@ -108,6 +108,7 @@ static IrModule *copy_module(const IrModule *m, bool share) {
       di->aux = NULL;
       if (!share && !ir_shape_copy(a, &di->shape, &si->shape)) goto fail; /* shared: *si's as it is */
       dc->instrs[j] = di;
+      di->pos = j;
       cx.imap[si->id] = di;
     }
   }
