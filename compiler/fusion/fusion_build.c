@@ -12,12 +12,9 @@
 
 /* ---------- small graph helpers ---------- */
 
-/* i's index in c (ir_computation_index: where i was last seen, then around the last finds). */
-static int index_in(IrComputation *c, const IrInstr *i) { return ir_computation_index(c, i); }
-
 static void detach(IrInstr *i) {
   IrComputation *c = i->parent;
-  int k = index_in(c, i);
+  int k = ir_computation_index(c, i);
   if (k < 0) return;
   memmove(&c->instrs[k], &c->instrs[k + 1], sizeof(IrInstr *) * (size_t)(c->ninstrs - k - 1));
   c->ninstrs--;
@@ -41,7 +38,7 @@ static bool insert_at(IrComputation *c, int pos, IrInstr *i) {
  * computation the two shifts and searches were most of wrapping an instruction into a fusion). */
 static bool take_place(IrComputation *c, IrInstr *i, IrInstr *f) {
   if (c->ninstrs == 0 || c->instrs[c->ninstrs - 1] != f) return false;
-  int k = index_in(c, i);
+  int k = ir_computation_index(c, i);
   if (k < 0) return false;
   c->instrs[k] = f;
   f->pos = k;
@@ -584,7 +581,7 @@ bool fusion_unfuse(IrInstr *f) {
   IrComputation *fc = ir_fused_computation(f);
   IrComputation *c = f->parent;
   if (!fc || !fc->root) return false;
-  int pos = index_in(c, f);
+  int pos = ir_computation_index(c, f);
   int n = fc->ninstrs;
   IrInstr **order = fx_malloc(sizeof(IrInstr *) * (size_t)(n ? n : 1));
   if (!order) return false;

@@ -1615,9 +1615,9 @@ bool fx_eval(FxLower *L, const FxExpr *e, const char *hint, FxValue *out) {
         return true;
       }
       if (fx_is_builtin(e->name)) return fx_err_at(L->err, e->pos, "'%s' is a function; call it: %s(...)", e->name, e->name);
-      const char *s = suggest_name(L, e->name);
       const char *ty = fx_foreign_type(e->name, strlen(e->name));
       if (ty) return fx_err_at(L->err, e->pos, "unknown name '%s': as an element type, XLA (and .fx) spell it '%s'", e->name, ty);
+      const char *s = suggest_name(L, e->name);
       if (s) return fx_err_at(L->err, e->pos, "unknown name '%s' (did you mean '%s'?)", e->name, s);
       return fx_err_at(L->err, e->pos, "unknown name '%s'", e->name);
     }

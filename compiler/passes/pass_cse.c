@@ -286,25 +286,14 @@ static void unlink(IrInstr *i) {
   i->dead = true;
 }
 
-/* Two equal iotas read by one instruction: it reads the first twice (HloCSE, today). Only the
- * operands that are iotas are paired (an operand replaced is replaced by an iota, so they stay
- * the same ones): a tuple of 10,000 values is not 50 million pairs. */
-static int same_iota_operands(IrInstr *i, PassContext *cx, bool *oom) {
-  int niota = 0;
-  for (int a = 0; a < i->noperands && niota < 2; a++) niota += i->operands[a] && i->operands[a]->op == IR_OP_IOTA;
-  if (niota < 2) return 0;
-  int *at = fx_malloc(sizeof(int) * (size_t)i->noperands);
-  if (!at) {
-    *oom = true;
-    return 0;
-  }
-  niota = 0;
-  for (int a = 0; a < i->noperands; a++)
-    if (i->operands[a] && i->operands[a]->op == IR_OP_IOTA) at[niota++] = a;
+/* Two equal iotas read by one instruction: it reads the first twice (HloCSE, today). The pairs
+ * start at an operand that is an iota (an instruction with none, as most, costs one look at each
+ * operand, not one at every pair: a tuple of 10,000 values was 50 million pairs). */
+static int same_iota_operands(IrInstr *i, PassContext *cx) {
   int done = 0;
-  for (int p = 0; p < niota; p++)
-    for (int q = p + 1; q < niota; q++) {
-      int a = at[p], b = at[q];
+  for (int a = 0; a < i->noperands; a++) {
+    if (!i->operands[a] || i->operands[a]->op != IR_OP_IOTA) continue;
+    for (int b = a + 1; b < i->noperands; b++) {
       IrInstr *x = i->operands[a], *y = i->operands[b];
       if (x == y || !same_iota(x, y)) continue;
       PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rewrite", .producer = y->name,
@@ -316,7 +305,7 @@ static int same_iota_operands(IrInstr *i, PassContext *cx, bool *oom) {
       }
       done++;
     }
-  fx_free(at);
+  }
   return done;
 }
 
@@ -346,7 +335,7 @@ static int cse_computation(IrComputation *c, PassContext *cx, bool current, bool
     }
     if (!found) {
       table[slot] = i;
-      if (current) merged += same_iota_operands(i, cx, oom);
+      if (current) merged += same_iota_operands(i, cx);
       continue;
     }
     PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rewrite", .producer = i->name,
