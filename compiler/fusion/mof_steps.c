@@ -11,6 +11,12 @@ int mof_fuse_siblings(Reach *r, IrInstr *parent, IrInstr **sib, int n, PassConte
                       bool *oom, bool (*candidate)(const IrInstr *, const PassSettings *), MofSiblingCheck ok,
                       MofLabel label) {
   fusion_sort_by_mof_priority(sib, n);
+  /* Every pair of candidates gets asked whether a path joins them: one sweep answers them all. */
+  IrInstr *asked[REACH_MAX_SIBLINGS];
+  int nasked = 0;
+  for (int k = 0; k < n && nasked < REACH_MAX_SIBLINGS; k++)
+    if (!candidate || candidate(sib[k], cx->settings)) asked[nasked++] = sib[k];
+  (void)reach_siblings_begin(r, asked, nasked);
   int merged = 0;
   for (int i = 0; i < n; i++) {
     if (!sib[i] || sib[i]->op != IR_OP_FUSION || (candidate && !candidate(sib[i], cx->settings))) continue;
@@ -23,15 +29,21 @@ int mof_fuse_siblings(Reach *r, IrInstr *parent, IrInstr **sib, int n, PassConte
       label(sib[j], bn, sizeof bn);
       if (!fusible) {
         if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
-        if (*oom) return merged;
+        if (*oom) {
+          reach_siblings_end(r);
+          return merged;
+        }
         continue;
       }
+      const IrInstr *a = sib[i], *b = sib[j];
       IrInstr *f = fusion_merge_siblings(sib[i], sib[j], NULL);
       if (!f) {
         *oom = true;
+        reach_siblings_end(r);
         return merged;
       }
       reach_update(r, f);
+      reach_siblings_merged(r, a, b, f);
       fusion_verdict_metric(&v, "outputs", f->shape.type == IR_TUPLE ? f->shape.ntuple : 1);
       fusion_verdict_emit(cx, "sibling", an, bn, f->name, &v);
       sib[i] = f;
@@ -39,6 +51,7 @@ int mof_fuse_siblings(Reach *r, IrInstr *parent, IrInstr **sib, int n, PassConte
       merged++;
     }
   }
+  reach_siblings_end(r);
   return merged;
 }
 

@@ -59,11 +59,23 @@ static bool session_reserve(ReachSession *s, size_t old_cap, size_t cap) {
 }
 
 
+/* The sweep's arrays for cap ids; made by the first sweep (most computations never need one). */
+static bool sweep_alloc(Reach *r, size_t cap) {
+  uint64_t *rb = fx_realloc(r->reached_by, sizeof(uint64_t) * cap);
+  if (!rb) return false;
+  r->reached_by = rb;
+  ReachSweepEntry *sw = fx_realloc(r->sweep, sizeof(ReachSweepEntry) * cap);
+  if (!sw) return false;
+  r->sweep = sw;
+  return true;
+}
+
 static bool reserve(Reach *r) {
   size_t need = (size_t)r->c->module->next_id + 1;
   if (need <= r->cap) return true;
   size_t cap = need + need / 2 + 64;
   if (!session_reserve(&r->fwd, r->cap, cap) || !session_reserve(&r->bwd, r->cap, cap)) return false;
+  if (r->reached_by && !sweep_alloc(r, cap)) return false;
   int32_t *lv = fx_realloc(r->level, sizeof(int32_t) * cap);
   if (!lv) return false;
   r->level = lv;
@@ -144,6 +156,8 @@ void reach_free(Reach *r) {
   fx_free(r->stamp);
   fx_free(r->stack);
   fx_free(r->work);
+  fx_free(r->reached_by);
+  fx_free(r->sweep);
   memset(r, 0, sizeof *r);
 }
 
@@ -331,12 +345,131 @@ static bool kept_path(Reach *r, const IrInstr *from, const IrInstr *to) {
   return session_query(r, fw, to);
 }
 
+/* ---------- all pairs of one parent's siblings ---------- */
+
+static int sibling_index(const ReachSiblings *s, const IrInstr *x) {
+  for (int k = 0; k < s->n; k++)
+    if (s->node[k] == x) return k;
+  return -1;
+}
+
+/* Whether the sweep answers from -> to: both among the siblings, nothing changed but their merges. */
+static bool sibling_pair(const Reach *r, const IrInstr *from, const IrInstr *to, int *fi, int *ti) {
+  const ReachSiblings *s = &r->sibs;
+  if (!s->active || s->epoch != r->epoch) return false;
+  *fi = sibling_index(s, from);
+  *ti = *fi >= 0 ? sibling_index(s, to) : -1;
+  return *ti >= 0;
+}
+
+static int by_level(const void *a, const void *b) {
+  int32_t x = ((const ReachSweepEntry *)a)->level, y = ((const ReachSweepEntry *)b)->level;
+  return (x > y) - (x < y);
+}
+
+bool reach_siblings_begin(Reach *r, IrInstr *const *sib, int n) {
+  ReachSiblings *s = &r->sibs;
+  s->active = false;
+  if (r->broken || n < 2 || n > REACH_MAX_SIBLINGS || !reserve(r)) return false;
+  if (!r->reached_by && !sweep_alloc(r, r->cap)) return false;
+  int32_t top = 0;
+  for (int k = 0; k < n; k++) {
+    if (!counts(r, sib[k])) return false;
+    compute(r, sib[k]);
+    if (r->broken) return false;
+    if (r->level[sib[k]->id] > top) top = r->level[sib[k]->id];
+  }
+  if (++r->gen == 0) {
+    memset(r->stamp, 0, sizeof(uint32_t) * r->cap);
+    r->gen = 1;
+  }
+  uint32_t *seen = r->stamp, g = r->gen;
+  const IrInstr **stack = r->stack;
+  size_t sp = 0, nsw = 0;
+  for (int k = 0; k < n; k++) {
+    const IrInstr *x = sib[k];
+    if (seen[x->id] == g) return false; /* listed twice */
+    seen[x->id] = g;
+    r->reached_by[x->id] = 0;
+    r->sweep[nsw++] = (ReachSweepEntry){r->level[x->id], k, x};
+    stack[sp++] = x;
+  }
+  /* What the siblings reach below the highest of them: only there can a path between two of them
+   * run (levels rise along every path). */
+  while (sp > 0) {
+    const IrInstr *x = stack[--sp];
+    for (int u = 0; u < x->nusers; u++) {
+      const IrInstr *y = x->users[u];
+      if (!counts(r, y) || seen[y->id] == g) continue;
+      if (!known(r, y)) {
+        compute(r, y);
+        if (r->broken) return false;
+      }
+      if (r->level[y->id] >= top) continue;
+      seen[y->id] = g;
+      r->reached_by[y->id] = 0;
+      r->sweep[nsw++] = (ReachSweepEntry){r->level[y->id], -1, y};
+      stack[sp++] = y;
+    }
+  }
+  /* In level order every operand comes before its users: each passes on who reaches it. */
+  qsort(r->sweep, nsw, sizeof *r->sweep, by_level);
+  for (size_t k = 0; k < nsw; k++) {
+    const ReachSweepEntry *e = &r->sweep[k];
+    uint64_t m = r->reached_by[e->x->id] | (e->sibling >= 0 ? UINT64_C(1) << e->sibling : 0);
+    for (int u = 0; u < e->x->nusers; u++) {
+      const IrInstr *y = e->x->users[u];
+      if (counts(r, y) && seen[y->id] == g) r->reached_by[y->id] |= m;
+    }
+  }
+  s->n = n;
+  for (int k = 0; k < n; k++) {
+    s->node[k] = sib[k];
+    s->reaches[k] = 0;
+  }
+  for (int j = 0; j < n; j++) {
+    uint64_t m = r->reached_by[sib[j]->id];
+    for (int i = 0; i < n; i++)
+      if ((m >> i) & 1) s->reaches[i] |= UINT64_C(1) << j;
+  }
+  s->epoch = r->epoch;
+  s->active = true;
+  return true;
+}
+
+void reach_siblings_merged(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *f) {
+  ReachSiblings *s = &r->sibs;
+  int ia = sibling_index(s, a), ib = sibling_index(s, b);
+  /* one reach_update since the answers were last right: the merge's own */
+  if (!s->active || s->epoch + 1 != r->epoch || ia < 0 || ib < 0 || ia == ib) {
+    s->active = false;
+    return;
+  }
+  uint64_t both = (UINT64_C(1) << ia) | (UINT64_C(1) << ib);
+  uint64_t from_f = (s->reaches[ia] | s->reaches[ib]) & ~both;
+  for (int u = 0; u < s->n; u++) {
+    if (u == ia || u == ib) continue;
+    if (s->reaches[u] & both) s->reaches[u] |= from_f | (UINT64_C(1) << ia);
+    s->reaches[u] &= ~(UINT64_C(1) << ib);
+  }
+  s->reaches[ia] = from_f;
+  s->reaches[ib] = 0;
+  s->node[ia] = f;
+  s->node[ib] = NULL;
+  s->epoch = r->epoch;
+}
+
+void reach_siblings_end(Reach *r) { r->sibs.active = false; }
+
 bool reach_path(Reach *r, const IrInstr *from, const IrInstr *to, bool skip_direct) {
   if (r->broken || from->parent != r->c || !reserve(r)) {
     if (!r->broken && from->parent == r->c) set_broken(r);
     return fusion_path_exists(from, to, skip_direct);
   }
-  bool found = skip_direct ? bounded_path(r, from, to, skip_direct) : kept_path(r, from, to);
+  int fi, ti;
+  bool found = !skip_direct && sibling_pair(r, from, to, &fi, &ti) ? (r->sibs.reaches[fi] >> ti) & 1
+               : skip_direct                                       ? bounded_path(r, from, to, skip_direct)
+                                                                   : kept_path(r, from, to);
   if (r->check && found != fusion_path_exists(from, to, skip_direct)) {
     fprintf(stderr, "FXPLAIN_REACH_CHECK: %s -> %s%s: kept levels say %s, a full search says %s\n", from->name,
             to->name, skip_direct ? " (not directly)" : "", found ? "a path" : "no path", found ? "none" : "a path");

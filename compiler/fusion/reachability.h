@@ -47,6 +47,26 @@ typedef struct {
   size_t nwait;
 } ReachSession;
 
+/* Reachability among the siblings of one parent, for the pair checks of a sibling fusion: the
+ * answers for every pair come from one sweep over what the siblings reach (reach_siblings_begin)
+ * instead of a search per pair, and a merge of two of them updates them exactly
+ * (reach_siblings_merged). */
+enum { REACH_MAX_SIBLINGS = 64 };
+typedef struct {
+  bool active;
+  uint32_t epoch; /* the map's epoch the answers hold for */
+  int n;
+  const IrInstr *node[REACH_MAX_SIBLINGS];
+  uint64_t reaches[REACH_MAX_SIBLINGS]; /* bit j of reaches[i]: a path leads from node[i] to node[j] */
+} ReachSiblings;
+
+/* An instruction the sweep covers: its level, and its bit when it is one of the siblings. */
+typedef struct {
+  int32_t level;
+  int sibling; /* index among the siblings, or -1 */
+  const IrInstr *x;
+} ReachSweepEntry;
+
 typedef struct {
   IrComputation *c;
   int32_t *level; /* by instruction id; -1 unknown */
@@ -61,6 +81,9 @@ typedef struct {
   uint32_t epoch; /* counts reach_update calls: a kept search is valid only within one epoch */
   ReachSession fwd, bwd;
   const IrInstr *last_from; /* the last query's start */
+  ReachSiblings sibs;
+  uint64_t *reached_by; /* the sweep's: which siblings reach each instruction, by id (cap entries) */
+  ReachSweepEntry *sweep; /* the sweep's instructions (cap entries) */
 } Reach;
 
 /* Levels for every instruction of c. Never fails: out of memory, the map answers by full search. */
@@ -77,5 +100,16 @@ void reach_update(Reach *r, const IrInstr *x);
  * pair checks ask a sibling about every other sibling, both ways) continue one kept search instead
  * of starting again: along a long chain of blocks that search is the cost. */
 bool reach_path(Reach *r, const IrInstr *from, const IrInstr *to, bool skip_direct);
+
+/* Until reach_siblings_end, reach_path answers a query between two of sib[0..n) (at most
+ * REACH_MAX_SIBLINGS, all in r's computation) from one sweep: every instruction a sibling reaches
+ * below the highest sibling's level, in level order, learns which siblings reach it. Returns false
+ * (queries then search as before) when the siblings do not qualify or memory runs out. */
+bool reach_siblings_begin(Reach *r, IrInstr *const *sib, int n);
+/* After siblings a and b were merged into f and reach_update(r, f): f takes a's place, and a path
+ * now leads from u to v when one did before, or when u reached a or b and a or b reached v (the
+ * merged kernel joins the two paths). Any other change since the sweep ends the answers. */
+void reach_siblings_merged(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *f);
+void reach_siblings_end(Reach *r);
 
 #endif

@@ -1567,6 +1567,86 @@ TEST(reach_kept_searches_agree_with_full_search) {
   ir_module_free(m);
 }
 
+/* The sweep that answers every pair of one parent's siblings (reach_siblings_begin) agrees with
+ * the full search, and so it does after a merge joins two paths: u reaches a, b reaches v, and once
+ * a and b are one kernel, u reaches v through it. */
+TEST(reach_sibling_sweep_agrees_with_full_search) {
+  IrModule *m = ir_module_new("siblings");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d[1] = {4};
+  IrShape v = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, &v, NULL, 0, "p");
+  CHECK(ir_computation_set_params(c, &p, 1));
+  IrInstr *u = ir_instr_new(c, IR_OP_NEGATE, &v, &p, 1, "u");
+  IrInstr *a = ir_instr_new(c, IR_OP_ADD, &v, (IrInstr *[]){p, u}, 2, "a");
+  IrInstr *b = ir_instr_new(c, IR_OP_TANH, &v, &p, 1, "b");
+  IrInstr *lb = ir_instr_new(c, IR_OP_LOG, &v, &b, 1, "log");
+  IrInstr *w = ir_instr_new(c, IR_OP_MULTIPLY, &v, (IrInstr *[]){p, lb}, 2, "v");
+  /* a chain of blocks reading p, for sets with many paths */
+  enum { BLOCKS = 30 };
+  IrInstr *cur = w, *blk[BLOCKS];
+  for (int k = 0; k < BLOCKS; k++) {
+    IrInstr *e = ir_instr_new(c, IR_OP_EXP, &v, &cur, 1, "exponential");
+    cur = blk[k] = ir_instr_new(c, IR_OP_ADD, &v, (IrInstr *[]){k % 4 ? e : a, p}, 2, "add");
+  }
+  IrShape el[2] = {v, v};
+  IrShape ts = {.type = IR_TUPLE, .ntuple = 2, .tuple = el};
+  ir_set_root(c, ir_instr_new(c, IR_OP_TUPLE, &ts, (IrInstr *[]){cur, a}, 2, "result"));
+  CHECK(ir_verify(m, &(FxError){0}));
+  Reach r;
+  reach_init(&r, c);
+  /* every user of p, in its list's order: the pair checks of a sibling fusion */
+  IrInstr *sib[REACH_MAX_SIBLINGS];
+  int n = 0;
+  for (int k = 0; k < p->nusers && n < REACH_MAX_SIBLINGS; k++) sib[n++] = p->users[k];
+  CHECK(n == 4 + BLOCKS);
+  CHECK(reach_siblings_begin(&r, sib, n));
+  int wrong = 0, yes = 0;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      if (i == j) continue;
+      bool ij = reach_path(&r, sib[i], sib[j], false);
+      wrong += ij != fusion_path_exists(sib[i], sib[j], false);
+      yes += ij;
+    }
+  CHECK(wrong == 0);
+  CHECK(yes > n); /* the chain joins many of them */
+  CHECK(reach_path(&r, u, a, false) && reach_path(&r, b, w, false));
+  CHECK(!reach_path(&r, u, w, false) && !reach_path(&r, a, b, false) && !reach_path(&r, b, a, false));
+  IrInstr *f = fusion_merge_siblings(a, b, NULL);
+  CHECK(f != NULL);
+  reach_update(&r, f);
+  reach_siblings_merged(&r, a, b, f);
+  ir_computation_sort(c);
+  CHECK(ir_verify(m, &(FxError){0}));
+  CHECK(r.sibs.active);
+  CHECK(reach_path(&r, u, w, false));
+  CHECK(fusion_path_exists(u, w, false));
+  for (int k = 0; k < n; k++)
+    if (sib[k] == a) sib[k] = f;
+    else if (sib[k] == b) sib[k] = NULL;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++)
+      if (i != j && sib[i] && sib[j]) wrong += reach_path(&r, sib[i], sib[j], false) != fusion_path_exists(sib[i], sib[j], false);
+  CHECK(wrong == 0);
+  /* any change but a merge the sweep was told of ends its answers: queries search again */
+  CHECK(!reach_path(&r, blk[3], blk[4], false));
+  IrInstr *x = ir_instr_new(c, IR_OP_NEGATE, &v, &blk[3], 1, "negate");
+  ir_set_operand(blk[4], 1, x); /* now blk[3] reaches blk[4]: the sweep's answer is stale */
+  ir_computation_sort(c);
+  reach_update(&r, x);
+  reach_update(&r, blk[4]);
+  CHECK(ir_verify(m, &(FxError){0}));
+  CHECK(reach_path(&r, blk[3], blk[4], false));
+  reach_siblings_merged(&r, blk[3], blk[5], f);
+  CHECK(!r.sibs.active);
+  reach_siblings_end(&r);
+  reach_free(&r);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(wrap_fuse_unfuse);
   RUN(duplicate_keeps_original_until_last_user);
@@ -1599,6 +1679,7 @@ int main(void) {
   RUN(unnested_reductions_and_near_miss);
   RUN(producer_consumer_multi_output);
   RUN(reach_kept_searches_agree_with_full_search);
+  RUN(reach_sibling_sweep_agrees_with_full_search);
   RUN(horizontal_small_independent_kernels);
   RUN(slower_if_fused_and_near_miss);
   RUN(priority_ties_follow_text_order);
