@@ -115,8 +115,29 @@ static bool edges_build(const IrModule *m, int npos, bool by_user, EdgeLists *e)
   return true;
 }
 
+/* What the exact link check works with (see check_links_exact). */
+typedef struct {
+  EdgeLists claimed, used;
+  int *claim_stamp, *use_stamp;
+} LinkLists;
+
+/* The fast link check's sums: every distinct (operand, user) pair hashed, as each side lists it. */
+typedef struct {
+  uint64_t by_operand, by_user;
+  size_t n_operand, n_user;
+  int *seen; /* by operand id: the last instruction with many operands that read it (made when first needed) */
+} LinkSums;
+
+static uint64_t link_hash(int producer, int user) {
+  uint64_t x = ((uint64_t)(uint32_t)producer << 32 | (uint32_t)user) + 0x9e3779b97f4a7c15u; /* splitmix64 */
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+  return x ^ (x >> 31);
+}
+
 static bool check_links_and_ops(const IrModule *m, FxError *err, const int *pos, const int *comp_pos, int npos,
-                                const EdgeLists *claimed, const EdgeLists *used, int *claim_stamp, int *use_stamp);
+                                LinkLists *exact, LinkSums *sums);
+static bool check_links_exact(const IrModule *m, FxError *err, const int *pos, const int *comp_pos, int npos);
 
 static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos) {
   if (!m->entry) return verr(m, NULL, err, "module '%s' has no ENTRY computation", m->name);
@@ -210,33 +231,51 @@ static bool check_structure(const IrModule *m, FxError *err, int *pos, int npos)
   /* Distinct names, but one the module cannot find its instruction by (`why NAME` would not). */
   if (unindexed) return verr(m, &unindexed->loc, err, "'%%%s' cannot be found by its name in module '%s'", unindexed->name, m->name);
 
-  /* Operand/user links in both directions, in time linear in the number of edges (a value with
-     100,000 users made the obvious scans quadratic). Two lists by instruction id: claimed[u] holds
-     the instructions that list u as a user, used[v] the instructions that have v as an operand.
-     Per instruction, each list is stamped with its id, so each edge is checked in constant time. */
-  EdgeLists claimed = {0}, used = {0};
-  int *claim_stamp = fx_malloc(sizeof(int) * (size_t)npos), *use_stamp = fx_malloc(sizeof(int) * (size_t)npos);
+  /* Operand/user links in both directions. First in one linear pass that sums a hash of every
+     (operand, user) pair as the operand lists give them and as the user lists give them: equal
+     sums and counts mean the same links (a false match has odds of 2^-64). Anything found wrong,
+     links or not, is then looked for again by the exact check, which reports the first fault in
+     the module's order, as it always did. */
   int *comp_pos = fx_malloc(sizeof(int) * (size_t)npos); /* computation id -> index in m->comps */
-  ok = claim_stamp && use_stamp && comp_pos && edges_build(m, npos, true, &claimed) &&
-       edges_build(m, npos, false, &used);
+  if (!comp_pos) return verr(m, NULL, err, "out of memory verifying module '%s'", m->name);
+  for (int k = 0; k < npos; k++) comp_pos[k] = -1;
+  for (int k = 0; k < m->ncomps; k++)
+    if (m->comps[k]->id >= 0 && m->comps[k]->id < npos) comp_pos[m->comps[k]->id] = k;
+  LinkSums sums = {0};
+  FxError quiet;
+  fx_error_clear(&quiet);
+  ok = check_links_and_ops(m, &quiet, pos, comp_pos, npos, NULL, &sums) && sums.by_operand == sums.by_user &&
+       sums.n_operand == sums.n_user;
+  fx_free(sums.seen);
+  if (!ok) ok = check_links_exact(m, err, pos, comp_pos, npos);
+  fx_free(comp_pos);
+  return ok;
+}
+
+/* The exact link check: two lists by instruction id, claimed[u] the instructions that list u as a
+   user, used[v] the instructions that have v as an operand. Per instruction, each list is stamped
+   with its id, so each edge is checked in constant time (a value with 100,000 users made the
+   obvious scans quadratic). */
+static bool check_links_exact(const IrModule *m, FxError *err, const int *pos, const int *comp_pos, int npos) {
+  LinkLists l = {0};
+  l.claim_stamp = fx_malloc(sizeof(int) * (size_t)npos);
+  l.use_stamp = fx_malloc(sizeof(int) * (size_t)npos);
+  bool ok = l.claim_stamp && l.use_stamp && edges_build(m, npos, true, &l.claimed) && edges_build(m, npos, false, &l.used);
   if (!ok) verr(m, NULL, err, "out of memory verifying module '%s'", m->name);
   if (ok) {
-    for (int k = 0; k < npos; k++) claim_stamp[k] = use_stamp[k] = comp_pos[k] = -1;
-    for (int k = 0; k < m->ncomps; k++)
-      if (m->comps[k]->id >= 0 && m->comps[k]->id < npos) comp_pos[m->comps[k]->id] = k;
-    ok = check_links_and_ops(m, err, pos, comp_pos, npos, &claimed, &used, claim_stamp, use_stamp);
+    for (int k = 0; k < npos; k++) l.claim_stamp[k] = l.use_stamp[k] = -1;
+    ok = check_links_and_ops(m, err, pos, comp_pos, npos, &l, NULL);
   }
-  edges_free(&claimed);
-  edges_free(&used);
-  fx_free(claim_stamp);
-  fx_free(use_stamp);
-  fx_free(comp_pos);
+  edges_free(&l.claimed);
+  edges_free(&l.used);
+  fx_free(l.claim_stamp);
+  fx_free(l.use_stamp);
   return ok;
 }
 
 /* The per-instruction checks of check_structure, links included (see there). */
 static bool check_links_and_ops(const IrModule *m, FxError *err, const int *pos, const int *comp_pos, int npos,
-                                const EdgeLists *claimed, const EdgeLists *used, int *claim_stamp, int *use_stamp) {
+                                LinkLists *exact, LinkSums *sums) {
   for (int k = 0; k < m->ncomps; k++) {
     const IrComputation *c = m->comps[k];
     if (!c->root) return verr(m, &c->loc, err, "computation '%%%s' has no ROOT", c->name);
@@ -269,16 +308,41 @@ static bool check_links_and_ops(const IrModule *m, FxError *err, const int *pos,
         if (pos[op->id] >= j)
           return verr(m, &i->loc, err, "'%%%s' uses '%%%s' before its definition (instructions are not in topological order)", i->name,
                       op->name);
+        if (!exact) {
+          /* each distinct operand once, as its user list holds the user once */
+          bool again = false;
+          if (i->noperands <= 16) {
+            for (int q = 0; q < o && !again; q++) again = i->operands[q] == op;
+          } else {
+            if (!sums->seen) {
+              if (!(sums->seen = fx_malloc(sizeof(int) * (size_t)npos))) return false; /* the exact check says it */
+              for (int q = 0; q < npos; q++) sums->seen[q] = -1;
+            }
+            again = sums->seen[op->id] == i->id;
+            sums->seen[op->id] = i->id;
+          }
+          if (!again) {
+            sums->by_operand += link_hash(op->id, i->id);
+            sums->n_operand++;
+          }
+          continue;
+        }
         if (o == 0)
-          for (int q = claimed->start[i->id]; q < claimed->start[i->id + 1]; q++) claim_stamp[claimed->list[q]->id] = i->id;
-        if (claim_stamp[op->id] != i->id)
+          for (int q = exact->claimed.start[i->id]; q < exact->claimed.start[i->id + 1]; q++)
+            exact->claim_stamp[exact->claimed.list[q]->id] = i->id;
+        if (exact->claim_stamp[op->id] != i->id)
           return verr(m, &i->loc, err, "'%%%s' uses '%%%s' but is missing from its users", i->name, op->name);
       }
-      for (int q = used->start[i->id]; q < used->start[i->id + 1]; q++) use_stamp[used->list[q]->id] = i->id;
+      if (exact)
+        for (int q = exact->used.start[i->id]; q < exact->used.start[i->id + 1]; q++) exact->use_stamp[exact->used.list[q]->id] = i->id;
       for (int u = 0; u < i->nusers; u++) {
         const IrInstr *us = i->users[u];
-        if (!us || us->id < 0 || us->id >= (int)m->next_id + 1 || use_stamp[us->id] != i->id)
+        if (!us || us->id < 0 || us->id >= (int)m->next_id + 1 || (exact && exact->use_stamp[us->id] != i->id))
           return verr(m, &i->loc, err, "'%%%s' lists '%%%s' as a user, which does not use it", i->name, us ? us->name : "?");
+        if (!exact) {
+          sums->by_user += link_hash(i->id, us->id);
+          sums->n_user++;
+        }
       }
       for (int a = 0; a < i->nattrs; a++) {
         const IrAttr *at = &i->attrs[a];

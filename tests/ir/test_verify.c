@@ -133,6 +133,41 @@ TEST(built_module_verifies) {
   ir_module_free(m);
 }
 
+/* Links of an instruction with many operands, some of them repeated (a value is listed once as
+ * a user however often it is read): a wide tuple verifies, and an operand swapped behind ir.c's
+ * back is reported at the first instruction at fault, as the exact check finds it. */
+TEST(links_of_wide_instructions) {
+  const char *shapes[] = {"f32[4]{0}"};
+  IrModule *m = with_params(shapes, 1);
+  CHECK(m != NULL);
+  if (!m) return;
+  IrInstr *p = param(m, 0);
+  IrInstr *n1 = ir_instr_new(m->entry, IR_OP_NEGATE, &p->shape, &p, 1, "n1");
+  IrInstr *n2 = ir_instr_new(m->entry, IR_OP_NEGATE, &p->shape, &p, 1, "n2");
+  enum { N = 24 };
+  IrInstr *ops[N];
+  IrShape el[N];
+  for (int k = 0; k < N; k++) {
+    ops[k] = k == 5 ? n1 : k % 3 ? p : n2;
+    el[k] = p->shape;
+  }
+  IrShape ts = {.type = IR_TUPLE, .ntuple = N, .tuple = el};
+  IrInstr *t = ir_instr_new(m->entry, IR_OP_TUPLE, &ts, ops, N, "t");
+  ir_set_root(m->entry, t);
+  char b[512];
+  CHECK(p->nusers == 3 && n1->nusers == 1 && n2->nusers == 1);
+  CHECK_STR(verify_msg(m, b, sizeof b), "ok");
+  t->operands[5] = n2; /* n1 still lists t as a user */
+  CHECK_STR(verify_msg(m, b, sizeof b), "0:0: '%n1' lists '%t' as a user, which does not use it");
+  t->operands[5] = n1;
+  CHECK_STR(verify_msg(m, b, sizeof b), "ok");
+  n2->nusers = 0; /* t reads n2, which does not list it */
+  CHECK_STR(verify_msg(m, b, sizeof b), "0:0: '%t' uses '%n2' but is missing from its users");
+  n2->nusers = 1;
+  CHECK_STR(verify_msg(m, b, sizeof b), "ok");
+  ir_module_free(m);
+}
+
 TEST(catches_order_links_names_and_shapes) {
   IrInstr *p, *n, *a;
   char b[512];
@@ -264,6 +299,7 @@ int main(void) {
   RUN(inference_rules);
   RUN(built_module_verifies);
   RUN(catches_order_links_names_and_shapes);
+  RUN(links_of_wide_instructions);
   RUN(renamed_instructions_stay_indexed);
   RUN(catches_bad_calls);
   return check_summary();
