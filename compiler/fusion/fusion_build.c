@@ -399,19 +399,24 @@ static int add_output(IrInstr *f, IrInstr *extra) {
   IrShape old_shape = f->shape;
   ir_shape_copy(&m->arena, &f->shape, &ts);
   if (!was_tuple) {
-    /* Old users read element 0. */
-    IrInstr *users[256];
-    int nu = f->nusers < 256 ? f->nusers : 256;
+    /* Old users (all of them: a value may have thousands) read element 0. */
+    int nu = f->nusers;
+    IrInstr **users = nu ? fx_malloc(sizeof(IrInstr *) * (size_t)nu) : NULL;
+    if (nu && !users) return -1;
     if (nu) memcpy(users, f->users, sizeof(IrInstr *) * (size_t)nu);
     bool root = f->is_root;
     if (nu > 0 || root) {
       IrInstr *g = new_gte(f->parent, f, 0);
-      if (!g) return -1;
+      if (!g) {
+        fx_free(users);
+        return -1;
+      }
       for (int u = 0; u < nu; u++)
         for (int k = 0; k < users[u]->noperands; k++)
           if (users[u]->operands[k] == f) ir_set_operand(users[u], k, g);
       if (root) ir_set_root(f->parent, g);
     }
+    fx_free(users);
   }
   (void)old_shape;
   return idx;
@@ -421,10 +426,12 @@ IrInstr *fusion_fuse_multi_output(IrInstr *consumer, IrInstr *producer) {
   IrInstr *f = consumer->op == IR_OP_FUSION ? consumer : fusion_wrap(consumer, NULL);
   if (!f) return NULL;
   IrComputation *fc = ir_fused_computation(f);
-  /* Outside users of the producer other than f keep reading it through the fusion's output. */
-  IrInstr *others[256];
+  /* Outside users of the producer other than f (all of them) keep reading it through the
+   * fusion's output. */
+  IrInstr **others = fx_malloc(sizeof(IrInstr *) * (size_t)(producer->nusers ? producer->nusers : 1));
+  if (!others) return NULL;
   int no = 0;
-  for (int u = 0; u < producer->nusers && no < 256; u++)
+  for (int u = 0; u < producer->nusers; u++)
     if (producer->users[u] != f) others[no++] = producer->users[u];
   bool was_root = producer->is_root;
   IrInstr *pp[64];
@@ -434,19 +441,19 @@ IrInstr *fusion_fuse_multi_output(IrInstr *consumer, IrInstr *producer) {
   for (int k = 0; k < f->noperands; k++)
     if (f->operands[k] == producer) ir_set_operand(f, k, NULL);
   /* Detach the outside users temporarily so the producer can move. */
-  IrInstr *tmp_users[256];
-  int ntmp = 0;
   IrInstr *ph = NULL;
   if (no > 0 || was_root) {
     ph = ir_instr_new(producer->parent, IR_OP_GET_TUPLE_ELEMENT, &producer->shape, NULL, 0, "get-tuple-element");
-    if (!ph) return NULL;
-    for (int u = 0; u < no; u++) {
+    if (!ph) {
+      fx_free(others);
+      return NULL;
+    }
+    for (int u = 0; u < no; u++)
       for (int k = 0; k < others[u]->noperands; k++)
         if (others[u]->operands[k] == producer) ir_set_operand(others[u], k, ph);
-      tmp_users[ntmp++] = others[u];
-    }
     if (was_root) ir_set_root(producer->parent, ph);
   }
+  fx_free(others);
   bool producer_fusion = producer->op == IR_OP_FUSION;
   IrInstr *val = bring_in(f, producer, true);
   if (!val) return NULL;
@@ -463,7 +470,6 @@ IrInstr *fusion_fuse_multi_output(IrInstr *consumer, IrInstr *producer) {
     ir_replace_all_uses(ph, g);
     ir_instr_remove(ph);
   }
-  (void)tmp_users;
   ir_computation_sort(fc);
   return f;
 }

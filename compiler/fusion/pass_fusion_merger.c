@@ -181,18 +181,18 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
       continue;
     }
     int nu = f->nusers;
-    IrInstr *users[256];
-    if (nu > 256) continue;
-    memcpy(users, f->users, sizeof(IrInstr *) * (size_t)nu);
     /* Every user's verdict, XLA's order: kinds, expensive, bytes, size, duplication. */
+    IrInstr **users = fx_malloc(sizeof(IrInstr *) * (size_t)nu);
     FusionVerdict *vs = fx_calloc((size_t)nu, sizeof(FusionVerdict));
     char (*labels)[128] = fx_calloc((size_t)nu, 128);
-    if (!vs || !labels) {
+    if (!users || !vs || !labels) {
+      fx_free(users);
       fx_free(vs);
       fx_free(labels);
       ok = fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
       break;
     }
+    memcpy(users, f->users, sizeof(IrInstr *) * (size_t)nu);
     bool all = true;
     double cur = current_bytes(f), mer = merged_bytes(f);
     double ratio = mer / (cur > 1.0 ? cur : 1.0);
@@ -298,6 +298,7 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
                    fname, nu);
         if (sweep == 1) fusion_verdict_emit(cx, "merge", plabel, fusion_consumer_label(users[u], f), NULL, &vs[u]);
       }
+      fx_free(users);
       fx_free(vs);
       fx_free(labels);
       continue;
@@ -311,6 +312,7 @@ static bool merge_computation(IrComputation *c, PassContext *cx, int sweep, cons
       }
       fusion_verdict_emit(cx, "merge", plabel, labels[u], g->name, &vs[u]);
     }
+    fx_free(users);
     fx_free(vs);
     fx_free(labels);
     (*merged)++;

@@ -1647,6 +1647,53 @@ TEST(reach_sibling_sweep_agrees_with_full_search) {
   ir_module_free(m);
 }
 
+/* Multi-output fusion of values read by hundreds of instructions: every reader of the consumer
+ * (now a tuple) reads its first output through a get-tuple-element, and every other reader of the
+ * producer its new output (the first 256 only, before: the rest read a tuple as an array). */
+static IrModule *wide_readers(int n, IrInstr **producer, IrInstr **consumer) {
+  IrModule *m = ir_module_new("wide");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d[1] = {4};
+  IrShape v = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrInstr *x = ir_instr_new(c, IR_OP_PARAMETER, &v, NULL, 0, "x");
+  CHECK(ir_computation_set_params(c, &x, 1));
+  IrInstr *p = ir_instr_new(c, IR_OP_NEGATE, &v, &x, 1, "p");
+  IrInstr *e = ir_instr_new(c, IR_OP_EXP, &v, &p, 1, "e");
+  IrInstr **outs = fx_malloc(sizeof(IrInstr *) * (size_t)(2 * n));
+  IrShape *el = arena_alloc(&m->arena, sizeof(IrShape) * (size_t)(2 * n));
+  for (int k = 0; k < 2 * n; k++) {
+    outs[k] = ir_instr_new(c, k < n ? IR_OP_MULTIPLY : IR_OP_ADD, &v, (IrInstr *[]){k < n ? e : p, x}, 2, "u");
+    el[k] = v;
+  }
+  IrShape ts = {.type = IR_TUPLE, .ntuple = 2 * n, .tuple = el};
+  ir_set_root(c, ir_instr_new(c, IR_OP_TUPLE, &ts, outs, 2 * n, "t"));
+  fx_free(outs);
+  *producer = p;
+  *consumer = e;
+  return m;
+}
+
+TEST(multi_output_fusion_of_widely_read_values) {
+  IrInstr *p, *e;
+  IrModule *m = wide_readers(300, &p, &e);
+  CHECK(ir_verify(m, &(FxError){0}));
+  CHECK(e->nusers == 300 && p->nusers == 301);
+  IrInstr *f = fusion_fuse_multi_output(e, p);
+  CHECK(f != NULL);
+  ir_computation_sort(m->entry);
+  FxError err;
+  fx_error_clear(&err);
+  bool ok = ir_verify(m, &err);
+  if (!ok) fx_error_print(stderr, &err);
+  CHECK(ok);
+  /* f's readers are its two get-tuple-elements, each read by 300 instructions */
+  CHECK(f && f->nusers == 2);
+  for (int k = 0; f && k < f->nusers; k++) CHECK(f->users[k]->op == IR_OP_GET_TUPLE_ELEMENT && f->users[k]->nusers == 300);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(wrap_fuse_unfuse);
   RUN(duplicate_keeps_original_until_last_user);
@@ -1680,6 +1727,7 @@ int main(void) {
   RUN(producer_consumer_multi_output);
   RUN(reach_kept_searches_agree_with_full_search);
   RUN(reach_sibling_sweep_agrees_with_full_search);
+  RUN(multi_output_fusion_of_widely_read_values);
   RUN(horizontal_small_independent_kernels);
   RUN(slower_if_fused_and_near_miss);
   RUN(priority_ties_follow_text_order);
