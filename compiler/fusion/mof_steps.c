@@ -7,40 +7,123 @@
 #include "fusion_build.h"
 #include "../passes/passes.h"
 
+/* The refusals of one reason among the pairs past the first MOF_PAIRS_REPORTED of a parent:
+ * reported as one decision, the first pair's verdict with the count. */
+typedef struct {
+  const char *reason;
+  int count;
+  FusionVerdict first;
+  char a[256], b[256];
+} MofRefusals;
+
+enum { MOF_REASONS_MAX = 48 };
+
+static MofRefusals *refusals_of(MofRefusals *g, int *n, const char *reason) {
+  for (int k = 0; k < *n; k++)
+    if (g[k].reason == reason || (g[k].reason && reason && strcmp(g[k].reason, reason) == 0)) return &g[k];
+  if (*n == MOF_REASONS_MAX) return &g[*n - 1]; /* more reasons than the vocabulary has: never */
+  memset(&g[*n], 0, sizeof g[*n]);
+  g[*n].reason = reason;
+  return &g[(*n)++];
+}
+
+/* The refusals of this reason past the first pairs, when one of them was judged already. */
+static MofRefusals *counted(MofRefusals *g, int n, const char *reason) {
+  for (int k = 0; k < n; k++)
+    if (g[k].reason == reason && g[k].count > 0) return &g[k];
+  return NULL;
+}
+
+static void report_refusals(PassContext *cx, const IrInstr *parent, MofRefusals *g, int n) {
+  for (int k = 0; k < n; k++) {
+    FusionVerdict v = g[k].first;
+    if (g[k].count > 1) {
+      size_t len = strlen(v.detail);
+      snprintf(v.detail + len, sizeof v.detail - len,
+               "; and so %d more pairs of the readers of %s (past the first %d pairs, reported together)",
+               g[k].count - 1, parent->name, MOF_PAIRS_REPORTED);
+      fusion_verdict_metric(&v, "pairs", g[k].count);
+    }
+    fusion_verdict_emit(cx, "sibling", g[k].a, g[k].b, NULL, &v);
+  }
+}
+
 int mof_fuse_siblings(Reach *r, IrInstr *parent, IrInstr **sib, int n, PassContext *cx, FusionPairSet *refused,
                       bool *oom, bool (*candidate)(const IrInstr *, const PassSettings *), MofSiblingCheck ok,
                       MofLabel label) {
   fusion_sort_by_mof_priority(sib, n);
+  /* The candidates, in that order: whether each is one is asked once (a merge changes no other
+   * sibling's users or body, and the merged kernel is never asked again: it is the first of every
+   * pair it is in from then on). */
+  int m = 0;
+  for (int k = 0; k < n; k++)
+    if (!candidate || candidate(sib[k], cx->settings)) sib[m++] = sib[k];
+  n = m;
+  MofRefusals *past = fx_malloc(sizeof(MofRefusals) * MOF_REASONS_MAX);
+  int words = (n + 63) / 64 + 1;
+  uint64_t *conn = fx_malloc(sizeof(uint64_t) * (size_t)words);
+  uint64_t *alive = fx_calloc((size_t)words, sizeof(uint64_t)); /* sib[j] not merged away */
+  if (!past || !conn || !alive) {
+    fx_free(past);
+    fx_free(conn);
+    fx_free(alive);
+    *oom = true;
+    return 0;
+  }
+  for (int k = 0; k < n; k++) alive[k / 64] |= UINT64_C(1) << (k % 64);
   /* Every pair of candidates gets asked whether a path joins them: one sweep answers them all. */
-  IrInstr *asked[REACH_MAX_SIBLINGS];
-  int nasked = 0;
-  for (int k = 0; k < n && nasked < REACH_MAX_SIBLINGS; k++)
-    if (!candidate || candidate(sib[k], cx->settings)) asked[nasked++] = sib[k];
-  (void)reach_siblings_begin(r, asked, nasked);
-  int merged = 0;
-  for (int i = 0; i < n; i++) {
-    if (!sib[i] || sib[i]->op != IR_OP_FUSION || (candidate && !candidate(sib[i], cx->settings))) continue;
+  (void)reach_siblings_begin(r, sib, n);
+  int merged = 0, npast = 0;
+  long judged = 0;
+  MofRefusals *cycles = NULL; /* the cycle refusals reported together, once the first is judged */
+  for (int i = 0; i < n && !*oom; i++) {
+    if (!sib[i] || sib[i]->op != IR_OP_FUSION) continue;
+    bool known = reach_siblings_connections(r, i, conn);
     for (int j = i + 1; j < n; j++) {
-      if (!sib[j] || (candidate && !candidate(sib[j], cx->settings))) continue;
+      if (j % 64 == 0 && known && judged >= MOF_PAIRS_REPORTED && (alive[j / 64] & ~conn[j / 64]) == 0 &&
+          (cycles = cycles ? cycles : counted(past, npast, FR_CYCLE)) != NULL) {
+        /* 64 siblings at once, every one still there joined to sib[i] by a path: all refused for
+         * the cycle (along a chain of blocks, nearly every pair) */
+        int k = __builtin_popcountll(alive[j / 64]);
+        cycles->count += k;
+        judged += k;
+        j += 63;
+        continue;
+      }
+      if (!sib[j]) continue;
+      bool one_by_one = ++judged <= MOF_PAIRS_REPORTED;
+      if (!one_by_one && known && ((conn[j / 64] >> (j % 64)) & 1)) {
+        /* refused for the cycle, the first check of both eras: counted without judging it again */
+        MofRefusals *g = refusals_of(past, &npast, FR_CYCLE);
+        if (g->count > 0) {
+          g->count++;
+          continue;
+        }
+      }
       FusionVerdict v;
       bool fusible = ok(r, sib[i], sib[j], parent, cx, &v);
       char an[256], bn[256];
+      if (!fusible && !one_by_one) {
+        MofRefusals *g = refusals_of(past, &npast, v.reason);
+        if (g->count++ == 0) {
+          g->first = v;
+          label(sib[i], g->a, sizeof g->a);
+          label(sib[j], g->b, sizeof g->b);
+        }
+        continue;
+      }
       label(sib[i], an, sizeof an);
       label(sib[j], bn, sizeof bn);
       if (!fusible) {
         if (!fusion_pair_seen(refused, sib[i], sib[j], v.reason, oom)) fusion_verdict_emit(cx, "sibling", an, bn, NULL, &v);
-        if (*oom) {
-          reach_siblings_end(r);
-          return merged;
-        }
+        if (*oom) break;
         continue;
       }
       const IrInstr *a = sib[i], *b = sib[j];
       IrInstr *f = fusion_merge_siblings(sib[i], sib[j], NULL);
       if (!f) {
         *oom = true;
-        reach_siblings_end(r);
-        return merged;
+        break;
       }
       reach_update(r, f);
       reach_siblings_merged(r, a, b, f);
@@ -48,9 +131,15 @@ int mof_fuse_siblings(Reach *r, IrInstr *parent, IrInstr **sib, int n, PassConte
       fusion_verdict_emit(cx, "sibling", an, bn, f->name, &v);
       sib[i] = f;
       sib[j] = NULL;
+      alive[j / 64] &= ~(UINT64_C(1) << (j % 64));
       merged++;
+      known = reach_siblings_connections(r, i, conn);
     }
   }
+  report_refusals(cx, parent, past, npast);
+  fx_free(past);
+  fx_free(conn);
+  fx_free(alive);
   reach_siblings_end(r);
   return merged;
 }
@@ -102,9 +191,14 @@ static bool mof_computation(IrComputation *c, PassContext *cx, const MofEra *era
     if (p->dead || p->parent != c || p->op == IR_OP_CONSTANT || (era->skip && era->skip(p))) continue;
     *count += era->siblings(&reach, p, cx, &refused, &oom);
     if (oom || p->dead || p->parent != c) continue;
-    IrInstr *users[64];
+    IrInstr **users = fx_malloc(sizeof(IrInstr *) * (size_t)(p->nusers ? p->nusers : 1));
+    if (!users) {
+      oom = true;
+      break;
+    }
     int nu = era->consumers(p, c, cx->settings, users);
     int fused = mof_fuse_into_preferred(&reach, p, users, nu, cx, era->consumer_ok);
+    fx_free(users);
     if (fused < 0) {
       oom = true;
       break;

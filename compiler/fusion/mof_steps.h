@@ -30,8 +30,8 @@ typedef struct {
   bool (*skip)(const IrInstr *p);
   /* FuseSiblings among the users of p: returns the number of merges, sets *oom. */
   int (*siblings)(Reach *r, IrInstr *p, PassContext *cx, FusionPairSet *refused, bool *oom);
-  /* The consumers of p (in c, at most 64) that may take it as a multi-output fusion; 0 when p
-   * may not stay an output. */
+  /* The consumers of p (in c; out has room for all p's users) that may take it as a multi-output
+   * fusion; 0 when p may not stay an output. */
   int (*consumers)(const IrInstr *p, const IrComputation *c, const PassSettings *s, IrInstr **out);
   MofConsumerCheck consumer_ok;
 } MofEra;
@@ -41,11 +41,15 @@ typedef struct {
  * multi-output fused. */
 bool mof_run(IrModule *m, PassContext *cx, bool *changed, const MofEra *era);
 
-/* FuseSiblings over the n users sib of parent: sorts them by fusion_mof_priority (multi-output
- * fusions, then fusions, then plain ops); each fusion then takes every later sibling that ok
- * accepts. With candidate (NULL: every sibling), a sibling it rejects is passed over. A refusal
- * is reported once per pair and reason (refused). Returns the number of merges; sets *oom when
- * out of memory. */
+/* FuseSiblings over the n users sib of parent (all of them, as XLA takes them): sorts them by
+ * fusion_mof_priority (multi-output fusions, then fusions, then plain ops); each fusion then takes
+ * every later sibling that ok accepts. With candidate (NULL: every sibling), a sibling it rejects
+ * is passed over. Of the first MOF_PAIRS_REPORTED pairs judged, a refusal is reported once per
+ * pair and reason (refused); the refusals past them (a value read by thousands of kernels has
+ * millions of pairs) are reported together, one decision per reason naming the first pair and
+ * counting the rest. Every merge is reported. Returns the number of merges; sets *oom when out
+ * of memory. */
+enum { MOF_PAIRS_REPORTED = 64 * 63 / 2 };
 int mof_fuse_siblings(Reach *r, IrInstr *parent, IrInstr **sib, int n, PassContext *cx, FusionPairSet *refused,
                       bool *oom, bool (*candidate)(const IrInstr *, const PassSettings *), MofSiblingCheck ok,
                       MofLabel label);

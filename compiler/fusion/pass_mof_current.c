@@ -132,12 +132,18 @@ static void kernel_name(const IrInstr *x, char *buf, size_t n) { snprintf(buf, n
 
 static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
   if (effective_scalar(&parent->shape)) return 0;
-  IrInstr *sib[64];
+  IrInstr **sib = fx_malloc(sizeof(IrInstr *) * (size_t)(parent->nusers ? parent->nusers : 1));
+  if (!sib) {
+    *oom = true;
+    return 0;
+  }
   int n = 0;
-  for (int u = 0; u < parent->nusers && n < 64; u++)
+  for (int u = 0; u < parent->nusers; u++)
     if (parent->users[u]->parent == parent->parent && sibling_candidate(parent->users[u], cx->settings))
       sib[n++] = parent->users[u];
-  return mof_fuse_siblings(r, parent, sib, n, cx, refused, oom, NULL, can_fuse_siblings, kernel_name);
+  int merged = mof_fuse_siblings(r, parent, sib, n, cx, refused, oom, NULL, can_fuse_siblings, kernel_name);
+  fx_free(sib);
+  return merged;
 }
 
 /* ProducerCandidateIsFusible. */
@@ -181,7 +187,7 @@ static int consumers(const IrInstr *p, const IrComputation *c, const PassSetting
   if (!fusion_producer_mof_fusible(p, s, &pv) || p->op == IR_OP_PARAMETER) return 0;
   if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) return 0;
   int n = 0;
-  for (int u = 0; u < p->nusers && u < 64; u++)
+  for (int u = 0; u < p->nusers; u++)
     if (p->users[u]->parent == c) out[n++] = p->users[u];
   return n;
 }

@@ -206,15 +206,18 @@ static bool sibling_ok(Reach *r, const IrInstr *a, const IrInstr *b, const IrIns
 static int fuse_siblings(Reach *r, IrInstr *parent, PassContext *cx, FusionPairSet *refused, bool *oom) {
   /* IsProfitableOperand: reading a scalar constant costs nothing. */
   if (parent->op == IR_OP_CONSTANT && ir_shape_elements(&parent->shape) <= 1) return 0;
-  IrInstr *sib[64];
-  int n = 0;
-  for (int u = 0; u < parent->nusers && n < 64; u++) {
-    IrInstr *x = parent->users[u];
-    bool seen = false;
-    for (int q = 0; q < n && !seen; q++) seen = sib[q] == x;
-    if (!seen && x->parent == parent->parent) sib[n++] = x;
+  /* every user (a user list holds each user once) */
+  IrInstr **sib = fx_malloc(sizeof(IrInstr *) * (size_t)(parent->nusers ? parent->nusers : 1));
+  if (!sib) {
+    *oom = true;
+    return 0;
   }
-  return mof_fuse_siblings(r, parent, sib, n, cx, refused, oom, sibling_candidate, sibling_ok, sibling_label);
+  int n = 0;
+  for (int u = 0; u < parent->nusers; u++)
+    if (parent->users[u]->parent == parent->parent) sib[n++] = parent->users[u];
+  int merged = mof_fuse_siblings(r, parent, sib, n, cx, refused, oom, sibling_candidate, sibling_ok, sibling_label);
+  fx_free(sib);
+  return merged;
 }
 
 /* A consumer candidate of GetProducerConsumerMultiOutputFusionCandidates. */
@@ -249,11 +252,9 @@ static int consumers(const IrInstr *p, const IrComputation *c, const PassSetting
   if (p->nusers == 0 || (p->nusers == 1 && !is_mof(p->users[0]))) return 0;
   if (!fusion_is_loop_fusible(p, s) || fusion_op_never_fuses(p->op)) return 0;
   int n = 0;
-  for (int u = 0; u < p->nusers && u < 64; u++) {
+  for (int u = 0; u < p->nusers; u++) { /* each user once, as a user list holds it */
     IrInstr *cons = p->users[u];
-    bool seen = false;
-    for (int q = 0; q < u && !seen; q++) seen = p->users[q] == cons;
-    if (!seen && cons->parent == c && reportable_consumer(cons, s)) out[n++] = cons;
+    if (cons->parent == c && reportable_consumer(cons, s)) out[n++] = cons;
   }
   return n;
 }

@@ -59,11 +59,16 @@ static bool session_reserve(ReachSession *s, size_t old_cap, size_t cap) {
 }
 
 
-/* The sweep's arrays for cap ids; made by the first sweep (most computations never need one). */
-static bool sweep_alloc(Reach *r, size_t cap) {
-  uint64_t *rb = fx_realloc(r->reached_by, sizeof(uint64_t) * cap);
-  if (!rb) return false;
-  r->reached_by = rb;
+/* The sweep's arrays for cap ids, from old_cap (new places of siblings start unset); made by the
+ * first sweep (most computations never need one). */
+static bool sweep_alloc(Reach *r, size_t old_cap, size_t cap) {
+  int32_t *si = fx_realloc(r->sib_index, sizeof(int32_t) * cap);
+  if (!si) return false;
+  r->sib_index = si;
+  for (size_t k = old_cap; k < cap; k++) si[k] = -1;
+  int32_t *sp = fx_realloc(r->sweep_pos, sizeof(int32_t) * cap);
+  if (!sp) return false;
+  r->sweep_pos = sp;
   ReachSweepEntry *sw = fx_realloc(r->sweep, sizeof(ReachSweepEntry) * cap);
   if (!sw) return false;
   r->sweep = sw;
@@ -75,7 +80,7 @@ static bool reserve(Reach *r) {
   if (need <= r->cap) return true;
   size_t cap = need + need / 2 + 64;
   if (!session_reserve(&r->fwd, r->cap, cap) || !session_reserve(&r->bwd, r->cap, cap)) return false;
-  if (r->reached_by && !sweep_alloc(r, cap)) return false;
+  if (r->sib_index && !sweep_alloc(r, r->cap, cap)) return false;
   int32_t *lv = fx_realloc(r->level, sizeof(int32_t) * cap);
   if (!lv) return false;
   r->level = lv;
@@ -156,7 +161,9 @@ void reach_free(Reach *r) {
   fx_free(r->stamp);
   fx_free(r->stack);
   fx_free(r->work);
-  fx_free(r->reached_by);
+  reach_siblings_end(r);
+  fx_free(r->sib_index);
+  fx_free(r->sweep_pos);
   fx_free(r->sweep);
   memset(r, 0, sizeof *r);
 }
@@ -347,19 +354,31 @@ static bool kept_path(Reach *r, const IrInstr *from, const IrInstr *to) {
 
 /* ---------- all pairs of one parent's siblings ---------- */
 
-static int sibling_index(const ReachSiblings *s, const IrInstr *x) {
-  for (int k = 0; k < s->n; k++)
-    if (s->node[k] == x) return k;
-  return -1;
+static int sibling_index(const Reach *r, const IrInstr *x) {
+  const ReachSiblings *s = &r->sibs;
+  if (!r->sib_index || x->id < 0 || (size_t)x->id >= r->cap) return -1;
+  int k = r->sib_index[x->id];
+  return k >= 0 && k < s->n && s->node[k] == x ? k : -1;
 }
+
+static bool bit(const uint64_t *row, int i) { return (row[i / 64] >> (i % 64)) & 1; }
 
 /* Whether the sweep answers from -> to: both among the siblings, nothing changed but their merges. */
 static bool sibling_pair(const Reach *r, const IrInstr *from, const IrInstr *to, int *fi, int *ti) {
   const ReachSiblings *s = &r->sibs;
   if (!s->active || s->epoch != r->epoch) return false;
-  *fi = sibling_index(s, from);
-  *ti = *fi >= 0 ? sibling_index(s, to) : -1;
+  *fi = sibling_index(r, from);
+  *ti = *fi >= 0 ? sibling_index(r, to) : -1;
   return *ti >= 0;
+}
+
+bool reach_siblings_connections(const Reach *r, int i, uint64_t *conn) {
+  const ReachSiblings *s = &r->sibs;
+  if (!s->active || s->epoch != r->epoch || i < 0 || i >= s->n || !s->node[i]) return false;
+  int W = s->words;
+  const uint64_t *f = &s->from[(size_t)i * W], *t = &s->to[(size_t)i * W];
+  for (int w = 0; w < W; w++) conn[w] = f[w] | t[w];
+  return true;
 }
 
 static int by_level(const void *a, const void *b) {
@@ -367,11 +386,22 @@ static int by_level(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-bool reach_siblings_begin(Reach *r, IrInstr *const *sib, int n) {
+void reach_siblings_end(Reach *r) {
   ReachSiblings *s = &r->sibs;
-  s->active = false;
+  for (int k = 0; k < s->n && r->sib_index; k++)
+    if (s->node[k] && (size_t)s->node[k]->id < r->cap) r->sib_index[s->node[k]->id] = -1;
+  fx_free(s->node);
+  fx_free(s->from);
+  fx_free(s->to);
+  memset(s, 0, sizeof *s);
+}
+
+bool reach_siblings_begin(Reach *r, IrInstr *const *sib, int n) {
+  reach_siblings_end(r);
+  ReachSiblings *s = &r->sibs;
   if (r->broken || n < 2 || n > REACH_MAX_SIBLINGS || !reserve(r)) return false;
-  if (!r->reached_by && !sweep_alloc(r, r->cap)) return false;
+  if (!r->sib_index && !sweep_alloc(r, 0, r->cap)) return false;
+  int words = (n + 63) / 64;
   int32_t top = 0;
   for (int k = 0; k < n; k++) {
     if (!counts(r, sib[k])) return false;
@@ -390,7 +420,6 @@ bool reach_siblings_begin(Reach *r, IrInstr *const *sib, int n) {
     const IrInstr *x = sib[k];
     if (seen[x->id] == g) return false; /* listed twice */
     seen[x->id] = g;
-    r->reached_by[x->id] = 0;
     r->sweep[nsw++] = (ReachSweepEntry){r->level[x->id], k, x};
     stack[sp++] = x;
   }
@@ -407,30 +436,61 @@ bool reach_siblings_begin(Reach *r, IrInstr *const *sib, int n) {
       }
       if (r->level[y->id] >= top) continue;
       seen[y->id] = g;
-      r->reached_by[y->id] = 0;
       r->sweep[nsw++] = (ReachSweepEntry){r->level[y->id], -1, y};
       stack[sp++] = y;
     }
   }
+  /* Which siblings reach each of them: `words` words each (at most 256 MiB, else the searches) */
+  if ((double)nsw * words > (double)(32u << 20)) return false;
+  uint64_t *reached = fx_calloc(nsw * (size_t)words, sizeof(uint64_t));
+  s->node = fx_malloc(sizeof(IrInstr *) * (size_t)n);
+  s->from = fx_calloc((size_t)n * (size_t)words, sizeof(uint64_t));
+  s->to = fx_calloc((size_t)n * (size_t)words, sizeof(uint64_t));
+  if (!reached || !s->node || !s->from || !s->to) {
+    fx_free(reached);
+    reach_siblings_end(r);
+    return false;
+  }
   /* In level order every operand comes before its users: each passes on who reaches it. */
   qsort(r->sweep, nsw, sizeof *r->sweep, by_level);
+  for (size_t k = 0; k < nsw; k++) r->sweep_pos[r->sweep[k].x->id] = (int32_t)k;
   for (size_t k = 0; k < nsw; k++) {
     const ReachSweepEntry *e = &r->sweep[k];
-    uint64_t m = r->reached_by[e->x->id] | (e->sibling >= 0 ? UINT64_C(1) << e->sibling : 0);
+    uint64_t *m = &reached[k * (size_t)words];
+    if (e->sibling >= 0) {
+      /* its row is complete: every operand came before it */
+      memcpy(&s->from[(size_t)e->sibling * words], m, sizeof(uint64_t) * (size_t)words);
+      m[e->sibling / 64] |= UINT64_C(1) << (e->sibling % 64);
+    }
     for (int u = 0; u < e->x->nusers; u++) {
       const IrInstr *y = e->x->users[u];
-      if (counts(r, y) && seen[y->id] == g) r->reached_by[y->id] |= m;
+      if (!counts(r, y) || seen[y->id] != g) continue;
+      uint64_t *my = &reached[(size_t)r->sweep_pos[y->id] * words];
+      for (int w = 0; w < words; w++) my[w] |= m[w];
     }
   }
+  /* And backwards, in falling level order, each learns which siblings it reaches through its
+   * users. */
+  memset(reached, 0, sizeof(uint64_t) * nsw * (size_t)words);
+  for (size_t k = nsw; k-- > 0;) {
+    const ReachSweepEntry *e = &r->sweep[k];
+    uint64_t *m = &reached[k * (size_t)words];
+    for (int u = 0; u < e->x->nusers; u++) {
+      const IrInstr *y = e->x->users[u];
+      if (!counts(r, y) || seen[y->id] != g) continue;
+      size_t py = (size_t)r->sweep_pos[y->id];
+      const uint64_t *my = &reached[py * words];
+      for (int w = 0; w < words; w++) m[w] |= my[w];
+      if (r->sweep[py].sibling >= 0) m[r->sweep[py].sibling / 64] |= UINT64_C(1) << (r->sweep[py].sibling % 64);
+    }
+    if (e->sibling >= 0) memcpy(&s->to[(size_t)e->sibling * words], m, sizeof(uint64_t) * (size_t)words);
+  }
+  fx_free(reached);
   s->n = n;
+  s->words = words;
   for (int k = 0; k < n; k++) {
     s->node[k] = sib[k];
-    s->reaches[k] = 0;
-  }
-  for (int j = 0; j < n; j++) {
-    uint64_t m = r->reached_by[sib[j]->id];
-    for (int i = 0; i < n; i++)
-      if ((m >> i) & 1) s->reaches[i] |= UINT64_C(1) << j;
+    r->sib_index[sib[k]->id] = k;
   }
   s->epoch = r->epoch;
   s->active = true;
@@ -439,27 +499,52 @@ bool reach_siblings_begin(Reach *r, IrInstr *const *sib, int n) {
 
 void reach_siblings_merged(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *f) {
   ReachSiblings *s = &r->sibs;
-  int ia = sibling_index(s, a), ib = sibling_index(s, b);
+  int ia = s->active ? sibling_index(r, a) : -1, ib = s->active ? sibling_index(r, b) : -1;
   /* one reach_update since the answers were last right: the merge's own */
-  if (!s->active || s->epoch + 1 != r->epoch || ia < 0 || ib < 0 || ia == ib) {
-    s->active = false;
+  if (!s->active || s->epoch + 1 != r->epoch || ia < 0 || ib < 0 || ia == ib || f->id < 0 ||
+      (size_t)f->id >= r->cap) {
+    reach_siblings_end(r);
     return;
   }
-  uint64_t both = (UINT64_C(1) << ia) | (UINT64_C(1) << ib);
-  uint64_t from_f = (s->reaches[ia] | s->reaches[ib]) & ~both;
-  for (int u = 0; u < s->n; u++) {
-    if (u == ia || u == ib) continue;
-    if (s->reaches[u] & both) s->reaches[u] |= from_f | (UINT64_C(1) << ia);
-    s->reaches[u] &= ~(UINT64_C(1) << ib);
+  int W = s->words;
+  uint64_t *ra = &s->from[(size_t)ia * W], *rb = &s->from[(size_t)ib * W];
+  /* who reaches the merged kernel: who reached a or b */
+  for (int w = 0; w < W; w++) ra[w] |= rb[w];
+  ra[ia / 64] &= ~(UINT64_C(1) << (ia % 64));
+  ra[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
+  for (int v = 0; v < s->n; v++) {
+    if (v == ia || v == ib || !s->node[v]) continue;
+    uint64_t *rv = &s->from[(size_t)v * W];
+    if (bit(rv, ia) || bit(rv, ib)) {
+      /* a or b reached v: so does the merged kernel, and whatever reached it */
+      for (int w = 0; w < W; w++) rv[w] |= ra[w];
+      rv[ia / 64] |= UINT64_C(1) << (ia % 64);
+      rv[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
+    }
   }
-  s->reaches[ia] = from_f;
-  s->reaches[ib] = 0;
+  memset(rb, 0, sizeof(uint64_t) * (size_t)W);
+  /* the same on the transposed rows: whom the merged kernel reaches, and who reached a or b */
+  uint64_t *ta = &s->to[(size_t)ia * W], *tb = &s->to[(size_t)ib * W];
+  for (int w = 0; w < W; w++) ta[w] |= tb[w];
+  ta[ia / 64] &= ~(UINT64_C(1) << (ia % 64));
+  ta[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
+  for (int u = 0; u < s->n; u++) {
+    if (u == ia || u == ib || !s->node[u]) continue;
+    uint64_t *tu = &s->to[(size_t)u * W];
+    if (bit(tu, ia) || bit(tu, ib)) {
+      for (int w = 0; w < W; w++) tu[w] |= ta[w];
+      tu[ia / 64] |= UINT64_C(1) << (ia % 64);
+      tu[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
+    }
+  }
+  memset(tb, 0, sizeof(uint64_t) * (size_t)W);
+  r->sib_index[a->id] = -1;
+  r->sib_index[b->id] = -1;
   s->node[ia] = f;
   s->node[ib] = NULL;
+  r->sib_index[f->id] = ia;
   s->epoch = r->epoch;
 }
-
-void reach_siblings_end(Reach *r) { r->sibs.active = false; }
 
 bool reach_path(Reach *r, const IrInstr *from, const IrInstr *to, bool skip_direct) {
   if (r->broken || from->parent != r->c || !reserve(r)) {
@@ -467,7 +552,7 @@ bool reach_path(Reach *r, const IrInstr *from, const IrInstr *to, bool skip_dire
     return fusion_path_exists(from, to, skip_direct);
   }
   int fi, ti;
-  bool found = !skip_direct && sibling_pair(r, from, to, &fi, &ti) ? (r->sibs.reaches[fi] >> ti) & 1
+  bool found = !skip_direct && sibling_pair(r, from, to, &fi, &ti) ? bit(&r->sibs.from[(size_t)ti * r->sibs.words], fi)
                : skip_direct                                       ? bounded_path(r, from, to, skip_direct)
                                                                    : kept_path(r, from, to);
   if (r->check && found != fusion_path_exists(from, to, skip_direct)) {

@@ -47,20 +47,21 @@ typedef struct {
   size_t nwait;
 } ReachSession;
 
-/* Reachability among the siblings of one parent, for the pair checks of a sibling fusion: the
- * answers for every pair come from one sweep over what the siblings reach (reach_siblings_begin)
- * instead of a search per pair, and a merge of two of them updates them exactly
- * (reach_siblings_merged). */
-enum { REACH_MAX_SIBLINGS = 64 };
+/* Reachability among the siblings of one parent, for the pair checks of a sibling fusion (XLA
+ * judges every pair of a value's readers, and a value may have thousands): the answers for every
+ * pair come from one sweep over what the siblings reach (reach_siblings_begin) instead of a search
+ * per pair, and a merge of two of them updates them exactly (reach_siblings_merged). */
+enum { REACH_MAX_SIBLINGS = 1 << 14 };
 typedef struct {
   bool active;
   uint32_t epoch; /* the map's epoch the answers hold for */
-  int n;
-  const IrInstr *node[REACH_MAX_SIBLINGS];
-  uint64_t reaches[REACH_MAX_SIBLINGS]; /* bit j of reaches[i]: a path leads from node[i] to node[j] */
+  int n, words;   /* siblings, and 64-bit words per row */
+  const IrInstr **node; /* n: each sibling, NULL once merged into another */
+  uint64_t *from;       /* n rows of `words`: bit i of row j, a path leads from node[i] to node[j] */
+  uint64_t *to;         /* the same transposed: bit j of row i, a path leads from node[i] to node[j] */
 } ReachSiblings;
 
-/* An instruction the sweep covers: its level, and its bit when it is one of the siblings. */
+/* An instruction the sweep covers: its level, and its place when it is one of the siblings. */
 typedef struct {
   int32_t level;
   int sibling; /* index among the siblings, or -1 */
@@ -82,7 +83,8 @@ typedef struct {
   ReachSession fwd, bwd;
   const IrInstr *last_from; /* the last query's start */
   ReachSiblings sibs;
-  uint64_t *reached_by; /* the sweep's: which siblings reach each instruction, by id (cap entries) */
+  int32_t *sib_index;     /* by id (cap entries): the place among the siblings, or -1 */
+  int32_t *sweep_pos;     /* by id (cap entries): the place in the sweep, while one runs */
   ReachSweepEntry *sweep; /* the sweep's instructions (cap entries) */
 } Reach;
 
@@ -106,6 +108,10 @@ bool reach_path(Reach *r, const IrInstr *from, const IrInstr *to, bool skip_dire
  * below the highest sibling's level, in level order, learns which siblings reach it. Returns false
  * (queries then search as before) when the siblings do not qualify or memory runs out. */
 bool reach_siblings_begin(Reach *r, IrInstr *const *sib, int n);
+/* The siblings a path joins to sib[i] either way (bit j of conn, ceil(n/64) words), as the sweep
+ * knows them after the merges it was told of; false when it cannot say (no sweep, or a change it
+ * was not told of). */
+bool reach_siblings_connections(const Reach *r, int i, uint64_t *conn);
 /* After siblings a and b were merged into f and reach_update(r, f): f takes a's place, and a path
  * now leads from u to v when one did before, or when u reached a or b and a or b reached v (the
  * merged kernel joins the two paths). Any other change since the sweep ends the answers. */

@@ -12,6 +12,7 @@
 #include "../../compiler/fusion/reachability.h"
 #include "../../compiler/hlo/hlo.h"
 #include "../../compiler/ir/ir.h"
+#include "../../compiler/fusion/mof_steps.h"
 #include "../../compiler/passes/passes.h"
 #include "../../compiler/plan/plan.h"
 #include "../../runtime/runtime.h"
@@ -29,13 +30,15 @@ typedef struct {
 typedef struct {
   Rec r[512];
   int n;
+  int total; /* every decision, kept or not (the last 512 are not kept past the first 512) */
 } Log;
 
 static void copy(char *dst, size_t n, const char *s) { snprintf(dst, n, "%s", s ? s : ""); }
 
 static void log_emit(void *ctx, const PassDecision *d) {
   Log *l = ctx;
-  if (l->n >= 512) return;
+  l->total++;
+  if (l->n >= 512) l->n = 511; /* full: the newest takes the last place */
   Rec *r = &l->r[l->n++];
   copy(r->pass, sizeof r->pass, d->pass);
   copy(r->action, sizeof r->action, d->action);
@@ -1694,6 +1697,127 @@ TEST(multi_output_fusion_of_widely_read_values) {
   ir_module_free(m);
 }
 
+/* The same with more siblings than one 64-bit word holds, merges at random among those no path
+ * joins: after each merge every pair (both ways, and as reach_siblings_connections gives it)
+ * agrees with the full search. */
+TEST(reach_sibling_sweep_many_siblings_and_merges) {
+  IrModule *m = ir_module_new("many");
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d[1] = {4};
+  IrShape v = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, &v, NULL, 0, "p");
+  CHECK(ir_computation_set_params(c, &p, 1));
+  enum { N = 150 };
+  IrInstr *s[N];
+  unsigned seed = 11;
+  /* s[k] reads p and, now and then, an instruction made from an earlier sibling */
+  for (int k = 0; k < N; k++) {
+    IrInstr *other = p;
+    if (k > 0 && lcg(&seed) % 3 == 0) {
+      IrInstr *e = s[lcg(&seed) % (unsigned)k];
+      other = ir_instr_new(c, IR_OP_NEGATE, &v, &e, 1, "negate");
+    }
+    s[k] = ir_instr_new(c, IR_OP_ADD, &v, (IrInstr *[]){p, other}, 2, "add");
+  }
+  IrShape el[N];
+  for (int k = 0; k < N; k++) el[k] = v;
+  IrShape ts = {.type = IR_TUPLE, .ntuple = N, .tuple = el};
+  ir_set_root(c, ir_instr_new(c, IR_OP_TUPLE, &ts, s, N, "result"));
+  CHECK(ir_verify(m, &(FxError){0}));
+  Reach r;
+  reach_init(&r, c);
+  IrInstr *sib[N];
+  for (int k = 0; k < N; k++) sib[k] = s[k];
+  CHECK(reach_siblings_begin(&r, sib, N));
+  CHECK(r.sibs.words == 3);
+  uint64_t conn[3];
+  int wrong = 0, merges = 0, yes = 0;
+  for (int round = 0; round < 40; round++) {
+    for (int i = 0; i < N; i++) {
+      if (!sib[i]) continue;
+      CHECK(reach_siblings_connections(&r, i, conn));
+      for (int j = 0; j < N; j++) {
+        if (i == j || !sib[j]) continue;
+        bool ij = reach_path(&r, sib[i], sib[j], false), ji = fusion_path_exists(sib[j], sib[i], false);
+        wrong += ij != fusion_path_exists(sib[i], sib[j], false);
+        wrong += (bool)((conn[j / 64] >> (j % 64)) & 1) != (ij || ji);
+        yes += ij;
+      }
+    }
+    /* merge two siblings no path joins */
+    int a = -1, b = -1;
+    for (int tries = 0; tries < 1000 && b < 0; tries++) {
+      int x = (int)(lcg(&seed) % N), y = (int)(lcg(&seed) % N);
+      if (x != y && sib[x] && sib[y] && !fusion_path_exists(sib[x], sib[y], false) && !fusion_path_exists(sib[y], sib[x], false))
+        a = x, b = y;
+    }
+    if (b < 0) break;
+    IrInstr *old_a = sib[a], *old_b = sib[b];
+    IrInstr *f = fusion_merge_siblings(sib[a], sib[b], NULL);
+    CHECK(f != NULL);
+    if (!f) break;
+    reach_update(&r, f);
+    reach_siblings_merged(&r, old_a, old_b, f);
+    CHECK(r.sibs.active);
+    sib[a] = f;
+    sib[b] = NULL;
+    merges++;
+  }
+  ir_computation_sort(c);
+  CHECK(ir_verify(m, &(FxError){0}));
+  CHECK(wrong == 0);
+  CHECK(merges >= 20);
+  CHECK(yes > N);
+  reach_free(&r);
+  ir_module_free(m);
+}
+
+/* A value read by a hundred kernels chained one after another (through custom calls, so no kernel
+ * takes the next as a multi-output fusion first): XLA judges all 4,950 pairs (every
+ * one refused: a path joins each two); the first MOF_PAIRS_REPORTED are reported one by one, the
+ * rest as one decision that names the first of them and counts them all. */
+TEST(sibling_pairs_past_the_reported_ones_counted_together) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  enum { N = 100 };
+  IrInstr *sib[N], *prev = x;
+  for (int k = 0; k < N; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "add.%d", k + 1);
+    sib[k] = fusion_wrap(op(t, IR_OP_ADD, name, F32V(t, 8), 2, x, prev), NULL);
+    /* the next reads this one through a custom call, which no fusion takes */
+    snprintf(name, sizeof name, "custom-call.%d", k + 1);
+    prev = op(t, IR_OP_CUSTOM_CALL, name, F32V(t, 8), 1, sib[k]);
+    ir_attr_set_text(prev, "custom_call_target", "\"opaque\"");
+  }
+  ir_set_root(t->c, ir_instr_new(t->c, IR_OP_TUPLE, &(IrShape){.type = IR_TUPLE}, sib, N, "tuple.0"));
+  CHECK(x->nusers == N);
+  CHECK(run_pass(t, &pass_multi_output_fusion_current));
+  int siblings = 0;
+  const Rec *together = NULL;
+  for (int k = 0; k < t->log.n; k++)
+    if (strcmp(t->log.r[k].action, "sibling") == 0) {
+      siblings++;
+      CHECK(!t->log.r[k].accepted);
+      CHECK_STR(t->log.r[k].reason, "cycle");
+      if (strstr(t->log.r[k].detail, "more pairs")) together = &t->log.r[k];
+    }
+  CHECK(count_op(t->c, IR_OP_FUSION) == N);
+  /* the one-by-one decisions, then the one for the rest (the log keeps the last of them all) */
+  CHECK(t->log.total >= MOF_PAIRS_REPORTED + 1);
+  CHECK(together != NULL);
+  if (together) {
+    double pairs = 0;
+    for (int k = 0; k < together->nmetrics; k++)
+      if (strcmp(together->mkey[k], "pairs") == 0) pairs = together->mval[k];
+    CHECK(pairs == N * (N - 1) / 2 - MOF_PAIRS_REPORTED);
+    CHECK_CONTAINS(together->detail, "more pairs of the readers of x");
+  }
+  t_free(t);
+}
+
 int main(void) {
   RUN(wrap_fuse_unfuse);
   RUN(duplicate_keeps_original_until_last_user);
@@ -1727,6 +1851,8 @@ int main(void) {
   RUN(producer_consumer_multi_output);
   RUN(reach_kept_searches_agree_with_full_search);
   RUN(reach_sibling_sweep_agrees_with_full_search);
+  RUN(sibling_pairs_past_the_reported_ones_counted_together);
+  RUN(reach_sibling_sweep_many_siblings_and_merges);
   RUN(multi_output_fusion_of_widely_read_values);
   RUN(horizontal_small_independent_kernels);
   RUN(slower_if_fused_and_near_miss);

@@ -6,7 +6,8 @@
 Each is a small JAX program a user writes, for the passes the HLO corpus does not reach: sorts
 (jnp.sort, jnp.argsort, lax.sort_key_val, lax.sort of three operands) at sizes on both sides of
 XLA:GPU's choice between its own sort kernel and CUB's radix sort (SortRewriter's per-GPU
-thresholds), and vmapped indexing (batched gathers and scatters). XLA's references for them come
+thresholds), vmapped indexing (batched gathers and scatters), and values read by a hundred kernels
+(sibling multi-output fusion judges every pair of their readers). XLA's references for them come
 from scripts/xla_reference.py (see SOURCE.md here)."""
 import os
 import sys
@@ -42,6 +43,12 @@ PROGRAMS = {
     "vmap_gather_f32_16x64": (jax.vmap(lambda x, i: x[i]), [spec((16, 64), f32), spec((16, 8), s32)]),
     "vmap_scatter_add_f32_8x128": (jax.vmap(lambda x, i, u: x.at[i].add(u)),
                                    [spec((8, 128), f32), spec((8, 4), s32), spec((8, 4), f32)]),
+    # one value read by many kernels: multi_output_fusion judges every pair of its readers
+    # (a hundred row sums of scaled copies of x; ninety maps of x and y)
+    "fanout_reduce_f32_32x1024_100": (lambda x: [jnp.sum(x * (k + 1.0), axis=1) for k in range(100)],
+                                      [spec((32, 1024), f32)]),
+    "fanout_map_f32_64x256_90": (lambda x, y: [jnp.tanh(x + k * y) for k in range(90)],
+                                 [spec((64, 256), f32), spec((64, 256), f32)]),
 }
 
 
