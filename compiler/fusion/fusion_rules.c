@@ -873,18 +873,37 @@ static const IrInstr *loop_codegen(const IrInstr *i) {
 const IrInstr *fusion_find_in_uses(const IrInstr *c, const IrComputation *fc, const IrInstr *p,
                                    bool (*hit)(const IrInstr *x, const IrInstr *param, const void *ctx),
                                    const void *ctx) {
-  for (int k = 0; k < c->noperands && k < fc->nparams; k++) {
+  /* Depth first along users, each instruction looked at once (a stack as deep as the body has
+   * edges: a parameter may have hundreds of users once siblings are merged). */
+  const IrInstr *found = NULL;
+  bool *seen = NULL;
+  const IrInstr **stack = NULL;
+  size_t cap = 0;
+  for (int k = 0; k < c->noperands && k < fc->nparams && !found; k++) {
     if (c->operands[k] != p || !fc->params[k]) continue;
-    const IrInstr *stack[256];
-    int sp = 0, guard = 0;
+    if (!seen) {
+      seen = fx_calloc((size_t)fc->ninstrs + 1, sizeof(bool));
+      cap = (size_t)fc->ninstrs + 1;
+      for (int j = 0; j < fc->ninstrs; j++) cap += (size_t)fc->instrs[j]->nusers;
+      stack = fx_malloc(sizeof(IrInstr *) * cap);
+      if (!seen || !stack) break; /* out of memory: nothing found */
+    } else {
+      memset(seen, 0, (size_t)fc->ninstrs + 1);
+    }
+    size_t sp = 0;
     stack[sp++] = fc->params[k];
-    while (sp > 0 && guard++ < 100000) {
+    while (sp > 0 && !found) {
       const IrInstr *x = stack[--sp];
-      if (hit(x, fc->params[k], ctx)) return x;
-      for (int u = 0; u < x->nusers && sp < 256; u++) stack[sp++] = x->users[u];
+      int at = ir_computation_index(fc, x);
+      if (at >= 0 && seen[at]) continue;
+      if (at >= 0) seen[at] = true;
+      if (hit(x, fc->params[k], ctx)) found = x;
+      for (int u = 0; u < x->nusers && !found && sp < cap; u++) stack[sp++] = x->users[u];
     }
   }
-  return NULL;
+  fx_free(seen);
+  fx_free(stack);
+  return found;
 }
 
 static bool multi_read(const IrInstr *x, const IrInstr *param, const void *ctx) {

@@ -125,7 +125,8 @@ const IrInstr *fusion_outer_operand(const IrInstr *owner, const IrInstr *x);
 /* The first value of the constant x as an integer; false when x is no constant. */
 bool fusion_constant_int(const IrInstr *x, int64_t *v);
 /* Searches, inside c's fused computation fc, what p's value reaches: from each parameter that is
- * p, its uses depth first (bounded), the first x for which hit(x, that parameter, ctx) holds.
+ * p, its uses depth first (each instruction once), the first x for which hit(x, that parameter,
+ * ctx) holds.
  * NULL when none. */
 const IrInstr *fusion_find_in_uses(const IrInstr *c, const IrComputation *fc, const IrInstr *p,
                                    bool (*hit)(const IrInstr *x, const IrInstr *param, const void *ctx),

@@ -1818,6 +1818,39 @@ TEST(sibling_pairs_past_the_reported_ones_counted_together) {
   t_free(t);
 }
 
+/* fusion_find_in_uses follows every use of a fused parameter, also one with hundreds of users in
+ * the body (a 256-entry stack dropped the rest before). */
+static bool is_exp(const IrInstr *x, const IrInstr *param, const void *ctx) {
+  (void)param;
+  (void)ctx;
+  return x->op == IR_OP_EXP;
+}
+
+TEST(find_in_uses_of_a_widely_used_parameter) {
+  T *t = t_new();
+  IrInstr *x = param(t, "x", F32V(t, 8));
+  enum { N = 300 };
+  IrInstr *vals[N];
+  for (int k = 0; k < N; k++) vals[k] = op(t, k == N - 1 ? IR_OP_EXP : IR_OP_NEGATE, k == N - 1 ? "exp" : "negate", F32V(t, 8), 1, x);
+  IrShape el[N];
+  for (int k = 0; k < N; k++) el[k] = F32V(t, 8);
+  IrInstr *tup = ir_instr_new(t->c, IR_OP_TUPLE, &(IrShape){.type = IR_TUPLE, .ntuple = N, .tuple = el}, vals, N, "tuple");
+  ir_set_root(t->c, tup);
+  IrInstr *f = fusion_wrap(tup, NULL);
+  CHECK(f != NULL);
+  for (int k = 0; f && k < N; k++) f = fusion_fuse(f, vals[k]);
+  CHECK(f != NULL);
+  if (!f) {
+    t_free(t);
+    return;
+  }
+  IrComputation *fc = ir_fused_computation(f);
+  CHECK(fc && fc->nparams == 1 && fc->params[0]->nusers == N);
+  const IrInstr *hit = fc ? fusion_find_in_uses(f, fc, x, is_exp, NULL) : NULL;
+  CHECK(hit && hit->op == IR_OP_EXP);
+  t_free(t);
+}
+
 int main(void) {
   RUN(wrap_fuse_unfuse);
   RUN(duplicate_keeps_original_until_last_user);
@@ -1851,6 +1884,7 @@ int main(void) {
   RUN(producer_consumer_multi_output);
   RUN(reach_kept_searches_agree_with_full_search);
   RUN(reach_sibling_sweep_agrees_with_full_search);
+  RUN(find_in_uses_of_a_widely_used_parameter);
   RUN(sibling_pairs_past_the_reported_ones_counted_together);
   RUN(reach_sibling_sweep_many_siblings_and_merges);
   RUN(multi_output_fusion_of_widely_read_values);
