@@ -1111,15 +1111,33 @@ int fusion_mof_priority(const IrInstr *i) {
 }
 
 void fusion_sort_by_mof_priority(IrInstr **v, int n) {
-  for (int i = 1; i < n; i++) { /* insertion sort: stable */
-    IrInstr *x = v[i];
-    int j = i - 1;
-    while (j >= 0 && fusion_mof_priority(v[j]) < fusion_mof_priority(x)) {
-      v[j + 1] = v[j];
-      j--;
+  /* Stable, highest first; three priorities, so three passes over the list (a value may have
+   * thousands of readers: an insertion sort was quadratic in them). */
+  IrInstr **tmp = n > 1 ? fx_malloc(sizeof(IrInstr *) * (size_t)n) : NULL;
+  unsigned char *pr = n > 1 ? fx_malloc((size_t)n) : NULL;
+  if (n < 2) return;
+  if (!tmp || !pr) {
+    fx_free(tmp);
+    fx_free(pr);
+    for (int i = 1; i < n; i++) { /* out of memory: the insertion sort, stable too */
+      IrInstr *x = v[i];
+      int j = i - 1;
+      while (j >= 0 && fusion_mof_priority(v[j]) < fusion_mof_priority(x)) {
+        v[j + 1] = v[j];
+        j--;
+      }
+      v[j + 1] = x;
     }
-    v[j + 1] = x;
+    return;
   }
+  for (int i = 0; i < n; i++) pr[i] = (unsigned char)fusion_mof_priority(v[i]);
+  int w = 0;
+  for (int want = 2; want >= 0; want--)
+    for (int i = 0; i < n; i++)
+      if (pr[i] == want) tmp[w++] = v[i];
+  memcpy(v, tmp, sizeof(IrInstr *) * (size_t)n);
+  fx_free(tmp);
+  fx_free(pr);
 }
 
 /* FusionWouldBeTooLarge's operand count (2021): the distinct operands of both, less the edge
