@@ -1085,9 +1085,12 @@ static double common_utilization(const HloCost *pc, int pk, const HloCost *cc, i
  * (GetSharedOperandBytesAccessed); the kernel computes the producer's flops once per use and
  * writes what c writes. */
 double perf_fused_exec_us(const DeviceProfile *d, const IrInstr *p, const IrInstr *c) {
-  if (fusion_is_generic_triton(p) || fusion_is_generic_triton(c)) {
+  if ((fusion_is_generic_triton(p) || fusion_is_generic_triton(c)) && c->op != IR_OP_BITCAST) {
     /* CanFuseTriton caches the best tiling's time for the pair (TryFindTopKBestTilingsForFusion),
-     * and EstimateRunTimesForPriorityFusion takes it from there. */
+     * and EstimateRunTimesForPriorityFusion takes it from there. A bitcast user is never judged
+     * (CanFuseWithAllNonBitcastUsers passes over it), so no tiled time is kept for it and its fused
+     * time is the regular model's, below: a Triton softmax fused into the bitcast that feeds a dot
+     * reads its input once per output element there, and XLA keeps such a normalization apart. */
     TritonTiling tt;
     if (fusion_triton_tiling(d, p, c, NULL, &tt) == 1) return tt.best.exec_us;
   }

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "fusion_analysis.h"
-#include "../plan/plan.h"
 
 /* HloOpProfiles (xla/service/gpu/model/hlo_op_profiles_data.h, measured by XLA on each GPU): the
  * clock cycles one element of an elementwise op takes, which GpuHloCostAnalysis counts as its
@@ -396,19 +395,11 @@ bool hlo_cost_analyze(const DeviceProfile *d, const IrInstr *i, HloCost *c) {
   }
   c->body = fc;
   if (!fusion_utilizations(d, c)) return false;
-  if (fusion_is_generic_triton(i)) {
-    /* A Triton fusion is estimated by tiles (GpuPerformanceModelWithIndexingAnalysis::
-     * EstimateRunTimeForTiledFusion): a tile reads each parameter element it covers once and
-     * computes each instruction once per element, so no use is multiplied here. */
-    c->flops = 0;
-    for (int k = 0; k < fc->ninstrs; k++) c->flops += hlo_cost_instr_flops(d, fc->instrs[k]);
-    for (int k = 0; k < i->noperands; k++) {
-      c->op_util[k] = 1;
-      c->op_bytes[k] = (double)plan_operand_bytes_read(i, k);
-    }
-    c->out_bytes = (double)plan_bytes_written(i);
-    return true;
-  }
+  /* A Triton fusion too: GpuHloCostAnalysis analyses every fusion's body the same way, a value
+   * computed again for every reader (a reduce broadcast back over its row reads each input once
+   * per output). The tiled model (triton_config_estimate, fusion_triton_tiling) gives a Triton
+   * fusion's own time and the fused time of the pairs CanFuseTriton judged; what else reads the
+   * analysis (the fused time of a pair it did not judge, a bitcast user) reads this. */
   /* FusionProcessOutputBytesAccessed: each output, an in-place dynamic-update-slice's update. */
   const IrInstr *r = fc->root;
   int nr = r && r->op == IR_OP_TUPLE ? r->noperands : 1;

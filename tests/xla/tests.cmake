@@ -11,10 +11,10 @@ if(FXPLAIN_PYTHON)
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/compare_test.py ${CMAKE_SOURCE_DIR})
   add_test(NAME xla.priority_fusion_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
-                   --fxplain $<TARGET_FILE:fxplain> --stage priority_fusion --at-least 33 --min-f1 0.999)
+                   --fxplain $<TARGET_FILE:fxplain> --stage priority_fusion --at-least 34 --min-f1 1.0)
   add_test(NAME xla.fusion_pipeline_vs_xla
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/h100
-                   --fxplain $<TARGET_FILE:fxplain> --at-least 33 --min-f1 0.999)
+                   --fxplain $<TARGET_FILE:fxplain> --at-least 34 --min-f1 1.0)
   add_test(NAME xla.priority_fusion_vs_xla_a100
            COMMAND ${FXPLAIN_PYTHON} ${CMAKE_SOURCE_DIR}/scripts/xla_agreement.py ${CMAKE_CURRENT_LIST_DIR}/a100
                    --fxplain $<TARGET_FILE:fxplain> --device a100 --stage priority_fusion --at-least 34 --min-f1 1.0)

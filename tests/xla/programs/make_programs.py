@@ -6,8 +6,9 @@
 Each is a small JAX program a user writes, for the passes the HLO corpus does not reach: sorts
 (jnp.sort, jnp.argsort, lax.sort_key_val, lax.sort of three operands) at sizes on both sides of
 XLA:GPU's choice between its own sort kernel and CUB's radix sort (SortRewriter's per-GPU
-thresholds), vmapped indexing (batched gathers and scatters), and values read by a hundred kernels
-(sibling multi-output fusion judges every pair of their readers). XLA's references for them come
+thresholds), vmapped indexing (batched gathers and scatters), values read by a hundred kernels
+(sibling multi-output fusion judges every pair of their readers), and normalized residual layers
+(a Triton normalization feeding a dot through a bitcast). XLA's references for them come
 from scripts/xla_reference.py (see SOURCE.md here)."""
 import os
 import sys
@@ -21,6 +22,13 @@ f32, bf16, s32 = jnp.float32, jnp.bfloat16, jnp.int32
 
 def spec(shape, dtype):
     return jax.ShapeDtypeStruct(shape, dtype)
+
+
+def residual_mlp(x, w):
+    for _ in range(4):
+        x = x + jnp.tanh(x @ w) * 0.5
+        x = x / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6)
+    return x
 
 
 PROGRAMS = {
@@ -49,6 +57,9 @@ PROGRAMS = {
                                       [spec((32, 1024), f32)]),
     "fanout_map_f32_64x256_90": (lambda x, y: [jnp.tanh(x + k * y) for k in range(90)],
                                  [spec((64, 256), f32), spec((64, 256), f32)]),
+    # residual layers, each normalized (RMS): the normalization (a Triton fusion) feeds the next
+    # layer's dot through a bitcast, whose fused time XLA takes from its regular model
+    "residual_mlp_f32_64x256_4": (residual_mlp, [spec((64, 256), f32), spec((256, 256), f32)]),
 }
 
 
