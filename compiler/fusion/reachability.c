@@ -497,6 +497,29 @@ bool reach_siblings_begin(Reach *r, IrInstr *const *sib, int n) {
   return true;
 }
 
+/* One matrix's rows after siblings ia and ib merge into the kernel that takes ia's place: its row
+ * is the union of both (less the two), and every row that held ia or ib gains it and holds ia. On
+ * `from` (who reaches each) that says: whoever reached a or b reaches the merged kernel, and so
+ * does whatever reached it reach whatever a or b reached; on `to`, the same seen from the other
+ * end. */
+static void merge_rows(ReachSiblings *s, uint64_t *rows, int ia, int ib) {
+  int W = s->words;
+  uint64_t *ra = &rows[(size_t)ia * W], *rb = &rows[(size_t)ib * W];
+  for (int w = 0; w < W; w++) ra[w] |= rb[w];
+  ra[ia / 64] &= ~(UINT64_C(1) << (ia % 64));
+  ra[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
+  for (int v = 0; v < s->n; v++) {
+    if (v == ia || v == ib || !s->node[v]) continue;
+    uint64_t *rv = &rows[(size_t)v * W];
+    if (bit(rv, ia) || bit(rv, ib)) {
+      for (int w = 0; w < W; w++) rv[w] |= ra[w];
+      rv[ia / 64] |= UINT64_C(1) << (ia % 64);
+      rv[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
+    }
+  }
+  memset(rb, 0, sizeof(uint64_t) * (size_t)W);
+}
+
 void reach_siblings_merged(Reach *r, const IrInstr *a, const IrInstr *b, const IrInstr *f) {
   ReachSiblings *s = &r->sibs;
   int ia = s->active ? sibling_index(r, a) : -1, ib = s->active ? sibling_index(r, b) : -1;
@@ -506,38 +529,8 @@ void reach_siblings_merged(Reach *r, const IrInstr *a, const IrInstr *b, const I
     reach_siblings_end(r);
     return;
   }
-  int W = s->words;
-  uint64_t *ra = &s->from[(size_t)ia * W], *rb = &s->from[(size_t)ib * W];
-  /* who reaches the merged kernel: who reached a or b */
-  for (int w = 0; w < W; w++) ra[w] |= rb[w];
-  ra[ia / 64] &= ~(UINT64_C(1) << (ia % 64));
-  ra[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
-  for (int v = 0; v < s->n; v++) {
-    if (v == ia || v == ib || !s->node[v]) continue;
-    uint64_t *rv = &s->from[(size_t)v * W];
-    if (bit(rv, ia) || bit(rv, ib)) {
-      /* a or b reached v: so does the merged kernel, and whatever reached it */
-      for (int w = 0; w < W; w++) rv[w] |= ra[w];
-      rv[ia / 64] |= UINT64_C(1) << (ia % 64);
-      rv[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
-    }
-  }
-  memset(rb, 0, sizeof(uint64_t) * (size_t)W);
-  /* the same on the transposed rows: whom the merged kernel reaches, and who reached a or b */
-  uint64_t *ta = &s->to[(size_t)ia * W], *tb = &s->to[(size_t)ib * W];
-  for (int w = 0; w < W; w++) ta[w] |= tb[w];
-  ta[ia / 64] &= ~(UINT64_C(1) << (ia % 64));
-  ta[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
-  for (int u = 0; u < s->n; u++) {
-    if (u == ia || u == ib || !s->node[u]) continue;
-    uint64_t *tu = &s->to[(size_t)u * W];
-    if (bit(tu, ia) || bit(tu, ib)) {
-      for (int w = 0; w < W; w++) tu[w] |= ta[w];
-      tu[ia / 64] |= UINT64_C(1) << (ia % 64);
-      tu[ib / 64] &= ~(UINT64_C(1) << (ib % 64));
-    }
-  }
-  memset(tb, 0, sizeof(uint64_t) * (size_t)W);
+  merge_rows(s, s->from, ia, ib); /* who reaches the merged kernel, and what it reaches */
+  merge_rows(s, s->to, ia, ib);   /* the same transposed */
   r->sib_index[a->id] = -1;
   r->sib_index[b->id] = -1;
   s->node[ia] = f;

@@ -1503,6 +1503,17 @@ TEST(vocabulary_complete) {
   }
 }
 
+/* The entry computation of a new module, and the shape f32[4] the reachability tests build with. */
+static IrComputation *new_entry(const char *name, IrShape *v) {
+  IrModule *m = ir_module_new(name);
+  IrComputation *c = ir_computation_new(m, "main");
+  c->is_entry = true;
+  m->entry = c;
+  int64_t d[1] = {4};
+  *v = ir_shape_array(&m->arena, IR_F32, 1, d);
+  return c;
+}
+
 /* The kept searches of reachability.c (a sibling asked about every other sibling, both ways; a
  * producer about every operand of its consumer) answer as the full search does, on a chain of
  * blocks every block of which reads the parameter, side values off the chain, and after an edit
@@ -1510,12 +1521,9 @@ TEST(vocabulary_complete) {
 static unsigned lcg(unsigned *s) { return *s = *s * 1103515245u + 12345u; }
 
 TEST(reach_kept_searches_agree_with_full_search) {
-  IrModule *m = ir_module_new("reach");
-  IrComputation *c = ir_computation_new(m, "main");
-  c->is_entry = true;
-  m->entry = c;
-  int64_t d[1] = {4};
-  IrShape v = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrShape v;
+  IrComputation *c = new_entry("reach", &v);
+  IrModule *m = c->module;
   IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, &v, NULL, 0, "p");
   CHECK(ir_computation_set_params(c, &p, 1));
   enum { BLOCKS = 40 };
@@ -1574,12 +1582,9 @@ TEST(reach_kept_searches_agree_with_full_search) {
  * the full search, and so it does after a merge joins two paths: u reaches a, b reaches v, and once
  * a and b are one kernel, u reaches v through it. */
 TEST(reach_sibling_sweep_agrees_with_full_search) {
-  IrModule *m = ir_module_new("siblings");
-  IrComputation *c = ir_computation_new(m, "main");
-  c->is_entry = true;
-  m->entry = c;
-  int64_t d[1] = {4};
-  IrShape v = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrShape v;
+  IrComputation *c = new_entry("siblings", &v);
+  IrModule *m = c->module;
   IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, &v, NULL, 0, "p");
   CHECK(ir_computation_set_params(c, &p, 1));
   IrInstr *u = ir_instr_new(c, IR_OP_NEGATE, &v, &p, 1, "u");
@@ -1654,12 +1659,9 @@ TEST(reach_sibling_sweep_agrees_with_full_search) {
  * (now a tuple) reads its first output through a get-tuple-element, and every other reader of the
  * producer its new output (the first 256 only, before: the rest read a tuple as an array). */
 static IrModule *wide_readers(int n, IrInstr **producer, IrInstr **consumer) {
-  IrModule *m = ir_module_new("wide");
-  IrComputation *c = ir_computation_new(m, "main");
-  c->is_entry = true;
-  m->entry = c;
-  int64_t d[1] = {4};
-  IrShape v = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrShape v;
+  IrComputation *c = new_entry("wide", &v);
+  IrModule *m = c->module;
   IrInstr *x = ir_instr_new(c, IR_OP_PARAMETER, &v, NULL, 0, "x");
   CHECK(ir_computation_set_params(c, &x, 1));
   IrInstr *p = ir_instr_new(c, IR_OP_NEGATE, &v, &x, 1, "p");
@@ -1701,12 +1703,9 @@ TEST(multi_output_fusion_of_widely_read_values) {
  * joins: after each merge every pair (both ways, and as reach_siblings_connections gives it)
  * agrees with the full search. */
 TEST(reach_sibling_sweep_many_siblings_and_merges) {
-  IrModule *m = ir_module_new("many");
-  IrComputation *c = ir_computation_new(m, "main");
-  c->is_entry = true;
-  m->entry = c;
-  int64_t d[1] = {4};
-  IrShape v = ir_shape_array(&m->arena, IR_F32, 1, d);
+  IrShape v;
+  IrComputation *c = new_entry("many", &v);
+  IrModule *m = c->module;
   IrInstr *p = ir_instr_new(c, IR_OP_PARAMETER, &v, NULL, 0, "p");
   CHECK(ir_computation_set_params(c, &p, 1));
   enum { N = 150 };
