@@ -1713,6 +1713,19 @@ static bool dot_outer_product(Simp *s, IrInstr *i) {
   return m && forward_keep_name(s, i, m, "it contracts no dimension: an outer product is a multiply of broadcasts");
 }
 
+/* HandleSelect on predicates: select(p, true, false) is p, select(p, false, true) is not(p). */
+static bool select_pred(Simp *s, IrInstr *i) {
+  if (i->shape.type != IR_PRED) return false;
+  double t, f;
+  if (!simp_splat_value(i->operands[1], &t) || !simp_splat_value(i->operands[2], &f) || (t != 0) == (f != 0))
+    return false;
+  IrInstr *p = i->operands[0];
+  if (!ir_shape_equal(&p->shape, &i->shape)) return false;
+  if (t != 0) return algsimp_forward(s, i, p, "a select of true where the condition holds and false elsewhere is the condition");
+  IrInstr *n = add_before(i, IR_OP_NOT, &i->shape, &p, 1, "not");
+  return n && algsimp_forward(s, i, n, "a select of false where the condition holds and true elsewhere is its negation");
+}
+
 bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
   if (i->parent && i->op == IR_OP_CONDITIONAL) return conditional_index(s, i);
   if (!i->parent || !ir_shape_is_array(&i->shape)) return false;
@@ -1750,6 +1763,8 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
     return i->noperands == 1 && (reshape_of_broadcast(s, i) || (!i->dead && reshape_iota(s, i)));
   case IR_OP_DOT:
     return dot_degenerate(s, i) || (!i->dead && dot_outer_product(s, i));
+  case IR_OP_SELECT:
+    return i->noperands == 3 && select_pred(s, i);
   default:
     return false;
   }

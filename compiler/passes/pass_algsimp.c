@@ -3,7 +3,7 @@
  *
  *   x + 0, 0 + x, x - 0, x * 1, 1 * x, x / 1          -> x
  *   negate(negate(x))                                   -> x
- *   select(all-true, a, b) -> a; select(all-false, a, b) -> b
+ *   select(all-true, a, b) -> a; select(all-false, a, b) -> b; select(p, a, a) -> a
  *   convert(x) to x's own type                          -> x
  *   reshape(reshape(x)) -> reshape(x); a reshape to the same dimensions -> x
  *   transpose(transpose(x)) -> one transpose, or x when the permutations cancel
@@ -22,7 +22,8 @@
  *   concatenate(x)                                      -> x
  * The priority pipeline's algsimp also makes today's arithmetic and broadcast rewrites
  * (algsimp_current.c: subtraction and division by constants, powers of two, broadcasts sunk
- * below elementwise operations, ...).
+ * below elementwise operations, select(p, true, false) -> p and select(p, false, true) -> not(p),
+ * ...).
  *
  * A rewrite that composes two instructions edits the outer one in place (it keeps its name, so
  * `why y` still finds it); one that removes an instruction forwards its users to the survivor.
@@ -301,6 +302,7 @@ static bool try_classic(Simp *s, IrInstr *i) {
     return false;
   case IR_OP_SELECT: {
     if (i->noperands != 3) return false;
+    if (i->operands[1] == i->operands[2]) return algsimp_forward(s, i, i->operands[1], "both branches are the same value");
     double v;
     if (!simp_splat_value(i->operands[0], &v)) return false;
     return algsimp_forward(s, i, v != 0 ? i->operands[1] : i->operands[2], v != 0 ? "the condition is always true" : "the condition is always false");

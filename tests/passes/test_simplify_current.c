@@ -147,6 +147,62 @@ static const char *const never_negative =
     "keep3, gt, ge, ult, ilt, ege, keep4)\n"
     "}\n";
 
+/* HandleSelect on predicates, as jnp.tril(jnp.ones(..., bool)) lowers a causal mask: select(p, true,
+ * false) is p and select(p, false, true) is not(p) (what real XLA:GPU made of this module); a select
+ * with two other predicates stays. Both eras drop a select whose branches are one value. */
+static const char *const pred_selects =
+    "HloModule sel\n\n"
+    "ENTRY main {\n"
+    "  a = f32[8] parameter(0)\n"
+    "  b = f32[8] parameter(1)\n"
+    "  q = pred[8] parameter(2)\n"
+    "  p = pred[8] compare(a, b), direction=LT\n"
+    "  t = pred[] constant(true)\n"
+    "  f = pred[] constant(false)\n"
+    "  bt = pred[8] broadcast(t), dimensions={}\n"
+    "  bf = pred[8] broadcast(f), dimensions={}\n"
+    "  same = pred[8] select(p, bt, bf)\n"
+    "  negated = pred[8] select(p, bf, bt)\n"
+    "  kept = pred[8] select(p, q, bf)\n"
+    "  ROOT r = (pred[8], pred[8], pred[8]) tuple(same, negated, kept)\n"
+    "}\n";
+
+static const char *const same_branches =
+    "HloModule same\n\n"
+    "ENTRY main {\n"
+    "  a = f32[8] parameter(0)\n"
+    "  b = f32[8] parameter(1)\n"
+    "  p = pred[8] compare(a, b), direction=LT\n"
+    "  s = f32[8] select(p, a, a)\n"
+    "  ROOT r = f32[8] add(s, b)\n"
+    "}\n";
+
+TEST(select_of_predicates) {
+  IrModule *m = hlo(pred_selects);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_CONTAINS(log.buf, "replaced same(p, 1, 0) by p: a select of true where the condition holds and false "
+                          "elsewhere is the condition");
+  CHECK_CONTAINS(log.buf, "replaced negated(p, 0, 1) by not: a select of false where the condition holds and true "
+                          "elsewhere is its negation");
+  CHECK_STR(line_of(m, "not"), "%not = pred[8] not(%p)");
+  CHECK(count_op(m, IR_OP_SELECT) == 1 && count_op(m, IR_OP_NOT) == 1);
+  ir_module_free(m);
+  classic_leaves_alone(pred_selects);
+  for (int era = 0; era < 2; era++) {
+    IrModule *n = hlo(same_branches);
+    CHECK(n != NULL);
+    if (!n) return;
+    Log l2 = {{0}, 0};
+    CHECK(run_pass_same_numbers(era ? &pass_algsimp_current : &pass_algsimp, n, &l2));
+    CHECK_CONTAINS(l2.buf, "replaced s(p, a, a) by a: both branches are the same value");
+    CHECK(count_op(n, IR_OP_SELECT) == 0);
+    ir_module_free(n);
+  }
+}
+
 TEST(compare_never_negative) {
   IrModule *m = hlo(never_negative);
   CHECK(m != NULL);
@@ -1511,6 +1567,7 @@ int main(void) {
   RUN(arithmetic_canonical_forms);
   RUN(integer_times_zero);
   RUN(compare_never_negative);
+  RUN(select_of_predicates);
   RUN(integer_powers_of_two);
   RUN(multiply_constants_reassociate);
   RUN(no_op_reduce_precision_goes);
