@@ -1113,9 +1113,9 @@ int fusion_mof_priority(const IrInstr *i) {
 void fusion_sort_by_mof_priority(IrInstr **v, int n) {
   /* Stable, highest first; three priorities, so three passes over the list (a value may have
    * thousands of readers: an insertion sort was quadratic in them). */
-  IrInstr **tmp = n > 1 ? fx_malloc(sizeof(IrInstr *) * (size_t)n) : NULL;
-  unsigned char *pr = n > 1 ? fx_malloc((size_t)n) : NULL;
   if (n < 2) return;
+  IrInstr **tmp = fx_malloc(sizeof(IrInstr *) * (size_t)n);
+  unsigned char *pr = fx_malloc((size_t)n);
   if (!tmp || !pr) {
     fx_free(tmp);
     fx_free(pr);

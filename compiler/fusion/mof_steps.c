@@ -18,20 +18,21 @@ typedef struct {
 
 enum { MOF_REASONS_MAX = 48 };
 
-static MofRefusals *refusals_of(MofRefusals *g, int *n, const char *reason) {
-  for (int k = 0; k < *n; k++)
+/* The refusals of `reason` past the first pairs, NULL before the first of them was judged. */
+static MofRefusals *refusals_find(MofRefusals *g, int n, const char *reason) {
+  for (int k = 0; k < n; k++)
     if (g[k].reason == reason || (g[k].reason && reason && strcmp(g[k].reason, reason) == 0)) return &g[k];
+  return NULL;
+}
+
+/* The same, made when missing (as the first of them is judged). */
+static MofRefusals *refusals_of(MofRefusals *g, int *n, const char *reason) {
+  MofRefusals *x = refusals_find(g, *n, reason);
+  if (x) return x;
   if (*n == MOF_REASONS_MAX) return &g[*n - 1]; /* more reasons than the vocabulary has: never */
   memset(&g[*n], 0, sizeof g[*n]);
   g[*n].reason = reason;
   return &g[(*n)++];
-}
-
-/* The refusals of this reason past the first pairs, when one of them was judged already. */
-static MofRefusals *counted(MofRefusals *g, int n, const char *reason) {
-  for (int k = 0; k < n; k++)
-    if (g[k].reason == reason && g[k].count > 0) return &g[k];
-  return NULL;
 }
 
 static void report_refusals(PassContext *cx, const IrInstr *parent, MofRefusals *g, int n) {
@@ -75,15 +76,17 @@ int mof_fuse_siblings(Reach *r, IrInstr *parent, IrInstr **sib, int n, PassConte
   (void)reach_siblings_begin(r, sib, n);
   int merged = 0, npast = 0;
   long judged = 0;
-  MofRefusals *cycles = NULL; /* the cycle refusals reported together, once the first is judged */
+  MofRefusals *cycles = NULL; /* the cycle refusals past the first pairs, once the first is judged */
   for (int i = 0; i < n && !*oom; i++) {
     if (!sib[i] || sib[i]->op != IR_OP_FUSION) continue;
     bool known = reach_siblings_connections(r, i, conn);
     for (int j = i + 1; j < n; j++) {
-      if (j % 64 == 0 && known && judged >= MOF_PAIRS_REPORTED && (alive[j / 64] & ~conn[j / 64]) == 0 &&
-          (cycles = cycles ? cycles : counted(past, npast, FR_CYCLE)) != NULL) {
-        /* 64 siblings at once, every one still there joined to sib[i] by a path: all refused for
-         * the cycle (along a chain of blocks, nearly every pair) */
+      /* Past the pairs reported one by one, once a cycle refusal was judged: a pair a path joins
+       * is refused for the cycle (the first check of both eras) and only counted, 64 siblings at
+       * once where all still there are joined to sib[i] (along a chain of blocks, nearly all). */
+      bool count_cycles = known && judged >= MOF_PAIRS_REPORTED &&
+                          (cycles = cycles ? cycles : refusals_find(past, npast, FR_CYCLE)) != NULL;
+      if (count_cycles && j % 64 == 0 && (alive[j / 64] & ~conn[j / 64]) == 0) {
         int k = __builtin_popcountll(alive[j / 64]);
         cycles->count += k;
         judged += k;
@@ -92,13 +95,9 @@ int mof_fuse_siblings(Reach *r, IrInstr *parent, IrInstr **sib, int n, PassConte
       }
       if (!sib[j]) continue;
       bool one_by_one = ++judged <= MOF_PAIRS_REPORTED;
-      if (!one_by_one && known && ((conn[j / 64] >> (j % 64)) & 1)) {
-        /* refused for the cycle, the first check of both eras: counted without judging it again */
-        MofRefusals *g = refusals_of(past, &npast, FR_CYCLE);
-        if (g->count > 0) {
-          g->count++;
-          continue;
-        }
+      if (count_cycles && ((conn[j / 64] >> (j % 64)) & 1)) {
+        cycles->count++;
+        continue;
       }
       FusionVerdict v;
       bool fusible = ok(r, sib[i], sib[j], parent, cx, &v);
