@@ -33,6 +33,19 @@ bool fusion_is_generic_triton(const IrInstr *i) {
   return bc && strstr(bc, "\"kind\":\"__triton\"") != NULL;
 }
 
+/* A map over every dimension in order (dimensions={0,1,...} or none given): XLA counts it
+ * elementwise (HloMapInstruction::IsElementwiseImpl), so it fuses like an add. */
+bool fusion_map_is_elementwise(const IrInstr *i) {
+  if (i->op != IR_OP_MAP || !ir_shape_is_array(&i->shape)) return false;
+  int64_t d[IR_MAX_RANK];
+  int n = ir_attr_dims_or_empty(i, "dimensions", d);
+  if (n == 0) return true;
+  if (n != i->shape.rank) return false;
+  for (int k = 0; k < n; k++)
+    if (d[k] != k) return false;
+  return true;
+}
+
 /* XLA's IsFusible for priority fusion: side-effect free, and elementwise or an op the loop,
  * reduction, scatter or concatenate emitters can take. Library calls (dot, convolution,
  * custom-call, sort, rng) are opaque kernels unless the user made them fusible with `set library`. */
@@ -57,6 +70,7 @@ bool fusion_xla_fusible(const IrInstr *i, const PassSettings *s) {
   case IR_OP_SCATTER:
   case IR_OP_SLICE:
   case IR_OP_TRANSPOSE: return true;
+  case IR_OP_MAP: return fusion_map_is_elementwise(i); /* HloMapInstruction::IsElementwise */
   case IR_OP_BITCAST: /* IsFusibleBitcast: only one that keeps the bit width (KeepsBitwidth) */
     return fusion_keeps_bitwidth(i);
   case IR_OP_DOT:

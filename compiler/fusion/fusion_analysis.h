@@ -13,6 +13,8 @@ bool fusion_is_generic_triton(const IrInstr *i);
 /* priority_fusion.cc's IsFusible: elementwise, or an op the loop/reduction/scatter/concatenate
  * emitters take; dot and convolution only when the user made them fusible with `set library`. */
 bool fusion_xla_fusible(const IrInstr *i, const PassSettings *s);
+/* A map over every dimension in order: elementwise for XLA (HloMapInstruction::IsElementwiseImpl). */
+bool fusion_map_is_elementwise(const IrInstr *i);
 /* Whether consumer c with producer p inlined (p may be NULL: c alone) is a reduction fusion. */
 bool fusion_reduction_emitter(const IrInstr *c, const IrInstr *p);
 /* Whether p reads x directly. */

@@ -1632,6 +1632,48 @@ bool ir_attr_window(const IrInstr *i, int rank, IrWindow *w, char *why, size_t n
   return true;
 }
 
+void ir_attr_set_window(IrInstr *i, const IrWindow *w) {
+  char buf[1024];
+  size_t len = 0;
+  int r = w->rank;
+#define APPEND(...) len += (size_t)snprintf(buf + len, len < sizeof buf ? sizeof buf - len : 0, __VA_ARGS__)
+  APPEND("{size=");
+  for (int d = 0; d < r; d++) APPEND("%s%" PRId64, d ? "x" : "", w->size[d]);
+  bool any = false;
+  for (int d = 0; d < r; d++) any = any || w->stride[d] != 1;
+  if (any) {
+    APPEND(" stride=");
+    for (int d = 0; d < r; d++) APPEND("%s%" PRId64, d ? "x" : "", w->stride[d]);
+  }
+  any = false;
+  for (int d = 0; d < r; d++) any = any || w->pad_lo[d] || w->pad_hi[d];
+  if (any) {
+    APPEND(" pad=");
+    for (int d = 0; d < r; d++) APPEND("%s%" PRId64 "_%" PRId64, d ? "x" : "", w->pad_lo[d], w->pad_hi[d]);
+  }
+  any = false;
+  for (int d = 0; d < r; d++) any = any || w->lhs_dilate[d] != 1;
+  if (any) {
+    APPEND(" lhs_dilate=");
+    for (int d = 0; d < r; d++) APPEND("%s%" PRId64, d ? "x" : "", w->lhs_dilate[d]);
+  }
+  any = false;
+  for (int d = 0; d < r; d++) any = any || w->rhs_dilate[d] != 1;
+  if (any) {
+    APPEND(" rhs_dilate=");
+    for (int d = 0; d < r; d++) APPEND("%s%" PRId64, d ? "x" : "", w->rhs_dilate[d]);
+  }
+  any = false;
+  for (int d = 0; d < r; d++) any = any || w->reversal[d];
+  if (any) {
+    APPEND(" rhs_reversal=");
+    for (int d = 0; d < r; d++) APPEND("%s%d", d ? "x" : "", w->reversal[d] ? 1 : 0);
+  }
+  APPEND("}");
+#undef APPEND
+  ir_attr_set_text(i, "window", buf);
+}
+
 bool ir_conv_dims(const IrInstr *i, IrConvDims *d, char *why, size_t nwhy) {
   memset(d, 0, sizeof *d);
   const char *dl = ir_attr_text(i, "dim_labels");

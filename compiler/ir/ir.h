@@ -435,6 +435,9 @@ typedef struct {
  * then a rank-0 window). Returns false for an absent (rank > 0) or malformed window, with a
  * sentence in why[n] (without the instruction's name); sizes may be 0, the rest must be positive. */
 bool ir_attr_window(const IrInstr *i, int rank, IrWindow *w, char *why, size_t n);
+/* Sets window= from w as XLA prints it: size always, each other field only when one of its
+ * entries is not the default. */
+void ir_attr_set_window(IrInstr *i, const IrWindow *w);
 /* Whether i is a gather, with a non-empty result, that XLA's shape rules take but no backend here
  * computes: one that collapses (or batches) a dimension of slice size 0, whose every element would
  * read from an empty slice, or one whose batching dimension is also in start_index_map. Then

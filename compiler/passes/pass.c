@@ -87,6 +87,7 @@ static const Pass *const registry[] = {
     &pass_while_constant_sinking,
     &pass_conditional_simplifier,
     &pass_tree_reduction,
+    &pass_reduce_window_rewriter,
     &pass_float_normalization,
     &pass_simplify_fp_conversions,
     /* XLA:GPU's library and layout rewrites (priority pipeline) */
@@ -252,6 +253,9 @@ static const Pass *const priority_passes[] = {
     &pass_sort_rewriter,
     &pass_comparison_expander,
     &pass_scatter_expander,
+    /* long cumulative reduce-windows in blocks, rank 1 to rank 2 (XLA runs it here, until it
+       changes nothing) */
+    &pass_reduce_window_rewriter,
     &pass_stable_sort_expander,
     SIMPLIFICATION_ROUND,
     SIMPLIFICATION_ROUND,

@@ -289,8 +289,57 @@ static bool try_slice(Simp *s, IrInstr *i) {
   return false;
 }
 
+/* HandleMap: a map whose computation returns one of its parameters is that operand; one whose
+ * computation is a scalar constant is that constant broadcast; one whose computation is a single
+ * elementwise operation of its parameters is that operation on the map's operands (the reducer
+ * that reduce-window-rewriter's maps apply: add, multiply, maximum). */
+static bool try_map(Simp *s, IrInstr *i) {
+  IrComputation *f = ir_attr_comp(i, "to_apply");
+  if (!f || !f->root || !ir_shape_is_array(&i->shape)) return false;
+  IrInstr *r = f->root;
+  char msg[512];
+  if (r->op == IR_OP_PARAMETER) {
+    if (r->param_number < 0 || r->param_number >= i->noperands) return false;
+    return algsimp_forward(s, i, i->operands[r->param_number], "the mapped computation returns that operand");
+  }
+  IrComputation *c = i->parent;
+  if (r->op == IR_OP_CONSTANT) {
+    if (!ir_shape_is_scalar(&r->shape) || r->shape.type != i->shape.type) return false;
+    IrInstr *k = simp_add_like(c, i, IR_OP_CONSTANT, &r->shape, NULL, 0, r->name, i);
+    if (!k) return false;
+    k->literal = r->literal;
+    IrInstr *b = simp_add_like(c, i, IR_OP_BROADCAST, &i->shape, &k, 1, "broadcast", i);
+    if (!b) return false;
+    ir_attr_set_dims(b, "dimensions", NULL, 0);
+    snprintf(msg, sizeof msg, "map %s: its computation %s is the constant %s, broadcast as %s", i->name, f->name, r->name,
+             b->name);
+    algsimp_report(s, "rewrite", i, i, b->name, msg);
+    simp_replace(i, b);
+    return true;
+  }
+  if (r->op == IR_OP_FUSION || !ir_op_is_elementwise(r->op) || r->noperands > 3) return false;
+  IrInstr *ops[3];
+  for (int k = 0; k < r->noperands; k++) {
+    IrInstr *p = r->operands[k];
+    if (!p || p->op != IR_OP_PARAMETER || p->param_number < 0 || p->param_number >= i->noperands) return false;
+    ops[k] = i->operands[p->param_number];
+  }
+  IrShape sh = simp_shape_retyped(&c->module->arena, &i->shape, r->shape.type);
+  IrInstr *y = simp_add_like(c, i, r->op, &sh, ops, r->noperands, r->name, i);
+  if (!y) return false;
+  for (int a = 0; a < r->nattrs; a++)
+    if (r->attrs[a].kind == IR_ATTR_TEXT) ir_attr_set_text(y, r->attrs[a].key, r->attrs[a].text);
+  snprintf(msg, sizeof msg, "map %s inlined: its computation %s is one %s of its parameters", i->name, f->name,
+           ir_op_name(r->op));
+  algsimp_report(s, "rewrite", i, i, y->name, msg);
+  simp_replace(i, y);
+  return true;
+}
+
 static bool try_classic(Simp *s, IrInstr *i) {
   switch (i->op) {
+  case IR_OP_MAP:
+    return try_map(s, i);
   case IR_OP_ADD:
   case IR_OP_SUBTRACT:
   case IR_OP_MULTIPLY:

@@ -37,6 +37,7 @@ extern const Pass pass_conditional_simplifier;   /* pass_conditional_simplifier.
 extern const Pass pass_float_normalization;      /* pass_float_normalization.c: bf16 ops the GPU lacks, in f32 */
 extern const Pass pass_simplify_fp_conversions;  /* pass_simplify_fp_conversions.c: convert chains */
 extern const Pass pass_tree_reduction;           /* pass_tree_reduction.c: reductions too large for one kernel */
+extern const Pass pass_reduce_window_rewriter;   /* pass_reduce_window_rewriter.c: long scans in blocks, rank 1 -> 2 */
 
 /* XLA:GPU's library and layout rewrites before fusion (priority pipeline) */
 extern const Pass pass_dot_dimension_sorter;   /* pass_dot_dimension_sorter.c: contracting dims in order */

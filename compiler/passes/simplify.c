@@ -21,6 +21,8 @@ bool simp_is_pure(const IrInstr *i) {
     return i->op == IR_OP_DOT || i->op == IR_OP_CONVOLUTION || i->op == IR_OP_SORT || i->op == IR_OP_FFT ||
            i->op == IR_OP_TOPK || i->op == IR_OP_CHOLESKY || i->op == IR_OP_TRIANGULAR_SOLVE ||
            plan_custom_call(i) != PLAN_CC_NONE; /* cuDNN and cuBLAS calls (kernels.def) */
+  case IR_CAT_CONTROL:
+    return i->op == IR_OP_MAP; /* a scalar computation applied elementwise */
   default:
     return false;
   }

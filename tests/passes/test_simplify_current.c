@@ -1260,6 +1260,126 @@ TEST(tree_reduction_rewriter) {
   ir_module_free(m);
 }
 
+/* reduce-window-rewriter: cumulative reduce-windows longer than 16 become a scan of blocks of 16
+ * and a scan of their totals; reduce-windows of rank 1 become rank 2. */
+static const char *const scans =
+    "HloModule scans\n\n"
+    "add {\n"
+    "  a = s32[] parameter(0)\n"
+    "  b = s32[] parameter(1)\n"
+    "  ROOT r = s32[] add(a, b)\n"
+    "}\n\n"
+    "max {\n"
+    "  a = s32[] parameter(0)\n"
+    "  b = s32[] parameter(1)\n"
+    "  ROOT r = s32[] maximum(a, b)\n"
+    "}\n\n"
+    "add2 {\n"
+    "  a = s32[] parameter(0)\n"
+    "  b = s32[] parameter(1)\n"
+    "  c = s32[] parameter(2)\n"
+    "  d = s32[] parameter(3)\n"
+    "  s = s32[] add(a, c)\n"
+    "  t = s32[] add(b, d)\n"
+    "  ROOT r = (s32[], s32[]) tuple(s, t)\n"
+    "}\n\n"
+    "ENTRY main {\n"
+    "  x = s32[3,40] parameter(0)\n"
+    "  zero = s32[] constant(0)\n"
+    /* jnp.cumsum(x, axis=1): 40 -> 48 = 3 blocks of 16, padded */
+    "  fwd = s32[3,40] reduce-window(x, zero), window={size=1x40 pad=0_0x39_0}, to_apply=add\n"
+    "  y = s32[40,2] parameter(1)\n"
+    "  low = s32[] constant(-2147483648)\n"
+    /* a backward exclusive running maximum down the columns: 41 results, the last the initial
+       value; the column dimension is moved last and back */
+    "  bwd = s32[41,2] reduce-window(y, low), window={size=40x1 pad=0_40x0_0}, to_apply=max\n"
+    /* at most 16: a reduce-window of its own */
+    "  z = s32[4,16] parameter(2)\n"
+    "  short = s32[4,16] reduce-window(z, zero), window={size=1x16 pad=0_0x15_0}, to_apply=add\n"
+    /* rank 1: [20] -> [20, 1] */
+    "  v = s32[20] parameter(3)\n"
+    "  win = s32[18] reduce-window(v, zero), window={size=3}, to_apply=add\n"
+    /* two inputs reduced together: left as it is */
+    "  pair = (s32[18], s32[18]) reduce-window(v, v, zero, zero), window={size=3}, to_apply=add2\n"
+    "  ROOT t = (s32[3,40], s32[41,2], s32[4,16], s32[18], (s32[18], s32[18])) tuple(fwd, bwd, short, win, pair)\n"
+    "}\n";
+
+TEST(reduce_window_rewriter) {
+  IrModule *m = hlo(scans);
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_reduce_window_rewriter, m, &log));
+  CHECK_STR(log.buf,
+            "reduce-window-rewriter rewrite: fwd: a forward scan of 40 elements (more than 16) in dimension 1 becomes "
+            "fwd.block_scan: blocks of 16 s32[3,3,16], their 3 totals scanned by fwd.totals_scan (s32[3,4]), padded "
+            "with the initial value\n"
+            "reduce-window-rewriter rewrite: bwd: an exclusive backward scan of 40 elements (more than 16) in dimension 0 "
+            "becomes bwd.block_scan: blocks of 16 s32[2,3,16], their 3 totals scanned by bwd.totals_scan (s32[2,4]), "
+            "padded with the initial value\n"
+            "reduce-window-rewriter rewrite: win: a reduce-window of rank 1 becomes one of rank 2 ([20] -> [20, 1])\n"
+            "reduce-window-rewriter keep: pair reduces 2 inputs together; XLA rewrites such a reduce-window of rank 1 "
+            "too, fxplain only reduce-windows of one input, so it stays as it is\n");
+  CHECK_STR(line_of(m, "fwd.block_scan"), "%fwd.block_scan = s32[3,3,16]{2,1,0} reduce-window(%fwd.blocks, %zero), "
+                                          "window={size=1x1x16 pad=0_0x0_0x15_0}, to_apply=%add");
+  /* the totals' scan is exclusive: one result more, the last sliced off */
+  CHECK_STR(line_of(m, "fwd.totals_scan"), "%fwd.totals_scan = s32[3,4]{1,0} reduce-window(%fwd.block_totals.1, %zero), "
+                                           "window={size=1x3 pad=0_0x3_0}, to_apply=%add");
+  CHECK_STR(line_of(m, "bwd.block_scan"), "%bwd.block_scan = s32[2,3,16]{2,1,0} reduce-window(%bwd.blocks, %low), "
+                                          "window={size=1x1x16 pad=0_0x0_0x0_15}, to_apply=%max");
+  CHECK_STR(line_of(m, "bwd.transposed"), "%bwd.transposed = s32[2,40]{1,0} transpose(%y), dimensions={1,0}");
+  CHECK(ir_module_find_instr(m, "short") != NULL);
+  CHECK_STR(line_of(m, "win.r2.1"), "%win.r2.1 = s32[18,1]{1,0} reduce-window(%win.r2, %zero), window={size=3x1}, "
+                                    "to_apply=%add");
+  /* Everything left is at most 16 long and of rank 2: a second run changes nothing. */
+  Log again = {{0}, 0};
+  CHECK(!run_pass(&pass_reduce_window_rewriter, m, &again));
+  ir_module_free(m);
+  /* A scan of 1024: 64 blocks, whose 64 totals are again 4 blocks of 16; an exclusive scan of 4
+     is left. Three reduce-windows, the same numbers. */
+  IrModule *big = hlo("HloModule big\n\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                      "  ROOT r = f32[] add(a, b)\n}\n\nENTRY main {\n  x = f32[2,1024] parameter(0)\n"
+                      "  zero = f32[] constant(0)\n"
+                      "  ROOT s = f32[2,1024] reduce-window(x, zero), window={size=1x1024 pad=0_0x1023_0}, to_apply=add\n}\n");
+  CHECK(big != NULL);
+  if (!big) return;
+  Log l2 = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_reduce_window_rewriter, big, &l2));
+  CHECK_CONTAINS(l2.buf, "s: a forward scan of 1024 elements (more than 16) in dimension 1 becomes s.block_scan: blocks "
+                         "of 16 f32[2,64,16], their 64 totals scanned by s.totals_scan (f32[2,65])");
+  CHECK_CONTAINS(l2.buf, "s.totals_scan: an exclusive forward scan of 64 elements (more than 16) in dimension 1 becomes");
+  CHECK(count_op(big, IR_OP_REDUCE_WINDOW) == 3);
+  ir_module_free(big);
+}
+
+/* algsimp inlines a map whose computation is one elementwise operation of its parameters (the
+ * maps reduce-window-rewriter makes), and one that returns a parameter; others stay. */
+TEST(map_inlining) {
+  IrModule *m = hlo("HloModule maps\n\n"
+                    "mul {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] multiply(a, b)\n}\n\n"
+                    "second {\n  a = f32[] parameter(0)\n  ROOT b = f32[] parameter(1)\n}\n\n"
+                    "both {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  e = f32[] exponential(a)\n"
+                    "  ROOT r = f32[] add(e, b)\n}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[4,8] parameter(0)\n"
+                    "  y = f32[4,8] parameter(1)\n"
+                    "  m1 = f32[4,8] map(x, y), dimensions={0,1}, to_apply=mul\n"
+                    "  m2 = f32[4,8] map(x, m1), dimensions={0,1}, to_apply=second\n"
+                    "  m3 = f32[4,8] map(m2, y), dimensions={0,1}, to_apply=both\n"
+                    "  ROOT t = (f32[4,8], f32[4,8]) tuple(m2, m3)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_CONTAINS(log.buf, "map m1 inlined: its computation mul is one multiply of its parameters");
+  CHECK_CONTAINS(log.buf, "replaced m2(x, r.1) by r.1: the mapped computation returns that operand");
+  CHECK_STR(line_of(m, "t"), "%t = (f32[4,8], f32[4,8]) tuple(%r.1, %m3)");
+  CHECK_STR(line_of(m, "r.1"), "%r.1 = f32[4,8] multiply(%x, %y)");
+  CHECK(count_op(m, IR_OP_MAP) == 1);
+  ir_module_free(m);
+}
+
 /* Today's CSE never merges an iota itself, but users of two equal iotas are the same, and an
  * instruction reading both reads one. */
 TEST(cse_and_iotas) {
@@ -1565,6 +1685,8 @@ TEST(reshape_mover_and_slice_sinker) {
 
 int main(void) {
   RUN(arithmetic_canonical_forms);
+  RUN(reduce_window_rewriter);
+  RUN(map_inlining);
   RUN(integer_times_zero);
   RUN(compare_never_negative);
   RUN(select_of_predicates);
