@@ -32,8 +32,8 @@
  * the loop's tuple those layouts, and the caller copies the initial values into them.
  *
  * fxplain lets layouts flow only through what layout-normalization rewrites on physical shapes
- * (elementwise operations, slices, dynamic slices and updates, concatenates, transposes, reshapes,
- * reduces, GEMMs, broadcasts) and through loops whose body and condition
+ * (elementwise operations, slices, dynamic slices and updates, concatenates, pads, reverses,
+ * reduce-windows of one input, transposes, reshapes, reduces, GEMMs, broadcasts) and through loops whose body and condition
  * only that loop runs; every other value and its operands keep the default layout, and so do the
  * parameters and results of other computations. Propagation order follows XLA's: mandatory
  * constraints first, then depth first.
@@ -401,8 +401,13 @@ static Flow flow_of(const IrInstr *i) {
   case IR_OP_DYNAMIC_SLICE:
   case IR_OP_DYNAMIC_UPDATE_SLICE:
   case IR_OP_CONCATENATE:
+  case IR_OP_PAD:
+  case IR_OP_REVERSE:
     /* data movement that cannot change layout: its array operands and result share one */
     return i->noperands > 0 && operands_of_its_rank(i) ? FLOW_ELEMENTWISE : FLOW_FIXED;
+  case IR_OP_REDUCE_WINDOW:
+    /* nor can a reduce-window (InstructionCanChangeLayout): one input, its result alike */
+    return i->noperands == 2 && operands_of_its_rank(i) ? FLOW_ELEMENTWISE : FLOW_FIXED;
   case IR_OP_TRANSPOSE:
     return i->noperands == 1 ? FLOW_TRANSPOSE : FLOW_FIXED;
   case IR_OP_RESHAPE:

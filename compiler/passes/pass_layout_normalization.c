@@ -16,8 +16,9 @@
  *   copy into the layout it already has -> its operand
  *   bitcast-convert between types of one width -> bitcast
  *   an elementwise op in a layout       -> the same op on its operands' physical values
- *   a slice, dynamic slice or update, concatenate in a layout -> the same on physical shapes (its
- *                                          per-dimension attributes and index operands reordered)
+ *   a slice, dynamic slice or update, concatenate, pad, reverse or reduce-window in a layout
+ *                                       -> the same on physical shapes (its per-dimension
+ *                                          attributes and index operands reordered)
  *   a value in a layout left as it is (a loop's state, a GEMM's result) -> read in physical order
  *                                          through one bitcast
  *   a transpose between laid-out values -> a transpose of physical orders, or a bitcast when the
@@ -248,7 +249,8 @@ static bool normalize_laid(Normalizer *n, IrInstr *i) {
     x->shape = ps;
     snprintf(msg, sizeof msg, "%s computes on its operands' physical order as %s", i->name, x->name);
   } else if (i->op == IR_OP_SLICE || i->op == IR_OP_DYNAMIC_SLICE || i->op == IR_OP_DYNAMIC_UPDATE_SLICE ||
-             i->op == IR_OP_CONCATENATE) {
+             i->op == IR_OP_CONCATENATE || i->op == IR_OP_PAD || i->op == IR_OP_REVERSE ||
+             (i->op == IR_OP_REDUCE_WINDOW && i->noperands == 2)) {
     /* the same data movement on physical shapes: its per-dimension attributes and index operands
        in physical order (every array operand has the result's layout) */
     int r = i->shape.rank, major[IR_MAX_RANK], pos[IR_MAX_RANK];
@@ -294,6 +296,46 @@ static bool normalize_laid(Normalizer *n, IrInstr *i) {
       }
       for (int k = 0; k < r; k++) nsz[k] = sz[major[k]];
       ir_attr_set_dims(x, "dynamic_slice_sizes", nsz, r);
+    } else if (i->op == IR_OP_PAD) {
+      int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], in[IR_MAX_RANK], nlo[IR_MAX_RANK], nhi[IR_MAX_RANK], nin[IR_MAX_RANK];
+      if (ir_attr_padding(i, lo, hi, in, IR_MAX_RANK) != r) {
+        ir_instr_remove(x);
+        return true;
+      }
+      for (int k = 0; k < r; k++) {
+        nlo[k] = lo[major[k]];
+        nhi[k] = hi[major[k]];
+        nin[k] = in[major[k]];
+      }
+      ir_attr_set_padding(x, nlo, nhi, nin, r);
+    } else if (i->op == IR_OP_REVERSE) {
+      int64_t d[IR_MAX_RANK], nd[IR_MAX_RANK];
+      int cnt = ir_attr_dims(i, "dimensions", d, IR_MAX_RANK);
+      if (cnt < 0) {
+        ir_instr_remove(x);
+        return true;
+      }
+      for (int k = 0; k < cnt; k++) nd[k] = pos[d[k]];
+      ir_dims_sort(nd, cnt);
+      ir_attr_set_dims(x, "dimensions", nd, cnt);
+    } else if (i->op == IR_OP_REDUCE_WINDOW) {
+      IrWindow w, nw;
+      char why[200];
+      if (!ir_attr_window(i, r, &w, why, sizeof why)) {
+        ir_instr_remove(x);
+        return true;
+      }
+      nw = w;
+      for (int k = 0; k < r; k++) {
+        nw.size[k] = w.size[major[k]];
+        nw.stride[k] = w.stride[major[k]];
+        nw.pad_lo[k] = w.pad_lo[major[k]];
+        nw.pad_hi[k] = w.pad_hi[major[k]];
+        nw.lhs_dilate[k] = w.lhs_dilate[major[k]];
+        nw.rhs_dilate[k] = w.rhs_dilate[major[k]];
+        nw.reversal[k] = w.reversal[major[k]];
+      }
+      ir_attr_set_window(x, &nw);
     } else if (i->op == IR_OP_CONCATENATE) {
       int64_t d;
       if (ir_attr_dims(i, "dimensions", &d, 1) != 1 || d < 0 || d >= r) {

@@ -7,8 +7,9 @@ Each is a small JAX program a user writes, for the passes the HLO corpus does no
 (jnp.sort, jnp.argsort, lax.sort_key_val, lax.sort of three operands) at sizes on both sides of
 XLA:GPU's choice between its own sort kernel and CUB's radix sort (SortRewriter's per-GPU
 thresholds), vmapped indexing (batched gathers and scatters), values read by a hundred kernels
-(sibling multi-output fusion judges every pair of their readers), and normalized residual layers
-(a Triton normalization feeding a dot through a bitcast). XLA's references for them come
+(sibling multi-output fusion judges every pair of their readers), normalized residual layers
+(a Triton normalization feeding a dot through a bitcast), and cumulative sums, products, maxima
+and log-sum-exps (XLA:GPU's ReduceWindowRewriter). XLA's references for them come
 from scripts/xla_reference.py (see SOURCE.md here)."""
 import os
 import sys
@@ -60,6 +61,18 @@ PROGRAMS = {
     # residual layers, each normalized (RMS): the normalization (a Triton fusion) feeds the next
     # layer's dot through a bitcast, whose fused time XLA takes from its regular model
     "residual_mlp_f32_64x256_4": (residual_mlp, [spec((64, 256), f32), spec((256, 256), f32)]),
+    # cumulative reductions: a reduce-window over a whole dimension, which XLA:GPU's
+    # ReduceWindowRewriter turns into a scan of blocks of 16 and a scan of their totals (again,
+    # until each is at most 16 long), and reduce-windows of rank 1, which it makes rank 2
+    "cumsum_f32_64x1024": (lambda x: jnp.cumsum(x, axis=1), [spec((64, 1024), f32)]),
+    "cumsum_f32_4x5000": (lambda x: jnp.cumsum(x, axis=1), [spec((4, 5000), f32)]),
+    "cumsum_f32_1000": (lambda x: jnp.cumsum(x), [spec((1000,), f32)]),
+    "cumsum_rev_axis0_f32_100x32": (lambda x: lax.cumsum(x, axis=0, reverse=True), [spec((100, 32), f32)]),
+    "cumprod_f32_8x300": (lambda x: jnp.cumprod(x, axis=1), [spec((8, 300), f32)]),
+    "cummax_f32_16x40": (lambda x: lax.cummax(x, axis=1), [spec((16, 40), f32)]),
+    "cumlogsumexp_f32_8x64": (lambda x: lax.cumlogsumexp(x, axis=1), [spec((8, 64), f32)]),
+    "window_sum_1d_f32_200": (lambda x: lax.reduce_window(x, 0.0, lax.add, (5,), (1,), "VALID"),
+                              [spec((200,), f32)]),
 }
 
 
