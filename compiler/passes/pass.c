@@ -283,9 +283,15 @@ static const Pass *const priority_passes[] = {
     &pass_while_loop_unroll,
     &pass_softmax_rewriter,
     &pass_tree_reduction,
-    /* XLA runs its simplifier once more between these two (post-layout_assignment); fxplain
-       leaves it out for now: with it, the CPU backend's result for Gemma 3 on the default
-       profile differed from the interpreter's by 2% in one bf16 element, not yet explained */
+    /* XLA runs its simplifier once more between float normalization and simplify-fp-conversions
+       (post-layout_assignment: a convert float normalization put after a broadcast of a scalar
+       moves onto the scalar, so the bf16 softmaxes of one array on sm80 each convert their own
+       scale). fxplain leaves it out for now: with it, `run --check` of Gemma 3 on the default
+       profile fails at the last stage (2% in one bf16 element). Without it the same check fails
+       at float normalization's own stage, traced there: an RMS norm's f32 sum, 3e-6 apart on the
+       CPU backend and in the interpreter (summation order), rounds to bf16 values one ulp apart,
+       which the layers after it grow to 3% in a logit; simplify-fp-conversions then removes that
+       rounding, and with the simplifier before it not every such rounding goes. */
     &pass_float_normalization,
     &pass_simplify_fp_conversions,
     &pass_cse_current,
