@@ -71,7 +71,7 @@ static bool run_pipeline(const Pipeline *pl, IrModule *input, Run *r, bool quiet
     DecisionSink sink = explain_log_sink(log);
     FxError err;
     fx_error_clear(&err);
-    PassContext cx = {&sink, bench_device, &st, k + 1, p->name, &err, NULL};
+    PassContext cx = {&sink, bench_device, &st, k + 1, p->name, &err, NULL, false};
     IrModule *out = NULL;
     bool changed = false;
     double a = now_s();

@@ -261,7 +261,7 @@ int main(int argc, char **argv) {
       DecisionSink sink = explain_log_sink(log);
       FxError perr;
       fx_error_clear(&perr);
-      PassContext cx = {&sink, device_default(), &st, k + 1, ps->name, &perr, NULL};
+      PassContext cx = {&sink, device_default(), &st, k + 1, ps->name, &perr, NULL, false};
       IrModule *out = NULL;
       bool changed = false;
       if (!pass_run_stage(ps, cur, &cx, &out, &changed)) {

@@ -55,7 +55,7 @@ static bool run_all(ExplainEngine *e, const PassSettings *ps, const DeviceProfil
     if (pass_settings_is_disabled(ps, p->name)) continue;
     FxError perr;
     fx_error_clear(&perr);
-    PassContext cx = {&sink, dev, ps, k + 1, p->name, &perr, NULL};
+    PassContext cx = {&sink, dev, ps, k + 1, p->name, &perr, NULL, false};
     IrModule *next = NULL;
     bool ch = false;
     if (!pass_run_stage(p, cur, &cx, &next, &ch)) {

@@ -308,7 +308,7 @@ bool explain_engine_run_next(ExplainEngine *e, FxError *err) {
   } else {
     FxError perr;
     fx_error_clear(&perr);
-    PassContext cx = {&sink, &e->device, &e->settings, k, p->name, &perr, e->interrupted};
+    PassContext cx = {&sink, &e->device, &e->settings, k, p->name, &perr, e->interrupted, false};
     if (!pass_run_stage(p, prev, &cx, &out, &changed)) {
       if (e->interrupted && *e->interrupted) return stopped(e, k, p->name, NULL, err);
       explain_log_truncate(log, k);

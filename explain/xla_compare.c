@@ -145,7 +145,7 @@ void xla_dump_side_by_side(XlaDump *d, const DeviceProfile *device, const PassSe
     DecisionSink sk = explain_log_sink(scratch);
     FxError e2;
     fx_error_clear(&e2);
-    PassContext cx = {&sk, device, settings, k + 1, p->name, &e2, NULL};
+    PassContext cx = {&sk, device, settings, k + 1, p->name, &e2, NULL, false};
     IrModule *next = NULL;
     bool ch = false;
     bool good = pass_run_stage(p, mine, &cx, &next, &ch);

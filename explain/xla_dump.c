@@ -405,7 +405,7 @@ IrModule *xla_dump_next_stage(const XlaDump *d, int k, const IrModule *prev, con
     DecisionSink os = explain_log_sink(own);
     FxError pe;
     fx_error_clear(&pe);
-    PassContext cx = {&os, device, settings, k, OWN_PASS, &pe, NULL};
+    PassContext cx = {&os, device, settings, k, OWN_PASS, &pe, NULL, false};
     IrModule *mine = NULL;
     bool ch = false;
     const Pass *p = pass_lookup("priority-fusion");

@@ -1469,6 +1469,91 @@ static bool only_reduces_read(const IrInstr *x) {
  * reduce of a reduce with the same reducer and init is one reduce; a reduce of a reshape that
  * changes only reduced dimensions reduces the reshape's operand, one that changes only kept ones
  * reduces first and reshapes after. */
+/* HandleReduce's three rules for a reduce of broadcast x = broadcast(y), in XLA's order:
+ *  - a max, min, and or or of a scalar broadcast over all its dimensions is op(y, init);
+ *  - a reduce over dimensions all of y's reduces y and broadcasts the smaller result (the
+ *    replicated elements are not reduced);
+ *  - a sum over dimensions the broadcast added is broadcast(init + y * N), N the number of
+ *    elements summed for each result (constant-folding folds what it can).
+ * jax.grad of a layer norm's bias sums a broadcast 1.0 over the batch: XLA's module has the
+ * constant 64 where the reduce was. */
+static bool reduce_of_broadcast(Simp *s, IrInstr *i, IrInstr *x, IrInstr *init, IrComputation *f, IrOpcode op,
+                                const int64_t *dims, int nd) {
+  IrInstr *y = x->operands[0];
+  int64_t bd[IR_MAX_RANK];
+  int nb = ir_attr_dims_or_empty(x, "dimensions", bd);
+  if (nb != y->shape.rank) return false;
+  char msg[400];
+  if ((op == IR_OP_MAXIMUM || op == IR_OP_MINIMUM || op == IR_OP_AND || op == IR_OP_OR) && y->shape.rank == 0 &&
+      nd == x->shape.rank) {
+    IrInstr *ops[2] = {y, init};
+    IrInstr *b = add_before(i, op, &i->shape, ops, 2, ir_op_name(op));
+    snprintf(msg, sizeof msg, "a %s of %s over every dimension of a broadcast scalar is the %s of %s and the initial value",
+             ir_op_name(op), x->name, ir_op_name(op), y->name);
+    return b && algsimp_forward(s, i, b, msg);
+  }
+  /* every reduced dimension is one of y's: reduce y, broadcast the result */
+  int64_t yd[IR_MAX_RANK];
+  bool from_y = true;
+  for (int k = 0; k < nd && from_y; k++) {
+    from_y = false;
+    for (int q = 0; q < nb; q++)
+      if (bd[q] == dims[k]) {
+        yd[k] = q;
+        from_y = true;
+      }
+  }
+  if (from_y) {
+    IrInstr *nr = reduce_before(i, y, init, f, yd, nd, i->name);
+    if (!nr) return false;
+    int64_t nbd[IR_MAX_RANK];
+    int n = 0;
+    for (int q = 0; q < nb; q++) {
+      if (ir_dims_contain(yd, nd, q)) continue;
+      int64_t shift = 0;
+      for (int k = 0; k < nd; k++) shift += dims[k] < bd[q];
+      nbd[n++] = bd[q] - shift;
+    }
+    IrInstr *b = add_before(i, IR_OP_BROADCAST, &i->shape, &nr, 1, x->name);
+    if (!b) return false;
+    ir_attr_set_dims(b, "dimensions", nbd, n);
+    snprintf(msg, sizeof msg, "every dimension it reduces is one of %s's, which %s broadcasts: it reduces %s and broadcasts "
+             "the smaller result", y->name, x->name, y->name);
+    return algsimp_forward(s, i, b, msg);
+  }
+  /* a sum over dimensions the broadcast added only */
+  if (op != IR_OP_ADD || y->shape.type != i->shape.type) return false;
+  for (int q = 1; q < nb; q++)
+    if (bd[q - 1] >= bd[q]) return false;
+  int64_t count = 1, nbd[IR_MAX_RANK];
+  int n = 0, common = 0;
+  for (int d = 0; d < x->shape.rank; d++) {
+    bool added = !ir_dims_contain(bd, nb, d), removed = ir_dims_contain(dims, nd, d);
+    if (removed && !added) return false;
+    if (removed) {
+      count *= x->shape.dims[d];
+      common++;
+    } else if (!added) {
+      nbd[n++] = d - common;
+    }
+  }
+  if (count > 1 && ir_type_is_float(i->shape.type)) s->cx->reassociated = true; /* n additions -> one multiply */
+  IrInstr *k = scalar_like(i, &y->shape, (double)count, "constant");
+  IrInstr *mops[2] = {y, k};
+  IrInstr *mul = k ? add_before(i, IR_OP_MULTIPLY, &y->shape, mops, 2, "multiply") : NULL;
+  IrInstr *bi = mul ? add_before(i, IR_OP_BROADCAST, &y->shape, &init, 1, "broadcast") : NULL;
+  if (!bi) return false;
+  ir_attr_set_dims(bi, "dimensions", NULL, 0);
+  IrInstr *aops[2] = {bi, mul};
+  IrInstr *sum = add_before(i, IR_OP_ADD, &y->shape, aops, 2, "add");
+  IrInstr *b = sum ? add_before(i, IR_OP_BROADCAST, &i->shape, &sum, 1, "broadcast") : NULL;
+  if (!b) return false;
+  ir_attr_set_dims(b, "dimensions", nbd, n);
+  snprintf(msg, sizeof msg, "a sum over dimensions %s added to %s is the initial value plus %s times %" PRId64
+           ", broadcast", x->name, y->name, y->name, count);
+  return algsimp_forward(s, i, b, msg);
+}
+
 static bool reduce(Simp *s, IrInstr *i) {
   if (i->noperands != 2 || !ir_shape_is_array(&i->shape)) return false;
   IrInstr *x = i->operands[0], *init = i->operands[1];
@@ -1582,6 +1667,8 @@ static bool reduce(Simp *s, IrInstr *i) {
                                              "reshapes the smaller result");
     }
   }
+  if (x->op == IR_OP_BROADCAST && x->noperands == 1 && ir_shape_is_array(&x->operands[0]->shape))
+    return reduce_of_broadcast(s, i, x, init, f, op, dims, nd);
   return false;
 }
 

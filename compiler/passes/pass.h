@@ -78,6 +78,10 @@ typedef struct {
    * sees it may stop anywhere between steps and return true: pass_run_stage then drops its work,
    * so an interrupted pass makes no stage and an uninterrupted one decides exactly as before. */
   volatile int *interrupted;
+  /* Set by a rewrite that changes floating-point rounding on purpose, as XLA's does (a sum of n
+   * equal values becomes one multiply by n): the stage computes the same values in another order,
+   * not bit for bit the same numbers. The pass leaves it set; whoever runs the pass clears it. */
+  bool reassociated;
 } PassContext;
 
 /* Whether the pass should stop between steps (cx->interrupted set). */

@@ -313,7 +313,7 @@ static PassContext quiet_pass(QuietPass *q, const char *pass) {
   pass_settings_default(&q->st);
   fx_error_clear(&q->e);
   q->none = (DecisionSink){NULL, NULL};
-  return (PassContext){&q->none, device_default(), &q->st, 1, pass, &q->e, NULL};
+  return (PassContext){&q->none, device_default(), &q->st, 1, pass, &q->e, NULL, false};
 }
 
 /* Checks one fact; on failure writes why into why[] and returns false. */
@@ -804,7 +804,7 @@ static int run_case(const char *file, const Case *c, bool verbose, char *why, si
       ok = 0;
       break;
     }
-    PassContext cx = {&sink, dev, &st, k + 1, p->name, &err, NULL};
+    PassContext cx = {&sink, dev, &st, k + 1, p->name, &err, NULL, false};
     IrModule *out = NULL;
     bool changed = false;
     if (!pass_run_stage(p, cur, &cx, &out, &changed)) {

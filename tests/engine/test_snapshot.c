@@ -113,7 +113,7 @@ TEST(a_pipeline_stage_shares_with_the_stage_before) {
   FxError err;
   fx_error_clear(&err);
   explain_log_begin_stage(log, 1, "cse");
-  PassContext cx = {&sink, device_default(), &st, 1, "cse", &err, NULL};
+  PassContext cx = {&sink, device_default(), &st, 1, "cse", &err, NULL, false};
   IrModule *out = NULL;
   bool changed = false;
   CHECK(pass_run_stage(&pass_cse, m, &cx, &out, &changed));

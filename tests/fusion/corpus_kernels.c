@@ -48,7 +48,7 @@ static bool run_pipeline(const char *name, const IrModule *in, Result *r, FxErro
   IrModule *cur = ir_module_clone(in);
   if (!cur) return fx_error_set(err, NULL, 0, 0, "out of memory");
   for (int k = 0; k < pl->npasses; k++) {
-    PassContext cx = {&sink, device_default(), &s, k + 1, pl->passes[k]->name, err, NULL};
+    PassContext cx = {&sink, device_default(), &s, k + 1, pl->passes[k]->name, err, NULL, false};
     IrModule *out = NULL;
     bool changed = false;
     if (!pass_run_stage(pl->passes[k], cur, &cx, &out, &changed)) {

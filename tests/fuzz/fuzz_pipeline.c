@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int k = 0; k < pl->npasses; k++) {
       FxError perr;
       fx_error_clear(&perr);
-      PassContext cx = {&sink, device_default(), &settings, k + 1, pl->passes[k]->name, &perr, NULL};
+      PassContext cx = {&sink, device_default(), &settings, k + 1, pl->passes[k]->name, &perr, NULL, false};
       IrModule *next = NULL;
       bool changed = false;
       if (!pass_run_stage(pl->passes[k], cur, &cx, &next, &changed)) {

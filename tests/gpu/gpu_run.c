@@ -324,7 +324,7 @@ static void check_module(const char *path) {
   pass_settings_default(&st);
   DecisionSink sink = {no_emit, NULL};
   for (int p = 0; pl && p < pl->npasses; p++) {
-    PassContext cx = {&sink, device_default(), &st, p + 1, NULL, &err, NULL};
+    PassContext cx = {&sink, device_default(), &st, p + 1, NULL, &err, NULL, false};
     IrModule *out = NULL;
     bool changed = false;
     if (!pass_run_stage(pl->passes[p], m, &cx, &out, &changed)) break;

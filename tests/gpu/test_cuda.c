@@ -961,7 +961,7 @@ TEST(registers_rule_refuses_a_spilling_fusion) {
   /* The rule: fusing A into B is refused with ptxas' numbers. */
   PassSettings st;
   pass_settings_default(&st);
-  PassContext cx = {NULL, turing, &st, 1, "instruction-fusion", &err, NULL};
+  PassContext cx = {NULL, turing, &st, 1, "instruction-fusion", &err, NULL, false};
   FusionVerdict v;
   memset(&v, 0, sizeof v);
   cuda_registers_install(true, turing);

@@ -33,7 +33,7 @@ static inline bool run_pass_for(const Pass *p, IrModule *m, Log *log, const Devi
   pass_settings_default(&settings);
   FxError err;
   fx_error_clear(&err);
-  PassContext cx = {&sink, dev, &settings, 1, p->name, &err, NULL};
+  PassContext cx = {&sink, dev, &settings, 1, p->name, &err, NULL, false};
   bool changed = false;
   bool ok = p->run(m, &cx, &changed);
   if (!ok) fx_error_print(stderr, &err);

@@ -1352,6 +1352,49 @@ TEST(reduce_window_rewriter) {
   ir_module_free(big);
 }
 
+/* algsimp: a reduce of a broadcast (HandleReduce's three rules, as jaxlib 0.10.2's XLA makes them). */
+TEST(reduce_of_broadcast) {
+  IrModule *m = hlo("HloModule rb\n\n"
+                    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)\n}\n\n"
+                    "mx {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] maximum(a, b)\n}\n\n"
+                    "ENTRY main {\n"
+                    "  v = f32[6,4] parameter(0)\n"
+                    "  w = f32[6] parameter(1)\n"
+                    "  s = f32[] parameter(2)\n"
+                    "  i = f32[] parameter(3)\n"
+                    "  z = f32[] constant(0)\n"
+                    /* the reduced dimension is one of v's: reduce v, broadcast */
+                    "  bv = f32[6,5,4] broadcast(v), dimensions={0,2}\n"
+                    "  commute = f32[5,4] reduce(bv, z), dimensions={0}, to_apply=add\n"
+                    /* a sum over the dimension the broadcast added: i + w * 5 */
+                    "  bw = f32[6,5] broadcast(w), dimensions={0}\n"
+                    "  sum = f32[6] reduce(bw, i), dimensions={1}, to_apply=add\n"
+                    /* the max of a broadcast scalar over everything: max(s, i); over part of it: kept */
+                    "  bs = f32[6,5] broadcast(s), dimensions={}\n"
+                    "  all = f32[] reduce(bs, i), dimensions={0,1}, to_apply=mx\n"
+                    "  part = f32[6] reduce(bs, i), dimensions={1}, to_apply=mx\n"
+                    "  ROOT t = (f32[5,4], f32[6], f32[], f32[6]) tuple(commute, sum, all, part)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_CONTAINS(log.buf, "every dimension it reduces is one of v's, which bv broadcasts: it reduces v and broadcasts the "
+                          "smaller result");
+  CHECK_CONTAINS(log.buf, "a sum over dimensions bw added to w is the initial value plus w times 5, broadcast");
+  CHECK_CONTAINS(log.buf, "a maximum of bs over every dimension of a broadcast scalar is the maximum of s and the initial "
+                          "value");
+  CHECK_STR(line_of(m, "t"), "%t = (f32[5,4], f32[6], f32[], f32[6]) tuple(%bv.24, %add, %maximum, %part)");
+  CHECK_STR(line_of(m, "bv.24"), "%bv.24 = f32[5,4] broadcast(%commute.23), dimensions={1}");
+  CHECK_STR(line_of(m, "commute.23"), "%commute.23 = f32[4] reduce(%v, %z), dimensions={0}, to_apply=%add");
+  CHECK_STR(line_of(m, "add"), "%add = f32[6] add(%broadcast, %multiply)");
+  CHECK_STR(line_of(m, "multiply"), "%multiply = f32[6] multiply(%w, %constant.26)");
+  CHECK_STR(line_of(m, "maximum"), "%maximum = f32[] maximum(%s, %i)");
+  CHECK(ir_module_find_instr(m, "part") != NULL);
+  CHECK(count_op(m, IR_OP_REDUCE) == 2);
+  ir_module_free(m);
+}
+
 /* algsimp inlines a map whose computation is one elementwise operation of its parameters (the
  * maps reduce-window-rewriter makes), and one that returns a parameter; others stay. */
 TEST(map_inlining) {
@@ -1687,6 +1730,7 @@ int main(void) {
   RUN(arithmetic_canonical_forms);
   RUN(reduce_window_rewriter);
   RUN(map_inlining);
+  RUN(reduce_of_broadcast);
   RUN(integer_times_zero);
   RUN(compare_never_negative);
   RUN(select_of_predicates);

@@ -63,7 +63,7 @@ static bool run(const char *name, const Pipeline *pl, IrModule *input) {
     const Pass *p = pl->passes[k];
     explain_log_begin_stage(log, k + 1, p->name);
     DecisionSink sink = explain_log_sink(log);
-    PassContext cx = {&sink, device_default(), &st, k + 1, p->name, &err, NULL};
+    PassContext cx = {&sink, device_default(), &st, k + 1, p->name, &err, NULL, false};
     IrModule *out = NULL;
     bool changed = false;
     if (!pass_run_stage(p, cur, &cx, &out, &changed)) {

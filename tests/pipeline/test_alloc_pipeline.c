@@ -42,7 +42,7 @@ static int run_pipeline(const IrModule *m, const Pipeline *pl) {
   for (int k = 0; k < pl->npasses; k++) {
     FxError err;
     fx_error_clear(&err);
-    PassContext cx = {&sink, device_default(), &settings, k + 1, pl->passes[k]->name, &err, NULL};
+    PassContext cx = {&sink, device_default(), &settings, k + 1, pl->passes[k]->name, &err, NULL, false};
     IrModule *next = NULL;
     bool changed = false;
     if (!pass_run_stage(pl->passes[k], cur, &cx, &next, &changed)) {

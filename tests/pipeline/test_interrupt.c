@@ -104,7 +104,7 @@ static void stops_between_steps(const char *pipeline, const char *name) {
   IrModule *out = NULL;
   bool changed = false;
   flag = 0;
-  PassContext cx = {&sa, device_lookup("h100"), &st, k, p->name, &err, &flag};
+  PassContext cx = {&sa, device_lookup("h100"), &st, k, p->name, &err, &flag, false};
   CHECK(pass_run_stage(p, in, &cx, &out, &changed));
   CHECK(out != NULL && changed);
   if (out) ir_module_free(out);
@@ -112,7 +112,7 @@ static void stops_between_steps(const char *pipeline, const char *name) {
   /* Ctrl-C after its first decision: it stops at the next step, and its work is dropped. */
   out = NULL;
   int before = ir_module_instr_count(in);
-  PassContext cy = {&ss, device_lookup("h100"), &st, k, p->name, &err, &flag};
+  PassContext cy = {&ss, device_lookup("h100"), &st, k, p->name, &err, &flag, false};
   CHECK(!pass_run_stage(p, in, &cy, &out, &changed));
   CHECK(out == NULL);
   CHECK(some.n >= 1 && some.n < all.n);

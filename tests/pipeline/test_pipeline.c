@@ -61,7 +61,7 @@ static bool run_pass(const char *name, IrModule *m, Log *log, bool *changed) {
   DecisionSink sink = {log_emit, log};
   PassSettings st;
   pass_settings_default(&st);
-  PassContext cx = {&sink, device_default(), &st, 1, name, &err, NULL};
+  PassContext cx = {&sink, device_default(), &st, 1, name, &err, NULL, false};
   const Pass *p = pass_lookup(name);
   if (!p) return false;
   bool ok = p->run(m, &cx, changed);
@@ -496,7 +496,7 @@ TEST(run_stage_shares_unchanged_and_never_touches_input) {
   fx_error_clear(&err);
   PassSettings st;
   pass_settings_default(&st);
-  PassContext cx = {&sink, device_default(), &st, 1, NULL, &err, NULL};
+  PassContext cx = {&sink, device_default(), &st, 1, NULL, &err, NULL, false};
   IrModule *out = NULL;
   bool changed = false;
   CHECK(pass_run_stage(&pass_cse, m, &cx, &out, &changed));
@@ -563,7 +563,7 @@ TEST(corpus_through_simplification) {
       if (!is_simplification(pl->passes[p]->name)) continue;
       int nd = 0;
       DecisionSink sink = {count_emit, &nd};
-      PassContext cx = {&sink, device_default(), &st, p + 1, NULL, &err, NULL};
+      PassContext cx = {&sink, device_default(), &st, p + 1, NULL, &err, NULL, false};
       IrModule *out = NULL;
       bool changed = false;
       bool ok = pass_run_stage(pl->passes[p], m, &cx, &out, &changed);

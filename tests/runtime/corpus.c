@@ -110,8 +110,8 @@ static void no_emit(void *ctx, const PassDecision *d) {
 
 /* The pipeline's last stage. *ref gets a copy of the stage after the last pass that dropped a
  * rounding step on purpose (pass_excess_precision: float-normalization-bf16 computes in f32 what
- * the module rounds to bf16, reductions' sums included; simplify-fp-conversions), or NULL when none
- * did: the last stage must agree with the interpreter on that stage, which is more precise than
+ * the module rounds to bf16, reductions' sums included; simplify-fp-conversions) or reassociated
+ * (cx.reassociated: algsimp's sum of equal values as one multiply), or NULL when none did: the last stage must agree with the interpreter on that stage, which is more precise than
  * the module as loaded by design, as XLA's is. */
 static IrModule *last_stage(const IrModule *m0, const Pipeline *pl, IrModule **ref, FxError *e) {
   *ref = NULL;
@@ -133,7 +133,7 @@ static IrModule *last_stage(const IrModule *m0, const Pipeline *pl, IrModule **r
     if (out) {
       if (cur) ir_module_free(cur);
       cur = out;
-      if (changed && pass_excess_precision(pl->passes[q])) {
+      if (changed && (pass_excess_precision(pl->passes[q]) || cx.reassociated)) {
         if (*ref) ir_module_free(*ref);
         *ref = ir_module_clone(cur);
       }

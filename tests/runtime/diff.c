@@ -458,7 +458,9 @@ int main(int argc, char **argv) {
             break;
           }
           if (out) {
-            if (pass_excess_precision(pl->passes[q]) && changed) ref = cs->nstages;
+            /* a pass that drops a rounding step or reassociates (as XLA's do) computes on purpose
+               numbers that differ from the stage before it: later stages must agree with it */
+            if ((pass_excess_precision(pl->passes[q]) || cx.reassociated) && changed) ref = cs->nstages;
             cs->ref[cs->nstages] = ref;
             cs->stages[cs->nstages++] = out;
             all[nall++] = out;

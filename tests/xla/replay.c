@@ -348,7 +348,7 @@ static bool sequence(const char *pre, const char *dump, const DeviceProfile *dev
   DecisionSink sink = {seq_emit, &ss};
   PassSettings st;
   pass_settings_default(&st);
-  PassContext cx = {&sink, dev, &st, 1, "priority-fusion", &err, NULL};
+  PassContext cx = {&sink, dev, &st, 1, "priority-fusion", &err, NULL, false};
   bool changed = false;
   if (!pass_priority_fusion.run(m, &cx, &changed)) {
     fx_error_print(stderr, &err);
@@ -417,7 +417,7 @@ static bool replay(const char *pre, const char *dump, const DeviceProfile *dev, 
   PassSettings st;
   pass_settings_default(&st);
   DecisionSink sink = {quiet_emit, NULL};
-  PassContext cx = {&sink, dev, &st, 1, "priority-fusion", &err, NULL};
+  PassContext cx = {&sink, dev, &st, 1, "priority-fusion", &err, NULL, false};
   bool check_order = ir_module_instr_count(m) <= 3000;
   /* Which producers sit in XLA's queue, by XLA's own log; fusions made during the replay get new
    * ids, so the table grows with the module. */
