@@ -1672,6 +1672,131 @@ static bool reduce(Simp *s, IrInstr *i) {
   return false;
 }
 
+/* ---------- reduce-window ---------- */
+
+/* HandleReduceWindow's rules for a reduce-window of one input, in XLA's order:
+ *  - a window of one element everywhere (add, min or max) is the operation of the operand and
+ *    the initial value, padded where the window was;
+ *  - a window that covers whole dimensions, with no stride, dilation or padding, whose result has
+ *    size 1 there, is a reduce of those dimensions and a reshape
+ *    (enable_window_reduce_to_reduce_replacement);
+ *  - a pad (or a convert of a pad) of the initial value becomes the window's own padding, interior
+ *    padding its base dilation (not into a window already dilated; through a convert only when
+ *    the pad adds at least a tenth to the one dimension the window reduces).
+ * jax.grad of an average pool pads the gradient inside and out and sums windows of it: XLA's
+ * module has one reduce-window with lhs_dilate and padding, no pad. */
+static bool reduce_window_current(Simp *s, IrInstr *i) {
+  if (i->noperands != 2 || !ir_shape_is_array(&i->shape)) return false;
+  IrInstr *x = i->operands[0], *init = i->operands[1];
+  IrComputation *f = ir_attr_comp(i, "to_apply");
+  if (!f || !ir_shape_is_array(&x->shape) || x->shape.rank != i->shape.rank) return false;
+  int r = x->shape.rank;
+  IrWindow w;
+  char why[200], msg[400];
+  if (!ir_attr_window(i, r, &w, why, sizeof why)) return false;
+  bool swapped;
+  IrOpcode op = simp_reducer_op(f, &swapped);
+  bool one = true, strided = false, dilated = false, padded = false;
+  for (int d = 0; d < r; d++) {
+    one = one && w.size[d] == 1 && w.stride[d] == 1 && w.lhs_dilate[d] == 1 && w.rhs_dilate[d] == 1 && !w.reversal[d];
+    strided = strided || w.stride[d] != 1;
+    dilated = dilated || w.lhs_dilate[d] != 1 || w.rhs_dilate[d] != 1;
+    padded = padded || w.pad_lo[d] || w.pad_hi[d];
+  }
+  if (one && (op == IR_OP_ADD || op == IR_OP_MINIMUM || op == IR_OP_MAXIMUM)) {
+    IrInstr *b = add_before(i, IR_OP_BROADCAST, &x->shape, &init, 1, "broadcast");
+    if (!b) return false;
+    ir_attr_set_dims(b, "dimensions", NULL, 0);
+    IrInstr *ops[2] = {x, b};
+    IrInstr *y = add_before(i, op, &x->shape, ops, 2, ir_op_name(op));
+    if (y && padded) {
+      IrInstr *pops[2] = {y, init};
+      y = add_before(i, IR_OP_PAD, &i->shape, pops, 2, "pad");
+      if (y) ir_attr_set_padding(y, w.pad_lo, w.pad_hi, NULL, r);
+    }
+    snprintf(msg, sizeof msg, "a window of one element is the %s of each element and the initial value%s", ir_op_name(op),
+             padded ? ", padded where the window was" : "");
+    return y && algsimp_forward(s, i, y, msg);
+  }
+  if (!strided && !dilated && !padded) {
+    int64_t rd[IR_MAX_RANK];
+    int nr = 0;
+    bool whole = true;
+    for (int d = 0; d < r && whole; d++) {
+      if (w.size[d] == 1) continue;
+      if (i->shape.dims[d] == 1) rd[nr++] = d;
+      else whole = false;
+    }
+    if (whole && nr > 0) {
+      IrInstr *red = reduce_before(i, x, init, f, rd, nr, "reduce");
+      IrInstr *rs = red ? add_before(i, IR_OP_RESHAPE, &i->shape, &red, 1, "reshape") : NULL;
+      return rs && algsimp_forward(s, i, rs, "its windows cover whole dimensions: a reduce of them, reshaped");
+    }
+  }
+  IrInstr *pad = NULL, *convert = NULL;
+  if (x->op == IR_OP_PAD && x->noperands == 2) {
+    pad = x;
+  } else if (x->op == IR_OP_CONVERT && x->noperands == 1 && x->operands[0]->op == IR_OP_PAD &&
+             x->operands[0]->noperands == 2) {
+    convert = x;
+    pad = x->operands[0];
+  }
+  if (!pad) return false;
+  int64_t lo[IR_MAX_RANK], hi[IR_MAX_RANK], in[IR_MAX_RANK];
+  if (ir_attr_padding(pad, lo, hi, in, IR_MAX_RANK) != r) return false;
+  if (convert) {
+    /* XLA folds through a convert only when the padding is worth it for a scan's one dimension */
+    int nt = -1, count = 0;
+    for (int d = 0; d < r; d++)
+      if (!(w.size[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0 && w.lhs_dilate[d] == 1 &&
+            w.rhs_dilate[d] == 1)) {
+        nt = d;
+        count++;
+      }
+    if (count == 1 && (double)(lo[nt] + hi[nt]) / (double)x->shape.dims[nt] < 0.1) return false;
+  }
+  bool interior = false, base_dilated = false;
+  for (int d = 0; d < r; d++) {
+    interior = interior || in[d] != 0;
+    base_dilated = base_dilated || w.lhs_dilate[d] != 1;
+  }
+  if (interior && base_dilated) return false;
+  IrInstr *pv = pad->operands[1];
+  double a, b;
+  if (pv != init && !(pv->op == IR_OP_CONSTANT && init->op == IR_OP_CONSTANT && simp_splat_value(pv, &a) &&
+                      simp_splat_value(init, &b) && (a == b || (isnan(a) && isnan(b)))))
+    return false;
+  /* a pad that puts one element in each window makes a broadcast in XLA (CreateBroadcastSequence);
+     fxplain leaves that case alone */
+  IrInstr *po = pad->operands[0];
+  bool symmetric = true, only_unit = true;
+  for (int d = 0; d < r; d++) {
+    symmetric = symmetric && lo[d] == hi[d];
+    if ((lo[d] || hi[d]) && po->shape.dims[d] != 1) only_unit = false;
+  }
+  if (!strided && symmetric && !interior && only_unit) return false;
+  IrInstr *operand = po;
+  if (convert) {
+    IrShape cs = simp_shape_retyped(&i->parent->module->arena, &po->shape, convert->shape.type);
+    operand = add_before(i, IR_OP_CONVERT, &cs, &po, 1, convert->name);
+    if (!operand) return false;
+  }
+  IrWindow nw = w;
+  for (int d = 0; d < r; d++) {
+    nw.pad_lo[d] += w.lhs_dilate[d] * lo[d];
+    nw.pad_hi[d] += w.lhs_dilate[d] * hi[d];
+    if (in[d]) nw.lhs_dilate[d] = 1 + in[d];
+  }
+  IrInstr *ops[2] = {operand, init};
+  IrInstr *y = add_before(i, IR_OP_REDUCE_WINDOW, &i->shape, ops, 2, i->name);
+  if (!y) return false;
+  ir_attr_set_window(y, &nw);
+  ir_attr_set_comp(y, "to_apply", f);
+  snprintf(msg, sizeof msg, "the pad %s%s of the initial value becomes the window's padding%s", pad->name,
+           convert ? " (through its convert)" : "", interior ? " and base dilation" : "");
+  return forward_keep_name(s, i, y, msg);
+}
+
 /* ---------- conditional ---------- */
 
 /* conditional(convert(p), b0, b1) with p a pred[] and two branch computations ->
@@ -1836,6 +1961,8 @@ bool algsimp_current_rewrite(Simp *s, IrInstr *i) {
     return i->noperands == 2 && min_max(s, i);
   case IR_OP_REDUCE:
     return reduce(s, i);
+  case IR_OP_REDUCE_WINDOW:
+    return reduce_window_current(s, i);
   case IR_OP_CONSTANT:
     return constant(s, i);
   case IR_OP_DYNAMIC_UPDATE_SLICE:

@@ -1395,6 +1395,54 @@ TEST(reduce_of_broadcast) {
   ir_module_free(m);
 }
 
+/* algsimp: reduce-windows (XLA's HandleReduceWindow): a window of one element, windows over whole
+ * dimensions, and pads folded into the window (interior padding as base dilation; through a
+ * convert when the padding is at least a tenth of the scanned dimension). */
+TEST(reduce_window_simplifications) {
+  IrModule *m = hlo("HloModule rw\n\n"
+                    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)\n}\n\n"
+                    "mx {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] maximum(a, b)\n}\n\n"
+                    "mx64 {\n  a = f64[] parameter(0)\n  b = f64[] parameter(1)\n  ROOT r = f64[] maximum(a, b)\n}\n\n"
+                    "ENTRY main {\n"
+                    "  x = f32[8,30] parameter(0)\n"
+                    "  g = f32[2,4,4,3] parameter(1)\n"
+                    "  z = f32[] constant(0)\n"
+                    "  ninf = f32[] constant(-inf)\n"
+                    "  p = f32[8,34] pad(x, z), padding=0_0x2_2\n"
+                    "  s = f32[8,32] reduce-window(p, z), window={size=1x3}, to_apply=add\n"
+                    "  one = f32[8,32] reduce-window(x, ninf), window={size=1x1 pad=0_0x1_1}, to_apply=mx\n"
+                    "  full = f32[8,1] reduce-window(x, z), window={size=1x30}, to_apply=add\n"
+                    "  pc = f32[8,34] pad(x, ninf), padding=0_0x2_2\n"
+                    "  c = f64[8,34] convert(pc)\n"
+                    "  ninf64 = f64[] constant(-inf)\n"
+                    "  m = f64[8,32] reduce-window(c, ninf64), window={size=1x3}, to_apply=mx64\n"
+                    /* jax.grad of a 2x2 average pool: the gradient padded inside and out, summed */
+                    "  gp = f32[2,9,9,3] pad(g, z), padding=0_0x1_1_1x1_1_1x0_0\n"
+                    "  up = f32[2,8,8,3] reduce-window(gp, z), window={size=1x2x2x1}, to_apply=add\n"
+                    /* a pad of another value than the initial one stays */
+                    "  q = f32[8,34] pad(x, ninf), padding=0_0x2_2\n"
+                    "  keep = f32[8,32] reduce-window(q, z), window={size=1x3}, to_apply=add\n"
+                    "  ROOT t = (f32[8,32], f32[8,32], f32[8,1], f64[8,32], f32[2,8,8,3], f32[8,32]) "
+                    "tuple(s, one, full, m, up, keep)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_CONTAINS(log.buf, "the pad p of the initial value becomes the window's padding");
+  CHECK_CONTAINS(log.buf, "a window of one element is the maximum of each element and the initial value, padded where the "
+                          "window was");
+  CHECK_CONTAINS(log.buf, "its windows cover whole dimensions: a reduce of them, reshaped");
+  CHECK_CONTAINS(log.buf, "the pad pc (through its convert) of the initial value becomes the window's padding");
+  CHECK_CONTAINS(log.buf, "the pad gp of the initial value becomes the window's padding and base dilation");
+  CHECK_STR(line_of(m, "s"), "%s = f32[8,32] reduce-window(%x, %z), window={size=1x3 pad=0_0x2_2}, to_apply=%add");
+  CHECK_STR(line_of(m, "up"), "%up = f32[2,8,8,3] reduce-window(%g, %z), window={size=1x2x2x1 pad=0_0x1_1x1_1x0_0 "
+                              "lhs_dilate=1x2x2x1}, to_apply=%add");
+  CHECK_STR(line_of(m, "keep"), "%keep = f32[8,32] reduce-window(%q, %z), window={size=1x3}, to_apply=%add");
+  CHECK(count_op(m, IR_OP_PAD) == 2); /* q, and the one-element window's */
+  ir_module_free(m);
+}
+
 /* algsimp inlines a map whose computation is one elementwise operation of its parameters (the
  * maps reduce-window-rewriter makes), and one that returns a parameter; others stay. */
 TEST(map_inlining) {
@@ -1731,6 +1779,7 @@ int main(void) {
   RUN(reduce_window_rewriter);
   RUN(map_inlining);
   RUN(reduce_of_broadcast);
+  RUN(reduce_window_simplifications);
   RUN(integer_times_zero);
   RUN(compare_never_negative);
   RUN(select_of_predicates);
