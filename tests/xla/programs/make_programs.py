@@ -8,8 +8,9 @@ Each is a small JAX program a user writes, for the passes the HLO corpus does no
 XLA:GPU's choice between its own sort kernel and CUB's radix sort (SortRewriter's per-GPU
 thresholds), vmapped indexing (batched gathers and scatters), values read by a hundred kernels
 (sibling multi-output fusion judges every pair of their readers), normalized residual layers
-(a Triton normalization feeding a dot through a bitcast), and cumulative sums, products, maxima
-and log-sum-exps (XLA:GPU's ReduceWindowRewriter). XLA's references for them come
+(a Triton normalization feeding a dot through a bitcast), cumulative sums, products, maxima and
+log-sum-exps (XLA:GPU's ReduceWindowRewriter), and the gradients of a layer norm and an average
+pool (algsimp's rules for reduces of broadcasts and pads under reduce-windows). XLA's references for them come
 from scripts/xla_reference.py (see SOURCE.md here)."""
 import os
 import sys
@@ -30,6 +31,16 @@ def residual_mlp(x, w):
         x = x + jnp.tanh(x @ w) * 0.5
         x = x / jnp.sqrt(jnp.mean(x * x, axis=-1, keepdims=True) + 1e-6)
     return x
+
+
+def layer_norm_loss(x, g, b):
+    m = x.mean(-1, keepdims=True)
+    v = ((x - m) ** 2).mean(-1, keepdims=True)
+    return ((x - m) * lax.rsqrt(v + 1e-5) * g + b).sum()
+
+
+def avg_pool_loss(x):
+    return ((lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4) ** 2).sum()
 
 
 PROGRAMS = {
@@ -73,6 +84,12 @@ PROGRAMS = {
     "cumlogsumexp_f32_8x64": (lambda x: lax.cumlogsumexp(x, axis=1), [spec((8, 64), f32)]),
     "window_sum_1d_f32_200": (lambda x: lax.reduce_window(x, 0.0, lax.add, (5,), (1,), "VALID"),
                               [spec((200,), f32)]),
+    # gradients whose simplification XLA's algsimp does: a layer norm's (its bias gradient sums a
+    # broadcast 1.0: HandleReduce makes it a constant) and a 2x2 average pool's (the gradient padded
+    # inside and out and summed in windows: HandleReduceWindow folds the pad into the window)
+    "layernorm_grad_f32_64x512": (jax.grad(layer_norm_loss, argnums=(0, 1, 2)),
+                                  [spec((64, 512), f32), spec((512,), f32), spec((512,), f32)]),
+    "avgpool_grad_f32_4x32x32x16": (jax.grad(avg_pool_loss), [spec((4, 32, 32, 16), f32)]),
 }
 
 
