@@ -33,46 +33,6 @@
 #include "passes.h"
 #include "simplify.h"
 
-/* ---------- the window, as text ---------- */
-
-static void put_list(char *buf, size_t n, size_t *len, const char *key, const int64_t *v, int rank) {
-  *len += (size_t)snprintf(buf + *len, *len < n ? n - *len : 0, " %s=", key);
-  for (int k = 0; k < rank; k++)
-    *len += (size_t)snprintf(buf + *len, *len < n ? n - *len : 0, "%s%" PRId64, k ? "x" : "", v[k]);
-}
-
-static bool all_equal(const int64_t *v, int rank, int64_t x) {
-  for (int k = 0; k < rank; k++)
-    if (v[k] != x) return false;
-  return true;
-}
-
-/* XLA's window text: size, then each field that is not its default. */
-static void format_window(const IrWindow *w, char *buf, size_t n) {
-  size_t len = (size_t)snprintf(buf, n, "{");
-  put_list(buf, n, &len, "size", w->size, w->rank);
-  memmove(buf + 1, buf + 2, strlen(buf + 2) + 1); /* no blank after the brace */
-  len--;
-  if (!all_equal(w->stride, w->rank, 1)) put_list(buf, n, &len, "stride", w->stride, w->rank);
-  bool padded = !all_equal(w->pad_lo, w->rank, 0) || !all_equal(w->pad_hi, w->rank, 0);
-  if (padded) {
-    len += (size_t)snprintf(buf + len, len < n ? n - len : 0, " pad=");
-    for (int k = 0; k < w->rank; k++)
-      len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s%" PRId64 "_%" PRId64, k ? "x" : "", w->pad_lo[k],
-                              w->pad_hi[k]);
-  }
-  if (!all_equal(w->lhs_dilate, w->rank, 1)) put_list(buf, n, &len, "lhs_dilate", w->lhs_dilate, w->rank);
-  if (!all_equal(w->rhs_dilate, w->rank, 1)) put_list(buf, n, &len, "rhs_dilate", w->rhs_dilate, w->rank);
-  bool reversed = false;
-  for (int k = 0; k < w->rank; k++) reversed |= w->reversal[k];
-  if (reversed) {
-    len += (size_t)snprintf(buf + len, len < n ? n - len : 0, " rhs_reversal=");
-    for (int k = 0; k < w->rank; k++)
-      len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s%d", k ? "x" : "", w->reversal[k] ? 1 : 0);
-  }
-  snprintf(buf + len, len < n ? n - len : 0, "}");
-}
-
 /* ---------- FoldConvInputPad ---------- */
 
 /* FoldConvInputPad: conv(pad(x, 0), k) -> conv(x, k) with the pad's spatial edges added to the
@@ -167,9 +127,7 @@ static bool rewrite(IrInstr *conv, PassContext *cx, void *arg, bool *changed) {
   IrInstr *call = ir_instr_new_before(c, conv, IR_OP_CUSTOM_CALL, &tuple, ops, 2,
                                       ir_module_series_name(m, "cudnn-conv", false));
   if (!call) return fx_error_set(cx->err, NULL, 0, 0, "%s: out of memory", cx->pass);
-  char wtext[400];
-  format_window(&w, wtext, sizeof wtext);
-  ir_attr_set_text(call, "window", wtext);
+  ir_attr_set_window(call, &w);
   copy_attrs(call, conv);
   ir_attr_set_text(call, "custom_call_target", "\"__cudnn$convForward\"");
   /* what XLA's ConvRewriter writes: no activation, result scale 1, no side input */
