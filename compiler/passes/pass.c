@@ -103,6 +103,8 @@ static const Pass *const registry[] = {
     &pass_simplification_2,
     &pass_conv_rewriter,
     &pass_cudnn_fused_conv,
+    &pass_reshape_mover_after_conv,
+    &pass_simplify_after_conv,
     &pass_layout_assignment,
     &pass_move_copy_to_users,
     &pass_layout_normalization,
@@ -237,6 +239,30 @@ const Pass pass_simplification_2 = {
     "convert-mover and algsimp again and again until they change nothing (XLA's simplification-2 pipeline)",
     run_simplification_2};
 
+/* The end of XLA:GPU's conv_canonicalization pipeline, after the cuDNN rewrites: reshape-mover and
+ * algsimp until they change nothing (reshape_mover_after_conv_canonicalization), convert-mover and
+ * algsimp until they change nothing (simplify_after_conv_canonicalization), then constant folding:
+ * a convert of a constant the movers left (a pad value) becomes a constant. */
+static const Pass *const after_conv_reshape_round[] = {&pass_reshape_mover, &pass_algsimp_current};
+
+static bool run_after_conv_reshape(IrModule *m, PassContext *cx, bool *changed) {
+  return run_fixpoint(m, cx, after_conv_reshape_round, 2, 1, "reshape_mover_after_conv_canonicalization", changed);
+}
+
+const Pass pass_reshape_mover_after_conv = {
+    "reshape_mover_after_conv_canonicalization",
+    "reshape-mover and algsimp until they change nothing, after the cuDNN rewrites (XLA's conv_canonicalization)",
+    run_after_conv_reshape};
+
+static bool run_after_conv_simplify(IrModule *m, PassContext *cx, bool *changed) {
+  return run_fixpoint(m, cx, simplification_2_round, 2, 1, "simplify_after_conv_canonicalization", changed);
+}
+
+const Pass pass_simplify_after_conv = {
+    "simplify_after_conv_canonicalization",
+    "convert-mover and algsimp until they change nothing, after the cuDNN rewrites (XLA's conv_canonicalization)",
+    run_after_conv_simplify};
+
 /* priority: XLA GPU since 2024. */
 static const Pass *const priority_passes[] = {
     /* simplification, in the order of XLA:GPU's passes before fusion (XLA canonicalizes dots
@@ -266,6 +292,9 @@ static const Pass *const priority_passes[] = {
     &pass_simplification_2,
     &pass_conv_rewriter,
     &pass_cudnn_fused_conv,
+    &pass_reshape_mover_after_conv,
+    &pass_simplify_after_conv,
+    &pass_constant_folding_current,
     &pass_layout_assignment,
     &pass_move_copy_to_users,
     &pass_layout_normalization,

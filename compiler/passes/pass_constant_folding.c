@@ -5,8 +5,8 @@
  * Folded: elementwise unary and binary operations, compare, select, clamp, convert, reshape,
  * transpose, and broadcast/iota as *inputs* of a folded operation. Like XLA, a broadcast or iota
  * on its own is not folded (that only makes a bigger constant), and nothing with more than 1024
- * elements is. Types: pred, integers up to 32 bits, f32 and f64 (f16/bf16/f8 and 64-bit integers
- * are left alone: their rounding is not modelled here). Elided constants ({...}) are unknown.
+ * elements is. Types: pred, integers up to 32 bits, bf16 (each result rounded to nearest even), f32
+ * and f64 (f16, f8 and 64-bit integers are left alone: their rounding is not modelled here). Elided constants ({...}) are unknown.
  *
  * The folded instruction becomes a constant in place, keeping its name and its users; operands
  * left unused are removed. Each fold is reported: "folded add.3(2, 3) to constant 5".
@@ -30,6 +30,7 @@
 static bool foldable_type(IrType t) {
   switch (t) {
   case IR_PRED: case IR_S8: case IR_S16: case IR_S32: case IR_U8: case IR_U16: case IR_U32: case IR_F32: case IR_F64:
+  case IR_BF16:
     return true;
   default:
     return false;
@@ -42,6 +43,15 @@ static double to_type(IrType t, double v) {
   case IR_PRED: return v != 0;
   case IR_F32: return (double)(float)v;
   case IR_F64: return v;
+  case IR_BF16: { /* the f32 value rounded to its top 16 bits, to nearest even (XLA's bf16) */
+    float f = (float)v;
+    if (isnan(f)) return v;
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    b = (b + 0x7FFFu + ((b >> 16) & 1u)) & 0xFFFF0000u;
+    memcpy(&f, &b, sizeof f);
+    return (double)f;
+  }
   default: break;
   }
   if (isnan(v)) return 0;

@@ -14,6 +14,8 @@ extern const Pass pass_simplification_fixpoint; /* pass.c: the simplification ro
 extern const Pass pass_dce;              /* pass_dce.c: dead code elimination */
 extern const Pass pass_convert_mover;    /* pass_convert_mover.c: converts across data movement */
 extern const Pass pass_simplification_2; /* pass.c: convert-mover and algsimp until they change nothing */
+extern const Pass pass_reshape_mover_after_conv; /* pass.c: reshape-mover and algsimp after the cuDNN rewrites */
+extern const Pass pass_simplify_after_conv;      /* pass.c: convert-mover and algsimp after the cuDNN rewrites */
 extern const Pass pass_fusion_cse;       /* pass_cse.c: cse inside fused computations, after fusion */
 extern const Pass pass_fusion_dce;       /* pass_dce.c: dce after fusion */
 extern const Pass pass_tuple_simplifier; /* pass_tuple_simplifier.c: gte(tuple) and tuple(gte...) */

@@ -1443,6 +1443,34 @@ TEST(reduce_window_simplifications) {
   ir_module_free(m);
 }
 
+/* constant-folding folds bf16 as XLA's evaluator does: each result rounded to nearest even (the
+ * pad value convert-mover leaves as convert(f32 0) becomes bf16[] constant(0)). */
+TEST(constant_folding_bf16) {
+  IrModule *m = hlo("HloModule bf\n\n"
+                    "ENTRY main {\n"
+                    "  x = bf16[8] parameter(0)\n"
+                    "  z = f32[] constant(0)\n"
+                    "  tenth = f32[] constant(0.1)\n"
+                    "  zb = bf16[] convert(z)\n"
+                    "  tb = bf16[] convert(tenth)\n"
+                    "  third = bf16[] constant(0.333984375)\n"
+                    "  prod = bf16[] multiply(tb, third)\n"
+                    "  p = bf16[10] pad(x, zb), padding=1_1\n"
+                    "  b = bf16[10] broadcast(prod), dimensions={}\n"
+                    "  ROOT r = bf16[10] add(p, b)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_constant_folding_current, m, &log));
+  CHECK_STR(line_of(m, "zb"), "%zb = bf16[] constant(0)");
+  /* 0.1 is 0.10009765625 in bf16; times 0.333984375 is 0.0334300994873046875 in f32, 0.033447265625
+     in bf16 */
+  CHECK_STR(line_of(m, "tb"), "(none)");
+  CHECK_STR(line_of(m, "prod"), "%prod = bf16[] constant(0.0334472656)");
+  ir_module_free(m);
+}
+
 /* algsimp inlines a map whose computation is one elementwise operation of its parameters (the
  * maps reduce-window-rewriter makes), and one that returns a parameter; others stay. */
 TEST(map_inlining) {
@@ -1780,6 +1808,7 @@ int main(void) {
   RUN(map_inlining);
   RUN(reduce_of_broadcast);
   RUN(reduce_window_simplifications);
+  RUN(constant_folding_bf16);
   RUN(integer_times_zero);
   RUN(compare_never_negative);
   RUN(select_of_predicates);
