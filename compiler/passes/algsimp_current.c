@@ -385,6 +385,21 @@ static bool multiply(Simp *s, IrInstr *i) {
     IrInstr *z = i->operands[k];
     if (simp_splat_value(z, &v) && v == 0 && algsimp_forward(s, i, z, "an integer times zero is zero")) return true;
   }
+  /* convert(p) * A (either order), p a pred: select(p, A, 0), the mask applied without a
+     multiplication (what jaxlib 0.10.2's algsimp makes of x * mask.astype(x.dtype)) */
+  for (int k = 0; k < 2; k++) {
+    IrInstr *c = i->operands[k], *a = i->operands[1 - k];
+    if (c->op != IR_OP_CONVERT || c->noperands != 1 || c->operands[0]->shape.type != IR_PRED ||
+        !ir_shape_same_dims(&c->operands[0]->shape, &i->shape) || !ir_shape_equal(&a->shape, &i->shape))
+      continue;
+    IrInstr *zero = scalar_like(i, &i->shape, 0, "constant");
+    IrInstr *ops[3] = {c->operands[0], a, zero};
+    IrInstr *sel = zero ? add_before(i, IR_OP_SELECT, &i->shape, ops, 3, "select") : NULL;
+    char msg[300];
+    snprintf(msg, sizeof msg, "a multiplication by %s, a pred %s converted, is a select of %s where %s holds and 0 elsewhere",
+             c->name, c->operands[0]->name, a->name, c->operands[0]->name);
+    return sel && algsimp_forward(s, i, sel, msg);
+  }
   return multiply_constants(s, i);
 }
 

@@ -1471,6 +1471,29 @@ TEST(constant_folding_bf16) {
   ir_module_free(m);
 }
 
+/* algsimp: x * convert(mask) is select(mask, x, 0), in either order, for floats and integers. */
+TEST(multiply_by_converted_pred) {
+  IrModule *m = hlo("HloModule mp\n\n"
+                    "ENTRY main {\n"
+                    "  p = pred[4,8] parameter(0)\n"
+                    "  y = f32[4,8] parameter(1)\n"
+                    "  z = s32[4,8] parameter(2)\n"
+                    "  cp = f32[4,8] convert(p)\n"
+                    "  m1 = f32[4,8] multiply(y, cp)\n"
+                    "  ci = s32[4,8] convert(p)\n"
+                    "  m2 = s32[4,8] multiply(ci, z)\n"
+                    "  ROOT t = (f32[4,8], s32[4,8]) tuple(m1, m2)\n"
+                    "}\n");
+  CHECK(m != NULL);
+  if (!m) return;
+  Log log = {{0}, 0};
+  CHECK(run_pass_same_numbers(&pass_algsimp_current, m, &log));
+  CHECK_CONTAINS(log.buf, "a multiplication by cp, a pred p converted, is a select of y where p holds and 0 elsewhere");
+  CHECK_CONTAINS(log.buf, "a multiplication by ci, a pred p converted, is a select of z where p holds and 0 elsewhere");
+  CHECK(count_op(m, IR_OP_MULTIPLY) == 0 && count_op(m, IR_OP_SELECT) == 2 && count_op(m, IR_OP_CONVERT) == 0);
+  ir_module_free(m);
+}
+
 /* algsimp inlines a map whose computation is one elementwise operation of its parameters (the
  * maps reduce-window-rewriter makes), and one that returns a parameter; others stay. */
 TEST(map_inlining) {
@@ -1809,6 +1832,7 @@ int main(void) {
   RUN(reduce_of_broadcast);
   RUN(reduce_window_simplifications);
   RUN(constant_folding_bf16);
+  RUN(multiply_by_converted_pred);
   RUN(integer_times_zero);
   RUN(compare_never_negative);
   RUN(select_of_predicates);
