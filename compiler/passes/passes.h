@@ -44,6 +44,7 @@ extern const Pass pass_reduce_window_rewriter;   /* pass_reduce_window_rewriter.
 /* XLA:GPU's library and layout rewrites before fusion (priority pipeline) */
 extern const Pass pass_dot_dimension_sorter;   /* pass_dot_dimension_sorter.c: contracting dims in order */
 extern const Pass pass_dot_decomposer;         /* pass_dot_decomposer.c: einsum dots -> matrix multiplications */
+extern const Pass pass_dot_dimension_merger;  /* pass_dot_dimension_merger.c: a dot's batch dims -> one */
 extern const Pass pass_batched_gather_scatter; /* pass_batched_gather_scatter.c: batching dims -> iota indices */
 extern const Pass pass_sort_rewriter;          /* pass_sort_rewriter.c: sorts CUB does faster -> CUB calls */
 extern const Pass pass_stable_sort_expander;   /* pass_stable_sort_expander.c: is_stable -> iota tie-breaker */

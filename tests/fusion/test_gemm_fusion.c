@@ -453,6 +453,34 @@ TEST(bitcasts_leave_the_gemm_fusions) {
   ir_module_free(m);
 }
 
+/* dot_dimension_merger: attention's scores over [batch, heads] become one batch dimension of 8,
+ * read through bitcasts (XLA's module: f32[8,64,32] operands, bitcast back to [2,4,64,64]); the
+ * mask broadcast over the heads then stays outside the GEMM fusion, as in XLA's kernels. */
+TEST(batch_dimensions_of_a_dot_merge) {
+  static const char *TWO_BATCH =
+      "HloModule two_batch\n"
+      "ENTRY main {\n"
+      "  q = f32[2,4,64,32]{3,2,1,0} parameter(0)\n"
+      "  k = f32[2,4,64,32]{3,2,1,0} parameter(1)\n"
+      "  ROOT s = f32[2,4,64,64]{3,2,1,0} dot(q, k), lhs_batch_dims={0,1}, lhs_contracting_dims={3}, "
+      "rhs_batch_dims={0,1}, rhs_contracting_dims={3}\n"
+      "}\n";
+  Seen s;
+  IrModule *m = run_to(TWO_BATCH, "h100", "dot_dimension_merger", &s);
+  if (!m) return;
+  const IrInstr *root = m->entry->root;
+  CHECK(root->op == IR_OP_BITCAST && root->noperands == 1);
+  const IrInstr *d = root->noperands == 1 ? root->operands[0] : NULL;
+  CHECK(d && d->op == IR_OP_DOT && d->shape.rank == 3 && d->shape.dims[0] == 8);
+  int64_t b[4], c[4];
+  CHECK(d && ir_attr_dims(d, "lhs_batch_dims", b, 4) == 1 && b[0] == 0);
+  CHECK(d && ir_attr_dims(d, "rhs_contracting_dims", c, 4) == 1 && c[0] == 2);
+  CHECK(d && d->operands[0]->op == IR_OP_BITCAST && d->operands[0]->shape.dims[0] == 8);
+  CHECK_CONTAINS(s.last_accepted, "2 batch dimensions {0,1} become one of 8");
+  check_same_values(TWO_BATCH, m, INPUT_SEED);
+  ir_module_free(m);
+}
+
 int main(void) {
   RUN(attention_scores_take_the_transpose_and_the_scale);
   RUN(dense_layer_bias_and_relu_are_the_gemm_epilogue);
@@ -467,5 +495,6 @@ int main(void) {
   RUN(an_operand_read_left_and_transposed_right_merges);
   RUN(a_large_vector_matrix_product_gets_a_unit_dimension);
   RUN(bitcasts_leave_the_gemm_fusions);
+  RUN(batch_dimensions_of_a_dot_merge);
   return check_summary();
 }
