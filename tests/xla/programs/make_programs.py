@@ -9,8 +9,9 @@ XLA:GPU's choice between its own sort kernel and CUB's radix sort (SortRewriter'
 thresholds), vmapped indexing (batched gathers and scatters), values read by a hundred kernels
 (sibling multi-output fusion judges every pair of their readers), normalized residual layers
 (a Triton normalization feeding a dot through a bitcast), cumulative sums, products, maxima and
-log-sum-exps (XLA:GPU's ReduceWindowRewriter), and the gradients of a layer norm and an average
-pool (algsimp's rules for reduces of broadcasts and pads under reduce-windows). XLA's references for them come
+log-sum-exps (XLA:GPU's ReduceWindowRewriter), the gradients of a layer norm and an average
+pool (algsimp's rules for reduces of broadcasts and pads under reduce-windows), a masked attention
+(DotDimensionMerger), a bf16 cumsum and a masked mean. XLA's references for them come
 from scripts/xla_reference.py (see SOURCE.md here)."""
 import os
 import sys
@@ -41,6 +42,12 @@ def layer_norm_loss(x, g, b):
 
 def avg_pool_loss(x):
     return ((lax.reduce_window(x, 0.0, lax.add, (1, 2, 2, 1), (1, 2, 2, 1), "VALID") / 4) ** 2).sum()
+
+
+def masked_attention(q, k, v, m):
+    s = jnp.einsum("bhqd,bhkd->bhqk", q, k) / 8.0
+    s = jnp.where(m[:, None, None, :], s, -1e9)
+    return jnp.einsum("bhqk,bhkd->bhqd", jax.nn.softmax(s, -1), v)
 
 
 PROGRAMS = {
@@ -90,6 +97,14 @@ PROGRAMS = {
     "layernorm_grad_f32_64x512": (jax.grad(layer_norm_loss, argnums=(0, 1, 2)),
                                   [spec((64, 512), f32), spec((512,), f32), spec((512,), f32)]),
     "avgpool_grad_f32_4x32x32x16": (jax.grad(avg_pool_loss), [spec((4, 32, 32, 16), f32)]),
+    # attention over [batch, heads] with a key mask: XLA merges the dots' two batch dimensions
+    # (DotDimensionMerger), and the mask broadcast over the heads stays outside the GEMM
+    "attention_mask_f32_2x4x64x32": (masked_attention, [spec((2, 4, 64, 32), f32)] * 3 + [spec((2, 64), jnp.bool_)]),
+    # a bf16 cumsum: the pad value convert-mover leaves is folded to a bf16 constant at the end of
+    # conv canonicalization; a mean over a mask written as x * mask.astype(x.dtype) (a select)
+    "cumsum_bf16_32x300": (lambda x: jnp.cumsum(x.astype(f32), axis=-1).astype(bf16), [spec((32, 300), bf16)]),
+    "masked_mean_f32_64x128": (lambda x, m: jnp.sum(x * m.astype(f32), -1) / jnp.sum(m.astype(f32), -1),
+                               [spec((64, 128), f32), spec((64, 128), jnp.bool_)]),
 }
 
 
