@@ -11,7 +11,8 @@ thresholds), vmapped indexing (batched gathers and scatters), values read by a h
 (a Triton normalization feeding a dot through a bitcast), cumulative sums, products, maxima and
 log-sum-exps (XLA:GPU's ReduceWindowRewriter), the gradients of a layer norm and an average
 pool (algsimp's rules for reduces of broadcasts and pads under reduce-windows), a masked attention
-(DotDimensionMerger), a bf16 cumsum and a masked mean. XLA's references for them come
+(DotDimensionMerger), a bf16 cumsum, a masked mean, and top-k XLA's top-k kernel does not take
+(TopkDecomposer). XLA's references for them come
 from scripts/xla_reference.py (see SOURCE.md here)."""
 import os
 import sys
@@ -105,6 +106,10 @@ PROGRAMS = {
     "cumsum_bf16_32x300": (lambda x: jnp.cumsum(x.astype(f32), axis=-1).astype(bf16), [spec((32, 300), bf16)]),
     "masked_mean_f32_64x128": (lambda x, m: jnp.sum(x * m.astype(f32), -1) / jnp.sum(m.astype(f32), -1),
                                [spec((64, 128), f32), spec((64, 128), jnp.bool_)]),
+    # top-k that XLA's own top-k kernel does not take (k > 16: sampling from a vocabulary; rows
+    # shorter than 1,024): XLA's TopkDecomposer makes them a stable sort and slices
+    "topk_k50_f32_4x32000": (lambda x: lax.top_k(x, 50), [spec((4, 32000), f32)]),
+    "topk_softmax_f32_64x512": (lambda x: jax.nn.softmax(lax.top_k(x, 8)[0]), [spec((64, 512), f32)]),
 }
 
 
