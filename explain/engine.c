@@ -432,9 +432,25 @@ bool explain_engine_why_one(ExplainEngine *e, const char *name, ExplainWhyOne *o
   out->name = name;
   int at = explain_engine_stage_with(e, name, e->cur);
   int later = at < 0 ? explain_engine_stage_with(e, name, e->nstages - 1) : at;
+  ExplainFilter f;
+  explain_filter_init(&f);
+  f.name = name;
+  f.max_stage = e->nstages - 1;
   if (at < 0 && later < 0) {
-    *unknown = 1;
-    return false;
+    /* A name no stage holds may still be one a pass made and rewrote again within one stage (a
+       level of reduce-window-rewriter's scan): its decisions tell its story. */
+    out->n = explain_query(e->log, &f, &out->decisions);
+    if (out->n < 0) {
+      out->n = 0;
+      out->decisions = NULL;
+      return fx_error_set(err, NULL, 0, 0, "out of memory");
+    }
+    if (out->n == 0) {
+      *unknown = 1;
+      return false;
+    }
+    out->last_seen = out->first_later = -1;
+    return true;
   }
   out->last_seen = at;
   out->first_later = later;
@@ -444,10 +460,6 @@ bool explain_engine_why_one(ExplainEngine *e, const char *name, ExplainWhyOne *o
     if (!p) return false;
     out->kernel = plan_kernel_of(p, out->instr);
   }
-  ExplainFilter f;
-  explain_filter_init(&f);
-  f.name = name;
-  f.max_stage = e->nstages - 1;
   out->n = explain_query(e->log, &f, &out->decisions);
   if (out->n < 0) {
     out->n = 0;

@@ -715,7 +715,8 @@ bool explain_show_why_one(const ExplainOut *o, ExplainEngine *e, const char *nam
         json_null(&w);
       }
     } else {
-      json_kv_int(&w, "last_seen_stage", at >= 0 ? at : later);
+      if (at >= 0 || later >= 0) json_kv_int(&w, "last_seen_stage", at >= 0 ? at : later);
+      else json_kv_null(&w, "last_seen_stage");
       /* what the passes that removed it made of it, at this stage */
       if (q.became) json_kv_str(&w, "became", q.became->name);
       else json_kv_null(&w, "became");
@@ -760,9 +761,13 @@ bool explain_show_why_one(const ExplainOut *o, ExplainEngine *e, const char *nam
       if (q.became_kernel && q.became_kernel->instr != q.became) fprintf(o->out, " (in kernel %s)", q.became_kernel->name);
     }
     fputc('\n', o->out);
-  } else {
+  } else if (later >= 0) {
     fprintf(o->out, "%s is not in stage %d (%s): it first appears at stage %d (%s)\n", name, e->cur, pass, later,
             e->stages[later].pass);
+  } else {
+    /* made and rewritten again within one pass: only its decisions hold it */
+    fprintf(o->out, "%s is in no stage: it lived only inside stage %d, where %s made it and replaced it again\n", name,
+            res[0]->stage, res[0]->pass);
   }
   if (!o->json) {
     if (n == 0) fprintf(o->out, "  no decision names %s%s\n", name, e->nstages > 1 ? "" : " (no pass has run yet)");

@@ -274,10 +274,44 @@ TEST(why_follows_a_name_through_inlining) {
   explain_engine_fini(&e);
 }
 
+/* A name a pass made and replaced within its own stage (the first level of reduce-window-rewriter's
+ * scan of block totals) is in no stage, but its decisions still answer `why`; a name nothing made
+ * is unknown. */
+TEST(why_a_name_only_decisions_hold) {
+  static const char text[] =
+      "HloModule cumsum\n\n"
+      "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT r = f32[] add(a, b)\n}\n\n"
+      "ENTRY main {\n"
+      "  x = f32[8,1024] parameter(0)\n"
+      "  z = f32[] constant(0)\n"
+      "  ROOT s = f32[8,1024] reduce-window(x, z), window={size=1x1024 pad=0_0x1023_0}, to_apply=add\n"
+      "}\n";
+  ExplainEngine e;
+  CHECK(explain_engine_init(&e));
+  FxError err;
+  fx_error_clear(&err);
+  CHECK(explain_engine_load_hlo(&e, "cumsum.hlo", text, sizeof text - 1, &err));
+  explain_engine_set_pipeline(&e, pipeline_lookup("priority"));
+  int last = explain_engine_last_stage(&e);
+  CHECK(explain_engine_ensure(&e, last, &err));
+  e.cur = last;
+  ExplainWhyOne w;
+  int unknown = 0;
+  CHECK(explain_engine_why_one(&e, "s.totals_scan", &w, &unknown, &err));
+  CHECK(unknown == 0 && w.instr == NULL && w.last_seen == -1 && w.first_later == -1 && w.n == 1);
+  CHECK(w.n == 1 && strcmp(w.decisions[0]->pass, "reduce-window-rewriter") == 0 &&
+        strcmp(w.decisions[0]->producer, "s.totals_scan") == 0);
+  explain_why_one_free(&w);
+  CHECK(!explain_engine_why_one(&e, "s.nothing", &w, &unknown, &err) && unknown == 1);
+  explain_why_one_free(&w);
+  explain_engine_fini(&e);
+}
+
 int main(void) {
   RUN(load_run_and_kernels);
   RUN(why_a_pair_and_a_name);
   RUN(why_follows_a_name_through_inlining);
+  RUN(why_a_name_only_decisions_hold);
   RUN(decisions_as_json);
   RUN(what_a_setting_changes);
   RUN(a_broken_program_is_a_located_error);
