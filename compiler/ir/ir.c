@@ -1632,46 +1632,50 @@ bool ir_attr_window(const IrInstr *i, int rank, IrWindow *w, char *why, size_t n
   return true;
 }
 
+/* Appends " key=v0xv1x..." to buf when some entry of v differs from dflt (always when all). */
+static void window_list(char *buf, size_t n, size_t *len, const char *key, const int64_t *v, int r, int64_t dflt,
+                        bool all) {
+  bool any = all;
+  for (int d = 0; d < r; d++) any = any || v[d] != dflt;
+  if (!any) return;
+  *len += (size_t)snprintf(buf + *len, *len < n ? n - *len : 0, "%s%s=", *len > 1 ? " " : "", key);
+  for (int d = 0; d < r; d++) *len += (size_t)snprintf(buf + *len, *len < n ? n - *len : 0, "%s%" PRId64, d ? "x" : "", v[d]);
+}
+
 void ir_attr_set_window(IrInstr *i, const IrWindow *w) {
-  char buf[1024];
-  size_t len = 0;
+  char buf[1024] = "{";
+  size_t len = 1, n = sizeof buf;
   int r = w->rank;
-#define APPEND(...) len += (size_t)snprintf(buf + len, len < sizeof buf ? sizeof buf - len : 0, __VA_ARGS__)
-  APPEND("{size=");
-  for (int d = 0; d < r; d++) APPEND("%s%" PRId64, d ? "x" : "", w->size[d]);
-  bool any = false;
-  for (int d = 0; d < r; d++) any = any || w->stride[d] != 1;
-  if (any) {
-    APPEND(" stride=");
-    for (int d = 0; d < r; d++) APPEND("%s%" PRId64, d ? "x" : "", w->stride[d]);
+  int64_t rev[IR_MAX_RANK];
+  bool padded = false;
+  for (int d = 0; d < r; d++) {
+    rev[d] = w->reversal[d];
+    padded = padded || w->pad_lo[d] || w->pad_hi[d];
   }
-  any = false;
-  for (int d = 0; d < r; d++) any = any || w->pad_lo[d] || w->pad_hi[d];
-  if (any) {
-    APPEND(" pad=");
-    for (int d = 0; d < r; d++) APPEND("%s%" PRId64 "_%" PRId64, d ? "x" : "", w->pad_lo[d], w->pad_hi[d]);
+  window_list(buf, n, &len, "size", w->size, r, 1, true);
+  window_list(buf, n, &len, "stride", w->stride, r, 1, false);
+  if (padded) {
+    len += (size_t)snprintf(buf + len, len < n ? n - len : 0, " pad=");
+    for (int d = 0; d < r; d++)
+      len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s%" PRId64 "_%" PRId64, d ? "x" : "", w->pad_lo[d],
+                              w->pad_hi[d]);
   }
-  any = false;
-  for (int d = 0; d < r; d++) any = any || w->lhs_dilate[d] != 1;
-  if (any) {
-    APPEND(" lhs_dilate=");
-    for (int d = 0; d < r; d++) APPEND("%s%" PRId64, d ? "x" : "", w->lhs_dilate[d]);
-  }
-  any = false;
-  for (int d = 0; d < r; d++) any = any || w->rhs_dilate[d] != 1;
-  if (any) {
-    APPEND(" rhs_dilate=");
-    for (int d = 0; d < r; d++) APPEND("%s%" PRId64, d ? "x" : "", w->rhs_dilate[d]);
-  }
-  any = false;
-  for (int d = 0; d < r; d++) any = any || w->reversal[d];
-  if (any) {
-    APPEND(" rhs_reversal=");
-    for (int d = 0; d < r; d++) APPEND("%s%d", d ? "x" : "", w->reversal[d] ? 1 : 0);
-  }
-  APPEND("}");
-#undef APPEND
+  window_list(buf, n, &len, "lhs_dilate", w->lhs_dilate, r, 1, false);
+  window_list(buf, n, &len, "rhs_dilate", w->rhs_dilate, r, 1, false);
+  window_list(buf, n, &len, "rhs_reversal", rev, r, 0, false);
+  snprintf(buf + len, len < n ? n - len : 0, "}");
   ir_attr_set_text(i, "window", buf);
+}
+
+bool ir_window_dim_trivial(const IrWindow *w, int d) {
+  return w->size[d] == 1 && w->stride[d] == 1 && w->pad_lo[d] == 0 && w->pad_hi[d] == 0 && w->lhs_dilate[d] == 1 &&
+         w->rhs_dilate[d] == 1;
+}
+
+void ir_window_set_trivial(IrWindow *w, int d) {
+  w->size[d] = w->stride[d] = w->lhs_dilate[d] = w->rhs_dilate[d] = 1;
+  w->pad_lo[d] = w->pad_hi[d] = 0;
+  w->reversal[d] = false;
 }
 
 bool ir_conv_dims(const IrInstr *i, IrConvDims *d, char *why, size_t nwhy) {

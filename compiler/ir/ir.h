@@ -438,6 +438,11 @@ bool ir_attr_window(const IrInstr *i, int rank, IrWindow *w, char *why, size_t n
 /* Sets window= from w as XLA prints it: size always, each other field only when one of its
  * entries is not the default. */
 void ir_attr_set_window(IrInstr *i, const IrWindow *w);
+/* Whether dimension d of w is trivial: size 1, stride 1, no padding, no dilation (XLA's
+ * window_util::IsTrivialWindowDimension). */
+bool ir_window_dim_trivial(const IrWindow *w, int d);
+/* Makes dimension d of w trivial (and not reversed). */
+void ir_window_set_trivial(IrWindow *w, int d);
 /* Whether i is a gather, with a non-empty result, that XLA's shape rules take but no backend here
  * computes: one that collapses (or batches) a dimension of slice size 0, whose every element would
  * read from an empty slice, or one whose batching dimension is also in start_index_map. Then

@@ -396,8 +396,9 @@ static bool multiply(Simp *s, IrInstr *i) {
     IrInstr *ops[3] = {c->operands[0], a, zero};
     IrInstr *sel = zero ? add_before(i, IR_OP_SELECT, &i->shape, ops, 3, "select") : NULL;
     char msg[300];
-    snprintf(msg, sizeof msg, "a multiplication by %s, a pred %s converted, is a select of %s where %s holds and 0 elsewhere",
-             c->name, c->operands[0]->name, a->name, c->operands[0]->name);
+    snprintf(msg, sizeof msg,
+             "a multiplication by %s, a pred %s converted, is a select of %s where %s holds and 0 elsewhere", c->name,
+             c->operands[0]->name, a->name, c->operands[0]->name);
     return sel && algsimp_forward(s, i, sel, msg);
   }
   return multiply_constants(s, i);
@@ -1477,13 +1478,6 @@ static bool only_reduces_read(const IrInstr *x) {
   return true;
 }
 
-/* HandleReduce's rules, in its order: a reduction over dimensions of size 1 reduces nothing (the
- * init value is the reduction's identity, HLO's contract): the operand reshaped; a sum of a
- * negation is the negation of the sum; a reduce of a transpose reduces the transpose's operand
- * (permuted dimensions, a transpose after it when the kept ones come out in another order); a
- * reduce of a reduce with the same reducer and init is one reduce; a reduce of a reshape that
- * changes only reduced dimensions reduces the reshape's operand, one that changes only kept ones
- * reduces first and reshapes after. */
 /* HandleReduce's three rules for a reduce of broadcast x = broadcast(y), in XLA's order:
  *  - a max, min, and or or of a scalar broadcast over all its dimensions is op(y, init);
  *  - a reduce over dimensions all of y's reduces y and broadcasts the smaller result (the
@@ -1503,7 +1497,8 @@ static bool reduce_of_broadcast(Simp *s, IrInstr *i, IrInstr *x, IrInstr *init, 
       nd == x->shape.rank) {
     IrInstr *ops[2] = {y, init};
     IrInstr *b = add_before(i, op, &i->shape, ops, 2, ir_op_name(op));
-    snprintf(msg, sizeof msg, "a %s of %s over every dimension of a broadcast scalar is the %s of %s and the initial value",
+    snprintf(msg, sizeof msg,
+             "a %s of %s over every dimension of a broadcast scalar is the %s of %s and the initial value",
              ir_op_name(op), x->name, ir_op_name(op), y->name);
     return b && algsimp_forward(s, i, b, msg);
   }
@@ -1532,8 +1527,10 @@ static bool reduce_of_broadcast(Simp *s, IrInstr *i, IrInstr *x, IrInstr *init, 
     IrInstr *b = add_before(i, IR_OP_BROADCAST, &i->shape, &nr, 1, x->name);
     if (!b) return false;
     ir_attr_set_dims(b, "dimensions", nbd, n);
-    snprintf(msg, sizeof msg, "every dimension it reduces is one of %s's, which %s broadcasts: it reduces %s and broadcasts "
-             "the smaller result", y->name, x->name, y->name);
+    snprintf(msg, sizeof msg,
+             "every dimension it reduces is one of %s's, which %s broadcasts: it reduces %s and broadcasts the "
+             "smaller result",
+             y->name, x->name, y->name);
     return algsimp_forward(s, i, b, msg);
   }
   /* a sum over dimensions the broadcast added only */
@@ -1569,6 +1566,13 @@ static bool reduce_of_broadcast(Simp *s, IrInstr *i, IrInstr *x, IrInstr *init, 
   return algsimp_forward(s, i, b, msg);
 }
 
+/* HandleReduce's rules, in its order: a reduction over dimensions of size 1 reduces nothing (the
+ * init value is the reduction's identity, HLO's contract): the operand reshaped; a sum of a
+ * negation is the negation of the sum; a reduce of a transpose reduces the transpose's operand
+ * (permuted dimensions, a transpose after it when the kept ones come out in another order); a
+ * reduce of a reduce with the same reducer and init is one reduce; a reduce of a reshape that
+ * changes only reduced dimensions reduces the reshape's operand, one that changes only kept ones
+ * reduces first and reshapes after; a reduce of a broadcast, reduce_of_broadcast. */
 static bool reduce(Simp *s, IrInstr *i) {
   if (i->noperands != 2 || !ir_shape_is_array(&i->shape)) return false;
   IrInstr *x = i->operands[0], *init = i->operands[1];
@@ -1729,8 +1733,8 @@ static bool reduce_window_current(Simp *s, IrInstr *i) {
       y = add_before(i, IR_OP_PAD, &i->shape, pops, 2, "pad");
       if (y) ir_attr_set_padding(y, w.pad_lo, w.pad_hi, NULL, r);
     }
-    snprintf(msg, sizeof msg, "a window of one element is the %s of each element and the initial value%s", ir_op_name(op),
-             padded ? ", padded where the window was" : "");
+    snprintf(msg, sizeof msg, "a window of one element is the %s of each element and the initial value%s",
+             ir_op_name(op), padded ? ", padded where the window was" : "");
     return y && algsimp_forward(s, i, y, msg);
   }
   if (!strided && !dilated && !padded) {
@@ -1763,8 +1767,7 @@ static bool reduce_window_current(Simp *s, IrInstr *i) {
     /* XLA folds through a convert only when the padding is worth it for a scan's one dimension */
     int nt = -1, count = 0;
     for (int d = 0; d < r; d++)
-      if (!(w.size[d] == 1 && w.stride[d] == 1 && w.pad_lo[d] == 0 && w.pad_hi[d] == 0 && w.lhs_dilate[d] == 1 &&
-            w.rhs_dilate[d] == 1)) {
+      if (!ir_window_dim_trivial(&w, d)) {
         nt = d;
         count++;
       }

@@ -311,8 +311,8 @@ static bool try_map(Simp *s, IrInstr *i) {
     IrInstr *b = simp_add_like(c, i, IR_OP_BROADCAST, &i->shape, &k, 1, "broadcast", i);
     if (!b) return false;
     ir_attr_set_dims(b, "dimensions", NULL, 0);
-    snprintf(msg, sizeof msg, "map %s: its computation %s is the constant %s, broadcast as %s", i->name, f->name, r->name,
-             b->name);
+    snprintf(msg, sizeof msg, "map %s: its computation %s is the constant %s, broadcast as %s", i->name, f->name,
+             r->name, b->name);
     algsimp_report(s, "rewrite", i, i, b->name, msg);
     simp_replace(i, b);
     return true;

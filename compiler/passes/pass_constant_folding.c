@@ -6,7 +6,8 @@
  * transpose, and broadcast/iota as *inputs* of a folded operation. Like XLA, a broadcast or iota
  * on its own is not folded (that only makes a bigger constant), and nothing with more than 1024
  * elements is. Types: pred, integers up to 32 bits, bf16 (each result rounded to nearest even), f32
- * and f64 (f16, f8 and 64-bit integers are left alone: their rounding is not modelled here). Elided constants ({...}) are unknown.
+ * and f64 (f16, f8 and 64-bit integers are left alone: their rounding is not modelled here).
+ * Elided constants ({...}) are unknown.
  *
  * The folded instruction becomes a constant in place, keeping its name and its users; operands
  * left unused are removed. Each fold is reported: "folded add.3(2, 3) to constant 5".

@@ -90,8 +90,9 @@ static bool merge(IrInstr *dot, PassContext *cx, bool *changed) {
   for (int k = 0; k < dot->nattrs; k++)
     if (dot->attrs[k].kind == IR_ATTR_TEXT) ir_attr_set_text(nd, dot->attrs[k].key, dot->attrs[k].text);
   int64_t lc[IR_MAX_RANK], rc[IR_MAX_RANK], b0 = lb, b1 = rb;
-  for (int q = 0; q < dd.nlhs_contract; q++) lc[q] = dd.lhs_contract[q] > lb ? dd.lhs_contract[q] - (nb - 1) : dd.lhs_contract[q];
-  for (int q = 0; q < dd.nrhs_contract; q++) rc[q] = dd.rhs_contract[q] > rb ? dd.rhs_contract[q] - (nb - 1) : dd.rhs_contract[q];
+  /* ShiftDimensions: the contracting dimensions past the batch ones move down */
+  for (int q = 0; q < dd.nlhs_contract; q++) lc[q] = dd.lhs_contract[q] - (dd.lhs_contract[q] > lb ? nb - 1 : 0);
+  for (int q = 0; q < dd.nrhs_contract; q++) rc[q] = dd.rhs_contract[q] - (dd.rhs_contract[q] > rb ? nb - 1 : 0);
   ir_attr_set_dims(nd, "lhs_batch_dims", &b0, 1);
   ir_attr_set_dims(nd, "rhs_batch_dims", &b1, 1);
   ir_attr_set_dims(nd, "lhs_contracting_dims", lc, dd.nlhs_contract);
@@ -103,8 +104,8 @@ static bool merge(IrInstr *dot, PassContext *cx, bool *changed) {
   for (int q = 0; q < nb && len < sizeof desc; q++)
     len += (size_t)snprintf(desc + len, sizeof desc - len, "%s%lld", q ? "," : "", (long long)dd.lhs_batch[q]);
   if (len < sizeof desc) snprintf(desc + len, sizeof desc - len, "}");
-  PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rewrite", .producer = dot->name, .result = nd->name,
-                    .accepted = true};
+  PassDecision d = {.pass = cx->pass, .stage = cx->stage, .action = "rewrite", .producer = dot->name,
+                    .result = nd->name, .accepted = true};
   pass_emit(cx->sink, &d, "%s's %d batch dimensions %s become one of %lld (%s and %s read the operands, the result "
                           "is read back through a bitcast)",
             dot->name, nb, desc, (long long)size, nl->name, nr->name);

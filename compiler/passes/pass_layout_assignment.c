@@ -33,8 +33,8 @@
  *
  * fxplain lets layouts flow only through what layout-normalization rewrites on physical shapes
  * (elementwise operations, slices, dynamic slices and updates, concatenates, pads, reverses,
- * reduce-windows of one input, transposes, reshapes, reduces, GEMMs, broadcasts) and through loops whose body and condition
- * only that loop runs; every other value and its operands keep the default layout, and so do the
+ * reduce-windows of one input, transposes, reshapes, reduces, GEMMs, broadcasts) and through loops
+ * whose body and condition only that loop runs; every other value and its operands keep the default layout, and so do the
  * parameters and results of other computations. Propagation order follows XLA's: mandatory
  * constraints first, then depth first.
  *

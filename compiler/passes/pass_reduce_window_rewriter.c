@@ -51,12 +51,7 @@ static void trivial_window(IrWindow *w, int rank) {
   memset(w, 0, sizeof *w);
   w->rank = rank;
   w->has_size = true;
-  for (int d = 0; d < rank; d++) w->size[d] = w->stride[d] = w->lhs_dilate[d] = w->rhs_dilate[d] = 1;
-}
-
-static bool trivial_dim(const IrWindow *w, int d) {
-  return w->size[d] == 1 && w->stride[d] == 1 && w->pad_lo[d] == 0 && w->pad_hi[d] == 0 && w->lhs_dilate[d] == 1 &&
-         w->rhs_dilate[d] == 1;
+  for (int d = 0; d < rank; d++) ir_window_set_trivial(w, d);
 }
 
 /* A reduce-window of x by rw's reducer and initial value with window w and result dims. */
@@ -115,13 +110,6 @@ static IrInstr *slice(IrInstr *rw, IrInstr *x, int dim, int64_t start, int64_t l
   return y;
 }
 
-static const char *dims_text(const IrShape *s, char *buf, size_t n) {
-  size_t len = (size_t)snprintf(buf, n, "%s[", ir_type_name(s->type));
-  for (int d = 0; d < s->rank && len < n; d++) len += (size_t)snprintf(buf + len, n - len, "%s%" PRId64, d ? "," : "", s->dims[d]);
-  if (len < n) snprintf(buf + len, n - len, "]");
-  return buf;
-}
-
 typedef struct {
   int dim;         /* the scan dimension */
   int64_t n;       /* its length */
@@ -135,7 +123,7 @@ static bool is_long_scan(const IrInstr *rw, const IrWindow *w, Scan *sc) {
   const IrShape *in = &rw->operands[0]->shape;
   int dim = -1;
   for (int d = 0; d < w->rank; d++) {
-    if (trivial_dim(w, d)) continue;
+    if (ir_window_dim_trivial(w, d)) continue;
     if (dim >= 0) return false; /* more than one non-trivial dimension */
     dim = d;
   }
@@ -155,8 +143,8 @@ static bool is_long_scan(const IrInstr *rw, const IrWindow *w, Scan *sc) {
 }
 
 /* RewriteScanAsTreeReduction for a reduce-window of one input. Returns the value that replaces
- * rw, NULL when out of memory. *inner is the exclusive scan of the block totals. */
-static IrInstr *rewrite_scan(IrInstr *rw, const Scan *sc, IrInstr **inner, char *why, size_t nwhy) {
+ * rw, NULL when out of memory; why[nwhy] says what it became. */
+static IrInstr *rewrite_scan(IrInstr *rw, const Scan *sc, char *why, size_t nwhy) {
   IrComputation *f = ir_attr_comp(rw, "to_apply");
   IrInstr *x = rw->operands[0];
   int rank = x->shape.rank, last = rank - 1;
@@ -207,7 +195,6 @@ static IrInstr *rewrite_scan(IrInstr *rw, const Scan *sc, IrInstr **inner, char 
   snprintf(name, sizeof name, "%s.totals_scan", rw->name);
   IrInstr *in = reduce_window(rw, col, &w, cd, name);
   if (!in) return NULL;
-  *inner = in;
   snprintf(name, sizeof name, "%s.block_offsets", rw->name);
   IrInstr *offs = slice(rw, in, last, sc->forward ? 0 : 1, sc->forward ? ncol : ncol + 1, name);
   if (!offs) return NULL;
@@ -231,11 +218,13 @@ static IrInstr *rewrite_scan(IrInstr *rw, const Scan *sc, IrInstr **inner, char 
   if (k != sc->n && !(y = slice(rw, y, sc->dim, 0, sc->n, name))) return NULL;
   if (sc->exclusive && !(y = pad(rw, y, sc->dim, sc->forward ? 1 : 0, sc->forward ? 0 : 1, name))) return NULL;
   char s1[96], s2[96];
+  ir_shape_format(&outer->shape, false, s1, sizeof s1);
+  ir_shape_format(&in->shape, false, s2, sizeof s2);
   snprintf(why, nwhy,
            "%s%s scan of %" PRId64 " elements (more than %d) in dimension %d becomes %s: blocks of %d %s, their %" PRId64
            " totals scanned by %s (%s)%s",
            sc->exclusive ? "an exclusive " : "a ", sc->forward ? "forward" : "backward", sc->n, BASE_LENGTH, sc->dim, outer->name,
-           BASE_LENGTH, dims_text(&outer->shape, s1, sizeof s1), ncol, in->name, dims_text(&in->shape, s2, sizeof s2),
+           BASE_LENGTH, s1, ncol, in->name, s2,
            k != sc->n ? ", padded with the initial value" : "");
   return y;
 }
@@ -249,9 +238,7 @@ static IrInstr *rewrite_r1(IrInstr *rw, const IrWindow *w0) {
   if (!x) return NULL;
   IrWindow w = *w0;
   w.rank = 2;
-  w.size[1] = w.stride[1] = w.lhs_dilate[1] = w.rhs_dilate[1] = 1;
-  w.pad_lo[1] = w.pad_hi[1] = 0;
-  w.reversal[1] = false;
+  ir_window_set_trivial(&w, 1);
   int64_t od[2] = {rw->shape.dims[0], 1};
   IrInstr *y = reduce_window(rw, x, &w, od, name);
   if (!y) return NULL;
@@ -282,9 +269,9 @@ static int rewrite(IrInstr *rw, PassContext *cx, bool first_round) {
               rw->name, rw->noperands / 2, scan ? "such a scan" : "such a reduce-window of rank 1");
     return 0;
   }
-  IrInstr *res, *inner = NULL;
+  IrInstr *res;
   if (scan) {
-    res = rewrite_scan(rw, &sc, &inner, why, sizeof why);
+    res = rewrite_scan(rw, &sc, why, sizeof why);
   } else {
     res = rewrite_r1(rw, &w);
     snprintf(why, sizeof why, "a reduce-window of rank 1 becomes one of rank 2 ([%" PRId64 "] -> [%" PRId64 ", 1])",

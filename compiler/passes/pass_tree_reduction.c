@@ -167,13 +167,6 @@ static IrInstr *reshape_to(IrInstr *at, IrInstr *x, IrType t, int n, const int64
   return add_before(at, IR_OP_RESHAPE, &s, &x, 1, base);
 }
 
-static const char *shape_text(const IrShape *s, char *buf, size_t n) {
-  size_t len = (size_t)snprintf(buf, n, "%s[", ir_type_name(s->type));
-  for (int d = 0; d < s->rank && len < n; d++) len += (size_t)snprintf(buf + len, n - len, "%s%" PRId64, d ? "," : "", s->dims[d]);
-  if (len < n) snprintf(buf + len, n - len, "]");
-  return buf;
-}
-
 /* Rewrites r when it is not race free. Returns 1 when rewritten, 0 when not, -1 out of memory. */
 static int rewrite(IrInstr *r, PassContext *cx) {
   if (r->op != IR_OP_REDUCE || r->noperands != 2 || !r->operands[0] || !r->operands[1] || !ir_shape_is_array(&r->shape) ||
@@ -254,9 +247,11 @@ static int rewrite(IrInstr *r, PassContext *cx) {
   PassDecision dec = {.pass = cx->pass, .stage = cx->stage, .action = "rewrite", .producer = r->name,
                       .result = res->name, .accepted = true};
   pass_metric(&dec, "elements", (double)ir_shape_elements(&x->shape));
-  pass_emit(cx->sink, &dec, "split %s (%s) into %s (%s -> %s) and %s (-> %s)", r->name, why, inner->name,
-            shape_text(&inner->operands[0]->shape, in_s, sizeof in_s), shape_text(&inner->shape, mid_s, sizeof mid_s),
-            outer->name, shape_text(&outer->shape, out_s, sizeof out_s));
+  ir_shape_format(&inner->operands[0]->shape, false, in_s, sizeof in_s);
+  ir_shape_format(&inner->shape, false, mid_s, sizeof mid_s);
+  ir_shape_format(&outer->shape, false, out_s, sizeof out_s);
+  pass_emit(cx->sink, &dec, "split %s (%s) into %s (%s -> %s) and %s (-> %s)", r->name, why, inner->name, in_s, mid_s,
+            outer->name, out_s);
   simp_replace(r, res);
   return 1;
 }
