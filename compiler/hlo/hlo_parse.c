@@ -590,7 +590,9 @@ static bool decode_literal(P *p, InstrRec *r, IrLiteral *lit, Arena *a) {
       if (splat && n == 1) {
         lit->count = want;
         lit->values = arena_alloc(a, sizeof(double) * (size_t)want);
-        if (!lit->values) return oom(p);
+        if (!lit->values)
+          return perr(p, r->lit_line, r->lit_col,
+                      "constant value stands for every one of its shape's %" PRId64 " elements: too many to hold", want);
         continue;
       }
       splat = false;

@@ -22,11 +22,12 @@ static int should_fail(void) {
 void fx_alloc_fail_after(long n) { fail_after = n; }
 long fx_alloc_count(void) { return alloc_count; }
 
-void *fx_malloc(size_t n) { return should_fail() ? NULL : malloc(n ? n : 1); }
+void *fx_malloc(size_t n) { return should_fail() || n > FX_ALLOC_MAX ? NULL : malloc(n ? n : 1); }
 void *fx_calloc(size_t count, size_t size) {
+  if (size && count > FX_ALLOC_MAX / size) return NULL;
   return should_fail() ? NULL : calloc(count ? count : 1, size ? size : 1);
 }
-void *fx_realloc(void *p, size_t n) { return should_fail() ? NULL : realloc(p, n ? n : 1); }
+void *fx_realloc(void *p, size_t n) { return should_fail() || n > FX_ALLOC_MAX ? NULL : realloc(p, n ? n : 1); }
 void fx_free(void *p) { free(p); }
 char *fx_strdup(const char *s) {
   size_t n = strlen(s) + 1;
@@ -106,6 +107,7 @@ void arena_free(Arena *a) {
 }
 
 void *arena_alloc(Arena *a, size_t n) {
+  if (n > FX_ALLOC_MAX) return NULL; /* (and the rounding below cannot wrap) */
   n = (n + 15) & ~(size_t)15;
   if (n == 0) n = 16;
   ArenaBlock *b = a->head;

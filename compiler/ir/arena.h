@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The largest single request any of them grants, 1 TiB: a size a module's text asks for (a splat
+ * constant of 10^17 elements) fails like any allocation the machine cannot satisfy, with the
+ * caller's own message, rather than reach malloc (which a sanitizer build aborts on). */
+#define FX_ALLOC_MAX ((size_t)1 << 40)
 void *fx_malloc(size_t n);
 void *fx_calloc(size_t count, size_t size);
 void *fx_realloc(void *p, size_t n);
